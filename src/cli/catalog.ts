@@ -1,0 +1,92 @@
+import { diffCatalogs, getRevision, latestRevision, listRevisions, renderCatalog, renderDiff, snapshotOf } from "../catalog/index.js";
+import { openStore } from "../store/db.js";
+import { resolveStateDir } from "../store/stateDir.js";
+import { parse } from "./args.js";
+import { UsageError } from "./errors.js";
+
+export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N] [--json] [--state-dir DIR]
+       portcullis catalog diff LABEL [FROM TO] [--json] [--state-dir DIR]
+       portcullis catalog list LABEL [--json] [--state-dir DIR]
+
+show   the tools of a catalog revision (default: the latest) with their fingerprints
+diff   field-level changes between two revisions (default: the previous and the latest),
+       each classified expands | narrows | cosmetic
+list   every revision recorded for LABEL`;
+
+export async function catalogCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parse("catalog", args, {
+    json: { type: "boolean" },
+    revision: { type: "string" },
+    "state-dir": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(`${CATALOG_HELP}\n`);
+    return values.help ? 0 : 2;
+  }
+  const [sub, label, ...more] = positionals;
+  if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
+  const store = openStore(resolveStateDir(values["state-dir"]));
+  const out = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
+  try {
+    const rev = (s: string, what: string) => {
+      const n = Number(s);
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`catalog ${sub}: ${what} must be a revision number (got "${s}").`);
+      const r = getRevision(store, label, n);
+      if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
+      return r;
+    };
+    const latest = latestRevision(store, label);
+    if (!latest) throw new UsageError(`catalog ${sub}: no catalog recorded for "${label}" in this state directory.`);
+    switch (sub) {
+      case "list": {
+        const revs = listRevisions(store, label);
+        if (values.json) out(JSON.stringify({ serverLabel: label, revisions: revs }, null, 2));
+        else for (const r of revs) out(`${r.revision}  ${r.fingerprint}  ${r.tools} tools  first seen ${r.firstSeenAt}`);
+        return 0;
+      }
+      case "show": {
+        const r = values.revision ? rev(values.revision, "--revision") : latest;
+        const snap = snapshotOf(r.tools, 1);
+        if (values.json) {
+          out(
+            JSON.stringify(
+              {
+                serverLabel: label,
+                revision: r.revision,
+                fingerprint: r.fingerprint,
+                firstSeenAt: r.firstSeenAt,
+                firstEpoch: r.firstEpoch,
+                tools: r.tools.map((t) => ({ fingerprint: snap.byName.get(t.name)?.fingerprint, tool: t })),
+              },
+              null,
+              2,
+            ),
+          );
+        } else out(renderCatalog(snap, r.revision));
+        return 0;
+      }
+      case "diff": {
+        let from: NonNullable<typeof latest>;
+        let to: NonNullable<typeof latest>;
+        if (more.length === 2) {
+          from = rev(more[0]!, "FROM");
+          to = rev(more[1]!, "TO");
+        } else if (more.length === 0) {
+          to = latest;
+          const prev = latest.revision > 1 ? getRevision(store, label, latest.revision - 1) : null;
+          if (!prev) throw new UsageError(`catalog diff: "${label}" has only one revision; nothing to compare.`);
+          from = prev;
+        } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
+        const diff = diffCatalogs(from.tools, to.tools);
+        if (values.json) out(JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2));
+        else out(renderDiff(diff, { fromRevision: from.revision, toRevision: to.revision }));
+        return 0;
+      }
+      default:
+        throw new UsageError(`catalog: unknown subcommand "${sub}" (show, diff, list).`);
+    }
+  } finally {
+    store.close();
+  }
+}

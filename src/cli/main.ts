@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+import { createRequire } from "node:module";
+import { ConfigError } from "../config/config.js";
+import { EXIT_USAGE, UsageError } from "./errors.js";
+
+const HELP = `portcullis — a local trust gateway for MCP servers you build and rebuild
+
+usage: portcullis <command> [options]
+
+  run [options] -- COMMAND [ARGS...]   launch and guard a server (MCP on stdin/stdout)
+  run LABEL                            a server from portcullis.json
+  status [--json]                      running gateways, their epochs and status lines
+  catalog show LABEL [--json]          the current tool catalog revision of a server
+  catalog diff LABEL [FROM TO] [--json]
+                                       what changed between two catalog revisions
+  init                                 create the keyring (asks for a passphrase)
+  audit verify|export|checkpoint|sessions|activity|show
+                                       the encrypted, hash-chained audit log
+  demo                                 the whole story, in a temporary state directory
+
+Run 'portcullis <command> --help' for a command's options.
+Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
+
+type Command = (args: string[]) => Promise<number>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./run.js")).runCommand,
+  status: async () => (await import("./status.js")).statusCommand,
+  catalog: async () => (await import("./catalog.js")).catalogCommand,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(`${HELP}\n`);
+    return name ? 0 : EXIT_USAGE;
+  }
+  if (name === "--version" || name === "-V") {
+    const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
+    process.stdout.write(`portcullis ${pkg.version}\n`);
+    return 0;
+  }
+  const load = commands[name];
+  if (!load) throw new UsageError(`unknown command "${name}"; run 'portcullis --help' for the list.`);
+  return (await load())(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // stdout and stderr are synchronous on pipes and files here, so nothing is lost;
+    // exiting explicitly ends a gateway whose server left handles behind.
+    process.exit(code);
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError || e instanceof ConfigError) {
+      process.stderr.write(`portcullis: ${e.message}\n`);
+      process.exitCode = EXIT_USAGE;
+      return;
+    }
+    process.stderr.write(`portcullis: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.exitCode = 70;
+  },
+);

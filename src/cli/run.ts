@@ -1,0 +1,211 @@
+import { createHash } from "node:crypto";
+import { basename, join } from "node:path";
+import { ulid } from "ulid";
+import { APPROVAL_MODES, ON_CHANGE, resolveServer, type ServerConfig } from "../config/config.js";
+import type { EventSink } from "../gateway/events.js";
+import { Gateway } from "../gateway/gateway.js";
+import { GatewayRegistry } from "../gateway/registry.js";
+import { DigestCache } from "../identity/index.js";
+import { openStore } from "../store/db.js";
+import { resolveStateDir } from "../store/stateDir.js";
+import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
+import { stdioDownstream } from "../transport/stdio.js";
+import { stderrLogger } from "../util/log.js";
+import { oneOf, parse } from "./args.js";
+import { UsageError } from "./errors.js";
+import canonicalize from "canonicalize";
+
+export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
+       portcullis run [options] LABEL          (a server from portcullis.json)
+
+Launches and supervises an MCP server, speaking MCP on stdin/stdout in front of it.
+Everything human goes to stderr.
+
+options:
+  --label L                      server label (default: derived from the command)
+  --on-change report|restart|disconnect
+                                 what to do when the server's files change (default: report)
+  --approval session|per-call|none
+                                 approval mode for every tool (default: session)
+  --watch GLOB                   extra identity input (repeatable; like identity.include)
+  --state-dir DIR                state directory (default: $PORTCULLIS_HOME or ~/.local/state/portcullis)
+  --config FILE                  configuration file (default: portcullis.json found upward)
+  --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
+
+In your MCP client configuration:
+  "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
+
+const OPTIONS = {
+  label: { type: "string" },
+  "on-change": { type: "string" },
+  approval: { type: "string" },
+  watch: { type: "string", multiple: true },
+  "state-dir": { type: "string" },
+  config: { type: "string" },
+  "hold-timeout": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+export async function runCommand(args: string[]): Promise<number> {
+  const sep = args.indexOf("--");
+  const { values, positionals } = parse("run", sep === -1 ? args : args.slice(0, sep), OPTIONS);
+  if (values.help) {
+    process.stderr.write(`${RUN_HELP}\n`);
+    return 0;
+  }
+  const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);
+  const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
+  let holdTimeoutMs: number | undefined;
+  if (values["hold-timeout"] !== undefined) {
+    holdTimeoutMs = Number(values["hold-timeout"]);
+    if (!Number.isInteger(holdTimeoutMs) || holdTimeoutMs < 0) {
+      throw new UsageError(`run: --hold-timeout must be a whole number of milliseconds (got "${values["hold-timeout"]}").`);
+    }
+  }
+
+  let server: ServerConfig;
+  if (sep !== -1) {
+    const command = args.slice(sep + 1);
+    if (command.length === 0) throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
+    if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" before '--'.`);
+    const label = values.label ?? deriveLabel(command);
+    server = {
+      label,
+      command: command[0]!,
+      args: command.slice(1),
+      cwd: process.cwd(),
+      env: {},
+      credentials: {},
+      identity: { include: [] },
+      onChange: "report",
+      approval: { default: "session", tools: {} },
+      configFile: null,
+    };
+  } else {
+    if (positionals.length !== 1) {
+      throw new UsageError("run: give a server LABEL from portcullis.json, or '-- COMMAND [ARGS...]'.");
+    }
+    server = resolveServer(positionals[0]!, process.cwd(), values.config);
+    if (values.label) server.label = values.label;
+  }
+  if (onChange) server.onChange = onChange;
+  if (approval) server.approval = { default: approval, tools: {} };
+  if (values.watch) server.identity.include.push(...values.watch);
+
+  const stateDir = resolveStateDir(values["state-dir"]);
+  return serve(server, stateDir, holdTimeoutMs);
+}
+
+function deriveLabel(command: string[]): string {
+  const script = command.slice(1).find((a) => !a.startsWith("-"));
+  const base = basename(script ?? command[0]!).replace(/\.[cm]?[jt]s$|\.py$/, "");
+  const cleaned = base.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
+  return (cleaned || "server").slice(0, 64);
+}
+
+/** Digest of the configuration that shapes this server (never env values in clear). */
+function configDigest(server: ServerConfig): string {
+  const shape = { ...server, env: Object.keys(server.env).sort(), configFile: server.configFile };
+  return `sha256:${createHash("sha256").update(canonicalize(shape) ?? "").digest("hex")}`;
+}
+
+async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: number): Promise<number> {
+  const log = stderrLogger(server.label);
+  const store = openStore(stateDir);
+  const gatewayId = ulid();
+  const registry = new GatewayRegistry(store, gatewayId, server.label);
+  const statusLog = {
+    ...log,
+    status: (line: string) => {
+      log.status(line);
+      registry.statusLine(line);
+    },
+  };
+  const cache = new DigestCache(join(stateDir, "digest-cache.json"));
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  Object.assign(env, server.env);
+  const supervisor = new Supervisor({
+    spec: {
+      serverLabel: server.label,
+      command: server.command,
+      args: server.args,
+      cwd: server.cwd,
+      env,
+      configDigest: configDigest(server),
+      include: server.identity.include,
+    },
+    cache,
+    log: statusLog,
+  });
+
+  const events: EventSink = {
+    emit(e) {
+      log.debug(`event ${e.type}`);
+    },
+    emitDurable(e) {
+      log.debug(`event ${e.type} (durable)`);
+    },
+  };
+
+  let finish: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  let ending = false;
+  const shutdown = async (code: number) => {
+    if (ending) return;
+    ending = true;
+    downstream.close();
+    await supervisor.shutdown();
+    try {
+      cache.save();
+    } catch {
+      /* the cache is an optimisation */
+    }
+    registry.end();
+    store.close();
+    finish(code);
+  };
+
+  let gateway: Gateway | null = null;
+  const downstream = stdioDownstream({
+    line: (t) => gateway?.onClientLine(t),
+    oversize: (n) => gateway?.onClientOversize(n),
+    end: () => void shutdown(0),
+  });
+  gateway = new Gateway({
+    label: server.label,
+    onChange: server.onChange,
+    supervisor,
+    store,
+    log: statusLog,
+    downstream,
+    events,
+    holdTimeoutMs,
+    onEnd: (_reason, code) => void shutdown(code),
+  });
+  supervisor.on("up", (gen) => {
+    registry.recordEpoch(gen.record, gen.reason);
+    registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+  });
+  supervisor.on("down", () => registry.update({ state: "identity-pending" }));
+  const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
+  heartbeat.unref();
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => void shutdown(0));
+
+  try {
+    await supervisor.start();
+  } catch (e) {
+    if (e instanceof LaunchError) {
+      registry.end();
+      store.close();
+      throw new UsageError(`run: ${e.message}`);
+    }
+    throw e;
+  }
+  const code = await done;
+  clearInterval(heartbeat);
+  return code;
+}
+

@@ -1,0 +1,190 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+
+export type OnChange = "report" | "restart" | "disconnect";
+export type ApprovalMode = "session" | "per-call" | "none";
+export const ON_CHANGE: readonly OnChange[] = ["report", "restart", "disconnect"];
+export const APPROVAL_MODES: readonly ApprovalMode[] = ["session", "per-call", "none"];
+
+export interface ServerConfig {
+  label: string;
+  command: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** environment variable name → credential scope name */
+  credentials: Record<string, string>;
+  identity: { include: string[] };
+  onChange: OnChange;
+  approval: { default: ApprovalMode; tools: Record<string, ApprovalMode> };
+  /** the file this came from, or null for a command-line server */
+  configFile: string | null;
+}
+
+/** A configuration problem: the message names the file and the key. Exit code 2. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export const CONFIG_FILE = "portcullis.json";
+
+/** portcullis.json found upward from `cwd`, or null. */
+export function findConfig(cwd: string): string | null {
+  let dir = resolve(cwd);
+  for (;;) {
+    const candidate = join(dir, CONFIG_FILE);
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+const SERVER_KEYS = new Set([
+  "command",
+  "args",
+  "cwd",
+  "env",
+  "credentials",
+  "identity",
+  "onChange",
+  "approval",
+  "type",
+]);
+
+/** Reads and validates a configuration file; every problem names the file and the key. */
+export function loadConfigFile(file: string): Map<string, ServerConfig> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ConfigError(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)}).`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}).`);
+  }
+  if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
+  for (const key of Object.keys(doc)) {
+    if (key !== "servers" && key !== "mcpServers" && key !== "$schema") {
+      throw new ConfigError(`${file}: unknown key "${key}" (expected "servers" or its alias "mcpServers").`);
+    }
+  }
+  if ("servers" in doc && "mcpServers" in doc) {
+    throw new ConfigError(`${file}: has both "servers" and "mcpServers"; keep one (they are aliases).`);
+  }
+  const key = "servers" in doc ? "servers" : "mcpServers";
+  const servers = doc[key];
+  if (!isObject(servers)) throw new ConfigError(`${file}: "${key}" must be an object of server labels.`);
+  const base = dirname(file);
+  const out = new Map<string, ServerConfig>();
+  for (const [label, raw] of Object.entries(servers)) {
+    out.set(label, parseServer(file, `${key}.${label}`, label, raw, base));
+  }
+  return out;
+}
+
+function parseServer(file: string, at: string, label: string, raw: unknown, base: string): ServerConfig {
+  const fail = (k: string, what: string): never => {
+    throw new ConfigError(`${file}: ${at}${k ? `.${k}` : ""} ${what}.`);
+  };
+  if (!isObject(raw)) return fail("", "must be an object");
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(label)) {
+    fail("", "is not a valid label (letters, digits, '.', '_', '-'; at most 64 characters)");
+  }
+  for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, "is not a known key");
+  if (raw.type !== undefined && raw.type !== "stdio") fail("type", 'must be "stdio" (portcullis launches the server itself)');
+  if (typeof raw.command !== "string" || raw.command.length === 0) fail("command", "must be a non-empty string");
+  const strings = (k: string): string[] => {
+    const v = raw[k];
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) return fail(k, "must be an array of strings");
+    return v as string[];
+  };
+  const dict = (k: string): Record<string, string> => {
+    const v = raw[k];
+    if (v === undefined) return {};
+    if (!isObject(v)) return fail(k, "must be an object of strings");
+    for (const [name, value] of Object.entries(v)) if (typeof value !== "string") fail(`${k}.${name}`, "must be a string");
+    return v as Record<string, string>;
+  };
+  const args = strings("args");
+  if (raw.cwd !== undefined && typeof raw.cwd !== "string") fail("cwd", "must be a string");
+  const env = dict("env");
+  const credentials = dict("credentials");
+  let include: string[] = [];
+  if (raw.identity !== undefined) {
+    if (!isObject(raw.identity)) fail("identity", "must be an object");
+    const id = raw.identity as Json;
+    for (const k of Object.keys(id)) if (k !== "include") fail(`identity.${k}`, "is not a known key");
+    if (id.include !== undefined) {
+      if (!Array.isArray(id.include) || id.include.some((x) => typeof x !== "string")) {
+        fail("identity.include", "must be an array of glob strings");
+      }
+      include = id.include as string[];
+    }
+  }
+  let onChange: OnChange = "report";
+  if (raw.onChange !== undefined) {
+    if (!ON_CHANGE.includes(raw.onChange as OnChange)) fail("onChange", `must be one of ${ON_CHANGE.join(", ")}`);
+    onChange = raw.onChange as OnChange;
+  }
+  const approval: ServerConfig["approval"] = { default: "session", tools: {} };
+  if (raw.approval !== undefined) {
+    if (!isObject(raw.approval)) fail("approval", "must be an object");
+    const ap = raw.approval as Json;
+    for (const k of Object.keys(ap)) if (k !== "default" && k !== "tools") fail(`approval.${k}`, "is not a known key");
+    if (ap.default !== undefined) {
+      if (!APPROVAL_MODES.includes(ap.default as ApprovalMode)) {
+        fail("approval.default", `must be one of ${APPROVAL_MODES.join(", ")}`);
+      }
+      approval.default = ap.default as ApprovalMode;
+    }
+    if (ap.tools !== undefined) {
+      if (!isObject(ap.tools)) fail("approval.tools", "must be an object of tool name → mode");
+      for (const [tool, mode] of Object.entries(ap.tools as Json)) {
+        if (!APPROVAL_MODES.includes(mode as ApprovalMode)) {
+          fail(`approval.tools.${tool}`, `must be one of ${APPROVAL_MODES.join(", ")}`);
+        }
+        approval.tools[tool] = mode as ApprovalMode;
+      }
+    }
+  }
+  return {
+    label,
+    command: raw.command as string,
+    args,
+    cwd: resolve(base, (raw.cwd as string | undefined) ?? "."),
+    env,
+    credentials,
+    identity: { include },
+    onChange,
+    approval,
+    configFile: file,
+  };
+}
+
+/** The server LABEL from the config found upward from cwd (or the explicit file). */
+export function resolveServer(label: string, cwd: string, explicitFile?: string): ServerConfig {
+  const file = explicitFile ? resolve(cwd, explicitFile) : findConfig(cwd);
+  if (!file) {
+    throw new ConfigError(`no ${CONFIG_FILE} found in ${resolve(cwd)} or above; pass --config FILE or use 'portcullis run -- COMMAND'.`);
+  }
+  const servers = loadConfigFile(file);
+  const server = servers.get(label);
+  if (!server) {
+    const known = [...servers.keys()];
+    throw new ConfigError(
+      `${file}: no server labelled "${label}"${known.length ? ` (known: ${known.join(", ")})` : ""}.`,
+    );
+  }
+  return server;
+}

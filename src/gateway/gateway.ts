@@ -1,0 +1,740 @@
+import { ArgumentValidator, type CatalogSnapshot, diffCatalogs, recordRevision, snapshotOf, type Tool } from "../catalog/index.js";
+import type { OnChange } from "../config/config.js";
+import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
+import { refuse } from "../guard/refusals.js";
+import { IdMap } from "../relay/ids.js";
+import {
+  type Classified,
+  errorResponse,
+  type Id,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  type Notification,
+  PARSE_ERROR,
+  parseLine,
+  type Request,
+  type Response,
+} from "../relay/jsonrpc.js";
+import type { Store } from "../store/db.js";
+import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
+import type { Logger } from "../util/log.js";
+import { canonicalEqual } from "./canonical.js";
+import type { EventSink } from "./events.js";
+import { PROTOCOL_VERSION_META, SUBSCRIPTION_ID_META, type Era } from "./protocol.js";
+
+/** A message toward the client. */
+export interface Downstream {
+  send(msg: unknown): void;
+  close(): void;
+}
+
+type Pending =
+  | {
+      origin: "client";
+      clientId: Id;
+      method: string;
+      gen: Generation;
+      tool?: string;
+      callId?: string;
+      /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
+      listen?: Request;
+    }
+  | { origin: "gateway"; method: string; gen: Generation; resolve: (r: Response | null) => void };
+
+interface HeldCall {
+  msg: Request;
+  timer: NodeJS.Timeout;
+}
+
+export interface GatewayOptions {
+  label: string;
+  onChange: OnChange;
+  supervisor: Supervisor;
+  store: Store;
+  log: Logger;
+  downstream: Downstream;
+  events: EventSink;
+  auth?: AuthorizationPort | null;
+  holdTimeoutMs?: number;
+  /** called once the gateway decided the client connection must end */
+  onEnd: (reason: string, exitCode: number) => void;
+}
+
+/**
+ * One client connection (one agent run) in front of one supervised server.
+ * Relays every message in both directions with remapped ids, serves tools/list
+ * from the verified snapshot, and sends every tools/call through the guard.
+ */
+export class Gateway {
+  private gen: Generation | null = null;
+  private era: Era | null = null;
+  /** the client's own initialize request, replayed to a replaced legacy worker */
+  private initRequest: Request | null = null;
+  private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
+  private clientInitialized = false;
+  /** the _meta envelope of the client's latest modern request, reused for the gateway's own requests */
+  private modernMeta: Record<string, unknown> | null = null;
+  private discovered: unknown = null;
+
+  private catalogGen: Generation | null = null; // generation the current snapshot was fetched from
+  private refreshing = false;
+  private refreshAgain = false;
+  private snapshot: CatalogSnapshot | null = null;
+  private validator: ArgumentValidator | null = null;
+  private revision: number | null = null;
+  private seenRevision: number | null = null;
+  private clientListenIds: Id[] = [];
+
+  private readonly upstream = new IdMap<Pending>();
+  private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
+  private readonly heldCalls: HeldCall[] = [];
+  private readonly heldLists: Request[] = [];
+  /** calls between "received" and "written or refused", so a cancellation can find them */
+  private readonly deciding = new Map<string, { cancelled: boolean }>();
+  private ended = false;
+
+  constructor(private readonly o: GatewayOptions) {
+    const sup = o.supervisor;
+    sup.on("line", (text, gen) => this.onServerLine(text, gen));
+    sup.on("oversize", (bytes) => o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`));
+    sup.on("down", (gen, why, detail) => this.onDown(gen, why, detail));
+    sup.on("up", (gen, previous) => this.onUp(gen, previous));
+    sup.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
+    sup.on("gave-up", (message) => this.end(message, 1));
+  }
+
+  // ───────────────────────────── state ─────────────────────────────
+
+  view(): ServerView {
+    const ready =
+      !!this.gen && this.gen.alive && this.catalogGen === this.gen && !this.refreshing && !!this.snapshot;
+    return {
+      state: ready ? "ready" : this.gen ? "identity-pending" : "starting",
+      epoch: this.gen?.epoch ?? null,
+      revision: this.revision,
+      snapshot: this.snapshot,
+      validator: this.validator,
+    };
+  }
+
+  status(): { state: string; epoch: string | null; revision: number | null; seenRevision: number | null } {
+    const v = this.view();
+    return { state: v.state, epoch: v.epoch, revision: v.revision, seenRevision: this.seenRevision };
+  }
+
+  // ───────────────────────────── client side ─────────────────────────────
+
+  onClientLine(text: string): void {
+    const c = parseLine(text);
+    this.onClientMessage(c);
+  }
+
+  onClientOversize(bytes: number): void {
+    this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
+    this.o.downstream.send(errorResponse(null, INVALID_REQUEST, `Message of ${bytes} bytes exceeds the size limit.`));
+  }
+
+  private onClientMessage(c: Classified): void {
+    if (c.kind === "invalid") {
+      this.o.log.warn(`invalid message from the client: ${c.reason}`);
+      const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
+      this.o.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
+      return;
+    }
+    if (c.kind === "response") return this.onClientResponse(c.msg);
+    if (c.kind === "notification") return this.onClientNotification(c.msg);
+    this.onClientRequest(c.msg);
+  }
+
+  private onClientRequest(msg: Request): void {
+    this.detectEra(msg);
+    if (this.era === "modern") this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+    // A watcher may have swapped its worker since the last look: find out before
+    // anything is forwarded (a few /proc reads).
+    this.o.supervisor.checkReplacement();
+    switch (msg.method) {
+      case "initialize":
+        this.initRequest = msg;
+        return this.forward(msg);
+      case "tools/list":
+        return this.serveToolsList(msg);
+      case "tools/call":
+        return void this.handleCall(msg);
+      case "subscriptions/listen":
+        this.clientListenIds.push(msg.id);
+        return this.forward(msg, { listen: msg });
+      default:
+        if (this.era === "modern" && !this.catalogGen && this.gen && !this.refreshing) void this.refreshCatalog(this.gen);
+        return this.forward(msg);
+    }
+  }
+
+  private detectEra(msg: Request): void {
+    if (this.era) return;
+    if (msg.method === "initialize") this.era = "legacy";
+    else if (msg.method === "server/discover" || pickModernMeta(msg)) this.era = "modern";
+    else this.era = "legacy";
+    if (this.era === "modern" && this.gen) void this.refreshCatalog(this.gen);
+  }
+
+  private onClientNotification(msg: Notification): void {
+    if (msg.method === "notifications/initialized") {
+      this.clientInitialized = true;
+      this.o.supervisor.send(msg);
+      if (this.gen) void this.refreshCatalog(this.gen);
+      return;
+    }
+    if (msg.method === "notifications/cancelled") {
+      const requestId = (msg.params as { requestId?: Id } | undefined)?.requestId;
+      if (requestId === undefined) return;
+      const key = `${typeof requestId}:${requestId}`;
+      const d = this.deciding.get(key);
+      if (d) d.cancelled = true;
+      const heldIdx = this.heldCalls.findIndex((h) => h.msg.id === requestId);
+      if (heldIdx !== -1) {
+        clearTimeout(this.heldCalls[heldIdx]!.timer);
+        this.heldCalls.splice(heldIdx, 1);
+        return;
+      }
+      const wire = this.upstream.wireFor(requestId);
+      if (wire === undefined) return; // already answered: nothing to cancel
+      this.o.supervisor.send({ ...msg, params: { ...msg.params, requestId: wire } });
+      return;
+    }
+    this.o.supervisor.send(msg);
+  }
+
+  private onClientResponse(msg: Response): void {
+    const entry = this.downstreamReqs.get(msg.id);
+    if (!entry) {
+      this.o.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
+      return;
+    }
+    this.downstreamReqs.delete(msg.id as number);
+    if (entry.gen !== this.gen || !entry.gen.alive) {
+      this.o.log.debug("dropped a client response meant for a server process that went away");
+      return;
+    }
+    this.o.supervisor.send({ ...msg, id: entry.serverId });
+  }
+
+  /** Forwards a client request upstream under a gateway id. */
+  private forward(msg: Request, extra: { tool?: string; callId?: string; listen?: Request } = {}): boolean {
+    const gen = this.gen;
+    if (!gen || !gen.alive) {
+      if (msg.method === "tools/call") return false;
+      this.o.downstream.send(
+        errorResponse(msg.id, INTERNAL_ERROR, "The server is not running right now; retry in a moment.", {
+          error: "server_unavailable",
+          reason: "no live server process",
+          retry: "wait a moment and retry",
+        }),
+      );
+      return false;
+    }
+    const wire = this.upstream.add({ origin: "client", clientId: msg.id, method: msg.method, gen, ...extra }, msg.id);
+    if (!this.o.supervisor.send({ ...msg, id: wire })) {
+      this.upstream.delete(wire, msg.id);
+      return false;
+    }
+    return true;
+  }
+
+  // ───────────────────────────── tools/list and tools/call ─────────────────────────────
+
+  private serveToolsList(msg: Request): void {
+    const v = this.view();
+    if (v.state !== "ready" || !this.snapshot) {
+      this.heldLists.push(msg);
+      if (this.gen && !this.refreshing && this.catalogGen !== this.gen && this.canFetch()) void this.refreshCatalog(this.gen);
+      return;
+    }
+    const cursor = (msg.params as { cursor?: unknown } | undefined)?.cursor;
+    if (cursor !== undefined) {
+      // The whole verified snapshot is served in one page; no cursor was ever issued.
+      this.o.downstream.send(errorResponse(msg.id, INVALID_PARAMS, "Unknown cursor: tools/list is served in one page."));
+      return;
+    }
+    this.seenRevision = this.revision;
+    this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: { tools: this.snapshot.tools } });
+    this.o.events.emit({
+      type: "catalog_served",
+      serverLabel: this.o.label,
+      epoch: this.gen?.epoch,
+      revision: this.revision,
+      fingerprint: this.snapshot.fingerprint,
+    });
+  }
+
+  private async handleCall(msg: Request): Promise<void> {
+    const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
+    if (typeof params.name !== "string") {
+      this.o.downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
+      return;
+    }
+    const tool = params.name;
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = { cancelled: false };
+    this.deciding.set(key, mark);
+    let verdict: Awaited<ReturnType<typeof decide>>;
+    try {
+      verdict = await decide(
+        () => this.view(),
+        { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
+        this.o.auth ?? null,
+        this.gen
+          ? {
+              intent: (call) =>
+                this.o.events.emitDurable({
+                  type: "tool_called",
+                  serverLabel: this.o.label,
+                  requestId: msg.id,
+                  tool,
+                  fingerprint: call.fingerprint,
+                  epoch: call.epoch,
+                  revision: call.revision,
+                  grant: call.grant,
+                  effectiveArguments: call.effective,
+                }),
+            }
+          : null,
+      );
+    } finally {
+      this.deciding.delete(key);
+    }
+    if (mark.cancelled || this.ended) return;
+    switch (verdict.action) {
+      case "hold":
+        return this.hold(msg);
+      case "refuse":
+        this.o.events.emit({
+          type: "authorization_denied",
+          serverLabel: this.o.label,
+          tool,
+          epoch: this.gen?.epoch ?? null,
+          reason: verdict.reason,
+        });
+        this.o.downstream.send(errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data));
+        return;
+      case "invalid-arguments":
+        this.o.downstream.send({
+          jsonrpc: "2.0",
+          id: msg.id,
+          result: {
+            content: [
+              {
+                type: "text",
+                text: `Invalid arguments for tool "${tool}" (checked against catalog revision ${this.revision}):\n- ${verdict.errors.join("\n- ")}`,
+              },
+            ],
+            isError: true,
+          },
+        });
+        return;
+      case "forward":
+        // The client's arguments go out unchanged; defaults were applied only to
+        // the copy recorded for review and audit.
+        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(msg, { tool })) {
+          // never written: safe to evaluate again against the new state
+          return this.hold(msg);
+        }
+    }
+  }
+
+  private hold(msg: Request): void {
+    const ms = this.o.holdTimeoutMs ?? 15_000;
+    const held: HeldCall = {
+      msg,
+      timer: setTimeout(() => {
+        const i = this.heldCalls.indexOf(held);
+        if (i === -1) return;
+        this.heldCalls.splice(i, 1);
+        const e = refuse.identityPending(this.gen?.epoch ?? null);
+        this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      }, ms),
+    };
+    held.timer.unref();
+    this.heldCalls.push(held);
+  }
+
+  private releaseHeld(): void {
+    if (this.view().state !== "ready") return;
+    for (const m of this.heldLists.splice(0)) this.serveToolsList(m);
+    for (const h of this.heldCalls.splice(0)) {
+      clearTimeout(h.timer);
+      void this.handleCall(h.msg);
+    }
+  }
+
+  // ───────────────────────────── catalog ─────────────────────────────
+
+  private canFetch(): boolean {
+    if (this.era === "modern") return true;
+    return this.era === "legacy" && this.clientInitialized && this.negotiated !== null;
+  }
+
+  /** Fetches the complete tool list (every page) from `gen` and makes it the served snapshot. */
+  private async refreshCatalog(gen: Generation): Promise<void> {
+    if (!this.canFetch()) return;
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.refreshAgain = false;
+        const fetched = await this.fetchAllTools(gen);
+        if (gen !== this.gen || !gen.alive) return;
+        if (!fetched) continue;
+        this.o.supervisor.settle(gen);
+        this.applySnapshot(snapshotOf(fetched.tools, fetched.pages), gen);
+      } while (this.refreshAgain && gen === this.gen && gen.alive);
+    } catch (e) {
+      this.o.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
+    } finally {
+      this.refreshing = false;
+    }
+    this.releaseHeld();
+  }
+
+  private async fetchAllTools(gen: Generation): Promise<{ tools: Tool[]; pages: number } | null> {
+    if (this.era === "legacy" && !hasTools(this.negotiated?.capabilities)) return { tools: [], pages: 0 };
+    const tools: Tool[] = [];
+    const cursors = new Set<string>();
+    let cursor: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const params: Record<string, unknown> = {};
+      if (cursor !== undefined) params.cursor = cursor;
+      const res = await this.request(gen, "tools/list", params);
+      if (!res) return null;
+      if (res.error) throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
+      const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
+      if (!result || !Array.isArray(result.tools)) throw new Error("the server's tools/list result has no tools array");
+      pages++;
+      for (const t of result.tools) {
+        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") tools.push(t as Tool);
+        else this.o.log.warn("ignored a tool without a name in the server's tools/list");
+      }
+      if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
+      if (cursors.has(result.nextCursor) || pages >= 1000) throw new Error("the server's tools/list pagination loops");
+      cursors.add(result.nextCursor);
+      cursor = result.nextCursor;
+    }
+    return { tools, pages };
+  }
+
+  private applySnapshot(snap: CatalogSnapshot, gen: Generation): void {
+    const rec = recordRevision(this.o.store, this.o.label, snap, gen.epoch);
+    const before = this.revision;
+    this.snapshot = snap;
+    this.validator = new ArgumentValidator(snap);
+    this.revision = rec.revision;
+    this.catalogGen = gen;
+    if (rec.changed) {
+      const diff = rec.previous ? diffCatalogs(rec.previous.tools, snap.tools) : null;
+      this.o.events.emit({
+        type: "catalog_revised",
+        serverLabel: this.o.label,
+        epoch: gen.epoch,
+        revision: rec.revision,
+        previousRevision: rec.previous?.revision ?? null,
+        fingerprint: snap.fingerprint,
+        coverage: snap.coverage,
+        inventory: snap.tools,
+        diff,
+      });
+    }
+    if (before !== null && before !== rec.revision) {
+      this.o.log.info(`tool catalog changed: revision ${before} → ${rec.revision}; the client must list tools again`);
+      this.notifyClientListChanged();
+    }
+  }
+
+  /** Tells the client the list changed, in the form its protocol era uses. */
+  private notifyClientListChanged(): void {
+    if (this.era === "modern") {
+      for (const id of this.clientListenIds) {
+        this.o.downstream.send({
+          jsonrpc: "2.0",
+          method: "notifications/tools/list_changed",
+          params: { _meta: { [SUBSCRIPTION_ID_META]: id } },
+        });
+      }
+      return;
+    }
+    this.o.downstream.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+  }
+
+  /** The gateway's own request to a generation; resolves null when that generation goes away. */
+  private request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null> {
+    return new Promise((resolve) => {
+      if (!gen.alive) return resolve(null);
+      const p = this.era === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;
+      // resolved with null by onDown when this generation goes away first
+      const wire = this.upstream.add({ origin: "gateway", method, gen, resolve });
+      if (!this.o.supervisor.send({ jsonrpc: "2.0", id: wire, method, params: p })) {
+        this.upstream.delete(wire);
+        resolve(null);
+      }
+    });
+  }
+
+  // ───────────────────────────── server side ─────────────────────────────
+
+  private onServerLine(text: string, gen: Generation): void {
+    const c = parseLine(text);
+    if (c.kind === "invalid") {
+      // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
+      this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);
+      return;
+    }
+    if (c.kind === "response") return this.onServerResponse(c.msg, gen);
+    if (c.kind === "request") return this.onServerRequest(c.msg, gen);
+    this.onServerNotification(c.msg, gen);
+  }
+
+  private onServerResponse(msg: Response, gen: Generation): void {
+    const entry = this.upstream.get(msg.id);
+    if (!entry) {
+      this.o.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
+      return;
+    }
+    const wire = msg.id as number;
+    if (entry.origin === "gateway") {
+      this.upstream.delete(wire);
+      entry.resolve(msg);
+      return;
+    }
+    this.upstream.delete(wire, entry.clientId);
+    if (!gen.settled) this.o.supervisor.settle(gen);
+    if (entry.method === "initialize" && msg.result) {
+      const r = msg.result as { protocolVersion?: unknown; capabilities?: unknown };
+      this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
+      msg = { ...msg, result: advertiseListChanged(msg.result) };
+    }
+    if (entry.method === "server/discover" && msg.result && this.discovered === null) {
+      this.discovered = (msg.result as { capabilities?: unknown }).capabilities ?? null;
+    }
+    if (entry.method === "tools/call") {
+      const result = msg.result as { isError?: unknown } | undefined;
+      this.o.events.emit({
+        type: "tool_result",
+        serverLabel: this.o.label,
+        requestId: entry.clientId,
+        tool: entry.tool,
+        epoch: entry.gen.epoch,
+        outcome: msg.error ? "error" : result?.isError === true ? "tool-error" : "ok",
+      });
+    }
+    this.o.downstream.send({ ...msg, id: entry.clientId });
+  }
+
+  private onServerRequest(msg: Request, gen: Generation): void {
+    const wire = this.downstreamReqs.add({ serverId: msg.id, gen }, msg.id);
+    this.o.downstream.send({ ...msg, id: wire });
+  }
+
+  private onServerNotification(msg: Notification, gen: Generation): void {
+    const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+    const subscription = meta?.[SUBSCRIPTION_ID_META];
+    if (msg.method === "notifications/tools/list_changed") {
+      // A signal to re-list, never evidence of identity: the gateway fetches the
+      // list itself and tells the client only when the revision changed.
+      this.o.log.debug("server says its tool list changed; fetching it");
+      void this.refreshCatalog(gen);
+      return;
+    }
+    if (subscription !== undefined) {
+      const entry = this.upstream.get(subscription as Id);
+      if (!entry || entry.origin !== "client") {
+        this.o.log.debug(`dropped a notification for an unknown subscription ${JSON.stringify(subscription)}`);
+        return;
+      }
+      msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
+    }
+    if (msg.method === "notifications/cancelled") {
+      const serverReq = (msg.params as { requestId?: Id } | undefined)?.requestId;
+      const wire = serverReq === undefined ? undefined : this.downstreamReqs.wireFor(serverReq);
+      if (wire === undefined) return;
+      this.downstreamReqs.delete(wire, serverReq);
+      msg = { ...msg, params: { ...msg.params, requestId: wire } };
+    }
+    this.o.downstream.send(msg);
+  }
+
+  // ───────────────────────────── epochs ─────────────────────────────
+
+  private onDown(gen: Generation, why: DownReason, detail: string): void {
+    if (this.gen === gen) this.snapshotInvalid();
+    this.o.events.emit({
+      type: why === "replaced" ? "server_replaced" : "server_exited",
+      serverLabel: this.o.label,
+      epoch: gen.epoch,
+      why,
+      detail,
+    });
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.gen !== gen) continue;
+      if (p.origin === "gateway") {
+        this.upstream.delete(wire);
+        p.resolve(null);
+        continue;
+      }
+      if (p.listen) continue; // re-opened on the next epoch
+      this.upstream.delete(wire, p.clientId);
+      if (p.method === "tools/call") {
+        this.o.events.emit({
+          type: "call_interrupted",
+          serverLabel: this.o.label,
+          requestId: p.clientId,
+          tool: p.tool,
+          epoch: gen.epoch,
+        });
+      }
+      const e = refuse.epochTransition(gen.epoch, null);
+      this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
+    }
+    for (const [wire, d] of this.downstreamReqs.entries()) {
+      if (d.gen !== gen) continue;
+      this.downstreamReqs.delete(wire, d.serverId);
+      this.o.downstream.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: wire, reason: "the server process that sent this request went away" },
+      });
+    }
+    if (why === "replaced") {
+      this.o.log.status(`running server replaced by its watcher: pid=${gen.record.processId} epoch=${gen.epoch} (${detail})`);
+    }
+  }
+
+  private snapshotInvalid(): void {
+    // The catalog of the old epoch says nothing about the new code.
+    this.catalogGen = null;
+  }
+
+  private onUp(gen: Generation, previous: Generation | null): void {
+    this.gen = gen;
+    this.o.events.emit({
+      type: previous && gen.reason === "replaced" ? "server_replaced" : "server_started",
+      serverLabel: this.o.label,
+      epoch: gen.epoch,
+      previousEpoch: previous?.epoch ?? null,
+      reason: gen.reason,
+      record: gen.record,
+    });
+    if (previous) {
+      this.o.log.status(
+        `new execution epoch: pid=${gen.record.processId} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
+      );
+      void this.reconnect(gen);
+    }
+  }
+
+  /** Brings a new generation to where the client's session is: same era, same negotiation. */
+  private async reconnect(gen: Generation): Promise<void> {
+    if (this.era === "legacy" && this.initRequest) {
+      const res = await this.request(gen, "initialize", this.initRequest.params ?? {});
+      if (!res || gen !== this.gen) return;
+      if (res.error) return this.end(`the new server process refused initialize: ${res.error.message}`, 1);
+      const r = res.result as { protocolVersion?: unknown; capabilities?: unknown };
+      if (
+        !this.negotiated ||
+        !canonicalEqual(r.protocolVersion, this.negotiated.protocolVersion) ||
+        !canonicalEqual(r.capabilities, this.negotiated.capabilities)
+      ) {
+        return this.end(
+          "the new server process negotiated a different protocol version or capabilities; ending the connection so the client re-initializes",
+          0,
+        );
+      }
+      this.o.supervisor.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    } else if (this.era === "modern") {
+      if (this.discovered !== null) {
+        const res = await this.request(gen, "server/discover", {});
+        if (!res || gen !== this.gen) return;
+        const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
+        if (!canonicalEqual(caps, this.discovered)) {
+          return this.end("the new server process advertises different capabilities; ending the connection", 0);
+        }
+      }
+      for (const [wire, p] of this.upstream.entries()) {
+        if (p.origin !== "client" || !p.listen) continue;
+        // A subscription is not a call: it is re-opened on the new process.
+        this.upstream.delete(wire, p.clientId);
+        this.forward(p.listen, { listen: p.listen });
+      }
+    }
+    await this.refreshCatalog(gen);
+  }
+
+  private onArtifactsChanged(paths: string[], parts: string[], gen: Generation): void {
+    const what = paths.length ? paths.join(", ") : parts.join(", ");
+    this.o.events.emit({ type: "artifact_changed", serverLabel: this.o.label, epoch: gen.epoch, paths, parts });
+    if (parts.length === 0) {
+      this.o.log.debug(`${what} touched; content unchanged`);
+      return;
+    }
+    this.o.log.status(`build complete: ${what} changed`);
+    switch (this.o.onChange) {
+      case "report":
+        this.o.log.status(`running server unchanged: pid=${gen.record.processId} epoch=${gen.epoch}`);
+        return;
+      case "restart":
+        this.o.log.status(`restarting server: pid=${gen.record.processId} epoch=${gen.epoch} is being replaced`);
+        void this.o.supervisor.restart().catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
+        return;
+      case "disconnect":
+        this.end("the server changed on disk (onChange: disconnect); ending the connection so the client reconnects", 0);
+        return;
+    }
+  }
+
+  // ───────────────────────────── end ─────────────────────────────
+
+  /** Ends the client connection: every open request gets an answer first. */
+  end(reason: string, exitCode: number): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.o.log.info(reason);
+    for (const h of this.heldCalls.splice(0)) {
+      clearTimeout(h.timer);
+      const e = refuse.identityPending(this.gen?.epoch ?? null);
+      this.o.downstream.send(errorResponse(h.msg.id, e.code, e.message, e.data));
+    }
+    this.o.onEnd(reason, exitCode);
+  }
+}
+
+function pickModernMeta(msg: Request): Record<string, unknown> | null {
+  const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  if (!meta || typeof meta[PROTOCOL_VERSION_META] !== "string") return null;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(meta)) if (k.startsWith("io.modelcontextprotocol/")) out[k] = v;
+  delete out[SUBSCRIPTION_ID_META];
+  return out;
+}
+
+function withMeta(params: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown> {
+  const own = (params._meta as Record<string, unknown> | undefined) ?? {};
+  return { ...params, _meta: { ...meta, ...own } };
+}
+
+function hasTools(capabilities: unknown): boolean {
+  return typeof capabilities === "object" && capabilities !== null && "tools" in capabilities;
+}
+
+/** The gateway tells the client when the list changes (epochs, re-lists), whatever the server supports. */
+function advertiseListChanged(result: unknown): unknown {
+  const r = result as { capabilities?: { tools?: Record<string, unknown> } };
+  if (!r?.capabilities?.tools) return result;
+  return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
+}
+
+function preview(text: string): string {
+  const t = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  return JSON.stringify(t);
+}

@@ -1,0 +1,103 @@
+import type { ExecutionRecord } from "../identity/index.js";
+import { processStartTime } from "../identity/index.js";
+import type { Store } from "../store/db.js";
+
+/**
+ * The row each running gateway keeps in the store so that another process
+ * (`portcullis status`) can show it. Liveness is judged by pid *and* process
+ * start time: a reused pid is not the same gateway.
+ */
+export interface GatewayRow {
+  gatewayId: string;
+  pid: number;
+  serverLabel: string;
+  startedAt: string;
+  heartbeatAt: string;
+  state: string;
+  epoch: string | null;
+  record: ExecutionRecord | null;
+  status: { at: string; line: string }[];
+  endedAt: string | null;
+  running: boolean;
+}
+
+const MAX_STATUS_LINES = 50;
+
+export class GatewayRegistry {
+  private lines: { at: string; line: string }[] = [];
+
+  constructor(
+    private readonly db: Store,
+    readonly gatewayId: string,
+    private readonly serverLabel: string,
+  ) {
+    const now = new Date().toISOString();
+    db.prepare(
+      `INSERT INTO gateways (gateway_id, pid, pid_start, server_label, started_at, heartbeat_at, state)
+       VALUES (?, ?, ?, ?, ?, ?, 'starting')`,
+    ).run(gatewayId, process.pid, processStartTime(process.pid), serverLabel, now, now);
+  }
+
+  update(fields: { state?: string; epoch?: string | null; record?: ExecutionRecord | null }): void {
+    const sets: string[] = ["heartbeat_at = ?"];
+    const vals: unknown[] = [new Date().toISOString()];
+    if (fields.state !== undefined) {
+      sets.push("state = ?");
+      vals.push(fields.state);
+    }
+    if (fields.epoch !== undefined) {
+      sets.push("epoch = ?");
+      vals.push(fields.epoch);
+    }
+    if (fields.record !== undefined) {
+      sets.push("record_json = ?");
+      vals.push(fields.record ? JSON.stringify(fields.record) : null);
+    }
+    this.db.prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`).run(...vals, this.gatewayId);
+  }
+
+  statusLine(line: string): void {
+    this.lines.push({ at: new Date().toISOString(), line });
+    if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
+    this.db.prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?").run(JSON.stringify(this.lines), this.gatewayId);
+  }
+
+  recordEpoch(record: ExecutionRecord, reason: string): void {
+    this.db
+      .prepare(
+        `INSERT OR IGNORE INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(record.epoch, this.serverLabel, this.gatewayId, record.identityDigest, JSON.stringify(record), record.startedAt, reason);
+  }
+
+  end(): void {
+    this.db
+      .prepare("UPDATE gateways SET ended_at = ?, state = 'ended' WHERE gateway_id = ?")
+      .run(new Date().toISOString(), this.gatewayId);
+  }
+}
+
+export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRow[] {
+  const rows = db.prepare("SELECT * FROM gateways ORDER BY started_at").all() as Record<string, unknown>[];
+  const out: GatewayRow[] = [];
+  for (const r of rows) {
+    const pid = r.pid as number;
+    const running = r.ended_at === null && processStartTime(pid) === (r.pid_start as string | null);
+    if (!running && !opts.all) continue;
+    out.push({
+      gatewayId: r.gateway_id as string,
+      pid,
+      serverLabel: r.server_label as string,
+      startedAt: r.started_at as string,
+      heartbeatAt: r.heartbeat_at as string,
+      state: running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)",
+      epoch: (r.epoch as string | null) ?? null,
+      record: r.record_json ? (JSON.parse(r.record_json as string) as ExecutionRecord) : null,
+      status: JSON.parse((r.status_json as string) ?? "[]"),
+      endedAt: (r.ended_at as string | null) ?? null,
+      running,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,124 @@
+import type { ErrorObject } from "../relay/jsonrpc.js";
+
+/**
+ * Every refusal the gateway sends to a client, in one place. Each tells the agent
+ * what to do next: `message` is one plain sentence; `data` always carries
+ * `error`, `reason` and `retry`. Codes and fields follow DESIGN.md and are
+ * documented in docs/refusals.md.
+ */
+export const REFUSAL_CODES = {
+  authorization_required: -32050,
+  authorization_stale: -32051,
+  catalog_stale: -32052,
+  identity_pending: -32053,
+  epoch_transition: -32054,
+  tool_not_in_catalog: -32055,
+  vault_locked: -32056,
+  approval_denied: -32057,
+  approval_timeout: -32058,
+} as const;
+
+export type RefusalName = keyof typeof REFUSAL_CODES;
+
+function refusal(
+  error: RefusalName,
+  message: string,
+  reason: string,
+  retry: string,
+  extra: Record<string, unknown> = {},
+): ErrorObject {
+  return { code: REFUSAL_CODES[error], message, data: { error, reason, retry, ...extra } };
+}
+
+export const refuse = {
+  identityPending: (currentEpoch: string | null) =>
+    refusal(
+      "identity_pending",
+      "The server's new execution epoch is not verified yet; its tool catalog is still being fetched.",
+      "server execution epoch changed and its catalog is not known yet",
+      "wait a moment, then list tools again and retry",
+      { currentEpoch },
+    ),
+
+  catalogStale: (seenRevision: number | null, currentRevision: number) =>
+    refusal(
+      "catalog_stale",
+      "The tool catalog changed since this client last listed it.",
+      "tool catalog revision changed",
+      "list tools again (tools/list), then rebuild the call from the current schema",
+      { seenRevision, currentRevision },
+    ),
+
+  toolNotInCatalog: (tool: string, currentRevision: number) =>
+    refusal(
+      "tool_not_in_catalog",
+      `The tool "${tool}" is not in the server's current tool catalog.`,
+      "tool not in current catalog",
+      "list tools again and use a tool from the current catalog",
+      { tool, currentRevision },
+    ),
+
+  epochTransition: (requestEpoch: string, currentEpoch: string | null) =>
+    refusal(
+      "epoch_transition",
+      "The server process that received this call went away before answering; the call was not retried.",
+      "server execution epoch changed while the call was in flight",
+      "check whether the call took effect before repeating it; list tools again first",
+      { requestEpoch, currentEpoch, retried: false },
+    ),
+
+  authorizationStale: (fields: {
+    approvedEpoch: string;
+    currentEpoch: string;
+    changedTools: string[];
+    seenRevision?: number | null;
+    currentRevision?: number;
+    reason?: string;
+  }) => {
+    const { reason, ...rest } = fields;
+    return refusal(
+      "authorization_stale",
+      reason === "tool authority expanded"
+        ? "The tool changed in a way that expands its authority since this run was approved."
+        : "Server execution epoch changed since this run was approved.",
+      reason ?? "server execution epoch changed",
+      "refresh tool metadata and request authorization",
+      rest,
+    );
+  },
+
+  authorizationRequired: (approvalRequest: string, howToApprove: string) =>
+    refusal(
+      "authorization_required",
+      "This call needs a human approval that has not been given.",
+      "no grant covers this call",
+      "ask a human to approve the request, then retry",
+      { approvalRequest, howToApprove },
+    ),
+
+  vaultLocked: () =>
+    refusal(
+      "vault_locked",
+      "This tool needs credentials and the vault is locked.",
+      "vault locked",
+      "ask a human to run 'portcullis unlock', then retry",
+    ),
+
+  approvalDenied: (approvalRequest: string, why?: string) =>
+    refusal(
+      "approval_denied",
+      "A human denied this call.",
+      why ? `denied: ${why}` : "denied by a human",
+      "do not retry this call; ask the human what to do instead",
+      { approvalRequest },
+    ),
+
+  approvalTimeout: (approvalRequest: string) =>
+    refusal(
+      "approval_timeout",
+      "Nobody approved this call in time.",
+      "approval request timed out",
+      "ask a human to approve with 'portcullis approve', then retry",
+      { approvalRequest },
+    ),
+};

@@ -1,0 +1,65 @@
+/**
+ * Newline-delimited JSON-RPC framing for stdio, with a hard size limit.
+ *
+ * A line longer than `maxBytes` is never buffered whole: the reader drops bytes
+ * until the next newline and reports one `oversize` event, so a hostile or
+ * broken peer cannot make the gateway grow without bound.
+ */
+export interface FramingEvents {
+  line(text: string): void;
+  oversize(bytes: number): void;
+}
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+export class LineReader {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private dropping = 0; // > 0 while discarding the rest of an oversized line
+
+  constructor(
+    private readonly events: FramingEvents,
+    private readonly maxBytes = DEFAULT_MAX_MESSAGE_BYTES,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      const end = nl === -1 ? chunk.length : nl;
+      const piece = chunk.subarray(start, end);
+      if (this.dropping > 0) {
+        this.dropping += piece.length;
+      } else if (this.size + piece.length > this.maxBytes) {
+        this.dropping = this.size + piece.length;
+        this.chunks = [];
+        this.size = 0;
+      } else if (piece.length > 0) {
+        this.chunks.push(piece);
+        this.size += piece.length;
+      }
+      if (nl === -1) break;
+      this.finishLine();
+      start = nl + 1;
+    }
+  }
+
+  /** Flushes a last line that had no trailing newline (peer closed). */
+  end(): void {
+    if (this.size > 0 || this.dropping > 0) this.finishLine();
+  }
+
+  private finishLine(): void {
+    if (this.dropping > 0) {
+      const n = this.dropping;
+      this.dropping = 0;
+      this.events.oversize(n);
+      return;
+    }
+    const text = (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size)).toString("utf8");
+    this.chunks = [];
+    this.size = 0;
+    const trimmed = text.endsWith("\r") ? text.slice(0, -1) : text;
+    if (trimmed.trim().length > 0) this.events.line(trimmed);
+  }
+}

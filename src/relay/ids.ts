@@ -1,0 +1,40 @@
+import type { Id } from "./jsonrpc.js";
+
+/** Key for a peer's id: 1 and "1" are different ids. */
+export function idKey(id: Id): string {
+  return typeof id === "number" ? `n:${id}` : `s:${id}`;
+}
+
+/**
+ * Ids the gateway puts on the wire toward one peer. They are its own counter,
+ * so the gateway's own requests and remapped ones can never collide, and a
+ * replaced worker never receives an id that an older one still owes.
+ */
+export class IdMap<T> {
+  private next = 1;
+  private readonly byWire = new Map<number, T>();
+  private readonly byPeer = new Map<string, number>();
+
+  add(entry: T, peerId?: Id): number {
+    const wire = this.next++;
+    this.byWire.set(wire, entry);
+    if (peerId !== undefined) this.byPeer.set(idKey(peerId), wire);
+    return wire;
+  }
+  get(wire: Id | null): T | undefined {
+    return typeof wire === "number" ? this.byWire.get(wire) : undefined;
+  }
+  wireFor(peerId: Id): number | undefined {
+    return this.byPeer.get(idKey(peerId));
+  }
+  delete(wire: number, peerId?: Id): void {
+    this.byWire.delete(wire);
+    if (peerId !== undefined && this.byPeer.get(idKey(peerId)) === wire) this.byPeer.delete(idKey(peerId));
+  }
+  entries(): [number, T][] {
+    return [...this.byWire.entries()];
+  }
+  get size(): number {
+    return this.byWire.size;
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * JSON-RPC 2.0 message shapes as the relay sees them. The relay never trusts a
+ * peer's message: `classify` turns any parsed value into exactly one kind, and
+ * everything that is not a well-formed request, notification or response is
+ * `invalid` with a reason.
+ */
+export type Id = string | number;
+
+export interface Request {
+  jsonrpc: "2.0";
+  id: Id;
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface Notification {
+  jsonrpc: "2.0";
+  method: string;
+  params?: Record<string, unknown>;
+}
+export interface ErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+export interface Response {
+  jsonrpc: "2.0";
+  id: Id | null;
+  result?: unknown;
+  error?: ErrorObject;
+}
+
+export type Classified =
+  | { kind: "request"; msg: Request }
+  | { kind: "notification"; msg: Notification }
+  | { kind: "response"; msg: Response }
+  | { kind: "invalid"; reason: string; id: Id | null };
+
+function isId(v: unknown): v is Id {
+  return typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
+}
+
+function isParams(v: unknown): boolean {
+  return v === undefined || (typeof v === "object" && v !== null);
+}
+
+export function classify(value: unknown): Classified {
+  if (typeof value !== "object" || value === null) {
+    return { kind: "invalid", reason: "not a JSON object", id: null };
+  }
+  if (Array.isArray(value)) {
+    return { kind: "invalid", reason: "JSON-RPC batches are not part of MCP", id: null };
+  }
+  const m = value as Record<string, unknown>;
+  const id = isId(m.id) ? m.id : null;
+  if (m.jsonrpc !== "2.0") return { kind: "invalid", reason: 'missing "jsonrpc": "2.0"', id };
+  if (typeof m.method === "string") {
+    if (!isParams(m.params)) return { kind: "invalid", reason: "params must be an object", id };
+    if ("id" in m) {
+      if (!isId(m.id)) return { kind: "invalid", reason: "request id must be a string or a number", id: null };
+      return { kind: "request", msg: m as unknown as Request };
+    }
+    return { kind: "notification", msg: m as unknown as Notification };
+  }
+  if ("result" in m || "error" in m) {
+    if (!("id" in m) || !(isId(m.id) || m.id === null)) {
+      return { kind: "invalid", reason: "response without a valid id", id: null };
+    }
+    if ("error" in m) {
+      const e = m.error as Record<string, unknown> | null;
+      if (typeof e !== "object" || e === null || typeof e.code !== "number" || typeof e.message !== "string") {
+        return { kind: "invalid", reason: "malformed error object", id };
+      }
+    }
+    return { kind: "response", msg: m as unknown as Response };
+  }
+  return { kind: "invalid", reason: "neither a request, a notification nor a response", id };
+}
+
+export function parseLine(line: string): Classified {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return { kind: "invalid", reason: "not valid JSON", id: null };
+  }
+  return classify(value);
+}
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+export function errorResponse(id: Id | null, code: number, message: string, data?: unknown): Response {
+  const error: ErrorObject = { code, message };
+  if (data !== undefined) error.data = data;
+  return { jsonrpc: "2.0", id, error };
+}

@@ -1,0 +1,359 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { ulid } from "ulid";
+import {
+  captureStaticIdentity,
+  changedParts,
+  type DigestCache,
+  type ExecutionRecord,
+  finishRecord,
+  type LaunchSpec,
+  listDescendants,
+  processStartTime,
+  type StaticIdentity,
+  watchArtifacts,
+} from "../identity/index.js";
+import { LineReader } from "../relay/framing.js";
+import type { Logger } from "../util/log.js";
+
+/**
+ * One generation of the supervised server: the code that can answer calls
+ * during one execution epoch. Only the supervisor creates generations, so only
+ * the supervisor mints epochs — never the server's own words.
+ */
+export interface Generation {
+  epoch: string;
+  record: ExecutionRecord;
+  static: StaticIdentity;
+  child: ChildProcessWithoutNullStreams;
+  /** why this epoch exists */
+  reason: "launch" | "respawn" | "restart" | "replaced";
+  /** processes observed once the worker answered; any of them going away is a replacement */
+  settled: { pid: number; startTime: string }[] | null;
+  alive: boolean;
+}
+
+export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
+
+export interface SupervisorEvents {
+  /** a line from the current worker's stdout */
+  line: [text: string, gen: Generation];
+  oversize: [bytes: number, gen: Generation];
+  /** the generation can no longer answer; its in-flight calls are lost */
+  down: [gen: Generation, why: DownReason, detail: string];
+  /** a new generation is answering; its execution record is captured */
+  up: [gen: Generation, previous: Generation | null];
+  /** build artifacts / identity inputs changed on disk while `gen` runs */
+  changed: [paths: string[], parts: string[], next: StaticIdentity, gen: Generation];
+  /** the server keeps crashing: supervision stopped */
+  "gave-up": [message: string];
+}
+
+export class LaunchError extends Error {
+  override name = "LaunchError";
+}
+
+export interface SupervisorOptions {
+  spec: LaunchSpec;
+  cache: DigestCache;
+  log: Logger;
+  maxMessageBytes?: number;
+  crashLoop?: { max: number; windowMs: number };
+  backoff?: { initialMs: number; maxMs: number };
+  shutdownGraceMs?: number;
+  /** how often replacement is checked while idle */
+  pollMs?: number;
+}
+
+export class Supervisor extends EventEmitter<SupervisorEvents> {
+  current: Generation | null = null;
+  private stopping = false;
+  private crashes: number[] = [];
+  private backoffMs: number;
+  private watcher: { close(): Promise<void> } | null = null;
+  private poll: NodeJS.Timeout | null = null;
+  private respawnTimer: NodeJS.Timeout | null = null;
+  private restarting = false;
+
+  constructor(private readonly opts: SupervisorOptions) {
+    super();
+    this.backoffMs = opts.backoff?.initialMs ?? 200;
+  }
+
+  /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
+  async start(): Promise<Generation> {
+    const gen = await this.launch("launch");
+    this.poll = setInterval(() => this.checkReplacement(), this.opts.pollMs ?? 500);
+    this.poll.unref();
+    return gen;
+  }
+
+  private async launch(reason: Generation["reason"]): Promise<Generation> {
+    const { spec, cache } = this.opts;
+    let stat: StaticIdentity;
+    try {
+      stat = await captureStaticIdentity(spec, cache);
+    } catch (e) {
+      throw new LaunchError((e as Error).message);
+    }
+    const child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true, // its own process group: shutdown reaches every descendant
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", () => resolve());
+      child.once("error", (err: NodeJS.ErrnoException) => {
+        reject(
+          new LaunchError(
+            err.code === "ENOENT"
+              ? `cannot start "${spec.command}": command not found (cwd ${spec.cwd}).`
+              : `cannot start "${spec.command}": ${err.message}.`,
+          ),
+        );
+      });
+    });
+    const epoch = ulid();
+    const record = finishRecord(stat, {
+      epoch,
+      processId: child.pid!,
+      startedAt: new Date().toISOString(),
+      processes: safeDescendants(child.pid!),
+    });
+    const gen: Generation = { epoch, record, static: stat, child, reason, settled: null, alive: true };
+    this.wire(gen);
+    const previous = this.current;
+    this.current = gen;
+    this.watchFiles(stat);
+    this.emit("up", gen, previous);
+    return gen;
+  }
+
+  private wire(gen: Generation): void {
+    const { child } = gen;
+    const reader = new LineReader(
+      {
+        line: (text) => {
+          const cur = this.current;
+          // The pipe outlives a replaced worker; its bytes belong to whichever
+          // generation currently owns the child.
+          if (cur && cur.child === child) this.emit("line", text, cur);
+        },
+        oversize: (bytes) => {
+          const cur = this.current;
+          if (cur && cur.child === child) this.emit("oversize", bytes, cur);
+        },
+      },
+      this.opts.maxMessageBytes,
+    );
+    child.stdout.on("data", (b: Buffer) => reader.push(b));
+    child.stdout.on("end", () => reader.end());
+    let errBuf = "";
+    child.stderr.on("data", (b: Buffer) => {
+      errBuf += b.toString("utf8");
+      let nl = errBuf.indexOf("\n");
+      while (nl !== -1) {
+        process.stderr.write(`[${this.opts.spec.serverLabel}] ${errBuf.slice(0, nl)}\n`);
+        errBuf = errBuf.slice(nl + 1);
+        nl = errBuf.indexOf("\n");
+      }
+    });
+    child.stdin.on("error", () => {
+      /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
+    });
+    child.on("exit", (code, signal) => this.onExit(child, code, signal));
+  }
+
+  private onExit(child: ChildProcessWithoutNullStreams, code: number | null, signal: NodeJS.Signals | null): void {
+    const cur = this.current;
+    if (!cur || cur.child !== child) return;
+    cur.alive = false;
+    killGroup(child.pid!, "SIGTERM"); // leftovers of the group (a watcher's worker)
+    const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    if (this.stopping || this.restarting) return;
+    this.emit("down", cur, "exit", detail);
+    const now = Date.now();
+    const windowMs = this.opts.crashLoop?.windowMs ?? 30_000;
+    const max = this.opts.crashLoop?.max ?? 5;
+    this.crashes = this.crashes.filter((t) => now - t < windowMs);
+    this.crashes.push(now);
+    if (this.crashes.length >= max) {
+      this.emit(
+        "gave-up",
+        `the server ${detail} ${this.crashes.length} times within ${Math.round(windowMs / 1000)} s; supervision stopped. Fix the server, then restart your MCP client.`,
+      );
+      return;
+    }
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.opts.backoff?.maxMs ?? 5_000);
+    this.opts.log.info(`server ${detail}; respawning in ${delay} ms`);
+    this.respawnTimer = setTimeout(() => {
+      this.respawnTimer = null;
+      if (this.stopping) return;
+      this.launch("respawn").catch((e) => this.emit("gave-up", (e as Error).message));
+    }, delay);
+  }
+
+  /** Writes one message to the current worker. False when no worker can take it. */
+  send(msg: unknown): boolean {
+    const cur = this.current;
+    if (!cur || !cur.alive || cur.child.stdin.destroyed) return false;
+    cur.child.stdin.write(`${JSON.stringify(msg)}\n`);
+    return true;
+  }
+
+  /**
+   * Records the processes that answer for this generation. Called when the
+   * worker has answered its first request, so wrappers (npx, sh) have started
+   * the real server by then.
+   */
+  settle(gen: Generation): void {
+    if (gen.settled || !gen.alive) return;
+    const processes = safeDescendants(gen.child.pid!);
+    gen.settled = processes.map((p) => ({ pid: p.pid, startTime: p.startTime }));
+    gen.record = finishRecord(gen.static, {
+      epoch: gen.epoch,
+      processId: gen.child.pid!,
+      startedAt: gen.record.startedAt,
+      processes,
+    });
+  }
+
+  /**
+   * Cheap check (a few /proc reads) that the settled processes are the ones
+   * running. A watcher that keeps the pipe and swaps its child (node --watch,
+   * tsx watch, nodemon) is caught here, before the next request is forwarded.
+   */
+  checkReplacement(): boolean {
+    const cur = this.current;
+    if (!cur || !cur.alive || !cur.settled || this.restarting) return false;
+    const rootPid = cur.child.pid!;
+    for (const p of cur.settled) {
+      if (processStartTime(p.pid) === p.startTime) continue;
+      if (p.pid === rootPid) return false; // the exit handler owns this case
+      this.replace(cur, `process ${p.pid} was replaced`);
+      return true;
+    }
+    return false;
+  }
+
+  private replace(old: Generation, detail: string): void {
+    old.alive = false;
+    this.restarting = true;
+    this.emit("down", old, "replaced", detail);
+    const child = old.child;
+    captureStaticIdentity(this.opts.spec, this.opts.cache)
+      .then((stat) => {
+        this.restarting = false;
+        if (this.stopping || child.exitCode !== null || child.signalCode !== null) return;
+        const epoch = ulid();
+        const gen: Generation = {
+          epoch,
+          static: stat,
+          child,
+          reason: "replaced",
+          settled: null,
+          alive: true,
+          record: finishRecord(stat, {
+            epoch,
+            processId: child.pid!,
+            startedAt: new Date().toISOString(),
+            processes: safeDescendants(child.pid!),
+          }),
+        };
+        this.current = gen;
+        this.emit("up", gen, old);
+      })
+      .catch((e) => {
+        this.restarting = false;
+        this.emit("gave-up", `the replaced server's identity cannot be captured: ${(e as Error).message}`);
+      });
+  }
+
+  /** Replaces the worker under our control (onChange: restart / disconnect). */
+  async restart(): Promise<Generation | null> {
+    const cur = this.current;
+    if (this.stopping) return null;
+    this.restarting = true;
+    if (cur) {
+      cur.alive = false;
+      this.emit("down", cur, "restart", "restarted by portcullis after a change");
+      await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
+    }
+    this.restarting = false;
+    if (this.stopping) return null;
+    this.crashes = [];
+    this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+    return this.launch("restart");
+  }
+
+  private watchFiles(stat: StaticIdentity): void {
+    if (this.watcher) return; // the watched set follows the launch spec, which does not change
+    this.watcher = watchArtifacts(stat, (paths) => {
+      const cur = this.current;
+      if (!cur || this.stopping) return;
+      captureStaticIdentity(this.opts.spec, this.opts.cache)
+        .then((next) => {
+          if (this.current !== cur) return;
+          const parts = changedParts(cur.static, next);
+          if (parts.length === 0 && paths.length === 0) return;
+          this.emit("changed", paths, parts, next, cur);
+        })
+        .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`));
+    });
+  }
+
+  /** Ends supervision: close stdin → SIGTERM → SIGKILL, the whole process group. */
+  async shutdown(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.poll) clearInterval(this.poll);
+    if (this.respawnTimer) clearTimeout(this.respawnTimer);
+    await this.watcher?.close().catch(() => {});
+    const cur = this.current;
+    if (cur) {
+      if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
+      cur.alive = false;
+      await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
+    }
+  }
+}
+
+function safeDescendants(pid: number) {
+  try {
+    return listDescendants(pid);
+  } catch {
+    return [];
+  }
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* ESRCH: the group is already gone */
+  }
+}
+
+async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const waitExit = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      if (exited()) return resolve(true);
+      const t = setTimeout(() => resolve(exited()), ms);
+      child.once("exit", () => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  child.stdin.end();
+  if (!(await waitExit(graceMs))) {
+    killGroup(child.pid!, "SIGTERM");
+    if (!(await waitExit(graceMs))) {
+      killGroup(child.pid!, "SIGKILL");
+      await waitExit(graceMs);
+    }
+  }
+  killGroup(child.pid!, "SIGKILL"); // anything left in the group
+}
