@@ -30,8 +30,11 @@ export interface AuthorizationPort {
   stale(call: ApprovedCall): ErrorObject | null;
   /** Step 6: credential scopes this tool needs while the vault is locked. */
   vaultLocked(call: ApprovedCall): boolean;
-  /** Step 7: a covering grant, or a human decision (may wait). */
-  obtain(call: ApprovedCall): Promise<{ grant: string | null } | { error: ErrorObject }>;
+  /** Step 7: a covering grant, or a human decision (may wait; `progress` keeps the client informed). */
+  obtain(
+    call: ApprovedCall,
+    hooks: { progress?: (message: string) => void; signal?: AbortSignal },
+  ): Promise<{ grant: string | null } | { error: ErrorObject }>;
 }
 
 /** Step 8: the durable intent record; throws when it cannot be written. */
@@ -41,6 +44,8 @@ export interface IntentPort {
 
 export interface ApprovedCall {
   tool: string;
+  /** the tool object as listed in the current catalog (for review and for diffs against a granted version) */
+  definition: Record<string, unknown> | null;
   fingerprint: string;
   epoch: string;
   revision: number;
@@ -68,6 +73,7 @@ export function precheck(
   const call: ApprovedCall = {
     tool: facts.tool,
     fingerprint: entry?.fingerprint ?? "",
+    definition: entry?.tool ?? null,
     epoch: server.epoch,
     revision: server.revision,
     effective: {},
@@ -105,6 +111,7 @@ export async function decide(
   facts: CallFacts,
   auth: AuthorizationPort | null,
   intent: IntentPort | null,
+  hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
 ): Promise<Verdict> {
   const first = precheck(server(), facts, auth);
   if (first.action !== "continue") return first;
@@ -113,12 +120,12 @@ export async function decide(
     // 6. credentials needed and the vault is locked.
     if (auth.vaultLocked(call)) return { action: "refuse", error: refuse.vaultLocked(), reason: "vault_locked" };
     // 7. a grant, or a human decision.
-    const got = await auth.obtain(call);
+    const got = await auth.obtain(call, hooks);
     if ("error" in got) return { action: "refuse", error: got.error, reason: String((got.error.data as { error?: string })?.error) };
     call.grant = got.grant;
     // The wait may have spanned an epoch change: the approval is for the epoch it named.
     const now = server();
-    if (now.epoch !== call.epoch) return decide(server, facts, auth, intent);
+    if (now.epoch !== call.epoch) return decide(server, facts, auth, intent, hooks);
   }
   // 8. the intent record, durably, before anything is forwarded.
   if (intent) {
