@@ -1,0 +1,57 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, findConfig, loadConfigFile, resolveServer } from "../../src/config/config.js";
+
+function write(doc: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), "pc-config-"));
+  const file = join(dir, "portcullis.json");
+  writeFileSync(file, typeof doc === "string" ? doc : JSON.stringify(doc));
+  return file;
+}
+
+describe("portcullis.json", () => {
+  it("reads servers with defaults, and mcpServers as an alias", () => {
+    const file = write({ mcpServers: { inv: { command: "node", args: ["dist/server.js"], env: { A: "1" } } } });
+    const s = loadConfigFile(file).get("inv")!;
+    expect(s.command).toBe("node");
+    expect(s.onChange).toBe("report");
+    expect(s.approval).toEqual({ default: "session", tools: {} });
+    expect(s.env).toEqual({ A: "1" });
+  });
+
+  it("is found upward from a subdirectory", () => {
+    const file = write({ servers: { a: { command: "x" } } });
+    const sub = join(file, "..", "deep", "er");
+    mkdirSync(sub, { recursive: true });
+    expect(findConfig(sub)).toBe(file);
+    expect(resolveServer("a", sub).label).toBe("a");
+  });
+
+  it.each([
+    [{ servers: { a: { command: "x", colour: 1 } } }, "servers.a.colour is not a known key"],
+    [{ servers: { a: { command: 3 } } }, "servers.a.command must be a non-empty string"],
+    [{ servers: { a: { command: "x", args: [1] } } }, "servers.a.args must be an array of strings"],
+    [{ servers: { a: { command: "x", onChange: "explode" } } }, "servers.a.onChange must be one of"],
+    [{ servers: { a: { command: "x", approval: { tools: { t: "always" } } } } }, "servers.a.approval.tools.t"],
+    [{ servers: { a: { command: "x", env: { K: 1 } } } }, "servers.a.env.K must be a string"],
+    [{ servers: {}, extra: true }, 'unknown key "extra"'],
+    [{ servers: {}, mcpServers: {} }, "both"],
+    ["{ not json", "not valid JSON"],
+  ])("names the file and the key: %j", (doc, expected) => {
+    const file = write(doc);
+    expect(() => loadConfigFile(file)).toThrow(ConfigError);
+    try {
+      loadConfigFile(file);
+    } catch (e) {
+      expect((e as Error).message).toContain(file);
+      expect((e as Error).message).toContain(expected);
+    }
+  });
+
+  it("names the known labels when one is missing", () => {
+    const file = write({ servers: { alpha: { command: "x" } } });
+    expect(() => resolveServer("beta", join(file, ".."))).toThrow(/no server labelled "beta" \(known: alpha\)/);
+  });
+});
