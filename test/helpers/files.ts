@@ -1,0 +1,48 @@
+// Small file and timing utilities shared by the helpers and the tests.
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A fresh directory under the OS temp dir (realpath'd names are not guaranteed: use as given). */
+export function tempDir(prefix = "portcullis-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Parse a JSON-lines file; a missing file is an empty list. */
+export function readJsonLines<T = Record<string, unknown>>(path: string): T[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as T);
+}
+
+/** Write JSON through a temp file and a rename, so a polling reader never sees half a file. */
+export function writeJsonAtomic(path: string, value: unknown): void {
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
+  renameSync(tmp, path);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Poll `check` until it returns a truthy value (which is returned), or throw after `ms`. */
+export type Truthy<T> = Exclude<T, undefined | null | false | 0 | "">;
+
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  ms = 10_000,
+  what = "condition",
+): Promise<Truthy<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value as Truthy<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}

@@ -1,0 +1,347 @@
+// MCP clients for the tests: the official SDK clients connected over stdio to
+//   - the gateway:  node dist/cli/main.js run --state-dir <dir> ...args
+//   - a server directly (no gateway), to compare what the gateway shows with the real thing.
+// startGateway/startDirect use the v1 SDK client (@modelcontextprotocol/sdk, legacy era);
+// startModernGateway/startModernDirect use the v2 client (@modelcontextprotocol/client), which
+// negotiates the 2026-07-28 era with a server/discover probe (see docs/protocol-eras.md: over
+// stdio that probe runs in a separate, short-lived copy of the process).
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import type { Stream } from "node:stream";
+import { Client as ModernClient } from "@modelcontextprotocol/client";
+import { StdioClientTransport as ModernStdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { removeDir, tempDir, waitFor } from "./files.js";
+import { CLI, NODE } from "./paths.js";
+
+/** A JSON-RPC message as seen on the wire (loosely typed: both SDK eras). */
+export interface WireMessage {
+  jsonrpc: "2.0";
+  id?: string | number;
+  method?: string;
+  // biome-ignore lint/suspicious/noExplicitAny: wire messages are inspected freely in tests
+  params?: any;
+  // biome-ignore lint/suspicious/noExplicitAny: idem
+  result?: any;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface Session<C> {
+  client: C;
+  /** pid of the process the client spawned (the gateway, or the server when direct) */
+  pid: number;
+  /** the state dir given to the gateway (undefined for direct sessions) */
+  stateDir: string | undefined;
+  /** everything the process printed on stderr so far */
+  stderr(): string;
+  /** resolve with the first stderr line (from offset `from`) matching `re`; reject after `ms` */
+  waitForStderr(re: RegExp, ms?: number, from?: number): Promise<string>;
+  /** every message the client received, in order (responses, notifications, requests) */
+  received(): WireMessage[];
+  /** every message the client sent, in order (the v2 probe sibling's messages are not included) */
+  sent(): WireMessage[];
+  /** received notifications, optionally only one method */
+  notifications(method?: string): WireMessage[];
+  /** resolve with the first notification `method` received at index >= `from` of received() */
+  waitForNotification(method: string, ms?: number, from?: number): Promise<WireMessage>;
+  /** resolves when the spawned process exits */
+  exited: Promise<ExitInfo>;
+  /** send a signal to the spawned process */
+  kill(signal?: NodeJS.Signals): void;
+  /** close the client (stdin end, then SIGTERM, then SIGKILL), and remove a state dir we created */
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** arguments after `run`, e.g. ["--label", "inv", "--", NODE, entry] */
+  args: string[];
+  cwd?: string;
+  /** extra environment (over the SDK's minimal default: HOME, PATH, SHELL, TERM, USER, LOGNAME) */
+  env?: Record<string, string>;
+  /** state dir passed as --state-dir; default a fresh temp dir, removed on close() */
+  stateDir?: string;
+  /** connect (initialize or discover) timeout, default 20 s */
+  connectTimeoutMs?: number;
+}
+
+export type Negotiation = "auto" | "pin" | "legacy";
+
+export interface ModernGatewayOptions extends GatewayOptions {
+  /** v2 client versionNegotiation: "auto" (default: probe, fall back to legacy), "pin" (2026-07-28 or fail), "legacy" */
+  negotiation?: Negotiation;
+}
+
+const CLIENT_INFO = { name: "portcullis-test-client", version: "1.0.0" };
+const MODERN_REVISION = "2026-07-28";
+
+/** The minimal environment an MCP host gives a stdio server, plus `env`. */
+export function hostEnv(env: Record<string, string> = {}): Record<string, string> {
+  return { ...getDefaultEnvironment(), ...env };
+}
+
+export function assertBuilt(): void {
+  if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
+}
+
+function gatewayArgs(stateDir: string, args: string[]): string[] {
+  return [CLI, "run", "--state-dir", stateDir, ...args];
+}
+
+/** Just what both SDKs' stdio client transports share and what we instrument. */
+interface StdioTransportLike {
+  readonly stderr: Stream | null;
+  readonly pid: number | null;
+  // biome-ignore lint/suspicious/noExplicitAny: the two SDKs type messages differently
+  onmessage?: (message: any, extra?: any) => void;
+  start(): Promise<void>;
+  // biome-ignore lint/suspicious/noExplicitAny: idem
+  send(message: any, options?: any): Promise<void>;
+}
+
+interface Connectable {
+  connect(transport: never, options?: { timeout?: number }): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function openSession<C extends Connectable>(
+  client: C,
+  transport: StdioTransportLike,
+  label: string,
+  stateDir: string | undefined,
+  ownStateDir: boolean,
+  connectTimeoutMs: number,
+): Promise<Session<C>> {
+  let stderrText = "";
+  const received: WireMessage[] = [];
+  const sent: WireMessage[] = [];
+  transport.stderr?.on("data", (chunk: Buffer | string) => {
+    stderrText += chunk.toString();
+  });
+  transport.onmessage = (message: WireMessage) => {
+    received.push(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = (message: WireMessage, options?: unknown) => {
+    sent.push(message);
+    return send(message, options);
+  };
+  let resolveExit: (info: ExitInfo) => void = () => {};
+  const exited = new Promise<ExitInfo>((resolve) => {
+    resolveExit = resolve;
+  });
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    await start();
+    const proc = (transport as unknown as { _process?: ChildProcess })._process;
+    if (!proc) return;
+    if (proc.exitCode !== null || proc.signalCode !== null)
+      resolveExit({ code: proc.exitCode, signal: proc.signalCode });
+    else proc.once("exit", (code, signal) => resolveExit({ code, signal }));
+  };
+
+  const cleanup = () => {
+    if (ownStateDir && stateDir) removeDir(stateDir);
+  };
+  try {
+    await client.connect(transport as never, { timeout: connectTimeoutMs });
+  } catch (error) {
+    await client.close().catch(() => {});
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+    cleanup();
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`${label}: connect failed: ${message}\n--- ${label} stderr ---\n${stderrText}`);
+  }
+
+  const pid = transport.pid ?? -1;
+  const waitForStderr = async (re: RegExp, ms = 10_000, from = 0): Promise<string> => {
+    try {
+      return await waitFor(
+        () =>
+          stderrText
+            .slice(from)
+            .split("\n")
+            .find((line) => re.test(line)),
+        ms,
+        `${label} stderr matching ${re}`,
+      );
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n--- ${label} stderr ---\n${stderrText}`);
+    }
+  };
+  const notifications = (method?: string) =>
+    received.filter(
+      (m) => m.method !== undefined && m.id === undefined && (method === undefined || m.method === method),
+    );
+  return {
+    client,
+    pid,
+    stateDir,
+    stderr: () => stderrText,
+    waitForStderr,
+    received: () => received,
+    sent: () => sent,
+    notifications,
+    waitForNotification: (method, ms = 10_000, from = 0) =>
+      waitFor(
+        () => received.slice(from).find((m) => m.method === method && m.id === undefined),
+        ms,
+        `notification ${method} from ${label}`,
+      ),
+    exited,
+    kill: (signal = "SIGTERM") => {
+      if (pid > 0) process.kill(pid, signal);
+    },
+    close: async () => {
+      try {
+        await client.close();
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      } finally {
+        cleanup();
+      }
+    },
+  };
+}
+
+function stateDirFor(options: GatewayOptions): { stateDir: string; own: boolean } {
+  return options.stateDir
+    ? { stateDir: options.stateDir, own: false }
+    : { stateDir: tempDir("portcullis-state-"), own: true };
+}
+
+/** The v1 SDK client, connected to `node dist/cli/main.js run --state-dir <dir> ...args`. */
+export async function startGateway(options: GatewayOptions): Promise<Session<Client>> {
+  assertBuilt();
+  const { stateDir, own } = stateDirFor(options);
+  const transport = new StdioClientTransport({
+    command: NODE,
+    args: gatewayArgs(stateDir, options.args),
+    env: hostEnv(options.env),
+    cwd: options.cwd,
+    stderr: "pipe",
+  });
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  return openSession(client, transport, "gateway", stateDir, own, options.connectTimeoutMs ?? 20_000);
+}
+
+/** The v1 SDK client, connected straight to a server (no gateway). */
+export async function startDirect(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; connectTimeoutMs?: number } = {},
+): Promise<Session<Client>> {
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: hostEnv(env),
+    cwd: options.cwd,
+    stderr: "pipe",
+  });
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  return openSession(client, transport, "server", undefined, false, options.connectTimeoutMs ?? 20_000);
+}
+
+function modernClient(negotiation: Negotiation = "auto"): ModernClient {
+  const mode = negotiation === "pin" ? { pin: MODERN_REVISION } : negotiation;
+  return new ModernClient(CLIENT_INFO, { capabilities: {}, versionNegotiation: { mode } });
+}
+
+/** The v2 SDK client (2026-07-28 capable), connected to the gateway. */
+export async function startModernGateway(options: ModernGatewayOptions): Promise<Session<ModernClient>> {
+  assertBuilt();
+  const { stateDir, own } = stateDirFor(options);
+  const transport = new ModernStdioClientTransport({
+    command: NODE,
+    args: gatewayArgs(stateDir, options.args),
+    env: hostEnv(options.env),
+    cwd: options.cwd,
+    stderr: "pipe",
+  });
+  return openSession(
+    modernClient(options.negotiation),
+    transport,
+    "gateway",
+    stateDir,
+    own,
+    options.connectTimeoutMs ?? 20_000,
+  );
+}
+
+/** The v2 SDK client, connected straight to a server (no gateway). */
+export async function startModernDirect(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; connectTimeoutMs?: number; negotiation?: Negotiation } = {},
+): Promise<Session<ModernClient>> {
+  const transport = new ModernStdioClientTransport({
+    command,
+    args,
+    env: hostEnv(env),
+    cwd: options.cwd,
+    stderr: "pipe",
+  });
+  return openSession(
+    modernClient(options.negotiation),
+    transport,
+    "server",
+    undefined,
+    false,
+    options.connectTimeoutMs ?? 20_000,
+  );
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run another portcullis command to completion: `node dist/cli/main.js ...args`, with the state
+ * dir given as PORTCULLIS_HOME (so no flag position is assumed), `input` written to stdin.
+ */
+export function runCli(
+  args: string[],
+  options: {
+    stateDir?: string;
+    env?: Record<string, string>;
+    cwd?: string;
+    input?: string;
+    timeoutMs?: number;
+  } = {},
+): Promise<CliResult> {
+  assertBuilt();
+  const env = hostEnv({ ...(options.stateDir ? { PORTCULLIS_HOME: options.stateDir } : {}), ...options.env });
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, [CLI, ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`portcullis ${args.join(" ")}: timed out\n--- stderr ---\n${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}

@@ -1,0 +1,59 @@
+// Where things are: the repository, the built CLI, the fixture servers, and the npm reference
+// servers with the arguments each one needs to speak MCP on stdio.
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** The built gateway entry: `node CLI run ...` (exists after `npm run build`). */
+export const CLI = join(REPO, "dist", "cli", "main.js");
+
+/** The node running the tests: use it (not "node" from PATH) to start everything. */
+export const NODE = process.execPath;
+
+const servers = join(REPO, "test", "fixtures", "servers");
+
+/** Fixture servers (plain .mjs, run with `node FILE`). Each file's header documents its env. */
+export const FIXTURES = {
+  /** inventory server with revisions A/B/C; usually started via makeProject() (project.ts) */
+  revisioned: join(servers, "revisioned.mjs"),
+  /** tools from the JSON file FIXTURE_CATALOG, paged, list_changed on change, answers any name */
+  catalog: join(servers, "catalog.mjs"),
+  /** catalog.mjs on the v2 SDK: 2026-07-28 era (and legacy unless FIXTURE_LEGACY=reject) */
+  modern: join(servers, "modern.mjs"),
+  /** answers properly, and writes malformed/huge/non-JSON-RPC/unknown-id/batch lines on command */
+  badpeer: join(servers, "badpeer.mjs"),
+  /** exits with code 1 at once, or after FIXTURE_CRASH_AFTER_MS */
+  crashy: join(servers, "crashy.mjs"),
+  /** hand-rolled echo {message} server for benchmarks */
+  echo: join(servers, "echo.mjs"),
+  /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
+  watcher: join(servers, "watcher.mjs"),
+} as const;
+
+const npmServer = (name: string) =>
+  join(REPO, "node_modules", "@modelcontextprotocol", name, "dist", "index.js");
+
+/** @modelcontextprotocol/server-everything: needs the "stdio" argument (it is the default, but be explicit). */
+export const EVERYTHING = {
+  entry: npmServer("server-everything"),
+  args: (): string[] => [npmServer("server-everything"), "stdio"],
+};
+
+/** @modelcontextprotocol/server-filesystem: the allowed directories are its arguments. */
+export const FILESYSTEM = {
+  entry: npmServer("server-filesystem"),
+  args: (...allowedDirs: string[]): string[] => [npmServer("server-filesystem"), ...allowedDirs],
+};
+
+/** @modelcontextprotocol/server-memory: set MEMORY_FILE_PATH, or it writes next to its own dist/. */
+export const MEMORY = {
+  entry: npmServer("server-memory"),
+  args: (): string[] => [npmServer("server-memory")],
+  env: (memoryFile: string): Record<string, string> => ({ MEMORY_FILE_PATH: memoryFile }),
+};
+
+/** A fixture's command line: [NODE, file, ...args]. */
+export function fixtureCommand(name: keyof typeof FIXTURES, ...args: string[]): [string, ...string[]] {
+  return [NODE, FIXTURES[name], ...args];
+}

@@ -1,0 +1,155 @@
+// A raw stdio peer: spawn a process and talk newline-delimited JSON-RPC to it by hand, for
+// tests that must write what no SDK client writes (malformed lines, batches, odd ids) or see
+// exactly what comes back.
+import { spawn } from "node:child_process";
+import { removeDir, tempDir, waitFor } from "./files.js";
+import type { ExitInfo, WireMessage } from "./gateway.js";
+import { assertBuilt, hostEnv } from "./gateway.js";
+import { CLI, NODE } from "./paths.js";
+
+export interface RawPeer {
+  pid: number;
+  /** an object is serialized and newline-terminated; a string is written verbatim (add "\n" yourself) */
+  send(message: object | string): void;
+  /** resolve with the first parsed stdout message matching `predicate` that no earlier next() returned */
+  next(predicate?: (message: WireMessage) => boolean, ms?: number): Promise<WireMessage>;
+  /** send a request with a fresh id ("raw-N") and resolve with its response (result or error) */
+  request(method: string, params?: unknown, ms?: number): Promise<WireMessage>;
+  /** legacy handshake: initialize (protocolVersion 2025-11-25 unless given) + notifications/initialized */
+  initialize(params?: Record<string, unknown>, ms?: number): Promise<WireMessage>;
+  /** every stdout line so far (without the newline), parsable or not */
+  lines(): string[];
+  /** every stdout line that parsed as JSON */
+  messages(): WireMessage[];
+  stderr(): string;
+  closeStdin(): void;
+  kill(signal?: NodeJS.Signals): void;
+  exited: Promise<ExitInfo>;
+  /** kill if still running, wait for exit, remove a state dir we created */
+  close(): Promise<void>;
+}
+
+export function rawPeer(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string; onClose?: () => void } = {},
+): RawPeer {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: hostEnv(env),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const messages: WireMessage[] = [];
+  const taken = new Set<WireMessage>();
+  let stderrText = "";
+  let partial = "";
+  let nextId = 0;
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    partial += chunk;
+    let nl = partial.indexOf("\n");
+    while (nl >= 0) {
+      const line = partial.slice(0, nl).replace(/\r$/, "");
+      partial = partial.slice(nl + 1);
+      nl = partial.indexOf("\n");
+      lines.push(line);
+      try {
+        messages.push(JSON.parse(line) as WireMessage);
+      } catch {
+        // kept in lines() only
+      }
+    }
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderrText += chunk.toString();
+  });
+  child.stdin.on("error", () => {}); // writing to a peer that died is the test's business
+  const exited = new Promise<ExitInfo>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+
+  const next = async (predicate: (message: WireMessage) => boolean = () => true, ms = 10_000) => {
+    try {
+      const found = await waitFor(
+        () => messages.find((m) => !taken.has(m) && predicate(m)),
+        ms,
+        "a matching message on stdout",
+      );
+      taken.add(found);
+      return found;
+    } catch (error) {
+      throw new Error(
+        `${(error as Error).message}\n--- stdout (${lines.length} lines, last 5) ---\n${lines
+          .slice(-5)
+          .map((l) => l.slice(0, 500))
+          .join("\n")}\n--- stderr ---\n${stderrText}`,
+      );
+    }
+  };
+  const send = (message: object | string) => {
+    child.stdin.write(typeof message === "string" ? message : `${JSON.stringify(message)}\n`);
+  };
+  const request = (method: string, params?: unknown, ms?: number) => {
+    const id = `raw-${++nextId}`;
+    send(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params });
+    return next((m) => m.id === id && m.method === undefined, ms);
+  };
+  return {
+    pid: child.pid ?? -1,
+    send,
+    next,
+    request,
+    initialize: async (params = {}, ms) => {
+      const response = await request(
+        "initialize",
+        {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "portcullis-raw-peer", version: "1.0.0" },
+          ...params,
+        },
+        ms,
+      );
+      send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      return response;
+    },
+    lines: () => lines,
+    messages: () => messages,
+    stderr: () => stderrText,
+    closeStdin: () => child.stdin.end(),
+    kill: (signal = "SIGTERM") => {
+      child.kill(signal);
+    },
+    exited,
+    close: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.stdin.end();
+        const timer = setTimeout(() => child.kill("SIGKILL"), 3_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      options.onClose?.();
+    },
+  };
+}
+
+/** A raw peer on `node dist/cli/main.js run --state-dir <dir> ...args` (fresh temp state dir by default). */
+export function rawGateway(options: {
+  args: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  stateDir?: string;
+}): RawPeer & { stateDir: string } {
+  assertBuilt();
+  const stateDir = options.stateDir ?? tempDir("portcullis-state-");
+  const own = options.stateDir === undefined;
+  const peer = rawPeer(NODE, [CLI, "run", "--state-dir", stateDir, ...options.args], options.env, {
+    cwd: options.cwd,
+    onClose: () => {
+      if (own) removeDir(stateDir);
+    },
+  });
+  return { ...peer, stateDir };
+}
