@@ -1,0 +1,326 @@
+#!/usr/bin/env node
+// Relay overhead: tools/call echo round trips measured three ways in one run:
+//   direct       the client spawns the server
+//   null-relay   the client spawns bench/null-relay.mjs, which spawns the server (the floor)
+//   portcullis   the client spawns `node dist/cli/main.js run --state-dir <tmp> ... -- <server>`
+// p50/p99 latency and calls/s at concurrency 1 and 16, after a warm-up; then the ratios
+// portcullis/null-relay against the targets (p50 at c=1 <= 1.25x, calls/s at c=16 >= 0.8x).
+//
+//   node bench/relay.mjs
+// Env: BENCH_SERVER=echo|everything  the server: test/fixtures/servers/echo.mjs (default: a
+//                                    hand-rolled echo, so the relay dominates) or server-everything
+//      BENCH_CALLS=N                 calls per round at c=1 (default 2000; c=16 does 4N)
+//      BENCH_ROUNDS=N                rounds (default 5); the paths are measured in turn in each
+//                                    round and every figure is the median over the rounds
+//      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.js)
+//      PORTCULLIS_BENCH_ARGS="..."   extra `run` options (split on spaces), appended after the
+//                                    defaults "--label bench --approval none", e.g. "--guard off"
+// Exit code: 0, also when portcullis is not built; 1 when a measured path fails.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const NODE = process.execPath;
+const CALLS = Number(process.env.BENCH_CALLS ?? 2000);
+const CALLS_16 = CALLS * 4;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARMUP = Math.max(50, Math.round(CALLS / 4));
+const SERVERS = {
+  echo: [NODE, join(REPO, "test", "fixtures", "servers", "echo.mjs")],
+  everything: [
+    NODE,
+    join(REPO, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"),
+    "stdio",
+  ],
+};
+const serverName = process.env.BENCH_SERVER ?? "echo";
+const server = SERVERS[serverName];
+if (!server) {
+  process.stderr.write(`relay bench: unknown BENCH_SERVER ${serverName} (echo|everything)\n`);
+  process.exit(2);
+}
+const extraArgs = (process.env.PORTCULLIS_BENCH_ARGS ?? "").split(/\s+/).filter(Boolean);
+const MINIMAL_ENV = Object.fromEntries(
+  ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].flatMap((k) =>
+    process.env[k] ? [[k, process.env[k]]] : [],
+  ),
+);
+
+/** A bare newline-delimited JSON-RPC client over a child's stdio: the least client work possible. */
+class RpcClient {
+  constructor(command, args, env) {
+    this.child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...MINIMAL_ENV, ...env } });
+    this.pending = new Map();
+    this.nextId = 1;
+    this.stderr = "";
+    this.exited = new Promise((res) => this.child.once("exit", (code, signal) => res({ code, signal })));
+    this.exited.then(({ code, signal }) => {
+      for (const { reject } of this.pending.values())
+        reject(new Error(`process exited (code ${code}, signal ${signal})`));
+      this.pending.clear();
+    });
+    this.child.stdin.on("error", () => {});
+    this.child.stderr.on("data", (chunk) => {
+      if (this.stderr.length < 64_000) this.stderr += chunk;
+    });
+    let buffer = "";
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk) => {
+      buffer += chunk;
+      let nl = buffer.indexOf("\n");
+      while (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        nl = buffer.indexOf("\n");
+        let message;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        const waiter = message.method === undefined ? this.pending.get(message.id) : undefined;
+        if (!waiter) continue;
+        this.pending.delete(message.id);
+        if (message.error) waiter.reject(new Error(`${message.error.code} ${message.error.message}`));
+        else waiter.resolve(message.result);
+      }
+    });
+  }
+
+  request(method, params, timeoutMs = 30_000) {
+    const id = this.nextId++;
+    return new Promise((res, rej) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        rej(new Error(`${method} timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          res(v);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          rej(e);
+        },
+      });
+      this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+    });
+  }
+
+  notify(method, params) {
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method, ...(params ? { params } : {}) })}\n`);
+  }
+
+  async close() {
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill("SIGTERM"), 3000);
+    const killer = setTimeout(() => this.child.kill("SIGKILL"), 6000);
+    await this.exited;
+    clearTimeout(timer);
+    clearTimeout(killer);
+  }
+}
+
+const call = (client, i) =>
+  client.request("tools/call", { name: "echo", arguments: { message: `ping ${i}` } }).then((result) => {
+    if (result.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
+  });
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function measure(client, total, concurrency) {
+  const latencies = new Float64Array(total);
+  let issued = 0;
+  const start = process.hrtime.bigint();
+  const worker = async () => {
+    while (issued < total) {
+      const i = issued++;
+      const t0 = process.hrtime.bigint();
+      await call(client, i);
+      latencies[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const sorted = Array.from(latencies).sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds };
+}
+
+/** Start a path: spawn, handshake, list, warm up. Resolves with {name, client} or {name, error}. */
+async function openPath(name, command, args, env = {}) {
+  const client = new RpcClient(command, args, env);
+  try {
+    const init = await client.request(
+      "initialize",
+      {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "relay-bench", version: "1.0.0" },
+      },
+      60_000,
+    );
+    if (!init?.protocolVersion) throw new Error("initialize returned no protocolVersion");
+    client.notify("notifications/initialized");
+    await client.request("tools/list", {}, 60_000);
+    for (let i = 0; i < WARMUP; i++) await call(client, i);
+    return { name, client, rounds: [] };
+  } catch (error) {
+    await client.close();
+    return { name, error: describe(error, client) };
+  }
+}
+
+function describe(error, client) {
+  const lines = client.stderr.trim().split("\n").filter(Boolean);
+  const shown = lines.length > 8 ? [...lines.slice(0, 3), "...", ...lines.slice(-5)] : lines;
+  return `${error.message}${shown.length ? `\n  stderr: ${shown.join("\n  stderr: ")}` : ""}`;
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** ROUNDS rounds; in each, every open path is measured in turn (c=1 then c=16), so that drift
+ *  on a shared machine hits all paths alike. Each figure is the median over the rounds. */
+async function measurePaths(paths) {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const path of paths) {
+      if (!path.client) continue;
+      try {
+        path.rounds.push({
+          c1: await measure(path.client, CALLS, 1),
+          c16: await measure(path.client, CALLS_16, 16),
+        });
+      } catch (error) {
+        path.error = describe(error, path.client);
+        await path.client.close();
+        path.client = undefined;
+      }
+    }
+  }
+  for (const path of paths) {
+    if (path.client) await path.client.close();
+    if (path.error || !path.rounds?.length) continue;
+    const pick = (c, key) => median(path.rounds.map((r) => r[c][key]));
+    path.c1 = { p50: pick("c1", "p50"), p99: pick("c1", "p99"), rps: pick("c1", "rps") };
+    path.c16 = { p50: pick("c16", "p50"), p99: pick("c16", "p99"), rps: pick("c16", "rps") };
+  }
+}
+
+function preparePortcullis() {
+  const stateDir = mkdtempSync(join(tmpdir(), "portcullis-bench-"));
+  const passFile = join(stateDir, "..", `${stateDir.split("/").pop()}.pass`);
+  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  const env = { PORTCULLIS_PASSPHRASE_FILE: passFile };
+  const init = spawnSync(NODE, [CLI, "init", "--state-dir", stateDir], {
+    env: { ...MINIMAL_ENV, ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  const initNote =
+    init.status === 0
+      ? "keyring initialized"
+      : `portcullis init exited ${init.status}: ${(init.stderr ?? "").trim().split("\n")[0]}`;
+  return {
+    stateDir,
+    env,
+    initNote,
+    cleanup: () => {
+      rmSync(stateDir, { recursive: true, force: true });
+      rmSync(passFile, { force: true });
+    },
+  };
+}
+
+const fmt = (n, digits = 3) => (n === undefined ? "-" : n.toFixed(digits));
+const pad = (s, n) => String(s).padEnd(n);
+
+async function main() {
+  console.log(
+    `relay bench: tools/call echo against ${serverName}, node ${process.version}, ` +
+      `${ROUNDS} rounds of c=1: ${CALLS} calls + c=16: ${CALLS_16} calls, ${WARMUP} warm-up calls per path, medians`,
+  );
+  const rows = [];
+  rows.push(await openPath("direct", server[0], server.slice(1)));
+  rows.push(await openPath("null-relay", NODE, [join(REPO, "bench", "null-relay.mjs"), "--", ...server]));
+  let portcullisNote;
+  let prep;
+  if (!existsSync(CLI)) {
+    portcullisNote = "portcullis: not built";
+    rows.push({ name: "portcullis", skipped: "(skipped)" });
+  } else {
+    prep = preparePortcullis();
+    const runArgs = [
+      "run",
+      "--state-dir",
+      prep.stateDir,
+      "--label",
+      "bench",
+      "--approval",
+      "none",
+      ...extraArgs,
+    ];
+    portcullisNote = `portcullis: run ${runArgs.slice(3).join(" ")} (${prep.initNote})`;
+    rows.push(await openPath("portcullis", NODE, [CLI, ...runArgs, "--", ...server], prep.env));
+  }
+  try {
+    await measurePaths(rows);
+  } finally {
+    prep?.cleanup();
+  }
+
+  const header = [
+    "path",
+    "c=1 p50 ms",
+    "c=1 p99 ms",
+    "c=1 calls/s",
+    "c=16 p50 ms",
+    "c=16 p99 ms",
+    "c=16 calls/s",
+  ];
+  const widths = [12, 12, 12, 13, 13, 13, 13];
+  console.log(header.map((h, i) => pad(h, widths[i])).join(""));
+  for (const row of rows) {
+    if (row.c1) {
+      const cells = [
+        row.name,
+        fmt(row.c1.p50),
+        fmt(row.c1.p99),
+        fmt(row.c1.rps, 0),
+        fmt(row.c16.p50),
+        fmt(row.c16.p99),
+        fmt(row.c16.rps, 0),
+      ];
+      console.log(cells.map((c, i) => pad(c, widths[i])).join(""));
+    } else {
+      console.log(`${pad(row.name, widths[0])}${row.skipped ?? `FAILED: ${row.error}`}`);
+    }
+  }
+  console.log(portcullisNote);
+
+  const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
+  const floor = byName["null-relay"];
+  const direct = byName.direct;
+  if (floor?.c1 && direct?.c1) {
+    console.log(
+      `null-relay/direct: p50 c=1 ${fmt(floor.c1.p50 / direct.c1.p50, 2)}x, calls/s c=16 ${fmt(floor.c16.rps / direct.c16.rps, 2)}x`,
+    );
+  }
+  const gw = byName.portcullis;
+  if (floor?.c1 && gw?.c1) {
+    const p50 = gw.c1.p50 / floor.c1.p50;
+    const rps = gw.c16.rps / floor.c16.rps;
+    console.log(
+      `portcullis/null-relay: p50 c=1 ${fmt(p50, 2)}x (target <= 1.25x: ${p50 <= 1.25 ? "met" : "MISSED"}), ` +
+        `calls/s c=16 ${fmt(rps, 2)}x (target >= 0.8x: ${rps >= 0.8 ? "met" : "MISSED"})`,
+    );
+  }
+  return rows.some((r) => r.error) ? 1 : 0;
+}
+
+process.exitCode = await main();
