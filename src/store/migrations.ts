@@ -53,4 +53,26 @@ export const migrations: Migration[] = [
       CREATE INDEX catalog_by_fp ON catalog_revisions(server_label, fingerprint);
     `,
   },
+  {
+    version: 2,
+    owner: "audit + keyring",
+    sql: `
+      -- The audit chain (docs/audit-format.md): one row per record, seq 1, 2, 3 … with no gap.
+      -- record = canonical header || 0x0A || sealed event; its SHA-256 is the next header's prev.
+      CREATE TABLE audit_records (
+        seq    INTEGER PRIMARY KEY CHECK (seq > 0),
+        record BLOB NOT NULL
+      );
+      -- Append-only, and only at the head: a faulty writer fails loudly instead of
+      -- forking or punching a hole. (This guards against bugs; tampering is what
+      -- 'portcullis audit verify' and checkpoints are for.)
+      CREATE TRIGGER audit_records_extend_only BEFORE INSERT ON audit_records
+        WHEN NEW.seq <> (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit_records)
+        BEGIN SELECT RAISE(ABORT, 'audit records are appended at the head only'); END;
+      CREATE TRIGGER audit_records_no_update BEFORE UPDATE ON audit_records
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+      CREATE TRIGGER audit_records_no_delete BEFORE DELETE ON audit_records
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+    `,
+  },
 ];

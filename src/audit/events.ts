@@ -1,0 +1,103 @@
+import { createHash } from "node:crypto";
+import canonicalize from "canonicalize";
+
+/** Every event type the audit log accepts (DESIGN.md, "Audit log"). */
+export const AUDIT_EVENT_TYPES = [
+  "server_started",
+  "server_exited",
+  "server_replaced",
+  "artifact_changed",
+  "catalog_revised",
+  "run_started",
+  "run_ended",
+  "catalog_served",
+  "approval_requested",
+  "approval_granted",
+  "approval_denied",
+  "authorization_denied",
+  "tool_called",
+  "tool_result",
+  "call_interrupted",
+  "vault_locked",
+  "vault_unlocked",
+  "credential_injected",
+] as const;
+
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+/**
+ * A plain JSON object from the gateway. The fields the views read are listed in
+ * docs/audit-format.md ("Event fields"); anything else is kept as given.
+ */
+export type AuditEvent = { type: AuditEventType; [k: string]: unknown };
+
+const EVENT_TYPE_SET: ReadonlySet<string> = new Set(AUDIT_EVENT_TYPES);
+
+/** Keys whose string values are refused: the log never holds a secret value. */
+export const SECRET_KEY_PATTERN = /secret|password|passphrase|token|api[-_]?key|credential[-_]?value/i;
+
+export class AuditEventError extends Error {
+  override name = "AuditEventError";
+}
+
+/**
+ * SHA-256 over the RFC 8785 canonical JSON of a call's arguments, as
+ * "sha256:<hex>". Callers log this instead of the arguments.
+ */
+export function argumentsDigest(args: unknown): string {
+  const text = canonicalize(args === undefined ? null : args);
+  return `sha256:${createHash("sha256")
+    .update(text ?? "null")
+    .digest("hex")}`;
+}
+
+/**
+ * Refuses (throws AuditEventError) an event that is not a plain JSON object of a
+ * known type, or that carries a string under a key named like a secret
+ * (secret, password, passphrase, token, apiKey, credentialValue — any case, anywhere
+ * in the object). Called by AuditLog.append before anything is sealed.
+ */
+export function assertAuditable(e: unknown): asserts e is AuditEvent {
+  if (typeof e !== "object" || e === null || Array.isArray(e)) {
+    throw new AuditEventError("an audit event must be a plain object");
+  }
+  const type = (e as { type?: unknown }).type;
+  if (typeof type !== "string" || !EVENT_TYPE_SET.has(type)) {
+    throw new AuditEventError(`unknown audit event type: ${JSON.stringify(type)}`);
+  }
+  walk(e, "", new Set());
+}
+
+function walk(value: unknown, path: string, seen: Set<object>): void {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+    case "undefined":
+      return;
+    case "number":
+      if (!Number.isFinite(value)) throw new AuditEventError(`${path || "event"} is not a finite number`);
+      return;
+    case "object": {
+      if (value === null) return;
+      if (seen.has(value)) throw new AuditEventError(`${path || "event"} refers to itself`);
+      seen.add(value);
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) walk(value[i], `${path}[${i}]`, seen);
+      } else {
+        for (const [k, v] of Object.entries(value)) {
+          const at = path ? `${path}.${k}` : k;
+          if (typeof v === "string" && SECRET_KEY_PATTERN.test(k)) {
+            throw new AuditEventError(
+              `refusing to audit a string under "${at}": keys named like secrets are never written to the audit log`,
+            );
+          }
+          walk(v, at, seen);
+        }
+      }
+      seen.delete(value);
+      return;
+    }
+    default:
+      throw new AuditEventError(`${path || "event"} is a ${typeof value}, not a JSON value`);
+  }
+}

@@ -1,0 +1,32 @@
+export {
+  AUDIT_EVENT_TYPES,
+  type AuditEvent,
+  AuditEventError,
+  type AuditEventType,
+  argumentsDigest,
+  assertAuditable,
+} from "./events.js";
+export {
+  type Appended,
+  AuditChainError,
+  AuditLog,
+  type AuditLogOptions,
+  AuditOpenError,
+  exportRecords,
+  makeCheckpoint,
+  type OpenedRecord,
+  openRecords,
+  storedRecords,
+} from "./log.js";
+export { type AuditHeader, GENESIS_PREV, type StoredRecord } from "./record.js";
+export {
+  CHECKPOINT_FORMAT,
+  ChainVerifier,
+  type Checkpoint,
+  CheckpointFormatError,
+  parseCheckpoint,
+  type VerifyResult,
+  verifyChain,
+  verifyExport,
+} from "./verify.js";
+export { type ActivityEntry, activityView, type SessionView, sessionsView } from "./views.js";

@@ -1,0 +1,211 @@
+import type { KeyObject } from "node:crypto";
+import canonicalize from "canonicalize";
+import { ulid } from "ulid";
+import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
+import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
+import type { Store } from "../store/db.js";
+import { type AuditEvent, assertAuditable } from "./events.js";
+import {
+  type AuditHeader,
+  encodeHeader,
+  exportLine,
+  GENESIS_PREV,
+  parseHeader,
+  recordBytes,
+  recordHash,
+  type StoredRecord,
+  splitRecord,
+} from "./record.js";
+import { RecordOpener, SealingSession } from "./seal.js";
+import { CHECKPOINT_FORMAT, type Checkpoint, verifyChain } from "./verify.js";
+
+/**
+ * The audit log: one append-only chain in the store (table audit_records,
+ * migration 2), written by every gateway process as one linear sequence.
+ */
+
+export interface Appended {
+  seq: number;
+  hash: string;
+}
+
+export interface AuditLogOptions {
+  /** Records sealed under one ephemeral key before a new one is made (default 1024). */
+  recordsPerSession?: number;
+}
+
+export class AuditLog {
+  readonly writerId = ulid();
+  private session: SealingSession | null = null;
+  private readonly recordsPerSession: number;
+  private readonly head: () => { seq: number; record: Buffer } | undefined;
+  private readonly insert: (seq: number, record: StoredRecord) => void;
+  private readonly commit: (items: { type: string; plaintext: Buffer }[]) => Appended[];
+
+  private constructor(
+    db: Store,
+    private readonly publicKey: KeyObject,
+    readonly keyId: string,
+    opts: AuditLogOptions,
+  ) {
+    this.recordsPerSession = opts.recordsPerSession ?? 1024;
+    // The record is durable when the transaction commits: WAL with synchronous=FULL
+    // fsyncs the log at every commit. openStore sets both; insist on it here.
+    if (Number(db.pragma("synchronous", { simple: true })) < 2) db.pragma("synchronous = FULL");
+    const headStmt = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1");
+    const insertStmt = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
+    this.head = () => headStmt.get() as { seq: number; record: Buffer } | undefined;
+    this.insert = (seq, record) => insertStmt.run(seq, record);
+    const tx = db.transaction((items: { type: string; plaintext: Buffer }[]) =>
+      items.map((it) => this.link(it)),
+    );
+    // IMMEDIATE takes the write lock before the head is read: no two writers can
+    // extend the same head, so the chain never forks and never skips a number.
+    this.commit = (items) => tx.immediate(items);
+  }
+
+  /** Opens the log for writing; throws KeyringMissingError (naming `portcullis init`) without a keyring. */
+  static open(db: Store, stateDir: string, opts: AuditLogOptions = {}): AuditLog {
+    const keyring = loadPublicKeyring(stateDir);
+    if (!keyring) throw new KeyringMissingError(stateDir);
+    return new AuditLog(db, keyring.publicKey, keyring.keyId, opts);
+  }
+
+  /** Appends one event; durable when it returns, throws (writing nothing) on failure. */
+  append(e: AuditEvent): Appended {
+    return this.appendMany([e])[0]!;
+  }
+
+  /** Appends several events in one transaction (group commit): all are written, or none. */
+  appendMany(events: readonly AuditEvent[]): Appended[] {
+    const items = events.map((e) => {
+      assertAuditable(e);
+      return { type: e.type, plaintext: Buffer.from(canonicalize(e) as string, "utf8") };
+    });
+    return items.length === 0 ? [] : this.commit(items);
+  }
+
+  /**
+   * Inside the write transaction: read the head, build the record on top of it,
+   * insert. The head is linked by the hash of its bytes, whatever they hold.
+   */
+  private link(it: { type: string; plaintext: Buffer }): Appended {
+    const head = this.head();
+    const session = this.sealingSession();
+    const nonce = session.nextNonce();
+    const h: AuditHeader = {
+      v: 1,
+      seq: (head?.seq ?? 0) + 1,
+      prev: head ? recordHash(head.record) : GENESIS_PREV,
+      time: new Date().toISOString(),
+      type: it.type,
+      writer: this.writerId,
+      pid: process.pid,
+      key: this.keyId,
+      epk: session.epk,
+      nonce: nonce.toString("base64url"),
+    };
+    const header = encodeHeader(h);
+    const record = recordBytes(header, session.seal(nonce, header, it.plaintext));
+    this.insert(h.seq, record);
+    return { seq: h.seq, hash: recordHash(record) };
+  }
+
+  private sealingSession(): SealingSession {
+    if (!this.session || this.session.sealed >= this.recordsPerSession) {
+      this.session?.close();
+      this.session = SealingSession.start(this.publicKey);
+    }
+    return this.session;
+  }
+}
+
+/** Every stored record in seq order, read in one consistent snapshot. */
+export function storedRecords(db: Store): IterableIterator<StoredRecord> {
+  return db
+    .prepare("SELECT record FROM audit_records ORDER BY seq")
+    .pluck()
+    .iterate() as IterableIterator<Buffer>;
+}
+
+/** The log as JSONL lines of ciphertext records (no key needed, nothing decrypted). */
+export function* exportRecords(db: Store): Generator<string> {
+  for (const r of storedRecords(db)) yield exportLine(r);
+}
+
+export class AuditChainError extends Error {
+  override name = "AuditChainError";
+  constructor(
+    readonly seq: number,
+    readonly problem: string,
+  ) {
+    super(`the audit chain is broken at seq ${seq}: ${problem}`);
+  }
+}
+
+/** Verifies the stored chain, then describes its head; throws AuditChainError if the chain is broken. */
+export function makeCheckpoint(db: Store): Checkpoint {
+  const result = verifyChain(storedRecords(db));
+  if (!result.ok) throw new AuditChainError(result.seq, result.problem);
+  const cp: Checkpoint = {
+    format: CHECKPOINT_FORMAT,
+    seq: result.head.seq,
+    hash: result.head.hash,
+    time: new Date().toISOString(),
+  };
+  const last = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck().get(result.head.seq) as
+    | Buffer
+    | undefined;
+  const parts = last && splitRecord(last);
+  const key = parts && parseHeader(parts.header)?.key;
+  if (key) cp.key = key;
+  return cp;
+}
+
+export interface OpenedRecord {
+  seq: number;
+  hash: string;
+  header: AuditHeader;
+  event: AuditEvent;
+}
+
+export class AuditOpenError extends Error {
+  override name = "AuditOpenError";
+}
+
+/**
+ * Decrypts the stored records in order. Throws AuditOpenError naming the seq when a
+ * record is sealed to another key or does not authenticate. Verify the chain first:
+ * decryption proves a record was sealed to the audit key, not that it belongs where it is.
+ */
+export function* openRecords(
+  db: Store,
+  privateKey: KeyObject,
+  records: Iterable<StoredRecord> = storedRecords(db),
+): Generator<OpenedRecord> {
+  const opener = new RecordOpener(privateKey);
+  const keyId = auditKeyId(rawX25519PublicKey(privateKey));
+  for (const record of records) {
+    const parts = splitRecord(record);
+    const header = parts && parseHeader(parts.header);
+    if (!parts || !header) throw new AuditOpenError("a record does not have a v1 header");
+    const { seq } = header;
+    if (header.key !== keyId) {
+      throw new AuditOpenError(
+        `record ${seq} is sealed to audit key ${header.key}, not to this keyring's ${keyId}`,
+      );
+    }
+    let event: AuditEvent;
+    try {
+      event = JSON.parse(opener.open(header.epk, header.nonce, parts.header, parts.sealed).toString("utf8"));
+    } catch {
+      throw new AuditOpenError(`record ${seq} does not open with the audit key (modified or forged payload)`);
+    }
+    if (event?.type !== header.type) {
+      throw new AuditOpenError(
+        `record ${seq}: the sealed event type differs from the header's ${header.type}`,
+      );
+    }
+    yield { seq, hash: recordHash(record), header, event };
+  }
+}

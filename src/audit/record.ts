@@ -1,0 +1,137 @@
+import { hash } from "node:crypto";
+
+/**
+ * The audit record format, version 1 (docs/audit-format.md is the reference).
+ *
+ * A record is one byte string:   header || 0x0A || sealed
+ *   header  the RFC 8785 (JCS) canonical JSON of AuditHeader. Every value is drawn
+ *           from a small ASCII alphabet, so a header has exactly one spelling,
+ *           matched by HEADER_V1 below, and never contains 0x0A
+ *   sealed  ChaCha20-Poly1305 ciphertext || 16-byte tag of the event (seal.ts)
+ * Its hash is the lowercase hex SHA-256 of those bytes; header.prev is the hash of
+ * the record before (GENESIS_PREV for seq 1).
+ */
+
+export interface AuditHeader {
+  v: 1;
+  seq: number;
+  prev: string;
+  time: string;
+  type: string;
+  writer: string;
+  pid: number;
+  key: string;
+  epk: string;
+  nonce: string;
+}
+
+/** A record as the store holds it: header || 0x0A || sealed. */
+export type StoredRecord = Uint8Array;
+
+export const GENESIS_PREV = "0".repeat(64);
+const LF = 0x0a;
+
+// Keys in JCS order (UTF-16 code units): epk key nonce pid prev seq time type v writer.
+const HEADER_V1 = new RegExp(
+  "^\\{" +
+    '"epk":"([A-Za-z0-9_-]{42}[AEIMQUYcgkosw048])",' + // 32 bytes, base64url, no padding
+    '"key":"([0-9a-f]{32})",' +
+    '"nonce":"([A-Za-z0-9_-]{16})",' + // 12 bytes
+    '"pid":([1-9][0-9]{0,9}),' +
+    '"prev":"([0-9a-f]{64})",' +
+    '"seq":([1-9][0-9]{0,15}),' +
+    '"time":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z)",' +
+    '"type":"([a-z][a-z_]{0,63})",' +
+    '"v":1,' +
+    '"writer":"([0-7][0-9A-HJKMNP-TV-Z]{25})"' + // ULID
+    "\\}$",
+);
+
+/**
+ * The header's canonical text. Written out field by field in JCS order (a test
+ * checks it against canonicalize()); throws if a field is outside its alphabet.
+ */
+export function encodeHeader(h: AuditHeader): string {
+  const text =
+    `{"epk":"${h.epk}","key":"${h.key}","nonce":"${h.nonce}","pid":${h.pid},"prev":"${h.prev}",` +
+    `"seq":${h.seq},"time":"${h.time}","type":"${h.type}","v":1,"writer":"${h.writer}"}`;
+  if (!HEADER_V1.test(text) || !Number.isSafeInteger(h.seq))
+    throw new Error(`audit header out of format: ${text}`);
+  return text;
+}
+
+/** Parses a v1 header in its one canonical spelling; null for anything else. */
+export function parseHeader(text: string): AuditHeader | null {
+  const m = HEADER_V1.exec(text);
+  if (!m) return null;
+  const seq = Number(m[6]);
+  if (!Number.isSafeInteger(seq)) return null;
+  return {
+    v: 1,
+    seq,
+    prev: m[5]!,
+    time: m[7]!,
+    type: m[8]!,
+    writer: m[9]!,
+    pid: Number(m[4]),
+    key: m[2]!,
+    epk: m[1]!,
+    nonce: m[3]!,
+  };
+}
+
+export function recordBytes(header: string, sealed: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(header.length + 1 + sealed.length);
+  out.write(header, 0, "latin1");
+  out[header.length] = LF;
+  out.set(sealed, header.length + 1);
+  return out;
+}
+
+/** The header text and the sealed bytes of a record; null when there is no separator. */
+export function splitRecord(record: Uint8Array): { header: string; sealed: Buffer } | null {
+  const b = Buffer.isBuffer(record)
+    ? record
+    : Buffer.from(record.buffer, record.byteOffset, record.byteLength);
+  const at = b.indexOf(LF);
+  if (at < 0) return null;
+  return { header: b.toString("latin1", 0, at), sealed: b.subarray(at + 1) };
+}
+
+/** Lowercase hex SHA-256 of the record's bytes. */
+export function recordHash(record: Uint8Array): string {
+  return hash("sha256", record, "hex");
+}
+
+/**
+ * One export line (no trailing newline): the JCS canonical form of
+ * {"hash": hex, "header": <header object>, "sealed": base64url}.
+ */
+export function exportLine(record: Uint8Array): string {
+  const parts = splitRecord(record);
+  if (!parts) throw new Error("a stored audit record has no header separator");
+  return `{"hash":"${recordHash(record)}","header":${parts.header},"sealed":"${parts.sealed.toString("base64url")}"}`;
+}
+
+const EXPORT_LINE = /^\{"hash":"([0-9a-f]{64})","header":(\{[^{}]*\}),"sealed":"([A-Za-z0-9_-]*)"\}$/;
+const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/**
+ * Parses an export line in its one canonical spelling into the record bytes and
+ * the hash the line claims; a string says what is wrong.
+ */
+export function parseExportLine(line: string): { record: Buffer; hash: string } | string {
+  const m = EXPORT_LINE.exec(line);
+  if (!m) return "the line is not a canonical export record";
+  const header = m[2]!;
+  if (!HEADER_V1.test(header)) return "the header is not a canonical v1 header";
+  const b64 = m[3]!;
+  // Node's decoder ignores what it cannot use; accept only the one spelling of the bytes:
+  // no length that leaves a lone character, no stray bits in the last character.
+  const tail = b64.length % 4;
+  const spare = tail === 2 ? 15 : tail === 3 ? 3 : 0;
+  if (tail === 1 || (spare && B64URL.indexOf(b64[b64.length - 1]!) & spare)) {
+    return "the sealed payload is not canonical base64url";
+  }
+  return { record: recordBytes(header, Buffer.from(b64, "base64url")), hash: m[1]! };
+}

@@ -1,0 +1,171 @@
+import {
+  GENESIS_PREV,
+  parseExportLine,
+  parseHeader,
+  recordHash,
+  type StoredRecord,
+  splitRecord,
+} from "./record.js";
+
+/**
+ * Verifying the chain needs no key: every check is over the header text and the
+ * sealed bytes. A checkpoint (a record's seq and hash, kept elsewhere) adds what a
+ * bare chain cannot show: that nothing after it was cut off or rewritten.
+ */
+
+export const CHECKPOINT_FORMAT = "portcullis-audit-checkpoint/1";
+
+export interface Checkpoint {
+  format: typeof CHECKPOINT_FORMAT;
+  /** Number of records covered; the head record's seq (0 for an empty log). */
+  seq: number;
+  /** That record's hash (GENESIS_PREV for an empty log). */
+  hash: string;
+  /** When the checkpoint was made. */
+  time: string;
+  /** The audit key id the head record was sealed to, when there is one. */
+  key?: string;
+}
+
+export type VerifyResult =
+  | {
+      ok: true;
+      records: number;
+      head: { seq: number; hash: string };
+      checkpoint?: { seq: number; hash: string };
+    }
+  | { ok: false; seq: number; problem: string };
+
+export class CheckpointFormatError extends Error {
+  override name = "CheckpointFormatError";
+}
+
+/** Parses and checks a checkpoint document (the output of `portcullis audit checkpoint`). */
+export function parseCheckpoint(text: string): Checkpoint {
+  let c: unknown;
+  try {
+    c = JSON.parse(text);
+  } catch {
+    throw new CheckpointFormatError("the checkpoint is not JSON");
+  }
+  if (typeof c !== "object" || c === null)
+    throw new CheckpointFormatError("the checkpoint is not a JSON object");
+  const { format, seq, hash, time, key } = c as Record<string, unknown>;
+  if (format !== CHECKPOINT_FORMAT)
+    throw new CheckpointFormatError(`the checkpoint format is not ${CHECKPOINT_FORMAT}`);
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0)
+    throw new CheckpointFormatError("the checkpoint seq is not a count");
+  if (typeof hash !== "string" || !/^[0-9a-f]{64}$/.test(hash))
+    throw new CheckpointFormatError("the checkpoint hash is not hex SHA-256");
+  if (typeof time !== "string") throw new CheckpointFormatError("the checkpoint time is missing");
+  if (key !== undefined && typeof key !== "string")
+    throw new CheckpointFormatError("the checkpoint key is not a string");
+  return c as Checkpoint;
+}
+
+/** Checks records one by one, in order; the first problem ends the check. */
+export class ChainVerifier {
+  private count = 0;
+  private prev = GENESIS_PREV;
+  private failure: { ok: false; seq: number; problem: string } | null = null;
+
+  constructor(private readonly checkpoint?: Checkpoint) {
+    if (checkpoint?.seq === 0 && checkpoint.hash !== GENESIS_PREV) {
+      this.fail(0, "the checkpoint of an empty log does not hold the genesis value");
+    }
+  }
+
+  /** Records verified so far: the seq of the last one. */
+  get records(): number {
+    return this.count;
+  }
+
+  /**
+   * The next record; returns false once a problem was found. `claimedHash` is the
+   * hash an export line states for the record, checked too when given.
+   */
+  push(record: StoredRecord, claimedHash?: string): boolean {
+    if (this.failure) return false;
+    const expected = this.count + 1;
+    const parts = splitRecord(record);
+    const h = parts && parseHeader(parts.header);
+    if (!h) return this.fail(expected, "the header is not a canonical v1 header");
+    if (h.seq > expected)
+      return this.fail(expected, `record ${expected} is missing (the next record is seq ${h.seq})`);
+    if (h.seq < expected)
+      return this.fail(
+        expected,
+        `found seq ${h.seq} where seq ${expected} was expected (repeated or reordered record)`,
+      );
+    if (h.prev !== this.prev) {
+      return this.fail(
+        expected,
+        expected === 1
+          ? "the first record does not start from the genesis value"
+          : `prev does not match the hash of record ${expected - 1} (a record was inserted, removed or altered before this link)`,
+      );
+    }
+    const digest = recordHash(record);
+    if (claimedHash !== undefined && claimedHash !== digest) {
+      return this.fail(expected, "the record does not match its stated hash (modified record)");
+    }
+    if (this.checkpoint && expected === this.checkpoint.seq && digest !== this.checkpoint.hash) {
+      return this.fail(expected, `record ${expected} differs from the checkpoint (the log was rewritten)`);
+    }
+    this.count = expected;
+    this.prev = digest;
+    return true;
+  }
+
+  /** A line of an export that could not be read as a record. */
+  pushUnreadable(problem: string): boolean {
+    return this.fail(this.count + 1, problem);
+  }
+
+  result(): VerifyResult {
+    if (this.failure) return this.failure;
+    const cp = this.checkpoint;
+    if (cp && this.count < cp.seq) {
+      const problem = `the log ends at seq ${this.count} but the checkpoint covers seq ${cp.seq} (records were cut off)`;
+      return { ok: false, seq: this.count + 1, problem };
+    }
+    const head = { seq: this.count, hash: this.prev };
+    return cp
+      ? { ok: true, records: this.count, head, checkpoint: { seq: cp.seq, hash: cp.hash } }
+      : { ok: true, records: this.count, head };
+  }
+
+  private fail(seq: number, problem: string): false {
+    this.failure ??= { ok: false, seq, problem };
+    return false;
+  }
+}
+
+/** Verifies records in order: seq 1, 2, 3 … with no gap, each linked to the one before. */
+export function verifyChain(
+  records: Iterable<StoredRecord>,
+  opts: { checkpoint?: Checkpoint } = {},
+): VerifyResult {
+  const v = new ChainVerifier(opts.checkpoint);
+  for (const r of records) if (!v.push(r)) break;
+  return v.result();
+}
+
+/** Verifies an export, one JSONL line per record (a final empty line is allowed). */
+export function verifyExport(lines: Iterable<string>, opts: { checkpoint?: Checkpoint } = {}): VerifyResult {
+  const v = new ChainVerifier(opts.checkpoint);
+  let blank = false;
+  for (const line of lines) {
+    if (blank) {
+      v.pushUnreadable("an empty line in the middle of the export");
+      break;
+    }
+    if (line === "") {
+      blank = true;
+      continue;
+    }
+    const r = parseExportLine(line);
+    if (!(typeof r === "string" ? v.pushUnreadable(r) : v.push(r.record, r.hash))) break;
+  }
+  return v.result();
+}

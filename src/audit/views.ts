@@ -1,0 +1,236 @@
+import type { AuditEvent } from "./events.js";
+
+/**
+ * Two views from the same decrypted log (docs/audit-format.md, "Event fields"):
+ *   sessions  each agent run: who ran, the epochs and catalog revisions it saw, its grants
+ *   activity  each call: tool, epoch, catalog revision, grant, decision, outcome
+ * Both read only the documented fields and tolerate missing ones.
+ */
+
+export interface ViewInput {
+  seq: number;
+  header: { time: string; writer: string };
+  event: AuditEvent;
+}
+
+export interface SessionView {
+  run: string;
+  server: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  endReason: string | null;
+  /** run_started.agent as written: the process chain that launched the gateway. */
+  agent: unknown;
+  /** Every execution epoch the run dealt with, in the order first seen. */
+  epochs: string[];
+  /** The catalog revisions served to the run (catalog_served). */
+  revisions: { server: string | null; revision: number | string | null; epoch: string | null; at: string }[];
+  grants: {
+    grant: string | null;
+    epoch: string | null;
+    tools: unknown;
+    credentialScope: unknown;
+    mode: string | null;
+    at: string;
+  }[];
+  approvals: { requested: number; granted: number; denied: number };
+  calls: number;
+  refused: number;
+}
+
+export interface ActivityEntry {
+  seq: number;
+  at: string;
+  run: string;
+  call: string | null;
+  server: string | null;
+  tool: string | null;
+  epoch: string | null;
+  revision: number | string | null;
+  grant: string | null;
+  /** "allowed", or why the call was refused (authorization_stale, catalog_stale, approval_denied, …). */
+  decision: string;
+  /** "ok", "error", "interrupted", "refused", or "pending" (no result written). */
+  outcome: string;
+  argumentsDigest: string | null;
+  credentials: string[];
+  endedAt: string | null;
+}
+
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+const id = (v: unknown): string | null =>
+  typeof v === "string" ? v : typeof v === "number" ? String(v) : null;
+const rev = (v: unknown): number | string | null =>
+  typeof v === "number" || typeof v === "string" ? v : null;
+const strings = (v: unknown): string[] =>
+  typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+const serverOf = (e: AuditEvent): string | null => str(e.serverLabel) ?? str(e.server);
+
+/**
+ * The agent run an event belongs to: its `run` field; else the run last named by
+ * the same writer (one gateway process serves one run), else the first run that
+ * writer names later, else the writer id itself.
+ */
+function runAttribution(records: ViewInput[]): (r: ViewInput) => string {
+  const firstRun = new Map<string, string>();
+  for (const { header, event } of records) {
+    const run = str(event.run);
+    if (run && !firstRun.has(header.writer)) firstRun.set(header.writer, run);
+  }
+  const lastRun = new Map<string, string>();
+  return ({ header, event }) => {
+    const run = str(event.run);
+    if (run) {
+      lastRun.set(header.writer, run);
+      return run;
+    }
+    return lastRun.get(header.writer) ?? firstRun.get(header.writer) ?? header.writer;
+  };
+}
+
+export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
+  const records = [...input];
+  const runOf = runAttribution(records);
+  const runs = new Map<string, SessionView>();
+  const session = (run: string): SessionView => {
+    let s = runs.get(run);
+    if (!s) {
+      s = {
+        run,
+        server: null,
+        startedAt: null,
+        endedAt: null,
+        endReason: null,
+        agent: null,
+        epochs: [],
+        revisions: [],
+        grants: [],
+        approvals: { requested: 0, granted: 0, denied: 0 },
+        calls: 0,
+        refused: 0,
+      };
+      runs.set(run, s);
+    }
+    return s;
+  };
+  const sawEpoch = (s: SessionView, epoch: unknown) => {
+    if (typeof epoch === "string" && !s.epochs.includes(epoch)) s.epochs.push(epoch);
+  };
+
+  for (const r of records) {
+    const { header, event: e } = r;
+    const at = header.time;
+    const s = session(runOf(r));
+    s.server ??= serverOf(e);
+    for (const epoch of [e.epoch, e.newEpoch, e.requestEpoch, e.currentEpoch]) sawEpoch(s, epoch);
+    switch (e.type) {
+      case "run_started":
+        s.startedAt = at;
+        s.server = serverOf(e) ?? s.server;
+        s.agent = e.agent ?? null;
+        break;
+      case "run_ended":
+        s.endedAt = at;
+        s.endReason = str(e.reason);
+        break;
+      case "catalog_served":
+        s.revisions.push({ server: serverOf(e), revision: rev(e.revision), epoch: str(e.epoch), at });
+        break;
+      case "approval_requested":
+        s.approvals.requested++;
+        break;
+      case "approval_granted":
+        s.approvals.granted++;
+        s.grants.push({
+          grant: str(e.grant),
+          epoch: str(e.epoch),
+          tools: e.tools ?? e.toolScope ?? null,
+          credentialScope: e.credentialScope ?? null,
+          mode: str(e.mode),
+          at,
+        });
+        break;
+      case "approval_denied":
+        s.approvals.denied++;
+        break;
+      case "tool_called":
+        s.calls++;
+        break;
+      case "authorization_denied":
+        s.refused++;
+        break;
+    }
+  }
+  return [...runs.values()];
+}
+
+export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
+  const records = [...input];
+  const runOf = runAttribution(records);
+  const out: ActivityEntry[] = [];
+  const open = new Map<string, ActivityEntry>();
+  const callKey = (run: string, e: AuditEvent): string | null => {
+    const call = id(e.call) ?? id(e.requestId);
+    return call === null ? null : `${run}\u0000${call}`;
+  };
+  /** A call starts (tool_called) or is refused before it starts (authorization_denied). */
+  const start = (r: ViewInput, run: string, decision: string, outcome: string): ActivityEntry => {
+    const e = r.event;
+    const a: ActivityEntry = {
+      seq: r.seq,
+      at: r.header.time,
+      run,
+      call: id(e.call) ?? id(e.requestId),
+      server: serverOf(e),
+      tool: str(e.tool),
+      epoch: str(e.epoch),
+      revision: rev(e.revision),
+      grant: str(e.grant),
+      decision,
+      outcome,
+      argumentsDigest: str(e.argumentsDigest),
+      credentials: [],
+      endedAt: null,
+    };
+    out.push(a);
+    const k = callKey(run, e);
+    if (k !== null) open.set(k, a); // a client may reuse a request id once its call is over
+    return a;
+  };
+  /** What follows a call (result, interruption, credentials): the open call with that id. */
+  const follow = (r: ViewInput, run: string): ActivityEntry => {
+    const k = callKey(run, r.event);
+    return (k === null ? undefined : open.get(k)) ?? start(r, run, "unknown", "pending");
+  };
+
+  for (const r of records) {
+    const { header, event: e } = r;
+    const run = runOf(r);
+    switch (e.type) {
+      case "tool_called":
+        start(r, run, str(e.decision) ?? "allowed", "pending");
+        break;
+      case "authorization_denied": {
+        const a = start(r, run, str(e.reason) ?? str(e.error) ?? "denied", "refused");
+        a.endedAt = header.time;
+        break;
+      }
+      case "tool_result": {
+        const a = follow(r, run);
+        a.outcome = str(e.outcome) ?? (e.isError === true ? "error" : "ok");
+        a.endedAt = header.time;
+        break;
+      }
+      case "call_interrupted": {
+        const a = follow(r, run);
+        a.outcome = "interrupted";
+        a.endedAt = header.time;
+        break;
+      }
+      case "credential_injected":
+        follow(r, run).credentials.push(...strings(e.scope ?? e.credentialScope));
+        break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,329 @@
+import { once } from "node:events";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
+import { parseArgs } from "node:util";
+import {
+  AuditChainError,
+  AuditOpenError,
+  activityView,
+  ChainVerifier,
+  type Checkpoint,
+  CheckpointFormatError,
+  exportRecords,
+  makeCheckpoint,
+  type OpenedRecord,
+  openRecords,
+  parseCheckpoint,
+  type SessionView,
+  type StoredRecord,
+  sessionsView,
+  storedRecords,
+  type VerifyResult,
+  verifyChain,
+  verifyExport,
+} from "../audit/index.js";
+import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+
+export const AUDIT_HELP = `Usage:
+  portcullis audit verify [--json] [--file EXPORT.jsonl] [--checkpoint FILE]
+  portcullis audit export                 JSONL of the sealed records, to stdout
+  portcullis audit checkpoint             the head (seq, hash) as a small JSON, to stdout
+  portcullis audit sessions [--json]      each agent run: epochs, catalog revisions, grants
+  portcullis audit activity [--json]      each call: tool, epoch, revision, grant, decision, outcome
+  portcullis audit show SEQ [--json]      one record, decrypted
+
+verify, export and checkpoint need no key: they read ciphertext only. verify checks
+the store (or an export given with --file) record by record and, with --checkpoint,
+that nothing the checkpoint covers was cut off or rewritten. Keep checkpoints
+somewhere the state directory's owner cannot rewrite.
+
+sessions, activity and show decrypt, after verifying the chain: they ask for the
+passphrase. ${PASSPHRASE_HELP}
+
+Exit codes: 0 ok, 1 the chain (or a record) failed a check, 2 usage or environment error.`;
+
+class UsageError extends Error {}
+
+export async function auditCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === undefined || sub === "--help" || sub === "-h" || sub === "help") {
+    process.stdout.write(`${AUDIT_HELP}\n`);
+    return sub === undefined ? 2 : 0;
+  }
+  try {
+    const opts = parse(sub, rest);
+    if (opts.help) {
+      process.stdout.write(`${AUDIT_HELP}\n`);
+      return 0;
+    }
+    switch (sub) {
+      case "verify":
+        return await verify(ctx.stateDir, opts);
+      case "export":
+        return await withStore(ctx.stateDir, async (db) => {
+          await writeLines(exportRecords(db));
+          return 0;
+        });
+      case "checkpoint":
+        return await withStore(ctx.stateDir, async (db) => {
+          await write(`${JSON.stringify(makeCheckpoint(db))}\n`);
+          return 0;
+        });
+      case "sessions":
+      case "activity":
+      case "show":
+        return await decrypting(sub, ctx.stateDir, opts);
+      default:
+        throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
+    }
+  } catch (err) {
+    if (err instanceof AuditChainError || err instanceof AuditOpenError) {
+      process.stderr.write(`portcullis audit: ${err.message}.\n`);
+      return 1;
+    }
+    if (
+      err instanceof UsageError ||
+      err instanceof KeyringError ||
+      err instanceof PassphraseError ||
+      err instanceof CheckpointFormatError
+    ) {
+      process.stderr.write(`portcullis audit: ${err.message}.\n`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+interface Opts {
+  help: boolean;
+  json: boolean;
+  file?: string;
+  checkpoint?: string;
+  seq?: number;
+}
+
+function parse(sub: string, rest: string[]): Opts {
+  const allowed: Record<string, string[]> = {
+    verify: ["json", "file", "checkpoint"],
+    export: [],
+    checkpoint: ["json"],
+    sessions: ["json"],
+    activity: ["json"],
+    show: ["json"],
+  };
+  const names = allowed[sub];
+  if (!names)
+    throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: sub === "show",
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        ...(names.includes("json") ? { json: { type: "boolean" } } : {}),
+        ...(names.includes("file") ? { file: { type: "string" } } : {}),
+        ...(names.includes("checkpoint") ? { checkpoint: { type: "string" } } : {}),
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message.replace(/\.$/, "")}; see portcullis audit --help`);
+  }
+  const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };
+  const opts: Opts = { help: v.help === true, json: v.json === true, file: v.file, checkpoint: v.checkpoint };
+  if (sub === "show" && !opts.help) {
+    const [seq, extra] = parsed.positionals;
+    if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {
+      throw new UsageError("portcullis audit show takes one record number (SEQ ≥ 1)");
+    }
+    opts.seq = Number(seq);
+  }
+  return opts;
+}
+
+async function withStore(stateDir: string, f: (db: Store) => Promise<number>): Promise<number> {
+  let db: Store;
+  try {
+    db = openStore(stateDir);
+  } catch (err) {
+    throw new UsageError(`cannot open the store in ${stateDir}: ${(err as Error).message}`);
+  }
+  try {
+    return await f(db);
+  } finally {
+    db.close();
+  }
+}
+
+async function verify(stateDir: string, opts: Opts): Promise<number> {
+  const checkpoint = opts.checkpoint === undefined ? undefined : readCheckpoint(opts.checkpoint);
+  if (opts.file) return report(verifyExport(readLines(opts.file), { checkpoint }), opts);
+  return withStore(stateDir, (db) => report(verifyChain(storedRecords(db), { checkpoint }), opts));
+}
+
+async function report(r: VerifyResult, opts: Opts): Promise<number> {
+  if (opts.json) {
+    await write(`${JSON.stringify(r)}\n`);
+  } else if (r.ok) {
+    const cp = r.checkpoint ? `; matches the checkpoint at seq ${r.checkpoint.seq}` : "";
+    await write(`audit chain ok: ${r.records} records, head seq ${r.head.seq} hash ${r.head.hash}${cp}\n`);
+  } else {
+    await write(`audit chain broken at seq ${r.seq}: ${r.problem}\n`);
+  }
+  return r.ok ? 0 : 1;
+}
+
+function readCheckpoint(path: string): Checkpoint {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new UsageError(
+      `cannot read the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
+    );
+  }
+  return parseCheckpoint(text);
+}
+
+/** The lines of a file, read in chunks (an export can be larger than memory wants). */
+function* readLines(path: string): Generator<string> {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    throw new UsageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+  }
+  try {
+    const buf = Buffer.alloc(1 << 20);
+    const decoder = new StringDecoder("utf8");
+    let pending = "";
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      const parts = (pending + decoder.write(buf.subarray(0, n))).split("\n");
+      pending = parts.pop()!;
+      yield* parts;
+    }
+    yield pending + decoder.end();
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Verifies the chain while decrypting it, in one pass over one snapshot. */
+async function decrypting(
+  sub: "sessions" | "activity" | "show",
+  stateDir: string,
+  opts: Opts,
+): Promise<number> {
+  if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
+  return withStore(stateDir, async (db) => {
+    const passphrase = await readPassphrase("Passphrase: ");
+    const { auditPrivateKey, dataKey } = await unlockKeyring(stateDir, passphrase);
+    dataKey.fill(0);
+    const verifier = new ChainVerifier();
+    function* verified(): Generator<StoredRecord> {
+      for (const r of storedRecords(db)) {
+        if (!verifier.push(r)) return;
+        if (sub !== "show" || verifier.records === opts.seq) yield r;
+      }
+    }
+    const opened: OpenedRecord[] = [...openRecords(db, auditPrivateKey, verified())];
+    const result = verifier.result();
+    if (!result.ok) throw new AuditChainError(result.seq, result.problem);
+
+    if (sub === "show") {
+      const rec = opened[0];
+      if (!rec) throw new UsageError(`there is no record ${opts.seq} (the log has ${result.records})`);
+      const { seq, hash, header, event } = rec;
+      await write(
+        opts.json
+          ? `${JSON.stringify({ seq, hash, header, event })}\n`
+          : `seq     ${seq}\nhash    ${hash}\nprev    ${header.prev}\ntime    ${header.time}\n` +
+              `type    ${header.type}\nwriter  ${header.writer} (pid ${header.pid})\nkey     ${header.key}\n` +
+              `event   ${JSON.stringify(event, null, 2).replace(/\n/g, "\n        ")}\n`,
+      );
+      return 0;
+    }
+    if (sub === "sessions") {
+      const sessions = sessionsView(opened);
+      await write(opts.json ? `${JSON.stringify(sessions)}\n` : renderSessions(sessions));
+      return 0;
+    }
+    const activity = activityView(opened);
+    await write(
+      opts.json
+        ? `${JSON.stringify(activity)}\n`
+        : renderTable(
+            ["TIME", "RUN", "SERVER", "TOOL", "EPOCH", "REV", "GRANT", "DECISION", "OUTCOME", "CREDENTIALS"],
+            activity.map((a) => [
+              a.at,
+              a.run ?? "-",
+              a.server ?? "-",
+              a.tool ?? "-",
+              a.epoch ?? "-",
+              a.revision === null ? "-" : String(a.revision),
+              a.grant ?? "-",
+              a.decision,
+              a.outcome,
+              a.credentials.join(",") || "-",
+            ]),
+          ),
+    );
+    return 0;
+  });
+}
+
+function renderSessions(sessions: SessionView[]): string {
+  if (sessions.length === 0) return "no agent runs in the audit log\n";
+  return sessions
+    .map((s) => {
+      const lines = [
+        `run ${s.run}  server ${s.server ?? "-"}  ${s.startedAt ?? "?"} → ${s.endedAt ?? "(open)"}` +
+          (s.endReason ? ` (${s.endReason})` : ""),
+        `  epochs     ${s.epochs.join(", ") || "-"}`,
+        `  revisions  ${s.revisions.map((r) => `${r.revision ?? "?"}${r.epoch ? ` (epoch ${r.epoch})` : ""}`).join(", ") || "-"}`,
+        ...(s.grants.length === 0
+          ? ["  grants     -"]
+          : s.grants.map(
+              (g, i) =>
+                `  ${i === 0 ? "grants   " : "         "}  ${g.grant ?? "?"} epoch ${g.epoch ?? "?"} mode ${g.mode ?? "?"}` +
+                ` tools ${JSON.stringify(g.tools)}${g.credentialScope ? ` credentials ${JSON.stringify(g.credentialScope)}` : ""}`,
+            )),
+        `  calls      ${s.calls} (${s.refused} refused); approvals ${s.approvals.requested} requested, ` +
+          `${s.approvals.granted} granted, ${s.approvals.denied} denied`,
+      ];
+      return `${lines.join("\n")}\n`;
+    })
+    .join("\n");
+}
+
+function renderTable(head: string[], rows: string[][]): string {
+  if (rows.length === 0) return "no calls in the audit log\n";
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    `${cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd()}\n`;
+  return line(head) + rows.map(line).join("");
+}
+
+async function write(text: string): Promise<void> {
+  if (!process.stdout.write(text)) await once(process.stdout, "drain");
+}
+
+async function writeLines(lines: Iterable<string>): Promise<void> {
+  let chunk = "";
+  for (const l of lines) {
+    chunk += `${l}\n`;
+    if (chunk.length >= 1 << 16) {
+      await write(chunk);
+      chunk = "";
+    }
+  }
+  if (chunk) await write(chunk);
+}

@@ -1,0 +1,62 @@
+import {
+  INSECURE_TEST_KDF_ENV,
+  initKeyring,
+  KeyringError,
+  keyringExists,
+  keyringPath,
+} from "../keyring/keyring.js";
+import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+
+export const INIT_HELP = `Usage: portcullis init [--state-dir DIR]
+
+Creates the keyring in the state directory: you choose a passphrase; it protects a
+random data key and the private half of the audit key pair. Gateways seal audit
+records to the public half without it; reading the audit (portcullis audit
+sessions|activity|show) and approving need it. An existing keyring is never
+overwritten.
+
+${PASSPHRASE_HELP}
+
+Exit codes: 0 created, 2 usage or environment error (a keyring exists already,
+no terminal and no passphrase file, passphrase too short).`;
+
+const MIN_PASSPHRASE_LENGTH = 8;
+
+export async function initCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`${INIT_HELP}\n`);
+    return 0;
+  }
+  if (args.length > 0)
+    return fail(`unexpected argument ${JSON.stringify(args[0])}; see portcullis init --help`);
+  if (keyringExists(ctx.stateDir)) {
+    return fail(
+      `a keyring already exists at ${keyringPath(ctx.stateDir)}; portcullis init never overwrites it`,
+    );
+  }
+  try {
+    const passphrase = await readPassphrase("New passphrase: ", { confirm: true });
+    if ([...passphrase].length < MIN_PASSPHRASE_LENGTH) {
+      return fail(`the passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters`);
+    }
+    if (process.env[INSECURE_TEST_KDF_ENV] === "1") {
+      process.stderr.write(
+        `portcullis init: ${INSECURE_TEST_KDF_ENV}=1: cheap key derivation, for tests only\n`,
+      );
+    }
+    const keyring = await initKeyring(ctx.stateDir, passphrase);
+    process.stdout.write(
+      `Keyring created: ${keyring.path}\nAudit key id: ${keyring.keyId}\n` +
+        "Without the passphrase the audit log cannot be read; back up keyring.json with the state directory.\n",
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof PassphraseError || err instanceof KeyringError) return fail(err.message);
+    throw err;
+  }
+}
+
+function fail(sentence: string): number {
+  process.stderr.write(`portcullis init: ${sentence}.\n`);
+  return 2;
+}

@@ -1,0 +1,97 @@
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
+import { ReadStream } from "node:tty";
+
+/**
+ * Passphrase input. The passphrase is typed on the controlling terminal
+ * (/dev/tty) with echo off — never taken from an argument or from an environment
+ * value holding the passphrase itself. For tests and CI only,
+ * PORTCULLIS_PASSPHRASE_FILE=<path> names a file whose first line is the passphrase.
+ */
+
+export const PASSPHRASE_FILE_ENV = "PORTCULLIS_PASSPHRASE_FILE";
+
+export const PASSPHRASE_HELP = `The passphrase is read from the terminal with echo off. For tests and CI, set
+${PASSPHRASE_FILE_ENV}=<path> to a file whose first line is the passphrase.`;
+
+/** The passphrase could not be obtained; the CLI exits 2 with this message. */
+export class PassphraseError extends Error {
+  override name = "PassphraseError";
+}
+
+export async function readPassphrase(prompt: string, opts: { confirm?: boolean } = {}): Promise<string> {
+  const file = process.env[PASSPHRASE_FILE_ENV];
+  if (file) return readPassphraseFile(file);
+  const out = openTerminal("w");
+  try {
+    const first = await readHidden(out, prompt);
+    if (opts.confirm) {
+      const again = await readHidden(out, "Repeat the passphrase: ");
+      if (again !== first) throw new PassphraseError("the two passphrases differ");
+    }
+    return first;
+  } finally {
+    closeSync(out);
+  }
+}
+
+function readPassphraseFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new PassphraseError(
+      `cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${(err as NodeJS.ErrnoException).code ?? "error"}`,
+    );
+  }
+  const line = text.replace(/^\uFEFF/, "").split(/\r?\n/, 1)[0] ?? "";
+  if (line === "") throw new PassphraseError(`the first line of ${PASSPHRASE_FILE_ENV} (${file}) is empty`);
+  return line;
+}
+
+function openTerminal(flags: "r" | "w"): number {
+  try {
+    return openSync("/dev/tty", flags);
+  } catch {
+    throw new PassphraseError(
+      `there is no terminal to read the passphrase from; set ${PASSPHRASE_FILE_ENV} to a file whose first line is the passphrase (meant for tests and CI)`,
+    );
+  }
+}
+
+/** Reads one line from the terminal in raw mode (no echo). Ctrl-C or Ctrl-D on an empty line cancels. */
+function readHidden(out: number, prompt: string): Promise<string> {
+  // The ReadStream owns (and closes) its descriptor.
+  const input = new ReadStream(openTerminal("r"));
+  writeSync(out, prompt);
+  input.setRawMode(true);
+  const restore = () => input.setRawMode(false);
+  process.once("exit", restore);
+  return new Promise<string>((resolve, reject) => {
+    const decoder = new StringDecoder("utf8");
+    let value = "";
+    const done = (err: Error | null) => {
+      input.off("data", onData);
+      process.off("exit", restore);
+      restore();
+      input.destroy();
+      writeSync(out, "\n");
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      for (const ch of decoder.write(chunk)) {
+        const code = ch.codePointAt(0)!;
+        if (ch === "\r" || ch === "\n") return done(null);
+        if (code === 0x03 || (code === 0x04 && value === ""))
+          return done(new PassphraseError("passphrase entry cancelled"));
+        if (code === 0x7f || code === 0x08) value = [...value].slice(0, -1).join("");
+        else if (code === 0x15) value = "";
+        else if (code === 0x1b)
+          return; // an escape sequence (arrow keys…): drop the rest of the chunk
+        else if (code >= 0x20) value += ch;
+      }
+    };
+    input.on("data", onData);
+  });
+}

@@ -1,0 +1,328 @@
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  scrypt,
+} from "node:crypto";
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import canonicalize from "canonicalize";
+import {
+  auditKeyId,
+  rawX25519PrivateKey,
+  rawX25519PublicKey,
+  x25519PrivateKeyFromRaw,
+  x25519PublicKeyFromRaw,
+} from "./x25519.js";
+
+/**
+ * The keyring: `keyring.json` in the state directory (mode 0600). See
+ * docs/audit-format.md, section "Keyring".
+ *
+ *   passphrase --scrypt--> key-encryption key (KEK)
+ *   KEK  wraps (ChaCha20-Poly1305) a random 32-byte data key
+ *   data key wraps the private half of an X25519 audit key pair
+ *   the public half is stored in clear, so writers seal audit records without unlocking
+ */
+
+export const KEYRING_FILE = "keyring.json";
+export const KEYRING_FORMAT = "portcullis-keyring/1";
+
+/**
+ * Set to "1" to derive the key-encryption key with cheap scrypt parameters
+ * (N=2^10). For tests only: a keyring made this way resists passphrase guessing
+ * far less. The parameters used are recorded in the keyring either way.
+ */
+export const INSECURE_TEST_KDF_ENV = "PORTCULLIS_INSECURE_TEST_KDF";
+
+export interface ScryptParams {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** Default cost: N=2^17, r=8, p=1 (128 MiB, OWASP's minimum for scrypt). */
+export const DEFAULT_SCRYPT: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
+const TEST_SCRYPT: ScryptParams = { N: 2 ** 10, r: 8, p: 1 };
+// Bounds accepted when reading a keyring, so a tampered file cannot ask for gigabytes.
+const MAX_SCRYPT_N = 2 ** 20;
+const MAX_SCRYPT_R = 32;
+const MAX_SCRYPT_P = 16;
+
+const WRAP_ALG = "chacha20-poly1305";
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_BYTES = 32;
+
+export class KeyringError extends Error {
+  override name = "KeyringError";
+}
+export class KeyringMissingError extends KeyringError {
+  override name = "KeyringMissingError";
+  constructor(stateDir: string) {
+    super(`there is no keyring in ${stateDir}; run \`portcullis init\` first`);
+  }
+}
+export class KeyringExistsError extends KeyringError {
+  override name = "KeyringExistsError";
+  constructor(path: string) {
+    super(`a keyring already exists at ${path}; portcullis init never overwrites it`);
+  }
+}
+export class WrongPassphraseError extends KeyringError {
+  override name = "WrongPassphraseError";
+  constructor() {
+    super("wrong passphrase: the keyring did not open");
+  }
+}
+export class KeyringDamagedError extends KeyringError {
+  override name = "KeyringDamagedError";
+}
+
+interface Wrapped {
+  alg: typeof WRAP_ALG;
+  nonce: string; // base64url, 12 bytes
+  sealed: string; // base64url, ciphertext || 16-byte tag
+}
+
+interface KeyringFile {
+  format: typeof KEYRING_FORMAT;
+  createdAt: string;
+  kdf: { alg: "scrypt"; N: number; r: number; p: number; salt: string };
+  dataKey: Wrapped;
+  audit: { alg: "X25519"; keyId: string; publicKey: string; privateKey: Wrapped };
+}
+
+export interface PublicKeyring {
+  path: string;
+  keyId: string;
+  /** The audit public key, for sealing. */
+  publicKey: KeyObject;
+  publicKeyRaw: Buffer;
+}
+
+export interface UnlockedKeyring {
+  keyId: string;
+  /** 32 random bytes; wraps the audit private key (and later the vault's secrets). */
+  dataKey: Buffer;
+  auditPrivateKey: KeyObject;
+}
+
+export function keyringPath(stateDir: string): string {
+  return join(stateDir, KEYRING_FILE);
+}
+
+export function keyringExists(stateDir: string): boolean {
+  return readKeyringText(stateDir) !== null;
+}
+
+/** Creates the keyring; refuses (KeyringExistsError) when one is there already. */
+export async function initKeyring(stateDir: string, passphrase: string): Promise<PublicKeyring> {
+  if (passphrase.length === 0) throw new KeyringError("the passphrase is empty");
+  const path = keyringPath(stateDir);
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  if (keyringExists(stateDir)) throw new KeyringExistsError(path);
+
+  const params = process.env[INSECURE_TEST_KDF_ENV] === "1" ? TEST_SCRYPT : DEFAULT_SCRYPT;
+  const salt = randomBytes(16);
+  const kek = await deriveKek(passphrase, salt, params);
+  const dataKey = randomBytes(KEY_BYTES);
+  const pair = generateKeyPairSync("x25519");
+  const publicRaw = rawX25519PublicKey(pair.publicKey);
+  const privateRaw = rawX25519PrivateKey(pair.privateKey);
+  const keyId = auditKeyId(publicRaw);
+  const kdf = { alg: "scrypt" as const, ...params, salt: salt.toString("base64url") };
+  const publicKey = publicRaw.toString("base64url");
+  const file: KeyringFile = {
+    format: KEYRING_FORMAT,
+    createdAt: new Date().toISOString(),
+    kdf,
+    dataKey: wrap(kek, dataKey, dataKeyAad(kdf)),
+    audit: {
+      alg: "X25519",
+      keyId,
+      publicKey,
+      privateKey: wrap(dataKey, privateRaw, privateKeyAad(keyId, publicKey)),
+    },
+  };
+  kek.fill(0);
+  dataKey.fill(0);
+  privateRaw.fill(0);
+  writeFileExclusive(path, `${JSON.stringify(file, null, 2)}\n`);
+  return { path, keyId, publicKey: pair.publicKey, publicKeyRaw: publicRaw };
+}
+
+/** The public half, for writers. null when there is no keyring. */
+export function loadPublicKeyring(stateDir: string): PublicKeyring | null {
+  const text = readKeyringText(stateDir);
+  if (text === null) return null;
+  const path = keyringPath(stateDir);
+  const file = parseKeyring(text, path);
+  const publicKeyRaw = Buffer.from(file.audit.publicKey, "base64url");
+  return { path, keyId: file.audit.keyId, publicKey: x25519PublicKeyFromRaw(publicKeyRaw), publicKeyRaw };
+}
+
+/** Opens the keyring with the passphrase; WrongPassphraseError when it does not fit. */
+export async function unlockKeyring(stateDir: string, passphrase: string): Promise<UnlockedKeyring> {
+  const text = readKeyringText(stateDir);
+  if (text === null) throw new KeyringMissingError(stateDir);
+  const path = keyringPath(stateDir);
+  const file = parseKeyring(text, path);
+  const kek = await deriveKek(passphrase, Buffer.from(file.kdf.salt, "base64url"), file.kdf);
+  let dataKey: Buffer;
+  try {
+    dataKey = unwrap(kek, file.dataKey, dataKeyAad(file.kdf));
+  } catch {
+    throw new WrongPassphraseError();
+  } finally {
+    kek.fill(0);
+  }
+  let privateRaw: Buffer;
+  try {
+    privateRaw = unwrap(
+      dataKey,
+      file.audit.privateKey,
+      privateKeyAad(file.audit.keyId, file.audit.publicKey),
+    );
+  } catch {
+    throw new KeyringDamagedError(`${path}: the audit private key does not open with the data key`);
+  }
+  const auditPrivateKey = x25519PrivateKeyFromRaw(privateRaw);
+  privateRaw.fill(0);
+  const derivedPublic = rawX25519PublicKey(createPublicKey(auditPrivateKey)).toString("base64url");
+  if (derivedPublic !== file.audit.publicKey) {
+    throw new KeyringDamagedError(`${path}: the audit public key does not match its private half`);
+  }
+  return { keyId: file.audit.keyId, dataKey, auditPrivateKey };
+}
+
+function readKeyringText(stateDir: string): string | null {
+  try {
+    return readFileSync(keyringPath(stateDir), "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
+
+const B64URL = /^[A-Za-z0-9_-]+$/;
+
+function parseKeyring(text: string, path: string): KeyringFile {
+  const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`);
+  let f: unknown;
+  try {
+    f = JSON.parse(text);
+  } catch {
+    throw damaged("it is not JSON");
+  }
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
+  const b64 = (v: unknown, bytes: number | null): v is string =>
+    typeof v === "string" &&
+    B64URL.test(v) &&
+    (bytes === null ? v.length > 0 : Buffer.from(v, "base64url").length === bytes);
+  const wrapped = (v: unknown, plainBytes: number): v is Wrapped =>
+    obj(v) && v.alg === WRAP_ALG && b64(v.nonce, NONCE_BYTES) && b64(v.sealed, plainBytes + TAG_BYTES);
+  if (!obj(f) || f.format !== KEYRING_FORMAT) throw damaged(`format is not ${KEYRING_FORMAT}`);
+  const { kdf, dataKey, audit } = f;
+  if (!obj(kdf) || kdf.alg !== "scrypt" || !b64(kdf.salt, null)) throw damaged("bad kdf");
+  const { N, r, p } = kdf;
+  const int = (v: unknown, max: number): v is number =>
+    Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max;
+  if (
+    !int(N, MAX_SCRYPT_N) ||
+    N < 2 ||
+    (N & (N - 1)) !== 0 ||
+    !int(r, MAX_SCRYPT_R) ||
+    !int(p, MAX_SCRYPT_P)
+  ) {
+    throw damaged("scrypt parameters out of bounds");
+  }
+  if (!wrapped(dataKey, KEY_BYTES)) throw damaged("bad dataKey");
+  if (!obj(audit) || audit.alg !== "X25519" || !b64(audit.publicKey, 32) || !wrapped(audit.privateKey, 32)) {
+    throw damaged("bad audit key");
+  }
+  if (audit.keyId !== auditKeyId(Buffer.from(audit.publicKey, "base64url")))
+    throw damaged("keyId does not match");
+  return f as unknown as KeyringFile;
+}
+
+function deriveKek(passphrase: string, salt: Buffer, { N, r, p }: ScryptParams): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(passphrase.normalize("NFC"), salt, KEY_BYTES, { N, r, p, maxmem: 256 * N * r * p }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
+  });
+}
+
+function dataKeyAad(kdf: KeyringFile["kdf"]): Buffer {
+  return Buffer.from(`${KEYRING_FORMAT}\ndata-key\n${canonicalize(kdf)}`);
+}
+
+function privateKeyAad(keyId: string, publicKey: string): Buffer {
+  return Buffer.from(`${KEYRING_FORMAT}\naudit-private-key\n${keyId}\n${publicKey}`);
+}
+
+function wrap(key: Buffer, plain: Buffer, aad: Buffer): Wrapped {
+  const nonce = randomBytes(NONCE_BYTES);
+  const c = createCipheriv(WRAP_ALG, key, nonce, { authTagLength: TAG_BYTES });
+  c.setAAD(aad, { plaintextLength: plain.length });
+  const sealed = Buffer.concat([c.update(plain), c.final(), c.getAuthTag()]);
+  return { alg: WRAP_ALG, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") };
+}
+
+function unwrap(key: Buffer, w: Wrapped, aad: Buffer): Buffer {
+  const sealed = Buffer.from(w.sealed, "base64url");
+  const d = createDecipheriv(WRAP_ALG, key, Buffer.from(w.nonce, "base64url"), { authTagLength: TAG_BYTES });
+  d.setAAD(aad, { plaintextLength: sealed.length - TAG_BYTES });
+  d.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  return Buffer.concat([d.update(sealed.subarray(0, sealed.length - TAG_BYTES)), d.final()]);
+}
+
+/**
+ * Writes `path` atomically and only if it does not exist: the bytes go to a
+ * temporary file (0600, fsynced), which is then hard-linked to `path` — link(2)
+ * fails with EEXIST rather than replacing — and the directory is fsynced.
+ */
+function writeFileExclusive(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  const fd = openSync(tmp, "wx", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    linkSync(tmp, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new KeyringExistsError(path);
+    throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+  fsyncDir(join(path, ".."));
+}
+
+function fsyncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, "r");
+    fsyncSync(fd);
+  } catch {
+    // Not every platform lets a directory be opened or fsynced (Windows); the link is done either way.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

@@ -1,0 +1,127 @@
+// The test vectors of docs/audit-format.md, read from the document itself, recomputed with
+// the code: the document and the implementation cannot drift apart.
+import { diffieHellman } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import canonicalize from "canonicalize";
+import { describe, expect, it } from "vitest";
+import {
+  type AuditEvent,
+  type AuditHeader,
+  GENESIS_PREV,
+  verifyChain,
+  verifyExport,
+} from "../../src/audit/index.js";
+import {
+  encodeHeader,
+  exportLine,
+  parseExportLine,
+  parseHeader,
+  recordBytes,
+  recordHash,
+} from "../../src/audit/record.js";
+import { deriveRecordKey, HKDF_INFO, RecordOpener, SealingSession, seal } from "../../src/audit/seal.js";
+import {
+  auditKeyId,
+  rawX25519PublicKey,
+  x25519PrivateKeyFromRaw,
+  x25519PublicKeyFromRaw,
+} from "../../src/keyring/x25519.js";
+import { REPO } from "./helpers.js";
+
+interface Vectors {
+  recipientPrivateKey: string;
+  recipientPublicKey: string;
+  keyId: string;
+  ephemeralPrivateKey: string;
+  ephemeralPublicKey: string;
+  sharedSecret: string;
+  hkdfSalt: string;
+  hkdfInfo: string;
+  recordKey: string;
+  records: {
+    nonce: string;
+    header: AuditHeader;
+    headerText: string;
+    event: AuditEvent;
+    plaintext: string;
+    sealed: string;
+    hash: string;
+    exportLine: string;
+  }[];
+}
+
+function vectorsFromDoc(): Vectors {
+  const doc = readFileSync(join(REPO, "docs", "audit-format.md"), "utf8");
+  const m =
+    /<!-- audit-test-vectors:begin -->\s*```json\n([\s\S]*?)```\s*<!-- audit-test-vectors:end -->/.exec(doc);
+  if (!m) throw new Error("docs/audit-format.md has no test-vector block");
+  return JSON.parse(m[1]!) as Vectors;
+}
+
+const hex = (s: string) => Buffer.from(s, "hex");
+
+describe("docs/audit-format.md test vectors", () => {
+  const v = vectorsFromDoc();
+  const recipientPrivate = x25519PrivateKeyFromRaw(hex(v.recipientPrivateKey));
+  const recipientPublic = x25519PublicKeyFromRaw(hex(v.recipientPublicKey));
+  const ephemeralPrivate = x25519PrivateKeyFromRaw(hex(v.ephemeralPrivateKey));
+
+  it("has two chained records", () => {
+    expect(v.records).toHaveLength(2);
+    expect(v.records[0]!.header.prev).toBe(GENESIS_PREV);
+    expect(v.records[1]!.header.prev).toBe(v.records[0]!.hash);
+  });
+
+  it("derives the keys, the key id and the record key", () => {
+    expect(rawX25519PublicKey(recipientPrivate).toString("hex")).toBe(v.recipientPublicKey);
+    expect(rawX25519PublicKey(ephemeralPrivate).toString("hex")).toBe(v.ephemeralPublicKey);
+    expect(auditKeyId(hex(v.recipientPublicKey))).toBe(v.keyId);
+    const shared = diffieHellman({ privateKey: ephemeralPrivate, publicKey: recipientPublic });
+    expect(shared.toString("hex")).toBe(v.sharedSecret);
+    expect(HKDF_INFO.toString("utf8")).toBe(v.hkdfInfo);
+    expect(v.hkdfSalt).toBe(v.ephemeralPublicKey + v.recipientPublicKey);
+    expect(
+      deriveRecordKey(shared, hex(v.ephemeralPublicKey), hex(v.recipientPublicKey)).toString("hex"),
+    ).toBe(v.recordKey);
+  });
+
+  it("encodes each header, seals each event and hashes each record as documented", () => {
+    const session = SealingSession.start(recipientPublic, ephemeralPrivate);
+    for (const r of v.records) {
+      expect(encodeHeader(r.header)).toBe(r.headerText);
+      expect(canonicalize(r.header)).toBe(r.headerText);
+      expect(parseHeader(r.headerText)).toEqual(r.header);
+      expect(r.header.epk).toBe(session.epk);
+      expect(r.header.key).toBe(v.keyId);
+      expect(canonicalize(r.event)).toBe(r.plaintext);
+      const nonce = session.nextNonce();
+      expect(nonce.toString("hex")).toBe(r.nonce);
+      const sealed = session.seal(nonce, r.headerText, Buffer.from(r.plaintext));
+      expect(sealed.toString("hex")).toBe(r.sealed);
+      expect(
+        seal(hex(v.recordKey), hex(r.nonce), r.headerText, Buffer.from(r.plaintext)).toString("hex"),
+      ).toBe(r.sealed);
+      const record = recordBytes(r.headerText, sealed);
+      expect(recordHash(record)).toBe(r.hash);
+      expect(exportLine(record)).toBe(r.exportLine);
+    }
+  });
+
+  it("opens each record with the recipient's private key", () => {
+    const opener = new RecordOpener(recipientPrivate);
+    for (const r of v.records) {
+      const plain = opener.open(r.header.epk, r.header.nonce, r.headerText, hex(r.sealed));
+      expect(JSON.parse(plain.toString("utf8"))).toEqual(r.event);
+    }
+  });
+
+  it("verifies as a chain, from the store form and from the export form", () => {
+    const records = v.records.map((r) => recordBytes(r.headerText, hex(r.sealed)));
+    const head = { seq: 2, hash: v.records[1]!.hash };
+    expect(verifyChain(records)).toEqual({ ok: true, records: 2, head });
+    expect(verifyExport([...v.records.map((r) => r.exportLine), ""])).toEqual({ ok: true, records: 2, head });
+    const parsed = parseExportLine(v.records[0]!.exportLine);
+    expect(typeof parsed === "string" ? parsed : parsed.hash).toBe(v.records[0]!.hash);
+  });
+});
