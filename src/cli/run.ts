@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
-import { basename, join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, join, resolve } from "node:path";
 import { ulid } from "ulid";
 import { APPROVAL_MODES, ON_CHANGE, resolveServer, type ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
@@ -109,6 +111,19 @@ function configDigest(server: ServerConfig): string {
   return `sha256:${createHash("sha256").update(canonicalize(shape) ?? "").digest("hex")}`;
 }
 
+/**
+ * The content-digest cache is shared by every state directory of the user: it maps
+ * (path, size, mtime, inode) to a digest, which says nothing about any one gateway,
+ * and sharing it keeps a new state directory from hashing node_modules cold.
+ */
+function digestCacheFile(): string {
+  const base = process.env.PORTCULLIS_CACHE_DIR
+    ? resolve(process.env.PORTCULLIS_CACHE_DIR)
+    : join(process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"), "portcullis");
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  return join(base, "digest-cache.json");
+}
+
 async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: number): Promise<number> {
   const log = stderrLogger(server.label);
   const store = openStore(stateDir);
@@ -121,7 +136,7 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
       registry.statusLine(line);
     },
   };
-  const cache = new DigestCache(join(stateDir, "digest-cache.json"));
+  const cache = new DigestCache(digestCacheFile());
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   Object.assign(env, server.env);
@@ -137,11 +152,14 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
     },
     cache,
     log: statusLog,
+    // how often a swapped worker is looked for while idle (it is also checked before every
+    // forwarded request); tests push it out to prove the forwarding-path check
+    pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
   });
 
   const events: EventSink = {
     emit(e) {
-      log.debug(`event ${e.type}`);
+      log.debug(`event ${e.type} ${JSON.stringify(e).slice(0, 300)}`);
     },
     emitDurable(e) {
       log.debug(`event ${e.type} (durable)`);
@@ -158,11 +176,6 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
     ending = true;
     downstream.close();
     await supervisor.shutdown();
-    try {
-      cache.save();
-    } catch {
-      /* the cache is an optimisation */
-    }
     registry.end();
     store.close();
     finish(code);

@@ -79,12 +79,15 @@ export class Gateway {
 
   private catalogGen: Generation | null = null; // generation the current snapshot was fetched from
   private refreshing = false;
+  private listeningGen: Generation | null = null;
   private refreshAgain = false;
   private snapshot: CatalogSnapshot | null = null;
   private validator: ArgumentValidator | null = null;
   private revision: number | null = null;
   private seenRevision: number | null = null;
   private clientListenIds: Id[] = [];
+  /** fields of the server's tools/list result besides tools/nextCursor (modern: resultType, cacheScope, _meta) */
+  private listEnvelope: Record<string, unknown> = {};
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
@@ -93,6 +96,7 @@ export class Gateway {
   /** calls between "received" and "written or refused", so a cancellation can find them */
   private readonly deciding = new Map<string, { cancelled: boolean }>();
   private ended = false;
+  private beforeFirstEpoch: string[] | null = [];
 
   constructor(private readonly o: GatewayOptions) {
     const sup = o.supervisor;
@@ -126,8 +130,14 @@ export class Gateway {
   // ───────────────────────────── client side ─────────────────────────────
 
   onClientLine(text: string): void {
-    const c = parseLine(text);
-    this.onClientMessage(c);
+    // The client may speak before the first server process is up (its identity is
+    // captured before spawn): keep its words, in order, until then.
+    if (this.beforeFirstEpoch) {
+      this.beforeFirstEpoch.push(text);
+      return;
+    }
+    this.o.log.debug(`← client ${preview(text)}`);
+    this.onClientMessage(parseLine(text));
   }
 
   onClientOversize(bytes: number): void {
@@ -149,24 +159,33 @@ export class Gateway {
 
   private onClientRequest(msg: Request): void {
     this.detectEra(msg);
-    if (this.era === "modern") this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+    if (this.era === "modern") {
+      this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+      // No handshake in this era: the first real request is when the gateway can
+      // fetch the catalog (a server/discover probe alone does not need one).
+      if (msg.method !== "server/discover") this.catalogIfNeeded();
+    }
     // A watcher may have swapped its worker since the last look: find out before
     // anything is forwarded (a few /proc reads).
     this.o.supervisor.checkReplacement();
     switch (msg.method) {
       case "initialize":
         this.initRequest = msg;
-        return this.forward(msg);
+        this.forward(msg);
+        return;
       case "tools/list":
         return this.serveToolsList(msg);
       case "tools/call":
         return void this.handleCall(msg);
       case "subscriptions/listen":
-        this.clientListenIds.push(msg.id);
-        return this.forward(msg, { listen: msg });
+        if ((msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications?.toolsListChanged) {
+          this.clientListenIds.push(msg.id);
+        }
+        this.forward(msg, { listen: msg });
+        return;
       default:
-        if (this.era === "modern" && !this.catalogGen && this.gen && !this.refreshing) void this.refreshCatalog(this.gen);
-        return this.forward(msg);
+        this.forward(msg);
+        return;
     }
   }
 
@@ -175,14 +194,13 @@ export class Gateway {
     if (msg.method === "initialize") this.era = "legacy";
     else if (msg.method === "server/discover" || pickModernMeta(msg)) this.era = "modern";
     else this.era = "legacy";
-    if (this.era === "modern" && this.gen) void this.refreshCatalog(this.gen);
   }
 
   private onClientNotification(msg: Notification): void {
     if (msg.method === "notifications/initialized") {
       this.clientInitialized = true;
       this.o.supervisor.send(msg);
-      if (this.gen) void this.refreshCatalog(this.gen);
+      this.catalogIfNeeded();
       return;
     }
     if (msg.method === "notifications/cancelled") {
@@ -247,7 +265,7 @@ export class Gateway {
     const v = this.view();
     if (v.state !== "ready" || !this.snapshot) {
       this.heldLists.push(msg);
-      if (this.gen && !this.refreshing && this.catalogGen !== this.gen && this.canFetch()) void this.refreshCatalog(this.gen);
+      this.catalogIfNeeded();
       return;
     }
     const cursor = (msg.params as { cursor?: unknown } | undefined)?.cursor;
@@ -257,7 +275,9 @@ export class Gateway {
       return;
     }
     this.seenRevision = this.revision;
-    this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: { tools: this.snapshot.tools } });
+    // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
+    const envelope = this.era === "modern" ? { ...this.listEnvelope, resultType: "complete", ttlMs: 0 } : {};
+    this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: { ...envelope, tools: this.snapshot.tools } });
     this.o.events.emit({
       type: "catalog_served",
       serverLabel: this.o.label,
@@ -329,6 +349,7 @@ export class Gateway {
               },
             ],
             isError: true,
+            ...(this.era === "modern" ? { resultType: "complete" } : {}),
           },
         });
         return;
@@ -369,6 +390,11 @@ export class Gateway {
 
   // ───────────────────────────── catalog ─────────────────────────────
 
+  /** Starts the catalog fetch of the current generation once the session allows requests. */
+  private catalogIfNeeded(): void {
+    if (this.gen && this.catalogGen !== this.gen && !this.refreshing && this.canFetch()) void this.refreshCatalog(this.gen);
+  }
+
   private canFetch(): boolean {
     if (this.era === "modern") return true;
     return this.era === "legacy" && this.clientInitialized && this.negotiated !== null;
@@ -377,6 +403,12 @@ export class Gateway {
   /** Fetches the complete tool list (every page) from `gen` and makes it the served snapshot. */
   private async refreshCatalog(gen: Generation): Promise<void> {
     if (!this.canFetch()) return;
+    if (this.era === "modern" && this.listeningGen !== gen) {
+      // The gateway's own subscription: how it hears a modern server's list changes
+      // even when the client never opened one. It stays open for the generation.
+      this.listeningGen = gen;
+      void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
+    }
     if (this.refreshing) {
       this.refreshAgain = true;
       return;
@@ -413,6 +445,10 @@ export class Gateway {
       if (res.error) throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
       const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
       if (!result || !Array.isArray(result.tools)) throw new Error("the server's tools/list result has no tools array");
+      if (pages === 0) {
+        const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
+        this.listEnvelope = rest;
+      }
       pages++;
       for (const t of result.tools) {
         if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") tools.push(t as Tool);
@@ -485,6 +521,7 @@ export class Gateway {
   // ───────────────────────────── server side ─────────────────────────────
 
   private onServerLine(text: string, gen: Generation): void {
+    this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
@@ -514,6 +551,7 @@ export class Gateway {
       const r = msg.result as { protocolVersion?: unknown; capabilities?: unknown };
       this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
       msg = { ...msg, result: advertiseListChanged(msg.result) };
+      queueMicrotask(() => this.catalogIfNeeded());
     }
     if (entry.method === "server/discover" && msg.result && this.discovered === null) {
       this.discovered = (msg.result as { capabilities?: unknown }).capabilities ?? null;
@@ -618,6 +656,11 @@ export class Gateway {
 
   private onUp(gen: Generation, previous: Generation | null): void {
     this.gen = gen;
+    const early = this.beforeFirstEpoch;
+    if (early) {
+      this.beforeFirstEpoch = null;
+      for (const text of early) this.onClientMessage(parseLine(text));
+    }
     this.o.events.emit({
       type: previous && gen.reason === "replaced" ? "server_replaced" : "server_started",
       serverLabel: this.o.label,

@@ -39,6 +39,7 @@ export class GatewayRegistry {
   }
 
   update(fields: { state?: string; epoch?: string | null; record?: ExecutionRecord | null }): void {
+    if (!this.db.open) return;
     const sets: string[] = ["heartbeat_at = ?"];
     const vals: unknown[] = [new Date().toISOString()];
     if (fields.state !== undefined) {
@@ -57,12 +58,14 @@ export class GatewayRegistry {
   }
 
   statusLine(line: string): void {
+    if (!this.db.open) return;
     this.lines.push({ at: new Date().toISOString(), line });
     if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
     this.db.prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?").run(JSON.stringify(this.lines), this.gatewayId);
   }
 
   recordEpoch(record: ExecutionRecord, reason: string): void {
+    if (!this.db.open) return;
     this.db
       .prepare(
         `INSERT OR IGNORE INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
@@ -72,6 +75,7 @@ export class GatewayRegistry {
   }
 
   end(): void {
+    if (!this.db.open) return;
     this.db
       .prepare("UPDATE gateways SET ended_at = ?, state = 'ended' WHERE gateway_id = ?")
       .run(new Date().toISOString(), this.gatewayId);

@@ -96,6 +96,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     } catch (e) {
       throw new LaunchError((e as Error).message);
     }
+    saveQuietly(cache);
+    if (this.stopping) throw new LaunchError("the gateway is shutting down");
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
       env: spec.env,
@@ -317,6 +319,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       cur.alive = false;
       await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
     }
+  }
+}
+
+/** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
+function saveQuietly(cache: DigestCache): void {
+  try {
+    cache.save();
+  } catch {
+    /* a read-only cache location costs speed, not correctness */
   }
 }
 

@@ -68,6 +68,10 @@ export interface GatewayOptions {
   stateDir?: string;
   /** connect (initialize or discover) timeout, default 20 s */
   connectTimeoutMs?: number;
+  /** client capabilities to declare (e.g. { sampling: {} }); default none */
+  capabilities?: Record<string, unknown>;
+  /** called with the client before it connects, to install request handlers */
+  setup?: (client: Client) => void;
 }
 
 export type Negotiation = "auto" | "pin" | "legacy";
@@ -225,7 +229,8 @@ export async function startGateway(options: GatewayOptions): Promise<Session<Cli
     cwd: options.cwd,
     stderr: "pipe",
   });
-  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  const client = new Client(CLIENT_INFO, { capabilities: options.capabilities ?? {} });
+  options.setup?.(client);
   return openSession(client, transport, "gateway", stateDir, own, options.connectTimeoutMs ?? 20_000);
 }
 
@@ -234,7 +239,12 @@ export async function startDirect(
   command: string,
   args: string[],
   env: Record<string, string> = {},
-  options: { cwd?: string; connectTimeoutMs?: number } = {},
+  options: {
+    cwd?: string;
+    connectTimeoutMs?: number;
+    capabilities?: Record<string, unknown>;
+    setup?: (client: Client) => void;
+  } = {},
 ): Promise<Session<Client>> {
   const transport = new StdioClientTransport({
     command,
@@ -243,7 +253,8 @@ export async function startDirect(
     cwd: options.cwd,
     stderr: "pipe",
   });
-  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  const client = new Client(CLIENT_INFO, { capabilities: options.capabilities ?? {} });
+  options.setup?.(client);
   return openSession(client, transport, "server", undefined, false, options.connectTimeoutMs ?? 20_000);
 }
 

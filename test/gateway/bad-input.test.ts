@@ -1,0 +1,131 @@
+// Bad input from either side gets a clear JSON-RPC error or a logged drop — never a crash —
+// and a gateway that cannot start says so in one sentence with exit code 2.
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
+
+let peers: RawPeer[] = [];
+afterEach(async () => {
+  for (const p of peers) await p.close();
+  peers = [];
+});
+
+function gateway(env: Record<string, string> = {}) {
+  const peer = rawGateway({ args: ["--label", "bad", "--approval", "none", "--", ...fixtureCommand("badpeer")], env });
+  peers.push(peer);
+  return peer;
+}
+
+describe("bad input from the client", () => {
+  it("answers each malformed message with a clear JSON-RPC error and keeps serving", async () => {
+    const gw = gateway();
+    await gw.initialize();
+    gw.send("{this is not json");
+    expect((await gw.next((m) => m.error?.code === -32700)).id).toBeNull();
+    gw.send({ hello: 1 });
+    expect((await gw.next((m) => m.error?.code === -32600)).error!.message).toMatch(/jsonrpc/);
+    gw.send([{ jsonrpc: "2.0", id: 5, method: "ping" }]);
+    expect((await gw.next((m) => m.error?.code === -32600 && /batch/.test(m.error.message))).error).toBeDefined();
+    gw.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } });
+    expect((await gw.next((m) => m.id === 7)).error!.code).toBe(-32602);
+    gw.send(`{"jsonrpc":"2.0","method":"x","params":{"pad":"${"a".repeat(5 * 1024 * 1024)}"}}`);
+    expect((await gw.next((m) => m.error?.code === -32600 && /size limit/.test(m.error.message))).error).toBeDefined();
+    gw.send({ jsonrpc: "2.0", id: 424242, result: {} }); // a response nobody asked for
+    const tools = await gw.request("tools/list");
+    expect(tools.result.tools.map((t: { name: string }) => t.name)).toContain("echo");
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still here" } });
+    expect(JSON.stringify(echo.result)).toContain("still here");
+    expect(gw.stderr()).toMatch(/unknown id 424242/);
+  });
+});
+
+describe("bad input from the server", () => {
+  it("drops malformed, oversized, non-JSON-RPC, unknown-id and batch lines with a log line, and keeps serving", async () => {
+    const gw = gateway({ FIXTURE_BAD: "all" });
+    await gw.initialize();
+    const tools = await gw.request("tools/list");
+    expect(tools.result.tools.length).toBeGreaterThan(0);
+    const res = await gw.request("tools/call", { name: "misbehave", arguments: {} });
+    expect(res.result).toBeDefined();
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "ok" } });
+    expect(JSON.stringify(echo.result)).toContain("ok");
+    const err = gw.stderr();
+    expect(err).toMatch(/invalid message from the server: not valid JSON/);
+    expect(err).toMatch(/over the size limit/);
+    expect(err).toMatch(/unknown id/);
+    expect(err).toMatch(/batches/);
+    // nothing of the garbage reached the client
+    expect(gw.messages().some((m) => (m as unknown as { hello?: number }).hello === 1)).toBe(false);
+    expect(gw.lines().every((l) => l.length < 1024 * 1024)).toBe(true);
+  });
+});
+
+describe("a gateway that cannot start", () => {
+  it("a command that does not exist: one sentence, exit 2", async () => {
+    const r = await runCli(["run", "--", "definitely-not-a-command-xyz", "serve"], { stateDir: mkdtempSync(join(tmpdir(), "pc-")) });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toMatch(/definitely-not-a-command-xyz/);
+  });
+
+  it("a config error names the file and the key: exit 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-cfg-"));
+    writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers: { inv: { command: "node", onChange: "sometimes" } } }));
+    const r = await runCli(["run", "inv"], { cwd: dir, stateDir: join(dir, "state") });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(join(dir, "portcullis.json"));
+    expect(r.stderr).toContain("servers.inv.onChange");
+  });
+
+  it("an unreadable entry file: one sentence naming it, exit 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-entry-"));
+    const entry = join(dir, "server.js");
+    writeFileSync(entry, "console.log('x')");
+    chmodSync(entry, 0o000);
+    const r = await runCli(["run", "--", process.execPath, entry], { stateDir: join(dir, "state") });
+    if (process.getuid?.() === 0) {
+      // root reads anything: use a missing entry instead
+      const missing = await runCli(["run", "--", process.execPath, join(dir, "missing.js")], { stateDir: join(dir, "state") });
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain("missing.js");
+      return;
+    }
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("server.js");
+  });
+
+  it("unknown flags and a missing command are usage errors", async () => {
+    const a = await runCli(["run", "--frobnicate", "--", "node"]);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/frobnicate/);
+    const b = await runCli(["run", "--"]);
+    expect(b.code).toBe(2);
+    const c = await runCli(["no-such-command"]);
+    expect(c.code).toBe(2);
+  });
+});
+
+describe("the client goes away", () => {
+  it("shuts the server's whole process group down", async () => {
+    const gw = await startGateway({ args: ["--label", "bye", "--approval", "none", "--", ...fixtureCommand("badpeer")] });
+    await gw.client.listTools();
+    const r = await runCli(["status", "--json"], { stateDir: gw.stateDir });
+    const serverPid = JSON.parse(r.stdout).gateways[0].record.processId as number;
+    await gw.close();
+    const alive = () => {
+      try {
+        process.kill(serverPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 8000;
+    while (alive() && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+    expect(alive()).toBe(false);
+  });
+});

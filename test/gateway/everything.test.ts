@@ -1,0 +1,139 @@
+// server-everything behind the gateway, driven by the official SDK client: everything the
+// gateway does not guard passes through unchanged in both directions.
+import {
+  CreateMessageRequestSchema,
+  LoggingMessageNotificationSchema,
+  ProgressNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sleep, waitFor } from "../helpers/files.js";
+import { NODE, EVERYTHING } from "../helpers/paths.js";
+import { type Session, startDirect, startGateway } from "../helpers/gateway.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+
+const sampling = (client: Client) => {
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
+    model: "test-model",
+    role: "assistant",
+    content: { type: "text", text: `sampled: ${JSON.stringify(req.params.messages[0]?.content)}` },
+  }));
+};
+
+async function stableTools(s: Session<Client>) {
+  // server-everything registers capability-dependent tools after initialization and
+  // says so with list_changed: list until two consecutive lists, 300 ms apart, agree.
+  let last = "";
+  for (let i = 0; i < 50; i++) {
+    const now = JSON.stringify((await s.client.listTools()).tools);
+    if (now === last) return JSON.parse(now) as { name: string }[];
+    last = now;
+    await sleep(300);
+  }
+  throw new Error("the tool list never settled");
+}
+
+describe("server-everything through the gateway", () => {
+  let gw: Session<Client>;
+  let direct: Session<Client>;
+
+  beforeAll(async () => {
+    [gw, direct] = await Promise.all([
+      startGateway({
+        args: ["--label", "everything", "--approval", "none", "--", NODE, ...EVERYTHING.args()],
+        capabilities: { sampling: {} },
+        setup: sampling,
+      }),
+      startDirect(NODE, EVERYTHING.args(), {}, { capabilities: { sampling: {} }, setup: sampling }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([gw?.close(), direct?.close()]);
+  });
+
+  it("lists exactly the tools a direct connection lists", async () => {
+    const [a, b] = await Promise.all([stableTools(gw), stableTools(direct)]);
+    expect(a.length).toBeGreaterThan(5);
+    expect(a).toEqual(b);
+  });
+
+  it("calls echo and get-sum", async () => {
+    await stableTools(gw);
+    const echo = await gw.client.callTool({ name: "echo", arguments: { message: "hello through the gate" } });
+    expect(JSON.stringify(echo.content)).toContain("hello through the gate");
+    const sum = await gw.client.callTool({ name: "get-sum", arguments: { a: 2, b: 40 } });
+    expect(JSON.stringify(sum.content)).toContain("42");
+  });
+
+  it("relays progress notifications of a long-running operation", async () => {
+    await stableTools(gw);
+    const progress: number[] = [];
+    const res = await gw.client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } },
+      undefined,
+      { onprogress: (p) => progress.push(p.progress), timeout: 20_000 },
+    );
+    expect(JSON.stringify(res.content)).toContain("completed");
+    expect(progress).toEqual([1, 2, 3, 4]);
+  });
+
+  it("cancels a running call upstream", async () => {
+    await stableTools(gw);
+    const before = gw.sent().length;
+    const ac = new AbortController();
+    const call = gw.client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 5, steps: 5 } },
+      undefined,
+      { signal: ac.signal, timeout: 20_000 },
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    ac.abort("test cancels");
+    await expect(call).rejects.toThrow();
+    const cancelled = gw.sent().slice(before).find((m) => m.method === "notifications/cancelled");
+    expect(cancelled).toBeDefined();
+    // the gateway is still healthy afterwards
+    const echo = await gw.client.callTool({ name: "echo", arguments: { message: "after cancel" } });
+    expect(JSON.stringify(echo.content)).toContain("after cancel");
+  });
+
+  it("passes resources, prompts, completions and logging through", async () => {
+    const resources = await gw.client.listResources();
+    expect(resources.resources.length).toBeGreaterThan(0);
+    const first = resources.resources[0]!;
+    const read = await gw.client.readResource({ uri: first.uri });
+    expect(read.contents[0]?.uri).toBe(first.uri);
+    const direct0 = await direct.client.listResources();
+    expect(resources).toEqual(direct0);
+
+    const prompt = await gw.client.getPrompt({ name: "simple-prompt" });
+    expect(prompt.messages.length).toBeGreaterThan(0);
+    const prompts = await gw.client.listPrompts();
+    expect(prompts).toEqual(await direct.client.listPrompts());
+
+    await expect(gw.client.setLoggingLevel("debug")).resolves.toBeDefined();
+  });
+
+  it("relays a server→client sampling request and its answer", async () => {
+    const tools = await stableTools(gw);
+    expect(tools.map((t) => t.name)).toContain("trigger-sampling-request");
+    const res = await gw.client.callTool(
+      { name: "trigger-sampling-request", arguments: { prompt: "ping from server", maxTokens: 10 } },
+      undefined,
+      { timeout: 20_000 },
+    );
+    expect(JSON.stringify(res.content)).toContain("sampled:");
+    expect(JSON.stringify(res.content)).toContain("ping from server");
+  });
+
+  it("relays server notifications (logging messages) unchanged", async () => {
+    const seen: unknown[] = [];
+    gw.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      seen.push(n.params);
+    });
+    gw.client.setNotificationHandler(ProgressNotificationSchema, () => {});
+    await stableTools(gw);
+    await gw.client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    await waitFor(() => seen.length > 0 || undefined, 15_000);
+    await gw.client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    expect(seen.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,178 @@
+// The seed's rebuild failures at the supervision layer, with the revisioned fixture in a
+// throwaway project: what runs is told truthfully, and only the supervisor mints epochs.
+import { readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { sleep, waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject, type Project } from "../helpers/project.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+
+interface StatusRow {
+  serverLabel: string;
+  epoch: string;
+  state: string;
+  record: {
+    epoch: string;
+    identityDigest: string;
+    entry: { path: string; sha256: string } | null;
+    dependencyTree: { sha256: string; files: number } | null;
+    processes: { pid: number }[];
+  };
+  status: { line: string }[];
+}
+
+async function status(stateDir: string): Promise<StatusRow[]> {
+  const r = await runCli(["status", "--json"], { stateDir });
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways;
+}
+
+async function readStatus(gw: Session<Client>): Promise<{ revision: string; pid: number; dependency: string }> {
+  const res = await gw.client.callTool({ name: "read_status", arguments: {} });
+  const text = (res.content as { type: string; text: string }[])[0]!.text;
+  return JSON.parse(text);
+}
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function start(project: Project, extra: string[] = [], command: string[] = project.command) {
+  const gw = await startGateway({
+    args: ["--label", "inventory", "--approval", "none", ...extra, "--", ...command],
+    cwd: project.dir,
+    env: { ...project.env, ...project.credentialEnv },
+  });
+  cleanup.push(() => gw.close(), () => project.cleanup());
+  await gw.client.listTools();
+  return gw;
+}
+
+describe("rebuilds at the supervision layer", () => {
+  it("report: the build succeeds but the old process keeps running — status lines, same epoch, old answers", async () => {
+    const project = makeProject("A");
+    const gw = await start(project);
+    const before = await readStatus(gw);
+    expect(before.revision).toBe("A");
+    const [row] = await status(gw.stateDir!);
+    const epoch = row!.epoch;
+
+    project.rebuild("B");
+    await gw.waitForStderr(/^build complete: dist\/server\.js changed$/m, 10_000);
+    const line = await gw.waitForStderr(/^running server unchanged: pid=\d+ epoch=\S+$/m, 10_000);
+    expect(line).toContain(`epoch=${epoch}`);
+    expect(line).toContain(`pid=${row!.record.processes[0]?.pid ?? ""}`);
+
+    const after = await readStatus(gw);
+    expect(after.revision).toBe("A");
+    expect(after.pid).toBe(before.pid);
+    const [row2] = await status(gw.stateDir!);
+    expect(row2!.epoch).toBe(epoch);
+    expect(row2!.status.map((s) => s.line)).toContain(line.trim());
+  });
+
+  it("restart with an identical tool list: a new epoch all the same, same catalog revision", async () => {
+    const project = makeProject("B");
+    const gw = await start(project, ["--on-change", "restart"]);
+    const first = await readStatus(gw);
+    const [row] = await status(gw.stateDir!);
+    const revisionsBefore = await runCli(["catalog", "list", "inventory", "--json"], { stateDir: gw.stateDir });
+
+    project.rebuild("C"); // byte-identical tool list, different handler
+    await gw.waitForStderr(/new execution epoch: pid=\d+ epoch=\S+ \(was \S+; restart\)/, 15_000);
+    const after = await waitFor(async () => {
+      const r = await readStatus(gw).catch(() => null);
+      return r && r.revision === "C" ? r : null;
+    }, 15_000, "an answer from revision C");
+    expect(after.pid).not.toBe(first.pid);
+    const [row2] = await status(gw.stateDir!);
+    expect(row2!.epoch).not.toBe(row!.epoch);
+    expect(row2!.record.identityDigest).not.toBe(row!.record.identityDigest);
+    const revisionsAfter = await runCli(["catalog", "list", "inventory", "--json"], { stateDir: gw.stateDir });
+    expect(JSON.parse(revisionsAfter.stdout).revisions).toEqual(JSON.parse(revisionsBefore.stdout).revisions);
+    // no list_changed was needed: the catalog did not change
+    expect(gw.notifications("notifications/tools/list_changed")).toHaveLength(0);
+  });
+
+  it("the entry stays fixed while the resolved dependency tree changes: reported, and a new identity", async () => {
+    const project = makeProject("A");
+    const gw = await start(project);
+    const [row] = await status(gw.stateDir!);
+    project.changeDependency("fixture-dep 2.0.0 (patched)");
+    await gw.waitForStderr(/^build complete: .*node_modules\/fixture-dep\/index\.js.* changed$/m, 10_000);
+    await gw.waitForStderr(/^running server unchanged: /m, 10_000);
+    expect((await readStatus(gw)).dependency).toBe("fixture-dep 1.0.0");
+
+    // restart to see the identity the new tree gives: same entry digest, different tree and identity
+    const gw2 = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      env: project.env,
+      stateDir: gw.stateDir,
+    });
+    cleanup.push(() => gw2.close());
+    await gw2.client.listTools();
+    const rows = await status(gw.stateDir!);
+    const row2 = rows.find((r) => r.epoch !== row!.epoch)!;
+    expect(row2.record.entry!.sha256).toBe(row!.record.entry!.sha256);
+    expect(row2.record.dependencyTree!.sha256).not.toBe(row!.record.dependencyTree!.sha256);
+    expect(row2.record.identityDigest).not.toBe(row!.record.identityDigest);
+    expect((await readStatus(gw2)).dependency).toBe("fixture-dep 2.0.0 (patched)");
+  });
+
+  it("a watcher replaces its child behind the same pipe: a new epoch before the next forwarded call", async () => {
+    const project = makeProject("B");
+    // the idle poll is pushed out of the way: detection must happen on the forwarding path
+    const gw = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", NODE, "--watch", "dist/server.js"],
+      cwd: project.dir,
+      env: { ...project.env, PORTCULLIS_POLL_MS: "600000" },
+    });
+    cleanup.push(() => gw.close(), () => project.cleanup());
+    await gw.client.listTools();
+    const first = await readStatus(gw);
+    const [row] = await status(gw.stateDir!);
+    const root = row!.record.processId;
+    const children = () => {
+      try {
+        return readFileSync(`/proc/${root}/task/${root}/children`, "utf8").trim();
+      } catch {
+        return "";
+      }
+    };
+    const before = children();
+    expect(before).toContain(String(first.pid));
+    project.rebuild("C"); // same tool list: the client need not re-list, but the code changed
+    await waitFor(() => {
+      const now = children();
+      return now !== "" && now !== before;
+    }, 15_000, "node --watch to start a new child");
+    const after = await readStatus(gw);
+    expect(after.revision).toBe("C");
+    expect(after.pid).not.toBe(first.pid);
+    await gw.waitForStderr(/running server replaced by its watcher: pid=\d+ epoch=/, 5_000);
+    const [row2] = await status(gw.stateDir!);
+    expect(row2!.epoch).not.toBe(row!.epoch);
+  });
+});
+
+describe("crashes", () => {
+  it("a crash mid-call is an epoch_transition, and the respawned server gets a new epoch", async () => {
+    const project = makeProject("A");
+    const gw = await start(project);
+    const first = await readStatus(gw);
+    const [row] = await status(gw.stateDir!);
+    await expect(gw.client.callTool({ name: "crash_now", arguments: {} })).rejects.toMatchObject({
+      code: -32054,
+      data: { error: "epoch_transition", retried: false, requestEpoch: row!.epoch },
+    });
+    await gw.waitForStderr(/new execution epoch: .*respawn/, 10_000);
+    const after = await waitFor(() => readStatus(gw).catch(() => null), 10_000, "the respawned server");
+    expect(after.pid).not.toBe(first.pid);
+    const [row2] = await status(gw.stateDir!);
+    expect(row2!.epoch).not.toBe(row!.epoch);
+  });
+});
