@@ -24,7 +24,7 @@ describe("bad input from the client", () => {
   it("answers each malformed message with a clear JSON-RPC error and keeps serving", async () => {
     const gw = gateway();
     await gw.initialize();
-    gw.send("{this is not json");
+    gw.send("{this is not json\n");
     expect((await gw.next((m) => m.error?.code === -32700)).id).toBeNull();
     gw.send({ hello: 1 });
     expect((await gw.next((m) => m.error?.code === -32600)).error!.message).toMatch(/jsonrpc/);
@@ -32,7 +32,7 @@ describe("bad input from the client", () => {
     expect((await gw.next((m) => m.error?.code === -32600 && /batch/.test(m.error.message))).error).toBeDefined();
     gw.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } });
     expect((await gw.next((m) => m.id === 7)).error!.code).toBe(-32602);
-    gw.send(`{"jsonrpc":"2.0","method":"x","params":{"pad":"${"a".repeat(5 * 1024 * 1024)}"}}`);
+    gw.send(`{"jsonrpc":"2.0","method":"x","params":{"pad":"${"a".repeat(5 * 1024 * 1024)}"}}\n`);
     expect((await gw.next((m) => m.error?.code === -32600 && /size limit/.test(m.error.message))).error).toBeDefined();
     gw.send({ jsonrpc: "2.0", id: 424242, result: {} }); // a response nobody asked for
     const tools = await gw.request("tools/list");

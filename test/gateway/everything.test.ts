@@ -64,16 +64,22 @@ describe("server-everything through the gateway", () => {
     expect(JSON.stringify(sum.content)).toContain("42");
   });
 
-  it("relays progress notifications of a long-running operation", async () => {
+  it("relays every progress notification of a long-running operation, in order", async () => {
     await stableTools(gw);
-    const progress: number[] = [];
+    const from = gw.received().length;
     const res = await gw.client.callTool(
       { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } },
       undefined,
-      { onprogress: (p) => progress.push(p.progress), timeout: 20_000 },
+      { onprogress: () => {}, timeout: 20_000 },
     );
     expect(JSON.stringify(res.content)).toContain("completed");
-    expect(progress).toEqual([1, 2, 3, 4]);
+    // on the wire (the SDK may dispatch the last one after the result): all four, then the result
+    const after = gw.received().slice(from);
+    const steps = after.filter((m) => m.method === "notifications/progress").map((m) => m.params.progress);
+    expect(steps).toEqual([1, 2, 3, 4]);
+    const resultAt = after.findIndex((m) => m.result?.content);
+    const lastProgressAt = after.map((m) => m.method).lastIndexOf("notifications/progress");
+    expect(lastProgressAt).toBeLessThan(resultAt);
   });
 
   it("cancels a running call upstream", async () => {
