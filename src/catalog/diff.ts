@@ -1,0 +1,443 @@
+/**
+ * Catalog diffs: which tools were added, removed, possibly renamed or modified, field by field,
+ * and whether each change expands the authority an approval was given for.
+ */
+import { canonicalString, sameJson } from "./canonical.js";
+import {
+  childPath,
+  describeField,
+  diffSchema,
+  diffText,
+  isObj,
+  own,
+  propertyAdded,
+  withoutProse,
+} from "./schema.js";
+import { type IndexedCatalog, indexTools } from "./snapshot.js";
+import { jsonText, nameTokens, newEffectVerbs } from "./text.js";
+import {
+  type CatalogDiff,
+  type CatalogSnapshot,
+  type Classification,
+  classOf,
+  type DiffEntry,
+  type FieldChange,
+  type RenameCandidate,
+  type Tool,
+} from "./types.js";
+
+// ---------------------------------------------------------------------------------------------
+// Annotations: hints from an untrusted server. Shown and classified by what they claim; they
+// never decide whether a call gets credentials or skips approval.
+
+interface Hint {
+  /** value the MCP specification assumes when the hint is absent */
+  absent: boolean;
+  /** does going from `before` to `after` claim more power? */
+  expands: (before: boolean, after: boolean) => boolean;
+}
+
+const HINTS: Record<string, Hint> = {
+  readOnlyHint: { absent: false, expands: (a, b) => a && !b },
+  destructiveHint: { absent: true, expands: (a, b) => !a && b },
+  idempotentHint: { absent: false, expands: (a, b) => a && !b },
+  openWorldHint: { absent: true, expands: (a, b) => !a && b },
+};
+
+function hintText(v: unknown, hint: Hint): string {
+  return v === undefined ? `(absent: ${hint.absent})` : jsonText(v);
+}
+
+function diffAnnotations(a: unknown, b: unknown, out: FieldChange[]): void {
+  if (sameJson(a, b)) return;
+  if ((a !== undefined && !isObj(a)) || (b !== undefined && !isObj(b))) {
+    out.push({
+      path: "annotations",
+      change: "annotations changed (unrecognized)",
+      before: a,
+      after: b,
+      classification: "expands",
+    });
+    return;
+  }
+  const ma = isObj(a) ? a : {};
+  const mb = isObj(b) ? b : {};
+  const keys = [...new Set([...Object.keys(ma), ...Object.keys(mb)])].sort();
+  for (const k of keys) {
+    const av = own(ma, k);
+    const bv = own(mb, k);
+    if (sameJson(av, bv)) continue;
+    const path = childPath("annotations", k);
+    const hint = Object.hasOwn(HINTS, k) ? HINTS[k] : undefined;
+    if (k === "title") {
+      diffText(out, path, "annotation title", av, bv);
+    } else if (hint) {
+      const okA = av === undefined || typeof av === "boolean";
+      const okB = bv === undefined || typeof bv === "boolean";
+      const change = `annotation ${k} ${hintText(av, hint)}→${hintText(bv, hint)}`;
+      if (!okA || !okB) {
+        out.push({
+          path,
+          change: `${change} (not a boolean)`,
+          before: av,
+          after: bv,
+          classification: "expands",
+        });
+        continue;
+      }
+      const ea = (av as boolean | undefined) ?? hint.absent;
+      const eb = (bv as boolean | undefined) ?? hint.absent;
+      let classification: Classification;
+      if (ea === eb) classification = "cosmetic";
+      else classification = hint.expands(ea, eb) ? "expands" : "narrows";
+      const c: FieldChange = { path, change, classification };
+      if (av !== undefined) c.before = av;
+      if (bv !== undefined) c.after = bv;
+      c.detail = "hint only: shown to the human, never used to decide approval or credentials";
+      out.push(c);
+    } else {
+      const what = av === undefined ? "added" : bv === undefined ? "removed" : "changed";
+      const c: FieldChange = { path, change: `annotation ${k} ${what}`, classification: "expands" };
+      if (av !== undefined) c.before = av;
+      if (bv !== undefined) c.after = bv;
+      out.push(c);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One tool against another
+
+const FIELD_ORDER = ["name", "title", "description", "inputSchema", "outputSchema", "annotations"];
+
+function fieldRank(k: string): number {
+  const i = FIELD_ORDER.indexOf(k);
+  return i === -1 ? FIELD_ORDER.length : i;
+}
+
+/**
+ * Field-level changes from tool `a` to tool `b` (the names are not compared: callers pair tools
+ * by name, or pair a removed tool with an added one as a rename candidate).
+ */
+export function diffTool(
+  a: Tool | Record<string, unknown>,
+  b: Tool | Record<string, unknown>,
+): FieldChange[] {
+  const out: FieldChange[] = [];
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort(
+    (x, y) => fieldRank(x) - fieldRank(y) || (x < y ? -1 : x > y ? 1 : 0),
+  );
+  for (const k of keys) {
+    if (k === "name") continue;
+    const av = own(a, k);
+    const bv = own(b, k);
+    if (sameJson(av, bv)) continue;
+    switch (k) {
+      case "title":
+      case "description":
+        diffText(out, k, k, av, bv);
+        break;
+      case "inputSchema":
+      case "outputSchema":
+        if (av === undefined || bv === undefined) {
+          const what = av === undefined ? "added" : "removed";
+          out.push({ path: k, change: `${k} ${what}`, before: av, after: bv, classification: "expands" });
+        } else diffSchema(av, bv, k, out);
+        break;
+      case "annotations":
+        diffAnnotations(av, bv, out);
+        break;
+      default: {
+        // execution, icons, _meta and anything new: not understood, so not provably harmless.
+        const what = av === undefined ? "added" : bv === undefined ? "removed" : "changed";
+        const c: FieldChange = {
+          path: childPath("", k),
+          change: `field ${k} ${what}`,
+          classification: "expands",
+        };
+        if (av !== undefined) c.before = av;
+        if (bv !== undefined) c.after = bv;
+        out.push(c);
+      }
+    }
+  }
+  return out;
+}
+
+function hintsSummary(t: Tool): string | undefined {
+  const ann = own(t, "annotations");
+  if (!isObj(ann)) return undefined;
+  const bits: string[] = [];
+  for (const k of Object.keys(HINTS)) {
+    const v = own(ann, k);
+    if (v !== undefined) bits.push(`${k}=${typeof v === "boolean" ? v : JSON.stringify(v)}`);
+  }
+  return bits.length > 0 ? `hints (not trusted): ${bits.join(", ")}` : undefined;
+}
+
+/** What a human needs to see about a tool that did not exist before. */
+function describeAddedTool(t: Tool): FieldChange[] {
+  const head: FieldChange = { path: "", change: "tool added", classification: "expands" };
+  const desc = own(t, "description");
+  if (desc !== undefined) head.after = desc;
+  if (typeof desc === "string") {
+    const effects = newEffectVerbs("", desc);
+    if (effects.length > 0) head.newEffects = effects;
+  }
+  const hints = hintsSummary(t);
+  if (hints) head.detail = hints;
+  const out = [head];
+  const schema = own(t, "inputSchema");
+  const props = own(schema, "properties");
+  if (isObj(props)) {
+    const req = own(schema, "required");
+    const reqSet = new Set(Array.isArray(req) ? req : []);
+    for (const n of Object.keys(props)) {
+      out.push(propertyAdded(childPath("inputSchema.properties", n), n, props[n], reqSet.has(n)));
+    }
+  } else if (schema !== undefined && !(isObj(schema) && props === undefined)) {
+    out.push({
+      path: "inputSchema",
+      change: "input schema (unrecognized)",
+      after: schema,
+      classification: "expands",
+      detail: describeField("arguments", schema),
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rename candidates: a removed and an added tool whose input schemas match or nearly match.
+
+interface Shape {
+  name: string;
+  tool: Tool;
+  /** canonical input schema without prose */
+  canon: string;
+  /** property name → canonical property schema without prose; null when not an object schema */
+  props: Map<string, string> | null;
+}
+
+function shapeOf(name: string, tool: Tool): Shape {
+  const schema = own(tool, "inputSchema");
+  const bare = withoutProse(schema);
+  let canon: string;
+  try {
+    canon = canonicalString(bare ?? null);
+  } catch {
+    canon = `\u0000unserializable:${name}`;
+  }
+  let props: Map<string, string> | null = null;
+  const p = own(bare, "properties");
+  if (isObj(p)) {
+    props = new Map();
+    for (const k of Object.keys(p)) {
+      try {
+        props.set(k, canonicalString(p[k] ?? null));
+      } catch {
+        props.set(k, `\u0000unserializable:${k}`);
+      }
+    }
+  }
+  return { name, tool, canon, props };
+}
+
+function nameSimilarity(a: string, b: string): number {
+  const ta = new Set(nameTokens(a));
+  const tb = new Set(nameTokens(b));
+  if (ta.size === 0 && tb.size === 0) return 0;
+  let common = 0;
+  for (const t of ta) if (tb.has(t)) common++;
+  return common / (ta.size + tb.size - common);
+}
+
+function list(names: string[]): string {
+  return names.slice(0, 6).join(", ") + (names.length > 6 ? `, … (${names.length - 6} more)` : "");
+}
+
+/** Similarity of two input schemas, or null when they do not nearly match. */
+function similarity(r: Shape, a: Shape): { score: number; text: string } | null {
+  if (r.canon === a.canon) {
+    const exact = sameJson(own(r.tool, "inputSchema"), own(a.tool, "inputSchema"));
+    return {
+      score: 1,
+      text: exact ? "input schema identical" : "input schema identical apart from descriptions",
+    };
+  }
+  if (!r.props || !a.props || r.props.size === 0) return null;
+  const kept: string[] = [];
+  const changed: string[] = [];
+  const removed: string[] = [];
+  for (const [k, v] of r.props) {
+    const w = a.props.get(k);
+    if (w === undefined) removed.push(k);
+    else if (w === v) kept.push(k);
+    else changed.push(k);
+  }
+  const added = [...a.props.keys()].filter((k) => !r.props?.has(k));
+  // Nearly: at least half of the old inputs survive unchanged, and what differs is small.
+  if (kept.length === 0 || kept.length * 2 < r.props.size) return null;
+  if (added.length + changed.length + removed.length > Math.max(2, kept.length)) return null;
+  const union = kept.length + changed.length + removed.length + added.length;
+  const parts = [`input schema nearly identical: kept ${list(kept.sort())}`];
+  if (added.length > 0) parts.push(`added ${list(added.sort())}`);
+  if (changed.length > 0) parts.push(`changed ${list(changed.sort())}`);
+  if (removed.length > 0) parts.push(`removed ${list(removed.sort())}`);
+  return { score: kept.length / union, text: parts.join("; ") };
+}
+
+/** Above this many (removed × added) pairs only identical schemas are paired. */
+const MAX_NEAR_PAIRS = 100_000;
+
+function findRenames(removed: Shape[], added: Shape[]): RenameCandidate[] {
+  const pairs: { r: Shape; a: Shape; score: number; names: number; text: string }[] = [];
+  if (removed.length * added.length <= MAX_NEAR_PAIRS) {
+    for (const r of removed) {
+      for (const a of added) {
+        const s = similarity(r, a);
+        if (s) pairs.push({ r, a, score: s.score, names: nameSimilarity(r.name, a.name), text: s.text });
+      }
+    }
+  } else {
+    const byCanon = new Map<string, Shape[]>();
+    for (const a of added) byCanon.set(a.canon, [...(byCanon.get(a.canon) ?? []), a]);
+    for (const r of removed) {
+      for (const a of byCanon.get(r.canon) ?? []) {
+        const s = similarity(r, a);
+        if (s) pairs.push({ r, a, score: s.score, names: nameSimilarity(r.name, a.name), text: s.text });
+      }
+    }
+  }
+  pairs.sort(
+    (x, y) =>
+      y.score - x.score ||
+      y.names - x.names ||
+      (x.r.name < y.r.name ? -1 : x.r.name > y.r.name ? 1 : 0) ||
+      (x.a.name < y.a.name ? -1 : x.a.name > y.a.name ? 1 : 0),
+  );
+  const usedR = new Set<string>();
+  const usedA = new Set<string>();
+  const out: RenameCandidate[] = [];
+  for (const p of pairs) {
+    if (usedR.has(p.r.name) || usedA.has(p.a.name)) continue;
+    usedR.add(p.r.name);
+    usedA.add(p.a.name);
+    out.push({ from: p.r.name, to: p.a.name, similarity: p.text });
+  }
+  return out.sort((x, y) => (x.from < y.from ? -1 : x.from > y.from ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function isSnapshot(x: unknown): x is CatalogSnapshot {
+  return (
+    isObj(x) &&
+    (x as { byName?: unknown }).byName instanceof Map &&
+    Array.isArray((x as { tools?: unknown }).tools)
+  );
+}
+
+function toIndex(x: Tool[] | CatalogSnapshot): Pick<IndexedCatalog, "byName"> {
+  return isSnapshot(x) ? { byName: x.byName } : indexTools(x);
+}
+
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * Compares two catalogs (tool lists as received, or snapshots, whose fingerprints are then
+ * reused). Entries come added, then modified, then removed, each sorted by name. A rename is
+ * never assumed: a candidate pair is shown, and stays one removed plus one added entry.
+ * Never throws, whatever the lists hold.
+ */
+export function diffCatalogs(before: Tool[] | CatalogSnapshot, after: Tool[] | CatalogSnapshot): CatalogDiff {
+  const A = toIndex(before).byName;
+  const B = toIndex(after).byName;
+  const removedNames = [...A.keys()].filter((n) => !B.has(n)).sort(byCodeUnits);
+  const addedNames = [...B.keys()].filter((n) => !A.has(n)).sort(byCodeUnits);
+  const modifiedNames = [...B.keys()]
+    .filter((n) => {
+      const a = A.get(n);
+      const b = B.get(n);
+      return a !== undefined && b !== undefined && a.fingerprint !== b.fingerprint;
+    })
+    .sort(byCodeUnits);
+
+  const renameCandidates =
+    removedNames.length > 0 && addedNames.length > 0
+      ? findRenames(
+          removedNames.map((n) => shapeOf(n, (A.get(n) as { tool: Tool }).tool)),
+          addedNames.map((n) => shapeOf(n, (B.get(n) as { tool: Tool }).tool)),
+        )
+      : [];
+  const renamedTo = new Map(renameCandidates.map((c) => [c.to, c]));
+  const renamedFrom = new Map(renameCandidates.map((c) => [c.from, c]));
+
+  const entries: DiffEntry[] = [];
+  for (const n of addedNames) {
+    const b = B.get(n) as { tool: Tool; fingerprint: string };
+    const cand = renamedTo.get(n);
+    let changes: FieldChange[];
+    if (cand) {
+      const from = (A.get(cand.from) as { tool: Tool }).tool;
+      changes = [
+        {
+          path: "",
+          change: "tool added",
+          classification: "expands",
+          detail: `renamed? from ${cand.from} (${cand.similarity}); treated as a new tool`,
+        },
+        ...diffTool(from, b.tool),
+      ];
+    } else changes = describeAddedTool(b.tool);
+    const e: DiffEntry = {
+      kind: "added",
+      tool: n,
+      classification: "expands",
+      changes,
+      fingerprintAfter: b.fingerprint,
+    };
+    if (cand) e.renameCandidate = cand.from;
+    entries.push(e);
+  }
+  for (const n of modifiedNames) {
+    const a = A.get(n) as { tool: Tool; fingerprint: string };
+    const b = B.get(n) as { tool: Tool; fingerprint: string };
+    const changes = diffTool(a.tool, b.tool);
+    if (changes.length === 0) {
+      changes.push({
+        path: "",
+        change: "changed in a way the diff cannot explain",
+        classification: "expands",
+      });
+    }
+    entries.push({
+      kind: "modified",
+      tool: n,
+      classification: classOf(changes),
+      changes,
+      fingerprintBefore: a.fingerprint,
+      fingerprintAfter: b.fingerprint,
+    });
+  }
+  for (const n of removedNames) {
+    const a = A.get(n) as { tool: Tool; fingerprint: string };
+    const cand = renamedFrom.get(n);
+    const head: FieldChange = { path: "", change: "tool removed", classification: "narrows" };
+    const desc = own(a.tool, "description");
+    if (desc !== undefined) head.before = desc;
+    if (cand) head.detail = `renamed? to ${cand.to} (${cand.similarity}); treated as removed`;
+    const e: DiffEntry = {
+      kind: "removed",
+      tool: n,
+      classification: "narrows",
+      changes: [head],
+      fingerprintBefore: a.fingerprint,
+    };
+    if (cand) e.renameCandidate = cand.to;
+    entries.push(e);
+  }
+  return { entries, renameCandidates, expands: entries.some((e) => e.classification === "expands") };
+}

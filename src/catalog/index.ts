@@ -1,0 +1,28 @@
+/**
+ * The catalog module: RFC 8785 fingerprints, verified snapshots, revisions per server label,
+ * field-level diffs with authority classification, human renderings, argument validation.
+ * See docs/catalog.md.
+ */
+export { canonicalJson } from "./canonical.js";
+export { diffCatalogs, diffTool } from "./diff.js";
+export { renderCatalog, renderDiff } from "./render.js";
+export {
+  getRevision,
+  latestRevision,
+  listRevisions,
+  recordRevision,
+  type StoredRevision,
+} from "./revisions.js";
+export { catalogFingerprint, snapshotOf, toolFingerprint } from "./snapshot.js";
+export type {
+  CatalogDiff,
+  CatalogSnapshot,
+  Classification,
+  Coverage,
+  DiffEntry,
+  FieldChange,
+  InvalidEntry,
+  RenameCandidate,
+  Tool,
+} from "./types.js";
+export { ArgumentValidator, type ValidationResult } from "./validator.js";

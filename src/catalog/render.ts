@@ -1,0 +1,135 @@
+/**
+ * Human renderings of a catalog and of a catalog diff. Everything that came from the server is
+ * passed through `safeText`/`displayName`/`displayValue`, so a tool description cannot drive the
+ * terminal it is shown on.
+ */
+import { describeField, isObj, own } from "./schema.js";
+import { displayName, displayValue, safeText } from "./text.js";
+import type { CatalogDiff, CatalogSnapshot, DiffEntry, FieldChange, Tool } from "./types.js";
+
+const KIND: Record<DiffEntry["kind"], string> = {
+  added: "+ added   ",
+  removed: "- removed ",
+  modified: "~ modified",
+};
+
+function fieldLine(c: FieldChange): string[] {
+  const redundant = c.path === "" || (c.change.startsWith(c.path) && !c.path.includes("."));
+  const where = redundant ? "" : `${safeText(c.path)}: `;
+  let line = `      [${c.classification}] ${where}${safeText(c.change)}`;
+  if (c.sensitive && c.sensitive.length > 0) line += ` [sensitive: ${c.sensitive.join(", ")}]`;
+  if (c.newEffects && c.newEffects.length > 0) line += ` [new effects: ${c.newEffects.join(", ")}]`;
+  const lines = [line];
+  if (c.detail) lines.push(`          ${safeText(c.detail)}`);
+  const textual = typeof c.before === "string" || typeof c.after === "string";
+  const isHead = c.change === "tool added" || c.change === "tool removed";
+  if (isHead) {
+    const text = c.change === "tool added" ? c.after : c.before;
+    if (text !== undefined) lines.push(`          description: ${displayValue(text, 400)}`);
+  } else if (textual || c.detail === undefined) {
+    if (c.before !== undefined) lines.push(`          before: ${displayValue(c.before, 400)}`);
+    if (c.after !== undefined) lines.push(`          after:  ${displayValue(c.after, 400)}`);
+  }
+  return lines;
+}
+
+/**
+ * One line per entry with its classification, indented field lines under it; defaults and
+ * enums are made visible (`target: string, default "preview" (enum preview|production)`).
+ */
+export function renderDiff(
+  d: CatalogDiff,
+  opts: { fromRevision?: number; toRevision?: number } = {},
+): string {
+  const lines: string[] = [];
+  const range =
+    opts.fromRevision !== undefined || opts.toRevision !== undefined
+      ? ` ${opts.fromRevision ?? "?"} → ${opts.toRevision ?? "?"}`
+      : "";
+  const count = (k: DiffEntry["kind"]) => d.entries.filter((e) => e.kind === k).length;
+  if (d.entries.length === 0) {
+    lines.push(`catalog revision${range}: no tool changed`);
+    return `${lines.join("\n")}\n`;
+  }
+  lines.push(
+    `catalog revision${range}: ${count("added")} added, ${count("removed")} removed, ${count("modified")} modified — ` +
+      (d.expands
+        ? "EXPANDS authority: grants for the expanded tools no longer apply"
+        : "does not expand authority"),
+  );
+  for (const e of d.entries) {
+    let head = `  ${KIND[e.kind]} ${displayName(e.tool)}  ${e.classification}`;
+    if (e.renameCandidate !== undefined) {
+      head +=
+        e.kind === "added"
+          ? `  (renamed? from ${displayName(e.renameCandidate)})`
+          : `  (renamed? to ${displayName(e.renameCandidate)})`;
+    }
+    lines.push(head);
+    for (const c of e.changes) lines.push(...fieldLine(c));
+  }
+  if (d.renameCandidates.length > 0) {
+    lines.push("  rename candidates (shown only; each stays a removed and an added tool):");
+    for (const r of d.renameCandidates) {
+      lines.push(`    renamed? ${displayName(r.from)} → ${displayName(r.to)}: ${safeText(r.similarity)}`);
+    }
+  }
+  lines.push(
+    "  annotations (readOnlyHint, destructiveHint, …) are the server's hints: shown, never trusted to decide.",
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+function firstLine(s: unknown, max = 200): string {
+  if (typeof s !== "string") return s === undefined ? "" : displayValue(s, max);
+  const line = s.split(/\r?\n/)[0] ?? "";
+  const cut = line.length > max ? `${line.slice(0, max)}…` : line;
+  return safeText(cut) + (s.includes("\n") ? " …" : "");
+}
+
+function toolLines(t: Tool, fingerprint: string | undefined): string[] {
+  const out: string[] = [];
+  const hints: string[] = [];
+  const ann = own(t, "annotations");
+  if (isObj(ann)) {
+    for (const k of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]) {
+      const v = own(ann, k);
+      if (v !== undefined) hints.push(`${k}=${displayValue(v, 20)}`);
+    }
+  }
+  const desc = firstLine(own(t, "description"));
+  out.push(`  ${displayName(t.name)}${desc ? ` — ${desc}` : ""}`);
+  if (hints.length > 0) out.push(`      hints (not trusted): ${hints.join(", ")}`);
+  const schema = own(t, "inputSchema");
+  const props = own(schema, "properties");
+  if (isObj(props)) {
+    const req = own(schema, "required");
+    const reqSet = new Set(Array.isArray(req) ? req : []);
+    for (const n of Object.keys(props)) {
+      out.push(`      ${safeText(describeField(displayName(n), props[n], reqSet.has(n)))}`);
+    }
+  } else if (schema === undefined) out.push("      (no input schema)");
+  else if (!isObj(schema)) out.push(`      input schema (unrecognized): ${displayValue(schema, 80)}`);
+  if (fingerprint) out.push(`      ${fingerprint}`);
+  return out;
+}
+
+/** The catalog as a human reads it: coverage first, then each tool with its inputs and hints. */
+export function renderCatalog(s: CatalogSnapshot, revision: number): string {
+  const cov = s.coverage;
+  const lines = [
+    `catalog revision ${revision}  ${s.fingerprint}`,
+    `  ${s.tools.length} tools from ${cov.tools} entries on ${cov.pages} page${cov.pages === 1 ? "" : "s"}` +
+      (cov.complete ? " (complete)" : " (INCOMPLETE: not every page was fetched)"),
+  ];
+  if (cov.duplicateNames.length > 0) {
+    lines.push(`  duplicate names (first kept): ${cov.duplicateNames.map(displayName).join(", ")}`);
+  }
+  if (cov.invalid.length > 0) {
+    lines.push(
+      `  dropped entries: ${cov.invalid.map((i) => `#${i.index} ${safeText(i.reason)}`).join("; ")}`,
+    );
+  }
+  for (const t of s.tools) lines.push(...toolLines(t, s.byName.get(t.name)?.fingerprint));
+  return `${lines.join("\n")}\n`;
+}

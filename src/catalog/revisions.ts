@@ -1,0 +1,117 @@
+/**
+ * Catalog revisions per server label, in the store's `catalog_revisions` table (migration 1).
+ * A revision is an integer that grows by one each time the catalog fingerprint differs from the
+ * latest revision's; the same catalog again (a restart, a reconnect) keeps the latest revision.
+ */
+import type { Store } from "../store/db.js";
+import type { CatalogSnapshot, Coverage, Tool } from "./types.js";
+
+export interface StoredRevision {
+  revision: number;
+  fingerprint: string;
+  tools: Tool[];
+  firstSeenAt: string;
+  firstEpoch: string | null;
+  coverage: Coverage | null;
+}
+
+interface Row {
+  revision: number;
+  fingerprint: string;
+  tools_json: string;
+  coverage_json: string;
+  first_seen_at: string;
+  first_epoch: string | null;
+}
+
+function fromRow(r: Row): StoredRevision {
+  let coverage: Coverage | null = null;
+  try {
+    coverage = JSON.parse(r.coverage_json) as Coverage;
+  } catch {
+    coverage = null;
+  }
+  return {
+    revision: r.revision,
+    fingerprint: r.fingerprint,
+    tools: JSON.parse(r.tools_json) as Tool[],
+    firstSeenAt: r.first_seen_at,
+    firstEpoch: r.first_epoch,
+    coverage,
+  };
+}
+
+const COLUMNS = "revision, fingerprint, tools_json, coverage_json, first_seen_at, first_epoch";
+
+function latestRow(db: Store, serverLabel: string): Row | undefined {
+  return db
+    .prepare(`SELECT ${COLUMNS} FROM catalog_revisions WHERE server_label = ? ORDER BY revision DESC LIMIT 1`)
+    .get(serverLabel) as Row | undefined;
+}
+
+/**
+ * Records `snap` for `serverLabel` in one IMMEDIATE transaction (several gateways may record at
+ * once). `changed` is true when a new revision row was written, including the first one;
+ * `previous` is the revision that was latest before it (null for the first revision and when
+ * nothing changed).
+ */
+export function recordRevision(
+  db: Store,
+  serverLabel: string,
+  snap: CatalogSnapshot,
+  epoch: string | null,
+): { revision: number; changed: boolean; previous: { revision: number; tools: Tool[] } | null } {
+  const run = db.transaction(() => {
+    const latest = latestRow(db, serverLabel);
+    if (latest && latest.fingerprint === snap.fingerprint) {
+      return { revision: latest.revision, changed: false, previous: null };
+    }
+    const revision = latest ? latest.revision + 1 : 1;
+    db.prepare(
+      "INSERT INTO catalog_revisions (server_label, revision, fingerprint, tools_json, coverage_json, first_seen_at, first_epoch) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      serverLabel,
+      revision,
+      snap.fingerprint,
+      JSON.stringify(snap.tools),
+      JSON.stringify(snap.coverage),
+      new Date().toISOString(),
+      epoch,
+    );
+    return {
+      revision,
+      changed: true,
+      previous: latest ? { revision: latest.revision, tools: JSON.parse(latest.tools_json) as Tool[] } : null,
+    };
+  });
+  return run.immediate();
+}
+
+export function getRevision(db: Store, serverLabel: string, revision: number): StoredRevision | null {
+  const row = db
+    .prepare(`SELECT ${COLUMNS} FROM catalog_revisions WHERE server_label = ? AND revision = ?`)
+    .get(serverLabel, revision) as Row | undefined;
+  return row ? fromRow(row) : null;
+}
+
+export function latestRevision(db: Store, serverLabel: string): StoredRevision | null {
+  const row = latestRow(db, serverLabel);
+  return row ? fromRow(row) : null;
+}
+
+export function listRevisions(
+  db: Store,
+  serverLabel: string,
+): { revision: number; fingerprint: string; tools: number; firstSeenAt: string }[] {
+  const rows = db
+    .prepare(
+      "SELECT revision, fingerprint, json_array_length(tools_json) AS tools, first_seen_at FROM catalog_revisions WHERE server_label = ? ORDER BY revision",
+    )
+    .all(serverLabel) as { revision: number; fingerprint: string; tools: number; first_seen_at: string }[];
+  return rows.map((r) => ({
+    revision: r.revision,
+    fingerprint: r.fingerprint,
+    tools: r.tools,
+    firstSeenAt: r.first_seen_at,
+  }));
+}

@@ -1,0 +1,716 @@
+/**
+ * Field-level diff of two JSON Schemas (input or output), keyword by keyword.
+ *
+ * Classification follows one idea: does the new schema let more through (more fields, more
+ * values, fewer constraints, a new default that changes what an omitted field means)? Then the
+ * change `expands`. Does it provably let less through? Then it `narrows`. Text that only differs
+ * in whitespace, case or punctuation is `cosmetic`. Anything this module does not understand,
+ * cannot compare, or cannot prove is `expands`.
+ *
+ * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
+ */
+import { canonicalString, sameJson } from "./canonical.js";
+import { isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
+import type { Classification, FieldChange } from "./types.js";
+
+/** Deeper than this, two different subschemas are reported as one unexplained change. */
+export const MAX_SCHEMA_DEPTH = 48;
+
+type Obj = Record<string, unknown>;
+
+export function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Own property only: a key such as "__proto__" or "constructor" never reads the prototype. */
+export function own(o: unknown, k: string): unknown {
+  return isObj(o) && Object.hasOwn(o, k) ? o[k] : undefined;
+}
+
+/** Appends a property or keyword to a dotted path; odd names are JSON-quoted in brackets. */
+export function childPath(path: string, key: string): string {
+  const seg = /^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key) ? key : `[${JSON.stringify(key)}]`;
+  if (path === "") return seg.startsWith("[") ? seg : seg;
+  return seg.startsWith("[") ? `${path}${seg}` : `${path}.${seg}`;
+}
+
+function lastSegment(path: string): string {
+  const m = /(?:\.([^.[\]]+)|\[("(?:[^"\\]|\\.)*")\])$/.exec(path);
+  if (!m) return path;
+  if (m[1] !== undefined) return m[1];
+  try {
+    return JSON.parse(m[2] ?? '""') as string;
+  } catch {
+    return path;
+  }
+}
+
+function push(
+  out: FieldChange[],
+  path: string,
+  change: string,
+  classification: Classification,
+  before?: unknown,
+  after?: unknown,
+  extra: Partial<FieldChange> = {},
+): void {
+  const c: FieldChange = { path, change, classification };
+  if (before !== undefined) c.before = before;
+  if (after !== undefined) c.after = after;
+  Object.assign(c, extra);
+  out.push(c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Human summaries
+
+function shortJson(v: unknown, max = 80): string {
+  const s = jsonText(v);
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
+function enumText(values: unknown[]): string {
+  return values
+    .map((v) => (typeof v === "string" && /^[\w.:/@-]+$/.test(v) ? v : shortJson(v, 40)))
+    .join("|");
+}
+
+function typeText(t: unknown): string | undefined {
+  if (typeof t === "string") return t;
+  if (Array.isArray(t) && t.every((x) => typeof x === "string")) return t.join("|");
+  return undefined;
+}
+
+/**
+ * One line describing a (property) schema with its default and allowed values made visible,
+ * e.g. `target: string, default "preview" (enum preview|production)`.
+ */
+export function describeField(name: string, schema: unknown, required?: boolean): string {
+  const bits: string[] = [];
+  if (schema === true || (isObj(schema) && Object.keys(schema).length === 0)) bits.push("any value");
+  else if (schema === false) bits.push("no value accepted");
+  else if (!isObj(schema)) bits.push(`unrecognized schema ${shortJson(schema, 40)}`);
+  else {
+    const t = typeText(own(schema, "type"));
+    if (t) bits.push(t);
+    if (own(schema, "$ref") !== undefined) bits.push(`$ref ${shortJson(own(schema, "$ref"), 60)}`);
+    const fmt = own(schema, "format");
+    if (typeof fmt === "string") bits.push(`format ${fmt}`);
+    if (Object.hasOwn(schema, "default")) bits.push(`default ${shortJson(schema.default)}`);
+    if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(schema.const)}`);
+    const props = own(schema, "properties");
+    if (isObj(props)) {
+      const names = Object.keys(props);
+      bits.push(`{${names.slice(0, 8).join(", ")}${names.length > 8 ? ", …" : ""}}`);
+    }
+    const items = own(schema, "items");
+    if (isObj(items)) {
+      const it = typeText(own(items, "type"));
+      if (it) bits.push(`items ${it}`);
+    }
+  }
+  let line = `${name}: ${bits.join(", ") || "any value"}`;
+  const en = own(schema, "enum");
+  if (Array.isArray(en)) line += ` (enum ${enumText(en)})`;
+  if (required) line += " (required)";
+  return line;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text keywords (description, title, $comment): cosmetic only when provably so
+
+export function diffText(
+  out: FieldChange[],
+  path: string,
+  label: string,
+  before: unknown,
+  after: unknown,
+): void {
+  if (before === after) return;
+  if (typeof before === "string" && typeof after === "string") {
+    if (isCosmeticTextChange(before, after)) {
+      push(out, path, `${label} changed (whitespace, case or punctuation only)`, "cosmetic", before, after);
+      return;
+    }
+    const effects = newEffectVerbs(before, after);
+    const change = effects.length > 0 ? `${label} changed: names new effects` : `${label} changed`;
+    push(out, path, change, "expands", before, after, effects.length > 0 ? { newEffects: effects } : {});
+    return;
+  }
+  if (before === undefined && typeof after === "string") {
+    const effects = newEffectVerbs("", after);
+    const extra = effects.length > 0 ? { newEffects: effects } : {};
+    push(out, path, `${label} added`, "expands", undefined, after, extra);
+    return;
+  }
+  if (typeof before === "string" && after === undefined) {
+    push(out, path, `${label} removed`, "expands", before, undefined);
+    return;
+  }
+  push(out, path, `${label} changed (not a string)`, "expands", before, after);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schema walk
+
+/**
+ * Diffs two schemas found at `path`. Both must be present (callers report presence changes);
+ * `true` is read as `{}`, `false` as "accepts nothing".
+ */
+export function diffSchema(a: unknown, b: unknown, path: string, out: FieldChange[], depth = 0): void {
+  if (sameJson(a, b)) return;
+  if (depth > MAX_SCHEMA_DEPTH) {
+    push(out, path, "schema changed deeper than the diff inspects", "expands");
+    return;
+  }
+  const aOk = typeof a === "boolean" || isObj(a);
+  const bOk = typeof b === "boolean" || isObj(b);
+  if (!aOk || !bOk) {
+    push(out, path, "schema changed (not a JSON Schema object or boolean)", "expands", a, b);
+    return;
+  }
+  if (a === false) {
+    push(out, path, "schema opened (was false: accepted nothing)", "expands", a, b);
+    return;
+  }
+  if (b === false) {
+    push(out, path, "schema closed (now false: accepts nothing)", "narrows", a, b);
+    return;
+  }
+  diffKeywords(a === true ? {} : (a as Obj), b === true ? {} : (b as Obj), path, out, depth);
+}
+
+const LOWER_BOUNDS = ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"];
+const UPPER_BOUNDS = ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"];
+/** subschema keywords whose absence means "no constraint" (same polarity as the parent) */
+const SUBSCHEMA_KEYWORDS = ["items", "additionalItems", "unevaluatedItems", "propertyNames", "contains"];
+/** keywords holding a map of name → subschema */
+const SCHEMA_MAPS = ["patternProperties", "$defs", "definitions", "dependentSchemas"];
+const TEXT_KEYWORDS = ["title", "description", "$comment"];
+
+const HANDLED = new Set<string>([
+  "type",
+  "properties",
+  "required",
+  "enum",
+  "const",
+  "default",
+  "multipleOf",
+  "pattern",
+  "format",
+  "uniqueItems",
+  "additionalProperties",
+  "unevaluatedProperties",
+  "prefixItems",
+  "anyOf",
+  "oneOf",
+  "allOf",
+  ...LOWER_BOUNDS,
+  ...UPPER_BOUNDS,
+  ...SUBSCHEMA_KEYWORDS,
+  ...SCHEMA_MAPS,
+  ...TEXT_KEYWORDS,
+]);
+
+function diffKeywords(a: Obj, b: Obj, path: string, out: FieldChange[], depth: number): void {
+  diffType(a, b, path, out);
+  diffProperties(a, b, path, out, depth);
+  diffRequired(a, b, path, out);
+  diffEnum(a, b, path, out);
+  diffConst(a, b, path, out);
+  diffDefault(a, b, path, out);
+  for (const k of LOWER_BOUNDS) diffBound(a, b, k, "lower", path, out);
+  for (const k of UPPER_BOUNDS) diffBound(a, b, k, "upper", path, out);
+  diffMultipleOf(a, b, path, out);
+  diffPatternOrFormat(a, b, "pattern", path, out);
+  diffPatternOrFormat(a, b, "format", path, out);
+  diffUniqueItems(a, b, path, out);
+  diffOpenness(a, b, "additionalProperties", path, out, depth);
+  diffOpenness(a, b, "unevaluatedProperties", path, out, depth);
+  for (const k of SUBSCHEMA_KEYWORDS) diffSubschema(a, b, k, path, out, depth);
+  diffPrefixItems(a, b, path, out, depth);
+  diffCombinator(a, b, "anyOf", path, out, depth);
+  diffCombinator(a, b, "oneOf", path, out, depth);
+  diffCombinator(a, b, "allOf", path, out, depth);
+  for (const k of SCHEMA_MAPS) diffSchemaMap(a, b, k, path, out, depth);
+  for (const k of TEXT_KEYWORDS) {
+    const av = own(a, k);
+    const bv = own(b, k);
+    if (av !== bv) diffText(out, path, k === "$comment" ? "$comment" : k, av, bv);
+  }
+  // Everything else ($ref, $schema, $id, not, if/then/else, dependentRequired, examples, …):
+  // not understood well enough to prove a narrowing.
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of [...keys].sort()) {
+    if (HANDLED.has(k)) continue;
+    const av = own(a, k);
+    const bv = own(b, k);
+    if (sameJson(av, bv)) continue;
+    const what = av === undefined ? "added" : bv === undefined ? "removed" : "changed";
+    push(out, path, `${k} ${what}`, "expands", av, bv);
+  }
+}
+
+// --- type ------------------------------------------------------------------------------------
+
+type TypeSet = { kind: "any" } | { kind: "set"; types: Set<string> } | { kind: "junk" };
+
+function typeSet(t: unknown): TypeSet {
+  if (t === undefined) return { kind: "any" };
+  if (typeof t === "string") return { kind: "set", types: new Set([t]) };
+  if (Array.isArray(t) && t.every((x) => typeof x === "string")) return { kind: "set", types: new Set(t) };
+  return { kind: "junk" };
+}
+
+function covers(s: Set<string>, t: string): boolean {
+  return s.has(t) || (t === "integer" && s.has("number"));
+}
+
+function covering(big: Set<string>, small: Set<string>): boolean {
+  for (const t of small) if (!covers(big, t)) return false;
+  return true;
+}
+
+function diffType(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const av = own(a, "type");
+  const bv = own(b, "type");
+  if (sameJson(av, bv)) return;
+  const ta = typeSet(av);
+  const tb = typeSet(bv);
+  const name = lastSegment(path);
+  if (ta.kind === "junk" || tb.kind === "junk") {
+    push(out, path, "type changed (unrecognized)", "expands", av, bv);
+    return;
+  }
+  if (ta.kind === "any" && tb.kind === "set") {
+    push(out, path, "type narrowed", "narrows", av, bv, { detail: `${name}: any type → ${typeText(bv)}` });
+    return;
+  }
+  if (ta.kind === "set" && tb.kind === "any") {
+    push(out, path, "type widened", "expands", av, bv, { detail: `${name}: ${typeText(av)} → any type` });
+    return;
+  }
+  if (ta.kind === "set" && tb.kind === "set") {
+    const detail = { detail: `${name}: ${typeText(av)} → ${typeText(bv)}` };
+    const widened = covering(tb.types, ta.types);
+    const narrowed = covering(ta.types, tb.types);
+    if (widened && narrowed) {
+      push(out, path, "type rewritten (same types)", "cosmetic", av, bv, detail);
+    } else if (widened) push(out, path, "type widened", "expands", av, bv, detail);
+    else if (narrowed) push(out, path, "type narrowed", "narrows", av, bv, detail);
+    else push(out, path, "type changed", "expands", av, bv, detail);
+  }
+}
+
+// --- properties ------------------------------------------------------------------------------
+
+function requiredSet(s: Obj): Set<string> {
+  const r = own(s, "required");
+  return new Set(Array.isArray(r) ? r.filter((x): x is string => typeof x === "string") : []);
+}
+
+/** The change for one newly declared property (shared with the description of an added tool). */
+export function propertyAdded(path: string, name: string, schema: unknown, required: boolean): FieldChange {
+  const sensitive = sensitiveReasons(name, own(schema, "format"));
+  const c: FieldChange = {
+    path,
+    change: sensitive.length > 0 ? "property added (sensitive)" : "property added",
+    after: schema,
+    classification: "expands",
+    detail: describeField(name, schema, required),
+  };
+  if (sensitive.length > 0) c.sensitive = sensitive;
+  return c;
+}
+
+function diffProperties(a: Obj, b: Obj, path: string, out: FieldChange[], depth: number): void {
+  const pa = own(a, "properties");
+  const pb = own(b, "properties");
+  if (sameJson(pa, pb)) return;
+  const base = childPath(path, "properties");
+  if ((pa !== undefined && !isObj(pa)) || (pb !== undefined && !isObj(pb))) {
+    push(out, base, "properties changed (unrecognized)", "expands", pa, pb);
+    return;
+  }
+  const ma: Obj = isObj(pa) ? pa : {};
+  const mb: Obj = isObj(pb) ? pb : {};
+  const reqB = requiredSet(b);
+  const names = [...new Set([...Object.keys(ma), ...Object.keys(mb)])].sort();
+  for (const n of names) {
+    const inA = Object.hasOwn(ma, n);
+    const inB = Object.hasOwn(mb, n);
+    const p = childPath(base, n);
+    if (inA && !inB) {
+      push(out, p, "property removed", "narrows", ma[n], undefined, { detail: describeField(n, ma[n]) });
+    } else if (!inA && inB) {
+      out.push(propertyAdded(p, n, mb[n], reqB.has(n)));
+    } else diffSchema(ma[n], mb[n], p, out, depth + 1);
+  }
+}
+
+function diffRequired(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const ra = own(a, "required");
+  const rb = own(b, "required");
+  if (sameJson(ra, rb)) return;
+  const okA = ra === undefined || (Array.isArray(ra) && ra.every((x) => typeof x === "string"));
+  const okB = rb === undefined || (Array.isArray(rb) && rb.every((x) => typeof x === "string"));
+  if (!okA || !okB) {
+    push(out, path, "required changed (unrecognized)", "expands", ra, rb);
+    return;
+  }
+  const sa = requiredSet(a);
+  const sb = requiredSet(b);
+  for (const n of [...sa].sort()) {
+    if (!sb.has(n)) {
+      push(out, childPath(childPath(path, "properties"), n), "required loosened", "expands", true, false, {
+        detail: `${n} no longer required`,
+      });
+    }
+  }
+  for (const n of [...sb].sort()) {
+    if (!sa.has(n)) {
+      push(out, childPath(childPath(path, "properties"), n), "required tightened", "narrows", false, true, {
+        detail: `${n} now required`,
+      });
+    }
+  }
+}
+
+// --- values ----------------------------------------------------------------------------------
+
+function keyOf(v: unknown): string {
+  try {
+    return canonicalString(v);
+  } catch {
+    return `\u0000unserializable:${jsonText(v)}`;
+  }
+}
+
+function diffEnum(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const ea = own(a, "enum");
+  const eb = own(b, "enum");
+  if (sameJson(ea, eb)) return;
+  const name = lastSegment(path);
+  if ((ea !== undefined && !Array.isArray(ea)) || (eb !== undefined && !Array.isArray(eb))) {
+    push(out, path, "enum changed (unrecognized)", "expands", ea, eb);
+    return;
+  }
+  if (ea === undefined && Array.isArray(eb)) {
+    push(out, path, "enum added", "narrows", undefined, eb, {
+      detail: `${name}: now one of ${enumText(eb)}`,
+    });
+    return;
+  }
+  if (Array.isArray(ea) && eb === undefined) {
+    push(out, path, "enum removed", "expands", ea, undefined, {
+      detail: `${name}: no longer limited to ${enumText(ea)}`,
+    });
+    return;
+  }
+  const la = ea as unknown[];
+  const lb = eb as unknown[];
+  const ka = new Set(la.map(keyOf));
+  const kb = new Set(lb.map(keyOf));
+  const added = lb.filter((v) => !ka.has(keyOf(v)));
+  const removed = la.filter((v) => !kb.has(keyOf(v)));
+  if (added.length > 0) {
+    push(out, path, "enum widened", "expands", la, lb, {
+      detail: `${name}: enum adds ${enumText(added)} (now ${enumText(lb)})`,
+    });
+  }
+  if (removed.length > 0) {
+    push(out, path, "enum narrowed", "narrows", la, lb, {
+      detail: `${name}: enum drops ${enumText(removed)} (now ${enumText(lb)})`,
+    });
+  }
+  if (added.length === 0 && removed.length === 0) {
+    push(out, path, "enum reordered", "cosmetic", la, lb);
+  }
+}
+
+function diffConst(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const has = (o: Obj) => Object.hasOwn(o, "const");
+  if (!has(a) && !has(b)) return;
+  if (has(a) && has(b)) {
+    if (!sameJson(a.const, b.const)) push(out, path, "const changed", "expands", a.const, b.const);
+  } else if (has(b)) push(out, path, "const added", "narrows", undefined, b.const);
+  else push(out, path, "const removed", "expands", a.const, undefined);
+}
+
+function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const hasA = Object.hasOwn(a, "default");
+  const hasB = Object.hasOwn(b, "default");
+  if (!hasA && !hasB) return;
+  const name = lastSegment(path);
+  const en = own(b, "enum");
+  const enumNote = Array.isArray(en) ? ` (enum ${enumText(en)})` : "";
+  if (hasA && hasB) {
+    if (sameJson(a.default, b.default)) return;
+    push(out, path, "default changed", "expands", a.default, b.default, {
+      detail: `${name}: default ${shortJson(a.default)} → ${shortJson(b.default)}${enumNote}`,
+    });
+  } else if (hasB) {
+    push(out, path, "default added", "expands", undefined, b.default, {
+      detail: `${name}: default ${shortJson(b.default)}${enumNote}`,
+    });
+  } else {
+    // What an omitted field now means is up to the server: unprovable, so it expands.
+    push(out, path, "default removed", "expands", a.default, undefined, {
+      detail: `${name}: default ${shortJson(a.default)} removed; an omitted value now means whatever the server decides`,
+    });
+  }
+}
+
+// --- bounds ----------------------------------------------------------------------------------
+
+function diffBound(
+  a: Obj,
+  b: Obj,
+  k: string,
+  side: "lower" | "upper",
+  path: string,
+  out: FieldChange[],
+): void {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const okA = av === undefined || (typeof av === "number" && Number.isFinite(av));
+  const okB = bv === undefined || (typeof bv === "number" && Number.isFinite(bv));
+  const detail = { detail: `${lastSegment(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
+  if (!okA || !okB) {
+    push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
+    return;
+  }
+  let loosened: boolean;
+  if (av === undefined)
+    loosened = false; // a bound appears
+  else if (bv === undefined)
+    loosened = true; // a bound disappears
+  else loosened = side === "lower" ? (bv as number) < (av as number) : (bv as number) > (av as number);
+  if (loosened) push(out, path, `${k} loosened`, "expands", av, bv, detail);
+  else push(out, path, `${k} tightened`, "narrows", av, bv, detail);
+}
+
+function diffMultipleOf(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const av = own(a, "multipleOf");
+  const bv = own(b, "multipleOf");
+  if (sameJson(av, bv)) return;
+  const num = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v > 0;
+  if ((av !== undefined && !num(av)) || (bv !== undefined && !num(bv))) {
+    push(out, path, "multipleOf changed (unrecognized)", "expands", av, bv);
+  } else if (av === undefined) push(out, path, "multipleOf tightened", "narrows", av, bv);
+  else if (bv === undefined) push(out, path, "multipleOf loosened", "expands", av, bv);
+  else if (Number.isInteger((bv as number) / (av as number))) {
+    push(out, path, "multipleOf tightened", "narrows", av, bv);
+  } else if (Number.isInteger((av as number) / (bv as number))) {
+    push(out, path, "multipleOf loosened", "expands", av, bv);
+  } else push(out, path, "multipleOf changed", "expands", av, bv);
+}
+
+function diffPatternOrFormat(
+  a: Obj,
+  b: Obj,
+  k: "pattern" | "format",
+  path: string,
+  out: FieldChange[],
+): void {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const detail = { detail: `${lastSegment(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
+  if ((av !== undefined && typeof av !== "string") || (bv !== undefined && typeof bv !== "string")) {
+    push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
+  } else if (av === undefined) push(out, path, `${k} tightened (added)`, "narrows", av, bv, detail);
+  else if (bv === undefined) push(out, path, `${k} loosened (removed)`, "expands", av, bv, detail);
+  // Two different regular expressions (or formats) cannot be compared: unprovable.
+  else push(out, path, `${k} changed`, "expands", av, bv, detail);
+}
+
+function diffUniqueItems(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
+  const av = own(a, "uniqueItems");
+  const bv = own(b, "uniqueItems");
+  if (sameJson(av, bv)) return;
+  const okA = av === undefined || typeof av === "boolean";
+  const okB = bv === undefined || typeof bv === "boolean";
+  if (!okA || !okB) push(out, path, "uniqueItems changed (unrecognized)", "expands", av, bv);
+  else if ((av ?? false) === (bv ?? false)) push(out, path, "uniqueItems made explicit", "cosmetic", av, bv);
+  else if (bv === true) push(out, path, "uniqueItems tightened", "narrows", av, bv);
+  else push(out, path, "uniqueItems loosened", "expands", av, bv);
+}
+
+// --- openness --------------------------------------------------------------------------------
+
+function diffOpenness(
+  a: Obj,
+  b: Obj,
+  k: "additionalProperties" | "unevaluatedProperties",
+  path: string,
+  out: FieldChange[],
+  depth: number,
+): void {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const state = (v: unknown) =>
+    v === undefined || v === true ? "open" : v === false ? "closed" : isObj(v) ? "schema" : "junk";
+  const sa = state(av);
+  const sb = state(bv);
+  const p = childPath(path, k);
+  const label = k === "additionalProperties" ? "additionalProperties" : "unevaluatedProperties";
+  if (sa === "junk" || sb === "junk") {
+    push(out, p, `${label} changed (unrecognized)`, "expands", av, bv);
+  } else if (sa === sb && sa === "open") {
+    push(out, p, `${label} made explicit`, "cosmetic", av, bv);
+  } else if (sa === "schema" && sb === "schema") {
+    diffSchema(av, bv, p, out, depth + 1);
+  } else if (sb === "open" || (sa === "closed" && sb === "schema")) {
+    push(out, p, `${label} opened`, "expands", av, bv);
+  } else {
+    // open → closed, open → schema, schema → closed
+    push(out, p, `${label} closed`, "narrows", av, bv);
+  }
+}
+
+// --- nested schemas --------------------------------------------------------------------------
+
+function diffSubschema(a: Obj, b: Obj, k: string, path: string, out: FieldChange[], depth: number): void {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const p = childPath(path, k);
+  if (k === "items" && (Array.isArray(av) || Array.isArray(bv))) {
+    // draft-07 tuple form
+    if (Array.isArray(av) && Array.isArray(bv)) diffSchemaList(av, bv, p, out, depth, "items");
+    else push(out, p, "items changed (tuple form)", "expands", av, bv);
+    return;
+  }
+  if (av === undefined) {
+    push(out, p, `${k} added (constrains)`, "narrows", undefined, bv);
+    return;
+  }
+  if (bv === undefined) {
+    push(out, p, `${k} removed (no longer constrains)`, "expands", av, undefined);
+    return;
+  }
+  diffSchema(av, bv, p, out, depth + 1);
+}
+
+function diffSchemaList(
+  la: unknown[],
+  lb: unknown[],
+  p: string,
+  out: FieldChange[],
+  depth: number,
+  k: string,
+): void {
+  const n = Math.min(la.length, lb.length);
+  for (let i = 0; i < n; i++) diffSchema(la[i], lb[i], `${p}[${i}]`, out, depth + 1);
+  if (la.length !== lb.length) push(out, p, `${k} length changed`, "expands", la.length, lb.length);
+}
+
+function diffPrefixItems(a: Obj, b: Obj, path: string, out: FieldChange[], depth: number): void {
+  const av = own(a, "prefixItems");
+  const bv = own(b, "prefixItems");
+  if (sameJson(av, bv)) return;
+  const p = childPath(path, "prefixItems");
+  if (Array.isArray(av) && Array.isArray(bv)) diffSchemaList(av, bv, p, out, depth, "prefixItems");
+  else push(out, p, "prefixItems changed", "expands", av, bv);
+}
+
+function diffCombinator(
+  a: Obj,
+  b: Obj,
+  k: "anyOf" | "oneOf" | "allOf",
+  path: string,
+  out: FieldChange[],
+  depth: number,
+) {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const p = childPath(path, k);
+  // allOf: every branch must hold, so a new branch constrains; anyOf/oneOf: a new branch admits.
+  const addMeans: Classification = k === "allOf" ? "narrows" : "expands";
+  const removeMeans: Classification = k === "allOf" ? "expands" : "narrows";
+  if ((av !== undefined && !Array.isArray(av)) || (bv !== undefined && !Array.isArray(bv))) {
+    push(out, p, `${k} changed (unrecognized)`, "expands", av, bv);
+    return;
+  }
+  if (av === undefined) {
+    push(out, p, `${k} added`, "narrows", undefined, bv);
+    return;
+  }
+  if (bv === undefined) {
+    push(out, p, `${k} removed`, "expands", av, undefined);
+    return;
+  }
+  const la = av as unknown[];
+  const lb = bv as unknown[];
+  if (la.length === lb.length) {
+    for (let i = 0; i < la.length; i++) diffSchema(la[i], lb[i], `${p}[${i}]`, out, depth + 1);
+    return;
+  }
+  const ka = new Set(la.map(keyOf));
+  const kb = new Set(lb.map(keyOf));
+  lb.forEach((s, i) => {
+    if (!ka.has(keyOf(s))) push(out, `${p}[${i}]`, `${k} branch added`, addMeans, undefined, s);
+  });
+  la.forEach((s, i) => {
+    if (!kb.has(keyOf(s))) push(out, `${p}[${i}]`, `${k} branch removed`, removeMeans, s, undefined);
+  });
+}
+
+function diffSchemaMap(a: Obj, b: Obj, k: string, path: string, out: FieldChange[], depth: number): void {
+  const av = own(a, k);
+  const bv = own(b, k);
+  if (sameJson(av, bv)) return;
+  const base = childPath(path, k);
+  if ((av !== undefined && !isObj(av)) || (bv !== undefined && !isObj(bv))) {
+    push(out, base, `${k} changed (unrecognized)`, "expands", av, bv);
+    return;
+  }
+  const ma: Obj = isObj(av) ? av : {};
+  const mb: Obj = isObj(bv) ? bv : {};
+  for (const n of [...new Set([...Object.keys(ma), ...Object.keys(mb)])].sort()) {
+    const p = childPath(base, n);
+    const inA = Object.hasOwn(ma, n);
+    const inB = Object.hasOwn(mb, n);
+    if (inA && inB) diffSchema(ma[n], mb[n], p, out, depth + 1);
+    else if (inB) push(out, p, `${k} entry added`, "expands", undefined, mb[n]);
+    else push(out, p, `${k} entry removed`, "narrows", ma[n], undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// For rename detection: the schema without its prose
+
+const PROSE = new Set(["title", "description", "$comment", "examples"]);
+const MAP_KEYWORDS = new Set(["properties", ...SCHEMA_MAPS]);
+const DATA_KEYWORDS = new Set(["enum", "const", "default", "required", "examples", "dependentRequired"]);
+
+/** Drops titles, descriptions, comments and examples wherever a schema sits; data stays. */
+export function withoutProse(s: unknown, depth = 0): unknown {
+  if (depth > MAX_SCHEMA_DEPTH) return s;
+  if (Array.isArray(s)) return s.map((x) => withoutProse(x, depth + 1));
+  if (!isObj(s)) return s;
+  const out: Obj = {};
+  for (const k of Object.keys(s)) {
+    if (PROSE.has(k)) continue;
+    const v = s[k];
+    let w: unknown;
+    if (DATA_KEYWORDS.has(k)) w = v;
+    else if (MAP_KEYWORDS.has(k) && isObj(v)) {
+      const m: Obj = {};
+      for (const n of Object.keys(v))
+        Object.defineProperty(m, n, {
+          value: withoutProse(v[n], depth + 1),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      w = m;
+    } else w = withoutProse(v, depth + 1);
+    Object.defineProperty(out, k, { value: w, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}

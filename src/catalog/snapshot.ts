@@ -1,0 +1,92 @@
+import { canonicalJson, canonicalString, sha256Tag } from "./canonical.js";
+import type { CatalogSnapshot, InvalidEntry, Tool } from "./types.js";
+
+/**
+ * Per-tool fingerprint: "sha256:<hex>" of the RFC 8785 canonical form of the whole tool object
+ * as received (name, title, description, inputSchema, outputSchema, annotations, execution,
+ * icons, _meta and anything else). Key order and whitespace do not matter; every value does.
+ */
+export function toolFingerprint(t: Tool): string {
+  return sha256Tag(canonicalString(t));
+}
+
+/** Catalog fingerprint over per-tool fingerprints: order-independent by construction. */
+export function catalogFingerprint(toolFingerprints: readonly string[]): string {
+  return sha256Tag(canonicalJson([...toolFingerprints].sort()));
+}
+
+export interface IndexedCatalog {
+  tools: Tool[];
+  byName: Map<string, { tool: Tool; fingerprint: string }>;
+  duplicateNames: string[];
+  invalid: InvalidEntry[];
+  received: number;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Keeps what can be served: objects with a string `name`, first occurrence of each name,
+ * fingerprintable. Never throws, whatever the list holds.
+ */
+export function indexTools(list: unknown): IndexedCatalog {
+  const tools: Tool[] = [];
+  const byName = new Map<string, { tool: Tool; fingerprint: string }>();
+  const duplicates = new Set<string>();
+  const invalid: InvalidEntry[] = [];
+  const items: unknown[] = Array.isArray(list) ? list : [];
+  if (!Array.isArray(list)) invalid.push({ index: -1, reason: "the tool list is not an array" });
+  for (let i = 0; i < items.length; i++) {
+    const t = items[i];
+    if (!isRecord(t)) {
+      invalid.push({ index: i, reason: "not a JSON object" });
+      continue;
+    }
+    const name = Object.hasOwn(t, "name") ? t.name : undefined;
+    if (typeof name !== "string") {
+      invalid.push({ index: i, reason: "no string name" });
+      continue;
+    }
+    if (byName.has(name)) {
+      duplicates.add(name);
+      continue;
+    }
+    let fingerprint: string;
+    try {
+      fingerprint = toolFingerprint(t as Tool);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      invalid.push({ index: i, reason: `cannot be fingerprinted (${why})` });
+      continue;
+    }
+    byName.set(name, { tool: t as Tool, fingerprint });
+    tools.push(t as Tool);
+  }
+  return { tools, byName, duplicateNames: [...duplicates], invalid, received: items.length };
+}
+
+/**
+ * Builds the verified snapshot the gateway serves from. `tools` is every page concatenated in
+ * server order; `pages` is how many pages were fetched. Duplicate names keep the first
+ * occurrence; entries that are not tools are dropped; both are recorded in `coverage`.
+ * `opts.complete` is false when the caller stopped before the last page.
+ */
+export function snapshotOf(tools: Tool[], pages: number, opts: { complete?: boolean } = {}): CatalogSnapshot {
+  const ix = indexTools(tools);
+  const fps: string[] = [];
+  for (const { fingerprint } of ix.byName.values()) fps.push(fingerprint);
+  return {
+    fingerprint: catalogFingerprint(fps),
+    tools: ix.tools,
+    byName: ix.byName,
+    coverage: {
+      pages,
+      tools: ix.received,
+      complete: opts.complete ?? true,
+      duplicateNames: ix.duplicateNames,
+      invalid: ix.invalid,
+    },
+  };
+}

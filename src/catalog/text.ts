@@ -1,0 +1,292 @@
+/**
+ * Text rules used by the diff: when is a text change provably cosmetic, which effect verbs a new
+ * description names, which input names look like destinations, selectors or secrets.
+ */
+
+/** Lower-cased text with every whitespace and punctuation character removed. */
+export function cosmeticForm(s: string): string {
+  return s.toLowerCase().replace(/[\p{White_Space}\p{P}]/gu, "");
+}
+
+/** A change is cosmetic only when it touches nothing but whitespace, letter case and punctuation. */
+export function isCosmeticTextChange(before: string, after: string): boolean {
+  return cosmeticForm(before) === cosmeticForm(after);
+}
+
+/**
+ * Verbs that name an effect beyond reading. Each is matched with its usual inflections
+ * (s, es, ed, d, ing, er, ion) plus the irregular forms listed.
+ */
+const EFFECT_VERBS: Record<string, string[]> = {
+  write: ["wrote", "written", "writing"],
+  update: [],
+  delete: ["deletion"],
+  remove: ["removal"],
+  send: ["sent"],
+  post: [],
+  deploy: ["deployment"],
+  publish: [],
+  execute: ["execution"],
+  run: ["ran", "running"],
+  create: ["creation"],
+  modify: ["modified", "modifies", "modification"],
+  edit: [],
+  upload: [],
+  push: [],
+  merge: [],
+  commit: ["committed", "committing"],
+  transfer: ["transferred", "transferring"],
+  pay: ["paid", "payment"],
+  email: [],
+  message: [],
+  notify: ["notified", "notifies", "notification"],
+  drop: ["dropped", "dropping"],
+  destroy: [],
+  erase: [],
+  purge: [],
+  wipe: [],
+  overwrite: ["overwrote", "overwritten", "overwriting"],
+  reset: [],
+  install: [],
+  uninstall: [],
+  invite: [],
+  share: [],
+  grant: [],
+  revoke: [],
+  approve: [],
+  cancel: ["cancelled", "canceled", "cancelling", "canceling"],
+  kill: [],
+  terminate: [],
+  restart: [],
+  shutdown: [],
+  stop: ["stopped", "stopping"],
+  move: [],
+  rename: [],
+  submit: ["submitted", "submitting"],
+  forward: [],
+  export: [],
+  upsert: [],
+  insert: [],
+  patch: [],
+  put: ["putting"],
+  trigger: [],
+  launch: [],
+  rollback: [],
+  revert: [],
+  close: [],
+  archive: [],
+  transmit: ["transmitted", "transmitting"],
+  broadcast: [],
+  spawn: [],
+  invoke: ["invocation"],
+  mutate: ["mutation"],
+  charge: [],
+  refund: [],
+  purchase: [],
+  exec: [],
+  shell: [],
+};
+
+const EFFECT_FORMS: Map<string, string> = (() => {
+  const m = new Map<string, string>();
+  for (const [verb, extra] of Object.entries(EFFECT_VERBS)) {
+    const stem = verb.endsWith("e") ? verb.slice(0, -1) : verb;
+    const forms = [verb, `${verb}s`, `${verb}es`, `${verb}ed`, `${verb}d`, `${stem}ing`, `${verb}ing`];
+    forms.push(`${verb}r`, `${verb}er`, `${stem}ion`, `${stem}ions`, ...extra);
+    for (const f of forms) if (!m.has(f)) m.set(f, verb);
+  }
+  return m;
+})();
+
+function words(s: string): string[] {
+  return s.toLowerCase().match(/\p{L}+/gu) ?? [];
+}
+
+/** Effect verbs (base forms) named in `text`. */
+export function effectVerbs(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const w of words(text)) {
+    const v = EFFECT_FORMS.get(w);
+    if (v) out.add(v);
+  }
+  return out;
+}
+
+/** Effect verbs named in `after` that `before` did not name, sorted. */
+export function newEffectVerbs(before: string, after: string): string[] {
+  const had = effectVerbs(before);
+  return [...effectVerbs(after)].filter((v) => !had.has(v)).sort();
+}
+
+/**
+ * Name tokens that make a new input field worth a human's attention: it picks a destination,
+ * a target, a scope (account, project), a command, or carries a secret.
+ */
+const SENSITIVE_TOKENS: Record<string, string> = {
+  url: "url",
+  urls: "url",
+  uri: "url",
+  uris: "url",
+  link: "url",
+  href: "url",
+  endpoint: "url",
+  webhook: "url",
+  callback: "url",
+  path: "path",
+  paths: "path",
+  file: "path",
+  files: "path",
+  filename: "path",
+  filepath: "path",
+  dir: "path",
+  directory: "path",
+  folder: "path",
+  host: "host",
+  hostname: "host",
+  hosts: "host",
+  server: "host",
+  domain: "host",
+  ip: "host",
+  port: "host",
+  destination: "destination",
+  dest: "destination",
+  target: "destination",
+  to: "recipient",
+  cc: "recipient",
+  bcc: "recipient",
+  recipient: "recipient",
+  recipients: "recipient",
+  channel: "recipient",
+  email: "email",
+  emails: "email",
+  mail: "email",
+  phone: "recipient",
+  command: "command",
+  commands: "command",
+  cmd: "command",
+  shell: "command",
+  script: "command",
+  exec: "command",
+  argv: "command",
+  query: "free-form query",
+  sql: "free-form query",
+  account: "account",
+  accounts: "account",
+  user: "account",
+  username: "account",
+  owner: "account",
+  org: "account",
+  organization: "account",
+  tenant: "account",
+  workspace: "account",
+  project: "project",
+  projects: "project",
+  repo: "project",
+  repository: "project",
+  env: "project",
+  environment: "project",
+  region: "project",
+  cluster: "project",
+  namespace: "project",
+  token: "secret",
+  secret: "secret",
+  password: "secret",
+  passwd: "secret",
+  key: "secret",
+  apikey: "secret",
+  credential: "secret",
+  credentials: "secret",
+  auth: "secret",
+  cookie: "secret",
+  private: "private data",
+  internal: "private data",
+  sudo: "privilege",
+  admin: "privilege",
+  force: "privilege",
+};
+
+const SENSITIVE_FORMATS: Record<string, string> = {
+  uri: "url",
+  "uri-reference": "url",
+  iri: "url",
+  "iri-reference": "url",
+  "uri-template": "url",
+  url: "url",
+  hostname: "host",
+  "idn-hostname": "host",
+  ipv4: "host",
+  ipv6: "host",
+  email: "email",
+  "idn-email": "email",
+};
+
+/** Splits snake_case, kebab-case, dotted and camelCase names into lower-case tokens. */
+export function nameTokens(name: string): string[] {
+  return name
+    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2")
+    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((t) => t.length > 0);
+}
+
+/** Why a field name (and its declared format) looks sensitive; empty when it does not. */
+export function sensitiveReasons(name: string, format?: unknown): string[] {
+  const out = new Set<string>();
+  const tokens = nameTokens(name);
+  for (const t of tokens) {
+    const r = SENSITIVE_TOKENS[t];
+    if (r && Object.hasOwn(SENSITIVE_TOKENS, t)) out.add(`${r}-like name`);
+  }
+  // joined forms: "apiKey" → api, key (caught above); "accesstoken" as one word
+  const joined = tokens.join("");
+  for (const t of ["token", "secret", "password", "url", "path", "host", "email", "account", "project"]) {
+    if (joined.includes(t) && !tokens.includes(t)) {
+      const r = SENSITIVE_TOKENS[t];
+      if (r) out.add(`${r}-like name`);
+    }
+  }
+  if (typeof format === "string" && Object.hasOwn(SENSITIVE_FORMATS, format)) {
+    out.add(`format ${format}`);
+  }
+  return [...out].sort();
+}
+
+/**
+ * Makes untrusted text safe to print on a terminal: control characters, bidirectional overrides
+ * and other invisible format characters are written as escapes, so a server cannot move the
+ * cursor, recolor the screen or reorder what the human reads.
+ */
+export function safeText(s: string): string {
+  return s.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what gets escaped
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
+
+/** A tool or field name for display: bare when plain, JSON-quoted (and escaped) otherwise. */
+export function displayName(name: string): string {
+  return /^[A-Za-z0-9_.:/@-]{1,128}$/.test(name) ? name : safeText(JSON.stringify(name));
+}
+
+/** Never throws, whatever `v` is (an object whose toString is not a function, a BigInt, a cycle). */
+export function jsonText(v: unknown): string {
+  try {
+    const s = JSON.stringify(v);
+    if (typeof s === "string") return s;
+  } catch {
+    // fall through
+  }
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}
+
+/** A JSON value for display on one line, shortened when long, always terminal-safe. */
+export function displayValue(v: unknown, max = 160): string {
+  let s = v === undefined ? "(absent)" : jsonText(v);
+  if (s.length > max) s = `${s.slice(0, max)}… (${s.length - max} more chars)`;
+  return safeText(s);
+}

@@ -1,0 +1,89 @@
+/** A tool object exactly as the server sent it in `tools/list`. */
+export type Tool = { name: string; [k: string]: unknown };
+
+export interface InvalidEntry {
+  /** position in the list as received (all pages concatenated) */
+  index: number;
+  reason: string;
+}
+
+export interface Coverage {
+  /** pages fetched to build the list */
+  pages: number;
+  /** entries received across every page, before duplicates and invalid entries were dropped */
+  tools: number;
+  /** every page was fetched (the caller says so; default true) */
+  complete: boolean;
+  /** names that appeared more than once; the first occurrence is kept, later ones dropped */
+  duplicateNames: string[];
+  /** entries dropped because they are not a tool object with a string name, or cannot be fingerprinted */
+  invalid: InvalidEntry[];
+}
+
+export interface CatalogSnapshot {
+  /** "sha256:<hex>" over the canonical JSON array of the sorted per-tool fingerprints */
+  fingerprint: string;
+  /** the tools served to clients: server order, as received (first of each name) */
+  tools: Tool[];
+  byName: Map<string, { tool: Tool; fingerprint: string }>;
+  coverage: Coverage;
+}
+
+export type Classification = "expands" | "narrows" | "cosmetic";
+
+export interface FieldChange {
+  /** where, e.g. "inputSchema.properties.target"; "" for the tool as a whole */
+  path: string;
+  /** what, e.g. "property added", "enum widened", "default changed", "required loosened" */
+  change: string;
+  before?: unknown;
+  after?: unknown;
+  classification: Classification;
+  /** for an added property: why its name or format looks like a new destination, selector or secret */
+  sensitive?: string[];
+  /** for a changed description or title: effect verbs that appear in the new text and not in the old */
+  newEffects?: string[];
+  /** one human line that makes the context visible, e.g. `target: default "preview" (enum preview|production)` */
+  detail?: string;
+}
+
+export interface DiffEntry {
+  kind: "added" | "removed" | "modified";
+  tool: string;
+  classification: Classification;
+  changes: FieldChange[];
+  /** the other side's name when a removed and an added tool look like a rename */
+  renameCandidate?: string;
+  fingerprintBefore?: string;
+  fingerprintAfter?: string;
+}
+
+export interface RenameCandidate {
+  from: string;
+  to: string;
+  similarity: string;
+}
+
+export interface CatalogDiff {
+  entries: DiffEntry[];
+  renameCandidates: RenameCandidate[];
+  /** true when any entry expands authority */
+  expands: boolean;
+}
+
+const RANK: Record<Classification, number> = { cosmetic: 0, narrows: 1, expands: 2 };
+
+/** The stronger of two classifications: expands > narrows > cosmetic. */
+export function maxClass(a: Classification, b: Classification): Classification {
+  return RANK[a] >= RANK[b] ? a : b;
+}
+
+/** The classification of a list of changes (cosmetic when empty). */
+export function classOf(changes: readonly { classification: Classification }[]): Classification {
+  let c: Classification = "cosmetic";
+  for (const ch of changes) {
+    c = maxClass(c, ch.classification);
+    if (c === "expands") break;
+  }
+  return c;
+}

@@ -1,0 +1,181 @@
+/**
+ * Argument validation against the input schemas of one catalog revision (ajv; JSON Schema
+ * 2020-12 unless the schema's `$schema` names draft-07). Each tool's schema is compiled on first
+ * use and kept for the life of the validator. A schema that cannot be compiled denies the call;
+ * nothing here throws.
+ */
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import * as ajvFormats from "ajv-formats";
+import type { CatalogSnapshot } from "./types.js";
+
+type FormatsPlugin = (ajv: Ajv | Ajv2020) => unknown;
+const addFormats: FormatsPlugin = ((ajvFormats as unknown as { default?: FormatsPlugin }).default ??
+  ajvFormats) as unknown as FormatsPlugin;
+
+type Dialect = "2020-12" | "draft-07";
+
+function dialectOf(schema: unknown): Dialect | { unsupported: string } {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return "2020-12";
+  const s = Object.hasOwn(schema, "$schema") ? (schema as { $schema?: unknown }).$schema : undefined;
+  if (s === undefined) return "2020-12";
+  if (typeof s !== "string") return { unsupported: JSON.stringify(s) ?? String(s) };
+  if (/^https?:\/\/json-schema\.org\/draft-07\/schema#?$/.test(s)) return "draft-07";
+  if (/^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/.test(s)) return "2020-12";
+  return { unsupported: s };
+}
+
+function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
+  const opts: Options = {
+    strict: false,
+    allErrors: true,
+    useDefaults,
+    // several tools may carry the same $id: never register them in the shared instance
+    addUsedSchema: false,
+    logger: false,
+  };
+  const ajv = dialect === "draft-07" ? new Ajv(opts) : new Ajv2020(opts);
+  addFormats(ajv);
+  return ajv;
+}
+
+type Compiled = { check: ValidateFunction; withDefaults: ValidateFunction } | { invalid: string };
+
+function fieldOf(instancePath: string): string {
+  if (instancePath === "") return "";
+  return instancePath
+    .split("/")
+    .slice(1)
+    .map((seg) => seg.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map((seg, i) => (/^\d+$/.test(seg) ? `[${seg}]` : i === 0 ? seg : `.${seg}`))
+    .join("");
+}
+
+function join(parent: string, child: string): string {
+  return parent === "" ? child : `${parent}.${child}`;
+}
+
+function q(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** One plain sentence per ajv error, naming the field. */
+export function errorSentence(e: ErrorObject): string {
+  const field = fieldOf(e.instancePath);
+  const subject = field === "" ? "The arguments" : `Field ${q(field)}`;
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case "required":
+      return `Missing required field ${q(join(field, String(p.missingProperty)))}.`;
+    case "additionalProperties":
+    case "unevaluatedProperties":
+      return `Field ${q(join(field, String(p.additionalProperty ?? p.unevaluatedProperty)))} is not accepted by this tool.`;
+    case "type":
+      return `${subject} must be of type ${String(p.type)}.`;
+    case "enum":
+      return `${subject} must be one of ${(Array.isArray(p.allowedValues) ? p.allowedValues : []).map((v) => JSON.stringify(v)).join(", ")}.`;
+    case "const":
+      return `${subject} must equal ${JSON.stringify(p.allowedValue)}.`;
+    default:
+      return `${subject} ${e.message ?? "is invalid"}.`;
+  }
+}
+
+const MAX_ERRORS = 20;
+
+export type ValidationResult =
+  | { ok: true; effective: Record<string, unknown> }
+  | { ok: false; errors: string[] };
+
+export class ArgumentValidator {
+  private readonly snap: CatalogSnapshot;
+  private readonly compiled = new Map<string, Compiled>();
+  private readonly instances = new Map<string, Ajv | Ajv2020>();
+
+  constructor(snap: CatalogSnapshot) {
+    this.snap = snap;
+  }
+
+  private ajv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
+    const key = `${dialect}:${useDefaults}`;
+    let a = this.instances.get(key);
+    if (!a) {
+      a = makeAjv(dialect, useDefaults);
+      this.instances.set(key, a);
+    }
+    return a;
+  }
+
+  private compile(toolName: string): Compiled {
+    const hit = this.compiled.get(toolName);
+    if (hit) return hit;
+    const entry = this.snap.byName.get(toolName);
+    let result: Compiled;
+    const schema = entry
+      ? Object.hasOwn(entry.tool, "inputSchema")
+        ? entry.tool.inputSchema
+        : undefined
+      : undefined;
+    const dialect = dialectOf(schema);
+    if (schema === undefined || typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+      result = { invalid: `Tool ${q(toolName)} has no valid input schema, so its calls are refused.` };
+    } else if (typeof dialect !== "string") {
+      result = {
+        invalid: `Tool ${q(toolName)} declares an unsupported schema dialect (${dialect.unsupported}), so its calls are refused.`,
+      };
+    } else {
+      try {
+        result = {
+          check: this.ajv(dialect, false).compile(schema),
+          withDefaults: this.ajv(dialect, true).compile(schema),
+        };
+      } catch (err) {
+        const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
+        result = {
+          invalid: `Tool ${q(toolName)} has an invalid input schema (${why}), so its calls are refused.`,
+        };
+      }
+    }
+    this.compiled.set(toolName, result);
+    return result;
+  }
+
+  /**
+   * Validates `args` (the client's `arguments`; absent means `{}`). On success, `effective` is
+   * a deep copy with schema defaults filled in, for review and audit; the caller forwards the
+   * client's own arguments unchanged.
+   */
+  validate(toolName: string, args: unknown): ValidationResult {
+    if (!this.snap.byName.has(toolName)) {
+      return { ok: false, errors: [`Tool ${q(toolName)} is not in the current catalog.`] };
+    }
+    const value = args === undefined ? {} : args;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return { ok: false, errors: ["The arguments must be a JSON object."] };
+    }
+    const c = this.compile(toolName);
+    if ("invalid" in c) return { ok: false, errors: [c.invalid] };
+    try {
+      if (!c.check(value)) {
+        const errors = (c.check.errors ?? []).map(errorSentence);
+        const unique = [...new Set(errors)];
+        if (unique.length === 0) unique.push("The arguments do not match the tool's input schema.");
+        if (unique.length > MAX_ERRORS) {
+          const more = unique.length - MAX_ERRORS;
+          unique.length = MAX_ERRORS;
+          unique.push(`${more} more errors were not listed.`);
+        }
+        return { ok: false, errors: unique };
+      }
+      const effective = structuredClone(value) as Record<string, unknown>;
+      c.withDefaults(effective);
+      return { ok: true, effective };
+    } catch (err) {
+      const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
+      return {
+        ok: false,
+        errors: [`The arguments could not be checked against the schema of ${q(toolName)} (${why}).`],
+      };
+    }
+  }
+}

@@ -1,0 +1,468 @@
+import { describe, expect, it } from "vitest";
+import {
+  type CatalogDiff,
+  type DiffEntry,
+  diffCatalogs,
+  type FieldChange,
+  renderDiff,
+  snapshotOf,
+  type Tool,
+} from "../../src/catalog/index.js";
+import {
+  createBranch,
+  deleteEnvironment,
+  deployService,
+  edit,
+  getRelease,
+  postComment,
+  publishPreview,
+  queryLogs,
+  readIssue,
+  repoSearch,
+  searchLogs,
+} from "./fixtures.js";
+
+function entry(d: CatalogDiff, tool: string): DiffEntry {
+  const e = d.entries.find((x) => x.tool === tool);
+  if (!e) throw new Error(`no entry for ${tool} in ${JSON.stringify(d.entries.map((x) => x.tool))}`);
+  return e;
+}
+
+function change(e: DiffEntry, path: string, kind: string): FieldChange {
+  const c = e.changes.find((x) => x.path === path && x.change.startsWith(kind));
+  if (!c) throw new Error(`no "${kind}" at ${path}: ${JSON.stringify(e.changes, null, 1)}`);
+  return c;
+}
+
+/** the one modified entry of a before/after pair of the same tool */
+function modified(before: Tool, after: Tool): DiffEntry {
+  const d = diffCatalogs([before], [after]);
+  expect(d.entries).toHaveLength(1);
+  const e = d.entries[0] as DiffEntry;
+  expect(e.kind).toBe("modified");
+  return e;
+}
+
+describe("seed scenarios", () => {
+  it("post_comment added beside read_issue is an added tool that expands", () => {
+    const before = [repoSearch, readIssue, createBranch];
+    const after = [repoSearch, readIssue, createBranch, postComment];
+    const d = diffCatalogs(before, after);
+    expect(d.entries).toHaveLength(1);
+    const e = entry(d, "post_comment");
+    expect(e.kind).toBe("added");
+    expect(e.classification).toBe("expands");
+    expect(e.fingerprintAfter).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(d.expands).toBe(true);
+    expect(change(e, "inputSchema.properties.body", "property added").classification).toBe("expands");
+    const text = renderDiff(d);
+    expect(text).toMatch(/\+ added\s+post_comment\s+expands/);
+  });
+
+  it("delete_environment removed is a removed entry that narrows", () => {
+    const d = diffCatalogs([readIssue, deleteEnvironment], [readIssue]);
+    expect(d.entries).toHaveLength(1);
+    const e = entry(d, "delete_environment");
+    expect(e.kind).toBe("removed");
+    expect(e.classification).toBe("narrows");
+    expect(d.expands).toBe(false);
+    expect(renderDiff(d)).toMatch(/- removed\s+delete_environment\s+narrows/);
+  });
+
+  it("search_logs → query_logs with a new optional project field: removed + added, rename candidate, expands", () => {
+    const d = diffCatalogs([readIssue, searchLogs], [readIssue, queryLogs]);
+    expect(d.entries.map((e) => [e.kind, e.tool])).toEqual([
+      ["added", "query_logs"],
+      ["removed", "search_logs"],
+    ]);
+    expect(d.renameCandidates).toHaveLength(1);
+    expect(d.renameCandidates[0]).toMatchObject({ from: "search_logs", to: "query_logs" });
+    expect(d.renameCandidates[0]?.similarity).toContain("added project");
+    const added = entry(d, "query_logs");
+    expect(added.renameCandidate).toBe("search_logs");
+    expect(added.classification).toBe("expands");
+    expect(entry(d, "search_logs").renameCandidate).toBe("query_logs");
+    // the new selector is not hidden by the rename: it is listed, and flagged
+    const p = change(added, "inputSchema.properties.project", "property added");
+    expect(p.classification).toBe("expands");
+    expect(p.sensitive).toEqual(["project-like name"]);
+    expect(d.expands).toBe(true);
+    const text = renderDiff(d);
+    expect(text).toContain("renamed? search_logs → query_logs");
+    expect(text).toContain("sensitive: project-like name");
+  });
+
+  it("include_private_notes and destination_url added to an existing tool expand, the second flagged as a destination", () => {
+    const after = edit(readIssue, (t) => {
+      t.inputSchema.properties.include_private_notes = { type: "boolean", default: false };
+      t.inputSchema.properties.destination_url = { type: "string", format: "uri" };
+    });
+    const e = modified(readIssue, after);
+    expect(e.classification).toBe("expands");
+    const notes = change(e, "inputSchema.properties.include_private_notes", "property added");
+    expect(notes.classification).toBe("expands");
+    expect(notes.sensitive).toContain("private data-like name");
+    const dest = change(e, "inputSchema.properties.destination_url", "property added");
+    expect(dest.classification).toBe("expands");
+    expect(dest.sensitive).toEqual(["destination-like name", "format uri", "url-like name"]);
+    expect(renderDiff(diffCatalogs([readIssue], [after]))).toContain(
+      "include_private_notes: boolean, default false",
+    );
+  });
+
+  it("an enum widened expands; narrowed narrows", () => {
+    const wider = edit(deployService, (t) => {
+      t.inputSchema.properties.environment.enum = ["dev", "staging", "production"];
+    });
+    const e = modified(deployService, wider);
+    const c = change(e, "inputSchema.properties.environment", "enum widened");
+    expect(c.classification).toBe("expands");
+    expect(c.detail).toContain("enum adds production");
+    expect(e.classification).toBe("expands");
+    const back = modified(wider, deployService);
+    expect(change(back, "inputSchema.properties.environment", "enum narrowed").classification).toBe(
+      "narrows",
+    );
+    expect(back.classification).toBe("narrows");
+  });
+
+  it("required loosened expands; tightened narrows", () => {
+    const looser = edit(deployService, (t) => {
+      t.inputSchema.required = ["service"];
+    });
+    const e = modified(deployService, looser);
+    expect(change(e, "inputSchema.properties.environment", "required loosened").classification).toBe(
+      "expands",
+    );
+    expect(e.classification).toBe("expands");
+    const back = modified(looser, deployService);
+    expect(change(back, "inputSchema.properties.environment", "required tightened").classification).toBe(
+      "narrows",
+    );
+    expect(back.classification).toBe("narrows");
+  });
+
+  it("publish_preview gaining target {enum preview|production, default preview} expands, default visible", () => {
+    const after = edit(publishPreview, (t) => {
+      t.inputSchema.properties.target = {
+        type: "string",
+        enum: ["preview", "production"],
+        default: "preview",
+      };
+    });
+    const d = diffCatalogs([publishPreview], [after]);
+    const e = entry(d, "publish_preview");
+    expect(e.classification).toBe("expands");
+    const c = change(e, "inputSchema.properties.target", "property added");
+    expect(c.detail).toBe('target: string, default "preview" (enum preview|production)');
+    expect(c.sensitive).toEqual(["destination-like name"]);
+    const text = renderDiff(d, { fromRevision: 4, toRevision: 5 });
+    expect(text).toContain("catalog revision 4 → 5");
+    expect(text).toContain('target: string, default "preview" (enum preview|production)');
+    expect(text).toMatch(/~ modified\s+publish_preview\s+expands/);
+  });
+
+  it('"Get release details" → "Get and update release details" with the same schema: flagged, not cosmetic', () => {
+    const after = edit(getRelease, (t) => {
+      t.description = "Get and update release details";
+    });
+    const e = modified(getRelease, after);
+    expect(e.classification).toBe("expands");
+    const c = change(e, "description", "description changed");
+    expect(c.classification).toBe("expands");
+    expect(c.newEffects).toEqual(["update"]);
+    expect(c.change).toBe("description changed: names new effects");
+    expect(renderDiff(diffCatalogs([getRelease], [after]))).toContain("[new effects: update]");
+  });
+
+  it("a whitespace, case or punctuation-only description change is cosmetic", () => {
+    const after = edit(getRelease, (t) => {
+      t.description = "  get release details. ";
+    });
+    const e = modified(getRelease, after);
+    expect(e.classification).toBe("cosmetic");
+    // a one-word change that names no effect verb is still not provably cosmetic
+    const other = edit(getRelease, (t) => {
+      t.description = "Get release details of any repository";
+    });
+    expect(modified(getRelease, other).classification).toBe("expands");
+  });
+
+  it("readOnlyHint true→false is shown and expands; the reverse narrows", () => {
+    const after = edit(getRelease, (t) => {
+      t.annotations.readOnlyHint = false;
+    });
+    const d = diffCatalogs([getRelease], [after]);
+    const e = entry(d, "get_release");
+    const c = change(e, "annotations.readOnlyHint", "annotation readOnlyHint true→false");
+    expect(c.classification).toBe("expands");
+    expect(renderDiff(d)).toContain("annotation readOnlyHint true→false");
+    expect(modified(after, getRelease).classification).toBe("narrows");
+    // absent means the MCP default (readOnlyHint false): dropping the hint is true→false too
+    const dropped = edit(getRelease, (t) => {
+      delete t.annotations.readOnlyHint;
+    });
+    expect(
+      change(modified(getRelease, dropped), "annotations.readOnlyHint", "annotation").classification,
+    ).toBe("expands");
+  });
+
+  it("destructiveHint false→true and openWorldHint false→true expand", () => {
+    const a = edit(postComment, () => {});
+    const b = edit(postComment, (t) => {
+      t.annotations.destructiveHint = true;
+    });
+    expect(change(modified(a, b), "annotations.destructiveHint", "annotation").classification).toBe(
+      "expands",
+    );
+    const c = edit(readIssue, (t) => {
+      t.annotations.openWorldHint = true;
+    });
+    expect(change(modified(readIssue, c), "annotations.openWorldHint", "annotation").classification).toBe(
+      "expands",
+    );
+  });
+
+  it("input schema keys reordered: same fingerprint, no diff", () => {
+    const reordered: Tool = {
+      annotations: { openWorldHint: false, readOnlyHint: true },
+      inputSchema: {
+        additionalProperties: false,
+        required: ["issue_id"],
+        properties: { issue_id: { description: "Issue number or key, e.g. PROJ-12", type: "string" } },
+        type: "object",
+      },
+      description: readIssue.description,
+      title: readIssue.title,
+      name: "read_issue",
+    };
+    expect(snapshotOf([reordered], 1).fingerprint).toBe(snapshotOf([readIssue], 1).fingerprint);
+    expect(diffCatalogs([readIssue], [reordered]).entries).toEqual([]);
+  });
+});
+
+describe("field by field", () => {
+  it("nested properties are diffed recursively", () => {
+    const after = edit(deployService, (t) => {
+      t.inputSchema.properties.options.properties.webhook = { type: "string" };
+      t.inputSchema.properties.options.properties.dry_run.default = false;
+      t.inputSchema.properties.options.properties.replicas.maximum = 10;
+    });
+    const e = modified(deployService, after);
+    const w = change(e, "inputSchema.properties.options.properties.webhook", "property added");
+    expect(w.sensitive).toEqual(["url-like name"]);
+    const dflt = change(e, "inputSchema.properties.options.properties.dry_run", "default changed");
+    expect(dflt).toMatchObject({ before: true, after: false, classification: "expands" });
+    const max = change(e, "inputSchema.properties.options.properties.replicas", "maximum loosened");
+    expect(max).toMatchObject({ before: 3, after: 10, classification: "expands" });
+  });
+
+  it("bounds, pattern, additionalProperties and type move in both directions", () => {
+    const looser = edit(repoSearch, (t) => {
+      t.inputSchema.properties.query.maxLength = 1000;
+      t.inputSchema.properties.limit.minimum = 0;
+      t.inputSchema.additionalProperties = true;
+    });
+    const e = modified(repoSearch, looser);
+    expect(change(e, "inputSchema.properties.query", "maxLength loosened").classification).toBe("expands");
+    expect(change(e, "inputSchema.properties.limit", "minimum loosened").classification).toBe("expands");
+    // absent already meant open: stating it is cosmetic
+    expect(
+      change(e, "inputSchema.additionalProperties", "additionalProperties made explicit").classification,
+    ).toBe("cosmetic");
+
+    const closed = edit(deployService, (t) => {
+      t.inputSchema.additionalProperties = true;
+      t.inputSchema.properties.options.additionalProperties = { type: "string" };
+    });
+    const o = modified(deployService, closed);
+    expect(change(o, "inputSchema.additionalProperties", "additionalProperties opened").classification).toBe(
+      "expands",
+    );
+    expect(
+      change(o, "inputSchema.properties.options.additionalProperties", "additionalProperties opened")
+        .classification,
+    ).toBe("expands");
+    expect(modified(closed, deployService).classification).toBe("narrows");
+
+    const pattern = edit(createBranch, (t) => {
+      t.inputSchema.properties.branch.pattern = "^.+$";
+    });
+    expect(
+      change(modified(createBranch, pattern), "inputSchema.properties.branch", "pattern changed")
+        .classification,
+    ).toBe("expands");
+    const noPattern = edit(createBranch, (t) => {
+      delete t.inputSchema.properties.branch.pattern;
+    });
+    expect(
+      change(modified(createBranch, noPattern), "inputSchema.properties.branch", "pattern loosened")
+        .classification,
+    ).toBe("expands");
+    expect(modified(noPattern, createBranch).classification).toBe("narrows");
+
+    const widened = edit(repoSearch, (t) => {
+      t.inputSchema.properties.limit.type = ["integer", "string"];
+    });
+    expect(
+      change(modified(repoSearch, widened), "inputSchema.properties.limit", "type widened").classification,
+    ).toBe("expands");
+    const num = edit(repoSearch, (t) => {
+      t.inputSchema.properties.limit.type = "number";
+    });
+    expect(
+      change(modified(repoSearch, num), "inputSchema.properties.limit", "type widened").classification,
+    ).toBe("expands");
+    expect(
+      change(modified(num, repoSearch), "inputSchema.properties.limit", "type narrowed").classification,
+    ).toBe("narrows");
+  });
+
+  it("a property removed narrows; a default added or removed expands", () => {
+    const fewer = edit(repoSearch, (t) => {
+      delete t.inputSchema.properties.limit;
+    });
+    expect(
+      change(modified(repoSearch, fewer), "inputSchema.properties.limit", "property removed").classification,
+    ).toBe("narrows");
+    const noDefault = edit(repoSearch, (t) => {
+      delete t.inputSchema.properties.limit.default;
+    });
+    expect(
+      change(modified(repoSearch, noDefault), "inputSchema.properties.limit", "default removed")
+        .classification,
+    ).toBe("expands");
+    expect(
+      change(modified(noDefault, repoSearch), "inputSchema.properties.limit", "default added").classification,
+    ).toBe("expands");
+  });
+
+  it("outputSchema changes are diffed with the same rules", () => {
+    const withOut = edit(readIssue, (t) => {
+      t.outputSchema = { type: "object", properties: { title: { type: "string" } } };
+    });
+    const more = edit(withOut, (t) => {
+      t.outputSchema.properties.private_notes = { type: "string" };
+    });
+    expect(change(modified(readIssue, withOut), "outputSchema", "outputSchema added").classification).toBe(
+      "expands",
+    );
+    expect(
+      change(modified(withOut, more), "outputSchema.properties.private_notes", "property added")
+        .classification,
+    ).toBe("expands");
+  });
+
+  it("execution, icons, _meta and unknown fields expand", () => {
+    for (const [k, v] of [
+      ["execution", { taskSupport: "optional" }],
+      ["icons", [{ src: "https://example.com/i.png" }]],
+      ["_meta", { "vendor/x": 1 }],
+      ["somethingNew", true],
+    ] as const) {
+      const after = edit(readIssue, (t) => {
+        t[k] = v;
+      });
+      const e = modified(readIssue, after);
+      expect(e.classification).toBe("expands");
+      expect(e.changes[0]?.change).toBe(`field ${k} added`);
+    }
+  });
+
+  it("title changes follow the description rule", () => {
+    const cosmetic = edit(readIssue, (t) => {
+      t.title = "read Issue";
+    });
+    expect(modified(readIssue, cosmetic).classification).toBe("cosmetic");
+    const worded = edit(readIssue, (t) => {
+      t.title = "Read and close issue";
+    });
+    const e = modified(readIssue, worded);
+    expect(change(e, "title", "title changed").newEffects).toEqual(["close"]);
+    expect(e.classification).toBe("expands");
+  });
+
+  it("junk schemas never throw and count as expanding", () => {
+    const junk: unknown[] = [
+      null,
+      3,
+      "object",
+      [1, 2],
+      true,
+      false,
+      { $ref: "#/x" },
+      { type: 7 },
+      { properties: [] },
+    ];
+    for (const a of junk) {
+      for (const b of junk) {
+        const ta = { name: "t", inputSchema: a } as Tool;
+        const tb = { name: "t", inputSchema: b } as Tool;
+        const d = diffCatalogs([ta], [tb]);
+        if (JSON.stringify(a) === JSON.stringify(b)) expect(d.entries).toEqual([]);
+        else {
+          expect(d.entries).toHaveLength(1);
+          // every change here is unprovable, except a valid schema closed to `false`
+          const valid = typeof a === "boolean" || (typeof a === "object" && a !== null && !Array.isArray(a));
+          expect(d.entries[0]?.classification).toBe(valid && b === false ? "narrows" : "expands");
+        }
+      }
+    }
+  });
+
+  it("lists with non-tools, duplicates and odd names are tolerated", () => {
+    const before = [readIssue, null, 5, { name: 7 }, { name: "__proto__", x: 1 }] as unknown as Tool[];
+    const after = [
+      readIssue,
+      readIssue,
+      { name: "__proto__", x: 2 },
+      { name: "constructor" },
+    ] as unknown as Tool[];
+    const d = diffCatalogs(before, after);
+    expect(d.entries.map((e) => [e.kind, e.tool, e.classification])).toEqual([
+      ["added", "constructor", "expands"],
+      ["modified", "__proto__", "expands"],
+    ]);
+  });
+
+  it("a classification is the strongest of its changes", () => {
+    const mixed = edit(deployService, (t) => {
+      t.inputSchema.properties.environment.enum = ["dev"]; // narrows
+      t.description = "deploy a service to an environment"; // cosmetic
+    });
+    expect(modified(deployService, mixed).classification).toBe("narrows");
+    const plus = edit(mixed, (t) => {
+      t.inputSchema.properties.region = { type: "string" }; // expands
+    });
+    expect(modified(deployService, plus).classification).toBe("expands");
+  });
+
+  it("identical schemas under different names are rename candidates; unrelated ones are not", () => {
+    const renamed = edit(deleteEnvironment, (t) => {
+      t.name = "remove_environment";
+    });
+    const d = diffCatalogs([deleteEnvironment, readIssue], [renamed, readIssue]);
+    expect(d.renameCandidates).toEqual([
+      { from: "delete_environment", to: "remove_environment", similarity: "input schema identical" },
+    ]);
+    const u = diffCatalogs([deleteEnvironment], [postComment]);
+    expect(u.renameCandidates).toEqual([]);
+    expect(u.entries.every((e) => e.renameCandidate === undefined)).toBe(true);
+  });
+
+  it("renderDiff escapes terminal control characters from the server", () => {
+    const evil = edit(readIssue, (t) => {
+      t.description = "Read one issue\u001b[2J\u001b[31m and \u202eevil";
+    });
+    const text = renderDiff(diffCatalogs([readIssue], [evil]));
+    expect(text).not.toContain("\u001b");
+    expect(text).not.toContain("\u202e");
+    expect(text).toContain("\\u001b[2J");
+  });
+
+  it("renderDiff says when nothing changed", () => {
+    expect(renderDiff(diffCatalogs([readIssue], [readIssue]), { fromRevision: 3, toRevision: 3 })).toBe(
+      "catalog revision 3 → 3: no tool changed\n",
+    );
+  });
+});

@@ -1,0 +1,228 @@
+import { describe, expect, it } from "vitest";
+import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
+import { deployService, publishPreview, readIssue } from "./fixtures.js";
+
+const withTarget = {
+  ...publishPreview,
+  inputSchema: {
+    type: "object",
+    properties: {
+      build_id: { type: "string", minLength: 1 },
+      target: { type: "string", enum: ["preview", "production"], default: "preview" },
+      notify: {
+        type: "object",
+        properties: {
+          channel: { type: "string", default: "#deploys" },
+          when: { type: "string", format: "date-time" },
+        },
+      },
+    },
+    required: ["build_id"],
+    additionalProperties: false,
+  },
+} as Tool;
+
+const draft07: Tool = {
+  name: "legacy_tool",
+  inputSchema: {
+    $schema: "http://json-schema.org/draft-07/schema#",
+    type: "object",
+    properties: {
+      // draft-07 tuple form: items as an array
+      pair: { type: "array", items: [{ type: "string" }, { type: "integer" }], additionalItems: false },
+      level: { type: "integer", default: 3, exclusiveMaximum: 10 },
+    },
+    required: ["pair"],
+  },
+};
+
+const modern: Tool = {
+  name: "modern_tool",
+  inputSchema: {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    properties: {
+      pair: { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }], items: false },
+      extra: { $ref: "#/$defs/positive" },
+    },
+    $defs: { positive: { type: "integer", minimum: 1 } },
+    required: ["pair"],
+  },
+};
+
+function validator(...tools: Tool[]) {
+  return new ArgumentValidator(snapshotOf(tools, 1));
+}
+
+describe("ArgumentValidator", () => {
+  it("accepts valid arguments and fills defaults into a copy, never the input", () => {
+    const v = validator(withTarget);
+    const args = { build_id: "b-42", notify: {} };
+    const r = v.validate("publish_preview", args);
+    expect(r).toEqual({
+      ok: true,
+      effective: { build_id: "b-42", target: "preview", notify: { channel: "#deploys" } },
+    });
+    expect(args).toEqual({ build_id: "b-42", notify: {} });
+    if (r.ok) {
+      expect(r.effective).not.toBe(args);
+      expect(r.effective.notify).not.toBe(args.notify);
+    }
+  });
+
+  it("names the field in plain sentences", () => {
+    const v = validator(withTarget);
+    const r = v.validate("publish_preview", {
+      target: "staging",
+      destination_url: "https://x",
+      notify: { when: "soon" },
+    });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors).toContain('Missing required field "build_id".');
+    expect(r.errors).toContain('Field "target" must be one of "preview", "production".');
+    expect(r.errors).toContain('Field "destination_url" is not accepted by this tool.');
+    expect(r.errors).toContain('Field "notify.when" must match format "date-time".');
+  });
+
+  it("a required field with a default is still required of the client", () => {
+    const t = {
+      name: "t",
+      inputSchema: {
+        type: "object",
+        properties: { mode: { type: "string", default: "safe" } },
+        required: ["mode"],
+      },
+    } as Tool;
+    const r = validator(t).validate("t", {});
+    expect(r).toEqual({ ok: false, errors: ['Missing required field "mode".'] });
+  });
+
+  it("2020-12 by default: prefixItems and $defs", () => {
+    const v = validator(modern);
+    expect(v.validate("modern_tool", { pair: ["a", 1] }).ok).toBe(true);
+    expect(v.validate("modern_tool", { pair: ["a", 1, 2] }).ok).toBe(false);
+    const r = v.validate("modern_tool", { pair: ["a", "b"], extra: 0 });
+    expect(r).toEqual({
+      ok: false,
+      errors: ['Field "pair[1]" must be of type integer.', 'Field "extra" must be >= 1.'],
+    });
+    // without $schema the default dialect is 2020-12 too: prefixItems is understood
+    const bare = {
+      name: "bare",
+      inputSchema: { type: "array", prefixItems: [{ type: "string" }], items: false },
+    } as Tool;
+    const b = validator(bare);
+    expect(b.validate("bare", ["x", "y"]).ok).toBe(false);
+  });
+
+  it("draft-07 when $schema says so: array items, defaults", () => {
+    const v = validator(draft07);
+    expect(v.validate("legacy_tool", { pair: ["a", 1] })).toEqual({
+      ok: true,
+      effective: { pair: ["a", 1], level: 3 },
+    });
+    expect(v.validate("legacy_tool", { pair: ["a", "b"] }).ok).toBe(false);
+    expect(v.validate("legacy_tool", { pair: ["a", 1, 2] }).ok).toBe(false);
+    expect(v.validate("legacy_tool", { pair: ["a", 1], level: 10 })).toEqual({
+      ok: false,
+      errors: ['Field "level" must be < 10.'],
+    });
+  });
+
+  it("an invalid or unsupported schema denies the call instead of throwing", () => {
+    const broken = {
+      name: "broken",
+      inputSchema: { type: "object", properties: { a: { type: "no-such-type" } } },
+    } as Tool;
+    const badRef = {
+      name: "bad_ref",
+      inputSchema: { type: "object", properties: { a: { $ref: "#/$defs/missing" } } },
+    } as Tool;
+    const dialect = {
+      name: "old",
+      inputSchema: { $schema: "http://json-schema.org/draft-04/schema#", type: "object" },
+    } as Tool;
+    const none = { name: "none" } as Tool;
+    const junk = { name: "junk", inputSchema: "object" } as Tool;
+    const v = validator(broken, badRef, dialect, none, junk);
+    for (const [name, phrase] of [
+      ["broken", "has an invalid input schema"],
+      ["bad_ref", "has an invalid input schema"],
+      ["old", "declares an unsupported schema dialect"],
+      ["none", "has no valid input schema"],
+      ["junk", "has no valid input schema"],
+    ] as const) {
+      const r = v.validate(name, {});
+      expect(r.ok).toBe(false);
+      if (!r.ok) {
+        expect(r.errors).toHaveLength(1);
+        expect(r.errors[0]).toContain(`Tool "${name}" ${phrase}`);
+      }
+    }
+  });
+
+  it("refuses a tool that is not in the catalog, and non-object arguments", () => {
+    const v = validator(readIssue);
+    expect(v.validate("delete_environment", {})).toEqual({
+      ok: false,
+      errors: ['Tool "delete_environment" is not in the current catalog.'],
+    });
+    expect(v.validate("read_issue", [1])).toEqual({
+      ok: false,
+      errors: ["The arguments must be a JSON object."],
+    });
+    expect(v.validate("read_issue", null)).toEqual({
+      ok: false,
+      errors: ["The arguments must be a JSON object."],
+    });
+    // absent arguments are an empty object
+    expect(v.validate("read_issue", undefined)).toEqual({
+      ok: false,
+      errors: ['Missing required field "issue_id".'],
+    });
+  });
+
+  it("compiles each tool's schema once per validator; tools sharing an $id do not collide", () => {
+    const a = {
+      name: "a",
+      inputSchema: {
+        $id: "https://example.com/schemas/same.json",
+        type: "object",
+        properties: { x: { type: "string" } },
+      },
+    } as Tool;
+    const b = {
+      name: "b",
+      inputSchema: {
+        $id: "https://example.com/schemas/same.json",
+        type: "object",
+        properties: { x: { type: "integer" } },
+      },
+    } as Tool;
+    const v = validator(a, b, deployService);
+    expect(v.validate("a", { x: "s" }).ok).toBe(true);
+    expect(v.validate("b", { x: 1 }).ok).toBe(true);
+    expect(v.validate("b", { x: "s" }).ok).toBe(false);
+    const compiled = (v as unknown as { compiled: Map<string, unknown> }).compiled;
+    const first = compiled.get("a");
+    v.validate("a", { x: "t" });
+    expect(compiled.get("a")).toBe(first);
+    expect(compiled.has("deploy_service")).toBe(false);
+  });
+
+  it("caps the number of sentences", () => {
+    const props: Record<string, unknown> = {};
+    for (let i = 0; i < 40; i++) props[`f${i}`] = { type: "string" };
+    const t = {
+      name: "many",
+      inputSchema: { type: "object", properties: props, required: Object.keys(props) },
+    } as Tool;
+    const r = validator(t).validate("many", {});
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.errors).toHaveLength(21);
+      expect(r.errors[20]).toBe("20 more errors were not listed.");
+    }
+  });
+});
