@@ -57,6 +57,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
                 fingerprint: r.fingerprint,
                 firstSeenAt: r.firstSeenAt,
                 firstEpoch: r.firstEpoch,
+                coverage: r.coverage,
                 tools: r.tools.map((t) => ({ fingerprint: snap.byName.get(t.name)?.fingerprint, tool: t })),
               },
               null,

@@ -365,6 +365,9 @@ export class Gateway {
 
   private hold(msg: Request): void {
     const ms = this.o.holdTimeoutMs ?? 15_000;
+    this.o.log.info(
+      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of epoch ${this.gen?.epoch ?? "(starting)"} is verified`,
+    );
     const held: HeldCall = {
       msg,
       timer: setTimeout(() => {

@@ -1,0 +1,188 @@
+// Catalog revisions and the stale-call guard, end to end: fixture servers with several
+// revisions driven through the gateway by the official SDK client.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { DELETE_ENVIRONMENT, makeCatalog, numberedTools, type ToolDef } from "../helpers/catalog.js";
+import { sleep, waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand, NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+
+const READ_ISSUE: ToolDef = {
+  name: "read_issue",
+  description: "Read an issue.",
+  inputSchema: { type: "object", required: ["issue_id"], properties: { issue_id: { type: "string" } } },
+  annotations: { readOnlyHint: true },
+};
+const POST_COMMENT: ToolDef = {
+  name: "post_comment",
+  description: "Post a comment on an issue.",
+  inputSchema: {
+    type: "object",
+    required: ["issue_id", "body"],
+    properties: { issue_id: { type: "string" }, body: { type: "string" } },
+  },
+};
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function catalogGateway(tools: ToolDef[], opts: { pageSize?: number } = {}) {
+  const cat = makeCatalog(tools, opts);
+  const gw = await startGateway({
+    args: ["--label", "issues", "--approval", "none", "--", ...fixtureCommand("catalog")],
+    env: cat.env,
+  });
+  cleanup.push(() => gw.close(), () => cat.cleanup());
+  return { cat, gw };
+}
+
+async function listChangedAfter(gw: Session<Client>, from: number) {
+  return gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
+}
+
+function refusal(e: unknown) {
+  return e as { code: number; data: Record<string, unknown> };
+}
+
+describe("catalog revisions", () => {
+  it("an added post_comment beside read_issue is `added`, `expands`, and the client is told", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+    await gw.client.listTools();
+    const from = gw.received().length;
+    cat.write([READ_ISSUE, POST_COMMENT]);
+    await listChangedAfter(gw, from);
+    const names = (await gw.client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(["read_issue", "post_comment"]);
+    const diff = await runCli(["catalog", "diff", "issues", "--json"], { stateDir: gw.stateDir });
+    expect(diff.code).toBe(0);
+    const d = JSON.parse(diff.stdout);
+    expect(d.from).toBe(1);
+    expect(d.to).toBe(2);
+    expect(d.entries).toEqual([expect.objectContaining({ kind: "added", tool: "post_comment", classification: "expands" })]);
+    const human = await runCli(["catalog", "diff", "issues"], { stateDir: gw.stateDir });
+    expect(human.stdout).toMatch(/post_comment/);
+    expect(human.stdout).toMatch(/expands/);
+  });
+
+  it("serves every page of a catalog served in three pages, and fingerprints them all", async () => {
+    const { gw } = await catalogGateway(numberedTools("tool", 6), { pageSize: 2 });
+    const listed = await gw.client.listTools();
+    expect(listed.tools.map((t) => t.name)).toEqual(numberedTools("tool", 6).map((t) => t.name));
+    expect(listed.nextCursor).toBeUndefined();
+    const show = JSON.parse((await runCli(["catalog", "show", "issues", "--json"], { stateDir: gw.stateDir })).stdout);
+    expect(show.coverage).toMatchObject({ pages: 3, tools: 6, complete: true });
+    expect(show.tools).toHaveLength(6);
+    for (const t of show.tools) expect(t.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe("the stale-call guard", () => {
+  it("a tool dropped from the list is refused by the gateway and never reaches the server", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE, DELETE_ENVIRONMENT]);
+    await gw.client.listTools();
+    const from = gw.received().length;
+    cat.write([READ_ISSUE]);
+    await listChangedAfter(gw, from);
+    await gw.client.listTools();
+    const err = await gw.client
+      .callTool({ name: "delete_environment", arguments: { environment: "prod" } })
+      .catch((e) => e);
+    expect(refusal(err).code).toBe(-32055);
+    expect(refusal(err).data).toMatchObject({ error: "tool_not_in_catalog", tool: "delete_environment", currentRevision: 2 });
+    await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
+    expect(cat.records().map((r) => r.tool)).toEqual(["read_issue"]);
+  });
+
+  it("a client that ignores list_changed gets catalog_stale on every call until it lists again", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+    await gw.client.listTools();
+    await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
+    const from = gw.received().length;
+    cat.write([READ_ISSUE, POST_COMMENT]);
+    await listChangedAfter(gw, from);
+    for (let i = 0; i < 3; i++) {
+      const err = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "2" } }).catch((e) => e);
+      expect(refusal(err).code).toBe(-32052);
+      expect(refusal(err).data).toMatchObject({ error: "catalog_stale", seenRevision: 1, currentRevision: 2 });
+      expect(typeof refusal(err).data.retry).toBe("string");
+    }
+    await gw.client.listTools();
+    await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "3" } });
+    expect(cat.records().map((r) => r.args.issue_id)).toEqual(["1", "3"]);
+  });
+
+  it("a client that never listed is stale too", async () => {
+    const { gw } = await catalogGateway([READ_ISSUE]);
+    const err = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } }).catch((e) => e);
+    expect(refusal(err).data).toMatchObject({ error: "catalog_stale", seenRevision: null, currentRevision: 1 });
+  });
+
+  it("arguments that do not validate get an isError result listing the errors, and nothing is forwarded", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+    await gw.client.listTools();
+    const res = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: 42 } });
+    expect(res.isError).toBe(true);
+    expect(JSON.stringify(res.content)).toMatch(/issue_id/);
+    const missing = await gw.client.callTool({ name: "read_issue", arguments: {} });
+    expect(missing.isError).toBe(true);
+    expect(cat.records()).toHaveLength(0);
+  });
+
+  it("a restart while a write is pending: epoch_transition, and the write ran once and was not retried", async () => {
+    const project = makeProject("B");
+    const gw = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--", ...project.command],
+      cwd: project.dir,
+      env: project.env,
+    });
+    cleanup.push(() => gw.close(), () => project.cleanup());
+    await gw.client.listTools();
+    const pending = gw.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 30_000 }).catch((e) => e);
+    await waitFor(() => project.counter() === 1, 10_000, "slow_write to start");
+    project.rebuild("C");
+    const err = refusal(await pending);
+    expect(err.code).toBe(-32054);
+    expect(err.data).toMatchObject({ error: "epoch_transition", retried: false });
+    await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
+    await sleep(500);
+    project.release();
+    expect(project.counter()).toBe(1);
+    expect(project.records().filter((r) => r.tool === "slow_write")).toHaveLength(1);
+    // the same catalog came back: the client may call again without re-listing
+    const again = await gw.client.callTool({ name: "read_status", arguments: {} });
+    expect(JSON.stringify(again.content)).toContain('\\"revision\\":\\"C\\"');
+  });
+
+  it("calls arriving during identity-pending are held, then evaluated against the new catalog", async () => {
+    const project = makeProject("A");
+    // a wrapper that starts the server slowly keeps the new epoch identity-pending for a while
+    const slow = ["/bin/sh", "-c", `sleep 1.5; exec "${NODE}" dist/server.js`];
+    const gw = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--watch", "dist/**", "--", ...slow],
+      cwd: project.dir,
+      env: { ...project.env, ...project.credentialEnv },
+      connectTimeoutMs: 30_000,
+    });
+    cleanup.push(() => gw.close(), () => project.cleanup());
+    await gw.client.listTools();
+    const mark = gw.stderr().length;
+    project.rebuild("B"); // adjust_inventory gains a required `warehouse`
+    await gw.waitForStderr(/restarting server/, 10_000, mark);
+    // prepared against revision A's schema, sent while the new process is starting
+    const err = refusal(
+      await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1 } }).catch((e) => e),
+    );
+    expect(gw.stderr().slice(mark)).toMatch(/holding tools\/call/);
+    expect(err.code).toBe(-32052);
+    expect(err.data).toMatchObject({ error: "catalog_stale", seenRevision: 1, currentRevision: 2 });
+    expect(project.records()).toHaveLength(0);
+    await gw.client.listTools();
+    const ok = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1, warehouse: "w1" } });
+    expect(ok.isError).toBeFalsy();
+    expect(project.records().map((r) => r.revision)).toEqual(["B"]);
+  });
+});
