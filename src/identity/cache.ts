@@ -1,0 +1,421 @@
+// The digest cache: file content digests keyed by (path, size, mtime, ctime, inode), and directory
+// listings keyed by (path, mtime, ctime, inode), persisted in a compact binary file that is written
+// atomically (temporary file + rename). A missing, truncated or corrupt file is ignored: the cache
+// starts empty and is rebuilt by the next capture.
+import {
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname } from "node:path";
+import { type HashResult, hashFileSync, sha256Hex } from "./hash.js";
+
+export const KIND_OTHER = 0;
+export const KIND_FILE = 1;
+export const KIND_DIR = 2;
+export const KIND_LINK = 3;
+
+/**
+ * An entry whose mtime or ctime is this close to the moment it was read is not stored: a write in
+ * the same timestamp tick would leave the key unchanged (coarse filesystems tick in 1–2 s).
+ */
+export const RACY_MS = 2000;
+
+export interface FileEntry {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+  sha: string;
+  gen: number;
+}
+
+export interface DirEntry {
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+  /** Children, sorted so that a depth-first walk yields paths in sorted order (see digest.ts). */
+  names: string[];
+  kinds: Uint8Array;
+  /** Per child: size, mtimeMs, ctimeMs, ino of the file (or symlink) whose digest is in `shas`; NaN size = none. */
+  stats: Float64Array;
+  /** Per child: hex digest, "" when none. */
+  shas: string[];
+  gen: number;
+}
+
+interface StatLike {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+}
+
+const MAGIC = 0x43444350; // "PCDC" little-endian
+const VERSION = 2;
+const ZERO_SHA = "0".repeat(64);
+
+export class DigestCache {
+  readonly file: string | null;
+  /** @internal */ readonly files = new Map<string, FileEntry>();
+  /** @internal */ readonly dirs = new Map<string, DirEntry>();
+  private readonly meta = new Map<string, string>();
+  /** @internal */ gen = 1;
+  private dirty = false;
+  /** Why the persisted cache was not used (null when it loaded, or there was none). */
+  loadProblem: string | null = null;
+
+  constructor(file: string | null) {
+    this.file = file;
+    if (file !== null) this.load(file);
+  }
+
+  /** Number of file digests held. */
+  get size(): number {
+    return this.files.size;
+  }
+
+  /** @internal */ lookupFile(key: string, st: StatLike): FileEntry | undefined {
+    const e = this.files.get(key);
+    if (e === undefined) return undefined;
+    if (e.size !== st.size || e.mtimeMs !== st.mtimeMs || e.ctimeMs !== st.ctimeMs || e.ino !== st.ino) {
+      return undefined;
+    }
+    e.gen = this.gen;
+    return e;
+  }
+
+  /** @internal */ storeFile(key: string, r: HashResult, nowMs: number): void {
+    if (isRacy(r, nowMs)) {
+      if (this.files.delete(key)) this.dirty = true;
+      return;
+    }
+    this.files.set(key, {
+      size: r.size,
+      mtimeMs: r.mtimeMs,
+      ctimeMs: r.ctimeMs,
+      ino: r.ino,
+      sha: r.sha,
+      gen: this.gen,
+    });
+    this.dirty = true;
+  }
+
+  /** @internal */ lookupDir(key: string, st: Stats): DirEntry | undefined {
+    const e = this.dirs.get(key);
+    if (e === undefined) return undefined;
+    if (e.mtimeMs !== st.mtimeMs || e.ctimeMs !== st.ctimeMs || e.ino !== st.ino) return undefined;
+    e.gen = this.gen;
+    return e;
+  }
+
+  /** @internal */ storeDir(key: string, st: Stats, entry: DirEntry, nowMs: number): boolean {
+    if (isRacy(st, nowMs)) {
+      if (this.dirs.delete(key)) this.dirty = true;
+      return false;
+    }
+    entry.mtimeMs = st.mtimeMs;
+    entry.ctimeMs = st.ctimeMs;
+    entry.ino = st.ino;
+    entry.gen = this.gen;
+    this.dirs.set(key, entry);
+    this.dirty = true;
+    return true;
+  }
+
+  /** Records the digest of child `i` of a cached directory listing. @internal */
+  storeChild(entry: DirEntry, i: number, r: HashResult, nowMs: number): void {
+    const s = entry.stats;
+    if (isRacy(r, nowMs)) {
+      if (!Number.isNaN(s[4 * i]!)) this.dirty = true;
+      s[4 * i] = Number.NaN;
+      entry.shas[i] = "";
+      return;
+    }
+    s[4 * i] = r.size;
+    s[4 * i + 1] = r.mtimeMs;
+    s[4 * i + 2] = r.ctimeMs;
+    s[4 * i + 3] = r.ino;
+    entry.shas[i] = r.sha;
+    this.dirty = true;
+  }
+
+  /** Drops directory listings under `root` that the walk of generation `gen` (or a later one) did not visit. @internal */
+  pruneUnder(root: string, gen: number): void {
+    const prefix = root.endsWith("/") ? root : `${root}/`;
+    for (const [k, e] of this.dirs) {
+      if (e.gen < gen && (k === root || k.startsWith(prefix))) {
+        this.dirs.delete(k);
+        this.dirty = true;
+      }
+    }
+  }
+
+  getMeta(key: string): string | undefined {
+    return this.meta.get(key);
+  }
+
+  setMeta(key: string, value: string): void {
+    if (this.meta.get(key) === value) return;
+    this.meta.set(key, value);
+    this.dirty = true;
+  }
+
+  /**
+   * Digest of one file's content (symlinks followed), through the cache. `openPath` reads the
+   * bytes from another name for the same file (e.g. /proc/PID/exe for a running executable).
+   * Throws the file system error (with its `code`) when the file cannot be read.
+   */
+  digestFileSync(path: string, openPath: string = path, nowMs: number = Date.now()): string {
+    const st = statSync(openPath);
+    const hit = st.isFile() ? this.lookupFile(path, st) : undefined;
+    if (hit !== undefined) return hit.sha;
+    const r = hashFileSync(openPath, true);
+    this.storeFile(path, r, nowMs);
+    return r.sha;
+  }
+
+  /** Writes the cache if it changed (temporary file + rename). Never throws; false when it could not. */
+  save(): boolean {
+    if (this.file === null || !this.dirty) return true;
+    const tmp = `${this.file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      writeFileSync(tmp, this.encode(), { mode: 0o600 });
+      renameSync(tmp, this.file);
+      this.dirty = false;
+      return true;
+    } catch {
+      try {
+        unlinkSync(tmp);
+      } catch {}
+      return false;
+    }
+  }
+
+  private load(file: string): void {
+    let buf: Buffer;
+    try {
+      buf = readFileSync(file);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT") this.loadProblem = `cannot read ${file} (${code})`;
+      return;
+    }
+    try {
+      this.decode(buf);
+    } catch (e) {
+      this.files.clear();
+      this.dirs.clear();
+      this.meta.clear();
+      this.loadProblem = `ignored corrupt cache ${file}: ${(e as Error).message}`;
+    }
+  }
+
+  private encode(): Buffer {
+    const w = new Writer();
+    w.u32(MAGIC);
+    w.u32(VERSION);
+    w.u32(this.files.size);
+    w.u32(this.dirs.size);
+    w.u32(this.meta.size);
+    for (const [k, e] of this.files) {
+      w.str16(k);
+      w.f64(e.size);
+      w.f64(e.mtimeMs);
+      w.f64(e.ctimeMs);
+      w.f64(e.ino);
+      w.hex32(e.sha);
+    }
+    // A directory: its key, then each per-child array in one piece, so that decoding costs a few
+    // bulk operations per directory rather than several per file.
+    for (const [k, e] of this.dirs) {
+      const n = e.names.length;
+      w.str16(k);
+      w.f64(e.mtimeMs);
+      w.f64(e.ctimeMs);
+      w.f64(e.ino);
+      w.u32(n);
+      w.str32(e.names.join("\0"));
+      w.bytes(e.kinds);
+      w.align8();
+      w.bytes(new Uint8Array(e.stats.buffer, e.stats.byteOffset, 32 * n));
+      let hex = "";
+      for (let i = 0; i < n; i++) hex += e.shas[i] === "" ? ZERO_SHA : e.shas[i];
+      w.hexN(hex, 32 * n);
+    }
+    for (const [k, v] of this.meta) {
+      w.str32(k);
+      w.str32(v);
+    }
+    const body = w.done();
+    return Buffer.concat([body, Buffer.from(sha256Hex(body), "hex")]);
+  }
+
+  private decode(buf: Buffer): void {
+    if (buf.length < 52) throw new Error("too short");
+    const body = buf.subarray(0, buf.length - 32);
+    if (sha256Hex(body) !== buf.toString("hex", buf.length - 32)) throw new Error("checksum mismatch");
+    const r = new Reader(body);
+    if (r.u32() !== MAGIC) throw new Error("not a digest cache");
+    if (r.u32() !== VERSION) throw new Error("unknown version");
+    const nFiles = r.u32();
+    const nDirs = r.u32();
+    const nMeta = r.u32();
+    for (let i = 0; i < nFiles; i++) {
+      const k = r.str16();
+      const size = r.f64();
+      const mtimeMs = r.f64();
+      const ctimeMs = r.f64();
+      const ino = r.f64();
+      this.files.set(k, { size, mtimeMs, ctimeMs, ino, sha: r.hex32(), gen: 0 });
+    }
+    for (let i = 0; i < nDirs; i++) {
+      const k = r.str16();
+      const mtimeMs = r.f64();
+      const ctimeMs = r.f64();
+      const ino = r.f64();
+      const n = r.u32();
+      if (n > body.length) throw new Error("bad directory size");
+      const joined = r.str32();
+      const names = n === 0 ? [] : joined.split("\0");
+      if (names.length !== n) throw new Error("bad directory names");
+      const kinds = new Uint8Array(r.bytes(n)); // copies
+      r.align8();
+      const stats = new Float64Array(new Uint8Array(r.bytes(32 * n)).buffer);
+      const hex = r.hexN(32 * n);
+      const shas: string[] = new Array(n);
+      for (let j = 0; j < n; j++) shas[j] = Number.isNaN(stats[4 * j]!) ? "" : hex.slice(64 * j, 64 * j + 64);
+      this.dirs.set(k, { mtimeMs, ctimeMs, ino, names, kinds, stats, shas, gen: 0 });
+    }
+    for (let i = 0; i < nMeta; i++) this.meta.set(r.str32(), r.str32());
+    if (r.off !== body.length) throw new Error("trailing bytes");
+  }
+}
+
+function isRacy(st: { mtimeMs: number; ctimeMs: number }, nowMs: number): boolean {
+  return st.mtimeMs > nowMs - RACY_MS || st.ctimeMs > nowMs - RACY_MS;
+}
+
+class Writer {
+  private buf = Buffer.allocUnsafe(1 << 16);
+  private off = 0;
+
+  private room(n: number): void {
+    if (this.off + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.off + n) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.off);
+    this.buf = next;
+  }
+  u8(v: number): void {
+    this.room(1);
+    this.buf[this.off++] = v;
+  }
+  u32(v: number): void {
+    this.room(4);
+    this.buf.writeUInt32LE(v, this.off);
+    this.off += 4;
+  }
+  f64(v: number): void {
+    this.room(8);
+    this.buf.writeDoubleLE(v, this.off);
+    this.off += 8;
+  }
+  str16(s: string): void {
+    const n = Buffer.byteLength(s);
+    if (n > 0xffff) throw new Error("path too long");
+    this.room(2 + n);
+    this.buf.writeUInt16LE(n, this.off);
+    this.buf.write(s, this.off + 2, "utf8");
+    this.off += 2 + n;
+  }
+  str32(s: string): void {
+    const n = Buffer.byteLength(s);
+    this.room(4 + n);
+    this.buf.writeUInt32LE(n, this.off);
+    this.buf.write(s, this.off + 4, "utf8");
+    this.off += 4 + n;
+  }
+  hex32(hex: string): void {
+    this.hexN(hex, 32);
+  }
+  hexN(hex: string, n: number): void {
+    this.room(n);
+    this.buf.write(hex, this.off, n, "hex");
+    this.off += n;
+  }
+  bytes(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.off);
+    this.off += b.length;
+  }
+  align8(): void {
+    while (this.off % 8 !== 0) this.u8(0);
+  }
+  done(): Buffer {
+    return this.buf.subarray(0, this.off);
+  }
+}
+
+class Reader {
+  off = 0;
+  constructor(private readonly buf: Buffer) {}
+  private need(n: number): void {
+    if (this.off + n > this.buf.length) throw new Error("truncated");
+  }
+  u8(): number {
+    this.need(1);
+    return this.buf[this.off++]!;
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.buf.readUInt32LE(this.off);
+    this.off += 4;
+    return v;
+  }
+  f64(): number {
+    this.need(8);
+    const v = this.buf.readDoubleLE(this.off);
+    this.off += 8;
+    return v;
+  }
+  str16(): string {
+    this.need(2);
+    const n = this.buf.readUInt16LE(this.off);
+    this.need(2 + n);
+    const s = this.buf.toString("utf8", this.off + 2, this.off + 2 + n);
+    this.off += 2 + n;
+    return s;
+  }
+  str32(): string {
+    const n = this.u32();
+    this.need(n);
+    const s = this.buf.toString("utf8", this.off, this.off + n);
+    this.off += n;
+    return s;
+  }
+  hex32(): string {
+    return this.hexN(32);
+  }
+  hexN(n: number): string {
+    this.need(n);
+    const s = this.buf.toString("hex", this.off, this.off + n);
+    this.off += n;
+    return s;
+  }
+  bytes(n: number): Buffer {
+    this.need(n);
+    const b = this.buf.subarray(this.off, this.off + n);
+    this.off += n;
+    return b;
+  }
+  align8(): void {
+    while (this.off % 8 !== 0) this.off++;
+  }
+}

@@ -1,0 +1,302 @@
+// The static part of an execution record (captured before/at launch), the finished record, its
+// identity digest, and the human description of what changed between two records.
+import { execFile } from "node:child_process";
+import { statSync } from "node:fs";
+import { dirname, extname, join, resolve, sep } from "node:path";
+import type { DigestCache } from "./cache.js";
+import { DigestJob, type Slot } from "./digest.js";
+import { sha256Hex } from "./hash.js";
+import {
+  displayPath,
+  findUp,
+  IdentityError,
+  JS_EXTS,
+  type Resolved,
+  type RuntimeKind,
+  resolveLaunch,
+  unreadable,
+} from "./resolve.js";
+import type { ExecutionRecord, FileDigest, LaunchSpec, ProcessFact, StaticIdentity } from "./types.js";
+
+export const LOCKFILES = [
+  "package-lock.json",
+  "npm-shrinkwrap.json",
+  "pnpm-lock.yaml",
+  "yarn.lock",
+  "bun.lockb",
+  "bun.lock",
+  "uv.lock",
+  "poetry.lock",
+  "Cargo.lock",
+];
+
+/**
+ * Tool caches at the top of node_modules (vite, vitest, babel/webpack `.cache`): rewritten by
+ * test runs and builds, never loaded by a server. Left out of the dependency tree and the watcher.
+ */
+export const NODE_MODULES_SKIP: ReadonlySet<string> = new Set([".cache", ".vite", ".vite-temp", ".vitest"]);
+
+const RUNTIME_TIMEOUT_MS = 5000;
+
+export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache): Promise<StaticIdentity> {
+  const cwd = resolve(spec.cwd);
+  const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
+  const job = new DigestJob(cache);
+  const exeSlot = r.executable === null ? null : job.file(r.executable);
+  const entrySlot = r.entry === null ? null : job.file(r.entry);
+  const wrapperSlots = r.wrappers.map((w) => [w, job.file(w)] as const);
+  const lockPath = findUp(r.entry === null ? cwd : dirname(r.entry), LOCKFILES);
+  const lockSlot = lockPath === null ? null : job.file(lockPath);
+  const rtExe = r.runtime?.exe ?? null;
+  const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
+  const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
+  const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
+  const patterns = spec.include ?? [];
+  const inputs = patterns.length > 0 ? job.glob(cwd, patterns) : null;
+  await job.run();
+
+  const need = (what: string, abs: string, slot: Slot): FileDigest => {
+    if (slot.sha === undefined) throw unreadable(what, abs, cwd, slot.error);
+    return { path: displayPath(abs, cwd), sha256: slot.sha };
+  };
+  const executable =
+    r.executable === null || exeSlot === null
+      ? null
+      : { path: r.executable, sha256: need("executable", r.executable, exeSlot).sha256 };
+  const entry = r.entry === null || entrySlot === null ? null : need("entry file", r.entry, entrySlot);
+  const wrappers = wrapperSlots.map(([w, slot]) => need("wrapper script", w, slot));
+  const lockfile = lockPath === null || lockSlot === null ? null : need("lockfile", lockPath, lockSlot);
+  const runtime =
+    r.runtime === null ? null : await runtimeOf(r.runtime.kind, rtExe, rtSlot?.sha ?? null, cache);
+  const t = tree?.();
+  const inp = inputs?.();
+  cache.save();
+  return {
+    serverLabel: spec.serverLabel,
+    launchCommand: [spec.command, ...spec.args],
+    executable,
+    runtime,
+    entry,
+    wrappers,
+    lockfile,
+    dependencyTree:
+      nmRoot === null || t === undefined
+        ? null
+        : { root: displayPath(nmRoot, cwd), files: t.files, sha256: t.sha256 },
+    identityInputs:
+      inp === undefined ? null : { patterns: [...patterns], files: inp.files, sha256: inp.sha256 },
+    workingDirectory: cwd,
+    envDigest: envDigest(spec.env),
+    configDigest: spec.configDigest,
+  };
+}
+
+function usesNodeModules(r: Resolved): boolean {
+  const k = r.runtime?.kind;
+  if (k === "node" || k === "bun" || k === "deno") return true;
+  return r.entry !== null && JS_EXTS.includes(extname(r.entry));
+}
+
+/** The dependency tree a script at `dir` loads from: the outermost node_modules holding it, else the nearest one upward. */
+export function nodeModulesRoot(dir: string): string | null {
+  const marker = `${sep}node_modules`;
+  const i = `${dir}${sep}`.indexOf(`${marker}${sep}`);
+  if (i >= 0) return dir.slice(0, i + marker.length);
+  let d = dir;
+  for (;;) {
+    const nm = join(d, "node_modules");
+    try {
+      if (statSync(nm).isDirectory()) return nm;
+    } catch {}
+    const up = dirname(d);
+    if (up === d) return null;
+    d = up;
+  }
+}
+
+/** "sha256:…" over the sorted KEY=VALUE pairs, NUL-separated. Values are never kept. */
+export function envDigest(env: Record<string, string>): string {
+  const keys = Object.keys(env).sort();
+  return `sha256:${sha256Hex(keys.map((k) => `${k}=${env[k]}`).join("\0"))}`;
+}
+
+function isOwnExecutable(exe: string): boolean {
+  try {
+    const a = statSync("/proc/self/exe");
+    const b = statSync(exe);
+    return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+  } catch {
+    return false;
+  }
+}
+
+async function runtimeOf(
+  kind: RuntimeKind,
+  exe: string | null,
+  sha: string | null,
+  cache: DigestCache,
+): Promise<string | null> {
+  if (exe === null || sha === null) return null;
+  const key = `runtime\0${exe}\0${sha}`;
+  const cached = cache.getMeta(key);
+  if (cached !== undefined) return cached;
+  let version: string | null = null;
+  if (kind === "node" && isOwnExecutable(exe)) version = process.versions.node;
+  else version = await askVersion(exe);
+  const value = version === null ? null : `${kind} ${version}`;
+  if (value !== null) cache.setMeta(key, value);
+  return value;
+}
+
+function askVersion(exe: string): Promise<string | null> {
+  return new Promise((done) => {
+    try {
+      execFile(
+        exe,
+        ["--version"],
+        { timeout: RUNTIME_TIMEOUT_MS, env: { PATH: process.env.PATH ?? "" }, windowsHide: true },
+        (_err, stdout, stderr) => {
+          const m = /(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)/.exec(`${stdout}\n${stderr}`);
+          done(m === null ? null : m[1]!);
+        },
+      );
+    } catch {
+      done(null);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export function finishRecord(
+  s: StaticIdentity,
+  live: { epoch: string; processId: number; startedAt: string; processes: ProcessFact[] },
+): ExecutionRecord {
+  return {
+    serverLabel: s.serverLabel,
+    epoch: live.epoch,
+    launchCommand: s.launchCommand,
+    executable: s.executable,
+    runtime: s.runtime,
+    entry: s.entry,
+    wrappers: s.wrappers,
+    lockfile: s.lockfile,
+    dependencyTree: s.dependencyTree,
+    identityInputs: s.identityInputs,
+    workingDirectory: s.workingDirectory,
+    envDigest: s.envDigest,
+    configDigest: s.configDigest,
+    identityDigest: identityDigest(s, live.processes),
+    processes: live.processes,
+    processId: live.processId,
+    startedAt: live.startedAt,
+  };
+}
+
+const STATIC_KEYS = [
+  "serverLabel",
+  "launchCommand",
+  "executable",
+  "runtime",
+  "entry",
+  "wrappers",
+  "lockfile",
+  "dependencyTree",
+  "identityInputs",
+  "workingDirectory",
+  "envDigest",
+  "configDigest",
+] as const satisfies readonly (keyof StaticIdentity)[];
+
+/** What of each process is identity (not pid, ppid, start time), with its depth in the tree; input order. */
+function processKeys(processes: ProcessFact[]): string[] {
+  const byPid = new Map(processes.map((p) => [p.pid, p]));
+  const depth = (p: ProcessFact): number => {
+    let d = 0;
+    let cur: ProcessFact | undefined = p;
+    const seen = new Set<number>();
+    while (cur !== undefined && byPid.has(cur.ppid) && !seen.has(cur.pid)) {
+      seen.add(cur.pid);
+      cur = byPid.get(cur.ppid);
+      d++;
+    }
+    return d;
+  };
+  return processes.map((p) =>
+    canonicalJson({
+      depth: depth(p),
+      exe: p.exe,
+      exeSha256: p.exeSha256,
+      argv: p.argv,
+      scripts: [...p.scripts].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    }),
+  );
+}
+
+export function identityDigest(s: StaticIdentity, processes: ProcessFact[]): string {
+  const stat: Record<string, unknown> = {};
+  for (const k of STATIC_KEYS) stat[k] = s[k] ?? null;
+  return `sha256:${sha256Hex(canonicalJson({ static: stat, processes: processKeys(processes).sort() }))}`;
+}
+
+/** JSON with object keys sorted, no whitespace. */
+export function canonicalJson(v: unknown): string {
+  if (v === null || typeof v !== "object") return JSON.stringify(v ?? null);
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function same(a: unknown, b: unknown): boolean {
+  return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+}
+
+/** Human phrases for what differs, e.g. "entry dist/server.js", "dependency tree node_modules (20417 files)". */
+export function changedParts(
+  before: ExecutionRecord | StaticIdentity,
+  after: ExecutionRecord | StaticIdentity,
+): string[] {
+  const out: string[] = [];
+  if (!same(before.launchCommand, after.launchCommand)) out.push("launch command");
+  if (before.workingDirectory !== after.workingDirectory)
+    out.push(`working directory ${after.workingDirectory}`);
+  if (!same(before.executable, after.executable)) {
+    out.push(`executable ${after.executable?.path ?? before.executable?.path ?? "(none)"}`);
+  }
+  if ((before.runtime ?? null) !== (after.runtime ?? null))
+    out.push(`runtime ${after.runtime ?? "(unknown)"}`);
+  if (!same(before.entry, after.entry))
+    out.push(`entry ${after.entry?.path ?? before.entry?.path ?? "(none)"}`);
+  const bw = new Map((before.wrappers ?? []).map((w) => [w.path, w.sha256]));
+  const aw = new Map((after.wrappers ?? []).map((w) => [w.path, w.sha256]));
+  for (const p of new Set([...bw.keys(), ...aw.keys()]))
+    if (bw.get(p) !== aw.get(p)) out.push(`wrapper ${p}`);
+  if (!same(before.lockfile, after.lockfile)) {
+    out.push(`lockfile ${after.lockfile?.path ?? before.lockfile?.path ?? "(none)"}`);
+  }
+  if (!same(before.dependencyTree, after.dependencyTree)) {
+    const t = after.dependencyTree ?? before.dependencyTree;
+    out.push(t === null ? "dependency tree" : `dependency tree ${t.root} (${t.files} files)`);
+  }
+  if (!same(before.identityInputs, after.identityInputs)) out.push("identity inputs");
+  if (before.envDigest !== after.envDigest) out.push("environment");
+  if (before.configDigest !== after.configDigest) out.push("configuration");
+  if ("processes" in before && "processes" in after) {
+    const b = processKeys(before.processes);
+    const a = processKeys(after.processes);
+    if (!same([...b].sort(), [...a].sort())) {
+      const known = new Set(b);
+      const fresh = after.processes.filter((_, i) => !known.has(a[i]!));
+      if (fresh.length === 0) out.push("processes");
+      for (const p of fresh) out.push(`process ${p.scripts[0]?.path ?? p.exe ?? p.argv[0] ?? p.pid}`);
+    }
+  }
+  return out;
+}
+
+export { IdentityError };

@@ -1,0 +1,347 @@
+// One capture's digest work: single files, a dependency tree, glob-selected inputs. Everything that
+// the cache cannot answer is queued and hashed in one batch (with worker threads when it is large).
+import { createHash } from "node:crypto";
+import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
+import { globSync } from "tinyglobby";
+import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
+import { type HashOutcome, HashPool, POOL_MIN_FILES, sha256Hex } from "./hash.js";
+
+export interface Slot {
+  sha?: string;
+  error?: string;
+}
+
+export interface TreeDigest {
+  files: number;
+  sha256: string;
+}
+
+/** Marker digests for entries that have no readable content. */
+const UNREADABLE = sha256Hex("portcullis:unreadable");
+const LINK_KEY = "\0link";
+
+export function linkDigest(target: string): string {
+  return sha256Hex(`symlink\0${target}`);
+}
+
+interface TreeState {
+  root: string;
+  rels: string[];
+  shas: (string | null)[];
+  listingChanged: boolean;
+  gen: number;
+  result: TreeDigest | null;
+}
+
+export class DigestJob {
+  private readonly paths: string[] = [];
+  private readonly follow: number[] = [];
+  private readonly keys: (string | null)[] = [];
+  private readonly sinks: ((o: HashOutcome) => void)[] = [];
+  private readonly trees: TreeState[] = [];
+  private readonly pool = new HashPool();
+
+  constructor(
+    readonly cache: DigestCache,
+    readonly nowMs: number = Date.now(),
+  ) {}
+
+  /** A single file, symlinks followed. The slot is filled now (cache hit) or by run(). */
+  file(abs: string): Slot {
+    const slot: Slot = {};
+    let st: Stats;
+    try {
+      st = statSync(abs);
+    } catch (e) {
+      slot.error = (e as NodeJS.ErrnoException).code ?? "EIO";
+      return slot;
+    }
+    if (!st.isFile()) {
+      slot.error = st.isDirectory() ? "EISDIR" : "ENOTREG";
+      return slot;
+    }
+    const hit = this.cache.lookupFile(abs, st);
+    if (hit !== undefined) {
+      slot.sha = hit.sha;
+      return slot;
+    }
+    this.enqueue(abs, abs, true, (o) => {
+      if ("error" in o) slot.error = o.error;
+      else slot.sha = o.sha;
+    });
+    return slot;
+  }
+
+  /**
+   * Every regular file under `root` by content, symlinks as their target text (never followed),
+   * other file types skipped. `skipTop` names entries of the root itself that are left out.
+   */
+  tree(root: string, skipTop: ReadonlySet<string> = new Set()): () => TreeDigest {
+    const cache = this.cache;
+    const t: TreeState = { root, rels: [], shas: [], listingChanged: false, gen: ++cache.gen, result: null };
+    this.trees.push(t);
+    // No listing of this root in the cache: this is a cold walk, start workers now so they are up
+    // by the time the walk ends.
+    if (!cache.dirs.has(root)) this.pool.start();
+    let rootStat: Stats;
+    try {
+      rootStat = lstatSync(root);
+    } catch {
+      return () => this.finishTree(t);
+    }
+    this.walk(t, root, "", rootStat, skipTop);
+    return () => this.finishTree(t);
+  }
+
+  /** Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. */
+  glob(cwd: string, patterns: string[]): () => TreeDigest {
+    const t: TreeState = { root: cwd, rels: [], shas: [], listingChanged: false, gen: 0, result: null };
+    let rels: string[] = [];
+    try {
+      rels = globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false });
+    } catch {
+      rels = [];
+    }
+    rels.sort();
+    for (const rel of rels) this.addLoose(t, `${cwd}/${rel}`, rel);
+    this.trees.push(t);
+    return () => this.finishTree(t);
+  }
+
+  /** Hashes everything queued, then releases the workers. */
+  async run(): Promise<void> {
+    try {
+      const n = this.paths.length;
+      if (n === 0) return;
+      if (n >= POOL_MIN_FILES) this.pool.start();
+      const outcomes = await this.pool.run(this.paths, Uint8Array.from(this.follow));
+      for (let i = 0; i < n; i++) {
+        const o = outcomes[i]!;
+        const key = this.keys[i];
+        if (!("error" in o) && key !== null && key !== undefined) this.cache.storeFile(key, o, this.nowMs);
+        this.sinks[i]!(o);
+      }
+    } finally {
+      await this.pool.close();
+    }
+    for (const t of this.trees) if (t.listingChanged) this.cache.pruneUnder(t.root, t.gen);
+  }
+
+  private enqueue(path: string, key: string | null, follow: boolean, sink: (o: HashOutcome) => void): void {
+    this.paths.push(path);
+    this.keys.push(key);
+    this.follow.push(follow ? 1 : 0);
+    this.sinks.push(sink);
+  }
+
+  private walk(t: TreeState, abs: string, rel: string, st: Stats, skip: ReadonlySet<string>): void {
+    const cache = this.cache;
+    let listing: DirEntry | null | undefined = cache.lookupDir(abs, st);
+    if (listing === undefined) {
+      t.listingChanged = true;
+      listing = this.list(abs, st, cache.dirs.get(abs));
+    }
+    if (listing === null) {
+      t.rels.push(rel === "" ? "." : `${rel}/`);
+      t.shas.push(UNREADABLE);
+      return;
+    }
+    const { names, kinds, stats, shas } = listing;
+    const atRoot = rel === "";
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      if (atRoot && skip.has(name)) continue;
+      const kind = kinds[i]!;
+      if (kind === KIND_OTHER) continue;
+      const childAbs = `${abs}/${name}`;
+      const childRel = atRoot ? name : `${rel}/${name}`;
+      if (kind === KIND_DIR) {
+        let cst: Stats;
+        try {
+          cst = lstatSync(childAbs);
+        } catch {
+          continue;
+        }
+        if (cst.isDirectory()) this.walk(t, childAbs, childRel, cst, skip);
+        else this.addLoose(t, childAbs, childRel);
+        continue;
+      }
+      // A known digest: one lstat to confirm it. No digest yet: no stat here, the hasher keys the
+      // result by fstat of the descriptor it reads.
+      let cst: Stats | undefined;
+      if (!Number.isNaN(stats[4 * i]!)) {
+        try {
+          cst = lstatSync(childAbs);
+        } catch {
+          continue;
+        }
+        if (
+          cst.size === stats[4 * i] &&
+          cst.mtimeMs === stats[4 * i + 1] &&
+          cst.ctimeMs === stats[4 * i + 2] &&
+          cst.ino === stats[4 * i + 3] &&
+          (kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())
+        ) {
+          t.rels.push(childRel);
+          t.shas.push(shas[i]!);
+          continue;
+        }
+        if (!(kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())) {
+          this.addLoose(t, childAbs, childRel);
+          continue;
+        }
+      }
+      const line = t.rels.length;
+      t.rels.push(childRel);
+      t.shas.push(null);
+      const dir = listing;
+      if (kind === KIND_LINK) {
+        try {
+          cst ??= lstatSync(childAbs);
+          const sha = linkDigest(readlinkSync(childAbs));
+          cache.storeChild(
+            dir,
+            i,
+            { size: cst.size, mtimeMs: cst.mtimeMs, ctimeMs: cst.ctimeMs, ino: cst.ino, sha },
+            this.nowMs,
+          );
+          t.shas[line] = sha;
+        } catch {}
+        continue;
+      }
+      this.enqueue(childAbs, null, false, (o) => {
+        if (!("error" in o)) {
+          cache.storeChild(dir, i, o, this.nowMs);
+          t.shas[line] = o.sha;
+        } else t.shas[line] = this.onTreeError(childAbs, o.error);
+      });
+    }
+  }
+
+  /** Reads a directory; keeps the digests of unchanged children from its previous listing. */
+  private list(abs: string, st: Stats, previous: DirEntry | undefined): DirEntry | null {
+    let dirents: Dirent[];
+    try {
+      dirents = readdirSync(abs, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    const items = dirents.map((d) => {
+      let kind = d.isFile()
+        ? KIND_FILE
+        : d.isDirectory()
+          ? KIND_DIR
+          : d.isSymbolicLink()
+            ? KIND_LINK
+            : d.isFIFO() || d.isSocket() || d.isCharacterDevice() || d.isBlockDevice()
+              ? KIND_OTHER
+              : -1;
+      if (kind === -1) kind = kindByLstat(`${abs}/${d.name}`);
+      return { name: d.name, kind, key: kind === KIND_DIR ? `${d.name}/` : d.name };
+    });
+    // Sorting directories as "name/" makes the depth-first order equal to the sorted order of
+    // the full relative paths, so no global sort is needed.
+    items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const n = items.length;
+    const entry: DirEntry = {
+      mtimeMs: 0,
+      ctimeMs: 0,
+      ino: 0,
+      names: items.map((x) => x.name),
+      kinds: Uint8Array.from(items.map((x) => x.kind)),
+      stats: new Float64Array(4 * n).fill(Number.NaN),
+      shas: new Array<string>(n).fill(""),
+      gen: 0,
+    };
+    if (previous !== undefined) {
+      const old = new Map(previous.names.map((name, i) => [name, i]));
+      for (let i = 0; i < n; i++) {
+        const j = old.get(entry.names[i]!);
+        if (j === undefined || previous.kinds[j] !== entry.kinds[i] || previous.shas[j] === "") continue;
+        entry.stats.set(previous.stats.subarray(4 * j, 4 * j + 4), 4 * i);
+        entry.shas[i] = previous.shas[j]!;
+      }
+    }
+    this.cache.storeDir(abs, st, entry, this.nowMs);
+    return entry;
+  }
+
+  private onTreeError(abs: string, code: string): string | null {
+    if (code === "EACCES" || code === "EPERM" || code === "EIO") return UNREADABLE;
+    if (code === "ELOOP") {
+      // Became a symlink between listing and reading.
+      try {
+        return linkDigest(readlinkSync(abs));
+      } catch {}
+    }
+    return null; // vanished
+  }
+
+  /** A tree or glob file outside any cached listing: digest kept in the single-file map. */
+  private addLoose(t: TreeState, abs: string, rel: string): void {
+    const cache = this.cache;
+    let st: Stats;
+    try {
+      st = lstatSync(abs);
+    } catch {
+      return;
+    }
+    const link = st.isSymbolicLink();
+    if (!link && !st.isFile()) return;
+    const key = link ? abs + LINK_KEY : abs;
+    const hit = cache.lookupFile(key, st);
+    const line = t.rels.length;
+    t.rels.push(rel);
+    if (hit !== undefined) {
+      t.shas.push(hit.sha);
+      return;
+    }
+    t.shas.push(null);
+    if (link) {
+      try {
+        const sha = linkDigest(readlinkSync(abs));
+        cache.storeFile(
+          key,
+          { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, sha },
+          this.nowMs,
+        );
+        t.shas[line] = sha;
+      } catch {}
+      return;
+    }
+    this.enqueue(abs, key, false, (o) => {
+      if (!("error" in o)) t.shas[line] = o.sha;
+      else t.shas[line] = this.onTreeError(abs, o.error);
+    });
+  }
+
+  private finishTree(t: TreeState): TreeDigest {
+    if (t.result !== null) return t.result;
+    const h = createHash("sha256");
+    let files = 0;
+    let chunk = "";
+    for (let i = 0; i < t.rels.length; i++) {
+      const sha = t.shas[i];
+      if (sha === null || sha === undefined) continue; // vanished while digesting
+      chunk += `${t.rels[i]}\0${sha}\n`;
+      files++;
+      if (chunk.length > 65536) {
+        h.update(chunk);
+        chunk = "";
+      }
+    }
+    h.update(chunk);
+    t.result = { files, sha256: h.digest("hex") };
+    return t.result;
+  }
+}
+
+function kindByLstat(abs: string): number {
+  try {
+    const st = lstatSync(abs);
+    if (st.isFile()) return KIND_FILE;
+    if (st.isDirectory()) return KIND_DIR;
+    if (st.isSymbolicLink()) return KIND_LINK;
+  } catch {}
+  return KIND_OTHER;
+}

@@ -1,0 +1,13 @@
+// Execution identity: which code answers calls. See docs/identity.md.
+export { DigestCache } from "./cache.js";
+export {
+  captureStaticIdentity,
+  changedParts,
+  envDigest,
+  finishRecord,
+  IdentityError,
+  identityDigest,
+} from "./capture.js";
+export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
+export type { ExecutionRecord, FileDigest, LaunchSpec, ProcessFact, StaticIdentity } from "./types.js";
+export { type ArtifactWatcher, watchArtifacts, watchedPaths } from "./watch.js";

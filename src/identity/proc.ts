@@ -1,0 +1,302 @@
+// Process trees, seen from outside: Linux /proc, macOS ps. Synchronous and cheap enough for the
+// request forwarding path.
+import { execFileSync } from "node:child_process";
+import { closeSync, existsSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import type { DigestCache } from "./cache.js";
+import { displayPath, scriptsOfProcess } from "./resolve.js";
+import type { FileDigest, ProcessFact } from "./types.js";
+
+export interface ListOptions {
+  /** Digest each process's executable and scripts through this cache (cheap once warm). */
+  digest?: DigestCache;
+  /** Script paths are shown relative to this directory (default: the root process's cwd). */
+  cwd?: string;
+}
+
+let readBuf = Buffer.allocUnsafe(16 * 1024);
+
+/** Reads a small (procfs) file whole; null when it is gone or unreadable. */
+function readProcFile(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return null;
+  }
+  try {
+    let got = 0;
+    for (;;) {
+      if (got === readBuf.length) {
+        const bigger = Buffer.allocUnsafe(readBuf.length * 2);
+        readBuf.copy(bigger, 0, 0, got);
+        readBuf = bigger;
+      }
+      const n = readSync(fd, readBuf, got, readBuf.length - got, null);
+      if (n <= 0) break;
+      got += n;
+    }
+    return readBuf.toString("utf8", 0, got);
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+interface StatLine {
+  ppid: number;
+  state: string;
+  startTime: string;
+}
+
+function readStat(pid: number): StatLine | null {
+  const text = readProcFile(`/proc/${pid}/stat`);
+  if (text === null) return null;
+  // "pid (comm) state ppid ..." — comm may hold spaces and parentheses: split after the last ")".
+  const r = text.lastIndexOf(")");
+  if (r < 0) return null;
+  const f = text.slice(r + 2).split(" ");
+  // f[0] is field 3 (state); field 22 (starttime, clock ticks since boot) is f[19].
+  const ppid = Number(f[1]);
+  const startTime = f[19];
+  if (!Number.isInteger(ppid) || startTime === undefined) return null;
+  return { ppid, state: f[0] ?? "?", startTime };
+}
+
+function dead(st: StatLine): boolean {
+  return st.state === "Z" || st.state === "X" || st.state === "x";
+}
+
+function validPid(pid: number): boolean {
+  return Number.isInteger(pid) && pid > 0;
+}
+
+/** Start time of a live process (opaque, stable for its lifetime); null when gone or a zombie. */
+export function processStartTime(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (process.platform === "linux") {
+    const st = readStat(pid);
+    return st === null || dead(st) ? null : st.startTime;
+  }
+  if (process.platform === "darwin") {
+    const out = ps(["-o", "stat=,lstart=", "-p", String(pid)]);
+    const m = out === null ? null : /^\s*(\S+)\s+(.+?)\s*$/.exec(out);
+    return m === null || m[1]!.startsWith("Z") ? null : m[2]!;
+  }
+  return null;
+}
+
+// Linux without /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN off): a table of every process's
+// parent, refreshed incrementally. A process's parent only changes by reparenting to an ancestor
+// (init or a subreaper), so a process that is not a descendant never becomes one, and only new
+// pids and current descendants need reading. A full re-read every FULL_SCAN_MS also covers a pid
+// reused within that time.
+const FULL_SCAN_MS = 5000;
+const table = new Map<number, { ppid: number; startTime: string }>();
+let lastFullScan = 0;
+let childrenFiles: boolean | undefined;
+
+function hasChildrenFiles(): boolean {
+  childrenFiles ??= existsSync(`/proc/self/task/${process.pid}/children`);
+  return childrenFiles;
+}
+
+function childrenViaTasks(pid: number): number[] {
+  const out: number[] = [];
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    const text = readProcFile(`/proc/${pid}/task/${tid}/children`);
+    if (text === null) continue;
+    for (const w of text.split(" ")) if (w !== "" && w !== "\n") out.push(Number(w));
+  }
+  return out;
+}
+
+function childrenViaTable(): Map<number, number[]> {
+  const now = Date.now();
+  const full = now - lastFullScan >= FULL_SCAN_MS;
+  if (full) lastFullScan = now;
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    names = [];
+  }
+  const present = new Set<number>();
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    present.add(pid);
+    if (!full && table.has(pid)) continue;
+    const st = readStat(pid);
+    if (st !== null) table.set(pid, { ppid: st.ppid, startTime: st.startTime });
+  }
+  for (const pid of table.keys()) if (!present.has(pid)) table.delete(pid);
+  const kids = new Map<number, number[]>();
+  for (const [pid, e] of table) {
+    const list = kids.get(e.ppid);
+    if (list === undefined) kids.set(e.ppid, [pid]);
+    else list.push(pid);
+  }
+  return kids;
+}
+
+/**
+ * The process `rootPid` and all its live descendants (root first, then breadth-first). Empty when
+ * the root is gone. Zombies are left out: they run no code.
+ */
+export function listDescendants(rootPid: number, opts: ListOptions = {}): ProcessFact[] {
+  if (!validPid(rootPid)) return [];
+  if (process.platform === "linux") return listLinux(rootPid, opts);
+  if (process.platform === "darwin") return listDarwin(rootPid, opts);
+  return [];
+}
+
+function listLinux(rootPid: number, opts: ListOptions): ProcessFact[] {
+  const root = readStat(rootPid);
+  if (root === null || dead(root)) return [];
+  const members: { pid: number; st: StatLine }[] = [{ pid: rootPid, st: root }];
+  const viaTasks = hasChildrenFiles();
+  const kids = viaTasks ? null : childrenViaTable();
+  const inTree = new Set([rootPid]);
+  for (let i = 0; i < members.length; i++) {
+    const parent = members[i]!.pid;
+    const children = kids === null ? childrenViaTasks(parent) : (kids.get(parent) ?? []);
+    for (const pid of children) {
+      if (inTree.has(pid)) continue;
+      // Re-read: the table may be up to FULL_SCAN_MS old for this pid.
+      const st = readStat(pid);
+      if (st === null) {
+        table.delete(pid);
+        continue;
+      }
+      table.set(pid, { ppid: st.ppid, startTime: st.startTime });
+      if (st.ppid !== parent || dead(st)) continue;
+      inTree.add(pid);
+      members.push({ pid, st });
+    }
+  }
+  const base = opts.cwd ?? readLink(`/proc/${rootPid}/cwd`) ?? process.cwd();
+  const facts: ProcessFact[] = [];
+  for (const { pid, st } of members) {
+    const cmdline = readProcFile(`/proc/${pid}/cmdline`);
+    if (cmdline === null) continue; // exited meanwhile
+    const argv = cmdline.split("\0");
+    if (argv[argv.length - 1] === "") argv.pop();
+    const exe = readLink(`/proc/${pid}/exe`);
+    const fact: ProcessFact = {
+      pid,
+      ppid: st.ppid,
+      startTime: st.startTime,
+      exe,
+      argv,
+      exeSha256: null,
+      scripts: [],
+    };
+    if (opts.digest !== undefined) {
+      if (exe !== null) fact.exeSha256 = digestOrNull(opts.digest, exe, `/proc/${pid}/exe`);
+      const pcwd = readLink(`/proc/${pid}/cwd`) ?? base;
+      fact.scripts = digestScripts(opts.digest, scriptsOfProcess(exe, argv, pcwd), base);
+    }
+    facts.push(fact);
+  }
+  return facts;
+}
+
+function readLink(p: string): string | null {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function digestOrNull(cache: DigestCache, key: string, openPath?: string): string | null {
+  try {
+    return cache.digestFileSync(key, openPath ?? key);
+  } catch {
+    return null;
+  }
+}
+
+function digestScripts(cache: DigestCache, paths: string[], base: string): FileDigest[] {
+  const out: FileDigest[] = [];
+  for (const p of paths) {
+    const sha = digestOrNull(cache, p);
+    if (sha !== null) out.push({ path: displayPath(p, base), sha256: sha });
+  }
+  return out;
+}
+
+function ps(args: string[]): string | null {
+  try {
+    return execFileSync("ps", args, {
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return null;
+  }
+}
+
+function listDarwin(rootPid: number, opts: ListOptions): ProcessFact[] {
+  const out = ps(["-A", "-o", "pid=,ppid=,stat=,lstart=,comm="]);
+  if (out === null) return [];
+  const rows = new Map<number, { ppid: number; stat: string; lstart: string; comm: string }>();
+  const kids = new Map<number, number[]>();
+  for (const line of out.split("\n")) {
+    const m = /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+\s+\S+\s+\d+\s+[\d:]+\s+\d+)\s+(.*)$/.exec(line);
+    if (m === null) continue;
+    const pid = Number(m[1]);
+    const ppid = Number(m[2]);
+    rows.set(pid, { ppid, stat: m[3]!, lstart: m[4]!, comm: m[5]! });
+    const list = kids.get(ppid);
+    if (list === undefined) kids.set(ppid, [pid]);
+    else list.push(pid);
+  }
+  const root = rows.get(rootPid);
+  if (root === undefined || root.stat.startsWith("Z")) return [];
+  const order = [rootPid];
+  for (let i = 0; i < order.length; i++) {
+    for (const c of kids.get(order[i]!) ?? []) {
+      if (!order.includes(c) && !rows.get(c)!.stat.startsWith("Z")) order.push(c);
+    }
+  }
+  const argvs = new Map<number, string[]>();
+  const args = ps(["-ww", "-o", "pid=,args=", "-p", order.join(",")]);
+  for (const line of (args ?? "").split("\n")) {
+    const m = /^\s*(\d+)\s+(.*)$/.exec(line);
+    if (m !== null)
+      argvs.set(
+        Number(m[1]),
+        m[2]!.split(/\s+/).filter((w) => w !== ""),
+      );
+  }
+  const base = opts.cwd ?? process.cwd();
+  return order.map((pid) => {
+    const r = rows.get(pid)!;
+    const exe = r.comm.startsWith("/") ? r.comm : null;
+    const argv = argvs.get(pid) ?? [r.comm];
+    const fact: ProcessFact = {
+      pid,
+      ppid: r.ppid,
+      startTime: r.lstart,
+      exe,
+      argv,
+      exeSha256: null,
+      scripts: [],
+    };
+    if (opts.digest !== undefined) {
+      if (exe !== null) fact.exeSha256 = digestOrNull(opts.digest, exe);
+      fact.scripts = digestScripts(opts.digest, scriptsOfProcess(exe, argv, base), base);
+    }
+    return fact;
+  });
+}

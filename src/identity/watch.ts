@@ -1,0 +1,190 @@
+// The artifact watcher: tells the supervisor that a file the identity depends on changed on disk
+// (a rebuild, an install). It reports; it never decides. The dependency tree is watched to a bounded
+// depth, so a changed file inside a package is seen without one watch per file.
+import { isAbsolute, join, sep } from "node:path";
+import { type FSWatcher, watch } from "chokidar";
+import { globSync } from "tinyglobby";
+import { NODE_MODULES_SKIP } from "./capture.js";
+import { displayPath } from "./resolve.js";
+import type { StaticIdentity } from "./types.js";
+
+/** node_modules/pkg/file (1), node_modules/@scope/pkg/file and node_modules/pkg/dir/file (2). */
+export const NODE_MODULES_DEPTH = 2;
+/** Depth used for a `**` glob. */
+export const GLOB_DEPTH = 20;
+
+const GLOB_CHARS = /[*?[\]{}()!+@]/;
+
+interface IncludeDir {
+  path: string;
+  depth: number;
+}
+
+function includeDirs(cwd: string, patterns: string[]): { files: string[]; dirs: IncludeDir[] } {
+  const files: string[] = [];
+  const dirs: IncludeDir[] = [];
+  for (const pattern of patterns) {
+    if (pattern.startsWith("!")) continue;
+    const segs = pattern.split("/").filter((x) => x !== "" && x !== ".");
+    const k = segs.findIndex((x) => GLOB_CHARS.test(x));
+    if (k < 0) {
+      files.push(join(cwd, ...segs));
+      continue;
+    }
+    const rest = segs.slice(k);
+    const depth = rest.some((x) => x.includes("**")) ? GLOB_DEPTH : rest.length - 1;
+    dirs.push({ path: join(cwd, ...segs.slice(0, k)), depth });
+  }
+  return { files, dirs };
+}
+
+/** What the artifact watcher watches: absolute paths. */
+export function watchedPaths(s: StaticIdentity): {
+  files: string[];
+  dirs: { path: string; depth: number }[];
+} {
+  const cwd = s.workingDirectory;
+  const abs = (p: string) => (isAbsolute(p) ? p : join(cwd, p));
+  const files: string[] = [];
+  if (s.entry !== null) files.push(abs(s.entry.path));
+  for (const w of s.wrappers) files.push(abs(w.path));
+  if (s.lockfile !== null) files.push(abs(s.lockfile.path));
+  if (s.executable !== null) files.push(s.executable.path);
+  const dirs: { path: string; depth: number }[] = [];
+  if (s.dependencyTree !== null) dirs.push({ path: abs(s.dependencyTree.root), depth: NODE_MODULES_DEPTH });
+  if (s.identityInputs !== null) {
+    const inc = includeDirs(cwd, s.identityInputs.patterns);
+    files.push(...inc.files);
+    dirs.push(...inc.dirs);
+  }
+  return { files: [...new Set(files)], dirs };
+}
+
+export interface ArtifactWatcher {
+  /** Settles when the initial scan is done and changes from then on are reported. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Watches the artifacts of `s` and calls `onChange` with the changed paths (relative to the
+ * working directory when inside it), debounced. Never throws into the caller: watcher errors are
+ * swallowed, and so is an exception from `onChange`.
+ */
+export function watchArtifacts(
+  s: StaticIdentity,
+  onChange: (changedPaths: string[]) => void,
+  opts: { debounceMs?: number } = {},
+): ArtifactWatcher {
+  const debounceMs = opts.debounceMs ?? 250;
+  const maxWaitMs = Math.max(1000, 4 * debounceMs);
+  const cwd = s.workingDirectory;
+  const watchers: FSWatcher[] = [];
+  const pending = new Set<string>();
+  const pendingInclude = new Set<string>();
+  let timer: NodeJS.Timeout | null = null;
+  let firstAt = 0;
+  let closed = false;
+  const patterns = s.identityInputs?.patterns ?? [];
+  const globbed = (): Set<string> => {
+    try {
+      return new Set(globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false }));
+    } catch {
+      return new Set();
+    }
+  };
+  let includeBefore: Set<string> | null = null;
+
+  const flush = () => {
+    timer = null;
+    if (closed) return;
+    const out = new Set(pending);
+    if (pendingInclude.size > 0) {
+      // Keep a path under an include base only if a pattern matches it now or matched it before.
+      const now = globbed();
+      for (const p of pendingInclude) if (now.has(p) || includeBefore?.has(p)) out.add(p);
+      includeBefore = now;
+    }
+    pending.clear();
+    pendingInclude.clear();
+    if (out.size === 0) return;
+    try {
+      onChange([...out].sort());
+    } catch {}
+  };
+
+  const record = (abs: string, include: boolean) => {
+    if (closed) return;
+    const rel = displayPath(abs, cwd);
+    if (include) pendingInclude.add(rel);
+    else pending.add(rel);
+    const now = Date.now();
+    if (timer === null) firstAt = now;
+    else clearTimeout(timer);
+    timer = setTimeout(flush, Math.max(0, Math.min(debounceMs, firstAt + maxWaitMs - now)));
+  };
+
+  const readies: Promise<void>[] = [];
+  const add = (paths: string | string[], options: Parameters<typeof watch>[1], include: boolean) => {
+    try {
+      const w = watch(paths, { ignoreInitial: true, persistent: true, ...options });
+      // chokidar 4 reports symlinks found by the initial scan as "add" even with ignoreInitial
+      // (followSymlinks: false): nothing before "ready" is a change.
+      let ready = false;
+      w.on("all", (_event, path) => {
+        if (ready) record(path, include);
+      });
+      w.on("error", () => {});
+      readies.push(
+        new Promise<void>((res) =>
+          w.once("ready", () => {
+            ready = true;
+            res();
+          }),
+        ),
+      );
+      watchers.push(w);
+    } catch {}
+  };
+
+  try {
+    const { files, dirs } = watchedPaths(s);
+    if (files.length > 0) add(files, {}, false);
+    const nm = s.dependencyTree === null ? null : dirs[0]!.path;
+    for (const d of dirs) {
+      if (d.path === nm) {
+        const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
+        add(
+          d.path,
+          {
+            depth: d.depth,
+            followSymlinks: false,
+            ignored: (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+          },
+          false,
+        );
+      } else {
+        if (includeBefore === null) includeBefore = globbed();
+        add(
+          d.path,
+          {
+            depth: d.depth,
+            followSymlinks: false,
+            ignored: (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
+          },
+          true,
+        );
+      }
+    }
+  } catch {}
+
+  return {
+    ready: Promise.all(readies).then(() => undefined),
+    async close() {
+      closed = true;
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      await Promise.all(watchers.map((w) => w.close().catch(() => undefined)));
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ArtifactWatcher,
+  captureStaticIdentity,
+  DigestCache,
+  type StaticIdentity,
+  watchArtifacts,
+  watchedPaths,
+} from "../../src/identity/index.js";
+import { makeProject, NODE, put, removeDir, sleep, specFor, tempDir } from "./fixtures.js";
+
+describe("artifact watcher", () => {
+  let root: string;
+  let dir: string;
+  let s: StaticIdentity;
+  let watcher: ArtifactWatcher | null = null;
+  const seen: string[][] = [];
+
+  beforeAll(async () => {
+    root = tempDir("watch");
+    dir = makeProject(join(root, "app"));
+    put(dir, "config/tools.json", "{}");
+    s = await captureStaticIdentity(
+      specFor(dir, "node", ["dist/server.js"], { include: ["config/*.json"] }),
+      new DigestCache(null),
+    );
+  });
+  afterEach(async () => {
+    await watcher?.close();
+    watcher = null;
+    seen.length = 0;
+  });
+  afterAll(() => removeDir(root));
+
+  async function next(timeoutMs = 10_000): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (seen.length === 0) {
+      if (Date.now() > deadline) throw new Error("no change reported");
+      await sleep(25);
+    }
+    return seen.shift()!;
+  }
+
+  it("watches the entry, wrappers, lockfile, executable, include bases and node_modules to a bounded depth", () => {
+    const w = watchedPaths(s);
+    expect(w.files).toEqual([join(dir, "dist/server.js"), join(dir, "package-lock.json"), NODE]);
+    expect(w.dirs).toEqual([
+      { path: join(dir, "node_modules"), depth: 2 },
+      { path: join(dir, "config"), depth: 0 },
+    ]);
+  });
+
+  it("reports a change to the entry and to a file inside node_modules/pkg/, debounced", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+
+    put(dir, "dist/server.js", "// rebuilt\nprocess.stdin.resume();\n");
+    put(dir, "dist/server.js", "// rebuilt twice\nprocess.stdin.resume();\n");
+    expect(await next()).toEqual(["dist/server.js"]);
+
+    put(dir, "node_modules/pkg/index.js", "module.exports = 'patched';\n");
+    expect(await next()).toEqual(["node_modules/pkg/index.js"]);
+
+    put(dir, "node_modules/@scope/deep/extra.js", "1;\n");
+    expect(await next()).toEqual(["node_modules/@scope/deep/extra.js"]);
+
+    put(dir, "config/tools.json", '{"tools": 2}');
+    put(dir, "config/notes.txt", "not an input");
+    expect(await next()).toEqual(["config/tools.json"]);
+  });
+
+  it("ignores tool caches in node_modules and files no include pattern matches", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    put(dir, "node_modules/.vite/vitest/results.json", "{}");
+    put(dir, "config/other.txt", "x");
+    put(dir, "README.md", "not watched");
+    await sleep(600);
+    expect(seen).toEqual([]);
+    // The watcher is alive: a real change still comes through.
+    put(dir, "package-lock.json", '{"lockfileVersion": 3, "changed": true}');
+    expect(await next()).toEqual(["package-lock.json"]);
+  });
+
+  it("stops reporting after close() and swallows errors from the callback", async () => {
+    let calls = 0;
+    watcher = watchArtifacts(
+      s,
+      () => {
+        calls++;
+        throw new Error("callback failure must not escape");
+      },
+      { debounceMs: 50 },
+    );
+    await watcher.ready;
+    put(dir, "dist/server.js", "// again\n");
+    const deadline = Date.now() + 10_000;
+    while (calls === 0 && Date.now() < deadline) await sleep(25);
+    expect(calls).toBe(1);
+    await watcher.close();
+    watcher = null;
+    put(dir, "dist/server.js", "// after close\n");
+    await sleep(300);
+    expect(calls).toBe(1);
+  });
+});
