@@ -1,0 +1,348 @@
+// `portcullis init` and `portcullis audit …` as real processes (the built command functions,
+// run by children/cli.mjs the way the dispatcher calls them), with no controlling terminal
+// unless a test gives them one.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type AuditEvent, AuditLog, argumentsDigest } from "../../src/audit/index.js";
+import { keyringExists } from "../../src/keyring/keyring.js";
+import { openStore, type Store } from "../../src/store/db.js";
+import {
+  CHILDREN,
+  cli,
+  PASSPHRASE,
+  passphraseFile,
+  type Ran,
+  requireBuild,
+  stateWithKeyring,
+  tempDir,
+} from "./helpers.js";
+
+beforeAll(() => requireBuild());
+
+const SECRET = "sk-live-51HvX9c2eZvKYlo2C0s3cr3tV4lu3";
+const RUN = "01JQ7R1ZC2M7W1DXQ8Z2K9V4B6";
+
+/** The gateway's side of a short session: what it would write, never the secret itself. */
+function writeSession(db: Store, dir: string): void {
+  const log = AuditLog.open(db, dir);
+  const args = { sku: "A-100", apiKey: SECRET };
+  const events: AuditEvent[] = [
+    { type: "server_started", serverLabel: "inventory-local", epoch: "E-A" },
+    { type: "run_started", run: RUN, serverLabel: "inventory-local" },
+    { type: "catalog_served", run: RUN, epoch: "E-A", revision: 12 },
+    {
+      type: "approval_granted",
+      run: RUN,
+      epoch: "E-A",
+      grant: "G1",
+      tools: ["inventory_adjust"],
+      mode: "session",
+    },
+    {
+      type: "tool_called",
+      run: RUN,
+      requestId: 1,
+      tool: "inventory_adjust",
+      epoch: "E-A",
+      revision: 12,
+      grant: "G1",
+      argumentsDigest: argumentsDigest(args),
+    },
+    { type: "credential_injected", run: RUN, requestId: 1, scope: "inventory-api-staging" },
+    { type: "tool_result", run: RUN, requestId: 1, outcome: "ok" },
+  ];
+  for (const e of events) log.append(e);
+  expect(() => log.append({ type: "credential_injected", run: RUN, credentialValue: SECRET })).toThrow(
+    /never written/,
+  );
+  expect(() => log.append({ type: "tool_called", run: RUN, arguments: args })).toThrow(/apiKey/);
+}
+
+async function stateWithSession(): Promise<string> {
+  const dir = await stateWithKeyring();
+  const db = openStore(dir);
+  writeSession(db, dir);
+  db.close();
+  return dir;
+}
+
+const withPass = (file = passphraseFile()) => ({ PORTCULLIS_PASSPHRASE_FILE: file });
+const noPass = { PORTCULLIS_PASSPHRASE_FILE: undefined };
+const oneSentence = (r: Ran) => {
+  expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  expect(r.stderr).toMatch(/^portcullis (audit|init): .+\.\n$/);
+};
+
+describe("portcullis init", () => {
+  it("creates the keyring from PORTCULLIS_PASSPHRASE_FILE, then refuses to overwrite it", async () => {
+    const dir = tempDir();
+    const r = await cli(dir, ["init"], withPass());
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Keyring created: .*keyring\.json\nAudit key id: [0-9a-f]{32}\n/);
+    expect(keyringExists(dir)).toBe(true);
+    const before = readFileSync(join(dir, "keyring.json"));
+    const again = await cli(dir, ["init"], withPass(passphraseFile("another passphrase")));
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already exists.*never overwrites/);
+    oneSentence(again);
+    expect(readFileSync(join(dir, "keyring.json"))).toEqual(before);
+  });
+
+  it("needs a terminal or PORTCULLIS_PASSPHRASE_FILE, and a passphrase of 8 characters or more", async () => {
+    const none = await cli(tempDir(), ["init"], noPass);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no terminal.*PORTCULLIS_PASSPHRASE_FILE/);
+    oneSentence(none);
+    const short = await cli(tempDir(), ["init"], withPass(passphraseFile("short")));
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/at least 8 characters/);
+    const missing = await cli(tempDir(), ["init"], withPass("/nonexistent/passphrase"));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(
+      /cannot read PORTCULLIS_PASSPHRASE_FILE \(\/nonexistent\/passphrase\): ENOENT/,
+    );
+    const empty = join(tempDir(), "empty");
+    writeFileSync(empty, "\nsecond line\n");
+    expect((await cli(tempDir(), ["init"], withPass(empty))).stderr).toMatch(/first line .* is empty/);
+  });
+
+  it("documents the passphrase file in --help, and takes no other argument", async () => {
+    const help = await cli(tempDir(), ["init", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("PORTCULLIS_PASSPHRASE_FILE");
+    expect(help.stdout).toMatch(/tests and CI/);
+    const bad = await cli(tempDir(), ["init", "--force"]);
+    expect(bad.code).toBe(2);
+    oneSentence(bad);
+  });
+});
+
+describe("portcullis audit (no key)", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await stateWithSession();
+  });
+
+  it("verify: exit 0 with a summary, --json for scripts", async () => {
+    const r = await cli(dir, ["audit", "verify"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^audit chain ok: 7 records, head seq 7 hash [0-9a-f]{64}\n$/);
+    const j = await cli(dir, ["audit", "verify", "--json"]);
+    expect(JSON.parse(j.stdout)).toMatchObject({ ok: true, records: 7, head: { seq: 7 } });
+  });
+
+  it("export, checkpoint, and verify of the export against the checkpoint", async () => {
+    const exp = await cli(dir, ["audit", "export"]);
+    expect(exp.code).toBe(0);
+    const lines = exp.stdout.split("\n");
+    expect(lines).toHaveLength(8);
+    expect(lines[7]).toBe("");
+    const cp = await cli(dir, ["audit", "checkpoint"]);
+    expect(cp.code).toBe(0);
+    const checkpoint = JSON.parse(cp.stdout);
+    expect(checkpoint).toMatchObject({ format: "portcullis-audit-checkpoint/1", seq: 7 });
+    expect(checkpoint.hash).toBe(JSON.parse(lines[6]!).hash);
+
+    const work = tempDir();
+    const file = join(work, "export.jsonl");
+    const cpFile = join(work, "checkpoint.json");
+    writeFileSync(file, exp.stdout);
+    writeFileSync(cpFile, cp.stdout);
+    const ok = await cli(dir, ["audit", "verify", "--file", file, "--checkpoint", cpFile]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/7 records.*matches the checkpoint at seq 7/);
+
+    writeFileSync(file, lines.slice(0, 5).join("\n") + "\n");
+    const cut = await cli(dir, ["audit", "verify", "--file", file, "--checkpoint", cpFile, "--json"]);
+    expect(cut.code).toBe(1);
+    expect(JSON.parse(cut.stdout)).toMatchObject({ ok: false, seq: 6 });
+
+    const altered = exp.stdout.replace(/"type":"tool_result"/, '"type":"tool_resulx"');
+    writeFileSync(file, altered);
+    const bad = await cli(dir, ["audit", "verify", "--file", file]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/^audit chain broken at seq 7: /);
+  });
+
+  it("verify: exit 1 naming the first bad seq when the store was tampered with", async () => {
+    const d = await stateWithSession();
+    const db = openStore(d);
+    db.exec("DROP TRIGGER audit_records_no_delete");
+    db.prepare("DELETE FROM audit_records WHERE seq = 4").run();
+    db.close();
+    const r = await cli(d, ["audit", "verify"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^audit chain broken at seq 4: record 4 is missing/);
+    const cp = await cli(d, ["audit", "checkpoint"]);
+    expect(cp.code).toBe(1);
+    expect(cp.stderr).toMatch(/broken at seq 4/);
+    const s = await cli(d, ["audit", "sessions"], withPass());
+    expect(s.code).toBe(1);
+    expect(s.stdout).toBe("");
+  });
+
+  it("usage errors exit 2 with one sentence", async () => {
+    for (const args of [
+      ["audit", "bogus"],
+      ["audit", "verify", "--nope"],
+      ["audit", "export", "--json", "x"],
+      ["audit", "show"],
+      ["audit", "show", "0"],
+      ["audit", "show", "1", "2"],
+      ["audit", "verify", "--file", "/nonexistent.jsonl"],
+      ["audit", "verify", "--checkpoint", "/nonexistent.json"],
+    ]) {
+      const r = await cli(dir, args);
+      expect(r.code, args.join(" ")).toBe(2);
+      oneSentence(r);
+    }
+    const notCp = join(tempDir(), "cp.json");
+    writeFileSync(notCp, '{"seq": 3}');
+    const r = await cli(dir, ["audit", "verify", "--checkpoint", notCp]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/checkpoint format/);
+    const help = await cli(dir, ["audit", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/PORTCULLIS_PASSPHRASE_FILE/);
+    expect((await cli(dir, ["audit"])).code).toBe(2);
+  });
+});
+
+describe("portcullis audit (decrypting)", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await stateWithSession();
+  });
+
+  it("sessions, activity and show read the passphrase from PORTCULLIS_PASSPHRASE_FILE", async () => {
+    const s = await cli(dir, ["audit", "sessions"], withPass());
+    expect(s.code).toBe(0);
+    expect(s.stdout).toContain(`run ${RUN}  server inventory-local`);
+    expect(s.stdout).toMatch(/revisions {2}12 \(epoch E-A\)/);
+    const sj = await cli(dir, ["audit", "sessions", "--json"], withPass());
+    expect(JSON.parse(sj.stdout)).toMatchObject([{ run: RUN, epochs: ["E-A"], calls: 1 }]);
+    const a = await cli(dir, ["audit", "activity"], withPass());
+    expect(a.code).toBe(0);
+    expect(a.stdout).toMatch(/^TIME +RUN +SERVER +TOOL +EPOCH +REV +GRANT +DECISION +OUTCOME +CREDENTIALS\n/);
+    expect(a.stdout).toMatch(/inventory_adjust +E-A +12 +G1 +allowed +ok +inventory-api-staging\n$/);
+    const aj = await cli(dir, ["audit", "activity", "--json"], withPass());
+    expect(JSON.parse(aj.stdout)).toMatchObject([{ tool: "inventory_adjust", outcome: "ok" }]);
+    const show = await cli(dir, ["audit", "show", "5", "--json"], withPass());
+    expect(show.code).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({
+      seq: 5,
+      header: { type: "tool_called" },
+      event: { tool: "inventory_adjust" },
+    });
+    const human = await cli(dir, ["audit", "show", "2"], withPass());
+    expect(human.stdout).toMatch(/^seq {5}2\nhash .*\ntype {4}run_started\n/s);
+    const none = await cli(dir, ["audit", "show", "99"], withPass());
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no record 99 \(the log has 7\)/);
+  });
+
+  it("refuses a wrong passphrase, a missing terminal, a missing keyring — exit 2", async () => {
+    const wrong = await cli(dir, ["audit", "activity"], withPass(passphraseFile("not the passphrase")));
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/wrong passphrase/);
+    oneSentence(wrong);
+    const none = await cli(dir, ["audit", "sessions"], noPass);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no terminal.*PORTCULLIS_PASSPHRASE_FILE/);
+    const bare = tempDir();
+    const noKeyring = await cli(bare, ["audit", "sessions"], withPass());
+    expect(noKeyring.code).toBe(2);
+    expect(noKeyring.stderr).toMatch(/no keyring.*portcullis init/);
+    expect(existsSync(join(bare, "portcullis.db"))).toBe(false);
+  });
+
+  it("never lets the passphrase or a secret reach the store, its WAL, the export or any output", async () => {
+    const d = tempDir();
+    const pass = passphraseFile();
+    const outputs: Ran[] = [await cli(d, ["init"], withPass(pass))];
+    const db = openStore(d); // kept open so the WAL stays on disk while it is read
+    writeSession(db, d);
+    for (const args of [
+      ["audit", "verify"],
+      ["audit", "export"],
+      ["audit", "checkpoint"],
+      ["audit", "sessions", "--json"],
+      ["audit", "activity"],
+      ["audit", "show", "5"],
+      ["audit", "show", "6", "--json"],
+    ]) {
+      outputs.push(await cli(d, args, withPass(pass)));
+    }
+    outputs.push(await cli(d, ["audit", "sessions"], withPass(passphraseFile(`${PASSPHRASE}x`))));
+    expect(outputs.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    const wal = join(d, "portcullis.db-wal");
+    expect(existsSync(wal)).toBe(true);
+    const files = [join(d, "portcullis.db"), wal, join(d, "keyring.json")].map((f) => readFileSync(f));
+    db.close();
+    files.push(readFileSync(join(d, "portcullis.db")));
+    const texts = [...files, ...outputs.flatMap((o) => [Buffer.from(o.stdout), Buffer.from(o.stderr)])];
+    for (const needle of [PASSPHRASE, SECRET]) {
+      for (const form of [
+        needle,
+        Buffer.from(needle).toString("hex"),
+        Buffer.from(needle).toString("base64"),
+      ]) {
+        for (const t of texts) expect(t.includes(form), form).toBe(false);
+      }
+    }
+  });
+});
+
+const hasScript = spawnSync("script", ["--version"]).status === 0 && process.platform === "linux";
+
+describe.runIf(hasScript)("the passphrase on a terminal", () => {
+  /** Runs the CLI under `script` (a pseudo-terminal), typing `keys` after each prompt. */
+  function onTerminal(
+    dir: string,
+    args: string[],
+    keys: string[],
+  ): Promise<{ code: number | null; screen: string }> {
+    const command = [process.execPath, join(CHILDREN, "cli.mjs"), dir, ...args]
+      .map((a) => `'${a}'`)
+      .join(" ");
+    const env = { ...process.env };
+    delete env.PORTCULLIS_PASSPHRASE_FILE;
+    const child = spawn("script", ["-qec", command, "/dev/null"], { env });
+    let screen = "";
+    let prompts = 0;
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      screen += d;
+      const seen = screen.split(/passphrase: /i).length - 1;
+      while (prompts < seen && prompts < keys.length) {
+        const k = keys[prompts++]!;
+        setTimeout(() => child.stdin.write(k), 50); // after raw mode is on, as a person would
+      }
+    });
+    return new Promise((resolve) => child.on("exit", (code) => resolve({ code, screen })));
+  }
+
+  it("is read with echo off, and can be corrected with backspace", async () => {
+    const dir = await stateWithSession();
+    const r = await onTerminal(dir, ["audit", "sessions"], [`x\u007f${PASSPHRASE}\r`]);
+    expect(r.code).toBe(0);
+    expect(r.screen).toContain(`run ${RUN}`);
+    expect(r.screen).not.toContain(PASSPHRASE.slice(0, 8));
+  });
+
+  it("init asks twice and refuses two different entries; Ctrl-C cancels", async () => {
+    const dir = tempDir();
+    const differ = await onTerminal(dir, ["init"], [`${PASSPHRASE}\r`, `${PASSPHRASE}!\r`]);
+    expect(differ.code).toBe(2);
+    expect(differ.screen).toMatch(/the two passphrases differ/);
+    expect(keyringExists(dir)).toBe(false);
+    const cancelled = await onTerminal(dir, ["init"], ["abc\u0003"]);
+    expect(cancelled.code).toBe(2);
+    expect(cancelled.screen).toMatch(/cancelled/);
+    const made = await onTerminal(dir, ["init"], [`${PASSPHRASE}\r`, `${PASSPHRASE}\r`]);
+    expect(made.code).toBe(0);
+    expect(made.screen).not.toContain(PASSPHRASE.slice(0, 8));
+    expect(keyringExists(dir)).toBe(true);
+  });
+});

@@ -1,0 +1,196 @@
+// Sessions and activity, both from the same decrypted log: the rebuild story of the seed
+// (call under epoch A, server replaced, stale call refused, new grant, call under epoch B).
+import { describe, expect, it } from "vitest";
+import {
+  type AuditEvent,
+  AuditLog,
+  activityView,
+  argumentsDigest,
+  openRecords,
+  sessionsView,
+} from "../../src/audit/index.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
+import { PASSPHRASE, stateWithKeyring } from "./helpers.js";
+
+const A = "01JQ7R4S4S0QJ7GZP1S2X3Y4Z5";
+const B = "01JQ7R9KQ6K2Y8W4JH0M3N5P7Q";
+const RUN = "01JQ7R1ZC2M7W1DXQ8Z2K9V4B6";
+const S = "inventory-local";
+
+const story: AuditEvent[] = [
+  { type: "server_started", serverLabel: S, epoch: A, reason: "launch" },
+  { type: "run_started", run: RUN, serverLabel: S, agent: { pid: 4100, executable: "/usr/bin/claude" } },
+  { type: "catalog_served", run: RUN, serverLabel: S, epoch: A, revision: 12 },
+  { type: "approval_requested", run: RUN, serverLabel: S, epoch: A, request: "R1" },
+  {
+    type: "approval_granted",
+    run: RUN,
+    epoch: A,
+    grant: "G1",
+    tools: [{ name: "inventory_adjust", fingerprint: "sha256:aa" }],
+    credentialScope: ["inventory-api-staging"],
+    mode: "session",
+  },
+  {
+    type: "tool_called",
+    run: RUN,
+    serverLabel: S,
+    requestId: 1,
+    tool: "inventory_adjust",
+    epoch: A,
+    revision: 12,
+    grant: "G1",
+    argumentsDigest: argumentsDigest({ sku: "A-1", revision: "A" }),
+  },
+  { type: "credential_injected", run: RUN, requestId: 1, scope: "inventory-api-staging" },
+  { type: "tool_result", run: RUN, requestId: 1, outcome: "ok" },
+  { type: "server_replaced", serverLabel: S, epoch: B, previousEpoch: A, reason: "replaced" },
+  {
+    type: "authorization_denied",
+    run: RUN,
+    serverLabel: S,
+    tool: "inventory_adjust",
+    epoch: B,
+    reason: "authorization_stale",
+  },
+  { type: "catalog_revised", serverLabel: S, epoch: B, revision: 13, previousRevision: 12 },
+  { type: "catalog_served", run: RUN, serverLabel: S, epoch: B, revision: 13 },
+  { type: "approval_granted", run: RUN, epoch: B, grant: "G2", tools: ["inventory_adjust"], mode: "session" },
+  {
+    type: "tool_called",
+    run: RUN,
+    serverLabel: S,
+    requestId: 1,
+    tool: "inventory_adjust",
+    epoch: B,
+    revision: 13,
+    grant: "G2",
+  },
+  {
+    type: "call_interrupted",
+    run: RUN,
+    requestId: 1,
+    requestEpoch: B,
+    currentEpoch: "01JQ7RC0000000000000000000",
+  },
+  {
+    type: "tool_called",
+    run: RUN,
+    serverLabel: S,
+    requestId: 2,
+    tool: "inventory_lookup",
+    epoch: B,
+    revision: 13,
+    grant: "G2",
+  },
+  { type: "run_ended", run: RUN, reason: "client closed" },
+];
+
+async function opened(events: AuditEvent[][]) {
+  const dir = await stateWithKeyring();
+  const db = openStore(dir);
+  for (const batch of events) AuditLog.open(db, dir).appendMany(batch); // one writer per batch
+  const { auditPrivateKey } = await unlockKeyring(dir, PASSPHRASE);
+  const out = [...openRecords(db, auditPrivateKey)];
+  db.close();
+  return out;
+}
+
+describe("views", () => {
+  it("sessions: the run, both epochs, both revisions, both grants", async () => {
+    const [s, ...more] = sessionsView(await opened([story]));
+    expect(more).toEqual([]);
+    expect(s).toMatchObject({
+      run: RUN,
+      server: S,
+      endReason: "client closed",
+      agent: { pid: 4100 },
+      approvals: { requested: 1, granted: 2, denied: 0 },
+      calls: 3,
+      refused: 1,
+    });
+    expect(s!.startedAt).not.toBeNull();
+    expect(s!.endedAt).not.toBeNull();
+    expect(s!.epochs.slice(0, 2)).toEqual([A, B]);
+    expect(s!.revisions.map((r) => [r.revision, r.epoch])).toEqual([
+      [12, A],
+      [13, B],
+    ]);
+    expect(s!.grants.map((g) => [g.grant, g.epoch, g.mode])).toEqual([
+      ["G1", A, "session"],
+      ["G2", B, "session"],
+    ]);
+  });
+
+  it("activity: each call with its epoch, revision, grant, decision and outcome", async () => {
+    const rows = activityView(await opened([story])).map((a) => ({
+      tool: a.tool,
+      epoch: a.epoch,
+      revision: a.revision,
+      grant: a.grant,
+      decision: a.decision,
+      outcome: a.outcome,
+      credentials: a.credentials,
+    }));
+    expect(rows).toEqual([
+      {
+        tool: "inventory_adjust",
+        epoch: A,
+        revision: 12,
+        grant: "G1",
+        decision: "allowed",
+        outcome: "ok",
+        credentials: ["inventory-api-staging"],
+      },
+      {
+        tool: "inventory_adjust",
+        epoch: B,
+        revision: null,
+        grant: null,
+        decision: "authorization_stale",
+        outcome: "refused",
+        credentials: [],
+      },
+      // The client reused request id 1 for a new call: a new row, not the old one.
+      {
+        tool: "inventory_adjust",
+        epoch: B,
+        revision: 13,
+        grant: "G2",
+        decision: "allowed",
+        outcome: "interrupted",
+        credentials: [],
+      },
+      {
+        tool: "inventory_lookup",
+        epoch: B,
+        revision: 13,
+        grant: "G2",
+        decision: "allowed",
+        outcome: "pending",
+        credentials: [],
+      },
+    ]);
+  });
+
+  it("attributes events without a run to the run their writer serves, and keeps writers apart", async () => {
+    const bare = (e: AuditEvent): AuditEvent => {
+      const { run: _run, ...rest } = e;
+      return rest as AuditEvent;
+    };
+    // Writer 1 names its run once; writer 2 (another gateway process) never does.
+    const one = [story[0]!, story[1]!, ...story.slice(2, 8).map(bare)];
+    const two = story.slice(2, 8).map(bare);
+    const records = await opened([one, two]);
+    const sessions = sessionsView(records);
+    expect(sessions).toHaveLength(2);
+    expect(sessions[0]).toMatchObject({ run: RUN, calls: 1, epochs: [A] });
+    expect(sessions[1]!.run).toBe(records.at(-1)!.header.writer);
+    const activity = activityView(records);
+    expect(activity.map((a) => [a.run, a.outcome])).toEqual([
+      [RUN, "ok"],
+      [records.at(-1)!.header.writer, "ok"],
+    ]);
+  });
+});
