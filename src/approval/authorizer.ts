@@ -1,0 +1,402 @@
+import { argumentsDigest } from "../audit/events.js";
+import { type Classification, diffCatalogs, type Tool } from "../catalog/index.js";
+import type { ApprovedCall, AuthorizationPort } from "../guard/guard.js";
+import { refuse } from "../guard/refusals.js";
+import type { ExecutionRecord } from "../identity/index.js";
+import type { ErrorObject } from "../relay/jsonrpc.js";
+import type { Store } from "../store/db.js";
+import type { Logger } from "../util/log.js";
+import {
+  type ApprovalConfig,
+  endGrants,
+  type GrantRecord,
+  getGrant,
+  liveSessionGrants,
+  requiredScopes,
+  resolveMode,
+} from "./grants.js";
+import { closeRequest, getRequest, insertRequest, newRequestId, type Review } from "./requests.js";
+import { buildReview, renderTool, reviewArguments } from "./review.js";
+import type { Run } from "./runs.js";
+
+export interface AuthorizerEvents {
+  /** best effort (the gateway's audit sink): approval_requested, approval_granted, approval_denied */
+  emit(e: { type: string; [k: string]: unknown }): void;
+}
+
+export interface AuthorizerOptions {
+  db: Store;
+  run: Run;
+  serverLabel: string;
+  /** config `approval: {default, tools}` */
+  approval: ApprovalConfig;
+  /** config `credentials`: env var → scope name; every tool of a server with credentials needs them all */
+  credentials: Record<string, string>;
+  /** how long a call waits for a human (default 120 s) */
+  timeoutMs?: number;
+  /** how often the store is read for a decision (default 150 ms) */
+  pollMs?: number;
+  /** how often `progress` is called while waiting (default 3 s) */
+  progressEveryMs?: number;
+  log: Pick<Logger, "info" | "warn">;
+  events: AuthorizerEvents;
+  /** the current epoch's execution record (null when not captured yet) and catalog revision */
+  context: () => { record: ExecutionRecord | null; revision: number };
+}
+
+/**
+ * Steps 2, 6 and 7 of the decision order for one agent run in front of one server.
+ *
+ * A session grant covers a call when it belongs to this run, this server label and
+ * the call's execution epoch, names the tool with the fingerprint it was approved
+ * at (or a later version whose change from the approved definition is `narrows` or
+ * `cosmetic`), and holds every credential scope the server needs; it must not be
+ * revoked or ended. Per-call grants never cover another call.
+ */
+export class Authorizer implements AuthorizationPort {
+  private readonly scopes: string[];
+  private readonly timeoutMs: number;
+  private readonly pollMs: number;
+  private readonly progressEveryMs: number;
+  /** classification of (grant, current fingerprint): a diff is computed once per version seen */
+  private readonly classified = new Map<string, Classification>();
+
+  constructor(private readonly o: AuthorizerOptions) {
+    this.scopes = requiredScopes(o.credentials);
+    this.timeoutMs = o.timeoutMs ?? 120_000;
+    this.pollMs = o.pollMs ?? 150;
+    this.progressEveryMs = o.progressEveryMs ?? 3000;
+  }
+
+  get run(): Run {
+    return this.o.run;
+  }
+
+  /**
+   * Step 2. The run holds session grants for this server under an older epoch and no
+   * grant of the current epoch covers the call → authorization_stale (epoch changed);
+   * or a current-epoch grant names an older version of this tool whose change expands
+   * its authority → authorization_stale ("tool authority expanded").
+   *
+   * The refusal is given once: the grants it reports are ended ("superseded"), so the
+   * agent's next call (after it re-lists) goes on to step 7 and asks a human for a
+   * grant of the current epoch. Without that, a stale grant would refuse every later
+   * call and no new approval could ever be asked for.
+   *
+   * Mode `none`: no approval is ever given for the tool, so there is nothing to be
+   * stale; the guard's own epoch checks (hold while identity-pending, epoch_transition)
+   * still apply, and the call is audited with its epoch.
+   */
+  stale(call: ApprovedCall): ErrorObject | null {
+    if (resolveMode(this.o.approval, call.tool) === "none") return null;
+    const live = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
+    if (live.length === 0) return null;
+    const { covering, expanded } = this.match(
+      live.filter((g) => g.executionEpoch === call.epoch),
+      call,
+    );
+    if (covering) return null;
+    const older = live.filter((g) => g.executionEpoch !== call.epoch);
+    if (older.length > 0) {
+      const approvedEpoch = older[older.length - 1]!.executionEpoch;
+      const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
+      endGrants(
+        this.o.db,
+        older.map((g) => g.grant),
+        `superseded: execution epoch changed to ${call.epoch}`,
+      );
+      return refuse.authorizationStale({ approvedEpoch, currentEpoch: call.epoch, changedTools });
+    }
+    if (expanded.length > 0) {
+      endGrants(
+        this.o.db,
+        expanded.map((g) => g.grant),
+        `superseded: tool ${call.tool} changed in a way that expands its authority`,
+      );
+      return refuse.authorizationStale({
+        approvedEpoch: call.epoch,
+        currentEpoch: call.epoch,
+        changedTools: [call.tool],
+        reason: "tool authority expanded",
+      });
+    }
+    return null;
+  }
+
+  /**
+   * Step 6. There is no credential vault yet: credentials reach a server through its
+   * configured environment, so nothing is ever locked here. When the vault lands,
+   * this answers "the server needs scopes and the vault is locked".
+   */
+  vaultLocked(_call: ApprovedCall): boolean {
+    return false;
+  }
+
+  /** Step 7: a covering session grant, or a human decision (the call is held while waiting). */
+  async obtain(
+    call: ApprovedCall,
+    hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
+  ): Promise<{ grant: string | null } | { error: ErrorObject }> {
+    const mode = resolveMode(this.o.approval, call.tool);
+    if (mode === "none") return { grant: null };
+    if (mode === "session") {
+      const live = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel).filter(
+        (g) => g.executionEpoch === call.epoch,
+      );
+      const { covering } = this.match(live, call);
+      if (covering) return { grant: covering.grant };
+    }
+    return this.ask(call, mode, hooks);
+  }
+
+  // ───────────────────────────── coverage ─────────────────────────────
+
+  private match(
+    grants: GrantRecord[],
+    call: ApprovedCall,
+  ): { covering: GrantRecord | null; expanded: GrantRecord[] } {
+    const usable = grants.filter((g) => this.scopes.every((s) => g.credentialScope.includes(s)));
+    for (const g of usable) {
+      if (g.toolScope.some((t) => t.name === call.tool && t.fingerprint === call.fingerprint)) {
+        return { covering: g, expanded: [] };
+      }
+    }
+    const expanded: GrantRecord[] = [];
+    // A tool that left the catalog has no current definition: step 4 refuses it.
+    if (!call.definition) return { covering: null, expanded };
+    for (const g of usable) {
+      if (!g.toolScope.some((t) => t.name === call.tool)) continue;
+      const c = this.classify(g, call);
+      if (c === "expands") expanded.push(g);
+      else return { covering: g, expanded: [] };
+    }
+    return { covering: null, expanded };
+  }
+
+  /** How the current definition differs from the approved one; unknown or unprovable is `expands`. */
+  private classify(g: GrantRecord, call: ApprovedCall): Classification {
+    const key = `${g.grant}\u0000${call.fingerprint}`;
+    const hit = this.classified.get(key);
+    if (hit) return hit;
+    let c: Classification = "expands";
+    const granted = Object.hasOwn(g.toolDefinitions, call.tool) ? g.toolDefinitions[call.tool] : null;
+    if (granted && call.definition) {
+      try {
+        const diff = diffCatalogs([granted as Tool], [call.definition as Tool]);
+        const entry = diff.entries.find((e) => e.kind === "modified" && e.tool === call.tool);
+        c = entry && diff.entries.length === 1 ? entry.classification : "expands";
+      } catch {
+        c = "expands";
+      }
+    }
+    this.classified.set(key, c);
+    return c;
+  }
+
+  // ───────────────────────────── asking a human ─────────────────────────────
+
+  private async ask(
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    hooks: { progress?: (message: string) => void; signal?: AbortSignal },
+  ): Promise<{ grant: string | null } | { error: ErrorObject }> {
+    const { db, run, serverLabel } = this.o;
+    const id = newRequestId();
+    const created = Date.now();
+    const createdAt = new Date(created).toISOString();
+    const expiresAt = new Date(created + this.timeoutMs).toISOString();
+    const ctx = this.o.context();
+    let review: Review;
+    try {
+      review = buildReview(db, {
+        request: id,
+        createdAt,
+        expiresAt,
+        run,
+        serverLabel,
+        call,
+        mode,
+        credentialScope: this.scopes,
+        record: ctx.record,
+        revision: call.revision,
+      });
+    } catch (e) {
+      review = this.minimalReview(id, createdAt, expiresAt, call, mode, (e as Error).message);
+    }
+    insertRequest(db, {
+      request: id,
+      agentRun: run.run,
+      serverLabel,
+      executionEpoch: call.epoch,
+      catalogRevision: call.revision,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      definition: call.definition,
+      credentialScope: this.scopes,
+      mode,
+      review,
+      createdAt,
+      expiresAt,
+    });
+    const how = `portcullis approve ${id}`;
+    this.o.log.info(
+      `approval needed for ${JSON.stringify(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
+        `run '${how}' or 'portcullis deny ${id}' in a terminal`,
+    );
+    const subject = {
+      run: run.run,
+      serverLabel,
+      epoch: call.epoch,
+      revision: call.revision,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      approvalRequest: id,
+      credentialScope: this.scopes,
+    };
+    this.emit({ type: "approval_requested", ...subject, mode, arguments: argumentsDigest(call.effective) });
+
+    const progress = (msg: string) => {
+      try {
+        hooks.progress?.(msg);
+      } catch {
+        /* a progress notification is a courtesy */
+      }
+    };
+    progress(`waiting for human approval of ${id}`);
+    let lastProgress = Date.now();
+    const deadline = created + this.timeoutMs;
+    let closing: "expired" | "cancelled" | null = null;
+    for (;;) {
+      const req = getRequest(db, id);
+      if (!req) return { error: refuse.authorizationRequired(id, how) };
+      if (req.state === "approved") {
+        const g = req.grant ? getGrant(db, req.grant) : null;
+        if (!g || g.revokedAt || g.endedAt) {
+          this.emit({ type: "approval_denied", ...subject, outcome: "revoked", decidedBy: req.decidedBy });
+          return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
+        }
+        const cancelled = !!hooks.signal?.aborted;
+        if (g.mode === "per-call") {
+          endGrants(
+            db,
+            [g.grant],
+            cancelled ? "single use: the call was cancelled" : "single use: consumed by the call it approved",
+          );
+        }
+        this.emit({
+          type: "approval_granted",
+          ...subject,
+          grant: g.grant,
+          mode: g.mode,
+          expiresWhen: g.expiresWhen,
+          decidedBy: req.decidedBy,
+        });
+        // A session grant approved as the client cancelled stays: it covers the run's next call.
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        return { grant: g.grant };
+      }
+      if (req.state === "denied") {
+        this.emit({
+          type: "approval_denied",
+          ...subject,
+          outcome: "denied",
+          decidedBy: req.decidedBy,
+          reason: req.reason,
+        });
+        return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
+      }
+      if (req.state === "expired") {
+        this.emit({ type: "approval_denied", ...subject, outcome: "expired" });
+        return { error: refuse.approvalTimeout(id) };
+      }
+      if (req.state === "cancelled") {
+        this.emit({ type: "approval_denied", ...subject, outcome: "cancelled", reason: req.reason });
+        return { error: refuse.authorizationRequired(id, how) };
+      }
+      // Still pending. A close that did not take (the row changed under us) ends the wait anyway.
+      if (closing) {
+        this.emit({ type: "approval_denied", ...subject, outcome: closing });
+        return {
+          error: closing === "expired" ? refuse.approvalTimeout(id) : refuse.authorizationRequired(id, how),
+        };
+      }
+      if (hooks.signal?.aborted) {
+        closeRequest(db, id, "cancelled", "the client cancelled the call");
+        closing = "cancelled";
+        continue; // read the final state: a decision may have won the race
+      }
+      const now = Date.now();
+      if (now >= deadline) {
+        closeRequest(db, id, "expired", `nobody decided within ${Math.round(this.timeoutMs / 1000)} s`);
+        closing = "expired";
+        continue;
+      }
+      if (now - lastProgress >= this.progressEveryMs) {
+        progress(`waiting for human approval of ${id}`);
+        lastProgress = now;
+      }
+      await sleep(Math.min(this.pollMs, deadline - now), hooks.signal);
+    }
+  }
+
+  private minimalReview(
+    id: string,
+    createdAt: string,
+    expiresAt: string,
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    why: string,
+  ): Review {
+    const { run, serverLabel } = this.o;
+    return {
+      request: id,
+      createdAt,
+      expiresAt,
+      agentRun: { run: run.run, startedAt: run.startedAt, chainDigest: run.chainDigest, chain: run.chain },
+      serverLabel,
+      epoch: {
+        current: call.epoch,
+        lastApproved: null,
+        changedParts: null,
+        summary: `the review could not be completed (${why}): treat this as a first approval`,
+        record: null,
+      },
+      catalog: {
+        revision: call.revision,
+        lastApprovedRevision: null,
+        classification: null,
+        rendered: "(not available)",
+      },
+      tool: {
+        name: call.tool,
+        fingerprint: call.fingerprint,
+        mode,
+        rendered: renderTool(call.definition, call.tool),
+        sinceLastGrant: null,
+      },
+      credentialScope: this.scopes,
+      arguments: reviewArguments(call),
+    };
+  }
+
+  private emit(e: { type: string; [k: string]: unknown }): void {
+    try {
+      this.o.events.emit(e);
+    } catch (err) {
+      this.o.log.warn(`could not record ${e.type}: ${(err as Error).message}`);
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

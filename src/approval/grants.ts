@@ -1,0 +1,196 @@
+import type { ApprovalMode } from "../config/config.js";
+import type { Store } from "../store/db.js";
+import { processStartTime } from "./chain.js";
+
+export type { ApprovalMode } from "../config/config.js";
+
+/** A server's approval configuration: `approval: {default, tools}` in portcullis.json. */
+export interface ApprovalConfig {
+  default: ApprovalMode;
+  tools: Record<string, ApprovalMode>;
+}
+
+/** The approval mode of one tool: its own entry, else the server's default, else `session`. */
+export function resolveMode(
+  approval: Partial<ApprovalConfig> | null | undefined,
+  tool: string,
+): ApprovalMode {
+  const tools = approval?.tools;
+  // Own keys only: a tool named "constructor" or "__proto__" must not read the prototype.
+  if (tools && Object.hasOwn(tools, tool)) {
+    const m = tools[tool];
+    if (m === "session" || m === "per-call" || m === "none") return m;
+  }
+  const d = approval?.default;
+  return d === "session" || d === "per-call" || d === "none" ? d : "session";
+}
+
+/** The credential scope names a server's tools need (config `credentials`: env var → scope). */
+export function requiredScopes(credentials: Record<string, string> | null | undefined): string[] {
+  return [...new Set(Object.values(credentials ?? {}))].sort();
+}
+
+export interface ToolScopeEntry {
+  name: string;
+  fingerprint: string;
+}
+
+/** A grant, in the shape of DESIGN.md ("Grants"). */
+export interface Grant {
+  grant: string;
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  toolScope: ToolScopeEntry[];
+  credentialScope: string[];
+  /** `session`: reusable for the run and the epoch; `per-call`: one call, never remembered */
+  mode: "session" | "per-call";
+  issuedAt: string;
+  /** `agent-run-ends` for session grants, `this-call` for single-use ones */
+  expiresWhen: "agent-run-ends" | "this-call";
+}
+
+/** A grant with what the store keeps beside it. */
+export interface GrantRecord extends Grant {
+  catalogRevision: number;
+  /** the tool definitions as approved, by name (null when the tool was not in the catalog) */
+  toolDefinitions: Record<string, Record<string, unknown> | null>;
+  request: string | null;
+  approvedBy: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+  endedAt: string | null;
+  endedReason: string | null;
+}
+
+export interface GrantDbRow {
+  grant_id: string;
+  agent_run: string;
+  server_label: string;
+  execution_epoch: string;
+  catalog_revision: number;
+  tool_scope_json: string;
+  tool_defs_json: string;
+  credential_scope_json: string;
+  mode: "session" | "per-call";
+  issued_at: string;
+  expires_when: "agent-run-ends" | "this-call";
+  request: string | null;
+  approved_by: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  ended_at: string | null;
+  ended_reason: string | null;
+}
+
+export function toGrantRecord(r: GrantDbRow): GrantRecord {
+  return {
+    grant: r.grant_id,
+    agentRun: r.agent_run,
+    serverLabel: r.server_label,
+    executionEpoch: r.execution_epoch,
+    toolScope: JSON.parse(r.tool_scope_json) as ToolScopeEntry[],
+    credentialScope: JSON.parse(r.credential_scope_json) as string[],
+    mode: r.mode,
+    issuedAt: r.issued_at,
+    expiresWhen: r.expires_when,
+    catalogRevision: r.catalog_revision,
+    toolDefinitions: JSON.parse(r.tool_defs_json) as Record<string, Record<string, unknown> | null>,
+    request: r.request,
+    approvedBy: r.approved_by,
+    revokedAt: r.revoked_at,
+    revokedBy: r.revoked_by,
+    endedAt: r.ended_at,
+    endedReason: r.ended_reason,
+  };
+}
+
+/** The DESIGN.md shape of a grant, without the store's bookkeeping. */
+export function publicGrant(g: GrantRecord): Grant {
+  return {
+    grant: g.grant,
+    agentRun: g.agentRun,
+    serverLabel: g.serverLabel,
+    executionEpoch: g.executionEpoch,
+    toolScope: g.toolScope,
+    credentialScope: g.credentialScope,
+    mode: g.mode,
+    issuedAt: g.issuedAt,
+    expiresWhen: g.expiresWhen,
+  };
+}
+
+export function getGrant(db: Store, grant: string): GrantRecord | null {
+  const r = db.prepare("SELECT * FROM grants WHERE grant_id = ?").get(grant) as GrantDbRow | undefined;
+  return r ? toGrantRecord(r) : null;
+}
+
+/** Session grants of a run for a server that still count (not revoked, not ended). */
+export function liveSessionGrants(db: Store, run: string, serverLabel: string): GrantRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT * FROM grants
+       WHERE agent_run = ? AND server_label = ? AND mode = 'session' AND revoked_at IS NULL AND ended_at IS NULL
+       ORDER BY issued_at, grant_id`,
+    )
+    .all(run, serverLabel) as GrantDbRow[];
+  return rows.map(toGrantRecord);
+}
+
+export interface ActiveGrant extends GrantRecord {
+  /** false when the gateway serving the run is gone without ending it: the grant can no longer be used */
+  runAlive: boolean;
+}
+
+/** Grants that can still cover a call: session grants not revoked, not ended, of runs not ended. */
+export function activeGrants(db: Store): ActiveGrant[] {
+  const rows = db
+    .prepare(
+      `SELECT g.*, r.gateway_pid AS gateway_pid, r.gateway_pid_start AS gateway_pid_start
+       FROM grants g JOIN runs r ON r.run = g.agent_run
+       WHERE g.mode = 'session' AND g.revoked_at IS NULL AND g.ended_at IS NULL AND r.ended_at IS NULL
+       ORDER BY g.issued_at, g.grant_id`,
+    )
+    .all() as (GrantDbRow & { gateway_pid: number; gateway_pid_start: string | null })[];
+  return rows.map((r) => ({
+    ...toGrantRecord(r),
+    runAlive: r.gateway_pid_start !== null && processStartTime(r.gateway_pid) === r.gateway_pid_start,
+  }));
+}
+
+export class GrantError extends Error {
+  override name = "GrantError";
+  constructor(
+    message: string,
+    readonly kind: "not-found" | "not-active",
+  ) {
+    super(message);
+  }
+}
+
+/** Revokes a grant: it stops covering from the next call on. */
+export function revokeGrant(db: Store, grant: string, by: string): GrantRecord {
+  return db
+    .transaction(() => {
+      const g = getGrant(db, grant);
+      if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
+      if (g.revokedAt)
+        throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
+      if (g.endedAt)
+        throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
+      const now = new Date().toISOString();
+      db.prepare("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE grant_id = ?").run(now, by, grant);
+      return { ...g, revokedAt: now, revokedBy: by };
+    })
+    .immediate();
+}
+
+/** Ends grants (superseded, consumed). Returns how many changed. */
+export function endGrants(db: Store, grants: readonly string[], reason: string): number {
+  if (grants.length === 0) return 0;
+  const now = new Date().toISOString();
+  const stmt = db.prepare(
+    "UPDATE grants SET ended_at = ?, ended_reason = ? WHERE grant_id = ? AND ended_at IS NULL",
+  );
+  return db.transaction(() => grants.reduce((n, g) => n + stmt.run(now, reason, g).changes, 0)).immediate();
+}

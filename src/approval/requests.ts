@@ -1,0 +1,291 @@
+import { ulid } from "ulid";
+import type { Store } from "../store/db.js";
+import type { ChainEntry } from "./chain.js";
+import type { Grant, GrantRecord } from "./grants.js";
+import { getGrant } from "./grants.js";
+import { getRun } from "./runs.js";
+
+/** What the human is shown before deciding (stored with the request, rendered by the CLI). */
+export interface Review {
+  request: string;
+  createdAt: string;
+  expiresAt: string;
+  agentRun: { run: string; startedAt: string; chainDigest: string; chain: ChainEntry[] };
+  serverLabel: string;
+  epoch: {
+    current: string;
+    /** the epoch of the most recent grant for this server label (any run), null when there was none */
+    lastApproved: string | null;
+    /** execution record parts that differ from the last approved epoch's; null when nothing to compare */
+    changedParts: string[] | null;
+    /** one plain line: "first approval for this server", "same epoch as the last approval", … */
+    summary: string;
+    /** the current execution record, as captured at launch by the supervisor (no secret values) */
+    record: Record<string, unknown> | null;
+  };
+  catalog: {
+    revision: number;
+    /** the catalog revision of the most recent grant for this label, null when there was none */
+    lastApprovedRevision: number | null;
+    /** classification of the whole diff since the last approved revision ("expands" when any entry does) */
+    classification: "expands" | "narrows" | "cosmetic" | null;
+    /** renderDiff output, or one line saying why there is no diff */
+    rendered: string;
+  };
+  tool: {
+    name: string;
+    fingerprint: string;
+    mode: "session" | "per-call";
+    /** the tool as the current catalog lists it: description, inputs with defaults and enums, hints */
+    rendered: string;
+    /** this tool compared with the definition last granted for this label, when there was one */
+    sinceLastGrant: {
+      grant: string;
+      /** the catalog revision the grant was given at */
+      revision: number;
+      fingerprint: string;
+      classification: string;
+      rendered: string;
+    } | null;
+  };
+  credentialScope: string[];
+  /** the effective arguments (schema defaults applied): every name, its value, where it came from */
+  arguments: { name: string; value: unknown; note?: string }[];
+}
+
+export type RequestState = "pending" | "approved" | "denied" | "expired" | "cancelled";
+
+export interface ApprovalRequest {
+  request: string;
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  catalogRevision: number;
+  tool: string;
+  fingerprint: string;
+  definition: Record<string, unknown> | null;
+  credentialScope: string[];
+  mode: "session" | "per-call";
+  review: Review;
+  createdAt: string;
+  expiresAt: string;
+  state: RequestState;
+  decidedAt: string | null;
+  decidedBy: string | null;
+  decisionFor: "session" | "call" | null;
+  reason: string | null;
+  grant: string | null;
+}
+
+interface RequestDbRow {
+  request: string;
+  agent_run: string;
+  server_label: string;
+  execution_epoch: string;
+  catalog_revision: number;
+  tool: string;
+  fingerprint: string;
+  definition_json: string | null;
+  credential_scope_json: string;
+  mode: "session" | "per-call";
+  review_json: string;
+  created_at: string;
+  expires_at: string;
+  state: RequestState;
+  decided_at: string | null;
+  decided_by: string | null;
+  decision_for: "session" | "call" | null;
+  reason: string | null;
+  grant_id: string | null;
+}
+
+function toRequest(r: RequestDbRow): ApprovalRequest {
+  return {
+    request: r.request,
+    agentRun: r.agent_run,
+    serverLabel: r.server_label,
+    executionEpoch: r.execution_epoch,
+    catalogRevision: r.catalog_revision,
+    tool: r.tool,
+    fingerprint: r.fingerprint,
+    definition: r.definition_json ? (JSON.parse(r.definition_json) as Record<string, unknown>) : null,
+    credentialScope: JSON.parse(r.credential_scope_json) as string[],
+    mode: r.mode,
+    review: JSON.parse(r.review_json) as Review,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    state: r.state,
+    decidedAt: r.decided_at,
+    decidedBy: r.decided_by,
+    decisionFor: r.decision_for,
+    reason: r.reason,
+    grant: r.grant_id,
+  };
+}
+
+export function newRequestId(): string {
+  return ulid();
+}
+
+export function insertRequest(
+  db: Store,
+  r: Omit<ApprovalRequest, "state" | "decidedAt" | "decidedBy" | "decisionFor" | "reason" | "grant">,
+): void {
+  db.prepare(
+    `INSERT INTO approval_requests (request, agent_run, server_label, execution_epoch, catalog_revision, tool,
+       fingerprint, definition_json, credential_scope_json, mode, review_json, created_at, expires_at, state)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')`,
+  ).run(
+    r.request,
+    r.agentRun,
+    r.serverLabel,
+    r.executionEpoch,
+    r.catalogRevision,
+    r.tool,
+    r.fingerprint,
+    r.definition ? JSON.stringify(r.definition) : null,
+    JSON.stringify(r.credentialScope),
+    r.mode,
+    JSON.stringify(r.review),
+    r.createdAt,
+    r.expiresAt,
+  );
+}
+
+export function getRequest(db: Store, id: string): ApprovalRequest | null {
+  const r = db.prepare("SELECT * FROM approval_requests WHERE request = ?").get(id) as
+    | RequestDbRow
+    | undefined;
+  return r ? toRequest(r) : null;
+}
+
+export interface PendingRequest extends ApprovalRequest {
+  /** false when the gateway that waits for this decision is gone: deciding would change nothing */
+  waiting: boolean;
+}
+
+/** Pending requests, oldest first. */
+export function pendingRequests(db: Store): PendingRequest[] {
+  const rows = db
+    .prepare("SELECT * FROM approval_requests WHERE state = 'pending' ORDER BY created_at, request")
+    .all() as RequestDbRow[];
+  return rows.map((r) => {
+    const run = getRun(db, r.agent_run);
+    return { ...toRequest(r), waiting: !!run?.gatewayAlive && Date.parse(r.expires_at) > Date.now() };
+  });
+}
+
+/**
+ * Moves a pending request to a final state without a human decision (expired,
+ * cancelled). Returns false when it was no longer pending (a decision won the race).
+ */
+export function closeRequest(db: Store, id: string, state: "expired" | "cancelled", reason: string): boolean {
+  return (
+    db
+      .prepare(
+        "UPDATE approval_requests SET state = ?, decided_at = ?, reason = ? WHERE request = ? AND state = 'pending'",
+      )
+      .run(state, new Date().toISOString(), reason, id).changes === 1
+  );
+}
+
+export type Decision = { approve: true; for: "session" | "call" } | { approve: false; reason?: string };
+
+export class DecisionError extends Error {
+  override name = "DecisionError";
+  constructor(
+    message: string,
+    /** not-found and not-allowed are the caller's to fix (exit 2); not-pending is the request's state (exit 1) */
+    readonly kind: "not-found" | "not-pending" | "not-allowed",
+  ) {
+    super(message);
+  }
+}
+
+export interface DecisionResult {
+  request: ApprovalRequest;
+  /** the grant an approval created (null for a denial) */
+  grant: Grant | null;
+}
+
+/**
+ * The single code path that decides an approval request, used by the CLI and by
+ * the demo (`by` says who decided: the CLI after the passphrase, or "demo").
+ * Approving creates the grant in the same transaction as the decision, so a
+ * waiting gateway either sees both or neither; a request that expired or was
+ * cancelled in the meantime cannot be approved.
+ */
+export function decideRequest(db: Store, id: string, decision: Decision, by: string): DecisionResult {
+  return db
+    .transaction((): DecisionResult => {
+      const req = getRequest(db, id);
+      if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
+      if (req.state !== "pending") {
+        throw new DecisionError(
+          `approval request ${id} is no longer pending: it was ${req.state}${req.decidedAt ? ` at ${req.decidedAt}` : ""}`,
+          "not-pending",
+        );
+      }
+      if (Date.parse(req.expiresAt) <= Date.now()) {
+        throw new DecisionError(`approval request ${id} expired at ${req.expiresAt}`, "not-pending");
+      }
+      const run = getRun(db, req.agentRun);
+      if (!run || run.endedAt) {
+        throw new DecisionError(`the agent run of approval request ${id} has ended`, "not-pending");
+      }
+      const now = new Date().toISOString();
+      if (!decision.approve) {
+        db.prepare(
+          "UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ? WHERE request = ?",
+        ).run(now, by, decision.reason ?? null, id);
+        return { request: getRequest(db, id)!, grant: null };
+      }
+      if (decision.for === "session" && req.mode === "per-call") {
+        throw new DecisionError(
+          `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
+          "not-allowed",
+        );
+      }
+      const grant: Grant = {
+        grant: ulid(),
+        agentRun: req.agentRun,
+        serverLabel: req.serverLabel,
+        executionEpoch: req.executionEpoch,
+        toolScope: [{ name: req.tool, fingerprint: req.fingerprint }],
+        credentialScope: req.credentialScope,
+        mode: decision.for === "session" ? "session" : "per-call",
+        issuedAt: now,
+        expiresWhen: decision.for === "session" ? "agent-run-ends" : "this-call",
+      };
+      db.prepare(
+        `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
+           tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        grant.grant,
+        grant.agentRun,
+        grant.serverLabel,
+        grant.executionEpoch,
+        req.catalogRevision,
+        JSON.stringify(grant.toolScope),
+        JSON.stringify({ [req.tool]: req.definition }),
+        JSON.stringify(grant.credentialScope),
+        grant.mode,
+        grant.issuedAt,
+        grant.expiresWhen,
+        id,
+        by,
+      );
+      db.prepare(
+        `UPDATE approval_requests SET state = 'approved', decided_at = ?, decided_by = ?, decision_for = ?, grant_id = ?
+         WHERE request = ?`,
+      ).run(now, by, decision.for, grant.grant, id);
+      return { request: getRequest(db, id)!, grant };
+    })
+    .immediate();
+}
+
+/** The grant an approved request created. */
+export function grantOfRequest(db: Store, req: ApprovalRequest): GrantRecord | null {
+  return req.grant ? getGrant(db, req.grant) : null;
+}

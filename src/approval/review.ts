@@ -1,0 +1,286 @@
+import { createHash } from "node:crypto";
+import canonicalize from "canonicalize";
+import { diffCatalogs, getRevision, renderDiff, type Tool } from "../catalog/index.js";
+import { describeField } from "../catalog/schema.js";
+import { displayName, displayValue, safeText } from "../catalog/text.js";
+import { classOf } from "../catalog/types.js";
+import type { ApprovedCall } from "../guard/guard.js";
+import { changedParts, type ExecutionRecord } from "../identity/index.js";
+import type { Store } from "../store/db.js";
+import type { GrantDbRow } from "./grants.js";
+import { toGrantRecord } from "./grants.js";
+import type { Review } from "./requests.js";
+import type { Run } from "./runs.js";
+
+/** Argument names whose values are never stored or shown (the audit log refuses them too). */
+const SECRET_NAME = /secret|password|passphrase|token|api[-_]?key|credential/i;
+
+export interface ReviewInput {
+  request: string;
+  createdAt: string;
+  expiresAt: string;
+  run: Run;
+  serverLabel: string;
+  call: ApprovedCall;
+  mode: "session" | "per-call";
+  credentialScope: string[];
+  record: ExecutionRecord | null;
+  revision: number;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function own(o: unknown, k: string): unknown {
+  return isObj(o) && Object.hasOwn(o, k) ? o[k] : undefined;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  try {
+    return canonicalize(a) === canonicalize(b);
+  } catch {
+    return false;
+  }
+}
+
+/** The most recent grant for a server label, any run (the last thing a human approved there). */
+function lastGrantOfLabel(db: Store, serverLabel: string): GrantDbRow | undefined {
+  return db
+    .prepare("SELECT * FROM grants WHERE server_label = ? ORDER BY issued_at DESC, grant_id DESC LIMIT 1")
+    .get(serverLabel) as GrantDbRow | undefined;
+}
+
+function recordOfEpoch(db: Store, epoch: string): ExecutionRecord | null {
+  const r = db.prepare("SELECT record_json FROM epochs WHERE epoch = ?").get(epoch) as
+    | { record_json: string }
+    | undefined;
+  if (!r) return null;
+  try {
+    return JSON.parse(r.record_json) as ExecutionRecord;
+  } catch {
+    return null;
+  }
+}
+
+function recordSummary(r: ExecutionRecord | null): Record<string, unknown> | null {
+  if (!r) return null;
+  return {
+    epoch: r.epoch,
+    launchCommand: r.launchCommand,
+    executable: r.executable,
+    runtime: r.runtime,
+    entry: r.entry,
+    wrappers: r.wrappers,
+    lockfile: r.lockfile,
+    dependencyTree: r.dependencyTree,
+    workingDirectory: r.workingDirectory,
+    identityDigest: r.identityDigest,
+    processId: r.processId,
+    startedAt: r.startedAt,
+  };
+}
+
+function epochPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined): Review["epoch"] {
+  const current = input.call.epoch;
+  const record = input.record && input.record.epoch === current ? input.record : recordOfEpoch(db, current);
+  const base = { current, record: recordSummary(record) };
+  if (!last) {
+    return {
+      ...base,
+      lastApproved: null,
+      changedParts: null,
+      summary: "first approval for this server label",
+    };
+  }
+  const lastApproved = last.execution_epoch;
+  if (lastApproved === current) {
+    return { ...base, lastApproved, changedParts: [], summary: "same execution epoch as the last approval" };
+  }
+  const before = recordOfEpoch(db, lastApproved);
+  if (!before || !record) {
+    return {
+      ...base,
+      lastApproved,
+      changedParts: null,
+      summary: `new execution epoch since the last approval (${lastApproved}); the execution records cannot be compared (one is not in the store)`,
+    };
+  }
+  let parts: string[];
+  try {
+    parts = changedParts(before, record);
+  } catch {
+    parts = ["(the execution records could not be compared)"];
+  }
+  return {
+    ...base,
+    lastApproved,
+    changedParts: parts,
+    summary:
+      parts.length === 0
+        ? `new execution epoch since the last approval (${lastApproved}): the same code was started again`
+        : `new execution epoch since the last approval (${lastApproved}): changed ${parts.join(", ")}`,
+  };
+}
+
+function catalogPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined): Review["catalog"] {
+  const revision = input.revision;
+  if (!last) {
+    return {
+      revision,
+      lastApprovedRevision: null,
+      classification: null,
+      rendered: `catalog revision ${revision}: first approval for this server label, no earlier approved catalog to compare`,
+    };
+  }
+  const from = last.catalog_revision;
+  if (from === revision) {
+    return {
+      revision,
+      lastApprovedRevision: from,
+      classification: null,
+      rendered: `catalog revision ${revision}: unchanged since the last approval`,
+    };
+  }
+  // The approved revision's full catalog when the store has it; else the definitions that were granted.
+  const before: Tool[] =
+    getRevision(db, input.serverLabel, from)?.tools ??
+    Object.values(toGrantRecord(last).toolDefinitions).filter(
+      (d): d is Tool => isObj(d) && typeof d.name === "string",
+    );
+  const after: Tool[] =
+    getRevision(db, input.serverLabel, revision)?.tools ??
+    (input.call.definition ? [input.call.definition as Tool] : []);
+  const diff = diffCatalogs(before, after);
+  return {
+    revision,
+    lastApprovedRevision: from,
+    classification: diff.expands ? "expands" : classOf(diff.entries),
+    rendered: renderDiff(diff, { fromRevision: from, toRevision: revision }).trimEnd(),
+  };
+}
+
+function sinceLastGrant(db: Store, input: ReviewInput): Review["tool"]["sinceLastGrant"] {
+  const rows = db
+    .prepare("SELECT * FROM grants WHERE server_label = ? ORDER BY issued_at DESC, grant_id DESC LIMIT 200")
+    .all(input.serverLabel) as GrantDbRow[];
+  for (const row of rows) {
+    const g = toGrantRecord(row);
+    const scope = g.toolScope.find((t) => t.name === input.call.tool);
+    if (!scope) continue;
+    if (scope.fingerprint === input.call.fingerprint) {
+      return {
+        grant: g.grant,
+        revision: g.catalogRevision,
+        fingerprint: scope.fingerprint,
+        classification: "unchanged",
+        rendered: `unchanged since grant ${g.grant} (epoch ${g.executionEpoch})`,
+      };
+    }
+    const granted = Object.hasOwn(g.toolDefinitions, input.call.tool)
+      ? g.toolDefinitions[input.call.tool]
+      : null;
+    if (!granted || !input.call.definition) {
+      return {
+        grant: g.grant,
+        revision: g.catalogRevision,
+        fingerprint: scope.fingerprint,
+        classification: "expands",
+        rendered: "changed since the last grant; the granted definition is not available to compare",
+      };
+    }
+    const diff = diffCatalogs([granted as Tool], [input.call.definition as Tool]);
+    return {
+      grant: g.grant,
+      revision: g.catalogRevision,
+      fingerprint: scope.fingerprint,
+      classification: diff.expands || diff.entries.length === 0 ? "expands" : classOf(diff.entries),
+      rendered: renderDiff(diff).trimEnd(),
+    };
+  }
+  return null;
+}
+
+/** The tool as a human reads it; everything from the server goes through safeText. */
+export function renderTool(def: Record<string, unknown> | null, name: string): string {
+  if (!def) return `${displayName(name)} (not in the current catalog)`;
+  const lines: string[] = [];
+  const title = own(def, "title");
+  lines.push(`${displayName(name)}${typeof title === "string" ? ` — ${safeText(title)}` : ""}`);
+  const desc = own(def, "description");
+  if (typeof desc === "string" && desc.trim() !== "") {
+    const text = desc.length > 1200 ? `${desc.slice(0, 1200)}… (${desc.length - 1200} more chars)` : desc;
+    for (const l of text.split(/\r?\n/)) lines.push(`  ${safeText(l)}`);
+  }
+  const schema = own(def, "inputSchema");
+  const props = own(schema, "properties");
+  if (isObj(props)) {
+    const req = own(schema, "required");
+    const required = new Set(Array.isArray(req) ? req : []);
+    const ap = own(schema, "additionalProperties");
+    lines.push(`  inputs${ap === false ? "" : " (other properties accepted)"}:`);
+    for (const n of Object.keys(props))
+      lines.push(`    ${safeText(describeField(displayName(n), props[n], required.has(n)))}`);
+  } else {
+    lines.push(`  inputs: ${schema === undefined ? "(no input schema)" : displayValue(schema, 200)}`);
+  }
+  const ann = own(def, "annotations");
+  if (isObj(ann) && Object.keys(ann).length > 0) {
+    lines.push(`  hints from the server (shown, never trusted): ${displayValue(ann, 300)}`);
+  }
+  return lines.join("\n");
+}
+
+/** Effective arguments with defaults made visible; values under secret-like names are not kept. */
+export function reviewArguments(call: ApprovedCall): Review["arguments"] {
+  const props = own(own(call.definition, "inputSchema"), "properties");
+  const out: Review["arguments"] = [];
+  for (const [name, value] of Object.entries(call.effective ?? {})) {
+    const prop = own(props, name);
+    if (SECRET_NAME.test(name)) {
+      const digest = createHash("sha256")
+        .update(canonicalize(value) ?? "null")
+        .digest("hex");
+      out.push({
+        name,
+        value: null,
+        note: `named like a secret: value not stored (sha256:${digest.slice(0, 16)}…)`,
+      });
+      continue;
+    }
+    const entry: Review["arguments"][number] = { name, value };
+    if (isObj(prop) && Object.hasOwn(prop, "default") && sameJson(prop.default, value)) {
+      entry.note = "schema default (given or filled in)";
+    }
+    out.push(entry);
+  }
+  return out;
+}
+
+/** Everything the human must see, computed when the request is made (the CLI only renders it). */
+export function buildReview(db: Store, input: ReviewInput): Review {
+  const last = lastGrantOfLabel(db, input.serverLabel);
+  return {
+    request: input.request,
+    createdAt: input.createdAt,
+    expiresAt: input.expiresAt,
+    agentRun: {
+      run: input.run.run,
+      startedAt: input.run.startedAt,
+      chainDigest: input.run.chainDigest,
+      chain: input.run.chain,
+    },
+    serverLabel: input.serverLabel,
+    epoch: epochPart(db, input, last),
+    catalog: catalogPart(db, input, last),
+    tool: {
+      name: input.call.tool,
+      fingerprint: input.call.fingerprint,
+      mode: input.mode,
+      rendered: renderTool(input.call.definition, input.call.tool),
+      sinceLastGrant: sinceLastGrant(db, input),
+    },
+    credentialScope: input.credentialScope,
+    arguments: reviewArguments(input.call),
+  };
+}

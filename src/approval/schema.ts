@@ -1,0 +1,90 @@
+import type { Migration } from "../store/migrations.js";
+
+/**
+ * Tables of the approval module: agent runs, human approval requests, grants,
+ * and the digest cache of the executables in agents' process chains.
+ *
+ * - A run is one client connection; its identity is the process chain of whatever
+ *   launched the gateway. `gateway_pid` + `gateway_pid_start` tell whether the
+ *   gateway that serves the run is still alive (a pid alone is reused).
+ * - An approval request holds everything the human is shown (`review_json`) and is
+ *   decided by another process (the CLI) writing `state`; the waiting gateway polls it.
+ *   States: pending → approved | denied | expired | cancelled.
+ * - A grant is what a human approved. `mode` is `session` (reusable for the run and
+ *   the epoch) or `per-call` (single use: consumed when issued, never covers another
+ *   call). `tool_defs_json` keeps the tool definitions as approved so that a later
+ *   catalog change can be diffed against them. A grant stops covering when it is
+ *   revoked (`revoked_at`) or ended (`ended_at`: run ended, single use consumed,
+ *   superseded by an epoch change or an authority-expanding tool change).
+ */
+export const approvalMigration: Migration = {
+  version: 3,
+  owner: "approval",
+  sql: `
+    CREATE TABLE runs (
+      run               TEXT PRIMARY KEY,
+      server_label      TEXT NOT NULL,
+      gateway_pid       INTEGER NOT NULL,
+      gateway_pid_start TEXT,
+      chain_json        TEXT NOT NULL,
+      chain_digest      TEXT NOT NULL,
+      started_at        TEXT NOT NULL,
+      ended_at          TEXT
+    );
+    CREATE INDEX runs_open ON runs(ended_at, started_at);
+
+    CREATE TABLE approval_requests (
+      request               TEXT PRIMARY KEY,
+      agent_run             TEXT NOT NULL REFERENCES runs(run),
+      server_label          TEXT NOT NULL,
+      execution_epoch       TEXT NOT NULL,
+      catalog_revision      INTEGER NOT NULL,
+      tool                  TEXT NOT NULL,
+      fingerprint           TEXT NOT NULL,
+      definition_json       TEXT,
+      credential_scope_json TEXT NOT NULL,
+      mode                  TEXT NOT NULL CHECK (mode IN ('session', 'per-call')),
+      review_json           TEXT NOT NULL,
+      created_at            TEXT NOT NULL,
+      expires_at            TEXT NOT NULL,
+      state                 TEXT NOT NULL DEFAULT 'pending'
+                            CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
+      decided_at            TEXT,
+      decided_by            TEXT,
+      decision_for          TEXT CHECK (decision_for IS NULL OR decision_for IN ('session', 'call')),
+      reason                TEXT,
+      grant_id              TEXT
+    );
+    CREATE INDEX approval_requests_by_state ON approval_requests(state, created_at);
+
+    CREATE TABLE grants (
+      grant_id              TEXT PRIMARY KEY,
+      agent_run             TEXT NOT NULL REFERENCES runs(run),
+      server_label          TEXT NOT NULL,
+      execution_epoch       TEXT NOT NULL,
+      catalog_revision      INTEGER NOT NULL,
+      tool_scope_json       TEXT NOT NULL,
+      tool_defs_json        TEXT NOT NULL,
+      credential_scope_json TEXT NOT NULL,
+      mode                  TEXT NOT NULL CHECK (mode IN ('session', 'per-call')),
+      issued_at             TEXT NOT NULL,
+      expires_when          TEXT NOT NULL,
+      request               TEXT,
+      approved_by           TEXT NOT NULL,
+      revoked_at            TEXT,
+      revoked_by            TEXT,
+      ended_at              TEXT,
+      ended_reason          TEXT
+    );
+    CREATE INDEX grants_by_run ON grants(agent_run, server_label, execution_epoch);
+    CREATE INDEX grants_by_label ON grants(server_label, issued_at);
+
+    CREATE TABLE executable_digests (
+      path       TEXT PRIMARY KEY,
+      size       INTEGER NOT NULL,
+      mtime_ms   INTEGER NOT NULL,
+      sha256     TEXT NOT NULL,
+      checked_at TEXT NOT NULL
+    );
+  `,
+};

@@ -1,0 +1,257 @@
+import { userInfo } from "node:os";
+import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
+import { renderGrant, renderReview } from "../approval/render.js";
+import { DecisionError, decideRequest, getRequest, pendingRequests } from "../approval/requests.js";
+import { getRun } from "../approval/runs.js";
+import { KeyringError, KeyringMissingError, unlockKeyring } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { resolveStateDir } from "../store/stateDir.js";
+import { oneOf, parse } from "./args.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+
+export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
+
+const NO_ARGUMENT_PASSPHRASE =
+  "the passphrase is never accepted on the command line (other processes, and the agent, could read it there); " +
+  "type it when asked, on the terminal";
+
+export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
+  approvals: `usage: portcullis approvals [--json] [--state-dir DIR]
+
+Pending approval requests, each with what to review before deciding: the agent's
+process chain, the server label, the execution epoch and what changed in it since
+the last approved epoch, the catalog diff since the last approved revision, the
+tool with its credential scopes, and the arguments with schema defaults made visible.
+Decide with 'portcullis approve ID' or 'portcullis deny ID'.`,
+  approve: `usage: portcullis approve ID [--for session|call] [--state-dir DIR]
+
+Shows the request's review, asks for the passphrase, then approves.
+  --for session   the grant covers this agent run's calls of this tool for the
+                  current execution epoch (default for tools in session mode)
+  --for call      this one call only; never remembered (the only choice for
+                  tools in per-call mode)
+
+${PASSPHRASE_HELP}
+The passphrase is never accepted as an argument.`,
+  deny: `usage: portcullis deny ID [--reason TEXT] [--state-dir DIR]
+
+Denies an approval request (asks for the passphrase). The agent is told a human
+said no, with the reason when one is given.
+
+${PASSPHRASE_HELP}`,
+  grants: `usage: portcullis grants [--json] [--state-dir DIR]
+
+Active grants: what a human approved, for which agent run, server label,
+execution epoch, tool fingerprints and credential scopes.`,
+  revoke: `usage: portcullis revoke GRANT [--state-dir DIR]
+
+Revokes a grant (asks for the passphrase). It stops covering calls from the
+next call on; a call already forwarded is not recalled.
+
+${PASSPHRASE_HELP}`,
+};
+
+const OPTIONS = {
+  approvals: { json: { type: "boolean" } },
+  approve: { for: { type: "string" } },
+  deny: { reason: { type: "string" } },
+  grants: { json: { type: "boolean" } },
+  revoke: {},
+} as const;
+
+const COMMON = { "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } } as const;
+
+/** `approvals`, `approve`, `deny`, `grants`, `revoke`: returns the exit code (0, 1 or 2). */
+export async function approvalsCommand(name: ApprovalsCommandName, args: string[]): Promise<number> {
+  try {
+    return await dispatch(name, args);
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof PassphraseError || e instanceof KeyringMissingError) {
+      return fail(EXIT_USAGE, e.message);
+    }
+    // A wrong passphrase exits 2, as for every command that asks for it (docs/audit-format.md).
+    if (e instanceof KeyringError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
+    if (e instanceof DecisionError)
+      return fail(e.kind === "not-pending" ? EXIT_CHECK_FAILED : EXIT_USAGE, `${name}: ${e.message}.`);
+    if (e instanceof GrantError)
+      return fail(e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED, `${name}: ${e.message}.`);
+    throw e;
+  }
+}
+
+function fail(code: number, message: string): number {
+  process.stderr.write(`portcullis: ${message}\n`);
+  return code;
+}
+
+async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<number> {
+  if (!Object.hasOwn(APPROVALS_HELP, name)) throw new UsageError(`unknown command "${name}"`);
+  // Refused before parsing, and never echoed: what follows such a flag may be the passphrase.
+  if (args.some((a) => /^--?(passphrase|password|pin)(=|$)/i.test(a))) {
+    throw new UsageError(`${name}: ${NO_ARGUMENT_PASSPHRASE}.`);
+  }
+  const { values, positionals } = parse(name, args, { ...OPTIONS[name], ...COMMON });
+  const v = values as { json?: boolean; for?: string; reason?: string; "state-dir"?: string; help?: boolean };
+  if (v.help) {
+    process.stdout.write(`${APPROVALS_HELP[name]}\n`);
+    return EXIT_OK;
+  }
+  const wants = name === "approvals" || name === "grants" ? 0 : 1;
+  if (positionals.length < wants) {
+    throw new UsageError(
+      `${name}: give the ${name === "revoke" ? "GRANT" : "request ID"}; see 'portcullis ${name} --help'.`,
+    );
+  }
+  if (positionals.length > wants) {
+    // Never echo the extra word: it may be a passphrase typed where it does not belong.
+    throw new UsageError(
+      wants === 0
+        ? `${name}: takes no arguments.`
+        : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
+    );
+  }
+  const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
+  const stateDir = resolveStateDir(v["state-dir"]);
+  const db = openStore(stateDir);
+  try {
+    switch (name) {
+      case "approvals":
+        return listRequests(db, !!v.json);
+      case "grants":
+        return listGrants(db, !!v.json);
+      case "approve":
+        return await approve(db, stateDir, positionals[0]!, forWhat);
+      case "deny":
+        return await deny(db, stateDir, positionals[0]!, v.reason);
+      case "revoke":
+        return await revoke(db, stateDir, positionals[0]!);
+    }
+  } finally {
+    db.close();
+  }
+  return EXIT_USAGE;
+}
+
+function listRequests(db: Store, json: boolean): number {
+  const pending = pendingRequests(db);
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ requests: pending }, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  if (pending.length === 0) {
+    process.stdout.write("no approval request is pending\n");
+    return EXIT_OK;
+  }
+  for (const r of pending) {
+    process.stdout.write(
+      `${renderReview(r)}\n\n  decide: portcullis approve ${r.request}   or   portcullis deny ${r.request}\n\n`,
+    );
+  }
+  return EXIT_OK;
+}
+
+function listGrants(db: Store, json: boolean): number {
+  const grants = activeGrants(db);
+  if (json) {
+    const out = grants.map((g) => ({
+      ...publicGrant(g),
+      catalogRevision: g.catalogRevision,
+      approvedBy: g.approvedBy,
+      request: g.request,
+      runAlive: g.runAlive,
+    }));
+    process.stdout.write(`${JSON.stringify({ grants: out }, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  if (grants.length === 0) {
+    process.stdout.write("no grant is active\n");
+    return EXIT_OK;
+  }
+  for (const g of grants) process.stdout.write(`${renderGrant(g)}\n\n`);
+  return EXIT_OK;
+}
+
+/** Proof of a human: the passphrase, typed on the terminal, opens the keyring. */
+async function verifyHuman(stateDir: string, what: string): Promise<string> {
+  const passphrase = await readPassphrase(`Passphrase to ${what}: `);
+  const unlocked = await unlockKeyring(stateDir, passphrase);
+  unlocked.dataKey.fill(0);
+  let user = "unknown user";
+  try {
+    user = userInfo().username;
+  } catch {
+    /* no passwd entry */
+  }
+  return `${user} via 'portcullis' (pid ${process.pid}, passphrase verified)`;
+}
+
+function pendingOrFail(db: Store, name: string, id: string) {
+  const req = getRequest(db, id);
+  if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
+  if (req.state !== "pending") {
+    throw new DecisionError(
+      `approval request ${id} is no longer pending: it was ${req.state}${req.decidedAt ? ` at ${req.decidedAt}` : ""}`,
+      "not-pending",
+    );
+  }
+  const run = getRun(db, req.agentRun);
+  if (!run?.gatewayAlive) {
+    throw new DecisionError(
+      `the gateway that asked for ${id} is no longer running; nothing would use the ${name}`,
+      "not-pending",
+    );
+  }
+  return req;
+}
+
+async function approve(
+  db: Store,
+  stateDir: string,
+  id: string,
+  forWhat: "session" | "call" | undefined,
+): Promise<number> {
+  const req = pendingOrFail(db, "approval", id);
+  const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
+  if (scope === "session" && req.mode === "per-call") {
+    throw new DecisionError(
+      `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
+      "not-allowed",
+    );
+  }
+  process.stdout.write(`${renderReview(req)}\n\n`);
+  process.stdout.write(
+    scope === "session"
+      ? `Approving for this agent run and execution epoch (until the run ends or the server changes).\n`
+      : "Approving this one call only.\n",
+  );
+  const by = await verifyHuman(stateDir, `approve ${id}`);
+  const { grant } = decideRequest(db, id, { approve: true, for: scope }, by);
+  process.stdout.write(
+    `approved ${id}: grant ${grant!.grant} (${grant!.mode}, until ${grant!.expiresWhen})\n`,
+  );
+  return EXIT_OK;
+}
+
+async function deny(db: Store, stateDir: string, id: string, reason: string | undefined): Promise<number> {
+  const req = pendingOrFail(db, "denial", id);
+  process.stdout.write(`${renderReview(req)}\n\n`);
+  const by = await verifyHuman(stateDir, `deny ${id}`);
+  decideRequest(db, id, reason === undefined ? { approve: false } : { approve: false, reason }, by);
+  process.stdout.write(`denied ${id}\n`);
+  return EXIT_OK;
+}
+
+async function revoke(db: Store, stateDir: string, grant: string): Promise<number> {
+  const g = getGrant(db, grant);
+  if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
+  if (g.revokedAt) throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
+  if (g.endedAt)
+    throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
+  const found = activeGrants(db).find((a) => a.grant === grant);
+  if (found) process.stdout.write(`${renderGrant(found)}\n\n`);
+  const by = await verifyHuman(stateDir, `revoke ${grant}`);
+  revokeGrant(db, grant, by);
+  process.stdout.write(`revoked ${grant}: it stops covering calls from the next call on\n`);
+  return EXIT_OK;
+}

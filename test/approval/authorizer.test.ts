@@ -1,0 +1,407 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { getGrant, revokeGrant } from "../../src/approval/grants.js";
+import { DecisionError, decideRequest, getRequest } from "../../src/approval/requests.js";
+import { endRun } from "../../src/approval/runs.js";
+import { REFUSAL_CODES } from "../../src/guard/refusals.js";
+import type { Store } from "../../src/store/db.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import {
+  callOf,
+  decideNext,
+  makeAuthorizer,
+  openTestStore,
+  otherConnection,
+  pendingOf,
+  publishPreview,
+  publishPreviewCosmetic,
+  publishPreviewExpanded,
+  publishPreviewNarrowed,
+  readTool,
+  requestCount,
+  testRun,
+} from "./helpers.js";
+
+const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
+const B = "01JQ7R9KQ6K2Y8W4JH0MBBBBBB";
+
+type Got = { grant: string | null } | { error: { code: number; message: string; data?: unknown } };
+
+function errorOf(got: Got) {
+  expect("error" in got).toBe(true);
+  const e = (got as { error: { code: number; data: Record<string, unknown> } }).error;
+  return e;
+}
+
+let dir: string;
+let db: Store;
+let other: Store;
+
+beforeEach(() => {
+  dir = tempDir("portcullis-approval-");
+  db = openTestStore(dir);
+  other = otherConnection(dir);
+});
+
+afterEach(() => {
+  other.close();
+  db.close();
+  removeDir(dir);
+});
+
+describe("session grants", () => {
+  it("cover the next call of the same run and epoch without asking again", async () => {
+    const run = testRun(db);
+    const { auth, rec } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    expect(auth.stale(call)).toBeNull();
+    const first = auth.obtain(call);
+    const { request, grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await first).toEqual({ grant: grant!.grant });
+    expect(grant).toMatchObject({
+      agentRun: run.run,
+      serverLabel: "inventory-local",
+      executionEpoch: A,
+      toolScope: [{ name: "publish_preview", fingerprint: call.fingerprint }],
+      credentialScope: [],
+      mode: "session",
+      expiresWhen: "agent-run-ends",
+    });
+
+    expect(auth.stale(call)).toBeNull();
+    expect(await auth.obtain(callOf(publishPreview, A, { effective: { branch: "other" } }))).toEqual({
+      grant: grant!.grant,
+    });
+    expect(requestCount(db, run)).toBe(1);
+    expect(rec.events.map((e) => e.type)).toEqual(["approval_requested", "approval_granted"]);
+    expect(rec.lines.filter((l) => l.includes(`portcullis approve ${request.request}`))).toHaveLength(1);
+    expect(rec.lines[0]).toContain(`portcullis deny ${request.request}`);
+  });
+
+  it("of run X do not cover run Y", async () => {
+    const x = testRun(db);
+    const y = testRun(db);
+    const ax = makeAuthorizer(db, x).auth;
+    const ay = makeAuthorizer(db, y).auth;
+    const call = callOf(publishPreview, A);
+    const px = ax.obtain(call);
+    const { grant } = await decideNext(other, x, { approve: true, for: "session" });
+    expect(await px).toEqual({ grant: grant!.grant });
+
+    let settled = false;
+    const py = ay.obtain(call).then((r) => {
+      settled = true;
+      return r;
+    });
+    const asked = await pendingOf(other, y);
+    expect(asked.agentRun).toBe(y.run);
+    expect(settled).toBe(false);
+    decideRequest(other, asked.request, { approve: false, reason: "other run" }, "test");
+    expect(errorOf(await py).code).toBe(REFUSAL_CODES.approval_denied);
+    // and X's grant is not stale for Y either: Y never held one
+    expect(ay.stale(callOf(publishPreview, B))).toBeNull();
+  });
+
+  it("stop covering after an epoch change: stale with both epochs, reported once, then a new approval", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const pa = auth.obtain(callOf(publishPreview, A));
+    const { grant: ga } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await pa).toEqual({ grant: ga!.grant });
+
+    const callB = callOf(publishPreview, B);
+    // Even asked directly (without step 2 first), the epoch-A grant does not cover an epoch-B call.
+    const direct = auth.obtain(callB);
+    const asked = await pendingOf(other, run);
+    expect(asked.executionEpoch).toBe(B);
+    decideRequest(other, asked.request, { approve: false }, "test");
+    expect(errorOf(await direct).code).toBe(REFUSAL_CODES.approval_denied);
+
+    const stale = auth.stale(callB);
+    expect(stale).not.toBeNull();
+    expect(stale!.code).toBe(REFUSAL_CODES.authorization_stale);
+    expect(stale!.data).toEqual({
+      error: "authorization_stale",
+      reason: "server execution epoch changed",
+      retry: "refresh tool metadata and request authorization",
+      approvedEpoch: A,
+      currentEpoch: B,
+      changedTools: ["publish_preview"],
+    });
+    expect(getGrant(db, ga!.grant)!.endedAt).not.toBeNull();
+
+    // Reported once: the retry goes on to ask a human for the new epoch.
+    expect(auth.stale(callB)).toBeNull();
+    const pb = auth.obtain(callB);
+    const req = await pendingOf(other, run);
+    expect(req.executionEpoch).toBe(B);
+    const { grant: gb } = decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    expect(await pb).toEqual({ grant: gb!.grant });
+    expect(gb!.executionEpoch).toBe(B);
+    expect(auth.stale(callB)).toBeNull();
+    expect(await auth.obtain(callB)).toEqual({ grant: gb!.grant });
+  });
+
+  it("survive a cosmetic or narrowing change of the tool; an expanding change makes them stale", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const p = auth.obtain(callOf(publishPreview, A));
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await p).toEqual({ grant: grant!.grant });
+
+    for (const changed of [publishPreviewCosmetic, publishPreviewNarrowed]) {
+      const call = callOf(changed, A, { revision: 2 });
+      expect(call.fingerprint).not.toBe(grant!.toolScope[0]!.fingerprint);
+      expect(auth.stale(call)).toBeNull();
+      expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
+    }
+    expect(requestCount(db, run)).toBe(1);
+
+    const expanded = callOf(publishPreviewExpanded, A, {
+      revision: 3,
+      effective: { branch: "main", target: "preview" },
+    });
+    const stale = auth.stale(expanded);
+    expect(stale?.code).toBe(REFUSAL_CODES.authorization_stale);
+    expect(stale?.data).toMatchObject({
+      reason: "tool authority expanded",
+      approvedEpoch: A,
+      currentEpoch: A,
+      changedTools: ["publish_preview"],
+    });
+    expect(stale?.message).toMatch(/expands its authority/);
+
+    // The next call asks a human, showing the change against what was approved.
+    expect(auth.stale(expanded)).toBeNull();
+    const pe = auth.obtain(expanded);
+    const req = await pendingOf(other, run);
+    expect(req.review.tool.sinceLastGrant).toMatchObject({ grant: grant!.grant, classification: "expands" });
+    expect(req.review.tool.sinceLastGrant!.rendered).toContain("target");
+    expect(req.review.arguments).toContainEqual({
+      name: "target",
+      value: "preview",
+      note: "schema default (given or filled in)",
+    });
+    decideRequest(other, req.request, { approve: false }, "test");
+    expect(errorOf(await pe).code).toBe(REFUSAL_CODES.approval_denied);
+  });
+
+  it("stop covering on the next call once revoked", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    const p = auth.obtain(call);
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await p).toEqual({ grant: grant!.grant });
+    expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
+
+    revokeGrant(other, grant!.grant, "test");
+    expect(auth.stale(call)).toBeNull();
+    const again = auth.obtain(call);
+    const req = await pendingOf(other, run);
+    expect(requestCount(db, run)).toBe(2);
+    decideRequest(other, req.request, { approve: false, reason: "revoked" }, "test");
+    expect(errorOf(await again).code).toBe(REFUSAL_CODES.approval_denied);
+    // a revoked grant of an older epoch is not reported stale either: it was withdrawn
+    expect(auth.stale(callOf(publishPreview, B))).toBeNull();
+  });
+
+  it("end with the run, and the run's pending requests are cancelled", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const p = auth.obtain(callOf(publishPreview, A));
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await p).toEqual({ grant: grant!.grant });
+    const waiting = auth.obtain(callOf(readTool, A, { effective: {} }));
+    const req = await pendingOf(other, run);
+    endRun(other, run);
+    expect(errorOf(await waiting).code).toBe(REFUSAL_CODES.authorization_required);
+    expect(getRequest(db, req.request)!.state).toBe("cancelled");
+    expect(getGrant(db, grant!.grant)).toMatchObject({ endedReason: "agent run ended" });
+    expect(() => decideRequest(other, req.request, { approve: true, for: "session" }, "test")).toThrow(
+      DecisionError,
+    );
+  });
+});
+
+describe("per-call approvals", () => {
+  it("are never remembered, and cannot be turned into a session grant", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, {
+      approval: { default: "session", tools: { publish_preview: "per-call" } },
+    });
+    const call = callOf(publishPreview, A);
+
+    const p1 = auth.obtain(call);
+    const r1 = await pendingOf(other, run);
+    expect(r1.mode).toBe("per-call");
+    expect(() => decideRequest(other, r1.request, { approve: true, for: "session" }, "test")).toThrow(
+      /--for call/,
+    );
+    const { grant: g1 } = decideRequest(other, r1.request, { approve: true, for: "call" }, "test");
+    expect(g1).toMatchObject({ mode: "per-call", expiresWhen: "this-call" });
+    expect(await p1).toEqual({ grant: g1!.grant });
+    expect(getGrant(db, g1!.grant)!.endedReason).toMatch(/single use/);
+
+    let settled = false;
+    const p2 = auth.obtain(call).then((r) => {
+      settled = true;
+      return r;
+    });
+    const r2 = await pendingOf(other, run);
+    expect(r2.request).not.toBe(r1.request);
+    expect(settled).toBe(false);
+    const { grant: g2 } = decideRequest(other, r2.request, { approve: true, for: "call" }, "test");
+    expect(await p2).toEqual({ grant: g2!.grant });
+    expect(g2!.grant).not.toBe(g1!.grant);
+    // a single-use grant never makes a later epoch "stale"
+    expect(auth.stale(callOf(publishPreview, B))).toBeNull();
+  });
+
+  it("a session-mode tool approved --for call once is asked again next time", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    const p1 = auth.obtain(call);
+    const { grant } = await decideNext(other, run, { approve: true, for: "call" });
+    expect(await p1).toEqual({ grant: grant!.grant });
+    const p2 = auth.obtain(call);
+    const r2 = await pendingOf(other, run);
+    expect(requestCount(db, run)).toBe(2);
+    decideRequest(other, r2.request, { approve: false }, "test");
+    expect(errorOf(await p2).code).toBe(REFUSAL_CODES.approval_denied);
+  });
+});
+
+describe("waiting for a human", () => {
+  it("times out with approval_timeout and marks the request expired", async () => {
+    const run = testRun(db);
+    const { auth, rec } = makeAuthorizer(db, run, { timeoutMs: 300 });
+    const started = Date.now();
+    const got = await auth.obtain(callOf(publishPreview, A));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    const e = errorOf(got);
+    expect(e.code).toBe(REFUSAL_CODES.approval_timeout);
+    const id = e.data.approvalRequest as string;
+    expect(getRequest(db, id)!.state).toBe("expired");
+    expect(() => decideRequest(other, id, { approve: true, for: "session" }, "test")).toThrow(
+      /no longer pending/,
+    );
+    expect(rec.events.at(-1)).toMatchObject({
+      type: "approval_denied",
+      outcome: "expired",
+      approvalRequest: id,
+    });
+  });
+
+  it("a denial is approval_denied with the human's reason", async () => {
+    const run = testRun(db);
+    const { auth, rec } = makeAuthorizer(db, run);
+    const p = auth.obtain(callOf(publishPreview, A));
+    const { request } = await decideNext(other, run, { approve: false, reason: "not on a Friday" });
+    const e = errorOf(await p);
+    expect(e.code).toBe(REFUSAL_CODES.approval_denied);
+    expect(e.data).toMatchObject({ approvalRequest: request.request, reason: "denied: not on a Friday" });
+    expect(rec.events.at(-1)).toMatchObject({
+      type: "approval_denied",
+      outcome: "denied",
+      reason: "not on a Friday",
+    });
+    expect(requestCount(db, run)).toBe(1);
+  });
+
+  it("a cancelled call cancels its request", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const ac = new AbortController();
+    const p = auth.obtain(callOf(publishPreview, A), { signal: ac.signal });
+    const req = await pendingOf(other, run);
+    const started = Date.now();
+    ac.abort();
+    const e = errorOf(await p);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(e.code).toBe(REFUSAL_CODES.authorization_required);
+    expect(getRequest(db, req.request)!.state).toBe("cancelled");
+    expect(() => decideRequest(other, req.request, { approve: true, for: "session" }, "test")).toThrow(
+      DecisionError,
+    );
+  });
+
+  it("keeps the client informed while it waits", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, { progressEveryMs: 40 });
+    const messages: string[] = [];
+    const p = auth.obtain(callOf(publishPreview, A), { progress: (m) => messages.push(m) });
+    const req = await pendingOf(other, run);
+    await new Promise((r) => setTimeout(r, 250));
+    decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    await p;
+    expect(messages.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(messages)).toEqual(new Set([`waiting for human approval of ${req.request}`]));
+  });
+
+  it("two runs on one store file wait at the same time; a third connection decides each", async () => {
+    const second = otherConnection(dir);
+    try {
+      const x = testRun(db);
+      const y = testRun(second);
+      const ax = makeAuthorizer(db, x).auth;
+      const ay = makeAuthorizer(second, y).auth;
+      const px = ax.obtain(callOf(publishPreview, A));
+      const py = ay.obtain(callOf(publishPreview, A));
+      const rx = await pendingOf(other, x);
+      const ry = await pendingOf(other, y);
+      const { grant } = decideRequest(other, ry.request, { approve: true, for: "session" }, "third");
+      decideRequest(other, rx.request, { approve: false, reason: "x no" }, "third");
+      expect(await py).toEqual({ grant: grant!.grant });
+      expect(errorOf(await px).data).toMatchObject({ error: "approval_denied", approvalRequest: rx.request });
+      expect(grant!.agentRun).toBe(y.run);
+    } finally {
+      second.close();
+    }
+  });
+});
+
+describe("modes and scopes", () => {
+  it("mode none never asks and is never stale; other tools still are", async () => {
+    const run = testRun(db);
+    const { auth, rec } = makeAuthorizer(db, run, {
+      approval: { default: "session", tools: { inventory_lookup: "none" } },
+    });
+    expect(await auth.obtain(callOf(readTool, A, { effective: {} }))).toEqual({ grant: null });
+    expect(requestCount(db, run)).toBe(0);
+    const p = auth.obtain(callOf(publishPreview, A));
+    await decideNext(other, run, { approve: true, for: "session" });
+    await p;
+    expect(auth.stale(callOf(readTool, B, { effective: {} }))).toBeNull();
+    expect(auth.stale(callOf(publishPreview, B))?.code).toBe(REFUSAL_CODES.authorization_stale);
+    expect(rec.events.filter((e) => e.tool === "inventory_lookup")).toEqual([]);
+  });
+
+  it("a grant names the server's credential scopes; one without a needed scope does not cover", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, { credentials: { INVENTORY_API_KEY: "inventory-api-staging" } });
+    const call = callOf(publishPreview, A);
+    const p = auth.obtain(call);
+    const req = await pendingOf(other, run);
+    expect(req.credentialScope).toEqual(["inventory-api-staging"]);
+    expect(req.review.credentialScope).toEqual(["inventory-api-staging"]);
+    const { grant } = decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    expect(grant!.credentialScope).toEqual(["inventory-api-staging"]);
+    expect(await p).toEqual({ grant: grant!.grant });
+
+    const wider = makeAuthorizer(db, run, {
+      credentials: { INVENTORY_API_KEY: "inventory-api-staging", DEPLOY_TOKEN: "deploy-prod" },
+    }).auth;
+    const pw = wider.obtain(call);
+    const r2 = await pendingOf(other, run);
+    expect(r2.credentialScope).toEqual(["deploy-prod", "inventory-api-staging"]);
+    decideRequest(other, r2.request, { approve: false }, "test");
+    expect(errorOf(await pw).code).toBe(REFUSAL_CODES.approval_denied);
+  });
+
+  it("vaultLocked is false: there is no vault yet", () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, { credentials: { K: "scope" } });
+    expect(auth.vaultLocked(callOf(publishPreview, A))).toBe(false);
+  });
+});

@@ -1,0 +1,176 @@
+// Shared set-up for the approval tests: a real store in a temp dir with the approval
+// migration applied, tool definitions, calls as the guard builds them, and a way to
+// decide from another connection.
+
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { Authorizer, type AuthorizerOptions } from "../../src/approval/authorizer.js";
+import type { ApprovalConfig } from "../../src/approval/grants.js";
+import {
+  type ApprovalRequest,
+  type Decision,
+  decideRequest,
+  getRequest,
+} from "../../src/approval/requests.js";
+import { type Run, startRun } from "../../src/approval/runs.js";
+import { approvalMigration } from "../../src/approval/schema.js";
+import { toolFingerprint } from "../../src/catalog/index.js";
+import type { ApprovedCall } from "../../src/guard/guard.js";
+import { openStore, type Store } from "../../src/store/db.js";
+import { waitFor } from "../helpers/files.js";
+
+export const DB_FILE = "portcullis.db";
+
+/** openStore, then the approval migration if the store's migration list does not carry it yet. */
+export function openTestStore(stateDir: string): Store {
+  const db = openStore(stateDir);
+  const has = db.prepare("SELECT 1 FROM schema_migrations WHERE version = ?").get(approvalMigration.version);
+  if (!has) {
+    db.transaction(() => {
+      db.exec(approvalMigration.sql);
+      db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(
+        approvalMigration.version,
+        new Date().toISOString(),
+      );
+    }).immediate();
+  }
+  return db;
+}
+
+/** A second, independent connection to the same store file (as another process would have). */
+export function otherConnection(stateDir: string): Store {
+  const db = new Database(join(stateDir, DB_FILE));
+  db.pragma("busy_timeout = 10000");
+  db.pragma("foreign_keys = ON");
+  return db;
+}
+
+export type ToolDef = { name: string; [k: string]: unknown };
+
+export const publishPreview: ToolDef = {
+  name: "publish_preview",
+  description: "Publish a preview of a branch.",
+  inputSchema: {
+    type: "object",
+    required: ["branch"],
+    properties: { branch: { type: "string" } },
+    additionalProperties: false,
+  },
+};
+
+/** Same tool, a typo fixed in the description: cosmetic. */
+export const publishPreviewCosmetic: ToolDef = {
+  ...publishPreview,
+  description: "Publish a preview of a branch",
+};
+
+/** Same tool, the branch bounded: narrows. */
+export const publishPreviewNarrowed: ToolDef = {
+  ...publishPreview,
+  inputSchema: {
+    type: "object",
+    required: ["branch"],
+    properties: { branch: { type: "string", maxLength: 100 } },
+    additionalProperties: false,
+  },
+};
+
+/** Same tool, a `target` selector with a default: expands (the seed's example). */
+export const publishPreviewExpanded: ToolDef = {
+  ...publishPreview,
+  inputSchema: {
+    type: "object",
+    required: ["branch"],
+    properties: {
+      branch: { type: "string" },
+      target: { type: "string", enum: ["preview", "production"], default: "preview" },
+    },
+    additionalProperties: false,
+  },
+};
+
+export const readTool: ToolDef = {
+  name: "inventory_lookup",
+  description: "Look up an item.",
+  inputSchema: { type: "object", properties: { sku: { type: "string" } } },
+};
+
+/** A call as the guard's precheck hands it to the authorization port. */
+export function callOf(
+  def: ToolDef,
+  epoch: string,
+  opts: { revision?: number; effective?: Record<string, unknown> } = {},
+): ApprovedCall {
+  return {
+    tool: def.name,
+    definition: def,
+    fingerprint: toolFingerprint(def),
+    epoch,
+    revision: opts.revision ?? 1,
+    effective: opts.effective ?? { branch: "main" },
+    grant: null,
+  };
+}
+
+export interface Recorded {
+  events: { type: string; [k: string]: unknown }[];
+  lines: string[];
+}
+
+export function makeAuthorizer(
+  db: Store,
+  run: Run,
+  over: Partial<AuthorizerOptions> & { approval?: ApprovalConfig } = {},
+): { auth: Authorizer; rec: Recorded } {
+  const rec: Recorded = { events: [], lines: [] };
+  const auth = new Authorizer({
+    db,
+    run,
+    serverLabel: "inventory-local",
+    approval: { default: "session", tools: {} },
+    credentials: {},
+    timeoutMs: 20_000,
+    pollMs: 20,
+    log: { info: (m) => rec.lines.push(m), warn: (m) => rec.lines.push(`warning: ${m}`) },
+    events: { emit: (e) => rec.events.push(e) },
+    context: () => ({ record: null, revision: 1 }),
+    ...over,
+  });
+  return { auth, rec };
+}
+
+/** Starts a run whose chain begins at this test process. */
+export function testRun(db: Store, label = "inventory-local"): Run {
+  return startRun(db, label, { fromPid: process.pid });
+}
+
+/** The pending request of a run, once the authorizer has written it. */
+export async function pendingOf(db: Store, run: Run, ms = 10_000): Promise<ApprovalRequest> {
+  const id = await waitFor(
+    () =>
+      (
+        db
+          .prepare(
+            "SELECT request FROM approval_requests WHERE agent_run = ? AND state = 'pending' ORDER BY created_at",
+          )
+          .get(run.run) as { request: string } | undefined
+      )?.request,
+    ms,
+    `a pending approval request for run ${run.run}`,
+  );
+  return getRequest(db, id)!;
+}
+
+/** Waits for the run's pending request and decides it from `db` (another connection). */
+export async function decideNext(db: Store, run: Run, decision: Decision, by = "test (another connection)") {
+  const req = await pendingOf(db, run);
+  return decideRequest(db, req.request, decision, by);
+}
+
+export function requestCount(db: Store, run: Run): number {
+  return (
+    db.prepare("SELECT COUNT(*) AS n FROM approval_requests WHERE agent_run = ?").get(run.run) as {
+      n: number;
+    }
+  ).n;
+}

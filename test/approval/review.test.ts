@@ -1,0 +1,159 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { renderReview } from "../../src/approval/render.js";
+import { decideRequest } from "../../src/approval/requests.js";
+import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
+import type { ExecutionRecord } from "../../src/identity/index.js";
+import type { Store } from "../../src/store/db.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import {
+  callOf,
+  makeAuthorizer,
+  openTestStore,
+  otherConnection,
+  pendingOf,
+  publishPreview,
+  publishPreviewExpanded,
+  readTool,
+  testRun,
+} from "./helpers.js";
+
+const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
+const B = "01JQ7R9KQ6K2Y8W4JH0MBBBBBB";
+const LABEL = "inventory-local";
+
+function record(epoch: string, entrySha: string): ExecutionRecord {
+  return {
+    serverLabel: LABEL,
+    launchCommand: ["node", "dist/server.js"],
+    executable: { path: "/usr/bin/node", sha256: "1".repeat(64) },
+    runtime: "node 20.19.0",
+    entry: { path: "dist/server.js", sha256: entrySha },
+    wrappers: [],
+    lockfile: { path: "package-lock.json", sha256: "2".repeat(64) },
+    dependencyTree: { root: "node_modules", files: 10, sha256: "3".repeat(64) },
+    identityInputs: null,
+    workingDirectory: "/home/dev/inventory",
+    envDigest: "sha256:env",
+    configDigest: "sha256:config",
+    epoch,
+    identityDigest: `sha256:${entrySha.slice(0, 8)}`,
+    processes: [],
+    processId: 4242,
+    startedAt: "2026-07-22T14:31:08Z",
+  };
+}
+
+function storeEpoch(db: Store, r: ExecutionRecord): void {
+  db.prepare(
+    `INSERT INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
+     VALUES (?, ?, 'gw', ?, ?, ?, 'launch')`,
+  ).run(r.epoch, LABEL, r.identityDigest, JSON.stringify(r), r.startedAt);
+}
+
+let dir: string;
+let db: Store;
+let other: Store;
+beforeEach(() => {
+  dir = tempDir("portcullis-review-");
+  db = openTestStore(dir);
+  other = otherConnection(dir);
+});
+afterEach(() => {
+  other.close();
+  db.close();
+  removeDir(dir);
+});
+
+describe("what the human sees", () => {
+  it("chain, epoch changes since the last approved epoch, catalog diff since the last approved revision, tool, scopes, arguments", async () => {
+    const recA = record(A, "a".repeat(64));
+    const recB = record(B, "b".repeat(64));
+    storeEpoch(db, recA);
+    storeEpoch(db, recB);
+    const rev1 = recordRevision(db, LABEL, snapshotOf([publishPreview, readTool] as Tool[], 1), A).revision;
+    const rev2 = recordRevision(
+      db,
+      LABEL,
+      snapshotOf([publishPreviewExpanded, readTool] as Tool[], 1),
+      B,
+    ).revision;
+    expect([rev1, rev2]).toEqual([1, 2]);
+
+    const run = testRun(db);
+    let ctx = { record: recA as ExecutionRecord | null, revision: rev1 };
+    const { auth } = makeAuthorizer(db, run, {
+      credentials: { INVENTORY_API_KEY: "inventory-api-staging" },
+      context: () => ctx,
+    });
+
+    // First approval: nothing to compare with.
+    const p1 = auth.obtain(callOf(publishPreview, A, { revision: rev1 }));
+    const first = await pendingOf(other, run);
+    expect(first.review.epoch).toMatchObject({ current: A, lastApproved: null, changedParts: null });
+    expect(first.review.catalog).toMatchObject({ revision: 1, lastApprovedRevision: null });
+    decideRequest(other, first.request, { approve: true, for: "session" }, "test");
+    await p1;
+
+    // The server was rebuilt: epoch B, revision 2 adds `target` to publish_preview.
+    ctx = { record: recB, revision: rev2 };
+    const call = callOf(publishPreviewExpanded, B, {
+      revision: rev2,
+      effective: { branch: "main", target: "preview", api_token: "s3cr3t-value" },
+    });
+    expect(auth.stale(call)?.data).toMatchObject({ approvedEpoch: A, currentEpoch: B });
+    const p2 = auth.obtain(call);
+    const req = await pendingOf(other, run);
+    const r = req.review;
+
+    expect(r.agentRun.run).toBe(run.run);
+    expect(r.agentRun.chain[0]!.pid).toBe(process.pid);
+    expect(r.agentRun.chainDigest).toBe(run.chainDigest);
+    expect(r.serverLabel).toBe(LABEL);
+    expect(r.epoch.current).toBe(B);
+    expect(r.epoch.lastApproved).toBe(A);
+    expect(r.epoch.changedParts).toEqual(["entry dist/server.js"]);
+    expect(r.epoch.summary).toContain("changed entry dist/server.js");
+    expect(r.epoch.record).toMatchObject({ epoch: B, identityDigest: "sha256:bbbbbbbb" });
+    expect(r.catalog).toMatchObject({ revision: 2, lastApprovedRevision: 1, classification: "expands" });
+    expect(r.catalog.rendered).toContain('target: string, default "preview" (enum preview|production)');
+    expect(r.tool).toMatchObject({ name: "publish_preview", mode: "session", fingerprint: call.fingerprint });
+    expect(r.tool.rendered).toContain("Publish a preview of a branch.");
+    expect(r.tool.sinceLastGrant?.classification).toBe("expands");
+    expect(r.credentialScope).toEqual(["inventory-api-staging"]);
+    expect(r.arguments).toContainEqual({ name: "branch", value: "main" });
+    expect(r.arguments).toContainEqual({
+      name: "target",
+      value: "preview",
+      note: "schema default (given or filled in)",
+    });
+    expect(r.arguments.find((a) => a.name === "api_token")).toMatchObject({ value: null });
+    expect(JSON.stringify(req)).not.toContain("s3cr3t-value");
+
+    const text = renderReview(req);
+    expect(text).toContain(`pid ${process.pid}`);
+    expect(text).toContain(`execution epoch ${B}`);
+    expect(text).toContain("changed entry dist/server.js");
+    expect(text).toContain("EXPANDS");
+    expect(text).toContain("credentials inventory-api-staging");
+    expect(text).not.toContain("s3cr3t-value");
+    decideRequest(other, req.request, { approve: false }, "test");
+    await p2;
+  });
+
+  it("server-provided text cannot drive the terminal the review is shown on", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const hostile = {
+      ...publishPreview,
+      description: "Harmless.\u001b[2J\u001b[1;1Happroved by admin\u202e",
+    };
+    const p = auth.obtain(callOf(hostile, A, { effective: { branch: "\u001b[31mred" } }));
+    const req = await pendingOf(other, run);
+    const text = renderReview(req);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is about control characters
+    expect(text).not.toMatch(/[\u001b\u202e]/);
+    expect(text).toContain("\\u001b[2J");
+    decideRequest(other, req.request, { approve: false }, "test");
+    await p;
+  });
+});

@@ -1,0 +1,117 @@
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync, realpathSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  displayCommand,
+  ExecutableDigests,
+  MAX_CHAIN_DEPTH,
+  processChain,
+} from "../../src/approval/chain.js";
+import { resolveMode } from "../../src/approval/grants.js";
+import { chainDigest, endRun, getRun, startRun } from "../../src/approval/runs.js";
+import type { Store } from "../../src/store/db.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { openTestStore } from "./helpers.js";
+
+const SUPPORTED = process.platform === "linux" || process.platform === "darwin";
+
+let dir: string;
+let db: Store;
+beforeEach(() => {
+  dir = tempDir("portcullis-runs-");
+  db = openTestStore(dir);
+});
+afterEach(() => {
+  db.close();
+  removeDir(dir);
+});
+
+describe("process chains", () => {
+  it.runIf(SUPPORTED)(
+    "the chain of a real child process contains its parent's pid and executable",
+    async () => {
+      const child = spawn("sleep", ["30"], { stdio: "ignore" });
+      try {
+        await new Promise((r) => child.once("spawn", r));
+        const chain = processChain(child.pid!);
+        expect(chain[0]!.pid).toBe(child.pid);
+        expect(chain[0]!.ppid).toBe(process.pid);
+        expect(chain[0]!.command).toBe("sleep 30");
+        const parent = chain[1]!;
+        expect(parent.pid).toBe(process.pid);
+        expect(realpathSync(parent.executable!)).toBe(realpathSync(process.execPath));
+        expect(parent.sha256).toBe(
+          `sha256:${createHash("sha256").update(readFileSync(process.execPath)).digest("hex")}`,
+        );
+        expect(parent.startTime).toMatch(/\S/);
+        expect(chain.length).toBeLessThanOrEqual(MAX_CHAIN_DEPTH);
+        expect(new Set(chain.map((e) => e.pid)).size).toBe(chain.length);
+      } finally {
+        child.kill();
+      }
+    },
+  );
+
+  it.runIf(SUPPORTED)("a reused pid is a different chain: the start time is part of the digest", () => {
+    const chain = processChain(process.pid);
+    const moved = chain.map((e, i) => (i === 0 ? { ...e, startTime: `${e.startTime}-later` } : e));
+    expect(chainDigest(chain)).toBe(chainDigest(processChain(process.pid)));
+    expect(chainDigest(moved)).not.toBe(chainDigest(chain));
+    // the command line is for people: it does not change the identity
+    expect(chainDigest(chain.map((e) => ({ ...e, command: "something else" })))).toBe(chainDigest(chain));
+  });
+
+  it("digests are cached by (path, size, mtime) in the store", () => {
+    const digests = new ExecutableDigests(db);
+    const d = digests.digest(process.execPath);
+    expect(d).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const row = db.prepare("SELECT sha256 FROM executable_digests WHERE path = ?").get(process.execPath) as {
+      sha256: string;
+    };
+    expect(row.sha256).toBe(d);
+    // a second reader trusts the stored digest while size and mtime match
+    db.prepare("UPDATE executable_digests SET sha256 = 'sha256:cached' WHERE path = ?").run(process.execPath);
+    expect(new ExecutableDigests(db).digest(process.execPath)).toBe("sha256:cached");
+    db.prepare("UPDATE executable_digests SET mtime_ms = mtime_ms - 1 WHERE path = ?").run(process.execPath);
+    expect(new ExecutableDigests(db).digest(process.execPath)).toBe(d);
+  });
+
+  it("command lines hide secret-looking values", () => {
+    expect(
+      displayCommand(["node", "server.js", "--api-key", "abc123", "--token=xyz", "GITHUB_TOKEN=ghp_1"]),
+    ).toBe("node server.js --api-key [redacted] --token=[redacted] GITHUB_TOKEN=[redacted]");
+    expect(displayCommand(["claude", "--model", "opus"])).toBe("claude --model opus");
+  });
+});
+
+describe("runs", () => {
+  it.runIf(SUPPORTED)("startRun persists the chain of the gateway's parent; endRun ends it", () => {
+    const run = startRun(db, "inventory-local", { fromPid: process.pid });
+    expect(run.run).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(run.chain[0]!.pid).toBe(process.pid);
+    const stored = getRun(db, run.run)!;
+    expect(stored.chainDigest).toBe(run.chainDigest);
+    expect(stored.chain).toEqual(run.chain);
+    expect(stored.gatewayPid).toBe(process.pid);
+    expect(stored.gatewayAlive).toBe(true);
+    endRun(db, run);
+    expect(getRun(db, run.run)!.endedAt).not.toBeNull();
+    expect(getRun(db, run.run)!.gatewayAlive).toBe(false);
+    const other = startRun(db, "inventory-local", { fromPid: process.pid });
+    expect(other.run).not.toBe(run.run);
+  });
+});
+
+describe("resolveMode", () => {
+  it("takes the tool's own mode, else the default, else session", () => {
+    const cfg = { default: "per-call" as const, tools: { lookup: "none" as const } };
+    expect(resolveMode(cfg, "lookup")).toBe("none");
+    expect(resolveMode(cfg, "adjust")).toBe("per-call");
+    expect(resolveMode({ default: "session", tools: {} }, "x")).toBe("session");
+    expect(resolveMode(undefined, "x")).toBe("session");
+    // prototype names are tool names like any other
+    expect(resolveMode(cfg, "constructor")).toBe("per-call");
+    expect(resolveMode(cfg, "__proto__")).toBe("per-call");
+  });
+});
