@@ -325,6 +325,19 @@ export class Authorizer implements AuthorizationPort {
         closing = "cancelled";
         continue; // read the final state: a decision may have won the race
       }
+      // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
+      if (mode === "session") {
+        const live = liveSessionGrants(db, run.run, serverLabel).filter(
+          (g) => g.executionEpoch === call.epoch,
+        );
+        const { covering } = this.match(live, call);
+        if (
+          covering &&
+          closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`)
+        ) {
+          return { grant: covering.grant };
+        }
+      }
       const now = Date.now();
       if (now >= deadline) {
         closeRequest(db, id, "expired", `nobody decided within ${Math.round(this.timeoutMs / 1000)} s`);

@@ -4,7 +4,7 @@ import { DecisionError, decideRequest, getRequest } from "../../src/approval/req
 import { endRun } from "../../src/approval/runs.js";
 import { REFUSAL_CODES } from "../../src/guard/refusals.js";
 import type { Store } from "../../src/store/db.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import {
   callOf,
   decideNext,
@@ -183,6 +183,22 @@ describe("session grants", () => {
     });
     decideRequest(other, req.request, { approve: false }, "test");
     expect(errorOf(await pe).code).toBe(REFUSAL_CODES.approval_denied);
+  });
+
+  it("parallel calls waiting for the same tool are all covered by the one session approval", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    const p1 = auth.obtain(call);
+    const p2 = auth.obtain(callOf(publishPreview, A, { effective: { branch: "dev" } }));
+    await waitFor(() => requestCount(db, run) === 2, 5000, "two requests");
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await p1).toEqual({ grant: grant!.grant });
+    expect(await p2).toEqual({ grant: grant!.grant });
+    const states = other
+      .prepare("SELECT state FROM approval_requests WHERE agent_run = ? ORDER BY created_at, request")
+      .all(run.run) as { state: string }[];
+    expect(states.map((r) => r.state).sort()).toEqual(["approved", "cancelled"]);
   });
 
   it("stop covering on the next call once revoked", async () => {
