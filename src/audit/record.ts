@@ -88,15 +88,23 @@ export function recordBytes(header: string, sealed: Uint8Array): Buffer {
   return out;
 }
 
+/** The header text of a record (the bytes before its first 0x0A); null when there is none. */
+export function headerOf(record: Uint8Array): string | null {
+  const b = asBuffer(record);
+  const at = b.indexOf(LF);
+  return at < 0 ? null : b.toString("latin1", 0, at);
+}
+
 /** The header text and the sealed bytes of a record; null when there is no separator. */
 export function splitRecord(record: Uint8Array): { header: string; sealed: Buffer } | null {
-  const b = Buffer.isBuffer(record)
-    ? record
-    : Buffer.from(record.buffer, record.byteOffset, record.byteLength);
+  const b = asBuffer(record);
   const at = b.indexOf(LF);
   if (at < 0) return null;
   return { header: b.toString("latin1", 0, at), sealed: b.subarray(at + 1) };
 }
+
+const asBuffer = (u: Uint8Array): Buffer =>
+  Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
 /** Lowercase hex SHA-256 of the record's bytes. */
 export function recordHash(record: Uint8Array): string {
@@ -118,13 +126,11 @@ const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_
 
 /**
  * Parses an export line in its one canonical spelling into the record bytes and
- * the hash the line claims; a string says what is wrong.
+ * the hash the line states; a string says what is wrong.
  */
 export function parseExportLine(line: string): { record: Buffer; hash: string } | string {
   const m = EXPORT_LINE.exec(line);
   if (!m) return "the line is not a canonical export record";
-  const header = m[2]!;
-  if (!HEADER_V1.test(header)) return "the header is not a canonical v1 header";
   const b64 = m[3]!;
   // Node's decoder ignores what it cannot use; accept only the one spelling of the bytes:
   // no length that leaves a lone character, no stray bits in the last character.
@@ -133,5 +139,6 @@ export function parseExportLine(line: string): { record: Buffer; hash: string } 
   if (tail === 1 || (spare && B64URL.indexOf(b64[b64.length - 1]!) & spare)) {
     return "the sealed payload is not canonical base64url";
   }
-  return { record: recordBytes(header, Buffer.from(b64, "base64url")), hash: m[1]! };
+  // The header is checked by the verifier, like any stored record's.
+  return { record: recordBytes(m[2]!, Buffer.from(b64, "base64url")), hash: m[1]! };
 }

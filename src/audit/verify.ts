@@ -1,10 +1,10 @@
 import {
   GENESIS_PREV,
+  headerOf,
   parseExportLine,
   parseHeader,
   recordHash,
   type StoredRecord,
-  splitRecord,
 } from "./record.js";
 
 /**
@@ -87,8 +87,8 @@ export class ChainVerifier {
   push(record: StoredRecord, claimedHash?: string): boolean {
     if (this.failure) return false;
     const expected = this.count + 1;
-    const parts = splitRecord(record);
-    const h = parts && parseHeader(parts.header);
+    const text = headerOf(record);
+    const h = text === null ? null : parseHeader(text);
     if (!h) return this.fail(expected, "the header is not a canonical v1 header");
     if (h.seq > expected)
       return this.fail(expected, `record ${expected} is missing (the next record is seq ${h.seq})`);

@@ -39,67 +39,58 @@ export function isWellFormedString(s: string): boolean {
   return typeof f === "function" ? f.call(s) : !LONE_SURROGATE.test(s);
 }
 
+/** Nesting deeper than this is refused (JSON cannot be circular; a cycle ends here too). */
+export const MAX_CANONICAL_DEPTH = 2000;
+
 /**
  * Same output as `canonicalize` (RFC 8785) for any JSON value; lone surrogates are escaped
- * (JSON.stringify does that) rather than refused. Throws TypeError on values JSON cannot hold.
+ * (JSON.stringify does that) rather than refused. Throws TypeError on values JSON cannot hold
+ * and on nesting deeper than MAX_CANONICAL_DEPTH (which is also how a cycle ends).
  */
 export function canonicalString(v: unknown): string {
-  return write(v, new Set());
+  return write(v, 0);
 }
 
-function write(v: unknown, seen: Set<object>): string {
-  switch (typeof v) {
-    case "string":
-      return JSON.stringify(v);
-    case "number":
+function write(v: unknown, depth: number): string {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v !== "object") {
+    if (typeof v === "number") {
       if (!Number.isFinite(v)) throw new TypeError("canonical JSON: non-finite number");
       // ECMAScript Number::toString is the RFC 8785 number form (and -0 becomes 0).
-      return JSON.stringify(v);
-    case "boolean":
-      return v ? "true" : "false";
-    case "object":
-      break;
-    case "undefined":
-      return "null";
-    default:
-      throw new TypeError(`canonical JSON: cannot serialize a ${typeof v}`);
+      return `${v}`;
+    }
+    if (typeof v === "boolean") return v ? "true" : "false";
+    if (v === undefined) return "null";
+    throw new TypeError(`canonical JSON: cannot serialize a ${typeof v}`);
   }
   if (v === null) return "null";
-  const obj = v as Record<string, unknown> & { toJSON?: unknown };
-  if (typeof obj.toJSON === "function") {
-    if (seen.has(obj)) throw new TypeError("canonical JSON: circular reference");
-    seen.add(obj);
-    const r = write((obj.toJSON as () => unknown)(), seen);
-    seen.delete(obj);
-    return r;
-  }
-  if (seen.has(obj)) throw new TypeError("canonical JSON: circular reference");
-  seen.add(obj);
-  let out: string;
-  if (Array.isArray(obj)) {
-    out = "[";
-    for (let i = 0; i < obj.length; i++) {
+  if (depth > MAX_CANONICAL_DEPTH) throw new TypeError("canonical JSON: nested too deep (or circular)");
+  if (Array.isArray(v)) {
+    const n = v.length;
+    if (n === 0) return "[]";
+    let out = "[";
+    for (let i = 0; i < n; i++) {
       if (i > 0) out += ",";
-      const x: unknown = obj[i];
-      out += x === undefined || typeof x === "symbol" ? "null" : write(x, seen);
+      const x: unknown = v[i];
+      out += x === undefined || typeof x === "symbol" ? "null" : write(x, depth + 1);
     }
-    out += "]";
-  } else {
-    // Array.prototype.sort without a comparator orders by UTF-16 code units: the RFC 8785 order.
-    const keys = Object.keys(obj).sort();
-    out = "{";
-    let first = true;
-    for (const k of keys) {
-      const x = obj[k];
-      if (x === undefined || typeof x === "symbol") continue;
-      if (!first) out += ",";
-      first = false;
-      out += JSON.stringify(k) + ":" + write(x, seen);
-    }
-    out += "}";
+    return `${out}]`;
   }
-  seen.delete(obj);
-  return out;
+  const obj = v as Record<string, unknown> & { toJSON?: unknown };
+  if (typeof obj.toJSON === "function") return write((obj.toJSON as () => unknown)(), depth + 1);
+  // Array.prototype.sort without a comparator orders by UTF-16 code units: the RFC 8785 order.
+  const keys = Object.keys(obj);
+  if (keys.length > 1) keys.sort();
+  let out = "{";
+  let first = true;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    const x = obj[k];
+    if (x === undefined || typeof x === "symbol") continue;
+    out += `${first ? "" : ","}${JSON.stringify(k)}:${write(x, depth + 1)}`;
+    first = false;
+  }
+  return `${out}}`;
 }
 
 type OneShotHash = (algorithm: string, data: string, encoding: "hex") => string;
@@ -116,13 +107,55 @@ export function sha256Tag(s: string): string {
   return `sha256:${sha256Hex(s)}`;
 }
 
-/** Canonical equality of two JSON values; values that cannot be serialized are never equal. */
+/**
+ * Equality of two JSON values as RFC 8785 sees it (key order ignored, members whose value is
+ * undefined skipped), without serializing them. Values nested deeper than MAX_CANONICAL_DEPTH are
+ * never equal.
+ */
 export function sameJson(a: unknown, b: unknown): boolean {
+  return equal(a, b, 0);
+}
+
+function equal(a: unknown, b: unknown, depth: number): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  try {
-    return canonicalString(a) === canonicalString(b);
-  } catch {
-    return false;
+  if (depth > MAX_CANONICAL_DEPTH) return false;
+  const arrA = Array.isArray(a);
+  if (arrA !== Array.isArray(b)) return false;
+  if (arrA) {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) {
+      const u = x[i] === undefined || typeof x[i] === "symbol" ? null : x[i];
+      const w = y[i] === undefined || typeof y[i] === "symbol" ? null : y[i];
+      if (!equal(u, w, depth + 1)) return false;
+    }
+    return true;
   }
+  if (
+    typeof (a as { toJSON?: unknown }).toJSON === "function" ||
+    typeof (b as { toJSON?: unknown }).toJSON === "function"
+  ) {
+    try {
+      return canonicalString(a) === canonicalString(b);
+    } catch {
+      return false;
+    }
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let count = 0;
+  for (const k of Object.keys(x)) {
+    const u = x[k];
+    if (u === undefined || typeof u === "symbol") continue;
+    count++;
+    if (!Object.hasOwn(y, k) || !equal(u, y[k], depth + 1)) return false;
+  }
+  for (const k of Object.keys(y)) {
+    const w = y[k];
+    if (w === undefined || typeof w === "symbol") continue;
+    count--;
+  }
+  return true;
 }

@@ -1,4 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { UsageError } from "./errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -7,7 +7,12 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
  * node:util parseArgs with errors turned into one-sentence usage errors that
  * name the command and the flag.
  */
-export function parse<O extends Options>(command: string, args: string[], options: O, allowPositionals = true) {
+export function parse<O extends Options>(
+  command: string,
+  args: string[],
+  options: O,
+  allowPositionals = true,
+) {
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
@@ -16,7 +21,12 @@ export function parse<O extends Options>(command: string, args: string[], option
   }
 }
 
-export function oneOf<T extends string>(command: string, flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+export function oneOf<T extends string>(
+  command: string,
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
   if (value === undefined) return undefined;
   if (!allowed.includes(value as T)) {
     throw new UsageError(`${command}: --${flag} must be one of ${allowed.join(", ")} (got "${value}").`);

@@ -1,4 +1,12 @@
-import { diffCatalogs, getRevision, latestRevision, listRevisions, renderCatalog, renderDiff, snapshotOf } from "../catalog/index.js";
+import {
+  diffCatalogs,
+  getRevision,
+  latestRevision,
+  listRevisions,
+  renderCatalog,
+  renderDiff,
+  snapshotOf,
+} from "../catalog/index.js";
 import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
 import { parse } from "./args.js";
@@ -31,18 +39,22 @@ export async function catalogCommand(args: string[]): Promise<number> {
   try {
     const rev = (s: string, what: string) => {
       const n = Number(s);
-      if (!Number.isInteger(n) || n < 1) throw new UsageError(`catalog ${sub}: ${what} must be a revision number (got "${s}").`);
+      if (!Number.isInteger(n) || n < 1)
+        throw new UsageError(`catalog ${sub}: ${what} must be a revision number (got "${s}").`);
       const r = getRevision(store, label, n);
       if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
       return r;
     };
     const latest = latestRevision(store, label);
-    if (!latest) throw new UsageError(`catalog ${sub}: no catalog recorded for "${label}" in this state directory.`);
+    if (!latest)
+      throw new UsageError(`catalog ${sub}: no catalog recorded for "${label}" in this state directory.`);
     switch (sub) {
       case "list": {
         const revs = listRevisions(store, label);
         if (values.json) out(JSON.stringify({ serverLabel: label, revisions: revs }, null, 2));
-        else for (const r of revs) out(`${r.revision}  ${r.fingerprint}  ${r.tools} tools  first seen ${r.firstSeenAt}`);
+        else
+          for (const r of revs)
+            out(`${r.revision}  ${r.fingerprint}  ${r.tools} tools  first seen ${r.firstSeenAt}`);
         return 0;
       }
       case "show": {
@@ -76,11 +88,13 @@ export async function catalogCommand(args: string[]): Promise<number> {
         } else if (more.length === 0) {
           to = latest;
           const prev = latest.revision > 1 ? getRevision(store, label, latest.revision - 1) : null;
-          if (!prev) throw new UsageError(`catalog diff: "${label}" has only one revision; nothing to compare.`);
+          if (!prev)
+            throw new UsageError(`catalog diff: "${label}" has only one revision; nothing to compare.`);
           from = prev;
         } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
         const diff = diffCatalogs(from.tools, to.tools);
-        if (values.json) out(JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2));
+        if (values.json)
+          out(JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2));
         else out(renderDiff(diff, { fromRevision: from.revision, toRevision: to.revision }));
         return 0;
       }

@@ -23,10 +23,39 @@ Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
 
 type Command = (args: string[]) => Promise<number>;
 
+/**
+ * Commands written against an explicit state directory take it from a leading or
+ * trailing `--state-dir DIR` here, so every command accepts the flag the same way.
+ */
+function withStateDir(run: (args: string[], ctx: { stateDir: string }) => Promise<number>): Command {
+  return async (args) => {
+    const rest = [...args];
+    let flag: string | undefined;
+    for (let i = 0; i < rest.length; i++) {
+      const a = rest[i]!;
+      if (a === "--state-dir") {
+        flag = rest[i + 1];
+        if (flag === undefined) throw new UsageError("--state-dir needs a directory.");
+        rest.splice(i, 2);
+        break;
+      }
+      if (a.startsWith("--state-dir=")) {
+        flag = a.slice("--state-dir=".length);
+        rest.splice(i, 1);
+        break;
+      }
+    }
+    const { resolveStateDir } = await import("../store/stateDir.js");
+    return run(rest, { stateDir: resolveStateDir(flag) });
+  };
+}
+
 const commands: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run.js")).runCommand,
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
+  init: async () => withStateDir((await import("./init.js")).initCommand),
+  audit: async () => withStateDir((await import("./audit.js")).auditCommand),
 };
 
 export async function main(argv: string[]): Promise<number> {

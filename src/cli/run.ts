@@ -2,12 +2,15 @@ import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
+import canonicalize from "canonicalize";
 import { ulid } from "ulid";
+import { AuditLog } from "../audit/index.js";
 import { APPROVAL_MODES, ON_CHANGE, resolveServer, type ServerConfig } from "../config/config.js";
-import type { EventSink } from "../gateway/events.js";
+import { auditSink } from "../gateway/auditSink.js";
 import { Gateway } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache } from "../identity/index.js";
+import { KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
@@ -15,7 +18,6 @@ import { stdioDownstream } from "../transport/stdio.js";
 import { stderrLogger } from "../util/log.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
-import canonicalize from "canonicalize";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
        portcullis run [options] LABEL          (a server from portcullis.json)
@@ -61,14 +63,17 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values["hold-timeout"] !== undefined) {
     holdTimeoutMs = Number(values["hold-timeout"]);
     if (!Number.isInteger(holdTimeoutMs) || holdTimeoutMs < 0) {
-      throw new UsageError(`run: --hold-timeout must be a whole number of milliseconds (got "${values["hold-timeout"]}").`);
+      throw new UsageError(
+        `run: --hold-timeout must be a whole number of milliseconds (got "${values["hold-timeout"]}").`,
+      );
     }
   }
 
   let server: ServerConfig;
   if (sep !== -1) {
     const command = args.slice(sep + 1);
-    if (command.length === 0) throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
+    if (command.length === 0)
+      throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
     if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" before '--'.`);
     const label = values.label ?? deriveLabel(command);
     server = {
@@ -108,7 +113,9 @@ function deriveLabel(command: string[]): string {
 /** Digest of the configuration that shapes this server (never env values in clear). */
 function configDigest(server: ServerConfig): string {
   const shape = { ...server, env: Object.keys(server.env).sort(), configFile: server.configFile };
-  return `sha256:${createHash("sha256").update(canonicalize(shape) ?? "").digest("hex")}`;
+  return `sha256:${createHash("sha256")
+    .update(canonicalize(shape) ?? "")
+    .digest("hex")}`;
 }
 
 /**
@@ -119,7 +126,10 @@ function configDigest(server: ServerConfig): string {
 function digestCacheFile(): string {
   const base = process.env.PORTCULLIS_CACHE_DIR
     ? resolve(process.env.PORTCULLIS_CACHE_DIR)
-    : join(process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"), "portcullis");
+    : join(
+        process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"),
+        "portcullis",
+      );
   mkdirSync(base, { recursive: true, mode: 0o700 });
   return join(base, "digest-cache.json");
 }
@@ -127,6 +137,18 @@ function digestCacheFile(): string {
 async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: number): Promise<number> {
   const log = stderrLogger(server.label);
   const store = openStore(stateDir);
+  let audit: AuditLog;
+  try {
+    audit = AuditLog.open(store, stateDir);
+  } catch (e) {
+    store.close();
+    if (e instanceof KeyringMissingError) {
+      throw new UsageError(
+        `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
+      );
+    }
+    throw e;
+  }
   const gatewayId = ulid();
   const registry = new GatewayRegistry(store, gatewayId, server.label);
   const statusLog = {
@@ -157,14 +179,7 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
   });
 
-  const events: EventSink = {
-    emit(e) {
-      log.debug(`event ${e.type} ${JSON.stringify(e).slice(0, 300)}`);
-    },
-    emitDurable(e) {
-      log.debug(`event ${e.type} (durable)`);
-    },
-  };
+  const events = auditSink(audit, log);
 
   let finish: (code: number) => void = () => {};
   const done = new Promise<number>((resolve) => {
@@ -221,4 +236,3 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
   clearInterval(heartbeat);
   return code;
 }
-

@@ -12,7 +12,12 @@ export async function statusCommand(args: string[]): Promise<number> {
   const { values } = parse(
     "status",
     args,
-    { json: { type: "boolean" }, all: { type: "boolean" }, "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } },
+    {
+      json: { type: "boolean" },
+      all: { type: "boolean" },
+      "state-dir": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
     false,
   );
   if (values.help) {
@@ -34,9 +39,12 @@ export async function statusCommand(args: string[]): Promise<number> {
       const r = g.record;
       process.stdout.write(`${g.serverLabel}  ${g.state}  gateway pid ${g.pid}  since ${g.startedAt}\n`);
       if (r) {
-        process.stdout.write(`  epoch      ${r.epoch}  (server pid ${r.processId}, started ${r.startedAt})\n`);
+        process.stdout.write(
+          `  epoch      ${r.epoch}  (server pid ${r.processId}, started ${r.startedAt})\n`,
+        );
         process.stdout.write(`  command    ${r.launchCommand.join(" ")}\n`);
-        if (r.entry) process.stdout.write(`  entry      ${r.entry.path}  sha256:${r.entry.sha256.slice(0, 16)}…\n`);
+        if (r.entry)
+          process.stdout.write(`  entry      ${r.entry.path}  sha256:${r.entry.sha256.slice(0, 16)}…\n`);
         if (r.dependencyTree) {
           process.stdout.write(
             `  deps       ${r.dependencyTree.root} (${r.dependencyTree.files} files) sha256:${r.dependencyTree.sha256.slice(0, 16)}…\n`,

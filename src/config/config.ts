@@ -101,19 +101,23 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     fail("", "is not a valid label (letters, digits, '.', '_', '-'; at most 64 characters)");
   }
   for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, "is not a known key");
-  if (raw.type !== undefined && raw.type !== "stdio") fail("type", 'must be "stdio" (portcullis launches the server itself)');
-  if (typeof raw.command !== "string" || raw.command.length === 0) fail("command", "must be a non-empty string");
+  if (raw.type !== undefined && raw.type !== "stdio")
+    fail("type", 'must be "stdio" (portcullis launches the server itself)');
+  if (typeof raw.command !== "string" || raw.command.length === 0)
+    fail("command", "must be a non-empty string");
   const strings = (k: string): string[] => {
     const v = raw[k];
     if (v === undefined) return [];
-    if (!Array.isArray(v) || v.some((x) => typeof x !== "string")) return fail(k, "must be an array of strings");
+    if (!Array.isArray(v) || v.some((x) => typeof x !== "string"))
+      return fail(k, "must be an array of strings");
     return v as string[];
   };
   const dict = (k: string): Record<string, string> => {
     const v = raw[k];
     if (v === undefined) return {};
     if (!isObject(v)) return fail(k, "must be an object of strings");
-    for (const [name, value] of Object.entries(v)) if (typeof value !== "string") fail(`${k}.${name}`, "must be a string");
+    for (const [name, value] of Object.entries(v))
+      if (typeof value !== "string") fail(`${k}.${name}`, "must be a string");
     return v as Record<string, string>;
   };
   const args = strings("args");
@@ -134,14 +138,16 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   }
   let onChange: OnChange = "report";
   if (raw.onChange !== undefined) {
-    if (!ON_CHANGE.includes(raw.onChange as OnChange)) fail("onChange", `must be one of ${ON_CHANGE.join(", ")}`);
+    if (!ON_CHANGE.includes(raw.onChange as OnChange))
+      fail("onChange", `must be one of ${ON_CHANGE.join(", ")}`);
     onChange = raw.onChange as OnChange;
   }
   const approval: ServerConfig["approval"] = { default: "session", tools: {} };
   if (raw.approval !== undefined) {
     if (!isObject(raw.approval)) fail("approval", "must be an object");
     const ap = raw.approval as Json;
-    for (const k of Object.keys(ap)) if (k !== "default" && k !== "tools") fail(`approval.${k}`, "is not a known key");
+    for (const k of Object.keys(ap))
+      if (k !== "default" && k !== "tools") fail(`approval.${k}`, "is not a known key");
     if (ap.default !== undefined) {
       if (!APPROVAL_MODES.includes(ap.default as ApprovalMode)) {
         fail("approval.default", `must be one of ${APPROVAL_MODES.join(", ")}`);
@@ -176,7 +182,9 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
 export function resolveServer(label: string, cwd: string, explicitFile?: string): ServerConfig {
   const file = explicitFile ? resolve(cwd, explicitFile) : findConfig(cwd);
   if (!file) {
-    throw new ConfigError(`no ${CONFIG_FILE} found in ${resolve(cwd)} or above; pass --config FILE or use 'portcullis run -- COMMAND'.`);
+    throw new ConfigError(
+      `no ${CONFIG_FILE} found in ${resolve(cwd)} or above; pass --config FILE or use 'portcullis run -- COMMAND'.`,
+    );
   }
   const servers = loadConfigFile(file);
   const server = servers.get(label);

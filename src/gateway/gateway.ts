@@ -1,4 +1,12 @@
-import { ArgumentValidator, type CatalogSnapshot, diffCatalogs, recordRevision, snapshotOf, type Tool } from "../catalog/index.js";
+import { argumentsDigest } from "../audit/index.js";
+import {
+  ArgumentValidator,
+  type CatalogSnapshot,
+  diffCatalogs,
+  recordRevision,
+  snapshotOf,
+  type Tool,
+} from "../catalog/index.js";
 import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
@@ -21,7 +29,7 @@ import type { DownReason, Generation, Supervisor } from "../supervisor/superviso
 import type { Logger } from "../util/log.js";
 import { canonicalEqual } from "./canonical.js";
 import type { EventSink } from "./events.js";
-import { PROTOCOL_VERSION_META, SUBSCRIPTION_ID_META, type Era } from "./protocol.js";
+import { type Era, PROTOCOL_VERSION_META, SUBSCRIPTION_ID_META } from "./protocol.js";
 
 /** A message toward the client. */
 export interface Downstream {
@@ -57,6 +65,8 @@ export interface GatewayOptions {
   events: EventSink;
   auth?: AuthorizationPort | null;
   holdTimeoutMs?: number;
+  /** the agent run this connection is (approval layer), recorded on every call event */
+  runId?: string | null;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
 }
@@ -101,7 +111,9 @@ export class Gateway {
   constructor(private readonly o: GatewayOptions) {
     const sup = o.supervisor;
     sup.on("line", (text, gen) => this.onServerLine(text, gen));
-    sup.on("oversize", (bytes) => o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`));
+    sup.on("oversize", (bytes) =>
+      o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`),
+    );
     sup.on("down", (gen, why, detail) => this.onDown(gen, why, detail));
     sup.on("up", (gen, previous) => this.onUp(gen, previous));
     sup.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
@@ -142,7 +154,9 @@ export class Gateway {
 
   onClientOversize(bytes: number): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
-    this.o.downstream.send(errorResponse(null, INVALID_REQUEST, `Message of ${bytes} bytes exceeds the size limit.`));
+    this.o.downstream.send(
+      errorResponse(null, INVALID_REQUEST, `Message of ${bytes} bytes exceeds the size limit.`),
+    );
   }
 
   private onClientMessage(c: Classified): void {
@@ -152,9 +166,9 @@ export class Gateway {
       this.o.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
       return;
     }
-    if (c.kind === "response") return this.onClientResponse(c.msg);
-    if (c.kind === "notification") return this.onClientNotification(c.msg);
-    this.onClientRequest(c.msg);
+    if (c.kind === "response") this.onClientResponse(c.msg);
+    else if (c.kind === "notification") this.onClientNotification(c.msg);
+    else this.onClientRequest(c.msg);
   }
 
   private onClientRequest(msg: Request): void {
@@ -174,11 +188,16 @@ export class Gateway {
         this.forward(msg);
         return;
       case "tools/list":
-        return this.serveToolsList(msg);
+        this.serveToolsList(msg);
+        return;
       case "tools/call":
-        return void this.handleCall(msg);
+        void this.handleCall(msg);
+        return;
       case "subscriptions/listen":
-        if ((msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications?.toolsListChanged) {
+        if (
+          (msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
+            ?.toolsListChanged
+        ) {
           this.clientListenIds.push(msg.id);
         }
         this.forward(msg, { listen: msg });
@@ -240,7 +259,7 @@ export class Gateway {
   /** Forwards a client request upstream under a gateway id. */
   private forward(msg: Request, extra: { tool?: string; callId?: string; listen?: Request } = {}): boolean {
     const gen = this.gen;
-    if (!gen || !gen.alive) {
+    if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
       this.o.downstream.send(
         errorResponse(msg.id, INTERNAL_ERROR, "The server is not running right now; retry in a moment.", {
@@ -251,7 +270,10 @@ export class Gateway {
       );
       return false;
     }
-    const wire = this.upstream.add({ origin: "client", clientId: msg.id, method: msg.method, gen, ...extra }, msg.id);
+    const wire = this.upstream.add(
+      { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
+      msg.id,
+    );
     if (!this.o.supervisor.send({ ...msg, id: wire })) {
       this.upstream.delete(wire, msg.id);
       return false;
@@ -271,15 +293,22 @@ export class Gateway {
     const cursor = (msg.params as { cursor?: unknown } | undefined)?.cursor;
     if (cursor !== undefined) {
       // The whole verified snapshot is served in one page; no cursor was ever issued.
-      this.o.downstream.send(errorResponse(msg.id, INVALID_PARAMS, "Unknown cursor: tools/list is served in one page."));
+      this.o.downstream.send(
+        errorResponse(msg.id, INVALID_PARAMS, "Unknown cursor: tools/list is served in one page."),
+      );
       return;
     }
     this.seenRevision = this.revision;
     // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
     const envelope = this.era === "modern" ? { ...this.listEnvelope, resultType: "complete", ttlMs: 0 } : {};
-    this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: { ...envelope, tools: this.snapshot.tools } });
+    this.o.downstream.send({
+      jsonrpc: "2.0",
+      id: msg.id,
+      result: { ...envelope, tools: this.snapshot.tools },
+    });
     this.o.events.emit({
       type: "catalog_served",
+      run: this.o.runId ?? null,
       serverLabel: this.o.label,
       epoch: this.gen?.epoch,
       revision: this.revision,
@@ -290,7 +319,9 @@ export class Gateway {
   private async handleCall(msg: Request): Promise<void> {
     const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
     if (typeof params.name !== "string") {
-      this.o.downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
+      this.o.downstream.send(
+        errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."),
+      );
       return;
     }
     const tool = params.name;
@@ -308,6 +339,7 @@ export class Gateway {
               intent: (call) =>
                 this.o.events.emitDurable({
                   type: "tool_called",
+                  run: this.o.runId ?? null,
                   serverLabel: this.o.label,
                   requestId: msg.id,
                   tool,
@@ -315,7 +347,10 @@ export class Gateway {
                   epoch: call.epoch,
                   revision: call.revision,
                   grant: call.grant,
-                  effectiveArguments: call.effective,
+                  // arguments are recorded as digests: they may carry anything
+                  arguments: argumentsDigest(params.arguments ?? {}),
+                  effectiveArguments: argumentsDigest(call.effective),
+                  defaultsApplied: Object.keys(defaultsApplied(params.arguments, call.effective)),
                 }),
             }
           : null,
@@ -330,12 +365,15 @@ export class Gateway {
       case "refuse":
         this.o.events.emit({
           type: "authorization_denied",
+          run: this.o.runId ?? null,
           serverLabel: this.o.label,
           tool,
           epoch: this.gen?.epoch ?? null,
           reason: verdict.reason,
         });
-        this.o.downstream.send(errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data));
+        this.o.downstream.send(
+          errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
+        );
         return;
       case "invalid-arguments":
         this.o.downstream.send({
@@ -395,7 +433,8 @@ export class Gateway {
 
   /** Starts the catalog fetch of the current generation once the session allows requests. */
   private catalogIfNeeded(): void {
-    if (this.gen && this.catalogGen !== this.gen && !this.refreshing && this.canFetch()) void this.refreshCatalog(this.gen);
+    if (this.gen && this.catalogGen !== this.gen && !this.refreshing && this.canFetch())
+      void this.refreshCatalog(this.gen);
   }
 
   private canFetch(): boolean {
@@ -445,20 +484,24 @@ export class Gateway {
       if (cursor !== undefined) params.cursor = cursor;
       const res = await this.request(gen, "tools/list", params);
       if (!res) return null;
-      if (res.error) throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
+      if (res.error)
+        throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
       const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
-      if (!result || !Array.isArray(result.tools)) throw new Error("the server's tools/list result has no tools array");
+      if (!result || !Array.isArray(result.tools))
+        throw new Error("the server's tools/list result has no tools array");
       if (pages === 0) {
         const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
         this.listEnvelope = rest;
       }
       pages++;
       for (const t of result.tools) {
-        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") tools.push(t as Tool);
+        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string")
+          tools.push(t as Tool);
         else this.o.log.warn("ignored a tool without a name in the server's tools/list");
       }
       if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
-      if (cursors.has(result.nextCursor) || pages >= 1000) throw new Error("the server's tools/list pagination loops");
+      if (cursors.has(result.nextCursor) || pages >= 1000)
+        throw new Error("the server's tools/list pagination loops");
       cursors.add(result.nextCursor);
       cursor = result.nextCursor;
     }
@@ -487,7 +530,9 @@ export class Gateway {
       });
     }
     if (before !== null && before !== rec.revision) {
-      this.o.log.info(`tool catalog changed: revision ${before} → ${rec.revision}; the client must list tools again`);
+      this.o.log.info(
+        `tool catalog changed: revision ${before} → ${rec.revision}; the client must list tools again`,
+      );
       this.notifyClientListChanged();
     }
   }
@@ -508,7 +553,11 @@ export class Gateway {
   }
 
   /** The gateway's own request to a generation; resolves null when that generation goes away. */
-  private request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null> {
+  private request(
+    gen: Generation,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<Response | null> {
     return new Promise((resolve) => {
       if (!gen.alive) return resolve(null);
       const p = this.era === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;
@@ -531,9 +580,9 @@ export class Gateway {
       this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);
       return;
     }
-    if (c.kind === "response") return this.onServerResponse(c.msg, gen);
-    if (c.kind === "request") return this.onServerRequest(c.msg, gen);
-    this.onServerNotification(c.msg, gen);
+    if (c.kind === "response") this.onServerResponse(c.msg, gen);
+    else if (c.kind === "request") this.onServerRequest(c.msg, gen);
+    else this.onServerNotification(c.msg, gen);
   }
 
   private onServerResponse(msg: Response, gen: Generation): void {
@@ -563,6 +612,7 @@ export class Gateway {
       const result = msg.result as { isError?: unknown } | undefined;
       this.o.events.emit({
         type: "tool_result",
+        run: this.o.runId ?? null,
         serverLabel: this.o.label,
         requestId: entry.clientId,
         tool: entry.tool,
@@ -590,8 +640,10 @@ export class Gateway {
     }
     if (subscription !== undefined) {
       const entry = this.upstream.get(subscription as Id);
-      if (!entry || entry.origin !== "client") {
-        this.o.log.debug(`dropped a notification for an unknown subscription ${JSON.stringify(subscription)}`);
+      if (entry?.origin !== "client") {
+        this.o.log.debug(
+          `dropped a notification for an unknown subscription ${JSON.stringify(subscription)}`,
+        );
         return;
       }
       msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
@@ -629,6 +681,7 @@ export class Gateway {
       if (p.method === "tools/call") {
         this.o.events.emit({
           type: "call_interrupted",
+          run: this.o.runId ?? null,
           serverLabel: this.o.label,
           requestId: p.clientId,
           tool: p.tool,
@@ -648,7 +701,9 @@ export class Gateway {
       });
     }
     if (why === "replaced") {
-      this.o.log.status(`running server replaced by its watcher: pid=${gen.record.processId} epoch=${gen.epoch} (${detail})`);
+      this.o.log.status(
+        `running server replaced by its watcher: pid=${gen.record.processId} epoch=${gen.epoch} (${detail})`,
+      );
     }
   }
 
@@ -704,7 +759,10 @@ export class Gateway {
         if (!res || gen !== this.gen) return;
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
         if (!canonicalEqual(caps, this.discovered)) {
-          return this.end("the new server process advertises different capabilities; ending the connection", 0);
+          return this.end(
+            "the new server process advertises different capabilities; ending the connection",
+            0,
+          );
         }
       }
       for (const [wire, p] of this.upstream.entries()) {
@@ -719,7 +777,13 @@ export class Gateway {
 
   private onArtifactsChanged(paths: string[], parts: string[], gen: Generation): void {
     const what = paths.length ? paths.join(", ") : parts.join(", ");
-    this.o.events.emit({ type: "artifact_changed", serverLabel: this.o.label, epoch: gen.epoch, paths, parts });
+    this.o.events.emit({
+      type: "artifact_changed",
+      serverLabel: this.o.label,
+      epoch: gen.epoch,
+      paths,
+      parts,
+    });
     if (parts.length === 0) {
       this.o.log.debug(`${what} touched; content unchanged`);
       return;
@@ -730,11 +794,18 @@ export class Gateway {
         this.o.log.status(`running server unchanged: pid=${gen.record.processId} epoch=${gen.epoch}`);
         return;
       case "restart":
-        this.o.log.status(`restarting server: pid=${gen.record.processId} epoch=${gen.epoch} is being replaced`);
-        void this.o.supervisor.restart().catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
+        this.o.log.status(
+          `restarting server: pid=${gen.record.processId} epoch=${gen.epoch} is being replaced`,
+        );
+        void this.o.supervisor
+          .restart()
+          .catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
         return;
       case "disconnect":
-        this.end("the server changed on disk (onChange: disconnect); ending the connection so the client reconnects", 0);
+        this.end(
+          "the server changed on disk (onChange: disconnect); ending the connection so the client reconnects",
+          0,
+        );
         return;
     }
   }
@@ -778,6 +849,14 @@ function advertiseListChanged(result: unknown): unknown {
   const r = result as { capabilities?: { tools?: Record<string, unknown> } };
   if (!r?.capabilities?.tools) return result;
   return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
+}
+
+/** Top-level fields the schema's defaults filled in: shown to reviewers and recorded. */
+function defaultsApplied(args: unknown, effective: Record<string, unknown>): Record<string, unknown> {
+  const given = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(effective)) if (!(k in given)) out[k] = v;
+  return out;
 }
 
 function preview(text: string): string {

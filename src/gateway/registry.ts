@@ -54,14 +54,18 @@ export class GatewayRegistry {
       sets.push("record_json = ?");
       vals.push(fields.record ? JSON.stringify(fields.record) : null);
     }
-    this.db.prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`).run(...vals, this.gatewayId);
+    this.db
+      .prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`)
+      .run(...vals, this.gatewayId);
   }
 
   statusLine(line: string): void {
     if (!this.db.open) return;
     this.lines.push({ at: new Date().toISOString(), line });
     if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
-    this.db.prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?").run(JSON.stringify(this.lines), this.gatewayId);
+    this.db
+      .prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?")
+      .run(JSON.stringify(this.lines), this.gatewayId);
   }
 
   recordEpoch(record: ExecutionRecord, reason: string): void {
@@ -71,7 +75,15 @@ export class GatewayRegistry {
         `INSERT OR IGNORE INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(record.epoch, this.serverLabel, this.gatewayId, record.identityDigest, JSON.stringify(record), record.startedAt, reason);
+      .run(
+        record.epoch,
+        this.serverLabel,
+        this.gatewayId,
+        record.identityDigest,
+        JSON.stringify(record),
+        record.startedAt,
+        reason,
+      );
   }
 
   end(): void {

@@ -66,7 +66,13 @@ export function precheck(
   auth: AuthorizationPort | null,
 ): Verdict | { action: "continue"; call: ApprovedCall } {
   // 1. identity-pending: hold, never forward.
-  if (server.state !== "ready" || !server.epoch || !server.snapshot || !server.validator || server.revision === null) {
+  if (
+    server.state !== "ready" ||
+    !server.epoch ||
+    !server.snapshot ||
+    !server.validator ||
+    server.revision === null
+  ) {
     return { action: "hold" };
   }
   const entry = server.snapshot.byName.get(facts.tool);
@@ -118,10 +124,16 @@ export async function decide(
   const call = first.call;
   if (auth) {
     // 6. credentials needed and the vault is locked.
-    if (auth.vaultLocked(call)) return { action: "refuse", error: refuse.vaultLocked(), reason: "vault_locked" };
+    if (auth.vaultLocked(call))
+      return { action: "refuse", error: refuse.vaultLocked(), reason: "vault_locked" };
     // 7. a grant, or a human decision.
     const got = await auth.obtain(call, hooks);
-    if ("error" in got) return { action: "refuse", error: got.error, reason: String((got.error.data as { error?: string })?.error) };
+    if ("error" in got)
+      return {
+        action: "refuse",
+        error: got.error,
+        reason: String((got.error.data as { error?: string })?.error),
+      };
     call.grant = got.grant;
     // The wait may have spanned an epoch change: the approval is for the epoch it named.
     const now = server();
@@ -137,7 +149,11 @@ export async function decide(
         error: {
           code: -32603,
           message: "The audit log could not record this call, so it was not forwarded.",
-          data: { error: "audit_unavailable", reason: (e as Error).message, retry: "ask a human to check the audit log" },
+          data: {
+            error: "audit_unavailable",
+            reason: (e as Error).message,
+            retry: "ask a human to check the audit log",
+          },
         },
         reason: "audit_unavailable",
       };

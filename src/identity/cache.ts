@@ -58,6 +58,8 @@ interface StatLike {
 const MAGIC = 0x43444350; // "PCDC" little-endian
 const VERSION = 2;
 const ZERO_SHA = "0".repeat(64);
+const MAX_FILES = 20_000;
+const MAX_DIRS = 100_000;
 
 export class DigestCache {
   readonly file: string | null;
@@ -182,6 +184,7 @@ export class DigestCache {
   /** Writes the cache if it changed (temporary file + rename). Never throws; false when it could not. */
   save(): boolean {
     if (this.file === null || !this.dirty) return true;
+    this.trim();
     const tmp = `${this.file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
       mkdirSync(dirname(this.file), { recursive: true });
@@ -195,6 +198,12 @@ export class DigestCache {
       } catch {}
       return false;
     }
+  }
+
+  /** Bounds the file: past a size, entries this process never used (other projects, deleted trees) go. */
+  private trim(): void {
+    if (this.files.size > MAX_FILES) for (const [k, e] of this.files) if (e.gen === 0) this.files.delete(k);
+    if (this.dirs.size > MAX_DIRS) for (const [k, e] of this.dirs) if (e.gen === 0) this.dirs.delete(k);
   }
 
   private load(file: string): void {

@@ -11,7 +11,7 @@ import {
   realpathSync,
   statSync,
 } from "node:fs";
-import { basename, delimiter, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 
 export type RuntimeKind = "node" | "python" | "deno" | "bun";
 
@@ -1269,8 +1269,4 @@ export function scriptsOfProcess(exe: string | null, argv: string[], cwd: string
       break;
   }
   return out;
-}
-
-export function hasCodeExtension(p: string): boolean {
-  return JS_EXTS.includes(extname(p));
 }

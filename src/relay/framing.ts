@@ -56,7 +56,9 @@ export class LineReader {
       this.events.oversize(n);
       return;
     }
-    const text = (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size)).toString("utf8");
+    const text = (
+      this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size)
+    ).toString("utf8");
     this.chunks = [];
     this.size = 0;
     const trimmed = text.endsWith("\r") ? text.slice(0, -1) : text;

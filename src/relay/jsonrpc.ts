@@ -56,7 +56,8 @@ export function classify(value: unknown): Classified {
   if (typeof m.method === "string") {
     if (!isParams(m.params)) return { kind: "invalid", reason: "params must be an object", id };
     if ("id" in m) {
-      if (!isId(m.id)) return { kind: "invalid", reason: "request id must be a string or a number", id: null };
+      if (!isId(m.id))
+        return { kind: "invalid", reason: "request id must be a string or a number", id: null };
       return { kind: "request", msg: m as unknown as Request };
     }
     return { kind: "notification", msg: m as unknown as Notification };
@@ -67,7 +68,12 @@ export function classify(value: unknown): Classified {
     }
     if ("error" in m) {
       const e = m.error as Record<string, unknown> | null;
-      if (typeof e !== "object" || e === null || typeof e.code !== "number" || typeof e.message !== "string") {
+      if (
+        typeof e !== "object" ||
+        e === null ||
+        typeof e.code !== "number" ||
+        typeof e.message !== "string"
+      ) {
         return { kind: "invalid", reason: "malformed error object", id };
       }
     }

@@ -11,7 +11,12 @@ export function resolveStateDir(flag?: string): string {
     ? resolve(flag)
     : process.env.PORTCULLIS_HOME
       ? resolve(process.env.PORTCULLIS_HOME)
-      : join(process.env.XDG_STATE_HOME ? resolve(process.env.XDG_STATE_HOME) : join(homedir(), ".local", "state"), "portcullis");
+      : join(
+          process.env.XDG_STATE_HOME
+            ? resolve(process.env.XDG_STATE_HOME)
+            : join(homedir(), ".local", "state"),
+          "portcullis",
+        );
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
 }

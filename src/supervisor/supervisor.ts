@@ -167,7 +167,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
   }
 
-  private onExit(child: ChildProcessWithoutNullStreams, code: number | null, signal: NodeJS.Signals | null): void {
+  private onExit(
+    child: ChildProcessWithoutNullStreams,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+  ): void {
     const cur = this.current;
     if (!cur || cur.child !== child) return;
     cur.alive = false;
@@ -200,7 +204,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   /** Writes one message to the current worker. False when no worker can take it. */
   send(msg: unknown): boolean {
     const cur = this.current;
-    if (!cur || !cur.alive || cur.child.stdin.destroyed) return false;
+    if (!cur?.alive || cur.child.stdin.destroyed) return false;
     cur.child.stdin.write(`${JSON.stringify(msg)}\n`);
     return true;
   }
@@ -229,7 +233,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   checkReplacement(): boolean {
     const cur = this.current;
-    if (!cur || !cur.alive || !cur.settled || this.restarting) return false;
+    if (!cur?.alive || !cur.settled || this.restarting) return false;
     const rootPid = cur.child.pid!;
     for (const p of cur.settled) {
       if (processStartTime(p.pid) === p.startTime) continue;

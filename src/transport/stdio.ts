@@ -1,15 +1,18 @@
-import { LineReader } from "../relay/framing.js";
 import type { Downstream } from "../gateway/gateway.js";
+import { LineReader } from "../relay/framing.js";
 
 /**
  * The downstream adapter: MCP over this process's stdin/stdout. stdout carries
  * protocol messages only.
  */
-export function stdioDownstream(handlers: {
-  line(text: string): void;
-  oversize(bytes: number): void;
-  end(): void;
-}, maxBytes?: number): Downstream {
+export function stdioDownstream(
+  handlers: {
+    line(text: string): void;
+    oversize(bytes: number): void;
+    end(): void;
+  },
+  maxBytes?: number,
+): Downstream {
   const reader = new LineReader({ line: handlers.line, oversize: handlers.oversize }, maxBytes);
   let closed = false;
   process.stdin.on("data", (b: Buffer) => reader.push(b));

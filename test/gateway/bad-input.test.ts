@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
 
 let peers: RawPeer[] = [];
 afterEach(async () => {
@@ -15,7 +16,10 @@ afterEach(async () => {
 });
 
 function gateway(env: Record<string, string> = {}) {
-  const peer = rawGateway({ args: ["--label", "bad", "--approval", "none", "--", ...fixtureCommand("badpeer")], env });
+  const peer = rawGateway({
+    args: ["--label", "bad", "--approval", "none", "--", ...fixtureCommand("badpeer")],
+    env,
+  });
   peers.push(peer);
   return peer;
 }
@@ -29,11 +33,15 @@ describe("bad input from the client", () => {
     gw.send({ hello: 1 });
     expect((await gw.next((m) => m.error?.code === -32600)).error!.message).toMatch(/jsonrpc/);
     gw.send([{ jsonrpc: "2.0", id: 5, method: "ping" }]);
-    expect((await gw.next((m) => m.error?.code === -32600 && /batch/.test(m.error.message))).error).toBeDefined();
+    expect(
+      (await gw.next((m) => m.error?.code === -32600 && /batch/.test(m.error.message))).error,
+    ).toBeDefined();
     gw.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } });
     expect((await gw.next((m) => m.id === 7)).error!.code).toBe(-32602);
     gw.send(`{"jsonrpc":"2.0","method":"x","params":{"pad":"${"a".repeat(5 * 1024 * 1024)}"}}\n`);
-    expect((await gw.next((m) => m.error?.code === -32600 && /size limit/.test(m.error.message))).error).toBeDefined();
+    expect(
+      (await gw.next((m) => m.error?.code === -32600 && /size limit/.test(m.error.message))).error,
+    ).toBeDefined();
     gw.send({ jsonrpc: "2.0", id: 424242, result: {} }); // a response nobody asked for
     const tools = await gw.request("tools/list");
     expect(tools.result.tools.map((t: { name: string }) => t.name)).toContain("echo");
@@ -66,7 +74,9 @@ describe("bad input from the server", () => {
 
 describe("a gateway that cannot start", () => {
   it("a command that does not exist: one sentence, exit 2", async () => {
-    const r = await runCli(["run", "--", "definitely-not-a-command-xyz", "serve"], { stateDir: mkdtempSync(join(tmpdir(), "pc-")) });
+    const r = await runCli(["run", "--", "definitely-not-a-command-xyz", "serve"], {
+      stateDir: newStateDir(),
+    });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/definitely-not-a-command-xyz/);
@@ -74,8 +84,11 @@ describe("a gateway that cannot start", () => {
 
   it("a config error names the file and the key: exit 2", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pc-cfg-"));
-    writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers: { inv: { command: "node", onChange: "sometimes" } } }));
-    const r = await runCli(["run", "inv"], { cwd: dir, stateDir: join(dir, "state") });
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({ servers: { inv: { command: "node", onChange: "sometimes" } } }),
+    );
+    const r = await runCli(["run", "inv"], { cwd: dir, stateDir: newStateDir() });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(join(dir, "portcullis.json"));
     expect(r.stderr).toContain("servers.inv.onChange");
@@ -86,16 +99,26 @@ describe("a gateway that cannot start", () => {
     const entry = join(dir, "server.js");
     writeFileSync(entry, "console.log('x')");
     chmodSync(entry, 0o000);
-    const r = await runCli(["run", "--", process.execPath, entry], { stateDir: join(dir, "state") });
+    const stateDir = newStateDir();
+    const r = await runCli(["run", "--", process.execPath, entry], { stateDir });
     if (process.getuid?.() === 0) {
       // root reads anything: use a missing entry instead
-      const missing = await runCli(["run", "--", process.execPath, join(dir, "missing.js")], { stateDir: join(dir, "state") });
+      const missing = await runCli(["run", "--", process.execPath, join(dir, "missing.js")], { stateDir });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toContain("missing.js");
       return;
     }
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("server.js");
+  });
+
+  it("no keyring: one sentence that says to run portcullis init, exit 2", async () => {
+    const r = await runCli(["run", "--", process.execPath, "-e", "1"], {
+      stateDir: mkdtempSync(join(tmpdir(), "pc-nokey-")),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/portcullis init/);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   it("unknown flags and a missing command are usage errors", async () => {
@@ -111,7 +134,9 @@ describe("a gateway that cannot start", () => {
 
 describe("the client goes away", () => {
   it("shuts the server's whole process group down", async () => {
-    const gw = await startGateway({ args: ["--label", "bye", "--approval", "none", "--", ...fixtureCommand("badpeer")] });
+    const gw = await startGateway({
+      args: ["--label", "bye", "--approval", "none", "--", ...fixtureCommand("badpeer")],
+    });
     await gw.client.listTools();
     const r = await runCli(["status", "--json"], { stateDir: gw.stateDir });
     const serverPid = JSON.parse(r.stdout).gateways[0].record.processId as number;

@@ -36,7 +36,10 @@ async function catalogGateway(tools: ToolDef[], opts: { pageSize?: number } = {}
     args: ["--label", "issues", "--approval", "none", "--", ...fixtureCommand("catalog")],
     env: cat.env,
   });
-  cleanup.push(() => gw.close(), () => cat.cleanup());
+  cleanup.push(
+    () => gw.close(),
+    () => cat.cleanup(),
+  );
   return { cat, gw };
 }
 
@@ -62,7 +65,9 @@ describe("catalog revisions", () => {
     const d = JSON.parse(diff.stdout);
     expect(d.from).toBe(1);
     expect(d.to).toBe(2);
-    expect(d.entries).toEqual([expect.objectContaining({ kind: "added", tool: "post_comment", classification: "expands" })]);
+    expect(d.entries).toEqual([
+      expect.objectContaining({ kind: "added", tool: "post_comment", classification: "expands" }),
+    ]);
     const human = await runCli(["catalog", "diff", "issues"], { stateDir: gw.stateDir });
     expect(human.stdout).toMatch(/post_comment/);
     expect(human.stdout).toMatch(/expands/);
@@ -73,7 +78,9 @@ describe("catalog revisions", () => {
     const listed = await gw.client.listTools();
     expect(listed.tools.map((t) => t.name)).toEqual(numberedTools("tool", 6).map((t) => t.name));
     expect(listed.nextCursor).toBeUndefined();
-    const show = JSON.parse((await runCli(["catalog", "show", "issues", "--json"], { stateDir: gw.stateDir })).stdout);
+    const show = JSON.parse(
+      (await runCli(["catalog", "show", "issues", "--json"], { stateDir: gw.stateDir })).stdout,
+    );
     expect(show.coverage).toMatchObject({ pages: 3, tools: 6, complete: true });
     expect(show.tools).toHaveLength(6);
     for (const t of show.tools) expect(t.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -92,7 +99,11 @@ describe("the stale-call guard", () => {
       .callTool({ name: "delete_environment", arguments: { environment: "prod" } })
       .catch((e) => e);
     expect(refusal(err).code).toBe(-32055);
-    expect(refusal(err).data).toMatchObject({ error: "tool_not_in_catalog", tool: "delete_environment", currentRevision: 2 });
+    expect(refusal(err).data).toMatchObject({
+      error: "tool_not_in_catalog",
+      tool: "delete_environment",
+      currentRevision: 2,
+    });
     await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
     expect(cat.records().map((r) => r.tool)).toEqual(["read_issue"]);
   });
@@ -105,9 +116,15 @@ describe("the stale-call guard", () => {
     cat.write([READ_ISSUE, POST_COMMENT]);
     await listChangedAfter(gw, from);
     for (let i = 0; i < 3; i++) {
-      const err = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "2" } }).catch((e) => e);
+      const err = await gw.client
+        .callTool({ name: "read_issue", arguments: { issue_id: "2" } })
+        .catch((e) => e);
       expect(refusal(err).code).toBe(-32052);
-      expect(refusal(err).data).toMatchObject({ error: "catalog_stale", seenRevision: 1, currentRevision: 2 });
+      expect(refusal(err).data).toMatchObject({
+        error: "catalog_stale",
+        seenRevision: 1,
+        currentRevision: 2,
+      });
       expect(typeof refusal(err).data.retry).toBe("string");
     }
     await gw.client.listTools();
@@ -117,8 +134,14 @@ describe("the stale-call guard", () => {
 
   it("a client that never listed is stale too", async () => {
     const { gw } = await catalogGateway([READ_ISSUE]);
-    const err = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } }).catch((e) => e);
-    expect(refusal(err).data).toMatchObject({ error: "catalog_stale", seenRevision: null, currentRevision: 1 });
+    const err = await gw.client
+      .callTool({ name: "read_issue", arguments: { issue_id: "1" } })
+      .catch((e) => e);
+    expect(refusal(err).data).toMatchObject({
+      error: "catalog_stale",
+      seenRevision: null,
+      currentRevision: 1,
+    });
   });
 
   it("arguments that do not validate get an isError result listing the errors, and nothing is forwarded", async () => {
@@ -135,13 +158,27 @@ describe("the stale-call guard", () => {
   it("a restart while a write is pending: epoch_transition, and the write ran once and was not retried", async () => {
     const project = makeProject("B");
     const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--", ...project.command],
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--",
+        ...project.command,
+      ],
       cwd: project.dir,
       env: project.env,
     });
-    cleanup.push(() => gw.close(), () => project.cleanup());
+    cleanup.push(
+      () => gw.close(),
+      () => project.cleanup(),
+    );
     await gw.client.listTools();
-    const pending = gw.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 30_000 }).catch((e) => e);
+    const pending = gw.client
+      .callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 30_000 })
+      .catch((e) => e);
     await waitFor(() => project.counter() === 1, 10_000, "slow_write to start");
     project.rebuild("C");
     const err = refusal(await pending);
@@ -162,26 +199,45 @@ describe("the stale-call guard", () => {
     // a wrapper that starts the server slowly keeps the new epoch identity-pending for a while
     const slow = ["/bin/sh", "-c", `sleep 1.5; exec "${NODE}" dist/server.js`];
     const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--watch", "dist/**", "--", ...slow],
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--watch",
+        "dist/**",
+        "--",
+        ...slow,
+      ],
       cwd: project.dir,
       env: { ...project.env, ...project.credentialEnv },
       connectTimeoutMs: 30_000,
     });
-    cleanup.push(() => gw.close(), () => project.cleanup());
+    cleanup.push(
+      () => gw.close(),
+      () => project.cleanup(),
+    );
     await gw.client.listTools();
     const mark = gw.stderr().length;
     project.rebuild("B"); // adjust_inventory gains a required `warehouse`
     await gw.waitForStderr(/restarting server/, 10_000, mark);
     // prepared against revision A's schema, sent while the new process is starting
     const err = refusal(
-      await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1 } }).catch((e) => e),
+      await gw.client
+        .callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1 } })
+        .catch((e) => e),
     );
     expect(gw.stderr().slice(mark)).toMatch(/holding tools\/call/);
     expect(err.code).toBe(-32052);
     expect(err.data).toMatchObject({ error: "catalog_stale", seenRevision: 1, currentRevision: 2 });
     expect(project.records()).toHaveLength(0);
     await gw.client.listTools();
-    const ok = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1, warehouse: "w1" } });
+    const ok = await gw.client.callTool({
+      name: "adjust_inventory",
+      arguments: { sku: "X-1", delta: 1, warehouse: "w1" },
+    });
     expect(ok.isError).toBeFalsy();
     expect(project.records().map((r) => r.revision)).toEqual(["B"]);
   });

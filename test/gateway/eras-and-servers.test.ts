@@ -33,7 +33,10 @@ describe("the 2026-07-28 era", () => {
       env: { ...cat.env, FIXTURE_LEGACY: "reject" },
       negotiation: "pin",
     });
-    cleanup.push(() => gw.close(), () => cat.cleanup());
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
     const listed = await gw.client.listTools();
     expect(listed.tools.map((t) => t.name)).toEqual(["lookup"]);
     const res = await gw.client.callTool({ name: "lookup", arguments: { q: "x" } });
@@ -50,7 +53,10 @@ describe("the 2026-07-28 era", () => {
       env: cat.env,
       negotiation: "pin",
     });
-    cleanup.push(() => gw.close(), () => cat.cleanup());
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
     await gw.client.listTools();
     const from = gw.received().length;
     const listenId = "listen:test-1";
@@ -89,12 +95,24 @@ describe("npm reference servers end to end", () => {
     cleanup.push(() => gw.close());
     const tools = (await gw.client.listTools()).tools.map((t) => t.name);
     expect(tools).toContain("read_text_file");
-    const read = await gw.client.callTool({ name: "read_text_file", arguments: { path: join(dir, "docs", "a.txt") } });
+    const read = await gw.client.callTool({
+      name: "read_text_file",
+      arguments: { path: join(dir, "docs", "a.txt") },
+    });
     expect(JSON.stringify(read.content)).toContain("alpha");
-    await gw.client.callTool({ name: "write_file", arguments: { path: join(dir, "b.txt"), content: "beta" } });
-    const again = await gw.client.callTool({ name: "read_text_file", arguments: { path: join(dir, "b.txt") } });
+    await gw.client.callTool({
+      name: "write_file",
+      arguments: { path: join(dir, "b.txt"), content: "beta" },
+    });
+    const again = await gw.client.callTool({
+      name: "read_text_file",
+      arguments: { path: join(dir, "b.txt") },
+    });
     expect(JSON.stringify(again.content)).toContain("beta");
-    const outside = await gw.client.callTool({ name: "read_text_file", arguments: { path: "/etc/hostname" } });
+    const outside = await gw.client.callTool({
+      name: "read_text_file",
+      arguments: { path: "/etc/hostname" },
+    });
     expect(outside.isError).toBe(true);
   });
 
@@ -108,7 +126,9 @@ describe("npm reference servers end to end", () => {
     await gw.client.listTools();
     await gw.client.callTool({
       name: "create_entities",
-      arguments: { entities: [{ name: "portcullis", entityType: "project", observations: ["guards MCP servers"] }] },
+      arguments: {
+        entities: [{ name: "portcullis", entityType: "project", observations: ["guards MCP servers"] }],
+      },
     });
     const graph = await gw.client.callTool({ name: "read_graph", arguments: {} });
     expect(JSON.stringify(graph)).toContain("guards MCP servers");

@@ -1,5 +1,7 @@
 // server-everything behind the gateway, driven by the official SDK client: everything the
 // gateway does not guard passes through unchanged in both directions.
+
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
@@ -7,9 +9,8 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sleep, waitFor } from "../helpers/files.js";
-import { NODE, EVERYTHING } from "../helpers/paths.js";
 import { type Session, startDirect, startGateway } from "../helpers/gateway.js";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { EVERYTHING, NODE } from "../helpers/paths.js";
 
 const sampling = (client: Client) => {
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
@@ -94,7 +95,10 @@ describe("server-everything through the gateway", () => {
     await new Promise((r) => setTimeout(r, 300));
     ac.abort("test cancels");
     await expect(call).rejects.toThrow();
-    const cancelled = gw.sent().slice(before).find((m) => m.method === "notifications/cancelled");
+    const cancelled = gw
+      .sent()
+      .slice(before)
+      .find((m) => m.method === "notifications/cancelled");
     expect(cancelled).toBeDefined();
     // the gateway is still healthy afterwards
     const echo = await gw.client.callTool({ name: "echo", arguments: { message: "after cancel" } });

@@ -1,12 +1,12 @@
 // The seed's rebuild failures at the supervision layer, with the revisioned fixture in a
 // throwaway project: what runs is told truthfully, and only the supervisor mints epochs.
 import { readFileSync } from "node:fs";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { sleep, waitFor } from "../helpers/files.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
 interface StatusRow {
   serverLabel: string;
@@ -28,7 +28,9 @@ async function status(stateDir: string): Promise<StatusRow[]> {
   return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways;
 }
 
-async function readStatus(gw: Session<Client>): Promise<{ revision: string; pid: number; dependency: string }> {
+async function readStatus(
+  gw: Session<Client>,
+): Promise<{ revision: string; pid: number; dependency: string }> {
   const res = await gw.client.callTool({ name: "read_status", arguments: {} });
   const text = (res.content as { type: string; text: string }[])[0]!.text;
   return JSON.parse(text);
@@ -46,7 +48,10 @@ async function start(project: Project, extra: string[] = [], command: string[] =
     cwd: project.dir,
     env: { ...project.env, ...project.credentialEnv },
   });
-  cleanup.push(() => gw.close(), () => project.cleanup());
+  cleanup.push(
+    () => gw.close(),
+    () => project.cleanup(),
+  );
   await gw.client.listTools();
   return gw;
 }
@@ -79,19 +84,27 @@ describe("rebuilds at the supervision layer", () => {
     const gw = await start(project, ["--on-change", "restart"]);
     const first = await readStatus(gw);
     const [row] = await status(gw.stateDir!);
-    const revisionsBefore = await runCli(["catalog", "list", "inventory", "--json"], { stateDir: gw.stateDir });
+    const revisionsBefore = await runCli(["catalog", "list", "inventory", "--json"], {
+      stateDir: gw.stateDir,
+    });
 
     project.rebuild("C"); // byte-identical tool list, different handler
     await gw.waitForStderr(/new execution epoch: pid=\d+ epoch=\S+ \(was \S+; restart\)/, 15_000);
-    const after = await waitFor(async () => {
-      const r = await readStatus(gw).catch(() => null);
-      return r && r.revision === "C" ? r : null;
-    }, 15_000, "an answer from revision C");
+    const after = await waitFor(
+      async () => {
+        const r = await readStatus(gw).catch(() => null);
+        return r && r.revision === "C" ? r : null;
+      },
+      15_000,
+      "an answer from revision C",
+    );
     expect(after.pid).not.toBe(first.pid);
     const [row2] = await status(gw.stateDir!);
     expect(row2!.epoch).not.toBe(row!.epoch);
     expect(row2!.record.identityDigest).not.toBe(row!.record.identityDigest);
-    const revisionsAfter = await runCli(["catalog", "list", "inventory", "--json"], { stateDir: gw.stateDir });
+    const revisionsAfter = await runCli(["catalog", "list", "inventory", "--json"], {
+      stateDir: gw.stateDir,
+    });
     expect(JSON.parse(revisionsAfter.stdout).revisions).toEqual(JSON.parse(revisionsBefore.stdout).revisions);
     // no list_changed was needed: the catalog did not change
     expect(gw.notifications("notifications/tools/list_changed")).toHaveLength(0);
@@ -131,7 +144,10 @@ describe("rebuilds at the supervision layer", () => {
       cwd: project.dir,
       env: { ...project.env, PORTCULLIS_POLL_MS: "600000" },
     });
-    cleanup.push(() => gw.close(), () => project.cleanup());
+    cleanup.push(
+      () => gw.close(),
+      () => project.cleanup(),
+    );
     await gw.client.listTools();
     const first = await readStatus(gw);
     const [row] = await status(gw.stateDir!);
@@ -146,10 +162,14 @@ describe("rebuilds at the supervision layer", () => {
     const before = children();
     expect(before).toContain(String(first.pid));
     project.rebuild("C"); // same tool list: the client need not re-list, but the code changed
-    await waitFor(() => {
-      const now = children();
-      return now !== "" && now !== before;
-    }, 15_000, "node --watch to start a new child");
+    await waitFor(
+      () => {
+        const now = children();
+        return now !== "" && now !== before;
+      },
+      15_000,
+      "node --watch to start a new child",
+    );
     const after = await readStatus(gw);
     expect(after.revision).toBe("C");
     expect(after.pid).not.toBe(first.pid);

@@ -12,8 +12,9 @@ import { Client as ModernClient } from "@modelcontextprotocol/client";
 import { StdioClientTransport as ModernStdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { removeDir, tempDir, waitFor } from "./files.js";
+import { removeDir, waitFor } from "./files.js";
 import { CLI, NODE } from "./paths.js";
+import { newStateDir } from "./state.js";
 
 /** A JSON-RPC message as seen on the wire (loosely typed: both SDK eras). */
 export interface WireMessage {
@@ -215,7 +216,7 @@ async function openSession<C extends Connectable>(
 function stateDirFor(options: GatewayOptions): { stateDir: string; own: boolean } {
   return options.stateDir
     ? { stateDir: options.stateDir, own: false }
-    : { stateDir: tempDir("portcullis-state-"), own: true };
+    : { stateDir: newStateDir(), own: true };
 }
 
 /** The v1 SDK client, connected to `node dist/cli/main.js run --state-dir <dir> ...args`. */

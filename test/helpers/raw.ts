@@ -2,10 +2,11 @@
 // tests that must write what no SDK client writes (malformed lines, batches, odd ids) or see
 // exactly what comes back.
 import { spawn } from "node:child_process";
-import { removeDir, tempDir, waitFor } from "./files.js";
+import { removeDir, waitFor } from "./files.js";
 import type { ExitInfo, WireMessage } from "./gateway.js";
 import { assertBuilt, hostEnv } from "./gateway.js";
 import { CLI, NODE } from "./paths.js";
+import { newStateDir } from "./state.js";
 
 export interface RawPeer {
   pid: number;
@@ -143,7 +144,7 @@ export function rawGateway(options: {
   stateDir?: string;
 }): RawPeer & { stateDir: string } {
   assertBuilt();
-  const stateDir = options.stateDir ?? tempDir("portcullis-state-");
+  const stateDir = options.stateDir ?? newStateDir();
   const own = options.stateDir === undefined;
   const peer = rawPeer(NODE, [CLI, "run", "--state-dir", stateDir, ...options.args], options.env, {
     cwd: options.cwd,
