@@ -13,7 +13,9 @@ function write(doc: unknown): string {
 
 describe("portcullis.json", () => {
   it("reads servers with defaults, and mcpServers as an alias", () => {
-    const file = write({ mcpServers: { inv: { command: "node", args: ["dist/server.js"], env: { A: "1" } } } });
+    const file = write({
+      mcpServers: { inv: { command: "node", args: ["dist/server.js"], env: { A: "1" } } },
+    });
     const s = loadConfigFile(file).get("inv")!;
     expect(s.command).toBe("node");
     expect(s.onChange).toBe("report");
@@ -34,7 +36,10 @@ describe("portcullis.json", () => {
     [{ servers: { a: { command: 3 } } }, "servers.a.command must be a non-empty string"],
     [{ servers: { a: { command: "x", args: [1] } } }, "servers.a.args must be an array of strings"],
     [{ servers: { a: { command: "x", onChange: "explode" } } }, "servers.a.onChange must be one of"],
-    [{ servers: { a: { command: "x", approval: { tools: { t: "always" } } } } }, "servers.a.approval.tools.t"],
+    [
+      { servers: { a: { command: "x", approval: { tools: { t: "always" } } } } },
+      "servers.a.approval.tools.t",
+    ],
     [{ servers: { a: { command: "x", env: { K: 1 } } } }, "servers.a.env.K must be a string"],
     [{ servers: {}, extra: true }, 'unknown key "extra"'],
     [{ servers: {}, mcpServers: {} }, "both"],
@@ -52,6 +57,8 @@ describe("portcullis.json", () => {
 
   it("names the known labels when one is missing", () => {
     const file = write({ servers: { alpha: { command: "x" } } });
-    expect(() => resolveServer("beta", join(file, ".."))).toThrow(/no server labelled "beta" \(known: alpha\)/);
+    expect(() => resolveServer("beta", join(file, ".."))).toThrow(
+      /no server labelled "beta" \(known: alpha\)/,
+    );
   });
 });
