@@ -119,13 +119,19 @@ describe.skipIf(process.platform !== "linux" && process.platform !== "darwin")("
     const firstPids = new Set(first.map((f) => f.pid));
     expect(first[0]!.argv).toContain("--watch");
     expect(first[1]!.ppid).toBe(pid);
+    let lastWrite = 0;
 
-    // Give the watcher a moment to arm its file watch, then rebuild.
-    await sleep(500);
-    put(dir, "server.js", "setInterval(() => {}, 1000); // v2, rebuilt\n");
+    // node --watch starts watching a file once its child reports loading it: until then a write
+    // can go unnoticed. Rebuild until the watcher reacts (each write is a real rebuild).
+    let version = 2;
     const replaced = await until("a replacement child", () => {
       const t = listDescendants(pid);
-      return t.some((f) => !firstPids.has(f.pid) && f.argv.includes("server.js")) ? t : undefined;
+      if (t.some((f) => !firstPids.has(f.pid) && f.argv.includes("server.js"))) return t;
+      if (Date.now() - lastWrite > 1500) {
+        put(dir, "server.js", `setInterval(() => {}, 1000); // v${version++}, rebuilt\n`);
+        lastWrite = Date.now();
+      }
+      return undefined;
     });
     const fresh = replaced.filter((f) => !firstPids.has(f.pid));
     expect(fresh).toHaveLength(1);
