@@ -5,8 +5,8 @@ import canonicalize from "canonicalize";
 /**
  * RFC 8785 (JSON Canonicalization Scheme) serialization.
  *
- * `canonicalJson` is the reference: it runs the `canonicalize` package. Two extensions keep a
- * hostile or sloppy server from crashing the gateway:
+ * `canonicalJson` is the reference: it runs the `canonicalize` package, with one extension so
+ * that a hostile or sloppy server cannot crash the gateway:
  *   - a string holding a lone UTF-16 surrogate (legal in JSON text, not in I-JSON) is written
  *     as its `\uXXXX` escape, exactly as `JSON.stringify` writes it, instead of throwing; the
  *     output stays injective, so two different tools never share a fingerprint;
@@ -14,8 +14,9 @@ import canonicalize from "canonicalize";
  *     cannot come out of `JSON.parse`.
  *
  * `canonicalString` is the hot path used for fingerprints. It writes the same bytes as
- * `canonicalize` for every JSON value (property tests check this against the package), about
- * twice as fast, and applies the lone-surrogate extension directly.
+ * `canonicalize` for every JSON value (property tests check this against the package), two to
+ * three times faster: strings that need no escaping are copied, quoted keys are remembered, and
+ * nesting is bounded by a depth counter instead of a set of visited objects.
  */
 export function canonicalJson(v: unknown): string {
   try {
@@ -51,8 +52,30 @@ export function canonicalString(v: unknown): string {
   return write(v, 0);
 }
 
+/** Characters JSON.stringify would escape (or inspect: surrogates); anything else is copied. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what needs escaping
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** The RFC 8785 form of a string: JSON.stringify's, which is skipped when nothing needs escaping. */
+function quote(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** Object keys repeat across tools ("type", "description", …): remember their quoted form. */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 4096;
+
+function quoteKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = quote(k);
+    if (quotedKeys.size < MAX_QUOTED_KEYS && k.length <= 64) quotedKeys.set(k, q);
+  }
+  return q;
+}
+
 function write(v: unknown, depth: number): string {
-  if (typeof v === "string") return JSON.stringify(v);
+  if (typeof v === "string") return quote(v);
   if (typeof v !== "object") {
     if (typeof v === "number") {
       if (!Number.isFinite(v)) throw new TypeError("canonical JSON: non-finite number");
@@ -87,7 +110,7 @@ function write(v: unknown, depth: number): string {
     const k = keys[i] as string;
     const x = obj[k];
     if (x === undefined || typeof x === "symbol") continue;
-    out += `${first ? "" : ","}${JSON.stringify(k)}:${write(x, depth + 1)}`;
+    out += `${first ? "" : ","}${quoteKey(k)}:${write(x, depth + 1)}`;
     first = false;
   }
   return `${out}}`;
@@ -157,5 +180,5 @@ function equal(a: unknown, b: unknown, depth: number): boolean {
     if (w === undefined || typeof w === "symbol") continue;
     count--;
   }
-  return true;
+  return count === 0;
 }

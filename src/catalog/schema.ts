@@ -314,7 +314,7 @@ export function propertyAdded(path: string, name: string, schema: unknown, requi
   const sensitive = sensitiveReasons(name, own(schema, "format"));
   const c: FieldChange = {
     path,
-    change: sensitive.length > 0 ? "property added (sensitive)" : "property added",
+    change: "property added",
     after: schema,
     classification: "expands",
     detail: describeField(name, schema, required),

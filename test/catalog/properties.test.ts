@@ -1,7 +1,7 @@
 import canonicalize from "canonicalize";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalString } from "../../src/catalog/canonical.js";
+import { canonicalString, sameJson } from "../../src/catalog/canonical.js";
 import {
   type Classification,
   canonicalJson,
@@ -152,6 +152,30 @@ describe("properties", () => {
       fc.property(fc.jsonValue({ stringUnit: "binary" }), (v) => {
         expect(canonicalJson(v)).toBe(canonicalString(v));
       }),
+    );
+  });
+
+  it("structural equality agrees with canonical equality", () => {
+    fc.assert(
+      fc.property(
+        weird,
+        weird,
+        fc.integer(),
+        fc.constantFrom("shuffled", "extended", "other"),
+        (a, b, seed, how) => {
+          let other: unknown = b;
+          if (how === "shuffled") other = shuffleKeys(a, prng(seed));
+          if (how === "extended") {
+            other =
+              a !== null && typeof a === "object" && !Array.isArray(a)
+                ? Object.fromEntries([...Object.entries(a), [`k${seed}`, b]])
+                : [a];
+          }
+          expect(sameJson(a, other)).toBe(canonicalString(a) === canonicalString(other));
+          expect(sameJson(other, a)).toBe(sameJson(a, other));
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 

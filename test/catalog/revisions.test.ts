@@ -1,6 +1,6 @@
 import { fork } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -126,7 +126,11 @@ describe("revisions", () => {
           child.on("exit", (code) => (code === 0 ? resolve(got) : reject(new Error(`child exited ${code}`))));
         }),
     );
-    const changed = (await Promise.all(runs)).reduce((x, y) => x + y, 0);
+    // wait for every child before judging, so none is still loading when the directory goes
+    const settled = await Promise.allSettled(runs);
+    const failed = settled.find((r) => r.status === "rejected");
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const changed = settled.reduce((x, r) => x + (r.status === "fulfilled" ? r.value : 0), 0);
     const revs = listRevisions(db, "shared");
     // contiguous, one row per recorded change, and never the same catalog twice in a row
     expect(revs.map((r) => r.revision)).toEqual(revs.map((_r, i) => i + 1));
@@ -141,19 +145,27 @@ describe("revisions", () => {
 
 /**
  * Child processes cannot load TypeScript here (no loader is installed), so the catalog and store
- * sources are transpiled to plain ESM in `dir`, with a node_modules link to the repository's.
+ * sources, with every relative import they reach, are transpiled to plain ESM in `dir`, next to
+ * a node_modules link to the repository's.
  */
 function transpileForNode(dir: string): { catalog: string; store: string } {
   const repo = fileURLToPath(new URL("../../", import.meta.url));
   const out = join(dir, "lib");
-  for (const sub of ["src/catalog", "src/store"]) {
-    mkdirSync(join(out, sub), { recursive: true });
-    for (const f of readdirSync(join(repo, sub)).filter((n) => n.endsWith(".ts"))) {
-      const js = ts.transpileModule(readFileSync(join(repo, sub, f), "utf8"), {
-        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-      }).outputText;
-      writeFileSync(join(out, sub, f.replace(/\.ts$/, ".js")), js);
+  const todo = ["src/catalog/index.ts", "src/store/db.ts"];
+  const done = new Set<string>();
+  while (todo.length > 0) {
+    const rel = todo.pop() as string;
+    if (done.has(rel)) continue;
+    done.add(rel);
+    const source = readFileSync(join(repo, rel), "utf8");
+    for (const m of source.matchAll(/(?:from|import)\s*["'](\.{1,2}\/[^"']+)\.js["']/g)) {
+      todo.push(posix.join(posix.dirname(rel), `${m[1]}.ts`));
     }
+    const js = ts.transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    mkdirSync(join(out, posix.dirname(rel)), { recursive: true });
+    writeFileSync(join(out, rel.replace(/\.ts$/, ".js")), js);
   }
   writeFileSync(join(out, "package.json"), '{"type":"module"}');
   symlinkSync(join(repo, "node_modules"), join(out, "node_modules"));
