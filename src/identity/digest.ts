@@ -40,6 +40,7 @@ export class DigestJob {
   private readonly sinks: ((o: HashOutcome) => void)[] = [];
   private readonly trees: TreeState[] = [];
   private readonly pool = new HashPool();
+  private early: { count: number; outcomes: Promise<HashOutcome[]> } | null = null;
 
   constructor(
     readonly cache: DigestCache,
@@ -80,9 +81,18 @@ export class DigestJob {
     const cache = this.cache;
     const t: TreeState = { root, rels: [], shas: [], listingChanged: false, gen: ++cache.gen, result: null };
     this.trees.push(t);
-    // No listing of this root in the cache: this is a cold walk, start workers now so they are up
-    // by the time the walk ends.
-    if (!cache.dirs.has(root)) this.pool.start();
+    // No listing of this root in the cache: this is a cold walk. Start workers now, and give them
+    // the single files queued so far (the executable can be 100 MB) to hash during the walk.
+    if (!cache.dirs.has(root)) {
+      this.pool.start();
+      if (this.pool.started && this.early === null && this.paths.length > 0) {
+        const n = this.paths.length;
+        this.early = {
+          count: n,
+          outcomes: this.pool.run(this.paths.slice(0, n), Uint8Array.from(this.follow), true),
+        };
+      }
+    }
     let rootStat: Stats;
     try {
       rootStat = lstatSync(root);
@@ -113,8 +123,12 @@ export class DigestJob {
     try {
       const n = this.paths.length;
       if (n === 0) return;
-      if (n >= POOL_MIN_FILES) this.pool.start();
-      const outcomes = await this.pool.run(this.paths, Uint8Array.from(this.follow));
+      const from = this.early?.count ?? 0;
+      if (n - from >= POOL_MIN_FILES) this.pool.start();
+      const rest =
+        n > from ? await this.pool.run(this.paths.slice(from), Uint8Array.from(this.follow.slice(from))) : [];
+      const head = this.early === null ? [] : await this.early.outcomes;
+      const outcomes = head.length === 0 ? rest : [...head, ...rest];
       for (let i = 0; i < n; i++) {
         const o = outcomes[i]!;
         const key = this.keys[i];

@@ -113,11 +113,12 @@ parentPort.on("message", (job) => {
       catch (e) { num.push(-1, 0, 0, 0); sha.push((e && e.code) || "EIO"); }
     }
   }
-  parentPort.postMessage({ idx, num, sha });
+  parentPort.postMessage({ id: job.id, idx, num, sha });
 });
 `;
 
 interface WorkerReply {
+  id: number;
   idx: number[];
   num: number[];
   sha: string[];
@@ -133,6 +134,7 @@ const CHUNK = 32;
  */
 export class HashPool {
   private workers: Worker[] = [];
+  private jobs = 0;
 
   /** Worker threads besides the calling thread: PORTCULLIS_HASH_THREADS, else cores − 1 (at most 3). */
   static defaultSize(): number {
@@ -157,15 +159,22 @@ export class HashPool {
     return this.workers.length > 0;
   }
 
-  /** Hashes every path; results in input order. Never rejects: per-file failures are error codes. */
-  async run(paths: string[], follow: Uint8Array): Promise<HashOutcome[]> {
+  /**
+   * Hashes every path; results in input order. Never rejects: per-file failures are error codes.
+   * The calling thread takes part unless `workersOnly` (then it only fills in what a dead worker
+   * left), which lets a job run while the caller does something else.
+   */
+  async run(paths: string[], follow: Uint8Array, workersOnly = false): Promise<HashOutcome[]> {
     const out: (HashOutcome | undefined)[] = new Array(paths.length);
     const counter = new Int32Array(new SharedArrayBuffer(4));
-    const job = { paths, follow, chunk: CHUNK, counter: counter.buffer };
-    const replies = this.workers.map(
+    const job = { id: ++this.jobs, paths, follow, chunk: CHUNK, counter: counter.buffer };
+    const targets = workersOnly ? this.workers.slice(0, 1) : this.workers;
+    const replies = targets.map(
       (w) =>
         new Promise<WorkerReply | null>((resolve) => {
           const onMessage = (m: WorkerReply) => {
+            if (m.id !== job.id) return;
+            w.off("message", onMessage);
             w.off("exit", onExit);
             resolve(m);
           };
@@ -173,7 +182,7 @@ export class HashPool {
             w.off("message", onMessage);
             resolve(null);
           };
-          w.once("message", onMessage);
+          w.on("message", onMessage);
           w.once("exit", onExit);
           try {
             w.postMessage(job);
@@ -183,6 +192,7 @@ export class HashPool {
         }),
     );
     for (;;) {
+      if (workersOnly && targets.length > 0) break;
       const start = Atomics.add(counter, 0, CHUNK);
       if (start >= paths.length) break;
       const end = Math.min(paths.length, start + CHUNK);

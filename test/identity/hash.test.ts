@@ -45,8 +45,16 @@ describe("hashing", () => {
     const pool = new HashPool();
     pool.start(2);
     const pooled = await pool.run(paths, Uint8Array.from(follow));
-    await pool.close();
     expect(pooled).toEqual(direct);
+    // Two jobs in flight on the same workers (a workers-only one first): each gets its own results.
+    const reversed = [...paths].reverse();
+    const [a, b] = await Promise.all([
+      pool.run(paths, Uint8Array.from(follow), true),
+      pool.run(reversed, Uint8Array.from([...follow].reverse())),
+    ]);
+    await pool.close();
+    expect(a).toEqual(direct);
+    expect(b).toEqual([...direct].reverse());
 
     const ref = (name: string) =>
       createHash("sha256")
