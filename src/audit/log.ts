@@ -1,5 +1,4 @@
 import type { KeyObject } from "node:crypto";
-import canonicalize from "canonicalize";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -11,7 +10,6 @@ import {
   exportLine,
   GENESIS_PREV,
   parseHeader,
-  recordBytes,
   recordHash,
   type StoredRecord,
   splitRecord,
@@ -38,7 +36,9 @@ export class AuditLog {
   readonly writerId = ulid();
   private session: SealingSession | null = null;
   private readonly recordsPerSession: number;
-  private readonly head: () => { seq: number; record: Buffer } | undefined;
+  /** The head as this writer left it at its last commit. */
+  private last: Appended | null = null;
+  private readonly head: () => Appended | null;
   private readonly insert: (seq: number, record: StoredRecord) => void;
   private readonly commit: (items: { type: string; plaintext: Buffer }[]) => Appended[];
 
@@ -52,16 +52,31 @@ export class AuditLog {
     // The record is durable when the transaction commits: WAL with synchronous=FULL
     // fsyncs the log at every commit. openStore sets both; insist on it here.
     if (Number(db.pragma("synchronous", { simple: true })) < 2) db.pragma("synchronous = FULL");
-    const headStmt = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1");
+    const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
+    const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
     const insertStmt = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
-    this.head = () => headStmt.get() as { seq: number; record: Buffer } | undefined;
+    this.head = () => {
+      const seq = maxSeq.get() as number | null;
+      if (seq === null) return null;
+      // Records never change: if the head is still the one this writer wrote, its hash is known.
+      if (this.last?.seq === seq) return this.last;
+      return { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
+    };
     this.insert = (seq, record) => insertStmt.run(seq, record);
-    const tx = db.transaction((items: { type: string; plaintext: Buffer }[]) =>
-      items.map((it) => this.link(it)),
-    );
+    const tx = db.transaction((items: { type: string; plaintext: Buffer }[]) => {
+      let head = this.head();
+      return items.map((it) => {
+        head = this.link(it, head);
+        return head;
+      });
+    });
     // IMMEDIATE takes the write lock before the head is read: no two writers can
     // extend the same head, so the chain never forks and never skips a number.
-    this.commit = (items) => tx.immediate(items);
+    this.commit = (items) => {
+      const appended = tx.immediate(items);
+      this.last = appended[appended.length - 1]!;
+      return appended;
+    };
   }
 
   /** Opens the log for writing; throws KeyringMissingError (naming `portcullis init`) without a keyring. */
@@ -80,23 +95,22 @@ export class AuditLog {
   appendMany(events: readonly AuditEvent[]): Appended[] {
     const items = events.map((e) => {
       assertAuditable(e);
-      return { type: e.type, plaintext: Buffer.from(canonicalize(e) as string, "utf8") };
+      return { type: e.type, plaintext: Buffer.from(JSON.stringify(e), "utf8") };
     });
     return items.length === 0 ? [] : this.commit(items);
   }
 
   /**
-   * Inside the write transaction: read the head, build the record on top of it,
-   * insert. The head is linked by the hash of its bytes, whatever they hold.
+   * Inside the write transaction: the record on top of `head` (linked by the hash of
+   * the head's bytes, whatever they hold), inserted.
    */
-  private link(it: { type: string; plaintext: Buffer }): Appended {
-    const head = this.head();
+  private link(it: { type: string; plaintext: Buffer }, head: Appended | null): Appended {
     const session = this.sealingSession();
     const nonce = session.nextNonce();
     const h: AuditHeader = {
       v: 1,
       seq: (head?.seq ?? 0) + 1,
-      prev: head ? recordHash(head.record) : GENESIS_PREV,
+      prev: head?.hash ?? GENESIS_PREV,
       time: new Date().toISOString(),
       type: it.type,
       writer: this.writerId,
@@ -105,8 +119,7 @@ export class AuditLog {
       epk: session.epk,
       nonce: nonce.toString("base64url"),
     };
-    const header = encodeHeader(h);
-    const record = recordBytes(header, session.seal(nonce, header, it.plaintext));
+    const record = session.sealRecord(nonce, encodeHeader(h), it.plaintext);
     this.insert(h.seq, record);
     return { seq: h.seq, hash: recordHash(record) };
   }

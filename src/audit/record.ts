@@ -81,10 +81,16 @@ export function parseHeader(text: string): AuditHeader | null {
 }
 
 export function recordBytes(header: string, sealed: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(header.length + 1 + sealed.length);
+  const out = newRecord(header, sealed.length);
+  out.set(sealed, header.length + 1);
+  return out;
+}
+
+/** A record buffer holding header || 0x0A, with room for `sealedLength` bytes after it. */
+export function newRecord(header: string, sealedLength: number): Buffer {
+  const out = Buffer.allocUnsafe(header.length + 1 + sealedLength);
   out.write(header, 0, "latin1");
   out[header.length] = LF;
-  out.set(sealed, header.length + 1);
   return out;
 }
 

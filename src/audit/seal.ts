@@ -7,6 +7,7 @@ import {
   type KeyObject,
 } from "node:crypto";
 import { rawX25519PublicKey, x25519PublicKeyFromRaw } from "../keyring/x25519.js";
+import { newRecord } from "./record.js";
 
 /**
  * Sealing audit events to the audit public key (docs/audit-format.md, "Sealing").
@@ -14,7 +15,7 @@ import { rawX25519PublicKey, x25519PublicKeyFromRaw } from "../keyring/x25519.js
  *   shared = X25519(ephemeral private, audit public)            (all-zero refused)
  *   key    = HKDF-SHA256(ikm = shared, salt = epk || audit public key,
  *                        info = "portcullis audit v1 chacha20-poly1305", 32 bytes)
- *   sealed = ChaCha20-Poly1305(key, nonce, plaintext = JCS(event), aad = header bytes)
+ *   sealed = ChaCha20-Poly1305(key, nonce, plaintext = JSON of the event, aad = header bytes)
  *
  * A writer makes one ephemeral key per sealing session (like an HPKE sender
  * context) and seals up to `recordsPerSession` records under it, each with its own
@@ -31,10 +32,24 @@ export function deriveRecordKey(shared: Uint8Array, epkRaw: Uint8Array, recipien
   return Buffer.from(hkdfSync("sha256", shared, Buffer.concat([epkRaw, recipientRaw]), HKDF_INFO, 32));
 }
 
-export function seal(key: Uint8Array, nonce: Uint8Array, aad: string, plaintext: Uint8Array): Buffer {
+/**
+ * The whole record, header || 0x0A || ciphertext || tag, sealed with `key` under
+ * `nonce` with the header as associated data — written into one buffer.
+ */
+export function sealRecord(
+  key: Uint8Array,
+  nonce: Uint8Array,
+  header: string,
+  plaintext: Uint8Array,
+): Buffer {
+  const record = newRecord(header, plaintext.length + TAG_BYTES);
   const c = createCipheriv(AEAD, key, nonce, { authTagLength: TAG_BYTES });
-  c.setAAD(Buffer.from(aad, "utf8"), { plaintextLength: plaintext.length });
-  return Buffer.concat([c.update(plaintext), c.final(), c.getAuthTag()]);
+  c.setAAD(record.subarray(0, header.length), { plaintextLength: plaintext.length });
+  const body = header.length + 1;
+  record.set(c.update(plaintext), body);
+  c.final(); // a stream cipher: nothing is held back
+  record.set(c.getAuthTag(), body + plaintext.length);
+  return record;
 }
 
 /** Throws when the tag does not authenticate (wrong key, modified header or payload). */
@@ -76,8 +91,9 @@ export class SealingSession {
     return n;
   }
 
-  seal(nonce: Uint8Array, header: string, plaintext: Uint8Array): Buffer {
-    return seal(this.key, nonce, header, plaintext);
+  /** The record (header || 0x0A || sealed) of one event. */
+  sealRecord(nonce: Uint8Array, header: string, plaintext: Uint8Array): Buffer {
+    return sealRecord(this.key, nonce, header, plaintext);
   }
 
   close(): void {

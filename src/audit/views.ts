@@ -144,7 +144,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         s.grants.push({
           grant: str(e.grant),
           epoch: str(e.epoch),
-          tools: e.tools ?? e.toolScope ?? null,
+          tools: e.tools ?? e.toolScope ?? (typeof e.tool === "string" ? [e.tool] : null),
           credentialScope: e.credentialScope ?? null,
           mode: str(e.mode),
           at,
@@ -188,7 +188,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       grant: str(e.grant),
       decision,
       outcome,
-      argumentsDigest: str(e.argumentsDigest),
+      argumentsDigest: str(e.argumentsDigest) ?? str(e.effectiveArgumentsDigest),
       credentials: [],
       endedAt: null,
     };

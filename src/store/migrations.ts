@@ -3,6 +3,8 @@
  * that has shipped is never edited, a change is a new entry. Each module that
  * owns tables owns its migration entries (noted beside each).
  */
+import { approvalMigration } from "../approval/schema.js";
+
 export interface Migration {
   version: number;
   owner: string;
@@ -75,4 +77,5 @@ export const migrations: Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
     `,
   },
+  approvalMigration,
 ];

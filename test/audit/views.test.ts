@@ -56,7 +56,19 @@ const story: AuditEvent[] = [
   },
   { type: "catalog_revised", serverLabel: S, epoch: B, revision: 13, previousRevision: 12 },
   { type: "catalog_served", run: RUN, serverLabel: S, epoch: B, revision: 13 },
-  { type: "approval_granted", run: RUN, epoch: B, grant: "G2", tools: ["inventory_adjust"], mode: "session" },
+  // The shape the approval module writes: one tool, its request, the credential scopes.
+  {
+    type: "approval_granted",
+    run: RUN,
+    serverLabel: S,
+    epoch: B,
+    revision: 13,
+    tool: "inventory_adjust",
+    approvalRequest: "R2",
+    credentialScope: [],
+    grant: "G2",
+    mode: "session",
+  },
   {
     type: "tool_called",
     run: RUN,
@@ -117,9 +129,9 @@ describe("views", () => {
       [12, A],
       [13, B],
     ]);
-    expect(s!.grants.map((g) => [g.grant, g.epoch, g.mode])).toEqual([
-      ["G1", A, "session"],
-      ["G2", B, "session"],
+    expect(s!.grants.map((g) => [g.grant, g.epoch, g.mode, g.tools])).toEqual([
+      ["G1", A, "session", [{ name: "inventory_adjust", fingerprint: "sha256:aa" }]],
+      ["G2", B, "session", ["inventory_adjust"]],
     ]);
   });
 
