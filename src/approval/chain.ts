@@ -105,6 +105,8 @@ function hashFile(path: string): string {
   return `sha256:${h.digest("hex")}`;
 }
 
+const MAX_ARGUMENT_CHARS = 120;
+
 /** Replaces values that look like secrets and cuts long command lines. */
 export function displayCommand(argv: string[]): string {
   const out: string[] = [];
@@ -129,7 +131,12 @@ export function displayCommand(argv: string[]): string {
     }
     const env =
       /^([A-Za-z_][A-Za-z0-9_]*(?:SECRET|PASSWORD|PASSPHRASE|TOKEN|API_?KEY)[A-Za-z0-9_]*)=.*/i.exec(a);
-    out.push(env ? `${env[1]}=[redacted]` : a);
+    if (env) out.push(`${env[1]}=[redacted]`);
+    // Structured or long arguments (an --env '{...}' blob, an inline script, a bearer
+    // string) can carry anything: show their size, never their content.
+    else if (/^\s*[[{]/.test(a)) out.push(`[${a.length}-char JSON argument]`);
+    else if (a.length > MAX_ARGUMENT_CHARS) out.push(`[${a.length}-char argument]`);
+    else out.push(a);
   }
   const text = out.map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   return text.length > MAX_COMMAND_CHARS ? `${text.slice(0, MAX_COMMAND_CHARS)}…` : text;

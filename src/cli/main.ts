@@ -13,6 +13,10 @@ usage: portcullis <command> [options]
   catalog show LABEL [--json]          the current tool catalog revision of a server
   catalog diff LABEL [FROM TO] [--json]
                                        what changed between two catalog revisions
+  approvals [--json]                   pending approval requests, with what changed
+  approve ID [--for session|call]      approve a request (asks for the passphrase)
+  deny ID [--reason TEXT]              deny a request (asks for the passphrase)
+  grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
@@ -56,7 +60,14 @@ const commands: Record<string, () => Promise<Command>> = {
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   init: async () => withStateDir((await import("./init.js")).initCommand),
   audit: async () => withStateDir((await import("./audit.js")).auditCommand),
+  demo: async () => (await import("./demo.js")).demoCommand,
 };
+for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
+  commands[name] = async () => {
+    const { approvalsCommand } = await import("./approvals.js");
+    return (args) => approvalsCommand(name, args);
+  };
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import canonicalize from "canonicalize";
 import { ulid } from "ulid";
+import { Authorizer, endRun, type Run, startRun } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import { APPROVAL_MODES, ON_CHANGE, resolveServer, type ServerConfig } from "../config/config.js";
 import { auditSink } from "../gateway/auditSink.js";
@@ -35,6 +36,7 @@ options:
   --state-dir DIR                state directory (default: $PORTCULLIS_HOME or ~/.local/state/portcullis)
   --config FILE                  configuration file (default: portcullis.json found upward)
   --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
+  --approval-timeout MS          how long a call waits for a human decision (default 120000)
 
 In your MCP client configuration:
   "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
@@ -47,6 +49,7 @@ const OPTIONS = {
   "state-dir": { type: "string" },
   config: { type: "string" },
   "hold-timeout": { type: "string" },
+  "approval-timeout": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -59,15 +62,8 @@ export async function runCommand(args: string[]): Promise<number> {
   }
   const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
-  let holdTimeoutMs: number | undefined;
-  if (values["hold-timeout"] !== undefined) {
-    holdTimeoutMs = Number(values["hold-timeout"]);
-    if (!Number.isInteger(holdTimeoutMs) || holdTimeoutMs < 0) {
-      throw new UsageError(
-        `run: --hold-timeout must be a whole number of milliseconds (got "${values["hold-timeout"]}").`,
-      );
-    }
-  }
+  const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
+  const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
 
   let server: ServerConfig;
   if (sep !== -1) {
@@ -100,7 +96,16 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.watch) server.identity.include.push(...values.watch);
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  return serve(server, stateDir, holdTimeoutMs);
+  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs });
+}
+
+function milliseconds(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new UsageError(`run: --${flag} must be a whole number of milliseconds (got "${value}").`);
+  }
+  return n;
 }
 
 function deriveLabel(command: string[]): string {
@@ -134,7 +139,11 @@ function digestCacheFile(): string {
   return join(base, "digest-cache.json");
 }
 
-async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: number): Promise<number> {
+async function serve(
+  server: ServerConfig,
+  stateDir: string,
+  { holdTimeoutMs, approvalTimeoutMs }: { holdTimeoutMs?: number; approvalTimeoutMs?: number },
+): Promise<number> {
   const log = stderrLogger(server.label);
   const store = openStore(stateDir);
   let audit: AuditLog;
@@ -180,6 +189,30 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
   });
 
   const events = auditSink(audit, log);
+  let run: Run | null = null;
+  const beginRun = () => {
+    run = startRun(store, server.label);
+    events.emit({
+      type: "run_started",
+      run: run.run,
+      serverLabel: server.label,
+      gateway: gatewayId,
+      chainDigest: run.chainDigest,
+      agent: run.chain,
+    });
+    const auth = new Authorizer({
+      db: store,
+      run,
+      serverLabel: server.label,
+      approval: server.approval,
+      credentials: server.credentials,
+      timeoutMs: approvalTimeoutMs,
+      log: statusLog,
+      events,
+      context: () => ({ record: supervisor.current?.record ?? null, revision: gateway?.status().revision ?? 0 }),
+    });
+    return { runId: run.run, auth };
+  };
 
   let finish: (code: number) => void = () => {};
   const done = new Promise<number>((resolve) => {
@@ -191,6 +224,10 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
     ending = true;
     downstream.close();
     await supervisor.shutdown();
+    if (run) {
+      endRun(store, run);
+      events.emit({ type: "run_ended", run: run.run, serverLabel: server.label });
+    }
     registry.end();
     store.close();
     finish(code);
@@ -210,6 +247,7 @@ async function serve(server: ServerConfig, stateDir: string, holdTimeoutMs?: num
     log: statusLog,
     downstream,
     events,
+    beginRun,
     holdTimeoutMs,
     onEnd: (_reason, code) => void shutdown(code),
   });

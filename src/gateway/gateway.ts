@@ -63,10 +63,12 @@ export interface GatewayOptions {
   log: Logger;
   downstream: Downstream;
   events: EventSink;
-  auth?: AuthorizationPort | null;
+  /**
+   * Begins the agent run when the client first speaks (a server/discover probe is
+   * not a run): returns its id and the approval layer for it.
+   */
+  beginRun?: () => { runId: string; auth: AuthorizationPort | null };
   holdTimeoutMs?: number;
-  /** the agent run this connection is (approval layer), recorded on every call event */
-  runId?: string | null;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
 }
@@ -104,8 +106,10 @@ export class Gateway {
   private readonly heldCalls: HeldCall[] = [];
   private readonly heldLists: Request[] = [];
   /** calls between "received" and "written or refused", so a cancellation can find them */
-  private readonly deciding = new Map<string, { cancelled: boolean }>();
+  private readonly deciding = new Map<string, { cancelled: boolean; abort: AbortController }>();
   private ended = false;
+  private runId: string | null = null;
+  private auth: AuthorizationPort | null = null;
   private beforeFirstEpoch: string[] | null = [];
 
   constructor(private readonly o: GatewayOptions) {
@@ -173,6 +177,11 @@ export class Gateway {
 
   private onClientRequest(msg: Request): void {
     this.detectEra(msg);
+    if (this.runId === null && msg.method !== "server/discover" && this.o.beginRun) {
+      const begun = this.o.beginRun();
+      this.runId = begun.runId;
+      this.auth = begun.auth;
+    }
     if (this.era === "modern") {
       this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
       // No handshake in this era: the first real request is when the gateway can
@@ -227,7 +236,10 @@ export class Gateway {
       if (requestId === undefined) return;
       const key = `${typeof requestId}:${requestId}`;
       const d = this.deciding.get(key);
-      if (d) d.cancelled = true;
+      if (d) {
+        d.cancelled = true;
+        d.abort.abort();
+      }
       const heldIdx = this.heldCalls.findIndex((h) => h.msg.id === requestId);
       if (heldIdx !== -1) {
         clearTimeout(this.heldCalls[heldIdx]!.timer);
@@ -308,7 +320,7 @@ export class Gateway {
     });
     this.o.events.emit({
       type: "catalog_served",
-      run: this.o.runId ?? null,
+      run: this.runId,
       serverLabel: this.o.label,
       epoch: this.gen?.epoch,
       revision: this.revision,
@@ -326,20 +338,32 @@ export class Gateway {
     }
     const tool = params.name;
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = { cancelled: false };
+    const mark = { cancelled: false, abort: new AbortController() };
     this.deciding.set(key, mark);
+    // While a human decides, a client that gave a progress token hears about it.
+    const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+    let step = 0;
+    const progress =
+      typeof token === "string" || typeof token === "number"
+        ? (message: string) =>
+            this.o.downstream.send({
+              jsonrpc: "2.0",
+              method: "notifications/progress",
+              params: { progressToken: token, progress: ++step, message },
+            })
+        : undefined;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       verdict = await decide(
         () => this.view(),
         { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
-        this.o.auth ?? null,
+        this.auth,
         this.gen
           ? {
               intent: (call) =>
                 this.o.events.emitDurable({
                   type: "tool_called",
-                  run: this.o.runId ?? null,
+                  run: this.runId,
                   serverLabel: this.o.label,
                   requestId: msg.id,
                   tool,
@@ -348,12 +372,13 @@ export class Gateway {
                   revision: call.revision,
                   grant: call.grant,
                   // arguments are recorded as digests: they may carry anything
-                  arguments: argumentsDigest(params.arguments ?? {}),
-                  effectiveArguments: argumentsDigest(call.effective),
+                  argumentsDigest: argumentsDigest(params.arguments ?? {}),
+                  effectiveArgumentsDigest: argumentsDigest(call.effective),
                   defaultsApplied: Object.keys(defaultsApplied(params.arguments, call.effective)),
                 }),
             }
           : null,
+        { progress, signal: mark.abort.signal },
       );
     } finally {
       this.deciding.delete(key);
@@ -365,17 +390,31 @@ export class Gateway {
       case "refuse":
         this.o.events.emit({
           type: "authorization_denied",
-          run: this.o.runId ?? null,
+          run: this.runId,
           serverLabel: this.o.label,
+          requestId: msg.id,
           tool,
           epoch: this.gen?.epoch ?? null,
+          revision: this.revision,
           reason: verdict.reason,
+          argumentsDigest: argumentsDigest(params.arguments ?? {}),
         });
         this.o.downstream.send(
           errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
         );
         return;
       case "invalid-arguments":
+        this.o.events.emit({
+          type: "authorization_denied",
+          run: this.runId,
+          serverLabel: this.o.label,
+          requestId: msg.id,
+          tool,
+          epoch: this.gen?.epoch ?? null,
+          revision: this.revision,
+          reason: "invalid_arguments",
+          argumentsDigest: argumentsDigest(params.arguments ?? {}),
+        });
         this.o.downstream.send({
           jsonrpc: "2.0",
           id: msg.id,
@@ -612,7 +651,7 @@ export class Gateway {
       const result = msg.result as { isError?: unknown } | undefined;
       this.o.events.emit({
         type: "tool_result",
-        run: this.o.runId ?? null,
+        run: this.runId,
         serverLabel: this.o.label,
         requestId: entry.clientId,
         tool: entry.tool,
@@ -681,7 +720,7 @@ export class Gateway {
       if (p.method === "tools/call") {
         this.o.events.emit({
           type: "call_interrupted",
-          run: this.o.runId ?? null,
+          run: this.runId,
           serverLabel: this.o.label,
           requestId: p.clientId,
           tool: p.tool,

@@ -87,7 +87,13 @@ export function precheck(
   };
   // 2. the run's approval belongs to an older epoch (reported before staleness).
   const stale = auth?.stale(call);
-  if (stale) return { action: "refuse", error: stale, reason: "authorization_stale" };
+  if (stale) {
+    // When the client is also behind, say so too: it must re-list before asking again.
+    if (facts.seenRevision !== server.revision && typeof stale.data === "object" && stale.data !== null) {
+      stale.data = { ...stale.data, seenRevision: facts.seenRevision, currentRevision: server.revision };
+    }
+    return { action: "refuse", error: stale, reason: "authorization_stale" };
+  }
   // 3. the client has not listed the current revision.
   if (facts.seenRevision !== server.revision) {
     return {

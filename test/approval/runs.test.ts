@@ -83,6 +83,15 @@ describe("process chains", () => {
     ).toBe("node server.js --api-key [redacted] --token=[redacted] GITHUB_TOKEN=[redacted]");
     expect(displayCommand(["claude", "--model", "opus"])).toBe("claude --model opus");
   });
+
+  it("command lines never show a JSON blob or a long argument, only their size", () => {
+    const blob = JSON.stringify({ AWS_SECRET_ACCESS_KEY: "wJalrXUtnFEMI" });
+    const long = `sk-${"x".repeat(150)}`;
+    const shown = displayCommand(["backend", "--env", blob, long, "ok"]);
+    expect(shown).not.toContain("wJalrXUtnFEMI");
+    expect(shown).not.toContain("sk-x");
+    expect(shown).toBe(`backend --env "[${blob.length}-char JSON argument]" "[${long.length}-char argument]" ok`);
+  });
 });
 
 describe("runs", () => {

@@ -1,0 +1,200 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { decideRequest, pendingRequests, renderReview } from "../approval/index.js";
+import { activityView, openRecords, storedRecords, verifyChain } from "../audit/index.js";
+import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
+import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { makeDemoProject } from "./project.js";
+
+export const DEMO_HELP = `usage: portcullis demo [--keep]
+
+The rebuild drill, self-contained: a fixture inventory server behind a real gateway process,
+in a temporary state directory. Revision A is approved and called; the server is rebuilt to
+revision B; the call the agent prepared before the rebuild is refused as stale; the agent
+re-lists, a human approves again (seeing what changed), and the call goes through.
+Human decisions are made through the same code path as 'portcullis approve'.
+
+  --keep   keep the temporary directory (state, audit log, fixture record) and print its path`;
+
+const LABEL = "inventory-demo";
+// A throwaway passphrase for the demo's throwaway keyring. Real use types it on a terminal.
+const DEMO_PASSPHRASE = "portcullis demo passphrase (not a secret)";
+const DECIDED_BY = "demo (same code path as 'portcullis approve')";
+
+const out = (s = "") => process.stdout.write(`${s}\n`);
+const step = (n: number, title: string) => out(`\n── ${n}. ${title}`);
+const note = (s: string) => out(`   ${s}`);
+const indent = (text: string, pad = "   │ ") =>
+  text
+    .trimEnd()
+    .split("\n")
+    .map((l) => `${pad}${l}`)
+    .join("\n");
+
+export async function runDemo(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    out(DEMO_HELP);
+    return 0;
+  }
+  const unknown = args.find((a) => a !== "--keep");
+  if (unknown) {
+    process.stderr.write(`portcullis: demo: unknown argument "${unknown}"; see portcullis demo --help.\n`);
+    return 2;
+  }
+  const keep = args.includes("--keep");
+  const root = mkdtempSync(join(tmpdir(), "portcullis-demo-"));
+  const stateDir = join(root, "state");
+  mkdirSync(stateDir, { mode: 0o700 });
+  let client: Client | null = null;
+  let db: Store | null = null;
+  try {
+    out("portcullis demo — a rebuild under a running agent, told truthfully");
+    note(`temporary state directory: ${stateDir}`);
+
+    step(1, "A keyring for this demo");
+    await initKeyring(stateDir, DEMO_PASSPHRASE);
+    note("portcullis init: passphrase → scrypt → key-encryption key; audit key pair (public half in clear)");
+    note("(the demo passes its passphrase in-process; a real install asks on the terminal)");
+
+    step(2, `Revision A of "${LABEL}" behind the gateway`);
+    const project = makeDemoProject(join(root, "inventory"), "A");
+    const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+    const runArgs = ["run", "--state-dir", stateDir, "--label", LABEL, "--on-change", "restart", "--", process.execPath, "dist/server.js"];
+    note(`$ portcullis ${runArgs.slice(0, 3).join(" ")} … --label ${LABEL} --on-change restart -- node dist/server.js`);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cli, ...runArgs],
+      cwd: project.dir,
+      env: { ...getDefaultEnvironment(), DEMO_RECORD: project.recordFile },
+      stderr: "pipe",
+    });
+    const gatewayLines: string[] = [];
+    let partial = "";
+    transport.stderr?.on("data", (b: Buffer) => {
+      partial += b.toString("utf8");
+      let nl = partial.indexOf("\n");
+      while (nl !== -1) {
+        const line = partial.slice(0, nl);
+        partial = partial.slice(nl + 1);
+        gatewayLines.push(line);
+        out(`   │ gateway ▸ ${line}`);
+        nl = partial.indexOf("\n");
+      }
+    });
+    client = new Client({ name: "demo-agent", version: "1.0.0" }, { capabilities: {} });
+    await client.connect(transport);
+    db = openStore(stateDir);
+    const store = db;
+    const epochA = await waitFor(() => currentEpoch(store), "the first epoch");
+    note(`execution epoch A: ${epochA}`);
+    let tools = await client.listTools();
+    note(`tools/list → catalog revision ${latestRevision(store, LABEL)?.revision}: ${tools.tools.map((t) => t.name).join(", ")}`);
+
+    step(3, "The agent calls adjust_inventory: a human approves this run, this epoch, this tool");
+    const first = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 3 } });
+    await approveNext(store);
+    note(`result: ${text(await first)}`);
+
+    step(4, "Rebuild to revision B: adjust_inventory gains a required `warehouse`");
+    const mark = gatewayLines.length;
+    project.rebuild("B");
+    note("dist/server.js rewritten (the build succeeded); the gateway restarts the worker (onChange: restart)");
+    await waitFor(() => gatewayLines.slice(mark).some((l) => l.startsWith("new execution epoch")), "the new epoch");
+    const epochB = await waitFor(() => {
+      const e = currentEpoch(store);
+      return e && e !== epochA ? e : null;
+    }, "epoch B in the store");
+    note(`execution epoch B: ${epochB} (was ${epochA})`);
+
+    step(5, "The call the agent prepared before the rebuild");
+    note('tools/call adjust_inventory {"sku": "WIDGET-7", "delta": 1}  (built from revision A\'s schema)');
+    const stale = await client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 1 } }).then(
+      () => null,
+      (e: { code?: number; message?: string; data?: unknown }) => e,
+    );
+    if (!stale || stale.code !== -32051) throw new Error(`expected authorization_stale, got ${JSON.stringify(stale)}`);
+    note(`refused ${stale.code}: ${stale.message}`);
+    out(indent(JSON.stringify(stale.data, null, 2)));
+
+    step(6, "Re-list, approve anew (seeing what changed), call again");
+    tools = await client.listTools();
+    const latest = latestRevision(store, LABEL)!;
+    const previous = getRevision(store, LABEL, latest.revision - 1);
+    note(`tools/list → catalog revision ${latest.revision}: ${tools.tools.map((t) => t.name).join(", ")}`);
+    if (previous) out(indent(renderDiff(diffCatalogs(previous.tools, latest.tools), { fromRevision: previous.revision, toRevision: latest.revision })));
+    const second = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 1, warehouse: "north" } });
+    await approveNext(store);
+    note(`result: ${text(await second)}`);
+
+    step(7, "What each revision received, and what the audit log says");
+    for (const r of project.records()) note(`server revision ${r.revision} (pid ${r.pid}) received ${r.tool} ${JSON.stringify(r.args)}`);
+    await client.close();
+    client = null;
+    await waitFor(() => !gatewayRunning(store), "the gateway to end");
+    const verified = verifyChain(storedRecords(store));
+    if (!verified.ok) throw new Error(`audit chain broken at seq ${verified.seq}: ${verified.problem}`);
+    note(`portcullis audit verify: ok — ${verified.records} records, head ${verified.head.hash.slice(0, 16)}… (no key needed)`);
+    const { auditPrivateKey } = await unlockKeyring(stateDir, DEMO_PASSPHRASE);
+    const activity = activityView(openRecords(store, auditPrivateKey));
+    note("portcullis audit activity (decrypted with the passphrase):");
+    for (const a of activity) {
+      note(
+        `  ${a.tool ?? "?"}  epoch ${short(a.epoch)}  revision ${a.revision ?? "-"}  grant ${short(a.grant)}  ${a.decision} → ${a.outcome}`,
+      );
+    }
+    out("\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.");
+    return 0;
+  } catch (e) {
+    process.stderr.write(`portcullis: demo failed: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await client?.close().catch(() => {});
+    db?.close();
+    if (keep) out(`\n(kept: ${root})`);
+    else rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** Waits for the next approval request, shows it as `portcullis approvals` would, and approves it. */
+async function approveNext(db: Store): Promise<void> {
+  const req = await waitFor(() => pendingRequests(db)[0] ?? null, "an approval request");
+  note(`the gateway holds the call and asks a human: approval request ${req.request}`);
+  out(indent(renderReview(req)));
+  decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY);
+  note(`approved for the session by ${DECIDED_BY}`);
+}
+
+function currentEpoch(db: Store): string | null {
+  const row = db.prepare("SELECT epoch FROM gateways WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1").get() as
+    | { epoch: string | null }
+    | undefined;
+  return row?.epoch ?? null;
+}
+
+function gatewayRunning(db: Store): boolean {
+  return !!db.prepare("SELECT 1 FROM gateways WHERE ended_at IS NULL").get();
+}
+
+function text(res: unknown): string {
+  const content = (res as { content?: { type: string; text?: string }[] }).content ?? [];
+  return content.map((c) => c.text ?? `[${c.type}]`).join(" ");
+}
+
+function short(id: string | null | undefined): string {
+  return id ? `${id.slice(0, 10)}…` : "-";
+}
+
+async function waitFor<T>(check: () => T | null | undefined | false, what: string, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
