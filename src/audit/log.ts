@@ -9,6 +9,7 @@ import {
   encodeHeader,
   exportLine,
   GENESIS_PREV,
+  headerOf,
   parseHeader,
   recordHash,
   type StoredRecord,
@@ -169,8 +170,8 @@ export function makeCheckpoint(db: Store): Checkpoint {
   const last = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck().get(result.head.seq) as
     | Buffer
     | undefined;
-  const parts = last && splitRecord(last);
-  const key = parts && parseHeader(parts.header)?.key;
+  const header = last && headerOf(last);
+  const key = header && parseHeader(header)?.key;
   if (key) cp.key = key;
   return cp;
 }
@@ -194,11 +195,11 @@ export class AuditOpenError extends Error {
 export function* openRecords(
   db: Store,
   privateKey: KeyObject,
-  records: Iterable<StoredRecord> = storedRecords(db),
+  records?: Iterable<StoredRecord>,
 ): Generator<OpenedRecord> {
   const opener = new RecordOpener(privateKey);
   const keyId = auditKeyId(rawX25519PublicKey(privateKey));
-  for (const record of records) {
+  for (const record of records ?? storedRecords(db)) {
     const parts = splitRecord(record);
     const header = parts && parseHeader(parts.header);
     if (!parts || !header) throw new AuditOpenError("a record does not have a v1 header");

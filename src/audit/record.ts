@@ -80,6 +80,7 @@ export function parseHeader(text: string): AuditHeader | null {
   };
 }
 
+/** header || 0x0A || sealed, in a new buffer. */
 export function recordBytes(header: string, sealed: Uint8Array): Buffer {
   const out = newRecord(header, sealed.length);
   out.set(sealed, header.length + 1);

@@ -52,12 +52,16 @@ export function sealRecord(
   return record;
 }
 
-/** Throws when the tag does not authenticate (wrong key, modified header or payload). */
-export function unseal(key: Uint8Array, nonce: Uint8Array, aad: string, sealed: Uint8Array): Buffer {
+/**
+ * The event bytes of a sealed payload, `header` being the record's header text (its
+ * bytes, one per character). Throws when the tag does not authenticate (wrong key,
+ * modified header or payload).
+ */
+export function unseal(key: Uint8Array, nonce: Uint8Array, header: string, sealed: Uint8Array): Buffer {
   if (sealed.length < TAG_BYTES) throw new Error("sealed payload shorter than its tag");
   const body = sealed.subarray(0, sealed.length - TAG_BYTES);
   const d = createDecipheriv(AEAD, key, nonce, { authTagLength: TAG_BYTES });
-  d.setAAD(Buffer.from(aad, "utf8"), { plaintextLength: body.length });
+  d.setAAD(Buffer.from(header, "latin1"), { plaintextLength: body.length });
   d.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
   return Buffer.concat([d.update(body), d.final()]);
 }

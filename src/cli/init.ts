@@ -2,6 +2,7 @@ import {
   INSECURE_TEST_KDF_ENV,
   initKeyring,
   KeyringError,
+  KeyringExistsError,
   keyringExists,
   keyringPath,
 } from "../keyring/keyring.js";
@@ -29,12 +30,9 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
   }
   if (args.length > 0)
     return fail(`unexpected argument ${JSON.stringify(args[0])}; see portcullis init --help`);
-  if (keyringExists(ctx.stateDir)) {
-    return fail(
-      `a keyring already exists at ${keyringPath(ctx.stateDir)}; portcullis init never overwrites it`,
-    );
-  }
   try {
+    // Checked before asking for a passphrase; initKeyring refuses again, atomically.
+    if (keyringExists(ctx.stateDir)) throw new KeyringExistsError(keyringPath(ctx.stateDir));
     const passphrase = await readPassphrase("New passphrase: ", { confirm: true });
     if ([...passphrase].length < MIN_PASSPHRASE_LENGTH) {
       return fail(`the passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters`);
