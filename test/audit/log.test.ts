@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { AuditLog, openRecords, storedRecords, verifyChain } from "../../src/audit/index.js";
+import { headerOf, parseHeader } from "../../src/audit/record.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
+import { PASSPHRASE, stateWithKeyring, tempDir } from "./helpers.js";
+
+const called = (i: number) => ({ type: "tool_called" as const, requestId: i, tool: "t" });
+
+describe("AuditLog", () => {
+  it("will not open without a keyring, and says to run `portcullis init`", () => {
+    const dir = tempDir();
+    const db = openStore(dir);
+    expect(() => AuditLog.open(db, dir)).toThrow(/no keyring in .*; run `portcullis init` first/);
+    db.close();
+  });
+
+  it("returns the seq and hash of each durable append, the head verify reports", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    const a = log.append(called(1));
+    const [b, c] = log.appendMany([called(2), called(3)]);
+    expect([a.seq, b!.seq, c!.seq]).toEqual([1, 2, 3]);
+    expect(verifyChain(storedRecords(db))).toEqual({ ok: true, records: 3, head: c });
+    expect(log.appendMany([])).toEqual([]);
+    expect(db.pragma("synchronous", { simple: true })).toBe(2);
+    db.close();
+  });
+
+  it("writes nothing of a batch with one refused event", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    log.append(called(1));
+    expect(() => log.appendMany([called(2), { type: "credential_injected", token: "abc" }])).toThrow(
+      /never written/,
+    );
+    expect(() => log.append({ type: "nope" } as never)).toThrow(/unknown audit event type/);
+    expect(verifyChain(storedRecords(db))).toMatchObject({ ok: true, records: 1 });
+    db.close();
+  });
+
+  it("keeps one chain when writers take turns, and after a transaction that failed", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const one = AuditLog.open(db, dir);
+    const two = AuditLog.open(openStore(dir), dir); // another connection, as another process has
+    one.append(called(1));
+    two.append(called(2));
+    one.append(called(3));
+    one.append(called(4));
+    // A failure inside the transaction (after the record was built): nothing is kept, and
+    // `one` must not take its unwritten record for the head.
+    db.exec(
+      "CREATE TABLE fail_next (x); CREATE TEMP TRIGGER injected BEFORE INSERT ON main.audit_records WHEN EXISTS (SELECT 1 FROM fail_next) BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+    );
+    db.exec("INSERT INTO fail_next VALUES (1)");
+    expect(() => one.append(called(5))).toThrow(/injected failure/);
+    db.exec("DELETE FROM fail_next");
+    two.append(called(6));
+    one.append(called(7));
+    expect(verifyChain(storedRecords(db))).toMatchObject({ ok: true, records: 6 });
+    const { auditPrivateKey } = await unlockKeyring(dir, PASSPHRASE);
+    expect([...openRecords(db, auditPrivateKey)].map((r) => r.event.requestId)).toEqual([1, 2, 3, 4, 6, 7]);
+    db.close();
+  });
+
+  it("makes a new ephemeral key every recordsPerSession records, each nonce used once", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir, { recordsPerSession: 3 });
+    for (let i = 0; i < 7; i++) log.append(called(i));
+    const headers = [...storedRecords(db)].map((r) => parseHeader(headerOf(r)!)!);
+    const epks = headers.map((h) => h.epk);
+    expect(new Set(epks).size).toBe(3);
+    expect(epks[0]).toBe(epks[2]);
+    expect(epks[2]).not.toBe(epks[3]);
+    expect(new Set(headers.map((h) => `${h.epk}/${h.nonce}`)).size).toBe(7);
+    const { auditPrivateKey } = await unlockKeyring(dir, PASSPHRASE);
+    expect([...openRecords(db, auditPrivateKey)]).toHaveLength(7);
+    db.close();
+  });
+
+  it("refuses to open records sealed to another key, or altered", async () => {
+    const dir = await stateWithKeyring();
+    const other = await stateWithKeyring();
+    const db = openStore(dir);
+    AuditLog.open(db, dir).append(called(1));
+    const { auditPrivateKey } = await unlockKeyring(other, PASSPHRASE);
+    expect(() => [...openRecords(db, auditPrivateKey)]).toThrow(
+      /sealed to audit key [0-9a-f]{32}, not to this keyring's/,
+    );
+    const mine = (await unlockKeyring(dir, PASSPHRASE)).auditPrivateKey;
+    const altered = Buffer.from([...storedRecords(db)][0]!);
+    altered[altered.length - 20]! ^= 1;
+    expect(() => [...openRecords(db, mine, [altered])]).toThrow(/record 1 does not open with the audit key/);
+    db.close();
+  });
+});
