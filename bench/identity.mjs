@@ -7,10 +7,22 @@
 //   (a) sha256sum over exactly the files a capture digests (node_modules, entry, lockfile, node),
 //   (b) a cold captureStaticIdentity (new, empty cache file; OS page cache left alone),
 //   (b') the same with hashing on the calling thread only (PORTCULLIS_HASH_THREADS=0),
-//   (c) a warm capture (new DigestCache loading the file (b) wrote; nothing changed).
+//   (c) a warm capture (new DigestCache loading the file (b) wrote; nothing changed),
+//   and, for reference, a bare loop of one lstat per file and directory of node_modules: the floor of
+//   any warm check that notices an in-place write.
 // Medians are reported; ratios are of medians. Env: BENCH_ROUNDS (default 5), BENCH_FILES.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { availableParallelism, cpus, loadavg, platform, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -148,7 +160,22 @@ async function capture(fresh, threads) {
   return { dt, s };
 }
 
-const rows = { sha256sum: [], cold: [], cold1: [], warm: [] };
+// The floor of any warm check that notices in-place edits: one lstat per file and directory.
+const everything = [];
+(function list(dir) {
+  for (const d of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, d.name);
+    everything.push(p);
+    if (d.isDirectory()) list(p);
+  }
+})(join(project, "node_modules"));
+function lstatFloor() {
+  const t = sec();
+  for (const p of everything) lstatSync(p);
+  return sec() - t;
+}
+
+const rows = { sha256sum: [], cold: [], cold1: [], warm: [], floor: [] };
 let reference = null;
 for (let r = 0; r < ROUNDS; r++) {
   rows.sha256sum.push(sha256sum());
@@ -158,6 +185,7 @@ for (let r = 0; r < ROUNDS; r++) {
   rows.cold.push(c.dt);
   const w = await capture(false);
   rows.warm.push(w.dt);
+  rows.floor.push(lstatFloor());
   const digest = JSON.stringify([c.s.dependencyTree, c.s.entry, c.s.executable, c.s.lockfile]);
   if (digest !== JSON.stringify([w.s.dependencyTree, w.s.entry, w.s.executable, w.s.lockfile])) {
     throw new Error("warm capture disagrees with cold capture");
@@ -194,8 +222,13 @@ line("(a) sha256sum, same files", "sha256sum");
 line("(b) cold capture (empty cache)", "cold");
 line("    cold, calling thread only", "cold1");
 line("(c) warm capture (nothing changed)", "warm");
+line(`    lstat of each of the ${everything.length} entries`, "floor");
 console.log("");
 const ratio = (label, x, target, ok) =>
   console.log(`${label.padEnd(40)}${x.toFixed(3).padStart(8)}   target ${target}  ${ok ? "met" : "NOT met"}`);
 ratio("cold / sha256sum", m.cold / m.sha256sum, "<= 1.3", m.cold / m.sha256sum <= 1.3);
 ratio("warm / cold", m.warm / m.cold, "<  0.1", m.warm / m.cold < 0.1);
+console.log(
+  `${"warm / lstat floor".padEnd(40)}${(m.warm / m.floor).toFixed(3).padStart(8)}   ` +
+    "(a warm check must lstat every file: in-place writes change neither the inode nor the directory)",
+);
