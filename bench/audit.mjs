@@ -101,6 +101,7 @@ async function main() {
   const N = Number(values.records);
   const rounds = Number(values.rounds);
   const base = resolve(values.dir);
+  process.on("exit", () => rmSync(base, { recursive: true, force: true }));
   process.env.PORTCULLIS_INSECURE_TEST_KDF = "1"; // the keyring's cost is not what is measured
   const { openStore } = await dist("store/db.js");
   const { initKeyring } = await dist("keyring/keyring.js");
@@ -256,7 +257,6 @@ async function main() {
   );
   for (const row of table)
     console.log(row.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  "));
-  rmSync(base, { recursive: true, force: true });
 }
 
 if (process.argv[2] === "--child") {
