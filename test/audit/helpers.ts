@@ -3,12 +3,12 @@
 import { type SpawnOptions, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll } from "vitest";
 import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
+import { REPO } from "../helpers/paths.js";
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export { REPO };
 export const CHILDREN = join(REPO, "test", "audit", "children");
 export const PASSPHRASE = "correct horse battery staple";
 

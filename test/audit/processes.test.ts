@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openRecords, storedRecords, verifyChain } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
+import { waitFor } from "../helpers/files.js";
 import { CHILDREN, PASSPHRASE, requireBuild, stateWithKeyring } from "./helpers.js";
 
 interface Writer {
@@ -46,10 +47,6 @@ function writer(stateDir: string, tag: string, count: number | "forever"): Write
 const go = (ws: Writer[]) => {
   for (const w of ws) w.child.stdin.end("go\n");
 };
-
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setTimeout(r, 2));
-}
 
 beforeAll(() => requireBuild());
 
@@ -97,7 +94,7 @@ describe("a writer killed with SIGKILL", () => {
       // Let it get going, then kill it at an arbitrary point — most of its time is spent
       // inside a transaction or its commit.
       const after = 1 + Math.floor(Math.random() * 20);
-      await until(() => victim.out.split("\n").length - 2 >= after);
+      await waitFor(() => victim.out.split("\n").length - 2 >= after, 30_000, `${after} appends`);
       await new Promise((r) => setTimeout(r, Math.random() * 20));
       victim.child.kill("SIGKILL");
       const [v, b] = await Promise.all([victim.exited, bystander.exited]);

@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -33,7 +33,6 @@ describe("keyring", () => {
     const dir = await stateWithKeyring();
     if (process.platform !== "win32") expect(statSync(keyringPath(dir)).mode & 0o777).toBe(0o600);
     expect(readFileSync(keyringPath(dir), "utf8")).toContain('"format": "portcullis-keyring/1"');
-    const { readdirSync } = await import("node:fs");
     expect(readdirSync(dir)).toEqual(["keyring.json"]);
   });
 
