@@ -228,6 +228,7 @@ async function serve(
       endRun(store, run);
       events.emit({ type: "run_ended", run: run.run, serverLabel: server.label });
     }
+    events.flush();
     registry.end();
     store.close();
     finish(code);

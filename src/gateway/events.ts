@@ -9,10 +9,10 @@ export interface GatewayEvent {
 }
 
 export interface EventSink {
-  /** best effort: a failure is logged, never fatal */
+  /** best effort: a failure is logged, never fatal; written with the next group */
   emit(e: GatewayEvent): void;
-  /** durable: throws when the record cannot be written (then the call is refused) */
-  emitDurable(e: GatewayEvent): void;
+  /** durable: resolves once the record is on disk; rejects when it cannot be written (then the call is refused) */
+  emitDurable(e: GatewayEvent): Promise<void>;
+  /** writes whatever is still queued (at shutdown) */
+  flush(): void;
 }
-
-export const nullSink: EventSink = { emit() {}, emitDurable() {} };

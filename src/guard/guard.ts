@@ -37,9 +37,9 @@ export interface AuthorizationPort {
   ): Promise<{ grant: string | null } | { error: ErrorObject }>;
 }
 
-/** Step 8: the durable intent record; throws when it cannot be written. */
+/** Step 8: the durable intent record; resolves once it is on disk, rejects when it cannot be written. */
 export interface IntentPort {
-  intent(call: ApprovedCall): void;
+  intent(call: ApprovedCall): Promise<void>;
 }
 
 export interface ApprovedCall {
@@ -148,7 +148,7 @@ export async function decide(
   // 8. the intent record, durably, before anything is forwarded.
   if (intent) {
     try {
-      intent.intent(call);
+      await intent.intent(call);
     } catch (e) {
       return {
         action: "refuse",
