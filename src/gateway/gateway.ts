@@ -555,7 +555,7 @@ export class Gateway {
     this.revision = rec.revision;
     this.catalogGen = gen;
     if (rec.changed) {
-      const diff = rec.previous ? diffCatalogs(rec.previous.tools, snap.tools) : null;
+      const diff = rec.previous ? diffCatalogs(rec.previous.tools, snap) : null;
       this.o.events.emit({
         type: "catalog_revised",
         serverLabel: this.o.label,

@@ -1,0 +1,136 @@
+// The audit log as the gateway writes it: crash safety under SIGKILL, no secret anywhere,
+// and the sessions view of a rebuild story — all through real gateway processes.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { argumentsDigest } from "../../src/audit/index.js";
+import { makeCatalog, numberedTools } from "../helpers/catalog.js";
+import { sleep, waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { INVENTORY_KEY, makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
+  const out: { type: string; [k: string]: unknown }[] = [];
+  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout).seq as number;
+  for (let seq = 1; seq <= head; seq++) {
+    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(r.code).toBe(0);
+    const rec = JSON.parse(r.stdout);
+    out.push(rec.event);
+  }
+  return out;
+}
+
+describe("the gateway's audit log", () => {
+  it("SIGKILL during a stream of calls: the chain verifies, and every call the server saw has its intent record", async () => {
+    const cat = makeCatalog(numberedTools("t", 2));
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: ["--label", "stream", "--approval", "none", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+      stateDir,
+    });
+    cleanup.push(() => cat.cleanup());
+    await gw.client.listTools();
+    let n = 0;
+    const stream = (async () => {
+      for (;;) {
+        const i = n++;
+        await gw.client.callTool({ name: "t_0", arguments: { value: `call-${i}` } });
+      }
+    })().catch(() => {});
+    await waitFor(() => cat.records().length >= 25, 20_000, "calls to flow");
+    gw.kill("SIGKILL");
+    await gw.exited;
+    await stream;
+    await gw.close().catch(() => {});
+    await sleep(200);
+    const verify = await runCli(["audit", "verify", "--json", "--state-dir", stateDir]);
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.stdout).ok).toBe(true);
+    const seen = cat.records();
+    expect(seen.length).toBeGreaterThanOrEqual(25);
+    const activity = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(activity.code).toBe(0);
+    const intents = new Set(
+      (JSON.parse(activity.stdout) as { argumentsDigest: string | null }[]).map((a) => a.argumentsDigest),
+    );
+    for (const call of seen) expect(intents.has(argumentsDigest(call.args))).toBe(true);
+  });
+
+  it("no credential or passphrase appears in the store, the WAL, the export, stderr or the gateway's argv", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      env: { ...project.env, ...project.credentialEnv },
+      stateDir,
+    });
+    await gw.client.listTools();
+    const res = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 1 } });
+    expect(res.isError).toBeFalsy(); // the server did get the credential
+    const argv = readFileSync(`/proc/${gw.pid}/cmdline`, "utf8");
+    await gw.close();
+    const exported = await runCli(["audit", "export", "--state-dir", stateDir]);
+    const shown = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const status = await runCli(["status", "--all", "--json", "--state-dir", stateDir]);
+    const files = readdirSync(stateDir).map((f) => readFileSync(join(stateDir, f)).toString("latin1"));
+    const haystacks = [...files, exported.stdout, shown.stdout, status.stdout, gw.stderr(), argv];
+    for (const secret of [INVENTORY_KEY, TEST_PASSPHRASE]) {
+      for (const h of haystacks) expect(h.includes(secret)).toBe(false);
+    }
+    // …while the store does hold the run: the scan looked at real content
+    expect(files.join("").length).toBeGreaterThan(10_000);
+  });
+
+  it("sessions: the rebuild story shows which epochs the run dealt with and which revisions it was shown", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({
+      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--", ...project.command],
+      cwd: project.dir,
+      env: { ...project.env, ...project.credentialEnv },
+      stateDir,
+    });
+    await gw.client.listTools();
+    await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 1 } });
+    project.rebuild("B");
+    await gw.waitForStderr(/new execution epoch/, 15_000);
+    await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 2 } }).catch(() => null);
+    await gw.client.listTools();
+    await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 3, warehouse: "w" } });
+    await gw.close();
+    const r = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(r.code).toBe(0);
+    const sessions = JSON.parse(r.stdout) as {
+      run: string;
+      epochs: string[];
+      revisions: { revision: number; epoch: string }[];
+      calls: number;
+      refused: number;
+    }[];
+    expect(sessions).toHaveLength(1);
+    const s = sessions[0]!;
+    expect(s.epochs).toHaveLength(2);
+    expect(s.revisions.map((v) => v.revision)).toEqual([1, 2]);
+    expect(s.revisions[0]!.epoch).toBe(s.epochs[0]);
+    expect(s.revisions[1]!.epoch).toBe(s.epochs[1]);
+    expect(s.refused).toBe(1);
+    const all = await events(stateDir);
+    const revised = all.filter((e) => e.type === "catalog_revised");
+    expect(revised).toHaveLength(2);
+    expect((revised[1]!.inventory as { name: string }[]).map((t) => t.name)).toContain("adjust_inventory");
+    expect(revised[1]!.diff).toBeTruthy();
+  });
+});
