@@ -1,6 +1,6 @@
 // One capture's digest work: single files, a dependency tree, glob-selected inputs. Everything that
 // the cache cannot answer is queued and hashed in one batch (with worker threads when it is large).
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
 import { globSync } from "tinyglobby";
 import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
@@ -26,11 +26,55 @@ export function linkDigest(target: string): string {
 
 interface TreeState {
   root: string;
-  rels: string[];
-  shas: (string | null)[];
   listingChanged: boolean;
   gen: number;
   result: TreeDigest | null;
+  /** Lines are produced in their final (sorted) order. Until the first one whose digest must wait
+   * for the hasher, they go straight into the hash; from then on they are buffered. */
+  hash: Hash;
+  chunk: string;
+  streamed: number;
+  buffering: boolean;
+  rels: string[];
+  shas: (string | null)[];
+}
+
+function treeState(root: string, gen: number): TreeState {
+  return {
+    root,
+    listingChanged: false,
+    gen,
+    result: null,
+    hash: createHash("sha256"),
+    chunk: "",
+    streamed: 0,
+    buffering: false,
+    rels: [],
+    shas: [],
+  };
+}
+
+/** A line whose digest is known now. */
+function known(t: TreeState, rel: string, sha: string): void {
+  if (t.buffering) {
+    t.rels.push(rel);
+    t.shas.push(sha);
+    return;
+  }
+  t.chunk += `${rel}\0${sha}\n`;
+  t.streamed++;
+  if (t.chunk.length > 65536) {
+    t.hash.update(t.chunk);
+    t.chunk = "";
+  }
+}
+
+/** A line whose digest the hasher will provide; returns its slot. */
+function pending(t: TreeState, rel: string): number {
+  t.buffering = true;
+  t.rels.push(rel);
+  t.shas.push(null);
+  return t.shas.length - 1;
 }
 
 export class DigestJob {
@@ -79,7 +123,7 @@ export class DigestJob {
    */
   tree(root: string, skipTop: ReadonlySet<string> = new Set()): () => TreeDigest {
     const cache = this.cache;
-    const t: TreeState = { root, rels: [], shas: [], listingChanged: false, gen: ++cache.gen, result: null };
+    const t = treeState(root, ++cache.gen);
     this.trees.push(t);
     // No listing of this root in the cache: this is a cold walk. Start workers now, and give them
     // the single files queued so far (the executable can be 100 MB) to hash during the walk.
@@ -105,7 +149,7 @@ export class DigestJob {
 
   /** Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. */
   glob(cwd: string, patterns: string[]): () => TreeDigest {
-    const t: TreeState = { root: cwd, rels: [], shas: [], listingChanged: false, gen: 0, result: null };
+    const t = treeState(cwd, 0);
     let rels: string[] = [];
     try {
       rels = globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false });
@@ -156,8 +200,7 @@ export class DigestJob {
       listing = this.list(abs, st, cache.dirs.get(abs));
     }
     if (listing === null) {
-      t.rels.push(rel === "" ? "." : `${rel}/`);
-      t.shas.push(UNREADABLE);
+      known(t, rel === "" ? "." : `${rel}/`, UNREADABLE);
       return;
     }
     const { names, kinds, stats, shas } = listing;
@@ -196,8 +239,7 @@ export class DigestJob {
           cst.ino === stats[4 * i + 3] &&
           (kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())
         ) {
-          t.rels.push(childRel);
-          t.shas.push(shas[i]!);
+          known(t, childRel, shas[i]!);
           continue;
         }
         if (!(kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())) {
@@ -205,9 +247,6 @@ export class DigestJob {
           continue;
         }
       }
-      const line = t.rels.length;
-      t.rels.push(childRel);
-      t.shas.push(null);
       const dir = listing;
       if (kind === KIND_LINK) {
         try {
@@ -219,10 +258,11 @@ export class DigestJob {
             { size: cst.size, mtimeMs: cst.mtimeMs, ctimeMs: cst.ctimeMs, ino: cst.ino, sha },
             this.nowMs,
           );
-          t.shas[line] = sha;
+          known(t, childRel, sha);
         } catch {}
         continue;
       }
+      const line = pending(t, childRel);
       this.enqueue(childAbs, null, false, (o) => {
         if (!("error" in o)) {
           cache.storeChild(dir, i, o, this.nowMs);
@@ -304,13 +344,10 @@ export class DigestJob {
     if (!link && !st.isFile()) return;
     const key = link ? abs + LINK_KEY : abs;
     const hit = cache.lookupFile(key, st);
-    const line = t.rels.length;
-    t.rels.push(rel);
     if (hit !== undefined) {
-      t.shas.push(hit.sha);
+      known(t, rel, hit.sha);
       return;
     }
-    t.shas.push(null);
     if (link) {
       try {
         const sha = linkDigest(readlinkSync(abs));
@@ -319,10 +356,11 @@ export class DigestJob {
           { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, sha },
           this.nowMs,
         );
-        t.shas[line] = sha;
+        known(t, rel, sha);
       } catch {}
       return;
     }
+    const line = pending(t, rel);
     this.enqueue(abs, key, false, (o) => {
       if (!("error" in o)) t.shas[line] = o.sha;
       else t.shas[line] = this.onTreeError(abs, o.error);
@@ -331,9 +369,10 @@ export class DigestJob {
 
   private finishTree(t: TreeState): TreeDigest {
     if (t.result !== null) return t.result;
-    const h = createHash("sha256");
-    let files = 0;
-    let chunk = "";
+    const h = t.hash;
+    let files = t.streamed;
+    let chunk = t.chunk;
+    t.chunk = "";
     for (let i = 0; i < t.rels.length; i++) {
       const sha = t.shas[i];
       if (sha === null || sha === undefined) continue; // vanished while digesting

@@ -52,9 +52,10 @@ describe.skipIf(process.platform !== "linux" && process.platform !== "darwin")("
     // `; :` keeps sh from exec'ing node in its place: sh stays the parent.
     const sh = start("sh", ["-c", `"${NODE}" -e '${grandchild}'; :`]);
     const pid = sh.pid!;
+    // Until the grandchild has exec'd, it is a forked copy of node: wait for `sleep`.
     const tree = await until("three processes", () => {
       const t = listDescendants(pid);
-      return t.length === 3 ? t : undefined;
+      return t.length === 3 && t[2]!.argv[0] === "sleep" ? t : undefined;
     });
     const [shFact, nodeFact, sleepFact] = tree as [ProcessFact, ProcessFact, ProcessFact];
     expect(shFact.pid).toBe(pid);
