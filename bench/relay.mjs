@@ -126,10 +126,13 @@ class RpcClient {
   }
 }
 
+/** A guarded call (tools/call echo), or an unguarded request the gateway only relays (ping). */
 const call = (client, i) =>
-  client.request("tools/call", { name: "echo", arguments: { message: `ping ${i}` } }).then((result) => {
-    if (result.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
-  });
+  client.method === "ping"
+    ? client.request("ping", {})
+    : client.request("tools/call", { name: "echo", arguments: { message: `ping ${i}` } }).then((result) => {
+        if (result.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
+      });
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -154,8 +157,9 @@ async function measure(client, total, concurrency) {
 }
 
 /** Start a path: spawn, handshake, list, warm up. Resolves with {name, client} or {name, error}. */
-async function openPath(name, command, args, env = {}) {
+async function openPath(name, command, args, env = {}, method = "tools/call") {
   const client = new RpcClient(command, args, env);
+  client.method = method;
   try {
     const init = await client.request(
       "initialize",
@@ -255,7 +259,7 @@ async function main() {
     rows.push({ name: "portcullis", skipped: "(skipped)" });
   } else {
     prep = preparePortcullis();
-    const runArgs = [
+    const runArgs = (...more) => [
       "run",
       "--state-dir",
       prep.stateDir,
@@ -263,10 +267,20 @@ async function main() {
       "bench",
       "--approval",
       "none",
+      ...more,
       ...extraArgs,
     ];
-    portcullisNote = `portcullis: run ${runArgs.slice(3).join(" ")} (${prep.initNote})`;
-    rows.push(await openPath("portcullis", NODE, [CLI, ...runArgs, "--", ...server], prep.env));
+    portcullisNote = `portcullis: run ${runArgs().slice(3).join(" ")} (${prep.initNote})`;
+    const gateway = (more) => [CLI, ...runArgs(...more), "--", ...server];
+    // the whole product: guard, then the intent record fsynced before the forward
+    rows.push(await openPath("portcullis", NODE, gateway([]), prep.env));
+    // the same, with the intent record surviving a kill but not a power loss (no fsync)
+    rows.push(await openPath("pc audit=os", NODE, gateway(["--audit-sync", "normal"]), prep.env));
+    // relay only: a request the gateway does not guard, against the same through null-relay
+    rows.push(
+      await openPath("null ping", NODE, [join(REPO, "bench", "null-relay.mjs"), "--", ...server], {}, "ping"),
+    );
+    rows.push(await openPath("pc ping", NODE, gateway([]), prep.env, "ping"));
   }
   try {
     await measurePaths(rows);
@@ -311,13 +325,25 @@ async function main() {
       `null-relay/direct: p50 c=1 ${fmt(floor.c1.p50 / direct.c1.p50, 2)}x, calls/s c=16 ${fmt(floor.c16.rps / direct.c16.rps, 2)}x`,
     );
   }
-  const gw = byName.portcullis;
-  if (floor?.c1 && gw?.c1) {
-    const p50 = gw.c1.p50 / floor.c1.p50;
-    const rps = gw.c16.rps / floor.c16.rps;
+  const ratio = (name, base, what) => {
+    const a = byName[name];
+    const b = byName[base];
+    if (!a?.c1 || !b?.c1) return;
+    const p50 = a.c1.p50 / b.c1.p50;
+    const rps = a.c16.rps / b.c16.rps;
     console.log(
-      `portcullis/null-relay: p50 c=1 ${fmt(p50, 2)}x (target <= 1.25x: ${p50 <= 1.25 ? "met" : "MISSED"}), ` +
+      `${name}/${base} (${what}): p50 c=1 ${fmt(p50, 2)}x (target <= 1.25x: ${p50 <= 1.25 ? "met" : "MISSED"}), ` +
         `calls/s c=16 ${fmt(rps, 2)}x (target >= 0.8x: ${rps >= 0.8 ? "met" : "MISSED"})`,
+    );
+  };
+  ratio("pc ping", "null ping", "relay only, guard off");
+  ratio("portcullis", "null-relay", "guard on, intent fsynced");
+  ratio("pc audit=os", "null-relay", "guard on, intent not fsynced");
+  const on = byName["pc audit=os"];
+  const off = byName["pc ping"];
+  if (on?.c1 && off?.c1) {
+    console.log(
+      `guard cost at c=1 (tools/call without fsync vs relayed ping): +${fmt((on.c1.p50 / off.c1.p50 - 1) * 100, 0)}% p50`,
     );
   }
   return rows.some((r) => r.error) ? 1 : 0;

@@ -31,6 +31,13 @@ export interface Appended {
 export interface AuditLogOptions {
   /** Records sealed under one ephemeral key before a new one is made (default 1024). */
   recordsPerSession?: number;
+  /**
+   * "full" (default): a record is on disk when append returns (WAL fsync at every
+   * commit) — it survives a power loss. "normal": it survives the writer being
+   * killed (the OS holds the WAL) but a power loss may drop the last commits; the
+   * chain still verifies, and a checkpoint kept elsewhere shows the cut.
+   */
+  sync?: "full" | "normal";
 }
 
 export class AuditLog {
@@ -52,7 +59,7 @@ export class AuditLog {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
     // The record is durable when the transaction commits: WAL with synchronous=FULL
     // fsyncs the log at every commit. openStore sets both; insist on it here.
-    if (Number(db.pragma("synchronous", { simple: true })) < 2) db.pragma("synchronous = FULL");
+    db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
     const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
     const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
     const insertStmt = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");

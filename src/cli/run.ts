@@ -37,6 +37,9 @@ options:
   --config FILE                  configuration file (default: portcullis.json found upward)
   --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
   --approval-timeout MS          how long a call waits for a human decision (default 120000)
+  --audit-sync full|normal       full (default): each call's intent record is fsynced before the call
+                                 is forwarded; normal: it survives the gateway being killed but not
+                                 a power loss, for lower latency
 
 In your MCP client configuration:
   "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
@@ -50,6 +53,7 @@ const OPTIONS = {
   config: { type: "string" },
   "hold-timeout": { type: "string" },
   "approval-timeout": { type: "string" },
+  "audit-sync": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -64,6 +68,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
+  const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
 
   let server: ServerConfig;
   if (sep !== -1) {
@@ -96,7 +101,7 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.watch) server.identity.include.push(...values.watch);
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs });
+  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync });
 }
 
 function milliseconds(flag: string, value: string | undefined): number | undefined {
@@ -142,13 +147,17 @@ function digestCacheFile(): string {
 async function serve(
   server: ServerConfig,
   stateDir: string,
-  { holdTimeoutMs, approvalTimeoutMs }: { holdTimeoutMs?: number; approvalTimeoutMs?: number },
+  {
+    holdTimeoutMs,
+    approvalTimeoutMs,
+    auditSync,
+  }: { holdTimeoutMs?: number; approvalTimeoutMs?: number; auditSync: "full" | "normal" },
 ): Promise<number> {
   const log = stderrLogger(server.label);
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
-    audit = AuditLog.open(store, stateDir);
+    audit = AuditLog.open(store, stateDir, { sync: auditSync });
   } catch (e) {
     store.close();
     if (e instanceof KeyringMissingError) {
