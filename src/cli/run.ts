@@ -218,7 +218,10 @@ async function serve(
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
       events,
-      context: () => ({ record: supervisor.current?.record ?? null, revision: gateway?.status().revision ?? 0 }),
+      context: () => ({
+        record: supervisor.current?.record ?? null,
+        revision: gateway?.status().revision ?? 0,
+      }),
     });
     return { runId: run.run, auth };
   };

@@ -64,8 +64,21 @@ export async function runDemo(args: string[]): Promise<number> {
     step(2, `Revision A of "${LABEL}" behind the gateway`);
     const project = makeDemoProject(join(root, "inventory"), "A");
     const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
-    const runArgs = ["run", "--state-dir", stateDir, "--label", LABEL, "--on-change", "restart", "--", process.execPath, "dist/server.js"];
-    note(`$ portcullis ${runArgs.slice(0, 3).join(" ")} … --label ${LABEL} --on-change restart -- node dist/server.js`);
+    const runArgs = [
+      "run",
+      "--state-dir",
+      stateDir,
+      "--label",
+      LABEL,
+      "--on-change",
+      "restart",
+      "--",
+      process.execPath,
+      "dist/server.js",
+    ];
+    note(
+      `$ portcullis ${runArgs.slice(0, 3).join(" ")} … --label ${LABEL} --on-change restart -- node dist/server.js`,
+    );
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [cli, ...runArgs],
@@ -93,7 +106,9 @@ export async function runDemo(args: string[]): Promise<number> {
     const epochA = await waitFor(() => currentEpoch(store), "the first epoch");
     note(`execution epoch A: ${epochA}`);
     let tools = await client.listTools();
-    note(`tools/list → catalog revision ${latestRevision(store, LABEL)?.revision}: ${tools.tools.map((t) => t.name).join(", ")}`);
+    note(
+      `tools/list → catalog revision ${latestRevision(store, LABEL)?.revision}: ${tools.tools.map((t) => t.name).join(", ")}`,
+    );
 
     step(3, "The agent calls adjust_inventory: a human approves this run, this epoch, this tool");
     const first = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 3 } });
@@ -103,8 +118,13 @@ export async function runDemo(args: string[]): Promise<number> {
     step(4, "Rebuild to revision B: adjust_inventory gains a required `warehouse`");
     const mark = gatewayLines.length;
     project.rebuild("B");
-    note("dist/server.js rewritten (the build succeeded); the gateway restarts the worker (onChange: restart)");
-    await waitFor(() => gatewayLines.slice(mark).some((l) => l.startsWith("new execution epoch")), "the new epoch");
+    note(
+      "dist/server.js rewritten (the build succeeded); the gateway restarts the worker (onChange: restart)",
+    );
+    await waitFor(
+      () => gatewayLines.slice(mark).some((l) => l.startsWith("new execution epoch")),
+      "the new epoch",
+    );
     const epochB = await waitFor(() => {
       const e = currentEpoch(store);
       return e && e !== epochA ? e : null;
@@ -113,11 +133,14 @@ export async function runDemo(args: string[]): Promise<number> {
 
     step(5, "The call the agent prepared before the rebuild");
     note('tools/call adjust_inventory {"sku": "WIDGET-7", "delta": 1}  (built from revision A\'s schema)');
-    const stale = await client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 1 } }).then(
-      () => null,
-      (e: { code?: number; message?: string; data?: unknown }) => e,
-    );
-    if (!stale || stale.code !== -32051) throw new Error(`expected authorization_stale, got ${JSON.stringify(stale)}`);
+    const stale = await client
+      .callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 1 } })
+      .then(
+        () => null,
+        (e: { code?: number; message?: string; data?: unknown }) => e,
+      );
+    if (!stale || stale.code !== -32051)
+      throw new Error(`expected authorization_stale, got ${JSON.stringify(stale)}`);
     note(`refused ${stale.code}: ${stale.message}`);
     out(indent(JSON.stringify(stale.data, null, 2)));
 
@@ -126,19 +149,33 @@ export async function runDemo(args: string[]): Promise<number> {
     const latest = latestRevision(store, LABEL)!;
     const previous = getRevision(store, LABEL, latest.revision - 1);
     note(`tools/list → catalog revision ${latest.revision}: ${tools.tools.map((t) => t.name).join(", ")}`);
-    if (previous) out(indent(renderDiff(diffCatalogs(previous.tools, latest.tools), { fromRevision: previous.revision, toRevision: latest.revision })));
-    const second = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 1, warehouse: "north" } });
+    if (previous)
+      out(
+        indent(
+          renderDiff(diffCatalogs(previous.tools, latest.tools), {
+            fromRevision: previous.revision,
+            toRevision: latest.revision,
+          }),
+        ),
+      );
+    const second = client.callTool({
+      name: "adjust_inventory",
+      arguments: { sku: "WIDGET-7", delta: 1, warehouse: "north" },
+    });
     await approveNext(store);
     note(`result: ${text(await second)}`);
 
     step(7, "What each revision received, and what the audit log says");
-    for (const r of project.records()) note(`server revision ${r.revision} (pid ${r.pid}) received ${r.tool} ${JSON.stringify(r.args)}`);
+    for (const r of project.records())
+      note(`server revision ${r.revision} (pid ${r.pid}) received ${r.tool} ${JSON.stringify(r.args)}`);
     await client.close();
     client = null;
     await waitFor(() => !gatewayRunning(store), "the gateway to end");
     const verified = verifyChain(storedRecords(store));
     if (!verified.ok) throw new Error(`audit chain broken at seq ${verified.seq}: ${verified.problem}`);
-    note(`portcullis audit verify: ok — ${verified.records} records, head ${verified.head.hash.slice(0, 16)}… (no key needed)`);
+    note(
+      `portcullis audit verify: ok — ${verified.records} records, head ${verified.head.hash.slice(0, 16)}… (no key needed)`,
+    );
     const { auditPrivateKey } = await unlockKeyring(stateDir, DEMO_PASSPHRASE);
     const activity = activityView(openRecords(store, auditPrivateKey));
     note("portcullis audit activity (decrypted with the passphrase):");
@@ -147,7 +184,9 @@ export async function runDemo(args: string[]): Promise<number> {
         `  ${a.tool ?? "?"}  epoch ${short(a.epoch)}  revision ${a.revision ?? "-"}  grant ${short(a.grant)}  ${a.decision} → ${a.outcome}`,
       );
     }
-    out("\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.");
+    out(
+      "\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.",
+    );
     return 0;
   } catch (e) {
     process.stderr.write(`portcullis: demo failed: ${(e as Error).message}\n`);
@@ -170,9 +209,9 @@ async function approveNext(db: Store): Promise<void> {
 }
 
 function currentEpoch(db: Store): string | null {
-  const row = db.prepare("SELECT epoch FROM gateways WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1").get() as
-    | { epoch: string | null }
-    | undefined;
+  const row = db
+    .prepare("SELECT epoch FROM gateways WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1")
+    .get() as { epoch: string | null } | undefined;
   return row?.epoch ?? null;
 }
 

@@ -25,7 +25,10 @@ export function makeDemoProject(dir: string, revision: DemoRevision): DemoProjec
   mkdirSync(join(dir, "dist"), { recursive: true });
   const entry = join(dir, "dist", "server.js");
   const recordFile = join(dir, "record.jsonl");
-  writeFileSync(join(dir, "package.json"), `${JSON.stringify({ name: "inventory-demo", private: true, type: "module" })}\n`);
+  writeFileSync(
+    join(dir, "package.json"),
+    `${JSON.stringify({ name: "inventory-demo", private: true, type: "module" })}\n`,
+  );
   const sdk = {
     server: import.meta.resolve("@modelcontextprotocol/sdk/server/index.js"),
     stdio: import.meta.resolve("@modelcontextprotocol/sdk/server/stdio.js"),
@@ -54,7 +57,11 @@ export function makeDemoProject(dir: string, revision: DemoRevision): DemoProjec
 function serverSource(rev: DemoRevision, sdk: { server: string; stdio: string; types: string }): string {
   const adjustSchema =
     rev === "A"
-      ? { type: "object", required: ["sku", "delta"], properties: { sku: { type: "string" }, delta: { type: "integer" } } }
+      ? {
+          type: "object",
+          required: ["sku", "delta"],
+          properties: { sku: { type: "string" }, delta: { type: "integer" } },
+        }
       : {
           type: "object",
           required: ["sku", "delta", "warehouse"],

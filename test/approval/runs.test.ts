@@ -90,7 +90,9 @@ describe("process chains", () => {
     const shown = displayCommand(["backend", "--env", blob, long, "ok"]);
     expect(shown).not.toContain("wJalrXUtnFEMI");
     expect(shown).not.toContain("sk-x");
-    expect(shown).toBe(`backend --env "[${blob.length}-char JSON argument]" "[${long.length}-char argument]" ok`);
+    expect(shown).toBe(
+      `backend --env "[${blob.length}-char JSON argument]" "[${long.length}-char argument]" ok`,
+    );
   });
 });
 

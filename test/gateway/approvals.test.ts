@@ -1,10 +1,10 @@
 // Approvals bound to the execution epoch, end to end: real gateways, real fixture servers,
 // human decisions made by the real CLI in another process with the passphrase.
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -28,7 +28,11 @@ async function pending(stateDir: string): Promise<Pending[]> {
 }
 
 async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
-  return waitFor(async () => (await pending(stateDir)).find((p) => !seen.has(p.request)) ?? null, 20_000, "an approval request");
+  return waitFor(
+    async () => (await pending(stateDir)).find((p) => !seen.has(p.request)) ?? null,
+    20_000,
+    "an approval request",
+  );
 }
 
 async function decide(stateDir: string, verb: "approve" | "deny", id: string, ...extra: string[]) {
@@ -44,7 +48,12 @@ async function epochOf(stateDir: string, gatewayPid?: number): Promise<string> {
   return (gatewayPid ? rows.find((g) => g.pid === gatewayPid) : rows[0])!.epoch;
 }
 
-async function inventory(project: Project, stateDir: string, extra: string[] = [], command = project.command) {
+async function inventory(
+  project: Project,
+  stateDir: string,
+  extra: string[] = [],
+  command = project.command,
+) {
   const gw = await startGateway({
     args: ["--label", "inventory", ...extra, "--", ...command],
     cwd: project.dir,
@@ -65,7 +74,12 @@ describe("the seed's six-step rebuild test", () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     // 1. revision A under a watcher (the development mechanism), its record captured, tools listed
-    const gw = await inventory(project, stateDir, ["--approval-timeout", "30000"], [NODE, "--watch", "dist/server.js"]);
+    const gw = await inventory(
+      project,
+      stateDir,
+      ["--approval-timeout", "30000"],
+      [NODE, "--watch", "dist/server.js"],
+    );
     await gw.client.listTools();
     const epochA = await epochOf(stateDir);
     // … and the write tool approved for this run
@@ -78,7 +92,8 @@ describe("the seed's six-step rebuild test", () => {
     expect(project.records().map((r) => r.revision)).toEqual(["A"]);
 
     // 3. rebuild to B: same tool name, a new required field, a handler that writes revision=B
-    const root = JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0].record.processId;
+    const root = JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0]
+      .record.processId;
     const children = () => {
       try {
         return readFileSync(`/proc/${root}/task/${root}/children`, "utf8").trim();
@@ -89,11 +104,17 @@ describe("the seed's six-step rebuild test", () => {
     const before = children();
     project.rebuild("B");
     // 4. the watcher replaces the worker behind the same pipe
-    await waitFor(() => children() !== "" && children() !== before, 15_000, "the watcher to replace its child");
+    await waitFor(
+      () => children() !== "" && children() !== before,
+      15_000,
+      "the watcher to replace its child",
+    );
 
     // 5. the call prepared before the refresh is refused because the epoch changed
     const stale = refusal(
-      await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 2 } }).catch((e) => e),
+      await gw.client
+        .callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 2 } })
+        .catch((e) => e),
     );
     expect(stale.code).toBe(-32051);
     const epochB = await epochOf(stateDir);
@@ -109,7 +130,10 @@ describe("the seed's six-step rebuild test", () => {
 
     // 6. re-list, approve anew, call again
     await gw.client.listTools();
-    const second = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 2, warehouse: "w" } });
+    const second = gw.client.callTool({
+      name: "adjust_inventory",
+      arguments: { sku: "S-1", delta: 2, warehouse: "w" },
+    });
     const req2 = await nextRequest(stateDir, new Set([req1.request]));
     const shown = await runCli(["approvals", "--state-dir", stateDir]);
     expect(shown.stdout).toContain(epochB);
@@ -124,10 +148,13 @@ describe("the seed's six-step rebuild test", () => {
     ]);
     // the audit log: epoch A with the first grant, the refusal under epoch B, epoch B with a new grant
     await gw.close();
-    const activity = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const activity = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(activity.code).toBe(0);
-    const calls = (JSON.parse(activity.stdout) as { tool: string; epoch: string; decision: string; grant: string | null }[])
-      .filter((a) => a.tool === "adjust_inventory");
+    const calls = (
+      JSON.parse(activity.stdout) as { tool: string; epoch: string; decision: string; grant: string | null }[]
+    ).filter((a) => a.tool === "adjust_inventory");
     expect(calls.map((c) => [c.epoch, c.decision])).toEqual([
       [epochA, "allowed"],
       [epochB, "authorization_stale"],
@@ -160,7 +187,8 @@ describe("grants across runs and modes", () => {
     // run X's grant still covers X
     await x.client.callTool({ name: "read_status", arguments: {} });
     // revoke: the next call of X asks again
-    const grants = JSON.parse((await runCli(["grants", "--json", "--state-dir", stateDir])).stdout).grants as {
+    const grants = JSON.parse((await runCli(["grants", "--json", "--state-dir", stateDir])).stdout)
+      .grants as {
       grant: string;
     }[];
     expect(grants).toHaveLength(1);
@@ -182,7 +210,9 @@ describe("grants across runs and modes", () => {
     const r1 = await nextRequest(stateDir);
     await decide(stateDir, "approve", r1.request, "--for", "call");
     await first;
-    const timedOut = refusal(await gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e));
+    const timedOut = refusal(
+      await gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e),
+    );
     expect(timedOut.code).toBe(-32058);
     expect(timedOut.data).toMatchObject({ error: "approval_timeout" });
     expect(project.records()).toHaveLength(1);
@@ -199,7 +229,9 @@ describe("grants across runs and modes", () => {
     project.rebuild("B");
     await gw.waitForStderr(/new execution epoch/, 15_000);
     const err = refusal(
-      await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }).catch((e) => e),
+      await gw.client
+        .callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } })
+        .catch((e) => e),
     );
     expect(err.data).toMatchObject({ error: "catalog_stale" });
   });

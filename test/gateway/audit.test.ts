@@ -19,9 +19,12 @@ afterEach(async () => {
 
 async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
   const out: { type: string; [k: string]: unknown }[] = [];
-  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout).seq as number;
+  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout)
+    .seq as number;
   for (let seq = 1; seq <= head; seq++) {
-    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(r.code).toBe(0);
     const rec = JSON.parse(r.stdout);
     out.push(rec.event);
@@ -58,7 +61,9 @@ describe("the gateway's audit log", () => {
     expect(JSON.parse(verify.stdout).ok).toBe(true);
     const seen = cat.records();
     expect(seen.length).toBeGreaterThanOrEqual(25);
-    const activity = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const activity = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(activity.code).toBe(0);
     const intents = new Set(
       (JSON.parse(activity.stdout) as { argumentsDigest: string | null }[]).map((a) => a.argumentsDigest),
@@ -82,7 +87,9 @@ describe("the gateway's audit log", () => {
     const argv = readFileSync(`/proc/${gw.pid}/cmdline`, "utf8");
     await gw.close();
     const exported = await runCli(["audit", "export", "--state-dir", stateDir]);
-    const shown = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const shown = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     const status = await runCli(["status", "--all", "--json", "--state-dir", stateDir]);
     const files = readdirSync(stateDir).map((f) => readFileSync(join(stateDir, f)).toString("latin1"));
     const haystacks = [...files, exported.stdout, shown.stdout, status.stdout, gw.stderr(), argv];
@@ -98,7 +105,16 @@ describe("the gateway's audit log", () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--", ...project.command],
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--",
+        ...project.command,
+      ],
       cwd: project.dir,
       env: { ...project.env, ...project.credentialEnv },
       stateDir,
@@ -107,11 +123,15 @@ describe("the gateway's audit log", () => {
     await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 1 } });
     project.rebuild("B");
     await gw.waitForStderr(/new execution epoch/, 15_000);
-    await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 2 } }).catch(() => null);
+    await gw.client
+      .callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 2 } })
+      .catch(() => null);
     await gw.client.listTools();
     await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 3, warehouse: "w" } });
     await gw.close();
-    const r = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+    const r = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(r.code).toBe(0);
     const sessions = JSON.parse(r.stdout) as {
       run: string;
