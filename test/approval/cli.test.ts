@@ -2,10 +2,10 @@
 // terminal) against the store a waiting Authorizer polls.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { getGrant } from "../../src/approval/grants.js";
 import { getRequest } from "../../src/approval/requests.js";
 import type { Run } from "../../src/approval/runs.js";
@@ -27,38 +27,12 @@ const REPO = resolve(import.meta.dirname, "../..");
 const EPOCH = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
 const PASSPHRASE = "correct horse battery staple";
 
-let build: string;
+// The real CLI, as built by `npm test` (npm run build first).
+const build = join(REPO, "dist");
+const CLI = join(build, "cli", "main.js");
 
 beforeAll(() => {
-  // Only this module's entry points and what they import: the rest of the tree may be mid-change.
-  build = join(REPO, "dist", `.approval-test-${process.pid}-${Date.now()}`);
-  execFileSync(
-    process.execPath,
-    [
-      join(REPO, "node_modules", "typescript", "bin", "tsc"),
-      "--outDir",
-      build,
-      "--rootDir",
-      join(REPO, "src"),
-      "--module",
-      "NodeNext",
-      "--moduleResolution",
-      "NodeNext",
-      "--target",
-      "ES2022",
-      "--strict",
-      "--skipLibCheck",
-      "--types",
-      "node",
-      join(REPO, "src/cli/approvals.ts"),
-      join(REPO, "src/approval/runs.ts"),
-    ],
-    { cwd: REPO, stdio: "pipe" },
-  );
-}, 120_000);
-
-afterAll(() => {
-  if (build) rmSync(build, { recursive: true, force: true });
+  if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
 });
 
 interface Ran {
@@ -67,24 +41,16 @@ interface Ran {
   stderr: string;
 }
 
-/** Runs `approvalsCommand(name, args)` in its own process, in a new session: no controlling terminal. */
+/** Runs `portcullis NAME ARGS` in its own process, in a new session: no controlling terminal. */
 function cli(name: string, args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
-  const entry = pathToFileURL(join(build, "cli", "approvals.js")).href;
-  const script = `import { approvalsCommand } from ${JSON.stringify(entry)};
-const [name, ...rest] = JSON.parse(process.argv[1]);
-process.exitCode = await approvalsCommand(name, rest);`;
   const base: Record<string, string | undefined> = { ...process.env };
   delete base.PORTCULLIS_PASSPHRASE_FILE;
   delete base.PORTCULLIS_HOME;
-  const child = spawn(
-    process.execPath,
-    ["--input-type=module", "-e", script, JSON.stringify([name, ...args])],
-    {
-      env: { ...base, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    },
-  );
+  const child = spawn(process.execPath, [CLI, name, ...args], {
+    env: { ...base, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => {
