@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { closeSync, openSync, readSync } from "node:fs";
 import { ulid } from "ulid";
 import {
   captureStaticIdentity,
@@ -14,6 +15,7 @@ import {
   watchArtifacts,
 } from "../identity/index.js";
 import { LineReader } from "../relay/framing.js";
+import { LineCoalescer } from "../transport/coalesce.js";
 import type { Logger } from "../util/log.js";
 
 /**
@@ -74,6 +76,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   private poll: NodeJS.Timeout | null = null;
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
+  /** the generation (and settled set) already checked for replacement in this event-loop turn */
+  private checkedGen: Generation | null = null;
+  private checkedSettled: Generation["settled"] = null;
+  private readonly endTurn = () => {
+    this.checkedGen = null;
+    this.checkedSettled = null;
+  };
+  private readonly probe = new StartTimeProbe();
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
@@ -164,6 +174,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     child.stdin.on("error", () => {
       /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
     });
+    writers.set(child, new LineCoalescer(child.stdin));
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
   }
 
@@ -205,7 +216,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   send(msg: unknown): boolean {
     const cur = this.current;
     if (!cur?.alive || cur.child.stdin.destroyed) return false;
-    cur.child.stdin.write(`${JSON.stringify(msg)}\n`);
+    // Coalesced: the messages of one event-loop turn reach the worker in one write.
+    const w = writers.get(cur.child);
+    if (w) w.write(JSON.stringify(msg));
+    else cur.child.stdin.write(`${JSON.stringify(msg)}\n`);
     return true;
   }
 
@@ -234,13 +248,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   checkReplacement(): boolean {
     const cur = this.current;
     if (!cur?.alive || !cur.settled || this.restarting) return false;
+    // Once per event-loop turn: the requests of one burst share one look (nothing in
+    // between can have run a watcher's swap past us that a second look would catch sooner).
+    if (this.checkedGen === cur && this.checkedSettled === cur.settled) return false;
     const rootPid = cur.child.pid!;
+    const probe = this.probe.for(cur.settled);
     for (const p of cur.settled) {
-      if (processStartTime(p.pid) === p.startTime) continue;
+      if (probe(p) === p.startTime) continue;
       if (p.pid === rootPid) return false; // the exit handler owns this case
       this.replace(cur, `process ${p.pid} was replaced`);
       return true;
     }
+    if (this.checkedGen === null) process.nextTick(this.endTurn);
+    this.checkedGen = cur;
+    this.checkedSettled = cur.settled;
     return false;
   }
 
@@ -315,6 +336,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
+    this.probe.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     await this.watcher?.close().catch(() => {});
     const cur = this.current;
@@ -325,6 +347,83 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 }
+
+/**
+ * Start times of the settled processes, read cheaply on the forwarding path. On Linux
+ * each /proc/PID/stat stays open and is re-read in place (one pread instead of
+ * open, read, read, close). The open file belongs to that process, not to its pid
+ * number: once the process is gone the read fails (ESRCH), also when the pid has
+ * been reused, so a held descriptor can only make the check stricter. Elsewhere:
+ * processStartTime.
+ */
+class StartTimeProbe {
+  private settled: Generation["settled"] = null;
+  private readonly fds = new Map<number, number | null>();
+  private readonly buf = Buffer.allocUnsafe(4096);
+
+  /** The reader for this settled set (descriptors of a previous set are closed). */
+  for(settled: NonNullable<Generation["settled"]>): (p: { pid: number }) => string | null {
+    if (process.platform !== "linux") return (p) => processStartTime(p.pid);
+    if (this.settled !== settled) {
+      this.close();
+      this.settled = settled;
+    }
+    return (p) => this.read(p.pid);
+  }
+
+  private read(pid: number): string | null {
+    let fd = this.fds.get(pid);
+    if (fd === undefined) {
+      if (!Number.isInteger(pid) || pid <= 0) return null;
+      try {
+        fd = openSync(`/proc/${pid}/stat`, "r");
+      } catch {
+        fd = null; // gone already: stays gone
+      }
+      this.fds.set(pid, fd);
+    }
+    if (fd === null) return null;
+    let text: string;
+    try {
+      let got = 0;
+      for (;;) {
+        const n = readSync(fd, this.buf, got, this.buf.length - got, got);
+        if (n <= 0) break;
+        got += n;
+        if (this.buf[got - 1] === 0x0a) break; // the whole line (procfs gives it in one read)
+        if (got === this.buf.length) return processStartTime(pid); // not a stat line we know
+      }
+      text = this.buf.toString("utf8", 0, got);
+    } catch {
+      return null; // ESRCH: the process this descriptor belongs to is gone
+    }
+    // Parsed as identity/proc.ts does: "pid (comm) state ppid ..."; comm may hold spaces
+    // and parentheses, so split after the last ")"; starttime (field 22) is f[19].
+    const r = text.lastIndexOf(")");
+    if (r < 0) return null;
+    const f = text.slice(r + 2).split(" ");
+    const state = f[0] ?? "?";
+    if (!Number.isInteger(Number(f[1])) || f[19] === undefined) return null;
+    if (state === "Z" || state === "X" || state === "x") return null;
+    return f[19];
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) {
+      if (fd === null) continue;
+      try {
+        closeSync(fd);
+      } catch {
+        /* already closed */
+      }
+    }
+    this.fds.clear();
+    this.settled = null;
+  }
+}
+
+/** Each worker's stdin, written once per event-loop turn. */
+const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 
 /** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
 function saveQuietly(cache: DigestCache): void {
@@ -362,6 +461,7 @@ async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number)
         resolve(true);
       });
     });
+  writers.get(child)?.flush(); // what was sent before the close still goes out
   child.stdin.end();
   if (!(await waitExit(graceMs))) {
     killGroup(child.pid!, "SIGTERM");
