@@ -9,10 +9,11 @@ usage: portcullis <command> [options]
 
   run [options] -- COMMAND [ARGS...]   launch and guard a server (MCP on stdin/stdout)
   run LABEL                            a server from portcullis.json
-  status [--json]                      running gateways, their epochs and status lines
+  status [--json] [--all]              running gateways, their epochs and status lines
   catalog show LABEL [--json]          the current tool catalog revision of a server
   catalog diff LABEL [FROM TO] [--json]
                                        what changed between two catalog revisions
+  catalog list LABEL [--json]          every revision recorded for a server
   approvals [--json]                   pending approval requests, with what changed
   approve ID [--for session|call]      approve a request (asks for the passphrase)
   deny ID [--reason TEXT]              deny a request (asks for the passphrase)
@@ -20,7 +21,9 @@ usage: portcullis <command> [options]
   init                                 create the keyring (asks for a passphrase)
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
-  demo                                 the whole story, in a temporary state directory
+  demo [--keep]                        the whole story, in a temporary state directory
+
+Every command takes --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
 
 Run 'portcullis <command> --help' for a command's options.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
