@@ -23,7 +23,7 @@ usage: portcullis <command> [options]
                                        the encrypted, hash-chained audit log
   demo [--keep]                        the whole story, in a temporary state directory
 
-Every command takes --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
+Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
 
 Run 'portcullis <command> --help' for a command's options.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
