@@ -1,0 +1,61 @@
+// `portcullis run LABEL` from portcullis.json: the server's command, cwd, env, per-tool approval
+// modes and onChange come from the file, found upward from the working directory.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+describe("portcullis run LABEL", () => {
+  it("takes command, cwd, env and per-tool approval modes from portcullis.json found upward", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const config = {
+      mcpServers: {
+        inventory: {
+          command: NODE,
+          args: ["dist/server.js"],
+          cwd: ".",
+          env: { ...project.env, ...project.credentialEnv },
+          credentials: { INVENTORY_API_KEY: "inventory-api-staging" },
+          approval: { default: "none", tools: { adjust_inventory: "per-call" } },
+          onChange: "restart",
+        },
+      },
+    };
+    writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
+    const sub = join(project.dir, "src", "deep");
+    mkdirSync(sub, { recursive: true });
+    const stateDir = newStateDir();
+    const gw = await startGateway({ args: ["inventory"], cwd: sub, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // mode none for read_status: no human asked
+    const read = await gw.client.callTool({ name: "read_status", arguments: {} });
+    expect(read.isError).toBeFalsy();
+    // per-call for adjust_inventory: a human is asked, and the request names the credential scope
+    const write = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "c", delta: 1 } });
+    const req = await waitFor(async () => {
+      const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+      return (JSON.parse(r.stdout).requests as { request: string; mode: string; credentialScope: string[] }[])[0];
+    }, 15_000, "the per-call request");
+    expect(req.mode).toBe("per-call");
+    expect(req.credentialScope).toEqual(["inventory-api-staging"]);
+    const ok = await runCli(["approve", req.request, "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(ok.code).toBe(0);
+    expect((await write).isError).toBeFalsy();
+    expect(project.records().map((r) => r.tool)).toEqual(["read_status", "adjust_inventory"]);
+    const status = JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout);
+    expect(status.gateways[0].serverLabel).toBe("inventory");
+    expect(status.gateways[0].record.workingDirectory).toBe(project.dir);
+  });
+});
