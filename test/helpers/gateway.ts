@@ -7,6 +7,8 @@
 // stdio that probe runs in a separate, short-lived copy of the process).
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Stream } from "node:stream";
 import { Client as ModernClient } from "@modelcontextprotocol/client";
 import { StdioClientTransport as ModernStdioClientTransport } from "@modelcontextprotocol/client/stdio";
@@ -87,7 +89,12 @@ const MODERN_REVISION = "2026-07-28";
 
 /** The minimal environment an MCP host gives a stdio server, plus `env`. */
 export function hostEnv(env: Record<string, string> = {}): Record<string, string> {
-  return { ...getDefaultEnvironment(), ...env };
+  // The digest cache is shared by the suite (warm after the first gateway), outside $HOME.
+  return {
+    ...getDefaultEnvironment(),
+    PORTCULLIS_CACHE_DIR: join(tmpdir(), "portcullis-test-cache"),
+    ...env,
+  };
 }
 
 export function assertBuilt(): void {
