@@ -11,6 +11,7 @@ import {
   endGrants,
   type GrantRecord,
   getGrant,
+  grantWritesOn,
   liveSessionGrants,
   requiredScopes,
   resolveMode,
@@ -60,9 +61,15 @@ export class Authorizer implements AuthorizationPort {
   private readonly progressEveryMs: number;
   /** classification of (grant, current fingerprint): a diff is computed once per version seen */
   private readonly classified = new Map<string, Classification>();
+  /** SQLite's count of commits by other connections (a revoke or approval from the CLI) */
+  private readonly dataVersion: () => number;
+  /** the run's live session grants, as of (data_version, own grant writes) */
+  private live: { version: number; own: number; grants: GrantRecord[] } | null = null;
 
   constructor(private readonly o: AuthorizerOptions) {
     this.scopes = requiredScopes(o.credentials);
+    const dv = o.db.prepare("PRAGMA data_version").pluck();
+    this.dataVersion = () => dv.get() as number;
     this.timeoutMs = o.timeoutMs ?? 120_000;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
@@ -89,7 +96,7 @@ export class Authorizer implements AuthorizationPort {
    */
   stale(call: ApprovedCall): ErrorObject | null {
     if (resolveMode(this.o.approval, call.tool) === "none") return null;
-    const live = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
+    const live = this.liveGrants();
     if (live.length === 0) return null;
     const { covering, expanded } = this.match(
       live.filter((g) => g.executionEpoch === call.epoch),
@@ -140,16 +147,34 @@ export class Authorizer implements AuthorizationPort {
     const mode = resolveMode(this.o.approval, call.tool);
     if (mode === "none") return { grant: null };
     if (mode === "session") {
-      const live = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel).filter(
-        (g) => g.executionEpoch === call.epoch,
-      );
+      const live = this.liveGrants().filter((g) => g.executionEpoch === call.epoch);
       const { covering } = this.match(live, call);
       if (covering) return { grant: covering.grant };
     }
-    return this.ask(call, mode, hooks);
+    try {
+      return await this.ask(call, mode, hooks);
+    } finally {
+      // A decision may have written grants through this very connection: read them again.
+      this.live = null;
+    }
   }
 
   // ───────────────────────────── coverage ─────────────────────────────
+
+  /**
+   * The run's live session grants for this server. Read again whenever any other
+   * connection committed (data_version: a revoke from another process counts from
+   * the next call on) or this connection wrote grants; otherwise the last read holds.
+   */
+  private liveGrants(): GrantRecord[] {
+    const version = this.dataVersion();
+    const own = grantWritesOn(this.o.db);
+    const hit = this.live;
+    if (hit && hit.version === version && hit.own === own) return hit.grants;
+    const grants = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
+    this.live = { version, own, grants };
+    return grants;
+  }
 
   private match(
     grants: GrantRecord[],

@@ -125,6 +125,21 @@ export function getGrant(db: Store, grant: string): GrantRecord | null {
   return r ? toGrantRecord(r) : null;
 }
 
+/**
+ * Grant writes made through this module on one connection. SQLite's data_version
+ * tells a connection about commits of every *other* connection; this counter tells
+ * it about its own, so a cache of grants can key on both (Authorizer).
+ */
+const ownGrantWrites = new WeakMap<Store, number>();
+
+export function grantWritesOn(db: Store): number {
+  return ownGrantWrites.get(db) ?? 0;
+}
+
+function grantsWritten(db: Store): void {
+  ownGrantWrites.set(db, grantWritesOn(db) + 1);
+}
+
 /** Session grants of a run for a server that still count (not revoked, not ended). */
 export function liveSessionGrants(db: Store, run: string, serverLabel: string): GrantRecord[] {
   const rows = db
@@ -170,6 +185,7 @@ export class GrantError extends Error {
 
 /** Revokes a grant: it stops covering from the next call on. */
 export function revokeGrant(db: Store, grant: string, by: string): GrantRecord {
+  grantsWritten(db);
   return db
     .transaction(() => {
       const g = getGrant(db, grant);
@@ -188,6 +204,7 @@ export function revokeGrant(db: Store, grant: string, by: string): GrantRecord {
 /** Ends grants (superseded, consumed). Returns how many changed. */
 export function endGrants(db: Store, grants: readonly string[], reason: string): number {
   if (grants.length === 0) return 0;
+  grantsWritten(db);
   const now = new Date().toISOString();
   const stmt = db.prepare(
     "UPDATE grants SET ended_at = ?, ended_reason = ? WHERE grant_id = ? AND ended_at IS NULL",

@@ -1,0 +1,114 @@
+// Correctness of the relay's and the guard's fast paths: the grant cache of the
+// Authorizer never outlives a revoke (from another process or from this one), and
+// coalesced writes keep their order and reach the stream before it ends.
+import { PassThrough } from "node:stream";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { endGrants, revokeGrant } from "../../src/approval/grants.js";
+import type { Store } from "../../src/store/db.js";
+import { LineCoalescer } from "../../src/transport/coalesce.js";
+import {
+  callOf,
+  decideNext,
+  makeAuthorizer,
+  openTestStore,
+  otherConnection,
+  pendingOf,
+  publishPreview,
+  requestCount,
+  testRun,
+} from "../approval/helpers.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+
+const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
+const B = "01JQ7R9KQ6K2Y8W4JH0MBBBBBB";
+
+describe("the Authorizer's grant cache", () => {
+  let dir: string;
+  let db: Store;
+  let other: Store;
+  beforeEach(() => {
+    dir = tempDir("portcullis-perf-");
+    db = openTestStore(dir);
+    other = otherConnection(dir);
+  });
+  afterEach(() => {
+    other.close();
+    db.close();
+    removeDir(dir);
+  });
+
+  async function granted() {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    const p = auth.obtain(call);
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await p).toEqual({ grant: grant!.grant });
+    // covered again and again from the cache
+    for (let i = 0; i < 3; i++) {
+      expect(auth.stale(call)).toBeNull();
+      expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
+    }
+    return { run, auth, call, grant: grant! };
+  }
+
+  it("a revoke from another connection stops the very next call", async () => {
+    const { run, auth, call, grant } = await granted();
+    revokeGrant(other, grant.grant, "test");
+    const again = auth.obtain(call);
+    await pendingOf(other, run);
+    expect(requestCount(db, run)).toBe(2);
+    await decideNext(other, run, { approve: false });
+    expect("error" in (await again)).toBe(true);
+  });
+
+  it("a revoke through the same connection stops the very next call", async () => {
+    const { run, auth, call, grant } = await granted();
+    revokeGrant(db, grant.grant, "test");
+    const again = auth.obtain(call);
+    await pendingOf(other, run);
+    await decideNext(other, run, { approve: false });
+    expect("error" in (await again)).toBe(true);
+  });
+
+  it("grants ended through the same connection stop covering at once", async () => {
+    const { run, auth, call, grant } = await granted();
+    endGrants(db, [grant.grant], "test");
+    const again = auth.obtain(call);
+    await pendingOf(other, run);
+    await decideNext(other, run, { approve: false });
+    expect("error" in (await again)).toBe(true);
+  });
+
+  it("an epoch change after cached coverage is still reported stale once", async () => {
+    const { auth } = await granted();
+    const e = auth.stale(callOf(publishPreview, B));
+    expect(e?.data).toMatchObject({ error: "authorization_stale", approvedEpoch: A, currentEpoch: B });
+    // the stale grants were ended by that refusal: not reported twice
+    expect(auth.stale(callOf(publishPreview, B))).toBeNull();
+  });
+});
+
+describe("LineCoalescer", () => {
+  it("writes the lines of one turn in one write, in order, and flushes before end", async () => {
+    const stream = new PassThrough();
+    const writes: string[] = [];
+    const write = stream.write.bind(stream);
+    stream.write = ((chunk: string) => {
+      writes.push(String(chunk));
+      return write(chunk);
+    }) as typeof stream.write;
+    const out = new LineCoalescer(stream);
+    out.write('{"a":1}');
+    out.write('{"b":2}');
+    expect(writes).toEqual([]);
+    await new Promise((r) => process.nextTick(r));
+    expect(writes).toEqual(['{"a":1}\n{"b":2}\n']);
+    out.write('{"c":3}');
+    out.flush();
+    stream.end();
+    out.write('{"d":4}');
+    await new Promise((r) => process.nextTick(r));
+    expect(writes).toEqual(['{"a":1}\n{"b":2}\n', '{"c":3}\n']);
+  });
+});
