@@ -104,7 +104,7 @@ export class Gateway {
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
   private readonly heldCalls: HeldCall[] = [];
-  private readonly heldLists: Request[] = [];
+  private readonly heldLists: HeldCall[] = [];
   /** calls between "received" and "written or refused", so a cancellation can find them */
   private readonly deciding = new Map<string, { cancelled: boolean; abort: AbortController }>();
   private ended = false;
@@ -298,7 +298,7 @@ export class Gateway {
   private serveToolsList(msg: Request): void {
     const v = this.view();
     if (v.state !== "ready" || !this.snapshot) {
-      this.heldLists.push(msg);
+      this.holdIn(this.heldLists, msg);
       this.catalogIfNeeded();
       return;
     }
@@ -441,27 +441,42 @@ export class Gateway {
   }
 
   private hold(msg: Request): void {
-    const ms = this.o.holdTimeoutMs ?? 15_000;
     this.o.log.info(
       `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of epoch ${this.gen?.epoch ?? "(starting)"} is verified`,
     );
+    this.holdIn(this.heldCalls, msg);
+  }
+
+  /**
+   * Keeps a request until the current epoch's catalog is verified; past the hold
+   * timeout it is answered with identity_pending, so no client waits forever on a
+   * server whose catalog cannot be fetched.
+   */
+  private holdIn(queue: HeldCall[], msg: Request): void {
     const held: HeldCall = {
       msg,
       timer: setTimeout(() => {
-        const i = this.heldCalls.indexOf(held);
+        const i = queue.indexOf(held);
         if (i === -1) return;
-        this.heldCalls.splice(i, 1);
-        const e = refuse.identityPending(this.gen?.epoch ?? null);
-        this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
-      }, ms),
+        queue.splice(i, 1);
+        this.answerPending(msg);
+      }, this.o.holdTimeoutMs ?? 15_000),
     };
     held.timer.unref();
-    this.heldCalls.push(held);
+    queue.push(held);
+  }
+
+  private answerPending(msg: Request): void {
+    const e = refuse.identityPending(this.gen?.epoch ?? null);
+    this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private releaseHeld(): void {
     if (this.view().state !== "ready") return;
-    for (const m of this.heldLists.splice(0)) this.serveToolsList(m);
+    for (const h of this.heldLists.splice(0)) {
+      clearTimeout(h.timer);
+      this.serveToolsList(h.msg);
+    }
     for (const h of this.heldCalls.splice(0)) {
       clearTimeout(h.timer);
       void this.handleCall(h.msg);
@@ -856,10 +871,9 @@ export class Gateway {
     if (this.ended) return;
     this.ended = true;
     this.o.log.info(reason);
-    for (const h of this.heldCalls.splice(0)) {
+    for (const h of [...this.heldLists.splice(0), ...this.heldCalls.splice(0)]) {
       clearTimeout(h.timer);
-      const e = refuse.identityPending(this.gen?.epoch ?? null);
-      this.o.downstream.send(errorResponse(h.msg.id, e.code, e.message, e.data));
+      this.answerPending(h.msg);
     }
     this.o.onEnd(reason, exitCode);
   }

@@ -1,6 +1,7 @@
 // The supervisor's end states: a crash loop stops with a clear message, `onChange: disconnect`
 // ends the client connection, and a rebuilt server that negotiates differently is not edited in
 // place — the connection ends so the host re-initializes.
+import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJsonLines, tempDir } from "../helpers/files.js";
 import { startGateway } from "../helpers/gateway.js";
@@ -40,7 +41,16 @@ describe("supervision end states", () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--on-change", "disconnect", "--", ...project.command],
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "disconnect",
+        "--",
+        ...project.command,
+      ],
       cwd: project.dir,
       env: project.env,
     });
@@ -57,7 +67,16 @@ describe("supervision end states", () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--on-change", "restart", "--", ...project.command],
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--",
+        ...project.command,
+      ],
       cwd: project.dir,
       env: project.env,
     });
@@ -67,5 +86,45 @@ describe("supervision end states", () => {
     const exit = await gw.exited;
     expect(exit.code).toBe(0);
     expect(gw.stderr()).toMatch(/negotiated a different protocol version or capabilities/);
+  });
+});
+
+describe("a catalog that cannot be fetched", () => {
+  it("held tools/list and tools/call are answered identity_pending after the hold timeout, never left waiting", async () => {
+    const dir = tempDir("portcullis-nolist-");
+    const server = `${dir}/server.mjs`;
+    // a server that claims tools but refuses to list them
+    writeFileSync(
+      server,
+      `import { createInterface } from "node:readline";
+const out = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === "initialize") out({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "nolist", version: "1" } } });
+  else out({ jsonrpc: "2.0", id: m.id, error: { code: -32603, message: "listing is broken" } });
+});
+`,
+    );
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "nolist",
+        "--approval",
+        "none",
+        "--hold-timeout",
+        "800",
+        "--",
+        process.execPath,
+        server,
+      ],
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    const list = await gw.request("tools/list", {}, 10_000);
+    expect(list.error?.code).toBe(-32053);
+    const call = await gw.request("tools/call", { name: "x", arguments: {} }, 10_000);
+    expect(call.error?.code).toBe(-32053);
+    expect(gw.stderr()).toMatch(/cannot fetch the tool catalog: .*listing is broken/);
   });
 });
