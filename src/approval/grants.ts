@@ -136,7 +136,8 @@ export function grantWritesOn(db: Store): number {
   return ownGrantWrites.get(db) ?? 0;
 }
 
-function grantsWritten(db: Store): void {
+/** Every write to the grants table through `db` calls this, so caches on `db` see it. */
+export function grantsWritten(db: Store): void {
   ownGrantWrites.set(db, grantWritesOn(db) + 1);
 }
 

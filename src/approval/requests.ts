@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import type { Store } from "../store/db.js";
 import type { ChainEntry } from "./chain.js";
 import type { Grant, GrantRecord } from "./grants.js";
-import { getGrant } from "./grants.js";
+import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
 
 /** What the human is shown before deciding (stored with the request, rendered by the CLI). */
@@ -276,6 +276,7 @@ export function decideRequest(db: Store, id: string, decision: Decision, by: str
         id,
         by,
       );
+      grantsWritten(db);
       db.prepare(
         `UPDATE approval_requests SET state = 'approved', decided_at = ?, decided_by = ?, decision_for = ?, grant_id = ?
          WHERE request = ?`,

@@ -3,6 +3,7 @@ import canonicalize from "canonicalize";
 import { ulid } from "ulid";
 import type { Store } from "../store/db.js";
 import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
+import { grantsWritten } from "./grants.js";
 
 export type { ChainEntry } from "./chain.js";
 
@@ -82,6 +83,7 @@ export function endRun(db: Store, run: Pick<Run, "run">): void {
       `UPDATE grants SET ended_at = ?, ended_reason = 'agent run ended'
        WHERE agent_run = ? AND expires_when = 'agent-run-ends' AND ended_at IS NULL`,
     ).run(now, run.run);
+    grantsWritten(db);
     db.prepare(
       `UPDATE approval_requests SET state = 'cancelled', decided_at = ?, reason = 'agent run ended'
        WHERE agent_run = ? AND state = 'pending'`,
