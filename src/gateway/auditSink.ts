@@ -48,7 +48,8 @@ export function auditSink(audit: AuditLog, log: Logger): EventSink {
           else log.warn(`audit: cannot record ${q.event.type}: ${(e as Error).message}`);
         }
       }
-      if (batch.length > 1) log.debug(`audit: a group of ${batch.length} was written one by one: ${(err as Error).message}`);
+      if (batch.length > 1)
+        log.debug(`audit: a group of ${batch.length} was written one by one: ${(err as Error).message}`);
     }
   };
 

@@ -29,7 +29,15 @@ import type { DownReason, Generation, Supervisor } from "../supervisor/superviso
 import type { Logger } from "../util/log.js";
 import { canonicalEqual } from "./canonical.js";
 import type { EventSink } from "./events.js";
-import { type Era, PROTOCOL_VERSION_META, SUBSCRIPTION_ID_META } from "./protocol.js";
+import {
+  advertiseListChanged,
+  type Era,
+  hasTools,
+  pickModernMeta,
+  SUBSCRIPTION_ID_META,
+  withMeta,
+} from "./protocol.js";
+import { defaultsApplied, preview } from "./text.js";
 
 /** A message toward the client. */
 export interface Downstream {
@@ -388,33 +396,13 @@ export class Gateway {
       case "hold":
         return this.hold(msg);
       case "refuse":
-        this.o.events.emit({
-          type: "authorization_denied",
-          run: this.runId,
-          serverLabel: this.o.label,
-          requestId: msg.id,
-          tool,
-          epoch: this.gen?.epoch ?? null,
-          revision: this.revision,
-          reason: verdict.reason,
-          argumentsDigest: argumentsDigest(params.arguments ?? {}),
-        });
+        this.recordDenied(msg, tool, verdict.reason);
         this.o.downstream.send(
           errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
         );
         return;
       case "invalid-arguments":
-        this.o.events.emit({
-          type: "authorization_denied",
-          run: this.runId,
-          serverLabel: this.o.label,
-          requestId: msg.id,
-          tool,
-          epoch: this.gen?.epoch ?? null,
-          revision: this.revision,
-          reason: "invalid_arguments",
-          argumentsDigest: argumentsDigest(params.arguments ?? {}),
-        });
+        this.recordDenied(msg, tool, "invalid_arguments");
         this.o.downstream.send({
           jsonrpc: "2.0",
           id: msg.id,
@@ -438,6 +426,21 @@ export class Gateway {
           return this.hold(msg);
         }
     }
+  }
+
+  /** The audit record of a call the guard refused (or whose arguments did not validate). */
+  private recordDenied(msg: Request, tool: string, reason: string): void {
+    this.o.events.emit({
+      type: "authorization_denied",
+      run: this.runId,
+      serverLabel: this.o.label,
+      requestId: msg.id,
+      tool,
+      epoch: this.gen?.epoch ?? null,
+      revision: this.revision,
+      reason,
+      argumentsDigest: argumentsDigest((msg.params as { arguments?: unknown } | undefined)?.arguments ?? {}),
+    });
   }
 
   private hold(msg: Request): void {
@@ -877,42 +880,4 @@ export class Gateway {
     }
     this.o.onEnd(reason, exitCode);
   }
-}
-
-function pickModernMeta(msg: Request): Record<string, unknown> | null {
-  const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-  if (!meta || typeof meta[PROTOCOL_VERSION_META] !== "string") return null;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(meta)) if (k.startsWith("io.modelcontextprotocol/")) out[k] = v;
-  delete out[SUBSCRIPTION_ID_META];
-  return out;
-}
-
-function withMeta(params: Record<string, unknown>, meta: Record<string, unknown>): Record<string, unknown> {
-  const own = (params._meta as Record<string, unknown> | undefined) ?? {};
-  return { ...params, _meta: { ...meta, ...own } };
-}
-
-function hasTools(capabilities: unknown): boolean {
-  return typeof capabilities === "object" && capabilities !== null && "tools" in capabilities;
-}
-
-/** The gateway tells the client when the list changes (epochs, re-lists), whatever the server supports. */
-function advertiseListChanged(result: unknown): unknown {
-  const r = result as { capabilities?: { tools?: Record<string, unknown> } };
-  if (!r?.capabilities?.tools) return result;
-  return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
-}
-
-/** Top-level fields the schema's defaults filled in: shown to reviewers and recorded. */
-function defaultsApplied(args: unknown, effective: Record<string, unknown>): Record<string, unknown> {
-  const given = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(effective)) if (!(k in given)) out[k] = v;
-  return out;
-}
-
-function preview(text: string): string {
-  const t = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-  return JSON.stringify(t);
 }

@@ -1,3 +1,5 @@
+import type { Request } from "../relay/jsonrpc.js";
+
 /** The two MCP eras the gateway speaks on both sides. */
 export type Era = "legacy" | "modern";
 
@@ -5,3 +7,32 @@ export type Era = "legacy" | "modern";
 export const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 /** 2026-07-28: the listen request's id, stamped on every notification of its stream. */
 export const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
+
+/** The client's modern `_meta` envelope (protocol version, client info, capabilities), reused on the gateway's own requests. */
+export function pickModernMeta(msg: Request): Record<string, unknown> | null {
+  const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  if (!meta || typeof meta[PROTOCOL_VERSION_META] !== "string") return null;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(meta)) if (k.startsWith("io.modelcontextprotocol/")) out[k] = v;
+  delete out[SUBSCRIPTION_ID_META];
+  return out;
+}
+
+export function withMeta(
+  params: Record<string, unknown>,
+  meta: Record<string, unknown>,
+): Record<string, unknown> {
+  const own = (params._meta as Record<string, unknown> | undefined) ?? {};
+  return { ...params, _meta: { ...meta, ...own } };
+}
+
+export function hasTools(capabilities: unknown): boolean {
+  return typeof capabilities === "object" && capabilities !== null && "tools" in capabilities;
+}
+
+/** The gateway tells the client when the list changes (epochs, re-lists), whatever the server supports. */
+export function advertiseListChanged(result: unknown): unknown {
+  const r = result as { capabilities?: { tools?: Record<string, unknown> } };
+  if (!r?.capabilities?.tools) return result;
+  return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
+}
