@@ -1,12 +1,4 @@
 import { argumentsDigest } from "../audit/index.js";
-import {
-  ArgumentValidator,
-  type CatalogSnapshot,
-  diffCatalogs,
-  recordRevision,
-  snapshotOf,
-  type Tool,
-} from "../catalog/index.js";
 import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
@@ -28,6 +20,7 @@ import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
 import { canonicalEqual } from "./canonical.js";
+import { CatalogSync } from "./catalogSync.js";
 import type { EventSink } from "./events.js";
 import {
   advertiseListChanged,
@@ -97,17 +90,9 @@ export class Gateway {
   private modernMeta: Record<string, unknown> | null = null;
   private discovered: unknown = null;
 
-  private catalogGen: Generation | null = null; // generation the current snapshot was fetched from
-  private refreshing = false;
   private listeningGen: Generation | null = null;
-  private refreshAgain = false;
-  private snapshot: CatalogSnapshot | null = null;
-  private validator: ArgumentValidator | null = null;
-  private revision: number | null = null;
   private seenRevision: number | null = null;
   private clientListenIds: Id[] = [];
-  /** fields of the server's tools/list result besides tools/nextCursor (modern: resultType, cacheScope, _meta) */
-  private listEnvelope: Record<string, unknown> = {};
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
@@ -120,7 +105,22 @@ export class Gateway {
   private auth: AuthorizationPort | null = null;
   private beforeFirstEpoch: string[] | null = [];
 
+  private readonly catalog: CatalogSync;
+
   constructor(private readonly o: GatewayOptions) {
+    this.catalog = new CatalogSync({
+      label: o.label,
+      store: o.store,
+      events: o.events,
+      log: o.log,
+      request: (gen, method, params) => this.request(gen, method, params),
+      isCurrent: (gen) => gen === this.gen && gen.alive,
+      settle: (gen) => o.supervisor.settle(gen),
+      changed: (before, after) => {
+        o.log.info(`tool catalog changed: revision ${before} → ${after}; the client must list tools again`);
+        this.notifyClientListChanged();
+      },
+    });
     const sup = o.supervisor;
     sup.on("line", (text, gen) => this.onServerLine(text, gen));
     sup.on("oversize", (bytes) =>
@@ -135,14 +135,13 @@ export class Gateway {
   // ───────────────────────────── state ─────────────────────────────
 
   view(): ServerView {
-    const ready =
-      !!this.gen && this.gen.alive && this.catalogGen === this.gen && !this.refreshing && !!this.snapshot;
+    const ready = !!this.gen && this.gen.alive && this.catalog.freshFor(this.gen);
     return {
       state: ready ? "ready" : this.gen ? "identity-pending" : "starting",
       epoch: this.gen?.epoch ?? null,
-      revision: this.revision,
-      snapshot: this.snapshot,
-      validator: this.validator,
+      revision: this.catalog.revision,
+      snapshot: this.catalog.snapshot,
+      validator: this.catalog.validator,
     };
   }
 
@@ -305,7 +304,8 @@ export class Gateway {
 
   private serveToolsList(msg: Request): void {
     const v = this.view();
-    if (v.state !== "ready" || !this.snapshot) {
+    const snapshot = this.catalog.snapshot;
+    if (v.state !== "ready" || !snapshot) {
       this.holdIn(this.heldLists, msg);
       this.catalogIfNeeded();
       return;
@@ -318,21 +318,22 @@ export class Gateway {
       );
       return;
     }
-    this.seenRevision = this.revision;
+    this.seenRevision = this.catalog.revision;
     // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
-    const envelope = this.era === "modern" ? { ...this.listEnvelope, resultType: "complete", ttlMs: 0 } : {};
+    const envelope =
+      this.era === "modern" ? { ...this.catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
     this.o.downstream.send({
       jsonrpc: "2.0",
       id: msg.id,
-      result: { ...envelope, tools: this.snapshot.tools },
+      result: { ...envelope, tools: snapshot.tools },
     });
     this.o.events.emit({
       type: "catalog_served",
       run: this.runId,
       serverLabel: this.o.label,
       epoch: this.gen?.epoch,
-      revision: this.revision,
-      fingerprint: this.snapshot.fingerprint,
+      revision: this.catalog.revision,
+      fingerprint: snapshot.fingerprint,
     });
   }
 
@@ -410,7 +411,7 @@ export class Gateway {
             content: [
               {
                 type: "text",
-                text: `Invalid arguments for tool "${tool}" (checked against catalog revision ${this.revision}):\n- ${verdict.errors.join("\n- ")}`,
+                text: `Invalid arguments for tool "${tool}" (checked against catalog revision ${this.catalog.revision}):\n- ${verdict.errors.join("\n- ")}`,
               },
             ],
             isError: true,
@@ -437,7 +438,7 @@ export class Gateway {
       requestId: msg.id,
       tool,
       epoch: this.gen?.epoch ?? null,
-      revision: this.revision,
+      revision: this.catalog.revision,
       reason,
       argumentsDigest: argumentsDigest((msg.params as { arguments?: unknown } | undefined)?.arguments ?? {}),
     });
@@ -490,8 +491,7 @@ export class Gateway {
 
   /** Starts the catalog fetch of the current generation once the session allows requests. */
   private catalogIfNeeded(): void {
-    if (this.gen && this.catalogGen !== this.gen && !this.refreshing && this.canFetch())
-      void this.refreshCatalog(this.gen);
+    if (this.gen && this.catalog.needs(this.gen) && this.canFetch()) void this.refreshCatalog(this.gen);
   }
 
   private canFetch(): boolean {
@@ -508,90 +508,8 @@ export class Gateway {
       this.listeningGen = gen;
       void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
     }
-    if (this.refreshing) {
-      this.refreshAgain = true;
-      return;
-    }
-    this.refreshing = true;
-    try {
-      do {
-        this.refreshAgain = false;
-        const fetched = await this.fetchAllTools(gen);
-        if (gen !== this.gen || !gen.alive) return;
-        if (!fetched) continue;
-        this.o.supervisor.settle(gen);
-        this.applySnapshot(snapshotOf(fetched.tools, fetched.pages), gen);
-      } while (this.refreshAgain && gen === this.gen && gen.alive);
-    } catch (e) {
-      this.o.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
-    } finally {
-      this.refreshing = false;
-    }
+    await this.catalog.refresh(gen, this.era === "modern" || hasTools(this.negotiated?.capabilities));
     this.releaseHeld();
-  }
-
-  private async fetchAllTools(gen: Generation): Promise<{ tools: Tool[]; pages: number } | null> {
-    if (this.era === "legacy" && !hasTools(this.negotiated?.capabilities)) return { tools: [], pages: 0 };
-    const tools: Tool[] = [];
-    const cursors = new Set<string>();
-    let cursor: string | undefined;
-    let pages = 0;
-    for (;;) {
-      const params: Record<string, unknown> = {};
-      if (cursor !== undefined) params.cursor = cursor;
-      const res = await this.request(gen, "tools/list", params);
-      if (!res) return null;
-      if (res.error)
-        throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
-      const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
-      if (!result || !Array.isArray(result.tools))
-        throw new Error("the server's tools/list result has no tools array");
-      if (pages === 0) {
-        const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
-        this.listEnvelope = rest;
-      }
-      pages++;
-      for (const t of result.tools) {
-        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string")
-          tools.push(t as Tool);
-        else this.o.log.warn("ignored a tool without a name in the server's tools/list");
-      }
-      if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
-      if (cursors.has(result.nextCursor) || pages >= 1000)
-        throw new Error("the server's tools/list pagination loops");
-      cursors.add(result.nextCursor);
-      cursor = result.nextCursor;
-    }
-    return { tools, pages };
-  }
-
-  private applySnapshot(snap: CatalogSnapshot, gen: Generation): void {
-    const rec = recordRevision(this.o.store, this.o.label, snap, gen.epoch);
-    const before = this.revision;
-    this.snapshot = snap;
-    this.validator = new ArgumentValidator(snap);
-    this.revision = rec.revision;
-    this.catalogGen = gen;
-    if (rec.changed) {
-      const diff = rec.previous ? diffCatalogs(rec.previous.tools, snap) : null;
-      this.o.events.emit({
-        type: "catalog_revised",
-        serverLabel: this.o.label,
-        epoch: gen.epoch,
-        revision: rec.revision,
-        previousRevision: rec.previous?.revision ?? null,
-        fingerprint: snap.fingerprint,
-        coverage: snap.coverage,
-        inventory: snap.tools,
-        diff,
-      });
-    }
-    if (before !== null && before !== rec.revision) {
-      this.o.log.info(
-        `tool catalog changed: revision ${before} → ${rec.revision}; the client must list tools again`,
-      );
-      this.notifyClientListChanged();
-    }
   }
 
   /** Tells the client the list changed, in the form its protocol era uses. */
@@ -718,7 +636,7 @@ export class Gateway {
   // ───────────────────────────── epochs ─────────────────────────────
 
   private onDown(gen: Generation, why: DownReason, detail: string): void {
-    if (this.gen === gen) this.snapshotInvalid();
+    if (this.gen === gen) this.catalog.invalidate();
     this.o.events.emit({
       type: why === "replaced" ? "server_replaced" : "server_exited",
       serverLabel: this.o.label,
@@ -762,11 +680,6 @@ export class Gateway {
         `running server replaced by its watcher: pid=${gen.record.processId} epoch=${gen.epoch} (${detail})`,
       );
     }
-  }
-
-  private snapshotInvalid(): void {
-    // The catalog of the old epoch says nothing about the new code.
-    this.catalogGen = null;
   }
 
   private onUp(gen: Generation, previous: Generation | null): void {

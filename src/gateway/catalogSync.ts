@@ -1,0 +1,146 @@
+import {
+  ArgumentValidator,
+  type CatalogSnapshot,
+  diffCatalogs,
+  recordRevision,
+  snapshotOf,
+  type Tool,
+} from "../catalog/index.js";
+import type { Response } from "../relay/jsonrpc.js";
+import type { Store } from "../store/db.js";
+import type { Generation } from "../supervisor/supervisor.js";
+import type { Logger } from "../util/log.js";
+import type { EventSink } from "./events.js";
+
+export interface CatalogSyncPorts {
+  label: string;
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  /** the gateway's own request to a generation; null when that generation went away */
+  request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null>;
+  /** whether `gen` is still the generation that answers */
+  isCurrent(gen: Generation): boolean;
+  /** the worker answered: record the processes that run it */
+  settle(gen: Generation): void;
+  /** the served revision changed from `before` to `after`: the client must be told */
+  changed(before: number, after: number): void;
+}
+
+const MAX_PAGES = 1000;
+
+/**
+ * The verified snapshot the gateway serves: the complete tool list (every page)
+ * fetched by the gateway itself from one generation, fingerprinted, recorded as a
+ * revision, with its argument validator. A fetch that the generation does not
+ * live to finish is discarded.
+ */
+export class CatalogSync {
+  snapshot: CatalogSnapshot | null = null;
+  validator: ArgumentValidator | null = null;
+  revision: number | null = null;
+  /** fields of the server's tools/list result besides tools and nextCursor (modern: resultType, cacheScope, _meta) */
+  envelope: Record<string, unknown> = {};
+  private fetchedFrom: Generation | null = null;
+  private refreshing = false;
+  private again = false;
+
+  constructor(private readonly p: CatalogSyncPorts) {}
+
+  /** The snapshot was fetched from `gen` and no fetch is under way. */
+  freshFor(gen: Generation | null): boolean {
+    return !!gen && this.fetchedFrom === gen && !this.refreshing && !!this.snapshot;
+  }
+
+  /** `gen` has no snapshot yet and nothing is fetching one. */
+  needs(gen: Generation): boolean {
+    return this.fetchedFrom !== gen && !this.refreshing;
+  }
+
+  /** The catalog of an old epoch says nothing about the new code. */
+  invalidate(): void {
+    this.fetchedFrom = null;
+  }
+
+  /**
+   * Fetches `gen`'s tool list and makes it the served snapshot. A call while a
+   * fetch runs asks for one more fetch after it (the list changed meanwhile).
+   */
+  async refresh(gen: Generation, serverHasTools: boolean): Promise<void> {
+    if (this.refreshing) {
+      this.again = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.again = false;
+        const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
+        if (!this.p.isCurrent(gen)) return;
+        if (!fetched) continue;
+        this.p.settle(gen);
+        this.apply(snapshotOf(fetched.tools, fetched.pages), gen);
+      } while (this.again && this.p.isCurrent(gen));
+    } catch (e) {
+      this.p.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  private async fetchAll(gen: Generation): Promise<{ tools: Tool[]; pages: number } | null> {
+    const tools: Tool[] = [];
+    const cursors = new Set<string>();
+    let cursor: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const res = await this.p.request(gen, "tools/list", cursor === undefined ? {} : { cursor });
+      if (!res) return null;
+      if (res.error) {
+        throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
+      }
+      const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
+      if (!result || !Array.isArray(result.tools))
+        throw new Error("the server's tools/list result has no tools array");
+      if (pages === 0) {
+        const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
+        this.envelope = rest;
+      }
+      pages++;
+      for (const t of result.tools) {
+        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string")
+          tools.push(t as Tool);
+        else this.p.log.warn("ignored a tool without a name in the server's tools/list");
+      }
+      if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
+      if (cursors.has(result.nextCursor) || pages >= MAX_PAGES)
+        throw new Error("the server's tools/list pagination loops");
+      cursors.add(result.nextCursor);
+      cursor = result.nextCursor;
+    }
+    return { tools, pages };
+  }
+
+  private apply(snap: CatalogSnapshot, gen: Generation): void {
+    const rec = recordRevision(this.p.store, this.p.label, snap, gen.epoch);
+    const before = this.revision;
+    this.snapshot = snap;
+    this.validator = new ArgumentValidator(snap);
+    this.revision = rec.revision;
+    this.fetchedFrom = gen;
+    if (rec.changed) {
+      this.p.events.emit({
+        type: "catalog_revised",
+        serverLabel: this.p.label,
+        epoch: gen.epoch,
+        revision: rec.revision,
+        previousRevision: rec.previous?.revision ?? null,
+        fingerprint: snap.fingerprint,
+        coverage: snap.coverage,
+        inventory: snap.tools,
+        diff: rec.previous ? diffCatalogs(rec.previous.tools, snap) : null,
+      });
+    }
+    if (before !== null && before !== rec.revision) this.p.changed(before, rec.revision);
+  }
+}
