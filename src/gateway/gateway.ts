@@ -255,6 +255,12 @@ export class Gateway {
       }
       const wire = this.upstream.wireFor(requestId);
       if (wire === undefined) return; // already answered: nothing to cancel
+      const entry = this.upstream.get(wire);
+      if (entry?.origin === "client" && entry.listen) {
+        // a closed subscription: no more notifications on it, and not re-opened on a new epoch
+        this.upstream.delete(wire, requestId);
+        this.clientListenIds = this.clientListenIds.filter((id) => id !== requestId);
+      }
       this.o.supervisor.send({ ...msg, params: { ...msg.params, requestId: wire } });
       return;
     }
@@ -267,7 +273,7 @@ export class Gateway {
       this.o.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
       return;
     }
-    this.downstreamReqs.delete(msg.id as number);
+    this.downstreamReqs.delete(msg.id as number, entry.serverId);
     if (entry.gen !== this.gen || !entry.gen.alive) {
       this.o.log.debug("dropped a client response meant for a server process that went away");
       return;

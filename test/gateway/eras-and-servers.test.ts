@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
-import { tempDir } from "../helpers/files.js";
+import { tempDir, waitFor } from "../helpers/files.js";
 import { startGateway, startModernGateway } from "../helpers/gateway.js";
 import { FILESYSTEM, fixtureCommand, MEMORY, NODE } from "../helpers/paths.js";
 
@@ -81,6 +81,31 @@ describe("the 2026-07-28 era", () => {
     expect(changed.params._meta["io.modelcontextprotocol/subscriptionId"]).toBe(listenId);
     const err = await gw.client.callTool({ name: "lookup", arguments: { q: "y" } }).catch((e) => e);
     expect((err as { code: number }).code).toBe(-32052);
+
+    // the client closes its stream: later changes are still seen by the gateway, but not sent on it
+    await gw.client.listTools();
+    await transport.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: listenId },
+    });
+    const after = gw.received().length;
+    cat.write([LOOKUP]);
+    const stale = await waitFor(
+      async () => {
+        const e = await gw.client.callTool({ name: "lookup", arguments: { q: "z" } }).catch((x) => x);
+        return (e as { code?: number }).code === -32052 ? e : null;
+      },
+      10_000,
+      "the gateway to see the change",
+    );
+    expect(stale).toBeTruthy();
+    expect(
+      gw
+        .received()
+        .slice(after)
+        .filter((m) => m.method === "notifications/tools/list_changed"),
+    ).toHaveLength(0);
   });
 });
 
