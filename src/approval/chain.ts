@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, openSync, readFileSync, readlinkSync, readSync, statSync } from "node:fs";
+import { parseProcStat } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 
 /**
@@ -159,7 +160,7 @@ function linuxBootTimeMs(): number | null {
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** Parent pid and start time from /proc/PID/stat (the comm field may hold spaces and parentheses). */
+/** Parent pid and start time from /proc/PID/stat (parsed by the identity module). */
 export function linuxStat(pid: number): { ppid: number; startTicks: string } | null {
   let text: string;
   try {
@@ -167,17 +168,8 @@ export function linuxStat(pid: number): { ppid: number; startTicks: string } | n
   } catch {
     return null;
   }
-  const close = text.lastIndexOf(")");
-  if (close === -1) return null;
-  const fields = text
-    .slice(close + 2)
-    .trim()
-    .split(/\s+/);
-  // fields[0] is field 3 (state); ppid is field 4, starttime is field 22.
-  const ppid = Number(fields[1]);
-  const start = fields[19];
-  if (!Number.isInteger(ppid) || start === undefined || !/^\d+$/.test(start)) return null;
-  return { ppid, startTicks: start };
+  const st = parseProcStat(text);
+  return st ? { ppid: st.ppid, startTicks: st.startTime } : null;
 }
 
 function linuxEntry(pid: number, digests: ExecutableDigests): ChainEntry | null {

@@ -43,15 +43,15 @@ function readProcFile(path: string): string | null {
   }
 }
 
-interface StatLine {
+export interface StatLine {
   ppid: number;
   state: string;
+  /** field 22, clock ticks since boot: opaque, stable for the process's lifetime */
   startTime: string;
 }
 
-function readStat(pid: number): StatLine | null {
-  const text = readProcFile(`/proc/${pid}/stat`);
-  if (text === null) return null;
+/** Parses the text of /proc/PID/stat; the one place this format is read. */
+export function parseProcStat(text: string): StatLine | null {
   // "pid (comm) state ppid ..." — comm may hold spaces and parentheses: split after the last ")".
   const r = text.lastIndexOf(")");
   if (r < 0) return null;
@@ -59,11 +59,17 @@ function readStat(pid: number): StatLine | null {
   // f[0] is field 3 (state); field 22 (starttime, clock ticks since boot) is f[19].
   const ppid = Number(f[1]);
   const startTime = f[19];
-  if (!Number.isInteger(ppid) || startTime === undefined) return null;
+  if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
   return { ppid, state: f[0] ?? "?", startTime };
 }
 
-function dead(st: StatLine): boolean {
+function readStat(pid: number): StatLine | null {
+  const text = readProcFile(`/proc/${pid}/stat`);
+  return text === null ? null : parseProcStat(text);
+}
+
+/** A zombie or a dead process: it can no longer answer anything. */
+export function dead(st: StatLine): boolean {
   return st.state === "Z" || st.state === "X" || st.state === "x";
 }
 

@@ -14,6 +14,7 @@ import {
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
+import { dead, parseProcStat } from "../identity/proc.js";
 import { LineReader } from "../relay/framing.js";
 import { LineCoalescer } from "../transport/coalesce.js";
 import type { Logger } from "../util/log.js";
@@ -397,15 +398,8 @@ class StartTimeProbe {
     } catch {
       return null; // ESRCH: the process this descriptor belongs to is gone
     }
-    // Parsed as identity/proc.ts does: "pid (comm) state ppid ..."; comm may hold spaces
-    // and parentheses, so split after the last ")"; starttime (field 22) is f[19].
-    const r = text.lastIndexOf(")");
-    if (r < 0) return null;
-    const f = text.slice(r + 2).split(" ");
-    const state = f[0] ?? "?";
-    if (!Number.isInteger(Number(f[1])) || f[19] === undefined) return null;
-    if (state === "Z" || state === "X" || state === "x") return null;
-    return f[19];
+    const st = parseProcStat(text);
+    return st && !dead(st) ? st.startTime : null;
   }
 
   close(): void {
