@@ -44,10 +44,16 @@ describe("portcullis run LABEL", () => {
     expect(read.isError).toBeFalsy();
     // per-call for adjust_inventory: a human is asked, and the request names the credential scope
     const write = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "c", delta: 1 } });
-    const req = await waitFor(async () => {
-      const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-      return (JSON.parse(r.stdout).requests as { request: string; mode: string; credentialScope: string[] }[])[0];
-    }, 15_000, "the per-call request");
+    const req = await waitFor(
+      async () => {
+        const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+        return (
+          JSON.parse(r.stdout).requests as { request: string; mode: string; credentialScope: string[] }[]
+        )[0];
+      },
+      15_000,
+      "the per-call request",
+    );
     expect(req.mode).toBe("per-call");
     expect(req.credentialScope).toEqual(["inventory-api-staging"]);
     const ok = await runCli(["approve", req.request, "--state-dir", stateDir], { env: passphraseEnv() });
