@@ -262,6 +262,12 @@ async function serve(
     events,
     beginRun,
     holdTimeoutMs,
+    onState: (state) => {
+      // the record now names the processes that answered (settled); keep both rows current
+      const gen = supervisor.current;
+      if (gen) registry.recordEpoch(gen.record, gen.reason);
+      registry.update({ state, record: gen?.record ?? null });
+    },
     onEnd: (_reason, code) => void shutdown(code),
   });
   supervisor.on("up", (gen) => {

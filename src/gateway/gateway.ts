@@ -70,6 +70,8 @@ export interface GatewayOptions {
    */
   beginRun?: () => { runId: string; auth: AuthorizationPort | null };
   holdTimeoutMs?: number;
+  /** told whenever the state may have changed (for `portcullis status`) */
+  onState?: (state: ServerView["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
 }
@@ -515,6 +517,8 @@ export class Gateway {
       void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
     }
     await this.catalog.refresh(gen, this.era === "modern" || hasTools(this.negotiated?.capabilities));
+    const v = this.view();
+    this.o.onState?.(v.state, v.epoch);
     this.releaseHeld();
   }
 

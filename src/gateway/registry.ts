@@ -72,8 +72,9 @@ export class GatewayRegistry {
     if (!this.db.open) return;
     this.db
       .prepare(
-        `INSERT OR IGNORE INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(epoch) DO UPDATE SET identity_digest = excluded.identity_digest, record_json = excluded.record_json`,
       )
       .run(
         record.epoch,

@@ -64,6 +64,9 @@ describe("rebuilds at the supervision layer", () => {
     expect(before.revision).toBe("A");
     const [row] = await status(gw.stateDir!);
     const epoch = row!.epoch;
+    expect(row!.state).toBe("ready");
+    // the record names the processes that answered (settled after the first answer)
+    expect(row!.record.processes.map((p) => p.pid)).toContain(before.pid);
 
     project.rebuild("B");
     await gw.waitForStderr(/^build complete: dist\/server\.js changed$/m, 10_000);
