@@ -647,13 +647,10 @@ export class Gateway {
 
   private onDown(gen: Generation, why: DownReason, detail: string): void {
     if (this.gen === gen) this.catalog.invalidate();
-    this.o.events.emit({
-      type: why === "replaced" ? "server_replaced" : "server_exited",
-      serverLabel: this.o.label,
-      epoch: gen.epoch,
-      why,
-      detail,
-    });
+    // A replaced worker's pipe owner lives on: its record is server_replaced, on the way up.
+    if (why !== "replaced") {
+      this.o.events.emit({ type: "server_exited", serverLabel: this.o.label, epoch: gen.epoch, why, detail });
+    }
     for (const [wire, p] of this.upstream.entries()) {
       if (p.gen !== gen) continue;
       if (p.origin === "gateway") {
@@ -700,13 +697,22 @@ export class Gateway {
       for (const text of early) this.onClientMessage(parseLine(text));
     }
     this.o.events.emit({
-      type: previous && gen.reason === "replaced" ? "server_replaced" : "server_started",
+      type: "server_started",
       serverLabel: this.o.label,
       epoch: gen.epoch,
       previousEpoch: previous?.epoch ?? null,
       reason: gen.reason,
       record: gen.record,
     });
+    if (previous) {
+      this.o.events.emit({
+        type: "server_replaced",
+        serverLabel: this.o.label,
+        oldEpoch: previous.epoch,
+        newEpoch: gen.epoch,
+        reason: gen.reason,
+      });
+    }
     if (previous) {
       this.o.log.status(
         `new execution epoch: pid=${gen.record.processId} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,

@@ -148,6 +148,12 @@ describe("the gateway's audit log", () => {
     expect(s.revisions[1]!.epoch).toBe(s.epochs[1]);
     expect(s.refused).toBe(1);
     const all = await events(stateDir);
+    // one epoch change, one server_replaced naming both epochs
+    const replaced = all.filter((e) => e.type === "server_replaced");
+    expect(replaced).toEqual([
+      expect.objectContaining({ oldEpoch: s.epochs[0], newEpoch: s.epochs[1], reason: "restart" }),
+    ]);
+    expect(all.filter((e) => e.type === "server_started")).toHaveLength(2);
     const revised = all.filter((e) => e.type === "catalog_revised");
     expect(revised).toHaveLength(2);
     expect((revised[1]!.inventory as { name: string }[]).map((t) => t.name)).toContain("adjust_inventory");
