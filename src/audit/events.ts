@@ -52,6 +52,22 @@ export function argumentsDigest(args: unknown): string {
 }
 
 /**
+ * A copy of a call's arguments fit for the log when a server is configured to record
+ * them (`audit.arguments: "clear"`): every string under a key named like a secret is
+ * replaced by `{ "redacted": true }` (not a string, so the event still passes
+ * assertAuditable), and no secret value is written.
+ */
+export function redactSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = SECRET_KEY_PATTERN.test(k) && typeof v === "string" ? { redacted: true } : redactSecrets(v);
+  }
+  return out;
+}
+
+/**
  * Refuses (throws AuditEventError) an event that is not a plain JSON object of a
  * known type, or that carries a string under a key named like a secret
  * (secret, password, passphrase, token, apiKey, credentialValue — any case, anywhere

@@ -5,6 +5,7 @@ export {
   type AuditEventType,
   argumentsDigest,
   assertAuditable,
+  redactSecrets,
 } from "./events.js";
 export {
   type Appended,

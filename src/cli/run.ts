@@ -6,7 +6,13 @@ import canonicalize from "canonicalize";
 import { ulid } from "ulid";
 import { Authorizer, endRun, type Run, startRun } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
-import { APPROVAL_MODES, ON_CHANGE, resolveServer, type ServerConfig } from "../config/config.js";
+import {
+  APPROVAL_MODES,
+  AUDIT_ARGUMENTS,
+  ON_CHANGE,
+  resolveServer,
+  type ServerConfig,
+} from "../config/config.js";
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
@@ -40,6 +46,9 @@ options:
   --audit-sync full|normal       full (default): each call's intent record is fsynced before the call
                                  is forwarded; normal: it survives the gateway being killed but not
                                  a power loss, for lower latency
+  --audit-arguments digest|clear digest (default): calls' arguments are recorded as a SHA-256;
+                                 clear: also the arguments themselves (sealed; values under
+                                 secret-named keys redacted)
 
 In your MCP client configuration:
   "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
@@ -54,6 +63,7 @@ const OPTIONS = {
   "hold-timeout": { type: "string" },
   "approval-timeout": { type: "string" },
   "audit-sync": { type: "string" },
+  "audit-arguments": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -69,6 +79,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
   const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
+  const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
 
   let server: ServerConfig;
   if (sep !== -1) {
@@ -87,6 +98,7 @@ export async function runCommand(args: string[]): Promise<number> {
       identity: { include: [] },
       onChange: "report",
       approval: { default: "session", tools: {} },
+      audit: { arguments: "digest" },
       configFile: null,
     };
   } else {
@@ -99,6 +111,7 @@ export async function runCommand(args: string[]): Promise<number> {
   if (onChange) server.onChange = onChange;
   if (approval) server.approval = { default: approval, tools: {} };
   if (values.watch) server.identity.include.push(...values.watch);
+  if (auditArguments) server.audit = { arguments: auditArguments };
 
   const stateDir = resolveStateDir(values["state-dir"]);
   return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync });
@@ -262,6 +275,7 @@ async function serve(
     events,
     beginRun,
     holdTimeoutMs,
+    auditArguments: server.audit.arguments,
     onState: (state) => {
       // the record now names the processes that answered (settled); keep both rows current
       const gen = supervisor.current;

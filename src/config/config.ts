@@ -3,6 +3,9 @@ import { dirname, join, resolve } from "node:path";
 
 export type OnChange = "report" | "restart" | "disconnect";
 export type ApprovalMode = "session" | "per-call" | "none";
+/** How a call's arguments are recorded in the (sealed) audit log. */
+export type AuditArguments = "digest" | "clear";
+export const AUDIT_ARGUMENTS: readonly AuditArguments[] = ["digest", "clear"];
 export const ON_CHANGE: readonly OnChange[] = ["report", "restart", "disconnect"];
 export const APPROVAL_MODES: readonly ApprovalMode[] = ["session", "per-call", "none"];
 
@@ -17,6 +20,8 @@ export interface ServerConfig {
   identity: { include: string[] };
   onChange: OnChange;
   approval: { default: ApprovalMode; tools: Record<string, ApprovalMode> };
+  /** `digest` (default): arguments as a SHA-256 only; `clear`: also the arguments, secret-named values redacted */
+  audit: { arguments: AuditArguments };
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
 }
@@ -55,6 +60,7 @@ const SERVER_KEYS = new Set([
   "identity",
   "onChange",
   "approval",
+  "audit",
   "type",
 ]);
 
@@ -164,6 +170,18 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       }
     }
   }
+  const audit: ServerConfig["audit"] = { arguments: "digest" };
+  if (raw.audit !== undefined) {
+    if (!isObject(raw.audit)) fail("audit", "must be an object");
+    const au = raw.audit as Json;
+    for (const k of Object.keys(au)) if (k !== "arguments") fail(`audit.${k}`, "is not a known key");
+    if (au.arguments !== undefined) {
+      if (!AUDIT_ARGUMENTS.includes(au.arguments as AuditArguments)) {
+        fail("audit.arguments", `must be one of ${AUDIT_ARGUMENTS.join(", ")}`);
+      }
+      audit.arguments = au.arguments as AuditArguments;
+    }
+  }
   return {
     label,
     command: raw.command as string,
@@ -174,6 +192,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     identity: { include },
     onChange,
     approval,
+    audit,
     configFile: file,
   };
 }

@@ -1,4 +1,4 @@
-import { argumentsDigest } from "../audit/index.js";
+import { argumentsDigest, redactSecrets } from "../audit/index.js";
 import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
@@ -70,6 +70,8 @@ export interface GatewayOptions {
    */
   beginRun?: () => { runId: string; auth: AuthorizationPort | null };
   holdTimeoutMs?: number;
+  /** how calls' arguments are recorded: a digest always; the (redacted) arguments too with "clear" */
+  auditArguments?: "digest" | "clear";
   /** told whenever the state may have changed (for `portcullis status`) */
   onState?: (state: ServerView["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
@@ -392,6 +394,9 @@ export class Gateway {
                   argumentsDigest: argumentsDigest(params.arguments ?? {}),
                   effectiveArgumentsDigest: argumentsDigest(call.effective),
                   defaultsApplied: Object.keys(defaultsApplied(params.arguments, call.effective)),
+                  ...(this.o.auditArguments === "clear"
+                    ? { arguments: redactSecrets(params.arguments ?? {}) }
+                    : {}),
                 }),
             }
           : null,

@@ -100,6 +100,44 @@ describe("the gateway's audit log", () => {
     expect(files.join("").length).toBeGreaterThan(10_000);
   });
 
+  it("audit.arguments clear: the arguments are recorded (sealed), secret-named values redacted", async () => {
+    const cat = makeCatalog([
+      {
+        name: "send",
+        description: "Send a value.",
+        inputSchema: { type: "object", properties: { value: { type: "string" }, token: { type: "string" } } },
+      },
+    ]);
+    cleanup.push(() => cat.cleanup());
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: [
+        "--label",
+        "clear",
+        "--approval",
+        "none",
+        "--audit-arguments",
+        "clear",
+        "--",
+        ...fixtureCommand("catalog"),
+      ],
+      env: cat.env,
+      stateDir,
+    });
+    await gw.client.listTools();
+    const sent = await gw.client.callTool({ name: "send", arguments: { value: "visible", token: "tok-do-not-log-81f2" } }).catch((e) => e);
+    expect(sent, JSON.stringify((sent as { data?: unknown }).data)).not.toBeInstanceOf(Error);
+    await gw.close();
+    const called = (await events(stateDir)).filter((e) => e.type === "tool_called");
+    expect(called).toHaveLength(1);
+    expect(called[0]!.arguments).toEqual({ value: "visible", token: { redacted: true } });
+    expect(called[0]!.argumentsDigest).toBe(
+      argumentsDigest({ value: "visible", token: "tok-do-not-log-81f2" }),
+    );
+    const files = readdirSync(stateDir).map((f) => readFileSync(join(stateDir, f)).toString("latin1"));
+    expect(files.some((f) => f.includes("tok-do-not-log-81f2"))).toBe(false);
+  });
+
   it("sessions: the rebuild story shows which epochs the run dealt with and which revisions it was shown", async () => {
     const stateDir = newStateDir();
     const project = makeProject("A");

@@ -21,6 +21,7 @@ describe("portcullis.json", () => {
     expect(s.onChange).toBe("report");
     expect(s.approval).toEqual({ default: "session", tools: {} });
     expect(s.env).toEqual({ A: "1" });
+    expect(s.audit).toEqual({ arguments: "digest" });
   });
 
   it("is found upward from a subdirectory", () => {
@@ -41,6 +42,10 @@ describe("portcullis.json", () => {
       "servers.a.approval.tools.t",
     ],
     [{ servers: { a: { command: "x", env: { K: 1 } } } }, "servers.a.env.K must be a string"],
+    [
+      { servers: { a: { command: "x", audit: { arguments: "all" } } } },
+      "servers.a.audit.arguments must be one of",
+    ],
     [{ servers: {}, extra: true }, 'unknown key "extra"'],
     [{ servers: {}, mcpServers: {} }, "both"],
     ["{ not json", "not valid JSON"],
