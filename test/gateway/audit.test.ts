@@ -125,7 +125,9 @@ describe("the gateway's audit log", () => {
       stateDir,
     });
     await gw.client.listTools();
-    const sent = await gw.client.callTool({ name: "send", arguments: { value: "visible", token: "tok-do-not-log-81f2" } }).catch((e) => e);
+    const sent = await gw.client
+      .callTool({ name: "send", arguments: { value: "visible", token: "tok-do-not-log-81f2" } })
+      .catch((e) => e);
     expect(sent, JSON.stringify((sent as { data?: unknown }).data)).not.toBeInstanceOf(Error);
     await gw.close();
     const called = (await events(stateDir)).filter((e) => e.type === "tool_called");
