@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -54,12 +54,7 @@ async function inventory(
   extra: string[] = [],
   command = project.command,
 ) {
-  const gw = await startGateway({
-    args: ["--label", "inventory", ...extra, "--", ...command],
-    cwd: project.dir,
-    env: { ...project.env, ...project.credentialEnv },
-    stateDir,
-  });
+  const gw = await startInventory(project, extra, { command, credentials: true, stateDir });
   cleanup.push(() => gw.close());
   return gw;
 }

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/index.js";
 import { makeCatalog, numberedTools } from "../helpers/catalog.js";
 import { sleep, waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { INVENTORY_KEY, makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -75,12 +75,7 @@ describe("the gateway's audit log", () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
-      cwd: project.dir,
-      env: { ...project.env, ...project.credentialEnv },
-      stateDir,
-    });
+    const gw = await startInventory(project, ["--approval", "none"], { credentials: true, stateDir });
     await gw.client.listTools();
     const res = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "K", delta: 1 } });
     expect(res.isError).toBeFalsy(); // the server did get the credential
@@ -144,19 +139,8 @@ describe("the gateway's audit log", () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: { ...project.env, ...project.credentialEnv },
+    const gw = await startInventory(project, ["--approval", "none", "--on-change", "restart"], {
+      credentials: true,
       stateDir,
     });
     await gw.client.listTools();

@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { DELETE_ENVIRONMENT, makeCatalog, numberedTools, type ToolDef } from "../helpers/catalog.js";
 import { sleep, waitFor } from "../helpers/files.js";
-import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 
@@ -157,20 +157,7 @@ describe("the stale-call guard", () => {
 
   it("a restart while a write is pending: epoch_transition, and the write ran once and was not retried", async () => {
     const project = makeProject("B");
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
+    const gw = await startInventory(project, ["--approval", "none", "--on-change", "restart"]);
     cleanup.push(
       () => gw.close(),
       () => project.cleanup(),

@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJsonLines, tempDir } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
+import { startInventory } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
@@ -40,20 +40,7 @@ describe("supervision end states", () => {
   it("onChange disconnect: a rebuild ends the client connection so the host reconnects", async () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "disconnect",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
+    const gw = await startInventory(project, ["--approval", "none", "--on-change", "disconnect"]);
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     project.rebuild("B");
@@ -66,20 +53,7 @@ describe("supervision end states", () => {
   it("a restarted server that negotiates different capabilities ends the connection instead of editing it", async () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
+    const gw = await startInventory(project, ["--approval", "none", "--on-change", "restart"]);
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     project.rebuild("A", { resources: true }); // same tools, a new capability

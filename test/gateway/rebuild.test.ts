@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 
@@ -43,11 +43,7 @@ afterEach(async () => {
 });
 
 async function start(project: Project, extra: string[] = [], command: string[] = project.command) {
-  const gw = await startGateway({
-    args: ["--label", "inventory", "--approval", "none", ...extra, "--", ...command],
-    cwd: project.dir,
-    env: { ...project.env, ...project.credentialEnv },
-  });
+  const gw = await startInventory(project, ["--approval", "none", ...extra], { command, credentials: true });
   cleanup.push(
     () => gw.close(),
     () => project.cleanup(),

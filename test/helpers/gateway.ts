@@ -16,6 +16,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { removeDir, waitFor } from "./files.js";
 import { CLI, NODE } from "./paths.js";
+import type { Project } from "./project.js";
 import { newStateDir } from "./state.js";
 
 /** A JSON-RPC message as seen on the wire (loosely typed: both SDK eras). */
@@ -362,5 +363,27 @@ export function runCli(
       resolve({ code, signal, stdout, stderr });
     });
     child.stdin.end(options.input ?? "");
+  });
+}
+
+/**
+ * The gateway in front of a revisioned fixture project (project.ts): label "inventory", the
+ * project as working directory, its FIXTURE_* env, and `runArgs` before `--`.
+ */
+export function startInventory(
+  project: Project,
+  runArgs: string[] = [],
+  options: {
+    command?: string[];
+    credentials?: boolean;
+    stateDir?: string;
+    env?: Record<string, string>;
+  } = {},
+): Promise<Session<Client>> {
+  return startGateway({
+    args: ["--label", "inventory", ...runArgs, "--", ...(options.command ?? project.command)],
+    cwd: project.dir,
+    env: { ...project.env, ...(options.credentials ? project.credentialEnv : {}), ...options.env },
+    stateDir: options.stateDir,
   });
 }
