@@ -154,7 +154,7 @@ function digestCacheFile(): string {
         "portcullis",
       );
   mkdirSync(base, { recursive: true, mode: 0o700 });
-  return join(base, "digest-cache.json");
+  return join(base, "digest-cache.bin");
 }
 
 async function serve(
