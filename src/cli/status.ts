@@ -1,6 +1,7 @@
 import { listGateways } from "../gateway/registry.js";
 import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
+import { displayCommand } from "../util/redact.js";
 import { parse } from "./args.js";
 
 export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-dir DIR]
@@ -42,7 +43,7 @@ export async function statusCommand(args: string[]): Promise<number> {
         process.stdout.write(
           `  epoch      ${r.epoch}  (server pid ${r.processId}, started ${r.startedAt})\n`,
         );
-        process.stdout.write(`  command    ${r.launchCommand.join(" ")}\n`);
+        process.stdout.write(`  command    ${displayCommand(r.launchCommand)}\n`);
         if (r.entry)
           process.stdout.write(`  entry      ${r.entry.path}  sha256:${r.entry.sha256.slice(0, 16)}…\n`);
         if (r.dependencyTree) {

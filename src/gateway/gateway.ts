@@ -19,6 +19,7 @@ import {
 import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
+import { displayCommand } from "../util/redact.js";
 import { canonicalEqual } from "./canonical.js";
 import { CatalogSync } from "./catalogSync.js";
 import type { EventSink } from "./events.js";
@@ -723,6 +724,11 @@ export class Gateway {
         `new execution epoch: pid=${gen.record.processId} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
       );
       void this.reconnect(gen);
+    } else {
+      // One line in the host's log says which code this connection talks to.
+      this.o.log.info(
+        `serving ${displayCommand(gen.record.launchCommand)}: pid=${gen.record.processId} epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
+      );
     }
   }
 

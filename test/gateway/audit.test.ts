@@ -184,3 +184,22 @@ describe("the gateway's audit log", () => {
     expect(revised[1]!.diff).toBeTruthy();
   });
 });
+
+describe("what the gateway prints", () => {
+  it("a secret in the server's own command line is redacted on stderr and in `portcullis status`", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const secret = "argv-secret-77c1";
+    const gw = await startInventory(project, ["--approval", "none"], {
+      stateDir,
+      command: [...project.command, "--api-key", secret, `GITHUB_TOKEN=${secret}`],
+    });
+    await gw.client.listTools();
+    const status = await runCli(["status", "--state-dir", stateDir]);
+    expect(status.stdout).toMatch(/--api-key \[redacted\]/);
+    expect(gw.stderr()).toMatch(/serving .*--api-key \[redacted\] GITHUB_TOKEN=\[redacted\]: pid=\d+ epoch=/);
+    await gw.close();
+    for (const text of [status.stdout, gw.stderr()]) expect(text.includes(secret)).toBe(false);
+  });
+});
