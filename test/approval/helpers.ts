@@ -13,7 +13,6 @@ import {
   getRequest,
 } from "../../src/approval/requests.js";
 import { type Run, startRun } from "../../src/approval/runs.js";
-import { approvalMigration } from "../../src/approval/schema.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import type { ApprovedCall } from "../../src/guard/guard.js";
 import { openStore, type Store } from "../../src/store/db.js";
@@ -21,20 +20,9 @@ import { waitFor } from "../helpers/files.js";
 
 export const DB_FILE = "portcullis.db";
 
-/** openStore, then the approval migration if the store's migration list does not carry it yet. */
+/** The store as every gateway opens it (the approval tables come with its migrations). */
 export function openTestStore(stateDir: string): Store {
-  const db = openStore(stateDir);
-  const has = db.prepare("SELECT 1 FROM schema_migrations WHERE version = ?").get(approvalMigration.version);
-  if (!has) {
-    db.transaction(() => {
-      db.exec(approvalMigration.sql);
-      db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(
-        approvalMigration.version,
-        new Date().toISOString(),
-      );
-    }).immediate();
-  }
-  return db;
+  return openStore(stateDir);
 }
 
 /** A second, independent connection to the same store file (as another process would have). */
