@@ -2,7 +2,7 @@
  * Catalog diffs: which tools were added, removed, possibly renamed or modified, field by field,
  * and whether each change expands the authority an approval was given for.
  */
-import { canonicalString, sameJson } from "./canonical.js";
+import { canonicalString, sameJson } from "../util/canonical.js";
 import {
   childPath,
   describeField,

@@ -3,7 +3,7 @@
  * field-level diffs with authority classification, human renderings, argument validation.
  * See docs/catalog.md.
  */
-export { canonicalJson } from "./canonical.js";
+export { canonicalJson } from "../util/canonical.js";
 export { diffCatalogs, diffTool } from "./diff.js";
 export { renderCatalog, renderDiff } from "./render.js";
 export {

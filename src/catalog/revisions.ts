@@ -60,7 +60,11 @@ export function recordRevision(
   serverLabel: string,
   snap: CatalogSnapshot,
   epoch: string | null,
-): { revision: number; changed: boolean; previous: { revision: number; tools: Tool[] } | null } {
+): {
+  revision: number;
+  changed: boolean;
+  previous: { revision: number; fingerprint: string; tools: Tool[] } | null;
+} {
   const run = db.transaction(() => {
     const latest = latestRow(db, serverLabel);
     if (latest && latest.fingerprint === snap.fingerprint) {
@@ -81,7 +85,13 @@ export function recordRevision(
     return {
       revision,
       changed: true,
-      previous: latest ? { revision: latest.revision, tools: JSON.parse(latest.tools_json) as Tool[] } : null,
+      previous: latest
+        ? {
+            revision: latest.revision,
+            fingerprint: latest.fingerprint,
+            tools: JSON.parse(latest.tools_json) as Tool[],
+          }
+        : null,
     };
   });
   return run.immediate();

@@ -9,7 +9,7 @@
  *
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
-import { canonicalString, sameJson } from "./canonical.js";
+import { canonicalString, sameJson } from "../util/canonical.js";
 import { isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
 

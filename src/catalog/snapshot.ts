@@ -1,4 +1,4 @@
-import { canonicalJson, canonicalString, sha256Tag } from "./canonical.js";
+import { canonicalString, sameJson, sha256Tag } from "../util/canonical.js";
 import type { CatalogSnapshot, InvalidEntry, Tool } from "./types.js";
 
 /**
@@ -12,7 +12,8 @@ export function toolFingerprint(t: Tool): string {
 
 /** Catalog fingerprint over per-tool fingerprints: order-independent by construction. */
 export function catalogFingerprint(toolFingerprints: readonly string[]): string {
-  return sha256Tag(canonicalJson([...toolFingerprints].sort()));
+  // Fingerprints are "sha256:<hex>": ASCII that needs no escaping, so JSON.stringify is RFC 8785 here.
+  return sha256Tag(JSON.stringify([...toolFingerprints].sort()));
 }
 
 export interface IndexedCatalog {
@@ -31,7 +32,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * Keeps what can be served: objects with a string `name`, first occurrence of each name,
  * fingerprintable. Never throws, whatever the list holds.
  */
-export function indexTools(list: unknown): IndexedCatalog {
+export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): IndexedCatalog {
   const tools: Tool[] = [];
   const byName = new Map<string, { tool: Tool; fingerprint: string }>();
   const duplicates = new Set<string>();
@@ -55,7 +56,12 @@ export function indexTools(list: unknown): IndexedCatalog {
     }
     let fingerprint: string;
     try {
-      fingerprint = toolFingerprint(t as Tool);
+      // A tool equal, member by member, to the one of the same name in the previous snapshot has
+      // the same RFC 8785 form, hence the same fingerprint: comparing two parsed trees costs a
+      // fraction of serializing and hashing one (tests check sameJson against canonical equality).
+      const before = previous?.get(name);
+      fingerprint =
+        before !== undefined && sameJson(t, before.tool) ? before.fingerprint : toolFingerprint(t as Tool);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       invalid.push({ index: i, reason: `cannot be fingerprinted (${why})` });
@@ -71,10 +77,16 @@ export function indexTools(list: unknown): IndexedCatalog {
  * Builds the verified snapshot the gateway serves from. `tools` is every page concatenated in
  * server order; `pages` is how many pages were fetched. Duplicate names keep the first
  * occurrence; entries that are not tools are dropped; both are recorded in `coverage`.
- * `opts.complete` is false when the caller stopped before the last page.
+ * `opts.complete` is false when the caller stopped before the last page. `opts.previous` is the
+ * snapshot this one follows, if any: its fingerprints are reused for tools that did not change,
+ * which is most of them on a rebuild.
  */
-export function snapshotOf(tools: Tool[], pages: number, opts: { complete?: boolean } = {}): CatalogSnapshot {
-  const ix = indexTools(tools);
+export function snapshotOf(
+  tools: Tool[],
+  pages: number,
+  opts: { complete?: boolean; previous?: CatalogSnapshot | null } = {},
+): CatalogSnapshot {
+  const ix = indexTools(tools, opts.previous?.byName);
   const fps: string[] = [];
   for (const { fingerprint } of ix.byName.values()) fps.push(fingerprint);
   return {

@@ -79,7 +79,7 @@ export class CatalogSync {
         if (!this.p.isCurrent(gen)) return;
         if (!fetched) continue;
         this.p.settle(gen);
-        this.apply(snapshotOf(fetched.tools, fetched.pages), gen);
+        this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
       } while (this.again && this.p.isCurrent(gen));
     } catch (e) {
       this.p.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
@@ -124,11 +124,16 @@ export class CatalogSync {
   private apply(snap: CatalogSnapshot, gen: Generation): void {
     const rec = recordRevision(this.p.store, this.p.label, snap, gen.epoch);
     const before = this.revision;
+    const served = this.snapshot;
     this.snapshot = snap;
     this.validator = new ArgumentValidator(snap);
     this.revision = rec.revision;
     this.fetchedFrom = gen;
     if (rec.changed) {
+      // The snapshot served until now is usually the previous revision: diffing against it
+      // reuses its fingerprints instead of computing them again from the stored inventory.
+      const previous =
+        rec.previous && served?.fingerprint === rec.previous.fingerprint ? served : rec.previous?.tools;
       this.p.events.emit({
         type: "catalog_revised",
         serverLabel: this.p.label,
@@ -138,7 +143,7 @@ export class CatalogSync {
         fingerprint: snap.fingerprint,
         coverage: snap.coverage,
         inventory: snap.tools,
-        diff: rec.previous ? diffCatalogs(rec.previous.tools, snap) : null,
+        diff: previous ? diffCatalogs(previous, snap) : null,
       });
     }
     if (before !== null && before !== rec.revision) this.p.changed(before, rec.revision);

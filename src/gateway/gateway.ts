@@ -18,9 +18,9 @@ import {
 } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
+import { sameJson } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
-import { canonicalEqual } from "./canonical.js";
 import { CatalogSync } from "./catalogSync.js";
 import type { EventSink } from "./events.js";
 import {
@@ -741,8 +741,8 @@ export class Gateway {
       const r = res.result as { protocolVersion?: unknown; capabilities?: unknown };
       if (
         !this.negotiated ||
-        !canonicalEqual(r.protocolVersion, this.negotiated.protocolVersion) ||
-        !canonicalEqual(r.capabilities, this.negotiated.capabilities)
+        !sameJson(r.protocolVersion ?? null, this.negotiated.protocolVersion ?? null) ||
+        !sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null)
       ) {
         return this.end(
           "the new server process negotiated a different protocol version or capabilities; ending the connection so the client re-initializes",
@@ -755,7 +755,7 @@ export class Gateway {
         const res = await this.request(gen, "server/discover", {});
         if (!res || gen !== this.gen) return;
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
-        if (!canonicalEqual(caps, this.discovered)) {
+        if (!sameJson(caps ?? null, this.discovered ?? null)) {
           return this.end(
             "the new server process advertises different capabilities; ending the connection",
             0,

@@ -3,6 +3,7 @@
 import { execFile } from "node:child_process";
 import { statSync } from "node:fs";
 import { dirname, extname, join, resolve, sep } from "node:path";
+import { canonicalString, sameJson } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
 import { sha256Hex } from "./hash.js";
@@ -223,7 +224,7 @@ function processKeys(processes: ProcessFact[]): string[] {
     return d;
   };
   return processes.map((p) =>
-    canonicalJson({
+    canonicalString({
       depth: depth(p),
       exe: p.exe,
       exeSha256: p.exeSha256,
@@ -236,24 +237,13 @@ function processKeys(processes: ProcessFact[]): string[] {
 export function identityDigest(s: StaticIdentity, processes: ProcessFact[]): string {
   const stat: Record<string, unknown> = {};
   for (const k of STATIC_KEYS) stat[k] = s[k] ?? null;
-  return `sha256:${sha256Hex(canonicalJson({ static: stat, processes: processKeys(processes).sort() }))}`;
-}
-
-/** JSON with object keys sorted, no whitespace. */
-export function canonicalJson(v: unknown): string {
-  if (v === null || typeof v !== "object") return JSON.stringify(v ?? null);
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
-  const o = v as Record<string, unknown>;
-  const keys = Object.keys(o)
-    .filter((k) => o[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(",")}}`;
+  return `sha256:${sha256Hex(canonicalString({ static: stat, processes: processKeys(processes).sort() }))}`;
 }
 
 // ---------------------------------------------------------------------------------------------
 
 function same(a: unknown, b: unknown): boolean {
-  return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  return sameJson(a ?? null, b ?? null);
 }
 
 /** Human phrases for what differs, e.g. "entry dist/server.js", "dependency tree node_modules (20417 files)". */

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { describe, expect, it } from "vitest";
-import { canonicalString } from "../../src/catalog/canonical.js";
 import {
   canonicalJson,
   renderCatalog,
@@ -9,6 +8,7 @@ import {
   type Tool,
   toolFingerprint,
 } from "../../src/catalog/index.js";
+import { canonicalString } from "../../src/util/canonical.js";
 import { type Editable, edit, postComment, readIssue, repoSearch } from "./fixtures.js";
 
 const sha = (s: string) => `sha256:${createHash("sha256").update(s, "utf8").digest("hex")}`;

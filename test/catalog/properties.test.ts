@@ -1,7 +1,6 @@
 import canonicalize from "canonicalize";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalString, sameJson } from "../../src/catalog/canonical.js";
 import {
   type Classification,
   canonicalJson,
@@ -11,6 +10,7 @@ import {
   type Tool,
   toolFingerprint,
 } from "../../src/catalog/index.js";
+import { canonicalString, sameJson } from "../../src/util/canonical.js";
 
 const RANK: Record<Classification, number> = { cosmetic: 0, narrows: 1, expands: 2 };
 
@@ -124,6 +124,32 @@ function shuffleKeys(v: unknown, rnd: () => number): unknown {
   return Object.fromEntries(entries);
 }
 
+/** A deep copy of `v` with one value, somewhere in it, replaced by `value` (or wrapped, if equal). */
+function changeOneValue(v: unknown, rnd: () => number, value: unknown): unknown {
+  const copy = JSON.parse(JSON.stringify(v)) as unknown;
+  let parent = copy as Record<string, unknown>;
+  let keys = Object.keys(parent);
+  let key = keys[Math.floor(rnd() * keys.length)] as string;
+  for (;;) {
+    const child = parent[key];
+    if (child === null || typeof child !== "object" || rnd() < 0.3) break;
+    const childKeys = Object.keys(child);
+    if (childKeys.length === 0) break;
+    parent = child as Record<string, unknown>;
+    keys = childKeys;
+    key = keys[Math.floor(rnd() * keys.length)] as string;
+  }
+  const old = parent[key];
+  const next = JSON.parse(JSON.stringify(value) ?? "null") as unknown;
+  Object.defineProperty(parent, key, {
+    value: sameJson(old, next) ? [next] : next,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+  return copy;
+}
+
 function prng(seed: number): () => number {
   let s = seed >>> 0 || 1;
   return () => {
@@ -191,6 +217,39 @@ describe("properties", () => {
         expect(snapB.fingerprint).toBe(snapA.fingerprint);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it("a snapshot that follows another has exactly the fingerprints it would have on its own", () => {
+    // snapshotOf(…, { previous }) reuses the fingerprint of a tool equal to its predecessor: any
+    // change at any depth, or a tool replaced under the same name, must be fingerprinted anew.
+    fc.assert(
+      fc.property(
+        fc.array(tool, { maxLength: 6 }),
+        fc.array(tool, { maxLength: 6 }),
+        fc.array(fc.constantFrom("same", "shuffled", "changed", "replaced"), { minLength: 6, maxLength: 6 }),
+        fc.integer(),
+        weird,
+        (tools, others, fates, seed, value) => {
+          const rnd = prng(seed);
+          const before = JSON.parse(JSON.stringify(tools)) as Tool[];
+          const after = (JSON.parse(JSON.stringify(tools)) as Tool[]).map((t, i) => {
+            const fate = fates[i];
+            if (fate === "shuffled") return shuffleKeys(t, rnd) as Tool;
+            if (fate === "changed") return changeOneValue(t, rnd, value) as Tool;
+            if (fate === "replaced" && others[i])
+              return { ...JSON.parse(JSON.stringify(others[i])), name: t.name };
+            return t;
+          });
+          const alone = snapshotOf(after, 1);
+          const following = snapshotOf(after, 1, { previous: snapshotOf(before, 1) });
+          expect(following.fingerprint).toBe(alone.fingerprint);
+          expect([...following.byName].map(([n, e]) => [n, e.fingerprint])).toEqual(
+            [...alone.byName].map(([n, e]) => [n, e.fingerprint]),
+          );
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

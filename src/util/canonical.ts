@@ -58,29 +58,60 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** The RFC 8785 form of a string: JSON.stringify's, which is skipped when nothing needs escaping. */
 function quote(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : '"' + s + '"';
 }
 
-/** Object keys repeat across tools ("type", "description", …): remember their quoted form. */
-const quotedKeys = new Map<string, string>();
-const MAX_QUOTED_KEYS = 4096;
+/**
+ * Object keys repeat across tools ("type", "description", …): remember each one's piece, with the
+ * brace or comma before it and the colon after it, so that a member costs two string pieces (key
+ * and value) instead of four. Fewer pieces is what makes the fingerprint of a large catalog fast:
+ * both building the string and flattening it for the hash cost per piece.
+ */
+const firstKeys = new Map<string, string>();
+const nextKeys = new Map<string, string>();
+const MAX_REMEMBERED_KEYS = 4096;
 
-function quoteKey(k: string): string {
-  let q = quotedKeys.get(k);
+function keyPiece(k: string, first: boolean): string {
+  const memo = first ? firstKeys : nextKeys;
+  let q = memo.get(k);
   if (q === undefined) {
-    q = quote(k);
-    if (quotedKeys.size < MAX_QUOTED_KEYS && k.length <= 64) quotedKeys.set(k, q);
+    q = (first ? "{" : ",") + quote(k) + ":";
+    if (memo.size < MAX_REMEMBERED_KEYS && k.length <= 64) memo.set(k, q);
   }
   return q;
 }
 
+/**
+ * Sorts in place by UTF-16 code units (the RFC 8785 order). Objects in tool schemas have a handful
+ * of keys, where an insertion sort beats Array.prototype.sort's call overhead; wide objects use
+ * the built-in sort, whose default order is the same.
+ */
+function sortKeys(keys: string[]): void {
+  const n = keys.length;
+  if (n > 16) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < n; i++) {
+    const k = keys[i] as string;
+    let j = i - 1;
+    while (j >= 0 && (keys[j] as string) > k) {
+      keys[j + 1] = keys[j] as string;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+}
+
+// Written for speed: plain `+=` on strings (no template literals, no arrays to join), because the
+// number of string pieces is what the fingerprint of a large catalog costs.
 function write(v: unknown, depth: number): string {
   if (typeof v === "string") return quote(v);
   if (typeof v !== "object") {
     if (typeof v === "number") {
       if (!Number.isFinite(v)) throw new TypeError("canonical JSON: non-finite number");
       // ECMAScript Number::toString is the RFC 8785 number form (and -0 becomes 0).
-      return `${v}`;
+      return String(v);
     }
     if (typeof v === "boolean") return v ? "true" : "false";
     if (v === undefined) return "null";
@@ -97,23 +128,21 @@ function write(v: unknown, depth: number): string {
       const x: unknown = v[i];
       out += x === undefined || typeof x === "symbol" ? "null" : write(x, depth + 1);
     }
-    return `${out}]`;
+    return out + "]";
   }
   const obj = v as Record<string, unknown> & { toJSON?: unknown };
   if (typeof obj.toJSON === "function") return write((obj.toJSON as () => unknown)(), depth + 1);
-  // Array.prototype.sort without a comparator orders by UTF-16 code units: the RFC 8785 order.
   const keys = Object.keys(obj);
-  if (keys.length > 1) keys.sort();
-  let out = "{";
-  let first = true;
+  sortKeys(keys);
+  let out = "";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i] as string;
     const x = obj[k];
     if (x === undefined || typeof x === "symbol") continue;
-    out += `${first ? "" : ","}${quoteKey(k)}:${write(x, depth + 1)}`;
-    first = false;
+    out += keyPiece(k, out === "");
+    out += write(x, depth + 1);
   }
-  return `${out}}`;
+  return out === "" ? "{}" : out + "}";
 }
 
 type OneShotHash = (algorithm: string, data: string, encoding: "hex") => string;
@@ -150,9 +179,17 @@ function equal(a: unknown, b: unknown, depth: number): boolean {
     const y = b as unknown[];
     if (x.length !== y.length) return false;
     for (let i = 0; i < x.length; i++) {
-      const u = x[i] === undefined || typeof x[i] === "symbol" ? null : x[i];
-      const w = y[i] === undefined || typeof y[i] === "symbol" ? null : y[i];
-      if (!equal(u, w, depth + 1)) return false;
+      const u = x[i];
+      const w = y[i];
+      if (u === w) continue;
+      if (
+        !equal(
+          u === undefined || typeof u === "symbol" ? null : u,
+          w === undefined || typeof w === "symbol" ? null : w,
+          depth + 1,
+        )
+      )
+        return false;
     }
     return true;
   }
@@ -168,8 +205,35 @@ function equal(a: unknown, b: unknown, depth: number): boolean {
   }
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
+  const keysX = Object.keys(x);
+  // Fast path, the shape JSON.parse produces (no member undefined, a symbol or a function): equal
+  // objects then have as many keys, and every key of one is an own key of the other. Reading
+  // y[k] without an own-property check is safe: a key y lacks reads undefined, or one of
+  // Object.prototype's functions (never equal to a JSON value), except `__proto__`, which is
+  // left to the general path.
+  if (keysX.length === Object.keys(y).length) {
+    let plain = true;
+    for (let i = 0; i < keysX.length; i++) {
+      const k = keysX[i] as string;
+      const u = x[k];
+      const w = y[k];
+      if (
+        u === undefined ||
+        w === undefined ||
+        typeof u === "symbol" ||
+        typeof u === "function" ||
+        k === "__proto__"
+      ) {
+        plain = false;
+        break;
+      }
+      if (u !== w && !equal(u, w, depth + 1)) return false;
+    }
+    if (plain) return true;
+  }
+  // General path: members whose value is undefined (or a symbol) do not count.
   let count = 0;
-  for (const k of Object.keys(x)) {
+  for (const k of keysX) {
     const u = x[k];
     if (u === undefined || typeof u === "symbol") continue;
     count++;
