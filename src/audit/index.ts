@@ -17,7 +17,9 @@ export {
   makeCheckpoint,
   type OpenedRecord,
   openRecords,
+  storedChunks,
   storedRecords,
+  verifyStore,
 } from "./log.js";
 export { type AuditHeader, GENESIS_PREV, type StoredRecord } from "./record.js";
 export {

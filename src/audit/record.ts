@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { type HeaderLayout, scanHeader } from "./header.js";
 
 /**
  * The audit record format, version 1 (docs/audit-format.md is the reference).
@@ -6,7 +7,7 @@ import { hash } from "node:crypto";
  * A record is one byte string:   header || 0x0A || sealed
  *   header  the RFC 8785 (JCS) canonical JSON of AuditHeader. Every value is drawn
  *           from a small ASCII alphabet, so a header has exactly one spelling,
- *           matched by HEADER_V1 below, and never contains 0x0A
+ *           read by scanHeader (header.ts), and never contains 0x0A
  *   sealed  ChaCha20-Poly1305 ciphertext || 16-byte tag of the event (seal.ts)
  * Its hash is the lowercase hex SHA-256 of those bytes; header.prev is the hash of
  * the record before (GENESIS_PREV for seq 1).
@@ -31,22 +32,6 @@ export type StoredRecord = Uint8Array;
 export const GENESIS_PREV = "0".repeat(64);
 const LF = 0x0a;
 
-// Keys in JCS order (UTF-16 code units): epk key nonce pid prev seq time type v writer.
-const HEADER_V1 = new RegExp(
-  "^\\{" +
-    '"epk":"([A-Za-z0-9_-]{42}[AEIMQUYcgkosw048])",' + // 32 bytes, base64url, no padding
-    '"key":"([0-9a-f]{32})",' +
-    '"nonce":"([A-Za-z0-9_-]{16})",' + // 12 bytes
-    '"pid":([1-9][0-9]{0,9}),' +
-    '"prev":"([0-9a-f]{64})",' +
-    '"seq":([1-9][0-9]{0,15}),' +
-    '"time":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z)",' +
-    '"type":"([a-z][a-z_]{0,63})",' +
-    '"v":1,' +
-    '"writer":"([0-7][0-9A-HJKMNP-TV-Z]{25})"' + // ULID
-    "\\}$",
-);
-
 /**
  * The header's canonical text. Written out field by field in JCS order (a test
  * checks it against canonicalize()); throws if a field is outside its alphabet.
@@ -55,29 +40,42 @@ export function encodeHeader(h: AuditHeader): string {
   const text =
     `{"epk":"${h.epk}","key":"${h.key}","nonce":"${h.nonce}","pid":${h.pid},"prev":"${h.prev}",` +
     `"seq":${h.seq},"time":"${h.time}","type":"${h.type}","v":1,"writer":"${h.writer}"}`;
-  if (!HEADER_V1.test(text) || !Number.isSafeInteger(h.seq))
+  if (!Number.isSafeInteger(h.seq) || parseHeader(text) === null)
     throw new Error(`audit header out of format: ${text}`);
   return text;
 }
 
 /** Parses a v1 header in its one canonical spelling; null for anything else. */
 export function parseHeader(text: string): AuditHeader | null {
-  const m = HEADER_V1.exec(text);
-  if (!m) return null;
-  const seq = Number(m[6]);
-  if (!Number.isSafeInteger(seq)) return null;
+  // The header is ASCII: a wider character must not pass for the byte latin1 would make of it.
+  if (NOT_ASCII.test(text)) return null;
+  const b = Buffer.from(text, "latin1");
+  const l = scanHeader(b, b.length);
+  if (!l) return null;
+  const at = (start: number, end: number) => b.toString("latin1", start, end);
   return {
     v: 1,
-    seq,
-    prev: m[5]!,
-    time: m[7]!,
-    type: m[8]!,
-    writer: m[9]!,
-    pid: Number(m[4]),
-    key: m[2]!,
-    epk: m[1]!,
-    nonce: m[3]!,
+    seq: l.seqValue,
+    prev: at(l.prev, l.prev + 64),
+    time: at(l.time, l.time + 24),
+    type: at(l.type, l.typeEnd),
+    writer: at(l.writer, l.writer + 26),
+    pid: Number(at(l.pid, l.pidEnd)),
+    key: at(l.key, l.key + 32),
+    epk: at(l.epk, l.epk + 43),
+    nonce: at(l.nonce, l.nonce + 16),
   };
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: anything outside printable ASCII
+const NOT_ASCII = /[^\x20-\x7e]/;
+
+/**
+ * The chain fields of a record, read in place (the verifier's hot path): the header's layout,
+ * or null when the record has no canonical v1 header before its first 0x0A.
+ */
+export function chainFields(record: Uint8Array): HeaderLayout | null {
+  return scanHeader(record, record.length, true);
 }
 
 /** header || 0x0A || sealed, in a new buffer. */

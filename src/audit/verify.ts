@@ -1,11 +1,4 @@
-import {
-  GENESIS_PREV,
-  headerOf,
-  parseExportLine,
-  parseHeader,
-  recordHash,
-  type StoredRecord,
-} from "./record.js";
+import { chainFields, GENESIS_PREV, parseExportLine, recordHash, type StoredRecord } from "./record.js";
 
 /**
  * Verifying the chain needs no key: every check is over the header text and the
@@ -87,17 +80,17 @@ export class ChainVerifier {
   push(record: StoredRecord, claimedHash?: string): boolean {
     if (this.failure) return false;
     const expected = this.count + 1;
-    const text = headerOf(record);
-    const h = text === null ? null : parseHeader(text);
+    const h = chainFields(record);
     if (!h) return this.fail(expected, "the header is not a canonical v1 header");
-    if (h.seq > expected)
-      return this.fail(expected, `record ${expected} is missing (the next record is seq ${h.seq})`);
-    if (h.seq < expected)
+    const seq = h.seqValue;
+    if (seq > expected)
+      return this.fail(expected, `record ${expected} is missing (the next record is seq ${seq})`);
+    if (seq < expected)
       return this.fail(
         expected,
-        `found seq ${h.seq} where seq ${expected} was expected (repeated or reordered record)`,
+        `found seq ${seq} where seq ${expected} was expected (repeated or reordered record)`,
       );
-    if (h.prev !== this.prev) {
+    if (!holdsAt(record, h.prev, this.prev)) {
       return this.fail(
         expected,
         expected === 1
@@ -139,6 +132,12 @@ export class ChainVerifier {
     this.failure ??= { ok: false, seq, problem };
     return false;
   }
+}
+
+/** Whether bytes[at…] spell the ASCII string `s` (compared in place: no string is made). */
+function holdsAt(bytes: Uint8Array, at: number, s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (bytes[at + i] !== s.charCodeAt(i)) return false;
+  return true;
 }
 
 /** Verifies records in order: seq 1, 2, 3 … with no gap, each linked to the one before. */

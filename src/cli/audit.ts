@@ -19,8 +19,8 @@ import {
   sessionsView,
   storedRecords,
   type VerifyResult,
-  verifyChain,
   verifyExport,
+  verifyStore,
 } from "../audit/index.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -161,7 +161,7 @@ async function withStore(stateDir: string, f: (db: Store) => Promise<number>): P
 async function verify(stateDir: string, opts: Opts): Promise<number> {
   const checkpoint = opts.checkpoint === undefined ? undefined : readCheckpoint(opts.checkpoint);
   if (opts.file) return report(verifyExport(readLines(opts.file), { checkpoint }), opts);
-  return withStore(stateDir, (db) => report(verifyChain(storedRecords(db), { checkpoint }), opts));
+  return withStore(stateDir, (db) => report(verifyStore(db, { checkpoint }), opts));
 }
 
 async function report(r: VerifyResult, opts: Opts): Promise<number> {

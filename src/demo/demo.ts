@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { decideRequest, pendingRequests, renderReview } from "../approval/index.js";
-import { activityView, openRecords, storedRecords, verifyChain } from "../audit/index.js";
+import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -171,7 +171,7 @@ export async function runDemo(args: string[]): Promise<number> {
     await client.close();
     client = null;
     await waitFor(() => !gatewayRunning(store), "the gateway to end");
-    const verified = verifyChain(storedRecords(store));
+    const verified = verifyStore(store);
     if (!verified.ok) throw new Error(`audit chain broken at seq ${verified.seq}: ${verified.problem}`);
     note(
       `portcullis audit verify: ok — ${verified.records} records, head ${verified.head.hash.slice(0, 16)}… (no key needed)`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AuditLog, openRecords, storedRecords, verifyChain } from "../../src/audit/index.js";
+import { AuditLog, openRecords, storedRecords, verifyChain, verifyStore } from "../../src/audit/index.js";
 import { headerOf, parseHeader } from "../../src/audit/record.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
@@ -95,6 +95,48 @@ describe("AuditLog", () => {
     const altered = Buffer.from([...storedRecords(db)][0]!);
     altered[altered.length - 20]! ^= 1;
     expect(() => [...openRecords(db, mine, [altered])]).toThrow(/record 1 does not open with the audit key/);
+    db.close();
+  });
+});
+
+describe("reading the stored chain", () => {
+  it("reads records in chunks, byte for byte, and leaves a gap, a reordering or a non-blob for the verifier", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir, { sync: "normal" });
+    const batch = Array.from({ length: 250 }, (_, i) => called(i));
+    for (let i = 0; i < 10; i++) log.appendMany(batch); // 2,500 records: three chunks
+    const oneByOne = db.prepare("SELECT record FROM audit_records ORDER BY seq").pluck().all() as Buffer[];
+    const read = [...storedRecords(db)];
+    expect(read).toHaveLength(2500);
+    expect(read.every((r, i) => Buffer.compare(r, oneByOne[i]!) === 0)).toBe(true);
+    expect(verifyStore(db)).toMatchObject({ ok: true, records: 2500 });
+    expect(verifyChain(read)).toEqual(verifyStore(db));
+
+    // What a tamperer with write access to the file could do, the triggers dropped first.
+    db.exec(
+      "DROP TRIGGER audit_records_no_delete; DROP TRIGGER audit_records_no_update; DROP TRIGGER audit_records_extend_only;",
+    );
+    db.prepare("DELETE FROM audit_records WHERE seq = 1025").run(); // the first of the second chunk
+    expect(verifyStore(db)).toMatchObject({
+      ok: false,
+      seq: 1025,
+      problem: expect.stringMatching(/record 1025 is missing/),
+    });
+    db.prepare("INSERT INTO audit_records (seq, record) VALUES (1025, ?)").run("text, not a blob: é");
+    expect(verifyStore(db)).toMatchObject({
+      ok: false,
+      seq: 1025,
+      problem: expect.stringMatching(/not a canonical v1 header/),
+    });
+    db.prepare("UPDATE audit_records SET record = ? WHERE seq = 1025").run(oneByOne[1024]);
+    expect(verifyStore(db)).toMatchObject({ ok: true, records: 2500 });
+    db.prepare("UPDATE audit_records SET record = ? WHERE seq = 2048").run(oneByOne[2046]); // seq 2047 again
+    expect(verifyStore(db)).toMatchObject({
+      ok: false,
+      seq: 2048,
+      problem: expect.stringMatching(/found seq 2047 where seq 2048/),
+    });
     db.close();
   });
 });

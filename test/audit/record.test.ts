@@ -9,6 +9,7 @@ import {
 } from "../../src/audit/events.js";
 import {
   type AuditHeader,
+  chainFields,
   encodeHeader,
   parseExportLine,
   parseHeader,
@@ -44,6 +45,23 @@ const header: fc.Arbitrary<AuditHeader> = fc.record({
   nonce: bytes(12).map((b) => b.toString("base64url")),
 });
 
+// The format, as docs/audit-format.md writes it; the byte reader (src/audit/header.ts) must
+// accept the same strings, mutated in every way below, and find the same seq and prev.
+const SPEC = new RegExp(
+  "^\\{" +
+    '"epk":"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]",' +
+    '"key":"[0-9a-f]{32}",' +
+    '"nonce":"[A-Za-z0-9_-]{16}",' +
+    '"pid":[1-9][0-9]{0,9},' +
+    '"prev":"([0-9a-f]{64})",' +
+    '"seq":([1-9][0-9]{0,15}),' +
+    '"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z",' +
+    '"type":"[a-z][a-z_]{0,63}",' +
+    '"v":1,' +
+    '"writer":"[0-7][0-9A-HJKMNP-TV-Z]{25}"' +
+    "\\}$",
+);
+
 describe("record header", () => {
   it("is the RFC 8785 canonical form, and parses back to itself", () => {
     fc.assert(
@@ -73,6 +91,81 @@ describe("record header", () => {
     for (const v of variants) if (v !== text) expect(parseHeader(v), v).toBeNull();
     expect(() => encodeHeader({ ...h, type: "Tool Called" })).toThrow(/out of format/);
     expect(() => encodeHeader({ ...h, seq: 2 ** 60 })).toThrow(/out of format/);
+  });
+
+  it("is read byte by byte exactly as the format's regular expression reads it", () => {
+    const alphabet = `${B64URL}"{},:.Z0\n\u00e9\u0130 `;
+    const mutation = fc.tuple(
+      fc.constantFrom("replace", "delete", "insert", "repeat"),
+      fc.nat(),
+      fc.constantFrom(...alphabet),
+      fc.integer({ min: 1, max: 70 }),
+    );
+    fc.assert(
+      fc.property(header, fc.array(mutation, { maxLength: 2 }), (h, mutations) => {
+        let text = encodeHeader(h);
+        for (const [how, at, ch, n] of mutations) {
+          const i = at % (text.length + 1);
+          if (how === "replace") text = text.slice(0, i) + ch + text.slice(i + 1);
+          if (how === "delete") text = text.slice(0, i) + text.slice(i + n);
+          if (how === "insert") text = text.slice(0, i) + ch.repeat(n) + text.slice(i);
+          if (how === "repeat") text = text.slice(0, i) + text.slice(i, i + n) + text.slice(i);
+        }
+        const m = SPEC.exec(text);
+        const accepted = m !== null && Number.isSafeInteger(Number(m[2]));
+        const parsed = parseHeader(text);
+        expect(parsed !== null, text).toBe(accepted);
+        if (parsed) expect([parsed.prev, parsed.seq]).toEqual([m?.[1], Number(m?.[2])]);
+        // In a record, the same bytes followed by 0x0A and anything at all.
+        const record = Buffer.concat([Buffer.from(text, "utf8"), Buffer.from([0x0a, 0x0a, 0x7b])]);
+        const inRecord = SPEC.exec(text.split("\n")[0] as string);
+        const fields = chainFields(record);
+        expect(fields !== null, text).toBe(inRecord !== null && Number.isSafeInteger(Number(inRecord[2])));
+        if (fields) expect(fields.seqValue).toBe(Number(inRecord?.[2]));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("is read byte by byte exactly as the format's regular expression reads it, under every single edit", () => {
+    // Every one-character replacement, insertion and deletion of headers at the edges of the
+    // format (longest pid, seq and type; shortest ones), over printable ASCII and a few others.
+    const base = fc.sample(header, { numRuns: 1, seed: 5 })[0]!;
+    const edges: AuditHeader[] = [
+      { ...base, pid: 9_999_999_999, seq: 1_000_000_000_000_000, type: `a${"_".repeat(63)}` },
+      { ...base, pid: 1, seq: 9, type: "z" },
+    ];
+    const probes = [
+      ...Array.from({ length: 95 }, (_, i) => String.fromCharCode(0x20 + i)),
+      "\n",
+      "\u00e9",
+      "\u0130",
+    ];
+    let accepted = 0;
+    for (const h of edges) {
+      const text = encodeHeader(h);
+      const variants: string[] = [];
+      for (let i = 0; i <= text.length; i++) {
+        if (i < text.length) variants.push(text.slice(0, i) + text.slice(i + 1));
+        for (const c of probes) {
+          variants.push(text.slice(0, i) + c + text.slice(i));
+          if (i < text.length) variants.push(text.slice(0, i) + c + text.slice(i + 1));
+        }
+      }
+      for (const v of variants) {
+        const m = SPEC.exec(v);
+        const ok = m !== null && Number.isSafeInteger(Number(m[2]));
+        if (ok) accepted++;
+        expect(parseHeader(v) !== null, v).toBe(ok);
+        // As a record, the header is what comes before the first 0x0A.
+        const record = Buffer.concat([Buffer.from(v, "utf8"), Buffer.from([0x0a, 0x00])]);
+        const inRecord = SPEC.exec(v.split("\n")[0] as string);
+        expect(chainFields(record) !== null, v).toBe(
+          inRecord !== null && Number.isSafeInteger(Number(inRecord[2])),
+        );
+      }
+    }
+    expect(accepted).toBeGreaterThan(1000); // same-class replacements keep a header valid
   });
 
   it("is separated from the sealed bytes by its only 0x0A", () => {
