@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Relay overhead: tools/call echo round trips measured three ways in one run:
+// Relay overhead: tools/call echo round trips measured several ways in one run:
 //   direct       the client spawns the server
 //   null-relay   the client spawns bench/null-relay.mjs, which spawns the server (the floor)
 //   portcullis   the client spawns `node dist/cli/main.js run --state-dir <tmp> ... -- <server>`
@@ -14,7 +14,9 @@
 //                                    round and every figure is the median over the rounds
 //      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.js)
 //      PORTCULLIS_BENCH_ARGS="..."   extra `run` options (split on spaces), appended after the
-//                                    defaults "--label bench --approval none", e.g. "--guard off"
+//                                    defaults "--label bench --approval none"
+// The guard's own cost is "pc audit=os" (guard on) against "pc guard off" (bench/guard-off-gateway.mjs:
+// the same gateway, decision steps 1–7 skipped), both recording each call's intent without fsync.
 // Exit code: 0, also when portcullis is not built; 1 when a measured path fails.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -276,6 +278,9 @@ async function main() {
     rows.push(await openPath("portcullis", NODE, gateway([]), prep.env));
     // the same, with the intent record surviving a kill but not a power loss (no fsync)
     rows.push(await openPath("pc audit=os", NODE, gateway(["--audit-sync", "normal"]), prep.env));
+    // the same gateway with its guard switched off (steps 1–7 skipped, the intent still recorded)
+    const guardOff = [join(REPO, "bench", "guard-off-gateway.mjs"), ...runArgs("--audit-sync", "normal")];
+    rows.push(await openPath("pc guard off", NODE, [...guardOff, "--", ...server], prep.env));
     // relay only: a request the gateway does not guard, against the same through null-relay
     rows.push(
       await openPath("null ping", NODE, [join(REPO, "bench", "null-relay.mjs"), "--", ...server], {}, "ping"),
@@ -340,10 +345,19 @@ async function main() {
   ratio("portcullis", "null-relay", "guard on, intent fsynced");
   ratio("pc audit=os", "null-relay", "guard on, intent not fsynced");
   const on = byName["pc audit=os"];
-  const off = byName["pc ping"];
+  const off = byName["pc guard off"];
   if (on?.c1 && off?.c1) {
+    const cost = (on.c1.p50 / off.c1.p50 - 1) * 100;
     console.log(
-      `guard cost at c=1 (tools/call without fsync vs relayed ping): +${fmt((on.c1.p50 / off.c1.p50 - 1) * 100, 0)}% p50`,
+      `guard on vs guard off (tools/call, intent recorded without fsync in both): p50 c=1 ${cost >= 0 ? "+" : ""}${fmt(cost, 1)}% ` +
+        `(target < 10%: ${cost < 10 ? "met" : "MISSED"}), calls/s c=16 ${fmt(on.c16.rps / off.c16.rps, 2)}x`,
+    );
+  }
+  const ping = byName["pc ping"];
+  if (on?.c1 && ping?.c1) {
+    console.log(
+      `a guarded, audited call against a relayed ping (the audit's intent and result records included): ` +
+        `p50 c=1 +${fmt((on.c1.p50 / ping.c1.p50 - 1) * 100, 0)}%`,
     );
   }
   return rows.some((r) => r.error) ? 1 : 0;

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import canonicalize from "canonicalize";
+import { canonicalString, sha256Tag } from "../util/canonical.js";
 
 /** Every event type the audit log accepts (DESIGN.md, "Audit log"). */
 export const AUDIT_EVENT_TYPES = [
@@ -45,10 +44,7 @@ export class AuditEventError extends Error {
  * "sha256:<hex>". Callers log this instead of the arguments.
  */
 export function argumentsDigest(args: unknown): string {
-  const text = canonicalize(args === undefined ? null : args);
-  return `sha256:${createHash("sha256")
-    .update(text ?? "null")
-    .digest("hex")}`;
+  return sha256Tag(canonicalString(args === undefined ? null : args));
 }
 
 /**

@@ -40,7 +40,11 @@ export function encodeHeader(h: AuditHeader): string {
   const text =
     `{"epk":"${h.epk}","key":"${h.key}","nonce":"${h.nonce}","pid":${h.pid},"prev":"${h.prev}",` +
     `"seq":${h.seq},"time":"${h.time}","type":"${h.type}","v":1,"writer":"${h.writer}"}`;
-  if (!Number.isSafeInteger(h.seq) || parseHeader(text) === null)
+  if (
+    !Number.isSafeInteger(h.seq) ||
+    NOT_ASCII.test(text) ||
+    !scanHeader(Buffer.from(text, "latin1"), text.length)
+  )
     throw new Error(`audit header out of format: ${text}`);
   return text;
 }
@@ -67,7 +71,6 @@ export function parseHeader(text: string): AuditHeader | null {
   };
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: anything outside printable ASCII
 const NOT_ASCII = /[^\x20-\x7e]/;
 
 /**

@@ -39,7 +39,8 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
   return ajv;
 }
 
-type Compiled = { check: ValidateFunction; withDefaults: ValidateFunction } | { invalid: string };
+/** `withDefaults` is null when the schema declares no default anywhere (nothing to fill in). */
+type Compiled = { check: ValidateFunction; withDefaults: ValidateFunction | null } | { invalid: string };
 
 function fieldOf(instancePath: string): string {
   if (instancePath === "") return "";
@@ -125,9 +126,11 @@ export class ArgumentValidator {
       };
     } else {
       try {
+        // Conservative: a property that happens to be named "default" also counts.
+        const declaresDefaults = JSON.stringify(schema).includes('"default"');
         result = {
           check: this.ajv(dialect, false).compile(schema),
-          withDefaults: this.ajv(dialect, true).compile(schema),
+          withDefaults: declaresDefaults ? this.ajv(dialect, true).compile(schema) : null,
         };
       } catch (err) {
         const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
@@ -143,7 +146,8 @@ export class ArgumentValidator {
   /**
    * Validates `args` (the client's `arguments`; absent means `{}`). On success, `effective` is
    * a deep copy with schema defaults filled in, for review and audit; the caller forwards the
-   * client's own arguments unchanged.
+   * client's own arguments unchanged. When the schema declares no default, `effective` is the
+   * client's object itself (no copy is made): callers never modify it.
    */
   validate(toolName: string, args: unknown): ValidationResult {
     if (!this.snap.byName.has(toolName)) {
@@ -167,6 +171,7 @@ export class ArgumentValidator {
         }
         return { ok: false, errors: unique };
       }
+      if (c.withDefaults === null) return { ok: true, effective: value as Record<string, unknown> };
       const effective = structuredClone(value) as Record<string, unknown>;
       c.withDefaults(effective);
       return { ok: true, effective };

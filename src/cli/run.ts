@@ -14,7 +14,7 @@ import {
   type ServerConfig,
 } from "../config/config.js";
 import { auditSink } from "../gateway/auditSink.js";
-import { Gateway } from "../gateway/gateway.js";
+import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache } from "../identity/index.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
@@ -67,7 +67,16 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-export async function runCommand(args: string[]): Promise<number> {
+/**
+ * What a caller inside the process may replace; nothing here is reachable from the command line
+ * or the environment. bench/guard-off-gateway.mjs passes a decision that skips the guard's
+ * steps 1–7 (keeping the intent record), to measure what the guard itself costs.
+ */
+export interface RunInternals {
+  decide?: GatewayOptions["decide"];
+}
+
+export async function runCommand(args: string[], internals: RunInternals = {}): Promise<number> {
   const sep = args.indexOf("--");
   const { values, positionals } = parse("run", sep === -1 ? args : args.slice(0, sep), OPTIONS);
   if (values.help) {
@@ -114,7 +123,7 @@ export async function runCommand(args: string[]): Promise<number> {
   if (auditArguments) server.audit = { arguments: auditArguments };
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync });
+  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync, decide: internals.decide });
 }
 
 function milliseconds(flag: string, value: string | undefined): number | undefined {
@@ -164,7 +173,13 @@ async function serve(
     holdTimeoutMs,
     approvalTimeoutMs,
     auditSync,
-  }: { holdTimeoutMs?: number; approvalTimeoutMs?: number; auditSync: "full" | "normal" },
+    decide,
+  }: {
+    holdTimeoutMs?: number;
+    approvalTimeoutMs?: number;
+    auditSync: "full" | "normal";
+    decide?: GatewayOptions["decide"];
+  },
 ): Promise<number> {
   const log = stderrLogger(server.label);
   const store = openStore(stateDir);
@@ -276,6 +291,7 @@ async function serve(
     beginRun,
     holdTimeoutMs,
     auditArguments: server.audit.arguments,
+    decide,
     onState: (state) => {
       // the record now names the processes that answered (settled); keep both rows current
       const gen = supervisor.current;

@@ -77,6 +77,8 @@ export interface GatewayOptions {
   onState?: (state: ServerView["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
+  /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
+  decide?: typeof decide;
 }
 
 /**
@@ -374,14 +376,17 @@ export class Gateway {
         : undefined;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
-      verdict = await decide(
+      verdict = await (this.o.decide ?? decide)(
         () => this.view(),
         { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
         this.auth,
         this.gen
           ? {
-              intent: (call) =>
-                this.o.events.emitDurable({
+              intent: (call) => {
+                // arguments are recorded as digests: they may carry anything
+                const given = argumentsDigest(params.arguments ?? {});
+                const noDefaults = call.effective === params.arguments; // the validator made no copy
+                return this.o.events.emitDurable({
                   type: "tool_called",
                   run: this.runId,
                   serverLabel: this.o.label,
@@ -391,14 +396,16 @@ export class Gateway {
                   epoch: call.epoch,
                   revision: call.revision,
                   grant: call.grant,
-                  // arguments are recorded as digests: they may carry anything
-                  argumentsDigest: argumentsDigest(params.arguments ?? {}),
-                  effectiveArgumentsDigest: argumentsDigest(call.effective),
-                  defaultsApplied: Object.keys(defaultsApplied(params.arguments, call.effective)),
+                  argumentsDigest: given,
+                  effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
+                  defaultsApplied: noDefaults
+                    ? []
+                    : Object.keys(defaultsApplied(params.arguments, call.effective)),
                   ...(this.o.auditArguments === "clear"
                     ? { arguments: redactSecrets(params.arguments ?? {}) }
                     : {}),
-                }),
+                });
+              },
             }
           : null,
         { progress, signal: mark.abort.signal },

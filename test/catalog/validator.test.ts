@@ -70,6 +70,14 @@ describe("ArgumentValidator", () => {
     }
   });
 
+  it("makes no copy when the schema declares no default: the effective arguments are the client's", () => {
+    const v = validator(modern);
+    const args = { pair: ["a", 1] };
+    const r = v.validate("modern_tool", args);
+    expect(r.ok && r.effective).toBe(args);
+    expect(args).toEqual({ pair: ["a", 1] });
+  });
+
   it("names the field in plain sentences", () => {
     const v = validator(withTarget);
     const r = v.validate("publish_preview", {
