@@ -138,7 +138,9 @@ const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_
  */
 export function parseExportLine(line: string): { record: Buffer; hash: string } | string {
   const m = EXPORT_LINE.exec(line);
-  if (!m) return "the line is not a canonical export record";
+  // The header is ASCII; a wider character would be written back as the one byte latin1 makes of
+  // it (U+0130 as "0"), so that a different line would stand for the same record.
+  if (!m || NOT_ASCII.test(m[2] as string)) return "the line is not a canonical export record";
   const b64 = m[3]!;
   // Node's decoder ignores what it cannot use; accept only the one spelling of the bytes:
   // no length that leaves a lone character, no stray bits in the last character.

@@ -198,7 +198,8 @@ function* readLines(path: string): Generator<string> {
   }
   try {
     const buf = Buffer.alloc(1 << 20);
-    const decoder = new StringDecoder("utf8");
+    // An export is ASCII: latin1 keeps every other byte as one character, for the parser to refuse.
+    const decoder = new StringDecoder("latin1");
     let pending = "";
     for (;;) {
       const n = readSync(fd, buf, 0, buf.length, null);

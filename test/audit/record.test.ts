@@ -202,6 +202,10 @@ describe("export line", () => {
     expect(parseExportLine(good.replace('{"hash"', '{ "hash"'))).toBeTypeOf("string");
     expect(parseExportLine(`${good}\r`)).toBeTypeOf("string");
     expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"AAAA","x":1}'))).toBeTypeOf("string");
+    // A character whose low byte is the one it replaces (U+0130 for "0") is not that byte.
+    const at = good.indexOf("0", good.indexOf('"time":"'));
+    const wide = `${good.slice(0, at)}\u0130${good.slice(at + 1)}`;
+    expect(parseExportLine(wide)).toMatch(/not a canonical export record/);
   });
 });
 
