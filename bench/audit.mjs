@@ -17,7 +17,7 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { hash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -258,7 +258,16 @@ async function main() {
     }
     for (let round = 0; round < rounds; round++) {
       sets.store.push(timeVerify(() => audit.verifyStore(db)));
-      sets.file.push(timeVerify(() => audit.verifyExport(readFileSync(file, "latin1").split("\n"))));
+      sets.file.push(
+        timeVerify(() => {
+          const fd = openSync(file, "r"); // read as `audit verify --file` reads it
+          try {
+            return audit.verifyExport(audit.exportLines(fd));
+          } finally {
+            closeSync(fd);
+          }
+        }),
+      );
       sets.memory.push(timeHash(() => records));
       sets.readHash.push(timeHash(readAll));
     }

@@ -7,6 +7,7 @@ export {
   assertAuditable,
   redactSecrets,
 } from "./events.js";
+export { exportLines } from "./exportFile.js";
 export {
   type Appended,
   AuditChainError,

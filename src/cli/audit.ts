@@ -1,6 +1,5 @@
 import { once } from "node:events";
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
-import { StringDecoder } from "node:string_decoder";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import {
   AuditChainError,
@@ -9,6 +8,7 @@ import {
   ChainVerifier,
   type Checkpoint,
   CheckpointFormatError,
+  exportLines,
   exportRecords,
   makeCheckpoint,
   type OpenedRecord,
@@ -188,7 +188,7 @@ function readCheckpoint(path: string): Checkpoint {
   return parseCheckpoint(text);
 }
 
-/** The lines of a file, read in chunks (an export can be larger than memory wants). */
+/** The lines of an export file (see exportLines); a file that cannot be opened is a usage error. */
 function* readLines(path: string): Generator<string> {
   let fd: number;
   try {
@@ -197,18 +197,7 @@ function* readLines(path: string): Generator<string> {
     throw new UsageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
   try {
-    const buf = Buffer.alloc(1 << 20);
-    // An export is ASCII: latin1 keeps every other byte as one character, for the parser to refuse.
-    const decoder = new StringDecoder("latin1");
-    let pending = "";
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      const parts = (pending + decoder.write(buf.subarray(0, n))).split("\n");
-      pending = parts.pop()!;
-      yield* parts;
-    }
-    yield pending + decoder.end();
+    yield* exportLines(fd);
   } finally {
     closeSync(fd);
   }
