@@ -1,4 +1,3 @@
-import { argumentsDigest, redactSecrets } from "../audit/index.js";
 import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
@@ -23,6 +22,7 @@ import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import { CatalogSync } from "./catalogSync.js";
 import type { EventSink } from "./events.js";
+import { HeldRequests } from "./held.js";
 import {
   advertiseListChanged,
   type Era,
@@ -31,7 +31,8 @@ import {
   SUBSCRIPTION_ID_META,
   withMeta,
 } from "./protocol.js";
-import { defaultsApplied, preview } from "./text.js";
+import { GatewayRecords } from "./records.js";
+import { preview } from "./text.js";
 
 /** A message toward the client. */
 export interface Downstream {
@@ -51,11 +52,6 @@ type Pending =
       listen?: Request;
     }
   | { origin: "gateway"; method: string; gen: Generation; resolve: (r: Response | null) => void };
-
-interface HeldCall {
-  msg: Request;
-  timer: NodeJS.Timeout;
-}
 
 export interface GatewayOptions {
   label: string;
@@ -103,18 +99,23 @@ export class Gateway {
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
-  private readonly heldCalls: HeldCall[] = [];
-  private readonly heldLists: HeldCall[] = [];
+  /** tools/call and tools/list requests held while identity-pending */
+  private readonly heldCalls: HeldRequests;
+  private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
   private readonly deciding = new Map<string, { cancelled: boolean; abort: AbortController }>();
   private ended = false;
-  private runId: string | null = null;
+  private readonly records: GatewayRecords;
   private auth: AuthorizationPort | null = null;
   private beforeFirstEpoch: string[] | null = [];
 
   private readonly catalog: CatalogSync;
 
   constructor(private readonly o: GatewayOptions) {
+    this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
+    const holdMs = o.holdTimeoutMs ?? 15_000;
+    this.heldCalls = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
+    this.heldLists = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
     this.catalog = new CatalogSync({
       label: o.label,
       store: o.store,
@@ -191,9 +192,9 @@ export class Gateway {
 
   private onClientRequest(msg: Request): void {
     this.detectEra(msg);
-    if (this.runId === null && msg.method !== "server/discover" && this.o.beginRun) {
+    if (this.records.run === null && msg.method !== "server/discover" && this.o.beginRun) {
       const begun = this.o.beginRun();
-      this.runId = begun.runId;
+      this.records.run = begun.runId;
       this.auth = begun.auth;
     }
     if (this.era === "modern") {
@@ -254,12 +255,7 @@ export class Gateway {
         d.cancelled = true;
         d.abort.abort();
       }
-      const heldIdx = this.heldCalls.findIndex((h) => h.msg.id === requestId);
-      if (heldIdx !== -1) {
-        clearTimeout(this.heldCalls[heldIdx]!.timer);
-        this.heldCalls.splice(heldIdx, 1);
-        return;
-      }
+      if (this.heldCalls.cancel(requestId)) return;
       const wire = this.upstream.wireFor(requestId);
       if (wire === undefined) return; // already answered: nothing to cancel
       const entry = this.upstream.get(wire);
@@ -319,7 +315,7 @@ export class Gateway {
     const v = this.view();
     const snapshot = this.catalog.snapshot;
     if (v.state !== "ready" || !snapshot) {
-      this.holdIn(this.heldLists, msg);
+      this.heldLists.hold(msg);
       this.catalogIfNeeded();
       return;
     }
@@ -340,14 +336,7 @@ export class Gateway {
       id: msg.id,
       result: { ...envelope, tools: snapshot.tools },
     });
-    this.o.events.emit({
-      type: "catalog_served",
-      run: this.runId,
-      serverLabel: this.o.label,
-      epoch: this.gen?.epoch,
-      revision: this.catalog.revision,
-      fingerprint: snapshot.fingerprint,
-    });
+    this.records.catalogServed(this.gen?.epoch, this.catalog.revision, snapshot.fingerprint);
   }
 
   private async handleCall(msg: Request): Promise<void> {
@@ -380,34 +369,7 @@ export class Gateway {
         () => this.view(),
         { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
         this.auth,
-        this.gen
-          ? {
-              intent: (call) => {
-                // arguments are recorded as digests: they may carry anything
-                const given = argumentsDigest(params.arguments ?? {});
-                const noDefaults = call.effective === params.arguments; // the validator made no copy
-                return this.o.events.emitDurable({
-                  type: "tool_called",
-                  run: this.runId,
-                  serverLabel: this.o.label,
-                  requestId: msg.id,
-                  tool,
-                  fingerprint: call.fingerprint,
-                  epoch: call.epoch,
-                  revision: call.revision,
-                  grant: call.grant,
-                  argumentsDigest: given,
-                  effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
-                  defaultsApplied: noDefaults
-                    ? []
-                    : Object.keys(defaultsApplied(params.arguments, call.effective)),
-                  ...(this.o.auditArguments === "clear"
-                    ? { arguments: redactSecrets(params.arguments ?? {}) }
-                    : {}),
-                });
-              },
-            }
-          : null,
+        this.gen ? { intent: (call) => this.records.toolCalled(msg.id, params.arguments, call) } : null,
         { progress, signal: mark.abort.signal },
       );
     } finally {
@@ -418,13 +380,13 @@ export class Gateway {
       case "hold":
         return this.hold(msg);
       case "refuse":
-        this.recordDenied(msg, tool, verdict.reason);
+        this.recordDenied(msg, tool, params.arguments, verdict.reason);
         this.o.downstream.send(
           errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
         );
         return;
       case "invalid-arguments":
-        this.recordDenied(msg, tool, "invalid_arguments");
+        this.recordDenied(msg, tool, params.arguments, "invalid_arguments");
         this.o.downstream.send({
           jsonrpc: "2.0",
           id: msg.id,
@@ -450,45 +412,21 @@ export class Gateway {
     }
   }
 
-  /** The audit record of a call the guard refused (or whose arguments did not validate). */
-  private recordDenied(msg: Request, tool: string, reason: string): void {
-    this.o.events.emit({
-      type: "authorization_denied",
-      run: this.runId,
-      serverLabel: this.o.label,
-      requestId: msg.id,
+  private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
+    this.records.denied(
+      msg.id,
       tool,
-      epoch: this.gen?.epoch ?? null,
-      revision: this.catalog.revision,
+      args,
+      { epoch: this.gen?.epoch ?? null, revision: this.catalog.revision },
       reason,
-      argumentsDigest: argumentsDigest((msg.params as { arguments?: unknown } | undefined)?.arguments ?? {}),
-    });
+    );
   }
 
   private hold(msg: Request): void {
     this.o.log.info(
       `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of epoch ${this.gen?.epoch ?? "(starting)"} is verified`,
     );
-    this.holdIn(this.heldCalls, msg);
-  }
-
-  /**
-   * Keeps a request until the current epoch's catalog is verified; past the hold
-   * timeout it is answered with identity_pending, so no client waits forever on a
-   * server whose catalog cannot be fetched.
-   */
-  private holdIn(queue: HeldCall[], msg: Request): void {
-    const held: HeldCall = {
-      msg,
-      timer: setTimeout(() => {
-        const i = queue.indexOf(held);
-        if (i === -1) return;
-        queue.splice(i, 1);
-        this.answerPending(msg);
-      }, this.o.holdTimeoutMs ?? 15_000),
-    };
-    held.timer.unref();
-    queue.push(held);
+    this.heldCalls.hold(msg);
   }
 
   private answerPending(msg: Request): void {
@@ -498,14 +436,8 @@ export class Gateway {
 
   private releaseHeld(): void {
     if (this.view().state !== "ready") return;
-    for (const h of this.heldLists.splice(0)) {
-      clearTimeout(h.timer);
-      this.serveToolsList(h.msg);
-    }
-    for (const h of this.heldCalls.splice(0)) {
-      clearTimeout(h.timer);
-      void this.handleCall(h.msg);
-    }
+    for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
+    for (const msg of this.heldCalls.drain()) void this.handleCall(msg);
   }
 
   // ───────────────────────────── catalog ─────────────────────────────
@@ -608,15 +540,8 @@ export class Gateway {
     }
     if (entry.method === "tools/call") {
       const result = msg.result as { isError?: unknown } | undefined;
-      this.o.events.emit({
-        type: "tool_result",
-        run: this.runId,
-        serverLabel: this.o.label,
-        requestId: entry.clientId,
-        tool: entry.tool,
-        epoch: entry.gen.epoch,
-        outcome: msg.error ? "error" : result?.isError === true ? "tool-error" : "ok",
-      });
+      const outcome = msg.error ? "error" : result?.isError === true ? "tool-error" : "ok";
+      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, outcome);
     }
     this.o.downstream.send({ ...msg, id: entry.clientId });
   }
@@ -662,7 +587,7 @@ export class Gateway {
     if (this.gen === gen) this.catalog.invalidate();
     // A replaced worker's pipe owner lives on: its record is server_replaced, on the way up.
     if (why !== "replaced") {
-      this.o.events.emit({ type: "server_exited", serverLabel: this.o.label, epoch: gen.epoch, why, detail });
+      this.records.serverExited(gen, why, detail);
     }
     for (const [wire, p] of this.upstream.entries()) {
       if (p.gen !== gen) continue;
@@ -673,16 +598,7 @@ export class Gateway {
       }
       if (p.listen) continue; // re-opened on the next epoch
       this.upstream.delete(wire, p.clientId);
-      if (p.method === "tools/call") {
-        this.o.events.emit({
-          type: "call_interrupted",
-          run: this.runId,
-          serverLabel: this.o.label,
-          requestId: p.clientId,
-          tool: p.tool,
-          epoch: gen.epoch,
-        });
-      }
+      if (p.method === "tools/call") this.records.callInterrupted(p.clientId, p.tool, gen.epoch);
       const e = refuse.epochTransition(gen.epoch, null);
       this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
     }
@@ -709,23 +625,7 @@ export class Gateway {
       this.beforeFirstEpoch = null;
       for (const text of early) this.onClientMessage(parseLine(text));
     }
-    this.o.events.emit({
-      type: "server_started",
-      serverLabel: this.o.label,
-      epoch: gen.epoch,
-      previousEpoch: previous?.epoch ?? null,
-      reason: gen.reason,
-      record: gen.record,
-    });
-    if (previous) {
-      this.o.events.emit({
-        type: "server_replaced",
-        serverLabel: this.o.label,
-        oldEpoch: previous.epoch,
-        newEpoch: gen.epoch,
-        reason: gen.reason,
-      });
-    }
+    this.records.serverStarted(gen, previous);
     if (previous) {
       this.o.log.status(
         `new execution epoch: pid=${gen.record.processId} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
@@ -781,13 +681,7 @@ export class Gateway {
 
   private onArtifactsChanged(paths: string[], parts: string[], gen: Generation): void {
     const what = paths.length ? paths.join(", ") : parts.join(", ");
-    this.o.events.emit({
-      type: "artifact_changed",
-      serverLabel: this.o.label,
-      epoch: gen.epoch,
-      paths,
-      parts,
-    });
+    this.records.artifactChanged(gen, paths, parts);
     if (parts.length === 0) {
       this.o.log.debug(`${what} touched; content unchanged`);
       return;
@@ -821,10 +715,7 @@ export class Gateway {
     if (this.ended) return;
     this.ended = true;
     this.o.log.info(reason);
-    for (const h of [...this.heldLists.splice(0), ...this.heldCalls.splice(0)]) {
-      clearTimeout(h.timer);
-      this.answerPending(h.msg);
-    }
+    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
   }
 }

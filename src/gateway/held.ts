@@ -1,0 +1,47 @@
+import type { Id, Request } from "../relay/jsonrpc.js";
+
+/**
+ * Requests the gateway keeps until the current epoch's catalog is verified (tools/list and
+ * tools/call while identity-pending). Past the hold timeout a request is handed to `expired`
+ * (which answers identity_pending), so no client waits forever on a server whose catalog
+ * cannot be fetched.
+ */
+export class HeldRequests {
+  private readonly held: { msg: Request; timer: NodeJS.Timeout }[] = [];
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly expired: (msg: Request) => void,
+  ) {}
+
+  hold(msg: Request): void {
+    const entry = {
+      msg,
+      timer: setTimeout(() => {
+        const i = this.held.indexOf(entry);
+        if (i === -1) return;
+        this.held.splice(i, 1);
+        this.expired(msg);
+      }, this.timeoutMs),
+    };
+    entry.timer.unref();
+    this.held.push(entry);
+  }
+
+  /** Forgets the request with this client id (cancelled); false if none is held. */
+  cancel(id: Id): boolean {
+    const i = this.held.findIndex((h) => h.msg.id === id);
+    if (i === -1) return false;
+    clearTimeout(this.held[i]?.timer);
+    this.held.splice(i, 1);
+    return true;
+  }
+
+  /** Every held request, oldest first; none is held any more. */
+  drain(): Request[] {
+    return this.held.splice(0).map((h) => {
+      clearTimeout(h.timer);
+      return h.msg;
+    });
+  }
+}

@@ -1,0 +1,135 @@
+import { argumentsDigest, redactSecrets } from "../audit/index.js";
+import type { ApprovedCall } from "../guard/guard.js";
+import type { Id } from "../relay/jsonrpc.js";
+import type { DownReason, Generation } from "../supervisor/supervisor.js";
+import type { EventSink } from "./events.js";
+import { defaultsApplied } from "./text.js";
+
+/**
+ * What one gateway connection records, and with which fields (docs/audit-format.md, "Event
+ * fields"): every event shape the gateway writes lives here. Only a call's intent is durable
+ * (it must be on disk before the call is forwarded); the rest is written with the next group.
+ * Arguments are recorded as digests: they may carry anything; with `audit.arguments: "clear"`,
+ * also in clear, secret-named values redacted.
+ */
+export class GatewayRecords {
+  /** the agent run this connection serves, once the client spoke */
+  run: string | null = null;
+
+  constructor(
+    private readonly events: EventSink,
+    private readonly label: string,
+    private readonly auditArguments: "digest" | "clear" = "digest",
+  ) {}
+
+  catalogServed(epoch: string | undefined, revision: number | null, fingerprint: string): void {
+    this.events.emit({
+      type: "catalog_served",
+      run: this.run,
+      serverLabel: this.label,
+      epoch,
+      revision,
+      fingerprint,
+    });
+  }
+
+  /** The intent of a call the guard let through: resolves once durable, rejects if it cannot be. */
+  toolCalled(requestId: Id, args: unknown, call: ApprovedCall): Promise<void> {
+    const given = argumentsDigest(args ?? {});
+    const noDefaults = call.effective === args; // the validator made no copy: no default applies
+    return this.events.emitDurable({
+      type: "tool_called",
+      run: this.run,
+      serverLabel: this.label,
+      requestId,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      epoch: call.epoch,
+      revision: call.revision,
+      grant: call.grant,
+      argumentsDigest: given,
+      effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
+      defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),
+      ...(this.auditArguments === "clear" ? { arguments: redactSecrets(args ?? {}) } : {}),
+    });
+  }
+
+  /** A call the guard refused, or whose arguments did not validate. */
+  denied(
+    requestId: Id,
+    tool: string,
+    args: unknown,
+    at: { epoch: string | null; revision: number | null },
+    reason: string,
+  ): void {
+    this.events.emit({
+      type: "authorization_denied",
+      run: this.run,
+      serverLabel: this.label,
+      requestId,
+      tool,
+      epoch: at.epoch,
+      revision: at.revision,
+      reason,
+      argumentsDigest: argumentsDigest(args ?? {}),
+    });
+  }
+
+  toolResult(
+    requestId: Id,
+    tool: string | undefined,
+    epoch: string,
+    outcome: "ok" | "error" | "tool-error",
+  ): void {
+    this.events.emit({
+      type: "tool_result",
+      run: this.run,
+      serverLabel: this.label,
+      requestId,
+      tool,
+      epoch,
+      outcome,
+    });
+  }
+
+  /** A call that was written to a process that went away (answered epoch_transition, never retried). */
+  callInterrupted(requestId: Id, tool: string | undefined, epoch: string): void {
+    this.events.emit({
+      type: "call_interrupted",
+      run: this.run,
+      serverLabel: this.label,
+      requestId,
+      tool,
+      epoch,
+    });
+  }
+
+  /** A new execution epoch, with its execution record; server_replaced too when one came before. */
+  serverStarted(gen: Generation, previous: Generation | null): void {
+    this.events.emit({
+      type: "server_started",
+      serverLabel: this.label,
+      epoch: gen.epoch,
+      previousEpoch: previous?.epoch ?? null,
+      reason: gen.reason,
+      record: gen.record,
+    });
+    if (previous) {
+      this.events.emit({
+        type: "server_replaced",
+        serverLabel: this.label,
+        oldEpoch: previous.epoch,
+        newEpoch: gen.epoch,
+        reason: gen.reason,
+      });
+    }
+  }
+
+  serverExited(gen: Generation, why: DownReason, detail: string): void {
+    this.events.emit({ type: "server_exited", serverLabel: this.label, epoch: gen.epoch, why, detail });
+  }
+
+  artifactChanged(gen: Generation, paths: string[], parts: string[]): void {
+    this.events.emit({ type: "artifact_changed", serverLabel: this.label, epoch: gen.epoch, paths, parts });
+  }
+}
