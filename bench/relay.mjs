@@ -158,8 +158,32 @@ async function measure(client, total, concurrency) {
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds };
 }
 
+/**
+ * Approves, for the session, the first approval request that appears in `stateDir`: the way a
+ * human would, with `portcullis approvals --json` and `portcullis approve ID --for session`.
+ */
+async function approveFirstRequest(stateDir, env) {
+  const cli = (...args) =>
+    spawnSync(NODE, [CLI, ...args, "--state-dir", stateDir], {
+      env: { ...MINIMAL_ENV, ...env },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+  for (let tries = 0; tries < 600; tries++) {
+    const listed = cli("approvals", "--json");
+    const id = listed.status === 0 ? JSON.parse(listed.stdout).requests[0]?.request : undefined;
+    if (id) {
+      const approved = cli("approve", id, "--for", "session");
+      if (approved.status !== 0) throw new Error(`portcullis approve failed: ${approved.stderr.trim()}`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("no approval request appeared");
+}
+
 /** Start a path: spawn, handshake, list, warm up. Resolves with {name, client} or {name, error}. */
-async function openPath(name, command, args, env = {}, method = "tools/call") {
+async function openPath(name, command, args, env = {}, method = "tools/call", approveIn = null) {
   const client = new RpcClient(command, args, env);
   client.method = method;
   try {
@@ -175,6 +199,12 @@ async function openPath(name, command, args, env = {}, method = "tools/call") {
     if (!init?.protocolVersion) throw new Error("initialize returned no protocolVersion");
     client.notify("notifications/initialized");
     await client.request("tools/list", {}, 60_000);
+    if (approveIn) {
+      // The first call waits for a human: approve it for the session, as one would.
+      const first = client.request("tools/call", { name: "echo", arguments: { message: "first" } }, 120_000);
+      await approveFirstRequest(approveIn, env);
+      await first;
+    }
     for (let i = 0; i < WARMUP; i++) await call(client, i);
     return { name, client, rounds: [] };
   } catch (error) {
@@ -262,6 +292,7 @@ async function main() {
   } else {
     // Each gateway gets its own state directory (its own store): one path's fsyncs and WAL
     // checkpoints must not land in another path's figures.
+    // --approval none unless a path asks otherwise (a later --approval wins)
     const runArgs = (stateDir, ...more) => [
       "run",
       "--state-dir",
@@ -273,11 +304,11 @@ async function main() {
       ...more,
       ...extraArgs,
     ];
-    const path = async (name, launcher, more, method = "tools/call") => {
+    const path = async (name, launcher, more, method = "tools/call", approve = false) => {
       const prep = preparePortcullis();
       preps.push(prep);
       const args = [launcher, ...runArgs(prep.stateDir, ...more), "--", ...server];
-      rows.push(await openPath(name, NODE, args, prep.env, method));
+      rows.push(await openPath(name, NODE, args, prep.env, method, approve ? prep.stateDir : null));
     };
     portcullisNote = `portcullis: run ${runArgs("<tmp>").slice(3).join(" ")} (one state directory per path)`;
     const guardOff = join(REPO, "bench", "guard-off-gateway.mjs");
@@ -285,6 +316,8 @@ async function main() {
     await path("portcullis", CLI, []);
     // the same, with the intent record surviving a kill but not a power loss (no fsync)
     await path("pc audit=os", CLI, ["--audit-sync", "normal"]);
+    // the same, every call covered by a session grant a human gave (step 7 looks it up)
+    await path("pc grant", CLI, ["--audit-sync", "normal", "--approval", "session"], "tools/call", true);
     // the same gateway with its guard switched off (steps 1–7 skipped, the intent still recorded)
     await path("pc guard off", guardOff, ["--audit-sync", "normal"]);
     // relay only: a request the gateway does not guard, against the same through null-relay
@@ -355,15 +388,20 @@ async function main() {
   ratio("pc ping", "null ping", "relay only", true);
   ratio("portcullis", "null-relay", "guarded and audited, intent fsynced", false);
   ratio("pc audit=os", "null-relay", "guarded and audited, intent not fsynced", false);
-  const on = byName["pc audit=os"];
   const off = byName["pc guard off"];
-  if (on?.c1 && off?.c1) {
+  for (const [name, what] of [
+    ["pc audit=os", "approval none"],
+    ["pc grant", "each call covered by a session grant"],
+  ]) {
+    const on = byName[name];
+    if (!on?.c1 || !off?.c1) continue;
     const cost = (on.c1.p50 / off.c1.p50 - 1) * 100;
     console.log(
-      `guard on vs guard off (tools/call, intent recorded without fsync in both): p50 c=1 ${cost >= 0 ? "+" : ""}${fmt(cost, 1)}% ` +
+      `guard on (${what}) vs guard off, tools/call, intent recorded without fsync in both: p50 c=1 ${cost >= 0 ? "+" : ""}${fmt(cost, 1)}% ` +
         `(target < 10%: ${cost < 10 ? "met" : "MISSED"}), calls/s c=16 ${fmt(on.c16.rps / off.c16.rps, 2)}x`,
     );
   }
+  const on = byName["pc audit=os"];
   const ping = byName["pc ping"];
   if (on?.c1 && ping?.c1) {
     console.log(

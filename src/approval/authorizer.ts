@@ -65,6 +65,12 @@ export class Authorizer implements AuthorizationPort {
   private readonly dataVersion: () => number;
   /** the run's live session grants, as of (data_version, own grant writes) */
   private live: { version: number; own: number; grants: GrantRecord[] } | null = null;
+  /**
+   * The grants step 2 (stale) read for a call, handed to step 7 (obtain) of the same decision,
+   * which takes them (once): reading data_version takes SQLite's read locks, which cost more
+   * than the rest of the guard, and once per call is what "from the next call on" needs.
+   */
+  private decision: { call: ApprovedCall; grants: GrantRecord[] } | null = null;
 
   constructor(private readonly o: AuthorizerOptions) {
     this.scopes = requiredScopes(o.credentials);
@@ -97,6 +103,8 @@ export class Authorizer implements AuthorizationPort {
   stale(call: ApprovedCall): ErrorObject | null {
     if (resolveMode(this.o.approval, call.tool) === "none") return null;
     const live = this.liveGrants();
+    // Handed to step 7 only when nothing below ends grants (a refusal ends the decision anyway).
+    this.decision = { call, grants: live };
     if (live.length === 0) return null;
     const { covering, expanded } = this.match(
       live.filter((g) => g.executionEpoch === call.epoch),
@@ -104,6 +112,7 @@ export class Authorizer implements AuthorizationPort {
     );
     if (covering) return null;
     const older = live.filter((g) => g.executionEpoch !== call.epoch);
+    if (older.length > 0 || expanded.length > 0) this.decision = null;
     if (older.length > 0) {
       const approvedEpoch = older[older.length - 1]!.executionEpoch;
       const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
@@ -147,7 +156,7 @@ export class Authorizer implements AuthorizationPort {
     const mode = resolveMode(this.o.approval, call.tool);
     if (mode === "none") return { grant: null };
     if (mode === "session") {
-      const live = this.liveGrants().filter((g) => g.executionEpoch === call.epoch);
+      const live = this.takeDecisionGrants(call).filter((g) => g.executionEpoch === call.epoch);
       const { covering } = this.match(live, call);
       if (covering) return { grant: covering.grant };
     }
@@ -156,6 +165,7 @@ export class Authorizer implements AuthorizationPort {
     } finally {
       // A decision may have written grants through this very connection: read them again.
       this.live = null;
+      this.decision = null;
     }
   }
 
@@ -166,6 +176,13 @@ export class Authorizer implements AuthorizationPort {
    * connection committed (data_version: a revoke from another process counts from
    * the next call on) or this connection wrote grants; otherwise the last read holds.
    */
+  /** What stale() read for this call, if it was the step just before; else a fresh read. */
+  private takeDecisionGrants(call: ApprovedCall): GrantRecord[] {
+    const d = this.decision;
+    this.decision = null;
+    return d?.call === call ? d.grants : this.liveGrants();
+  }
+
   private liveGrants(): GrantRecord[] {
     const version = this.dataVersion();
     const own = grantWritesOn(this.o.db);
