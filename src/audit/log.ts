@@ -141,8 +141,9 @@ export class AuditLog {
   }
 }
 
-/** Records read per query by storedChunks. */
+/** Records read per query by storedChunks, at most; and about how many bytes. */
 const CHUNK_RECORDS = 1024;
+const CHUNK_BYTES = 8 << 20;
 /** How much of the store file whole-log reads may map instead of copying (SQLite's mmap_size). */
 const READ_MMAP_BYTES = 1 << 30;
 
@@ -166,15 +167,27 @@ export function* storedChunks(db: Store): Generator<StoredRecord[]> {
   const chunk = db
     .prepare(
       `SELECT CAST(group_concat(record, X'') AS BLOB), group_concat(octet_length(record), ','), max(seq)
-         FROM (SELECT seq, record FROM audit_records WHERE seq > ? ORDER BY seq LIMIT ${CHUNK_RECORDS})`,
+         FROM (SELECT seq, record FROM audit_records WHERE seq > ? ORDER BY seq LIMIT ?)`,
     )
     .raw();
   if ((db.pragma("mmap_size", { simple: true }) as number) < READ_MMAP_BYTES) {
     db.pragma(`mmap_size = ${READ_MMAP_BYTES}`);
   }
   let after = Number.MIN_SAFE_INTEGER;
+  // Records are not all alike (a catalog_revised event holds a whole inventory): the count per
+  // query follows the bytes, so that a chunk stays near CHUNK_BYTES.
+  let limit = CHUNK_RECORDS;
   for (;;) {
-    const [bytes, lengths, last] = chunk.get(after) as [Buffer | null, string | null, number | null];
+    let row: [Buffer | null, string | null, number | null];
+    try {
+      row = chunk.get(after, limit) as typeof row;
+    } catch (err) {
+      // Over SQLite's length limit: fewer at a time (one record alone always fits: it was stored).
+      if ((err as { code?: string }).code !== "SQLITE_TOOBIG" || limit === 1) throw err;
+      limit = Math.max(1, limit >> 2);
+      continue;
+    }
+    const [bytes, lengths, last] = row;
     if (bytes === null || lengths === null || last === null) return;
     const records: StoredRecord[] = [];
     let at = 0;
@@ -185,6 +198,8 @@ export function* storedChunks(db: Store): Generator<StoredRecord[]> {
     }
     yield records;
     after = last;
+    const perRecord = bytes.length / records.length;
+    limit = Math.max(1, Math.min(CHUNK_RECORDS, Math.floor(CHUNK_BYTES / perRecord)));
   }
 }
 
