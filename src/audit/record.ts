@@ -151,7 +151,9 @@ export function parseExportLine(line: string): { record: Buffer; hash: string } 
   if (!line.endsWith(LINE_END)) return notCanonical;
   const hash = line.slice(LINE_START.length, LINE_START.length + 64);
   const sealedKey = line.indexOf(SEALED_KEY, HEADER_AT);
-  if (sealedKey < 0 || !HEX64.test(hash)) return notCanonical;
+  const sealedAt = sealedKey + SEALED_KEY.length;
+  // (the closing quote of the payload must not be the opening one: `"sealed":"}`)
+  if (sealedKey < 0 || sealedAt > line.length - LINE_END.length || !HEX64.test(hash)) return notCanonical;
   // The header: one object without nested braces. The verifier reads it in full, like any stored
   // record's. It is ASCII; a wider character would be written back as the one byte latin1 makes
   // of it (U+0130 as "0"), so that a different line would stand for the same record.
@@ -164,7 +166,7 @@ export function parseExportLine(line: string): { record: Buffer; hash: string } 
   ) {
     return notCanonical;
   }
-  const b64 = line.slice(sealedKey + SEALED_KEY.length, line.length - LINE_END.length);
+  const b64 = line.slice(sealedAt, line.length - LINE_END.length);
   // base64url in its one spelling: no length that leaves a lone character, no stray bits in the
   // last character, no "+" or "/" (which Node decodes as "-" and "_"). Node's decoder skips or
   // stops at any other character, which shows as fewer bytes than the length promises.

@@ -217,6 +217,12 @@ describe("export line", () => {
     expect(parseExportLine(good.replace('{"hash"', '{ "hash"'))).toBeTypeOf("string");
     expect(parseExportLine(`${good}\r`)).toBeTypeOf("string");
     expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"AAAA","x":1}'))).toBeTypeOf("string");
+    expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":""}'))).not.toBeTypeOf("string");
+    expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"}'))).toMatch(/not a canonical export record/);
+    expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"AAAA"} '))).toMatch(/not a canonical/);
+    expect(parseExportLine(good.replace('{"hash":"', '{"hash":"A').slice(0, -1))).toMatch(/not a canonical/);
+    expect(parseExportLine(good.replace('","header":{', '","header": {'))).toMatch(/not a canonical/);
+    expect(parseExportLine(good.replace('"v":1,', '"v":{1},'))).toMatch(/not a canonical/);
     // A character whose low byte is the one it replaces (U+0130 for "0") is not that byte.
     const at = good.indexOf("0", good.indexOf('"time":"'));
     const wide = `${good.slice(0, at)}\u0130${good.slice(at + 1)}`;
