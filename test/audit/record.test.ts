@@ -218,7 +218,9 @@ describe("export line", () => {
     expect(parseExportLine(`${good}\r`)).toBeTypeOf("string");
     expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"AAAA","x":1}'))).toBeTypeOf("string");
     expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":""}'))).not.toBeTypeOf("string");
-    expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"}'))).toMatch(/not a canonical export record/);
+    expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"}'))).toMatch(
+      /not a canonical export record/,
+    );
     expect(parseExportLine(good.replace('"sealed":"AAAA"}', '"sealed":"AAAA"} '))).toMatch(/not a canonical/);
     expect(parseExportLine(good.replace('{"hash":"', '{"hash":"A').slice(0, -1))).toMatch(/not a canonical/);
     expect(parseExportLine(good.replace('","header":{', '","header": {'))).toMatch(/not a canonical/);
