@@ -17,7 +17,7 @@ const dist = join(resolve(dirname(fileURLToPath(import.meta.url)), ".."), "dist"
 const { runCommand } = await import(pathToFileURL(join(dist, "cli", "run.js")).href);
 
 /** Step 8 only: record the intent durably, then forward. */
-async function interceptless(server, facts, _auth, intent) {
+async function straightToIntent(server, facts, _auth, intent) {
   const view = server();
   if (!view.epoch) return { action: "hold" }; // nothing to forward to yet
   const call = {
@@ -38,4 +38,4 @@ if (command !== "run") {
   process.stderr.write("usage: node bench/guard-off-gateway.mjs run [run options] -- COMMAND [ARGS...]\n");
   process.exit(2);
 }
-process.exitCode = await runCommand(args, { decide: interceptless });
+process.exitCode = await runCommand(args, { decide: straightToIntent });
