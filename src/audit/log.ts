@@ -209,10 +209,14 @@ export function* storedRecords(db: Store): Generator<StoredRecord> {
 }
 
 /** Verifies the stored chain (see verifyChain). */
-export function verifyStore(db: Store, opts: { checkpoint?: Checkpoint } = {}): VerifyResult {
+export function verifyStore(
+  db: Store,
+  opts: { checkpoint?: Checkpoint; progress?: (records: number) => void } = {},
+): VerifyResult {
   const v = new ChainVerifier(opts.checkpoint);
   outer: for (const chunk of storedChunks(db)) {
     for (const r of chunk) if (!v.push(r)) break outer;
+    opts.progress?.(v.records);
   }
   return v.result();
 }

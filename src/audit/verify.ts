@@ -151,8 +151,12 @@ export function verifyChain(
 }
 
 /** Verifies an export, one JSONL line per record (a final empty line is allowed). */
-export function verifyExport(lines: Iterable<string>, opts: { checkpoint?: Checkpoint } = {}): VerifyResult {
+export function verifyExport(
+  lines: Iterable<string>,
+  opts: { checkpoint?: Checkpoint; progress?: (records: number) => void } = {},
+): VerifyResult {
   const v = new ChainVerifier(opts.checkpoint);
+  let n = 0;
   let blank = false;
   for (const line of lines) {
     if (blank) {
@@ -165,6 +169,7 @@ export function verifyExport(lines: Iterable<string>, opts: { checkpoint?: Check
     }
     const r = parseExportLine(line);
     if (!(typeof r === "string" ? v.pushUnreadable(r) : v.push(r.record, r.hash))) break;
+    if ((++n & 1023) === 0) opts.progress?.(v.records);
   }
   return v.result();
 }

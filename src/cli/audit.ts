@@ -25,6 +25,7 @@ import {
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+import { type Progress, stderrProgress } from "./progress.js";
 
 export const AUDIT_HELP = `Usage:
   portcullis audit verify [--json] [--file EXPORT.jsonl] [--checkpoint FILE]
@@ -37,7 +38,8 @@ export const AUDIT_HELP = `Usage:
 verify, export and checkpoint need no key: they read ciphertext only. verify checks
 the store (or an export given with --file) record by record and, with --checkpoint,
 that nothing the checkpoint covers was cut off or rewritten. Keep checkpoints
-somewhere the state directory's owner cannot rewrite.
+somewhere the state directory's owner cannot rewrite. On a terminal, verify and
+export show their progress on stderr when they take more than a second.
 
 sessions, activity and show decrypt, after verifying the chain: they ask for the
 passphrase. ${PASSPHRASE_HELP}
@@ -63,7 +65,14 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         return await verify(ctx.stateDir, opts);
       case "export":
         return await withStore(ctx.stateDir, async (db) => {
-          await writeLines(exportRecords(db));
+          const shown = stderrProgress(
+            (n) => `portcullis audit export: ${n.toLocaleString("en-US")} records…`,
+          );
+          try {
+            await writeLines(counted(exportRecords(db), (n) => shown.update(n)));
+          } finally {
+            shown.done();
+          }
           return 0;
         });
       case "checkpoint":
@@ -160,11 +169,21 @@ async function withStore(stateDir: string, f: (db: Store) => Promise<number>): P
 
 async function verify(stateDir: string, opts: Opts): Promise<number> {
   const checkpoint = opts.checkpoint === undefined ? undefined : readCheckpoint(opts.checkpoint);
-  if (opts.file) return report(verifyExport(readLines(opts.file), { checkpoint }), opts);
-  return withStore(stateDir, (db) => report(verifyStore(db, { checkpoint }), opts));
+  const shown = stderrProgress(
+    (n) => `portcullis audit verify: ${n.toLocaleString("en-US")} records verified…`,
+  );
+  const progress = (n: number) => shown.update(n);
+  try {
+    if (opts.file)
+      return await report(verifyExport(readLines(opts.file), { checkpoint, progress }), opts, shown);
+    return await withStore(stateDir, (db) => report(verifyStore(db, { checkpoint, progress }), opts, shown));
+  } finally {
+    shown.done();
+  }
 }
 
-async function report(r: VerifyResult, opts: Opts): Promise<number> {
+async function report(r: VerifyResult, opts: Opts, shown?: Progress): Promise<number> {
+  shown?.done();
   if (opts.json) {
     await write(`${JSON.stringify(r)}\n`);
   } else if (r.ok) {
@@ -186,6 +205,15 @@ function readCheckpoint(path: string): Checkpoint {
     );
   }
   return parseCheckpoint(text);
+}
+
+/** The items of `items`, telling `seen` how many have passed every 1,024. */
+function* counted<T>(items: Iterable<T>, seen: (n: number) => void): Generator<T> {
+  let n = 0;
+  for (const item of items) {
+    yield item;
+    if ((++n & 1023) === 0) seen(n);
+  }
 }
 
 /** The lines of an export file (see exportLines); a file that cannot be opened is a usage error. */
