@@ -8,6 +8,10 @@
 //
 //   node bench/guard-off-gateway.mjs run [run options] -- COMMAND [ARGS...]
 //
+// With GUARD_ALTERNATE=N in its environment, the guard is on for N calls, off for the next N, and
+// so on (counting every decision from the first): both halves then run in one process, under the
+// same scheduling, so that a difference of microseconds shows through a busy machine's noise.
+//
 // The switch is a function passed inside the process (RunInternals.decide); portcullis itself
 // has no flag or variable that turns its guard off.
 import { dirname, join, resolve } from "node:path";
@@ -15,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const dist = join(resolve(dirname(fileURLToPath(import.meta.url)), ".."), "dist");
 const { runCommand } = await import(pathToFileURL(join(dist, "cli", "run.js")).href);
+const { decide } = await import(pathToFileURL(join(dist, "guard", "guard.js")).href);
 
 /** Step 8 only: record the intent durably, then forward. */
 async function straightToIntent(server, facts, _auth, intent) {
@@ -38,4 +43,9 @@ if (command !== "run") {
   process.stderr.write("usage: node bench/guard-off-gateway.mjs run [run options] -- COMMAND [ARGS...]\n");
   process.exit(2);
 }
-process.exitCode = await runCommand(args, { decide: straightToIntent });
+const every = Number(process.env.GUARD_ALTERNATE ?? 0);
+let decisions = 0;
+/** The guard for `every` decisions, then none for `every`, and so on. */
+const alternating = (...a) =>
+  Math.floor(decisions++ / every) % 2 === 0 ? decide(...a) : straightToIntent(...a);
+process.exitCode = await runCommand(args, { decide: every > 0 ? alternating : straightToIntent });

@@ -19,7 +19,7 @@
 // the same gateway, decision steps 1–7 skipped), both recording each call's intent without fsync.
 // Exit code: 0, also when portcullis is not built; 1 when a measured path fails.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -95,6 +95,7 @@ class RpcClient {
 
   request(method, params, timeoutMs = 30_000) {
     const id = this.nextId++;
+    if (method === "tools/call") this.toolCalls = (this.toolCalls ?? 0) + 1;
     return new Promise((res, rej) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -112,19 +113,6 @@ class RpcClient {
       });
       this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
     });
-  }
-
-  /**
-   * CPU time of the spawned process's main thread so far, in ns (Linux: /proc/PID/schedstat);
-   * null elsewhere. Unlike latency, it does not depend on how the machine schedules the three
-   * processes of a path, so small costs on the call path show through the noise.
-   */
-  mainThreadCpuNs() {
-    try {
-      return Number(readFileSync(`/proc/${this.child.pid}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      return null;
-    }
   }
 
   notify(method, params) {
@@ -156,7 +144,6 @@ function percentile(sorted, p) {
 async function measure(client, total, concurrency) {
   const latencies = new Float64Array(total);
   let issued = 0;
-  const cpuBefore = client.mainThreadCpuNs();
   const start = process.hrtime.bigint();
   const worker = async () => {
     while (issued < total) {
@@ -168,10 +155,8 @@ async function measure(client, total, concurrency) {
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const cpuAfter = client.mainThreadCpuNs();
   const sorted = Array.from(latencies).sort((a, b) => a - b);
-  const cpu = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) / total / 1000;
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds, cpu };
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds };
 }
 
 /**
@@ -258,14 +243,37 @@ async function measurePaths(paths) {
   for (const path of paths) {
     if (path.error || !path.rounds?.length) continue;
     const pick = (c, key) => median(path.rounds.map((r) => r[c][key]));
-    path.c1 = {
-      p50: pick("c1", "p50"),
-      p99: pick("c1", "p99"),
-      rps: pick("c1", "rps"),
-      cpu: pick("c1", "cpu"),
-    };
+    path.c1 = { p50: pick("c1", "p50"), p99: pick("c1", "p99"), rps: pick("c1", "rps") };
     path.c16 = { p50: pick("c16", "p50"), p99: pick("c16", "p99"), rps: pick("c16", "rps") };
   }
+}
+
+/**
+ * The guard's cost inside one gateway process (bench/guard-off-gateway.mjs with GUARD_ALTERNATE):
+ * blocks of ALTERNATE calls at c=1, the guard on in one block and off in the next. The p50 of
+ * each block; each "on" block against the "off" block next to it; the median of those ratios.
+ */
+const ALTERNATE = 100;
+const ALTERNATE_PAIRS = Number(process.env.BENCH_PAIRS ?? 60);
+async function alternatingCost(client) {
+  // Align with the gateway's count of decisions: a block starts on a multiple of ALTERNATE.
+  while ((client.toolCalls ?? 0) % ALTERNATE !== 0) await call(client, 0);
+  const on = [];
+  const off = [];
+  for (let b = 0; b < 2 * ALTERNATE_PAIRS; b++) {
+    const guarded = Math.floor((client.toolCalls ?? 0) / ALTERNATE) % 2 === 0;
+    const { p50 } = await measure(client, ALTERNATE, 1);
+    (guarded ? on : off).push(p50);
+  }
+  const pairs = Math.min(on.length, off.length);
+  const ratios = Array.from({ length: pairs }, (_, i) => on[i] / off[i]).sort((x, y) => x - y);
+  return {
+    ratio: median(ratios),
+    low: ratios[Math.floor(pairs / 4)],
+    high: ratios[Math.floor((pairs * 3) / 4)],
+    on: median(on),
+    off: median(off),
+  };
 }
 
 function preparePortcullis() {
@@ -306,6 +314,7 @@ async function main() {
   rows.push(await openPath("null-relay", NODE, [join(REPO, "bench", "null-relay.mjs"), "--", ...server]));
   let portcullisNote;
   const preps = [];
+  const alternating = [];
   if (!existsSync(CLI)) {
     portcullisNote = "portcullis: not built";
     rows.push({ name: "portcullis", skipped: "(skipped)" });
@@ -324,12 +333,13 @@ async function main() {
       ...more,
       ...extraArgs,
     ];
-    const path = async (name, launcher, more, method = "tools/call", approve = false) => {
+    const open = async (name, launcher, more, method = "tools/call", approve = false, env = {}) => {
       const prep = preparePortcullis();
       preps.push(prep);
       const args = [launcher, ...runArgs(prep.stateDir, ...more), "--", ...server];
-      rows.push(await openPath(name, NODE, args, prep.env, method, approve ? prep.stateDir : null));
+      return openPath(name, NODE, args, { ...prep.env, ...env }, method, approve ? prep.stateDir : null);
     };
+    const path = async (...a) => rows.push(await open(...a));
     portcullisNote = `portcullis: run ${runArgs("<tmp>").slice(3).join(" ")} (one state directory per path)`;
     const guardOff = join(REPO, "bench", "guard-off-gateway.mjs");
     // the whole product: guard, then the intent record fsynced before the forward
@@ -345,14 +355,37 @@ async function main() {
       await openPath("null ping", NODE, [join(REPO, "bench", "null-relay.mjs"), "--", ...server], {}, "ping"),
     );
     await path("pc ping", CLI, [], "ping");
+    // the guard on and off in turn inside one gateway (not in the table: see alternatingCost)
+    const alternate = { GUARD_ALTERNATE: String(ALTERNATE) };
+    alternating.push(
+      await open("a/b none", guardOff, ["--audit-sync", "normal"], "tools/call", false, alternate),
+    );
+    alternating.push(
+      await open(
+        "a/b grant",
+        guardOff,
+        ["--audit-sync", "normal", "--approval", "session"],
+        "tools/call",
+        true,
+        alternate,
+      ),
+    );
     const failedInit = preps.find((p) => !p.initNote.startsWith("keyring"));
     if (failedInit) portcullisNote += `; ${failedInit.initNote}`;
   }
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
   try {
     await measurePaths(rows);
+    for (const a of alternating) {
+      if (!a.client) continue;
+      try {
+        a.cost = await alternatingCost(a.client);
+      } catch (error) {
+        a.error = describe(error, a.client);
+      }
+    }
   } finally {
-    for (const row of rows) if (row.client) await row.client.close();
+    for (const row of [...rows, ...alternating]) if (row.client) await row.client.close();
     for (const prep of preps) prep.cleanup();
   }
 
@@ -409,28 +442,29 @@ async function main() {
   ratio("pc ping", "null ping", "relay only", true);
   ratio("portcullis", "null-relay", "guarded and audited, intent fsynced", false);
   ratio("pc audit=os", "null-relay", "guarded and audited, intent not fsynced", false);
-  // The guard's cost: the extra CPU the guarded gateway spends on its main thread per call (the
-  // thread every call waits on), against the p50 of a call through the guard-off gateway. The
-  // latency ratio is printed too; on a busy 2-core machine it moves by more than the guard costs.
+  // The guard's cost, judged inside one gateway that turns its guard on and off every
+  // ALTERNATE calls (see alternatingCost): three processes ping-ponging on a busy machine are
+  // scheduled differently from one run to the next, by more than the guard costs, and
+  // separate processes compare badly; adjacent blocks of one process share their conditions.
+  const pct = (r) => `${r >= 1 ? "+" : ""}${fmt((r - 1) * 100, 1)}%`;
   const off = byName["pc guard off"];
-  const pct = (r) => `${r >= 0 ? "+" : ""}${fmt(r * 100, 1)}%`;
-  for (const [name, what] of [
-    ["pc audit=os", "approval none"],
-    ["pc grant", "each call covered by a session grant"],
+  for (const [a, name, what] of [
+    [alternating[0], "pc audit=os", "approval none"],
+    [alternating[1], "pc grant", "each call covered by a session grant"],
   ]) {
-    const on = byName[name];
-    if (!on?.c1 || !off?.c1) continue;
-    const latency = `p50 latency from the rounds ${pct(on.c1.p50 / off.c1.p50 - 1)}`;
-    if (on.c1.cpu === null || off.c1.cpu === null) {
-      console.log(`guard on (${what}) vs guard off, c=1: ${latency} (no per-thread CPU figures here)`);
+    if (!a) continue;
+    if (!a.cost) {
+      console.log(`guard on (${what}) vs guard off: FAILED: ${a.error}`);
       continue;
     }
-    const extraUs = on.c1.cpu - off.c1.cpu;
-    const cost = extraUs / (off.c1.p50 * 1000);
+    const c = a.cost;
+    const on = byName[name];
+    const separate =
+      on?.c1 && off?.c1 ? `; separate gateways, from the rounds: ${pct(on.c1.p50 / off.c1.p50)}` : "";
     console.log(
-      `guard on (${what}) vs guard off, tools/call, intent recorded without fsync in both: gateway main-thread CPU per call ` +
-        `${fmt(on.c1.cpu, 1)} vs ${fmt(off.c1.cpu, 1)} us: ${extraUs >= 0 ? "+" : ""}${fmt(extraUs, 1)} us = ${pct(cost)} of a guard-off call ` +
-        `(target < 10% at c=1: ${cost < 0.1 ? "met" : "MISSED"}); ${latency}, calls/s c=16 ${fmt(on.c16.rps / off.c16.rps, 2)}x`,
+      `guard on (${what}) vs guard off, tools/call, intent recorded without fsync in both: p50 c=1 ${pct(c.ratio)} ` +
+        `(${ALTERNATE_PAIRS} pairs of ${ALTERNATE}-call blocks in one gateway; middle half ${pct(c.low)} to ${pct(c.high)}; ` +
+        `on ${fmt(c.on)} ms, off ${fmt(c.off)} ms; target < 10%: ${c.ratio < 1.1 ? "met" : "MISSED"})${separate}`,
     );
   }
   const on = byName["pc audit=os"];
