@@ -46,7 +46,8 @@ export interface AuthorizerOptions {
 }
 
 /**
- * Steps 2, 6 and 7 of the decision order for one agent run in front of one server.
+ * Steps 2, 6 and 7 of the decision order for one agent run in front of one server, and the
+ * grant that step 8 reads again, atomically with the intent record (condition).
  *
  * A session grant covers a call when it belongs to this run, this server label and
  * the call's execution epoch, names the tool with the fingerprint it was approved
@@ -61,21 +62,23 @@ export class Authorizer implements AuthorizationPort {
   private readonly progressEveryMs: number;
   /** classification of (grant, current fingerprint): a diff is computed once per version seen */
   private readonly classified = new Map<string, Classification>();
-  /** SQLite's count of commits by other connections (a revoke or approval from the CLI) */
-  private readonly dataVersion: () => number;
-  /** the run's live session grants, as of (data_version, own grant writes) */
-  private live: { version: number; own: number; grants: GrantRecord[] } | null = null;
   /**
-   * The grants step 2 (stale) read for a call, handed to step 7 (obtain) of the same decision,
-   * which takes them (once): reading data_version takes SQLite's read locks, which cost more
-   * than the rest of the guard, and once per call is what "from the next call on" needs.
+   * The run's live session grants as last read, with this connection's count of grant writes
+   * then. Kept until this connection writes grants, or a grant taken from it turns out to be
+   * gone (see condition), or before asking a human; never read per call: reading anything from
+   * the store takes SQLite's read locks, which cost more than the rest of the guard.
    */
-  private decision: { call: ApprovedCall; grants: GrantRecord[] } | null = null;
+  private live: { own: number; grants: GrantRecord[] } | null = null;
+  /** The session grant obtain() took from `live` for a call, which condition() reads again. */
+  private cached: { call: ApprovedCall; grant: string } | null = null;
+  private readonly grantIsLive: (grant: string) => boolean;
 
   constructor(private readonly o: AuthorizerOptions) {
     this.scopes = requiredScopes(o.credentials);
-    const dv = o.db.prepare("PRAGMA data_version").pluck();
-    this.dataVersion = () => dv.get() as number;
+    const liveGrant = o.db
+      .prepare("SELECT 1 FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
+      .pluck();
+    this.grantIsLive = (grant) => liveGrant.get(grant) !== undefined;
     this.timeoutMs = o.timeoutMs ?? 120_000;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
@@ -102,17 +105,21 @@ export class Authorizer implements AuthorizationPort {
    */
   stale(call: ApprovedCall): ErrorObject | null {
     if (resolveMode(this.o.approval, call.tool) === "none") return null;
-    const live = this.liveGrants();
-    // Handed to step 7 only when nothing below ends grants (a refusal ends the decision anyway).
-    this.decision = { call, grants: live };
+    let live = this.liveGrants();
     if (live.length === 0) return null;
-    const { covering, expanded } = this.match(
+    let { covering, expanded } = this.match(
       live.filter((g) => g.executionEpoch === call.epoch),
       call,
     );
     if (covering) return null;
+    // About to refuse: never on what may be an old read.
+    live = this.liveGrants(true);
+    ({ covering, expanded } = this.match(
+      live.filter((g) => g.executionEpoch === call.epoch),
+      call,
+    ));
+    if (covering) return null;
     const older = live.filter((g) => g.executionEpoch !== call.epoch);
-    if (older.length > 0 || expanded.length > 0) this.decision = null;
     if (older.length > 0) {
       const approvedEpoch = older[older.length - 1]!.executionEpoch;
       const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
@@ -156,40 +163,56 @@ export class Authorizer implements AuthorizationPort {
     const mode = resolveMode(this.o.approval, call.tool);
     if (mode === "none") return { grant: null };
     if (mode === "session") {
-      const live = this.takeDecisionGrants(call).filter((g) => g.executionEpoch === call.epoch);
-      const { covering } = this.match(live, call);
-      if (covering) return { grant: covering.grant };
+      // From the last read; the guard reads the grant again with the intent record (condition).
+      const covering = this.covering(call, false) ?? this.covering(call, true);
+      if (covering) {
+        this.cached = { call, grant: covering.grant };
+        return { grant: covering.grant };
+      }
     }
     try {
       return await this.ask(call, mode, hooks);
     } finally {
       // A decision may have written grants through this very connection: read them again.
       this.live = null;
-      this.decision = null;
     }
+  }
+
+  /**
+   * Step 8's check, under the audit log's write lock, atomically with the intent record: the
+   * session grant obtain() took from its last read is still live. A revoke from another process
+   * therefore stops the very next call, however recent the read. Grants that a human just gave,
+   * in this decision, need no second look.
+   */
+  condition(call: ApprovedCall): (() => boolean) | undefined {
+    const c = this.cached;
+    if (!c || c.call !== call || call.grant !== c.grant) return undefined;
+    this.cached = null;
+    return () => {
+      if (this.grantIsLive(c.grant)) return true;
+      this.live = null; // the guard decides again, on a fresh read
+      return false;
+    };
   }
 
   // ───────────────────────────── coverage ─────────────────────────────
 
-  /**
-   * The run's live session grants for this server. Read again whenever any other
-   * connection committed (data_version: a revoke from another process counts from
-   * the next call on) or this connection wrote grants; otherwise the last read holds.
-   */
-  /** What stale() read for this call, if it was the step just before; else a fresh read. */
-  private takeDecisionGrants(call: ApprovedCall): GrantRecord[] {
-    const d = this.decision;
-    this.decision = null;
-    return d?.call === call ? d.grants : this.liveGrants();
+  /** A session grant of the current epoch that covers the call, from the last read or a fresh one. */
+  private covering(call: ApprovedCall, fresh: boolean): GrantRecord | null {
+    const live = this.liveGrants(fresh).filter((g) => g.executionEpoch === call.epoch);
+    return this.match(live, call).covering;
   }
 
-  private liveGrants(): GrantRecord[] {
-    const version = this.dataVersion();
+  /**
+   * The run's live session grants for this server: the last read, unless `fresh` or this
+   * connection wrote grants since (see `live`).
+   */
+  private liveGrants(fresh = false): GrantRecord[] {
     const own = grantWritesOn(this.o.db);
     const hit = this.live;
-    if (hit && hit.version === version && hit.own === own) return hit.grants;
+    if (!fresh && hit && hit.own === own) return hit.grants;
     const grants = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
-    this.live = { version, own, grants };
+    this.live = { own, grants };
     return grants;
   }
 

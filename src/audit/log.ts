@@ -28,6 +28,13 @@ export interface Appended {
   hash: string;
 }
 
+/** An event ready to be sealed, and what must still hold when it is written. */
+interface Sealable {
+  type: string;
+  plaintext: Buffer;
+  condition?: (() => boolean) | undefined;
+}
+
 export interface AuditLogOptions {
   /** Records sealed under one ephemeral key before a new one is made (default 1024). */
   recordsPerSession?: number;
@@ -48,7 +55,7 @@ export class AuditLog {
   private last: Appended | null = null;
   private readonly head: () => Appended | null;
   private readonly insert: (seq: number, record: StoredRecord) => void;
-  private readonly commit: (items: { type: string; plaintext: Buffer }[]) => Appended[];
+  private readonly commit: (items: Sealable[]) => (Appended | null)[];
 
   private constructor(
     db: Store,
@@ -71,9 +78,11 @@ export class AuditLog {
       return { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
     };
     this.insert = (seq, record) => insertStmt.run(seq, record);
-    const tx = db.transaction((items: { type: string; plaintext: Buffer }[]) => {
+    const tx = db.transaction((items: Sealable[]) => {
       let head = this.head();
       return items.map((it) => {
+        // A condition is read here, under the write lock, atomically with the record.
+        if (it.condition && !it.condition()) return null;
         head = this.link(it, head);
         return head;
       });
@@ -82,7 +91,13 @@ export class AuditLog {
     // extend the same head, so the chain never forks and never skips a number.
     this.commit = (items) => {
       const appended = tx.immediate(items);
-      this.last = appended[appended.length - 1]!;
+      for (let i = appended.length - 1; i >= 0; i--) {
+        const a = appended[i];
+        if (a) {
+          this.last = a;
+          break;
+        }
+      }
       return appended;
     };
   }
@@ -101,18 +116,27 @@ export class AuditLog {
 
   /** Appends several events in one transaction (group commit): all are written, or none. */
   appendMany(events: readonly AuditEvent[]): Appended[] {
-    const items = events.map((e) => {
-      assertAuditable(e);
-      return { type: e.type, plaintext: Buffer.from(JSON.stringify(e), "utf8") };
+    return this.appendIf(events.map((event) => ({ event }))) as Appended[];
+  }
+
+  /**
+   * Appends in one transaction, like appendMany, except that an event with a `condition` is
+   * written only if the condition holds when its turn comes, inside the transaction and under
+   * the write lock: null in its place otherwise. What a record says was true when it was written.
+   */
+  appendIf(items: readonly { event: AuditEvent; condition?: () => boolean }[]): (Appended | null)[] {
+    const sealable = items.map(({ event, condition }): Sealable => {
+      assertAuditable(event);
+      return { type: event.type, plaintext: Buffer.from(JSON.stringify(event), "utf8"), condition };
     });
-    return items.length === 0 ? [] : this.commit(items);
+    return sealable.length === 0 ? [] : this.commit(sealable);
   }
 
   /**
    * Inside the write transaction: the record on top of `head` (linked by the hash of
    * the head's bytes, whatever they hold), inserted.
    */
-  private link(it: { type: string; plaintext: Buffer }, head: Appended | null): Appended {
+  private link(it: Sealable, head: Appended | null): Appended {
     const session = this.sealingSession();
     const nonce = session.nextNonce();
     const h: AuditHeader = {

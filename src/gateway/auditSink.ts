@@ -7,7 +7,8 @@ const BEST_EFFORT_DELAY_MS = 25;
 
 interface Queued {
   event: GatewayEvent;
-  done?: { resolve: () => void; reject: (e: Error) => void };
+  condition?: () => boolean;
+  done?: { resolve: (written: boolean) => void; reject: (e: Error) => void };
 }
 
 /**
@@ -18,7 +19,8 @@ interface Queued {
  *
  * A durable event (`tool_called`) resolves only after its transaction committed;
  * if the group cannot be written every durable event in it rejects and the guard
- * refuses those calls. Best-effort events that cannot be written are reported on
+ * refuses those calls. Its condition, if any, is read inside that transaction: the
+ * guard's way of making what a decision rested on hold when the intent is recorded. Best-effort events that cannot be written are reported on
  * stderr; they never block a call.
  */
 export function auditSink(audit: AuditLog, log: Logger): EventSink {
@@ -34,15 +36,16 @@ export function auditSink(audit: AuditLog, log: Logger): EventSink {
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
+    const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: q.condition });
     try {
-      audit.appendMany(batch.map((q) => q.event as AuditEvent));
-      for (const q of batch) q.done?.resolve();
+      const written = audit.appendIf(batch.map(item));
+      for (let i = 0; i < batch.length; i++) batch[i]?.done?.resolve(written[i] !== null);
     } catch (err) {
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
-          audit.append(q.event as AuditEvent);
-          q.done?.resolve();
+          const [written] = audit.appendIf([item(q)]);
+          q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(e as Error);
           else log.warn(`audit: cannot record ${q.event.type}: ${(e as Error).message}`);
@@ -63,9 +66,9 @@ export function auditSink(audit: AuditLog, log: Logger): EventSink {
         timer.unref();
       }
     },
-    emitDurable(e) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ event: e, done: { resolve, reject } });
+    emitDurable(e, condition) {
+      return new Promise<boolean>((resolve, reject) => {
+        queue.push({ event: e, condition, done: { resolve, reject } });
         if (!immediate) immediate = setImmediate(flush);
       });
     },

@@ -11,8 +11,12 @@ export interface GatewayEvent {
 export interface EventSink {
   /** best effort: a failure is logged, never fatal; written with the next group */
   emit(e: GatewayEvent): void;
-  /** durable: resolves once the record is on disk; rejects when it cannot be written (then the call is refused) */
-  emitDurable(e: GatewayEvent): Promise<void>;
+  /**
+   * durable: resolves true once the record is on disk; rejects when it cannot be written (then
+   * the call is refused). With a `condition`, read under the audit log's write lock just before
+   * the record is written: false resolves false, and nothing is written.
+   */
+  emitDurable(e: GatewayEvent, condition?: () => boolean): Promise<boolean>;
   /** writes whatever is still queued (at shutdown) */
   flush(): void;
 }

@@ -369,7 +369,11 @@ export class Gateway {
         () => this.view(),
         { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
         this.auth,
-        this.gen ? { intent: (call) => this.records.toolCalled(msg.id, params.arguments, call) } : null,
+        this.gen
+          ? {
+              intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
+            }
+          : null,
         { progress, signal: mark.abort.signal },
       );
     } finally {

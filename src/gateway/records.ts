@@ -33,25 +33,32 @@ export class GatewayRecords {
     });
   }
 
-  /** The intent of a call the guard let through: resolves once durable, rejects if it cannot be. */
-  toolCalled(requestId: Id, args: unknown, call: ApprovedCall): Promise<void> {
+  /**
+   * The intent of a call the guard let through: resolves true once durable, false when
+   * `condition` (what the decision rested on) no longer held under the write lock, and nothing
+   * was written; rejects if it cannot be written.
+   */
+  toolCalled(requestId: Id, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
     const given = argumentsDigest(args ?? {});
     const noDefaults = call.effective === args; // the validator made no copy: no default applies
-    return this.events.emitDurable({
-      type: "tool_called",
-      run: this.run,
-      serverLabel: this.label,
-      requestId,
-      tool: call.tool,
-      fingerprint: call.fingerprint,
-      epoch: call.epoch,
-      revision: call.revision,
-      grant: call.grant,
-      argumentsDigest: given,
-      effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
-      defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),
-      ...(this.auditArguments === "clear" ? { arguments: redactSecrets(args ?? {}) } : {}),
-    });
+    return this.events.emitDurable(
+      {
+        type: "tool_called",
+        run: this.run,
+        serverLabel: this.label,
+        requestId,
+        tool: call.tool,
+        fingerprint: call.fingerprint,
+        epoch: call.epoch,
+        revision: call.revision,
+        grant: call.grant,
+        argumentsDigest: given,
+        effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
+        defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),
+        ...(this.auditArguments === "clear" ? { arguments: redactSecrets(args ?? {}) } : {}),
+      },
+      condition,
+    );
   }
 
   /** A call the guard refused, or whose arguments did not validate. */

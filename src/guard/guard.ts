@@ -35,12 +35,23 @@ export interface AuthorizationPort {
     call: ApprovedCall,
     hooks: { progress?: (message: string) => void; signal?: AbortSignal },
   ): Promise<{ grant: string | null } | { error: ErrorObject }>;
+  /**
+   * What the decision rests on (the grant still live), to be read again at step 8 under the
+   * audit log's write lock, atomically with the intent record; undefined when nothing needs to.
+   */
+  condition(call: ApprovedCall): (() => boolean) | undefined;
 }
 
-/** Step 8: the durable intent record; resolves once it is on disk, rejects when it cannot be written. */
+/**
+ * Step 8: the durable intent record; resolves true once it is on disk, false when `condition`
+ * no longer held when the record was due (nothing written), rejects when it cannot be written.
+ */
 export interface IntentPort {
-  intent(call: ApprovedCall): Promise<void>;
+  intent(call: ApprovedCall, condition?: () => boolean): Promise<boolean>;
 }
+
+/** Decisions made again when what one rested on changed before its intent was recorded. */
+const MAX_DECISIONS = 3;
 
 export interface ApprovedCall {
   tool: string;
@@ -124,6 +135,7 @@ export async function decide(
   auth: AuthorizationPort | null,
   intent: IntentPort | null,
   hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
+  attempt = 1,
 ): Promise<Verdict> {
   const first = precheck(server(), facts, auth);
   if (first.action !== "continue") return first;
@@ -143,12 +155,16 @@ export async function decide(
     call.grant = got.grant;
     // The wait may have spanned an epoch change: the approval is for the epoch it named.
     const now = server();
-    if (now.epoch !== call.epoch) return decide(server, facts, auth, intent, hooks);
+    if (now.epoch !== call.epoch) return decide(server, facts, auth, intent, hooks, attempt);
   }
-  // 8. the intent record, durably, before anything is forwarded.
+  // 8. the intent record, durably, before anything is forwarded. The grant is read again in the
+  // same transaction: a revoke that landed meanwhile means this decision is made again.
   if (intent) {
     try {
-      await intent.intent(call);
+      if (!(await intent.intent(call, auth?.condition(call)))) {
+        if (attempt < MAX_DECISIONS) return decide(server, facts, auth, intent, hooks, attempt + 1);
+        throw new Error(`the approval changed while the call was being recorded, ${MAX_DECISIONS} times`);
+      }
     } catch (e) {
       return {
         action: "refuse",

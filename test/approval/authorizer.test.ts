@@ -19,6 +19,7 @@ import {
   readTool,
   requestCount,
   testRun,
+  throughStep8,
 } from "./helpers.js";
 
 const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
@@ -211,8 +212,13 @@ describe("session grants", () => {
     expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
 
     revokeGrant(other, grant!.grant, "test");
-    expect(auth.stale(call)).toBeNull();
-    const again = auth.obtain(call);
+    // Step 7 answers from its last read; step 8 reads the grant again with the intent record
+    // and finds it revoked: the decision is made again, and a human is asked.
+    const next = callOf(publishPreview, A);
+    expect(await auth.obtain(next)).toEqual({ grant: grant!.grant });
+    next.grant = grant!.grant;
+    expect(auth.condition(next)?.()).toBe(false);
+    const again = throughStep8(auth, () => callOf(publishPreview, A));
     const req = await pendingOf(other, run);
     expect(requestCount(db, run)).toBe(2);
     decideRequest(other, req.request, { approve: false, reason: "revoked" }, "test");

@@ -162,3 +162,25 @@ export function requestCount(db: Store, run: Run): number {
     }
   ).n;
 }
+
+/**
+ * One call through the authorizer as the guard makes it (src/guard/guard.ts decide): step 2,
+ * step 7, then step 8's re-read of the grant (condition), which the audit log makes under its
+ * write lock with the intent record; a grant gone by then means the decision is made again.
+ */
+export async function throughStep8(
+  auth: Authorizer,
+  call: () => ApprovedCall,
+): Promise<{ grant: string | null } | { error: { code: number; message: string; data?: unknown } }> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const c = call();
+    const stale = auth.stale(c);
+    if (stale) return { error: stale };
+    const got = await auth.obtain(c, {});
+    if ("error" in got) return got;
+    c.grant = got.grant;
+    const condition = auth.condition(c);
+    if (!condition || condition()) return got;
+  }
+  throw new Error("the grant's condition failed three times");
+}

@@ -28,6 +28,29 @@ describe("AuditLog", () => {
     db.close();
   });
 
+  it("writes an event with a condition only if it holds when its turn comes, under the write lock", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    const seen: boolean[] = [];
+    const holds = (v: boolean) => () => {
+      seen.push(db.inTransaction);
+      return v;
+    };
+    const [a, b, c] = log.appendIf([
+      { event: called(1) },
+      { event: called(2), condition: holds(false) },
+      { event: called(3), condition: holds(true) },
+    ]);
+    expect(b).toBeNull();
+    expect([a?.seq, c?.seq]).toEqual([1, 2]);
+    expect(seen).toEqual([true, true]);
+    expect(verifyStore(db)).toEqual({ ok: true, records: 2, head: c });
+    expect(log.appendIf([{ event: called(4), condition: holds(false) }])).toEqual([null]);
+    expect(log.append(called(5)).seq).toBe(3);
+    db.close();
+  });
+
   it("writes nothing of a batch with one refused event", async () => {
     const dir = await stateWithKeyring();
     const db = openStore(dir);

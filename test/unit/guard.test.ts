@@ -38,6 +38,7 @@ function auth(over: Partial<AuthorizationPort> = {}): AuthorizationPort {
     stale: () => null,
     vaultLocked: () => false,
     obtain: async () => ({ grant: "G1" }),
+    condition: () => undefined,
     ...over,
   };
 }
@@ -45,6 +46,7 @@ const intents: unknown[] = [];
 const intent: IntentPort = {
   intent: async (c) => {
     intents.push(c);
+    return true;
   },
 };
 
@@ -102,6 +104,44 @@ describe("the guard's decision order", () => {
     const ok = await decide(() => ready, facts, auth(), intent);
     expect(ok.action).toBe("forward");
     expect(intents).toEqual([expect.objectContaining({ tool: "adjust", epoch: "E2", grant: "G1" })]);
+  });
+
+  it("a grant gone when the intent is due makes the decision again; it is never recorded under it", async () => {
+    // The intent port holds the condition to its record, as the audit log does (under its lock).
+    const recorded: unknown[] = [];
+    const conditional: IntentPort = {
+      intent: async (c, condition) => {
+        if (condition && !condition()) return false;
+        recorded.push(c);
+        return true;
+      },
+    };
+    let live = false; // G1 was revoked after it was read
+    let asked = 0;
+    const v = await decide(
+      () => ready,
+      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
+      auth({
+        obtain: async () => (asked++ === 0 ? { grant: "G1" } : { grant: "G2" }), // then a human gives G2
+        condition: (c) => (c.grant === "G1" ? () => live : undefined),
+      }),
+      conditional,
+    );
+    expect(asked).toBe(2);
+    expect(v.action === "forward" && v.call.grant).toBe("G2");
+    expect(recorded).toEqual([expect.objectContaining({ grant: "G2" })]);
+    // A condition that never holds: decided three times, then refused, nothing recorded.
+    recorded.length = 0;
+    live = false;
+    const never = await decide(
+      () => ready,
+      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
+      auth({ condition: () => () => live }),
+      conditional,
+    );
+    expect(never.action).toBe("refuse");
+    if (never.action === "refuse") expect(never.error.data).toMatchObject({ error: "audit_unavailable" });
+    expect(recorded).toEqual([]);
   });
 
   it("an intent record that cannot be written refuses the call (audit_unavailable): nothing is forwarded", async () => {

@@ -1,5 +1,6 @@
-// Correctness of the relay's and the guard's fast paths: the grant cache of the
-// Authorizer never outlives a revoke (from another process or from this one), and
+// Correctness of the relay's and the guard's fast paths: a grant the Authorizer keeps from its
+// last read never covers a call past a revoke (from another process: step 8 reads the grant
+// again under the intent's lock; from this one: the read is dropped), and
 // coalesced writes keep their order and reach the stream before it ends.
 import { PassThrough } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -16,6 +17,7 @@ import {
   publishPreview,
   requestCount,
   testRun,
+  throughStep8,
 } from "../approval/helpers.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 
@@ -52,10 +54,10 @@ describe("the Authorizer's grant cache", () => {
     return { run, auth, call, grant: grant! };
   }
 
-  it("a revoke from another connection stops the very next call", async () => {
-    const { run, auth, call, grant } = await granted();
+  it("a revoke from another connection stops the very next call (at step 8, under the intent's lock)", async () => {
+    const { run, auth, grant } = await granted();
     revokeGrant(other, grant.grant, "test");
-    const again = auth.obtain(call);
+    const again = throughStep8(auth, () => callOf(publishPreview, A));
     await pendingOf(other, run);
     expect(requestCount(db, run)).toBe(2);
     await decideNext(other, run, { approve: false });
@@ -63,18 +65,18 @@ describe("the Authorizer's grant cache", () => {
   });
 
   it("a revoke through the same connection stops the very next call", async () => {
-    const { run, auth, call, grant } = await granted();
+    const { run, auth, grant } = await granted();
     revokeGrant(db, grant.grant, "test");
-    const again = auth.obtain(call);
+    const again = throughStep8(auth, () => callOf(publishPreview, A));
     await pendingOf(other, run);
     await decideNext(other, run, { approve: false });
     expect("error" in (await again)).toBe(true);
   });
 
   it("grants ended through the same connection stop covering at once", async () => {
-    const { run, auth, call, grant } = await granted();
+    const { run, auth, grant } = await granted();
     endGrants(db, [grant.grant], "test");
-    const again = auth.obtain(call);
+    const again = throughStep8(auth, () => callOf(publishPreview, A));
     await pendingOf(other, run);
     await decideNext(other, run, { approve: false });
     expect("error" in (await again)).toBe(true);
