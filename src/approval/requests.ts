@@ -202,6 +202,19 @@ export class DecisionError extends Error {
   }
 }
 
+/** The request `id`, still pending; a DecisionError saying why not otherwise. */
+export function pendingRequest(db: Store, id: string): ApprovalRequest {
+  const req = getRequest(db, id);
+  if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
+  if (req.state !== "pending") {
+    throw new DecisionError(
+      `approval request ${id} is no longer pending: it was ${req.state}${req.decidedAt ? ` at ${req.decidedAt}` : ""}`,
+      "not-pending",
+    );
+  }
+  return req;
+}
+
 export interface DecisionResult {
   request: ApprovalRequest;
   /** the grant an approval created (null for a denial) */
@@ -218,14 +231,7 @@ export interface DecisionResult {
 export function decideRequest(db: Store, id: string, decision: Decision, by: string): DecisionResult {
   return db
     .transaction((): DecisionResult => {
-      const req = getRequest(db, id);
-      if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
-      if (req.state !== "pending") {
-        throw new DecisionError(
-          `approval request ${id} is no longer pending: it was ${req.state}${req.decidedAt ? ` at ${req.decidedAt}` : ""}`,
-          "not-pending",
-        );
-      }
+      const req = pendingRequest(db, id);
       if (Date.parse(req.expiresAt) <= Date.now()) {
         throw new DecisionError(`approval request ${id} expired at ${req.expiresAt}`, "not-pending");
       }

@@ -1,7 +1,7 @@
 import { userInfo } from "node:os";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { renderGrant, renderReview } from "../approval/render.js";
-import { DecisionError, decideRequest, getRequest, pendingRequests } from "../approval/requests.js";
+import { DecisionError, decideRequest, pendingRequest, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { KeyringError, KeyringMissingError, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -187,14 +187,7 @@ async function verifyHuman(stateDir: string, what: string): Promise<string> {
 }
 
 function pendingOrFail(db: Store, name: string, id: string) {
-  const req = getRequest(db, id);
-  if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
-  if (req.state !== "pending") {
-    throw new DecisionError(
-      `approval request ${id} is no longer pending: it was ${req.state}${req.decidedAt ? ` at ${req.decidedAt}` : ""}`,
-      "not-pending",
-    );
-  }
+  const req = pendingRequest(db, id);
   const run = getRun(db, req.agentRun);
   if (!run?.gatewayAlive) {
     throw new DecisionError(
