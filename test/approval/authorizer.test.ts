@@ -1,15 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getGrant, revokeGrant } from "../../src/approval/grants.js";
 import { DecisionError, decideRequest, getRequest } from "../../src/approval/requests.js";
 import { endRun } from "../../src/approval/runs.js";
 import { REFUSAL_CODES } from "../../src/guard/refusals.js";
 import type { Store } from "../../src/store/db.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { waitFor } from "../helpers/files.js";
 import {
   callOf,
   decideNext,
   makeAuthorizer,
-  openTestStore,
   otherConnection,
   pendingOf,
   publishPreview,
@@ -36,17 +35,8 @@ function errorOf(got: Got) {
 let dir: string;
 let db: Store;
 let other: Store;
-
-beforeEach(() => {
-  dir = tempDir("portcullis-approval-");
-  db = openTestStore(dir);
-  other = otherConnection(dir);
-});
-
-afterEach(() => {
-  other.close();
-  db.close();
-  removeDir(dir);
+twoConnectionsPerTest("portcullis-approval-", (s) => {
+  ({ dir, db, other } = s);
 });
 
 describe("session grants", () => {

@@ -4,6 +4,7 @@
 
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { afterEach, beforeEach } from "vitest";
 import { Authorizer, type AuthorizerOptions } from "../../src/approval/authorizer.js";
 import type { ApprovalConfig } from "../../src/approval/grants.js";
 import {
@@ -16,7 +17,7 @@ import { type Run, startRun } from "../../src/approval/runs.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import type { ApprovedCall } from "../../src/guard/guard.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 
 export const DB_FILE = "portcullis.db";
 
@@ -183,4 +184,27 @@ export async function throughStep8(
     if (!condition || condition()) return got;
   }
   throw new Error("the grant's condition failed three times");
+}
+
+/**
+ * For each test: a fresh state directory, the store opened as a gateway opens it (`db`), and a
+ * second connection to it, as another process has (`other`); closed and removed after the test.
+ * `use` receives them before each test.
+ */
+export function twoConnectionsPerTest(
+  prefix: string,
+  use: (s: { dir: string; db: Store; other: Store }) => void,
+): void {
+  let s: { dir: string; db: Store; other: Store } | null = null;
+  beforeEach(() => {
+    const dir = tempDir(prefix);
+    s = { dir, db: openTestStore(dir), other: otherConnection(dir) };
+    use(s);
+  });
+  afterEach(() => {
+    s?.other.close();
+    s?.db.close();
+    if (s) removeDir(s.dir);
+    s = null;
+  });
 }

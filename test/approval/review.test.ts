@@ -1,15 +1,12 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { renderReview } from "../../src/approval/render.js";
 import { decideRequest } from "../../src/approval/requests.js";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
 import type { ExecutionRecord } from "../../src/identity/index.js";
 import type { Store } from "../../src/store/db.js";
-import { removeDir, tempDir } from "../helpers/files.js";
 import {
   callOf,
   makeAuthorizer,
-  openTestStore,
-  otherConnection,
   pendingOf,
   publishPreview,
   publishPreviewExpanded,
@@ -50,18 +47,10 @@ function storeEpoch(db: Store, r: ExecutionRecord): void {
   ).run(r.epoch, LABEL, r.identityDigest, JSON.stringify(r), r.startedAt);
 }
 
-let dir: string;
 let db: Store;
 let other: Store;
-beforeEach(() => {
-  dir = tempDir("portcullis-review-");
-  db = openTestStore(dir);
-  other = otherConnection(dir);
-});
-afterEach(() => {
-  other.close();
-  db.close();
-  removeDir(dir);
+twoConnectionsPerTest("portcullis-review-", (s) => {
+  ({ db, other } = s);
 });
 
 describe("what the human sees", () => {

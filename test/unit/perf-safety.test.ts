@@ -3,7 +3,7 @@
 // again under the intent's lock; from this one: the read is dropped), and
 // coalesced writes keep their order and reach the stream before it ends.
 import { PassThrough } from "node:stream";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { endGrants, revokeGrant } from "../../src/approval/grants.js";
 import type { Store } from "../../src/store/db.js";
 import { LineCoalescer } from "../../src/transport/coalesce.js";
@@ -11,32 +11,21 @@ import {
   callOf,
   decideNext,
   makeAuthorizer,
-  openTestStore,
-  otherConnection,
   pendingOf,
   publishPreview,
   requestCount,
   testRun,
   throughStep8,
 } from "../approval/helpers.js";
-import { removeDir, tempDir } from "../helpers/files.js";
 
 const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
 const B = "01JQ7R9KQ6K2Y8W4JH0MBBBBBB";
 
 describe("the Authorizer's grant cache", () => {
-  let dir: string;
   let db: Store;
   let other: Store;
-  beforeEach(() => {
-    dir = tempDir("portcullis-perf-");
-    db = openTestStore(dir);
-    other = otherConnection(dir);
-  });
-  afterEach(() => {
-    other.close();
-    db.close();
-    removeDir(dir);
+  twoConnectionsPerTest("portcullis-perf-", (s) => {
+    ({ db, other } = s);
   });
 
   async function granted() {
