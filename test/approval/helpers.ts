@@ -17,6 +17,7 @@ import { type Run, startRun } from "../../src/approval/runs.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import type { ApprovedCall } from "../../src/guard/guard.js";
 import { openStore, type Store } from "../../src/store/db.js";
+import { PUBLISH_PREVIEW_V2 } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 
 export const DB_FILE = "portcullis.db";
@@ -64,18 +65,10 @@ export const publishPreviewNarrowed: ToolDef = {
   },
 };
 
-/** Same tool, a `target` selector with a default: expands (the seed's example). */
+/** Same tool, a `target` selector with a default: expands (the seed's example, as in the catalog tests). */
 export const publishPreviewExpanded: ToolDef = {
   ...publishPreview,
-  inputSchema: {
-    type: "object",
-    required: ["branch"],
-    properties: {
-      branch: { type: "string" },
-      target: { type: "string", enum: ["preview", "production"], default: "preview" },
-    },
-    additionalProperties: false,
-  },
+  inputSchema: PUBLISH_PREVIEW_V2.inputSchema,
 };
 
 export const readTool: ToolDef = {

@@ -12,6 +12,7 @@ import {
   publishPreviewExpanded,
   readTool,
   testRun,
+  twoConnectionsPerTest,
 } from "./helpers.js";
 
 const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";

@@ -16,6 +16,7 @@ import {
   requestCount,
   testRun,
   throughStep8,
+  twoConnectionsPerTest,
 } from "../approval/helpers.js";
 
 const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
