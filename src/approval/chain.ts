@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, readlinkSync, readSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { hashFileSync } from "../identity/hash.js";
 import { parseProcStat } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
@@ -55,7 +55,7 @@ export class ExecutableDigests {
     if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit.sha256;
     let sha256: string;
     try {
-      sha256 = hashFile(readPath);
+      sha256 = `sha256:${hashFileSync(readPath, true).sha}`;
     } catch {
       return null;
     }
@@ -88,22 +88,6 @@ export class ExecutableDigests {
       return undefined;
     }
   }
-}
-
-function hashFile(path: string): string {
-  const h = createHash("sha256");
-  const fd = openSync(path, "r");
-  try {
-    const buf = Buffer.allocUnsafe(1 << 20);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      h.update(buf.subarray(0, n));
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return `sha256:${h.digest("hex")}`;
 }
 
 // ───────────────────────────── Linux ─────────────────────────────

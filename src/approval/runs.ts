@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
-import canonicalize from "canonicalize";
 import { ulid } from "ulid";
 import type { Store } from "../store/db.js";
+import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
 import { grantsWritten } from "./grants.js";
 
@@ -37,9 +36,7 @@ export function chainDigest(chain: readonly ChainEntry[]): string {
     sha256: e.sha256,
     signingAuthority: e.signingAuthority ?? null,
   }));
-  return `sha256:${createHash("sha256")
-    .update(canonicalize(identity) ?? "[]")
-    .digest("hex")}`;
+  return sha256Tag(canonicalJson(identity));
 }
 
 /**

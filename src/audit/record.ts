@@ -135,7 +135,8 @@ const HEADER_KEY = '","header":';
 const SEALED_KEY = ',"sealed":"';
 const LINE_END = '"}';
 const HEADER_AT = LINE_START.length + 64 + HEADER_KEY.length;
-const HEX64 = /^[0-9a-f]{64}$/;
+/** A SHA-256 in lowercase hex: how record hashes are written. */
+export const HEX64 = /^[0-9a-f]{64}$/;
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /**

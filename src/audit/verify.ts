@@ -1,4 +1,11 @@
-import { chainFields, GENESIS_PREV, parseExportLine, recordHash, type StoredRecord } from "./record.js";
+import {
+  chainFields,
+  GENESIS_PREV,
+  HEX64,
+  parseExportLine,
+  recordHash,
+  type StoredRecord,
+} from "./record.js";
 
 /**
  * Verifying the chain needs no key: every check is over the header text and the
@@ -48,7 +55,7 @@ export function parseCheckpoint(text: string): Checkpoint {
     throw new CheckpointFormatError(`the checkpoint format is not ${CHECKPOINT_FORMAT}`);
   if (!Number.isSafeInteger(seq) || (seq as number) < 0)
     throw new CheckpointFormatError("the checkpoint seq is not a count");
-  if (typeof hash !== "string" || !/^[0-9a-f]{64}$/.test(hash))
+  if (typeof hash !== "string" || !HEX64.test(hash))
     throw new CheckpointFormatError("the checkpoint hash is not hex SHA-256");
   if (typeof time !== "string") throw new CheckpointFormatError("the checkpoint time is missing");
   if (key !== undefined && typeof key !== "string")

@@ -1,8 +1,6 @@
-import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import canonicalize from "canonicalize";
 import { ulid } from "ulid";
 import { Authorizer, endRun, type Run, startRun } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
@@ -22,6 +20,7 @@ import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
+import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { stderrLogger } from "../util/log.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
@@ -145,9 +144,7 @@ function deriveLabel(command: string[]): string {
 /** Digest of the configuration that shapes this server (never env values in clear). */
 function configDigest(server: ServerConfig): string {
   const shape = { ...server, env: Object.keys(server.env).sort(), configFile: server.configFile };
-  return `sha256:${createHash("sha256")
-    .update(canonicalize(shape) ?? "")
-    .digest("hex")}`;
+  return sha256Tag(canonicalJson(shape));
 }
 
 /**

@@ -12,7 +12,8 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname } from "node:path";
-import { type HashResult, hashFileSync, sha256Hex } from "./hash.js";
+import { sha256Hex } from "../util/canonical.js";
+import { type HashResult, hashFileSync } from "./hash.js";
 
 export const KIND_OTHER = 0;
 export const KIND_FILE = 1;

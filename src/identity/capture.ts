@@ -3,10 +3,9 @@
 import { execFile } from "node:child_process";
 import { statSync } from "node:fs";
 import { dirname, extname, join, resolve, sep } from "node:path";
-import { canonicalString, sameJson } from "../util/canonical.js";
+import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
-import { sha256Hex } from "./hash.js";
 import {
   displayPath,
   findUp,
@@ -237,7 +236,7 @@ function processKeys(processes: ProcessFact[]): string[] {
 export function identityDigest(s: StaticIdentity, processes: ProcessFact[]): string {
   const stat: Record<string, unknown> = {};
   for (const k of STATIC_KEYS) stat[k] = s[k] ?? null;
-  return `sha256:${sha256Hex(canonicalString({ static: stat, processes: processKeys(processes).sort() }))}`;
+  return sha256Tag(canonicalString({ static: stat, processes: processKeys(processes).sort() }));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
 import { globSync } from "tinyglobby";
+import { sha256Hex } from "../util/canonical.js";
 import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
-import { type HashOutcome, HashPool, POOL_MIN_FILES, sha256Hex } from "./hash.js";
+import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
 
 export interface Slot {
   sha?: string;

@@ -60,10 +60,6 @@ export function hashFileSync(path: string, follow: boolean): HashResult {
   }
 }
 
-export function sha256Hex(data: string | Buffer): string {
-  return oneShotHash("sha256", data);
-}
-
 function errorCode(e: unknown): string {
   return (e as NodeJS.ErrnoException)?.code ?? "EIO";
 }

@@ -1,5 +1,4 @@
-import * as nodeCrypto from "node:crypto";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import canonicalize from "canonicalize";
 
 /**
@@ -145,13 +144,9 @@ function write(v: unknown, depth: number): string {
   return out === "" ? "{}" : out + "}";
 }
 
-type OneShotHash = (algorithm: string, data: string, encoding: "hex") => string;
-const oneShot: OneShotHash | undefined = (nodeCrypto as unknown as { hash?: OneShotHash }).hash;
-
-/** Hex SHA-256 of the UTF-8 bytes of a string. */
-export function sha256Hex(s: string): string {
-  if (oneShot) return oneShot("sha256", s, "hex");
-  return createHash("sha256").update(s, "utf8").digest("hex");
+/** Hex SHA-256 of a string's UTF-8 bytes, or of bytes. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return hash("sha256", data, "hex");
 }
 
 /** Hex SHA-256 prefixed the way every digest in portcullis is written: "sha256:<hex>". */
