@@ -17,6 +17,7 @@ import {
   publishPreviewNarrowed,
   readTool,
   requestCount,
+  sessionGranted,
   testRun,
   throughStep8,
   twoConnectionsPerTest,
@@ -134,11 +135,7 @@ describe("session grants", () => {
   });
 
   it("survive a cosmetic or narrowing change of the tool; an expanding change makes them stale", async () => {
-    const run = testRun(db);
-    const { auth } = makeAuthorizer(db, run);
-    const p = auth.obtain(callOf(publishPreview, A));
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await p).toEqual({ grant: grant!.grant });
+    const { run, auth, grant } = await sessionGranted(db, other, A);
 
     for (const changed of [publishPreviewCosmetic, publishPreviewNarrowed]) {
       const call = callOf(changed, A, { revision: 2 });
@@ -194,12 +191,7 @@ describe("session grants", () => {
   });
 
   it("stop covering on the next call once revoked", async () => {
-    const run = testRun(db);
-    const { auth } = makeAuthorizer(db, run);
-    const call = callOf(publishPreview, A);
-    const p = auth.obtain(call);
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await p).toEqual({ grant: grant!.grant });
+    const { run, auth, call, grant } = await sessionGranted(db, other, A);
     expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
 
     revokeGrant(other, grant!.grant, "test");
@@ -219,11 +211,7 @@ describe("session grants", () => {
   });
 
   it("end with the run, and the run's pending requests are cancelled", async () => {
-    const run = testRun(db);
-    const { auth } = makeAuthorizer(db, run);
-    const p = auth.obtain(callOf(publishPreview, A));
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await p).toEqual({ grant: grant!.grant });
+    const { run, auth, grant } = await sessionGranted(db, other, A);
     const waiting = auth.obtain(callOf(readTool, A, { effective: {} }));
     const req = await pendingOf(other, run);
     endRun(other, run);

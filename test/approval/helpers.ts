@@ -4,7 +4,7 @@
 
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, beforeEach } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import { Authorizer, type AuthorizerOptions } from "../../src/approval/authorizer.js";
 import type { ApprovalConfig } from "../../src/approval/grants.js";
 import {
@@ -200,4 +200,18 @@ export function twoConnectionsPerTest(
     if (s) removeDir(s.dir);
     s = null;
   });
+}
+
+/**
+ * A run whose first call of publish_preview at `epoch` asked a human, and got a session grant
+ * (approved through `other`, as the CLI would).
+ */
+export async function sessionGranted(db: Store, other: Store, epoch: string) {
+  const run = testRun(db);
+  const { auth } = makeAuthorizer(db, run);
+  const call = callOf(publishPreview, epoch);
+  const asked = auth.obtain(call);
+  const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+  expect(await asked).toEqual({ grant: grant!.grant });
+  return { run, auth, call, grant: grant! };
 }

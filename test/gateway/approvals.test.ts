@@ -1,9 +1,8 @@
 // Approvals bound to the execution epoch, end to end: real gateways, real fixture servers,
 // human decisions made by the real CLI in another process with the passphrase.
 
-import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
+import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
@@ -89,13 +88,7 @@ describe("the seed's six-step rebuild test", () => {
     // 3. rebuild to B: same tool name, a new required field, a handler that writes revision=B
     const root = JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0]
       .record.processId;
-    const children = () => {
-      try {
-        return readFileSync(`/proc/${root}/task/${root}/children`, "utf8").trim();
-      } catch {
-        return "";
-      }
-    };
+    const children = () => childrenOf(root);
     const before = children();
     project.rebuild("B");
     // 4. the watcher replaces the worker behind the same pipe

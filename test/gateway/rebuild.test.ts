@@ -1,9 +1,6 @@
-// The seed's rebuild failures at the supervision layer, with the revisioned fixture in a
-// throwaway project: what runs is told truthfully, and only the supervisor mints epochs.
-import { readFileSync } from "node:fs";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
+import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
@@ -151,13 +148,7 @@ describe("rebuilds at the supervision layer", () => {
     const first = await readStatus(gw);
     const [row] = await status(gw.stateDir!);
     const root = row!.record.processId;
-    const children = () => {
-      try {
-        return readFileSync(`/proc/${root}/task/${root}/children`, "utf8").trim();
-      } catch {
-        return "";
-      }
-    };
+    const children = () => childrenOf(root);
     const before = children();
     expect(before).toContain(String(first.pid));
     project.rebuild("C"); // same tool list: the client need not re-list, but the code changed

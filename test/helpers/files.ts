@@ -46,3 +46,12 @@ export async function waitFor<T>(
     await sleep(25);
   }
 }
+
+/** The pids of a process's children as Linux lists them, space-separated; "" when unreadable. */
+export function childrenOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+  } catch {
+    return "";
+  }
+}

@@ -10,11 +10,10 @@ import { LineCoalescer } from "../../src/transport/coalesce.js";
 import {
   callOf,
   decideNext,
-  makeAuthorizer,
   pendingOf,
   publishPreview,
   requestCount,
-  testRun,
+  sessionGranted,
   throughStep8,
   twoConnectionsPerTest,
 } from "../approval/helpers.js";
@@ -30,18 +29,13 @@ describe("the Authorizer's grant cache", () => {
   });
 
   async function granted() {
-    const run = testRun(db);
-    const { auth } = makeAuthorizer(db, run);
-    const call = callOf(publishPreview, A);
-    const p = auth.obtain(call);
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await p).toEqual({ grant: grant!.grant });
+    const { run, auth, call, grant } = await sessionGranted(db, other, A);
     // covered again and again from the cache
     for (let i = 0; i < 3; i++) {
       expect(auth.stale(call)).toBeNull();
-      expect(await auth.obtain(call)).toEqual({ grant: grant!.grant });
+      expect(await auth.obtain(call)).toEqual({ grant: grant.grant });
     }
-    return { run, auth, call, grant: grant! };
+    return { run, auth, call, grant };
   }
 
   it("a revoke from another connection stops the very next call (at step 8, under the intent's lock)", async () => {
