@@ -47,7 +47,15 @@ describe("AuditLog", () => {
     expect(seen).toEqual([true, true]);
     expect(verifyStore(db)).toEqual({ ok: true, records: 2, head: c });
     expect(log.appendIf([{ event: called(4), condition: holds(false) }])).toEqual([null]);
+    // a condition that cannot be read fails the whole group, and nothing of it is written
+    const broken = () => {
+      throw new Error("the store is gone");
+    };
+    expect(() => log.appendIf([{ event: called(6) }, { event: called(7), condition: broken }])).toThrow(
+      /the store is gone/,
+    );
     expect(log.append(called(5)).seq).toBe(3);
+    expect(verifyStore(db)).toMatchObject({ ok: true, records: 3 });
     db.close();
   });
 
