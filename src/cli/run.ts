@@ -7,6 +7,7 @@ import { AuditLog } from "../audit/index.js";
 import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
+  messageBytesProblem,
   ON_CHANGE,
   resolveServer,
   type ServerConfig,
@@ -40,6 +41,8 @@ options:
   --watch GLOB                   extra identity input (repeatable; like identity.include)
   --state-dir DIR                state directory (default: $PORTCULLIS_HOME or ~/.local/state/portcullis)
   --config FILE                  configuration file (default: portcullis.json found upward)
+  --max-message-bytes N          largest JSON-RPC message relayed either way (default 67108864 = 64 MiB);
+                                 a larger one is answered with an error carrying its id
   --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
   --approval-timeout MS          how long a call waits for a human decision (default 120000)
   --audit-sync full|normal       full (default): each call's intent record is fsynced before the call
@@ -60,6 +63,7 @@ const OPTIONS = {
   "state-dir": { type: "string" },
   config: { type: "string" },
   "hold-timeout": { type: "string" },
+  "max-message-bytes": { type: "string" },
   "approval-timeout": { type: "string" },
   "audit-sync": { type: "string" },
   "audit-arguments": { type: "string" },
@@ -86,6 +90,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
+  const maxMessageBytes = messageBytes(values["max-message-bytes"]);
   const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
   const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
 
@@ -120,6 +125,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (approval) server.approval = { default: approval, tools: {} };
   if (values.watch) server.identity.include.push(...values.watch);
   if (auditArguments) server.audit = { arguments: auditArguments };
+  if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
   return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync, decide: internals.decide });
@@ -131,6 +137,14 @@ function milliseconds(flag: string, value: string | undefined): number | undefin
   if (!Number.isInteger(n) || n < 0) {
     throw new UsageError(`run: --${flag} must be a whole number of milliseconds (got "${value}").`);
   }
+  return n;
+}
+
+function messageBytes(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
+  const problem = messageBytesProblem(n);
+  if (problem) throw new UsageError(`run: --max-message-bytes ${problem} (got "${value}").`);
   return n;
 }
 
@@ -220,6 +234,7 @@ async function serve(
     // how often a swapped worker is looked for while idle (it is also checked before every
     // forwarded request); tests push it out to prove the forwarding-path check
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+    maxMessageBytes: server.maxMessageBytes,
   });
 
   const events = auditSink(audit, log);
@@ -272,11 +287,18 @@ async function serve(
   };
 
   let gateway: Gateway | null = null;
-  const downstream = stdioDownstream({
-    line: (t) => gateway?.onClientLine(t),
-    oversize: (n) => gateway?.onClientOversize(n),
-    end: () => void shutdown(0),
-  });
+  const downstream = stdioDownstream(
+    {
+      line: (t) => gateway?.onClientLine(t),
+      oversize: (n, id) => gateway?.onClientOversize(n, id),
+      // a client that ends its input still gets the answers it asked for (bounded wait)
+      end: (why) =>
+        void (why === "input-closed" && gateway
+          ? gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0))
+          : shutdown(0)),
+    },
+    server.maxMessageBytes,
+  );
   gateway = new Gateway({
     label: server.label,
     onChange: server.onChange,

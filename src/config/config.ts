@@ -22,6 +22,8 @@ export interface ServerConfig {
   approval: { default: ApprovalMode; tools: Record<string, ApprovalMode> };
   /** `digest` (default): arguments as a SHA-256 only; `clear`: also the arguments, secret-named values redacted */
   audit: { arguments: AuditArguments };
+  /** the largest JSON-RPC message (bytes, one line) relayed either way; unset: the relay's default (64 MiB) */
+  maxMessageBytes?: number;
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
 }
@@ -61,8 +63,21 @@ const SERVER_KEYS = new Set([
   "onChange",
   "approval",
   "audit",
+  "maxMessageBytes",
   "type",
 ]);
+
+/** Bounds of a message size limit: below 1 KiB not even a handshake fits; above 1 GiB is no limit. */
+export const MIN_MESSAGE_BYTES = 1024;
+export const MAX_MESSAGE_BYTES = 1024 * 1024 * 1024;
+
+/** Why `n` is not a valid message size limit, or null when it is. */
+export function messageBytesProblem(n: unknown): string | null {
+  if (typeof n !== "number" || !Number.isInteger(n) || n < MIN_MESSAGE_BYTES || n > MAX_MESSAGE_BYTES) {
+    return `must be a whole number of bytes from ${MIN_MESSAGE_BYTES} to ${MAX_MESSAGE_BYTES}`;
+  }
+  return null;
+}
 
 /** Reads and validates a configuration file; every problem names the file and the key. */
 export function loadConfigFile(file: string): Map<string, ServerConfig> {
@@ -182,6 +197,12 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       audit.arguments = au.arguments as AuditArguments;
     }
   }
+  let maxMessageBytes: number | undefined;
+  if (raw.maxMessageBytes !== undefined) {
+    const problem = messageBytesProblem(raw.maxMessageBytes);
+    if (problem) fail("maxMessageBytes", problem);
+    maxMessageBytes = raw.maxMessageBytes as number;
+  }
   return {
     label,
     command: raw.command as string,
@@ -193,6 +214,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     onChange,
     approval,
     audit,
+    ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),
     configFile: file,
   };
 }

@@ -43,13 +43,20 @@ export class CatalogSync {
   envelope: Record<string, unknown> = {};
   private fetchedFrom: Generation | null = null;
   private refreshing = false;
-  private again = false;
+  /** one more fetch asked for while one runs (a list_changed flood collapses into it) */
+  private queued: { gen: Generation; serverHasTools: boolean } | null = null;
 
   constructor(private readonly p: CatalogSyncPorts) {}
 
-  /** The snapshot was fetched from `gen` and no fetch is under way. */
+  /**
+   * The snapshot was fetched from `gen`. A re-list of the same generation under way
+   * does not make it stale: it is the verified list of the code that runs, and calls
+   * keep being served from it (a server that floods list_changed must not starve them);
+   * if the re-list finds a new revision, the client is told and the guard refuses
+   * calls made against the old one.
+   */
   freshFor(gen: Generation | null): boolean {
-    return !!gen && this.fetchedFrom === gen && !this.refreshing && !!this.snapshot;
+    return !!gen && this.fetchedFrom === gen && !!this.snapshot;
   }
 
   /** `gen` has no snapshot yet and nothing is fetching one. */
@@ -63,28 +70,38 @@ export class CatalogSync {
   }
 
   /**
-   * Fetches `gen`'s tool list and makes it the served snapshot. A call while a
-   * fetch runs asks for one more fetch after it (the list changed meanwhile).
+   * Fetches `gen`'s tool list and makes it the served snapshot. Re-lists are
+   * coalesced: one fetch in flight, at most one queued after it (the latest
+   * generation asked for), however many times this is called meanwhile.
+   * Resolves true for the call that ran the fetches, false for a coalesced one.
    */
-  async refresh(gen: Generation, serverHasTools: boolean): Promise<void> {
+  async refresh(gen: Generation, serverHasTools: boolean): Promise<boolean> {
     if (this.refreshing) {
-      this.again = true;
-      return;
+      this.queued = { gen, serverHasTools };
+      return false;
     }
     this.refreshing = true;
     try {
-      do {
-        this.again = false;
-        const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
-        if (!this.p.isCurrent(gen)) return;
-        if (!fetched) continue;
-        this.p.settle(gen);
-        this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
-      } while (this.again && this.p.isCurrent(gen));
-    } catch (e) {
-      this.p.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
+      let next: { gen: Generation; serverHasTools: boolean } | null = { gen, serverHasTools };
+      while (next) {
+        this.queued = null;
+        if (this.p.isCurrent(next.gen)) await this.fetchOnce(next.gen, next.serverHasTools);
+        next = this.queued;
+      }
     } finally {
       this.refreshing = false;
+    }
+    return true;
+  }
+
+  private async fetchOnce(gen: Generation, serverHasTools: boolean): Promise<void> {
+    try {
+      const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
+      if (!fetched || !this.p.isCurrent(gen)) return;
+      this.p.settle(gen);
+      this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+    } catch (e) {
+      this.p.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
     }
   }
 

@@ -1,6 +1,7 @@
 import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
+import type { ClientIds } from "../relay/clientIds.js";
 import { IdMap } from "../relay/ids.js";
 import {
   type Classified,
@@ -38,6 +39,8 @@ import { preview } from "./text.js";
 export interface Downstream {
   send(msg: unknown): void;
   close(): void;
+  /** how the transport keeps the client's ids byte-exact (absent: ids are taken as parsed) */
+  clientIds?: ClientIds;
 }
 
 type Pending =
@@ -131,9 +134,7 @@ export class Gateway {
     });
     const sup = o.supervisor;
     sup.on("line", (text, gen) => this.onServerLine(text, gen));
-    sup.on("oversize", (bytes) =>
-      o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`),
-    );
+    sup.on("oversize", (bytes, _gen, rawId) => this.onServerOversize(bytes, rawId));
     sup.on("down", (gen, why, detail) => this.onDown(gen, why, detail));
     sup.on("up", (gen, previous) => this.onUp(gen, previous));
     sup.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
@@ -168,14 +169,67 @@ export class Gateway {
       return;
     }
     this.o.log.debug(`← client ${preview(text)}`);
-    this.onClientMessage(parseLine(text));
+    this.onClientMessage(this.parseClientLine(text));
   }
 
-  onClientOversize(bytes: number): void {
+  private parseClientLine(text: string): Classified {
+    const c = parseLine(text);
+    return this.o.downstream.clientIds ? this.o.downstream.clientIds.adopt(c, text) : c;
+  }
+
+  /**
+   * A client message over the size limit was dropped unread: the client still gets an
+   * answer, carrying the message's own id (`rawId`, read from the passing bytes), so it
+   * does not wait for its timeout. A notification (no id) is only logged.
+   */
+  onClientOversize(bytes: number, rawId: string | null = null): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
+    const id = this.clientIdOf(rawId);
+    if (rawId !== null && id === null) return;
     this.o.downstream.send(
-      errorResponse(null, INVALID_REQUEST, `Message of ${bytes} bytes exceeds the size limit.`),
+      errorResponse(
+        id,
+        INVALID_REQUEST,
+        `Request of ${bytes} bytes exceeds the message size limit; it was not forwarded (raise --max-message-bytes or maxMessageBytes to allow it).`,
+        { error: "message_too_large", bytes },
+      ),
     );
+  }
+
+  /** The id the gateway uses for a raw client id text (a stand-in when the text must survive byte-exact). */
+  private clientIdOf(rawId: string | null): Id | null {
+    if (rawId === null) return null;
+    const value = JSON.parse(rawId) as Id;
+    return this.o.downstream.clientIds ? this.o.downstream.clientIds.standIn(value, rawId) : value;
+  }
+
+  /**
+   * A server message over the size limit was dropped unread. When it answers a
+   * request (its id is one the gateway wrote), the requester gets an error with
+   * its own id instead of silence.
+   */
+  private onServerOversize(bytes: number, rawId: string | null): void {
+    this.o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
+    if (rawId === null) return;
+    const wire = JSON.parse(rawId) as Id;
+    const entry = this.upstream.get(wire);
+    if (!entry || typeof wire !== "number") return;
+    const error = errorResponse(
+      entry.origin === "client" ? entry.clientId : wire,
+      INTERNAL_ERROR,
+      `The server's response of ${bytes} bytes exceeds the message size limit; it was dropped (raise --max-message-bytes or maxMessageBytes to allow it).`,
+      { error: "message_too_large", bytes },
+    );
+    if (entry.origin === "gateway") {
+      this.upstream.delete(wire);
+      entry.resolve(error);
+      return;
+    }
+    if (entry.listen) return; // a subscription stays open: this was one of its notifications' ids
+    this.upstream.delete(wire, entry.clientId);
+    if (entry.method === "tools/call")
+      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, "error");
+    this.o.downstream.send(error);
   }
 
   private onClientMessage(c: Classified): void {
@@ -465,7 +519,11 @@ export class Gateway {
       this.listeningGen = gen;
       void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
     }
-    await this.catalog.refresh(gen, this.era === "modern" || hasTools(this.negotiated?.capabilities));
+    const ran = await this.catalog.refresh(
+      gen,
+      this.era === "modern" || hasTools(this.negotiated?.capabilities),
+    );
+    if (!ran) return; // coalesced into the fetch under way, which reports when it ends
     const v = this.view();
     this.o.onState?.(v.state, v.epoch);
     this.releaseHeld();
@@ -627,7 +685,7 @@ export class Gateway {
     const early = this.beforeFirstEpoch;
     if (early) {
       this.beforeFirstEpoch = null;
-      for (const text of early) this.onClientMessage(parseLine(text));
+      for (const text of early) this.onClientMessage(this.parseClientLine(text));
     }
     this.records.serverStarted(gen, previous);
     if (previous) {
@@ -713,6 +771,44 @@ export class Gateway {
   }
 
   // ───────────────────────────── end ─────────────────────────────
+
+  /**
+   * The client closed its input (a script that writes its requests and hangs up):
+   * what it already asked is still answered. Resolves once no request of the client
+   * is unanswered, or after `limitMs`; what is left then gets an error, since the
+   * server is about to be shut down. Long-lived subscriptions do not count.
+   */
+  async finishInFlight(limitMs: number): Promise<void> {
+    const deadline = Date.now() + limitMs;
+    while (!this.ended && this.unanswered() > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (this.ended) return;
+    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.origin !== "client" || p.listen) continue;
+      this.upstream.delete(wire, p.clientId);
+      if (p.method === "tools/call") this.records.callInterrupted(p.clientId, p.tool, p.gen.epoch);
+      this.o.downstream.send(
+        errorResponse(
+          p.clientId,
+          INTERNAL_ERROR,
+          "The client closed its input and the server is shutting down; this request was not answered in time.",
+          {
+            error: "shutting_down",
+          },
+        ),
+      );
+    }
+  }
+
+  /** Client requests not answered yet (held, being decided, or at the server). */
+  private unanswered(): number {
+    let n =
+      this.heldCalls.size + this.heldLists.size + this.deciding.size + (this.beforeFirstEpoch?.length ?? 0);
+    for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen) n++;
+    return n;
+  }
 
   /** Ends the client connection: every open request gets an answer first. */
   end(reason: string, exitCode: number): void {

@@ -28,6 +28,10 @@ export class HeldRequests {
     this.held.push(entry);
   }
 
+  get size(): number {
+    return this.held.length;
+  }
+
   /** Forgets the request with this client id (cancelled); false if none is held. */
   cancel(id: Id): boolean {
     const i = this.held.findIndex((h) => h.msg.id === id);

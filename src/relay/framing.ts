@@ -1,21 +1,30 @@
+import { TopLevelIdScanner } from "./idScan.js";
+
 /**
  * Newline-delimited JSON-RPC framing for stdio, with a hard size limit.
  *
- * A line longer than `maxBytes` is never buffered whole: the reader drops bytes
- * until the next newline and reports one `oversize` event, so a hostile or
- * broken peer cannot make the gateway grow without bound.
+ * A line's pieces are kept as the chunks they arrived in and joined once, so a
+ * big line costs linear time and about twice its size at the end. A line longer
+ * than `maxBytes` is never buffered whole: the reader drops bytes until the next
+ * newline and reports one `oversize` event with the raw text of the message's
+ * top-level id (found by scanning the bytes as they pass), so its sender can
+ * still be answered, and a hostile or broken peer cannot make the gateway grow
+ * without bound.
  */
 export interface FramingEvents {
   line(text: string): void;
-  oversize(bytes: number): void;
+  /** `id`: the raw JSON text of the dropped message's top-level id, or null when it had none */
+  oversize(bytes: number, id: string | null): void;
 }
 
-export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/** 64 MiB: big tool results (files, images) pass; a runaway peer does not exhaust memory. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export class LineReader {
   private chunks: Buffer[] = [];
   private size = 0;
   private dropping = 0; // > 0 while discarding the rest of an oversized line
+  private scanner: TopLevelIdScanner | null = null;
 
   constructor(
     private readonly events: FramingEvents,
@@ -30,8 +39,12 @@ export class LineReader {
       const piece = chunk.subarray(start, end);
       if (this.dropping > 0) {
         this.dropping += piece.length;
+        if (!this.scanner!.finished) this.scanner!.push(piece);
       } else if (this.size + piece.length > this.maxBytes) {
         this.dropping = this.size + piece.length;
+        this.scanner = new TopLevelIdScanner();
+        for (const c of this.chunks) this.scanner.push(c);
+        this.scanner.push(piece);
         this.chunks = [];
         this.size = 0;
       } else if (piece.length > 0) {
@@ -52,8 +65,10 @@ export class LineReader {
   private finishLine(): void {
     if (this.dropping > 0) {
       const n = this.dropping;
+      const id = this.scanner?.id ?? null;
       this.dropping = 0;
-      this.events.oversize(n);
+      this.scanner = null;
+      this.events.oversize(n, id);
       return;
     }
     const text = (

@@ -15,8 +15,8 @@ import {
   watchArtifacts,
 } from "../identity/index.js";
 import { dead, parseProcStat } from "../identity/proc.js";
+import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
-import { LineCoalescer } from "../transport/coalesce.js";
 import type { Logger } from "../util/log.js";
 
 /**
@@ -41,7 +41,8 @@ export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
 export interface SupervisorEvents {
   /** a line from the current worker's stdout */
   line: [text: string, gen: Generation];
-  oversize: [bytes: number, gen: Generation];
+  /** a message over the size limit was dropped; `rawId`: its top-level id's JSON text, if any */
+  oversize: [bytes: number, gen: Generation, rawId: string | null];
   /** the generation can no longer answer; its in-flight calls are lost */
   down: [gen: Generation, why: DownReason, detail: string];
   /** a new generation is answering; its execution record is captured */
@@ -153,9 +154,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
           // generation currently owns the child.
           if (cur && cur.child === child) this.emit("line", text, cur);
         },
-        oversize: (bytes) => {
+        oversize: (bytes, rawId) => {
           const cur = this.current;
-          if (cur && cur.child === child) this.emit("oversize", bytes, cur);
+          if (cur && cur.child === child) this.emit("oversize", bytes, cur, rawId);
         },
       },
       this.opts.maxMessageBytes,

@@ -1,39 +1,44 @@
 import type { Downstream } from "../gateway/gateway.js";
+import { ClientIds } from "../relay/clientIds.js";
+import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
-import { LineCoalescer } from "./coalesce.js";
 
 /**
  * The downstream adapter: MCP over this process's stdin/stdout. stdout carries
- * protocol messages only.
+ * protocol messages only. The client's ids are written back byte-exact
+ * (`ClientIds`).
  */
 export function stdioDownstream(
   handlers: {
     line(text: string): void;
-    oversize(bytes: number): void;
-    end(): void;
+    oversize(bytes: number, id: string | null): void;
+    /** `input-closed`: the client ended stdin (it may still read answers); `output-closed`: it is gone */
+    end(why: "input-closed" | "output-closed"): void;
   },
   maxBytes?: number,
 ): Downstream {
   const reader = new LineReader({ line: handlers.line, oversize: handlers.oversize }, maxBytes);
+  const clientIds = new ClientIds();
   let closed = false;
   // one write per event-loop turn: stdout to a pipe is a synchronous syscall per write
   const out = new LineCoalescer(process.stdout);
   process.stdin.on("data", (b: Buffer) => reader.push(b));
   process.stdin.on("end", () => {
     reader.end();
-    handlers.end();
+    handlers.end("input-closed");
   });
-  process.stdin.on("error", () => handlers.end());
+  process.stdin.on("error", () => handlers.end("output-closed"));
   process.stdout.on("error", () => {
     // EPIPE: the client went away
     closed = true;
     out.discard();
-    handlers.end();
+    handlers.end("output-closed");
   });
   return {
+    clientIds,
     send(msg: unknown) {
       if (closed) return;
-      out.write(JSON.stringify(msg));
+      out.write(clientIds.restore(JSON.stringify(msg)));
     },
     close() {
       if (closed) return;

@@ -17,7 +17,17 @@ afterEach(async () => {
 
 function gateway(env: Record<string, string> = {}) {
   const peer = rawGateway({
-    args: ["--label", "bad", "--approval", "none", "--", ...fixtureCommand("badpeer")],
+    // 1 MiB: the fixture's 6 MiB line and the client's 5 MB one are over it (the default is 64 MiB)
+    args: [
+      "--label",
+      "bad",
+      "--approval",
+      "none",
+      "--max-message-bytes",
+      "1048576",
+      "--",
+      ...fixtureCommand("badpeer"),
+    ],
     env,
   });
   peers.push(peer);

@@ -27,6 +27,8 @@ export const FIXTURES = {
   crashy: join(servers, "crashy.mjs"),
   /** hand-rolled echo {message} server for benchmarks */
   echo: join(servers, "echo.mjs"),
+  /** floods list_changed, big results, big requests, slow answers (clients' habits); FIXTURE_LIST_LOG */
+  habits: join(servers, "habits.mjs"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: join(servers, "watcher.mjs"),
 } as const;

@@ -5,8 +5,8 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { endGrants, revokeGrant } from "../../src/approval/grants.js";
+import { LineCoalescer } from "../../src/relay/coalesce.js";
 import type { Store } from "../../src/store/db.js";
-import { LineCoalescer } from "../../src/transport/coalesce.js";
 import {
   callOf,
   decideNext,

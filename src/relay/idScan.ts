@@ -1,0 +1,160 @@
+/**
+ * Finds the raw text of a JSON-RPC message's top-level `"id"` member without
+ * parsing the message: for a line too large to parse (its sender must still get
+ * an answer carrying its own id) and for ids whose exact text matters (a number
+ * above 2^53 that `JSON.parse` would round).
+ *
+ * It is fed bytes incrementally, keeps O(1) state besides the captured token
+ * (capped), and stops looking once the id is found. UTF-8 continuation bytes are
+ * all >= 0x80, so scanning bytes never confuses them with JSON structure.
+ */
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const MAX_KEY = 8; // longer keys are not "id": their text is not kept
+const MAX_TOKEN = 1024; // an id longer than this is not looked for further
+
+export class TopLevelIdScanner {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  /** at depth 1: true while the next string is a key (after `{` or `,`) */
+  private expectKey = false;
+  private key: number[] | null = null;
+  private lastKey = "";
+  /** capturing the value of the top-level id */
+  private capturing = false;
+  private token: number[] = [];
+  private done = false;
+  private found: string | null = null;
+  private text = false;
+
+  /** The raw id token (e.g. `9007199254740993`, `"a\u0041"`), or null when none was seen (yet). */
+  get id(): string | null {
+    return this.found;
+  }
+
+  get finished(): boolean {
+    return this.done;
+  }
+
+  /** UTF-8 bytes of the message, in order. */
+  push(bytes: Uint8Array): void {
+    for (let i = 0; i < bytes.length && !this.done; i++) this.byte(bytes[i]!);
+  }
+
+  /** The message as text (UTF-16 code units; non-ASCII ones are >= 0x80 too). */
+  pushText(text: string): void {
+    this.text = true;
+    for (let i = 0; i < text.length && !this.done; i++) this.byte(text.charCodeAt(i));
+  }
+
+  private byte(b: number): void {
+    if (this.capturing) {
+      if (this.token.length > MAX_TOKEN) {
+        this.stop();
+        return;
+      }
+      if (this.inString) {
+        this.token.push(b);
+        if (this.escaped) this.escaped = false;
+        else if (b === BACKSLASH) this.escaped = true;
+        else if (b === QUOTE) this.finishToken();
+        return;
+      }
+      if (b === QUOTE && this.token.length === 0) {
+        this.inString = true;
+        this.token.push(b);
+        return;
+      }
+      if (b === 0x2c /* , */ || b === 0x7d /* } */) {
+        this.finishToken();
+        return;
+      }
+      if (b === 0x7b /* { */ || b === 0x5b /* [ */) {
+        this.stop();
+        return;
+      } // not an id
+      if (b > 0x20) this.token.push(b);
+      return;
+    }
+    if (this.inString) {
+      if (this.key && this.key.length <= MAX_KEY) this.key.push(b);
+      if (this.escaped) this.escaped = false;
+      else if (b === BACKSLASH) this.escaped = true;
+      else if (b === QUOTE) {
+        this.inString = false;
+        if (this.key) {
+          this.key.pop(); // the closing quote
+          this.lastKey = this.key.length <= MAX_KEY ? String.fromCharCode(...this.key) : "";
+          this.key = null;
+        }
+      }
+      return;
+    }
+    switch (b) {
+      case QUOTE:
+        this.inString = true;
+        if (this.depth === 1 && this.expectKey) {
+          this.key = [];
+          this.expectKey = false;
+        }
+        return;
+      case 0x3a: // :
+        if (this.depth === 1 && this.lastKey === "id") {
+          this.capturing = true;
+          this.token = [];
+        }
+        this.lastKey = "";
+        return;
+      case 0x2c: // ,
+        if (this.depth === 1) this.expectKey = true;
+        return;
+      case 0x7b: // {
+      case 0x5b: // [
+        this.depth++;
+        if (this.depth === 1) {
+          if (b === 0x5b) {
+            this.stop();
+            return;
+          } // a batch: no single id
+          this.expectKey = true;
+        }
+        return;
+      case 0x7d: // }
+      case 0x5d: // ]
+        this.depth--;
+        if (this.depth <= 0) this.stop();
+        return;
+    }
+  }
+
+  private finishToken(): void {
+    const text = this.text ? String.fromCharCode(...this.token) : Buffer.from(this.token).toString("utf8");
+    this.capturing = false;
+    this.inString = false;
+    this.found = validIdToken(text) ? text : null;
+    this.stop();
+  }
+
+  private stop(): void {
+    this.done = true;
+    this.token = [];
+  }
+}
+
+/** A string or a finite number, as JSON text. */
+function validIdToken(text: string): boolean {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
+  } catch {
+    return false;
+  }
+}
+
+/** The raw top-level id token of a whole message text, or null. */
+export function rawIdOf(text: string): string | null {
+  const s = new TopLevelIdScanner();
+  s.pushText(text);
+  return s.id;
+}

@@ -1,0 +1,233 @@
+// What real clients and servers do that a relay must survive: a server flooding list_changed,
+// messages of many megabytes both ways, a client that writes its requests and closes stdin, and
+// ids that JSON.parse cannot hold. Real gateway, real fixture server (habits.mjs), raw client.
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
+
+let peers: RawPeer[] = [];
+afterEach(async () => {
+  for (const p of peers) await p.close();
+  peers = [];
+});
+
+function gateway(options: { args?: string[]; env?: Record<string, string> } = {}) {
+  const peer = rawGateway({
+    args: [
+      "--label",
+      "habits",
+      "--approval",
+      "none",
+      ...(options.args ?? []),
+      "--",
+      ...fixtureCommand("habits"),
+    ],
+    env: options.env,
+  });
+  peers.push(peer);
+  return peer;
+}
+
+/** Handshake, then the tool list: the guard refuses calls of a client that never listed tools. */
+async function ready(gw: RawPeer): Promise<void> {
+  await gw.initialize();
+  await gw.request("tools/list");
+}
+
+function listLog(): string {
+  return join(mkdtempSync(join(tmpdir(), "pc-habits-")), "lists.log");
+}
+
+function listsReceived(file: string): number {
+  try {
+    return readFileSync(file, "utf8").split("\n").filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+}
+
+function textOf(m: { result?: { content?: { text?: string }[] } }): string {
+  return m.result?.content?.[0]?.text ?? "";
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** The habits fixture's blob text (see habits.mjs). */
+function blobText(bytes: number): string {
+  const unit = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+  return unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes);
+}
+
+describe("a server flooding notifications/tools/list_changed", () => {
+  it("keeps serving calls during a storm of list_changed", async () => {
+    const gw = gateway({ args: ["--hold-timeout", "3000"] });
+    await ready(gw);
+    const on = await gw.request("tools/call", { name: "storm", arguments: { on: true } });
+    expect(textOf(on)).toBe("storm on");
+    const calls = Array.from({ length: 24 }, (_, i) =>
+      gw.request("tools/call", { name: "digest", arguments: { data: `call ${i}` } }, 30_000),
+    );
+    const answers = await Promise.all(calls);
+    await gw.request("tools/call", { name: "storm", arguments: { on: false } });
+    const failed = answers.filter((a) => a.error || !/^\d+ [0-9a-f]{64}$/.test(textOf(a)));
+    expect(failed).toEqual([]);
+    expect(answers.map(textOf)).toEqual(
+      answers.map((_, i) => `${`call ${i}`.length} ${sha256(`call ${i}`)}`),
+    );
+  });
+
+  it("collapses a burst of thousands into a few re-lists (one in flight, one queued)", async () => {
+    const log = listLog();
+    const gw = gateway({ env: { FIXTURE_LIST_LOG: log } });
+    await ready(gw);
+    const before = listsReceived(log);
+    await gw.request("tools/call", { name: "flood", arguments: { count: 5000 } });
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        gw.request("tools/call", { name: "slow", arguments: { ms: 1, tag: String(i) } }, 30_000),
+      ),
+    );
+    expect(answers.map(textOf)).toEqual(answers.map((_, i) => `slow ${i}`));
+    // a call after the burst is answered after the whole burst was read
+    await gw.request("tools/call", { name: "slow", arguments: { ms: 1, tag: "after" } });
+    const relists = listsReceived(log) - before;
+    expect(relists).toBeGreaterThanOrEqual(1);
+    expect(relists).toBeLessThanOrEqual(4);
+  });
+});
+
+describe("big messages", () => {
+  it("passes a 12 MB result and a 6 MB request intact under the default limit", async () => {
+    const gw = gateway();
+    await ready(gw);
+    const size = 12 * 1000 * 1000;
+    const blob = await gw.request("tools/call", { name: "blob", arguments: { bytes: size } }, 60_000);
+    const text = textOf(blob);
+    expect(text.length).toBe(size);
+    expect(sha256(text)).toBe(sha256(blobText(size)));
+
+    const data = blobText(6 * 1000 * 1000)
+      .split("")
+      .reverse()
+      .join("");
+    const digest = await gw.request("tools/call", { name: "digest", arguments: { data } }, 60_000);
+    expect(textOf(digest)).toBe(`${data.length} ${sha256(data)}`);
+  });
+
+  it("answers an over-limit request with an error carrying its own id, wherever the id is", async () => {
+    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
+    await ready(gw);
+    const pad = "x".repeat(100_000);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "big-first",
+      method: "tools/call",
+      params: { name: "digest", arguments: { data: pad } },
+    });
+    const first = await gw.next((m) => m.id === "big-first");
+    expect(first.error?.code).toBe(-32600);
+    expect(first.error?.message).toMatch(/65536|size limit/);
+    expect((first.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
+    // the SDKs put the id last, after params; and a number above 2^53 comes back as written
+    gw.send(
+      `{"method":"tools/call","params":{"name":"digest","arguments":{"id":1,"data":"${pad}"}},"jsonrpc":"2.0","id":9007199254740993}\n`,
+    );
+    await gw.next((m) => m.error !== undefined && typeof m.id === "number" && m.id >= 2 ** 53);
+    expect(gw.lines().some((l) => /"id":9007199254740993[,}]/.test(l))).toBe(true);
+    // still serving
+    const ok = await gw.request("tools/call", { name: "digest", arguments: { data: "ok" } });
+    expect(textOf(ok)).toBe(`2 ${sha256("ok")}`);
+  });
+
+  it("turns an over-limit response into an error to the client with the request's id", async () => {
+    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
+    await ready(gw);
+    gw.send({
+      jsonrpc: "2.0",
+      id: 77,
+      method: "tools/call",
+      params: { name: "blob", arguments: { bytes: 200_000 } },
+    });
+    const answer = await gw.next((m) => m.id === 77);
+    expect(answer.result).toBeUndefined();
+    expect((answer.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
+    expect(gw.stderr()).toMatch(/over the size limit/);
+    const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
+    expect(textOf(ok)).toBe(blobText(10));
+  });
+
+  it("refuses a --max-message-bytes that is not a size, naming the flag", async () => {
+    const gw = gateway({ args: ["--max-message-bytes", "12k"] });
+    const exit = await gw.exited;
+    expect(exit.code).toBe(2);
+    expect(gw.stderr()).toMatch(/--max-message-bytes/);
+  });
+});
+
+describe("a client that writes its requests and closes stdin", () => {
+  it("gets every answer on stdout before the gateway exits", async () => {
+    const gw = gateway();
+    const n = 6;
+    const init = {
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "script", version: "1" },
+      },
+    };
+    let text = `${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`;
+    text += `${JSON.stringify({ jsonrpc: "2.0", id: "list", method: "tools/list" })}\n`;
+    for (let i = 0; i < n; i++) {
+      text += `${JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "slow", arguments: { ms: 300, tag: String(i) } } })}\n`;
+    }
+    gw.send(text);
+    gw.closeStdin();
+    await gw.exited;
+    const answers = gw.messages().filter((m) => typeof m.id === "number");
+    expect(answers.map((m) => [m.id, textOf(m)]).sort()).toEqual(
+      Array.from({ length: n }, (_, i) => [i, `slow ${i}`]),
+    );
+    expect(gw.stderr()).not.toMatch(/unknown id/);
+  });
+});
+
+describe("ids the client chose", () => {
+  it("come back byte-exact: beyond 2^53, large negative, fractional, 1.0, escaped strings", async () => {
+    const gw = gateway();
+    await ready(gw);
+    const tokens = [
+      "9007199254740993",
+      "-9007199254740995",
+      "12345678901234567890123",
+      "1.5",
+      "1.0",
+      "2e3",
+      '"plain"',
+      '"\\u0041-escaped"',
+    ];
+    for (const token of tokens) {
+      // one answered by the gateway itself, one by the server
+      gw.send(`{"jsonrpc":"2.0","id":${token},"method":"tools/list"}\n`);
+      gw.send(
+        `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"digest","arguments":{"data":"a"}},"id":${token}}\n`,
+      );
+    }
+    const marker = await gw.request("tools/call", { name: "slow", arguments: { ms: 1, tag: "end" } });
+    expect(textOf(marker)).toBe("slow end");
+    for (const token of tokens) {
+      const echoed = gw.lines().filter((l) => l.includes(`"id":${token},`) || l.includes(`"id":${token}}`));
+      expect(echoed.length, `answers carrying id ${token}`).toBe(2);
+    }
+    // 9007199254740993 and …992 are two requests, not one
+    gw.send('{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/list"}\n');
+    await gw.request("tools/list");
+    expect(gw.lines().filter((l) => l.includes('"id":9007199254740992,'))).toHaveLength(1);
+  });
+});
