@@ -1,4 +1,4 @@
-import type { Migration } from "../store/migrations.js";
+import type { Migration } from "../store/migration.js";
 
 /**
  * Tables of the approval module: agent runs, human approval requests, grants,

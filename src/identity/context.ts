@@ -22,7 +22,15 @@ export interface Ctx {
   /** Directory of the script whose text is being read (relative names are also tried there). */
   scriptDir: string | null;
   seen: Set<string>;
+  /**
+   * Resolves a command that a runner, a wrapper or a shell script starts (the command
+   * resolver itself, handed down so that runners.ts and shell.ts need not import
+   * command.ts, which imports them).
+   */
+  resolve: ResolveArgv;
 }
+
+export type ResolveArgv = (argv: string[], ctx: Ctx, nameOverride?: string) => Found;
 
 export const MAX_DEPTH = 6;
 

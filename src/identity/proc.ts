@@ -1,5 +1,9 @@
-// Process trees, seen from outside: Linux /proc, macOS ps. Synchronous and cheap enough for the
-// request forwarding path.
+// Processes seen from outside: Linux /proc, macOS ps. The only module that reads either (the
+// supervisor's replacement check, the approval layer's process chain, gateway liveness and the
+// identity capture all come here), with one start-time format: on Linux the decimal clock ticks
+// since boot of /proc/PID/stat field 22, on macOS ps's `lstart` text with single spaces. Opaque,
+// stable for a process's lifetime, compared only for equality. Synchronous and cheap enough for
+// the request forwarding path.
 import { execFileSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
 import type { DigestCache } from "./cache.js";
@@ -63,7 +67,8 @@ export function parseProcStat(text: string): StatLine | null {
   return { ppid, state: f[0] ?? "?", startTime };
 }
 
-function readStat(pid: number): StatLine | null {
+/** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */
+export function readStat(pid: number): StatLine | null {
   const text = readProcFile(`/proc/${pid}/stat`);
   return text === null ? null : parseProcStat(text);
 }
@@ -87,9 +92,176 @@ export function processStartTime(pid: number): string | null {
   if (process.platform === "darwin") {
     const out = ps(["-o", "stat=,lstart=", "-p", String(pid)]);
     const m = out === null ? null : /^\s*(\S+)\s+(.+?)\s*$/.exec(out);
-    return m === null || m[1]!.startsWith("Z") ? null : m[2]!;
+    return m === null || m[1]!.startsWith("Z") ? null : lstart(m[2]!);
   }
   return null;
+}
+
+/** ps's lstart with runs of spaces collapsed ("Tue Jul  2 …" → "Tue Jul 2 …"): the one macOS format. */
+function lstart(text: string): string {
+  return text.trim().replace(/\s+/g, " ");
+}
+
+/** One process as the OS describes it (for the approval layer's process chain). */
+export interface OsProcess {
+  pid: number;
+  ppid: number;
+  /** in this module's start-time format */
+  startTime: string;
+  /** wall-clock start, ISO 8601, when the OS lets us compute it */
+  startedAt: string | null;
+  /** the executable's path as the OS names it (Linux: may end in " (deleted)"); null when unknown */
+  executable: string | null;
+  /** a path that opens the very file the process runs (Linux /proc/PID/exe), when there is one */
+  executableOpenPath: string | null;
+  /** why the executable is not known, when it is not */
+  executableProblem?: string;
+  /** argv, or null when it cannot be read */
+  argv: string[] | null;
+}
+
+/** The process `pid` as the OS describes it, or null when it is gone or unreadable. */
+export function describeOsProcess(pid: number): OsProcess | null {
+  if (!validPid(pid)) return null;
+  if (process.platform === "linux") return describeLinux(pid);
+  if (process.platform === "darwin") return describeDarwin(pid);
+  return null;
+}
+
+let bootTimeMs: number | null | undefined;
+function linuxBootTimeMs(): number | null {
+  if (bootTimeMs !== undefined) return bootTimeMs;
+  const m = /^btime\s+(\d+)/m.exec(readProcFile("/proc/stat") ?? "");
+  bootTimeMs = m ? Number(m[1]) * 1000 : null;
+  return bootTimeMs;
+}
+
+/** USER_HZ: 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+function describeLinux(pid: number): OsProcess | null {
+  const st = readStat(pid);
+  if (st === null) return null;
+  let executable: string | null = null;
+  let executableProblem: string | undefined;
+  try {
+    executable = readlinkSync(`/proc/${pid}/exe`);
+  } catch (e) {
+    executableProblem = `executable not readable: ${(e as NodeJS.ErrnoException).code ?? "error"}`;
+  }
+  const cmdline = readProcFile(`/proc/${pid}/cmdline`);
+  let argv: string[] | null = null;
+  if (cmdline !== null) {
+    argv = cmdline.split("\0");
+    // A process that rewrote its title (npm does) leaves empty padding arguments.
+    while (argv.length > 1 && argv.at(-1) === "") argv.pop();
+  }
+  const boot = linuxBootTimeMs();
+  const out: OsProcess = {
+    pid,
+    ppid: st.ppid,
+    startTime: st.startTime,
+    startedAt:
+      boot === null
+        ? null
+        : new Date(boot + Math.round((Number(st.startTime) * 1000) / CLOCK_TICKS_PER_SECOND)).toISOString(),
+    executable,
+    executableOpenPath: executable === null ? null : `/proc/${pid}/exe`,
+    argv,
+  };
+  if (executableProblem) out.executableProblem = executableProblem;
+  return out;
+}
+
+function describeDarwin(pid: number): OsProcess | null {
+  const out = ps(["-o", "ppid=,lstart=,comm=", "-p", String(pid)]);
+  // "  123 Tue Jul 22 14:31:08 2026     /Applications/Foo.app/Contents/MacOS/Foo"
+  const m =
+    out === null ? null : /^\s*(\d+)\s+(\w{3}\s+\w{3}\s+\d+\s+[\d:]+\s+\d{4})\s+(.*)$/.exec(out.trim());
+  if (!m) return null;
+  const startTime = lstart(m[2]!);
+  const parsed = Date.parse(startTime);
+  const comm = m[3]!.trim();
+  const args = ps(["-o", "args=", "-p", String(pid)]);
+  return {
+    pid,
+    ppid: Number(m[1]),
+    startTime,
+    startedAt: Number.isNaN(parsed) ? null : new Date(parsed).toISOString(),
+    executable: comm.startsWith("/") ? comm : null,
+    executableOpenPath: null,
+    ...(comm.startsWith("/")
+      ? {}
+      : { executableProblem: `executable path not known (ps comm: ${comm || "none"})` }),
+    argv: args === null ? null : args.trim().split(/\s+/),
+  };
+}
+
+/**
+ * Start times of a fixed set of processes, read cheaply on the forwarding path. On Linux
+ * each /proc/PID/stat stays open and is re-read in place (one pread instead of
+ * open, read, read, close). The open file belongs to that process, not to its pid
+ * number: once the process is gone the read fails (ESRCH), also when the pid has
+ * been reused, so a held descriptor can only make the check stricter. Elsewhere:
+ * processStartTime.
+ */
+export class StartTimeProbe {
+  private set: object | null = null;
+  private readonly fds = new Map<number, number | null>();
+  private readonly buf = Buffer.allocUnsafe(4096);
+
+  /** The reader for the processes of `set` (descriptors held for a previous set are closed). */
+  for(set: object): (p: { pid: number }) => string | null {
+    if (process.platform !== "linux") return (p) => processStartTime(p.pid);
+    if (this.set !== set) {
+      this.close();
+      this.set = set;
+    }
+    return (p) => this.read(p.pid);
+  }
+
+  private read(pid: number): string | null {
+    let fd = this.fds.get(pid);
+    if (fd === undefined) {
+      if (!validPid(pid)) return null;
+      try {
+        fd = openSync(`/proc/${pid}/stat`, "r");
+      } catch {
+        fd = null; // gone already: stays gone
+      }
+      this.fds.set(pid, fd);
+    }
+    if (fd === null) return null;
+    let text: string;
+    try {
+      let got = 0;
+      for (;;) {
+        const n = readSync(fd, this.buf, got, this.buf.length - got, got);
+        if (n <= 0) break;
+        got += n;
+        if (this.buf[got - 1] === 0x0a) break; // the whole line (procfs gives it in one read)
+        if (got === this.buf.length) return processStartTime(pid); // not a stat line we know
+      }
+      text = this.buf.toString("utf8", 0, got);
+    } catch {
+      return null; // ESRCH: the process this descriptor belongs to is gone
+    }
+    const st = parseProcStat(text);
+    return st && !dead(st) ? st.startTime : null;
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) {
+      if (fd === null) continue;
+      try {
+        closeSync(fd);
+      } catch {
+        /* already closed */
+      }
+    }
+    this.fds.clear();
+    this.set = null;
+  }
 }
 
 // Linux without /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN off): a table of every process's
@@ -293,7 +465,7 @@ function listDarwin(rootPid: number, opts: ListOptions): ProcessFact[] {
     const fact: ProcessFact = {
       pid,
       ppid: r.ppid,
-      startTime: r.lstart,
+      startTime: lstart(r.lstart),
       exe,
       argv,
       exeSha256: null,

@@ -38,7 +38,16 @@ export function resolveLaunch(
   env: Record<string, string>,
 ): Resolved {
   const pathEnv = env.PATH ?? process.env.PATH ?? "";
-  const ctx: Ctx = { cwd, path: pathEnv, env, depth: 0, strict: true, scriptDir: null, seen: new Set() };
+  const ctx: Ctx = {
+    cwd,
+    path: pathEnv,
+    env,
+    depth: 0,
+    strict: true,
+    scriptDir: null,
+    seen: new Set(),
+    resolve: resolveArgv,
+  };
   const found = which(command, cwd, pathEnv);
   if (found === null) {
     const where = command.includes("/")
@@ -66,7 +75,16 @@ export function scriptsOfProcess(exe: string | null, argv: string[], cwd: string
   const name = basename(exe ?? argv[0] ?? "").replace(/ \(deleted\)$/, "");
   const tool = toolOf(name) ?? toolOf(basename(argv[0] ?? ""));
   const args = argv.slice(1);
-  const ctx: Ctx = { cwd, path: "", env: {}, depth: 0, strict: false, scriptDir: null, seen: new Set() };
+  const ctx: Ctx = {
+    cwd,
+    path: "",
+    env: {},
+    depth: 0,
+    strict: false,
+    scriptDir: null,
+    seen: new Set(),
+    resolve: resolveArgv,
+  };
   const out: string[] = [];
   const add = (word: string | null, exts: readonly string[]) => {
     if (word === null) return;

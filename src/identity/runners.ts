@@ -1,7 +1,6 @@
 // Package runners: npx / npm exec / pnpm dlx / bunx find a package's bin in node_modules; npm,
 // pnpm and yarn run package.json scripts; uv run starts a command in the project's virtualenv.
 import { delimiter, dirname, join, resolve } from "node:path";
-import { resolveArgv } from "./command.js";
 import { type Ctx, type Found, merge } from "./context.js";
 import { findScript, pythonModule } from "./entry.js";
 import { findUp, isDir, isFile, readJson, realpathOr, which } from "./files.js";
@@ -48,7 +47,7 @@ export function npxLike(args: string[], out: Found, ctx: Ctx, sub: Ctx): Found {
   const rest = args.slice(end.at + 1);
   const bin = resolveBin(spec, ctx.cwd, pkg !== null);
   if (bin === null) return out;
-  const inner = resolveArgv([bin.path, ...rest], withBinPath(sub, ctx.cwd), bin.name);
+  const inner = ctx.resolve([bin.path, ...rest], withBinPath(sub, ctx.cwd), bin.name);
   if (inner.entry === null && toolOf(bin.name) === null) inner.entry = bin.path;
   merge(out, inner);
   return out;
@@ -134,7 +133,7 @@ export function packageManager(
   const rest = args.slice(end.at + 1);
   if (cmd === "exec" || cmd === "x" || cmd === "dlx") {
     if (tool !== "npm" && cmd === "exec" && rest.length > 0) {
-      merge(out, resolveArgv(rest, withBinPath(subHere, dir)));
+      merge(out, ctx.resolve(rest, withBinPath(subHere, dir)));
       return out;
     }
     return npxLike(rest, out, here, subHere);
@@ -214,7 +213,7 @@ export function uvRun(args: string[], out: Found, ctx: Ctx, sub: Ctx): Found {
     out.entry = findScript(rest[0]!, ctx, []);
     return out;
   }
-  const inner = resolveArgv(rest, { ...sub, path: [venvBin, ctx.path].join(delimiter) });
+  const inner = ctx.resolve(rest, { ...sub, path: [venvBin, ctx.path].join(delimiter) });
   merge(out, inner);
   return out;
 }

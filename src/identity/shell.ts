@@ -1,7 +1,6 @@
 // Shell text: wrapper scripts, package.json scripts, `sh -c` strings. The text is read, never
 // run, for the command that starts the server.
 import { dirname, resolve } from "node:path";
-import { resolveArgv } from "./command.js";
 import { type Ctx, empty, type Found, MAX_DEPTH, merge, UNKNOWN } from "./context.js";
 import { CODE_EXT_RE, findScript } from "./entry.js";
 import { isDir, readText, realpathOr } from "./files.js";
@@ -110,7 +109,7 @@ export function scanShellText(text: string, ctx: Ctx, scriptPath: string | null)
       }
       continue;
     }
-    const r = resolveArgv(argv, here);
+    const r = here.resolve(argv, here);
     if (r.entry !== null || (r.runtime !== null && best === null)) best = r;
     if (isExec && r.entry !== null) break;
   }

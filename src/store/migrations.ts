@@ -4,12 +4,9 @@
  * owns tables owns its migration entries (noted beside each).
  */
 import { approvalMigration } from "../approval/schema.js";
+import type { Migration } from "./migration.js";
 
-export interface Migration {
-  version: number;
-  owner: string;
-  sql: string;
-}
+export type { Migration } from "./migration.js";
 
 export const migrations: Migration[] = [
   {

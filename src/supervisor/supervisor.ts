@@ -1,6 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { closeSync, openSync, readSync } from "node:fs";
 import { ulid } from "ulid";
 import {
   captureStaticIdentity,
@@ -10,11 +9,10 @@ import {
   finishRecord,
   type LaunchSpec,
   listDescendants,
-  processStartTime,
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
-import { dead, parseProcStat } from "../identity/proc.js";
+import { StartTimeProbe } from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
@@ -347,73 +345,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       cur.alive = false;
       await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
     }
-  }
-}
-
-/**
- * Start times of the settled processes, read cheaply on the forwarding path. On Linux
- * each /proc/PID/stat stays open and is re-read in place (one pread instead of
- * open, read, read, close). The open file belongs to that process, not to its pid
- * number: once the process is gone the read fails (ESRCH), also when the pid has
- * been reused, so a held descriptor can only make the check stricter. Elsewhere:
- * processStartTime.
- */
-class StartTimeProbe {
-  private settled: Generation["settled"] = null;
-  private readonly fds = new Map<number, number | null>();
-  private readonly buf = Buffer.allocUnsafe(4096);
-
-  /** The reader for this settled set (descriptors of a previous set are closed). */
-  for(settled: NonNullable<Generation["settled"]>): (p: { pid: number }) => string | null {
-    if (process.platform !== "linux") return (p) => processStartTime(p.pid);
-    if (this.settled !== settled) {
-      this.close();
-      this.settled = settled;
-    }
-    return (p) => this.read(p.pid);
-  }
-
-  private read(pid: number): string | null {
-    let fd = this.fds.get(pid);
-    if (fd === undefined) {
-      if (!Number.isInteger(pid) || pid <= 0) return null;
-      try {
-        fd = openSync(`/proc/${pid}/stat`, "r");
-      } catch {
-        fd = null; // gone already: stays gone
-      }
-      this.fds.set(pid, fd);
-    }
-    if (fd === null) return null;
-    let text: string;
-    try {
-      let got = 0;
-      for (;;) {
-        const n = readSync(fd, this.buf, got, this.buf.length - got, got);
-        if (n <= 0) break;
-        got += n;
-        if (this.buf[got - 1] === 0x0a) break; // the whole line (procfs gives it in one read)
-        if (got === this.buf.length) return processStartTime(pid); // not a stat line we know
-      }
-      text = this.buf.toString("utf8", 0, got);
-    } catch {
-      return null; // ESRCH: the process this descriptor belongs to is gone
-    }
-    const st = parseProcStat(text);
-    return st && !dead(st) ? st.startTime : null;
-  }
-
-  close(): void {
-    for (const fd of this.fds.values()) {
-      if (fd === null) continue;
-      try {
-        closeSync(fd);
-      } catch {
-        /* already closed */
-      }
-    }
-    this.fds.clear();
-    this.settled = null;
   }
 }
 
