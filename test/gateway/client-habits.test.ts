@@ -2,12 +2,14 @@
 // messages of many megabytes both ways, a client that writes its requests and closes stdin, and
 // ids that JSON.parse cannot hold. Real gateway, real fixture server (habits.mjs), raw client.
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
 
 let peers: RawPeer[] = [];
 afterEach(async () => {
@@ -158,6 +160,34 @@ describe("big messages", () => {
     expect(gw.stderr()).toMatch(/over the size limit/);
     const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
     expect(textOf(ok)).toBe(blobText(10));
+  });
+
+  it("takes maxMessageBytes from portcullis.json, and refuses a bad one naming the file and key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-habits-cfg-"));
+    const [command, ...args] = fixtureCommand("habits");
+    const write = (maxMessageBytes: unknown) =>
+      writeFileSync(
+        join(dir, "portcullis.json"),
+        JSON.stringify({ servers: { habits: { command, args, maxMessageBytes } } }),
+      );
+    write("64MB");
+    const bad = await runCli(["run", "habits"], { cwd: dir, stateDir: newStateDir() });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(join(dir, "portcullis.json"));
+    expect(bad.stderr).toContain("maxMessageBytes");
+
+    write(65536);
+    const peer = rawGateway({ args: ["--approval", "none", "habits"], cwd: dir });
+    peers.push(peer);
+    await ready(peer);
+    peer.send({
+      jsonrpc: "2.0",
+      id: "cfg",
+      method: "tools/call",
+      params: { name: "blob", arguments: { bytes: 100_000 } },
+    });
+    const answer = await peer.next((m) => m.id === "cfg");
+    expect((answer.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
   });
 
   it("refuses a --max-message-bytes that is not a size, naming the flag", async () => {
