@@ -780,7 +780,15 @@ export class Gateway {
    */
   async finishInFlight(limitMs: number): Promise<void> {
     const deadline = Date.now() + limitMs;
+    // (polled: the answers come from several places, and this runs once per connection)
     while (!this.ended && this.unanswered() > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (this.ended) return;
+    // Calls still waiting for a human: stop waiting; each is answered with its refusal.
+    for (const d of this.deciding.values()) d.abort.abort();
+    const grace = Date.now() + 2_000;
+    while (!this.ended && this.deciding.size > 0 && Date.now() < grace) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     if (this.ended) return;

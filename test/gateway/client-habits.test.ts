@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
@@ -225,6 +226,33 @@ describe("a client that writes its requests and closes stdin", () => {
       Array.from({ length: n }, (_, i) => [i, `slow ${i}`]),
     );
     expect(gw.stderr()).not.toMatch(/unknown id/);
+  });
+});
+
+describe("a client that closes stdin while a call waits for a human", () => {
+  it("gets an answer for it within the bounded wait, then the gateway exits", async () => {
+    // no --approval none: the call waits for an approval nobody gives
+    const gw = rawGateway({
+      args: ["--label", "habits", "--hold-timeout", "1000", "--", ...fixtureCommand("habits")],
+    });
+    peers.push(gw);
+    await ready(gw);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "waits",
+      method: "tools/call",
+      params: { name: "slow", arguments: { ms: 1 } },
+    });
+    await waitFor(
+      () => /approval needed for "slow"/.test(gw.stderr()) || undefined,
+      10_000,
+      "the approval request",
+    );
+    gw.closeStdin();
+    await gw.exited;
+    const answer = gw.messages().find((m) => m.id === "waits" && m.method === undefined);
+    expect(answer?.error).toBeDefined();
+    expect(answer?.result).toBeUndefined();
   });
 });
 
