@@ -290,7 +290,7 @@ async function serve(
   const downstream = stdioDownstream(
     {
       line: (t) => gateway?.onClientLine(t),
-      oversize: (n, id) => gateway?.onClientOversize(n, id),
+      oversize: (n, id, hasMethod) => gateway?.onClientOversize(n, id, hasMethod),
       // a client that ends its input still gets the answers it asked for (bounded wait)
       end: (why) =>
         void (why === "input-closed" && gateway

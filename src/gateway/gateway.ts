@@ -134,7 +134,7 @@ export class Gateway {
     });
     const sup = o.supervisor;
     sup.on("line", (text, gen) => this.onServerLine(text, gen));
-    sup.on("oversize", (bytes, _gen, rawId) => this.onServerOversize(bytes, rawId));
+    sup.on("oversize", (bytes, _gen, rawId, hasMethod) => this.onServerOversize(bytes, rawId, hasMethod));
     sup.on("down", (gen, why, detail) => this.onDown(gen, why, detail));
     sup.on("up", (gen, previous) => this.onUp(gen, previous));
     sup.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
@@ -178,20 +178,39 @@ export class Gateway {
   }
 
   /**
-   * A client message over the size limit was dropped unread: the client still gets an
-   * answer, carrying the message's own id (`rawId`, read from the passing bytes), so it
-   * does not wait for its timeout. A notification (no id) is only logged.
+   * A client message over the size limit was dropped unread; nothing is left unanswered.
+   * A request is answered with an error carrying its own id (`rawId`, read from the passing
+   * bytes), so the client does not wait for its timeout; a line with no id gets the error with
+   * id null, as a parse error would. A response (no method) to a server's request is turned
+   * into an error to that server.
    */
-  onClientOversize(bytes: number, rawId: string | null = null): void {
+  onClientOversize(bytes: number, rawId: string | null = null, hasMethod = true): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
-    const id = this.clientIdOf(rawId);
-    if (rawId !== null && id === null) return;
+    const tooLarge = { error: "message_too_large", bytes };
+    const limit = "exceeds the message size limit (raise --max-message-bytes or maxMessageBytes to allow it)";
+    if (!hasMethod && rawId !== null) {
+      const wire = JSON.parse(rawId) as Id;
+      const entry = this.downstreamReqs.get(wire);
+      if (!entry || typeof wire !== "number") return;
+      this.downstreamReqs.delete(wire, entry.serverId);
+      if (entry.gen === this.gen && entry.gen.alive) {
+        this.o.supervisor.send(
+          errorResponse(
+            entry.serverId,
+            INTERNAL_ERROR,
+            `The client's answer of ${bytes} bytes ${limit}.`,
+            tooLarge,
+          ),
+        );
+      }
+      return;
+    }
     this.o.downstream.send(
       errorResponse(
-        id,
+        this.clientIdOf(rawId),
         INVALID_REQUEST,
-        `Request of ${bytes} bytes exceeds the message size limit; it was not forwarded (raise --max-message-bytes or maxMessageBytes to allow it).`,
-        { error: "message_too_large", bytes },
+        `Request of ${bytes} bytes ${limit}; it was not forwarded.`,
+        tooLarge,
       ),
     );
   }
@@ -204,29 +223,37 @@ export class Gateway {
   }
 
   /**
-   * A server message over the size limit was dropped unread. When it answers a
-   * request (its id is one the gateway wrote), the requester gets an error with
-   * its own id instead of silence.
+   * A server message over the size limit was dropped unread. A response (no method) to a
+   * request the gateway wrote becomes an error to the requester, with its own id; a request
+   * of the server gets an error back; a notification is only logged.
    */
-  private onServerOversize(bytes: number, rawId: string | null): void {
+  private onServerOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
     if (rawId === null) return;
-    const wire = JSON.parse(rawId) as Id;
-    const entry = this.upstream.get(wire);
-    if (!entry || typeof wire !== "number") return;
+    const tooLarge = { error: "message_too_large", bytes };
+    const limit =
+      "exceeds the message size limit; it was dropped (raise --max-message-bytes or maxMessageBytes to allow it)";
+    const id = JSON.parse(rawId) as Id;
+    if (hasMethod) {
+      this.o.supervisor.send(
+        errorResponse(id, INVALID_REQUEST, `Request of ${bytes} bytes ${limit}.`, tooLarge),
+      );
+      return;
+    }
+    const entry = this.upstream.get(id);
+    if (!entry || typeof id !== "number") return;
     const error = errorResponse(
-      entry.origin === "client" ? entry.clientId : wire,
+      entry.origin === "client" ? entry.clientId : id,
       INTERNAL_ERROR,
-      `The server's response of ${bytes} bytes exceeds the message size limit; it was dropped (raise --max-message-bytes or maxMessageBytes to allow it).`,
-      { error: "message_too_large", bytes },
+      `The server's response of ${bytes} bytes ${limit}.`,
+      tooLarge,
     );
     if (entry.origin === "gateway") {
-      this.upstream.delete(wire);
+      this.upstream.delete(id);
       entry.resolve(error);
       return;
     }
-    if (entry.listen) return; // a subscription stays open: this was one of its notifications' ids
-    this.upstream.delete(wire, entry.clientId);
+    this.upstream.delete(id, entry.clientId);
     if (entry.method === "tools/call")
       this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, "error");
     this.o.downstream.send(error);

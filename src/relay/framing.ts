@@ -13,8 +13,11 @@ import { TopLevelIdScanner } from "./idScan.js";
  */
 export interface FramingEvents {
   line(text: string): void;
-  /** `id`: the raw JSON text of the dropped message's top-level id, or null when it had none */
-  oversize(bytes: number, id: string | null): void;
+  /**
+   * `id`: the raw JSON text of the dropped message's top-level id, or null when it had none;
+   * `hasMethod`: it had a top-level "method" (a request or notification, not a response)
+   */
+  oversize(bytes: number, id: string | null, hasMethod: boolean): void;
 }
 
 /** 64 MiB: big tool results (files, images) pass; a runaway peer does not exhaust memory. */
@@ -42,7 +45,7 @@ export class LineReader {
         if (!this.scanner!.finished) this.scanner!.push(piece);
       } else if (this.size + piece.length > this.maxBytes) {
         this.dropping = this.size + piece.length;
-        this.scanner = new TopLevelIdScanner();
+        this.scanner = new TopLevelIdScanner(true);
         for (const c of this.chunks) this.scanner.push(c);
         this.scanner.push(piece);
         this.chunks = [];
@@ -66,9 +69,10 @@ export class LineReader {
     if (this.dropping > 0) {
       const n = this.dropping;
       const id = this.scanner?.id ?? null;
+      const hasMethod = this.scanner?.hasMethod ?? false;
       this.dropping = 0;
       this.scanner = null;
-      this.events.oversize(n, id);
+      this.events.oversize(n, id, hasMethod);
       return;
     }
     const text = (

@@ -5,7 +5,9 @@
  * above 2^53 that `JSON.parse` would round).
  *
  * It is fed bytes incrementally, keeps O(1) state besides the captured token
- * (capped), and stops looking once the id is found. UTF-8 continuation bytes are
+ * (capped), and stops looking once the id is found — or, made with `whole`, reads
+ * to the end of the object to also tell whether it has a top-level `"method"`
+ * (a request or notification, not a response). UTF-8 continuation bytes are
  * all >= 0x80, so scanning bytes never confuses them with JSON structure.
  */
 const QUOTE = 0x22;
@@ -26,7 +28,15 @@ export class TopLevelIdScanner {
   private token: number[] = [];
   private done = false;
   private found: string | null = null;
+  private method = false;
   private text = false;
+
+  constructor(private readonly whole = false) {}
+
+  /** A top-level "method" member was seen (only reliable with `whole`, once finished). */
+  get hasMethod(): boolean {
+    return this.method;
+  }
 
   /** The raw id token (e.g. `9007199254740993`, `"a\u0041"`), or null when none was seen (yet). */
   get id(): string | null {
@@ -51,7 +61,7 @@ export class TopLevelIdScanner {
   private byte(b: number): void {
     if (this.capturing) {
       if (this.token.length > MAX_TOKEN) {
-        this.stop();
+        this.abandonToken(b);
         return;
       }
       if (this.inString) {
@@ -68,10 +78,11 @@ export class TopLevelIdScanner {
       }
       if (b === 0x2c /* , */ || b === 0x7d /* } */) {
         this.finishToken();
+        if (this.whole) this.byte(b); // the comma or brace is structure too
         return;
       }
       if (b === 0x7b /* { */ || b === 0x5b /* [ */) {
-        this.stop();
+        this.abandonToken(b); // an object or array is not an id
         return;
       } // not an id
       if (b > 0x20) this.token.push(b);
@@ -100,6 +111,7 @@ export class TopLevelIdScanner {
         }
         return;
       case 0x3a: // :
+        if (this.depth === 1 && this.lastKey === "method") this.method = true;
         if (this.depth === 1 && this.lastKey === "id") {
           this.capturing = true;
           this.token = [];
@@ -133,7 +145,16 @@ export class TopLevelIdScanner {
     this.capturing = false;
     this.inString = false;
     this.found = validIdToken(text) ? text : null;
-    this.stop();
+    this.token = [];
+    if (!this.whole) this.stop();
+  }
+
+  /** The id's value is not an id (too long, an object): no id; read on as structure when whole. */
+  private abandonToken(b: number): void {
+    this.capturing = false;
+    this.token = [];
+    if (this.whole) this.byte(b);
+    else this.stop();
   }
 
   private stop(): void {

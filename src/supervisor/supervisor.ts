@@ -39,8 +39,11 @@ export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
 export interface SupervisorEvents {
   /** a line from the current worker's stdout */
   line: [text: string, gen: Generation];
-  /** a message over the size limit was dropped; `rawId`: its top-level id's JSON text, if any */
-  oversize: [bytes: number, gen: Generation, rawId: string | null];
+  /**
+   * a message over the size limit was dropped; `rawId`: its top-level id's JSON text, if any;
+   * `hasMethod`: it was a request or notification (not a response)
+   */
+  oversize: [bytes: number, gen: Generation, rawId: string | null, hasMethod: boolean];
   /** the generation can no longer answer; its in-flight calls are lost */
   down: [gen: Generation, why: DownReason, detail: string];
   /** a new generation is answering; its execution record is captured */
@@ -152,9 +155,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
           // generation currently owns the child.
           if (cur && cur.child === child) this.emit("line", text, cur);
         },
-        oversize: (bytes, rawId) => {
+        oversize: (bytes, rawId, hasMethod) => {
           const cur = this.current;
-          if (cur && cur.child === child) this.emit("oversize", bytes, cur, rawId);
+          if (cur && cur.child === child) this.emit("oversize", bytes, cur, rawId, hasMethod);
         },
       },
       this.opts.maxMessageBytes,

@@ -11,7 +11,7 @@ import { LineReader } from "../relay/framing.js";
 export function stdioDownstream(
   handlers: {
     line(text: string): void;
-    oversize(bytes: number, id: string | null): void;
+    oversize(bytes: number, id: string | null, hasMethod: boolean): void;
     /** `input-closed`: the client ended stdin (it may still read answers); `output-closed`: it is gone */
     end(why: "input-closed" | "output-closed"): void;
   },

@@ -163,6 +163,25 @@ describe("big messages", () => {
     expect(textOf(ok)).toBe(blobText(10));
   });
 
+  it("answers the server too: its over-limit request, and a client's over-limit answer to it", async () => {
+    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
+    await ready(gw);
+    // the server's roots/list request is over the limit: the server gets an error with its id
+    const shout = await gw.request("tools/call", { name: "ask", arguments: { pad: 100_000 } });
+    expect(textOf(shout)).toBe("error -32600 message_too_large");
+    // the client's answer to a small roots/list is over the limit: the server gets an error
+    gw.send({
+      jsonrpc: "2.0",
+      id: "asks",
+      method: "tools/call",
+      params: { name: "ask", arguments: { pad: 0 } },
+    });
+    const roots = await gw.next((m) => m.method === "roots/list");
+    gw.send({ jsonrpc: "2.0", id: roots.id, result: { roots: [{ uri: `file:///${"r".repeat(100_000)}` }] } });
+    const asked = await gw.next((m) => m.id === "asks");
+    expect(textOf(asked)).toBe("error -32603 message_too_large");
+  });
+
   it("takes maxMessageBytes from portcullis.json, and refuses a bad one naming the file and key", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pc-habits-cfg-"));
     const [command, ...args] = fixtureCommand("habits");

@@ -28,15 +28,32 @@ describe("TopLevelIdScanner", () => {
   });
 });
 
+describe("TopLevelIdScanner reading a whole message", () => {
+  it.each([
+    ['{"jsonrpc":"2.0","id":7,"result":{"method":"x"}}', "7", false],
+    ['{"jsonrpc":"2.0","id":7,"params":{},"method":"x"}', "7", true],
+    ['{"method":"x","id":{"a":1},"params":{}}', null, true],
+    [`{"id":"${"z".repeat(5000)}","method":"x"}`, null, true],
+    ['{"id":12}', "12", false],
+  ])("%s", (text, id, hasMethod) => {
+    const s = new TopLevelIdScanner(true);
+    s.pushText(text);
+    expect([s.id, s.hasMethod, s.finished]).toEqual([id, hasMethod, true]);
+  });
+});
+
 describe("LineReader over the size limit", () => {
   it("reports the dropped message's id, even when it comes after megabytes of params", () => {
-    const over: [number, string | null][] = [];
+    const over: [number, string | null, boolean][] = [];
     const lines: string[] = [];
-    const r = new LineReader({ line: (l) => lines.push(l), oversize: (n, id) => over.push([n, id]) }, 4096);
+    const r = new LineReader(
+      { line: (l) => lines.push(l), oversize: (n, id, method) => over.push([n, id, method]) },
+      4096,
+    );
     const big = `{"method":"tools/call","params":{"data":"${"x".repeat(3_000_000)}"},"jsonrpc":"2.0","id":"late"}`;
     const bytes = Buffer.from(`${big}\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n`);
     for (let i = 0; i < bytes.length; i += 65536) r.push(bytes.subarray(i, i + 65536));
-    expect(over).toEqual([[big.length, '"late"']]);
+    expect(over).toEqual([[big.length, '"late"', true]]);
     expect(lines).toEqual(['{"jsonrpc":"2.0","id":1,"method":"ping"}']);
   });
 
