@@ -6,6 +6,7 @@ import { dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
+import { isOwnExecutable } from "./proc.js";
 import {
   displayPath,
   findUp,
@@ -118,16 +119,6 @@ export function nodeModulesRoot(dir: string): string | null {
 export function envDigest(env: Record<string, string>): string {
   const keys = Object.keys(env).sort();
   return `sha256:${sha256Hex(keys.map((k) => `${k}=${env[k]}`).join("\0"))}`;
-}
-
-function isOwnExecutable(exe: string): boolean {
-  try {
-    const a = statSync("/proc/self/exe");
-    const b = statSync(exe);
-    return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
-  } catch {
-    return false;
-  }
 }
 
 async function runtimeOf(

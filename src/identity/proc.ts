@@ -5,7 +5,7 @@
 // stable for a process's lifetime, compared only for equality. Synchronous and cheap enough for
 // the request forwarding path.
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readlinkSync, readSync, statSync } from "node:fs";
 import type { DigestCache } from "./cache.js";
 import { displayPath, scriptsOfProcess } from "./resolve.js";
 import type { FileDigest, ProcessFact } from "./types.js";
@@ -95,6 +95,17 @@ export function processStartTime(pid: number): string | null {
     return m === null || m[1]!.startsWith("Z") ? null : lstart(m[2]!);
   }
   return null;
+}
+
+/** Whether `exe` is the very file this process runs (Linux: same inode as /proc/self/exe; elsewhere false). */
+export function isOwnExecutable(exe: string): boolean {
+  try {
+    const a = statSync("/proc/self/exe");
+    const b = statSync(exe);
+    return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+  } catch {
+    return false;
+  }
 }
 
 /** ps's lstart with runs of spaces collapsed ("Tue Jul  2 …" → "Tue Jul 2 …"): the one macOS format. */
