@@ -43,6 +43,8 @@ export class ClientIds {
   /** The stand-in for an id whose raw text differs from its serialized value; else the id. */
   standIn(id: Id, raw: string | null): Id {
     if (raw === null || JSON.stringify(id) === raw) return id;
+    // the text must be of this very id (a message with two "id" members is read by its last one)
+    if (JSON.parse(raw) !== id) return id;
     return this.prefix + raw;
   }
 

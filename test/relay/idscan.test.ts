@@ -83,6 +83,13 @@ describe("ClientIds", () => {
     expect(c.kind === "request" && c.msg.id).toBe(12);
   });
 
+  it("keeps the parsed id when the raw text found is not of that id (duplicate id members)", () => {
+    const ids = new ClientIds();
+    const text = '{"jsonrpc":"2.0","id":1.0,"method":"x","id":2}';
+    const c = ids.adopt(parseLine(text), text);
+    expect(c.kind === "request" && c.msg.id).toBe(2);
+  });
+
   it("maps a cancellation's big requestId to the same stand-in as the request", () => {
     const ids = new ClientIds();
     const req = '{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call"}';
