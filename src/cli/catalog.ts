@@ -8,7 +8,7 @@ import {
   snapshotOf,
 } from "../catalog/index.js";
 import { openStore } from "../store/db.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { existingStateDir } from "../store/stateDir.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -34,7 +34,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
   }
   const [sub, label, ...more] = positionals;
   if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
-  const store = openStore(resolveStateDir(values["state-dir"]));
+  const store = openStore(existingStateDir(values["state-dir"]));
   const out = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
   try {
     const rev = (s: string, what: string) => {
