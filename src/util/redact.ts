@@ -298,8 +298,9 @@ function redactWord(a: string): string {
  */
 export function displayCommand(argv: string[]): string {
   const out = redactArgv(argv).map((a, i) => {
-    if (a !== REDACTED && /^\s*[[{]/.test(argv[i]!)) return `[${a.length}-char JSON argument]`;
-    if (a.length > MAX_ARGUMENT_CHARS) return `[${a.length}-char argument]`;
+    const given = argv[i]!;
+    if (a !== REDACTED && /^\s*[[{]/.test(given)) return `[${given.length}-char JSON argument]`;
+    if (given.length > MAX_ARGUMENT_CHARS) return `[${given.length}-char argument]`;
     return a;
   });
   const text = out.map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
