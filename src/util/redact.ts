@@ -122,7 +122,7 @@ const VALUE_PATTERNS: [RegExp, string][] = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/gi, `$1${REDACTED}@`],
   // name=value / name: value pairs in free text whose name is secret-like
   [
-    /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)[^\s"'&,;}]+/gi,
+    /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])[^\s"'&,;}]+/gi,
     `$1$2${REDACTED}`,
   ],
 ];
