@@ -1,14 +1,48 @@
 import { displayValue, safeText } from "../catalog/text.js";
+import {
+  isSecretName,
+  REDACTED,
+  redactRecord,
+  redactStrings,
+  redactText,
+  redactValue,
+} from "../util/redact.js";
 import { displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
 import type { ApprovalRequest, Review } from "./requests.js";
+
+/**
+ * A request as it may be printed (`approvals --json`): its arguments and execution record
+ * redacted, then every string, whatever reached the store before redaction was applied there.
+ */
+export function publicRequest<T extends ApprovalRequest>(req: T): T {
+  const r = req.review;
+  const rec = r.epoch.record as { launchCommand?: unknown } | null;
+  const review: Review = {
+    ...r,
+    epoch: {
+      ...r.epoch,
+      record:
+        rec && Array.isArray(rec.launchCommand)
+          ? (redactRecord(rec as { launchCommand: string[] }) as Review["epoch"]["record"])
+          : r.epoch.record,
+    },
+    arguments: r.arguments.map((a) =>
+      isSecretName(a.name)
+        ? { ...a, value: a.value === null ? null : REDACTED }
+        : { ...a, value: redactValue(a.value) },
+    ),
+  };
+  return redactStrings({ ...req, review }) as T;
+}
 
 /**
  * The review a human reads before deciding, as text. Everything in it is stored
  * with the request; text that came from a process or a server is made
  * terminal-safe here again (a description cannot drive the terminal it is shown on).
  */
-export function renderReview(req: ApprovalRequest & { waiting?: boolean }): string {
+export function renderReview(given: ApprovalRequest & { waiting?: boolean }): string {
+  const req = publicRequest(given);
   const r: Review = req.review;
   const lines: string[] = [];
   const t = (s: string) => safeText(s);
@@ -80,7 +114,7 @@ export function renderReview(req: ApprovalRequest & { waiting?: boolean }): stri
       `  ${t(a.name)} = ${a.value === null && a.note ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
-  return lines.join("\n");
+  return redactText(lines.join("\n"));
 }
 
 /** One grant, on a few lines. */

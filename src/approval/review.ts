@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { diffCatalogs, getRevision, renderDiff, type Tool } from "../catalog/index.js";
 import { describeField } from "../catalog/schema.js";
@@ -7,13 +6,11 @@ import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { changedParts, type ExecutionRecord } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import { isSecretName, redactRecord, redactValue } from "../util/redact.js";
 import type { GrantDbRow } from "./grants.js";
 import { toGrantRecord } from "./grants.js";
 import type { Review } from "./requests.js";
 import type { Run } from "./runs.js";
-
-/** Argument names whose values are never stored or shown (the audit log refuses them too). */
-const SECRET_NAME = /secret|password|passphrase|token|api[-_]?key|credential/i;
 
 export interface ReviewInput {
   request: string;
@@ -63,8 +60,10 @@ function recordOfEpoch(db: Store, epoch: string): ExecutionRecord | null {
   }
 }
 
-function recordSummary(r: ExecutionRecord | null): Record<string, unknown> | null {
-  if (!r) return null;
+/** The record as the human sees it: the command line and every process's argv redacted. */
+function recordSummary(given: ExecutionRecord | null): Record<string, unknown> | null {
+  if (!given) return null;
+  const r = redactRecord(given);
   return {
     epoch: r.epoch,
     launchCommand: r.launchCommand,
@@ -231,26 +230,27 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
   return lines.join("\n");
 }
 
-/** Effective arguments with defaults made visible; values under secret-like names are not kept. */
+/**
+ * Effective arguments with defaults made visible. Secrets are never kept (src/util/redact.ts):
+ * a top-level argument named like a secret is shown by name only, and inside every other value
+ * secret-named keys (at any depth) and credential-shaped strings are replaced. No digest of a
+ * secret is kept either: a short hash of a weak password is a guessing oracle.
+ */
 export function reviewArguments(call: ApprovedCall): Review["arguments"] {
   const props = own(own(call.definition, "inputSchema"), "properties");
   const out: Review["arguments"] = [];
   for (const [name, value] of Object.entries(call.effective ?? {})) {
     const prop = own(props, name);
-    if (SECRET_NAME.test(name)) {
-      const digest = createHash("sha256")
-        .update(canonicalize(value) ?? "null")
-        .digest("hex");
-      out.push({
-        name,
-        value: null,
-        note: `named like a secret: value not stored (sha256:${digest.slice(0, 16)}…)`,
-      });
+    if (isSecretName(name)) {
+      out.push({ name, value: null, note: "named like a secret: value not stored" });
       continue;
     }
-    const entry: Review["arguments"][number] = { name, value };
+    const shown = redactValue(value);
+    const entry: Review["arguments"][number] = { name, value: shown };
     if (isObj(prop) && Object.hasOwn(prop, "default") && sameJson(prop.default, value)) {
       entry.note = "schema default (given or filled in)";
+    } else if (!sameJson(shown, value)) {
+      entry.note = "secrets inside redacted";
     }
     out.push(entry);
   }

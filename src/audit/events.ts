@@ -1,4 +1,5 @@
 import { canonicalString, sha256Tag } from "../util/canonical.js";
+import { redactValue } from "../util/redact.js";
 
 /** Every event type the audit log accepts (DESIGN.md, "Audit log"). */
 export const AUDIT_EVENT_TYPES = [
@@ -48,19 +49,13 @@ export function argumentsDigest(args: unknown): string {
 }
 
 /**
- * A copy of a call's arguments fit for the log when a server is configured to record
- * them (`audit.arguments: "clear"`): every string under a key named like a secret is
- * replaced by `{ "redacted": true }` (not a string, so the event still passes
- * assertAuditable), and no secret value is written.
+ * A copy of a call's arguments fit for the log when a server is configured to record them
+ * (`audit.arguments: "clear"`): the project's one redaction (src/util/redact.ts), every
+ * secret-named value at any depth and every credential-shaped string replaced by
+ * `{ "redacted": true }` (not a string, so the event still passes assertAuditable).
  */
 export function redactSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactSecrets);
-  if (typeof value !== "object" || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    out[k] = SECRET_KEY_PATTERN.test(k) && typeof v === "string" ? { redacted: true } : redactSecrets(v);
-  }
-  return out;
+  return redactValue(value, { marker: { redacted: true } });
 }
 
 /**

@@ -1,11 +1,11 @@
 import { userInfo } from "node:os";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
-import { renderGrant, renderReview } from "../approval/render.js";
+import { publicRequest, renderGrant, renderReview } from "../approval/render.js";
 import { DecisionError, decideRequest, pendingRequest, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { KeyringError, KeyringMissingError, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { existingStateDir } from "../store/stateDir.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -112,7 +112,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     );
   }
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
-  const stateDir = resolveStateDir(v["state-dir"]);
+  const stateDir = existingStateDir(v["state-dir"]);
   const db = openStore(stateDir);
   try {
     switch (name) {
@@ -136,7 +136,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
 function listRequests(db: Store, json: boolean): number {
   const pending = pendingRequests(db);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ requests: pending }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ requests: pending.map(publicRequest) }, null, 2)}\n`);
     return EXIT_OK;
   }
   if (pending.length === 0) {

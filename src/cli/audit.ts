@@ -24,6 +24,7 @@ import {
 } from "../audit/index.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { redactEvent } from "../util/redact.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
@@ -249,7 +250,11 @@ async function decrypting(
         if (sub !== "show" || verifier.records === opts.seq) yield r;
       }
     }
-    const opened: OpenedRecord[] = [...openRecords(db, auditPrivateKey, verified())];
+    // Shown redacted (src/util/redact.ts), whatever an older writer sealed in clear.
+    const opened: OpenedRecord[] = [...openRecords(db, auditPrivateKey, verified())].map((r) => ({
+      ...r,
+      event: redactEvent(r.event),
+    }));
     const result = verifier.result();
     if (!result.ok) throw new AuditChainError(result.seq, result.problem);
 

@@ -8,7 +8,8 @@ import {
   snapshotOf,
 } from "../catalog/index.js";
 import { openStore } from "../store/db.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { existingStateDir } from "../store/stateDir.js";
+import { redactText } from "../util/redact.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -34,8 +35,9 @@ export async function catalogCommand(args: string[]): Promise<number> {
   }
   const [sub, label, ...more] = positionals;
   if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
-  const store = openStore(resolveStateDir(values["state-dir"]));
-  const out = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
+  const store = openStore(existingStateDir(values["state-dir"]));
+  // Tool definitions are the server's words: a credential pasted into a description or default is not repeated.
+  const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));
   try {
     const rev = (s: string, what: string) => {
       const n = Number(s);

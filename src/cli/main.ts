@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { createRequire } from "node:module";
 import { ConfigError } from "../config/config.js";
+import { StateDirMissingError } from "../store/stateDir.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 
 const HELP = `portcullis — a local trust gateway for MCP servers you build and rebuild
@@ -34,7 +35,10 @@ type Command = (args: string[]) => Promise<number>;
  * Commands written against an explicit state directory take it from a leading or
  * trailing `--state-dir DIR` here, so every command accepts the flag the same way.
  */
-function withStateDir(run: (args: string[], ctx: { stateDir: string }) => Promise<number>): Command {
+function withStateDir(
+  run: (args: string[], ctx: { stateDir: string }) => Promise<number>,
+  only: "reads" | "writes",
+): Command {
   return async (args) => {
     const rest = [...args];
     let flag: string | undefined;
@@ -52,8 +56,13 @@ function withStateDir(run: (args: string[], ctx: { stateDir: string }) => Promis
         break;
       }
     }
-    const { resolveStateDir } = await import("../store/stateDir.js");
-    return run(rest, { stateDir: resolveStateDir(flag) });
+    const { existingStateDir, resolveStateDir, stateDirPath } = await import("../store/stateDir.js");
+    // Help, and verifying an export file, need no state directory at all.
+    const noState =
+      rest.length === 0 ||
+      rest.some((a) => a === "--help" || a === "-h" || a === "--file" || a.startsWith("--file="));
+    if (noState) return run(rest, { stateDir: stateDirPath(flag) });
+    return run(rest, { stateDir: only === "reads" ? existingStateDir(flag) : resolveStateDir(flag) });
   };
 }
 
@@ -61,8 +70,8 @@ const commands: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run.js")).runCommand,
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
-  init: async () => withStateDir((await import("./init.js")).initCommand),
-  audit: async () => withStateDir((await import("./audit.js")).auditCommand),
+  init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),
+  audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads"),
   demo: async () => (await import("./demo.js")).demoCommand,
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
@@ -95,7 +104,7 @@ main(process.argv.slice(2)).then(
     process.exit(code);
   },
   (e: unknown) => {
-    if (e instanceof UsageError || e instanceof ConfigError) {
+    if (e instanceof UsageError || e instanceof ConfigError || e instanceof StateDirMissingError) {
       process.stderr.write(`portcullis: ${e.message}\n`);
       process.exitCode = EXIT_USAGE;
       return;

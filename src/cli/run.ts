@@ -15,7 +15,7 @@ import {
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { DigestCache } from "../identity/index.js";
+import { checkIncludes, DigestCache, IncludeError } from "../identity/index.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
@@ -123,12 +123,28 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   }
   if (onChange) server.onChange = onChange;
   if (approval) server.approval = { default: approval, tools: {} };
-  if (values.watch) server.identity.include.push(...values.watch);
+  // Checked here, each with the flag or key that gave it: a pattern that can never match is refused.
+  const fromConfig = server.configFile
+    ? `identity.include of "${server.label}" in ${server.configFile}`
+    : "identity.include";
+  server.identity.include = [
+    ...checkIncludesOrUsage(server.identity.include, server.cwd, fromConfig),
+    ...checkIncludesOrUsage(values.watch ?? [], server.cwd, "run: --watch"),
+  ];
   if (auditArguments) server.audit = { arguments: auditArguments };
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
   return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync, decide: internals.decide });
+}
+
+function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): string[] {
+  try {
+    return checkIncludes(patterns, cwd, where);
+  } catch (e) {
+    if (e instanceof IncludeError) throw new UsageError(e.message);
+    throw e;
+  }
 }
 
 function milliseconds(flag: string, value: string | undefined): number | undefined {

@@ -1,6 +1,6 @@
 import { listGateways } from "../gateway/registry.js";
 import { openStore } from "../store/db.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { existingStateDir } from "../store/stateDir.js";
 import { displayCommand } from "../util/redact.js";
 import { parse } from "./args.js";
 
@@ -25,7 +25,7 @@ export async function statusCommand(args: string[]): Promise<number> {
     process.stdout.write(`${STATUS_HELP}\n`);
     return 0;
   }
-  const store = openStore(resolveStateDir(values["state-dir"]));
+  const store = openStore(existingStateDir(values["state-dir"]));
   try {
     const rows = listGateways(store, { all: values.all });
     if (values.json) {

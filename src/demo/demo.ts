@@ -122,7 +122,7 @@ export async function runDemo(args: string[]): Promise<number> {
       "dist/server.js rewritten (the build succeeded); the gateway restarts the worker (onChange: restart)",
     );
     await waitFor(
-      () => gatewayLines.slice(mark).some((l) => l.startsWith("new execution epoch")),
+      () => gatewayLines.slice(mark).some((l) => /^portcullis\[[^\]]+\]: new execution epoch/.test(l)),
       "the new epoch",
     );
     const epochB = await waitFor(() => {

@@ -2,6 +2,7 @@ import type { OnChange } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ClientIds } from "../relay/clientIds.js";
+import { selfWatcherOf } from "../identity/index.js";
 import { IdMap } from "../relay/ids.js";
 import {
   type Classified,
@@ -777,9 +778,17 @@ export class Gateway {
     }
     this.o.log.status(`build complete: ${what} changed`);
     switch (this.o.onChange) {
-      case "report":
-        this.o.log.status(`running server unchanged: pid=${gen.record.processId} epoch=${gen.epoch}`);
+      case "report": {
+        // A server under its own watcher (node --watch, nodemon…) is about to be replaced by
+        // it: "unchanged" would be false a moment later.
+        const watcher = selfWatcherOf(gen.record);
+        this.o.log.status(
+          watcher
+            ? `running server is left to its own watcher (${watcher}): pid=${gen.record.processId} epoch=${gen.epoch}`
+            : `running server unchanged: pid=${gen.record.processId} epoch=${gen.epoch}`,
+        );
         return;
+      }
       case "restart":
         this.o.log.status(
           `restarting server: pid=${gen.record.processId} epoch=${gen.epoch} is being replaced`,

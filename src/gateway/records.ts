@@ -1,7 +1,8 @@
-import { argumentsDigest, redactSecrets } from "../audit/index.js";
+import { argumentsDigest } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import type { Id } from "../relay/jsonrpc.js";
 import type { DownReason, Generation } from "../supervisor/supervisor.js";
+import { redactRecord, redactValue } from "../util/redact.js";
 import type { EventSink } from "./events.js";
 import { defaultsApplied } from "./text.js";
 
@@ -9,8 +10,11 @@ import { defaultsApplied } from "./text.js";
  * What one gateway connection records, and with which fields (docs/audit-format.md, "Event
  * fields"): every event shape the gateway writes lives here. Only a call's intent is durable
  * (it must be on disk before the call is forwarded); the rest is written with the next group.
- * Arguments are recorded as digests: they may carry anything; with `audit.arguments: "clear"`,
- * also in clear, secret-named values redacted.
+ * Arguments are recorded as digests (over the real values): they may carry anything; with
+ * `audit.arguments: "clear"`, also in clear after src/util/redact.ts took out every secret-named
+ * value (at any depth) and every credential-shaped string. A redacted value becomes
+ * `{ "redacted": true }`, never a string, so the event stays auditable. The execution record in
+ * `server_started` is redacted the same way as in the store.
  */
 export class GatewayRecords {
   /** the agent run this connection serves, once the client spoke */
@@ -55,7 +59,9 @@ export class GatewayRecords {
         argumentsDigest: given,
         effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
         defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),
-        ...(this.auditArguments === "clear" ? { arguments: redactSecrets(args ?? {}) } : {}),
+        ...(this.auditArguments === "clear"
+          ? { arguments: redactValue(args ?? {}, { marker: { redacted: true } }) }
+          : {}),
       },
       condition,
     );
@@ -119,7 +125,7 @@ export class GatewayRecords {
       epoch: gen.epoch,
       previousEpoch: previous?.epoch ?? null,
       reason: gen.reason,
-      record: gen.record,
+      record: redactRecord(gen.record),
     });
     if (previous) {
       this.events.emit({

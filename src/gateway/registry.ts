@@ -1,8 +1,12 @@
 import type { ExecutionRecord } from "../identity/index.js";
 import { processStartTime } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import { redactRecord, redactText } from "../util/redact.js";
 
 /**
+ * Execution records and status lines are stored redacted (src/util/redact.ts): the store is a
+ * file other tools read, and a secret on the server's command line must not end up in it.
+ *
  * The row each running gateway keeps in the store so that another process
  * (`portcullis status`) can show it. Liveness is judged by pid *and* process
  * start time: a reused pid is not the same gateway.
@@ -52,7 +56,7 @@ export class GatewayRegistry {
     }
     if (fields.record !== undefined) {
       sets.push("record_json = ?");
-      vals.push(fields.record ? JSON.stringify(fields.record) : null);
+      vals.push(fields.record ? JSON.stringify(redactRecord(fields.record)) : null);
     }
     this.db
       .prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`)
@@ -61,7 +65,7 @@ export class GatewayRegistry {
 
   statusLine(line: string): void {
     if (!this.db.open) return;
-    this.lines.push({ at: new Date().toISOString(), line });
+    this.lines.push({ at: new Date().toISOString(), line: redactText(line) });
     if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
     this.db
       .prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?")
@@ -81,7 +85,7 @@ export class GatewayRegistry {
         this.serverLabel,
         this.gatewayId,
         record.identityDigest,
-        JSON.stringify(record),
+        JSON.stringify(redactRecord(record)),
         record.startedAt,
         reason,
       );
@@ -110,8 +114,12 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       heartbeatAt: r.heartbeat_at as string,
       state: running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)",
       epoch: (r.epoch as string | null) ?? null,
-      record: r.record_json ? (JSON.parse(r.record_json as string) as ExecutionRecord) : null,
-      status: JSON.parse((r.status_json as string) ?? "[]"),
+      // Redacted again when read: rows written before records were redacted at write.
+      record: r.record_json ? redactRecord(JSON.parse(r.record_json as string) as ExecutionRecord) : null,
+      status: (JSON.parse((r.status_json as string) ?? "[]") as GatewayRow["status"]).map((s) => ({
+        at: s.at,
+        line: redactText(s.line),
+      })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,
     });

@@ -8,6 +8,8 @@ export {
   IdentityError,
   identityDigest,
 } from "./capture.js";
+export { checkIncludes, IncludeError } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
+export { selfWatcher, selfWatcherOf } from "./selfWatch.js";
 export type { ExecutionRecord, FileDigest, LaunchSpec, ProcessFact, StaticIdentity } from "./types.js";
 export { type ArtifactWatcher, watchArtifacts, watchedPaths } from "./watch.js";

@@ -25,15 +25,17 @@ function includeDirs(cwd: string, patterns: string[]): { files: string[]; dirs: 
   const dirs: IncludeDir[] = [];
   for (const pattern of patterns) {
     if (pattern.startsWith("!")) continue;
+    // An absolute pattern (a plugin outside the project) is watched where it is, not under cwd.
+    const base = isAbsolute(pattern) ? "/" : cwd;
     const segs = pattern.split("/").filter((x) => x !== "" && x !== ".");
     const k = segs.findIndex((x) => GLOB_CHARS.test(x));
     if (k < 0) {
-      files.push(join(cwd, ...segs));
+      files.push(join(base, ...segs));
       continue;
     }
     const rest = segs.slice(k);
     const depth = rest.some((x) => x.includes("**")) ? GLOB_DEPTH : rest.length - 1;
-    dirs.push({ path: join(cwd, ...segs.slice(0, k)), depth });
+    dirs.push({ path: join(base, ...segs.slice(0, k)), depth });
   }
   return { files, dirs };
 }
@@ -88,7 +90,16 @@ export function watchArtifacts(
   const patterns = s.identityInputs?.patterns ?? [];
   const globbed = (): Set<string> => {
     try {
-      return new Set(globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false }));
+      // Named as record() names a change (displayPath), also for matches outside cwd.
+      return new Set(
+        globSync(patterns, {
+          cwd,
+          dot: true,
+          onlyFiles: true,
+          followSymbolicLinks: false,
+          absolute: true,
+        }).map((p) => displayPath(p, cwd)),
+      );
     } catch {
       return new Set();
     }

@@ -1,22 +1,92 @@
+import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { migrations } from "./migrations.js";
 
 export type Store = Database.Database;
 
+/** How long one statement waits for another process's lock before SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 10_000;
+/** Steps that SQLite does not retry by itself (the WAL switch, a migration's first lock). */
+const OPEN_ATTEMPTS = 12;
+
 /**
  * Opens (creating if needed) the embedded store shared by every gateway process
  * and the CLI. WAL lets readers (status, audit views) run beside writers;
  * busy_timeout makes concurrent writers queue instead of failing.
+ *
+ * Several gateways started at once on one fresh state directory race here: the busy timeout is
+ * set before anything else, and the steps SQLite answers SQLITE_BUSY to without waiting
+ * (switching to WAL, a migration) are retried with a growing pause, so no start fails on it.
+ *
+ * The file (and the -wal/-shm files SQLite creates with the same mode) is readable by its owner
+ * only: it holds approval requests and execution records.
  */
 export function openStore(stateDir: string, file = "portcullis.db"): Store {
-  const db = new Database(join(stateDir, file));
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = FULL");
-  db.pragma("busy_timeout = 10000");
-  db.pragma("foreign_keys = ON");
-  migrate(db);
+  const path = join(stateDir, file);
+  ownerOnly(path);
+  const db = new Database(path);
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    retryBusy(() => {
+      const mode = db.pragma("journal_mode = WAL", { simple: true });
+      if (String(mode).toLowerCase() !== "wal") throw busy(`journal_mode is ${String(mode)}`);
+    });
+    db.pragma("synchronous = FULL");
+    db.pragma("foreign_keys = ON");
+    retryBusy(() => migrate(db));
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
   return db;
+}
+
+/** Creates the file with mode 0600 before SQLite does (SQLite would use the umask), or narrows it. */
+function ownerOnly(path: string): void {
+  try {
+    closeSync(openSync(path, "a", 0o600));
+  } catch {
+    return; // SQLite's own error says more
+  }
+  chmodQuiet(path);
+}
+
+function chmodQuiet(path: string): void {
+  try {
+    chmodSync(path, 0o600);
+  } catch {
+    // a file owned by someone else: SQLite decides whether it can be used
+  }
+}
+
+function busy(message: string): Error & { code: string } {
+  return Object.assign(new Error(message), { code: "SQLITE_BUSY" });
+}
+
+function isBusy(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
+}
+
+/** Runs `step`, again after a growing pause (20 ms … ~1.3 s, bounded) while it fails busy. */
+function retryBusy(step: () => void): void {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      step();
+      return;
+    } catch (e) {
+      if (!isBusy(e) || attempt >= OPEN_ATTEMPTS) throw e;
+      sleepMs(Math.min(20 * 2 ** (attempt - 1), 1_300) * (0.5 + Math.random() / 2));
+    }
+  }
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Opening the store is synchronous; so is the pause between attempts. */
+function sleepMs(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
 }
 
 function migrate(db: Store): void {

@@ -1,21 +1,25 @@
+import { redactText } from "./redact.js";
+
 /**
  * Everything human goes to stderr: stdout of `portcullis run` carries MCP only.
- * Secret values never reach this module: callers pass names and digests.
+ * Callers pass names and digests; every line is still redacted as text on its way out, because
+ * a status line can quote a path or a command a secret was part of.
  */
 export interface Logger {
   info(msg: string): void;
   warn(msg: string): void;
-  /** a status line, printed as is (DESIGN.md "Status lines") */
+  /** a status line (`build complete: …`), printed with the server label like every other line */
   status(line: string): void;
   debug(msg: string): void;
 }
 
 export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEBUG === "1"): Logger {
-  const out = (s: string) => process.stderr.write(`${s}\n`);
+  const out = (s: string) => process.stderr.write(`${redactText(s)}\n`);
   return {
     info: (m) => out(`portcullis[${label}]: ${m}`),
     warn: (m) => out(`portcullis[${label}]: warning: ${m}`),
-    status: (line) => out(line),
+    // The label says which server a line is about: a host's log mixes every server's stderr.
+    status: (line) => out(`portcullis[${label}]: ${line}`),
     debug: (m) => {
       if (verbose) out(`portcullis[${label}]: debug: ${m}`);
     },

@@ -1,41 +1,341 @@
 /**
- * Command lines shown to people (status, reviews, the host's log) may carry
- * secrets: a token flag, an env-style assignment, a JSON blob of settings.
+ * The one place that decides what a secret looks like. Everything portcullis shows or keeps
+ * (status, reviews, approval requests, execution records, status lines, the audit's clear
+ * arguments) goes through here first. Digests are computed by callers over the real values,
+ * before redaction: a digest identifies, a redacted copy is only for people and the store.
+ *
+ * Three shapes are recognised:
+ *   - a value under a key named like a secret, at any depth (keys compared without case or
+ *     separators: `API-Key`, `api_key`, `apiKey` are one name);
+ *   - a string that looks like a credential wherever it is (bearer tokens, JWTs, PEM private
+ *     keys, well-known token prefixes, AWS access keys, passwords in URLs, `token=…` pairs);
+ *   - command-line words: a value after a secret-named flag (`--token S`, `--api-key=S`, `-p S`)
+ *     and `NAME=value` words whose NAME is secret-like.
  */
+
+export const REDACTED = "[redacted]";
+
 const MAX_COMMAND_CHARS = 300;
 const MAX_ARGUMENT_CHARS = 120;
 
-/** Replaces values that look like secrets and cuts long command lines. */
-export function displayCommand(argv: string[]): string {
+/** Key fragments that make a name secret wherever they appear in it (separators removed). */
+const SECRET_FRAGMENTS = [
+  "password",
+  "passwd",
+  "passphrase",
+  "secret",
+  "token",
+  "apikey",
+  "authorization",
+  "cookie",
+  "privatekey",
+  "credential",
+  "session",
+  "accesskey",
+  "signingkey",
+  "encryptionkey",
+  "clientkey",
+  "masterkey",
+  "bearer",
+  "jwt",
+];
+
+/** Whole words (of a split name) that make it secret: `auth`, `db_pass`, `pwd`, `x-auth-key`. */
+const SECRET_WORDS = new Set(["auth", "pass", "pwd", "pin", "otp", "dsn", "sig", "signature", "hmac"]);
+
+/**
+ * Names that contain a fragment above but name no secret: credential scopes are names of
+ * credentials, never their values. (Nothing else is excepted: the audit log refuses any string
+ * under a token/secret/password-like key, so redaction must cover at least those.)
+ */
+const NOT_SECRET = new Set(["credentialscope", "credentialscopes"]);
+
+/** Words of a name: split at separators and camelCase boundaries, lower-cased. */
+function words(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w !== "")
+    .map((w) => w.toLowerCase());
+}
+
+/** True when a key, flag or variable name says its value is a secret. */
+export function isSecretName(name: string): boolean {
+  const flat = name.toLowerCase().replace(/[^a-z0-9]/g, "");
+  if (flat === "" || NOT_SECRET.has(flat)) return false;
+  if (SECRET_FRAGMENTS.some((f) => flat.includes(f))) return true;
+  return words(name).some((w) => SECRET_WORDS.has(w) || (w.startsWith("auth") && !w.startsWith("author")));
+}
+
+/** Names where a long, random-looking value is probably a key even though the name is not a secret's. */
+function isSuspiciousName(name: string): boolean {
+  return words(name).some((w) => /^(key|keys|access|refresh|nonce|salt|cert|private|sas)$/.test(w));
+}
+
+function entropyBitsPerChar(s: string): number {
+  const counts = new Map<string, number>();
+  for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let h = 0;
+  for (const n of counts.values()) {
+    const p = n / s.length;
+    h -= p * Math.log2(p);
+  }
+  return h;
+}
+
+/** A long token of mixed characters with no spaces: what generated keys look like. */
+function looksRandom(s: string): boolean {
+  return (
+    s.length >= 20 &&
+    !/\s/.test(s) &&
+    /[0-9]/.test(s) &&
+    /[A-Za-z]/.test(s) &&
+    entropyBitsPerChar(s) >= 3.5 &&
+    !/^sha256:[0-9a-f]+$/.test(s)
+  );
+}
+
+/**
+ * Credential shapes found inside any string. Each replacement keeps the part that says what it
+ * was (`Bearer`, the key name, the URL's user) and puts REDACTED where the secret was, so that
+ * redacting twice changes nothing.
+ */
+const VALUE_PATTERNS: [RegExp, string][] = [
+  // PEM private keys (cut off or whole)
+  [
+    /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[\s\S])*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?/g,
+    `-----BEGIN $1PRIVATE KEY-----${REDACTED}-----END $1PRIVATE KEY-----`,
+  ],
+  // HTTP authorization schemes
+  [/\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6,}/gi, `$1$2${REDACTED}`],
+  // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ)
+  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  // well-known token prefixes: GitHub, GitLab, Slack, OpenAI/Anthropic-style sk-, npm, Stripe, Google
+  [/\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})/g, REDACTED],
+  [/\bxox[abposre]-[A-Za-z0-9-]{8,}/g, REDACTED],
+  [/\b(?:sk|rk|pk)[-_](?:live[-_]|test[-_]|proj[-_]|ant[-_])?[A-Za-z0-9_-]{16,}/g, REDACTED],
+  [/\bnpm_[A-Za-z0-9]{30,}/g, REDACTED],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+  // AWS access key ids
+  [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
+  // passwords in URLs: scheme://user:password@host
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/gi, `$1${REDACTED}@`],
+  // name=value / name: value pairs in free text whose name is secret-like
+  [
+    /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])[^\s"'&,;}]+/gi,
+    `$1$2${REDACTED}`,
+  ],
+];
+
+/** A string with every credential-shaped part replaced by REDACTED. */
+export function redactText(s: string): string {
+  let out = s;
+  for (const [re, rep] of VALUE_PATTERNS) out = out.replace(re, rep);
+  return out;
+}
+
+export interface RedactOptions {
+  /** what replaces a whole value under a secret-named key (default the string REDACTED) */
+  marker?: unknown;
+}
+
+/**
+ * A copy of a JSON value with every value under a secret-named key replaced (whatever its type:
+ * an object under `auth` goes whole), every string redacted with redactText, and long random
+ * strings under suspicious names (`key`, `access`, `refresh`, …) replaced. Other structure is
+ * kept as it is.
+ */
+export function redactValue(value: unknown, opts: RedactOptions = {}): unknown {
+  const marker = opts.marker ?? REDACTED;
+  const walk = (v: unknown, key: string | null, seen: Set<object>): unknown => {
+    if (
+      key !== null &&
+      isSecretName(key) &&
+      v !== null &&
+      v !== undefined &&
+      v !== "" &&
+      typeof v !== "boolean"
+    ) {
+      return isMarker(v, marker) ? v : marker;
+    }
+    if (typeof v === "string") {
+      if (key !== null && isSuspiciousName(key) && looksRandom(v)) return marker;
+      return redactText(v);
+    }
+    if (typeof v !== "object" || v === null) return v;
+    if (seen.has(v)) return "[circular]";
+    seen.add(v);
+    try {
+      if (Array.isArray(v)) return v.map((x) => walk(x, key, seen));
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) out[k] = walk(x, k, seen);
+      return out;
+    } finally {
+      seen.delete(v);
+    }
+  };
+  return walk(value, null, new Set());
+}
+
+/** A copy of a JSON value with every string redacted as text (redactText); keys decide nothing. */
+export function redactStrings(value: unknown): unknown {
+  if (typeof value === "string") return redactText(value);
+  if (Array.isArray(value)) return value.map(redactStrings);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = redactStrings(v);
+  return out;
+}
+
+function isMarker(v: unknown, marker: unknown): boolean {
+  if (v === marker || v === REDACTED) return true;
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof marker === "object" &&
+    marker !== null &&
+    JSON.stringify(v) === JSON.stringify(marker)
+  );
+}
+
+/** An environment map with secret-named variables' values replaced and the rest redacted as text. */
+export function redactEnv(env: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) out[k] = isSecretName(k) ? REDACTED : redactText(v);
+  return out;
+}
+
+const FLAG = /^(--?)([A-Za-z0-9][A-Za-z0-9_.-]*)(?:(=)([\s\S]*))?$/;
+
+/** A flag whose value is a path to a secret, not the secret (`--token-file`, `--password-dir`). */
+function namesAPath(flag: string): boolean {
+  return /(?:^|[-_.])(?:file|path|dir|env|var)$/i.test(flag);
+}
+
+/** Short flags that take a password by convention (`mysql -p S`, `-P S`); a port number is kept. */
+const SHORT_PASSWORD_FLAGS = new Set(["p", "P", "pw"]);
+
+function looksLikeFlag(a: string): boolean {
+  return /^--?[A-Za-z]/.test(a);
+}
+
+/**
+ * A command line with secret values replaced, word for word (same length, same positions), for
+ * execution records and anything shown. JSON words are redacted inside, other words as text.
+ */
+export function redactArgv(argv: readonly string[]): string[] {
   const out: string[] = [];
   let hideNext = false;
   for (const a of argv) {
     if (hideNext) {
-      out.push("[redacted]");
       hideNext = false;
-      continue;
-    }
-    const m =
-      /^(--?[A-Za-z0-9_.-]*(?:secret|password|passphrase|token|api[-_]?key|auth|credential)[A-Za-z0-9_.-]*)(=.*)?$/i.exec(
-        a,
-      );
-    if (m) {
-      if (m[2] !== undefined) out.push(`${m[1]}=[redacted]`);
-      else {
-        out.push(a);
-        hideNext = true;
+      if (!looksLikeFlag(a)) {
+        out.push(REDACTED);
+        continue;
       }
+    }
+    const flag = FLAG.exec(a);
+    if (flag) {
+      const [, dashes, name, eq, value] = flag as unknown as [string, string, string, string?, string?];
+      const secret =
+        (isSecretName(name) && !namesAPath(name)) || (dashes === "-" && SHORT_PASSWORD_FLAGS.has(name));
+      if (secret) {
+        if (eq !== undefined) {
+          const shortPort = dashes === "-" && !isSecretName(name) && /^[0-9]+$/.test(value ?? "");
+          out.push(shortPort ? a : `${dashes}${name}=${REDACTED}`);
+        } else {
+          out.push(a);
+          hideNext = true;
+        }
+        continue;
+      }
+      if (eq !== undefined) {
+        out.push(`${dashes}${name}=${redactWord(value ?? "")}`);
+        continue;
+      }
+      out.push(redactText(a));
       continue;
     }
-    const env =
-      /^([A-Za-z_][A-Za-z0-9_]*(?:SECRET|PASSWORD|PASSPHRASE|TOKEN|API_?KEY)[A-Za-z0-9_]*)=.*/i.exec(a);
-    if (env) out.push(`${env[1]}=[redacted]`);
-    // Structured or long arguments (an --env '{...}' blob, an inline script, a bearer
-    // string) can carry anything: show their size, never their content.
-    else if (/^\s*[[{]/.test(a)) out.push(`[${a.length}-char JSON argument]`);
-    else if (a.length > MAX_ARGUMENT_CHARS) out.push(`[${a.length}-char argument]`);
-    else out.push(a);
+    const env = /^([A-Za-z_][A-Za-z0-9_.-]*)=([\s\S]*)$/.exec(a);
+    if (env) {
+      out.push(isSecretName(env[1]!) ? `${env[1]}=${REDACTED}` : `${env[1]}=${redactWord(env[2]!)}`);
+      continue;
+    }
+    out.push(redactWord(a));
   }
+  // `-p 8080` is a port, not a password: put the number back.
+  for (let i = 1; i < argv.length; i++) {
+    const prev = argv[i - 1]!;
+    const m = FLAG.exec(prev);
+    if (
+      m &&
+      m[1] === "-" &&
+      m[3] === undefined &&
+      SHORT_PASSWORD_FLAGS.has(m[2]!) &&
+      /^[0-9]+$/.test(argv[i]!)
+    ) {
+      out[i] = argv[i]!;
+    }
+  }
+  return out;
+}
+
+/** One word: a JSON blob is redacted inside (keys and values), anything else as text. */
+function redactWord(a: string): string {
+  if (/^\s*[[{]/.test(a)) {
+    try {
+      return JSON.stringify(redactValue(JSON.parse(a)));
+    } catch {
+      return redactText(a);
+    }
+  }
+  return redactText(a);
+}
+
+/**
+ * A command line as a person reads it: secrets redacted (redactArgv), JSON blobs and very long
+ * words shown by size only (they can carry anything), the whole cut to a readable length.
+ */
+export function displayCommand(argv: string[]): string {
+  const out = redactArgv(argv).map((a, i) => {
+    const given = argv[i]!;
+    if (a !== REDACTED && /^\s*[[{]/.test(given)) return `[${given.length}-char JSON argument]`;
+    if (given.length > MAX_ARGUMENT_CHARS) return `[${given.length}-char argument]`;
+    return a;
+  });
   const text = out.map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   return text.length > MAX_COMMAND_CHARS ? `${text.slice(0, MAX_COMMAND_CHARS)}…` : text;
+}
+
+/**
+ * An execution record as it may be kept and shown: the launch command and every process's argv
+ * through redactArgv, every other string through redactText. The record's digests were computed
+ * over the real values before this copy was made.
+ */
+export function redactRecord<T extends { launchCommand: string[]; processes?: { argv: string[] }[] }>(
+  r: T,
+): T {
+  const out = redactStrings(r) as T;
+  out.launchCommand = redactArgv(r.launchCommand);
+  if (Array.isArray(r.processes) && Array.isArray(out.processes)) {
+    out.processes = r.processes.map((p, i) => ({
+      ...(out.processes as { argv: string[] }[])[i]!,
+      argv: Array.isArray(p.argv) ? redactArgv(p.argv.map(String)) : p.argv,
+    }));
+  }
+  return out;
+}
+
+/**
+ * An audit event as shown to a person: its execution record and clear arguments redacted as
+ * they are when written, every other string as text. Digests in it stay as they are.
+ */
+export function redactEvent<T extends Record<string, unknown>>(e: T): T {
+  const out = redactStrings(e) as Record<string, unknown>;
+  const rec = e.record as { launchCommand?: unknown } | undefined;
+  if (rec && typeof rec === "object" && Array.isArray(rec.launchCommand)) {
+    out.record = redactRecord(rec as { launchCommand: string[] });
+  }
+  if (e.arguments !== undefined) out.arguments = redactValue(e.arguments, { marker: { redacted: true } });
+  return out as T;
 }

@@ -62,8 +62,11 @@ describe("rebuilds at the supervision layer", () => {
     expect(row!.record.processes.map((p) => p.pid)).toContain(before.pid);
 
     project.rebuild("B");
-    await gw.waitForStderr(/^build complete: dist\/server\.js changed$/m, 10_000);
-    const line = await gw.waitForStderr(/^running server unchanged: pid=\d+ epoch=\S+$/m, 10_000);
+    await gw.waitForStderr(/^portcullis\[inventory\]: build complete: dist\/server\.js changed$/m, 10_000);
+    const line = await gw.waitForStderr(
+      /^portcullis\[inventory\]: running server unchanged: pid=\d+ epoch=\S+$/m,
+      10_000,
+    );
     expect(line).toContain(`epoch=${epoch}`);
     expect(line).toContain(`pid=${row!.record.processes[0]?.pid ?? ""}`);
 
@@ -72,7 +75,7 @@ describe("rebuilds at the supervision layer", () => {
     expect(after.pid).toBe(before.pid);
     const [row2] = await status(gw.stateDir!);
     expect(row2!.epoch).toBe(epoch);
-    expect(row2!.status.map((s) => s.line)).toContain(line.trim());
+    expect(row2!.status.map((s) => s.line)).toContain(line.trim().replace("portcullis[inventory]: ", ""));
   });
 
   it("restart with an identical tool list: a new epoch all the same, same catalog revision", async () => {
@@ -111,8 +114,11 @@ describe("rebuilds at the supervision layer", () => {
     const gw = await start(project);
     const [row] = await status(gw.stateDir!);
     project.changeDependency("fixture-dep 2.0.0 (patched)");
-    await gw.waitForStderr(/^build complete: .*node_modules\/fixture-dep\/index\.js.* changed$/m, 10_000);
-    await gw.waitForStderr(/^running server unchanged: /m, 10_000);
+    await gw.waitForStderr(
+      /^portcullis\[inventory\]: build complete: .*node_modules\/fixture-dep\/index\.js.* changed$/m,
+      10_000,
+    );
+    await gw.waitForStderr(/^portcullis\[inventory\]: running server unchanged: /m, 10_000);
     expect((await readStatus(gw)).dependency).toBe("fixture-dep 1.0.0");
 
     // restart to see the identity the new tree gives: same entry digest, different tree and identity
@@ -164,6 +170,8 @@ describe("rebuilds at the supervision layer", () => {
     expect(after.revision).toBe("C");
     expect(after.pid).not.toBe(first.pid);
     await gw.waitForStderr(/running server replaced by its watcher: pid=\d+ epoch=/, 5_000);
+    // The watcher's own replacement follows the rebuild: never reported as "unchanged" first.
+    expect(gw.stderr()).not.toMatch(/running server unchanged/);
     const [row2] = await status(gw.stateDir!);
     expect(row2!.epoch).not.toBe(row!.epoch);
   });

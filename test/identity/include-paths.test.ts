@@ -1,0 +1,70 @@
+// Identity inputs outside the project: an absolute path in --watch (or identity.include) is
+// watched where it is, so a plugin loaded from there that changes is an artifact change, and a
+// pattern that can never match is refused naming the flag. Real gateways, real files.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { makeProject } from "../helpers/project.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+describe("identity inputs given by absolute path", () => {
+  it("a plugin outside the project, watched by absolute path, changes: reported, and a new epoch under restart", async () => {
+    const project = makeProject("A");
+    const outside = tempDir("portcullis-plugins-");
+    cleanup.push(
+      () => project.cleanup(),
+      () => removeDir(outside),
+    );
+    mkdirSync(join(outside, "plugins"), { recursive: true });
+    const plugin = join(outside, "plugins", "plugin.js");
+    writeFileSync(plugin, "export const v = 1;\n");
+    const gw = await startInventory(
+      project,
+      [
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--watch",
+        plugin,
+        "--watch",
+        `${outside}/plugins/*.js`,
+      ],
+      { credentials: true },
+    );
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const epochOf = async () =>
+      (
+        JSON.parse((await runCli(["status", "--json"], { stateDir: gw.stateDir })).stdout) as {
+          gateways: { epoch: string }[];
+        }
+      ).gateways[0]!.epoch;
+    const before = await epochOf();
+    writeFileSync(plugin, "export const v = 2;\n");
+    await gw.waitForStderr(/build complete: .*plugin\.js.* changed/, 15_000);
+    await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
+    expect(await epochOf()).not.toBe(before);
+  });
+
+  it("a path that does not exist and has no glob, or a malformed glob, is refused naming --watch", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    for (const bad of ["/nonexistent/portcullis/plugin.js", "src/[unclosed"]) {
+      const r = await runCli(["run", "--label", "x", "--watch", bad, "--", ...project.command], {
+        cwd: project.dir,
+        stateDir: tempDir("portcullis-state-"),
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("--watch");
+      expect(r.stderr).toContain(bad);
+    }
+  });
+});

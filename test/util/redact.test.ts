@@ -1,0 +1,218 @@
+// Property tests of the one redaction module: fast-check searches for a JSON value, a credential
+// or a flag spelling that leaks a planted secret, breaks idempotence or loses non-secret data.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { REDACTED, redactArgv, redactText, redactValue } from "../../src/util/redact.js";
+
+const SECRET_KEYS = [
+  "password",
+  "Password",
+  "db_password",
+  "passwd",
+  "secret",
+  "clientSecret",
+  "token",
+  "access_token",
+  "refreshToken",
+  "api_key",
+  "apiKey",
+  "api-key",
+  "API_KEY",
+  "auth",
+  "Authorization",
+  "cookie",
+  "Set-Cookie",
+  "private_key",
+  "privateKey",
+  "credential",
+  "credentials",
+  "session",
+  "sessionId",
+];
+// Non-secret keys and values: a small alphabet that can never spell a planted secret.
+const plainKey = fc.constantFrom("name", "sku", "count", "path", "items", "mode", "limit", "x", "nested");
+const plainString = fc.stringMatching(/^[a-z ]{0,12}$/);
+const plain: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    plainString,
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie("value"), { maxLength: 3 }),
+    fc.dictionary(plainKey, tie("value"), { maxKeys: 3 }),
+  ),
+})).value;
+
+const secretValue = fc.stringMatching(/^[A-Za-z0-9]{4,20}$/).map((s) => `Zq${s}Xv`);
+const credential = fc.oneof(
+  fc.stringMatching(/^[A-Za-z0-9]{36}$/).map((s) => `ghp_${s}`),
+  fc.stringMatching(/^[A-Za-z0-9]{24,40}$/).map((s) => `sk-${s}`),
+  fc.stringMatching(/^[A-Za-z0-9]{20,30}$/).map((s) => `xoxb-1234-${s}`),
+  fc.stringMatching(/^[A-Z0-9]{16}$/).map((s) => `AKIA${s}`),
+  fc
+    .tuple(fc.stringMatching(/^[A-Za-z0-9_-]{10,30}$/), fc.stringMatching(/^[A-Za-z0-9_-]{10,40}$/))
+    .map(([a, b]) => `eyJhbGciOiJIUzI1NiJ9.${a}.${b}`),
+  fc
+    .stringMatching(/^[A-Za-z0-9+/]{40,80}$/)
+    .map((s) => `-----BEGIN RSA PRIVATE KEY-----\n${s}\n-----END RSA PRIVATE KEY-----`),
+);
+const credentialCore = (c: string) => (c.startsWith("-----") ? c.split("\n")[1]! : c);
+
+/** Plants `secret` under a secret-named key at a random path inside `value`. */
+function plant(value: unknown, path: number[], key: string, secret: unknown): unknown {
+  if (path.length === 0 || typeof value !== "object" || value === null) {
+    return { keep: value, [key]: secret };
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return [{ [key]: secret }];
+    const i = path[0]! % value.length;
+    return value.map((v, j) => (j === i ? plant(v, path.slice(1), key, secret) : v));
+  }
+  const keys = Object.keys(value);
+  if (keys.length === 0) return { [key]: secret };
+  const k = keys[path[0]! % keys.length]!;
+  return { ...value, [k]: plant((value as Record<string, unknown>)[k], path.slice(1), key, secret) };
+}
+
+describe("redactValue", () => {
+  it("a secret planted at any depth under a secret-like key never survives", () => {
+    fc.assert(
+      fc.property(
+        plain,
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.constantFrom(...SECRET_KEYS),
+        secretValue,
+        fc.constantFrom("string", "object", "array"),
+        (value, path, key, secret, shape) => {
+          const planted = shape === "string" ? secret : shape === "object" ? { inner: secret } : [secret];
+          const out = JSON.stringify(redactValue(plant(value, path, key, planted)));
+          expect(out).not.toContain(secret);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("a credential-shaped string anywhere, under any key and inside text, never survives", () => {
+    fc.assert(
+      fc.property(
+        plain,
+        fc.array(fc.nat(), { maxLength: 6 }),
+        plainKey,
+        credential,
+        plainString,
+        (value, path, key, cred, text) => {
+          const out = JSON.stringify(redactValue(plant(value, path, key, `${text} ${cred} ${text}`)));
+          expect(out).not.toContain(credentialCore(cred));
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("is idempotent", () => {
+    fc.assert(
+      fc.property(
+        plain,
+        fc.array(fc.nat(), { maxLength: 4 }),
+        fc.constantFrom(...SECRET_KEYS),
+        secretValue,
+        credential,
+        (value, path, key, secret, cred) => {
+          const v = plant(plant(value, path, key, secret), path.slice(1), "note", `see ${cred}`);
+          const once = redactValue(v);
+          expect(redactValue(once)).toEqual(once);
+          const marker = { redacted: true };
+          const m1 = redactValue(v, { marker });
+          expect(redactValue(m1, { marker })).toEqual(m1);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("keeps non-secret structure and values as they are", () => {
+    fc.assert(
+      fc.property(plain, (value) => {
+        expect(redactValue(value)).toEqual(value);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    const out = redactValue({
+      opts: { password: "p1" },
+      auth: { token: "t1" },
+      headers: { Authorization: "Bearer abcdefgh123" },
+      private_key: "k1",
+      author: "Bob",
+    });
+    expect(out).toEqual({
+      opts: { password: REDACTED },
+      auth: REDACTED,
+      headers: { Authorization: REDACTED },
+      private_key: REDACTED,
+      author: "Bob",
+    });
+    expect(redactText("curl -H 'Authorization: Bearer abcdefgh123' https://u:pw123@h/x")).toBe(
+      "curl -H 'Authorization: Bearer [redacted]' https://u:[redacted]@h/x",
+    );
+  });
+});
+
+describe("redactArgv", () => {
+  const flagName = fc.constantFrom(
+    "token",
+    "api-key",
+    "apiKey",
+    "api_key",
+    "password",
+    "secret",
+    "auth-token",
+    "client-secret",
+    "DB_PASSWORD",
+    "access-token",
+  );
+  it("never shows the value of a secret flag, whatever its spelling", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.stringMatching(/^[a-z][a-z./]{0,8}$/), { maxLength: 4 }),
+        flagName,
+        fc.constantFrom("-", "--"),
+        fc.constantFrom("space", "equals", "env"),
+        secretValue,
+        (before, name, dashes, style, secret) => {
+          const words =
+            style === "space"
+              ? [`${dashes}${name}`, secret]
+              : style === "equals"
+                ? [`${dashes}${name}=${secret}`]
+                : [`${name.toUpperCase().replace(/-/g, "_")}=${secret}`];
+          const argv = ["node", ...before, ...words, "server.js"];
+          const out = redactArgv(argv);
+          expect(out.join(" ")).not.toContain(secret);
+          expect(out).toHaveLength(argv.length);
+          expect(redactArgv(out)).toEqual(out);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("-p: a password is hidden, a port is kept; a JSON blob is redacted inside", () => {
+    expect(redactArgv(["mysql", "-p", "hunter2"])).toEqual(["mysql", "-p", REDACTED]);
+    expect(redactArgv(["serve", "-p", "8080"])).toEqual(["serve", "-p", "8080"]);
+    expect(redactArgv(["x", "--env", '{"API_TOKEN":"abc","mode":"dev"}'])).toEqual([
+      "x",
+      "--env",
+      '{"API_TOKEN":"[redacted]","mode":"dev"}',
+    ]);
+    expect(redactArgv(["x", "--token-file", "/run/secrets/t"])).toEqual([
+      "x",
+      "--token-file",
+      "/run/secrets/t",
+    ]);
+  });
+});
