@@ -143,8 +143,8 @@ function acceptsAll(s: unknown): boolean {
 function sub(n: unknown, o: unknown, depth: number): boolean {
   if (depth > MAX_DEPTH) return false;
   if (n === false) return true;
+  if (!isObj(n) && n !== true) return false; // junk: what it accepts is unknown
   if (acceptsAll(o)) return true;
-  if (!isObj(n) && n !== true) return false; // junk
   if (!isObj(o)) return false; // o is false or junk; n is not false
   if (n === true) return false;
   const nb = bare(n);

@@ -20,7 +20,7 @@ const { value } = fc.letrec((tie) => ({
     { maxDepth: 3, depthIdentifier: "v" },
     scalar,
     fc.array(tie("value"), { maxLength: 3 }),
-    fc.dictionary(fc.constantFrom(...NAMES, "d"), tie("value"), { maxKeys: 3 }),
+    fc.dictionary(fc.constantFrom(...NAMES, "d"), tie("value"), { maxKeys: 3, noNullPrototype: true }),
   ),
 }));
 
@@ -84,6 +84,26 @@ const { schema } = fc.letrec((tie) => ({
   ),
 }));
 
+/** Keyword settings that constrain where absent; over an existing value they may loosen it. */
+const TIGHTEN: S[] = [
+  { additionalProperties: false },
+  { required: ["a"] },
+  { minLength: 1 },
+  { maxItems: 1 },
+  { enum: ["staging", 1] },
+  { type: "object" },
+  { propertyNames: { maxLength: 1 } },
+  { minProperties: 1 },
+  { not: { const: "production" } },
+  { minimum: 1 },
+  { multipleOf: 2 },
+  { allOf: [{ required: ["b"] }] },
+  { anyOf: [{ type: "string" }, { type: "object" }] },
+  { properties: { a: { type: "string" } } },
+  { patternProperties: { "^b": { type: "number" } } },
+  { uniqueItems: true },
+];
+
 /**
  * Applies one mutation somewhere in `s`, steered by `ops`: walk down into a subschema, then drop
  * a keyword, drop one entry of a map (properties …), empty a map, change a number, or replace
@@ -99,7 +119,7 @@ function mutate(s: S, ops: number[], replacement: S): S {
   const k = keys[op % keys.length] as string;
   const v = o[k];
   const copy = { ...o };
-  switch (Math.floor(op / 7) % 6) {
+  switch (Math.floor(op / 7) % 7) {
     case 0: // descend
       if (Array.isArray(v) && v.length > 0 && typeof v[0] === "object") {
         const i = op % v.length;
@@ -130,6 +150,8 @@ function mutate(s: S, ops: number[], replacement: S): S {
     case 4: // nudge a number
       copy[k] = typeof v === "number" ? v + ((op % 3) - 1) : v;
       return copy;
+    case 5: // set a keyword that usually constrains (it may replace a stricter one)
+      return { ...copy, ...(TIGHTEN[op % TIGHTEN.length] as object) };
     default:
       return replacement;
   }
@@ -179,7 +201,7 @@ describe("the schema classifier never calls a widening a narrowing", () => {
           }
         },
       ),
-      { numRuns: 3000 },
+      { numRuns: 3500 },
     );
   });
 
