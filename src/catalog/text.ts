@@ -3,7 +3,7 @@
  * description names, which input names look like destinations, selectors or secrets.
  */
 
-/** Lower-cased text with every whitespace and punctuation character removed. */
+/** The text with runs of whitespace collapsed to one space and the ends trimmed. */
 export function cosmeticForm(s: string): string {
   return s.replace(/\p{White_Space}+/gu, " ").trim();
 }
