@@ -13,6 +13,9 @@ import { canonicalString, sameJson } from "../util/canonical.js";
 type Obj = Record<string, unknown>;
 
 const MAX_DEPTH = 48;
+/** Comparisons allowed per proof: nested anyOf/allOf could otherwise make a hostile schema slow. */
+const MAX_STEPS = 20_000;
+let steps = 0;
 
 function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -121,6 +124,7 @@ export function provablySubset(prev: unknown, next: unknown): boolean {
   if (next === false) return true;
   if (isObj(prev) && isObj(next) && !sameJson(own(prev, "$schema"), own(next, "$schema"))) return false;
   if (hasRefLike(prev, true) || hasRefLike(next, true)) return false;
+  steps = 0;
   return sub(next, prev, 0);
 }
 
@@ -141,7 +145,7 @@ function acceptsAll(s: unknown): boolean {
 
 /** n ⊆ o, for two schemas found at the same place. */
 function sub(n: unknown, o: unknown, depth: number): boolean {
-  if (depth > MAX_DEPTH) return false;
+  if (depth > MAX_DEPTH || ++steps > MAX_STEPS) return false; // out of budget: unproved
   if (n === false) return true;
   if (!isObj(n) && n !== true) return false; // junk: what it accepts is unknown
   if (acceptsAll(o)) return true;

@@ -84,3 +84,16 @@ describe("unprovable changes expand", () => {
     });
   }
 });
+
+describe("a hostile schema cannot make the proof slow", () => {
+  it("nested anyOf of anyOf runs out of budget and is unproved", () => {
+    let old: unknown = { type: "string" };
+    let neu: unknown = { type: "string", minLength: 1 };
+    for (let i = 0; i < 8; i++) {
+      old = { anyOf: [old, old, old, { const: i }] };
+      neu = { anyOf: [neu, neu, neu] };
+    }
+    expect(provablySubset(old, neu)).toBe(false);
+    expect(classify(old, neu)).toBe("expands");
+  });
+});
