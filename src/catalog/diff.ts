@@ -14,6 +14,7 @@ import {
   withoutProse,
 } from "./schema.js";
 import { type IndexedCatalog, indexTools } from "./snapshot.js";
+import { provablySubset } from "./subset.js";
 import { jsonText, nameTokens, newEffectVerbs } from "./text.js";
 import {
   type CatalogDiff,
@@ -142,7 +143,7 @@ export function diffTool(
         if (av === undefined || bv === undefined) {
           const what = av === undefined ? "added" : "removed";
           out.push({ path: k, change: `${k} ${what}`, before: av, after: bv, classification: "expands" });
-        } else diffSchema(av, bv, k, out);
+        } else diffSchemaClassified(av, bv, k, out);
         break;
       case "annotations":
         diffAnnotations(av, bv, out);
@@ -162,6 +163,32 @@ export function diffTool(
     }
   }
   return out;
+}
+
+/**
+ * The field-level details a human reads, with the class decided by one question: can the new
+ * schema accept a value the old one rejected? Unless provably not, the change expands, whatever
+ * the details say; "cosmetic" additionally needs the accepted sets provably equal.
+ */
+function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldChange[]): void {
+  const details: FieldChange[] = [];
+  diffSchema(av, bv, k, details);
+  const verdict = classOf(details);
+  if (!provablySubset(av, bv)) {
+    if (verdict !== "expands") {
+      details.push({
+        path: k,
+        change: `${k} may accept values the previous schema rejected (not provably narrower)`,
+        classification: "expands",
+      });
+    }
+  } else if (verdict === "cosmetic" && !provablySubset(bv, av)) {
+    details.push({ path: k, change: `${k} accepts fewer values`, classification: "narrows" });
+  }
+  if (details.length === 0) {
+    details.push({ path: k, change: `${k} changed`, classification: "expands" });
+  }
+  out.push(...details);
 }
 
 function hintsSummary(t: Tool): string | undefined {

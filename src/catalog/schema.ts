@@ -4,7 +4,7 @@
  * Classification follows one idea: does the new schema let more through (more fields, more
  * values, fewer constraints, a new default that changes what an omitted field means)? Then the
  * change `expands`. Does it provably let less through? Then it `narrows`. Text that only differs
- * in whitespace, case or punctuation is `cosmetic`. Anything this module does not understand,
+ * in whitespace is `cosmetic`. The class of a whole schema change is settled by subset.ts. Anything this module does not understand,
  * cannot compare, or cannot prove is `expands`.
  *
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
@@ -129,7 +129,7 @@ export function diffText(
   if (before === after) return;
   if (typeof before === "string" && typeof after === "string") {
     if (isCosmeticTextChange(before, after)) {
-      push(out, path, `${label} changed (whitespace, case or punctuation only)`, "cosmetic", before, after);
+      push(out, path, `${label} changed (whitespace only)`, "cosmetic", before, after);
       return;
     }
     const effects = newEffectVerbs(before, after);
@@ -341,7 +341,11 @@ function diffProperties(a: Obj, b: Obj, path: string, out: FieldChange[], depth:
     const inB = Object.hasOwn(mb, n);
     const p = childPath(base, n);
     if (inA && !inB) {
-      push(out, p, "property removed", "narrows", ma[n], undefined, { detail: describeField(n, ma[n]) });
+      // The old schema constrained this name; now only additionalProperties may, if anything.
+      const closed = own(b, "patternProperties") === undefined && own(b, "additionalProperties") === false;
+      const cls: Classification = closed ? "narrows" : "expands";
+      const what = closed ? "property removed (no longer accepted)" : "property removed (now unconstrained)";
+      push(out, p, what, cls, ma[n], undefined, { detail: describeField(n, ma[n]) });
     } else if (!inA && inB) {
       out.push(propertyAdded(p, n, mb[n], reqB.has(n)));
     } else diffSchema(ma[n], mb[n], p, out, depth + 1);
@@ -676,8 +680,13 @@ function diffSchemaMap(a: Obj, b: Obj, k: string, path: string, out: FieldChange
     const inA = Object.hasOwn(ma, n);
     const inB = Object.hasOwn(mb, n);
     if (inA && inB) diffSchema(ma[n], mb[n], p, out, depth + 1);
-    else if (inB) push(out, p, `${k} entry added`, "expands", undefined, mb[n]);
-    else push(out, p, `${k} entry removed`, "narrows", ma[n], undefined);
+    else {
+      // patternProperties / dependentSchemas entries constrain: removing one loosens. $defs
+      // entries matter only through $ref, which is never proved: either way expands.
+      const constrains = k === "patternProperties" || k === "dependentSchemas";
+      if (inB) push(out, p, `${k} entry added`, constrains ? "narrows" : "expands", undefined, mb[n]);
+      else push(out, p, `${k} entry removed`, "expands", ma[n], undefined);
+    }
   }
 }
 

@@ -3,12 +3,16 @@
  * description names, which input names look like destinations, selectors or secrets.
  */
 
-/** Lower-cased text with every whitespace and punctuation character removed. */
+/** The text with runs of whitespace collapsed to one space and the ends trimmed. */
 export function cosmeticForm(s: string): string {
-  return s.toLowerCase().replace(/[\p{White_Space}\p{P}]/gu, "");
+  return s.replace(/\p{White_Space}+/gu, " ").trim();
 }
 
-/** A change is cosmetic only when it touches nothing but whitespace, letter case and punctuation. */
+/**
+ * A change is cosmetic only when it touches nothing but whitespace (runs collapsed, ends
+ * trimmed). Letter case and punctuation can carry meaning ("Does NOT delete anything." and
+ * "Does not; delete anything!" read differently), so any other edit is not cosmetic.
+ */
 export function isCosmeticTextChange(before: string, after: string): boolean {
   return cosmeticForm(before) === cosmeticForm(after);
 }

@@ -48,10 +48,10 @@ export const publishPreview: ToolDef = {
   },
 };
 
-/** Same tool, a typo fixed in the description: cosmetic. */
+/** Same tool, whitespace fixed in the description: cosmetic (punctuation or case would not be). */
 export const publishPreviewCosmetic: ToolDef = {
   ...publishPreview,
-  description: "Publish a preview of a branch",
+  description: "Publish a preview  of a branch. ",
 };
 
 /** Same tool, the branch bounded: narrows. */

@@ -175,12 +175,24 @@ describe("seed scenarios", () => {
     expect(renderDiff(diffCatalogs([getRelease], [after]))).toContain("[new effects: update]");
   });
 
-  it("a whitespace, case or punctuation-only description change is cosmetic", () => {
+  it("a whitespace-only description change is cosmetic; case or punctuation is not", () => {
     const after = edit(getRelease, (t) => {
-      t.description = "  get release details. ";
+      t.description = "  Get  release\n details ";
     });
     const e = modified(getRelease, after);
     expect(e.classification).toBe("cosmetic");
+    for (const [from, to] of [
+      ["Does NOT delete anything.", "Does not; delete anything!"],
+      ["Get release details", "get release details."],
+    ]) {
+      const a = edit(getRelease, (t) => {
+        t.description = from;
+      });
+      const b = edit(getRelease, (t) => {
+        t.description = to;
+      });
+      expect(modified(a, b).classification).toBe("expands");
+    }
     // a one-word change that names no effect verb is still not provably cosmetic
     const other = edit(getRelease, (t) => {
       t.description = "Get release details of any repository";
@@ -318,13 +330,25 @@ describe("field by field", () => {
     ).toBe("narrows");
   });
 
-  it("a property removed narrows; a default added or removed expands", () => {
+  it("a property removed expands (its constraint is gone) unless additionalProperties is false; a default added or removed expands", () => {
     const fewer = edit(repoSearch, (t) => {
       delete t.inputSchema.properties.limit;
     });
     expect(
-      change(modified(repoSearch, fewer), "inputSchema.properties.limit", "property removed").classification,
-    ).toBe("narrows");
+      change(
+        modified(repoSearch, fewer),
+        "inputSchema.properties.limit",
+        "property removed (now unconstrained)",
+      ).classification,
+    ).toBe("expands");
+    expect(modified(repoSearch, fewer).classification).toBe("expands");
+    const closed = edit(repoSearch, (t) => {
+      t.inputSchema.additionalProperties = false;
+    });
+    const closedFewer = edit(closed, (t) => {
+      delete t.inputSchema.properties.limit;
+    });
+    expect(modified(closed, closedFewer).classification).toBe("narrows");
     const noDefault = edit(repoSearch, (t) => {
       delete t.inputSchema.properties.limit.default;
     });
@@ -371,7 +395,7 @@ describe("field by field", () => {
 
   it("title changes follow the description rule", () => {
     const cosmetic = edit(readIssue, (t) => {
-      t.title = "read Issue";
+      t.title = " Read  issue ";
     });
     expect(modified(readIssue, cosmetic).classification).toBe("cosmetic");
     const worded = edit(readIssue, (t) => {
@@ -428,7 +452,7 @@ describe("field by field", () => {
   it("a classification is the strongest of its changes", () => {
     const mixed = edit(deployService, (t) => {
       t.inputSchema.properties.environment.enum = ["dev"]; // narrows
-      t.description = "deploy a service to an environment"; // cosmetic
+      t.description = "Deploy a service to  an environment. "; // cosmetic
     });
     expect(modified(deployService, mixed).classification).toBe("narrows");
     const plus = edit(mixed, (t) => {

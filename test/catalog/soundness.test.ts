@@ -1,0 +1,212 @@
+/**
+ * Soundness of the schema classifier, checked against a real validator: whenever some value is
+ * accepted by the new schema and rejected by the old one (ajv, JSON Schema 2020-12 and draft-07),
+ * the change must not be classified `narrows` or `cosmetic`.
+ */
+import { Ajv } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { diffCatalogs, type Tool } from "../../src/catalog/index.js";
+
+type S = unknown;
+const NAMES = ["a", "b", "c"];
+const name = fc.constantFrom(...NAMES);
+const scalar = fc.constantFrom<unknown>("staging", "production", "", "ab", 0, 1, 2.5, 7, -3, true, null);
+
+/** Small JSON values over the same names and scalars the schemas talk about. */
+const { value } = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { maxDepth: 3, depthIdentifier: "v" },
+    scalar,
+    fc.array(tie("value"), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom(...NAMES, "d"), tie("value"), { maxKeys: 3, noNullPrototype: true }),
+  ),
+}));
+
+const bound = fc.constantFrom(0, 1, 2, 5);
+const { schema } = fc.letrec((tie) => ({
+  schema: fc.oneof(
+    { maxDepth: 3, depthIdentifier: "s" },
+    tie("leaf"),
+    tie("object"),
+    tie("array"),
+    tie("combinator"),
+  ),
+  leaf: fc.oneof(
+    fc.constantFrom<S>(true, false, {}),
+    fc.record({ type: fc.constantFrom("string", "number", "integer", "boolean", "null", "object", "array") }),
+    fc.record({
+      enum: fc.uniqueArray(scalar, { minLength: 1, maxLength: 3, selector: (v) => JSON.stringify(v) }),
+    }),
+    fc.record({ const: scalar }),
+    fc.record({ minimum: bound, maximum: fc.constantFrom(3, 7) }, { requiredKeys: [] }),
+    fc.record({ exclusiveMinimum: bound, multipleOf: fc.constantFrom(1, 2) }, { requiredKeys: [] }),
+    fc.record(
+      { minLength: bound, maxLength: fc.constantFrom(1, 5), pattern: fc.constant("^s") },
+      { requiredKeys: [] },
+    ),
+  ),
+  object: fc.record(
+    {
+      type: fc.constant("object"),
+      properties: fc.dictionary(name, tie("schema"), { maxKeys: 3 }),
+      required: fc.uniqueArray(name, { maxLength: 2 }),
+      additionalProperties: fc.oneof(fc.boolean(), tie("schema")),
+      patternProperties: fc.dictionary(fc.constantFrom("^a", "^b"), tie("schema"), { maxKeys: 2 }),
+      propertyNames: fc.record({ maxLength: fc.constant(1) }),
+      dependentRequired: fc.dictionary(name, fc.uniqueArray(name, { maxLength: 2 }), { maxKeys: 1 }),
+      dependentSchemas: fc.dictionary(name, tie("schema"), { maxKeys: 2 }),
+      minProperties: bound,
+      maxProperties: fc.constantFrom(1, 3),
+    },
+    { requiredKeys: [] },
+  ),
+  array: fc.record(
+    {
+      type: fc.constant("array"),
+      items: tie("schema"),
+      contains: tie("schema"),
+      minContains: bound,
+      maxContains: fc.constantFrom(1, 3),
+      minItems: bound,
+      maxItems: fc.constantFrom(1, 3),
+      uniqueItems: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  ),
+  combinator: fc.oneof(
+    fc.record({ allOf: fc.array(tie("schema"), { minLength: 1, maxLength: 2 }) }),
+    fc.record({ anyOf: fc.array(tie("schema"), { minLength: 1, maxLength: 3 }) }),
+    fc.record({ oneOf: fc.array(tie("schema"), { minLength: 1, maxLength: 3 }) }),
+    fc.record({ not: tie("schema") }),
+    fc.record({ if: tie("schema"), then: tie("schema"), else: tie("schema") }, { requiredKeys: ["if"] }),
+  ),
+}));
+
+/** Keyword settings that constrain where absent; over an existing value they may loosen it. */
+const TIGHTEN: S[] = [
+  { additionalProperties: false },
+  { required: ["a"] },
+  { minLength: 1 },
+  { maxItems: 1 },
+  { enum: ["staging", 1] },
+  { type: "object" },
+  { propertyNames: { maxLength: 1 } },
+  { minProperties: 1 },
+  { not: { const: "production" } },
+  { minimum: 1 },
+  { multipleOf: 2 },
+  { allOf: [{ required: ["b"] }] },
+  { anyOf: [{ type: "string" }, { type: "object" }] },
+  { properties: { a: { type: "string" } } },
+  { patternProperties: { "^b": { type: "number" } } },
+  { uniqueItems: true },
+];
+
+/**
+ * Applies one mutation somewhere in `s`, steered by `ops`: walk down into a subschema, then drop
+ * a keyword, drop one entry of a map (properties …), empty a map, change a number, or replace
+ * the whole subschema with `replacement`.
+ */
+function mutate(s: S, ops: number[], replacement: S): S {
+  const op = ops[0] ?? 0;
+  const rest = ops.slice(1);
+  if (typeof s !== "object" || s === null) return op % 2 === 0 ? replacement : s;
+  const o = s as Record<string, unknown>;
+  const keys = Object.keys(o);
+  if (keys.length === 0) return replacement;
+  const k = keys[op % keys.length] as string;
+  const v = o[k];
+  const copy = { ...o };
+  switch (Math.floor(op / 7) % 7) {
+    case 0: // descend
+      if (Array.isArray(v) && v.length > 0 && typeof v[0] === "object") {
+        const i = op % v.length;
+        copy[k] = v.map((x, j) => (j === i ? mutate(x, rest, replacement) : x));
+      } else if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+        const mk = Object.keys(v);
+        const isMap = ["properties", "patternProperties", "dependentSchemas"].includes(k);
+        if (isMap && mk.length > 0) {
+          const c = mk[op % mk.length] as string;
+          copy[k] = { ...(v as object), [c]: mutate((v as Record<string, unknown>)[c], rest, replacement) };
+        } else copy[k] = mutate(v, rest, replacement);
+      } else copy[k] = mutate(v, rest, replacement);
+      return copy;
+    case 1: // drop the keyword
+      delete copy[k];
+      return copy;
+    case 2: // drop one entry of a map or list
+      if (Array.isArray(v) && v.length > 0) copy[k] = v.filter((_, j) => j !== op % v.length);
+      else if (typeof v === "object" && v !== null) {
+        const mk = Object.keys(v);
+        const drop = mk[op % Math.max(1, mk.length)];
+        copy[k] = Object.fromEntries(Object.entries(v).filter(([x]) => x !== drop));
+      } else delete copy[k];
+      return copy;
+    case 3: // empty a map or list
+      copy[k] = Array.isArray(v) ? [] : typeof v === "object" && v !== null ? {} : v;
+      return copy;
+    case 4: // nudge a number
+      copy[k] = typeof v === "number" ? v + ((op % 3) - 1) : v;
+      return copy;
+    case 5: // set a keyword that usually constrains (it may replace a stricter one)
+      return { ...copy, ...(TIGHTEN[op % TIGHTEN.length] as object) };
+    default:
+      return replacement;
+  }
+}
+
+const ajv2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+const ajv07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+
+function compile(ajv: Ajv | Ajv2020, s: S): ((v: unknown) => boolean) | null {
+  try {
+    const f = ajv.compile(s as object);
+    return (v) => f(v) === true;
+  } catch {
+    return null;
+  }
+}
+
+function classify(before: S, after: S): string | undefined {
+  const a = { name: "t", inputSchema: before } as Tool;
+  const b = { name: "t", inputSchema: after } as Tool;
+  return diffCatalogs([a], [b]).entries[0]?.classification;
+}
+
+describe("the schema classifier never calls a widening a narrowing", () => {
+  it("new accepts a value old rejected ⇒ expands (2020-12 and draft-07)", () => {
+    fc.assert(
+      fc.property(
+        schema,
+        fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
+        schema,
+        fc.array(value, { minLength: 1, maxLength: 12 }),
+        (old, ops, replacement, values) => {
+          const neu = mutate(old, ops, replacement);
+          const cls = classify(old, neu);
+          if (cls === "expands" || cls === undefined) return;
+          for (const ajv of [ajv2020, ajv07]) {
+            const vo = compile(ajv, old);
+            const vn = compile(ajv, neu);
+            if (!vo || !vn) continue;
+            for (const v of values) {
+              if (vn(v) && !vo(v)) {
+                expect.fail(
+                  `${cls} but ${JSON.stringify(v)} is newly accepted: ${JSON.stringify(old)} → ${JSON.stringify(neu)}`,
+                );
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 3500 },
+    );
+  });
+
+  it("the reported bypass is found: a property's enum dropped with properties emptied", () => {
+    const old = { properties: { target: { type: "string", enum: ["staging"] } } };
+    expect(classify(old, { properties: {} })).toBe("expands");
+  });
+});

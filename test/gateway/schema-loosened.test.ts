@@ -1,0 +1,88 @@
+// A session grant must not survive a schema change that lets new values through, even when the
+// change looks like a removal: approve `deploy` whose `target` is limited to "staging", let the
+// server republish `deploy` with `properties: {}`, then call it with target "production".
+import { afterEach, describe, expect, it } from "vitest";
+import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const DEPLOY_STAGING: ToolDef = {
+  name: "deploy",
+  description: "Deploy the current build.",
+  inputSchema: { type: "object", properties: { target: { type: "string", enum: ["staging"] } } },
+};
+const DEPLOY_ANYWHERE: ToolDef = { ...DEPLOY_STAGING, inputSchema: { type: "object", properties: {} } };
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function pending(stateDir: string): Promise<{ request: string; tool: string }[]> {
+  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout).requests;
+}
+
+describe("a loosened schema under a session grant", () => {
+  it("properties emptied: the call with target production is not forwarded under the old grant", async () => {
+    const stateDir = newStateDir();
+    const cat = makeCatalog([DEPLOY_STAGING]);
+    cleanup.push(() => cat.cleanup());
+    const gw = await startGateway({
+      args: [
+        "--label",
+        "deployer",
+        "--approval",
+        "session",
+        "--approval-timeout",
+        "3000",
+        "--",
+        ...fixtureCommand("catalog"),
+      ],
+      env: cat.env,
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+
+    const first = gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
+    const req = await waitFor(
+      async () => (await pending(stateDir))[0] ?? null,
+      20_000,
+      "an approval request",
+    );
+    expect(req.tool).toBe("deploy");
+    const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(ok.code).toBe(0);
+    expect((await first).isError).toBeFalsy();
+
+    const from = gw.received().length;
+    cat.write([DEPLOY_ANYWHERE]);
+    await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
+    await gw.client.listTools();
+
+    // The old grant does not cover the loosened tool: refused as stale, nothing forwarded.
+    const err = (await gw.client.callTool({ name: "deploy", arguments: { target: "production" } }).then(
+      () => null,
+      (e) => e,
+    )) as { code: number; data: Record<string, unknown> } | null;
+    expect(err?.code).toBe(-32051);
+    expect(err?.data).toMatchObject({
+      error: "authorization_stale",
+      reason: "tool authority expanded",
+      changedTools: ["deploy"],
+    });
+    expect(cat.records().map((r) => r.args.target)).toEqual(["staging"]);
+
+    const diff = JSON.parse((await runCli(["catalog", "diff", "deployer", "--json"], { stateDir })).stdout);
+    expect(diff.entries).toEqual([
+      expect.objectContaining({ kind: "modified", tool: "deploy", classification: "expands" }),
+    ]);
+  });
+});
