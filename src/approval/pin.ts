@@ -3,7 +3,7 @@ import { AuditLog } from "../audit/log.js";
 import { parseHeader, splitRecord } from "../audit/record.js";
 import { deriveRecordKey, unseal } from "../audit/seal.js";
 import { approverKeyId, type DecisionSigner, pinSessionPrivateKey } from "../keyring/approver.js";
-import { addApproverKey, loadPublicKeyring } from "../keyring/keyring.js";
+import { addApproverKey, loadPublicKeyring, type UnlockedKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
 
@@ -161,4 +161,27 @@ export async function pinnedSigner(
     notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
   }
   return signer;
+}
+
+/**
+ * For a command that took the passphrase for another purpose (reading the audit): a keyring
+ * without an approver key gets one, pinned; a keyring whose approver key is not the pinned one
+ * is refused (ApproverKeyMismatchError). A keyring with its key and no pin yet is left alone:
+ * its first decision pins it.
+ */
+export async function checkApproverKey(
+  db: Store,
+  stateDir: string,
+  passphrase: string,
+  unlocked: UnlockedKeyring,
+  notice: (line: string) => void,
+): Promise<void> {
+  if (!unlocked.signer) {
+    await pinnedSigner(db, stateDir, passphrase, (line) => notice(`keyring upgraded: ${line}`));
+    return;
+  }
+  const keyring = loadPublicKeyring(stateDir);
+  if (!keyring) return;
+  const status = new PinTracker(db).status(unlocked.signer.publicKeyRaw, keyring.publicKey);
+  if (status.state === "other") throw new ApproverKeyMismatchError(unlocked.signer.keyId);
 }

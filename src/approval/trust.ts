@@ -31,7 +31,7 @@ export class DecisionVerifier {
   }
 
   /** The approver key to verify with, or why there is none that can be trusted. */
-  trusted(): { ok: true; key: KeyObject } | { ok: false; why: string } {
+  trusted(): { ok: true; key: KeyObject } | { ok: false; why: string; mismatch?: true } {
     let keyring: ReturnType<typeof loadPublicKeyring>;
     try {
       keyring = loadPublicKeyring(this.stateDir);
@@ -42,7 +42,11 @@ export class DecisionVerifier {
     const approver = keyring.approver;
     if (!approver) {
       return this.pinned
-        ? { ok: false, why: "the keyring no longer has the approver key pinned in the audit chain" }
+        ? {
+            ok: false,
+            why: "the keyring no longer has the approver key pinned in the audit chain",
+            mismatch: true,
+          }
         : {
             ok: false,
             why: "the keyring has no approver key yet (the next approve or deny adds and pins it)",
@@ -51,12 +55,12 @@ export class DecisionVerifier {
     const raw = approver.publicKeyRaw.toString("base64url");
     if (this.pinned) {
       if (this.pinned.raw === raw) return { ok: true, key: this.pinned.key };
-      return { ok: false, why: mismatch(approver.keyId) };
+      return { ok: false, why: mismatch(approver.keyId), mismatch: true };
     }
     const status = this.pins.status(approver.publicKeyRaw, keyring.publicKey);
     if (status.state === "none")
       return { ok: false, why: "no approver key is pinned in the audit chain yet" };
-    if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId) };
+    if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
     this.pinned = { keyId: approver.keyId, raw, key: ed25519PublicKeyFromRaw(approver.publicKeyRaw) };
     return { ok: true, key: this.pinned.key };
   }
@@ -76,7 +80,7 @@ export class DecisionVerifier {
 
   private verify(statement: DecisionStatement, signature: string | null): Verdict {
     const trust = this.trusted();
-    if (!trust.ok) return trust;
+    if (!trust.ok) return { ok: false, why: trust.why };
     if (!signature) return { ok: false, why: "it is not signed" };
     let digest: string;
     try {

@@ -226,6 +226,8 @@ async function serve(
   let run: Run | null = null;
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir);
+  const trust = verifier.trusted();
+  if (!trust.ok && trust.mismatch) log.warn(`no grant will be honoured: ${trust.why}`);
   const beginRun = () => {
     run = startRun(store, server.label);
     events.emit({

@@ -298,6 +298,11 @@ describe("decisions written without the approver key are not honoured", () => {
     const refused = await runCli(["approve", r2.request, "--state-dir", stateDir], { env: passphraseEnv() });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/approver private key does not open .*public half was changed/);
+    // a gateway started now says so at once
+    const later = await gateway(project, stateDir, 30_000);
+    await later.waitForStderr(
+      /no grant will be honoured: the keyring's approver key [0-9a-f]{32} is not the one pinned/,
+    );
     await gw.client.close();
     await Promise.allSettled([call, again]);
     expect(project.records().map((x) => x.tool)).toEqual(["read_status"]);
@@ -305,6 +310,25 @@ describe("decisions written without the approver key are not honoured", () => {
 });
 
 describe("a keyring made before decisions were signed", () => {
+  it("gets its approver key when the audit is read with the passphrase, pinned in the chain", async () => {
+    const stateDir = newStateDir();
+    const path = join(stateDir, "keyring.json");
+    const old = JSON.parse(readFileSync(path, "utf8"));
+    delete old.approver;
+    writeFileSync(path, JSON.stringify(old, null, 2));
+    const read = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(read.code).toBe(0);
+    expect(read.stderr).toMatch(
+      /keyring upgraded: approver key [0-9a-f]{32} pinned in the audit chain \(record 1\)/,
+    );
+    const upgraded = JSON.parse(readFileSync(path, "utf8"));
+    expect(await auditEvents(stateDir)).toEqual([
+      expect.objectContaining({ type: "approver_key_pinned", approverKeyId: upgraded.approver.keyId }),
+    ]);
+  });
+
   it("gets its approver key at the next passphrase command, pinned in the audit chain", async () => {
     const stateDir = newStateDir();
     const path = join(stateDir, "keyring.json");
