@@ -227,7 +227,11 @@ async function serve(
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir);
   const trust = verifier.trusted();
-  if (!trust.ok && trust.mismatch) log.warn(`no grant will be honoured: ${trust.why}`);
+  if (!trust.ok && trust.mismatch) {
+    // On stderr and in `portcullis status`: every grant and decision will be refused.
+    log.warn(`no grant will be honoured: ${trust.why}`);
+    registry.statusLine(`approvals refused: ${trust.why}`);
+  }
   const beginRun = () => {
     run = startRun(store, server.label);
     events.emit({
