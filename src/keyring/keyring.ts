@@ -215,12 +215,41 @@ function approverOf(file: KeyringFile): PublicKeyring["approver"] {
 export async function addApproverKey(stateDir: string, passphrase: string): Promise<UnlockedKeyring> {
   const unlocked = await unlockKeyring(stateDir, passphrase);
   if (unlocked.signer) return unlocked;
-  const path = keyringPath(stateDir);
-  const file = parseKeyring(readKeyringText(stateDir) ?? "", path);
-  file.approver = newApproverEntry(unlocked.dataKey);
   unlocked.dataKey.fill(0);
-  replaceFile(path, `${JSON.stringify(file, null, 2)}\n`);
+  const path = keyringPath(stateDir);
+  // Two commands upgrading at once would each make a key, and the pin would name only one:
+  // one at a time, and the second finds the key the first added.
+  const lock = await takeLock(`${path}.upgrade.lock`);
+  try {
+    const again = await unlockKeyring(stateDir, passphrase);
+    if (again.signer) return again;
+    const file = parseKeyring(readKeyringText(stateDir) ?? "", path);
+    file.approver = newApproverEntry(again.dataKey);
+    again.dataKey.fill(0);
+    replaceFile(path, `${JSON.stringify(file, null, 2)}\n`);
+  } finally {
+    lock();
+  }
   return unlockKeyring(stateDir, passphrase);
+}
+
+/** An exclusive lock file (O_EXCL), waited for up to 10 s; returns its release. */
+async function takeLock(lock: string): Promise<() => void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, "wx", 0o600));
+      return () => unlinkSync(lock);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if (Date.now() >= deadline) {
+        throw new KeyringError(
+          `another command is adding the approver key (remove ${lock} if none is running)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 /** The public half, for writers. null when there is no keyring. */

@@ -147,6 +147,16 @@ describe("keyring", () => {
     expect(JSON.parse(readFileSync(keyringPath(dir), "utf8")).approver.keyId).toBe(upgraded.signer!.keyId);
   });
 
+  it("upgrades once when two commands upgrade an old keyring at the same time", async () => {
+    const dir = await stateWithKeyring();
+    const f = JSON.parse(readFileSync(keyringPath(dir), "utf8"));
+    delete f.approver;
+    writeFileSync(keyringPath(dir), JSON.stringify(f));
+    const [a, b] = await Promise.all([addApproverKey(dir, PASSPHRASE), addApproverKey(dir, PASSPHRASE)]);
+    expect(a.signer!.keyId).toBe(b.signer!.keyId);
+    expect(loadPublicKeyring(dir)!.approver!.keyId).toBe(a.signer!.keyId);
+  });
+
   it("refuses an empty passphrase", async () => {
     await expect(initKeyring(tempDir(), "")).rejects.toThrow(/empty/);
   });
