@@ -26,6 +26,8 @@ export class DecisionVerifier {
   constructor(
     db: Store,
     private readonly stateDir: string,
+    /** told, when the pin is found, of later pins in the chain (ignored: there is no rotation) */
+    private readonly onIgnoredPins: (seqs: readonly number[]) => void = () => {},
   ) {
     this.pins = new PinTracker(db);
   }
@@ -62,6 +64,8 @@ export class DecisionVerifier {
       return { ok: false, why: "no approver key is pinned in the audit chain yet" };
     if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
     this.pinned = { keyId: approver.keyId, raw, key: ed25519PublicKeyFromRaw(approver.publicKeyRaw) };
+    this.pins.refresh(); // the whole chain, once: later pins are reported
+    if (this.pins.ignored.length > 0) this.onIgnoredPins(this.pins.ignored);
     return { ok: true, key: this.pinned.key };
   }
 

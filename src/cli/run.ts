@@ -225,7 +225,11 @@ async function serve(
   const events = auditSink(audit, log);
   let run: Run | null = null;
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
-  const verifier = new DecisionVerifier(store, stateDir);
+  const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
+    log.warn(
+      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+    ),
+  );
   const trust = verifier.trusted();
   if (!trust.ok && trust.mismatch) {
     // On stderr and in `portcullis status`: every grant and decision will be refused.

@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { PinTracker, writePin } from "../../src/approval/pin.js";
+import { DecisionVerifier } from "../../src/approval/trust.js";
 import { mintSigner } from "../../src/keyring/approver.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import type { Store } from "../../src/store/db.js";
@@ -62,6 +63,11 @@ describe("the approver key pin", () => {
     expect(fresh.status(intruder.publicKeyRaw, keyring.publicKey)).toMatchObject({ state: "other", seq: 1 });
     expect(fresh.status(signer().publicKeyRaw, keyring.publicKey)).toMatchObject({ state: "match" });
     expect(fresh.ignored).toEqual([2]);
+    // a gateway's verifier trusts the first and reports the later one
+    const reported: number[][] = [];
+    const verifier = new DecisionVerifier(db, dir, (seqs) => reported.push([...seqs]));
+    expect(verifier.trusted().ok).toBe(true);
+    expect(reported).toEqual([[2]]);
     // the keyring opens with the passphrase and holds the same approver key
     const unlocked = await unlockKeyring(dir, PASSPHRASE);
     expect(unlocked.signer!.keyId).toBe(signer().keyId);
