@@ -19,6 +19,7 @@ import {
 import { closeRequest, getRequest, insertRequest, newRequestId, type Review } from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
 import type { Run } from "./runs.js";
+import type { DecisionVerifier } from "./trust.js";
 
 export interface AuthorizerEvents {
   /** best effort (the gateway's audit sink): approval_requested, approval_granted, approval_denied */
@@ -43,6 +44,8 @@ export interface AuthorizerOptions {
   events: AuthorizerEvents;
   /** the current epoch's execution record (null when not captured yet) and catalog revision */
   context: () => { record: ExecutionRecord | null; revision: number };
+  /** checks each decision's signature against the approver key pinned in the audit chain */
+  verifier: DecisionVerifier;
 }
 
 /**
@@ -54,6 +57,10 @@ export interface AuthorizerOptions {
  * at (or a later version whose change from the approved definition is `narrows` or
  * `cosmetic`), and holds every credential scope the server needs; it must not be
  * revoked or ended. Per-call grants never cover another call.
+ *
+ * No decision counts unless it verifies (DecisionVerifier): a grant or a denial whose signature
+ * does not verify against the pinned approver key is left out, reported once on stderr and in
+ * the audit (`decision_rejected`), and a call waiting for a human keeps waiting.
  */
 export class Authorizer implements AuthorizationPort {
   private readonly scopes: string[];
@@ -70,15 +77,21 @@ export class Authorizer implements AuthorizationPort {
    */
   private live: { own: number; grants: GrantRecord[] } | null = null;
   /** The session grant obtain() took from `live` for a call, which condition() reads again. */
-  private cached: { call: ApprovedCall; grant: string } | null = null;
-  private readonly grantIsLive: (grant: string) => boolean;
+  private cached: { call: ApprovedCall; grant: string; signature: string | null } | null = null;
+  private readonly grantIsLive: (grant: string, signature: string | null) => boolean;
+  /** decision rows already reported as rejected (what, id, why) */
+  private readonly rejected = new Set<string>();
 
   constructor(private readonly o: AuthorizerOptions) {
     this.scopes = requiredScopes(o.credentials);
     const liveGrant = o.db
-      .prepare("SELECT 1 FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
-      .pluck();
-    this.grantIsLive = (grant) => liveGrant.get(grant) !== undefined;
+      .prepare("SELECT signature FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
+      .raw();
+    // The signature must still be the one verified: a row rewritten since is read and verified again.
+    this.grantIsLive = (grant, signature) => {
+      const row = liveGrant.get(grant) as [string | null] | undefined;
+      return row !== undefined && row[0] === signature;
+    };
     this.timeoutMs = o.timeoutMs ?? 120_000;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
@@ -166,7 +179,7 @@ export class Authorizer implements AuthorizationPort {
       // From the last read; the guard reads the grant again with the intent record (condition).
       const covering = this.covering(call, false) ?? this.covering(call, true);
       if (covering) {
-        this.cached = { call, grant: covering.grant };
+        this.cached = { call, grant: covering.grant, signature: covering.signature };
         return { grant: covering.grant };
       }
     }
@@ -189,7 +202,7 @@ export class Authorizer implements AuthorizationPort {
     if (!c || c.call !== call || call.grant !== c.grant) return undefined;
     this.cached = null;
     return () => {
-      if (this.grantIsLive(c.grant)) return true;
+      if (this.grantIsLive(c.grant, c.signature)) return true;
       this.live = null; // the guard decides again, on a fresh read
       return false;
     };
@@ -211,9 +224,59 @@ export class Authorizer implements AuthorizationPort {
     const own = grantWritesOn(this.o.db);
     const hit = this.live;
     if (!fresh && hit && hit.own === own) return hit.grants;
-    const grants = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
+    const grants = this.honoured(liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel));
     this.live = { own, grants };
     return grants;
+  }
+
+  /** The grants whose signature verifies; the others are reported (once each) and left out. */
+  private honoured(grants: GrantRecord[]): GrantRecord[] {
+    return grants.filter((g) => {
+      const v = this.o.verifier.verifyGrant(g);
+      if (!v.ok) this.reject({ what: "grant", grant: g.grant, request: g.request }, v.why);
+      return v.ok;
+    });
+  }
+
+  /** Records once that a decision row was not honoured, and why (stderr and the audit). */
+  private reject(
+    subject: { what: "grant" | "denial"; grant?: string | null; request?: string | null },
+    why: string,
+  ) {
+    const id = subject.what === "grant" ? subject.grant : subject.request;
+    const key = `${subject.what}\u0000${id}\u0000${why}`;
+    if (this.rejected.has(key)) return;
+    this.rejected.add(key);
+    this.o.log.warn(`${subject.what} ${id} is not honoured: ${why}`);
+    this.emit({
+      type: "decision_rejected",
+      run: this.o.run.run,
+      serverLabel: this.o.serverLabel,
+      ...subject,
+      why,
+    });
+  }
+
+  /**
+   * Whether grant `g`, read as the decision of request `id`, is a signed approval of exactly this
+   * call: its request, run, server, epoch, tool version and (per call) arguments.
+   */
+  private approves(g: GrantRecord, id: string, call: ApprovedCall): boolean {
+    const v = this.o.verifier.verifyGrant(g);
+    if (!v.ok) {
+      this.reject({ what: "grant", grant: g.grant, request: id }, v.why);
+      return false;
+    }
+    const fits =
+      g.request === id &&
+      g.agentRun === this.o.run.run &&
+      g.serverLabel === this.o.serverLabel &&
+      g.executionEpoch === call.epoch &&
+      g.toolScope.some((t) => t.name === call.tool && t.fingerprint === call.fingerprint) &&
+      this.scopes.every((sc) => g.credentialScope.includes(sc)) &&
+      (g.mode === "session" || g.argumentsDigest === argumentsDigest(call.effective));
+    if (!fits) this.reject({ what: "grant", grant: g.grant, request: id }, "it approves another call");
+    return fits;
   }
 
   private match(
@@ -302,6 +365,7 @@ export class Authorizer implements AuthorizationPort {
       review,
       createdAt,
       expiresAt,
+      argumentsDigest: argumentsDigest(call.effective),
     });
     const how = `portcullis approve ${id}`;
     this.o.log.info(
@@ -334,8 +398,27 @@ export class Authorizer implements AuthorizationPort {
     for (;;) {
       const req = getRequest(db, id);
       if (!req) return { error: refuse.authorizationRequired(id, how) };
+      // A decision that does not verify is no decision: the call keeps waiting (until it times out).
+      let unverified = false;
       if (req.state === "approved") {
         const g = req.grant ? getGrant(db, req.grant) : null;
+        if (!g) {
+          this.reject({ what: "grant", grant: req.grant, request: id }, "the approval names no grant");
+          unverified = true;
+        } else if (!this.approves(g, id, call)) {
+          unverified = true;
+        }
+      } else if (req.state === "denied") {
+        const v = this.o.verifier.verifyDenial(req);
+        if (!v.ok) {
+          this.reject({ what: "denial", request: id }, v.why);
+          unverified = true;
+        }
+      }
+      if (unverified) {
+        // fall through to the wait below
+      } else if (req.state === "approved") {
+        const g = getGrant(db, req.grant!);
         if (!g || g.revokedAt || g.endedAt) {
           this.emit({ type: "approval_denied", ...subject, outcome: "revoked", decidedBy: req.decidedBy });
           return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
@@ -360,7 +443,7 @@ export class Authorizer implements AuthorizationPort {
         if (cancelled) return { error: refuse.authorizationRequired(id, how) };
         return { grant: g.grant };
       }
-      if (req.state === "denied") {
+      if (!unverified && req.state === "denied") {
         this.emit({
           type: "approval_denied",
           ...subject,
@@ -392,7 +475,7 @@ export class Authorizer implements AuthorizationPort {
       }
       // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
       if (mode === "session") {
-        const live = liveSessionGrants(db, run.run, serverLabel).filter(
+        const live = this.honoured(liveSessionGrants(db, run.run, serverLabel)).filter(
           (g) => g.executionEpoch === call.epoch,
         );
         const { covering } = this.match(live, call);

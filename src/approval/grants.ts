@@ -61,6 +61,10 @@ export interface GrantRecord extends Grant {
   revokedBy: string | null;
   endedAt: string | null;
   endedReason: string | null;
+  /** per-call grants: the digest of the arguments of the one call approved */
+  argumentsDigest: string | null;
+  /** the approver's Ed25519 signature over the grant's decision digest (src/approval/decision.ts) */
+  signature: string | null;
 }
 
 export interface GrantDbRow {
@@ -81,6 +85,8 @@ export interface GrantDbRow {
   revoked_by: string | null;
   ended_at: string | null;
   ended_reason: string | null;
+  arguments_digest: string | null;
+  signature: string | null;
 }
 
 export function toGrantRecord(r: GrantDbRow): GrantRecord {
@@ -102,6 +108,8 @@ export function toGrantRecord(r: GrantDbRow): GrantRecord {
     revokedBy: r.revoked_by,
     endedAt: r.ended_at,
     endedReason: r.ended_reason,
+    argumentsDigest: r.arguments_digest,
+    signature: r.signature,
   };
 }
 

@@ -18,6 +18,7 @@ export {
   resolveMode,
   revokeGrant,
 } from "./grants.js";
+export { ApproverKeyMismatchError, PIN_EVENT, pinnedSigner } from "./pin.js";
 export { renderGrant, renderReview } from "./render.js";
 export {
   type ApprovalRequest,
@@ -31,3 +32,4 @@ export {
 } from "./requests.js";
 export { endRun, getRun, type Run, startRun } from "./runs.js";
 export { approvalMigration } from "./schema.js";
+export { DecisionVerifier, type Verdict } from "./trust.js";

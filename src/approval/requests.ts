@@ -1,6 +1,8 @@
 import { ulid } from "ulid";
+import type { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
 import type { ChainEntry } from "./chain.js";
+import { decisionDigest, denialStatement, grantStatement } from "./decision.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
@@ -75,6 +77,10 @@ export interface ApprovalRequest {
   decisionFor: "session" | "call" | null;
   reason: string | null;
   grant: string | null;
+  /** the digest of the held call's arguments (a per-call approval is bound to it) */
+  argumentsDigest: string | null;
+  /** a denial's signature by the approver key (approvals are signed on their grant) */
+  decisionSignature: string | null;
 }
 
 interface RequestDbRow {
@@ -97,6 +103,8 @@ interface RequestDbRow {
   decision_for: "session" | "call" | null;
   reason: string | null;
   grant_id: string | null;
+  arguments_digest: string | null;
+  decision_signature: string | null;
 }
 
 function toRequest(r: RequestDbRow): ApprovalRequest {
@@ -120,6 +128,8 @@ function toRequest(r: RequestDbRow): ApprovalRequest {
     decisionFor: r.decision_for,
     reason: r.reason,
     grant: r.grant_id,
+    argumentsDigest: r.arguments_digest,
+    decisionSignature: r.decision_signature,
   };
 }
 
@@ -129,12 +139,16 @@ export function newRequestId(): string {
 
 export function insertRequest(
   db: Store,
-  r: Omit<ApprovalRequest, "state" | "decidedAt" | "decidedBy" | "decisionFor" | "reason" | "grant">,
+  r: Omit<
+    ApprovalRequest,
+    "state" | "decidedAt" | "decidedBy" | "decisionFor" | "reason" | "grant" | "decisionSignature"
+  >,
 ): void {
   db.prepare(
     `INSERT INTO approval_requests (request, agent_run, server_label, execution_epoch, catalog_revision, tool,
-       fingerprint, definition_json, credential_scope_json, mode, review_json, created_at, expires_at, state)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')`,
+       fingerprint, definition_json, credential_scope_json, mode, review_json, created_at, expires_at, state,
+       arguments_digest)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
   ).run(
     r.request,
     r.agentRun,
@@ -149,6 +163,7 @@ export function insertRequest(
     JSON.stringify(r.review),
     r.createdAt,
     r.expiresAt,
+    r.argumentsDigest,
   );
 }
 
@@ -223,12 +238,20 @@ export interface DecisionResult {
 
 /**
  * The single code path that decides an approval request, used by the CLI and by
- * the demo (`by` says who decided: the CLI after the passphrase, or "demo").
+ * the demo (`by` says who decided: the CLI after the passphrase, or "demo"). The
+ * decision is signed with `signer`, which only an unlocked keyring gives: without the
+ * passphrase there is no decision a gateway honours.
  * Approving creates the grant in the same transaction as the decision, so a
  * waiting gateway either sees both or neither; a request that expired or was
  * cancelled in the meantime cannot be approved.
  */
-export function decideRequest(db: Store, id: string, decision: Decision, by: string): DecisionResult {
+export function decideRequest(
+  db: Store,
+  id: string,
+  decision: Decision,
+  by: string,
+  signer: DecisionSigner,
+): DecisionResult {
   return db
     .transaction((): DecisionResult => {
       const req = pendingRequest(db, id);
@@ -241,9 +264,14 @@ export function decideRequest(db: Store, id: string, decision: Decision, by: str
       }
       const now = new Date().toISOString();
       if (!decision.approve) {
+        const reason = decision.reason ?? null;
+        const signature = signer.sign(
+          decisionDigest(denialStatement({ ...req, state: "denied", decidedAt: now, reason })),
+        );
         db.prepare(
-          "UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ? WHERE request = ?",
-        ).run(now, by, decision.reason ?? null, id);
+          `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
+             decision_signature = ? WHERE request = ?`,
+        ).run(now, by, reason, signature, id);
         return { request: getRequest(db, id)!, grant: null };
       }
       if (decision.for === "session" && req.mode === "per-call") {
@@ -263,10 +291,15 @@ export function decideRequest(db: Store, id: string, decision: Decision, by: str
         issuedAt: now,
         expiresWhen: decision.for === "session" ? "agent-run-ends" : "this-call",
       };
+      const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
+      const signature = signer.sign(
+        decisionDigest(grantStatement({ ...grant, request: id, argumentsDigest })),
+      );
       db.prepare(
         `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
-           tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by,
+           arguments_digest, signature)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         grant.grant,
         grant.agentRun,
@@ -281,6 +314,8 @@ export function decideRequest(db: Store, id: string, decision: Decision, by: str
         grant.expiresWhen,
         id,
         by,
+        argumentsDigest,
+        signature,
       );
       grantsWritten(db);
       db.prepare(

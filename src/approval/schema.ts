@@ -88,3 +88,22 @@ export const approvalMigration: Migration = {
     );
   `,
 };
+
+/**
+ * Signed decisions. A human decision is signed with the keyring's approver key (Ed25519) over a
+ * digest of what was decided (src/approval/decision.ts); gateways honour only rows whose
+ * signature verifies against the approver key pinned in the audit chain.
+ * - `approval_requests.arguments_digest`: the digest of the held call's arguments (what a
+ *   per-call approval is bound to); `decision_signature`: the signature of a denial.
+ * - `grants.arguments_digest` (per-call grants) and `grants.signature`.
+ */
+export const signedDecisionsMigration: Migration = {
+  version: 4,
+  owner: "approval",
+  sql: `
+    ALTER TABLE approval_requests ADD COLUMN arguments_digest TEXT;
+    ALTER TABLE approval_requests ADD COLUMN decision_signature TEXT;
+    ALTER TABLE grants ADD COLUMN arguments_digest TEXT;
+    ALTER TABLE grants ADD COLUMN signature TEXT;
+  `,
+};

@@ -21,6 +21,8 @@ export const AUDIT_EVENT_TYPES = [
   "vault_locked",
   "vault_unlocked",
   "credential_injected",
+  "approver_key_pinned",
+  "decision_rejected",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -33,6 +33,8 @@ interface Sealable {
   type: string;
   plaintext: Buffer;
   condition?: (() => boolean) | undefined;
+  /** a writer session of its own (the approver key pin: src/approval/pin.ts) */
+  session?: SealingSession;
 }
 
 export interface AuditLogOptions {
@@ -133,11 +135,27 @@ export class AuditLog {
   }
 
   /**
+   * Appends one event sealed in a writer session of its own, whose ephemeral private key the
+   * caller gives: how an approver key is pinned (its session key is derived publicly from the
+   * key it names, so that gateways, which cannot open sealed records, can check the pin).
+   */
+  appendInOwnSession(e: AuditEvent, ephemeralPrivate: KeyObject): Appended {
+    assertAuditable(e);
+    const session = SealingSession.start(this.publicKey, ephemeralPrivate);
+    try {
+      const plaintext = Buffer.from(JSON.stringify(e), "utf8");
+      return this.commit([{ type: e.type, plaintext, session }])[0]!;
+    } finally {
+      session.close();
+    }
+  }
+
+  /**
    * Inside the write transaction: the record on top of `head` (linked by the hash of
    * the head's bytes, whatever they hold), inserted.
    */
   private link(it: Sealable, head: Appended | null): Appended {
-    const session = this.sealingSession();
+    const session = it.session ?? this.sealingSession();
     const nonce = session.nextNonce();
     const h: AuditHeader = {
       v: 1,

@@ -1,9 +1,11 @@
 import { userInfo } from "node:os";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
+import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { publicRequest, renderGrant, renderReview } from "../approval/render.js";
 import { DecisionError, decideRequest, pendingRequest, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
-import { KeyringError, KeyringMissingError, unlockKeyring } from "../keyring/keyring.js";
+import type { DecisionSigner } from "../keyring/approver.js";
+import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { oneOf, parse } from "./args.js";
@@ -37,7 +39,7 @@ The passphrase is never accepted as an argument.`,
   deny: `usage: portcullis deny ID [--reason TEXT] [--state-dir DIR]
 
 Denies an approval request (asks for the passphrase). The agent is told a human
-said no, with the reason when one is given.
+said no, with the reason when one is given (quote a reason of several words).
 
 ${PASSPHRASE_HELP}`,
   grants: `usage: portcullis grants [--json] [--state-dir DIR]
@@ -46,10 +48,9 @@ Active grants: what a human approved, for which agent run, server label,
 execution epoch, tool fingerprints and credential scopes.`,
   revoke: `usage: portcullis revoke GRANT [--state-dir DIR]
 
-Revokes a grant (asks for the passphrase). It stops covering calls from the
-next call on; a call already forwarded is not recalled.
-
-${PASSPHRASE_HELP}`,
+Revokes a grant. It stops covering calls from the next call on; a call already
+forwarded is not recalled. Revoking only takes authority away, so it does not
+ask for the passphrase.`,
 };
 
 const OPTIONS = {
@@ -70,8 +71,9 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
     if (e instanceof UsageError || e instanceof PassphraseError || e instanceof KeyringMissingError) {
       return fail(EXIT_USAGE, e.message);
     }
-    // A wrong passphrase exits 2, as for every command that asks for it (docs/audit-format.md).
-    if (e instanceof KeyringError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
+    // A wrong passphrase, a damaged keyring, an approver key that is not the pinned one: a check failed.
+    if (e instanceof KeyringError || e instanceof ApproverKeyMismatchError)
+      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
     if (e instanceof DecisionError)
       return fail(e.kind === "not-pending" ? EXIT_CHECK_FAILED : EXIT_USAGE, `${name}: ${e.message}.`);
     if (e instanceof GrantError)
@@ -103,6 +105,11 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       `${name}: give the ${name === "revoke" ? "GRANT" : "request ID"}; see 'portcullis ${name} --help'.`,
     );
   }
+  if (name === "deny" && v.reason !== undefined && positionals.length > wants) {
+    throw new UsageError(
+      `deny: --reason takes one argument; quote a reason of several words (--reason "not this branch").`,
+    );
+  }
   if (positionals.length > wants) {
     // Never echo the extra word: it may be a passphrase typed where it does not belong.
     throw new UsageError(
@@ -125,7 +132,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       case "deny":
         return await deny(db, stateDir, positionals[0]!, v.reason);
       case "revoke":
-        return await revoke(db, stateDir, positionals[0]!);
+        return await revoke(db, positionals[0]!);
     }
   } finally {
     db.close();
@@ -172,18 +179,29 @@ function listGrants(db: Store, json: boolean): number {
   return EXIT_OK;
 }
 
-/** Proof of a human: the passphrase, typed on the terminal, opens the keyring. */
-async function verifyHuman(stateDir: string, what: string): Promise<string> {
+/**
+ * Proof of a human: the passphrase, typed on the terminal, opens the keyring and its approver
+ * key, which signs the decision (added and pinned in the audit chain first if the keyring
+ * predates signed decisions).
+ */
+async function verifyHuman(
+  db: Store,
+  stateDir: string,
+  what: string,
+): Promise<{ by: string; signer: DecisionSigner }> {
   const passphrase = await readPassphrase(`Passphrase to ${what}: `);
-  const unlocked = await unlockKeyring(stateDir, passphrase);
-  unlocked.dataKey.fill(0);
-  let user = "unknown user";
+  const signer = await pinnedSigner(db, stateDir, passphrase, (line) =>
+    process.stderr.write(`portcullis: ${line}\n`),
+  );
+  return { by: `${userName()} via 'portcullis' (pid ${process.pid}, passphrase verified)`, signer };
+}
+
+function userName(): string {
   try {
-    user = userInfo().username;
+    return userInfo().username;
   } catch {
-    /* no passwd entry */
+    return "unknown user"; // no passwd entry
   }
-  return `${user} via 'portcullis' (pid ${process.pid}, passphrase verified)`;
 }
 
 function pendingOrFail(db: Store, name: string, id: string) {
@@ -218,8 +236,8 @@ async function approve(
       ? `Approving for this agent run and execution epoch (until the run ends or the server changes).\n`
       : "Approving this one call only.\n",
   );
-  const by = await verifyHuman(stateDir, `approve ${id}`);
-  const { grant } = decideRequest(db, id, { approve: true, for: scope }, by);
+  const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
+  const { grant } = decideRequest(db, id, { approve: true, for: scope }, by, signer);
   process.stdout.write(
     `approved ${id}: grant ${grant!.grant} (${grant!.mode}, until ${grant!.expiresWhen})\n`,
   );
@@ -229,13 +247,13 @@ async function approve(
 async function deny(db: Store, stateDir: string, id: string, reason: string | undefined): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
   process.stdout.write(`${renderReview(req)}\n\n`);
-  const by = await verifyHuman(stateDir, `deny ${id}`);
-  decideRequest(db, id, reason === undefined ? { approve: false } : { approve: false, reason }, by);
+  const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
+  decideRequest(db, id, reason === undefined ? { approve: false } : { approve: false, reason }, by, signer);
   process.stdout.write(`denied ${id}\n`);
   return EXIT_OK;
 }
 
-async function revoke(db: Store, stateDir: string, grant: string): Promise<number> {
+async function revoke(db: Store, grant: string): Promise<number> {
   const g = getGrant(db, grant);
   if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
   if (g.revokedAt) throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
@@ -243,8 +261,7 @@ async function revoke(db: Store, stateDir: string, grant: string): Promise<numbe
     throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
   const found = activeGrants(db).find((a) => a.grant === grant);
   if (found) process.stdout.write(`${renderGrant(found)}\n\n`);
-  const by = await verifyHuman(stateDir, `revoke ${grant}`);
-  revokeGrant(db, grant, by);
+  revokeGrant(db, grant, `${userName()} via 'portcullis revoke' (pid ${process.pid})`);
   process.stdout.write(`revoked ${grant}: it stops covering calls from the next call on\n`);
   return EXIT_OK;
 }

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
   AuditChainError,
   AuditOpenError,
@@ -89,7 +90,11 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
     }
   } catch (err) {
-    if (err instanceof AuditChainError || err instanceof AuditOpenError) {
+    if (
+      err instanceof AuditChainError ||
+      err instanceof AuditOpenError ||
+      err instanceof ApproverKeyMismatchError
+    ) {
       process.stderr.write(`portcullis audit: ${err.message}.\n`);
       return 1;
     }
@@ -241,8 +246,13 @@ async function decrypting(
   if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
   return withStore(stateDir, async (db) => {
     const passphrase = await readPassphrase("Passphrase: ");
-    const { auditPrivateKey, dataKey } = await unlockKeyring(stateDir, passphrase);
+    const unlocked = await unlockKeyring(stateDir, passphrase);
+    const { auditPrivateKey, dataKey } = unlocked;
     dataKey.fill(0);
+    // An old keyring gets its approver key here (pinned); a swapped one is refused.
+    await checkApproverKey(db, stateDir, passphrase, unlocked, (line) =>
+      process.stderr.write(`portcullis audit: ${line}\n`),
+    );
     const verifier = new ChainVerifier();
     function* verified(): Generator<StoredRecord> {
       for (const r of storedRecords(db)) {

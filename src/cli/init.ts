@@ -1,3 +1,4 @@
+import { pinnedSigner } from "../approval/pin.js";
 import {
   INSECURE_TEST_KDF_ENV,
   initKeyring,
@@ -6,15 +7,18 @@ import {
   keyringExists,
   keyringPath,
 } from "../keyring/keyring.js";
+import { openStore } from "../store/db.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
 export const INIT_HELP = `Usage: portcullis init [--state-dir DIR]
 
 Creates the keyring in the state directory: you choose a passphrase; it protects a
-random data key and the private half of the audit key pair. Gateways seal audit
-records to the public half without it; reading the audit (portcullis audit
-sessions|activity|show) and approving need it. An existing keyring is never
-overwritten.
+random data key, the private half of the audit key pair and the private half of
+the approver key (which signs every approval and denial). Gateways seal audit
+records to the audit public key without it, and honour only decisions signed by
+the approver key pinned in the audit chain (init writes that pin). Reading the
+audit (portcullis audit sessions|activity|show) and deciding need the
+passphrase. An existing keyring is never overwritten.
 
 ${PASSPHRASE_HELP}
 
@@ -43,8 +47,15 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
       );
     }
     const keyring = await initKeyring(ctx.stateDir, passphrase);
+    const db = openStore(ctx.stateDir);
+    try {
+      await pinnedSigner(db, ctx.stateDir, passphrase);
+    } finally {
+      db.close();
+    }
     process.stdout.write(
       `Keyring created: ${keyring.path}\nAudit key id: ${keyring.keyId}\n` +
+        `Approver key id: ${keyring.approver?.keyId} (pinned in the audit chain)\n` +
         "Without the passphrase the audit log cannot be read; back up keyring.json with the state directory.\n",
     );
     return 0;

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { ulid } from "ulid";
-import { Authorizer, endRun, type Run, startRun } from "../approval/index.js";
+import { Authorizer, DecisionVerifier, endRun, type Run, startRun } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import {
   APPROVAL_MODES,
@@ -255,6 +255,18 @@ async function serve(
 
   const events = auditSink(audit, log);
   let run: Run | null = null;
+  // One per gateway: it learns the pinned approver key once and remembers verified decisions.
+  const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
+    log.warn(
+      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+    ),
+  );
+  const trust = verifier.trusted();
+  if (!trust.ok && trust.mismatch) {
+    // On stderr and in `portcullis status`: every grant and decision will be refused.
+    log.warn(`no grant will be honoured: ${trust.why}`);
+    registry.statusLine(`approvals refused: ${trust.why}`);
+  }
   const beginRun = () => {
     run = startRun(store, server.label);
     events.emit({
@@ -274,6 +286,7 @@ async function serve(
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
       events,
+      verifier,
       context: () => ({
         record: supervisor.current?.record ?? null,
         revision: gateway?.status().revision ?? 0,

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { decideRequest, pendingRequests, renderReview } from "../approval/index.js";
+import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
@@ -112,7 +112,7 @@ export async function runDemo(args: string[]): Promise<number> {
 
     step(3, "The agent calls adjust_inventory: a human approves this run, this epoch, this tool");
     const first = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 3 } });
-    await approveNext(store);
+    await approveNext(store, stateDir);
     note(`result: ${text(await first)}`);
 
     step(4, "Rebuild to revision B: adjust_inventory gains a required `warehouse`");
@@ -162,7 +162,7 @@ export async function runDemo(args: string[]): Promise<number> {
       name: "adjust_inventory",
       arguments: { sku: "WIDGET-7", delta: 1, warehouse: "north" },
     });
-    await approveNext(store);
+    await approveNext(store, stateDir);
     note(`result: ${text(await second)}`);
 
     step(7, "What each revision received, and what the audit log says");
@@ -200,11 +200,13 @@ export async function runDemo(args: string[]): Promise<number> {
 }
 
 /** Waits for the next approval request, shows it as `portcullis approvals` would, and approves it. */
-async function approveNext(db: Store): Promise<void> {
+async function approveNext(db: Store, stateDir: string): Promise<void> {
   const req = await waitFor(() => pendingRequests(db)[0] ?? null, "an approval request");
   note(`the gateway holds the call and asks a human: approval request ${req.request}`);
   out(indent(renderReview(req)));
-  decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY);
+  // Signed with the demo keyring's approver key, as the CLI signs after the passphrase.
+  const signer = await pinnedSigner(db, stateDir, DEMO_PASSPHRASE);
+  decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY, signer);
   note(`approved for the session by ${DECIDED_BY}`);
 }
 

@@ -14,11 +14,13 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  renameSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
+import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import {
   auditKeyId,
   rawX25519PrivateKey,
@@ -35,6 +37,8 @@ import {
  *   KEK  wraps (ChaCha20-Poly1305) a random 32-byte data key
  *   data key wraps the private half of an X25519 audit key pair
  *   the public half is stored in clear, so writers seal audit records without unlocking
+ *   data key wraps the private half of an Ed25519 approver key pair (signs human decisions);
+ *   its public half is in clear too, and pinned in the audit chain (src/approval/pin.ts)
  */
 
 export const KEYRING_FILE = "keyring.json";
@@ -103,6 +107,15 @@ interface KeyringFile {
   kdf: { alg: "scrypt"; N: number; r: number; p: number; salt: string };
   dataKey: Wrapped;
   audit: { alg: "X25519"; keyId: string; publicKey: string; privateKey: Wrapped };
+  /** absent in keyrings made before decisions were signed: added at the next passphrase command */
+  approver?: ApproverEntry;
+}
+
+interface ApproverEntry {
+  alg: "Ed25519";
+  keyId: string;
+  publicKey: string;
+  privateKey: Wrapped;
 }
 
 export interface PublicKeyring {
@@ -111,6 +124,8 @@ export interface PublicKeyring {
   /** The audit public key, for sealing. */
   publicKey: KeyObject;
   publicKeyRaw: Buffer;
+  /** the approver public key as keyring.json states it (null in an old keyring) */
+  approver: { keyId: string; publicKeyRaw: Buffer } | null;
 }
 
 export interface UnlockedKeyring {
@@ -118,6 +133,8 @@ export interface UnlockedKeyring {
   /** 32 random bytes; wraps the audit private key (and later the vault's secrets). */
   dataKey: Buffer;
   auditPrivateKey: KeyObject;
+  /** signs decisions; null when this keyring has no approver key yet (see addApproverKey) */
+  signer: DecisionSigner | null;
 }
 
 export function keyringPath(stateDir: string): string {
@@ -156,12 +173,83 @@ export async function initKeyring(stateDir: string, passphrase: string): Promise
       publicKey,
       privateKey: wrap(dataKey, privateRaw, privateKeyAad(keyId, publicKey)),
     },
+    approver: newApproverEntry(dataKey),
   };
   kek.fill(0);
   dataKey.fill(0);
   privateRaw.fill(0);
   writeFileExclusive(path, `${JSON.stringify(file, null, 2)}\n`);
-  return { path, keyId, publicKey: pair.publicKey, publicKeyRaw: publicRaw };
+  return {
+    path,
+    keyId,
+    publicKey: pair.publicKey,
+    publicKeyRaw: publicRaw,
+    approver: approverOf(file),
+  };
+}
+
+function newApproverEntry(dataKey: Buffer): ApproverEntry {
+  const { publicRaw, privateRaw } = newApproverKeyPair();
+  const keyId = approverKeyId(publicRaw);
+  const publicKey = publicRaw.toString("base64url");
+  const entry: ApproverEntry = {
+    alg: "Ed25519",
+    keyId,
+    publicKey,
+    privateKey: wrap(dataKey, privateRaw, approverKeyAad(keyId, publicKey)),
+  };
+  privateRaw.fill(0);
+  return entry;
+}
+
+function approverOf(file: KeyringFile): PublicKeyring["approver"] {
+  const a = file.approver;
+  return a ? { keyId: a.keyId, publicKeyRaw: Buffer.from(a.publicKey, "base64url") } : null;
+}
+
+/**
+ * Gives a keyring made before decisions were signed its approver key (sealed under the data
+ * key, which the passphrase opens) and rewrites keyring.json atomically. Returns the unlocked
+ * keyring with its signer; a keyring that has one already is returned as it is.
+ */
+export async function addApproverKey(stateDir: string, passphrase: string): Promise<UnlockedKeyring> {
+  const unlocked = await unlockKeyring(stateDir, passphrase);
+  if (unlocked.signer) return unlocked;
+  unlocked.dataKey.fill(0);
+  const path = keyringPath(stateDir);
+  // Two commands upgrading at once would each make a key, and the pin would name only one:
+  // one at a time, and the second finds the key the first added.
+  const lock = await takeLock(`${path}.upgrade.lock`);
+  try {
+    const again = await unlockKeyring(stateDir, passphrase);
+    if (again.signer) return again;
+    const file = parseKeyring(readKeyringText(stateDir) ?? "", path);
+    file.approver = newApproverEntry(again.dataKey);
+    again.dataKey.fill(0);
+    replaceFile(path, `${JSON.stringify(file, null, 2)}\n`);
+  } finally {
+    lock();
+  }
+  return unlockKeyring(stateDir, passphrase);
+}
+
+/** An exclusive lock file (O_EXCL), waited for up to 10 s; returns its release. */
+async function takeLock(lock: string): Promise<() => void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, "wx", 0o600));
+      return () => unlinkSync(lock);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      if (Date.now() >= deadline) {
+        throw new KeyringError(
+          `another command is adding the approver key (remove ${lock} if none is running)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 /** The public half, for writers. null when there is no keyring. */
@@ -171,7 +259,13 @@ export function loadPublicKeyring(stateDir: string): PublicKeyring | null {
   const path = keyringPath(stateDir);
   const file = parseKeyring(text, path);
   const publicKeyRaw = Buffer.from(file.audit.publicKey, "base64url");
-  return { path, keyId: file.audit.keyId, publicKey: x25519PublicKeyFromRaw(publicKeyRaw), publicKeyRaw };
+  return {
+    path,
+    keyId: file.audit.keyId,
+    publicKey: x25519PublicKeyFromRaw(publicKeyRaw),
+    publicKeyRaw,
+    approver: approverOf(file),
+  };
 }
 
 /** Opens the keyring with the passphrase; WrongPassphraseError when it does not fit. */
@@ -205,7 +299,27 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   if (derivedPublic !== file.audit.publicKey) {
     throw new KeyringDamagedError(`${path}: the audit public key does not match its private half`);
   }
-  return { keyId: file.audit.keyId, dataKey, auditPrivateKey };
+  let signer: DecisionSigner | null = null;
+  if (file.approver) {
+    let approverRaw: Buffer;
+    try {
+      approverRaw = unwrap(
+        dataKey,
+        file.approver.privateKey,
+        approverKeyAad(file.approver.keyId, file.approver.publicKey),
+      );
+    } catch {
+      throw new KeyringDamagedError(
+        `${path}: the approver private key does not open with the data key (or its public half was changed)`,
+      );
+    }
+    signer = mintSigner(approverRaw);
+    approverRaw.fill(0);
+    if (signer.publicKeyRaw.toString("base64url") !== file.approver.publicKey) {
+      throw new KeyringDamagedError(`${path}: the approver public key does not match its private half`);
+    }
+  }
+  return { keyId: file.audit.keyId, dataKey, auditPrivateKey, signer };
 }
 
 function readKeyringText(stateDir: string): string | null {
@@ -255,6 +369,19 @@ function parseKeyring(text: string, path: string): KeyringFile {
   }
   if (audit.keyId !== auditKeyId(Buffer.from(audit.publicKey, "base64url")))
     throw damaged("keyId does not match");
+  const { approver } = f;
+  if (approver !== undefined) {
+    if (
+      !obj(approver) ||
+      approver.alg !== "Ed25519" ||
+      !b64(approver.publicKey, 32) ||
+      !wrapped(approver.privateKey, 32)
+    ) {
+      throw damaged("bad approver key");
+    }
+    if (approver.keyId !== approverKeyId(Buffer.from(approver.publicKey, "base64url")))
+      throw damaged("approver keyId does not match");
+  }
   return f as unknown as KeyringFile;
 }
 
@@ -272,6 +399,10 @@ function dataKeyAad(kdf: KeyringFile["kdf"]): Buffer {
 
 function privateKeyAad(keyId: string, publicKey: string): Buffer {
   return Buffer.from(`${KEYRING_FORMAT}\naudit-private-key\n${keyId}\n${publicKey}`);
+}
+
+function approverKeyAad(keyId: string, publicKey: string): Buffer {
+  return Buffer.from(`${KEYRING_FORMAT}\napprover-private-key\n${keyId}\n${publicKey}`);
 }
 
 function wrap(key: Buffer, plain: Buffer, aad: Buffer): Wrapped {
@@ -312,6 +443,20 @@ function writeFileExclusive(path: string, text: string): void {
   } finally {
     unlinkSync(tmp);
   }
+  fsyncDir(join(path, ".."));
+}
+
+/** Replaces `path` atomically (temporary file, fsync, rename over it, directory fsync). */
+function replaceFile(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  const fd = openSync(tmp, "wx", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
   fsyncDir(join(path, ".."));
 }
 

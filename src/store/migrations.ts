@@ -3,7 +3,7 @@
  * that has shipped is never edited, a change is a new entry. Each module that
  * owns tables owns its migration entries (noted beside each).
  */
-import { approvalMigration } from "../approval/schema.js";
+import { approvalMigration, signedDecisionsMigration } from "../approval/schema.js";
 import type { Migration } from "./migration.js";
 
 export type { Migration } from "./migration.js";
@@ -75,4 +75,5 @@ export const migrations: Migration[] = [
     `,
   },
   approvalMigration,
+  signedDecisionsMigration,
 ];

@@ -18,6 +18,7 @@ import {
   readTool,
   requestCount,
   sessionGranted,
+  signer,
   testRun,
   throughStep8,
   twoConnectionsPerTest,
@@ -88,7 +89,7 @@ describe("session grants", () => {
     const asked = await pendingOf(other, y);
     expect(asked.agentRun).toBe(y.run);
     expect(settled).toBe(false);
-    decideRequest(other, asked.request, { approve: false, reason: "other run" }, "test");
+    decideRequest(other, asked.request, { approve: false, reason: "other run" }, "test", signer());
     expect(errorOf(await py).code).toBe(REFUSAL_CODES.approval_denied);
     // and X's grant is not stale for Y either: Y never held one
     expect(ay.stale(callOf(publishPreview, B))).toBeNull();
@@ -106,7 +107,7 @@ describe("session grants", () => {
     const direct = auth.obtain(callB);
     const asked = await pendingOf(other, run);
     expect(asked.executionEpoch).toBe(B);
-    decideRequest(other, asked.request, { approve: false }, "test");
+    decideRequest(other, asked.request, { approve: false }, "test", signer());
     expect(errorOf(await direct).code).toBe(REFUSAL_CODES.approval_denied);
 
     const stale = auth.stale(callB);
@@ -127,7 +128,13 @@ describe("session grants", () => {
     const pb = auth.obtain(callB);
     const req = await pendingOf(other, run);
     expect(req.executionEpoch).toBe(B);
-    const { grant: gb } = decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    const { grant: gb } = decideRequest(
+      other,
+      req.request,
+      { approve: true, for: "session" },
+      "test",
+      signer(),
+    );
     expect(await pb).toEqual({ grant: gb!.grant });
     expect(gb!.executionEpoch).toBe(B);
     expect(auth.stale(callB)).toBeNull();
@@ -170,7 +177,7 @@ describe("session grants", () => {
       value: "preview",
       note: "schema default (given or filled in)",
     });
-    decideRequest(other, req.request, { approve: false }, "test");
+    decideRequest(other, req.request, { approve: false }, "test", signer());
     expect(errorOf(await pe).code).toBe(REFUSAL_CODES.approval_denied);
   });
 
@@ -204,7 +211,7 @@ describe("session grants", () => {
     const again = throughStep8(auth, () => callOf(publishPreview, A));
     const req = await pendingOf(other, run);
     expect(requestCount(db, run)).toBe(2);
-    decideRequest(other, req.request, { approve: false, reason: "revoked" }, "test");
+    decideRequest(other, req.request, { approve: false, reason: "revoked" }, "test", signer());
     expect(errorOf(await again).code).toBe(REFUSAL_CODES.approval_denied);
     // a revoked grant of an older epoch is not reported stale either: it was withdrawn
     expect(auth.stale(callOf(publishPreview, B))).toBeNull();
@@ -218,9 +225,9 @@ describe("session grants", () => {
     expect(errorOf(await waiting).code).toBe(REFUSAL_CODES.authorization_required);
     expect(getRequest(db, req.request)!.state).toBe("cancelled");
     expect(getGrant(db, grant!.grant)).toMatchObject({ endedReason: "agent run ended" });
-    expect(() => decideRequest(other, req.request, { approve: true, for: "session" }, "test")).toThrow(
-      DecisionError,
-    );
+    expect(() =>
+      decideRequest(other, req.request, { approve: true, for: "session" }, "test", signer()),
+    ).toThrow(DecisionError);
   });
 });
 
@@ -235,10 +242,10 @@ describe("per-call approvals", () => {
     const p1 = auth.obtain(call);
     const r1 = await pendingOf(other, run);
     expect(r1.mode).toBe("per-call");
-    expect(() => decideRequest(other, r1.request, { approve: true, for: "session" }, "test")).toThrow(
-      /--for call/,
-    );
-    const { grant: g1 } = decideRequest(other, r1.request, { approve: true, for: "call" }, "test");
+    expect(() =>
+      decideRequest(other, r1.request, { approve: true, for: "session" }, "test", signer()),
+    ).toThrow(/--for call/);
+    const { grant: g1 } = decideRequest(other, r1.request, { approve: true, for: "call" }, "test", signer());
     expect(g1).toMatchObject({ mode: "per-call", expiresWhen: "this-call" });
     expect(await p1).toEqual({ grant: g1!.grant });
     expect(getGrant(db, g1!.grant)!.endedReason).toMatch(/single use/);
@@ -251,7 +258,7 @@ describe("per-call approvals", () => {
     const r2 = await pendingOf(other, run);
     expect(r2.request).not.toBe(r1.request);
     expect(settled).toBe(false);
-    const { grant: g2 } = decideRequest(other, r2.request, { approve: true, for: "call" }, "test");
+    const { grant: g2 } = decideRequest(other, r2.request, { approve: true, for: "call" }, "test", signer());
     expect(await p2).toEqual({ grant: g2!.grant });
     expect(g2!.grant).not.toBe(g1!.grant);
     // a single-use grant never makes a later epoch "stale"
@@ -268,7 +275,7 @@ describe("per-call approvals", () => {
     const p2 = auth.obtain(call);
     const r2 = await pendingOf(other, run);
     expect(requestCount(db, run)).toBe(2);
-    decideRequest(other, r2.request, { approve: false }, "test");
+    decideRequest(other, r2.request, { approve: false }, "test", signer());
     expect(errorOf(await p2).code).toBe(REFUSAL_CODES.approval_denied);
   });
 });
@@ -284,7 +291,7 @@ describe("waiting for a human", () => {
     expect(e.code).toBe(REFUSAL_CODES.approval_timeout);
     const id = e.data.approvalRequest as string;
     expect(getRequest(db, id)!.state).toBe("expired");
-    expect(() => decideRequest(other, id, { approve: true, for: "session" }, "test")).toThrow(
+    expect(() => decideRequest(other, id, { approve: true, for: "session" }, "test", signer())).toThrow(
       /no longer pending/,
     );
     expect(rec.events.at(-1)).toMatchObject({
@@ -322,9 +329,9 @@ describe("waiting for a human", () => {
     expect(Date.now() - started).toBeLessThan(2000);
     expect(e.code).toBe(REFUSAL_CODES.authorization_required);
     expect(getRequest(db, req.request)!.state).toBe("cancelled");
-    expect(() => decideRequest(other, req.request, { approve: true, for: "session" }, "test")).toThrow(
-      DecisionError,
-    );
+    expect(() =>
+      decideRequest(other, req.request, { approve: true, for: "session" }, "test", signer()),
+    ).toThrow(DecisionError);
   });
 
   it("keeps the client informed while it waits", async () => {
@@ -334,7 +341,7 @@ describe("waiting for a human", () => {
     const p = auth.obtain(callOf(publishPreview, A), { progress: (m) => messages.push(m) });
     const req = await pendingOf(other, run);
     await new Promise((r) => setTimeout(r, 250));
-    decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    decideRequest(other, req.request, { approve: true, for: "session" }, "test", signer());
     await p;
     expect(messages.length).toBeGreaterThanOrEqual(3);
     expect(new Set(messages)).toEqual(new Set([`waiting for human approval of ${req.request}`]));
@@ -351,8 +358,14 @@ describe("waiting for a human", () => {
       const py = ay.obtain(callOf(publishPreview, A));
       const rx = await pendingOf(other, x);
       const ry = await pendingOf(other, y);
-      const { grant } = decideRequest(other, ry.request, { approve: true, for: "session" }, "third");
-      decideRequest(other, rx.request, { approve: false, reason: "x no" }, "third");
+      const { grant } = decideRequest(
+        other,
+        ry.request,
+        { approve: true, for: "session" },
+        "third",
+        signer(),
+      );
+      decideRequest(other, rx.request, { approve: false, reason: "x no" }, "third", signer());
       expect(await py).toEqual({ grant: grant!.grant });
       expect(errorOf(await px).data).toMatchObject({ error: "approval_denied", approvalRequest: rx.request });
       expect(grant!.agentRun).toBe(y.run);
@@ -386,7 +399,7 @@ describe("modes and scopes", () => {
     const req = await pendingOf(other, run);
     expect(req.credentialScope).toEqual(["inventory-api-staging"]);
     expect(req.review.credentialScope).toEqual(["inventory-api-staging"]);
-    const { grant } = decideRequest(other, req.request, { approve: true, for: "session" }, "test");
+    const { grant } = decideRequest(other, req.request, { approve: true, for: "session" }, "test", signer());
     expect(grant!.credentialScope).toEqual(["inventory-api-staging"]);
     expect(await p).toEqual({ grant: grant!.grant });
 
@@ -396,7 +409,7 @@ describe("modes and scopes", () => {
     const pw = wider.obtain(call);
     const r2 = await pendingOf(other, run);
     expect(r2.credentialScope).toEqual(["deploy-prod", "inventory-api-staging"]);
-    decideRequest(other, r2.request, { approve: false }, "test");
+    decideRequest(other, r2.request, { approve: false }, "test", signer());
     expect(errorOf(await pw).code).toBe(REFUSAL_CODES.approval_denied);
   });
 

@@ -117,7 +117,10 @@ describe("portcullis approve / deny / revoke in another process", () => {
     expect(text.stdout).toMatch(/branch = "main"/);
 
     const r = await cli("approve", [req.request, "--state-dir", dir], withPass);
-    expect(r.stderr).toBe("");
+    // The keyring's approver key was not pinned yet: the first decision pins it, and says so.
+    expect(r.stderr).toMatch(
+      /^portcullis: approver key [0-9a-f]{32} pinned in the audit chain \(record 1\)\n$/,
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`approval request ${req.request}`);
     const result = await got;
@@ -130,9 +133,11 @@ describe("portcullis approve / deny / revoke in another process", () => {
     const grants = await cli("grants", ["--json", "--state-dir", dir]);
     expect(JSON.parse(grants.stdout).grants.map((g: { grant: string }) => g.grant)).toEqual([grant.grant]);
 
-    // revoke from another process: the next call asks again
-    const rv = await cli("revoke", [grant.grant, "--state-dir", dir], withPass);
+    // revoke from another process, without a terminal or a passphrase: the next call asks again
+    const rv = await cli("revoke", [grant.grant, "--state-dir", dir]);
+    expect(rv.stderr).toBe("");
     expect(rv.code).toBe(0);
+    expect(getGrant(db, grant.grant)!.revokedBy).toMatch(/via 'portcullis revoke'/);
     expect(getGrant(db, grant.grant)!.revokedAt).not.toBeNull();
     const again = auth.obtain(callOf(publishPreview, EPOCH));
     const second = await pendingOf(db, run);
@@ -150,6 +155,21 @@ describe("portcullis approve / deny / revoke in another process", () => {
     );
   });
 
+  it("deny with an unquoted reason of several words is a usage error about --reason", async () => {
+    const run = testRun(db);
+    const { got, req } = await waitingCall(run, { timeoutMs: 20_000 });
+    const r = await cli("deny", [req.request, "--reason", "two", "words", "--state-dir", dir], withPass);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'portcullis: deny: --reason takes one argument; quote a reason of several words (--reason "not this branch").\n',
+    );
+    expect(getRequest(db, req.request)!.state).toBe("pending");
+    expect(
+      (await cli("deny", [req.request, "--reason", "two words", "--state-dir", dir], withPass)).code,
+    ).toBe(0);
+    expect("error" in (await got)).toBe(true);
+  });
+
   it("without a terminal and without a passphrase file, approve and deny refuse with exit 2", async () => {
     const run = testRun(db);
     const { got, req } = await waitingCall(run, { timeoutMs: 20_000 });
@@ -161,10 +181,10 @@ describe("portcullis approve / deny / revoke in another process", () => {
     }
     const rv = await cli("revoke", ["01NOSUCHGRANT", "--state-dir", dir]);
     expect(rv.code).toBe(2);
-    // A wrong passphrase: exit 2 (as for every command that asks for it), nothing decided.
+    // A wrong passphrase: a check failed (exit 1), nothing decided.
     writeFileSync(passFile, "not the passphrase\n");
     const wrong = await cli("approve", [req.request, "--state-dir", dir], withPass);
-    expect(wrong.code).toBe(2);
+    expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/wrong passphrase/);
     expect(getRequest(db, req.request)!.state).toBe("pending");
     writeFileSync(passFile, `${PASSPHRASE}\n`);

@@ -2,11 +2,12 @@
 // migration applied, tool definitions, calls as the guard builds them, and a way to
 // decide from another connection.
 
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, expect } from "vitest";
 import { Authorizer, type AuthorizerOptions } from "../../src/approval/authorizer.js";
 import type { ApprovalConfig } from "../../src/approval/grants.js";
+import { pinnedSigner } from "../../src/approval/pin.js";
 import {
   type ApprovalRequest,
   type Decision,
@@ -14,13 +15,38 @@ import {
   getRequest,
 } from "../../src/approval/requests.js";
 import { type Run, startRun } from "../../src/approval/runs.js";
+import { DecisionVerifier } from "../../src/approval/trust.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import type { ApprovedCall } from "../../src/guard/guard.js";
+import type { DecisionSigner } from "../../src/keyring/approver.js";
+import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
 import { PUBLISH_PREVIEW_V2 } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 
 export const DB_FILE = "portcullis.db";
+export const PASSPHRASE = "approval tests passphrase";
+
+/**
+ * The state dir's keyring (made if missing, with the cheap test KDF) opened with the passphrase,
+ * its approver key pinned in the audit chain: what `portcullis approve` signs with.
+ */
+export async function signerFor(stateDir: string, db: Store): Promise<DecisionSigner> {
+  process.env[INSECURE_TEST_KDF_ENV] = "1";
+  try {
+    await initKeyring(stateDir, PASSPHRASE);
+  } catch (e) {
+    if ((e as Error).name !== "KeyringExistsError") throw e;
+  }
+  return pinnedSigner(db, stateDir, PASSPHRASE);
+}
+
+/** The signer of the current test's state dir (twoConnectionsPerTest). */
+let currentSigner: DecisionSigner | null = null;
+export function signer(): DecisionSigner {
+  if (!currentSigner) throw new Error("no signer: use twoConnectionsPerTest");
+  return currentSigner;
+}
 
 /** The store as every gateway opens it (the approval tables come with its migrations). */
 export function openTestStore(stateDir: string): Store {
@@ -116,6 +142,7 @@ export function makeAuthorizer(
     log: { info: (m) => rec.lines.push(m), warn: (m) => rec.lines.push(`warning: ${m}`) },
     events: { emit: (e) => rec.events.push(e) },
     context: () => ({ record: null, revision: 1 }),
+    verifier: new DecisionVerifier(db, dirname(db.name)),
     ...over,
   });
   return { auth, rec };
@@ -146,7 +173,7 @@ export async function pendingOf(db: Store, run: Run, ms = 10_000): Promise<Appro
 /** Waits for the run's pending request and decides it from `db` (another connection). */
 export async function decideNext(db: Store, run: Run, decision: Decision, by = "test (another connection)") {
   const req = await pendingOf(db, run);
-  return decideRequest(db, req.request, decision, by);
+  return decideRequest(db, req.request, decision, by, signer());
 }
 
 export function requestCount(db: Store, run: Run): number {
@@ -189,9 +216,10 @@ export function twoConnectionsPerTest(
   use: (s: { dir: string; db: Store; other: Store }) => void,
 ): void {
   let s: { dir: string; db: Store; other: Store } | null = null;
-  beforeEach(() => {
+  beforeEach(async () => {
     const dir = tempDir(prefix);
     s = { dir, db: openTestStore(dir), other: otherConnection(dir) };
+    currentSigner = await signerFor(dir, s.db);
     use(s);
   });
   afterEach(() => {
@@ -199,6 +227,7 @@ export function twoConnectionsPerTest(
     s?.db.close();
     if (s) removeDir(s.dir);
     s = null;
+    currentSigner = null;
   });
 }
 

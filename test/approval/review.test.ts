@@ -11,6 +11,7 @@ import {
   publishPreview,
   publishPreviewExpanded,
   readTool,
+  signer,
   testRun,
   twoConnectionsPerTest,
 } from "./helpers.js";
@@ -81,7 +82,7 @@ describe("what the human sees", () => {
     const first = await pendingOf(other, run);
     expect(first.review.epoch).toMatchObject({ current: A, lastApproved: null, changedParts: null });
     expect(first.review.catalog).toMatchObject({ revision: 1, lastApprovedRevision: null });
-    decideRequest(other, first.request, { approve: true, for: "session" }, "test");
+    decideRequest(other, first.request, { approve: true, for: "session" }, "test", signer());
     await p1;
 
     // The server was rebuilt: epoch B, revision 2 adds `target` to publish_preview.
@@ -126,7 +127,7 @@ describe("what the human sees", () => {
     expect(text).toContain("EXPANDS");
     expect(text).toContain("credentials inventory-api-staging");
     expect(text).not.toContain("s3cr3t-value");
-    decideRequest(other, req.request, { approve: false }, "test");
+    decideRequest(other, req.request, { approve: false }, "test", signer());
     await p2;
   });
 
@@ -143,7 +144,7 @@ describe("what the human sees", () => {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is about control characters
     expect(text).not.toMatch(/[\u001b\u202e]/);
     expect(text).toContain("\\u001b[2J");
-    decideRequest(other, req.request, { approve: false }, "test");
+    decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;
   });
 });

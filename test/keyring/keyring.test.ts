@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  addApproverKey,
   DEFAULT_SCRYPT,
   initKeyring,
   KeyringDamagedError,
@@ -113,6 +114,47 @@ describe("keyring", () => {
     await expect(unlockKeyring(dir, PASSPHRASE)).rejects.toThrow(/scrypt parameters/);
     writeFileSync(join(dir, "keyring.json"), "{not json");
     expect(() => loadPublicKeyring(dir)).toThrow(KeyringDamagedError);
+  });
+
+  it("holds an Ed25519 approver key sealed under the data key; a swapped public half is noticed", async () => {
+    const dir = await stateWithKeyring();
+    const other = await stateWithKeyring();
+    const k = await unlockKeyring(dir, PASSPHRASE);
+    const f = JSON.parse(readFileSync(keyringPath(dir), "utf8"));
+    expect(f.approver).toMatchObject({ alg: "Ed25519", keyId: k.signer!.keyId });
+    expect(f.approver.publicKey).toBe(k.signer!.publicKeyRaw.toString("base64url"));
+    expect(loadPublicKeyring(dir)!.approver!.keyId).toBe(k.signer!.keyId);
+    const g = JSON.parse(readFileSync(keyringPath(other), "utf8"));
+    writeFileSync(
+      keyringPath(dir),
+      JSON.stringify({
+        ...f,
+        approver: { ...f.approver, publicKey: g.approver.publicKey, keyId: g.approver.keyId },
+      }),
+    );
+    await expect(unlockKeyring(dir, PASSPHRASE)).rejects.toThrow(/approver private key does not open/);
+  });
+
+  it("gives an old keyring (no approver key) one, keeping its audit key", async () => {
+    const dir = await stateWithKeyring();
+    const f = JSON.parse(readFileSync(keyringPath(dir), "utf8"));
+    delete f.approver;
+    writeFileSync(keyringPath(dir), JSON.stringify(f));
+    expect((await unlockKeyring(dir, PASSPHRASE)).signer).toBeNull();
+    const upgraded = await addApproverKey(dir, PASSPHRASE);
+    expect(upgraded.signer).not.toBeNull();
+    expect(upgraded.keyId).toBe(f.audit.keyId);
+    expect(JSON.parse(readFileSync(keyringPath(dir), "utf8")).approver.keyId).toBe(upgraded.signer!.keyId);
+  });
+
+  it("upgrades once when two commands upgrade an old keyring at the same time", async () => {
+    const dir = await stateWithKeyring();
+    const f = JSON.parse(readFileSync(keyringPath(dir), "utf8"));
+    delete f.approver;
+    writeFileSync(keyringPath(dir), JSON.stringify(f));
+    const [a, b] = await Promise.all([addApproverKey(dir, PASSPHRASE), addApproverKey(dir, PASSPHRASE)]);
+    expect(a.signer!.keyId).toBe(b.signer!.keyId);
+    expect(loadPublicKeyring(dir)!.approver!.keyId).toBe(a.signer!.keyId);
   });
 
   it("refuses an empty passphrase", async () => {

@@ -1,0 +1,107 @@
+import type { KeyObject } from "node:crypto";
+import { ed25519PublicKeyFromRaw, verifyApproverSignature } from "../keyring/approver.js";
+import { loadPublicKeyring } from "../keyring/keyring.js";
+import type { Store } from "../store/db.js";
+import { type DecisionStatement, decisionDigest, denialStatement, grantStatement } from "./decision.js";
+import type { GrantRecord } from "./grants.js";
+import { PinTracker } from "./pin.js";
+import type { ApprovalRequest } from "./requests.js";
+
+export type Verdict = { ok: true } | { ok: false; why: string };
+
+/**
+ * Whether a decision row in the store was signed by the approver key pinned in the audit chain.
+ * A gateway asks before a grant covers a call and before a decided request ends a wait.
+ *
+ * The pinned key is learnt once (the first pin record that names the keyring's approver key);
+ * keyring.json is read again at every verification, so that a keyring whose approver key is not
+ * the pinned one is seen: then nothing verifies. Verified rows are remembered by the digest of
+ * what was signed and the signature, so a row read again costs a hash, not an Ed25519 verify.
+ */
+export class DecisionVerifier {
+  private readonly pins: PinTracker;
+  private pinned: { keyId: string; raw: string; key: KeyObject } | null = null;
+  private readonly verified = new Set<string>();
+
+  constructor(
+    db: Store,
+    private readonly stateDir: string,
+    /** told, when the pin is found, of later pins in the chain (ignored: there is no rotation) */
+    private readonly onIgnoredPins: (seqs: readonly number[]) => void = () => {},
+  ) {
+    this.pins = new PinTracker(db);
+  }
+
+  /** The approver key to verify with, or why there is none that can be trusted. */
+  trusted(): { ok: true; key: KeyObject } | { ok: false; why: string; mismatch?: true } {
+    let keyring: ReturnType<typeof loadPublicKeyring>;
+    try {
+      keyring = loadPublicKeyring(this.stateDir);
+    } catch (e) {
+      return { ok: false, why: `the keyring cannot be read (${(e as Error).message})` };
+    }
+    if (!keyring) return { ok: false, why: "there is no keyring" };
+    const approver = keyring.approver;
+    if (!approver) {
+      return this.pinned
+        ? {
+            ok: false,
+            why: "the keyring no longer has the approver key pinned in the audit chain",
+            mismatch: true,
+          }
+        : {
+            ok: false,
+            why: "the keyring has no approver key yet (the next approve or deny adds and pins it)",
+          };
+    }
+    const raw = approver.publicKeyRaw.toString("base64url");
+    if (this.pinned) {
+      if (this.pinned.raw === raw) return { ok: true, key: this.pinned.key };
+      return { ok: false, why: mismatch(approver.keyId), mismatch: true };
+    }
+    const status = this.pins.status(approver.publicKeyRaw, keyring.publicKey);
+    if (status.state === "none")
+      return { ok: false, why: "no approver key is pinned in the audit chain yet" };
+    if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
+    this.pinned = { keyId: approver.keyId, raw, key: ed25519PublicKeyFromRaw(approver.publicKeyRaw) };
+    this.pins.refresh(); // the whole chain, once: later pins are reported
+    if (this.pins.ignored.length > 0) this.onIgnoredPins(this.pins.ignored);
+    return { ok: true, key: this.pinned.key };
+  }
+
+  /** Later pin records, which are ignored: their seq numbers. */
+  get ignoredPins(): readonly number[] {
+    return this.pins.ignored;
+  }
+
+  verifyGrant(g: GrantRecord): Verdict {
+    return this.verify(grantStatement(g), g.signature);
+  }
+
+  verifyDenial(r: ApprovalRequest): Verdict {
+    return this.verify(denialStatement(r), r.decisionSignature);
+  }
+
+  private verify(statement: DecisionStatement, signature: string | null): Verdict {
+    const trust = this.trusted();
+    if (!trust.ok) return { ok: false, why: trust.why };
+    if (!signature) return { ok: false, why: "it is not signed" };
+    let digest: string;
+    try {
+      digest = decisionDigest(statement);
+    } catch {
+      return { ok: false, why: "its fields cannot be read" };
+    }
+    const key = `${digest}\u0000${signature}`;
+    if (this.verified.has(key)) return { ok: true };
+    if (!verifyApproverSignature(trust.key, digest, signature)) {
+      return { ok: false, why: "its signature does not verify against the pinned approver key" };
+    }
+    this.verified.add(key);
+    return { ok: true };
+  }
+}
+
+function mismatch(keyId: string): string {
+  return `the keyring's approver key ${keyId} is not the one pinned in the audit chain (keyring.json was replaced or edited)`;
+}

@@ -1,0 +1,360 @@
+// Signed decisions, end to end: real gateways in front of the real inventory fixture, the real
+// CLI deciding with the passphrase, and an attacker that writes the store (plain SQL, or the
+// approval module's own code without the passphrase) or swaps keyring.json. Nothing the attacker
+// writes is honoured; what was refused is in the audit as decision_rejected.
+
+import { spawnSync } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { openRecords } from "../../src/audit/log.js";
+import { approverKeyId } from "../../src/keyring/approver.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
+import { tempDir, waitFor } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { NODE, REPO } from "../helpers/paths.js";
+import { makeProject, type Project } from "../helpers/project.js";
+import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Pending {
+  request: string;
+  tool: string;
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  fingerprint: string;
+}
+
+async function pending(stateDir: string): Promise<Pending[]> {
+  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
+}
+
+async function nextRequest(stateDir: string, seen: Set<string>): Promise<Pending> {
+  const p = await waitFor(
+    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
+    20_000,
+    "an approval request",
+  );
+  seen.add(p.request);
+  return p;
+}
+
+async function decide(stateDir: string, verb: "approve" | "deny", id: string) {
+  const r = await runCli([verb, id, "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(r.code).toBe(0);
+  return r;
+}
+
+/** A connection to the gateway's store, as any process of the same user can open one. */
+function sql(stateDir: string): Database.Database {
+  const db = new Database(join(stateDir, "portcullis.db"));
+  db.pragma("busy_timeout = 10000");
+  cleanup.push(() => db.close());
+  return db;
+}
+
+/** Every audit event, decrypted with the passphrase. */
+async function auditEvents(stateDir: string): Promise<Record<string, unknown>[]> {
+  const db = openStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
+  } finally {
+    db.close();
+  }
+}
+
+function refusal(e: unknown) {
+  return e as { code: number; data: Record<string, unknown> };
+}
+
+async function gateway(project: Project, stateDir: string, timeoutMs = 4000) {
+  const gw = await startInventory(project, ["--approval-timeout", String(timeoutMs)], { stateDir });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return gw;
+}
+
+/** A grant row as an attacker writes it: the request's subject, any signature (or none). */
+function forgeGrant(db: Database.Database, p: Pending, grant: string, signature: string | null) {
+  db.prepare(
+    `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
+       tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by, signature)
+     VALUES (?, ?, ?, ?, 1, ?, '{}', '[]', 'session', ?, 'agent-run-ends', ?, 'attacker', ?)`,
+  ).run(
+    grant,
+    p.agentRun,
+    p.serverLabel,
+    p.executionEpoch,
+    JSON.stringify([{ name: p.tool, fingerprint: p.fingerprint }]),
+    new Date().toISOString(),
+    p.request,
+    signature,
+  );
+}
+
+const TIMEOUT = -32058;
+
+describe("decisions written without the approver key are not honoured", () => {
+  it("a request approved or denied by SQL keeps the call waiting; a grant inserted by SQL covers nothing", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await gateway(project, stateDir);
+    const seen = new Set<string>();
+    const db = sql(stateDir);
+
+    // A legitimate decision first, so that the approver key is pinned: what follows is refused
+    // for its signature, not for want of a pin.
+    const ok = gw.client.callTool({ name: "read_status", arguments: {} });
+    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await ok.catch(() => {});
+
+    // 1. approved by SQL, with a grant that has no signature (and one with garbage)
+    const first = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    const r1 = await nextRequest(stateDir, seen);
+    forgeGrant(db, r1, "01FORGEDGRANT0000000000001", null);
+    db.prepare(
+      "UPDATE approval_requests SET state = 'approved', decided_by = 'sql', decision_for = 'session', grant_id = ? WHERE request = ?",
+    ).run("01FORGEDGRANT0000000000001", r1.request);
+    expect(refusal(await first).code).toBe(TIMEOUT);
+
+    // 2. a session grant inserted by SQL for the run, garbage signature: the next call asks a human
+    forgeGrant(db, { ...r1, request: "none" }, "01FORGEDGRANT0000000000002", "A".repeat(86));
+    const second = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    const r2 = await nextRequest(stateDir, seen);
+    // 3. … and denying it by SQL does not end the wait either
+    db.prepare(
+      "UPDATE approval_requests SET state = 'denied', decided_by = 'sql', reason = 'x', decision_signature = 'garbage' WHERE request = ?",
+    ).run(r2.request);
+    expect(refusal(await second).code).toBe(TIMEOUT);
+
+    expect(project.records()).toEqual([]);
+    expect(gw.stderr()).toMatch(/grant 01FORGEDGRANT0000000000001 is not honoured: it is not signed/);
+    expect(gw.stderr()).toMatch(
+      /grant 01FORGEDGRANT0000000000002 is not honoured: its signature does not verify/,
+    );
+    const rejected = (await auditEvents(stateDir)).filter((e) => e.type === "decision_rejected");
+    expect(rejected).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ what: "grant", grant: "01FORGEDGRANT0000000000001", request: r1.request }),
+        expect.objectContaining({ what: "grant", grant: "01FORGEDGRANT0000000000002" }),
+        expect.objectContaining({ what: "denial", request: r2.request }),
+      ]),
+    );
+    // each once, although the gateway read them many times
+    expect(rejected.filter((e) => e.grant === "01FORGEDGRANT0000000000001")).toHaveLength(1);
+  });
+
+  it("a signed grant edited by SQL (run, tools) stops covering; restored, it covers again", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const x = await gateway(project, stateDir, 30_000);
+    const y = await gateway(project, stateDir, 30_000);
+    await y.client.listTools();
+    const seen = new Set<string>();
+    const db = sql(stateDir);
+    const callX = x.client.callTool({ name: "read_status", arguments: {} });
+    const rx = await nextRequest(stateDir, seen);
+    await decide(stateDir, "approve", rx.request);
+    await callX;
+    const grant = db.prepare("SELECT * FROM grants WHERE request = ?").get(rx.request) as {
+      grant_id: string;
+      agent_run: string;
+      tool_scope_json: string;
+    };
+    // Y's run id, from Y's own request (denied by the human)
+    const asked = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    const ry = await nextRequest(stateDir, seen);
+    await decide(stateDir, "deny", ry.request);
+    await asked;
+
+    // the run changed to Y's: Y is not covered (it asks)
+    db.prepare("UPDATE grants SET agent_run = ? WHERE grant_id = ?").run(ry.agentRun, grant.grant_id);
+    const callY = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    expect(refusal(await callY).data).toMatchObject({ error: "approval_denied" });
+
+    // the tools changed (a second tool added): X is not covered any more either
+    const widened = JSON.parse(grant.tool_scope_json) as { name: string; fingerprint: string }[];
+    widened.push({ name: "adjust_inventory", fingerprint: widened[0]!.fingerprint });
+    db.prepare("UPDATE grants SET agent_run = ?, tool_scope_json = ? WHERE grant_id = ?").run(
+      grant.agent_run,
+      JSON.stringify(widened),
+      grant.grant_id,
+    );
+    const callX2 = x.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    expect(refusal(await callX2).data).toMatchObject({ error: "approval_denied" });
+
+    // restored to what was signed: it covers again, without asking
+    db.prepare("UPDATE grants SET tool_scope_json = ? WHERE grant_id = ?").run(
+      grant.tool_scope_json,
+      grant.grant_id,
+    );
+    await x.client.callTool({ name: "read_status", arguments: {} });
+    expect(await pending(stateDir)).toEqual([]);
+    expect(project.records().map((r) => r.tool)).toEqual(["read_status", "read_status"]);
+    const rejected = (await auditEvents(stateDir)).filter((e) => e.type === "decision_rejected");
+    expect(rejected.filter((e) => e.grant === grant.grant_id).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("the approval module's own code without the passphrase cannot sign; its own key's signatures fail", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await gateway(project, stateDir);
+    const seen = new Set<string>();
+    const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await legit;
+
+    const call = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    const r = await nextRequest(stateDir, seen);
+    const script = join(tempDir("portcullis-attacker-"), "attack.mjs");
+    writeFileSync(
+      script,
+      `
+      import { randomBytes } from "node:crypto";
+      import { decideRequest } from ${JSON.stringify(join(REPO, "dist/approval/index.js"))};
+      import { DecisionSigner, mintSigner } from ${JSON.stringify(join(REPO, "dist/keyring/approver.js"))};
+      import { openStore } from ${JSON.stringify(join(REPO, "dist/store/db.js"))};
+      try { new DecisionSigner(Symbol("approver signer"), randomBytes(32)); console.log("minted"); }
+      catch (e) { console.log("refused: " + e.message); }
+      const db = openStore(process.argv[2]);
+      const own = mintSigner(randomBytes(32));
+      const { grant } = decideRequest(db, process.argv[3], { approve: true, for: "session" }, "attacker", own);
+      console.log("wrote " + grant.grant);
+      `,
+    );
+    const ran = spawnSync(NODE, [script, stateDir, r.request], { encoding: "utf8" });
+    expect(ran.stderr).toBe("");
+    expect(ran.stdout).toMatch(/^refused: a DecisionSigner comes only from an unlocked keyring\nwrote /);
+    const forged = ran.stdout.trim().split("wrote ")[1]!;
+    expect(refusal(await call).code).toBe(TIMEOUT);
+    expect(project.records()).toEqual([]);
+    expect(gw.stderr()).toMatch(
+      new RegExp(`grant ${forged} is not honoured: its signature does not verify against the pinned`),
+    );
+    expect(await auditEvents(stateDir)).toContainEqual(
+      expect.objectContaining({ type: "decision_rejected", grant: forged, request: r.request }),
+    );
+  });
+
+  it("a keyring whose approver public key was swapped is detected: nothing is honoured, approve exits 1", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await gateway(project, stateDir, 30_000);
+    const seen = new Set<string>();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} });
+    await decide(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await first;
+
+    // the attacker's own pair; its public half goes into keyring.json
+    const pair = generateKeyPairSync("ed25519");
+    const raw = Buffer.from(pair.publicKey.export({ format: "jwk" }).x!, "base64url");
+    const path = join(stateDir, "keyring.json");
+    const keyring = JSON.parse(readFileSync(path, "utf8"));
+    keyring.approver.publicKey = raw.toString("base64url");
+    keyring.approver.keyId = approverKeyId(raw);
+    writeFileSync(path, JSON.stringify(keyring, null, 2));
+
+    // a new tool asks; the attacker approves it with its own key, through the approval module
+    const call = gw.client
+      .callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } })
+      .catch((e) => e);
+    const r = await nextRequest(stateDir, seen);
+    const script = join(tempDir("portcullis-attacker-"), "attack.mjs");
+    const d = pair.privateKey.export({ format: "jwk" }).d!;
+    writeFileSync(
+      script,
+      `
+      import { decideRequest } from ${JSON.stringify(join(REPO, "dist/approval/index.js"))};
+      import { mintSigner } from ${JSON.stringify(join(REPO, "dist/keyring/approver.js"))};
+      import { openStore } from ${JSON.stringify(join(REPO, "dist/store/db.js"))};
+      const signer = mintSigner(Buffer.from(${JSON.stringify(d)}, "base64url"));
+      decideRequest(openStore(process.argv[2]), process.argv[3], { approve: true, for: "session" }, "attacker", signer);
+      `,
+    );
+    expect(spawnSync(NODE, [script, stateDir, r.request], { encoding: "utf8" }).status).toBe(0);
+    await gw.waitForStderr(/is not the one pinned in the audit chain/, 20_000);
+
+    // the human's passphrase command refuses the swapped keyring (exit 1), and says why
+    const again = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+    const r2 = await nextRequest(stateDir, seen); // the legitimate grant is no longer honoured either
+    const refused = await runCli(["approve", r2.request, "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/approver private key does not open .*public half was changed/);
+    // a gateway started now says so at once
+    const later = await gateway(project, stateDir, 30_000);
+    await later.waitForStderr(
+      /no grant will be honoured: the keyring's approver key [0-9a-f]{32} is not the one pinned/,
+    );
+    await gw.client.close();
+    await Promise.allSettled([call, again]);
+    expect(project.records().map((x) => x.tool)).toEqual(["read_status"]);
+  });
+});
+
+describe("a keyring made before decisions were signed", () => {
+  it("gets its approver key when the audit is read with the passphrase, pinned in the chain", async () => {
+    const stateDir = newStateDir();
+    const path = join(stateDir, "keyring.json");
+    const old = JSON.parse(readFileSync(path, "utf8"));
+    delete old.approver;
+    writeFileSync(path, JSON.stringify(old, null, 2));
+    const read = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(read.code).toBe(0);
+    expect(read.stderr).toMatch(
+      /keyring upgraded: approver key [0-9a-f]{32} pinned in the audit chain \(record 1\)/,
+    );
+    const upgraded = JSON.parse(readFileSync(path, "utf8"));
+    expect(await auditEvents(stateDir)).toEqual([
+      expect.objectContaining({ type: "approver_key_pinned", approverKeyId: upgraded.approver.keyId }),
+    ]);
+  });
+
+  it("gets its approver key at the next passphrase command, pinned in the audit chain", async () => {
+    const stateDir = newStateDir();
+    const path = join(stateDir, "keyring.json");
+    const old = JSON.parse(readFileSync(path, "utf8"));
+    delete old.approver;
+    writeFileSync(path, JSON.stringify(old, null, 2));
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await gateway(project, stateDir, 30_000);
+    const call = gw.client.callTool({ name: "read_status", arguments: {} });
+    const r = await nextRequest(stateDir, new Set());
+    const approved = await decide(stateDir, "approve", r.request);
+    expect(approved.stderr).toMatch(/approver key [0-9a-f]{32} pinned in the audit chain/);
+    await call;
+    const upgraded = JSON.parse(readFileSync(path, "utf8"));
+    expect(upgraded.approver).toMatchObject({
+      alg: "Ed25519",
+      keyId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+    expect(await auditEvents(stateDir)).toContainEqual(
+      expect.objectContaining({
+        type: "approver_key_pinned",
+        approverKeyId: upgraded.approver.keyId,
+        approverPublicKey: upgraded.approver.publicKey,
+      }),
+    );
+    expect(project.records().map((x) => x.tool)).toEqual(["read_status"]);
+  });
+});
