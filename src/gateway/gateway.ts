@@ -1,14 +1,14 @@
 import type { OnChange } from "../config/config.js";
-import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
+import { type AuthorizationPort, decide, type ListedCatalog, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { IdMap } from "../relay/ids.js";
 import {
   type Classified,
   errorResponse,
   type Id,
-  INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
+  METHOD_NOT_FOUND,
   type Notification,
   PARSE_ERROR,
   parseLine,
@@ -27,6 +27,7 @@ import {
   advertiseListChanged,
   type Era,
   hasTools,
+  isGuardedMethodVariant,
   pickModernMeta,
   SUBSCRIPTION_ID_META,
   withMeta,
@@ -94,7 +95,8 @@ export class Gateway {
   private discovered: unknown = null;
 
   private listeningGen: Generation | null = null;
-  private seenRevision: number | null = null;
+  /** what this client last listed completely (revision and each tool's fingerprint) */
+  private seen: ListedCatalog | null = null;
   private clientListenIds: Id[] = [];
 
   private readonly upstream = new IdMap<Pending>();
@@ -155,7 +157,12 @@ export class Gateway {
 
   status(): { state: string; epoch: string | null; revision: number | null; seenRevision: number | null } {
     const v = this.view();
-    return { state: v.state, epoch: v.epoch, revision: v.revision, seenRevision: this.seenRevision };
+    return {
+      state: v.state,
+      epoch: v.epoch,
+      revision: v.revision,
+      seenRevision: this.seen?.revision ?? null,
+    };
   }
 
   // ───────────────────────────── client side ─────────────────────────────
@@ -227,6 +234,17 @@ export class Gateway {
         this.forward(msg, { listen: msg });
         return;
       default:
+        if (isGuardedMethodVariant(msg.method)) {
+          // Not byte-for-byte a guarded method, but a lenient server might take it for one:
+          // never forwarded, so it can never skip the guard.
+          this.o.log.warn(
+            `refused ${JSON.stringify(msg.method)}: not a known method, too close to a guarded one`,
+          );
+          this.o.downstream.send(
+            errorResponse(msg.id, METHOD_NOT_FOUND, `Method not found: ${JSON.stringify(msg.method)}.`),
+          );
+          return;
+        }
         this.forward(msg);
         return;
     }
@@ -289,13 +307,8 @@ export class Gateway {
     const gen = this.gen;
     if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
-      this.o.downstream.send(
-        errorResponse(msg.id, INTERNAL_ERROR, "The server is not running right now; retry in a moment.", {
-          error: "server_unavailable",
-          reason: "no live server process",
-          retry: "wait a moment and retry",
-        }),
-      );
+      const e = refuse.serverUnavailable();
+      this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       return false;
     }
     const wire = this.upstream.add(
@@ -327,7 +340,12 @@ export class Gateway {
       );
       return;
     }
-    this.seenRevision = this.catalog.revision;
+    if (this.catalog.revision !== null) {
+      this.seen = {
+        revision: this.catalog.revision,
+        fingerprints: new Map([...snapshot.byName].map(([name, e]) => [name, e.fingerprint])),
+      };
+    }
     // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
     const envelope =
       this.era === "modern" ? { ...this.catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
@@ -365,17 +383,15 @@ export class Gateway {
         : undefined;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
-      verdict = await (this.o.decide ?? decide)(
-        () => this.view(),
-        { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
-        this.auth,
-        this.gen
-          ? {
-              intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
-            }
-          : null,
-        { progress, signal: mark.abort.signal },
-      );
+      verdict = await (this.o.decide ?? decide)({
+        server: () => this.view(),
+        facts: { tool, args: params.arguments ?? {}, seen: this.seen },
+        auth: this.auth,
+        intent: {
+          intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
+        },
+        hooks: { progress, signal: mark.abort.signal },
+      });
     } finally {
       this.deciding.delete(key);
     }
@@ -406,13 +422,15 @@ export class Gateway {
           },
         });
         return;
-      case "forward":
-        // The client's arguments go out unchanged; defaults were applied only to
-        // the copy recorded for review and audit.
-        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(msg, { tool })) {
+      case "forward": {
+        // What goes out is exactly what was validated, recorded and approved (the effective
+        // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
+        const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
+        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool })) {
           // never written: safe to evaluate again against the new state
           return this.hold(msg);
         }
+      }
     }
   }
 
