@@ -27,6 +27,8 @@ export const FIXTURES = {
   crashy: join(servers, "crashy.mjs"),
   /** hand-rolled echo {message} server for benchmarks */
   echo: join(servers, "echo.mjs"),
+  /** logs every method it receives to FIXTURE_METHOD_LOG and answers any method, name folded */
+  lenient: join(servers, "lenient.mjs"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: join(servers, "watcher.mjs"),
 } as const;
