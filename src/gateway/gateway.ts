@@ -101,7 +101,7 @@ export class Gateway {
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
-  /** tools/call and tools/list requests held while identity-pending */
+  /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
@@ -223,6 +223,12 @@ export class Gateway {
         return;
       case "tools/call":
         void this.handleCall(msg);
+        return;
+      case "resources/read":
+      case "resources/subscribe":
+      case "prompts/get":
+      case "completion/complete":
+        void this.handleRecorded(msg);
         return;
       case "subscriptions/listen":
         if (
@@ -434,6 +440,31 @@ export class Gateway {
     }
   }
 
+  /**
+   * Requests that read the server's data without being tool calls: held while the server's
+   * identity is pending (like a call), recorded durably with run, epoch and a digest of their
+   * parameters, then forwarded as they are.
+   */
+  private async handleRecorded(msg: Request): Promise<void> {
+    const epoch = this.gen?.epoch;
+    if (this.view().state !== "ready" || !epoch) {
+      this.heldCalls.hold(msg);
+      this.catalogIfNeeded();
+      return;
+    }
+    try {
+      await this.records.requestForwarded(msg.id, msg.method, msg.params, epoch);
+    } catch (err) {
+      const e = refuse.auditUnavailable((err as Error).message);
+      this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      return;
+    }
+    if (this.ended) return;
+    // a new epoch since it was recorded: recorded again against it, never sent to code it was not recorded for
+    if (epoch !== this.gen?.epoch) return this.handleRecorded(msg);
+    this.forward(msg);
+  }
+
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
     this.records.denied(
       msg.id,
@@ -459,7 +490,8 @@ export class Gateway {
   private releaseHeld(): void {
     if (this.view().state !== "ready") return;
     for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
-    for (const msg of this.heldCalls.drain()) void this.handleCall(msg);
+    for (const msg of this.heldCalls.drain())
+      void (msg.method === "tools/call" ? this.handleCall(msg) : this.handleRecorded(msg));
   }
 
   // ───────────────────────────── catalog ─────────────────────────────

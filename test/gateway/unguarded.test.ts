@@ -5,8 +5,23 @@ import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJsonLines, removeDir, tempDir } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+async function auditEvents(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
+  const out: { type: string; [k: string]: unknown }[] = [];
+  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout)
+    .seq as number;
+  for (let seq = 1; seq <= head; seq++) {
+    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    out.push(JSON.parse(r.stdout).event);
+  }
+  return out;
+}
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -14,12 +29,13 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function lenientGateway() {
+async function lenientGateway(o: { stateDir?: string; env?: Record<string, string> } = {}) {
   const dir = tempDir();
   const methodLog = join(dir, "methods.jsonl");
   const gw = await startGateway({
     args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
-    env: { FIXTURE_METHOD_LOG: methodLog },
+    env: { FIXTURE_METHOD_LOG: methodLog, ...o.env },
+    ...(o.stateDir ? { stateDir: o.stateDir } : {}),
   });
   cleanup.push(
     () => gw.close(),
@@ -72,5 +88,36 @@ describe("what never passes unguarded", () => {
     const calls = received().filter((r) => r.method === "tools/call");
     expect(calls).toHaveLength(1);
     expect(calls[0]?.params?.arguments).toEqual({});
+  });
+
+  it("resources/read and prompts/get are held while the server's identity is pending, recorded with run, epoch and a parameters digest, then forwarded", async () => {
+    const stateDir = newStateDir();
+    const { gw, received } = await lenientGateway({ stateDir, env: { FIXTURE_LIST_DELAY_MS: "400" } });
+    // sent at once: the gateway's own tools/list (its catalog fetch) is still unanswered
+    const [read, prompt] = await Promise.all([
+      gw.client.request({ method: "resources/read", params: { uri: "file:///secret.txt" } }, ResultSchema),
+      gw.client.request(
+        { method: "prompts/get", params: { name: "p", arguments: { a: "1" } } },
+        ResultSchema,
+      ),
+    ]);
+    expect(read).toMatchObject({ contents: [{ uri: "file:///secret.txt" }] });
+    expect(prompt).toMatchObject({ messages: [] });
+    const order = received().map((r) => r.method);
+    const answered = order.indexOf("answered tools/list");
+    expect(answered).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf("resources/read")).toBeGreaterThan(answered);
+    expect(order.indexOf("prompts/get")).toBeGreaterThan(answered);
+    await gw.close();
+    const events = await auditEvents(stateDir);
+    const started = events.find((e) => e.type === "server_started");
+    const forwarded = events.filter((e) => e.type === "request_forwarded");
+    expect(forwarded.map((e) => e.method).sort()).toEqual(["prompts/get", "resources/read"]);
+    for (const e of forwarded) {
+      expect(e.run).toEqual(expect.any(String));
+      expect(e.epoch).toBe(started?.epoch);
+      expect(e.paramsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(JSON.stringify(e)).not.toContain("secret.txt");
+    }
   });
 });
