@@ -21,6 +21,7 @@ export const AUDIT_EVENT_TYPES = [
   "vault_unlocked",
   "credential_injected",
   "request_forwarded",
+  "grants_revoked",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

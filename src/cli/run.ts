@@ -8,6 +8,7 @@ import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
   ON_CHANGE,
+  ON_EXPAND,
   resolveServer,
   type ServerConfig,
 } from "../config/config.js";
@@ -35,6 +36,8 @@ options:
   --label L                      server label (default: derived from the command)
   --on-change report|restart|disconnect
                                  what to do when the server's files change (default: report)
+  --on-expand run|tool           a catalog change that expands a tool's authority ends every
+                                 grant of the run (run, default) or only that tool's (tool)
   --approval session|per-call|none
                                  approval mode for every tool (default: session)
   --watch GLOB                   extra identity input (repeatable; like identity.include)
@@ -55,6 +58,7 @@ In your MCP client configuration:
 const OPTIONS = {
   label: { type: "string" },
   "on-change": { type: "string" },
+  "on-expand": { type: "string" },
   approval: { type: "string" },
   watch: { type: "string", multiple: true },
   "state-dir": { type: "string" },
@@ -83,6 +87,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     return 0;
   }
   const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);
+  const onExpand = oneOf("run", "on-expand", values["on-expand"], ON_EXPAND);
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
@@ -117,6 +122,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (values.label) server.label = values.label;
   }
   if (onChange) server.onChange = onChange;
+  if (onExpand) server.onExpand = onExpand;
   if (approval) server.approval = { default: approval, tools: {} };
   if (values.watch) server.identity.include.push(...values.watch);
   if (auditArguments) server.audit = { arguments: auditArguments };
@@ -280,6 +286,7 @@ async function serve(
   gateway = new Gateway({
     label: server.label,
     onChange: server.onChange,
+    onExpand: server.onExpand ?? "run",
     supervisor,
     store,
     log: statusLog,

@@ -1,4 +1,5 @@
-import type { OnChange } from "../config/config.js";
+import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
+import type { OnChange, OnExpand } from "../config/config.js";
 import { type AuthorizationPort, decide, type ListedCatalog, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { IdMap } from "../relay/ids.js";
@@ -57,6 +58,8 @@ type Pending =
 export interface GatewayOptions {
   label: string;
   onChange: OnChange;
+  /** what an expanding catalog change ends: every grant of the run (default) or the tool's */
+  onExpand?: OnExpand;
   supervisor: Supervisor;
   store: Store;
   log: Logger;
@@ -112,6 +115,8 @@ export class Gateway {
   private beforeFirstEpoch: string[] | null = [];
 
   private readonly catalog: CatalogSync;
+  /** the snapshot served before the latest refresh, to diff a change within an epoch against */
+  private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
     this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
@@ -128,6 +133,7 @@ export class Gateway {
       settle: (gen) => o.supervisor.settle(gen),
       changed: (before, after) => {
         o.log.info(`tool catalog changed: revision ${before} → ${after}; the client must list tools again`);
+        this.onCatalogChanged(before, after);
         this.notifyClientListChanged();
       },
     });
@@ -516,9 +522,35 @@ export class Gateway {
       void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
     }
     await this.catalog.refresh(gen, this.era === "modern" || hasTools(this.negotiated?.capabilities));
+    if (this.catalog.snapshot && gen === this.gen && this.catalog.freshFor(gen))
+      this.servedSnapshot = { epoch: gen.epoch, snapshot: this.catalog.snapshot };
     const v = this.view();
     this.o.onState?.(v.state, v.epoch);
     this.releaseHeld();
+  }
+
+  /**
+   * onExpand "run": a change within one epoch that expands authority ends the run's grants.
+   * (A change of epoch already makes every grant stale.)
+   */
+  private onCatalogChanged(before: number, after: number): void {
+    const previous = this.servedSnapshot;
+    const now = this.catalog.snapshot;
+    if ((this.o.onExpand ?? "run") !== "run" || !this.auth?.catalogExpanded || !now || !previous) return;
+    if (previous.epoch !== this.gen?.epoch) return;
+    const diff = diffCatalogs(previous.snapshot, now);
+    if (!diff.expands) return;
+    this.auth.catalogExpanded({
+      revision: after,
+      previousRevision: before,
+      expanding: diff.entries
+        .filter((e) => e.classification === "expands")
+        .map((e) => ({
+          tool: e.tool,
+          kind: e.kind,
+          changes: e.changes.filter((c) => c.classification === "expands").map((c) => c.change),
+        })),
+    });
   }
 
   /** Tells the client the list changed, in the form its protocol era uses. */

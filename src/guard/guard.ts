@@ -64,6 +64,18 @@ export interface AuthorizationPort {
    * audit log's write lock, atomically with the intent record; undefined when nothing needs to.
    */
   condition(call: ApprovedCall): (() => boolean) | undefined;
+  /**
+   * The served catalog changed within one epoch and the change expands authority (onExpand
+   * "run"): every grant of the run ends, so the next call of any tool asks a human again.
+   */
+  catalogExpanded?(change: { revision: number; previousRevision: number; expanding: ExpandingEntry[] }): void;
+}
+
+/** One catalog diff entry that expands authority, as recorded when it ends a run's grants. */
+export interface ExpandingEntry {
+  tool: string;
+  kind: "added" | "removed" | "modified";
+  changes: string[];
 }
 
 /**
