@@ -33,10 +33,16 @@ const FETCH_URL: ToolDef = {
   },
 };
 
-async function pendingRequests(stateDir: string): Promise<{ request: string; tool: string }[]> {
+interface PendingRequest {
+  request: string;
+  tool: string;
+  [k: string]: unknown;
+}
+
+async function pendingRequests(stateDir: string): Promise<PendingRequest[]> {
   const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
   expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { requests: { request: string; tool: string }[] }).requests;
+  return (JSON.parse(r.stdout) as { requests: PendingRequest[] }).requests;
 }
 
 /** Makes a call, waits for its approval request, approves it for the session, and returns the request. */
@@ -44,7 +50,7 @@ async function approvedCall(
   stateDir: string,
   call: () => Promise<unknown>,
   seen: Set<string>,
-): Promise<{ request: string; tool: string }> {
+): Promise<PendingRequest> {
   const result = call();
   const req = await waitFor(
     async () => (await pendingRequests(stateDir)).find((p) => !seen.has(p.request)) ?? null,
@@ -112,6 +118,10 @@ describe("onExpand", () => {
       seen,
     );
     expect(again.tool).toBe("add_note");
+    // the review shows what the run was approved under against what it would be approved for now
+    const review = JSON.stringify(again);
+    expect(review).toMatch(/"lastApprovedRevision":1/);
+    expect(review).toMatch(/fetch_page/);
     expect(cat.records().map((r) => r.args.text ?? r.args.page)).toEqual(["a", "a", "b", "c"]);
     const mark = gw.stderr().length;
     await gw.close();
