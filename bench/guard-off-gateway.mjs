@@ -22,7 +22,7 @@ const { runCommand } = await import(pathToFileURL(join(dist, "cli", "run.js")).h
 const { decide } = await import(pathToFileURL(join(dist, "guard", "guard.js")).href);
 
 /** Step 8 only: record the intent durably, then forward. */
-async function straightToIntent(server, facts, _auth, intent) {
+async function straightToIntent({ server, facts, intent }) {
   const view = server();
   if (!view.epoch) return { action: "hold" }; // nothing to forward to yet
   const call = {
@@ -31,10 +31,10 @@ async function straightToIntent(server, facts, _auth, intent) {
     fingerprint: "",
     epoch: view.epoch,
     revision: view.revision ?? 0,
-    effective: {},
+    effective: facts.args ?? {}, // forwarded as is
     grant: null,
   };
-  if (intent) await intent.intent(call);
+  await intent.intent(call);
   return { action: "forward", call };
 }
 

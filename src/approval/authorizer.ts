@@ -1,6 +1,6 @@
 import { argumentsDigest } from "../audit/events.js";
 import { type Classification, diffCatalogs, type Tool } from "../catalog/index.js";
-import type { ApprovedCall, AuthorizationPort } from "../guard/guard.js";
+import type { ApprovedCall, AuthorizationPort, ExpandingEntry } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ExecutionRecord } from "../identity/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
@@ -157,6 +157,34 @@ export class Authorizer implements AuthorizationPort {
       });
     }
     return null;
+  }
+
+  /**
+   * onExpand "run": an expanding catalog change ends every live grant of this run for this
+   * server (the human approved the run for the inventory it saw, not for the new one), recorded
+   * with the entries that caused it. The next call of any tool asks again; its review shows the
+   * catalog diff since the revision the run was approved under.
+   */
+  catalogExpanded(change: { revision: number; previousRevision: number; expanding: ExpandingEntry[] }): void {
+    const live = this.liveGrants(true);
+    if (live.length === 0) return;
+    const grants = live.map((g) => g.grant);
+    endGrants(this.o.db, grants, `revoked: catalog revision ${change.revision} expands authority`);
+    this.live = null;
+    this.cached = null;
+    this.emit({
+      type: "grants_revoked",
+      run: this.o.run.run,
+      serverLabel: this.o.serverLabel,
+      reason: "catalog change expands authority",
+      grants,
+      revision: change.revision,
+      previousRevision: change.previousRevision,
+      expanding: change.expanding,
+    });
+    this.o.log.info(
+      `catalog revision ${change.revision} expands authority (${change.expanding.map((e) => e.tool).join(", ")}): this run's ${grants.length} grant(s) ended; the next call asks again`,
+    );
   }
 
   /**

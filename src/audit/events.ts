@@ -23,6 +23,8 @@ export const AUDIT_EVENT_TYPES = [
   "credential_injected",
   "approver_key_pinned",
   "decision_rejected",
+  "request_forwarded",
+  "grants_revoked",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -9,6 +9,7 @@ import {
   AUDIT_ARGUMENTS,
   messageBytesProblem,
   ON_CHANGE,
+  ON_EXPAND,
   resolveServer,
   type ServerConfig,
 } from "../config/config.js";
@@ -36,6 +37,8 @@ options:
   --label L                      server label (default: derived from the command)
   --on-change report|restart|disconnect
                                  what to do when the server's files change (default: report)
+  --on-expand run|tool           a catalog change that expands a tool's authority ends every
+                                 grant of the run (run, default) or only that tool's (tool)
   --approval session|per-call|none
                                  approval mode for every tool (default: session)
   --watch GLOB                   extra identity input (repeatable; like identity.include)
@@ -58,6 +61,7 @@ In your MCP client configuration:
 const OPTIONS = {
   label: { type: "string" },
   "on-change": { type: "string" },
+  "on-expand": { type: "string" },
   approval: { type: "string" },
   watch: { type: "string", multiple: true },
   "state-dir": { type: "string" },
@@ -87,6 +91,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     return 0;
   }
   const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);
+  const onExpand = oneOf("run", "on-expand", values["on-expand"], ON_EXPAND);
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
@@ -122,6 +127,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (values.label) server.label = values.label;
   }
   if (onChange) server.onChange = onChange;
+  if (onExpand) server.onExpand = onExpand;
   if (approval) server.approval = { default: approval, tools: {} };
   // Checked here, each with the flag or key that gave it: a pattern that can never match is refused.
   const fromConfig = server.configFile
@@ -331,6 +337,7 @@ async function serve(
   gateway = new Gateway({
     label: server.label,
     onChange: server.onChange,
+    onExpand: server.onExpand ?? "run",
     supervisor,
     store,
     log: statusLog,

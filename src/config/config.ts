@@ -2,6 +2,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
 export type OnChange = "report" | "restart" | "disconnect";
+/**
+ * What a catalog change that expands a tool's authority ends: `run` (default) every grant of the
+ * agent run, so the next call asks again; `tool` only the changed tool's grant coverage.
+ */
+export type OnExpand = "run" | "tool";
+export const ON_EXPAND: readonly OnExpand[] = ["run", "tool"];
 export type ApprovalMode = "session" | "per-call" | "none";
 /** How a call's arguments are recorded in the (sealed) audit log. */
 export type AuditArguments = "digest" | "clear";
@@ -19,7 +25,14 @@ export interface ServerConfig {
   credentials: Record<string, string>;
   identity: { include: string[] };
   onChange: OnChange;
-  approval: { default: ApprovalMode; tools: Record<string, ApprovalMode> };
+  /** absent: "run" */
+  onExpand?: OnExpand;
+  approval: {
+    default: ApprovalMode;
+    tools: Record<string, ApprovalMode>;
+    /** resources/read, prompts/get …: recorded, never approved ("none", the only mode so far) */
+    resources?: "none";
+  };
   /** `digest` (default): arguments as a SHA-256 only; `clear`: also the arguments, secret-named values redacted */
   audit: { arguments: AuditArguments };
   /** the largest JSON-RPC message (bytes, one line) relayed either way; unset: the relay's default (64 MiB) */
@@ -61,6 +74,7 @@ const SERVER_KEYS = new Set([
   "credentials",
   "identity",
   "onChange",
+  "onExpand",
   "approval",
   "audit",
   "maxMessageBytes",
@@ -163,12 +177,31 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       fail("onChange", `must be one of ${ON_CHANGE.join(", ")}`);
     onChange = raw.onChange as OnChange;
   }
+  let onExpand: OnExpand = "run";
+  if (raw.onExpand !== undefined) {
+    if (!ON_EXPAND.includes(raw.onExpand as OnExpand))
+      fail("onExpand", `must be one of ${ON_EXPAND.join(", ")}`);
+    onExpand = raw.onExpand as OnExpand;
+  }
   const approval: ServerConfig["approval"] = { default: "session", tools: {} };
   if (raw.approval !== undefined) {
     if (!isObject(raw.approval)) fail("approval", "must be an object");
     const ap = raw.approval as Json;
     for (const k of Object.keys(ap))
-      if (k !== "default" && k !== "tools") fail(`approval.${k}`, "is not a known key");
+      if (k !== "default" && k !== "tools" && k !== "resources") fail(`approval.${k}`, "is not a known key");
+    if (ap.resources !== undefined) {
+      // Deny first: accepting "session" without enforcing it would let a human believe resource
+      // reads are approved when they are only recorded.
+      if (ap.resources !== "none") {
+        fail(
+          "approval.resources",
+          APPROVAL_MODES.includes(ap.resources as ApprovalMode)
+            ? `"${String(ap.resources)}" is not supported yet: resource reads and prompts are recorded in the audit log but not approved; use "none"`
+            : `must be "none"`,
+        );
+      }
+      approval.resources = "none";
+    }
     if (ap.default !== undefined) {
       if (!APPROVAL_MODES.includes(ap.default as ApprovalMode)) {
         fail("approval.default", `must be one of ${APPROVAL_MODES.join(", ")}`);
@@ -212,6 +245,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     credentials,
     identity: { include },
     onChange,
+    onExpand,
     approval,
     audit,
     ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),

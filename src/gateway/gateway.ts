@@ -1,8 +1,9 @@
-import type { OnChange } from "../config/config.js";
-import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
+import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
+import type { OnChange, OnExpand } from "../config/config.js";
+import { type AuthorizationPort, decide, type ListedCatalog, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
-import type { ClientIds } from "../relay/clientIds.js";
 import { selfWatcherOf } from "../identity/index.js";
+import type { ClientIds } from "../relay/clientIds.js";
 import { IdMap } from "../relay/ids.js";
 import {
   type Classified,
@@ -11,6 +12,7 @@ import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
+  METHOD_NOT_FOUND,
   type Notification,
   PARSE_ERROR,
   parseLine,
@@ -29,6 +31,7 @@ import {
   advertiseListChanged,
   type Era,
   hasTools,
+  isGuardedMethodVariant,
   pickModernMeta,
   SUBSCRIPTION_ID_META,
   withMeta,
@@ -60,6 +63,8 @@ type Pending =
 export interface GatewayOptions {
   label: string;
   onChange: OnChange;
+  /** what an expanding catalog change ends: every grant of the run (default) or the tool's */
+  onExpand?: OnExpand;
   supervisor: Supervisor;
   store: Store;
   log: Logger;
@@ -98,12 +103,13 @@ export class Gateway {
   private discovered: unknown = null;
 
   private listeningGen: Generation | null = null;
-  private seenRevision: number | null = null;
+  /** what this client last listed completely (revision and each tool's fingerprint) */
+  private seen: ListedCatalog | null = null;
   private clientListenIds: Id[] = [];
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
-  /** tools/call and tools/list requests held while identity-pending */
+  /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
@@ -114,6 +120,8 @@ export class Gateway {
   private beforeFirstEpoch: string[] | null = [];
 
   private readonly catalog: CatalogSync;
+  /** the snapshot served before the latest refresh, to diff a change within an epoch against */
+  private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
     this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
@@ -130,6 +138,7 @@ export class Gateway {
       settle: (gen) => o.supervisor.settle(gen),
       changed: (before, after) => {
         o.log.info(`tool catalog changed: revision ${before} → ${after}; the client must list tools again`);
+        this.onCatalogChanged(before, after);
         this.notifyClientListChanged();
       },
     });
@@ -157,7 +166,12 @@ export class Gateway {
 
   status(): { state: string; epoch: string | null; revision: number | null; seenRevision: number | null } {
     const v = this.view();
-    return { state: v.state, epoch: v.epoch, revision: v.revision, seenRevision: this.seenRevision };
+    return {
+      state: v.state,
+      epoch: v.epoch,
+      revision: v.revision,
+      seenRevision: this.seen?.revision ?? null,
+    };
   }
 
   // ───────────────────────────── client side ─────────────────────────────
@@ -299,6 +313,12 @@ export class Gateway {
       case "tools/call":
         void this.handleCall(msg);
         return;
+      case "resources/read":
+      case "resources/subscribe":
+      case "prompts/get":
+      case "completion/complete":
+        void this.handleRecorded(msg);
+        return;
       case "subscriptions/listen":
         if (
           (msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
@@ -309,6 +329,17 @@ export class Gateway {
         this.forward(msg, { listen: msg });
         return;
       default:
+        if (isGuardedMethodVariant(msg.method)) {
+          // Not byte-for-byte a guarded method, but a lenient server might take it for one:
+          // never forwarded, so it can never skip the guard.
+          this.o.log.warn(
+            `refused ${JSON.stringify(msg.method)}: not a known method, too close to a guarded one`,
+          );
+          this.o.downstream.send(
+            errorResponse(msg.id, METHOD_NOT_FOUND, `Method not found: ${JSON.stringify(msg.method)}.`),
+          );
+          return;
+        }
         this.forward(msg);
         return;
     }
@@ -371,13 +402,8 @@ export class Gateway {
     const gen = this.gen;
     if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
-      this.o.downstream.send(
-        errorResponse(msg.id, INTERNAL_ERROR, "The server is not running right now; retry in a moment.", {
-          error: "server_unavailable",
-          reason: "no live server process",
-          retry: "wait a moment and retry",
-        }),
-      );
+      const e = refuse.serverUnavailable();
+      this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       return false;
     }
     const wire = this.upstream.add(
@@ -409,7 +435,12 @@ export class Gateway {
       );
       return;
     }
-    this.seenRevision = this.catalog.revision;
+    if (this.catalog.revision !== null) {
+      this.seen = {
+        revision: this.catalog.revision,
+        fingerprints: new Map([...snapshot.byName].map(([name, e]) => [name, e.fingerprint])),
+      };
+    }
     // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
     const envelope =
       this.era === "modern" ? { ...this.catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
@@ -447,17 +478,15 @@ export class Gateway {
         : undefined;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
-      verdict = await (this.o.decide ?? decide)(
-        () => this.view(),
-        { tool, args: params.arguments ?? {}, seenRevision: this.seenRevision },
-        this.auth,
-        this.gen
-          ? {
-              intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
-            }
-          : null,
-        { progress, signal: mark.abort.signal },
-      );
+      verdict = await (this.o.decide ?? decide)({
+        server: () => this.view(),
+        facts: { tool, args: params.arguments ?? {}, seen: this.seen },
+        auth: this.auth,
+        intent: {
+          intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
+        },
+        hooks: { progress, signal: mark.abort.signal },
+      });
     } finally {
       this.deciding.delete(key);
     }
@@ -488,14 +517,41 @@ export class Gateway {
           },
         });
         return;
-      case "forward":
-        // The client's arguments go out unchanged; defaults were applied only to
-        // the copy recorded for review and audit.
-        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(msg, { tool })) {
+      case "forward": {
+        // What goes out is exactly what was validated, recorded and approved (the effective
+        // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
+        const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
+        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool })) {
           // never written: safe to evaluate again against the new state
           return this.hold(msg);
         }
+      }
     }
+  }
+
+  /**
+   * Requests that read the server's data without being tool calls: held while the server's
+   * identity is pending (like a call), recorded durably with run, epoch and a digest of their
+   * parameters, then forwarded as they are.
+   */
+  private async handleRecorded(msg: Request): Promise<void> {
+    const epoch = this.gen?.epoch;
+    if (this.view().state !== "ready" || !epoch) {
+      this.heldCalls.hold(msg);
+      this.catalogIfNeeded();
+      return;
+    }
+    try {
+      await this.records.requestForwarded(msg.id, msg.method, msg.params, epoch);
+    } catch (err) {
+      const e = refuse.auditUnavailable((err as Error).message);
+      this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      return;
+    }
+    if (this.ended) return;
+    // a new epoch since it was recorded: recorded again against it, never sent to code it was not recorded for
+    if (epoch !== this.gen?.epoch) return this.handleRecorded(msg);
+    this.forward(msg);
   }
 
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
@@ -523,7 +579,8 @@ export class Gateway {
   private releaseHeld(): void {
     if (this.view().state !== "ready") return;
     for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
-    for (const msg of this.heldCalls.drain()) void this.handleCall(msg);
+    for (const msg of this.heldCalls.drain())
+      void (msg.method === "tools/call" ? this.handleCall(msg) : this.handleRecorded(msg));
   }
 
   // ───────────────────────────── catalog ─────────────────────────────
@@ -552,9 +609,35 @@ export class Gateway {
       this.era === "modern" || hasTools(this.negotiated?.capabilities),
     );
     if (!ran) return; // coalesced into the fetch under way, which reports when it ends
+    if (this.catalog.snapshot && gen === this.gen && this.catalog.freshFor(gen))
+      this.servedSnapshot = { epoch: gen.epoch, snapshot: this.catalog.snapshot };
     const v = this.view();
     this.o.onState?.(v.state, v.epoch);
     this.releaseHeld();
+  }
+
+  /**
+   * onExpand "run": a change within one epoch that expands authority ends the run's grants.
+   * (A change of epoch already makes every grant stale.)
+   */
+  private onCatalogChanged(before: number, after: number): void {
+    const previous = this.servedSnapshot;
+    const now = this.catalog.snapshot;
+    if ((this.o.onExpand ?? "run") !== "run" || !this.auth?.catalogExpanded || !now || !previous) return;
+    if (previous.epoch !== this.gen?.epoch) return;
+    const diff = diffCatalogs(previous.snapshot, now);
+    if (!diff.expands) return;
+    this.auth.catalogExpanded({
+      revision: after,
+      previousRevision: before,
+      expanding: diff.entries
+        .filter((e) => e.classification === "expands")
+        .map((e) => ({
+          tool: e.tool,
+          kind: e.kind,
+          changes: e.changes.filter((c) => c.classification === "expands").map((c) => c.change),
+        })),
+    });
   }
 
   /** Tells the client the list changed, in the form its protocol era uses. */

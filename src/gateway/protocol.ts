@@ -36,3 +36,31 @@ export function advertiseListChanged(result: unknown): unknown {
   if (!r?.capabilities?.tools) return result;
   return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
 }
+
+/** Methods every call of which the gateway decides or records: never to be reached by a look-alike. */
+const GUARDED_METHODS = new Set([
+  "tools/call",
+  "tools/list",
+  "resources/read",
+  "resources/subscribe",
+  "prompts/get",
+  "completion/complete",
+  "initialize",
+]);
+
+/**
+ * True for a method name that is not byte-for-byte a guarded method but folds to one (case,
+ * surrounding or inner whitespace, a trailing slash, other unicode forms): a lenient server
+ * might dispatch it as that method, so the gateway refuses it instead of forwarding.
+ */
+export function isGuardedMethodVariant(method: string): boolean {
+  if (GUARDED_METHODS.has(method)) return false;
+  const folded = method
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/\s+/g, "")
+    .replace(/\p{Cc}|\p{Cf}/gu, "")
+    .replace(/\/+$/, "")
+    .replace(/\/+/g, "/");
+  return GUARDED_METHODS.has(folded);
+}

@@ -26,6 +26,23 @@ export class GatewayRecords {
     private readonly auditArguments: "digest" | "clear" = "digest",
   ) {}
 
+  /**
+   * A request that is not a tool call but reads the server's data (resources/read,
+   * resources/subscribe, prompts/get, completion/complete): durable before it is forwarded, with
+   * the epoch it went to and a digest of its parameters.
+   */
+  requestForwarded(requestId: Id, method: string, params: unknown, epoch: string): Promise<boolean> {
+    return this.events.emitDurable({
+      type: "request_forwarded",
+      run: this.run,
+      serverLabel: this.label,
+      requestId,
+      method,
+      epoch,
+      paramsDigest: argumentsDigest(params ?? {}),
+    });
+  }
+
   catalogServed(epoch: string | undefined, revision: number | null, fingerprint: string): void {
     this.events.emit({
       type: "catalog_served",

@@ -3,7 +3,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 import { refuse } from "./refusals.js";
 
 /**
- * The decision every tools/call goes through, in the order of DESIGN.md
+ * The decision every tools/call goes through, in the order docs/architecture.md describes
  * (deny first, cheapest first). This is the only place that order lives; the
  * gateway supplies the facts through narrow ports and performs the forward.
  */
@@ -20,8 +20,32 @@ export interface ServerView {
 export interface CallFacts {
   tool: string;
   args: unknown;
-  /** catalog revision this client connection last listed completely */
-  seenRevision: number | null;
+  /**
+   * What this client connection last listed completely: its revision and each tool's
+   * fingerprint in it. null when the client never listed (a call before any list is judged on
+   * the current catalog).
+   */
+  seen: ListedCatalog | null;
+}
+
+export interface ListedCatalog {
+  revision: number;
+  fingerprints: ReadonlyMap<string, string>;
+}
+
+/**
+ * Step 3, per tool: the client is behind for this call only when the tool it calls is absent
+ * from what it last listed, or listed there with another fingerprint than now. A change to some
+ * other tool does not lock it out (some hosts never re-list within a session).
+ */
+function behindFor(
+  seen: ListedCatalog | null,
+  tool: string,
+  current: string | undefined,
+  revision: number,
+): boolean {
+  if (seen === null || seen.revision === revision) return false;
+  return seen.fingerprints.get(tool) !== current;
 }
 
 /** Step 2 and steps 6–7: filled in by the approval module; absent means "no approval layer". */
@@ -40,6 +64,18 @@ export interface AuthorizationPort {
    * audit log's write lock, atomically with the intent record; undefined when nothing needs to.
    */
   condition(call: ApprovedCall): (() => boolean) | undefined;
+  /**
+   * The served catalog changed within one epoch and the change expands authority (onExpand
+   * "run"): every grant of the run ends, so the next call of any tool asks a human again.
+   */
+  catalogExpanded?(change: { revision: number; previousRevision: number; expanding: ExpandingEntry[] }): void;
+}
+
+/** One catalog diff entry that expands authority, as recorded when it ends a run's grants. */
+export interface ExpandingEntry {
+  tool: string;
+  kind: "added" | "removed" | "modified";
+  changes: string[];
 }
 
 /**
@@ -100,16 +136,24 @@ export function precheck(
   const stale = auth?.stale(call);
   if (stale) {
     // When the client is also behind, say so too: it must re-list before asking again.
-    if (facts.seenRevision !== server.revision && typeof stale.data === "object" && stale.data !== null) {
-      stale.data = { ...stale.data, seenRevision: facts.seenRevision, currentRevision: server.revision };
+    if (
+      behindFor(facts.seen, facts.tool, entry?.fingerprint, server.revision) &&
+      typeof stale.data === "object" &&
+      stale.data !== null
+    ) {
+      stale.data = {
+        ...stale.data,
+        seenRevision: facts.seen?.revision ?? null,
+        currentRevision: server.revision,
+      };
     }
     return { action: "refuse", error: stale, reason: "authorization_stale" };
   }
-  // 3. the client has not listed the current revision.
-  if (facts.seenRevision !== server.revision) {
+  // 3. the client's last list shows this tool otherwise than the current catalog does.
+  if (behindFor(facts.seen, facts.tool, entry?.fingerprint, server.revision)) {
     return {
       action: "refuse",
-      error: refuse.catalogStale(facts.seenRevision, server.revision),
+      error: refuse.catalogStale(facts.tool, facts.seen?.revision ?? null, server.revision),
       reason: "catalog_stale",
     };
   }
@@ -128,15 +172,20 @@ export function precheck(
   return { action: "continue", call };
 }
 
+export interface DecideOptions {
+  /** read again after every wait: the state may have moved on meanwhile */
+  server: () => ServerView;
+  facts: CallFacts;
+  /** null: no approval layer (steps 2, 6 and 7 are skipped) */
+  auth: AuthorizationPort | null;
+  /** required: nothing is forwarded without its intent record */
+  intent: IntentPort;
+  hooks?: { progress?: (message: string) => void; signal?: AbortSignal };
+}
+
 /** The whole decision: precheck, then steps 6, 7 and 8. */
-export async function decide(
-  server: () => ServerView,
-  facts: CallFacts,
-  auth: AuthorizationPort | null,
-  intent: IntentPort | null,
-  hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
-  attempt = 1,
-): Promise<Verdict> {
+export async function decide(o: DecideOptions, attempt = 1): Promise<Verdict> {
+  const { server, facts, auth, intent, hooks = {} } = o;
   const first = precheck(server(), facts, auth);
   if (first.action !== "continue") return first;
   const call = first.call;
@@ -155,31 +204,21 @@ export async function decide(
     call.grant = got.grant;
     // The wait may have spanned an epoch change: the approval is for the epoch it named.
     const now = server();
-    if (now.epoch !== call.epoch) return decide(server, facts, auth, intent, hooks, attempt);
+    if (now.epoch !== call.epoch) return decide(o, attempt);
   }
   // 8. the intent record, durably, before anything is forwarded. The grant is read again in the
   // same transaction: a revoke that landed meanwhile means this decision is made again.
-  if (intent) {
-    try {
-      if (!(await intent.intent(call, auth?.condition(call)))) {
-        if (attempt < MAX_DECISIONS) return decide(server, facts, auth, intent, hooks, attempt + 1);
-        throw new Error(`the approval changed while the call was being recorded, ${MAX_DECISIONS} times`);
-      }
-    } catch (e) {
-      return {
-        action: "refuse",
-        error: {
-          code: -32603,
-          message: "The audit log could not record this call, so it was not forwarded.",
-          data: {
-            error: "audit_unavailable",
-            reason: (e as Error).message,
-            retry: "ask a human to check the audit log",
-          },
-        },
-        reason: "audit_unavailable",
-      };
+  try {
+    if (!(await intent.intent(call, auth?.condition(call)))) {
+      if (attempt < MAX_DECISIONS) return decide(o, attempt + 1);
+      throw new Error(`the approval changed while the call was being recorded, ${MAX_DECISIONS} times`);
     }
+  } catch (e) {
+    return {
+      action: "refuse",
+      error: refuse.auditUnavailable((e as Error).message),
+      reason: "audit_unavailable",
+    };
   }
   return { action: "forward", call };
 }

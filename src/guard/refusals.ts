@@ -3,7 +3,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
  * what to do next: `message` is one plain sentence; `data` always carries
- * `error`, `reason` and `retry`. Codes and fields follow DESIGN.md and are
+ * `error`, `reason` and `retry`. Codes and fields are
  * documented in docs/refusals.md.
  */
 export const REFUSAL_CODES = {
@@ -16,18 +16,29 @@ export const REFUSAL_CODES = {
   vault_locked: -32056,
   approval_denied: -32057,
   approval_timeout: -32058,
+  credential_missing: -32059,
+} as const;
+
+/** Not decisions about a call, so outside the -3205x range: the JSON-RPC internal error code. */
+export const UNAVAILABLE_CODES = {
+  audit_unavailable: -32603,
+  server_unavailable: -32603,
 } as const;
 
 export type RefusalName = keyof typeof REFUSAL_CODES;
 
 function refusal(
-  error: RefusalName,
+  error: RefusalName | keyof typeof UNAVAILABLE_CODES,
   message: string,
   reason: string,
   retry: string,
   extra: Record<string, unknown> = {},
 ): ErrorObject {
-  return { code: REFUSAL_CODES[error], message, data: { error, reason, retry, ...extra } };
+  const code =
+    error in REFUSAL_CODES
+      ? REFUSAL_CODES[error as RefusalName]
+      : UNAVAILABLE_CODES[error as keyof typeof UNAVAILABLE_CODES];
+  return { code, message, data: { error, reason, retry, ...extra } };
 }
 
 export const refuse = {
@@ -40,13 +51,14 @@ export const refuse = {
       { currentEpoch },
     ),
 
-  catalogStale: (seenRevision: number | null, currentRevision: number) =>
+  catalogStale: (tool: string, seenRevision: number | null, currentRevision: number) =>
     refusal(
       "catalog_stale",
-      "The tool catalog changed since this client last listed it.",
-      "tool catalog revision changed",
-      "list tools again (tools/list), then rebuild the call from the current schema",
-      { seenRevision, currentRevision },
+      `The tool "${tool}" changed since this client last listed the tool catalog.`,
+      "this tool's definition changed since the client's last tools/list",
+      "list tools again (tools/list), then rebuild the call from the current schema; " +
+        "if the host never re-lists, a human can reconnect this server in the host",
+      { tool, seenRevision, currentRevision },
     ),
 
   toolNotInCatalog: (tool: string, currentRevision: number) =>
@@ -120,5 +132,30 @@ export const refuse = {
       "approval request timed out",
       "ask a human to approve with 'portcullis approve', then retry",
       { approvalRequest },
+    ),
+
+  credentialMissing: (scope: string) =>
+    refusal(
+      "credential_missing",
+      "This tool needs a credential the vault does not hold.",
+      "credential missing",
+      "ask a human to add the credential with 'portcullis vault', then retry",
+      { scope },
+    ),
+
+  auditUnavailable: (reason: string) =>
+    refusal(
+      "audit_unavailable",
+      "The audit log could not record this call, so it was not forwarded.",
+      reason,
+      "ask a human to check the audit log",
+    ),
+
+  serverUnavailable: () =>
+    refusal(
+      "server_unavailable",
+      "The server is not running right now; retry in a moment.",
+      "no live server process",
+      "wait a moment and retry",
     ),
 };

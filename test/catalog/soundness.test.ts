@@ -80,6 +80,7 @@ const { schema } = fc.letrec((tie) => ({
     fc.record({ anyOf: fc.array(tie("schema"), { minLength: 1, maxLength: 3 }) }),
     fc.record({ oneOf: fc.array(tie("schema"), { minLength: 1, maxLength: 3 }) }),
     fc.record({ not: tie("schema") }),
+    // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
     fc.record({ if: tie("schema"), then: tie("schema"), else: tie("schema") }, { requiredKeys: ["if"] }),
   ),
 }));

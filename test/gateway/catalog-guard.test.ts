@@ -108,40 +108,59 @@ describe("the stale-call guard", () => {
     expect(cat.records().map((r) => r.tool)).toEqual(["read_issue"]);
   });
 
-  it("a client that ignores list_changed gets catalog_stale on every call until it lists again", async () => {
-    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+  it("staleness is per tool: after a change to one tool, an unchanged tool is served without re-listing; the changed, added and removed ones are catalog_stale until the client lists", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE, POST_COMMENT]);
     await gw.client.listTools();
     await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
-    const from = gw.received().length;
-    cat.write([READ_ISSUE, POST_COMMENT]);
+    let from = gw.received().length;
+    // post_comment gains an input (a changed definition); read_issue does not change
+    const changed: ToolDef = {
+      ...POST_COMMENT,
+      inputSchema: {
+        ...POST_COMMENT.inputSchema,
+        properties: { ...POST_COMMENT.inputSchema.properties, url: { type: "string" } },
+      },
+    };
+    cat.write([READ_ISSUE, changed]);
     await listChangedAfter(gw, from);
-    for (let i = 0; i < 3; i++) {
-      const err = await gw.client
-        .callTool({ name: "read_issue", arguments: { issue_id: "2" } })
-        .catch((e) => e);
-      expect(refusal(err).code).toBe(-32052);
-      expect(refusal(err).data).toMatchObject({
-        error: "catalog_stale",
-        seenRevision: 1,
-        currentRevision: 2,
-      });
-      expect(typeof refusal(err).data.retry).toBe("string");
+    for (let i = 0; i < 2; i++) {
+      // the host never re-lists: its user is not locked out of the tool that did not change
+      const ok = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: `u${i}` } });
+      expect(ok.isError).toBeFalsy();
     }
-    await gw.client.listTools();
-    await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "3" } });
-    expect(cat.records().map((r) => r.args.issue_id)).toEqual(["1", "3"]);
-  });
-
-  it("a client that never listed is stale too", async () => {
-    const { gw } = await catalogGateway([READ_ISSUE]);
     const err = await gw.client
-      .callTool({ name: "read_issue", arguments: { issue_id: "1" } })
+      .callTool({ name: "post_comment", arguments: { issue_id: "2", body: "hi" } })
       .catch((e) => e);
+    expect(refusal(err).code).toBe(-32052);
     expect(refusal(err).data).toMatchObject({
       error: "catalog_stale",
-      seenRevision: null,
-      currentRevision: 1,
+      tool: "post_comment",
+      seenRevision: 1,
+      currentRevision: 2,
     });
+    expect(String(refusal(err).data.retry)).toMatch(/reconnect/);
+    // a tool removed since the client's list is stale too (its view of it is wrong)
+    from = gw.received().length;
+    cat.write([changed]);
+    await listChangedAfter(gw, from);
+    const gone = await gw.client
+      .callTool({ name: "read_issue", arguments: { issue_id: "3" } })
+      .catch((e) => e);
+    expect(refusal(gone).data).toMatchObject({ error: "catalog_stale", tool: "read_issue" });
+    await gw.client.listTools();
+    await gw.client.callTool({ name: "post_comment", arguments: { issue_id: "4", body: "ok" } });
+    expect(cat.records().map((r) => r.args.issue_id)).toEqual(["1", "u0", "u1", "4"]);
+  });
+
+  it("a client that calls before it ever listed is judged on the current catalog (the conformance suite does this)", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+    const ok = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
+    expect(ok.isError).toBeFalsy();
+    const err = await gw.client
+      .callTool({ name: "post_comment", arguments: { issue_id: "1", body: "x" } })
+      .catch((e) => e);
+    expect(refusal(err).data).toMatchObject({ error: "tool_not_in_catalog", tool: "post_comment" });
+    expect(cat.records().map((r) => r.tool)).toEqual(["read_issue"]);
   });
 
   it("arguments that do not validate get an isError result listing the errors, and nothing is forwarded", async () => {

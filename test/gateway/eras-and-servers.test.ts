@@ -79,7 +79,8 @@ describe("the 2026-07-28 era", () => {
     cat.write([LOOKUP, SEND]);
     const changed = await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
     expect(changed.params._meta["io.modelcontextprotocol/subscriptionId"]).toBe(listenId);
-    const err = await gw.client.callTool({ name: "lookup", arguments: { q: "y" } }).catch((e) => e);
+    // send_report is new since the client's list (staleness is per tool: lookup did not change)
+    const err = await gw.client.callTool({ name: "send_report", arguments: {} }).catch((e) => e);
     expect((err as { code: number }).code).toBe(-32052);
 
     // the client closes its stream: later changes are still seen by the gateway, but not sent on it
@@ -93,7 +94,8 @@ describe("the 2026-07-28 era", () => {
     cat.write([LOOKUP]);
     const stale = await waitFor(
       async () => {
-        const e = await gw.client.callTool({ name: "lookup", arguments: { q: "z" } }).catch((x) => x);
+        // send_report, listed at the last list, is gone: stale for this client (served until the gateway sees the change)
+        const e = await gw.client.callTool({ name: "send_report", arguments: {} }).catch((x) => x);
         return (e as { code?: number }).code === -32052 ? e : null;
       },
       10_000,

@@ -29,6 +29,8 @@ export const FIXTURES = {
   echo: join(servers, "echo.mjs"),
   /** floods list_changed, big results, big requests, slow answers (clients' habits); FIXTURE_LIST_LOG */
   habits: join(servers, "habits.mjs"),
+  /** logs every method it receives to FIXTURE_METHOD_LOG and answers any method, name folded */
+  lenient: join(servers, "lenient.mjs"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: join(servers, "watcher.mjs"),
 } as const;

@@ -42,6 +42,15 @@ describe("portcullis.json", () => {
       "servers.a.approval.tools.t",
     ],
     [{ servers: { a: { command: "x", env: { K: 1 } } } }, "servers.a.env.K must be a string"],
+    [{ servers: { a: { command: "x", onExpand: "never" } } }, "servers.a.onExpand must be one of run, tool"],
+    [
+      { servers: { a: { command: "x", approval: { resources: "session" } } } },
+      'servers.a.approval.resources "session" is not supported yet',
+    ],
+    [
+      { servers: { a: { command: "x", approval: { resources: 1 } } } },
+      'servers.a.approval.resources must be "none"',
+    ],
     [
       { servers: { a: { command: "x", audit: { arguments: "all" } } } },
       "servers.a.audit.arguments must be one of",
@@ -58,6 +67,18 @@ describe("portcullis.json", () => {
       expect((e as Error).message).toContain(file);
       expect((e as Error).message).toContain(expected);
     }
+  });
+
+  it("reads onExpand (default run) and approval.resources", () => {
+    const file = write({
+      servers: {
+        a: { command: "x", onExpand: "tool", approval: { resources: "none" } },
+        b: { command: "y" },
+      },
+    });
+    const servers = loadConfigFile(file);
+    expect(servers.get("a")).toMatchObject({ onExpand: "tool", approval: { resources: "none" } });
+    expect(servers.get("b")?.onExpand).toBe("run");
   });
 
   it("names the known labels when one is missing", () => {

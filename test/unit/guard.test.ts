@@ -1,4 +1,4 @@
-// The decision order of DESIGN.md, as src/guard/guard.ts implements it: deny first, cheapest
+// The decision order (docs/architecture.md), as src/guard/guard.ts implements it: deny first, cheapest
 // first, and nothing is forwarded unless the intent record was written.
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator, snapshotOf } from "../../src/catalog/index.js";
@@ -6,6 +6,7 @@ import {
   type AuthorizationPort,
   decide,
   type IntentPort,
+  type ListedCatalog,
   precheck,
   type ServerView,
 } from "../../src/guard/guard.js";
@@ -42,6 +43,10 @@ function auth(over: Partial<AuthorizationPort> = {}): AuthorizationPort {
     ...over,
   };
 }
+/** What a client last listed: revision n, showing `adjust` as it is now (or with another fingerprint). */
+function listed(revision: number, fingerprint = snap.byName.get("adjust")?.fingerprint ?? ""): ListedCatalog {
+  return { revision, fingerprints: new Map([["adjust", fingerprint]]) };
+}
 const intents: unknown[] = [];
 const intent: IntentPort = {
   intent: async (c) => {
@@ -54,7 +59,7 @@ describe("the guard's decision order", () => {
   it("holds while identity-pending, before anything else", () => {
     const v = precheck(
       { ...ready, state: "identity-pending" },
-      { tool: "nope", args: {}, seenRevision: null },
+      { tool: "nope", args: {}, seen: null },
       auth({ stale: () => stale }),
     );
     expect(v.action).toBe("hold");
@@ -63,7 +68,7 @@ describe("the guard's decision order", () => {
   it("reports the epoch change first, even when the client is also behind, and says so", () => {
     const v = precheck(
       ready,
-      { tool: "adjust", args: {}, seenRevision: 1 },
+      { tool: "adjust", args: {}, seen: listed(1, "sha256:older") },
       auth({ stale: () => ({ ...stale, data: { ...(stale.data as object) } }) }),
     );
     expect(v.action).toBe("refuse");
@@ -78,30 +83,57 @@ describe("the guard's decision order", () => {
   });
 
   it("then catalog_stale, then tool_not_in_catalog, then argument validation", () => {
-    const a = precheck(ready, { tool: "nope", args: {}, seenRevision: 1 }, auth());
+    const a = precheck(ready, { tool: "adjust", args: {}, seen: listed(1, "sha256:older") }, auth());
     expect(a.action === "refuse" && a.error.code).toBe(-32052);
-    const b = precheck(ready, { tool: "nope", args: {}, seenRevision: 2 }, auth());
+    if (a.action === "refuse")
+      expect(a.error.data).toMatchObject({ tool: "adjust", seenRevision: 1, currentRevision: 2 });
+    const b = precheck(ready, { tool: "nope", args: {}, seen: listed(2) }, auth());
     expect(b.action === "refuse" && b.error.code).toBe(-32055);
-    const c = precheck(ready, { tool: "adjust", args: { sku: 3 }, seenRevision: 2 }, auth());
+    const c = precheck(ready, { tool: "adjust", args: { sku: 3 }, seen: listed(2) }, auth());
     expect(c.action).toBe("invalid-arguments");
-    const d = precheck(ready, { tool: "adjust", args: { sku: "x" }, seenRevision: 2 }, auth());
+    const d = precheck(ready, { tool: "adjust", args: { sku: "x" }, seen: listed(2) }, auth());
     expect(d.action).toBe("continue");
     if (d.action === "continue") expect(d.call.effective).toEqual({ sku: "x", n: 1 });
   });
 
-  it("a locked vault and a refused approval are refusals; a grant reaches the intent record", async () => {
-    const facts = { tool: "adjust", args: { sku: "x" }, seenRevision: 2 };
-    const locked = await decide(() => ready, facts, auth({ vaultLocked: () => true }), intent);
-    expect(locked.action === "refuse" && locked.error.code).toBe(-32056);
-    const denied = await decide(
-      () => ready,
-      facts,
-      auth({ obtain: async () => ({ error: refuse.approvalDenied("R1") }) }),
-      intent,
+  it("staleness is per tool: a tool unchanged since the client's last list, or a call before any list, is judged on the current catalog", () => {
+    const unchanged = precheck(ready, { tool: "adjust", args: { sku: "x" }, seen: listed(1) }, auth());
+    expect(unchanged.action).toBe("continue");
+    const neverListed = precheck(ready, { tool: "adjust", args: { sku: "x" }, seen: null }, auth());
+    expect(neverListed.action).toBe("continue");
+    const neverListedUnknown = precheck(ready, { tool: "nope", args: {}, seen: null }, auth());
+    expect(neverListedUnknown.action === "refuse" && neverListedUnknown.error.code).toBe(-32055);
+    // listed before, gone now: the client's view of it is stale
+    const removed: ListedCatalog = { revision: 1, fingerprints: new Map([["gone", "sha256:x"]]) };
+    const r = precheck(ready, { tool: "gone", args: {}, seen: removed }, auth());
+    expect(r.action === "refuse" && r.error.code).toBe(-32052);
+    // new since the client's list: it must list to see its schema
+    const added = precheck(
+      ready,
+      { tool: "adjust", args: {}, seen: { revision: 1, fingerprints: new Map() } },
+      auth(),
     );
+    expect(added.action === "refuse" && added.error.code).toBe(-32052);
+  });
+
+  it("a locked vault and a refused approval are refusals; a grant reaches the intent record", async () => {
+    const facts = { tool: "adjust", args: { sku: "x" }, seen: listed(2) };
+    const locked = await decide({
+      server: () => ready,
+      facts,
+      auth: auth({ vaultLocked: () => true }),
+      intent,
+    });
+    expect(locked.action === "refuse" && locked.error.code).toBe(-32056);
+    const denied = await decide({
+      server: () => ready,
+      facts,
+      auth: auth({ obtain: async () => ({ error: refuse.approvalDenied("R1") }) }),
+      intent,
+    });
     expect(denied.action === "refuse" && denied.error.code).toBe(-32057);
     intents.length = 0;
-    const ok = await decide(() => ready, facts, auth(), intent);
+    const ok = await decide({ server: () => ready, facts, auth: auth(), intent });
     expect(ok.action).toBe("forward");
     expect(intents).toEqual([expect.objectContaining({ tool: "adjust", epoch: "E2", grant: "G1" })]);
   });
@@ -118,27 +150,27 @@ describe("the guard's decision order", () => {
     };
     let live = false; // G1 was revoked after it was read
     let asked = 0;
-    const v = await decide(
-      () => ready,
-      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
-      auth({
+    const v = await decide({
+      server: () => ready,
+      facts: { tool: "adjust", args: { sku: "x" }, seen: listed(2) },
+      auth: auth({
         obtain: async () => (asked++ === 0 ? { grant: "G1" } : { grant: "G2" }), // then a human gives G2
         condition: (c) => (c.grant === "G1" ? () => live : undefined),
       }),
-      conditional,
-    );
+      intent: conditional,
+    });
     expect(asked).toBe(2);
     expect(v.action === "forward" && v.call.grant).toBe("G2");
     expect(recorded).toEqual([expect.objectContaining({ grant: "G2" })]);
     // A condition that never holds: decided three times, then refused, nothing recorded.
     recorded.length = 0;
     live = false;
-    const never = await decide(
-      () => ready,
-      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
-      auth({ condition: () => () => live }),
-      conditional,
-    );
+    const never = await decide({
+      server: () => ready,
+      facts: { tool: "adjust", args: { sku: "x" }, seen: listed(2) },
+      auth: auth({ condition: () => () => live }),
+      intent: conditional,
+    });
     expect(never.action).toBe("refuse");
     if (never.action === "refuse") expect(never.error.data).toMatchObject({ error: "audit_unavailable" });
     expect(recorded).toEqual([]);
@@ -146,12 +178,12 @@ describe("the guard's decision order", () => {
 
   it("an intent record that cannot be written refuses the call (audit_unavailable): nothing is forwarded", async () => {
     const failing: IntentPort = { intent: async () => Promise.reject(new Error("disk full")) };
-    const v = await decide(
-      () => ready,
-      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
-      null,
-      failing,
-    );
+    const v = await decide({
+      server: () => ready,
+      facts: { tool: "adjust", args: { sku: "x" }, seen: listed(2) },
+      auth: null,
+      intent: failing,
+    });
     expect(v.action).toBe("refuse");
     if (v.action === "refuse")
       expect(v.error.data).toMatchObject({ error: "audit_unavailable", reason: "disk full" });
@@ -159,17 +191,17 @@ describe("the guard's decision order", () => {
 
   it("an epoch change while a human decided sends the call round again (here: held)", async () => {
     let view = ready;
-    const v = await decide(
-      () => view,
-      { tool: "adjust", args: { sku: "x" }, seenRevision: 2 },
-      auth({
+    const v = await decide({
+      server: () => view,
+      facts: { tool: "adjust", args: { sku: "x" }, seen: listed(2) },
+      auth: auth({
         obtain: async () => {
           view = { ...ready, state: "identity-pending", epoch: "E3" };
           return { grant: "G1" };
         },
       }),
       intent,
-    );
+    });
     expect(v.action).toBe("hold");
   });
 });

@@ -1,0 +1,97 @@
+// docs/refusals.md is what agents' authors read; this keeps its tables and the constructors in
+// src/guard/refusals.ts from drifting apart: every row's code, data.error and extra data fields.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REFUSAL_CODES, refuse } from "../../src/guard/refusals.js";
+import type { ErrorObject } from "../../src/relay/jsonrpc.js";
+import { REPO } from "../helpers/paths.js";
+
+const doc = readFileSync(join(REPO, "docs", "refusals.md"), "utf8");
+
+/** Each constructor, with every optional field given, so the doc's conditional fields show. */
+const built: Record<string, ErrorObject> = {
+  authorization_required: refuse.authorizationRequired("R1", "portcullis approve R1"),
+  authorization_stale: refuse.authorizationStale({
+    approvedEpoch: "E1",
+    currentEpoch: "E2",
+    changedTools: ["t"],
+    seenRevision: 1,
+    currentRevision: 2,
+  }),
+  catalog_stale: refuse.catalogStale("t", 1, 2),
+  identity_pending: refuse.identityPending("E2"),
+  epoch_transition: refuse.epochTransition("E1", null),
+  tool_not_in_catalog: refuse.toolNotInCatalog("t", 2),
+  vault_locked: refuse.vaultLocked(),
+  approval_denied: refuse.approvalDenied("R1"),
+  approval_timeout: refuse.approvalTimeout("R1"),
+  credential_missing: refuse.credentialMissing("github"),
+  audit_unavailable: refuse.auditUnavailable("disk full"),
+  server_unavailable: refuse.serverUnavailable(),
+};
+
+interface Row {
+  code: number;
+  error: string;
+  extra: string[];
+}
+
+/** Rows of every table whose first cell is an error code; extra fields are the backticked names of the column headed "extra". */
+function rows(markdown: string): Row[] {
+  const out: Row[] = [];
+  let extraCol = -1;
+  for (const line of markdown.split("\n")) {
+    if (!line.startsWith("|")) {
+      extraCol = -1;
+      continue;
+    }
+    const cells = line
+      .split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
+    if (cells[0] === "code") {
+      extraCol = cells.findIndex((c) => c.startsWith("extra"));
+      continue;
+    }
+    if (!/^-32\d{3}$/.test(cells[0] ?? "")) continue;
+    const extra = extraCol < 0 ? "" : (cells[extraCol] ?? "");
+    out.push({
+      code: Number(cells[0]),
+      error: (cells[1] ?? "").replace(/`/g, ""),
+      extra: [...extra.matchAll(/`([A-Za-z]+)(?::[^`]*)?`/g)].map((m) => m[1] as string),
+    });
+  }
+  return out;
+}
+
+describe("docs/refusals.md", () => {
+  const table = rows(doc);
+
+  it("documents every refusal the code can build, and nothing else", () => {
+    expect(table.map((r) => r.error).sort()).toEqual(Object.keys(built).sort());
+    for (const name of Object.keys(REFUSAL_CODES)) expect(built[name], name).toBeDefined();
+  });
+
+  it.each(Object.keys(built))("%s: the documented code, data.error and extra data fields", (name) => {
+    const row = table.find((r) => r.error === name);
+    const e = built[name] as ErrorObject;
+    expect(row).toBeDefined();
+    expect(e.code).toBe(row?.code);
+    const data = e.data as Record<string, unknown>;
+    expect(data.error).toBe(name);
+    expect(typeof data.reason).toBe("string");
+    expect(typeof data.retry).toBe("string");
+    expect(typeof e.message).toBe("string");
+    const extra = Object.keys(data).filter((k) => !["error", "reason", "retry"].includes(k));
+    expect(extra.sort()).toEqual([...(row?.extra ?? [])].sort());
+  });
+
+  it("its examples use real 26-character ULIDs for epochs", () => {
+    const epochs = [...doc.matchAll(/"(?:approvedEpoch|currentEpoch|requestEpoch)": "([^"]*)"/g)].map(
+      (m) => m[1],
+    );
+    expect(epochs.length).toBeGreaterThan(0);
+    for (const id of epochs) expect(id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+  });
+});
