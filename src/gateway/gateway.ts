@@ -379,7 +379,12 @@ export class Gateway {
     } finally {
       this.deciding.delete(key);
     }
-    if (mark.cancelled || this.ended) return;
+    if (mark.cancelled || this.ended) {
+      // An intent written for a call that will not be sent is closed, never left open.
+      if (verdict.action === "forward")
+        this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+      return;
+    }
     switch (verdict.action) {
       case "hold":
         return this.hold(msg);
@@ -410,7 +415,9 @@ export class Gateway {
         // The client's arguments go out unchanged; defaults were applied only to
         // the copy recorded for review and audit.
         if (verdict.call.epoch !== this.gen?.epoch || !this.forward(msg, { tool })) {
-          // never written: safe to evaluate again against the new state
+          // never written: safe to evaluate again against the new state; its intent is closed
+          // (the decision made again writes its own)
+          this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
           return this.hold(msg);
         }
     }
