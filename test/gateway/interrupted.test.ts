@@ -108,3 +108,65 @@ describe("a call in flight when its gateway is killed", () => {
     db.close();
   });
 });
+
+describe("audit sessions and audit activity", () => {
+  it("count the same calls on a run with allowed, refused, invalid and cancelled calls; a cancelled request is not denied", async () => {
+    const project = makeProject("A");
+    const stateDir = newStateDir();
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "30000"], {
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const pendingRequests = async () => {
+      const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+      return (JSON.parse(r.stdout) as { requests: { request: string }[] }).requests;
+    };
+    // allowed: a human approves this one call
+    const allowed = gw.client.callTool({ name: "read_status", arguments: {} });
+    const [req] = await waitFor(
+      async () => {
+        const p = await pendingRequests();
+        return p.length > 0 ? p : null;
+      },
+      20_000,
+      "an approval request",
+    );
+    const ok = await runCli(["approve", req!.request, "--for", "call", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(ok.code).toBe(0);
+    await allowed;
+    // refused, and arguments that do not validate
+    await gw.client.callTool({ name: "no_such_tool", arguments: {} }).catch(() => {});
+    await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: 1 } }).catch(() => {});
+    // cancelled: the client gives up while the approval request is pending
+    await gw.client
+      .callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 1_500 })
+      .catch(() => {});
+    await waitFor(async () => (await pendingRequests()).length === 0, 20_000, "the request to close");
+    await gw.close();
+
+    const a = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    const s = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(a.code).toBe(0);
+    expect(s.code).toBe(0);
+    const activity = JSON.parse(a.stdout) as { run: string; outcome: string; decision: string }[];
+    const [session, ...more] = JSON.parse(s.stdout) as {
+      run: string;
+      calls: number;
+      counts: Record<string, number>;
+      approvals: Record<string, number>;
+    }[];
+    expect(more).toEqual([]);
+    const listed = activity.filter((x) => x.run === session!.run && x.outcome !== "superseded");
+    expect(session!.calls).toBe(listed.length);
+    expect(session!.counts).toMatchObject({ calls: 3, answered: 1, refused: 1, invalid: 1 });
+    expect(session!.approvals).toMatchObject({ requested: 2, granted: 1, denied: 0, cancelled: 1 });
+  });
+});
