@@ -1,6 +1,6 @@
 import { canonicalString, sha256Tag } from "../util/canonical.js";
 
-/** Every event type the audit log accepts (DESIGN.md, "Audit log"). */
+/** Every event type the audit log accepts (docs/audit-format.md, "Event fields"). */
 export const AUDIT_EVENT_TYPES = [
   "server_started",
   "server_exited",

@@ -3,7 +3,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 import { refuse } from "./refusals.js";
 
 /**
- * The decision every tools/call goes through, in the order of DESIGN.md
+ * The decision every tools/call goes through, in the order of docs/design.md
  * (deny first, cheapest first). This is the only place that order lives; the
  * gateway supplies the facts through narrow ports and performs the forward.
  */

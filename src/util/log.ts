@@ -5,7 +5,7 @@
 export interface Logger {
   info(msg: string): void;
   warn(msg: string): void;
-  /** a status line, printed as is (DESIGN.md "Status lines") */
+  /** a status line, printed as is (docs/design.md, "Command line") */
   status(line: string): void;
   debug(msg: string): void;
 }
