@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The gateway with its guard switched off, for bench/relay.mjs only: `portcullis run`, exactly,
-// except that every tools/call skips the decision steps 1–7 of DESIGN.md (state, approval
+// except that every tools/call skips the decision steps 1–7 of docs/design.md (state, approval
 // staleness, catalog staleness, tool in catalog, arguments, vault, grant) and goes straight to
 // step 8, the durable intent record, then is forwarded. Everything else (relay, id remapping,
 // supervision, the audit records of the call and its result) is the same code. The difference

@@ -35,7 +35,7 @@ export interface ToolScopeEntry {
   fingerprint: string;
 }
 
-/** A grant, in the shape of DESIGN.md ("Grants"). */
+/** A grant, in the shape of docs/design.md ("Grants and approval modes"). */
 export interface Grant {
   grant: string;
   agentRun: string;
@@ -113,7 +113,7 @@ export function toGrantRecord(r: GrantDbRow): GrantRecord {
   };
 }
 
-/** The DESIGN.md shape of a grant, without the store's bookkeeping. */
+/** The documented shape of a grant (docs/design.md), without the store's bookkeeping. */
 export function publicGrant(g: GrantRecord): Grant {
   return {
     grant: g.grant,

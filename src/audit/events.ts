@@ -1,7 +1,7 @@
 import { canonicalString, sha256Tag } from "../util/canonical.js";
 import { redactValue } from "../util/redact.js";
 
-/** Every event type the audit log accepts (DESIGN.md, "Audit log"). */
+/** Every event type the audit log accepts (docs/audit-format.md, "Event fields"). */
 export const AUDIT_EVENT_TYPES = [
   "server_started",
   "server_exited",

@@ -33,4 +33,11 @@ export {
   verifyChain,
   verifyExport,
 } from "./verify.js";
-export { type ActivityEntry, activityView, type SessionView, sessionsView } from "./views.js";
+export {
+  type ActivityEntry,
+  activityView,
+  type CallCounts,
+  callCounts,
+  type SessionView,
+  sessionsView,
+} from "./views.js";

@@ -33,9 +33,58 @@ export interface SessionView {
     mode: string | null;
     at: string;
   }[];
-  approvals: { requested: number; granted: number; denied: number };
+  /** Approval requests; one the client gave up on (cancel, timeout) is `cancelled`, not denied. */
+  approvals: { requested: number; granted: number; denied: number; cancelled: number };
+  /** The run's calls as `audit activity` lists them (callCounts): calls = counts.calls. */
   calls: number;
   refused: number;
+  counts: CallCounts;
+}
+
+/**
+ * The one definition of what the views count, over activity entries, so `audit sessions` and
+ * `audit activity` always agree. Every entry is one call except a superseded one (its intent was
+ * closed because the decision was made again; the call appears again after it).
+ */
+export interface CallCounts {
+  /** every call listed, superseded entries excepted */
+  calls: number;
+  /** forwarded: an answer came (ok or error) */
+  answered: number;
+  /** refused by the guard (any refusal code) */
+  refused: number;
+  /** arguments that did not validate (never forwarded) */
+  invalid: number;
+  /** cancelled by the client after its intent was written, never forwarded */
+  cancelled: number;
+  /** closed without an answer: the process or the gateway went away (outcome unknown) */
+  interrupted: number;
+  /** an intent with no end yet (a call in flight) */
+  pending: number;
+}
+
+export function callCounts(entries: Iterable<ActivityEntry>): CallCounts {
+  const c: CallCounts = {
+    calls: 0,
+    answered: 0,
+    refused: 0,
+    invalid: 0,
+    cancelled: 0,
+    interrupted: 0,
+    pending: 0,
+  };
+  for (const a of entries) {
+    if (a.outcome === "superseded") continue;
+    c.calls++;
+    if (a.outcome === "refused") {
+      if (a.decision === "invalid_arguments") c.invalid++;
+      else c.refused++;
+    } else if (a.outcome === "cancelled") c.cancelled++;
+    else if (a.outcome === "interrupted") c.interrupted++;
+    else if (a.outcome === "pending") c.pending++;
+    else c.answered++;
+  }
+  return c;
 }
 
 export interface ActivityEntry {
@@ -50,8 +99,14 @@ export interface ActivityEntry {
   grant: string | null;
   /** "allowed", or why the call was refused (authorization_stale, catalog_stale, approval_denied, …). */
   decision: string;
-  /** "ok", "error", "interrupted", "refused", or "pending" (no result written). */
+  /**
+   * "ok", "error", "tool-error", "refused", "interrupted" (no answer: the outcome is unknown),
+   * "cancelled" (the client cancelled it after its intent; never forwarded), "superseded" (its
+   * decision was made again: the call appears again after it), or "pending" (no end written).
+   */
   outcome: string;
+  /** why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided) */
+  interruption: string | null;
   argumentsDigest: string | null;
   credentials: string[];
   endedAt: string | null;
@@ -105,9 +160,10 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         epochs: [],
         revisions: [],
         grants: [],
-        approvals: { requested: 0, granted: 0, denied: 0 },
+        approvals: { requested: 0, granted: 0, denied: 0, cancelled: 0 },
         calls: 0,
         refused: 0,
+        counts: callCounts([]),
       };
       runs.set(run, s);
     }
@@ -151,15 +207,23 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         });
         break;
       case "approval_denied":
-        s.approvals.denied++;
-        break;
-      case "tool_called":
-        s.calls++;
-        break;
-      case "authorization_denied":
-        s.refused++;
+        if (e.outcome === "cancelled") s.approvals.cancelled++;
+        else s.approvals.denied++;
         break;
     }
+  }
+  // Calls are counted from the activity view itself: one definition for both views.
+  const byRun = new Map<string, ActivityEntry[]>();
+  for (const a of activityView(records)) {
+    session(a.run);
+    const list = byRun.get(a.run) ?? [];
+    list.push(a);
+    byRun.set(a.run, list);
+  }
+  for (const s of runs.values()) {
+    s.counts = callCounts(byRun.get(s.run) ?? []);
+    s.calls = s.counts.calls;
+    s.refused = s.counts.refused + s.counts.invalid;
   }
   return [...runs.values()];
 }
@@ -191,6 +255,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       argumentsDigest: str(e.argumentsDigest) ?? str(e.effectiveArgumentsDigest),
       credentials: [],
       endedAt: null,
+      interruption: null,
     };
     out.push(a);
     const k = callKey(run, e);
@@ -223,7 +288,13 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       }
       case "call_interrupted": {
         const a = follow(r, run);
-        a.outcome = "interrupted";
+        a.interruption = str(e.reason);
+        a.outcome =
+          e.outcome !== "not_forwarded"
+            ? "interrupted"
+            : e.reason === "redecided"
+              ? "superseded"
+              : "cancelled";
         a.endedAt = header.time;
         break;
       }

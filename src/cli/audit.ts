@@ -326,8 +326,11 @@ function renderSessions(sessions: SessionView[]): string {
                 `  ${i === 0 ? "grants   " : "         "}  ${g.grant ?? "?"} epoch ${g.epoch ?? "?"} mode ${g.mode ?? "?"}` +
                 ` tools ${JSON.stringify(g.tools)}${g.credentialScope ? ` credentials ${JSON.stringify(g.credentialScope)}` : ""}`,
             )),
-        `  calls      ${s.calls} (${s.refused} refused); approvals ${s.approvals.requested} requested, ` +
-          `${s.approvals.granted} granted, ${s.approvals.denied} denied`,
+        `  calls      ${s.counts.calls} (${s.counts.answered} answered, ${s.counts.refused} refused, ` +
+          `${s.counts.invalid} invalid, ${s.counts.cancelled} cancelled, ${s.counts.interrupted} interrupted, ` +
+          `${s.counts.pending} pending)`,
+        `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
+          `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled`,
       ];
       return `${lines.join("\n")}\n`;
     })

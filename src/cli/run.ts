@@ -15,6 +15,7 @@ import {
 } from "../config/config.js";
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
+import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { checkIncludes, DigestCache, IncludeError } from "../identity/index.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
@@ -259,7 +260,14 @@ async function serve(
     maxMessageBytes: server.maxMessageBytes,
   });
 
-  const events = auditSink(audit, log);
+  // Calls left open by gateways killed on this store are closed first (call_interrupted).
+  try {
+    const closed = closeOrphanIntents(store, audit, gatewayId);
+    if (closed > 0) log.info(`audit: closed ${closed} call(s) left open by a gateway that is gone`);
+  } catch (e) {
+    log.warn(`audit: could not close the calls left open by gone gateways: ${(e as Error).message}`);
+  }
+  const events = auditSink(audit, log, new OpenIntents(store, gatewayId));
   let run: Run | null = null;
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir, (seqs) =>

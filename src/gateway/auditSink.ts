@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
+import type { OpenIntents } from "./openIntents.js";
 
 /** How long a best-effort event may wait to share a transaction (lost on SIGKILL: only intents must survive). */
 const BEST_EFFORT_DELAY_MS = 25;
@@ -23,7 +24,7 @@ interface Queued {
  * guard's way of making what a decision rested on hold when the intent is recorded. Best-effort events that cannot be written are reported on
  * stderr; they never block a call.
  */
-export function auditSink(audit: AuditLog, log: Logger): EventSink {
+export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): EventSink {
   let queue: Queued[] = [];
   let immediate: NodeJS.Immediate | null = null;
   let timer: NodeJS.Timeout | null = null;
@@ -36,7 +37,7 @@ export function auditSink(audit: AuditLog, log: Logger): EventSink {
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
-    const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: q.condition });
+    const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: tracked(q) });
     try {
       const written = audit.appendIf(batch.map(item));
       for (let i = 0; i < batch.length; i++) batch[i]?.done?.resolve(written[i] !== null);
@@ -54,6 +55,25 @@ export function auditSink(audit: AuditLog, log: Logger): EventSink {
       if (batch.length > 1)
         log.debug(`audit: a group of ${batch.length} was written one by one: ${(err as Error).message}`);
     }
+  };
+
+  // A call's intent opens its row in the open-intents table, its end closes it: inside the
+  // transaction that writes the record (a condition runs there), so the two never disagree.
+  const tracked = (q: Queued): (() => boolean) | undefined => {
+    const e = q.event as AuditEvent;
+    if (!intents) return q.condition;
+    if (e.type === "tool_called")
+      return () => {
+        if (q.condition && !q.condition()) return false;
+        intents.opened(e);
+        return true;
+      };
+    if (e.type === "tool_result" || e.type === "call_interrupted")
+      return () => {
+        intents.closed(e);
+        return true;
+      };
+    return q.condition;
   };
 
   return {

@@ -490,7 +490,12 @@ export class Gateway {
     } finally {
       this.deciding.delete(key);
     }
-    if (mark.cancelled || this.ended) return;
+    if (mark.cancelled || this.ended) {
+      // An intent written for a call that will not be sent is closed, never left open.
+      if (verdict.action === "forward")
+        this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+      return;
+    }
     switch (verdict.action) {
       case "hold":
         return this.hold(msg);
@@ -522,7 +527,9 @@ export class Gateway {
         // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
         const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
         if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool })) {
-          // never written: safe to evaluate again against the new state
+          // never written: safe to evaluate again against the new state; its intent is closed
+          // (the decision made again writes its own)
+          this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
           return this.hold(msg);
         }
       }

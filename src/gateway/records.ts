@@ -122,8 +122,18 @@ export class GatewayRecords {
     });
   }
 
-  /** A call that was written to a process that went away (answered epoch_transition, never retried). */
-  callInterrupted(requestId: Id, tool: string | undefined, epoch: string): void {
+  /**
+   * A call's intent closed without a result: written to a process that went away (answered
+   * epoch_transition, never retried: outcome unknown), or never sent at all because the client
+   * cancelled it or its decision was made again (outcome not_forwarded).
+   */
+  callInterrupted(
+    requestId: Id,
+    tool: string | undefined,
+    epoch: string,
+    reason: "epoch_transition" | "cancelled" | "redecided" = "epoch_transition",
+    outcome: "unknown" | "not_forwarded" = "unknown",
+  ): void {
     this.events.emit({
       type: "call_interrupted",
       run: this.run,
@@ -131,6 +141,8 @@ export class GatewayRecords {
       requestId,
       tool,
       epoch,
+      reason,
+      outcome,
     });
   }
 

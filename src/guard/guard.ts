@@ -3,7 +3,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 import { refuse } from "./refusals.js";
 
 /**
- * The decision every tools/call goes through, in the order docs/architecture.md describes
+ * The decision every tools/call goes through, in the order docs/design.md describes
  * (deny first, cheapest first). This is the only place that order lives; the
  * gateway supplies the facts through narrow ports and performs the forward.
  */

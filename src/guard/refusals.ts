@@ -3,8 +3,8 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
  * what to do next: `message` is one plain sentence; `data` always carries
- * `error`, `reason` and `retry`. Codes and fields are
- * documented in docs/refusals.md.
+ * `error`, `reason` and `retry`. Codes and fields are documented in
+ * docs/refusals.md.
  */
 export const REFUSAL_CODES = {
   authorization_required: -32050,

@@ -76,4 +76,24 @@ export const migrations: Migration[] = [
   },
   approvalMigration,
   signedDecisionsMigration,
+  {
+    version: 5,
+    owner: "gateway (open intents)",
+    sql: `
+      -- Calls whose intent is in the audit chain and whose end is not (src/gateway/openIntents.ts):
+      -- inserted with tool_called, deleted with tool_result / call_interrupted, in the same
+      -- transaction. A gone gateway's rows are closed by the next gateway on this store.
+      CREATE TABLE open_intents (
+        gateway_id   TEXT NOT NULL,
+        call_key     TEXT NOT NULL,
+        run          TEXT,
+        server_label TEXT NOT NULL,
+        request_id   TEXT NOT NULL,
+        tool         TEXT,
+        epoch        TEXT,
+        opened_at    TEXT NOT NULL,
+        PRIMARY KEY (gateway_id, call_key)
+      );
+    `,
+  },
 ];

@@ -6,6 +6,7 @@ import {
   AuditLog,
   activityView,
   argumentsDigest,
+  callCounts,
   openRecords,
   sessionsView,
 } from "../../src/audit/index.js";
@@ -118,8 +119,9 @@ describe("views", () => {
       server: S,
       endReason: "client closed",
       agent: { pid: 4100 },
-      approvals: { requested: 1, granted: 2, denied: 0 },
-      calls: 3,
+      approvals: { requested: 1, granted: 2, denied: 0, cancelled: 0 },
+      // as activity lists them: three allowed calls and the refused one
+      calls: 4,
       refused: 1,
     });
     expect(s!.startedAt).not.toBeNull();
@@ -204,5 +206,73 @@ describe("views", () => {
       [RUN, "ok"],
       [records.at(-1)!.header.writer, "ok"],
     ]);
+  });
+
+  it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
+    const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
+      type: "tool_called",
+      run: RUN,
+      serverLabel: S,
+      requestId,
+      tool,
+      epoch: A,
+      revision: 12,
+    });
+    const end = (requestId: number, reason: string, outcome: string): AuditEvent => ({
+      type: "call_interrupted",
+      run: RUN,
+      serverLabel: S,
+      requestId,
+      epoch: A,
+      reason,
+      outcome,
+    });
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        call(1),
+        { type: "tool_result", run: RUN, requestId: 1, outcome: "ok" },
+        { type: "authorization_denied", run: RUN, requestId: 2, tool: "x", reason: "catalog_stale" },
+        { type: "authorization_denied", run: RUN, requestId: 3, tool: "x", reason: "invalid_arguments" },
+        { type: "approval_requested", run: RUN, serverLabel: S, request: "R9" },
+        { type: "approval_denied", run: RUN, serverLabel: S, request: "R9", outcome: "cancelled" },
+        call(4),
+        end(4, "cancelled", "not_forwarded"),
+        call(5),
+        end(5, "redecided", "not_forwarded"),
+        call(5),
+        { type: "tool_result", run: RUN, requestId: 5, outcome: "error" },
+        call(6),
+      ],
+      // a later gateway closes call 6, whose gateway was killed
+      [end(6, "gateway_gone", "unknown")],
+      [call(7)],
+    ]);
+    const activity = activityView(records);
+    expect(activity.map((a) => [a.call, a.outcome, a.interruption])).toEqual([
+      ["1", "ok", null],
+      ["2", "refused", null],
+      ["3", "refused", null],
+      ["4", "cancelled", "cancelled"],
+      ["5", "superseded", "redecided"],
+      ["5", "error", null],
+      ["6", "interrupted", "gateway_gone"],
+      ["7", "pending", null],
+    ]);
+    const [s, ...more] = sessionsView(records);
+    expect(more).toEqual([]);
+    expect(s!.counts).toEqual(callCounts(activity));
+    expect(s!.counts).toEqual({
+      calls: 7,
+      answered: 2,
+      refused: 1,
+      invalid: 1,
+      cancelled: 1,
+      interrupted: 1,
+      pending: 1,
+    });
+    expect(s!.calls).toBe(activity.filter((a) => a.outcome !== "superseded").length);
+    // a request the client gave up on is not a human's denial
+    expect(s!.approvals).toEqual({ requested: 1, granted: 0, denied: 0, cancelled: 1 });
   });
 });

@@ -1,4 +1,4 @@
-// The decision order (docs/architecture.md), as src/guard/guard.ts implements it: deny first, cheapest
+// The decision order of docs/design.md, as src/guard/guard.ts implements it: deny first, cheapest
 // first, and nothing is forwarded unless the intent record was written.
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator, snapshotOf } from "../../src/catalog/index.js";

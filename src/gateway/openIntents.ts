@@ -1,0 +1,115 @@
+import type { AuditEvent, AuditLog } from "../audit/index.js";
+import { processStartTime } from "../identity/index.js";
+import type { Store } from "../store/db.js";
+
+/**
+ * Calls whose intent (`tool_called`) is in the audit chain and whose end (`tool_result`,
+ * `call_interrupted`) is not, each with the gateway that wrote it. The chain is sealed, so a
+ * gateway cannot read it back to find them: this table is their index. A row is written in the
+ * transaction that writes the intent and removed in the one that writes the call's end, so the
+ * table and the chain never disagree (docs/audit-format.md, "Open intents").
+ */
+export class OpenIntents {
+  private readonly insert;
+  private readonly remove;
+
+  constructor(
+    db: Store,
+    private readonly gatewayId: string,
+  ) {
+    this.insert = db.prepare(
+      `INSERT OR REPLACE INTO open_intents (gateway_id, call_key, run, server_label, request_id, tool, epoch, opened_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.remove = db.prepare("DELETE FROM open_intents WHERE gateway_id = ? AND call_key = ?");
+  }
+
+  /** Inside the intent's transaction: the call is open. */
+  opened(e: AuditEvent): void {
+    this.insert.run(
+      this.gatewayId,
+      callKey(e),
+      str(e.run),
+      str(e.serverLabel) ?? "",
+      JSON.stringify(e.requestId ?? null),
+      str(e.tool),
+      str(e.epoch),
+      new Date().toISOString(),
+    );
+  }
+
+  /** Inside the transaction of the call's end: it is closed. */
+  closed(e: AuditEvent): void {
+    this.remove.run(this.gatewayId, callKey(e));
+  }
+}
+
+/** A call within one gateway: its run and its JSON-RPC id (unique among the run's calls in flight). */
+function callKey(e: AuditEvent): string {
+  return JSON.stringify([e.run ?? null, e.requestId ?? null]);
+}
+
+function str(v: unknown): string | null {
+  return typeof v === "string" ? v : null;
+}
+
+interface OrphanRow {
+  gateway_id: string;
+  call_key: string;
+  run: string | null;
+  server_label: string;
+  request_id: string;
+  tool: string | null;
+  epoch: string | null;
+  pid: number | null;
+  pid_start: string | null;
+  ended_at: string | null;
+}
+
+/**
+ * Closes the calls left open by gateways that are gone (ended, or whose pid no longer runs the
+ * process that started with that start time: a reused pid is not the gateway), appending one
+ * `call_interrupted` with outcome "unknown" for each. Each record is written only if its row is
+ * still there, removed under the audit log's write lock in the same transaction: two gateways
+ * starting at once close each call once. Reads only the table, never the chain. Returns the
+ * number of calls closed.
+ */
+export function closeOrphanIntents(db: Store, audit: AuditLog, exceptGateway: string): number {
+  const rows = db
+    .prepare(
+      `SELECT o.gateway_id, o.call_key, o.run, o.server_label, o.request_id, o.tool, o.epoch,
+              g.pid, g.pid_start, g.ended_at
+         FROM open_intents o LEFT JOIN gateways g ON g.gateway_id = o.gateway_id
+        WHERE o.gateway_id <> ?`,
+    )
+    .all(exceptGateway) as OrphanRow[];
+  const alive = new Map<string, boolean>();
+  const gone = rows.filter((r) => {
+    let a = alive.get(r.gateway_id);
+    if (a === undefined) {
+      a = r.ended_at === null && r.pid !== null && processStartTime(r.pid) === r.pid_start;
+      alive.set(r.gateway_id, a);
+    }
+    return !a;
+  });
+  if (gone.length === 0) return 0;
+  const take = db.prepare("DELETE FROM open_intents WHERE gateway_id = ? AND call_key = ?");
+  const written = audit.appendIf(
+    gone.map((r) => ({
+      event: {
+        type: "call_interrupted",
+        run: r.run,
+        serverLabel: r.server_label,
+        requestId: JSON.parse(r.request_id) as unknown,
+        tool: r.tool,
+        epoch: r.epoch,
+        reason: "gateway_gone",
+        outcome: "unknown",
+        gateway: r.gateway_id,
+      },
+      // Another gateway starting now may have closed it first: then write nothing.
+      condition: () => take.run(r.gateway_id, r.call_key).changes === 1,
+    })),
+  );
+  return written.filter((w) => w !== null).length;
+}
