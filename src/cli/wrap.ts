@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { OnboardError } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
@@ -86,6 +87,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       process.stdout.write(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}\n`);
       for (const s of plan.skipped) process.stdout.write(`  left alone: ${s.key} (${s.why})\n`);
     }
+    if (!keyringExists(stateDir))
+      process.stdout.write(
+        `no keyring in ${stateDir} yet: run 'portcullis init' before the host starts these servers\n`,
+      );
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {
