@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { listGateways } from "../gateway/registry.js";
 import { keyringExists } from "../keyring/keyring.js";
@@ -63,12 +64,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       : { ok: false, what: `no keyring in ${path}`, next: `run 'portcullis init --state-dir ${path}'` },
   );
 
-  let sqlite: string | null = null;
+  const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
   if (exists && existsSync(join(path, "portcullis.db"))) {
     const store = openStore(path);
     try {
-      sqlite = (store.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
       for (const g of listGateways(store)) {
         const chain = processChain(g.pid).slice(1);
         gateways.push({
@@ -119,6 +119,20 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
     findings,
   };
+}
+
+/** The SQLite library the store uses, asked of an in-memory database (no state needed). */
+function sqliteVersion(): string | null {
+  try {
+    const db = new Database(":memory:");
+    try {
+      return (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return null;
+  }
 }
 
 function safeRecords(stateDir: string): string[] {
