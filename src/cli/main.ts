@@ -26,6 +26,8 @@ usage: portcullis <command> [options]
                                        put portcullis in front of a host's stdio servers
   unwrap [HOST|FILE]                   take it away again (the original bytes when unedited)
   doctor [--json]                      what is in use, what is wrong, what to do next
+  drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
+                                       the rebuild test against your own server, throwaway state
 
 Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
 
@@ -77,6 +79,7 @@ const commands: Record<string, () => Promise<Command>> = {
     return (args) => wrapCommand("unwrap", args);
   },
   doctor: async () => (await import("./doctor.js")).doctorCommand,
+  drill: async () => (await import("./drill.js")).drillCommand,
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {
