@@ -3,6 +3,8 @@ import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir } from "../helpers/files.js";
+import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
+import { rawPeer } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 import { type FakeUser, fakeUser } from "./hosts.js";
 
@@ -49,6 +51,31 @@ describe("portcullis doctor", () => {
       f.what.includes("not behind portcullis: docs search"),
     );
     expect(hint.next).toBe("portcullis wrap claude-code --dry-run");
+
+    expect(report.gateways).toEqual([]);
+
+    // A gateway writing to this state directory now: doctor names it and its host's process chain.
+    const gateway = rawPeer(NODE, [
+      CLI,
+      "run",
+      "--state-dir",
+      u.stateDir,
+      "--label",
+      "echo-local",
+      "--",
+      NODE,
+      FIXTURES.echo,
+    ]);
+    try {
+      await gateway.initialize();
+      const live = JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+      expect(live.gateways).toHaveLength(1);
+      expect(live.gateways[0].label).toBe("echo-local");
+      expect(live.gateways[0].pid).toBe(gateway.pid);
+      expect(live.gateways[0].hostChain[0]).toMatch(new RegExp(`^${process.pid} `));
+    } finally {
+      await gateway.close();
+    }
 
     const text = await u.cli(["doctor", "--state-dir", u.stateDir]);
     expect(text.code).toBe(0);
