@@ -9,6 +9,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -98,7 +99,9 @@ function assertWritable(file: string): void {
 }
 
 /** Write beside the file, fsync, rename over it: a reader sees the old bytes or the new, never half. */
-export function writeAtomic(file: string, text: string, mode?: number): void {
+export function writeAtomic(path: string, text: string, mode?: number): void {
+  // A configuration kept as a symlink (dotfile managers) stays one: the file it points to is replaced.
+  const file = existsSync(path) ? realpathSync(path) : path;
   const tmp = join(dirname(file), `.${basename(file)}.portcullis-${process.pid}.tmp`);
   const fd = openSync(tmp, "w", mode ?? 0o600);
   try {

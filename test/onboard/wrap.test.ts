@@ -1,8 +1,18 @@
 // portcullis wrap / unwrap against real copies of each host's configuration format, run as the
 // real CLI in a fake home directory.
 import { spawn } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
 import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { afterEach, describe, expect, it } from "vitest";
@@ -95,6 +105,21 @@ describe("wrap then unwrap, each host format", () => {
     expect(read(u.files["claude-code"])).not.toBe(before);
     expect((await u.cli(["unwrap", u.files["claude-code"]])).code).toBe(0);
     expect(read(u.files["claude-code"])).toBe(before);
+  });
+
+  it("a configuration kept as a symlink stays a symlink; the file it points to is rewritten and restored", async () => {
+    const u = user();
+    const real = join(u.root, "dotfiles", "mcp.json");
+    mkdirSync(dirname(real), { recursive: true });
+    renameSync(u.files["claude-code"], real);
+    symlinkSync(real, u.files["claude-code"]);
+    const before = read(real);
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    expect(lstatSync(u.files["claude-code"]).isSymbolicLink()).toBe(true);
+    expect(read(real)).not.toBe(before);
+    expect((await u.cli(["unwrap", "claude-code"])).code).toBe(0);
+    expect(lstatSync(u.files["claude-code"]).isSymbolicLink()).toBe(true);
+    expect(read(real)).toBe(before);
   });
 
   it("--dry-run prints the diff and writes nothing", async () => {
