@@ -235,6 +235,16 @@ describe("bad input: one sentence, nothing written", () => {
     await refused(u, ["wrap", "codex"], u.files.codex, /label "inventory", already used by .*cursor/);
   });
 
+  it("a --servers key the file does not have", async () => {
+    const u = user();
+    await refused(
+      u,
+      ["wrap", "claude-code", "--servers", "nope"],
+      u.files["claude-code"],
+      /has no server "nope"/,
+    );
+  });
+
   it("a read-only file", async () => {
     const u = user();
     chmodSync(u.files.vscode, 0o444);
