@@ -23,6 +23,12 @@ usage: portcullis <command> [options]
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
   demo [--keep]                        the whole story, in a temporary state directory
+  wrap [HOST|FILE] [--dry-run] [--servers a,b]
+                                       put portcullis in front of a host's stdio servers
+  unwrap [HOST|FILE]                   take it away again (the original bytes when unedited)
+  doctor [--json]                      what is in use, what is wrong, what to do next
+  drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
+                                       the rebuild test against your own server, throwaway state
 
 Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
 
@@ -73,6 +79,16 @@ const commands: Record<string, () => Promise<Command>> = {
   init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),
   audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads"),
   demo: async () => (await import("./demo.js")).demoCommand,
+  wrap: async () => {
+    const { wrapCommand } = await import("./wrap.js");
+    return (args) => wrapCommand("wrap", args);
+  },
+  unwrap: async () => {
+    const { wrapCommand } = await import("./wrap.js");
+    return (args) => wrapCommand("unwrap", args);
+  },
+  doctor: async () => (await import("./doctor.js")).doctorCommand,
+  drill: async () => (await import("./drill.js")).drillCommand,
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {

@@ -210,18 +210,18 @@ async function approveNext(db: Store, stateDir: string): Promise<void> {
   note(`approved for the session by ${DECIDED_BY}`);
 }
 
-function currentEpoch(db: Store): string | null {
+export function currentEpoch(db: Store): string | null {
   const row = db
     .prepare("SELECT epoch FROM gateways WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1")
     .get() as { epoch: string | null } | undefined;
   return row?.epoch ?? null;
 }
 
-function gatewayRunning(db: Store): boolean {
+export function gatewayRunning(db: Store): boolean {
   return !!db.prepare("SELECT 1 FROM gateways WHERE ended_at IS NULL").get();
 }
 
-function text(res: unknown): string {
+export function text(res: unknown): string {
   const content = (res as { content?: { type: string; text?: string }[] }).content ?? [];
   return content.map((c) => c.text ?? `[${c.type}]`).join(" ");
 }
@@ -230,7 +230,11 @@ function short(id: string | null | undefined): string {
   return id ? `${id.slice(0, 10)}…` : "-";
 }
 
-async function waitFor<T>(check: () => T | null | undefined | false, what: string, ms = 30_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => T | null | undefined | false,
+  what: string,
+  ms = 30_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = check();

@@ -1,0 +1,53 @@
+import { doctor } from "../onboard/doctor.js";
+import { parse } from "./args.js";
+import { EXIT_CHECK_FAILED } from "./errors.js";
+
+export const DOCTOR_HELP = `usage: portcullis doctor [--json] [--state-dir DIR]
+
+The state directory in use and why, the keyring, running gateways and their hosts' process chains,
+the host configurations found and which of their servers are wrapped, versions, and a next step
+for each finding. Exit 1 when something is wrong.`;
+
+export async function doctorCommand(args: string[]): Promise<number> {
+  const { values } = parse(
+    "doctor",
+    args,
+    { json: { type: "boolean" }, "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } },
+    false,
+  );
+  if (values.help) {
+    process.stdout.write(`${DOCTOR_HELP}\n`);
+    return 0;
+  }
+  const r = doctor(values["state-dir"], process.cwd());
+  const bad = r.findings.some((f) => !f.ok);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ ok: !bad, ...r }, null, 2)}\n`);
+    return bad ? EXIT_CHECK_FAILED : 0;
+  }
+  const out: string[] = [];
+  out.push(
+    `state directory  ${r.stateDir.path}  (from the ${r.stateDir.why}${r.stateDir.mode ? `, mode ${r.stateDir.mode}` : ""})`,
+  );
+  out.push(`keyring          ${r.keyring ? "present" : "missing"}`);
+  out.push(`console          ${r.console}`);
+  out.push(
+    `versions         node ${r.versions.node}, portcullis ${r.versions.portcullis}, SQLite ${r.versions.sqlite ?? "(no store yet)"}`,
+  );
+  out.push(`gateways         ${r.gateways.length === 0 ? "none running" : ""}`);
+  for (const g of r.gateways) {
+    out.push(`  ${g.label}  pid ${g.pid}  epoch ${g.epoch ?? "-"}`);
+    for (const c of g.hostChain) out.push(`    host chain: ${c}`);
+  }
+  out.push(`host files       ${r.hosts.length === 0 ? "none found" : ""}`);
+  for (const h of r.hosts) {
+    out.push(`  ${h.host}  ${h.file}`);
+    for (const s of h.servers) out.push(`    ${s.wrapped ? "wrapped  " : "not wrapped"}  ${s.key}`);
+    if (h.error) out.push(`    ${h.error}`);
+  }
+  out.push("findings");
+  for (const f of r.findings)
+    out.push(`  ${f.ok ? "ok     " : "PROBLEM"}  ${f.what}\n           next: ${f.next}`);
+  process.stdout.write(`${out.join("\n")}\n`);
+  return bad ? EXIT_CHECK_FAILED : 0;
+}

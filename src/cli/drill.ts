@@ -1,0 +1,58 @@
+import { drill } from "../onboard/drill.js";
+import { parse } from "./args.js";
+import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
+import { readPassphrase } from "./passphrase.js";
+
+export const DRILL_HELP = `usage: portcullis drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
+
+The rebuild test against your own server (from portcullis.json or a host configuration), in a
+throwaway state directory: start revision A, list, approve and call --tool once, rebuild
+(--rebuild CMD, run in the server's directory; default: touch its entry), expect the call made
+again to be refused as authorization_stale, re-list, approve, call again, show the audit records
+of both epochs. Asks for a passphrase for the throwaway keyring. Calls no tool you did not name.
+Exit 1 when a step fails.`;
+
+export async function drillCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parse("drill", args, {
+    rebuild: { type: "string" },
+    tool: { type: "string" },
+    args: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    process.stdout.write(`${DRILL_HELP}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError("drill: give one server LABEL.");
+  let toolArgs: Record<string, unknown> | undefined;
+  if (values.args !== undefined) {
+    if (!values.tool) throw new UsageError("drill: --args needs --tool.");
+    try {
+      toolArgs = JSON.parse(values.args);
+    } catch {
+      throw new UsageError("drill: --args is not JSON.");
+    }
+    if (typeof toolArgs !== "object" || toolArgs === null || Array.isArray(toolArgs))
+      throw new UsageError("drill: --args must be a JSON object.");
+  }
+  const passphrase = await readPassphrase("Passphrase for the drill's throwaway keyring: ");
+  const results = await drill({
+    label: positionals[0]!,
+    cwd: process.cwd(),
+    passphrase,
+    rebuild: values.rebuild,
+    tool: values.tool,
+    args: toolArgs,
+    say: (l) => process.stdout.write(`${l}\n`),
+  });
+  const failed = results.filter((r) => r.status === "failed");
+  const notRun = results.filter((r) => r.status === "not run");
+  if (failed.length > 0) {
+    process.stdout.write(
+      `drill: could not prove step ${results.indexOf(failed[0]!) + 1} (${failed[0]!.step})${notRun.length ? `; ${notRun.length} later steps not run` : ""}\n`,
+    );
+    return EXIT_CHECK_FAILED;
+  }
+  process.stdout.write("drill: every step run passed\n");
+  return 0;
+}

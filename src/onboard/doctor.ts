@@ -1,0 +1,144 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { processChain } from "../approval/chain.js";
+import { listGateways } from "../gateway/registry.js";
+import { keyringExists } from "../keyring/keyring.js";
+import { openStore } from "../store/db.js";
+import { OnboardError, readServers } from "./document.js";
+import { foundHostFiles } from "./hosts.js";
+import { isWrapped, readRecords } from "./wrap.js";
+
+export interface Finding {
+  ok: boolean;
+  what: string;
+  /** what to do next */
+  next: string;
+}
+
+export interface DoctorReport {
+  stateDir: { path: string; why: "flag" | "variable" | "default"; mode: string | null };
+  keyring: boolean;
+  gateways: { label: string; pid: number; epoch: string | null; hostChain: string[] }[];
+  console: string;
+  hosts: { host: string; file: string; servers: { key: string; wrapped: boolean }[]; error?: string }[];
+  versions: { node: string; portcullis: string; sqlite: string | null };
+  findings: Finding[];
+}
+
+/** Where the state directory comes from, without creating it (doctor looks, it does not make). */
+export function stateDirSource(flag?: string): { path: string; why: "flag" | "variable" | "default" } {
+  if (flag) return { path: resolve(flag), why: "flag" };
+  if (process.env.PORTCULLIS_HOME) return { path: resolve(process.env.PORTCULLIS_HOME), why: "variable" };
+  const base = process.env.XDG_STATE_HOME
+    ? resolve(process.env.XDG_STATE_HOME)
+    : join(homedir(), ".local", "state");
+  return { path: join(base, "portcullis"), why: "default" };
+}
+
+export function doctor(flag: string | undefined, cwd: string): DoctorReport {
+  const { path, why } = stateDirSource(flag);
+  const findings: Finding[] = [];
+  const exists = existsSync(path);
+  const mode = exists ? statSync(path).mode & 0o777 : null;
+  if (!exists)
+    findings.push({
+      ok: false,
+      what: `state directory ${path} does not exist`,
+      next: "run 'portcullis init'",
+    });
+  else if ((mode! & 0o077) !== 0)
+    findings.push({
+      ok: false,
+      what: `state directory ${path} is readable by others (mode ${mode!.toString(8)})`,
+      next: `chmod 700 ${path}`,
+    });
+  else
+    findings.push({ ok: true, what: `state directory ${path} (mode 700, from the ${why})`, next: "nothing" });
+  const keyring = exists && keyringExists(path);
+  findings.push(
+    keyring
+      ? { ok: true, what: "keyring exists", next: "nothing" }
+      : { ok: false, what: `no keyring in ${path}`, next: `run 'portcullis init --state-dir ${path}'` },
+  );
+
+  const sqlite = sqliteVersion();
+  const gateways: DoctorReport["gateways"] = [];
+  if (exists && existsSync(join(path, "portcullis.db"))) {
+    const store = openStore(path);
+    try {
+      for (const g of listGateways(store)) {
+        const chain = processChain(g.pid).slice(1);
+        gateways.push({
+          label: g.serverLabel,
+          pid: g.pid,
+          epoch: g.epoch,
+          hostChain: chain.map((c) => `${c.pid} ${c.command || c.executable || "?"}`),
+        });
+      }
+    } finally {
+      store.close();
+    }
+  }
+
+  const hosts: DoctorReport["hosts"] = [];
+  const recorded = new Set(exists ? safeRecords(path) : []);
+  for (const f of foundHostFiles(cwd)) {
+    try {
+      const servers = readServers(f, readFileSync(f.file, "utf8"));
+      const list = Object.entries(servers).map(([key, e]) => ({ key, wrapped: isWrapped(e) }));
+      hosts.push({ host: f.host, file: f.file, servers: list });
+      const bare = list.filter((s) => !s.wrapped).map((s) => s.key);
+      if (bare.length > 0)
+        findings.push({
+          ok: true,
+          what: `${f.file}: not behind portcullis: ${bare.join(", ")}`,
+          next: `portcullis wrap ${f.host} --dry-run`,
+        });
+      if (list.some((s) => s.wrapped) && !recorded.has(f.file))
+        findings.push({
+          ok: true,
+          what: `${f.file} has wrapped servers but no wrap record in ${path}`,
+          next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore it from here",
+        });
+    } catch (e) {
+      const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
+      hosts.push({ host: f.host, file: f.file, servers: [], error: msg });
+      findings.push({ ok: false, what: msg, next: `fix ${f.file} (the host cannot read it either)` });
+    }
+  }
+  const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
+  return {
+    stateDir: { path, why, mode: mode === null ? null : mode.toString(8) },
+    keyring,
+    gateways,
+    console: "not built (the console does not exist in this version)",
+    hosts,
+    versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
+    findings,
+  };
+}
+
+/** The SQLite library the store uses, asked of an in-memory database (no state needed). */
+function sqliteVersion(): string | null {
+  try {
+    const db = new Database(":memory:");
+    try {
+      return (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return null;
+  }
+}
+
+function safeRecords(stateDir: string): string[] {
+  try {
+    return readRecords(stateDir).map((r) => r.file);
+  } catch {
+    return [];
+  }
+}

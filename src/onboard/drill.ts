@@ -1,0 +1,227 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { decideRequest, pendingRequests } from "../approval/index.js";
+import { activityView, openRecords, verifyStore } from "../audit/index.js";
+import { ConfigError, resolveServer } from "../config/config.js";
+import { currentEpoch, gatewayRunning, text, waitFor } from "../demo/demo.js";
+import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { readServers } from "./document.js";
+import { foundHostFiles } from "./hosts.js";
+
+export interface DrillOptions {
+  label: string;
+  cwd: string;
+  passphrase: string;
+  rebuild?: string;
+  tool?: string;
+  args?: Record<string, unknown>;
+  /** how long to wait for an epoch, a list, a call (default 30 s) */
+  waitMs?: number;
+  say: (line: string) => void;
+}
+
+export interface StepResult {
+  step: string;
+  status: "passed" | "failed" | "skipped" | "not run";
+  evidence: string;
+}
+
+const STEPS = [
+  "start revision A and capture its execution record",
+  "list the tools",
+  "approve a run for the tool and call it once",
+  "rebuild and see a new execution epoch",
+  "the call prepared before the rebuild is refused as authorization_stale",
+  "re-list, approve again, call again",
+  "the audit log shows both epochs",
+] as const;
+
+const STALE = -32051;
+
+/** How the gateway is started for LABEL: from portcullis.json, else from a host configuration. */
+function launch(
+  label: string,
+  cwd: string,
+  stateDir: string,
+): { args: string[]; cwd: string; env: Record<string, string> } {
+  const base = ["run", "--state-dir", stateDir, "--on-change", "restart"];
+  try {
+    const server = resolveServer(label, cwd);
+    return {
+      args: [...base, "--config", server.configFile!, label],
+      cwd: dirname(server.configFile!),
+      env: {},
+    };
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+  }
+  for (const f of foundHostFiles(cwd)) {
+    const entry = readServers(f, readFileSync(f.file, "utf8"))[label];
+    if (!entry || typeof entry.command !== "string") continue;
+    let command = [entry.command, ...(Array.isArray(entry.args) ? entry.args.map(String) : [])];
+    const sep = command.indexOf("--");
+    if (command.includes("run") && sep !== -1) command = command.slice(sep + 1); // already wrapped
+    return {
+      args: [...base, "--label", label, "--", ...command],
+      cwd: typeof entry.cwd === "string" ? entry.cwd : cwd,
+      env: (entry.env as Record<string, string>) ?? {},
+    };
+  }
+  throw new ConfigError(
+    `no server "${label}" in portcullis.json or in any host configuration found from ${cwd}.`,
+  );
+}
+
+/**
+ * The rebuild drill against the user's own server, in a throwaway state directory: each step
+ * passed or failed with its evidence. Never calls a tool the user did not name.
+ */
+export async function drill(o: DrillOptions): Promise<StepResult[]> {
+  const results: StepResult[] = STEPS.map((step) => ({ step, status: "not run", evidence: "" }));
+  const root = mkdtempSync(join(tmpdir(), "portcullis-drill-"));
+  const stateDir = join(root, "state");
+  const ms = o.waitMs ?? 30_000;
+  let client: Client | null = null;
+  let db: Store | null = null;
+  let at = 0;
+  const pass = (evidence: string) => {
+    results[at] = { step: STEPS[at]!, status: "passed", evidence };
+    o.say(`✓ ${at + 1}. ${STEPS[at]}: ${evidence}`);
+    at++;
+  };
+  const skip = (evidence: string) => {
+    results[at] = { step: STEPS[at]!, status: "skipped", evidence };
+    o.say(`- ${at + 1}. ${STEPS[at]}: skipped (${evidence})`);
+    at++;
+  };
+  try {
+    await initKeyring(stateDir, o.passphrase);
+    const how = launch(o.label, o.cwd, stateDir);
+    const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cli, ...how.args],
+      cwd: how.cwd,
+      env: { ...getDefaultEnvironment(), ...how.env },
+      stderr: "pipe",
+    });
+    const lines: string[] = [];
+    transport.stderr?.on("data", (b: Buffer) =>
+      lines.push(...b.toString("utf8").split("\n").filter(Boolean)),
+    );
+    client = new Client({ name: "portcullis-drill", version: "1.0.0" }, { capabilities: {} });
+    await client.connect(transport);
+    db = openStore(stateDir);
+    const store = db;
+    const epochA = await waitFor(() => currentEpoch(store), "the first execution epoch", ms);
+    const rec = store.prepare("SELECT record_json FROM gateways WHERE epoch = ?").get(epochA) as {
+      record_json: string;
+    };
+    const recordA = JSON.parse(rec.record_json) as {
+      processId: number;
+      entry?: { path: string; sha256: string };
+    };
+    pass(`epoch ${epochA}, server pid ${recordA.processId}, entry ${recordA.entry?.path ?? "(none found)"}`);
+
+    const listed = await client.listTools();
+    const names = listed.tools.map((t) => t.name);
+    if (o.tool && !names.includes(o.tool))
+      throw new Error(`the server lists no tool "${o.tool}" (it lists ${names.join(", ")})`);
+    pass(`${names.length} tools: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`);
+
+    const call = async () => {
+      const pending = client!.callTool({ name: o.tool!, arguments: o.args ?? {} });
+      const req = await waitFor(() => pendingRequests(store)[0] ?? null, "the approval request", ms);
+      decideRequest(
+        store,
+        req.request,
+        { approve: true, for: "session" },
+        "portcullis drill (passphrase given)",
+      );
+      return { request: req.request, result: text(await pending) };
+    };
+    if (o.tool) {
+      const r = await call();
+      pass(`request ${r.request} approved; result: ${r.result.slice(0, 120)}`);
+    } else skip("no --tool named: the drill calls only a tool you name");
+
+    if (o.rebuild) {
+      const r = spawnSync(o.rebuild, { shell: true, cwd: how.cwd, encoding: "utf8" });
+      if (r.status !== 0)
+        throw new Error(
+          `--rebuild "${o.rebuild}" exited ${r.status}: ${(r.stderr ?? "").trim().slice(0, 300)}`,
+        );
+    } else if (recordA.entry && existsSync(recordA.entry.path)) {
+      const now = new Date();
+      utimesSync(recordA.entry.path, now, now);
+    }
+    let epochB: string;
+    try {
+      epochB = await waitFor(
+        () => {
+          const e = currentEpoch(store);
+          return e && e !== epochA ? e : null;
+        },
+        "a new execution epoch",
+        ms,
+      );
+    } catch {
+      throw new Error(
+        `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed (${o.rebuild ? `"${o.rebuild}"` : "a touch alone changes no content; give --rebuild CMD"}), or a wrapper runs the real server out of the supervisor's sight (${recordA.entry?.path ?? "no entry"} is what it sees)`,
+      );
+    }
+    pass(`epoch ${epochB} (was ${epochA})`);
+
+    if (o.tool) {
+      const stale = await client.callTool({ name: o.tool, arguments: o.args ?? {} }).then(
+        (res) => ({ ok: res }),
+        (e: { code?: number; message?: string }) => e,
+      );
+      if (!("code" in stale) || stale.code !== STALE)
+        throw new Error(
+          `expected authorization_stale (${STALE}), got ${JSON.stringify(stale).slice(0, 300)}`,
+        );
+      pass(`refused ${stale.code}: ${stale.message}`);
+      await client.listTools();
+      const r = await call();
+      pass(`re-listed; request ${r.request} approved for epoch ${epochB}; result: ${r.result.slice(0, 120)}`);
+    } else {
+      skip("no --tool named");
+      skip("no --tool named");
+    }
+
+    await client.close();
+    client = null;
+    await waitFor(() => !gatewayRunning(store), "the gateway to end", ms);
+    const verified = verifyStore(store);
+    if (!verified.ok) throw new Error(`audit chain broken at seq ${verified.seq}: ${verified.problem}`);
+    const { auditPrivateKey } = await unlockKeyring(stateDir, o.passphrase);
+    const activity = activityView(openRecords(store, auditPrivateKey));
+    const of = (e: string) => activity.filter((a) => a.epoch === e);
+    for (const a of activity)
+      o.say(
+        `    ${a.tool ?? "?"}  epoch ${a.epoch ?? "-"}  grant ${a.grant ?? "-"}  ${a.decision} → ${a.outcome}`,
+      );
+    if (o.tool && (of(epochA).length === 0 || of(epochB).length === 0))
+      throw new Error(
+        `the audit log holds calls for epoch A: ${of(epochA).length}, epoch B: ${of(epochB).length}`,
+      );
+    pass(
+      `chain verified (${verified.records} records); calls in epoch A: ${of(epochA).length}, in epoch B: ${of(epochB).length}`,
+    );
+  } catch (e) {
+    results[at] = { step: STEPS[at]!, status: "failed", evidence: (e as Error).message };
+    o.say(`✗ ${at + 1}. ${STEPS[at]}: ${(e as Error).message}`);
+  } finally {
+    await client?.close().catch(() => {});
+    db?.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+  return results;
+}

@@ -1,0 +1,78 @@
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+
+/** How a host's configuration file is written: JSON with comments, or TOML (Codex CLI). */
+export type HostFormat = "jsonc" | "toml";
+
+export interface HostFile {
+  host: string;
+  file: string;
+  format: HostFormat;
+  /** where the server table sits in the document */
+  serversKey: string;
+}
+
+export const HOSTS = ["claude-code", "claude-desktop", "cursor", "vscode", "codex"] as const;
+export type HostName = (typeof HOSTS)[number];
+
+function home(): string {
+  return process.env.HOME ? resolve(process.env.HOME) : homedir();
+}
+
+function xdgConfig(): string {
+  return process.env.XDG_CONFIG_HOME ? resolve(process.env.XDG_CONFIG_HOME) : join(home(), ".config");
+}
+
+function claudeDesktopFile(): string {
+  if (process.platform === "darwin")
+    return join(home(), "Library", "Application Support", "Claude", "claude_desktop_config.json");
+  if (process.platform === "win32" && process.env.APPDATA)
+    return join(process.env.APPDATA, "Claude", "claude_desktop_config.json");
+  return join(xdgConfig(), "Claude", "claude_desktop_config.json");
+}
+
+/**
+ * Every place a host keeps MCP servers, project files first. HOME, XDG_CONFIG_HOME, APPDATA and
+ * CODEX_HOME are read each time so that tests can point them at temporary directories.
+ */
+export function hostFiles(host: HostName, cwd: string): HostFile[] {
+  const json = (file: string, serversKey = "mcpServers"): HostFile => ({
+    host,
+    file,
+    format: "jsonc",
+    serversKey,
+  });
+  switch (host) {
+    case "claude-code":
+      return [json(join(cwd, ".mcp.json")), json(join(home(), ".claude.json"))];
+    case "claude-desktop":
+      return [json(claudeDesktopFile())];
+    case "cursor":
+      return [json(join(cwd, ".cursor", "mcp.json")), json(join(home(), ".cursor", "mcp.json"))];
+    case "vscode":
+      return [json(join(cwd, ".vscode", "mcp.json"), "servers")];
+    case "codex": {
+      const dir = process.env.CODEX_HOME ? resolve(process.env.CODEX_HOME) : join(home(), ".codex");
+      return [{ host, file: join(dir, "config.toml"), format: "toml", serversKey: "mcp_servers" }];
+    }
+  }
+}
+
+/** The host files that exist, for every host. */
+export function foundHostFiles(cwd: string): HostFile[] {
+  return HOSTS.flatMap((h) => hostFiles(h, cwd)).filter((f) => existsSync(f.file));
+}
+
+/** A file given by path: its format and server key guessed from its name. */
+export function hostFileFromPath(path: string): HostFile {
+  const file = resolve(path);
+  if (file.endsWith(".toml")) return { host: "codex", file, format: "toml", serversKey: "mcp_servers" };
+  const vscode = /[\\/]\.vscode[\\/]mcp\.json$/.test(file);
+  return {
+    host: vscode ? "vscode" : "file",
+    file,
+    format: "jsonc",
+    serversKey: vscode ? "servers" : "mcpServers",
+  };
+}

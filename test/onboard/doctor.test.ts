@@ -1,0 +1,107 @@
+// portcullis doctor on a healthy and on a broken setup, as the real CLI in a fake home.
+import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir } from "../helpers/files.js";
+import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
+import { rawPeer } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+import { type FakeUser, fakeUser } from "./hosts.js";
+
+const users: FakeUser[] = [];
+afterEach(() => {
+  for (const u of users.splice(0)) removeDir(u.root);
+});
+function user(): FakeUser {
+  const u = fakeUser();
+  users.push(u);
+  return u;
+}
+
+function withKeyring(u: FakeUser): void {
+  mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
+  chmodSync(u.stateDir, 0o700);
+  copyFileSync(join(newStateDir(), "keyring.json"), join(u.stateDir, "keyring.json"));
+}
+
+describe("portcullis doctor", () => {
+  it("healthy: exit 0, the state dir and why, the keyring, every host file and which servers are wrapped", async () => {
+    const u = user();
+    withKeyring(u);
+    expect((await u.cli(["wrap", "claude-code", "--servers", "inventory-local"])).code).toBe(0);
+    const r = await u.cli(["doctor", "--json"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.ok).toBe(true);
+    expect(report.stateDir).toEqual({ path: u.stateDir, why: "variable", mode: "700" });
+    expect(report.keyring).toBe(true);
+    expect(report.console).toMatch(/not built/);
+    expect(report.versions.node).toBe(process.versions.node);
+    expect(report.versions.sqlite).toMatch(/^3\.\d+/);
+    const files = report.hosts.map((h: { file: string }) => h.file).sort();
+    expect(files).toEqual(Object.values(u.files).sort());
+    const code = report.hosts.find((h: { host: string }) => h.host === "claude-code");
+    expect(code.servers).toEqual([
+      { key: "inventory-local", wrapped: true },
+      { key: "docs search", wrapped: false },
+      { key: "remote", wrapped: false },
+    ]);
+    const hint = report.findings.find((f: { what: string }) =>
+      f.what.includes("not behind portcullis: docs search"),
+    );
+    expect(hint.next).toBe("portcullis wrap claude-code --dry-run");
+
+    expect(report.gateways).toEqual([]);
+
+    // A gateway writing to this state directory now: doctor names it and its host's process chain.
+    const gateway = rawPeer(NODE, [
+      CLI,
+      "run",
+      "--state-dir",
+      u.stateDir,
+      "--label",
+      "echo-local",
+      "--",
+      NODE,
+      FIXTURES.echo,
+    ]);
+    try {
+      await gateway.initialize();
+      const live = JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+      expect(live.gateways).toHaveLength(1);
+      expect(live.gateways[0].label).toBe("echo-local");
+      expect(live.gateways[0].pid).toBe(gateway.pid);
+      expect(live.gateways[0].hostChain[0]).toMatch(new RegExp(`^${process.pid} `));
+    } finally {
+      await gateway.close();
+    }
+
+    const text = await u.cli(["doctor", "--state-dir", u.stateDir]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`state directory  ${u.stateDir}  (from the flag, mode 700)`);
+  });
+
+  it("broken: exit 1, each problem with a next step", async () => {
+    const u = user();
+    mkdirSync(u.stateDir, { recursive: true });
+    chmodSync(u.stateDir, 0o755);
+    writeFileSync(u.files.cursor, "{ not json");
+    const r = await u.cli(["doctor", "--json"]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.ok).toBe(false);
+    const problems = report.findings.filter((f: { ok: boolean }) => !f.ok);
+    expect(problems.map((p: { what: string; next: string }) => [p.what, p.next])).toEqual([
+      [`state directory ${u.stateDir} is readable by others (mode 755)`, `chmod 700 ${u.stateDir}`],
+      [`no keyring in ${u.stateDir}`, `run 'portcullis init --state-dir ${u.stateDir}'`],
+      [
+        expect.stringMatching(new RegExp(`^${u.files.cursor} does not parse`)),
+        `fix ${u.files.cursor} (the host cannot read it either)`,
+      ],
+    ]);
+    const text = await u.cli(["doctor"]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain("PROBLEM  no keyring in");
+  });
+});

@@ -1,0 +1,105 @@
+// portcullis drill, run as the real CLI against real servers: server-everything, the two-revision
+// inventory fixture, and a wrapper that runs the real server out of the supervisor's sight.
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { EVERYTHING, NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { passphraseEnv } from "../helpers/state.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) removeDir(d);
+});
+
+function project(servers: Record<string, unknown>): string {
+  const dir = tempDir("portcullis-drill-test-");
+  dirs.push(dir);
+  writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers }, null, 2));
+  return dir;
+}
+
+const drill = (cwd: string, args: string[]) =>
+  runCli(["drill", ...args], { cwd, env: { ...passphraseEnv(), HOME: cwd }, timeoutMs: 120_000 });
+
+describe("portcullis drill", () => {
+  it("server-everything: every step passes, the stale call is refused, both epochs are audited", async () => {
+    const dir = project({
+      everything: { command: NODE, args: EVERYTHING.args(), identity: { include: ["rev.txt"] } },
+    });
+    writeFileSync(join(dir, "rev.txt"), "1\n");
+    const r = await drill(dir, [
+      "everything",
+      "--tool",
+      "echo",
+      "--args",
+      '{"message":"drill"}',
+      "--rebuild",
+      "echo 2 > rev.txt",
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    for (let n = 1; n <= 7; n++) expect(r.stdout).toMatch(new RegExp(`^✓ ${n}\\. `, "m"));
+    expect(r.stdout).toContain("refused -32051");
+    expect(r.stdout).toMatch(/calls in epoch A: 1, in epoch B: 2/);
+    expect(r.stdout).toContain("drill: every step run passed");
+  });
+
+  it("without --tool it calls nothing: the call steps are skipped, the rebuild is still proved", async () => {
+    const dir = project({
+      everything: { command: NODE, args: EVERYTHING.args(), identity: { include: ["rev.txt"] } },
+    });
+    writeFileSync(join(dir, "rev.txt"), "1\n");
+    const r = await drill(dir, ["everything", "--rebuild", "echo 2 > rev.txt"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^- 3\. .*skipped \(no --tool named/m);
+    expect(r.stdout).toMatch(/^✓ 4\. /m);
+    expect(r.stdout).not.toMatch(/^ {4}echo /m);
+  });
+
+  it("the two-revision fixture: the rebuild to revision B is a new epoch and the old grant does not follow", async () => {
+    const a = makeProject("A");
+    const b = makeProject("B");
+    dirs.push(dirname(a.dir), dirname(b.dir));
+    writeFileSync(
+      join(a.dir, "portcullis.json"),
+      JSON.stringify({
+        servers: { inventory: { command: a.command[0], args: a.command.slice(1), env: a.env } },
+      }),
+    );
+    const r = await drill(a.dir, [
+      "inventory",
+      "--tool",
+      "read_status",
+      "--rebuild",
+      `cp ${b.entry} ${a.entry}`,
+    ]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("refused -32051");
+    expect(a.records().map((c) => [c.revision, c.tool])).toEqual([
+      ["A", "read_status"],
+      ["B", "read_status"],
+    ]);
+  });
+
+  it("a wrapper that runs the real server out of sight: the drill says it could not prove the rebuild, exit 1", async () => {
+    const dir = project({ hidden: { command: NODE, args: ["wrapper.mjs"] } });
+    writeFileSync(join(dir, "real.mjs"), `import ${JSON.stringify(EVERYTHING.entry)};\n`);
+    writeFileSync(
+      join(dir, "wrapper.mjs"),
+      [
+        'import { spawn } from "node:child_process";',
+        "// the real server's path is read at run time: nothing the supervisor digests names it",
+        'const child = spawn(process.execPath, [process.env.REAL ?? "real.mjs", "stdio"], { stdio: "inherit" });',
+        "child.on('exit', (c) => process.exit(c ?? 1));",
+        "",
+      ].join("\n"),
+    );
+    const r = await drill(dir, ["hidden", "--rebuild", "echo '// v2' >> real.mjs"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^✗ 4\. rebuild and see a new execution epoch: no new execution epoch/m);
+    expect(r.stdout).toContain("drill: could not prove step 4 (rebuild and see a new execution epoch)");
+  });
+});

@@ -1,0 +1,310 @@
+// portcullis wrap / unwrap against real copies of each host's configuration format, run as the
+// real CLI in a fake home directory.
+import { spawn } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
+import { parse as parseJsonc } from "jsonc-parser";
+import { parse as parseToml } from "smol-toml";
+import { afterEach, describe, expect, it } from "vitest";
+import { listGateways } from "../../src/gateway/registry.js";
+import { openStore } from "../../src/store/db.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { type FakeUser, fakeUser, read } from "./hosts.js";
+
+const users: FakeUser[] = [];
+function user(): FakeUser {
+  const u = fakeUser();
+  users.push(u);
+  return u;
+}
+afterEach(() => {
+  for (const u of users.splice(0)) removeDir(u.root);
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: host documents are checked loosely
+type Doc = any;
+
+const HOST_CASES = [
+  {
+    host: "claude-code",
+    table: "mcpServers",
+    wrapped: ["inventory-local", "docs search"],
+    alone: ["remote"],
+  },
+  { host: "claude-desktop", table: "mcpServers", wrapped: ["filesystem"], alone: [] },
+  { host: "cursor", table: "mcpServers", wrapped: ["inventory"], alone: ["linear"] },
+  { host: "vscode", table: "servers", wrapped: ["memory"], alone: ["github"] },
+  { host: "codex", table: "mcp_servers", wrapped: ["inventory", "docs"], alone: [] },
+] as const;
+
+describe("wrap then unwrap, each host format", () => {
+  for (const c of HOST_CASES) {
+    it(`${c.host}: wraps every stdio server, leaves HTTP alone, unwrap gives back the same bytes`, async () => {
+      const u = user();
+      const file = u.files[c.host];
+      const before = read(file);
+      const wrap = await u.cli(["wrap", c.host]);
+      expect(wrap.stderr).toBe("");
+      expect(wrap.code).toBe(0);
+      const after = read(file);
+      expect(after).not.toBe(before);
+      expect(read(`${file}.portcullis-backup`)).toBe(before);
+      const doc: Doc = c.host === "codex" ? parseToml(after) : parseJsonc(after);
+      const orig: Doc = c.host === "codex" ? parseToml(before) : parseJsonc(before);
+      for (const key of c.wrapped) {
+        const e = doc[c.table][key];
+        const o = orig[c.table][key];
+        expect(e.command).toBe(NODE);
+        expect(e.args.slice(0, 2)).toEqual([CLI, "run"]);
+        const sep = e.args.indexOf("--");
+        expect(e.args.slice(sep + 1)).toEqual([o.command, ...(o.args ?? [])]);
+        expect(e.args[e.args.indexOf("--state-dir") + 1]).toBe(u.stateDir);
+        expect(e.args[e.args.indexOf("--label") + 1]).toBe(key.replace(/ /g, "-"));
+        expect(e.env).toEqual(o.env);
+        expect(e.cwd).toEqual(o.cwd);
+      }
+      for (const key of c.alone) expect(doc[c.table][key]).toEqual(orig[c.table][key]);
+
+      const unwrap = await u.cli(["unwrap", c.host]);
+      expect(unwrap.code).toBe(0);
+      expect(unwrap.stdout).toContain("restored byte for byte");
+      expect(read(file)).toBe(before);
+    });
+  }
+
+  it("JSONC: comments, trailing commas and tabs around the edited entry survive the wrap", async () => {
+    const u = user();
+    await u.cli(["wrap", "cursor"]);
+    const after = read(u.files.cursor);
+    for (const kept of [
+      "// Cursor project servers (JSONC: comments and trailing commas are allowed)",
+      "\t\t// the inventory server we build here",
+      '\t\t/* a remote one */\n\t\t"linear": { "url": "https://mcp.linear.app/sse" },',
+    ])
+      expect(after).toContain(kept);
+    const v = read(u.files.vscode);
+    expect(v).toContain('// VS Code keeps servers under "servers"');
+  });
+
+  it("a FILE argument works like a host name", async () => {
+    const u = user();
+    const before = read(u.files["claude-code"]);
+    expect((await u.cli(["wrap", u.files["claude-code"]])).code).toBe(0);
+    expect(read(u.files["claude-code"])).not.toBe(before);
+    expect((await u.cli(["unwrap", u.files["claude-code"]])).code).toBe(0);
+    expect(read(u.files["claude-code"])).toBe(before);
+  });
+
+  it("a configuration kept as a symlink stays a symlink; the file it points to is rewritten and restored", async () => {
+    const u = user();
+    const real = join(u.root, "dotfiles", "mcp.json");
+    mkdirSync(dirname(real), { recursive: true });
+    renameSync(u.files["claude-code"], real);
+    symlinkSync(real, u.files["claude-code"]);
+    const before = read(real);
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    expect(lstatSync(u.files["claude-code"]).isSymbolicLink()).toBe(true);
+    expect(read(real)).not.toBe(before);
+    expect((await u.cli(["unwrap", "claude-code"])).code).toBe(0);
+    expect(lstatSync(u.files["claude-code"]).isSymbolicLink()).toBe(true);
+    expect(read(real)).toBe(before);
+  });
+
+  it("--dry-run prints the diff and writes nothing", async () => {
+    const u = user();
+    const before = read(u.files["claude-code"]);
+    const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^- {7}"command": "node",$/m);
+    expect(r.stdout).toContain(`+       "command": ${JSON.stringify(NODE)},`);
+    expect(r.stdout).toContain("would wrap inventory-local, docs search");
+    expect(read(u.files["claude-code"])).toBe(before);
+    expect(existsSync(`${u.files["claude-code"]}.portcullis-backup`)).toBe(false);
+    expect(
+      existsSync(join(u.stateDir, "wrapped")) && readdirSync(join(u.stateDir, "wrapped")).length,
+    ).toBeFalsy();
+  });
+
+  it("--servers wraps only the servers named", async () => {
+    const u = user();
+    expect((await u.cli(["wrap", "claude-code", "--servers", "docs search"])).code).toBe(0);
+    const doc: Doc = parseJsonc(read(u.files["claude-code"]));
+    expect(doc.mcpServers["inventory-local"].command).toBe("node");
+    expect(doc.mcpServers["docs search"].command).toBe(NODE);
+  });
+
+  it("unwrap after a hand edit restores only wrap's own entries and keeps the edit", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    await u.cli(["wrap", "claude-code"]);
+    const doc: Doc = parseJsonc(read(file));
+    doc.mcpServers.added = { command: "python3", args: ["server.py"] };
+    doc.mcpServers["docs search"].args.push("--verbose");
+    writeFileSync(file, JSON.stringify(doc, null, 2));
+    const r = await u.cli(["unwrap", "claude-code"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("restored inventory-local; left alone (edited since): docs search");
+    const back: Doc = parseJsonc(read(file));
+    expect(back.mcpServers["inventory-local"]).toEqual({
+      command: "node",
+      args: ["server.mjs"],
+      env: { LOG_LEVEL: "debug" },
+    });
+    expect(back.mcpServers.added).toEqual({ command: "python3", args: ["server.py"] });
+    expect(back.mcpServers["docs search"].command).toBe(NODE);
+  });
+});
+
+describe("bad input: one sentence, nothing written", () => {
+  async function refused(u: FakeUser, args: string[], file: string, pattern: RegExp) {
+    const before = read(file);
+    const r = await u.cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr.trim()).toMatch(pattern);
+    expect(r.stderr).toContain(file);
+    expect(read(file)).toBe(before);
+    expect(r.stdout).toBe("");
+  }
+
+  it("a JSON file that does not parse", async () => {
+    const u = user();
+    const file = join(u.root, "broken.json");
+    writeFileSync(file, read(join(import.meta.dirname, "../fixtures/hosts/broken/.mcp.json")));
+    await refused(u, ["wrap", file], file, /does not parse \(.+ at line \d+\); nothing was written\.$/);
+    expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
+  });
+
+  it("a TOML file that does not parse", async () => {
+    const u = user();
+    const file = join(u.root, "config.toml");
+    writeFileSync(file, read(join(import.meta.dirname, "../fixtures/hosts/broken/config.toml")));
+    await refused(u, ["wrap", file], file, /is not valid TOML .*; nothing was written\.$/);
+  });
+
+  it("a file already wrapped", async () => {
+    const u = user();
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    await refused(u, ["wrap", "claude-code"], u.files["claude-code"], /is already wrapped/);
+  });
+
+  it("an entry already wrapped (by hand) named with --servers", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    const doc: Doc = parseJsonc(read(file));
+    doc.mcpServers.manual = { command: "portcullis", args: ["run", "--", "node", "x.js"] };
+    writeFileSync(file, JSON.stringify(doc, null, 2));
+    await refused(
+      u,
+      ["wrap", "claude-code", "--servers", "manual"],
+      file,
+      /server "manual" is already wrapped/,
+    );
+  });
+
+  it("a name collision: two keys that make the same label", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    const doc: Doc = parseJsonc(read(file));
+    doc.mcpServers["inventory local"] = { command: "node", args: ["other.mjs"] };
+    writeFileSync(file, JSON.stringify(doc, null, 2));
+    await refused(
+      u,
+      ["wrap", "claude-code"],
+      file,
+      /would take the label "inventory-local", already used by/,
+    );
+  });
+
+  it("a name collision with a label wrapped in another host's file", async () => {
+    const u = user();
+    expect((await u.cli(["wrap", "cursor"])).code).toBe(0);
+    // codex also has a server named "inventory"
+    await refused(u, ["wrap", "codex"], u.files.codex, /label "inventory", already used by .*cursor/);
+  });
+
+  it("a --servers key the file does not have", async () => {
+    const u = user();
+    await refused(
+      u,
+      ["wrap", "claude-code", "--servers", "nope"],
+      u.files["claude-code"],
+      /has no server "nope"/,
+    );
+  });
+
+  it("a read-only file", async () => {
+    const u = user();
+    chmodSync(u.files.vscode, 0o444);
+    await refused(u, ["wrap", "vscode"], u.files.vscode, /is read-only; nothing was written\.$/);
+    expect(existsSync(`${u.files.vscode}.portcullis-backup`)).toBe(false);
+  });
+});
+
+describe("a wrapped Claude Code entry, started the way the host starts it", () => {
+  it("in a bare environment and another working directory, reaches the state directory wrap named", async () => {
+    const u = user();
+    writeFileSync(
+      u.files["claude-code"],
+      JSON.stringify({ mcpServers: { "echo-local": { command: NODE, args: [FIXTURES.echo] } } }, null, 2),
+    );
+    mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
+    copyFileSync(join(newStateDir(), "keyring.json"), join(u.stateDir, "keyring.json"));
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    const entry: Doc = parseJsonc(read(u.files["claude-code"])).mcpServers["echo-local"];
+    const elsewhere = tempDir("portcullis-elsewhere-");
+    // No PATH, no HOME, no PORTCULLIS_HOME: only what the entry itself carries (and the test
+    // suite's digest cache, so nothing lands in the real user's cache).
+    const child = spawn(entry.command, entry.args, {
+      cwd: elsewhere,
+      env: { ...(entry.env ?? {}), PORTCULLIS_CACHE_DIR: join(u.root, "cache") },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    try {
+      child.stdin.write(
+        `${JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "host", version: "1" },
+          },
+        })}\n`,
+      );
+      await waitFor(() => out.includes('"id":1') || child.exitCode !== null, 20_000, "the initialize answer");
+      expect(out, `stderr:\n${err}`).toContain('"id":1');
+      expect(JSON.parse(out.split("\n")[0]!).result.serverInfo).toBeDefined();
+      const store = openStore(u.stateDir);
+      try {
+        expect(listGateways(store).map((g) => g.serverLabel)).toContain("echo-local");
+      } finally {
+        store.close();
+      }
+    } finally {
+      child.kill();
+      removeDir(elsewhere);
+    }
+  });
+});
