@@ -20,6 +20,7 @@ export const AUDIT_EVENT_TYPES = [
   "vault_locked",
   "vault_unlocked",
   "credential_injected",
+  "credential_released",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

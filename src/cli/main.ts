@@ -19,6 +19,8 @@ usage: portcullis <command> [options]
   deny ID [--reason TEXT]              deny a request (asks for the passphrase)
   grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
+  vault set|list|rm                    secrets for credential scopes (values never printed)
+  unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
   demo [--keep]                        the whole story, in a temporary state directory
@@ -64,6 +66,10 @@ const commands: Record<string, () => Promise<Command>> = {
   init: async () => withStateDir((await import("./init.js")).initCommand),
   audit: async () => withStateDir((await import("./audit.js")).auditCommand),
   demo: async () => (await import("./demo.js")).demoCommand,
+  vault: async () => withStateDir((await import("./vault.js")).vaultCommand),
+  unlock: async () => withStateDir((await import("./vault.js")).unlockCommand),
+  lock: async () => withStateDir((await import("./vault.js")).lockCommand),
+  "__vault-holder": async () => withStateDir((await import("./vault.js")).holderProcess),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {

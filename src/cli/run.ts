@@ -22,6 +22,8 @@ import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { stderrLogger } from "../util/log.js";
+import { envDelivery } from "../vault/delivery.js";
+import { holderVault } from "../vault/port.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -103,6 +105,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
       cwd: process.cwd(),
       env: {},
       credentials: {},
+      credentialSpecs: [],
       identity: { include: [] },
       onChange: "report",
       approval: { default: "session", tools: {} },
@@ -179,6 +182,12 @@ async function serve(
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
+  const http = server.credentialSpecs.find((c) => c.deliver === "http");
+  if (http) {
+    throw new UsageError(
+      `run: ${server.configFile ?? "the configuration"}: credentials.${http.env} asks for deliver "http", which this version does not provide yet (the egress proxy); use {"secret": "${http.secret}", "deliver": "env"} for now.`,
+    );
+  }
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
@@ -205,6 +214,10 @@ async function serve(
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   Object.assign(env, server.env);
+  // Credential variables hold placeholders in the environment the record digests; the values
+  // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
+  const delivery = envDelivery(stateDir, server.credentialSpecs);
+  Object.assign(env, delivery.placeholders);
   const supervisor = new Supervisor({
     spec: {
       serverLabel: server.label,
@@ -220,6 +233,7 @@ async function serve(
     // how often a swapped worker is looked for while idle (it is also checked before every
     // forwarded request); tests push it out to prove the forwarding-path check
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+    spawnEnv: delivery.spawnEnv,
   });
 
   const events = auditSink(audit, log);
@@ -240,6 +254,7 @@ async function serve(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
+      vault: holderVault(stateDir),
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
       events,
@@ -298,6 +313,23 @@ async function serve(
     onEnd: (_reason, code) => void shutdown(code),
   });
   supervisor.on("up", (gen) => {
+    const { released, withheld } = delivery.last();
+    if (released.length > 0) {
+      events.emit({
+        type: "credential_released",
+        serverLabel: server.label,
+        epoch: gen.epoch,
+        deliver: "env",
+        scopes: released,
+      });
+      statusLog.status(
+        `credentials in the environment of epoch ${gen.epoch}: ${released.join(", ")} (held by the server for its life)`,
+      );
+    }
+    if (withheld.length > 0)
+      statusLog.status(
+        `vault locked or missing ${withheld.join(", ")}: the server started with placeholders; unlock, then restart it`,
+      );
     registry.recordEpoch(gen.record, gen.reason);
     registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
   });

@@ -16,6 +16,7 @@ export const REFUSAL_CODES = {
   vault_locked: -32056,
   approval_denied: -32057,
   approval_timeout: -32058,
+  credential_missing: -32059,
 } as const;
 
 export type RefusalName = keyof typeof REFUSAL_CODES;
@@ -96,12 +97,22 @@ export const refuse = {
       { approvalRequest, howToApprove },
     ),
 
-  vaultLocked: () =>
+  vaultLocked: (scopes: string[]) =>
     refusal(
       "vault_locked",
       "This tool needs credentials and the vault is locked.",
       "vault locked",
       "ask a human to run 'portcullis unlock', then retry",
+      { scopes },
+    ),
+
+  credentialMissing: (scope: string) =>
+    refusal(
+      "credential_missing",
+      `This tool needs the credential "${scope}", and the vault holds no secret by that name.`,
+      "credential missing from the vault",
+      `ask a human to run 'portcullis vault set ${scope}' and 'portcullis unlock', then retry`,
+      { scope },
     ),
 
   approvalDenied: (approvalRequest: string, why?: string) =>

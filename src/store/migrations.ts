@@ -4,6 +4,7 @@
  * owns tables owns its migration entries (noted beside each).
  */
 import { approvalMigration } from "../approval/schema.js";
+import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 
 export interface Migration {
   version: number;
@@ -78,4 +79,5 @@ export const migrations: Migration[] = [
     `,
   },
   approvalMigration,
+  { version: 7, owner: "vault", sql: VAULT_SCHEMA_SQL },
 ];

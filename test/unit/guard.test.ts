@@ -36,7 +36,7 @@ const stale = refuse.authorizationStale({
 function auth(over: Partial<AuthorizationPort> = {}): AuthorizationPort {
   return {
     stale: () => null,
-    vaultLocked: () => false,
+    vault: async () => null,
     obtain: async () => ({ grant: "G1" }),
     condition: () => undefined,
     ...over,
@@ -91,7 +91,12 @@ describe("the guard's decision order", () => {
 
   it("a locked vault and a refused approval are refusals; a grant reaches the intent record", async () => {
     const facts = { tool: "adjust", args: { sku: "x" }, seenRevision: 2 };
-    const locked = await decide(() => ready, facts, auth({ vaultLocked: () => true }), intent);
+    const locked = await decide(
+      () => ready,
+      facts,
+      auth({ vault: async () => refuse.vaultLocked(["s"]) }),
+      intent,
+    );
     expect(locked.action === "refuse" && locked.error.code).toBe(-32056);
     const denied = await decide(
       () => ready,

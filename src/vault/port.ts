@@ -1,0 +1,28 @@
+import { holderStatus } from "./holder.js";
+
+/**
+ * Step 6 of the decision order, as the guard sees the vault: for the scopes a call needs, is
+ * the vault unlocked, and does it hold a secret for each? Asked of the holder per call (a Unix
+ * socket round trip), so `portcullis lock` stops the very next call in every gateway.
+ */
+export type VaultVerdict =
+  | null
+  | { error: "vault_locked"; scopes: string[] }
+  | { error: "credential_missing"; scope: string };
+
+export interface VaultPort {
+  check(scopes: readonly string[]): Promise<VaultVerdict>;
+}
+
+export function holderVault(stateDir: string): VaultPort {
+  return {
+    async check(scopes) {
+      if (scopes.length === 0) return null;
+      const status = await holderStatus(stateDir);
+      if (!status.unlocked) return { error: "vault_locked", scopes: [...scopes] };
+      const held = new Set(status.scopes ?? []);
+      const missing = scopes.find((s) => !held.has(s));
+      return missing ? { error: "credential_missing", scope: missing } : null;
+    },
+  };
+}
