@@ -159,7 +159,7 @@ export class Authorizer implements AuthorizationPort {
     const verdict = this.o.vault ? await this.o.vault.check(this.scopes) : { error: "vault_locked" as const };
     if (!verdict) return null;
     return verdict.error === "credential_missing"
-      ? refuse.credentialMissing(verdict.scope)
+      ? refuse.credentialMissing(verdict.scope, verdict.why)
       : refuse.vaultLocked(this.scopes);
   }
 

@@ -254,7 +254,7 @@ async function serve(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
-      vault: holderVault(stateDir),
+      vault: holderVault(stateDir, server.credentialSpecs),
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
       events,

@@ -9,16 +9,19 @@ import {
   checkSecretName,
   checkSecretValue,
   listSecrets,
+  type OpenedSecret,
   openAllSecrets,
   putSecret,
   removeSecret,
+  type SecretPolicy,
   VaultError,
 } from "../vault/secrets.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
 export const VAULT_HELP = `Usage:
-  portcullis vault set NAME [--from-stdin]   store or rotate a secret (asks for the passphrase)
+  portcullis vault set NAME [--from-stdin] [--deliver http|env] [--host HOST[:PORT]]...
+                                             store or rotate a secret (asks for the passphrase)
   portcullis vault list [--json]             names, sizes, created and rotated times, who uses them
   portcullis vault rm NAME                   remove a secret (asks for the passphrase)
   portcullis unlock [--for DURATION]         running gateways may use credentials until then
@@ -29,6 +32,12 @@ NAME is the credential scope that portcullis.json's "credentials" name, and that
 reviews and the audit log show. The value is typed on the terminal with echo off, or read
 from standard input with --from-stdin (one trailing newline is dropped); never from an
 argument. Values are sealed under the keyring's data key in the store.
+
+How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
+(which an agent can edit): --deliver http (the default) keeps the value inside portcullis and
+sends it only to the --host destinations; --deliver env lets a server receive it in its
+environment at spawn, where it holds it for its life. (This version does not provide HTTP
+delivery yet: store secrets with --deliver env to use them.)
 
 ${PASSPHRASE_HELP}`;
 
@@ -77,7 +86,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
     const db = openExisting(ctx.stateDir);
     try {
       const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
-      let secrets: Map<string, string>;
+      let secrets: Map<string, OpenedSecret>;
       try {
         secrets = openAllSecrets(db, dataKey);
       } finally {
@@ -134,7 +143,7 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   const raw = Buffer.concat(chunks);
-  const secrets = new Map(Object.entries(JSON.parse(raw.toString("utf8")) as Record<string, string>));
+  const secrets = new Map(Object.entries(JSON.parse(raw.toString("utf8")) as Record<string, OpenedSecret>));
   raw.fill(0);
   let resolveDone: (code: number) => void = () => {};
   const done = new Promise<number>((r) => {
@@ -167,7 +176,7 @@ function recordLocked(stateDir: string, reason: string): void {
   }
 }
 
-function startHolder(stateDir: string, until: Date, secrets: Map<string, string>): Promise<void> {
+function startHolder(stateDir: string, until: Date, secrets: Map<string, OpenedSecret>): Promise<void> {
   const main = fileURLToPath(new URL("./main.js", import.meta.url));
   const child = spawn(
     process.execPath,
@@ -196,11 +205,32 @@ function startHolder(stateDir: string, until: Date, secrets: Map<string, string>
 }
 
 async function vaultSet(args: string[], stateDir: string): Promise<number> {
-  const fromStdin = args.includes("--from-stdin");
-  const names = args.filter((a) => a !== "--from-stdin");
-  if (names.length !== 1 || names[0]!.startsWith("-"))
+  let fromStdin = false;
+  const policy: SecretPolicy = { deliver: "http", hosts: [] };
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--from-stdin") fromStdin = true;
+    else if (a === "--deliver" || a === "--host") {
+      const v = args[++i];
+      if (v === undefined || v.startsWith("-")) throw new UsageError(`vault set: ${a} needs a value.`);
+      if (a === "--deliver") {
+        if (v !== "http" && v !== "env")
+          throw new UsageError('vault set: --deliver must be "http" or "env".');
+        policy.deliver = v;
+      } else policy.hosts.push(checkHost(v));
+    } else if (a.startsWith("-"))
+      throw new UsageError(`vault set: unknown option ${a}; see portcullis vault --help.`);
+    else names.push(a);
+  }
+  if (names.length !== 1) throw new UsageError("vault set: give one secret NAME.");
+  if (policy.deliver === "env" && policy.hosts.length > 0)
     throw new UsageError(
-      "vault set: give one secret NAME (and --from-stdin to read the value from standard input).",
+      "vault set: --host is for --deliver http (an env-delivered secret goes wherever the server sends it).",
+    );
+  if (policy.deliver === "http" && policy.hosts.length === 0)
+    throw new UsageError(
+      "vault set: a secret delivered over HTTP needs at least one --host HOST[:PORT] it may be sent to (or --deliver env).",
     );
   const name = checkSecretName(names[0]!);
   const db = openExisting(stateDir);
@@ -208,10 +238,12 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
     const dataKey = await unlockWithPassphrase(stateDir, `store the secret ${name}`);
     try {
       const value = checkSecretValue(fromStdin ? await readStdinValue() : await typedValue(name));
-      const { rotated } = putSecret(db, dataKey, name, value);
+      const { rotated } = putSecret(db, dataKey, name, policy, value);
       // A running holder learns the new value, so an unlocked vault needs no second unlock.
-      await askHolder(stateDir, { op: "put", scope: name, value });
-      process.stdout.write(`secret ${name} ${rotated ? "rotated" : "stored"}\n`);
+      await askHolder(stateDir, { op: "put", scope: name, value, ...policy });
+      process.stdout.write(
+        `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
+      );
       return EXIT_OK;
     } finally {
       dataKey.fill(0);
@@ -219,6 +251,12 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
   } finally {
     db.close();
   }
+}
+
+function checkHost(h: string): string {
+  if (!/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/.test(h))
+    throw new UsageError(`vault set: --host ${JSON.stringify(h)} is not HOST or HOST:PORT.`);
+  return h.toLowerCase();
 }
 
 async function vaultRm(args: string[], stateDir: string): Promise<number> {
@@ -266,11 +304,12 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     if (secrets.length === 0)
       process.stdout.write("no secret stored; add one with 'portcullis vault set NAME'\n");
     for (const s of secrets) {
+      const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.join(", ")}`;
       const used = s.usedBy.map(
         (u) => `${u.server} (${u.env}, ${u.deliver}${u.hosts.length ? ` to ${u.hosts.join(", ")}` : ""})`,
       );
       process.stdout.write(
-        `${s.name}  ${s.bytes} bytes  created ${s.createdAt}${s.rotatedAt ? `  rotated ${s.rotatedAt}` : ""}\n` +
+        `${s.name}  ${how}  ${s.bytes} bytes  created ${s.createdAt}${s.rotatedAt ? `  rotated ${s.rotatedAt}` : ""}\n` +
           `  used by: ${used.length ? used.join("; ") : "no server in the portcullis.json found here"}\n`,
       );
     }

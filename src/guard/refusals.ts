@@ -106,11 +106,11 @@ export const refuse = {
       { scopes },
     ),
 
-  credentialMissing: (scope: string) =>
+  credentialMissing: (scope: string, why = "no secret by that name in the vault") =>
     refusal(
       "credential_missing",
-      `This tool needs the credential "${scope}", and the vault holds no secret by that name.`,
-      "credential missing from the vault",
+      `This tool needs the credential "${scope}", which the vault cannot release: ${why}.`,
+      why,
       `ask a human to run 'portcullis vault set ${scope}' and 'portcullis unlock', then retry`,
       { scope },
     ),

@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import type { OpenedSecret, SecretPolicy } from "./secrets.js";
 
 /**
  * The vault holder: while the vault is unlocked, the opened secrets live in ONE process, this
@@ -12,8 +13,13 @@ import { join } from "node:path";
  * the vault is unlocked and, for `deliver: "env"` scopes, for a value at spawn.
  *
  * Protocol: one JSON object per line each way. Requests: {"op":"status"},
- * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V}, {"op":"forget","scope":S},
- * {"op":"lock"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
+ * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
+ * {"op":"forget","scope":S}, {"op":"lock"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
+ *
+ * `release` hands a value out in clear, so it answers only for secrets stored with
+ * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
+ * process of the user can read an env-delivered server's environment. A secret stored for
+ * HTTP delivery never leaves the holder in clear.
  */
 
 export const HOLDER_SOCKET = "vault.sock";
@@ -30,12 +36,14 @@ export interface HolderStatus {
   until?: string;
   /** names of the secrets the holder holds (never values) */
   scopes?: string[];
+  /** those of them that may be delivered in a server's environment */
+  envScopes?: string[];
 }
 
 export interface HolderOptions {
   socketPath: string;
   until: Date;
-  secrets: Map<string, string>;
+  secrets: Map<string, OpenedSecret>;
   /** called once when the holder stops (lock, expiry, or a signal) */
   onStop?: (reason: "locked" | "expired" | "signal") => void;
 }
@@ -45,8 +53,9 @@ export async function runHolder(
   o: HolderOptions,
 ): Promise<{ stop(reason: "locked" | "expired" | "signal"): void }> {
   // Values are kept as Buffers so that locking can overwrite them (strings cannot be wiped).
-  const held = new Map<string, Buffer>();
-  for (const [k, v] of o.secrets) held.set(k, Buffer.from(v, "utf8"));
+  const held = new Map<string, { value: Buffer } & SecretPolicy>();
+  for (const [k, v] of o.secrets)
+    held.set(k, { value: Buffer.from(v.value, "utf8"), deliver: v.deliver, hosts: v.hosts });
   o.secrets.clear();
   let stopped = false;
   const sockets = new Set<Socket>();
@@ -55,7 +64,7 @@ export async function runHolder(
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
-    for (const b of held.values()) b.fill(0);
+    for (const b of held.values()) b.value.fill(0);
     held.clear();
     server.close();
     for (const s of sockets) s.destroy();
@@ -71,21 +80,44 @@ export async function runHolder(
   const answer = (req: Record<string, unknown>): Record<string, unknown> => {
     switch (req.op) {
       case "status":
-        return { ok: true, unlocked: true, until: o.until.toISOString(), scopes: [...held.keys()].sort() };
+        return {
+          ok: true,
+          unlocked: true,
+          until: o.until.toISOString(),
+          scopes: [...held.keys()].sort(),
+          envScopes: [...held]
+            .filter(([, v]) => v.deliver === "env")
+            .map(([k]) => k)
+            .sort(),
+        };
       case "release": {
         const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
         if (!v) return { ok: false, error: "credential_missing" };
-        return { ok: true, value: v.toString("utf8") };
+        if (v.deliver !== "env") return { ok: false, error: "not_env_delivered" };
+        return { ok: true, value: v.value.toString("utf8") };
       }
-      case "put":
-        if (typeof req.scope !== "string" || typeof req.value !== "string" || req.value === "")
+      case "put": {
+        const hosts = req.hosts ?? [];
+        if (
+          typeof req.scope !== "string" ||
+          typeof req.value !== "string" ||
+          req.value === "" ||
+          (req.deliver !== "env" && req.deliver !== "http") ||
+          !Array.isArray(hosts) ||
+          hosts.some((h) => typeof h !== "string")
+        )
           return { ok: false, error: "bad_request" };
-        held.get(req.scope)?.fill(0);
-        held.set(req.scope, Buffer.from(req.value, "utf8"));
+        held.get(req.scope)?.value.fill(0);
+        held.set(req.scope, {
+          value: Buffer.from(req.value, "utf8"),
+          deliver: req.deliver,
+          hosts: hosts as string[],
+        });
         return { ok: true };
+      }
       case "forget":
         if (typeof req.scope !== "string") return { ok: false, error: "bad_request" };
-        held.get(req.scope)?.fill(0);
+        held.get(req.scope)?.value.fill(0);
         held.delete(req.scope);
         return { ok: true };
       case "lock":
@@ -186,6 +218,7 @@ export async function holderStatus(stateDir: string): Promise<HolderStatus> {
     unlocked: true,
     until: typeof r.until === "string" ? r.until : undefined,
     scopes: Array.isArray(r.scopes) ? (r.scopes as string[]) : [],
+    envScopes: Array.isArray(r.envScopes) ? (r.envScopes as string[]) : [],
   };
 }
 

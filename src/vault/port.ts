@@ -1,3 +1,4 @@
+import type { CredentialSpec } from "./credentials.js";
 import { holderStatus } from "./holder.js";
 
 /**
@@ -8,21 +9,32 @@ import { holderStatus } from "./holder.js";
 export type VaultVerdict =
   | null
   | { error: "vault_locked"; scopes: string[] }
-  | { error: "credential_missing"; scope: string };
+  | { error: "credential_missing"; scope: string; why: string };
 
 export interface VaultPort {
   check(scopes: readonly string[]): Promise<VaultVerdict>;
 }
 
-export function holderVault(stateDir: string): VaultPort {
+export function holderVault(stateDir: string, specs: readonly CredentialSpec[]): VaultPort {
+  const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
   return {
     async check(scopes) {
       if (scopes.length === 0) return null;
       const status = await holderStatus(stateDir);
       if (!status.unlocked) return { error: "vault_locked", scopes: [...scopes] };
       const held = new Set(status.scopes ?? []);
-      const missing = scopes.find((s) => !held.has(s));
-      return missing ? { error: "credential_missing", scope: missing } : null;
+      const env = new Set(status.envScopes ?? []);
+      for (const scope of scopes) {
+        if (!held.has(scope))
+          return { error: "credential_missing", scope, why: "no secret by that name in the vault" };
+        if (envDelivered.has(scope) && !env.has(scope))
+          return {
+            error: "credential_missing",
+            scope,
+            why: "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
+          };
+      }
+      return null;
     },
   };
 }

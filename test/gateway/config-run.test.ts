@@ -39,7 +39,7 @@ describe("portcullis run LABEL", () => {
     // the credential comes from the vault (unlocked before the server is spawned)
     const pass = passphraseEnv();
     const value = project.credentialEnv.INVENTORY_API_KEY;
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin"], {
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
       stateDir,
       env: pass,
       input: value,

@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { sleep, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
@@ -41,14 +42,14 @@ describe("portcullis vault set | list | rm", () => {
   it("stores a value sealed, lists names only, rotates, removes; never prints the value", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
-    const set = await runCli(["vault", "set", "api-staging", "--from-stdin"], {
+    const set = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
       stateDir,
       env,
       input: `${SECRET}\n`,
     });
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toContain("secret api-staging stored");
-    const again = await runCli(["vault", "set", "api-staging", "--from-stdin"], {
+    const again = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
       stateDir,
       env,
       input: `${SECRET}-2`,
@@ -71,21 +72,57 @@ describe("portcullis vault set | list | rm", () => {
     expect(gone.stderr).toContain("no secret named api-staging");
   });
 
+  it("binds how a secret may be handed out when it is stored; an SQL edit of that policy opens nothing", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    const http = await runCli(
+      ["vault", "set", "api", "--from-stdin", "--host", "API.example.com:443", "--host", "api2.example.com"],
+      { stateDir, env, input: SECRET },
+    );
+    expect(http.code, http.stderr).toBe(0);
+    const listed = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets;
+    expect(listed[0]).toMatchObject({
+      name: "api",
+      deliver: "http",
+      hosts: ["api.example.com:443", "api2.example.com"],
+    });
+    const noHost = await runCli(["vault", "set", "b", "--from-stdin"], { stateDir, env, input: "v" });
+    expect(noHost.code).toBe(2);
+    expect(noHost.stderr).toContain("--host");
+    // a same-user process turns the HTTP-only secret into an env one with SQL: unlock refuses it
+    const db = new Database(join(stateDir, "portcullis.db"));
+    db.prepare("UPDATE vault_secrets SET deliver = 'env', hosts_json = '[]' WHERE name = 'api'").run();
+    db.close();
+    const unlock = await runCli(["unlock"], { stateDir, env });
+    expect(unlock.code).toBe(2);
+    expect(unlock.stderr).toContain("does not open");
+    expect(existsSync(join(stateDir, "vault.sock"))).toBe(false);
+  });
+
   it("refuses bad input with one sentence and stores nothing", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
-    const empty = await runCli(["vault", "set", "x", "--from-stdin"], { stateDir, env, input: "" });
+    const empty = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "",
+    });
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain("the value is empty");
-    const badName = await runCli(["vault", "set", "../etc", "--from-stdin"], { stateDir, env, input: "v" });
+    const badName = await runCli(["vault", "set", "../etc", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "v",
+    });
     expect(badName.code).toBe(2);
     expect(badName.stderr).toContain("is not a secret name");
-    const noTerminal = await runCli(["vault", "set", "x"], { stateDir, env });
+    const noTerminal = await runCli(["vault", "set", "x", "--deliver", "env"], { stateDir, env });
     expect(noTerminal.code).toBe(2);
     expect(noTerminal.stderr).toContain("--from-stdin");
     const wrongPass = join(stateDir, "..", "wrong-pass");
     writeFileSync(wrongPass, "not the passphrase\n");
-    const wrong = await runCli(["vault", "set", "x", "--from-stdin"], {
+    const wrong = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
       stateDir,
       env: { ...env, PORTCULLIS_PASSPHRASE_FILE: wrongPass },
       input: "v",
@@ -103,7 +140,11 @@ describe("portcullis unlock | lock", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await runCli(["vault", "set", "api-staging", "--from-stdin"], { stateDir, env, input: SECRET });
+    await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
     const unlock = await runCli(["unlock", "--for", "2s"], { stateDir, env });
     expect(unlock.code, unlock.stderr).toBe(0);
     expect(unlock.stdout).toContain("1 secret");
@@ -163,14 +204,22 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     await gw.client.listTools();
     const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
     await expect(call()).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
-    await runCli(["vault", "set", "other-scope", "--from-stdin"], { stateDir, env, input: "x" });
+    await runCli(["vault", "set", "other-scope", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "x",
+    });
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     await expect(call()).rejects.toMatchObject({
       code: -32059,
       data: { error: "credential_missing", scope: "inventory-api-staging" },
     });
     // a secret stored while unlocked reaches the holder at once
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin"], { stateDir, env, input: SECRET });
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
     expect((await call()).isError).toBeFalsy();
     await runCli(["lock"], { stateDir });
     await expect(call()).rejects.toMatchObject({ code: -32056 });
@@ -183,7 +232,11 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin"], { stateDir, env, input: SECRET });
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
@@ -198,6 +251,30 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     for (const out of [gw.stderr(), status.stdout, exported.stdout]) expect(out).not.toContain(SECRET);
     await sleep(50);
     for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
+  });
+
+  it("a secret stored for HTTP only is not released into an environment the config asks for", async () => {
+    const project = configured("env");
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--host", "api.example.com"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.waitForStderr(/started with placeholders/);
+    await gw.client.listTools();
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({
+      code: -32059,
+      data: { scope: "inventory-api-staging", reason: expect.stringContaining("HTTP delivery only") },
+    });
+    expect(project.records()).toHaveLength(0);
   });
 
   it("deliver env while locked: the server gets a placeholder, never the config's own value", async () => {
