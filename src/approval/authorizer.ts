@@ -6,6 +6,7 @@ import type { ExecutionRecord } from "../identity/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
+import type { VaultPort } from "../vault/port.js";
 import {
   type ApprovalConfig,
   endGrants,
@@ -34,6 +35,8 @@ export interface AuthorizerOptions {
   approval: ApprovalConfig;
   /** config `credentials`: env var → scope name; every tool of a server with credentials needs them all */
   credentials: Record<string, string>;
+  /** step 6: the vault holder (absent: a server without credentials never asks) */
+  vault?: VaultPort;
   /** how long a call waits for a human (default 120 s) */
   timeoutMs?: number;
   /** how often the store is read for a decision (default 150 ms) */
@@ -188,12 +191,17 @@ export class Authorizer implements AuthorizationPort {
   }
 
   /**
-   * Step 6. There is no credential vault yet: credentials reach a server through its
-   * configured environment, so nothing is ever locked here. When the vault lands,
-   * this answers "the server needs scopes and the vault is locked".
+   * Step 6: a server with credentials gets no call while the vault is locked (`vault_locked`),
+   * nor while a scope it needs has no secret in the vault (`credential_missing`). Asked of
+   * the holder per call, so `portcullis lock` stops the very next call.
    */
-  vaultLocked(_call: ApprovedCall): boolean {
-    return false;
+  async vault(_call: ApprovedCall): Promise<ErrorObject | null> {
+    if (this.scopes.length === 0) return null;
+    const verdict = this.o.vault ? await this.o.vault.check(this.scopes) : { error: "vault_locked" as const };
+    if (!verdict) return null;
+    return verdict.error === "credential_missing"
+      ? refuse.credentialMissing(verdict.scope, verdict.why)
+      : refuse.vaultLocked(this.scopes);
   }
 
   /** Step 7: a covering session grant, or a human decision (the call is held while waiting). */

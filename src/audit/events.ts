@@ -25,6 +25,7 @@ export const AUDIT_EVENT_TYPES = [
   "decision_rejected",
   "request_forwarded",
   "grants_revoked",
+  "credential_released",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -20,6 +20,8 @@ usage: portcullis <command> [options]
   deny ID [--reason TEXT]              deny a request (asks for the passphrase)
   grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
+  vault set|list|rm                    secrets for credential scopes (values never printed)
+  unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
   demo [--keep]                        the whole story, in a temporary state directory
@@ -89,6 +91,10 @@ const commands: Record<string, () => Promise<Command>> = {
   },
   doctor: async () => (await import("./doctor.js")).doctorCommand,
   drill: async () => (await import("./drill.js")).drillCommand,
+  vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads"),
+  unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),
+  lock: async () => withStateDir((await import("./vault.js")).lockCommand, "reads"),
+  "__vault-holder": async () => withStateDir((await import("./vault.js")).holderProcess, "reads"),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {

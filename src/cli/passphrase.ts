@@ -95,3 +95,13 @@ function readHidden(out: number, prompt: string): Promise<string> {
     input.on("data", onData);
   });
 }
+
+/** A secret value typed on the terminal with echo off (never from an argument). */
+export async function readHiddenLine(prompt: string): Promise<string> {
+  const out = openTerminal("w");
+  try {
+    return await readHidden(out, prompt);
+  } finally {
+    closeSync(out);
+  }
+}

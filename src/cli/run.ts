@@ -25,6 +25,8 @@ import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { stderrLogger } from "../util/log.js";
+import { envDelivery } from "../vault/delivery.js";
+import { holderVault } from "../vault/port.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -114,6 +116,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
       cwd: process.cwd(),
       env: {},
       credentials: {},
+      credentialSpecs: [],
       identity: { include: [] },
       onChange: "report",
       approval: { default: "session", tools: {} },
@@ -216,6 +219,12 @@ async function serve(
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
+  const http = server.credentialSpecs.find((c) => c.deliver === "http");
+  if (http) {
+    throw new UsageError(
+      `run: ${server.configFile ?? "the configuration"}: credentials.${http.env} asks for deliver "http", which this version does not provide yet (the egress proxy); use {"secret": "${http.secret}", "deliver": "env"} for now.`,
+    );
+  }
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
@@ -242,6 +251,10 @@ async function serve(
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   Object.assign(env, server.env);
+  // Credential variables hold placeholders in the environment the record digests; the values
+  // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
+  const delivery = envDelivery(stateDir, server.credentialSpecs);
+  Object.assign(env, delivery.placeholders);
   const supervisor = new Supervisor({
     spec: {
       serverLabel: server.label,
@@ -258,6 +271,7 @@ async function serve(
     // forwarded request); tests push it out to prove the forwarding-path check
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
     maxMessageBytes: server.maxMessageBytes,
+    spawnEnv: delivery.spawnEnv,
   });
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
@@ -297,6 +311,7 @@ async function serve(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
+      vault: holderVault(stateDir, server.credentialSpecs),
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
       events,
@@ -364,6 +379,23 @@ async function serve(
     onEnd: (_reason, code) => void shutdown(code),
   });
   supervisor.on("up", (gen) => {
+    const { released, withheld } = delivery.last();
+    if (released.length > 0) {
+      events.emit({
+        type: "credential_released",
+        serverLabel: server.label,
+        epoch: gen.epoch,
+        deliver: "env",
+        scopes: released,
+      });
+      statusLog.status(
+        `credentials in the environment of epoch ${gen.epoch}: ${released.join(", ")} (held by the server for its life)`,
+      );
+    }
+    if (withheld.length > 0)
+      statusLog.status(
+        `vault locked or missing ${withheld.join(", ")}: the server started with placeholders; unlock, then restart it`,
+      );
     registry.recordEpoch(gen.record, gen.reason);
     registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
   });

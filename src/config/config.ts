@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
 /**
@@ -23,6 +24,8 @@ export interface ServerConfig {
   env: Record<string, string>;
   /** environment variable name → credential scope name */
   credentials: Record<string, string>;
+  /** how each credential reaches the server (the vault's release rules) */
+  credentialSpecs: CredentialSpec[];
   identity: { include: string[] };
   onChange: OnChange;
   /** absent: "run" */
@@ -158,7 +161,8 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   const args = strings("args");
   if (raw.cwd !== undefined && typeof raw.cwd !== "string") fail("cwd", "must be a string");
   const env = dict("env");
-  const credentials = dict("credentials");
+  const credentialSpecs = parseCredentials(raw.credentials, fail);
+  const credentials = scopesByEnv(credentialSpecs);
   let include: string[] = [];
   if (raw.identity !== undefined) {
     if (!isObject(raw.identity)) fail("identity", "must be an object");
@@ -243,6 +247,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     cwd: resolve(base, (raw.cwd as string | undefined) ?? "."),
     env,
     credentials,
+    credentialSpecs,
     identity: { include },
     onChange,
     onExpand,

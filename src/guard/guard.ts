@@ -52,8 +52,8 @@ function behindFor(
 export interface AuthorizationPort {
   /** Step 2: the run's approval belongs to an older epoch / older tool version. */
   stale(call: ApprovedCall): ErrorObject | null;
-  /** Step 6: credential scopes this tool needs while the vault is locked. */
-  vaultLocked(call: ApprovedCall): boolean;
+  /** Step 6: the credential scopes this tool needs, when the vault is locked or lacks one (a refusal). */
+  vault(call: ApprovedCall): Promise<ErrorObject | null>;
   /** Step 7: a covering grant, or a human decision (may wait; `progress` keeps the client informed). */
   obtain(
     call: ApprovedCall,
@@ -190,9 +190,14 @@ export async function decide(o: DecideOptions, attempt = 1): Promise<Verdict> {
   if (first.action !== "continue") return first;
   const call = first.call;
   if (auth) {
-    // 6. credentials needed and the vault is locked.
-    if (auth.vaultLocked(call))
-      return { action: "refuse", error: refuse.vaultLocked(), reason: "vault_locked" };
+    // 6. credentials needed and the vault is locked, or lacks one of them.
+    const locked = await auth.vault(call);
+    if (locked)
+      return {
+        action: "refuse",
+        error: locked,
+        reason: String((locked.data as { error?: string })?.error),
+      };
     // 7. a grant, or a human decision.
     const got = await auth.obtain(call, hooks);
     if ("error" in got)

@@ -108,12 +108,22 @@ export const refuse = {
       { approvalRequest, howToApprove },
     ),
 
-  vaultLocked: () =>
+  vaultLocked: (scopes: string[]) =>
     refusal(
       "vault_locked",
       "This tool needs credentials and the vault is locked.",
       "vault locked",
       "ask a human to run 'portcullis unlock', then retry",
+      { scopes },
+    ),
+
+  credentialMissing: (scope: string, why = "no secret by that name in the vault") =>
+    refusal(
+      "credential_missing",
+      `This tool needs the credential "${scope}", which the vault cannot release: ${why}.`,
+      why,
+      `ask a human to run 'portcullis vault set ${scope}' and 'portcullis unlock', then retry`,
+      { scope },
     ),
 
   approvalDenied: (approvalRequest: string, why?: string) =>
@@ -132,15 +142,6 @@ export const refuse = {
       "approval request timed out",
       "ask a human to approve with 'portcullis approve', then retry",
       { approvalRequest },
-    ),
-
-  credentialMissing: (scope: string) =>
-    refusal(
-      "credential_missing",
-      "This tool needs a credential the vault does not hold.",
-      "credential missing",
-      "ask a human to add the credential with 'portcullis vault', then retry",
-      { scope },
     ),
 
   auditUnavailable: (reason: string) =>

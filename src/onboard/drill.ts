@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { decideRequest, pendingRequests } from "../approval/index.js";
+import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { ConfigError, resolveServer } from "../config/config.js";
 import { currentEpoch, gatewayRunning, text, waitFor } from "../demo/demo.js";
@@ -138,11 +138,14 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     const call = async () => {
       const pending = client!.callTool({ name: o.tool!, arguments: o.args ?? {} });
       const req = await waitFor(() => pendingRequests(store)[0] ?? null, "the approval request", ms);
+      // signed with the throwaway keyring's approver key, as a human's approve would be
+      const signer = await pinnedSigner(store, stateDir, o.passphrase);
       decideRequest(
         store,
         req.request,
         { approve: true, for: "session" },
         "portcullis drill (passphrase given)",
+        signer,
       );
       return { request: req.request, result: text(await pending) };
     };

@@ -68,6 +68,12 @@ export interface SupervisorOptions {
   shutdownGraceMs?: number;
   /** how often replacement is checked while idle */
   pollMs?: number;
+  /**
+   * Values put into the server's environment at this spawn only (credentials delivered in the
+   * environment, from the unlocked vault). Never digested, stored or logged: the execution
+   * record's envDigest covers `spec.env`, where these variables hold placeholders.
+   */
+  spawnEnv?: () => Promise<Record<string, string>>;
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> {
@@ -111,9 +117,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
     saveQuietly(cache);
     if (this.stopping) throw new LaunchError("the gateway is shutting down");
+    const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
-      env: spec.env,
+      env: { ...spec.env, ...extra },
       stdio: ["pipe", "pipe", "pipe"],
       detached: true, // its own process group: shutdown reaches every descendant
     });

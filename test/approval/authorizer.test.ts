@@ -413,9 +413,11 @@ describe("modes and scopes", () => {
     expect(errorOf(await pw).code).toBe(REFUSAL_CODES.approval_denied);
   });
 
-  it("vaultLocked is false: there is no vault yet", () => {
+  it("step 6: a server with credentials and no vault holder is locked; without credentials it never asks", async () => {
     const run = testRun(db);
     const { auth } = makeAuthorizer(db, run, { credentials: { K: "scope" } });
-    expect(auth.vaultLocked(callOf(publishPreview, A))).toBe(false);
+    expect((await auth.vault(callOf(publishPreview, A)))?.code).toBe(REFUSAL_CODES.vault_locked);
+    const { auth: plain } = makeAuthorizer(db, testRun(db), { credentials: {} });
+    expect(await plain.vault(callOf(publishPreview, A))).toBeNull();
   });
 });

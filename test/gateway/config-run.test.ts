@@ -25,7 +25,7 @@ describe("portcullis run LABEL", () => {
           command: NODE,
           args: ["dist/server.js"],
           cwd: ".",
-          env: { ...project.env, ...project.credentialEnv },
+          env: { ...project.env },
           credentials: { INVENTORY_API_KEY: "inventory-api-staging" },
           approval: { default: "none", tools: { adjust_inventory: "per-call" } },
           onChange: "restart",
@@ -36,6 +36,18 @@ describe("portcullis run LABEL", () => {
     const sub = join(project.dir, "src", "deep");
     mkdirSync(sub, { recursive: true });
     const stateDir = newStateDir();
+    // the credential comes from the vault (unlocked before the server is spawned)
+    const pass = passphraseEnv();
+    const value = project.credentialEnv.INVENTORY_API_KEY;
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: pass,
+      input: value,
+    });
+    expect((await runCli(["unlock"], { stateDir, env: pass })).code).toBe(0);
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
     const gw = await startGateway({ args: ["inventory"], cwd: sub, stateDir });
     cleanup.push(() => gw.close());
     await gw.client.listTools();

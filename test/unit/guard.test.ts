@@ -37,7 +37,7 @@ const stale = refuse.authorizationStale({
 function auth(over: Partial<AuthorizationPort> = {}): AuthorizationPort {
   return {
     stale: () => null,
-    vaultLocked: () => false,
+    vault: async () => null,
     obtain: async () => ({ grant: "G1" }),
     condition: () => undefined,
     ...over,
@@ -121,7 +121,7 @@ describe("the guard's decision order", () => {
     const locked = await decide({
       server: () => ready,
       facts,
-      auth: auth({ vaultLocked: () => true }),
+      auth: auth({ vault: async () => refuse.vaultLocked(["s"]) }),
       intent,
     });
     expect(locked.action === "refuse" && locked.error.code).toBe(-32056);

@@ -23,7 +23,7 @@ const built: Record<string, ErrorObject> = {
   identity_pending: refuse.identityPending("E2"),
   epoch_transition: refuse.epochTransition("E1", null),
   tool_not_in_catalog: refuse.toolNotInCatalog("t", 2),
-  vault_locked: refuse.vaultLocked(),
+  vault_locked: refuse.vaultLocked(["inventory-api-staging"]),
   approval_denied: refuse.approvalDenied("R1"),
   approval_timeout: refuse.approvalTimeout("R1"),
   credential_missing: refuse.credentialMissing("github"),

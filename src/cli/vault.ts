@@ -1,0 +1,394 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { AuditLog } from "../audit/log.js";
+import { findConfig, loadConfigFile } from "../config/config.js";
+import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { askHolder, clearStaleSocket, holderSocketPath, holderStatus, runHolder } from "../vault/holder.js";
+import {
+  checkSecretName,
+  checkSecretValue,
+  listSecrets,
+  type OpenedSecret,
+  openAllSecrets,
+  putSecret,
+  removeSecret,
+  type SecretPolicy,
+  VaultError,
+} from "../vault/secrets.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
+import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
+
+export const VAULT_HELP = `Usage:
+  portcullis vault set NAME [--from-stdin] [--deliver http|env] [--host HOST[:PORT]]...
+                                             store or rotate a secret (asks for the passphrase)
+  portcullis vault list [--json]             names, sizes, created and rotated times, who uses them
+  portcullis vault rm NAME                   remove a secret (asks for the passphrase)
+  portcullis unlock [--for DURATION]         running gateways may use credentials until then
+                                             (default 30m; e.g. 90s, 10m, 2h, 1h30m; at most 24h)
+  portcullis lock                            credentials stop at once, in every gateway
+
+NAME is the credential scope that portcullis.json's "credentials" name, and that grants,
+reviews and the audit log show. The value is typed on the terminal with echo off, or read
+from standard input with --from-stdin (one trailing newline is dropped); never from an
+argument. Values are sealed under the keyring's data key in the store.
+
+How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
+(which an agent can edit): --deliver http (the default) keeps the value inside portcullis and
+sends it only to the --host destinations; --deliver env lets a server receive it in its
+environment at spawn, where it holds it for its life. (This version does not provide HTTP
+delivery yet: store secrets with --deliver env to use them.)
+
+${PASSPHRASE_HELP}`;
+
+const DEFAULT_UNLOCK_MS = 30 * 60_000;
+const MAX_UNLOCK_MS = 24 * 3600_000;
+
+export async function vaultCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  const [sub, ...rest] = args;
+  if (!sub || sub === "--help" || sub === "-h") {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return sub ? EXIT_OK : 2;
+  }
+  return guarded("vault", async () => {
+    switch (sub) {
+      case "set":
+        return vaultSet(rest, ctx.stateDir);
+      case "list":
+        return vaultList(rest, ctx.stateDir);
+      case "rm":
+        return vaultRm(rest, ctx.stateDir);
+      default:
+        throw new UsageError(
+          `vault: unknown subcommand "${sub}" (set, list, rm); see portcullis vault --help.`,
+        );
+    }
+  });
+}
+
+export async function unlockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return EXIT_OK;
+  }
+  return guarded("unlock", async () => {
+    let ms = DEFAULT_UNLOCK_MS;
+    const rest = [...args];
+    const at = rest.findIndex((a) => a === "--for" || a.startsWith("--for="));
+    if (at >= 0) {
+      const a = rest[at]!;
+      const value = a.startsWith("--for=") ? a.slice(6) : rest[at + 1];
+      if (value === undefined) throw new UsageError("unlock: --for needs a duration, e.g. 30m.");
+      ms = parseDuration(value);
+      rest.splice(at, a.startsWith("--for=") ? 1 : 2);
+    }
+    if (rest.length > 0) throw new UsageError(`unlock: unexpected argument ${JSON.stringify(rest[0])}.`);
+    const db = openExisting(ctx.stateDir);
+    try {
+      const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
+      let secrets: Map<string, OpenedSecret>;
+      try {
+        secrets = openAllSecrets(db, dataKey);
+      } finally {
+        dataKey.fill(0);
+      }
+      // One holder per state directory: a new unlock replaces the running one.
+      await askHolder(ctx.stateDir, { op: "lock" });
+      await clearStaleSocket(ctx.stateDir);
+      const until = new Date(Date.now() + ms);
+      const scopes = [...secrets.keys()].sort();
+      await startHolder(ctx.stateDir, until, secrets);
+      AuditLog.open(db, ctx.stateDir).append({
+        type: "vault_unlocked",
+        until: until.toISOString(),
+        scopes,
+        by: `portcullis unlock (pid ${process.pid})`,
+      });
+      process.stdout.write(
+        `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); 'portcullis lock' locks it now\n`,
+      );
+      return EXIT_OK;
+    } finally {
+      db.close();
+    }
+  });
+}
+
+export async function lockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return EXIT_OK;
+  }
+  if (args.length > 0) throw new UsageError(`lock: unexpected argument ${JSON.stringify(args[0])}.`);
+  // Locking only removes authority: no passphrase.
+  const was = await holderStatus(ctx.stateDir);
+  await askHolder(ctx.stateDir, { op: "lock" });
+  await clearStaleSocket(ctx.stateDir);
+  if (was.unlocked && keyringExists(ctx.stateDir)) {
+    const db = openStore(ctx.stateDir);
+    try {
+      AuditLog.open(db, ctx.stateDir).append({ type: "vault_locked", reason: "portcullis lock" });
+    } finally {
+      db.close();
+    }
+  }
+  process.stdout.write(was.unlocked ? "vault locked\n" : "the vault was already locked\n");
+  return EXIT_OK;
+}
+
+/** The detached holder process (`portcullis __vault-holder`): secrets arrive on stdin as JSON. */
+export async function holderProcess(args: string[], ctx: { stateDir: string }): Promise<number> {
+  const until = new Date(args[args.indexOf("--until") + 1] ?? "");
+  if (Number.isNaN(until.getTime())) throw new UsageError("__vault-holder: --until needs an ISO time.");
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const raw = Buffer.concat(chunks);
+  const secrets = new Map(Object.entries(JSON.parse(raw.toString("utf8")) as Record<string, OpenedSecret>));
+  raw.fill(0);
+  let resolveDone: (code: number) => void = () => {};
+  const done = new Promise<number>((r) => {
+    resolveDone = r;
+  });
+  const holder = await runHolder({
+    socketPath: holderSocketPath(ctx.stateDir),
+    until,
+    secrets,
+    onStop: (reason) => {
+      if (reason !== "locked") recordLocked(ctx.stateDir, reason);
+      resolveDone(EXIT_OK);
+    },
+  });
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => holder.stop("signal"));
+  process.stdout.write("ready\n");
+  return done;
+}
+
+function recordLocked(stateDir: string, reason: string): void {
+  try {
+    const db = openStore(stateDir);
+    try {
+      AuditLog.open(db, stateDir).append({ type: "vault_locked", reason });
+    } finally {
+      db.close();
+    }
+  } catch {
+    /* the lock itself happened; the record is best effort here */
+  }
+}
+
+function startHolder(stateDir: string, until: Date, secrets: Map<string, OpenedSecret>): Promise<void> {
+  const main = fileURLToPath(new URL("./main.js", import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [main, "__vault-holder", "--state-dir", stateDir, "--until", until.toISOString()],
+    { detached: true, stdio: ["pipe", "pipe", "ignore"] },
+  );
+  const payload = Buffer.from(JSON.stringify(Object.fromEntries(secrets)), "utf8");
+  secrets.clear();
+  child.stdin.end(payload, () => payload.fill(0));
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new VaultError("the vault holder did not start within 10 s"));
+    }, 10_000);
+    child.stdout.once("data", () => {
+      clearTimeout(timer);
+      child.stdout.destroy();
+      child.unref();
+      resolve();
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new VaultError(`the vault holder exited at start (code ${code})`));
+    });
+  });
+}
+
+async function vaultSet(args: string[], stateDir: string): Promise<number> {
+  let fromStdin = false;
+  const policy: SecretPolicy = { deliver: "http", hosts: [] };
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--from-stdin") fromStdin = true;
+    else if (a === "--deliver" || a === "--host") {
+      const v = args[++i];
+      if (v === undefined || v.startsWith("-")) throw new UsageError(`vault set: ${a} needs a value.`);
+      if (a === "--deliver") {
+        if (v !== "http" && v !== "env")
+          throw new UsageError('vault set: --deliver must be "http" or "env".');
+        policy.deliver = v;
+      } else policy.hosts.push(checkHost(v));
+    } else if (a.startsWith("-"))
+      throw new UsageError(`vault set: unknown option ${a}; see portcullis vault --help.`);
+    else names.push(a);
+  }
+  if (names.length !== 1) throw new UsageError("vault set: give one secret NAME.");
+  if (policy.deliver === "env" && policy.hosts.length > 0)
+    throw new UsageError(
+      "vault set: --host is for --deliver http (an env-delivered secret goes wherever the server sends it).",
+    );
+  if (policy.deliver === "http" && policy.hosts.length === 0)
+    throw new UsageError(
+      "vault set: a secret delivered over HTTP needs at least one --host HOST[:PORT] it may be sent to (or --deliver env).",
+    );
+  const name = checkSecretName(names[0]!);
+  const db = openExisting(stateDir);
+  try {
+    const dataKey = await unlockWithPassphrase(stateDir, `store the secret ${name}`);
+    try {
+      const value = checkSecretValue(fromStdin ? await readStdinValue() : await typedValue(name));
+      const { rotated } = putSecret(db, dataKey, name, policy, value);
+      // A running holder learns the new value, so an unlocked vault needs no second unlock.
+      await askHolder(stateDir, { op: "put", scope: name, value, ...policy });
+      process.stdout.write(
+        `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
+      );
+      return EXIT_OK;
+    } finally {
+      dataKey.fill(0);
+    }
+  } finally {
+    db.close();
+  }
+}
+
+function checkHost(h: string): string {
+  if (!/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/.test(h))
+    throw new UsageError(`vault set: --host ${JSON.stringify(h)} is not HOST or HOST:PORT.`);
+  return h.toLowerCase();
+}
+
+async function vaultRm(args: string[], stateDir: string): Promise<number> {
+  if (args.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
+  const name = checkSecretName(args[0]!);
+  const db = openExisting(stateDir);
+  try {
+    const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
+    dataKey.fill(0);
+    if (!removeSecret(db, name)) {
+      process.stderr.write(`portcullis vault: there is no secret named ${name}.\n`);
+      return EXIT_CHECK_FAILED;
+    }
+    await askHolder(stateDir, { op: "forget", scope: name });
+    process.stdout.write(`secret ${name} removed\n`);
+    return EXIT_OK;
+  } finally {
+    db.close();
+  }
+}
+
+interface Use {
+  server: string;
+  env: string;
+  deliver: string;
+  hosts: string[];
+}
+
+async function vaultList(args: string[], stateDir: string): Promise<number> {
+  const json = args.includes("--json");
+  const unknown = args.find((a) => a !== "--json");
+  if (unknown) throw new UsageError(`vault list: unexpected argument ${JSON.stringify(unknown)}.`);
+  const db = openExisting(stateDir);
+  try {
+    const uses = configuredUses();
+    const status = await holderStatus(stateDir);
+    const secrets = listSecrets(db).map((s) => ({ ...s, usedBy: uses.get(s.name) ?? [] }));
+    if (json) {
+      process.stdout.write(
+        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, secrets }, null, 2)}\n`,
+      );
+      return EXIT_OK;
+    }
+    process.stdout.write(status.unlocked ? `vault unlocked until ${status.until}\n` : "vault locked\n");
+    if (secrets.length === 0)
+      process.stdout.write("no secret stored; add one with 'portcullis vault set NAME'\n");
+    for (const s of secrets) {
+      const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.join(", ")}`;
+      const used = s.usedBy.map(
+        (u) => `${u.server} (${u.env}, ${u.deliver}${u.hosts.length ? ` to ${u.hosts.join(", ")}` : ""})`,
+      );
+      process.stdout.write(
+        `${s.name}  ${how}  ${s.bytes} bytes  created ${s.createdAt}${s.rotatedAt ? `  rotated ${s.rotatedAt}` : ""}\n` +
+          `  used by: ${used.length ? used.join("; ") : "no server in the portcullis.json found here"}\n`,
+      );
+    }
+    return EXIT_OK;
+  } finally {
+    db.close();
+  }
+}
+
+/** Which servers of the portcullis.json found from here use each secret (best effort). */
+function configuredUses(): Map<string, Use[]> {
+  const out = new Map<string, Use[]>();
+  const file = findConfig(process.cwd());
+  if (!file) return out;
+  try {
+    for (const server of loadConfigFile(file).values()) {
+      for (const c of server.credentialSpecs) {
+        const list = out.get(c.secret) ?? [];
+        list.push({ server: server.label, env: c.env, deliver: c.deliver, hosts: c.hosts });
+        out.set(c.secret, list);
+      }
+    }
+  } catch {
+    /* a broken config is reported by the commands that use it */
+  }
+  return out;
+}
+
+export function parseDuration(text: string): number {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
+  if (!m || text === "" || (m[1] === undefined && m[2] === undefined && m[3] === undefined))
+    throw new UsageError(`--for: ${JSON.stringify(text)} is not a duration (e.g. 90s, 10m, 2h, 1h30m).`);
+  const ms = (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
+  if (ms <= 0 || ms > MAX_UNLOCK_MS)
+    throw new UsageError("--for: the duration must be more than 0 and at most 24h.");
+  return ms;
+}
+
+async function typedValue(name: string): Promise<string> {
+  try {
+    return await readHiddenLine(`Value of ${name}: `);
+  } catch (e) {
+    if (e instanceof PassphraseError && /no terminal/.test(e.message))
+      throw new VaultError(
+        "there is no terminal to type the value on; give it on standard input with --from-stdin",
+      );
+    throw e;
+  }
+}
+
+async function readStdinValue(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
+}
+
+function openExisting(stateDir: string): Store {
+  if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
+  return openStore(stateDir);
+}
+
+async function unlockWithPassphrase(stateDir: string, what: string): Promise<Buffer> {
+  const passphrase = await readPassphrase(`Passphrase to ${what}: `);
+  return (await unlockKeyring(stateDir, passphrase)).dataKey;
+}
+
+/** Errors of these commands: one sentence on stderr; a wrong passphrase is a failed check (1). */
+async function guarded(name: string, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    const wrong = (e as Error).name === "WrongPassphraseError";
+    if (e instanceof VaultError || e instanceof KeyringError || e instanceof PassphraseError) {
+      process.stderr.write(`portcullis ${name}: ${(e as Error).message}.\n`);
+      return wrong ? EXIT_CHECK_FAILED : 2;
+    }
+    throw e;
+  }
+}

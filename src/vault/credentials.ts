@@ -1,0 +1,62 @@
+/**
+ * A server's `credentials` as configured: environment variable → secret, in two forms.
+ *   "ENV": "scope"                                   → delivered in the environment at spawn
+ *   "ENV": {"secret": "scope", "deliver": "env"|"http", "hosts": ["host:port", …]}
+ * The secret name is the credential scope that grants, reviews and audit records name.
+ */
+
+export type Delivery = "env" | "http";
+
+export interface CredentialSpec {
+  env: string;
+  secret: string;
+  deliver: Delivery;
+  /** declared destinations for http delivery (host or host:port, lower-cased) */
+  hosts: string[];
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SCOPE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const HOST =
+  /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*)(:[0-9]{1,5})?$/;
+
+/** Parses `credentials`; `fail(key, what)` throws a ConfigError naming the file and the key. */
+export function parseCredentials(raw: unknown, fail: (key: string, what: string) => never): CredentialSpec[] {
+  if (raw === undefined) return [];
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return fail("credentials", "must be an object of environment variable → secret name");
+  const out: CredentialSpec[] = [];
+  for (const [env, v] of Object.entries(raw as Record<string, unknown>)) {
+    const at = `credentials.${env}`;
+    if (!ENV_NAME.test(env)) fail(at, "is not an environment variable name");
+    if (typeof v === "string") {
+      if (!SCOPE.test(v)) fail(at, "must name a secret (letters, digits, '.', '_', '-')");
+      out.push({ env, secret: v, deliver: "env", hosts: [] });
+      continue;
+    }
+    if (typeof v !== "object" || v === null || Array.isArray(v))
+      fail(at, 'must be a secret name or an object {"secret", "deliver", "hosts"}');
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o))
+      if (k !== "secret" && k !== "deliver" && k !== "hosts") fail(`${at}.${k}`, "is not a known key");
+    if (typeof o.secret !== "string" || !SCOPE.test(o.secret))
+      fail(`${at}.secret`, "must name a secret (letters, digits, '.', '_', '-')");
+    const deliver = o.deliver ?? "http";
+    if (deliver !== "env" && deliver !== "http") fail(`${at}.deliver`, 'must be "http" or "env"');
+    let hosts: string[] = [];
+    if (o.hosts !== undefined) {
+      if (!Array.isArray(o.hosts) || o.hosts.some((h) => typeof h !== "string" || !HOST.test(h)))
+        fail(`${at}.hosts`, 'must be an array of "host" or "host:port" strings');
+      hosts = (o.hosts as string[]).map((h) => h.toLowerCase());
+    }
+    if (deliver === "http" && hosts.length === 0)
+      fail(`${at}.hosts`, 'must name at least one host for deliver "http" (where the secret may be sent)');
+    out.push({ env, secret: o.secret as string, deliver: deliver as Delivery, hosts });
+  }
+  return out;
+}
+
+/** environment variable → scope, the shape approvals and grants use. */
+export function scopesByEnv(specs: readonly CredentialSpec[]): Record<string, string> {
+  return Object.fromEntries(specs.map((s) => [s.env, s.secret]));
+}

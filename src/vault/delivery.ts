@@ -1,0 +1,45 @@
+import type { CredentialSpec } from "./credentials.js";
+import { askHolder } from "./holder.js";
+
+/** What a credential's variable holds whenever the server does not hold its secret. */
+export function placeholderFor(spec: CredentialSpec): string {
+  return `portcullis-placeholder:${spec.secret}`;
+}
+
+export interface EnvDelivery {
+  /** variable → placeholder: the environment the execution record digests */
+  placeholders: Record<string, string>;
+  /** asked at each spawn: the secrets of `deliver: "env"` scopes, while the vault is unlocked */
+  spawnEnv(): Promise<Record<string, string>>;
+  /** the scopes released at the last spawn, and those that could not be (locked or missing) */
+  last(): { released: string[]; withheld: string[] };
+}
+
+/**
+ * `deliver: "env"`: the value is put in the server's environment when it is spawned, and only
+ * while the vault is unlocked. The server then holds it for its whole life (and any process of
+ * the same user can read a process's environment): weaker than per-call release, and said so.
+ */
+export function envDelivery(stateDir: string, specs: readonly CredentialSpec[]): EnvDelivery {
+  const placeholders = Object.fromEntries(specs.map((s) => [s.env, placeholderFor(s)]));
+  const env = specs.filter((s) => s.deliver === "env");
+  let last = { released: [] as string[], withheld: [] as string[] };
+  return {
+    placeholders,
+    async spawnEnv() {
+      const out: Record<string, string> = {};
+      const released: string[] = [];
+      const withheld: string[] = [];
+      for (const s of env) {
+        const r = await askHolder(stateDir, { op: "release", scope: s.secret });
+        if (r?.ok === true && typeof r.value === "string") {
+          out[s.env] = r.value;
+          released.push(s.secret);
+        } else withheld.push(s.secret);
+      }
+      last = { released, withheld };
+      return out;
+    },
+    last: () => last,
+  };
+}

@@ -1,0 +1,40 @@
+import type { CredentialSpec } from "./credentials.js";
+import { holderStatus } from "./holder.js";
+
+/**
+ * Step 6 of the decision order, as the guard sees the vault: for the scopes a call needs, is
+ * the vault unlocked, and does it hold a secret for each? Asked of the holder per call (a Unix
+ * socket round trip), so `portcullis lock` stops the very next call in every gateway.
+ */
+export type VaultVerdict =
+  | null
+  | { error: "vault_locked"; scopes: string[] }
+  | { error: "credential_missing"; scope: string; why: string };
+
+export interface VaultPort {
+  check(scopes: readonly string[]): Promise<VaultVerdict>;
+}
+
+export function holderVault(stateDir: string, specs: readonly CredentialSpec[]): VaultPort {
+  const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
+  return {
+    async check(scopes) {
+      if (scopes.length === 0) return null;
+      const status = await holderStatus(stateDir);
+      if (!status.unlocked) return { error: "vault_locked", scopes: [...scopes] };
+      const held = new Set(status.scopes ?? []);
+      const env = new Set(status.envScopes ?? []);
+      for (const scope of scopes) {
+        if (!held.has(scope))
+          return { error: "credential_missing", scope, why: "no secret by that name in the vault" };
+        if (envDelivered.has(scope) && !env.has(scope))
+          return {
+            error: "credential_missing",
+            scope,
+            why: "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
+          };
+      }
+      return null;
+    },
+  };
+}

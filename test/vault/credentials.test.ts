@@ -1,0 +1,39 @@
+// portcullis.json `credentials`: both forms, and every malformed entry named by its key.
+import { describe, expect, it } from "vitest";
+import { parseCredentials } from "../../src/vault/credentials.js";
+
+const fail = (key: string, what: string): never => {
+  throw new Error(`${key} ${what}`);
+};
+
+describe("credentials in portcullis.json", () => {
+  it("reads the string form as env delivery and the object form as http by default", () => {
+    expect(
+      parseCredentials(
+        {
+          LEGACY_TOKEN: "legacy-scope",
+          DB_PASSWORD: { secret: "db-dev", deliver: "env" },
+          API_KEY: { secret: "api", hosts: ["API.example.com:443"] },
+        },
+        fail,
+      ),
+    ).toEqual([
+      { env: "LEGACY_TOKEN", secret: "legacy-scope", deliver: "env", hosts: [] },
+      { env: "DB_PASSWORD", secret: "db-dev", deliver: "env", hosts: [] },
+      { env: "API_KEY", secret: "api", deliver: "http", hosts: ["api.example.com:443"] },
+    ]);
+  });
+
+  it.each([
+    [{ "BAD-NAME": "s" }, "credentials.BAD-NAME is not an environment variable name"],
+    [{ K: "../x" }, "credentials.K must name a secret"],
+    [{ K: { secret: "s", deliver: "ftp" } }, 'credentials.K.deliver must be "http" or "env"'],
+    [{ K: { secret: "s", extra: 1, deliver: "env" } }, "credentials.K.extra is not a known key"],
+    [{ K: { secret: "s" } }, "credentials.K.hosts must name at least one host"],
+    [{ K: { secret: "s", hosts: ["http://x"] } }, "credentials.K.hosts must be an array"],
+    [{ K: 3 }, "credentials.K must be a secret name or an object"],
+    [[], "credentials must be an object"],
+  ])("refuses %j", (raw, message) => {
+    expect(() => parseCredentials(raw, fail)).toThrow(message);
+  });
+});

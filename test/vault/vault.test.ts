@@ -1,0 +1,312 @@
+// The vault: secrets stored sealed (`vault set|list|rm`), released only while unlocked
+// (`unlock`/`lock`, one holder process per state directory), and step 6 of the decision
+// order in a real gateway: vault_locked, credential_missing, env delivery at spawn.
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { sleep, waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const SECRET = "vault-test-value-7c41d09b";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function lockAfter(stateDir: string) {
+  cleanup.push(async () => {
+    await runCli(["lock"], { stateDir });
+  });
+}
+
+/** Every byte of every file under dir, as latin1 text (so any byte sequence can be searched). */
+function everyFile(dir: string): { path: string; text: string }[] {
+  const out: { path: string; text: string }[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) out.push(...everyFile(p));
+    else if (st.isFile()) out.push({ path: p, text: readFileSync(p).toString("latin1") });
+  }
+  return out;
+}
+
+describe("portcullis vault set | list | rm", () => {
+  it("stores a value sealed, lists names only, rotates, removes; never prints the value", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const set = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: `${SECRET}\n`,
+    });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toContain("secret api-staging stored");
+    const again = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: `${SECRET}-2`,
+    });
+    expect(again.stdout).toContain("rotated");
+    const list = await runCli(["vault", "list", "--json"], { stateDir });
+    expect(list.code).toBe(0);
+    const listed = JSON.parse(list.stdout);
+    expect(listed.unlocked).toBe(false);
+    expect(listed.secrets.map((s: { name: string }) => s.name)).toEqual(["api-staging"]);
+    expect(listed.secrets[0].rotatedAt).not.toBeNull();
+    const text = await runCli(["vault", "list"], { stateDir });
+    for (const out of [set, again, list, text]) expect(out.stdout + out.stderr).not.toContain(SECRET);
+    for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
+    const rm = await runCli(["vault", "rm", "api-staging"], { stateDir, env });
+    expect(rm.code).toBe(0);
+    expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
+    const gone = await runCli(["vault", "rm", "api-staging"], { stateDir, env });
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain("no secret named api-staging");
+  });
+
+  it("binds how a secret may be handed out when it is stored; an SQL edit of that policy opens nothing", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    const http = await runCli(
+      ["vault", "set", "api", "--from-stdin", "--host", "API.example.com:443", "--host", "api2.example.com"],
+      { stateDir, env, input: SECRET },
+    );
+    expect(http.code, http.stderr).toBe(0);
+    const listed = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets;
+    expect(listed[0]).toMatchObject({
+      name: "api",
+      deliver: "http",
+      hosts: ["api.example.com:443", "api2.example.com"],
+    });
+    const noHost = await runCli(["vault", "set", "b", "--from-stdin"], { stateDir, env, input: "v" });
+    expect(noHost.code).toBe(2);
+    expect(noHost.stderr).toContain("--host");
+    // a same-user process turns the HTTP-only secret into an env one with SQL: unlock refuses it
+    const db = new Database(join(stateDir, "portcullis.db"));
+    db.prepare("UPDATE vault_secrets SET deliver = 'env', hosts_json = '[]' WHERE name = 'api'").run();
+    db.close();
+    const unlock = await runCli(["unlock"], { stateDir, env });
+    expect(unlock.code).toBe(2);
+    expect(unlock.stderr).toContain("does not open");
+    expect(existsSync(join(stateDir, "vault.sock"))).toBe(false);
+  });
+
+  it("refuses bad input with one sentence and stores nothing", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const empty = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "",
+    });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("the value is empty");
+    const badName = await runCli(["vault", "set", "../etc", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "v",
+    });
+    expect(badName.code).toBe(2);
+    expect(badName.stderr).toContain("is not a secret name");
+    const noTerminal = await runCli(["vault", "set", "x", "--deliver", "env"], { stateDir, env });
+    expect(noTerminal.code).toBe(2);
+    expect(noTerminal.stderr).toContain("--from-stdin");
+    const wrongPass = join(stateDir, "..", "wrong-pass");
+    writeFileSync(wrongPass, "not the passphrase\n");
+    const wrong = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: { ...env, PORTCULLIS_PASSPHRASE_FILE: wrongPass },
+      input: "v",
+    });
+    expect(wrong.code).toBe(1);
+    expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
+    const badFor = await runCli(["unlock", "--for", "forever"], { stateDir, env });
+    expect(badFor.code).toBe(2);
+    expect(badFor.stderr).toContain("is not a duration");
+  });
+});
+
+describe("portcullis unlock | lock", () => {
+  it("one holder on a 0600 socket until --for runs out; lock stops it at once; both recorded", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
+    const unlock = await runCli(["unlock", "--for", "2s"], { stateDir, env });
+    expect(unlock.code, unlock.stderr).toBe(0);
+    expect(unlock.stdout).toContain("1 secret");
+    const sock = join(stateDir, "vault.sock");
+    expect(statSync(sock).mode & 0o777).toBe(0o600);
+    expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).unlocked).toBe(true);
+    // expiry: the holder locks by itself and removes its socket
+    await waitFor(() => !existsSync(sock), 10_000, "the holder to expire");
+    expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).unlocked).toBe(false);
+    // lock: at once
+    await runCli(["unlock", "--for", "10m"], { stateDir, env });
+    expect(existsSync(sock)).toBe(true);
+    const lock = await runCli(["lock"], { stateDir });
+    expect(lock.stdout).toContain("vault locked");
+    expect(existsSync(sock)).toBe(false);
+    expect((await runCli(["lock"], { stateDir })).stdout).toContain("already locked");
+    // the audit chain names both (the type is in each record's clear header)
+    const exported = (await runCli(["audit", "export"], { stateDir })).stdout;
+    const types = exported
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => /"type":"([a-z_]+)"/.exec(l)?.[1]);
+    expect(types.filter((t) => t === "vault_unlocked")).toHaveLength(2);
+    expect(types.filter((t) => t === "vault_locked")).toHaveLength(2); // expired, then lock
+    for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
+  });
+});
+
+describe("step 6 in a gateway: credentials from the vault", () => {
+  function configured(deliver?: "env") {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const credential = deliver ? { secret: "inventory-api-staging", deliver } : "inventory-api-staging";
+    const config = {
+      servers: {
+        inventory: {
+          command: NODE,
+          args: ["dist/server.js"],
+          // the server's own environment value is NOT what it gets: credentials come from the vault
+          env: { ...project.env, INVENTORY_API_KEY: "from-the-config-env" },
+          credentials: { INVENTORY_API_KEY: credential },
+          approval: { default: "none" },
+        },
+      },
+    };
+    writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
+    return project;
+  }
+
+  it("locked: vault_locked; unlocked without the secret: credential_missing naming it; lock stops the next call", async () => {
+    const project = configured();
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    await expect(call()).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
+    await runCli(["vault", "set", "other-scope", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: "x",
+    });
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    await expect(call()).rejects.toMatchObject({
+      code: -32059,
+      data: { error: "credential_missing", scope: "inventory-api-staging" },
+    });
+    // a secret stored while unlocked reaches the holder at once
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
+    expect((await call()).isError).toBeFalsy();
+    await runCli(["lock"], { stateDir });
+    await expect(call()).rejects.toMatchObject({ code: -32056 });
+    // refused calls never reached the server: one call went through
+    expect(project.records().filter((r) => r.tool === "adjust_inventory")).toHaveLength(1);
+  });
+
+  it("deliver env: the value is in the server's environment only when spawned unlocked, never in the state dir", async () => {
+    const project = configured("env");
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const r = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    expect(r.isError).toBeFalsy();
+    const expected = createHash("sha256").update(SECRET).digest("hex").slice(0, 12);
+    expect(project.records().at(-1)?.credential).toBe(expected);
+    await waitFor(() => /credentials in the environment of epoch/.test(gw.stderr()), 5000, "the status line");
+    const status = await runCli(["status", "--json"], { stateDir });
+    const exported = await runCli(["audit", "export"], { stateDir });
+    for (const out of [gw.stderr(), status.stdout, exported.stdout]) expect(out).not.toContain(SECRET);
+    await sleep(50);
+    for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
+  });
+
+  it("a secret stored for HTTP only is not released into an environment the config asks for", async () => {
+    const project = configured("env");
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--host", "api.example.com"], {
+      stateDir,
+      env,
+      input: SECRET,
+    });
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.waitForStderr(/started with placeholders/);
+    await gw.client.listTools();
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({
+      code: -32059,
+      data: { scope: "inventory-api-staging", reason: expect.stringContaining("HTTP delivery only") },
+    });
+    expect(project.records()).toHaveLength(0);
+  });
+
+  it("deliver env while locked: the server gets a placeholder, never the config's own value", async () => {
+    const project = configured("env");
+    const stateDir = newStateDir();
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.waitForStderr(/started with placeholders/);
+    await gw.client.listTools();
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({ code: -32056 });
+  });
+
+  it('deliver "http" is refused at start with a sentence naming the key (not built yet)', async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    writeFileSync(
+      join(project.dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          inventory: {
+            command: NODE,
+            args: ["dist/server.js"],
+            credentials: { INVENTORY_API_KEY: { secret: "s", hosts: ["api.example:443"] } },
+          },
+        },
+      }),
+    );
+    const r = await runCli(["run", "inventory"], { cwd: project.dir, stateDir: newStateDir() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("credentials.INVENTORY_API_KEY");
+    expect(r.stderr).toContain('deliver "http"');
+  });
+});
