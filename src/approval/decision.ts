@@ -1,6 +1,5 @@
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import type { GrantRecord, ToolScopeEntry } from "./grants.js";
-import type { ApprovalRequest } from "./requests.js";
 
 /**
  * What a human decision's signature covers (docs/security.md, "Signed decisions"): the
@@ -65,8 +64,23 @@ export function grantStatement(
   };
 }
 
+/** What a denial covers: the fields of a request row (requests.ts's ApprovalRequest has them all). */
+export interface DeniedRequest {
+  request: string;
+  mode: "session" | "per-call";
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  tool: string;
+  fingerprint: string;
+  credentialScope: string[];
+  argumentsDigest: string | null;
+  reason: string | null;
+  decidedAt: string | null;
+}
+
 /** The statement a denied request row stands for. */
-export function denialStatement(r: ApprovalRequest): DecisionStatement {
+export function denialStatement(r: DeniedRequest): DecisionStatement {
   return {
     v: "portcullis-decision/1",
     request: r.request,

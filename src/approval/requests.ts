@@ -265,9 +265,7 @@ export function decideRequest(
       const now = new Date().toISOString();
       if (!decision.approve) {
         const reason = decision.reason ?? null;
-        const signature = signer.sign(
-          decisionDigest(denialStatement({ ...req, state: "denied", decidedAt: now, reason })),
-        );
+        const signature = signer.sign(decisionDigest(denialStatement({ ...req, decidedAt: now, reason })));
         db.prepare(
           `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
              decision_signature = ? WHERE request = ?`,

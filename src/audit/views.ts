@@ -143,6 +143,16 @@ function runAttribution(records: ViewInput[]): (r: ViewInput) => string {
   };
 }
 
+/**
+ * Events a command writes about the whole state directory (the approver key's pin, the vault
+ * being unlocked or locked), not about an agent run: they start no session of their own.
+ */
+const NOT_ABOUT_A_RUN: ReadonlySet<string> = new Set([
+  "approver_key_pinned",
+  "vault_unlocked",
+  "vault_locked",
+]);
+
 export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
   const records = [...input];
   const runOf = runAttribution(records);
@@ -175,6 +185,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
 
   for (const r of records) {
     const { header, event: e } = r;
+    if (NOT_ABOUT_A_RUN.has(e.type) && !str(e.run)) continue;
     const at = header.time;
     const s = session(runOf(r));
     s.server ??= serverOf(e);

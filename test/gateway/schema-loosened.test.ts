@@ -28,61 +28,73 @@ async function pending(stateDir: string): Promise<{ request: string; tool: strin
 }
 
 describe("a loosened schema under a session grant", () => {
-  it("properties emptied: the call with target production is not forwarded under the old grant", async () => {
-    const stateDir = newStateDir();
-    const cat = makeCatalog([DEPLOY_STAGING]);
-    cleanup.push(() => cat.cleanup());
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "deployer",
-        "--approval",
-        "session",
-        "--approval-timeout",
-        "3000",
-        "--",
-        ...fixtureCommand("catalog"),
-      ],
-      env: cat.env,
-      stateDir,
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+  it.each(["tool", "run"] as const)(
+    "properties emptied (onExpand %s): the call with target production is not forwarded under the old grant",
+    async (onExpand) => {
+      const stateDir = newStateDir();
+      const cat = makeCatalog([DEPLOY_STAGING]);
+      cleanup.push(() => cat.cleanup());
+      const gw = await startGateway({
+        args: [
+          "--label",
+          "deployer",
+          "--approval",
+          "session",
+          "--approval-timeout",
+          "3000",
+          "--on-expand",
+          onExpand,
+          "--",
+          ...fixtureCommand("catalog"),
+        ],
+        env: cat.env,
+        stateDir,
+      });
+      cleanup.push(() => gw.close());
+      await gw.client.listTools();
 
-    const first = gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
-    const req = await waitFor(
-      async () => (await pending(stateDir))[0] ?? null,
-      20_000,
-      "an approval request",
-    );
-    expect(req.tool).toBe("deploy");
-    const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
-      env: passphraseEnv(),
-    });
-    expect(ok.code).toBe(0);
-    expect((await first).isError).toBeFalsy();
+      const first = gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
+      const req = await waitFor(
+        async () => (await pending(stateDir))[0] ?? null,
+        20_000,
+        "an approval request",
+      );
+      expect(req.tool).toBe("deploy");
+      const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(ok.code).toBe(0);
+      expect((await first).isError).toBeFalsy();
 
-    const from = gw.received().length;
-    cat.write([DEPLOY_ANYWHERE]);
-    await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
-    await gw.client.listTools();
+      const from = gw.received().length;
+      cat.write([DEPLOY_ANYWHERE]);
+      await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
+      await gw.client.listTools();
 
-    // The old grant does not cover the loosened tool: refused as stale, nothing forwarded.
-    const err = (await gw.client.callTool({ name: "deploy", arguments: { target: "production" } }).then(
-      () => null,
-      (e) => e,
-    )) as { code: number; data: Record<string, unknown> } | null;
-    expect(err?.code).toBe(-32051);
-    expect(err?.data).toMatchObject({
-      error: "authorization_stale",
-      reason: "tool authority expanded",
-      changedTools: ["deploy"],
-    });
-    expect(cat.records().map((r) => r.args.target)).toEqual(["staging"]);
+      // The old grant does not cover the loosened tool, nothing is forwarded: under onExpand "tool"
+      // it is refused as stale; under "run" the run's grants ended with the change, so the call asks
+      // a human again (and nobody answers here).
+      const err = (await gw.client.callTool({ name: "deploy", arguments: { target: "production" } }).then(
+        () => null,
+        (e) => e,
+      )) as { code: number; data: Record<string, unknown> } | null;
+      if (onExpand === "tool") {
+        expect(err?.code).toBe(-32051);
+        expect(err?.data).toMatchObject({
+          error: "authorization_stale",
+          reason: "tool authority expanded",
+          changedTools: ["deploy"],
+        });
+      } else {
+        expect(err?.code).toBe(-32058);
+        expect(err?.data).toMatchObject({ error: "approval_timeout" });
+      }
+      expect(cat.records().map((r) => r.args.target)).toEqual(["staging"]);
 
-    const diff = JSON.parse((await runCli(["catalog", "diff", "deployer", "--json"], { stateDir })).stdout);
-    expect(diff.entries).toEqual([
-      expect.objectContaining({ kind: "modified", tool: "deploy", classification: "expands" }),
-    ]);
-  });
+      const diff = JSON.parse((await runCli(["catalog", "diff", "deployer", "--json"], { stateDir })).stdout);
+      expect(diff.entries).toEqual([
+        expect.objectContaining({ kind: "modified", tool: "deploy", classification: "expands" }),
+      ]);
+    },
+  );
 });
