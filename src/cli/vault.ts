@@ -4,7 +4,14 @@ import { AuditLog } from "../audit/log.js";
 import { findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { askHolder, clearStaleSocket, holderSocketPath, holderStatus, runHolder } from "../vault/holder.js";
+import {
+  askHolder,
+  clearStaleSocket,
+  holderSocketPath,
+  holderStatus,
+  runHolder,
+  usableSocketPath,
+} from "../vault/holder.js";
 import {
   checkSecretName,
   checkSecretValue,
@@ -92,6 +99,10 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
       } finally {
         dataKey.fill(0);
       }
+      if (!usableSocketPath(ctx.stateDir))
+        throw new VaultError(
+          `the state directory's path is too long for the vault holder's Unix socket (${holderSocketPath(ctx.stateDir)}); use a shorter --state-dir or PORTCULLIS_HOME`,
+        );
       // One holder per state directory: a new unlock replaces the running one.
       await askHolder(ctx.stateDir, { op: "lock" });
       await clearStaleSocket(ctx.stateDir);

@@ -26,8 +26,17 @@ export const HOLDER_SOCKET = "vault.sock";
 /** A request line longer than this is refused and the connection closed. */
 const MAX_REQUEST_BYTES = 128 * 1024;
 
+/** Unix socket paths are limited to 108 bytes on Linux (104 on macOS), the terminating NUL included. */
+const MAX_SOCKET_PATH_BYTES = 103;
+
 export function holderSocketPath(stateDir: string): string {
   return join(stateDir, HOLDER_SOCKET);
+}
+
+/** The socket path, or null when the state directory's path is too long for a Unix socket. */
+export function usableSocketPath(stateDir: string): string | null {
+  const path = holderSocketPath(stateDir);
+  return Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES ? path : null;
 }
 
 export interface HolderStatus {

@@ -2,7 +2,15 @@
 // (`unlock`/`lock`, one holder process per state directory), and step 6 of the decision
 // order in a real gateway: vault_locked, credential_missing, env delivery at spawn.
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -136,6 +144,17 @@ describe("portcullis vault set | list | rm", () => {
 });
 
 describe("portcullis unlock | lock", () => {
+  it("a state directory too long for a Unix socket is refused with a sentence naming it", async () => {
+    const base = newStateDir();
+    const stateDir = join(base, "x".repeat(120));
+    mkdirSync(stateDir, { mode: 0o700 });
+    copyFileSync(join(base, "keyring.json"), join(stateDir, "keyring.json"));
+    const env = passphraseEnv();
+    const r = await runCli(["unlock"], { stateDir, env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("too long for the vault holder's Unix socket");
+  });
+
   it("one holder on a 0600 socket until --for runs out; lock stops it at once; both recorded", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
