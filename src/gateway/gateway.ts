@@ -1,6 +1,6 @@
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
-import { type AuthorizationPort, decide, type ListedCatalog, type ServerView } from "../guard/guard.js";
+import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
 import type { ClientIds } from "../relay/clientIds.js";
@@ -9,7 +9,6 @@ import {
   type Classified,
   errorResponse,
   type Id,
-  INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
   METHOD_NOT_FOUND,
@@ -21,21 +20,13 @@ import {
 } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
-import { sameJson } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import { CatalogSync } from "./catalogSync.js";
+import { ClientSession } from "./clientSession.js";
 import type { EventSink } from "./events.js";
 import { HeldRequests } from "./held.js";
-import {
-  advertiseListChanged,
-  type Era,
-  hasTools,
-  isGuardedMethodVariant,
-  pickModernMeta,
-  SUBSCRIPTION_ID_META,
-  withMeta,
-} from "./protocol.js";
+import { advertiseListChanged, isGuardedMethodVariant, SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
@@ -93,19 +84,8 @@ export interface GatewayOptions {
  */
 export class Gateway {
   private gen: Generation | null = null;
-  private era: Era | null = null;
-  /** the client's own initialize request, replayed to a replaced legacy worker */
-  private initRequest: Request | null = null;
-  private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
-  private clientInitialized = false;
-  /** the _meta envelope of the client's latest modern request, reused for the gateway's own requests */
-  private modernMeta: Record<string, unknown> | null = null;
-  private discovered: unknown = null;
-
-  private listeningGen: Generation | null = null;
-  /** what this client last listed completely (revision and each tool's fingerprint) */
-  private seen: ListedCatalog | null = null;
-  private clientListenIds: Id[] = [];
+  /** the client's side: era, handshake, modern envelope and subscriptions, what it last listed */
+  private readonly session = new ClientSession();
 
   private readonly upstream = new IdMap<Pending>();
   private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
@@ -170,7 +150,7 @@ export class Gateway {
       state: v.state,
       epoch: v.epoch,
       revision: v.revision,
-      seenRevision: this.seen?.revision ?? null,
+      seenRevision: this.session.seen?.revision ?? null,
     };
   }
 
@@ -201,33 +181,19 @@ export class Gateway {
    */
   onClientOversize(bytes: number, rawId: string | null = null, hasMethod = true): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
-    const tooLarge = { error: "message_too_large", bytes };
-    const limit = "exceeds the message size limit (raise --max-message-bytes or maxMessageBytes to allow it)";
     if (!hasMethod && rawId !== null) {
       const wire = JSON.parse(rawId) as Id;
       const entry = this.downstreamReqs.get(wire);
       if (!entry || typeof wire !== "number") return;
       this.downstreamReqs.delete(wire, entry.serverId);
       if (entry.gen === this.gen && entry.gen.alive) {
-        this.o.supervisor.send(
-          errorResponse(
-            entry.serverId,
-            INTERNAL_ERROR,
-            `The client's answer of ${bytes} bytes ${limit}.`,
-            tooLarge,
-          ),
-        );
+        const e = refuse.responseTooLarge(bytes, "client");
+        this.o.supervisor.send(errorResponse(entry.serverId, e.code, e.message, e.data));
       }
       return;
     }
-    this.o.downstream.send(
-      errorResponse(
-        this.clientIdOf(rawId),
-        INVALID_REQUEST,
-        `Request of ${bytes} bytes ${limit}; it was not forwarded.`,
-        tooLarge,
-      ),
-    );
+    const e = refuse.requestTooLarge(bytes, "not forwarded");
+    this.o.downstream.send(errorResponse(this.clientIdOf(rawId), e.code, e.message, e.data));
   }
 
   /** The id the gateway uses for a raw client id text (a stand-in when the text must survive byte-exact). */
@@ -245,24 +211,16 @@ export class Gateway {
   private onServerOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
     if (rawId === null) return;
-    const tooLarge = { error: "message_too_large", bytes };
-    const limit =
-      "exceeds the message size limit; it was dropped (raise --max-message-bytes or maxMessageBytes to allow it)";
     const id = JSON.parse(rawId) as Id;
     if (hasMethod) {
-      this.o.supervisor.send(
-        errorResponse(id, INVALID_REQUEST, `Request of ${bytes} bytes ${limit}.`, tooLarge),
-      );
+      const e = refuse.requestTooLarge(bytes, "dropped");
+      this.o.supervisor.send(errorResponse(id, e.code, e.message, e.data));
       return;
     }
     const entry = this.upstream.get(id);
     if (!entry || typeof id !== "number") return;
-    const error = errorResponse(
-      entry.origin === "client" ? entry.clientId : id,
-      INTERNAL_ERROR,
-      `The server's response of ${bytes} bytes ${limit}.`,
-      tooLarge,
-    );
+    const e = refuse.responseTooLarge(bytes, "server");
+    const error = errorResponse(entry.origin === "client" ? entry.clientId : id, e.code, e.message, e.data);
     if (entry.origin === "gateway") {
       this.upstream.delete(id);
       entry.resolve(error);
@@ -287,14 +245,13 @@ export class Gateway {
   }
 
   private onClientRequest(msg: Request): void {
-    this.detectEra(msg);
+    this.session.onRequest(msg);
     if (this.records.run === null && msg.method !== "server/discover" && this.o.beginRun) {
       const begun = this.o.beginRun();
       this.records.run = begun.runId;
       this.auth = begun.auth;
     }
-    if (this.era === "modern") {
-      this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+    if (this.session.era === "modern") {
       // No handshake in this era: the first real request is when the gateway can
       // fetch the catalog (a server/discover probe alone does not need one).
       if (msg.method !== "server/discover") this.catalogIfNeeded();
@@ -304,7 +261,7 @@ export class Gateway {
     this.o.supervisor.checkReplacement();
     switch (msg.method) {
       case "initialize":
-        this.initRequest = msg;
+        this.session.keepInitialize(msg);
         this.forward(msg);
         return;
       case "tools/list":
@@ -324,7 +281,7 @@ export class Gateway {
           (msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
             ?.toolsListChanged
         ) {
-          this.clientListenIds.push(msg.id);
+          this.session.listenOpened(msg.id);
         }
         this.forward(msg, { listen: msg });
         return;
@@ -345,16 +302,9 @@ export class Gateway {
     }
   }
 
-  private detectEra(msg: Request): void {
-    if (this.era) return;
-    if (msg.method === "initialize") this.era = "legacy";
-    else if (msg.method === "server/discover" || pickModernMeta(msg)) this.era = "modern";
-    else this.era = "legacy";
-  }
-
   private onClientNotification(msg: Notification): void {
     if (msg.method === "notifications/initialized") {
-      this.clientInitialized = true;
+      this.session.markInitialized();
       this.o.supervisor.send(msg);
       this.catalogIfNeeded();
       return;
@@ -375,7 +325,7 @@ export class Gateway {
       if (entry?.origin === "client" && entry.listen) {
         // a closed subscription: no more notifications on it, and not re-opened on a new epoch
         this.upstream.delete(wire, requestId);
-        this.clientListenIds = this.clientListenIds.filter((id) => id !== requestId);
+        this.session.listenClosed(requestId);
       }
       this.o.supervisor.send({ ...msg, params: { ...msg.params, requestId: wire } });
       return;
@@ -436,14 +386,11 @@ export class Gateway {
       return;
     }
     if (this.catalog.revision !== null) {
-      this.seen = {
-        revision: this.catalog.revision,
-        fingerprints: new Map([...snapshot.byName].map(([name, e]) => [name, e.fingerprint])),
-      };
+      this.session.listed(this.catalog.revision, snapshot);
     }
     // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
     const envelope =
-      this.era === "modern" ? { ...this.catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
+      this.session.era === "modern" ? { ...this.catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
     this.o.downstream.send({
       jsonrpc: "2.0",
       id: msg.id,
@@ -480,7 +427,7 @@ export class Gateway {
     try {
       verdict = await (this.o.decide ?? decide)({
         server: () => this.view(),
-        facts: { tool, args: params.arguments ?? {}, seen: this.seen },
+        facts: { tool, args: params.arguments ?? {}, seen: this.session.seen },
         auth: this.auth,
         intent: {
           intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
@@ -518,7 +465,7 @@ export class Gateway {
               },
             ],
             isError: true,
-            ...(this.era === "modern" ? { resultType: "complete" } : {}),
+            ...(this.session.era === "modern" ? { resultType: "complete" } : {}),
           },
         });
         return;
@@ -594,27 +541,19 @@ export class Gateway {
 
   /** Starts the catalog fetch of the current generation once the session allows requests. */
   private catalogIfNeeded(): void {
-    if (this.gen && this.catalog.needs(this.gen) && this.canFetch()) void this.refreshCatalog(this.gen);
-  }
-
-  private canFetch(): boolean {
-    if (this.era === "modern") return true;
-    return this.era === "legacy" && this.clientInitialized && this.negotiated !== null;
+    if (this.gen && this.catalog.needs(this.gen) && this.session.canFetch())
+      void this.refreshCatalog(this.gen);
   }
 
   /** Fetches the complete tool list (every page) from `gen` and makes it the served snapshot. */
   private async refreshCatalog(gen: Generation): Promise<void> {
-    if (!this.canFetch()) return;
-    if (this.era === "modern" && this.listeningGen !== gen) {
+    if (!this.session.canFetch()) return;
+    if (this.session.startListening(gen)) {
       // The gateway's own subscription: how it hears a modern server's list changes
       // even when the client never opened one. It stays open for the generation.
-      this.listeningGen = gen;
       void this.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
     }
-    const ran = await this.catalog.refresh(
-      gen,
-      this.era === "modern" || hasTools(this.negotiated?.capabilities),
-    );
+    const ran = await this.catalog.refresh(gen, this.session.serverHasTools());
     if (!ran) return; // coalesced into the fetch under way, which reports when it ends
     if (this.catalog.snapshot && gen === this.gen && this.catalog.freshFor(gen))
       this.servedSnapshot = { epoch: gen.epoch, snapshot: this.catalog.snapshot };
@@ -649,8 +588,8 @@ export class Gateway {
 
   /** Tells the client the list changed, in the form its protocol era uses. */
   private notifyClientListChanged(): void {
-    if (this.era === "modern") {
-      for (const id of this.clientListenIds) {
+    if (this.session.era === "modern") {
+      for (const id of this.session.listenIds) {
         this.o.downstream.send({
           jsonrpc: "2.0",
           method: "notifications/tools/list_changed",
@@ -670,7 +609,7 @@ export class Gateway {
   ): Promise<Response | null> {
     return new Promise((resolve) => {
       if (!gen.alive) return resolve(null);
-      const p = this.era === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;
+      const p = this.session.paramsFor(params);
       // resolved with null by onDown when this generation goes away first
       const wire = this.upstream.add({ origin: "gateway", method, gen, resolve });
       if (!this.o.supervisor.send({ jsonrpc: "2.0", id: wire, method, params: p })) {
@@ -710,14 +649,11 @@ export class Gateway {
     this.upstream.delete(wire, entry.clientId);
     if (!gen.settled) this.o.supervisor.settle(gen);
     if (entry.method === "initialize" && msg.result) {
-      const r = msg.result as { protocolVersion?: unknown; capabilities?: unknown };
-      this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
+      this.session.noteNegotiated(msg.result);
       msg = { ...msg, result: advertiseListChanged(msg.result) };
       queueMicrotask(() => this.catalogIfNeeded());
     }
-    if (entry.method === "server/discover" && msg.result && this.discovered === null) {
-      this.discovered = (msg.result as { capabilities?: unknown }).capabilities ?? null;
-    }
+    if (entry.method === "server/discover" && msg.result) this.session.noteDiscovered(msg.result);
     if (entry.method === "tools/call") {
       const result = msg.result as { isError?: unknown } | undefined;
       const outcome = msg.error ? "error" : result?.isError === true ? "tool-error" : "ok";
@@ -821,28 +757,24 @@ export class Gateway {
 
   /** Brings a new generation to where the client's session is: same era, same negotiation. */
   private async reconnect(gen: Generation): Promise<void> {
-    if (this.era === "legacy" && this.initRequest) {
-      const res = await this.request(gen, "initialize", this.initRequest.params ?? {});
+    const initParams = this.session.replayInitialize();
+    if (initParams) {
+      const res = await this.request(gen, "initialize", initParams);
       if (!res || gen !== this.gen) return;
       if (res.error) return this.end(`the new server process refused initialize: ${res.error.message}`, 1);
-      const r = res.result as { protocolVersion?: unknown; capabilities?: unknown };
-      if (
-        !this.negotiated ||
-        !sameJson(r.protocolVersion ?? null, this.negotiated.protocolVersion ?? null) ||
-        !sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null)
-      ) {
+      if (!this.session.sameNegotiation(res.result)) {
         return this.end(
           "the new server process negotiated a different protocol version or capabilities; ending the connection so the client re-initializes",
           0,
         );
       }
       this.o.supervisor.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    } else if (this.era === "modern") {
-      if (this.discovered !== null) {
+    } else if (this.session.era === "modern") {
+      if (this.session.hasDiscovered) {
         const res = await this.request(gen, "server/discover", {});
         if (!res || gen !== this.gen) return;
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
-        if (!sameJson(caps ?? null, this.discovered ?? null)) {
+        if (!this.session.sameDiscovery(caps)) {
           return this.end(
             "the new server process advertises different capabilities; ending the connection",
             0,
@@ -923,16 +855,8 @@ export class Gateway {
       if (p.origin !== "client" || p.listen) continue;
       this.upstream.delete(wire, p.clientId);
       if (p.method === "tools/call") this.records.callInterrupted(p.clientId, p.tool, p.gen.epoch);
-      this.o.downstream.send(
-        errorResponse(
-          p.clientId,
-          INTERNAL_ERROR,
-          "The client closed its input and the server is shutting down; this request was not answered in time.",
-          {
-            error: "shutting_down",
-          },
-        ),
-      );
+      const e = refuse.shuttingDown();
+      this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
     }
   }
 

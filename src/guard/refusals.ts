@@ -1,4 +1,4 @@
-import type { ErrorObject } from "../relay/jsonrpc.js";
+import { type ErrorObject, INTERNAL_ERROR, INVALID_REQUEST } from "../relay/jsonrpc.js";
 
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
@@ -23,7 +23,16 @@ export const REFUSAL_CODES = {
 export const UNAVAILABLE_CODES = {
   audit_unavailable: -32603,
   server_unavailable: -32603,
+  shutting_down: -32603,
 } as const;
+
+/**
+ * A message over the size limit, dropped unread: the standard JSON-RPC codes, -32600 for a
+ * request (answered with its own id), -32603 for a response (its requester gets the error).
+ */
+export const TOO_LARGE_CODES = { request: INVALID_REQUEST, response: INTERNAL_ERROR } as const;
+
+const RAISE_LIMIT = "raise --max-message-bytes or maxMessageBytes to allow it";
 
 export type RefusalName = keyof typeof REFUSAL_CODES;
 
@@ -38,6 +47,17 @@ function refusal(
     error in REFUSAL_CODES
       ? REFUSAL_CODES[error as RefusalName]
       : UNAVAILABLE_CODES[error as keyof typeof UNAVAILABLE_CODES];
+  return withCode(code, error, message, reason, retry, extra);
+}
+
+function withCode(
+  code: number,
+  error: string,
+  message: string,
+  reason: string,
+  retry: string,
+  extra: Record<string, unknown> = {},
+): ErrorObject {
   return { code, message, data: { error, reason, retry, ...extra } };
 }
 
@@ -158,5 +178,46 @@ export const refuse = {
       "The server is not running right now; retry in a moment.",
       "no live server process",
       "wait a moment and retry",
+    ),
+
+  /**
+   * A request over the message size limit (the client's to the server, or the server's to the
+   * client), answered with its own id. `fate` says what became of it, as the message tells.
+   */
+  requestTooLarge: (bytes: number, fate: "not forwarded" | "dropped") =>
+    withCode(
+      TOO_LARGE_CODES.request,
+      "message_too_large",
+      fate === "not forwarded"
+        ? `Request of ${bytes} bytes exceeds the message size limit (${RAISE_LIMIT}); it was not forwarded.`
+        : `Request of ${bytes} bytes exceeds the message size limit; it was dropped (${RAISE_LIMIT}).`,
+      "request over the message size limit",
+      "send a smaller request, or ask a human to raise the limit (--max-message-bytes or maxMessageBytes)",
+      { bytes },
+    ),
+
+  /**
+   * A response over the message size limit, dropped: its requester gets this instead (the
+   * client for the server's response, the server for the client's answer).
+   */
+  responseTooLarge: (bytes: number, from: "server" | "client") =>
+    withCode(
+      TOO_LARGE_CODES.response,
+      "message_too_large",
+      from === "server"
+        ? `The server's response of ${bytes} bytes exceeds the message size limit; it was dropped (${RAISE_LIMIT}).`
+        : `The client's answer of ${bytes} bytes exceeds the message size limit (${RAISE_LIMIT}).`,
+      "response over the message size limit",
+      "ask for less at a time, or ask a human to raise the limit (--max-message-bytes or maxMessageBytes)",
+      { bytes },
+    ),
+
+  /** The client closed its input and this request was not answered before the server is shut down. */
+  shuttingDown: () =>
+    refusal(
+      "shutting_down",
+      "The client closed its input and the server is shutting down; this request was not answered in time.",
+      "client closed its input; server shutting down",
+      "check whether the request took effect before sending it again on a new connection",
     ),
 };

@@ -1,0 +1,141 @@
+import type { CatalogSnapshot } from "../catalog/index.js";
+import type { ListedCatalog } from "../guard/guard.js";
+import type { Id, Request } from "../relay/jsonrpc.js";
+import type { Generation } from "../supervisor/supervisor.js";
+import { sameJson } from "../util/canonical.js";
+import { type Era, hasTools, pickModernMeta, withMeta } from "./protocol.js";
+
+/**
+ * What the gateway knows of its client's session, whatever server process is behind it:
+ * the era it speaks, its handshake (kept to bring a new process to the same place), the
+ * modern-era envelope and subscriptions, and what it last listed (for per-tool staleness).
+ * Only the Gateway of that client writes it; it outlives every epoch.
+ */
+export class ClientSession {
+  private era_: Era | null = null;
+  /** the client's own initialize request, replayed to a replaced legacy worker */
+  private initRequest: Request | null = null;
+  private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
+  private clientInitialized = false;
+  /** the _meta envelope of the client's latest modern request, reused for the gateway's own requests */
+  private modernMeta: Record<string, unknown> | null = null;
+  private discovered: unknown = null;
+
+  private listeningGen: Generation | null = null;
+  /** what this client last listed completely (revision and each tool's fingerprint) */
+  private seen_: ListedCatalog | null = null;
+  private clientListenIds: Id[] = [];
+
+  get era(): Era | null {
+    return this.era_;
+  }
+
+  /** What this client last listed completely, or null before its first complete tools/list. */
+  get seen(): ListedCatalog | null {
+    return this.seen_;
+  }
+
+  /** The ids of the client's open subscriptions to tool-list changes (modern era). */
+  get listenIds(): readonly Id[] {
+    return this.clientListenIds;
+  }
+
+  /** A client request arrived: its first request fixes the era; a modern one refreshes the envelope. */
+  onRequest(msg: Request): void {
+    if (!this.era_) {
+      if (msg.method === "initialize") this.era_ = "legacy";
+      else if (msg.method === "server/discover" || pickModernMeta(msg)) this.era_ = "modern";
+      else this.era_ = "legacy";
+    }
+    if (this.era_ === "modern") this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+  }
+
+  /** Keeps the client's initialize request, to replay on a new legacy process. */
+  keepInitialize(msg: Request): void {
+    this.initRequest = msg;
+  }
+
+  /** The client sent notifications/initialized. */
+  markInitialized(): void {
+    this.clientInitialized = true;
+  }
+
+  /** The server answered the client's initialize: what was negotiated. */
+  noteNegotiated(result: unknown): void {
+    const r = result as { protocolVersion?: unknown; capabilities?: unknown };
+    this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
+  }
+
+  /** The server answered a server/discover of the client: the first answer's capabilities are kept. */
+  noteDiscovered(result: unknown): void {
+    if (this.discovered === null)
+      this.discovered = (result as { capabilities?: unknown }).capabilities ?? null;
+  }
+
+  listenOpened(id: Id): void {
+    this.clientListenIds.push(id);
+  }
+
+  listenClosed(id: Id): void {
+    this.clientListenIds = this.clientListenIds.filter((x) => x !== id);
+  }
+
+  /** The client listed the whole catalog at `revision`. */
+  listed(revision: number, snapshot: CatalogSnapshot): void {
+    this.seen_ = {
+      revision,
+      fingerprints: new Map([...snapshot.byName].map(([name, e]) => [name, e.fingerprint])),
+    };
+  }
+
+  /** Whether the session allows the gateway's own requests (a legacy one only after its handshake). */
+  canFetch(): boolean {
+    if (this.era_ === "modern") return true;
+    return this.era_ === "legacy" && this.clientInitialized && this.negotiated !== null;
+  }
+
+  /** Whether the server's tools are to be listed (modern: always; legacy: when it negotiated tools). */
+  serverHasTools(): boolean {
+    return this.era_ === "modern" || hasTools(this.negotiated?.capabilities);
+  }
+
+  /**
+   * True once per generation in the modern era: the gateway then opens its own subscription to
+   * `gen`'s list changes.
+   */
+  startListening(gen: Generation): boolean {
+    if (this.era_ !== "modern" || this.listeningGen === gen) return false;
+    this.listeningGen = gen;
+    return true;
+  }
+
+  /** `params` as the gateway's own request carries them (with the client's modern envelope). */
+  paramsFor(params: Record<string, unknown>): Record<string, unknown> {
+    return this.era_ === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;
+  }
+
+  /** The client's initialize params to replay on a new process, or null when there is no handshake to replay. */
+  replayInitialize(): Record<string, unknown> | null {
+    if (this.era_ !== "legacy" || !this.initRequest) return null;
+    return (this.initRequest.params ?? {}) as Record<string, unknown>;
+  }
+
+  /** Whether a new process's initialize result negotiates what the client already has. */
+  sameNegotiation(result: unknown): boolean {
+    const r = result as { protocolVersion?: unknown; capabilities?: unknown };
+    return (
+      this.negotiated !== null &&
+      sameJson(r.protocolVersion ?? null, this.negotiated.protocolVersion ?? null) &&
+      sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null)
+    );
+  }
+
+  /** Whether the client ran server/discover (a new process must then advertise the same). */
+  get hasDiscovered(): boolean {
+    return this.discovered !== null;
+  }
+
+  sameDiscovery(capabilities: unknown): boolean {
+    return sameJson(capabilities ?? null, this.discovered ?? null);
+  }
+}
