@@ -7,8 +7,9 @@ export const DRILL_HELP = `usage: portcullis drill LABEL [--rebuild CMD] [--tool
 
 The rebuild test against your own server (from portcullis.json or a host configuration), in a
 throwaway state directory: start revision A, list, approve and call --tool once, rebuild
-(--rebuild CMD, run in the server's directory; default: touch its entry), expect the call made
-again to be refused as authorization_stale, re-list, approve, call again, show the audit records
+(--rebuild CMD runs your real build in the server's directory; without it the drill restarts the
+server process, same code, which the supervisor starts as a new execution epoch), expect the call
+made again to be refused as authorization_stale, re-list, approve, call again, show the audit records
 of both epochs. Asks for a passphrase for the throwaway keyring. Calls no tool you did not name.
 Exit 1 when a step fails.`;
 

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -154,32 +154,45 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       pass(`request ${r.request} approved; result: ${r.result.slice(0, 120)}`);
     } else skip("no --tool named: the drill calls only a tool you name");
 
+    const newEpoch = (within: number) =>
+      waitFor(
+        () => {
+          const e = currentEpoch(store);
+          return e && e !== epochA ? e : null;
+        },
+        "a new execution epoch",
+        within,
+      );
+    let epochB: string;
     if (o.rebuild) {
       const r = spawnSync(o.rebuild, { shell: true, cwd: how.cwd, encoding: "utf8" });
       if (r.status !== 0)
         throw new Error(
           `--rebuild "${o.rebuild}" exited ${r.status}: ${(r.stderr ?? "").trim().slice(0, 300)}`,
         );
-    } else if (recordA.entry && existsSync(recordA.entry.path)) {
-      const now = new Date();
-      utimesSync(recordA.entry.path, now, now);
-    }
-    let epochB: string;
-    try {
-      epochB = await waitFor(
-        () => {
-          const e = currentEpoch(store);
-          return e && e !== epochA ? e : null;
-        },
-        "a new execution epoch",
-        ms,
+      try {
+        epochB = await newEpoch(ms);
+      } catch {
+        throw new Error(
+          `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed ("${o.rebuild}"), or a wrapper runs the real server out of the supervisor's sight (${recordA.entry?.path ?? "no entry"} is what it sees)`,
+        );
+      }
+    } else {
+      o.say(
+        `    no --rebuild: restarting the server process (same code) to prove the epoch changes; give --rebuild CMD to run a real build`,
       );
-    } catch {
-      throw new Error(
-        `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed (${o.rebuild ? `"${o.rebuild}"` : "a touch alone changes no content; give --rebuild CMD"}), or a wrapper runs the real server out of the supervisor's sight (${recordA.entry?.path ?? "no entry"} is what it sees)`,
-      );
+      epochB = await restartServer(recordA.processId, newEpoch, ms);
     }
-    pass(`epoch ${epochB} (was ${epochA})`);
+    const factsB = epochFacts(store, epochB);
+    const digestA = epochFacts(store, epochA)?.identity;
+    const sameCode = factsB && digestA ? factsB.identity === digestA : null;
+    const detail = [
+      factsB?.reason,
+      sameCode === null ? null : sameCode ? "same identity digest" : "identity digest changed",
+    ]
+      .filter(Boolean)
+      .join(", ");
+    pass(`epoch ${epochB} (was ${epochA}${detail ? `; ${detail}` : ""})`);
 
     if (o.tool) {
       const stale = await client.callTool({ name: o.tool, arguments: o.args ?? {} }).then(
@@ -227,4 +240,47 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     rmSync(root, { recursive: true, force: true });
   }
   return results;
+}
+
+/**
+ * The default rebuild: end the server process and let the supervisor start it again. Every
+ * spawn is a new execution epoch, so this proves the epoch (and the staleness of the old
+ * grant) without touching the user's files; it does not prove that a build of theirs is seen.
+ * SIGTERM goes to the server's process group (the supervisor starts each server as the leader
+ * of its own group, so a wrapper's child goes too); SIGKILL only if it ignores SIGTERM.
+ */
+async function restartServer(
+  pid: number,
+  newEpoch: (within: number) => Promise<string>,
+  ms: number,
+): Promise<string> {
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e; // already gone: its respawn is coming
+    }
+  };
+  signal("SIGTERM");
+  const grace = Math.min(5_000, ms);
+  try {
+    return await newEpoch(grace);
+  } catch {
+    signal("SIGKILL");
+  }
+  try {
+    return await newEpoch(Math.max(ms - grace, 1_000));
+  } catch {
+    throw new Error(
+      `no new execution epoch within ${ms / 1000} s of restarting the server process (pid ${pid}): the supervisor did not start it again (see the gateway's log)`,
+    );
+  }
+}
+
+/** The reason and identity digest the gateway recorded for an epoch. */
+function epochFacts(db: Store, epoch: string): { reason: string; identity: string } | null {
+  const row = db.prepare("SELECT reason, identity_digest FROM epochs WHERE epoch = ?").get(epoch) as
+    | { reason: string; identity_digest: string }
+    | undefined;
+  return row ? { reason: row.reason, identity: row.identity_digest } : null;
 }

@@ -1,6 +1,6 @@
 // portcullis drill, run as the real CLI against real servers: server-everything, the two-revision
 // inventory fixture, and a wrapper that runs the real server out of the supervisor's sight.
-import { writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
@@ -77,11 +77,39 @@ describe("portcullis drill", () => {
       `cp ${b.entry} ${a.entry}`,
     ]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^✓ 4\. .*identity digest changed\)/m);
     expect(r.stdout).toContain("refused -32051");
     expect(a.records().map((c) => [c.revision, c.tool])).toEqual([
       ["A", "read_status"],
       ["B", "read_status"],
     ]);
+  });
+
+  it("the two-revision fixture without --rebuild: the server process is restarted (same code, files untouched), every step passes", async () => {
+    const a = makeProject("A");
+    dirs.push(dirname(a.dir));
+    writeFileSync(
+      join(a.dir, "portcullis.json"),
+      JSON.stringify({
+        servers: { inventory: { command: a.command[0], args: a.command.slice(1), env: a.env } },
+      }),
+    );
+    const before = { text: readFileSync(a.entry, "utf8"), mtimeMs: statSync(a.entry).mtimeMs };
+    const r = await drill(a.dir, ["inventory", "--tool", "read_status"]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    for (let n = 1; n <= 7; n++) expect(r.stdout).toMatch(new RegExp(`^✓ ${n}\\. `, "m"));
+    expect(r.stdout).toContain("restarting the server process (same code)");
+    expect(r.stdout).toContain("--rebuild CMD to run a real build");
+    expect(r.stdout).toMatch(/^✓ 4\. .*; respawn, same identity digest\)/m);
+    expect(r.stdout).toContain("refused -32051");
+    expect(r.stdout).toMatch(/calls in epoch A: 1, in epoch B: 2/);
+    expect(r.stdout).toContain("drill: every step run passed");
+    // the same revision answered both times: the restart ran the same code
+    expect(a.records().map((c) => [c.revision, c.tool])).toEqual([
+      ["A", "read_status"],
+      ["A", "read_status"],
+    ]);
+    expect({ text: readFileSync(a.entry, "utf8"), mtimeMs: statSync(a.entry).mtimeMs }).toEqual(before);
   });
 
   it("a wrapper that runs the real server out of sight: the drill says it could not prove the rebuild, exit 1", async () => {
