@@ -9,6 +9,7 @@ import type { Logger } from "../util/log.js";
 import type { VaultPort } from "../vault/port.js";
 import {
   type ApprovalConfig,
+  type ApprovalMode,
   endGrants,
   type GrantRecord,
   getGrant,
@@ -31,7 +32,7 @@ export interface AuthorizerOptions {
   db: Store;
   run: Run;
   serverLabel: string;
-  /** config `approval: {default, tools}` */
+  /** config `approval: {default, tools, resources}` */
   approval: ApprovalConfig;
   /** config `credentials`: env var → scope name; every tool of a server with credentials needs them all */
   credentials: Record<string, string>;
@@ -120,7 +121,7 @@ export class Authorizer implements AuthorizationPort {
    * still apply, and the call is audited with its epoch.
    */
   stale(call: ApprovedCall): ErrorObject | null {
-    if (resolveMode(this.o.approval, call.tool) === "none") return null;
+    if (this.modeOf(call) === "none") return null;
     let live = this.liveGrants();
     if (live.length === 0) return null;
     let { covering, expanded } = this.match(
@@ -209,7 +210,7 @@ export class Authorizer implements AuthorizationPort {
     call: ApprovedCall,
     hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
   ): Promise<{ grant: string | null } | { error: ErrorObject }> {
-    const mode = resolveMode(this.o.approval, call.tool);
+    const mode = this.modeOf(call);
     if (mode === "none") return { grant: null };
     if (mode === "session") {
       // From the last read; the guard reads the grant again with the intent record (condition).
@@ -245,6 +246,11 @@ export class Authorizer implements AuthorizationPort {
   }
 
   // ───────────────────────────── coverage ─────────────────────────────
+
+  /** A tool's mode from `approval.tools`/`default`; a recorded read's from `approval.resources`. */
+  private modeOf(call: ApprovedCall): ApprovalMode {
+    return call.read ? (this.o.approval.resources ?? "none") : resolveMode(this.o.approval, call.tool);
+  }
 
   /** A session grant of the current epoch that covers the call, from the last read or a fresh one. */
   private covering(call: ApprovedCall, fresh: boolean): GrantRecord | null {

@@ -4,10 +4,12 @@ import { processStartTime } from "./chain.js";
 
 export type { ApprovalMode } from "../config/config.js";
 
-/** A server's approval configuration: `approval: {default, tools}` in portcullis.json. */
+/** A server's approval configuration: `approval: {default, tools, resources}` in portcullis.json. */
 export interface ApprovalConfig {
   default: ApprovalMode;
   tools: Record<string, ApprovalMode>;
+  /** the recorded reads (resources/read, prompts/get …); absent: "none" */
+  resources?: ApprovalMode;
 }
 
 /** The approval mode of one tool: its own entry, else the server's default, else `session`. */

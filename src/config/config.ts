@@ -33,8 +33,11 @@ export interface ServerConfig {
   approval: {
     default: ApprovalMode;
     tools: Record<string, ApprovalMode>;
-    /** resources/read, prompts/get …: recorded, never approved ("none", the only mode so far) */
-    resources?: "none";
+    /**
+     * resources/read, resources/subscribe, prompts/get, completion/complete: always recorded;
+     * with "session" or "per-call", also approved by a human per method and target (absent: "none")
+     */
+    resources?: ApprovalMode;
   };
   /** `digest` (default): arguments as a SHA-256 only; `clear`: also the arguments, secret-named values redacted */
   audit: { arguments: AuditArguments };
@@ -194,17 +197,10 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     for (const k of Object.keys(ap))
       if (k !== "default" && k !== "tools" && k !== "resources") fail(`approval.${k}`, "is not a known key");
     if (ap.resources !== undefined) {
-      // Deny first: accepting "session" without enforcing it would let a human believe resource
-      // reads are approved when they are only recorded.
-      if (ap.resources !== "none") {
-        fail(
-          "approval.resources",
-          APPROVAL_MODES.includes(ap.resources as ApprovalMode)
-            ? `"${String(ap.resources)}" is not supported yet: resource reads and prompts are recorded in the audit log but not approved; use "none"`
-            : `must be "none"`,
-        );
+      if (!APPROVAL_MODES.includes(ap.resources as ApprovalMode)) {
+        fail("approval.resources", `must be one of ${APPROVAL_MODES.join(", ")}`);
       }
-      approval.resources = "none";
+      approval.resources = ap.resources as ApprovalMode;
     }
     if (ap.default !== undefined) {
       if (!APPROVAL_MODES.includes(ap.default as ApprovalMode)) {

@@ -26,7 +26,7 @@ import { CatalogSync } from "./catalogSync.js";
 import { ClientSession } from "./clientSession.js";
 import type { EventSink } from "./events.js";
 import { HeldRequests } from "./held.js";
-import { advertiseListChanged, isGuardedMethodVariant, SUBSCRIPTION_ID_META } from "./protocol.js";
+import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
@@ -411,18 +411,7 @@ export class Gateway {
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = { cancelled: false, abort: new AbortController() };
     this.deciding.set(key, mark);
-    // While a human decides, a client that gave a progress token hears about it.
-    const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
-    let step = 0;
-    const progress =
-      typeof token === "string" || typeof token === "number"
-        ? (message: string) =>
-            this.o.downstream.send({
-              jsonrpc: "2.0",
-              method: "notifications/progress",
-              params: { progressToken: token, progress: ++step, message },
-            })
-        : undefined;
+    const progress = this.progressFor(msg);
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       verdict = await (this.o.decide ?? decide)({
@@ -485,27 +474,66 @@ export class Gateway {
 
   /**
    * Requests that read the server's data without being tool calls: held while the server's
-   * identity is pending (like a call), recorded durably with run, epoch and a digest of their
-   * parameters, then forwarded as they are.
+   * identity is pending (like a call), approved by a human when `approval.resources` asks for it
+   * (the same guard and authorizer as a call, as a pseudo-tool named by method and target),
+   * recorded durably with run, epoch, grant and a digest of their parameters, then forwarded as
+   * they are.
    */
   private async handleRecorded(msg: Request): Promise<void> {
-    const epoch = this.gen?.epoch;
-    if (this.view().state !== "ready" || !epoch) {
-      this.heldCalls.hold(msg);
-      this.catalogIfNeeded();
-      return;
-    }
+    const read = readFacts(msg);
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = { cancelled: false, abort: new AbortController() };
+    this.deciding.set(key, mark);
+    let verdict: Awaited<ReturnType<typeof decide>>;
     try {
-      await this.records.requestForwarded(msg.id, msg.method, msg.params, epoch);
-    } catch (err) {
-      const e = refuse.auditUnavailable((err as Error).message);
-      this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
-      return;
+      // With approval.resources "session" or "per-call", a human approves it first, exactly as a tool call.
+      verdict = await (this.o.decide ?? decide)({
+        server: () => this.view(),
+        facts: { tool: msg.method, args: msg.params ?? {}, seen: null },
+        read,
+        auth: this.auth,
+        intent: {
+          intent: (call, condition) =>
+            this.records.requestForwarded(msg.id, msg.method, msg.params, call, condition),
+        },
+        hooks: { progress: this.progressFor(msg), signal: mark.abort.signal },
+      });
+    } finally {
+      this.deciding.delete(key);
     }
-    if (this.ended) return;
-    // a new epoch since it was recorded: recorded again against it, never sent to code it was not recorded for
-    if (epoch !== this.gen?.epoch) return this.handleRecorded(msg);
-    this.forward(msg);
+    if (mark.cancelled || this.ended) return;
+    switch (verdict.action) {
+      case "hold":
+        this.heldCalls.hold(msg);
+        this.catalogIfNeeded();
+        return;
+      case "refuse":
+        this.recordDenied(msg, `${read.method} ${read.target}`, read.params, verdict.reason);
+        this.o.downstream.send(
+          errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
+        );
+        return;
+      case "invalid-arguments":
+        return; // never for a read: its arguments are not checked
+      case "forward":
+        // a new epoch since it was recorded: decided and recorded again against it, never sent to
+        // code it was not recorded (nor approved) for
+        if (verdict.call.epoch !== this.gen?.epoch) return this.handleRecorded(msg);
+        this.forward(msg);
+    }
+  }
+
+  /** While a human decides, a client that gave a progress token hears about it. */
+  private progressFor(msg: Request): ((message: string) => void) | undefined {
+    const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+    if (typeof token !== "string" && typeof token !== "number") return undefined;
+    let step = 0;
+    return (message: string) =>
+      this.o.downstream.send({
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: token, progress: ++step, message },
+      });
   }
 
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {

@@ -1,4 +1,6 @@
+import type { ReadFacts } from "../guard/guard.js";
 import type { Request } from "../relay/jsonrpc.js";
+import { canonicalJson } from "../util/canonical.js";
 
 /** The two MCP eras the gateway speaks on both sides. */
 export type Era = "legacy" | "modern";
@@ -63,4 +65,31 @@ export function isGuardedMethodVariant(method: string): boolean {
     .replace(/\/+$/, "")
     .replace(/\/+/g, "/");
   return GUARDED_METHODS.has(folded);
+}
+
+/**
+ * What a recorded read is approved for: its method and target (the uri of resources/read and
+ * resources/subscribe, the prompt name of prompts/get, the ref of completion/complete). A target
+ * of another shape (absent, not a string) is named by its canonical JSON.
+ */
+export function readFacts(msg: Request): ReadFacts {
+  const params = (isPlainObject(msg.params) ? msg.params : {}) as Record<string, unknown>;
+  let target: unknown;
+  if (msg.method === "prompts/get") target = params.name;
+  else if (msg.method === "completion/complete") {
+    const ref = params.ref as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
+    if (ref?.type === "ref/prompt" && typeof ref.name === "string") target = `prompt ${ref.name}`;
+    else if (ref?.type === "ref/resource" && typeof ref.uri === "string") target = `resource ${ref.uri}`;
+    else target = { ref: ref ?? null };
+  } else target = params.uri;
+  const { _meta: _ignored, ...shown } = params;
+  return {
+    method: msg.method,
+    target: typeof target === "string" ? target : canonicalJson(target ?? null),
+    params: shown,
+  };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

@@ -29,18 +29,30 @@ export class GatewayRecords {
   /**
    * A request that is not a tool call but reads the server's data (resources/read,
    * resources/subscribe, prompts/get, completion/complete): durable before it is forwarded, with
-   * the epoch it went to and a digest of its parameters.
+   * the epoch it went to, a digest of its parameters and, when a human approved it
+   * (`approval.resources`), the grant. Resolves false, writing nothing, when `condition` (the
+   * grant still live) no longer held under the write lock.
    */
-  requestForwarded(requestId: Id, method: string, params: unknown, epoch: string): Promise<boolean> {
-    return this.events.emitDurable({
-      type: "request_forwarded",
-      run: this.run,
-      serverLabel: this.label,
-      requestId,
-      method,
-      epoch,
-      paramsDigest: argumentsDigest(params ?? {}),
-    });
+  requestForwarded(
+    requestId: Id,
+    method: string,
+    params: unknown,
+    call: ApprovedCall,
+    condition?: () => boolean,
+  ): Promise<boolean> {
+    return this.events.emitDurable(
+      {
+        type: "request_forwarded",
+        run: this.run,
+        serverLabel: this.label,
+        requestId,
+        method,
+        epoch: call.epoch,
+        paramsDigest: argumentsDigest(params ?? {}),
+        ...(call.grant ? { grant: call.grant } : {}),
+      },
+      condition,
+    );
   }
 
   catalogServed(epoch: string | undefined, revision: number | null, fingerprint: string): void {

@@ -1,5 +1,6 @@
 import type { ArgumentValidator, CatalogSnapshot } from "../catalog/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
+import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { refuse } from "./refusals.js";
 
 /**
@@ -98,6 +99,54 @@ export interface ApprovedCall {
   revision: number;
   effective: Record<string, unknown>;
   grant: string | null;
+  /** set for a recorded read (resources/read …): approved as a pseudo-tool named by method and target */
+  read?: ReadFacts;
+}
+
+/**
+ * A request that reads the server's data without being a tool call. With an approval mode for
+ * reads, it is approved like a call of a pseudo-tool named `<method> <target>`, whose fingerprint
+ * is a digest of exactly that pair: a session grant covers the same read again, never another.
+ */
+export interface ReadFacts {
+  method: string;
+  /** the resource uri, the prompt name, or the completion's ref */
+  target: string;
+  /** the request's params, shown (redacted) in the review */
+  params: Record<string, unknown>;
+}
+
+/** The pseudo-tool call a read is approved as. */
+export function readCall(read: ReadFacts, epoch: string, revision: number): ApprovedCall {
+  const name = `${read.method} ${read.target}`;
+  return {
+    tool: name,
+    definition: {
+      name,
+      description: `Not a tool: the MCP request ${read.method} for ${read.target}, which reads the server's data.`,
+      method: read.method,
+      target: read.target,
+    },
+    fingerprint: sha256Tag(canonicalJson({ method: read.method, target: read.target })),
+    epoch,
+    revision,
+    effective: read.params,
+    grant: null,
+    read,
+  };
+}
+
+/** Steps 1 and 2 for a read: held while identity-pending; an approval of an older epoch is stale. */
+function precheckRead(
+  server: ServerView,
+  read: ReadFacts,
+  auth: AuthorizationPort | null,
+): Verdict | { action: "continue"; call: ApprovedCall } {
+  if (server.state !== "ready" || !server.epoch) return { action: "hold" };
+  const call = readCall(read, server.epoch, server.revision ?? 0);
+  const stale = auth?.stale(call);
+  if (stale) return { action: "refuse", error: stale, reason: "authorization_stale" };
+  return { action: "continue", call };
 }
 
 export type Verdict =
@@ -176,6 +225,12 @@ export interface DecideOptions {
   /** read again after every wait: the state may have moved on meanwhile */
   server: () => ServerView;
   facts: CallFacts;
+  /**
+   * A recorded read instead of a tool call (facts unused): steps 1, 2, 7 and 8 only. No catalog
+   * or argument checks (reads are not in the tool catalog), and no vault check (the server's
+   * credentials are for its tools; reads were never stopped by a locked vault).
+   */
+  read?: ReadFacts;
   /** null: no approval layer (steps 2, 6 and 7 are skipped) */
   auth: AuthorizationPort | null;
   /** required: nothing is forwarded without its intent record */
@@ -186,12 +241,12 @@ export interface DecideOptions {
 /** The whole decision: precheck, then steps 6, 7 and 8. */
 export async function decide(o: DecideOptions, attempt = 1): Promise<Verdict> {
   const { server, facts, auth, intent, hooks = {} } = o;
-  const first = precheck(server(), facts, auth);
+  const first = o.read ? precheckRead(server(), o.read, auth) : precheck(server(), facts, auth);
   if (first.action !== "continue") return first;
   const call = first.call;
   if (auth) {
     // 6. credentials needed and the vault is locked, or lacks one of them.
-    const locked = await auth.vault(call);
+    const locked = o.read ? null : await auth.vault(call);
     if (locked)
       return {
         action: "refuse",

@@ -44,12 +44,12 @@ describe("portcullis.json", () => {
     [{ servers: { a: { command: "x", env: { K: 1 } } } }, "servers.a.env.K must be a string"],
     [{ servers: { a: { command: "x", onExpand: "never" } } }, "servers.a.onExpand must be one of run, tool"],
     [
-      { servers: { a: { command: "x", approval: { resources: "session" } } } },
-      'servers.a.approval.resources "session" is not supported yet',
+      { servers: { a: { command: "x", approval: { resources: "always" } } } },
+      "servers.a.approval.resources must be one of",
     ],
     [
       { servers: { a: { command: "x", approval: { resources: 1 } } } },
-      'servers.a.approval.resources must be "none"',
+      "servers.a.approval.resources must be one of",
     ],
     [
       { servers: { a: { command: "x", audit: { arguments: "all" } } } },
@@ -74,11 +74,16 @@ describe("portcullis.json", () => {
       servers: {
         a: { command: "x", onExpand: "tool", approval: { resources: "none" } },
         b: { command: "y" },
+        c: { command: "z", approval: { resources: "session" } },
+        d: { command: "z", approval: { resources: "per-call" } },
       },
     });
     const servers = loadConfigFile(file);
     expect(servers.get("a")).toMatchObject({ onExpand: "tool", approval: { resources: "none" } });
     expect(servers.get("b")?.onExpand).toBe("run");
+    expect(servers.get("b")?.approval.resources).toBeUndefined();
+    expect(servers.get("c")?.approval.resources).toBe("session");
+    expect(servers.get("d")?.approval.resources).toBe("per-call");
   });
 
   it("names the known labels when one is missing", () => {

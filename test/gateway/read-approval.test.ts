@@ -1,0 +1,144 @@
+// `approval.resources` in portcullis.json: the recorded reads (resources/read …) approved by a
+// human, with the same requests, CLI, signed decisions and refusals as a tool call. Real gateway,
+// real lenient fixture server, decisions made by the real CLI in another process.
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Pending {
+  request: string;
+  tool: string;
+  mode: string;
+}
+
+async function pending(stateDir: string): Promise<Pending[]> {
+  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
+}
+
+async function nextRequest(stateDir: string, seen: Set<string>): Promise<Pending> {
+  const p = await waitFor(
+    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
+    20_000,
+    "an approval request",
+  );
+  seen.add(p.request);
+  return p;
+}
+
+async function decideCli(stateDir: string, verb: "approve" | "deny", id: string) {
+  const r = await runCli([verb, id, "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(r.code).toBe(0);
+  return r;
+}
+
+/** A gateway for the lenient server from a portcullis.json with approval.resources set. */
+async function readGateway(resources: "session" | "per-call") {
+  const dir = tempDir();
+  const methodLog = join(dir, "methods.jsonl");
+  const [command, ...args] = fixtureCommand("lenient");
+  const config = {
+    servers: {
+      lenient: {
+        command,
+        args,
+        env: { FIXTURE_METHOD_LOG: methodLog },
+        approval: { default: "none", resources },
+      },
+    },
+  };
+  writeFileSync(join(dir, "portcullis.json"), JSON.stringify(config, null, 2));
+  const stateDir = newStateDir();
+  const gw = await startGateway({ args: ["lenient"], cwd: dir, stateDir });
+  cleanup.push(
+    () => gw.close(),
+    () => removeDir(dir),
+  );
+  const reads = () =>
+    (existsSync(methodLog)
+      ? readJsonLines<{ method: string; params: { uri?: string } | null }>(methodLog)
+      : []
+    )
+      .filter((r) => r.method === "resources/read")
+      .map((r) => r.params?.uri);
+  const read = (uri: string) =>
+    gw.client.request({ method: "resources/read", params: { uri } }, ResultSchema);
+  return { gw, stateDir, reads, read };
+}
+
+describe('approval.resources "session"', () => {
+  it("a read waits for a human, is approved with the CLI and reaches the server; the same uri does not ask again, another uri does", async () => {
+    const { stateDir, reads, read } = await readGateway("session");
+    const seen = new Set<string>();
+    const first = read("test://a");
+    const req = await nextRequest(stateDir, seen);
+    expect(req.tool).toBe("resources/read test://a");
+    expect(req.mode).toBe("session");
+    // held while the human decides: nothing reached the server
+    expect(reads()).toEqual([]);
+    // the review renders the pseudo-tool (no input schema) and its target
+    const shown = await runCli(["approvals", "--state-dir", stateDir]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("resources/read test://a");
+    await decideCli(stateDir, "approve", req.request);
+    expect(await first).toMatchObject({ contents: [{ uri: "test://a" }] });
+    expect(reads()).toEqual(["test://a"]);
+
+    // the session grant covers the same read again: answered without a new request
+    expect(await read("test://a")).toMatchObject({ contents: [{ uri: "test://a" }] });
+    expect(reads()).toEqual(["test://a", "test://a"]);
+    expect(await pending(stateDir)).toEqual([]);
+
+    // another uri is another target: a human is asked again
+    const other = read("test://b");
+    const again = await nextRequest(stateDir, seen);
+    expect(again.tool).toBe("resources/read test://b");
+    expect(reads()).toEqual(["test://a", "test://a"]);
+    await decideCli(stateDir, "approve", again.request);
+    expect(await other).toMatchObject({ contents: [{ uri: "test://b" }] });
+
+    // both grants are listed by `portcullis grants`, named by method and target
+    const grants = await runCli(["grants", "--json", "--state-dir", stateDir]);
+    expect(grants.code).toBe(0);
+    expect(grants.stdout).toContain("resources/read test://a");
+    expect(grants.stdout).toContain("resources/read test://b");
+  });
+
+  it("a denied read gets approval_denied and never reaches the server", async () => {
+    const { stateDir, reads, read } = await readGateway("session");
+    const denied = read("test://secret").catch((e: unknown) => e as { code: number; data: unknown });
+    const req = await nextRequest(stateDir, new Set());
+    expect(req.tool).toBe("resources/read test://secret");
+    await decideCli(stateDir, "deny", req.request);
+    const e = (await denied) as { code: number; data: Record<string, unknown> };
+    expect(e.data).toMatchObject({ error: "approval_denied" });
+    expect(reads()).toEqual([]);
+  });
+});
+
+describe('approval.resources "per-call"', () => {
+  it("every read of the same uri asks again", async () => {
+    const { stateDir, reads, read } = await readGateway("per-call");
+    const seen = new Set<string>();
+    for (let i = 1; i <= 2; i++) {
+      const r = read("test://a");
+      const req = await nextRequest(stateDir, seen);
+      expect(req).toMatchObject({ tool: "resources/read test://a", mode: "per-call" });
+      await decideCli(stateDir, "approve", req.request);
+      expect(await r).toMatchObject({ contents: [{ uri: "test://a" }] });
+      expect(reads()).toHaveLength(i);
+    }
+  });
+});
