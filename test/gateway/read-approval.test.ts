@@ -44,9 +44,15 @@ async function decideCli(stateDir: string, verb: "approve" | "deny", id: string)
   return r;
 }
 
+async function epochOf(stateDir: string): Promise<string | null> {
+  const r = await runCli(["status", "--json", "--state-dir", stateDir]);
+  return (JSON.parse(r.stdout).gateways as { epoch: string | null }[])[0]?.epoch ?? null;
+}
+
 /** A gateway for the lenient server from a portcullis.json with approval.resources set. */
-async function readGateway(resources: "session" | "per-call") {
+async function readGateway(resources: "session" | "per-call", extra: Record<string, unknown> = {}) {
   const dir = tempDir();
+  writeFileSync(join(dir, "marker.txt"), "one");
   const methodLog = join(dir, "methods.jsonl");
   const [command, ...args] = fixtureCommand("lenient");
   const config = {
@@ -56,6 +62,7 @@ async function readGateway(resources: "session" | "per-call") {
         args,
         env: { FIXTURE_METHOD_LOG: methodLog },
         approval: { default: "none", resources },
+        ...extra,
       },
     },
   };
@@ -75,7 +82,7 @@ async function readGateway(resources: "session" | "per-call") {
       .map((r) => r.params?.uri);
   const read = (uri: string) =>
     gw.client.request({ method: "resources/read", params: { uri } }, ResultSchema);
-  return { gw, stateDir, reads, read };
+  return { gw, stateDir, reads, read, dir };
 }
 
 describe('approval.resources "session"', () => {
@@ -114,6 +121,28 @@ describe('approval.resources "session"', () => {
     expect(grants.code).toBe(0);
     expect(grants.stdout).toContain("resources/read test://a");
     expect(grants.stdout).toContain("resources/read test://b");
+  });
+
+  it("a new execution epoch makes the session grant stale: refused once, then a human is asked again", async () => {
+    const { stateDir, read, dir } = await readGateway("session", {
+      identity: { include: ["marker.txt"] },
+      onChange: "restart",
+    });
+    const seen = new Set<string>();
+    const first = read("test://a");
+    await decideCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await first;
+    const epochA = await epochOf(stateDir);
+    writeFileSync(join(dir, "marker.txt"), "two");
+    await waitFor(async () => (await epochOf(stateDir)) !== epochA, 15_000, "a new epoch");
+    const stale = (await read("test://a").catch((e: unknown) => e)) as { data: Record<string, unknown> };
+    expect(stale.data).toMatchObject({ error: "authorization_stale", approvedEpoch: epochA });
+    expect(stale.data.changedTools).toEqual(["resources/read test://a"]);
+    const again = read("test://a");
+    const req = await nextRequest(stateDir, seen);
+    expect(req.tool).toBe("resources/read test://a");
+    await decideCli(stateDir, "approve", req.request);
+    expect(await again).toMatchObject({ contents: [{ uri: "test://a" }] });
   });
 
   it("a denied read gets approval_denied and never reaches the server", async () => {
