@@ -2,6 +2,7 @@
 // human decisions made by the real CLI in another process with the passphrase.
 
 import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
@@ -14,30 +15,9 @@ afterEach(async () => {
   cleanup = [];
 });
 
-interface Pending {
-  request: string;
-  tool: string;
-  agentRun: string;
-}
-
-async function pending(stateDir: string): Promise<Pending[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
-}
-
-async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
-  return waitFor(
-    async () => (await pending(stateDir)).find((p) => !seen.has(p.request)) ?? null,
-    20_000,
-    "an approval request",
-  );
-}
-
-async function decide(stateDir: string, verb: "approve" | "deny", id: string, ...extra: string[]) {
-  const r = await runCli([verb, id, ...extra, "--state-dir", stateDir], { env: passphraseEnv() });
+async function decide(stateDir: string, verb: "approve" | "deny" | "revoke", id: string, ...extra: string[]) {
+  const r = await decideByCli(stateDir, verb, id, ...extra);
   expect(r.stderr).not.toMatch(/error/i);
-  expect(r.code).toBe(0);
   return r;
 }
 

@@ -13,6 +13,7 @@ import { openRecords } from "../../src/audit/log.js";
 import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
+import { decideByCli, nextRequest, type Pending, pending } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -24,37 +25,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-interface Pending {
-  request: string;
-  tool: string;
-  agentRun: string;
-  serverLabel: string;
-  executionEpoch: string;
-  fingerprint: string;
-}
-
-async function pending(stateDir: string): Promise<Pending[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
-}
-
-async function nextRequest(stateDir: string, seen: Set<string>): Promise<Pending> {
-  const p = await waitFor(
-    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
-    20_000,
-    "an approval request",
-  );
-  seen.add(p.request);
-  return p;
-}
-
-async function decide(stateDir: string, verb: "approve" | "deny", id: string) {
-  const r = await runCli([verb, id, "--state-dir", stateDir], { env: passphraseEnv() });
-  expect(r.code).toBe(0);
-  return r;
-}
 
 /** A connection to the gateway's store, as any process of the same user can open one. */
 function sql(stateDir: string): Database.Database {
@@ -118,7 +88,7 @@ describe("decisions written without the approver key are not honoured", () => {
     // A legitimate decision first, so that the approver key is pinned: what follows is refused
     // for its signature, not for want of a pin.
     const ok = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
     await ok.catch(() => {});
 
     // 1. approved by SQL, with a grant that has no signature (and one with garbage)
@@ -168,7 +138,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const db = sql(stateDir);
     const callX = x.client.callTool({ name: "read_status", arguments: {} });
     const rx = await nextRequest(stateDir, seen);
-    await decide(stateDir, "approve", rx.request);
+    await decideByCli(stateDir, "approve", rx.request);
     await callX;
     const grant = db.prepare("SELECT * FROM grants WHERE request = ?").get(rx.request) as {
       grant_id: string;
@@ -178,13 +148,13 @@ describe("decisions written without the approver key are not honoured", () => {
     // Y's run id, from Y's own request (denied by the human)
     const asked = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     const ry = await nextRequest(stateDir, seen);
-    await decide(stateDir, "deny", ry.request);
+    await decideByCli(stateDir, "deny", ry.request);
     await asked;
 
     // the run changed to Y's: Y is not covered (it asks)
     db.prepare("UPDATE grants SET agent_run = ? WHERE grant_id = ?").run(ry.agentRun, grant.grant_id);
     const callY = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
     expect(refusal(await callY).data).toMatchObject({ error: "approval_denied" });
 
     // the tools changed (a second tool added): X is not covered any more either
@@ -196,7 +166,7 @@ describe("decisions written without the approver key are not honoured", () => {
       grant.grant_id,
     );
     const callX2 = x.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
     expect(refusal(await callX2).data).toMatchObject({ error: "approval_denied" });
 
     // restored to what was signed: it covers again, without asking
@@ -218,7 +188,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const gw = await gateway(project, stateDir);
     const seen = new Set<string>();
     const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decide(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
     await legit;
 
     const call = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
@@ -260,7 +230,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const gw = await gateway(project, stateDir, 30_000);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decide(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
     await first;
 
     // the attacker's own pair; its public half goes into keyring.json
@@ -340,7 +310,7 @@ describe("a keyring made before decisions were signed", () => {
     const gw = await gateway(project, stateDir, 30_000);
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
     const r = await nextRequest(stateDir, new Set());
-    const approved = await decide(stateDir, "approve", r.request);
+    const approved = await decideByCli(stateDir, "approve", r.request);
     expect(approved.stderr).toMatch(/approver key [0-9a-f]{32} pinned in the audit chain/);
     await call;
     const upgraded = JSON.parse(readFileSync(path, "utf8"));

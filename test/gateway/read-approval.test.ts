@@ -5,44 +5,17 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newStateDir } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-interface Pending {
-  request: string;
-  tool: string;
-  mode: string;
-}
-
-async function pending(stateDir: string): Promise<Pending[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
-}
-
-async function nextRequest(stateDir: string, seen: Set<string>): Promise<Pending> {
-  const p = await waitFor(
-    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
-    20_000,
-    "an approval request",
-  );
-  seen.add(p.request);
-  return p;
-}
-
-async function decideCli(stateDir: string, verb: "approve" | "deny", id: string) {
-  const r = await runCli([verb, id, "--state-dir", stateDir], { env: passphraseEnv() });
-  expect(r.code).toBe(0);
-  return r;
-}
 
 async function epochOf(stateDir: string): Promise<string | null> {
   const r = await runCli(["status", "--json", "--state-dir", stateDir]);
@@ -99,7 +72,7 @@ describe('approval.resources "session"', () => {
     const shown = await runCli(["approvals", "--state-dir", stateDir]);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain("resources/read test://a");
-    await decideCli(stateDir, "approve", req.request);
+    await decideByCli(stateDir, "approve", req.request);
     expect(await first).toMatchObject({ contents: [{ uri: "test://a" }] });
     expect(reads()).toEqual(["test://a"]);
 
@@ -113,7 +86,7 @@ describe('approval.resources "session"', () => {
     const again = await nextRequest(stateDir, seen);
     expect(again.tool).toBe("resources/read test://b");
     expect(reads()).toEqual(["test://a", "test://a"]);
-    await decideCli(stateDir, "approve", again.request);
+    await decideByCli(stateDir, "approve", again.request);
     expect(await other).toMatchObject({ contents: [{ uri: "test://b" }] });
 
     // both grants are listed by `portcullis grants`, named by method and target
@@ -130,7 +103,7 @@ describe('approval.resources "session"', () => {
     });
     const seen = new Set<string>();
     const first = read("test://a");
-    await decideCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
     await first;
     const epochA = await epochOf(stateDir);
     writeFileSync(join(dir, "marker.txt"), "two");
@@ -141,7 +114,7 @@ describe('approval.resources "session"', () => {
     const again = read("test://a");
     const req = await nextRequest(stateDir, seen);
     expect(req.tool).toBe("resources/read test://a");
-    await decideCli(stateDir, "approve", req.request);
+    await decideByCli(stateDir, "approve", req.request);
     expect(await again).toMatchObject({ contents: [{ uri: "test://a" }] });
   });
 
@@ -150,7 +123,7 @@ describe('approval.resources "session"', () => {
     const denied = read("test://secret").catch((e: unknown) => e as { code: number; data: unknown });
     const req = await nextRequest(stateDir, new Set());
     expect(req.tool).toBe("resources/read test://secret");
-    await decideCli(stateDir, "deny", req.request);
+    await decideByCli(stateDir, "deny", req.request);
     const e = (await denied) as { code: number; data: Record<string, unknown> };
     expect(e.data).toMatchObject({ error: "approval_denied" });
     expect(reads()).toEqual([]);
@@ -165,7 +138,7 @@ describe('approval.resources "per-call"', () => {
       const r = read("test://a");
       const req = await nextRequest(stateDir, seen);
       expect(req).toMatchObject({ tool: "resources/read test://a", mode: "per-call" });
-      await decideCli(stateDir, "approve", req.request);
+      await decideByCli(stateDir, "approve", req.request);
       expect(await r).toMatchObject({ contents: [{ uri: "test://a" }] });
       expect(reads()).toHaveLength(i);
     }

@@ -1,0 +1,47 @@
+// What a person does at the terminal while a gateway waits for a decision: list the pending
+// requests (`portcullis approvals --json`), wait for a new one, approve, deny or revoke through
+// the real CLI with the test passphrase.
+import { expect } from "vitest";
+import { waitFor } from "./files.js";
+import { type CliResult, runCli } from "./gateway.js";
+import { passphraseEnv } from "./state.js";
+
+/** A pending request as `portcullis approvals --json` prints it (the fields tests read). */
+export interface Pending {
+  request: string;
+  tool: string;
+  mode: string;
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  fingerprint: string;
+}
+
+export async function pending(stateDir: string): Promise<Pending[]> {
+  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
+}
+
+/** The first pending request not in `seen` (which it joins), waiting up to 20 s for one. */
+export async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
+  const p = await waitFor(
+    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
+    20_000,
+    "an approval request",
+  );
+  seen.add(p.request);
+  return p;
+}
+
+/** `portcullis approve|deny|revoke ID [extra…]` with the test passphrase; it must succeed. */
+export async function decideByCli(
+  stateDir: string,
+  verb: "approve" | "deny" | "revoke",
+  id: string,
+  ...extra: string[]
+): Promise<CliResult> {
+  const r = await runCli([verb, id, ...extra, "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(r.code, r.stderr).toBe(0);
+  return r;
+}
