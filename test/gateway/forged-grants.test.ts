@@ -14,7 +14,7 @@ import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextRequest, type Pending, pending } from "../helpers/approvals.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
