@@ -283,16 +283,12 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   } finally {
     kek.fill(0);
   }
-  let privateRaw: Buffer;
-  try {
-    privateRaw = unwrap(
-      dataKey,
-      file.audit.privateKey,
-      privateKeyAad(file.audit.keyId, file.audit.publicKey),
-    );
-  } catch {
-    throw new KeyringDamagedError(`${path}: the audit private key does not open with the data key`);
-  }
+  const privateRaw = unwrapOrDamaged(
+    dataKey,
+    file.audit.privateKey,
+    privateKeyAad(file.audit.keyId, file.audit.publicKey),
+    `${path}: the audit private key does not open with the data key`,
+  );
   const auditPrivateKey = x25519PrivateKeyFromRaw(privateRaw);
   privateRaw.fill(0);
   const derivedPublic = rawX25519PublicKey(createPublicKey(auditPrivateKey)).toString("base64url");
@@ -301,18 +297,12 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   }
   let signer: DecisionSigner | null = null;
   if (file.approver) {
-    let approverRaw: Buffer;
-    try {
-      approverRaw = unwrap(
-        dataKey,
-        file.approver.privateKey,
-        approverKeyAad(file.approver.keyId, file.approver.publicKey),
-      );
-    } catch {
-      throw new KeyringDamagedError(
-        `${path}: the approver private key does not open with the data key (or its public half was changed)`,
-      );
-    }
+    const approverRaw = unwrapOrDamaged(
+      dataKey,
+      file.approver.privateKey,
+      approverKeyAad(file.approver.keyId, file.approver.publicKey),
+      `${path}: the approver private key does not open with the data key (or its public half was changed)`,
+    );
     signer = mintSigner(approverRaw);
     approverRaw.fill(0);
     if (signer.publicKeyRaw.toString("base64url") !== file.approver.publicKey) {
@@ -411,6 +401,15 @@ function wrap(key: Buffer, plain: Buffer, aad: Buffer): Wrapped {
   c.setAAD(aad, { plaintextLength: plain.length });
   const sealed = Buffer.concat([c.update(plain), c.final(), c.getAuthTag()]);
   return { alg: WRAP_ALG, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") };
+}
+
+/** A key sealed under the data key: a tag failure here means the file was damaged or edited. */
+function unwrapOrDamaged(key: Buffer, w: Wrapped, aad: Buffer, damaged: string): Buffer {
+  try {
+    return unwrap(key, w, aad);
+  } catch {
+    throw new KeyringDamagedError(damaged);
+  }
 }
 
 function unwrap(key: Buffer, w: Wrapped, aad: Buffer): Buffer {

@@ -28,6 +28,16 @@ afterEach(async () => {
   cleanup = [];
 });
 
+/** `portcullis vault set NAME --from-stdin POLICY…` with the test passphrase; it must succeed. */
+async function storeSecret(stateDir: string, name: string, value: string, ...policy: string[]) {
+  const r = await runCli(["vault", "set", name, "--from-stdin", ...policy], {
+    stateDir,
+    env: passphraseEnv(),
+    input: value,
+  });
+  expect(r.code, r.stderr).toBe(0);
+}
+
 function lockAfter(stateDir: string) {
   cleanup.push(async () => {
     await runCli(["lock"], { stateDir });
@@ -159,11 +169,7 @@ describe("portcullis unlock | lock", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: SECRET,
-    });
+    await storeSecret(stateDir, "api-staging", SECRET, "--deliver", "env");
     const unlock = await runCli(["unlock", "--for", "2s"], { stateDir, env });
     expect(unlock.code, unlock.stderr).toBe(0);
     expect(unlock.stdout).toContain("1 secret");
@@ -223,22 +229,14 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     await gw.client.listTools();
     const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
     await expect(call()).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
-    await runCli(["vault", "set", "other-scope", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: "x",
-    });
+    await storeSecret(stateDir, "other-scope", "x", "--deliver", "env");
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     await expect(call()).rejects.toMatchObject({
       code: -32059,
       data: { error: "credential_missing", scope: "inventory-api-staging" },
     });
     // a secret stored while unlocked reaches the holder at once
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: SECRET,
-    });
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     expect((await call()).isError).toBeFalsy();
     await runCli(["lock"], { stateDir });
     await expect(call()).rejects.toMatchObject({ code: -32056 });
@@ -251,11 +249,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: SECRET,
-    });
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
@@ -277,11 +271,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await runCli(["vault", "set", "inventory-api-staging", "--from-stdin", "--host", "api.example.com"], {
-      stateDir,
-      env,
-      input: SECRET,
-    });
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
