@@ -161,10 +161,22 @@ function mutate(s: S, ops: number[], replacement: S): S {
 const ajv2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
 const ajv07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
 
-function compile(ajv: Ajv | Ajv2020, s: S): ((v: unknown) => boolean) | null {
+/**
+ * A validator for `s`, or null when ajv cannot compile it. The validator answers undefined when
+ * ajv itself throws on a value (ajv 8.20's 2020-12 code can fail tracking evaluated properties
+ * through nested oneOf/allOf: "Cannot set properties of undefined"); such a value says nothing
+ * about the classifier and is skipped.
+ */
+function compile(ajv: Ajv | Ajv2020, s: S): ((v: unknown) => boolean | undefined) | null {
   try {
     const f = ajv.compile(s as object);
-    return (v) => f(v) === true;
+    return (v) => {
+      try {
+        return f(v) === true;
+      } catch {
+        return undefined;
+      }
+    };
   } catch {
     return null;
   }
@@ -193,7 +205,7 @@ describe("the schema classifier never calls a widening a narrowing", () => {
             const vn = compile(ajv, neu);
             if (!vo || !vn) continue;
             for (const v of values) {
-              if (vn(v) && !vo(v)) {
+              if (vn(v) === true && vo(v) === false) {
                 expect.fail(
                   `${cls} but ${JSON.stringify(v)} is newly accepted: ${JSON.stringify(old)} → ${JSON.stringify(neu)}`,
                 );
