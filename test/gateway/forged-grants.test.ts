@@ -87,9 +87,10 @@ describe("decisions written without the approver key are not honoured", () => {
 
     // A legitimate decision first, so that the approver key is pinned: what follows is refused
     // for its signature, not for want of a pin.
-    const ok = gw.client.callTool({ name: "read_status", arguments: {} });
+    // the handler is attached at once: the denial can arrive while the CLI is still exiting
+    const denied = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
-    await ok.catch(() => {});
+    expect(refusal(await denied).data).toMatchObject({ error: "approval_denied" });
 
     // 1. approved by SQL, with a grant that has no signature (and one with garbage)
     const first = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
