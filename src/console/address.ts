@@ -1,0 +1,59 @@
+/**
+ * Where the console of a state directory can be reached. The console writes `console.json` in
+ * the state directory when it starts listening and removes it when it stops; gateways read it to
+ * put the console's address in refusals and URL-mode elicitations, and to know whether they must
+ * start one. The file carries no secret: only the loopback URL and the owner process.
+ */
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { processStartTime } from "../identity/proc.js";
+
+export interface ConsoleAddress {
+  /** Base URL, e.g. `http://127.0.0.1:7345` (no trailing slash). */
+  url: string;
+  pid: number;
+  /** The owner's start time as `processStartTime` reports it, so a reused pid is not trusted. */
+  startTime: string | null;
+}
+
+export function consoleAddressPath(stateDir: string): string {
+  return join(stateDir, "console.json");
+}
+
+/** Written atomically (rename), mode 0600. */
+export function writeConsoleAddress(stateDir: string, url: string): ConsoleAddress {
+  const address: ConsoleAddress = { url, pid: process.pid, startTime: processStartTime(process.pid) };
+  const path = consoleAddressPath(stateDir);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(address)}\n`, { mode: 0o600 });
+  renameSync(tmp, path);
+  return address;
+}
+
+/** Removes the file only if this process wrote it. */
+export function clearConsoleAddress(stateDir: string): void {
+  const current = readConsoleAddress(stateDir);
+  if (current && current.pid === process.pid) rmSync(consoleAddressPath(stateDir), { force: true });
+}
+
+/** The running console's address, or null when there is none (no file, bad file, owner gone). */
+export function readConsoleAddress(stateDir: string): ConsoleAddress | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(consoleAddressPath(stateDir), "utf8"));
+  } catch {
+    return null;
+  }
+  if (!parsed || typeof parsed !== "object") return null;
+  const { url, pid, startTime } = parsed as Record<string, unknown>;
+  if (typeof url !== "string" || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(url)) return null;
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return null;
+  const alive = processStartTime(pid);
+  if (alive === null || (typeof startTime === "string" && alive !== startTime)) return null;
+  return { url, pid, startTime: typeof startTime === "string" ? startTime : null };
+}
+
+/** The console page of one approval request. The URL names the request, never a token. */
+export function requestPageUrl(base: string, requestId: string): string {
+  return `${base}/requests/${encodeURIComponent(requestId)}`;
+}
