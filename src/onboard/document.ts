@@ -20,35 +20,64 @@ function isObject(v: unknown): v is Entry {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The server table of a host file: key → entry (entries that are not objects are skipped). */
-export function readServers(host: HostFile, text: string): Record<string, Entry> {
-  let doc: unknown;
+function parseDocument(host: HostFile, text: string): unknown {
   if (host.format === "toml") {
     try {
-      doc = parseToml(text);
+      return parseToml(text);
     } catch (e) {
       const first = (e as Error).message.split("\n")[0];
       throw new OnboardError(`${host.file} is not valid TOML (${first}); nothing was written.`);
     }
-  } else {
-    const errors: ParseError[] = [];
-    doc = parse(text, errors, { allowTrailingComma: true });
-    if (errors.length > 0) {
-      const e = errors[0]!;
-      const line = text.slice(0, e.offset).split("\n").length;
-      throw new OnboardError(
-        `${host.file} does not parse (${printParseErrorCode(e.error)} at line ${line}); nothing was written.`,
-      );
-    }
   }
+  const errors: ParseError[] = [];
+  const doc = parse(text, errors, { allowTrailingComma: true });
+  if (errors.length > 0) {
+    const e = errors[0]!;
+    const line = text.slice(0, e.offset).split("\n").length;
+    throw new OnboardError(
+      `${host.file} does not parse (${printParseErrorCode(e.error)} at line ${line}); nothing was written.`,
+    );
+  }
+  return doc;
+}
+
+function tableName(table: string[]): string {
+  return table.map((k) => JSON.stringify(k)).join(" → ");
+}
+
+/** One server table of a parsed document (undefined when absent); throws when it is not an object. */
+function tableAt(host: HostFile, doc: unknown, table: string[]): Entry | undefined {
+  let at: unknown = doc;
+  for (const key of table) {
+    if (!isObject(at)) return undefined;
+    at = at[key];
+    if (at === undefined) return undefined;
+  }
+  if (!isObject(at))
+    throw new OnboardError(`${host.file}: ${tableName(table)} is not an object; nothing was written.`);
+  return at;
+}
+
+/** Which table an entry of this name is read from: the first that has it, as the host does. */
+function tableOf(host: HostFile, doc: unknown, key: string): string[] {
+  for (const t of host.tables) if (tableAt(host, doc, t)?.[key] !== undefined) return t;
+  return host.tables[host.tables.length - 1]!;
+}
+
+/**
+ * The servers of a host file: name → entry, over all its tables in the host's order (an entry
+ * shadowed by one of the same name in an earlier table is not listed: the host does not run it
+ * for this project). Entries that are not objects are skipped.
+ */
+export function readServers(host: HostFile, text: string): Record<string, Entry> {
+  const doc = parseDocument(host, text);
   if (doc === undefined) return {};
   if (!isObject(doc)) throw new OnboardError(`${host.file} is not an object; nothing was written.`);
-  const table = doc[host.serversKey];
-  if (table === undefined) return {};
-  if (!isObject(table))
-    throw new OnboardError(`${host.file}: "${host.serversKey}" is not an object; nothing was written.`);
   const out: Record<string, Entry> = {};
-  for (const [k, v] of Object.entries(table)) if (isObject(v)) out[k] = v;
+  for (const t of host.tables) {
+    for (const [k, v] of Object.entries(tableAt(host, doc, t) ?? {}))
+      if (isObject(v) && !(k in out)) out[k] = v;
+  }
   return out;
 }
 
@@ -70,15 +99,17 @@ function formatting(text: string): FormattingOptions {
 export function replaceEntries(host: HostFile, text: string, entries: Record<string, Entry>): string {
   if (host.format === "toml") {
     const doc = parseToml(text) as Record<string, unknown>;
-    const table = (doc[host.serversKey] ?? {}) as Record<string, unknown>;
+    const [key] = host.tables[0]!;
+    const table = (doc[key!] ?? {}) as Record<string, unknown>;
     for (const [k, v] of Object.entries(entries)) table[k] = v;
-    doc[host.serversKey] = table;
+    doc[key!] = table;
     return `${stringifyToml(doc)}\n`;
   }
   let out = text;
   const options = formatting(text);
   for (const [k, v] of Object.entries(entries)) {
-    out = applyEdits(out, modify(out, [host.serversKey, k], v, { formattingOptions: options }));
+    const table = tableOf(host, parseDocument(host, out), k);
+    out = applyEdits(out, modify(out, [...table, k], v, { formattingOptions: options }));
   }
   return out;
 }

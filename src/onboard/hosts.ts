@@ -9,8 +9,11 @@ export interface HostFile {
   host: string;
   file: string;
   format: HostFormat;
-  /** where the server table sits in the document */
-  serversKey: string;
+  /**
+   * Where the server tables sit in the document, in the order the host reads them: an entry
+   * found in an earlier table shadows one of the same name in a later table.
+   */
+  tables: string[][];
 }
 
 export const HOSTS = ["claude-code", "claude-desktop", "cursor", "vscode", "codex"] as const;
@@ -37,24 +40,29 @@ function claudeDesktopFile(): string {
  * CODEX_HOME are read each time so that tests can point them at temporary directories.
  */
 export function hostFiles(host: HostName, cwd: string): HostFile[] {
-  const json = (file: string, serversKey = "mcpServers"): HostFile => ({
+  const json = (file: string, tables: string[][] = [["mcpServers"]]): HostFile => ({
     host,
     file,
     format: "jsonc",
-    serversKey,
+    tables,
   });
   switch (host) {
     case "claude-code":
-      return [json(join(cwd, ".mcp.json")), json(join(home(), ".claude.json"))];
+      // ~/.claude.json holds the user's servers and, under projects[<absolute path>], each
+      // project's own ("local" scope, what `claude mcp add` writes by default), which win.
+      return [
+        json(join(cwd, ".mcp.json")),
+        json(join(home(), ".claude.json"), [["projects", resolve(cwd), "mcpServers"], ["mcpServers"]]),
+      ];
     case "claude-desktop":
       return [json(claudeDesktopFile())];
     case "cursor":
       return [json(join(cwd, ".cursor", "mcp.json")), json(join(home(), ".cursor", "mcp.json"))];
     case "vscode":
-      return [json(join(cwd, ".vscode", "mcp.json"), "servers")];
+      return [json(join(cwd, ".vscode", "mcp.json"), [["servers"]])];
     case "codex": {
       const dir = process.env.CODEX_HOME ? resolve(process.env.CODEX_HOME) : join(home(), ".codex");
-      return [{ host, file: join(dir, "config.toml"), format: "toml", serversKey: "mcp_servers" }];
+      return [{ host, file: join(dir, "config.toml"), format: "toml", tables: [["mcp_servers"]] }];
     }
   }
 }
@@ -67,12 +75,12 @@ export function foundHostFiles(cwd: string): HostFile[] {
 /** A file given by path: its format and server key guessed from its name. */
 export function hostFileFromPath(path: string): HostFile {
   const file = resolve(path);
-  if (file.endsWith(".toml")) return { host: "codex", file, format: "toml", serversKey: "mcp_servers" };
+  if (file.endsWith(".toml")) return { host: "codex", file, format: "toml", tables: [["mcp_servers"]] };
   const vscode = /[\\/]\.vscode[\\/]mcp\.json$/.test(file);
   return {
     host: vscode ? "vscode" : "file",
     file,
     format: "jsonc",
-    serversKey: vscode ? "servers" : "mcpServers",
+    tables: [[vscode ? "servers" : "mcpServers"]],
   };
 }

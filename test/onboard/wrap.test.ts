@@ -122,6 +122,49 @@ describe("wrap then unwrap, each host format", () => {
     expect(read(real)).toBe(before);
   });
 
+  it("Claude Code's ~/.claude.json: the user's servers and this project's own are wrapped, other projects' are not", async () => {
+    const u = user();
+    const file = join(u.home, ".claude.json");
+    const other = join(u.root, "elsewhere");
+    const before = `${JSON.stringify(
+      {
+        numStartups: 3,
+        mcpServers: {
+          "user-memory": { command: "npx", args: ["-y", "@modelcontextprotocol/server-memory"] },
+        },
+        projects: {
+          [u.project]: {
+            allowedTools: [],
+            mcpServers: {
+              "local-inventory": { type: "stdio", command: "node", args: ["dist/server.js"], env: {} },
+            },
+          },
+          [other]: { mcpServers: { "not-this-one": { command: "node", args: ["x.js"] } } },
+        },
+      },
+      null,
+      2,
+    )}\n`;
+    writeFileSync(file, before);
+    const wrap = await u.cli(["wrap", "claude-code"]);
+    expect(wrap.stderr).toBe("");
+    expect(wrap.code).toBe(0);
+    const doc: Doc = parseJsonc(read(file));
+    expect(doc.mcpServers["user-memory"].args.slice(0, 2)).toEqual([CLI, "run"]);
+    const local = doc.projects[u.project].mcpServers["local-inventory"];
+    expect(local.args.slice(0, 2)).toEqual([CLI, "run"]);
+    expect(local.args.slice(local.args.indexOf("--") + 1)).toEqual(["node", "dist/server.js"]);
+    expect(doc.projects[other]).toEqual({
+      mcpServers: { "not-this-one": { command: "node", args: ["x.js"] } },
+    });
+    expect(doc.numStartups).toBe(3);
+    // the host rewrites this file all the time: unwrap restores wrap's entries inside the edited file
+    writeFileSync(file, read(file).replace('"numStartups": 3', '"numStartups": 4'));
+    const unwrap = await u.cli(["unwrap", "claude-code"]);
+    expect(unwrap.code).toBe(0);
+    expect(read(file)).toBe(before.replace('"numStartups": 3', '"numStartups": 4'));
+  });
+
   it("--dry-run prints the diff and writes nothing", async () => {
     const u = user();
     const before = read(u.files["claude-code"]);
