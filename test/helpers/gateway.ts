@@ -94,6 +94,8 @@ export function hostEnv(env: Record<string, string> = {}): Record<string, string
   return {
     ...getDefaultEnvironment(),
     PORTCULLIS_CACHE_DIR: join(tmpdir(), "portcullis-test-cache"),
+    // no desktop notifications from tests, unless a test sets its own notifier
+    PORTCULLIS_NOTIFY: "0",
     ...env,
   };
 }
