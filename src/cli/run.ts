@@ -389,6 +389,7 @@ async function serve(
     events,
     beginRun,
     holdTimeoutMs,
+    consolePage,
     auditArguments: server.audit.arguments,
     decide,
     onState: (state) => {

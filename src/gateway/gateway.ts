@@ -18,12 +18,14 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
+import { getRequest } from "../approval/requests.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import { CatalogSync } from "./catalogSync.js";
 import { ClientSession } from "./clientSession.js";
+import { UrlElicitations } from "./elicitation.js";
 import type { EventSink } from "./events.js";
 import { HeldRequests } from "./held.js";
 import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_ID_META } from "./protocol.js";
@@ -73,6 +75,8 @@ export interface GatewayOptions {
   onState?: (state: ServerView["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
+  /** the console page of an approval request, when a console runs (URL-mode elicitation) */
+  consolePage?: (request: string) => string | null;
   /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
   decide?: typeof decide;
 }
@@ -100,11 +104,21 @@ export class Gateway {
   private beforeFirstEpoch: string[] | null = [];
 
   private readonly catalog: CatalogSync;
+  /** sends the user to the console page of a request a call waits on (clients that accept URLs) */
+  private readonly elicitation: UrlElicitations;
   /** the snapshot served before the latest refresh, to diff a change within an epoch against */
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
     this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
+    this.elicitation = new UrlElicitations({
+      send: (msg) => o.downstream.send(msg),
+      era: () => this.session.era,
+      clientCapabilities: () => this.session.clientCapabilities(),
+      consolePage: o.consolePage,
+      requestState: (request) => getRequest(o.store, request)?.state ?? null,
+      log: o.log,
+    });
     const holdMs = o.holdTimeoutMs ?? 15_000;
     this.heldCalls = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
     this.heldLists = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
@@ -334,6 +348,7 @@ export class Gateway {
   }
 
   private onClientResponse(msg: Response): void {
+    if (this.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     const entry = this.downstreamReqs.get(msg.id);
     if (!entry) {
       this.o.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
@@ -421,7 +436,7 @@ export class Gateway {
         intent: {
           intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
         },
-        hooks: { progress, signal: mark.abort.signal },
+        hooks: { progress, signal: mark.abort.signal, waiting: (id) => this.elicitation.offer(id, tool) },
       });
     } finally {
       this.deciding.delete(key);
@@ -496,7 +511,11 @@ export class Gateway {
           intent: (call, condition) =>
             this.records.requestForwarded(msg.id, msg.method, msg.params, call, condition),
         },
-        hooks: { progress: this.progressFor(msg), signal: mark.abort.signal },
+        hooks: {
+          progress: this.progressFor(msg),
+          signal: mark.abort.signal,
+          waiting: (id) => this.elicitation.offer(id, `${read.method} ${read.target}`),
+        },
       });
     } finally {
       this.deciding.delete(key);
@@ -900,6 +919,7 @@ export class Gateway {
   end(reason: string, exitCode: number): void {
     if (this.ended) return;
     this.ended = true;
+    this.elicitation.close();
     this.o.log.info(reason);
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
