@@ -1,3 +1,4 @@
+import { getRequest } from "../approval/requests.js";
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
@@ -18,7 +19,6 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
-import { getRequest } from "../approval/requests.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
