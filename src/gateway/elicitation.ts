@@ -9,14 +9,20 @@
  * console or the CLI approves. The URL names the request and nothing else (no token): the
  * console asks the human to prove who they are before it shows or decides anything.
  *
- * Legacy era only: there the gateway's own requests to the client use string ids of their own,
- * which never collide with the numbers the gateway puts on the server's requests it relays.
- * In the 2026-07-28 era server→client requests do not exist (the client drops them); see
- * `inputRequired` for what that era gets instead.
+ * Legacy era: the gateway's own requests to the client use string ids of their own, which never
+ * collide with the numbers the gateway puts on the server's requests it relays.
+ *
+ * 2026-07-28 era: there are no server→client requests (the client drops them). As the SDK does
+ * for them, the call is answered at once with an `input_required` result embedding the
+ * `elicitation/create` (mode url, no elicitationId in that era) and a `requestState` naming the
+ * request; the client shows the URL, then retries the call with its `inputResponses` and the
+ * `requestState`. The gateway takes both out of the retry (the server never sees them: they
+ * answer the gateway, not the server), logs the answer, and the retry waits on the same request
+ * like any other retry of the call.
  */
 import { ulid } from "ulid";
 import type { RequestState } from "../approval/requests.js";
-import type { Response } from "../relay/jsonrpc.js";
+import type { Request, Response } from "../relay/jsonrpc.js";
 import type { Logger } from "../util/log.js";
 import type { Era } from "./protocol.js";
 
@@ -45,6 +51,11 @@ export function declaresUrlElicitation(capabilities: unknown): boolean {
   const url = (e as { url?: unknown } | null | undefined)?.url;
   return typeof url === "object" && url !== null;
 }
+
+/** The key of the gateway's embedded input request in an `input_required` result (modern era). */
+export const INPUT_REQUEST_KEY = "portcullis-approval";
+/** How the gateway's own `requestState` begins, followed by the approval request id. */
+const REQUEST_STATE_PREFIX = "portcullis-approval:";
 
 export class UrlElicitations {
   /** elicitationId → the approval request it sends the user to */
@@ -111,6 +122,58 @@ export class UrlElicitations {
       `the client answered the URL elicitation of request ${request} with ${said}: not a decision; the request waits for a human`,
     );
     return true;
+  }
+
+  /**
+   * Modern era: the `input_required` result that sends the user to the console page of
+   * `request`, or null when this client is not to be sent (no capability, no console).
+   */
+  inputRequired(request: string, tool: string): Record<string, unknown> | null {
+    if (!this.supported() || this.o.era() !== "modern") return null;
+    let url: string | null = null;
+    try {
+      url = this.o.consolePage?.(request) ?? null;
+    } catch {
+      url = null;
+    }
+    if (!url) {
+      this.o.log.info(
+        `the client accepts URL elicitation, but no console runs: request ${request} is decided with 'portcullis approve'`,
+      );
+      return null;
+    }
+    this.o.log.info(`asked the client to open the console page of request ${request}`);
+    return {
+      resultType: "input_required",
+      inputRequests: {
+        [INPUT_REQUEST_KEY]: {
+          method: "elicitation/create",
+          params: { mode: "url", url, message: elicitationMessage(tool) },
+        },
+      },
+      requestState: `${REQUEST_STATE_PREFIX}${request}`,
+    };
+  }
+
+  /**
+   * Modern era: a call that retries after the gateway's `input_required`. Returns the call
+   * without the gateway's `requestState` and its entry of `inputResponses` (anything else is the
+   * server's and stays), and whether it was such a retry; the client's answer is logged only.
+   */
+  takeRetry(msg: Request): { msg: Request; answered: boolean } {
+    const params = msg.params as Record<string, unknown> | undefined;
+    const state = params?.requestState;
+    if (typeof state !== "string" || !state.startsWith(REQUEST_STATE_PREFIX)) return { msg, answered: false };
+    const { requestState: _ours, inputResponses, ...rest } = params as Record<string, unknown>;
+    const responses = { ...((inputResponses as Record<string, unknown> | undefined) ?? {}) };
+    const answer = (responses[INPUT_REQUEST_KEY] as { action?: unknown } | undefined)?.action;
+    delete responses[INPUT_REQUEST_KEY];
+    const request = state.slice(REQUEST_STATE_PREFIX.length, REQUEST_STATE_PREFIX.length + 64);
+    this.o.log.info(
+      `the client answered the URL elicitation of request ${request} with ${typeof answer === "string" ? JSON.stringify(answer.slice(0, 20)) : "no action"}: not a decision; the request waits for a human`,
+    );
+    const cleaned = Object.keys(responses).length > 0 ? { ...rest, inputResponses: responses } : rest;
+    return { msg: { ...msg, params: cleaned }, answered: true };
   }
 
   /** Stops watching (the connection ends). */

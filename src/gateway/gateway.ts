@@ -414,7 +414,10 @@ export class Gateway {
     this.records.catalogServed(this.gen?.epoch, this.catalog.revision, snapshot.fingerprint);
   }
 
-  private async handleCall(msg: Request): Promise<void> {
+  private async handleCall(given: Request): Promise<void> {
+    // A modern retry answering the gateway's own input_required: those fields are the gateway's.
+    const { msg, answered } =
+      this.session.era === "modern" ? this.elicitation.takeRetry(given) : { msg: given, answered: true };
     const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
     if (typeof params.name !== "string") {
       this.o.downstream.send(
@@ -427,6 +430,7 @@ export class Gateway {
     const mark = { cancelled: false, abort: new AbortController() };
     this.deciding.set(key, mark);
     const progress = this.progressFor(msg);
+    let inputRequired: Record<string, unknown> | null = null;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       verdict = await (this.o.decide ?? decide)({
@@ -436,7 +440,17 @@ export class Gateway {
         intent: {
           intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
         },
-        hooks: { progress, signal: mark.abort.signal, waiting: (id) => this.elicitation.offer(id, tool) },
+        hooks: {
+          progress,
+          signal: mark.abort.signal,
+          waiting: (id) => {
+            if (this.session.era !== "modern") return this.elicitation.offer(id, tool);
+            // Modern: the call is answered at once with input_required (no server→client requests).
+            if (answered) return;
+            inputRequired = this.elicitation.inputRequired(id, tool);
+            if (inputRequired) mark.abort.abort();
+          },
+        },
       });
     } finally {
       this.deciding.delete(key);
@@ -445,6 +459,11 @@ export class Gateway {
       // An intent written for a call that will not be sent is closed, never left open.
       if (verdict.action === "forward")
         this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+      return;
+    }
+    if (inputRequired && verdict.action === "refuse") {
+      this.recordDenied(msg, tool, params.arguments, "input_required");
+      this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
       return;
     }
     switch (verdict.action) {

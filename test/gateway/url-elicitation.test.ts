@@ -11,8 +11,10 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { makeCatalog } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
-import { type Session, startGateway } from "../helpers/gateway.js";
+import { type Session, startGateway, startModernGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -107,5 +109,55 @@ describe("URL-mode elicitation", () => {
     await decideByCli(stateDir, "approve", r2.request);
     expect((await call2).isError).toBeFalsy();
     expect(asked).toEqual([]);
+  });
+});
+
+describe("URL-mode elicitation in the 2026-07-28 era", () => {
+  it("the call is answered with input_required embedding the URL; the SDK's retry joins the request, its accept approves nothing; approved, the call proceeds", async () => {
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const cat = makeCatalog([
+      {
+        name: "lookup",
+        description: "Look something up.",
+        inputSchema: { type: "object", required: ["q"], properties: { q: { type: "string" } } },
+      },
+    ]);
+    cleanup.push(() => cat.cleanup());
+    const asked: Asked[] = [];
+    const gw = await startModernGateway({
+      args: ["--label", "modern", "--approval-timeout", "40000", "--", ...fixtureCommand("modern")],
+      env: { ...cat.env, FIXTURE_LEGACY: "reject" },
+      negotiation: "pin",
+      stateDir,
+      capabilities: { elicitation: { url: {} } },
+      modernSetup: (client) => {
+        client.setRequestHandler("elicitation/create", (req) => {
+          asked.push(req.params as Asked);
+          return { action: "accept" };
+        });
+      },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "lookup", arguments: { q: "x" } });
+    const req = await nextRequest(stateDir);
+    const first = await waitFor(() => asked[0], 20_000, "the embedded elicitation");
+    expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
+    expect(first.message).toContain("lookup");
+    // the SDK retried with its answer: logged, not a decision; the retry waits on the same request
+    await gw.waitForStderr(
+      new RegExp(`answered the URL elicitation of request ${req.request} with "accept": not a decision`),
+    );
+    const retried = gw.sent().filter((m) => m.method === "tools/call");
+    expect(retried).toHaveLength(2);
+    expect(retried[1]!.params.requestState).toBe(`portcullis-approval:${req.request}`);
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    expect(cat.records()).toEqual([]);
+
+    await decideByCli(stateDir, "approve", req.request);
+    expect((await call).isError).toBeFalsy();
+    expect(cat.records()).toEqual([expect.objectContaining({ tool: "lookup", args: { q: "x" } })]);
+    expect(asked).toHaveLength(1);
   });
 });
