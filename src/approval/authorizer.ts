@@ -479,8 +479,9 @@ export class Authorizer implements AuthorizationPort {
         // A decision that does not verify is no decision: the call keeps waiting.
       }
       if (hooks.signal?.aborted) {
-        // The client gave up: the request stays pending for a retry (nothing is sent back).
-        this.o.log.info(`the client gave up on its call; approval request ${id} stays pending`);
+        // The client gave up, or the gateway answers the call otherwise (a modern client sent to
+        // the console): the request stays pending for a retry.
+        this.o.log.info(`the call stopped waiting; approval request ${id} stays pending for a retry`);
         return { error: refuse.authorizationRequired(id, how) };
       }
       // Another call of this run may have been approved for the session meanwhile (agents call in parallel).

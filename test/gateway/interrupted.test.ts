@@ -146,7 +146,7 @@ describe("audit sessions and audit activity", () => {
     await gw.client
       .callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 1_500 })
       .catch(() => {});
-    await gw.waitForStderr(/the client gave up on its call; approval request \S+ stays pending/);
+    await gw.waitForStderr(/the call stopped waiting; approval request \S+ stays pending/);
     expect(await pendingRequests()).toHaveLength(1);
     await gw.close();
 

@@ -147,3 +147,33 @@ describe("a request outlives the call that raised it", () => {
     expect(project.records()).toEqual([]);
   });
 });
+
+describe("a denial given while nobody waits", () => {
+  it("is told to the retry of the call once; a later retry asks a human again", async () => {
+    const { stateDir, project, gw } = await setup(["--approval", "per-call", "--approval-timeout", "40000"]);
+    const args = { sku: "S-5", delta: 5 };
+    const gaveUp = await gw.client
+      .callTool({ name: "adjust_inventory", arguments: args }, undefined, SHORT)
+      .catch((e) => e);
+    expect(String(gaveUp)).toMatch(/timed out/i);
+    const r1 = await nextRequest(stateDir);
+    await gw.waitForStderr(new RegExp(`approval request ${r1.request} stays pending`));
+    await decideByCli(stateDir, "deny", r1.request, "--reason", "not this sku");
+    const told = refusal(
+      await gw.client.callTool({ name: "adjust_inventory", arguments: args }).catch((e) => e),
+    );
+    expect(told.data).toMatchObject({
+      error: "approval_denied",
+      approvalRequest: r1.request,
+      reason: "denied: not this sku",
+    });
+    // told once: the agent asking again is a new request for a human
+    const again = await gw.client
+      .callTool({ name: "adjust_inventory", arguments: args }, undefined, SHORT)
+      .catch((e) => e);
+    expect(String(again)).toMatch(/timed out/i);
+    const r2 = await nextRequest(stateDir, new Set([r1.request]));
+    expect(r2.request).not.toBe(r1.request);
+    expect(project.records()).toEqual([]);
+  });
+});
