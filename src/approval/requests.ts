@@ -217,8 +217,9 @@ export interface SameCall {
 
 /**
  * The newest request made for exactly this call (same run, label, epoch, tool version, mode and
- * argument digest) that a retry can still use: pending and not expired (the retry joins it),
- * approved (its grant may still be unused), or denied before it expired. Null when there is none.
+ * argument digest) that a retry can still use, until the request's own expiry: pending (the retry
+ * joins it), approved (its one-call grant may still be unused), or denied (the denial is told).
+ * An approval is not kept past that expiry: a retry later than that asks again. Null when none.
  */
 export function earlierRequest(db: Store, c: SameCall, now = new Date()): ApprovalRequest | null {
   const r = db
@@ -226,7 +227,7 @@ export function earlierRequest(db: Store, c: SameCall, now = new Date()): Approv
       `SELECT * FROM approval_requests
         WHERE agent_run = ? AND server_label = ? AND execution_epoch = ? AND tool = ? AND fingerprint = ?
           AND mode = ? AND arguments_digest = ?
-          AND (state = 'approved' OR (state IN ('pending', 'denied') AND expires_at > ?))
+          AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
         ORDER BY created_at DESC, request DESC LIMIT 1`,
     )
     .get(

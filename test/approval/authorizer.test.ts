@@ -296,6 +296,21 @@ describe("waiting for a human", () => {
     expect(rec.events.at(-1)).toMatchObject({ type: "approval_expired", approvalRequest: id });
   });
 
+  it("a one-call approval given after the call gave up is not taken by a retry after the request's expiry", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, { timeoutMs: 100, requestTtlMs: 800 });
+    const call = callOf(publishPreview, A);
+    const e = errorOf(await auth.obtain(call));
+    const id = e.data.approvalRequest as string;
+    decideRequest(other, id, { approve: true, for: "call" }, "test", signer());
+    const expiresAt = Date.parse(getRequest(db, id)!.expiresAt);
+    await waitFor(() => Date.now() > expiresAt, 10_000, "the request's expiry");
+    const late = auth.obtain(call);
+    await waitFor(() => requestCount(db, run) === 2, 10_000, "a new request");
+    decideRequest(other, (await pendingOf(other, run)).request, { approve: false }, "test", signer());
+    expect(errorOf(await late).code).toBe(REFUSAL_CODES.approval_denied);
+  });
+
   it("a denial is approval_denied with the human's reason", async () => {
     const run = testRun(db);
     const { auth, rec } = makeAuthorizer(db, run);
