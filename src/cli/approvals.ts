@@ -133,7 +133,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // Never echo the extra word: it may be a passphrase typed where it does not belong.
     throw new UsageError(
       wants === 0
-        ? `${name}: takes no arguments.`
+        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the oldest pending request)" : ""}.`
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
