@@ -130,6 +130,30 @@ describe("portcullis approve --next / deny --next", () => {
   });
 });
 
+describe("approve --next asks on the terminal", () => {
+  it("never takes its answer from stdin: fed an answer there without a terminal, it refuses (exit 2) and decides nothing", async () => {
+    const stateDir = newStateDir();
+    const { gw } = await inventory(stateDir);
+    void gw.client.callTool({ name: "read_status", arguments: {} }).catch(() => {});
+    const r = await nextRequest(stateDir);
+    // detached: a new session with no controlling terminal, as an agent's subprocess may be
+    const child = spawn(NODE, [CLI, "approve", "--next", "--state-dir", stateDir], {
+      env: hostEnv(passphraseEnv()),
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.stdin.end("s\n");
+    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/no terminal to ask on; give --for session\|call/);
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([r.request]);
+  });
+});
+
 describe("the review fits on one screen", () => {
   it("the card names host and launcher, tool, arguments and scopes in at most 20 lines; the chain only with --verbose", async () => {
     const stateDir = newStateDir();
