@@ -18,10 +18,34 @@ import {
   requiredScopes,
   resolveMode,
 } from "./grants.js";
-import { closeRequest, getRequest, insertRequest, newRequestId, type Review } from "./requests.js";
+import { notifyNewRequest } from "./notify.js";
+import {
+  type ApprovalRequest,
+  closeRequest,
+  earlierRequest,
+  getRequest,
+  insertRequest,
+  newRequestId,
+  nextExpiry,
+  overdueRequests,
+  type Review,
+} from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
 import type { Run } from "./runs.js";
 import type { DecisionVerifier } from "./trust.js";
+
+/** How long a call waits for a human: below the common 60 s client request timeout. */
+export const DEFAULT_HOLD_MS = 50_000;
+/** How long a request waits for a decision after its call gave up (retries join it). */
+export const DEFAULT_REQUEST_TTL_MS = 10 * 60_000;
+
+/** What the gateway hears while a call waits for a human. */
+export interface AskHooks {
+  progress?: (message: string) => void;
+  signal?: AbortSignal;
+  /** the call now waits on approval request `id` (new, or joined by a retry) */
+  waiting?: (request: string) => void;
+}
 
 export interface AuthorizerEvents {
   /** best effort (the gateway's audit sink): approval_requested, approval_granted, approval_denied */
@@ -38,8 +62,14 @@ export interface AuthorizerOptions {
   credentials: Record<string, string>;
   /** step 6: the vault holder (absent: a server without credentials never asks) */
   vault?: VaultPort;
-  /** how long a call waits for a human (default 120 s) */
+  /** how long a call waits for a human (default 50 s, below common client timeouts) */
   timeoutMs?: number;
+  /** how long a request stays pending for retries of its call after the call gave up (default 10 min) */
+  requestTtlMs?: number;
+  /** the console page of a request, when a console runs (null: none runs) */
+  consolePage?: (request: string) => string | null;
+  /** tells the human a new request is waiting (default: a desktop notification, src/approval/notify.ts) */
+  notify?: (tool: string, serverLabel: string) => void;
   /** how often the store is read for a decision (default 150 ms) */
   pollMs?: number;
   /** how often `progress` is called while waiting (default 3 s) */
@@ -69,6 +99,10 @@ export interface AuthorizerOptions {
 export class Authorizer implements AuthorizationPort {
   private readonly scopes: string[];
   private readonly timeoutMs: number;
+  private readonly requestTtlMs: number;
+  private expiryTimer: NodeJS.Timeout | null = null;
+  /** denials already returned to a call: a later retry of the same call asks a human again */
+  private readonly deniedTold = new Set<string>();
   private readonly pollMs: number;
   private readonly progressEveryMs: number;
   /** classification of (grant, current fingerprint): a diff is computed once per version seen */
@@ -96,7 +130,8 @@ export class Authorizer implements AuthorizationPort {
       const row = liveGrant.get(grant) as [string | null] | undefined;
       return row !== undefined && row[0] === signature;
     };
-    this.timeoutMs = o.timeoutMs ?? 120_000;
+    this.timeoutMs = o.timeoutMs ?? DEFAULT_HOLD_MS;
+    this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
   }
@@ -208,7 +243,7 @@ export class Authorizer implements AuthorizationPort {
   /** Step 7: a covering session grant, or a human decision (the call is held while waiting). */
   async obtain(
     call: ApprovedCall,
-    hooks: { progress?: (message: string) => void; signal?: AbortSignal } = {},
+    hooks: AskHooks = {},
   ): Promise<{ grant: string | null } | { error: ErrorObject }> {
     const mode = this.modeOf(call);
     if (mode === "none") return { grant: null };
@@ -365,16 +400,221 @@ export class Authorizer implements AuthorizationPort {
 
   // ───────────────────────────── asking a human ─────────────────────────────
 
+  /**
+   * A human decision for this call. A request outlives the call that raised it: when the call's
+   * hold ends (or the client gives up) the request stays pending until its TTL, and a retry of
+   * the same call (run, label, epoch, tool version, mode, argument digest) joins it instead of
+   * asking again; once approved, the retry takes the grant at once (a one-call grant is consumed
+   * by the one call that takes it).
+   */
   private async ask(
     call: ApprovedCall,
     mode: "session" | "per-call",
-    hooks: { progress?: (message: string) => void; signal?: AbortSignal },
+    hooks: AskHooks,
   ): Promise<{ grant: string | null } | { error: ErrorObject }> {
+    const { db, run, serverLabel } = this.o;
+    const digest = argumentsDigest(call.effective);
+    const subject = (id: string) => ({
+      run: run.run,
+      serverLabel,
+      epoch: call.epoch,
+      revision: call.revision,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      approvalRequest: id,
+      credentialScope: this.scopes,
+    });
+    const earlier = earlierRequest(db, {
+      agentRun: run.run,
+      serverLabel,
+      executionEpoch: call.epoch,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      mode,
+      argumentsDigest: digest,
+    });
+    let id: string;
+    if (earlier && earlier.state !== "pending") {
+      const settled = this.settled(earlier, call, subject(earlier.request), {
+        cancelled: false,
+        retry: true,
+      });
+      if (settled) return settled;
+    }
+    if (earlier?.state === "pending") {
+      id = earlier.request;
+      this.o.log.info(`a retry of ${JSON.stringify(call.tool)} joins approval request ${id}, still pending`);
+    } else {
+      id = this.newRequest(call, mode, digest);
+      this.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
+      (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
+    }
+    const how = `portcullis approve ${id}`;
+    this.scheduleExpiry();
+    try {
+      hooks.waiting?.(id);
+    } catch {
+      /* telling the client where to decide is a courtesy */
+    }
+
+    const progress = (msg: string) => {
+      try {
+        hooks.progress?.(msg);
+      } catch {
+        /* a progress notification is a courtesy */
+      }
+    };
+    progress(`waiting for human approval of ${id}`);
+    let lastProgress = Date.now();
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      const req = getRequest(db, id);
+      if (!req) return { error: refuse.authorizationRequired(id, how) };
+      if (req.state !== "pending") {
+        const settled = this.settled(req, call, subject(id), {
+          cancelled: !!hooks.signal?.aborted,
+          retry: false,
+        });
+        if (settled) return settled;
+        // A decision that does not verify is no decision: the call keeps waiting.
+      }
+      if (hooks.signal?.aborted) {
+        // The client gave up, or the gateway answers the call otherwise (a modern client sent to
+        // the console): the request stays pending for a retry.
+        this.o.log.info(`the call stopped waiting; approval request ${id} stays pending for a retry`);
+        return { error: refuse.authorizationRequired(id, how) };
+      }
+      // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
+      if (mode === "session") {
+        const live = this.honoured(liveSessionGrants(db, run.run, serverLabel)).filter(
+          (g) => g.executionEpoch === call.epoch,
+        );
+        const { covering } = this.match(live, call);
+        if (
+          covering &&
+          closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`)
+        ) {
+          return { grant: covering.grant };
+        }
+      }
+      const now = Date.now();
+      const until = Math.min(deadline, Date.parse(req.expiresAt));
+      if (now >= until) {
+        // A decision this call cannot use (unverified, or a one-call grant another call took).
+        if (req.state !== "pending") return { error: refuse.approvalTimeout(id) };
+        if (now >= Date.parse(req.expiresAt)) {
+          this.sweepExpired();
+          continue; // read the final state: a decision may have won the race
+        }
+        return { error: this.stillPending(req) };
+      }
+      if (now - lastProgress >= this.progressEveryMs) {
+        progress(`waiting for human approval of ${id}`);
+        lastProgress = now;
+      }
+      await sleep(Math.min(this.pollMs, until - now), hooks.signal);
+    }
+  }
+
+  /**
+   * What a request that is no longer pending means for this call: its grant, its denial, or the
+   * refusal of an expired or withdrawn request; null when it is no decision this call can use
+   * (a grant that does not verify, or a one-call grant already taken) and the call must go on.
+   * `cancelled`: the client gave up meanwhile, so a one-call grant is left for its retry.
+   * `retry`: the request was found by a retry, not waited on: a grant revoked or ended since
+   * then is no answer (a human is asked again).
+   */
+  private settled(
+    req: ApprovalRequest,
+    call: ApprovedCall,
+    subject: Record<string, unknown>,
+    { cancelled, retry }: { cancelled: boolean; retry: boolean },
+  ): { grant: string | null } | { error: ErrorObject } | null {
+    const { db } = this.o;
+    const id = req.request;
+    const how = `portcullis approve ${id}`;
+    switch (req.state) {
+      case "approved": {
+        const g = req.grant ? getGrant(db, req.grant) : null;
+        if (!g) {
+          this.reject({ what: "grant", grant: req.grant, request: id }, "the approval names no grant");
+          return null;
+        }
+        if (!this.approves(g, id, call)) return null;
+        if (retry && (g.revokedAt || g.endedAt)) return null;
+        if (g.revokedAt || (g.endedAt && g.mode === "session")) {
+          this.emit({ type: "approval_denied", ...subject, outcome: "revoked", decidedBy: req.decidedBy });
+          return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
+        }
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        // One call takes a one-call grant: the first to end it (another may have taken it).
+        if (
+          g.mode === "per-call" &&
+          endGrants(db, [g.grant], "single use: consumed by the call it approved") !== 1
+        ) {
+          return null;
+        }
+        this.emit({
+          type: "approval_granted",
+          ...subject,
+          grant: g.grant,
+          mode: g.mode,
+          expiresWhen: g.expiresWhen,
+          decidedBy: req.decidedBy,
+        });
+        return { grant: g.grant };
+      }
+      case "denied": {
+        const v = this.o.verifier.verifyDenial(req);
+        if (!v.ok) {
+          this.reject({ what: "denial", request: id }, v.why);
+          return null;
+        }
+        // A retry after the denial reached the agent asks again: the agent was told once.
+        if (this.deniedTold.has(id)) return null;
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        this.deniedTold.add(id);
+        this.emit({
+          type: "approval_denied",
+          ...subject,
+          outcome: "denied",
+          decidedBy: req.decidedBy,
+          reason: req.reason,
+        });
+        return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
+      }
+      case "expired":
+        return { error: refuse.approvalTimeout(id) };
+      case "cancelled":
+        return { error: refuse.authorizationRequired(id, how) };
+      default:
+        return null;
+    }
+  }
+
+  /** The approval_timeout of a call whose hold ended while its request is still pending. */
+  private stillPending(req: ApprovalRequest): ErrorObject {
+    const left = Date.parse(req.expiresAt) - Date.now();
+    let console: string | null = null;
+    try {
+      console = this.o.consolePage?.(req.request) ?? null;
+    } catch {
+      console = null;
+    }
+    return refuse.approvalTimeout(req.request, {
+      pendingUntil: req.expiresAt,
+      minutesLeft: Math.max(1, Math.ceil(left / 60_000)),
+      console,
+    });
+  }
+
+  /** Stores a new pending request for this call, with its review; returns its id. */
+  private newRequest(call: ApprovedCall, mode: "session" | "per-call", digest: string): string {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
     const created = Date.now();
     const createdAt = new Date(created).toISOString();
-    const expiresAt = new Date(created + this.timeoutMs).toISOString();
+    const expiresAt = new Date(created + Math.max(this.requestTtlMs, this.timeoutMs)).toISOString();
     const ctx = this.o.context();
     let review: Review;
     try {
@@ -407,138 +647,62 @@ export class Authorizer implements AuthorizationPort {
       review,
       createdAt,
       expiresAt,
-      argumentsDigest: argumentsDigest(call.effective),
+      argumentsDigest: digest,
     });
-    const how = `portcullis approve ${id}`;
     this.o.log.info(
       `approval needed for ${JSON.stringify(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
-        `run '${how}' or 'portcullis deny ${id}' in a terminal`,
+        `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,
     );
-    const subject = {
-      run: run.run,
-      serverLabel,
-      epoch: call.epoch,
-      revision: call.revision,
-      tool: call.tool,
-      fingerprint: call.fingerprint,
-      approvalRequest: id,
-      credentialScope: this.scopes,
-    };
-    this.emit({ type: "approval_requested", ...subject, mode, arguments: argumentsDigest(call.effective) });
+    return id;
+  }
 
-    const progress = (msg: string) => {
-      try {
-        hooks.progress?.(msg);
-      } catch {
-        /* a progress notification is a courtesy */
-      }
-    };
-    progress(`waiting for human approval of ${id}`);
-    let lastProgress = Date.now();
-    const deadline = created + this.timeoutMs;
-    let closing: "expired" | "cancelled" | null = null;
-    for (;;) {
-      const req = getRequest(db, id);
-      if (!req) return { error: refuse.authorizationRequired(id, how) };
-      // A decision that does not verify is no decision: the call keeps waiting (until it times out).
-      let unverified = false;
-      if (req.state === "approved") {
-        const g = req.grant ? getGrant(db, req.grant) : null;
-        if (!g) {
-          this.reject({ what: "grant", grant: req.grant, request: id }, "the approval names no grant");
-          unverified = true;
-        } else if (!this.approves(g, id, call)) {
-          unverified = true;
-        }
-      } else if (req.state === "denied") {
-        const v = this.o.verifier.verifyDenial(req);
-        if (!v.ok) {
-          this.reject({ what: "denial", request: id }, v.why);
-          unverified = true;
-        }
-      }
-      if (unverified) {
-        // fall through to the wait below
-      } else if (req.state === "approved") {
-        const g = getGrant(db, req.grant!);
-        if (!g || g.revokedAt || g.endedAt) {
-          this.emit({ type: "approval_denied", ...subject, outcome: "revoked", decidedBy: req.decidedBy });
-          return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
-        }
-        const cancelled = !!hooks.signal?.aborted;
-        if (g.mode === "per-call") {
-          endGrants(
-            db,
-            [g.grant],
-            cancelled ? "single use: the call was cancelled" : "single use: consumed by the call it approved",
-          );
-        }
-        this.emit({
-          type: "approval_granted",
-          ...subject,
-          grant: g.grant,
-          mode: g.mode,
-          expiresWhen: g.expiresWhen,
-          decidedBy: req.decidedBy,
-        });
-        // A session grant approved as the client cancelled stays: it covers the run's next call.
-        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
-        return { grant: g.grant };
-      }
-      if (!unverified && req.state === "denied") {
-        this.emit({
-          type: "approval_denied",
-          ...subject,
-          outcome: "denied",
-          decidedBy: req.decidedBy,
-          reason: req.reason,
-        });
-        return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
-      }
-      if (req.state === "expired") {
-        this.emit({ type: "approval_denied", ...subject, outcome: "expired" });
-        return { error: refuse.approvalTimeout(id) };
-      }
-      if (req.state === "cancelled") {
-        this.emit({ type: "approval_denied", ...subject, outcome: "cancelled", reason: req.reason });
-        return { error: refuse.authorizationRequired(id, how) };
-      }
-      // Still pending. A close that did not take (the row changed under us) ends the wait anyway.
-      if (closing) {
-        this.emit({ type: "approval_denied", ...subject, outcome: closing });
-        return {
-          error: closing === "expired" ? refuse.approvalTimeout(id) : refuse.authorizationRequired(id, how),
-        };
-      }
-      if (hooks.signal?.aborted) {
-        closeRequest(db, id, "cancelled", "the client cancelled the call");
-        closing = "cancelled";
-        continue; // read the final state: a decision may have won the race
-      }
-      // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
-      if (mode === "session") {
-        const live = this.honoured(liveSessionGrants(db, run.run, serverLabel)).filter(
-          (g) => g.executionEpoch === call.epoch,
-        );
-        const { covering } = this.match(live, call);
-        if (
-          covering &&
-          closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`)
-        ) {
-          return { grant: covering.grant };
-        }
-      }
-      const now = Date.now();
-      if (now >= deadline) {
-        closeRequest(db, id, "expired", `nobody decided within ${Math.round(this.timeoutMs / 1000)} s`);
-        closing = "expired";
-        continue;
-      }
-      if (now - lastProgress >= this.progressEveryMs) {
-        progress(`waiting for human approval of ${id}`);
-        lastProgress = now;
-      }
-      await sleep(Math.min(this.pollMs, deadline - now), hooks.signal);
+  // ───────────────────────────── expiry ─────────────────────────────
+
+  /** Arms one timer for the next pending request of this run to expire (none when none is pending). */
+  private scheduleExpiry(): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    let at: number | null;
+    try {
+      at = nextExpiry(this.o.db, this.o.run.run, this.o.serverLabel);
+    } catch {
+      return; // the store is closed: the gateway is ending
+    }
+    if (at === null) return;
+    this.expiryTimer = setTimeout(
+      () => {
+        this.expiryTimer = null;
+        this.sweepExpired();
+        this.scheduleExpiry();
+      },
+      Math.max(0, at - Date.now()) + 20,
+    );
+    this.expiryTimer.unref();
+  }
+
+  /** Closes this run's pending requests whose time is up, each recorded once (`approval_expired`). */
+  private sweepExpired(): void {
+    let due: ApprovalRequest[];
+    try {
+      due = overdueRequests(this.o.db, this.o.run.run, this.o.serverLabel);
+    } catch {
+      return;
+    }
+    for (const req of due) {
+      const minutes = Math.round((Date.parse(req.expiresAt) - Date.parse(req.createdAt)) / 60_000);
+      if (!closeRequest(this.o.db, req.request, "expired", `nobody decided within ${minutes} min`)) continue;
+      this.o.log.info(`approval request ${req.request} expired: nobody decided`);
+      this.emit({
+        type: "approval_expired",
+        run: req.agentRun,
+        serverLabel: req.serverLabel,
+        epoch: req.executionEpoch,
+        tool: req.tool,
+        fingerprint: req.fingerprint,
+        approvalRequest: req.request,
+        createdAt: req.createdAt,
+        expiresAt: req.expiresAt,
+      });
     }
   }
 

@@ -7,7 +7,7 @@ import {
   redactText,
   redactValue,
 } from "../util/redact.js";
-import { displayCommand } from "./chain.js";
+import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
 import type { ApprovalRequest, Review } from "./requests.js";
 
@@ -127,4 +127,117 @@ export function renderGrant(g: ActiveGrant): string {
     `  credentials ${g.credentialScope.length ? g.credentialScope.map(safeText).join(", ") : "(none)"}`,
     `  issued ${g.issuedAt} by ${safeText(g.approvedBy)}`,
   ].join("\n");
+}
+
+/** Launchers that only pass a command on: the agent host is the first process above them. */
+const PASS_THROUGH = new Set([
+  "sh",
+  "bash",
+  "dash",
+  "zsh",
+  "fish",
+  "env",
+  "npx",
+  "npm",
+  "pnpm",
+  "yarn",
+  "bunx",
+  "uvx",
+  "timeout",
+  "nohup",
+  "sudo",
+  "script",
+  "portcullis",
+]);
+
+function baseName(path: string | null): string {
+  if (!path) return "(unknown)";
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+function oneProcess(e: ChainEntry): string {
+  const cmd = e.command
+    ? `  ${safeText(e.command.length > 60 ? `${e.command.slice(0, 59)}…` : e.command)}`
+    : "";
+  return `${safeText(baseName(e.executable))} (pid ${e.pid})${cmd}`;
+}
+
+/**
+ * Who asks, in one or two lines: the agent host and the process that launched the gateway (the
+ * same process when the host launched it itself). The full chain is in the verbose review.
+ */
+export function whoAsks(chain: ChainEntry[]): string[] {
+  const launcher = chain[0];
+  if (!launcher) return ["(the process chain could not be read)"];
+  const host = chain.find((e) => !PASS_THROUGH.has(baseName(e.executable).replace(/\.(exe|cmd)$/i, "")));
+  if (!host || host === launcher) return [oneProcess(launcher)];
+  return [`${oneProcess(host)}`, `via ${oneProcess(launcher)}`];
+}
+
+/** How long until `iso`, for people ("in 9 min", "in 40 s", "past"). */
+function until(iso: string, now = Date.now()): string {
+  const ms = Date.parse(iso) - now;
+  if (!(ms > 0)) return "past";
+  return ms >= 60_000 ? `in ${Math.ceil(ms / 60_000)} min` : `in ${Math.ceil(ms / 1000)} s`;
+}
+
+/** At most `max` lines of `text`, with a note of how many more there are. */
+function capped(text: string, max: number, indent: string): string[] {
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  const shown = lines.slice(0, max).map((l) => `${indent}${l.trim()}`);
+  if (lines.length > max) shown.push(`${indent}… ${lines.length - max} more line(s): --verbose`);
+  return shown;
+}
+
+/**
+ * The review on one screen (about 20 lines for an ordinary request): who asks (host and
+ * launcher), what changed (the execution record since the last approved epoch, the catalog diff
+ * and its classification), the tool with its inputs, the arguments (redacted) and the credential
+ * scopes. `renderReview` is the full version (`--verbose`), with the whole process chain.
+ */
+export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean }): string {
+  const req = publicRequest(given);
+  const r: Review = req.review;
+  const t = (s: string) => safeText(s);
+  const lines: string[] = [];
+  const nobody = req.waiting === false ? ", nobody is waiting for it any more" : "";
+  lines.push(`approval request ${req.request}  ${req.state}, expires ${until(r.expiresAt)}${nobody}`);
+  const who = whoAsks(r.agentRun.chain);
+  lines.push(`  who        ${who[0]}`);
+  for (const l of who.slice(1)) lines.push(`             ${l}`);
+  lines.push(
+    `  tool       ${t(r.tool.name)} on ${t(r.serverLabel)}  (${r.tool.mode === "per-call" ? "per-call: this call only" : "session: this run and epoch"})`,
+  );
+  // The tool as listed now: its title/description line and its inputs, with defaults and enums.
+  const toolLines = r.tool.rendered.split("\n");
+  const desc = toolLines.slice(1).find((l) => !/^\s*inputs/.test(l) && l.trim() !== "");
+  if (desc) lines.push(...capped(desc.length > 110 ? `${desc.slice(0, 109)}…` : desc, 1, "             "));
+  const inputsAt = toolLines.findIndex((l) => /^\s*inputs/.test(l));
+  if (inputsAt !== -1) {
+    const inputs = toolLines.slice(inputsAt + 1).filter((l) => /^\s{4}/.test(l));
+    lines.push(`             ${toolLines[inputsAt]!.trim()}`);
+    lines.push(...capped(inputs.join("\n"), 5, "               "));
+  }
+  lines.push(`  epoch      ${r.epoch.current}`);
+  lines.push(`             ${t(r.epoch.summary)}`);
+  const catalogHead =
+    `  catalog    revision ${r.catalog.revision}` +
+    (r.catalog.lastApprovedRevision !== null ? ` (last approved ${r.catalog.lastApprovedRevision})` : "") +
+    (r.catalog.classification ? `: ${r.catalog.classification.toUpperCase()}` : "");
+  lines.push(catalogHead);
+  if (r.catalog.classification) lines.push(...capped(r.catalog.rendered, 4, "             "));
+  const since = r.tool.sinceLastGrant;
+  if (since && since.classification !== "unchanged") {
+    lines.push(`             this tool since its last grant: ${t(since.classification)}`);
+  }
+  lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
+  if (r.arguments.length === 0) lines.push("  arguments  (none)");
+  r.arguments.slice(0, 6).forEach((a, i) => {
+    const value = a.value === null && a.note ? "(hidden)" : displayValue(a.value, 120);
+    lines.push(
+      `  ${i === 0 ? "arguments  " : "           "}${t(a.name)} = ${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
+    );
+  });
+  if (r.arguments.length > 6) lines.push(`             … ${r.arguments.length - 6} more: --verbose`);
+  return redactText(lines.join("\n"));
 }

@@ -204,6 +204,67 @@ export function closeRequest(db: Store, id: string, state: "expired" | "cancelle
   );
 }
 
+/** What identifies "the same call" across retries (see `earlierRequest`). */
+export interface SameCall {
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  tool: string;
+  fingerprint: string;
+  mode: "session" | "per-call";
+  argumentsDigest: string;
+}
+
+/**
+ * The newest request made for exactly this call (same run, label, epoch, tool version, mode and
+ * argument digest) that a retry can still use, until the request's own expiry: pending (the retry
+ * joins it), approved (its one-call grant may still be unused), or denied (the denial is told).
+ * An approval is not kept past that expiry: a retry later than that asks again. Null when none.
+ */
+export function earlierRequest(db: Store, c: SameCall, now = new Date()): ApprovalRequest | null {
+  const r = db
+    .prepare(
+      `SELECT * FROM approval_requests
+        WHERE agent_run = ? AND server_label = ? AND execution_epoch = ? AND tool = ? AND fingerprint = ?
+          AND mode = ? AND arguments_digest = ?
+          AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
+        ORDER BY created_at DESC, request DESC LIMIT 1`,
+    )
+    .get(
+      c.agentRun,
+      c.serverLabel,
+      c.executionEpoch,
+      c.tool,
+      c.fingerprint,
+      c.mode,
+      c.argumentsDigest,
+      now.toISOString(),
+    ) as RequestDbRow | undefined;
+  return r ? toRequest(r) : null;
+}
+
+/** Pending requests of one run and label whose time is up, oldest first. */
+export function overdueRequests(db: Store, agentRun: string, serverLabel: string, now = new Date()) {
+  return (
+    db
+      .prepare(
+        `SELECT * FROM approval_requests WHERE agent_run = ? AND server_label = ? AND state = 'pending'
+          AND expires_at <= ? ORDER BY expires_at, request`,
+      )
+      .all(agentRun, serverLabel, now.toISOString()) as RequestDbRow[]
+  ).map(toRequest);
+}
+
+/** When the next pending request of one run and label expires (ms since the epoch), or null. */
+export function nextExpiry(db: Store, agentRun: string, serverLabel: string): number | null {
+  const r = db
+    .prepare(
+      "SELECT MIN(expires_at) AS at FROM approval_requests WHERE agent_run = ? AND server_label = ? AND state = 'pending'",
+    )
+    .get(agentRun, serverLabel) as { at: string | null } | undefined;
+  return r?.at ? Date.parse(r.at) : null;
+}
+
 export type Decision = { approve: true; for: "session" | "call" } | { approve: false; reason?: string };
 
 export class DecisionError extends Error {

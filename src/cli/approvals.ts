@@ -1,13 +1,14 @@
 import { userInfo } from "node:os";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
-import { publicRequest, renderGrant, renderReview } from "../approval/render.js";
+import { publicRequest, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
 import { DecisionError, decideRequest, pendingRequest, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
+import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -19,16 +20,22 @@ const NO_ARGUMENT_PASSPHRASE =
   "type it when asked, on the terminal";
 
 export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
-  approvals: `usage: portcullis approvals [--json] [--state-dir DIR]
+  approvals: `usage: portcullis approvals [--watch] [--json] [--verbose] [--state-dir DIR]
 
-Pending approval requests, each with what to review before deciding: the agent's
-process chain, the server label, the execution epoch and what changed in it since
-the last approved epoch, the catalog diff since the last approved revision, the
-tool with its credential scopes, and the arguments with schema defaults made visible.
-Decide with 'portcullis approve ID' or 'portcullis deny ID'.`,
-  approve: `usage: portcullis approve ID [--for session|call] [--state-dir DIR]
+Pending approval requests, oldest first, each with what to review before deciding
+on one screen: who asks (the agent host and the process that launched the gateway),
+the tool and server, what changed since the last approval (the execution record and
+the catalog diff with its classification), the credential scopes, and the arguments
+with schema defaults made visible (secrets redacted).
+  --watch     a live list: redrawn whenever a request appears or is decided;
+              Ctrl-C exits. With --json: one JSON line per change.
+  --verbose   the full review, with the whole process chain (also --chain)
+Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
+  approve: `usage: portcullis approve ID|--next [--for session|call] [--verbose] [--state-dir DIR]
 
 Shows the request's review, asks for the passphrase, then approves.
+  --next          the oldest pending request; without --for, asks on the terminal
+                  whether to approve (for the session or this call) or deny it
   --for session   the grant covers this agent run's calls of this tool for the
                   current execution epoch (default for tools in session mode)
   --for call      this one call only; never remembered (the only choice for
@@ -36,7 +43,7 @@ Shows the request's review, asks for the passphrase, then approves.
 
 ${PASSPHRASE_HELP}
 The passphrase is never accepted as an argument.`,
-  deny: `usage: portcullis deny ID [--reason TEXT] [--state-dir DIR]
+  deny: `usage: portcullis deny ID|--next [--reason TEXT] [--state-dir DIR]
 
 Denies an approval request (asks for the passphrase). The agent is told a human
 said no, with the reason when one is given (quote a reason of several words).
@@ -53,10 +60,12 @@ forwarded is not recalled. Revoking only takes authority away, so it does not
 ask for the passphrase.`,
 };
 
+const VERBOSE = { verbose: { type: "boolean" }, chain: { type: "boolean" } } as const;
+
 const OPTIONS = {
-  approvals: { json: { type: "boolean" } },
-  approve: { for: { type: "string" } },
-  deny: { reason: { type: "string" } },
+  approvals: { json: { type: "boolean" }, watch: { type: "boolean" }, ...VERBOSE },
+  approve: { for: { type: "string" }, next: { type: "boolean" }, ...VERBOSE },
+  deny: { reason: { type: "string" }, next: { type: "boolean" }, ...VERBOSE },
   grants: { json: { type: "boolean" } },
   revoke: {},
 } as const;
@@ -94,12 +103,22 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     throw new UsageError(`${name}: ${NO_ARGUMENT_PASSPHRASE}.`);
   }
   const { values, positionals } = parse(name, args, { ...OPTIONS[name], ...COMMON });
-  const v = values as { json?: boolean; for?: string; reason?: string; "state-dir"?: string; help?: boolean };
+  const v = values as {
+    json?: boolean;
+    watch?: boolean;
+    next?: boolean;
+    verbose?: boolean;
+    chain?: boolean;
+    for?: string;
+    reason?: string;
+    "state-dir"?: string;
+    help?: boolean;
+  };
   if (v.help) {
     process.stdout.write(`${APPROVALS_HELP[name]}\n`);
     return EXIT_OK;
   }
-  const wants = name === "approvals" || name === "grants" ? 0 : 1;
+  const wants = name === "approvals" || name === "grants" || v.next ? 0 : 1;
   if (positionals.length < wants) {
     throw new UsageError(
       `${name}: give the ${name === "revoke" ? "GRANT" : "request ID"}; see 'portcullis ${name} --help'.`,
@@ -114,23 +133,26 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // Never echo the extra word: it may be a passphrase typed where it does not belong.
     throw new UsageError(
       wants === 0
-        ? `${name}: takes no arguments.`
+        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the oldest pending request)" : ""}.`
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
+  const verbose = !!(v.verbose || v.chain);
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
   const stateDir = existingStateDir(v["state-dir"]);
   const db = openStore(stateDir);
   try {
     switch (name) {
       case "approvals":
-        return listRequests(db, !!v.json);
+        return v.watch ? await watchRequests(db, !!v.json, verbose) : listRequests(db, !!v.json, verbose);
       case "grants":
         return listGrants(db, !!v.json);
       case "approve":
-        return await approve(db, stateDir, positionals[0]!, forWhat);
+        if (v.next) return await decideNext(db, stateDir, forWhat, undefined, verbose);
+        return await approve(db, stateDir, positionals[0]!, forWhat, verbose);
       case "deny":
-        return await deny(db, stateDir, positionals[0]!, v.reason);
+        if (v.next) return await decideNext(db, stateDir, "deny", v.reason, verbose);
+        return await deny(db, stateDir, positionals[0]!, v.reason, verbose);
       case "revoke":
         return await revoke(db, positionals[0]!);
     }
@@ -140,7 +162,12 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   return EXIT_USAGE;
 }
 
-function listRequests(db: Store, json: boolean): number {
+/** The review as printed: the one-screen card, or the full review with the process chain. */
+function review(req: Parameters<typeof renderReview>[0], verbose: boolean): string {
+  return verbose ? renderReview(req) : renderReviewCard(req);
+}
+
+function listRequests(db: Store, json: boolean, verbose: boolean): number {
   const pending = pendingRequests(db);
   if (json) {
     process.stdout.write(`${JSON.stringify({ requests: pending.map(publicRequest) }, null, 2)}\n`);
@@ -152,7 +179,7 @@ function listRequests(db: Store, json: boolean): number {
   }
   for (const r of pending) {
     process.stdout.write(
-      `${renderReview(r)}\n\n  decide: portcullis approve ${r.request}   or   portcullis deny ${r.request}\n\n`,
+      `${review(r, verbose)}\n  decide     portcullis approve ${r.request}   or   portcullis deny ${r.request}\n\n`,
     );
   }
   return EXIT_OK;
@@ -216,11 +243,36 @@ function pendingOrFail(db: Store, name: string, id: string) {
   return req;
 }
 
+/**
+ * `approve --next` / `deny --next`: the oldest request a waiting gateway can still use, reviewed
+ * once, then decided as `choice` says, or as the human answers on the terminal.
+ */
+async function decideNext(
+  db: Store,
+  stateDir: string,
+  choice: "session" | "call" | "deny" | undefined,
+  reason: string | undefined,
+  verbose: boolean,
+): Promise<number> {
+  const req = oldestDecidable(db);
+  if (!req) return fail(EXIT_USAGE, "no approval request is pending.");
+  process.stdout.write(`${review(req, verbose)}\n\n`);
+  const decided = choice ? { choice, reason } : await askDecision(req);
+  if (decided === null) {
+    process.stdout.write(`left ${req.request} pending\n`);
+    return EXIT_OK;
+  }
+  if (decided.choice === "deny") return deny(db, stateDir, req.request, decided.reason, verbose, true);
+  return approve(db, stateDir, req.request, decided.choice, verbose, true);
+}
+
 async function approve(
   db: Store,
   stateDir: string,
   id: string,
   forWhat: "session" | "call" | undefined,
+  verbose: boolean,
+  shown = false,
 ): Promise<number> {
   const req = pendingOrFail(db, "approval", id);
   const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
@@ -230,7 +282,7 @@ async function approve(
       "not-allowed",
     );
   }
-  process.stdout.write(`${renderReview(req)}\n\n`);
+  if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
   process.stdout.write(
     scope === "session"
       ? `Approving for this agent run and execution epoch (until the run ends or the server changes).\n`
@@ -244,9 +296,16 @@ async function approve(
   return EXIT_OK;
 }
 
-async function deny(db: Store, stateDir: string, id: string, reason: string | undefined): Promise<number> {
+async function deny(
+  db: Store,
+  stateDir: string,
+  id: string,
+  reason: string | undefined,
+  verbose: boolean,
+  shown = false,
+): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
-  process.stdout.write(`${renderReview(req)}\n\n`);
+  if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
   decideRequest(db, id, reason === undefined ? { approve: false } : { approve: false, reason }, by, signer);
   process.stdout.write(`denied ${id}\n`);

@@ -13,6 +13,7 @@ import {
   resolveServer,
   type ServerConfig,
 } from "../config/config.js";
+import { readConsoleAddress, requestPageUrl } from "../console/address.js";
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
@@ -50,7 +51,10 @@ options:
   --max-message-bytes N          largest JSON-RPC message relayed either way (default 67108864 = 64 MiB);
                                  a larger one is answered with an error carrying its id
   --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
-  --approval-timeout MS          how long a call waits for a human decision (default 120000)
+  --approval-timeout MS          how long a call waits for a human decision (default 50000); the
+                                 request outlives the call: retrying it after approval proceeds
+  --request-ttl MS               how long an approval request stays pending for retries of its
+                                 call (default 600000 = 10 minutes)
   --audit-sync full|normal       full (default): each call's intent record is fsynced before the call
                                  is forwarded; normal: it survives the gateway being killed but not
                                  a power loss, for lower latency
@@ -72,6 +76,7 @@ const OPTIONS = {
   "hold-timeout": { type: "string" },
   "max-message-bytes": { type: "string" },
   "approval-timeout": { type: "string" },
+  "request-ttl": { type: "string" },
   "audit-sync": { type: "string" },
   "audit-arguments": { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -98,6 +103,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
   const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
   const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
+  const requestTtlMs = milliseconds("request-ttl", values["request-ttl"]);
   const maxMessageBytes = messageBytes(values["max-message-bytes"]);
   const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
   const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
@@ -145,7 +151,13 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync, decide: internals.decide });
+  return serve(server, stateDir, {
+    holdTimeoutMs,
+    approvalTimeoutMs,
+    requestTtlMs,
+    auditSync,
+    decide: internals.decide,
+  });
 }
 
 function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): string[] {
@@ -209,11 +221,13 @@ async function serve(
   {
     holdTimeoutMs,
     approvalTimeoutMs,
+    requestTtlMs,
     auditSync,
     decide,
   }: {
     holdTimeoutMs?: number;
     approvalTimeoutMs?: number;
+    requestTtlMs?: number;
     auditSync: "full" | "normal";
     decide?: GatewayOptions["decide"];
   },
@@ -295,6 +309,11 @@ async function serve(
     log.warn(`no grant will be honoured: ${trust.why}`);
     registry.statusLine(`approvals refused: ${trust.why}`);
   }
+  // The console's page of a request, when a console runs for this state directory.
+  const consolePage = (request: string): string | null => {
+    const address = readConsoleAddress(stateDir);
+    return address ? requestPageUrl(address.url, request) : null;
+  };
   const beginRun = () => {
     run = startRun(store, server.label);
     events.emit({
@@ -313,6 +332,8 @@ async function serve(
       credentials: server.credentials,
       vault: holderVault(stateDir, server.credentialSpecs),
       timeoutMs: approvalTimeoutMs,
+      requestTtlMs,
+      consolePage,
       log: statusLog,
       events,
       verifier,
@@ -368,6 +389,7 @@ async function serve(
     events,
     beginRun,
     holdTimeoutMs,
+    consolePage,
     auditArguments: server.audit.arguments,
     decide,
     onState: (state) => {

@@ -3,7 +3,7 @@ import type { ListedCatalog } from "../guard/guard.js";
 import type { Id, Request } from "../relay/jsonrpc.js";
 import type { Generation } from "../supervisor/supervisor.js";
 import { sameJson } from "../util/canonical.js";
-import { type Era, hasTools, pickModernMeta, withMeta } from "./protocol.js";
+import { CLIENT_CAPABILITIES_META, type Era, hasTools, pickModernMeta, withMeta } from "./protocol.js";
 
 /**
  * What the gateway knows of its client's session, whatever server process is behind it:
@@ -128,6 +128,12 @@ export class ClientSession {
       sameJson(r.protocolVersion ?? null, this.negotiated.protocolVersion ?? null) &&
       sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null)
     );
+  }
+
+  /** The capabilities the client declared: in its initialize (legacy), in its request envelope (modern). */
+  clientCapabilities(): unknown {
+    if (this.era_ === "modern") return this.modernMeta?.[CLIENT_CAPABILITIES_META] ?? null;
+    return (this.initRequest?.params as { capabilities?: unknown } | undefined)?.capabilities ?? null;
   }
 
   /** Whether the client ran server/discover (a new process must then advertise the same). */

@@ -1,3 +1,4 @@
+import { getRequest } from "../approval/requests.js";
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
 import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
@@ -24,6 +25,7 @@ import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import { CatalogSync } from "./catalogSync.js";
 import { ClientSession } from "./clientSession.js";
+import { UrlElicitations } from "./elicitation.js";
 import type { EventSink } from "./events.js";
 import { HeldRequests } from "./held.js";
 import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_ID_META } from "./protocol.js";
@@ -73,6 +75,8 @@ export interface GatewayOptions {
   onState?: (state: ServerView["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
+  /** the console page of an approval request, when a console runs (URL-mode elicitation) */
+  consolePage?: (request: string) => string | null;
   /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
   decide?: typeof decide;
 }
@@ -100,11 +104,21 @@ export class Gateway {
   private beforeFirstEpoch: string[] | null = [];
 
   private readonly catalog: CatalogSync;
+  /** sends the user to the console page of a request a call waits on (clients that accept URLs) */
+  private readonly elicitation: UrlElicitations;
   /** the snapshot served before the latest refresh, to diff a change within an epoch against */
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
     this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
+    this.elicitation = new UrlElicitations({
+      send: (msg) => o.downstream.send(msg),
+      era: () => this.session.era,
+      clientCapabilities: () => this.session.clientCapabilities(),
+      consolePage: o.consolePage,
+      requestState: (request) => getRequest(o.store, request)?.state ?? null,
+      log: o.log,
+    });
     const holdMs = o.holdTimeoutMs ?? 15_000;
     this.heldCalls = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
     this.heldLists = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
@@ -334,6 +348,7 @@ export class Gateway {
   }
 
   private onClientResponse(msg: Response): void {
+    if (this.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     const entry = this.downstreamReqs.get(msg.id);
     if (!entry) {
       this.o.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
@@ -399,7 +414,10 @@ export class Gateway {
     this.records.catalogServed(this.gen?.epoch, this.catalog.revision, snapshot.fingerprint);
   }
 
-  private async handleCall(msg: Request): Promise<void> {
+  private async handleCall(given: Request): Promise<void> {
+    // A modern retry answering the gateway's own input_required: those fields are the gateway's.
+    const { msg, answered } =
+      this.session.era === "modern" ? this.elicitation.takeRetry(given) : { msg: given, answered: true };
     const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
     if (typeof params.name !== "string") {
       this.o.downstream.send(
@@ -412,6 +430,7 @@ export class Gateway {
     const mark = { cancelled: false, abort: new AbortController() };
     this.deciding.set(key, mark);
     const progress = this.progressFor(msg);
+    let inputRequired: Record<string, unknown> | null = null;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       verdict = await (this.o.decide ?? decide)({
@@ -421,7 +440,17 @@ export class Gateway {
         intent: {
           intent: (call, condition) => this.records.toolCalled(msg.id, params.arguments, call, condition),
         },
-        hooks: { progress, signal: mark.abort.signal },
+        hooks: {
+          progress,
+          signal: mark.abort.signal,
+          waiting: (id) => {
+            if (this.session.era !== "modern") return this.elicitation.offer(id, tool);
+            // Modern: the call is answered at once with input_required (no server→client requests).
+            if (answered) return;
+            inputRequired = this.elicitation.inputRequired(id, tool);
+            if (inputRequired) mark.abort.abort();
+          },
+        },
       });
     } finally {
       this.deciding.delete(key);
@@ -430,6 +459,11 @@ export class Gateway {
       // An intent written for a call that will not be sent is closed, never left open.
       if (verdict.action === "forward")
         this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+      return;
+    }
+    if (inputRequired && verdict.action === "refuse") {
+      this.recordDenied(msg, tool, params.arguments, "input_required");
+      this.o.downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
       return;
     }
     switch (verdict.action) {
@@ -496,7 +530,11 @@ export class Gateway {
           intent: (call, condition) =>
             this.records.requestForwarded(msg.id, msg.method, msg.params, call, condition),
         },
-        hooks: { progress: this.progressFor(msg), signal: mark.abort.signal },
+        hooks: {
+          progress: this.progressFor(msg),
+          signal: mark.abort.signal,
+          waiting: (id) => this.elicitation.offer(id, `${read.method} ${read.target}`),
+        },
       });
     } finally {
       this.deciding.delete(key);
@@ -900,6 +938,7 @@ export class Gateway {
   end(reason: string, exitCode: number): void {
     if (this.ended) return;
     this.ended = true;
+    this.elicitation.close();
     this.o.log.info(reason);
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);

@@ -58,7 +58,11 @@ export interface AuthorizationPort {
   /** Step 7: a covering grant, or a human decision (may wait; `progress` keeps the client informed). */
   obtain(
     call: ApprovedCall,
-    hooks: { progress?: (message: string) => void; signal?: AbortSignal },
+    hooks: {
+      progress?: (message: string) => void;
+      signal?: AbortSignal;
+      waiting?: (request: string) => void;
+    },
   ): Promise<{ grant: string | null } | { error: ErrorObject }>;
   /**
    * What the decision rests on (the grant still live), to be read again at step 8 under the
@@ -235,7 +239,7 @@ export interface DecideOptions {
   auth: AuthorizationPort | null;
   /** required: nothing is forwarded without its intent record */
   intent: IntentPort;
-  hooks?: { progress?: (message: string) => void; signal?: AbortSignal };
+  hooks?: { progress?: (message: string) => void; signal?: AbortSignal; waiting?: (request: string) => void };
 }
 
 /** The whole decision: precheck, then steps 6, 7 and 8. */

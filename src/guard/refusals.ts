@@ -155,14 +155,34 @@ export const refuse = {
       { approvalRequest },
     ),
 
-  approvalTimeout: (approvalRequest: string) =>
-    refusal(
+  /**
+   * The call's hold ended before a human decided. The request itself stays pending until
+   * `pendingUntil` (null: it has expired); `console` is its page in the running console.
+   */
+  approvalTimeout: (
+    approvalRequest: string,
+    pending: { pendingUntil: string | null; minutesLeft: number; console?: string | null } = {
+      pendingUntil: null,
+      minutesLeft: 0,
+    },
+  ) => {
+    const where = `'portcullis approve ${approvalRequest}'${pending.console ? ` or ${pending.console}` : ""}`;
+    return refusal(
       "approval_timeout",
-      "Nobody approved this call in time.",
-      "approval request timed out",
-      "ask a human to approve with 'portcullis approve', then retry",
-      { approvalRequest },
-    ),
+      pending.pendingUntil
+        ? "Nobody has approved this call yet; its approval request stays pending."
+        : "Nobody approved this call in time; its approval request expired.",
+      pending.pendingUntil ? "approval still pending when the call's wait ended" : "approval request expired",
+      pending.pendingUntil
+        ? `the request stays pending for ${pending.minutesLeft} more minute${pending.minutesLeft === 1 ? "" : "s"}: ask a human to approve it (${where}), then retry this same call; once approved it proceeds at once`
+        : "retry the call to ask a human again (a new approval request)",
+      {
+        approvalRequest,
+        pendingUntil: pending.pendingUntil,
+        ...(pending.console ? { console: pending.console } : {}),
+      },
+    );
+  },
 
   auditUnavailable: (reason: string) =>
     refusal(

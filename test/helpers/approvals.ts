@@ -2,9 +2,12 @@
 // requests (`portcullis approvals --json`), wait for a new one, approve, deny or revoke through
 // the real CLI with the test passphrase.
 import { expect } from "vitest";
+import { openRecords } from "../../src/audit/log.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
 import { waitFor } from "./files.js";
 import { type CliResult, runCli } from "./gateway.js";
-import { passphraseEnv } from "./state.js";
+import { passphraseEnv, TEST_PASSPHRASE } from "./state.js";
 
 /** A pending request as `portcullis approvals --json` prints it (the fields tests read). */
 export interface Pending {
@@ -44,4 +47,15 @@ export async function decideByCli(
   const r = await runCli([verb, id, ...extra, "--state-dir", stateDir], { env: passphraseEnv() });
   expect(r.code, r.stderr).toBe(0);
   return r;
+}
+
+/** Every audit event of the state dir, decrypted with the test passphrase. */
+export async function auditEvents(stateDir: string): Promise<Record<string, unknown>[]> {
+  const db = openStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
+  } finally {
+    db.close();
+  }
 }

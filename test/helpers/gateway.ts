@@ -83,6 +83,8 @@ export type Negotiation = "auto" | "pin" | "legacy";
 export interface ModernGatewayOptions extends GatewayOptions {
   /** v2 client versionNegotiation: "auto" (default: probe, fall back to legacy), "pin" (2026-07-28 or fail), "legacy" */
   negotiation?: Negotiation;
+  /** called with the v2 client before it connects, to install request handlers */
+  modernSetup?: (client: ModernClient) => void;
 }
 
 const CLIENT_INFO = { name: "portcullis-test-client", version: "1.0.0" };
@@ -94,6 +96,8 @@ export function hostEnv(env: Record<string, string> = {}): Record<string, string
   return {
     ...getDefaultEnvironment(),
     PORTCULLIS_CACHE_DIR: join(tmpdir(), "portcullis-test-cache"),
+    // no desktop notifications from tests, unless a test sets its own notifier
+    PORTCULLIS_NOTIFY: "0",
     ...env,
   };
 }
@@ -267,9 +271,12 @@ export async function startDirect(
   return openSession(client, transport, "server", undefined, false, options.connectTimeoutMs ?? 20_000);
 }
 
-function modernClient(negotiation: Negotiation = "auto"): ModernClient {
+function modernClient(
+  negotiation: Negotiation = "auto",
+  capabilities: Record<string, unknown> = {},
+): ModernClient {
   const mode = negotiation === "pin" ? { pin: MODERN_REVISION } : negotiation;
-  return new ModernClient(CLIENT_INFO, { capabilities: {}, versionNegotiation: { mode } });
+  return new ModernClient(CLIENT_INFO, { capabilities, versionNegotiation: { mode } });
 }
 
 /** The v2 SDK client (2026-07-28 capable), connected to the gateway. */
@@ -283,14 +290,9 @@ export async function startModernGateway(options: ModernGatewayOptions): Promise
     cwd: options.cwd,
     stderr: "pipe",
   });
-  return openSession(
-    modernClient(options.negotiation),
-    transport,
-    "gateway",
-    stateDir,
-    own,
-    options.connectTimeoutMs ?? 20_000,
-  );
+  const client = modernClient(options.negotiation, options.capabilities);
+  options.modernSetup?.(client);
+  return openSession(client, transport, "gateway", stateDir, own, options.connectTimeoutMs ?? 20_000);
 }
 
 /** The v2 SDK client, connected straight to a server (no gateway). */

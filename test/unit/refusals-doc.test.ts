@@ -28,7 +28,11 @@ const built: Record<string, ErrorObject> = {
   tool_not_in_catalog: refuse.toolNotInCatalog("t", 2),
   vault_locked: refuse.vaultLocked(["inventory-api-staging"]),
   approval_denied: refuse.approvalDenied("R1"),
-  approval_timeout: refuse.approvalTimeout("R1"),
+  approval_timeout: refuse.approvalTimeout("R1", {
+    pendingUntil: "2026-01-01T00:10:00.000Z",
+    minutesLeft: 10,
+    console: "http://127.0.0.1:7345/requests/R1",
+  }),
   credential_missing: refuse.credentialMissing("github"),
   audit_unavailable: refuse.auditUnavailable("disk full"),
   server_unavailable: refuse.serverUnavailable(),

@@ -1,0 +1,151 @@
+/**
+ * The terminal side of reaching the human: `portcullis approvals --watch` (a live list of the
+ * pending requests, redrawn when one appears or is decided) and the question `approve --next`
+ * asks on the terminal.
+ */
+import { closeSync, openSync, writeSync } from "node:fs";
+import { ReadStream } from "node:tty";
+import { publicRequest, renderReview, renderReviewCard } from "../approval/render.js";
+import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
+import { safeText } from "../catalog/text.js";
+import type { Store } from "../store/db.js";
+import { EXIT_OK, UsageError } from "./errors.js";
+
+/** How often the store is read while watching. */
+const WATCH_POLL_MS = 500;
+
+/** The oldest pending request that a live gateway still waits for (or will take on a retry). */
+export function oldestDecidable(db: Store): PendingRequest | null {
+  return pendingRequests(db).find((r) => r.waiting) ?? null;
+}
+
+/**
+ * Watches the store until Ctrl-C (or SIGTERM), then exits 0. Text: the list is redrawn on each
+ * change. JSON: one line per change, `{"change":"pending","request":{…}}` when a request appears
+ * (the ones already pending first) and `{"change":"closed","request":ID,"state":…}` when one is
+ * decided, expires or is withdrawn.
+ */
+export async function watchRequests(db: Store, json: boolean, verbose: boolean): Promise<number> {
+  let stop: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  const onSignal = () => stop();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  let known = new Map<string, PendingRequest>();
+  let lastDraw: string | null = null;
+  try {
+    for (;;) {
+      const now = pendingRequests(db);
+      const ids = new Map(now.map((r) => [r.request, r]));
+      if (json) {
+        for (const r of now) {
+          if (!known.has(r.request)) print({ change: "pending", request: publicRequest(r) });
+        }
+        for (const id of known.keys()) {
+          if (ids.has(id)) continue;
+          const closed = getRequest(db, id);
+          print({
+            change: "closed",
+            request: id,
+            state: closed?.state ?? "gone",
+            decidedAt: closed?.decidedAt ?? null,
+            decidedBy: closed?.decidedBy ?? null,
+            decisionFor: closed?.decisionFor ?? null,
+          });
+        }
+      } else {
+        const frame = drawList(now, verbose);
+        // Redrawn only on change: the "expires in" of a request alone changes every second.
+        const key = now.map((r) => `${r.request}:${r.waiting}`).join(",");
+        if (key !== lastDraw) {
+          lastDraw = key;
+          process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
+        }
+      }
+      known = ids;
+      const wake = await Promise.race([
+        stopped.then(() => "stop" as const),
+        new Promise<"tick">((r) => setTimeout(() => r("tick"), WATCH_POLL_MS)),
+      ]);
+      if (wake === "stop") return EXIT_OK;
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function print(line: unknown): void {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+function drawList(now: PendingRequest[], verbose: boolean): string {
+  const stamp = new Date().toISOString().slice(11, 19);
+  const head = `portcullis: ${now.length === 0 ? "no approval request is pending" : `${now.length} pending approval request(s), oldest first`} (${stamp} UTC; Ctrl-C to exit)`;
+  if (now.length === 0) return head;
+  const out = [head, ""];
+  for (const r of now) {
+    out.push(verbose ? renderReview(r) : renderReviewCard(r));
+    out.push("");
+  }
+  const next = now.find((r) => r.waiting);
+  if (next) out.push(`decide the oldest: portcullis approve --next   (or deny --next --reason TEXT)`);
+  return out.join("\n");
+}
+
+export type Choice = { choice: "session" | "call" | "deny"; reason?: string } | null;
+
+/**
+ * Asks on the terminal (never on stdin, which the agent may feed) what to do with `req`:
+ * approve for the session (not offered for a per-call tool), for this call, deny (with an
+ * optional reason), or leave it pending.
+ */
+export async function askDecision(req: PendingRequest): Promise<Choice> {
+  const perCall = req.mode === "per-call";
+  const options = perCall
+    ? "[c] approve this call  [d] deny  [q] leave it pending"
+    : "[s] approve for this session  [c] this call only  [d] deny  [q] leave it pending";
+  for (;;) {
+    const answer = (await readTerminalLine(`${options}: `)).trim().toLowerCase();
+    if ((answer === "s" || answer === "session") && !perCall) return { choice: "session" };
+    if (answer === "c" || answer === "call") return { choice: "call" };
+    if (answer === "q" || answer === "") return null;
+    if (answer === "d" || answer === "deny") {
+      const reason = (await readTerminalLine("reason (optional, shown to the agent): ")).trim();
+      return reason ? { choice: "deny", reason } : { choice: "deny" };
+    }
+    process.stderr.write(`portcullis: ${JSON.stringify(safeText(answer))} is not one of the choices\n`);
+  }
+}
+
+function openTerminal(flags: "r" | "w"): number {
+  try {
+    return openSync("/dev/tty", flags);
+  } catch {
+    throw new UsageError(
+      "approve --next: there is no terminal to ask on; give --for session|call, or use 'portcullis deny --next'.",
+    );
+  }
+}
+
+/** One line typed on the controlling terminal (echo on). */
+function readTerminalLine(prompt: string): Promise<string> {
+  const out = openTerminal("w");
+  const input = new ReadStream(openTerminal("r"));
+  writeSync(out, prompt);
+  return new Promise<string>((resolve) => {
+    let text = "";
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      const nl = text.indexOf("\n");
+      if (nl === -1) return;
+      input.off("data", onData);
+      input.destroy();
+      closeSync(out);
+      resolve(text.slice(0, nl).replace(/\r$/, ""));
+    };
+    input.on("data", onData);
+  });
+}

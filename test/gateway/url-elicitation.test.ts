@@ -1,0 +1,163 @@
+// URL-mode elicitation, end to end: the official SDK client declaring `elicitation: { url: {} }`
+// in front of a real gateway and the inventory fixture. While a call waits for a human, the client
+// is asked to open the console page of the request (console.json written by this test process,
+// which stands for a running console), and hears `notifications/elicitation/complete` once the
+// CLI decides. The client's "accept" approves nothing; a client without the capability is never
+// asked.
+
+import { rmSync } from "node:fs";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
+import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { waitFor } from "../helpers/files.js";
+import { type Session, startGateway, startModernGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const CONSOLE = "http://127.0.0.1:45998";
+
+interface Asked {
+  mode?: string;
+  url?: string;
+  elicitationId?: string;
+  message?: string;
+}
+
+async function gateway(
+  stateDir: string,
+  capabilities: Record<string, unknown>,
+  answer: "accept" | "decline" = "accept",
+): Promise<{ gw: Session<Client>; asked: Asked[] }> {
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const asked: Asked[] = [];
+  const gw = await startGateway({
+    args: ["--label", "inventory", "--approval-timeout", "40000", "--", ...project.command],
+    cwd: project.dir,
+    env: { ...project.env, ...project.credentialEnv },
+    stateDir,
+    capabilities,
+    setup: (client) => {
+      if (!capabilities.elicitation) return;
+      client.setRequestHandler(ElicitRequestSchema, (req) => {
+        asked.push(req.params as Asked);
+        return { action: answer };
+      });
+    },
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { gw, asked };
+}
+
+function consoleRuns(stateDir: string): void {
+  writeConsoleAddress(stateDir, CONSOLE);
+  cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
+}
+
+describe("URL-mode elicitation", () => {
+  it("a client that declares it is sent to the request's console page, and told when the CLI decided; its accept approves nothing", async () => {
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const { gw, asked } = await gateway(stateDir, { elicitation: { url: {} } }, "accept");
+    const call = gw.client.callTool({ name: "read_status", arguments: {} });
+    const req = await nextRequest(stateDir);
+    const first = await waitFor(() => asked[0], 20_000, "an elicitation/create from the gateway");
+    expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
+    expect(typeof first.elicitationId).toBe("string");
+    expect(first.message).toContain("read_status");
+    // the client said "accept": logged, and the request still waits for a human
+    await gw.waitForStderr(
+      new RegExp(`answered the URL elicitation of request ${req.request} with "accept": not a decision`),
+    );
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    expect(gw.notifications("notifications/elicitation/complete")).toEqual([]);
+
+    await decideByCli(stateDir, "approve", req.request);
+    expect((await call).isError).toBeFalsy();
+    const done = await gw.waitForNotification("notifications/elicitation/complete", 20_000);
+    expect(done.params).toMatchObject({ elicitationId: first.elicitationId });
+    expect(asked).toHaveLength(1);
+  });
+
+  it("a client without the capability is never asked; with it but no console running, neither", async () => {
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const { gw: plain } = await gateway(stateDir, {});
+    const call = plain.client.callTool({ name: "read_status", arguments: {} });
+    const r1 = await nextRequest(stateDir);
+    await decideByCli(stateDir, "approve", r1.request);
+    expect((await call).isError).toBeFalsy();
+    expect(plain.received().filter((m) => m.method?.startsWith("elicitation/"))).toEqual([]);
+    expect(plain.notifications("notifications/elicitation/complete")).toEqual([]);
+
+    rmSync(consoleAddressPath(stateDir), { force: true });
+    const { gw: capable, asked } = await gateway(stateDir, { elicitation: { url: {} } });
+    const call2 = capable.client.callTool({ name: "read_status", arguments: {} });
+    const r2 = await nextRequest(stateDir, new Set([r1.request]));
+    await capable.waitForStderr(/the client accepts URL elicitation, but no console runs/);
+    await decideByCli(stateDir, "approve", r2.request);
+    expect((await call2).isError).toBeFalsy();
+    expect(asked).toEqual([]);
+  });
+});
+
+describe("URL-mode elicitation in the 2026-07-28 era", () => {
+  it("the call is answered with input_required embedding the URL; the SDK's retry joins the request, its accept approves nothing; approved, the call proceeds", async () => {
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const cat = makeCatalog([
+      {
+        name: "lookup",
+        description: "Look something up.",
+        inputSchema: { type: "object", required: ["q"], properties: { q: { type: "string" } } },
+      },
+    ]);
+    cleanup.push(() => cat.cleanup());
+    const asked: Asked[] = [];
+    const gw = await startModernGateway({
+      args: ["--label", "modern", "--approval-timeout", "40000", "--", ...fixtureCommand("modern")],
+      env: { ...cat.env, FIXTURE_LEGACY: "reject" },
+      negotiation: "pin",
+      stateDir,
+      capabilities: { elicitation: { url: {} } },
+      modernSetup: (client) => {
+        client.setRequestHandler("elicitation/create", (req) => {
+          asked.push(req.params as Asked);
+          return { action: "accept" };
+        });
+      },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "lookup", arguments: { q: "x" } });
+    const req = await nextRequest(stateDir);
+    const first = await waitFor(() => asked[0], 20_000, "the embedded elicitation");
+    expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
+    expect(first.message).toContain("lookup");
+    // the SDK retried with its answer: logged, not a decision; the retry waits on the same request
+    await gw.waitForStderr(
+      new RegExp(`answered the URL elicitation of request ${req.request} with "accept": not a decision`),
+    );
+    const retried = gw.sent().filter((m) => m.method === "tools/call");
+    expect(retried).toHaveLength(2);
+    expect(retried[1]!.params.requestState).toBe(`portcullis-approval:${req.request}`);
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    expect(cat.records()).toEqual([]);
+
+    await decideByCli(stateDir, "approve", req.request);
+    expect((await call).isError).toBeFalsy();
+    expect(cat.records()).toEqual([expect.objectContaining({ tool: "lookup", args: { q: "x" } })]);
+    expect(asked).toHaveLength(1);
+  });
+});
