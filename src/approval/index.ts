@@ -18,20 +18,6 @@ export {
   resolveMode,
   revokeGrant,
 } from "./grants.js";
-export {
-  completePasskeyDecision,
-  finishPasskeyRegistration,
-  listPasskeys,
-  PasskeyError,
-  type PasskeyInfo,
-  type PreparedPasskeyDecision,
-  passkeyLoginOptions,
-  passkeyRegistrationOptions,
-  preparePasskeyDecision,
-  type RegisteredPasskey,
-  removePasskey,
-  verifyPasskeyLogin,
-} from "./passkey.js";
 export { ApproverKeyMismatchError, PIN_EVENT, pinnedSigner } from "./pin.js";
 export { renderGrant, renderReview } from "./render.js";
 export {

@@ -63,6 +63,9 @@ import { DecisionVerifier } from "./trust.js";
  * Listing and removing: listPasskeys(db, stateDir), removePasskey(db, stateDir, id, by).
  *
  * Every failure is a PasskeyError whose message names what is wrong (never a secret).
+ *
+ * Import this file directly, not through approval/index.ts: it loads @simplewebauthn/server,
+ * which gateways do not need (they verify with passkeyAssertion.ts, node:crypto only).
  */
 
 export class PasskeyError extends Error {

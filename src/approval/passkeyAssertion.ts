@@ -1,5 +1,4 @@
 import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto";
-import { cose, decodeCredentialPublicKey } from "@simplewebauthn/server/helpers";
 
 /**
  * A passkey decision's signature: the WebAuthn assertion the authenticator made over a challenge
@@ -72,27 +71,72 @@ export function decisionChallenge(digest: string): string {
 
 /** A node:crypto key and the verify() digest name for a COSE public key; throws when unsupported. */
 export function coseKey(publicKey: Uint8Array): { key: KeyObject; hash: string | null } {
-  const k = decodeCredentialPublicKey(new Uint8Array(publicKey)) as unknown as Map<number, unknown>;
-  const kty = k.get(cose.COSEKEYS.kty);
-  const alg = k.get(cose.COSEKEYS.alg);
+  const k = decodeCoseKey(publicKey);
+  const kty = k.get(1);
+  const alg = k.get(3);
   const b64 = (label: number) => {
     const v = k.get(label);
     if (!(v instanceof Uint8Array)) throw new Error(`COSE key parameter ${label} missing`);
     return Buffer.from(v).toString("base64url");
   };
-  if (kty === cose.COSEKTY.EC2 && alg === -7 && k.get(cose.COSEKEYS.crv) === cose.COSECRV.P256) {
-    const jwk = { kty: "EC", crv: "P-256", x: b64(cose.COSEKEYS.x), y: b64(cose.COSEKEYS.y) };
+  // EC2 (kty 2) ES256 on P-256 (crv 1): x -2, y -3
+  if (kty === 2 && alg === -7 && k.get(-1) === 1) {
+    const jwk = { kty: "EC", crv: "P-256", x: b64(-2), y: b64(-3) };
     return { key: createPublicKey({ key: jwk, format: "jwk" }), hash: "sha256" };
   }
-  if (kty === cose.COSEKTY.OKP && alg === -8 && k.get(cose.COSEKEYS.crv) === cose.COSECRV.ED25519) {
-    const jwk = { kty: "OKP", crv: "Ed25519", x: b64(cose.COSEKEYS.x) };
+  // OKP (kty 1) EdDSA on Ed25519 (crv 6): x -2
+  if (kty === 1 && alg === -8 && k.get(-1) === 6) {
+    const jwk = { kty: "OKP", crv: "Ed25519", x: b64(-2) };
     return { key: createPublicKey({ key: jwk, format: "jwk" }), hash: null };
   }
-  if (kty === cose.COSEKTY.RSA && alg === -257) {
-    const jwk = { kty: "RSA", n: b64(cose.COSEKEYS.n), e: b64(cose.COSEKEYS.e) };
+  // RSA (kty 3) RS256: n -1, e -2
+  if (kty === 3 && alg === -257) {
+    const jwk = { kty: "RSA", n: b64(-1), e: b64(-2) };
     return { key: createPublicKey({ key: jwk, format: "jwk" }), hash: "sha256" };
   }
   throw new Error(`unsupported COSE key (kty ${String(kty)}, alg ${String(alg)})`);
+}
+
+/**
+ * The COSE_Key map (RFC 9052): a CBOR map of integer labels to integers or byte strings, which is
+ * all a public key holds. Decoded here rather than with @simplewebauthn/server's helpers, whose
+ * import costs a gateway half a second at start; anything else in the bytes is refused.
+ */
+export function decodeCoseKey(bytes: Uint8Array): Map<number, number | Uint8Array> {
+  let at = 0;
+  const head = (): { major: number; value: number } => {
+    if (at >= bytes.length) throw new Error("COSE key truncated");
+    const b = bytes[at++] as number;
+    const info = b & 0x1f;
+    let value: number;
+    if (info < 24) value = info;
+    else if (info === 24 || info === 25 || info === 26) {
+      const n = info === 24 ? 1 : info === 25 ? 2 : 4;
+      if (at + n > bytes.length) throw new Error("COSE key truncated");
+      value = 0;
+      for (let i = 0; i < n; i++) value = value * 256 + (bytes[at++] as number);
+    } else throw new Error("COSE key uses a CBOR form a public key does not need");
+    return { major: b >> 5, value };
+  };
+  const int = (h: { major: number; value: number }): number | null =>
+    h.major === 0 ? h.value : h.major === 1 ? -1 - h.value : null;
+  const map = head();
+  if (map.major !== 5) throw new Error("a COSE key is a CBOR map");
+  const out = new Map<number, number | Uint8Array>();
+  for (let i = 0; i < map.value; i++) {
+    const label = int(head());
+    if (label === null || out.has(label)) throw new Error("a COSE key's labels are distinct integers");
+    const h = head();
+    const n = int(h);
+    if (n !== null) out.set(label, n);
+    else if (h.major === 2) {
+      if (at + h.value > bytes.length) throw new Error("COSE key truncated");
+      out.set(label, bytes.subarray(at, at + h.value));
+      at += h.value;
+    } else throw new Error("a COSE key's values are integers or byte strings");
+  }
+  if (at !== bytes.length) throw new Error("bytes after the COSE key");
+  return out;
 }
 
 /** What an assertion is checked against: the credential as pinned in the audit chain. */
