@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { dirname } from "node:path";
 import {
   type AuthenticationResponseJSON,
   generateRegistrationOptions,
@@ -35,6 +36,7 @@ import {
   decidableRequest,
   decideRequest,
   decisionStatement,
+  pendingRequest,
 } from "./requests.js";
 import { DecisionVerifier } from "./trust.js";
 
@@ -54,7 +56,8 @@ import { DecisionVerifier } from "./trust.js";
  *     → { request, decision, statement, options }: the statement is the decision exactly as it
  *     will be recorded (grant id and time chosen now); options.challenge is its digest. Keep the
  *     whole prepared value on the server side and give `options` to navigator.credentials.get.
- *   completePasskeyDecision(db, prepared, response, { origin, rpId, stateDir, by })
+ *   completePasskeyDecision(db, prepared, response, { origin, rpId, stateDir?, by? })
+ *     (stateDir defaults to the store's directory)
  *     → the DecisionResult of decideRequest (same code path as the CLI), signed by the assertion
  *
  * Proving the human at login with a passkey (no decision):
@@ -196,14 +199,14 @@ export function preparePasskeyDecision(
   decision: "approve" | "deny",
   o: { mode?: "session" | "call" | "per-call"; reason?: string; rpId?: string } = {},
 ): PreparedPasskeyDecision {
-  let d: Decision;
-  if (decision === "deny")
-    d = o.reason === undefined ? { approve: false } : { approve: false, reason: o.reason };
-  else {
-    const req = decidableRequest(db, requestId, { approve: false });
-    const mode = o.mode ?? (req.mode === "per-call" ? "call" : "session");
-    d = { approve: true, for: mode === "session" ? "session" : "call" };
-  }
+  const asked = pendingRequest(db, requestId);
+  const forWhat = o.mode ?? (asked.mode === "per-call" ? "call" : "session");
+  const d: Decision =
+    decision === "approve"
+      ? { approve: true, for: forWhat === "session" ? "session" : "call" }
+      : o.reason === undefined
+        ? { approve: false }
+        : { approve: false, reason: o.reason };
   const req = decidableRequest(db, requestId, d);
   const statement = decisionStatement(req, d, ulid(), new Date().toISOString());
   return {
@@ -223,10 +226,11 @@ export async function completePasskeyDecision(
   db: Store,
   prepared: PreparedPasskeyDecision,
   response: AuthenticationResponseJSON,
-  expected: { origin: string; rpId: string; stateDir: string; by?: string },
+  expected: { origin: string; rpId: string; stateDir?: string; by?: string },
 ): Promise<DecisionResult> {
   const digest = decisionDigest(prepared.statement);
-  const { pin, signature, counter } = await verifiedAssertion(db, expected.stateDir, response, {
+  const stateDir = expected.stateDir ?? dirname(db.name);
+  const { pin, signature, counter } = await verifiedAssertion(db, stateDir, response, {
     challenge: decisionChallenge(digest),
     origin: expected.origin,
     rpId: expected.rpId,

@@ -195,6 +195,22 @@ describe("a passkey decision", () => {
     expect("grant" in (await again.asked)).toBe(true);
   });
 
+  it("approves one call: a per-call grant bound to the held call's arguments", async () => {
+    const key = await registered();
+    const w = await asking();
+    const prepared = preparePasskeyDecision(other, w.req.request, "approve", { mode: "call" });
+    expect(prepared.statement).toMatchObject({ mode: "per-call", argumentsDigest: w.req.argumentsDigest });
+    // the store's directory is the state directory by default
+    const { grant } = await completePasskeyDecision(
+      other,
+      prepared,
+      key.assert(prepared.options.challenge),
+      EXPECT,
+    );
+    expect(grant).toMatchObject({ mode: "per-call", expiresWhen: "this-call" });
+    expect(await w.asked).toEqual({ grant: grant!.grant });
+  });
+
   it("denies with a reason: the waiting call is refused as a human's denial", async () => {
     const key = await registered();
     const w = await asking();
