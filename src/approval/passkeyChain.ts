@@ -152,7 +152,7 @@ export class PasskeyChain {
    */
   lookup(credentialId: string, approverKey: KeyObject, auditPublic: KeyObject): PasskeyLookup {
     this.refresh();
-    const removal = this.removal(credentialId, auditPublic);
+    const removal = this.removal(credentialId);
     if (removal !== null) {
       return {
         ok: false,
@@ -177,14 +177,14 @@ export class PasskeyChain {
     return { ok: false, why: `passkey ${credentialId} is not pinned in the audit chain` };
   }
 
-  /** The seq of a removal record naming `credentialId`, or null. */
-  private removal(credentialId: string, auditPublic: KeyObject): number | null {
-    const esk = removalSession(credentialId);
-    for (const r of this.byEpk.get(derivedEpk(esk)) ?? []) {
-      const event = r.type === PASSKEY_REMOVED_EVENT ? openDerivedRecord(r.record, esk, auditPublic) : null;
-      if (event?.type === PASSKEY_REMOVED_EVENT && event.credentialId === credentialId) return r.seq;
-    }
-    return null;
+  /**
+   * The seq of a removal record of `credentialId`, or null: any `passkey_removed` record sealed in
+   * the session derived from it. It is not opened: removing needs no authority, and a record that
+   * cannot be opened (another audit key put in keyring.json) must not bring a passkey back.
+   */
+  private removal(credentialId: string): number | null {
+    const epk = derivedEpk(removalSession(credentialId));
+    return this.byEpk.get(epk)?.find((r) => r.type === PASSKEY_REMOVED_EVENT)?.seq ?? null;
   }
 }
 

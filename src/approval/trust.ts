@@ -30,7 +30,7 @@ export type Verdict = { ok: true } | { ok: false; why: string };
  */
 export class DecisionVerifier {
   private readonly pins: PinTracker;
-  private pinned: { keyId: string; raw: string; key: KeyObject } | null = null;
+  private pinned: { keyId: string; raw: string; key: KeyObject; auditRaw: Buffer } | null = null;
   private readonly verified = new Set<string>();
   private readonly passkeys: PasskeyChain;
   /** the audit public key, once trusted() succeeded (for authorityHolds) */
@@ -70,17 +70,27 @@ export class DecisionVerifier {
     }
     const raw = approver.publicKeyRaw.toString("base64url");
     if (this.pinned) {
-      if (this.pinned.raw === raw) {
-        this.audit = keyring.publicKey;
-        return { ok: true, key: this.pinned.key, audit: keyring.publicKey };
+      if (this.pinned.raw !== raw) return { ok: false, why: mismatch(approver.keyId), mismatch: true };
+      // the audit key the pin was found under: passkey records are opened with it
+      if (!this.pinned.auditRaw.equals(keyring.publicKeyRaw)) {
+        return {
+          ok: false,
+          why: "the keyring's audit key is not the one the approver key was pinned under (keyring.json was replaced or edited)",
+          mismatch: true,
+        };
       }
-      return { ok: false, why: mismatch(approver.keyId), mismatch: true };
+      return { ok: true, key: this.pinned.key, audit: keyring.publicKey };
     }
     const status = this.pins.status(approver.publicKeyRaw, keyring.publicKey);
     if (status.state === "none")
       return { ok: false, why: "no approver key is pinned in the audit chain yet" };
     if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
-    this.pinned = { keyId: approver.keyId, raw, key: ed25519PublicKeyFromRaw(approver.publicKeyRaw) };
+    this.pinned = {
+      keyId: approver.keyId,
+      raw,
+      key: ed25519PublicKeyFromRaw(approver.publicKeyRaw),
+      auditRaw: Buffer.from(keyring.publicKeyRaw),
+    };
     this.pins.refresh(); // the whole chain, once: later pins are reported
     if (this.pins.ignored.length > 0) this.onIgnoredPins(this.pins.ignored);
     this.audit = keyring.publicKey;

@@ -3,7 +3,9 @@
 // wait; and every forged passkey decision (another credential, another request, another
 // statement, no user verification, a credential not pinned, a removed credential) is ignored and
 // reported as decision_rejected, while the call keeps waiting.
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   completePasskeyDecision,
@@ -21,7 +23,9 @@ import {
   decideRequest,
   getRequest,
 } from "../../src/approval/requests.js";
+import { DecisionVerifier } from "../../src/approval/trust.js";
 import { mintSigner } from "../../src/keyring/approver.js";
+import { auditKeyId } from "../../src/keyring/x25519.js";
 import type { Store } from "../../src/store/db.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
 import { waitFor } from "../helpers/files.js";
@@ -246,6 +250,27 @@ describe("a passkey decision", () => {
     expect(getRequest(other, w.req.request)!.state).toBe("pending");
     other.prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?").run(w.req.request);
     await w.asked;
+  });
+});
+
+describe("the keys passkey records are read with", () => {
+  it("another audit key put in keyring.json after the pin was found: nothing is trusted", async () => {
+    await registered();
+    const verifier = new DecisionVerifier(other, dir);
+    expect(verifier.trusted().ok).toBe(true);
+    const path = join(dir, "keyring.json");
+    const keyring = JSON.parse(readFileSync(path, "utf8"));
+    const swapped = generateKeyPairSync("x25519").publicKey.export({ format: "jwk" }).x!;
+    const keyId = auditKeyId(Buffer.from(swapped, "base64url"));
+    writeFileSync(
+      path,
+      JSON.stringify({ ...keyring, audit: { ...keyring.audit, publicKey: swapped, keyId } }),
+    );
+    expect(verifier.trusted()).toMatchObject({
+      ok: false,
+      mismatch: true,
+      why: expect.stringMatching(/audit key/),
+    });
   });
 });
 
