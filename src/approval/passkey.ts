@@ -10,7 +10,7 @@ import {
   verifyRegistrationResponse,
 } from "@simplewebauthn/server";
 import { ulid } from "ulid";
-import type { DecisionSigner } from "../keyring/approver.js";
+import { type DecisionSigner, rawEd25519PublicKey } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
 import { type DecisionStatement, decisionDigest } from "./decision.js";
 import { endGrants } from "./grants.js";
@@ -124,8 +124,7 @@ export async function finishPasskeyRegistration(
   const verifier = new DecisionVerifier(db, stateDir);
   const trust = verifier.trusted();
   if (!trust.ok) throw new PasskeyError(`no passkey can be added: ${trust.why}`);
-  const pinnedRaw = Buffer.from(trust.key.export({ format: "jwk" }).x ?? "", "base64url");
-  if (!pinnedRaw.equals(signer.publicKeyRaw)) {
+  if (!rawEd25519PublicKey(trust.key).equals(signer.publicKeyRaw)) {
     throw new PasskeyError(
       "no passkey can be added: the signer is not the approver key pinned in the audit chain",
     );
