@@ -12,9 +12,11 @@ import {
   finishPasskeyRegistration,
   listPasskeys,
   PasskeyError,
+  passkeyLoginOptions,
   passkeyRegistrationOptions,
   preparePasskeyDecision,
   removePasskey,
+  verifyPasskeyLogin,
 } from "../../src/approval/passkey.js";
 import { encodePasskeySignature } from "../../src/approval/passkeyAssertion.js";
 import {
@@ -163,6 +165,29 @@ describe("registering a passkey", () => {
       }),
     ).rejects.toThrow(/does not verify/);
     expect(listPasskeys(other, dir).map((p) => p.id)).toEqual([key.id]);
+  });
+});
+
+describe("proving the human with a passkey (console login)", () => {
+  it("names the pinned passkey that answered the challenge; refuses another challenge or credential", async () => {
+    const key = await registered("desk key");
+    const options = passkeyLoginOptions(other, { rpId: TEST_RP_ID });
+    expect(options).toMatchObject({ userVerification: "required", allowCredentials: [{ id: key.id }] });
+    const login = { challenge: options.challenge, ...EXPECT };
+    expect(await verifyPasskeyLogin(other, dir, key.assert(options.challenge), login)).toEqual({
+      credentialId: key.id,
+      name: "desk key",
+    });
+    const other2 = passkeyLoginOptions(other).challenge;
+    await expect(verifyPasskeyLogin(other, dir, key.assert(other2), login)).rejects.toThrow(
+      /does not verify/,
+    );
+    await expect(
+      verifyPasskeyLogin(other, dir, new SoftAuthenticator().assert(options.challenge), login),
+    ).rejects.toThrow(/no authority/);
+    await expect(
+      verifyPasskeyLogin(other, dir, key.assert(options.challenge, { uv: false }), login),
+    ).rejects.toThrow(/does not verify/);
   });
 });
 
