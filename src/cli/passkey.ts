@@ -35,7 +35,11 @@ export async function passkeyCommand(args: string[], ctx: { stateDir: string }):
   } catch (e) {
     if (e instanceof UsageError || e instanceof KeyringMissingError) return fail(EXIT_USAGE, e.message);
     if (e instanceof PasskeyError) {
-      return fail(e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED, `passkey: ${e.message}.`);
+      // the message may hold an id as typed: printed inert
+      return fail(
+        e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED,
+        `passkey: ${safeText(e.message)}.`,
+      );
     }
     throw e;
   }
