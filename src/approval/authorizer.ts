@@ -125,10 +125,11 @@ export class Authorizer implements AuthorizationPort {
     const liveGrant = o.db
       .prepare("SELECT signature FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
       .raw();
-    // The signature must still be the one verified: a row rewritten since is read and verified again.
+    // The signature must still be the one verified: a row rewritten since is read and verified again;
+    // and its signer must still have authority (a removed passkey's grants stop at the next call).
     this.grantIsLive = (grant, signature) => {
       const row = liveGrant.get(grant) as [string | null] | undefined;
-      return row !== undefined && row[0] === signature;
+      return row !== undefined && row[0] === signature && o.verifier.authorityHolds(signature);
     };
     this.timeoutMs = o.timeoutMs ?? DEFAULT_HOLD_MS;
     this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;

@@ -98,28 +98,47 @@ function headerOfPin(record: Buffer) {
 
 /** True when `record` is a pin of `candidate`, sealed in the session derived from it to `auditPublic`. */
 export function pinNames(record: Buffer, candidate: Uint8Array, auditPublic: KeyObject): boolean {
-  const pin = headerOfPin(record);
-  if (!pin) return false;
+  if (!headerOfPin(record)) return false;
+  const event = openDerivedRecord(record, pinSessionPrivateKey(candidate), auditPublic);
+  return (
+    event?.type === PIN_EVENT &&
+    event.approverPublicKey === Buffer.from(candidate).toString("base64url") &&
+    event.approverKeyId === approverKeyId(candidate)
+  );
+}
+
+/** The public half of a derived session key, base64url: what the header's `epk` of its records holds. */
+export function derivedEpk(esk: KeyObject): string {
+  return rawX25519PublicKey(createPublicKey(esk)).toString("base64url");
+}
+
+/**
+ * The event of `record` when it was sealed to `auditPublic` in the writer session whose
+ * ephemeral private key is `esk` (derived publicly: pins), else null. Header type not checked.
+ */
+export function openDerivedRecord(
+  record: Uint8Array,
+  esk: KeyObject,
+  auditPublic: KeyObject,
+): Record<string, unknown> | null {
+  const parts = splitRecord(record);
+  const header = parts && parseHeader(parts.header);
+  if (!parts || !header) return null;
   const auditRaw = rawX25519PublicKey(auditPublic);
-  if (pin.header.key !== auditKeyId(auditRaw)) return false;
-  const esk = pinSessionPrivateKey(candidate);
+  if (header.key !== auditKeyId(auditRaw)) return null;
   const epkRaw = rawX25519PublicKey(createPublicKey(esk));
-  if (pin.header.epk !== epkRaw.toString("base64url")) return false;
+  if (header.epk !== epkRaw.toString("base64url")) return null;
   try {
     const shared = diffieHellman({ privateKey: esk, publicKey: auditPublic });
     const key = deriveRecordKey(shared, epkRaw, auditRaw);
     const event = JSON.parse(
-      unseal(key, Buffer.from(pin.header.nonce, "base64url"), pin.parts.header, pin.parts.sealed).toString(
-        "utf8",
-      ),
-    ) as Record<string, unknown>;
-    return (
-      event.type === PIN_EVENT &&
-      event.approverPublicKey === Buffer.from(candidate).toString("base64url") &&
-      event.approverKeyId === approverKeyId(candidate)
-    );
+      unseal(key, Buffer.from(header.nonce, "base64url"), parts.header, parts.sealed).toString("utf8"),
+    ) as unknown;
+    return event && typeof event === "object" && !Array.isArray(event)
+      ? (event as Record<string, unknown>)
+      : null;
   } catch {
-    return false;
+    return null;
   }
 }
 

@@ -1,8 +1,9 @@
 import { ulid } from "ulid";
-import type { DecisionSigner } from "../keyring/approver.js";
+import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
+import { sameJson } from "../util/canonical.js";
 import type { ChainEntry } from "./chain.js";
-import { decisionDigest, denialStatement, grantStatement } from "./decision.js";
+import { type DecisionStatement, decisionDigest, denialStatement, grantStatement } from "./decision.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
@@ -298,10 +299,91 @@ export interface DecisionResult {
 }
 
 /**
- * The single code path that decides an approval request, used by the CLI and by
- * the demo (`by` says who decided: the CLI after the passphrase, or "demo"). The
- * decision is signed with `signer`, which only an unlocked keyring gives: without the
- * passphrase there is no decision a gateway honours.
+ * A passkey's proof of a decision: the statement chosen before the authenticator was asked
+ * (passkey.ts, preparePasskeyDecision: grant id and time fixed then) and the assertion over its
+ * digest, already verified against the passkey pinned in the audit chain.
+ */
+export interface PasskeyProof {
+  kind: "passkey";
+  statement: DecisionStatement;
+  /** the encoded assertion (passkeyAssertion.ts), stored where an Ed25519 signature would be */
+  signature: string;
+}
+
+/** What a decision is signed with: the approver key (after the passphrase) or a passkey's assertion. */
+export type DecisionProof = DecisionSigner | PasskeyProof;
+
+/**
+ * The request `id` if `decision` can be made on it now: pending, not expired, its run alive, and
+ * not a session approval of a per-call tool. A DecisionError saying why not otherwise.
+ */
+export function decidableRequest(db: Store, id: string, decision: Decision): ApprovalRequest {
+  const req = pendingRequest(db, id);
+  if (Date.parse(req.expiresAt) <= Date.now()) {
+    throw new DecisionError(`approval request ${id} expired at ${req.expiresAt}`, "not-pending");
+  }
+  const run = getRun(db, req.agentRun);
+  if (!run || run.endedAt) {
+    throw new DecisionError(`the agent run of approval request ${id} has ended`, "not-pending");
+  }
+  if (decision.approve && decision.for === "session" && req.mode === "per-call") {
+    throw new DecisionError(
+      `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
+      "not-allowed",
+    );
+  }
+  return req;
+}
+
+/** The grant an approval of `req` creates, with the id and time given. */
+function grantFor(req: ApprovalRequest, forWhat: "session" | "call", grantId: string, now: string): Grant {
+  return {
+    grant: grantId,
+    agentRun: req.agentRun,
+    serverLabel: req.serverLabel,
+    executionEpoch: req.executionEpoch,
+    toolScope: [{ name: req.tool, fingerprint: req.fingerprint }],
+    credentialScope: req.credentialScope,
+    mode: forWhat === "session" ? "session" : "per-call",
+    issuedAt: now,
+    expiresWhen: forWhat === "session" ? "agent-run-ends" : "this-call",
+  };
+}
+
+/**
+ * What deciding `req` this way signs: the statement of the grant an approval creates (id
+ * `grantId`), or of the denial, made at `now`.
+ */
+export function decisionStatement(
+  req: ApprovalRequest,
+  decision: Decision,
+  grantId: string,
+  now: string,
+): DecisionStatement {
+  if (!decision.approve) return denialStatement({ ...req, decidedAt: now, reason: decision.reason ?? null });
+  const grant = grantFor(req, decision.for, grantId, now);
+  const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
+  return grantStatement({ ...grant, request: req.request, argumentsDigest });
+}
+
+/** The signature `proof` gives `statement`; a passkey's only if it signed exactly this statement. */
+function signatureOf(statement: DecisionStatement, proof: DecisionProof): string {
+  if (proof instanceof DecisionSigner) return proof.sign(decisionDigest(statement));
+  if (!sameJson(statement, proof.statement)) {
+    throw new DecisionError(
+      `approval request ${statement.request} is not what the passkey signed (it changed since); decide again`,
+      "not-pending",
+    );
+  }
+  return proof.signature;
+}
+
+/**
+ * The single code path that decides an approval request, used by the CLI, the demo and the
+ * console (`by` says who decided: the CLI after the passphrase, a passkey, or "demo"). The
+ * decision is signed with `proof`: the approver key, which only an unlocked keyring gives, or a
+ * passkey's verified assertion over the statement prepared for it. Without the passphrase or a
+ * pinned passkey there is no decision a gateway honours.
  * Approving creates the grant in the same transaction as the decision, so a
  * waiting gateway either sees both or neither; a request that expired or was
  * cancelled in the meantime cannot be approved.
@@ -311,49 +393,25 @@ export function decideRequest(
   id: string,
   decision: Decision,
   by: string,
-  signer: DecisionSigner,
+  proof: DecisionProof,
 ): DecisionResult {
   return db
     .transaction((): DecisionResult => {
-      const req = pendingRequest(db, id);
-      if (Date.parse(req.expiresAt) <= Date.now()) {
-        throw new DecisionError(`approval request ${id} expired at ${req.expiresAt}`, "not-pending");
-      }
-      const run = getRun(db, req.agentRun);
-      if (!run || run.endedAt) {
-        throw new DecisionError(`the agent run of approval request ${id} has ended`, "not-pending");
-      }
-      const now = new Date().toISOString();
+      const req = decidableRequest(db, id, decision);
+      // a passkey signed a statement whose grant id and time were chosen when it was prepared
+      const fixed = proof instanceof DecisionSigner ? null : proof.statement;
+      const now = fixed?.issuedAt ?? new Date().toISOString();
+      const grantId = fixed?.grant ?? ulid();
+      const signature = signatureOf(decisionStatement(req, decision, grantId, now), proof);
       if (!decision.approve) {
-        const reason = decision.reason ?? null;
-        const signature = signer.sign(decisionDigest(denialStatement({ ...req, decidedAt: now, reason })));
         db.prepare(
           `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
              decision_signature = ? WHERE request = ?`,
-        ).run(now, by, reason, signature, id);
+        ).run(now, by, decision.reason ?? null, signature, id);
         return { request: getRequest(db, id)!, grant: null };
       }
-      if (decision.for === "session" && req.mode === "per-call") {
-        throw new DecisionError(
-          `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
-          "not-allowed",
-        );
-      }
-      const grant: Grant = {
-        grant: ulid(),
-        agentRun: req.agentRun,
-        serverLabel: req.serverLabel,
-        executionEpoch: req.executionEpoch,
-        toolScope: [{ name: req.tool, fingerprint: req.fingerprint }],
-        credentialScope: req.credentialScope,
-        mode: decision.for === "session" ? "session" : "per-call",
-        issuedAt: now,
-        expiresWhen: decision.for === "session" ? "agent-run-ends" : "this-call",
-      };
+      const grant = grantFor(req, decision.for, grantId, now);
       const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
-      const signature = signer.sign(
-        decisionDigest(grantStatement({ ...grant, request: id, argumentsDigest })),
-      );
       db.prepare(
         `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
            tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by,

@@ -107,3 +107,29 @@ export const signedDecisionsMigration: Migration = {
     ALTER TABLE grants ADD COLUMN signature TEXT;
   `,
 };
+
+/**
+ * Passkeys (WebAuthn credentials) registered as approvers. Only a cache of the audit chain: a
+ * passkey has authority when its pin record there, signed by the approver key, names it and no
+ * removal record does (src/approval/passkeyChain.ts). A row inserted here by SQL is listed (as
+ * not pinned) and never honoured. `counter` is the last signature counter seen (clone detection
+ * when the console completes a decision); `pin_seq` points at the pin record.
+ */
+export const passkeysMigration: Migration = {
+  version: 9,
+  owner: "approval (passkeys)",
+  sql: `
+    CREATE TABLE passkeys (
+      credential_id   TEXT PRIMARY KEY,
+      name            TEXT NOT NULL,
+      public_key      TEXT NOT NULL,
+      counter         INTEGER NOT NULL DEFAULT 0,
+      rp_id           TEXT NOT NULL,
+      transports_json TEXT NOT NULL DEFAULT '[]',
+      created_at      TEXT NOT NULL,
+      last_used_at    TEXT,
+      pin_seq         INTEGER,
+      removed_at      TEXT
+    );
+  `,
+};

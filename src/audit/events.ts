@@ -22,6 +22,8 @@ export const AUDIT_EVENT_TYPES = [
   "vault_unlocked",
   "credential_injected",
   "approver_key_pinned",
+  "passkey_pinned",
+  "passkey_removed",
   "decision_rejected",
   "request_forwarded",
   "grants_revoked",

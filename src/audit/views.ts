@@ -149,6 +149,8 @@ function runAttribution(records: ViewInput[]): (r: ViewInput) => string {
  */
 const NOT_ABOUT_A_RUN: ReadonlySet<string> = new Set([
   "approver_key_pinned",
+  "passkey_pinned",
+  "passkey_removed",
   "vault_unlocked",
   "vault_locked",
 ]);

@@ -20,6 +20,7 @@ usage: portcullis <command> [options]
   deny ID [--reason TEXT]              deny a request (asks for the passphrase)
   grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
+  passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
   audit verify|export|checkpoint|sessions|activity|show
@@ -80,6 +81,7 @@ const commands: Record<string, () => Promise<Command>> = {
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),
   audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads"),
+  passkey: async () => withStateDir((await import("./passkey.js")).passkeyCommand, "reads"),
   demo: async () => (await import("./demo.js")).demoCommand,
   wrap: async () => {
     const { wrapCommand } = await import("./wrap.js");

@@ -79,7 +79,16 @@ const PIN_LABEL = "portcullis approver key pin v1\n";
  * key and check the pin; it protects nothing secret (the pin's content is public).
  */
 export function pinSessionPrivateKey(approverPublicRaw: Uint8Array): KeyObject {
-  const k = createHash("sha256").update(PIN_LABEL).update(approverPublicRaw).digest();
+  return derivedSessionPrivateKey(PIN_LABEL, approverPublicRaw);
+}
+
+/**
+ * An X25519 private key derived publicly from `label` and `subject`: SHA-256(label || subject),
+ * clamped (RFC 7748). For records that gateways must open without the audit private key (the
+ * approver key pin; a passkey's pin and removal, src/approval/passkeyChain.ts).
+ */
+export function derivedSessionPrivateKey(label: string, subject: Uint8Array): KeyObject {
+  const k = createHash("sha256").update(label).update(subject).digest();
   k[0] = (k[0] as number) & 248;
   k[31] = ((k[31] as number) & 127) | 64;
   return x25519PrivateKeyFromRaw(k);

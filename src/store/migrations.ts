@@ -3,7 +3,7 @@
  * that has shipped is never edited, a change is a new entry. Each module that
  * owns tables owns its migration entries (noted beside each).
  */
-import { approvalMigration, signedDecisionsMigration } from "../approval/schema.js";
+import { approvalMigration, passkeysMigration, signedDecisionsMigration } from "../approval/schema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
 
@@ -98,4 +98,5 @@ export const migrations: Migration[] = [
     `,
   },
   { version: 7, owner: "vault", sql: VAULT_SCHEMA_SQL },
+  passkeysMigration,
 ];

@@ -1,0 +1,144 @@
+import { userInfo } from "node:os";
+import { listPasskeys, PasskeyError, removePasskey } from "../approval/passkey.js";
+import { passkeyRows } from "../approval/passkeyRows.js";
+import { safeText } from "../catalog/text.js";
+import { readConsoleAddress } from "../console/address.js";
+import { KeyringMissingError } from "../keyring/keyring.js";
+import { openStore, type Store } from "../store/db.js";
+import { parse } from "./args.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+
+export const PASSKEY_HELP = `usage: portcullis passkey list [--json] [--state-dir DIR]
+       portcullis passkey add [--state-dir DIR]
+       portcullis passkey rm ID [--state-dir DIR]
+
+Passkeys (Touch ID, Windows Hello, a security key) that can approve or deny
+requests in the console, as the passphrase can. Each is pinned in the audit chain
+when it is added, after the passphrase; gateways honour only pinned passkeys.
+  list   id, name, when added, when last used; a passkey that gateways do not
+         honour (not pinned, or removed) is marked with the reason
+  add    registration happens in the browser: this prints the console's page
+  rm ID  takes a passkey's authority away (recorded in the audit chain); no
+         passphrase needed. Its grants stop covering calls. ID may be a unique
+         prefix of at least 6 characters.`;
+
+const OPTIONS = {
+  json: { type: "boolean" },
+  "state-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** `portcullis passkey list|add|rm`: returns the exit code (0, 1 or 2). */
+export async function passkeyCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  try {
+    return run(args, ctx.stateDir);
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof KeyringMissingError) return fail(EXIT_USAGE, e.message);
+    if (e instanceof PasskeyError) {
+      // the message may hold an id as typed: printed inert
+      return fail(
+        e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED,
+        `passkey: ${safeText(e.message)}.`,
+      );
+    }
+    throw e;
+  }
+}
+
+function fail(code: number, message: string): number {
+  process.stderr.write(`portcullis: ${message}\n`);
+  return code;
+}
+
+function run(args: string[], stateDir: string): number {
+  const { values, positionals } = parse("passkey", args, OPTIONS);
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(`${PASSKEY_HELP}\n`);
+    return values.help ? EXIT_OK : EXIT_USAGE;
+  }
+  const [verb, ...rest] = positionals;
+  const wants = verb === "rm" ? 1 : 0;
+  if (verb !== "list" && verb !== "add" && verb !== "rm") {
+    throw new UsageError(`passkey: unknown subcommand "${safeText(verb!)}"; use list, add or rm.`);
+  }
+  if (rest.length !== wants) {
+    throw new UsageError(
+      wants
+        ? "passkey rm: give the passkey ID (see 'portcullis passkey list')."
+        : `passkey ${verb}: takes no arguments.`,
+    );
+  }
+  if (values.json && verb !== "list") throw new UsageError(`passkey ${verb}: --json is for 'passkey list'.`);
+  if (verb === "add") return add(stateDir);
+  const db = openStore(stateDir);
+  try {
+    return verb === "list" ? list(db, stateDir, !!values.json) : rm(db, stateDir, rest[0]!);
+  } finally {
+    db.close();
+  }
+}
+
+/** Registration needs a browser (WebAuthn): the console's passkeys page does it. */
+function add(stateDir: string): number {
+  const console = readConsoleAddress(stateDir);
+  if (!console) {
+    return fail(
+      EXIT_USAGE,
+      "passkey add: passkeys are registered in the console, after the passphrase: start it with 'portcullis console' and open its page /passkeys.",
+    );
+  }
+  process.stdout.write(`Register a passkey in the console (after the passphrase): ${console.url}/passkeys\n`);
+  return EXIT_OK;
+}
+
+function list(db: Store, stateDir: string, json: boolean): number {
+  const passkeys = listPasskeys(db, stateDir);
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ passkeys }, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  if (passkeys.length === 0) {
+    process.stdout.write("no passkey is registered ('portcullis passkey add' says how)\n");
+    return EXIT_OK;
+  }
+  for (const p of passkeys) {
+    process.stdout.write(
+      `${p.id}  ${safeText(JSON.stringify(p.name))}  added ${p.createdAt}  last used ${p.lastUsedAt ?? "never"}\n`,
+    );
+    if (!p.honoured) process.stdout.write(`    NOT honoured by gateways: ${safeText(p.why ?? "")}\n`);
+  }
+  return EXIT_OK;
+}
+
+function rm(db: Store, stateDir: string, given: string): number {
+  const id = resolveId(db, given);
+  const seq = removePasskey(
+    db,
+    stateDir,
+    id,
+    `${userName()} via 'portcullis passkey rm' (pid ${process.pid})`,
+  );
+  process.stdout.write(`removed passkey ${id}: its decisions are no longer honoured (audit record ${seq})\n`);
+  return EXIT_OK;
+}
+
+/** The full id of `given`: itself, or the one registered passkey it is a prefix of (6+ characters). */
+function resolveId(db: Store, given: string): string {
+  const ids = passkeyRows(db).map((r) => r.credentialId);
+  if (ids.includes(given) || given.length < 6) return given;
+  const matches = ids.filter((id) => id.startsWith(given));
+  if (matches.length > 1) {
+    throw new UsageError(
+      `passkey rm: ${safeText(given)} is the start of ${matches.length} passkeys; give more of the ID.`,
+    );
+  }
+  return matches[0] ?? given;
+}
+
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown user";
+  }
+}
