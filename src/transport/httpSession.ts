@@ -110,6 +110,8 @@ export class HttpSession implements Downstream {
       const wire = this.wireOfClient.get(JSON.stringify(msg.params.requestId));
       if (wire === undefined) return; // nothing of this client by that id is open
       msg = { ...msg, params: { ...msg.params, requestId: wire } };
+      const ex = this.exchanges.get(wire);
+      if (ex) this.dropExchange(ex);
     }
     this.hooks?.deliver(JSON.stringify(msg));
   }
@@ -214,12 +216,26 @@ export class HttpSession implements Downstream {
   }
 
   private finishExchange(ex: Exchange, answer: unknown): void {
+    this.forget(ex);
+    this.deliver(ex, JSON.stringify(answer), true);
+  }
+
+  /**
+   * The client cancelled the request: it gets no answer (an answer the gateway still sends is
+   * dropped), and its HTTP exchange ends (an SSE stream is closed, a waiting POST gets 204).
+   */
+  private dropExchange(ex: Exchange): void {
+    this.forget(ex);
+    if (ex.stream) ex.stream.finish();
+    else if (ex.res && !ex.res.headersSent) ex.res.writeHead(204).end();
+  }
+
+  private forget(ex: Exchange): void {
     this.exchanges.delete(ex.wire);
     const key = JSON.stringify(ex.clientId);
     if (this.wireOfClient.get(key) === ex.wire) this.wireOfClient.delete(key);
     if (ex.progressKey !== null && this.byProgress.get(ex.progressKey) === ex)
       this.byProgress.delete(ex.progressKey);
-    this.deliver(ex, JSON.stringify(answer), true);
   }
 
   private deliver(ex: Exchange, text: string, final: boolean): void {
