@@ -23,25 +23,34 @@ export interface Listener {
 
 export async function startListener(
   command: string[],
-  opts: { args?: string[]; label?: string; env?: Record<string, string>; stateDir?: string } = {},
+  opts: {
+    args?: string[];
+    label?: string;
+    env?: Record<string, string>;
+    stateDir?: string;
+    /** run LABEL from this portcullis.json (its "listen" key) instead of --listen -- COMMAND */
+    configFile?: string;
+  } = {},
 ): Promise<Listener> {
   const stateDir = opts.stateDir ?? newStateDir();
   const label = opts.label ?? "http-test";
   const proc = spawn(
     NODE,
-    [
-      CLI,
-      "run",
-      "--state-dir",
-      stateDir,
-      "--label",
-      label,
-      "--listen",
-      "127.0.0.1:0",
-      ...(opts.args ?? []),
-      "--",
-      ...command,
-    ],
+    opts.configFile
+      ? [CLI, "run", "--state-dir", stateDir, "--config", opts.configFile, ...(opts.args ?? []), label]
+      : [
+          CLI,
+          "run",
+          "--state-dir",
+          stateDir,
+          "--label",
+          label,
+          "--listen",
+          "127.0.0.1:0",
+          ...(opts.args ?? []),
+          "--",
+          ...command,
+        ],
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } },
   );
   let err = "";
