@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
+import { makeCatalog, numberedTools } from "../helpers/catalog.js";
+import { waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE, REPO } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 
@@ -18,8 +20,12 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function listener(command: string[], args: string[] = []): Promise<Listener> {
-  const l = await startListener(command, { args });
+async function listener(
+  command: string[],
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Listener> {
+  const l = await startListener(command, { args, env });
   cleanup.push(() => l.close());
   return l;
 }
@@ -121,5 +127,29 @@ describe("v2 client, modern era (2026-07-28), through run --listen", () => {
     const body = (await sent.json()) as { id: string; result: { supportedVersions: string[] } };
     expect(body.id).toBe("d");
     expect(body.result.supportedVersions).toContain("2026-07-28");
+  });
+
+  it("a subscriptions/listen stream stays open and carries the gateway's list_changed, with the client's listen id", async () => {
+    const catalog = makeCatalog(numberedTools("alpha", 2));
+    cleanup.push(async () => catalog.cleanup());
+    const l = await listener([NODE, FIXTURES.modern], ["--approval", "none"], catalog.env);
+    const changes: string[][] = [];
+    const client = new Client(
+      { name: "v2-http-listen", version: "1" },
+      {
+        versionNegotiation: { mode: { pin: "2026-07-28" } },
+        listChanged: { tools: { onChanged: (_e, tools) => changes.push((tools ?? []).map((t) => t.name)) } },
+      },
+    );
+    await client.connect(transportFor(l));
+    cleanup.push(() => client.close());
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["alpha_0", "alpha_1"]);
+    catalog.write(numberedTools("alpha", 3));
+    const seen = await waitFor(
+      () => changes.find((c) => c.includes("alpha_2")),
+      20_000,
+      "list_changed over the listen stream",
+    );
+    expect(seen).toEqual(["alpha_0", "alpha_1", "alpha_2"]);
   });
 });
