@@ -148,7 +148,7 @@ export class HttpFront {
     let session: Session | undefined;
     if (sessionId !== undefined) {
       session = this.sessions.get(sessionId);
-      if (!session || session.era !== "legacy") return rpcError(res, 404, -32001, "Session not found");
+      if (session?.era !== "legacy") return rpcError(res, 404, -32001, "Session not found");
       if (msg.method === "initialize")
         return rpcError(
           res,
