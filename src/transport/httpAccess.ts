@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 
 /**
@@ -36,11 +37,19 @@ export function isLoopback(host: string): boolean {
   return isIP(v4) === 4 && v4.startsWith("127.");
 }
 
-/** The `host[:port]` spellings a browser or client may put in `Host` for this address. */
+/**
+ * The `host[:port]` spellings a browser or client may put in `Host` for this address. On an
+ * unspecified address (0.0.0.0, ::) that is every address of this machine's interfaces, since a
+ * client reaches it by one of them; never a name other than localhost.
+ */
 export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
-  const bracket = isIP(addr.host) === 6 ? `[${addr.host}]` : addr.host;
-  const out = new Set([`${bracket}:${port}`.toLowerCase()]);
-  if (addr.loopback) for (const h of ["localhost", "127.0.0.1", "[::1]"]) out.add(`${h}:${port}`);
+  const spell = (h: string) => `${isIP(h) === 6 ? `[${h}]` : h}:${port}`.toLowerCase();
+  const out = new Set([spell(addr.host)]);
+  const unspecified = addr.host === "0.0.0.0" || addr.host === "::";
+  if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) out.add(spell(h));
+  if (unspecified)
+    for (const list of Object.values(networkInterfaces()))
+      for (const a of list ?? []) out.add(spell(a.address.split("%")[0]!));
   return out;
 }
 

@@ -101,6 +101,25 @@ describe("Host and Origin (DNS rebinding)", () => {
   });
 });
 
+describe("an unspecified address (0.0.0.0)", () => {
+  it("takes the machine's own addresses in Host, still refuses a foreign name, and still wants the token", async () => {
+    const l = await startListener(fixtureCommand("echo"), { address: "0.0.0.0:0" });
+    cleanup.push(() => l.close());
+    const viaLoopback = await raw(l, {
+      headers: l.headers({ host: `127.0.0.1:${l.port}` }),
+      body: initializeBody(),
+    });
+    expect(viaLoopback.status).toBe(200);
+    const foreign = await raw(l, {
+      headers: l.headers({ host: `rebound.example:${l.port}` }),
+      body: initializeBody(),
+    });
+    expect(foreign.status).toBe(403);
+    const { authorization: _, ...noToken } = l.headers({ host: `127.0.0.1:${l.port}` });
+    expect((await raw(l, { headers: noToken, body: initializeBody() })).status).toBe(401);
+  });
+});
+
 describe("--no-auth", () => {
   it("is refused on a non-loopback address: exit 2, one sentence naming the flag", () => {
     for (const addr of ["0.0.0.0:0", "192.168.1.20:8080", "[::]:0"]) {

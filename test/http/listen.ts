@@ -28,6 +28,8 @@ export async function startListener(
     label?: string;
     env?: Record<string, string>;
     stateDir?: string;
+    /** --listen value (default 127.0.0.1:0) */
+    address?: string;
     /** run LABEL from this portcullis.json (its "listen" key) instead of --listen -- COMMAND */
     configFile?: string;
   } = {},
