@@ -96,8 +96,10 @@ export async function serveListen(
           }
         : { pid, why: null, remoteAddress };
     },
-    modernKey: (peer) =>
-      peer.pid !== null ? `${peer.pid}-${processStartTime(peer.pid) ?? "?"}` : `addr-${peer.remoteAddress}`,
+    processKey: (peer) => {
+      const start = peer.pid !== null ? processStartTime(peer.pid) : null;
+      return start !== null ? `${peer.pid}-${start}` : null;
+    },
     open: (session, peer) => openSession(shared, verifier, session, peer),
   });
   const port = await front.listen();

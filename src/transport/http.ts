@@ -33,10 +33,12 @@ export interface HttpFrontOptions {
   /** finds the connecting process from the socket (`src/identity/proc.ts` on Linux) */
   findPeer(localPort: number, remotePort: number, remoteAddress: string): Peer;
   /**
-   * A key that groups a modern-era client's requests (they carry no session id): the same
-   * connecting process is one session, so its approvals hold across its requests.
+   * The identity of a connecting process (pid and start time), or null when it is not known. It
+   * groups a modern-era client's requests (they carry no session id: one process, one session, so
+   * its approvals hold across its requests), and binds a legacy session to the process that
+   * opened it.
    */
-  modernKey(peer: Peer): string;
+  processKey(peer: Peer): string | null;
   /** A new session: start a gateway and a server for it. */
   open(session: Session, peer: Peer): SessionHooks;
 }
@@ -57,6 +59,7 @@ export class HttpFront {
   private hosts = new Set<string>();
   private reaper: NodeJS.Timeout | null = null;
   private readonly peers = new WeakMap<Socket, Peer>();
+  private readonly keys = new WeakMap<Peer, string | null>();
 
   constructor(private readonly o: HttpFrontOptions) {}
 
@@ -147,7 +150,7 @@ export class HttpFront {
     const sessionId = header(req, "mcp-session-id");
     let session: Session | undefined;
     if (sessionId !== undefined) {
-      session = this.sessions.get(sessionId);
+      session = this.sessionOf(req, sessionId);
       if (session?.era !== "legacy") return rpcError(res, 404, -32001, "Session not found");
       if (msg.method === "initialize")
         return rpcError(
@@ -191,7 +194,7 @@ export class HttpFront {
       return [406, "Accept must list text/event-stream"];
     const sessionId = header(req, "mcp-session-id");
     if (sessionId === undefined) return [405, "GET needs a session (Mcp-Session-Id)"];
-    const session = this.sessions.get(sessionId);
+    const session = this.sessionOf(req, sessionId);
     if (!session) return [404, "Session not found"];
     const last = header(req, "last-event-id");
     if (last !== undefined) {
@@ -204,7 +207,7 @@ export class HttpFront {
   private async delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const sessionId = header(req, "mcp-session-id");
     if (sessionId === undefined) return plain(res, 400, "DELETE needs Mcp-Session-Id");
-    const session = this.sessions.get(sessionId);
+    const session = this.sessionOf(req, sessionId);
     if (!session) return plain(res, 404, "Session not found");
     await session.end();
     res.writeHead(200).end();
@@ -214,19 +217,38 @@ export class HttpFront {
     if (this.sessions.size >= this.o.maxSessions)
       return `too many sessions (${this.o.maxSessions} open): end one (DELETE) or raise --listen-max-sessions`;
     const id = key ?? randomBytes(16).toString("hex");
-    const session = new HttpSession(id, era, (s) => {
+    const peer = this.peerOf(req);
+    const session = new HttpSession(id, era, this.keyOf(peer), (s) => {
       if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
     });
     this.sessions.set(id, session);
-    session.hooks = this.o.open(session, this.peerOf(req));
+    session.hooks = this.o.open(session, peer);
     return session;
   }
 
+  /**
+   * The session of that id, if the request comes from the process that opened it: another
+   * process that learnt the id (it holds the token too) does not get that run's grants; for it
+   * the session does not exist. Not checked when the opener's process was not known.
+   */
+  private sessionOf(req: IncomingMessage, id: string): Session | undefined {
+    const session = this.sessions.get(id);
+    if (!session || session.owner === null) return session;
+    return this.keyOf(this.peerOf(req)) === session.owner ? session : undefined;
+  }
+
   private modernSession(req: IncomingMessage): Session | string {
-    const key = `modern-${this.o.modernKey(this.peerOf(req))}`;
+    const peer = this.peerOf(req);
+    const key = `modern-${this.keyOf(peer) ?? `addr-${peer.remoteAddress}`}`;
     const open = this.sessions.get(key);
     if (open && !open.isEnded) return open;
     return this.openSession(req, "modern", key);
+  }
+
+  /** The peer's process key, read once per peer (a connection's peer is read once). */
+  private keyOf(peer: Peer): string | null {
+    if (!this.keys.has(peer)) this.keys.set(peer, this.o.processKey(peer));
+    return this.keys.get(peer) ?? null;
   }
 
   private peerOf(req: IncomingMessage): Peer {

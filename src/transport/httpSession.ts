@@ -60,6 +60,8 @@ export class HttpSession implements Downstream {
     /** Mcp-Session-Id (legacy), or the front's own key for a modern client */
     readonly id: string,
     readonly era: "legacy" | "modern",
+    /** the process that opened it (pid and start time), or null when it was not known */
+    readonly owner: string | null,
     private readonly onEnded: (s: HttpSession) => void,
   ) {
     this.streams.set("0", this.standalone);

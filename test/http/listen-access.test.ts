@@ -10,7 +10,7 @@ import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { initializeBody, raw } from "./raw.js";
+import { initializeBody, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -149,4 +149,27 @@ describe("--no-auth", () => {
     expect(l.token).toBeNull();
     expect((await raw(l, { body: initializeBody() })).status).toBe(200);
   });
+});
+
+describe("a session belongs to the process that opened it", () => {
+  it.runIf(process.platform === "linux")(
+    "another local process with the token and the session id gets 404, not the session (nor its run's grants)",
+    async () => {
+      const l = await listener(["--approval", "none"]);
+      const session = await openSession(l);
+      const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+      const headers = l.headers({ "mcp-session-id": session });
+      const other = spawnSync(
+        NODE,
+        [
+          "-e",
+          `fetch(${JSON.stringify(l.url)}, { method: "POST", headers: ${JSON.stringify(headers)}, body: ${JSON.stringify(list)} }).then((r) => process.stdout.write(String(r.status)))`,
+        ],
+        { encoding: "utf8", timeout: 20_000 },
+      );
+      expect(other.stdout).toBe("404");
+      const own = await raw(l, { headers, body: list });
+      expect(own.status).toBe(200);
+    },
+  );
 });
