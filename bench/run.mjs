@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every bench/*.mjs (except this file, and null-relay.mjs and guard-off-gateway.mjs, which
 // are tools of the relay bench) as a child process, one after the other, streaming its output under a header.
-// Order: relay, identity, catalog, audit (whichever exist), then any other, alphabetically.
+// Order: relay, http, identity, catalog, audit (whichever exist), then any other, alphabetically.
 // Exit code: non-zero only if a bench crashed (exited non-zero or by a signal).
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
-const FIRST = ["relay", "identity", "catalog", "audit"];
+const FIRST = ["relay", "http", "identity", "catalog", "audit"];
 const SKIP = new Set(["run", "null-relay", "guard-off-gateway"]);
 
 const names = readdirSync(BENCH)

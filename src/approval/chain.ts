@@ -155,6 +155,22 @@ export function describeProcess(pid: number, digests = new ExecutableDigests()):
 
 // ───────────────────────────── chain ─────────────────────────────
 
+/** The chain of a client whose process could not be found: one entry, no pid, the reason. */
+export function unknownClientChain(why: string): ChainEntry[] {
+  return [
+    {
+      pid: 0,
+      ppid: null,
+      startTime: null,
+      startedAt: null,
+      executable: null,
+      sha256: null,
+      command: "",
+      note: why,
+    },
+  ];
+}
+
 /**
  * Walks from `fromPid` upward: each process, then its parent, up to pid 1 or
  * MAX_CHAIN_DEPTH entries. On a platform without /proc or ps, the chain holds

@@ -44,8 +44,13 @@ export function chainDigest(chain: readonly ChainEntry[]): string {
  * chain upward from the gateway's parent (`fromPid`, default process.ppid) and
  * persists it.
  */
-export function startRun(db: Store, gatewayLabel: string, opts: { fromPid?: number } = {}): Run {
-  const chain = processChain(opts.fromPid ?? process.ppid, new ExecutableDigests(db));
+export function startRun(
+  db: Store,
+  gatewayLabel: string,
+  opts: { fromPid?: number; chain?: ChainEntry[] } = {},
+): Run {
+  // `chain`: a caller that could not find the client's process (HTTP) says so in the chain itself
+  const chain = opts.chain ?? processChain(opts.fromPid ?? process.ppid, new ExecutableDigests(db));
   const run: Run = {
     run: ulid(),
     serverLabel: gatewayLabel,

@@ -30,6 +30,7 @@ import { envDelivery } from "../vault/delivery.js";
 import { holderVault } from "../vault/port.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
+import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
        portcullis run [options] LABEL          (a server from portcullis.json)
@@ -61,6 +62,13 @@ options:
   --audit-arguments digest|clear digest (default): calls' arguments are recorded as a SHA-256;
                                  clear: also the arguments themselves (sealed; values under
                                  secret-named keys redacted)
+  --listen HOST:PORT             serve over Streamable HTTP at http://HOST:PORT/mcp instead of stdio;
+                                 each HTTP session gets its own server process and agent run
+  --listen-token-file FILE       the bearer token clients must send (default: one generated and kept
+                                 in the state directory; 'portcullis status' shows it)
+  --no-auth                      no bearer token (only on a loopback address)
+  --listen-max-sessions N        sessions open at once; more are answered 503 (default 16)
+  --listen-idle-timeout MS       a session with nothing open for this long is ended (default 600000)
 
 In your MCP client configuration:
   "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
@@ -79,6 +87,11 @@ const OPTIONS = {
   "request-ttl": { type: "string" },
   "audit-sync": { type: "string" },
   "audit-arguments": { type: "string" },
+  listen: { type: "string" },
+  "listen-token-file": { type: "string" },
+  "no-auth": { type: "boolean" },
+  "listen-max-sessions": { type: "string" },
+  "listen-idle-timeout": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -151,12 +164,14 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
+  const listen = listenSettings(server, stateDir, values);
   return serve(server, stateDir, {
     holdTimeoutMs,
     approvalTimeoutMs,
     requestTtlMs,
     auditSync,
     decide: internals.decide,
+    listen,
   });
 }
 
@@ -224,12 +239,14 @@ async function serve(
     requestTtlMs,
     auditSync,
     decide,
+    listen,
   }: {
     holdTimeoutMs?: number;
     approvalTimeoutMs?: number;
     requestTtlMs?: number;
     auditSync: "full" | "normal";
     decide?: GatewayOptions["decide"];
+    listen?: ListenSettings | null;
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
@@ -269,16 +286,17 @@ async function serve(
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
   const delivery = envDelivery(stateDir, server.credentialSpecs);
   Object.assign(env, delivery.placeholders);
+  const spec = {
+    serverLabel: server.label,
+    command: server.command,
+    args: server.args,
+    cwd: server.cwd,
+    env,
+    configDigest: configDigest(server),
+    include: server.identity.include,
+  };
   const supervisor = new Supervisor({
-    spec: {
-      serverLabel: server.label,
-      command: server.command,
-      args: server.args,
-      cwd: server.cwd,
-      env,
-      configDigest: configDigest(server),
-      include: server.identity.include,
-    },
+    spec,
     cache,
     log: statusLog,
     // how often a swapped worker is looked for while idle (it is also checked before every
@@ -296,6 +314,21 @@ async function serve(
     log.warn(`audit: could not close the calls left open by gone gateways: ${(e as Error).message}`);
   }
   const events = auditSink(audit, log, new OpenIntents(store, gatewayId));
+
+  // The console's page of a request, when a console runs for this state directory.
+  const consolePage = (request: string): string | null => {
+    const address = readConsoleAddress(stateDir);
+    return address ? requestPageUrl(address.url, request) : null;
+  };
+  if (listen) {
+    // the supervisor above is never started: each HTTP session has its own
+    const shared = { server, stateDir, store, audit, events, log, cache, spec, delivery };
+    return listenUntilSignal(
+      { ...shared, holdTimeoutMs, approvalTimeoutMs, requestTtlMs, consolePage, decide },
+      listen,
+      registry,
+    );
+  }
   let run: Run | null = null;
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
@@ -309,11 +342,6 @@ async function serve(
     log.warn(`no grant will be honoured: ${trust.why}`);
     registry.statusLine(`approvals refused: ${trust.why}`);
   }
-  // The console's page of a request, when a console runs for this state directory.
-  const consolePage = (request: string): string | null => {
-    const address = readConsoleAddress(stateDir);
-    return address ? requestPageUrl(address.url, request) : null;
-  };
   const beginRun = () => {
     run = startRun(store, server.label);
     events.emit({

@@ -1,12 +1,16 @@
 import { listGateways } from "../gateway/registry.js";
+import { processStartTime } from "../identity/index.js";
 import { openStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
+import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { displayCommand } from "../util/redact.js";
 import { parse } from "./args.js";
 
 export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-dir DIR]
 
 Every running gateway: its server label, state, execution epoch, execution record and status lines.
+Every HTTP front (run --listen): its URL, and the bearer token clients must send (a local
+credential of yours: it is shown here and kept in its 0600 file, never logged).
   --all    also gateways that have ended`;
 
 export async function statusCommand(args: string[]): Promise<number> {
@@ -25,13 +29,18 @@ export async function statusCommand(args: string[]): Promise<number> {
     process.stdout.write(`${STATUS_HELP}\n`);
     return 0;
   }
-  const store = openStore(existingStateDir(values["state-dir"]));
+  const stateDir = existingStateDir(values["state-dir"]);
+  const store = openStore(stateDir);
   try {
     const rows = listGateways(store, { all: values.all });
+    const listening = readListenInfos(stateDir)
+      .filter((l) => processStartTime(l.pid) !== null)
+      .map((l) => ({ ...l, token: l.tokenFile ? readTokenFile(l.tokenFile) : null }));
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ gateways: rows }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ gateways: rows, listening }, null, 2)}\n`);
       return 0;
     }
+    for (const l of listening) writeListening(l);
     if (rows.length === 0) {
       process.stdout.write(values.all ? "no gateways recorded\n" : "no gateway is running\n");
       return 0;
@@ -59,4 +68,14 @@ export async function statusCommand(args: string[]): Promise<number> {
   } finally {
     store.close();
   }
+}
+
+function writeListening(l: ListenInfo & { token: string | null }): void {
+  process.stdout.write(`${l.label}  listening on ${l.url}  gateway pid ${l.pid}  since ${l.startedAt}\n`);
+  if (l.auth === "none") {
+    process.stdout.write("  auth       none (--no-auth, loopback only)\n");
+    return;
+  }
+  process.stdout.write(`  token file ${l.tokenFile}\n`);
+  process.stdout.write(`  header     Authorization: Bearer ${l.token ?? "(token file not readable)"}\n`);
 }

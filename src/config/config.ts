@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { parseListenAddress } from "../transport/httpAccess.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
@@ -43,6 +44,10 @@ export interface ServerConfig {
   audit: { arguments: AuditArguments };
   /** the largest JSON-RPC message (bytes, one line) relayed either way; unset: the relay's default (64 MiB) */
   maxMessageBytes?: number;
+  /** `HOST:PORT`: serve this server over Streamable HTTP there (`run --listen`) instead of stdio */
+  listen?: string;
+  /** the bearer token's file for `listen` (absolute; default: one generated in the state directory) */
+  listenTokenFile?: string;
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
 }
@@ -84,6 +89,8 @@ const SERVER_KEYS = new Set([
   "approval",
   "audit",
   "maxMessageBytes",
+  "listen",
+  "listenTokenFile",
   "type",
 ]);
 
@@ -236,6 +243,19 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     if (problem) fail("maxMessageBytes", problem);
     maxMessageBytes = raw.maxMessageBytes as number;
   }
+  let listen: string | undefined;
+  if (raw.listen !== undefined) {
+    if (typeof raw.listen !== "string") fail("listen", 'must be a string "HOST:PORT"');
+    const addr = parseListenAddress(raw.listen as string);
+    if (typeof addr === "string") fail("listen", addr);
+    listen = raw.listen as string;
+  }
+  let listenTokenFile: string | undefined;
+  if (raw.listenTokenFile !== undefined) {
+    if (typeof raw.listenTokenFile !== "string" || raw.listenTokenFile === "")
+      fail("listenTokenFile", "must be a file path (a string)");
+    listenTokenFile = resolve(base, raw.listenTokenFile as string);
+  }
   return {
     label,
     command: raw.command as string,
@@ -250,6 +270,8 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     approval,
     audit,
     ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),
+    ...(listen !== undefined ? { listen } : {}),
+    ...(listenTokenFile !== undefined ? { listenTokenFile } : {}),
     configFile: file,
   };
 }

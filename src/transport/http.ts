@@ -1,0 +1,297 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { Logger } from "../util/log.js";
+import {
+  allowedHosts,
+  bearerMatches,
+  hostOriginProblem,
+  isLoopback,
+  type ListenAddress,
+} from "./httpAccess.js";
+import { readJsonBody } from "./httpBody.js";
+import { HttpSession, type HttpSession as Session, type SessionHooks } from "./httpSession.js";
+import { parseEventId } from "./httpSse.js";
+
+/** The client behind a connection, as the operating system tells it (never as the client says). */
+export interface Peer {
+  /** the connecting process, when it could be found from the socket */
+  pid: number | null;
+  /** why `pid` is null, in one sentence */
+  why: string | null;
+  remoteAddress: string;
+}
+
+export interface HttpFrontOptions {
+  address: ListenAddress;
+  /** null: --no-auth (loopback only, checked by the caller) */
+  token: string | null;
+  maxMessageBytes: number;
+  maxSessions: number;
+  idleTimeoutMs: number;
+  log: Logger;
+  /** finds the connecting process from the socket (`src/identity/proc.ts` on Linux) */
+  findPeer(localPort: number, remotePort: number, remoteAddress: string): Peer;
+  /**
+   * The identity of a connecting process (pid and start time), or null when it is not known. It
+   * groups a modern-era client's requests (they carry no session id: one process, one session, so
+   * its approvals hold across its requests), and binds a legacy session to the process that
+   * opened it.
+   */
+  processKey(peer: Peer): string | null;
+  /** A new session: start a gateway and a server for it. */
+  open(session: Session, peer: Peer): SessionHooks;
+}
+
+const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
+
+/**
+ * The Streamable HTTP front at `http://HOST:PORT/mcp`: access checks on every request, then
+ * sessions. A legacy client's `initialize` opens a session (its id in `Mcp-Session-Id`); a modern
+ * (2026-07-28) client's requests, which carry no session, share one session per connecting
+ * process. Each session is one gateway, one supervised server, one agent run. Transport problems
+ * are HTTP statuses; everything the gateway says, refusals included, is a JSON-RPC body with 200.
+ */
+export class HttpFront {
+  private server: Server | null = null;
+  private readonly sessions = new Map<string, Session>();
+  private closing = false;
+  private hosts = new Set<string>();
+  private reaper: NodeJS.Timeout | null = null;
+  private readonly peers = new WeakMap<Socket, Peer>();
+  private readonly keys = new WeakMap<Peer, string | null>();
+
+  constructor(private readonly o: HttpFrontOptions) {}
+
+  /** Listens; resolves with the port (useful with port 0). */
+  async listen(): Promise<number> {
+    const server = createServer((req, res) => {
+      this.handle(req, res).catch((e) => {
+        this.o.log.warn(`http: ${req.method} failed: ${(e as Error).message}`);
+        if (!res.headersSent) plain(res, 500, "internal error");
+        else res.end();
+      });
+    });
+    server.keepAliveTimeout = 60_000;
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.o.address.port, this.o.address.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const port = (server.address() as { port: number }).port;
+    this.hosts = allowedHosts(this.o.address, port);
+    this.reaper = setInterval(
+      () => this.reapIdle(),
+      Math.max(1_000, Math.min(60_000, this.o.idleTimeoutMs / 4)),
+    );
+    this.reaper.unref();
+    return port;
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Stops accepting, ends every session (their servers stop), closes the socket. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.reaper) clearInterval(this.reaper);
+    await Promise.all([...this.sessions.values()].map((s) => s.end()));
+    const server = this.server;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  private reapIdle(): void {
+    const now = Date.now();
+    for (const s of this.sessions.values()) {
+      if (s.idle && now - s.lastUsed > this.o.idleTimeoutMs) {
+        this.o.log.info(`http: session ${s.id.slice(0, 8)}… idle for ${this.o.idleTimeoutMs} ms: ended`);
+        void s.end();
+      }
+    }
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0];
+    const problem = hostOriginProblem(req.headers.host, header(req, "origin"), this.hosts);
+    if (problem) return plain(res, 403, `${problem}: refused (DNS rebinding protection)`);
+    if (path !== "/mcp") return plain(res, 404, "not found: the MCP endpoint is /mcp");
+    if (this.o.token !== null && !bearerMatches(header(req, "authorization"), this.o.token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="portcullis"');
+      return plain(res, 401, "a bearer token is required (see 'portcullis status' for it)");
+    }
+    if (this.closing) return plain(res, 503, "shutting down");
+    if (req.method === "POST") return this.post(req, res);
+    if (req.method === "GET") return this.get(req, res);
+    if (req.method === "DELETE") return this.delete(req, res);
+    res.setHeader("allow", "GET, POST, DELETE");
+    return plain(res, 405, `method ${req.method} not allowed`);
+  }
+
+  private async post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const type = (header(req, "content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/json")
+      return rpcError(res, 415, -32600, "Content-Type must be application/json");
+    const accept = (header(req, "accept") ?? "").toLowerCase();
+    if (!accept.includes("application/json") || !accept.includes("text/event-stream"))
+      return rpcError(res, 406, -32600, "Accept must list both application/json and text/event-stream");
+    const body = await readJsonBody(req, this.o.maxMessageBytes);
+    if (!body.ok) return rpcError(res, body.status, body.code, body.message, body.data);
+    const msg = body.message;
+
+    const isRequest = typeof msg.method === "string" && msg.id !== undefined;
+    const sessionId = header(req, "mcp-session-id");
+    let session: Session | undefined;
+    if (sessionId !== undefined) {
+      session = this.sessionOf(req, sessionId);
+      if (session?.era !== "legacy") return rpcError(res, 404, -32001, "Session not found");
+      if (msg.method === "initialize")
+        return rpcError(
+          res,
+          400,
+          -32600,
+          "this session is already initialized; send initialize without Mcp-Session-Id",
+        );
+    } else if (msg.method === "initialize" && isRequest) {
+      const opened = this.openSession(req, "legacy");
+      if (typeof opened === "string") return rpcError(res, 503, -32000, opened);
+      session = opened;
+      res.setHeader("mcp-session-id", session.id);
+    } else if (msg.method === "server/discover" || isModern(msg)) {
+      const opened = this.modernSession(req);
+      if (typeof opened === "string") return rpcError(res, 503, -32000, opened);
+      session = opened;
+    } else {
+      return rpcError(
+        res,
+        400,
+        -32000,
+        "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+      );
+    }
+    if (isRequest) session.request(msg as typeof msg & { id: string | number; method: string }, res);
+    else {
+      session.notify(msg);
+      res.writeHead(202).end();
+    }
+  }
+
+  private get(req: IncomingMessage, res: ServerResponse): void {
+    const refusal = this.getRefusal(req, res);
+    if (refusal) plain(res, refusal[0], refusal[1]);
+  }
+
+  /** Serves a GET (a stream), or says why not: [status, text]. */
+  private getRefusal(req: IncomingMessage, res: ServerResponse): [number, string] | null {
+    if (!(header(req, "accept") ?? "").toLowerCase().includes("text/event-stream"))
+      return [406, "Accept must list text/event-stream"];
+    const sessionId = header(req, "mcp-session-id");
+    if (sessionId === undefined) return [405, "GET needs a session (Mcp-Session-Id)"];
+    const session = this.sessionOf(req, sessionId);
+    if (!session) return [404, "Session not found"];
+    const last = header(req, "last-event-id");
+    if (last !== undefined) {
+      const at = parseEventId(last);
+      return at && session.resume(at.stream, at.seq, res) ? null : [404, "no such event stream to resume"];
+    }
+    return session.openStandalone(res) ? null : [409, "this session's GET stream is already open"];
+  }
+
+  private async delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const sessionId = header(req, "mcp-session-id");
+    if (sessionId === undefined) return plain(res, 400, "DELETE needs Mcp-Session-Id");
+    const session = this.sessionOf(req, sessionId);
+    if (!session) return plain(res, 404, "Session not found");
+    await session.end();
+    res.writeHead(200).end();
+  }
+
+  private openSession(req: IncomingMessage, era: "legacy" | "modern", key?: string): Session | string {
+    if (this.sessions.size >= this.o.maxSessions)
+      return `too many sessions (${this.o.maxSessions} open): end one (DELETE) or raise --listen-max-sessions`;
+    const id = key ?? randomBytes(16).toString("hex");
+    const peer = this.peerOf(req);
+    const session = new HttpSession(id, era, this.keyOf(peer), (s) => {
+      if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
+    });
+    this.sessions.set(id, session);
+    session.hooks = this.o.open(session, peer);
+    return session;
+  }
+
+  /**
+   * The session of that id, if the request comes from the process that opened it: another
+   * process that learnt the id (it holds the token too) does not get that run's grants; for it
+   * the session does not exist. Not checked when the opener's process was not known.
+   */
+  private sessionOf(req: IncomingMessage, id: string): Session | undefined {
+    const session = this.sessions.get(id);
+    if (!session || session.owner === null) return session;
+    return this.keyOf(this.peerOf(req)) === session.owner ? session : undefined;
+  }
+
+  private modernSession(req: IncomingMessage): Session | string {
+    const peer = this.peerOf(req);
+    const key = `modern-${this.keyOf(peer) ?? `addr-${peer.remoteAddress}`}`;
+    const open = this.sessions.get(key);
+    if (open && !open.isEnded) return open;
+    return this.openSession(req, "modern", key);
+  }
+
+  /** The peer's process key, read once per peer (a connection's peer is read once). */
+  private keyOf(peer: Peer): string | null {
+    if (!this.keys.has(peer)) this.keys.set(peer, this.o.processKey(peer));
+    return this.keys.get(peer) ?? null;
+  }
+
+  private peerOf(req: IncomingMessage): Peer {
+    const s = req.socket;
+    const known = this.peers.get(s);
+    if (known) return known;
+    const peer = this.findPeerOf(s);
+    this.peers.set(s, peer);
+    return peer;
+  }
+
+  /** Read once per connection (a keep-alive connection is one client process). */
+  private findPeerOf(s: Socket): Peer {
+    const remoteAddress = s.remoteAddress ?? "";
+    if (!isLoopback(remoteAddress))
+      return {
+        pid: null,
+        why: `the client connected from ${remoteAddress}, not this machine`,
+        remoteAddress,
+      };
+    return this.o.findPeer(s.localPort ?? 0, s.remotePort ?? 0, remoteAddress);
+  }
+}
+
+function isModern(msg: { params?: unknown }): boolean {
+  const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  return typeof meta?.[PROTOCOL_VERSION_META] === "string";
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function plain(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${text}\n`);
+}
+
+/** A transport error with a JSON-RPC body (id null: the request was not taken). */
+function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: unknown): void {
+  const error: Record<string, unknown> = { code, message };
+  if (data !== undefined) error.data = data;
+  res
+    .writeHead(status, { "content-type": "application/json" })
+    .end(JSON.stringify({ jsonrpc: "2.0", id: null, error }));
+}

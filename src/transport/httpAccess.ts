@@ -1,0 +1,133 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { networkInterfaces } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Who may speak to the HTTP front: the listen address and its loopback rule, the bearer token,
+ * and the Host/Origin checks that refuse DNS rebinding. Everything here answers before any byte
+ * of the body is read.
+ */
+
+export interface ListenAddress {
+  /** as given, without brackets (an IPv6 literal is bare) */
+  host: string;
+  port: number;
+  loopback: boolean;
+}
+
+/** Parses `HOST:PORT` (`[::1]:PORT` for IPv6); a problem is returned as one sentence. */
+export function parseListenAddress(text: string): ListenAddress | string {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(text.trim());
+  if (!m) return `must be HOST:PORT, e.g. 127.0.0.1:8765 or [::1]:8765 (got "${text}")`;
+  const host = (m[1] ?? m[2])!;
+  const port = Number(m[3]);
+  if (port > 65535) return `port ${port} is out of range (0-65535)`;
+  if (host !== "localhost" && isIP(host) === 0)
+    return `the host must be an IP address or localhost (got "${host}"): a name could resolve elsewhere`;
+  return { host, port, loopback: isLoopback(host) };
+}
+
+/** 127.0.0.0/8, ::1 (and its IPv4-mapped form), and the name localhost. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase();
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
+  const v4 = h.startsWith("::ffff:") ? h.slice(7) : h;
+  return isIP(v4) === 4 && v4.startsWith("127.");
+}
+
+/**
+ * The `host[:port]` spellings a browser or client may put in `Host` for this address. On an
+ * unspecified address (0.0.0.0, ::) that is every address of this machine's interfaces, since a
+ * client reaches it by one of them; never a name other than localhost.
+ */
+export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
+  const spell = (h: string) => `${isIP(h) === 6 ? `[${h}]` : h}:${port}`.toLowerCase();
+  const out = new Set([spell(addr.host)]);
+  const unspecified = addr.host === "0.0.0.0" || addr.host === "::";
+  if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) out.add(spell(h));
+  if (unspecified)
+    for (const list of Object.values(networkInterfaces()))
+      for (const a of list ?? []) out.add(spell(a.address.split("%")[0]!));
+  return out;
+}
+
+/**
+ * `Host` must name the listen address; `Origin`, when present, must be an http origin of a
+ * loopback name on the same port (a page of another site sends its own origin, and a rebound
+ * name still arrives with the attacker's `Host`). Returns the refusal, or null.
+ */
+export function hostOriginProblem(
+  hostHeader: string | undefined,
+  originHeader: string | undefined,
+  hosts: Set<string>,
+): string | null {
+  if (!hostHeader || !hosts.has(hostHeader.toLowerCase()))
+    return `Host "${hostHeader ?? ""}" is not this server`;
+  if (originHeader === undefined) return null;
+  let origin: URL;
+  try {
+    origin = new URL(originHeader);
+  } catch {
+    return `Origin "${originHeader}" is not a valid origin`;
+  }
+  if (origin.protocol !== "http:" || !hosts.has(origin.host.toLowerCase()))
+    return `Origin "${originHeader}" is not this server`;
+  return null;
+}
+
+/** Compares a request's `Authorization` header with the token in constant time. */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  const given = Buffer.from(m ? m[1]! : "", "utf8");
+  const want = Buffer.from(token, "utf8");
+  // equal lengths for timingSafeEqual; the length check happens after the comparison
+  const padded = Buffer.alloc(want.length);
+  given.copy(padded, 0, 0, Math.min(given.length, want.length));
+  return timingSafeEqual(padded, want) && given.length === want.length;
+}
+
+/** Where a generated token of the server `label` lives: `<stateDir>/listen/<label>.token`. */
+export function tokenPath(stateDir: string, label: string): string {
+  return join(stateDir, "listen", `${label.replace(/[^A-Za-z0-9._-]/g, "-")}.token`);
+}
+
+export class TokenFileError extends Error {}
+
+/**
+ * The bearer token: read from `file` when given (first line, at least 16 characters), else the
+ * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
+ */
+export function loadToken(
+  stateDir: string,
+  label: string,
+  file: string | undefined,
+): { token: string; path: string } {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (e) {
+      throw new TokenFileError(
+        `--listen-token-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code})`,
+      );
+    }
+    const token = text.split(/\r?\n/)[0]!.trim();
+    if (token.length < 16 || /\s/.test(token))
+      throw new TokenFileError(
+        `--listen-token-file ${file}: the first line must be a token of at least 16 characters without spaces`,
+      );
+    return { token, path: file };
+  }
+  const path = tokenPath(stateDir, label);
+  if (existsSync(path)) {
+    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+    const token = readFileSync(path, "utf8").trim();
+    if (token.length >= 16) return { token, path };
+  }
+  mkdirSync(join(stateDir, "listen"), { recursive: true, mode: 0o700 });
+  const token = randomBytes(32).toString("hex");
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  return { token, path };
+}

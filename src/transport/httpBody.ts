@@ -1,0 +1,79 @@
+import type { IncomingMessage } from "node:http";
+import { INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
+
+export interface JsonRpcMessage {
+  jsonrpc: "2.0";
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: unknown;
+}
+
+export type BodyResult =
+  | { ok: true; message: JsonRpcMessage }
+  | { ok: false; status: number; code: number; message: string; data?: unknown };
+
+/**
+ * Reads one POST body, at most `maxBytes` (a longer one is refused as it arrives, never buffered
+ * whole: 413), and checks it is one JSON-RPC message (400 otherwise). Batches are refused: the
+ * protocol dropped them (2025-06-18), and no SDK client sends one.
+ */
+export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+  const tooLarge = (bytes: number): BodyResult => ({
+    ok: false,
+    status: 413,
+    code: INVALID_REQUEST,
+    message: `the request body exceeds the message size limit of ${maxBytes} bytes`,
+    data: { error: "message_too_large", bytes, limit: maxBytes },
+  });
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    req.resume();
+    return tooLarge(declared);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  await new Promise<void>((resolve, reject) => {
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > maxBytes) over = true;
+      if (!over) chunks.push(c);
+    });
+    req.once("end", resolve);
+    req.once("error", reject);
+  });
+  if (over) return tooLarge(size);
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return { ok: false, status: 400, code: PARSE_ERROR, message: "Parse error: the body is not valid JSON" };
+  }
+  const problem = jsonRpcProblem(value);
+  if (problem)
+    return { ok: false, status: 400, code: INVALID_REQUEST, message: `Invalid Request: ${problem}` };
+  return { ok: true, message: value as JsonRpcMessage };
+}
+
+function jsonRpcProblem(v: unknown): string | null {
+  if (Array.isArray(v)) return "batches are not supported; send one message per POST";
+  if (typeof v !== "object" || v === null) return "the body must be a JSON-RPC object";
+  const m = v as Record<string, unknown>;
+  if (m.jsonrpc !== "2.0") return 'jsonrpc must be "2.0"';
+  const idOk = m.id === undefined || typeof m.id === "string" || typeof m.id === "number";
+  if ("method" in m) {
+    if (typeof m.method !== "string") return "method must be a string";
+    if (!idOk) return "id must be a string or a number";
+    if (
+      m.params !== undefined &&
+      (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))
+    )
+      return "params must be an object";
+    return null;
+  }
+  if (m.id === undefined || !idOk) return "a response needs the id of the request it answers";
+  if ("result" in m === "error" in m) return "a response has exactly one of result and error";
+  return null;
+}

@@ -1,0 +1,261 @@
+import type { ServerResponse } from "node:http";
+import type { Downstream } from "../gateway/gateway.js";
+import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
+import { errorResponse, type Id } from "../relay/jsonrpc.js";
+import { SseStream } from "./httpSse.js";
+
+/** What the HTTP front hands the gateway of one session, and gets back. */
+export interface SessionHooks {
+  /** one client message (JSON text, ids already the session's wire ids) for the gateway */
+  deliver(text: string): void;
+  /** the session is over: stop the server behind it and end the agent run */
+  close(): Promise<void>;
+}
+
+interface Exchange {
+  wire: number;
+  clientId: Id;
+  /** null once the client's connection is gone before anything was written */
+  res: ServerResponse | null;
+  stream: SseStream | null;
+  progressKey: string | null;
+  listen: boolean;
+}
+
+type Msg = {
+  id?: Id | null;
+  method?: unknown;
+  params?: { progressToken?: unknown; _meta?: Record<string, unknown>; requestId?: unknown };
+  result?: { _meta?: Record<string, unknown> };
+};
+
+/** Answered to what is still open when a session ends (a JSON-RPC error: the exchange itself is fine). */
+const SESSION_ENDED = -32603;
+/** SSE streams kept per session for resumption */
+const MAX_STREAMS = 128;
+
+/**
+ * One HTTP session as the gateway sees it: a `Downstream` whose answers go back to the HTTP
+ * exchange that asked. The client's request ids are replaced by the session's own numbers on the
+ * way in (two POSTs of a modern client, or a retried one, may reuse an id) and restored on the way
+ * out. What the gateway sends that answers nothing is routed by what it names: a progress token,
+ * a subscription id (modern `subscriptions/listen`), else the oldest open exchange (where a tool's
+ * logging and sampling requests belong), else the session's standalone GET stream. Answers are a
+ * JSON body when the answer comes first, else the exchange turns into an SSE stream, resumable.
+ */
+export class HttpSession implements Downstream {
+  hooks: SessionHooks | null = null;
+  lastUsed = Date.now();
+  private nextWire = 1;
+  private nextStream = 1;
+  private readonly exchanges = new Map<number, Exchange>();
+  private readonly wireOfClient = new Map<string, number>();
+  private readonly byProgress = new Map<string, Exchange>();
+  private readonly streams = new Map<string, SseStream>();
+  /** the stream of GET /mcp: server messages that belong to no request */
+  private readonly standalone = new SseStream("0", 256);
+  private ended = false;
+
+  constructor(
+    /** Mcp-Session-Id (legacy), or the front's own key for a modern client */
+    readonly id: string,
+    readonly era: "legacy" | "modern",
+    /** the process that opened it (pid and start time), or null when it was not known */
+    readonly owner: string | null,
+    private readonly onEnded: (s: HttpSession) => void,
+  ) {
+    this.streams.set("0", this.standalone);
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Nothing open: no unanswered exchange and no connected stream (for the idle timeout). */
+  get idle(): boolean {
+    if (this.exchanges.size > 0) return false;
+    for (const s of this.streams.values()) if (s.attached) return false;
+    return true;
+  }
+
+  // ───────────────────────── client → gateway ─────────────────────────
+
+  /** A client request: answered later on `res`. */
+  request(message: object & { id: Id; method: string }, res: ServerResponse): void {
+    const msg = message as Msg & { id: Id; method: string };
+    this.lastUsed = Date.now();
+    const wire = this.nextWire++;
+    const token = msg.params?._meta?.progressToken;
+    const ex: Exchange = {
+      wire,
+      clientId: msg.id,
+      res,
+      stream: null,
+      progressKey: token === undefined ? null : JSON.stringify(token),
+      listen: msg.method === "subscriptions/listen",
+    };
+    this.exchanges.set(wire, ex);
+    this.wireOfClient.set(JSON.stringify(msg.id), wire);
+    if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
+    res.once("close", () => {
+      // a dropped connection is not a cancellation: the answer is kept for a resuming client
+      if (!res.writableFinished && ex.res === res) ex.res = null;
+    });
+    this.hooks?.deliver(JSON.stringify({ ...msg, id: wire }));
+  }
+
+  /** A client notification or an answer to a server request: accepted (202) and passed on. */
+  notify(message: object): void {
+    let msg = message as Msg;
+    this.lastUsed = Date.now();
+    if (msg.method === "notifications/cancelled" && msg.params && "requestId" in msg.params) {
+      const wire = this.wireOfClient.get(JSON.stringify(msg.params.requestId));
+      if (wire === undefined) return; // nothing of this client by that id is open
+      msg = { ...msg, params: { ...msg.params, requestId: wire } };
+      const ex = this.exchanges.get(wire);
+      if (ex) this.dropExchange(ex);
+    }
+    this.hooks?.deliver(JSON.stringify(msg));
+  }
+
+  /** GET with `Last-Event-ID`: the stream resumes on `res`; false when the id names no stream here. */
+  resume(stream: string, seq: number, res: ServerResponse): boolean {
+    const s = this.streams.get(stream);
+    if (!s) return false;
+    this.lastUsed = Date.now();
+    s.attach(res, seq);
+    return true;
+  }
+
+  /** GET without `Last-Event-ID`: the standalone stream (one at a time); false when one is open. */
+  openStandalone(res: ServerResponse): boolean {
+    if (this.standalone.attached) return false;
+    this.lastUsed = Date.now();
+    this.standalone.attach(res, this.standalone.delivered);
+    return true;
+  }
+
+  // ───────────────────────── gateway → client ─────────────────────────
+
+  send(message: unknown): void {
+    if (this.ended) return;
+    const msg = message as Msg;
+    if (msg.method === undefined && msg.id !== undefined) {
+      const ex = typeof msg.id === "number" ? this.exchanges.get(msg.id) : undefined;
+      if (!ex) return; // answers a request this session no longer holds
+      this.finishExchange(ex, this.restore(msg, ex));
+      return;
+    }
+    const sub = msg.params?._meta?.[SUBSCRIPTION_ID_META];
+    const bySub = typeof sub === "number" ? this.exchanges.get(sub) : undefined;
+    if (bySub) {
+      this.deliver(bySub, JSON.stringify(this.restore(msg, bySub)), false);
+      return;
+    }
+    const token = msg.params?.progressToken;
+    const byToken = token === undefined ? undefined : this.byProgress.get(JSON.stringify(token));
+    const target = byToken ?? this.oldestOpen();
+    if (target) this.deliver(target, JSON.stringify(msg), false);
+    else this.standalone.write(JSON.stringify(msg));
+  }
+
+  /** The gateway ended the client connection. */
+  close(): void {
+    void this.end();
+  }
+
+  /** Ends the session: every open exchange gets an error answer, then the server behind stops. */
+  async end(): Promise<void> {
+    if (this.ended) return;
+    for (const ex of [...this.exchanges.values()]) {
+      this.finishExchange(
+        ex,
+        errorResponse(
+          ex.clientId,
+          SESSION_ENDED,
+          "The HTTP session ended before this request was answered.",
+          {
+            error: "session_ended",
+          },
+        ),
+      );
+    }
+    this.ended = true;
+    for (const s of this.streams.values()) s.finish();
+    this.onEnded(this);
+    await this.hooks?.close();
+  }
+
+  /** Bounds memory: the oldest finished stream can no longer be resumed. */
+  private forgetOneFinished(): void {
+    for (const [id, s] of this.streams) {
+      if (s.done && id !== "0") {
+        this.streams.delete(id);
+        return;
+      }
+    }
+  }
+
+  private oldestOpen(): Exchange | undefined {
+    for (const ex of this.exchanges.values()) if (!ex.listen) return ex;
+    return undefined;
+  }
+
+  /** The message with the client's own id back, and a subscription id restored to the client's. */
+  private restore(msg: Msg, ex: Exchange): Msg {
+    let out: Msg = msg.method === undefined ? { ...msg, id: ex.clientId } : msg;
+    if (out.params?._meta?.[SUBSCRIPTION_ID_META] !== undefined)
+      out = {
+        ...out,
+        params: { ...out.params, _meta: { ...out.params._meta, [SUBSCRIPTION_ID_META]: ex.clientId } },
+      };
+    if (out.result?._meta?.[SUBSCRIPTION_ID_META] !== undefined)
+      out = {
+        ...out,
+        result: { ...out.result, _meta: { ...out.result._meta, [SUBSCRIPTION_ID_META]: ex.clientId } },
+      };
+    return out;
+  }
+
+  private finishExchange(ex: Exchange, answer: unknown): void {
+    this.forget(ex);
+    this.deliver(ex, JSON.stringify(answer), true);
+  }
+
+  /**
+   * The client cancelled the request: it gets no answer (an answer the gateway still sends is
+   * dropped), and its HTTP exchange ends (an SSE stream is closed, a waiting POST gets 204).
+   */
+  private dropExchange(ex: Exchange): void {
+    this.forget(ex);
+    if (ex.stream) ex.stream.finish();
+    else if (ex.res && !ex.res.headersSent) ex.res.writeHead(204).end();
+  }
+
+  private forget(ex: Exchange): void {
+    this.exchanges.delete(ex.wire);
+    const key = JSON.stringify(ex.clientId);
+    if (this.wireOfClient.get(key) === ex.wire) this.wireOfClient.delete(key);
+    if (ex.progressKey !== null && this.byProgress.get(ex.progressKey) === ex)
+      this.byProgress.delete(ex.progressKey);
+  }
+
+  private deliver(ex: Exchange, text: string, final: boolean): void {
+    if (!ex.stream) {
+      if (final) {
+        // the answer came first: one JSON body
+        if (ex.res && !ex.res.headersSent) {
+          ex.res.writeHead(200, { "content-type": "application/json" });
+          ex.res.end(text);
+        }
+        return;
+      }
+      ex.stream = new SseStream(String(this.nextStream++));
+      this.streams.set(ex.stream.id, ex.stream);
+      if (this.streams.size > MAX_STREAMS) this.forgetOneFinished();
+      if (ex.res) ex.stream.attach(ex.res, 0);
+    }
+    ex.stream.write(text);
+    if (final) ex.stream.finish();
+  }
+}

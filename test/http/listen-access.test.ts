@@ -1,0 +1,175 @@
+// Who may use `run --listen`: the bearer token (generated 0600 in the state directory and shown
+// by `portcullis status`, or from --listen-token-file), Host and Origin checked on every request
+// (DNS rebinding), --no-auth only on loopback. Real gateway processes, plain HTTP.
+import { spawnSync } from "node:child_process";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { type Listener, startListener } from "./listen.js";
+import { initializeBody, openSession, raw } from "./raw.js";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function listener(args: string[] = []): Promise<Listener> {
+  const l = await startListener(fixtureCommand("echo"), { args });
+  cleanup.push(() => l.close());
+  return l;
+}
+
+describe("bearer token", () => {
+  it("401 without the token and with a wrong one; 200 with it; the token is 0600 and never logged", async () => {
+    const l = await listener();
+    const { authorization: _, ...noToken } = l.headers();
+    const none = await raw(l, { headers: noToken, body: initializeBody() });
+    expect(none.status).toBe(401);
+    expect(none.headers["www-authenticate"]).toMatch(/^Bearer/);
+    const wrongSameLength = `${l.token!.slice(0, -1)}${l.token!.endsWith("0") ? "1" : "0"}`;
+    for (const bad of [wrongSameLength, "short", `${l.token}x`]) {
+      const r = await raw(l, {
+        headers: l.headers({ authorization: `Bearer ${bad}` }),
+        body: initializeBody(),
+      });
+      expect(r.status).toBe(401);
+    }
+    expect((await raw(l, { body: initializeBody() })).status).toBe(200);
+    const tokenFile = join(l.stateDir, "listen", "http-test.token");
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(l.stderr()).not.toContain(l.token!);
+  });
+
+  it("portcullis status shows the URL, the token file and the token (text and --json)", async () => {
+    const l = await listener();
+    const text = await runCli(["status", "--state-dir", l.stateDir]);
+    expect(text.stdout).toContain(`listening on ${l.url}`);
+    expect(text.stdout).toContain(`Authorization: Bearer ${l.token}`);
+    const json = JSON.parse((await runCli(["status", "--json", "--state-dir", l.stateDir])).stdout);
+    expect(json.listening).toEqual([
+      expect.objectContaining({
+        url: l.url,
+        auth: "bearer",
+        token: l.token,
+        tokenFile: join(l.stateDir, "listen", "http-test.token"),
+      }),
+    ]);
+  });
+
+  it("--listen-token-file: that token, and no other, is accepted", async () => {
+    const file = join(tempDir("portcullis-token-"), "token");
+    writeFileSync(file, "a-token-chosen-by-the-user-0123456789\n", { mode: 0o600 });
+    const l = await listener(["--listen-token-file", file]);
+    expect(l.token).toBe("a-token-chosen-by-the-user-0123456789");
+    expect((await raw(l, { body: initializeBody() })).status).toBe(200);
+  });
+});
+
+describe("Host and Origin (DNS rebinding)", () => {
+  it("a foreign Host is refused with 403", async () => {
+    const l = await listener();
+    for (const host of ["evil.example:80", `attacker.example:${l.port}`, "127.0.0.1:1"]) {
+      const r = await raw(l, { headers: l.headers({ host }), body: initializeBody() });
+      expect(r.status, host).toBe(403);
+    }
+    expect(
+      (await raw(l, { headers: l.headers({ host: `localhost:${l.port}` }), body: initializeBody() })).status,
+    ).toBe(200);
+  });
+
+  it("a foreign Origin is refused with 403; the server's own loopback origin passes", async () => {
+    const l = await listener();
+    for (const origin of [
+      "http://evil.example",
+      `http://attacker.example:${l.port}`,
+      `https://127.0.0.1:${l.port}`,
+      "null",
+    ]) {
+      const r = await raw(l, { headers: l.headers({ origin }), body: initializeBody() });
+      expect(r.status, origin).toBe(403);
+    }
+    const own = await raw(l, {
+      headers: l.headers({ origin: `http://localhost:${l.port}` }),
+      body: initializeBody(),
+    });
+    expect(own.status).toBe(200);
+  });
+});
+
+describe("an unspecified address (0.0.0.0)", () => {
+  it("takes the machine's own addresses in Host, still refuses a foreign name, and still wants the token", async () => {
+    const l = await startListener(fixtureCommand("echo"), { address: "0.0.0.0:0" });
+    cleanup.push(() => l.close());
+    const viaLoopback = await raw(l, {
+      headers: l.headers({ host: `127.0.0.1:${l.port}` }),
+      body: initializeBody(),
+    });
+    expect(viaLoopback.status).toBe(200);
+    const foreign = await raw(l, {
+      headers: l.headers({ host: `rebound.example:${l.port}` }),
+      body: initializeBody(),
+    });
+    expect(foreign.status).toBe(403);
+    const { authorization: _, ...noToken } = l.headers({ host: `127.0.0.1:${l.port}` });
+    expect((await raw(l, { headers: noToken, body: initializeBody() })).status).toBe(401);
+  });
+});
+
+describe("--no-auth", () => {
+  it("is refused on a non-loopback address: exit 2, one sentence naming the flag", () => {
+    for (const addr of ["0.0.0.0:0", "192.168.1.20:8080", "[::]:0"]) {
+      const r = spawnSync(
+        NODE,
+        [
+          CLI,
+          "run",
+          "--state-dir",
+          newStateDir(),
+          "--listen",
+          addr,
+          "--no-auth",
+          "--",
+          ...fixtureCommand("echo"),
+        ],
+        { encoding: "utf8", timeout: 20_000 },
+      );
+      expect(r.status, addr).toBe(2);
+      expect(r.stderr).toMatch(/--no-auth is allowed only on a loopback address/);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    }
+  });
+
+  it("on loopback, serves without a token", async () => {
+    const l = await listener(["--no-auth"]);
+    expect(l.token).toBeNull();
+    expect((await raw(l, { body: initializeBody() })).status).toBe(200);
+  });
+});
+
+describe("a session belongs to the process that opened it", () => {
+  it.runIf(process.platform === "linux")(
+    "another local process with the token and the session id gets 404, not the session (nor its run's grants)",
+    async () => {
+      const l = await listener(["--approval", "none"]);
+      const session = await openSession(l);
+      const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+      const headers = l.headers({ "mcp-session-id": session });
+      const other = spawnSync(
+        NODE,
+        [
+          "-e",
+          `fetch(${JSON.stringify(l.url)}, { method: "POST", headers: ${JSON.stringify(headers)}, body: ${JSON.stringify(list)} }).then((r) => process.stdout.write(String(r.status)))`,
+        ],
+        { encoding: "utf8", timeout: 20_000 },
+      );
+      expect(other.stdout).toBe("404");
+      const own = await raw(l, { headers, body: list });
+      expect(own.status).toBe(200);
+    },
+  );
+});

@@ -1,0 +1,124 @@
+// Bad input on the HTTP side of `run --listen`: each transport problem gets its HTTP status and a
+// clear body, nothing crashes, and the gateway keeps serving the sessions that behave. Refusals of
+// the gateway itself stay JSON-RPC errors in a 200 body.
+import { afterEach, describe, expect, it } from "vitest";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type Listener, startListener } from "./listen.js";
+import { initializeBody, messagesOf, openSession, raw } from "./raw.js";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function listener(args: string[] = []): Promise<Listener> {
+  const l = await startListener(fixtureCommand("echo"), { args: ["--approval", "none", ...args] });
+  cleanup.push(() => l.close());
+  return l;
+}
+
+const call = (id: number, message = "hi") =>
+  JSON.stringify({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: { name: "echo", arguments: { message } },
+  });
+
+async function stillServes(l: Listener, session: string): Promise<void> {
+  const r = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: call(424242, "alive") });
+  expect(r.status).toBe(200);
+  const [answer] = messagesOf(r.body);
+  expect(answer!.id).toBe(424242);
+  expect(JSON.stringify(answer!.result)).toContain("alive");
+}
+
+describe("transport errors are HTTP statuses", () => {
+  it("wrong content type 415, wrong Accept 406, malformed JSON and bad JSON-RPC 400, unknown session 404", async () => {
+    const l = await listener();
+    const session = await openSession(l);
+    const h = (extra: Record<string, string> = {}) => l.headers({ "mcp-session-id": session, ...extra });
+    expect((await raw(l, { headers: h({ "content-type": "text/plain" }), body: call(1) })).status).toBe(415);
+    expect((await raw(l, { headers: h({ accept: "application/json" }), body: call(1) })).status).toBe(406);
+    const parse = await raw(l, { headers: h(), body: '{"jsonrpc":"2.0","id":1,"method":' });
+    expect(parse.status).toBe(400);
+    expect(JSON.parse(parse.body).error.code).toBe(-32700);
+    for (const body of [
+      "[]",
+      `[${call(1)}]`,
+      '"text"',
+      '{"id":1,"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":{},"method":"x"}',
+      '{"jsonrpc":"2.0","id":1}',
+    ]) {
+      const r = await raw(l, { headers: h(), body });
+      expect(r.status, body).toBe(400);
+      expect(JSON.parse(r.body).error.code, body).toBe(-32600);
+    }
+    const unknown = await raw(l, { headers: h({ "mcp-session-id": "0".repeat(32) }), body: call(1) });
+    expect(unknown.status).toBe(404);
+    expect((await raw(l, { headers: l.headers(), body: call(1) })).status).toBe(400); // no session, not initialize
+    expect((await raw(l, { method: "PUT", headers: h(), body: call(1) })).status).toBe(405);
+    expect((await raw(l, { path: "/other", headers: h(), body: call(1) })).status).toBe(404);
+    expect((await raw(l, { method: "GET", headers: h({ "mcp-session-id": "f".repeat(32) }) })).status).toBe(
+      404,
+    );
+    await stillServes(l, session);
+  });
+
+  it("a body over --max-message-bytes is 413 and the session keeps serving", async () => {
+    const l = await listener(["--max-message-bytes", "4096"]);
+    const session = await openSession(l);
+    const big = call(7, "x".repeat(10_000));
+    const r = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: big });
+    expect(r.status).toBe(413);
+    expect(JSON.parse(r.body).error.data.error).toBe("message_too_large");
+    // declared by Content-Length or not: a chunked body is cut as it arrives
+    const chunked = await raw(l, {
+      headers: l.headers({ "mcp-session-id": session, "transfer-encoding": "chunked" }),
+      body: big,
+    });
+    expect(chunked.status).toBe(413);
+    await stillServes(l, session);
+  });
+
+  it("a refusal of the gateway is a JSON-RPC error with status 200", async () => {
+    const l = await listener();
+    const session = await openSession(l);
+    const r = await raw(l, {
+      headers: l.headers({ "mcp-session-id": session }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "Tools/Call", params: { name: "echo" } }),
+    });
+    expect(r.status).toBe(200);
+    expect(messagesOf(r.body)[0]!.error!.code).toBe(-32601);
+  });
+
+  it("a flood of parallel requests and sessions: every one answered, 503 beyond the session cap, no crash", async () => {
+    const l = await listener(["--listen-max-sessions", "3"]);
+    const session = await openSession(l);
+    const calls = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        raw(l, { headers: l.headers({ "mcp-session-id": session }), body: call(i, `m${i}`) }),
+      ),
+    );
+    for (const [i, r] of calls.entries()) {
+      expect(r.status).toBe(200);
+      const [m] = messagesOf(r.body);
+      expect(m!.id).toBe(i);
+      expect(JSON.stringify(m!.result)).toContain(`m${i}`);
+    }
+    const opens = await Promise.all(Array.from({ length: 6 }, (_, i) => raw(l, { body: initializeBody(i) })));
+    const statuses = opens.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2); // 3 allowed, one already open
+    expect(statuses.filter((s) => s === 503)).toHaveLength(4);
+    const garbage = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        raw(l, { headers: l.headers({ "mcp-session-id": session }), body: `{${i}` }),
+      ),
+    );
+    expect(new Set(garbage.map((r) => r.status))).toEqual(new Set([400]));
+    expect(l.proc.exitCode).toBeNull();
+    await stillServes(l, session);
+  });
+});

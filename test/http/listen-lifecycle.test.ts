@@ -1,0 +1,130 @@
+// `run LABEL` with "listen" in portcullis.json, its validation (the key and the file named), the
+// idle timeout that ends a forgotten session, and SIGTERM ending every session's run and server.
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { tempDir, waitFor } from "../helpers/files.js";
+import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { type Listener, startListener } from "./listen.js";
+import { openSession, raw } from "./raw.js";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function configDir(server: Record<string, unknown>): string {
+  const dir = tempDir("portcullis-listen-config-");
+  writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers: { echo: server } }, null, 2));
+  return dir;
+}
+
+const listRequest = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+
+describe("config listen", () => {
+  it("run LABEL with listen in portcullis.json serves over HTTP", async () => {
+    const dir = configDir({
+      command: NODE,
+      args: [FIXTURES.echo],
+      listen: "127.0.0.1:0",
+      approval: { default: "none" },
+    });
+    const stateDir = newStateDir();
+    const child = spawnSync(
+      NODE,
+      [
+        CLI,
+        "run",
+        "--state-dir",
+        stateDir,
+        "--config",
+        join(dir, "portcullis.json"),
+        "echo",
+        "--listen-max-sessions",
+        "x",
+      ],
+      {
+        encoding: "utf8",
+        timeout: 20_000,
+      },
+    );
+    // a bad listen flag next to a configured listen is still named
+    expect(child.status).toBe(2);
+    expect(child.stderr).toMatch(/--listen-max-sessions must be a whole number/);
+    const l = await startListener([], {
+      stateDir,
+      label: "echo",
+      args: [],
+      configFile: join(dir, "portcullis.json"),
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const r = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });
+    expect(r.status).toBe(200);
+    expect(r.body).toContain("echo");
+  });
+
+  it("a bad listen value is refused naming the file and the key (exit 2)", () => {
+    for (const [value, why] of [
+      ["localhost", /must be HOST:PORT/],
+      ["example.com:80", /must be an IP address or localhost/],
+      [8080, /must be a string/],
+    ] as const) {
+      const dir = configDir({ command: NODE, args: [FIXTURES.echo], listen: value });
+      const file = join(dir, "portcullis.json");
+      const r = spawnSync(NODE, [CLI, "run", "--state-dir", newStateDir(), "--config", file, "echo"], {
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+      expect(r.status, String(value)).toBe(2);
+      expect(r.stderr).toContain(file);
+      expect(r.stderr).toContain("servers.echo.listen");
+      expect(r.stderr).toMatch(why);
+    }
+  });
+});
+
+describe("session lifetime", () => {
+  it("a session with nothing open for --listen-idle-timeout is ended: its id is unknown after, its run ended", async () => {
+    const l: Listener = await startListener(fixtureCommand("echo"), {
+      args: ["--approval", "none", "--listen-idle-timeout", "1000"],
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    // watched from the store, not by requests: a request would keep the session alive
+    const runEnded = () => {
+      const db = openStore(l.stateDir);
+      try {
+        const runs = db.prepare("SELECT ended_at FROM runs").all() as { ended_at: string | null }[];
+        return runs.length > 0 && runs.every((r) => r.ended_at !== null);
+      } finally {
+        db.close();
+      }
+    };
+    await waitFor(runEnded, 20_000, "the idle session's run to end");
+    const after = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });
+    expect(after.status).toBe(404);
+  });
+
+  it("SIGTERM ends every session: runs ended, exit 0", async () => {
+    const l = await startListener(fixtureCommand("echo"), { args: ["--approval", "none"] });
+    cleanup.push(() => l.close());
+    await openSession(l);
+    await openSession(l);
+    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    l.proc.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const db = openStore(l.stateDir);
+    try {
+      const runs = db.prepare("SELECT ended_at FROM runs").all() as { ended_at: string | null }[];
+      expect(runs).toHaveLength(2);
+      expect(runs.every((r) => r.ended_at !== null)).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -1,0 +1,127 @@
+// Resumable SSE on `run --listen`: a call waiting for a human streams the gateway's progress
+// notice as an SSE event with an id; the client's connection drops; the human approves; the client
+// comes back with GET + Last-Event-ID and gets what it missed, the call's answer included.
+// Also: the standalone GET stream (server messages that belong to no request).
+import { request } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type Listener, startListener } from "./listen.js";
+import { messagesOf, openSession, raw } from "./raw.js";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** POSTs `body` and resolves with the first SSE event's id, then drops the connection. */
+function firstEventThenDrop(
+  l: Listener,
+  session: string,
+  body: string,
+): Promise<{ id: string; data: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: l.port,
+        path: "/mcp",
+        method: "POST",
+        headers: l.headers({ "mcp-session-id": session }),
+      },
+      (res) => {
+        expect(res.headers["content-type"]).toBe("text/event-stream");
+        let buf = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => {
+          buf += c;
+          const m = /id: (\S+)\nevent: message\ndata: (.*)\n\n/.exec(buf);
+          if (m) {
+            req.destroy(); // the connection drops mid-stream
+            resolve({ id: m[1]!, data: m[2]! });
+          }
+        });
+      },
+    );
+    req.on("error", (e) => {
+      if ((e as NodeJS.ErrnoException).code !== "ECONNRESET") reject(e);
+    });
+    req.end(body);
+  });
+}
+
+describe("resumable SSE", () => {
+  it("after a dropped stream, GET with Last-Event-ID delivers the rest, the answer included", async () => {
+    const l = await startListener(fixtureCommand("echo"), { args: ["--approval-timeout", "30000"] });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    await raw(l, {
+      headers: l.headers({ "mcp-session-id": session }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: "call-1",
+      method: "tools/call",
+      params: { name: "echo", arguments: { message: "resumed" }, _meta: { progressToken: "p1" } },
+    });
+    const first = await firstEventThenDrop(l, session, body);
+    expect(JSON.parse(first.data)).toMatchObject({
+      method: "notifications/progress",
+      params: { progressToken: "p1" },
+    });
+    const req = await nextRequest(l.stateDir);
+    await decideByCli(l.stateDir, "approve", req.request, "--for", "call");
+    const resumed = await raw(l, {
+      method: "GET",
+      headers: l.headers({ "mcp-session-id": session, "last-event-id": first.id }),
+    });
+    expect(resumed.status).toBe(200);
+    const msgs = messagesOf(resumed.body);
+    const answer = msgs.find((m) => m.id === "call-1");
+    expect(JSON.stringify(answer?.result)).toContain("resumed");
+    // nothing before the resumed id is sent again
+    expect(
+      msgs.filter((m) => m.method === "notifications/progress" && JSON.stringify(m) === first.data),
+    ).toEqual([]);
+    // an id of no stream of this session is refused
+    const bogus = await raw(l, {
+      method: "GET",
+      headers: l.headers({ "mcp-session-id": session, "last-event-id": "999.1" }),
+    });
+    expect(bogus.status).toBe(404);
+  });
+
+  it("one standalone GET stream per session (409 for a second); GET needs text/event-stream (406)", async () => {
+    const l = await startListener(fixtureCommand("echo"), { args: ["--approval", "none"] });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const open = await new Promise<import("node:http").ClientRequest>((resolve) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: l.port,
+          path: "/mcp",
+          method: "GET",
+          headers: l.headers({ "mcp-session-id": session }),
+        },
+        (res) => {
+          expect(res.statusCode).toBe(200);
+          expect(res.headers["content-type"]).toBe("text/event-stream");
+          resolve(req);
+        },
+      );
+      req.on("error", () => {});
+      req.end();
+    });
+    const second = await raw(l, { method: "GET", headers: l.headers({ "mcp-session-id": session }) });
+    expect(second.status).toBe(409);
+    open.destroy();
+    const notSse = await raw(l, {
+      method: "GET",
+      headers: l.headers({ "mcp-session-id": session, accept: "application/json" }),
+    });
+    expect(notSse.status).toBe(406);
+  });
+});
