@@ -25,8 +25,11 @@ import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { stderrLogger } from "../util/log.js";
-import { envDelivery } from "../vault/delivery.js";
+import { envDelivery, envHeldLine } from "../vault/delivery.js";
 import { holderVault } from "../vault/port.js";
+import { ReleasedValues } from "../vault/scrub.js";
+import { secretNames } from "../vault/secrets.js";
+import { scopesForTool } from "../vault/toolScopes.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -148,6 +151,25 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   return serve(server, stateDir, { holdTimeoutMs, approvalTimeoutMs, auditSync, decide: internals.decide });
 }
 
+/**
+ * Every credential scope the configuration names must have a secret in the vault (names are
+ * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
+ * naming the key and the file, not a refusal at the first call. A secret removed while the
+ * gateway runs is still refused per call (`credential_missing`).
+ */
+function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
+  if (server.credentialSpecs.length === 0) return;
+  const names = secretNames(store);
+  for (const spec of server.credentialSpecs) {
+    if (names.has(spec.secret)) continue;
+    const where = server.configFile ?? "the configuration";
+    const key = `${server.configKey ?? `servers.${server.label}`}.credentials.${spec.env}`;
+    throw new UsageError(
+      `run: ${where}: ${key} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}'.`,
+    );
+  }
+}
+
 function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): string[] {
   try {
     return checkIncludes(patterns, cwd, where);
@@ -183,7 +205,9 @@ function deriveLabel(command: string[]): string {
 
 /** Digest of the configuration that shapes this server (never env values in clear). */
 function configDigest(server: ServerConfig): string {
-  const shape = { ...server, env: Object.keys(server.env).sort(), configFile: server.configFile };
+  // configKey only says where the server sits in its file, for messages
+  const { configKey: _where, ...rest } = server;
+  const shape = { ...rest, env: Object.keys(server.env).sort(), configFile: server.configFile };
   return sha256Tag(canonicalJson(shape));
 }
 
@@ -238,6 +262,12 @@ async function serve(
     }
     throw e;
   }
+  try {
+    checkSecretsExist(server, store, stateDir);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
   const gatewayId = ulid();
   const registry = new GatewayRegistry(store, gatewayId, server.label);
   const statusLog = {
@@ -253,7 +283,9 @@ async function serve(
   Object.assign(env, server.env);
   // Credential variables hold placeholders in the environment the record digests; the values
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
-  const delivery = envDelivery(stateDir, server.credentialSpecs);
+  // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts).
+  const releasedValues = new ReleasedValues();
+  const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);
   Object.assign(env, delivery.placeholders);
   const supervisor = new Supervisor({
     spec: {
@@ -272,6 +304,7 @@ async function serve(
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
     maxMessageBytes: server.maxMessageBytes,
     spawnEnv: delivery.spawnEnv,
+    stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
   });
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
@@ -311,6 +344,7 @@ async function serve(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
+      tools: server.tools,
       vault: holderVault(stateDir, server.credentialSpecs),
       timeoutMs: approvalTimeoutMs,
       log: statusLog,
@@ -370,6 +404,8 @@ async function serve(
     holdTimeoutMs,
     auditArguments: server.audit.arguments,
     decide,
+    released: releasedValues,
+    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
     onState: (state) => {
       // the record now names the processes that answered (settled); keep both rows current
       const gen = supervisor.current;
@@ -388,9 +424,7 @@ async function serve(
         deliver: "env",
         scopes: released,
       });
-      statusLog.status(
-        `credentials in the environment of epoch ${gen.epoch}: ${released.join(", ")} (held by the server for its life)`,
-      );
+      statusLog.status(envHeldLine(gen.epoch, released));
     }
     if (withheld.length > 0)
       statusLog.status(

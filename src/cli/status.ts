@@ -2,6 +2,7 @@ import { listGateways } from "../gateway/registry.js";
 import { openStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { displayCommand } from "../util/redact.js";
+import { parseEnvHeldLine } from "../vault/delivery.js";
 import { parse } from "./args.js";
 
 export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-dir DIR]
@@ -27,7 +28,10 @@ export async function statusCommand(args: string[]): Promise<number> {
   }
   const store = openStore(existingStateDir(values["state-dir"]));
   try {
-    const rows = listGateways(store, { all: values.all });
+    const rows = listGateways(store, { all: values.all }).map((g) => ({
+      ...g,
+      credentialsHeld: envHeld(g.status, g.epoch ?? g.record?.epoch ?? null),
+    }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ gateways: rows }, null, 2)}\n`);
       return 0;
@@ -53,10 +57,32 @@ export async function statusCommand(args: string[]): Promise<number> {
         }
         process.stdout.write(`  identity   ${r.identityDigest}\n`);
       }
+      if (g.credentialsHeld) {
+        process.stdout.write(
+          `  credentials ${g.credentialsHeld.scopes.join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)\n`,
+        );
+      }
       for (const s of g.status.slice(-5)) process.stdout.write(`  ${s.at}  ${s.line}\n`);
     }
     return 0;
   } finally {
     store.close();
   }
+}
+
+/**
+ * The env-delivered scopes the current epoch's server process holds, from the gateway's status
+ * lines (written by `run` when it spawns the server with them; one format, src/vault/delivery.ts).
+ */
+function envHeld(
+  lines: { at: string; line: string }[],
+  epoch: string | null,
+): { epoch: string; scopes: string[]; note: string } | null {
+  if (!epoch) return null;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const held = parseEnvHeldLine(lines[i]!.line);
+    if (held && held.epoch === epoch)
+      return { ...held, note: "in the server's environment: held by the server process for its whole life" };
+  }
+  return null;
 }

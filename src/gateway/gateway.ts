@@ -22,6 +22,7 @@ import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
+import type { ReleasedValues } from "../vault/scrub.js";
 import { CatalogSync } from "./catalogSync.js";
 import { ClientSession } from "./clientSession.js";
 import type { EventSink } from "./events.js";
@@ -75,6 +76,10 @@ export interface GatewayOptions {
   onEnd: (reason: string, exitCode: number) => void;
   /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
   decide?: typeof decide;
+  /** credential values released to the server: scrubbed from everything it says (src/vault/scrub.ts) */
+  released?: ReleasedValues;
+  /** the credential scopes a call of a tool uses, recorded with its intent (src/vault/toolScopes.ts) */
+  scopesFor?: (tool: string) => string[];
 }
 
 /**
@@ -104,7 +109,7 @@ export class Gateway {
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
-    this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
+    this.records = new GatewayRecords(o.events, o.label, o.auditArguments, o.scopesFor);
     const holdMs = o.holdTimeoutMs ?? 15_000;
     this.heldCalls = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
     this.heldLists = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
@@ -650,6 +655,10 @@ export class Gateway {
   // ───────────────────────────── server side ─────────────────────────────
 
   private onServerLine(text: string, gen: Generation): void {
+    // Every message from the server passes here first: a released credential value it echoes
+    // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
+    const released = this.o.released;
+    if (released !== undefined && released.size > 0) text = released.scrubLine(text);
     this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid") {
