@@ -255,6 +255,10 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
       process.stdout.write(
         `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
       );
+      if (value.length < SHORT_VALUE)
+        process.stderr.write(
+          `portcullis vault: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
+        );
       return EXIT_OK;
     } finally {
       dataKey.fill(0);
@@ -370,6 +374,9 @@ async function typedValue(name: string): Promise<string> {
     throw e;
   }
 }
+
+/** Values shorter than this are scrubbed too, but can collide with ordinary text (src/vault/scrub.ts). */
+const SHORT_VALUE = 8;
 
 async function readStdinValue(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -151,6 +151,20 @@ describe("vault set: bad input", () => {
   });
 });
 
+describe("vault set: a short value", () => {
+  it("is stored, with a note that scrubbing it can collide with ordinary text", async () => {
+    const stateDir = newStateDir();
+    const r = await runCli(["vault", "set", "pin", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: "4711\n",
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("can collide with ordinary text");
+    expect(r.stdout + r.stderr).not.toContain("4711");
+  });
+});
+
 describe("run: every configured scope must be in the vault", () => {
   it("a scope with no secret is an error at start naming the key and the file (exit 2)", async () => {
     const stateDir = newStateDir();
