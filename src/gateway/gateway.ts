@@ -674,7 +674,11 @@ export class Gateway {
   private onServerResponse(msg: Response, gen: Generation): void {
     const entry = this.upstream.get(msg.id);
     if (!entry) {
-      this.o.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
+      // the id is the one thing scrubLine keeps as written (it routes): scrub it for the log
+      const shown = JSON.stringify(msg.id);
+      this.o.log.warn(
+        `dropped a response from the server with an unknown id ${this.o.released ? this.o.released.scrubText(shown) : shown}`,
+      );
       return;
     }
     const wire = msg.id as number;

@@ -79,6 +79,9 @@ describe("a released credential value leaks nowhere", () => {
     );
     await gw.client.callTool({ name: "whisper", arguments: {} });
     await gw.waitForStderr(/token=\[redacted:api-token\] b64=\[redacted:api-token\]/);
+    // a response whose id is the value: dropped, and the warning names the id scrubbed
+    expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
+    await gw.waitForStderr(/unknown id "\[redacted:api-token\]"/);
 
     const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
     expect(ps.length).toBeGreaterThan(0);
