@@ -401,7 +401,7 @@ export class Authorizer implements AuthorizationPort {
         call,
         mode,
         credentialScope,
-        credentialNote: call.read ? null : toolScopeNote(this.o.credentials, this.o.tools, call.tool),
+        scopeNote: call.read ? null : toolScopeNote(this.o.credentials, this.o.tools, call.tool),
         record: ctx.record,
         revision: call.revision,
       });

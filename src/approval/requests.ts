@@ -52,7 +52,7 @@ export interface Review {
   };
   credentialScope: string[];
   /** "this server declares no per-tool scopes: …" when the tool may use every credential */
-  credentialNote?: string;
+  scopeNote?: string;
   /** the effective arguments (schema defaults applied): every name, its value, where it came from */
   arguments: { name: string; value: unknown; note?: string }[];
 }

@@ -22,7 +22,7 @@ export interface ReviewInput {
   mode: "session" | "per-call";
   credentialScope: string[];
   /** one line when the call may use every scope because nothing narrower was declared */
-  credentialNote?: string | null;
+  scopeNote?: string | null;
   record: ExecutionRecord | null;
   revision: number;
 }
@@ -283,7 +283,7 @@ export function buildReview(db: Store, input: ReviewInput): Review {
       sinceLastGrant: sinceLastGrant(db, input),
     },
     credentialScope: input.credentialScope,
-    ...(input.credentialNote ? { credentialNote: input.credentialNote } : {}),
+    ...(input.scopeNote ? { scopeNote: input.scopeNote } : {}),
     arguments: reviewArguments(input.call),
   };
 }

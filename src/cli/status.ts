@@ -30,7 +30,7 @@ export async function statusCommand(args: string[]): Promise<number> {
   try {
     const rows = listGateways(store, { all: values.all }).map((g) => ({
       ...g,
-      credentialsHeld: envHeld(g.status, g.epoch ?? g.record?.epoch ?? null),
+      heldInEnvironment: envHeld(g.status, g.epoch ?? g.record?.epoch ?? null),
     }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ gateways: rows }, null, 2)}\n`);
@@ -57,9 +57,9 @@ export async function statusCommand(args: string[]): Promise<number> {
         }
         process.stdout.write(`  identity   ${r.identityDigest}\n`);
       }
-      if (g.credentialsHeld) {
+      if (g.heldInEnvironment) {
         process.stdout.write(
-          `  credentials ${g.credentialsHeld.scopes.join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)\n`,
+          `  credentials ${g.heldInEnvironment.scopes.join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)\n`,
         );
       }
       for (const s of g.status.slice(-5)) process.stdout.write(`  ${s.at}  ${s.line}\n`);

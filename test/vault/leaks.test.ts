@@ -119,9 +119,9 @@ describe("a released credential value leaks nowhere", () => {
     const status = await runCli(["status"], { stateDir });
     expect(status.stdout).toContain("held by the server process for its whole life");
     const statusJson = JSON.parse(outputs["status --json"]!) as {
-      gateways: { credentialsHeld: { scopes: string[] } | null }[];
+      gateways: { heldInEnvironment: { scopes: string[] } | null }[];
     };
-    expect(statusJson.gateways[0]?.credentialsHeld?.scopes).toEqual(["api-token"]);
+    expect(statusJson.gateways[0]?.heldInEnvironment?.scopes).toEqual(["api-token"]);
 
     // every byte of the state directory, the SQLite db and its WAL included, while the gateway runs
     await sleep(50);
