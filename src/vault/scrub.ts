@@ -5,8 +5,8 @@
  * before it goes anywhere (the client, the catalog in the store, the gateway's own stderr and
  * logs), and every form of every released value is replaced by `[redacted:<scope>]`.
  *
- * Forms of a value V, each also as it appears inside a JSON string (escaped by JSON.stringify,
- * with non-ASCII as \uXXXX in either case, and with "/" as "\/"):
+ * Forms of a value V, each also as it appears inside a JSON string, once or twice (JSON text in a
+ * JSON string), as the common encoders escape it (jsonEscapes):
  *   - V itself;
  *   - base64 of V, standard and URL-safe, padded and unpadded;
  *   - the base64 characters that V alone determines when V sits inside longer data, at each of
@@ -168,16 +168,27 @@ export function formsOf(value: string): string[] {
   return [...out];
 }
 
-/** `s` as it appears inside a JSON string: as JSON.stringify writes it, with non-ASCII as \uxxxx or \uXXXX, and with "/" as "\/". */
+/**
+ * `s` as it appears inside a JSON string, as the common encoders write it: JSON.stringify;
+ * non-ASCII as \uxxxx (Python's ensure_ascii) or \uXXXX; "/" as "\/" (PHP); "<", ">", "&",
+ * U+2028 and U+2029 as \u00xx (Go's HTML-safe encoding); and their combinations.
+ */
 function jsonEscapes(s: string): string[] {
   const json = JSON.stringify(s).slice(1, -1);
-  const ascii = json.replace(
-    /[\u0080-\uffff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-  const out = [json, ascii, ascii.replace(/\\u([0-9a-f]{4})/g, (_m, h: string) => `\\u${h.toUpperCase()}`)];
-  if (json.includes("/")) out.push(json.replaceAll("/", "\\/"));
-  return out;
+  const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(4, "0");
+  const out = new Set<string>();
+  for (const ascii of ["none", "lower", "upper"] as const) {
+    let a = json;
+    if (ascii !== "none") {
+      a = a.replace(/[\u0080-\uffff]/g, (c) => `\\u${ascii === "lower" ? hex(c) : hex(c).toUpperCase()}`);
+    }
+    for (const html of [false, true]) {
+      const h = html ? a.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${hex(c)}`) : a;
+      out.add(h);
+      out.add(h.replaceAll("/", "\\/"));
+    }
+  }
+  return [...out];
 }
 
 function urlSafe(b64: string): string {

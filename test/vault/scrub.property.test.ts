@@ -30,6 +30,8 @@ const tricky = fc.constantFrom(
   "😀",
   "\u0000",
   "\u2028",
+  "<",
+  "&",
 );
 const value = (minLength: number) => fc.string({ unit: tricky, minLength, maxLength: 40 });
 const text = fc.string({ unit: fc.oneof(tricky, fc.string({ minLength: 1, maxLength: 1 })), maxLength: 60 });
@@ -54,6 +56,8 @@ function embeddedBase64(prefix: Buffer, v: string, suffix: Buffer): { whole: str
   return { whole, own: whole.slice(first, end) };
 }
 
+const hex4 = (c: string) => c.charCodeAt(0).toString(16).padStart(4, "0");
+
 const ENCODINGS: Record<string, (v: string) => string> = {
   raw: (v) => v,
   base64: (v) => Buffer.from(v, "utf8").toString("base64"),
@@ -62,6 +66,22 @@ const ENCODINGS: Record<string, (v: string) => string> = {
   form: (v) => new URLSearchParams({ v }).toString().slice(2),
   json: (v) => JSON.stringify(v).slice(1, -1),
   jsonTwice: (v) => JSON.stringify(JSON.stringify(v)).slice(1, -1),
+  // Python's json.dumps (ensure_ascii): non-ASCII as lower-case \uxxxx
+  jsonPython: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${hex4(c)}`),
+  // PHP's json_encode: "/" as "\/" and non-ASCII as \uxxxx
+  jsonPhp: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replaceAll("/", "\\/")
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${hex4(c)}`),
+  // Go's encoding/json: "<", ">", "&", U+2028 and U+2029 as \u00xx
+  jsonGo: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${hex4(c)}`),
 };
 
 // Lone surrogates cannot be URL-encoded (there is no such form): values are well-formed UTF-16.
