@@ -87,6 +87,8 @@ export class Authorizer implements AuthorizationPort {
   private readonly grantIsLive: (grant: string, signature: string | null) => boolean;
   /** decision rows already reported as rejected (what, id, why) */
   private readonly rejected = new Set<string>();
+  /** a tool's credential scopes (null: a recorded read), as scopesOf computed them */
+  private readonly scopesByTool = new Map<string | null, string[]>();
 
   constructor(private readonly o: AuthorizerOptions) {
     const liveGrant = o.db
@@ -212,9 +214,19 @@ export class Authorizer implements AuthorizationPort {
    * it is approved with every scope of the server, as before per-tool scopes existed.
    */
   private scopesOf(call: ApprovedCall): string[] {
-    return call.read
-      ? serverScopes(this.o.credentials)
-      : scopesForTool(this.o.credentials, this.o.tools, call.tool);
+    // per tool name, once: the configuration does not change while the gateway runs
+    const key = call.read ? null : call.tool;
+    let scopes = this.scopesByTool.get(key);
+    if (!scopes) {
+      scopes =
+        key === null
+          ? serverScopes(this.o.credentials)
+          : scopesForTool(this.o.credentials, this.o.tools, key);
+      // bounded: a client may call any number of names that are no tool
+      if (this.scopesByTool.size >= 1024) this.scopesByTool.clear();
+      this.scopesByTool.set(key, scopes);
+    }
+    return scopes;
   }
 
   /** Step 7: a covering session grant, or a human decision (the call is held while waiting). */

@@ -30,7 +30,8 @@ export async function statusCommand(args: string[]): Promise<number> {
   try {
     const rows = listGateways(store, { all: values.all }).map((g) => ({
       ...g,
-      heldInEnvironment: envHeld(g.status, g.epoch ?? g.record?.epoch ?? null),
+      // only a running server holds anything
+      heldInEnvironment: g.running ? envHeld(g.status, g.epoch ?? g.record?.epoch ?? null) : null,
     }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ gateways: rows }, null, 2)}\n`);
