@@ -23,8 +23,9 @@
 
 const MIN_FRAGMENT = 8;
 
+/** The marker that replaces a value: JSON-safe whatever the scope name it is given. */
 export function redactionMarker(scope: string): string {
-  return `[redacted:${scope}]`;
+  return `[redacted:${scope.replace(/[^A-Za-z0-9._-]/g, "_")}]`;
 }
 
 export class ReleasedValues {

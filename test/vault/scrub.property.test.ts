@@ -153,6 +153,9 @@ describe("ReleasedValues.scrubText", () => {
     );
     r.add("one", "first-value-1111");
     expect(r.size).toBe(2);
+    // whatever a caller names the scope, the marker stays JSON-safe
+    r.add('we"ird\\scope', "third-value-3333");
+    expect(r.scrubLine('{"id":1,"t":"third-value-3333"}')).toBe('{"id":1,"t":"[redacted:we_ird_scope]"}');
   });
 
   it("nothing released: nothing changes, and no pattern is even built", () => {
