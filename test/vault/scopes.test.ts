@@ -180,6 +180,13 @@ describe("per-tool scopes in a gateway", () => {
       data: { error: "credential_missing", scope: "other-token" },
     });
 
+    // vault list names the tools that declare each scope
+    const list = await runCli(["vault", "list", "--json"], { stateDir, cwd: project.dir });
+    const secrets = JSON.parse(list.stdout).secrets as { name: string; usedBy: { tools?: string[] }[] }[];
+    expect(secrets.find((x) => x.name === "api-token")?.usedBy).toMatchObject([{ tools: ["reveal"] }]);
+    const listText = (await runCli(["vault", "list"], { stateDir, cwd: project.dir })).stdout;
+    expect(listText).toContain("tools reveal and any that declare no scopes");
+
     // the activity view names the scopes each call used
     const activity = JSON.parse(
       (await runCli(["audit", "activity", "--json"], { stateDir, env: pass })).stdout,
