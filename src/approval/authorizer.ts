@@ -7,6 +7,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { VaultPort } from "../vault/port.js";
+import { scopesForTool, serverScopes, type ToolsConfig, toolScopeNote } from "../vault/toolScopes.js";
 import {
   type ApprovalConfig,
   type ApprovalMode,
@@ -15,7 +16,6 @@ import {
   getGrant,
   grantWritesOn,
   liveSessionGrants,
-  requiredScopes,
   resolveMode,
 } from "./grants.js";
 import { notifyNewRequest } from "./notify.js";
@@ -58,8 +58,10 @@ export interface AuthorizerOptions {
   serverLabel: string;
   /** config `approval: {default, tools, resources}` */
   approval: ApprovalConfig;
-  /** config `credentials`: env var → scope name; every tool of a server with credentials needs them all */
+  /** config `credentials`: env var → scope name */
   credentials: Record<string, string>;
+  /** config `tools.<name>.credentials`: the scopes each tool uses (absent: every tool uses all) */
+  tools?: ToolsConfig;
   /** step 6: the vault holder (absent: a server without credentials never asks) */
   vault?: VaultPort;
   /** how long a call waits for a human (default 50 s, below common client timeouts) */
@@ -89,7 +91,8 @@ export interface AuthorizerOptions {
  * A session grant covers a call when it belongs to this run, this server label and
  * the call's execution epoch, names the tool with the fingerprint it was approved
  * at (or a later version whose change from the approved definition is `narrows` or
- * `cosmetic`), and holds every credential scope the server needs; it must not be
+ * `cosmetic`), and holds every credential scope the tool uses (src/vault/toolScopes.ts: the
+ * tool's own list, or all the server's); it must not be
  * revoked or ended. Per-call grants never cover another call.
  *
  * No decision counts unless it verifies (DecisionVerifier): a grant or a denial whose signature
@@ -97,7 +100,6 @@ export interface AuthorizerOptions {
  * the audit (`decision_rejected`), and a call waiting for a human keeps waiting.
  */
 export class Authorizer implements AuthorizationPort {
-  private readonly scopes: string[];
   private readonly timeoutMs: number;
   private readonly requestTtlMs: number;
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -119,9 +121,10 @@ export class Authorizer implements AuthorizationPort {
   private readonly grantIsLive: (grant: string, signature: string | null) => boolean;
   /** decision rows already reported as rejected (what, id, why) */
   private readonly rejected = new Set<string>();
+  /** a tool's credential scopes (null: a recorded read), as scopesOf computed them */
+  private readonly scopesByTool = new Map<string | null, string[]>();
 
   constructor(private readonly o: AuthorizerOptions) {
-    this.scopes = requiredScopes(o.credentials);
     const liveGrant = o.db
       .prepare("SELECT signature FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
       .raw();
@@ -232,13 +235,34 @@ export class Authorizer implements AuthorizationPort {
    * nor while a scope it needs has no secret in the vault (`credential_missing`). Asked of
    * the holder per call, so `portcullis lock` stops the very next call.
    */
-  async vault(_call: ApprovedCall): Promise<ErrorObject | null> {
-    if (this.scopes.length === 0) return null;
-    const verdict = this.o.vault ? await this.o.vault.check(this.scopes) : { error: "vault_locked" as const };
+  async vault(call: ApprovedCall): Promise<ErrorObject | null> {
+    const scopes = this.scopesOf(call);
+    if (scopes.length === 0) return null;
+    const verdict = this.o.vault ? await this.o.vault.check(scopes) : { error: "vault_locked" as const };
     if (!verdict) return null;
     return verdict.error === "credential_missing"
       ? refuse.credentialMissing(verdict.scope, verdict.why)
-      : refuse.vaultLocked(this.scopes);
+      : refuse.vaultLocked(scopes);
+  }
+
+  /**
+   * The scopes this call uses: its tool's (src/vault/toolScopes.ts). A recorded read is no tool:
+   * it is approved with every scope of the server, as before per-tool scopes existed.
+   */
+  private scopesOf(call: ApprovedCall): string[] {
+    // per tool name, once: the configuration does not change while the gateway runs
+    const key = call.read ? null : call.tool;
+    let scopes = this.scopesByTool.get(key);
+    if (!scopes) {
+      scopes =
+        key === null
+          ? serverScopes(this.o.credentials)
+          : scopesForTool(this.o.credentials, this.o.tools, key);
+      // bounded: a client may call any number of names that are no tool
+      if (this.scopesByTool.size >= 1024) this.scopesByTool.clear();
+      this.scopesByTool.set(key, scopes);
+    }
+    return scopes;
   }
 
   /** Step 7: a covering session grant, or a human decision (the call is held while waiting). */
@@ -351,7 +375,7 @@ export class Authorizer implements AuthorizationPort {
       g.serverLabel === this.o.serverLabel &&
       g.executionEpoch === call.epoch &&
       g.toolScope.some((t) => t.name === call.tool && t.fingerprint === call.fingerprint) &&
-      this.scopes.every((sc) => g.credentialScope.includes(sc)) &&
+      this.scopesOf(call).every((sc) => g.credentialScope.includes(sc)) &&
       (g.mode === "session" || g.argumentsDigest === argumentsDigest(call.effective));
     if (!fits) this.reject({ what: "grant", grant: g.grant, request: id }, "it approves another call");
     return fits;
@@ -361,7 +385,8 @@ export class Authorizer implements AuthorizationPort {
     grants: GrantRecord[],
     call: ApprovedCall,
   ): { covering: GrantRecord | null; expanded: GrantRecord[] } {
-    const usable = grants.filter((g) => this.scopes.every((s) => g.credentialScope.includes(s)));
+    const scopes = this.scopesOf(call);
+    const usable = grants.filter((g) => scopes.every((s) => g.credentialScope.includes(s)));
     for (const g of usable) {
       if (g.toolScope.some((t) => t.name === call.tool && t.fingerprint === call.fingerprint)) {
         return { covering: g, expanded: [] };
@@ -423,7 +448,7 @@ export class Authorizer implements AuthorizationPort {
       tool: call.tool,
       fingerprint: call.fingerprint,
       approvalRequest: id,
-      credentialScope: this.scopes,
+      credentialScope: this.scopesOf(call),
     });
     const earlier = earlierRequest(db, {
       agentRun: run.run,
@@ -617,6 +642,7 @@ export class Authorizer implements AuthorizationPort {
     const createdAt = new Date(created).toISOString();
     const expiresAt = new Date(created + Math.max(this.requestTtlMs, this.timeoutMs)).toISOString();
     const ctx = this.o.context();
+    const credentialScope = this.scopesOf(call);
     let review: Review;
     try {
       review = buildReview(db, {
@@ -627,7 +653,8 @@ export class Authorizer implements AuthorizationPort {
         serverLabel,
         call,
         mode,
-        credentialScope: this.scopes,
+        credentialScope,
+        scopeNote: call.read ? null : toolScopeNote(this.o.credentials, this.o.tools, call.tool),
         record: ctx.record,
         revision: call.revision,
       });
@@ -643,7 +670,7 @@ export class Authorizer implements AuthorizationPort {
       tool: call.tool,
       fingerprint: call.fingerprint,
       definition: call.definition,
-      credentialScope: this.scopes,
+      credentialScope,
       mode,
       review,
       createdAt,
@@ -742,7 +769,7 @@ export class Authorizer implements AuthorizationPort {
         rendered: renderTool(call.definition, call.tool),
         sinceLastGrant: null,
       },
-      credentialScope: this.scopes,
+      credentialScope: this.scopesOf(call),
       arguments: reviewArguments(call),
     };
   }

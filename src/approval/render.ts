@@ -55,6 +55,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     `  tool       ${t(r.tool.name)}  mode ${r.tool.mode === "per-call" ? "per-call (this call only)" : "session (this run and epoch)"}`,
   );
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
+  if (r.scopeNote) lines.push(`              ${t(r.scopeNote)}`);
   lines.push("");
   lines.push(`agent run ${r.agentRun.run}, started ${r.agentRun.startedAt}`);
   lines.push(

@@ -52,6 +52,8 @@ export interface Review {
     } | null;
   };
   credentialScope: string[];
+  /** "this server declares no per-tool scopes: …" when the tool may use every credential */
+  scopeNote?: string;
   /** the effective arguments (schema defaults applied): every name, its value, where it came from */
   arguments: { name: string; value: unknown; note?: string }[];
 }

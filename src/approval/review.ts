@@ -21,6 +21,8 @@ export interface ReviewInput {
   call: ApprovedCall;
   mode: "session" | "per-call";
   credentialScope: string[];
+  /** one line when the call may use every scope because nothing narrower was declared */
+  scopeNote?: string | null;
   record: ExecutionRecord | null;
   revision: number;
 }
@@ -281,6 +283,7 @@ export function buildReview(db: Store, input: ReviewInput): Review {
       sinceLastGrant: sinceLastGrant(db, input),
     },
     credentialScope: input.credentialScope,
+    ...(input.scopeNote ? { scopeNote: input.scopeNote } : {}),
     arguments: reviewArguments(input.call),
   };
 }

@@ -286,7 +286,10 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
     const run = runOf(r);
     switch (e.type) {
       case "tool_called":
-        start(r, run, str(e.decision) ?? "allowed", "pending");
+        // the scopes the call uses (its tool's, src/vault/toolScopes.ts), named with its intent
+        start(r, run, str(e.decision) ?? "allowed", "pending").credentials.push(
+          ...strings(e.credentialScope),
+        );
         break;
       case "authorization_denied": {
         const a = start(r, run, str(e.reason) ?? str(e.error) ?? "denied", "refused");
@@ -311,9 +314,12 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
         a.endedAt = header.time;
         break;
       }
-      case "credential_injected":
-        follow(r, run).credentials.push(...strings(e.scope ?? e.credentialScope));
+      case "credential_injected": {
+        const a = follow(r, run);
+        for (const s of strings(e.scope ?? e.credentialScope))
+          if (!a.credentials.includes(s)) a.credentials.push(s);
         break;
+      }
     }
   }
   return out;

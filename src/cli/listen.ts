@@ -29,7 +29,10 @@ import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { holderVault } from "../vault/port.js";
+import type { ReleasedValues } from "../vault/scrub.js";
+import { scopesForTool } from "../vault/toolScopes.js";
 import { UsageError } from "./errors.js";
+import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export interface ListenSettings {
   address: ListenAddress;
@@ -50,6 +53,8 @@ export interface ListenShared {
   cache: DigestCache;
   spec: SupervisorOptions["spec"];
   delivery: ReturnType<typeof envDelivery>;
+  /** values released to the servers of every session: scrubbed from all they say */
+  releasedValues: ReleasedValues;
   holdTimeoutMs?: number;
   approvalTimeoutMs?: number;
   requestTtlMs?: number;
@@ -134,6 +139,7 @@ function openSession(
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
     maxMessageBytes: server.maxMessageBytes,
     spawnEnv: shared.delivery.spawnEnv,
+    stderrLine: (line) => (shared.releasedValues.size > 0 ? shared.releasedValues.scrubText(line) : line),
   });
   let run: Run | null = null;
   let gateway: Gateway | null = null;
@@ -157,6 +163,7 @@ function openSession(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
+      tools: server.tools,
       vault: holderVault(shared.stateDir, server.credentialSpecs),
       timeoutMs: shared.approvalTimeoutMs,
       requestTtlMs: shared.requestTtlMs,
@@ -185,6 +192,8 @@ function openSession(
     consolePage: shared.consolePage,
     auditArguments: server.audit.arguments,
     decide: shared.decide,
+    released: shared.releasedValues,
+    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
     onState: (state) => {
       const gen = supervisor.current;
       if (gen) registry.recordEpoch(gen.record, gen.reason);
@@ -193,6 +202,7 @@ function openSession(
     onEnd: () => void session.end(),
   });
   supervisor.on("up", (gen) => {
+    reportSpawnCredentials(shared.delivery, events, statusLog, server.label, gen.epoch);
     registry.recordEpoch(gen.record, gen.reason);
     registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
   });

@@ -28,9 +28,13 @@ import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
 import { holderVault } from "../vault/port.js";
+import { ReleasedValues } from "../vault/scrub.js";
+import { secretNames } from "../vault/secrets.js";
+import { scopesForTool } from "../vault/toolScopes.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
+import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
        portcullis run [options] LABEL          (a server from portcullis.json)
@@ -175,6 +179,25 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   });
 }
 
+/**
+ * Every credential scope the configuration names must have a secret in the vault (names are
+ * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
+ * naming the key and the file, not a refusal at the first call. A secret removed while the
+ * gateway runs is still refused per call (`credential_missing`).
+ */
+function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
+  if (server.credentialSpecs.length === 0) return;
+  const names = secretNames(store);
+  for (const spec of server.credentialSpecs) {
+    if (names.has(spec.secret)) continue;
+    const where = server.configFile ?? "the configuration";
+    const key = `${server.configKey ?? `servers.${server.label}`}.credentials.${spec.env}`;
+    throw new UsageError(
+      `run: ${where}: ${key} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}'.`,
+    );
+  }
+}
+
 function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): string[] {
   try {
     return checkIncludes(patterns, cwd, where);
@@ -210,7 +233,9 @@ function deriveLabel(command: string[]): string {
 
 /** Digest of the configuration that shapes this server (never env values in clear). */
 function configDigest(server: ServerConfig): string {
-  const shape = { ...server, env: Object.keys(server.env).sort(), configFile: server.configFile };
+  // configKey only says where the server sits in its file, for messages
+  const { configKey: _where, ...rest } = server;
+  const shape = { ...rest, env: Object.keys(server.env).sort(), configFile: server.configFile };
   return sha256Tag(canonicalJson(shape));
 }
 
@@ -269,6 +294,12 @@ async function serve(
     }
     throw e;
   }
+  try {
+    checkSecretsExist(server, store, stateDir);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
   const gatewayId = ulid();
   const registry = new GatewayRegistry(store, gatewayId, server.label);
   const statusLog = {
@@ -284,7 +315,9 @@ async function serve(
   Object.assign(env, server.env);
   // Credential variables hold placeholders in the environment the record digests; the values
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
-  const delivery = envDelivery(stateDir, server.credentialSpecs);
+  // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts).
+  const releasedValues = new ReleasedValues();
+  const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);
   Object.assign(env, delivery.placeholders);
   const spec = {
     serverLabel: server.label,
@@ -304,6 +337,7 @@ async function serve(
     pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
     maxMessageBytes: server.maxMessageBytes,
     spawnEnv: delivery.spawnEnv,
+    stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
   });
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
@@ -322,7 +356,7 @@ async function serve(
   };
   if (listen) {
     // the supervisor above is never started: each HTTP session has its own
-    const shared = { server, stateDir, store, audit, events, log, cache, spec, delivery };
+    const shared = { server, stateDir, store, audit, events, log, cache, spec, delivery, releasedValues };
     return listenUntilSignal(
       { ...shared, holdTimeoutMs, approvalTimeoutMs, requestTtlMs, consolePage, decide },
       listen,
@@ -358,6 +392,7 @@ async function serve(
       serverLabel: server.label,
       approval: server.approval,
       credentials: server.credentials,
+      tools: server.tools,
       vault: holderVault(stateDir, server.credentialSpecs),
       timeoutMs: approvalTimeoutMs,
       requestTtlMs,
@@ -420,6 +455,8 @@ async function serve(
     consolePage,
     auditArguments: server.audit.arguments,
     decide,
+    released: releasedValues,
+    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
     onState: (state) => {
       // the record now names the processes that answered (settled); keep both rows current
       const gen = supervisor.current;
@@ -429,23 +466,7 @@ async function serve(
     onEnd: (_reason, code) => void shutdown(code),
   });
   supervisor.on("up", (gen) => {
-    const { released, withheld } = delivery.last();
-    if (released.length > 0) {
-      events.emit({
-        type: "credential_released",
-        serverLabel: server.label,
-        epoch: gen.epoch,
-        deliver: "env",
-        scopes: released,
-      });
-      statusLog.status(
-        `credentials in the environment of epoch ${gen.epoch}: ${released.join(", ")} (held by the server for its life)`,
-      );
-    }
-    if (withheld.length > 0)
-      statusLog.status(
-        `vault locked or missing ${withheld.join(", ")}: the server started with placeholders; unlock, then restart it`,
-      );
+    reportSpawnCredentials(delivery, events, statusLog, server.label, gen.epoch);
     registry.recordEpoch(gen.record, gen.reason);
     registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
   });

@@ -4,6 +4,7 @@ import { openStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { displayCommand } from "../util/redact.js";
+import { parseEnvHeldLine } from "../vault/delivery.js";
 import { parse } from "./args.js";
 
 export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-dir DIR]
@@ -32,7 +33,11 @@ export async function statusCommand(args: string[]): Promise<number> {
   const stateDir = existingStateDir(values["state-dir"]);
   const store = openStore(stateDir);
   try {
-    const rows = listGateways(store, { all: values.all });
+    const rows = listGateways(store, { all: values.all }).map((g) => ({
+      ...g,
+      // only a running server holds anything
+      heldInEnvironment: g.running ? envHeld(g.status, g.epoch ?? g.record?.epoch ?? null) : null,
+    }));
     const listening = readListenInfos(stateDir)
       .filter((l) => processStartTime(l.pid) !== null)
       .map((l) => ({ ...l, token: l.tokenFile ? readTokenFile(l.tokenFile) : null }));
@@ -62,6 +67,11 @@ export async function statusCommand(args: string[]): Promise<number> {
         }
         process.stdout.write(`  identity   ${r.identityDigest}\n`);
       }
+      if (g.heldInEnvironment) {
+        process.stdout.write(
+          `  credentials ${g.heldInEnvironment.scopes.join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)\n`,
+        );
+      }
       for (const s of g.status.slice(-5)) process.stdout.write(`  ${s.at}  ${s.line}\n`);
     }
     return 0;
@@ -78,4 +88,21 @@ function writeListening(l: ListenInfo & { token: string | null }): void {
   }
   process.stdout.write(`  token file ${l.tokenFile}\n`);
   process.stdout.write(`  header     Authorization: Bearer ${l.token ?? "(token file not readable)"}\n`);
+}
+
+/**
+ * The env-delivered scopes the current epoch's server process holds, from the gateway's status
+ * lines (written by `run` when it spawns the server with them; one format, src/vault/delivery.ts).
+ */
+function envHeld(
+  lines: { at: string; line: string }[],
+  epoch: string | null,
+): { epoch: string; scopes: string[]; note: string } | null {
+  if (!epoch) return null;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const held = parseEnvHeldLine(lines[i]!.line);
+    if (held && held.epoch === epoch)
+      return { ...held, note: "in the server's environment: held by the server process for its whole life" };
+  }
+  return null;
 }

@@ -255,6 +255,10 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
       process.stdout.write(
         `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
       );
+      if (value.length < SHORT_VALUE)
+        process.stderr.write(
+          `portcullis vault: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
+        );
       return EXIT_OK;
     } finally {
       dataKey.fill(0);
@@ -294,6 +298,8 @@ interface Use {
   env: string;
   deliver: string;
   hosts: string[];
+  /** when the server declares per-tool scopes: the tools that list this one (tools that declare none use every scope) */
+  tools?: string[];
 }
 
 async function vaultList(args: string[], stateDir: string): Promise<number> {
@@ -317,7 +323,12 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     for (const s of secrets) {
       const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.join(", ")}`;
       const used = s.usedBy.map(
-        (u) => `${u.server} (${u.env}, ${u.deliver}${u.hosts.length ? ` to ${u.hosts.join(", ")}` : ""})`,
+        (u) =>
+          `${u.server} (${u.env}, ${u.deliver}${u.hosts.length ? ` to ${u.hosts.join(", ")}` : ""}${
+            u.tools
+              ? `; tools ${u.tools.length ? u.tools.join(", ") : "(none by name)"} and any that declare no scopes`
+              : ""
+          })`,
       );
       process.stdout.write(
         `${s.name}  ${how}  ${s.bytes} bytes  created ${s.createdAt}${s.rotatedAt ? `  rotated ${s.rotatedAt}` : ""}\n` +
@@ -337,9 +348,17 @@ function configuredUses(): Map<string, Use[]> {
   if (!file) return out;
   try {
     for (const server of loadConfigFile(file).values()) {
+      const perTool = Object.entries(server.tools ?? {}).filter(([, t]) => t.credentials !== undefined);
       for (const c of server.credentialSpecs) {
         const list = out.get(c.secret) ?? [];
-        list.push({ server: server.label, env: c.env, deliver: c.deliver, hosts: c.hosts });
+        const tools = perTool.filter(([, t]) => t.credentials!.includes(c.secret)).map(([name]) => name);
+        list.push({
+          server: server.label,
+          env: c.env,
+          deliver: c.deliver,
+          hosts: c.hosts,
+          ...(perTool.length > 0 ? { tools } : {}),
+        });
         out.set(c.secret, list);
       }
     }
@@ -370,6 +389,9 @@ async function typedValue(name: string): Promise<string> {
     throw e;
   }
 }
+
+/** Values shorter than this are scrubbed too, but can collide with ordinary text (src/vault/scrub.ts). */
+const SHORT_VALUE = 8;
 
 async function readStdinValue(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
+import type { ToolsConfig } from "../vault/toolScopes.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
 /**
@@ -27,6 +28,10 @@ export interface ServerConfig {
   credentials: Record<string, string>;
   /** how each credential reaches the server (the vault's release rules) */
   credentialSpecs: CredentialSpec[];
+  /** `tools.<name>.credentials`: the scopes each tool uses (src/vault/toolScopes.ts); absent: all */
+  tools?: ToolsConfig;
+  /** where this server is in its file (`servers.<label>` or `mcpServers.<label>`), for messages */
+  configKey?: string;
   identity: { include: string[] };
   onChange: OnChange;
   /** absent: "run" */
@@ -91,6 +96,7 @@ const SERVER_KEYS = new Set([
   "maxMessageBytes",
   "listen",
   "listenTokenFile",
+  "tools",
   "type",
 ]);
 
@@ -173,6 +179,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   const env = dict("env");
   const credentialSpecs = parseCredentials(raw.credentials, fail);
   const credentials = scopesByEnv(credentialSpecs);
+  const tools = parseTools(raw.tools, credentialSpecs, fail);
   let include: string[] = [];
   if (raw.identity !== undefined) {
     if (!isObject(raw.identity)) fail("identity", "must be an object");
@@ -264,6 +271,8 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     env,
     credentials,
     credentialSpecs,
+    ...(tools ? { tools } : {}),
+    configKey: at,
     identity: { include },
     onChange,
     onExpand,
@@ -274,6 +283,53 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     ...(listenTokenFile !== undefined ? { listenTokenFile } : {}),
     configFile: file,
   };
+}
+
+/**
+ * `tools`: per-tool settings, `{"<tool>": {"credentials": ["scope", …]}}`. A tool name the server
+ * does not list (yet) is fine: tools come and go. A scope that is not one of the server's
+ * `credentials` is an error: a typo there would silently take a credential away or, worse, make
+ * a review name a scope that nothing delivers.
+ */
+function parseTools(
+  raw: unknown,
+  specs: readonly CredentialSpec[],
+  fail: (key: string, what: string) => never,
+): ToolsConfig | undefined {
+  if (raw === undefined) return undefined;
+  if (!isObject(raw)) return fail("tools", "must be an object of tool name → settings");
+  const known = new Set(specs.map((s) => s.secret));
+  const out: ToolsConfig = {};
+  for (const [tool, settings] of Object.entries(raw)) {
+    const at = `tools.${tool}`;
+    if (!isObject(settings)) fail(at, 'must be an object such as {"credentials": ["scope"]}');
+    const t = settings as Json;
+    for (const k of Object.keys(t)) if (k !== "credentials") fail(`${at}.${k}`, "is not a known key");
+    if (t.credentials === undefined) {
+      Object.defineProperty(out, tool, { value: {}, enumerable: true, writable: true, configurable: true });
+      continue;
+    }
+    if (!Array.isArray(t.credentials) || t.credentials.some((x) => typeof x !== "string"))
+      fail(`${at}.credentials`, "must be an array of credential scope names");
+    const scopes = t.credentials as string[];
+    scopes.forEach((scope, i) => {
+      if (!known.has(scope)) {
+        const names = [...known].sort();
+        fail(
+          `${at}.credentials[${i}]`,
+          `names ${JSON.stringify(scope)}, which is not one of this server's credentials (${names.length ? names.join(", ") : "it declares none"})`,
+        );
+      }
+    });
+    // defineProperty: a tool named "__proto__" is an own entry, never the object's prototype
+    Object.defineProperty(out, tool, {
+      value: { credentials: [...new Set(scopes)] },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
 }
 
 /** The server LABEL from the config found upward from cwd (or the explicit file). */

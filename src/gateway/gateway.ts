@@ -23,6 +23,7 @@ import type { Store } from "../store/db.js";
 import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
+import type { ReleasedValues } from "../vault/scrub.js";
 import { CatalogSync } from "./catalogSync.js";
 import { ClientSession } from "./clientSession.js";
 import { UrlElicitations } from "./elicitation.js";
@@ -79,6 +80,10 @@ export interface GatewayOptions {
   consolePage?: (request: string) => string | null;
   /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
   decide?: typeof decide;
+  /** credential values released to the server: scrubbed from everything it says (src/vault/scrub.ts) */
+  released?: ReleasedValues;
+  /** the credential scopes a call of a tool uses, recorded with its intent (src/vault/toolScopes.ts) */
+  scopesFor?: (tool: string) => string[];
 }
 
 /**
@@ -110,7 +115,7 @@ export class Gateway {
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
   constructor(private readonly o: GatewayOptions) {
-    this.records = new GatewayRecords(o.events, o.label, o.auditArguments);
+    this.records = new GatewayRecords(o.events, o.label, o.auditArguments, o.scopesFor);
     this.elicitation = new UrlElicitations({
       send: (msg) => o.downstream.send(msg),
       era: () => this.session.era,
@@ -688,6 +693,10 @@ export class Gateway {
   // ───────────────────────────── server side ─────────────────────────────
 
   private onServerLine(text: string, gen: Generation): void {
+    // Every message from the server passes here first: a released credential value it echoes
+    // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
+    const released = this.o.released;
+    if (released !== undefined && released.size > 0) text = released.scrubLine(text);
     this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid") {
@@ -703,7 +712,11 @@ export class Gateway {
   private onServerResponse(msg: Response, gen: Generation): void {
     const entry = this.upstream.get(msg.id);
     if (!entry) {
-      this.o.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
+      // the id is the one thing scrubLine keeps as written (it routes): scrub it for the log
+      const shown = JSON.stringify(msg.id);
+      this.o.log.warn(
+        `dropped a response from the server with an unknown id ${this.o.released ? this.o.released.scrubText(shown) : shown}`,
+      );
       return;
     }
     const wire = msg.id as number;

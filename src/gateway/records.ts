@@ -24,6 +24,8 @@ export class GatewayRecords {
     private readonly events: EventSink,
     private readonly label: string,
     private readonly auditArguments: "digest" | "clear" = "digest",
+    /** the credential scopes a call of a tool uses (absent or empty: none are recorded) */
+    private readonly scopesFor?: (tool: string) => string[],
   ) {}
 
   /**
@@ -73,6 +75,7 @@ export class GatewayRecords {
    */
   toolCalled(requestId: Id, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
     const given = argumentsDigest(args ?? {});
+    const scopes = this.scopesFor?.(call.tool) ?? [];
     const noDefaults = call.effective === args; // the validator made no copy: no default applies
     return this.events.emitDurable(
       {
@@ -85,6 +88,7 @@ export class GatewayRecords {
         epoch: call.epoch,
         revision: call.revision,
         grant: call.grant,
+        ...(scopes.length > 0 ? { credentialScope: scopes } : {}),
         argumentsDigest: given,
         effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
         defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),

@@ -74,6 +74,11 @@ export interface SupervisorOptions {
    * record's envDigest covers `spec.env`, where these variables hold placeholders.
    */
   spawnEnv?: () => Promise<Record<string, string>>;
+  /**
+   * Every line the server writes to stderr passes here before it is printed (the vault's
+   * scrubbing of released values, src/vault/scrub.ts); absent: printed as written.
+   */
+  stderrLine?: (line: string) => string;
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> {
@@ -176,7 +181,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       errBuf += b.toString("utf8");
       let nl = errBuf.indexOf("\n");
       while (nl !== -1) {
-        process.stderr.write(`[${this.opts.spec.serverLabel}] ${errBuf.slice(0, nl)}\n`);
+        const line = errBuf.slice(0, nl);
+        const shown = this.opts.stderrLine ? this.opts.stderrLine(line) : line;
+        process.stderr.write(`[${this.opts.spec.serverLabel}] ${shown}\n`);
         errBuf = errBuf.slice(nl + 1);
         nl = errBuf.indexOf("\n");
       }

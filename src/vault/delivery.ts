@@ -1,5 +1,6 @@
 import type { CredentialSpec } from "./credentials.js";
 import { askHolder } from "./holder.js";
+import type { ReleasedValues } from "./scrub.js";
 
 /** What a credential's variable holds whenever the server does not hold its secret. */
 export function placeholderFor(spec: CredentialSpec): string {
@@ -20,9 +21,15 @@ export interface EnvDelivery {
  * while the vault is unlocked. The server then holds it for its whole life (and any process of
  * the same user can read a process's environment): weaker than per-call release, and said so.
  */
-export function envDelivery(stateDir: string, specs: readonly CredentialSpec[]): EnvDelivery {
+export function envDelivery(
+  stateDir: string,
+  specs: readonly CredentialSpec[],
+  /** every value released is added here, so that the server's output is scrubbed of it */
+  released?: ReleasedValues,
+): EnvDelivery {
   const placeholders = Object.fromEntries(specs.map((s) => [s.env, placeholderFor(s)]));
   const env = specs.filter((s) => s.deliver === "env");
+  const scrub = released;
   let last = { released: [] as string[], withheld: [] as string[] };
   return {
     placeholders,
@@ -35,6 +42,7 @@ export function envDelivery(stateDir: string, specs: readonly CredentialSpec[]):
         if (r?.ok === true && typeof r.value === "string") {
           out[s.env] = r.value;
           released.push(s.secret);
+          scrub?.add(s.secret, r.value);
         } else withheld.push(s.secret);
       }
       last = { released, withheld };
@@ -42,4 +50,19 @@ export function envDelivery(stateDir: string, specs: readonly CredentialSpec[]):
     },
     last: () => last,
   };
+}
+
+/**
+ * The status line written when a server is spawned with env-delivered credentials, and its
+ * reading by `portcullis status`: one format, in one place.
+ */
+const ENV_HELD = /^credentials in the environment of epoch (\S+): (.+) \(held by the server for its life\)$/;
+
+export function envHeldLine(epoch: string, scopes: readonly string[]): string {
+  return `credentials in the environment of epoch ${epoch}: ${scopes.join(", ")} (held by the server for its life)`;
+}
+
+export function parseEnvHeldLine(line: string): { epoch: string; scopes: string[] } | null {
+  const m = ENV_HELD.exec(line);
+  return m ? { epoch: m[1]!, scopes: m[2]!.split(", ") } : null;
 }

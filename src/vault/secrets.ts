@@ -49,9 +49,11 @@ export function checkSecretName(name: string): string {
   return name;
 }
 
-/** A value the vault accepts: not empty, no line break at either end, at most 64 KiB. */
+/** A value the vault accepts: not empty nor blanks only, at most 64 KiB (stdin's final line break is dropped). */
 export function checkSecretValue(value: string): string {
   if (value.length === 0) throw new VaultError("the value is empty; nothing was stored");
+  // A value of blanks only is a slip of the keyboard, and would be scrubbed from every output.
+  if (value.trim().length === 0) throw new VaultError("the value is only whitespace; nothing was stored");
   if (Buffer.byteLength(value) > MAX_VALUE_BYTES)
     throw new VaultError(`the value is over ${MAX_VALUE_BYTES} bytes; nothing was stored`);
   return value;

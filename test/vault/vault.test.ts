@@ -2,15 +2,7 @@
 // (`unlock`/`lock`, one holder process per state directory), and step 6 of the decision
 // order in a real gateway: vault_locked, credential_missing, env delivery at spawn.
 import { createHash } from "node:crypto";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -19,6 +11,7 @@ import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { everyFile, storeSecret } from "./helpers.js";
 
 const SECRET = "vault-test-value-7c41d09b";
 
@@ -28,32 +21,10 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** `portcullis vault set NAME --from-stdin POLICY…` with the test passphrase; it must succeed. */
-async function storeSecret(stateDir: string, name: string, value: string, ...policy: string[]) {
-  const r = await runCli(["vault", "set", name, "--from-stdin", ...policy], {
-    stateDir,
-    env: passphraseEnv(),
-    input: value,
-  });
-  expect(r.code, r.stderr).toBe(0);
-}
-
 function lockAfter(stateDir: string) {
   cleanup.push(async () => {
     await runCli(["lock"], { stateDir });
   });
-}
-
-/** Every byte of every file under dir, as latin1 text (so any byte sequence can be searched). */
-function everyFile(dir: string): { path: string; text: string }[] {
-  const out: { path: string; text: string }[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    if (st.isDirectory()) out.push(...everyFile(p));
-    else if (st.isFile()) out.push({ path: p, text: readFileSync(p).toString("latin1") });
-  }
-  return out;
 }
 
 describe("portcullis vault set | list | rm", () => {
@@ -219,17 +190,20 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     return project;
   }
 
-  it("locked: vault_locked; unlocked without the secret: credential_missing naming it; lock stops the next call", async () => {
+  it("locked: vault_locked; a secret removed while running: credential_missing naming it; lock stops the next call", async () => {
     const project = configured();
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
+    // the scope must be in the vault when the gateway starts (checked at start, see leaks.test.ts)
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
     await expect(call()).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
-    await storeSecret(stateDir, "other-scope", "x", "--deliver", "env");
+    expect((await runCli(["vault", "rm", "inventory-api-staging"], { stateDir, env })).code).toBe(0);
+    await storeSecret(stateDir, "other-scope", "x-other-value", "--deliver", "env");
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     await expect(call()).rejects.toMatchObject({
       code: -32059,
@@ -289,6 +263,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
   it("deliver env while locked: the server gets a placeholder, never the config's own value", async () => {
     const project = configured("env");
     const stateDir = newStateDir();
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
     await gw.waitForStderr(/started with placeholders/);

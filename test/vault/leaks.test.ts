@@ -1,0 +1,185 @@
+// A released credential value reaches nothing but the server: a real gateway in front of the
+// vaulted fixture (env delivery), whose tools return the value raw, base64 (alone and inside
+// longer data), URL-encoded, form-encoded and JSON-quoted, print it to stderr and put it in a
+// tool description. Every form of the value is then searched for, and never found, in the
+// client's results, the gateway's stderr, every byte of the state directory (SQLite db and WAL
+// included), `audit export`, `ps -eo args`, and every `--json` command output.
+import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { formsOf } from "../../src/vault/scrub.js";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { sleep } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { asBytes, everyFile, storeSecret, vaultedProject } from "./helpers.js";
+
+// Quotes, a backslash, '/', '+', '=', a space and non-ASCII: every encoding differs from the raw value.
+const SECRET = 'Zq7"w/+ é\\tok-9Xü=v41';
+const MARK = "[redacted:api-token]";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: tool results are read loosely
+const textOf = (r: any): string => r.content?.[0]?.text ?? "";
+
+/** The forms of SECRET found in `text` (none, we hope), for a readable failure. */
+function formsIn(text: string, forms = formsOf(SECRET)): string[] {
+  return forms.filter((f) => text.includes(f));
+}
+
+describe("a released credential value leaks nowhere", () => {
+  it("results, stderr, the state directory, exports, ps and every --json output hold no form of it", async () => {
+    const stateDir = newStateDir();
+    const pass = passphraseEnv();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: pass })).code).toBe(0);
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
+      approval: { default: "none", tools: { reveal: "session" } },
+    });
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+
+    const { tools } = await gw.client.listTools();
+    // the description named the value: the catalog the client (and the store) got is scrubbed
+    expect(tools.find((t) => t.name === "describe")?.description).toBe(
+      `Describes the connection (key ${MARK})`,
+    );
+
+    // the first reveal asks a human: the review names the scope, and says no tool declares its own
+    const first = gw.client.callTool({ name: "reveal", arguments: { form: "raw", note: "raw" } });
+    const req = await nextRequest(stateDir);
+    const shown = await runCli(["approvals"], { stateDir });
+    expect(shown.stdout).toContain("credentials api-token");
+    expect(shown.stdout).toContain(
+      "this server declares no per-tool scopes: every tool may use every credential",
+    );
+    await decideByCli(stateDir, "approve", req.request);
+    expect(textOf(await first)).toBe(`raw ${MARK}`);
+
+    for (const form of ["base64", "base64url", "url", "form", "json"]) {
+      const r = await gw.client.callTool({ name: "reveal", arguments: { form, note: form } });
+      expect(textOf(r), form).toContain(MARK);
+    }
+    // inside longer base64 data, at each of the three alignments (the note shifts the value)
+    for (const note of ["a", "ab", "abc"]) {
+      const r = await gw.client.callTool({ name: "reveal", arguments: { form: "base64-inside", note } });
+      expect(textOf(r), note).toContain(MARK);
+    }
+    expect(textOf(await gw.client.callTool({ name: "describe", arguments: {} }))).toBe(
+      `connected with ${MARK}`,
+    );
+    await gw.client.callTool({ name: "whisper", arguments: {} });
+    await gw.waitForStderr(/token=\[redacted:api-token\] b64=\[redacted:api-token\]/);
+    // a response whose id is the value: dropped, and the warning names the id scrubbed
+    expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
+    await gw.waitForStderr(/unknown id "\[redacted:api-token\]"/);
+
+    const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
+    expect(ps.length).toBeGreaterThan(0);
+    const outputs: Record<string, string> = {
+      "client results": JSON.stringify(gw.received()),
+      "gateway stderr": gw.stderr(),
+      "ps -eo args": ps,
+    };
+    const json = [
+      ["status", "--json"],
+      ["approvals", "--json"],
+      ["grants", "--json"],
+      ["vault", "list", "--json"],
+      ["audit", "sessions", "--json"],
+      ["audit", "activity", "--json"],
+      ["audit", "export"],
+    ];
+    for (const args of json) {
+      const r = await runCli(args, { stateDir, env: pass });
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      outputs[args.join(" ")] = r.stdout + r.stderr;
+    }
+    for (const [what, text] of Object.entries(outputs)) expect(formsIn(text), what).toEqual([]);
+
+    // the activity view names the scope each call used
+    const activity = JSON.parse(outputs["audit activity --json"]!) as {
+      tool: string;
+      credentials: string[];
+    }[];
+    const reveals = activity.filter((a) => a.tool === "reveal");
+    expect(reveals.length).toBeGreaterThan(0);
+    for (const a of reveals) expect(a.credentials).toEqual(["api-token"]);
+
+    // status says plainly that the server holds the value for its life
+    const status = await runCli(["status"], { stateDir });
+    expect(status.stdout).toContain("held by the server process for its whole life");
+    const statusJson = JSON.parse(outputs["status --json"]!) as {
+      gateways: { heldInEnvironment: { scopes: string[] } | null }[];
+    };
+    expect(statusJson.gateways[0]?.heldInEnvironment?.scopes).toEqual(["api-token"]);
+
+    // every byte of the state directory, the SQLite db and its WAL included, while the gateway runs
+    await sleep(50);
+    const files = everyFile(stateDir);
+    expect(files.some((f) => f.path.endsWith("portcullis.db-wal") || f.path.endsWith("portcullis.db"))).toBe(
+      true,
+    );
+    const byteForms = formsOf(SECRET).map(asBytes);
+    for (const f of files) expect(formsIn(f.text, byteForms), f.path).toEqual([]);
+    await gw.close();
+    for (const f of everyFile(stateDir)) expect(formsIn(f.text, byteForms), f.path).toEqual([]);
+  });
+});
+
+describe("vault set: bad input", () => {
+  it("an empty or blank value is refused in one sentence and nothing is stored", async () => {
+    const stateDir = newStateDir();
+    for (const input of ["", "\n", "   \n"]) {
+      const r = await runCli(["vault", "set", "api-token", "--from-stdin", "--deliver", "env"], {
+        stateDir,
+        env: passphraseEnv(),
+        input,
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(/the value is (empty|only whitespace); nothing was stored/);
+    }
+    const list = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout);
+    expect(list.secrets).toEqual([]);
+  });
+});
+
+describe("vault set: a short value", () => {
+  it("is stored, with a note that scrubbing it can collide with ordinary text", async () => {
+    const stateDir = newStateDir();
+    const r = await runCli(["vault", "set", "pin", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: "4711\n",
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("can collide with ordinary text");
+    expect(r.stdout + r.stderr).not.toContain("4711");
+  });
+});
+
+describe("run: every configured scope must be in the vault", () => {
+  it("a scope with no secret is an error at start naming the key and the file (exit 2)", async () => {
+    const stateDir = newStateDir();
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" }, OTHER: "not-stored" },
+    });
+    cleanup.push(() => project.cleanup());
+    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
+    const r = await runCli(["run", "vaulted"], { cwd: project.dir, stateDir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("servers.vaulted.credentials.OTHER");
+    expect(r.stderr).toContain(`${project.dir}/portcullis.json`);
+    expect(r.stderr).toContain("vault set not-stored");
+  });
+});

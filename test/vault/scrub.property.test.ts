@@ -1,0 +1,215 @@
+// Property tests of the scrubbing of released values (src/vault/scrub.ts): fast-check looks for
+// a value (regex metacharacters, quotes, backslashes, non-ASCII, astral characters) and a
+// surrounding text in which some form of the value survives scrubbing, and for a text without
+// the value that scrubbing changes. The forms the tests embed are computed here, independently
+// of the module: raw, base64 (standard and URL-safe) alone and inside longer data at every
+// alignment, encodeURIComponent, form encoding, and the value inside JSON strings (once and twice).
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+
+const SCOPE = "api";
+const MARK = "[redacted:api]";
+
+const tricky = fc.constantFrom(
+  ..."abcXYZ019".split(""),
+  ..."\\^$.*+?()[]{}|/-".split(""),
+  '"',
+  "'",
+  "`",
+  " ",
+  "\t",
+  "\n",
+  "%",
+  "&",
+  "=",
+  "é",
+  "ü",
+  "ß",
+  "中",
+  "😀",
+  "\u0000",
+  "\u2028",
+  "<",
+  "&",
+);
+const value = (minLength: number) => fc.string({ unit: tricky, minLength, maxLength: 40 });
+const text = fc.string({ unit: fc.oneof(tricky, fc.string({ minLength: 1, maxLength: 1 })), maxLength: 60 });
+
+/** The parts of scrubbed output outside the redaction markers. */
+function outside(out: string): string[] {
+  return out.split(MARK);
+}
+
+function scrubberOf(v: string): ReleasedValues {
+  const r = new ReleasedValues();
+  r.add(SCOPE, v);
+  return r;
+}
+
+/** The base64 characters that `v` alone determines inside base64(prefix + v + suffix). */
+function embeddedBase64(prefix: Buffer, v: string, suffix: Buffer): { whole: string; own: string } {
+  const bytes = Buffer.from(v, "utf8");
+  const whole = Buffer.concat([prefix, bytes, suffix]).toString("base64");
+  const first = Math.ceil((prefix.length * 8) / 6);
+  const end = Math.floor(((prefix.length + bytes.length) * 8) / 6);
+  return { whole, own: whole.slice(first, end) };
+}
+
+const hex4 = (c: string) => c.charCodeAt(0).toString(16).padStart(4, "0");
+
+const ENCODINGS: Record<string, (v: string) => string> = {
+  raw: (v) => v,
+  base64: (v) => Buffer.from(v, "utf8").toString("base64"),
+  base64url: (v) => Buffer.from(v, "utf8").toString("base64url"),
+  uri: (v) => encodeURIComponent(v),
+  form: (v) => new URLSearchParams({ v }).toString().slice(2),
+  json: (v) => JSON.stringify(v).slice(1, -1),
+  jsonTwice: (v) => JSON.stringify(JSON.stringify(v)).slice(1, -1),
+  // Python's json.dumps (ensure_ascii): non-ASCII as lower-case \uxxxx
+  jsonPython: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${hex4(c)}`),
+  // PHP's json_encode: "/" as "\/" and non-ASCII as \uxxxx
+  jsonPhp: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replaceAll("/", "\\/")
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${hex4(c)}`),
+  // Go's encoding/json: "<", ">", "&", U+2028 and U+2029 as \u00xx
+  jsonGo: (v) =>
+    JSON.stringify(v)
+      .slice(1, -1)
+      .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${hex4(c)}`),
+};
+
+// Lone surrogates cannot be URL-encoded (there is no such form): values are well-formed UTF-16.
+const wellFormed = (s: string) => s === Buffer.from(s, "utf8").toString("utf8");
+
+describe("ReleasedValues.scrubText", () => {
+  it("no form of the value survives, whatever text surrounds it", () => {
+    fc.assert(
+      fc.property(
+        value(1),
+        fc.constantFrom(...Object.keys(ENCODINGS)),
+        text,
+        text,
+        (v, encoding, before, after) => {
+          fc.pre(wellFormed(v));
+          const embedded = ENCODINGS[encoding]!(v);
+          const out = scrubberOf(v).scrubText(`${before}${embedded}${after}`);
+          for (const part of outside(out)) {
+            expect(part).not.toContain(embedded);
+            for (const f of formsOf(v)) expect(part).not.toContain(f);
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("a value inside longer base64 data is caught at each of the three alignments", () => {
+    fc.assert(
+      fc.property(
+        value(8),
+        fc.uint8Array({ maxLength: 7 }),
+        fc.uint8Array({ maxLength: 7 }),
+        fc.boolean(),
+        text,
+        (v, pre, post, urlSafe, around) => {
+          fc.pre(wellFormed(v));
+          const { whole, own } = embeddedBase64(Buffer.from(pre), v, Buffer.from(post));
+          const shape = (s: string) => (urlSafe ? s.replaceAll("+", "-").replaceAll("/", "_") : s);
+          const out = scrubberOf(v).scrubText(`${around}${shape(whole)}${around}`);
+          expect(own.length).toBeGreaterThanOrEqual(8);
+          for (const part of outside(out)) expect(part).not.toContain(shape(own));
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("text that holds no form of the value is unchanged", () => {
+    fc.assert(
+      fc.property(value(4), text, (v, t) => {
+        fc.pre(wellFormed(v) && !formsOf(v).some((f) => t.includes(f)));
+        const r = scrubberOf(v);
+        expect(r.scrubText(t)).toBe(t);
+        const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: t } });
+        expect(r.scrubLine(line)).toBe(line);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("several values: each is replaced by its own scope's marker", () => {
+    const r = new ReleasedValues();
+    r.add("one", "first-value-1111");
+    r.add("two", "second-value-2222");
+    expect(r.size).toBe(2);
+    expect(r.scrubText("a first-value-1111 b c2Vjb25kLXZhbHVlLTIyMjI= c")).toBe(
+      "a [redacted:one] b [redacted:two] c",
+    );
+    r.add("one", "first-value-1111");
+    expect(r.size).toBe(2);
+    // whatever a caller names the scope, the marker stays JSON-safe
+    r.add('we"ird\\scope', "third-value-3333");
+    expect(r.scrubLine('{"id":1,"t":"third-value-3333"}')).toBe('{"id":1,"t":"[redacted:we_ird_scope]"}');
+  });
+
+  it("nothing released: nothing changes, and no pattern is even built", () => {
+    const r = new ReleasedValues();
+    expect(r.size).toBe(0);
+    expect(r.scrubText("anything")).toBe("anything");
+    expect(r.scrubLine('{"id":1}')).toBe('{"id":1}');
+  });
+});
+
+describe("ReleasedValues.scrubLine", () => {
+  it("a value anywhere in a JSON-RPC message: the line stays JSON, its id is kept, no form survives", () => {
+    fc.assert(
+      // at least 8 characters: a shorter value can be JSON's own syntax (`{`, `":"`), which no
+      // JSON line can do without (docs/security.md: short values collide)
+      fc.property(value(8), text, text, fc.integer({ min: 0, max: 1e6 }), (v, before, after, id) => {
+        fc.pre(wellFormed(v));
+        const inner = `${before}${v}${after}`;
+        const line = JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          result: {
+            content: [{ type: "text", text: inner }],
+            // JSON inside a JSON string: the value escaped twice on the wire
+            structured: JSON.stringify({ k: inner, b64: Buffer.from(inner).toString("base64") }),
+            [inner]: 1,
+          },
+        });
+        const out = scrubberOf(v).scrubLine(line);
+        const parsed = JSON.parse(out) as { id: unknown };
+        expect(parsed.id).toBe(id);
+        // the id is kept as it was (it routes the message; the client never sees it): not searched
+        const rest = out.replace(`"id":${id},`, "");
+        expect(rest).not.toBe(out);
+        for (const part of outside(rest)) for (const f of formsOf(v)) expect(part).not.toContain(f);
+        const { id: _id, ...body } = parsed;
+        for (const part of outside(JSON.stringify(body))) expect(part).not.toContain(v);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("a value echoed as a bare number is rewritten as a marker; the message's id is never touched", () => {
+    const r = scrubberOf("123456789");
+    const out = r.scrubLine('{"jsonrpc":"2.0","id":123456789,"result":{"pin":123456789,"s":"x123456789"}}');
+    expect(JSON.parse(out)).toEqual({
+      jsonrpc: "2.0",
+      id: 123456789,
+      result: { pin: MARK, s: `x${MARK}` },
+    });
+  });
+
+  it("a line that is not JSON is still scrubbed (the gateway drops and logs it)", () => {
+    const r = scrubberOf("secret-value-xyz");
+    expect(r.scrubLine("Restarting secret-value-xyz {")).toBe(`Restarting ${MARK} {`);
+  });
+});
