@@ -232,6 +232,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     lines.push(`             this tool since its last grant: ${t(since.classification)}`);
   }
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
+  if (r.scopeNote) lines.push(`              ${t(r.scopeNote)}`);
   if (r.arguments.length === 0) lines.push("  arguments  (none)");
   r.arguments.slice(0, 6).forEach((a, i) => {
     const value = a.value === null && a.note ? "(hidden)" : displayValue(a.value, 120);
