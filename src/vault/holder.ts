@@ -13,7 +13,7 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * the vault is unlocked and, for `deliver: "env"` scopes, for a value at spawn.
  *
  * Protocol: one JSON object per line each way. Requests: {"op":"status"},
- * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
+ * {"op":"release","scope":S[,"host":H]}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
  * {"op":"forget","scope":S}, {"op":"lock"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
@@ -102,7 +102,10 @@ export async function runHolder(
       case "release": {
         const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
         if (!v) return { ok: false, error: "credential_missing" };
-        if (v.deliver !== "env") return { ok: false, error: "not_env_delivered" };
+        // With a host: a header value for a remote MCP server at that host, which an HTTP-delivered
+        // secret may go to when the host is one of its declared destinations.
+        const toHost = typeof req.host === "string" && v.deliver === "http" && v.hosts.includes(req.host);
+        if (v.deliver !== "env" && !toHost) return { ok: false, error: "not_env_delivered" };
         return { ok: true, value: v.value.toString("utf8") };
       }
       case "put": {
