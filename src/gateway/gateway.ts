@@ -778,7 +778,7 @@ export class Gateway {
     } else {
       // One line in the host's log says which code this connection talks to.
       this.o.log.info(
-        `serving ${gen.record.remote ? gen.record.remote.url : displayCommand(gen.record.launchCommand)}: ${where(gen)} epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
+        `serving ${gen.record.remote ? `${gen.record.remote.url} (remote)` : `${displayCommand(gen.record.launchCommand)}: ${where(gen)}`} epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
       );
     }
   }

@@ -222,6 +222,8 @@ export class RemoteSupervisor
     // The body goes out only once the connection's certificate chain is the epoch's.
     this.whenVerified(gen, req, () => req.end(body));
     req.on("response", (res) => this.onPostResponse(gen, m, isRequest, res));
+    // Nothing else is sent until initialize is answered: the session id is learned from it.
+    if (m.method === "initialize") await new Promise((resolve) => req.once("close", resolve));
   }
 
   private request(gen: RemoteGeneration, method: string, headers: Record<string, string>): ClientRequest {

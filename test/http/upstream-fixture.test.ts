@@ -198,6 +198,11 @@ describe("run --url over HTTPS", () => {
       }[]
     ).find((r) => r.request === req2.request)!.review;
     expect(review.epoch.changedParts).toContain("serverInfo");
+    // the person deciding sees which remote, which certificate chain, and what it says it is
+    const page = (await runCli(["approvals", "--state-dir", stateDir])).stdout;
+    expect(page).toContain(`remote     ${f.server.url}`);
+    expect(page).toContain(`tls chain  ${tls.chainDigest()}`);
+    expect(page).toContain("someone-else");
     await decideByCli(stateDir, "deny", req2.request);
     expect(refusal(await second).data.error).toBe("approval_denied");
     expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
@@ -230,6 +235,19 @@ describe("run --url over HTTPS", () => {
 });
 
 describe("run --url: what does not apply, and what is refused", () => {
+  it("a server that cannot be reached, or whose certificate is not trusted, is exit 2 with the reason", async () => {
+    const f = await fixture();
+    const untrusted = await runCli(["run", "--state-dir", newStateDir(), "--url", f.server.url]);
+    expect(untrusted.code).toBe(2);
+    expect(untrusted.stderr).toMatch(/cannot reach https:\/\/127\.0\.0\.1:\d+\/mcp: .*certificate/);
+    await f.server.kill();
+    const gone = await runCli(["run", "--state-dir", newStateDir(), "--url", f.server.url], {
+      env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+    });
+    expect(gone.code).toBe(2);
+    expect(gone.stderr).toMatch(/cannot reach .*ECONNREFUSED/);
+  });
+
   it("refuses --watch, --on-change, http:// to a remote host, and a user:password URL, each in one sentence", async () => {
     const watch = await runCli(["run", "--url", "https://example.com/mcp", "--watch", "*.js"]);
     expect(watch.code).toBe(2);
