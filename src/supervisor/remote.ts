@@ -12,7 +12,7 @@ import { ulid } from "ulid";
 import { refuse } from "../guard/refusals.js";
 import { chainDigest, type ExecutionRecord, type RemoteFacts, remoteRecord } from "../identity/index.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
-import { sha256Tag } from "../util/canonical.js";
+import { sameJson, sha256Tag } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
 import type { HeaderSpec } from "./remoteHeaders.js";
@@ -452,32 +452,34 @@ export class RemoteSupervisor
   /** One message from the server to the gateway; an initialize result completes the record. */
   private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null): void {
     if (!gen.alive || gen !== this.current) return;
-    if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) {
-      const result = (msg as { result?: Record<string, unknown> }).result;
-      if (result && typeof result === "object" && !this.noteInitialized(gen, result)) return;
+    if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
+      const result = (msg as { result?: unknown }).result;
+      if (isObject(result) && !this.noteSelf(gen, result, sent.method === "initialize")) return;
     }
     this.emit("line", JSON.stringify(msg), gen);
   }
 
   /**
-   * What the server said of itself at initialize goes into the epoch's record. Said
-   * differently within one epoch (a server that changes its serverInfo), it ends the epoch.
+   * What the server says of itself (an initialize result; in the 2026-07-28 era, each
+   * server/discover result) goes into the epoch's record. Said differently within one epoch (a
+   * server that changes its serverInfo), it ends the epoch, and the answer is not delivered.
    */
-  private noteInitialized(gen: RemoteGeneration, result: Record<string, unknown>): boolean {
+  private noteSelf(gen: RemoteGeneration, result: Record<string, unknown>, initialize: boolean): boolean {
     const serverInfo = isObject(result.serverInfo) ? result.serverInfo : null;
-    if (
-      gen.facts.serverInfo !== null &&
-      JSON.stringify(gen.facts.serverInfo) !== JSON.stringify(serverInfo)
-    ) {
+    if (gen.facts.serverInfo !== null && !sameJson(gen.facts.serverInfo, serverInfo)) {
       this.lose(gen, "server-info-changed", "the server describes itself differently (serverInfo)");
       return false;
     }
-    gen.facts = {
-      ...gen.facts,
-      serverInfo,
-      protocolVersion: typeof result.protocolVersion === "string" ? result.protocolVersion : null,
-      capabilities: isObject(result.capabilities) ? result.capabilities : null,
-    };
+    if (initialize) {
+      gen.facts = {
+        ...gen.facts,
+        serverInfo,
+        protocolVersion: typeof result.protocolVersion === "string" ? result.protocolVersion : null,
+        capabilities: isObject(result.capabilities) ? result.capabilities : null,
+      };
+    } else if (gen.facts.serverInfo === null && serverInfo !== null) {
+      gen.facts = { ...gen.facts, serverInfo };
+    } else return true;
     gen.record = this.recordOf(gen.epoch, gen.record.startedAt, gen.facts);
     gen.settled = true;
     return true;
