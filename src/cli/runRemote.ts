@@ -74,12 +74,19 @@ export function remoteLink(
     maxMessageBytes: server.maxMessageBytes,
     // The value lives in this process only for the request that carries it.
     secret: async (scope) => {
+      let error: unknown = null;
       for (const host of hosts) {
         const r = await askHolder(stateDir, { op: "release", scope, host });
-        if (r?.ok === true && typeof r.value === "string") return r.value;
-        if (r === null) return null; // locked: no holder answers
+        if (r === null) return { locked: true }; // no holder answers
+        if (r.ok === true && typeof r.value === "string") return { value: r.value };
+        error = r.error;
       }
-      return null;
+      return {
+        missing:
+          error === "credential_missing"
+            ? "no secret by that name in the vault"
+            : `the vault stores it for other destinations than ${url.host} (vault set --deliver http --host ${url.host})`,
+      };
     },
   });
 }

@@ -45,8 +45,11 @@ export interface RemoteOptions {
   headers: HeaderSpec[];
   configDigest: string;
   log: Logger;
-  /** a header secret's value, asked of the vault holder at each use; null when it cannot be had */
-  secret: (scope: string) => Promise<string | null>;
+  /**
+   * A header secret's value, asked of the vault holder at each use; when it cannot be had, why:
+   * the vault is locked, or it holds no secret by that name that may go to this server's host.
+   */
+  secret: (scope: string) => Promise<{ value: string } | { locked: true } | { missing: string }>;
   maxMessageBytes?: number;
   connectTimeoutMs?: number;
   backoff?: { initialMs: number; maxMs: number };
@@ -183,14 +186,17 @@ export class RemoteSupervisor
   }
 
   /** The headers of every request: the configured ones (vault values released now), the session's. */
-  private async headersFor(gen: RemoteGeneration): Promise<Record<string, string> | { locked: string }> {
+  private async headersFor(
+    gen: RemoteGeneration,
+  ): Promise<Record<string, string> | { withheld: string; missing: string | null }> {
     const out: Record<string, string> = {};
     for (const h of this.o.headers) {
       if ("value" in h) out[h.name] = h.value;
       else {
         const v = await this.o.secret(h.secret);
-        if (v === null) return { locked: h.secret };
-        out[h.name] = h.format.replace("{}", v);
+        if ("locked" in v) return { withheld: h.secret, missing: null };
+        if ("missing" in v) return { withheld: h.secret, missing: v.missing };
+        out[h.name] = h.format.replace("{}", v.value);
       }
     }
     if (gen.sessionId !== null) out["mcp-session-id"] = gen.sessionId;
@@ -203,12 +209,15 @@ export class RemoteSupervisor
     const isRequest = typeof m.method === "string" && m.id !== undefined;
     const headers = await this.headersFor(gen);
     if (!gen.alive) return;
-    if ("locked" in headers) {
+    if ("withheld" in headers) {
       this.o.log.warn(
-        `not sent to ${this.o.url.host}: the header secret "${headers.locked}" cannot be released (vault locked or secret missing)`,
+        `not sent to ${this.o.url.host}: the header secret "${headers.withheld}" cannot be released (${headers.missing ?? "the vault is locked"})`,
       );
       if (isRequest) {
-        const e = refuse.vaultLocked([headers.locked]);
+        const e =
+          headers.missing === null
+            ? refuse.vaultLocked([headers.withheld])
+            : refuse.credentialMissing(headers.withheld, headers.missing);
         this.answer(gen, m.id, e.code, e.message, e.data);
       }
       return;
@@ -294,10 +303,12 @@ export class RemoteSupervisor
       this.lose(gen, "new-session", "the server no longer knows our session (HTTP 404)");
       return;
     }
+    // The session is initialized: open the server-to-client stream (requests, notifications, and
+    // the first sign of a server that went away between calls).
+    if (m.method === "notifications/initialized" && status >= 200 && status < 300) this.openStream(gen);
     const type = String(res.headers["content-type"] ?? "").toLowerCase();
     if (status === 202 || (status >= 200 && status < 300 && !isRequest && !type)) {
       res.resume();
-      if (m.method === "notifications/initialized") this.openStream(gen);
       return;
     }
     if (status >= 200 && status < 300 && type.startsWith("text/event-stream")) {
@@ -356,7 +367,7 @@ export class RemoteSupervisor
   private openStream(gen: RemoteGeneration, opened = Date.now()): void {
     if (!gen.alive || this.stopping || gen.stream) return;
     void this.headersFor(gen).then((headers) => {
-      if (!gen.alive || this.stopping || "locked" in headers) return;
+      if (!gen.alive || this.stopping || "withheld" in headers) return;
       const req = this.request(gen, "GET", { ...headers, accept: "text/event-stream" });
       gen.stream = req;
       this.whenVerified(gen, req, () => req.end());
@@ -583,8 +594,8 @@ export class RemoteSupervisor
   /** Tells the server the session is over (DELETE), best effort and briefly. */
   private async deleteSession(gen: RemoteGeneration): Promise<void> {
     if (gen.sessionId === null) return;
-    const headers = await this.headersFor({ ...gen, alive: true }).catch(() => ({ locked: "" }));
-    if ("locked" in headers) return;
+    const headers = await this.headersFor(gen).catch(() => null);
+    if (headers === null || "withheld" in headers) return;
     await new Promise<void>((resolve) => {
       const fn = this.https ? httpsRequest : httpRequest;
       const req = fn(this.o.url, { method: "DELETE", headers, agent: this.agent, timeout: 1000 });
