@@ -347,16 +347,8 @@ export class RemoteSupervisor
         if (ok || isResponseTo(one, m.id)) this.deliver(gen, one, m);
       }
       if (isRequest && !answered) {
-        this.answer(
-          gen,
-          m.id,
-          -32000,
-          `The remote server answered HTTP ${status} without a JSON-RPC response.`,
-          {
-            error: "upstream_http_error",
-            status,
-          },
-        );
+        const e = refuse.upstreamHttpError(status);
+        this.answer(gen, m.id, e.code, e.message, e.data);
       } else if (!ok && !isRequest) {
         this.o.log.warn(`the remote server refused a ${String(m.method ?? "response")} (HTTP ${status})`);
       }

@@ -9,6 +9,8 @@ import { tempDir } from "../helpers/files.js";
 import { NODE, REPO } from "../helpers/paths.js";
 
 const FIXTURE = join(REPO, "test", "fixtures", "servers", "http-fixture.mjs");
+/** answers the handshake properly and tools/call badly on purpose (see the file's header) */
+export const HOSTILE = join(REPO, "test", "fixtures", "servers", "http-hostile.mjs");
 const CERTS = join(REPO, "test", "fixtures", "servers", "http-certs.mjs");
 
 interface Ca {
@@ -63,6 +65,7 @@ export async function startFixture(
   env: Record<string, string>,
   tls: Tls | null,
   port = 0,
+  file = FIXTURE,
 ): Promise<FixtureServer> {
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? "",
@@ -70,7 +73,7 @@ export async function startFixture(
     ...(tls ? { FIXTURE_CERT: tls.certFile, FIXTURE_KEY: tls.keyFile } : {}),
     ...env,
   };
-  const proc = spawn(NODE, [FIXTURE], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(NODE, [file], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   proc.stderr!.on("data", (b: Buffer) => {
     err += b.toString();
@@ -96,7 +99,7 @@ export async function startFixture(
     },
     restart: async (more = {}) => {
       await server.kill();
-      return startFixture({ ...env, ...more }, tls, got);
+      return startFixture({ ...env, ...more }, tls, got, file);
     },
   };
   return server;
