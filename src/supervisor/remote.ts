@@ -15,7 +15,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
-import type { HeaderSpec } from "./remoteHeaders.js";
+import { type HeaderSpec, headerValueProblem } from "./remoteHeaders.js";
 import { SseReader } from "./sse.js";
 import { LaunchError } from "./supervisor.js";
 
@@ -180,7 +180,11 @@ export class RemoteSupervisor
     gen.queue = gen.queue
       .then(() => this.post(gen, m, body))
       .catch((e) => {
-        this.o.log.warn(`request to ${this.o.url.href} failed: ${(e as Error).message}`);
+        // the code only: a message about a request can quote what was in its headers
+        this.o.log.warn(
+          `a request to ${this.o.url.host} could not be made (${(e as NodeJS.ErrnoException).code ?? "error"})`,
+        );
+        if (gen.alive) this.lose(gen, "new-session", "a request could not be made");
       });
     return true;
   }
@@ -196,6 +200,10 @@ export class RemoteSupervisor
         const v = await this.o.secret(h.secret);
         if ("locked" in v) return { withheld: h.secret, missing: null };
         if ("missing" in v) return { withheld: h.secret, missing: v.missing };
+        // node would quote a value it refuses in its error message: checked here, never quoted
+        const problem = headerValueProblem(v.value);
+        if (problem)
+          return { withheld: h.secret, missing: `its value ${problem}, so it cannot be sent as a header` };
         out[h.name] = h.format.replace("{}", v.value);
       }
     }

@@ -134,6 +134,44 @@ describe("config headers from the vault", () => {
     expect(JSON.stringify(gw.received())).not.toContain(SECRET);
   });
 
+  it("a vault value that cannot be a header (a line break inside) is never sent nor printed", async () => {
+    const SECRET = "first-half-5a1e\nsecond-half-77c0";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    const store = await runCli(["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: SECRET,
+    });
+    expect(store.code, store.stderr).toBe(0);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: { remote: { url: server.url, headers: { Authorization: { secret: "remote-mcp-token" } } } },
+      }),
+    );
+    // nothing can be sent to the server, not even the client's initialize: it gets the reason
+    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
+      async (gw) => {
+        await gw.close();
+        return null;
+      },
+      (e: Error) => e,
+    );
+    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*its value contains a control character/);
+    expect(readJsonLines(log)).toEqual([]);
+    const shown = await everythingShown(stateDir, failed!.message);
+    expect(shown).not.toContain("first-half-5a1e");
+    expect(shown).not.toContain("second-half-77c0");
+  });
+
   it("a server entry with both url and command, or url with identity, is refused naming the key", async () => {
     const dir = tempDir("portcullis-cfg-");
     const file = join(dir, "portcullis.json");
