@@ -6,8 +6,8 @@ import {
   type IncomingMessage,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { connect as netConnect, type Socket } from "node:net";
-import { TLSSocket, connect as tlsConnect } from "node:tls";
+import type { Socket } from "node:net";
+import { TLSSocket } from "node:tls";
 import { ulid } from "ulid";
 import { refuse } from "../guard/refusals.js";
 import { chainDigest, type ExecutionRecord, type RemoteFacts, remoteRecord } from "../identity/index.js";
@@ -16,6 +16,7 @@ import { sameJson, sha256Tag } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
 import { type HeaderSpec, headerValueProblem } from "./remoteHeaders.js";
+import { type Chain, isObject, isResponseTo, probeChain, readBody } from "./remoteWire.js";
 import { SseReader } from "./sse.js";
 import { LaunchError } from "./supervisor.js";
 
@@ -98,38 +99,11 @@ export class RemoteSupervisor
   }
 
   /** A fresh connection to the server: its certificate chain (null for http://). */
-  private probe(): Promise<ReturnType<typeof chainDigest>> {
-    const u = this.o.url;
-    const port = Number(u.port) || (this.https ? 443 : 80);
-    const host = u.hostname.replace(/^\[|\]$/g, "");
-    return new Promise((resolve, reject) => {
-      const timeout = this.o.connectTimeoutMs ?? 10_000;
-      const sock: Socket = this.https
-        ? tlsConnect({ host, port, servername: isIp(host) ? undefined : host, ALPNProtocols: ["http/1.1"] })
-        : netConnect({ host, port });
-      const timer = setTimeout(() => {
-        sock.destroy();
-        reject(new Error(`no connection within ${timeout} ms`));
-      }, timeout);
-      sock.once(this.https ? "secureConnect" : "connect", () => {
-        clearTimeout(timer);
-        const chain = this.https ? chainDigest((sock as TLSSocket).getPeerCertificate(true)) : null;
-        sock.end();
-        sock.destroy();
-        resolve(chain);
-      });
-      sock.once("error", (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-    });
+  private probe(): Promise<Chain> {
+    return probeChain(this.o.url, this.o.connectTimeoutMs ?? 10_000);
   }
 
-  private mint(
-    reason: EpochReason,
-    chain: ReturnType<typeof chainDigest>,
-    previous: RemoteGeneration | null,
-  ): RemoteGeneration {
+  private mint(reason: EpochReason, chain: Chain, previous: RemoteGeneration | null): RemoteGeneration {
     const facts: RemoteFacts = {
       url: this.o.url.href,
       certificateChainSha256: chain?.digest ?? null,
@@ -335,7 +309,7 @@ export class RemoteSupervisor
       );
       return;
     }
-    this.readJson(res, (text, bytes) => {
+    readBody(res, this.maxBytes, (text, bytes) => {
       if (!gen.alive) return;
       if (text === null) {
         this.emit("oversize", bytes, gen, isRequest ? JSON.stringify(m.id) : null, false);
@@ -437,27 +411,6 @@ export class RemoteSupervisor
     res.on("end", finish);
     res.on("close", finish);
     res.on("error", finish);
-  }
-
-  private readJson(res: IncomingMessage, then: (text: string | null, bytes: number) => void): void {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    res.on("data", (b: Buffer) => {
-      if (over) return;
-      size += b.length;
-      if (size > this.maxBytes) {
-        over = true;
-        chunks.length = 0;
-        res.destroy();
-        then(null, size);
-        return;
-      }
-      chunks.push(b);
-    });
-    res.on("end", () => {
-      if (!over) then(Buffer.concat(chunks).toString("utf8"), size);
-    });
   }
 
   /** One message from the server to the gateway; an initialize result completes the record. */
@@ -609,17 +562,4 @@ export class RemoteSupervisor
       req.end();
     });
   }
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function isResponseTo(msg: unknown, id: unknown): boolean {
-  if (!isObject(msg) || "method" in msg) return false;
-  return msg.id === id && ("result" in msg || "error" in msg);
-}
-
-function isIp(host: string): boolean {
-  return /^[0-9.]+$/.test(host) || host.includes(":");
 }
