@@ -2,8 +2,10 @@
 // gateway trusts through NODE_EXTRA_CA_CERTS), guarded like a launched one. Real processes:
 // the fixture server, the gateway, the official SDK client, the CLI for status and approvals.
 
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { type Client, Client as SdkClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
@@ -84,6 +86,28 @@ function refusal(e: unknown) {
 }
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+
+describe("the HTTPS fixture itself, with the SDK's own client transport (no gateway)", () => {
+  it("lists, calls, records the call, and forgets a session when restarted (404)", async () => {
+    const f = await fixture();
+    // the SDK client sends through fetch: the test CA is given to its (global) dispatcher
+    const { Agent, setGlobalDispatcher, getGlobalDispatcher } = await import("undici");
+    const before = getGlobalDispatcher();
+    setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(tls.ca.caFile) } }));
+    cleanup.push(() => setGlobalDispatcher(before));
+    const client = new SdkClient({ name: "direct", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(f.server.url));
+    await client.connect(transport);
+    cleanup.push(() => client.close());
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "hang", "note"]);
+    expect(text(await client.callTool({ name: "echo", arguments: { message: "d" } }))).toBe("Echo: d");
+    expect(readJsonLines(f.record).map((r) => r.tool)).toEqual(["echo"]);
+    expect(client.getServerVersion()).toMatchObject({ name: "http-fixture", version: "1.0.0" });
+    f.server = await f.server.restart();
+    const gone = await client.callTool({ name: "echo", arguments: { message: "e" } }).catch((e) => e);
+    expect(String(gone)).toMatch(/404|Session not found/);
+  });
+});
 
 describe("run --url over HTTPS", () => {
   it("lists and calls through the guard; the record names the URL, the chain digest, serverInfo; status shows them", async () => {
