@@ -306,6 +306,13 @@ export class RemoteSupervisor
           if (!answered && gen.alive && !this.stopping)
             this.lose(gen, "new-session", `the server's stream ended without answering ${String(m.method)}`);
         },
+        (bytes) => {
+          // Over the limit on a request's own stream: taken as its answer, so its requester gets
+          // message_too_large with its own id (the stream ending then is no lost answer).
+          const id = isRequest && !answered ? JSON.stringify(m.id) : null;
+          if (id !== null) answered = true;
+          this.emit("oversize", bytes, gen, id, false);
+        },
       );
       return;
     }
@@ -383,6 +390,7 @@ export class RemoteSupervisor
     res: IncomingMessage,
     seen: (msg: unknown) => void,
     ended: () => void,
+    oversize: (bytes: number) => void = (bytes) => this.emit("oversize", bytes, gen, null, false),
   ): void {
     const reader = new SseReader(
       (e) => {
@@ -397,7 +405,7 @@ export class RemoteSupervisor
         seen(msg);
         this.deliver(gen, msg, sent);
       },
-      (bytes) => this.emit("oversize", bytes, gen, null, false),
+      oversize,
       this.maxBytes,
     );
     let done = false;

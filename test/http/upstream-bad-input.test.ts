@@ -49,9 +49,11 @@ describe("a remote server that answers badly", () => {
       expect(e.code, mode).toBe(-32603);
       expect(e.data, mode).toMatchObject({ error: "upstream_http_error", status });
     }
-    const huge = error(await call("huge"));
-    expect(huge.code).toBe(-32603);
-    expect(huge.data).toMatchObject({ error: "message_too_large" });
+    for (const mode of ["huge", "hugesse"]) {
+      const huge = error(await call(mode));
+      expect(huge.code, mode).toBe(-32603);
+      expect(huge.data, mode).toMatchObject({ error: "message_too_large" });
+    }
     // garbage and foreign events on a stream are dropped; the answer in it still arrives (CRLF framing)
     const sse = (await call("sse")) as { content: { text: string }[] };
     expect(sse.content[0]!.text).toBe("sse ok");
