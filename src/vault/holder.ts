@@ -19,7 +19,9 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
  * process of the user can read an env-delivered server's environment. A secret stored for
- * HTTP delivery never leaves the holder in clear.
+ * HTTP delivery leaves the holder in clear only with a `host` that is one of its declared
+ * destinations: a gateway that sends it as a header to a server it reaches at that host
+ * (`run --url`); any process of the user could ask the same.
  */
 
 export const HOLDER_SOCKET = "vault.sock";
