@@ -172,6 +172,46 @@ describe("config headers from the vault", () => {
     expect(shown).not.toContain("second-half-77c0");
   });
 
+  it("a secret stored for another host is not released for this URL: credential_missing, nothing sent", async () => {
+    const SECRET = "other-host-token-3b8d";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    // stored for api.example.com only; the configuration (which an agent can edit) points elsewhere
+    const store = await runCli(
+      ["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "http", "--host", "api.example.com"],
+      { stateDir, env: passphraseEnv(), input: SECRET },
+    );
+    expect(store.code, store.stderr).toBe(0);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          remote: {
+            url: server.url,
+            headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
+          },
+        },
+      }),
+    );
+    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
+      async (gw) => {
+        await gw.close();
+        return null;
+      },
+      (e: Error) => e,
+    );
+    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*other destinations than 127\.0\.0\.1:\d+/);
+    expect(readJsonLines(log)).toEqual([]);
+    expect(await everythingShown(stateDir, failed!.message)).not.toContain(SECRET);
+  });
+
   it("a server entry with both url and command, or url with identity, is refused naming the key", async () => {
     const dir = tempDir("portcullis-cfg-");
     const file = join(dir, "portcullis.json");
