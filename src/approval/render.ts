@@ -84,7 +84,14 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     if (entry?.path)
       lines.push(`  entry      ${t(entry.path)}  sha256:${String(entry.sha256 ?? "").slice(0, 16)}…`);
     if (typeof rec.identityDigest === "string") lines.push(`  identity   ${t(rec.identityDigest)}`);
-    if (typeof rec.processId === "number")
+    const remote = rec.remote as
+      | { url?: string; certificateChainSha256?: string | null; serverInfo?: unknown }
+      | undefined;
+    if (remote) {
+      lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
+      lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
+      lines.push(`  serverInfo ${t(JSON.stringify(remote.serverInfo ?? null))} (the server's own words)`);
+    } else if (typeof rec.processId === "number")
       lines.push(`  server pid ${rec.processId}, started ${String(rec.startedAt ?? "?")}`);
   }
   lines.push("");
@@ -221,6 +228,17 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   }
   lines.push(`  epoch      ${r.epoch.current}`);
   lines.push(`             ${t(r.epoch.summary)}`);
+  // A remote server is known only by what it shows over the wire: say which one this is.
+  const remote = (
+    r.epoch.record as {
+      remote?: { url?: string; certificateChainSha256?: string | null; serverInfo?: unknown };
+    } | null
+  )?.remote;
+  if (remote) {
+    lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
+    lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
+    lines.push(`  serverInfo ${t(JSON.stringify(remote.serverInfo ?? null))} (the server's own words)`);
+  }
   const catalogHead =
     `  catalog    revision ${r.catalog.revision}` +
     (r.catalog.lastApprovedRevision !== null ? ` (last approved ${r.catalog.lastApprovedRevision})` : "") +

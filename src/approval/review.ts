@@ -79,6 +79,8 @@ function recordSummary(given: ExecutionRecord | null): Record<string, unknown> |
     identityDigest: r.identityDigest,
     processId: r.processId,
     startedAt: r.startedAt,
+    // a server reached over HTTP: what it showed over the wire (URL, certificate chain, serverInfo)
+    ...(r.remote ? { remote: r.remote } : {}),
   };
 }
 

@@ -13,10 +13,10 @@ import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import type { DigestCache } from "../identity/index.js";
 import { pidOfTcpPeer } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
-import { LaunchError, Supervisor, type SupervisorOptions } from "../supervisor/supervisor.js";
+import type { ServerLink } from "../supervisor/link.js";
+import { LaunchError } from "../supervisor/supervisor.js";
 import { HttpFront, type Peer } from "../transport/http.js";
 import {
   type ListenAddress,
@@ -50,8 +50,8 @@ export interface ListenShared {
   audit: AuditLog;
   events: EventSink;
   log: Logger;
-  cache: DigestCache;
-  spec: SupervisorOptions["spec"];
+  /** a new link to the server for one session: a supervised process, or a remote session */
+  makeLink: (log: Logger) => ServerLink;
   delivery: ReturnType<typeof envDelivery>;
   /** values released to the servers of every session: scrubbed from all they say */
   releasedValues: ReleasedValues;
@@ -132,15 +132,8 @@ function openSession(
   statusLog.status(
     `http session ${session.id.slice(0, 8)}… (${session.era}) from ${peer.pid !== null ? `pid ${peer.pid}` : peer.why}`,
   );
-  const supervisor = new Supervisor({
-    spec: shared.spec,
-    cache: shared.cache,
-    log: statusLog,
-    pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
-    maxMessageBytes: server.maxMessageBytes,
-    spawnEnv: shared.delivery.spawnEnv,
-    stderrLine: (line) => (shared.releasedValues.size > 0 ? shared.releasedValues.scrubText(line) : line),
-  });
+  const supervisor = shared.makeLink(statusLog);
+
   let run: Run | null = null;
   let gateway: Gateway | null = null;
   const beginRun = () => {

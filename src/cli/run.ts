@@ -22,10 +22,11 @@ import { checkIncludes, DigestCache, IncludeError } from "../identity/index.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { resolveStateDir } from "../store/stateDir.js";
+import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
-import { stderrLogger } from "../util/log.js";
+import { type Logger, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
 import { holderVault } from "../vault/port.js";
 import { ReleasedValues } from "../vault/scrub.js";
@@ -34,9 +35,11 @@ import { scopesForTool } from "../vault/toolScopes.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
+import { applyRemoteFlags, remoteLink, urlServer } from "./runRemote.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
+       portcullis run [options] --url URL [--header 'Name: value']...
        portcullis run [options] LABEL          (a server from portcullis.json)
 
 Launches and supervises an MCP server, speaking MCP on stdin/stdout in front of it.
@@ -51,6 +54,9 @@ options:
   --approval session|per-call|none
                                  approval mode for every tool (default: session)
   --watch GLOB                   extra identity input (repeatable; like identity.include)
+  --url URL                      guard a server reached over Streamable HTTP instead of launching one
+  --header 'Name: value'         a header sent with every request to --url (repeatable; never shown)
+  --allow-insecure               allow an http:// --url to a host that is not loopback
   --state-dir DIR                state directory (default: $PORTCULLIS_HOME or ~/.local/state/portcullis)
   --config FILE                  configuration file (default: portcullis.json found upward)
   --max-message-bytes N          largest JSON-RPC message relayed either way (default 67108864 = 64 MiB);
@@ -83,6 +89,9 @@ const OPTIONS = {
   "on-expand": { type: "string" },
   approval: { type: "string" },
   watch: { type: "string", multiple: true },
+  url: { type: "string" },
+  header: { type: "string", multiple: true },
+  "allow-insecure": { type: "boolean" },
   "state-dir": { type: "string" },
   config: { type: "string" },
   "hold-timeout": { type: "string" },
@@ -126,7 +135,11 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
 
   let server: ServerConfig;
-  if (sep !== -1) {
+  if (values.url !== undefined) {
+    if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
+    if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" with --url.`);
+    server = urlServer(values.url, values.label);
+  } else if (sep !== -1) {
     const command = args.slice(sep + 1);
     if (command.length === 0)
       throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
@@ -152,6 +165,17 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     }
     server = resolveServer(positionals[0]!, process.cwd(), values.config);
     if (values.label) server.label = values.label;
+  }
+  if (server.remote) {
+    applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
+    if (values.watch?.length || onChange)
+      throw new UsageError(
+        `run: ${values.watch?.length ? "--watch" : "--on-change"} does not apply to a server reached by URL (portcullis watches no files of it).`,
+      );
+  } else if (values.header?.length || values["allow-insecure"]) {
+    throw new UsageError(
+      `run: ${values.header?.length ? "--header" : "--allow-insecure"} applies only with --url.`,
+    );
   }
   if (onChange) server.onChange = onChange;
   if (onExpand) server.onExpand = onExpand;
@@ -231,11 +255,18 @@ function deriveLabel(command: string[]): string {
   return (cleaned || "server").slice(0, 64);
 }
 
-/** Digest of the configuration that shapes this server (never env values in clear). */
+/** Digest of the configuration that shapes this server (never env or header values in clear). */
 function configDigest(server: ServerConfig): string {
   // configKey only says where the server sits in its file, for messages
   const { configKey: _where, ...rest } = server;
-  const shape = { ...rest, env: Object.keys(server.env).sort(), configFile: server.configFile };
+  const shape = {
+    ...rest,
+    env: Object.keys(server.env).sort(),
+    configFile: server.configFile,
+    ...(server.remote
+      ? { remote: { url: server.remote.url, headers: server.remote.headers.map((h) => h.name).sort() } }
+      : {}),
+  };
   return sha256Tag(canonicalJson(shape));
 }
 
@@ -328,17 +359,22 @@ async function serve(
     configDigest: configDigest(server),
     include: server.identity.include,
   };
-  const supervisor = new Supervisor({
-    spec,
-    cache,
-    log: statusLog,
-    // how often a swapped worker is looked for while idle (it is also checked before every
-    // forwarded request); tests push it out to prove the forwarding-path check
-    pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
-    maxMessageBytes: server.maxMessageBytes,
-    spawnEnv: delivery.spawnEnv,
-    stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
-  });
+  // One link per client connection: a process supervisor, or a session with a remote server.
+  const makeLink = (linkLog: Logger): ServerLink =>
+    server.remote
+      ? remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
+      : new Supervisor({
+          spec,
+          cache,
+          log: linkLog,
+          // how often a swapped worker is looked for while idle (it is also checked before every
+          // forwarded request); tests push it out to prove the forwarding-path check
+          pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+          maxMessageBytes: server.maxMessageBytes,
+          spawnEnv: delivery.spawnEnv,
+          stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
+        });
+  const supervisor = makeLink(statusLog);
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
   try {
@@ -356,7 +392,7 @@ async function serve(
   };
   if (listen) {
     // the supervisor above is never started: each HTTP session has its own
-    const shared = { server, stateDir, store, audit, events, log, cache, spec, delivery, releasedValues };
+    const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues };
     return listenUntilSignal(
       { ...shared, holdTimeoutMs, approvalTimeoutMs, requestTtlMs, consolePage, decide },
       listen,

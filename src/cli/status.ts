@@ -1,3 +1,4 @@
+import { safeText } from "../catalog/text.js";
 import { listGateways } from "../gateway/registry.js";
 import { processStartTime } from "../identity/index.js";
 import { openStore } from "../store/db.js";
@@ -53,7 +54,24 @@ export async function statusCommand(args: string[]): Promise<number> {
     for (const g of rows) {
       const r = g.record;
       process.stdout.write(`${g.serverLabel}  ${g.state}  gateway pid ${g.pid}  since ${g.startedAt}\n`);
-      if (r) {
+      if (r?.remote) {
+        const x = r.remote;
+        process.stdout.write(`  epoch      ${r.epoch}  (remote, since ${r.startedAt})\n`);
+        process.stdout.write(`  url        ${safeText(x.url)}\n`);
+        process.stdout.write(
+          `  tls chain  ${x.certificateChainSha256 ?? "none (http://: nothing tells one server at this address from another)"}\n`,
+        );
+        if (x.certificate)
+          process.stdout.write(
+            `  cert       ${safeText(x.certificate.subject)}, until ${x.certificate.validTo}\n`,
+          );
+        process.stdout.write(
+          `  server     ${x.serverInfo ? safeText(JSON.stringify(x.serverInfo)) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${safeText(x.protocolVersion)}` : ""}\n`,
+        );
+        if (x.headerNames.length)
+          process.stdout.write(`  headers    ${x.headerNames.join(", ")} (values not shown)\n`);
+        process.stdout.write(`  identity   ${r.identityDigest}\n`);
+      } else if (r) {
         process.stdout.write(
           `  epoch      ${r.epoch}  (server pid ${r.processId}, started ${r.startedAt})\n`,
         );

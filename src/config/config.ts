@@ -3,6 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
+import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
 /**
@@ -55,6 +56,8 @@ export interface ServerConfig {
   listenTokenFile?: string;
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
+  /** a server reached over Streamable HTTP instead of launched (then `command` is "") */
+  remote?: RemoteConfig;
 }
 
 /** A configuration problem: the message names the file and the key. Exit code 2. */
@@ -98,6 +101,8 @@ const SERVER_KEYS = new Set([
   "listenTokenFile",
   "tools",
   "type",
+  "url",
+  "headers",
 ]);
 
 /** Bounds of a message size limit: below 1 KiB not even a handshake fits; above 1 GiB is no limit. */
@@ -155,10 +160,27 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     fail("", "is not a valid label (letters, digits, '.', '_', '-'; at most 64 characters)");
   }
   for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, "is not a known key");
-  if (raw.type !== undefined && raw.type !== "stdio")
-    fail("type", 'must be "stdio" (portcullis launches the server itself)');
-  if (typeof raw.command !== "string" || raw.command.length === 0)
-    fail("command", "must be a non-empty string");
+  let remote: RemoteConfig | undefined;
+  if (raw.url !== undefined) {
+    if (raw.command !== undefined)
+      fail("url", 'and "command" are both set; a server is either launched (command) or reached (url)');
+    for (const k of LAUNCH_ONLY_KEYS)
+      if (raw[k] !== undefined)
+        fail(k, 'does not apply to a server reached by "url" (nothing of it is launched or watched)');
+    if (raw.type !== undefined && raw.type !== "http" && raw.type !== "streamable-http")
+      fail("type", 'must be "http" for a server reached by "url"');
+    // http:// to a remote host is refused here unless --allow-insecure is given to run, which checks again
+    if (typeof raw.url !== "string") fail("url", "must be a string");
+    const problem = remoteUrlProblem(raw.url as string, true);
+    if (problem) fail("url", problem);
+    remote = { url: raw.url as string, headers: parseHeaders(raw.headers, fail) };
+  } else {
+    if (raw.headers !== undefined) fail("headers", 'applies only to a server reached by "url"');
+    if (raw.type !== undefined && raw.type !== "stdio")
+      fail("type", 'must be "stdio" (portcullis launches the server itself)');
+    if (typeof raw.command !== "string" || raw.command.length === 0)
+      fail("command", 'must be a non-empty string (or give "url" for a server reached over HTTP)');
+  }
   const strings = (k: string): string[] => {
     const v = raw[k];
     if (v === undefined) return [];
@@ -265,7 +287,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   }
   return {
     label,
-    command: raw.command as string,
+    command: remote ? "" : (raw.command as string),
     args,
     cwd: resolve(base, (raw.cwd as string | undefined) ?? "."),
     env,
@@ -282,6 +304,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     ...(listen !== undefined ? { listen } : {}),
     ...(listenTokenFile !== undefined ? { listenTokenFile } : {}),
     configFile: file,
+    ...(remote ? { remote } : {}),
   };
 }
 

@@ -8,7 +8,7 @@ import {
 } from "../catalog/index.js";
 import type { Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
-import type { Generation } from "../supervisor/supervisor.js";
+import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink } from "./events.js";
 

@@ -1,7 +1,7 @@
 import type { CatalogSnapshot } from "../catalog/index.js";
 import type { ListedCatalog } from "../guard/guard.js";
 import type { Id, Request } from "../relay/jsonrpc.js";
-import type { Generation } from "../supervisor/supervisor.js";
+import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import { sameJson } from "../util/canonical.js";
 import { CLIENT_CAPABILITIES_META, type Era, hasTools, pickModernMeta, withMeta } from "./protocol.js";
 

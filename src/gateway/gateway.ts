@@ -20,7 +20,7 @@ import {
   type Response,
 } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
-import type { DownReason, Generation, Supervisor } from "../supervisor/supervisor.js";
+import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
@@ -59,7 +59,7 @@ export interface GatewayOptions {
   onChange: OnChange;
   /** what an expanding catalog change ends: every grant of the run (default) or the tool's */
   onExpand?: OnExpand;
-  supervisor: Supervisor;
+  supervisor: ServerLink;
   store: Store;
   log: Logger;
   downstream: Downstream;
@@ -808,7 +808,7 @@ export class Gateway {
     }
     if (why === "replaced") {
       this.o.log.status(
-        `running server replaced by its watcher: pid=${gen.record.processId} epoch=${gen.epoch} (${detail})`,
+        `running server replaced by its watcher: ${where(gen)} epoch=${gen.epoch} (${detail})`,
       );
     }
   }
@@ -823,13 +823,13 @@ export class Gateway {
     this.records.serverStarted(gen, previous);
     if (previous) {
       this.o.log.status(
-        `new execution epoch: pid=${gen.record.processId} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
+        `new execution epoch: ${where(gen)} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
       );
       void this.reconnect(gen);
     } else {
       // One line in the host's log says which code this connection talks to.
       this.o.log.info(
-        `serving ${displayCommand(gen.record.launchCommand)}: pid=${gen.record.processId} epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
+        `serving ${gen.record.remote ? `${gen.record.remote.url} (remote)` : `${displayCommand(gen.record.launchCommand)}: ${where(gen)}`} epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
       );
     }
   }
@@ -885,15 +885,13 @@ export class Gateway {
         const watcher = selfWatcherOf(gen.record);
         this.o.log.status(
           watcher
-            ? `running server is left to its own watcher (${watcher}): pid=${gen.record.processId} epoch=${gen.epoch}`
-            : `running server unchanged: pid=${gen.record.processId} epoch=${gen.epoch}`,
+            ? `running server is left to its own watcher (${watcher}): ${where(gen)} epoch=${gen.epoch}`
+            : `running server unchanged: ${where(gen)} epoch=${gen.epoch}`,
         );
         return;
       }
       case "restart":
-        this.o.log.status(
-          `restarting server: pid=${gen.record.processId} epoch=${gen.epoch} is being replaced`,
-        );
+        this.o.log.status(`restarting server: ${where(gen)} epoch=${gen.epoch} is being replaced`);
         void this.o.supervisor
           .restart()
           .catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
@@ -956,4 +954,10 @@ export class Gateway {
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
   }
+}
+
+/** Where an epoch's code runs, for status lines: its process, or the URL of a remote server. */
+function where(gen: Generation): string {
+  const remote = gen.record.remote;
+  return remote ? `url=${remote.url}` : `pid=${gen.record.processId}`;
 }

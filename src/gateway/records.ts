@@ -1,7 +1,7 @@
 import { argumentsDigest } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import type { Id } from "../relay/jsonrpc.js";
-import type { DownReason, Generation } from "../supervisor/supervisor.js";
+import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
 import { redactRecord, redactValue } from "../util/redact.js";
 import type { EventSink } from "./events.js";
 import { defaultsApplied } from "./text.js";

@@ -24,6 +24,7 @@ export const UNAVAILABLE_CODES = {
   audit_unavailable: -32603,
   server_unavailable: -32603,
   shutting_down: -32603,
+  upstream_http_error: -32603,
 } as const;
 
 /**
@@ -198,6 +199,16 @@ export const refuse = {
       "The server is not running right now; retry in a moment.",
       "no live server process",
       "wait a moment and retry",
+    ),
+
+  /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
+  upstreamHttpError: (status: number) =>
+    refusal(
+      "upstream_http_error",
+      `The remote server answered HTTP ${status} without a JSON-RPC response.`,
+      `HTTP ${status} from the remote server`,
+      "retry later, or ask a human to check the remote server",
+      { status },
     ),
 
   /**

@@ -17,7 +17,14 @@ import {
   resolveLaunch,
   unreadable,
 } from "./resolve.js";
-import type { ExecutionRecord, FileDigest, LaunchSpec, ProcessFact, StaticIdentity } from "./types.js";
+import type {
+  ExecutionRecord,
+  FileDigest,
+  LaunchSpec,
+  ProcessFact,
+  RemoteFacts,
+  StaticIdentity,
+} from "./types.js";
 
 export const LOCKFILES = [
   "package-lock.json",
@@ -236,6 +243,18 @@ function same(a: unknown, b: unknown): boolean {
   return sameJson(a ?? null, b ?? null);
 }
 
+function remoteChanges(b: RemoteFacts | undefined, a: RemoteFacts | undefined): string[] {
+  if (!b || !a) return ["transport (a launched server and a remote one)"];
+  const out: string[] = [];
+  if (b.url !== a.url) out.push(`url ${a.url}`);
+  if (b.certificateChainSha256 !== a.certificateChainSha256) out.push("TLS certificate chain");
+  if (!same(b.serverInfo, a.serverInfo)) out.push("serverInfo");
+  if (b.protocolVersion !== a.protocolVersion) out.push(`protocol version ${a.protocolVersion ?? "(none)"}`);
+  if (!same(b.capabilities, a.capabilities)) out.push("capabilities");
+  if (!same(b.headerNames, a.headerNames)) out.push("headers");
+  return out;
+}
+
 /** Human phrases for what differs, e.g. "entry dist/server.js", "dependency tree node_modules (20417 files)". */
 export function changedParts(
   before: ExecutionRecord | StaticIdentity,
@@ -266,6 +285,9 @@ export function changedParts(
   if (!same(before.identityInputs, after.identityInputs)) out.push("identity inputs");
   if (before.envDigest !== after.envDigest) out.push("environment");
   if (before.configDigest !== after.configDigest) out.push("configuration");
+  const br = "remote" in before ? before.remote : undefined;
+  const ar = "remote" in after ? after.remote : undefined;
+  if (br || ar) out.push(...remoteChanges(br, ar));
   if ("processes" in before && "processes" in after) {
     const b = processKeys(before.processes);
     const a = processKeys(after.processes);

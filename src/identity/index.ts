@@ -10,6 +10,14 @@ export {
 } from "./capture.js";
 export { checkIncludes, IncludeError } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
+export { chainDigest, remoteIdentityDigest, remoteRecord } from "./remote.js";
 export { selfWatcher, selfWatcherOf } from "./selfWatch.js";
-export type { ExecutionRecord, FileDigest, LaunchSpec, ProcessFact, StaticIdentity } from "./types.js";
+export type {
+  ExecutionRecord,
+  FileDigest,
+  LaunchSpec,
+  ProcessFact,
+  RemoteFacts,
+  StaticIdentity,
+} from "./types.js";
 export { type ArtifactWatcher, watchArtifacts, watchedPaths } from "./watch.js";

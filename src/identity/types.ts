@@ -46,6 +46,27 @@ export interface StaticIdentity {
   configDigest: string;
 }
 
+/**
+ * What can be observed from outside of a server reached over Streamable HTTP: all that
+ * portcullis can know of the code behind a URL is what that server shows over the wire.
+ */
+export interface RemoteFacts {
+  /** the URL as configured (never with user:password; those are refused) */
+  url: string;
+  /** "sha256:…" over the DER bytes of the peer's certificate chain, leaf first; null for http:// */
+  certificateChainSha256: string | null;
+  /** the leaf certificate's subject and validity, for people (the digest is what counts) */
+  certificate: { subject: string; issuer: string; validTo: string } | null;
+  /** from the server's initialize result: its own words, recorded, never trusted */
+  serverInfo: Record<string, unknown> | null;
+  protocolVersion: string | null;
+  capabilities: Record<string, unknown> | null;
+  /** "sha256:…" of the Mcp-Session-Id (the id itself can act as a bearer token: never stored) */
+  session: string | null;
+  /** names of the headers portcullis adds (values are never recorded) */
+  headerNames: string[];
+}
+
 export interface ExecutionRecord extends StaticIdentity {
   epoch: string;
   /** "sha256:…" over the static identity and the processes' (exe, exeSha256, argv, scripts). */
@@ -53,4 +74,6 @@ export interface ExecutionRecord extends StaticIdentity {
   processes: ProcessFact[];
   processId: number;
   startedAt: string;
+  /** present for a server reached over HTTP (no process of ours: processes empty, processId 0) */
+  remote?: RemoteFacts;
 }

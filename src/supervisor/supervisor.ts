@@ -16,43 +16,29 @@ import { StartTimeProbe } from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
+import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
+
+export type { DownReason } from "./link.js";
 
 /**
  * One generation of the supervised server: the code that can answer calls
  * during one execution epoch. Only the supervisor creates generations, so only
  * the supervisor mints epochs — never the server's own words.
  */
-export interface Generation {
+export interface Generation extends LinkGeneration {
   epoch: string;
   record: ExecutionRecord;
   static: StaticIdentity;
   child: ChildProcessWithoutNullStreams;
   /** why this epoch exists */
-  reason: "launch" | "respawn" | "restart" | "replaced";
+  reason: Extract<EpochReason, "launch" | "respawn" | "restart" | "replaced">;
   /** processes observed once the worker answered; any of them going away is a replacement */
   settled: { pid: number; startTime: string }[] | null;
   alive: boolean;
 }
 
-export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
-
-export interface SupervisorEvents {
-  /** a line from the current worker's stdout */
-  line: [text: string, gen: Generation];
-  /**
-   * a message over the size limit was dropped; `rawId`: its top-level id's JSON text, if any;
-   * `hasMethod`: it was a request or notification (not a response)
-   */
-  oversize: [bytes: number, gen: Generation, rawId: string | null, hasMethod: boolean];
-  /** the generation can no longer answer; its in-flight calls are lost */
-  down: [gen: Generation, why: DownReason, detail: string];
-  /** a new generation is answering; its execution record is captured */
-  up: [gen: Generation, previous: Generation | null];
-  /** build artifacts / identity inputs changed on disk while `gen` runs */
-  changed: [paths: string[], parts: string[], next: StaticIdentity, gen: Generation];
-  /** the server keeps crashing: supervision stopped */
-  "gave-up": [message: string];
-}
+/** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
+export type SupervisorEvents = LinkEvents<Generation>;
 
 export class LaunchError extends Error {
   override name = "LaunchError";
@@ -81,7 +67,7 @@ export interface SupervisorOptions {
   stderrLine?: (line: string) => string;
 }
 
-export class Supervisor extends EventEmitter<SupervisorEvents> {
+export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
   current: Generation | null = null;
   private stopping = false;
   private crashes: number[] = [];

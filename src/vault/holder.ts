@@ -13,13 +13,15 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * the vault is unlocked and, for `deliver: "env"` scopes, for a value at spawn.
  *
  * Protocol: one JSON object per line each way. Requests: {"op":"status"},
- * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
+ * {"op":"release","scope":S[,"host":H]}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
  * {"op":"forget","scope":S}, {"op":"lock"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
  * process of the user can read an env-delivered server's environment. A secret stored for
- * HTTP delivery never leaves the holder in clear.
+ * HTTP delivery leaves the holder in clear only with a `host` that is one of its declared
+ * destinations: a gateway that sends it as a header to a server it reaches at that host
+ * (`run --url`); any process of the user could ask the same.
  */
 
 export const HOLDER_SOCKET = "vault.sock";
@@ -102,7 +104,10 @@ export async function runHolder(
       case "release": {
         const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
         if (!v) return { ok: false, error: "credential_missing" };
-        if (v.deliver !== "env") return { ok: false, error: "not_env_delivered" };
+        // With a host: a header value for a remote MCP server at that host, which an HTTP-delivered
+        // secret may go to when the host is one of its declared destinations.
+        const toHost = typeof req.host === "string" && v.deliver === "http" && v.hosts.includes(req.host);
+        if (v.deliver !== "env" && !toHost) return { ok: false, error: "not_env_delivered" };
         return { ok: true, value: v.value.toString("utf8") };
       }
       case "put": {

@@ -39,6 +39,7 @@ const built: Record<string, ErrorObject> = {
   "message_too_large -32600": refuse.requestTooLarge(70_000, "not forwarded"),
   "message_too_large -32603": refuse.responseTooLarge(70_000, "server"),
   shutting_down: refuse.shuttingDown(),
+  upstream_http_error: refuse.upstreamHttpError(502),
 };
 
 const errorOf = (e: ErrorObject): string => (e.data as { error: string }).error;

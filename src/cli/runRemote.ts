@@ -1,0 +1,98 @@
+import type { ServerConfig } from "../config/config.js";
+import { remoteUrlProblem } from "../config/remote.js";
+import { RemoteSupervisor } from "../supervisor/remote.js";
+import { headerScopes, parseHeaderFlag } from "../supervisor/remoteHeaders.js";
+import type { Logger } from "../util/log.js";
+import { askHolder } from "../vault/holder.js";
+import type { ReleasedValues } from "../vault/scrub.js";
+import { UsageError } from "./errors.js";
+
+/** `run --url URL`: a server entry with nothing to launch. */
+export function urlServer(url: string, label: string | undefined): ServerConfig {
+  return {
+    label: label ?? labelOf(url),
+    command: "",
+    args: [],
+    cwd: process.cwd(),
+    env: {},
+    credentials: {},
+    credentialSpecs: [],
+    identity: { include: [] },
+    onChange: "report",
+    approval: { default: "session", tools: {} },
+    audit: { arguments: "digest" },
+    configFile: null,
+    remote: { url, headers: [] },
+  };
+}
+
+function labelOf(url: string): string {
+  let host = "remote";
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    /* refused with its reason by applyRemoteFlags */
+  }
+  const cleaned = host.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
+  return (cleaned || "remote").slice(0, 64);
+}
+
+/**
+ * `--header` flags join the configured headers; the URL is checked (http:// to a host that is
+ * not loopback only with --allow-insecure); header secrets become credential scopes, so a
+ * locked vault refuses calls at step 6 (`vault_locked`) as for any other credential.
+ */
+export function applyRemoteFlags(server: ServerConfig, headerFlags: string[], allowInsecure: boolean): void {
+  const remote = server.remote!;
+  const where = server.configFile ? `${server.configFile}: url of "${server.label}"` : "run: --url";
+  const problem = remoteUrlProblem(remote.url, allowInsecure);
+  if (problem) throw new UsageError(`${where} ${problem}.`);
+  for (const text of headerFlags) {
+    const h = parseHeaderFlag(text);
+    if (typeof h === "string") throw new UsageError(h);
+    remote.headers = remote.headers.filter((x) => x.name.toLowerCase() !== h.name.toLowerCase()).concat(h);
+  }
+  server.credentials = { ...server.credentials, ...headerScopes(remote.headers) };
+}
+
+/** The link to a remote server; header secrets are asked of the vault holder at each request. */
+export function remoteLink(
+  server: ServerConfig,
+  remote: NonNullable<ServerConfig["remote"]>,
+  stateDir: string,
+  configDigest: string,
+  log: Logger,
+  released?: ReleasedValues,
+): RemoteSupervisor {
+  const url = new URL(remote.url);
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const hosts = [`${url.hostname.toLowerCase()}:${port}`, url.hostname.toLowerCase()];
+  return new RemoteSupervisor({
+    label: server.label,
+    url,
+    headers: remote.headers,
+    configDigest,
+    log,
+    maxMessageBytes: server.maxMessageBytes,
+    // The value lives in this process only for the request that carries it.
+    secret: async (scope) => {
+      let error: unknown = null;
+      for (const host of hosts) {
+        const r = await askHolder(stateDir, { op: "release", scope, host });
+        if (r === null) return { locked: true }; // no holder answers
+        if (r.ok === true && typeof r.value === "string") {
+          // a server that echoes its own token back never shows it to the client
+          released?.add(scope, r.value);
+          return { value: r.value };
+        }
+        error = r.error;
+      }
+      return {
+        missing:
+          error === "credential_missing"
+            ? "no secret by that name in the vault"
+            : `the vault stores it for other destinations than ${url.host} (vault set --deliver http --host ${url.host})`,
+      };
+    },
+  });
+}

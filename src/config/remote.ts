@@ -1,0 +1,71 @@
+import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
+
+/**
+ * A server reached over Streamable HTTP (`run --url`, config `url`): where it is and which
+ * headers go with every request. Its identity is what it shows over the wire, so the keys that
+ * describe a launched server (a command, files to digest, a process environment) do not apply.
+ */
+export interface RemoteConfig {
+  url: string;
+  headers: HeaderSpec[];
+}
+
+/** Keys of a server entry that only mean something for a server portcullis launches. */
+export const LAUNCH_ONLY_KEYS = ["args", "cwd", "env", "credentials", "identity", "onChange"] as const;
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * Why `text` cannot be a remote server's URL, or null. `http://` only to a loopback host unless
+ * `allowInsecure`: anyone on the path could otherwise read the calls and answer in the server's
+ * place, and no certificate would tell the epochs apart.
+ */
+export function remoteUrlProblem(text: string, allowInsecure: boolean): string | null {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    return "is not a valid URL";
+  }
+  if (u.protocol !== "https:" && u.protocol !== "http:")
+    return "must be an https:// (or loopback http://) URL";
+  if (u.username || u.password)
+    return "must not carry a user name or password (send credentials with a header instead)";
+  if (u.hash) return "must not have a #fragment";
+  if (u.protocol === "http:" && !LOOPBACK.test(u.hostname) && !allowInsecure)
+    return "uses http:// to a host that is not loopback; use https://, or pass --allow-insecure to accept a connection anyone on the path can read and answer";
+  return null;
+}
+
+/** Config `headers`: {"Name": "value" | {"secret": S, "format": "Bearer {}"}}. */
+export function parseHeaders(raw: unknown, fail: (key: string, what: string) => never): HeaderSpec[] {
+  if (raw === undefined) return [];
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return fail("headers", 'must be an object of header name → value or {"secret", "format"}');
+  const out: HeaderSpec[] = [];
+  for (const [name, v] of Object.entries(raw as Record<string, unknown>)) {
+    const at = `headers.${name}`;
+    const n = headerNameProblem(name);
+    if (n) fail(at, n);
+    if (typeof v === "string") {
+      const p = headerValueProblem(v);
+      if (p) fail(at, p);
+      out.push({ name, value: v });
+      continue;
+    }
+    if (typeof v !== "object" || v === null || Array.isArray(v))
+      fail(at, 'must be a string or {"secret": NAME, "format": "… {} …"}');
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o))
+      if (k !== "secret" && k !== "format") fail(`${at}.${k}`, "is not a known key");
+    if (typeof o.secret !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(o.secret))
+      fail(`${at}.secret`, "must name a secret (letters, digits, '.', '_', '-')");
+    const format = o.format ?? "{}";
+    if (typeof format !== "string" || format.split("{}").length !== 2)
+      fail(`${at}.format`, 'must be a string with exactly one "{}" where the secret goes');
+    const p = headerValueProblem(format as string);
+    if (p) fail(`${at}.format`, p);
+    out.push({ name, secret: o.secret as string, format: format as string });
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+import type { EventEmitter } from "node:events";
+import type { ExecutionRecord } from "../identity/index.js";
+
+/**
+ * What the gateway needs of whatever stands between it and the server: a process it launched
+ * (supervisor.ts) or a server reached over Streamable HTTP (remote.ts). Both mint epochs, and
+ * only they do: the gateway never decides which code answers, it is told.
+ */
+
+/** Why an epoch exists. */
+export type EpochReason =
+  | "launch"
+  | "respawn"
+  | "restart"
+  | "replaced"
+  /** remote: the server ended or forgot our upstream session; a new one was opened */
+  | "new-session"
+  /** remote: the TLS certificate chain presented on a new connection differs */
+  | "certificate-changed"
+  /** remote: the server describes itself differently (serverInfo) */
+  | "server-info-changed";
+
+/** One execution epoch as the gateway sees it; each link keeps its own details beside these. */
+export interface LinkGeneration {
+  epoch: string;
+  record: ExecutionRecord;
+  reason: EpochReason;
+  /** non-null once the code behind the epoch answered and the record is complete */
+  settled: unknown;
+  alive: boolean;
+}
+
+export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
+
+export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
+  /** one JSON-RPC message from the current epoch's server, as text */
+  line: [text: string, gen: G];
+  /** a message over the size limit was dropped (see supervisor.ts) */
+  oversize: [bytes: number, gen: G, rawId: string | null, hasMethod: boolean];
+  /** the epoch can no longer answer; its in-flight calls are lost */
+  down: [gen: G, why: DownReason, detail: string];
+  /** a new epoch answers; its execution record is captured */
+  up: [gen: G, previous: G | null];
+  /** identity inputs changed on disk (launched servers only) */
+  changed: [paths: string[], parts: string[], next: unknown, gen: G];
+  /** supervision stopped */
+  "gave-up": [message: string];
+}
+
+export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends EventEmitter<LinkEvents<G>> {
+  current: G | null;
+  start(): Promise<G>;
+  /** Hands one message to the current epoch. False when none can take it (nothing was sent). */
+  send(msg: unknown): boolean;
+  /** The epoch answered its first request: complete its record. */
+  settle(gen: G): void;
+  /** A cheap synchronous look for a replaced server before anything is forwarded; true if one was found. */
+  checkReplacement(): boolean;
+  /** Replaces the server under our control (onChange: restart); null when shutting down. */
+  restart(): Promise<G | null>;
+  shutdown(): Promise<void>;
+}

@@ -1,0 +1,56 @@
+/**
+ * The headers portcullis adds to every request to a remote server: fixed values (`--header
+ * 'Name: value'`, config `"Name": "value"`) or values released by the vault holder at each use
+ * (config `"Name": {"secret": S, "format": "Bearer {}"}`). Values are never logged, recorded or
+ * shown: only names are.
+ */
+export type HeaderSpec = { name: string; value: string } | { name: string; secret: string; format: string };
+
+/** Header names a user must not set: portcullis owns them (the session, the protocol, framing). */
+const RESERVED = new Set([
+  "mcp-session-id",
+  "mcp-protocol-version",
+  "content-type",
+  "content-length",
+  "accept",
+  "host",
+  "connection",
+  "transfer-encoding",
+  "last-event-id",
+]);
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Why `name` cannot be a header portcullis adds, or null. */
+export function headerNameProblem(name: string): string | null {
+  if (!TOKEN.test(name)) return "is not a valid HTTP header name";
+  if (RESERVED.has(name.toLowerCase())) return "is set by portcullis itself and cannot be configured";
+  return null;
+}
+
+/** Why `value` cannot be sent as a header value, or null (never quotes the value). */
+export function headerValueProblem(value: string): string | null {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) return "contains a control character";
+  return null;
+}
+
+/** `--header 'Name: value'`: the name and value, or a problem naming the flag (never the value). */
+export function parseHeaderFlag(text: string): HeaderSpec | string {
+  const colon = text.indexOf(":");
+  if (colon <= 0) return "run: --header must look like 'Name: value'.";
+  const name = text.slice(0, colon).trim();
+  const value = text.slice(colon + 1).trim();
+  const n = headerNameProblem(name);
+  if (n) return `run: --header ${JSON.stringify(name)} ${n}.`;
+  const v = headerValueProblem(value);
+  if (v) return `run: the value of --header ${JSON.stringify(name)} ${v}.`;
+  return { name, value };
+}
+
+/** The scopes (secret names) the headers need from the vault, by a key the guard's step 6 reads. */
+export function headerScopes(headers: readonly HeaderSpec[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const h of headers) if ("secret" in h) out[`header ${h.name}`] = h.secret;
+  return out;
+}

@@ -1,0 +1,77 @@
+import type { IncomingMessage } from "node:http";
+import { connect as netConnect, type Socket } from "node:net";
+import { type TLSSocket, connect as tlsConnect } from "node:tls";
+import { chainDigest } from "../identity/index.js";
+
+/** A certificate chain as the record keeps it; null for http://. */
+export type Chain = ReturnType<typeof chainDigest>;
+
+/**
+ * One fresh connection to the server's host and port (for https: a full TLS handshake, verified
+ * against the system's CAs and NODE_EXTRA_CA_CERTS), then closed: the chain it presented.
+ */
+export function probeChain(url: URL, timeoutMs: number): Promise<Chain> {
+  const https = url.protocol === "https:";
+  const port = Number(url.port) || (https ? 443 : 80);
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return new Promise((resolve, reject) => {
+    const sock: Socket = https
+      ? tlsConnect({ host, port, servername: isIp(host) ? undefined : host, ALPNProtocols: ["http/1.1"] })
+      : netConnect({ host, port });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no connection within ${timeoutMs} ms`));
+    }, timeoutMs);
+    sock.once(https ? "secureConnect" : "connect", () => {
+      clearTimeout(timer);
+      const chain = https ? chainDigest((sock as TLSSocket).getPeerCertificate(true)) : null;
+      sock.end();
+      sock.destroy();
+      resolve(chain);
+    });
+    sock.once("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+}
+
+/** A response body as text, or null (and its size so far) once it grows over `maxBytes`. */
+export function readBody(
+  res: IncomingMessage,
+  maxBytes: number,
+  then: (text: string | null, bytes: number) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.on("data", (b: Buffer) => {
+    if (over) return;
+    size += b.length;
+    if (size > maxBytes) {
+      over = true;
+      chunks.length = 0;
+      res.destroy();
+      then(null, size);
+      return;
+    }
+    chunks.push(b);
+  });
+  res.on("end", () => {
+    if (!over) then(Buffer.concat(chunks).toString("utf8"), size);
+  });
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `msg` is the response (result or error) to the request with id `id`. */
+export function isResponseTo(msg: unknown, id: unknown): boolean {
+  if (!isObject(msg) || "method" in msg) return false;
+  return msg.id === id && ("result" in msg || "error" in msg);
+}
+
+function isIp(host: string): boolean {
+  return /^[0-9.]+$/.test(host) || host.includes(":");
+}

@@ -1,0 +1,116 @@
+// Bad answers from a server reached by `run --url`: each request still gets one JSON-RPC answer
+// (the server's own words when it gave one, else upstream_http_error or message_too_large), the
+// gateway keeps serving, and the execution epoch does not change for an answer that is only bad.
+// Also the SSE reader on its own: framing the standard allows, and data over the limit.
+import { afterEach, describe, expect, it } from "vitest";
+import { SseReader } from "../../src/supervisor/sse.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import { HOSTILE, startFixture } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function error(e: unknown) {
+  return e as { code: number; data: Record<string, unknown> };
+}
+
+describe("a remote server that answers badly", () => {
+  it("every bad answer becomes one error for its request; the gateway and the epoch stay", async () => {
+    const server = await startFixture({}, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: ["--url", server.url, "--approval", "none", "--max-message-bytes", "100000"],
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const epoch = async () =>
+      JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0]
+        .epoch as string;
+    const before = await epoch();
+    const call = (mode: string) =>
+      gw.client
+        .callTool({ name: "bad", arguments: { mode } }, undefined, { timeout: 20_000 })
+        .catch((e) => e);
+
+    for (const [mode, status] of [
+      ["html", 200],
+      ["notjson", 200],
+      ["500", 500],
+      ["401", 401],
+      ["otherid", 200],
+    ] as const) {
+      const e = error(await call(mode));
+      expect(e.code, mode).toBe(-32603);
+      expect(e.data, mode).toMatchObject({ error: "upstream_http_error", status });
+    }
+    for (const mode of ["huge", "hugesse"]) {
+      const huge = error(await call(mode));
+      expect(huge.code, mode).toBe(-32603);
+      expect(huge.data, mode).toMatchObject({ error: "message_too_large" });
+    }
+    // garbage and foreign events on a stream are dropped; the answer in it still arrives (CRLF framing)
+    const sse = (await call("sse")) as { content: { text: string }[] };
+    expect(sse.content[0]!.text).toBe("sse ok");
+
+    expect((await call("fine")).content[0].text).toBe("ok fine");
+    expect(await epoch()).toBe(before);
+    expect(gw.stderr()).not.toMatch(/TypeError|Unhandled|at .*\.js:\d+/);
+  });
+});
+
+describe("SseReader", () => {
+  const read = (chunks: string[], max = 1000) => {
+    const events: { event: string; data: string; id: string | null }[] = [];
+    const over: number[] = [];
+    const r = new SseReader(
+      (e) => events.push(e),
+      (n) => over.push(n),
+      max,
+    );
+    for (const c of chunks) r.push(Buffer.from(c, "utf8"));
+    r.end();
+    return { events, over };
+  };
+
+  it("joins data lines, keeps ids, accepts LF, CRLF and CR, split anywhere, and skips comments", () => {
+    const text = ': hi\nid: 7\ndata: {"a":\ndata: 1}\n\nevent: x\r\ndata: y\r\n\r\ndata: z\r\rdata: é\n\n';
+    const whole = read([text]);
+    expect(whole.events).toEqual([
+      { event: "message", data: '{"a":\n1}', id: "7" },
+      { event: "x", data: "y", id: "7" },
+      { event: "message", data: "z", id: "7" },
+      { event: "message", data: "é", id: "7" },
+    ]);
+    // the same bytes one at a time (a \r\n split between chunks, é split between its two bytes)
+    const bytes = Buffer.from(text, "utf8");
+    const events: unknown[] = [];
+    const r = new SseReader(
+      (e) => events.push(e),
+      () => {},
+      1000,
+    );
+    for (const b of bytes) r.push(Buffer.from([b]));
+    r.end();
+    expect(events).toEqual(whole.events);
+  });
+
+  it("drops an event whose data is over the limit, says so once, and goes on", () => {
+    const { events, over } = read(
+      [`data: ${"x".repeat(600)}\ndata: ${"y".repeat(600)}\n\ndata: ok\n\n`],
+      1000,
+    );
+    expect(over).toHaveLength(1);
+    expect(over[0]).toBeGreaterThan(1000);
+    expect(events.map((e) => e.data)).toEqual(["ok"]);
+  });
+
+  it("an unterminated event at the end of the stream is not dispatched", () => {
+    expect(read(["data: a\n\ndata: b"]).events.map((e) => e.data)).toEqual(["a"]);
+  });
+});

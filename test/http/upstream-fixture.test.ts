@@ -1,0 +1,290 @@
+// `portcullis run --url`: a server reached over Streamable HTTP (HTTPS with a test CA the
+// gateway trusts through NODE_EXTRA_CA_CERTS), guarded like a launched one. Real processes:
+// the fixture server, the gateway, the official SDK client, the CLI for status and approvals.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Client, Client as SdkClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import { type FixtureServer, makeTls, startFixture, type Tls } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+let tls: Tls;
+beforeAll(async () => {
+  tls = await makeTls();
+});
+
+interface RemoteRow {
+  pid: number;
+  state: string;
+  epoch: string;
+  status: { line: string }[];
+  record: {
+    epoch: string;
+    remote: {
+      url: string;
+      certificateChainSha256: string | null;
+      serverInfo: { name: string; version: string } | null;
+      protocolVersion: string | null;
+      capabilities: Record<string, unknown> | null;
+      session: string | null;
+    };
+  };
+}
+
+async function status(stateDir: string): Promise<RemoteRow> {
+  const r = await runCli(["status", "--json", "--state-dir", stateDir]);
+  return (JSON.parse(r.stdout).gateways as RemoteRow[])[0]!;
+}
+
+/** Waits until the gateway serves a ready epoch other than `not` (its catalog fetched). */
+async function nextEpoch(stateDir: string, not: string): Promise<RemoteRow> {
+  return waitFor(
+    async () => {
+      const s = await status(stateDir);
+      return s.state === "ready" && s.epoch !== not && s.record.remote.serverInfo ? s : null;
+    },
+    20_000,
+    `an epoch after ${not}`,
+  );
+}
+
+async function fixture(env: Record<string, string> = {}): Promise<{ server: FixtureServer; record: string }> {
+  const record = join(tempDir("portcullis-http-"), "calls.jsonl");
+  const server = await startFixture({ FIXTURE_RECORD: record, ...env }, tls);
+  const box = { server, record };
+  cleanup.push(() => box.server.kill());
+  return box;
+}
+
+async function gateway(
+  url: string,
+  extra: string[] = [],
+  stateDir = newStateDir(),
+): Promise<Session<Client>> {
+  const gw = await startGateway({
+    args: ["--url", url, "--label", "remote", ...extra],
+    env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+    stateDir,
+  });
+  cleanup.push(() => gw.close());
+  return gw;
+}
+
+function refusal(e: unknown) {
+  return e as { code: number; data: Record<string, unknown> };
+}
+
+const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+
+describe("the HTTPS fixture itself, with the SDK's own client transport (no gateway)", () => {
+  it("lists, calls, records the call, and forgets a session when restarted (404)", async () => {
+    const f = await fixture();
+    // the SDK client sends through fetch: the test CA is given to its (global) dispatcher
+    const { Agent, setGlobalDispatcher, getGlobalDispatcher } = await import("undici");
+    const before = getGlobalDispatcher();
+    setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(tls.ca.caFile) } }));
+    cleanup.push(() => setGlobalDispatcher(before));
+    const client = new SdkClient({ name: "direct", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(f.server.url));
+    await client.connect(transport);
+    cleanup.push(() => client.close());
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["echo", "hang", "note"]);
+    expect(text(await client.callTool({ name: "echo", arguments: { message: "d" } }))).toBe("Echo: d");
+    expect(readJsonLines(f.record).map((r) => r.tool)).toEqual(["echo"]);
+    expect(client.getServerVersion()).toMatchObject({ name: "http-fixture", version: "1.0.0" });
+    f.server = await f.server.restart();
+    const gone = await client.callTool({ name: "echo", arguments: { message: "e" } }).catch((e) => e);
+    expect(String(gone)).toMatch(/404|Session not found/);
+  });
+});
+
+describe("run --url over HTTPS", () => {
+  it("lists and calls through the guard; the record names the URL, the chain digest, serverInfo; status shows them", async () => {
+    const f = await fixture();
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, ["--approval", "none"], stateDir);
+    const tools = await gw.client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(["echo", "hang", "note"]);
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "hi" } }))).toBe("Echo: hi");
+    // the guard is in front: a tool the catalog does not have is refused without reaching the server
+    const unknown = refusal(await gw.client.callTool({ name: "nope", arguments: {} }).catch((e) => e));
+    expect(unknown.data.error).toBe("tool_not_in_catalog");
+    expect(readJsonLines(f.record).map((r) => r.tool)).toEqual(["echo"]);
+
+    const s = await status(stateDir);
+    expect(s.record.remote.url).toBe(f.server.url);
+    expect(s.record.remote.certificateChainSha256).toBe(tls.chainDigest());
+    expect(s.record.remote.serverInfo).toMatchObject({ name: "http-fixture", version: "1.0.0" });
+    expect(s.record.remote.protocolVersion).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(s.record.remote.capabilities).toHaveProperty("tools");
+    const shown = await runCli(["status", "--state-dir", stateDir]);
+    expect(shown.stdout).toContain(f.server.url);
+    expect(shown.stdout).toContain(tls.chainDigest());
+    expect(shown.stdout).toContain("http-fixture");
+  });
+
+  it("a restarted server is a new session and a new epoch: the old epoch's grant is stale", async () => {
+    const f = await fixture();
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, ["--approval-timeout", "30000"], stateDir);
+    await gw.client.listTools();
+    const first = gw.client.callTool({ name: "note", arguments: { text: "a" } });
+    const req = await nextRequest(stateDir);
+    await decideByCli(stateDir, "approve", req.request, "--for", "session");
+    expect(text(await first)).toContain("noted");
+    const epochA = (await status(stateDir)).epoch;
+
+    f.server = await f.server.restart();
+    const b = await nextEpoch(stateDir, epochA);
+    expect(b.record.remote.session).not.toBeNull();
+    expect(b.status.map((l) => l.line).join("\n")).toMatch(
+      /new execution epoch: url=\S+ epoch=\S+ \(was \S+; new-session\)/,
+    );
+
+    const stale = refusal(
+      await gw.client.callTool({ name: "note", arguments: { text: "b" } }).catch((e) => e),
+    );
+    expect(stale.code).toBe(-32051);
+    expect(stale.data).toMatchObject({
+      error: "authorization_stale",
+      approvedEpoch: epochA,
+      currentEpoch: b.epoch,
+    });
+    // the refused call never reached the new server
+    expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
+  });
+
+  it("a new certificate on a new connection is a new epoch", async () => {
+    const f = await fixture();
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, ["--approval", "none"], stateDir);
+    await gw.client.listTools();
+    const a = await status(stateDir);
+    const before = tls.chainDigest();
+    expect(a.record.remote.certificateChainSha256).toBe(before);
+
+    await tls.renew();
+    f.server.proc.kill("SIGUSR2"); // new certificate, every connection closed; sessions kept
+    const b = await nextEpoch(stateDir, a.epoch);
+    expect(tls.chainDigest()).not.toBe(before);
+    expect(b.record.remote.certificateChainSha256).toBe(tls.chainDigest());
+    expect(b.status.map((l) => l.line).join("\n")).toContain("certificate-changed");
+    await gw.client.listTools();
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "again" } }))).toBe(
+      "Echo: again",
+    );
+  });
+
+  it("a server that comes back describing itself differently (serverInfo) is a new epoch whose review names it", async () => {
+    const f = await fixture();
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, ["--approval-timeout", "30000"], stateDir);
+    await gw.client.listTools();
+    const first = gw.client.callTool({ name: "note", arguments: { text: "a" } });
+    const req1 = await nextRequest(stateDir);
+    await decideByCli(stateDir, "approve", req1.request, "--for", "session");
+    await first;
+    const a = await status(stateDir);
+
+    f.server = await f.server.restart({ FIXTURE_NAME: "someone-else", FIXTURE_VERSION: "6.6.6" });
+    const b = await nextEpoch(stateDir, a.epoch);
+    expect(b.record.remote.serverInfo).toMatchObject({ name: "someone-else", version: "6.6.6" });
+    expect(b.record.remote.certificateChainSha256).toBe(a.record.remote.certificateChainSha256);
+
+    // the grant of the epoch before is stale (reported once), then a human is asked again
+    const stale = refusal(
+      await gw.client.callTool({ name: "note", arguments: { text: "b" } }).catch((e) => e),
+    );
+    expect(stale.data).toMatchObject({
+      error: "authorization_stale",
+      approvedEpoch: a.epoch,
+      currentEpoch: b.epoch,
+    });
+    await gw.client.listTools();
+    const second = gw.client.callTool({ name: "note", arguments: { text: "b" } }).catch((e) => e);
+    const req2 = await nextRequest(stateDir, new Set([req1.request]));
+    const shown = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+    const review = (
+      JSON.parse(shown.stdout).requests as {
+        request: string;
+        review: { epoch: { changedParts: string[] } };
+      }[]
+    ).find((r) => r.request === req2.request)!.review;
+    expect(review.epoch.changedParts).toContain("serverInfo");
+    // the person deciding sees which remote, which certificate chain, and what it says it is
+    const page = (await runCli(["approvals", "--state-dir", stateDir])).stdout;
+    expect(page).toContain(`remote     ${f.server.url}`);
+    expect(page).toContain(`tls chain  ${tls.chainDigest()}`);
+    expect(page).toContain("someone-else");
+    await decideByCli(stateDir, "deny", req2.request);
+    expect(refusal(await second).data.error).toBe("approval_denied");
+    expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
+  });
+
+  it("a server that dies mid-call: epoch_transition, the call is never sent again", async () => {
+    const f = await fixture();
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, ["--approval", "none"], stateDir);
+    await gw.client.listTools();
+    const epochA = (await status(stateDir)).epoch;
+    const hanging = gw.client
+      .callTool({ name: "hang", arguments: {} }, undefined, { timeout: 60_000 })
+      .catch((e) => e);
+    await waitFor(() => readJsonLines(f.record).length === 1, 10_000, "the call to reach the server");
+    await f.server.kill("SIGKILL");
+    const e = refusal(await hanging);
+    expect(e.code).toBe(-32054);
+    expect(e.data).toMatchObject({ error: "epoch_transition" });
+
+    // the server comes back: a new epoch serves, and the interrupted call was not replayed to it
+    f.server = await f.server.restart();
+    await nextEpoch(stateDir, epochA);
+    await gw.client.listTools();
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "after" } }))).toBe(
+      "Echo: after",
+    );
+    expect(readJsonLines(f.record).map((r) => r.tool)).toEqual(["hang", "echo"]);
+  });
+});
+
+describe("run --url: what does not apply, and what is refused", () => {
+  it("a server that cannot be reached, or whose certificate is not trusted, is exit 2 with the reason", async () => {
+    const f = await fixture();
+    const untrusted = await runCli(["run", "--state-dir", newStateDir(), "--url", f.server.url]);
+    expect(untrusted.code).toBe(2);
+    expect(untrusted.stderr).toMatch(/cannot reach https:\/\/127\.0\.0\.1:\d+\/mcp: .*certificate/);
+    await f.server.kill();
+    const gone = await runCli(["run", "--state-dir", newStateDir(), "--url", f.server.url], {
+      env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+    });
+    expect(gone.code).toBe(2);
+    expect(gone.stderr).toMatch(/cannot reach .*ECONNREFUSED/);
+  });
+
+  it("refuses --watch, --on-change, http:// to a remote host, and a user:password URL, each in one sentence", async () => {
+    const watch = await runCli(["run", "--url", "https://example.com/mcp", "--watch", "*.js"]);
+    expect(watch.code).toBe(2);
+    expect(watch.stderr).toMatch(/--watch does not apply to a server reached by URL/);
+    const change = await runCli(["run", "--url", "https://example.com/mcp", "--on-change", "restart"]);
+    expect(change.code).toBe(2);
+    expect(change.stderr).toMatch(/--on-change does not apply/);
+    const insecure = await runCli(["run", "--url", "http://example.com/mcp"]);
+    expect(insecure.code).toBe(2);
+    expect(insecure.stderr).toMatch(/http:\/\/ to a host that is not loopback.*--allow-insecure/);
+    const userinfo = await runCli(["run", "--url", "https://me:pw@example.com/mcp"]);
+    expect(userinfo.code).toBe(2);
+    expect(userinfo.stderr).toMatch(/must not carry a user name or password/);
+    expect(userinfo.stderr).not.toContain("pw@");
+  });
+});

@@ -1,0 +1,233 @@
+// Headers sent to a server reached by `run --url`: fixed (--header) or released by the vault
+// holder per request (config headers {"secret", "format"}). The upstream receives them; their
+// values never reach the client, stderr, `portcullis status` (text or --json), or the audit
+// views; a locked vault stops calls at step 6 (vault_locked).
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { readJsonLines, tempDir } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { startFixture } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+
+/** Everything a person or another program can read of the gateway's state, as one string. */
+async function everythingShown(stateDir: string, stderr: string): Promise<string> {
+  const status = await runCli(["status", "--state-dir", stateDir]);
+  const json = await runCli(["status", "--json", "--state-dir", stateDir]);
+  const audit = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+    env: passphraseEnv(),
+  });
+  expect(json.code).toBe(0);
+  return [stderr, status.stdout, status.stderr, json.stdout, audit.stdout, audit.stderr].join("\n");
+}
+
+describe("run --url --header", () => {
+  it("the upstream receives the header on every request; its value is never shown", async () => {
+    const VALUE = "hdr-value-4f1c9a7e2b";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "X-Api-Key", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: ["--url", server.url, "--header", `X-Api-Key: ${VALUE}`, "--approval", "none"],
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
+    const seen = readJsonLines<{ value: string | null }>(log);
+    expect(seen.length).toBeGreaterThanOrEqual(3); // initialize, initialized, tools/list, the call
+    expect(seen.every((s) => s.value === VALUE)).toBe(true);
+
+    const shown = await everythingShown(stateDir, gw.stderr());
+    expect(shown).toContain("X-Api-Key"); // the name is shown…
+    expect(shown).not.toContain(VALUE); // …never the value
+    expect(JSON.stringify(gw.received())).not.toContain(VALUE);
+  });
+
+  it("refuses a header portcullis owns and a malformed one, naming the flag, never the value", async () => {
+    const own = await runCli([
+      "run",
+      "--url",
+      "https://example.com/mcp",
+      "--header",
+      "Mcp-Session-Id: abc123secret",
+    ]);
+    expect(own.code).toBe(2);
+    expect(own.stderr).toMatch(/--header "Mcp-Session-Id" is set by portcullis itself/);
+    expect(own.stderr).not.toContain("abc123secret");
+    const bad = await runCli(["run", "--url", "https://example.com/mcp", "--header", "no colon here"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--header must look like 'Name: value'/);
+  });
+});
+
+describe("config headers from the vault", () => {
+  it("released per request while unlocked; a locked vault gives vault_locked; the value is never shown", async () => {
+    const SECRET = "vault-remote-token-9d2e71c4";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    const store = await runCli(
+      [
+        "vault",
+        "set",
+        "remote-mcp-token",
+        "--from-stdin",
+        "--deliver",
+        "http",
+        "--host",
+        `127.0.0.1:${server.port}`,
+      ],
+      { stateDir, env: passphraseEnv(), input: SECRET },
+    );
+    expect(store.code, store.stderr).toBe(0);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          remote: {
+            url: server.url,
+            headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
+            approval: { default: "none" },
+          },
+        },
+      }),
+    );
+    const gw = await startGateway({ args: ["remote"], cwd: dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
+    const seen = readJsonLines<{ value: string | null }>(log);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.every((s) => s.value === `Bearer ${SECRET}`)).toBe(true);
+
+    await runCli(["lock"], { stateDir });
+    const locked = (await gw.client
+      .callTool({ name: "echo", arguments: { message: "y" } })
+      .catch((e) => e)) as {
+      code: number;
+      data: Record<string, unknown>;
+    };
+    expect(locked.code).toBe(-32056);
+    expect(locked.data).toMatchObject({ error: "vault_locked", scopes: ["remote-mcp-token"] });
+    expect(readJsonLines(log).length).toBe(seen.length); // nothing more reached the server
+
+    const shown = await everythingShown(stateDir, gw.stderr());
+    expect(shown).toContain("Authorization");
+    expect(shown).not.toContain(SECRET);
+    expect(JSON.stringify(gw.received())).not.toContain(SECRET);
+  });
+
+  it("a vault value that cannot be a header (a line break inside) is never sent nor printed", async () => {
+    const SECRET = "first-half-5a1e\nsecond-half-77c0";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    const store = await runCli(["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: SECRET,
+    });
+    expect(store.code, store.stderr).toBe(0);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: { remote: { url: server.url, headers: { Authorization: { secret: "remote-mcp-token" } } } },
+      }),
+    );
+    // nothing can be sent to the server, not even the client's initialize: it gets the reason
+    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
+      async (gw) => {
+        await gw.close();
+        return null;
+      },
+      (e: Error) => e,
+    );
+    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*its value contains a control character/);
+    expect(readJsonLines(log)).toEqual([]);
+    const shown = await everythingShown(stateDir, failed!.message);
+    expect(shown).not.toContain("first-half-5a1e");
+    expect(shown).not.toContain("second-half-77c0");
+  });
+
+  it("a secret stored for another host is not released for this URL: credential_missing, nothing sent", async () => {
+    const SECRET = "other-host-token-3b8d";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    // stored for api.example.com only; the configuration (which an agent can edit) points elsewhere
+    const store = await runCli(
+      ["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "http", "--host", "api.example.com"],
+      { stateDir, env: passphraseEnv(), input: SECRET },
+    );
+    expect(store.code, store.stderr).toBe(0);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          remote: {
+            url: server.url,
+            headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
+          },
+        },
+      }),
+    );
+    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
+      async (gw) => {
+        await gw.close();
+        return null;
+      },
+      (e: Error) => e,
+    );
+    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*other destinations than 127\.0\.0\.1:\d+/);
+    expect(readJsonLines(log)).toEqual([]);
+    expect(await everythingShown(stateDir, failed!.message)).not.toContain(SECRET);
+  });
+
+  it("a server entry with both url and command, or url with identity, is refused naming the key", async () => {
+    const dir = tempDir("portcullis-cfg-");
+    const file = join(dir, "portcullis.json");
+    writeFileSync(
+      file,
+      JSON.stringify({ servers: { r: { url: "https://example.com/mcp", command: "node" } } }),
+    );
+    const both = await runCli(["run", "--config", file, "r"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('servers.r.url and "command" are both set');
+    writeFileSync(
+      file,
+      JSON.stringify({ servers: { r: { url: "https://example.com/mcp", identity: { include: ["*.js"] } } } }),
+    );
+    const include = await runCli(["run", "--config", file, "r"]);
+    expect(include.code).toBe(2);
+    expect(include.stderr).toContain('servers.r.identity does not apply to a server reached by "url"');
+  });
+});

@@ -1,0 +1,106 @@
+// The HTTPS fixture server (test/fixtures/servers/http-fixture.mjs) as a test controls it:
+// started on a port, restarted on the same port (a new process: its sessions are gone), killed
+// mid-call, told to present a new certificate.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "../helpers/files.js";
+import { NODE, REPO } from "../helpers/paths.js";
+
+const FIXTURE = join(REPO, "test", "fixtures", "servers", "http-fixture.mjs");
+/** answers the handshake properly and tools/call badly on purpose (see the file's header) */
+export const HOSTILE = join(REPO, "test", "fixtures", "servers", "http-hostile.mjs");
+const CERTS = join(REPO, "test", "fixtures", "servers", "http-certs.mjs");
+
+interface Ca {
+  caFile: string;
+  dir: string;
+}
+
+export interface Tls {
+  ca: Ca;
+  certFile: string;
+  keyFile: string;
+  /** a new leaf certificate (new key) in the same files */
+  renew(): Promise<void>;
+  /** "sha256:…" over the DER of leaf then CA: what the gateway must record */
+  chainDigest(): string;
+}
+
+export async function makeTls(): Promise<Tls> {
+  const { makeCa, makeLeaf } = (await import(CERTS)) as {
+    makeCa(dir: string): Promise<Ca>;
+    makeLeaf(ca: Ca): Promise<{ certFile: string; keyFile: string }>;
+  };
+  const ca = await makeCa(tempDir("portcullis-tls-"));
+  const leaf = await makeLeaf(ca);
+  return {
+    ca,
+    ...leaf,
+    renew: async () => {
+      await makeLeaf(ca);
+    },
+    chainDigest: () => {
+      const der = (f: string) => new X509Certificate(readFileSync(f)).raw;
+      return `sha256:${createHash("sha256")
+        .update(Buffer.concat([der(leaf.certFile), der(ca.caFile)]))
+        .digest("hex")}`;
+    },
+  };
+}
+
+export interface FixtureServer {
+  port: number;
+  url: string;
+  proc: ChildProcess;
+  stderr(): string;
+  /** kill (SIGKILL by default) and wait for the exit */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** a new process on the same port, with `env` over the first one's */
+  restart(env?: Record<string, string>): Promise<FixtureServer>;
+}
+
+export async function startFixture(
+  env: Record<string, string>,
+  tls: Tls | null,
+  port = 0,
+  file = FIXTURE,
+): Promise<FixtureServer> {
+  const fullEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    FIXTURE_PORT: String(port),
+    ...(tls ? { FIXTURE_CERT: tls.certFile, FIXTURE_KEY: tls.keyFile } : {}),
+    ...env,
+  };
+  const proc = spawn(NODE, [file], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (b: Buffer) => {
+    err += b.toString();
+  });
+  const got = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    proc.stdout!.on("data", (b: Buffer) => {
+      out += b.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.once("exit", (code) => reject(new Error(`fixture exited (${code}) before listening:\n${err}`)));
+  });
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const server: FixtureServer = {
+    port: got,
+    url: `${tls ? "https" : "http"}://127.0.0.1:${got}/mcp`,
+    proc,
+    stderr: () => err,
+    kill: async (signal = "SIGKILL") => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+    restart: async (more = {}) => {
+      await server.kill();
+      return startFixture({ ...env, ...more }, tls, got, file);
+    },
+  };
+  return server;
+}
