@@ -50,6 +50,8 @@ export interface AuthorizerOptions {
   context: () => { record: ExecutionRecord | null; revision: number };
   /** checks each decision's signature against the approver key pinned in the audit chain */
   verifier: DecisionVerifier;
+  /** told of each new request (the gateway starts the console); must not throw or block */
+  onRequest?: (request: string) => void;
 }
 
 /**
@@ -425,6 +427,11 @@ export class Authorizer implements AuthorizationPort {
       credentialScope: this.scopes,
     };
     this.emit({ type: "approval_requested", ...subject, mode, arguments: argumentsDigest(call.effective) });
+    try {
+      this.o.onRequest?.(id);
+    } catch {
+      /* reaching the human is best effort: the call waits either way */
+    }
 
     const progress = (msg: string) => {
       try {

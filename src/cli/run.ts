@@ -13,6 +13,7 @@ import {
   resolveServer,
   type ServerConfig,
 } from "../config/config.js";
+import { consoleOnDemand } from "../console/launch.js";
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
@@ -316,6 +317,7 @@ async function serve(
       log: statusLog,
       events,
       verifier,
+      onRequest: (id) => consoleOnDemand(stateDir, id, log),
       context: () => ({
         record: supervisor.current?.record ?? null,
         revision: gateway?.status().revision ?? 0,
