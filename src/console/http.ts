@@ -12,7 +12,9 @@ export const CSP =
 export function securityHeaders(res: ServerResponse): void {
   res.setHeader("Content-Security-Policy", CSP);
   res.setHeader("X-Content-Type-Options", "nosniff");
-  res.setHeader("Referrer-Policy", "no-referrer");
+  // Not "no-referrer": under it Chromium sends `Origin: null` with every form POST, and the
+  // Origin check below could never pass. "same-origin" sends nothing to any other origin.
+  res.setHeader("Referrer-Policy", "same-origin");
   res.setHeader("X-Frame-Options", "DENY");
   res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
   res.setHeader("Cross-Origin-Resource-Policy", "same-origin");

@@ -243,6 +243,15 @@ export const CONSOLE_ROUTES: Route[] = [
   },
   {
     method: "GET",
+    path: /^\/favicon\.ico$/,
+    session: false,
+    handle: ({ res }) => {
+      res.statusCode = 204;
+      res.end();
+    },
+  },
+  {
+    method: "GET",
     path: /^\/login$/,
     session: false,
     handle: (ctx) => {

@@ -40,7 +40,7 @@ afterAll(async () => {
 const PATHS = ["/", "/servers", "/catalog", "/grants", "/audit", "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA"];
 
 describe("every response", () => {
-  it("carries the strict CSP, nosniff and no-referrer, and never a CORS header (even to a foreign Origin)", async () => {
+  it("carries the strict CSP, nosniff and a same-origin referrer policy, and never a CORS header (even to a foreign Origin)", async () => {
     for (const path of ["/login", "/static/console.js", "/", "/nowhere"]) {
       const r = await raw(`${base}${path}`, { headers: { Origin: "http://evil.test" } });
       expect(r.headers["content-security-policy"]).toBe(
@@ -48,7 +48,7 @@ describe("every response", () => {
           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
       );
       expect(r.headers["x-content-type-options"]).toBe("nosniff");
-      expect(r.headers["referrer-policy"]).toBe("no-referrer");
+      expect(r.headers["referrer-policy"]).toBe("same-origin");
       expect(Object.keys(r.headers).filter((h) => h.startsWith("access-control-"))).toEqual([]);
     }
   });
