@@ -9,6 +9,12 @@ import { fileURLToPath } from "node:url";
 import { processStartTime } from "../identity/proc.js";
 import { readConsoleAddress, requestPageUrl } from "./address.js";
 
+/**
+ * Set to "1" and a gateway never starts the console on demand (headless machines, CI, the test
+ * suite); `portcullis console` still starts it, and a running one is still used.
+ */
+export const NO_CONSOLE_ENV = "PORTCULLIS_NO_CONSOLE";
+
 export function consoleLockPath(stateDir: string): string {
   return join(stateDir, "console.lock");
 }
@@ -98,6 +104,7 @@ export function consoleOnDemand(
   requestId: string,
   log: { info(m: string): void; warn(m: string): void },
 ): void {
+  if (process.env[NO_CONSOLE_ENV] === "1") return;
   ensureConsole(stateDir).then(
     (url) => {
       if (url) log.info(`review and decide it in the console: ${requestPageUrl(url, requestId)}`);

@@ -90,7 +90,7 @@ export async function gatewayFor(stateDir: string, toolsFile: string, extra: str
   return startGateway({
     stateDir,
     args: ["--label", "shop", "--approval-timeout", "60000", ...extra, "--", NODE, FIXTURES.catalog],
-    env: { FIXTURE_CATALOG: toolsFile },
+    env: { FIXTURE_CATALOG: toolsFile, PORTCULLIS_NO_CONSOLE: "0" },
   });
 }
 

@@ -94,6 +94,8 @@ export function hostEnv(env: Record<string, string> = {}): Record<string, string
   return {
     ...getDefaultEnvironment(),
     PORTCULLIS_CACHE_DIR: join(tmpdir(), "portcullis-test-cache"),
+    // No console started on demand (test/console/ turns it back on where it is the subject).
+    PORTCULLIS_NO_CONSOLE: "1",
     ...env,
   };
 }
