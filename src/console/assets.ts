@@ -62,7 +62,8 @@ nav a[aria-current] { font-weight: 700; }
 nav .proof { margin-left: auto; color: var(--muted); font-size: 12px; }
 main { padding: 1rem; max-width: 1400px; margin: 0 auto; }
 h1 { font-size: 20px; margin: .2rem 0 1rem; } h2 { font-size: 16px; margin: 0; } h3 { font-size: 13px; margin: 0 0 .3rem; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
-code, pre { font: 12px/1.4 ui-monospace, monospace; }
+code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
+.args th { white-space: nowrap; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; max-height: 14rem; overflow: auto; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .card .meta { color: var(--muted); margin: .2rem 0 .6rem; font-size: 12px; }
