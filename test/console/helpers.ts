@@ -19,9 +19,14 @@ export interface RunningConsole {
 }
 
 /** `portcullis console --no-open --state-dir DIR …extra`, waited for until its address is published. */
-export async function startConsoleProcess(stateDir: string, extra: string[] = []): Promise<RunningConsole> {
+export async function startConsoleProcess(
+  stateDir: string,
+  extra: string[] = [],
+  cwd?: string,
+): Promise<RunningConsole> {
   const child: ChildProcess = spawn(NODE, [CLI, "console", "--no-open", "--state-dir", stateDir, ...extra], {
     env: hostEnv(),
+    cwd,
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -8,7 +8,14 @@ import { launchBrowser } from "../helpers/browser.js";
 import { removeDir, tempDir, writeJsonAtomic } from "../helpers/files.js";
 import { REPO } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { catalogFile, consoleOf, DEPLOY_TOOL, gatewayFor, loginWithBrowser, stopConsoleOf } from "./helpers.js";
+import {
+  catalogFile,
+  consoleOf,
+  DEPLOY_TOOL,
+  gatewayFor,
+  loginWithBrowser,
+  stopConsoleOf,
+} from "./helpers.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterAll(async () => {
@@ -53,7 +60,11 @@ describe.skipIf(process.env.PORTCULLIS_SCREENSHOT !== "1")("the review card, pic
     const second = gw.client
       .callTool({
         name: "deploy",
-        arguments: { target: "all-regions", note: "hotfix", webhook_url: "https://hooks.example/x?token=abc123" },
+        arguments: {
+          target: "all-regions",
+          note: "hotfix",
+          webhook_url: "https://hooks.example/x?token=abc123",
+        },
       })
       .catch(() => {});
     const req = await nextRequest(stateDir, seen);
@@ -64,9 +75,12 @@ describe.skipIf(process.env.PORTCULLIS_SCREENSHOT !== "1")("the review card, pic
     await loginWithBrowser(browser.page, `${base}/requests/${req.request}`);
     const card = browser.page.getByTestId("pending-request");
     await card.waitFor();
-    await browser.page.locator("details").first().evaluate((d) => {
-      (d as HTMLDetailsElement).open = false;
-    });
+    await browser.page
+      .locator("details")
+      .first()
+      .evaluate((d) => {
+        (d as HTMLDetailsElement).open = false;
+      });
     const out = join(REPO, "docs", "console-review.png");
     await browser.page.screenshot({ path: out, fullPage: false });
     expect(await card.isVisible()).toBe(true);
