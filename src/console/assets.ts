@@ -24,10 +24,11 @@ export const CONSOLE_JS = `"use strict";
   }
   function refresh() {
     var main = document.getElementById("live");
-    if (!main || typing(main)) return stale();
+    if (!main || !main.hasAttribute("data-live") || typing(main)) return stale();
     fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (r) {
-        if (r.redirected || !r.ok) { location.reload(); return null; }
+        // Logged out (sent to the login page) or the page is gone: say so, never reload.
+        if (r.redirected || !r.ok) { stale(); return null; }
         return r.text();
       })
       .then(function (text) {
@@ -47,7 +48,7 @@ export const CONSOLE_JS = `"use strict";
     if (timer) return;
     timer = setTimeout(function () { timer = null; refresh(); }, 100);
   });
-  source.addEventListener("ended", function () { source.close(); location.reload(); });
+  source.addEventListener("ended", function () { source.close(); location.assign("/login"); });
 })();
 `;
 

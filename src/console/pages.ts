@@ -20,6 +20,8 @@ export interface PageChrome {
   /** seconds of proven window left (null when no proof is held) */
   provenFor?: number | null;
   active?: string;
+  /** the page may fetch itself again when /events says something changed (GET pages only) */
+  live?: boolean;
 }
 
 const NAV: [string, string][] = [
@@ -47,7 +49,7 @@ export function layout(chrome: PageChrome, body: Html): string {
 <link rel="stylesheet" href="/static/console.css">
 <script src="/static/console.js" defer></script></head>
 <body><header class="top"><strong>portcullis</strong> console${nav}</header>
-<main id="live">${body}</main></body></html>`}`;
+<main id="live" ${chrome.live ? html`data-live="1"` : ""}>${body}</main></body></html>`}`;
 }
 
 export function loginPage(loginCsrf: string, next: string, problem?: string): string {

@@ -41,7 +41,10 @@ function page(ctx: RouteContext, status: number, title: string, body: Html, acti
   const s = ctx.session!;
   const proof = ctx.app.sessions.proof(s);
   const provenFor = proof ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
-  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, active }, body));
+  // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
+  // of a POST-only path.
+  const live = ctx.req.method === "GET" || ctx.req.method === "HEAD";
+  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, active, live }, body));
 }
 
 function cookie(name: string, value: string, path = "/", clear = false): string {
