@@ -1,4 +1,4 @@
-import { ConfigError, findConfig } from "../config/config.js";
+import { findConfig } from "../config/config.js";
 import { clearConsoleAddress, readConsoleAddress, writeConsoleAddress } from "../console/address.js";
 import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from "../console/config.js";
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
@@ -57,7 +57,9 @@ export async function consoleCommand(args: string[]): Promise<number> {
   const idle = seconds("idle-timeout", values["idle-timeout"]) ?? 900;
   if (idle === 0) throw new UsageError("console: --idle-timeout must be at least 1 second.");
   const stateDir = existingStateDir(values["state-dir"]);
-  if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
+  // Nothing could prove the human without a keyring: the console would be a locked door.
+  if (!keyringExists(stateDir))
+    throw new UsageError(`console: ${new KeyringMissingError(stateDir).message}.`);
   const show = (url: string, already: boolean) => {
     process.stdout.write(`${already ? "the console is already running at" : "console:"} ${url}\n`);
     if (!values["no-open"]) openBrowser(url);
@@ -91,7 +93,6 @@ export async function consoleCommand(args: string[]): Promise<number> {
     release();
     if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
       throw new UsageError(`console: port ${port} is in use; choose another with --port.`);
-    if (e instanceof ConfigError) throw e;
     throw e;
   }
   writeConsoleAddress(stateDir, running.url);

@@ -48,6 +48,34 @@ describe("portcullis console flags and configuration", () => {
     }
   });
 
+  it("no keyring, or a port in use: exit 2 with one sentence, and no address left behind", async () => {
+    const empty = tempDir("portcullis-console-empty-");
+    const stateDir = newStateDir();
+    const other = newStateDir();
+    try {
+      const none = await runCli(["console", "--no-open", "--state-dir", empty]);
+      expect(none.code).toBe(2);
+      expect(none.stderr).toMatch(/no keyring .*portcullis init/);
+      const a = await startConsoleProcess(stateDir);
+      try {
+        const port = new URL(a.url).port;
+        const busy = await runCli(["console", "--no-open", "--port", port, "--state-dir", other]);
+        expect(busy.code).toBe(2);
+        expect(busy.stderr).toContain(`console: port ${port} is in use`);
+        expect(readConsoleAddress(other)).toBeNull();
+        // its lock was released: a console on another port starts there
+        const b = await startConsoleProcess(other);
+        await b.stop();
+      } finally {
+        await a.stop();
+      }
+    } finally {
+      removeDir(empty);
+      removeDir(stateDir);
+      removeDir(other);
+    }
+  });
+
   it("console.proofWindow 0 in portcullis.json: the login proof is not kept, decisions and the audit ask", async () => {
     const stateDir = newStateDir();
     const cwd = tempDir("portcullis-console-cfg-");
