@@ -5,11 +5,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { httpLogin, raw, startConsoleProcess, stopConsoleOf } from "./helpers.js";
+import { httpLogin, post, raw, startConsoleProcess, stopConsoleOf } from "./helpers.js";
 
 describe("portcullis console flags and configuration", () => {
   it("a bad flag or console.proofWindow is a usage error naming it; other config keys still load", async () => {
@@ -103,6 +103,23 @@ describe("portcullis console flags and configuration", () => {
     } finally {
       await d.stop();
       removeDir(dir);
+    }
+  });
+
+  it("a session ends after --idle-timeout without a request: the next one is sent to the login page", async () => {
+    const stateDir = newStateDir();
+    const c = await startConsoleProcess(stateDir, ["--idle-timeout", "1"]);
+    try {
+      const s = await httpLogin(c.url);
+      expect((await raw(`${c.url}/grants`, { headers: { Cookie: s.cookie } })).status).toBe(200);
+      await sleep(1500);
+      const after = await raw(`${c.url}/grants`, { headers: { Cookie: s.cookie } });
+      expect(after.status).toBe(303);
+      expect(after.headers.location).toBe("/login?next=%2Fgrants");
+      expect((await post(c.url, "/logout", { csrf: s.csrf }, { Cookie: s.cookie })).status).toBe(403);
+    } finally {
+      await c.stop();
+      removeDir(stateDir);
     }
   });
 
