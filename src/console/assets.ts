@@ -87,5 +87,6 @@ input[type=text], input[type=password] { font: inherit; padding: .3rem .4rem; bo
 .login, .proof-form { max-width: 32rem; margin: 3rem auto; }
 .login label, .proof-form label { display: block; margin: .6rem 0; }
 .empty { color: var(--muted); }
+main > section, main > h2, main > h3 { margin-top: 1.4rem; } main > table { margin-bottom: 1rem; }
 .server { border-bottom: 1px solid var(--line); padding: .6rem 0; } .status { color: var(--muted); font-size: 12px; }
 `;
