@@ -45,6 +45,14 @@ export async function prove(
   return { signer, auditKey: unlocked.auditPrivateKey };
 }
 
+/** Refused before trying: too many wrong passphrases lately (see LoginLimiter). */
+export class LoginThrottled extends Error {
+  override name = "LoginThrottled";
+  constructor(readonly waitMs: number) {
+    super(`too many wrong passphrases: try again in ${Math.ceil(waitMs / 1000)} s`);
+  }
+}
+
 /**
  * Failed passphrase attempts, for the whole console (not per session: a new session is free to
  * make). The first few failures cost nothing; after that each one doubles the wait before the

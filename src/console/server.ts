@@ -10,6 +10,7 @@ import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import { ChangeWatch } from "./changes.js";
+import { CONSOLE_ROUTES } from "./handlers.js";
 import {
   BodyError,
   hostAllowed,
@@ -20,10 +21,9 @@ import {
   securityHeaders,
   sendText,
 } from "./http.js";
-import { LoginLimiter, type Proof, prove } from "./proof.js";
+import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie } from "./sessions.js";
-import { CONSOLE_ROUTES } from "./views.js";
 
 export interface ConsoleOptions {
   stateDir: string;
@@ -44,13 +44,6 @@ export interface RunningConsole {
   /** when the last request arrived (ms since the epoch) */
   lastActivity(): number;
   close(): Promise<void>;
-}
-
-export class LoginThrottled extends Error {
-  override name = "LoginThrottled";
-  constructor(readonly waitMs: number) {
-    super(`too many wrong passphrases: try again in ${Math.ceil(waitMs / 1000)} s`);
-  }
 }
 
 export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {

@@ -31,7 +31,7 @@ import {
   requestsBody,
   serversBody,
 } from "./pages.js";
-import type { Proof } from "./proof.js";
+import { LoginThrottled, type Proof } from "./proof.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameToken, sessionCookie, token } from "./sessions.js";
 
@@ -76,7 +76,7 @@ function loginForm(ctx: RouteContext, status: number, problem?: string): void {
 function proofProblem(e: unknown): string | null {
   if (e instanceof ApproverKeyMismatchError) return e.message;
   if (e instanceof KeyringError) return e.message;
-  if (e instanceof Error && e.name === "LoginThrottled") return e.message;
+  if (e instanceof LoginThrottled) return e.message;
   return null;
 }
 
@@ -94,7 +94,7 @@ async function login(ctx: RouteContext): Promise<void> {
     const problem = proofProblem(e);
     if (problem === null) throw e;
     app.log.warn("console: a login failed");
-    return loginForm(ctx, e instanceof Error && e.name === "LoginThrottled" ? 429 : 401, problem);
+    return loginForm(ctx, e instanceof LoginThrottled ? 429 : 401, problem);
   }
   const s = app.sessions.create(proof);
   ctx.res.setHeader("Set-Cookie", [
