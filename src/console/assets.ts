@@ -43,7 +43,9 @@ export const CONSOLE_JS = `"use strict";
   }
   if (!document.querySelector("nav") || typeof EventSource === "undefined") return;
   var timer = null;
-  var source = new EventSource("/events");
+  var main = document.getElementById("live");
+  var since = main && main.getAttribute("data-live");
+  var source = new EventSource(since ? "/events?since=" + encodeURIComponent(since) : "/events");
   source.addEventListener("change", function () {
     if (timer) return;
     timer = setTimeout(function () { timer = null; refresh(); }, 100);

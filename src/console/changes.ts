@@ -3,12 +3,13 @@
  * catalog revisions, read every 500 ms by one timer for all open streams. When it changes, every
  * stream is told `change` and the page fetches itself again (src/console/assets.ts).
  */
+import { createHash } from "node:crypto";
 import type { Store } from "../store/db.js";
 
 const SIGNATURE = `SELECT
   (SELECT count(*) || ':' || coalesce(max(coalesce(decided_at, created_at)), '') FROM approval_requests) || '|' ||
   (SELECT count(*) || ':' || coalesce(max(issued_at), '') || ':' ||
-     sum(revoked_at IS NOT NULL) || ':' || sum(ended_at IS NOT NULL) FROM grants) || '|' ||
+     coalesce(sum(revoked_at IS NOT NULL), 0) || ':' || coalesce(sum(ended_at IS NOT NULL), 0) FROM grants) || '|' ||
   (SELECT count(*) FROM catalog_revisions) || '|' ||
   (SELECT coalesce(group_concat(gateway_id || state || coalesce(epoch, '') || coalesce(ended_at, '') ||
      length(status_json), ','), '') FROM gateways)`;
@@ -24,7 +25,16 @@ export class ChangeWatch {
     private readonly everyMs = 500,
   ) {
     const stmt = db.prepare(SIGNATURE).pluck();
-    this.read = () => String(stmt.get());
+    this.read = () => createHash("sha256").update(String(stmt.get())).digest("base64url").slice(0, 22);
+  }
+
+  /**
+   * The store's state now, as a short tag. A page carries the tag it was rendered at, and its
+   * stream is told at once when the tag has moved on since (a change between the page being
+   * rendered and its stream connecting would otherwise never be told).
+   */
+  current(): string {
+    return this.safeRead() ?? "";
   }
 
   subscribe(fn: () => void): () => void {

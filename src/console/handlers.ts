@@ -43,7 +43,7 @@ function page(ctx: RouteContext, status: number, title: string, body: Html, acti
   const provenFor = proof ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
   // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
   // of a POST-only path.
-  const live = ctx.req.method === "GET" || ctx.req.method === "HEAD";
+  const live = ctx.req.method === "GET" || ctx.req.method === "HEAD" ? ctx.app.changes.current() : undefined;
   sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, active, live }, body));
 }
 
@@ -200,9 +200,11 @@ function events(ctx: RouteContext): void {
   res.writeHead(200, { "Content-Type": "text/event-stream", Connection: "keep-alive" });
   res.write("retry: 2000\n\n");
   let beat = 0;
-  const stop = app.changes.subscribe(() => {
-    res.write("event: change\ndata: {}\n\n");
-  });
+  const changed = () => res.write("event: change\ndata: {}\n\n");
+  const stop = app.changes.subscribe(changed);
+  // The page was rendered at state `since`: anything that changed before this stream opened.
+  const since = ctx.url.searchParams.get("since");
+  if (since !== null && since !== app.changes.current()) changed();
   const timer = setInterval(() => {
     // The stream does not keep the session alive; it ends when the session does.
     if (!app.sessions.get(s.id, false)) {

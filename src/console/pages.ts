@@ -20,8 +20,8 @@ export interface PageChrome {
   /** seconds of proven window left (null when no proof is held) */
   provenFor?: number | null;
   active?: string;
-  /** the page may fetch itself again when /events says something changed (GET pages only) */
-  live?: boolean;
+  /** the store's state tag when the page was rendered: set on pages that fetch themselves again */
+  live?: string;
 }
 
 const NAV: [string, string][] = [
@@ -49,7 +49,7 @@ export function layout(chrome: PageChrome, body: Html): string {
 <link rel="stylesheet" href="/static/console.css">
 <script src="/static/console.js" defer></script></head>
 <body><header class="top"><strong>portcullis</strong> console${nav}</header>
-<main id="live" ${chrome.live ? html`data-live="1"` : ""}>${body}</main></body></html>`}`;
+<main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""}>${body}</main></body></html>`}`;
 }
 
 export function loginPage(loginCsrf: string, next: string, problem?: string): string {
