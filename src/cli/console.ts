@@ -95,8 +95,6 @@ export async function consoleCommand(args: string[]): Promise<number> {
       throw new UsageError(`console: port ${port} is in use; choose another with --port.`);
     throw e;
   }
-  writeConsoleAddress(stateDir, running.url);
-  show(running.url, false);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (why: string) => {
@@ -108,6 +106,9 @@ export async function consoleCommand(args: string[]): Promise<number> {
       running.close().then(() => resolve(EXIT_OK));
     };
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => stop(sig));
+    // Published only once a signal would remove it again.
+    writeConsoleAddress(stateDir, running.url);
+    show(running.url, false);
     if (values["on-demand"]) {
       // Started by a gateway: it goes away after an hour in which nobody used it, or at once
       // when its state directory is removed (a throwaway one: tests, the demo, drills).
