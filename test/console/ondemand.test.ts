@@ -9,7 +9,7 @@ import { processStartTime } from "../../src/identity/proc.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
-import { catalogFile, DEPLOY_TOOL, gatewayFor, raw, stopConsoleOf } from "./helpers.js";
+import { catalogFile, DEPLOY_TOOL, gatewayFor, httpLogin, raw, stopConsoleOf } from "./helpers.js";
 
 describe("the console on demand", () => {
   it("is started by the first request, reused by the next, and stops once its state directory is gone", async () => {
@@ -26,7 +26,13 @@ describe("the console on demand", () => {
       const address = readConsoleAddress(stateDir)!;
       pid = address.pid;
       expect(line).toContain(`${address.url}/requests/${r1.request}`);
-      expect((await raw(`${address.url}/login`)).status).toBe(200);
+      // A per-call tool is offered one call, never the session.
+      const s = await httpLogin(address.url);
+      const card = (await raw(`${address.url}/requests/${r1.request}`, { headers: { Cookie: s.cookie } }))
+        .body;
+      expect(card).toContain('data-testid="approve-call"');
+      expect(card).not.toContain('data-testid="approve-session"');
+      expect(card).toContain("per-call (every call asks)");
       await decideByCli(stateDir, "approve", r1.request, "--for", "call");
       expect((await first).isError).toBeFalsy();
 
