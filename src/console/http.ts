@@ -59,10 +59,24 @@ const MAX_FORM_BYTES = 64 * 1024;
 
 /** An `application/x-www-form-urlencoded` body, at most 64 KiB. */
 export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new URLSearchParams((await readBody(req, "application/x-www-form-urlencoded")).toString("utf8"));
+}
+
+/** An `application/json` body (for routes that declare `body: "json"`), at most 64 KiB. */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const text = (await readBody(req, "application/json")).toString("utf8");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BodyError("the body is not valid JSON", 400);
+  }
+}
+
+async function readBody(req: IncomingMessage, expected: string): Promise<Buffer> {
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded") {
+  if (type !== expected) {
     req.resume();
-    throw new BodyError("a form body (application/x-www-form-urlencoded) is expected", 415);
+    throw new BodyError(`a ${expected} body is expected`, 415);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -71,7 +85,7 @@ export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
     if (size > MAX_FORM_BYTES) throw new BodyError("the form is too large", 413);
     chunks.push(c as Buffer);
   }
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+  return Buffer.concat(chunks);
 }
 
 export function sendHtml(res: ServerResponse, status: number, body: string): void {

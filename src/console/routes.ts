@@ -16,8 +16,10 @@ export interface RouteContext {
   /** the path's captured groups (decoded) */
   params: string[];
   url: URL;
-  /** the form, already read for POST routes (the CSRF token checked) */
+  /** the form, already read for POST routes (the CSRF token checked); null for JSON routes */
   form: URLSearchParams | null;
+  /** the JSON body of a POST route declared `body: "json"` (its CSRF token is the X-CSRF-Token header) */
+  json: unknown;
   /** the live session (null only on routes with `session: false`) */
   session: ConsoleSession | null;
   app: ConsoleApp;
@@ -40,5 +42,7 @@ export interface Route {
   path: RegExp;
   /** false: served before the human proved who they are (the login page, static assets) */
   session: boolean;
+  /** what a POST carries: a form (default) or JSON (e.g. WebAuthn responses from a script) */
+  body?: "form" | "json";
   handle(ctx: RouteContext): Promise<void> | void;
 }

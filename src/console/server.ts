@@ -17,6 +17,7 @@ import {
   originAllowed,
   parseCookies,
   readForm,
+  readJson,
   redirect,
   securityHeaders,
   sendText,
@@ -172,6 +173,7 @@ async function handle(
     return sendText(res, 403, "log in first: no console session");
   }
   let form: URLSearchParams | null = null;
+  let json: unknown = null;
   if (method === "POST") {
     // A state change: from our own page (Origin), with the session's token (CSRF).
     if (!originAllowed(req.headers.origin, host!)) {
@@ -179,18 +181,19 @@ async function handle(
       return sendText(res, 403, "refused: the Origin of this request is not the console");
     }
     try {
-      form = await readForm(req);
+      if (route.body === "json") json = await readJson(req);
+      else form = await readForm(req);
     } catch (e) {
       if (e instanceof BodyError) return sendText(res, e.status, e.message);
       throw e;
     }
-    const given = form.get("csrf") ?? headerValue(req, "x-csrf-token");
+    const given = form?.get("csrf") ?? headerValue(req, "x-csrf-token");
     if (route.session) {
       if (!sameToken(given, session!.csrf)) return sendText(res, 403, "refused: missing or wrong CSRF token");
     }
     // Session-less POSTs (login) check their own pre-session token in their handler.
   }
-  await route.handle({ req, res, params, url, form, session, app });
+  await route.handle({ req, res, params, url, form, json, session, app });
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {
