@@ -82,6 +82,8 @@ export interface AuthorizerOptions {
   context: () => { record: ExecutionRecord | null; revision: number };
   /** checks each decision's signature against the approver key pinned in the audit chain */
   verifier: DecisionVerifier;
+  /** told of each new request (the gateway starts the console); must not throw or block */
+  onRequest?: (request: string) => void;
 }
 
 /**
@@ -474,6 +476,11 @@ export class Authorizer implements AuthorizationPort {
       id = this.newRequest(call, mode, digest);
       this.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
       (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
+      try {
+        this.o.onRequest?.(id);
+      } catch {
+        /* reaching the human is best effort: the call waits either way */
+      }
     }
     const how = `portcullis approve ${id}`;
     this.scheduleExpiry();

@@ -59,6 +59,8 @@ export interface ListenShared {
   approvalTimeoutMs?: number;
   requestTtlMs?: number;
   consolePage?: (request: string) => string | null;
+  /** a new approval request was stored (the console is started on demand) */
+  onRequest?: (request: string) => void;
   decide?: GatewayOptions["decide"];
 }
 
@@ -161,6 +163,7 @@ function openSession(
       timeoutMs: shared.approvalTimeoutMs,
       requestTtlMs: shared.requestTtlMs,
       consolePage: shared.consolePage,
+      onRequest: shared.onRequest,
       log: statusLog,
       events,
       verifier,

@@ -25,6 +25,7 @@ usage: portcullis <command> [options]
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
+  console [--port N] [--no-open]       the local web console: review and decide requests
   demo [--keep]                        the whole story, in a temporary state directory
   wrap [HOST|FILE] [--dry-run] [--servers a,b]
                                        put portcullis in front of a host's stdio servers
@@ -92,6 +93,7 @@ const commands: Record<string, () => Promise<Command>> = {
     return (args) => wrapCommand("unwrap", args);
   },
   doctor: async () => (await import("./doctor.js")).doctorCommand,
+  console: async () => (await import("./console.js")).consoleCommand,
   drill: async () => (await import("./drill.js")).drillCommand,
   vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads"),
   unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),

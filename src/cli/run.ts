@@ -14,6 +14,7 @@ import {
   type ServerConfig,
 } from "../config/config.js";
 import { readConsoleAddress, requestPageUrl } from "../console/address.js";
+import { consoleOnDemand } from "../console/launch.js";
 import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
@@ -394,7 +395,15 @@ async function serve(
     // the supervisor above is never started: each HTTP session has its own
     const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues };
     return listenUntilSignal(
-      { ...shared, holdTimeoutMs, approvalTimeoutMs, requestTtlMs, consolePage, decide },
+      {
+        ...shared,
+        holdTimeoutMs,
+        approvalTimeoutMs,
+        requestTtlMs,
+        consolePage,
+        onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
+        decide,
+      },
       listen,
       registry,
     );
@@ -436,6 +445,7 @@ async function serve(
       log: statusLog,
       events,
       verifier,
+      onRequest: (id) => consoleOnDemand(stateDir, id, log),
       context: () => ({
         record: supervisor.current?.record ?? null,
         revision: gateway?.status().revision ?? 0,

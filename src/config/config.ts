@@ -133,7 +133,8 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   }
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
   for (const key of Object.keys(doc)) {
-    if (key !== "servers" && key !== "mcpServers" && key !== "$schema") {
+    // "console" is read and checked by the console (src/console/config.ts).
+    if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {
       throw new ConfigError(`${file}: unknown key "${key}" (expected "servers" or its alias "mcpServers").`);
     }
   }

@@ -7,11 +7,15 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
+import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
+import { NO_CONSOLE_ENV } from "../console/launch.js";
+import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { ConsoleClient } from "./consoleClient.js";
 import { makeDemoProject } from "./project.js";
 
-export const DEMO_HELP = `usage: portcullis demo [--keep]
+export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
 
 The rebuild drill, self-contained: a fixture inventory server behind a real gateway process,
 in a temporary state directory. Revision A is approved and called; the server is rebuilt to
@@ -19,7 +23,9 @@ revision B; the call the agent prepared before the rebuild is refused as stale; 
 re-lists, a human approves again (seeing what changed), and the call goes through.
 Human decisions are made through the same code path as 'portcullis approve'.
 
-  --keep   keep the temporary directory (state, audit log, fixture record) and print its path`;
+  --keep      keep the temporary directory (state, audit log, fixture record) and print its path
+  --console   run the story with the web console open (its URL is printed): the human's
+              decisions go through it, as a logged-in browser's would`;
 
 const LABEL = "inventory-demo";
 // A throwaway passphrase for the demo's throwaway keyring. Real use types it on a terminal.
@@ -41,12 +47,14 @@ export async function runDemo(args: string[]): Promise<number> {
     out(DEMO_HELP);
     return 0;
   }
-  const unknown = args.find((a) => a !== "--keep");
+  const unknown = args.find((a) => a !== "--keep" && a !== "--console");
   if (unknown) {
     process.stderr.write(`portcullis: demo: unknown argument "${unknown}"; see portcullis demo --help.\n`);
     return 2;
   }
   const keep = args.includes("--keep");
+  const withConsole = args.includes("--console");
+  let console_: RunningConsole | null = null;
   const root = mkdtempSync(join(tmpdir(), "portcullis-demo-"));
   const stateDir = join(root, "state");
   mkdirSync(stateDir, { mode: 0o700 });
@@ -60,6 +68,21 @@ export async function runDemo(args: string[]): Promise<number> {
     await initKeyring(stateDir, DEMO_PASSPHRASE);
     note("portcullis init: passphrase → scrypt → key-encryption key; audit key pair (public half in clear)");
     note("(the demo passes its passphrase in-process; a real install asks on the terminal)");
+    let decider: ConsoleClient | null = null;
+    if (withConsole) {
+      console_ = await startConsole({
+        stateDir,
+        log: { info: () => {}, warn: (m) => note(`console: ${m}`) },
+      });
+      writeConsoleAddress(stateDir, console_.url);
+      note(`console: ${console_.url}  (log in with the demo passphrase: "${DEMO_PASSPHRASE}")`);
+      decider = await ConsoleClient.login(console_.url, DEMO_PASSPHRASE);
+      note("the demo's human is logged in there; each decision below is made through it");
+    } else {
+      note(
+        "console: not started; 'npm run demo -- --console' runs this story with it open at http://127.0.0.1:<port>",
+      );
+    }
 
     step(2, `Revision A of "${LABEL}" behind the gateway`);
     const project = makeDemoProject(join(root, "inventory"), "A");
@@ -83,7 +106,12 @@ export async function runDemo(args: string[]): Promise<number> {
       command: process.execPath,
       args: [cli, ...runArgs],
       cwd: project.dir,
-      env: { ...getDefaultEnvironment(), DEMO_RECORD: project.recordFile },
+      // Without --console, the gateway starts no console on demand (the demo decides in-process).
+      env: {
+        ...getDefaultEnvironment(),
+        DEMO_RECORD: project.recordFile,
+        ...(withConsole ? {} : { [NO_CONSOLE_ENV]: "1" }),
+      },
       stderr: "pipe",
     });
     const gatewayLines: string[] = [];
@@ -112,7 +140,7 @@ export async function runDemo(args: string[]): Promise<number> {
 
     step(3, "The agent calls adjust_inventory: a human approves this run, this epoch, this tool");
     const first = client.callTool({ name: "adjust_inventory", arguments: { sku: "WIDGET-7", delta: 3 } });
-    await approveNext(store, stateDir);
+    await approveNext(store, stateDir, decider);
     note(`result: ${text(await first)}`);
 
     step(4, "Rebuild to revision B: adjust_inventory gains a required `warehouse`");
@@ -162,7 +190,7 @@ export async function runDemo(args: string[]): Promise<number> {
       name: "adjust_inventory",
       arguments: { sku: "WIDGET-7", delta: 1, warehouse: "north" },
     });
-    await approveNext(store, stateDir);
+    await approveNext(store, stateDir, decider);
     note(`result: ${text(await second)}`);
 
     step(7, "What each revision received, and what the audit log says");
@@ -193,6 +221,11 @@ export async function runDemo(args: string[]): Promise<number> {
     return 1;
   } finally {
     await client?.close().catch(() => {});
+    if (console_) {
+      clearConsoleAddress(stateDir);
+      await console_.close();
+      out(`\n(the console at ${console_.url} is closed)`);
+    }
     db?.close();
     if (keep) out(`\n(kept: ${root})`);
     else rmSync(root, { recursive: true, force: true });
@@ -200,10 +233,16 @@ export async function runDemo(args: string[]): Promise<number> {
 }
 
 /** Waits for the next approval request, shows it as `portcullis approvals` would, and approves it. */
-async function approveNext(db: Store, stateDir: string): Promise<void> {
+async function approveNext(db: Store, stateDir: string, decider: ConsoleClient | null): Promise<void> {
   const req = await waitFor(() => pendingRequests(db)[0] ?? null, "an approval request");
   note(`the gateway holds the call and asks a human: approval request ${req.request}`);
   out(indent(renderReview(req)));
+  if (decider) {
+    // The console signs with the approver key it opened at login, through decideRequest.
+    await decider.decide(req.request, "approve-session");
+    note(`approved for the session in the console: ${requestPageUrl(decider.base, req.request)}`);
+    return;
+  }
   // Signed with the demo keyring's approver key, as the CLI signs after the passphrase.
   const signer = await pinnedSigner(db, stateDir, DEMO_PASSPHRASE);
   decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY, signer);

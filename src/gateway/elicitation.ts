@@ -40,6 +40,10 @@ export interface UrlElicitationOptions {
   pollMs?: number;
 }
 
+/** How long a waiting call looks for a console starting on demand: 20 × 250 ms. */
+const CONSOLE_WAIT_TRIES = 20;
+const CONSOLE_WAIT_MS = 250;
+
 /** The message shown with the URL: it names the tool, never an argument. */
 export function elicitationMessage(tool: string): string {
   return `portcullis: a human must approve the call of tool "${tool}". Open the portcullis console to review and decide it.`;
@@ -73,7 +77,7 @@ export class UrlElicitations {
   }
 
   /** A call of `tool` now waits on approval request `request`: send the user to its page. */
-  offer(request: string, tool: string): void {
+  offer(request: string, tool: string, attempt = 0): void {
     if (!this.supported()) return;
     if (this.o.era() !== "legacy") return; // no server→client requests in the modern era
     if ([...this.open.values()].includes(request)) return; // one at a time per request
@@ -82,6 +86,12 @@ export class UrlElicitations {
       url = this.o.consolePage?.(request) ?? null;
     } catch {
       url = null;
+    }
+    // A console started on demand for this very request takes a moment to listen: look again
+    // for a few seconds while the request is still pending.
+    if (!url && attempt < CONSOLE_WAIT_TRIES && this.o.requestState(request) === "pending") {
+      setTimeout(() => this.offer(request, tool, attempt + 1), CONSOLE_WAIT_MS).unref();
+      return;
     }
     if (!url) {
       this.o.log.info(

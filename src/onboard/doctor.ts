@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
+import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
@@ -114,11 +115,17 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     stateDir: { path, why, mode: mode === null ? null : mode.toString(8) },
     keyring,
     gateways,
-    console: "not built (the console does not exist in this version)",
+    console: consoleLine(exists ? path : null),
     hosts,
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
     findings,
   };
+}
+
+/** The console's live address (its owner process checked), or "not running". */
+function consoleLine(stateDir: string | null): string {
+  const live = stateDir ? readConsoleAddress(stateDir) : null;
+  return live ? `${live.url} (pid ${live.pid})` : "not running ('portcullis console' starts it)";
 }
 
 /** The SQLite library the store uses, asked of an in-memory database (no state needed). */

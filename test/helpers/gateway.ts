@@ -98,6 +98,8 @@ export function hostEnv(env: Record<string, string> = {}): Record<string, string
     PORTCULLIS_CACHE_DIR: join(tmpdir(), "portcullis-test-cache"),
     // no desktop notifications from tests, unless a test sets its own notifier
     PORTCULLIS_NOTIFY: "0",
+    // No console started on demand (test/console/ turns it back on where it is the subject).
+    PORTCULLIS_NO_CONSOLE: "1",
     ...env,
   };
 }

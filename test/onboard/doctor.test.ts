@@ -36,7 +36,7 @@ describe("portcullis doctor", () => {
     expect(report.ok).toBe(true);
     expect(report.stateDir).toEqual({ path: u.stateDir, why: "variable", mode: "700" });
     expect(report.keyring).toBe(true);
-    expect(report.console).toMatch(/not built/);
+    expect(report.console).toMatch(/not running/);
     expect(report.versions.node).toBe(process.versions.node);
     expect(report.versions.sqlite).toMatch(/^3\.\d+/);
     const files = report.hosts.map((h: { file: string }) => h.file).sort();

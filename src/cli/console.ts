@@ -1,0 +1,129 @@
+import { findConfig } from "../config/config.js";
+import { clearConsoleAddress, readConsoleAddress, writeConsoleAddress } from "../console/address.js";
+import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from "../console/config.js";
+import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
+import { startConsole } from "../console/server.js";
+import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
+import { existingStateDir } from "../store/stateDir.js";
+import { stderrLogger } from "../util/log.js";
+import { parse } from "./args.js";
+import { EXIT_OK, UsageError } from "./errors.js";
+
+export const CONSOLE_HELP = `usage: portcullis console [--port N] [--no-open] [--proof-window SECONDS]
+                         [--idle-timeout SECONDS] [--state-dir DIR]
+
+The local web console: pending approval requests with their review, decisions,
+servers, catalog revisions, grants, the audit. It listens on 127.0.0.1 only and
+shows nothing before the keyring's passphrase is typed.
+  --port N              listen on this port (default: any free port)
+  --no-open             do not open a browser
+  --proof-window S      how long a passphrase proof lets decisions be a click
+                        (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
+  --idle-timeout S      a console session ends after this long without a request (default 900)
+One console per state directory: when one is running, its address is printed.`;
+
+function seconds(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = /^\d{1,6}$/.test(v) ? Number(v) : Number.NaN;
+  const problem = proofWindowProblem(n);
+  if (problem) throw new UsageError(`console: --${flag} ${problem} (got "${v}").`);
+  return n;
+}
+
+export async function consoleCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parse("console", args, {
+    port: { type: "string" },
+    "no-open": { type: "boolean" },
+    "proof-window": { type: "string" },
+    "idle-timeout": { type: "string" },
+    "on-demand": { type: "boolean" },
+    "state-dir": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    process.stdout.write(`${CONSOLE_HELP}\n`);
+    return EXIT_OK;
+  }
+  if (positionals.length > 0) throw new UsageError("console: takes no arguments.");
+  let port = 0;
+  if (values.port !== undefined) {
+    port = /^\d{1,5}$/.test(values.port) ? Number(values.port) : -1;
+    if (port < 1 || port > 65535)
+      throw new UsageError(`console: --port must be a port number 1-65535 (got "${values.port}").`);
+  }
+  const configFile = findConfig(process.cwd());
+  let proofWindow = seconds("proof-window", values["proof-window"]);
+  if (proofWindow === undefined && configFile) proofWindow = readConsoleConfig(configFile).proofWindow;
+  const idle = seconds("idle-timeout", values["idle-timeout"]) ?? 900;
+  if (idle === 0) throw new UsageError("console: --idle-timeout must be at least 1 second.");
+  const stateDir = existingStateDir(values["state-dir"]);
+  // Nothing could prove the human without a keyring: the console would be a locked door.
+  if (!keyringExists(stateDir))
+    throw new UsageError(`console: ${new KeyringMissingError(stateDir).message}.`);
+  const show = (url: string, already: boolean) => {
+    process.stdout.write(`${already ? "the console is already running at" : "console:"} ${url}\n`);
+    if (!values["no-open"]) openBrowser(url);
+  };
+
+  const existing = readConsoleAddress(stateDir);
+  if (existing) {
+    show(existing.url, true);
+    return EXIT_OK;
+  }
+  const release = takeConsoleLock(stateDir);
+  if (!release) {
+    // Another console is starting for this state directory: use it.
+    const url = await waitForConsole(stateDir, 10_000);
+    if (!url)
+      throw new UsageError(`console: another console holds ${stateDir}/console.lock but did not start.`);
+    show(url, true);
+    return EXIT_OK;
+  }
+  const log = stderrLogger("console");
+  let running: Awaited<ReturnType<typeof startConsole>>;
+  try {
+    running = await startConsole({
+      stateDir,
+      port,
+      idleMs: idle * 1000,
+      proofWindowMs: (proofWindow ?? DEFAULT_PROOF_WINDOW_S) * 1000,
+      log,
+    });
+  } catch (e) {
+    release();
+    if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
+      throw new UsageError(`console: port ${port} is in use; choose another with --port.`);
+    throw e;
+  }
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (why: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(`console stopping (${why})`);
+      clearConsoleAddress(stateDir);
+      release();
+      running.close().then(() => resolve(EXIT_OK));
+    };
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => stop(sig));
+    // Published only once a signal would remove it again.
+    writeConsoleAddress(stateDir, running.url);
+    show(running.url, false);
+    if (values["on-demand"]) {
+      // Started by a gateway: it goes away after an hour in which nobody used it, or at once
+      // when its state directory is removed (a throwaway one: tests, the demo, drills).
+      const timer = setInterval(() => {
+        const why = !keyringExists(stateDir)
+          ? "its state directory is gone"
+          : Date.now() - running.lastActivity() > 3600_000
+            ? "unused for an hour"
+            : null;
+        if (why) {
+          clearInterval(timer);
+          stop(why);
+        }
+      }, 2000);
+      timer.unref();
+    }
+  });
+}

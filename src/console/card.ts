@@ -1,0 +1,122 @@
+/**
+ * The review card of one approval request: what the human must see before deciding, on one
+ * screen (who asks, what changed, the tool, the arguments, the credential scopes), with the
+ * decision form. Built from the review stored with the request (src/approval/review.ts), made
+ * printable by publicRequest (arguments and records redacted), every string escaped by `html`.
+ */
+import { publicRequest } from "../approval/render.js";
+import type { ApprovalRequest, Review } from "../approval/requests.js";
+import type { ChainEntry } from "../approval/runs.js";
+import { jsonText } from "../catalog/text.js";
+import { displayCommand } from "../util/redact.js";
+import { type Html, html, pre } from "./html.js";
+
+function chainLine(e: ChainEntry): Html {
+  return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
+    e.command ? html` <code class="cmd">$ ${e.command}</code>` : ""
+  }${e.note ? html` <em>(${e.note})</em>` : ""}</li>`;
+}
+
+/** The agent that launched the gateway (the launcher) and the host above it; the rest on demand. */
+function whoAsks(r: Review): Html {
+  const chain = r.agentRun.chain;
+  const launcher = chain[0];
+  const host = chain.find((e, i) => i > 0 && e.command && !/(^|\/)(ba|z|da|fi)?sh$/.test(e.executable ?? ""));
+  return html`<section class="who"><h3>Who asks</h3>
+    <dl>
+      <dt>host</dt><dd>${host ? html`${host.executable ?? "?"} <code>pid ${host.pid}</code>` : "(not identified)"}</dd>
+      <dt>launcher</dt><dd>${launcher ? html`${launcher.executable ?? "?"} <code>pid ${launcher.pid}</code>` : "(none)"}</dd>
+      <dt>agent run</dt><dd><code>${r.agentRun.run}</code> since ${r.agentRun.startedAt}</dd>
+    </dl>
+    <details><summary>full process chain (${chain.length})</summary>
+      <p class="digest">${r.agentRun.chainDigest}</p>
+      <ol>${chain.map(chainLine)}</ol>
+    </details></section>`;
+}
+
+function whatChanged(r: Review): Html {
+  const rec = r.epoch.record as Record<string, unknown> | null;
+  const cmd = rec && Array.isArray(rec.launchCommand) ? displayCommand(rec.launchCommand.map(String)) : null;
+  const cls = r.catalog.classification;
+  return html`<section class="changed"><h3>What changed</h3>
+    <p><strong>execution epoch</strong> <code>${r.epoch.current}</code>: ${r.epoch.summary}</p>
+    ${
+      r.epoch.changedParts && r.epoch.changedParts.length > 0
+        ? html`<ul class="parts">${r.epoch.changedParts.map((p) => html`<li>${p}</li>`)}</ul>`
+        : ""
+    }
+    ${cmd ? html`<p class="cmd">command <code>${cmd}</code></p>` : ""}
+    <p><strong>catalog revision ${r.catalog.revision}</strong>${
+      r.catalog.lastApprovedRevision !== null ? html` (last approved: ${r.catalog.lastApprovedRevision})` : ""
+    } ${cls ? html`<span class="cls cls-${cls}">${cls}</span>` : ""}</p>
+    <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${pre(r.catalog.rendered, "diff")}</details>
+    </section>`;
+}
+
+function toolPart(r: Review): Html {
+  const since = r.tool.sinceLastGrant;
+  return html`<section class="tool"><h3>The tool <code>${r.tool.name}</code> <span class="mode">${
+    r.tool.mode === "per-call" ? "per-call (every call asks)" : "session"
+  }</span></h3>
+    ${pre(r.tool.rendered, "tool-text")}
+    <p class="digest">${r.tool.fingerprint}</p>
+    ${
+      since
+        ? html`<p>since the last grant of this tool (<code>${since.grant}</code>): <span class="cls cls-${since.classification}">${since.classification}</span></p>`
+        : ""
+    }</section>`;
+}
+
+function argumentsPart(r: Review): Html {
+  return html`<section class="args"><h3>Arguments <small>(schema defaults applied, secrets redacted)</small></h3>
+    ${
+      r.arguments.length === 0
+        ? html`<p>(none)</p>`
+        : html`<table><tbody>${r.arguments.map(
+            (a) =>
+              html`<tr><th>${a.name}</th><td><code class="value">${
+                a.value === null && a.note ? "(hidden)" : jsonText(a.value)
+              }</code></td><td class="note">${a.note ?? ""}</td></tr>`,
+          )}</tbody></table>`
+    }
+    <p><strong>credential scopes</strong> ${
+      r.credentialScope.length ? r.credentialScope.join(", ") : "(none)"
+    }</p></section>`;
+}
+
+/** The decision form: buttons for a session grant, one call, or a denial with a reason. */
+export function decisionForm(req: ApprovalRequest, csrf: string): Html {
+  const perCall = req.mode === "per-call";
+  return html`<form class="decide" method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
+    <input type="hidden" name="csrf" value="${csrf}">
+    ${
+      perCall
+        ? ""
+        : html`<button type="submit" name="action" value="approve-session" data-testid="approve-session">Approve for this session</button>`
+    }
+    <button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>
+    <span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
+    <button type="submit" name="action" value="deny" class="danger" data-testid="deny">Deny</button></span>
+  </form>`;
+}
+
+/** One pending request's card (`pending-request`), with the form when it can still be decided. */
+export function reviewCard(given: ApprovalRequest & { waiting?: boolean }, csrf: string): Html {
+  const req = publicRequest(given);
+  const r = req.review;
+  const pending = req.state === "pending";
+  return html`<article class="card" ${pending ? html`data-testid="pending-request"` : ""} data-request-id="${req.request}">
+    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${r.tool.name}</a></h2>
+      <p class="meta">request <code>${req.request}</code> · ${req.state}${
+        req.waiting === false ? " (nobody is waiting for it any more)" : ""
+      } · asked ${r.createdAt} · expires ${r.expiresAt}</p></header>
+    <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
+    ${pending ? decisionForm(req, csrf) : decided(req)}
+  </article>`;
+}
+
+function decided(req: ApprovalRequest): Html {
+  return html`<p class="outcome">${req.state}${req.decidedAt ? html` at ${req.decidedAt}` : ""}${
+    req.decidedBy ? html` by ${req.decidedBy}` : ""
+  }${req.reason ? html` — ${req.reason}` : ""}${req.grant ? html` (grant <code>${req.grant}</code>)` : ""}</p>`;
+}

@@ -1,0 +1,342 @@
+/**
+ * The console's own routes (the table the server dispatches on). Decisions go through
+ * decideRequest, the CLI's path, signed with the approver key of a passphrase proof.
+ */
+import { userInfo } from "node:os";
+import { activeGrants, GrantError, getGrant, revokeGrant } from "../approval/grants.js";
+import { ApproverKeyMismatchError } from "../approval/pin.js";
+import {
+  type Decision,
+  DecisionError,
+  decideRequest,
+  getRequest,
+  pendingRequests,
+} from "../approval/requests.js";
+import { getRun } from "../approval/runs.js";
+import { listGateways } from "../gateway/registry.js";
+import { KeyringError } from "../keyring/keyring.js";
+import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
+import { auditData } from "./audit.js";
+import type { Html } from "./html.js";
+import { parseCookies, redirect, sendHtml } from "./http.js";
+import {
+  auditBody,
+  catalogBody,
+  grantsBody,
+  layout,
+  loginPage,
+  messageBody,
+  proofBody,
+  requestBody,
+  requestsBody,
+  serversBody,
+} from "./pages.js";
+import { LoginThrottled, type Proof } from "./proof.js";
+import type { Route, RouteContext } from "./routes.js";
+import { type ConsoleSession, loginCookie, sameToken, sessionCookie, token } from "./sessions.js";
+
+const ID = "([0-9A-Za-z_-]{1,64})";
+
+function page(ctx: RouteContext, status: number, title: string, body: Html, active?: string): void {
+  const s = ctx.session!;
+  const proof = ctx.app.sessions.proof(s);
+  const provenFor = proof ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
+  // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
+  // of a POST-only path.
+  const live = ctx.req.method === "GET" || ctx.req.method === "HEAD" ? ctx.app.changes.current() : undefined;
+  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, active, live }, body));
+}
+
+function cookie(name: string, value: string, path = "/", clear = false): string {
+  return `${name}=${value}; HttpOnly; SameSite=Strict; Path=${path}${clear ? "; Max-Age=0" : ""}`;
+}
+
+/** Where to go after logging in: one of our own paths, never a URL from input. */
+function safeNext(next: string | null): string {
+  return next && /^\/[A-Za-z0-9/_-]{0,200}$/.test(next) && !next.startsWith("//") ? next : "/";
+}
+
+function by(how: string): string {
+  let user = "unknown user";
+  try {
+    user = userInfo().username;
+  } catch {
+    /* no passwd entry */
+  }
+  return `${user} via the console (pid ${process.pid}, ${how})`;
+}
+
+function loginForm(ctx: RouteContext, status: number, problem?: string): void {
+  const t = token();
+  ctx.res.setHeader("Set-Cookie", cookie(loginCookie(ctx.app.port), t, "/login"));
+  const next = safeNext(ctx.url.searchParams.get("next") ?? ctx.form?.get("next") ?? null);
+  sendHtml(ctx.res, status, loginPage(t, next, problem));
+}
+
+function proofProblem(e: unknown): string | null {
+  if (e instanceof ApproverKeyMismatchError) return e.message;
+  if (e instanceof KeyringError) return e.message;
+  if (e instanceof LoginThrottled) return e.message;
+  return null;
+}
+
+async function login(ctx: RouteContext): Promise<void> {
+  const { form, app } = ctx;
+  const cookies = parseCookies(ctx.req.headers.cookie);
+  if (!sameToken(form!.get("csrf"), cookies.get(loginCookie(app.port)))) {
+    return loginForm(ctx, 403, "the login form expired or did not come from this console; try again");
+  }
+  const passphrase = form!.get("passphrase") ?? "";
+  let proof: Proof;
+  try {
+    proof = await app.prove(passphrase);
+  } catch (e) {
+    const problem = proofProblem(e);
+    if (problem === null) throw e;
+    app.log.warn("console: a login failed");
+    return loginForm(ctx, e instanceof LoginThrottled ? 429 : 401, problem);
+  }
+  const s = app.sessions.create(proof);
+  ctx.res.setHeader("Set-Cookie", [
+    cookie(sessionCookie(app.port), s.id),
+    cookie(loginCookie(app.port), "", "/login", true),
+  ]);
+  redirect(ctx.res, safeNext(form!.get("next")));
+}
+
+const ACTIONS: Record<string, Decision | "deny"> = {
+  "approve-session": { approve: true, for: "session" },
+  "approve-call": { approve: true, for: "call" },
+  deny: "deny",
+};
+
+async function decide(ctx: RouteContext): Promise<void> {
+  const { app, form, params } = ctx;
+  const s = ctx.session as ConsoleSession;
+  const id = params[0]!;
+  const req = getRequest(app.db, id);
+  if (!req)
+    return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
+  const action = form!.get("action") ?? "";
+  const chosen = ACTIONS[action];
+  if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
+  const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
+  let proof = app.sessions.proof(s);
+  let how = "passphrase verified at login";
+  if (!proof) {
+    const passphrase = form!.get("passphrase");
+    if (!passphrase) return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf));
+    try {
+      proof = await app.prove(passphrase);
+    } catch (e) {
+      const problem = proofProblem(e);
+      if (problem === null) throw e;
+      return page(ctx, 401, "Prove it is you", proofBody(req, action, reason, s.csrf, problem));
+    }
+    app.sessions.proven(s, proof);
+    how = "passphrase verified";
+  }
+  const decision: Decision =
+    chosen === "deny" ? (reason ? { approve: false, reason } : { approve: false }) : chosen;
+  try {
+    const run = getRun(app.db, req.agentRun);
+    if (req.state === "pending" && !run?.gatewayAlive) {
+      throw new DecisionError(
+        `the gateway that asked for ${id} is no longer running; nothing would use the decision`,
+        "not-pending",
+      );
+    }
+    const result = decideRequest(app.db, id, decision, by(how), proof.signer);
+    app.log.info(
+      `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}`,
+    );
+  } catch (e) {
+    if (!(e instanceof DecisionError)) throw e;
+    return page(ctx, 409, "Not decided", messageBody("Not decided", `${e.message}.`, `/requests/${id}`));
+  }
+  redirect(ctx.res, `/requests/${id}`);
+}
+
+function revoke(ctx: RouteContext): void {
+  const { app, params } = ctx;
+  const id = params[0]!;
+  const g = getGrant(app.db, id);
+  const active = activeGrants(app.db).some((a) => a.grant === id);
+  if (!g || !active) {
+    const why = !g ? `there is no grant ${id}` : `grant ${id} is no longer active`;
+    page(ctx, g ? 409 : 404, "Not revoked", messageBody("Not revoked", why, "/grants"));
+    return;
+  }
+  try {
+    revokeGrant(app.db, id, by("revoked"));
+  } catch (e) {
+    if (!(e instanceof GrantError)) throw e;
+    page(ctx, 409, "Not revoked", messageBody("Not revoked", e.message, "/grants"));
+    return;
+  }
+  app.log.info(`console: revoked ${id}`);
+  redirect(ctx.res, "/grants");
+}
+
+async function openAudit(ctx: RouteContext): Promise<void> {
+  const { app, form } = ctx;
+  const s = ctx.session!;
+  try {
+    const proof = await app.prove(form!.get("passphrase") ?? "");
+    app.sessions.proven(s, proof);
+    return page(ctx, 200, "Audit", auditBody(auditData(app.db, proof.auditKey), s.csrf), "/audit");
+  } catch (e) {
+    const problem = proofProblem(e);
+    if (problem === null) throw e;
+    const d = { ...auditData(app.db, null), openProblem: problem };
+    return page(ctx, 401, "Audit", auditBody(d, s.csrf), "/audit");
+  }
+}
+
+/** Server-sent events: `change` when the store's requests, grants, gateways or catalogs change. */
+function events(ctx: RouteContext): void {
+  const { res, app, req } = ctx;
+  const s = ctx.session!;
+  res.writeHead(200, { "Content-Type": "text/event-stream", Connection: "keep-alive" });
+  res.write("retry: 2000\n\n");
+  let beat = 0;
+  const changed = () => res.write("event: change\ndata: {}\n\n");
+  const stop = app.changes.subscribe(changed);
+  // The page was rendered at state `since`: anything that changed before this stream opened.
+  const since = ctx.url.searchParams.get("since");
+  if (since !== null && since !== app.changes.current()) changed();
+  const timer = setInterval(() => {
+    // The stream does not keep the session alive; it ends when the session does.
+    if (!app.sessions.get(s.id, false)) {
+      res.write("event: ended\ndata: {}\n\n");
+      return res.end();
+    }
+    if (++beat % 15 === 0) res.write(": keep-alive\n\n");
+  }, 1000);
+  const done = () => {
+    clearInterval(timer);
+    stop();
+  };
+  req.on("close", done);
+  res.on("close", done);
+}
+
+function asset(type: string, body: string): Route["handle"] {
+  return ({ res }) => {
+    res.statusCode = 200;
+    res.setHeader("Content-Type", type);
+    res.end(body);
+  };
+}
+
+function intParam(v: string | null): number | null {
+  return v !== null && /^\d{1,9}$/.test(v) ? Number(v) : null;
+}
+
+export const CONSOLE_ROUTES: Route[] = [
+  {
+    method: "GET",
+    path: /^\/static\/console\.js$/,
+    session: false,
+    handle: asset("text/javascript; charset=utf-8", CONSOLE_JS),
+  },
+  {
+    method: "GET",
+    path: /^\/static\/console\.css$/,
+    session: false,
+    handle: asset("text/css; charset=utf-8", CONSOLE_CSS),
+  },
+  {
+    method: "GET",
+    path: /^\/favicon\.ico$/,
+    session: false,
+    handle: ({ res }) => {
+      res.statusCode = 204;
+      res.end();
+    },
+  },
+  {
+    method: "GET",
+    path: /^\/login$/,
+    session: false,
+    handle: (ctx) => {
+      const live = ctx.app.sessions.get(
+        parseCookies(ctx.req.headers.cookie).get(sessionCookie(ctx.app.port)),
+      );
+      if (live) return redirect(ctx.res, safeNext(ctx.url.searchParams.get("next")));
+      loginForm(ctx, 200);
+    },
+  },
+  { method: "POST", path: /^\/login$/, session: false, handle: login },
+  {
+    method: "POST",
+    path: /^\/logout$/,
+    session: true,
+    handle: (ctx) => {
+      ctx.app.sessions.end(ctx.session!);
+      ctx.res.setHeader("Set-Cookie", cookie(sessionCookie(ctx.app.port), "", "/", true));
+      redirect(ctx.res, "/login");
+    },
+  },
+  {
+    method: "GET",
+    path: /^\/$/,
+    session: true,
+    handle: (ctx) =>
+      page(ctx, 200, "Requests", requestsBody(pendingRequests(ctx.app.db), ctx.session!.csrf), "/"),
+  },
+  {
+    method: "GET",
+    path: new RegExp(`^/requests/${ID}$`),
+    session: true,
+    handle: (ctx) => {
+      const id = ctx.params[0]!;
+      const req = getRequest(ctx.app.db, id);
+      if (!req)
+        return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
+      const waiting = pendingRequests(ctx.app.db).find((p) => p.request === id)?.waiting;
+      page(ctx, 200, `Request ${id}`, requestBody({ ...req, waiting }, ctx.session!.csrf));
+    },
+  },
+  { method: "POST", path: new RegExp(`^/requests/${ID}/decide$`), session: true, handle: decide },
+  {
+    method: "GET",
+    path: /^\/servers$/,
+    session: true,
+    handle: (ctx) => page(ctx, 200, "Servers", serversBody(listGateways(ctx.app.db)), "/servers"),
+  },
+  {
+    method: "GET",
+    path: /^\/catalog$/,
+    session: true,
+    handle: (ctx) => {
+      const q = ctx.url.searchParams;
+      const body = catalogBody(ctx.app.db, q.get("label"), intParam(q.get("from")), intParam(q.get("to")));
+      page(ctx, 200, "Catalog", body, "/catalog");
+    },
+  },
+  {
+    method: "GET",
+    path: /^\/grants$/,
+    session: true,
+    handle: (ctx) => page(ctx, 200, "Grants", grantsBody(ctx.app.db, ctx.session!.csrf), "/grants"),
+  },
+  { method: "POST", path: new RegExp(`^/grants/${ID}/revoke$`), session: true, handle: revoke },
+  {
+    method: "GET",
+    path: /^\/audit$/,
+    session: true,
+    handle: (ctx) => {
+      const proof = ctx.app.sessions.proof(ctx.session!);
+      page(
+        ctx,
+        200,
+        "Audit",
+        auditBody(auditData(ctx.app.db, proof?.auditKey ?? null), ctx.session!.csrf),
+        "/audit",
+      );
+    },
+  },
+  { method: "POST", path: /^\/audit\/open$/, session: true, handle: openAudit },
+  { method: "GET", path: /^\/events$/, session: true, handle: events },
+];

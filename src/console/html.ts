@@ -1,0 +1,62 @@
+/**
+ * The console's one way of putting text into HTML. Everything a server, an agent or the store
+ * provides is untrusted: `escapeHtml` escapes the five HTML metacharacters (so text is inert in
+ * element content and in quoted attributes) and marks invisible or reordering characters
+ * (controls, bidi overrides and isolates, zero-width characters, BOM) visibly as `⟦U+XXXX⟧`,
+ * so a description cannot hide text from the human or reorder what they read.
+ *
+ * Pages are built with the `html` tag: interpolated values are escaped unless they are already
+ * `Html` (built by this module), so forgetting to escape is not possible by construction.
+ */
+
+const INVISIBLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what gets marked
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\ufff9-\ufffb]/g;
+
+const ENTITIES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Marks invisible and bidi characters as visible text (⟦U+202E⟧); tabs and newlines stay. */
+export function markInvisible(s: string): string {
+  return s.replace(INVISIBLE, (c) => `⟦U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟧`);
+}
+
+/** The one escape: untrusted text → inert HTML text (content or quoted attribute value). */
+export function escapeHtml(value: unknown): string {
+  const s = typeof value === "string" ? value : value === undefined || value === null ? "" : String(value);
+  return markInvisible(s).replace(/[&<>"']/g, (c) => ENTITIES[c]!);
+}
+
+/** HTML built by this module (safe to concatenate). */
+export class Html {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
+type Part = Html | string | number | boolean | null | undefined | readonly Part[];
+
+function render(part: Part): string {
+  if (part instanceof Html) return part.text;
+  if (Array.isArray(part)) return part.map(render).join("");
+  if (part === null || part === undefined || part === false) return "";
+  return escapeHtml(String(part));
+}
+
+/** Tagged template: every interpolation is escaped unless it is Html (or an array of Html). */
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1]!;
+  return new Html(out);
+}
+
+/** Preformatted untrusted text (a diff, a rendered tool): escaped, in a <pre>. */
+export function pre(text: string, cls = ""): Html {
+  return html`<pre class="${cls}">${text}</pre>`;
+}

@@ -1,0 +1,109 @@
+/**
+ * The console's HTTP edge: the headers every response carries, the Host and Origin checks, the
+ * cookie and form parsing. Nothing here knows about pages or sessions.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** Set on every response, whatever it is (no CORS header is ever set). */
+export function securityHeaders(res: ServerResponse): void {
+  res.setHeader("Content-Security-Policy", CSP);
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  // Not "no-referrer": under it Chromium sends `Origin: null` with every form POST, and the
+  // Origin check below could never pass. "same-origin" sends nothing to any other origin.
+  res.setHeader("Referrer-Policy", "same-origin");
+  res.setHeader("X-Frame-Options", "DENY");
+  res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
+  res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
+  res.setHeader("Cache-Control", "no-store");
+}
+
+/**
+ * DNS rebinding: a page on evil.test whose name now resolves to 127.0.0.1 reaches this port with
+ * `Host: evil.test:PORT`. Only the two loopback names with our exact port are ours.
+ */
+export function hostAllowed(host: string | undefined, port: number): boolean {
+  return host === `127.0.0.1:${port}` || host === `localhost:${port}`;
+}
+
+/** The origin a state change must come from: the one the request's (already checked) Host names. */
+export function originAllowed(origin: string | undefined, host: string): boolean {
+  return origin === `http://${host}`;
+}
+
+export function parseCookies(header: string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of (header ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+export class BodyError extends Error {
+  override name = "BodyError";
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_FORM_BYTES = 64 * 1024;
+
+/** An `application/x-www-form-urlencoded` body, at most 64 KiB. */
+export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new URLSearchParams((await readBody(req, "application/x-www-form-urlencoded")).toString("utf8"));
+}
+
+/** An `application/json` body (for routes that declare `body: "json"`), at most 64 KiB. */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const text = (await readBody(req, "application/json")).toString("utf8");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BodyError("the body is not valid JSON", 400);
+  }
+}
+
+async function readBody(req: IncomingMessage, expected: string): Promise<Buffer> {
+  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== expected) {
+    req.resume();
+    throw new BodyError(`a ${expected} body is expected`, 415);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_FORM_BYTES) throw new BodyError("the form is too large", 413);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function sendHtml(res: ServerResponse, status: number, body: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", "text/html; charset=utf-8");
+  res.end(body);
+}
+
+export function sendText(res: ServerResponse, status: number, body: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", "text/plain; charset=utf-8");
+  res.end(`${body}\n`);
+}
+
+/** 303 after a POST, to a path of ours only (never a URL taken from input). */
+export function redirect(res: ServerResponse, path: string): void {
+  const safe = path.startsWith("/") && !path.startsWith("//") ? path : "/";
+  res.statusCode = 303;
+  res.setHeader("Location", safe);
+  res.end();
+}

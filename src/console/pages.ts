@@ -1,0 +1,241 @@
+/**
+ * The console's pages as server-rendered HTML. Every value goes through `html` (escaped); the
+ * only script is /static/console.js, the only style /static/console.css (both served by us).
+ */
+import { activeGrants } from "../approval/grants.js";
+import type { ApprovalRequest } from "../approval/requests.js";
+import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
+import { diffCatalogs, getRevision, listRevisions } from "../catalog/index.js";
+import { jsonText } from "../catalog/text.js";
+import type { GatewayRow } from "../gateway/registry.js";
+import type { Store } from "../store/db.js";
+import { displayCommand } from "../util/redact.js";
+import { reviewCard } from "./card.js";
+import { type Html, html } from "./html.js";
+
+export interface PageChrome {
+  title: string;
+  /** the session's CSRF token (absent on the login page: no session yet) */
+  csrf?: string;
+  /** seconds of proven window left (null when no proof is held) */
+  provenFor?: number | null;
+  active?: string;
+  /** the store's state tag when the page was rendered: set on pages that fetch themselves again */
+  live?: string;
+}
+
+const NAV: [string, string][] = [
+  ["/", "Requests"],
+  ["/servers", "Servers"],
+  ["/catalog", "Catalog"],
+  ["/grants", "Grants"],
+  ["/audit", "Audit"],
+];
+
+export function layout(chrome: PageChrome, body: Html): string {
+  const nav = chrome.csrf
+    ? html`<nav>${NAV.map(
+        ([href, label]) =>
+          html`<a href="${href}" ${chrome.active === href ? html`aria-current="page"` : ""}>${label}</a>`,
+      )}<span class="proof">${
+        chrome.provenFor
+          ? html`passphrase proven (${chrome.provenFor}s left)`
+          : "decisions ask for the passphrase"
+      }</span><form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></nav>`
+    : "";
+  return `<!doctype html>\n${html`<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${chrome.title} · portcullis</title>
+<link rel="stylesheet" href="/static/console.css">
+<script src="/static/console.js" defer></script></head>
+<body><header class="top"><strong>portcullis</strong> console${nav}</header>
+<main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""}>${body}</main></body></html>`}`;
+}
+
+export function loginPage(loginCsrf: string, next: string, problem?: string): string {
+  return layout(
+    { title: "Log in" },
+    html`<section class="login"><h1>Prove it is you</h1>
+    <p>Type the passphrase of this state directory's keyring. Nothing is shown before that.</p>
+    ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
+    <form method="post" action="/login">
+      <input type="hidden" name="csrf" value="${loginCsrf}">
+      <input type="hidden" name="next" value="${next}">
+      <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="login-passphrase"></label>
+      <button type="submit" data-testid="login-submit">Log in</button>
+    </form></section>`,
+  );
+}
+
+export function requestsBody(pending: (ApprovalRequest & { waiting?: boolean })[], csrf: string): Html {
+  return html`<h1>Pending requests <small>(${pending.length})</small></h1>
+  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCard(r, csrf))}`;
+}
+
+export function requestBody(req: ApprovalRequest & { waiting?: boolean }, csrf: string): Html {
+  return html`<p><a href="/">← all requests</a></p>${reviewCard(req, csrf)}`;
+}
+
+const ACTION_TEXT: Record<string, string> = {
+  "approve-session": "approve for this agent run and execution epoch",
+  "approve-call": "approve this one call",
+  deny: "deny",
+};
+
+/** Asked when no proof is held: the same decision again, with the passphrase. */
+export function proofBody(
+  req: ApprovalRequest,
+  action: string,
+  reason: string,
+  csrf: string,
+  problem?: string,
+): Html {
+  return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
+  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${req.tool}${reason ? html` — reason: ${reason}` : ""}</p>
+  ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
+  <form method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
+    <input type="hidden" name="csrf" value="${csrf}">
+    <input type="hidden" name="action" value="${action}">
+    <input type="hidden" name="reason" value="${reason}">
+    <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="decision-proof"></label>
+    <button type="submit" data-testid="decision-submit">Decide</button>
+  </form><p><a href="/requests/${encodeURIComponent(req.request)}">cancel</a></p></section>`;
+}
+
+export function messageBody(title: string, text: string, back = "/"): Html {
+  return html`<h1>${title}</h1><p class="message" role="status">${text}</p><p><a href="${back}">back</a></p>`;
+}
+
+export function serversBody(rows: GatewayRow[]): Html {
+  return html`<h1>Servers</h1>${
+    rows.length === 0
+      ? html`<p class="empty">No gateway is running.</p>`
+      : rows.map((g) => {
+          const r = g.record;
+          return html`<article class="server"><h2>${g.serverLabel} <span class="state state-${g.state}">${g.state}</span></h2>
+          <p class="meta">gateway pid ${g.pid} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
+          ${
+            r
+              ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (server pid ${r.processId}, started ${r.startedAt})</dd>
+            <dt>command</dt><dd><code>${displayCommand(r.launchCommand)}</code></dd>
+            ${r.entry ? html`<dt>entry</dt><dd>${r.entry.path} <code>sha256:${r.entry.sha256.slice(0, 16)}…</code></dd>` : ""}
+            <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`
+              : html`<p>no execution record yet</p>`
+          }
+          <ul class="status">${g.status.slice(-8).map((s) => html`<li><time>${s.at}</time> ${s.line}</li>`)}</ul></article>`;
+        })
+  }`;
+}
+
+export function grantsBody(db: Store, csrf: string): Html {
+  const grants = activeGrants(db);
+  return html`<h1>Grants <small>(${grants.length} active)</small></h1>${
+    grants.length === 0
+      ? html`<p class="empty">No grant is active.</p>`
+      : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${grants.map(
+          (g) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
+          <td><code>${g.grant}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
+          <td>${g.serverLabel} · ${g.toolScope.map((t) => t.name).join(", ")}</td>
+          <td>${g.mode}</td><td><code>${g.executionEpoch}</code></td>
+          <td>${g.credentialScope.length ? g.credentialScope.join(", ") : "(none)"}</td>
+          <td>${g.issuedAt}<br><small>${g.approvedBy}</small></td>
+          <td><form method="post" action="/grants/${encodeURIComponent(g.grant)}/revoke"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td></tr>`,
+        )}</tbody></table>`
+  }`;
+}
+
+function catalogLabels(db: Store): string[] {
+  return (
+    db
+      .prepare("SELECT DISTINCT server_label FROM catalog_revisions ORDER BY server_label")
+      .pluck()
+      .all() as string[]
+  ).filter((l) => typeof l === "string");
+}
+
+/** Every label's revisions, and for a chosen label a side-by-side diff of two revisions. */
+export function catalogBody(db: Store, label: string | null, from: number | null, to: number | null): Html {
+  const labels = catalogLabels(db);
+  const list = html`<h1>Catalog revisions</h1><ul class="labels">${labels.map(
+    (l) => html`<li><a href="/catalog?label=${encodeURIComponent(l)}">${l}</a></li>`,
+  )}</ul>`;
+  if (label === null || !labels.includes(label)) return list;
+  const revs = listRevisions(db, label);
+  const last = revs.at(-1)?.revision ?? null;
+  const b = to ?? last;
+  const a = from ?? (b !== null && b > 1 ? b - 1 : b);
+  const before = a !== null ? getRevision(db, label, a) : null;
+  const after = b !== null ? getRevision(db, label, b) : null;
+  const q = (x: number, y: number) => `/catalog?label=${encodeURIComponent(label)}&from=${x}&to=${y}`;
+  return html`${list}<h2>${label}</h2>
+  <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${revs.map(
+    (r) =>
+      html`<tr><td>${r.revision}</td><td><code>${r.fingerprint.slice(0, 23)}…</code></td><td>${r.tools}</td><td>${r.firstSeenAt}</td><td>${
+        r.revision > 1 ? html`<a href="${q(r.revision - 1, r.revision)}">diff with ${r.revision - 1}</a>` : ""
+      }</td></tr>`,
+  )}</tbody></table>
+  ${before && after ? sideBySide(before.tools, after.tools, a!, b!) : ""}`;
+}
+
+function sideBySide(before: { name: string }[], after: { name: string }[], a: number, b: number): Html {
+  const diff = diffCatalogs(before as never, after as never);
+  if (a === b) return html`<p>revision ${a}: nothing to compare.</p>`;
+  return html`<h3>revision ${a} → ${b} ${
+    diff.entries.length === 0
+      ? "(no change)"
+      : html`<span class="cls cls-${diff.expands ? "expands" : "other"}">${diff.expands ? "expands authority" : "does not expand authority"}</span>`
+  }</h3>
+  <table class="diff"><thead><tr><th>tool · field</th><th>change</th><th>revision ${a}</th><th>revision ${b}</th><th>class</th></tr></thead><tbody>${diff.entries.map(
+    (e) =>
+      html`<tr class="entry"><th colspan="4">${e.kind} <code>${e.tool}</code>${e.renameCandidate ? html` (rename of ${e.renameCandidate}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
+        (c) =>
+          html`<tr><td><code>${c.path || "(tool)"}</code></td><td>${c.change}</td><td><code class="value">${
+            c.before === undefined ? "" : jsonText(c.before)
+          }</code></td><td><code class="value">${c.after === undefined ? "" : jsonText(c.after)}</code></td><td><span class="cls cls-${c.classification}">${c.classification}</span></td></tr>`,
+      )}`,
+  )}</tbody></table>`;
+}
+
+export interface AuditPageData {
+  verified:
+    | { ok: true; records: number; head: { seq: number; hash: string } }
+    | { ok: false; seq: number; problem: string };
+  opened: { sessions: SessionView[]; activity: ActivityEntry[] } | null;
+  openProblem?: string;
+}
+
+export function auditBody(d: AuditPageData, csrf: string): Html {
+  const v = d.verified;
+  return html`<h1>Audit</h1>
+  <section class="verify"><h2>Verification</h2>${
+    v.ok
+      ? html`<p class="ok">the chain verifies: ${v.records} records, head <code>${v.head.seq}</code> <code>${v.head.hash.slice(0, 23)}…</code></p>`
+      : html`<p class="error">the chain is broken at record ${v.seq}: ${v.problem}</p>`
+  }</section>
+  ${
+    d.opened
+      ? html`<section><h2>Sessions</h2><table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${d.opened.sessions.map(
+          (s) =>
+            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? "-"}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
+        )}</tbody></table></section>
+        <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
+          .slice(-200)
+          .reverse()
+          .map(
+            (a) =>
+              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool ?? "-"}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${a.outcome}</td></tr>`,
+          )}</tbody></table></section>`
+      : html`<section><h2>Sessions and activity</h2>
+        ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}
+        <p>The audit is sealed to the keyring: reading it needs the passphrase (kept for the proven window only).</p>
+        <form method="post" action="/audit/open"><input type="hidden" name="csrf" value="${csrf}">
+        <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" required data-testid="audit-proof"></label>
+        <button type="submit">Open the audit</button></form></section>`
+  }`;
+}
+
+/** sessionsView and activityView over opened records (callers verify and redact first). */
+export function auditViews(opened: Parameters<typeof sessionsView>[0]): AuditPageData["opened"] {
+  const records = [...opened];
+  return { sessions: sessionsView(records), activity: activityView(records) };
+}

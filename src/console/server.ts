@@ -1,0 +1,202 @@
+/**
+ * The console's HTTP server: loopback only, one state directory. Every request: security
+ * headers, the Host check (DNS rebinding), then the route table; routes that need a session get
+ * none without the session cookie; every POST needs the console's own Origin and the session's
+ * CSRF token (the login form has its own pre-session token, double-submitted in a cookie).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KeyringError } from "../keyring/keyring.js";
+import { openStore } from "../store/db.js";
+import type { Logger } from "../util/log.js";
+import { ChangeWatch } from "./changes.js";
+import { CONSOLE_ROUTES } from "./handlers.js";
+import {
+  BodyError,
+  hostAllowed,
+  originAllowed,
+  parseCookies,
+  readForm,
+  readJson,
+  redirect,
+  securityHeaders,
+  sendText,
+} from "./http.js";
+import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
+import type { ConsoleApp, Route } from "./routes.js";
+import { Sessions, sameToken, sessionCookie } from "./sessions.js";
+
+export interface ConsoleOptions {
+  stateDir: string;
+  /** 0 (default): any free port */
+  port?: number;
+  /** idle timeout of a session (default 15 minutes) */
+  idleMs?: number;
+  /** how long a passphrase proof is held for decisions (default 5 minutes; 0: every decision asks) */
+  proofWindowMs?: number;
+  log: Pick<Logger, "info" | "warn">;
+  /** more routes (e.g. passkeys), checked like the console's own */
+  extraRoutes?: Route[];
+}
+
+export interface RunningConsole {
+  url: string;
+  port: number;
+  /** when the last request arrived (ms since the epoch) */
+  lastActivity(): number;
+  close(): Promise<void>;
+}
+
+export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
+  const db = openStore(o.stateDir);
+  const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000);
+  const changes = new ChangeWatch(db);
+  const limiter = new LoginLimiter();
+  let proving: Promise<unknown> = Promise.resolve();
+  const app: ConsoleApp = {
+    stateDir: o.stateDir,
+    port: 0,
+    db,
+    sessions,
+    changes,
+    log: o.log,
+    // One key derivation at a time (scrypt is costly), and none while throttled.
+    prove(passphrase: string): Promise<Proof> {
+      const run = proving.then(async () => {
+        const wait = limiter.wait();
+        if (wait > 0) throw new LoginThrottled(wait);
+        try {
+          const proof = await prove(db, o.stateDir, passphrase, (line) => o.log.info(line));
+          limiter.succeeded();
+          return proof;
+        } catch (e) {
+          if (e instanceof KeyringError) limiter.failed();
+          throw e;
+        }
+      });
+      proving = run.catch(() => {});
+      return run;
+    },
+  };
+  const routes = [...(o.extraRoutes ?? []), ...CONSOLE_ROUTES];
+  let port = 0;
+  let lastRequest = Date.now();
+  const server = createServer((req, res) => {
+    lastRequest = Date.now();
+    handle(app, routes, port, req, res).catch((e: unknown) => {
+      o.log.warn(`console: ${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
+      if (!res.headersSent) sendText(res, 500, "internal error");
+      else res.destroy();
+    });
+  });
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host: "127.0.0.1", port: o.port ?? 0 }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  app.port = port;
+  const url = `http://127.0.0.1:${port}`;
+  let closed: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    lastActivity: () => lastRequest,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        changes.close();
+        sessions.close();
+        server.close(() => {
+          db.close();
+          resolve();
+        });
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
+
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? "/").split("?")[0]!.slice(0, 200);
+}
+
+async function handle(
+  app: ConsoleApp,
+  routes: Route[],
+  port: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  securityHeaders(res);
+  const host = req.headers.host;
+  if (!hostAllowed(host, port)) {
+    req.resume();
+    return sendText(res, 421, "this console answers only to 127.0.0.1 or localhost on its own port");
+  }
+  const method = req.method === "HEAD" ? "GET" : req.method;
+  if (method !== "GET" && method !== "POST") {
+    req.resume();
+    res.setHeader("Allow", "GET, POST");
+    return sendText(res, 405, "method not allowed");
+  }
+  const url = new URL(req.url ?? "/", `http://${host}`);
+  let params: string[] = [];
+  const route = routes.find((r) => {
+    if (r.method !== method) return false;
+    const m = r.path.exec(url.pathname);
+    if (!m) return false;
+    try {
+      params = m.slice(1).map((p) => decodeURIComponent(p ?? ""));
+    } catch {
+      return false;
+    }
+    return true;
+  });
+  if (!route) {
+    req.resume();
+    return sendText(res, 404, "not found");
+  }
+  const cookies = parseCookies(req.headers.cookie);
+  const isEvents = url.pathname === "/events";
+  const session = app.sessions.get(cookies.get(sessionCookie(port)), !isEvents);
+  if (route.session && !session) {
+    req.resume();
+    if (method === "GET" && !isEvents) {
+      const next = url.pathname === "/" ? "" : `?next=${encodeURIComponent(url.pathname)}`;
+      return redirect(res, `/login${next}`);
+    }
+    return sendText(res, 403, "log in first: no console session");
+  }
+  let form: URLSearchParams | null = null;
+  let json: unknown = null;
+  if (method === "POST") {
+    // A state change: from our own page (Origin), with the session's token (CSRF).
+    if (!originAllowed(req.headers.origin, host!)) {
+      req.resume();
+      return sendText(res, 403, "refused: the Origin of this request is not the console");
+    }
+    try {
+      if (route.body === "json") json = await readJson(req);
+      else form = await readForm(req);
+    } catch (e) {
+      if (e instanceof BodyError) return sendText(res, e.status, e.message);
+      throw e;
+    }
+    const given = form?.get("csrf") ?? headerValue(req, "x-csrf-token");
+    if (route.session) {
+      if (!sameToken(given, session!.csrf)) return sendText(res, 403, "refused: missing or wrong CSRF token");
+    }
+    // Session-less POSTs (login) check their own pre-session token in their handler.
+  }
+  await route.handle({ req, res, params, url, form, json, session, app });
+}
+
+function headerValue(req: IncomingMessage, name: string): string | null {
+  const v = req.headers[name];
+  return typeof v === "string" ? v : null;
+}

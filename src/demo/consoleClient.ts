@@ -1,0 +1,81 @@
+/**
+ * The demo's way of deciding through the console, as a logged-in browser would: the login form
+ * (its token and cookie, then the passphrase), then the decision form with the session's CSRF
+ * token, both POSTed with the console's own Origin.
+ */
+import { request } from "node:http";
+
+interface Reply {
+  status: number;
+  cookies: string[];
+  location: string | undefined;
+  body: string;
+}
+
+function send(base: string, path: string, cookie: string, form?: Record<string, string>): Promise<Reply> {
+  const u = new URL(path, base);
+  const body = form ? new URLSearchParams(form).toString() : undefined;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: form ? "POST" : "GET",
+        headers: {
+          ...(cookie ? { Cookie: cookie } : {}),
+          ...(form ? { Origin: base, "Content-Type": "application/x-www-form-urlencoded" } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => {
+          text += d;
+        });
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            cookies: (res.headers["set-cookie"] ?? []).map((c) => c.split(";")[0]!),
+            location: res.headers.location,
+            body: text,
+          }),
+        );
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+export class ConsoleClient {
+  private constructor(
+    readonly base: string,
+    private readonly cookie: string,
+    private readonly csrf: string,
+  ) {}
+
+  static async login(base: string, passphrase: string): Promise<ConsoleClient> {
+    const form = await send(base, "/login", "");
+    const r = await send(base, "/login", form.cookies.join("; "), { csrf: csrfOf(form.body), passphrase });
+    const session = r.cookies.find((c) => c.startsWith("portcullis_session_") && !c.endsWith("="));
+    if (r.status !== 303 || !session) throw new Error(`the console refused the login (HTTP ${r.status})`);
+    const home = await send(base, "/", session);
+    return new ConsoleClient(base, session, csrfOf(home.body));
+  }
+
+  async decide(
+    request: string,
+    action: "approve-session" | "approve-call" | "deny",
+    reason = "",
+  ): Promise<void> {
+    const r = await send(this.base, `/requests/${encodeURIComponent(request)}/decide`, this.cookie, {
+      csrf: this.csrf,
+      action,
+      reason,
+    });
+    if (r.status !== 303) throw new Error(`the console did not decide ${request} (HTTP ${r.status})`);
+  }
+}

@@ -1,0 +1,231 @@
+// The console as a person uses it: Debian's chromium (playwright-core) against a console that a
+// real gateway started on demand, with a real MCP client whose calls wait for the decision.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { pending } from "../helpers/approvals.js";
+import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import {
+  catalogFile,
+  consoleOf,
+  DEPLOY_TOOL,
+  gatewayFor,
+  loginWithBrowser,
+  startConsoleProcess,
+  stopConsoleOf,
+} from "./helpers.js";
+
+let browser: TestBrowser;
+let cleanup: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+  await browser.context.clearCookies();
+});
+
+/** A call's promise that may be left behind when a test fails early: never an unhandled rejection. */
+function held<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
+function refusal(e: unknown) {
+  return e as { code: number; message: string; data: Record<string, unknown> };
+}
+
+async function setup(tools: unknown[] = [DEPLOY_TOOL], extra: string[] = []) {
+  const stateDir = newStateDir();
+  const dir = tempDir("portcullis-console-tools-");
+  cleanup.push(() => {
+    removeDir(dir);
+    removeDir(stateDir);
+  });
+  cleanup.push(() => stopConsoleOf(stateDir));
+  const gw = await gatewayFor(stateDir, catalogFile(dir, tools), extra);
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { stateDir, gw };
+}
+
+async function activeGrants(stateDir: string): Promise<{ grant: string; mode: string }[]> {
+  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
+  return JSON.parse(r.stdout).grants;
+}
+
+describe("deciding in the console", () => {
+  it("log in from the request's page, approve for the session; revoke; approve one call; deny with a reason", async () => {
+    const { stateDir, gw } = await setup();
+    const page = browser.page;
+
+    // A waiting call starts the console; the gateway says where the request is decided.
+    const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    const line = await gw.waitForStderr(/review and decide it in the console: (\S+)/, 20_000);
+    expect(line).toContain(`${base}/requests/${req.request}`);
+
+    // Nothing before the passphrase: the request page sends the human to log in, then back.
+    await page.goto(`${base}/requests/${req.request}`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+    await expect(page.getByTestId("pending-request").count()).resolves.toBe(0);
+    await page.getByTestId("login-passphrase").fill("correct horse battery staple");
+    await page.getByTestId("login-submit").click();
+    await page.waitForURL(`${base}/requests/${req.request}`);
+
+    const card = page.locator(`[data-testid="pending-request"][data-request-id="${req.request}"]`);
+    await expect(card.textContent()).resolves.toContain("deploy");
+    const text = (await card.textContent())!;
+    expect(text).toContain("Who asks");
+    expect(text).toContain('"first"');
+    expect(text).toMatch(/enum preview\|production|"preview"/);
+    await card.getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
+    expect((await first).isError).toBeFalsy();
+
+    // The session grant covers the next call: no new request.
+    expect((await gw.client.callTool({ name: "deploy", arguments: { note: "second" } })).isError).toBeFalsy();
+    expect(await pending(stateDir)).toEqual([]);
+
+    // Revoke it in the console: the next call asks again.
+    const [grant] = await activeGrants(stateDir);
+    await page.goto(`${base}/grants`);
+    const row = page.locator(`[data-testid="grant"][data-grant-id="${grant!.grant}"]`);
+    await row.getByTestId("revoke").click();
+    await page.waitForURL(`${base}/grants`);
+    await expect(page.locator('[data-testid="grant"]').count()).resolves.toBe(0);
+    expect(await activeGrants(stateDir)).toEqual([]);
+
+    // The list page updates itself (server-sent events) when the next call asks.
+    await page.goto(base);
+    await expect(page.getByTestId("pending-request").count()).resolves.toBe(0);
+    const third = held(gw.client.callTool({ name: "deploy", arguments: { note: "third" } }));
+    const live = page.getByTestId("pending-request");
+    await live.waitFor();
+    const thirdId = await live.getAttribute("data-request-id");
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([thirdId]);
+    await live.getByTestId("approve-call").click();
+    await page.waitForSelector("p.outcome");
+    expect((await third).isError).toBeFalsy();
+    // For this call only: nothing remembered, the next call asks again.
+    expect(await activeGrants(stateDir)).toEqual([]);
+
+    const fourth = gw.client.callTool({ name: "deploy", arguments: { note: "fourth" } }).catch((e) => e);
+    await page.goto(base);
+    const card4 = page.getByTestId("pending-request");
+    await card4.waitFor();
+    await card4.getByTestId("deny-reason").fill("not on a Friday");
+    await card4.getByTestId("deny").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toContain("not on a Friday");
+    const denied = refusal(await fourth);
+    expect(denied.data).toMatchObject({ error: "approval_denied", reason: "denied: not on a Friday" });
+    expect(browser.dialogs).toEqual([]);
+  });
+});
+
+describe("the proven window", () => {
+  it("once it has passed, a decision asks for the passphrase again (a wrong one decides nothing)", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-console-tools-");
+    const c = await startConsoleProcess(stateDir, ["--proof-window", "1"]);
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => c.stop());
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    cleanup.push(() => gw.close());
+    const page = browser.page;
+    await loginWithBrowser(page, c.url);
+
+    const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    await sleep(1500); // the one-second window passes
+    await page.goto(`${c.url}/requests/${req.request}`);
+    await page.getByTestId("approve-session").click();
+    await page.getByTestId("decision-proof").fill("not the passphrase");
+    await page.getByTestId("decision-submit").click();
+    await expect(page.locator(".error").textContent()).resolves.toContain("wrong passphrase");
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+
+    await page.getByTestId("decision-proof").fill("correct horse battery staple");
+    await page.getByTestId("decision-submit").click();
+    await page.waitForSelector("p.outcome");
+    expect((await call).isError).toBeFalsy();
+    expect(await activeGrants(stateDir)).toHaveLength(1);
+  });
+});
+
+describe("untrusted text", () => {
+  it("<script>, javascript: URLs, bidi and zero-width characters in a tool description and in arguments render inert and visible", async () => {
+    const evil = {
+      name: "render",
+      description:
+        'Renders. <script>alert("desc")</script><img src=x onerror=alert("img")> [docs](javascript:alert("link")) ' +
+        "<a href=\"javascript:alert('a')\">click</a> safe\u202Etxt.exe and hid\u200Bden",
+      inputSchema: {
+        type: "object",
+        properties: {
+          html: { type: "string" },
+          link: { type: "string" },
+          "\u202Ename": { type: "string" },
+        },
+      },
+    };
+    const { stateDir, gw } = await setup([evil]);
+    const call = held(
+      gw.client.callTool({
+        name: "render",
+        arguments: {
+          html: '<script>alert("arg")</script><svg onload=alert("svg")>',
+          link: 'javascript:alert("arg-link")',
+          "\u202Ename": "ab\u200Bcd\u2066e",
+        },
+      }),
+    );
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    const page = browser.page;
+    await loginWithBrowser(page, `${base}/requests/${req.request}`);
+    const card = page.getByTestId("pending-request");
+    await card.waitFor();
+
+    for (const path of [`/requests/${req.request}`, "/", "/catalog?label=shop"]) {
+      await page.goto(`${base}${path}`);
+      // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator: the text as rendered
+      const shown = await page.locator("main").innerText();
+      if (path !== "/catalog?label=shop") {
+        expect(shown).toContain('<script>alert("desc")</script>');
+        expect(shown).toContain('<img src=x onerror=alert("img")>');
+        expect(shown).toContain('<script>alert(\\"arg\\")</script>');
+        expect(shown).toContain("javascript:alert");
+      }
+      // Invisible and reordering characters are never passed through; they are shown as marks.
+      expect(shown).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200B-\u200F]/);
+      // Nothing became markup: our one script, no image, no svg, no javascript: link, no handler.
+      expect(await page.locator("script").count()).toBe(1);
+      expect(await page.locator("script").getAttribute("src")).toBe("/static/console.js");
+      expect(await page.locator("main img, main svg, main iframe").count()).toBe(0);
+      expect(await page.locator('a[href^="javascript:" i]').count()).toBe(0);
+      expect(await page.locator("[onerror], [onload], [onclick]").count()).toBe(0);
+    }
+    await page.goto(`${base}/requests/${req.request}`);
+    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator: the text as rendered
+    const shown = await page.locator("main").innerText();
+    expect(shown).toMatch(/⟦U\+202E⟧|\\u202e/);
+    expect(shown).toMatch(/⟦U\+200B⟧|\\u200b/);
+    await page.getByTestId("deny").click();
+    await page.waitForSelector("p.outcome");
+    await call.catch(() => {});
+    expect(browser.dialogs).toEqual([]);
+  });
+});

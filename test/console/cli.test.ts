@@ -1,0 +1,154 @@
+// `portcullis console` as a command: its flags and configuration, one console per state
+// directory even when two start at once, and the proven window read from portcullis.json.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readConsoleAddress } from "../../src/console/address.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { httpLogin, post, raw, startConsoleProcess, stopConsoleOf } from "./helpers.js";
+
+describe("portcullis console flags and configuration", () => {
+  it("a bad flag or console.proofWindow is a usage error naming it; other config keys still load", async () => {
+    const stateDir = newStateDir();
+    const cwd = tempDir("portcullis-console-cfg-");
+    try {
+      const bad = await runCli(["console", "--no-open", "--proof-window", "soon", "--state-dir", stateDir]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--proof-window must be a whole number of seconds/);
+      const port = await runCli(["console", "--no-open", "--port", "70000", "--state-dir", stateDir]);
+      expect(port.code).toBe(2);
+      expect(port.stderr).toMatch(/--port must be a port number/);
+
+      const config = join(cwd, "portcullis.json");
+      writeFileSync(config, JSON.stringify({ servers: {}, console: { proofWindow: -5 } }));
+      const neg = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
+      expect(neg.code).toBe(2);
+      expect(neg.stderr).toContain(`${config}: console.proofWindow must be a whole number of seconds`);
+      writeFileSync(config, JSON.stringify({ servers: {}, console: { proofWindw: 5 } }));
+      const typo = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
+      expect(typo.code).toBe(2);
+      expect(typo.stderr).toContain("console.proofWindw is not a key");
+
+      // The servers of a file with a console block load as before.
+      writeFileSync(
+        config,
+        JSON.stringify({ servers: { x: { command: NODE, args: ["-e", "0"] } }, console: { proofWindow: 0 } }),
+      );
+      const run = await runCli(["run", "nope", "--state-dir", stateDir], { cwd });
+      expect(run.stderr).toMatch(/nope/);
+      expect(run.stderr).not.toMatch(/unknown key "console"/);
+      expect(readConsoleAddress(stateDir)).toBeNull();
+    } finally {
+      removeDir(cwd);
+      removeDir(stateDir);
+    }
+  });
+
+  it("no keyring, or a port in use: exit 2 with one sentence, and no address left behind", async () => {
+    const empty = tempDir("portcullis-console-empty-");
+    const stateDir = newStateDir();
+    const other = newStateDir();
+    try {
+      const none = await runCli(["console", "--no-open", "--state-dir", empty]);
+      expect(none.code).toBe(2);
+      expect(none.stderr).toMatch(/no keyring .*portcullis init/);
+      const a = await startConsoleProcess(stateDir);
+      try {
+        const port = new URL(a.url).port;
+        const busy = await runCli(["console", "--no-open", "--port", port, "--state-dir", other]);
+        expect(busy.code).toBe(2);
+        expect(busy.stderr).toContain(`console: port ${port} is in use`);
+        expect(readConsoleAddress(other)).toBeNull();
+        // its lock was released: a console on another port starts there
+        const b = await startConsoleProcess(other);
+        await b.stop();
+      } finally {
+        await a.stop();
+      }
+    } finally {
+      removeDir(empty);
+      removeDir(stateDir);
+      removeDir(other);
+    }
+  });
+
+  it("console.proofWindow 0 in portcullis.json: the login proof is not kept, decisions and the audit ask", async () => {
+    const stateDir = newStateDir();
+    const cwd = tempDir("portcullis-console-cfg-");
+    writeFileSync(join(cwd, "portcullis.json"), JSON.stringify({ servers: {}, console: { proofWindow: 0 } }));
+    const c = await startConsoleProcess(stateDir, [], cwd);
+    try {
+      const s = await httpLogin(c.url);
+      const home = await raw(`${c.url}/`, { headers: { Cookie: s.cookie } });
+      expect(home.body).toContain("decisions ask for the passphrase");
+      const audit = await raw(`${c.url}/audit`, { headers: { Cookie: s.cookie } });
+      expect(audit.body).toContain("the chain verifies");
+      expect(audit.body).toContain('data-testid="audit-proof"');
+    } finally {
+      await c.stop();
+      removeDir(cwd);
+      removeDir(stateDir);
+    }
+    // …and by default the proof is kept (the audit opens without asking again).
+    const dir = newStateDir();
+    const d = await startConsoleProcess(dir);
+    try {
+      const s = await httpLogin(d.url);
+      const audit = await raw(`${d.url}/audit`, { headers: { Cookie: s.cookie } });
+      expect(audit.body).toContain("<h2>Sessions</h2>");
+    } finally {
+      await d.stop();
+      removeDir(dir);
+    }
+  });
+
+  it("a session ends after --idle-timeout without a request: the next one is sent to the login page", async () => {
+    const stateDir = newStateDir();
+    const c = await startConsoleProcess(stateDir, ["--idle-timeout", "1"]);
+    try {
+      const s = await httpLogin(c.url);
+      expect((await raw(`${c.url}/grants`, { headers: { Cookie: s.cookie } })).status).toBe(200);
+      await sleep(1500);
+      const after = await raw(`${c.url}/grants`, { headers: { Cookie: s.cookie } });
+      expect(after.status).toBe(303);
+      expect(after.headers.location).toBe("/login?next=%2Fgrants");
+      expect((await post(c.url, "/logout", { csrf: s.csrf }, { Cookie: s.cookie })).status).toBe(403);
+    } finally {
+      await c.stop();
+      removeDir(stateDir);
+    }
+  });
+
+  it("two consoles started at once on one state directory: one serves, the other prints its address", async () => {
+    const stateDir = newStateDir();
+    try {
+      const start = () => {
+        const child = spawn(NODE, [CLI, "console", "--no-open", "--state-dir", stateDir], {
+          env: hostEnv(),
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let out = "";
+        child.stdout.on("data", (d) => {
+          out += d;
+        });
+        const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+        return { child, exit, out: () => out };
+      };
+      const a = start();
+      const b = start();
+      const address = await waitFor(() => readConsoleAddress(stateDir), 15_000, "a console");
+      const [server, other] = address.pid === a.child.pid ? [a, b] : [b, a];
+      expect(address.pid).toBe(server.child.pid);
+      expect(await other.exit).toBe(0);
+      expect(other.out().trim()).toBe(`the console is already running at ${address.url}`);
+      expect(server.child.exitCode).toBeNull();
+    } finally {
+      await stopConsoleOf(stateDir);
+      removeDir(stateDir);
+    }
+  });
+});

@@ -1,0 +1,190 @@
+// A console in front of a state directory, and the ways a test reaches it: a real browser
+// (test/helpers/browser.ts), or plain HTTP (node:http, so Host and Origin can be set freely).
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { expect } from "vitest";
+import { readConsoleAddress } from "../../src/console/address.js";
+import { waitFor } from "../helpers/files.js";
+import { hostEnv, startGateway } from "../helpers/gateway.js";
+import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
+import { TEST_PASSPHRASE } from "../helpers/state.js";
+
+export interface RunningConsole {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** `portcullis console --no-open --state-dir DIR …extra`, waited for until its address is published. */
+export async function startConsoleProcess(
+  stateDir: string,
+  extra: string[] = [],
+  cwd?: string,
+): Promise<RunningConsole> {
+  const child: ChildProcess = spawn(NODE, [CLI, "console", "--no-open", "--state-dir", stateDir, ...extra], {
+    env: hostEnv(),
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => {
+    out += d;
+  });
+  child.stderr!.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const address = await waitFor(
+    () => {
+      const a = readConsoleAddress(stateDir);
+      return a && a.pid === child.pid ? a : null;
+    },
+    15_000,
+    `the console to start (${out})`,
+  );
+  return {
+    url: address.url,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** The console a gateway started on demand, waited for; stopped by `stopConsoleOf`. */
+export async function consoleOf(stateDir: string): Promise<string> {
+  return (await waitFor(() => readConsoleAddress(stateDir), 20_000, "the on-demand console")).url;
+}
+
+export async function stopConsoleOf(stateDir: string): Promise<void> {
+  const a = readConsoleAddress(stateDir);
+  if (!a) return;
+  try {
+    process.kill(a.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  await waitFor(() => readConsoleAddress(stateDir) === null, 10_000, "the console to stop");
+}
+
+/** A catalog fixture's tools file; the gateway in front of it asks a human for every tool. */
+export function catalogFile(dir: string, tools: unknown[]): string {
+  const file = join(dir, "tools.json");
+  writeFileSync(file, JSON.stringify(tools));
+  return file;
+}
+
+export const DEPLOY_TOOL = {
+  name: "deploy",
+  description: "Deploys the current branch.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      target: { type: "string", enum: ["preview", "production"], default: "preview" },
+      note: { type: "string" },
+    },
+    additionalProperties: false,
+  },
+};
+
+export async function gatewayFor(stateDir: string, toolsFile: string, extra: string[] = []) {
+  return startGateway({
+    stateDir,
+    args: ["--label", "shop", "--approval-timeout", "60000", ...extra, "--", NODE, FIXTURES.catalog],
+    env: { FIXTURE_CATALOG: toolsFile, PORTCULLIS_NO_CONSOLE: "0" },
+  });
+}
+
+/** Logs in through the login page, as a person would. */
+export async function loginWithBrowser(page: Page, url: string, passphrase = TEST_PASSPHRASE): Promise<void> {
+  await page.goto(url);
+  await page.getByTestId("login-passphrase").fill(passphrase);
+  await page.getByTestId("login-submit").click();
+  await page.waitForURL((u) => !u.pathname.startsWith("/login"));
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** One HTTP request with exactly the headers given (Host included). */
+export function raw(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: `${u.pathname}${u.search}`,
+        method: opts.method ?? "GET",
+        headers: { Host: u.host, ...opts.headers },
+        setHost: false,
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => {
+          body += d;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on("error", reject);
+    req.end(opts.body);
+  });
+}
+
+function cookiePairs(set: string | string[] | undefined): string[] {
+  return (Array.isArray(set) ? set : set ? [set] : []).map((c) => c.split(";")[0]!);
+}
+
+export interface HttpSession {
+  /** the Cookie header value of the session */
+  cookie: string;
+  /** the session's CSRF token, read from a page */
+  csrf: string;
+}
+
+/** Logs in over plain HTTP: the login form's token and cookie, then the passphrase. */
+export async function httpLogin(base: string, passphrase = TEST_PASSPHRASE): Promise<HttpSession> {
+  const form = await raw(`${base}/login`);
+  const loginToken = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+  const loginCookie = cookiePairs(form.headers["set-cookie"]).join("; ");
+  const r = await raw(`${base}/login`, {
+    method: "POST",
+    headers: {
+      Origin: base,
+      Cookie: loginCookie,
+      "Content-Type": "application/x-www-form-urlencoded",
+    },
+    body: new URLSearchParams({ csrf: loginToken, passphrase }).toString(),
+  });
+  expect(r.status, r.body).toBe(303);
+  const cookie = cookiePairs(r.headers["set-cookie"]).find((c) => c.startsWith("portcullis_session_"))!;
+  const home = await raw(`${base}/`, { headers: { Cookie: cookie } });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(home.body)![1]!;
+  return { cookie, csrf };
+}
+
+/** A form POST as the console's own page would send it (Origin set), with the given fields. */
+export function post(
+  base: string,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
+  return raw(`${base}${path}`, {
+    method: "POST",
+    headers: { Origin: base, "Content-Type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams(fields).toString(),
+  });
+}

@@ -1,0 +1,234 @@
+// The console's HTTP edge against a real console process, with plain HTTP requests (node:http, so
+// Host and Origin are exactly what the test says): DNS rebinding, foreign origins, missing or
+// foreign CSRF tokens, no session, the login and its rate limit, the headers on every response.
+// Forged decisions are tried against a real pending request of a real gateway.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pending } from "../helpers/approvals.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import {
+  catalogFile,
+  DEPLOY_TOOL,
+  gatewayFor,
+  httpLogin,
+  post,
+  type RunningConsole,
+  raw,
+  startConsoleProcess,
+} from "./helpers.js";
+
+let stateDir: string;
+let console_: RunningConsole;
+let base: string;
+let port: string;
+
+beforeAll(async () => {
+  stateDir = newStateDir();
+  console_ = await startConsoleProcess(stateDir);
+  base = console_.url;
+  port = new URL(base).port;
+});
+
+afterAll(async () => {
+  await console_?.stop();
+  removeDir(stateDir);
+});
+
+const PATHS = ["/", "/servers", "/catalog", "/grants", "/audit", "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA"];
+
+describe("every response", () => {
+  it("carries the strict CSP, nosniff and a same-origin referrer policy, and never a CORS header (even to a foreign Origin)", async () => {
+    for (const path of ["/login", "/static/console.js", "/", "/nowhere"]) {
+      const r = await raw(`${base}${path}`, { headers: { Origin: "http://evil.test" } });
+      expect(r.headers["content-security-policy"]).toBe(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+          "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      );
+      expect(r.headers["x-content-type-options"]).toBe("nosniff");
+      expect(r.headers["referrer-policy"]).toBe("same-origin");
+      expect(Object.keys(r.headers).filter((h) => h.startsWith("access-control-"))).toEqual([]);
+    }
+  });
+});
+
+describe("DNS rebinding", () => {
+  it("a Host other than 127.0.0.1 or localhost on this port is refused (421), before anything else", async () => {
+    for (const host of [
+      "evil.test",
+      `evil.test:${port}`,
+      "127.0.0.1",
+      `127.0.0.1:${Number(port) + 1}`,
+      "",
+      `[::1]:${port}`,
+    ]) {
+      const r = await raw(`${base}/login`, { headers: { Host: host } });
+      expect(r.status, host).toBe(421);
+      expect(r.body).not.toContain("passphrase");
+    }
+    const login = await post(
+      base,
+      "/login",
+      { passphrase: "x" },
+      { Host: `evil.test:${port}`, Origin: `http://evil.test:${port}` },
+    );
+    expect(login.status).toBe(421);
+    expect((await raw(`${base}/login`, { headers: { Host: `localhost:${port}` } })).status).toBe(200);
+    expect((await raw(`${base}/login`)).status).toBe(200);
+  });
+});
+
+describe("no session", () => {
+  it("shows nothing but the login page: every view redirects to it, events and state changes are refused", async () => {
+    for (const path of PATHS) {
+      const r = await raw(`${base}${path}`);
+      expect(r.status, path).toBe(303);
+      expect(r.headers.location).toMatch(/^\/login/);
+      expect(r.body).toBe("");
+    }
+    expect((await raw(`${base}/events`)).status).toBe(403);
+    const revoke = await post(base, "/grants/01JQ7R4S4S0QJ7GZP1S2AAAAAA/revoke", { csrf: "x" });
+    expect(revoke.status).toBe(403);
+    const decide = await post(base, "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA/decide", {
+      csrf: "x",
+      action: "deny",
+    });
+    expect(decide.status).toBe(403);
+    // A made-up session cookie is no session.
+    const forged = await raw(`${base}/grants`, {
+      headers: { Cookie: `portcullis_session_${port}=${"A".repeat(43)}` },
+    });
+    expect(forged.status).toBe(303);
+  });
+});
+
+describe("login", () => {
+  it("a wrong passphrase, a login form from elsewhere or a foreign Origin gives no session; the right one gives a strict cookie", async () => {
+    const form = await raw(`${base}/login`);
+    const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+    const loginCookie = String(form.headers["set-cookie"]).split(";")[0]!;
+    const attempt = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      post(base, "/login", fields, { Cookie: loginCookie, ...headers });
+
+    const wrong = await attempt({ csrf: token, passphrase: "not the passphrase" });
+    expect(wrong.status).toBe(401);
+    expect(String(wrong.headers["set-cookie"] ?? "")).not.toContain("portcullis_session_");
+    expect(wrong.body).toContain("wrong passphrase");
+
+    const noToken = await attempt({ passphrase: "correct horse battery staple" });
+    expect(noToken.status).toBe(403);
+    const foreign = await attempt(
+      { csrf: token, passphrase: "correct horse battery staple" },
+      { Origin: "http://evil.test" },
+    );
+    expect(foreign.status).toBe(403);
+    const noOrigin = await raw(`${base}/login`, {
+      method: "POST",
+      headers: { Cookie: loginCookie, "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ csrf: token, passphrase: "correct horse battery staple" }).toString(),
+    });
+    expect(noOrigin.status).toBe(403);
+    for (const r of [noToken, foreign, noOrigin])
+      expect(String(r.headers["set-cookie"] ?? "")).not.toContain("portcullis_session_");
+
+    const ok = await attempt({ csrf: token, passphrase: "correct horse battery staple" });
+    expect(ok.status).toBe(303);
+    const session = ([] as string[])
+      .concat(ok.headers["set-cookie"] ?? [])
+      .find((c) => c.startsWith("portcullis_session_"))!;
+    expect(session).toMatch(
+      new RegExp(`^portcullis_session_${port}=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=/$`),
+    );
+    const home = await raw(`${base}/`, { headers: { Cookie: session.split(";")[0]! } });
+    expect(home.status).toBe(200);
+    expect(home.body).toContain("Pending requests");
+  });
+});
+
+describe("forged decisions", () => {
+  it("without the CSRF token, with another session's token, from a foreign Origin or without a session: refused, the request stays pending", async () => {
+    const dir = tempDir("portcullis-console-forged-");
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    try {
+      const call = gw.client.callTool({ name: "deploy", arguments: { note: "forged?" } });
+      const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+      const a = await httpLogin(base);
+      const b = await httpLogin(base);
+      const path = `/requests/${req.request}/decide`;
+      const approve = { action: "approve-session" };
+      const tries = [
+        post(base, path, approve, { Cookie: a.cookie }),
+        post(base, path, { ...approve, csrf: b.csrf }, { Cookie: a.cookie }),
+        post(base, path, { ...approve, csrf: a.csrf }, { Cookie: a.cookie, Origin: "http://evil.test" }),
+        post(
+          base,
+          path,
+          { ...approve, csrf: a.csrf },
+          { Cookie: a.cookie, Origin: `http://localhost:${Number(port) + 1}` },
+        ),
+        post(base, path, { ...approve, csrf: a.csrf }),
+        post(base, path, { ...approve, csrf: a.csrf }, { Cookie: a.cookie, Host: `evil.test:${port}` }),
+      ];
+      const statuses = (await Promise.all(tries)).map((r) => r.status);
+      expect(statuses).toEqual([403, 403, 403, 403, 403, 421]);
+      const revoke = await post(base, "/grants/01JQ7R4S4S0QJ7GZP1S2AAAAAA/revoke", {}, { Cookie: a.cookie });
+      expect(revoke.status).toBe(403);
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+
+      // The same POST with the session's own token and Origin is a decision (signed: the call proceeds).
+      const ok = await post(base, path, { ...approve, csrf: a.csrf }, { Cookie: a.cookie });
+      expect(ok.status, ok.body).toBe(303);
+      expect((await call).isError).toBeFalsy();
+      expect(await pending(stateDir)).toEqual([]);
+    } finally {
+      await gw.close();
+      removeDir(dir);
+    }
+  });
+});
+
+describe("one console per state directory", () => {
+  it("a second 'portcullis console' prints the running one's address; doctor reports it", async () => {
+    const again = await runCli(["console", "--no-open", "--state-dir", stateDir]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout.trim()).toBe(`the console is already running at ${base}`);
+    const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
+    expect(JSON.parse(doctor.stdout).console).toBe(`${base} (pid ${console_.pid})`);
+  });
+
+  it("on exit it removes its address, and doctor says it is not running", async () => {
+    const dir = newStateDir();
+    try {
+      const c = await startConsoleProcess(dir, ["--proof-window", "0"]);
+      await c.stop();
+      expect(existsSync(join(dir, "console.json"))).toBe(false);
+      const doctor = await runCli(["doctor", "--json", "--state-dir", dir]);
+      expect(JSON.parse(doctor.stdout).console).toMatch(/^not running/);
+    } finally {
+      removeDir(dir);
+    }
+  });
+});
+
+describe("failed logins", () => {
+  it("are rate-limited: after a few wrong passphrases even the right one must wait (429)", async () => {
+    const dir = newStateDir();
+    const c = await startConsoleProcess(dir);
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const form = await raw(`${c.url}/login`);
+        const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+        const cookie = String(form.headers["set-cookie"]).split(";")[0]!;
+        const passphrase = i < 6 ? `wrong ${i}` : "correct horse battery staple";
+        statuses.push((await post(c.url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status);
+      }
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
+    } finally {
+      await c.stop();
+      removeDir(dir);
+    }
+  });
+});
