@@ -14,6 +14,9 @@
 //   --audit-sync normal c=1 p50 <= 1.5x null-relay;             c=16 calls/s >= 0.5x null-relay
 //   relay only (ping)   c=1 p50 <= 1.25x null ping;             c=16 calls/s >= 0.8x null ping,
 //                       in every round
+// Beside each path: the CPU time its spawned process (the gateway, the null relay, or the server
+// when direct) spent per call, from /proc/PID/schedstat: steadier than wall-clock figures on a
+// busy machine, since it does not count time spent waiting for a core.
 // Secondary (components): the same gateway with its guard switched off, and the guard on and off
 // in turn inside one gateway (bench/guard-off-gateway.mjs).
 //
@@ -26,6 +29,8 @@
 //      BENCH_PATHS=a,b               only these paths (names as printed; the baselines always run)
 //      BENCH_SECONDARY=0             skip the component lines (guard off, alternating)
 //      BENCH_PROFILE_DIR=DIR         run every gateway under `node --cpu-prof` into DIR
+//      BENCH_BASE_CLI=PATH           also each portcullis path through this other build's CLI, as
+//                                    "<path> (base)", in the same rounds (before/after a change)
 //      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.js)
 //      PORTCULLIS_BENCH_ARGS="..."   extra `run` options (split on spaces), appended after the
 //                                    defaults "--label bench --approval none"
@@ -37,6 +42,7 @@ import {
   fsyncSync,
   mkdtempSync,
   openSync,
+  readFileSync,
   rmSync,
   writeFileSync,
   writeSync,
@@ -162,9 +168,24 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
+/**
+ * CPU time (ns) the process has run so far (Linux: /proc/PID/schedstat), null elsewhere. The
+ * spawned process's share of a call (the gateway's, the null relay's, the direct server's) is
+ * steadier on a busy machine than any wall-clock figure: it does not count time spent waiting
+ * for a core.
+ */
+function cpuNs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
+  } catch {
+    return null;
+  }
+}
+
 async function measure(client, total, concurrency) {
   const latencies = new Float64Array(total);
   let issued = 0;
+  const cpu0 = cpuNs(client.child.pid);
   const start = process.hrtime.bigint();
   const worker = async () => {
     while (issued < total) {
@@ -176,8 +197,10 @@ async function measure(client, total, concurrency) {
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const cpu1 = cpuNs(client.child.pid);
   const sorted = Array.from(latencies).sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds };
+  const cpu = cpu0 === null || cpu1 === null ? Number.NaN : (cpu1 - cpu0) / total / 1000;
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds, cpu };
 }
 
 /**
@@ -293,8 +316,14 @@ async function measurePaths(paths, fsyncDir) {
   for (const path of paths) {
     if (path.error || !path.rounds?.length) continue;
     const pick = (c, key) => median(path.rounds.map((r) => r[c][key]));
-    path.c1 = { p50: pick("c1", "p50"), p99: pick("c1", "p99"), rps: pick("c1", "rps") };
-    path.c16 = { p50: pick("c16", "p50"), p99: pick("c16", "p99"), rps: pick("c16", "rps") };
+    const at = (c) => ({
+      p50: pick(c, "p50"),
+      p99: pick(c, "p99"),
+      rps: pick(c, "rps"),
+      cpu: pick(c, "cpu"),
+    });
+    path.c1 = at("c1");
+    path.c16 = at("c16");
   }
   return { p50: median(fsyncs), rounds: fsyncs };
 }
@@ -358,6 +387,7 @@ const pad = (s, n) => String(s).padEnd(n);
 const ONLY = (process.env.BENCH_PATHS ?? "").split(",").filter(Boolean);
 const SECONDARY = process.env.BENCH_SECONDARY !== "0";
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ? resolve(process.env.BENCH_PROFILE_DIR) : null;
+const BASE_CLI = process.env.BENCH_BASE_CLI ? resolve(process.env.BENCH_BASE_CLI) : null;
 const BASELINES = new Set(["direct", "null-relay", "null ping"]);
 const wanted = (name) => BASELINES.has(name) || ONLY.length === 0 || ONLY.includes(name);
 
@@ -408,8 +438,11 @@ async function main() {
       const args = [...profile, launcher, ...runArgs(prep.stateDir, ...more), "--", ...server];
       return openPath(name, NODE, args, { ...prep.env, ...env }, method, approve ? prep.stateDir : null);
     };
-    const path = async (name, ...a) => {
-      if (wanted(name)) rows.push(await open(name, ...a));
+    const path = async (name, launcher, ...a) => {
+      if (!wanted(name)) return;
+      rows.push(await open(name, launcher, ...a));
+      // the same path through another build, measured in the same rounds (before/after a change)
+      if (BASE_CLI && launcher === CLI) rows.push(await open(`${name} (base)`, BASE_CLI, ...a));
     };
     portcullisNote = `portcullis: run ${runArgs("<tmp>").slice(3).join(" ")} (one state directory per path)`;
     const guardOff = join(REPO, "bench", "guard-off-gateway.mjs");
@@ -471,8 +504,10 @@ async function main() {
     "c=16 p50 ms",
     "c=16 p99 ms",
     "c=16 calls/s",
+    "cpu µs/call c=1",
+    "c=16",
   ];
-  const widths = [16, 12, 12, 13, 13, 13, 13];
+  const widths = [16, 12, 12, 13, 13, 13, 13, 16, 6];
   console.log(header.map((h, i) => pad(h, widths[i])).join(""));
   for (const row of rows) {
     if (row.c1) {
@@ -484,6 +519,8 @@ async function main() {
         fmt(row.c16.p50),
         fmt(row.c16.p99),
         fmt(row.c16.rps, 0),
+        fmt(row.c1.cpu, 0),
+        fmt(row.c16.cpu, 0),
       ];
       console.log(cells.map((c, i) => pad(c, widths[i])).join(""));
     } else {
@@ -494,6 +531,9 @@ async function main() {
     `${pad("fsync", widths[0])}${pad(fmt(fsync.p50), widths[1])}(one fsync of a 200-byte append in ${tmpdir()}; rounds ${fsync.rounds.map((f) => fmt(f)).join(" ")})`,
   );
   console.log(portcullisNote);
+  console.log(
+    "cpu µs/call: CPU time of the spawned process per call (the gateway, the null relay, or the server when direct), from /proc/PID/schedstat",
+  );
 
   const floor = byName["null-relay"];
   const direct = byName.direct;
@@ -510,7 +550,8 @@ async function main() {
   /** Per round, this path against the baseline measured in the same round. */
   const perRound = (a, b, f) => a.rounds.map((r, i) => (b.rounds[i] ? f(r, b.rounds[i], i) : Number.NaN));
   console.log("targets (issue #11), medians over rounds; [spread over rounds]:");
-  for (const name of ["pc none", "pc grant"]) {
+  const also = (names) => names.flatMap((n) => [n, `${n} (base)`]);
+  for (const name of also(["pc none", "pc grant"])) {
     const a = byName[name];
     if (!a?.c1 || !floor?.c1) continue;
     const limit = floor.c1.p50 + fsync.p50 + 0.1;
@@ -526,7 +567,7 @@ async function main() {
         `[${spread(perRound(a, floor, (r, f) => r.c16.rps / f.c16.rps))}x]`,
     );
   }
-  for (const name of ["pc none normal", "pc grant normal"]) {
+  for (const name of also(["pc none normal", "pc grant normal"])) {
     const a = byName[name];
     if (!a?.c1 || !floor?.c1) continue;
     const p50 = a.c1.p50 / floor.c1.p50;
@@ -538,15 +579,16 @@ async function main() {
         `[${spread(perRound(a, floor, (r, f) => r.c16.rps / f.c16.rps))}x]`,
     );
   }
-  const ping = byName["pc ping"];
   const nullPing = byName["null ping"];
-  if (ping?.c1 && nullPing?.c1) {
+  for (const name of also(["pc ping"])) {
+    const ping = byName[name];
+    if (!ping?.c1 || !nullPing?.c1) continue;
     const p50s = perRound(ping, nullPing, (r, f) => r.c1.p50 / f.c1.p50);
     const rpss = perRound(ping, nullPing, (r, f) => r.c16.rps / f.c16.rps);
     const p50 = ping.c1.p50 / nullPing.c1.p50;
     const rps = ping.c16.rps / nullPing.c16.rps;
     console.log(
-      `  pc ping (relay only): p50 c=1 ${fmt(p50, 2)}x null ping (<= 1.25x in every round: ${mark(p50s.every((x) => x <= 1.25))}) ` +
+      `  ${name} (relay only): p50 c=1 ${fmt(p50, 2)}x null ping (<= 1.25x in every round: ${mark(p50s.every((x) => x <= 1.25))}) ` +
         `[${spread(p50s)}x]; calls/s c=16 ${fmt(rps, 2)}x (>= 0.8x in every round: ${mark(rpss.every((x) => x >= 0.8))}) ` +
         `[${spread(rpss)}x]`,
     );
@@ -581,6 +623,7 @@ async function main() {
     );
   }
   const on = byName["pc none normal"];
+  const ping = byName["pc ping"];
   if (on?.c1 && ping?.c1) {
     console.log(
       `secondary: a guarded, audited call against a relayed ping (the audit's intent and result records included): ` +

@@ -58,6 +58,8 @@ export class AuditLog {
   private readonly head: () => Appended | null;
   private readonly insert: (seq: number, record: StoredRecord) => void;
   private readonly commit: (items: Sealable[]) => (Appended | null)[];
+  /** Commits without waiting for the disk (see appendIf's `relaxed`); the plain commit when sync is "normal". */
+  private readonly commitRelaxed: (items: Sealable[]) => (Appended | null)[];
 
   private constructor(
     db: Store,
@@ -102,6 +104,20 @@ export class AuditLog {
       }
       return appended;
     };
+    if (opts.sync === "normal") this.commitRelaxed = this.commit;
+    else {
+      // The setting is the connection's: set for one transaction and put back, in this process.
+      const relax = db.prepare("PRAGMA synchronous = NORMAL");
+      const restore = db.prepare("PRAGMA synchronous = FULL");
+      this.commitRelaxed = (items) => {
+        relax.run();
+        try {
+          return this.commit(items);
+        } finally {
+          restore.run();
+        }
+      };
+    }
   }
 
   /** Opens the log for writing; throws KeyringMissingError (naming `portcullis init`) without a keyring. */
@@ -125,13 +141,22 @@ export class AuditLog {
    * Appends in one transaction, like appendMany, except that an event with a `condition` is
    * written only if the condition holds when its turn comes, inside the transaction and under
    * the write lock: null in its place otherwise. What a record says was true when it was written.
+   *
+   * `relaxed`: the transaction commits without an fsync even when the log's sync is "full" (as
+   * with "normal": the records survive this process being killed, not a power loss before the
+   * next full commit, whose fsync covers them too). For records nothing waits on, e.g. a call's
+   * result written after the result was forwarded; never for an intent.
    */
-  appendIf(items: readonly { event: AuditEvent; condition?: () => boolean }[]): (Appended | null)[] {
+  appendIf(
+    items: readonly { event: AuditEvent; condition?: () => boolean }[],
+    opts: { relaxed?: boolean } = {},
+  ): (Appended | null)[] {
     const sealable = items.map(({ event, condition }): Sealable => {
       assertAuditable(event);
       return { type: event.type, plaintext: Buffer.from(JSON.stringify(event), "utf8"), condition };
     });
-    return sealable.length === 0 ? [] : this.commit(sealable);
+    if (sealable.length === 0) return [];
+    return opts.relaxed ? this.commitRelaxed(sealable) : this.commit(sealable);
   }
 
   /**

@@ -3,9 +3,6 @@ import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
 
-/** How long a best-effort event may wait to share a transaction (lost on SIGKILL: only intents must survive). */
-const BEST_EFFORT_DELAY_MS = 25;
-
 interface Queued {
   event: GatewayEvent;
   condition?: () => boolean;
@@ -15,37 +12,41 @@ interface Queued {
 /**
  * Gateway events into the audit log with group commit: everything emitted in one
  * turn of the event loop is appended in one transaction, so concurrent calls share
- * one fsync instead of paying one each. Order is kept: events are chained in the
- * order they were emitted.
+ * one transaction (one fsync) instead of paying one each. Order is kept: events are chained in
+ * the order they were emitted.
  *
  * A durable event (`tool_called`) resolves only after its transaction committed;
  * if the group cannot be written every durable event in it rejects and the guard
  * refuses those calls. Its condition, if any, is read inside that transaction: the
- * guard's way of making what a decision rested on hold when the intent is recorded. Best-effort events that cannot be written are reported on
- * stderr; they never block a call.
+ * guard's way of making what a decision rested on hold when the intent is recorded.
+ *
+ * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
+ * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
+ * by the next call's intent, on its way to the server. A group with no durable event commits
+ * without an fsync (`relaxed`): it survives the gateway being killed; the next durable commit's
+ * fsync covers it against a power loss. Those that cannot be written are reported on stderr;
+ * they never block a call.
  */
 export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): EventSink {
   let queue: Queued[] = [];
   let immediate: NodeJS.Immediate | null = null;
-  let timer: NodeJS.Timeout | null = null;
 
   const flush = () => {
     if (immediate) clearImmediate(immediate);
-    if (timer) clearTimeout(timer);
     immediate = null;
-    timer = null;
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
     const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: tracked(q) });
+    const relaxed = !batch.some((q) => q.done);
     try {
-      const written = audit.appendIf(batch.map(item));
+      const written = audit.appendIf(batch.map(item), { relaxed });
       for (let i = 0; i < batch.length; i++) batch[i]?.done?.resolve(written[i] !== null);
     } catch (err) {
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
-          const [written] = audit.appendIf([item(q)]);
+          const [written] = audit.appendIf([item(q)], { relaxed: !q.done });
           q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(e as Error);
@@ -78,13 +79,8 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
 
   return {
     emit(e) {
-      // Best-effort events wait a little for company: a result written together
-      // with the next call's intent costs no fsync of its own.
       queue.push({ event: e });
-      if (!immediate && !timer) {
-        timer = setTimeout(flush, BEST_EFFORT_DELAY_MS);
-        timer.unref();
-      }
+      if (!immediate) immediate = setImmediate(flush);
     },
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {
