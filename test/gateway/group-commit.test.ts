@@ -94,9 +94,8 @@ describe("group commit of the audit log", () => {
               gw.client.callTool({ name: "echo", arguments: { message: `${g}-${round}-${i}` } }),
             ),
           );
-          results.forEach((r, i) =>
-            expect(r.content).toEqual([{ type: "text", text: `Echo: ${g}-${round}-${i}` }]),
-          );
+          for (const [i, r] of results.entries())
+            expect(r.content).toEqual([{ type: "text", text: `Echo: ${g}-${round}-${i}` }]);
         }
       }),
     );
