@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import { closeSync, fsync, openSync } from "node:fs";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -60,6 +61,14 @@ export class AuditLog {
   private readonly commit: (items: Sealable[]) => (Appended | null)[];
   /** Commits without waiting for the disk (see appendIf's `relaxed`); the plain commit when sync is "normal". */
   private readonly commitRelaxed: (items: Sealable[]) => (Appended | null)[];
+  /** The store's WAL file, opened for syncWal; null until then. */
+  private walFd: number | null = null;
+  private readonly walPath: string;
+  /**
+   * True when the log's sync is "full": a caller may then commit `relaxed` and make the records
+   * durable with syncWal, off the event loop, instead of an fsync inside the commit.
+   */
+  readonly canSyncLater: boolean;
 
   private constructor(
     db: Store,
@@ -68,6 +77,8 @@ export class AuditLog {
     opts: AuditLogOptions,
   ) {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
+    this.walPath = `${db.name}-wal`;
+    this.canSyncLater = opts.sync !== "normal" && !db.memory;
     // The record is durable when the transaction commits: WAL with synchronous=FULL
     // fsyncs the log at every commit. openStore sets both; insist on it here.
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
@@ -125,6 +136,28 @@ export class AuditLog {
     const keyring = loadPublicKeyring(stateDir);
     if (!keyring) throw new KeyringMissingError(stateDir);
     return new AuditLog(db, keyring.publicKey, keyring.keyId, opts);
+  }
+
+  /**
+   * Makes every record committed so far durable, as a commit with sync "full" would have: an
+   * fsync of the store's WAL file (the file SQLite's full commit syncs; an fsync covers the
+   * file, through any descriptor), in libuv's thread pool so the event loop keeps running
+   * meanwhile. `done` gets the error when it fails: the records may then not be on disk.
+   */
+  syncWal(done: (err: Error | null) => void): void {
+    try {
+      this.walFd ??= openSync(this.walPath, "r");
+    } catch (e) {
+      done(e as Error);
+      return;
+    }
+    fsync(this.walFd, (err) => done(err));
+  }
+
+  /** Closes the WAL descriptor syncWal opened (the store itself is closed by its owner). */
+  close(): void {
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
   }
 
   /** Appends one event; durable when it returns, throws (writing nothing) on failure. */

@@ -20,6 +20,11 @@ interface Queued {
  * refuses those calls. Its condition, if any, is read inside that transaction: the
  * guard's way of making what a decision rested on hold when the intent is recorded.
  *
+ * With the log's sync "full", a group holding intents is committed without an fsync and the
+ * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
+ * same durability as an fsync inside the commit, without stopping the gateway while the disk
+ * works, so that the calls arriving meanwhile form the next group.
+ *
  * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
  * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
  * by the next call's intent, on its way to the server. A group with no durable event commits
@@ -30,6 +35,25 @@ interface Queued {
 export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): EventSink {
   let queue: Queued[] = [];
   let immediate: NodeJS.Immediate | null = null;
+  // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
+  // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
+  // next, which covers them all. The event loop keeps relaying and gathering meanwhile.
+  let syncing = false;
+  let afterSync: ((err: Error | null) => void)[] = [];
+  const startSync = () => {
+    const covered = afterSync;
+    afterSync = [];
+    syncing = true;
+    audit.syncWal((err) => {
+      syncing = false;
+      for (const settle of covered) settle(err);
+      if (afterSync.length > 0) startSync();
+    });
+  };
+  const whenDurable = (settle: (err: Error | null) => void) => {
+    afterSync.push(settle);
+    if (!syncing) startSync();
+  };
 
   const flush = () => {
     if (immediate) clearImmediate(immediate);
@@ -38,10 +62,20 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     const batch = queue;
     queue = [];
     const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: tracked(q) });
-    const relaxed = !batch.some((q) => q.done);
+    const durable = batch.some((q) => q.done);
+    const later = durable && audit.canSyncLater;
     try {
-      const written = audit.appendIf(batch.map(item), { relaxed });
-      for (let i = 0; i < batch.length; i++) batch[i]?.done?.resolve(written[i] !== null);
+      const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });
+      const settle = (err: Error | null) => {
+        for (let i = 0; i < batch.length; i++) {
+          const done = batch[i]?.done;
+          if (!done) continue;
+          if (err) done.reject(new Error(`the audit log could not be made durable: ${err.message}`));
+          else done.resolve(written[i] !== null);
+        }
+      };
+      if (later) whenDurable(settle);
+      else settle(null);
     } catch (err) {
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {

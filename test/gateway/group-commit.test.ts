@@ -3,10 +3,14 @@
 // without an fsync), and neither costs a call its records: one linear chain across processes,
 // each intent before its end, every intent closed, even when a gateway is killed right after a
 // result reached its client.
+import { renameSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openRecords } from "../../src/audit/index.js";
+import { AuditLog, openRecords } from "../../src/audit/index.js";
+import { auditSink } from "../../src/gateway/auditSink.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
+import { stderrLogger } from "../../src/util/log.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -141,5 +145,33 @@ describe("group commit of the audit log", () => {
     for (const r of interrupted)
       expect(r.event).toMatchObject({ reason: "gateway_gone", outcome: "unknown" });
     expect(openIntentRows(stateDir)).toBe(0);
+  });
+
+  it("an intent is reported written only once an fsync of the WAL covered it; when none can, it is refused", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const db = openStore(stateDir);
+    cleanup.push(() => db.close());
+    const audit = AuditLog.open(db, stateDir); // sync "full": intents are synced off the event loop
+    expect(audit.canSyncLater).toBe(true);
+    const sink = auditSink(audit, stderrLogger("test"));
+    const intent = (requestId: number) => ({
+      type: "tool_called" as const,
+      run: "r",
+      serverLabel: "s",
+      requestId,
+      tool: "echo",
+      epoch: "e",
+    });
+    // several intents in one turn: one group, one commit, one fsync covers them
+    expect(await Promise.all([1, 2, 3].map((i) => sink.emitDurable(intent(i))))).toEqual([true, true, true]);
+    // the WAL cannot be opened for its fsync any more (moved away under SQLite): refused, never true
+    const fresh = AuditLog.open(db, stateDir);
+    const failing = auditSink(fresh, stderrLogger("test"));
+    renameSync(join(stateDir, "portcullis.db-wal"), join(stateDir, "moved-wal"));
+    cleanup.push(() => renameSync(join(stateDir, "moved-wal"), join(stateDir, "portcullis.db-wal")));
+    await expect(failing.emitDurable(intent(4))).rejects.toThrow(/could not be made durable/);
+    audit.close();
+    fresh.close();
   });
 });
