@@ -6,6 +6,7 @@ import { approverKeyId, type DecisionSigner, pinSessionPrivateKey } from "../key
 import { addApproverKey, loadPublicKeyring, type UnlockedKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
+import { IS_PIN_RECORD, PIN_TYPE_HEX } from "./pinSchema.js";
 
 /**
  * The approver key pinned in the audit chain (docs/audit-format.md, "Approver key pin").
@@ -20,7 +21,8 @@ import type { Store } from "../store/db.js";
  */
 
 export const PIN_EVENT = "approver_key_pinned";
-const PIN_TYPE_BYTES = Buffer.from(`"type":"${PIN_EVENT}"`, "latin1");
+if (Buffer.from(`"type":"${PIN_EVENT}"`, "latin1").toString("hex") !== PIN_TYPE_HEX)
+  throw new Error("pinSchema.ts spells another event type than PIN_EVENT");
 
 export class ApproverKeyMismatchError extends Error {
   override name = "ApproverKeyMismatchError";
@@ -38,6 +40,9 @@ export type PinStatus =
   | { state: "other"; seq: number }
   | { state: "no-keyring" };
 
+/** The pins after a seq, in order: answered by the partial index audit_records_pins (pinSchema.ts). */
+export const PIN_QUERY = `SELECT seq, record FROM audit_records WHERE seq > ? AND ${IS_PIN_RECORD} ORDER BY seq`;
+
 interface PinRecord {
   seq: number;
   record: Buffer;
@@ -45,7 +50,8 @@ interface PinRecord {
 
 /**
  * Reads the chain's pin records, incrementally (only records after the last one read), by their
- * header type: a gateway calls this when it has no pin yet, and it costs one indexed range read.
+ * header type: a gateway calls this when it has no pin yet, and it costs one read of a partial
+ * index that holds only the pins' seq numbers (src/approval/pinSchema.ts), however long the chain.
  */
 export class PinTracker {
   private lastSeq = 0;
@@ -54,14 +60,11 @@ export class PinTracker {
   private readonly query: (after: number) => PinRecord[];
 
   constructor(db: Store) {
-    const stmt = db.prepare(
-      `SELECT seq, record FROM audit_records
-        WHERE seq > ? AND instr(substr(record, 1, 512), ?) > 0 ORDER BY seq`,
-    );
+    const stmt = db.prepare(PIN_QUERY);
     const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
     this.query = (after) => {
       const head = (maxSeq.get() as number | null) ?? 0;
-      const rows = stmt.all(after, PIN_TYPE_BYTES) as PinRecord[];
+      const rows = stmt.all(after) as PinRecord[];
       this.lastSeq = Math.max(after, head);
       return rows;
     };

@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import { closeSync, fsync, openSync } from "node:fs";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -58,6 +59,16 @@ export class AuditLog {
   private readonly head: () => Appended | null;
   private readonly insert: (seq: number, record: StoredRecord) => void;
   private readonly commit: (items: Sealable[]) => (Appended | null)[];
+  /** Commits without waiting for the disk (see appendIf's `relaxed`); the plain commit when sync is "normal". */
+  private readonly commitRelaxed: (items: Sealable[]) => (Appended | null)[];
+  /** The store's WAL file, opened for syncWal; null until then. */
+  private walFd: number | null = null;
+  private readonly walPath: string;
+  /**
+   * True when the log's sync is "full": a caller may then commit `relaxed` and make the records
+   * durable with syncWal, off the event loop, instead of an fsync inside the commit.
+   */
+  readonly canSyncLater: boolean;
 
   private constructor(
     db: Store,
@@ -66,6 +77,8 @@ export class AuditLog {
     opts: AuditLogOptions,
   ) {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
+    this.walPath = `${db.name}-wal`;
+    this.canSyncLater = opts.sync !== "normal" && !db.memory;
     // The record is durable when the transaction commits: WAL with synchronous=FULL
     // fsyncs the log at every commit. openStore sets both; insist on it here.
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
@@ -102,6 +115,20 @@ export class AuditLog {
       }
       return appended;
     };
+    if (opts.sync === "normal") this.commitRelaxed = this.commit;
+    else {
+      // The setting is the connection's: set for one transaction and put back, in this process.
+      const relax = db.prepare("PRAGMA synchronous = NORMAL");
+      const restore = db.prepare("PRAGMA synchronous = FULL");
+      this.commitRelaxed = (items) => {
+        relax.run();
+        try {
+          return this.commit(items);
+        } finally {
+          restore.run();
+        }
+      };
+    }
   }
 
   /** Opens the log for writing; throws KeyringMissingError (naming `portcullis init`) without a keyring. */
@@ -109,6 +136,28 @@ export class AuditLog {
     const keyring = loadPublicKeyring(stateDir);
     if (!keyring) throw new KeyringMissingError(stateDir);
     return new AuditLog(db, keyring.publicKey, keyring.keyId, opts);
+  }
+
+  /**
+   * Makes every record committed so far durable, as a commit with sync "full" would have: an
+   * fsync of the store's WAL file (the file SQLite's full commit syncs; an fsync covers the
+   * file, through any descriptor), in libuv's thread pool so the event loop keeps running
+   * meanwhile. `done` gets the error when it fails: the records may then not be on disk.
+   */
+  syncWal(done: (err: Error | null) => void): void {
+    try {
+      this.walFd ??= openSync(this.walPath, "r");
+    } catch (e) {
+      done(e as Error);
+      return;
+    }
+    fsync(this.walFd, (err) => done(err));
+  }
+
+  /** Closes the WAL descriptor syncWal opened (the store itself is closed by its owner). */
+  close(): void {
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
   }
 
   /** Appends one event; durable when it returns, throws (writing nothing) on failure. */
@@ -125,13 +174,22 @@ export class AuditLog {
    * Appends in one transaction, like appendMany, except that an event with a `condition` is
    * written only if the condition holds when its turn comes, inside the transaction and under
    * the write lock: null in its place otherwise. What a record says was true when it was written.
+   *
+   * `relaxed`: the transaction commits without an fsync even when the log's sync is "full" (as
+   * with "normal": the records survive this process being killed, not a power loss before the
+   * next full commit, whose fsync covers them too). For records nothing waits on, e.g. a call's
+   * result written after the result was forwarded; never for an intent.
    */
-  appendIf(items: readonly { event: AuditEvent; condition?: () => boolean }[]): (Appended | null)[] {
+  appendIf(
+    items: readonly { event: AuditEvent; condition?: () => boolean }[],
+    opts: { relaxed?: boolean } = {},
+  ): (Appended | null)[] {
     const sealable = items.map(({ event, condition }): Sealable => {
       assertAuditable(event);
       return { type: event.type, plaintext: Buffer.from(JSON.stringify(event), "utf8"), condition };
     });
-    return sealable.length === 0 ? [] : this.commit(sealable);
+    if (sealable.length === 0) return [];
+    return opts.relaxed ? this.commitRelaxed(sealable) : this.commit(sealable);
   }
 
   /**

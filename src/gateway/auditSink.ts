@@ -3,9 +3,6 @@ import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
 
-/** How long a best-effort event may wait to share a transaction (lost on SIGKILL: only intents must survive). */
-const BEST_EFFORT_DELAY_MS = 25;
-
 interface Queued {
   event: GatewayEvent;
   condition?: () => boolean;
@@ -15,37 +12,75 @@ interface Queued {
 /**
  * Gateway events into the audit log with group commit: everything emitted in one
  * turn of the event loop is appended in one transaction, so concurrent calls share
- * one fsync instead of paying one each. Order is kept: events are chained in the
- * order they were emitted.
+ * one transaction (one fsync) instead of paying one each. Order is kept: events are chained in
+ * the order they were emitted.
  *
  * A durable event (`tool_called`) resolves only after its transaction committed;
  * if the group cannot be written every durable event in it rejects and the guard
  * refuses those calls. Its condition, if any, is read inside that transaction: the
- * guard's way of making what a decision rested on hold when the intent is recorded. Best-effort events that cannot be written are reported on
- * stderr; they never block a call.
+ * guard's way of making what a decision rested on hold when the intent is recorded.
+ *
+ * With the log's sync "full", a group holding intents is committed without an fsync and the
+ * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
+ * same durability as an fsync inside the commit, without stopping the gateway while the disk
+ * works, so that the calls arriving meanwhile form the next group.
+ *
+ * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
+ * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
+ * by the next call's intent, on its way to the server. A group with no durable event commits
+ * without an fsync (`relaxed`): it survives the gateway being killed; the next durable commit's
+ * fsync covers it against a power loss. Those that cannot be written are reported on stderr;
+ * they never block a call.
  */
 export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): EventSink {
   let queue: Queued[] = [];
   let immediate: NodeJS.Immediate | null = null;
-  let timer: NodeJS.Timeout | null = null;
+  // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
+  // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
+  // next, which covers them all. The event loop keeps relaying and gathering meanwhile.
+  let syncing = false;
+  let afterSync: ((err: Error | null) => void)[] = [];
+  const startSync = () => {
+    const covered = afterSync;
+    afterSync = [];
+    syncing = true;
+    audit.syncWal((err) => {
+      syncing = false;
+      for (const settle of covered) settle(err);
+      if (afterSync.length > 0) startSync();
+    });
+  };
+  const whenDurable = (settle: (err: Error | null) => void) => {
+    afterSync.push(settle);
+    if (!syncing) startSync();
+  };
 
   const flush = () => {
     if (immediate) clearImmediate(immediate);
-    if (timer) clearTimeout(timer);
     immediate = null;
-    timer = null;
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
     const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: tracked(q) });
+    const durable = batch.some((q) => q.done);
+    const later = durable && audit.canSyncLater;
     try {
-      const written = audit.appendIf(batch.map(item));
-      for (let i = 0; i < batch.length; i++) batch[i]?.done?.resolve(written[i] !== null);
+      const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });
+      const settle = (err: Error | null) => {
+        for (let i = 0; i < batch.length; i++) {
+          const done = batch[i]?.done;
+          if (!done) continue;
+          if (err) done.reject(new Error(`the audit log could not be made durable: ${err.message}`));
+          else done.resolve(written[i] !== null);
+        }
+      };
+      if (later) whenDurable(settle);
+      else settle(null);
     } catch (err) {
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
-          const [written] = audit.appendIf([item(q)]);
+          const [written] = audit.appendIf([item(q)], { relaxed: !q.done });
           q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(e as Error);
@@ -78,13 +113,8 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
 
   return {
     emit(e) {
-      // Best-effort events wait a little for company: a result written together
-      // with the next call's intent costs no fsync of its own.
       queue.push({ event: e });
-      if (!immediate && !timer) {
-        timer = setTimeout(flush, BEST_EFFORT_DELAY_MS);
-        timer.unref();
-      }
+      if (!immediate) immediate = setImmediate(flush);
     },
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {

@@ -64,9 +64,21 @@ const MAX_DIRS = 100_000;
 
 export class DigestCache {
   readonly file: string | null;
-  /** @internal */ readonly files = new Map<string, FileEntry>();
-  /** @internal */ readonly dirs = new Map<string, DirEntry>();
-  private readonly meta = new Map<string, string>();
+  /** What is held in memory; null once released (read again from the file on next use). */
+  private held: {
+    files: Map<string, FileEntry>;
+    dirs: Map<string, DirEntry>;
+    meta: Map<string, string>;
+  } | null = null;
+  /** @internal */ get files(): Map<string, FileEntry> {
+    return this.contents().files;
+  }
+  /** @internal */ get dirs(): Map<string, DirEntry> {
+    return this.contents().dirs;
+  }
+  private get meta(): Map<string, string> {
+    return this.contents().meta;
+  }
   /** @internal */ gen = 1;
   private dirty = false;
   /** Why the persisted cache was not used (null when it loaded, or there was none). */
@@ -74,7 +86,26 @@ export class DigestCache {
 
   constructor(file: string | null) {
     this.file = file;
-    if (file !== null) this.load(file);
+    this.contents();
+  }
+
+  private contents(): NonNullable<DigestCache["held"]> {
+    if (this.held === null) {
+      this.held = { files: new Map(), dirs: new Map(), meta: new Map() };
+      if (this.file !== null) this.load(this.file);
+    }
+    return this.held;
+  }
+
+  /**
+   * Lets go of the entries in memory once they are saved: a gateway holds them only while it
+   * captures an identity (tens of MB for a large node_modules), and reads the file again for the
+   * next capture (a file change, a restart). False, keeping them, when they are not saved.
+   */
+  release(): boolean {
+    if (this.file === null || this.dirty) return false;
+    this.held = null;
+    return true;
   }
 
   /** Number of file digests held. */

@@ -4,6 +4,7 @@
  * owns tables owns its migration entries (noted beside each).
  */
 import { approvalMigration, passkeysMigration, signedDecisionsMigration } from "../approval/schema.js";
+import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
 
@@ -99,4 +100,5 @@ export const migrations: Migration[] = [
   },
   { version: 7, owner: "vault", sql: VAULT_SCHEMA_SQL },
   passkeysMigration,
+  openIntentsWithoutRowid,
 ];

@@ -357,7 +357,8 @@ const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 /** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
 function saveQuietly(cache: DigestCache): void {
   try {
-    cache.save();
+    // saved: the entries need not stay in memory until the next capture
+    if (cache.save()) cache.release();
   } catch {
     /* a read-only cache location costs speed, not correctness */
   }

@@ -2,7 +2,8 @@
 // the approver key's pin in the audit chain, and a later pin that is ignored.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { PinTracker, writePin } from "../../src/approval/pin.js";
+import { PIN_QUERY, PinTracker, writePin } from "../../src/approval/pin.js";
+import { IS_PIN_RECORD } from "../../src/approval/pinSchema.js";
 import { DecisionVerifier } from "../../src/approval/trust.js";
 import { mintSigner } from "../../src/keyring/approver.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
@@ -72,5 +73,27 @@ describe("the approver key pin", () => {
     const unlocked = await unlockKeyring(dir, PASSPHRASE);
     expect(unlocked.signer!.keyId).toBe(signer().keyId);
     expect(keyring.approver!.keyId).toBe(signer().keyId);
+  });
+
+  it("is found through the partial index of pin records, not by reading every record; the first still wins", () => {
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${PIN_QUERY}`).all(0) as { detail: string }[])
+      .map((r) => r.detail)
+      .join("; ");
+    expect(plan).toContain("audit_records_pins");
+    const keyring = loadPublicKeyring(dir)!;
+    const intruder = mintSigner(randomBytes(32));
+    writePin(db, dir, intruder, "intruder");
+    // the index holds the pins and nothing else
+    const indexed = db
+      .prepare(
+        "SELECT seq FROM audit_records INDEXED BY audit_records_pins WHERE seq > 0 AND " + IS_PIN_RECORD,
+      )
+      .pluck()
+      .all();
+    expect(indexed).toEqual([1, 2]);
+    expect(new PinTracker(db).status(signer().publicKeyRaw, keyring.publicKey)).toMatchObject({
+      state: "match",
+      seq: 1,
+    });
   });
 });

@@ -120,6 +120,25 @@ describe("captureStaticIdentity", () => {
     expect(c.dependencyTree?.sha256).not.toBe(a.dependencyTree?.sha256);
   });
 
+  it("lets go of its entries once saved, and reads them again from the file for the next capture", async () => {
+    const dir = aged.roundtrip!;
+    const file = join(root, "release-cache.bin");
+    const spec = specFor(dir, "node", ["dist/server.js"]);
+    const cache = new DigestCache(file);
+    const a = await captureStaticIdentity(spec, cache);
+    expect(cache.save()).toBe(true);
+    const held = cache.size;
+    expect(held).toBeGreaterThan(0);
+    expect(cache.release()).toBe(true);
+    expect(cache.size).toBe(held); // read again from the file, not recomputed
+    expect(await captureStaticIdentity(spec, cache)).toEqual(a);
+    // Nowhere to read them again from: kept.
+    const unsaved = new DigestCache(null);
+    await captureStaticIdentity(spec, unsaved);
+    expect(unsaved.release()).toBe(false);
+    expect(unsaved.size).toBeGreaterThan(0);
+  });
+
   it("keys the cache on ctime too: a same-size rewrite with the old mtime put back is still seen", async () => {
     const dir = aged.ctime!;
     const cache = new DigestCache(null);

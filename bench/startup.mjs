@@ -1,0 +1,222 @@
+#!/usr/bin/env node
+// Startup: the time from spawning a server (directly, or through `portcullis run`) to the first
+// `tools/list` result the client receives: spawn, initialize, notifications/initialized,
+// tools/list, as a host does at session start. Measured for server-everything and the echo
+// fixture, direct against portcullis, in rounds that take the paths in turn:
+//   warm  the same state directory and digest cache every time (after one start that filled
+//         them): what a user's host pays at each session start
+//   cold  a fresh state directory (its keyring made beforehand, not timed) and a fresh digest
+//         cache: the whole dependency tree is digested
+// Targets (issue #11): warm <= direct + 150 ms; cold <= direct + the time to digest the
+// dependency tree (printed beside it: the identity capture alone, in-process).
+//
+//   node bench/startup.mjs
+// Env: BENCH_ROUNDS=N (default 5); PORTCULLIS_CLI=PATH (default dist/cli/main.js);
+//      BENCH_PROFILE_DIR=DIR  warm gateways under `node --cpu-prof` into DIR
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const NODE = process.execPath;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ? resolve(process.env.BENCH_PROFILE_DIR) : null;
+const SERVERS = {
+  everything: [
+    NODE,
+    join(REPO, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"),
+    "stdio",
+  ],
+  echo: [NODE, join(REPO, "test", "fixtures", "servers", "echo.mjs")],
+};
+const MINIMAL_ENV = Object.fromEntries(
+  ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].flatMap((k) =>
+    process.env[k] ? [[k, process.env[k]]] : [],
+  ),
+);
+
+/** Spawns `argv`, speaks the handshake and lists tools; resolves with the ms to the list's result. */
+function firstList(argv, env) {
+  return new Promise((res, rej) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(argv[0], argv.slice(1), {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...MINIMAL_ENV, ...env },
+    });
+    let stderr = "";
+    let buffer = "";
+    let listed = null;
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.stderr.on("data", (c) => {
+      if (stderr.length < 16_000) stderr += c;
+    });
+    child.stdin.on("error", () => {});
+    const send = (m) => child.stdin.write(`${JSON.stringify(m)}\n`);
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk;
+      let nl = buffer.indexOf("\n");
+      while (nl >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        nl = buffer.indexOf("\n");
+        let m;
+        try {
+          m = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (m.id === 1 && m.result) {
+          send({ jsonrpc: "2.0", method: "notifications/initialized" });
+          send({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} });
+        } else if (m.id === 2 && listed === null) {
+          listed = Number(process.hrtime.bigint() - t0) / 1e6;
+          if (!m.result?.tools?.length) listed = Number.NaN;
+          child.stdin.end();
+        } else if (m.error) {
+          child.kill("SIGKILL");
+        }
+      }
+    });
+    child.once("exit", () => {
+      clearTimeout(timer);
+      if (listed !== null && !Number.isNaN(listed)) res(listed);
+      else
+        rej(
+          new Error(
+            `no tools/list result${stderr ? `: ${stderr.trim().split("\n").slice(-3).join(" | ")}` : ""}`,
+          ),
+        );
+    });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "startup-bench", version: "1.0.0" },
+      },
+    });
+  });
+}
+
+function freshState() {
+  const stateDir = mkdtempSync(join(tmpdir(), "portcullis-startup-"));
+  const cacheDir = mkdtempSync(join(tmpdir(), "portcullis-startup-cache-"));
+  const passFile = `${stateDir}.pass`;
+  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  const env = { PORTCULLIS_PASSPHRASE_FILE: passFile, PORTCULLIS_CACHE_DIR: cacheDir };
+  const init = spawnSync(NODE, [CLI, "init", "--state-dir", stateDir], {
+    env: { ...MINIMAL_ENV, ...env },
+    encoding: "utf8",
+  });
+  if (init.status !== 0) throw new Error(`portcullis init failed: ${init.stderr.trim()}`);
+  return {
+    stateDir,
+    env,
+    cleanup: () => {
+      for (const p of [stateDir, cacheDir, passFile]) rmSync(p, { recursive: true, force: true });
+    },
+  };
+}
+
+const viaPortcullis = (server, stateDir, profile = false) => [
+  NODE,
+  ...(profile && PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+  CLI,
+  "run",
+  "--state-dir",
+  stateDir,
+  "--label",
+  "startup",
+  "--approval",
+  "none",
+  "--",
+  ...server,
+];
+
+/** The identity capture alone (what a cold start must digest), in-process, with a fresh cache. */
+async function digestTime(server) {
+  const { captureStaticIdentity, DigestCache } = await import(
+    pathToFileURL(join(REPO, "dist", "identity", "index.js")).href
+  );
+  const dir = mkdtempSync(join(tmpdir(), "portcullis-startup-digest-"));
+  try {
+    const t0 = process.hrtime.bigint();
+    await captureStaticIdentity(
+      {
+        serverLabel: "startup",
+        command: server[0],
+        args: server.slice(1),
+        cwd: REPO,
+        env: MINIMAL_ENV,
+        configDigest: "sha256:0",
+        include: [],
+      },
+      new DigestCache(join(dir, "digest-cache.bin")),
+    );
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+const spread = (v) => `${Math.round(Math.min(...v))}–${Math.round(Math.max(...v))}`;
+const ms = (n) => `${Math.round(n)} ms`;
+
+async function main() {
+  console.log(
+    `startup bench: spawn to first tools/list result, node ${process.version}, ${ROUNDS} rounds, medians [spread]`,
+  );
+  if (!existsSync(CLI)) {
+    console.log("portcullis: not built (npm run build)");
+    return 0;
+  }
+  let failed = false;
+  for (const [name, server] of Object.entries(SERVERS)) {
+    if (!existsSync(server[1])) {
+      console.log(`${name}: not installed, skipped`);
+      continue;
+    }
+    const warm = freshState();
+    const times = { direct: [], warm: [], cold: [] };
+    try {
+      await firstList(viaPortcullis(server, warm.stateDir), warm.env); // fills the state and the cache
+      for (let r = 0; r < ROUNDS; r++) {
+        times.direct.push(await firstList(server, {}));
+        times.warm.push(await firstList(viaPortcullis(server, warm.stateDir, true), warm.env));
+        const cold = freshState();
+        try {
+          times.cold.push(await firstList(viaPortcullis(server, cold.stateDir), cold.env));
+        } finally {
+          cold.cleanup();
+        }
+      }
+    } catch (e) {
+      console.log(`${name}: FAILED: ${e.message}`);
+      failed = true;
+      continue;
+    } finally {
+      warm.cleanup();
+    }
+    const digest = median(await Promise.all([0, 1, 2].map(() => digestTime(server))));
+    const d = median(times.direct);
+    const w = median(times.warm);
+    const c = median(times.cold);
+    console.log(
+      `${name.padEnd(11)} direct ${ms(d)} [${spread(times.direct)}]  portcullis warm ${ms(w)} [${spread(times.warm)}]  cold ${ms(c)} [${spread(times.cold)}]  (digesting the tree alone: ${ms(digest)})`,
+    );
+    console.log(
+      `${"".padEnd(11)} warm: +${ms(w - d)} over direct (target <= +150 ms: ${w - d <= 150 ? "met" : "MISSED"}); ` +
+        `cold: +${ms(c - d)} (target <= +${ms(digest)}, the digest: ${c - d <= digest ? "met" : "MISSED"})`,
+    );
+  }
+  return failed ? 1 : 0;
+}
+
+process.exitCode = await main();
