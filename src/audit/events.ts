@@ -26,6 +26,7 @@ export const AUDIT_EVENT_TYPES = [
   "request_forwarded",
   "grants_revoked",
   "credential_released",
+  "egress",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

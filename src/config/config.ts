@@ -43,9 +43,18 @@ export interface ServerConfig {
   audit: { arguments: AuditArguments };
   /** the largest JSON-RPC message (bytes, one line) relayed either way; unset: the relay's default (64 MiB) */
   maxMessageBytes?: number;
+  /**
+   * The egress proxy: "record" tunnels destinations no credential declares and records them;
+   * "declared-only" refuses them (HTTP 403). Absent: "record", and the proxy runs only when a
+   * credential is delivered over HTTP.
+   */
+  egress?: EgressMode;
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
 }
+
+export type EgressMode = "record" | "declared-only";
+export const EGRESS_MODES: readonly EgressMode[] = ["record", "declared-only"];
 
 /** A configuration problem: the message names the file and the key. Exit code 2. */
 export class ConfigError extends Error {
@@ -84,6 +93,7 @@ const SERVER_KEYS = new Set([
   "approval",
   "audit",
   "maxMessageBytes",
+  "egress",
   "type",
 ]);
 
@@ -236,6 +246,12 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     if (problem) fail("maxMessageBytes", problem);
     maxMessageBytes = raw.maxMessageBytes as number;
   }
+  let egress: EgressMode | undefined;
+  if (raw.egress !== undefined) {
+    if (!EGRESS_MODES.includes(raw.egress as EgressMode))
+      fail("egress", `must be one of ${EGRESS_MODES.map((m) => JSON.stringify(m)).join(", ")}`);
+    egress = raw.egress as EgressMode;
+  }
   return {
     label,
     command: raw.command as string,
@@ -250,6 +266,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     approval,
     audit,
     ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),
+    ...(egress !== undefined ? { egress } : {}),
     configFile: file,
   };
 }

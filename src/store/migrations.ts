@@ -4,6 +4,7 @@
  * owns tables owns its migration entries (noted beside each).
  */
 import { approvalMigration, signedDecisionsMigration } from "../approval/schema.js";
+import { egressMigration } from "../vault/egress/record.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
 
@@ -98,4 +99,5 @@ export const migrations: Migration[] = [
     `,
   },
   { version: 7, owner: "vault", sql: VAULT_SCHEMA_SQL },
+  egressMigration,
 ];
