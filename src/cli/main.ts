@@ -22,6 +22,7 @@ usage: portcullis <command> [options]
   init                                 create the keyring (asks for a passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
+  egress [LABEL] [--json]              destinations servers contacted, per epoch
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
   demo [--keep]                        the whole story, in a temporary state directory
@@ -94,6 +95,7 @@ const commands: Record<string, () => Promise<Command>> = {
   vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads"),
   unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),
   lock: async () => withStateDir((await import("./vault.js")).lockCommand, "reads"),
+  egress: async () => (await import("./egress.js")).egressCommand,
   "__vault-holder": async () => withStateDir((await import("./vault.js")).holderProcess, "reads"),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
