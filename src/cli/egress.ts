@@ -30,7 +30,8 @@ export async function egressCommand(args: string[]): Promise<number> {
     process.stdout.write(`${EGRESS_HELP}\n`);
     return EXIT_OK;
   }
-  if (positionals.length > 1) throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
+  if (positionals.length > 1)
+    throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
   const stateDir = existingStateDir(values["state-dir"]);
   const store = openStore(stateDir);
   let rows: DestinationRow[];

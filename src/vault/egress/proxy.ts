@@ -207,6 +207,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     res.writeHead(status, {
       "content-type": "text/plain; charset=utf-8",
       "content-length": Buffer.byteLength(body),
+      connection: "close",
     });
     res.end(body);
   };
