@@ -55,6 +55,10 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     `  tool       ${t(r.tool.name)}  mode ${r.tool.mode === "per-call" ? "per-call (this call only)" : "session (this run and epoch)"}`,
   );
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
+  if (r.newDestinations?.length)
+    lines.push(
+      `  NEW egress  ${r.newDestinations.map(t).join(", ")} (never contacted under the last approved epoch)`,
+    );
   lines.push("");
   lines.push(`agent run ${r.agentRun.run}, started ${r.agentRun.startedAt}`);
   lines.push(

@@ -65,6 +65,7 @@ describe("the release window", () => {
     expect(text(await approvedCall(gw, stateDir, "fetch_url", { url: `${other.url}/elsewhere` }, seen))).toBe(
       "200 upstream ok /elsewhere",
     );
+    expect((await runCli(["approvals"], { stateDir })).stdout).toContain(`NEW egress  127.0.0.1:${other.port}`);
     expect(other.received.map((x) => x.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
     // the record: per epoch, every destination, the released scope named (never the value)
     const listed = await waitFor(
@@ -132,10 +133,11 @@ describe("the release window", () => {
   });
 
   it("after a rebuild, before re-approval, nothing is released; lock stops releases in the middle of a call", async () => {
-    const { plain, hosts } = await k.upstreams();
+    const { plain, other, hosts } = await k.upstreams();
     const stateDir = newStateDir();
+    const startupUrl = join(tempDir("portcullis-startup-"), "url");
     const dir = k.project(nodeServer, hosts, {
-      env: { EGRESS_TIMER_URL: `${plain.url}/timer` },
+      env: { EGRESS_TIMER_URL: `${plain.url}/timer`, EGRESS_STARTUP_URL_FILE: startupUrl },
       identity: { include: ["plugin.txt"] },
       onChange: "restart",
     });
@@ -155,8 +157,16 @@ describe("the release window", () => {
     expect(calls()).toEqual(["/v1"]);
     // the rebuild: a new epoch; the old grant is stale, and the call waits for a human
     const mark = plain.received.length;
+    // the new code also talks to a host the approved code never did
+    writeFileSync(startupUrl, `${other.url}/new-code`);
     writeFileSync(join(dir, "plugin.txt"), "v2\n");
     await gw.waitForStderr(/new execution epoch/, 20_000);
+    await waitFor(
+      async () =>
+        (await egressJson(stateDir)).epochs.some((e) => e.destinations.some((d) => d.port === other.port)),
+      10_000,
+      "the new destination recorded",
+    );
     const call = gw.client.callTool({ name: "fetch_url", arguments: { url: `${plain.url}/v2` } });
     let settled = false;
     call.then(
@@ -191,6 +201,11 @@ describe("the release window", () => {
             return { call: again, request: p };
           })();
     seen.add(waiting.request.request);
+    // the review names the destination the new epoch contacted and the approved one never did
+    const review = (waiting.request as unknown as { review: { newDestinations?: string[] } }).review;
+    expect(review.newDestinations).toEqual([`127.0.0.1:${other.port}`]);
+    expect((await runCli(["approvals"], { stateDir })).stdout).toContain(`NEW egress  127.0.0.1:${other.port}`);
+    expect(other.received.map((x) => x.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
     // while it waits, the new code's own requests (its timer) get the placeholder only
     await waitFor(
       () => plain.received.slice(mark).filter((x) => x.path === "/timer").length >= 3,
