@@ -65,7 +65,6 @@ describe("the release window", () => {
     expect(text(await approvedCall(gw, stateDir, "fetch_url", { url: `${other.url}/elsewhere` }, seen))).toBe(
       "200 upstream ok /elsewhere",
     );
-    expect((await runCli(["approvals"], { stateDir })).stdout).toContain(`NEW egress  127.0.0.1:${other.port}`);
     expect(other.received.map((x) => x.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
     // the record: per epoch, every destination, the released scope named (never the value)
     const listed = await waitFor(
@@ -204,7 +203,9 @@ describe("the release window", () => {
     // the review names the destination the new epoch contacted and the approved one never did
     const review = (waiting.request as unknown as { review: { newDestinations?: string[] } }).review;
     expect(review.newDestinations).toEqual([`127.0.0.1:${other.port}`]);
-    expect((await runCli(["approvals"], { stateDir })).stdout).toContain(`NEW egress  127.0.0.1:${other.port}`);
+    expect((await runCli(["approvals"], { stateDir })).stdout).toContain(
+      `NEW egress  127.0.0.1:${other.port}`,
+    );
     expect(other.received.map((x) => x.authorization)).toEqual([`Bearer ${PLACEHOLDER}`]);
     // while it waits, the new code's own requests (its timer) get the placeholder only
     await waitFor(
