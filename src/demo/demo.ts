@@ -9,6 +9,7 @@ import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { credentialStory } from "./credential.js";
 import { makeDemoProject } from "./project.js";
 
 export const DEMO_HELP = `usage: portcullis demo [--keep]
@@ -187,6 +188,7 @@ export async function runDemo(args: string[]): Promise<number> {
     out(
       "\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.",
     );
+    await credentialStory({ root, stateDir, passphrase: DEMO_PASSPHRASE, out });
     return 0;
   } catch (e) {
     process.stderr.write(`portcullis: demo failed: ${(e as Error).message}\n`);
