@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import * as https from "node:https";
-import { connect as netConnect, type Socket } from "node:net";
+import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import type { Logger } from "../../util/log.js";
@@ -165,7 +165,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         path: parts.url,
         headers: headers.flat(),
         agent: scheme === "https" ? agents.https : agents.http,
-        ...(scheme === "https" ? { servername: dest.host.includes(":") ? undefined : dest.host } : {}),
+        // SNI names a host, never an address (RFC 6066)
+        ...(scheme === "https" && isIP(dest.host) === 0 ? { servername: dest.host } : {}),
         timeout: timeoutMs,
       });
     } catch (e) {
