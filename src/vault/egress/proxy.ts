@@ -6,7 +6,7 @@ import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
-import { askHolder } from "../holder.js";
+import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, parseAuthority } from "./hosts.js";
 
 /**
@@ -77,6 +77,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     https: new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
   };
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
+  const holder = new HolderClient(o.stateDir);
   const tunnels = new WeakMap<object, { dest: Destination; scheme: "http" | "https" }>();
   const open = new Set<Duplex>();
 
@@ -112,7 +113,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       const call = inFlight.find((c) => c.epoch === window.epoch && c.scopes.includes(scope));
       let value: string | null = null;
       if (spec && call && hostMatches(spec.hosts, dest)) {
-        const r = await askHolder(o.stateDir, { op: "release-http", scope, host: destinationText(dest) });
+        const r = await holder.ask({ op: "release-http", scope, host: destinationText(dest) });
         if (r?.ok === true && typeof r.value === "string") value = r.value;
       }
       if (value === null || !call) {
@@ -232,7 +233,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const leafContext = async (host: string): Promise<SecureContext | null> => {
     const cached = leaves.get(host);
     if (cached && cached.until > Date.now()) return cached.ctx;
-    const r = await askHolder(o.stateDir, { op: "leaf", host });
+    const r = await holder.ask({ op: "leaf", host });
     if (r?.ok !== true || typeof r.cert !== "string" || typeof r.key !== "string") return null;
     const ctx = createSecureContext({ cert: r.cert, key: r.key });
     const until = typeof r.notAfter === "string" ? Date.parse(r.notAfter) - 3600_000 : Date.now() + 3600_000;
@@ -406,6 +407,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         for (const s of open) s.destroy();
         agents.http.destroy();
         agents.https.destroy();
+        holder.close();
         server.close(() => resolve());
       }),
   };
