@@ -2,7 +2,12 @@
 // server using global fetch and node:https, and a hand-written Python one using urllib) and
 // real upstreams on loopback that record what they receive. The servers are unmodified: the
 // proxy variables, the local CA and the Node preload come from the gateway.
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { sleep } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import {
   approvedCall,
@@ -16,6 +21,18 @@ import {
 } from "./egress-kit.js";
 
 const k = egressKit();
+
+/** Every file under dir, as latin1 text (any byte sequence can be searched). */
+function everyFile(dir: string): { path: string; text: string }[] {
+  const out: { path: string; text: string }[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) out.push(...everyFile(p));
+    else if (st.isFile()) out.push({ path: p, text: readFileSync(p).toString("latin1") });
+  }
+  return out;
+}
 afterEach(() => k.cleanupAll());
 
 describe("deliver http: the value reaches the declared host during an approved call, and only then", () => {
@@ -53,7 +70,17 @@ describe("deliver http: the value reaches the declared host during an approved c
     expect(other.received).toEqual([
       { path: "/x", authorization: `Bearer ${PLACEHOLDER}`, key: PLACEHOLDER, seq: null },
     ]);
+    // the value is nowhere else: not in the gateway's stderr, any file of the state directory, any
+    // process's command line or environment (ps e), `egress --json`, `status --json`
     expect(gw.stderr()).not.toContain(SECRET);
+    await sleep(300); // the egress index is written in groups
+    for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
+    expect(execFileSync("ps", ["axeww"], { encoding: "utf8", maxBuffer: 64 << 20 })).not.toContain(SECRET);
+    for (const args of [
+      ["egress", "--json"],
+      ["status", "--json"],
+    ])
+      expect((await runCli(args, { stateDir })).stdout).not.toContain(SECRET);
   });
 
   it("python (urllib): the declared host gets the value over HTTP and HTTPS; the server's env holds the placeholder", async () => {
