@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { type CaMaterial, LEAF_VALID_MS, type LeafMaterial, mintLeaf } from "./egress/certs.js";
+import type { CaMaterial, LeafMaterial } from "./egress/certs.js";
 import { hostDeclared, hostMatches, parseAuthority } from "./egress/hosts.js";
 import type { OpenedSecret, SecretPolicy } from "./secrets.js";
 
@@ -110,10 +110,12 @@ export async function runHolder(
     if (!ca) return { ok: false, error: "no_ca" };
     if (!hostDeclared(httpHosts(), host)) return { ok: false, error: "host_not_declared" };
     let p = leaves.get(host);
-    const fresh = async (l: Promise<LeafMaterial>) =>
-      (await l).notAfter.getTime() - Date.now() > LEAF_VALID_MS / 24;
+    // a leaf lives a day; a new one is minted when less than an hour is left
+    const fresh = async (l: Promise<LeafMaterial>) => (await l).notAfter.getTime() - Date.now() > 3600_000;
     if (!p || !(await fresh(p).catch(() => false))) {
-      p = mintLeaf(ca, host);
+      // loaded when first needed: X.509 is a large library, and most holders never mint
+      const current = ca;
+      p = import("./egress/certs.js").then((m) => m.mintLeaf(current, host));
       leaves.set(host, p);
     }
     try {

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CaMaterial, createCa } from "./certs.js";
+import type { CaMaterial } from "./certs.js";
 
 /**
  * The local CA of a state directory, at rest. Its certificate is public (`egress-ca.pem`, what
@@ -38,6 +38,8 @@ function caName(stateDir: string): string {
 /** Creates the CA when missing (needs the data key). Returns whether it was created. */
 export async function ensureEgressCa(stateDir: string, dataKey: Buffer): Promise<boolean> {
   if (existsSync(caCertPath(stateDir)) && existsSync(join(stateDir, CA_KEY_FILE))) return false;
+  // loaded only here: X.509 is a large library, and most commands never create a CA
+  const { createCa } = await import("./certs.js");
   const ca = await createCa(caName(stateDir));
   const nonce = randomBytes(12);
   const c = createCipheriv("chacha20-poly1305", dataKey, nonce, { authTagLength: 16 });
