@@ -87,8 +87,9 @@ describe("deliver http: the value reaches the declared host during an approved c
     const { plain, tls, hosts } = await k.upstreams();
     const stateDir = newStateDir();
     const dir = k.project(pythonServer, hosts);
-    await k.storeHttpSecret(stateDir, ...hosts);
+    // stored while unlocked: the running holder takes the secret and the CA just created
     await k.unlock(stateDir);
+    await k.storeHttpSecret(stateDir, ...hosts);
     const gw = await k.gateway(dir, stateDir, { NODE_EXTRA_CA_CERTS: tls.caFile });
     const seen = new Set<string>();
     expect(text(await approvedCall(gw, stateDir, "show_env", {}, seen))).toBe(PLACEHOLDER);
