@@ -76,6 +76,11 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     http: new http.Agent({ keepAlive: true }),
     https: new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
   };
+  // Node keys its pool of TLS connections by every TLS option, the ~150 root certificates of `ca`
+  // included, joined into one string per request; one agent with one set of options needs only
+  // the destination.
+  (agents.https as unknown as { getName: (o: https.RequestOptions) => string }).getName = (opts) =>
+    `${opts.host}:${opts.port}:${opts.servername ?? ""}`;
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
   const tunnels = new WeakMap<object, { dest: Destination; scheme: "http" | "https" }>();
@@ -280,6 +285,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 
   /** A tunnel to a declared host: read what comes through it (TLS terminated with the holder's leaf). */
   const tunnelRead = (socket: Socket, head: Buffer, dest: Destination) => {
+    socket.setNoDelay(true);
     socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     const dispatch = async (first: Buffer) => {
       socket.pause();
