@@ -4,7 +4,7 @@
  * owns tables owns its migration entries (noted beside each).
  */
 import { approvalMigration, signedDecisionsMigration } from "../approval/schema.js";
-import { egressMigration } from "../vault/egress/record.js";
+import { egressMigration } from "../vault/egress/schema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
 

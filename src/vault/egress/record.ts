@@ -1,6 +1,5 @@
 import type { EventSink } from "../../gateway/events.js";
 import type { Store } from "../../store/db.js";
-import type { Migration } from "../../store/migration.js";
 import type { EgressRecord } from "./proxy.js";
 
 /**
@@ -9,28 +8,6 @@ import type { EgressRecord } from "./proxy.js";
  * `portcullis egress` and the approval review read without the passphrase. Nothing in it is
  * secret: host, port, scheme, method, counts, the scope names released.
  */
-export const egressMigration: Migration = {
-  version: 11,
-  owner: "vault (egress record)",
-  sql: `
-    CREATE TABLE egress_destinations (
-      server_label TEXT NOT NULL,
-      epoch        TEXT NOT NULL,       -- '' for a request seen before any epoch
-      host         TEXT NOT NULL,
-      port         INTEGER NOT NULL,
-      scheme       TEXT NOT NULL,       -- http, https (read by the proxy) or tunnel (passed through)
-      method       TEXT NOT NULL,
-      requests     INTEGER NOT NULL,
-      released     INTEGER NOT NULL,    -- requests that carried a released value
-      refused      INTEGER NOT NULL,    -- refused by egress "declared-only"
-      scopes_json  TEXT NOT NULL,       -- JSON array: scope names released to it (never values)
-      first_at     TEXT NOT NULL,
-      last_at      TEXT NOT NULL,
-      PRIMARY KEY (server_label, epoch, host, port, scheme, method)
-    );
-    CREATE INDEX egress_by_epoch ON egress_destinations(epoch);
-  `,
-};
 
 interface Pending {
   key: [string, string, string, number, string, string];
