@@ -9,7 +9,7 @@ import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { approvedCall, egressKit, nodeServer, proxyPort, released, text } from "./egress-kit.js";
+import { approvedCall, egressKit, nodeServer, PLACEHOLDER, proxyPort, released, text } from "./egress-kit.js";
 import { silentUpstream } from "./egress-upstreams.js";
 
 const k = egressKit();
@@ -43,7 +43,7 @@ function exchange(port: number, first: string | Buffer, then?: string | Buffer):
 
 describe("the egress proxy and bad input", () => {
   it("malformed hosts, ports and URLs, garbage in a tunnel, an upstream that never answers: clear errors, and it keeps serving", async () => {
-    const { plain, hosts } = await k.upstreams();
+    const { plain, tls, hosts } = await k.upstreams();
     const silent = await silentUpstream();
     k.cleanup.push(() => silent.close());
     const declared = [...hosts, `127.0.0.1:${silent.port}`];
@@ -51,7 +51,10 @@ describe("the egress proxy and bad input", () => {
     const dir = k.project(nodeServer, declared);
     await k.storeHttpSecret(stateDir, ...declared);
     await k.unlock(stateDir);
-    const gw = await k.gateway(dir, stateDir, { PORTCULLIS_EGRESS_TIMEOUT_MS: "1500" });
+    const gw = await k.gateway(dir, stateDir, {
+      PORTCULLIS_EGRESS_TIMEOUT_MS: "1500",
+      NODE_EXTRA_CA_CERTS: tls.caFile,
+    });
     const port = await proxyPort(gw);
 
     const connectBadHost = await exchange(port, "CONNECT bad_host!:443 HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -69,9 +72,16 @@ describe("the egress proxy and bad input", () => {
     const relative = await exchange(port, "GET /relative HTTP/1.1\r\nHost: x\r\n\r\n");
     expect(relative).toMatch(/^HTTP\/1\.1 400 /);
     expect(relative).toContain("not an absolute http:// URL");
-    const https = await exchange(port, "GET https://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n");
-    expect(https).toMatch(/^HTTP\/1\.1 400 /);
-    expect(https).toContain("CONNECT");
+    const ftp = await exchange(port, "GET ftp://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n");
+    expect(ftp).toMatch(/^HTTP\/1\.1 400 /);
+    expect(ftp).toContain("only http:// and https://");
+    // absolute-form https:// (as axios sends it): the proxy speaks TLS upstream, and releases
+    const absoluteTls = await exchange(
+      port,
+      `GET ${tls.url}/absolute?key=portcullis-placeholder%3Ainventory-api HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    expect(absoluteTls).toMatch(/^HTTP\/1\.1 200 /);
+    expect(tls.received.map((x) => [x.path, x.key])).toEqual([["/absolute", PLACEHOLDER]]); // no call in flight
     const garbage = await exchange(port, "\x00\x01 not http at all\r\n\r\n");
     expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
     // garbage inside a tunnel to a declared host: read as HTTP, refused as such

@@ -338,26 +338,25 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     } catch {
       return fail(res, 400, `not an absolute http:// URL: ${JSON.stringify((req.url ?? "").slice(0, 200))}`);
     }
-    if (url.protocol !== "http:")
-      return fail(
-        res,
-        400,
-        `only http:// URLs are proxied this way (HTTPS goes through CONNECT), not ${url.protocol}`,
-      );
-    const dest = parseAuthority(`${url.hostname}:${url.port || "80"}`);
+    // http://, and https:// too: some clients (axios) send it absolute-form instead of CONNECT;
+    // the proxy then speaks TLS to the upstream itself, verifying it as for a tunnel
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      return fail(res, 400, `only http:// and https:// URLs are proxied, not ${url.protocol}`);
+    const scheme = url.protocol === "https:" ? "https" : "http";
+    const dest = parseAuthority(`${url.hostname}:${url.port || (scheme === "https" ? "443" : "80")}`);
     if (!dest) return fail(res, 400, `not a host name or address: ${JSON.stringify(url.host.slice(0, 200))}`);
     if (o.mode === "declared-only" && !o.credentials.some((c) => hostMatches(c.hosts, dest))) {
       record({
         host: dest.host,
         port: dest.port,
         method: req.method ?? "GET",
-        scheme: "http",
+        scheme,
         outcome: "refused",
         status: 403,
       });
       return fail(res, 403, `${destinationText(dest)} is not a declared host (egress "declared-only")`);
     }
-    void forward(req, res, dest, "http", `${url.pathname}${url.search}`);
+    void forward(req, res, dest, scheme, `${url.pathname}${url.search}`);
   });
   server.on("clientError", (err, socket) => clientError(err, socket));
   server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
