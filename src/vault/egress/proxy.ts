@@ -205,25 +205,35 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     req.on("error", () => upstream.destroy());
   };
 
+  /** A request handled asynchronously: an unexpected error answers 502, never reaches the gateway. */
+  const safely = (res: ServerResponse, p: Promise<void>) =>
+    void p.catch((e: unknown) =>
+      fail(res, 502, `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
+    );
+
   const fail = (res: ServerResponse, status: number, why: string) => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
     const body = `portcullis egress: ${why}\n`;
-    res.writeHead(status, {
-      "content-type": "text/plain; charset=utf-8",
-      "content-length": Buffer.byteLength(body),
-      connection: "close",
-    });
-    res.end(body);
+    try {
+      res.writeHead(status, {
+        "content-type": "text/plain; charset=utf-8",
+        "content-length": Buffer.byteLength(body),
+        connection: "close",
+      });
+      res.end(body);
+    } catch {
+      res.destroy();
+    }
   };
 
   // Requests read inside tunnels to declared hosts (plain HTTP, or TLS terminated here).
   const inner = createServer((req, res) => {
     const t = tunnels.get(req.socket);
     if (!t) return fail(res, 500, "lost track of the tunnel");
-    void forward(req, res, t.dest, t.scheme, req.url ?? "/");
+    safely(res, forward(req, res, t.dest, t.scheme, req.url ?? "/"));
   });
   inner.on("clientError", (err, socket) => clientError(err, socket));
 
@@ -308,8 +318,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       tunnels.set(tls, { dest, scheme: "https" });
       inner.emit("connection", tls);
     };
-    if (head.length > 0) void dispatch(head);
-    else socket.once("data", (chunk: Buffer) => void dispatch(chunk));
+    // whatever goes wrong in there closes this tunnel, never the gateway
+    const run = (first: Buffer) => dispatch(first).catch(() => socket.destroy());
+    if (head.length > 0) void run(head);
+    else socket.once("data", (chunk: Buffer) => void run(chunk));
   };
 
   /** The 200 has been sent and bytes are buffered: connect and pass everything through. */
@@ -356,7 +368,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       });
       return fail(res, 403, `${destinationText(dest)} is not a declared host (egress "declared-only")`);
     }
-    void forward(req, res, dest, scheme, `${url.pathname}${url.search}`);
+    safely(res, forward(req, res, dest, scheme, `${url.pathname}${url.search}`));
   });
   server.on("clientError", (err, socket) => clientError(err, socket));
   server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
