@@ -2,11 +2,14 @@
 // the user's own CA settings are kept inside the bundles, the local CA added; NO_PROXY keeps the
 // user's entries except those that would send a declared host around the proxy; NODE_OPTIONS is
 // appended to, never replaced.
+import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { egressEnv } from "../../src/vault/egress/env.js";
 import { tempDir } from "../helpers/files.js";
+import { NODE, REPO } from "../helpers/paths.js";
 
 const LOCAL_CA = "-----BEGIN CERTIFICATE-----\nlocal\n-----END CERTIFICATE-----\n";
 const USER_CA = "-----BEGIN CERTIFICATE-----\nuser\n-----END CERTIFICATE-----";
@@ -71,5 +74,24 @@ describe("egressEnv", () => {
     expect(none.env.NODE_EXTRA_CA_CERTS).toBeUndefined();
     expect(none.env.SSL_CERT_FILE).toBeUndefined();
     expect(none.env.NO_PROXY).toBe(""); // "*" would bypass the proxy for the declared host too
+  });
+});
+
+describe("the Node preload", () => {
+  it("never breaks a server: a proxy variable that is not a URL leaves the process running as before", () => {
+    const preload = pathToFileURL(join(REPO, "dist", "vault", "egress", "preload.js")).href;
+    for (const proxy of ["::not a url::", "http://127.0.0.1:1"]) {
+      const r = spawnSync(
+        NODE,
+        ["-e", "console.log(typeof fetch, require('node:https').globalAgent ? 'ok' : 'none')"],
+        {
+          env: { PATH: process.env.PATH ?? "", HTTPS_PROXY: proxy, NODE_OPTIONS: `--import=${preload}` },
+          encoding: "utf8",
+        },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toBe("function ok");
+      expect(r.stderr).toBe(""); // not even undici's "experimental" warning
+    }
   });
 });
