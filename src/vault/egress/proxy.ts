@@ -8,6 +8,7 @@ import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, parseAuthority } from "./hosts.js";
+import { releaser } from "./release.js";
 
 /**
  * The egress proxy of one gateway: the server's HTTP(S) goes through it (proxy variables and a
@@ -65,7 +66,6 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-const PLACEHOLDER = /portcullis-placeholder(?::|%3[aA])([A-Za-z0-9][A-Za-z0-9._-]{0,127})/g;
 /** Request headers that concern the hop to the proxy, never forwarded upstream. */
 const HOP = new Set(["proxy-connection", "proxy-authorization", "connection", "keep-alive", "te", "upgrade"]);
 
@@ -96,48 +96,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
   };
 
-  /** Replaces placeholders it may; returns what was released and what was left. */
-  const substitute = async (
-    dest: Destination,
-    parts: { url: string; headers: string[] },
-  ): Promise<{ released: string[]; withheld: string[]; call: string | null; epoch: string | null }> => {
-    const seen = new Set<string>();
-    for (const text of [parts.url, ...parts.headers])
-      for (const m of text.matchAll(PLACEHOLDER)) seen.add(m[1]!);
-    const window = o.calls();
-    const out = {
-      released: [] as string[],
-      withheld: [] as string[],
-      call: null as string | null,
-      epoch: window.epoch,
-    };
-    if (seen.size === 0) return out;
-    const inFlight = [...window.inFlight];
-    for (const scope of [...seen].sort()) {
-      const spec = o.credentials.find((c) => c.secret === scope && c.deliver === "http");
-      const call = inFlight.find((c) => c.epoch === window.epoch && c.scopes.includes(scope));
-      let value: string | null = null;
-      if (spec && call && hostMatches(spec.hosts, dest)) {
-        const r = await holder.ask({ op: "release-http", scope, host: destinationText(dest) });
-        if (r?.ok === true && typeof r.value === "string") value = r.value;
-      }
-      if (value === null || !call) {
-        out.withheld.push(scope);
-        continue;
-      }
-      const re = new RegExp(
-        `portcullis-placeholder(?::|%3[aA])${scope.replace(/[.]/g, "\\.")}(?![A-Za-z0-9._-])`,
-        "g",
-      );
-      parts.url = parts.url.replace(re, () => encodeURIComponent(value));
-      parts.headers = parts.headers.map((h) => h.replace(re, () => value));
-      out.released.push(scope);
-      out.call = call.callId;
-      o.onReleased?.(scope, value);
-      o.onReleaseRecord?.({ scope, host: destinationText(dest), call: call.callId, epoch: call.epoch });
-    }
-    return out;
-  };
+  const substitute = releaser({ ...o, holder });
 
   /** One request read by the proxy (absolute-form, or inside a tunnel), sent on to `dest`. */
   const forward = async (
