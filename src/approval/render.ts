@@ -56,6 +56,10 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   );
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
   if (r.scopeNote) lines.push(`              ${t(r.scopeNote)}`);
+  if (r.newDestinations?.length)
+    lines.push(
+      `  NEW egress  ${r.newDestinations.map(t).join(", ")} (never contacted under the last approved epoch)`,
+    );
   lines.push("");
   lines.push(`agent run ${r.agentRun.run}, started ${r.agentRun.startedAt}`);
   lines.push(
@@ -251,6 +255,10 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   }
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
   if (r.scopeNote) lines.push(`              ${t(r.scopeNote)}`);
+  if (r.newDestinations?.length)
+    lines.push(
+      `  NEW egress  ${r.newDestinations.map(t).join(", ")} (never contacted under the last approved epoch)`,
+    );
   if (r.arguments.length === 0) lines.push("  arguments  (none)");
   r.arguments.slice(0, 6).forEach((a, i) => {
     const value = a.value === null && a.note ? "(hidden)" : displayValue(a.value, 120);

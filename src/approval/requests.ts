@@ -54,6 +54,11 @@ export interface Review {
   credentialScope: string[];
   /** "this server declares no per-tool scopes: …" when the tool may use every credential */
   scopeNote?: string;
+  /**
+   * Destinations ("host:port") the current epoch's server contacted (through its egress proxy)
+   * that the last approved epoch's never did; absent when there are none, or no proxy ran.
+   */
+  newDestinations?: string[];
   /** the effective arguments (schema defaults applied): every name, its value, where it came from */
   arguments: { name: string; value: unknown; note?: string }[];
 }

@@ -7,6 +7,7 @@ import type { ApprovedCall } from "../guard/guard.js";
 import { changedParts, type ExecutionRecord } from "../identity/index.js";
 import type { Store } from "../store/db.js";
 import { isSecretName, redactRecord, redactValue } from "../util/redact.js";
+import { destinationsOfEpoch } from "../vault/egress/record.js";
 import type { GrantDbRow } from "./grants.js";
 import { toGrantRecord } from "./grants.js";
 import type { Review } from "./requests.js";
@@ -286,6 +287,23 @@ export function buildReview(db: Store, input: ReviewInput): Review {
     },
     credentialScope: input.credentialScope,
     ...(input.scopeNote ? { scopeNote: input.scopeNote } : {}),
+    ...newDestinations(db, input.call.epoch, last),
     arguments: reviewArguments(input.call),
   };
+}
+
+/** What the new code talks to that the approved code never did (from the egress record). */
+function newDestinations(
+  db: Store,
+  current: string,
+  last: GrantDbRow | undefined,
+): Pick<Review, "newDestinations"> {
+  if (last?.execution_epoch === current) return {};
+  try {
+    const before = last ? destinationsOfEpoch(db, last.execution_epoch) : new Set<string>();
+    const now = [...destinationsOfEpoch(db, current)].filter((d) => !before.has(d)).sort();
+    return now.length > 0 ? { newDestinations: now } : {};
+  } catch {
+    return {}; // a store without the egress table (older schema): nothing to show
+  }
 }

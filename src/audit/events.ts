@@ -29,6 +29,7 @@ export const AUDIT_EVENT_TYPES = [
   "grants_revoked",
   "credential_released",
   "approval_expired",
+  "egress",
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

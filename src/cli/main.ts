@@ -23,6 +23,7 @@ usage: portcullis <command> [options]
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
+  egress [LABEL] [--json]              destinations servers contacted, per epoch
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
   console [--port N] [--no-open]       the local web console: review and decide requests
@@ -98,6 +99,7 @@ const commands: Record<string, () => Promise<Command>> = {
   vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads"),
   unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),
   lock: async () => withStateDir((await import("./vault.js")).lockCommand, "reads"),
+  egress: async () => (await import("./egress.js")).egressCommand,
   "__vault-holder": async () => withStateDir((await import("./vault.js")).holderProcess, "reads"),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {

@@ -66,7 +66,7 @@ export function remoteLink(
 ): RemoteSupervisor {
   const url = new URL(remote.url);
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
-  const hosts = [`${url.hostname.toLowerCase()}:${port}`, url.hostname.toLowerCase()];
+  const authority = `${url.hostname.toLowerCase()}:${port}`;
   return new RemoteSupervisor({
     label: server.label,
     url,
@@ -75,23 +75,21 @@ export function remoteLink(
     log,
     maxMessageBytes: server.maxMessageBytes,
     // The value lives in this process only for the request that carries it.
+    // The holder releases an HTTP-delivered secret only for a host its stored policy names (the
+    // same rule as the egress proxy's); the value lives here only for the request that carries it.
     secret: async (scope) => {
-      let error: unknown = null;
-      for (const host of hosts) {
-        const r = await askHolder(stateDir, { op: "release", scope, host });
-        if (r === null) return { locked: true }; // no holder answers
-        if (r.ok === true && typeof r.value === "string") {
-          // a server that echoes its own token back never shows it to the client
-          released?.add(scope, r.value);
-          return { value: r.value };
-        }
-        error = r.error;
+      const r = await askHolder(stateDir, { op: "release-http", scope, host: authority });
+      if (r === null) return { locked: true }; // no holder answers
+      if (r.ok === true && typeof r.value === "string") {
+        // a server that echoes its own token back never shows it to the client
+        released?.add(scope, r.value);
+        return { value: r.value };
       }
       return {
         missing:
-          error === "credential_missing"
+          r.error === "credential_missing"
             ? "no secret by that name in the vault"
-            : `the vault stores it for other destinations than ${url.host} (vault set --deliver http --host ${url.host})`,
+            : `the vault stores it for other destinations than ${url.host}, or not for HTTP delivery (vault set --deliver http --host ${url.host})`,
       };
     },
   });

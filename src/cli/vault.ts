@@ -4,6 +4,8 @@ import { AuditLog } from "../audit/log.js";
 import { findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
+import type { CaMaterial } from "../vault/egress/certs.js";
 import {
   askHolder,
   clearStaleSocket,
@@ -43,8 +45,9 @@ argument. Values are sealed under the keyring's data key in the store.
 How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
 (which an agent can edit): --deliver http (the default) keeps the value inside portcullis and
 sends it only to the --host destinations; --deliver env lets a server receive it in its
-environment at spawn, where it holds it for its life. (This version does not provide HTTP
-delivery yet: store secrets with --deliver env to use them.)
+environment at spawn, where it holds it for its life. The first HTTP-delivered secret creates
+the state directory's local CA (egress-ca.pem; its key is sealed like the secrets), which the
+servers' egress proxy uses to read HTTPS to the declared hosts.
 
 ${PASSPHRASE_HELP}`;
 
@@ -94,8 +97,19 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
     try {
       const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
       let secrets: Map<string, OpenedSecret>;
+      let ca: CaMaterial | null = null;
       try {
         secrets = openAllSecrets(db, dataKey);
+        // HTTP delivery intercepts TLS with leaves of the local CA, whose key only the holder holds.
+        if ([...secrets.values()].some((s) => s.deliver === "http")) {
+          await ensureEgressCa(ctx.stateDir, dataKey);
+          const opened = openEgressCa(ctx.stateDir, dataKey);
+          ca = opened.ca;
+          if (!ca)
+            process.stderr.write(
+              `portcullis unlock: ${opened.why}; HTTPS to declared hosts will be tunnelled without releasing credentials.\n`,
+            );
+        }
       } finally {
         dataKey.fill(0);
       }
@@ -108,7 +122,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
       await clearStaleSocket(ctx.stateDir);
       const until = new Date(Date.now() + ms);
       const scopes = [...secrets.keys()].sort();
-      await startHolder(ctx.stateDir, until, secrets);
+      await startHolder(ctx.stateDir, until, secrets, ca);
       AuditLog.open(db, ctx.stateDir).append({
         type: "vault_unlocked",
         until: until.toISOString(),
@@ -154,8 +168,15 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   const raw = Buffer.concat(chunks);
-  const secrets = new Map(Object.entries(JSON.parse(raw.toString("utf8")) as Record<string, OpenedSecret>));
+  const payload = JSON.parse(raw.toString("utf8")) as {
+    secrets: Record<string, OpenedSecret>;
+    ca: { cert: string; key: string } | null;
+  };
   raw.fill(0);
+  const secrets = new Map(Object.entries(payload.secrets));
+  const ca = payload.ca
+    ? { certPem: payload.ca.cert, keyPkcs8: Buffer.from(payload.ca.key, "base64") }
+    : null;
   let resolveDone: (code: number) => void = () => {};
   const done = new Promise<number>((r) => {
     resolveDone = r;
@@ -164,6 +185,7 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
     socketPath: holderSocketPath(ctx.stateDir),
     until,
     secrets,
+    ca,
     onStop: (reason) => {
       if (reason !== "locked") recordLocked(ctx.stateDir, reason);
       resolveDone(EXIT_OK);
@@ -187,15 +209,27 @@ function recordLocked(stateDir: string, reason: string): void {
   }
 }
 
-function startHolder(stateDir: string, until: Date, secrets: Map<string, OpenedSecret>): Promise<void> {
+function startHolder(
+  stateDir: string,
+  until: Date,
+  secrets: Map<string, OpenedSecret>,
+  ca: CaMaterial | null,
+): Promise<void> {
   const main = fileURLToPath(new URL("./main.js", import.meta.url));
   const child = spawn(
     process.execPath,
     [main, "__vault-holder", "--state-dir", stateDir, "--until", until.toISOString()],
     { detached: true, stdio: ["pipe", "pipe", "ignore"] },
   );
-  const payload = Buffer.from(JSON.stringify(Object.fromEntries(secrets)), "utf8");
+  const payload = Buffer.from(
+    JSON.stringify({
+      secrets: Object.fromEntries(secrets),
+      ca: ca ? { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") } : null,
+    }),
+    "utf8",
+  );
   secrets.clear();
+  ca?.keyPkcs8.fill(0);
   child.stdin.end(payload, () => payload.fill(0));
   return new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -250,8 +284,24 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
     try {
       const value = checkSecretValue(fromStdin ? await readStdinValue() : await typedValue(name));
       const { rotated } = putSecret(db, dataKey, name, policy, value);
+      let egressCa: { cert: string; key: string } | undefined;
+      if (policy.deliver === "http") {
+        if (await ensureEgressCa(stateDir, dataKey))
+          process.stdout.write(
+            `created the local CA servers will trust for HTTP delivery: ${caCertPathOf(stateDir)}\n`,
+          );
+        const { ca } = openEgressCa(stateDir, dataKey);
+        if (ca) egressCa = { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") };
+        ca?.keyPkcs8.fill(0);
+      }
       // A running holder learns the new value, so an unlocked vault needs no second unlock.
-      await askHolder(stateDir, { op: "put", scope: name, value, ...policy });
+      await askHolder(stateDir, {
+        op: "put",
+        scope: name,
+        value,
+        ...policy,
+        ...(egressCa ? { egressCa } : {}),
+      });
       process.stdout.write(
         `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
       );

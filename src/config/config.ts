@@ -54,11 +54,20 @@ export interface ServerConfig {
   listen?: string;
   /** the bearer token's file for `listen` (absolute; default: one generated in the state directory) */
   listenTokenFile?: string;
+  /**
+   * The egress proxy: "record" tunnels destinations no credential declares and records them;
+   * "declared-only" refuses them (HTTP 403). Absent: "record", and the proxy runs only when a
+   * credential is delivered over HTTP.
+   */
+  egress?: EgressMode;
   /** the file this came from, or null for a command-line server */
   configFile: string | null;
   /** a server reached over Streamable HTTP instead of launched (then `command` is "") */
   remote?: RemoteConfig;
 }
+
+export type EgressMode = "record" | "declared-only";
+export const EGRESS_MODES: readonly EgressMode[] = ["record", "declared-only"];
 
 /** A configuration problem: the message names the file and the key. Exit code 2. */
 export class ConfigError extends Error {
@@ -100,6 +109,7 @@ const SERVER_KEYS = new Set([
   "listen",
   "listenTokenFile",
   "tools",
+  "egress",
   "type",
   "url",
   "headers",
@@ -286,6 +296,12 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       fail("listenTokenFile", "must be a file path (a string)");
     listenTokenFile = resolve(base, raw.listenTokenFile as string);
   }
+  let egress: EgressMode | undefined;
+  if (raw.egress !== undefined) {
+    if (!EGRESS_MODES.includes(raw.egress as EgressMode))
+      fail("egress", `must be one of ${EGRESS_MODES.map((m) => JSON.stringify(m)).join(", ")}`);
+    egress = raw.egress as EgressMode;
+  }
   return {
     label,
     command: remote ? "" : (raw.command as string),
@@ -304,6 +320,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     ...(maxMessageBytes !== undefined ? { maxMessageBytes } : {}),
     ...(listen !== undefined ? { listen } : {}),
     ...(listenTokenFile !== undefined ? { listenTokenFile } : {}),
+    ...(egress !== undefined ? { egress } : {}),
     configFile: file,
     ...(remote ? { remote } : {}),
   };

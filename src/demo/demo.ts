@@ -13,6 +13,7 @@ import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { ConsoleClient } from "./consoleClient.js";
+import { credentialStory } from "./credential.js";
 import { makeDemoProject } from "./project.js";
 
 export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
@@ -215,6 +216,7 @@ export async function runDemo(args: string[]): Promise<number> {
     out(
       "\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.",
     );
+    await credentialStory({ root, stateDir, passphrase: DEMO_PASSPHRASE, out });
     return 0;
   } catch (e) {
     process.stderr.write(`portcullis: demo failed: ${(e as Error).message}\n`);

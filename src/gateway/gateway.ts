@@ -1,7 +1,7 @@
 import { getRequest } from "../approval/requests.js";
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
-import { type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
+import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
 import type { ClientIds } from "../relay/clientIds.js";
@@ -51,6 +51,8 @@ type Pending =
       callId?: string;
       /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
       listen?: Request;
+      /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
+      scopes?: readonly string[];
     }
   | { origin: "gateway"; method: string; gen: Generation; resolve: (r: Response | null) => void };
 
@@ -84,6 +86,11 @@ export interface GatewayOptions {
   released?: ReleasedValues;
   /** the credential scopes a call of a tool uses, recorded with its intent (src/vault/toolScopes.ts) */
   scopesFor?: (tool: string) => string[];
+  /**
+   * The credential scopes a forwarded call may have released by the egress proxy while it runs
+   * (absent: none). Only calls a grant allowed release anything.
+   */
+  callScopes?: (call: ApprovedCall) => readonly string[];
 }
 
 /**
@@ -368,7 +375,10 @@ export class Gateway {
   }
 
   /** Forwards a client request upstream under a gateway id. */
-  private forward(msg: Request, extra: { tool?: string; callId?: string; listen?: Request } = {}): boolean {
+  private forward(
+    msg: Request,
+    extra: { tool?: string; callId?: string; listen?: Request; scopes?: readonly string[] } = {},
+  ): boolean {
     const gen = this.gen;
     if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
@@ -501,7 +511,8 @@ export class Gateway {
         // What goes out is exactly what was validated, recorded and approved (the effective
         // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
         const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
-        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool })) {
+        const scopes = verdict.call.grant !== null ? (this.o.callScopes?.(verdict.call) ?? []) : [];
+        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool, scopes })) {
           // never written: safe to evaluate again against the new state; its intent is closed
           // (the decision made again writes its own)
           this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
@@ -935,6 +946,24 @@ export class Gateway {
       const e = refuse.shuttingDown();
       this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
     }
+  }
+
+  /**
+   * The tools/calls at the server right now, in the current epoch, with their scopes: the egress
+   * proxy's release window. Read from the table of forwarded requests, so a call stops counting
+   * the moment its answer (or its process's end) removes it there.
+   */
+  callsInFlight(): {
+    epoch: string | null;
+    inFlight: { callId: string; epoch: string; scopes: readonly string[] }[];
+  } {
+    const gen = this.gen;
+    const out: { callId: string; epoch: string; scopes: readonly string[] }[] = [];
+    if (!gen?.alive || this.ended) return { epoch: gen?.epoch ?? null, inFlight: out };
+    for (const [, p] of this.upstream.entries())
+      if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)
+        out.push({ callId: JSON.stringify(p.clientId), epoch: gen.epoch, scopes: p.scopes });
+    return { epoch: gen.epoch, inFlight: out };
   }
 
   /** Client requests not answered yet (held, being decided, or at the server). */

@@ -5,6 +5,7 @@
  */
 import { approvalMigration, passkeysMigration, signedDecisionsMigration } from "../approval/schema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
+import { egressMigration } from "../vault/egress/schema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
 
@@ -100,5 +101,6 @@ export const migrations: Migration[] = [
   },
   { version: 7, owner: "vault", sql: VAULT_SCHEMA_SQL },
   passkeysMigration,
+  egressMigration,
   openIntentsWithoutRowid,
 ];

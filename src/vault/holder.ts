@@ -1,6 +1,8 @@
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import type { CaMaterial, LeafMaterial } from "./egress/certs.js";
+import { hostDeclared, hostMatches, parseAuthority } from "./egress/hosts.js";
 import type { OpenedSecret, SecretPolicy } from "./secrets.js";
 
 /**
@@ -13,15 +15,21 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * the vault is unlocked and, for `deliver: "env"` scopes, for a value at spawn.
  *
  * Protocol: one JSON object per line each way. Requests: {"op":"status"},
- * {"op":"release","scope":S[,"host":H]}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
- * {"op":"forget","scope":S}, {"op":"lock"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
+ * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
+ * {"op":"forget","scope":S}, {"op":"lock"}, {"op":"leaf","host":H},
+ * {"op":"release-http","scope":S,"host":"H:PORT"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
+ *
+ * `leaf` mints (and caches for its day of life) a TLS certificate for a host that some
+ * HTTP-delivered secret's stored policy names, signed by the state directory's local CA, whose
+ * key only the holder holds; `release-http` hands out an HTTP-delivered value for a request to one
+ * of the hosts its stored policy names (the egress proxy asks per request, while a call covering
+ * the scope is in flight).
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
- * process of the user can read an env-delivered server's environment. A secret stored for
- * HTTP delivery leaves the holder in clear only with a `host` that is one of its declared
- * destinations: a gateway that sends it as a header to a server it reaches at that host
- * (`run --url`); any process of the user could ask the same.
+ * process of the user can read an env-delivered server's environment. `release-http` answers
+ * only for the hosts the stored policy names; it, too, answers whoever can connect (see
+ * docs/security.md, "What a same-user attacker can still do").
  */
 
 export const HOLDER_SOCKET = "vault.sock";
@@ -55,6 +63,8 @@ export interface HolderOptions {
   socketPath: string;
   until: Date;
   secrets: Map<string, OpenedSecret>;
+  /** the local CA, opened by `unlock`; without it no leaf is minted (HTTPS is then tunnelled untouched) */
+  ca?: CaMaterial | null;
   /** called once when the holder stops (lock, expiry, or a signal) */
   onStop?: (reason: "locked" | "expired" | "signal") => void;
 }
@@ -68,6 +78,8 @@ export async function runHolder(
   for (const [k, v] of o.secrets)
     held.set(k, { value: Buffer.from(v.value, "utf8"), deliver: v.deliver, hosts: v.hosts });
   o.secrets.clear();
+  let ca: CaMaterial | null = o.ca ?? null;
+  const leaves = new Map<string, Promise<LeafMaterial>>();
   let stopped = false;
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => serve(socket));
@@ -77,6 +89,9 @@ export async function runHolder(
     clearTimeout(timer);
     for (const b of held.values()) b.value.fill(0);
     held.clear();
+    ca?.keyPkcs8.fill(0);
+    ca = null;
+    leaves.clear();
     server.close();
     for (const s of sockets) s.destroy();
     try {
@@ -88,7 +103,31 @@ export async function runHolder(
   };
   const timer = setTimeout(() => stop("expired"), Math.max(0, o.until.getTime() - Date.now()));
 
-  const answer = (req: Record<string, unknown>): Record<string, unknown> => {
+  const httpHosts = (): string[] =>
+    [...held.values()].filter((v) => v.deliver === "http").flatMap((v) => v.hosts);
+
+  const leafFor = async (host: string): Promise<Record<string, unknown>> => {
+    if (!ca) return { ok: false, error: "no_ca" };
+    if (!hostDeclared(httpHosts(), host)) return { ok: false, error: "host_not_declared" };
+    let p = leaves.get(host);
+    // a leaf lives a day; a new one is minted when less than an hour is left
+    const fresh = async (l: Promise<LeafMaterial>) => (await l).notAfter.getTime() - Date.now() > 3600_000;
+    if (!p || !(await fresh(p).catch(() => false))) {
+      // loaded when first needed: X.509 is a large library, and most holders never mint
+      const current = ca;
+      p = import("./egress/certs.js").then((m) => m.mintLeaf(current, host));
+      leaves.set(host, p);
+    }
+    try {
+      const l = await p;
+      return { ok: true, cert: l.certPem, key: l.keyPem, notAfter: l.notAfter.toISOString() };
+    } catch {
+      leaves.delete(host);
+      return { ok: false, error: "mint_failed" };
+    }
+  };
+
+  const answer = async (req: Record<string, unknown>): Promise<Record<string, unknown>> => {
     switch (req.op) {
       case "status":
         return {
@@ -104,12 +143,24 @@ export async function runHolder(
       case "release": {
         const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
         if (!v) return { ok: false, error: "credential_missing" };
-        // With a host: a header value for a remote MCP server at that host, which an HTTP-delivered
-        // secret may go to when the host is one of its declared destinations.
-        const toHost = typeof req.host === "string" && v.deliver === "http" && v.hosts.includes(req.host);
-        if (v.deliver !== "env" && !toHost) return { ok: false, error: "not_env_delivered" };
+        if (v.deliver !== "env") return { ok: false, error: "not_env_delivered" };
         return { ok: true, value: v.value.toString("utf8") };
       }
+      case "release-http": {
+        const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
+        const dest = typeof req.host === "string" ? parseAuthority(req.host) : null;
+        if (!dest) return { ok: false, error: "bad_request" };
+        if (!v) return { ok: false, error: "credential_missing" };
+        if (v.deliver !== "http") return { ok: false, error: "not_http_delivered" };
+        // The stored policy decides, not the gateway's configuration: a host the passphrase
+        // holder did not name gets nothing, whatever portcullis.json says.
+        if (!hostMatches(v.hosts, dest)) return { ok: false, error: "host_not_allowed" };
+        return { ok: true, value: v.value.toString("utf8") };
+      }
+      case "leaf":
+        if (typeof req.host !== "string" || !parseAuthority(`${req.host}:443`))
+          return { ok: false, error: "bad_request" };
+        return leafFor(req.host.toLowerCase().replace(/^\[|\]$/g, ""));
       case "put": {
         const hosts = req.hosts ?? [];
         if (
@@ -127,6 +178,10 @@ export async function runHolder(
           deliver: req.deliver,
           hosts: hosts as string[],
         });
+        // `vault set --deliver http` may have just created the CA: a running holder takes it.
+        const given = req.egressCa as { cert?: unknown; key?: unknown } | undefined;
+        if (!ca && typeof given?.cert === "string" && typeof given.key === "string")
+          ca = { certPem: given.cert, keyPkcs8: Buffer.from(given.key, "base64") };
         return { ok: true };
       }
       case "forget":
@@ -147,6 +202,8 @@ export async function runHolder(
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     let buf = "";
+    // answers go out in the order the requests came, even when one (a leaf) takes a while
+    let chain: Promise<void> = Promise.resolve();
     socket.setEncoding("utf8");
     socket.on("data", (chunk: string) => {
       buf += chunk;
@@ -158,17 +215,19 @@ export async function runHolder(
       while (nl >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        let reply: Record<string, unknown>;
-        try {
-          const req = JSON.parse(line) as unknown;
-          reply =
-            typeof req === "object" && req !== null && !Array.isArray(req)
-              ? answer(req as Record<string, unknown>)
-              : { ok: false, error: "bad_request" };
-        } catch {
-          reply = { ok: false, error: "bad_request" };
-        }
-        if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
+        chain = chain.then(async () => {
+          let reply: Record<string, unknown>;
+          try {
+            const req = JSON.parse(line) as unknown;
+            reply =
+              typeof req === "object" && req !== null && !Array.isArray(req)
+                ? await answer(req as Record<string, unknown>)
+                : { ok: false, error: "bad_request" };
+          } catch {
+            reply = { ok: false, error: "bad_request" };
+          }
+          if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
+        });
         nl = buf.indexOf("\n");
       }
     });

@@ -272,25 +272,4 @@ describe("step 6 in a gateway: credentials from the vault", () => {
       gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
     ).rejects.toMatchObject({ code: -32056 });
   });
-
-  it('deliver "http" is refused at start with a sentence naming the key (not built yet)', async () => {
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    writeFileSync(
-      join(project.dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          inventory: {
-            command: NODE,
-            args: ["dist/server.js"],
-            credentials: { INVENTORY_API_KEY: { secret: "s", hosts: ["api.example:443"] } },
-          },
-        },
-      }),
-    );
-    const r = await runCli(["run", "inventory"], { cwd: project.dir, stateDir: newStateDir() });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("credentials.INVENTORY_API_KEY");
-    expect(r.stderr).toContain('deliver "http"');
-  });
 });

@@ -1,0 +1,78 @@
+import { openStore } from "../store/db.js";
+import { existingStateDir } from "../store/stateDir.js";
+import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
+import { parse } from "./args.js";
+import { EXIT_OK, UsageError } from "./errors.js";
+
+export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-dir DIR]
+
+Every destination the servers' egress proxies saw, per server and execution epoch: host, port,
+scheme (http/https: read by the proxy; tunnel: passed through unread), method, how many requests,
+how many carried a released credential (and which scopes), how many were refused. Read from a
+plain index table in the store: no passphrase, and nothing secret in it.`;
+
+const OPTIONS = {
+  json: { type: "boolean" },
+  "state-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+interface EpochGroup {
+  serverLabel: string;
+  epoch: string | null;
+  firstAt: string;
+  destinations: Omit<DestinationRow, "serverLabel" | "epoch">[];
+}
+
+export async function egressCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parse("egress", args, OPTIONS);
+  if (values.help) {
+    process.stdout.write(`${EGRESS_HELP}\n`);
+    return EXIT_OK;
+  }
+  if (positionals.length > 1)
+    throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
+  const stateDir = existingStateDir(values["state-dir"]);
+  const store = openStore(stateDir);
+  let rows: DestinationRow[];
+  try {
+    rows = listDestinations(store, positionals[0]);
+  } finally {
+    store.close();
+  }
+  const groups: EpochGroup[] = [];
+  const byKey = new Map<string, EpochGroup>();
+  for (const { serverLabel, epoch, ...d } of rows) {
+    const key = `${serverLabel}\n${epoch}`;
+    let g = byKey.get(key);
+    if (!g) {
+      g = { serverLabel, epoch: epoch === "" ? null : epoch, firstAt: d.firstAt, destinations: [] };
+      byKey.set(key, g);
+      groups.push(g);
+    }
+    g.destinations.push(d);
+  }
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ epochs: groups }, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  if (groups.length === 0) {
+    process.stdout.write(
+      `no egress recorded${positionals[0] ? ` for ${positionals[0]}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
+    );
+    return EXIT_OK;
+  }
+  for (const g of groups) {
+    process.stdout.write(`${g.serverLabel}  epoch ${g.epoch ?? "(none yet)"}  since ${g.firstAt}\n`);
+    for (const d of g.destinations) {
+      const notes = [
+        `${d.requests} request${d.requests === 1 ? "" : "s"}`,
+        d.released ? `${d.released} with ${d.scopes.join(", ")} released` : "",
+        d.refused ? `${d.refused} refused` : "",
+      ].filter(Boolean);
+      const at = d.host.includes(":") ? `[${d.host}]:${d.port}` : `${d.host}:${d.port}`;
+      process.stdout.write(`  ${d.scheme.padEnd(6)} ${d.method.padEnd(7)} ${at}  ${notes.join(", ")}\n`);
+    }
+  }
+  return EXIT_OK;
+}

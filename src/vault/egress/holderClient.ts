@@ -1,0 +1,78 @@
+import { existsSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
+import { holderSocketPath } from "../holder.js";
+
+/**
+ * The egress proxy's connection to the vault holder, kept open between requests: a release is
+ * asked per request, and a new Unix socket connection each time would cost more than the
+ * question. The holder answers the requests of one connection in order, so answers are matched
+ * to questions first in, first out. Any trouble (no holder, a closed or silent socket) answers
+ * null, as a locked vault does, and the next question connects again.
+ */
+export class HolderClient {
+  private socket: Socket | null = null;
+  private buf = "";
+  private waiting: { resolve: (v: Record<string, unknown> | null) => void; timer: NodeJS.Timeout }[] = [];
+
+  constructor(
+    private readonly stateDir: string,
+    private readonly timeoutMs = 2000,
+  ) {}
+
+  ask(req: Record<string, unknown>): Promise<Record<string, unknown> | null> {
+    const socket = this.connected();
+    if (!socket) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.reset(), this.timeoutMs);
+      this.waiting.push({ resolve, timer });
+      socket.write(`${JSON.stringify(req)}\n`);
+    });
+  }
+
+  close(): void {
+    this.reset();
+  }
+
+  private connected(): Socket | null {
+    if (this.socket && !this.socket.destroyed) return this.socket;
+    const path = holderSocketPath(this.stateDir);
+    if (!existsSync(path)) return null;
+    const socket = createConnection(path);
+    this.socket = socket;
+    this.buf = "";
+    socket.setEncoding("utf8");
+    socket.unref();
+    socket.on("data", (chunk: string) => {
+      this.buf += chunk;
+      for (let nl = this.buf.indexOf("\n"); nl >= 0; nl = this.buf.indexOf("\n")) {
+        const line = this.buf.slice(0, nl);
+        this.buf = this.buf.slice(nl + 1);
+        const w = this.waiting.shift();
+        if (!w) continue;
+        clearTimeout(w.timer);
+        try {
+          w.resolve(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          w.resolve(null);
+        }
+      }
+    });
+    const gone = () => {
+      if (this.socket === socket) this.reset();
+    };
+    socket.on("error", gone);
+    socket.on("close", gone);
+    return socket;
+  }
+
+  /** Drops the connection; every question still waiting is answered null. */
+  private reset(): void {
+    const s = this.socket;
+    this.socket = null;
+    s?.destroy();
+    for (const w of this.waiting.splice(0)) {
+      clearTimeout(w.timer);
+      w.resolve(null);
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Declared destinations: "host" or "host:port" (lower-cased, IPv6 in brackets), as written in
+ * `credentials.*.hosts` and in `vault set --host`. A host without a port means the default ports
+ * of HTTPS and HTTP (443, 80) and no other.
+ */
+
+export interface Destination {
+  /** lower-case name or address, IPv6 without brackets */
+  host: string;
+  port: number;
+}
+
+export function parseDeclared(declared: string): { host: string; port: number | null } {
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(declared);
+  if (v6) return { host: v6[1]!.toLowerCase(), port: v6[2] ? Number(v6[2]) : null };
+  const at = declared.lastIndexOf(":");
+  if (at < 0) return { host: declared.toLowerCase(), port: null };
+  return { host: declared.slice(0, at).toLowerCase(), port: Number(declared.slice(at + 1)) };
+}
+
+export function hostMatches(declared: readonly string[], dest: Destination): boolean {
+  const host = dest.host.toLowerCase();
+  return declared.some((d) => {
+    const p = parseDeclared(d);
+    return (
+      p.host === host && (p.port === null ? dest.port === 443 || dest.port === 80 : p.port === dest.port)
+    );
+  });
+}
+
+/** Whether a host name (any port) is declared: what the holder mints a leaf certificate for. */
+export function hostDeclared(declared: readonly string[], host: string): boolean {
+  const h = host.toLowerCase();
+  return declared.some((d) => parseDeclared(d).host === h);
+}
+
+/** "host:port" for records and the holder ("[v6]:port" for IPv6). */
+export function destinationText(dest: Destination): string {
+  return dest.host.includes(":") ? `[${dest.host}]:${dest.port}` : `${dest.host}:${dest.port}`;
+}
+
+const NAME = /^[a-z0-9]([a-z0-9-]{0,62})?(\.[a-z0-9]([a-z0-9-]{0,62})?)*\.?$/i;
+const V6 = /^[0-9a-f:.]+$/i;
+
+/**
+ * A proxy request's target "host:port" (CONNECT's authority form), or null when the host is not
+ * a DNS name or an IP address, or the port is not 1–65535.
+ */
+export function parseAuthority(text: string): Destination | null {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
+  const host = (m[1] ?? m[2] ?? "").toLowerCase();
+  if (m[1] !== undefined ? !V6.test(host) : !NAME.test(host) || host.length > 253) return null;
+  return { host: host.replace(/\.$/, ""), port };
+}

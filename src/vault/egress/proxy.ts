@@ -1,0 +1,390 @@
+import * as http from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import * as https from "node:https";
+import { isIP, connect as netConnect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
+import type { Logger } from "../../util/log.js";
+import type { CredentialSpec } from "../credentials.js";
+import { HolderClient } from "./holderClient.js";
+import { type Destination, destinationText, hostMatches, parseAuthority } from "./hosts.js";
+import { releaser } from "./release.js";
+
+/**
+ * The egress proxy of one gateway: the server's HTTP(S) goes through it (proxy variables and a
+ * preload set at spawn). It reads requests to the hosts an HTTP-delivered credential declares
+ * (absolute-form http://, and inside CONNECT tunnels, TLS terminated with a leaf the vault holder
+ * mints) and puts the real value in place of the placeholder, in headers and the URL only, when a
+ * call covering that scope is in flight in the current epoch and the holder (unlocked, its stored
+ * policy naming the host) releases it. Other destinations are tunnelled untouched, or refused with
+ * `egress: "declared-only"`. Every destination is reported to `onRecord`.
+ */
+
+export interface CallInFlight {
+  callId: string;
+  epoch: string;
+  scopes: readonly string[];
+}
+
+export interface EgressRecord {
+  host: string;
+  port: number;
+  method: string;
+  /** http / https: read by the proxy; tunnel: passed through unread */
+  scheme: "http" | "https" | "tunnel";
+  released: string[];
+  /** placeholders seen in the request that were not replaced */
+  withheld: string[];
+  call: string | null;
+  epoch: string | null;
+  outcome: "forwarded" | "tunnelled" | "refused" | "failed";
+  status?: number;
+}
+
+export interface EgressProxyOptions {
+  stateDir: string;
+  /** the server's `deliver: "http"` credentials (config side; the holder checks its stored policy) */
+  credentials: readonly CredentialSpec[];
+  mode: "record" | "declared-only";
+  /** the current epoch and the calls in flight (maintained by the gateway) */
+  calls(): { epoch: string | null; inFlight: Iterable<CallInFlight> };
+  /** extra CA certificates (PEM) trusted for upstreams, besides Node's roots: the user's NODE_EXTRA_CA_CERTS */
+  extraCa?: string;
+  /** how long an upstream may take to connect or answer (ms) */
+  timeoutMs?: number;
+  onRecord(r: EgressRecord): void;
+  /** a value was put into a request: the scrubber learns it (never logged, never stored) */
+  onReleased?(scope: string, value: string): void;
+  /** a release was recorded (scope, host, call, epoch) */
+  onReleaseRecord?(r: { scope: string; host: string; call: string; epoch: string }): void;
+  log: Logger;
+}
+
+export interface EgressProxy {
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Request headers that concern the hop to the proxy, never forwarded upstream. */
+const HOP = new Set(["proxy-connection", "proxy-authorization", "connection", "keep-alive", "te", "upgrade"]);
+
+export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
+  const timeoutMs = o.timeoutMs ?? 30_000;
+  const ca = o.extraCa ? [...rootCertificates, o.extraCa] : undefined;
+  const agents = {
+    http: new http.Agent({ keepAlive: true }),
+    https: new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
+  };
+  // Node keys its pool of TLS connections by every TLS option, the ~150 root certificates of `ca`
+  // included, joined into one string per request; one agent with one set of options needs only
+  // the destination.
+  (agents.https as unknown as { getName: (o: https.RequestOptions) => string }).getName = (opts) =>
+    `${opts.host}:${opts.port}:${opts.servername ?? ""}`;
+  const leaves = new Map<string, { ctx: SecureContext; until: number }>();
+  const holder = new HolderClient(o.stateDir);
+  const tunnels = new WeakMap<object, { dest: Destination; scheme: "http" | "https" }>();
+  const open = new Set<Duplex>();
+
+  const record = (
+    r: Omit<EgressRecord, "released" | "withheld" | "call" | "epoch"> & Partial<EgressRecord>,
+  ) => {
+    try {
+      o.onRecord({ released: [], withheld: [], call: null, epoch: o.calls().epoch, ...r });
+    } catch (e) {
+      o.log.warn(`egress: cannot record ${r.host}:${r.port}: ${(e as Error).message}`);
+    }
+  };
+
+  const substitute = releaser({ ...o, holder });
+
+  /** One request read by the proxy (absolute-form, or inside a tunnel), sent on to `dest`. */
+  const forward = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    dest: Destination,
+    scheme: "http" | "https",
+    path: string,
+  ): Promise<void> => {
+    const names: string[] = [];
+    const values: string[] = [];
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+      const name = req.rawHeaders[i]!;
+      if (HOP.has(name.toLowerCase())) continue;
+      names.push(name);
+      values.push(req.rawHeaders[i + 1]!);
+    }
+    const parts = { url: path, headers: values };
+    const isDeclared = o.credentials.some((c) => hostMatches(c.hosts, dest));
+    const s = isDeclared
+      ? await substitute(dest, parts)
+      : { released: [], withheld: [], call: null, epoch: o.calls().epoch };
+    const headers: [string, string][] = names.map((n, i) => [n, parts.headers[i]!]);
+    const base = { host: dest.host, port: dest.port, method: req.method ?? "GET", scheme, ...s };
+    let upstream: http.ClientRequest;
+    try {
+      upstream = (scheme === "https" ? https : http).request({
+        host: dest.host,
+        port: dest.port,
+        method: req.method,
+        path: parts.url,
+        headers: headers.flat(),
+        agent: scheme === "https" ? agents.https : agents.http,
+        // SNI names a host, never an address (RFC 6066)
+        ...(scheme === "https" && isIP(dest.host) === 0 ? { servername: dest.host } : {}),
+        timeout: timeoutMs,
+      });
+    } catch (e) {
+      record({ ...base, outcome: "failed" });
+      return fail(res, 400, `the request could not be sent on: ${(e as Error).message}`);
+    }
+    upstream.on("timeout", () => upstream.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    upstream.on("error", (e) => {
+      record({ ...base, outcome: "failed" });
+      const timedOut = /no answer within/.test(e.message);
+      fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`);
+    });
+    upstream.on("response", (up) => {
+      record({ ...base, outcome: "forwarded", status: up.statusCode });
+      const raw: string[] = [];
+      for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
+        const n = up.rawHeaders[i]!;
+        if (n.toLowerCase() === "connection" || n.toLowerCase() === "keep-alive") continue;
+        raw.push(n, up.rawHeaders[i + 1]!);
+      }
+      try {
+        res.writeHead(up.statusCode ?? 502, up.statusMessage, raw);
+      } catch {
+        res.writeHead(up.statusCode ?? 502);
+      }
+      up.pipe(res);
+      up.on("error", () => res.destroy());
+    });
+    req.pipe(upstream);
+    req.on("error", () => upstream.destroy());
+  };
+
+  /** A request handled asynchronously: an unexpected error answers 502, never reaches the gateway. */
+  const safely = (res: ServerResponse, p: Promise<void>) =>
+    void p.catch((e: unknown) =>
+      fail(res, 502, `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
+    );
+
+  const fail = (res: ServerResponse, status: number, why: string) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = `portcullis egress: ${why}\n`;
+    try {
+      res.writeHead(status, {
+        "content-type": "text/plain; charset=utf-8",
+        "content-length": Buffer.byteLength(body),
+        connection: "close",
+      });
+      res.end(body);
+    } catch {
+      res.destroy();
+    }
+  };
+
+  // Requests read inside tunnels to declared hosts (plain HTTP, or TLS terminated here).
+  const inner = createServer((req, res) => {
+    const t = tunnels.get(req.socket);
+    if (!t) return fail(res, 500, "lost track of the tunnel");
+    safely(res, forward(req, res, t.dest, t.scheme, req.url ?? "/"));
+  });
+  inner.on("clientError", (err, socket) => clientError(err, socket));
+
+  const clientError = (err: Error, socket: Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const body = `portcullis egress: not a well-formed HTTP/1.1 request (${(err as { code?: string }).code ?? err.message})\n`;
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  };
+
+  const leafContext = async (host: string): Promise<SecureContext | null> => {
+    const cached = leaves.get(host);
+    if (cached && cached.until > Date.now()) return cached.ctx;
+    const r = await holder.ask({ op: "leaf", host });
+    if (r?.ok !== true || typeof r.cert !== "string" || typeof r.key !== "string") return null;
+    const ctx = createSecureContext({ cert: r.cert, key: r.key });
+    const until = typeof r.notAfter === "string" ? Date.parse(r.notAfter) - 3600_000 : Date.now() + 3600_000;
+    leaves.set(host, { ctx, until });
+    return ctx;
+  };
+
+  const refuseRaw = (socket: Duplex, status: number, text: string, why: string) => {
+    const body = `portcullis egress: ${why}\n`;
+    socket.end(
+      `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  };
+
+  const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
+    const up = netConnect({ host: dest.host, port: dest.port });
+    let connected = false;
+    up.setTimeout(timeoutMs, () => {
+      if (!connected) up.destroy(new Error(`no connection within ${timeoutMs} ms`));
+    });
+    up.once("connect", () => {
+      connected = true;
+      up.setTimeout(0);
+      record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "tunnelled" });
+      socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    up.on("error", (e) => {
+      if (!connected) {
+        record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "failed" });
+        refuseRaw(
+          socket,
+          /within/.test(e.message) ? 504 : 502,
+          "Bad Gateway",
+          `${destinationText(dest)}: ${e.message}`,
+        );
+      } else socket.destroy();
+    });
+    socket.on("error", () => up.destroy());
+    socket.on("close", () => up.destroy());
+  };
+
+  /** A tunnel to a declared host: read what comes through it (TLS terminated with the holder's leaf). */
+  const tunnelRead = (socket: Socket, head: Buffer, dest: Destination) => {
+    socket.setNoDelay(true);
+    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    const dispatch = async (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      if (first[0] !== 0x16) {
+        // plain HTTP inside the tunnel (undici tunnels http:// too)
+        tunnels.set(socket, { dest, scheme: "http" });
+        inner.emit("connection", socket);
+        socket.resume();
+        return;
+      }
+      const ctx = await leafContext(dest.host).catch(() => null);
+      if (!ctx) {
+        // no CA or a locked vault: nothing could be released anyway; pass the bytes through
+        tunnelUntouchedAfter(socket, dest);
+        return;
+      }
+      const tls = new TLSSocket(socket, { isServer: true, secureContext: ctx });
+      tls.on("error", () => socket.destroy());
+      tunnels.set(tls, { dest, scheme: "https" });
+      inner.emit("connection", tls);
+    };
+    // whatever goes wrong in there closes this tunnel, never the gateway
+    const run = (first: Buffer) => dispatch(first).catch(() => socket.destroy());
+    if (head.length > 0) void run(head);
+    else socket.once("data", (chunk: Buffer) => void run(chunk));
+  };
+
+  /** The 200 has been sent and bytes are buffered: connect and pass everything through. */
+  const tunnelUntouchedAfter = (socket: Socket, dest: Destination) => {
+    const up = netConnect({ host: dest.host, port: dest.port });
+    up.setTimeout(timeoutMs, () => up.destroy());
+    up.once("connect", () => {
+      up.setTimeout(0);
+      record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "tunnelled" });
+      up.pipe(socket);
+      socket.pipe(up);
+      socket.resume();
+    });
+    up.on("error", () => {
+      record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "failed" });
+      socket.destroy();
+    });
+    socket.on("close", () => up.destroy());
+  };
+
+  const server: Server = createServer((req, res) => {
+    // absolute-form: GET http://host:port/path HTTP/1.1
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "");
+    } catch {
+      return fail(res, 400, `not an absolute http:// URL: ${JSON.stringify((req.url ?? "").slice(0, 200))}`);
+    }
+    // http://, and https:// too: some clients (axios) send it absolute-form instead of CONNECT;
+    // the proxy then speaks TLS to the upstream itself, verifying it as for a tunnel
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      return fail(res, 400, `only http:// and https:// URLs are proxied, not ${url.protocol}`);
+    const scheme = url.protocol === "https:" ? "https" : "http";
+    const dest = parseAuthority(`${url.hostname}:${url.port || (scheme === "https" ? "443" : "80")}`);
+    if (!dest) return fail(res, 400, `not a host name or address: ${JSON.stringify(url.host.slice(0, 200))}`);
+    if (o.mode === "declared-only" && !o.credentials.some((c) => hostMatches(c.hosts, dest))) {
+      record({
+        host: dest.host,
+        port: dest.port,
+        method: req.method ?? "GET",
+        scheme,
+        outcome: "refused",
+        status: 403,
+      });
+      return fail(res, 403, `${destinationText(dest)} is not a declared host (egress "declared-only")`);
+    }
+    safely(res, forward(req, res, dest, scheme, `${url.pathname}${url.search}`));
+  });
+  server.on("clientError", (err, socket) => clientError(err, socket));
+  server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    open.add(socket);
+    socket.on("close", () => open.delete(socket));
+    socket.on("error", () => socket.destroy());
+    const dest = parseAuthority(req.url ?? "");
+    if (!dest)
+      return refuseRaw(
+        socket,
+        400,
+        "Bad Request",
+        `CONNECT needs host:port with a host name or address and a port 1-65535, not ${JSON.stringify((req.url ?? "").slice(0, 200))}`,
+      );
+    const readable = o.credentials.some((c) => hostMatches(c.hosts, dest));
+    if (readable) return tunnelRead(socket, head, dest);
+    if (o.mode === "declared-only") {
+      record({
+        host: dest.host,
+        port: dest.port,
+        method: "CONNECT",
+        scheme: "tunnel",
+        outcome: "refused",
+        status: 403,
+      });
+      return refuseRaw(
+        socket,
+        403,
+        "Forbidden",
+        `${destinationText(dest)} is not a declared host (egress "declared-only")`,
+      );
+    }
+    tunnelUntouched(socket, head, dest);
+  });
+  server.on("connection", (s: Socket) => {
+    open.add(s);
+    s.on("close", () => open.delete(s));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of open) s.destroy();
+        agents.http.destroy();
+        agents.https.destroy();
+        holder.close();
+        server.close(() => resolve());
+      }),
+  };
+}

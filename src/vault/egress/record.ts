@@ -1,0 +1,188 @@
+import type { EventSink } from "../../gateway/events.js";
+import type { Store } from "../../store/db.js";
+import type { EgressRecord } from "./proxy.js";
+
+/**
+ * The egress record: every destination a server's proxy saw, as an audit event `egress` (batched
+ * with the gateway's other best-effort events), and in a plain index table per epoch that
+ * `portcullis egress` and the approval review read without the passphrase. Nothing in it is
+ * secret: host, port, scheme, method, counts, the scope names released.
+ */
+
+interface Pending {
+  key: [string, string, string, number, string, string];
+  requests: number;
+  released: number;
+  refused: number;
+  scopes: Set<string>;
+  first: string;
+  last: string;
+}
+
+/** How often the index table is written (one transaction for everything seen meanwhile). */
+const FLUSH_MS = 200;
+
+export class EgressRecorder {
+  private pending = new Map<string, Pending>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly label: string,
+    private readonly events: EventSink,
+  ) {}
+
+  record(r: EgressRecord): void {
+    this.events.emit({
+      type: "egress",
+      serverLabel: this.label,
+      epoch: r.epoch,
+      host: r.host,
+      port: r.port,
+      scheme: r.scheme,
+      method: r.method,
+      outcome: r.outcome,
+      ...(r.status !== undefined ? { status: r.status } : {}),
+      released: r.released,
+      withheld: r.withheld,
+      call: r.call,
+    });
+    const key: Pending["key"] = [this.label, r.epoch ?? "", r.host, r.port, r.scheme, r.method];
+    const k = JSON.stringify(key);
+    const now = new Date().toISOString();
+    const p = this.pending.get(k) ?? {
+      key,
+      requests: 0,
+      released: 0,
+      refused: 0,
+      scopes: new Set(),
+      first: now,
+      last: now,
+    };
+    p.requests++;
+    if (r.released.length > 0) p.released++;
+    if (r.outcome === "refused") p.refused++;
+    for (const s of r.released) p.scopes.add(s);
+    p.last = now;
+    this.pending.set(k, p);
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+      this.timer.unref();
+    }
+  }
+
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.pending.size === 0) return;
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    const get = this.store.prepare(
+      "SELECT scopes_json FROM egress_destinations WHERE server_label = ? AND epoch = ? AND host = ? AND port = ? AND scheme = ? AND method = ?",
+    );
+    const upsert = this.store.prepare(
+      `INSERT INTO egress_destinations
+         (server_label, epoch, host, port, scheme, method, requests, released, refused, scopes_json, first_at, last_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (server_label, epoch, host, port, scheme, method) DO UPDATE SET
+         requests = requests + excluded.requests, released = released + excluded.released,
+         refused = refused + excluded.refused, scopes_json = excluded.scopes_json, last_at = excluded.last_at`,
+    );
+    try {
+      this.store.transaction(() => {
+        for (const p of batch) {
+          const had = get.get(...p.key) as { scopes_json: string } | undefined;
+          const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
+          for (const s of p.scopes) scopes.add(s);
+          upsert.run(
+            ...p.key,
+            p.requests,
+            p.released,
+            p.refused,
+            JSON.stringify([...scopes].sort()),
+            p.first,
+            p.last,
+          );
+        }
+      })();
+    } catch {
+      /* the audit events carry the same facts; the index is a convenience */
+    }
+  }
+}
+
+export interface DestinationRow {
+  serverLabel: string;
+  epoch: string;
+  host: string;
+  port: number;
+  scheme: string;
+  method: string;
+  requests: number;
+  released: number;
+  refused: number;
+  scopes: string[];
+  firstAt: string;
+  lastAt: string;
+}
+
+interface Row {
+  server_label: string;
+  epoch: string;
+  host: string;
+  port: number;
+  scheme: string;
+  method: string;
+  requests: number;
+  released: number;
+  refused: number;
+  scopes_json: string;
+  first_at: string;
+  last_at: string;
+}
+
+function toRow(r: Row): DestinationRow {
+  let scopes: string[] = [];
+  try {
+    scopes = JSON.parse(r.scopes_json) as string[];
+  } catch {
+    /* shown as none */
+  }
+  return {
+    serverLabel: r.server_label,
+    epoch: r.epoch,
+    host: r.host,
+    port: r.port,
+    scheme: r.scheme,
+    method: r.method,
+    requests: r.requests,
+    released: r.released,
+    refused: r.refused,
+    scopes,
+    firstAt: r.first_at,
+    lastAt: r.last_at,
+  };
+}
+
+/** Every destination recorded, for one server label or all, oldest epoch first. */
+export function listDestinations(store: Store, label?: string): DestinationRow[] {
+  const rows = (
+    label
+      ? store
+          .prepare("SELECT * FROM egress_destinations WHERE server_label = ? ORDER BY first_at, host, port")
+          .all(label)
+      : store.prepare("SELECT * FROM egress_destinations ORDER BY server_label, first_at, host, port").all()
+  ) as Row[];
+  return rows.map(toRow);
+}
+
+/** "host:port" destinations an epoch contacted. */
+export function destinationsOfEpoch(store: Store, epoch: string): Set<string> {
+  const rows = store
+    .prepare("SELECT DISTINCT host, port FROM egress_destinations WHERE epoch = ?")
+    .all(epoch) as {
+    host: string;
+    port: number;
+  }[];
+  return new Set(rows.map((r) => (r.host.includes(":") ? `[${r.host}]:${r.port}` : `${r.host}:${r.port}`)));
+}

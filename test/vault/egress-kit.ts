@@ -1,0 +1,128 @@
+// What the egress tests share: a secret stored for HTTP delivery, unlock (locked again after the
+// test), a portcullis.json for one server with that credential, the upstreams, a gateway, and a
+// call approved through the real CLI whenever a grant is asked for.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+import { decideByCli, pending } from "../helpers/approvals.js";
+import { tempDir, waitFor } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { NODE, REPO } from "../helpers/paths.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { httpsUpstream, httpUpstream, type Upstream } from "./egress-upstreams.js";
+
+export const SECRET = "egress-test-value-4d2b9e71";
+export const PLACEHOLDER = "portcullis-placeholder:inventory-api";
+
+const servers = join(REPO, "test", "fixtures", "servers");
+export const nodeServer = { command: NODE, args: [join(servers, "egress-node.mjs")] };
+export const pythonServer = { command: "python3", args: [join(servers, "egress-python.py")] };
+
+export const released = (u: Upstream) => u.received.filter((r) => r.authorization === `Bearer ${SECRET}`);
+
+export function text(r: unknown): string {
+  return (r as { content: { text: string }[] }).content[0]?.text ?? "";
+}
+
+export function egressKit() {
+  const cleanup: (() => Promise<void> | void)[] = [];
+  const kit = {
+    cleanup,
+    async cleanupAll() {
+      for (const c of cleanup.reverse()) await c();
+      cleanup.length = 0;
+    },
+    async storeHttpSecret(stateDir: string, ...hosts: string[]) {
+      const r = await runCli(
+        ["vault", "set", "inventory-api", "--from-stdin", ...hosts.flatMap((h) => ["--host", h])],
+        { stateDir, env: passphraseEnv(), input: SECRET },
+      );
+      expect(r.code, r.stderr).toBe(0);
+    },
+    async unlock(stateDir: string) {
+      const r = await runCli(["unlock"], { stateDir, env: passphraseEnv() });
+      expect(r.code, r.stderr).toBe(0);
+      cleanup.push(async () => {
+        await runCli(["lock"], { stateDir });
+      });
+    },
+    project(
+      server: { command: string; args: string[] },
+      hosts: string[],
+      extra: Record<string, unknown> = {},
+    ) {
+      const dir = tempDir("portcullis-egress-");
+      writeFileSync(
+        join(dir, "portcullis.json"),
+        JSON.stringify({
+          servers: {
+            api: {
+              ...server,
+              credentials: { API_KEY: { secret: "inventory-api", deliver: "http", hosts } },
+              ...extra,
+            },
+          },
+        }),
+      );
+      return dir;
+    },
+    async upstreams() {
+      const dir = tempDir("portcullis-upstream-");
+      const plain = await httpUpstream();
+      const tls = await httpsUpstream(dir);
+      const other = await httpUpstream();
+      cleanup.push(
+        () => plain.close(),
+        () => tls.close(),
+        () => other.close(),
+      );
+      return { plain, tls, other, hosts: [`127.0.0.1:${plain.port}`, `127.0.0.1:${tls.port}`] };
+    },
+    async gateway(dir: string, stateDir: string, env: Record<string, string> = {}) {
+      const gw = await startGateway({ args: ["api"], cwd: dir, stateDir, env });
+      cleanup.push(() => gw.close());
+      await gw.client.listTools();
+      return gw;
+    },
+  };
+  return kit;
+}
+
+export type Gw = Awaited<ReturnType<ReturnType<typeof egressKit>["gateway"]>>;
+
+/** Calls a tool, approving the session grant (per tool) when one is asked for. */
+export async function approvedCall(
+  gw: Gw,
+  stateDir: string,
+  name: string,
+  args: Record<string, unknown>,
+  seen: Set<string>,
+) {
+  const call = gw.client.callTool({ name, arguments: args });
+  let answered = false;
+  call.then(
+    () => {
+      answered = true;
+    },
+    () => {
+      answered = true;
+    },
+  );
+  const first = await waitFor(
+    async () =>
+      answered ? "answered" : ((await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null),
+    20_000,
+    `the call of ${name} or its approval request`,
+  );
+  if (first !== "answered") {
+    seen.add(first.request);
+    await decideByCli(stateDir, "approve", first.request);
+  }
+  return call;
+}
+
+/** The proxy's port, from the gateway's status line. */
+export async function proxyPort(gw: Gw): Promise<number> {
+  const line = await gw.waitForStderr(/egress proxy on http:\/\/127\.0\.0\.1:(\d+)/);
+  return Number(/egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+}
