@@ -78,7 +78,10 @@ export function remoteLink(
     // The holder releases an HTTP-delivered secret only for a host its stored policy names (the
     // same rule as the egress proxy's); the value lives here only for the request that carries it.
     secret: async (scope) => {
-      const r = await askHolder(stateDir, { op: "release-http", scope, host: authority });
+      let r = await askHolder(stateDir, { op: "release-http", scope, host: authority });
+      // a secret stored for the environment may go anywhere this user's processes may send it
+      if (r?.ok === false && r.error === "not_http_delivered")
+        r = await askHolder(stateDir, { op: "release", scope });
       if (r === null) return { locked: true }; // no holder answers
       if (r.ok === true && typeof r.value === "string") {
         // a server that echoes its own token back never shows it to the client
