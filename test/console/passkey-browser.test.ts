@@ -4,12 +4,21 @@
 import type { CDPSession } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextRequest, pending } from "../helpers/approvals.js";
+import { SoftAuthenticator } from "../helpers/authenticator.js";
 import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
-import { catalogFile, DEPLOY_TOOL, gatewayFor, loginWithBrowser, startConsoleProcess } from "./helpers.js";
+import {
+  catalogFile,
+  DEPLOY_TOOL,
+  gatewayFor,
+  loginWithBrowser,
+  type RawResponse,
+  raw,
+  startConsoleProcess,
+} from "./helpers.js";
 
 const WIPE_TOOL = {
   name: "wipe",
@@ -196,5 +205,118 @@ describe("passkeys in the console", () => {
     expect(await grants(stateDir)).toEqual([]);
     await gw.close();
     await Promise.allSettled([wipe, again]);
+  });
+});
+
+describe("the passkey routes' edges", () => {
+  /** Requests to the console as a page at `host` would send them (node connects to 127.0.0.1). */
+  function client(port: number, host: string) {
+    let cookies: string[] = [];
+    const keep = (r: RawResponse) => {
+      const set = r.headers["set-cookie"];
+      for (const c of Array.isArray(set) ? set : set ? [set] : []) {
+        const pair = c.split(";")[0]!;
+        const name = pair.split("=")[0]!;
+        cookies = [
+          ...cookies.filter((k) => !k.startsWith(`${name}=`)),
+          ...(c.includes("Max-Age=0") ? [] : [pair]),
+        ];
+      }
+      return r;
+    };
+    const headers = (extra: Record<string, string>) => ({
+      Host: host,
+      Origin: `http://${host}`,
+      ...(cookies.length ? { Cookie: cookies.join("; ") } : {}),
+      ...extra,
+    });
+    return {
+      get: async (path: string) =>
+        keep(await raw(`http://127.0.0.1:${port}${path}`, { headers: headers({}) })),
+      form: async (path: string, fields: Record<string, string>) =>
+        keep(
+          await raw(`http://127.0.0.1:${port}${path}`, {
+            method: "POST",
+            headers: headers({ "Content-Type": "application/x-www-form-urlencoded" }),
+            body: new URLSearchParams(fields).toString(),
+          }),
+        ),
+      json: async (path: string, body: unknown, csrf?: string) =>
+        keep(
+          await raw(`http://127.0.0.1:${port}${path}`, {
+            method: "POST",
+            headers: headers({
+              "Content-Type": "application/json",
+              ...(csrf ? { "X-CSRF-Token": csrf } : {}),
+            }),
+            body: JSON.stringify(body),
+          }),
+        ),
+    };
+  }
+  const csrfOf = (body: string) => /name="csrf" value="([^"]+)"/.exec(body)![1]!;
+
+  it("refuses ceremonies away from localhost, without the token, not started here, or answered by an unknown passkey", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-passkey-tools-");
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => c.stop());
+    const port = Number(new URL(c.url).port);
+    const local = client(port, `localhost:${port}`);
+    const ip = client(port, `127.0.0.1:${port}`);
+
+    // Logging in with a passkey needs the login form's token, like the passphrase.
+    const loginToken = csrfOf((await local.get("/login")).body);
+    expect((await local.json("/login/passkey/options", {})).status).toBe(403);
+    const noPasskey = await local.json("/login/passkey/options", {}, loginToken);
+    expect(noPasskey.status).toBe(409);
+    const fake = new SoftAuthenticator();
+    const made = fake.assert("bm90LWlzc3VlZC1oZXJl", {
+      origin: `http://localhost:${port}`,
+      rpId: "localhost",
+    });
+    const notStarted = await local.json("/login/passkey", { response: made }, loginToken);
+    expect(notStarted.status).toBe(400);
+    expect(notStarted.body).toContain("not started here");
+
+    // A passphrase session; its passkey routes are refused at 127.0.0.1 (an IP is no RP id).
+    const ipToken = csrfOf((await ip.get("/login")).body);
+    expect(
+      (await ip.form("/login", { csrf: ipToken, passphrase: "correct horse battery staple" })).status,
+    ).toBe(303);
+    const csrf = csrfOf((await ip.get("/")).body);
+    const atIp = await ip.json("/passkeys/options", {}, csrf);
+    expect(atIp.status).toBe(400);
+    expect(atIp.body).toContain(`http://localhost:${port}`);
+
+    // A pending request, decided with an answer to a challenge this console never prepared, then
+    // with an unregistered passkey's answer to the one it did: both refused, still pending.
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req = await nextRequest(stateDir);
+    const lt = csrfOf((await local.get("/login")).body);
+    expect(
+      (await local.form("/login", { csrf: lt, passphrase: "correct horse battery staple" })).status,
+    ).toBe(303);
+    const lcsrf = csrfOf((await local.get("/")).body);
+    const path = `/requests/${req.request}/passkey`;
+    const forged = await local.json(path, { response: made }, lcsrf);
+    expect(forged.status).toBe(400);
+    const prepared = await local.json(`${path}/options`, { action: "approve-session" }, lcsrf);
+    expect(prepared.status, prepared.body).toBe(200);
+    const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
+    const answer = fake.assert(options.challenge, { origin: `http://localhost:${port}`, rpId: "localhost" });
+    const unknown = await local.json(path, { response: answer }, lcsrf);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toContain("no authority");
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    await gw.close();
+    await call.catch(() => {});
   });
 });
