@@ -74,7 +74,7 @@ export function loginPage(
       <input type="hidden" name="next" value="${next}">
       <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="login-passphrase"></label>
       <button type="submit" data-testid="login-submit">Log in</button>
-    </form>${loginPasskeyPart(passkey)}</section>`,
+    </form>${loginPasskeyPart(passkey, next)}</section>`,
   );
 }
 

@@ -34,12 +34,13 @@ export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boole
  * The login page's passkey part: the ceremony where passkeys work (localhost), a link there
  * otherwise. Absent when no passkey is registered.
  */
-export function loginPasskeyPart(where: { here: boolean; url: string } | null): Html {
+export function loginPasskeyPart(where: { here: boolean; url: string } | null, next = "/"): Html {
   if (!where) return html``;
+  const there = `${where.url}/login${next === "/" ? "" : `?next=${encodeURIComponent(next)}`}`;
   return where.here
     ? html`<p class="or">or</p><p><button type="button" data-passkey-login data-testid="login-passkey">Log in with a passkey</button></p>
     <p class="error" role="alert" data-testid="passkey-error" hidden></p>`
-    : html`<p class="or">or</p><p><a href="${where.url}/login" data-testid="login-passkey">Log in with a passkey</a> (at <code>localhost</code>: browsers refuse an IP address for passkeys)</p>`;
+    : html`<p class="or">or</p><p><a href="${there}" data-testid="login-passkey">Log in with a passkey</a> (at <code>localhost</code>: browsers refuse an IP address for passkeys)</p>`;
 }
 
 /** How a request card's decisions are proven when no passphrase proof is held. */

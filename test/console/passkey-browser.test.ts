@@ -142,6 +142,13 @@ describe("passkeys in the console", () => {
     expect(page.url()).toBe(`${local}/login?next=%2Fpasskeys`);
     const id = await registerPasskey(stateDir, "test key");
 
+    // At 127.0.0.1 the login page sends a passkey to localhost, keeping where the human was going.
+    await browser.context.clearCookies();
+    await page.goto(`${base}/requests/someid`);
+    expect(await page.getByTestId("login-passkey").getAttribute("href")).toBe(
+      `${local}/login?next=%2Frequests%2Fsomeid`,
+    );
+
     // Logged in with the passkey alone: no passphrase signer, every decision asks the passkey.
     await loginWithPasskey(local);
     const seen = new Set<string>();
