@@ -184,6 +184,15 @@ describe("passkeys in the console", () => {
     const id = await registerPasskey(stateDir, "lost key");
     await loginWithPasskey(local);
 
+    // A passkey-only session holds no approver key: adding another passkey asks the passphrase.
+    await page.goto(`${local}/passkeys`);
+    await page.getByTestId("passkey-passphrase").fill("not the passphrase");
+    await page.getByTestId("passkey-register").click();
+    const problem = page.getByTestId("passkey-error");
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain("wrong passphrase");
+    expect(await passkeys(stateDir)).toHaveLength(1);
+
     const seen = new Set<string>();
     const first = held(gw.client.callTool({ name: "deploy", arguments: {} }));
     const req1 = await nextRequest(stateDir, seen);
