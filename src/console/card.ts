@@ -86,24 +86,26 @@ function argumentsPart(r: Review): Html {
 }
 
 /**
- * The decision form: buttons for a session grant, one call, or a denial with a reason. With
- * `passkey.here`, the page's script runs each decision as a passkey ceremony instead.
+ * The decision forms: buttons for a session grant or one call, and apart from them a denial with
+ * its reason, so that Enter in the reason field submits the denial (in one form it would submit
+ * the form's first button, an approval). With `passkey.here`, the page's script runs each
+ * decision as a passkey ceremony instead.
  */
 export function decisionForm(req: ApprovalRequest, csrf: string, passkey?: PasskeyDecisions): Html {
   const perCall = req.mode === "per-call";
-  return html`<form class="decide" method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
+  const open = html`<form method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
     passkey?.here ? html`data-passkey="decide" data-request="${req.request}"` : ""
-  }>
-    <input type="hidden" name="csrf" value="${csrf}">
+  }><input type="hidden" name="csrf" value="${csrf}">`;
+  return html`<div class="decide">${open}
     ${
       perCall
         ? ""
         : html`<button type="submit" name="action" value="approve-session" data-testid="approve-session">Approve for this session</button>`
     }
     <button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>
-    <span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
+  </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
     <button type="submit" name="action" value="deny" class="danger" data-testid="deny">Deny</button></span>
-  </form>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;
+  </form></div>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;
 }
 
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
