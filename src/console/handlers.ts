@@ -150,7 +150,8 @@ async function decide(ctx: RouteContext): Promise<void> {
   if (!req)
     return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
   const action = form!.get("action") ?? "";
-  const chosen = ACTIONS[action];
+  // own keys only: "constructor" is a key of every object
+  const chosen = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
   if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
   const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
   let proof = app.sessions.proof(s);

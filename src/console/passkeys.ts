@@ -295,7 +295,8 @@ function decisionOptions(ctx: RouteContext) {
   if (wrongOrigin(ctx)) return;
   const { app } = ctx;
   const id = ctx.params[0]!;
-  const chosen = DECISIONS[String(field(ctx.json, "action") ?? "")];
+  const action = String(field(ctx.json, "action") ?? "");
+  const chosen = Object.hasOwn(DECISIONS, action) ? DECISIONS[action] : undefined;
   if (!chosen) return refuse(ctx, 400, "choose approve or deny");
   const reasonGiven = field(ctx.json, "reason");
   const reason = typeof reasonGiven === "string" ? reasonGiven.trim().slice(0, 500) : "";

@@ -324,6 +324,13 @@ describe("the passkey routes' edges", () => {
     const path = `/requests/${req.request}/passkey`;
     const forged = await local.json(path, { response: made }, lcsrf);
     expect(forged.status).toBe(400);
+    // Only the three actions: not a name every object has.
+    for (const action of ["constructor", "toString", "approve"]) {
+      expect((await local.json(`${path}/options`, { action }, lcsrf)).status).toBe(400);
+    }
+    expect(
+      (await local.form(`/requests/${req.request}/decide`, { csrf: lcsrf, action: "constructor" })).status,
+    ).toBe(400);
     const prepared = await local.json(`${path}/options`, { action: "approve-session" }, lcsrf);
     expect(prepared.status, prepared.body).toBe(200);
     const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
