@@ -27,6 +27,7 @@ import {
 } from "../approval/passkey.js";
 import { DecisionError, getRequest } from "../approval/requests.js";
 import type { DecisionSigner } from "../keyring/approver.js";
+import { answeredChallenge, Ceremonies } from "./ceremonies.js";
 import { by, cookie, page, proofProblem, refuseWithoutGateway, safeNext } from "./handlers.js";
 import { parseCookies, redirect } from "./http.js";
 import { onPasskeyOrigin, PASSKEY_RP_ID, PASSKEY_RP_NAME, passkeyOrigin } from "./passkeyOrigin.js";
@@ -34,35 +35,8 @@ import { passkeysBody } from "./passkeyPages.js";
 import type { ConsoleApp, Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameToken, sessionCookie } from "./sessions.js";
 
-const CEREMONY_MS = 120_000;
 /** at most this many login ceremonies in flight (each is two requests from a page of ours) */
 const MAX_LOGINS = 32;
-
-interface Ceremony<T> {
-  value: T;
-  expires: number;
-}
-
-/** One-use, expiring values keyed by their WebAuthn challenge. */
-class Ceremonies<T> {
-  private readonly byChallenge = new Map<string, Ceremony<T>>();
-  constructor(private readonly max: number) {}
-
-  put(challenge: string, value: T): void {
-    const now = Date.now();
-    for (const [k, c] of this.byChallenge) if (c.expires <= now) this.byChallenge.delete(k);
-    while (this.byChallenge.size >= this.max) this.byChallenge.delete(this.byChallenge.keys().next().value!);
-    this.byChallenge.set(challenge, { value, expires: now + CEREMONY_MS });
-  }
-
-  /** The value for `challenge`, removed (one use); null when unknown or expired. */
-  take(challenge: string | null): T | null {
-    if (challenge === null) return null;
-    const c = this.byChallenge.get(challenge);
-    this.byChallenge.delete(challenge);
-    return c && c.expires > Date.now() ? c.value : null;
-  }
-}
 
 interface SessionCeremonies {
   registrations: Ceremonies<{ signer: DecisionSigner }>;
@@ -98,18 +72,6 @@ function sendJson(ctx: RouteContext, status: number, body: unknown): void {
 
 function refuse(ctx: RouteContext, status: number, error: string): void {
   sendJson(ctx, status, { error });
-}
-
-/** The challenge a WebAuthn response answers (from its clientDataJSON); null when unreadable. */
-function answeredChallenge(response: unknown): string | null {
-  try {
-    const r = response as { response?: { clientDataJSON?: unknown } };
-    const text = Buffer.from(String(r.response?.clientDataJSON ?? ""), "base64url").toString("utf8");
-    const challenge = (JSON.parse(text) as { challenge?: unknown }).challenge;
-    return typeof challenge === "string" ? challenge : null;
-  } catch {
-    return null;
-  }
 }
 
 function field(json: unknown, name: string): unknown {
