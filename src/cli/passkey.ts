@@ -3,6 +3,7 @@ import { listPasskeys, PasskeyError, removePasskey } from "../approval/passkey.j
 import { passkeyRows } from "../approval/passkeyRows.js";
 import { safeText } from "../catalog/text.js";
 import { readConsoleAddress } from "../console/address.js";
+import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { parse } from "./args.js";
@@ -87,7 +88,10 @@ function add(stateDir: string): number {
       "passkey add: passkeys are registered in the console, after the passphrase: start it with 'portcullis console' and open its page /passkeys.",
     );
   }
-  process.stdout.write(`Register a passkey in the console (after the passphrase): ${console.url}/passkeys\n`);
+  // at localhost, not 127.0.0.1: browsers refuse an IP address as a passkey's relying party
+  process.stdout.write(
+    `Register a passkey in the console (after the passphrase): ${atPasskeyOrigin(console.url)}/passkeys\n`,
+  );
   return EXIT_OK;
 }
 

@@ -78,9 +78,11 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .6rem; ma
 .cls-expands { color: var(--expand); } .cls-narrows { color: var(--narrow); } .cls-cosmetic, .cls-unchanged { color: var(--cosmetic); }
 table { border-collapse: collapse; width: 100%; } th, td { text-align: left; vertical-align: top; padding: .2rem .4rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 .value { white-space: pre-wrap; overflow-wrap: anywhere; }
-form.decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
+.decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
 form.inline { display: inline; }
-.deny-group { display: inline-flex; gap: .3rem; margin-left: auto; }
+.decide form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
+.decide form:last-child { margin-left: auto; }
+.deny-group { display: inline-flex; gap: .3rem; }
 button { font: inherit; padding: .3rem .8rem; border-radius: 4px; border: 1px solid var(--line); background: var(--bg); color: var(--fg); cursor: pointer; }
 button.danger { border-color: var(--expand); color: var(--expand); }
 input[type=text], input[type=password] { font: inherit; padding: .3rem .4rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }

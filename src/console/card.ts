@@ -10,6 +10,7 @@ import type { ChainEntry } from "../approval/runs.js";
 import { jsonText } from "../catalog/text.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, pre } from "./html.js";
+import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
@@ -84,24 +85,35 @@ function argumentsPart(r: Review): Html {
     }</p></section>`;
 }
 
-/** The decision form: buttons for a session grant, one call, or a denial with a reason. */
-export function decisionForm(req: ApprovalRequest, csrf: string): Html {
+/**
+ * The decision forms: buttons for a session grant or one call, and apart from them a denial with
+ * its reason, so that Enter in the reason field submits the denial (in one form it would submit
+ * the form's first button, an approval). With `passkey.here`, the page's script runs each
+ * decision as a passkey ceremony instead.
+ */
+export function decisionForm(req: ApprovalRequest, csrf: string, passkey?: PasskeyDecisions): Html {
   const perCall = req.mode === "per-call";
-  return html`<form class="decide" method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
-    <input type="hidden" name="csrf" value="${csrf}">
+  const open = html`<form method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
+    passkey?.here ? html`data-passkey="decide" data-request="${req.request}"` : ""
+  }><input type="hidden" name="csrf" value="${csrf}">`;
+  return html`<div class="decide">${open}
     ${
       perCall
         ? ""
         : html`<button type="submit" name="action" value="approve-session" data-testid="approve-session">Approve for this session</button>`
     }
     <button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>
-    <span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
+  </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
     <button type="submit" name="action" value="deny" class="danger" data-testid="deny">Deny</button></span>
-  </form>`;
+  </form></div>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;
 }
 
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
-export function reviewCard(given: ApprovalRequest & { waiting?: boolean }, csrf: string): Html {
+export function reviewCard(
+  given: ApprovalRequest & { waiting?: boolean },
+  csrf: string,
+  passkey?: PasskeyDecisions,
+): Html {
   const req = publicRequest(given);
   const r = req.review;
   const pending = req.state === "pending";
@@ -111,7 +123,7 @@ export function reviewCard(given: ApprovalRequest & { waiting?: boolean }, csrf:
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p></header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
-    ${pending ? decisionForm(req, csrf) : decided(req)}
+    ${pending ? decisionForm(req, csrf, passkey) : decided(req)}
   </article>`;
 }
 

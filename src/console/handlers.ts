@@ -4,8 +4,10 @@
  */
 import { userInfo } from "node:os";
 import { activeGrants, GrantError, getGrant, revokeGrant } from "../approval/grants.js";
+import { passkeyRows } from "../approval/passkeyRows.js";
 import { ApproverKeyMismatchError } from "../approval/pin.js";
 import {
+  type ApprovalRequest,
   type Decision,
   DecisionError,
   decideRequest,
@@ -31,32 +33,47 @@ import {
   requestsBody,
   serversBody,
 } from "./pages.js";
+import { onPasskeyOrigin, passkeyOrigin } from "./passkeyOrigin.js";
+import type { PasskeyDecisions } from "./passkeyPages.js";
+import { PASSKEY_JS } from "./passkeyScript.js";
 import { LoginThrottled, type Proof } from "./proof.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameToken, sessionCookie, token } from "./sessions.js";
 
 const ID = "([0-9A-Za-z_-]{1,64})";
 
-function page(ctx: RouteContext, status: number, title: string, body: Html, active?: string): void {
+export function page(ctx: RouteContext, status: number, title: string, body: Html, active?: string): void {
   const s = ctx.session!;
   const proof = ctx.app.sessions.proof(s);
   const provenFor = proof ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
   // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
   // of a POST-only path.
   const live = ctx.req.method === "GET" || ctx.req.method === "HEAD" ? ctx.app.changes.current() : undefined;
-  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, active, live }, body));
+  const passkeyDecisions = !proof && passkeyDecisionsOf(ctx)?.here === true;
+  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, passkeyDecisions, active, live }, body));
 }
 
-function cookie(name: string, value: string, path = "/", clear = false): string {
+/**
+ * How decisions are proven on this page when no passphrase proof is held and a passkey is
+ * registered: by the passkey here (at localhost), or by a link there (at 127.0.0.1). The rows
+ * only choose what to show: whether a passkey counts is decided when its answer is verified.
+ */
+function passkeyDecisionsOf(ctx: RouteContext): PasskeyDecisions | undefined {
+  const { app } = ctx;
+  if (app.sessions.proof(ctx.session!) || passkeyRows(app.db).length === 0) return undefined;
+  return onPasskeyOrigin(ctx.req, app.port) ? { here: true } : { here: false, url: passkeyOrigin(app.port) };
+}
+
+export function cookie(name: string, value: string, path = "/", clear = false): string {
   return `${name}=${value}; HttpOnly; SameSite=Strict; Path=${path}${clear ? "; Max-Age=0" : ""}`;
 }
 
 /** Where to go after logging in: one of our own paths, never a URL from input. */
-function safeNext(next: string | null): string {
+export function safeNext(next: string | null): string {
   return next && /^\/[A-Za-z0-9/_-]{0,200}$/.test(next) && !next.startsWith("//") ? next : "/";
 }
 
-function by(how: string): string {
+export function by(how: string): string {
   let user = "unknown user";
   try {
     user = userInfo().username;
@@ -70,10 +87,14 @@ function loginForm(ctx: RouteContext, status: number, problem?: string): void {
   const t = token();
   ctx.res.setHeader("Set-Cookie", cookie(loginCookie(ctx.app.port), t, "/login"));
   const next = safeNext(ctx.url.searchParams.get("next") ?? ctx.form?.get("next") ?? null);
-  sendHtml(ctx.res, status, loginPage(t, next, problem));
+  const passkey =
+    passkeyRows(ctx.app.db).length === 0
+      ? null
+      : { here: onPasskeyOrigin(ctx.req, ctx.app.port), url: passkeyOrigin(ctx.app.port) };
+  sendHtml(ctx.res, status, loginPage(t, next, problem, passkey));
 }
 
-function proofProblem(e: unknown): string | null {
+export function proofProblem(e: unknown): string | null {
   if (e instanceof ApproverKeyMismatchError) return e.message;
   if (e instanceof KeyringError) return e.message;
   if (e instanceof LoginThrottled) return e.message;
@@ -110,6 +131,17 @@ const ACTIONS: Record<string, Decision | "deny"> = {
   deny: "deny",
 };
 
+/** A decision nobody would use (the gateway that asked is gone) is refused before it is signed. */
+export function refuseWithoutGateway(app: RouteContext["app"], req: ApprovalRequest): void {
+  const run = getRun(app.db, req.agentRun);
+  if (req.state === "pending" && !run?.gatewayAlive) {
+    throw new DecisionError(
+      `the gateway that asked for ${req.request} is no longer running; nothing would use the decision`,
+      "not-pending",
+    );
+  }
+}
+
 async function decide(ctx: RouteContext): Promise<void> {
   const { app, form, params } = ctx;
   const s = ctx.session as ConsoleSession;
@@ -118,7 +150,8 @@ async function decide(ctx: RouteContext): Promise<void> {
   if (!req)
     return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
   const action = form!.get("action") ?? "";
-  const chosen = ACTIONS[action];
+  // own keys only: "constructor" is a key of every object
+  const chosen = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
   if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
   const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
   let proof = app.sessions.proof(s);
@@ -139,13 +172,7 @@ async function decide(ctx: RouteContext): Promise<void> {
   const decision: Decision =
     chosen === "deny" ? (reason ? { approve: false, reason } : { approve: false }) : chosen;
   try {
-    const run = getRun(app.db, req.agentRun);
-    if (req.state === "pending" && !run?.gatewayAlive) {
-      throw new DecisionError(
-        `the gateway that asked for ${id} is no longer running; nothing would use the decision`,
-        "not-pending",
-      );
-    }
+    refuseWithoutGateway(app, req);
     const result = decideRequest(app.db, id, decision, by(how), proof.signer);
     app.log.info(
       `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}`,
@@ -238,7 +265,7 @@ export const CONSOLE_ROUTES: Route[] = [
     method: "GET",
     path: /^\/static\/console\.js$/,
     session: false,
-    handle: asset("text/javascript; charset=utf-8", CONSOLE_JS),
+    handle: asset("text/javascript; charset=utf-8", CONSOLE_JS + PASSKEY_JS),
   },
   {
     method: "GET",
@@ -283,7 +310,13 @@ export const CONSOLE_ROUTES: Route[] = [
     path: /^\/$/,
     session: true,
     handle: (ctx) =>
-      page(ctx, 200, "Requests", requestsBody(pendingRequests(ctx.app.db), ctx.session!.csrf), "/"),
+      page(
+        ctx,
+        200,
+        "Requests",
+        requestsBody(pendingRequests(ctx.app.db), ctx.session!.csrf, passkeyDecisionsOf(ctx)),
+        "/",
+      ),
   },
   {
     method: "GET",
@@ -295,7 +328,12 @@ export const CONSOLE_ROUTES: Route[] = [
       if (!req)
         return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
       const waiting = pendingRequests(ctx.app.db).find((p) => p.request === id)?.waiting;
-      page(ctx, 200, `Request ${id}`, requestBody({ ...req, waiting }, ctx.session!.csrf));
+      page(
+        ctx,
+        200,
+        `Request ${id}`,
+        requestBody({ ...req, waiting }, ctx.session!.csrf, passkeyDecisionsOf(ctx)),
+      );
     },
   },
   { method: "POST", path: new RegExp(`^/requests/${ID}/decide$`), session: true, handle: decide },

@@ -12,6 +12,7 @@ import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { reviewCard } from "./card.js";
 import { type Html, html } from "./html.js";
+import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
 
 export interface PageChrome {
   title: string;
@@ -19,6 +20,8 @@ export interface PageChrome {
   csrf?: string;
   /** seconds of proven window left (null when no proof is held) */
   provenFor?: number | null;
+  /** no passphrase proof held, and decisions here are asked of a passkey */
+  passkeyDecisions?: boolean;
   active?: string;
   /** the store's state tag when the page was rendered: set on pages that fetch themselves again */
   live?: string;
@@ -30,6 +33,7 @@ const NAV: [string, string][] = [
   ["/catalog", "Catalog"],
   ["/grants", "Grants"],
   ["/audit", "Audit"],
+  ["/passkeys", "Passkeys"],
 ];
 
 export function layout(chrome: PageChrome, body: Html): string {
@@ -40,7 +44,9 @@ export function layout(chrome: PageChrome, body: Html): string {
       )}<span class="proof">${
         chrome.provenFor
           ? html`passphrase proven (${chrome.provenFor}s left)`
-          : "decisions ask for the passphrase"
+          : chrome.passkeyDecisions
+            ? "decisions ask your passkey"
+            : "decisions ask for the passphrase"
       }</span><form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></nav>`
     : "";
   return `<!doctype html>\n${html`<html lang="en"><head><meta charset="utf-8">
@@ -52,7 +58,12 @@ export function layout(chrome: PageChrome, body: Html): string {
 <main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""}>${body}</main></body></html>`}`;
 }
 
-export function loginPage(loginCsrf: string, next: string, problem?: string): string {
+export function loginPage(
+  loginCsrf: string,
+  next: string,
+  problem?: string,
+  passkey: { here: boolean; url: string } | null = null,
+): string {
   return layout(
     { title: "Log in" },
     html`<section class="login"><h1>Prove it is you</h1>
@@ -63,17 +74,25 @@ export function loginPage(loginCsrf: string, next: string, problem?: string): st
       <input type="hidden" name="next" value="${next}">
       <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="login-passphrase"></label>
       <button type="submit" data-testid="login-submit">Log in</button>
-    </form></section>`,
+    </form>${loginPasskeyPart(passkey, next)}</section>`,
   );
 }
 
-export function requestsBody(pending: (ApprovalRequest & { waiting?: boolean })[], csrf: string): Html {
+export function requestsBody(
+  pending: (ApprovalRequest & { waiting?: boolean })[],
+  csrf: string,
+  passkey?: PasskeyDecisions,
+): Html {
   return html`<h1>Pending requests <small>(${pending.length})</small></h1>
-  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCard(r, csrf))}`;
+  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCard(r, csrf, passkey))}`;
 }
 
-export function requestBody(req: ApprovalRequest & { waiting?: boolean }, csrf: string): Html {
-  return html`<p><a href="/">← all requests</a></p>${reviewCard(req, csrf)}`;
+export function requestBody(
+  req: ApprovalRequest & { waiting?: boolean },
+  csrf: string,
+  passkey?: PasskeyDecisions,
+): Html {
+  return html`<p><a href="/">← all requests</a></p>${reviewCard(req, csrf, passkey)}`;
 }
 
 const ACTION_TEXT: Record<string, string> = {

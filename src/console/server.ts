@@ -22,6 +22,7 @@ import {
   securityHeaders,
   sendText,
 } from "./http.js";
+import { PASSKEY_ROUTES } from "./passkeys.js";
 import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie } from "./sessions.js";
@@ -78,7 +79,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
       return run;
     },
   };
-  const routes = [...(o.extraRoutes ?? []), ...CONSOLE_ROUTES];
+  const routes = [...(o.extraRoutes ?? []), ...PASSKEY_ROUTES, ...CONSOLE_ROUTES];
   let port = 0;
   let lastRequest = Date.now();
   const server = createServer((req, res) => {

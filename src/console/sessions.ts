@@ -1,5 +1,5 @@
 /**
- * Console sessions. A session exists only after the passphrase was proven; its id is 32 random
+ * Console sessions. A session exists only after the human was proven (passphrase or passkey); its id is 32 random
  * bytes in an HttpOnly, SameSite=Strict cookie, it has its own CSRF token, and it ends after
  * `idleMs` without a request. The proof (signer and audit key) is held for `proofWindowMs` from
  * the last passphrase entry and dropped when that ends (0: never held; each decision asks).
@@ -25,6 +25,8 @@ export interface ConsoleSession {
   lastSeen: number;
   proof: Proof | null;
   proofUntil: number;
+  /** the passkey this session was opened with (null: opened with the passphrase) */
+  passkey: string | null;
 }
 
 export function token(): string {
@@ -51,7 +53,8 @@ export class Sessions {
     this.timer.unref();
   }
 
-  create(proof: Proof): ConsoleSession {
+  /** A session after a proof: the passphrase's (held for the window) or a passkey's (nothing held). */
+  create(proof: Proof | null, passkey: string | null = null): ConsoleSession {
     const now = Date.now();
     const s: ConsoleSession = {
       id: token(),
@@ -60,9 +63,10 @@ export class Sessions {
       lastSeen: now,
       proof: null,
       proofUntil: 0,
+      passkey,
     };
     this.byId.set(s.id, s);
-    this.proven(s, proof);
+    if (proof) this.proven(s, proof);
     return s;
   }
 
@@ -100,6 +104,11 @@ export class Sessions {
   end(s: ConsoleSession): void {
     s.proof = null;
     this.byId.delete(s.id);
+  }
+
+  /** Ends every session opened with this passkey (it was removed: it proves nobody any more). */
+  endOpenedWith(passkey: string): void {
+    for (const s of [...this.byId.values()]) if (s.passkey === passkey) this.end(s);
   }
 
   close(): void {

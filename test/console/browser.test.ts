@@ -229,3 +229,21 @@ describe("untrusted text", () => {
     expect(browser.dialogs).toEqual([]);
   });
 });
+
+describe("the deny reason", () => {
+  it("Enter in the reason field denies (it never submits the form's first button, an approval)", async () => {
+    const { stateDir, gw } = await setup();
+    const call = gw.client.callTool({ name: "deploy", arguments: {} }).catch((e) => e);
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    const page = browser.page;
+    await loginWithBrowser(page, `${base}/requests/${req.request}`);
+    const card = page.getByTestId("pending-request");
+    await card.getByTestId("deny-reason").fill("pressed Enter");
+    await card.getByTestId("deny-reason").press("Enter");
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^denied.*pressed Enter/);
+    expect(refusal(await call).data).toMatchObject({ error: "approval_denied" });
+    expect(await activeGrants(stateDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,27 @@
+/**
+ * Where passkeys work. Browsers refuse an IP address as a WebAuthn relying-party id, so passkeys
+ * are registered and used on `http://localhost:PORT` (the Host check accepts it; `localhost` is a
+ * secure context, and its cookies are its own: a session at 127.0.0.1 is not one at localhost).
+ * Every passkey ceremony names this RP id and this exact origin, whatever the request carried.
+ */
+import type { IncomingMessage } from "node:http";
+
+export const PASSKEY_RP_ID = "localhost";
+export const PASSKEY_RP_NAME = "portcullis console";
+
+/** The console's passkey origin for its port: never built from a request's headers. */
+export function passkeyOrigin(port: number): string {
+  return `http://${PASSKEY_RP_ID}:${port}`;
+}
+
+/** Whether this request reached the console by its passkey origin (the Host is already checked). */
+export function onPasskeyOrigin(req: IncomingMessage, port: number): boolean {
+  return req.headers.host === `${PASSKEY_RP_ID}:${port}`;
+}
+
+/** A console URL (e.g. from console.json, at 127.0.0.1) moved to the passkey origin. */
+export function atPasskeyOrigin(url: string): string {
+  const u = new URL(url);
+  u.hostname = PASSKEY_RP_ID;
+  return u.toString().replace(/\/$/, "");
+}

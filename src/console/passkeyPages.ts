@@ -1,0 +1,55 @@
+/**
+ * The passkeys page, and the passkey parts of the login page and of a request's decision form.
+ * Forms marked `data-passkey` are run by /static/console.js (the WebAuthn ceremony); posted
+ * without it they reach a JSON route and are refused, never half-done.
+ */
+import type { PasskeyInfo } from "../approval/passkey.js";
+import { type Html, html } from "./html.js";
+
+export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boolean, problem?: string): Html {
+  return html`<h1>Passkeys <small>(${list.length})</small></h1>
+  ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
+  <p>A passkey (Touch ID, Windows Hello, a security key) logs in and decides requests, as the passphrase does; every decision made with it asks the authenticator, with user verification. Passkeys work at this address (<code>localhost</code>): browsers refuse an IP address for them.</p>
+  ${
+    list.length === 0
+      ? html`<p class="empty">No passkey is registered.</p>`
+      : html`<table class="passkeys"><thead><tr><th>name</th><th>id</th><th>added</th><th>last used</th><th>honoured</th><th></th></tr></thead><tbody>${list.map(
+          (p) => html`<tr data-testid="passkey" data-passkey-id="${p.id}">
+          <td>${p.name}</td><td><code>${p.id.slice(0, 16)}…</code></td><td>${p.createdAt}</td><td>${p.lastUsedAt ?? "never"}</td>
+          <td>${p.honoured ? "yes" : html`<span class="error">no: ${p.why ?? ""}</span>`}</td>
+          <td><form method="post" action="/passkeys/remove"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="passkey" value="${p.id}"><button type="submit" class="danger" data-testid="passkey-remove">Remove</button></form></td></tr>`,
+        )}</tbody></table>`
+  }
+  <section class="add-passkey"><h2>Add a passkey</h2>
+  <p>Adding one needs the passphrase${proofHeld ? " (proven: it is held for now)" : ""}; the new passkey is pinned in the audit chain, signed by the approver key.</p>
+  <form method="post" action="/passkeys/register" data-passkey="register">
+    <label>Name <input type="text" name="name" maxlength="64" placeholder="e.g. laptop Touch ID" data-testid="passkey-name"></label>
+    ${proofHeld ? "" : html`<label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" required data-testid="passkey-passphrase"></label>`}
+    <button type="submit" data-testid="passkey-register">Add a passkey</button>
+  </form>
+  <p class="error" role="alert" data-testid="passkey-error" hidden></p></section>`;
+}
+
+/**
+ * The login page's passkey part: the ceremony where passkeys work (localhost), a link there
+ * otherwise. Absent when no passkey is registered.
+ */
+export function loginPasskeyPart(where: { here: boolean; url: string } | null, next = "/"): Html {
+  if (!where) return html``;
+  const there = `${where.url}/login${next === "/" ? "" : `?next=${encodeURIComponent(next)}`}`;
+  return where.here
+    ? html`<p class="or">or</p><p><button type="button" data-passkey-login data-testid="login-passkey">Log in with a passkey</button></p>
+    <p class="error" role="alert" data-testid="passkey-error" hidden></p>`
+    : html`<p class="or">or</p><p><a href="${there}" data-testid="login-passkey">Log in with a passkey</a> (at <code>localhost</code>: browsers refuse an IP address for passkeys)</p>`;
+}
+
+/** How a request card's decisions are proven when no passphrase proof is held. */
+export type PasskeyDecisions = { here: true } | { here: false; url: string };
+
+/** Under a decision form: what the buttons will ask, or where a passkey could decide instead. */
+export function passkeyDecisionNote(p: PasskeyDecisions, requestId: string): Html {
+  return p.here
+    ? html`<p class="meta">Each decision asks your passkey (user verification).</p>
+      <p class="error" role="alert" data-testid="passkey-error" hidden></p>`
+    : html`<p class="meta">Or <a href="${p.url}/requests/${encodeURIComponent(requestId)}" data-testid="passkey-elsewhere">decide with a passkey</a> at <code>localhost</code>.</p>`;
+}

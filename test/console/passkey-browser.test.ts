@@ -1,0 +1,345 @@
+// Passkeys in the console as a person uses them: Debian's chromium with its virtual authenticator
+// (DevTools protocol, WebAuthn domain: a platform authenticator with user verification), a real
+// console process, a real gateway and a real MCP client whose calls wait for the decision.
+import type { CDPSession } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
+import { nextRequest, pending } from "../helpers/approvals.js";
+import { SoftAuthenticator } from "../helpers/authenticator.js";
+import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import {
+  catalogFile,
+  DEPLOY_TOOL,
+  gatewayFor,
+  loginWithBrowser,
+  type RawResponse,
+  raw,
+  startConsoleProcess,
+} from "./helpers.js";
+
+const WIPE_TOOL = {
+  name: "wipe",
+  description: "Wipes the preview environment.",
+  inputSchema: { type: "object", properties: { why: { type: "string" } } },
+};
+
+let browser: TestBrowser;
+let cleanup: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+  await browser.context.clearCookies();
+});
+
+/** A call's promise that may be left behind when a test fails early: never an unhandled rejection. */
+function held<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
+/** Chromium's virtual authenticator: a platform passkey (Touch ID-like) that verifies its user. */
+async function virtualAuthenticator(): Promise<CDPSession> {
+  const cdp = await browser.page.context().newCDPSession(browser.page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  cleanup.push(async () => {
+    await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId }).catch(() => {});
+    await cdp.send("WebAuthn.disable").catch(() => {});
+    await cdp.detach().catch(() => {});
+  });
+  return cdp;
+}
+
+async function setup() {
+  const stateDir = newStateDir();
+  const dir = tempDir("portcullis-passkey-tools-");
+  const c = await startConsoleProcess(stateDir);
+  cleanup.push(() => {
+    removeDir(dir);
+    removeDir(stateDir);
+  });
+  cleanup.push(() => c.stop());
+  const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL, WIPE_TOOL]));
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  await virtualAuthenticator();
+  return { stateDir, gw, base: c.url, local: atPasskeyOrigin(c.url) };
+}
+
+async function passkeys(stateDir: string): Promise<{ id: string; name: string; honoured: boolean }[]> {
+  const r = await runCli(["passkey", "list", "--json", "--state-dir", stateDir]);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout).passkeys;
+}
+
+async function grants(stateDir: string): Promise<{ grant: string; approvedBy: string }[]> {
+  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
+  return JSON.parse(r.stdout).grants;
+}
+
+/** The page `portcullis passkey add` names, logged into with the passphrase; one passkey added. */
+async function registerPasskey(stateDir: string, name: string): Promise<string> {
+  const page = browser.page;
+  const add = await runCli(["passkey", "add", "--state-dir", stateDir]);
+  expect(add.code, add.stderr).toBe(0);
+  const url = /(http:\/\/\S+\/passkeys)/.exec(add.stdout)![1]!;
+  expect(new URL(url).hostname).toBe("localhost");
+  await loginWithBrowser(page, url);
+  expect(page.url()).toBe(url);
+  await page.getByTestId("passkey-name").fill(name);
+  await page.getByTestId("passkey-register").click();
+  await page.getByTestId("passkey").waitFor();
+  const [p] = await passkeys(stateDir);
+  expect(p).toMatchObject({ name, honoured: true });
+  return p!.id;
+}
+
+/** A new session: the browser forgets the console's cookies, then proves the human with the passkey. */
+async function loginWithPasskey(local: string): Promise<void> {
+  const page = browser.page;
+  await browser.context.clearCookies();
+  await page.goto(`${local}/`);
+  expect(new URL(page.url()).pathname).toBe("/login");
+  await page.getByTestId("login-passkey").click();
+  await page.waitForURL(`${local}/`);
+  await expect(page.locator("nav .proof").textContent()).resolves.toContain("ask your passkey");
+}
+
+async function openCard(local: string, request: string) {
+  const page = browser.page;
+  await page.goto(`${local}/requests/${request}`);
+  const card = page.locator(`[data-testid="pending-request"][data-request-id="${request}"]`);
+  await card.waitFor();
+  return card;
+}
+
+describe("passkeys in the console", () => {
+  it("registered after the passphrase, a passkey logs in, approves a held call and denies another", async () => {
+    const { stateDir, gw, base, local } = await setup();
+    const page = browser.page;
+
+    // At 127.0.0.1 the passkeys page sends the human to localhost (browsers refuse an IP as RP id).
+    await page.goto(`${base}/passkeys`);
+    expect(page.url()).toBe(`${local}/login?next=%2Fpasskeys`);
+    const id = await registerPasskey(stateDir, "test key");
+
+    // At 127.0.0.1 the login page sends a passkey to localhost, keeping where the human was going.
+    await browser.context.clearCookies();
+    await page.goto(`${base}/requests/someid`);
+    expect(await page.getByTestId("login-passkey").getAttribute("href")).toBe(
+      `${local}/login?next=%2Frequests%2Fsomeid`,
+    );
+
+    // Logged in with the passkey alone: no passphrase signer, every decision asks the passkey.
+    await loginWithPasskey(local);
+    const seen = new Set<string>();
+    const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
+    const req1 = await nextRequest(stateDir, seen);
+    const card1 = await openCard(local, req1.request);
+    await card1.getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved.*passkey "test key"/);
+    expect((await first).isError).toBeFalsy();
+    const [grant] = await grants(stateDir);
+    expect(grant!.approvedBy).toContain(`passkey "test key" (${id.slice(0, 12)}`);
+
+    // The session grant covers the next call of the tool: the gateway honoured the passkey's grant.
+    expect((await gw.client.callTool({ name: "deploy", arguments: { note: "again" } })).isError).toBeFalsy();
+
+    const wipe = gw.client.callTool({ name: "wipe", arguments: { why: "test" } }).catch((e) => e);
+    const req2 = await nextRequest(stateDir, seen);
+    const card2 = await openCard(local, req2.request);
+    await card2.getByTestId("deny-reason").fill("not today");
+    await card2.getByTestId("deny").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toContain("not today");
+    const denied = (await wipe) as { data: Record<string, unknown> };
+    expect(denied.data).toMatchObject({ error: "approval_denied", reason: "denied: not today" });
+    expect((await passkeys(stateDir))[0]!.honoured).toBe(true);
+    expect(browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
+  });
+
+  it("a removed passkey decides nothing: its answer is refused and its grant stops covering calls", async () => {
+    const { stateDir, gw, local } = await setup();
+    const page = browser.page;
+    const id = await registerPasskey(stateDir, "lost key");
+    await loginWithPasskey(local);
+
+    // A passkey-only session holds no approver key: adding another passkey asks the passphrase.
+    await page.goto(`${local}/passkeys`);
+    await page.getByTestId("passkey-passphrase").fill("not the passphrase");
+    await page.getByTestId("passkey-register").click();
+    const problem = page.getByTestId("passkey-error");
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain("wrong passphrase");
+    expect(await passkeys(stateDir)).toHaveLength(1);
+
+    const seen = new Set<string>();
+    const first = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req1 = await nextRequest(stateDir, seen);
+    await (await openCard(local, req1.request)).getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect((await first).isError).toBeFalsy();
+
+    // A card on screen, then the passkey is removed elsewhere (the terminal): the click that
+    // follows makes the authenticator answer, and the answer is not honoured.
+    const wipe = held(gw.client.callTool({ name: "wipe", arguments: {} }));
+    const req2 = await nextRequest(stateDir, seen);
+    const card = await openCard(local, req2.request);
+    await card.getByTestId("deny-reason").fill("typing keeps this page as it is");
+    const rm = await runCli(["passkey", "rm", id, "--state-dir", stateDir]);
+    expect(rm.code, rm.stderr).toBe(0);
+    await card.getByTestId("approve-call").click();
+    const error = page.getByTestId("passkey-error");
+    await error.waitFor();
+    expect(await error.textContent()).toMatch(/no authority/);
+    expect((await nextRequest(stateDir, new Set())).request).toBe(req2.request);
+
+    // The grant it approved before no longer covers the tool: the next deploy asks again.
+    const again = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req3 = await nextRequest(stateDir, seen);
+    expect(req3.tool).toBe("deploy");
+    expect(await grants(stateDir)).toEqual([]);
+    await gw.close();
+    await Promise.allSettled([wipe, again]);
+  });
+});
+
+describe("the passkey routes' edges", () => {
+  /** Requests to the console as a page at `host` would send them (node connects to 127.0.0.1). */
+  function client(port: number, host: string) {
+    let cookies: string[] = [];
+    const keep = (r: RawResponse) => {
+      const set = r.headers["set-cookie"];
+      for (const c of Array.isArray(set) ? set : set ? [set] : []) {
+        const pair = c.split(";")[0]!;
+        const name = pair.split("=")[0]!;
+        cookies = [
+          ...cookies.filter((k) => !k.startsWith(`${name}=`)),
+          ...(c.includes("Max-Age=0") ? [] : [pair]),
+        ];
+      }
+      return r;
+    };
+    const headers = (extra: Record<string, string>) => ({
+      Host: host,
+      Origin: `http://${host}`,
+      ...(cookies.length ? { Cookie: cookies.join("; ") } : {}),
+      ...extra,
+    });
+    return {
+      get: async (path: string) =>
+        keep(await raw(`http://127.0.0.1:${port}${path}`, { headers: headers({}) })),
+      form: async (path: string, fields: Record<string, string>) =>
+        keep(
+          await raw(`http://127.0.0.1:${port}${path}`, {
+            method: "POST",
+            headers: headers({ "Content-Type": "application/x-www-form-urlencoded" }),
+            body: new URLSearchParams(fields).toString(),
+          }),
+        ),
+      json: async (path: string, body: unknown, csrf?: string) =>
+        keep(
+          await raw(`http://127.0.0.1:${port}${path}`, {
+            method: "POST",
+            headers: headers({
+              "Content-Type": "application/json",
+              ...(csrf ? { "X-CSRF-Token": csrf } : {}),
+            }),
+            body: JSON.stringify(body),
+          }),
+        ),
+    };
+  }
+  const csrfOf = (body: string) => /name="csrf" value="([^"]+)"/.exec(body)![1]!;
+
+  it("refuses ceremonies away from localhost, without the token, not started here, or answered by an unknown passkey", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-passkey-tools-");
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => c.stop());
+    const port = Number(new URL(c.url).port);
+    const local = client(port, `localhost:${port}`);
+    const ip = client(port, `127.0.0.1:${port}`);
+
+    // Logging in with a passkey needs the login form's token, like the passphrase.
+    const loginToken = csrfOf((await local.get("/login")).body);
+    expect((await local.json("/login/passkey/options", {})).status).toBe(403);
+    const noPasskey = await local.json("/login/passkey/options", {}, loginToken);
+    expect(noPasskey.status).toBe(409);
+    const fake = new SoftAuthenticator();
+    const made = fake.assert("bm90LWlzc3VlZC1oZXJl", {
+      origin: `http://localhost:${port}`,
+      rpId: "localhost",
+    });
+    const notStarted = await local.json("/login/passkey", { response: made }, loginToken);
+    expect(notStarted.status).toBe(400);
+    expect(notStarted.body).toContain("not started here");
+
+    // A passphrase session; its passkey routes are refused at 127.0.0.1 (an IP is no RP id).
+    const ipToken = csrfOf((await ip.get("/login")).body);
+    expect(
+      (await ip.form("/login", { csrf: ipToken, passphrase: "correct horse battery staple" })).status,
+    ).toBe(303);
+    const csrf = csrfOf((await ip.get("/")).body);
+    const atIp = await ip.json("/passkeys/options", {}, csrf);
+    expect(atIp.status).toBe(400);
+    expect(atIp.body).toContain(`http://localhost:${port}`);
+
+    // A pending request, decided with an answer to a challenge this console never prepared, then
+    // with an unregistered passkey's answer to the one it did: both refused, still pending.
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req = await nextRequest(stateDir);
+    const lt = csrfOf((await local.get("/login")).body);
+    expect(
+      (await local.form("/login", { csrf: lt, passphrase: "correct horse battery staple" })).status,
+    ).toBe(303);
+    const lcsrf = csrfOf((await local.get("/")).body);
+    const path = `/requests/${req.request}/passkey`;
+    const forged = await local.json(path, { response: made }, lcsrf);
+    expect(forged.status).toBe(400);
+    // Only the three actions: not a name every object has.
+    for (const action of ["constructor", "toString", "approve"]) {
+      expect((await local.json(`${path}/options`, { action }, lcsrf)).status).toBe(400);
+    }
+    expect(
+      (await local.form(`/requests/${req.request}/decide`, { csrf: lcsrf, action: "constructor" })).status,
+    ).toBe(400);
+    const prepared = await local.json(`${path}/options`, { action: "approve-session" }, lcsrf);
+    expect(prepared.status, prepared.body).toBe(200);
+    const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
+    const answer = fake.assert(options.challenge, { origin: `http://localhost:${port}`, rpId: "localhost" });
+    const unknown = await local.json(path, { response: answer }, lcsrf);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toContain("no authority");
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    await gw.close();
+    await call.catch(() => {});
+  });
+});
