@@ -46,10 +46,25 @@ export const NODE_MODULES_SKIP: ReadonlySet<string> = new Set([".cache", ".vite"
 
 const RUNTIME_TIMEOUT_MS = 5000;
 
-export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache): Promise<StaticIdentity> {
+/**
+ * What a capture found changed after a given time: a server started before its identity was
+ * captured may have loaded a file that the capture then read in another state.
+ */
+export interface ChangeProbe {
+  /** ms since the epoch; a file or directory whose ctime is at or after it counts as changed */
+  since: number;
+  /** set by the capture: the first changed path it saw, else null */
+  touched?: string | null;
+}
+
+export async function captureStaticIdentity(
+  spec: LaunchSpec,
+  cache: DigestCache,
+  probe?: ChangeProbe,
+): Promise<StaticIdentity> {
   const cwd = resolve(spec.cwd);
   const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
-  const job = new DigestJob(cache);
+  const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
   const exeSlot = r.executable === null ? null : job.file(r.executable);
   const entrySlot = r.entry === null ? null : job.file(r.entry);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w)] as const);
@@ -78,6 +93,7 @@ export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache
     r.runtime === null ? null : await runtimeOf(r.runtime.kind, rtExe, rtSlot?.sha ?? null, cache);
   const t = tree?.();
   const inp = inputs?.();
+  if (probe) probe.touched = job.touched;
   cache.save();
   return {
     serverLabel: spec.serverLabel,
