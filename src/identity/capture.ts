@@ -64,6 +64,8 @@ export async function captureStaticIdentity(
 ): Promise<StaticIdentity> {
   const cwd = resolve(spec.cwd);
   const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
+  const patterns = spec.include ?? [];
+  const globSync = patterns.length > 0 ? (await import("tinyglobby")).globSync : null;
   const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
   const exeSlot = r.executable === null ? null : job.file(r.executable);
   const entrySlot = r.entry === null ? null : job.file(r.entry);
@@ -74,8 +76,7 @@ export async function captureStaticIdentity(
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
   const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
-  const patterns = spec.include ?? [];
-  const inputs = patterns.length > 0 ? job.glob(cwd, patterns) : null;
+  const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
   await job.run();
 
   const need = (what: string, abs: string, slot: Slot): FileDigest => {

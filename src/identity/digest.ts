@@ -2,7 +2,7 @@
 // the cache cannot answer is queued and hashed in one batch (with worker threads when it is large).
 import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
-import { globSync } from "tinyglobby";
+import type { globSync as GlobSync } from "tinyglobby";
 import { sha256Hex } from "../util/canonical.js";
 import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
@@ -161,8 +161,11 @@ export class DigestJob {
     return () => this.finishTree(t);
   }
 
-  /** Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. */
-  glob(cwd: string, patterns: string[]): () => TreeDigest {
+  /**
+   * Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. The glob library
+   * is passed in: it is loaded only by captures that have patterns (startup time).
+   */
+  glob(cwd: string, patterns: string[], globSync: typeof GlobSync): () => TreeDigest {
     const t = treeState(cwd, 0);
     let rels: string[] = [];
     try {
