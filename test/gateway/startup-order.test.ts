@@ -1,12 +1,13 @@
 // The server is started while its dependency tree is digested (src/supervisor/supervisor.ts):
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
+import { NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -89,5 +90,47 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(called[0]!.seq).toBeGreaterThan(started[0]!.seq);
     expect(called[0]!.epoch).toBe(record.epoch);
     expect(calls[0]!.pid).toBe(record.processId);
+  });
+
+  it("a dependency changed by the starting server itself, before the digest read it: that process is killed unused and the server started again, capture first", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    bulkTree(project.dir, 40, 100);
+    // Sorted last in the tree: with a cold cache it is hashed well after the wrapper touched it.
+    const last = join(project.dir, "node_modules", "zzz-last", "index.js");
+    mkdirSync(join(project.dir, "node_modules", "zzz-last"));
+    writeFileSync(last, "export default 1;\n");
+    const starts = join(project.dir, "state", "starts");
+    const wrapper = join(project.dir, "scripts", "touchy.sh");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\ntouch ${JSON.stringify(last)}\nexec ${JSON.stringify(NODE)} "$(dirname "$0")/../dist/server.js"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", wrapper],
+      cwd: project.dir,
+      env: { ...project.env, PORTCULLIS_CACHE_DIR: tempDir("portcullis-cold-cache-") },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    const res = await gw.request("tools/call", { name: "read_status", arguments: {} }, 60_000);
+    expect(res.error).toBeUndefined();
+    expect(gw.stderr()).toMatch(
+      /zzz-last\/index\.js changed while the server was starting; starting it again/,
+    );
+    // two starts: the first process never got a message, the second answered
+    const pids = readFileSync(starts, "utf8").trim().split("\n").map(Number);
+    expect(pids).toHaveLength(2);
+    const calls = project.records();
+    expect(calls).toHaveLength(1);
+    gw.closeStdin();
+    await gw.exited;
+    const started = (await events(stateDir)).filter((e) => e.type === "server_started");
+    expect(started).toHaveLength(1); // one epoch: the killed process never had one
+    const record = started[0]!.record as { processId: number };
+    expect(record.processId).toBe(pids[1]);
   });
 });
