@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { makeProject } from "../helpers/project.js";
 import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
