@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { ulid } from "ulid";
+import { collectSoon } from "../identity/collect.js";
 import {
   type ChangeProbe,
   captureStaticIdentity,
@@ -423,8 +424,12 @@ const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 /** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
 function saveQuietly(cache: DigestCache): void {
   try {
-    // saved: the entries need not stay in memory until the next capture
-    if (cache.save()) cache.release();
+    // saved: the entries need not stay in memory until the next capture, and the memory they
+    // took goes back to the system
+    if (cache.save()) {
+      cache.release();
+      collectSoon();
+    }
   } catch {
     /* a read-only cache location costs speed, not correctness */
   }
