@@ -6,6 +6,7 @@ import { dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
+import { loadGlob } from "./glob.js";
 import { isOwnExecutable } from "./proc.js";
 import {
   displayPath,
@@ -65,7 +66,7 @@ export async function captureStaticIdentity(
   const cwd = resolve(spec.cwd);
   const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
   const patterns = spec.include ?? [];
-  const globSync = patterns.length > 0 ? (await import("tinyglobby")).globSync : null;
+  const globSync = patterns.length > 0 ? await loadGlob() : null;
   const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
   const exeSlot = r.executable === null ? null : job.file(r.executable);
   const entrySlot = r.entry === null ? null : job.file(r.entry);

@@ -2,9 +2,9 @@
 // (a rebuild, an install). It reports; it never decides. The dependency tree is watched to a bounded
 // depth, so a changed file inside a package is seen without one watch per file.
 import { isAbsolute, join, sep } from "node:path";
-import type { FSWatcher, watch as Watch } from "chokidar";
-import type { globSync as GlobSync } from "tinyglobby";
+import { type FSWatcher, watch } from "chokidar";
 import { NODE_MODULES_SKIP } from "./capture.js";
+import { loadedGlob } from "./glob.js";
 import { displayPath } from "./resolve.js";
 import type { StaticIdentity } from "./types.js";
 
@@ -88,10 +88,9 @@ export function watchArtifacts(
   let firstAt = 0;
   let closed = false;
   const patterns = s.identityInputs?.patterns ?? [];
-  // chokidar and the glob library are loaded here, not when the gateway starts (startup time)
-  let watch: typeof Watch | null = null;
-  let globSync: typeof GlobSync | null = null;
   const globbed = (): Set<string> => {
+    // loaded by the capture of these patterns, which always comes before the watcher
+    const globSync = loadedGlob();
     if (globSync === null) return new Set();
     try {
       // Named as record() names a change (displayPath), also for matches outside cwd.
@@ -140,8 +139,7 @@ export function watchArtifacts(
   };
 
   const readies: Promise<void>[] = [];
-  const add = (paths: string | string[], options: Parameters<typeof Watch>[1], include: boolean) => {
-    if (watch === null) return;
+  const add = (paths: string | string[], options: Parameters<typeof watch>[1], include: boolean) => {
     try {
       const w = watch(paths, { ignoreInitial: true, persistent: true, ...options });
       // chokidar 4 reports symlinks found by the initial scan as "add" even with ignoreInitial
@@ -163,54 +161,43 @@ export function watchArtifacts(
     } catch {}
   };
 
-  const start = async (): Promise<void> => {
-    try {
-      watch = (await import("chokidar")).watch;
-      if (patterns.length > 0) globSync = (await import("tinyglobby")).globSync;
-    } catch {
-      return;
-    }
-    if (closed) return;
-    try {
-      const { files, dirs } = watchedPaths(s);
-      if (files.length > 0) add(files, {}, false);
-      const nm = s.dependencyTree === null ? null : dirs[0]!.path;
-      for (const d of dirs) {
-        if (d.path === nm) {
-          const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
-          add(
-            d.path,
-            {
-              depth: d.depth,
-              followSymlinks: false,
-              ignored: (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
-            },
-            false,
-          );
-        } else {
-          if (includeBefore === null) includeBefore = globbed();
-          add(
-            d.path,
-            {
-              depth: d.depth,
-              followSymlinks: false,
-              ignored: (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
-            },
-            true,
-          );
-        }
+  try {
+    const { files, dirs } = watchedPaths(s);
+    if (files.length > 0) add(files, {}, false);
+    const nm = s.dependencyTree === null ? null : dirs[0]!.path;
+    for (const d of dirs) {
+      if (d.path === nm) {
+        const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
+        add(
+          d.path,
+          {
+            depth: d.depth,
+            followSymlinks: false,
+            ignored: (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+          },
+          false,
+        );
+      } else {
+        if (includeBefore === null) includeBefore = globbed();
+        add(
+          d.path,
+          {
+            depth: d.depth,
+            followSymlinks: false,
+            ignored: (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
+          },
+          true,
+        );
       }
-    } catch {}
-  };
-  const started = start();
+    }
+  } catch {}
 
   return {
-    ready: started.then(() => Promise.all(readies)).then(() => undefined),
+    ready: Promise.all(readies).then(() => undefined),
     async close() {
       closed = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
-      await started;
       await Promise.all(watchers.map((w) => w.close().catch(() => undefined)));
     },
   };
