@@ -104,7 +104,9 @@ async function calls(c, total, concurrency) {
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 1000));
+// Idle means past start-up: the gateway collects once, a second after its capture released the
+// digest cache (src/identity/collect.ts), so the first reading waits 2 s.
+const settle = (ms = 1000) => new Promise((r) => setTimeout(r, ms));
 const mb = (n) => `${n.toFixed(1)} MB`;
 
 async function main() {
@@ -130,7 +132,7 @@ async function main() {
     if (init.status !== 0) throw new Error(`portcullis init failed: ${init.stderr.trim()}`);
     const args = ["run", "--state-dir", stateDir, "--label", "memory", "--approval", "none", ...extraArgs];
     const gw = await open([NODE, CLI, ...args, "--", ...SERVER], env);
-    await settle();
+    await settle(2000);
     const idle = rssMb(gw.pid);
     await calls(gw, 1000, 16);
     await settle();
