@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { ulid } from "ulid";
-import { collectSoon } from "../identity/collect.js";
+import { collectSoon, collectWhenIdle } from "../identity/collect.js";
 import {
   type ChangeProbe,
   captureStaticIdentity,
@@ -97,6 +97,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const gen = await this.launch("launch");
     this.poll = setInterval(() => this.checkReplacement(), this.opts.pollMs ?? 500);
     this.poll.unref();
+    collectWhenIdle();
     return gen;
   }
 
