@@ -2,11 +2,11 @@
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { NODE } from "../helpers/paths.js";
+import { assertBuilt, runCli } from "../helpers/gateway.js";
+import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -132,5 +132,40 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(started).toHaveLength(1); // one epoch: the killed process never had one
     const record = started[0]!.record as { processId: number };
     expect(record.processId).toBe(pids[1]);
+  });
+
+  it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo", () => {
+    assertBuilt();
+    // The static import graph of dist/cli/run.js (dynamic imports load only when used).
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const src = readFileSync(file, "utf8");
+      for (const m of src.matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)"|^import\s+"([^"]+)"/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
+        else if (!spec.startsWith("node:"))
+          packages.add(
+            spec
+              .split("/")
+              .slice(0, spec.startsWith("@") ? 2 : 1)
+              .join("/"),
+          );
+      }
+    };
+    const dist = join(REPO, "dist");
+    visit(join(dist, "cli", "run.js"));
+    expect(seen.size).toBeGreaterThan(20); // the graph was followed
+    expect([...packages].sort()).toEqual(["better-sqlite3", "canonicalize", "chokidar", "ulid"]);
+    const modules = [...seen].map((f) => relative(dist, f));
+    expect(modules).toContain("gateway/gateway.js");
+    const heavy = modules.filter((f) =>
+      /^(?:console\/(?!address\.js$|launch\.js$)|cli\/(?:demo|console|passkey|onboard|wrap|doctor|drill)|onboard\/|demo\/)/.test(
+        f,
+      ),
+    );
+    expect(heavy).toEqual([]);
   });
 });
