@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { createRequire } from "node:module";
+import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
 import { StateDirMissingError } from "../store/stateDir.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
@@ -77,8 +78,22 @@ function withStateDir(
   };
 }
 
+/**
+ * A gateway lives as long as its host's session and is mostly idle: keep V8's young generation
+ * at its initial size instead of letting a burst of calls grow it (to 16 MB per semi-space) and
+ * keep it. Measured (docs/performance.md): idle RSS about 9 MB lower, 12 MB lower after 1,000
+ * calls, no measurable cost to throughput. Read by V8 when it would grow the space, so setting it
+ * here, before the gateway allocates, takes effect (unlike --max-semi-space-size).
+ */
+function leanYoungGeneration(): void {
+  setFlagsFromString("--semi-space-growth-factor=1");
+}
+
 const commands: Record<string, () => Promise<Command>> = {
-  run: async () => (await import("./run.js")).runCommand,
+  run: async () => {
+    leanYoungGeneration();
+    return (await import("./run.js")).runCommand;
+  },
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),

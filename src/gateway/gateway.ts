@@ -392,6 +392,12 @@ export class Gateway {
     );
     if (!this.o.supervisor.send({ ...msg, id: wire })) {
       this.upstream.delete(wire, msg.id);
+      // a process that died before its first message (it was started while its identity was
+      // captured): answered here, as above, rather than left waiting
+      if (msg.method !== "tools/call") {
+        const e = refuse.serverUnavailable();
+        this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      }
       return false;
     }
     return true;

@@ -6,6 +6,7 @@ import { dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
+import { loadGlob } from "./glob.js";
 import { isOwnExecutable } from "./proc.js";
 import {
   displayPath,
@@ -46,10 +47,27 @@ export const NODE_MODULES_SKIP: ReadonlySet<string> = new Set([".cache", ".vite"
 
 const RUNTIME_TIMEOUT_MS = 5000;
 
-export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache): Promise<StaticIdentity> {
+/**
+ * What a capture found changed after a given time: a server started before its identity was
+ * captured may have loaded a file that the capture then read in another state.
+ */
+export interface ChangeProbe {
+  /** ms since the epoch; a file or directory whose ctime is at or after it counts as changed */
+  since: number;
+  /** set by the capture: the first changed path it saw, else null */
+  touched?: string | null;
+}
+
+export async function captureStaticIdentity(
+  spec: LaunchSpec,
+  cache: DigestCache,
+  probe?: ChangeProbe,
+): Promise<StaticIdentity> {
   const cwd = resolve(spec.cwd);
   const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
-  const job = new DigestJob(cache);
+  const patterns = spec.include ?? [];
+  const globSync = patterns.length > 0 ? await loadGlob() : null;
+  const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
   const exeSlot = r.executable === null ? null : job.file(r.executable);
   const entrySlot = r.entry === null ? null : job.file(r.entry);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w)] as const);
@@ -59,8 +77,7 @@ export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
   const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
-  const patterns = spec.include ?? [];
-  const inputs = patterns.length > 0 ? job.glob(cwd, patterns) : null;
+  const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
   await job.run();
 
   const need = (what: string, abs: string, slot: Slot): FileDigest => {
@@ -78,6 +95,7 @@ export async function captureStaticIdentity(spec: LaunchSpec, cache: DigestCache
     r.runtime === null ? null : await runtimeOf(r.runtime.kind, rtExe, rtSlot?.sha ?? null, cache);
   const t = tree?.();
   const inp = inputs?.();
+  if (probe) probe.touched = job.touched;
   cache.save();
   return {
     serverLabel: spec.serverLabel,

@@ -2,7 +2,7 @@
 // the cache cannot answer is queued and hashed in one batch (with worker threads when it is large).
 import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
-import { globSync } from "tinyglobby";
+import type { globSync as GlobSync } from "tinyglobby";
 import { sha256Hex } from "../util/canonical.js";
 import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
@@ -86,11 +86,23 @@ export class DigestJob {
   private readonly trees: TreeState[] = [];
   private readonly pool = new HashPool();
   private early: { count: number; outcomes: Promise<HashOutcome[]> } | null = null;
+  /**
+   * The first path seen with a status change (ctime) at or after `changedSince`: set when the
+   * server was started before this capture, and something it may have loaded changed since.
+   */
+  touched: string | null = null;
 
   constructor(
     readonly cache: DigestCache,
     readonly nowMs: number = Date.now(),
+    /** a time (ms since the epoch) after which no digested file may have changed; null: no check */
+    readonly changedSince: number | null = null,
   ) {}
+
+  private note(abs: string, ctimeMs: number): void {
+    if (this.changedSince !== null && this.touched === null && ctimeMs >= this.changedSince)
+      this.touched = abs;
+  }
 
   /** A single file, symlinks followed. The slot is filled now (cache hit) or by run(). */
   file(abs: string): Slot {
@@ -102,6 +114,7 @@ export class DigestJob {
       slot.error = (e as NodeJS.ErrnoException).code ?? "EIO";
       return slot;
     }
+    this.note(abs, st.ctimeMs);
     if (!st.isFile()) {
       slot.error = st.isDirectory() ? "EISDIR" : "ENOTREG";
       return slot;
@@ -148,8 +161,11 @@ export class DigestJob {
     return () => this.finishTree(t);
   }
 
-  /** Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. */
-  glob(cwd: string, patterns: string[]): () => TreeDigest {
+  /**
+   * Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. The glob library
+   * is passed in: it is loaded only by captures that have patterns (startup time).
+   */
+  glob(cwd: string, patterns: string[], globSync: typeof GlobSync): () => TreeDigest {
     const t = treeState(cwd, 0);
     let rels: string[] = [];
     try {
@@ -177,6 +193,7 @@ export class DigestJob {
       for (let i = 0; i < n; i++) {
         const o = outcomes[i]!;
         const key = this.keys[i];
+        if (!("error" in o)) this.note(this.paths[i]!, o.ctimeMs);
         if (!("error" in o) && key !== null && key !== undefined) this.cache.storeFile(key, o, this.nowMs);
         this.sinks[i]!(o);
       }
@@ -195,6 +212,7 @@ export class DigestJob {
 
   private walk(t: TreeState, abs: string, rel: string, st: Stats, skip: ReadonlySet<string>): void {
     const cache = this.cache;
+    this.note(abs, st.ctimeMs);
     let listing: DirEntry | null | undefined = cache.lookupDir(abs, st);
     if (listing === undefined) {
       t.listingChanged = true;
@@ -233,6 +251,7 @@ export class DigestJob {
         } catch {
           continue;
         }
+        this.note(childAbs, cst.ctimeMs);
         if (
           cst.size === stats[4 * i] &&
           cst.mtimeMs === stats[4 * i + 1] &&
@@ -252,6 +271,7 @@ export class DigestJob {
       if (kind === KIND_LINK) {
         try {
           cst ??= lstatSync(childAbs);
+          this.note(childAbs, cst.ctimeMs);
           const sha = linkDigest(readlinkSync(childAbs));
           cache.storeChild(
             dir,
@@ -341,6 +361,7 @@ export class DigestJob {
     } catch {
       return;
     }
+    this.note(abs, st.ctimeMs);
     const link = st.isSymbolicLink();
     if (!link && !st.isFile()) return;
     const key = link ? abs + LINK_KEY : abs;

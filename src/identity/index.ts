@@ -1,6 +1,7 @@
 // Execution identity: which code answers calls. See docs/identity.md.
 export { DigestCache } from "./cache.js";
 export {
+  type ChangeProbe,
   captureStaticIdentity,
   changedParts,
   envDigest,

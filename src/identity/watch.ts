@@ -3,8 +3,8 @@
 // depth, so a changed file inside a package is seen without one watch per file.
 import { isAbsolute, join, sep } from "node:path";
 import { type FSWatcher, watch } from "chokidar";
-import { globSync } from "tinyglobby";
 import { NODE_MODULES_SKIP } from "./capture.js";
+import { loadedGlob } from "./glob.js";
 import { displayPath } from "./resolve.js";
 import type { StaticIdentity } from "./types.js";
 
@@ -89,6 +89,9 @@ export function watchArtifacts(
   let closed = false;
   const patterns = s.identityInputs?.patterns ?? [];
   const globbed = (): Set<string> => {
+    // loaded by the capture of these patterns, which always comes before the watcher
+    const globSync = loadedGlob();
+    if (globSync === null) return new Set();
     try {
       // Named as record() names a change (displayPath), also for matches outside cwd.
       return new Set(

@@ -1,7 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { ulid } from "ulid";
+import { collectSoon, collectWhenIdle } from "../identity/collect.js";
 import {
+  type ChangeProbe,
   captureStaticIdentity,
   changedParts,
   type DigestCache,
@@ -95,28 +97,74 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const gen = await this.launch("launch");
     this.poll = setInterval(() => this.checkReplacement(), this.opts.pollMs ?? 500);
     this.poll.unref();
+    collectWhenIdle();
     return gen;
   }
 
+  /**
+   * Starts the server and captures its identity at the same time: the process boots (node and
+   * its modules) on one core while the dependency tree is digested on the other. The epoch is
+   * minted, the record made and `up` emitted only once both are done, and nothing reaches the
+   * server before `up` (the gateway holds every client message until then), so no call is
+   * forwarded before the epoch's identity is recorded. A digested file that changed after the
+   * spawn (ctime) means the capture may describe other bytes than the ones the process loaded:
+   * that process is killed, and the server is launched again the careful way, capture first.
+   */
   private async launch(reason: Generation["reason"]): Promise<Generation> {
     const { spec, cache } = this.opts;
+    const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
+    // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
+    // change right after the spawn is never stamped before `since`.
+    const probe: ChangeProbe = { since: Date.now() - CTIME_SLACK_MS };
+    let started = this.spawnChild(extra);
     let stat: StaticIdentity;
     try {
-      stat = await captureStaticIdentity(spec, cache);
+      stat = await captureStaticIdentity(spec, cache, probe);
+      if (probe.touched) {
+        this.opts.log.info(
+          `${probe.touched} changed while the server was starting; starting it again after the capture`,
+        );
+        await discard(started);
+        stat = await captureStaticIdentity(spec, cache);
+        started = this.spawnChild(extra);
+      }
     } catch (e) {
+      await discard(started);
       throw new LaunchError((e as Error).message);
     }
     saveQuietly(cache);
-    if (this.stopping) throw new LaunchError("the gateway is shutting down");
-    const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
+    if (this.stopping) {
+      await discard(started);
+      throw new LaunchError("the gateway is shutting down");
+    }
+    const child = await started.spawned;
+    const epoch = ulid();
+    const record = finishRecord(stat, {
+      epoch,
+      processId: child.pid!,
+      startedAt: started.startedAt,
+      processes: safeDescendants(child.pid!),
+    });
+    const gen: Generation = { epoch, record, static: stat, child, reason, settled: null, alive: true };
+    this.wire(gen);
+    const previous = this.current;
+    this.current = gen;
+    this.watchFiles(stat);
+    this.emit("up", gen, previous);
+    return gen;
+  }
+
+  /** Spawns the server; its output is not read until the generation is wired (after `up`). */
+  private spawnChild(extra: Record<string, string>): Started {
+    const { spec } = this.opts;
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
       env: { ...spec.env, ...extra },
       stdio: ["pipe", "pipe", "pipe"],
       detached: true, // its own process group: shutdown reaches every descendant
     });
-    await new Promise<void>((resolve, reject) => {
-      child.once("spawn", () => resolve());
+    const spawned = new Promise<ChildProcessWithoutNullStreams>((resolve, reject) => {
+      child.once("spawn", () => resolve(child));
       child.once("error", (err: NodeJS.ErrnoException) => {
         reject(
           new LaunchError(
@@ -127,20 +175,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         );
       });
     });
-    const epoch = ulid();
-    const record = finishRecord(stat, {
-      epoch,
-      processId: child.pid!,
-      startedAt: new Date().toISOString(),
-      processes: safeDescendants(child.pid!),
+    spawned.catch(() => {}); // awaited later, or discarded: never an unhandled rejection
+    child.stdin.on("error", () => {
+      /* EPIPE when it dies with a write in flight: the exit handler reports it */
     });
-    const gen: Generation = { epoch, record, static: stat, child, reason, settled: null, alive: true };
-    this.wire(gen);
-    const previous = this.current;
-    this.current = gen;
-    this.watchFiles(stat);
-    this.emit("up", gen, previous);
-    return gen;
+    return { child, spawned, startedAt: new Date().toISOString() };
   }
 
   private wire(gen: Generation): void {
@@ -179,6 +218,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     });
     writers.set(child, new LineCoalescer(child.stdin));
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
+    // It was spawned before its identity was captured: it may already have exited.
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const { exitCode, signalCode } = child;
+      setImmediate(() => this.onExit(child, exitCode, signalCode));
+    }
   }
 
   private onExit(
@@ -351,14 +395,42 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 }
 
+/** How far before the spawn a file's ctime still counts as a change after it. */
+const CTIME_SLACK_MS = 50;
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  /** when it was spawned: the record's startedAt */
+  startedAt: string;
+  spawned: Promise<ChildProcessWithoutNullStreams>;
+}
+
+/** Ends a server spawned for a launch that did not go through (no message was ever sent to it). */
+async function discard(started: Started): Promise<void> {
+  const { child } = started;
+  if (child.pid === undefined) return; // the spawn itself failed
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+  killGroup(child.pid, "SIGKILL");
+  child.stdout.destroy();
+  child.stderr.destroy();
+  await exited;
+}
+
 /** Each worker's stdin, written once per event-loop turn. */
 const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 
 /** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
 function saveQuietly(cache: DigestCache): void {
   try {
-    // saved: the entries need not stay in memory until the next capture
-    if (cache.save()) cache.release();
+    // saved: the entries need not stay in memory until the next capture, and the memory they
+    // took goes back to the system
+    if (cache.save()) {
+      cache.release();
+      collectSoon();
+    }
   } catch {
     /* a read-only cache location costs speed, not correctness */
   }

@@ -1,0 +1,171 @@
+// The server is started while its dependency tree is digested (src/supervisor/supervisor.ts):
+// a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
+// arrives before the epoch's execution record exists is held, then forwarded to that epoch.
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { assertBuilt, runCli } from "../helpers/gateway.js";
+import { NODE, REPO } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** node_modules/bulk-N/…: files the server never loads, that the capture must still digest. */
+function bulkTree(dir: string, packages: number, files: number): void {
+  for (let p = 0; p < packages; p++) {
+    const pkg = join(dir, "node_modules", `bulk-${p}`);
+    mkdirSync(pkg, { recursive: true });
+    for (let f = 0; f < files; f++)
+      writeFileSync(join(pkg, `f${f}.js`), `export const v = ${p * files + f};\n`);
+  }
+}
+
+async function events(stateDir: string): Promise<{ seq: number; type: string; [k: string]: unknown }[]> {
+  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout)
+    .seq as number;
+  const out: { seq: number; type: string; [k: string]: unknown }[] = [];
+  for (let seq = 1; seq <= head; seq++) {
+    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    out.push({ seq, ...JSON.parse(r.stdout).event });
+  }
+  return out;
+}
+
+describe("startup: the server starts while its identity is captured", () => {
+  it("a call sent before the execution record exists is held, then forwarded to that epoch once it is recorded", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    bulkTree(project.dir, 40, 100); // 4,000 files, hashed cold: the digest takes a while
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      // a cache of its own: cold, so every file of the tree is read and hashed
+      env: { ...project.env, PORTCULLIS_CACHE_DIR: tempDir("portcullis-cold-cache-") },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    // Everything at once, without waiting for any answer: the digest is still running.
+    gw.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    gw.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    gw.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "read_status", arguments: {} } });
+    const res = await gw.next((m) => m.id === 2, 60_000);
+    expect(res.error).toBeUndefined();
+    const status = JSON.parse((res.result as { content: { text: string }[] }).content[0]!.text);
+    expect(status.revision).toBe("A");
+
+    // The server's own evidence: it received the call, in the process the record names.
+    const calls = project.records();
+    expect(calls.map((c) => c.tool)).toEqual(["read_status"]);
+    gw.closeStdin();
+    await gw.exited;
+
+    const all = await events(stateDir);
+    const started = all.filter((e) => e.type === "server_started");
+    expect(started).toHaveLength(1);
+    const record = started[0]!.record as {
+      epoch: string;
+      processId: number;
+      dependencyTree: { files: number };
+    };
+    expect(record.dependencyTree.files).toBeGreaterThanOrEqual(4000);
+    const called = all.filter((e) => e.type === "tool_called");
+    expect(called).toHaveLength(1);
+    // recorded after the record, against its epoch, and answered by the process it names
+    expect(called[0]!.seq).toBeGreaterThan(started[0]!.seq);
+    expect(called[0]!.epoch).toBe(record.epoch);
+    expect(calls[0]!.pid).toBe(record.processId);
+  });
+
+  it("a dependency changed by the starting server itself, before the digest read it: that process is killed unused and the server started again, capture first", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    bulkTree(project.dir, 40, 100);
+    // Sorted last in the tree: with a cold cache it is hashed well after the wrapper touched it.
+    const last = join(project.dir, "node_modules", "zzz-last", "index.js");
+    mkdirSync(join(project.dir, "node_modules", "zzz-last"));
+    writeFileSync(last, "export default 1;\n");
+    const starts = join(project.dir, "state", "starts");
+    const wrapper = join(project.dir, "scripts", "touchy.sh");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\ntouch ${JSON.stringify(last)}\nexec ${JSON.stringify(NODE)} "$(dirname "$0")/../dist/server.js"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", wrapper],
+      cwd: project.dir,
+      env: { ...project.env, PORTCULLIS_CACHE_DIR: tempDir("portcullis-cold-cache-") },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    const res = await gw.request("tools/call", { name: "read_status", arguments: {} }, 60_000);
+    expect(res.error).toBeUndefined();
+    expect(gw.stderr()).toMatch(
+      /zzz-last\/index\.js changed while the server was starting; starting it again/,
+    );
+    // two starts: the first process never got a message, the second answered
+    const pids = readFileSync(starts, "utf8").trim().split("\n").map(Number);
+    expect(pids).toHaveLength(2);
+    const calls = project.records();
+    expect(calls).toHaveLength(1);
+    gw.closeStdin();
+    await gw.exited;
+    const started = (await events(stateDir)).filter((e) => e.type === "server_started");
+    expect(started).toHaveLength(1); // one epoch: the killed process never had one
+    const record = started[0]!.record as { processId: number };
+    expect(record.processId).toBe(pids[1]);
+  });
+
+  it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo", () => {
+    assertBuilt();
+    // The static import graph of dist/cli/run.js (dynamic imports load only when used).
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const src = readFileSync(file, "utf8");
+      for (const m of src.matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)"|^import\s+"([^"]+)"/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
+        else if (!spec.startsWith("node:"))
+          packages.add(
+            spec
+              .split("/")
+              .slice(0, spec.startsWith("@") ? 2 : 1)
+              .join("/"),
+          );
+      }
+    };
+    const dist = join(REPO, "dist");
+    visit(join(dist, "cli", "run.js"));
+    expect(seen.size).toBeGreaterThan(20); // the graph was followed
+    expect([...packages].sort()).toEqual(["better-sqlite3", "canonicalize", "chokidar", "ulid"]);
+    const modules = [...seen].map((f) => relative(dist, f));
+    expect(modules).toContain("gateway/gateway.js");
+    const heavy = modules.filter((f) =>
+      /^(?:console\/(?!address\.js$|launch\.js$)|cli\/(?:demo|console|passkey|onboard|wrap|doctor|drill)|onboard\/|demo\/)/.test(
+        f,
+      ),
+    );
+    expect(heavy).toEqual([]);
+  });
+});
