@@ -1,13 +1,6 @@
 import { ulid } from "ulid";
 import { unknownClientChain } from "../approval/chain.js";
-import {
-  Authorizer,
-  DecisionVerifier,
-  endRun,
-  processStartTime,
-  type Run,
-  startRun,
-} from "../approval/index.js";
+import { DecisionVerifier, endRun, processStartTime, type Run } from "../approval/index.js";
 import type { AuditLog } from "../audit/index.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
@@ -28,9 +21,9 @@ import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
 import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
-import { holderVault } from "../vault/port.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { scopesForTool } from "../vault/toolScopes.js";
+import { beginAgentRun } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
@@ -139,40 +132,14 @@ function openSession(
   let run: Run | null = null;
   let gateway: Gateway | null = null;
   const beginRun = () => {
-    run = startRun(
-      store,
-      server.label,
-      peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") },
-    );
-    events.emit({
-      type: "run_started",
-      run: run.run,
-      serverLabel: server.label,
-      gateway: gatewayId,
-      chainDigest: run.chainDigest,
-      agent: run.chain,
-    });
-    const auth = new Authorizer({
-      db: store,
-      run,
-      serverLabel: server.label,
-      approval: server.approval,
-      credentials: server.credentials,
-      tools: server.tools,
-      vault: holderVault(shared.stateDir, server.credentialSpecs),
-      timeoutMs: shared.approvalTimeoutMs,
-      requestTtlMs: shared.requestTtlMs,
-      consolePage: shared.consolePage,
-      onRequest: shared.onRequest,
-      log: statusLog,
-      events,
-      verifier,
-      context: () => ({
-        record: supervisor.current?.record ?? null,
-        revision: gateway?.status().revision ?? 0,
-      }),
-    });
-    return { runId: run.run, auth };
+    const client =
+      peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") };
+    const begun = beginAgentRun({ ...shared, verifier }, gatewayId, statusLog, client, () => ({
+      record: supervisor.current?.record ?? null,
+      revision: gateway?.status().revision ?? 0,
+    }));
+    run = begun.run;
+    return { runId: begun.run.run, auth: begun.auth };
   };
   gateway = new Gateway({
     label: server.label,

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { ulid } from "ulid";
-import { Authorizer, DecisionVerifier, endRun, type Run, startRun } from "../approval/index.js";
+import { DecisionVerifier, endRun, type Run } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import {
   APPROVAL_MODES,
@@ -33,10 +33,10 @@ import { caCertPath } from "../vault/egress/ca.js";
 import { egressEnv } from "../vault/egress/env.js";
 import { type EgressProxy, startEgressProxy } from "../vault/egress/proxy.js";
 import { EgressRecorder } from "../vault/egress/record.js";
-import { holderVault } from "../vault/port.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
 import { scopesForTool } from "../vault/toolScopes.js";
+import { beginAgentRun } from "./agentRun.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
@@ -437,37 +437,25 @@ async function serve(
     log.warn(`no grant will be honoured: ${trust.why}`);
     registry.statusLine(`approvals refused: ${trust.why}`);
   }
+  const runSettings = {
+    server,
+    stateDir,
+    store,
+    events,
+    verifier,
+    approvalTimeoutMs,
+    requestTtlMs,
+    consolePage,
+    onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
+  };
   const beginRun = () => {
-    run = startRun(store, server.label);
-    events.emit({
-      type: "run_started",
-      run: run.run,
-      serverLabel: server.label,
-      gateway: gatewayId,
-      chainDigest: run.chainDigest,
-      agent: run.chain,
-    });
-    const auth = new Authorizer({
-      db: store,
-      run,
-      serverLabel: server.label,
-      approval: server.approval,
-      credentials: server.credentials,
-      tools: server.tools,
-      vault: holderVault(stateDir, server.credentialSpecs),
-      timeoutMs: approvalTimeoutMs,
-      requestTtlMs,
-      consolePage,
-      log: statusLog,
-      events,
-      verifier,
-      onRequest: (id) => consoleOnDemand(stateDir, id, log),
-      context: () => ({
-        record: supervisor.current?.record ?? null,
-        revision: gateway?.status().revision ?? 0,
-      }),
-    });
-    return { runId: run.run, auth };
+    // the stdio client is the process that started this gateway (its parent)
+    const begun = beginAgentRun(runSettings, gatewayId, statusLog, {}, () => ({
+      record: supervisor.current?.record ?? null,
+      revision: gateway?.status().revision ?? 0,
+    }));
+    run = begun.run;
+    return { runId: begun.run.run, auth: begun.auth };
   };
 
   let finish: (code: number) => void = () => {};

@@ -1,0 +1,67 @@
+import {
+  Authorizer,
+  type AuthorizerOptions,
+  type DecisionVerifier,
+  type Run,
+  startRun,
+} from "../approval/index.js";
+import type { ServerConfig } from "../config/config.js";
+import type { EventSink } from "../gateway/events.js";
+import type { Store } from "../store/db.js";
+import type { Logger } from "../util/log.js";
+import { holderVault } from "../vault/port.js";
+
+/** What every agent run of one `portcullis run` shares, over stdio or per HTTP session. */
+export interface AgentRunSettings {
+  server: ServerConfig;
+  stateDir: string;
+  store: Store;
+  events: EventSink;
+  verifier: DecisionVerifier;
+  approvalTimeoutMs?: number;
+  requestTtlMs?: number;
+  consolePage?: (request: string) => string | null;
+  onRequest?: (request: string) => void;
+}
+
+/**
+ * Starts an agent run (its process chain recorded, `run_started` in the audit) and the
+ * authorizer that decides its calls. One place, so a stdio client and an HTTP session get the
+ * same approval behaviour.
+ */
+export function beginAgentRun(
+  s: AgentRunSettings,
+  gatewayId: string,
+  log: Logger,
+  client: { fromPid?: number; chain?: Run["chain"] },
+  context: AuthorizerOptions["context"],
+): { run: Run; auth: Authorizer } {
+  const { server, store, events } = s;
+  const run = startRun(store, server.label, client);
+  events.emit({
+    type: "run_started",
+    run: run.run,
+    serverLabel: server.label,
+    gateway: gatewayId,
+    chainDigest: run.chainDigest,
+    agent: run.chain,
+  });
+  const auth = new Authorizer({
+    db: store,
+    run,
+    serverLabel: server.label,
+    approval: server.approval,
+    credentials: server.credentials,
+    tools: server.tools,
+    vault: holderVault(s.stateDir, server.credentialSpecs),
+    timeoutMs: s.approvalTimeoutMs,
+    requestTtlMs: s.requestTtlMs,
+    consolePage: s.consolePage,
+    onRequest: s.onRequest,
+    log,
+    events,
+    verifier: s.verifier,
+    context,
+  });
+  return { run, auth };
+}
