@@ -1,8 +1,8 @@
 // The console as a person uses it: Debian's chromium (playwright-core) against a console that a
 // real gateway started on demand, with a real MCP client whose calls wait for the decision.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { pending } from "../helpers/approvals.js";
-import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
+import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -16,26 +16,8 @@ import {
   stopConsoleOf,
 } from "./helpers.js";
 
-let browser: TestBrowser;
-let cleanup: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-  await browser.context.clearCookies();
-});
-
-/** A call's promise that may be left behind when a test fails early: never an unhandled rejection. */
-function held<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => {});
-  return p;
-}
+const suite = browserSuite();
+const { cleanup } = suite;
 
 function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
@@ -63,7 +45,7 @@ async function activeGrants(stateDir: string): Promise<{ grant: string; mode: st
 describe("deciding in the console", () => {
   it("log in from the request's page, approve for the session; revoke; approve one call; deny with a reason", async () => {
     const { stateDir, gw } = await setup();
-    const page = browser.page;
+    const page = suite.browser.page;
 
     // A waiting call starts the console; the gateway says where the request is decided.
     const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
@@ -128,7 +110,7 @@ describe("deciding in the console", () => {
     expect(await page.locator("p.outcome").textContent()).toContain("not on a Friday");
     const denied = refusal(await fourth);
     expect(denied.data).toMatchObject({ error: "approval_denied", reason: "denied: not on a Friday" });
-    expect(browser.dialogs).toEqual([]);
+    expect(suite.browser.dialogs).toEqual([]);
   });
 });
 
@@ -144,7 +126,7 @@ describe("the proven window", () => {
     cleanup.push(() => c.stop());
     const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
     cleanup.push(() => gw.close());
-    const page = browser.page;
+    const page = suite.browser.page;
     await loginWithBrowser(page, c.url);
 
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
@@ -194,7 +176,7 @@ describe("untrusted text", () => {
     );
     const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
-    const page = browser.page;
+    const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
     const card = page.getByTestId("pending-request");
     await card.waitFor();
@@ -226,7 +208,7 @@ describe("untrusted text", () => {
     await page.getByTestId("deny").click();
     await page.waitForSelector("p.outcome");
     await call.catch(() => {});
-    expect(browser.dialogs).toEqual([]);
+    expect(suite.browser.dialogs).toEqual([]);
   });
 });
 
@@ -236,7 +218,7 @@ describe("the deny reason", () => {
     const call = gw.client.callTool({ name: "deploy", arguments: {} }).catch((e) => e);
     const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
-    const page = browser.page;
+    const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
     const card = page.getByTestId("pending-request");
     await card.getByTestId("deny-reason").fill("pressed Enter");

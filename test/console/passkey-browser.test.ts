@@ -2,11 +2,11 @@
 // (DevTools protocol, WebAuthn domain: a platform authenticator with user verification), a real
 // console process, a real gateway and a real MCP client whose calls wait for the decision.
 import type { CDPSession } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { SoftAuthenticator } from "../helpers/authenticator.js";
-import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
+import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -26,30 +26,12 @@ const WIPE_TOOL = {
   inputSchema: { type: "object", properties: { why: { type: "string" } } },
 };
 
-let browser: TestBrowser;
-let cleanup: (() => Promise<void> | void)[] = [];
-
-beforeAll(async () => {
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-  await browser.context.clearCookies();
-});
-
-/** A call's promise that may be left behind when a test fails early: never an unhandled rejection. */
-function held<T>(p: Promise<T>): Promise<T> {
-  p.catch(() => {});
-  return p;
-}
+const suite = browserSuite();
+const { cleanup } = suite;
 
 /** Chromium's virtual authenticator: a platform passkey (Touch ID-like) that verifies its user. */
 async function virtualAuthenticator(): Promise<CDPSession> {
-  const cdp = await browser.page.context().newCDPSession(browser.page);
+  const cdp = await suite.browser.page.context().newCDPSession(suite.browser.page);
   await cdp.send("WebAuthn.enable");
   const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
     options: {
@@ -98,7 +80,7 @@ async function grants(stateDir: string): Promise<{ grant: string; approvedBy: st
 
 /** The page `portcullis passkey add` names, logged into with the passphrase; one passkey added. */
 async function registerPasskey(stateDir: string, name: string): Promise<string> {
-  const page = browser.page;
+  const page = suite.browser.page;
   const add = await runCli(["passkey", "add", "--state-dir", stateDir]);
   expect(add.code, add.stderr).toBe(0);
   const url = /(http:\/\/\S+\/passkeys)/.exec(add.stdout)![1]!;
@@ -115,8 +97,8 @@ async function registerPasskey(stateDir: string, name: string): Promise<string> 
 
 /** A new session: the browser forgets the console's cookies, then proves the human with the passkey. */
 async function loginWithPasskey(local: string): Promise<void> {
-  const page = browser.page;
-  await browser.context.clearCookies();
+  const page = suite.browser.page;
+  await suite.browser.context.clearCookies();
   await page.goto(`${local}/`);
   expect(new URL(page.url()).pathname).toBe("/login");
   await page.getByTestId("login-passkey").click();
@@ -125,7 +107,7 @@ async function loginWithPasskey(local: string): Promise<void> {
 }
 
 async function openCard(local: string, request: string) {
-  const page = browser.page;
+  const page = suite.browser.page;
   await page.goto(`${local}/requests/${request}`);
   const card = page.locator(`[data-testid="pending-request"][data-request-id="${request}"]`);
   await card.waitFor();
@@ -135,7 +117,7 @@ async function openCard(local: string, request: string) {
 describe("passkeys in the console", () => {
   it("registered after the passphrase, a passkey logs in, approves a held call and denies another", async () => {
     const { stateDir, gw, base, local } = await setup();
-    const page = browser.page;
+    const page = suite.browser.page;
 
     // At 127.0.0.1 the passkeys page sends the human to localhost (browsers refuse an IP as RP id).
     await page.goto(`${base}/passkeys`);
@@ -143,7 +125,7 @@ describe("passkeys in the console", () => {
     const id = await registerPasskey(stateDir, "test key");
 
     // At 127.0.0.1 the login page sends a passkey to localhost, keeping where the human was going.
-    await browser.context.clearCookies();
+    await suite.browser.context.clearCookies();
     await page.goto(`${base}/requests/someid`);
     expect(await page.getByTestId("login-passkey").getAttribute("href")).toBe(
       `${local}/login?next=%2Frequests%2Fsomeid`,
@@ -175,12 +157,12 @@ describe("passkeys in the console", () => {
     const denied = (await wipe) as { data: Record<string, unknown> };
     expect(denied.data).toMatchObject({ error: "approval_denied", reason: "denied: not today" });
     expect((await passkeys(stateDir))[0]!.honoured).toBe(true);
-    expect(browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
+    expect(suite.browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
   });
 
   it("a removed passkey decides nothing: its answer is refused and its grant stops covering calls", async () => {
     const { stateDir, gw, local } = await setup();
-    const page = browser.page;
+    const page = suite.browser.page;
     const id = await registerPasskey(stateDir, "lost key");
     await loginWithPasskey(local);
 

@@ -2,6 +2,7 @@
 // playwright-core, headless, with a fresh user-data-dir removed on close. No browser download.
 import { existsSync } from "node:fs";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { removeDir, tempDir } from "./files.js";
 
 export const CHROMIUM = process.env.PORTCULLIS_TEST_CHROMIUM ?? "/usr/bin/chromium";
@@ -63,4 +64,36 @@ export async function launchBrowser(): Promise<TestBrowser> {
       removeDir(profile);
     },
   };
+}
+
+/**
+ * One browser for a test file (launched before its tests, closed after), with a list of cleanups
+ * run after each test, and the cookies cleared between tests.
+ */
+export function browserSuite(): { readonly browser: TestBrowser; cleanup: (() => Promise<void> | void)[] } {
+  let browser: TestBrowser | undefined;
+  const suite = {
+    get browser(): TestBrowser {
+      if (!browser) throw new Error("the browser is not launched yet (use it inside a test)");
+      return browser;
+    },
+    cleanup: [] as (() => Promise<void> | void)[],
+  };
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    for (const c of suite.cleanup.splice(0).reverse()) await c();
+    await browser?.context.clearCookies();
+  });
+  return suite;
+}
+
+/** A call's promise that may be left behind when a test fails early: never an unhandled rejection. */
+export function held<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
 }
