@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readJsonLines, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { storeSecret } from "../vault/helpers.js";
 import { startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -15,6 +16,17 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
+
+/** A new state directory whose vault holds remote-mcp-token (with this policy) and is unlocked. */
+async function unlockedWith(secret: string, ...policy: string[]): Promise<string> {
+  const stateDir = newStateDir();
+  cleanup.push(async () => {
+    await runCli(["lock"], { stateDir });
+  });
+  await storeSecret(stateDir, "remote-mcp-token", secret, ...policy);
+  expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+  return stateDir;
+}
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
@@ -76,25 +88,7 @@ describe("config headers from the vault", () => {
     const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
     const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
     cleanup.push(() => server.kill());
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    const store = await runCli(
-      [
-        "vault",
-        "set",
-        "remote-mcp-token",
-        "--from-stdin",
-        "--deliver",
-        "http",
-        "--host",
-        `127.0.0.1:${server.port}`,
-      ],
-      { stateDir, env: passphraseEnv(), input: SECRET },
-    );
-    expect(store.code, store.stderr).toBe(0);
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", `127.0.0.1:${server.port}`);
 
     const dir = tempDir("portcullis-cfg-");
     writeFileSync(
@@ -139,17 +133,7 @@ describe("config headers from the vault", () => {
     const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
     const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
     cleanup.push(() => server.kill());
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    const store = await runCli(["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: SECRET,
-    });
-    expect(store.code, store.stderr).toBe(0);
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const stateDir = await unlockedWith(SECRET, "--deliver", "env");
     const dir = tempDir("portcullis-cfg-");
     writeFileSync(
       join(dir, "portcullis.json"),
@@ -177,17 +161,8 @@ describe("config headers from the vault", () => {
     const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
     const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
     cleanup.push(() => server.kill());
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
     // stored for api.example.com only; the configuration (which an agent can edit) points elsewhere
-    const store = await runCli(
-      ["vault", "set", "remote-mcp-token", "--from-stdin", "--deliver", "http", "--host", "api.example.com"],
-      { stateDir, env: passphraseEnv(), input: SECRET },
-    );
-    expect(store.code, store.stderr).toBe(0);
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", "api.example.com");
     const dir = tempDir("portcullis-cfg-");
     writeFileSync(
       join(dir, "portcullis.json"),
