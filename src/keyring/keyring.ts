@@ -420,12 +420,8 @@ function unwrap(key: Buffer, w: Wrapped, aad: Buffer): Buffer {
   return Buffer.concat([d.update(sealed.subarray(0, sealed.length - TAG_BYTES)), d.final()]);
 }
 
-/**
- * Writes `path` atomically and only if it does not exist: the bytes go to a
- * temporary file (0600, fsynced), which is then hard-linked to `path` — link(2)
- * fails with EEXIST rather than replacing — and the directory is fsynced.
- */
-function writeFileExclusive(path: string, text: string): void {
+/** `text` in a new 0600 file beside `path`, fsynced; returns its path. */
+function syncedTemp(path: string, text: string): string {
   const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   const fd = openSync(tmp, "wx", 0o600);
   try {
@@ -434,6 +430,16 @@ function writeFileExclusive(path: string, text: string): void {
   } finally {
     closeSync(fd);
   }
+  return tmp;
+}
+
+/**
+ * Writes `path` atomically and only if it does not exist: the bytes go to a
+ * temporary file (0600, fsynced), which is then hard-linked to `path` — link(2)
+ * fails with EEXIST rather than replacing — and the directory is fsynced.
+ */
+function writeFileExclusive(path: string, text: string): void {
+  const tmp = syncedTemp(path, text);
   try {
     linkSync(tmp, path);
   } catch (err) {
@@ -447,14 +453,7 @@ function writeFileExclusive(path: string, text: string): void {
 
 /** Replaces `path` atomically (temporary file, fsync, rename over it, directory fsync). */
 function replaceFile(path: string, text: string): void {
-  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  const fd = openSync(tmp, "wx", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  const tmp = syncedTemp(path, text);
   renameSync(tmp, path);
   fsyncDir(join(path, ".."));
 }
