@@ -7,6 +7,7 @@ import { AuditLog } from "../audit/index.js";
 import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
+  commandLineServer,
   messageBytesProblem,
   ON_CHANGE,
   ON_EXPAND,
@@ -150,20 +151,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
       throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
     if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" before '--'.`);
     const label = values.label ?? deriveLabel(command);
-    server = {
-      label,
-      command: command[0]!,
-      args: command.slice(1),
-      cwd: process.cwd(),
-      env: {},
-      credentials: {},
-      credentialSpecs: [],
-      identity: { include: [] },
-      onChange: "report",
-      approval: { default: "session", tools: {} },
-      audit: { arguments: "digest" },
-      configFile: null,
-    };
+    server = commandLineServer(label, command[0]!, command.slice(1));
   } else {
     if (positionals.length !== 1) {
       throw new UsageError("run: give a server LABEL from portcullis.json, or '-- COMMAND [ARGS...]'.");

@@ -1,4 +1,4 @@
-import type { ServerConfig } from "../config/config.js";
+import { commandLineServer, type ServerConfig } from "../config/config.js";
 import { remoteUrlProblem } from "../config/remote.js";
 import { RemoteSupervisor } from "../supervisor/remote.js";
 import { headerScopes, parseHeaderFlag } from "../supervisor/remoteHeaders.js";
@@ -9,21 +9,7 @@ import { UsageError } from "./errors.js";
 
 /** `run --url URL`: a server entry with nothing to launch. */
 export function urlServer(url: string, label: string | undefined): ServerConfig {
-  return {
-    label: label ?? labelOf(url),
-    command: "",
-    args: [],
-    cwd: process.cwd(),
-    env: {},
-    credentials: {},
-    credentialSpecs: [],
-    identity: { include: [] },
-    onChange: "report",
-    approval: { default: "session", tools: {} },
-    audit: { arguments: "digest" },
-    configFile: null,
-    remote: { url, headers: [] },
-  };
+  return { ...commandLineServer(label ?? labelOf(url), "", []), remote: { url, headers: [] } };
 }
 
 function labelOf(url: string): string {

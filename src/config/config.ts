@@ -69,6 +69,27 @@ export interface ServerConfig {
 export type EgressMode = "record" | "declared-only";
 export const EGRESS_MODES: readonly EgressMode[] = ["record", "declared-only"];
 
+/**
+ * A server given on the command line (`run -- COMMAND`, `run --url URL`): no file, and the
+ * defaults a configuration entry would get.
+ */
+export function commandLineServer(label: string, command: string, args: string[]): ServerConfig {
+  return {
+    label,
+    command,
+    args,
+    cwd: process.cwd(),
+    env: {},
+    credentials: {},
+    credentialSpecs: [],
+    identity: { include: [] },
+    onChange: "report",
+    approval: { default: "session", tools: {} },
+    audit: { arguments: "digest" },
+    configFile: null,
+  };
+}
+
 /** A configuration problem: the message names the file and the key. Exit code 2. */
 export class ConfigError extends Error {
   override name = "ConfigError";
