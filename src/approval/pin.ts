@@ -174,6 +174,21 @@ export async function pinnedSigner(
   const unlocked = await addApproverKey(stateDir, passphrase);
   unlocked.dataKey.fill(0);
   const signer = unlocked.signer!;
+  ensurePinned(db, stateDir, signer, notice);
+  return signer;
+}
+
+/**
+ * The signer's key is the pinned approver key, pinning it when no key is pinned yet (trust on
+ * first pin); another pinned key is ApproverKeyMismatchError. For every holder of a signer made
+ * from the passphrase (the CLI, the console).
+ */
+export function ensurePinned(
+  db: Store,
+  stateDir: string,
+  signer: DecisionSigner,
+  notice: (line: string) => void = () => {},
+): void {
   const keyring = loadPublicKeyring(stateDir);
   if (!keyring) throw new Error("the keyring disappeared");
   const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey);
@@ -182,7 +197,6 @@ export async function pinnedSigner(
     const seq = writePin(db, stateDir, signer, "no approver key was pinned yet");
     notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
   }
-  return signer;
 }
 
 /**

@@ -4,9 +4,9 @@
  * only for the proven window, then dropped (src/console/sessions.ts).
  */
 import type { KeyObject } from "node:crypto";
-import { ApproverKeyMismatchError, PinTracker, pinnedSigner, writePin } from "../approval/pin.js";
+import { ensurePinned, pinnedSigner } from "../approval/pin.js";
 import type { DecisionSigner } from "../keyring/approver.js";
-import { loadPublicKeyring, unlockKeyring } from "../keyring/keyring.js";
+import { unlockKeyring } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
 
 export interface Proof {
@@ -33,16 +33,8 @@ export async function prove(
     const signer = await pinnedSigner(db, stateDir, passphrase, notice);
     return { signer, auditKey: unlocked.auditPrivateKey };
   }
-  const signer = unlocked.signer;
-  const keyring = loadPublicKeyring(stateDir);
-  if (!keyring) throw new Error("the keyring disappeared");
-  const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey);
-  if (status.state === "other") throw new ApproverKeyMismatchError(signer.keyId);
-  if (status.state === "none") {
-    const seq = writePin(db, stateDir, signer, "no approver key was pinned yet");
-    notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
-  }
-  return { signer, auditKey: unlocked.auditPrivateKey };
+  ensurePinned(db, stateDir, unlocked.signer, notice);
+  return { signer: unlocked.signer, auditKey: unlocked.auditPrivateKey };
 }
 
 /** Refused before trying: too many wrong passphrases lately (see LoginLimiter). */
