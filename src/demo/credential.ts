@@ -8,6 +8,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
 import { openStore, type Store } from "../store/db.js";
 import { createCa, mintLeaf } from "../vault/egress/certs.js";
+import { waitFor } from "./wait.js";
 
 /**
  * The demo's credential chapter: an inventory API key stored in the vault for HTTP delivery.
@@ -203,14 +204,4 @@ ${rev === "B" ? 'api("/startup").catch(() => {});\n' : ""}await server.connect(n
 function text(res: unknown): string {
   const content = (res as { content?: { text?: string }[] }).content ?? [];
   return content.map((x) => x.text ?? "").join(" ");
-}
-
-async function waitFor<T>(check: () => T | null | undefined | false, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

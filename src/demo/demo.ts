@@ -15,6 +15,9 @@ import { openStore, type Store } from "../store/db.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
 import { makeDemoProject } from "./project.js";
+import { waitFor } from "./wait.js";
+
+export { waitFor } from "./wait.js";
 
 export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
 
@@ -269,18 +272,4 @@ export function text(res: unknown): string {
 
 function short(id: string | null | undefined): string {
   return id ? `${id.slice(0, 10)}…` : "-";
-}
-
-export async function waitFor<T>(
-  check: () => T | null | undefined | false,
-  what: string,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
