@@ -16,9 +16,9 @@ usage: portcullis <command> [options]
   catalog diff LABEL [FROM TO] [--json]
                                        what changed between two catalog revisions
   catalog list LABEL [--json]          every revision recorded for a server
-  approvals [--json]                   pending approval requests, with what changed
-  approve ID [--for session|call]      approve a request (asks for the passphrase)
-  deny ID [--reason TEXT]              deny a request (asks for the passphrase)
+  approvals [--json] [--watch]         pending approval requests, with what changed (--watch: live)
+  approve ID|--next [--for session|call]  approve a request, or the oldest one (asks for the passphrase)
+  deny ID|--next [--reason TEXT]       deny a request, or the oldest one (asks for the passphrase)
   grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
