@@ -961,14 +961,20 @@ export class Gateway {
    */
   callsInFlight(): {
     epoch: string | null;
-    inFlight: { callId: string; epoch: string; scopes: readonly string[] }[];
+    inFlight: { callId: string; epoch: string; scopes: readonly string[]; key: string }[];
   } {
     const gen = this.gen;
-    const out: { callId: string; epoch: string; scopes: readonly string[] }[] = [];
+    const out: { callId: string; epoch: string; scopes: readonly string[]; key: string }[] = [];
     if (!gen?.alive || this.ended) return { epoch: gen?.epoch ?? null, inFlight: out };
-    for (const [, p] of this.upstream.entries())
+    // key: the wire id, never reused in this gateway (a client may send one request id twice)
+    for (const [wire, p] of this.upstream.entries())
       if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)
-        out.push({ callId: JSON.stringify(p.clientId), epoch: gen.epoch, scopes: p.scopes });
+        out.push({
+          callId: JSON.stringify(p.clientId),
+          epoch: gen.epoch,
+          scopes: p.scopes,
+          key: String(wire),
+        });
     return { epoch: gen.epoch, inFlight: out };
   }
 

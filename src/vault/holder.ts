@@ -1,4 +1,5 @@
-import { chmodSync, existsSync, unlinkSync } from "node:fs";
+import { randomInt } from "node:crypto";
+import { chmodSync, existsSync, unlinkSync, utimesSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import type { CaMaterial, LeafMaterial } from "./egress/certs.js";
@@ -24,6 +25,12 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * key only the holder holds; `release-http` hands out an HTTP-delivered value for a request to one
  * of the hosts its stored policy names (the egress proxy asks per request, while a call covering
  * the scope is in flight).
+ *
+ * The holder's generation is its socket file's modification time (whole seconds, a random start,
+ * one more each time a secret is stored or removed, set before the answer), sent with every
+ * `release-http` value: the egress proxy keeps a value for the call it was released for and uses
+ * it again only while the file still shows that generation. `lock` removes the file before it
+ * answers, so no request read after `lock` returns finds a value to use.
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
@@ -81,6 +88,27 @@ export async function runHolder(
   let ca: CaMaterial | null = o.ca ?? null;
   const leaves = new Map<string, Promise<LeafMaterial>>();
   let stopped = false;
+  /** `lock` was asked: nothing more is released, and the socket file is already gone */
+  let locking = false;
+  // whole seconds between 2001 and 2030: a date every filesystem keeps exactly
+  let generation = randomInt(1_000_000_000, 1_900_000_000);
+  /** false when the socket file's time cannot be set: values are then not marked, and not kept */
+  let marked = false;
+  const mark = (): void => {
+    try {
+      utimesSync(o.socketPath, generation, generation);
+      marked = true;
+    } catch {
+      marked = false;
+    }
+  };
+  const removeSocket = (): void => {
+    try {
+      unlinkSync(o.socketPath);
+    } catch {
+      /* already gone */
+    }
+  };
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => serve(socket));
   const stop = (reason: "locked" | "expired" | "signal") => {
@@ -94,11 +122,8 @@ export async function runHolder(
     leaves.clear();
     server.close();
     for (const s of sockets) s.destroy();
-    try {
-      unlinkSync(o.socketPath);
-    } catch {
-      /* already gone */
-    }
+    // after `lock` the path may already be a new holder's (a new unlock): not ours to remove
+    if (!locking) removeSocket();
     o.onStop?.(reason);
   };
   const timer = setTimeout(() => stop("expired"), Math.max(0, o.until.getTime() - Date.now()));
@@ -128,6 +153,7 @@ export async function runHolder(
   };
 
   const answer = async (req: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    if (locking) return { ok: false, error: "locked" };
     switch (req.op) {
       case "status":
         return {
@@ -155,7 +181,7 @@ export async function runHolder(
         // The stored policy decides, not the gateway's configuration: a host the passphrase
         // holder did not name gets nothing, whatever portcullis.json says.
         if (!hostMatches(v.hosts, dest)) return { ok: false, error: "host_not_allowed" };
-        return { ok: true, value: v.value.toString("utf8") };
+        return { ok: true, value: v.value.toString("utf8"), ...(marked ? { generation } : {}) };
       }
       case "leaf":
         if (typeof req.host !== "string" || !parseAuthority(`${req.host}:443`))
@@ -182,14 +208,22 @@ export async function runHolder(
         const given = req.egressCa as { cert?: unknown; key?: unknown } | undefined;
         if (!ca && typeof given?.cert === "string" && typeof given.key === "string")
           ca = { certPem: given.cert, keyPkcs8: Buffer.from(given.key, "base64") };
+        generation++;
+        mark();
         return { ok: true };
       }
       case "forget":
         if (typeof req.scope !== "string") return { ok: false, error: "bad_request" };
         held.get(req.scope)?.value.fill(0);
         held.delete(req.scope);
+        generation++;
+        mark();
         return { ok: true };
       case "lock":
+        // the file goes before the answer: once `lock` has its answer, no proxy finds the mark
+        // its kept values need, and no new connection reaches this holder
+        locking = true;
+        removeSocket();
         setImmediate(() => stop("locked"));
         return { ok: true };
       default:
@@ -244,6 +278,7 @@ export async function runHolder(
     });
   });
   chmodSync(o.socketPath, 0o600);
+  mark();
   return { stop };
 }
 

@@ -1,11 +1,12 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { createConnection, type Socket } from "node:net";
 import { holderSocketPath } from "../holder.js";
 
 /**
  * The egress proxy's connection to the vault holder, kept open between requests: a release is
- * asked per request, and a new Unix socket connection each time would cost more than the
- * question. The holder answers the requests of one connection in order, so answers are matched
+ * asked once per call, scope and host, a leaf once per host, and a new Unix socket connection
+ * each time would cost more than the question; its closing also tells the proxy that the holder
+ * is gone. The holder answers the requests of one connection in order, so answers are matched
  * to questions first in, first out. Any trouble (no holder, a closed or silent socket) answers
  * null, as a locked vault does, and the next question connects again.
  */
@@ -13,6 +14,7 @@ export class HolderClient {
   private socket: Socket | null = null;
   private buf = "";
   private waiting: { resolve: (v: Record<string, unknown> | null) => void; timer: NodeJS.Timeout }[] = [];
+  private readonly gone: (() => void)[] = [];
 
   constructor(
     private readonly stateDir: string,
@@ -31,6 +33,26 @@ export class HolderClient {
 
   close(): void {
     this.reset();
+  }
+
+  /** `f` runs whenever the connection to the holder is lost (the holder locked, expired or died). */
+  onGone(f: () => void): void {
+    this.gone.push(f);
+  }
+
+  /**
+   * The holder's generation as its socket file shows it (its modification time, in seconds), or
+   * null when there is no socket (locked). The holder sets it when it starts and whenever a secret
+   * is stored or removed, before it answers; `lock` removes the file before it answers. One
+   * `stat`, no round trip: what lets a released value be used again, exactly until it must not.
+   */
+  generation(): number | null {
+    try {
+      const st = statSync(holderSocketPath(this.stateDir), { throwIfNoEntry: false });
+      return st ? st.mtimeMs / 1000 : null;
+    } catch {
+      return null;
+    }
   }
 
   private connected(): Socket | null {
@@ -70,6 +92,7 @@ export class HolderClient {
     const s = this.socket;
     this.socket = null;
     s?.destroy();
+    if (s) for (const f of this.gone) f();
     for (const w of this.waiting.splice(0)) {
       clearTimeout(w.timer);
       w.resolve(null);

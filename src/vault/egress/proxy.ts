@@ -6,9 +6,11 @@ import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
+import { errorResponse, HOP, serveTunnel } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, parseAuthority } from "./hosts.js";
 import { releaser } from "./release.js";
+import { upstreams } from "./upstreams.js";
 
 /**
  * The egress proxy of one gateway: the server's HTTP(S) goes through it (proxy variables and a
@@ -16,7 +18,9 @@ import { releaser } from "./release.js";
  * (absolute-form http://, and inside CONNECT tunnels, TLS terminated with a leaf the vault holder
  * mints) and puts the real value in place of the placeholder, in headers and the URL only, when a
  * call covering that scope is in flight in the current epoch and the holder (unlocked, its stored
- * policy naming the host) releases it. Other destinations are tunnelled untouched, or refused with
+ * policy naming the host) releases it (see release.ts: once per call, scope and host). Inside a
+ * tunnel only request heads are parsed and the bytes go on over the proxy's own kept-alive
+ * connections (exchange.ts); absolute-form requests, rarer, go through Node's HTTP client. Other destinations are tunnelled untouched, or refused with
  * `egress: "declared-only"`. Every destination is reported to `onRecord`.
  */
 
@@ -24,6 +28,8 @@ export interface CallInFlight {
   callId: string;
   epoch: string;
   scopes: readonly string[];
+  /** unique per forwarded call in the gateway (a client may send one request id twice); else callId */
+  key?: string;
 }
 
 export interface EgressRecord {
@@ -66,9 +72,6 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-/** Request headers that concern the hop to the proxy, never forwarded upstream. */
-const HOP = new Set(["proxy-connection", "proxy-authorization", "connection", "keep-alive", "te", "upgrade"]);
-
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
   const timeoutMs = o.timeoutMs ?? 30_000;
   const ca = o.extraCa ? [...rootCertificates, o.extraCa] : undefined;
@@ -83,7 +86,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     `${opts.host}:${opts.port}:${opts.servername ?? ""}`;
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
-  const tunnels = new WeakMap<object, { dest: Destination; scheme: "http" | "https" }>();
+  const pool = upstreams(o.extraCa);
   const open = new Set<Duplex>();
 
   const record = (
@@ -188,13 +191,16 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
   };
 
-  // Requests read inside tunnels to declared hosts (plain HTTP, or TLS terminated here).
-  const inner = createServer((req, res) => {
-    const t = tunnels.get(req.socket);
-    if (!t) return fail(res, 500, "lost track of the tunnel");
-    safely(res, forward(req, res, t.dest, t.scheme, req.url ?? "/"));
-  });
-  inner.on("clientError", (err, socket) => clientError(err, socket));
+  /** Requests read inside a tunnel to a declared host (plain HTTP, or TLS terminated here). */
+  const readTunnel = (stream: Duplex, dest: Destination, scheme: "http" | "https") =>
+    serveTunnel(stream, {
+      dest,
+      scheme,
+      timeoutMs,
+      upstreams: pool,
+      release: substitute,
+      record: (r) => record({ host: dest.host, port: dest.port, ...r }),
+    });
 
   const clientError = (err: Error, socket: Duplex) => {
     if (!socket.writable) return socket.destroy();
@@ -215,12 +221,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     return ctx;
   };
 
-  const refuseRaw = (socket: Duplex, status: number, text: string, why: string) => {
-    const body = `portcullis egress: ${why}\n`;
-    socket.end(
-      `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
-  };
+  const refuseRaw = (socket: Duplex, status: number, text: string, why: string) =>
+    socket.end(errorResponse(status, text, why));
 
   const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
@@ -261,8 +263,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       socket.unshift(first);
       if (first[0] !== 0x16) {
         // plain HTTP inside the tunnel (undici tunnels http:// too)
-        tunnels.set(socket, { dest, scheme: "http" });
-        inner.emit("connection", socket);
+        readTunnel(socket, dest, "http");
         socket.resume();
         return;
       }
@@ -274,8 +275,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       }
       const tls = new TLSSocket(socket, { isServer: true, secureContext: ctx });
       tls.on("error", () => socket.destroy());
-      tunnels.set(tls, { dest, scheme: "https" });
-      inner.emit("connection", tls);
+      readTunnel(tls, dest, "https");
     };
     // whatever goes wrong in there closes this tunnel, never the gateway
     const run = (first: Buffer) => dispatch(first).catch(() => socket.destroy());
@@ -383,6 +383,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         for (const s of open) s.destroy();
         agents.http.destroy();
         agents.https.destroy();
+        pool.close();
+        substitute.close();
         holder.close();
         server.close(() => resolve());
       }),

@@ -7,49 +7,121 @@ import { type Destination, destinationText, hostMatches } from "./hosts.js";
  * replaced by its value only when the scope is an HTTP-delivered credential of this server that
  * declares the destination, a call of the current epoch covering the scope is in flight, and the
  * holder (unlocked, its stored policy naming the host) hands the value out. Otherwise it stays.
- * The value lives only in the rewritten request: nothing here keeps it.
+ *
+ * The holder is asked once per (call, scope, destination), not per request: its answer is kept
+ * for that call only, and used again only while
+ * - that very call is still in flight, in the epoch it was released in (the window is read
+ *   again for every request, and entries of calls that ended or of an old epoch are dropped);
+ * - the holder's socket file is the one that answered, unchanged: `lock` and expiry remove it
+ *   before `lock` gets its answer, and a secret stored or removed while unlocked changes its
+ *   modification time (the holder's generation, sent with each value), so a request read after
+ *   any of them finds the mark changed, drops every kept value and asks again (one `stat`);
+ * - the connection to the holder is open (a holder that goes away drops them all).
  */
 
 const PLACEHOLDER = /portcullis-placeholder(?::|%3[aA])([A-Za-z0-9][A-Za-z0-9._-]{0,127})/g;
 
+interface InFlight {
+  callId: string;
+  epoch: string;
+  scopes: readonly string[];
+  /** unique per forwarded call in this gateway (a client may use one request id twice) */
+  key?: string;
+}
+
 interface Options {
   credentials: readonly CredentialSpec[];
   /** the current epoch and the calls in flight, with the scopes each may have released */
-  calls(): {
-    epoch: string | null;
-    inFlight: Iterable<{ callId: string; epoch: string; scopes: readonly string[] }>;
-  };
+  calls(): { epoch: string | null; inFlight: Iterable<InFlight> };
   onReleased?(scope: string, value: string): void;
   onReleaseRecord?(r: { scope: string; host: string; call: string; epoch: string }): void;
   holder: HolderClient;
 }
 
+export interface Released {
+  released: string[];
+  withheld: string[];
+  call: string | null;
+  epoch: string | null;
+}
+
+interface Kept {
+  value: string;
+  call: string;
+  epoch: string;
+  /** the holder's generation when it released the value (its socket file's mtime, in seconds) */
+  generation: number;
+}
+
+/** Whether a request head holds a placeholder at all (the common case is no). */
+export function hasPlaceholder(text: string): boolean {
+  return text.includes("portcullis-placeholder");
+}
+
+const callKey = (c: InFlight) => c.key ?? c.callId;
+
 /** Replaces the placeholders it may in `parts` (in place); says what was released and what was left. */
 export function releaser(o: Options) {
   const holder = o.holder;
-  return async (
-    dest: Destination,
-    parts: { url: string; headers: string[] },
-  ): Promise<{ released: string[]; withheld: string[]; call: string | null; epoch: string | null }> => {
+  const kept = new Map<string, Kept>();
+  const forget = () => kept.clear();
+  holder.onGone(forget);
+  // values of calls that ended are dropped even when no request comes to notice it
+  let sweeper: NodeJS.Timeout | null = null;
+  const sweepSoon = () => {
+    if (sweeper) return;
+    sweeper = setInterval(() => {
+      sweep(o.calls());
+      if (kept.size === 0 && sweeper) {
+        clearInterval(sweeper);
+        sweeper = null;
+      }
+    }, 1000);
+    sweeper.unref();
+  };
+  const sweep = (window: { epoch: string | null; inFlight: Iterable<InFlight> }): InFlight[] => {
+    const inFlight = [...window.inFlight];
+    if (kept.size === 0) return inFlight;
+    const live = new Set(inFlight.filter((c) => c.epoch === window.epoch).map(callKey));
+    for (const [k, v] of kept)
+      if (v.epoch !== window.epoch || !live.has(k.slice(0, k.indexOf("\n")))) kept.delete(k);
+    return inFlight;
+  };
+
+  const release = async (dest: Destination, parts: { url: string; headers: string[] }): Promise<Released> => {
     const seen = new Set<string>();
     for (const text of [parts.url, ...parts.headers])
-      for (const m of text.matchAll(PLACEHOLDER)) seen.add(m[1]!);
+      if (hasPlaceholder(text)) for (const m of text.matchAll(PLACEHOLDER)) seen.add(m[1]!);
     const window = o.calls();
-    const out = {
-      released: [] as string[],
-      withheld: [] as string[],
-      call: null as string | null,
-      epoch: window.epoch,
-    };
+    const out: Released = { released: [], withheld: [], call: null, epoch: window.epoch };
     if (seen.size === 0) return out;
-    const inFlight = [...window.inFlight];
+    const inFlight = sweep(window);
+    // lock, expiry, a secret stored or removed: the holder's mark changed, nothing kept is good
+    if (kept.size > 0) {
+      const mark = holder.generation();
+      for (const [k, v] of kept) if (v.generation !== mark) kept.delete(k);
+    }
+    const host = destinationText(dest);
     for (const scope of [...seen].sort()) {
       const spec = o.credentials.find((c) => c.secret === scope && c.deliver === "http");
       const call = inFlight.find((c) => c.epoch === window.epoch && c.scopes.includes(scope));
       let value: string | null = null;
       if (spec && call && hostMatches(spec.hosts, dest)) {
-        const r = await holder.ask({ op: "release-http", scope, host: destinationText(dest) });
-        if (r?.ok === true && typeof r.value === "string") value = r.value;
+        const k = `${callKey(call)}\n${scope}\n${host}`;
+        value = kept.get(k)?.value ?? null;
+        if (value === null) {
+          const r = await holder.ask({ op: "release-http", scope, host });
+          if (r?.ok === true && typeof r.value === "string") {
+            value = r.value;
+            o.onReleased?.(scope, value);
+            o.onReleaseRecord?.({ scope, host, call: call.callId, epoch: call.epoch });
+            // a holder that sends no generation cannot say when a value stops being good: ask each time
+            if (typeof r.generation === "number") {
+              kept.set(k, { value, call: call.callId, epoch: call.epoch, generation: r.generation });
+              sweepSoon();
+            }
+          }
+        }
       }
       if (value === null || !call) {
         out.withheld.push(scope);
@@ -59,13 +131,19 @@ export function releaser(o: Options) {
         `portcullis-placeholder(?::|%3[aA])${scope.replace(/[.]/g, "\\.")}(?![A-Za-z0-9._-])`,
         "g",
       );
-      parts.url = parts.url.replace(re, () => encodeURIComponent(value));
-      parts.headers = parts.headers.map((h) => h.replace(re, () => value));
+      const v = value;
+      parts.url = parts.url.replace(re, () => encodeURIComponent(v));
+      parts.headers = parts.headers.map((h) => (hasPlaceholder(h) ? h.replace(re, () => v) : h));
       out.released.push(scope);
       out.call = call.callId;
-      o.onReleased?.(scope, value);
-      o.onReleaseRecord?.({ scope, host: destinationText(dest), call: call.callId, epoch: call.epoch });
     }
     return out;
   };
+  return Object.assign(release, {
+    close() {
+      if (sweeper) clearInterval(sweeper);
+      sweeper = null;
+      forget();
+    },
+  });
 }

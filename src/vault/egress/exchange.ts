@@ -1,0 +1,321 @@
+import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { type Destination, destinationText } from "./hosts.js";
+import {
+  BodyMeter,
+  badHeaderValue,
+  closes,
+  type Framing,
+  HttpError,
+  headEnd,
+  MAX_HEAD_BYTES,
+  parseRequestHead,
+  parseResponseHead,
+  type RequestHead,
+  requestFraming,
+  responseFraming,
+} from "./http1.js";
+import type { Released } from "./release.js";
+import type { Upstreams } from "./upstreams.js";
+
+/**
+ * The data path inside a tunnel to a declared host (the bytes already decrypted when it is
+ * HTTPS): requests are read one at a time, and of each only the head is parsed, since the
+ * placeholders live in the target and the header values. The head is rewritten (placeholders
+ * replaced where the release rule allows, hop-by-hop headers dropped) and written to a kept-alive
+ * connection of the proxy's own to the upstream, in one write with whatever body came with it;
+ * the rest of the body and the response's bytes pass through untouched, measured only to know
+ * where each message ends. Of the response, only the status line and the framing are read (for
+ * the record and to know when the connection is free again).
+ */
+
+/** Request headers that concern the hop to the proxy, never forwarded upstream. */
+export const HOP = new Set([
+  "proxy-connection",
+  "proxy-authorization",
+  "connection",
+  "keep-alive",
+  "te",
+  "upgrade",
+]);
+
+const EMPTY = Buffer.alloc(0);
+
+export interface ExchangeOptions {
+  dest: Destination;
+  scheme: "http" | "https";
+  timeoutMs: number;
+  upstreams: Upstreams;
+  release(dest: Destination, parts: { url: string; headers: string[] }): Promise<Released>;
+  record(r: {
+    method: string;
+    scheme: "http" | "https";
+    outcome: "forwarded" | "failed";
+    status?: number;
+    released: string[];
+    withheld: string[];
+    call: string | null;
+    epoch: string | null;
+  }): void;
+}
+
+/** An error answer to the client, then the tunnel is closed. */
+export function errorResponse(status: number, text: string, why: string): string {
+  const body = `portcullis egress: ${why}\n`;
+  return `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+/** Serves the requests that come through one tunnel, until either side closes it. */
+export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
+  let buffered: Buffer = EMPTY;
+  /** "head": reading a request head; "busy": preparing or sending one; "wait": its response */
+  let phase: "head" | "body" | "busy" | "wait" = "head";
+  let meter: BodyMeter | null = null;
+  let upstream: Socket | null = null;
+  let closed = false;
+
+  const finish = (how: "end" | "destroy") => {
+    if (closed) return;
+    closed = true;
+    upstream?.destroy();
+    if (how === "end") client.end();
+    else client.destroy();
+  };
+  client.on("error", () => finish("destroy"));
+  client.on("close", () => finish("destroy"));
+
+  const refuse = (status: number, text: string, why: string) => {
+    if (closed) return;
+    closed = true;
+    upstream?.destroy();
+    client.end(errorResponse(status, text, why));
+  };
+
+  const sendBody = (d: Buffer): void => {
+    const n = meter!.take(d, 0);
+    if (n > 0 && upstream && !upstream.write(n === d.length ? d : d.subarray(0, n))) {
+      client.pause();
+      upstream.once("drain", () => client.resume());
+    }
+    if (meter!.done) phase = "wait";
+    if (n < d.length) {
+      // the next request, sent before this one's answer: kept until then
+      buffered = Buffer.concat([buffered, d.subarray(n)]);
+      client.pause();
+    }
+  };
+
+  client.on("data", (d: Buffer) => {
+    if (closed) return;
+    if (phase === "body") {
+      try {
+        sendBody(d);
+      } catch (e) {
+        refuse(400, "Bad Request", `a malformed request body (${(e as Error).message})`);
+      }
+      return;
+    }
+    buffered = buffered.length === 0 ? d : Buffer.concat([buffered, d]);
+    if (phase === "head") nextRequest();
+    else client.pause();
+  });
+
+  const nextRequest = (): void => {
+    const end = headEnd(buffered);
+    if (end < 0) {
+      if (buffered.length > MAX_HEAD_BYTES)
+        refuse(431, "Request Header Fields Too Large", `a request head over ${MAX_HEAD_BYTES} bytes`);
+      return;
+    }
+    let head: RequestHead;
+    let framing: Framing;
+    try {
+      head = parseRequestHead(buffered.subarray(0, end));
+      framing = requestFraming(head);
+    } catch (e) {
+      if (!(e instanceof HttpError)) throw e;
+      refuse(400, "Bad Request", `not a well-formed HTTP/1.1 request (${e.message})`);
+      return;
+    }
+    const rest = buffered.subarray(end);
+    buffered = EMPTY;
+    phase = "busy";
+    client.pause();
+    exchange(head, framing, rest).catch((e: unknown) =>
+      refuse(502, "Bad Gateway", `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
+    );
+  };
+
+  const exchange = async (
+    head: RequestHead,
+    framing: Framing,
+    rest: Buffer,
+    retried = false,
+  ): Promise<void> => {
+    const names: string[] = [];
+    const values: string[] = [];
+    for (let i = 0; i < head.names.length; i++) {
+      if (HOP.has(head.names[i]!.toLowerCase())) continue;
+      names.push(head.names[i]!);
+      values.push(head.values[i]!);
+    }
+    const parts = { url: head.target, headers: values };
+    const s = await o.release(o.dest, parts);
+    const base = { method: head.method, scheme: o.scheme, ...s };
+    // a value that would end a header line is never written into one
+    if (s.released.length > 0 && parts.headers.some(badHeaderValue)) {
+      o.record({ ...base, outcome: "failed" });
+      return refuse(
+        400,
+        "Bad Request",
+        "a released value cannot be written into a header (it holds a control character)",
+      );
+    }
+    let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;
+    for (let i = 0; i < names.length; i++) text += `${names[i]}: ${parts.headers[i]}\r\n`;
+    text += "\r\n";
+    meter = new BodyMeter(framing);
+    let first: Buffer;
+    try {
+      const n = meter.take(rest, 0);
+      first =
+        n === 0
+          ? Buffer.from(text, "latin1")
+          : Buffer.concat([Buffer.from(text, "latin1"), rest.subarray(0, n)]);
+      // (a retry finds what followed the request already kept, and maybe more since)
+      if (!retried && n < rest.length) buffered = rest.subarray(n);
+    } catch (e) {
+      return refuse(400, "Bad Request", `a malformed request body (${(e as Error).message})`);
+    }
+    let got: { socket: Socket; reused: boolean };
+    try {
+      got = await o.upstreams.acquire(o.dest, o.scheme, o.timeoutMs);
+    } catch (e) {
+      o.record({ ...base, outcome: "failed" });
+      const m = (e as Error).message;
+      return refuse(/within/.test(m) ? 504 : 502, "Bad Gateway", `${hostText()}: ${m}`);
+    }
+    if (closed) return void got.socket.destroy();
+    const up = got.socket;
+    upstream = up;
+    const closeAfter = closes(head);
+    const bodyless = framing.kind === "length" && framing.length === 0;
+
+    let rbuf: Buffer = EMPTY;
+    let rmeter: BodyMeter | null = null;
+    let rclose = false;
+    let answered = false;
+    const detach = () => {
+      up.off("data", onData);
+      up.off("end", onEnd);
+      up.off("close", onEnd);
+      up.off("error", onError);
+      up.off("timeout", onTimeout);
+      up.setTimeout(0);
+      upstream = null;
+    };
+    const done = () => {
+      detach();
+      if (!rclose && meter?.done && phase === "wait") o.upstreams.release(o.dest, o.scheme, up);
+      else up.destroy();
+      if (closeAfter || rclose || phase !== "wait") return finish("end");
+      phase = "head";
+      meter = null;
+      client.resume();
+      if (buffered.length > 0) nextRequest();
+    };
+    const toClient = (b: Buffer) => {
+      if (b.length > 0 && !client.write(b)) {
+        up.pause();
+        client.once("drain", () => up.resume());
+      }
+    };
+    const onData = (d: Buffer) => {
+      try {
+        if (rmeter) {
+          const n = rmeter.take(d, 0);
+          toClient(n === d.length ? d : d.subarray(0, n));
+          if (n < d.length) rclose = true; // bytes past the answer: this connection is not to be trusted
+          if (rmeter.done) done();
+          return;
+        }
+        rbuf = rbuf.length === 0 ? d : Buffer.concat([rbuf, d]);
+        for (;;) {
+          const end = headEnd(rbuf);
+          if (end < 0) {
+            if (rbuf.length > MAX_HEAD_BYTES) throw new HttpError("a response head too long");
+            return;
+          }
+          const h = parseResponseHead(rbuf.subarray(0, end));
+          if (h.status >= 100 && h.status < 200 && h.status !== 101) {
+            // an interim answer (100 Continue): passed on, the final one follows
+            toClient(rbuf.subarray(0, end));
+            rbuf = rbuf.subarray(end);
+            continue;
+          }
+          if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
+          answered = true;
+          o.record({ ...base, outcome: "forwarded", status: h.status });
+          rmeter = new BodyMeter(responseFraming(h, head.method));
+          rclose = closes(h) || responseFraming(h, head.method).kind === "close";
+          const n = rmeter.take(rbuf, end);
+          toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+          if (end + n < rbuf.length) rclose = true;
+          rbuf = EMPTY;
+          if (rmeter.done) done();
+          return;
+        }
+      } catch (e) {
+        failUp(e as Error, 502);
+      }
+    };
+    const failUp = (e: Error, status: number) => {
+      detach();
+      up.destroy();
+      if (!answered) {
+        o.record({ ...base, outcome: "failed" });
+        refuse(status, status === 504 ? "Gateway Timeout" : "Bad Gateway", `${hostText()}: ${e.message}`);
+      } else finish("destroy");
+    };
+    const onEnd = () => {
+      if (rmeter && !rmeter.done && rmeter.untilClose) {
+        rclose = true;
+        detach();
+        up.destroy();
+        return finish("end");
+      }
+      if (!answered && got.reused && !retried && bodyless && rbuf.length === 0) {
+        // a kept connection the upstream had closed meanwhile: once more on a new one
+        detach();
+        up.destroy();
+        exchange(head, framing, rest, true).catch((err: unknown) =>
+          refuse(
+            502,
+            "Bad Gateway",
+            `the proxy could not handle this request: ${(err as Error)?.message ?? err}`,
+          ),
+        );
+        return;
+      }
+      failUp(new Error("the upstream closed the connection before its answer was complete"), 502);
+    };
+    const onError = (e: Error) => failUp(e, 502);
+    const onTimeout = () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504);
+    up.on("data", onData);
+    up.on("end", onEnd);
+    up.on("close", onEnd);
+    up.on("error", onError);
+    up.setTimeout(o.timeoutMs);
+    up.on("timeout", onTimeout);
+    phase = meter.done ? "wait" : "body";
+    up.write(first);
+    client.resume();
+    if (phase === "body" && buffered.length > 0) {
+      const b = buffered;
+      buffered = EMPTY;
+      sendBody(b);
+    }
+  };
+
+  const hostText = () => destinationText(o.dest);
+}

@@ -1,0 +1,192 @@
+/**
+ * Just enough HTTP/1.1 for the egress proxy's data path inside a tunnel: a request head parsed
+ * (the placeholders live in the target and the header values), a response's status line and
+ * framing, and where a body ends (Content-Length, chunked, or the connection's close). Bodies are
+ * never parsed or copied, only measured: the bytes pass through as they came.
+ */
+
+/** The most a head may take (request line or status line and headers). */
+export const MAX_HEAD_BYTES = 64 * 1024;
+
+export class HttpError extends Error {}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// a header value: visible characters, spaces and tabs, and obs-text; no other control character
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/** Whether a header value holds a character that may not be in one (CR and LF among them). */
+export function badHeaderValue(v: string): boolean {
+  return BAD_VALUE.test(v);
+}
+const TARGET = /^[\x21-\x7e]+$/;
+
+export interface Head {
+  /** names and values in the order received (values trimmed of surrounding spaces) */
+  names: string[];
+  values: string[];
+}
+
+export interface RequestHead extends Head {
+  method: string;
+  target: string;
+  /** 0 or 1 (HTTP/1.0, HTTP/1.1) */
+  minor: number;
+}
+
+export interface ResponseHead extends Head {
+  status: number;
+  minor: number;
+}
+
+/** How a body is delimited. */
+export type Framing = { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
+
+/** The index just past the head's blank line in `buf`, or -1 while the head is incomplete. */
+export function headEnd(buf: Buffer): number {
+  const i = buf.indexOf("\r\n\r\n", 0, "latin1");
+  return i < 0 ? -1 : i + 4;
+}
+
+function headers(lines: string[]): Head {
+  const names: string[] = [];
+  const values: string[] = [];
+  for (const line of lines) {
+    if (line === "") continue;
+    if (line[0] === " " || line[0] === "\t") throw new HttpError("a folded header line");
+    const colon = line.indexOf(":");
+    const name = colon > 0 ? line.slice(0, colon) : "";
+    if (!TOKEN.test(name)) throw new HttpError("a malformed header name");
+    const value = line.slice(colon + 1).trim();
+    if (BAD_VALUE.test(value)) throw new HttpError(`a control character in the ${name} header`);
+    names.push(name);
+    values.push(value);
+  }
+  return { names, values };
+}
+
+/** Parses a request head (the bytes up to and including its blank line). */
+export function parseRequestHead(head: Buffer): RequestHead {
+  const lines = head.toString("latin1").split("\r\n");
+  const m = /^(\S+) (\S+) HTTP\/1\.([01])$/.exec(lines[0] ?? "");
+  if (!m || !TOKEN.test(m[1]!)) throw new HttpError("a malformed request line");
+  if (!TARGET.test(m[2]!)) throw new HttpError("a malformed request target");
+  return { method: m[1]!, target: m[2]!, minor: Number(m[3]), ...headers(lines.slice(1)) };
+}
+
+/** Parses a response head. */
+export function parseResponseHead(head: Buffer): ResponseHead {
+  const lines = head.toString("latin1").split("\r\n");
+  const m = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0] ?? "");
+  if (!m) throw new HttpError("a malformed status line");
+  return { status: Number(m[2]), minor: Number(m[1]), ...headers(lines.slice(1)) };
+}
+
+/** The values of one header (case-insensitive name), each split at commas. */
+export function headerList(h: Head, name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < h.names.length; i++)
+    if (h.names[i]!.toLowerCase() === name)
+      for (const v of h.values[i]!.split(",")) if (v.trim()) out.push(v.trim().toLowerCase());
+  return out;
+}
+
+function framingOf(h: Head, otherwise: Framing): Framing {
+  const te = headerList(h, "transfer-encoding");
+  const cl = headerList(h, "content-length");
+  if (te.length > 0) {
+    // a length beside a transfer coding is how requests are smuggled: refused (RFC 9112 §6.3)
+    if (cl.length > 0) throw new HttpError("both Transfer-Encoding and Content-Length");
+    if (te[te.length - 1] !== "chunked") throw new HttpError("a transfer coding other than chunked last");
+    return { kind: "chunked" };
+  }
+  if (cl.length > 0) {
+    if (cl.some((v) => v !== cl[0]) || !/^\d{1,15}$/.test(cl[0]!))
+      throw new HttpError("a malformed Content-Length");
+    return { kind: "length", length: Number(cl[0]) };
+  }
+  return otherwise;
+}
+
+/** A request's body: chunked, a length, or none (a request is never delimited by a close). */
+export function requestFraming(h: RequestHead): Framing {
+  return framingOf(h, { kind: "length", length: 0 });
+}
+
+/** A response's body, given the request's method (RFC 9112 §6.3). */
+export function responseFraming(h: ResponseHead, method: string): Framing {
+  if (method === "HEAD" || h.status < 200 || h.status === 204 || h.status === 304)
+    return { kind: "length", length: 0 };
+  return framingOf(h, { kind: "close" });
+}
+
+/** Whether the connection ends after this message (HTTP/1.0 without keep-alive, or "close"). */
+export function closes(h: Head & { minor: number }): boolean {
+  const c = headerList(h, "connection");
+  return c.includes("close") || (h.minor === 0 && !c.includes("keep-alive"));
+}
+
+/**
+ * Follows a body through the chunks it arrives in: `take(buf, from)` says how many bytes of
+ * `buf` from `from` belong to the body, and `done` once the body is complete. Chunked bodies
+ * are followed through their size lines, data and trailers without being decoded.
+ */
+export class BodyMeter {
+  done: boolean;
+  private left: number;
+  // chunked: "size" (reading a size line), "data" (left bytes of data), "crlf" (after data),
+  // "trailer" (reading trailer lines until the empty one)
+  private state: "size" | "data" | "crlf" | "trailer" = "size";
+  private line = "";
+
+  constructor(private readonly framing: Framing) {
+    this.left = framing.kind === "length" ? framing.length : 0;
+    this.done = framing.kind === "length" && framing.length === 0;
+  }
+
+  /** the body ends when the connection does */
+  get untilClose(): boolean {
+    return this.framing.kind === "close";
+  }
+
+  take(buf: Buffer, from: number): number {
+    if (this.done) return 0;
+    if (this.framing.kind === "close") return buf.length - from;
+    if (this.framing.kind === "length") {
+      const n = Math.min(this.left, buf.length - from);
+      this.left -= n;
+      if (this.left === 0) this.done = true;
+      return n;
+    }
+    let i = from;
+    while (i < buf.length && !this.done) {
+      if (this.state === "data") {
+        const n = Math.min(this.left, buf.length - i);
+        i += n;
+        this.left -= n;
+        if (this.left === 0) this.state = "crlf";
+        continue;
+      }
+      // a line: size line, the CRLF after data, or a trailer line
+      const nl = buf.indexOf(10, i);
+      const end = nl < 0 ? buf.length : nl + 1;
+      this.line += buf.toString("latin1", i, end);
+      i = end;
+      if (this.line.length > 8192) throw new HttpError("a chunk line too long");
+      if (nl < 0) break;
+      const line = this.line.endsWith("\r\n") ? this.line.slice(0, -2) : null;
+      this.line = "";
+      if (line === null) throw new HttpError("a chunk line not ended by CRLF");
+      if (this.state === "crlf") {
+        if (line !== "") throw new HttpError("chunk data longer than its size");
+        this.state = "size";
+      } else if (this.state === "size") {
+        const m = /^([0-9a-fA-F]{1,12})(?:[ \t]*;.*)?$/.exec(line);
+        if (!m) throw new HttpError("a malformed chunk size");
+        this.left = Number.parseInt(m[1]!, 16);
+        this.state = this.left === 0 ? "trailer" : "data";
+      } else if (line === "") this.done = true;
+    }
+    return i - from;
+  }
+}
