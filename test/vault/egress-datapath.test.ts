@@ -1,0 +1,258 @@
+// The egress proxy's data path inside a tunnel and its release window, end to end over real
+// sockets: a real vault holder on its Unix socket, the proxy, an HTTPS upstream verified against
+// its own CA, and clients speaking CONNECT + TLS (undici, as Node's fetch does, and raw bytes).
+// The call window is set by the test, as the gateway would set it.
+import "reflect-metadata";
+import { once } from "node:events";
+import { createServer, type Server } from "node:https";
+import { connect as netConnect } from "node:net";
+import { Readable } from "node:stream";
+import { type TLSSocket, connect as tlsConnect } from "node:tls";
+import { ProxyAgent, request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CaMaterial, createCa, mintLeaf } from "../../src/vault/egress/certs.js";
+import {
+  type CallInFlight,
+  type EgressProxy,
+  type EgressRecord,
+  startEgressProxy,
+} from "../../src/vault/egress/proxy.js";
+import { askHolder, holderSocketPath, runHolder } from "../../src/vault/holder.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+
+const SECRET = "datapath-secret-5f1c";
+const PLACEHOLDER = "portcullis-placeholder:api";
+const quiet = { info() {}, warn() {}, debug() {}, status() {} };
+
+interface Seen {
+  method: string;
+  url: string;
+  authorization: string | undefined;
+  body: string;
+  connection: number;
+}
+
+let stateDir: string;
+let localCa: CaMaterial;
+let upstream: Server;
+let host: string;
+let proxy: EgressProxy;
+let holder: { stop(reason: "locked"): void };
+const seen: Seen[] = [];
+const releases: { scope: string; call: string }[] = [];
+const records: EgressRecord[] = [];
+let window: { epoch: string | null; inFlight: CallInFlight[] } = { epoch: null, inFlight: [] };
+let connections = 0;
+
+const call = (key: string, epoch = "E1"): CallInFlight => ({ callId: "1", epoch, scopes: ["api"], key });
+
+async function startHolder() {
+  holder = await runHolder({
+    socketPath: holderSocketPath(stateDir),
+    until: new Date(Date.now() + 3600_000),
+    secrets: new Map([["api", { value: SECRET, deliver: "http", hosts: [host] }]]),
+    ca: localCa,
+  });
+}
+
+beforeAll(async () => {
+  stateDir = tempDir("pc-dp-");
+  localCa = await createCa("datapath local CA");
+  const upstreamCa = await createCa("datapath upstream CA");
+  const leaf = await mintLeaf(upstreamCa, "127.0.0.1");
+  upstream = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req, res) => {
+    const connection = (req.socket as TLSSocket & { n?: number }).n ?? 0;
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (c: string) => {
+      body += c;
+    });
+    req.on("end", () => {
+      seen.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        authorization: req.headers.authorization,
+        body,
+        connection,
+      });
+      if (req.url === "/chunked") {
+        res.write("part1-");
+        res.end("part2");
+      } else if (req.url === "/until-close") {
+        res.useChunkedEncodingByDefault = false;
+        res.write("until-");
+        res.end("close");
+      } else if (req.url === "/none") {
+        res.writeHead(204);
+        res.end();
+      } else {
+        const text = `${req.method} ${req.url} ${req.headers.authorization ?? "-"} ${body}`;
+        res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(text) });
+        res.end(text);
+      }
+    });
+  });
+  upstream.on("secureConnection", (s: TLSSocket & { n?: number }) => {
+    s.n = ++connections;
+  });
+  upstream.listen(0, "127.0.0.1");
+  await once(upstream, "listening");
+  host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
+  await startHolder();
+  proxy = await startEgressProxy({
+    stateDir,
+    credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host] }],
+    mode: "record",
+    calls: () => window,
+    extraCa: upstreamCa.certPem,
+    timeoutMs: 5000,
+    onRecord: (r) => records.push(r),
+    onReleaseRecord: (r) => releases.push(r),
+    log: quiet,
+  });
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  holder?.stop("locked");
+  upstream?.closeAllConnections();
+  upstream?.close();
+  removeDir(stateDir);
+});
+
+const agent = () => new ProxyAgent({ uri: proxy.url, requestTls: { ca: localCa.certPem }, connections: 1 });
+
+async function get(d: ProxyAgent, path: string, init: { method?: string; body?: string | Readable } = {}) {
+  const r = await request(`https://${host}${path}`, {
+    dispatcher: d,
+    method: (init.method ?? "GET") as "GET",
+    headers: { authorization: `Bearer ${PLACEHOLDER}` },
+    ...(init.body !== undefined ? { body: init.body } : {}),
+  });
+  return { status: r.statusCode, text: await r.body.text() };
+}
+
+/** A raw tunnel: CONNECT, then TLS with the proxy's leaf. */
+async function rawTunnel(): Promise<TLSSocket> {
+  const s = netConnect(proxy.port, "127.0.0.1");
+  s.write(`CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+  const [first] = (await once(s, "data")) as [Buffer];
+  expect(first.toString("latin1")).toMatch(/^HTTP\/1\.1 200 /);
+  const t = tlsConnect({ socket: s, ca: localCa.certPem, host: "127.0.0.1" });
+  await once(t, "secureConnect");
+  return t;
+}
+
+/** Everything read from `t` until `enough` says so or the tunnel closes. */
+function readUntil(t: TLSSocket, enough: (text: string) => boolean): Promise<string> {
+  return new Promise((resolve) => {
+    let text = "";
+    const done = () => resolve(text);
+    t.on("data", (d: Buffer) => {
+      text += d.toString("latin1");
+      if (enough(text)) done();
+    });
+    t.on("close", done);
+    t.on("error", done);
+  });
+}
+
+describe("the data path inside a tunnel", () => {
+  it("bodies and framings pass intact over one kept upstream connection; the value released once for the call", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    seen.length = 0;
+    const before = { releases: releases.length, connections };
+    const d = agent();
+    expect(await get(d, "/a")).toEqual({ status: 200, text: `GET /a Bearer ${SECRET} ` });
+    expect(await get(d, "/post", { method: "POST", body: "a body of known length" })).toEqual({
+      status: 200,
+      text: `POST /post Bearer ${SECRET} a body of known length`,
+    });
+    // a stream body goes chunked
+    const chunkedBody = await get(d, "/stream", { method: "POST", body: Readable.from(["in ", "pieces"]) });
+    expect(chunkedBody.text).toBe(`POST /stream Bearer ${SECRET} in pieces`);
+    expect(await get(d, "/chunked")).toEqual({ status: 200, text: "part1-part2" });
+    expect(await get(d, "/head", { method: "HEAD" })).toEqual({ status: 200, text: "" });
+    expect(await get(d, "/none")).toEqual({ status: 204, text: "" });
+    expect(await get(d, "/after")).toEqual({ status: 200, text: `GET /after Bearer ${SECRET} ` });
+    expect(seen.map((s) => s.authorization)).toEqual(Array(7).fill(`Bearer ${SECRET}`));
+    // one upstream connection for all of them, and one question to the holder
+    expect(connections - before.connections).toBe(1);
+    expect(releases.length - before.releases).toBe(1);
+    // every request recorded, each with its status and the scope released
+    const mine = records.slice(-7);
+    expect(mine.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 204, 200]);
+    expect(mine.every((r) => r.released[0] === "api" && r.scheme === "https" && r.call === "1")).toBe(true);
+    // a body that ends with the upstream's close: passed to its end, then the tunnel closes
+    expect(await get(d, "/until-close")).toEqual({ status: 200, text: "until-close" });
+    expect(await get(d, "/again")).toEqual({ status: 200, text: `GET /again Bearer ${SECRET} ` });
+    await d.close();
+  });
+
+  it("two requests in one write are answered in order; a malformed one after them gets a 400", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const t = await rawTunnel();
+    const h = `Host: ${host}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\n`;
+    const out = readUntil(t, (x) => x.includes(" xyz"));
+    t.write(`GET /first HTTP/1.1\r\n${h}\r\nPOST /second HTTP/1.1\r\n${h}Content-Length: 3\r\n\r\nxyz`);
+    const text = await out;
+    expect(text.indexOf(`GET /first Bearer ${SECRET}`)).toBeGreaterThan(0);
+    expect(text.indexOf(`POST /second Bearer ${SECRET} xyz`)).toBeGreaterThan(text.indexOf("/first"));
+    const refused = readUntil(t, (x) => x.includes("not a well-formed"));
+    t.write(`POST /smuggle HTTP/1.1\r\n${h}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
+    expect(await refused).toMatch(/^HTTP\/1\.1 400 [^]*both Transfer-Encoding and Content-Length/);
+    expect(seen.some((s) => s.url === "/smuggle")).toBe(false);
+    t.destroy();
+  });
+});
+
+describe("the release kept for a call", () => {
+  it("asked again for another call; never used once the call ended, the epoch changed, or the secret changed", async () => {
+    const d = agent();
+    window = { epoch: "E1", inFlight: [call("w2")] };
+    const n = releases.length;
+    expect((await get(d, "/w2")).text).toBe(`GET /w2 Bearer ${SECRET} `);
+    // the same request id, but another call (a new key): asked again, and recorded for it
+    window = { epoch: "E1", inFlight: [call("w3")] };
+    expect((await get(d, "/w3")).text).toBe(`GET /w3 Bearer ${SECRET} `);
+    expect(releases.length - n).toBe(2);
+    // no call in flight: the placeholder
+    window = { epoch: "E1", inFlight: [] };
+    expect((await get(d, "/ended")).text).toBe(`GET /ended Bearer ${PLACEHOLDER} `);
+    // the call of an epoch that is no longer the current one: the placeholder
+    window = { epoch: "E2", inFlight: [call("w3", "E1")] };
+    expect((await get(d, "/old-epoch")).text).toBe(`GET /old-epoch Bearer ${PLACEHOLDER} `);
+    // the secret removed while unlocked: the next request gets nothing
+    window = { epoch: "E1", inFlight: [call("w4")] };
+    expect((await get(d, "/w4")).text).toBe(`GET /w4 Bearer ${SECRET} `);
+    expect(await askHolder(stateDir, { op: "forget", scope: "api" })).toEqual({ ok: true });
+    expect((await get(d, "/forgotten")).text).toBe(`GET /forgotten Bearer ${PLACEHOLDER} `);
+    // stored again with another value: the new one
+    const put = { op: "put", scope: "api", deliver: "http", hosts: [host] };
+    expect(await askHolder(stateDir, { ...put, value: "rotated-value" })).toEqual({ ok: true });
+    expect((await get(d, "/rotated")).text).toBe("GET /rotated Bearer rotated-value ");
+    // a value that would end a header line is never written into one
+    expect(await askHolder(stateDir, { ...put, value: "v\r\nX-Injected: yes" })).toEqual({ ok: true });
+    const injected = await get(d, "/injected");
+    expect(injected.status).toBe(400);
+    expect(injected.text).toContain("cannot be written into a header");
+    expect(seen.some((s) => s.url === "/injected")).toBe(false);
+    expect(await askHolder(stateDir, { ...put, value: SECRET })).toEqual({ ok: true });
+    await d.close();
+  });
+
+  it("lock: no request read after lock returns carries the value, though the call goes on", async () => {
+    const d = agent();
+    window = { epoch: "E1", inFlight: [call("w5")] };
+    expect((await get(d, "/before-lock")).text).toBe(`GET /before-lock Bearer ${SECRET} `);
+    expect(await askHolder(stateDir, { op: "lock" })).toEqual({ ok: true });
+    // at once, no wait for the holder's connection to close
+    expect((await get(d, "/after-lock")).text).toBe(`GET /after-lock Bearer ${PLACEHOLDER} `);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await get(d, "/later")).text).toBe(`GET /later Bearer ${PLACEHOLDER} `);
+    // unlocked again (a new holder): released again for the same call
+    await startHolder();
+    expect((await get(d, "/unlocked")).text).toBe(`GET /unlocked Bearer ${SECRET} `);
+    await d.close();
+  });
+});
