@@ -209,7 +209,9 @@ if (wanted("tls relay")) {
   paths.push({ name: "tls relay", dispatcher: tunnelled(relay.url), auth: SECRET, pid: relay.pid });
 }
 if (wanted("proxy")) {
-  const execArgv = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const execArgv = profileDir
+    ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", profileDir]
+    : [];
   const proxy = await part("proxy", proxyConfig, { execArgv });
   paths.push({
     name: "proxy",

@@ -1,4 +1,3 @@
-import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { type Destination, destinationText } from "./hosts.js";
 import {
@@ -16,7 +15,7 @@ import {
   responseFraming,
 } from "./http1.js";
 import type { Released } from "./release.js";
-import type { Upstreams } from "./upstreams.js";
+import type { Upstream, Upstreams } from "./upstreams.js";
 
 /**
  * The data path inside a tunnel to a declared host (the bytes already decrypted when it is
@@ -67,17 +66,30 @@ export function errorResponse(status: number, text: string, why: string): string
 
 /** Serves the requests that come through one tunnel, until either side closes it. */
 export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
+  /** bytes from the client not yet sent on: the next request's head, or one sent early */
   let buffered: Buffer = EMPTY;
-  /** "head": reading a request head; "busy": preparing or sending one; "wait": its response */
+  /** "head": reading a request head; "busy": preparing one; "body": sending its body; "wait": its answer */
   let phase: "head" | "body" | "busy" | "wait" = "head";
   let meter: BodyMeter | null = null;
-  let upstream: Socket | null = null;
+  let upstream: Upstream | null = null;
   let closed = false;
+  // the client is paused only when something must wait: a full upstream, or requests piling up
+  let paused = false;
+  const pause = () => {
+    if (paused) return;
+    paused = true;
+    client.pause();
+  };
+  const resume = () => {
+    if (!paused) return;
+    paused = false;
+    client.resume();
+  };
 
   const finish = (how: "end" | "destroy") => {
     if (closed) return;
     closed = true;
-    upstream?.destroy();
+    upstream?.discard();
     if (how === "end") client.end();
     else client.destroy();
   };
@@ -87,21 +99,21 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   const refuse = (status: number, text: string, why: string) => {
     if (closed) return;
     closed = true;
-    upstream?.destroy();
+    upstream?.discard();
     client.end(errorResponse(status, text, why));
   };
 
   const sendBody = (d: Buffer): void => {
     const n = meter!.take(d, 0);
-    if (n > 0 && upstream && !upstream.write(n === d.length ? d : d.subarray(0, n))) {
-      client.pause();
-      upstream.once("drain", () => client.resume());
+    if (n > 0 && upstream && !upstream.socket.write(n === d.length ? d : d.subarray(0, n))) {
+      pause();
+      upstream.socket.once("drain", resume);
     }
     if (meter!.done) phase = "wait";
     if (n < d.length) {
       // the next request, sent before this one's answer: kept until then
       buffered = Buffer.concat([buffered, d.subarray(n)]);
-      client.pause();
+      pause();
     }
   };
 
@@ -117,7 +129,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     }
     buffered = buffered.length === 0 ? d : Buffer.concat([buffered, d]);
     if (phase === "head") nextRequest();
-    else client.pause();
+    else if (buffered.length > MAX_HEAD_BYTES) pause();
   });
 
   const nextRequest = (): void => {
@@ -140,7 +152,6 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const rest = buffered.subarray(end);
     buffered = EMPTY;
     phase = "busy";
-    client.pause();
     exchange(head, framing, rest).catch((e: unknown) =>
       refuse(502, "Bad Gateway", `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
     );
@@ -182,21 +193,20 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         n === 0
           ? Buffer.from(text, "latin1")
           : Buffer.concat([Buffer.from(text, "latin1"), rest.subarray(0, n)]);
-      // (a retry finds what followed the request already kept, and maybe more since)
-      if (!retried && n < rest.length) buffered = rest.subarray(n);
+      // what followed the request: the next one (a retry finds it kept already)
+      if (!retried && n < rest.length) buffered = Buffer.concat([rest.subarray(n), buffered]);
     } catch (e) {
       return refuse(400, "Bad Request", `a malformed request body (${(e as Error).message})`);
     }
-    let got: { socket: Socket; reused: boolean };
+    let up: Upstream;
     try {
-      got = await o.upstreams.acquire(o.dest, o.scheme, o.timeoutMs);
+      up = await o.upstreams.acquire(o.dest, o.scheme, o.timeoutMs);
     } catch (e) {
       o.record({ ...base, outcome: "failed" });
       const m = (e as Error).message;
-      return refuse(/within/.test(m) ? 504 : 502, "Bad Gateway", `${hostText()}: ${m}`);
+      return refuse(/within/.test(m) ? 504 : 502, "Bad Gateway", `${destinationText(o.dest)}: ${m}`);
     }
-    if (closed) return void got.socket.destroy();
-    const up = got.socket;
+    if (closed) return up.discard();
     upstream = up;
     const closeAfter = closes(head);
     const bodyless = framing.kind === "length" && framing.length === 0;
@@ -205,117 +215,117 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     let rmeter: BodyMeter | null = null;
     let rclose = false;
     let answered = false;
-    const detach = () => {
-      up.off("data", onData);
-      up.off("end", onEnd);
-      up.off("close", onEnd);
-      up.off("error", onError);
-      up.off("timeout", onTimeout);
-      up.setTimeout(0);
-      upstream = null;
-    };
+    let over = false;
     const done = () => {
-      detach();
-      if (!rclose && meter?.done && phase === "wait") o.upstreams.release(o.dest, o.scheme, up);
-      else up.destroy();
+      over = true;
+      upstream = null;
+      if (!rclose && phase === "wait") up.release();
+      else up.discard();
       if (closeAfter || rclose || phase !== "wait") return finish("end");
       phase = "head";
       meter = null;
-      client.resume();
+      resume();
       if (buffered.length > 0) nextRequest();
     };
     const toClient = (b: Buffer) => {
       if (b.length > 0 && !client.write(b)) {
-        up.pause();
-        client.once("drain", () => up.resume());
-      }
-    };
-    const onData = (d: Buffer) => {
-      try {
-        if (rmeter) {
-          const n = rmeter.take(d, 0);
-          toClient(n === d.length ? d : d.subarray(0, n));
-          if (n < d.length) rclose = true; // bytes past the answer: this connection is not to be trusted
-          if (rmeter.done) done();
-          return;
-        }
-        rbuf = rbuf.length === 0 ? d : Buffer.concat([rbuf, d]);
-        for (;;) {
-          const end = headEnd(rbuf);
-          if (end < 0) {
-            if (rbuf.length > MAX_HEAD_BYTES) throw new HttpError("a response head too long");
-            return;
-          }
-          const h = parseResponseHead(rbuf.subarray(0, end));
-          if (h.status >= 100 && h.status < 200 && h.status !== 101) {
-            // an interim answer (100 Continue): passed on, the final one follows
-            toClient(rbuf.subarray(0, end));
-            rbuf = rbuf.subarray(end);
-            continue;
-          }
-          if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
-          answered = true;
-          o.record({ ...base, outcome: "forwarded", status: h.status });
-          rmeter = new BodyMeter(responseFraming(h, head.method));
-          rclose = closes(h) || responseFraming(h, head.method).kind === "close";
-          const n = rmeter.take(rbuf, end);
-          toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
-          if (end + n < rbuf.length) rclose = true;
-          rbuf = EMPTY;
-          if (rmeter.done) done();
-          return;
-        }
-      } catch (e) {
-        failUp(e as Error, 502);
+        up.socket.pause();
+        client.once("drain", () => up.socket.resume());
       }
     };
     const failUp = (e: Error, status: number) => {
-      detach();
-      up.destroy();
+      if (over) return;
+      over = true;
+      upstream = null;
+      up.discard();
       if (!answered) {
         o.record({ ...base, outcome: "failed" });
-        refuse(status, status === 504 ? "Gateway Timeout" : "Bad Gateway", `${hostText()}: ${e.message}`);
+        refuse(
+          status,
+          status === 504 ? "Gateway Timeout" : "Bad Gateway",
+          `${destinationText(o.dest)}: ${e.message}`,
+        );
       } else finish("destroy");
     };
-    const onEnd = () => {
-      if (rmeter && !rmeter.done && rmeter.untilClose) {
-        rclose = true;
-        detach();
-        up.destroy();
-        return finish("end");
-      }
-      if (!answered && got.reused && !retried && bodyless && rbuf.length === 0) {
-        // a kept connection the upstream had closed meanwhile: once more on a new one
-        detach();
-        up.destroy();
-        exchange(head, framing, rest, true).catch((err: unknown) =>
-          refuse(
-            502,
-            "Bad Gateway",
-            `the proxy could not handle this request: ${(err as Error)?.message ?? err}`,
-          ),
-        );
+    const onHead = (): void => {
+      for (;;) {
+        const end = headEnd(rbuf);
+        if (end < 0) {
+          if (rbuf.length > MAX_HEAD_BYTES) throw new HttpError("a response head too long");
+          return;
+        }
+        const h = parseResponseHead(rbuf.subarray(0, end));
+        if (h.status >= 100 && h.status < 200 && h.status !== 101) {
+          // an interim answer (100 Continue): passed on, the final one follows
+          toClient(rbuf.subarray(0, end));
+          rbuf = rbuf.subarray(end);
+          continue;
+        }
+        if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
+        answered = true;
+        o.record({ ...base, outcome: "forwarded", status: h.status });
+        const f = responseFraming(h, head.method);
+        rmeter = new BodyMeter(f);
+        rclose = closes(h) || f.kind === "close";
+        const n = rmeter.take(rbuf, end);
+        toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+        if (end + n < rbuf.length) rclose = true; // bytes past the answer: not to be trusted again
+        rbuf = EMPTY;
+        if (rmeter.done) done();
         return;
       }
-      failUp(new Error("the upstream closed the connection before its answer was complete"), 502);
     };
-    const onError = (e: Error) => failUp(e, 502);
-    const onTimeout = () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504);
-    up.on("data", onData);
-    up.on("end", onEnd);
-    up.on("close", onEnd);
-    up.on("error", onError);
-    up.setTimeout(o.timeoutMs);
-    up.on("timeout", onTimeout);
+    up.use({
+      data: (d) => {
+        if (over) return;
+        try {
+          if (rmeter) {
+            const n = rmeter.take(d, 0);
+            toClient(n === d.length ? d : d.subarray(0, n));
+            if (n < d.length) rclose = true;
+            if (rmeter.done) done();
+            return;
+          }
+          rbuf = rbuf.length === 0 ? d : Buffer.concat([rbuf, d]);
+          onHead();
+        } catch (e) {
+          failUp(e as Error, 502);
+        }
+      },
+      end: () => {
+        if (over) return;
+        if (rmeter && !rmeter.done && rmeter.untilClose) {
+          // a body that ends with the connection: it has
+          over = true;
+          upstream = null;
+          up.discard();
+          return finish("end");
+        }
+        if (!answered && up.reused && !retried && bodyless && rbuf.length === 0) {
+          // a kept connection the upstream had closed meanwhile: once more on a new one
+          over = true;
+          upstream = null;
+          up.discard();
+          exchange(head, framing, rest, true).catch((err: unknown) =>
+            refuse(
+              502,
+              "Bad Gateway",
+              `the proxy could not handle this request: ${(err as Error)?.message ?? err}`,
+            ),
+          );
+          return;
+        }
+        failUp(new Error("the upstream closed the connection before its answer was complete"), 502);
+      },
+      error: (e) => failUp(e, 502),
+      timeout: () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504),
+    });
     phase = meter.done ? "wait" : "body";
-    up.write(first);
-    client.resume();
+    up.socket.write(first);
     if (phase === "body" && buffered.length > 0) {
       const b = buffered;
       buffered = EMPTY;
       sendBody(b);
     }
   };
-
-  const hostText = () => destinationText(o.dest);
 }

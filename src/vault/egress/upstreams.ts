@@ -7,21 +7,70 @@ import { type Destination, destinationText } from "./hosts.js";
  * upstreams are verified as Node verifies any (the roots, plus the user's extra CA
  * certificates; the name or address checked against the certificate), through one secure
  * context made once, and a new connection resumes the destination's last TLS session.
- * An idle connection is closed after a while, or as soon as the upstream closes it.
+ *
+ * Each connection's listeners are set once: they call whoever uses it now (an exchange's
+ * `Handlers`), and while it is idle any word, end or error from the upstream, or the timeout,
+ * closes it. The timeout is the proxy's one: how long an upstream may stay silent, in use or not.
  */
 
-const IDLE_MS = 30_000;
+export interface Handlers {
+  data(d: Buffer): void;
+  /** the upstream ended or closed the connection */
+  end(): void;
+  error(e: Error): void;
+  timeout(): void;
+}
+
+export interface Upstream {
+  socket: Socket;
+  /** it served an earlier request (the upstream may have closed it meanwhile) */
+  reused: boolean;
+  /** the exchange that receives what the upstream says, until `release` or `discard` */
+  use(h: Handlers): void;
+  /** the exchange ended cleanly: kept for the next request to that destination */
+  release(): void;
+  /** not to be used again */
+  discard(): void;
+}
 
 export interface Upstreams {
-  /** a connected (and, for https, verified) socket; rejects with the reason it could not be had */
-  acquire(
-    dest: Destination,
-    scheme: "http" | "https",
-    timeoutMs: number,
-  ): Promise<{ socket: Socket; reused: boolean }>;
-  /** a socket whose exchange ended cleanly, kept for the next request to that destination */
-  release(dest: Destination, scheme: "http" | "https", socket: Socket): void;
+  /** a connected (and, for https, verified) connection; rejects with the reason it could not be had */
+  acquire(dest: Destination, scheme: "http" | "https", timeoutMs: number): Promise<Upstream>;
   close(): void;
+}
+
+class Conn implements Upstream {
+  handlers: Handlers | null = null;
+  reused = false;
+  constructor(
+    readonly socket: Socket,
+    private readonly idle: Conn[],
+  ) {
+    const gone = () => this.discard();
+    socket.on("data", (d: Buffer) => (this.handlers ? this.handlers.data(d) : gone()));
+    socket.on("end", () => (this.handlers ? this.handlers.end() : gone()));
+    socket.on("close", () => (this.handlers ? this.handlers.end() : gone()));
+    socket.on("error", (e: Error) => (this.handlers ? this.handlers.error(e) : gone()));
+    socket.on("timeout", () => (this.handlers ? this.handlers.timeout() : gone()));
+  }
+  use(h: Handlers): void {
+    this.handlers = h;
+  }
+  release(): void {
+    this.handlers = null;
+    if (this.socket.destroyed || !this.socket.writable) {
+      this.discard();
+      return;
+    }
+    this.reused = true;
+    this.idle.push(this);
+  }
+  discard(): void {
+    this.handlers = null;
+    const i = this.idle.indexOf(this);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.socket.destroy();
+  }
 }
 
 export function upstreams(extraCa?: string): Upstreams {
@@ -30,18 +79,10 @@ export function upstreams(extraCa?: string): Upstreams {
     context ??= createSecureContext(extraCa ? { ca: [...rootCertificates, extraCa] } : {});
     return context;
   };
-  const idle = new Map<string, Socket[]>();
+  const idle = new Map<string, Conn[]>();
   const sessions = new Map<string, Buffer>();
   const all = new Set<Socket>();
-  /** what watches an idle socket, taken off again when it is used */
-  const watchers = new WeakMap<Socket, () => void>();
   const keyOf = (dest: Destination, scheme: string) => `${scheme}://${destinationText(dest)}`;
-
-  const drop = (key: string, s: Socket) => {
-    const list = idle.get(key);
-    const i = list ? list.indexOf(s) : -1;
-    if (i >= 0) list!.splice(i, 1);
-  };
 
   const connect = (dest: Destination, scheme: "http" | "https", timeoutMs: number): Promise<Socket> =>
     new Promise((resolve, reject) => {
@@ -76,39 +117,24 @@ export function upstreams(extraCa?: string): Upstreams {
         clearTimeout(timer);
         socket.off("error", failed);
         socket.setNoDelay(true);
+        socket.setTimeout(timeoutMs);
         resolve(socket);
       });
     });
 
   return {
     async acquire(dest, scheme, timeoutMs) {
-      const list = idle.get(keyOf(dest, scheme));
-      while (list && list.length > 0) {
-        const s = list.pop()!;
-        const gone = watchers.get(s);
-        if (gone) for (const ev of ["data", "end", "error", "close", "timeout"]) s.off(ev, gone);
-        watchers.delete(s);
-        s.setTimeout(0);
-        if (!s.destroyed && s.writable && s.readable) return { socket: s, reused: true };
-        s.destroy();
-      }
-      return { socket: await connect(dest, scheme, timeoutMs), reused: false };
-    },
-    release(dest, scheme, socket) {
-      if (socket.destroyed || !socket.writable) return void socket.destroy();
       const key = keyOf(dest, scheme);
-      const gone = () => {
-        drop(key, socket);
-        socket.destroy();
-      };
-      // an idle upstream that speaks, closes or stalls is of no further use
-      watchers.set(socket, gone);
-      for (const ev of ["data", "end", "error", "close"]) socket.on(ev, gone);
-      socket.setTimeout(IDLE_MS);
-      socket.on("timeout", gone);
-      const list = idle.get(key) ?? [];
-      list.push(socket);
-      idle.set(key, list);
+      let list = idle.get(key);
+      if (!list) {
+        list = [];
+        idle.set(key, list);
+      }
+      for (let c = list.pop(); c; c = list.pop()) {
+        if (!c.socket.destroyed && c.socket.writable && c.socket.readable) return c;
+        c.discard();
+      }
+      return new Conn(await connect(dest, scheme, timeoutMs), list);
     },
     close() {
       for (const s of all) s.destroy();
