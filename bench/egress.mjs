@@ -27,6 +27,8 @@
 //   BENCH_PROFILE_DIR=DIR           run the proxy under `node --cpu-prof` into DIR
 //   BENCH_BASE_DIST=DIR             also measure the proxy of another build's dist/ ("proxy (base)")
 //   BENCH_PATHS=a,b                 only these paths (direct is always measured)
+//   BENCH_EGRESS_RECORD=0           the proxy without the gateway's record of each request (by
+//                                   default it writes the `egress` audit events and index, as in use)
 import "reflect-metadata";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -93,14 +95,40 @@ if (role === "upstream") {
   ready({});
 } else if (role === "proxy") {
   const { startEgressProxy } = await dist("vault/egress/proxy.js");
+  const quiet = { info() {}, warn() {}, debug() {}, status() {} };
+  // as in a gateway: every request recorded (an `egress` audit event, the destinations index),
+  // each release recorded and learned by the scrubber; BENCH_EGRESS_RECORD=0 leaves that out
+  let onRecord = () => {};
+  let onReleaseRecord = () => {};
+  if (process.env.BENCH_EGRESS_RECORD !== "0") {
+    const { openStore } = await dist("store/db.js");
+    const { AuditLog } = await dist("audit/index.js");
+    const { auditSink } = await dist("gateway/auditSink.js");
+    const { EgressRecorder } = await dist("vault/egress/record.js");
+    const store = openStore(given.stateDir);
+    const events = auditSink(AuditLog.open(store, given.stateDir, { sync: "normal" }), quiet);
+    const recorder = new EgressRecorder(store, "bench", events);
+    onRecord = (r) => recorder.record(r);
+    onReleaseRecord = (r) =>
+      events.emit({
+        type: "credential_released",
+        serverLabel: "bench",
+        deliver: "http",
+        scopes: [r.scope],
+        ...r,
+      });
+  }
+  const released = new Set();
   const proxy = await startEgressProxy({
     stateDir: given.stateDir,
     credentials: [{ env: "API_KEY", secret: "bench", deliver: "http", hosts: [given.host] }],
     mode: "record",
-    calls: () => ({ epoch: "E", inFlight: [{ callId: "1", epoch: "E", scopes: ["bench"] }] }),
+    calls: () => ({ epoch: "E", inFlight: [{ callId: "1", epoch: "E", scopes: ["bench"], key: "1" }] }),
     extraCa: given.upstreamCa,
-    onRecord: () => {},
-    log: { info() {}, warn() {}, debug() {}, status() {} },
+    onRecord,
+    onReleaseRecord,
+    onReleased: (_scope, value) => released.add(value),
+    log: quiet,
   });
   if (process.env.BENCH_PROFILE_DIR) process.on("SIGTERM", () => process.exit(0)); // writes the profile
   ready({ url: proxy.url });
@@ -165,6 +193,12 @@ function cpuNs(pid) {
 }
 
 const stateDir = mkdtempSync(join(tmpdir(), "portcullis-bench-egress-"));
+if (process.env.BENCH_EGRESS_RECORD !== "0") {
+  // the audit log needs a keyring; its cost is not what is measured
+  process.env.PORTCULLIS_INSECURE_TEST_KDF = "1";
+  const { initKeyring } = await dist("keyring/keyring.js");
+  await initKeyring(stateDir, "bench passphrase");
+}
 const upstreamCa = await createCa("bench upstream CA");
 const localCa = await createCa("bench local CA");
 const key = (ca) => Buffer.from(ca.keyPkcs8).toString("base64");
@@ -293,7 +327,9 @@ if (proxy && tls)
   console.log(
     `proxy over the tls relay floor: +${f(median(proxy.all) - median(tls.all))} ms p50, +${(median(proxy.cpu) - median(tls.cpu)).toFixed(0)} µs cpu per request`,
   );
-console.log(`(the proxy released the value in every request: the upstream checked each one)`);
+console.log(
+  `(the proxy released the value in every request: the upstream checked each one; ${process.env.BENCH_EGRESS_RECORD === "0" ? "recording left out" : "each request recorded as in a gateway: egress audit event and index"})`,
+);
 
 for (const p of paths) await p.dispatcher.close();
 for (const c of children) c.kill();

@@ -10,6 +10,10 @@ import { Readable } from "node:stream";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import { ProxyAgent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuditLog } from "../../src/audit/index.js";
+import { auditSink } from "../../src/gateway/auditSink.js";
+import type { EventSink } from "../../src/gateway/events.js";
+import { openStore, type Store } from "../../src/store/db.js";
 import { type CaMaterial, createCa, mintLeaf } from "../../src/vault/egress/certs.js";
 import {
   type CallInFlight,
@@ -17,8 +21,11 @@ import {
   type EgressRecord,
   startEgressProxy,
 } from "../../src/vault/egress/proxy.js";
+import { EgressRecorder, listDestinations } from "../../src/vault/egress/record.js";
 import { askHolder, holderSocketPath, runHolder } from "../../src/vault/holder.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
 
 const SECRET = "datapath-secret-5f1c";
 const PLACEHOLDER = "portcullis-placeholder:api";
@@ -43,6 +50,10 @@ const releases: { scope: string; call: string }[] = [];
 const records: EgressRecord[] = [];
 let window: { epoch: string | null; inFlight: CallInFlight[] } = { epoch: null, inFlight: [] };
 let connections = 0;
+let store: Store;
+let events: EventSink;
+let recorder: EgressRecorder;
+const emitted: Record<string, unknown>[] = [];
 
 const call = (key: string, epoch = "E1"): CallInFlight => ({ callId: "1", epoch, scopes: ["api"], key });
 
@@ -56,7 +67,19 @@ async function startHolder() {
 }
 
 beforeAll(async () => {
-  stateDir = tempDir("pc-dp-");
+  stateDir = newStateDir();
+  // the gateway's record of each request: egress audit events and the destinations index
+  store = openStore(stateDir);
+  const sink = auditSink(AuditLog.open(store, stateDir, { sync: "normal" }), quiet);
+  // what reaches the audit log, seen on its way there (the records themselves are sealed)
+  events = {
+    ...sink,
+    emit: (e) => {
+      emitted.push(e as unknown as Record<string, unknown>);
+      sink.emit(e);
+    },
+  };
+  recorder = new EgressRecorder(store, "api", events);
   localCa = await createCa("datapath local CA");
   const upstreamCa = await createCa("datapath upstream CA");
   const leaf = await mintLeaf(upstreamCa, "127.0.0.1");
@@ -106,7 +129,10 @@ beforeAll(async () => {
     calls: () => window,
     extraCa: upstreamCa.certPem,
     timeoutMs: 5000,
-    onRecord: (r) => records.push(r),
+    onRecord: (r) => {
+      records.push(r);
+      recorder.record(r);
+    },
     onReleaseRecord: (r) => releases.push(r),
     log: quiet,
   });
@@ -114,6 +140,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await proxy?.close();
+  recorder?.flush();
+  events?.flush();
+  store?.close();
   holder?.stop("locked");
   upstream?.closeAllConnections();
   upstream?.close();
@@ -253,6 +282,42 @@ describe("the release kept for a call", () => {
     // unlocked again (a new holder): released again for the same call
     await startHolder();
     expect((await get(d, "/unlocked")).text).toBe(`GET /unlocked Bearer ${SECRET} `);
+    await d.close();
+  });
+});
+
+describe("the record of each request", () => {
+  it("requests alike within a window are one egress event with their count; the index counts each", async () => {
+    const d = agent();
+    window = { epoch: "E9", inFlight: [call("w9", "E9")] };
+    recorder.flush();
+    for (let i = 0; i < 5; i++) expect((await get(d, "/same")).status).toBe(200);
+    expect((await get(d, "/none")).status).toBe(204);
+    const sealed = async () => {
+      const r = await runCli(["audit", "export"], { stateDir });
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout.split("\n").filter((l) => l.includes('"type":"egress"')).length;
+    };
+    const before = await sealed();
+    recorder.flush();
+    events.flush();
+    const egress = emitted.filter((e) => e.type === "egress" && e.epoch === "E9");
+    expect(egress.map((e) => [e.status, e.requests, e.released, e.call])).toEqual([
+      [200, 5, ["api"], "1"],
+      [204, 1, ["api"], "1"],
+    ]);
+    // two sealed records in the audit log for the six requests
+    expect((await sealed()) - before).toBe(2);
+    const exported = await runCli(["audit", "export"], { stateDir });
+    expect(exported.stdout).not.toContain(SECRET);
+    const row = listDestinations(store, "api").find((r) => r.epoch === "E9");
+    expect(row).toMatchObject({
+      host: "127.0.0.1",
+      scheme: "https",
+      method: "GET",
+      requests: 6,
+      released: 6,
+    });
     await d.close();
   });
 });

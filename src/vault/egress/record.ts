@@ -3,10 +3,13 @@ import type { Store } from "../../store/db.js";
 import type { EgressRecord } from "./proxy.js";
 
 /**
- * The egress record: every destination a server's proxy saw, as an audit event `egress` (batched
- * with the gateway's other best-effort events), and in a plain index table per epoch that
- * `portcullis egress` and the approval review read without the passphrase. Nothing in it is
- * secret: host, port, scheme, method, counts, the scope names released.
+ * The egress record: every destination a server's proxy saw, as an audit event `egress`, and in a
+ * plain index table per epoch that `portcullis egress` and the approval review read without the
+ * passphrase. Nothing in it is secret: host, port, scheme, method, counts, the scope names
+ * released. Both are written every FLUSH_MS: requests alike in every recorded field (same call,
+ * epoch, destination, method, outcome, status, scopes) become one `egress` event with their
+ * count in `requests`, so a server that calls its API in a loop costs one sealed record per
+ * window, not one per request (that record was most of the proxy's cost per request).
  */
 
 interface Pending {
@@ -24,6 +27,7 @@ const FLUSH_MS = 200;
 
 export class EgressRecorder {
   private pending = new Map<string, Pending>();
+  private events_ = new Map<string, { r: EgressRecord; requests: number }>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -33,22 +37,12 @@ export class EgressRecorder {
   ) {}
 
   record(r: EgressRecord): void {
-    this.events.emit({
-      type: "egress",
-      serverLabel: this.label,
-      epoch: r.epoch,
-      host: r.host,
-      port: r.port,
-      scheme: r.scheme,
-      method: r.method,
-      outcome: r.outcome,
-      ...(r.status !== undefined ? { status: r.status } : {}),
-      released: r.released,
-      withheld: r.withheld,
-      call: r.call,
-    });
+    const ek = `${r.epoch}\n${r.call}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}\n${r.outcome}\n${r.status}\n${r.released.join(",")}\n${r.withheld.join(",")}`;
+    const alike = this.events_.get(ek);
+    if (alike) alike.requests++;
+    else this.events_.set(ek, { r, requests: 1 });
     const key: Pending["key"] = [this.label, r.epoch ?? "", r.host, r.port, r.scheme, r.method];
-    const k = JSON.stringify(key);
+    const k = `${r.epoch}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}`;
     const now = new Date().toISOString();
     const p = this.pending.get(k) ?? {
       key,
@@ -74,6 +68,23 @@ export class EgressRecorder {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    for (const { r, requests } of this.events_.values())
+      this.events.emit({
+        type: "egress",
+        serverLabel: this.label,
+        epoch: r.epoch,
+        host: r.host,
+        port: r.port,
+        scheme: r.scheme,
+        method: r.method,
+        outcome: r.outcome,
+        ...(r.status !== undefined ? { status: r.status } : {}),
+        released: r.released,
+        withheld: r.withheld,
+        call: r.call,
+        requests,
+      });
+    this.events_.clear();
     if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending.clear();
