@@ -15,11 +15,14 @@ export class HolderClient {
   private buf = "";
   private waiting: { resolve: (v: Record<string, unknown> | null) => void; timer: NodeJS.Timeout }[] = [];
   private readonly gone: (() => void)[] = [];
+  private readonly path: string;
 
   constructor(
-    private readonly stateDir: string,
+    stateDir: string,
     private readonly timeoutMs = 2000,
-  ) {}
+  ) {
+    this.path = holderSocketPath(stateDir);
+  }
 
   ask(req: Record<string, unknown>): Promise<Record<string, unknown> | null> {
     const socket = this.connected();
@@ -48,7 +51,7 @@ export class HolderClient {
    */
   generation(): number | null {
     try {
-      const st = statSync(holderSocketPath(this.stateDir), { throwIfNoEntry: false });
+      const st = statSync(this.path, { throwIfNoEntry: false });
       return st ? st.mtimeMs / 1000 : null;
     } catch {
       return null;
@@ -57,9 +60,8 @@ export class HolderClient {
 
   private connected(): Socket | null {
     if (this.socket && !this.socket.destroyed) return this.socket;
-    const path = holderSocketPath(this.stateDir);
-    if (!existsSync(path)) return null;
-    const socket = createConnection(path);
+    if (!existsSync(this.path)) return null;
+    const socket = createConnection(this.path);
     this.socket = socket;
     this.buf = "";
     socket.setEncoding("utf8");

@@ -93,7 +93,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     r: Omit<EgressRecord, "released" | "withheld" | "call" | "epoch"> & Partial<EgressRecord>,
   ) => {
     try {
-      o.onRecord({ released: [], withheld: [], call: null, epoch: o.calls().epoch, ...r });
+      o.onRecord({
+        released: [],
+        withheld: [],
+        call: null,
+        ...r,
+        epoch: r.epoch !== undefined ? r.epoch : o.calls().epoch,
+      });
     } catch (e) {
       o.log.warn(`egress: cannot record ${r.host}:${r.port}: ${(e as Error).message}`);
     }

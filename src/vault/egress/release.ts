@@ -60,6 +60,20 @@ export function hasPlaceholder(text: string): boolean {
 
 const callKey = (c: InFlight) => c.key ?? c.callId;
 
+/** A scope's placeholder, in a header or URL-encoded in the URL (made once per scope). */
+const placeholders = new Map<string, RegExp>();
+function placeholderOf(scope: string): RegExp {
+  let re = placeholders.get(scope);
+  if (!re) {
+    re = new RegExp(
+      `portcullis-placeholder(?::|%3[aA])${scope.replace(/[.]/g, "\\.")}(?![A-Za-z0-9._-])`,
+      "g",
+    );
+    placeholders.set(scope, re);
+  }
+  return re;
+}
+
 /** Replaces the placeholders it may in `parts` (in place); says what was released and what was left. */
 export function releaser(o: Options) {
   const holder = o.holder;
@@ -127,10 +141,7 @@ export function releaser(o: Options) {
         out.withheld.push(scope);
         continue;
       }
-      const re = new RegExp(
-        `portcullis-placeholder(?::|%3[aA])${scope.replace(/[.]/g, "\\.")}(?![A-Za-z0-9._-])`,
-        "g",
-      );
+      const re = placeholderOf(scope);
       const v = value;
       parts.url = parts.url.replace(re, () => encodeURIComponent(v));
       parts.headers = parts.headers.map((h) => (hasPlaceholder(h) ? h.replace(re, () => v) : h));
