@@ -50,6 +50,7 @@ const releases: { scope: string; call: string }[] = [];
 const records: EgressRecord[] = [];
 let window: { epoch: string | null; inFlight: CallInFlight[] } = { epoch: null, inFlight: [] };
 let connections = 0;
+const dropped = new Set<string>();
 let store: Store;
 let events: EventSink;
 let recorder: EgressRecorder;
@@ -79,7 +80,8 @@ beforeAll(async () => {
       sink.emit(e);
     },
   };
-  recorder = new EgressRecorder(store, "api", events);
+  // written when the test says (the window of a gateway's recorder is 200 ms)
+  recorder = new EgressRecorder(store, "api", events, 3600_000);
   localCa = await createCa("datapath local CA");
   const upstreamCa = await createCa("datapath upstream CA");
   const leaf = await mintLeaf(upstreamCa, "127.0.0.1");
@@ -91,6 +93,13 @@ beforeAll(async () => {
       body += c;
     });
     req.on("end", () => {
+      // the first time: the connection closed without an answer, as a server timing out its
+      // idle connections does while a request is on its way
+      if (req.url?.startsWith("/drop-once") && !dropped.has(req.url)) {
+        dropped.add(req.url);
+        req.socket.destroy();
+        return;
+      }
       seen.push({
         method: req.method ?? "",
         url: req.url ?? "",
@@ -232,6 +241,42 @@ describe("the data path inside a tunnel", () => {
     expect(await refused).toMatch(/^HTTP\/1\.1 400 [\s\S]*both Transfer-Encoding and Content-Length/);
     expect(seen.some((s) => s.url === "/smuggle")).toBe(false);
     t.destroy();
+  });
+});
+
+describe("kept upstream connections", () => {
+  it("an upstream that closes its idle connections: the next request goes out on a new one", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const d = agent();
+    expect((await get(d, "/before-idle-close")).status).toBe(200);
+    const before = connections;
+    for (let i = 0; i < 3; i++) {
+      upstream.closeIdleConnections();
+      expect(await get(d, `/after-idle-close-${i}`)).toEqual({
+        status: 200,
+        text: `GET /after-idle-close-${i} Bearer ${SECRET} `,
+      });
+    }
+    expect(connections - before).toBe(3);
+    await d.close();
+  });
+
+  it("a kept connection closed without an answer: a GET is sent again on a new one, a POST fails with a 502", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const d = agent();
+    expect((await get(d, "/warm")).status).toBe(200);
+    expect(await get(d, "/drop-once-get")).toEqual({
+      status: 200,
+      text: `GET /drop-once-get Bearer ${SECRET} `,
+    });
+    expect((await get(d, "/warm-again")).status).toBe(200);
+    const post = await get(d, "/drop-once-post", { method: "POST" });
+    expect(post.status).toBe(502);
+    expect(post.text).toContain("closed the connection before its answer");
+    expect(seen.filter((s) => s.url.startsWith("/drop-once")).map((s) => s.url)).toEqual(["/drop-once-get"]);
+    expect(records.at(-1)).toMatchObject({ outcome: "failed", method: "POST" });
+    expect((await get(d, "/after-502")).status).toBe(200);
+    await d.close();
   });
 });
 

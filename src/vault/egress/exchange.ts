@@ -39,6 +39,8 @@ export const HOP = new Set([
 ]);
 
 const EMPTY = Buffer.alloc(0);
+/** Methods a request of which may be sent twice (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
 
 export interface ExchangeOptions {
   dest: Destination;
@@ -301,8 +303,16 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
           up.discard();
           return finish("end");
         }
-        if (!answered && up.reused && !retried && bodyless && rbuf.length === 0) {
-          // a kept connection the upstream had closed meanwhile: once more on a new one
+        if (
+          !answered &&
+          up.reused &&
+          !retried &&
+          bodyless &&
+          IDEMPOTENT.has(head.method) &&
+          rbuf.length === 0
+        ) {
+          // a kept connection the upstream closed as the request went out: once more on a new
+          // one, as HTTP clients do, for a request that may be sent twice
           over = true;
           upstream = null;
           up.discard();

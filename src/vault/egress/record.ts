@@ -34,6 +34,8 @@ export class EgressRecorder {
     private readonly store: Store,
     private readonly label: string,
     private readonly events: EventSink,
+    /** how often the record is written (ms) */
+    private readonly flushMs = FLUSH_MS,
   ) {}
 
   record(r: EgressRecord): void {
@@ -60,7 +62,7 @@ export class EgressRecorder {
     p.last = now;
     this.pending.set(k, p);
     if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+      this.timer = setTimeout(() => this.flush(), this.flushMs);
       this.timer.unref();
     }
   }
