@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import {
   BodyMeter,
+  badHeaderValue,
   closes,
   HttpError,
   headEnd,
@@ -43,6 +44,7 @@ describe("request heads", () => {
     ["a malformed request line", "GET /\r\n\r\n"],
     ["a malformed request line", "GET / HTTP/2.0\r\n\r\n"],
     ["a malformed request target", "GET /\x01 HTTP/1.1\r\n\r\n"],
+    ["a malformed request target", "GET /\x7f HTTP/1.1\r\n\r\n"],
     ["a folded header line", "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n"],
     ["a malformed header name", "GET / HTTP/1.1\r\nBad Name: b\r\n\r\n"],
     ["a malformed header name", "GET / HTTP/1.1\r\nno colon\r\n\r\n"],
@@ -63,6 +65,15 @@ describe("request heads", () => {
     expect(f("Content-Length: -1\r\n")).toThrow("Content-Length");
     expect(f("Content-Length: 5, 5\r\n")()).toEqual({ kind: "length", length: 5 });
     expect(f("Transfer-Encoding: gzip, chunked\r\n")()).toEqual({ kind: "chunked" });
+  });
+
+  it("bytes 0x80-0xff pass in targets and values as they came; a character of more than a byte is refused", () => {
+    const h = parseRequestHead(head("GET /caf\xe9 HTTP/1.1\r\nX-Name: Andr\xe9\r\n\r\n"));
+    expect(Buffer.from(h.target, "latin1")).toEqual(Buffer.from([0x2f, 0x63, 0x61, 0x66, 0xe9]));
+    expect(badHeaderValue(h.values[0]!)).toBe(false);
+    expect(badHeaderValue("value\u20ac")).toBe(true);
+    expect(badHeaderValue("a\r\nX-Injected: 1")).toBe(true);
+    expect(badHeaderValue("tab\tand space ok")).toBe(false);
   });
 
   it("finds the end of a head only once its blank line is there", () => {

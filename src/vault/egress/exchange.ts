@@ -181,7 +181,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       return refuse(
         400,
         "Bad Request",
-        "a released value cannot be written into a header (it holds a control character)",
+        "a released value cannot be written into a header (it holds a control character or a character that is not one byte)",
       );
     }
     let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;

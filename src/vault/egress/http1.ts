@@ -11,15 +11,19 @@ export const MAX_HEAD_BYTES = 64 * 1024;
 export class HttpError extends Error {}
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// a header value: visible characters, spaces and tabs, and obs-text; no other control character
+// a header value: visible characters, spaces and tabs, and obs-text (bytes 0x80-0xff, one
+// character each, as heads are read and written in latin1); nothing else
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
 
-/** Whether a header value holds a character that may not be in one (CR and LF among them). */
+/**
+ * Whether a header value holds a character that may not be in one: CR and LF among them, and any
+ * character that is no single byte (a released value is written as it is read, in latin1).
+ */
 export function badHeaderValue(v: string): boolean {
   return BAD_VALUE.test(v);
 }
-const TARGET = /^[\x21-\x7e]+$/;
+const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 
 export interface Head {
   /** names and values in the order received (values trimmed of surrounding spaces) */
