@@ -23,8 +23,8 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * `leaf` mints (and caches for its day of life) a TLS certificate for a host that some
  * HTTP-delivered secret's stored policy names, signed by the state directory's local CA, whose
  * key only the holder holds; `release-http` hands out an HTTP-delivered value for a request to one
- * of the hosts its stored policy names (the egress proxy asks per request, while a call covering
- * the scope is in flight).
+ * of the hosts its stored policy names (the egress proxy asks once per call, scope and host, while
+ * a call covering the scope is in flight).
  *
  * The holder's generation is its socket file's modification time (whole seconds, a random start,
  * one more each time a secret is stored or removed, set before the answer), sent with every
