@@ -101,6 +101,14 @@ describe("response framing", () => {
     expect(responseFraming(r("HTTP/1.1 200 OK\r\n\r\n"), "GET")).toEqual({ kind: "close" });
     expect(closes(r("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"))).toBe(true);
     expect(() => r("HTTP/1.1 2000 OK\r\n\r\n")).toThrow("status line");
+    // only the framing headers are read out; the others are checked for their form only
+    const many = r(
+      "HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 3\r\nSet-Cookie: a=b\r\nConnection: close\r\n\r\n",
+    );
+    expect(many.names).toEqual(["Content-Length", "Connection"]);
+    expect(() => r("HTTP/1.1 200 OK\r\nX-A: 1\nContent-Length: 0\r\n\r\n")).toThrow("bare CR or LF");
+    expect(() => r("HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n")).toThrow("folded");
+    expect(() => r("HTTP/1.1 200 OK\r\nno colon\r\n\r\n")).toThrow("malformed header line");
   });
 });
 

@@ -78,12 +78,44 @@ export function parseRequestHead(head: Buffer): RequestHead {
   return { method: m[1]!, target: m[2]!, minor: Number(m[3]), ...headers(lines.slice(1)) };
 }
 
-/** Parses a response head. */
+// in a whole head: a control character other than tab, or a CR or LF that is not a line's end
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+const BAD_HEAD = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
+/** The response headers the proxy reads (where the body ends, whether the connection stays). */
+const FRAMING = new Set(["transfer-encoding", "content-length", "connection"]);
+
+/**
+ * Parses a response head for what the proxy needs: the status and the headers that frame the
+ * body (`names`/`values` hold only those). The head itself is passed on as it came, so the other
+ * headers are only checked for the form of a line (a name, a colon, no folding, no stray
+ * control character), not copied out.
+ */
 export function parseResponseHead(head: Buffer): ResponseHead {
-  const lines = head.toString("latin1").split("\r\n");
-  const m = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0] ?? "");
+  const text = head.toString("latin1");
+  if (BAD_HEAD.test(text)) throw new HttpError("a control character or a bare CR or LF in a response head");
+  let at = text.indexOf("\r\n");
+  const m = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(text.slice(0, at));
   if (!m) throw new HttpError("a malformed status line");
-  return { status: Number(m[2]), minor: Number(m[1]), ...headers(lines.slice(1)) };
+  const names: string[] = [];
+  const values: string[] = [];
+  for (at += 2; at < text.length; ) {
+    const end = text.indexOf("\r\n", at);
+    if (end === at || end < 0) break;
+    const c = text.charCodeAt(at);
+    if (c === 32 || c === 9) throw new HttpError("a folded header line");
+    const colon = text.indexOf(":", at);
+    if (colon <= at || colon > end) throw new HttpError("a malformed header line");
+    const n = colon - at;
+    if (n === 17 || n === 14 || n === 10) {
+      const name = text.slice(at, colon);
+      if (FRAMING.has(name.toLowerCase())) {
+        names.push(name);
+        values.push(text.slice(colon + 1, end).trim());
+      }
+    }
+    at = end + 2;
+  }
+  return { status: Number(m[2]), minor: Number(m[1]), names, values };
 }
 
 /** The values of one header (case-insensitive name), each split at commas. */
