@@ -285,7 +285,7 @@ function pct(xs, p) {
 const median = (xs) => pct(xs, 50);
 
 // warm every path (TLS handshakes, the leaf, the pools, the release for the call)
-for (let i = 0; i < 200; i++) for (const p of paths) await one(p);
+for (let i = 0; i < 1000; i++) for (const p of paths) await one(p);
 for (const p of paths) Object.assign(p, { all: [], rounds: [], cpu: [] });
 for (let round = 0; round < ROUNDS; round++) {
   for (const p of paths) {
