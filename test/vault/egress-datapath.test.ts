@@ -29,6 +29,8 @@ import { newStateDir } from "../helpers/state.js";
 
 const SECRET = "datapath-secret-5f1c";
 const PLACEHOLDER = "portcullis-placeholder:api";
+/** A body much larger than any socket buffer, every byte known. */
+const BIG = Buffer.alloc(4 << 20, "0123456789abcdef");
 const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 
 interface Seen {
@@ -114,6 +116,9 @@ beforeAll(async () => {
         res.useChunkedEncodingByDefault = false;
         res.write("until-");
         res.end("close");
+      } else if (req.url === "/big") {
+        res.writeHead(200, { "content-length": BIG.length });
+        res.end(BIG);
       } else if (req.url === "/none") {
         res.writeHead(204);
         res.end();
@@ -240,6 +245,39 @@ describe("the data path inside a tunnel", () => {
     t.write(`POST /smuggle HTTP/1.1\r\n${h}Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
     expect(await refused).toMatch(/^HTTP\/1\.1 400 [\s\S]*both Transfer-Encoding and Content-Length/);
     expect(seen.some((s) => s.url === "/smuggle")).toBe(false);
+    t.destroy();
+  });
+});
+
+describe("a client slower than the upstream", () => {
+  it("a large answer reaches a client that stops reading for a while intact, and the tunnel serves on", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const t = await rawTunnel();
+    const chunks: Buffer[] = [];
+    t.on("data", (d: Buffer) => chunks.push(d));
+    t.pause();
+    t.write(`GET /big HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 200)); // the proxy meets a full client meanwhile
+    t.resume();
+    const head = `HTTP/1.1 200 OK\r\n`;
+    await new Promise<void>((resolve) => {
+      const check = () => {
+        const got = Buffer.concat(chunks);
+        const end = got.indexOf("\r\n\r\n");
+        if (end >= 0 && got.length - end - 4 >= BIG.length) resolve();
+        else t.once("data", check);
+      };
+      check();
+    });
+    const got = Buffer.concat(chunks);
+    const end = got.indexOf("\r\n\r\n") + 4;
+    expect(got.subarray(0, head.length).toString()).toBe(head);
+    expect(got.length - end).toBe(BIG.length);
+    expect(got.subarray(end).equals(BIG)).toBe(true);
+    chunks.length = 0;
+    const next = readUntil(t, (x) => x.includes("GET /after-big"));
+    t.write(`GET /after-big HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\n\r\n`);
+    expect(await next).toContain(`GET /after-big Bearer ${SECRET}`);
     t.destroy();
   });
 });

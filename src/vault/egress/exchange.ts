@@ -218,9 +218,21 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     let rclose = false;
     let answered = false;
     let over = false;
+    /** the upstream paused until the client takes what was written to it */
+    let upPaused = false;
+    const unpauseUp = () => {
+      upPaused = false;
+      up.socket.resume();
+    };
     const done = () => {
       over = true;
       upstream = null;
+      // a connection paused for a slow client goes back flowing, and no longer waits on it
+      if (upPaused) {
+        client.off("drain", unpauseUp);
+        up.socket.resume();
+        upPaused = false;
+      }
       if (!rclose && phase === "wait") up.release();
       else up.discard();
       if (closeAfter || rclose || phase !== "wait") return finish("end");
@@ -230,9 +242,10 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       if (buffered.length > 0) nextRequest();
     };
     const toClient = (b: Buffer) => {
-      if (b.length > 0 && !client.write(b)) {
+      if (b.length > 0 && !client.write(b) && !upPaused) {
+        upPaused = true;
         up.socket.pause();
-        client.once("drain", () => up.socket.resume());
+        client.once("drain", unpauseUp);
       }
     };
     const failUp = (e: Error, status: number) => {
