@@ -90,7 +90,7 @@ beforeAll(async () => {
   upstream = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req, res) => {
     const connection = (req.socket as TLSSocket & { n?: number }).n ?? 0;
     let body = "";
-    req.setEncoding("utf8");
+    req.setEncoding("latin1");
     req.on("data", (c: string) => {
       body += c;
     });
@@ -116,6 +116,10 @@ beforeAll(async () => {
         res.useChunkedEncodingByDefault = false;
         res.write("until-");
         res.end("close");
+      } else if (req.url === "/length") {
+        const text = `${Buffer.byteLength(body, "latin1")} ${body === BIG.toString("latin1")}`;
+        res.writeHead(200, { "content-length": Buffer.byteLength(text) });
+        res.end(text);
       } else if (req.url === "/big") {
         res.writeHead(200, { "content-length": BIG.length });
         res.end(BIG);
@@ -279,6 +283,22 @@ describe("a client slower than the upstream", () => {
     t.write(`GET /after-big HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\n\r\n`);
     expect(await next).toContain(`GET /after-big Bearer ${SECRET}`);
     t.destroy();
+  });
+
+  it("a large request body, with a length and chunked, reaches the upstream intact", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const d = agent();
+    expect(await get(d, "/length", { method: "POST", body: BIG.toString("latin1") })).toEqual({
+      status: 200,
+      text: `${BIG.length} true`,
+    });
+    const pieces = Array.from({ length: 64 }, (_, i) => BIG.subarray(i << 16, (i + 1) << 16));
+    expect(await get(d, "/length", { method: "POST", body: Readable.from(pieces) })).toEqual({
+      status: 200,
+      text: `${BIG.length} true`,
+    });
+    expect((await get(d, "/after-bodies")).text).toBe(`GET /after-bodies Bearer ${SECRET} `);
+    await d.close();
   });
 });
 
