@@ -43,6 +43,7 @@ interface Seen {
 
 let stateDir: string;
 let localCa: CaMaterial;
+let upstreamCa: CaMaterial;
 let upstream: Server;
 let host: string;
 let proxy: EgressProxy;
@@ -85,7 +86,7 @@ beforeAll(async () => {
   // written when the test says (the window of a gateway's recorder is 200 ms)
   recorder = new EgressRecorder(store, "api", events, 3600_000);
   localCa = await createCa("datapath local CA");
-  const upstreamCa = await createCa("datapath upstream CA");
+  upstreamCa = await createCa("datapath upstream CA");
   const leaf = await mintLeaf(upstreamCa, "127.0.0.1");
   upstream = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req, res) => {
     const connection = (req.socket as TLSSocket & { n?: number }).n ?? 0;
@@ -299,6 +300,59 @@ describe("a client slower than the upstream", () => {
     });
     expect((await get(d, "/after-bodies")).text).toBe(`GET /after-bodies Bearer ${SECRET} `);
     await d.close();
+  });
+});
+
+describe("upstream certificates", () => {
+  it("verified as Node verifies: an issuer the proxy does not trust, or a name the certificate does not hold, gets a 502", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const port = Number(host.split(":")[1]);
+    // the same upstream, named "localhost": its certificate holds 127.0.0.1 only
+    const named = `localhost:${port}`;
+    const put = { op: "put", scope: "api", deliver: "http", value: SECRET };
+    expect(await askHolder(stateDir, { ...put, hosts: [host, named] })).toEqual({ ok: true });
+    const strict = await startEgressProxy({
+      stateDir,
+      credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host, named] }],
+      mode: "record",
+      calls: () => window,
+      timeoutMs: 5000,
+      onRecord: (r) => records.push(r),
+      log: quiet,
+    });
+    const trusting = await startEgressProxy({
+      stateDir,
+      credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host, named] }],
+      mode: "record",
+      calls: () => window,
+      extraCa: upstreamCa.certPem,
+      timeoutMs: 5000,
+      onRecord: (r) => records.push(r),
+      log: quiet,
+    });
+    try {
+      const before = seen.length;
+      // no NODE_EXTRA_CA_CERTS of the user's naming the upstream's CA: Node's roots only
+      const d1 = new ProxyAgent({ uri: strict.url, requestTls: { ca: localCa.certPem }, connections: 1 });
+      const untrusted = await get(d1, "/untrusted");
+      expect(untrusted.status).toBe(502);
+      expect(untrusted.text).toMatch(/certificate/);
+      await d1.close();
+      const d2 = new ProxyAgent({ uri: trusting.url, requestTls: { ca: localCa.certPem }, connections: 1 });
+      const r = await request(`https://${named}/wrong-name`, {
+        dispatcher: d2,
+        headers: { authorization: `Bearer ${PLACEHOLDER}` },
+      });
+      expect(r.statusCode).toBe(502);
+      expect(await r.body.text()).toMatch(/does not match certificate's altnames/);
+      await d2.close();
+      expect(seen.length).toBe(before);
+      expect(records.at(-1)).toMatchObject({ outcome: "failed", host: "localhost" });
+    } finally {
+      await strict.close();
+      await trusting.close();
+      expect(await askHolder(stateDir, { ...put, hosts: [host] })).toEqual({ ok: true });
+    }
   });
 });
 
