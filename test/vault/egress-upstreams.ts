@@ -20,6 +20,8 @@ export interface Received {
   /** the `key` query parameter, decoded */
   key: string | null;
   seq: number | null;
+  /** the `from` query parameter (the pid of the fixture's timer), when there is one */
+  from?: number;
 }
 
 export interface Upstream {
@@ -33,11 +35,13 @@ function recorder(received: Received[]) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     const u = new URL(req.url ?? "/", "http://x");
     const seq = u.searchParams.get("seq");
+    const from = u.searchParams.get("from");
     received.push({
       path: u.pathname,
       authorization: req.headers.authorization,
       key: u.searchParams.get("key"),
       seq: seq === null ? null : Number(seq),
+      ...(from === null ? {} : { from: Number(from) }),
     });
     res.writeHead(200, { "content-type": "text/plain" });
     res.end(`upstream ok ${u.pathname}`);
