@@ -64,9 +64,10 @@ export interface ListenShared {
 }
 
 /**
- * `run --listen`: the HTTP front, and for each session its own gateway, supervised server and
- * agent run (a stdio server speaks to one client; sessions never share a process, so one
- * client's approvals and epochs are never another's). Resolves when the front is closed.
+ * `run --listen`: the HTTP front, and for each session its own gateway, supervised server, agent
+ * run and egress proxy when the server needs one (a stdio server speaks to one client; sessions
+ * never share a process, so one client's approvals, epochs and credential releases are never
+ * another's). Resolves when the front is closed.
  */
 export async function serveListen(
   shared: ListenShared,

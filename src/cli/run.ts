@@ -76,7 +76,8 @@ options:
                                  clear: also the arguments themselves (sealed; values under
                                  secret-named keys redacted)
   --listen HOST:PORT             serve over Streamable HTTP at http://HOST:PORT/mcp instead of stdio;
-                                 each HTTP session gets its own server process and agent run
+                                 each HTTP session gets its own server process, agent run and
+                                 egress proxy
   --listen-token-file FILE       the bearer token clients must send (default: one generated and kept
                                  in the state directory; 'portcullis status' shows it)
   --no-auth                      no bearer token (only on a loopback address)
