@@ -90,6 +90,10 @@ describe("run --listen with deliver: http", () => {
         .filter((x) => x.path !== "/timer")
         .map((x) => x.path);
     expect(calls()).toEqual(["/a"]);
+    // a released value the server hands back is scrubbed from what the session's client gets
+    expect(text(await approvedCall(a, stateDir, "fetch_url", { url: `${plain.url}/echo` }, seen))).toBe(
+      "200 upstream echo Bearer [redacted:inventory-api]",
+    );
     expect(released(tls).map((x) => x.path)).toEqual(["/a-tls"]);
     expect(tls.received.map((x) => x.key)).toEqual([SECRET]);
     const ticks = (pid: number) => plain.received.filter((x) => x.path === "/timer" && x.from === pid);
@@ -140,7 +144,7 @@ describe("run --listen with deliver: http", () => {
     const during = inWindow();
     writeFileSync(flag, "go");
     expect(text(await long)).toBe("200 upstream ok /a-long\n200 upstream ok /a-long");
-    expect(calls()).toEqual(["/a", "/a-long", "/a-long"]);
+    expect(calls()).toEqual(["/a", "/echo", "/a-long", "/a-long"]);
     for (const t of during) {
       expect(t.authorization).toBe(`Bearer ${PLACEHOLDER}`);
       expect(t.key).toBe(PLACEHOLDER);
@@ -164,7 +168,7 @@ describe("run --listen with deliver: http", () => {
     expect(review.newDestinations).toEqual([`127.0.0.1:${other.port}`]);
     await decideByCli(stateDir, "approve", asked.request);
     expect(text(await callB)).toBe("200 upstream ok /b");
-    expect(calls()).toEqual(["/a", "/a-long", "/a-long", "/b"]);
+    expect(calls()).toEqual(["/a", "/echo", "/a-long", "/a-long", "/b"]);
 
     // the record: per session epoch, each release with its call and epoch, never the value
     const egress = await waitFor(
