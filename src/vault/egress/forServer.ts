@@ -6,9 +6,7 @@ import type { Store } from "../../store/db.js";
 import type { Logger } from "../../util/log.js";
 import type { ReleasedValues } from "../scrub.js";
 import { caCertPath } from "./ca.js";
-import { egressEnv } from "./env.js";
-import { type CallInFlight, type EgressProxy, startEgressProxy } from "./proxy.js";
-import { EgressRecorder } from "./record.js";
+import type { CallInFlight, EgressProxy } from "./proxy.js";
 
 /**
  * The egress proxy of one gateway and the environment its server is started with: the one
@@ -63,6 +61,12 @@ export function needsEgress(server: ServerConfig): boolean {
 export async function startServerEgress(o: ServerEgressOptions): Promise<ServerEgress | null> {
   const { server, stateDir, env, log } = o;
   if (!needsEgress(server)) return null;
+  // loaded only for a server that has a proxy: most gateways never need node:https, TLS and the rest
+  const [{ startEgressProxy }, { egressEnv }, { EgressRecorder }] = await Promise.all([
+    import("./proxy.js"),
+    import("./env.js"),
+    import("./record.js"),
+  ]);
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
   const recorder = new EgressRecorder(o.store, server.label, o.events);
   let extraCa: string | undefined;
