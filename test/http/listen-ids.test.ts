@@ -5,9 +5,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { rawIdOf } from "../../src/relay/idScan.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
+import { startFixture } from "./upstreamFixture.js";
 import { openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -18,10 +20,9 @@ afterEach(async () => {
 
 const IDS = ["9007199254740993", "1e2", "1.0", "-0", "12345678901234567890123", '"\\u0041"', '"a\\/b"'];
 
-/** The id member of a JSON body exactly as written, read without parsing. */
+/** The top-level id of a JSON body exactly as written, read without parsing. */
 function idText(body: string): string | null {
-  const m = /^\{"jsonrpc":"2\.0","id":(.*?),"(?:result|error)"/.exec(body.trim());
-  return m ? m[1]! : null;
+  return rawIdOf(body.trim());
 }
 
 describe("HTTP ids are kept as the client wrote them", () => {
@@ -76,5 +77,24 @@ describe("HTTP ids are kept as the client wrote them", () => {
     const last = await second;
     expect(idText(last.body), last.body).toBe("9007199254740992");
     expect(JSON.parse(last.body).error.data.error).toBe("session_ended");
+  });
+
+  it("in front of a server reached by URL (run --listen --url)", async () => {
+    const server = await startFixture({}, null); // plain http on loopback
+    cleanup.push(() => server.kill());
+    const l = await startListener([], { args: ["--approval", "none", "--url", server.url] });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    for (const id of IDS) {
+      const ping = await raw(l, { headers: h, body: `{"jsonrpc":"2.0","id":${id},"method":"ping"}` });
+      expect(idText(ping.body), ping.body).toBe(id);
+      const call = await raw(l, {
+        headers: h,
+        body: `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`,
+      });
+      expect(idText(call.body), call.body).toBe(id);
+      expect(call.body).toContain("Echo: hi");
+    }
   });
 });
