@@ -9,8 +9,8 @@ import { rawIdOf } from "../../src/relay/idScan.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
-import { startFixture } from "./upstreamFixture.js";
 import { openSession, raw } from "./raw.js";
+import { startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
