@@ -725,7 +725,8 @@ export class Authorizer implements AuthorizationPort {
     }
     for (const req of due) {
       const minutes = Math.round((Date.parse(req.expiresAt) - Date.parse(req.createdAt)) / 60_000);
-      if (!closeRequest(this.o.db, req.request, "expired", `nobody decided within ${minutes} min`)) continue;
+      const reason = `nobody decided within ${minutes} min`;
+      if (!closeRequest(this.o.db, req.request, "expired", reason)) continue;
       this.o.log.info(`approval request ${req.request} expired: nobody decided`);
       this.emit({
         type: "approval_expired",
@@ -737,6 +738,8 @@ export class Authorizer implements AuthorizationPort {
         approvalRequest: req.request,
         createdAt: req.createdAt,
         expiresAt: req.expiresAt,
+        reason,
+        by: "the gateway of its run",
       });
     }
   }

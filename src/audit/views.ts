@@ -291,6 +291,10 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
           ...strings(e.credentialScope),
         );
         break;
+      case "request_forwarded":
+        // a guarded read (resources/read …): listed like a call, under its method
+        start(r, run, "allowed", "pending").tool ??= str(e.method);
+        break;
       case "authorization_denied": {
         const a = start(r, run, str(e.reason) ?? str(e.error) ?? "denied", "refused");
         a.endedAt = header.time;

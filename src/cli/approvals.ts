@@ -1,4 +1,5 @@
 import { userInfo } from "node:os";
+import { expireAbandoned } from "../approval/abandoned.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { publicRequest, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
@@ -142,9 +143,23 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   const stateDir = existingStateDir(v["state-dir"]);
   const db = openStore(stateDir);
   try {
+    // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
+    const sweep = () => {
+      try {
+        expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
+      } catch (e) {
+        // Best effort: the list is still right about what is pending; the next reader closes them.
+        process.stderr.write(
+          `portcullis: could not close abandoned approval requests: ${(e as Error).message}\n`,
+        );
+      }
+    };
+    if (name !== "grants" && name !== "revoke") sweep();
     switch (name) {
       case "approvals":
-        return v.watch ? await watchRequests(db, !!v.json, verbose) : listRequests(db, !!v.json, verbose);
+        return v.watch
+          ? await watchRequests(db, !!v.json, verbose, sweep)
+          : listRequests(db, !!v.json, verbose);
       case "grants":
         return listGrants(db, !!v.json);
       case "approve":

@@ -25,7 +25,13 @@ export function oldestDecidable(db: Store): PendingRequest | null {
  * (the ones already pending first) and `{"change":"closed","request":ID,"state":…}` when one is
  * decided, expires or is withdrawn.
  */
-export async function watchRequests(db: Store, json: boolean, verbose: boolean): Promise<number> {
+export async function watchRequests(
+  db: Store,
+  json: boolean,
+  verbose: boolean,
+  /** closes what is overdue or abandoned (src/approval/abandoned.ts) before each read */
+  sweep: () => void = () => {},
+): Promise<number> {
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
@@ -37,6 +43,7 @@ export async function watchRequests(db: Store, json: boolean, verbose: boolean):
   let lastDraw: string | null = null;
   try {
     for (;;) {
+      sweep();
       const now = pendingRequests(db);
       const ids = new Map(now.map((r) => [r.request, r]));
       if (json) {

@@ -21,6 +21,7 @@ import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
 import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
+import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { scopesForTool } from "../vault/toolScopes.js";
 import { beginAgentRun } from "./agentRun.js";
@@ -43,8 +44,13 @@ export interface ListenShared {
   audit: AuditLog;
   events: EventSink;
   log: Logger;
-  /** a new link to the server for one session: a supervised process, or a remote session */
-  makeLink: (log: Logger) => ServerLink;
+  /**
+   * A new link to the server for one session: a supervised process, or a remote session.
+   * `extraEnv` is that session's egress proxy environment, added at each spawn.
+   */
+  makeLink: (log: Logger, extraEnv: () => Record<string, string>) => ServerLink;
+  /** the environment every session's server starts from (the user's, the config's, placeholders) */
+  env: Record<string, string>;
   delivery: ReturnType<typeof envDelivery>;
   /** values released to the servers of every session: scrubbed from all they say */
   releasedValues: ReleasedValues;
@@ -58,9 +64,10 @@ export interface ListenShared {
 }
 
 /**
- * `run --listen`: the HTTP front, and for each session its own gateway, supervised server and
- * agent run (a stdio server speaks to one client; sessions never share a process, so one
- * client's approvals and epochs are never another's). Resolves when the front is closed.
+ * `run --listen`: the HTTP front, and for each session its own gateway, supervised server, agent
+ * run and egress proxy when the server needs one (a stdio server speaks to one client; sessions
+ * never share a process, so one client's approvals, epochs and credential releases are never
+ * another's). Resolves when the front is closed.
  */
 export async function serveListen(
   shared: ListenShared,
@@ -127,7 +134,17 @@ function openSession(
   statusLog.status(
     `http session ${session.id.slice(0, 8)}… (${session.era}) from ${peer.pid !== null ? `pid ${peer.pid}` : peer.why}`,
   );
-  const supervisor = shared.makeLink(statusLog);
+  // This session's egress proxy, when the server needs one: started before its server, closed
+  // after it. One proxy per session rather than one shared by all: the release window is a
+  // closure over this session's gateway (its epoch, its calls in flight, its run's grants), so
+  // there is nothing to tell apart and nothing a server sends is ever read to decide whose
+  // window a request falls in. A shared proxy would need a per-session secret in each server's
+  // proxy URL, which runtimes pass on unevenly (a client that drops it would need a refusal
+  // path of its own). The cost is a loopback port, a holder connection and a cache of TLS leaves
+  // per session, bounded by --listen-max-sessions; the port closes when the session ends.
+  let egress: ServerEgress | null = null;
+  let ending = false;
+  const supervisor = shared.makeLink(statusLog, () => egress?.env ?? {});
 
   let run: Run | null = null;
   let gateway: Gateway | null = null;
@@ -157,6 +174,8 @@ function openSession(
     decide: shared.decide,
     released: shared.releasedValues,
     scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
+    // what this session's egress proxy may release while a call runs: that tool's own scopes
+    callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
     onState: (state) => {
       const gen = supervisor.current;
       if (gen) registry.recordEpoch(gen.record, gen.reason);
@@ -172,17 +191,39 @@ function openSession(
   supervisor.on("down", () => registry.update({ state: "identity-pending" }));
   const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
   heartbeat.unref();
-  supervisor.start().catch((e) => {
-    statusLog.warn(e instanceof LaunchError ? `could not start the server: ${e.message}` : String(e));
-    void session.end();
+  const proxied = startServerEgress({
+    server,
+    stateDir: shared.stateDir,
+    gatewayId,
+    env: shared.env,
+    store,
+    events,
+    log: statusLog,
+    released: shared.releasedValues,
+    calls: () => (gateway ? gateway.callsInFlight() : { epoch: null, inFlight: [] }),
   });
+  proxied
+    .then((started) => {
+      egress = started;
+      // a session ended while its proxy was starting: no server for it
+      if (!ending) return supervisor.start();
+    })
+    .catch((e) => {
+      statusLog.warn(
+        e instanceof LaunchError ? `could not start the server: ${e.message}` : (e as Error).message,
+      );
+      void session.end();
+    });
   let closed: Promise<void> | null = null;
   return {
     deliver: (text) => gateway?.onClientLine(text),
     close: () => {
+      ending = true;
       closed ??= (async () => {
         clearInterval(heartbeat);
         await supervisor.shutdown();
+        // after its server: nothing of this session can reach the proxy's port any more
+        await (await proxied.catch(() => null))?.close();
         if (run) {
           endRun(store, run);
           events.emit({ type: "run_ended", run: (run as Run).run, serverLabel: server.label });

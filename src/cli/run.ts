@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { ulid } from "ulid";
@@ -30,10 +30,7 @@ import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type Logger, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
-import { caCertPath } from "../vault/egress/ca.js";
-import { egressEnv } from "../vault/egress/env.js";
-import { type EgressProxy, startEgressProxy } from "../vault/egress/proxy.js";
-import { EgressRecorder } from "../vault/egress/record.js";
+import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
 import { scopesForTool } from "../vault/toolScopes.js";
@@ -79,7 +76,8 @@ options:
                                  clear: also the arguments themselves (sealed; values under
                                  secret-named keys redacted)
   --listen HOST:PORT             serve over Streamable HTTP at http://HOST:PORT/mcp instead of stdio;
-                                 each HTTP session gets its own server process and agent run
+                                 each HTTP session gets its own server process, agent run and
+                                 egress proxy
   --listen-token-file FILE       the bearer token clients must send (default: one generated and kept
                                  in the state directory; 'portcullis status' shows it)
   --no-auth                      no bearer token (only on a loopback address)
@@ -337,8 +335,6 @@ async function serve(
   const releasedValues = new ReleasedValues();
   const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);
   Object.assign(env, delivery.placeholders);
-  // The egress proxy's variables are added at each spawn (set once the proxy listens, below).
-  let egressExtra: Record<string, string> = {};
   const spec = {
     serverLabel: server.label,
     command: server.command,
@@ -349,7 +345,9 @@ async function serve(
     include: server.identity.include,
   };
   // One link per client connection: a process supervisor, or a session with a remote server.
-  const makeLink = (linkLog: Logger): ServerLink =>
+  // `extraEnv`: that gateway's egress proxy variables, added at each spawn (its proxy starts
+  // before the server, so they are known by then).
+  const makeLink = (linkLog: Logger, extraEnv: () => Record<string, string> = () => ({})): ServerLink =>
     server.remote
       ? remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
       : new Supervisor({
@@ -360,10 +358,12 @@ async function serve(
           // forwarded request); tests push it out to prove the forwarding-path check
           pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
           maxMessageBytes: server.maxMessageBytes,
-          spawnEnv: async () => ({ ...egressExtra, ...(await delivery.spawnEnv()) }),
+          spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
         });
-  const supervisor = makeLink(statusLog);
+  // this gateway's egress proxy, when its server needs one (started below, before the server)
+  let egress: ServerEgress | null = null;
+  const supervisor = makeLink(statusLog, () => egress?.env ?? {});
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
   try {
@@ -379,13 +379,10 @@ async function serve(
     const address = readConsoleAddress(stateDir);
     return address ? requestPageUrl(address.url, request) : null;
   };
-  if (listen && server.credentialSpecs.some((c) => c.deliver === "http"))
-    throw new UsageError(
-      `run: --listen does not yet give each HTTP session the egress proxy that "deliver": "http" credentials need (${server.configFile ?? "the configuration"}, credentials of "${server.label}"); serve this server over stdio, or deliver them with "env".`,
-    );
   if (listen) {
     // the supervisor above is never started: each HTTP session has its own
-    const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues };
+    // (and each session its own egress proxy, started with it: src/cli/listen.ts)
+    const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues, env };
     return listenUntilSignal(
       {
         ...shared,
@@ -400,18 +397,22 @@ async function serve(
       registry,
     );
   }
-  const egress = await startEgress(
-    server,
-    stateDir,
-    gatewayId,
-    env,
-    store,
-    events,
-    statusLog,
-    releasedValues,
-    () => (gateway ? gateway.callsInFlight() : { epoch: null, inFlight: [] }),
-  );
-  egressExtra = egress?.env ?? {};
+  try {
+    egress = await startServerEgress({
+      server,
+      stateDir,
+      gatewayId,
+      env,
+      store,
+      events,
+      log: statusLog,
+      released: releasedValues,
+      calls: () => (gateway ? gateway.callsInFlight() : { epoch: null, inFlight: [] }),
+    });
+  } catch (e) {
+    if (e instanceof EgressStartError) throw new UsageError(`run: ${e.message}`);
+    throw e;
+  }
   let run: Run | null = null;
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
@@ -529,90 +530,4 @@ async function serve(
   const code = await done;
   clearInterval(heartbeat);
   return code;
-}
-
-/**
- * The egress proxy of this gateway, when a credential is delivered over HTTP or `egress` is
- * configured: started before the server, so its first instruction already goes through it.
- */
-async function startEgress(
-  server: ServerConfig,
-  stateDir: string,
-  gatewayId: string,
-  env: Record<string, string>,
-  store: ReturnType<typeof openStore>,
-  events: ReturnType<typeof auditSink>,
-  log: ReturnType<typeof stderrLogger>,
-  released: ReleasedValues,
-  calls: () => ReturnType<Gateway["callsInFlight"]>,
-): Promise<{ env: Record<string, string>; close(): Promise<void> } | null> {
-  const http = server.credentialSpecs.filter((c) => c.deliver === "http");
-  // a remote server is no process of ours: it has no environment to route through a proxy
-  if (server.remote || (http.length === 0 && server.egress === undefined)) return null;
-  const recorder = new EgressRecorder(store, server.label, events);
-  let extraCa: string | undefined;
-  if (env.NODE_EXTRA_CA_CERTS) {
-    try {
-      extraCa = readFileSync(env.NODE_EXTRA_CA_CERTS, "utf8");
-    } catch {
-      log.warn(
-        `NODE_EXTRA_CA_CERTS (${env.NODE_EXTRA_CA_CERTS}) cannot be read; upstreams are verified against Node's roots only`,
-      );
-    }
-  }
-  let proxy: EgressProxy;
-  try {
-    proxy = await startEgressProxy({
-      stateDir,
-      credentials: http,
-      mode: server.egress ?? "record",
-      calls,
-      extraCa,
-      timeoutMs: Number(process.env.PORTCULLIS_EGRESS_TIMEOUT_MS) || 30_000,
-      onRecord: (r) => recorder.record(r),
-      onReleaseRecord: (r) =>
-        events.emit({
-          type: "credential_released",
-          serverLabel: server.label,
-          epoch: r.epoch,
-          deliver: "http",
-          scopes: [r.scope],
-          host: r.host,
-          call: r.call,
-        }),
-      // a server that echoes a released value back never shows it to the client
-      onReleased: (scope, value) => released.add(scope, value),
-      log,
-    });
-  } catch (e) {
-    throw new UsageError(`run: the egress proxy could not start: ${(e as Error).message}`);
-  }
-  const caFile = caCertPath(stateDir);
-  let caPem: string | null = null;
-  try {
-    caPem = readFileSync(caFile, "utf8");
-  } catch {
-    if (http.length > 0)
-      log.warn(
-        `no local CA yet (${caFile}): HTTPS to declared hosts is tunnelled unread; store the secret with 'portcullis vault set --deliver http'`,
-      );
-  }
-  const built = egressEnv({
-    base: env,
-    proxyUrl: proxy.url,
-    caPem,
-    dir: join(stateDir, "egress", gatewayId),
-    declaredHosts: http.flatMap((c) => c.hosts),
-  });
-  log.status(
-    `egress proxy on ${proxy.url}${http.length ? ` (credentials released only to ${[...new Set(http.flatMap((c) => c.hosts))].join(", ")})` : ""}${server.egress === "declared-only" ? "; other hosts refused" : ""}`,
-  );
-  return {
-    env: built.env,
-    close: async () => {
-      await proxy.close();
-      recorder.flush();
-      built.cleanup();
-    },
-  };
 }

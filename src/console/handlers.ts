@@ -3,6 +3,7 @@
  * decideRequest, the CLI's path, signed with the approver key of a passphrase proof.
  */
 import { userInfo } from "node:os";
+import { expireAbandoned } from "../approval/abandoned.js";
 import { activeGrants, GrantError, getGrant, revokeGrant } from "../approval/grants.js";
 import { passkeyRows } from "../approval/passkeyRows.js";
 import { ApproverKeyMismatchError } from "../approval/pin.js";
@@ -132,6 +133,19 @@ const ACTIONS: Record<string, Decision | "deny"> = {
 };
 
 /** A decision nobody would use (the gateway that asked is gone) is refused before it is signed. */
+/**
+ * The pending requests, after closing the overdue ones and those a dead gateway left
+ * (src/approval/abandoned.ts); best effort: a failure to close leaves the list as it was.
+ */
+function livePending(app: RouteContext["app"]) {
+  try {
+    expireAbandoned(app.db, app.stateDir, `the console (pid ${process.pid})`);
+  } catch (e) {
+    app.log.warn(`console: could not close abandoned approval requests: ${(e as Error).message}`);
+  }
+  return pendingRequests(app.db);
+}
+
 export function refuseWithoutGateway(app: RouteContext["app"], req: ApprovalRequest): void {
   const run = getRun(app.db, req.agentRun);
   if (req.state === "pending" && !run?.gatewayAlive) {
@@ -314,7 +328,7 @@ export const CONSOLE_ROUTES: Route[] = [
         ctx,
         200,
         "Requests",
-        requestsBody(pendingRequests(ctx.app.db), ctx.session!.csrf, passkeyDecisionsOf(ctx)),
+        requestsBody(livePending(ctx.app), ctx.session!.csrf, passkeyDecisionsOf(ctx)),
         "/",
       ),
   },
@@ -324,10 +338,10 @@ export const CONSOLE_ROUTES: Route[] = [
     session: true,
     handle: (ctx) => {
       const id = ctx.params[0]!;
+      const waiting = livePending(ctx.app).find((p) => p.request === id)?.waiting;
       const req = getRequest(ctx.app.db, id);
       if (!req)
         return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
-      const waiting = pendingRequests(ctx.app.db).find((p) => p.request === id)?.waiting;
       page(
         ctx,
         200,

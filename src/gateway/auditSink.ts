@@ -92,12 +92,13 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     }
   };
 
-  // A call's intent opens its row in the open-intents table, its end closes it: inside the
-  // transaction that writes the record (a condition runs there), so the two never disagree.
+  // A call's intent (or a guarded read's: request_forwarded) opens its row in the open-intents
+  // table, its end closes it: inside the transaction that writes the record (a condition runs
+  // there), so the two never disagree.
   const tracked = (q: Queued): (() => boolean) | undefined => {
     const e = q.event as AuditEvent;
     if (!intents) return q.condition;
-    if (e.type === "tool_called")
+    if (e.type === "tool_called" || e.type === "request_forwarded")
       return () => {
         if (q.condition && !q.condition()) return false;
         intents.opened(e);

@@ -53,6 +53,11 @@ type Pending =
       listen?: Request;
       /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
       scopes?: readonly string[];
+      /**
+       * its intent is in the audit (a tools/call, or a guarded read's request_forwarded): exactly
+       * one end is written for it (its result, or call_interrupted), then this is cleared
+       */
+      intent?: boolean;
     }
   | { origin: "gateway"; method: string; gen: Generation; resolve: (r: Response | null) => void };
 
@@ -348,6 +353,18 @@ export class Gateway {
       const wire = this.upstream.wireFor(requestId);
       if (wire === undefined) return; // already answered: nothing to cancel
       const entry = this.upstream.get(wire);
+      if (entry?.origin === "client" && entry.intent) {
+        // Its end, once: whatever the server does now is not known (a late answer still passes).
+        entry.intent = false;
+        this.records.callInterrupted(
+          entry.clientId,
+          entry.tool,
+          entry.gen.epoch,
+          "cancelled",
+          "unknown",
+          readMethod(entry),
+        );
+      }
       if (entry?.origin === "client" && entry.listen) {
         // a closed subscription: no more notifications on it, and not re-opened on a new epoch
         this.upstream.delete(wire, requestId);
@@ -377,7 +394,13 @@ export class Gateway {
   /** Forwards a client request upstream under a gateway id. */
   private forward(
     msg: Request,
-    extra: { tool?: string; callId?: string; listen?: Request; scopes?: readonly string[] } = {},
+    extra: {
+      tool?: string;
+      callId?: string;
+      listen?: Request;
+      scopes?: readonly string[];
+      intent?: boolean;
+    } = {},
   ): boolean {
     const gen = this.gen;
     if (!gen?.alive) {
@@ -518,7 +541,7 @@ export class Gateway {
         // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
         const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
         const scopes = verdict.call.grant !== null ? (this.o.callScopes?.(verdict.call) ?? []) : [];
-        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool, scopes })) {
+        if (verdict.call.epoch !== this.gen?.epoch || !this.forward(out, { tool, scopes, intent: true })) {
           // never written: safe to evaluate again against the new state; its intent is closed
           // (the decision made again writes its own)
           this.records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
@@ -561,7 +584,19 @@ export class Gateway {
     } finally {
       this.deciding.delete(key);
     }
-    if (mark.cancelled || this.ended) return;
+    if (mark.cancelled || this.ended) {
+      // A read recorded but not sent is closed, never left open (as a call is).
+      if (verdict.action === "forward")
+        this.records.callInterrupted(
+          msg.id,
+          undefined,
+          verdict.call.epoch,
+          "cancelled",
+          "not_forwarded",
+          msg.method,
+        );
+      return;
+    }
     switch (verdict.action) {
       case "hold":
         this.heldCalls.hold(msg);
@@ -577,9 +612,28 @@ export class Gateway {
         return; // never for a read: its arguments are not checked
       case "forward":
         // a new epoch since it was recorded: decided and recorded again against it, never sent to
-        // code it was not recorded (nor approved) for
-        if (verdict.call.epoch !== this.gen?.epoch) return this.handleRecorded(msg);
-        this.forward(msg);
+        // code it was not recorded (nor approved) for; the first record is closed
+        if (verdict.call.epoch !== this.gen?.epoch) {
+          this.records.callInterrupted(
+            msg.id,
+            undefined,
+            verdict.call.epoch,
+            "redecided",
+            "not_forwarded",
+            msg.method,
+          );
+          return this.handleRecorded(msg);
+        }
+        // not sent (no live process: answered server_unavailable there): its record is closed
+        if (!this.forward(msg, { intent: true }))
+          this.records.callInterrupted(
+            msg.id,
+            undefined,
+            verdict.call.epoch,
+            "server_unavailable",
+            "not_forwarded",
+            msg.method,
+          );
     }
   }
 
@@ -750,10 +804,10 @@ export class Gateway {
       queueMicrotask(() => this.catalogIfNeeded());
     }
     if (entry.method === "server/discover" && msg.result) this.session.noteDiscovered(msg.result);
-    if (entry.method === "tools/call") {
+    if (entry.intent) {
       const result = msg.result as { isError?: unknown } | undefined;
       const outcome = msg.error ? "error" : result?.isError === true ? "tool-error" : "ok";
-      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, outcome);
+      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, outcome, readMethod(entry));
     }
     this.o.downstream.send({ ...msg, id: entry.clientId });
   }
@@ -810,7 +864,15 @@ export class Gateway {
       }
       if (p.listen) continue; // re-opened on the next epoch
       this.upstream.delete(wire, p.clientId);
-      if (p.method === "tools/call") this.records.callInterrupted(p.clientId, p.tool, gen.epoch);
+      if (p.intent)
+        this.records.callInterrupted(
+          p.clientId,
+          p.tool,
+          gen.epoch,
+          "epoch_transition",
+          "unknown",
+          readMethod(p),
+        );
       const e = refuse.epochTransition(gen.epoch, null);
       this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
     }
@@ -948,7 +1010,15 @@ export class Gateway {
     for (const [wire, p] of this.upstream.entries()) {
       if (p.origin !== "client" || p.listen) continue;
       this.upstream.delete(wire, p.clientId);
-      if (p.method === "tools/call") this.records.callInterrupted(p.clientId, p.tool, p.gen.epoch);
+      if (p.intent)
+        this.records.callInterrupted(
+          p.clientId,
+          p.tool,
+          p.gen.epoch,
+          "epoch_transition",
+          "unknown",
+          readMethod(p),
+        );
       const e = refuse.shuttingDown();
       this.o.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
     }
@@ -995,6 +1065,11 @@ export class Gateway {
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
   }
+}
+
+/** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */
+function readMethod(p: { method: string }): string | undefined {
+  return p.method === "tools/call" ? undefined : p.method;
 }
 
 /** Where an epoch's code runs, for status lines: its process, or the URL of a remote server. */

@@ -32,7 +32,7 @@ export class OpenIntents {
       str(e.run),
       str(e.serverLabel) ?? "",
       JSON.stringify(e.requestId ?? null),
-      str(e.tool),
+      str(e.tool) ?? str(e.method), // a guarded read has a method, no tool
       str(e.epoch),
       new Date().toISOString(),
     );

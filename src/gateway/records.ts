@@ -126,6 +126,8 @@ export class GatewayRecords {
     tool: string | undefined,
     epoch: string,
     outcome: "ok" | "error" | "tool-error",
+    /** a guarded read's method (resources/read …), whose end this is; absent for a tools/call */
+    method?: string,
   ): void {
     this.events.emit({
       type: "tool_result",
@@ -133,22 +135,25 @@ export class GatewayRecords {
       serverLabel: this.label,
       requestId,
       tool,
+      ...(method ? { method } : {}),
       epoch,
       outcome,
     });
   }
 
   /**
-   * A call's intent closed without a result: written to a process that went away (answered
-   * epoch_transition, never retried: outcome unknown), or never sent at all because the client
-   * cancelled it or its decision was made again (outcome not_forwarded).
+   * A call's (or a guarded read's: `method`) intent closed without a result: written to a process
+   * that went away (answered epoch_transition, never retried: outcome unknown), cancelled by the
+   * client once sent (outcome unknown), or never sent at all because the client cancelled it, its
+   * decision was made again or no process was there to take it (outcome not_forwarded).
    */
   callInterrupted(
     requestId: Id,
     tool: string | undefined,
     epoch: string,
-    reason: "epoch_transition" | "cancelled" | "redecided" = "epoch_transition",
+    reason: "epoch_transition" | "cancelled" | "redecided" | "server_unavailable" = "epoch_transition",
     outcome: "unknown" | "not_forwarded" = "unknown",
+    method?: string,
   ): void {
     this.events.emit({
       type: "call_interrupted",
@@ -156,6 +161,7 @@ export class GatewayRecords {
       serverLabel: this.label,
       requestId,
       tool,
+      ...(method ? { method } : {}),
       epoch,
       reason,
       outcome,

@@ -8,6 +8,7 @@ import {
 } from "jsonc-parser";
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
 import type { HostFile } from "./hosts.js";
+import { editTomlEntries } from "./tomlEdit.js";
 
 /** A configuration problem with a host file: one sentence naming the file, nothing written. */
 export class OnboardError extends Error {
@@ -92,14 +93,24 @@ function formatting(text: string): FormattingOptions {
 }
 
 /**
- * The text with some entries replaced. JSONC: each entry is edited in place, so comments and the
- * formatting of everything else stay. TOML: the document is written again (smol-toml keeps no
- * comments; unwrap gives back the original bytes from the backup).
+ * The text with some entries replaced. Each entry is edited in place, so comments and the
+ * formatting of everything else stay: JSONC through jsonc-parser's edits, TOML through
+ * editTomlEntries (only the changed values of each `[mcp_servers.NAME]` section). A TOML file
+ * laid out otherwise (inline tables, dotted keys) is written again as a whole, without its
+ * comments; unwrap still gives back the original bytes when the file was not changed since.
  */
-export function replaceEntries(host: HostFile, text: string, entries: Record<string, Entry>): string {
+export function replaceEntries(
+  host: HostFile,
+  text: string,
+  entries: Record<string, Entry>,
+  /** TOML: the file before wrap, whose spelling of a restored value is kept */
+  source?: string,
+): string {
   if (host.format === "toml") {
-    const doc = parseToml(text) as Record<string, unknown>;
     const [key] = host.tables[0]!;
+    const edited = editTomlEntries(text, key!, entries, source);
+    if (edited !== null) return edited;
+    const doc = parseToml(text) as Record<string, unknown>;
     const table = (doc[key!] ?? {}) as Record<string, unknown>;
     for (const [k, v] of Object.entries(entries)) table[k] = v;
     doc[key!] = table;

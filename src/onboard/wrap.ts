@@ -16,8 +16,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { isDeepStrictEqual } from "node:util";
-import { sha256Tag } from "../util/canonical.js";
+import { sameJson, sha256Tag } from "../util/canonical.js";
 import { type Entry, OnboardError, readServers, replaceEntries } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
@@ -226,10 +225,12 @@ export function unwrapFile(host: HostFile, stateDir: string): UnwrapResult {
   const back: Record<string, Entry> = {};
   const leftAlone: string[] = [];
   for (const [k, v] of Object.entries(record.entries)) {
-    if (servers[k] !== undefined && isDeepStrictEqual(servers[k], v.wrapped)) back[k] = v.original;
+    // compared as JSON: a TOML table has no prototype, the record's copy has Object's
+    if (servers[k] !== undefined && sameJson(servers[k], v.wrapped)) back[k] = v.original;
     else leftAlone.push(k);
   }
-  if (Object.keys(back).length > 0) writeAtomic(host.file, replaceEntries(host, now, back), mode);
+  if (Object.keys(back).length > 0)
+    writeAtomic(host.file, replaceEntries(host, now, back, record.originalText), mode);
   unlinkSync(path);
   return { file: host.file, how: "entries", restored: Object.keys(back), leftAlone };
 }

@@ -28,8 +28,7 @@ export class ClientIds {
     if (c.kind === "notification") {
       const params = c.msg.params as { requestId?: unknown } | undefined;
       if (c.msg.method !== "notifications/cancelled" || typeof params?.requestId !== "number") return c;
-      const raw = rawRequestId(text);
-      const requestId = this.standIn(params.requestId, raw);
+      const requestId = this.cancelledId(params.requestId, text);
       return requestId === params.requestId
         ? c
         : { ...c, msg: { ...c.msg, params: { ...params, requestId } } };
@@ -38,6 +37,11 @@ export class ClientIds {
     if (id === null) return c;
     const adopted = this.standIn(id, rawIdOf(text));
     return adopted === id ? c : ({ ...c, msg: { ...c.msg, id: adopted } } as Classified);
+  }
+
+  /** The stand-in for a cancellation's `params.requestId` (as parsed), read from its text. */
+  cancelledId(requestId: Id, text: string): Id {
+    return typeof requestId === "number" ? this.standIn(requestId, rawRequestId(text)) : requestId;
   }
 
   /** The stand-in for an id whose raw text differs from its serialized value; else the id. */

@@ -176,9 +176,10 @@ export class HttpFront {
         "Bad Request: Mcp-Session-Id header is required (send initialize first)",
       );
     }
-    if (isRequest) session.request(msg as typeof msg & { id: string | number; method: string }, res);
+    if (isRequest)
+      session.request(msg as typeof msg & { id: string | number; method: string }, res, body.text);
     else {
-      session.notify(msg);
+      session.notify(msg, body.text);
       res.writeHead(202).end();
     }
   }

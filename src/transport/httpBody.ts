@@ -11,7 +11,11 @@ export interface JsonRpcMessage {
 }
 
 export type BodyResult =
-  | { ok: true; message: JsonRpcMessage }
+  | {
+      ok: true;
+      message: JsonRpcMessage /** the body as sent: ids are read from it byte-exact */;
+      text: string;
+    }
   | { ok: false; status: number; code: number; message: string; data?: unknown };
 
 /**
@@ -46,15 +50,16 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
   });
   if (over) return tooLarge(size);
   let value: unknown;
+  const text = Buffer.concat(chunks).toString("utf8");
   try {
-    value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    value = JSON.parse(text);
   } catch {
     return { ok: false, status: 400, code: PARSE_ERROR, message: "Parse error: the body is not valid JSON" };
   }
   const problem = jsonRpcProblem(value);
   if (problem)
     return { ok: false, status: 400, code: INVALID_REQUEST, message: `Invalid Request: ${problem}` };
-  return { ok: true, message: value as JsonRpcMessage };
+  return { ok: true, message: value as JsonRpcMessage, text };
 }
 
 function jsonRpcProblem(v: unknown): string | null {

@@ -1,6 +1,8 @@
 import type { ServerResponse } from "node:http";
 import type { Downstream } from "../gateway/gateway.js";
 import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
+import { ClientIds } from "../relay/clientIds.js";
+import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
 import { SseStream } from "./httpSse.js";
 
@@ -14,6 +16,7 @@ export interface SessionHooks {
 
 interface Exchange {
   wire: number;
+  /** the client's id, or its stand-in when JSON cannot hold its text (ClientIds) */
   clientId: Id;
   /** null once the client's connection is gone before anything was written */
   res: ServerResponse | null;
@@ -42,6 +45,8 @@ const MAX_STREAMS = 128;
  * a subscription id (modern `subscriptions/listen`), else the oldest open exchange (where a tool's
  * logging and sampling requests belong), else the session's standalone GET stream. Answers are a
  * JSON body when the answer comes first, else the exchange turns into an SSE stream, resumable.
+ * A client id JSON cannot hold as written (`9007199254740993`, `1e2`, `1.0`) goes back as its
+ * original text, as on stdio (`ClientIds`).
  */
 export class HttpSession implements Downstream {
   hooks: SessionHooks | null = null;
@@ -54,6 +59,7 @@ export class HttpSession implements Downstream {
   private readonly streams = new Map<string, SseStream>();
   /** the stream of GET /mcp: server messages that belong to no request */
   private readonly standalone = new SseStream("0", 256);
+  private readonly idTexts = new ClientIds();
   private ended = false;
 
   constructor(
@@ -80,22 +86,23 @@ export class HttpSession implements Downstream {
 
   // ───────────────────────── client → gateway ─────────────────────────
 
-  /** A client request: answered later on `res`. */
-  request(message: object & { id: Id; method: string }, res: ServerResponse): void {
+  /** A client request: answered later on `res`. `text`: the body as sent, for the id's own text. */
+  request(message: object & { id: Id; method: string }, res: ServerResponse, text?: string): void {
     const msg = message as Msg & { id: Id; method: string };
     this.lastUsed = Date.now();
     const wire = this.nextWire++;
     const token = msg.params?._meta?.progressToken;
+    const clientId = text === undefined ? msg.id : this.idTexts.standIn(msg.id, rawIdOf(text));
     const ex: Exchange = {
       wire,
-      clientId: msg.id,
+      clientId,
       res,
       stream: null,
       progressKey: token === undefined ? null : JSON.stringify(token),
       listen: msg.method === "subscriptions/listen",
     };
     this.exchanges.set(wire, ex);
-    this.wireOfClient.set(JSON.stringify(msg.id), wire);
+    this.wireOfClient.set(JSON.stringify(clientId), wire);
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
       // a dropped connection is not a cancellation: the answer is kept for a resuming client
@@ -105,11 +112,13 @@ export class HttpSession implements Downstream {
   }
 
   /** A client notification or an answer to a server request: accepted (202) and passed on. */
-  notify(message: object): void {
+  notify(message: object, text?: string): void {
     let msg = message as Msg;
     this.lastUsed = Date.now();
     if (msg.method === "notifications/cancelled" && msg.params && "requestId" in msg.params) {
-      const wire = this.wireOfClient.get(JSON.stringify(msg.params.requestId));
+      const given = msg.params.requestId as Id;
+      const requestId = text === undefined ? given : this.idTexts.cancelledId(given, text);
+      const wire = this.wireOfClient.get(JSON.stringify(requestId));
       if (wire === undefined) return; // nothing of this client by that id is open
       msg = { ...msg, params: { ...msg.params, requestId: wire } };
       const ex = this.exchanges.get(wire);
@@ -240,7 +249,9 @@ export class HttpSession implements Downstream {
       this.byProgress.delete(ex.progressKey);
   }
 
-  private deliver(ex: Exchange, text: string, final: boolean): void {
+  private deliver(ex: Exchange, serialized: string, final: boolean): void {
+    // the client's own id texts back where their stand-ins are
+    const text = this.idTexts.restore(serialized);
     if (!ex.stream) {
       if (final) {
         // the answer came first: one JSON body

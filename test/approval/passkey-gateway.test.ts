@@ -16,13 +16,14 @@ import {
 } from "../../src/approval/passkey.js";
 import { encodePasskeySignature } from "../../src/approval/passkeyAssertion.js";
 import { pinnedSigner } from "../../src/approval/pin.js";
-import { type Decision, decideRequest } from "../../src/approval/requests.js";
+import { type Decision, decideRequest, pendingRequests } from "../../src/approval/requests.js";
 import { openRecords } from "../../src/audit/log.js";
 import { writeConsoleAddress } from "../../src/console/address.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { nextRequest } from "../helpers/approvals.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -276,14 +277,22 @@ describe("portcullis passkey", () => {
     // a store writer undoes the grant's end: the removal in the audit chain is what counts
     db.prepare("UPDATE grants SET ended_at = NULL, ended_reason = NULL WHERE grant_id = ?").run(grant!.grant);
 
+    // The third call waits at most the gateway's hold (30 s): everything slow (the passphrase's key
+    // derivation, CLI processes) is done before it, so a loaded machine cannot make the hold end
+    // before the human's denial arrives (the call would get approval_timeout instead).
+    const human = await pinnedSigner(db, stateDir, TEST_PASSPHRASE);
     const third = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const asked = await nextRequest(stateDir, seen);
+    const asked = await waitFor(
+      () => pendingRequests(db).find((r) => !seen.has(r.request)) ?? null,
+      20_000,
+      "the third call's approval request",
+    );
     await gw.waitForStderr(
       new RegExp(`grant ${grant!.grant} is not honoured: passkey ${key.id} was removed`),
     );
     // and the removed passkey cannot decide the new request either
     await expect(decideWith(db, stateDir, key, asked.request, "approve")).rejects.toThrow(/was removed/);
-    await decideByCli(stateDir, "deny", asked.request); // the human, with the passphrase
+    decideRequest(db, asked.request, { approve: false }, "test human (passphrase)", human);
     expect(refusal(await third).data).toMatchObject({ error: "approval_denied" });
     expect(project.records().map((x) => x.tool)).toEqual(["read_status", "read_status"]);
     const events = await auditEvents(stateDir);

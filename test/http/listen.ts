@@ -50,8 +50,8 @@ export async function startListener(
           "--listen",
           "127.0.0.1:0",
           ...(opts.args ?? []),
-          "--",
-          ...command,
+          // no command: the server is given in `args` (--url URL)
+          ...(command.length > 0 ? ["--", ...command] : []),
         ],
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } },
   );

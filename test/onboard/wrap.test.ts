@@ -98,6 +98,66 @@ describe("wrap then unwrap, each host format", () => {
     expect(v).toContain('// VS Code keeps servers under "servers"');
   });
 
+  it("Codex TOML: only the wrapped values change (comments, order, quoting and other tables stay); unwrap after an edit gives back the user's file byte for byte", async () => {
+    const u = user();
+    const file = u.files.codex;
+    const before = [
+      "# Codex CLI configuration",
+      'model = "o4-mini"   # the default model',
+      "",
+      "# servers I use every day",
+      "[mcp_servers.inventory]",
+      "# built from this repo",
+      'command = "node"   # node from PATH',
+      "args = [",
+      '  "dist/server.js",   # the entry',
+      '  "--verbose",',
+      "]",
+      'env = { LOG_LEVEL = "debug" }',
+      "",
+      "[mcp_servers.inventory.extra]",
+      'note = "kept"',
+      "",
+      "[mcp_servers.'docs search']",
+      "command = 'npx'",
+      "# no args: wrap adds them",
+      "",
+      "[profiles.fast]",
+      'model = "gpt-4.1" # fast',
+      "",
+    ].join("\n");
+    writeFileSync(file, before);
+    const argsOf = (label: string, command: string, args: string[]) =>
+      `args = [ ${[CLI, "run", "--state-dir", u.stateDir, "--label", label, "--", command, ...args]
+        .map((a) => JSON.stringify(a))
+        .join(", ")} ]`;
+    const expected = before
+      .replace('command = "node"   #', `command = ${JSON.stringify(NODE)}   #`)
+      .replace(
+        'args = [\n  "dist/server.js",   # the entry\n  "--verbose",\n]',
+        argsOf("inventory", "node", ["dist/server.js", "--verbose"]),
+      )
+      .replace(
+        "command = 'npx'\n",
+        `command = ${JSON.stringify(NODE)}\n${argsOf("docs-search", "npx", [])}\n`,
+      );
+
+    const wrap = await u.cli(["wrap", "codex"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(read(file)).toBe(expected);
+
+    // the host (or the user) edits the file while it is wrapped: unwrap restores only wrap's values
+    writeFileSync(file, `${read(file)}# added while wrapped\n`);
+    const unwrap = await u.cli(["unwrap", "codex"]);
+    expect(unwrap.code, unwrap.stderr).toBe(0);
+    expect(read(file)).toBe(`${before}# added while wrapped\n`);
+
+    // and a round trip with no edit in between is exact too
+    expect((await u.cli(["wrap", "codex"])).code).toBe(0);
+    expect((await u.cli(["unwrap", "codex"])).code).toBe(0);
+    expect(read(file)).toBe(`${before}# added while wrapped\n`);
+  });
+
   it("a FILE argument works like a host name", async () => {
     const u = user();
     const before = read(u.files["claude-code"]);

@@ -90,9 +90,12 @@ export function egressKit() {
 
 export type Gw = Awaited<ReturnType<ReturnType<typeof egressKit>["gateway"]>>;
 
-/** Calls a tool, approving the session grant (per tool) when one is asked for. */
+/**
+ * Calls a tool, approving the session grant (per tool) when one is asked for. `gw` is a stdio
+ * gateway, or anything with a v1 SDK client (an HTTP session of `run --listen`).
+ */
 export async function approvedCall(
-  gw: Gw,
+  gw: { client: Pick<Gw["client"], "callTool"> },
   stateDir: string,
   name: string,
   args: Record<string, unknown>,

@@ -1,6 +1,7 @@
 // Upstreams on loopback for the egress tests: plain HTTP and HTTPS (a test CA made here with
 // @peculiar/x509, which the gateway is told to trust through the user's own NODE_EXTRA_CA_CERTS),
-// each recording what it received; and one that accepts connections and never answers.
+// each recording what it received (and on /echo answering with the Authorization it got); and one
+// that accepts connections and never answers.
 // @peculiar/x509 resolves its parts through tsyringe, which needs a Reflect metadata polyfill
 // loaded first (reflect-metadata 0.2.2).
 import "reflect-metadata";
@@ -20,6 +21,8 @@ export interface Received {
   /** the `key` query parameter, decoded */
   key: string | null;
   seq: number | null;
+  /** the `from` query parameter (the pid of the fixture's timer), when there is one */
+  from?: number;
 }
 
 export interface Upstream {
@@ -33,14 +36,19 @@ function recorder(received: Received[]) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     const u = new URL(req.url ?? "/", "http://x");
     const seq = u.searchParams.get("seq");
+    const from = u.searchParams.get("from");
     received.push({
       path: u.pathname,
       authorization: req.headers.authorization,
       key: u.searchParams.get("key"),
       seq: seq === null ? null : Number(seq),
+      ...(from === null ? {} : { from: Number(from) }),
     });
     res.writeHead(200, { "content-type": "text/plain" });
-    res.end(`upstream ok ${u.pathname}`);
+    // /echo answers with the Authorization it got: a server that hands it back to its client
+    res.end(
+      u.pathname === "/echo" ? `upstream echo ${req.headers.authorization}` : `upstream ok ${u.pathname}`,
+    );
   };
 }
 

@@ -1,0 +1,100 @@
+// Client ids over `run --listen` come back byte-for-byte as the client wrote them, as on stdio:
+// ids JSON.parse would round or respell (9007199254740993, 1e2, 1.0, -0, "\u0041") in answers the
+// server gave, answers the gateway gave itself (tools/list, a refusal), a cancellation, and the
+// error a request still open gets when its session ends. Raw HTTP, so the bytes are the test's.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { rawIdOf } from "../../src/relay/idScan.js";
+import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { startListener } from "./listen.js";
+import { openSession, raw } from "./raw.js";
+import { startFixture } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const IDS = ["9007199254740993", "1e2", "1.0", "-0", "12345678901234567890123", '"\\u0041"', '"a\\/b"'];
+
+/** The top-level id of a JSON body exactly as written, read without parsing. */
+function idText(body: string): string | null {
+  return rawIdOf(body.trim());
+}
+
+describe("HTTP ids are kept as the client wrote them", () => {
+  it("in answers from the server and from the gateway, through a cancellation and a session's end", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const methodLog = join(dir, "methods.jsonl");
+    const l = await startListener(fixtureCommand("lenient"), {
+      args: ["--approval", "none"],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    const post = (body: string) => raw(l, { headers: h, body });
+
+    for (const id of IDS) {
+      // answered by the server (ping passes through)
+      const ping = await post(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
+      expect(ping.status, id).toBe(200);
+      expect(idText(ping.body), ping.body).toBe(id);
+      // answered by the gateway itself: the verified catalog, and a refusal
+      const list = await post(`{"jsonrpc":"2.0","id":${id},"method":"tools/list"}`);
+      expect(idText(list.body), list.body).toBe(id);
+      const refused = await post(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
+      );
+      expect(idText(refused.body), refused.body).toBe(id);
+      expect(JSON.parse(refused.body).error.data.error).toBe("tool_not_in_catalog");
+    }
+
+    // Two reads whose ids JSON.parse makes one number; the first is cancelled by its own text.
+    const reads = () =>
+      existsSync(methodLog)
+        ? readJsonLines<{ method: string }>(methodLog).filter((r) => r.method === "resources/read").length
+        : 0;
+    const first = post(
+      '{"jsonrpc":"2.0","id":9007199254740993,"method":"resources/read","params":{"uri":"hang:1"}}',
+    );
+    const second = post(
+      '{"jsonrpc":"2.0","id":9007199254740992,"method":"resources/read","params":{"uri":"hang:2"}}',
+    );
+    await waitFor(() => reads() === 2, 10_000, "both reads to reach the server");
+    const cancel = await post(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}',
+    );
+    expect(cancel.status).toBe(202);
+    expect((await first).status).toBe(204); // cancelled: no answer
+    // the other read is still open: the session's end answers it, with its own id
+    const ended = await raw(l, { method: "DELETE", headers: h });
+    expect(ended.status).toBe(200);
+    const last = await second;
+    expect(idText(last.body), last.body).toBe("9007199254740992");
+    expect(JSON.parse(last.body).error.data.error).toBe("session_ended");
+  });
+
+  it("in front of a server reached by URL (run --listen --url)", async () => {
+    const server = await startFixture({}, null); // plain http on loopback
+    cleanup.push(() => server.kill());
+    const l = await startListener([], { args: ["--approval", "none", "--url", server.url] });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    for (const id of IDS) {
+      const ping = await raw(l, { headers: h, body: `{"jsonrpc":"2.0","id":${id},"method":"ping"}` });
+      expect(idText(ping.body), ping.body).toBe(id);
+      const call = await raw(l, {
+        headers: h,
+        body: `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`,
+      });
+      expect(idText(call.body), call.body).toBe(id);
+      expect(call.body).toContain("Echo: hi");
+    }
+  });
+});
