@@ -109,7 +109,7 @@ export class Gateway {
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
-  private readonly deciding = new Map<string, { cancelled: boolean; abort: AbortController }>();
+  private readonly deciding = new Map<string, Deciding>();
   private ended = false;
   private readonly records: GatewayRecords;
   private auth: AuthorizationPort | null = null;
@@ -342,7 +342,7 @@ export class Gateway {
       const d = this.deciding.get(key);
       if (d) {
         d.cancelled = true;
-        d.abort.abort();
+        d.abort();
       }
       if (this.heldCalls.cancel(requestId)) return;
       const wire = this.upstream.wireFor(requestId);
@@ -448,7 +448,7 @@ export class Gateway {
     }
     const tool = params.name;
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = { cancelled: false, abort: new AbortController() };
+    const mark = new Deciding();
     this.deciding.set(key, mark);
     const progress = this.progressFor(msg);
     let inputRequired: Record<string, unknown> | null = null;
@@ -463,13 +463,15 @@ export class Gateway {
         },
         hooks: {
           progress,
-          signal: mark.abort.signal,
+          get signal() {
+            return mark.signal;
+          },
           waiting: (id) => {
             if (this.session.era !== "modern") return this.elicitation.offer(id, tool);
             // Modern: the call is answered at once with input_required (no server→client requests).
             if (answered) return;
             inputRequired = this.elicitation.inputRequired(id, tool);
-            if (inputRequired) mark.abort.abort();
+            if (inputRequired) mark.abort();
           },
         },
       });
@@ -538,7 +540,7 @@ export class Gateway {
   private async handleRecorded(msg: Request): Promise<void> {
     const read = readFacts(msg);
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = { cancelled: false, abort: new AbortController() };
+    const mark = new Deciding();
     this.deciding.set(key, mark);
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
@@ -554,7 +556,9 @@ export class Gateway {
         },
         hooks: {
           progress: this.progressFor(msg),
-          signal: mark.abort.signal,
+          get signal() {
+            return mark.signal;
+          },
           waiting: (id) => this.elicitation.offer(id, `${read.method} ${read.target}`),
         },
       });
@@ -938,7 +942,7 @@ export class Gateway {
     }
     if (this.ended) return;
     // Calls still waiting for a human: stop waiting; each is answered with its refusal.
-    for (const d of this.deciding.values()) d.abort.abort();
+    for (const d of this.deciding.values()) d.abort();
     const grace = Date.now() + 2_000;
     while (!this.ended && this.deciding.size > 0 && Date.now() < grace) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -988,6 +992,30 @@ export class Gateway {
     this.o.log.info(reason);
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
+  }
+}
+
+/**
+ * A call being decided: whether the client cancelled it, and the signal that stops a wait for a
+ * human. The AbortController behind it is made only when a wait asks for the signal: most calls
+ * never wait, and one per call was a measurable share of the hot path.
+ */
+class Deciding {
+  cancelled = false;
+  private aborted = false;
+  private controller: AbortController | null = null;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.controller?.abort();
   }
 }
 
