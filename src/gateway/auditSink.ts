@@ -55,9 +55,20 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     if (!syncing) startSync();
   };
 
-  // A lone intent with no fsync under way (one call at a time): synced on the event loop. The
-  // loop has nothing else to do meanwhile, and the thread pool's hop there and back (a wake-up of
-  // a pool thread, then of the loop) would only add to the call's latency.
+  // A lone intent with no fsync under way and no other call at the server (one call at a time):
+  // synced on the event loop. The loop has nothing else to do meanwhile, and the thread pool's hop
+  // there and back (a wake-up of a pool thread, then of the loop) would only add to the call's
+  // latency. With other calls in flight their answers must not wait for the disk: the pool.
+  // `open` counts the calls whose intent was written and whose end was not yet emitted (an
+  // estimate for this choice only: durability is the same either way).
+  let open = 0;
+  const countOpen = (batch: Queued[], written: readonly unknown[]) => {
+    for (let i = 0; i < batch.length; i++) {
+      const type = batch[i]?.event.type;
+      if (type === "tool_called" && written[i] !== null) open++;
+      else if ((type === "tool_result" || type === "call_interrupted") && open > 0) open--;
+    }
+  };
   const syncNow = (): Error | null => {
     try {
       audit.syncWalNow();
@@ -86,8 +97,9 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
           else done.resolve(written[i] !== null);
         }
       };
+      countOpen(batch, written);
       if (!later) settle(null);
-      else if (!syncing && lone(batch)) settle(syncNow());
+      else if (!syncing && open <= 1 && lone(batch)) settle(syncNow());
       else whenDurable(settle);
     } catch (err) {
       // One bad event must not take the others down: retry them one by one.
