@@ -158,4 +158,5 @@ for (const [name, f] of Object.entries(parts)) {
   const u = process.cpuUsage(t);
   console.log(`  part: ${name.padEnd(40)} ${((u.user + u.system) / N).toFixed(2).padStart(6)} µs`);
 }
+sink.flush();
 db.close();
