@@ -48,7 +48,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -401,6 +401,8 @@ async function main() {
     `relay bench: tools/call echo against ${serverName}, node ${process.version}, ` +
       `${ROUNDS} rounds of c=1: ${CALLS} calls + c=16: ${CALLS_16} calls, ${WARMUP} warm-up calls per path, medians`,
   );
+  // Wall-clock figures follow the machine's load: say what it was, before and after.
+  const loadAtStart = loadavg()[0];
   const rows = [];
   const skipped = { name: "", skipped: "" };
   const baseline = async (name, method = "tools/call") =>
@@ -538,6 +540,10 @@ async function main() {
   console.log(portcullisNote);
   console.log(
     "cpu µs/call: CPU time of the spawned process per call (the gateway, the null relay, or the server when direct), from /proc/PID/task/*/schedstat (all threads)",
+  );
+
+  console.log(
+    `machine: ${cpus().length} CPUs, load average (1 min) ${fmt(loadAtStart, 2)} at the start, ${fmt(loadavg()[0], 2)} at the end`,
   );
 
   const floor = byName["null-relay"];
