@@ -140,10 +140,11 @@ export class AuditLog {
 
   /**
    * Makes every record committed so far durable, as a commit with sync "full" would have: an
-   * fdatasync of the store's WAL file (the file SQLite's full commit syncs, and with the call
-   * SQLite itself makes on Linux: the frames and the file's size, without its timestamps; it
-   * covers the file through any descriptor), in libuv's thread pool so the event loop keeps
-   * running meanwhile. `done` gets the error when it fails: the records may then not be on disk.
+   * fdatasync of the store's WAL file (the file SQLite's full commit syncs; fdatasync writes its
+   * frames and its size, all a commit needs on disk, where SQLite's own call, fsync, also writes
+   * its timestamps; it covers the file through any descriptor), in libuv's thread pool so the
+   * event loop keeps running meanwhile. `done` gets the error when it fails: the records may then
+   * not be on disk.
    */
   syncWal(done: (err: Error | null) => void): void {
     const fd = this.walDescriptor(done);

@@ -23,7 +23,8 @@ interface Queued {
  * With the log's sync "full", a group holding intents is committed without an fsync and the
  * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
  * same durability as an fsync inside the commit, without stopping the gateway while the disk
- * works, so that the calls arriving meanwhile form the next group.
+ * works, so that the calls arriving meanwhile form the next group. A lone intent while no other
+ * call is in flight and syncs are quick is synced on the loop instead (see syncNow).
  *
  * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
  * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
