@@ -189,7 +189,7 @@ export class Gateway {
       this.beforeFirstEpoch.push(text);
       return;
     }
-    this.o.log.debug(`← client ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← client ${preview(text)}`);
     this.onClientMessage(this.parseClientLine(text));
   }
 
@@ -718,7 +718,7 @@ export class Gateway {
     // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
     const released = this.o.released;
     if (released !== undefined && released.size > 0) text = released.scrubLine(text);
-    this.o.log.debug(`← server ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
