@@ -15,8 +15,8 @@
 //   relay only (ping)   c=1 p50 <= 1.25x null ping;             c=16 calls/s >= 0.8x null ping,
 //                       in every round
 // Beside each path: the CPU time its spawned process (the gateway, the null relay, or the server
-// when direct) spent per call, from /proc/PID/schedstat: steadier than wall-clock figures on a
-// busy machine, since it does not count time spent waiting for a core.
+// when direct) spent per call, all threads, from /proc/PID/task/*/schedstat: steadier than
+// wall-clock figures on a busy machine, since it does not count time spent waiting for a core.
 // Secondary (components): the same gateway with its guard switched off, and the guard on and off
 // in turn inside one gateway (bench/guard-off-gateway.mjs).
 //
@@ -42,12 +42,13 @@ import {
   fsyncSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -169,14 +170,18 @@ function percentile(sorted, p) {
 }
 
 /**
- * CPU time (ns) the process has run so far (Linux: /proc/PID/schedstat), null elsewhere. The
- * spawned process's share of a call (the gateway's, the null relay's, the direct server's) is
- * steadier on a busy machine than any wall-clock figure: it does not count time spent waiting
- * for a core.
+ * CPU time (ns) the process has run so far, all its threads (Linux: /proc/PID/task/TID/schedstat;
+ * the thread pool's fsyncs count too), null elsewhere. The spawned process's share of a call (the
+ * gateway's, the null relay's, the server's when direct) is steadier on a busy machine than any
+ * wall-clock figure: it does not count time spent waiting for a core. A thread that ended between
+ * two readings takes its time with it: the pool's threads live as long as the process.
  */
 function cpuNs(pid) {
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]);
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    return ns;
   } catch {
     return null;
   }
@@ -396,6 +401,8 @@ async function main() {
     `relay bench: tools/call echo against ${serverName}, node ${process.version}, ` +
       `${ROUNDS} rounds of c=1: ${CALLS} calls + c=16: ${CALLS_16} calls, ${WARMUP} warm-up calls per path, medians`,
   );
+  // Wall-clock figures follow the machine's load: say what it was, before and after.
+  const loadAtStart = loadavg()[0];
   const rows = [];
   const skipped = { name: "", skipped: "" };
   const baseline = async (name, method = "tools/call") =>
@@ -532,7 +539,11 @@ async function main() {
   );
   console.log(portcullisNote);
   console.log(
-    "cpu µs/call: CPU time of the spawned process per call (the gateway, the null relay, or the server when direct), from /proc/PID/schedstat",
+    "cpu µs/call: CPU time of the spawned process per call (the gateway, the null relay, or the server when direct), from /proc/PID/task/*/schedstat (all threads)",
+  );
+
+  console.log(
+    `machine: ${cpus().length} CPUs, load average (1 min) ${fmt(loadAtStart, 2)} at the start, ${fmt(loadavg()[0], 2)} at the end`,
   );
 
   const floor = byName["null-relay"];

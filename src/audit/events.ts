@@ -100,14 +100,22 @@ function walk(value: unknown, path: string, seen: Set<object>): void {
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) walk(value[i], `${path}[${i}]`, seen);
       } else {
-        for (const [k, v] of Object.entries(value)) {
-          const at = path ? `${path}.${k}` : k;
-          if (typeof v === "string" && SECRET_KEY_PATTERN.test(k)) {
-            throw new AuditEventError(
-              `refusing to audit a string under "${at}": keys named like secrets are never written to the audit log`,
-            );
+        // (for…in over own keys rather than Object.entries: no array per object, and the path
+        // text is only made for a nested value or an error; this runs on every record)
+        const obj = value as Record<string, unknown>;
+        for (const k in obj) {
+          if (!Object.hasOwn(obj, k)) continue;
+          const v = obj[k];
+          const t = typeof v;
+          if (t === "string") {
+            if (SECRET_KEY_PATTERN.test(k)) {
+              throw new AuditEventError(
+                `refusing to audit a string under "${path ? `${path}.${k}` : k}": keys named like secrets are never written to the audit log`,
+              );
+            }
+          } else if (t !== "boolean" && v !== undefined && !(t === "number" && Number.isFinite(v))) {
+            walk(v, path ? `${path}.${k}` : k, seen);
           }
-          walk(v, at, seen);
         }
       }
       seen.delete(value);

@@ -1,5 +1,5 @@
 import type { KeyObject } from "node:crypto";
-import { closeSync, fsync, openSync } from "node:fs";
+import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -140,18 +140,39 @@ export class AuditLog {
 
   /**
    * Makes every record committed so far durable, as a commit with sync "full" would have: an
-   * fsync of the store's WAL file (the file SQLite's full commit syncs; an fsync covers the
-   * file, through any descriptor), in libuv's thread pool so the event loop keeps running
-   * meanwhile. `done` gets the error when it fails: the records may then not be on disk.
+   * fdatasync of the store's WAL file (the file SQLite's full commit syncs; fdatasync writes its
+   * frames and its size, all a commit needs on disk, where SQLite's own call, fsync, also writes
+   * its timestamps; it covers the file through any descriptor), in libuv's thread pool so the
+   * event loop keeps running meanwhile. `done` gets the error when it fails: the records may then
+   * not be on disk.
    */
   syncWal(done: (err: Error | null) => void): void {
+    const fd = this.walDescriptor(done);
+    if (fd !== null) fdatasync(fd, (err) => done(err));
+  }
+
+  /**
+   * syncWal on the event loop: returns once the records committed so far are on disk, throws
+   * when they may not be. For a lone intent with nothing else to do meanwhile, where the hop to
+   * the thread pool and back costs more than it lets the loop do.
+   */
+  syncWalNow(): void {
+    let failed: Error | null = null;
+    const fd = this.walDescriptor((e) => {
+      failed = e;
+    });
+    if (failed) throw failed;
+    if (fd !== null) fdatasyncSync(fd);
+  }
+
+  private walDescriptor(fail: (err: Error) => void): number | null {
     try {
       this.walFd ??= openSync(this.walPath, "r");
+      return this.walFd;
     } catch (e) {
-      done(e as Error);
-      return;
+      fail(e as Error);
+      return null;
     }
-    fsync(this.walFd, (err) => done(err));
   }
 
   /** Closes the WAL descriptor syncWal opened (the store itself is closed by its owner). */

@@ -114,7 +114,7 @@ export class Gateway {
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
-  private readonly deciding = new Map<string, { cancelled: boolean; abort: AbortController }>();
+  private readonly deciding = new Map<string, Deciding>();
   private ended = false;
   private readonly records: GatewayRecords;
   private auth: AuthorizationPort | null = null;
@@ -194,7 +194,7 @@ export class Gateway {
       this.beforeFirstEpoch.push(text);
       return;
     }
-    this.o.log.debug(`← client ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← client ${preview(text)}`);
     this.onClientMessage(this.parseClientLine(text));
   }
 
@@ -347,7 +347,7 @@ export class Gateway {
       const d = this.deciding.get(key);
       if (d) {
         d.cancelled = true;
-        d.abort.abort();
+        d.abort();
       }
       if (this.heldCalls.cancel(requestId)) return;
       const wire = this.upstream.wireFor(requestId);
@@ -471,7 +471,7 @@ export class Gateway {
     }
     const tool = params.name;
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = { cancelled: false, abort: new AbortController() };
+    const mark = new Deciding();
     this.deciding.set(key, mark);
     const progress = this.progressFor(msg);
     let inputRequired: Record<string, unknown> | null = null;
@@ -486,13 +486,15 @@ export class Gateway {
         },
         hooks: {
           progress,
-          signal: mark.abort.signal,
+          get signal() {
+            return mark.signal;
+          },
           waiting: (id) => {
             if (this.session.era !== "modern") return this.elicitation.offer(id, tool);
             // Modern: the call is answered at once with input_required (no server→client requests).
             if (answered) return;
             inputRequired = this.elicitation.inputRequired(id, tool);
-            if (inputRequired) mark.abort.abort();
+            if (inputRequired) mark.abort();
           },
         },
       });
@@ -561,7 +563,7 @@ export class Gateway {
   private async handleRecorded(msg: Request): Promise<void> {
     const read = readFacts(msg);
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = { cancelled: false, abort: new AbortController() };
+    const mark = new Deciding();
     this.deciding.set(key, mark);
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
@@ -577,7 +579,9 @@ export class Gateway {
         },
         hooks: {
           progress: this.progressFor(msg),
-          signal: mark.abort.signal,
+          get signal() {
+            return mark.signal;
+          },
           waiting: (id) => this.elicitation.offer(id, `${read.method} ${read.target}`),
         },
       });
@@ -768,7 +772,7 @@ export class Gateway {
     // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
     const released = this.o.released;
     if (released !== undefined && released.size > 0) text = released.scrubLine(text);
-    this.o.log.debug(`← server ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
@@ -1000,7 +1004,7 @@ export class Gateway {
     }
     if (this.ended) return;
     // Calls still waiting for a human: stop waiting; each is answered with its refusal.
-    for (const d of this.deciding.values()) d.abort.abort();
+    for (const d of this.deciding.values()) d.abort();
     const grace = Date.now() + 2_000;
     while (!this.ended && this.deciding.size > 0 && Date.now() < grace) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -1070,6 +1074,30 @@ export class Gateway {
 /** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */
 function readMethod(p: { method: string }): string | undefined {
   return p.method === "tools/call" ? undefined : p.method;
+}
+
+/**
+ * A call being decided: whether the client cancelled it, and the signal that stops a wait for a
+ * human. The AbortController behind it is made only when a wait asks for the signal: most calls
+ * never wait, and one per call was a measurable share of the hot path.
+ */
+class Deciding {
+  cancelled = false;
+  private aborted = false;
+  private controller: AbortController | null = null;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.controller?.abort();
+  }
 }
 
 /** Where an epoch's code runs, for status lines: its process, or the URL of a remote server. */

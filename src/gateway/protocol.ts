@@ -59,6 +59,21 @@ const GUARDED_METHODS = new Set([
  */
 export function isGuardedMethodVariant(method: string): boolean {
   if (GUARDED_METHODS.has(method)) return false;
+  // Asked for every request that is not guarded (ping and the like): the answer per method text is
+  // kept, for short names and a few at most (a peer sending many names only empties the cache).
+  if (method.length > 128) return foldsToGuarded(method);
+  let known = variantOf.get(method);
+  if (known === undefined) {
+    known = foldsToGuarded(method);
+    if (variantOf.size >= 256) variantOf.clear();
+    variantOf.set(method, known);
+  }
+  return known;
+}
+
+const variantOf = new Map<string, boolean>();
+
+function foldsToGuarded(method: string): boolean {
   const folded = method
     .normalize("NFKC")
     .toLowerCase()

@@ -299,6 +299,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     // between can have run a watcher's swap past us that a second look would catch sooner).
     if (this.checkedGen === cur && this.checkedSettled === cur.settled) return false;
     const rootPid = cur.child.pid!;
+    // Only the process it launched: its end is the exit handler's to see, nothing to read here.
+    if (cur.settled.length === 1 && cur.settled[0]?.pid === rootPid) return false;
     const probe = this.probe.for(cur.settled);
     for (const p of cur.settled) {
       if (probe(p) === p.startTime) continue;

@@ -11,6 +11,8 @@ export interface Logger {
   /** a status line (`build complete: …`), printed with the server label like every other line */
   status(line: string): void;
   debug(msg: string): void;
+  /** false when debug lines go nowhere, so a hot path can skip building one (absent: unknown) */
+  readonly debugging?: boolean;
 }
 
 export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEBUG === "1"): Logger {
@@ -23,5 +25,6 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
     debug: (m) => {
       if (verbose) out(`portcullis[${label}]: debug: ${m}`);
     },
+    debugging: verbose,
   };
 }

@@ -163,14 +163,18 @@ describe("group commit of the audit log", () => {
       tool: "echo",
       epoch: "e",
     });
-    // several intents in one turn: one group, one commit, one fsync covers them
+    // several intents in one turn: one group, one commit, one fsync covers them; a lone one too
     expect(await Promise.all([1, 2, 3].map((i) => sink.emitDurable(intent(i))))).toEqual([true, true, true]);
+    expect(await sink.emitDurable(intent(7))).toBe(true);
     // the WAL cannot be opened for its fsync any more (moved away under SQLite): refused, never true
     const fresh = AuditLog.open(db, stateDir);
     const failing = auditSink(fresh, stderrLogger("test"));
     renameSync(join(stateDir, "portcullis.db-wal"), join(stateDir, "moved-wal"));
     cleanup.push(() => renameSync(join(stateDir, "moved-wal"), join(stateDir, "portcullis.db-wal")));
+    // a lone intent (synced on the event loop) and a group of two (synced in the thread pool)
     await expect(failing.emitDurable(intent(4))).rejects.toThrow(/could not be made durable/);
+    const pair = [5, 6].map((i) => failing.emitDurable(intent(i)));
+    for (const p of pair) await expect(p).rejects.toThrow(/could not be made durable/);
     audit.close();
     fresh.close();
   });

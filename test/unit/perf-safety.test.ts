@@ -1,10 +1,12 @@
 // Correctness of the relay's and the guard's fast paths: a grant the Authorizer keeps from its
 // last read never covers a call past a revoke (from another process: step 8 reads the grant
 // again under the intent's lock; from this one: the read is dropped), and
-// coalesced writes keep their order and reach the stream before it ends.
+// coalesced writes keep their order and reach the stream before it ends; the cached answer of
+// the guarded-method variant check is the answer.
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { endGrants, revokeGrant } from "../../src/approval/grants.js";
+import { isGuardedMethodVariant } from "../../src/gateway/protocol.js";
 import { LineCoalescer } from "../../src/relay/coalesce.js";
 import type { Store } from "../../src/store/db.js";
 import {
@@ -96,5 +98,20 @@ describe("LineCoalescer", () => {
     out.write('{"d":4}');
     await new Promise((r) => process.nextTick(r));
     expect(writes).toEqual(['{"a":1}\n{"b":2}\n', '{"c":3}\n']);
+  });
+});
+
+describe("the guarded-method variant check's cache", () => {
+  it("gives the same answer the second time, for short and long names, and after the cache is emptied", () => {
+    const variants = ["Tools/Call", "tools/call/", " tools/call", `tools/call${" ".repeat(200)}`];
+    const plain = ["ping", "tools/call", "resources/list"];
+    for (let round = 0; round < 2; round++) {
+      for (const m of variants) expect(isGuardedMethodVariant(m), m).toBe(true);
+      for (const m of plain) expect(isGuardedMethodVariant(m), m).toBe(false);
+    }
+    // many other names empty the cache: the answers stay the same
+    for (let i = 0; i < 600; i++) expect(isGuardedMethodVariant(`x/${i}`)).toBe(false);
+    for (const m of variants) expect(isGuardedMethodVariant(m), m).toBe(true);
+    expect(isGuardedMethodVariant("ping")).toBe(false);
   });
 });

@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+// The audit work of one guarded call, in-process (needs `npm run build`): what the gateway's
+// writer (src/gateway/auditSink.ts) does for a call's intent (tool_called, with its open-intents
+// row) and its result (tool_result, closing the row), with `--audit-sync normal` (no fsync: the
+// CPU is what is measured). CPU µs per call (process.cpuUsage) and garbage-collection time, one
+// call at a time (c=1: a transaction for the intent, one for the result) and 16 at a time (c=16:
+// the 16 intents share a transaction, so do the 16 results); then the parts of one record alone.
+//
+//   node bench/audit-hot.mjs [--calls N] [--rounds R] [--dist DIR]
+// --dist: another build's dist/ (compare before/after in the same run).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { PerformanceObserver } from "node:perf_hooks";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const { values } = parseArgs({
+  options: {
+    calls: { type: "string", default: "20000" },
+    rounds: { type: "string", default: "5" },
+    dist: { type: "string", default: join(root, "dist") },
+  },
+});
+const CALLS = Number(values.calls);
+const ROUNDS = Number(values.rounds);
+const DIST = resolve(values.dist);
+/** BENCH_ONLY=1 or 16: only that concurrency (to profile one of them) */
+const ONLY = process.env.BENCH_ONLY ?? "";
+const dist = (p) => import(pathToFileURL(join(DIST, p)).href);
+process.env.PORTCULLIS_INSECURE_TEST_KDF = "1"; // the keyring's cost is not what is measured
+
+const { openStore } = await dist("store/db.js");
+const { initKeyring } = await dist("keyring/keyring.js");
+const { AuditLog } = await dist("audit/index.js");
+const { auditSink } = await dist("gateway/auditSink.js");
+const { OpenIntents } = await dist("gateway/openIntents.js");
+const { GatewayRecords } = await dist("gateway/records.js");
+
+const dir = mkdtempSync(join(tmpdir(), "portcullis-audit-hot-"));
+process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+await initKeyring(dir, "bench passphrase");
+const db = openStore(dir);
+const log = AuditLog.open(db, dir, { sync: "normal" });
+const quiet = { info() {}, debug() {}, status() {}, warn: (m) => process.stderr.write(`${m}\n`) };
+const sink = auditSink(log, quiet, new OpenIntents(db, "bench-gateway"));
+const records = new GatewayRecords(sink, "bench");
+records.run = "01JQ7R1ZC2M7W1DXQ8Z2K9V4B6";
+const call = {
+  tool: "echo",
+  definition: null,
+  fingerprint: "sha256:9e4c1f6a0d3b7c2e8f5a4b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e",
+  epoch: "01JQ7R4S4S0QJ7GZP1S2X3Y4Z5",
+  revision: 1,
+  effective: null,
+  grant: null,
+};
+
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+}).observe({ entryTypes: ["gc"] });
+
+/** One call's records as the gateway writes them: the intent (awaited), then the result. */
+async function oneCall(i) {
+  const args = { message: `ping ${i}` };
+  await records.toolCalled(i, args, { ...call, effective: args });
+  records.toolResult(i, "echo", call.epoch, "ok");
+}
+
+async function measure(concurrency) {
+  const gc0 = gcMs;
+  const cpu0 = process.cpuUsage();
+  let next = 0;
+  const worker = async () => {
+    while (next < CALLS) await oneCall(next++);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  await new Promise((r) => setImmediate(r)); // the last results
+  const cpu = process.cpuUsage(cpu0);
+  return { cpu: (cpu.user + cpu.system) / CALLS, gc: ((gcMs - gc0) * 1000) / CALLS };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const spread = (xs) => `${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)}`;
+await measure(1); // warm-up
+const c1 = [];
+const c16 = [];
+for (let r = 0; r < ROUNDS; r++) {
+  if (ONLY !== "16") c1.push(await measure(1));
+  if (ONLY !== "1") c16.push(await measure(16));
+}
+const show = (name, rs) => {
+  const cpu = rs.map((r) => r.cpu);
+  const gc = rs.map((r) => r.gc);
+  console.log(
+    `${name.padEnd(44)} ${median(cpu).toFixed(1).padStart(6)} µs/call [${spread(cpu)}]  of it GC ${median(gc).toFixed(1)} µs`,
+  );
+};
+console.log(
+  `audit-hot: ${DIST}, ${ROUNDS} rounds of ${CALLS} calls, node ${process.version}; CPU µs per call (intent + result), medians [spread]`,
+);
+if (c1.length) show("c=1  (intent tx, result tx)", c1);
+if (c16.length) show("c=16 (16 intents per tx, 16 results per tx)", c16);
+
+// The parts of one record, alone (the CPU of each step, µs per record).
+const { encodeHeader, recordHash } = await dist("audit/record.js");
+const { SealingSession } = await dist("audit/seal.js");
+const { assertAuditable } = await dist("audit/events.js");
+const { loadPublicKeyring } = await dist("keyring/keyring.js");
+const session = SealingSession.start(loadPublicKeyring(dir).publicKey);
+const event = {
+  type: "tool_called",
+  run: records.run,
+  serverLabel: "bench",
+  requestId: 42,
+  tool: "echo",
+  fingerprint: call.fingerprint,
+  epoch: call.epoch,
+  revision: 1,
+  grant: null,
+  argumentsDigest: "sha256:71af0c3e9b8d7f6e5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291807f6e",
+  effectiveArgumentsDigest: "sha256:71af0c3e9b8d7f6e5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a291807f6e",
+  defaultsApplied: [],
+};
+const header = {
+  v: 1,
+  seq: 1,
+  prev: "0".repeat(64),
+  time: new Date().toISOString(),
+  type: "tool_called",
+  writer: log.writerId,
+  pid: process.pid,
+  key: log.keyId,
+  epk: session.epk,
+  nonce: "AAAAAAAAAAAAAAAB",
+};
+const plaintext = Buffer.from(JSON.stringify(event));
+const headerText = encodeHeader(header);
+const record = session.sealRecord(session.nextNonce(), headerText, plaintext);
+const { argumentsDigest } = await dist("audit/events.js");
+const parts = {
+  "assertAuditable + JSON.stringify(event)": () => {
+    assertAuditable(event);
+    Buffer.from(JSON.stringify(event));
+  },
+  "argumentsDigest({message})": () => argumentsDigest({ message: "ping 1" }),
+  encodeHeader: () => encodeHeader(header),
+  "seal (ChaCha20-Poly1305)": () => session.sealRecord(session.nextNonce(), headerText, plaintext),
+  "recordHash (SHA-256 hex)": () => recordHash(record),
+};
+const N = 50_000;
+for (const [name, f] of Object.entries(parts)) {
+  for (let i = 0; i < 2000; i++) f();
+  const t = process.cpuUsage();
+  for (let i = 0; i < N; i++) f();
+  const u = process.cpuUsage(t);
+  console.log(`  part: ${name.padEnd(40)} ${((u.user + u.system) / N).toFixed(2).padStart(6)} µs`);
+}
+sink.flush();
+db.close();
