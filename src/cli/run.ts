@@ -276,7 +276,9 @@ function digestCacheFile(): string {
         "portcullis",
       );
   mkdirSync(base, { recursive: true, mode: 0o700 });
-  return join(base, "digest-cache.bin");
+  // "digests.bin" and "digests.trees/": the layout with one listing file per tree (cache.ts);
+  // builds that kept every tree in "digest-cache.bin" keep using that file undisturbed
+  return join(base, "digests.bin");
 }
 
 async function serve(

@@ -1,5 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -46,7 +55,7 @@ describe("captureStaticIdentity", () => {
 
   beforeAll(async () => {
     root = tempDir("capture");
-    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt"]) {
+    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt", "sharedA", "sharedB"]) {
       aged[name] = makeProject(join(root, name));
     }
     await sleep(AGE_MS);
@@ -118,6 +127,31 @@ describe("captureStaticIdentity", () => {
     const c = await captureStaticIdentity(spec, new DigestCache(file));
     expect(c.dependencyTree?.files).toBe(8);
     expect(c.dependencyTree?.sha256).not.toBe(a.dependencyTree?.sha256);
+  });
+
+  it("keeps each tree's listings in a file of its own, and a warm capture reads only its own", async () => {
+    const [a, b] = [aged.sharedA!, aged.sharedB!];
+    const file = join(root, "shared-cache.bin");
+    const specA = specFor(a, "node", ["dist/server.js"]);
+    const specB = specFor(b, "node", ["dist/server.js"]);
+    const first = await captureStaticIdentity(specA, new DigestCache(file));
+    await captureStaticIdentity(specB, new DigestCache(file));
+    const cache = new DigestCache(file);
+    const treeA = cache.treeFile(join(a, "node_modules"))!;
+    const treeB = cache.treeFile(join(b, "node_modules"))!;
+    expect(treeA).not.toBe(treeB);
+    expect(existsSync(treeA) && existsSync(treeB)).toBe(true);
+    const bytesA = readFileSync(treeA);
+    // B's listings gone: A's warm capture neither reads nor rewrites anything of B's, nor its own
+    rmSync(treeB);
+    expect(await captureStaticIdentity(specA, cache)).toEqual(first);
+    expect(existsSync(treeB)).toBe(false);
+    expect(readFileSync(treeA)).toEqual(bytesA);
+    // and a change inside A's tree is still seen through its own listings
+    rewriteSameSize(join(a, "node_modules/pkg/lib/util.js"));
+    const changed = await captureStaticIdentity(specA, new DigestCache(file));
+    expect(changed.dependencyTree?.sha256).not.toBe(first.dependencyTree?.sha256);
+    expect(changed).toEqual(await captureStaticIdentity(specA, new DigestCache(null)));
   });
 
   it("lets go of its entries once saved, and reads them again from the file for the next capture", async () => {
