@@ -67,7 +67,7 @@ const MAGIC = 0x43444350; // "PCDC" little-endian
 /** 3: directory listings moved out to one file per tree (version 2 held them all in this file). */
 const VERSION = 3;
 const TREE_MAGIC = 0x54434350; // "PCCT" little-endian
-const TREE_VERSION = 1;
+const TREE_VERSION = 2;
 const ZERO_SHA = "0".repeat(64);
 const MAX_FILES = 20_000;
 const MAX_DIRS = 100_000;
@@ -143,8 +143,7 @@ export class TreeListings {
     w.u32(TREE_MAGIC);
     w.u32(TREE_VERSION);
     w.str32(this.root);
-    w.u32(this.dirs.size);
-    for (const [k, e] of this.dirs) encodeDir(w, k, e);
+    encodeListings(w, this.dirs);
     if (!writeAtomically(this.file, w.done())) return false;
     this.dirty = false;
     return true;
@@ -157,8 +156,7 @@ export class TreeListings {
       const r = new Reader(body);
       if (r.u32() !== TREE_MAGIC || r.u32() !== TREE_VERSION) throw new Error("not a tree listing");
       if (r.str32() !== this.root) throw new Error("another tree");
-      const n = r.u32();
-      for (let i = 0; i < n; i++) decodeDir(r, body.length, this.dirs);
+      decodeListings(r, this.dirs);
       if (r.off !== body.length) throw new Error("trailing bytes");
     } catch {
       this.dirs.clear(); // walked afresh, and written again
@@ -391,41 +389,77 @@ function writeAtomically(file: string, body: Buffer): boolean {
   }
 }
 
-// A directory: its key, then each per-child array in one piece, so that decoding costs a few bulk
-// operations per directory rather than several per file.
-function encodeDir(w: Writer, k: string, e: DirEntry): void {
-  const n = e.names.length;
-  w.str16(k);
-  w.f64(e.mtimeMs);
-  w.f64(e.ctimeMs);
-  w.f64(e.ino);
-  w.u32(n);
-  w.str32(e.names.join("\0"));
-  w.bytes(e.kinds);
+// A tree's listings in columns: all directory keys in one string, all child names in another,
+// then every directory's fixed fields, every child's kind, stats and digest, each in one piece.
+// Decoding then costs a handful of bulk reads for the whole tree and a few views per directory,
+// instead of several small reads and copies per directory (docs/performance.md: 1,197
+// directories, 7,801 files decoded in about a third of the CPU time).
+function encodeListings(w: Writer, dirs: Map<string, DirEntry>): void {
+  const keys: string[] = [];
+  const counts = new Uint32Array(dirs.size);
+  const fixed = new Float64Array(3 * dirs.size);
+  let total = 0;
+  let d = 0;
+  for (const [k, e] of dirs) {
+    keys.push(k);
+    counts[d] = e.names.length;
+    fixed[3 * d] = e.mtimeMs;
+    fixed[3 * d + 1] = e.ctimeMs;
+    fixed[3 * d + 2] = e.ino;
+    total += e.names.length;
+    d++;
+  }
+  w.u32(dirs.size);
+  w.u32(total);
+  w.str32(keys.join("\0"));
+  w.str32([...dirs.values()].map((e) => e.names.join("\0")).join("\0"));
   w.align8();
-  w.bytes(new Uint8Array(e.stats.buffer, e.stats.byteOffset, 32 * n));
+  w.bytes(new Uint8Array(fixed.buffer));
+  w.bytes(new Uint8Array(counts.buffer));
+  for (const e of dirs.values()) w.bytes(e.kinds);
+  w.align8();
+  for (const e of dirs.values())
+    w.bytes(new Uint8Array(e.stats.buffer, e.stats.byteOffset, 32 * e.names.length));
   let hex = "";
-  for (let i = 0; i < n; i++) hex += e.shas[i] === "" ? ZERO_SHA : e.shas[i];
-  w.hexN(hex, 32 * n);
+  for (const e of dirs.values()) for (const sha of e.shas) hex += sha === "" ? ZERO_SHA : sha;
+  w.hexN(hex, 32 * total);
 }
 
-function decodeDir(r: Reader, limit: number, into: Map<string, DirEntry>): void {
-  const k = r.str16();
-  const mtimeMs = r.f64();
-  const ctimeMs = r.f64();
-  const ino = r.f64();
-  const n = r.u32();
-  if (n > limit) throw new Error("bad directory size");
-  const joined = r.str32();
-  const names = n === 0 ? [] : joined.split("\0");
-  if (names.length !== n) throw new Error("bad directory names");
-  const kinds = new Uint8Array(r.bytes(n)); // copies
+function decodeListings(r: Reader, into: Map<string, DirEntry>): void {
+  const nDirs = r.u32();
+  const total = r.u32();
+  const keysText = r.str32();
+  const namesText = r.str32();
+  const keys = nDirs === 0 ? [] : keysText.split("\0");
+  const names = total === 0 ? [] : namesText.split("\0");
+  if (keys.length !== nDirs || names.length !== total) throw new Error("bad listing names");
   r.align8();
-  const stats = new Float64Array(new Uint8Array(r.bytes(32 * n)).buffer);
-  const hex = r.hexN(32 * n);
-  const shas: string[] = new Array(n);
-  for (let j = 0; j < n; j++) shas[j] = Number.isNaN(stats[4 * j]!) ? "" : hex.slice(64 * j, 64 * j + 64);
-  into.set(k, { mtimeMs, ctimeMs, ino, names, kinds, stats, shas, gen: 0 });
+  const fixed = r.f64s(3 * nDirs);
+  const counts = r.u32s(nDirs);
+  const kinds = r.bytes(total);
+  r.align8();
+  const stats = r.f64s(4 * total);
+  const hex = r.hexN(32 * total);
+  let at = 0;
+  for (let d = 0; d < nDirs; d++) {
+    const n = counts[d]!;
+    if (at + n > total) throw new Error("bad directory size");
+    const shas: string[] = new Array(n);
+    for (let j = 0; j < n; j++)
+      shas[j] = Number.isNaN(stats[4 * (at + j)]!) ? "" : hex.slice(64 * (at + j), 64 * (at + j + 1));
+    into.set(keys[d]!, {
+      mtimeMs: fixed[3 * d]!,
+      ctimeMs: fixed[3 * d + 1]!,
+      ino: fixed[3 * d + 2]!,
+      names: names.slice(at, at + n),
+      kinds: kinds.subarray(at, at + n),
+      stats: stats.subarray(4 * at, 4 * (at + n)),
+      shas,
+      gen: 0,
+    });
+    at += n;
+  }
+  if (at !== total) throw new Error("bad directory sizes");
 }
 
 function isRacy(st: { mtimeMs: number; ctimeMs: number }, nowMs: number): boolean {
@@ -539,6 +573,17 @@ class Reader {
     const s = this.buf.toString("hex", this.off, this.off + n);
     this.off += n;
     return s;
+  }
+  /** `n` doubles, viewed in place when aligned (copied otherwise); the bytes are the caller's to change. */
+  f64s(n: number): Float64Array {
+    const b = this.bytes(8 * n);
+    if (b.byteOffset % 8 === 0) return new Float64Array(b.buffer, b.byteOffset, n);
+    return new Float64Array(new Uint8Array(b).buffer);
+  }
+  u32s(n: number): Uint32Array {
+    const b = this.bytes(4 * n);
+    if (b.byteOffset % 4 === 0) return new Uint32Array(b.buffer, b.byteOffset, n);
+    return new Uint32Array(new Uint8Array(b).buffer);
   }
   bytes(n: number): Buffer {
     this.need(n);

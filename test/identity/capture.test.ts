@@ -152,6 +152,11 @@ describe("captureStaticIdentity", () => {
     const changed = await captureStaticIdentity(specA, new DigestCache(file));
     expect(changed.dependencyTree?.sha256).not.toBe(first.dependencyTree?.sha256);
     expect(changed).toEqual(await captureStaticIdentity(specA, new DigestCache(null)));
+    // a damaged listing file: that tree is walked afresh, and its file written again
+    const good = readFileSync(treeA);
+    writeFileSync(treeA, good.subarray(0, good.length - 9));
+    expect(await captureStaticIdentity(specA, new DigestCache(file))).toEqual(changed);
+    expect(readFileSync(treeA).length).toBeGreaterThan(good.length - 9);
   });
 
   it("lets go of its entries once saved, and reads them again from the file for the next capture", async () => {
