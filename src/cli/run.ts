@@ -30,18 +30,14 @@ import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type Logger, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
-import { caCertPath } from "../vault/egress/ca.js";
-import { egressEnv } from "../vault/egress/env.js";
-import { type EgressProxy, startEgressProxy } from "../vault/egress/proxy.js";
-import { EgressRecorder } from "../vault/egress/record.js";
+import type { EgressProxy } from "../vault/egress/proxy.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
 import { scopesForTool } from "../vault/toolScopes.js";
 import { beginAgentRun } from "./agentRun.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
-import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
-import { applyRemoteFlags, remoteLink, urlServer } from "./runRemote.js";
+import type { ListenSettings } from "./listen.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
@@ -115,6 +111,21 @@ const OPTIONS = {
 } as const;
 
 /**
+ * Loaded only by a gateway whose configuration needs them (`--listen`, `--url`, an egress proxy):
+ * the HTTP front, the remote link and the proxy are 15 modules and node's http/https that a stdio
+ * gateway in front of a local server never uses (startup time, docs/performance.md).
+ */
+const listenModule = () => import("./listen.js");
+const remoteModule = () => import("./runRemote.js");
+const LISTEN_FLAGS = [
+  "listen",
+  "listen-token-file",
+  "no-auth",
+  "listen-max-sessions",
+  "listen-idle-timeout",
+] as const;
+
+/**
  * What a caller inside the process may replace; nothing here is reachable from the command line
  * or the environment. bench/guard-off-gateway.mjs passes a decision that skips the guard's
  * steps 1–7 (keeping the intent record), to measure what the guard itself costs.
@@ -144,7 +155,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (values.url !== undefined) {
     if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
     if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" with --url.`);
-    server = urlServer(values.url, values.label);
+    server = (await remoteModule()).urlServer(values.url, values.label);
   } else if (sep !== -1) {
     const command = args.slice(sep + 1);
     if (command.length === 0)
@@ -160,7 +171,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (values.label) server.label = values.label;
   }
   if (server.remote) {
-    applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
+    (await remoteModule()).applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
     if (values.watch?.length || onChange)
       throw new UsageError(
         `run: ${values.watch?.length ? "--watch" : "--on-change"} does not apply to a server reached by URL (portcullis watches no files of it).`,
@@ -185,7 +196,10 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  const listen = listenSettings(server, stateDir, values);
+  const listen =
+    server.listen !== undefined || LISTEN_FLAGS.some((f) => values[f] !== undefined)
+      ? (await listenModule()).listenSettings(server, stateDir, values)
+      : null;
   return serve(server, stateDir, {
     holdTimeoutMs,
     approvalTimeoutMs,
@@ -351,9 +365,10 @@ async function serve(
     include: server.identity.include,
   };
   // One link per client connection: a process supervisor, or a session with a remote server.
+  const remote = server.remote ? await remoteModule() : null;
   const makeLink = (linkLog: Logger): ServerLink =>
-    server.remote
-      ? remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
+    server.remote && remote
+      ? remote.remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
       : new Supervisor({
           spec,
           cache,
@@ -388,7 +403,7 @@ async function serve(
   if (listen) {
     // the supervisor above is never started: each HTTP session has its own
     const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues };
-    return listenUntilSignal(
+    return (await listenModule()).listenUntilSignal(
       {
         ...shared,
         holdTimeoutMs,
@@ -551,6 +566,12 @@ async function startEgress(
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
   // a remote server is no process of ours: it has no environment to route through a proxy
   if (server.remote || (http.length === 0 && server.egress === undefined)) return null;
+  const [{ caCertPath }, { egressEnv }, { startEgressProxy }, { EgressRecorder }] = await Promise.all([
+    import("../vault/egress/ca.js"),
+    import("../vault/egress/env.js"),
+    import("../vault/egress/proxy.js"),
+    import("../vault/egress/record.js"),
+  ]);
   const recorder = new EgressRecorder(store, server.label, events);
   let extraCa: string | undefined;
   if (env.NODE_EXTRA_CA_CERTS) {
