@@ -11,8 +11,10 @@
 // digests and the metadata.
 import {
   mkdirSync,
+  readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   type Stats,
   statSync,
   unlinkSync,
@@ -71,6 +73,12 @@ const TREE_VERSION = 2;
 const ZERO_SHA = "0".repeat(64);
 const MAX_FILES = 20_000;
 const MAX_DIRS = 100_000;
+/**
+ * Listing files kept at most (one per tree root ever digested): past it, writing one removes the
+ * least recently written, as the single file of earlier builds bounded its listings. A removed
+ * tree is walked and hashed afresh by its next capture, nothing worse.
+ */
+export const MAX_TREE_FILES = 256;
 
 /**
  * The directory listings of one tree (everything under one root), read from and saved to a file
@@ -146,6 +154,7 @@ export class TreeListings {
     encodeListings(w, this.dirs);
     if (!writeAtomically(this.file, w.done())) return false;
     this.dirty = false;
+    boundTreeFiles(dirname(this.file), this.file);
     return true;
   }
 
@@ -353,6 +362,28 @@ export class DigestCache {
     }
     for (let i = 0; i < nMeta; i++) this.meta.set(r.str32(), r.str32());
     if (r.off !== body.length) throw new Error("trailing bytes");
+  }
+}
+
+/** Removes the oldest listing files of `dir` beyond MAX_TREE_FILES, never `keep`. Never throws. */
+function boundTreeFiles(dir: string, keep: string): void {
+  try {
+    const names = readdirSync(dir).filter((n) => n.endsWith(".bin"));
+    if (names.length <= MAX_TREE_FILES) return;
+    const aged = names
+      .map((n) => join(dir, n))
+      .filter((f) => f !== keep)
+      .map((f) => {
+        try {
+          return { f, t: statSync(f).mtimeMs };
+        } catch {
+          return { f, t: 0 };
+        }
+      })
+      .sort((a, b) => a.t - b.t);
+    for (const { f } of aged.slice(0, names.length - MAX_TREE_FILES)) rmSync(f, { force: true });
+  } catch {
+    /* a cache: bounded on a later write */
   }
 }
 

@@ -1,6 +1,8 @@
 import { execFileSync } from "node:child_process";
 import {
   existsSync,
+  mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -9,8 +11,9 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_TREE_FILES } from "../../src/identity/cache.js";
 import {
   captureStaticIdentity,
   changedParts,
@@ -55,7 +58,7 @@ describe("captureStaticIdentity", () => {
 
   beforeAll(async () => {
     root = tempDir("capture");
-    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt", "sharedA", "sharedB"]) {
+    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt", "sharedA", "sharedB", "bounded"]) {
       aged[name] = makeProject(join(root, name));
     }
     await sleep(AGE_MS);
@@ -157,6 +160,28 @@ describe("captureStaticIdentity", () => {
     writeFileSync(treeA, good.subarray(0, good.length - 9));
     expect(await captureStaticIdentity(specA, new DigestCache(file))).toEqual(changed);
     expect(readFileSync(treeA).length).toBeGreaterThan(good.length - 9);
+  });
+
+  it("keeps at most MAX_TREE_FILES listing files, removing the least recently written", async () => {
+    const dir = aged.bounded!;
+    const file = join(root, "bounded-cache.bin");
+    const cache = new DigestCache(file);
+    const own = cache.treeFile(join(dir, "node_modules"))!;
+    const trees = dirname(own);
+    mkdirSync(trees, { recursive: true });
+    const extra = 5;
+    const others = Array.from({ length: MAX_TREE_FILES + extra }, (_, i) => {
+      const f = join(trees, `${String(i).padStart(32, "0")}.bin`);
+      writeFileSync(f, "another tree");
+      utimesSync(f, 1_600_000_000 + i * 86_400, 1_600_000_000 + i * 86_400); // file i is i days older than i+1
+      return f;
+    });
+    await captureStaticIdentity(specFor(dir, "node", ["dist/server.js"]), cache);
+    expect(existsSync(own)).toBe(true);
+    expect(readdirSync(trees).filter((n) => n.endsWith(".bin"))).toHaveLength(MAX_TREE_FILES);
+    // the oldest went (the new file of this tree counts too), the newest stayed
+    expect(others.slice(0, extra + 1).some((f) => existsSync(f))).toBe(false);
+    expect(others.slice(extra + 1).every((f) => existsSync(f))).toBe(true);
   });
 
   it("lets go of its entries once saved, and reads them again from the file for the next capture", async () => {
