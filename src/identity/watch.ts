@@ -1,11 +1,13 @@
 // The artifact watcher: tells the supervisor that a file the identity depends on changed on disk
 // (a rebuild, an install). It reports; it never decides. The dependency tree is watched to a bounded
-// depth, so a changed file inside a package is seen without one watch per file.
+// depth, so a changed file inside a package is seen without one watch per file; it has a watcher of
+// its own (treeWatch.ts: one inotify watch per directory), chokidar the other artifacts.
 import { isAbsolute, join, sep } from "node:path";
 import { type FSWatcher, watch } from "chokidar";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
 import { displayPath } from "./resolve.js";
+import { type TreeWatch, watchTree } from "./treeWatch.js";
 import type { StaticIdentity } from "./types.js";
 
 /** node_modules/pkg/file (1), node_modules/@scope/pkg/file and node_modules/pkg/dir/file (2). */
@@ -82,6 +84,7 @@ export function watchArtifacts(
   const maxWaitMs = Math.max(1000, 4 * debounceMs);
   const cwd = s.workingDirectory;
   const watchers: FSWatcher[] = [];
+  let tree: TreeWatch | null = null;
   const pending = new Set<string>();
   const pendingInclude = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
@@ -168,14 +171,11 @@ export function watchArtifacts(
     for (const d of dirs) {
       if (d.path === nm) {
         const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
-        add(
+        tree = watchTree(
           d.path,
-          {
-            depth: d.depth,
-            followSymlinks: false,
-            ignored: (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
-          },
-          false,
+          d.depth,
+          (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+          (p: string) => record(p, false),
         );
       } else {
         if (includeBefore === null) includeBefore = globbed();
@@ -198,6 +198,7 @@ export function watchArtifacts(
       closed = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
+      tree?.close();
       await Promise.all(watchers.map((w) => w.close().catch(() => undefined)));
     },
   };
