@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -69,6 +69,16 @@ describe("artifact watcher", () => {
     put(dir, "config/tools.json", '{"tools": 2}');
     put(dir, "config/notes.txt", "not an input");
     expect(await next()).toEqual(["config/tools.json"]);
+  });
+
+  it("reports an entry replaced by a rename (how builds and editors write), and again after it", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    for (const round of [1, 2]) {
+      put(dir, `dist/.server.js.tmp${round}`, `// build ${round}\nprocess.stdin.resume();\n`);
+      renameSync(join(dir, `dist/.server.js.tmp${round}`), join(dir, "dist/server.js"));
+      expect(await next()).toEqual(["dist/server.js"]);
+    }
   });
 
   it("watches a package installed after it started, and what changes inside it later", async () => {
