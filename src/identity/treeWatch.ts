@@ -1,6 +1,6 @@
 // The dependency tree's watcher: one fs.watch (inotify on Linux) per directory down to a depth,
-// found by one readdir each. chokidar, which watches the other artifacts, also stats every entry
-// of the tree and keeps an object per file: on a real node_modules (659 directories, 2,997 entries
+// found by one readdir each. chokidar, which watched it before, also stat'ed every entry of the
+// tree and kept an object per file: on a real node_modules (659 directories, 2,997 entries
 // to that depth) its first scan took 348 ms of CPU after the server was up, competing with the
 // first tools/list, and added 46 MB of RSS; this takes about 5 ms and 2 MB
 // (docs/performance.md). It reports; the capture that follows a report decides what changed.
