@@ -81,6 +81,28 @@ function rssMb(pid) {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
+/**
+ * Where the resident set is, from /proc/PID/smaps: "[heap]" is glibc's main arena (native
+ * allocations of the main thread: SQLite's page cache, OpenSSL, node's C++ objects), "anon" every
+ * other anonymous mapping (V8's heap, other threads' arenas, stacks), "file" mapped files (node's
+ * own binary, shared with every node process). What grew, and so what to look at, shows here.
+ */
+function breakdown(pid) {
+  const kb = { heap: 0, anon: 0, file: 0 };
+  let kind = "anon";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      const name = head[1];
+      kind = name === "[heap]" ? "heap" : name.startsWith("/") ? "file" : "anon";
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) kb[kind] += Number(rss[1]);
+  }
+  return `[heap] ${mb(kb.heap / 1024)}, anon ${mb(kb.anon / 1024)}, file ${mb(kb.file / 1024)}`;
+}
+
 async function open(argv, env) {
   const c = client(argv, env);
   await c.request("initialize", {
@@ -134,6 +156,7 @@ async function main() {
     const gw = await open([NODE, CLI, ...args, "--", ...SERVER], env);
     await settle(2000);
     const idle = rssMb(gw.pid);
+    const idleParts = breakdown(gw.pid);
     // After calls: read 1 s and 5 s after the last one. An idle gateway collects the garbage of
     // a burst within a few seconds (src/identity/collect.ts); the targets use the 5 s readings.
     await calls(gw, 1000, 16);
@@ -141,6 +164,7 @@ async function main() {
     const after1kEarly = rssMb(gw.pid);
     await settle(4000);
     const after1k = rssMb(gw.pid);
+    const after1kParts = breakdown(gw.pid);
     const t0 = Date.now();
     await calls(gw, CALLS - 1000, 16);
     const rate = (CALLS - 1000) / ((Date.now() - t0) / 1000);
@@ -148,15 +172,18 @@ async function main() {
     const afterAllEarly = rssMb(gw.pid);
     await settle(4000);
     const afterAll = rssMb(gw.pid);
+    const afterAllParts = breakdown(gw.pid);
     await gw.close();
     console.log(`direct echo server idle: ${mb(directIdle)}`);
     console.log(
-      `gateway idle (after handshake and tools/list): ${mb(idle)} (target <= 80 MB: ${idle <= 80 ? "met" : "MISSED"})`,
+      `gateway idle (after handshake and tools/list): ${mb(idle)} (target <= 80 MB: ${idle <= 80 ? "met" : "MISSED"}); ${idleParts}`,
     );
-    console.log(`gateway after 1,000 calls: ${mb(after1k)} (1 s after the last: ${mb(after1kEarly)})`);
+    console.log(
+      `gateway after 1,000 calls: ${mb(after1k)} (1 s after the last: ${mb(after1kEarly)}); ${after1kParts}`,
+    );
     console.log(
       `gateway after ${CALLS.toLocaleString("en")} calls: ${mb(afterAll)} (1 s after the last: ${mb(afterAllEarly)}; ${rate.toFixed(0)} calls/s); ` +
-        `growth ${mb(afterAll - after1k)} (target <= 20 MB: ${afterAll - after1k <= 20 ? "met" : "MISSED"})`,
+        `growth ${mb(afterAll - after1k)} (target <= 20 MB: ${afterAll - after1k <= 20 ? "met" : "MISSED"}); ${afterAllParts}`,
     );
     return 0;
   } catch (e) {

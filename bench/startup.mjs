@@ -9,6 +9,9 @@
 //         cache: the whole dependency tree is digested
 // Targets (issue #11): warm <= direct + 150 ms; cold <= direct + the time to digest the
 // dependency tree (printed beside it: the identity capture alone, in-process).
+// Beside each wall-clock median, the CPU time the spawned process (the gateway, or the server when
+// direct) had used when the list arrived, all its threads (/proc/PID/task/*/schedstat): it does
+// not count waiting for a core, so it compares builds on a busy machine where wall times do not.
 //
 //   node bench/startup.mjs
 // Env: BENCH_ROUNDS=N (default 5); PORTCULLIS_CLI=PATH (default dist/cli/main.js);
@@ -16,7 +19,7 @@
 //      BENCH_BASE_CLI=PATH    also another build, warm and cold, in the same rounds ("base")
 //      BENCH_COLD=0           warm starts only
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -42,7 +45,22 @@ const MINIMAL_ENV = Object.fromEntries(
   ),
 );
 
-/** Spawns `argv`, speaks the handshake and lists tools; resolves with the ms to the list's result. */
+/** CPU ms used so far by every thread of `pid` (Linux), NaN elsewhere. */
+function cpuMs(pid) {
+  try {
+    let ns = 0;
+    for (const t of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+    return ns / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Spawns `argv`, speaks the handshake and lists tools; resolves with the ms to the list's result
+ * and the CPU ms the process had used by then.
+ */
 function firstList(argv, env) {
   return new Promise((res, rej) => {
     const t0 = process.hrtime.bigint();
@@ -53,6 +71,7 @@ function firstList(argv, env) {
     let stderr = "";
     let buffer = "";
     let listed = null;
+    let cpu = Number.NaN;
     const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.stderr.on("data", (c) => {
       if (stderr.length < 16_000) stderr += c;
@@ -78,6 +97,7 @@ function firstList(argv, env) {
           send({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} });
         } else if (m.id === 2 && listed === null) {
           listed = Number(process.hrtime.bigint() - t0) / 1e6;
+          cpu = cpuMs(child.pid);
           if (!m.result?.tools?.length) listed = Number.NaN;
           child.stdin.end();
         } else if (m.error) {
@@ -87,7 +107,7 @@ function firstList(argv, env) {
     });
     child.once("exit", () => {
       clearTimeout(timer);
-      if (listed !== null && !Number.isNaN(listed)) res(listed);
+      if (listed !== null && !Number.isNaN(listed)) res({ ms: listed, cpu });
       else
         rej(
           new Error(
@@ -189,23 +209,28 @@ async function main() {
     }
     const builds = [["", CLI], ...(BASE_CLI ? [[" (base)", BASE_CLI]] : [])];
     const warm = builds.map(() => freshState());
-    const times = builds.map(() => ({ warm: [], cold: [] }));
+    const times = builds.map(() => ({ warm: [], cold: [], warmCpu: [] }));
     const direct = [];
+    const directCpu = [];
     try {
       // fills each build's state and cache
       for (let b = 0; b < builds.length; b++)
         await firstList(viaPortcullis(server, warm[b].stateDir, false, builds[b][1]), warm[b].env);
       for (let r = 0; r < ROUNDS; r++) {
-        direct.push(await firstList(server, {}));
+        const d = await firstList(server, {});
+        direct.push(d.ms);
+        directCpu.push(d.cpu);
         for (let b = 0; b < builds.length; b++) {
           const cli = builds[b][1];
-          times[b].warm.push(
-            await firstList(viaPortcullis(server, warm[b].stateDir, true, cli), warm[b].env),
-          );
+          const w = await firstList(viaPortcullis(server, warm[b].stateDir, true, cli), warm[b].env);
+          times[b].warm.push(w.ms);
+          times[b].warmCpu.push(w.cpu);
           if (!COLD) continue;
           const cold = freshState();
           try {
-            times[b].cold.push(await firstList(viaPortcullis(server, cold.stateDir, false, cli), cold.env));
+            times[b].cold.push(
+              (await firstList(viaPortcullis(server, cold.stateDir, false, cli), cold.env)).ms,
+            );
           } finally {
             cold.cleanup();
           }
@@ -220,10 +245,12 @@ async function main() {
     }
     const digest = COLD ? median(await Promise.all([0, 1, 2].map(() => digestTime(server)))) : Number.NaN;
     const d = median(direct);
-    console.log(`${name.padEnd(11)} direct ${ms(d)} [${spread(direct)}]`);
+    console.log(
+      `${name.padEnd(11)} direct ${ms(d)} [${spread(direct)}] (server cpu ${ms(median(directCpu))})`,
+    );
     for (let b = 0; b < builds.length; b++) {
       const w = median(times[b].warm);
-      let line = `${"".padEnd(11)} portcullis${builds[b][0]} warm ${ms(w)} [${spread(times[b].warm)}] +${ms(w - d)} over direct (target <= +150 ms: ${w - d <= 150 ? "met" : "MISSED"})`;
+      let line = `${"".padEnd(11)} portcullis${builds[b][0]} warm ${ms(w)} [${spread(times[b].warm)}] +${ms(w - d)} over direct (target <= +150 ms: ${w - d <= 150 ? "met" : "MISSED"}; gateway cpu ${ms(median(times[b].warmCpu))} [${spread(times[b].warmCpu)}])`;
       if (COLD) {
         const c = median(times[b].cold);
         line += `; cold ${ms(c)} [${spread(times[b].cold)}] +${ms(c - d)} (target <= +${ms(digest)}, the digest: ${c - d <= digest ? "met" : "MISSED"})`;

@@ -23,7 +23,14 @@ interface Engine {
   addFormats: FormatsPlugin;
 }
 let engine: Engine | null = null;
-let warming: NodeJS.Immediate | null = null;
+let warming: NodeJS.Timeout | null = null;
+/**
+ * How long after the first catalog the warm-up waits: the client's own tools/list usually arrives
+ * just after the gateway's catalog fetch, and a synchronous 20 ms load in between delayed its
+ * answer (server-everything, measured in docs/performance.md). A call sooner than this loads ajv
+ * itself, as it would without a warm-up.
+ */
+const WARM_AFTER_MS = 250;
 
 function ajvEngine(): Engine {
   if (!engine) {
@@ -38,10 +45,10 @@ function ajvEngine(): Engine {
   return engine;
 }
 
-/** Loads ajv after the current turn (the catalog being served first), unless it is loaded already. */
+/** Loads ajv a little after the first catalog (once it and the client's list are served), unless loaded already. */
 function warmEngine(): void {
   if (engine || warming) return;
-  warming = setImmediate(() => ajvEngine());
+  warming = setTimeout(() => ajvEngine(), WARM_AFTER_MS);
   warming.unref();
 }
 

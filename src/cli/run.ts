@@ -37,8 +37,7 @@ import { scopesForTool } from "../vault/toolScopes.js";
 import { beginAgentRun } from "./agentRun.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
-import { type ListenSettings, listenSettings, listenUntilSignal } from "./listen.js";
-import { applyRemoteFlags, remoteLink, urlServer } from "./runRemote.js";
+import type { ListenSettings } from "./listen.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
@@ -113,6 +112,21 @@ const OPTIONS = {
 } as const;
 
 /**
+ * Loaded only by a gateway whose configuration needs them (`--listen`, `--url`, an egress proxy):
+ * the HTTP front, the remote link and the proxy are 15 modules and node's http/https that a stdio
+ * gateway in front of a local server never uses (startup time, docs/performance.md).
+ */
+const listenModule = () => import("./listen.js");
+const remoteModule = () => import("./runRemote.js");
+const LISTEN_FLAGS = [
+  "listen",
+  "listen-token-file",
+  "no-auth",
+  "listen-max-sessions",
+  "listen-idle-timeout",
+] as const;
+
+/**
  * What a caller inside the process may replace; nothing here is reachable from the command line
  * or the environment. bench/guard-off-gateway.mjs passes a decision that skips the guard's
  * steps 1–7 (keeping the intent record), to measure what the guard itself costs.
@@ -142,7 +156,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (values.url !== undefined) {
     if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
     if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" with --url.`);
-    server = urlServer(values.url, values.label);
+    server = (await remoteModule()).urlServer(values.url, values.label);
   } else if (sep !== -1) {
     const command = args.slice(sep + 1);
     if (command.length === 0)
@@ -158,7 +172,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (values.label) server.label = values.label;
   }
   if (server.remote) {
-    applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
+    (await remoteModule()).applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
     if (values.watch?.length || onChange)
       throw new UsageError(
         `run: ${values.watch?.length ? "--watch" : "--on-change"} does not apply to a server reached by URL (portcullis watches no files of it).`,
@@ -183,7 +197,10 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
   const stateDir = resolveStateDir(values["state-dir"]);
-  const listen = listenSettings(server, stateDir, values);
+  const listen =
+    server.listen !== undefined || LISTEN_FLAGS.some((f) => values[f] !== undefined)
+      ? (await listenModule()).listenSettings(server, stateDir, values)
+      : null;
   return serve(server, stateDir, {
     holdTimeoutMs,
     approvalTimeoutMs,
@@ -274,7 +291,9 @@ function digestCacheFile(): string {
         "portcullis",
       );
   mkdirSync(base, { recursive: true, mode: 0o700 });
-  return join(base, "digest-cache.bin");
+  // "digests.bin" and "digests.trees/": the layout with one listing file per tree (cache.ts);
+  // builds that kept every tree in "digest-cache.bin" keep using that file undisturbed
+  return join(base, "digests.bin");
 }
 
 async function serve(
@@ -347,9 +366,10 @@ async function serve(
   // One link per client connection: a process supervisor, or a session with a remote server.
   // `extraEnv`: that gateway's egress proxy variables, added at each spawn (its proxy starts
   // before the server, so they are known by then).
+  const remote = server.remote ? await remoteModule() : null;
   const makeLink = (linkLog: Logger, extraEnv: () => Record<string, string> = () => ({})): ServerLink =>
-    server.remote
-      ? remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
+    server.remote && remote
+      ? remote.remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
       : new Supervisor({
           spec,
           cache,
@@ -383,7 +403,7 @@ async function serve(
     // the supervisor above is never started: each HTTP session has its own
     // (and each session its own egress proxy, started with it: src/cli/listen.ts)
     const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues, env };
-    return listenUntilSignal(
+    return (await listenModule()).listenUntilSignal(
       {
         ...shared,
         holdTimeoutMs,

@@ -47,13 +47,18 @@ export function collectSoon(): void {
 
 const IDLE_CHECK_MS = 2000;
 const IDLE_UTILIZATION = 0.05;
-const GROWTH_BYTES = 16 * 1024 * 1024;
+/**
+ * Was 16 MB while SQLite's 16 MB page cache made up most of a burst's growth (src/store/db.ts);
+ * with that gone, a burst leaves 5-15 MB of V8 garbage, which an idle gateway would keep.
+ */
+const GROWTH_BYTES = 4 * 1024 * 1024;
 let idleTimer: NodeJS.Timeout | null = null;
 
 /**
  * After a burst of calls the heap holds their garbage until V8 decides to collect, which for an
  * idle process can be much later: every 2 s, if the event loop was idle (under 5 % busy) and the
- * RSS grew by more than 16 MB since the last collection, collect now. Costs one
+ * RSS grew by more than 4 MB since the last collection, collect now (once: the RSS after it is
+ * the new mark). Costs one
  * `eventLoopUtilization` and one RSS read per check; never runs while calls flow.
  */
 export function collectWhenIdle(): void {

@@ -4,7 +4,15 @@ import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
 import type { globSync as GlobSync } from "tinyglobby";
 import { sha256Hex } from "../util/canonical.js";
-import { type DigestCache, type DirEntry, KIND_DIR, KIND_FILE, KIND_LINK, KIND_OTHER } from "./cache.js";
+import {
+  type DigestCache,
+  type DirEntry,
+  KIND_DIR,
+  KIND_FILE,
+  KIND_LINK,
+  KIND_OTHER,
+  type TreeListings,
+} from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
 
 export interface Slot {
@@ -27,6 +35,8 @@ export function linkDigest(target: string): string {
 
 interface TreeState {
   root: string;
+  /** the cached directory listings of this tree (none for a glob's files) */
+  listings: TreeListings | null;
   listingChanged: boolean;
   gen: number;
   result: TreeDigest | null;
@@ -40,9 +50,10 @@ interface TreeState {
   shas: (string | null)[];
 }
 
-function treeState(root: string, gen: number): TreeState {
+function treeState(root: string, gen: number, listings: TreeListings | null): TreeState {
   return {
     root,
+    listings,
     listingChanged: false,
     gen,
     result: null,
@@ -137,11 +148,12 @@ export class DigestJob {
    */
   tree(root: string, skipTop: ReadonlySet<string> = new Set()): () => TreeDigest {
     const cache = this.cache;
-    const t = treeState(root, ++cache.gen);
+    const listings = cache.listings(root);
+    const t = treeState(root, ++cache.gen, listings);
     this.trees.push(t);
     // No listing of this root in the cache: this is a cold walk. Start workers now, and give them
     // the single files queued so far (the executable can be 100 MB) to hash during the walk.
-    if (!cache.dirs.has(root)) {
+    if (!listings.dirs.has(root)) {
       this.pool.start();
       if (this.pool.started && this.early === null && this.paths.length > 0) {
         const n = this.paths.length;
@@ -157,7 +169,7 @@ export class DigestJob {
     } catch {
       return () => this.finishTree(t);
     }
-    this.walk(t, root, "", rootStat, skipTop);
+    this.walk(t, listings, root, "", rootStat, skipTop);
     return () => this.finishTree(t);
   }
 
@@ -166,7 +178,7 @@ export class DigestJob {
    * is passed in: it is loaded only by captures that have patterns (startup time).
    */
   glob(cwd: string, patterns: string[], globSync: typeof GlobSync): () => TreeDigest {
-    const t = treeState(cwd, 0);
+    const t = treeState(cwd, 0, null);
     let rels: string[] = [];
     try {
       rels = globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false });
@@ -200,7 +212,7 @@ export class DigestJob {
     } finally {
       await this.pool.close();
     }
-    for (const t of this.trees) if (t.listingChanged) this.cache.pruneUnder(t.root, t.gen);
+    for (const t of this.trees) if (t.listingChanged) t.listings?.prune(t.gen);
   }
 
   private enqueue(path: string, key: string | null, follow: boolean, sink: (o: HashOutcome) => void): void {
@@ -210,13 +222,19 @@ export class DigestJob {
     this.sinks.push(sink);
   }
 
-  private walk(t: TreeState, abs: string, rel: string, st: Stats, skip: ReadonlySet<string>): void {
-    const cache = this.cache;
+  private walk(
+    t: TreeState,
+    listings: TreeListings,
+    abs: string,
+    rel: string,
+    st: Stats,
+    skip: ReadonlySet<string>,
+  ): void {
     this.note(abs, st.ctimeMs);
-    let listing: DirEntry | null | undefined = cache.lookupDir(abs, st);
+    let listing: DirEntry | null | undefined = listings.lookup(abs, st, t.gen);
     if (listing === undefined) {
       t.listingChanged = true;
-      listing = this.list(abs, st, cache.dirs.get(abs));
+      listing = this.list(listings, t.gen, abs, st, listings.dirs.get(abs));
     }
     if (listing === null) {
       known(t, rel === "" ? "." : `${rel}/`, UNREADABLE);
@@ -238,7 +256,7 @@ export class DigestJob {
         } catch {
           continue;
         }
-        if (cst.isDirectory()) this.walk(t, childAbs, childRel, cst, skip);
+        if (cst.isDirectory()) this.walk(t, listings, childAbs, childRel, cst, skip);
         else this.addLoose(t, childAbs, childRel);
         continue;
       }
@@ -273,7 +291,7 @@ export class DigestJob {
           cst ??= lstatSync(childAbs);
           this.note(childAbs, cst.ctimeMs);
           const sha = linkDigest(readlinkSync(childAbs));
-          cache.storeChild(
+          listings.storeChild(
             dir,
             i,
             { size: cst.size, mtimeMs: cst.mtimeMs, ctimeMs: cst.ctimeMs, ino: cst.ino, sha },
@@ -286,7 +304,7 @@ export class DigestJob {
       const line = pending(t, childRel);
       this.enqueue(childAbs, null, false, (o) => {
         if (!("error" in o)) {
-          cache.storeChild(dir, i, o, this.nowMs);
+          listings.storeChild(dir, i, o, this.nowMs);
           t.shas[line] = o.sha;
         } else t.shas[line] = this.onTreeError(childAbs, o.error);
       });
@@ -294,7 +312,13 @@ export class DigestJob {
   }
 
   /** Reads a directory; keeps the digests of unchanged children from its previous listing. */
-  private list(abs: string, st: Stats, previous: DirEntry | undefined): DirEntry | null {
+  private list(
+    listings: TreeListings,
+    gen: number,
+    abs: string,
+    st: Stats,
+    previous: DirEntry | undefined,
+  ): DirEntry | null {
     let dirents: Dirent[];
     try {
       dirents = readdirSync(abs, { withFileTypes: true });
@@ -337,7 +361,7 @@ export class DigestJob {
         entry.shas[i] = previous.shas[j]!;
       }
     }
-    this.cache.storeDir(abs, st, entry, this.nowMs);
+    listings.store(abs, st, entry, this.nowMs, gen);
     return entry;
   }
 

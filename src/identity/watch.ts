@@ -1,11 +1,16 @@
 // The artifact watcher: tells the supervisor that a file the identity depends on changed on disk
 // (a rebuild, an install). It reports; it never decides. The dependency tree is watched to a bounded
-// depth, so a changed file inside a package is seen without one watch per file.
-import { isAbsolute, join, sep } from "node:path";
-import { type FSWatcher, watch } from "chokidar";
+// depth, so a changed file inside a package is seen without one watch per file. Everything is
+// watched with node's fs.watch (inotify on Linux), set up synchronously before the server is
+// reported up: a single file through its directory (which also sees an editor's or a build's
+// write-then-rename), a directory tree through treeWatch.ts. (chokidar did this before; loading it
+// and its first scan of a real node_modules were the costliest part of a start after the walk.)
+import { type FSWatcher, watch } from "node:fs";
+import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
 import { displayPath } from "./resolve.js";
+import { type TreeWatch, watchTree } from "./treeWatch.js";
 import type { StaticIdentity } from "./types.js";
 
 /** node_modules/pkg/file (1), node_modules/@scope/pkg/file and node_modules/pkg/dir/file (2). */
@@ -82,6 +87,7 @@ export function watchArtifacts(
   const maxWaitMs = Math.max(1000, 4 * debounceMs);
   const cwd = s.workingDirectory;
   const watchers: FSWatcher[] = [];
+  const trees: TreeWatch[] = [];
   const pending = new Set<string>();
   const pendingInclude = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
@@ -138,67 +144,66 @@ export function watchArtifacts(
     timer = setTimeout(flush, Math.max(0, Math.min(debounceMs, firstAt + maxWaitMs - now)));
   };
 
-  const readies: Promise<void>[] = [];
-  const add = (paths: string | string[], options: Parameters<typeof watch>[1], include: boolean) => {
-    try {
-      const w = watch(paths, { ignoreInitial: true, persistent: true, ...options });
-      // chokidar 4 reports symlinks found by the initial scan as "add" even with ignoreInitial
-      // (followSymlinks: false): nothing before "ready" is a change.
-      let ready = false;
-      w.on("all", (_event, path) => {
-        if (ready) record(path, include);
-      });
-      w.on("error", () => {});
-      readies.push(
-        new Promise<void>((res) =>
-          w.once("ready", () => {
-            ready = true;
-            res();
-          }),
-        ),
-      );
-      watchers.push(w);
-    } catch {}
+  /** Single files, each seen through its directory: one watch per directory, events by name. */
+  const addFiles = (files: string[]) => {
+    const byDir = new Map<string, Set<string>>();
+    for (const f of files) {
+      const names = byDir.get(dirname(f)) ?? new Set<string>();
+      names.add(basename(f));
+      byDir.set(dirname(f), names);
+    }
+    for (const [dir, names] of byDir) {
+      try {
+        const w = watch(dir, { persistent: true }, (_event, name) => {
+          const n = name?.toString();
+          if (n !== undefined && names.has(n)) record(join(dir, n), false);
+        });
+        w.on("error", () => w.close());
+        watchers.push(w);
+      } catch {
+        /* a directory that does not exist (yet) or cannot be watched: the next capture sees it */
+      }
+    }
   };
 
   try {
     const { files, dirs } = watchedPaths(s);
-    if (files.length > 0) add(files, {}, false);
+    addFiles(files);
     const nm = s.dependencyTree === null ? null : dirs[0]!.path;
     for (const d of dirs) {
       if (d.path === nm) {
         const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
-        add(
-          d.path,
-          {
-            depth: d.depth,
-            followSymlinks: false,
-            ignored: (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
-          },
-          false,
+        trees.push(
+          watchTree(
+            d.path,
+            d.depth,
+            (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+            (p: string) => record(p, false),
+          ),
         );
       } else {
         if (includeBefore === null) includeBefore = globbed();
-        add(
-          d.path,
-          {
-            depth: d.depth,
-            followSymlinks: false,
-            ignored: (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
-          },
-          true,
+        trees.push(
+          watchTree(
+            d.path,
+            d.depth,
+            (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
+            (p: string) => record(p, true),
+          ),
         );
       }
     }
   } catch {}
 
   return {
-    ready: Promise.all(readies).then(() => undefined),
+    // set up synchronously: changes are reported from the moment this returns
+    ready: Promise.resolve(),
     async close() {
       closed = true;
       if (timer !== null) clearTimeout(timer);
       timer = null;
-      await Promise.all(watchers.map((w) => w.close().catch(() => undefined)));
+      for (const t of trees) t.close();
+      for (const w of watchers) w.close();
     },
   };
 }

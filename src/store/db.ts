@@ -9,6 +9,13 @@ export type Store = Database.Database;
 const BUSY_TIMEOUT_MS = 10_000;
 /** Steps that SQLite does not retry by itself (the WAL switch, a migration's first lock). */
 const OPEN_ATTEMPTS = 12;
+/**
+ * SQLite's page cache per connection, in KiB (negative: a size, not a page count): SQLite's own
+ * default. better-sqlite3 is built with 16 MB instead, which a gateway fills within ~20,000
+ * audit records and keeps for its whole life as native memory (measured: +23 MB of RSS; 2 MB
+ * costs no measurable CPU per append, the writes touch only the right edge of the tree).
+ */
+const PAGE_CACHE_KIB = 2000;
 
 /**
  * Opens (creating if needed) the embedded store shared by every gateway process
@@ -33,6 +40,7 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
       if (String(mode).toLowerCase() !== "wal") throw busy(`journal_mode is ${String(mode)}`);
     });
     db.pragma("synchronous = FULL");
+    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.pragma("foreign_keys = ON");
     retryBusy(() => migrate(db));
   } catch (e) {

@@ -134,7 +134,7 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(record.processId).toBe(pids[1]);
   });
 
-  it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo", () => {
+  it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
     assertBuilt();
     // The static import graph of dist/cli/run.js (dynamic imports load only when used).
     const seen = new Set<string>();
@@ -158,7 +158,7 @@ describe("startup: the server starts while its identity is captured", () => {
     const dist = join(REPO, "dist");
     visit(join(dist, "cli", "run.js"));
     expect(seen.size).toBeGreaterThan(20); // the graph was followed
-    expect([...packages].sort()).toEqual(["better-sqlite3", "canonicalize", "chokidar", "ulid"]);
+    expect([...packages].sort()).toEqual(["better-sqlite3", "canonicalize", "ulid"]);
     const modules = [...seen].map((f) => relative(dist, f));
     expect(modules).toContain("gateway/gateway.js");
     const heavy = modules.filter((f) =>
@@ -167,5 +167,12 @@ describe("startup: the server starts while its identity is captured", () => {
       ),
     );
     expect(heavy).toEqual([]);
+    // Loaded only when the configuration asks for them (--listen, --url, an egress proxy).
+    const onDemand = modules.filter((f) =>
+      /^(?:cli\/(?:listen|runRemote)\.js$|transport\/http(?!Access)|supervisor\/(?:remote|remoteWire|sse)\.js$|vault\/egress\/(?:proxy|ca|env|release|holderClient)\.js$)/.test(
+        f,
+      ),
+    );
+    expect(onDemand).toEqual([]);
   });
 });

@@ -1,7 +1,19 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_TREE_FILES } from "../../src/identity/cache.js";
 import {
   captureStaticIdentity,
   changedParts,
@@ -46,7 +58,7 @@ describe("captureStaticIdentity", () => {
 
   beforeAll(async () => {
     root = tempDir("capture");
-    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt"]) {
+    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt", "sharedA", "sharedB", "bounded"]) {
       aged[name] = makeProject(join(root, name));
     }
     await sleep(AGE_MS);
@@ -118,6 +130,58 @@ describe("captureStaticIdentity", () => {
     const c = await captureStaticIdentity(spec, new DigestCache(file));
     expect(c.dependencyTree?.files).toBe(8);
     expect(c.dependencyTree?.sha256).not.toBe(a.dependencyTree?.sha256);
+  });
+
+  it("keeps each tree's listings in a file of its own, and a warm capture reads only its own", async () => {
+    const [a, b] = [aged.sharedA!, aged.sharedB!];
+    const file = join(root, "shared-cache.bin");
+    const specA = specFor(a, "node", ["dist/server.js"]);
+    const specB = specFor(b, "node", ["dist/server.js"]);
+    const first = await captureStaticIdentity(specA, new DigestCache(file));
+    await captureStaticIdentity(specB, new DigestCache(file));
+    const cache = new DigestCache(file);
+    const treeA = cache.treeFile(join(a, "node_modules"))!;
+    const treeB = cache.treeFile(join(b, "node_modules"))!;
+    expect(treeA).not.toBe(treeB);
+    expect(existsSync(treeA) && existsSync(treeB)).toBe(true);
+    const bytesA = readFileSync(treeA);
+    // B's listings gone: A's warm capture neither reads nor rewrites anything of B's, nor its own
+    rmSync(treeB);
+    expect(await captureStaticIdentity(specA, cache)).toEqual(first);
+    expect(existsSync(treeB)).toBe(false);
+    expect(readFileSync(treeA)).toEqual(bytesA);
+    // and a change inside A's tree is still seen through its own listings
+    rewriteSameSize(join(a, "node_modules/pkg/lib/util.js"));
+    const changed = await captureStaticIdentity(specA, new DigestCache(file));
+    expect(changed.dependencyTree?.sha256).not.toBe(first.dependencyTree?.sha256);
+    expect(changed).toEqual(await captureStaticIdentity(specA, new DigestCache(null)));
+    // a damaged listing file: that tree is walked afresh, and its file written again
+    const good = readFileSync(treeA);
+    writeFileSync(treeA, good.subarray(0, good.length - 9));
+    expect(await captureStaticIdentity(specA, new DigestCache(file))).toEqual(changed);
+    expect(readFileSync(treeA).length).toBeGreaterThan(good.length - 9);
+  });
+
+  it("keeps at most MAX_TREE_FILES listing files, removing the least recently written", async () => {
+    const dir = aged.bounded!;
+    const file = join(root, "bounded-cache.bin");
+    const cache = new DigestCache(file);
+    const own = cache.treeFile(join(dir, "node_modules"))!;
+    const trees = dirname(own);
+    mkdirSync(trees, { recursive: true });
+    const extra = 5;
+    const others = Array.from({ length: MAX_TREE_FILES + extra }, (_, i) => {
+      const f = join(trees, `${String(i).padStart(32, "0")}.bin`);
+      writeFileSync(f, "another tree");
+      utimesSync(f, 1_600_000_000 + i * 86_400, 1_600_000_000 + i * 86_400); // file i is i days older than i+1
+      return f;
+    });
+    await captureStaticIdentity(specFor(dir, "node", ["dist/server.js"]), cache);
+    expect(existsSync(own)).toBe(true);
+    expect(readdirSync(trees).filter((n) => n.endsWith(".bin"))).toHaveLength(MAX_TREE_FILES);
+    // the oldest went (the new file of this tree counts too), the newest stayed
+    expect(others.slice(0, extra + 1).some((f) => existsSync(f))).toBe(false);
+    expect(others.slice(extra + 1).every((f) => existsSync(f))).toBe(true);
   });
 
   it("lets go of its entries once saved, and reads them again from the file for the next capture", async () => {

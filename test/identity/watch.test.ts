@@ -1,3 +1,4 @@
+import { renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -68,6 +69,31 @@ describe("artifact watcher", () => {
     put(dir, "config/tools.json", '{"tools": 2}');
     put(dir, "config/notes.txt", "not an input");
     expect(await next()).toEqual(["config/tools.json"]);
+  });
+
+  it("reports an entry replaced by a rename (how builds and editors write), and again after it", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    for (const round of [1, 2]) {
+      put(dir, `dist/.server.js.tmp${round}`, `// build ${round}\nprocess.stdin.resume();\n`);
+      renameSync(join(dir, `dist/.server.js.tmp${round}`), join(dir, "dist/server.js"));
+      expect(await next()).toEqual(["dist/server.js"]);
+    }
+  });
+
+  it("watches a package installed after it started, and what changes inside it later", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    put(dir, "node_modules/late/lib/index.js", "module.exports = 1;\n");
+    expect((await next()).every((p) => p === "node_modules/late" || p.startsWith("node_modules/late/"))).toBe(
+      true,
+    );
+    await sleep(400); // the install's events are all in
+    seen.length = 0;
+    put(dir, "node_modules/late/lib/index.js", "module.exports = 2;\n");
+    expect(await next()).toEqual(["node_modules/late/lib/index.js"]);
+    rmSync(join(dir, "node_modules/late"), { recursive: true });
+    expect((await next()).some((p) => p.startsWith("node_modules/late"))).toBe(true);
   });
 
   it("ignores tool caches in node_modules and files no include pattern matches", async () => {
