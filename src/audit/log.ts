@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+import type { Statement } from "better-sqlite3";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -57,7 +58,8 @@ export class AuditLog {
   /** The head as this writer left it at its last commit. */
   private last: Appended | null = null;
   private readonly head: () => Appended | null;
-  private readonly insert: (seq: number, record: StoredRecord) => void;
+  /** Inserts a group's records, `seqs[i]` with `records[i]`, a few statements for all of them. */
+  private readonly insert: (seqs: number[], records: StoredRecord[]) => void;
   private readonly commit: (items: Sealable[]) => (Appended | null)[];
   /** Commits without waiting for the disk (see appendIf's `relaxed`); the plain commit when sync is "normal". */
   private readonly commitRelaxed: (items: Sealable[]) => (Appended | null)[];
@@ -84,7 +86,19 @@ export class AuditLog {
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
     const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
     const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
-    const insertStmt = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
+    // One multi-row INSERT per group (up to INSERT_ROWS records a statement) instead of one
+    // statement per record: a statement's step, reset and result object cost about as much as the
+    // row itself. The statements are prepared once, one per row count, when first needed.
+    const inserts: Statement[] = [];
+    const insertOf = (rows: number): Statement => {
+      let stmt = inserts[rows];
+      if (!stmt) {
+        const values = Array.from({ length: rows }, () => "(?, ?)").join(", ");
+        stmt = db.prepare(`INSERT INTO audit_records (seq, record) VALUES ${values}`);
+        inserts[rows] = stmt;
+      }
+      return stmt;
+    };
     this.head = () => {
       const seq = maxSeq.get() as number | null;
       if (seq === null) return null;
@@ -92,15 +106,33 @@ export class AuditLog {
       if (this.last?.seq === seq) return this.last;
       return { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
     };
-    this.insert = (seq, record) => insertStmt.run(seq, record);
+    const params: (number | StoredRecord)[] = [];
+    this.insert = (seqs, records) => {
+      for (let from = 0; from < seqs.length; from += INSERT_ROWS) {
+        const to = Math.min(seqs.length, from + INSERT_ROWS);
+        params.length = 0;
+        for (let i = from; i < to; i++) params.push(seqs[i] as number, records[i] as StoredRecord);
+        insertOf(to - from).run(params);
+      }
+      params.length = 0; // (no record kept alive by the reused array)
+    };
     const tx = db.transaction((items: Sealable[]) => {
       let head = this.head();
-      return items.map((it) => {
+      const seqs: number[] = [];
+      const records: StoredRecord[] = [];
+      const appended = items.map((it) => {
         // A condition is read here, under the write lock, atomically with the record.
         if (it.condition && !it.condition()) return null;
-        head = this.link(it, head);
+        const record = this.link(it, head);
+        head = { seq: (head?.seq ?? 0) + 1, hash: recordHash(record) };
+        seqs.push(head.seq);
+        records.push(record);
         return head;
       });
+      // Inserted at the end of the transaction, in seq order: nothing inside it reads them back
+      // (the head was read once, at its start), and a failed insert rolls the whole group back.
+      this.insert(seqs, records);
+      return appended;
     });
     // IMMEDIATE takes the write lock before the head is read: no two writers can
     // extend the same head, so the chain never forks and never skips a number.
@@ -231,9 +263,9 @@ export class AuditLog {
 
   /**
    * Inside the write transaction: the record on top of `head` (linked by the hash of
-   * the head's bytes, whatever they hold), inserted.
+   * the head's bytes, whatever they hold), to be inserted as seq head.seq + 1.
    */
-  private link(it: Sealable, head: Appended | null): Appended {
+  private link(it: Sealable, head: Appended | null): StoredRecord {
     const session = it.session ?? this.sealingSession();
     const nonce = session.nextNonce();
     const h: AuditHeader = {
@@ -248,9 +280,7 @@ export class AuditLog {
       epk: session.epk,
       nonce: nonce.toString("base64url"),
     };
-    const record = session.sealRecord(nonce, encodeHeader(h), it.plaintext);
-    this.insert(h.seq, record);
-    return { seq: h.seq, hash: recordHash(record) };
+    return session.sealRecord(nonce, encodeHeader(h), it.plaintext);
   }
 
   private sealingSession(): SealingSession {
@@ -261,6 +291,9 @@ export class AuditLog {
     return this.session;
   }
 }
+
+/** Records per multi-row INSERT, at most (2 parameters each, far below SQLite's limit). */
+const INSERT_ROWS = 16;
 
 /** Records read per query by storedChunks, at most; and about how many bytes. */
 const CHUNK_RECORDS = 1024;
