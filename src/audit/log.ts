@@ -8,9 +8,9 @@ import type { Store } from "../store/db.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import {
   type AuditHeader,
-  encodeHeader,
   exportLine,
   GENESIS_PREV,
+  HeaderWriter,
   headerOf,
   parseHeader,
   recordHash,
@@ -54,6 +54,9 @@ export interface AuditLogOptions {
 export class AuditLog {
   readonly writerId = ulid();
   private session: SealingSession | null = null;
+  /** The header writer of the session last sealed with (its fixed fields checked once). */
+  private headers: { session: SealingSession; writer: HeaderWriter } | null = null;
+  private clock = { ms: Number.NaN, text: "" };
   private readonly recordsPerSession: number;
   /** The head as this writer left it at its last commit. */
   private last: Appended | null = null;
@@ -267,20 +270,28 @@ export class AuditLog {
    */
   private link(it: Sealable, head: Appended | null): StoredRecord {
     const session = it.session ?? this.sealingSession();
+    let headers = this.headers;
+    if (headers?.session !== session) {
+      const fixed = { epk: session.epk, key: this.keyId, writer: this.writerId, pid: process.pid };
+      headers = { session, writer: new HeaderWriter(fixed) };
+      this.headers = headers;
+    }
     const nonce = session.nextNonce();
-    const h: AuditHeader = {
-      v: 1,
-      seq: (head?.seq ?? 0) + 1,
-      prev: head?.hash ?? GENESIS_PREV,
-      time: new Date().toISOString(),
-      type: it.type,
-      writer: this.writerId,
-      pid: process.pid,
-      key: this.keyId,
-      epk: session.epk,
-      nonce: nonce.toString("base64url"),
-    };
-    return session.sealRecord(nonce, encodeHeader(h), it.plaintext);
+    const header = headers.writer.text(
+      (head?.seq ?? 0) + 1,
+      head?.hash ?? GENESIS_PREV,
+      this.now(),
+      it.type,
+      nonce.toString("base64url"),
+    );
+    return session.sealRecord(nonce, header, it.plaintext);
+  }
+
+  /** The time for a header: the same text for every record of one millisecond (made once). */
+  private now(): string {
+    const ms = Date.now();
+    if (ms !== this.clock.ms) this.clock = { ms, text: new Date(ms).toISOString() };
+    return this.clock.text;
   }
 
   private sealingSession(): SealingSession {
