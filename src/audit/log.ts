@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+import type { Statement } from "better-sqlite3";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
@@ -7,9 +8,9 @@ import type { Store } from "../store/db.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import {
   type AuditHeader,
-  encodeHeader,
   exportLine,
   GENESIS_PREV,
+  HeaderWriter,
   headerOf,
   parseHeader,
   recordHash,
@@ -53,11 +54,15 @@ export interface AuditLogOptions {
 export class AuditLog {
   readonly writerId = ulid();
   private session: SealingSession | null = null;
+  /** The header writer of the session last sealed with (its fixed fields checked once). */
+  private headers: { session: SealingSession; writer: HeaderWriter } | null = null;
+  private clock = { ms: Number.NaN, text: "" };
   private readonly recordsPerSession: number;
   /** The head as this writer left it at its last commit. */
   private last: Appended | null = null;
   private readonly head: () => Appended | null;
-  private readonly insert: (seq: number, record: StoredRecord) => void;
+  /** Inserts a group's records, `seqs[i]` with `records[i]`, a few statements for all of them. */
+  private readonly insert: (seqs: number[], records: StoredRecord[]) => void;
   private readonly commit: (items: Sealable[]) => (Appended | null)[];
   /** Commits without waiting for the disk (see appendIf's `relaxed`); the plain commit when sync is "normal". */
   private readonly commitRelaxed: (items: Sealable[]) => (Appended | null)[];
@@ -84,7 +89,19 @@ export class AuditLog {
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
     const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
     const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
-    const insertStmt = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
+    // One multi-row INSERT per group (up to INSERT_ROWS records a statement) instead of one
+    // statement per record: a statement's step, reset and result object cost about as much as the
+    // row itself. The statements are prepared once, one per row count, when first needed.
+    const inserts: Statement[] = [];
+    const insertOf = (rows: number): Statement => {
+      let stmt = inserts[rows];
+      if (!stmt) {
+        const values = Array.from({ length: rows }, () => "(?, ?)").join(", ");
+        stmt = db.prepare(`INSERT INTO audit_records (seq, record) VALUES ${values}`);
+        inserts[rows] = stmt;
+      }
+      return stmt;
+    };
     this.head = () => {
       const seq = maxSeq.get() as number | null;
       if (seq === null) return null;
@@ -92,15 +109,33 @@ export class AuditLog {
       if (this.last?.seq === seq) return this.last;
       return { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
     };
-    this.insert = (seq, record) => insertStmt.run(seq, record);
+    const params: (number | StoredRecord)[] = [];
+    this.insert = (seqs, records) => {
+      for (let from = 0; from < seqs.length; from += INSERT_ROWS) {
+        const to = Math.min(seqs.length, from + INSERT_ROWS);
+        params.length = 0;
+        for (let i = from; i < to; i++) params.push(seqs[i] as number, records[i] as StoredRecord);
+        insertOf(to - from).run(params);
+      }
+      params.length = 0; // (no record kept alive by the reused array)
+    };
     const tx = db.transaction((items: Sealable[]) => {
       let head = this.head();
-      return items.map((it) => {
+      const seqs: number[] = [];
+      const records: StoredRecord[] = [];
+      const appended = items.map((it) => {
         // A condition is read here, under the write lock, atomically with the record.
         if (it.condition && !it.condition()) return null;
-        head = this.link(it, head);
+        const record = this.link(it, head);
+        head = { seq: (head?.seq ?? 0) + 1, hash: recordHash(record) };
+        seqs.push(head.seq);
+        records.push(record);
         return head;
       });
+      // Inserted at the end of the transaction, in seq order: nothing inside it reads them back
+      // (the head was read once, at its start), and a failed insert rolls the whole group back.
+      this.insert(seqs, records);
+      return appended;
     });
     // IMMEDIATE takes the write lock before the head is read: no two writers can
     // extend the same head, so the chain never forks and never skips a number.
@@ -231,26 +266,32 @@ export class AuditLog {
 
   /**
    * Inside the write transaction: the record on top of `head` (linked by the hash of
-   * the head's bytes, whatever they hold), inserted.
+   * the head's bytes, whatever they hold), to be inserted as seq head.seq + 1.
    */
-  private link(it: Sealable, head: Appended | null): Appended {
+  private link(it: Sealable, head: Appended | null): StoredRecord {
     const session = it.session ?? this.sealingSession();
+    let headers = this.headers;
+    if (headers?.session !== session) {
+      const fixed = { epk: session.epk, key: this.keyId, writer: this.writerId, pid: process.pid };
+      headers = { session, writer: new HeaderWriter(fixed) };
+      this.headers = headers;
+    }
     const nonce = session.nextNonce();
-    const h: AuditHeader = {
-      v: 1,
-      seq: (head?.seq ?? 0) + 1,
-      prev: head?.hash ?? GENESIS_PREV,
-      time: new Date().toISOString(),
-      type: it.type,
-      writer: this.writerId,
-      pid: process.pid,
-      key: this.keyId,
-      epk: session.epk,
-      nonce: nonce.toString("base64url"),
-    };
-    const record = session.sealRecord(nonce, encodeHeader(h), it.plaintext);
-    this.insert(h.seq, record);
-    return { seq: h.seq, hash: recordHash(record) };
+    const header = headers.writer.text(
+      (head?.seq ?? 0) + 1,
+      head?.hash ?? GENESIS_PREV,
+      this.now(),
+      it.type,
+      nonce.toString("base64url"),
+    );
+    return session.sealRecord(nonce, header, it.plaintext);
+  }
+
+  /** The time for a header: the same text for every record of one millisecond (made once). */
+  private now(): string {
+    const ms = Date.now();
+    if (ms !== this.clock.ms) this.clock = { ms, text: new Date(ms).toISOString() };
+    return this.clock.text;
   }
 
   private sealingSession(): SealingSession {
@@ -261,6 +302,9 @@ export class AuditLog {
     return this.session;
   }
 }
+
+/** Records per multi-row INSERT, at most (2 parameters each, far below SQLite's limit). */
+const INSERT_ROWS = 16;
 
 /** Records read per query by storedChunks, at most; and about how many bytes. */
 const CHUNK_RECORDS = 1024;

@@ -59,6 +59,30 @@ describe("AuditLog", () => {
     db.close();
   });
 
+  it("writes a group larger than one insert statement in order, skipped conditions leaving no gap", async () => {
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    log.append(called(0));
+    // 37 events, one in 5 refused by its condition: 29 records over more than one multi-row INSERT
+    const group = Array.from({ length: 37 }, (_, i) => ({
+      event: called(i + 1),
+      condition: () => (i + 1) % 5 !== 0,
+    }));
+    const appended = log.appendIf(group);
+    const written = appended.filter((a) => a !== null);
+    expect(appended.map((a) => a === null)).toEqual(group.map((g) => !g.condition()));
+    expect(written.map((a) => a.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 2));
+    expect(verifyStore(db)).toEqual({ ok: true, records: 31, head: written.at(-1) });
+    const { auditPrivateKey } = await unlockKeyring(dir, PASSPHRASE);
+    const opened = [...openRecords(db, auditPrivateKey)];
+    expect(opened.map((r) => r.event.requestId)).toEqual(
+      Array.from({ length: 38 }, (_, i) => i).filter((i) => i === 0 || i % 5 !== 0),
+    );
+    expect(opened.slice(1).map((r) => ({ seq: r.seq, hash: r.hash }))).toEqual(written);
+    db.close();
+  });
+
   it("writes nothing of a batch with one refused event", async () => {
     const dir = await stateWithKeyring();
     const db = openStore(dir);

@@ -14,6 +14,7 @@ import {
   type AuditHeader,
   chainFields,
   encodeHeader,
+  HeaderWriter,
   parseExportLine,
   parseHeader,
   recordBytes,
@@ -76,6 +77,49 @@ describe("record header", () => {
         expect(text).not.toContain("\n");
       }),
     );
+  });
+
+  it("is written by a session's HeaderWriter byte for byte as encodeHeader and canonicalize write it", () => {
+    fc.assert(
+      fc.property(header, (h) => {
+        const w = new HeaderWriter(h);
+        const text = w.text(h.seq, h.prev, h.time, h.type, h.nonce);
+        expect(text).toBe(encodeHeader(h));
+        expect(text).toBe(canonicalize(h));
+      }),
+    );
+  });
+
+  it("is refused by a HeaderWriter exactly when encodeHeader refuses it", () => {
+    // each field replaced, now and then, by a string near its alphabet (or a number out of range)
+    const near = fc.string({ unit: fc.constantFrom(..."aZ09_-:.TZé\n\"{ "), minLength: 0, maxLength: 70 });
+    const bent = fc.record({
+      prev: fc.option(near, { freq: 3 }),
+      time: fc.option(near, { freq: 3 }),
+      type: fc.option(near, { freq: 3 }),
+      nonce: fc.option(near, { freq: 3 }),
+      seq: fc.option(fc.constantFrom(0, -1, 1.5, 2 ** 53, Number.NaN), { freq: 3 }),
+    });
+    fc.assert(
+      fc.property(header, bent, (h, b) => {
+        const v: AuditHeader = { ...h };
+        for (const k of ["prev", "time", "type", "nonce", "seq"] as const) {
+          if (b[k] !== null) (v as unknown as Record<string, unknown>)[k] = b[k];
+        }
+        let expected: string | Error;
+        try {
+          expected = encodeHeader(v);
+        } catch (e) {
+          expected = e as Error;
+        }
+        const write = () => new HeaderWriter(h).text(v.seq, v.prev, v.time, v.type, v.nonce);
+        if (expected instanceof Error) expect(write).toThrow(/out of format/);
+        else expect(write()).toBe(expected);
+      }),
+    );
+    const h = fc.sample(header, { numRuns: 1, seed: 3 })[0]!;
+    expect(() => new HeaderWriter({ ...h, writer: "not a ulid" })).toThrow(/out of format/);
+    expect(() => new HeaderWriter({ ...h, pid: 0 })).toThrow(/out of format/);
   });
 
   it("has one spelling only", () => {
