@@ -19,7 +19,7 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
-import { plainIdSpan, spliceId } from "../relay/rawSplice.js";
+import { type IdSpan, plainIdSpan, spliceId } from "../relay/rawSplice.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
@@ -35,6 +35,25 @@ import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
 /** A message toward the client. */
+/** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
+interface ClientLine {
+  c: Classified;
+  text: string;
+  span: IdSpan | null;
+}
+
+/** Requests the gateway answers, records or rewrites itself: never relayed as written. */
+const NOT_RELAYED_AS_WRITTEN = new Set([
+  "initialize",
+  "tools/list",
+  "tools/call",
+  "resources/read",
+  "resources/subscribe",
+  "prompts/get",
+  "completion/complete",
+  "subscriptions/listen",
+]);
+
 export interface Downstream {
   send(msg: unknown): void;
   /**
@@ -201,12 +220,21 @@ export class Gateway {
       return;
     }
     if (this.o.log.debugging !== false) this.o.log.debug(`← client ${preview(text)}`);
-    this.onClientMessage(this.parseClientLine(text), text);
+    const line = this.parseClientLine(text);
+    this.onClientMessage(line.c, line);
   }
 
-  private parseClientLine(text: string): Classified {
+  /**
+   * The line's message, its id swapped for a stand-in where the client's text must survive, and
+   * for a request the gateway may relay as written, where its id lies (`plainIdSpan`: one scan
+   * that also gives the raw id, so it is not looked for twice).
+   */
+  private parseClientLine(text: string): ClientLine {
     const c = parseLine(text);
-    return this.o.downstream.clientIds ? this.o.downstream.clientIds.adopt(c, text) : c;
+    const span = c.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(c.msg.method) ? plainIdSpan(text) : null;
+    const ids = this.o.downstream.clientIds;
+    if (!ids) return { c, text, span };
+    return { c: ids.adopt(c, text, span ? text.slice(span.start, span.end) : undefined), text, span };
   }
 
   /**
@@ -269,8 +297,8 @@ export class Gateway {
     this.o.downstream.send(error);
   }
 
-  /** `text`: the line as the client wrote it, for a request relayed as written (`sendUpstream`). */
-  private onClientMessage(c: Classified, text?: string): void {
+  /** `line`: the line as the client wrote it, for a request relayed as written (`sendUpstream`). */
+  private onClientMessage(c: Classified, line?: ClientLine): void {
     if (c.kind === "invalid") {
       this.o.log.warn(`invalid message from the client: ${c.reason}`);
       const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
@@ -279,10 +307,10 @@ export class Gateway {
     }
     if (c.kind === "response") this.onClientResponse(c.msg);
     else if (c.kind === "notification") this.onClientNotification(c.msg);
-    else this.onClientRequest(c.msg, text);
+    else this.onClientRequest(c.msg, line);
   }
 
-  private onClientRequest(msg: Request, text?: string): void {
+  private onClientRequest(msg: Request, line?: ClientLine): void {
     this.session.onRequest(msg);
     if (this.records.run === null && msg.method !== "server/discover" && this.o.beginRun) {
       const begun = this.o.beginRun();
@@ -336,7 +364,7 @@ export class Gateway {
           return;
         }
         // only relayed, nothing of it recorded or rewritten: its own bytes go on, with the wire id
-        this.forward(msg, {}, text);
+        this.forward(msg, {}, line);
         return;
     }
   }
@@ -409,7 +437,7 @@ export class Gateway {
       scopes?: readonly string[];
       intent?: boolean;
     } = {},
-    text?: string,
+    line?: ClientLine,
   ): boolean {
     const gen = this.gen;
     if (!gen?.alive) {
@@ -422,7 +450,7 @@ export class Gateway {
       { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
       msg.id,
     );
-    if (!this.sendUpstream(msg, wire, text)) {
+    if (!this.sendUpstream(msg, wire, line)) {
       this.upstream.delete(wire, msg.id);
       // a process that died before its first message (it was started while its identity was
       // captured): answered here, as above, rather than left waiting
@@ -440,12 +468,9 @@ export class Gateway {
    * that takes serialised messages, that line goes on with only its id replaced, when the
    * splice is safe (`plainIdSpan`); otherwise the parsed message is serialised again.
    */
-  private sendUpstream(msg: Request, wire: number, text: string | undefined): boolean {
+  private sendUpstream(msg: Request, wire: number, line: ClientLine | undefined): boolean {
     const link = this.o.supervisor;
-    if (text !== undefined && link.sendText) {
-      const span = plainIdSpan(text);
-      if (span) return link.sendText(spliceId(text, span, String(wire)));
-    }
+    if (line?.span && link.sendText) return link.sendText(spliceId(line.text, line.span, String(wire)));
     return link.send({ ...msg, id: wire });
   }
 
@@ -946,7 +971,10 @@ export class Gateway {
     const early = this.beforeFirstEpoch;
     if (early) {
       this.beforeFirstEpoch = null;
-      for (const text of early) this.onClientMessage(this.parseClientLine(text), text);
+      for (const text of early) {
+        const line = this.parseClientLine(text);
+        this.onClientMessage(line.c, line);
+      }
     }
     this.records.serverStarted(gen, previous);
     if (previous) {
