@@ -34,7 +34,6 @@ import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_I
 import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
-/** A message toward the client. */
 /** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
 interface ClientLine {
   c: Classified;
@@ -54,6 +53,7 @@ const NOT_RELAYED_AS_WRITTEN = new Set([
   "subscriptions/listen",
 ]);
 
+/** A message toward the client. */
 export interface Downstream {
   send(msg: unknown): void;
   /**
@@ -464,7 +464,7 @@ export class Gateway {
   }
 
   /**
-   * Forwards a client request under its wire id. With the client's own line (`text`) and a link
+   * Forwards a client request under its wire id. With the client's own line (`line`) and a link
    * that takes serialised messages, that line goes on with only its id replaced, when the
    * splice is safe (`plainIdSpan`); otherwise the parsed message is serialised again.
    */
@@ -851,9 +851,10 @@ export class Gateway {
     }
     this.upstream.delete(wire, entry.clientId);
     if (!gen.settled) this.o.supervisor.settle(gen);
-    // relayed as written only when the gateway neither rewrites it (initialize) nor records what
-    // it read from it (a call's outcome: the audit and the client must read the same message)
-    const asWritten = entry.method !== "initialize" && !entry.intent;
+    // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
+    // records what it read in it (what a server says it supports; a call's outcome): the gateway
+    // and the client must read the same message
+    const asWritten = entry.method !== "initialize" && entry.method !== "server/discover" && !entry.intent;
     if (entry.method === "initialize" && msg.result) {
       this.session.noteNegotiated(msg.result);
       msg = { ...msg, result: advertiseListChanged(msg.result) };
