@@ -19,6 +19,7 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
+import { type IdSpan, plainIdSpan, spliceId } from "../relay/rawSplice.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
@@ -33,9 +34,33 @@ import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_I
 import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
+/** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
+interface ClientLine {
+  c: Classified;
+  text: string;
+  span: IdSpan | null;
+}
+
+/** Requests the gateway answers, records or rewrites itself: never relayed as written. */
+const NOT_RELAYED_AS_WRITTEN = new Set([
+  "initialize",
+  "tools/list",
+  "tools/call",
+  "resources/read",
+  "resources/subscribe",
+  "prompts/get",
+  "completion/complete",
+  "subscriptions/listen",
+]);
+
 /** A message toward the client. */
 export interface Downstream {
   send(msg: unknown): void;
+  /**
+   * As `send`, for a message already serialised with the client's ids as it wrote them (a relayed
+   * answer with its id restored, `src/relay/rawSplice.ts`); absent: the gateway uses `send`.
+   */
+  sendText?(text: string): void;
   close(): void;
   /** how the transport keeps the client's ids byte-exact (absent: ids are taken as parsed) */
   clientIds?: ClientIds;
@@ -195,12 +220,21 @@ export class Gateway {
       return;
     }
     if (this.o.log.debugging !== false) this.o.log.debug(`← client ${preview(text)}`);
-    this.onClientMessage(this.parseClientLine(text));
+    const line = this.parseClientLine(text);
+    this.onClientMessage(line.c, line);
   }
 
-  private parseClientLine(text: string): Classified {
+  /**
+   * The line's message, its id swapped for a stand-in where the client's text must survive, and
+   * for a request the gateway may relay as written, where its id lies (`plainIdSpan`: one scan
+   * that also gives the raw id, so it is not looked for twice).
+   */
+  private parseClientLine(text: string): ClientLine {
     const c = parseLine(text);
-    return this.o.downstream.clientIds ? this.o.downstream.clientIds.adopt(c, text) : c;
+    const span = c.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(c.msg.method) ? plainIdSpan(text) : null;
+    const ids = this.o.downstream.clientIds;
+    if (!ids) return { c, text, span };
+    return { c: ids.adopt(c, text, span ? text.slice(span.start, span.end) : undefined), text, span };
   }
 
   /**
@@ -263,7 +297,8 @@ export class Gateway {
     this.o.downstream.send(error);
   }
 
-  private onClientMessage(c: Classified): void {
+  /** `line`: the line as the client wrote it, for a request relayed as written (`sendUpstream`). */
+  private onClientMessage(c: Classified, line?: ClientLine): void {
     if (c.kind === "invalid") {
       this.o.log.warn(`invalid message from the client: ${c.reason}`);
       const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
@@ -272,10 +307,10 @@ export class Gateway {
     }
     if (c.kind === "response") this.onClientResponse(c.msg);
     else if (c.kind === "notification") this.onClientNotification(c.msg);
-    else this.onClientRequest(c.msg);
+    else this.onClientRequest(c.msg, line);
   }
 
-  private onClientRequest(msg: Request): void {
+  private onClientRequest(msg: Request, line?: ClientLine): void {
     this.session.onRequest(msg);
     if (this.records.run === null && msg.method !== "server/discover" && this.o.beginRun) {
       const begun = this.o.beginRun();
@@ -328,7 +363,8 @@ export class Gateway {
           );
           return;
         }
-        this.forward(msg);
+        // only relayed, nothing of it recorded or rewritten: its own bytes go on, with the wire id
+        this.forward(msg, {}, line);
         return;
     }
   }
@@ -401,6 +437,7 @@ export class Gateway {
       scopes?: readonly string[];
       intent?: boolean;
     } = {},
+    line?: ClientLine,
   ): boolean {
     const gen = this.gen;
     if (!gen?.alive) {
@@ -413,7 +450,7 @@ export class Gateway {
       { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
       msg.id,
     );
-    if (!this.o.supervisor.send({ ...msg, id: wire })) {
+    if (!this.sendUpstream(msg, wire, line)) {
       this.upstream.delete(wire, msg.id);
       // a process that died before its first message (it was started while its identity was
       // captured): answered here, as above, rather than left waiting
@@ -424,6 +461,17 @@ export class Gateway {
       return false;
     }
     return true;
+  }
+
+  /**
+   * Forwards a client request under its wire id. With the client's own line (`line`) and a link
+   * that takes serialised messages, that line goes on with only its id replaced, when the
+   * splice is safe (`plainIdSpan`); otherwise the parsed message is serialised again.
+   */
+  private sendUpstream(msg: Request, wire: number, line: ClientLine | undefined): boolean {
+    const link = this.o.supervisor;
+    if (line?.span && link.sendText) return link.sendText(spliceId(line.text, line.span, String(wire)));
+    return link.send({ ...msg, id: wire });
   }
 
   // ───────────────────────────── tools/list and tools/call ─────────────────────────────
@@ -779,12 +827,13 @@ export class Gateway {
       this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);
       return;
     }
-    if (c.kind === "response") this.onServerResponse(c.msg, gen);
+    if (c.kind === "response") this.onServerResponse(c.msg, gen, text);
     else if (c.kind === "request") this.onServerRequest(c.msg, gen);
     else this.onServerNotification(c.msg, gen);
   }
 
-  private onServerResponse(msg: Response, gen: Generation): void {
+  /** `text`: the line as the server wrote it, already scrubbed of released values. */
+  private onServerResponse(msg: Response, gen: Generation, text?: string): void {
     const entry = this.upstream.get(msg.id);
     if (!entry) {
       // the id is the one thing scrubLine keeps as written (it routes): scrub it for the log
@@ -802,6 +851,10 @@ export class Gateway {
     }
     this.upstream.delete(wire, entry.clientId);
     if (!gen.settled) this.o.supervisor.settle(gen);
+    // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
+    // records what it read in it (what a server says it supports; a call's outcome): the gateway
+    // and the client must read the same message
+    const asWritten = entry.method !== "initialize" && entry.method !== "server/discover" && !entry.intent;
     if (entry.method === "initialize" && msg.result) {
       this.session.noteNegotiated(msg.result);
       msg = { ...msg, result: advertiseListChanged(msg.result) };
@@ -813,7 +866,25 @@ export class Gateway {
       const outcome = msg.error ? "error" : result?.isError === true ? "tool-error" : "ok";
       this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, outcome, readMethod(entry));
     }
-    this.o.downstream.send({ ...msg, id: entry.clientId });
+    this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
+  }
+
+  /**
+   * Answers the client under its own id. With the server's (scrubbed) line and a transport that
+   * takes serialised messages, that line goes on with only its id replaced by the client's id as
+   * the client wrote it, when the splice is safe (`plainIdSpan`); otherwise it is serialised again.
+   */
+  private sendDownstream(msg: Response, clientId: Id, text: string | undefined): void {
+    const down = this.o.downstream;
+    if (text !== undefined && down.sendText) {
+      const span = plainIdSpan(text);
+      if (span) {
+        const json = JSON.stringify(clientId);
+        down.sendText(spliceId(text, span, down.clientIds ? down.clientIds.restore(json) : json));
+        return;
+      }
+    }
+    down.send({ ...msg, id: clientId });
   }
 
   private onServerRequest(msg: Request, gen: Generation): void {
@@ -901,7 +972,10 @@ export class Gateway {
     const early = this.beforeFirstEpoch;
     if (early) {
       this.beforeFirstEpoch = null;
-      for (const text of early) this.onClientMessage(this.parseClientLine(text));
+      for (const text of early) {
+        const line = this.parseClientLine(text);
+        this.onClientMessage(line.c, line);
+      }
     }
     this.records.serverStarted(gen, previous);
     if (previous) {

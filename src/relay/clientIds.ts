@@ -19,8 +19,11 @@ export class ClientIds {
   /** the stand-in as it appears in serialized JSON, up to the raw text */
   private readonly needle = JSON.stringify(this.prefix).slice(0, -1);
 
-  /** Swaps the message's id (and a cancellation's requestId) for stand-ins where needed. */
-  adopt(c: Classified, text: string): Classified {
+  /**
+   * Swaps the message's id (and a cancellation's requestId) for stand-ins where needed. `rawId`:
+   * the id's text when the caller already found it (else it is scanned for here).
+   */
+  adopt(c: Classified, text: string, rawId?: string): Classified {
     if (c.kind === "invalid") {
       if (c.id === null) return c;
       return { ...c, id: this.standIn(c.id, rawIdOf(text)) };
@@ -35,7 +38,7 @@ export class ClientIds {
     }
     const id = c.msg.id;
     if (id === null) return c;
-    const adopted = this.standIn(id, rawIdOf(text));
+    const adopted = this.standIn(id, rawId ?? rawIdOf(text));
     return adopted === id ? c : ({ ...c, msg: { ...c.msg, id: adopted } } as Classified);
   }
 

@@ -52,6 +52,8 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
   start(): Promise<G>;
   /** Hands one message to the current epoch. False when none can take it (nothing was sent). */
   send(msg: unknown): boolean;
+  /** As `send`, for a message already serialised (a relayed line with its id replaced); absent: use `send`. */
+  sendText?(text: string): boolean;
   /** The epoch answered its first request: complete its record. */
   settle(gen: G): void;
   /** A cheap synchronous look for a replaced server before anything is forwarded; true if one was found. */

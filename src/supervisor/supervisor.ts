@@ -261,12 +261,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /** Writes one message to the current worker. False when no worker can take it. */
   send(msg: unknown): boolean {
+    return this.sendText(JSON.stringify(msg));
+  }
+
+  /** Writes one serialised message (one line, no newline) to the current worker. */
+  sendText(text: string): boolean {
     const cur = this.current;
     if (!cur?.alive || cur.child.stdin.destroyed) return false;
     // Coalesced: the messages of one event-loop turn reach the worker in one write.
     const w = writers.get(cur.child);
-    if (w) w.write(JSON.stringify(msg));
-    else cur.child.stdin.write(`${JSON.stringify(msg)}\n`);
+    if (w) w.write(text);
+    else cur.child.stdin.write(`${text}\n`);
     return true;
   }
 

@@ -40,6 +40,10 @@ export function stdioDownstream(
       if (closed) return;
       out.write(clientIds.restore(JSON.stringify(msg)));
     },
+    sendText(text: string) {
+      if (closed) return;
+      out.write(text);
+    },
     close() {
       if (closed) return;
       out.flush(); // what was sent before the close still goes out
