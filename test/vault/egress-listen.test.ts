@@ -180,7 +180,8 @@ describe("run --listen with deliver: http", () => {
           ? e
           : null;
       },
-      10_000,
+      // each look is a CLI process: under load a few of them take seconds
+      30_000,
       "both sessions' epochs in the egress record",
     );
     const [epochA, epochB] = egress.epochs.map((x) => x.epoch);

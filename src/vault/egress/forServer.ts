@@ -5,7 +5,6 @@ import type { EventSink } from "../../gateway/events.js";
 import type { Store } from "../../store/db.js";
 import type { Logger } from "../../util/log.js";
 import type { ReleasedValues } from "../scrub.js";
-import { caCertPath } from "./ca.js";
 import type { CallInFlight, EgressProxy } from "./proxy.js";
 
 /**
@@ -62,10 +61,11 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
   const { server, stateDir, env, log } = o;
   if (!needsEgress(server)) return null;
   // loaded only for a server that has a proxy: most gateways never need node:https, TLS and the rest
-  const [{ startEgressProxy }, { egressEnv }, { EgressRecorder }] = await Promise.all([
+  const [{ startEgressProxy }, { egressEnv }, { EgressRecorder }, { caCertPath }] = await Promise.all([
     import("./proxy.js"),
     import("./env.js"),
     import("./record.js"),
+    import("./ca.js"),
   ]);
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
   const recorder = new EgressRecorder(o.store, server.label, o.events);
