@@ -14,7 +14,7 @@ import { AuditLog } from "../audit/log.js";
 import { processStartTime } from "../identity/proc.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
-import { closeRequest, getRequest } from "./requests.js";
+import { closeRequest, expiredEvent, getRequest } from "./requests.js";
 
 interface Candidate {
   request: string;
@@ -66,19 +66,7 @@ export function expireAbandoned(db: Store, stateDir: string, by: string, now = n
     if (!req) continue;
     const [written] = log.appendIf([
       {
-        event: {
-          type: "approval_expired",
-          run: req.agentRun,
-          serverLabel: req.serverLabel,
-          epoch: req.executionEpoch,
-          tool: req.tool,
-          fingerprint: req.fingerprint,
-          approvalRequest: req.request,
-          createdAt: req.createdAt,
-          expiresAt: req.expiresAt,
-          reason,
-          by,
-        },
+        event: expiredEvent(req, reason, by),
         condition: () => closeRequest(db, id, "expired", reason),
       },
     ]);

@@ -23,6 +23,7 @@ import {
   type ApprovalRequest,
   closeRequest,
   earlierRequest,
+  expiredEvent,
   getRequest,
   insertRequest,
   newRequestId,
@@ -728,19 +729,7 @@ export class Authorizer implements AuthorizationPort {
       const reason = `nobody decided within ${minutes} min`;
       if (!closeRequest(this.o.db, req.request, "expired", reason)) continue;
       this.o.log.info(`approval request ${req.request} expired: nobody decided`);
-      this.emit({
-        type: "approval_expired",
-        run: req.agentRun,
-        serverLabel: req.serverLabel,
-        epoch: req.executionEpoch,
-        tool: req.tool,
-        fingerprint: req.fingerprint,
-        approvalRequest: req.request,
-        createdAt: req.createdAt,
-        expiresAt: req.expiresAt,
-        reason,
-        by: "the gateway of its run",
-      });
+      this.emit(expiredEvent(req, reason, "the gateway of its run"));
     }
   }
 

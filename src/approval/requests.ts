@@ -212,6 +212,23 @@ export function closeRequest(db: Store, id: string, state: "expired" | "cancelle
   );
 }
 
+/** The `approval_expired` audit event of a request closed unanswered: one shape for the gateway and a lister. */
+export function expiredEvent(req: ApprovalRequest, reason: string, by: string) {
+  return {
+    type: "approval_expired" as const,
+    run: req.agentRun,
+    serverLabel: req.serverLabel,
+    epoch: req.executionEpoch,
+    tool: req.tool,
+    fingerprint: req.fingerprint,
+    approvalRequest: req.request,
+    createdAt: req.createdAt,
+    expiresAt: req.expiresAt,
+    reason,
+    by,
+  };
+}
+
 /** What identifies "the same call" across retries (see `earlierRequest`). */
 export interface SameCall {
   agentRun: string;
