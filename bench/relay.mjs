@@ -17,6 +17,11 @@
 // Beside each path: the CPU time its spawned process (the gateway, the null relay, or the server
 // when direct) spent per call, all threads, from /proc/PID/task/*/schedstat: steadier than
 // wall-clock figures on a busy machine, since it does not count time spent waiting for a core.
+// Then each c=16 target as a CPU budget on this machine: at the target's rate, how much CPU per call
+// the cores give the client, the server and the gateway together, what is left for the gateway
+// (all threads, and its main thread, which can use one core at most) once the client's CPU (this
+// process, measured per path) and the server's (the direct path's) are taken, against what the
+// gateway spent; and the best rate the measured CPU allows.
 // Secondary (components): the same gateway with its guard switched off, and the guard on and off
 // in turn inside one gateway (bench/guard-off-gateway.mjs).
 //
@@ -187,10 +192,22 @@ function cpuNs(pid) {
   }
 }
 
+/** CPU time (ns) of one thread of `pid` (its main thread when `tid` is `pid`), null elsewhere. */
+function threadCpuNs(pid, tid = pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+  } catch {
+    return null;
+  }
+}
+
 async function measure(client, total, concurrency) {
   const latencies = new Float64Array(total);
   let issued = 0;
   const cpu0 = cpuNs(client.child.pid);
+  const main0 = threadCpuNs(client.child.pid);
+  // The client's own CPU (this process: the bench does nothing else while a path is measured).
+  const mine0 = process.cpuUsage();
   const start = process.hrtime.bigint();
   const worker = async () => {
     while (issued < total) {
@@ -203,9 +220,18 @@ async function measure(client, total, concurrency) {
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const cpu1 = cpuNs(client.child.pid);
+  const main1 = threadCpuNs(client.child.pid);
+  const mine = process.cpuUsage(mine0);
   const sorted = Array.from(latencies).sort((a, b) => a - b);
-  const cpu = cpu0 === null || cpu1 === null ? Number.NaN : (cpu1 - cpu0) / total / 1000;
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), rps: total / seconds, cpu };
+  const perCall = (a, b) => (a === null || b === null ? Number.NaN : (b - a) / total / 1000);
+  return {
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    rps: total / seconds,
+    cpu: perCall(cpu0, cpu1),
+    mainCpu: perCall(main0, main1),
+    clientCpu: (mine.user + mine.system) / total,
+  };
 }
 
 /**
@@ -326,6 +352,8 @@ async function measurePaths(paths, fsyncDir) {
       p99: pick(c, "p99"),
       rps: pick(c, "rps"),
       cpu: pick(c, "cpu"),
+      mainCpu: pick(c, "mainCpu"),
+      clientCpu: pick(c, "clientCpu"),
     });
     path.c1 = at("c1");
     path.c16 = at("c16");
@@ -603,6 +631,39 @@ async function main() {
         `[${spread(p50s)}x]; calls/s c=16 ${fmt(rps, 2)}x (>= 0.8x in every round: ${mark(rpss.every((x) => x >= 0.8))}) ` +
         `[${spread(rpss)}x]`,
     );
+  }
+  // The c=16 targets as CPU budgets on this machine. At a rate of N calls/s, the client, the server
+  // and the process between them share the machine's cores: cores × 1 s / N of CPU per call, and
+  // the gateway's main thread (one core at most) can give it 1 s / N. The client's CPU is this
+  // process's own (measured on each path), the server's the direct path's spawned process.
+  const cores = cpus().length;
+  const serverCpu = direct?.c16?.cpu;
+  if (floor?.c16 && Number.isFinite(serverCpu)) {
+    console.log(
+      `c=16 CPU budgets (${cores} CPUs; server ${fmt(serverCpu, 1)} µs per call, client per path; gateway figures all threads / main thread):`,
+    );
+    for (const [name, target] of [
+      ["pc none", 0.4],
+      ["pc grant", 0.4],
+      ["pc none normal", 0.5],
+      ["pc grant normal", 0.5],
+      ["pc ping", 0.8],
+    ]) {
+      const a = byName[name];
+      const base = name === "pc ping" ? nullPing : floor;
+      if (!a?.c16 || !base?.c16) continue;
+      const rate = target * base.c16.rps;
+      const machine = (cores * 1e6) / rate;
+      const gateway = machine - a.c16.clientCpu - serverCpu;
+      const main = 1e6 / rate;
+      // what the measured CPU allows at best: the machine's cores, or the gateway's main thread
+      const bound = Math.min((cores * 1e6) / (a.c16.clientCpu + serverCpu + a.c16.cpu), 1e6 / a.c16.mainCpu);
+      console.log(
+        `  ${name} at ${target}x ${name === "pc ping" ? "null ping" : "null-relay"} (${fmt(rate, 0)} calls/s): ${fmt(machine, 1)} µs of CPU per call, ` +
+          `client ${fmt(a.c16.clientCpu, 1)} + server ${fmt(serverCpu, 1)} → gateway ≤ ${fmt(gateway, 1)} µs, main thread ≤ ${fmt(main, 1)} µs; ` +
+          `it spends ${fmt(a.c16.cpu, 1)} / ${fmt(a.c16.mainCpu, 1)} µs: at most ${fmt(bound, 0)} calls/s (${fmt(bound / base.c16.rps, 2)}x), measured ${fmt(a.c16.rps, 0)}`,
+      );
+    }
   }
   // Secondary: the guard's cost, judged inside one gateway that turns its guard on and off every
   // ALTERNATE calls (see alternatingCost): three processes ping-ponging on a busy machine are
