@@ -39,8 +39,9 @@ describe("WAL checkpoints off the writer's thread", () => {
     expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
     const file = join(stateDir, "portcullis.db");
     const before = size(file);
-    // 1,500 commits of a record each: well past SQLite's own threshold of 1,000 WAL frames
-    for (let i = 0; i < 1500; i++) {
+    // 3,000 commits of a record each: well past SQLite's own threshold of 1,000 WAL frames, and
+    // past several of the thread's turns (one every 500 commits)
+    for (let i = 0; i < 3000; i++) {
       audit.append(event(i));
       if (i % 50 === 49) await pause(1); // the event loop turns, as a gateway's does
     }
@@ -65,7 +66,7 @@ describe("WAL checkpoints off the writer's thread", () => {
     // the store's file is no longer where the thread would open it (the writer keeps its own)
     renameSync(join(stateDir, "portcullis.db"), join(stateDir, "moved.db"));
     const insert = db.prepare("INSERT INTO t (v) VALUES (randomblob(100))");
-    for (let i = 0; i < 400 && warnings.length === 0; i++) {
+    for (let i = 0; i < 2000 && warnings.length === 0; i++) {
       insert.run();
       checkpointer.committed();
       if (i % 50 === 49) await pause(5);
