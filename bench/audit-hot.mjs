@@ -8,7 +8,7 @@
 //
 //   node bench/audit-hot.mjs [--calls N] [--rounds R] [--dist DIR]
 // --dist: another build's dist/ (compare before/after in the same run).
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
@@ -44,8 +44,6 @@ await initKeyring(dir, "bench passphrase");
 const db = openStore(dir);
 const log = AuditLog.open(db, dir, { sync: "normal" });
 const quiet = { info() {}, debug() {}, status() {}, warn: (m) => process.stderr.write(`${m}\n`) };
-// as in a gateway: the WAL checkpointed by a thread of its own (a build before it has none)
-log.checkpointOffThread?.(quiet.warn);
 const sink = auditSink(log, quiet, new OpenIntents(db, "bench-gateway"));
 const records = new GatewayRecords(sink, "bench");
 records.run = "01JQ7R1ZC2M7W1DXQ8Z2K9V4B6";
@@ -106,11 +104,6 @@ console.log(
 );
 if (c1.length) show("c=1  (intent tx, result tx)", c1);
 if (c16.length) show("c=16 (16 intents per tx, 16 results per tx)", c16);
-console.log(
-  `WAL file at the end: ${(statSync(join(dir, "portcullis.db-wal")).size / 2 ** 20).toFixed(1)} MiB`,
-);
-// the checkpoint thread stopped: its CPU would count in the parts' figures (process-wide)
-log.close();
 
 // The parts of one record, alone (the CPU of each step, µs per record).
 const recordModule = await dist("audit/record.js");
@@ -178,10 +171,10 @@ for (const [name, f] of Object.entries(parts)) {
   console.log(`  part: ${name.padEnd(40)} ${partCost[name].toFixed(2).padStart(6)} µs`);
 }
 
-// The store's share alone, on the same schema (a fresh store, automatic checkpoints off as in a
-// gateway): per call, its two records inserted (the multi-row INSERT of src/audit/log.ts), its
-// open-intents row inserted and deleted, and its share of one commit per group of 16 calls
-// (the group's intents with the previous group's results: how groups form at c=16 now).
+// The store's share alone, on the same schema (a fresh store, its checkpoints left out): per
+// call, its two records inserted (the multi-row INSERT of src/audit/log.ts), its open-intents row
+// inserted and deleted, and its share of one commit per group of 16 calls (the group's intents
+// with the previous group's results: how groups form at c=16 now).
 const sqlDir = mkdtempSync(join(tmpdir(), "portcullis-audit-floor-"));
 process.on("exit", () => rmSync(sqlDir, { recursive: true, force: true }));
 const sdb = openStore(sqlDir);
@@ -218,7 +211,7 @@ for (let round = 0; round < 3; round++) {
   for (let i = round * sqlCalls; i < (round + 1) * sqlCalls; i += GROUP) group.immediate(i);
   const u = process.cpuUsage(t);
   sqlCpu = Math.min(sqlCpu, (u.user + u.system) / sqlCalls);
-  sdb.pragma("wal_checkpoint(TRUNCATE)"); // (as the checkpoint thread would, outside the figure)
+  sdb.pragma("wal_checkpoint(TRUNCATE)"); // (outside the figure: about one per 1,000 frames in a gateway)
 }
 sdb.close();
 const twice = (name) => 2 * (partCost[name] ?? 0);
@@ -235,4 +228,5 @@ console.log(
 );
 for (const [name, us] of Object.entries(floor))
   console.log(`  ${name.padEnd(46)} ${us.toFixed(2).padStart(6)} µs`);
+log.close();
 db.close();

@@ -4,7 +4,6 @@ import type { Statement } from "better-sqlite3";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
-import { Checkpointer } from "../store/checkpointer.js";
 import type { Store } from "../store/db.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import {
@@ -75,11 +74,9 @@ export class AuditLog {
    * durable with syncWal, off the event loop, instead of an fsync inside the commit.
    */
   readonly canSyncLater: boolean;
-  /** The WAL's checkpoints, when a thread of their own makes them (checkpointOffThread). */
-  private checkpointer: Checkpointer | null = null;
 
   private constructor(
-    private readonly db: Store,
+    db: Store,
     private readonly publicKey: KeyObject,
     readonly keyId: string,
     opts: AuditLogOptions,
@@ -144,7 +141,6 @@ export class AuditLog {
     // extend the same head, so the chain never forks and never skips a number.
     this.commit = (items) => {
       const appended = tx.immediate(items);
-      this.checkpointer?.committed();
       for (let i = appended.length - 1; i >= 0; i--) {
         const a = appended[i];
         if (a) {
@@ -214,19 +210,8 @@ export class AuditLog {
     }
   }
 
-  /**
-   * The WAL checkpoints of this writer's connection made by a thread of their own instead of
-   * inside its commits (src/store/checkpointer.ts): for a gateway, whose commits run on the event
-   * loop. CLI processes leave them to SQLite.
-   */
-  checkpointOffThread(warn: (message: string) => void): void {
-    if (!this.db.memory) this.checkpointer ??= new Checkpointer(this.db, warn);
-  }
-
-  /** Closes the WAL descriptor syncWal opened and stops the checkpoint thread (the store itself is closed by its owner). */
+  /** Closes the WAL descriptor syncWal opened (the store itself is closed by its owner). */
   close(): void {
-    this.checkpointer?.close();
-    this.checkpointer = null;
     if (this.walFd !== null) closeSync(this.walFd);
     this.walFd = null;
   }

@@ -393,8 +393,6 @@ async function serve(
     log.warn(`audit: could not close the calls left open by gone gateways: ${(e as Error).message}`);
   }
   const events = auditSink(audit, log, new OpenIntents(store, gatewayId));
-  // the WAL checkpointed by a thread of its own, not inside a commit on the event loop
-  audit.checkpointOffThread((m) => log.warn(m));
 
   // The console's page of a request, when a console runs for this state directory.
   const consolePage = (request: string): string | null => {
