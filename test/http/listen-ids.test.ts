@@ -4,15 +4,14 @@
 // error a request still open gets when its session ends. Raw HTTP, so the bytes are the test's.
 // And the server's own requests to the client: answered over HTTP, they reach the server under
 // the id as the server wrote it.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawIdOf } from "../../src/relay/idScan.js";
-import { readFileSync } from "node:fs";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { startListener } from "./listen.js";
 import { idTextOf, SERVER_IDS, serverRequestLine } from "../relay/serverIds.js";
+import { startListener } from "./listen.js";
 import { messagesOf, openSession, raw } from "./raw.js";
 import { startFixture } from "./upstreamFixture.js";
 
