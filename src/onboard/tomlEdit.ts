@@ -184,7 +184,10 @@ function scanDocument(text: string): Slot[] {
         start: lineStart + start,
         end: offsets[span.endLine]! + span.end,
         // the whole line; the last line of a file without a final newline takes the one before it
-        removal: ended || lineStart === 0 ? [lineStart, lineEnd] : [lineStart - eol.length, lineEnd],
+        removal:
+          ended || lineStart === 0
+            ? [lineStart, lineEnd]
+            : [lineStart - (text.endsWith("\r\n", lineStart) ? 2 : 1), lineEnd],
         insertAt: lineEnd,
         sibling: (k, v) =>
           ended ? `${prefix}${keyText(k)}${sep}${v}${eol}` : `${eol}${prefix}${keyText(k)}${sep}${v}`,
