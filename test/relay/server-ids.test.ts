@@ -121,4 +121,31 @@ describe("the server's requests to the client keep the server's id text", () => 
     await waitFor(() => refusals().length === 3, 10_000, "three refusals");
     expect(refusals().map(idTextOf)).toEqual(["9007199254740993", "1e2", '"\\u0041"']);
   });
+
+  it("a client's answer reaches only the process that asked, even when a new one uses the same id", async () => {
+    const { peer, received } = await gateway();
+    // the first process asks, then dies before the client answers
+    peer.send({
+      jsonrpc: "2.0",
+      id: "die",
+      method: "raw/send",
+      params: { lines: [serverRequestLine("5", 0)], exit: true },
+    });
+    const old = await peer.next((m) => m.method !== undefined && m.params?.marker === "k0");
+    const cancelled = await peer.next((m) => m.method === "notifications/cancelled");
+    expect(cancelled.params.requestId).toBe(old.id);
+    await peer.next((m) => m.id === "die"); // its call ended with the process
+    // the next process (started by the supervisor) asks under the same id: the client sees another id
+    await waitFor(async () => (await peer.request("ping")).error === undefined, 20_000, "a new process");
+    const again = await peer.request("raw/send", { lines: [serverRequestLine("5", 1)] }, 20_000);
+    expect(again.error, JSON.stringify(again.error)).toBeUndefined();
+    const fresh = await peer.next((m) => m.method !== undefined && m.params?.marker === "k1");
+    expect(fresh.id).not.toBe(old.id);
+    // the late answer to the dead process's request goes nowhere; the new one's reaches it
+    peer.send({ jsonrpc: "2.0", id: old.id, result: { marker: "k0" } });
+    peer.send({ jsonrpc: "2.0", id: fresh.id, result: { marker: "k1" } });
+    await waitFor(() => answersByMarker(received()).has("k1"), 10_000, "the new process's answer");
+    expect(idTextOf(answersByMarker(received()).get("k1")!)).toBe("5");
+    expect(answersByMarker(received()).has("k0")).toBe(false);
+  });
 });
