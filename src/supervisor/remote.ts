@@ -20,6 +20,9 @@ import { type Chain, isObject, isResponseTo, probeChain, readBody } from "./remo
 import { SseReader } from "./sse.js";
 import { LaunchError } from "./supervisor.js";
 
+/** 2026-07-28: where a result says which server answered. */
+const SERVER_INFO_META = "io.modelcontextprotocol/serverInfo";
+
 /**
  * One epoch of a server reached over Streamable HTTP: one upstream session, on connections that
  * presented one certificate chain, answered by a server that described itself one way. Minted
@@ -459,7 +462,10 @@ export class RemoteSupervisor
    * server that changes its serverInfo), it ends the epoch, and the answer is not delivered.
    */
   private noteSelf(gen: RemoteGeneration, result: Record<string, unknown>, initialize: boolean): boolean {
-    const serverInfo = isObject(result.serverInfo) ? result.serverInfo : null;
+    // legacy: the initialize result's serverInfo; 2026-07-28: server/discover's `_meta` carries it
+    const meta = isObject(result._meta) ? result._meta : null;
+    const said = result.serverInfo ?? meta?.[SERVER_INFO_META];
+    const serverInfo = isObject(said) ? said : null;
     if (gen.facts.serverInfo !== null && !sameJson(gen.facts.serverInfo, serverInfo)) {
       this.lose(gen, "server-info-changed", "the server describes itself differently (serverInfo)");
       return false;
