@@ -84,7 +84,7 @@ function endOfJsonString(json: string, start: number): number {
 }
 
 /** The raw text of a cancellation's numeric `params.requestId` (a small message: a pattern will do). */
-function rawRequestId(text: string): string | null {
+export function rawRequestId(text: string): string | null {
   const m = /"requestId"\s*:\s*(-?[0-9][0-9.eE+-]*)/.exec(text);
   return m ? m[1]! : null;
 }
