@@ -26,6 +26,10 @@ interface Queued {
  * works, so that the calls arriving meanwhile form the next group. A lone intent while no other
  * call is in flight and syncs are quick is synced on the loop instead (see syncNow).
  *
+ * A lone intent (no other call open, nothing queued) is committed at once, inside `emitDurable`,
+ * instead of at the end of the turn: one call at a time, no other intent can join its group, and
+ * waiting for the turn's end only delays its forward.
+ *
  * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
  * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
  * by the next call's intent, on its way to the server. A group with no durable event commits
@@ -159,7 +163,9 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {
         queue.push({ event: e, condition, done: { resolve, reject } });
-        if (!immediate) immediate = setImmediate(flush);
+        // Alone in its group and no call open whose next intent could join it: committed now.
+        if (queue.length === 1 && open === 0) flush();
+        else if (!immediate) immediate = setImmediate(flush);
       });
     },
     flush,

@@ -163,7 +163,8 @@ describe("group commit of the audit log", () => {
       tool: "echo",
       epoch: "e",
     });
-    // several intents in one turn: one group, one commit, one fsync covers them; a lone one too
+    // several intents in one turn: the first alone (no call open: committed at once), the other
+    // two in one group, one commit, one fsync covers them; then a lone one again
     expect(await Promise.all([1, 2, 3].map((i) => sink.emitDurable(intent(i))))).toEqual([true, true, true]);
     expect(await sink.emitDurable(intent(7))).toBe(true);
     // the WAL cannot be opened for its fsync any more (moved away under SQLite): refused, never true
