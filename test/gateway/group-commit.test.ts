@@ -163,8 +163,7 @@ describe("group commit of the audit log", () => {
       tool: "echo",
       epoch: "e",
     });
-    // several intents in one turn: the first alone (no call open: committed at once), the other
-    // two in one group, one commit, one fsync covers them; then a lone one again
+    // several intents in one turn: one group, one commit, one fsync covers them; then one more
     expect(await Promise.all([1, 2, 3].map((i) => sink.emitDurable(intent(i))))).toEqual([true, true, true]);
     expect(await sink.emitDurable(intent(7))).toBe(true);
     // the WAL cannot be opened for its fsync any more (moved away under SQLite): refused, never true
