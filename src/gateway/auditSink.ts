@@ -26,12 +26,6 @@ interface Queued {
  * works, so that the calls arriving meanwhile form the next group. A lone intent while no other
  * call is in flight and syncs are quick is synced on the loop instead (see syncNow).
  *
- * An intent emitted while no call is open and nothing is queued is committed as soon as the
- * microtasks already queued have run, instead of at the end of the turn: one call at a time, no
- * other intent can join its group later in the turn, and waiting only delays its forward. Calls
- * that arrived together (one read from the client, decided in step) still share its group: their
- * intents are emitted by microtasks queued before that commit.
- *
  * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
  * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
  * by the next call's intent, on its way to the server. A group with no durable event commits
@@ -165,12 +159,7 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {
         queue.push({ event: e, condition, done: { resolve, reject } });
-        if (immediate) return;
-        // No call open whose next intent could join this group later in the turn: committed once
-        // the microtasks already queued (calls decided in step with this one) have run.
-        if (queue.length === 1 && open === 0) queueMicrotask(flush);
-        // (also set in that case, so that the intents emitted meanwhile do not schedule their own)
-        immediate = setImmediate(flush);
+        if (!immediate) immediate = setImmediate(flush);
       });
     },
     flush,

@@ -163,7 +163,7 @@ describe("group commit of the audit log", () => {
       tool: "echo",
       epoch: "e",
     });
-    // several intents in one turn: one group, one commit, one fsync covers them; then one more
+    // several intents in one turn: one group, one commit, one fsync covers them; a lone one too
     expect(await Promise.all([1, 2, 3].map((i) => sink.emitDurable(intent(i))))).toEqual([true, true, true]);
     expect(await sink.emitDurable(intent(7))).toBe(true);
     // the WAL cannot be opened for its fsync any more (moved away under SQLite): refused, never true
