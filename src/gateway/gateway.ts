@@ -4,8 +4,8 @@ import type { OnChange, OnExpand } from "../config/config.js";
 import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
-import type { ClientIds } from "../relay/clientIds.js";
-import { IdMap } from "../relay/ids.js";
+import { type ClientIds, rawRequestId } from "../relay/clientIds.js";
+import { IdMap, writtenIdKey } from "../relay/ids.js";
 import {
   type Classified,
   errorResponse,
@@ -19,7 +19,7 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
-import { type IdSpan, plainIdSpan, spliceId } from "../relay/rawSplice.js";
+import { type IdSpan, plainIdSpan, serializeWithId, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
@@ -64,6 +64,17 @@ export interface Downstream {
   close(): void;
   /** how the transport keeps the client's ids byte-exact (absent: ids are taken as parsed) */
   clientIds?: ClientIds;
+}
+
+/**
+ * A request of the server's, sent on to the client under the gateway's own id. Its answer goes
+ * back under the id as the server wrote it (`written`), and `key` finds it by that id.
+ */
+interface ServerRequest {
+  serverId: Id;
+  written: string;
+  key: string;
+  gen: Generation;
 }
 
 type Pending =
@@ -134,7 +145,7 @@ export class Gateway {
   private readonly session = new ClientSession();
 
   private readonly upstream = new IdMap<Pending>();
-  private readonly downstreamReqs = new IdMap<{ serverId: Id; gen: Generation }>();
+  private readonly downstreamReqs = new IdMap<ServerRequest>();
   /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
@@ -250,10 +261,10 @@ export class Gateway {
       const wire = JSON.parse(rawId) as Id;
       const entry = this.downstreamReqs.get(wire);
       if (!entry || typeof wire !== "number") return;
-      this.downstreamReqs.delete(wire, entry.serverId);
+      this.downstreamReqs.delete(wire, entry.key);
       if (entry.gen === this.gen && entry.gen.alive) {
         const e = refuse.responseTooLarge(bytes, "client");
-        this.o.supervisor.send(errorResponse(entry.serverId, e.code, e.message, e.data));
+        this.answerServer(errorResponse(entry.serverId, e.code, e.message, e.data), entry.written);
       }
       return;
     }
@@ -279,7 +290,7 @@ export class Gateway {
     const id = JSON.parse(rawId) as Id;
     if (hasMethod) {
       const e = refuse.requestTooLarge(bytes, "dropped");
-      this.o.supervisor.send(errorResponse(id, e.code, e.message, e.data));
+      this.answerServer(errorResponse(id, e.code, e.message, e.data), rawId); // its id as written
       return;
     }
     const entry = this.upstream.get(id);
@@ -419,12 +430,22 @@ export class Gateway {
       this.o.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
       return;
     }
-    this.downstreamReqs.delete(msg.id as number, entry.serverId);
+    this.downstreamReqs.delete(msg.id as number, entry.key);
     if (entry.gen !== this.gen || !entry.gen.alive) {
       this.o.log.debug("dropped a client response meant for a server process that went away");
       return;
     }
-    this.o.supervisor.send({ ...msg, id: entry.serverId });
+    this.answerServer({ ...msg, id: entry.serverId }, entry.written);
+  }
+
+  /**
+   * An answer to a request of the server's, under its id as the server wrote it (`written`):
+   * JSON.parse would round 9007199254740993 or respell 1e2, and the server matches by its own id.
+   */
+  private answerServer(msg: Response, written: string): void {
+    const link = this.o.supervisor;
+    if (link.sendText && written !== JSON.stringify(msg.id)) link.sendText(serializeWithId(msg, written));
+    else link.send(msg);
   }
 
   /** Forwards a client request upstream under a gateway id. */
@@ -828,8 +849,8 @@ export class Gateway {
       return;
     }
     if (c.kind === "response") this.onServerResponse(c.msg, gen, text);
-    else if (c.kind === "request") this.onServerRequest(c.msg, gen);
-    else this.onServerNotification(c.msg, gen);
+    else if (c.kind === "request") this.onServerRequest(c.msg, gen, text);
+    else this.onServerNotification(c.msg, gen, text);
   }
 
   /** `text`: the line as the server wrote it, already scrubbed of released values. */
@@ -887,12 +908,15 @@ export class Gateway {
     down.send({ ...msg, id: clientId });
   }
 
-  private onServerRequest(msg: Request, gen: Generation): void {
-    const wire = this.downstreamReqs.add({ serverId: msg.id, gen }, msg.id);
+  /** `text`: the line as the server wrote it, where the id's own text is read (`writtenIdOf`). */
+  private onServerRequest(msg: Request, gen: Generation, text: string): void {
+    const written = writtenIdOf(text, msg.id);
+    const key = writtenIdKey(msg.id, written);
+    const wire = this.downstreamReqs.add({ serverId: msg.id, written, key, gen }, key);
     this.o.downstream.send({ ...msg, id: wire });
   }
 
-  private onServerNotification(msg: Notification, gen: Generation): void {
+  private onServerNotification(msg: Notification, gen: Generation, text: string): void {
     const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
     const subscription = meta?.[SUBSCRIPTION_ID_META];
     if (msg.method === "notifications/tools/list_changed") {
@@ -914,9 +938,10 @@ export class Gateway {
     }
     if (msg.method === "notifications/cancelled") {
       const serverReq = (msg.params as { requestId?: Id } | undefined)?.requestId;
-      const wire = serverReq === undefined ? undefined : this.downstreamReqs.wireFor(serverReq);
+      const key = serverReq === undefined ? undefined : cancelledKey(serverReq, text);
+      const wire = key === undefined ? undefined : this.downstreamReqs.wireFor(key);
       if (wire === undefined) return;
-      this.downstreamReqs.delete(wire, serverReq);
+      this.downstreamReqs.delete(wire, key);
       msg = { ...msg, params: { ...msg.params, requestId: wire } };
     }
     this.o.downstream.send(msg);
@@ -953,7 +978,7 @@ export class Gateway {
     }
     for (const [wire, d] of this.downstreamReqs.entries()) {
       if (d.gen !== gen) continue;
-      this.downstreamReqs.delete(wire, d.serverId);
+      this.downstreamReqs.delete(wire, d.key);
       this.o.downstream.send({
         jsonrpc: "2.0",
         method: "notifications/cancelled",
@@ -1142,6 +1167,25 @@ export class Gateway {
     this.o.log.info(reason);
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
     this.o.onEnd(reason, exitCode);
+  }
+}
+
+/**
+ * The key of the server's request a cancellation from the server names: a number by the text it
+ * is written with in the notification, when that text is of the parsed value (see `writtenIdKey`).
+ */
+function cancelledKey(requestId: Id, text: string): string {
+  if (typeof requestId !== "number") return writtenIdKey(requestId, "");
+  const raw = rawRequestId(text);
+  const written = raw !== null && safeParse(raw) === requestId ? raw : JSON.stringify(requestId);
+  return writtenIdKey(requestId, written);
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 

@@ -95,9 +95,10 @@ function formatting(text: string): FormattingOptions {
 /**
  * The text with some entries replaced. Each entry is edited in place, so comments and the
  * formatting of everything else stay: JSONC through jsonc-parser's edits, TOML through
- * editTomlEntries (only the changed values of each `[mcp_servers.NAME]` section). A TOML file
- * laid out otherwise (inline tables, dotted keys) is written again as a whole, without its
- * comments; unwrap still gives back the original bytes when the file was not changed since.
+ * editTomlEntries (only the changed values of each server, whether it is a section, dotted keys
+ * or an inline table). A TOML server it cannot edit safely where it stands is written again as
+ * a whole document, without its comments; unwrap still gives back the original bytes when the
+ * file was not changed since.
  */
 export function replaceEntries(
   host: HostFile,

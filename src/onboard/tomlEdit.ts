@@ -1,16 +1,22 @@
 /**
  * Edits server entries of a TOML document in place, the way the JSONC side does: only the values
- * that change are rewritten (for wrap and unwrap: an entry's `command` and `args`), in the
- * entry's own `[table.name]` section; every other byte of the file (comments, key order,
- * blank lines, quoting, other tables) stays as the user wrote it.
+ * that change are rewritten (for wrap and unwrap: an entry's `command` and `args`); every other
+ * byte of the file (comments, key order, blank lines, quoting, other tables) stays as the user
+ * wrote it. An entry may be written in any of the three ways TOML allows, and each is edited
+ * where it stands:
  *
- * It reads just enough TOML to find a section and the spans of its `key = value` lines; each
- * value's end is found by asking the real parser (smol-toml) where a value is complete. The
- * result is parsed again and must be exactly the document expected; anything laid out otherwise
- * (inline tables, dotted keys, a value that is a table) gives null, and the caller writes the
+ * - a section of its own: `[mcp_servers.NAME]` then `command = "..."`;
+ * - dotted keys: `mcp_servers.NAME.command = "..."` (at the top, or `NAME.command` under
+ *   `[mcp_servers]`);
+ * - an inline table: `NAME = { command = "...", args = [...] }` (nested ones too, and the
+ *   multi-line inline tables of TOML 1.1).
+ *
+ * It reads just enough TOML to find every `key = value` of the document with its full key path
+ * and the span of its value; each value's end is found by asking the real parser (smol-toml)
+ * where a value is complete. The result is parsed again and must be exactly the document
+ * expected; anything it cannot read or edit exactly gives null, and the caller writes the
  * document again as a whole.
  */
-import { isDeepStrictEqual } from "node:util";
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
 import { sameJson } from "../util/canonical.js";
 
@@ -19,6 +25,8 @@ type Entry = Record<string, unknown>;
 const BARE_KEY = /^[A-Za-z0-9_-]+$/;
 /** what may follow a value on its last line: blanks, a comment, the line's end */
 const VALUE_TAIL = /^[ \t]*(#[^\r\n]*)?\r?\n?$/;
+/** a line with nothing to read: blanks and perhaps a comment */
+const BLANK_LINE = /^[ \t]*(#[^\r\n]*)?\r?\n?$/;
 /** a multi-line value is looked for over at most this many lines */
 const MAX_VALUE_LINES = 500;
 
@@ -26,14 +34,24 @@ function isObject(v: unknown): v is Entry {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** A dotted key read at `from` (bare, "basic" or 'literal' parts): its parts and where it ends. */
-function readKey(s: string, from: number): { path: string[]; end: number } | null {
+/** A dotted key read at `from` (bare, "basic" or 'literal' parts). */
+interface Key {
+  path: string[];
+  /** where the key's last part starts and ends (`args` goes where `command` stood) */
+  lastStart: number;
+  lastEnd: number;
+  /** past the blanks after the key */
+  end: number;
+}
+
+function readKey(s: string, from: number): Key | null {
   const path: string[] = [];
   let i = from;
   for (;;) {
     while (s[i] === " " || s[i] === "\t") i++;
+    const lastStart = i;
     if (s[i] === '"') {
-      const m = /^"(?:[^"\\\r\n]|\\.)*"/.exec(s.slice(i));
+      const m = /^"(?:[^"\\\r\n]|\\.)*"/.exec(s.slice(i, i + 4096));
       if (!m) return null;
       try {
         path.push(JSON.parse(m[0]) as string);
@@ -43,17 +61,18 @@ function readKey(s: string, from: number): { path: string[]; end: number } | nul
       i += m[0].length;
     } else if (s[i] === "'") {
       const close = s.indexOf("'", i + 1);
-      if (close === -1) return null;
+      if (close === -1 || /[\r\n]/.test(s.slice(i, close))) return null;
       path.push(s.slice(i + 1, close));
       i = close + 1;
     } else {
-      const m = /^[A-Za-z0-9_-]+/.exec(s.slice(i));
+      const m = /^[A-Za-z0-9_-]+/.exec(s.slice(i, i + 4096));
       if (!m) return null;
       path.push(m[0]);
       i += m[0].length;
     }
+    const lastEnd = i;
     while (s[i] === " " || s[i] === "\t") i++;
-    if (s[i] !== ".") return { path, end: i };
+    if (s[i] !== ".") return { path, lastStart, lastEnd, end: i };
     i++;
   }
 }
@@ -76,17 +95,6 @@ function parses(toml: string): boolean {
   }
 }
 
-/** One `key = value` of a section: its key, and the value's span (lines and columns). */
-interface KeyLine {
-  key: string[];
-  line: number;
-  /** column where the value starts on `line` */
-  start: number;
-  endLine: number;
-  /** column just past the value on `endLine` */
-  end: number;
-}
-
 /** The span of the value starting at (`line`, `col`): complete where the parser says so. */
 function valueSpan(lines: string[], line: number, col: number): { endLine: number; end: number } | null {
   let text = lines[line]!.slice(col);
@@ -106,58 +114,184 @@ function valueSpan(lines: string[], line: number, col: number): { endLine: numbe
   return null;
 }
 
-/** Where the section `path` starts in `lines`, and its `key = value` lines; null when not found. */
-function findSection(lines: string[], path: string[]): { header: number; keys: KeyLine[] } | null {
-  const header = lines.findIndex((l) => isDeepStrictEqual(headerPath(l), path));
-  if (header === -1) return null;
-  const section = sectionKeys(lines, header);
-  return section ? { header, keys: section.keys } : null;
+/**
+ * One value of the document as written: its full key path, where the value lies (offsets in the
+ * text), what removing it deletes, and how a sibling key is written right after it (the way
+ * this one is: a line with the same key prefix, or `, key = value` inside an inline table).
+ */
+interface Slot {
+  path: string[];
+  start: number;
+  end: number;
+  removal: [number, number];
+  insertAt: number;
+  sibling(key: string, value: string): string;
 }
 
-/** The text of a value as written (all its lines, comments inside included). */
-function valueText(lines: string[], at: KeyLine): string {
-  if (at.line === at.endLine) return lines[at.line]!.slice(at.start, at.end);
-  return (
-    lines[at.line]!.slice(at.start) +
-    lines.slice(at.line + 1, at.endLine).join("") +
-    lines[at.endLine]!.slice(0, at.end)
+function keyText(k: string): string {
+  return BARE_KEY.test(k) ? k : JSON.stringify(k);
+}
+
+/**
+ * Every `key = value` of the document with its full path (a section's path, then the key's),
+ * members of inline tables included. A section with a line that cannot be read is skipped to the
+ * next header: what it holds is not found, and the final parse of an edit tells if that mattered.
+ */
+function scanDocument(text: string): Slot[] {
+  const lines = text.split(/(?<=\n)/);
+  const offsets: number[] = [];
+  let at = 0;
+  for (const l of lines) {
+    offsets.push(at);
+    at += l.length;
+  }
+  const eol = text.includes("\r\n") ? "\r\n" : "\n";
+  const slots: Slot[] = [];
+  let section: string[] | null = []; // the document's top, before any header
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i]!;
+    if (BLANK_LINE.test(line)) {
+      i++;
+      continue;
+    }
+    if (/^[ \t]*\[/.test(line)) {
+      // an `[[array]]` element or a header not read: its keys are read past, never found
+      section = headerPath(line);
+      i++;
+      continue;
+    }
+    const key = readKey(line, 0);
+    let start = key ? key.end + 1 : -1;
+    while (line[start] === " " || line[start] === "\t") start++;
+    const span = key && line[key.end] === "=" ? valueSpan(lines, i, start) : null;
+    if (!key || !span) {
+      // skip to the next header; what this section holds is not found
+      i++;
+      while (i < lines.length && !/^[ \t]*\[/.test(lines[i]!)) i++;
+      section = null;
+      continue;
+    }
+    if (section !== null) {
+      const lineStart = offsets[i]!;
+      const endLine = lines[span.endLine]!;
+      const lineEnd = offsets[span.endLine]! + endLine.length;
+      const ended = endLine.endsWith("\n");
+      const prefix = line.slice(0, key.lastStart);
+      const sep = line.slice(key.lastEnd, start);
+      const slot: Slot = {
+        path: [...section, ...key.path],
+        start: lineStart + start,
+        end: offsets[span.endLine]! + span.end,
+        // the whole line; the last line of a file without a final newline takes the one before it
+        removal:
+          ended || lineStart === 0
+            ? [lineStart, lineEnd]
+            : [lineStart - (text.endsWith("\r\n", lineStart) ? 2 : 1), lineEnd],
+        insertAt: lineEnd,
+        sibling: (k, v) =>
+          ended ? `${prefix}${keyText(k)}${sep}${v}${eol}` : `${eol}${prefix}${keyText(k)}${sep}${v}`,
+      };
+      slots.push(slot);
+      // an inline table not read: its own value is still known, its members are not found
+      if (text[slot.start] === "{") scanInline(text, slot.start, slot.end, slot.path, slots);
+    }
+    i = span.endLine + 1;
+  }
+  return slots;
+}
+
+/** Index of the first character from `i` that is not a blank, a line break or a comment. */
+function skipBlank(text: string, i: number, end: number): number {
+  while (i < end) {
+    const c = text[i];
+    if (c === " " || c === "\t" || c === "\r" || c === "\n") i++;
+    else if (c === "#") {
+      while (i < end && text[i] !== "\n") i++;
+    } else break;
+  }
+  return i;
+}
+
+/**
+ * Where a value inside an inline table ends: the shortest text from `from` that is a whole value
+ * followed by `,` or `}` (one that ends in a comment is not: the brace after it would be commented out).
+ */
+function inlineValueEnd(text: string, from: number, end: number): number {
+  for (let e = from + 1; e < end; e++) {
+    const c = text[e];
+    if (c !== "," && c !== "}") continue;
+    const value = text.slice(from, e).replace(/[ \t\r\n]+$/, "");
+    if (value !== "" && parses(`v = { x = ${value} }`)) return from + value.length;
+  }
+  return -1;
+}
+
+/** The members of the inline table `text[open, close)` as slots under `base`; false when it cannot be read. */
+function scanInline(text: string, open: number, close: number, base: string[], slots: Slot[]): boolean {
+  const members: { path: string[]; keyStart: number; start: number; end: number }[] = [];
+  let i = open + 1;
+  for (;;) {
+    i = skipBlank(text, i, close);
+    if (text[i] === "}") break;
+    const key = readKey(text, i);
+    if (!key || text[key.end] !== "=") return false;
+    let start = key.end + 1;
+    while (text[start] === " " || text[start] === "\t") start++;
+    const end = inlineValueEnd(text, start, close);
+    if (end < 0) return false;
+    members.push({ path: [...base, ...key.path], keyStart: i, start, end });
+    i = skipBlank(text, end, close);
+    if (text[i] === ",") {
+      i++;
+      continue;
+    }
+    if (text[i] !== "}") return false;
+    break;
+  }
+  members.forEach((m, j) => {
+    const removal: [number, number] =
+      j > 0
+        ? [members[j - 1]!.end, m.end]
+        : members.length > 1
+          ? [m.keyStart, members[1]!.keyStart]
+          : [m.keyStart, m.end];
+    slots.push({
+      path: m.path,
+      start: m.start,
+      end: m.end,
+      removal,
+      insertAt: m.end,
+      sibling: (k, v) => `, ${keyText(k)} = ${v}`,
+    });
+    if (text[m.start] === "{") scanInline(text, m.start, m.end, m.path, slots);
+  });
+  return true;
+}
+
+function slotOf(slots: Slot[], path: string[], key: string): Slot | undefined {
+  return slots.find(
+    (s) =>
+      s.path.length === path.length + 1 && s.path.at(-1) === key && path.every((p, i) => s.path[i] === p),
   );
 }
 
-/** How `source` spelled the value of `key` in section `path`, if it is `value` there; else null. */
-function spelledIn(source: string[] | null, path: string[], key: string, value: unknown): string | null {
+/** How `source` spelled the value of `key` in entry `path`, if it is `value` there; else null. */
+function spelledIn(
+  source: { text: string; slots: Slot[] } | null,
+  path: string[],
+  key: string,
+  value: unknown,
+): string | null {
   if (!source) return null;
-  const at = findSection(source, path)?.keys.find((x) => x.key.length === 1 && x.key[0] === key);
+  const at = slotOf(source.slots, path, key);
   if (!at) return null;
-  const text = valueText(source, at);
+  const text = source.text.slice(at.start, at.end);
   try {
     return sameJson((parseToml(`v = ${text}`) as { v: unknown }).v, value) ? text : null;
   } catch {
     return null;
   }
-}
-
-/** The `key = value` lines of the section whose header is at `header`, until the next header. */
-function sectionKeys(lines: string[], header: number): { keys: KeyLine[]; end: number } | null {
-  const keys: KeyLine[] = [];
-  let i = header + 1;
-  while (i < lines.length) {
-    const line = lines[i]!;
-    if (/^[ \t]*(#[^\r\n]*)?\r?\n?$/.test(line)) {
-      i++;
-      continue;
-    }
-    if (/^[ \t]*\[/.test(line)) break; // the next table
-    const key = readKey(line, 0);
-    if (!key || line[key.end] !== "=") return null;
-    let start = key.end + 1;
-    while (line[start] === " " || line[start] === "\t") start++;
-    const span = valueSpan(lines, i, start);
-    if (!span) return null;
-    keys.push({ key: key.path, line: i, start, ...span });
-    i = span.endLine + 1;
-  }
-  return { keys, end: i };
 }
 
 /** A value as TOML writes it inline, or null for a table (not written inline here). */
@@ -177,45 +311,41 @@ function editEntry(
   path: string[],
   current: Entry,
   next: Entry,
-  source: string[] | null,
+  source: { text: string; slots: Slot[] } | null,
 ): string | null {
-  const lines = text.split(/(?<=\n)/);
-  const section = findSection(lines, path);
-  if (!section) return null;
-  const { header } = section;
-  const eol = text.includes("\r\n") ? "\r\n" : "\n";
+  const slots = scanDocument(text);
   const changed = [...new Set([...Object.keys(current), ...Object.keys(next)])].filter(
     (k) => !sameJson(current[k], next[k]),
   );
-  // edits bottom up, so earlier line numbers stay right
-  const edits: { line: number; endLine: number; replacement: string[] }[] = [];
+  const edits: { from: number; to: number; text: string }[] = [];
   for (const k of changed) {
-    const at = section.keys.find((x) => x.key.length === 1 && x.key[0] === k);
+    const at = slotOf(slots, path, k);
     if (next[k] === undefined) {
       if (!at) return null;
-      edits.push({ line: at.line, endLine: at.endLine, replacement: [] });
+      edits.push({ from: at.removal[0], to: at.removal[1], text: "" });
       continue;
     }
     const value = spelledIn(source, path, k, next[k]) ?? inlineValue(next[k]);
     if (value === null) return null;
     if (at) {
-      const first = lines[at.line]!.slice(0, at.start);
-      const rest = lines[at.endLine]!.slice(at.end);
-      edits.push({ line: at.line, endLine: at.endLine, replacement: [first + value + rest] });
+      edits.push({ from: at.start, to: at.end, text: value });
       continue;
     }
-    // a key the entry did not have: after its command, else right under the header
-    const anchor = section.keys.find((x) => x.key.length === 1 && x.key[0] === "command");
-    const after = anchor ? anchor.endLine : header;
-    const name = BARE_KEY.test(k) ? k : JSON.stringify(k);
-    const line = `${name} = ${value}${eol}`;
-    const end = lines[after]!;
-    const joined = end.endsWith("\n") ? line : `${eol}${line}`;
-    edits.push({ line: after + 1, endLine: after, replacement: [joined] });
+    // a key the entry did not have: right after its command, written the way the command is
+    const anchor = slotOf(slots, path, "command");
+    if (!anchor) return null;
+    edits.push({ from: anchor.insertAt, to: anchor.insertAt, text: anchor.sibling(k, value) });
   }
-  edits.sort((a, b) => b.line - a.line);
-  for (const e of edits) lines.splice(e.line, e.endLine - e.line + 1, ...e.replacement);
-  return lines.join("");
+  // from the end backwards, so the offsets of earlier edits stay right
+  edits.sort((a, b) => b.from - a.from || b.to - a.to);
+  let out = text;
+  let limit = Number.POSITIVE_INFINITY;
+  for (const e of edits) {
+    if (e.to > limit) return null; // overlapping edits: not something to guess about
+    out = out.slice(0, e.from) + e.text + out.slice(e.to);
+    limit = e.from;
+  }
+  return out;
 }
 
 /**
@@ -229,7 +359,7 @@ export function editTomlEntries(
   entries: Record<string, Entry>,
   source?: string,
 ): string | null {
-  const sourceLines = source === undefined ? null : source.split(/(?<=\n)/);
+  const from = source === undefined ? null : { text: source, slots: scanDocument(source) };
   const expected = parseToml(text) as Record<string, unknown>;
   const servers = expected[table];
   if (!isObject(servers)) return null;
@@ -237,7 +367,7 @@ export function editTomlEntries(
   for (const [name, next] of Object.entries(entries)) {
     const current = servers[name];
     if (!isObject(current)) return null; // a new entry: not something wrap or unwrap makes
-    const edited = editEntry(out, [table, name], current, next, sourceLines);
+    const edited = editEntry(out, [table, name], current, next, from);
     if (edited === null) return null;
     out = edited;
     servers[name] = next;

@@ -18,6 +18,11 @@ export class ClientIds {
   private readonly prefix = `portcullis-raw-id/${randomBytes(8).toString("hex")}/`;
   /** the stand-in as it appears in serialized JSON, up to the raw text */
   private readonly needle = JSON.stringify(this.prefix).slice(0, -1);
+  /**
+   * Whether any stand-in was ever made: until then no message can hold one (the prefix is this
+   * process's secret), and `restore` need not search every message written to the client.
+   */
+  private issued = false;
 
   /**
    * Swaps the message's id (and a cancellation's requestId) for stand-ins where needed. `rawId`:
@@ -52,11 +57,13 @@ export class ClientIds {
     if (raw === null || JSON.stringify(id) === raw) return id;
     // the text must be of this very id (a message with two "id" members is read by its last one)
     if (JSON.parse(raw) !== id) return id;
+    this.issued = true;
     return this.prefix + raw;
   }
 
   /** Writes original id texts back into one serialized message. */
   restore(json: string): string {
+    if (!this.issued) return json;
     let at = json.indexOf(this.needle);
     if (at === -1) return json;
     let out = "";
@@ -84,7 +91,7 @@ function endOfJsonString(json: string, start: number): number {
 }
 
 /** The raw text of a cancellation's numeric `params.requestId` (a small message: a pattern will do). */
-function rawRequestId(text: string): string | null {
+export function rawRequestId(text: string): string | null {
   const m = /"requestId"\s*:\s*(-?[0-9][0-9.eE+-]*)/.exec(text);
   return m ? m[1]! : null;
 }

@@ -38,3 +38,12 @@ export class IdMap<T> {
     return this.byWire.size;
   }
 }
+
+/**
+ * Key for a peer's id as it wrote it (`writtenIdOf`): a number by its text, since JSON.parse makes
+ * 9007199254740993 and 9007199254740992 (or 1e2 and 100) one number, a string by its value (a
+ * string's escapes do not make another id). Used as the peer id of an `IdMap` entry.
+ */
+export function writtenIdKey(id: Id, written: string): string {
+  return typeof id === "number" ? `n:${written}` : `s:${id}`;
+}

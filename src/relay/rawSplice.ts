@@ -18,6 +18,9 @@
  * Nested duplicate keys are left as written: the gateway reads nothing below the
  * top level of a message it only relays.
  */
+import { rawIdOf } from "./idScan.js";
+import type { Id } from "./jsonrpc.js";
+
 export interface IdSpan {
   /** offset of the id value's first character */
   start: number;
@@ -120,4 +123,33 @@ function endOfValue(text: string, i: number): number {
     if (depth === 0 && (c === 0x2c || c === 0x20 || c === 0x09)) return i;
   }
   return depth === 0 ? i : -1;
+}
+
+/**
+ * The top-level id of a parsed message as its sender wrote it (`9007199254740993`, `1e2`, `-0`,
+ * `"\u0041"`, a string of any length), so an answer can carry it back byte for byte: the text of
+ * its sole id when `plainIdSpan` finds it, else the id scanner's (which reads past line breaks
+ * and escaped keys, up to 1 KiB of id), provided that text is of this very value (a message with
+ * two ids is read by its last). Otherwise the id's serialised value.
+ */
+export function writtenIdOf(text: string, id: Id): string {
+  const span = plainIdSpan(text);
+  const raw = span ? text.slice(span.start, span.end) : rawIdOf(text);
+  const plain = JSON.stringify(id);
+  if (raw === null || raw === plain) return plain;
+  try {
+    return JSON.parse(raw) === id ? raw : plain;
+  } catch {
+    return plain;
+  }
+}
+
+/**
+ * `msg` serialised with `idText` (an id's JSON text, as `writtenIdOf` gives it) as its one
+ * top-level id: the id is written first, then every other member as `JSON.stringify` writes it.
+ */
+export function serializeWithId(msg: object, idText: string): string {
+  const { id: _id, ...rest } = msg as { id?: unknown };
+  const body = JSON.stringify(rest);
+  return body === "{}" ? `{"id":${idText}}` : `{"id":${idText},${body.slice(1)}`;
 }

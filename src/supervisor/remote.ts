@@ -20,6 +20,9 @@ import { type Chain, isObject, isResponseTo, probeChain, readBody } from "./remo
 import { SseReader } from "./sse.js";
 import { LaunchError } from "./supervisor.js";
 
+/** 2026-07-28: where a result says which server answered. */
+const SERVER_INFO_META = "io.modelcontextprotocol/serverInfo";
+
 /**
  * One epoch of a server reached over Streamable HTTP: one upstream session, on connections that
  * presented one certificate chain, answered by a server that described itself one way. Minted
@@ -142,15 +145,32 @@ export class RemoteSupervisor
   // ───────────────────────────── sending ─────────────────────────────
 
   send(msg: unknown): boolean {
+    return this.sendMessage(msg as Message, JSON.stringify(msg));
+  }
+
+  /**
+   * A message already serialised (a relayed line with its id replaced, an answer under the id as
+   * the server wrote it, which JSON.stringify could not write): posted as it is.
+   */
+  sendText(text: string): boolean {
+    let m: unknown;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return false;
+    }
+    return isObject(m) && this.sendMessage(m as Message, text);
+  }
+
+  private sendMessage(m: Message, text: string): boolean {
     const gen = this.current;
     if (!gen?.alive || this.stopping) return false;
-    const m = msg as Message;
     if (m.method === "initialize" && gen.sessionId !== null) {
       // A second initialize would open a second session on the same epoch: it gets an epoch of its own.
       queueMicrotask(() => this.lose(gen, "new-session", "a new initialize starts a new upstream session"));
       return false;
     }
-    const body = Buffer.from(JSON.stringify(msg), "utf8");
+    const body = Buffer.from(text, "utf8");
     gen.queue = gen.queue
       .then(() => this.post(gen, m, body))
       .catch((e) => {
@@ -333,7 +353,9 @@ export class RemoteSupervisor
       let answered = false;
       for (const one of list) {
         if (isRequest && isResponseTo(one, m.id)) answered = true;
-        if (ok || isResponseTo(one, m.id)) this.deliver(gen, one, m);
+        // one message: its text as the server wrote it (ids JSON.parse would round or respell)
+        if (ok || isResponseTo(one, m.id))
+          this.deliver(gen, one, m, Array.isArray(parsed) ? undefined : text);
       }
       if (isRequest && !answered) {
         const e = refuse.upstreamHttpError(status);
@@ -403,7 +425,7 @@ export class RemoteSupervisor
           return;
         }
         seen(msg);
-        this.deliver(gen, msg, sent);
+        this.deliver(gen, msg, sent, Array.isArray(msg) ? undefined : e.data);
       },
       oversize,
       this.maxBytes,
@@ -421,14 +443,17 @@ export class RemoteSupervisor
     res.on("error", finish);
   }
 
-  /** One message from the server to the gateway; an initialize result completes the record. */
-  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null): void {
+  /**
+   * One message from the server to the gateway; an initialize result completes the record.
+   * `text`: the message as the server wrote it, when it is the whole of what was read.
+   */
+  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text?: string): void {
     if (!gen.alive || gen !== this.current) return;
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
       if (isObject(result) && !this.noteSelf(gen, result, sent.method === "initialize")) return;
     }
-    this.emit("line", JSON.stringify(msg), gen);
+    this.emit("line", text ?? JSON.stringify(msg), gen);
   }
 
   /**
@@ -437,7 +462,10 @@ export class RemoteSupervisor
    * server that changes its serverInfo), it ends the epoch, and the answer is not delivered.
    */
   private noteSelf(gen: RemoteGeneration, result: Record<string, unknown>, initialize: boolean): boolean {
-    const serverInfo = isObject(result.serverInfo) ? result.serverInfo : null;
+    // legacy: the initialize result's serverInfo; 2026-07-28: server/discover's `_meta` carries it
+    const meta = isObject(result._meta) ? result._meta : null;
+    const said = result.serverInfo ?? meta?.[SERVER_INFO_META];
+    const serverInfo = isObject(said) ? said : null;
     if (gen.facts.serverInfo !== null && !sameJson(gen.facts.serverInfo, serverInfo)) {
       this.lose(gen, "server-info-changed", "the server describes itself differently (serverInfo)");
       return false;

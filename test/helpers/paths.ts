@@ -31,6 +31,8 @@ export const FIXTURES = {
   habits: join(servers, "habits.mjs"),
   /** logs every method it receives to FIXTURE_METHOD_LOG and answers any method, name folded */
   lenient: join(servers, "lenient.mjs"),
+  /** logs every line it receives verbatim (FIXTURE_RAW_LOG); writes lines it is given (raw/reply, raw/send) */
+  rawlines: join(servers, "rawlines.mjs"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: join(servers, "watcher.mjs"),
 } as const;

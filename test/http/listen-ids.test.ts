@@ -2,14 +2,17 @@
 // ids JSON.parse would round or respell (9007199254740993, 1e2, 1.0, -0, "\u0041") in answers the
 // server gave, answers the gateway gave itself (tools/list, a refusal), a cancellation, and the
 // error a request still open gets when its session ends. Raw HTTP, so the bytes are the test's.
-import { existsSync } from "node:fs";
+// And the server's own requests to the client: answered over HTTP, they reach the server under
+// the id as the server wrote it.
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawIdOf } from "../../src/relay/idScan.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
+import { idTextOf, SERVER_IDS, serverRequestLine } from "../relay/serverIds.js";
 import { startListener } from "./listen.js";
-import { openSession, raw } from "./raw.js";
+import { messagesOf, openSession, raw } from "./raw.js";
 import { startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -96,5 +99,49 @@ describe("HTTP ids are kept as the client wrote them", () => {
       expect(idText(call.body), call.body).toBe(id);
       expect(call.body).toContain("Echo: hi");
     }
+  });
+
+  it("the server's requests to the client, answered over HTTP, reach the server under its own id text", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const rawLog = join(dir, "raw.log");
+    const l = await startListener(fixtureCommand("rawlines"), {
+      args: ["--approval", "none"],
+      env: { FIXTURE_RAW_LOG: rawLog },
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    // the server writes its requests while raw/send is open: they come on that exchange's stream
+    const lines = SERVER_IDS.map((id, i) => serverRequestLine(id, i));
+    const sent = await raw(l, {
+      headers: h,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "raw/send", params: { lines } }),
+    });
+    expect(sent.status).toBe(200);
+    const asked = messagesOf(sent.body).filter((m) => m.method !== undefined);
+    expect(asked).toHaveLength(SERVER_IDS.length);
+    for (const m of asked) {
+      const marker = (m as { params: { marker: string } }).params.marker;
+      const answer = await raw(l, {
+        headers: h,
+        body: JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { marker } }),
+      });
+      expect(answer.status).toBe(202);
+    }
+    const answers = () => {
+      const out = new Map<string, string>();
+      if (!existsSync(rawLog)) return out;
+      for (const line of readFileSync(rawLog, "utf8").split("\n").filter(Boolean)) {
+        const text = JSON.parse(line) as string;
+        const m = JSON.parse(text) as { method?: string; result?: { marker?: string } };
+        if (m.method === undefined && m.result?.marker) out.set(m.result.marker, text);
+      }
+      return out;
+    };
+    await waitFor(() => answers().size === SERVER_IDS.length, 10_000, "every answer at the server");
+    SERVER_IDS.forEach((id, i) => {
+      expect(idTextOf(answers().get(`k${i}`)!), `answer k${i}`).toBe(id);
+    });
   });
 });

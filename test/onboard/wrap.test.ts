@@ -158,6 +158,77 @@ describe("wrap then unwrap, each host format", () => {
     expect(read(file)).toBe(`${before}# added while wrapped\n`);
   });
 
+  it("Codex TOML: servers as inline tables and with dotted keys are edited in place too; unwrap after an edit gives back the user's file", async () => {
+    const u = user();
+    const args = (label: string, command: string, rest: string[]) =>
+      `[ ${[CLI, "run", "--state-dir", u.stateDir, "--label", label, "--", command, ...rest]
+        .map((a) => JSON.stringify(a))
+        .join(", ")} ]`;
+    const node = JSON.stringify(NODE);
+    // inline tables and dotted keys under [mcp_servers]
+    const inline = [
+      "# Codex CLI configuration",
+      'model = "o4-mini"',
+      "",
+      "[mcp_servers]",
+      "# one line each",
+      'docs = { command = \'npx\', args = ["-y", "docs-mcp"], env = { A = "1" } }   # docs',
+      'search = {command="uvx"}  # no args: wrap adds them',
+      "",
+      'web.command = "node"        # dotted keys under the table',
+      "web.args = [",
+      '  "web.js", # entry',
+      "]",
+      'remote = { url = "https://example.com/mcp" }',
+      "",
+      "[profiles.fast]",
+      'model = "gpt-4.1"',
+      "",
+    ].join("\n");
+    const inlineWrapped = inline
+      .replace(
+        'docs = { command = \'npx\', args = ["-y", "docs-mcp"],',
+        `docs = { command = ${node}, args = ${args("docs", "npx", ["-y", "docs-mcp"])},`,
+      )
+      .replace('search = {command="uvx"}', `search = {command=${node}, args = ${args("search", "uvx", [])}}`)
+      .replace('web.command = "node"', `web.command = ${node}`)
+      .replace('web.args = [\n  "web.js", # entry\n]', `web.args = ${args("web", "node", ["web.js"])}`);
+    // dotted keys from the top of the document, beside an ordinary section
+    const dotted = [
+      "# dotted keys at the top level",
+      'mcp_servers.inventory.command = "node"   # node from PATH',
+      "mcp_servers . inventory . env = { LOG_LEVEL = 'debug' }",
+      "",
+      "[mcp_servers.other]",
+      'command = "deno"',
+      'args = ["run", "other.ts"]',
+      "",
+    ].join("\n");
+    const dottedWrapped = dotted
+      .replace(
+        'mcp_servers.inventory.command = "node"   # node from PATH\n',
+        `mcp_servers.inventory.command = ${node}   # node from PATH\nmcp_servers.inventory.args = ${args("inventory", "node", [])}\n`,
+      )
+      .replace('command = "deno"', `command = ${node}`)
+      .replace('args = ["run", "other.ts"]', `args = ${args("other", "deno", ["run", "other.ts"])}`);
+
+    for (const [name, before, expected] of [
+      ["inline.toml", inline, inlineWrapped],
+      ["dotted.toml", dotted, dottedWrapped],
+    ] as const) {
+      const file = join(u.root, name);
+      writeFileSync(file, before);
+      const wrap = await u.cli(["wrap", file]);
+      expect(wrap.code, wrap.stderr).toBe(0);
+      expect(read(file), name).toBe(expected);
+      // edited while wrapped: unwrap restores only wrap's values, in place
+      writeFileSync(file, `${read(file)}# added while wrapped\n`);
+      const unwrap = await u.cli(["unwrap", file]);
+      expect(unwrap.code, unwrap.stderr).toBe(0);
+      expect(read(file), name).toBe(`${before}# added while wrapped\n`);
+    }
+  });
+
   it("a FILE argument works like a host name", async () => {
     const u = user();
     const before = read(u.files["claude-code"]);

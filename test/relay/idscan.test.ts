@@ -83,6 +83,22 @@ describe("ClientIds", () => {
     expect(c.kind === "request" && c.msg.id).toBe(12);
   });
 
+  it("restores a stand-in made after many ordinary ids (restore skips its search only until the first)", () => {
+    const ids = new ClientIds();
+    for (let i = 0; i < 3; i++) {
+      const text = `{"jsonrpc":"2.0","id":${i},"method":"ping"}`;
+      const c = ids.adopt(parseLine(text), text);
+      const json = JSON.stringify({ jsonrpc: "2.0", id: c.kind === "request" ? c.msg.id : null, result: {} });
+      expect(ids.restore(json)).toBe(json);
+    }
+    const big = '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}';
+    const c = ids.adopt(parseLine(big), big);
+    if (c.kind !== "request") throw new Error("not a request");
+    expect(ids.restore(JSON.stringify({ jsonrpc: "2.0", id: c.msg.id, result: {} }))).toBe(
+      '{"jsonrpc":"2.0","id":9007199254740993,"result":{}}',
+    );
+  });
+
   it("keeps the parsed id when the raw text found is not of that id (duplicate id members)", () => {
     const ids = new ClientIds();
     const text = '{"jsonrpc":"2.0","id":1.0,"method":"x","id":2}';

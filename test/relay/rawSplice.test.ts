@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseLine } from "../../src/relay/jsonrpc.js";
-import { plainIdSpan, spliceId } from "../../src/relay/rawSplice.js";
+import { plainIdSpan, serializeWithId, spliceId, writtenIdOf } from "../../src/relay/rawSplice.js";
 
 // The fast path (the line as written, id spliced) against the slow path (parse, replace the id,
 // stringify): for any message, the same message after one parse, or no fast path at all.
@@ -151,5 +151,46 @@ describe("relaying a line as written (rawSplice)", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it("an answer under a server's id as written: that text back, everything else as parsed", () => {
+    fc.assert(
+      fc.property(
+        message,
+        fc.oneof(idValue, fc.constant('"long-'.concat("\\u00e9".repeat(400), '"'))),
+        ({ text }, idText) => {
+          let parsed: { id?: unknown };
+          try {
+            parsed = JSON.parse(text) as { id?: unknown };
+          } catch {
+            return;
+          }
+          if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return;
+          const out = serializeWithId({ ...parsed, id: 0 }, idText);
+          // every other member as re-serialising writes it (the slow path's -0 is 0)
+          const rest = JSON.parse(JSON.stringify(parsed)) as object;
+          expect(JSON.parse(out)).toEqual({ ...rest, id: JSON.parse(idText) });
+          // the id is written first, whatever the other keys are
+          expect(out.startsWith(`{"id":${idText}`)).toBe(true);
+          // read back from what was written, the same text (a key with an escape leaves only the
+          // id scanner, which reads ids up to 1 KiB)
+          const span = plainIdSpan(out);
+          if (span) expect(out.slice(span.start, span.end)).toBe(idText);
+          if (span || idText.length <= 1024)
+            expect(writtenIdOf(out, JSON.parse(idText) as number | string)).toBe(idText);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("reads an id's written text only when it is of the parsed value", () => {
+    const id = (t: string) => writtenIdOf(t, (JSON.parse(t) as { id: number | string }).id);
+    expect(id('{"jsonrpc":"2.0","id":1e2,"method":"ping"}')).toBe("1e2");
+    // line breaks between tokens: the scanner finds it
+    expect(id('{"jsonrpc":"2.0",\n"id" : -0,\n"method":"ping"}')).toBe("-0");
+    // two ids: JSON.parse keeps the last; the first one's text is not of that value
+    expect(id('{"jsonrpc":"2.0","id":1.0,"\\u0069d":2,"method":"ping"}')).toBe("2");
+    expect(id('{"jsonrpc":"2.0","id":"a","method":"ping"}')).toBe('"a"');
   });
 });

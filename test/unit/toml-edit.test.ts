@@ -1,5 +1,6 @@
-// editTomlEntries: a Codex config.toml edited in place, only the values that change; any layout it
-// cannot edit exactly gives null (the caller then writes the document again).
+// editTomlEntries: a Codex config.toml edited in place, only the values that change, in each of the
+// three shapes (sections, dotted keys, inline tables); what it cannot edit exactly gives null (the
+// caller then writes the document again).
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { editTomlEntries } from "../../src/onboard/tomlEdit.js";
@@ -57,14 +58,44 @@ describe("editTomlEntries", () => {
     expect(editTomlEntries(out, "mcp_servers", { a: { command: "npx", args: ["x", "y"] } }, text)).toBe(text);
   });
 
-  it("gives null for layouts it does not edit: inline tables, dotted keys, an entry that is not there", () => {
+  it("edits inline tables (nested, multi-line) and dotted keys in place, and back", () => {
+    const cases: [string, string][] = [
+      [
+        'mcp_servers = { a = { command = "npx" } } # all in one\n',
+        'mcp_servers = { a = { command = "/usr/bin/node", args = [ "cli.js", "run", "--", "npx", "x" ] } } # all in one\n',
+      ],
+      [
+        "[mcp_servers]\na = {command='npx',args=['x','y']}\n",
+        '[mcp_servers]\na = {command="/usr/bin/node",args=[ "cli.js", "run", "--", "npx", "x" ]}\n',
+      ],
+      [
+        '[mcp_servers]\na = {\n  command = "npx", # which\n  env = { K = "v" },\n}\n',
+        '[mcp_servers]\na = {\n  command = "/usr/bin/node", args = [ "cli.js", "run", "--", "npx", "x" ], # which\n  env = { K = "v" },\n}\n',
+      ],
+      [
+        '[mcp_servers]\n"a".command = "npx"  # c\n',
+        '[mcp_servers]\n"a".command = "/usr/bin/node"  # c\n"a".args = [ "cli.js", "run", "--", "npx", "x" ]\n',
+      ],
+      [
+        'mcp_servers.a.command = "npx"',
+        'mcp_servers.a.command = "/usr/bin/node"\nmcp_servers.a.args = [ "cli.js", "run", "--", "npx", "x" ]',
+      ],
+    ];
+    for (const [text, expected] of cases) {
+      const original = parse(text) as { mcp_servers: { a: Record<string, unknown> } };
+      const next = { ...original.mcp_servers.a, ...wrapped };
+      const out = editTomlEntries(text, "mcp_servers", { a: next });
+      expect(out, text).toBe(expected);
+      expect(editTomlEntries(out!, "mcp_servers", { a: original.mcp_servers.a }, text), text).toBe(text);
+    }
+  });
+
+  it("gives null for what it cannot read or edit: a key TOML escapes as JSON cannot, an entry that is not there", () => {
     expect(
-      editTomlEntries('mcp_servers = { a = { command = "npx" } }\n', "mcp_servers", { a: wrapped }),
+      editTomlEntries('[mcp_servers."\\U0001F600"]\ncommand = "npx"\n', "mcp_servers", {
+        "\u{1F600}": wrapped,
+      }),
     ).toBeNull();
-    expect(
-      editTomlEntries('[mcp_servers]\na = { command = "npx" }\n', "mcp_servers", { a: wrapped }),
-    ).toBeNull();
-    expect(editTomlEntries('[mcp_servers]\na.command = "npx"\n', "mcp_servers", { a: wrapped })).toBeNull();
     expect(editTomlEntries('[mcp_servers.a]\ncommand = "npx"\n', "mcp_servers", { b: wrapped })).toBeNull();
   });
 });

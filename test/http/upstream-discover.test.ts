@@ -1,0 +1,78 @@
+// A server reached by `run --url` in the 2026-07-28 era says who it is in each `server/discover`
+// answer (`_meta["io.modelcontextprotocol/serverInfo"]`, as the v2 SDK writes it). The record
+// takes it from the first, and a different one within the same epoch ends that epoch: the code
+// answering is not the code that was recorded (and approved).
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { HOSTILE, startFixture } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const ENVELOPE = {
+  _meta: {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  },
+};
+
+interface Row {
+  state: string;
+  epoch: string;
+  record: { remote: { serverInfo: { name: string; version: string } | null } };
+}
+
+describe("a remote server's serverInfo in the 2026-07-28 era", () => {
+  it("is recorded from server/discover, and a different one within the epoch ends it", async () => {
+    const server = await startFixture({}, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const peer: RawPeer & { stateDir: string } = rawGateway({
+      args: ["--label", "hostile", "--url", server.url, "--approval", "none"],
+    });
+    cleanup.push(() => peer.close());
+    const row = async () =>
+      (
+        JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout)
+          .gateways as Row[]
+      )[0]!;
+
+    const first = await peer.request("server/discover", ENVELOPE);
+    expect(first.error).toBeUndefined();
+    const listed = await peer.request("tools/list", ENVELOPE, 20_000); // as a client goes on
+    expect(listed.error).toBeUndefined();
+    const before = await waitFor(
+      async () => {
+        const r = await row();
+        return r.record.remote.serverInfo ? r : null;
+      },
+      20_000,
+      "serverInfo in the record",
+    );
+    expect(before.record.remote.serverInfo).toMatchObject({ name: "hostile", version: "0.0.1" });
+
+    // the server now says it is something else
+    const call = await peer.request("tools/call", {
+      name: "bad",
+      arguments: { mode: "reinvent" },
+      ...ENVELOPE,
+    });
+    expect(call.error).toBeUndefined();
+    await peer.request("server/discover", ENVELOPE);
+    const after = await waitFor(
+      async () => {
+        const r = await row();
+        return r.epoch !== before.epoch ? r : null;
+      },
+      20_000,
+      "a new epoch",
+    );
+    expect(after.epoch).not.toBe(before.epoch);
+    expect(peer.stderr()).toContain("describes itself differently");
+  });
+});
