@@ -28,14 +28,21 @@ interface Queued {
  *
  * Best-effort events (a call's result, emitted once the result was forwarded) are written at the
  * end of the turn that emitted them, after whatever that turn sent, so that they are not carried
- * by the next call's intent, on its way to the server. A group with no durable event commits
- * without an fsync (`relaxed`): it survives the gateway being killed; the next durable commit's
- * fsync covers it against a power loss. Those that cannot be written are reported on stderr;
- * they never block a call.
+ * by the next call's intent, on its way to the server: when no other call is in flight. While
+ * other calls are in flight (intents written, ends not yet emitted), they wait for the next group
+ * that commits anyway (the next intents, or the end of the last call in flight), at most
+ * RIDE_MS: one transaction for both instead of one each (see docs/performance.md, "Audit commits
+ * at c=16"). A group with no durable event commits without an fsync (`relaxed`): it survives the
+ * gateway being killed once committed; the next durable commit's fsync covers it against a power
+ * loss. Those that cannot be written are reported on stderr; they never block a call.
  */
 export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): EventSink {
   let queue: Queued[] = [];
   let immediate: NodeJS.Immediate | null = null;
+  // Best-effort events waiting for the next group (see ridesLater), and the bound on their wait.
+  let deferred: NodeJS.Timeout | null = null;
+  /** Ends (tool_result, call_interrupted) in the queue: calls no longer in flight. */
+  let queuedEnds = 0;
   // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
   // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
   // next, which covers them all. The event loop keeps relaying and gathering meanwhile.
@@ -75,11 +82,15 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
   };
   const countOpen = (batch: Queued[], written: readonly unknown[]) => {
     for (let i = 0; i < batch.length; i++) {
-      const type = batch[i]?.event.type;
-      if (type === "tool_called" && written[i] !== null) open++;
-      else if ((type === "tool_result" || type === "call_interrupted") && open > 0) open--;
+      const type = batch[i]?.event.type as string;
+      if (isIntent(type) && written[i] !== null) open++;
+      else if (isEnd(type) && open > 0) open--;
     }
   };
+  // A best-effort event rides in the next group while calls other than those ending in the queue
+  // are in flight: their ends, or the client's next calls, bring a group soon. Once the last call
+  // in flight ended, nothing would: the group commits at the end of this turn.
+  const ridesLater = () => open - queuedEnds > 0;
   const syncNow = (): Error | null => {
     const started = performance.now();
     try {
@@ -95,6 +106,9 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
   const flush = () => {
     if (immediate) clearImmediate(immediate);
     immediate = null;
+    if (deferred) clearTimeout(deferred);
+    deferred = null;
+    queuedEnds = 0;
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
@@ -154,7 +168,13 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
   return {
     emit(e) {
       queue.push({ event: e });
-      if (!immediate) immediate = setImmediate(flush);
+      if (immediate) return; // a group is due at the end of this turn already
+      if (isEnd(e.type)) queuedEnds++;
+      if (!ridesLater()) {
+        if (deferred) clearTimeout(deferred);
+        deferred = null;
+        immediate = setImmediate(flush);
+      } else deferred ??= setTimeout(flush, RIDE_MS);
     },
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {
@@ -165,6 +185,16 @@ export function auditSink(audit: AuditLog, log: Logger, intents?: OpenIntents): 
     flush,
   };
 }
+
+/**
+ * How long a best-effort event waits, at most, for the next group while calls are in flight. At
+ * 16 calls at a time the client's next call comes within a fraction of it; a gateway killed
+ * meanwhile leaves the call's row in open_intents, closed by the next gateway (call_interrupted).
+ */
+const RIDE_MS = 2;
+
+const isIntent = (type: string) => type === "tool_called" || type === "request_forwarded";
+const isEnd = (type: string) => type === "tool_result" || type === "call_interrupted";
 
 /** Below this average an fsync is quick enough for the thread pool's hop to matter (see syncNow). */
 const QUICK_SYNC_MS = 0.5;

@@ -2,12 +2,13 @@
 // transactions, results are recorded after they were forwarded (in a transaction of their own,
 // without an fsync), and neither costs a call its records: one linear chain across processes,
 // each intent before its end, every intent closed, even when a gateway is killed right after a
-// result reached its client.
+// result reached its client. While other calls are in flight, a result rides in the next group.
 import { renameSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AuditLog, openRecords } from "../../src/audit/index.js";
 import { auditSink } from "../../src/gateway/auditSink.js";
+import { OpenIntents } from "../../src/gateway/openIntents.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { stderrLogger } from "../../src/util/log.js";
@@ -177,5 +178,61 @@ describe("group commit of the audit log", () => {
     for (const p of pair) await expect(p).rejects.toThrow(/could not be made durable/);
     audit.close();
     fresh.close();
+  });
+
+  it("a result rides in the next group while other calls (or guarded reads) are in flight, and commits at the end of its turn once none is", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const db = openStore(stateDir);
+    cleanup.push(() => db.close());
+    const audit = AuditLog.open(db, stateDir, { sync: "normal" });
+    const sink = auditSink(audit, stderrLogger("test"), new OpenIntents(db, "gw"));
+    const stored = () => db.prepare("SELECT count(*) FROM audit_records").pluck().get() as number;
+    const rows = () => db.prepare("SELECT count(*) FROM open_intents").pluck().get() as number;
+    const turn = () => new Promise((r) => setImmediate(r));
+    const base = { run: "r", serverLabel: "s", tool: "echo", epoch: "e" };
+    const intent = (requestId: number) => sink.emitDurable({ type: "tool_called", ...base, requestId });
+    const result = (requestId: number) =>
+      sink.emit({ type: "tool_result", ...base, requestId, outcome: "ok" });
+    const read = (requestId: number) =>
+      sink.emitDurable({
+        type: "request_forwarded",
+        ...base,
+        tool: undefined,
+        method: "resources/read",
+        requestId,
+      });
+
+    // a guarded read and a call in flight; the call ends: its result waits, the read being open
+    expect(await Promise.all([read(1), intent(2)])).toEqual([true, true]);
+    const start = stored();
+    result(2);
+    await turn();
+    await turn();
+    expect(stored()).toBe(start); // not a transaction of its own
+    // the next call's intent brings the group: the result, then the intent, in one
+    expect(await intent(3)).toBe(true);
+    expect(stored()).toBe(start + 2);
+    expect(rows()).toBe(2); // the read and call 3 are open
+    // call 3 ends while the read is still open, and no call follows: the bound writes it
+    result(3);
+    await turn();
+    expect(stored()).toBe(start + 2);
+    for (let i = 0; i < 200 && stored() < start + 3; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(stored()).toBe(start + 3);
+    expect(rows()).toBe(1);
+    // the last one in flight ends: nothing would bring a group, it commits at the end of its turn
+    sink.emit({
+      type: "tool_result",
+      ...base,
+      tool: undefined,
+      method: "resources/read",
+      requestId: 1,
+      outcome: "ok",
+    });
+    await turn();
+    expect(stored()).toBe(start + 4);
+    expect(rows()).toBe(0);
+    audit.close();
   });
 });
