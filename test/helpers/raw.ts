@@ -2,10 +2,12 @@
 // tests that must write what no SDK client writes (malformed lines, batches, odd ids) or see
 // exactly what comes back.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { removeDir, waitFor } from "./files.js";
 import type { ExitInfo, WireMessage } from "./gateway.js";
 import { assertBuilt, hostEnv } from "./gateway.js";
-import { CLI, NODE } from "./paths.js";
+import { CLI, FIXTURES, NODE } from "./paths.js";
 import { newStateDir } from "./state.js";
 
 export interface RawPeer {
@@ -153,4 +155,35 @@ export function rawGateway(options: {
     },
   });
   return { ...peer, stateDir };
+}
+
+/**
+ * A raw peer on a gateway in front of the rawlines fixture (a server that writes the lines it is
+ * told to, as given), and the lines that server received, read from its log.
+ */
+export async function rawlinesGateway(
+  extra: string[] = [],
+): Promise<{ peer: RawPeer & { stateDir: string }; received: () => string[] }> {
+  const log = join(newStateDir(), "raw.log");
+  const peer = rawGateway({
+    args: ["--label", "rawlines", "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
+    env: { FIXTURE_RAW_LOG: log },
+  });
+  try {
+    await peer.initialize();
+  } catch (e) {
+    await peer.close();
+    throw e;
+  }
+  const received = () => {
+    try {
+      return readFileSync(log, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as string);
+    } catch {
+      return [];
+    }
+  };
+  return { peer, received };
 }

@@ -1,17 +1,11 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { NODE, REPO } from "../helpers/paths.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { type RawPeer, rawlinesGateway } from "../helpers/raw.js";
 
 // A relayed request (a method the gateway neither guards nor records) reaches the server as the
 // client wrote it, with only its id replaced; the server's answer reaches the client as the
 // server wrote it, with only the id restored to the client's own text. Anything a parser could
 // read two ways is re-serialised instead.
-
-const FIXTURE = join(REPO, "test", "fixtures", "servers", "rawlines.mjs");
 
 let peers: RawPeer[] = [];
 afterEach(async () => {
@@ -20,24 +14,9 @@ afterEach(async () => {
 });
 
 async function gateway(): Promise<{ peer: RawPeer; received: () => string[] }> {
-  const log = join(newStateDir(), "raw.log");
-  const peer = rawGateway({
-    args: ["--label", "rawlines", "--approval", "none", "--", NODE, FIXTURE],
-    env: { FIXTURE_RAW_LOG: log },
-  });
-  peers.push(peer);
-  await peer.initialize();
-  const received = () => {
-    try {
-      return readFileSync(log, "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as string);
-    } catch {
-      return [];
-    }
-  };
-  return { peer, received };
+  const g = await rawlinesGateway();
+  peers.push(g.peer);
+  return g;
 }
 
 /** the client's line as it arrived at the server, found by a marker in it */

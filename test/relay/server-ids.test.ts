@@ -1,10 +1,6 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { type RawPeer, rawlinesGateway } from "../helpers/raw.js";
 import { idTextOf, SERVER_IDS, serverRequestLine } from "./serverIds.js";
 
 // The server's own requests to the client (sampling, elicitation, roots, ping) go to the client
@@ -19,24 +15,9 @@ afterEach(async () => {
 });
 
 async function gateway(extra: string[] = []): Promise<{ peer: RawPeer; received: () => string[] }> {
-  const log = join(newStateDir(), "raw.log");
-  const peer = rawGateway({
-    args: ["--label", "rawlines", "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
-    env: { FIXTURE_RAW_LOG: log },
-  });
-  peers.push(peer);
-  await peer.initialize();
-  const received = () => {
-    try {
-      return readFileSync(log, "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as string);
-    } catch {
-      return [];
-    }
-  };
-  return { peer, received };
+  const g = await rawlinesGateway(extra);
+  peers.push(g.peer);
+  return g;
 }
 
 /** The answers the server received (lines without a method), by the marker in their result or error. */
