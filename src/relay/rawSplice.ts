@@ -12,8 +12,9 @@
  * - a top-level key is written with an escape (`"\u0069d"` is `id` to a parser
  *   but not to a byte scan) or appears twice (which one wins depends on the parser);
  * - the message has no top-level `"id"`, or its value is not a string or number token;
- * - a carriage return stands between tokens (JSON whitespace, but some line
- *   readers end a line there).
+ * - a carriage return or a line feed stands between tokens (JSON whitespace, but a
+ *   line reader ends a line there: a pretty-printed body from an HTTP upstream,
+ *   spliced as written, would reach a stdio client as several broken lines).
  *
  * Nested duplicate keys are left as written: the gateway reads nothing below the
  * top level of a message it only relays.
