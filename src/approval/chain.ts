@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
+import type { DigestCache } from "../identity/cache.js";
 import { hashFileSync } from "../identity/hash.js";
 import { describeOsProcess, processStartTime } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
@@ -37,11 +38,19 @@ export interface ChainEntry {
 
 export const MAX_CHAIN_DEPTH = 8;
 
-/** Digests of executables keyed by (path, size, mtime): in memory, and in the store when one is given. */
+/**
+ * Digests of executables keyed by (path, size, mtime): in memory, and in the store when one is
+ * given. A miss is read through the gateway's content-digest cache when one is given: the
+ * client's executable is often the server's runtime too (node), digested by the capture already,
+ * or warmed by it (Supervisor's warmAtLaunch).
+ */
 export class ExecutableDigests {
   private readonly memory = new Map<string, { size: number; mtimeMs: number; sha256: string }>();
 
-  constructor(private readonly db: Store | null = null) {}
+  constructor(
+    private readonly db: Store | null = null,
+    private readonly cache: DigestCache | null = null,
+  ) {}
 
   digest(path: string, readPath = path): string | null {
     let st: { size: number; mtimeMs: number };
@@ -56,7 +65,7 @@ export class ExecutableDigests {
     if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit.sha256;
     let sha256: string;
     try {
-      sha256 = `sha256:${hashFileSync(readPath, true).sha}`;
+      sha256 = `sha256:${this.cache?.cachedDigest(path, readPath) ?? hashFileSync(readPath, true).sha}`;
     } catch {
       return null;
     }
@@ -154,6 +163,25 @@ export function describeProcess(pid: number, digests = new ExecutableDigests()):
 }
 
 // ───────────────────────────── chain ─────────────────────────────
+
+/**
+ * The executables of the chain upward from `fromPid` that can be read under their own name, for
+ * digesting ahead of the run (the chain itself is read again when the run starts).
+ */
+export function chainExecutables(fromPid: number): string[] {
+  const out: string[] = [];
+  let pid = fromPid;
+  const seen = new Set<number>();
+  while (pid > 0 && out.length < MAX_CHAIN_DEPTH && !seen.has(pid)) {
+    seen.add(pid);
+    const os = describeOsProcess(pid);
+    if (!os) break;
+    if (os.executable && !os.executable.endsWith(" (deleted)")) out.push(os.executable);
+    if (pid === 1 || os.ppid === null) break;
+    pid = os.ppid;
+  }
+  return out;
+}
 
 /** The chain of a client whose process could not be found: one entry, no pid, the reason. */
 export function unknownClientChain(why: string): ChainEntry[] {

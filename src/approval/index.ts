@@ -5,7 +5,13 @@
  * See docs/security.md for what this protects against and what it does not.
  */
 export { Authorizer, type AuthorizerEvents, type AuthorizerOptions } from "./authorizer.js";
-export { type ChainEntry, MAX_CHAIN_DEPTH, processChain, processStartTime } from "./chain.js";
+export {
+  type ChainEntry,
+  chainExecutables,
+  MAX_CHAIN_DEPTH,
+  processChain,
+  processStartTime,
+} from "./chain.js";
 export {
   type ActiveGrant,
   type ApprovalConfig,

@@ -1,4 +1,5 @@
 import { ulid } from "ulid";
+import type { DigestCache } from "../identity/cache.js";
 import type { Store } from "../store/db.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
@@ -47,10 +48,12 @@ export function chainDigest(chain: readonly ChainEntry[]): string {
 export function startRun(
   db: Store,
   gatewayLabel: string,
-  opts: { fromPid?: number; chain?: ChainEntry[] } = {},
+  opts: { fromPid?: number; chain?: ChainEntry[]; digestCache?: DigestCache } = {},
 ): Run {
   // `chain`: a caller that could not find the client's process (HTTP) says so in the chain itself
-  const chain = opts.chain ?? processChain(opts.fromPid ?? process.ppid, new ExecutableDigests(db));
+  const chain =
+    opts.chain ??
+    processChain(opts.fromPid ?? process.ppid, new ExecutableDigests(db, opts.digestCache ?? null));
   const run: Run = {
     run: ulid(),
     serverLabel: gatewayLabel,

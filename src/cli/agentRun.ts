@@ -7,6 +7,7 @@ import {
 } from "../approval/index.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
+import type { DigestCache } from "../identity/index.js";
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import { holderVault } from "../vault/port.js";
@@ -22,6 +23,8 @@ export interface AgentRunSettings {
   requestTtlMs?: number;
   consolePage?: (request: string) => string | null;
   onRequest?: (request: string) => void;
+  /** the gateway's content-digest cache: the client's executables are often digested there */
+  digestCache?: DigestCache;
 }
 
 /**
@@ -37,7 +40,7 @@ export function beginAgentRun(
   context: AuthorizerOptions["context"],
 ): { run: Run; auth: Authorizer } {
   const { server, store, events } = s;
-  const run = startRun(store, server.label, client);
+  const run = startRun(store, server.label, { ...client, digestCache: s.digestCache });
   events.emit({
     type: "run_started",
     run: run.run,

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { ulid } from "ulid";
-import { DecisionVerifier, endRun, type Run } from "../approval/index.js";
+import { chainExecutables, DecisionVerifier, endRun, type Run } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import {
   APPROVAL_MODES,
@@ -380,6 +380,9 @@ async function serve(
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
+          // the stdio client is this gateway's parent: its executables, digested with the server's
+          // (an HTTP session's client is no process of ours)
+          warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),
         });
   // this gateway's egress proxy, when its server needs one (started below, before the server)
   let egress: ServerEgress | null = null;
@@ -456,6 +459,7 @@ async function serve(
     requestTtlMs,
     consolePage,
     onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
+    digestCache: cache,
   };
   const beginRun = () => {
     // the stdio client is the process that started this gateway (its parent)

@@ -290,6 +290,21 @@ export class DigestCache {
     return r.sha;
   }
 
+  /**
+   * The cached digest of one file (symlinks followed, bytes read from `openPath`), or null when
+   * the cache has none for its current size, mtime, ctime and inode. Reads only: nothing is hashed
+   * or stored, so a caller outside a capture leaves the cache as the capture saved it.
+   */
+  cachedDigest(path: string, openPath: string = path): string | null {
+    let st: Stats;
+    try {
+      st = statSync(openPath);
+    } catch {
+      return null;
+    }
+    return st.isFile() ? (this.lookupFile(path, st)?.sha ?? null) : null;
+  }
+
   /** Writes what changed (temporary files + rename). Never throws; false when it could not. */
   save(): boolean {
     if (this.file === null) return true;

@@ -58,10 +58,15 @@ export interface ChangeProbe {
   touched?: string | null;
 }
 
+/**
+ * The static identity of a launch. `alsoWarm`: other files to digest into the cache with the same
+ * workers (the client's executables, for the agent run's record), which the identity ignores.
+ */
 export async function captureStaticIdentity(
   spec: LaunchSpec,
   cache: DigestCache,
   probe?: ChangeProbe,
+  alsoWarm: readonly string[] = [],
 ): Promise<StaticIdentity> {
   const cwd = resolve(spec.cwd);
   const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
@@ -75,6 +80,7 @@ export async function captureStaticIdentity(
   const lockSlot = lockPath === null ? null : job.file(lockPath);
   const rtExe = r.runtime?.exe ?? null;
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
+  for (const p of alsoWarm) if (p !== r.executable && p !== rtExe) job.alsoWarm(p);
   const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
   const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
   const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);

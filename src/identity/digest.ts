@@ -93,6 +93,8 @@ export class DigestJob {
   private readonly paths: string[] = [];
   private readonly follow: number[] = [];
   private readonly keys: (string | null)[] = [];
+  /** per queued path: 1 when its status change says nothing about the server (see alsoWarm) */
+  private readonly unprobed: number[] = [];
   private readonly sinks: ((o: HashOutcome) => void)[] = [];
   private readonly trees: TreeState[] = [];
   private readonly pool = new HashPool();
@@ -140,6 +142,24 @@ export class DigestJob {
       else slot.sha = o.sha;
     });
     return slot;
+  }
+
+  /**
+   * A file digested only to fill the cache for someone else (the client's executables, whose
+   * digests the agent run records): hashed with this job's workers, never part of the identity,
+   * and never a reason to call the server's start racy. Skipped when cached, queued already, or
+   * not a readable regular file.
+   */
+  alsoWarm(abs: string): void {
+    let st: Stats;
+    try {
+      st = statSync(abs);
+    } catch {
+      return;
+    }
+    if (!st.isFile() || this.cache.lookupFile(abs, st) !== undefined) return;
+    for (let i = 0; i < this.paths.length; i++) if (this.keys[i] === abs) return;
+    this.enqueue(abs, abs, true, () => {}, true);
   }
 
   /**
@@ -205,7 +225,7 @@ export class DigestJob {
       for (let i = 0; i < n; i++) {
         const o = outcomes[i]!;
         const key = this.keys[i];
-        if (!("error" in o)) this.note(this.paths[i]!, o.ctimeMs);
+        if (!("error" in o) && this.unprobed[i] !== 1) this.note(this.paths[i]!, o.ctimeMs);
         if (!("error" in o) && key !== null && key !== undefined) this.cache.storeFile(key, o, this.nowMs);
         this.sinks[i]!(o);
       }
@@ -215,11 +235,18 @@ export class DigestJob {
     for (const t of this.trees) if (t.listingChanged) t.listings?.prune(t.gen);
   }
 
-  private enqueue(path: string, key: string | null, follow: boolean, sink: (o: HashOutcome) => void): void {
+  private enqueue(
+    path: string,
+    key: string | null,
+    follow: boolean,
+    sink: (o: HashOutcome) => void,
+    unprobed = false,
+  ): void {
     this.paths.push(path);
     this.keys.push(key);
     this.follow.push(follow ? 1 : 0);
     this.sinks.push(sink);
+    this.unprobed.push(unprobed ? 1 : 0);
   }
 
   private walk(

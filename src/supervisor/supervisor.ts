@@ -67,6 +67,12 @@ export interface SupervisorOptions {
    * scrubbing of released values, src/vault/scrub.ts); absent: printed as written.
    */
   stderrLine?: (line: string) => string;
+  /**
+   * Files to digest into the cache alongside the first launch's capture (the client's
+   * executables, which the agent run records when the client initializes): hashed in parallel
+   * with the server's tree instead of on the event loop after it, and never part of its identity.
+   */
+  warmAtLaunch?: () => readonly string[];
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
@@ -94,7 +100,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
   async start(): Promise<Generation> {
-    const gen = await this.launch("launch");
+    const gen = await this.launch("launch", this.opts.warmAtLaunch?.() ?? []);
     this.poll = setInterval(() => this.checkReplacement(), this.opts.pollMs ?? 500);
     this.poll.unref();
     collectWhenIdle();
@@ -110,7 +116,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * spawn (ctime) means the capture may describe other bytes than the ones the process loaded:
    * that process is killed, and the server is launched again the careful way, capture first.
    */
-  private async launch(reason: Generation["reason"]): Promise<Generation> {
+  private async launch(reason: Generation["reason"], alsoWarm: readonly string[] = []): Promise<Generation> {
     const { spec, cache } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
     // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
@@ -119,7 +125,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     let started = this.spawnChild(extra);
     let stat: StaticIdentity;
     try {
-      stat = await captureStaticIdentity(spec, cache, probe);
+      stat = await captureStaticIdentity(spec, cache, probe, alsoWarm);
       if (probe.touched) {
         this.opts.log.info(
           `${probe.touched} changed while the server was starting; starting it again after the capture`,

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, realpathSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   displayCommand,
@@ -10,6 +10,7 @@ import {
 } from "../../src/approval/chain.js";
 import { resolveMode } from "../../src/approval/grants.js";
 import { chainDigest, endRun, getRun, startRun } from "../../src/approval/runs.js";
+import { DigestCache } from "../../src/identity/cache.js";
 import type { Store } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { openTestStore } from "./helpers.js";
@@ -75,6 +76,29 @@ describe("process chains", () => {
     expect(new ExecutableDigests(db).digest(process.execPath)).toBe("sha256:cached");
     db.prepare("UPDATE executable_digests SET mtime_ms = mtime_ms - 1 WHERE path = ?").run(process.execPath);
     expect(new ExecutableDigests(db).digest(process.execPath)).toBe(d);
+  });
+
+  it("a digest missing from the store is read through the gateway's digest cache, and only while the file is the one cached", () => {
+    const exe = realpathSync(process.execPath);
+    const cache = new DigestCache(null);
+    const st = statSync(exe);
+    const planted = "f".repeat(64);
+    cache.storeFile(
+      exe,
+      { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, sha: planted },
+      Date.now(),
+    );
+    expect(new ExecutableDigests(db, cache).digest(exe)).toBe(`sha256:${planted}`);
+    // the cache read through is no more trusted than the cache: another inode is not that file
+    const other = new DigestCache(null);
+    other.storeFile(
+      exe,
+      { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino + 1, sha: planted },
+      Date.now(),
+    );
+    const real = new ExecutableDigests(null, other).digest(exe);
+    expect(real).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(real).not.toBe(`sha256:${planted}`);
   });
 
   it("command lines hide secret-looking values", () => {

@@ -1,14 +1,16 @@
 // The server is started while its dependency tree is digested (src/supervisor/supervisor.ts):
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { DigestCache } from "../../src/identity/cache.js";
 import { tempDir } from "../helpers/files.js";
 import { assertBuilt, runCli } from "../helpers/gateway.js";
-import { NODE, REPO } from "../helpers/paths.js";
+import { CLI, NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
-import { rawGateway } from "../helpers/raw.js";
+import { rawGateway, rawPeer } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -133,6 +135,47 @@ describe("startup: the server starts while its identity is captured", () => {
     const record = started[0]!.record as { processId: number };
     expect(record.processId).toBe(pids[1]);
   });
+
+  it.runIf(process.platform === "linux")(
+    "the client's executables are digested with the server's tree, before the client is answered, and the run records them",
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      const stateDir = newStateDir();
+      const cacheDir = tempDir("portcullis-cold-cache-");
+      // The gateway's parent (its stdio client) is a shell that stays: `"$@"; exit $?` is not exec'd.
+      const gw = rawPeer(
+        "/bin/sh",
+        [
+          "-c",
+          '"$@"; exit $?',
+          "sh",
+          NODE,
+          CLI,
+          "run",
+          "--state-dir",
+          stateDir,
+          "--label",
+          "inventory",
+        ].concat(["--approval", "none", "--", ...project.command]),
+        { ...project.env, PORTCULLIS_CACHE_DIR: cacheDir },
+        { cwd: project.dir },
+      );
+      cleanup.push(() => gw.close());
+      const shell = readlinkSync(`/proc/${gw.pid}/exe`);
+      await gw.initialize();
+      // The capture saved the cache before the epoch came up, the shell's binary in it: the
+      // client's chain was digested alongside the server's tree, not on the event loop after it.
+      const shellSha = createHash("sha256").update(readFileSync(shell)).digest("hex");
+      expect(new DigestCache(join(cacheDir, "digests.bin")).cachedDigest(shell)).toBe(shellSha);
+      gw.closeStdin();
+      await gw.exited;
+      const run = (await events(stateDir)).find((e) => e.type === "run_started") as
+        | { agent: { pid: number; executable: string; sha256: string }[] }
+        | undefined;
+      expect(run?.agent[0]).toMatchObject({ pid: gw.pid, executable: shell, sha256: `sha256:${shellSha}` });
+    },
+  );
 
   it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
     assertBuilt();

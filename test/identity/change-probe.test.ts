@@ -1,10 +1,20 @@
 // A capture that runs while the server is already starting (src/supervisor/supervisor.ts) must
 // say when a file it digested changed after the spawn: the process may have loaded other bytes.
-import { writeFileSync } from "node:fs";
+import { utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type ChangeProbe, captureStaticIdentity, DigestCache } from "../../src/identity/index.js";
-import { makeProject, NODE, put, removeDir, sleep, specFor, tempDir } from "./fixtures.js";
+import {
+  AGE_MS,
+  makeProject,
+  NODE,
+  put,
+  removeDir,
+  sha256File,
+  sleep,
+  specFor,
+  tempDir,
+} from "./fixtures.js";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -61,5 +71,28 @@ describe("a capture's change probe", () => {
     const entry: ChangeProbe = { since: later };
     await captureStaticIdentity(spec, cache(), entry);
     expect(entry.touched).toBe(join(root, "dist/server.js"));
+  });
+
+  it("files warmed alongside the capture (the client's executables) are digested into the cache, change nothing in the identity, and are never a reason to start again", async () => {
+    const { root, cache } = setup();
+    const spec = specFor(root, NODE, ["dist/server.js"]);
+    const elsewhere = tempDir("portcullis-probe-client-");
+    dirs.push(elsewhere);
+    const client = put(elsewhere, "bin/agent-host", "#!/bin/sh\necho host\n", 0o755);
+    await sleep(AGE_MS); // out of the cache's racy window, like a host binary installed earlier
+
+    const plain = await captureStaticIdentity(spec, cache());
+    const c = cache();
+    const warmed = await captureStaticIdentity(spec, c, undefined, [client, NODE]);
+    expect(warmed).toEqual(plain);
+    expect(c.cachedDigest(client)).toBe(sha256File(client));
+    expect(new DigestCache(c.file).cachedDigest(client)).toBe(sha256File(client)); // saved
+
+    // the client's file changes after the spawn: that says nothing about the server's bytes
+    const probe: ChangeProbe = { since: await markNow() };
+    const now = new Date();
+    utimesSync(client, now, now);
+    await captureStaticIdentity(spec, cache(), probe, [client]);
+    expect(probe.touched).toBeNull();
   });
 });
