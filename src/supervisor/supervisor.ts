@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { ulid } from "ulid";
 import { collectSoon, collectWhenIdle } from "../identity/collect.js";
@@ -19,8 +19,10 @@ import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
+import { discard, type EarlyStart, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
 
 export type { DownReason } from "./link.js";
+export { LaunchError } from "./spawn.js";
 
 /**
  * One generation of the supervised server: the code that can answer calls
@@ -41,10 +43,6 @@ export interface Generation extends LinkGeneration {
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
 export type SupervisorEvents = LinkEvents<Generation>;
-
-export class LaunchError extends Error {
-  override name = "LaunchError";
-}
 
 export interface SupervisorOptions {
   spec: LaunchSpec;
@@ -73,6 +71,12 @@ export interface SupervisorOptions {
    * with the server's tree instead of on the event loop after it, and never part of its identity.
    */
   warmAtLaunch?: () => readonly string[];
+  /**
+   * The first launch's process, spawned before the gateway's modules were loaded (src/cli/run.ts)
+   * from this same spec, with nothing added by `spawnEnv`: taken by the first launch instead of a
+   * spawn of its own; nothing is sent to it before its record exists, as for any other.
+   */
+  early?: EarlyStart;
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
@@ -93,9 +97,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   };
   private readonly probe = new StartTimeProbe();
 
+  /** the first launch's process, spawned ahead (SupervisorOptions.early), until a launch takes it */
+  private early: EarlyStart | undefined;
+
   constructor(private readonly opts: SupervisorOptions) {
     super();
     this.backoffMs = opts.backoff?.initialMs ?? 200;
+    this.early = opts.early;
   }
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
@@ -119,10 +127,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private async launch(reason: Generation["reason"], alsoWarm: readonly string[] = []): Promise<Generation> {
     const { spec, cache } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
+    let started = this.takeEarly(extra) ?? this.spawnChild(extra);
     // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
     // change right after the spawn is never stamped before `since`.
-    const probe: ChangeProbe = { since: Date.now() - CTIME_SLACK_MS };
-    let started = this.spawnChild(extra);
+    const probe: ChangeProbe = { since: started.startedAtMs - CTIME_SLACK_MS };
     let stat: StaticIdentity;
     try {
       stat = await captureStaticIdentity(spec, cache, probe, alsoWarm);
@@ -162,30 +170,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /** Spawns the server; its output is not read until the generation is wired (after `up`). */
   private spawnChild(extra: Record<string, string>): Started {
-    const { spec } = this.opts;
-    const child = spawn(spec.command, spec.args, {
-      cwd: spec.cwd,
-      env: { ...spec.env, ...extra },
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: true, // its own process group: shutdown reaches every descendant
-    });
-    const spawned = new Promise<ChildProcessWithoutNullStreams>((resolve, reject) => {
-      child.once("spawn", () => resolve(child));
-      child.once("error", (err: NodeJS.ErrnoException) => {
-        reject(
-          new LaunchError(
-            err.code === "ENOENT"
-              ? `cannot start "${spec.command}": command not found (cwd ${spec.cwd}).`
-              : `cannot start "${spec.command}": ${err.message}.`,
-          ),
-        );
-      });
-    });
-    spawned.catch(() => {}); // awaited later, or discarded: never an unhandled rejection
-    child.stdin.on("error", () => {
-      /* EPIPE when it dies with a write in flight: the exit handler reports it */
-    });
-    return { child, spawned, startedAt: new Date().toISOString() };
+    return spawnServer(this.opts.spec, extra);
+  }
+
+  /**
+   * The process spawned early for the first launch, if any and if it is exactly what this launch
+   * would spawn (argv, cwd, environment with what `spawnEnv` adds): else it is ended unused.
+   */
+  private takeEarly(extra: Record<string, string>): Started | null {
+    const early = this.early;
+    if (!early) return null;
+    this.early = undefined;
+    if (!early.matches(this.opts.spec, extra)) {
+      this.opts.log.warn(
+        "the server spawned ahead of the gateway differs from its launch spec; starting it again",
+      );
+      void early.cancel();
+      return null;
+    }
+    return early.take();
   }
 
   private wire(gen: Generation): void {
@@ -398,6 +401,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.poll) clearInterval(this.poll);
     this.probe.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
+    // a process spawned early for a first launch that never came
+    const early = this.early;
+    this.early = undefined;
+    await early?.cancel();
     await this.watcher?.close().catch(() => {});
     const cur = this.current;
     if (cur) {
@@ -410,27 +417,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
 /** How far before the spawn a file's ctime still counts as a change after it. */
 const CTIME_SLACK_MS = 50;
-
-interface Started {
-  child: ChildProcessWithoutNullStreams;
-  /** when it was spawned: the record's startedAt */
-  startedAt: string;
-  spawned: Promise<ChildProcessWithoutNullStreams>;
-}
-
-/** Ends a server spawned for a launch that did not go through (no message was ever sent to it). */
-async function discard(started: Started): Promise<void> {
-  const { child } = started;
-  if (child.pid === undefined) return; // the spawn itself failed
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once("exit", () => resolve());
-  });
-  killGroup(child.pid, "SIGKILL");
-  child.stdout.destroy();
-  child.stderr.destroy();
-  await exited;
-}
 
 /** Each worker's stdin, written once per event-loop turn. */
 const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
@@ -454,14 +440,6 @@ function safeDescendants(pid: number) {
     return listDescendants(pid);
   } catch {
     return [];
-  }
-}
-
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    /* ESRCH: the group is already gone */
   }
 }
 

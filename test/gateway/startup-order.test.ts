@@ -109,6 +109,10 @@ describe("startup: the server starts while its identity is captured", () => {
       `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\ntouch ${JSON.stringify(last)}\nexec ${JSON.stringify(NODE)} "$(dirname "$0")/../dist/server.js"\n`,
     );
     chmodSync(wrapper, 0o755);
+    // A file changed less than 50 ms before the spawn counts as changed after it (the kernel's
+    // coarse ctime clock), and the server is spawned within tens of ms of `run` starting: let the
+    // wrapper's own write age past that, so that only the touch inside it is a change.
+    await new Promise((r) => setTimeout(r, 200));
     const stateDir = newStateDir();
     const gw = rawGateway({
       args: ["--label", "inventory", "--approval", "none", "--", wrapper],
@@ -177,29 +181,44 @@ describe("startup: the server starts while its identity is captured", () => {
     },
   );
 
-  it("`run` loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
+  it("`run` spawns the server before it loads the gateway, and loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
     assertBuilt();
-    // The static import graph of dist/cli/run.js (dynamic imports load only when used).
-    const seen = new Set<string>();
-    const packages = new Set<string>();
-    const visit = (file: string) => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      const src = readFileSync(file, "utf8");
-      for (const m of src.matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)"|^import\s+"([^"]+)"/gm)) {
-        const spec = (m[1] ?? m[2])!;
-        if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
-        else if (!spec.startsWith("node:"))
-          packages.add(
-            spec
-              .split("/")
-              .slice(0, spec.startsWith("@") ? 2 : 1)
-              .join("/"),
-          );
-      }
-    };
     const dist = join(REPO, "dist");
-    visit(join(dist, "cli", "run.js"));
+    // The static import graph of a module (dynamic imports load only when used).
+    const graph = (entry: string) => {
+      const seen = new Set<string>();
+      const packages = new Set<string>();
+      const visit = (file: string) => {
+        if (seen.has(file)) return;
+        seen.add(file);
+        const src = readFileSync(file, "utf8");
+        for (const m of src.matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)"|^import\s+"([^"]+)"/gm)) {
+          const spec = (m[1] ?? m[2])!;
+          if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
+          else if (!spec.startsWith("node:"))
+            packages.add(
+              spec
+                .split("/")
+                .slice(0, spec.startsWith("@") ? 2 : 1)
+                .join("/"),
+            );
+        }
+      };
+      visit(join(dist, entry));
+      return { seen, packages, modules: [...seen].map((f) => relative(dist, f)) };
+    };
+    // Before the early spawn: the command line and configuration only, no package, no store.
+    const first = graph("cli/run.js");
+    expect(first.modules).toContain("supervisor/spawn.js");
+    expect([...first.packages]).toEqual([]);
+    expect(
+      first.modules.filter((f) => /^(?:gateway|audit|approval|catalog)\/|^store\/(?!stateDir\.js$)/.test(f)),
+    ).toEqual([]);
+    expect(readFileSync(join(dist, "cli", "run.js"), "utf8")).toContain('import("./serve.js")');
+    // Then the gateway: run.js and serve.js together.
+    const second = graph("cli/serve.js");
+    const seen = new Set([...first.seen, ...second.seen]);
+    const packages = new Set([...first.packages, ...second.packages]);
     expect(seen.size).toBeGreaterThan(20); // the graph was followed
     expect([...packages].sort()).toEqual(["better-sqlite3", "canonicalize", "ulid"]);
     const modules = [...seen].map((f) => relative(dist, f));

@@ -1,0 +1,361 @@
+// The gateway of `portcullis run`, once the command line and configuration are read
+// (src/cli/run.ts): the store and audit log, the server's supervisor (or remote link), the gateway
+// between them and the client, until the client or a signal ends it.
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { ulid } from "ulid";
+import { chainExecutables, DecisionVerifier, endRun, type Run } from "../approval/index.js";
+import { AuditLog } from "../audit/index.js";
+import type { ServerConfig } from "../config/config.js";
+import { readConsoleAddress, requestPageUrl } from "../console/address.js";
+import { consoleOnDemand } from "../console/launch.js";
+import { auditSink } from "../gateway/auditSink.js";
+import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
+import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
+import { GatewayRegistry } from "../gateway/registry.js";
+import { DigestCache } from "../identity/index.js";
+import { KeyringMissingError } from "../keyring/keyring.js";
+import { openStore } from "../store/db.js";
+import type { ServerLink } from "../supervisor/link.js";
+import type { EarlyStart } from "../supervisor/spawn.js";
+import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
+import { stdioDownstream } from "../transport/stdio.js";
+import { canonicalJson, sha256Tag } from "../util/canonical.js";
+import { type Logger, stderrLogger } from "../util/log.js";
+import { envDelivery } from "../vault/delivery.js";
+import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
+import { ReleasedValues } from "../vault/scrub.js";
+import { secretNames } from "../vault/secrets.js";
+import { scopesForTool } from "../vault/toolScopes.js";
+import { beginAgentRun } from "./agentRun.js";
+import { UsageError } from "./errors.js";
+import type { ListenSettings } from "./listen.js";
+import { reportSpawnCredentials } from "./spawnCredentials.js";
+
+/** Loaded only by a gateway whose configuration needs them (see src/cli/run.ts). */
+const listenModule = () => import("./listen.js");
+const remoteModule = () => import("./runRemote.js");
+
+/**
+ * Every credential scope the configuration names must have a secret in the vault (names are
+ * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
+ * naming the key and the file, not a refusal at the first call. A secret removed while the
+ * gateway runs is still refused per call (`credential_missing`).
+ */
+function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
+  if (server.credentialSpecs.length === 0) return;
+  const names = secretNames(store);
+  for (const spec of server.credentialSpecs) {
+    if (names.has(spec.secret)) continue;
+    const where = server.configFile ?? "the configuration";
+    const key = `${server.configKey ?? `servers.${server.label}`}.credentials.${spec.env}`;
+    throw new UsageError(
+      `run: ${where}: ${key} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}'.`,
+    );
+  }
+}
+
+/** Digest of the configuration that shapes this server (never env or header values in clear). */
+function configDigest(server: ServerConfig): string {
+  // configKey only says where the server sits in its file, for messages
+  const { configKey: _where, ...rest } = server;
+  const shape = {
+    ...rest,
+    env: Object.keys(server.env).sort(),
+    configFile: server.configFile,
+    ...(server.remote
+      ? { remote: { url: server.remote.url, headers: server.remote.headers.map((h) => h.name).sort() } }
+      : {}),
+  };
+  return sha256Tag(canonicalJson(shape));
+}
+
+/**
+ * The content-digest cache is shared by every state directory of the user: it maps
+ * (path, size, mtime, inode) to a digest, which says nothing about any one gateway,
+ * and sharing it keeps a new state directory from hashing node_modules cold.
+ */
+function digestCacheFile(): string {
+  const base = process.env.PORTCULLIS_CACHE_DIR
+    ? resolve(process.env.PORTCULLIS_CACHE_DIR)
+    : join(
+        process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"),
+        "portcullis",
+      );
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  // "digests.bin" and "digests.trees/": the layout with one listing file per tree (cache.ts);
+  // builds that kept every tree in "digest-cache.bin" keep using that file undisturbed
+  return join(base, "digests.bin");
+}
+
+/**
+ * Serves until the client or a signal ends it. `env`: the server's environment as configured
+ * (credential placeholders are added here); `early`: the server already spawned from it, for the
+ * supervisor's first launch.
+ */
+export async function serve(
+  server: ServerConfig,
+  stateDir: string,
+  configuredEnv: Record<string, string>,
+  {
+    holdTimeoutMs,
+    approvalTimeoutMs,
+    requestTtlMs,
+    auditSync,
+    decide,
+    listen,
+    early,
+  }: {
+    holdTimeoutMs?: number;
+    approvalTimeoutMs?: number;
+    requestTtlMs?: number;
+    auditSync: "full" | "normal";
+    decide?: GatewayOptions["decide"];
+    listen?: ListenSettings | null;
+    early?: EarlyStart | null;
+  },
+): Promise<number> {
+  const log = stderrLogger(server.label);
+  const store = openStore(stateDir);
+  let audit: AuditLog;
+  try {
+    audit = AuditLog.open(store, stateDir, { sync: auditSync });
+  } catch (e) {
+    store.close();
+    if (e instanceof KeyringMissingError) {
+      throw new UsageError(
+        `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
+      );
+    }
+    throw e;
+  }
+  try {
+    checkSecretsExist(server, store, stateDir);
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const gatewayId = ulid();
+  const registry = new GatewayRegistry(store, gatewayId, server.label);
+  const statusLog = {
+    ...log,
+    status: (line: string) => {
+      log.status(line);
+      registry.statusLine(line);
+    },
+  };
+  const cache = new DigestCache(digestCacheFile());
+  const env: Record<string, string> = { ...configuredEnv };
+  // Credential variables hold placeholders in the environment the record digests; the values
+  // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
+  // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts).
+  const releasedValues = new ReleasedValues();
+  const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);
+  Object.assign(env, delivery.placeholders);
+  const spec = {
+    serverLabel: server.label,
+    command: server.command,
+    args: server.args,
+    cwd: server.cwd,
+    env,
+    configDigest: configDigest(server),
+    include: server.identity.include,
+  };
+  // One link per client connection: a process supervisor, or a session with a remote server.
+  // `extraEnv`: that gateway's egress proxy variables, added at each spawn (its proxy starts
+  // before the server, so they are known by then).
+  const remote = server.remote ? await remoteModule() : null;
+  const makeLink = (
+    linkLog: Logger,
+    extraEnv: () => Record<string, string> = () => ({}),
+    first?: EarlyStart,
+  ): ServerLink =>
+    server.remote && remote
+      ? remote.remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
+      : new Supervisor({
+          spec,
+          cache,
+          log: linkLog,
+          // how often a swapped worker is looked for while idle (it is also checked before every
+          // forwarded request); tests push it out to prove the forwarding-path check
+          pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+          maxMessageBytes: server.maxMessageBytes,
+          spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
+          stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
+          // the stdio client is this gateway's parent: its executables, digested with the server's
+          // (an HTTP session's client is no process of ours)
+          warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),
+          early: first,
+        });
+  // this gateway's egress proxy, when its server needs one (started below, before the server)
+  let egress: ServerEgress | null = null;
+  const supervisor = makeLink(statusLog, () => egress?.env ?? {}, early ?? undefined);
+
+  // Calls left open by gateways killed on this store are closed first (call_interrupted).
+  try {
+    const closed = closeOrphanIntents(store, audit, gatewayId);
+    if (closed > 0) log.info(`audit: closed ${closed} call(s) left open by a gateway that is gone`);
+  } catch (e) {
+    log.warn(`audit: could not close the calls left open by gone gateways: ${(e as Error).message}`);
+  }
+  const events = auditSink(audit, log, new OpenIntents(store, gatewayId));
+
+  // The console's page of a request, when a console runs for this state directory.
+  const consolePage = (request: string): string | null => {
+    const address = readConsoleAddress(stateDir);
+    return address ? requestPageUrl(address.url, request) : null;
+  };
+  if (listen) {
+    // the supervisor above is never started: each HTTP session has its own
+    // (and each session its own egress proxy, started with it: src/cli/listen.ts)
+    const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues, env };
+    return (await listenModule()).listenUntilSignal(
+      {
+        ...shared,
+        holdTimeoutMs,
+        approvalTimeoutMs,
+        requestTtlMs,
+        consolePage,
+        onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
+        decide,
+      },
+      listen,
+      registry,
+    );
+  }
+  try {
+    egress = await startServerEgress({
+      server,
+      stateDir,
+      gatewayId,
+      env,
+      store,
+      events,
+      log: statusLog,
+      released: releasedValues,
+      calls: () => (gateway ? gateway.callsInFlight() : { epoch: null, inFlight: [] }),
+    });
+  } catch (e) {
+    if (e instanceof EgressStartError) throw new UsageError(`run: ${e.message}`);
+    throw e;
+  }
+  let run: Run | null = null;
+  // One per gateway: it learns the pinned approver key once and remembers verified decisions.
+  const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
+    log.warn(
+      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+    ),
+  );
+  const trust = verifier.trusted();
+  if (!trust.ok && trust.mismatch) {
+    // On stderr and in `portcullis status`: every grant and decision will be refused.
+    log.warn(`no grant will be honoured: ${trust.why}`);
+    registry.statusLine(`approvals refused: ${trust.why}`);
+  }
+  const runSettings = {
+    server,
+    stateDir,
+    store,
+    events,
+    verifier,
+    approvalTimeoutMs,
+    requestTtlMs,
+    consolePage,
+    onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
+    digestCache: cache,
+  };
+  const beginRun = () => {
+    // the stdio client is the process that started this gateway (its parent)
+    const begun = beginAgentRun(runSettings, gatewayId, statusLog, {}, () => ({
+      record: supervisor.current?.record ?? null,
+      revision: gateway?.status().revision ?? 0,
+    }));
+    run = begun.run;
+    return { runId: begun.run.run, auth: begun.auth };
+  };
+
+  let finish: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  let ending = false;
+  const shutdown = async (code: number) => {
+    if (ending) return;
+    ending = true;
+    downstream.close();
+    await supervisor.shutdown();
+    await egress?.close();
+    if (run) {
+      endRun(store, run);
+      events.emit({ type: "run_ended", run: run.run, serverLabel: server.label });
+    }
+    events.flush();
+    registry.end();
+    store.close();
+    finish(code);
+  };
+
+  let gateway: Gateway | null = null;
+  const downstream = stdioDownstream(
+    {
+      line: (t) => gateway?.onClientLine(t),
+      oversize: (n, id, hasMethod) => gateway?.onClientOversize(n, id, hasMethod),
+      // a client that ends its input still gets the answers it asked for (bounded wait)
+      end: (why) =>
+        void (why === "input-closed" && gateway
+          ? gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0))
+          : shutdown(0)),
+    },
+    server.maxMessageBytes,
+  );
+  gateway = new Gateway({
+    label: server.label,
+    onChange: server.onChange,
+    onExpand: server.onExpand ?? "run",
+    supervisor,
+    store,
+    log: statusLog,
+    downstream,
+    events,
+    beginRun,
+    holdTimeoutMs,
+    consolePage,
+    auditArguments: server.audit.arguments,
+    decide,
+    released: releasedValues,
+    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
+    // what the egress proxy may release while a call runs: that tool's own scopes
+    callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
+    onState: (state) => {
+      // the record now names the processes that answered (settled); keep both rows current
+      const gen = supervisor.current;
+      if (gen) registry.recordEpoch(gen.record, gen.reason);
+      registry.update({ state, record: gen?.record ?? null });
+    },
+    onEnd: (_reason, code) => void shutdown(code),
+  });
+  supervisor.on("up", (gen) => {
+    reportSpawnCredentials(delivery, events, statusLog, server.label, gen.epoch);
+    registry.recordEpoch(gen.record, gen.reason);
+    registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+  });
+  supervisor.on("down", () => registry.update({ state: "identity-pending" }));
+  const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
+  heartbeat.unref();
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => void shutdown(0));
+
+  try {
+    await supervisor.start();
+  } catch (e) {
+    if (e instanceof LaunchError) {
+      registry.end();
+      store.close();
+      throw new UsageError(`run: ${e.message}`);
+    }
+    throw e;
+  }
+  const code = await done;
+  clearInterval(heartbeat);
+  return code;
+}
