@@ -5,7 +5,10 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { DigestCache } from "../../src/identity/cache.js";
+import { EarlyStart } from "../../src/supervisor/spawn.js";
+import { Supervisor } from "../../src/supervisor/supervisor.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -115,5 +118,40 @@ describe.runIf(process.platform === "linux")("a server spawned before the gatewa
       await gw.exited;
       await waitFor(() => !alive(pid!), 10_000, `server ${pid} to be gone`);
     }
+  });
+
+  it("is used by the first launch only when spawned from exactly its launch spec; otherwise it is killed unused and the server started as the spec says", async () => {
+    const server = stubbornServer();
+    const spec = {
+      serverLabel: "stubborn",
+      command: NODE,
+      args: [server.script],
+      cwd: tempDir("portcullis-early-cwd-"),
+      env: { PATH: process.env.PATH ?? "", EARLY_MARK: "as-configured" },
+      configDigest: "sha256:0",
+    };
+    cleanup.push(() => removeDir(spec.cwd));
+    const warnings: string[] = [];
+    const log = { info: () => {}, warn: (m: string) => warnings.push(m), status: () => {}, debug: () => {} };
+    const launch = async (early: EarlyStart) => {
+      const sup = new Supervisor({ spec, cache: new DigestCache(null), log, early, shutdownGraceMs: 200 });
+      cleanup.push(() => sup.shutdown());
+      return (await sup.start()).child.pid!;
+    };
+
+    // files written less than 50 ms before a spawn count as changed after it: let the script age
+    await sleep(200);
+    // the same spec: that very process is the first generation
+    const same = EarlyStart.spawn(spec);
+    expect(await launch(same)).toBe(same.started.child.pid);
+
+    // one environment variable differs (as credentials or a proxy would add): not that process
+    const other = EarlyStart.spawn({ ...spec, env: { ...spec.env, EARLY_MARK: "something-else" } });
+    const otherPid = other.started.child.pid!;
+    const pid = await launch(other);
+    expect(pid).not.toBe(otherPid);
+    expect(warnings.join("\n")).toMatch(/spawned ahead of the gateway differs from its launch spec/);
+    await waitFor(() => !alive(otherPid), 5_000, `the unused process ${otherPid} to be gone`);
+    expect(alive(pid)).toBe(true);
   });
 });
