@@ -39,6 +39,12 @@ setInterval(() => {}, 1000);
   return { script, pids };
 }
 
+/** `portcullis run` in front of that server, to its end (it never gets a client message). */
+function runStubborn(stateDir: string, script: string) {
+  const args = ["run", "--state-dir", stateDir, "--label", "stubborn", "--approval", "none"];
+  return runCli([...args, "--", NODE, script], { timeoutMs: 30_000 });
+}
+
 /** Running (a zombie waiting for a reaper counts as gone). */
 function alive(pid: number): boolean {
   try {
@@ -55,21 +61,7 @@ describe.runIf(process.platform === "linux")("a server spawned before the gatewa
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     mkdirSync(join(stateDir, "portcullis.db")); // a directory where the store should be
-    const r = await runCli(
-      [
-        "run",
-        "--state-dir",
-        stateDir,
-        "--label",
-        "stubborn",
-        "--approval",
-        "none",
-        "--",
-        NODE,
-        server.script,
-      ],
-      { timeoutMs: 30_000 },
-    );
+    const r = await runStubborn(stateDir, server.script);
     expect(r.code).not.toBe(0);
     // it was spawned ahead of the store, and it is gone with the gateway
     const [pid] = await waitFor(() => server.pids().length > 0 && server.pids(), 5_000, "the server's pid");
@@ -82,21 +74,7 @@ describe.runIf(process.platform === "linux")("a server spawned before the gatewa
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     rmSync(join(stateDir, "keyring.json"));
-    const r = await runCli(
-      [
-        "run",
-        "--state-dir",
-        stateDir,
-        "--label",
-        "stubborn",
-        "--approval",
-        "none",
-        "--",
-        NODE,
-        server.script,
-      ],
-      { timeoutMs: 30_000 },
-    );
+    const r = await runStubborn(stateDir, server.script);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no keyring in .*portcullis init/);
     expect(server.pids()).toEqual([]);

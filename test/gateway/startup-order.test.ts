@@ -148,20 +148,10 @@ describe("startup: the server starts while its identity is captured", () => {
       const stateDir = newStateDir();
       const cacheDir = tempDir("portcullis-cold-cache-");
       // The gateway's parent (its stdio client) is a shell that stays: `"$@"; exit $?` is not exec'd.
+      const runArgs = ["run", "--state-dir", stateDir, "--label", "inventory", "--approval", "none"];
       const gw = rawPeer(
         "/bin/sh",
-        [
-          "-c",
-          '"$@"; exit $?',
-          "sh",
-          NODE,
-          CLI,
-          "run",
-          "--state-dir",
-          stateDir,
-          "--label",
-          "inventory",
-        ].concat(["--approval", "none", "--", ...project.command]),
+        ["-c", '"$@"; exit $?', "sh", NODE, CLI, ...runArgs, "--", ...project.command],
         { ...project.env, PORTCULLIS_CACHE_DIR: cacheDir },
         { cwd: project.dir },
       );
