@@ -16,7 +16,11 @@ export function parse<O extends Options>(
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
-    const msg = (e as Error).message.replace(/\. To specify a positional argument.*$/s, "");
+    // node's hint, shortened: "… place it at the end of the command after '--', as in …"
+    const msg = (e as Error).message.replace(
+      /\. To specify a positional argument.*$/s,
+      " (a value that starts with '-' goes after '--')",
+    );
     throw new UsageError(`${command}: ${msg.charAt(0).toLowerCase()}${msg.slice(1)}`);
   }
 }

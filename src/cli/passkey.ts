@@ -51,8 +51,20 @@ function fail(code: number, message: string): number {
   return code;
 }
 
+/**
+ * A passkey ID is base64url, so it may start with '-' (`-rX9…`): after `rm`, an argument that is
+ * none of this command's options is the ID, not an unknown option.
+ */
+function idAfterRm(args: string[]): string[] {
+  const at = args.indexOf("rm");
+  const id = args[at + 1];
+  if (at === -1 || id === undefined || !id.startsWith("-") || id === "--") return args;
+  if (/^(?:-h|--help|--json|--state-dir)(?:=|$)/.test(id)) return args;
+  return [...args.slice(0, at + 1), ...args.slice(at + 2), "--", id];
+}
+
 function run(args: string[], stateDir: string): number {
-  const { values, positionals } = parse("passkey", args, OPTIONS);
+  const { values, positionals } = parse("passkey", idAfterRm(args), OPTIONS);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
     return values.help ? EXIT_OK : EXIT_USAGE;

@@ -5,6 +5,7 @@
 // credential row inserted by SQL) keeps the call waiting and is recorded as decision_rejected;
 // after `passkey rm`, what the passkey approved covers nothing.
 
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -73,9 +74,13 @@ function setup() {
 }
 
 /** Registration as the console does it: the passphrase gives the signer, the browser the answer. */
-async function register(db: Store, stateDir: string, name: string): Promise<SoftAuthenticator> {
+async function register(
+  db: Store,
+  stateDir: string,
+  name: string,
+  key = new SoftAuthenticator(),
+): Promise<SoftAuthenticator> {
   const signer = await pinnedSigner(db, stateDir, TEST_PASSPHRASE);
-  const key = new SoftAuthenticator();
   const options = await passkeyRegistrationOptions(
     { rpId: TEST_RP_ID, rpName: "portcullis", userName: "me" },
     db,
@@ -254,7 +259,10 @@ describe("portcullis passkey", () => {
     const { stateDir, project } = setup();
     const gw = await gateway(project, stateDir);
     const db = store(stateDir);
-    const key = await register(db, stateDir, "old phone");
+    // an ID whose base64url starts with '-' (first byte 0xF8): `rm -…` takes it as the ID, not an option
+    const dashed = Buffer.concat([Buffer.from([0xf8]), randomBytes(15)]);
+    const key = await register(db, stateDir, "old phone", new SoftAuthenticator(dashed));
+    expect(key.id.startsWith("-")).toBe(true);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
     const { grant } = await decideWith(

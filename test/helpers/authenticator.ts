@@ -29,12 +29,12 @@ export interface AnswerOptions {
 }
 
 export class SoftAuthenticator {
-  readonly credentialId = randomBytes(16);
   private readonly privateKey: KeyObject;
   private readonly publicKey: KeyObject;
   counter = 0;
 
-  constructor() {
+  /** `credentialId`: random unless given (an ID whose base64url starts with '-', for the CLI) */
+  constructor(readonly credentialId: Buffer = randomBytes(16)) {
     const pair = generateKeyPairSync("ec", { namedCurve: "P-256" });
     this.privateKey = pair.privateKey;
     this.publicKey = pair.publicKey;
