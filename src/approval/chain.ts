@@ -165,22 +165,40 @@ export function describeProcess(pid: number, digests = new ExecutableDigests()):
 // ───────────────────────────── chain ─────────────────────────────
 
 /**
+ * Each process from `fromPid` upward, as `describe` reads it, up to pid 1 or MAX_CHAIN_DEPTH
+ * entries; a process that cannot be read ends the walk, and `unreadable` is given its pid.
+ */
+function walkChain<T extends { ppid: number | null }>(
+  fromPid: number,
+  describe: (pid: number) => T | null,
+  unreadable: (pid: number) => T | null = () => null,
+): T[] {
+  const chain: T[] = [];
+  let pid = fromPid;
+  const seen = new Set<number>();
+  while (pid > 0 && chain.length < MAX_CHAIN_DEPTH && !seen.has(pid)) {
+    seen.add(pid);
+    const e = describe(pid);
+    if (!e) {
+      const instead = unreadable(pid);
+      if (instead) chain.push(instead);
+      break;
+    }
+    chain.push(e);
+    if (pid === 1 || e.ppid === null) break;
+    pid = e.ppid;
+  }
+  return chain;
+}
+
+/**
  * The executables of the chain upward from `fromPid` that can be read under their own name, for
  * digesting ahead of the run (the chain itself is read again when the run starts).
  */
 export function chainExecutables(fromPid: number): string[] {
-  const out: string[] = [];
-  let pid = fromPid;
-  const seen = new Set<number>();
-  while (pid > 0 && out.length < MAX_CHAIN_DEPTH && !seen.has(pid)) {
-    seen.add(pid);
-    const os = describeOsProcess(pid);
-    if (!os) break;
-    if (os.executable && !os.executable.endsWith(" (deleted)")) out.push(os.executable);
-    if (pid === 1 || os.ppid === null) break;
-    pid = os.ppid;
-  }
-  return out;
+  return walkChain(fromPid, describeOsProcess).flatMap((os) =>
+    os.executable && !os.executable.endsWith(" (deleted)") ? [os.executable] : [],
+  );
 }
 
 /** The chain of a client whose process could not be found: one entry, no pid, the reason. */
@@ -205,33 +223,23 @@ export function unknownClientChain(why: string): ChainEntry[] {
  * the starting pid only, with a note.
  */
 export function processChain(fromPid: number, digests = new ExecutableDigests()): ChainEntry[] {
-  const chain: ChainEntry[] = [];
-  let pid = fromPid;
-  const seen = new Set<number>();
-  while (pid > 0 && chain.length < MAX_CHAIN_DEPTH && !seen.has(pid)) {
-    seen.add(pid);
-    const e = describeProcess(pid, digests);
-    if (!e) {
-      chain.push({
-        pid,
-        ppid: null,
-        startTime: null,
-        startedAt: null,
-        executable: null,
-        sha256: null,
-        command: "",
-        note:
-          process.platform === "linux" || process.platform === "darwin"
-            ? "process not readable (gone, or another user's)"
-            : `process chains are not read on ${process.platform}`,
-      });
-      break;
-    }
-    chain.push(e);
-    if (pid === 1 || e.ppid === null) break;
-    pid = e.ppid;
-  }
-  return chain;
+  return walkChain(
+    fromPid,
+    (pid) => describeProcess(pid, digests),
+    (pid) => ({
+      pid,
+      ppid: null,
+      startTime: null,
+      startedAt: null,
+      executable: null,
+      sha256: null,
+      command: "",
+      note:
+        process.platform === "linux" || process.platform === "darwin"
+          ? "process not readable (gone, or another user's)"
+          : `process chains are not read on ${process.platform}`,
+    }),
+  );
 }
 
 export { displayCommand, processStartTime };
