@@ -80,7 +80,7 @@ export async function captureStaticIdentity(
   const lockSlot = lockPath === null ? null : job.file(lockPath);
   const rtExe = r.runtime?.exe ?? null;
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
-  for (const p of alsoWarm) if (p !== r.executable && p !== rtExe) job.alsoWarm(p);
+  for (const p of alsoWarm) job.alsoWarm(p); // skipped when queued above or cached
   const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
   const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
   const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
