@@ -53,7 +53,8 @@ export async function startListener(
           // no command: the server is given in `args` (--url URL)
           ...(command.length > 0 ? ["--", ...command] : []),
         ],
-    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } },
+    // no console started on demand for the approval requests these gateways make (it outlives them)
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, PORTCULLIS_NO_CONSOLE: "1", ...opts.env } },
   );
   let err = "";
   proc.stderr!.on("data", (c) => {
