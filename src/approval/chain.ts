@@ -201,20 +201,23 @@ export function chainExecutables(fromPid: number): string[] {
   );
 }
 
+/** An entry for a process that could not be read: its pid (0: none known) and why. */
+function unreadEntry(pid: number, note: string): ChainEntry {
+  return {
+    pid,
+    ppid: null,
+    startTime: null,
+    startedAt: null,
+    executable: null,
+    sha256: null,
+    command: "",
+    note,
+  };
+}
+
 /** The chain of a client whose process could not be found: one entry, no pid, the reason. */
 export function unknownClientChain(why: string): ChainEntry[] {
-  return [
-    {
-      pid: 0,
-      ppid: null,
-      startTime: null,
-      startedAt: null,
-      executable: null,
-      sha256: null,
-      command: "",
-      note: why,
-    },
-  ];
+  return [unreadEntry(0, why)];
 }
 
 /**
@@ -226,19 +229,13 @@ export function processChain(fromPid: number, digests = new ExecutableDigests())
   return walkChain(
     fromPid,
     (pid) => describeProcess(pid, digests),
-    (pid) => ({
-      pid,
-      ppid: null,
-      startTime: null,
-      startedAt: null,
-      executable: null,
-      sha256: null,
-      command: "",
-      note:
+    (pid) =>
+      unreadEntry(
+        pid,
         process.platform === "linux" || process.platform === "darwin"
           ? "process not readable (gone, or another user's)"
           : `process chains are not read on ${process.platform}`,
-    }),
+      ),
   );
 }
 
