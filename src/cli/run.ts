@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import {
   APPROVAL_MODES,
@@ -12,15 +11,12 @@ import {
 } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
-import { keyringPath } from "../keyring/path.js";
 import { resolveStateDir } from "../store/stateDir.js";
-import { EarlyStart } from "../supervisor/spawn.js";
 import { oneOf, parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
-// This module parses the command line and the configuration, spawns the server when it can
-// (see earlyStart), and only then loads the gateway (./serve.js): the server boots while the
-// gateway's modules load. Its static imports are kept light for that reason.
+// This module parses the command line and the configuration, and only then loads the gateway
+// (./serve.js): `run --help` and usage errors load no store, no package and no gateway.
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
        portcullis run [options] --url URL [--header 'Name: value']...
@@ -184,22 +180,14 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     server.listen !== undefined || LISTEN_FLAGS.some((f) => values[f] !== undefined)
       ? (await listenModule()).listenSettings(server, stateDir, values)
       : null;
-  const env = serverEnv(server);
-  const early = earlyStart(server, stateDir, listen !== null, env);
-  try {
-    return await (await serveModule()).serve(server, stateDir, env, {
-      holdTimeoutMs,
-      approvalTimeoutMs,
-      requestTtlMs,
-      auditSync,
-      decide: internals.decide,
-      listen,
-      early,
-    });
-  } finally {
-    // the supervisor took it, unless the gateway could not start: then it never ran unsupervised
-    await early?.cancel();
-  }
+  return (await serveModule()).serve(server, stateDir, serverEnv(server), {
+    holdTimeoutMs,
+    approvalTimeoutMs,
+    requestTtlMs,
+    auditSync,
+    decide: internals.decide,
+    listen,
+  });
 }
 
 /** The server's environment as configured: the gateway's own, then the configuration's `env`. */
@@ -207,27 +195,6 @@ function serverEnv(server: ServerConfig): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   return Object.assign(env, server.env);
-}
-
-/**
- * Spawns a local server now, before the gateway's modules load (≈ 60 ms), so that it boots
- * meanwhile; its supervisor takes it for the first launch and captures its identity as for any
- * launch (the change probe counts from this spawn), and nothing reaches it before its record.
- * Only when nothing the gateway starts first changes its environment or can refuse the start:
- * no `--listen` (each session spawns its own), no credentials (their placeholders and values),
- * no egress proxy (its variables), and a keyring present (else `run` stops with a usage error,
- * and no server should have run). Otherwise null: the gateway spawns it once it is ready.
- */
-function earlyStart(
-  server: ServerConfig,
-  stateDir: string,
-  listening: boolean,
-  env: Record<string, string>,
-): EarlyStart | null {
-  if (server.remote || listening || server.credentialSpecs.length > 0 || server.egress !== undefined)
-    return null;
-  if (!existsSync(keyringPath(stateDir))) return null;
-  return EarlyStart.spawn({ command: server.command, args: server.args, cwd: server.cwd, env });
 }
 
 function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): string[] {

@@ -18,7 +18,6 @@ import { DigestCache } from "../identity/index.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
-import type { EarlyStart } from "../supervisor/spawn.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
@@ -90,9 +89,8 @@ function digestCacheFile(): string {
 }
 
 /**
- * Serves until the client or a signal ends it. `env`: the server's environment as configured
- * (credential placeholders are added here); `early`: the server already spawned from it, for the
- * supervisor's first launch.
+ * Serves until the client or a signal ends it. `configuredEnv`: the server's environment as
+ * configured (credential placeholders are added here).
  */
 export async function serve(
   server: ServerConfig,
@@ -105,7 +103,6 @@ export async function serve(
     auditSync,
     decide,
     listen,
-    early,
   }: {
     holdTimeoutMs?: number;
     approvalTimeoutMs?: number;
@@ -113,7 +110,6 @@ export async function serve(
     auditSync: "full" | "normal";
     decide?: GatewayOptions["decide"];
     listen?: ListenSettings | null;
-    early?: EarlyStart | null;
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
@@ -166,11 +162,7 @@ export async function serve(
   // `extraEnv`: that gateway's egress proxy variables, added at each spawn (its proxy starts
   // before the server, so they are known by then).
   const remote = server.remote ? await remoteModule() : null;
-  const makeLink = (
-    linkLog: Logger,
-    extraEnv: () => Record<string, string> = () => ({}),
-    first?: EarlyStart,
-  ): ServerLink =>
+  const makeLink = (linkLog: Logger, extraEnv: () => Record<string, string> = () => ({})): ServerLink =>
     server.remote && remote
       ? remote.remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
       : new Supervisor({
@@ -186,11 +178,10 @@ export async function serve(
           // the stdio client is this gateway's parent: its executables, digested with the server's
           // (an HTTP session's client is no process of ours)
           warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),
-          early: first,
         });
   // this gateway's egress proxy, when its server needs one (started below, before the server)
   let egress: ServerEgress | null = null;
-  const supervisor = makeLink(statusLog, () => egress?.env ?? {}, early ?? undefined);
+  const supervisor = makeLink(statusLog, () => egress?.env ?? {});
 
   // Calls left open by gateways killed on this store are closed first (call_interrupted).
   try {

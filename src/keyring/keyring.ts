@@ -21,7 +21,6 @@ import {
 import { join } from "node:path";
 import canonicalize from "canonicalize";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
-import { keyringPath } from "./path.js";
 import {
   auditKeyId,
   rawX25519PrivateKey,
@@ -42,7 +41,7 @@ import {
  *   its public half is in clear too, and pinned in the audit chain (src/approval/pin.ts)
  */
 
-export { KEYRING_FILE, keyringPath } from "./path.js";
+export const KEYRING_FILE = "keyring.json";
 export const KEYRING_FORMAT = "portcullis-keyring/1";
 
 /**
@@ -136,6 +135,10 @@ export interface UnlockedKeyring {
   auditPrivateKey: KeyObject;
   /** signs decisions; null when this keyring has no approver key yet (see addApproverKey) */
   signer: DecisionSigner | null;
+}
+
+export function keyringPath(stateDir: string): string {
+  return join(stateDir, KEYRING_FILE);
 }
 
 export function keyringExists(stateDir: string): boolean {

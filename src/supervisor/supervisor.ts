@@ -19,7 +19,7 @@ import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
-import { discard, type EarlyStart, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
+import { discard, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
 
 export type { DownReason } from "./link.js";
 export { LaunchError } from "./spawn.js";
@@ -71,12 +71,6 @@ export interface SupervisorOptions {
    * with the server's tree instead of on the event loop after it, and never part of its identity.
    */
   warmAtLaunch?: () => readonly string[];
-  /**
-   * The first launch's process, spawned before the gateway's modules were loaded (src/cli/run.ts)
-   * from this same spec, with nothing added by `spawnEnv`: taken by the first launch instead of a
-   * spawn of its own; nothing is sent to it before its record exists, as for any other.
-   */
-  early?: EarlyStart;
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
@@ -97,13 +91,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   };
   private readonly probe = new StartTimeProbe();
 
-  /** the first launch's process, spawned ahead (SupervisorOptions.early), until a launch takes it */
-  private early: EarlyStart | undefined;
-
   constructor(private readonly opts: SupervisorOptions) {
     super();
     this.backoffMs = opts.backoff?.initialMs ?? 200;
-    this.early = opts.early;
   }
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
@@ -127,7 +117,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private async launch(reason: Generation["reason"], alsoWarm: readonly string[] = []): Promise<Generation> {
     const { spec, cache } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
-    let started = this.takeEarly(extra) ?? this.spawnChild(extra);
+    let started = this.spawnChild(extra);
     // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
     // change right after the spawn is never stamped before `since`.
     const probe: ChangeProbe = { since: started.startedAtMs - CTIME_SLACK_MS };
@@ -171,24 +161,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** Spawns the server; its output is not read until the generation is wired (after `up`). */
   private spawnChild(extra: Record<string, string>): Started {
     return spawnServer(this.opts.spec, extra);
-  }
-
-  /**
-   * The process spawned early for the first launch, if any and if it is exactly what this launch
-   * would spawn (argv, cwd, environment with what `spawnEnv` adds): else it is ended unused.
-   */
-  private takeEarly(extra: Record<string, string>): Started | null {
-    const early = this.early;
-    if (!early) return null;
-    this.early = undefined;
-    if (!early.matches(this.opts.spec, extra)) {
-      this.opts.log.warn(
-        "the server spawned ahead of the gateway differs from its launch spec; starting it again",
-      );
-      void early.cancel();
-      return null;
-    }
-    return early.take();
   }
 
   private wire(gen: Generation): void {
@@ -401,10 +373,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.poll) clearInterval(this.poll);
     this.probe.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
-    // a process spawned early for a first launch that never came
-    const early = this.early;
-    this.early = undefined;
-    await early?.cancel();
     await this.watcher?.close().catch(() => {});
     const cur = this.current;
     if (cur) {

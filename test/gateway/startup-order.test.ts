@@ -109,10 +109,6 @@ describe("startup: the server starts while its identity is captured", () => {
       `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\ntouch ${JSON.stringify(last)}\nexec ${JSON.stringify(NODE)} "$(dirname "$0")/../dist/server.js"\n`,
     );
     chmodSync(wrapper, 0o755);
-    // A file changed less than 50 ms before the spawn counts as changed after it (the kernel's
-    // coarse ctime clock), and the server is spawned within tens of ms of `run` starting: let the
-    // wrapper's own write age past that, so that only the touch inside it is a change.
-    await new Promise((r) => setTimeout(r, 200));
     const stateDir = newStateDir();
     const gw = rawGateway({
       args: ["--label", "inventory", "--approval", "none", "--", wrapper],
@@ -171,7 +167,7 @@ describe("startup: the server starts while its identity is captured", () => {
     },
   );
 
-  it("`run` spawns the server before it loads the gateway, and loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
+  it("`run` reads its command line before it loads the gateway, and loads, before it serves, no console pages, passkey library, certificate code, onboarding or demo, nor the HTTP front, remote link or egress proxy it is not configured for", () => {
     assertBuilt();
     const dist = join(REPO, "dist");
     // The static import graph of a module (dynamic imports load only when used).
@@ -197,9 +193,9 @@ describe("startup: the server starts while its identity is captured", () => {
       visit(join(dist, entry));
       return { seen, packages, modules: [...seen].map((f) => relative(dist, f)) };
     };
-    // Before the early spawn: the command line and configuration only, no package, no store.
+    // First the command line and configuration only: no package, no store, no gateway.
     const first = graph("cli/run.js");
-    expect(first.modules).toContain("supervisor/spawn.js");
+    expect(first.modules).toContain("config/config.js");
     expect([...first.packages]).toEqual([]);
     expect(
       first.modules.filter((f) => /^(?:gateway|audit|approval|catalog)\/|^store\/(?!stateDir\.js$)/.test(f)),

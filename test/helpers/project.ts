@@ -91,18 +91,6 @@ function entrySource(revision: Revision, options: BuildOptions): string {
   ].join("\n");
 }
 
-/**
- * `portcullis run` spawns a local server within tens of ms of starting, and a file whose ctime is
- * less than 50 ms before that spawn counts as changed after it (the kernel's coarse clock): that
- * process is killed unused and the server started again, capture first. A project written just
- * now would take that path at almost every start; let its files age past the margin, as a user's
- * build has, so that tests take the ordinary path. The relaunch has tests of its own
- * (test/gateway/startup-order.test.ts, test/identity/change-probe.test.ts).
- */
-function settle(): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 80);
-}
-
 export function makeProject(revision: Revision, options: ProjectOptions = {}): Project {
   const root = options.parent ?? tempDir("portcullis-project-");
   const dir = join(root, "inventory");
@@ -159,7 +147,6 @@ export function makeProject(revision: Revision, options: ProjectOptions = {}): P
     current = rev;
   };
   build(revision, options);
-  settle();
 
   return {
     dir,
