@@ -7,10 +7,14 @@ import {
 } from "../approval/index.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
+import type { GatewayOptions } from "../gateway/gateway.js";
+import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import { holderVault } from "../vault/port.js";
+import { scopesForTool } from "../vault/toolScopes.js";
 
 /** What every agent run of one `portcullis run` shares, over stdio or per HTTP session. */
 export interface AgentRunSettings {
@@ -67,4 +71,26 @@ export function beginAgentRun(
     context,
   });
   return { run, auth };
+}
+
+/**
+ * What a stdio gateway and each HTTP session wire the same way: the credential scopes each tool
+ * uses (the one decision, src/vault/toolScopes.ts), for the guard and for what the egress proxy
+ * may release while a call runs (that tool's own scopes), and the status rows kept current with
+ * the epoch's record (once settled, it names the processes that answered).
+ */
+export function runGatewayOptions(
+  server: ServerConfig,
+  link: ServerLink,
+  registry: GatewayRegistry,
+): Pick<GatewayOptions, "scopesFor" | "callScopes" | "onState"> {
+  return {
+    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
+    callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
+    onState: (state) => {
+      const gen = link.current;
+      if (gen) registry.recordEpoch(gen.record, gen.reason);
+      registry.update({ state, record: gen?.record ?? null });
+    },
+  };
 }

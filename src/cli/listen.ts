@@ -23,8 +23,7 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { scopesForTool } from "../vault/toolScopes.js";
-import { beginAgentRun } from "./agentRun.js";
+import { beginAgentRun, runGatewayOptions } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
@@ -173,14 +172,7 @@ function openSession(
     auditArguments: server.audit.arguments,
     decide: shared.decide,
     released: shared.releasedValues,
-    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
-    // what this session's egress proxy may release while a call runs: that tool's own scopes
-    callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
-    onState: (state) => {
-      const gen = supervisor.current;
-      if (gen) registry.recordEpoch(gen.record, gen.reason);
-      registry.update({ state, record: gen?.record ?? null });
-    },
+    ...runGatewayOptions(server, supervisor, registry),
     onEnd: () => void session.end(),
   });
   supervisor.on("up", (gen) => {

@@ -26,8 +26,7 @@ import { envDelivery } from "../vault/delivery.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
-import { scopesForTool } from "../vault/toolScopes.js";
-import { beginAgentRun } from "./agentRun.js";
+import { beginAgentRun, runGatewayOptions } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
@@ -315,15 +314,7 @@ export async function serve(
     auditArguments: server.audit.arguments,
     decide,
     released: releasedValues,
-    scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
-    // what the egress proxy may release while a call runs: that tool's own scopes
-    callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
-    onState: (state) => {
-      // the record now names the processes that answered (settled); keep both rows current
-      const gen = supervisor.current;
-      if (gen) registry.recordEpoch(gen.record, gen.reason);
-      registry.update({ state, record: gen?.record ?? null });
-    },
+    ...runGatewayOptions(server, supervisor, registry),
     onEnd: (_reason, code) => void shutdown(code),
   });
   supervisor.on("up", (gen) => {
