@@ -8,8 +8,10 @@ import { type ClientIds, rawRequestId } from "../relay/clientIds.js";
 import { IdMap, writtenIdKey } from "../relay/ids.js";
 import {
   type Classified,
+  type ErrorObject,
   errorResponse,
   type Id,
+  INTERNAL_ERROR,
   INVALID_PARAMS,
   INVALID_REQUEST,
   METHOD_NOT_FOUND,
@@ -22,6 +24,7 @@ import {
 import { type IdSpan, plainIdSpan, serializeWithId, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
@@ -287,15 +290,32 @@ export class Gateway {
   private onServerOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
     if (rawId === null) return;
-    const id = JSON.parse(rawId) as Id;
+    this.answerDropped(JSON.parse(rawId) as Id, rawId, hasMethod, {
+      request: refuse.requestTooLarge(bytes, "dropped"),
+      response: refuse.responseTooLarge(bytes, "server"),
+    });
+  }
+
+  /**
+   * A server message the gateway will not read (too large, or nested too deep), with its id
+   * (`written`: as the server wrote it): a request of the server gets `errors.request` back; a
+   * response to a request the gateway wrote gives its requester `errors.response` instead, under
+   * the requester's own id (a call's end recorded as an error).
+   */
+  private answerDropped(
+    id: Id,
+    written: string,
+    hasMethod: boolean,
+    errors: { request: ErrorObject; response: ErrorObject },
+  ): void {
     if (hasMethod) {
-      const e = refuse.requestTooLarge(bytes, "dropped");
-      this.answerServer(errorResponse(id, e.code, e.message, e.data), rawId); // its id as written
+      const e = errors.request;
+      this.answerServer(errorResponse(id, e.code, e.message, e.data), written);
       return;
     }
     const entry = this.upstream.get(id);
     if (!entry || typeof id !== "number") return;
-    const e = refuse.responseTooLarge(bytes, "server");
+    const e = errors.response;
     const error = errorResponse(entry.origin === "client" ? entry.clientId : id, e.code, e.message, e.data);
     if (entry.origin === "gateway") {
       this.upstream.delete(id);
@@ -303,13 +323,19 @@ export class Gateway {
       return;
     }
     this.upstream.delete(id, entry.clientId);
-    if (entry.method === "tools/call")
-      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, "error");
+    if (entry.intent) {
+      entry.intent = false;
+      this.records.toolResult(entry.clientId, entry.tool, entry.gen.epoch, "error", readMethod(entry));
+    }
     this.o.downstream.send(error);
   }
 
   /** `line`: the line as the client wrote it, for a request relayed as written (`sendUpstream`). */
   private onClientMessage(c: Classified, line?: ClientLine): void {
+    if (c.kind === "invalid" && c.tooDeep) {
+      this.onClientTooDeep(c.id, c.tooDeep.hasMethod);
+      return;
+    }
     if (c.kind === "invalid") {
       this.o.log.warn(`invalid message from the client: ${c.reason}`);
       const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
@@ -319,6 +345,28 @@ export class Gateway {
     if (c.kind === "response") this.onClientResponse(c.msg);
     else if (c.kind === "notification") this.onClientNotification(c.msg);
     else this.onClientRequest(c.msg, line);
+  }
+
+  /**
+   * A client message nested deeper than MAX_MESSAGE_DEPTH, dropped: a request is answered with
+   * its own id, an answer to a server's request becomes an error to that server (as for a
+   * message over the size limit), a notification is only logged.
+   */
+  private onClientTooDeep(id: Id | null, hasMethod: boolean): void {
+    this.o.log.warn(`dropped a message from the client nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
+    if (hasMethod) {
+      if (id === null) return; // a notification
+      const e = refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "not forwarded");
+      this.o.downstream.send(errorResponse(id, e.code, e.message, e.data));
+      return;
+    }
+    const entry = typeof id === "number" ? this.downstreamReqs.get(id) : undefined;
+    if (!entry || typeof id !== "number") return;
+    this.downstreamReqs.delete(id, entry.key);
+    if (entry.gen === this.gen && entry.gen.alive) {
+      const e = refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "client");
+      this.answerServer(errorResponse(entry.serverId, e.code, e.message, e.data), entry.written);
+    }
   }
 
   private onClientRequest(msg: Request, line?: ClientLine): void {
@@ -345,13 +393,13 @@ export class Gateway {
         this.serveToolsList(msg);
         return;
       case "tools/call":
-        void this.handleCall(msg);
+        this.handled(msg, this.handleCall(msg));
         return;
       case "resources/read":
       case "resources/subscribe":
       case "prompts/get":
       case "completion/complete":
-        void this.handleRecorded(msg);
+        this.handled(msg, this.handleRecorded(msg));
         return;
       case "subscriptions/listen":
         if (
@@ -740,6 +788,26 @@ export class Gateway {
     this.heldCalls.hold(msg);
   }
 
+  /**
+   * A call or guarded read being handled. A fault while handling it (a bug: what a peer sends is
+   * checked before it gets here) answers that request with an internal error and is logged; it
+   * does not end the gateway, and every other call with it, as an unhandled rejection would.
+   */
+  private handled(msg: Request, work: Promise<void>): void {
+    work.catch((e: unknown) => {
+      this.o.log.warn(
+        `could not handle ${msg.method} (id ${JSON.stringify(msg.id)}): ${String((e as Error)?.message ?? e)}`,
+      );
+      this.o.downstream.send(
+        errorResponse(
+          msg.id,
+          INTERNAL_ERROR,
+          `The gateway failed while handling this ${msg.method}; see its log.`,
+        ),
+      );
+    });
+  }
+
   private answerPending(msg: Request): void {
     const e = refuse.identityPending(this.gen?.epoch ?? null);
     this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
@@ -749,7 +817,7 @@ export class Gateway {
     if (this.view().state !== "ready") return;
     for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
     for (const msg of this.heldCalls.drain())
-      void (msg.method === "tools/call" ? this.handleCall(msg) : this.handleRecorded(msg));
+      this.handled(msg, msg.method === "tools/call" ? this.handleCall(msg) : this.handleRecorded(msg));
   }
 
   // ───────────────────────────── catalog ─────────────────────────────
@@ -843,6 +911,15 @@ export class Gateway {
     if (released !== undefined && released.size > 0) text = released.scrubLine(text);
     if (this.o.log.debugging !== false) this.o.log.debug(`← server ${preview(text)}`);
     const c = parseLine(text);
+    if (c.kind === "invalid" && c.tooDeep) {
+      this.o.log.warn(`dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
+      if (c.id === null) return;
+      this.answerDropped(c.id, writtenIdOf(text, c.id), c.tooDeep.hasMethod, {
+        request: refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "dropped"),
+        response: refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server"),
+      });
+      return;
+    }
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
       this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);

@@ -243,6 +243,38 @@ export const refuse = {
       { bytes },
     ),
 
+  /**
+   * A request nested deeper than MAX_MESSAGE_DEPTH, dropped: answered with its own id (the
+   * client's never forwarded; the server's answered to the server). Codes as for the size limit.
+   */
+  requestTooDeep: (limit: number, fate: "not forwarded" | "dropped") =>
+    withCode(
+      TOO_LARGE_CODES.request,
+      "message_too_deep",
+      `Request nested deeper than ${limit} levels of arrays and objects; it was ${fate === "not forwarded" ? "not forwarded" : "dropped"}.`,
+      "request nested deeper than the gateway reads",
+      `send the data flatter (at most ${limit} levels), e.g. as a JSON string`,
+      { limit },
+    ),
+
+  /**
+   * A response nested deeper than MAX_MESSAGE_DEPTH, dropped: its requester gets this instead
+   * (the client for the server's response, the server for the client's answer).
+   */
+  responseTooDeep: (limit: number, from: "server" | "client") =>
+    withCode(
+      TOO_LARGE_CODES.response,
+      "message_too_deep",
+      from === "server"
+        ? `The server's response is nested deeper than ${limit} levels of arrays and objects; it was dropped.`
+        : `The client's answer is nested deeper than ${limit} levels of arrays and objects; it was dropped.`,
+      "response nested deeper than the gateway reads",
+      from === "server"
+        ? "ask for less nested data; the server's output has to change for this call to succeed"
+        : "answer with flatter data",
+      { limit },
+    ),
+
   /** The client closed its input and this request was not answered before the server is shut down. */
   shuttingDown: () =>
     refusal(

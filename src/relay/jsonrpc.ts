@@ -4,6 +4,8 @@
  * everything that is not a well-formed request, notification or response is
  * `invalid` with a reason.
  */
+import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
+
 export type Id = string | number;
 
 export interface Request {
@@ -33,7 +35,13 @@ export type Classified =
   | { kind: "request"; msg: Request }
   | { kind: "notification"; msg: Notification }
   | { kind: "response"; msg: Response }
-  | { kind: "invalid"; reason: string; id: Id | null };
+  | {
+      kind: "invalid";
+      reason: string;
+      id: Id | null;
+      /** nested deeper than MAX_MESSAGE_DEPTH (src/util/jsonDepth.ts); `hasMethod`: a request or notification */
+      tooDeep?: { hasMethod: boolean };
+    };
 
 function isId(v: unknown): v is Id {
   return typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
@@ -82,12 +90,25 @@ export function classify(value: unknown): Classified {
   return { kind: "invalid", reason: "neither a request, a notification nor a response", id };
 }
 
+/**
+ * One line as a message. A value nested deeper than MAX_MESSAGE_DEPTH is `invalid` with
+ * `tooDeep` and, when its top level has one, its id: so that its requester can be answered.
+ */
 export function parseLine(line: string): Classified {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
     return { kind: "invalid", reason: "not valid JSON", id: null };
+  }
+  if (parsedNestsDeeperThan(line, value)) {
+    const m = (Array.isArray(value) ? {} : value) as Record<string, unknown>;
+    return {
+      kind: "invalid",
+      reason: `nested deeper than ${MAX_MESSAGE_DEPTH} levels`,
+      id: isId(m.id) ? m.id : null,
+      tooDeep: { hasMethod: typeof m.method === "string" },
+    };
   }
   return classify(value);
 }

@@ -13,6 +13,7 @@ import { refuse } from "../guard/refusals.js";
 import { chainDigest, type ExecutionRecord, type RemoteFacts, remoteRecord } from "../identity/index.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
+import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
 import { type HeaderSpec, headerValueProblem } from "./remoteHeaders.js";
@@ -453,7 +454,23 @@ export class RemoteSupervisor
       const result = (msg as { result?: unknown }).result;
       if (isObject(result) && !this.noteSelf(gen, result, sent.method === "initialize")) return;
     }
-    this.emit("line", text ?? JSON.stringify(msg), gen);
+    let line = text;
+    if (line === undefined) {
+      // one message of a batch, written again: JSON.stringify throws on a value nested thousands
+      // deep, where the gateway would refuse the message anyway (message_too_deep)
+      try {
+        line = JSON.stringify(msg);
+      } catch {
+        this.o.log.warn("dropped a message from the remote server nested too deep to be written again");
+        const m = msg as { id?: unknown; method?: unknown };
+        if (m.method === undefined && (typeof m.id === "number" || typeof m.id === "string")) {
+          const e = refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server");
+          this.answer(gen, m.id, e.code, e.message, e.data);
+        }
+        return;
+      }
+    }
+    this.emit("line", line, gen);
   }
 
   /**

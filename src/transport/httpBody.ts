@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
+import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
 
 export interface JsonRpcMessage {
   jsonrpc: "2.0";
@@ -20,8 +21,9 @@ export type BodyResult =
 
 /**
  * Reads one POST body, at most `maxBytes` (a longer one is refused as it arrives, never buffered
- * whole: 413), and checks it is one JSON-RPC message (400 otherwise). Batches are refused: the
- * protocol dropped them (2025-06-18), and no SDK client sends one.
+ * whole: 413), and checks it is one JSON-RPC message nested at most MAX_MESSAGE_DEPTH deep (400
+ * otherwise). Batches are refused: the protocol dropped them (2025-06-18), and no SDK client
+ * sends one.
  */
 export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
   const tooLarge = (bytes: number): BodyResult => ({
@@ -55,6 +57,16 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     value = JSON.parse(text);
   } catch {
     return { ok: false, status: 400, code: PARSE_ERROR, message: "Parse error: the body is not valid JSON" };
+  }
+  if (parsedNestsDeeperThan(text, value)) {
+    // what the gateway does with a message walks it: a body nested thousands deep would throw there
+    return {
+      ok: false,
+      status: 400,
+      code: INVALID_REQUEST,
+      message: `Invalid Request: nested deeper than ${MAX_MESSAGE_DEPTH} levels of arrays and objects`,
+      data: { error: "message_too_deep", limit: MAX_MESSAGE_DEPTH },
+    };
   }
   const problem = jsonRpcProblem(value);
   if (problem)

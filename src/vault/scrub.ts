@@ -21,6 +21,8 @@
  * too, but it can collide with ordinary text, which is then redacted as well.
  */
 
+import { parsedNestsDeeperThan } from "../util/jsonDepth.js";
+
 const MIN_FRAGMENT = 8;
 
 /** The marker that replaces a value: JSON-safe whatever the scope name it is given. */
@@ -76,6 +78,9 @@ export class ReleasedValues {
     } catch {
       return replaced; // not JSON: the gateway drops it, and logs it scrubbed
     }
+    // Too deep to walk value by value: the gateway drops it unread (src/util/jsonDepth.ts), and
+    // only its scrubbed text can ever be shown.
+    if (parsedNestsDeeperThan(jsonLine, original)) return replaced;
     try {
       if (sameIds(original, JSON.parse(replaced))) return replaced;
     } catch {

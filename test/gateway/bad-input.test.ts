@@ -61,6 +61,57 @@ describe("bad input from the client", () => {
   });
 });
 
+/** `depth` levels of arrays, as text (JSON.stringify cannot write a value 100,000 deep). */
+const nestedText = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+const nestedValue = (depth: number): unknown => JSON.parse(nestedText(depth));
+
+describe("messages nested deeper than the gateway reads (512 levels)", () => {
+  it("from the client: a request is refused with message_too_deep under its id, the rest dropped; one within the limit is served", async () => {
+    const gw = gateway();
+    await gw.initialize();
+    gw.send(
+      `{"jsonrpc":"2.0","id":"too-deep","method":"tools/call","params":{"name":"echo","arguments":{"text":"x","extra":${nestedText(100_000)}}}}\n`,
+    );
+    const refused = await gw.next((m) => m.id === "too-deep");
+    expect(refused.error).toMatchObject({ code: -32600, data: { error: "message_too_deep", limit: 512 } });
+    gw.send(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":${nestedText(100_000)}}}\n`);
+    gw.send(`{"jsonrpc":"2.0","id":424243,"result":${nestedText(100_000)}}\n`);
+    // 3 levels of envelope, params and arguments, then 500 of arrays: validated, digested, recorded
+    // and forwarded like any call
+    const within = await gw.request("tools/call", {
+      name: "echo",
+      arguments: { text: "within the limit", extra: nestedValue(500) },
+    });
+    expect(JSON.stringify(within.result)).toContain("within the limit");
+    expect(gw.stderr().match(/from the client nested deeper than 512 levels/g)).toHaveLength(3);
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still here" } });
+    expect(JSON.stringify(echo.result)).toContain("still here");
+  });
+
+  it("from the server: its caller gets message_too_deep, its own request an error back, its notification is dropped", async () => {
+    const gw = gateway({ FIXTURE_BAD: "deep" });
+    await gw.initialize();
+    const res = await gw.request("tools/call", { name: "deep", arguments: {} });
+    expect(res.error).toMatchObject({ code: -32603, data: { error: "message_too_deep", limit: 512 } });
+    const within = await gw.request("tools/call", { name: "deep", arguments: { depth: 400 } });
+    expect(JSON.stringify(within.result)).toContain("deep");
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still serving" } });
+    expect(JSON.stringify(echo.result)).toContain("still serving");
+    await waitForText(gw, /answer to deep-request: "message_too_deep"/);
+    expect(gw.stderr().match(/from the server nested deeper than 512 levels/g)).toHaveLength(3);
+    // nothing of the deep lines reached the client
+    expect(gw.lines().every((l) => l.length < 10_000)).toBe(true);
+  });
+});
+
+async function waitForText(gw: RawPeer, re: RegExp, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!re.test(gw.stderr())) {
+    if (Date.now() > until) throw new Error(`not in the gateway's stderr: ${re}\n${gw.stderr()}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 describe("bad input from the server", () => {
   it("drops malformed, oversized, non-JSON-RPC, unknown-id and batch lines with a log line, and keeps serving", async () => {
     const gw = gateway({ FIXTURE_BAD: "all" });

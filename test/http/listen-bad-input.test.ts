@@ -56,6 +56,18 @@ describe("transport errors are HTTP statuses", () => {
       expect(r.status, body).toBe(400);
       expect(JSON.parse(r.body).error.code, body).toBe(-32600);
     }
+    // nested deeper than the gateway reads (JSON.stringify alone would throw on it): 400, named
+    const depth = 100_000;
+    const deep = await raw(l, {
+      headers: h(),
+      body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"message":${"[".repeat(depth)}${"]".repeat(depth)}}}}`,
+    });
+    expect(deep.status).toBe(400);
+    expect(JSON.parse(deep.body).error).toMatchObject({
+      code: -32600,
+      data: { error: "message_too_deep", limit: 512 },
+    });
+    await stillServes(l, session);
     const unknown = await raw(l, { headers: h({ "mcp-session-id": "0".repeat(32) }), body: call(1) });
     expect(unknown.status).toBe(404);
     expect((await raw(l, { headers: l.headers(), body: call(1) })).status).toBe(400); // no session, not initialize

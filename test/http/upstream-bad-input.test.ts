@@ -54,6 +54,11 @@ describe("a remote server that answers badly", () => {
       expect(huge.code, mode).toBe(-32603);
       expect(huge.data, mode).toMatchObject({ error: "message_too_large" });
     }
+    for (const mode of ["deep", "deepbatch"]) {
+      const deep = error(await call(mode));
+      expect(deep.code, mode).toBe(-32603);
+      expect(deep.data, mode).toMatchObject({ error: "message_too_deep", limit: 512 });
+    }
     // garbage and foreign events on a stream are dropped; the answer in it still arrives (CRLF framing)
     const sse = (await call("sse")) as { content: { text: string }[] };
     expect(sse.content[0]!.text).toBe("sse ok");
