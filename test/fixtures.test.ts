@@ -274,17 +274,21 @@ describe("badpeer fixture", () => {
     expect(JSON.parse(lines[3]!)).toMatchObject({ id: 987654321, result: {} });
     expect(JSON.parse(lines[4]!)).toMatchObject({ id: "never-sent", result: {} });
     expect(Array.isArray(JSON.parse(lines[5]!))).toBe(true);
+    // 100,000 levels each: JSON.parse reads them, nothing recursive could walk them
+    expect(lines[6]!.length).toBeGreaterThan(200_000);
+    expect(JSON.parse(lines[6]!).method).toBe("notifications/message");
+    expect(JSON.parse(lines[7]!)).toMatchObject({ id: "deep-request", method: "sampling/createMessage" });
   };
 
   it("with FIXTURE_BAD=all, writes the bad lines right after initialize and then answers normally", async () => {
     const peer = track(rawPeer(NODE, [FIXTURES.badpeer], { FIXTURE_BAD: "all" }));
     await peer.initialize();
     const list = await peer.request("tools/list");
-    expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "misbehave"]);
+    expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "deep", "misbehave"]);
     const lines = peer.lines();
     expect(JSON.parse(lines[0]!).result.serverInfo.name).toBe("badpeer-fixture");
-    expectMisbehaviour(lines.slice(1, 7));
-    expect(JSON.parse(lines[7]!).result.tools).toHaveLength(2);
+    expectMisbehaviour(lines.slice(1, 9));
+    expect(JSON.parse(lines[9]!).result.tools).toHaveLength(3);
   });
 
   it("misbehaves on a tools/call, then answers that call and the next ones", async () => {
@@ -292,8 +296,10 @@ describe("badpeer fixture", () => {
     await peer.initialize();
     const before = peer.lines().length;
     const answer = await peer.request("tools/call", { name: "misbehave", arguments: {} });
-    expect(answer.result.content[0].text).toBe("misbehaved: malformed,huge,nonjsonrpc,unknown-id,batch");
+    expect(answer.result.content[0].text).toBe("misbehaved: malformed,huge,nonjsonrpc,unknown-id,batch,deep");
     expectMisbehaviour(peer.lines().slice(before));
+    const deep = await peer.request("tools/call", { name: "deep", arguments: { depth: 3 } });
+    expect(deep.result.structuredContent).toEqual({ deep: [[[]]] });
     const echo = await peer.request("tools/call", { name: "echo", arguments: { text: "still here" } });
     expect(echo.result.content[0].text).toBe("still here");
     expect(peer.stderr()).toContain("writing huge");

@@ -15,6 +15,7 @@ import { processStartTime } from "../identity/proc.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
 import { closeRequest, expiredEvent, getRequest } from "./requests.js";
+import { endRunRows } from "./runs.js";
 
 interface Candidate {
   request: string;
@@ -74,4 +75,68 @@ export function expireAbandoned(db: Store, stateDir: string, by: string, now = n
   }
   log.close();
   return closed;
+}
+
+interface OpenRun {
+  run: string;
+  server_label: string;
+  gateway_pid: number;
+  gateway_pid_start: string;
+}
+
+/**
+ * Ends the agent runs whose gateway is provably gone (SIGKILLed, crashed: it never recorded their
+ * end), so that they do not stay "open" in the audit's sessions and their grants end, as at any
+ * run's end. For each: its pending approval requests are closed first (`approval_expired`, as a
+ * lister would close them), then `run_ended` with reason "gateway_gone" and the gone gateway's
+ * pid. Each record is written only if its row can still be closed, in the same transaction under
+ * the audit log's write lock: two gateways starting at once end each run once. A run whose
+ * gateway's start time was never read, or a platform that cannot read one, proves nothing and is
+ * left open. Returns how many runs this process ended.
+ */
+export function endRunsOfGoneGateways(db: Store, audit: AuditLog, by: string): number {
+  if (processStartTime(process.pid) === null) return 0;
+  const open = db
+    .prepare(
+      `SELECT run, server_label, gateway_pid, gateway_pid_start FROM runs
+        WHERE ended_at IS NULL AND gateway_pid_start IS NOT NULL ORDER BY started_at, run`,
+    )
+    .all() as OpenRun[];
+  const alive = new Map<number, boolean>();
+  const gone = open.filter((r) => {
+    let a = alive.get(r.gateway_pid);
+    if (a === undefined) {
+      a = processStartTime(r.gateway_pid) === r.gateway_pid_start;
+      alive.set(r.gateway_pid, a);
+    }
+    return !a;
+  });
+  if (gone.length === 0) return 0;
+  const pendingOf = db
+    .prepare(
+      "SELECT request FROM approval_requests WHERE agent_run = ? AND state = 'pending' ORDER BY created_at",
+    )
+    .pluck();
+  const now = new Date().toISOString();
+  const items = gone.flatMap((r) => {
+    const reason = `the gateway that waited for it (pid ${r.gateway_pid}) is gone`;
+    const requests = (pendingOf.all(r.run) as string[]).flatMap((id) => {
+      const req = getRequest(db, id);
+      return req
+        ? [{ event: expiredEvent(req, reason, by), condition: () => closeRequest(db, id, "expired", reason) }]
+        : [];
+    });
+    const end = {
+      event: {
+        type: "run_ended" as const,
+        run: r.run,
+        serverLabel: r.server_label,
+        reason: "gateway_gone",
+        gatewayPid: r.gateway_pid,
+      },
+      condition: () => endRunRows(db, r.run, now),
+    };
+    return [...requests, end];
+  });
+  return audit.appendIf(items).filter((w, i) => w !== null && items[i]?.event.type === "run_ended").length;
 }

@@ -4,6 +4,8 @@
  * credential scopes), human approval requests decided from another process.
  * See docs/security.md for what this protects against and what it does not.
  */
+
+export { endRunsOfGoneGateways } from "./abandoned.js";
 export { Authorizer, type AuthorizerEvents, type AuthorizerOptions } from "./authorizer.js";
 export {
   type ChainEntry,

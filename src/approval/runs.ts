@@ -82,18 +82,28 @@ export function startRun(
  */
 export function endRun(db: Store, run: Pick<Run, "run">): void {
   const now = new Date().toISOString();
-  db.transaction(() => {
-    db.prepare("UPDATE runs SET ended_at = ? WHERE run = ? AND ended_at IS NULL").run(now, run.run);
-    db.prepare(
-      `UPDATE grants SET ended_at = ?, ended_reason = 'agent run ended'
-       WHERE agent_run = ? AND expires_when = 'agent-run-ends' AND ended_at IS NULL`,
-    ).run(now, run.run);
-    grantsWritten(db);
-    db.prepare(
-      `UPDATE approval_requests SET state = 'cancelled', decided_at = ?, reason = 'agent run ended'
-       WHERE agent_run = ? AND state = 'pending'`,
-    ).run(now, run.run);
-  }).immediate();
+  db.transaction(() => endRunRows(db, run.run, now)).immediate();
+}
+
+/**
+ * endRun's writes, inside the caller's transaction (the audit log's, when the end is recorded
+ * on condition). False, and nothing written, when the run had ended already.
+ */
+export function endRunRows(db: Store, run: string, now: string): boolean {
+  if (
+    db.prepare("UPDATE runs SET ended_at = ? WHERE run = ? AND ended_at IS NULL").run(now, run).changes !== 1
+  )
+    return false;
+  db.prepare(
+    `UPDATE grants SET ended_at = ?, ended_reason = 'agent run ended'
+     WHERE agent_run = ? AND expires_when = 'agent-run-ends' AND ended_at IS NULL`,
+  ).run(now, run);
+  grantsWritten(db);
+  db.prepare(
+    `UPDATE approval_requests SET state = 'cancelled', decided_at = ?, reason = 'agent run ended'
+     WHERE agent_run = ? AND state = 'pending'`,
+  ).run(now, run);
+  return true;
 }
 
 interface RunDbRow {

@@ -5,7 +5,13 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { ulid } from "ulid";
-import { chainExecutables, DecisionVerifier, endRun, type Run } from "../approval/index.js";
+import {
+  chainExecutables,
+  DecisionVerifier,
+  endRun,
+  endRunsOfGoneGateways,
+  type Run,
+} from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import type { ServerConfig } from "../config/config.js";
 import { readConsoleAddress, requestPageUrl } from "../console/address.js";
@@ -188,6 +194,13 @@ export async function serve(
     if (closed > 0) log.info(`audit: closed ${closed} call(s) left open by a gateway that is gone`);
   } catch (e) {
     log.warn(`audit: could not close the calls left open by gone gateways: ${(e as Error).message}`);
+  }
+  // Then their agent runs, which they never ended (run_ended, reason gateway_gone).
+  try {
+    const ended = endRunsOfGoneGateways(store, audit, `a gateway starting (pid ${process.pid})`);
+    if (ended > 0) log.info(`audit: ended ${ended} agent run(s) of gateways that are gone`);
+  } catch (e) {
+    log.warn(`audit: could not end the agent runs of gone gateways: ${(e as Error).message}`);
   }
   const events = auditSink(audit, log, new OpenIntents(store, gatewayId));
 

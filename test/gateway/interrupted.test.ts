@@ -172,3 +172,80 @@ describe("audit sessions and audit activity", () => {
     expect(session!.approvals).toMatchObject({ requested: 2, granted: 1, denied: 0, cancelled: 0 });
   });
 });
+
+describe("the agent run of a killed gateway", () => {
+  it("is ended by the next gateway, once: run_ended gateway_gone, its session grant ended, its pending request expired", async () => {
+    const project = makeProject("A");
+    const stateDir = newStateDir();
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
+      stateDir,
+    });
+    await gw.client.listTools();
+    const pending = async () => {
+      const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+      return (JSON.parse(r.stdout) as { requests: { request: string; tool: string }[] }).requests;
+    };
+    const waitRequest = (tool: string) =>
+      waitFor(
+        async () => (await pending()).find((p) => p.tool === tool) ?? null,
+        20_000,
+        `an approval request for ${tool}`,
+      );
+    // a session grant of this run
+    const first = gw.client.callTool({ name: "read_status", arguments: {} });
+    const req = await waitRequest("read_status");
+    const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(ok.code).toBe(0);
+    await first;
+    // and a request of this run still pending when its gateway dies
+    void gw.client
+      .callTool({ name: "adjust_inventory", arguments: { sku: "A-1", delta: 1 } }, undefined, {
+        timeout: 60_000,
+      })
+      .catch(() => {});
+    const waiting = await waitRequest("adjust_inventory");
+    const server = await waitFor(() => serverPid(stateDir, gw), 5_000, "the server's pid");
+    gw.kill("SIGKILL");
+    await gw.exited;
+    try {
+      process.kill(-server, "SIGKILL");
+    } catch {}
+    await gw.close().catch(() => {});
+
+    const grants = async () => {
+      const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
+      return (JSON.parse(r.stdout) as { grants: { grant: string }[] }).grants;
+    };
+    expect(await grants()).toHaveLength(1); // nothing has ended it yet
+    await Promise.all([startAndStop(project, stateDir), startAndStop(project, stateDir)]);
+
+    const all = await events(stateDir);
+    const killedRun = all.find((e) => e.type === "run_started")!.run;
+    const ends = all.filter((e) => e.type === "run_ended" && e.run === killedRun);
+    expect(ends).toHaveLength(1);
+    expect(ends[0]).toMatchObject({ reason: "gateway_gone", gatewayPid: gw.pid });
+    const expired = all.filter((e) => e.type === "approval_expired");
+    expect(expired).toHaveLength(1);
+    expect(expired[0]).toMatchObject({ approvalRequest: waiting.request, run: killedRun });
+    expect(all.indexOf(expired[0]!)).toBeLessThan(all.indexOf(ends[0]!));
+    expect(await grants()).toEqual([]);
+    expect(await pending()).toEqual([]);
+    // the two gateways' own runs ended the ordinary way
+    const s = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    const sessions = JSON.parse(s.stdout) as {
+      run: string;
+      endedAt: string | null;
+      endReason: string | null;
+    }[];
+    expect(sessions).toHaveLength(3);
+    expect(sessions.every((x) => x.endedAt !== null)).toBe(true);
+    expect(sessions.find((x) => x.run === killedRun)!.endReason).toBe("gateway_gone");
+    const verify = await runCli(["audit", "verify", "--json", "--state-dir", stateDir]);
+    expect(verify.code).toBe(0);
+  });
+});
