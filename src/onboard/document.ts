@@ -21,17 +21,29 @@ function isObject(v: unknown): v is Entry {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** Both parsers read recursively: a document nested thousands deep exhausts the stack. */
+function tooDeep(host: HostFile): OnboardError {
+  return new OnboardError(`${host.file} is nested too deep to read; nothing was written.`);
+}
+
 function parseDocument(host: HostFile, text: string): unknown {
   if (host.format === "toml") {
     try {
       return parseToml(text);
     } catch (e) {
+      if (e instanceof RangeError) throw tooDeep(host);
       const first = (e as Error).message.split("\n")[0];
       throw new OnboardError(`${host.file} is not valid TOML (${first}); nothing was written.`);
     }
   }
   const errors: ParseError[] = [];
-  const doc = parse(text, errors, { allowTrailingComma: true });
+  let doc: unknown;
+  try {
+    doc = parse(text, errors, { allowTrailingComma: true });
+  } catch (e) {
+    if (e instanceof RangeError) throw tooDeep(host);
+    throw e;
+  }
   if (errors.length > 0) {
     const e = errors[0]!;
     const line = text.slice(0, e.offset).split("\n").length;

@@ -361,6 +361,23 @@ describe("bad input: one sentence, nothing written", () => {
     expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
   });
 
+  it("a file nested too deep for a recursive parser (JSON and TOML)", async () => {
+    const u = user();
+    const depth = 100_000;
+    const json = join(u.root, "deep.json");
+    writeFileSync(
+      json,
+      `{"mcpServers":{"a":{"command":"node","args":${"[".repeat(depth)}${"]".repeat(depth)}}}}\n`,
+    );
+    await refused(u, ["wrap", json], json, /is nested too deep to read; nothing was written\.$/);
+    const toml = join(u.root, "deep.toml");
+    writeFileSync(
+      toml,
+      `[mcp_servers.a]\ncommand = "node"\nargs = ${"[".repeat(depth)}${"]".repeat(depth)}\n`,
+    );
+    await refused(u, ["wrap", toml], toml, /nothing was written\.$/);
+  });
+
   it("a TOML file that does not parse", async () => {
     const u = user();
     const file = join(u.root, "config.toml");
