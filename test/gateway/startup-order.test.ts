@@ -222,5 +222,30 @@ describe("startup: the server starts while its identity is captured", () => {
       ),
     );
     expect(onDemand).toEqual([]);
+
+    // What ships is the bundle (scripts/bundle.mjs): dist/cli/main.js and its chunks keep the same
+    // stages. `main` and the chunk of `run` load no package; the gateway's chunk, loaded by `run`
+    // once the command line is read, brings exactly the packages above; `--listen` and `--url`
+    // stay chunks of their own that `run` loads only when asked.
+    const lazy = (file: string) =>
+      [...readFileSync(join(dist, file), "utf8").matchAll(/import\("\.\/([\w.]+-[A-Z0-9]{8}\.js)"\)/g)].map(
+        (m) => `cli/${m[1]}`,
+      );
+    const main = graph("cli/main.js");
+    expect([...main.packages]).toEqual([]);
+    expect(readFileSync(join(dist, "cli", "main.js"), "utf8")).not.toContain('from "./run.js"');
+    const runChunk = lazy("cli/main.js").find((f) => /^cli\/run-/.test(f));
+    expect(runChunk).toBeDefined();
+    const bundledRun = graph(runChunk!);
+    expect([...bundledRun.packages]).toEqual([]);
+    const later = lazy(runChunk!);
+    const serveChunk = later.find((f) => /^cli\/serve-/.test(f));
+    expect(later.some((f) => /^cli\/listen-/.test(f))).toBe(true);
+    expect(later.some((f) => /^cli\/runRemote-/.test(f))).toBe(true);
+    const bundledServe = graph(serveChunk!);
+    expect([...bundledServe.packages].sort()).toEqual(["better-sqlite3", "canonicalize", "ulid"]);
+    expect(bundledServe.modules.filter((f) => /^cli\/(?:listen|runRemote)-/.test(f))).toEqual([]);
+    // a start loads a few dozen files, not one per module
+    expect(new Set([...main.seen, ...bundledRun.seen, ...bundledServe.seen]).size).toBeLessThan(60);
   });
 });
