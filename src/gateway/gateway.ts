@@ -261,14 +261,7 @@ export class Gateway {
   onClientOversize(bytes: number, rawId: string | null = null, hasMethod = true): void {
     this.o.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
     if (!hasMethod && rawId !== null) {
-      const wire = JSON.parse(rawId) as Id;
-      const entry = this.downstreamReqs.get(wire);
-      if (!entry || typeof wire !== "number") return;
-      this.downstreamReqs.delete(wire, entry.key);
-      if (entry.gen === this.gen && entry.gen.alive) {
-        const e = refuse.responseTooLarge(bytes, "client");
-        this.answerServer(errorResponse(entry.serverId, e.code, e.message, e.data), entry.written);
-      }
+      this.answerServerInstead(JSON.parse(rawId) as Id, refuse.responseTooLarge(bytes, "client"));
       return;
     }
     const e = refuse.requestTooLarge(bytes, "not forwarded");
@@ -360,13 +353,19 @@ export class Gateway {
       this.o.downstream.send(errorResponse(id, e.code, e.message, e.data));
       return;
     }
-    const entry = typeof id === "number" ? this.downstreamReqs.get(id) : undefined;
-    if (!entry || typeof id !== "number") return;
-    this.downstreamReqs.delete(id, entry.key);
-    if (entry.gen === this.gen && entry.gen.alive) {
-      const e = refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "client");
+    if (id !== null) this.answerServerInstead(id, refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "client"));
+  }
+
+  /**
+   * The client's answer to the server's request `wire` was dropped (too large, too deep): the
+   * server gets `e` in its place, under its own id, while the process that asked still runs.
+   */
+  private answerServerInstead(wire: Id, e: ErrorObject): void {
+    const entry = typeof wire === "number" ? this.downstreamReqs.get(wire) : undefined;
+    if (!entry || typeof wire !== "number") return;
+    this.downstreamReqs.delete(wire, entry.key);
+    if (entry.gen === this.gen && entry.gen.alive)
       this.answerServer(errorResponse(entry.serverId, e.code, e.message, e.data), entry.written);
-    }
   }
 
   private onClientRequest(msg: Request, line?: ClientLine): void {

@@ -251,7 +251,7 @@ export const refuse = {
     withCode(
       TOO_LARGE_CODES.request,
       "message_too_deep",
-      `Request nested deeper than ${limit} levels of arrays and objects; it was ${fate === "not forwarded" ? "not forwarded" : "dropped"}.`,
+      `Request nested deeper than ${limit} levels of arrays and objects; it was ${fate}.`,
       "request nested deeper than the gateway reads",
       `send the data flatter (at most ${limit} levels), e.g. as a JSON string`,
       { limit },

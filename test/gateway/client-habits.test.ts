@@ -182,6 +182,25 @@ describe("big messages", () => {
     expect(textOf(asked)).toBe("error -32603 message_too_large");
   });
 
+  it("answers the server with message_too_deep when the client's answer to its request nests deeper than 512 levels", async () => {
+    const gw = gateway();
+    await ready(gw);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "asks-deep",
+      method: "tools/call",
+      params: { name: "ask", arguments: { pad: 0 } },
+    });
+    const roots = await gw.next((m) => m.method === "roots/list");
+    const depth = 50_000;
+    gw.send(
+      `{"jsonrpc":"2.0","id":${JSON.stringify(roots.id)},"result":{"roots":${"[".repeat(depth)}${"]".repeat(depth)}}}\n`,
+    );
+    const asked = await gw.next((m) => m.id === "asks-deep");
+    expect(textOf(asked)).toBe("error -32603 message_too_deep");
+    expect(gw.stderr()).toMatch(/from the client nested deeper than 512 levels/);
+  });
+
   it("takes maxMessageBytes from portcullis.json, and refuses a bad one naming the file and key", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pc-habits-cfg-"));
     const [command, ...args] = fixtureCommand("habits");
