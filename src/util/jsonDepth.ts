@@ -10,24 +10,23 @@ export const MAX_MESSAGE_DEPTH = 512;
 
 /**
  * Whether `value` nests arrays and objects more than `limit` levels deep (a bare object or array
- * is one level). Iterative, so that it cannot run out of stack on the values it exists to catch.
+ * is one level). Recursive, but it never goes more than `limit` + 1 calls deep: it stops where the
+ * limit is passed, so the values it exists to catch cannot exhaust its stack.
  */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  const values: object[] = [value];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const v = values.pop() as object;
-    const depth = depths.pop() as number;
-    if (depth > limit) return true;
-    const children: unknown[] = Array.isArray(v) ? v : Object.values(v);
-    for (const child of children) {
-      if (typeof child === "object" && child !== null) {
-        values.push(child);
-        depths.push(depth + 1);
-      }
-    }
+  return exceeds(value, limit);
+}
+
+/** Whether `v` is more than `budget` levels deep; no allocation, for the messages of every call. */
+function exceeds(v: unknown, budget: number): boolean {
+  if (typeof v !== "object" || v === null) return false;
+  if (budget === 0) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (exceeds(v[i], budget - 1)) return true;
+    return false;
   }
+  const o = v as Record<string, unknown>;
+  for (const k in o) if (exceeds(o[k], budget - 1)) return true;
   return false;
 }
 

@@ -1,7 +1,8 @@
 // The nesting limit every message is held to when it is read (src/util/jsonDepth.ts): fast-check
-// looks for a JSON value whose depth the iterative check gets wrong against a plain recursive
-// count, for a line that parseLine classifies against the limit wrongly (or whose id it loses),
-// and for a deep line that the scrubbing of released values lets a value through or throws on.
+// looks for a JSON value whose depth the check (which stops at the limit) gets wrong against a
+// plain recursive count, for a line that parseLine classifies against the limit wrongly (or whose
+// id it loses), and for a deep line that the scrubbing of released values lets a value through or
+// throws on.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseLine } from "../../src/relay/jsonrpc.js";
