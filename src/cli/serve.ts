@@ -334,6 +334,8 @@ export async function serve(
     reportSpawnCredentials(delivery, events, statusLog, server.label, gen.epoch);
     registry.recordEpoch(gen.record, gen.reason);
     registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+    // what the server sent out before this epoch was recorded belongs to it (src/vault/egress/record.ts)
+    egress?.epochStarted(gen.epoch);
   });
   supervisor.on("down", () => registry.update({ state: "identity-pending" }));
   const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);

@@ -1214,7 +1214,10 @@ export class Gateway {
   } {
     const gen = this.gen;
     const out: { callId: string; epoch: string; scopes: readonly string[]; key: string }[] = [];
-    if (!gen?.alive || this.ended) return { epoch: gen?.epoch ?? null, inFlight: out };
+    // No live process: what the server sends now is the code that is starting (or the last of the
+    // one stopping), not this epoch's: no epoch, until the next is recorded.
+    if (!gen?.alive) return { epoch: null, inFlight: out };
+    if (this.ended) return { epoch: gen.epoch, inFlight: out };
     // key: the wire id, never reused in this gateway (a client may send one request id twice)
     for (const [wire, p] of this.upstream.entries())
       if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)

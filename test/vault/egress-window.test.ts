@@ -154,18 +154,37 @@ describe("the release window", () => {
         .filter((x) => x.path !== "/timer")
         .map((x) => x.path);
     expect(calls()).toEqual(["/v1"]);
+    // the approved epoch: the one that released to plain for /v1
+    const approved = await waitFor(
+      async () =>
+        (await egressJson(stateDir)).epochs.find((e) =>
+          e.destinations.some((d) => d.port === plain.port && d.released > 0),
+        )?.epoch ?? null,
+      10_000,
+      "the approved epoch in the egress record",
+    );
     // the rebuild: a new epoch; the old grant is stale, and the call waits for a human
     const mark = plain.received.length;
     // the new code also talks to a host the approved code never did
     writeFileSync(startupUrl, `${other.url}/new-code`);
     writeFileSync(join(dir, "plugin.txt"), "v2\n");
     await gw.waitForStderr(/new execution epoch/, 20_000);
-    await waitFor(
-      async () =>
-        (await egressJson(stateDir)).epochs.some((e) => e.destinations.some((d) => d.port === other.port)),
+    const recorded = await waitFor(
+      async () => {
+        const e = await egressJson(stateDir);
+        return e.epochs.some((x) => x.destinations.some((d) => d.port === other.port)) ? e : null;
+      },
       10_000,
       "the new destination recorded",
     );
+    // the new code contacted it as it started, maybe before its epoch was recorded: it is filed
+    // under the new epoch, never under the approved one (a review of the new code must see it)
+    const filedUnder = recorded.epochs
+      .filter((e) => e.destinations.some((d) => d.port === other.port))
+      .map((e) => e.epoch);
+    expect(filedUnder).toHaveLength(1);
+    expect(filedUnder[0]).not.toBe(approved);
+    expect(filedUnder[0]).not.toBeNull();
     const call = gw.client.callTool({ name: "fetch_url", arguments: { url: `${plain.url}/v2` } });
     let settled = false;
     call.then(

@@ -37,6 +37,11 @@ export interface ServerEgress {
   /** the proxy variables, CA bundles and preload to add to the server's environment at each spawn */
   env: Record<string, string>;
   url: string;
+  /**
+   * The gateway's next epoch is recorded: the requests its server made while no epoch was live
+   * (booting, or after the previous process went down) are recorded under it.
+   */
+  epochStarted(epoch: string): void;
   /** stops the proxy (its port closes, open tunnels are cut), writes the record, removes the bundles */
   close(): Promise<void>;
 }
@@ -131,10 +136,11 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
   return {
     env: built.env,
     url: proxy.url,
+    epochStarted: (epoch) => recorder.epochStarted(epoch),
     close: () => {
       closed ??= (async () => {
         await proxy.close();
-        recorder.flush();
+        recorder.close();
         built.cleanup();
       })();
       return closed;

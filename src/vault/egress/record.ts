@@ -25,10 +25,20 @@ interface Pending {
 /** How often the index table is written (one transaction for everything seen meanwhile). */
 const FLUSH_MS = 200;
 
+/** Requests held for the next epoch, at most; older ones are recorded under no epoch. */
+const MAX_HELD = 10_000;
+
 export class EgressRecorder {
   private pending = new Map<string, Pending>();
   private events_ = new Map<string, { r: EgressRecord; requests: number }>();
   private timer: NodeJS.Timeout | null = null;
+  /**
+   * Requests made while no epoch was live (the server booting before its epoch is recorded, or the
+   * gap after the previous process went down), each with its time: they belong to the code that
+   * is starting, so they wait for its epoch (`epochStarted`) instead of being filed under the
+   * epoch before it, which would hide from a review that the new code contacted them.
+   */
+  private held: { r: EgressRecord; at: string }[] = [];
 
   constructor(
     private readonly store: Store,
@@ -38,14 +48,44 @@ export class EgressRecorder {
     private readonly flushMs = FLUSH_MS,
   ) {}
 
-  record(r: EgressRecord): void {
+  /**
+   * An epoch is live now: what was held is recorded under it. The code that made those requests
+   * is the code that just started, or, for the last requests of a process that was stopping, the
+   * one before it: filed under its successor, such a request can only add to what a review shows.
+   */
+  epochStarted(epoch: string): void {
+    const held = this.held;
+    this.held = [];
+    for (const { r, at } of held) this.record({ ...r, epoch }, at);
+  }
+
+  /** Records what is held under no epoch (no epoch came: the gateway is closing), then writes everything. */
+  close(): void {
+    const held = this.held;
+    this.held = [];
+    for (const { r, at } of held) this.add(r, at);
+    this.flush();
+  }
+
+  record(r: EgressRecord, at = new Date().toISOString()): void {
+    if (r.epoch === null) {
+      this.held.push({ r, at });
+      if (this.held.length > MAX_HELD) {
+        const oldest = this.held.shift() as { r: EgressRecord; at: string };
+        this.add(oldest.r, oldest.at);
+      }
+      return;
+    }
+    this.add(r, at);
+  }
+
+  private add(r: EgressRecord, now: string): void {
     const ek = `${r.epoch}\n${r.call}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}\n${r.outcome}\n${r.status}\n${r.released.join(",")}\n${r.withheld.join(",")}`;
     const alike = this.events_.get(ek);
     if (alike) alike.requests++;
     else this.events_.set(ek, { r, requests: 1 });
     const key: Pending["key"] = [this.label, r.epoch ?? "", r.host, r.port, r.scheme, r.method];
     const k = `${r.epoch}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}`;
-    const now = new Date().toISOString();
     const p = this.pending.get(k) ?? {
       key,
       requests: 0,
@@ -59,7 +99,8 @@ export class EgressRecorder {
     if (r.released.length > 0) p.released++;
     if (r.outcome === "refused") p.refused++;
     for (const s of r.released) p.scopes.add(s);
-    p.last = now;
+    if (now < p.first) p.first = now;
+    if (now > p.last) p.last = now;
     this.pending.set(k, p);
     if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.flushMs);

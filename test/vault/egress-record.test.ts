@@ -1,0 +1,102 @@
+// The egress record's epochs (src/vault/egress/record.ts): a request a server makes while no epoch
+// is live (booting before its epoch is recorded, or after the previous process went down) is held
+// and filed under the epoch that starts next, never under the one before it: a review of the new
+// code must see every host the new code contacted. On a real store and audit log.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AuditLog } from "../../src/audit/index.js";
+import { auditSink } from "../../src/gateway/auditSink.js";
+import type { EventSink } from "../../src/gateway/events.js";
+import { openStore, type Store } from "../../src/store/db.js";
+import type { EgressRecord } from "../../src/vault/egress/proxy.js";
+import { destinationsOfEpoch, EgressRecorder, listDestinations } from "../../src/vault/egress/record.js";
+import { newStateDir } from "../helpers/state.js";
+
+const quiet = { info() {}, warn() {}, debug() {}, status() {} };
+
+let store: Store;
+let events: EventSink;
+let emitted: Record<string, unknown>[];
+
+beforeEach(() => {
+  const stateDir = newStateDir();
+  store = openStore(stateDir);
+  const sink = auditSink(AuditLog.open(store, stateDir, { sync: "normal" }), quiet);
+  emitted = [];
+  events = {
+    ...sink,
+    emit: (e) => {
+      emitted.push(e as unknown as Record<string, unknown>);
+      sink.emit(e);
+    },
+  };
+});
+afterEach(() => {
+  events.flush();
+  store.close();
+});
+
+const request = (host: string, epoch: string | null): EgressRecord => ({
+  host,
+  port: 443,
+  method: "GET",
+  scheme: "tunnel",
+  released: [],
+  withheld: [],
+  call: null,
+  epoch,
+  outcome: "tunnelled",
+});
+
+describe("the egress record's epochs", () => {
+  it("files what came before an epoch was recorded under that epoch, not under the one before it", () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.epochStarted("E1");
+    r.record(request("old.example", "E1"));
+    // E1's process went down; the new code boots and contacts a host the old one never did
+    r.record(request("new.example", null));
+    r.flush();
+    expect(listDestinations(store, "api").map((d) => [d.epoch, d.host])).toEqual([["E1", "old.example"]]);
+    expect(emitted.filter((e) => e.type === "egress").map((e) => e.host)).toEqual(["old.example"]);
+
+    r.epochStarted("E2");
+    r.flush();
+    expect(destinationsOfEpoch(store, "E2")).toEqual(new Set(["new.example:443"]));
+    expect(destinationsOfEpoch(store, "E1")).toEqual(new Set(["old.example:443"]));
+    expect(emitted.filter((e) => e.type === "egress").map((e) => [e.epoch, e.host])).toEqual([
+      ["E1", "old.example"],
+      ["E2", "new.example"],
+    ]);
+  });
+
+  it("keeps the time each held request was made", async () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.record(request("early.example", null));
+    const before = new Date().toISOString();
+    await new Promise((done) => setTimeout(done, 20));
+    r.epochStarted("E1");
+    r.close();
+    const [row] = listDestinations(store, "api");
+    expect(row).toMatchObject({ epoch: "E1", host: "early.example" });
+    expect(row!.firstAt <= before).toBe(true);
+  });
+
+  it("records what is still held under no epoch when the gateway closes before any epoch", () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.record(request("never.example", null));
+    r.close();
+    expect(listDestinations(store, "api").map((d) => [d.epoch, d.host])).toEqual([["", "never.example"]]);
+    expect(emitted.find((e) => e.type === "egress")).toMatchObject({ epoch: null, host: "never.example" });
+  });
+
+  it("holds a bounded number: beyond it the oldest are recorded under no epoch", () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.record(request("first.example", null));
+    for (let i = 0; i < 10_000; i++) r.record(request("loop.example", null));
+    r.flush();
+    expect(listDestinations(store, "api").map((d) => [d.epoch, d.host])).toEqual([["", "first.example"]]);
+    r.epochStarted("E1");
+    r.flush();
+    const loop = listDestinations(store, "api").find((d) => d.host === "loop.example");
+    expect(loop).toMatchObject({ epoch: "E1", requests: 10_000 });
+  });
+});
