@@ -13,8 +13,11 @@ import type { DigestCache } from "../identity/index.js";
 import type { Store } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
+import type { envDelivery } from "../vault/delivery.js";
+import type { ServerEgress } from "../vault/egress/forServer.js";
 import { holderVault } from "../vault/port.js";
 import { scopesForTool } from "../vault/toolScopes.js";
+import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 /** What every agent run of one `portcullis run` shares, over stdio or per HTTP session. */
 export interface AgentRunSettings {
@@ -93,4 +96,34 @@ export function runGatewayOptions(
       registry.update({ state, record: gen?.record ?? null });
     },
   };
+}
+
+/**
+ * What a stdio gateway and each HTTP session keep in step with the server's epochs: the
+ * credentials each spawn was given (recorded), the status rows (and a heartbeat every 5 s), and
+ * the egress record, which files what the server sent out before an epoch was recorded under
+ * that epoch (src/vault/egress/record.ts). Returns the heartbeat, to clear when the gateway ends.
+ */
+export function trackEpochs(
+  link: ServerLink,
+  o: {
+    label: string;
+    delivery: ReturnType<typeof envDelivery>;
+    events: EventSink;
+    log: Logger;
+    registry: GatewayRegistry;
+    egress: () => ServerEgress | null;
+    state: () => string | undefined;
+  },
+): NodeJS.Timeout {
+  link.on("up", (gen) => {
+    reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch);
+    o.registry.recordEpoch(gen.record, gen.reason);
+    o.registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+    o.egress()?.epochStarted(gen.epoch);
+  });
+  link.on("down", () => o.registry.update({ state: "identity-pending" }));
+  const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), 5000);
+  heartbeat.unref();
+  return heartbeat;
 }

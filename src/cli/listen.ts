@@ -23,9 +23,8 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { beginAgentRun, runGatewayOptions } from "./agentRun.js";
+import { beginAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
-import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 export interface ListenSettings {
   address: ListenAddress;
@@ -175,16 +174,15 @@ function openSession(
     ...runGatewayOptions(server, supervisor, registry),
     onEnd: () => void session.end(),
   });
-  supervisor.on("up", (gen) => {
-    reportSpawnCredentials(shared.delivery, events, statusLog, server.label, gen.epoch);
-    registry.recordEpoch(gen.record, gen.reason);
-    registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
-    // what the server sent out before this epoch was recorded belongs to it (src/vault/egress/record.ts)
-    egress?.epochStarted(gen.epoch);
+  const heartbeat = trackEpochs(supervisor, {
+    label: server.label,
+    delivery: shared.delivery,
+    events,
+    log: statusLog,
+    registry,
+    egress: () => egress,
+    state: () => gateway?.status().state,
   });
-  supervisor.on("down", () => registry.update({ state: "identity-pending" }));
-  const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
-  heartbeat.unref();
   const proxied = startServerEgress({
     server,
     stateDir: shared.stateDir,

@@ -32,10 +32,9 @@ import { envDelivery } from "../vault/delivery.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
-import { beginAgentRun, runGatewayOptions } from "./agentRun.js";
+import { beginAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
-import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 /** Loaded only by a gateway whose configuration needs them (see src/cli/run.ts). */
 const listenModule = () => import("./listen.js");
@@ -330,16 +329,15 @@ export async function serve(
     ...runGatewayOptions(server, supervisor, registry),
     onEnd: (_reason, code) => void shutdown(code),
   });
-  supervisor.on("up", (gen) => {
-    reportSpawnCredentials(delivery, events, statusLog, server.label, gen.epoch);
-    registry.recordEpoch(gen.record, gen.reason);
-    registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
-    // what the server sent out before this epoch was recorded belongs to it (src/vault/egress/record.ts)
-    egress?.epochStarted(gen.epoch);
+  const heartbeat = trackEpochs(supervisor, {
+    label: server.label,
+    delivery,
+    events,
+    log: statusLog,
+    registry,
+    egress: () => egress,
+    state: () => gateway?.status().state,
   });
-  supervisor.on("down", () => registry.update({ state: "identity-pending" }));
-  const heartbeat = setInterval(() => registry.update({ state: gateway?.status().state }), 5000);
-  heartbeat.unref();
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => void shutdown(0));
 
   try {
