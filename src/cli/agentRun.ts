@@ -77,7 +77,8 @@ export function beginAgentRun(
 }
 
 /**
- * What a stdio gateway and each HTTP session wire the same way: the credential scopes each tool
+ * What a stdio gateway and each HTTP session wire the same way: what the server's configuration
+ * says (label, onChange, onExpand, what the audit keeps of arguments), the credential scopes each tool
  * uses (the one decision, src/vault/toolScopes.ts), for the guard and for what the egress proxy
  * may release while a call runs (that tool's own scopes), and the status rows kept current with
  * the epoch's record (once settled, it names the processes that answered).
@@ -86,8 +87,15 @@ export function runGatewayOptions(
   server: ServerConfig,
   link: ServerLink,
   registry: GatewayRegistry,
-): Pick<GatewayOptions, "scopesFor" | "callScopes" | "onState"> {
+): Pick<
+  GatewayOptions,
+  "label" | "onChange" | "onExpand" | "auditArguments" | "scopesFor" | "callScopes" | "onState"
+> {
   return {
+    label: server.label,
+    onChange: server.onChange,
+    onExpand: server.onExpand ?? "run",
+    auditArguments: server.audit.arguments,
     scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),
     callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
     onState: (state) => {

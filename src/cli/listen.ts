@@ -157,9 +157,6 @@ function openSession(
     return { runId: begun.run.run, auth: begun.auth };
   };
   gateway = new Gateway({
-    label: server.label,
-    onChange: server.onChange,
-    onExpand: server.onExpand ?? "run",
     supervisor,
     store,
     log: statusLog,
@@ -168,7 +165,6 @@ function openSession(
     beginRun,
     holdTimeoutMs: shared.holdTimeoutMs,
     consolePage: shared.consolePage,
-    auditArguments: server.audit.arguments,
     decide: shared.decide,
     released: shared.releasedValues,
     ...runGatewayOptions(server, supervisor, registry),

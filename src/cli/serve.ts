@@ -312,9 +312,6 @@ export async function serve(
     server.maxMessageBytes,
   );
   gateway = new Gateway({
-    label: server.label,
-    onChange: server.onChange,
-    onExpand: server.onExpand ?? "run",
     supervisor,
     store,
     log: statusLog,
@@ -323,7 +320,6 @@ export async function serve(
     beginRun,
     holdTimeoutMs,
     consolePage,
-    auditArguments: server.audit.arguments,
     decide,
     released: releasedValues,
     ...runGatewayOptions(server, supervisor, registry),
