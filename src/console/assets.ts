@@ -7,6 +7,38 @@
 
 export const CONSOLE_JS = `"use strict";
 (function () {
+  // The proof key (src/console/sessions.ts): handed over once, in the answer to the request that
+  // carried the passphrase, kept in this origin's storage (other ports cannot read it), and sent
+  // back with every form this page posts. Without it the held proof is never used.
+  var KEY = "portcullis-proof";
+  window.portcullisProofKey = function () {
+    try { return localStorage.getItem(KEY) || ""; } catch (e) { return ""; }
+  };
+  window.portcullisKeepProofKey = function (value) {
+    try { localStorage.setItem(KEY, value); } catch (e) {}
+  };
+  var handoff = document.querySelector('meta[name="portcullis-proof"]');
+  if (handoff) {
+    window.portcullisKeepProofKey(handoff.getAttribute("content") || "");
+    var next = handoff.getAttribute("data-next");
+    if (next && next.charAt(0) === "/" && next.charAt(1) !== "/") location.replace(next);
+  } else if (document.querySelector('form[action="/login"]')) {
+    try { localStorage.removeItem(KEY); } catch (e) {}
+  }
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form || !form.getAttribute || (form.getAttribute("method") || "").toLowerCase() !== "post") return;
+    var input = form.querySelector('input[name="proof"]');
+    if (!input) {
+      input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "proof";
+      form.appendChild(input);
+    }
+    input.value = window.portcullisProofKey();
+  }, true);
+})();
+(function () {
   function typing(main) {
     var el = document.activeElement;
     if (el && main.contains(el) && (el.tagName === "INPUT" || el.tagName === "TEXTAREA")) return true;

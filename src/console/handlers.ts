@@ -20,7 +20,7 @@ import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
 import { auditData } from "./audit.js";
-import type { Html } from "./html.js";
+import { type Html, html } from "./html.js";
 import { parseCookies, redirect, sendHtml } from "./http.js";
 import {
   auditBody,
@@ -43,15 +43,39 @@ import { type ConsoleSession, loginCookie, sameToken, sessionCookie, token } fro
 
 const ID = "([0-9A-Za-z_-]{1,64})";
 
-export function page(ctx: RouteContext, status: number, title: string, body: Html, active?: string): void {
+export function page(
+  ctx: RouteContext,
+  status: number,
+  title: string,
+  body: Html,
+  active?: string,
+  handoff?: { proofKey: string; next?: string },
+): void {
   const s = ctx.session!;
-  const proof = ctx.app.sessions.proof(s);
-  const provenFor = proof ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
+  const held = ctx.app.sessions.held(s);
+  const provenFor = held ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
   // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
   // of a POST-only path.
   const live = ctx.req.method === "GET" || ctx.req.method === "HEAD" ? ctx.app.changes.current() : undefined;
-  const passkeyDecisions = !proof && passkeyDecisionsOf(ctx)?.here === true;
-  sendHtml(ctx.res, status, layout({ title, csrf: s.csrf, provenFor, passkeyDecisions, active, live }, body));
+  const passkeyDecisions = !held && passkeyDecisionsOf(ctx)?.here === true;
+  sendHtml(
+    ctx.res,
+    status,
+    layout({ title, csrf: s.csrf, provenFor, passkeyDecisions, active, live, handoff }, body),
+  );
+}
+
+/**
+ * After a passphrase was proven by this request: `next`, by way of a page that hands the new
+ * proof key to the console's script (sessions.ts); a plain redirect when nothing is held.
+ */
+export function handOver(ctx: RouteContext, proofKey: string | null, next: string): void {
+  if (proofKey === null) {
+    redirect(ctx.res, next);
+    return;
+  }
+  const body = html`<p class="message" role="status">Passphrase proven. <a href="${next}">Continue</a></p>`;
+  sendHtml(ctx.res, 200, layout({ title: "Proven", handoff: { proofKey, next } }, body));
 }
 
 /**
@@ -61,7 +85,7 @@ export function page(ctx: RouteContext, status: number, title: string, body: Htm
  */
 function passkeyDecisionsOf(ctx: RouteContext): PasskeyDecisions | undefined {
   const { app } = ctx;
-  if (app.sessions.proof(ctx.session!) || passkeyRows(app.db).length === 0) return undefined;
+  if (app.sessions.held(ctx.session!) || passkeyRows(app.db).length === 0) return undefined;
   return onPasskeyOrigin(ctx.req, app.port) ? { here: true } : { here: false, url: passkeyOrigin(app.port) };
 }
 
@@ -123,7 +147,7 @@ async function login(ctx: RouteContext): Promise<void> {
     cookie(sessionCookie(app.port), s.id),
     cookie(loginCookie(app.port), "", "/login", true),
   ]);
-  redirect(ctx.res, safeNext(form!.get("next")));
+  handOver(ctx, s.proofKey, safeNext(form!.get("next")));
 }
 
 const ACTIONS: Record<string, Decision | "deny"> = {
@@ -168,8 +192,9 @@ async function decide(ctx: RouteContext): Promise<void> {
   const chosen = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
   if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
   const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
-  let proof = app.sessions.proof(s);
+  let proof = app.sessions.proof(s, ctx.proofKey);
   let how = "passphrase verified at login";
+  let proofKey: string | null = null;
   if (!proof) {
     const passphrase = form!.get("passphrase");
     if (!passphrase) return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf));
@@ -180,7 +205,7 @@ async function decide(ctx: RouteContext): Promise<void> {
       if (problem === null) throw e;
       return page(ctx, 401, "Prove it is you", proofBody(req, action, reason, s.csrf, problem));
     }
-    app.sessions.proven(s, proof);
+    proofKey = app.sessions.proven(s, proof);
     how = "passphrase verified";
   }
   const decision: Decision =
@@ -195,7 +220,7 @@ async function decide(ctx: RouteContext): Promise<void> {
     if (!(e instanceof DecisionError)) throw e;
     return page(ctx, 409, "Not decided", messageBody("Not decided", `${e.message}.`, `/requests/${id}`));
   }
-  redirect(ctx.res, `/requests/${id}`);
+  handOver(ctx, proofKey, `/requests/${id}`);
 }
 
 function revoke(ctx: RouteContext): void {
@@ -219,18 +244,23 @@ function revoke(ctx: RouteContext): void {
   redirect(ctx.res, "/grants");
 }
 
+/** The audit opened: with the passphrase given, or (none given) the proof held for this key. */
 async function openAudit(ctx: RouteContext): Promise<void> {
   const { app, form } = ctx;
   const s = ctx.session!;
+  const passphrase = form!.get("passphrase") ?? "";
+  const held = passphrase === "" ? app.sessions.proof(s, ctx.proofKey) : null;
+  if (held) return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey), s.csrf), "/audit");
   try {
-    const proof = await app.prove(form!.get("passphrase") ?? "");
-    app.sessions.proven(s, proof);
-    return page(ctx, 200, "Audit", auditBody(auditData(app.db, proof.auditKey), s.csrf), "/audit");
+    const proof = await app.prove(passphrase);
+    const proofKey = app.sessions.proven(s, proof);
+    const opened = auditBody(auditData(app.db, proof.auditKey), s.csrf);
+    return page(ctx, 200, "Audit", opened, "/audit", proofKey === null ? undefined : { proofKey });
   } catch (e) {
     const problem = proofProblem(e);
     if (problem === null) throw e;
     const d = { ...auditData(app.db, null), openProblem: problem };
-    return page(ctx, 401, "Audit", auditBody(d, s.csrf), "/audit");
+    return page(ctx, 401, "Audit", auditBody(d, s.csrf, app.sessions.held(s)), "/audit");
   }
 }
 
@@ -378,15 +408,10 @@ export const CONSOLE_ROUTES: Route[] = [
     method: "GET",
     path: /^\/audit$/,
     session: true,
+    // A GET opens nothing: the held proof is used only by a POST that brings its key.
     handle: (ctx) => {
-      const proof = ctx.app.sessions.proof(ctx.session!);
-      page(
-        ctx,
-        200,
-        "Audit",
-        auditBody(auditData(ctx.app.db, proof?.auditKey ?? null), ctx.session!.csrf),
-        "/audit",
-      );
+      const held = ctx.app.sessions.held(ctx.session!);
+      page(ctx, 200, "Audit", auditBody(auditData(ctx.app.db, null), ctx.session!.csrf, held), "/audit");
     },
   },
   { method: "POST", path: /^\/audit\/open$/, session: true, handle: openAudit },

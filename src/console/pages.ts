@@ -25,6 +25,11 @@ export interface PageChrome {
   active?: string;
   /** the store's state tag when the page was rendered: set on pages that fetch themselves again */
   live?: string;
+  /**
+   * A proof key handed over to the page (only in the answer to the request that carried the
+   * passphrase): the page's script keeps it in this origin's storage, then goes to `next` if set.
+   */
+  handoff?: { proofKey: string; next?: string };
 }
 
 const NAV: [string, string][] = [
@@ -52,7 +57,11 @@ export function layout(chrome: PageChrome, body: Html): string {
   return `<!doctype html>\n${html`<html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${chrome.title} · portcullis</title>
-<link rel="stylesheet" href="/static/console.css">
+<link rel="stylesheet" href="/static/console.css">${
+    chrome.handoff
+      ? html`\n<meta name="portcullis-proof" content="${chrome.handoff.proofKey}" ${chrome.handoff.next ? html`data-next="${chrome.handoff.next}"` : ""}>`
+      : ""
+  }
 <script src="/static/console.js" defer></script></head>
 <body><header class="top"><strong>portcullis</strong> console${nav}</header>
 <main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""}>${body}</main></body></html>`}`;
@@ -223,7 +232,8 @@ export interface AuditPageData {
   openProblem?: string;
 }
 
-export function auditBody(d: AuditPageData, csrf: string): Html {
+/** `held`: a passphrase proof is held, so the tab that proved it opens the audit without asking. */
+export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
   const v = d.verified;
   return html`<h1>Audit</h1>
   <section class="verify"><h2>Verification</h2>${
@@ -246,9 +256,11 @@ export function auditBody(d: AuditPageData, csrf: string): Html {
           )}</tbody></table></section>`
       : html`<section><h2>Sessions and activity</h2>
         ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}
-        <p>The audit is sealed to the keyring: reading it needs the passphrase (kept for the proven window only).</p>
+        <p>The audit is sealed to the keyring: reading it needs the passphrase (kept for the proven window only${
+          held ? ", for the browser it was given in: leave it empty there" : ""
+        }).</p>
         <form method="post" action="/audit/open"><input type="hidden" name="csrf" value="${csrf}">
-        <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" required data-testid="audit-proof"></label>
+        <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" ${held ? "" : html`required`} data-testid="audit-proof"></label>
         <button type="submit">Open the audit</button></form></section>`
   }`;
 }

@@ -21,10 +21,10 @@ export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boole
         )}</tbody></table>`
   }
   <section class="add-passkey"><h2>Add a passkey</h2>
-  <p>Adding one needs the passphrase${proofHeld ? " (proven: it is held for now)" : ""}; the new passkey is pinned in the audit chain, signed by the approver key.</p>
+  <p>Adding one needs the passphrase${proofHeld ? " (proven: it is held for now, for this browser; leave it empty here)" : ""}; the new passkey is pinned in the audit chain, signed by the approver key.</p>
   <form method="post" action="/passkeys/register" data-passkey="register">
     <label>Name <input type="text" name="name" maxlength="64" placeholder="e.g. laptop Touch ID" data-testid="passkey-name"></label>
-    ${proofHeld ? "" : html`<label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" required data-testid="passkey-passphrase"></label>`}
+    <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" ${proofHeld ? "" : html`required`} data-testid="passkey-passphrase"></label>
     <button type="submit" data-testid="passkey-register">Add a passkey</button>
   </form>
   <p class="error" role="alert" data-testid="passkey-error" hidden></p></section>`;

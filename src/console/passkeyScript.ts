@@ -29,7 +29,7 @@ export const PASSKEY_JS = `
     return fetch(path, {
       method: "POST",
       credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf(), "X-Proof-Key": window.portcullisProofKey() },
       body: JSON.stringify(body)
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (j) {
@@ -65,9 +65,10 @@ export const PASSKEY_JS = `
     var pass = form.querySelector('input[name="passphrase"]');
     var name = form.querySelector('input[name="name"]');
     if (submitter) submitter.disabled = true;
-    post("/passkeys/options", pass ? { passphrase: pass.value } : {})
+    post("/passkeys/options", pass && pass.value ? { passphrase: pass.value } : {})
       .then(function (j) {
         if (pass) pass.value = "";
+        if (j.proofKey) window.portcullisKeepProofKey(j.proofKey);
         return webauthn().then(function (w) { return w.startRegistration({ optionsJSON: j.options }); });
       })
       .then(function (response) { return post("/passkeys/register", { response: response, name: name ? name.value : "" }); })

@@ -95,7 +95,7 @@ function passkeyProblem(e: unknown): string | null {
 function passkeysPage(ctx: RouteContext, status = 200, problem?: string): void {
   const { app } = ctx;
   const s = ctx.session!;
-  const held = app.sessions.proof(s) !== null;
+  const held = app.sessions.held(s);
   page(
     ctx,
     status,
@@ -127,7 +127,8 @@ async function registrationOptions(ctx: RouteContext): Promise<void> {
   if (wrongOrigin(ctx)) return;
   const { app } = ctx;
   const s = ctx.session!;
-  let signer = app.sessions.proof(s)?.signer ?? null;
+  let signer = app.sessions.proof(s, ctx.proofKey)?.signer ?? null;
+  let proofKey: string | null = null;
   if (!signer) {
     const passphrase = field(ctx.json, "passphrase");
     if (typeof passphrase !== "string" || passphrase === "") {
@@ -135,7 +136,7 @@ async function registrationOptions(ctx: RouteContext): Promise<void> {
     }
     try {
       const proof = await app.prove(passphrase);
-      app.sessions.proven(s, proof);
+      proofKey = app.sessions.proven(s, proof);
       signer = proof.signer;
     } catch (e) {
       const problem = proofProblem(e);
@@ -148,7 +149,8 @@ async function registrationOptions(ctx: RouteContext): Promise<void> {
     app.db,
   );
   ceremoniesOf(s).registrations.put(options.challenge, { signer });
-  sendJson(ctx, 200, { options });
+  // A passphrase proven here: its proof key, for the page's script to keep (sessions.ts).
+  sendJson(ctx, 200, proofKey === null ? { options } : { options, proofKey });
 }
 
 async function register(ctx: RouteContext): Promise<void> {

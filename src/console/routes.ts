@@ -22,6 +22,8 @@ export interface RouteContext {
   json: unknown;
   /** the live session (null only on routes with `session: false`) */
   session: ConsoleSession | null;
+  /** the proof key a POST brought (form field `proof` or header X-Proof-Key; see sessions.ts) */
+  proofKey: string | null;
   app: ConsoleApp;
 }
 

@@ -194,7 +194,8 @@ async function handle(
     }
     // Session-less POSTs (login) check their own pre-session token in their handler.
   }
-  await route.handle({ req, res, params, url, form, json, session, app });
+  const proofKey = method === "POST" ? (form?.get("proof") ?? headerValue(req, "x-proof-key")) : null;
+  await route.handle({ req, res, params, url, form, json, session, proofKey, app });
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {

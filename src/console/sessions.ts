@@ -3,6 +3,13 @@
  * bytes in an HttpOnly, SameSite=Strict cookie, it has its own CSRF token, and it ends after
  * `idleMs` without a request. The proof (signer and audit key) is held for `proofWindowMs` from
  * the last passphrase entry and dropped when that ends (0: never held; each decision asks).
+ *
+ * The cookie alone never uses the held proof. Browsers send a host's cookies to every port of
+ * it, so any local web server the human visits (an agent's dev server, say) receives the
+ * session cookie, and with it could read a page's CSRF token. A held proof is used only with its
+ * proof key: a fresh random value handed over once, in the answer to the request that carried
+ * the passphrase, and kept by the console's page in its origin's storage (the port is part of
+ * the origin there), which sends it back with each form or request.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Proof } from "./proof.js";
@@ -25,6 +32,8 @@ export interface ConsoleSession {
   lastSeen: number;
   proof: Proof | null;
   proofUntil: number;
+  /** the key that must come with a request to use the held proof (null: none held) */
+  proofKey: string | null;
   /** the passkey this session was opened with (null: opened with the passphrase) */
   passkey: string | null;
 }
@@ -63,6 +72,7 @@ export class Sessions {
       lastSeen: now,
       proof: null,
       proofUntil: 0,
+      proofKey: null,
       passkey,
     };
     this.byId.set(s.id, s);
@@ -84,25 +94,39 @@ export class Sessions {
     return s;
   }
 
-  /** A fresh passphrase proof: held for the window (or not at all when the window is 0). */
-  proven(s: ConsoleSession, proof: Proof): void {
+  /**
+   * A fresh passphrase proof: held for the window (or not at all when the window is 0). Returns
+   * the new proof key, for the answer to the request that carried the passphrase only (null when
+   * nothing is held); any earlier key stops working.
+   */
+  proven(s: ConsoleSession, proof: Proof): string | null {
     if (this.proofWindowMs <= 0) {
-      s.proof = null;
-      s.proofUntil = 0;
-      return;
+      drop(s);
+      return null;
     }
     s.proof = proof;
     s.proofUntil = Date.now() + this.proofWindowMs;
+    s.proofKey = token();
+    return s.proofKey;
   }
 
-  /** The held proof while the window is open; dropped (and null) once it has passed. */
-  proof(s: ConsoleSession): Proof | null {
-    if (s.proof && Date.now() >= s.proofUntil) s.proof = null;
-    return s.proof;
+  /**
+   * The held proof, for a request that brought its key, while the window is open; dropped once
+   * it has passed. Null without the key: the request must carry the passphrase itself.
+   */
+  proof(s: ConsoleSession, key: string | null | undefined): Proof | null {
+    if (!this.held(s)) return null;
+    return sameToken(key, s.proofKey) ? s.proof : null;
+  }
+
+  /** Whether a proof is held (for what a page says; using it needs the key, see proof). */
+  held(s: ConsoleSession): boolean {
+    if (s.proof && Date.now() >= s.proofUntil) drop(s);
+    return s.proof !== null;
   }
 
   end(s: ConsoleSession): void {
-    s.proof = null;
+    drop(s);
     this.byId.delete(s.id);
   }
 
@@ -113,7 +137,7 @@ export class Sessions {
 
   close(): void {
     clearInterval(this.timer);
-    for (const s of this.byId.values()) s.proof = null;
+    for (const s of this.byId.values()) drop(s);
     this.byId.clear();
   }
 
@@ -121,7 +145,13 @@ export class Sessions {
     const now = Date.now();
     for (const s of [...this.byId.values()]) {
       if (now - s.lastSeen > this.idleMs) this.end(s);
-      else if (s.proof && now >= s.proofUntil) s.proof = null;
+      else if (s.proof && now >= s.proofUntil) drop(s);
     }
   }
+}
+
+function drop(s: ConsoleSession): void {
+  s.proof = null;
+  s.proofUntil = 0;
+  s.proofKey = null;
 }

@@ -1,7 +1,8 @@
 /**
  * The demo's way of deciding through the console, as a logged-in browser would: the login form
  * (its token and cookie, then the passphrase), then the decision form with the session's CSRF
- * token, both POSTed with the console's own Origin.
+ * token and the proof key the login's answer handed over (as the console's script sends it back),
+ * both POSTed with the console's own Origin.
  */
 import { request } from "node:http";
 
@@ -49,21 +50,26 @@ function send(base: string, path: string, cookie: string, form?: Record<string, 
 }
 
 const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+const proofKeyOf = (html: string) => /<meta name="portcullis-proof" content="([^"]+)"/.exec(html)?.[1] ?? "";
 
 export class ConsoleClient {
   private constructor(
     readonly base: string,
     private readonly cookie: string,
     private readonly csrf: string,
+    private readonly proofKey: string,
   ) {}
 
   static async login(base: string, passphrase: string): Promise<ConsoleClient> {
     const form = await send(base, "/login", "");
     const r = await send(base, "/login", form.cookies.join("; "), { csrf: csrfOf(form.body), passphrase });
     const session = r.cookies.find((c) => c.startsWith("portcullis_session_") && !c.endsWith("="));
-    if (r.status !== 303 || !session) throw new Error(`the console refused the login (HTTP ${r.status})`);
+    // 200: a page handing over the proof key; 303: no proof is held (console.proofWindow 0).
+    if ((r.status !== 200 && r.status !== 303) || !session) {
+      throw new Error(`the console refused the login (HTTP ${r.status})`);
+    }
     const home = await send(base, "/", session);
-    return new ConsoleClient(base, session, csrfOf(home.body));
+    return new ConsoleClient(base, session, csrfOf(home.body), proofKeyOf(r.body));
   }
 
   async decide(
@@ -73,6 +79,7 @@ export class ConsoleClient {
   ): Promise<void> {
     const r = await send(this.base, `/requests/${encodeURIComponent(request)}/decide`, this.cookie, {
       csrf: this.csrf,
+      proof: this.proofKey,
       action,
       reason,
     });

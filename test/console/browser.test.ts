@@ -1,5 +1,7 @@
 // The console as a person uses it: Debian's chromium (playwright-core) against a console that a
 // real gateway started on demand, with a real MCP client whose calls wait for the decision.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { pending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
@@ -11,7 +13,10 @@ import {
   consoleOf,
   DEPLOY_TOOL,
   gatewayFor,
+  handedProofKey,
   loginWithBrowser,
+  post,
+  raw,
   startConsoleProcess,
   stopConsoleOf,
 } from "./helpers.js";
@@ -227,5 +232,54 @@ describe("the deny reason", () => {
     expect(await page.locator("p.outcome").textContent()).toMatch(/^denied.*pressed Enter/);
     expect(refusal(await call).data).toMatchObject({ error: "approval_denied" });
     expect(await activeGrants(stateDir)).toEqual([]);
+  });
+});
+
+describe("the session cookie on another port", () => {
+  it("reaches any local web server the human visits, and decides nothing there: the held proof needs the page's key", async () => {
+    const { stateDir, gw } = await setup();
+    const page = suite.browser.page;
+    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "stolen?" } }));
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    await loginWithBrowser(page, base);
+
+    // The agent's dev server on another loopback port: browsers send it the console's cookies.
+    let seen = "";
+    const thief = createServer((r, res) => {
+      seen = r.headers.cookie ?? "";
+      res.end("hello");
+    });
+    await new Promise<void>((r) => thief.listen(0, "127.0.0.1", r));
+    cleanup.push(() => new Promise<void>((r) => thief.close(() => r())));
+    await page.goto(`http://127.0.0.1:${(thief.address() as AddressInfo).port}/`);
+    const port = new URL(base).port;
+    const cookie = seen.split("; ").find((c) => c.startsWith(`portcullis_session_${port}=`));
+    expect(cookie, seen).toBeDefined();
+
+    // With it, the agent reads a page (and its CSRF token) and posts the decision as the page would.
+    const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: cookie! } });
+    const csrf = /name="csrf" value="([^"]+)"/.exec(card.body)![1]!;
+    const forged = await post(
+      base,
+      `/requests/${req.request}/decide`,
+      { csrf, action: "approve-session" },
+      { Cookie: cookie! },
+    );
+    expect(forged.status).toBe(200);
+    expect(forged.body).toContain("Prove it is you");
+    expect(handedProofKey(forged.body)).toBeNull();
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    // The sealed audit does not open with the held proof either.
+    const audit = await post(base, "/audit/open", { csrf }, { Cookie: cookie! });
+    expect(audit.status).toBe(401);
+    expect(audit.body).not.toContain("<h2>Sessions</h2>");
+
+    // The human's page has the key: the same decision goes through without the passphrase.
+    await page.goto(`${base}/requests/${req.request}`);
+    await page.getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
+    expect((await call).isError).toBeFalsy();
   });
 });

@@ -83,6 +83,7 @@ describe("portcullis console flags and configuration", () => {
     const c = await startConsoleProcess(stateDir, [], cwd);
     try {
       const s = await httpLogin(c.url);
+      expect(s.proofKey).toBeNull();
       const home = await raw(`${c.url}/`, { headers: { Cookie: s.cookie } });
       expect(home.body).toContain("decisions ask for the passphrase");
       const audit = await raw(`${c.url}/audit`, { headers: { Cookie: s.cookie } });
@@ -98,8 +99,14 @@ describe("portcullis console flags and configuration", () => {
     const d = await startConsoleProcess(dir);
     try {
       const s = await httpLogin(d.url);
-      const audit = await raw(`${d.url}/audit`, { headers: { Cookie: s.cookie } });
-      expect(audit.body).toContain("<h2>Sessions</h2>");
+      const opened = await post(
+        d.url,
+        "/audit/open",
+        { csrf: s.csrf, proof: s.proofKey! },
+        { Cookie: s.cookie },
+      );
+      expect(opened.status, opened.body).toBe(200);
+      expect(opened.body).toContain("<h2>Sessions</h2>");
     } finally {
       await d.stop();
       removeDir(dir);

@@ -152,6 +152,13 @@ export interface HttpSession {
   cookie: string;
   /** the session's CSRF token, read from a page */
   csrf: string;
+  /** the proof key handed over with the login's answer (null when the console holds no proof) */
+  proofKey: string | null;
+}
+
+/** The proof key a page hands over to the console's script, if it carries one. */
+export function handedProofKey(body: string): string | null {
+  return /<meta name="portcullis-proof" content="([^"]+)"/.exec(body)?.[1] ?? null;
 }
 
 /** Logs in over plain HTTP: the login form's token and cookie, then the passphrase. */
@@ -168,11 +175,15 @@ export async function httpLogin(base: string, passphrase = TEST_PASSPHRASE): Pro
     },
     body: new URLSearchParams({ csrf: loginToken, passphrase }).toString(),
   });
-  expect(r.status, r.body).toBe(303);
+  // A held proof's key comes in a page that hands it to the script; none held: a plain redirect.
+  expect([200, 303], r.body).toContain(r.status);
+  const proofKey = r.status === 200 ? handedProofKey(r.body) : null;
+  if (r.status === 200) expect(proofKey, r.body).not.toBeNull();
   const cookie = cookiePairs(r.headers["set-cookie"]).find((c) => c.startsWith("portcullis_session_"))!;
   const home = await raw(`${base}/`, { headers: { Cookie: cookie } });
+  expect(handedProofKey(home.body)).toBeNull();
   const csrf = /name="csrf" value="([^"]+)"/.exec(home.body)![1]!;
-  return { cookie, csrf };
+  return { cookie, csrf, proofKey };
 }
 
 /** A form POST as the console's own page would send it (Origin set), with the given fields. */

@@ -13,6 +13,7 @@ import {
   catalogFile,
   DEPLOY_TOOL,
   gatewayFor,
+  handedProofKey,
   httpLogin,
   post,
   type RunningConsole,
@@ -133,8 +134,11 @@ describe("login", () => {
     for (const r of [noToken, foreign, noOrigin])
       expect(String(r.headers["set-cookie"] ?? "")).not.toContain("portcullis_session_");
 
+    // The answer hands the proof key to the page, which goes on to the next page.
     const ok = await attempt({ csrf: token, passphrase: "correct horse battery staple" });
-    expect(ok.status).toBe(303);
+    expect(ok.status).toBe(200);
+    expect(handedProofKey(ok.body)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ok.body).toContain('data-next="/"');
     const session = ([] as string[])
       .concat(ok.headers["set-cookie"] ?? [])
       .find((c) => c.startsWith("portcullis_session_"))!;
@@ -178,7 +182,12 @@ describe("forged decisions", () => {
       expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
 
       // The same POST with the session's own token and Origin is a decision (signed: the call proceeds).
-      const ok = await post(base, path, { ...approve, csrf: a.csrf }, { Cookie: a.cookie });
+      const ok = await post(
+        base,
+        path,
+        { ...approve, csrf: a.csrf, proof: a.proofKey! },
+        { Cookie: a.cookie },
+      );
       expect(ok.status, ok.body).toBe(303);
       expect((await call).isError).toBeFalsy();
       expect(await pending(stateDir)).toEqual([]);
