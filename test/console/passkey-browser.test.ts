@@ -321,6 +321,11 @@ describe("the passkey routes' edges", () => {
     expect(unknown.status).toBe(401);
     expect(unknown.body).toContain("no authority");
     expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    // This session holds a passphrase proof, but the requests above never brought its key (as a
+    // process holding only the session cookie would not): no passkey is added with it.
+    const stolen = await local.json("/passkeys/options", {}, lcsrf);
+    expect(stolen.status).toBe(401);
+    expect(stolen.body).toContain("needs the passphrase");
     await gw.close();
     await call.catch(() => {});
   });
