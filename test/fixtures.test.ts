@@ -284,11 +284,16 @@ describe("badpeer fixture", () => {
     const peer = track(rawPeer(NODE, [FIXTURES.badpeer], { FIXTURE_BAD: "all" }));
     await peer.initialize();
     const list = await peer.request("tools/list");
-    expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "deep", "misbehave"]);
+    expect(list.result.tools.map((t: { name: string }) => t.name)).toEqual([
+      "echo",
+      "deep",
+      "answer-badly",
+      "misbehave",
+    ]);
     const lines = peer.lines();
     expect(JSON.parse(lines[0]!).result.serverInfo.name).toBe("badpeer-fixture");
     expectMisbehaviour(lines.slice(1, 9));
-    expect(JSON.parse(lines[9]!).result.tools).toHaveLength(3);
+    expect(JSON.parse(lines[9]!).result.tools).toHaveLength(4);
   });
 
   it("misbehaves on a tools/call, then answers that call and the next ones", async () => {

@@ -290,10 +290,10 @@ export class Gateway {
   }
 
   /**
-   * A server message the gateway will not read (too large, or nested too deep), with its id
-   * (`written`: as the server wrote it): a request of the server gets `errors.request` back; a
-   * response to a request the gateway wrote gives its requester `errors.response` instead, under
-   * the requester's own id (a call's end recorded as an error).
+   * A server message the gateway will not read (too large, nested too deep, or not valid
+   * JSON-RPC), with its id (`written`: as the server wrote it): a request of the server gets
+   * `errors.request` back; a response to a request the gateway wrote gives its requester
+   * `errors.response` instead, under the requester's own id (a call's end recorded as an error).
    */
   private answerDropped(
     id: Id,
@@ -331,6 +331,9 @@ export class Gateway {
     }
     if (c.kind === "invalid") {
       this.o.log.warn(`invalid message from the client: ${c.reason}`);
+      // a malformed answer to a server's request: that server is answered, never left waiting
+      if (c.meant === "response" && c.id !== null)
+        this.answerServerInstead(c.id, refuse.responseInvalid(c.reason, "client"));
       const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
       this.o.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
       return;
@@ -922,6 +925,13 @@ export class Gateway {
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
       this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);
+      // a malformed answer or request that names an id: whoever waits on it is answered, never
+      // left waiting (a call's end recorded as an error)
+      if (c.meant !== undefined && c.id !== null)
+        this.answerDropped(c.id, writtenIdOf(text, c.id), c.meant === "request", {
+          request: invalidMessage(c.reason),
+          response: refuse.responseInvalid(c.reason, "server"),
+        });
       return;
     }
     if (c.kind === "response") this.onServerResponse(c.msg, gen, text);
@@ -1266,6 +1276,11 @@ function safeParse(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The standard error for a request that is not valid JSON-RPC (`reason`: what is wrong with it). */
+function invalidMessage(reason: string): ErrorObject {
+  return { code: INVALID_REQUEST, message: `Invalid JSON-RPC message: ${reason}.` };
 }
 
 /** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */

@@ -275,6 +275,24 @@ export const refuse = {
       { limit },
     ),
 
+  /**
+   * A response that is not valid JSON-RPC (`reason`: what is wrong with it, as the gateway read
+   * it), dropped: its requester gets this instead under its own id (the client for the server's
+   * response, the server for the client's answer). Nothing of the response's own text is quoted.
+   */
+  responseInvalid: (reason: string, from: "server" | "client") =>
+    withCode(
+      INTERNAL_ERROR,
+      "response_invalid",
+      from === "server"
+        ? `The server's response is not valid JSON-RPC (${reason}); it was dropped.`
+        : `The client's answer is not valid JSON-RPC (${reason}); it was dropped.`,
+      reason,
+      from === "server"
+        ? "check whether the request took effect before repeating it; the server has to be fixed to answer it"
+        : "answer with a well-formed JSON-RPC response",
+    ),
+
   /** The client closed its input and this request was not answered before the server is shut down. */
   shuttingDown: () =>
     refusal(

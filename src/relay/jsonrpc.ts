@@ -41,6 +41,13 @@ export type Classified =
       id: Id | null;
       /** nested deeper than MAX_MESSAGE_DEPTH (src/util/jsonDepth.ts); `hasMethod`: a request or notification */
       tooDeep?: { hasMethod: boolean };
+      /**
+       * What the malformed message with an id was meant to be, read from its shape only (a
+       * `method`: a request; `result` or `error`, or a "2.0" message without a method: a response),
+       * so that whoever waits on that id can be answered. Absent without an id, or when nothing
+       * says either (`{"id":3,"note":"debug"}` printed on stdout is no answer to request 3).
+       */
+      meant?: "request" | "response";
     };
 
 function isId(v: unknown): v is Id {
@@ -60,9 +67,9 @@ export function classify(value: unknown): Classified {
   }
   const m = value as Record<string, unknown>;
   const id = isId(m.id) ? m.id : null;
-  if (m.jsonrpc !== "2.0") return { kind: "invalid", reason: 'missing "jsonrpc": "2.0"', id };
+  if (m.jsonrpc !== "2.0") return malformed('missing "jsonrpc": "2.0"', id, m);
   if (typeof m.method === "string") {
-    if (!isParams(m.params)) return { kind: "invalid", reason: "params must be an object", id };
+    if (!isParams(m.params)) return malformed("params must be an object", id, m);
     if ("id" in m) {
       if (!isId(m.id))
         return { kind: "invalid", reason: "request id must be a string or a number", id: null };
@@ -75,6 +82,9 @@ export function classify(value: unknown): Classified {
       return { kind: "invalid", reason: "response without a valid id", id: null };
     }
     if ("error" in m) {
+      // both members: which one is the answer is anyone's guess, and relayed, the client
+      // would read one and the audit another
+      if ("result" in m) return malformed("a response with both result and error", id, m);
       const e = m.error as Record<string, unknown> | null;
       if (
         typeof e !== "object" ||
@@ -82,12 +92,24 @@ export function classify(value: unknown): Classified {
         typeof e.code !== "number" ||
         typeof e.message !== "string"
       ) {
-        return { kind: "invalid", reason: "malformed error object", id };
+        return malformed("malformed error object", id, m);
       }
     }
     return { kind: "response", msg: m as unknown as Response };
   }
-  return { kind: "invalid", reason: "neither a request, a notification nor a response", id };
+  return malformed("neither a request, a notification nor a response", id, m);
+}
+
+/** An invalid message, with what it was meant to be when it has an id (see `meant`). Off the hot path. */
+function malformed(reason: string, id: Id | null, m: Record<string, unknown>): Classified {
+  if (id === null) return { kind: "invalid", reason, id };
+  const meant =
+    typeof m.method === "string"
+      ? "request"
+      : "result" in m || "error" in m || (m.jsonrpc === "2.0" && !("method" in m))
+        ? "response"
+        : undefined;
+  return meant ? { kind: "invalid", reason, id, meant } : { kind: "invalid", reason, id };
 }
 
 /**

@@ -4,10 +4,11 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { type RawPeer, rawGateway, rawlinesGateway } from "../helpers/raw.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 let peers: RawPeer[] = [];
 afterEach(async () => {
@@ -130,6 +131,58 @@ describe("bad input from the server", () => {
     // nothing of the garbage reached the client
     expect(gw.messages().some((m) => (m as unknown as { hello?: number }).hello === 1)).toBe(false);
     expect(gw.lines().every((l) => l.length < 1024 * 1024)).toBe(true);
+  });
+});
+
+describe("a server response that is not valid JSON-RPC", () => {
+  it("its caller gets response_invalid at once, the call's end is recorded as an error, and serving goes on", async () => {
+    const gw = gateway();
+    await gw.initialize();
+    await gw.request("tools/list");
+    for (const how of ["error-code", "no-jsonrpc", "result-and-error", "no-member"]) {
+      const res = await gw.request("tools/call", { name: "answer-badly", arguments: { how } });
+      expect(res.error, how).toMatchObject({ code: -32603, data: { error: "response_invalid" } });
+      expect(res.result, how).toBeUndefined();
+    }
+    // an object with the call's id that claims to be nothing is dropped; the real answer passes
+    const stray = await gw.request("tools/call", {
+      name: "answer-badly",
+      arguments: { how: "stray-then-answer" },
+    });
+    expect(JSON.stringify(stray.result)).toContain("the real answer");
+    // the server's own request without "jsonrpc" gets the standard error back, under its id
+    await gw.request("tools/call", { name: "answer-badly", arguments: { how: "invalid-request" } });
+    await waitForText(gw, /answer to invalid-request: -32600/);
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still serving" } });
+    expect(JSON.stringify(echo.result)).toContain("still serving");
+    const r = await runCli(["audit", "activity", "--json", "--state-dir", gw.stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    const outcomes = (JSON.parse(r.stdout) as { tool: string; outcome: string }[])
+      .filter((a) => a.tool === "answer-badly")
+      .map((a) => a.outcome);
+    expect(outcomes).toEqual(["error", "error", "error", "error", "ok", "ok"]);
+  });
+});
+
+describe("a client answer that is not valid JSON-RPC", () => {
+  it("the server's request gets response_invalid under its own id instead of waiting forever", async () => {
+    const { peer, received } = await rawlinesGateway();
+    peers.push(peer);
+    const line = '{"jsonrpc":"2.0","id":"ask-1","method":"roots/list","params":{}}';
+    peer.send({ jsonrpc: "2.0", id: "send", method: "raw/send", params: { lines: [line] } });
+    const req = await peer.next((m) => m.method === "roots/list");
+    peer.send({ jsonrpc: "2.0", id: req.id, result: { roots: [] }, error: { code: 1, message: "both" } });
+    const answer = await waitFor(
+      () => received().find((l) => l.includes('"ask-1"') && !l.includes('"method"')),
+      10_000,
+      "the server's request answered",
+    );
+    expect(JSON.parse(answer)).toMatchObject({
+      id: "ask-1",
+      error: { code: -32603, data: { error: "response_invalid" } },
+    });
   });
 });
 

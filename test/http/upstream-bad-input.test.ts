@@ -1,6 +1,7 @@
 // Bad answers from a server reached by `run --url`: each request still gets one JSON-RPC answer
-// (the server's own words when it gave one, else upstream_http_error or message_too_large), the
-// gateway keeps serving, and the execution epoch does not change for an answer that is only bad.
+// (the server's own words when it gave one, else upstream_http_error, message_too_large or
+// response_invalid), the gateway keeps serving, and the execution epoch does not change for an
+// answer that is only bad.
 // Also the SSE reader on its own: framing the standard allows, and data over the limit.
 import { afterEach, describe, expect, it } from "vitest";
 import { SseReader } from "../../src/supervisor/sse.js";
@@ -58,6 +59,11 @@ describe("a remote server that answers badly", () => {
       const deep = error(await call(mode));
       expect(deep.code, mode).toBe(-32603);
       expect(deep.data, mode).toMatchObject({ error: "message_too_deep", limit: 512 });
+    }
+    for (const mode of ["malformed", "bothmembers"]) {
+      const invalid = error(await call(mode));
+      expect(invalid.code, mode).toBe(-32603);
+      expect(invalid.data, mode).toMatchObject({ error: "response_invalid" });
     }
     // garbage and foreign events on a stream are dropped; the answer in it still arrives (CRLF framing)
     const sse = (await call("sse")) as { content: { text: string }[] };

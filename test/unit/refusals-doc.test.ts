@@ -40,6 +40,7 @@ const built: Record<string, ErrorObject> = {
   "message_too_large -32603": refuse.responseTooLarge(70_000, "server"),
   "message_too_deep -32600": refuse.requestTooDeep(512, "not forwarded"),
   "message_too_deep -32603": refuse.responseTooDeep(512, "server"),
+  response_invalid: refuse.responseInvalid("malformed error object", "server"),
   shutting_down: refuse.shuttingDown(),
   upstream_http_error: refuse.upstreamHttpError(502),
 };
