@@ -30,6 +30,15 @@ export interface CatalogSyncPorts {
 const MAX_PAGES = 1000;
 
 /**
+ * After a failed fetch, how long requests are answered with that failure before the next one
+ * tries again: a client that retries at once cannot make the gateway fetch in a tight loop.
+ */
+export const RETRY_AFTER_MS = 1000;
+
+/** At most this much of the server's own error message is kept in the failure it explains. */
+const SERVER_MESSAGE_CHARS = 200;
+
+/**
  * The verified snapshot the gateway serves: the complete tool list (every page)
  * fetched by the gateway itself from one generation, fingerprinted, recorded as a
  * revision, with its argument validator. A fetch that the generation does not
@@ -45,6 +54,8 @@ export class CatalogSync {
   private refreshing = false;
   /** one more fetch asked for while one runs (a list_changed flood collapses into it) */
   private queued: { gen: Generation; serverHasTools: boolean } | null = null;
+  /** the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS) */
+  private failed: { gen: Generation; message: string; at: number } | null = null;
 
   constructor(private readonly p: CatalogSyncPorts) {}
 
@@ -59,9 +70,25 @@ export class CatalogSync {
     return !!gen && this.fetchedFrom === gen && !!this.snapshot;
   }
 
-  /** `gen` has no snapshot yet and nothing is fetching one. */
+  /** `gen` has no snapshot yet, nothing is fetching one, and its last fetch did not just fail. */
   needs(gen: Generation): boolean {
-    return this.fetchedFrom !== gen && !this.refreshing;
+    return this.fetchedFrom !== gen && !this.refreshing && this.failedRecently(gen) === null;
+  }
+
+  /**
+   * Why `gen`'s catalog cannot be served now: its last fetch failed, nothing fetches it again,
+   * and it is too soon to try again (RETRY_AFTER_MS). Null otherwise: a request may wait for a
+   * fetch (one under way, or the one it starts).
+   */
+  failedRecently(gen: Generation): string | null {
+    const f = this.failed;
+    if (f?.gen !== gen || this.fetchedFrom === gen || this.refreshing) return null;
+    return Date.now() - f.at < RETRY_AFTER_MS ? f.message : null;
+  }
+
+  /** Why the last fetch of `gen` failed, while it has no snapshot; null if it did not. */
+  failure(gen: Generation): string | null {
+    return this.failed?.gen === gen && this.fetchedFrom !== gen ? this.failed.message : null;
   }
 
   /** The catalog of an old epoch says nothing about the new code. */
@@ -100,8 +127,11 @@ export class CatalogSync {
       if (!fetched || !this.p.isCurrent(gen)) return;
       this.p.settle(gen);
       this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+      if (this.failed?.gen === gen) this.failed = null;
     } catch (e) {
-      this.p.log.warn(`cannot fetch the tool catalog: ${(e as Error).message}`);
+      const message = (e as Error).message;
+      this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
+      this.failed = { gen, message, at: Date.now() };
     }
   }
 
@@ -114,7 +144,9 @@ export class CatalogSync {
       const res = await this.p.request(gen, "tools/list", cursor === undefined ? {} : { cursor });
       if (!res) return null;
       if (res.error) {
-        throw new Error(`the server answered tools/list with error ${res.error.code}: ${res.error.message}`);
+        const said = res.error.message;
+        const shown = said.length > SERVER_MESSAGE_CHARS ? `${said.slice(0, SERVER_MESSAGE_CHARS)}…` : said;
+        throw new Error(`the server answered tools/list with error ${res.error.code}: ${shown}`);
       }
       const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
       if (!result || !Array.isArray(result.tools))
@@ -130,8 +162,10 @@ export class CatalogSync {
         else this.p.log.warn("ignored a tool without a name in the server's tools/list");
       }
       if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
-      if (cursors.has(result.nextCursor) || pages >= MAX_PAGES)
-        throw new Error("the server's tools/list pagination loops");
+      if (cursors.has(result.nextCursor))
+        throw new Error("the server's tools/list pagination loops (a cursor came back)");
+      if (pages >= MAX_PAGES)
+        throw new Error(`the server's tools/list pagination does not end (over ${MAX_PAGES} pages)`);
       cursors.add(result.nextCursor);
       cursor = result.nextCursor;
     }

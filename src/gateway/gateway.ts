@@ -551,8 +551,7 @@ export class Gateway {
     const v = this.view();
     const snapshot = this.catalog.snapshot;
     if (v.state !== "ready" || !snapshot) {
-      this.heldLists.hold(msg);
-      this.catalogIfNeeded();
+      this.holdForCatalog(msg, this.heldLists);
       return;
     }
     const cursor = (msg.params as { cursor?: unknown } | undefined)?.cursor;
@@ -722,8 +721,7 @@ export class Gateway {
     }
     switch (verdict.action) {
       case "hold":
-        this.heldCalls.hold(msg);
-        this.catalogIfNeeded();
+        this.holdForCatalog(msg, this.heldCalls);
         return;
       case "refuse":
         this.recordDenied(msg, `${read.method} ${read.target}`, read.params, verdict.reason);
@@ -784,10 +782,38 @@ export class Gateway {
   }
 
   private hold(msg: Request): void {
+    if (this.refusedForCatalog(msg)) return;
     this.o.log.info(
       `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of epoch ${this.gen?.epoch ?? "(starting)"} is verified`,
     );
     this.heldCalls.hold(msg);
+    // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
+    // epoch is being brought up (initialize replayed) its first fetch is the reconnection's.
+    if (this.gen && this.catalog.failure(this.gen) !== null) this.catalogIfNeeded();
+  }
+
+  /**
+   * Keeps `msg` until the current epoch's catalog is verified, and starts the fetch that verifies
+   * it if none runs: after a failed fetch, that is the next attempt (a transient failure heals on
+   * the next list or call). Too soon after a failure, the request is refused at once instead.
+   */
+  private holdForCatalog(msg: Request, held: HeldRequests): void {
+    if (this.refusedForCatalog(msg)) return;
+    held.hold(msg);
+    this.catalogIfNeeded();
+  }
+
+  /** Answers `msg` with catalog_unavailable when the current epoch's catalog just failed to come. */
+  private refusedForCatalog(msg: Request): boolean {
+    const why = this.gen ? this.catalog.failedRecently(this.gen) : null;
+    if (why === null) return false;
+    this.answerUnavailable(msg, why);
+    return true;
+  }
+
+  private answerUnavailable(msg: Request, why: string): void {
+    const e = refuse.catalogUnavailable(this.gen?.epoch ?? null, why);
+    this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   /**
@@ -811,11 +837,21 @@ export class Gateway {
   }
 
   private answerPending(msg: Request): void {
-    const e = refuse.identityPending(this.gen?.epoch ?? null);
+    const gen = this.gen;
+    // "changed" only when there was an epoch before this one (the first one is a launch)
+    const e = refuse.identityPending(gen?.epoch ?? null, gen !== null && gen.reason !== "launch");
     this.o.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private releaseHeld(): void {
+    const gen = this.gen;
+    const failed = gen ? this.catalog.failure(gen) : null;
+    if (failed !== null) {
+      // the fetch failed: waiting for the hold timeout cannot help, the requests are told why now
+      for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
+        this.answerUnavailable(msg, failed);
+      return;
+    }
     if (this.view().state !== "ready") return;
     for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
     for (const msg of this.heldCalls.drain())

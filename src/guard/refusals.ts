@@ -25,6 +25,7 @@ export const UNAVAILABLE_CODES = {
   server_unavailable: -32603,
   shutting_down: -32603,
   upstream_http_error: -32603,
+  catalog_unavailable: -32603,
 } as const;
 
 /**
@@ -63,13 +64,35 @@ function withCode(
 }
 
 export const refuse = {
-  identityPending: (currentEpoch: string | null) =>
+  /**
+   * The epoch's catalog was not known in time. `changed`: an epoch came before this one (a
+   * restart, a replacement); the first epoch of a connection changed nothing.
+   */
+  identityPending: (currentEpoch: string | null, changed: boolean) =>
     refusal(
       "identity_pending",
-      "The server's new execution epoch is not verified yet; its tool catalog is still being fetched.",
-      "server execution epoch changed and its catalog is not known yet",
+      changed
+        ? "The server's new execution epoch is not verified yet; its tool catalog is still being fetched."
+        : "The server is not verified yet; its tool catalog is still being fetched.",
+      changed
+        ? "server execution epoch changed and its catalog is not known yet"
+        : "the server's catalog is not known yet",
       "wait a moment, then list tools again and retry",
       { currentEpoch },
+    ),
+
+  /**
+   * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a
+   * server's error message in it is cut short). Waiting cannot help; a later list or call tries
+   * the fetch again.
+   */
+  catalogUnavailable: (currentEpoch: string | null, catalogError: string) =>
+    refusal(
+      "catalog_unavailable",
+      "The server's tool catalog could not be fetched, so its tools can be neither listed nor called.",
+      "the server's tools/list failed",
+      "ask a human to fix the server (see catalogError); a later tools/list or call (from a second on) fetches the catalog again",
+      { currentEpoch, catalogError },
     ),
 
   catalogStale: (tool: string, seenRevision: number | null, currentRevision: number) =>

@@ -1,9 +1,11 @@
 // The supervisor's end states: a crash loop stops with a clear message, `onChange: disconnect`
 // ends the client connection, and a rebuilt server that negotiates differently is not edited in
 // place — the connection ends so the host re-initializes.
-import { writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { readJsonLines, tempDir } from "../helpers/files.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { startInventory } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
@@ -64,41 +66,80 @@ describe("supervision end states", () => {
 });
 
 describe("a catalog that cannot be fetched", () => {
-  it("held tools/list and tools/call are answered identity_pending after the hold timeout, never left waiting", async () => {
-    const dir = tempDir("portcullis-nolist-");
-    const server = `${dir}/server.mjs`;
-    // a server that claims tools but refuses to list them
-    writeFileSync(
-      server,
-      `import { createInterface } from "node:readline";
-const out = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
-createInterface({ input: process.stdin }).on("line", (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === "initialize") out({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "nolist", version: "1" } } });
-  else out({ jsonrpc: "2.0", id: m.id, error: { code: -32603, message: "listing is broken" } });
-});
-`,
-    );
+  it("lists and calls are answered catalog_unavailable at once, never after the hold timeout; a later list fetches again", async () => {
+    const cat = makeCatalog([{ name: "echo", inputSchema: { type: "object" } }]);
+    const failing = join(cat.dir, "fail");
+    writeFileSync(failing, "");
     const gw: RawPeer = rawGateway({
+      // a hold timeout far past what the test waits for an answer: only an answer given at once passes
       args: [
         "--label",
         "nolist",
         "--approval",
         "none",
         "--hold-timeout",
-        "800",
+        "120000",
         "--",
-        process.execPath,
-        server,
+        ...fixtureCommand("catalog"),
       ],
+      env: { ...cat.env, FIXTURE_LIST_FAIL: failing },
+    });
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
+    await gw.initialize();
+    const list = await gw.request("tools/list", {}, 10_000);
+    expect(list.error).toMatchObject({
+      code: -32603,
+      data: { error: "catalog_unavailable", catalogError: expect.stringMatching(/tools unavailable/) },
+    });
+    expect(list.error!.message).not.toMatch(/being fetched/);
+    const call = await gw.request("tools/call", { name: "echo", arguments: {} }, 10_000);
+    expect(call.error?.data).toMatchObject({ error: "catalog_unavailable" });
+    expect(gw.stderr()).toMatch(/cannot fetch the tool catalog: .*tools unavailable/);
+    // the gateway never fetches on its own in a loop: one fetch at most per request, plus its first
+    const fetches = () => readFileSync(`${failing}.count`, "utf8").split("\n").filter(Boolean).length;
+    expect(fetches()).toBeLessThanOrEqual(3);
+
+    // the server is fixed: a later list fetches again (answered at once with the failure until then)
+    rmSync(failing);
+    const healed = await waitFor(
+      async () => {
+        const r = await gw.request("tools/list", {}, 10_000);
+        if (r.result) return r;
+        expect(r.error?.data).toMatchObject({ error: "catalog_unavailable" });
+        await sleep(200);
+        return undefined;
+      },
+      10_000,
+      "a tools/list served once the server lists again",
+    );
+    expect(healed.result.tools.map((t: { name: string }) => t.name)).toEqual(["echo"]);
+    const served = await gw.request("tools/call", { name: "echo", arguments: {} }, 10_000);
+    expect(served.result).toBeDefined();
+  });
+
+  it("a fetch still under way at the hold timeout: identity_pending, worded for a first epoch", async () => {
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "slow",
+        "--approval",
+        "none",
+        "--hold-timeout",
+        "300",
+        "--",
+        ...fixtureCommand("lenient"),
+      ],
+      env: { FIXTURE_LIST_DELAY_MS: "60000" },
     });
     cleanup.push(() => gw.close());
     await gw.initialize();
     const list = await gw.request("tools/list", {}, 10_000);
-    expect(list.error?.code).toBe(-32053);
-    const call = await gw.request("tools/call", { name: "x", arguments: {} }, 10_000);
-    expect(call.error?.code).toBe(-32053);
-    expect(gw.stderr()).toMatch(/cannot fetch the tool catalog: .*listing is broken/);
+    expect(list.error).toMatchObject({ code: -32053, data: { error: "identity_pending" } });
+    // nothing came before this epoch: no "changed", no "new"
+    expect(JSON.stringify(list.error)).not.toMatch(/changed|new execution epoch/);
+    expect(list.error!.message).toMatch(/still being fetched/);
   });
 });

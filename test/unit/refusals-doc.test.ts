@@ -23,7 +23,7 @@ const built: Record<string, ErrorObject> = {
     currentRevision: 2,
   }),
   catalog_stale: refuse.catalogStale("t", 1, 2),
-  identity_pending: refuse.identityPending("E2"),
+  identity_pending: refuse.identityPending("E2", true),
   epoch_transition: refuse.epochTransition("E1", null),
   tool_not_in_catalog: refuse.toolNotInCatalog("t", 2),
   vault_locked: refuse.vaultLocked(["inventory-api-staging"]),
@@ -42,6 +42,7 @@ const built: Record<string, ErrorObject> = {
   "message_too_deep -32603": refuse.responseTooDeep(512, "server"),
   response_invalid: refuse.responseInvalid("malformed error object", "server"),
   shutting_down: refuse.shuttingDown(),
+  catalog_unavailable: refuse.catalogUnavailable("E2", "the server answered tools/list with error -32000: x"),
   upstream_http_error: refuse.upstreamHttpError(502),
 };
 
