@@ -3,7 +3,7 @@ import type { AuditEvent } from "./events.js";
 /**
  * Two views from the same decrypted log (docs/audit-format.md, "Event fields"):
  *   sessions  each agent run: who ran, the epochs and catalog revisions it saw, its grants
- *   activity  each call: tool, epoch, catalog revision, grant, decision, outcome
+ *   activity  each call: id, tool, epoch, catalog revision, grant, decision, outcome
  * Both read only the documented fields and tolerate missing ones.
  */
 
@@ -91,6 +91,7 @@ export interface ActivityEntry {
   seq: number;
   at: string;
   run: string;
+  /** the call's JSON-RPC id as JSON text (`8`, `"8"`): what joins its intent to its end */
   call: string | null;
   server: string | null;
   tool: string | null;
@@ -113,8 +114,12 @@ export interface ActivityEntry {
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const id = (v: unknown): string | null =>
-  typeof v === "string" ? v : typeof v === "number" ? String(v) : null;
+/**
+ * A call's JSON-RPC id as JSON text: the ids 8 and "8" are two requests (the gateway keeps them
+ * apart), so they are two calls here too, and shown as `8` and `"8"`.
+ */
+const callId = (v: unknown): string | null =>
+  typeof v === "string" || typeof v === "number" ? JSON.stringify(v) : null;
 const rev = (v: unknown): number | string | null =>
   typeof v === "number" || typeof v === "string" ? v : null;
 const strings = (v: unknown): string[] =>
@@ -247,7 +252,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
   const out: ActivityEntry[] = [];
   const open = new Map<string, ActivityEntry>();
   const callKey = (run: string, e: AuditEvent): string | null => {
-    const call = id(e.call) ?? id(e.requestId);
+    const call = callId(e.call) ?? callId(e.requestId);
     return call === null ? null : `${run}\u0000${call}`;
   };
   /** A call starts (tool_called) or is refused before it starts (authorization_denied). */
@@ -257,7 +262,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       seq: r.seq,
       at: r.header.time,
       run,
-      call: id(e.call) ?? id(e.requestId),
+      call: callId(e.call) ?? callId(e.requestId),
       server: serverOf(e),
       tool: str(e.tool),
       epoch: str(e.epoch),

@@ -34,7 +34,7 @@ export const AUDIT_HELP = `Usage:
   portcullis audit export                 JSONL of the sealed records, to stdout
   portcullis audit checkpoint             the head (seq, hash) as a small JSON, to stdout
   portcullis audit sessions [--json]      each agent run: epochs, catalog revisions, grants
-  portcullis audit activity [--json]      each call: tool, epoch, revision, grant, decision, outcome
+  portcullis audit activity [--json]      each call: id, tool, epoch, revision, grant, decision, outcome
   portcullis audit show SEQ [--json]      one record, decrypted
 
 verify, export and checkpoint need no key: they read ciphertext only. verify checks
@@ -291,10 +291,23 @@ async function decrypting(
       opts.json
         ? `${JSON.stringify(activity)}\n`
         : renderTable(
-            ["TIME", "RUN", "SERVER", "TOOL", "EPOCH", "REV", "GRANT", "DECISION", "OUTCOME", "CREDENTIALS"],
+            [
+              "TIME",
+              "RUN",
+              "CALL",
+              "SERVER",
+              "TOOL",
+              "EPOCH",
+              "REV",
+              "GRANT",
+              "DECISION",
+              "OUTCOME",
+              "CREDENTIALS",
+            ],
             activity.map((a) => [
               a.at,
               a.run ?? "-",
+              a.call ?? "-",
               a.server ?? "-",
               a.tool ?? "-",
               a.epoch ?? "-",

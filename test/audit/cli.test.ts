@@ -225,7 +225,9 @@ describe("portcullis audit (decrypting)", () => {
     expect(JSON.parse(sj.stdout)).toMatchObject([{ run: RUN, epochs: ["E-A"], calls: 1 }]);
     const a = await cli(dir, ["audit", "activity"], withPass());
     expect(a.code).toBe(0);
-    expect(a.stdout).toMatch(/^TIME +RUN +SERVER +TOOL +EPOCH +REV +GRANT +DECISION +OUTCOME +CREDENTIALS\n/);
+    expect(a.stdout).toMatch(
+      /^TIME +RUN +CALL +SERVER +TOOL +EPOCH +REV +GRANT +DECISION +OUTCOME +CREDENTIALS\n/,
+    );
     expect(a.stdout).toMatch(/inventory_adjust +E-A +12 +G1 +allowed +ok +inventory-api-staging\n$/);
     const aj = await cli(dir, ["audit", "activity", "--json"], withPass());
     expect(JSON.parse(aj.stdout)).toMatchObject([{ tool: "inventory_adjust", outcome: "ok" }]);

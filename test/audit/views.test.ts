@@ -208,6 +208,33 @@ describe("views", () => {
     ]);
   });
 
+  it('the request ids "8" and 8 are two calls: each end joins its own intent', async () => {
+    const call = (requestId: string | number, tool: string): AuditEvent => ({
+      type: "tool_called",
+      run: RUN,
+      serverLabel: S,
+      requestId,
+      tool,
+      epoch: A,
+      revision: 12,
+    });
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        call("8", "slow"),
+        call(8, "fast"),
+        { type: "tool_result", run: RUN, requestId: 8, outcome: "ok" },
+        { type: "tool_result", run: RUN, requestId: "8", outcome: "error" },
+      ],
+    ]);
+    const activity = activityView(records);
+    expect(activity.map((a) => [a.call, a.tool, a.outcome])).toEqual([
+      ['"8"', "slow", "error"],
+      ["8", "fast", "ok"],
+    ]);
+    expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 2, answered: 2, pending: 0 });
+  });
+
   it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
     const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
       type: "tool_called",

@@ -9,6 +9,7 @@ import { sleep, waitFor } from "../helpers/files.js";
 import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { INVENTORY_KEY, makeProject } from "../helpers/project.js";
+import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -182,6 +183,53 @@ describe("the gateway's audit log", () => {
     expect(revised).toHaveLength(2);
     expect((revised[1]!.inventory as { name: string }[]).map((t) => t.name)).toContain("adjust_inventory");
     expect(revised[1]!.diff).toBeTruthy();
+  });
+});
+
+describe("calls whose ids differ only in type", () => {
+  it('"8" and 8 are two calls in `audit activity` and `audit sessions`, each with its own end', async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "twins", "--approval", "none", "--", ...fixtureCommand("lenient")],
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list");
+    // "8" waits at the server while 8 is answered; then the client cancels "8"
+    gw.send({
+      jsonrpc: "2.0",
+      id: "8",
+      method: "tools/call",
+      params: { name: "echo", arguments: { message: "hang" } },
+    });
+    gw.send({
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/call",
+      params: { name: "echo", arguments: { message: "hi" } },
+    });
+    expect((await gw.next((m) => m.id === 8)).result).toBeDefined();
+    gw.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "8" } });
+    const read = async (sub: string) => {
+      const r = await runCli(["audit", sub, "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+      expect(r.code).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    const activity = await waitFor(
+      async () => {
+        const rows = (await read("activity")) as { call: string; outcome: string }[];
+        return rows.some((a) => a.outcome === "interrupted") ? rows : undefined;
+      },
+      10_000,
+      "the cancelled call's end in the audit",
+    );
+    expect(activity.map((a) => [a.call, a.outcome])).toEqual([
+      ['"8"', "interrupted"],
+      ["8", "ok"],
+    ]);
+    const [session] = await read("sessions");
+    expect(session.counts).toMatchObject({ calls: 2, answered: 1, interrupted: 1, pending: 0 });
   });
 });
 
