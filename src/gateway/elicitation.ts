@@ -36,6 +36,11 @@ export interface UrlElicitationOptions {
   /** the request's state in the store, null when it is not there */
   requestState(request: string): RequestState | null;
   log: Pick<Logger, "info" | "warn" | "debug">;
+  /**
+   * What the client wrote, with released credential values taken out: applied before it is cut
+   * short for a log line, where a value cut in two would no longer be found (absent: as written)
+   */
+  scrub?: (text: string) => string;
   /** how often open elicitations' requests are read for a decision (default 500 ms) */
   pollMs?: number;
 }
@@ -124,9 +129,9 @@ export class UrlElicitations {
     this.asked.delete(msg.id);
     const action = (msg.result as { action?: unknown } | undefined)?.action;
     const said = msg.error
-      ? `an error (${String(msg.error.message).slice(0, 200)})`
+      ? `an error (${this.clip(String(msg.error.message), 200)})`
       : typeof action === "string"
-        ? JSON.stringify(action.slice(0, 20))
+        ? JSON.stringify(this.clip(action, 20))
         : "no action";
     this.o.log.info(
       `the client answered the URL elicitation of request ${request} with ${said}: not a decision; the request waits for a human`,
@@ -178,12 +183,17 @@ export class UrlElicitations {
     const responses = { ...((inputResponses as Record<string, unknown> | undefined) ?? {}) };
     const answer = (responses[INPUT_REQUEST_KEY] as { action?: unknown } | undefined)?.action;
     delete responses[INPUT_REQUEST_KEY];
-    const request = state.slice(REQUEST_STATE_PREFIX.length, REQUEST_STATE_PREFIX.length + 64);
+    const request = this.clip(state.slice(REQUEST_STATE_PREFIX.length), 64);
     this.o.log.info(
-      `the client answered the URL elicitation of request ${request} with ${typeof answer === "string" ? JSON.stringify(answer.slice(0, 20)) : "no action"}: not a decision; the request waits for a human`,
+      `the client answered the URL elicitation of request ${request} with ${typeof answer === "string" ? JSON.stringify(this.clip(answer, 20)) : "no action"}: not a decision; the request waits for a human`,
     );
     const cleaned = Object.keys(responses).length > 0 ? { ...rest, inputResponses: responses } : rest;
     return { msg: { ...msg, params: cleaned }, answered: true };
+  }
+
+  /** The client's text, scrubbed, then cut to `max` characters for a log line. */
+  private clip(text: string, max: number): string {
+    return (this.o.scrub ? this.o.scrub(text) : text).slice(0, max);
   }
 
   /** Stops watching (the connection ends). */

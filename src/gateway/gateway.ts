@@ -165,7 +165,17 @@ export class Gateway {
   /** the snapshot served before the latest refresh, to diff a change within an epoch against */
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
-  constructor(private readonly o: GatewayOptions) {
+  private readonly o: GatewayOptions;
+  /** text as a peer wrote it, with every released credential value taken out (src/vault/scrub.ts) */
+  private readonly scrub: (text: string) => string;
+
+  constructor(options: GatewayOptions) {
+    const released = options.released;
+    this.scrub = released ? (text) => (released.size > 0 ? released.scrubText(text) : text) : (text) => text;
+    // every line the gateway logs is scrubbed as text: lines quote ids, method and tool names,
+    // and the id of a server's message is the one part its scrubbed line keeps as written
+    const o = released ? { ...options, log: scrubbedLogger(options.log, this.scrub) } : options;
+    this.o = o;
     this.records = new GatewayRecords(o.events, o.label, o.auditArguments, o.scopesFor);
     this.elicitation = new UrlElicitations({
       send: (msg) => o.downstream.send(msg),
@@ -174,6 +184,7 @@ export class Gateway {
       consolePage: o.consolePage,
       requestState: (request) => getRequest(o.store, request)?.state ?? null,
       log: o.log,
+      scrub: this.scrub,
     });
     const holdMs = o.holdTimeoutMs ?? 15_000;
     this.heldCalls = new HeldRequests(holdMs, (msg) => this.answerPending(msg));
@@ -199,6 +210,14 @@ export class Gateway {
     sup.on("up", (gen, previous) => this.onUp(gen, previous));
     sup.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
     sup.on("gave-up", (message) => this.end(message, 1));
+  }
+
+  /**
+   * A peer's line for a log line, scrubbed before it is cut short: a value cut in two would
+   * no longer be found whole, and its first part would be shown.
+   */
+  private quote(text: string): string {
+    return preview(this.scrub(text));
   }
 
   // ───────────────────────────── state ─────────────────────────────
@@ -233,7 +252,7 @@ export class Gateway {
       this.beforeFirstEpoch.push(text);
       return;
     }
-    if (this.o.log.debugging !== false) this.o.log.debug(`← client ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← client ${this.quote(text)}`);
     const line = this.parseClientLine(text);
     this.onClientMessage(line.c, line);
   }
@@ -947,7 +966,7 @@ export class Gateway {
     // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
     const released = this.o.released;
     if (released !== undefined && released.size > 0) text = released.scrubLine(text);
-    if (this.o.log.debugging !== false) this.o.log.debug(`← server ${preview(text)}`);
+    if (this.o.log.debugging !== false) this.o.log.debug(`← server ${this.quote(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid" && c.tooDeep) {
       this.o.log.warn(`dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
@@ -960,7 +979,7 @@ export class Gateway {
     }
     if (c.kind === "invalid") {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
-      this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${preview(text)}`);
+      this.o.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.quote(text)}`);
       // a malformed answer or request that names an id: whoever waits on it is answered, never
       // left waiting (a call's end recorded as an error)
       if (c.meant !== undefined && c.id !== null)
@@ -979,11 +998,8 @@ export class Gateway {
   private onServerResponse(msg: Response, gen: Generation, text?: string): void {
     const entry = this.upstream.get(msg.id);
     if (!entry) {
-      // the id is the one thing scrubLine keeps as written (it routes): scrub it for the log
-      const shown = JSON.stringify(msg.id);
-      this.o.log.warn(
-        `dropped a response from the server with an unknown id ${this.o.released ? this.o.released.scrubText(shown) : shown}`,
-      );
+      // (the id is the one thing scrubLine keeps as written: the log scrubs every line)
+      this.o.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
       return;
     }
     const wire = msg.id as number;
@@ -1312,6 +1328,19 @@ function safeParse(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** `log` with every line passed through `scrub` first (`debugging` kept: hot paths read it). */
+function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {
+  return {
+    info: (m) => log.info(scrub(m)),
+    warn: (m) => log.warn(scrub(m)),
+    status: (line) => log.status(scrub(line)),
+    debug: (m) => {
+      if (log.debugging !== false) log.debug(scrub(m));
+    },
+    debugging: log.debugging,
+  };
 }
 
 /** The standard error for a request that is not valid JSON-RPC (`reason`: what is wrong with it). */

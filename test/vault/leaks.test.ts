@@ -5,6 +5,7 @@
 // client's results, the gateway's stderr, every byte of the state directory (SQLite db and WAL
 // included), `audit export`, `ps -eo args`, and every `--json` command output.
 import { spawnSync } from "node:child_process";
+import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { formsOf } from "../../src/vault/scrub.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
@@ -133,6 +134,44 @@ describe("a released credential value leaks nowhere", () => {
     for (const f of files) expect(formsIn(f.text, byteForms), f.path).toEqual([]);
     await gw.close();
     for (const f of everyFile(stateDir)) expect(formsIn(f.text, byteForms), f.path).toEqual([]);
+  });
+});
+
+describe("PORTCULLIS_DEBUG=1: the gateway's trace of every message", () => {
+  it("quotes no form of a released value: ids the server routes by, a malformed request, the client's own words", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
+      approval: { default: "none" },
+    });
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({
+      args: ["vaulted"],
+      cwd: project.dir,
+      stateDir,
+      env: { PORTCULLIS_DEBUG: "1" },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // the server's ping with the value as its id (traced, relayed under the gateway's id), the
+    // same without "jsonrpc" (traced, warned about, answered), a stray response with it as its id
+    expect(textOf(await gw.client.callTool({ name: "ask", arguments: {} }))).toBe("asked");
+    expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
+    // the client's own words: a call whose argument is the value, and a method named by it
+    await gw.client.callTool({ name: "reveal", arguments: { form: "raw", note: SECRET } });
+    await gw.client.request({ method: SECRET, params: {} }, ResultSchema).catch(() => {});
+    await gw.waitForStderr(/unknown id "\[redacted:api-token\]"/);
+    await gw.waitForStderr(/invalid message from the server: missing "jsonrpc"/);
+    expect(formsIn(gw.stderr())).toEqual([]);
+    // each trace line is there, with the value redacted where it stood
+    expect(gw.stderr()).toMatch(/invalid message from the server: missing "jsonrpc".*\[redacted:api-token\]/);
+    expect(gw.stderr()).toMatch(/debug: ← server .*"id\\":\\"\[redacted:api-token\]/);
+    expect(gw.stderr()).toMatch(/debug: ← client .*\[redacted:api-token\]/);
   });
 });
 
