@@ -1124,9 +1124,7 @@ export class Gateway {
       });
     }
     if (why === "replaced") {
-      this.o.log.status(
-        `running server replaced by its watcher: ${where(gen)} epoch=${gen.epoch} (${detail})`,
-      );
+      this.o.log.status(`running server replaced: ${where(gen)} epoch=${gen.epoch} (${detail})`);
     }
   }
 
@@ -1154,7 +1152,12 @@ export class Gateway {
     }
   }
 
-  /** Brings a new generation to where the client's session is: same era, same negotiation. */
+  /**
+   * Brings a new generation to where the client's session is: same era, same negotiation. Every
+   * new generation is new code that has not seen this session: a new process (launch, respawn,
+   * restart) or a watcher's new worker. The supervisor never calls a helper's exit a
+   * replacement, so the process that was initialized is never asked to initialize again.
+   */
   private async reconnect(gen: Generation): Promise<void> {
     const initParams = this.session.replayInitialize();
     if (initParams) {

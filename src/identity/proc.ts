@@ -97,6 +97,39 @@ export function processStartTime(pid: number): string | null {
   return null;
 }
 
+/**
+ * The live children of `pid` (zombies left out), with their start times and executables. Linux
+ * reads each thread's children file (or the process table where there is none); elsewhere the
+ * process list. Used only when a watched process went away, to see whether its parent put
+ * another one in its place.
+ */
+export function listChildren(pid: number): { pid: number; startTime: string; exe: string | null }[] {
+  if (!validPid(pid)) return [];
+  if (process.platform !== "linux") {
+    return listDescendants(pid)
+      .filter((p) => p.ppid === pid)
+      .map((p) => ({ pid: p.pid, startTime: p.startTime, exe: p.exe }));
+  }
+  const kids = hasChildrenFiles() ? childrenViaTasks(pid) : (childrenViaTable().get(pid) ?? []);
+  const out: { pid: number; startTime: string; exe: string | null }[] = [];
+  for (const kid of kids) {
+    const st = readStat(kid);
+    if (st === null || dead(st) || st.ppid !== pid) continue;
+    out.push({ pid: kid, startTime: st.startTime, exe: exePath(kid) });
+  }
+  return out;
+}
+
+/** The path /proc/PID/exe names (plainExe). */
+function exePath(pid: number): string | null {
+  return plainExe(readLink(`/proc/${pid}/exe`));
+}
+
+/** An executable's path without the " (deleted)" Linux adds once the file is gone or renamed over. */
+export function plainExe(exe: string | null): string | null {
+  return exe === null ? null : exe.replace(/ \(deleted\)$/, "");
+}
+
 /** Whether `exe` is the very file this process runs (Linux: same inode as /proc/self/exe; elsewhere false). */
 export function isOwnExecutable(exe: string): boolean {
   try {

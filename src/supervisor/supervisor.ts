@@ -14,7 +14,7 @@ import {
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
-import { StartTimeProbe } from "../identity/proc.js";
+import { listChildren, plainExe, StartTimeProbe } from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
@@ -36,9 +36,25 @@ export interface Generation extends LinkGeneration {
   child: ChildProcessWithoutNullStreams;
   /** why this epoch exists */
   reason: Extract<EpochReason, "launch" | "respawn" | "restart" | "replaced">;
-  /** processes observed once the worker answered; any of them going away is a replacement */
-  settled: { pid: number; startTime: string }[] | null;
+  /**
+   * Processes observed once the worker answered (still alive). One of them going away is a
+   * replacement once its parent has started another process of the same executable in its
+   * place (checkReplacement).
+   */
+  settled: SettledProcess[] | null;
+  /** settled processes that went away with nothing (yet) in their place */
+  departed: SettledProcess[];
   alive: boolean;
+}
+
+/** One process that answered for a generation, as it was when the worker first answered. */
+export interface SettledProcess {
+  pid: number;
+  ppid: number;
+  /** proc.ts's opaque start time: with the pid, names the process */
+  startTime: string;
+  /** the executable's path (to recognise a watcher's next worker); null when not known */
+  exe: string | null;
 }
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
@@ -149,7 +165,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       startedAt: started.startedAt,
       processes: safeDescendants(child.pid!),
     });
-    const gen: Generation = { epoch, record, static: stat, child, reason, settled: null, alive: true };
+    const gen: Generation = {
+      epoch,
+      record,
+      static: stat,
+      child,
+      reason,
+      settled: null,
+      departed: [],
+      alive: true,
+    };
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
@@ -264,7 +289,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   settle(gen: Generation): void {
     if (gen.settled || !gen.alive) return;
     const processes = safeDescendants(gen.child.pid!);
-    gen.settled = processes.map((p) => ({ pid: p.pid, startTime: p.startTime }));
+    gen.settled = processes.map((p) => ({
+      pid: p.pid,
+      ppid: p.ppid,
+      startTime: p.startTime,
+      exe: plainExe(p.exe),
+    }));
     gen.record = finishRecord(gen.static, {
       epoch: gen.epoch,
       processId: gen.child.pid!,
@@ -274,9 +304,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   /**
-   * Cheap check (a few /proc reads) that the settled processes are the ones
-   * running. A watcher that keeps the pipe and swaps its child (node --watch,
-   * tsx watch, nodemon) is caught here, before the next request is forwarded.
+   * Cheap check (a few /proc reads) that the settled processes are the ones running. A watcher
+   * that keeps the pipe and swaps its child (node --watch, tsx watch, nodemon) is caught here,
+   * before the next request is forwarded. A helper the server ran (git, a shell) that
+   * exits with nothing in its place is not a replacement: the code that answers is unchanged.
    */
   checkReplacement(): boolean {
     const cur = this.current;
@@ -284,20 +315,35 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     // Once per event-loop turn: the requests of one burst share one look (nothing in
     // between can have run a watcher's swap past us that a second look would catch sooner).
     if (this.checkedGen === cur && this.checkedSettled === cur.settled) return false;
-    const rootPid = cur.child.pid!;
-    // Only the process it launched: its end is the exit handler's to see, nothing to read here.
-    if (cur.settled.length === 1 && cur.settled[0]?.pid === rootPid) return false;
-    const probe = this.probe.for(cur.settled);
-    for (const p of cur.settled) {
-      if (probe(p) === p.startTime) continue;
-      if (p.pid === rootPid) return false; // the exit handler owns this case
-      this.replace(cur, `process ${p.pid} was replaced`);
+    const found = this.replacementOf(cur);
+    if (found === ROOT_GONE) return false; // the exit handler owns this case
+    if (found !== null) {
+      this.replace(cur, found);
       return true;
     }
     if (this.checkedGen === null) process.nextTick(this.endTurn);
     this.checkedGen = cur;
     this.checkedSettled = cur.settled;
     return false;
+  }
+
+  /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null. */
+  private replacementOf(gen: Generation): string | typeof ROOT_GONE | null {
+    const settled = gen.settled!;
+    const rootPid = gen.child.pid!;
+    const probe = this.probe.for(settled);
+    let gone: SettledProcess[] | null = null;
+    for (const p of settled) {
+      if (probe(p) === p.startTime) continue;
+      if (p.pid === rootPid) return ROOT_GONE;
+      gone ??= [];
+      gone.push(p);
+    }
+    if (gone !== null) {
+      gen.departed.push(...gone);
+      gen.settled = settled.filter((p) => !gone.includes(p));
+    }
+    return gen.departed.length === 0 ? null : successorOf(gen);
   }
 
   private replace(old: Generation, detail: string): void {
@@ -316,6 +362,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
           child,
           reason: "replaced",
           settled: null,
+          departed: [],
           alive: true,
           record: finishRecord(stat, {
             epoch,
@@ -381,6 +428,37 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
     }
   }
+}
+
+/** replacementOf: the process the supervisor launched is gone (its exit handler reports it). */
+const ROOT_GONE = Symbol("root gone");
+
+/**
+ * A process that took a departed one's place: a child of the same parent (which is still the
+ * settled process it was), started since the worker first answered, running the same
+ * executable — what a watcher does when it kills its worker and starts the next one. Departed
+ * processes stay remembered, so a watcher that starts the next worker only after the old one
+ * is gone is still caught. When an executable is not known, any new child counts (deny first).
+ */
+function successorOf(gen: Generation): string | null {
+  const known = new Set<string>();
+  for (const p of [...gen.settled!, ...gen.departed]) known.add(`${p.pid}/${p.startTime}`);
+  const parents = new Set(gen.settled!.map((p) => p.pid));
+  const looked = new Map<number, ReturnType<typeof listChildren>>();
+  for (const d of gen.departed) {
+    if (!parents.has(d.ppid)) continue; // its parent went too: that departure is judged instead
+    let kids = looked.get(d.ppid);
+    if (kids === undefined) {
+      kids = listChildren(d.ppid);
+      looked.set(d.ppid, kids);
+    }
+    for (const k of kids) {
+      if (known.has(`${k.pid}/${k.startTime}`)) continue;
+      if (d.exe !== null && k.exe !== null && k.exe !== d.exe) continue;
+      return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
+    }
+  }
+  return null;
 }
 
 /** How far before the spawn a file's ctime still counts as a change after it. */

@@ -169,7 +169,10 @@ describe("rebuilds at the supervision layer", () => {
     const after = await readStatus(gw);
     expect(after.revision).toBe("C");
     expect(after.pid).not.toBe(first.pid);
-    await gw.waitForStderr(/running server replaced by its watcher: pid=\d+ epoch=/, 5_000);
+    await gw.waitForStderr(
+      /running server replaced: pid=\d+ epoch=\w+ \(process \d+ was replaced by process \d+/,
+      5_000,
+    );
     // The watcher's own replacement follows the rebuild: never reported as "unchanged" first.
     expect(gw.stderr()).not.toMatch(/running server unchanged/);
     const [row2] = await status(gw.stateDir!);

@@ -35,6 +35,8 @@ export const FIXTURES = {
   rawlines: join(servers, "rawlines.mjs"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: join(servers, "watcher.mjs"),
+  /** starts and ends processes of its own: a helper at initialize, a leftover, a stderr flood */
+  children: join(servers, "children.mjs"),
 } as const;
 
 const npmServer = (name: string) =>

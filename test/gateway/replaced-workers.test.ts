@@ -1,0 +1,75 @@
+// What the supervisor calls a replaced worker: a watcher's new worker is a new epoch; a helper
+// the server ran that exits with nothing in its place is not (the process that answers never
+// changed).
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function start(command: string[], env: Record<string, string> = {}): Promise<Session<Client>> {
+  const gw = await startGateway({ args: ["--label", "kids", "--approval", "none", "--", ...command], env });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return gw;
+}
+
+async function current(gw: Session<Client>): Promise<{ epoch: string; processId: number }> {
+  const r = await runCli(["status", "--json"], { stateDir: gw.stateDir });
+  expect(r.code).toBe(0);
+  const row = (JSON.parse(r.stdout) as { gateways: { epoch: string; record: { processId: number } }[] })
+    .gateways[0]!;
+  return { epoch: row.epoch, processId: row.record.processId };
+}
+
+async function call(gw: Session<Client>, name: string): Promise<Record<string, unknown>> {
+  const res = await gw.client.callTool({ name, arguments: {} });
+  expect(res.isError).toBeFalsy();
+  return JSON.parse((res.content as { text: string }[])[0]!.text);
+}
+
+describe("replaced workers", () => {
+  it("a helper alive at the first answer that exits with nothing in its place keeps the epoch, and the server is initialized once", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const record = join(dir, "requests.jsonl");
+    const gw = await start([NODE, FIXTURES.children], {
+      FIXTURE_HELPER_AT_INIT: "1",
+      FIXTURE_RECORD: record,
+    });
+    const before = await current(gw);
+    const { stopped } = await call(gw, "helper_stop");
+    expect(stopped).toEqual(expect.any(Number));
+    // the replacement check runs before this call is forwarded: the helper is gone by then
+    expect(await call(gw, "whoami")).toEqual({ pid: before.processId });
+    expect(await call(gw, "whoami")).toEqual({ pid: before.processId });
+    expect((await current(gw)).epoch).toBe(before.epoch);
+    expect(gw.stderr()).not.toMatch(/running server replaced|new execution epoch/);
+    const initializes = readJsonLines<{ method: string }>(record).filter((r) => r.method === "initialize");
+    expect(initializes).toHaveLength(1);
+  });
+
+  it("a relaying watcher's new worker (its own pipes, not the gateway's) is a new epoch", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const starts = join(dir, "starts.jsonl");
+    const gw = await start([NODE, FIXTURES.watcher, "--", NODE, FIXTURES.children], {
+      FIXTURE_STARTS: starts,
+    });
+    const before = await current(gw);
+    const first = await call(gw, "whoami");
+    process.kill(before.processId, "SIGHUP"); // the watcher restarts its worker
+    await waitFor(() => readJsonLines(starts).length === 2, 10_000, "the watcher's second worker");
+    const after = await call(gw, "whoami");
+    expect(after.pid).not.toBe(first.pid);
+    await gw.waitForStderr(/running server replaced: .*\(process \d+ was replaced by process \d+/, 5_000);
+    expect((await current(gw)).epoch).not.toBe(before.epoch);
+  });
+});
