@@ -1155,8 +1155,9 @@ export class Gateway {
   /**
    * Brings a new generation to where the client's session is: same era, same negotiation. Every
    * new generation is new code that has not seen this session: a new process (launch, respawn,
-   * restart) or a watcher's new worker. The supervisor never calls a helper's exit a
-   * replacement, so the process that was initialized is never asked to initialize again.
+   * restart), a watcher's new worker, or a process that execve()d into another program. The
+   * supervisor never calls a helper's exit a replacement, so the process that was initialized
+   * is never asked to initialize again.
    */
   private async reconnect(gen: Generation): Promise<void> {
     const initParams = this.session.replayInitialize();

@@ -20,7 +20,7 @@ export interface ListOptions {
 let readBuf = Buffer.allocUnsafe(16 * 1024);
 
 /** Reads a small (procfs) file whole; null when it is gone or unreadable. */
-function readProcFile(path: string): string | null {
+function readProcFile(path: string, encoding: BufferEncoding = "utf8"): string | null {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -39,7 +39,7 @@ function readProcFile(path: string): string | null {
       if (n <= 0) break;
       got += n;
     }
-    return readBuf.toString("utf8", 0, got);
+    return readBuf.toString(encoding, 0, got);
   } catch {
     return null;
   } finally {
@@ -52,6 +52,16 @@ export interface StatLine {
   state: string;
   /** field 22, clock ticks since boot: opaque, stable for the process's lifetime */
   startTime: string;
+  /**
+   * Fields 26 to 28, where the program's text segment starts and ends and where its stack
+   * starts: set by each execve and by nothing else a process can do unprivileged. Another
+   * executable has another text segment; with address-space randomisation (the default) the
+   * same executable run again gets another stack (and, built as PIE, text) address; without
+   * it the stack start still moves with the length of argv and the environment. Opaque,
+   * compared only for equality; null when the kernel hides them (a process we may not
+   * inspect: it shows "1 1 0") or the process has no memory (a zombie).
+   */
+  image: string | null;
 }
 
 /** Parses the text of /proc/PID/stat; the one place this format is read. */
@@ -64,7 +74,12 @@ export function parseProcStat(text: string): StatLine | null {
   const ppid = Number(f[1]);
   const startTime = f[19];
   if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
-  return { ppid, state: f[0] ?? "?", startTime };
+  const [startCode, endCode, startStack] = [f[23], f[24], f[25]];
+  const image =
+    startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
+      ? null
+      : `${startCode}:${endCode}:${startStack}`;
+  return { ppid, state: f[0] ?? "?", startTime, image };
 }
 
 /** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */
@@ -95,6 +110,29 @@ export function processStartTime(pid: number): string | null {
     return m === null || m[1]!.startsWith("Z") ? null : lstart(m[2]!);
   }
   return null;
+}
+
+/**
+ * What a live process runs, as the kernel says (Linux): the device and inode of the file it
+ * executes (a stat of /proc/PID/exe follows the link to that very file, even once it is deleted
+ * or renamed over) and its auxiliary vector (/proc/PID/auxv), which every execve writes afresh.
+ * With address-space randomisation (the kernel's default) the vector's addresses (the vdso,
+ * AT_RANDOM, the stack) differ after every execve, also one into the same interpreter with
+ * another script. Read anew on each call: an open auxv descriptor keeps showing the address
+ * space it was opened on. Opaque, compared only for equality; null when not known (not Linux,
+ * gone, or unreadable). A few microseconds.
+ */
+export function execImage(pid: number): string | null {
+  if (process.platform !== "linux" || !validPid(pid)) return null;
+  let exe: string;
+  try {
+    const st = statSync(`/proc/${pid}/exe`);
+    exe = `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
+  }
+  const auxv = readProcFile(`/proc/${pid}/auxv`, "base64");
+  return auxv === null || auxv === "" ? null : `${exe}:${auxv}`;
 }
 
 /**
@@ -241,13 +279,20 @@ function describeDarwin(pid: number): OsProcess | null {
   };
 }
 
+/** What the probe reads of a live process: its start time and (Linux) its image (StatLine). */
+export interface Probed {
+  startTime: string;
+  image: string | null;
+}
+
 /**
- * Start times of a fixed set of processes, read cheaply on the forwarding path. On Linux
- * each /proc/PID/stat stays open and is re-read in place (one pread instead of
- * open, read, read, close). The open file belongs to that process, not to its pid
+ * Start times and images of a fixed set of processes, read cheaply on the forwarding path. On
+ * Linux each /proc/PID/stat stays open and is re-read in place (one pread instead of
+ * open, read, read, close); the line is produced at each read, so it shows what the process
+ * runs now, after an execve too. The open file belongs to that process, not to its pid
  * number: once the process is gone the read fails (ESRCH), also when the pid has
  * been reused, so a held descriptor can only make the check stricter. Elsewhere:
- * processStartTime.
+ * processStartTime, and no image.
  */
 export class StartTimeProbe {
   private set: object | null = null;
@@ -255,8 +300,12 @@ export class StartTimeProbe {
   private readonly buf = Buffer.allocUnsafe(4096);
 
   /** The reader for the processes of `set` (descriptors held for a previous set are closed). */
-  for(set: object): (p: { pid: number }) => string | null {
-    if (process.platform !== "linux") return (p) => processStartTime(p.pid);
+  for(set: object): (p: { pid: number }) => Probed | null {
+    if (process.platform !== "linux")
+      return (p) => {
+        const startTime = processStartTime(p.pid);
+        return startTime === null ? null : { startTime, image: null };
+      };
     if (this.set !== set) {
       this.close();
       this.set = set;
@@ -264,7 +313,7 @@ export class StartTimeProbe {
     return (p) => this.read(p.pid);
   }
 
-  private read(pid: number): string | null {
+  private read(pid: number): Probed | null {
     let fd = this.fds.get(pid);
     if (fd === undefined) {
       if (!validPid(pid)) return null;
@@ -284,14 +333,13 @@ export class StartTimeProbe {
         if (n <= 0) break;
         got += n;
         if (this.buf[got - 1] === 0x0a) break; // the whole line (procfs gives it in one read)
-        if (got === this.buf.length) return processStartTime(pid); // not a stat line we know
+        if (got === this.buf.length) return probed(readStat(pid)); // not a stat line we know
       }
       text = this.buf.toString("utf8", 0, got);
     } catch {
       return null; // ESRCH: the process this descriptor belongs to is gone
     }
-    const st = parseProcStat(text);
-    return st && !dead(st) ? st.startTime : null;
+    return probed(parseProcStat(text));
   }
 
   close(): void {
@@ -306,6 +354,10 @@ export class StartTimeProbe {
     this.fds.clear();
     this.set = null;
   }
+}
+
+function probed(st: StatLine | null): Probed | null {
+  return st && !dead(st) ? { startTime: st.startTime, image: st.image } : null;
 }
 
 // Linux without /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN off): a table of every process's

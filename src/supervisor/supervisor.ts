@@ -14,7 +14,7 @@ import {
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
-import { listChildren, plainExe, StartTimeProbe } from "../identity/proc.js";
+import { execImage, listChildren, plainExe, readStat, StartTimeProbe } from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
@@ -37,9 +37,9 @@ export interface Generation extends LinkGeneration {
   /** why this epoch exists */
   reason: Extract<EpochReason, "launch" | "respawn" | "restart" | "replaced">;
   /**
-   * Processes observed once the worker answered (still alive). One of them going away is a
-   * replacement once its parent has started another process of the same executable in its
-   * place (checkReplacement).
+   * Processes observed once the worker answered (still alive). One of them running other code
+   * (execve) is a replacement; one going away is a replacement once its parent has started
+   * another process of the same executable in its place (checkReplacement).
    */
   settled: SettledProcess[] | null;
   /** settled processes that went away with nothing (yet) in their place */
@@ -55,6 +55,10 @@ export interface SettledProcess {
   startTime: string;
   /** the executable's path (to recognise a watcher's next worker); null when not known */
   exe: string | null;
+  /** its code and stack addresses (StatLine.image: Linux), read on every check; null when not known */
+  image: string | null;
+  /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
+  exec: string | null;
 }
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
@@ -115,7 +119,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
   async start(): Promise<Generation> {
     const gen = await this.launch("launch", this.opts.warmAtLaunch?.() ?? []);
-    this.poll = setInterval(() => this.checkReplacement(), this.opts.pollMs ?? 500);
+    this.poll = setInterval(() => this.checkReplacement(true), this.opts.pollMs ?? 500);
     this.poll.unref();
     collectWhenIdle();
     return gen;
@@ -294,6 +298,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       ppid: p.ppid,
       startTime: p.startTime,
       exe: plainExe(p.exe),
+      image: readStat(p.pid)?.image ?? null,
+      exec: execImage(p.pid),
     }));
     gen.record = finishRecord(gen.static, {
       epoch: gen.epoch,
@@ -304,18 +310,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   /**
-   * Cheap check (a few /proc reads) that the settled processes are the ones running. A watcher
-   * that keeps the pipe and swaps its child (node --watch, tsx watch, nodemon) is caught here,
-   * before the next request is forwarded. A helper the server ran (git, a shell) that
-   * exits with nothing in its place is not a replacement: the code that answers is unchanged.
+   * Cheap check (a few /proc reads) that the settled processes are the ones running the code
+   * they ran. A watcher that keeps the pipe and swaps its child (node --watch, tsx watch,
+   * nodemon) is caught here, before the next request is forwarded; so is a process that
+   * execve()s into other code under the same pid (its code and stack addresses, in the stat
+   * line the start time is read from; `thorough`, on the idle poll: also its executable file
+   * and auxiliary vector). A helper the server ran (git, a shell) that exits with nothing in
+   * its place is not a replacement: the code that answers is unchanged.
    */
-  checkReplacement(): boolean {
+  checkReplacement(thorough = false): boolean {
     const cur = this.current;
     if (!cur?.alive || !cur.settled || this.restarting) return false;
     // Once per event-loop turn: the requests of one burst share one look (nothing in
     // between can have run a watcher's swap past us that a second look would catch sooner).
     if (this.checkedGen === cur && this.checkedSettled === cur.settled) return false;
-    const found = this.replacementOf(cur);
+    const found = this.replacementOf(cur, thorough);
     if (found === ROOT_GONE) return false; // the exit handler owns this case
     if (found !== null) {
       this.replace(cur, found);
@@ -328,13 +337,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null. */
-  private replacementOf(gen: Generation): string | typeof ROOT_GONE | null {
+  private replacementOf(gen: Generation, thorough: boolean): string | typeof ROOT_GONE | null {
     const settled = gen.settled!;
     const rootPid = gen.child.pid!;
     const probe = this.probe.for(settled);
     let gone: SettledProcess[] | null = null;
     for (const p of settled) {
-      if (probe(p) === p.startTime) continue;
+      const now = probe(p);
+      let alive = now?.startTime === p.startTime;
+      if (alive && (now!.image !== p.image || (thorough && execImage(p.pid) !== p.exec))) {
+        // Not readable any more: gone since the first read, or it execve()d into something
+        // we may not inspect (a setuid program): the latter is other code all the same.
+        alive = probe(p)?.startTime === p.startTime;
+        if (alive) return `process ${p.pid} now runs other code (execve)`;
+      }
+      if (alive) continue;
       if (p.pid === rootPid) return ROOT_GONE;
       gone ??= [];
       gone.push(p);

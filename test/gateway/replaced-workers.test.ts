@@ -1,6 +1,7 @@
-// What the supervisor calls a replaced worker: a watcher's new worker is a new epoch; a helper
-// the server ran that exits with nothing in its place is not (the process that answers never
-// changed).
+// What the supervisor calls a replaced worker: a watcher's new worker, or a process that
+// execve()s into other code under the same pid, is a new epoch; a helper the server ran that
+// exits with nothing in its place is not (the process that answers never changed).
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
@@ -72,4 +73,24 @@ describe("replaced workers", () => {
     await gw.waitForStderr(/running server replaced: .*\(process \d+ was replaced by process \d+/, 5_000);
     expect((await current(gw)).epoch).not.toBe(before.epoch);
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "a server that execve()s into the same interpreter with other code gets a new epoch before its next call",
+    async () => {
+      // the idle poll pushed out of the way: the check before forwarding must see it
+      const gw = await start(["python3", FIXTURES.execs], { PORTCULLIS_POLL_MS: "600000" });
+      const before = await current(gw);
+      expect(await call(gw, "whoami")).toEqual({ pid: before.processId, stage: "before" });
+      await call(gw, "become");
+      await waitFor(
+        () => readFileSync(`/proc/${before.processId}/cmdline`, "utf8").includes("after"),
+        10_000,
+        "the server's execve",
+      );
+      // same pid, same start time, same executable: only the program image is new
+      expect(await call(gw, "whoami")).toEqual({ pid: before.processId, stage: "after" });
+      await gw.waitForStderr(/running server replaced: .*now runs other code \(execve\)/, 5_000);
+      expect((await current(gw)).epoch).not.toBe(before.epoch);
+    },
+  );
 });

@@ -37,6 +37,8 @@ export const FIXTURES = {
   watcher: join(servers, "watcher.mjs"),
   /** starts and ends processes of its own: a helper at initialize, a leftover, a stderr flood */
   children: join(servers, "children.mjs"),
+  /** python: on `become`, answers, then execve()s into the same interpreter (run with python3) */
+  execs: join(servers, "execs.py"),
 } as const;
 
 const npmServer = (name: string) =>
