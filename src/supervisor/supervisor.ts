@@ -14,7 +14,14 @@ import {
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
-import { execImage, listChildren, plainExe, readStat, StartTimeProbe } from "../identity/proc.js";
+import {
+  execImage,
+  listChildren,
+  plainExe,
+  processStartTime,
+  readStat,
+  StartTimeProbe,
+} from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
@@ -110,6 +117,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.checkedSettled = null;
   };
   private readonly probe = new StartTimeProbe();
+  /**
+   * The process group of every server launched (its pgid is the launched process's pid), with
+   * that process's start time (null when it was gone before it could be read), until the group
+   * has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
+   */
+  private readonly groups = new Map<number, string | null>();
+  private readonly groupTimers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
@@ -194,6 +208,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   private wire(gen: Generation): void {
     const { child } = gen;
+    this.groups.set(child.pid!, processStartTime(child.pid!));
     const reader = new LineReader(
       {
         line: (text) => {
@@ -243,7 +258,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const cur = this.current;
     if (!cur || cur.child !== child) return;
     cur.alive = false;
-    killGroup(child.pid!, "SIGTERM"); // leftovers of the group (a watcher's worker)
+    this.endGroup(child.pid!); // leftovers of the group (a watcher's worker, a forked child)
     const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.stopping || this.restarting) return;
     this.emit("down", cur, "exit", detail);
@@ -430,20 +445,70 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     });
   }
 
-  /** Ends supervision: close stdin → SIGTERM → SIGKILL, the whole process group. */
+  /**
+   * A dead generation's process group: SIGTERM now, SIGKILL after the grace period if anything
+   * is left in it. A child that ignores SIGTERM would otherwise outlive its server, the respawn
+   * and the gateway, holding whatever was in its environment (delivered credentials).
+   */
+  private endGroup(pgid: number): void {
+    this.signalGroup(pgid, "SIGTERM");
+    const timer = setTimeout(() => {
+      this.groupTimers.delete(timer);
+      this.signalGroup(pgid, "SIGKILL");
+      this.groups.delete(pgid);
+    }, this.opts.shutdownGraceMs ?? 1500);
+    timer.unref();
+    this.groupTimers.add(timer);
+  }
+
+  /**
+   * Signals a group this supervisor launched, unless the number now names someone else's: once
+   * a group is empty and its leader reaped, the pid can be taken by a new process, which may
+   * lead a group of its own. While any member of ours is left the pid cannot be reused, so a
+   * live process under that pid with another start time means nothing of ours is left.
+   */
+  private signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+    if (!this.groups.has(pgid)) return false;
+    const now = processStartTime(pgid);
+    if (now !== null && now !== this.groups.get(pgid)) {
+      this.groups.delete(pgid);
+      return false;
+    }
+    return groupSignal(pgid, signal);
+  }
+
+  /** Ends supervision: close stdin → SIGTERM → SIGKILL, the whole process group, and every earlier one. */
   async shutdown(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
     this.probe.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
+    for (const t of this.groupTimers) clearTimeout(t);
+    this.groupTimers.clear();
     await this.watcher?.close().catch(() => {});
     const cur = this.current;
+    const graceMs = this.opts.shutdownGraceMs ?? 1500;
+    const earlier = [...this.groups.keys()].filter((g) => g !== cur?.child.pid);
+    const stopping: Promise<void>[] = [this.endGroupsNow(earlier, graceMs)];
     if (cur) {
       if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
       cur.alive = false;
-      await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
+      stopping.push(stopChild(cur.child, graceMs));
     }
+    await Promise.all(stopping);
+    this.groups.clear();
+  }
+
+  /** Earlier generations' groups at shutdown: SIGTERM, then SIGKILL once the grace is over, if any member is left. */
+  private async endGroupsNow(pgids: number[], graceMs: number): Promise<void> {
+    let left = pgids.filter((g) => this.signalGroup(g, "SIGTERM"));
+    const deadline = Date.now() + graceMs;
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      left = left.filter((g) => this.signalGroup(g, 0));
+    }
+    for (const g of left) this.signalGroup(g, "SIGKILL");
   }
 }
 
@@ -476,6 +541,16 @@ function successorOf(gen: Generation): string | null {
     }
   }
   return null;
+}
+
+/** Sends `signal` to process group `pgid` (0: only asks whether it has members); false when it has none. */
+function groupSignal(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: the group is gone
+  }
 }
 
 /** How far before the spawn a file's ctime still counts as a change after it. */

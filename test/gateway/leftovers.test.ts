@@ -1,0 +1,71 @@
+// A dead server's process group is emptied: a child that ignores SIGTERM is killed after the
+// grace period, while the gateway runs on, and at the latest when the gateway exits. Otherwise it
+// outlives its server, the respawn and the gateway, with whatever its environment held.
+import { readFileSync } from "node:fs";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
+import { type Session, startGateway } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+
+const orphans: number[] = [];
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+  for (const pid of orphans.splice(0)) if (alive(pid)) process.kill(pid, "SIGKILL");
+});
+
+/** Whether the process runs (a zombie left to an init that does not reap is not running). */
+function alive(pid: number): boolean {
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return !/^\S+ \(.*\) [ZX] /s.test(stat);
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function start(): Promise<Session<Client>> {
+  const gw = await startGateway({
+    args: ["--label", "kids", "--approval", "none", "--", NODE, FIXTURES.children],
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return gw;
+}
+
+/** The server leaves a child in its group that ignores SIGTERM, then exits; the gateway respawns it. */
+async function leaveOrphan(gw: Session<Client>): Promise<number> {
+  const res = await gw.client.callTool({ name: "leave_orphan", arguments: {} });
+  const { orphan } = JSON.parse((res.content as { text: string }[])[0]!.text) as { orphan: number };
+  orphans.push(orphan);
+  await gw.waitForStderr(/new execution epoch: .*respawn/, 10_000);
+  expect(alive(orphan)).toBe(true); // SIGTERM alone did not end it
+  return orphan;
+}
+
+describe("a dead generation's leftovers", () => {
+  it("a child that ignores SIGTERM is killed after the grace period, while the gateway runs on", async () => {
+    const gw = await start();
+    const orphan = await leaveOrphan(gw);
+    await waitFor(() => !alive(orphan), 10_000, "the leftover to be killed");
+    expect(await gw.client.callTool({ name: "whoami", arguments: {} })).toBeTruthy();
+  });
+
+  it("the gateway's exit kills it, before the grace period is over", async () => {
+    const gw = await start();
+    const orphan = await leaveOrphan(gw);
+    await gw.close();
+    await gw.exited;
+    await waitFor(() => !alive(orphan), 2_000, "the leftover to be killed by the gateway's exit");
+  });
+});
