@@ -178,7 +178,7 @@ export async function serve(
           pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
-          stderrLine: (line) => (releasedValues.size > 0 ? releasedValues.scrubText(line) : line),
+          stderrScrub: releasedValues,
           // the stdio client is this gateway's parent: its executables, digested with the server's
           // (an HTTP session's client is no process of ours)
           warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),

@@ -27,6 +27,7 @@ import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
 import { discard, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
+import { type LineScrubber, StderrLines } from "./stderrLines.js";
 
 export type { DownReason } from "./link.js";
 export { LaunchError } from "./spawn.js";
@@ -88,10 +89,11 @@ export interface SupervisorOptions {
    */
   spawnEnv?: () => Promise<Record<string, string>>;
   /**
-   * Every line the server writes to stderr passes here before it is printed (the vault's
-   * scrubbing of released values, src/vault/scrub.ts); absent: printed as written.
+   * Every line the server writes to stderr (cut into pieces of MAX_STDERR_LINE characters when
+   * longer) is scrubbed with this before it is printed (the vault's released values,
+   * src/vault/scrub.ts); absent: printed as written.
    */
-  stderrLine?: (line: string) => string;
+  stderrScrub?: LineScrubber;
   /**
    * Files to digest into the cache alongside the first launch's capture (the client's
    * executables, which the agent run records when the client initializes): hashed in parallel
@@ -226,18 +228,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     );
     child.stdout.on("data", (b: Buffer) => reader.push(b));
     child.stdout.on("end", () => reader.end());
-    let errBuf = "";
-    child.stderr.on("data", (b: Buffer) => {
-      errBuf += b.toString("utf8");
-      let nl = errBuf.indexOf("\n");
-      while (nl !== -1) {
-        const line = errBuf.slice(0, nl);
-        const shown = this.opts.stderrLine ? this.opts.stderrLine(line) : line;
-        process.stderr.write(`[${this.opts.spec.serverLabel}] ${shown}\n`);
-        errBuf = errBuf.slice(nl + 1);
-        nl = errBuf.indexOf("\n");
-      }
-    });
+    const label = this.opts.spec.serverLabel;
+    const errLines = new StderrLines(
+      (shown) => process.stderr.write(`[${label}] ${shown}\n`),
+      this.opts.stderrScrub ?? null,
+    );
+    child.stderr.on("data", (b: Buffer) => errLines.push(b));
+    child.stderr.on("end", () => errLines.end());
     child.stdin.on("error", () => {
       /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
     });

@@ -36,13 +36,41 @@ export class ReleasedValues {
   /** form → scope, every form of every value */
   private readonly forms = new Map<string, string>();
   private pattern: RegExp | null = null;
+  /** the length of the longest form */
+  private longest = 0;
 
   /** A value the vault released under `scope`: from now on none of its forms passes. */
   add(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
-    for (const f of formsOf(value)) if (f !== "" && !this.forms.has(f)) this.forms.set(f, scope);
+    for (const f of formsOf(value)) {
+      if (f === "" || this.forms.has(f)) continue;
+      this.forms.set(f, scope);
+      this.longest = Math.max(this.longest, f.length);
+    }
     this.pattern = null;
+  }
+
+  /** The length of the longest form of any released value (0 when none): what a cut must keep back. */
+  longestForm(): number {
+    return this.longest;
+  }
+
+  /**
+   * Where `text` can be cut at or after `at` so that scrubbing each side on its own replaces
+   * what scrubbing the whole would: `at` itself, or the end of the form scrubText would replace
+   * across it. Exact only when `text` runs on for at least longestForm() - 1 characters past
+   * `at` (every form across `at` then ends inside it).
+   */
+  cutPoint(text: string, at: number): number {
+    if (this.values.size === 0) return at;
+    const re = this.regex();
+    re.lastIndex = 0;
+    for (let m = re.exec(text); m !== null && m.index < at; m = re.exec(text)) {
+      const end = m.index + m[0].length;
+      if (end > at) return end;
+    }
+    return at;
   }
 
   /** How many distinct values were released. */

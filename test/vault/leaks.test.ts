@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_STDERR_LINE } from "../../src/supervisor/stderrLines.js";
 import { formsOf } from "../../src/vault/scrub.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { sleep } from "../helpers/files.js";
@@ -80,6 +81,11 @@ describe("a released credential value leaks nowhere", () => {
     );
     await gw.client.callTool({ name: "whisper", arguments: {} });
     await gw.waitForStderr(/token=\[redacted:api-token\] b64=\[redacted:api-token\]/);
+    // on a line longer than the 64 KiB cap, the value straddling where it would be cut
+    await gw.client.callTool({ name: "whisper", arguments: { pad: MAX_STDERR_LINE - 5 } });
+    // the cut moved to the end of the value: the first piece ends with it redacted
+    await gw.waitForStderr(/^\[vaulted\] x+\[redacted:api-token\] \[line cut: continued on the next line\]$/);
+    await gw.waitForStderr(/^\[vaulted\] y+ padded$/);
     // a response whose id is the value: dropped, and the warning names the id scrubbed
     expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
     await gw.waitForStderr(/unknown id "\[redacted:api-token\]"/);

@@ -1,0 +1,94 @@
+// A server's stderr as lines for the gateway's own stderr: decoded as UTF-8 across chunks, split
+// on newlines, a line longer than the cap cut into pieces, and every piece scrubbed of released
+// credential values (src/vault/scrub.ts) before it is shown. A hostile server that writes
+// megabytes without a newline costs bounded memory and linear time, and a value cannot be split
+// by a cut so that neither piece shows it whole to the scrubber.
+import { StringDecoder } from "node:string_decoder";
+
+/** What the pieces are scrubbed with (ReleasedValues implements it). */
+export interface LineScrubber {
+  scrubText(text: string): string;
+  /** the length of the longest text scrubText replaces */
+  longestForm(): number;
+  /** the first position at or after `at` where `text` can be cut without splitting what scrubText replaces */
+  cutPoint(text: string, at: number): number;
+}
+
+/** The longest piece of a line shown on its own (characters), unless a scrubbed value runs past it. */
+export const MAX_STDERR_LINE = 64 * 1024;
+
+/** What ends a piece cut from a longer line. */
+export const CUT_MARK = " [line cut: continued on the next line]";
+
+export class StderrLines {
+  private readonly decoder = new StringDecoder("utf8");
+  /** the current line's text not shown yet: at most the cap plus the longest form */
+  private pending = "";
+
+  private readonly maxLine: number;
+
+  constructor(
+    private readonly show: (line: string) => void,
+    private readonly scrubber: LineScrubber | null = null,
+    maxLine = MAX_STDERR_LINE,
+  ) {
+    this.maxLine = Math.max(2, maxLine); // room for a whole surrogate pair
+  }
+
+  push(chunk: Buffer): void {
+    this.take(this.decoder.write(chunk));
+  }
+
+  /** The stream ended: what is left of the last line, if anything, is shown. */
+  end(): void {
+    this.take(this.decoder.end());
+    if (this.pending !== "") this.finish();
+  }
+
+  private take(text: string): void {
+    let from = 0;
+    // only the new text is searched: the pending part holds no newline
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", from)) {
+      this.pending += text.slice(from, nl);
+      from = nl + 1;
+      this.cutLong();
+      this.finish();
+    }
+    this.pending += text.slice(from);
+    this.cutLong();
+  }
+
+  /**
+   * Shows pieces of the pending line while it is longer than the cap plus the longest form. The
+   * text past each cut runs on for at least the longest form, so a value across the cut is seen
+   * whole by cutPoint, and the cut moves to its end: scrubbing each piece replaces what
+   * scrubbing the whole line would.
+   */
+  private cutLong(): void {
+    const keep = Math.max(0, (this.scrubber?.longestForm() ?? 0) - 1);
+    // strictly longer: something is always left after a cut, so a line never ends on a cut piece
+    while (this.pending.length > this.maxLine + keep) {
+      let at = this.maxLine;
+      if (isHighSurrogate(this.pending.charCodeAt(at - 1))) at -= 1; // never half a character
+      // every form that starts before `at` ends within `keep` characters past it
+      if (this.scrubber) at = this.scrubber.cutPoint(this.pending.slice(0, at + keep), at);
+      const piece = this.pending.slice(0, at);
+      this.pending = this.pending.slice(at);
+      this.show(this.scrubbed(piece) + CUT_MARK);
+    }
+  }
+
+  private finish(): void {
+    const line = this.pending;
+    this.pending = "";
+    this.show(this.scrubbed(line));
+  }
+
+  private scrubbed(text: string): string {
+    return this.scrubber ? this.scrubber.scrubText(text) : text;
+  }
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}

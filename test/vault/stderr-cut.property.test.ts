@@ -1,0 +1,110 @@
+// Property tests of how a server's stderr is cut into lines and scrubbed
+// (src/supervisor/stderrLines.ts): whatever the chunking (arbitrary byte boundaries, across
+// multi-byte characters) and however short the cap, the pieces shown, put back together, are the
+// whole lines scrubbed; so no released value is ever shown split across a cut.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CUT_MARK, StderrLines } from "../../src/supervisor/stderrLines.js";
+import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+
+const MARK = "[redacted:api]";
+
+const unit = fc.constantFrom(
+  ..."abcXYZ019".split(""),
+  ..."\\^$.*+?()[]{}|/-=%&\"' ".split(""),
+  "é",
+  "中",
+  "😀",
+);
+const value = fc.string({ unit, minLength: 1, maxLength: 30 });
+
+/** A stderr stream holding the value in some of its forms, its bytes cut at arbitrary places, a cap. */
+const scenario = value.chain((v) =>
+  fc
+    .record({
+      parts: fc.array(
+        fc.oneof(
+          fc.constantFrom(...formsOf(v)),
+          fc.string({ unit: fc.oneof(unit, fc.constant("\n")), maxLength: 40 }),
+        ),
+        { maxLength: 12 },
+      ),
+      cuts: fc.array(fc.nat(), { maxLength: 12 }),
+      maxLine: fc.integer({ min: 2, max: 48 }),
+    })
+    .map(({ parts, cuts, maxLine }) => ({ v, input: parts.join(""), cuts, maxLine })),
+);
+
+/** The bytes of `text` in chunks cut at the given offsets (modulo its length). */
+function chunked(text: string, cuts: number[]): Buffer[] {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length === 0) return [];
+  const at = [...new Set(cuts.map((c) => c % bytes.length))].filter((c) => c > 0).sort((a, b) => a - b);
+  const out: Buffer[] = [];
+  let from = 0;
+  for (const c of [...at, bytes.length]) {
+    out.push(bytes.subarray(from, c));
+    from = c;
+  }
+  return out;
+}
+
+/** What the lines shown say once the cut pieces are joined again (each line ends with "\n"). */
+function rejoined(shown: string[]): string {
+  return shown.map((l) => (l.endsWith(CUT_MARK) ? l.slice(0, -CUT_MARK.length) : `${l}\n`)).join("");
+}
+
+function run(chunks: Buffer[], released: ReleasedValues | null, maxLine: number): string[] {
+  const shown: string[] = [];
+  const lines = new StderrLines((l) => shown.push(l), released, maxLine);
+  for (const c of chunks) lines.push(c);
+  lines.end();
+  return shown;
+}
+
+describe("stderr lines: cut and scrubbed", () => {
+  it("the pieces are the whole lines scrubbed, whatever the chunking and the cap", () => {
+    fc.assert(
+      fc.property(scenario, ({ v, input, cuts, maxLine }) => {
+        const released = new ReleasedValues();
+        released.add("api", v);
+        const shown = run(chunked(input, cuts), released, maxLine);
+        const lines = input.split("\n");
+        if (lines.at(-1) === "") lines.pop();
+        expect(rejoined(shown)).toBe(lines.map((l) => `${released.scrubText(l)}\n`).join(""));
+        // so no line, its cut pieces put side by side, shows the value where scrubbing it whole would not
+        const whole = rejoined(shown).split("\n");
+        lines.forEach((l, i) => {
+          if (
+            released
+              .scrubText(l)
+              .split(MARK)
+              .some((p) => p.includes(v))
+          )
+            return;
+          for (const outside of whole[i]!.split(MARK)) expect(outside).not.toContain(v);
+        });
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("without released values, lines come out as written, cut at the cap, characters whole", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.oneof(unit, fc.constant("\n")), maxLength: 200 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        fc.integer({ min: 2, max: 16 }),
+        (input, cuts, maxLine) => {
+          const shown = run(chunked(input, cuts), null, maxLine);
+          const lines = input.split("\n");
+          if (lines.at(-1) === "") lines.pop();
+          expect(rejoined(shown)).toBe(lines.map((l) => `${l}\n`).join(""));
+          for (const l of shown) expect(l.replace(CUT_MARK, "").length).toBeLessThanOrEqual(maxLine);
+          expect(shown.join("")).not.toContain("\uFFFD");
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
