@@ -1,5 +1,5 @@
 import { argumentsDigest } from "../audit/events.js";
-import { type Classification, diffCatalogs, type Tool } from "../catalog/index.js";
+import { type Classification, diffCatalogs, type Tool, toolFingerprint } from "../catalog/index.js";
 import type { ApprovedCall, AuthorizationPort, ExpandingEntry } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ExecutionRecord } from "../identity/index.js";
@@ -126,6 +126,15 @@ export class Authorizer implements AuthorizationPort {
   private readonly rejected = new Set<string>();
   /** a tool's credential scopes (null: a recorded read), as scopesOf computed them */
   private readonly scopesByTool = new Map<string | null, string[]>();
+  /**
+   * Grants this gateway has seen end: consumed one-call grants, and session grants that left the
+   * live set (revoked, ended). An end is final, but `ended_at` and `revoked_at` are not signed: a
+   * store writer could clear them to use a one-call approval again or undo a revoke. Once seen
+   * here, a grant never covers a call of this gateway again, whatever the row says later.
+   */
+  private readonly ended = new Set<string>();
+  /** This run's session grants the gateway has seen live (read, or taken for a call). */
+  private readonly known = new Set<string>();
 
   constructor(private readonly o: AuthorizerOptions) {
     const liveGrant = o.db
@@ -134,8 +143,11 @@ export class Authorizer implements AuthorizationPort {
     // The signature must still be the one verified: a row rewritten since is read and verified again;
     // and its signer must still have authority (a removed passkey's grants stop at the next call).
     this.grantIsLive = (grant, signature) => {
+      if (this.ended.has(grant)) return false;
       const row = liveGrant.get(grant) as [string | null] | undefined;
-      return row !== undefined && row[0] === signature && o.verifier.authorityHolds(signature);
+      const live = row !== undefined && row[0] === signature && o.verifier.authorityHolds(signature);
+      if (row === undefined) this.ended.add(grant);
+      return live;
     };
     this.timeoutMs = o.timeoutMs ?? DEFAULT_HOLD_MS;
     this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
@@ -329,7 +341,11 @@ export class Authorizer implements AuthorizationPort {
     const own = grantWritesOn(this.o.db);
     const hit = this.live;
     if (!fresh && hit && hit.own === own) return hit.grants;
-    const grants = this.honoured(liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel));
+    const read = liveSessionGrants(this.o.db, this.o.run.run, this.o.serverLabel);
+    const now = new Set(read.map((g) => g.grant));
+    for (const g of this.known) if (!now.has(g)) this.ended.add(g);
+    for (const g of now) if (!this.ended.has(g)) this.known.add(g);
+    const grants = this.honoured(read.filter((g) => !this.ended.has(g.grant)));
     this.live = { own, grants };
     return grants;
   }
@@ -407,13 +423,18 @@ export class Authorizer implements AuthorizationPort {
     return { covering: null, expanded };
   }
 
-  /** How the current definition differs from the approved one; unknown or unprovable is `expands`. */
+  /**
+   * How the current definition differs from the approved one; unknown or unprovable is `expands`.
+   * The approved definition is read from the grant's row, which the signature does not cover: it
+   * counts only when its fingerprint is the one the human signed for that tool, so a definition
+   * rewritten in the store (to make an expansion look cosmetic) proves nothing.
+   */
   private classify(g: GrantRecord, call: ApprovedCall): Classification {
     const key = `${g.grant}\u0000${call.fingerprint}`;
     const hit = this.classified.get(key);
     if (hit) return hit;
     let c: Classification = "expands";
-    const granted = Object.hasOwn(g.toolDefinitions, call.tool) ? g.toolDefinitions[call.tool] : null;
+    const granted = signedDefinition(g, call.tool);
     if (granted && call.definition) {
       try {
         const diff = diffCatalogs([granted as Tool], [call.definition as Tool]);
@@ -520,9 +541,7 @@ export class Authorizer implements AuthorizationPort {
       }
       // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
       if (mode === "session") {
-        const live = this.honoured(liveSessionGrants(db, run.run, serverLabel)).filter(
-          (g) => g.executionEpoch === call.epoch,
-        );
+        const live = this.liveGrants(true).filter((g) => g.executionEpoch === call.epoch);
         const { covering } = this.match(live, call);
         if (
           covering &&
@@ -575,18 +594,22 @@ export class Authorizer implements AuthorizationPort {
           return null;
         }
         if (!this.approves(g, id, call)) return null;
-        if (retry && (g.revokedAt || g.endedAt)) return null;
-        if (g.revokedAt || (g.endedAt && g.mode === "session")) {
+        // Ended in the row, or seen ended by this gateway (a one-call grant already consumed).
+        const endedAt = g.endedAt ?? (this.ended.has(g.grant) ? "seen ended" : null);
+        if (retry && (g.revokedAt || endedAt)) return null;
+        if (g.revokedAt || (endedAt && g.mode === "session")) {
           this.emit({ type: "approval_denied", ...subject, outcome: "revoked", decidedBy: req.decidedBy });
           return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
         }
         if (cancelled) return { error: refuse.authorizationRequired(id, how) };
         // One call takes a one-call grant: the first to end it (another may have taken it).
-        if (
-          g.mode === "per-call" &&
-          endGrants(db, [g.grant], "single use: consumed by the call it approved") !== 1
-        ) {
-          return null;
+        if (g.mode === "per-call") {
+          if (endedAt || endGrants(db, [g.grant], "single use: consumed by the call it approved") !== 1) {
+            return null;
+          }
+          this.ended.add(g.grant);
+        } else {
+          this.known.add(g.grant);
         }
         this.emit({
           type: "approval_granted",
@@ -793,4 +816,16 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const timer = setTimeout(done, Math.max(0, ms));
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/** The definition a grant approved for `tool`, when it is the one whose fingerprint was signed. */
+function signedDefinition(g: GrantRecord, tool: string): Tool | null {
+  const definition = Object.hasOwn(g.toolDefinitions, tool) ? (g.toolDefinitions[tool] as Tool) : null;
+  if (definition === null) return null;
+  const signed = g.toolScope.filter((t) => t.name === tool).map((t) => t.fingerprint);
+  try {
+    return signed.includes(toolFingerprint(definition)) ? definition : null;
+  } catch {
+    return null; // not canonical JSON: nothing the human can have signed
+  }
 }
