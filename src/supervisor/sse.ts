@@ -12,45 +12,100 @@ export interface SseEvent {
  * data is one JSON-RPC message. An event whose data grows over `maxBytes` is not kept: `oversize`
  * is told its size once, and the rest of it is dropped, so a server cannot make the gateway
  * buffer without bound.
+ *
+ * Each chunk is looked at once: only the newly decoded text is scanned for line ends, and an
+ * unfinished line is kept as pieces joined when it ends. (Appending to one buffer and scanning
+ * it again on every chunk costs time in the square of a line's length: one large answer sent as
+ * one event would stall the gateway for every other call.)
  */
 export class SseReader {
   private readonly decoder = new StringDecoder("utf8");
-  private buf = "";
+  /** the unfinished line, in pieces, and its length so far */
+  private pending: string[] = [];
+  private pendingLength = 0;
+  /** the unfinished line went over the limit: its text is no longer kept, only counted */
+  private pendingDropped = false;
+  /** the last chunk ended with \r: a \n opening the next one belongs to that line end */
+  private afterCr = false;
   private data: string[] = [];
   private dataBytes = 0;
   private dropped = 0;
   private event = "";
   private id: string | null = null;
 
+  /**
+   * A longer line is dropped data, whatever its field, however it was cut into chunks: room for
+   * a "data: " field name before a value of `maxBytes`, so the limit on a line never drops an
+   * event the limit on its data would keep.
+   */
+  private readonly maxLine: number;
+
   constructor(
     private readonly onEvent: (e: SseEvent) => void,
     private readonly onOversize: (bytes: number) => void,
     private readonly maxBytes: number,
-  ) {}
+  ) {
+    this.maxLine = maxBytes + "data: ".length;
+  }
 
   push(chunk: Buffer): void {
-    this.buf += this.decoder.write(chunk);
-    for (;;) {
-      const m = /\r\n|\r|\n/.exec(this.buf);
-      if (!m) break;
-      // a lone \r at the very end may be the first half of \r\n: wait for more
-      if (m[0] === "\r" && m.index === this.buf.length - 1) break;
-      const line = this.buf.slice(0, m.index);
-      this.buf = this.buf.slice(m.index + m[0].length);
-      this.line(line);
-    }
-    if (this.buf.length > this.maxBytes) {
-      // one line with no end in sight: count it as dropped data
-      this.dropped += this.buf.length;
-      this.buf = "";
-    }
+    this.scan(this.decoder.write(chunk));
   }
 
   end(): void {
-    this.buf += this.decoder.end();
-    if (this.buf) this.line(this.buf);
-    this.buf = "";
+    this.scan(this.decoder.end());
+    if (this.pendingLength > 0) this.endLine("");
     // an event not terminated by a blank line is not dispatched (as the standard says)
+  }
+
+  /** Splits new text at CRLF, LF or CR, looking at each character once. */
+  private scan(text: string): void {
+    if (text === "") return;
+    let from = 0;
+    if (this.afterCr && text.charCodeAt(0) === 0x0a) from = 1;
+    this.afterCr = false;
+    const ends = /\r\n|\r|\n/g;
+    ends.lastIndex = from;
+    for (let m = ends.exec(text); m !== null; m = ends.exec(text)) {
+      this.endLine(text.slice(from, m.index));
+      from = m.index + m[0].length;
+      // a \r as the very last character may be the first half of a \r\n split across chunks
+      if (m[0] === "\r" && from === text.length) this.afterCr = true;
+    }
+    if (from < text.length) this.keep(text.slice(from));
+  }
+
+  /** Part of a line whose end has not come yet. */
+  private keep(piece: string): void {
+    this.pendingLength += piece.length;
+    if (this.pendingDropped) return;
+    if (this.pendingLength > this.maxLine) {
+      // one line with no end in sight: from here it is only counted, as dropped data
+      this.pendingDropped = true;
+      this.pending = [];
+      return;
+    }
+    this.pending.push(piece);
+  }
+
+  private endLine(last: string): void {
+    if (this.pendingLength === 0 && last.length <= this.maxLine) {
+      this.line(last);
+      return;
+    }
+    const length = this.pendingLength + last.length;
+    const dropped = this.pendingDropped || length > this.maxLine;
+    const text = dropped ? "" : this.pending.join("") + last;
+    this.pending = [];
+    this.pendingLength = 0;
+    this.pendingDropped = false;
+    if (dropped) {
+      this.dropped += this.dataBytes + length;
+      this.data = [];
+      this.dataBytes = 0;
+      return;
+    }
+    this.line(text);
   }
 
   private line(line: string): void {

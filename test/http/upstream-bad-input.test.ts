@@ -75,6 +75,42 @@ describe("a remote server that answers badly", () => {
   });
 });
 
+describe("a large answer as one SSE event", () => {
+  it("arrives whole, and small calls made while it is under way are answered", async () => {
+    const server = await startFixture({}, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const gw = await startGateway({ args: ["--url", server.url, "--approval", "none"] });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = (args: Record<string, unknown>) =>
+      gw.client.callTool({ name: "bad", arguments: args }, undefined, { timeout: 50_000 }) as Promise<{
+        content: { text: string }[];
+      }>;
+    // under the SDK client's own 10 MiB line limit
+    const bytes = 8 * 1024 * 1024;
+    const large = call({ mode: "large", bytes });
+    // the server holds the large answer's end back until a "release" finds it written whole: each
+    // release before that is a small call answered while the large one streams in
+    let released = "released 0";
+    let small = 0;
+    while (released === "released 0") {
+      released = (await call({ mode: "release" })).content[0]!.text;
+      small++;
+      if (released === "released 0") await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(released).toBe("released 1");
+    const text = (await large).content[0]!.text;
+    expect(text.length).toBe(bytes);
+    expect(/^z+$/.test(text)).toBe(true);
+    // every call got its own answer: ids were not crossed
+    const answers = gw.received().filter((m) => m.id !== undefined && m.method === undefined);
+    const sent = gw.sent().filter((m) => m.method === "tools/call");
+    expect(sent).toHaveLength(small + 1);
+    for (const m of sent) expect(answers.filter((a) => a.id === m.id)).toHaveLength(1);
+    expect((await call({ mode: "fine" })).content[0]!.text).toBe("ok fine");
+  });
+});
+
 describe("SseReader", () => {
   const read = (chunks: string[], max = 1000) => {
     const events: { event: string; data: string; id: string | null }[] = [];
