@@ -49,6 +49,8 @@ export function remoteLink(
   configDigest: string,
   log: Logger,
   released?: ReleasedValues,
+  /** how long initialize may go unanswered: the hold timeout, the longest a call waits for an epoch */
+  initializeTimeoutMs?: number,
 ): RemoteSupervisor {
   const url = new URL(remote.url);
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
@@ -60,6 +62,7 @@ export function remoteLink(
     configDigest,
     log,
     maxMessageBytes: server.maxMessageBytes,
+    initializeTimeoutMs,
     // The value lives in this process only for the request that carries it.
     // The holder releases an HTTP-delivered secret only for a host its stored policy names (the
     // same rule as the egress proxy's); the value lives here only for the request that carries it.

@@ -168,7 +168,15 @@ export async function serve(
   const remote = server.remote ? await remoteModule() : null;
   const makeLink = (linkLog: Logger, extraEnv: () => Record<string, string> = () => ({})): ServerLink =>
     server.remote && remote
-      ? remote.remoteLink(server, server.remote, stateDir, spec.configDigest, linkLog, releasedValues)
+      ? remote.remoteLink(
+          server,
+          server.remote,
+          stateDir,
+          spec.configDigest,
+          linkLog,
+          releasedValues,
+          holdTimeoutMs,
+        )
       : new Supervisor({
           spec,
           cache,

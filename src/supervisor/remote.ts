@@ -57,6 +57,11 @@ export interface RemoteOptions {
   secret: (scope: string) => Promise<{ value: string } | { locked: true } | { missing: string }>;
   maxMessageBytes?: number;
   connectTimeoutMs?: number;
+  /**
+   * How long the server has to answer initialize (default 15 s). Nothing else is sent to it
+   * before: an initialize never answered ends the epoch instead of holding every later request.
+   */
+  initializeTimeoutMs?: number;
   backoff?: { initialMs: number; maxMs: number };
   crashLoop?: { max: number; windowMs: number };
 }
@@ -233,9 +238,41 @@ export class RemoteSupervisor
     });
     // The body goes out only once the connection's certificate chain is the epoch's.
     this.whenVerified(gen, req, () => req.end(body));
-    req.on("response", (res) => this.onPostResponse(gen, m, isRequest, res));
-    // Nothing else is sent until initialize is answered: the session id is learned from it.
-    if (m.method === "initialize") await new Promise((resolve) => req.once("close", resolve));
+    let answered = () => {};
+    const answer = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    req.on("response", (res) => this.onPostResponse(gen, m, isRequest, res, answered));
+    // Nothing else is sent until initialize is answered: the session id and the protocol version
+    // are learned from it.
+    if (m.method === "initialize") await this.untilAnswered(gen, req, answer);
+  }
+
+  /**
+   * Waits for the initialize answer, not for its connection to close: a server may keep the SSE
+   * stream of its answer open (the standard says it should close it, not that it must). An
+   * answer that never comes ends the epoch (its requester gets epoch_transition) once the
+   * initialize timeout has passed.
+   */
+  private async untilAnswered(
+    gen: RemoteGeneration,
+    req: ClientRequest,
+    answer: Promise<void>,
+  ): Promise<void> {
+    const ms = this.o.initializeTimeoutMs ?? 15_000;
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      answer.then(() => "answered" as const),
+      new Promise<"closed">((resolve) => req.once("close", () => resolve("closed"))),
+      new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), ms);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== "timeout" || !gen.alive || this.stopping) return;
+    req.destroy();
+    this.lose(gen, "new-session", `the server did not answer initialize within ${seconds(ms)}`);
   }
 
   private request(gen: RemoteGeneration, method: string, headers: Record<string, string>): ClientRequest {
@@ -291,7 +328,14 @@ export class RemoteSupervisor
     });
   }
 
-  private onPostResponse(gen: RemoteGeneration, m: Message, isRequest: boolean, res: IncomingMessage): void {
+  /** `onAnswered`: called once the request's answer (or what stands for it) has been delivered. */
+  private onPostResponse(
+    gen: RemoteGeneration,
+    m: Message,
+    isRequest: boolean,
+    res: IncomingMessage,
+    onAnswered: () => void,
+  ): void {
     if (!gen.alive) return void res.destroy();
     const status = res.statusCode ?? 0;
     if (m.method === "initialize" && status === 200) {
@@ -315,24 +359,29 @@ export class RemoteSupervisor
       return;
     }
     if (status >= 200 && status < 300 && type.startsWith("text/event-stream")) {
-      let answered = !isRequest;
+      let done = !isRequest;
+      const answer = () => {
+        done = true;
+        onAnswered();
+        if (m.method === "initialize") this.warnIfLeftOpen(gen, res);
+      };
       this.readSse(
         gen,
         m,
         res,
         (msg) => {
-          if (isRequest && isResponseTo(msg, m.id)) answered = true;
+          if (isRequest && !done && isResponseTo(msg, m.id)) answer();
         },
         () => {
-          if (!answered && gen.alive && !this.stopping)
+          if (!done && gen.alive && !this.stopping)
             this.lose(gen, "new-session", `the server's stream ended without answering ${String(m.method)}`);
         },
         (bytes) => {
           // Over the limit on a request's own stream: taken as its answer, so its requester gets
           // message_too_large with its own id (the stream ending then is no lost answer).
-          const id = isRequest && !answered ? JSON.stringify(m.id) : null;
-          if (id !== null) answered = true;
+          const id = isRequest && !done ? JSON.stringify(m.id) : null;
           this.emit("oversize", bytes, gen, id, false);
+          if (id !== null) answer();
         },
       );
       return;
@@ -341,7 +390,7 @@ export class RemoteSupervisor
       if (!gen.alive) return;
       if (text === null) {
         this.emit("oversize", bytes, gen, isRequest ? JSON.stringify(m.id) : null, false);
-        return;
+        return onAnswered();
       }
       const ok = status >= 200 && status < 300;
       let parsed: unknown;
@@ -364,7 +413,21 @@ export class RemoteSupervisor
       } else if (!ok && !isRequest) {
         this.o.log.warn(`the remote server refused a ${String(m.method ?? "response")} (HTTP ${status})`);
       }
+      onAnswered();
     });
+  }
+
+  /**
+   * The stream that carried the initialize answer is still open a second later: said once, since
+   * nothing waits on it (what else the server sends on it is still read and delivered).
+   */
+  private warnIfLeftOpen(gen: RemoteGeneration, res: IncomingMessage): void {
+    setTimeout(() => {
+      if (gen.alive && !this.stopping && !res.complete && !res.destroyed)
+        this.o.log.warn(
+          `${this.o.url.host} keeps the SSE stream of its initialize answer open; requests go on without waiting for it to close`,
+        );
+    }, 1000).unref();
   }
 
   /** The server-to-client stream: requests and notifications the server sends outside a call. */
@@ -615,4 +678,8 @@ export class RemoteSupervisor
       req.end();
     });
   }
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }

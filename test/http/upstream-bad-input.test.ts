@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SseReader } from "../../src/supervisor/sse.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
+import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
 
@@ -72,6 +73,36 @@ describe("a remote server that answers badly", () => {
     expect((await call("fine")).content[0].text).toBe("ok fine");
     expect(await epoch()).toBe(before);
     expect(gw.stderr()).not.toMatch(/TypeError|Unhandled|at .*\.js:\d+/);
+  });
+});
+
+describe("a remote server's initialize answer", () => {
+  it("on an SSE stream the server keeps open: later requests go on, and a warning says so", async () => {
+    const server = await startFixture({ FIXTURE_INIT: "sse-open" }, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const gw = await startGateway({
+      args: ["--url", server.url, "--approval", "none", "--hold-timeout", "3000"],
+    });
+    cleanup.push(() => gw.close());
+    // held behind the open stream, these would end identity_pending once the hold timeout passed
+    expect((await gw.client.listTools()).tools.map((t) => t.name)).toEqual(["bad"]);
+    const r = (await gw.client.callTool({ name: "bad", arguments: { mode: "fine" } })) as {
+      content: { text: string }[];
+    };
+    expect(r.content[0]!.text).toBe("ok fine");
+    await gw.waitForStderr(/keeps the SSE stream of its initialize answer open/);
+    expect(gw.stderr()).not.toMatch(/remote session ended/);
+  });
+
+  it("never given: the epoch ends once the hold timeout has passed, and its requester is told", async () => {
+    const server = await startFixture({ FIXTURE_INIT: "silent" }, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const peer = rawGateway({ args: ["--url", server.url, "--approval", "none", "--hold-timeout", "2000"] });
+    cleanup.push(() => peer.close());
+    const init = await peer.initialize({}, 20_000);
+    expect(init.error?.code).toBe(-32054);
+    expect(init.error?.data).toMatchObject({ error: "epoch_transition", retried: false });
+    expect(peer.stderr()).toMatch(/remote session ended: the server did not answer initialize within 2 s/);
   });
 });
 
