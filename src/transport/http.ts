@@ -219,9 +219,16 @@ export class HttpFront {
       return `too many sessions (${this.o.maxSessions} open): end one (DELETE) or raise --listen-max-sessions`;
     const id = key ?? randomBytes(16).toString("hex");
     const peer = this.peerOf(req);
-    const session = new HttpSession(id, era, this.keyOf(peer), (s) => {
-      if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
-    });
+    const log = this.o.log;
+    const session = new HttpSession(
+      id,
+      era,
+      this.keyOf(peer),
+      (s) => {
+        if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
+      },
+      log.debugging === false ? null : (line) => log.debug(line),
+    );
     this.sessions.set(id, session);
     session.hooks = this.o.open(session, peer);
     return session;

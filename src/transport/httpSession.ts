@@ -4,7 +4,7 @@ import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
 import { ClientIds } from "../relay/clientIds.js";
 import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
-import { SseStream } from "./httpSse.js";
+import { type KeptEvents, SseStream } from "./httpSse.js";
 
 /** What the HTTP front hands the gateway of one session, and gets back. */
 export interface SessionHooks {
@@ -36,6 +36,17 @@ type Msg = {
 const SESSION_ENDED = -32603;
 /** SSE streams kept per session for resumption */
 const MAX_STREAMS = 128;
+/**
+ * Bytes of SSE events a session keeps for resumption (so a front keeps at most this many times
+ * --listen-max-sessions, plus, per session, the newest event when it alone is larger). Over it,
+ * streams whose answer was delivered go first, then the oldest events of any stream.
+ */
+export const RESUME_BUDGET_BYTES = 16 * 1024 * 1024;
+/**
+ * How long a stream whose last event went out whole on a live connection is still kept: a
+ * client whose connection broke as the end arrived comes back within this to resume it.
+ */
+export const DELIVERED_GRACE_MS = 10_000;
 
 /**
  * One HTTP session as the gateway sees it: a `Downstream` whose answers go back to the HTTP
@@ -57,8 +68,20 @@ export class HttpSession implements Downstream {
   private readonly wireOfClient = new Map<string, number>();
   private readonly byProgress = new Map<string, Exchange>();
   private readonly streams = new Map<string, SseStream>();
+  /** bytes of the events its streams keep, and the order of the newest one */
+  private keptBytes = 0;
+  private keptOrder = 0;
+  private readonly budget: KeptEvents = {
+    kept: (bytes) => {
+      this.keptBytes += bytes;
+      return ++this.keptOrder;
+    },
+    released: (bytes) => {
+      this.keptBytes -= bytes;
+    },
+  };
   /** the stream of GET /mcp: server messages that belong to no request */
-  private readonly standalone = new SseStream("0", 256);
+  private readonly standalone = new SseStream("0", this.budget, undefined, 256);
   private readonly idTexts = new ClientIds();
   private ended = false;
 
@@ -69,8 +92,16 @@ export class HttpSession implements Downstream {
     /** the process that opened it (pid and start time), or null when it was not known */
     readonly owner: string | null,
     private readonly onEnded: (s: HttpSession) => void,
+    /** a debug line (what is kept for resumption), when debug lines go somewhere */
+    private readonly debug: ((line: string) => void) | null = null,
+    private readonly resumeBudget = RESUME_BUDGET_BYTES,
   ) {
     this.streams.set("0", this.standalone);
+  }
+
+  /** Bytes of SSE events kept for resumption now. */
+  get resumableBytes(): number {
+    return this.keptBytes;
   }
 
   get isEnded(): boolean {
@@ -140,7 +171,7 @@ export class HttpSession implements Downstream {
   openStandalone(res: ServerResponse): boolean {
     if (this.standalone.attached) return false;
     this.lastUsed = Date.now();
-    this.standalone.attach(res, this.standalone.delivered);
+    this.standalone.attach(res, this.standalone.lastWritten);
     return true;
   }
 
@@ -165,7 +196,10 @@ export class HttpSession implements Downstream {
     const byToken = token === undefined ? undefined : this.byProgress.get(JSON.stringify(token));
     const target = byToken ?? this.oldestOpen();
     if (target) this.deliver(target, JSON.stringify(msg), false);
-    else this.standalone.write(JSON.stringify(msg));
+    else {
+      this.standalone.write(JSON.stringify(msg));
+      this.trim();
+    }
   }
 
   /** The gateway ended the client connection. */
@@ -197,12 +231,58 @@ export class HttpSession implements Downstream {
 
   /** Bounds memory: the oldest finished stream can no longer be resumed. */
   private forgetOneFinished(): void {
-    for (const [id, s] of this.streams) {
-      if (s.done && id !== "0") {
-        this.streams.delete(id);
+    for (const s of this.streams.values()) {
+      if (s.done && s !== this.standalone) {
+        this.drop(s);
         return;
       }
     }
+  }
+
+  private drop(s: SseStream): void {
+    if (this.streams.get(s.id) !== s) return;
+    this.streams.delete(s.id);
+    s.release();
+  }
+
+  /**
+   * Keeps what the streams hold for resumption within the session's byte budget. First to go:
+   * streams whose answer already went out whole (resuming them gives nothing new), oldest first;
+   * then the oldest events of any stream, an answer not yet delivered included. Never the event
+   * just kept: one message larger than the budget is held until something newer comes.
+   */
+  private trim(): void {
+    if (this.keptBytes > this.resumeBudget) {
+      for (const s of [...this.streams.values()]) {
+        if (this.keptBytes <= this.resumeBudget) break;
+        if (s.delivered) this.drop(s);
+      }
+    }
+    while (this.keptBytes > this.resumeBudget) {
+      const s = this.oldestKept();
+      if (!s || s.oldest === this.keptOrder) break;
+      s.evictOldest();
+      if (s.done && s.oldest === null) this.drop(s);
+    }
+    if (this.debug)
+      this.debug(
+        `http: session ${this.id.slice(0, 8)}… keeps ${this.keptBytes} bytes of SSE events for resumption (budget ${this.resumeBudget})`,
+      );
+  }
+
+  /** The stream holding the session's oldest kept event. */
+  private oldestKept(): SseStream | null {
+    let found: SseStream | null = null;
+    for (const s of this.streams.values()) {
+      const o = s.oldest;
+      if (o !== null && (found === null || o < (found.oldest ?? Infinity))) found = s;
+    }
+    return found;
+  }
+
+  /** Its answer went out whole on a live connection: kept a short while, for a broken ending. */
+  private delivered(s: SseStream): void {
+    setTimeout(() => this.drop(s), DELIVERED_GRACE_MS).unref();
   }
 
   private oldestOpen(): Exchange | undefined {
@@ -261,12 +341,13 @@ export class HttpSession implements Downstream {
         }
         return;
       }
-      ex.stream = new SseStream(String(this.nextStream++));
+      ex.stream = new SseStream(String(this.nextStream++), this.budget, (s) => this.delivered(s));
       this.streams.set(ex.stream.id, ex.stream);
       if (this.streams.size > MAX_STREAMS) this.forgetOneFinished();
       if (ex.res) ex.stream.attach(ex.res, 0);
     }
     ex.stream.write(text);
     if (final) ex.stream.finish();
+    this.trim();
   }
 }

@@ -1,20 +1,41 @@
 import type { ServerResponse } from "node:http";
 
+/** What a session counts of the events its streams keep for resumption (httpSession.ts). */
+export interface KeptEvents {
+  /** an event of `bytes` is now kept: its place in the session's order (oldest first) */
+  kept(bytes: number): number;
+  /** kept events of `bytes` in all are forgotten */
+  released(bytes: number): void;
+}
+
+interface Kept {
+  seq: number;
+  data: string;
+  bytes: number;
+  /** the session-wide order: which stream's oldest event is the session's oldest */
+  order: number;
+}
+
 /**
  * One SSE stream of a session, kept in memory so that a client whose connection dropped can
  * resume it with `Last-Event-ID`. Event ids are `<stream>.<seq>`: the stream is found from the
- * id alone. Events are kept until the session ends (bounded per stream); a stream's connection
- * is replaceable: a resuming GET attaches a new response and gets what it has not seen.
+ * id alone. What is kept is bounded per stream in events and per session in bytes (the session
+ * evicts); a stream's connection is replaceable: a resuming GET attaches a new response and gets
+ * what it has not seen (what is still kept of it).
  */
 export class SseStream {
-  private readonly events: { seq: number; data: string }[] = [];
+  private readonly events: Kept[] = [];
   private seq = 0;
   private res: ServerResponse | null = null;
   private finished = false;
   private written = 0;
+  private finalDelivered = false;
 
   constructor(
     readonly id: string,
+    private readonly budget: KeptEvents,
+    /** the last event went out whole on a live connection: nothing of this stream is owed */
+    private readonly onDelivered: (s: SseStream) => void = () => {},
     /** events kept for resumption; older ones are forgotten */
     private readonly keep = 1024,
   ) {}
@@ -23,13 +44,23 @@ export class SseStream {
     return this.finished;
   }
 
+  /** finished, and its last event was handed whole to a connection that then ended cleanly */
+  get delivered(): boolean {
+    return this.finalDelivered;
+  }
+
   /** the last event written to a connection (a new GET without Last-Event-ID continues after it) */
-  get delivered(): number {
+  get lastWritten(): number {
     return this.written;
   }
 
   get attached(): boolean {
     return this.res !== null;
+  }
+
+  /** the session-wide order of the oldest event still kept, or null when none is */
+  get oldest(): number | null {
+    return this.events[0]?.order ?? null;
   }
 
   /** Sends the SSE headers on `res` and delivers every event after `afterSeq`. */
@@ -54,9 +85,10 @@ export class SseStream {
   /** Queues one JSON-RPC message and writes it when a connection is attached. */
   write(message: string): void {
     if (this.finished) return;
-    const e = { seq: ++this.seq, data: message };
+    const bytes = Buffer.byteLength(message);
+    const e: Kept = { seq: ++this.seq, data: message, bytes, order: this.budget.kept(bytes) };
     this.events.push(e);
-    if (this.events.length > this.keep) this.events.shift();
+    if (this.events.length > this.keep) this.evictOldest();
     if (this.res) this.writeEvent(e);
   }
 
@@ -72,13 +104,34 @@ export class SseStream {
     if (this.res) this.endResponse();
   }
 
+  /** Forgets the oldest kept event: a client resuming before it no longer gets it. */
+  evictOldest(): void {
+    const e = this.events.shift();
+    if (e) this.budget.released(e.bytes);
+  }
+
+  /** Forgets every kept event (the stream is dropped). */
+  release(): void {
+    let bytes = 0;
+    for (const e of this.events) bytes += e.bytes;
+    this.events.length = 0;
+    this.budget.released(bytes);
+  }
+
   private endResponse(): void {
     const res = this.res;
     this.res = null;
-    res?.end();
+    if (!res) return;
+    if (this.finished && this.written === this.seq)
+      // 'finish': everything was handed to the connection, which did not break first
+      res.once("finish", () => {
+        this.finalDelivered = true;
+        this.onDelivered(this);
+      });
+    res.end();
   }
 
-  private writeEvent(e: { seq: number; data: string }): void {
+  private writeEvent(e: Kept): void {
     // data has no newline: it is one JSON text as JSON.stringify writes it
     if (!this.res) return;
     this.written = Math.max(this.written, e.seq);

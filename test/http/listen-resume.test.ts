@@ -4,6 +4,7 @@
 // Also: the standalone GET stream (server messages that belong to no request).
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { RESUME_BUDGET_BYTES } from "../../src/transport/httpSession.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
@@ -91,6 +92,59 @@ describe("resumable SSE", () => {
       headers: l.headers({ "mcp-session-id": session, "last-event-id": "999.1" }),
     });
     expect(bogus.status).toBe(404);
+  });
+
+  it("what is kept for resumption stays within the session's byte budget; an answer not delivered is still resumable", async () => {
+    const l = await startListener(fixtureCommand("habits"), {
+      args: ["--approval", "none"],
+      env: { PORTCULLIS_DEBUG: "1" },
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const headers = l.headers({ "mcp-session-id": session });
+    await raw(l, { headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+    const bytes = 4 * 1024 * 1024;
+    const blob = (id: string, ms = 0) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "blob", arguments: { bytes, ms }, _meta: { progressToken: id } },
+      });
+    // answers delivered whole on live connections, together far over the budget
+    const calls = Math.ceil((2 * RESUME_BUDGET_BYTES) / bytes);
+    const firstIds: string[] = [];
+    for (let i = 0; i < calls; i++) {
+      const r = await raw(l, { headers, body: blob(`big-${i}`) });
+      expect(r.headers["content-type"]).toBe("text/event-stream"); // progress first, then the answer
+      expect(JSON.stringify(messagesOf(r.body).at(-1)?.result).length).toBeGreaterThan(bytes);
+      firstIds.push(/^id: (\S+)$/m.exec(r.body)![1]!);
+    }
+    // then one whose connection drops after the progress event, before its answer
+    const dropped = await firstEventThenDrop(l, session, blob("undelivered", 300));
+
+    // the first delivered streams are gone: nothing was owed on them
+    const gone = await raw(l, {
+      method: "GET",
+      headers: l.headers({ "mcp-session-id": session, "last-event-id": firstIds[0]! }),
+    });
+    expect(gone.status).toBe(404);
+    // the undelivered answer comes back whole on resumption
+    const resumed = await raw(l, {
+      method: "GET",
+      headers: l.headers({ "mcp-session-id": session, "last-event-id": dropped.id }),
+    });
+    expect(resumed.status).toBe(200);
+    const answer = messagesOf(resumed.body).find((m) => m.id === "undelivered");
+    expect(JSON.stringify(answer?.result).length).toBeGreaterThan(bytes);
+
+    // what the session kept after each event never went over the budget
+    const kept = [...l.stderr().matchAll(/keeps (\d+) bytes of SSE events for resumption/g)].map((m) =>
+      Number(m[1]),
+    );
+    expect(kept.length).toBeGreaterThanOrEqual(2 * calls);
+    expect(Math.max(...kept)).toBeLessThanOrEqual(RESUME_BUDGET_BYTES);
+    expect(Math.max(...kept)).toBeGreaterThan(bytes); // the count is real: a whole answer was kept
   });
 
   it("one standalone GET stream per session (409 for a second); GET needs text/event-stream (406)", async () => {
