@@ -38,9 +38,10 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
- * The `host[:port]` spellings a browser or client may put in `Host` for this address. On an
- * unspecified address (0.0.0.0, ::) that is every address of this machine's interfaces, since a
- * client reaches it by one of them; never a name other than localhost.
+ * The hosts a browser or client may name in `Host` for this address, each as `host:port` with the
+ * port always written (see hostKey). On an unspecified address (0.0.0.0, ::) that is every
+ * address of this machine's interfaces, since a client reaches it by one of them; never a name
+ * other than localhost.
  */
 export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
   const spell = (h: string) => `${isIP(h) === 6 ? `[${h}]` : h}:${port}`.toLowerCase();
@@ -53,18 +54,34 @@ export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
   return out;
 }
 
+/** http's port when a `Host` or an origin names none */
+const HTTP_DEFAULT_PORT = 80;
+
+/**
+ * A `Host` header as `host:port`, lowercased, the port written even when the header leaves it
+ * out: clients omit the default port (`Host: 127.0.0.1` for port 80), as the URL parser does
+ * for an origin. Null when it is not `host`, `host:port`, `[v6]` or `[v6]:port`.
+ */
+export function hostKey(header: string): string | null {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(header);
+  if (!m) return null;
+  const port = m[2] === undefined ? HTTP_DEFAULT_PORT : Number(m[2]);
+  return port > 65535 ? null : `${m[1]!.toLowerCase()}:${port}`;
+}
+
 /**
  * `Host` must name the listen address; `Origin`, when present, must be an http origin of a
  * loopback name on the same port (a page of another site sends its own origin, and a rebound
- * name still arrives with the attacker's `Host`). Returns the refusal, or null.
+ * name still arrives with the attacker's `Host`). Both are compared as host plus effective port,
+ * so the default port written or left out is the same. Returns the refusal, or null.
  */
 export function hostOriginProblem(
   hostHeader: string | undefined,
   originHeader: string | undefined,
   hosts: Set<string>,
 ): string | null {
-  if (!hostHeader || !hosts.has(hostHeader.toLowerCase()))
-    return `Host "${hostHeader ?? ""}" is not this server`;
+  const host = hostHeader ? hostKey(hostHeader) : null;
+  if (host === null || !hosts.has(host)) return `Host "${hostHeader ?? ""}" is not this server`;
   if (originHeader === undefined) return null;
   let origin: URL;
   try {
@@ -72,7 +89,9 @@ export function hostOriginProblem(
   } catch {
     return `Origin "${originHeader}" is not a valid origin`;
   }
-  if (origin.protocol !== "http:" || !hosts.has(origin.host.toLowerCase()))
+  // the URL parser drops a default port (":80"): put it back before comparing
+  const port = origin.port === "" ? HTTP_DEFAULT_PORT : Number(origin.port);
+  if (origin.protocol !== "http:" || !hosts.has(`${origin.hostname.toLowerCase()}:${port}`))
     return `Origin "${originHeader}" is not this server`;
   return null;
 }

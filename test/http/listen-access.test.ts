@@ -5,6 +5,7 @@ import { spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { allowedHosts, hostOriginProblem, parseListenAddress } from "../../src/transport/httpAccess.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
@@ -98,6 +99,36 @@ describe("Host and Origin (DNS rebinding)", () => {
       body: initializeBody(),
     });
     expect(own.status).toBe(200);
+  });
+});
+
+describe("Host and Origin on the default port (the check itself: binding port 80 needs privileges)", () => {
+  const hostsOf = (address: string) => {
+    const a = parseListenAddress(address);
+    if (typeof a === "string") throw new Error(a);
+    return allowedHosts(a, a.port);
+  };
+
+  it("port 80: a Host or Origin that leaves the port out is the same as one that writes it", () => {
+    for (const address of ["127.0.0.1:80", "[::1]:80"]) {
+      const hosts = hostsOf(address);
+      for (const host of ["127.0.0.1", "127.0.0.1:80", "localhost", "LOCALHOST:80", "[::1]", "[::1]:80"])
+        expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).toBeNull();
+      for (const origin of ["http://127.0.0.1", "http://127.0.0.1:80", "http://localhost", "http://[::1]"])
+        expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).toBeNull();
+      // still only this server
+      for (const host of ["evil.example", "evil.example:80", "127.0.0.1:8080", "127.0.0.1:", "[::1", ""])
+        expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).not.toBeNull();
+      for (const origin of ["http://evil.example", "https://127.0.0.1", "http://127.0.0.1:8080", "null"])
+        expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).not.toBeNull();
+    }
+  });
+
+  it("another port: leaving the port out means 80, which is not this server", () => {
+    const hosts = hostsOf("127.0.0.1:8765");
+    expect(hostOriginProblem("127.0.0.1:8765", "http://localhost:8765", hosts)).toBeNull();
+    expect(hostOriginProblem("127.0.0.1", undefined, hosts)).toMatch(/is not this server/);
+    expect(hostOriginProblem("127.0.0.1:8765", "http://127.0.0.1", hosts)).toMatch(/is not this server/);
   });
 });
 
