@@ -158,10 +158,16 @@ export class HttpSession implements Downstream {
     this.hooks?.deliver(JSON.stringify(msg));
   }
 
-  /** GET with `Last-Event-ID`: the stream resumes on `res`; false when the id names no stream here. */
+  /**
+   * GET with `Last-Event-ID`: the stream resumes on `res`, which replaces a connection still
+   * holding it (the client says it lost that one; only the process that opened the session gets
+   * here). False when the id names no event this session's streams sent: an id made up by the
+   * client (`0.0`, a number past the last event) resumes nothing, and so cannot take over the
+   * GET stream that a plain second GET is refused (409).
+   */
   resume(stream: string, seq: number, res: ServerResponse): boolean {
     const s = this.streams.get(stream);
-    if (!s) return false;
+    if (!s?.issued(seq)) return false;
     this.lastUsed = Date.now();
     s.attach(res, seq);
     return true;

@@ -58,6 +58,11 @@ export class SseStream {
     return this.res !== null;
   }
 
+  /** whether `seq` is the number of an event this stream sent (a Last-Event-ID can only be one) */
+  issued(seq: number): boolean {
+    return seq >= 1 && seq <= this.seq;
+  }
+
   /** the session-wide order of the oldest event still kept, or null when none is */
   get oldest(): number | null {
     return this.events[0]?.order ?? null;

@@ -52,6 +52,20 @@ function firstEventThenDrop(
   });
 }
 
+/** The status of a GET (the stream, if one opens, is dropped at once). */
+function statusOf(l: Listener, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: l.port, path: "/mcp", method: "GET", headers }, (res) => {
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
+    req.on("error", (e) => {
+      if ((e as NodeJS.ErrnoException).code !== "ECONNRESET") reject(e);
+    });
+    req.end();
+  });
+}
+
 describe("resumable SSE", () => {
   it("after a dropped stream, GET with Last-Event-ID delivers the rest, the answer included", async () => {
     const l = await startListener(fixtureCommand("echo"), { args: ["--approval-timeout", "30000"] });
@@ -147,7 +161,7 @@ describe("resumable SSE", () => {
     expect(Math.max(...kept)).toBeGreaterThan(bytes); // the count is real: a whole answer was kept
   });
 
-  it("one standalone GET stream per session (409 for a second); GET needs text/event-stream (406)", async () => {
+  it("one standalone GET stream per session (409 for a second, and a made-up Last-Event-ID does not take it over); GET needs text/event-stream (406)", async () => {
     const l = await startListener(fixtureCommand("echo"), { args: ["--approval", "none"] });
     cleanup.push(() => l.close());
     const session = await openSession(l);
@@ -171,6 +185,14 @@ describe("resumable SSE", () => {
     });
     const second = await raw(l, { method: "GET", headers: l.headers({ "mcp-session-id": session }) });
     expect(second.status).toBe(409);
+    // a Last-Event-ID the stream never sent resumes nothing: it cannot take the stream over either
+    for (const made of ["0.0", "0.1", "0.99"]) {
+      const resumed = await statusOf(l, l.headers({ "mcp-session-id": session, "last-event-id": made }));
+      expect(resumed, made).toBe(404);
+    }
+    expect((await raw(l, { method: "GET", headers: l.headers({ "mcp-session-id": session }) })).status).toBe(
+      409,
+    ); // the first connection still holds it
     open.destroy();
     const notSse = await raw(l, {
       method: "GET",
