@@ -12,6 +12,7 @@ import {
 import { readJsonBody } from "./httpBody.js";
 import { HttpSession, type HttpSession as Session, type SessionHooks } from "./httpSession.js";
 import { parseEventId } from "./httpSse.js";
+import { protocolVersionProblem } from "./httpVersion.js";
 
 /** The client behind a connection, as the operating system tells it (never as the client says). */
 export interface Peer {
@@ -159,12 +160,18 @@ export class HttpFront {
           -32600,
           "this session is already initialized; send initialize without Mcp-Session-Id",
         );
+      const problem = versionProblem(req, "legacy", session.negotiatedVersion);
+      if (problem) return rpcError(res, 400, -32000, problem);
     } else if (msg.method === "initialize" && isRequest) {
+      // no version to check yet: initialize is where it is negotiated
       const opened = this.openSession(req, "legacy");
       if (typeof opened === "string") return rpcError(res, 503, -32000, opened);
       session = opened;
       res.setHeader("mcp-session-id", session.id);
     } else if (msg.method === "server/discover" || isModern(msg)) {
+      // checked before a session (and its server) is started for it
+      const problem = versionProblem(req, "modern", null);
+      if (problem) return rpcError(res, 400, -32000, problem);
       const opened = this.modernSession(req);
       if (typeof opened === "string") return rpcError(res, 503, -32000, opened);
       session = opened;
@@ -197,6 +204,8 @@ export class HttpFront {
     if (sessionId === undefined) return [405, "GET needs a session (Mcp-Session-Id)"];
     const session = this.sessionOf(req, sessionId);
     if (!session) return [404, "Session not found"];
+    const problem = versionProblem(req, session.era, session.negotiatedVersion);
+    if (problem) return [400, problem];
     const last = header(req, "last-event-id");
     if (last !== undefined) {
       const at = parseEventId(last);
@@ -210,6 +219,8 @@ export class HttpFront {
     if (sessionId === undefined) return plain(res, 400, "DELETE needs Mcp-Session-Id");
     const session = this.sessionOf(req, sessionId);
     if (!session) return plain(res, 404, "Session not found");
+    const problem = versionProblem(req, session.era, session.negotiatedVersion);
+    if (problem) return plain(res, 400, problem);
     await session.end();
     res.writeHead(200).end();
   }
@@ -279,6 +290,15 @@ export class HttpFront {
       };
     return this.o.findPeer(s.localPort ?? 0, s.remotePort ?? 0, remoteAddress);
   }
+}
+
+/** The request's MCP-Protocol-Version, checked against what a session of `era` supports. */
+function versionProblem(
+  req: IncomingMessage,
+  era: "legacy" | "modern",
+  negotiated: string | null,
+): string | null {
+  return protocolVersionProblem(header(req, "mcp-protocol-version"), era, negotiated);
 }
 
 function isModern(msg: { params?: unknown }): boolean {

@@ -29,7 +29,7 @@ type Msg = {
   id?: Id | null;
   method?: unknown;
   params?: { progressToken?: unknown; _meta?: Record<string, unknown>; requestId?: unknown };
-  result?: { _meta?: Record<string, unknown> };
+  result?: { _meta?: Record<string, unknown>; protocolVersion?: unknown };
 };
 
 /** Answered to what is still open when a session ends (a JSON-RPC error: the exchange itself is fine). */
@@ -84,6 +84,9 @@ export class HttpSession implements Downstream {
   private readonly standalone = new SseStream("0", this.budget, undefined, 256);
   private readonly idTexts = new ClientIds();
   private ended = false;
+  /** the wire id of the session's initialize, until it is answered */
+  private initializeWire: number | null = null;
+  private negotiated: string | null = null;
 
   constructor(
     /** Mcp-Session-Id (legacy), or the front's own key for a modern client */
@@ -97,6 +100,11 @@ export class HttpSession implements Downstream {
     private readonly resumeBudget = RESUME_BUDGET_BYTES,
   ) {
     this.streams.set("0", this.standalone);
+  }
+
+  /** The protocol version the session's initialize answer named (legacy), once answered. */
+  get negotiatedVersion(): string | null {
+    return this.negotiated;
   }
 
   /** Bytes of SSE events kept for resumption now. */
@@ -133,6 +141,7 @@ export class HttpSession implements Downstream {
       listen: msg.method === "subscriptions/listen",
     };
     this.exchanges.set(wire, ex);
+    if (msg.method === "initialize") this.initializeWire = wire;
     this.wireOfClient.set(JSON.stringify(clientId), wire);
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
@@ -189,6 +198,11 @@ export class HttpSession implements Downstream {
     if (msg.method === undefined && msg.id !== undefined) {
       const ex = typeof msg.id === "number" ? this.exchanges.get(msg.id) : undefined;
       if (!ex) return; // answers a request this session no longer holds
+      if (ex.wire === this.initializeWire) {
+        this.initializeWire = null;
+        const v = msg.result?.protocolVersion;
+        if (typeof v === "string") this.negotiated = v;
+      }
       this.finishExchange(ex, this.restore(msg, ex));
       return;
     }

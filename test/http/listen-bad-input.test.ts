@@ -1,7 +1,9 @@
 // Bad input on the HTTP side of `run --listen`: each transport problem gets its HTTP status and a
 // clear body, nothing crashes, and the gateway keeps serving the sessions that behave. Refusals of
 // the gateway itself stay JSON-RPC errors in a 200 body.
+import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { LEGACY_PROTOCOL_VERSIONS } from "../../src/transport/httpVersion.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 import { initializeBody, messagesOf, openSession, raw } from "./raw.js";
@@ -77,6 +79,49 @@ describe("transport errors are HTTP statuses", () => {
       404,
     );
     await stillServes(l, session);
+  });
+
+  it("MCP-Protocol-Version: 400 for one the session does not support; absent or supported, served", async () => {
+    const l = await listener();
+    const session = await openSession(l);
+    const withVersion = (v?: string) =>
+      l.headers({ "mcp-session-id": session, ...(v === undefined ? {} : { "mcp-protocol-version": v }) });
+    for (const bad of ["1999-01-01", "2026-07-28", "not a version"]) {
+      const r = await raw(l, { headers: withVersion(bad), body: call(7) });
+      expect(r.status, bad).toBe(400);
+      expect(JSON.parse(r.body)).toMatchObject({ id: null, error: { code: -32000 } });
+      expect(JSON.parse(r.body).error.message).toMatch(/Unsupported protocol version.*2025-06-18/);
+      const note = await raw(l, {
+        headers: withVersion(bad),
+        body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/roots/list_changed" }),
+      });
+      expect(note.status, bad).toBe(400);
+      const get = await raw(l, { method: "GET", headers: withVersion(bad) });
+      expect(get.status, bad).toBe(400);
+    }
+    // the negotiated version, another legacy one, and none at all (2025-03-26 is assumed)
+    for (const good of ["2025-06-18", "2025-03-26", undefined]) {
+      const r = await raw(l, { headers: withVersion(good), body: call(8, String(good)) });
+      expect(r.status, String(good)).toBe(200);
+      expect(JSON.stringify(messagesOf(r.body)[0]!.result)).toContain(String(good));
+    }
+    // a modern request with a version of no era the front speaks: refused before a session opens
+    const modern = await raw(l, {
+      headers: l.headers({ "mcp-protocol-version": "1999-01-01" }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "server/discover",
+        params: { _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } },
+      }),
+    });
+    expect(modern.status).toBe(400);
+    expect(l.stderr()).not.toMatch(/\(modern\)/); // no session (and no server) was started for it
+    await stillServes(l, session);
+  });
+
+  it("the legacy versions the front takes are the ones the v1 SDK supports", () => {
+    expect([...LEGACY_PROTOCOL_VERSIONS].sort()).toEqual([...SUPPORTED_PROTOCOL_VERSIONS].sort());
   });
 
   it("a body over --max-message-bytes is 413 and the session keeps serving", async () => {
