@@ -5,7 +5,7 @@ import { lineDiff } from "../onboard/diff.js";
 import { OnboardError } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import { planWrap, unwrapFile, wrapFile } from "../onboard/wrap.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
 import { parse } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 
@@ -55,7 +55,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   }
   if (positionals.length > 1)
     throw new UsageError(`${name}: one HOST or FILE at most (got ${positionals.length}).`);
-  const stateDir = resolveStateDir(values["state-dir"]);
+  // Only a wrap that writes makes the state directory: --dry-run writes nothing, and unwrap
+  // reads a record that is there or refuses.
+  const writes = name === "wrap" && !values["dry-run"];
+  const stateDir = writes ? resolveStateDir(values["state-dir"]) : stateDirPath(values["state-dir"]);
   const files = targets(positionals[0], process.cwd());
   const only = values.servers
     ?.split(",")

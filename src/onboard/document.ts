@@ -1,9 +1,10 @@
 import {
   applyEdits,
   type FormattingOptions,
+  getNodeValue,
   modify,
   type ParseError,
-  parse,
+  parseTree,
   printParseErrorCode,
 } from "jsonc-parser";
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
@@ -39,7 +40,12 @@ function parseDocument(host: HostFile, text: string): unknown {
   const errors: ParseError[] = [];
   let doc: unknown;
   try {
-    doc = parse(text, errors, { allowTrailingComma: true });
+    // Through the syntax tree, not jsonc-parser's parse: parse assigns keys onto plain objects,
+    // so a server keyed "__proto__" (which the host, reading with JSON.parse, does run) would
+    // become a prototype and vanish. getNodeValue builds objects without a prototype: every key
+    // stays an own key, and no key ("constructor", "toString") is found on Object.prototype.
+    const tree = parseTree(text, errors, { allowTrailingComma: true });
+    doc = tree === undefined ? undefined : getNodeValue(tree);
   } catch (e) {
     if (e instanceof RangeError) throw tooDeep(host);
     throw e;
@@ -83,15 +89,23 @@ function tableOf(host: HostFile, doc: unknown, key: string): string[] {
  * for this project). Entries that are not objects are skipped.
  */
 export function readServers(host: HostFile, text: string): Record<string, Entry> {
+  const out = entryMap<Entry>();
   const doc = parseDocument(host, text);
-  if (doc === undefined) return {};
+  if (doc === undefined) return out;
   if (!isObject(doc)) throw new OnboardError(`${host.file} is not an object; nothing was written.`);
-  const out: Record<string, Entry> = {};
   for (const t of host.tables) {
     for (const [k, v] of Object.entries(tableAt(host, doc, t) ?? {}))
-      if (isObject(v) && !(k in out)) out[k] = v;
+      if (isObject(v) && !Object.hasOwn(out, k)) out[k] = v;
   }
   return out;
+}
+
+/**
+ * A map from a host file's keys, as an object without a prototype: any key a file can hold,
+ * "__proto__" included, is an own property when assigned, and no key is inherited.
+ */
+export function entryMap<V>(): Record<string, V> {
+  return Object.create(null) as Record<string, V>;
 }
 
 /** Indentation as the file already uses it, so an edited entry looks like its neighbours. */
@@ -124,7 +138,7 @@ export function replaceEntries(
     const edited = editTomlEntries(text, key!, entries, source);
     if (edited !== null) return edited;
     const doc = parseToml(text) as Record<string, unknown>;
-    const table = (doc[key!] ?? {}) as Record<string, unknown>;
+    const table = (doc[key!] ?? entryMap()) as Record<string, unknown>;
     for (const [k, v] of Object.entries(entries)) table[k] = v;
     doc[key!] = table;
     return `${stringifyToml(doc)}\n`;

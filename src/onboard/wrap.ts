@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { sameJson, sha256Tag } from "../util/canonical.js";
-import { type Entry, OnboardError, readServers, replaceEntries } from "./document.js";
+import { type Entry, entryMap, OnboardError, readServers, replaceEntries } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
 /** What the gateway needs to start from a host with a bare environment (no PATH, another cwd). */
@@ -78,12 +78,59 @@ function recordPath(stateDir: string, file: string): string {
   );
 }
 
+/** Why a record's text is not a wrap record, or null when it is one. */
+function recordDefect(text: string): string | null {
+  let r: unknown;
+  try {
+    r = JSON.parse(text);
+  } catch {
+    return "it is not JSON";
+  }
+  const isObj = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObj(r) || r.format !== "portcullis-wrap/1") return "it is not a portcullis-wrap/1 record";
+  if (typeof r.file !== "string" || typeof r.originalText !== "string" || typeof r.wrappedText !== "string")
+    return "its file or texts are missing";
+  if (!isObj(r.entries)) return "its entries are missing";
+  for (const v of Object.values(r.entries))
+    if (!isObj(v) || typeof v.label !== "string" || !isObj(v.original) || !isObj(v.wrapped))
+      return "an entry is incomplete";
+  return null;
+}
+
+/**
+ * A record that cannot be read blocks wrap and unwrap of its file (wrap would wrap twice, unwrap
+ * cannot tell what wrap changed), so the refusal says how to get out by hand: the wrapped entries
+ * name the original command after '--', the file before wrap is kept beside it as the backup, and
+ * once the file is restored the record is only in the way.
+ */
+function damagedRecord(path: string, why: string, file?: string): OnboardError {
+  const backup = file === undefined ? undefined : `${file}${BACKUP_SUFFIX}`;
+  const restore =
+    backup === undefined
+      ? `restore the host file it belongs to by hand (each wrapped entry names its original command after '--'; the file before wrap is kept beside it as FILE${BACKUP_SUFFIX})`
+      : existsSync(backup)
+        ? `restore ${file} by hand (${backup} holds it as it was before wrap; edits made since are only in ${file})`
+        : `restore ${file} by hand (each wrapped entry names its original command after '--')`;
+  return new OnboardError(
+    `the wrap record ${path} is damaged (${why}), so what wrap changed cannot be read from it; ${restore}, then delete ${path}; nothing was written.`,
+  );
+}
+
+/** One record file, checked; a damaged one throws OnboardError saying how to recover. */
+function readRecord(path: string, file?: string): WrapRecord {
+  const text = readFileSync(path, "utf8");
+  const why = recordDefect(text);
+  if (why !== null) throw damagedRecord(path, why, file);
+  return JSON.parse(text) as WrapRecord;
+}
+
 export function readRecords(stateDir: string): WrapRecord[] {
   const dir = recordsDir(stateDir);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((n) => n.endsWith(".json"))
-    .map((n) => JSON.parse(readFileSync(join(dir, n), "utf8")) as WrapRecord);
+    .map((n) => readRecord(join(dir, n)));
 }
 
 function assertWritable(file: string): void {
@@ -132,20 +179,25 @@ export function planWrap(
   const before = readFileSync(host.file, "utf8");
   const servers = readServers(host, before);
   for (const k of only ?? []) {
-    if (!(k in servers))
+    // own keys only: "constructor" or "toString" are not servers of the file
+    if (!Object.hasOwn(servers, k))
       throw new OnboardError(`${host.file} has no server "${k}" (--servers); nothing was written.`);
   }
-  if (existsSync(recordPath(launcher.stateDir, host.file)))
+  const existing = recordPath(launcher.stateDir, host.file);
+  if (existsSync(existing)) {
+    readRecord(existing, host.file); // a damaged one: say so, not "run unwrap" (which cannot)
     throw new OnboardError(
       `${host.file} is already wrapped (run 'portcullis unwrap' first); nothing was written.`,
     );
+  }
   const chosen = Object.keys(servers).filter((k) => !only || only.includes(k));
   const skipped: WrapPlan["skipped"] = [];
-  const replacements: Record<string, Entry> = {};
-  const entries: WrapRecord["entries"] = {};
+  // keyed by the file's own keys, "__proto__" included: maps without a prototype
+  const replacements = entryMap<Entry>();
+  const entries: WrapRecord["entries"] = entryMap();
   const labels = new Map<string, string>();
   const taken = new Map<string, string>();
-  for (const r of readRecords(launcher.stateDir))
+  for (const r of recordsFor(host, launcher.stateDir))
     for (const [k, v] of Object.entries(r.entries)) taken.set(v.label, `${r.file} (${k})`);
   for (const key of chosen) {
     const e = servers[key]!;
@@ -182,6 +234,16 @@ export function planWrap(
   };
 }
 
+/** Every record, read to keep labels apart; a damaged one is refused naming the file being wrapped. */
+function recordsFor(host: HostFile, stateDir: string): WrapRecord[] {
+  try {
+    return readRecords(stateDir);
+  } catch (e) {
+    if (e instanceof OnboardError) throw new OnboardError(`cannot wrap ${host.file}: ${e.message}`);
+    throw e;
+  }
+}
+
 /** Wrap one host file: backup, record, atomic rewrite. */
 export function wrapFile(host: HostFile, launcher: Launcher, only?: string[]): WrapPlan {
   const { plan, record } = planWrap(host, launcher, only);
@@ -212,7 +274,7 @@ export function unwrapFile(host: HostFile, stateDir: string): UnwrapResult {
     );
   if (!existsSync(host.file))
     throw new OnboardError(`${host.file} does not exist any more; nothing was written.`);
-  const record = JSON.parse(readFileSync(path, "utf8")) as WrapRecord;
+  const record = readRecord(path, host.file);
   const now = readFileSync(host.file, "utf8");
   assertWritable(host.file);
   const mode = statSync(host.file).mode & 0o777;
@@ -222,7 +284,7 @@ export function unwrapFile(host: HostFile, stateDir: string): UnwrapResult {
     return { file: host.file, how: "exact", restored: Object.keys(record.entries), leftAlone: [] };
   }
   const servers = readServers(host, now);
-  const back: Record<string, Entry> = {};
+  const back = entryMap<Entry>();
   const leftAlone: string[] = [];
   for (const [k, v] of Object.entries(record.entries)) {
     // compared as JSON: a TOML table has no prototype, the record's copy has Object's

@@ -309,6 +309,43 @@ describe("wrap then unwrap, each host format", () => {
     expect(
       existsSync(join(u.stateDir, "wrapped")) && readdirSync(join(u.stateDir, "wrapped")).length,
     ).toBeFalsy();
+    // not even the state directory: a dry run writes nothing
+    expect(existsSync(u.stateDir)).toBe(false);
+  });
+
+  // The host reads its file with JSON.parse (or a TOML parser), which keeps "__proto__" as an
+  // ordinary key and starts that server: wrap must put portcullis in front of it too.
+  it('a server keyed "__proto__" is wrapped and unwrapped like any other (JSON and TOML)', async () => {
+    const u = user();
+    const json = join(u.root, "proto.json");
+    writeFileSync(
+      json,
+      '{"mcpServers":{"a":{"command":"node","args":["a.js"]},"__proto__":{"command":"node","args":["danger.js"]}}}\n',
+    );
+    const toml = join(u.root, "proto.toml");
+    writeFileSync(
+      toml,
+      '[mcp_servers.a]\ncommand = "node"\n\n[mcp_servers.__proto__]\ncommand = "node"\nargs = ["danger.js"]\n',
+    );
+    for (const file of [json, toml]) {
+      const before = read(file);
+      const wrap = await u.cli(["wrap", file]);
+      expect(wrap.stderr).toBe("");
+      expect(wrap.stdout).toContain(`${file}: wrapped a, __proto__\n`);
+      const doc: Doc = file.endsWith(".toml") ? parseToml(read(file)) : JSON.parse(read(file));
+      const table = file.endsWith(".toml") ? doc.mcp_servers : doc.mcpServers;
+      const entry = Object.getOwnPropertyDescriptor(table, "__proto__")?.value;
+      expect(entry.command).toBe(NODE);
+      expect(entry.args.slice(-3)).toEqual(["--", "node", "danger.js"]);
+      // after a hand edit elsewhere, unwrap restores entry by entry: "__proto__" among them
+      writeFileSync(file, `${read(file)}${file.endsWith(".toml") ? "# edited\n" : " "}`);
+      const unwrap = await u.cli(["unwrap", file]);
+      expect(unwrap.stderr).toBe("");
+      expect(unwrap.stdout).toContain("restored a, __proto__");
+      // JSON entries are restored as values (jsonc-parser formats them); TOML byte for byte
+      if (file.endsWith(".toml")) expect(read(file)).toBe(`${before}# edited\n`);
+      else expect(JSON.stringify(JSON.parse(read(file)))).toBe(JSON.stringify(JSON.parse(before)));
+    }
   });
 
   it("--servers wraps only the servers named", async () => {
@@ -434,6 +471,40 @@ describe("bad input: one sentence, nothing written", () => {
       u.files["claude-code"],
       /has no server "nope"/,
     );
+  });
+
+  it("a --servers key found only on Object.prototype", async () => {
+    const u = user();
+    for (const key of ["constructor", "toString", "__proto__"])
+      await refused(
+        u,
+        ["wrap", "claude-code", "--servers", key, "--dry-run"],
+        u.files["claude-code"],
+        new RegExp(`has no server "${key}"`),
+      );
+  });
+
+  it("a damaged wrap record: unwrap and wrap name it and say how to recover", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    const dir = join(u.stateDir, "wrapped");
+    const [name] = readdirSync(dir);
+    const record = join(dir, name!);
+    writeFileSync(record, '{"format":"portcullis-wrap/1","file":');
+    for (const command of ["unwrap", "wrap"]) {
+      await refused(
+        u,
+        [command, "claude-code"],
+        file,
+        /the wrap record .* is damaged \(it is not JSON\).*portcullis-backup holds it as it was before wrap.*then delete .*; nothing was written\.$/,
+      );
+      const r = await u.cli([command, "claude-code"]);
+      expect(r.stderr).toContain(record);
+      expect(r.stderr).not.toMatch(/internal error|SyntaxError/i);
+    }
+    // another host's wrap reads every record (labels must not collide): it names the damaged one
+    await refused(u, ["wrap", "cursor"], u.files.cursor, /the wrap record .* is damaged/);
   });
 
   it("a read-only file", async () => {
