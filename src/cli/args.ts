@@ -4,8 +4,10 @@ import { UsageError } from "./errors.js";
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /**
- * node:util parseArgs with errors turned into one-sentence usage errors that
- * name the command and the flag.
+ * node:util parseArgs with errors turned into one-sentence usage errors that name the command
+ * and the flag, and never a value: a word on a command line where it does not belong is often a
+ * passphrase or a secret (`--value=sk-…`, `init hunter2`), and stderr ends up in terminals'
+ * scrollback, CI logs and agents' transcripts.
  */
 export function parse<O extends Options>(
   command: string,
@@ -16,13 +18,51 @@ export function parse<O extends Options>(
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
-    // node's hint, shortened: "… place it at the end of the command after '--', as in …"
-    const msg = (e as Error).message.replace(
-      /\. To specify a positional argument.*$/s,
-      " (a value that starts with '-' goes after '--')",
-    );
-    throw new UsageError(`${command}: ${msg.charAt(0).toLowerCase()}${msg.slice(1)}`);
+    throw new UsageError(`${command}: ${refusal(e, args, options)}`);
   }
+}
+
+/** How many words the command line holds that are not options or their values. */
+function positionalCount(args: string[], options: Options): number {
+  try {
+    const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true });
+    return tokens.filter((t) => t.kind === "positional").length;
+  } catch {
+    return 1;
+  }
+}
+
+/** What was wrong, built from node's error code and the flag's name alone (node's text may quote an argument). */
+function refusal(e: unknown, args: string[], options: Options): string {
+  const code = (e as { code?: unknown }).code;
+  const message = e instanceof Error ? e.message : "";
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
+    return unexpectedArguments(Math.max(1, positionalCount(args, options)));
+  const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]);
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION")
+    return `unknown option ${flag} (a value that starts with '-' goes after '--')`;
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    if (/does not take an argument/.test(message)) return `${flag} takes no value`;
+    if (/ambiguous/.test(message))
+      return `${flag} needs a value (one that starts with '-' is written ${flag}=-…)`;
+    if (/argument missing/.test(message)) return `${flag} needs a value`;
+    return `${flag} has a value it does not take`;
+  }
+  return "cannot read the arguments";
+}
+
+/** The option as named on the command line: `--value` of `--value=sk-…`, nothing after `=` or a space. */
+export function flagName(raw: string | undefined): string {
+  const name = /^-{1,2}[^=\s<]*/.exec(raw ?? "")?.[0];
+  return name && name !== "-" && name !== "--" ? name : "an option";
+}
+
+/**
+ * The refusal of words a command does not take, by count only: the word itself is not shown,
+ * in case it is the passphrase or a secret typed in the wrong place.
+ */
+export function unexpectedArguments(count: number): string {
+  return `unexpected argument${count === 1 ? "" : "s"} (${count}, not shown: a passphrase or a secret is never given on the command line)`;
 }
 
 export function oneOf<T extends string>(
@@ -33,7 +73,8 @@ export function oneOf<T extends string>(
 ): T | undefined {
   if (value === undefined) return undefined;
   if (!allowed.includes(value as T)) {
-    throw new UsageError(`${command}: --${flag} must be one of ${allowed.join(", ")} (got "${value}").`);
+    // the value is not repeated: it may be something else typed in the wrong place
+    throw new UsageError(`${command}: --${flag} must be one of ${allowed.join(", ")}.`);
   }
   return value as T;
 }

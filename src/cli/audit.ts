@@ -1,6 +1,5 @@
 import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
   AuditChainError,
@@ -26,6 +25,7 @@ import {
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
+import { parse as parseArgs } from "./args.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
@@ -133,19 +133,20 @@ function parse(sub: string, rest: string[]): Opts {
     throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({
-      args: rest,
-      allowPositionals: sub === "show",
-      strict: true,
-      options: {
+    // the shared parser: its refusals name a flag, never a value or a stray word
+    parsed = parseArgs(
+      sub,
+      rest,
+      {
         help: { type: "boolean", short: "h" },
         ...(names.includes("json") ? { json: { type: "boolean" } } : {}),
         ...(names.includes("file") ? { file: { type: "string" } } : {}),
         ...(names.includes("checkpoint") ? { checkpoint: { type: "string" } } : {}),
       },
-    });
+      sub === "show",
+    );
   } catch (err) {
-    throw new UsageError(`${(err as Error).message.replace(/\.$/, "")}; see portcullis audit --help`);
+    throw new UsageError(`${(err as Error).message}; see portcullis audit --help`);
   }
   const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };
   const opts: Opts = { help: v.help === true, json: v.json === true, file: v.file, checkpoint: v.checkpoint };

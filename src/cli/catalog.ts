@@ -42,7 +42,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
     const rev = (s: string, what: string) => {
       const n = Number(s);
       if (!Number.isInteger(n) || n < 1)
-        throw new UsageError(`catalog ${sub}: ${what} must be a revision number (got "${s}").`);
+        throw new UsageError(`catalog ${sub}: ${what} must be a revision number.`);
       const r = getRevision(store, label, n);
       if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
       return r;

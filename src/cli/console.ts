@@ -26,7 +26,7 @@ function seconds(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = /^\d{1,6}$/.test(v) ? Number(v) : Number.NaN;
   const problem = proofWindowProblem(n);
-  if (problem) throw new UsageError(`console: --${flag} ${problem} (got "${v}").`);
+  if (problem) throw new UsageError(`console: --${flag} ${problem}.`);
   return n;
 }
 
@@ -48,8 +48,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
   let port = 0;
   if (values.port !== undefined) {
     port = /^\d{1,5}$/.test(values.port) ? Number(values.port) : -1;
-    if (port < 1 || port > 65535)
-      throw new UsageError(`console: --port must be a port number 1-65535 (got "${values.port}").`);
+    if (port < 1 || port > 65535) throw new UsageError(`console: --port must be a port number 1-65535.`);
   }
   const configFile = findConfig(process.cwd());
   let proofWindow = seconds("proof-window", values["proof-window"]);

@@ -8,6 +8,8 @@ import {
   keyringPath,
 } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
+import { parse } from "./args.js";
+import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
 export const INIT_HELP = `Usage: portcullis init [--state-dir DIR]
@@ -28,12 +30,19 @@ no terminal and no passphrase file, passphrase too short).`;
 const MIN_PASSPHRASE_LENGTH = 8;
 
 export async function initCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
+  // The passphrase is asked for, never taken from an argument: a stray word is refused unseen.
+  let help: boolean | undefined;
+  try {
+    help = parse("init", args, { help: { type: "boolean", short: "h" } }, false).values.help;
+  } catch (e) {
+    if (e instanceof UsageError)
+      return fail(`${e.message.replace(/^init: /, "")}; see portcullis init --help`);
+    throw e;
+  }
+  if (help) {
     process.stdout.write(`${INIT_HELP}\n`);
     return 0;
   }
-  if (args.length > 0)
-    return fail(`unexpected argument ${JSON.stringify(args[0])}; see portcullis init --help`);
   try {
     // Checked before asking for a passphrase; initKeyring refuses again, atomically.
     if (keyringExists(ctx.stateDir)) throw new KeyringExistsError(keyringPath(ctx.stateDir));

@@ -257,7 +257,7 @@ export function listenSettings(
     if (v === undefined) return dflt;
     const n = /^[0-9]+$/.test(v) ? Number(v) : Number.NaN;
     if (!Number.isSafeInteger(n) || n < min)
-      throw new UsageError(`run: --${flag} must be a whole number of at least ${min} (got "${v}").`);
+      throw new UsageError(`run: --${flag} must be a whole number of at least ${min}.`);
     return n;
   };
   const maxSessions = whole("listen-max-sessions", values["listen-max-sessions"], 16, 1);

@@ -12,7 +12,7 @@ import {
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
 import { resolveStateDir } from "../store/stateDir.js";
-import { oneOf, parse } from "./args.js";
+import { oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
 
 // This module parses the command line and the configuration, and only then loads the gateway
@@ -134,13 +134,15 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   let server: ServerConfig;
   if (values.url !== undefined) {
     if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
-    if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" with --url.`);
+    if (positionals.length > 0)
+      throw new UsageError(`run: ${unexpectedArguments(positionals.length)} with --url.`);
     server = (await remoteModule()).urlServer(values.url, values.label);
   } else if (sep !== -1) {
     const command = args.slice(sep + 1);
     if (command.length === 0)
       throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
-    if (positionals.length > 0) throw new UsageError(`run: unexpected "${positionals[0]}" before '--'.`);
+    if (positionals.length > 0)
+      throw new UsageError(`run: ${unexpectedArguments(positionals.length)} before '--'.`);
     const label = values.label ?? deriveLabel(command);
     server = commandLineServer(label, command[0]!, command.slice(1));
   } else {
@@ -210,7 +212,7 @@ function milliseconds(flag: string, value: string | undefined): number | undefin
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`run: --${flag} must be a whole number of milliseconds (got "${value}").`);
+    throw new UsageError(`run: --${flag} must be a whole number of milliseconds.`);
   }
   return n;
 }
@@ -219,7 +221,7 @@ function messageBytes(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
   const problem = messageBytesProblem(n);
-  if (problem) throw new UsageError(`run: --max-message-bytes ${problem} (got "${value}").`);
+  if (problem) throw new UsageError(`run: --max-message-bytes ${problem}.`);
   return n;
 }
 

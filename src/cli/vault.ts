@@ -25,6 +25,7 @@ import {
   type SecretPolicy,
   VaultError,
 } from "../vault/secrets.js";
+import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
@@ -77,22 +78,18 @@ export async function vaultCommand(args: string[], ctx: { stateDir: string }): P
 }
 
 export async function unlockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
+  const { values } = parse(
+    "unlock",
+    args,
+    { for: { type: "string" }, help: { type: "boolean", short: "h" } },
+    false,
+  );
+  if (values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;
   }
   return guarded("unlock", async () => {
-    let ms = DEFAULT_UNLOCK_MS;
-    const rest = [...args];
-    const at = rest.findIndex((a) => a === "--for" || a.startsWith("--for="));
-    if (at >= 0) {
-      const a = rest[at]!;
-      const value = a.startsWith("--for=") ? a.slice(6) : rest[at + 1];
-      if (value === undefined) throw new UsageError("unlock: --for needs a duration, e.g. 30m.");
-      ms = parseDuration(value);
-      rest.splice(at, a.startsWith("--for=") ? 1 : 2);
-    }
-    if (rest.length > 0) throw new UsageError(`unlock: unexpected argument ${JSON.stringify(rest[0])}.`);
+    const ms = values.for === undefined ? DEFAULT_UNLOCK_MS : parseDuration(values.for);
     const db = openExisting(ctx.stateDir);
     try {
       const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
@@ -140,11 +137,10 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
 }
 
 export async function lockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
+  if (parse("lock", args, { help: { type: "boolean", short: "h" } }, false).values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;
   }
-  if (args.length > 0) throw new UsageError(`lock: unexpected argument ${JSON.stringify(args[0])}.`);
   // Locking only removes authority: no passphrase.
   const was = await holderStatus(ctx.stateDir);
   await askHolder(ctx.stateDir, { op: "lock" });
@@ -250,24 +246,21 @@ function startHolder(
 }
 
 async function vaultSet(args: string[], stateDir: string): Promise<number> {
-  let fromStdin = false;
-  const policy: SecretPolicy = { deliver: "http", hosts: [] };
-  const names: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === "--from-stdin") fromStdin = true;
-    else if (a === "--deliver" || a === "--host") {
-      const v = args[++i];
-      if (v === undefined || v.startsWith("-")) throw new UsageError(`vault set: ${a} needs a value.`);
-      if (a === "--deliver") {
-        if (v !== "http" && v !== "env")
-          throw new UsageError('vault set: --deliver must be "http" or "env".');
-        policy.deliver = v;
-      } else policy.hosts.push(checkHost(v));
-    } else if (a.startsWith("-"))
-      throw new UsageError(`vault set: unknown option ${a}; see portcullis vault --help.`);
-    else names.push(a);
+  const { values, positionals: names } = parse("vault set", args, {
+    "from-stdin": { type: "boolean" },
+    deliver: { type: "string" },
+    host: { type: "string", multiple: true },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return EXIT_OK;
   }
+  const fromStdin = values["from-stdin"] === true;
+  const policy: SecretPolicy = {
+    deliver: oneOf("vault set", "deliver", values.deliver, ["http", "env"] as const) ?? "http",
+    hosts: (values.host ?? []).map(checkHost),
+  };
   if (names.length !== 1) throw new UsageError("vault set: give one secret NAME.");
   if (policy.deliver === "env" && policy.hosts.length > 0)
     throw new UsageError(
@@ -318,15 +311,21 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
   }
 }
 
-function checkHost(h: string): string {
+function checkHost(h: string, i: number): string {
+  // By position, not by value: a word that is no host name may be the secret in the wrong place.
   if (!/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/.test(h))
-    throw new UsageError(`vault set: --host ${JSON.stringify(h)} is not HOST or HOST:PORT.`);
+    throw new UsageError(`vault set: --host number ${i + 1} is not HOST or HOST:PORT.`);
   return h.toLowerCase();
 }
 
 async function vaultRm(args: string[], stateDir: string): Promise<number> {
-  if (args.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
-  const name = checkSecretName(args[0]!);
+  const { values, positionals } = parse("vault rm", args, { help: { type: "boolean", short: "h" } });
+  if (values.help) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
+  const name = checkSecretName(positionals[0]!);
   const db = openExisting(stateDir);
   try {
     const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
@@ -353,9 +352,17 @@ interface Use {
 }
 
 async function vaultList(args: string[], stateDir: string): Promise<number> {
-  const json = args.includes("--json");
-  const unknown = args.find((a) => a !== "--json");
-  if (unknown) throw new UsageError(`vault list: unexpected argument ${JSON.stringify(unknown)}.`);
+  const { values } = parse(
+    "vault list",
+    args,
+    { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    false,
+  );
+  if (values.help) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    return EXIT_OK;
+  }
+  const json = values.json === true;
   const db = openExisting(stateDir);
   try {
     const uses = configuredUses();
@@ -421,7 +428,7 @@ function configuredUses(): Map<string, Use[]> {
 export function parseDuration(text: string): number {
   const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
   if (!m || text === "" || (m[1] === undefined && m[2] === undefined && m[3] === undefined))
-    throw new UsageError(`--for: ${JSON.stringify(text)} is not a duration (e.g. 90s, 10m, 2h, 1h30m).`);
+    throw new UsageError(`unlock: --for takes a duration such as 90s, 10m, 2h or 1h30m.`);
   const ms = (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
   if (ms <= 0 || ms > MAX_UNLOCK_MS)
     throw new UsageError("--for: the duration must be more than 0 and at most 24h.");

@@ -1,0 +1,99 @@
+// A word given where a command does not take it may be the passphrase or a secret: every refusal
+// names the flag or counts the words, and the value itself never reaches stdout or stderr. Each
+// case runs the real CLI against a state directory with a keyring.
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const SECRET = "sk-live-7f3c9a1e44b2THESECRET";
+
+// Every way a value can be given where it does not belong: `--flag=VALUE`, `--flag VALUE` for an
+// unknown or valueless flag, a bad value of a known flag, and a stray word.
+const CASES: string[][] = [
+  ["vault", "set", "inventory-api", `--value=${SECRET}`],
+  ["vault", "set", "inventory-api", "--value", SECRET],
+  ["vault", "set", "inventory-api", "--from-stdin", SECRET],
+  ["vault", "set", "inventory-api", `--deliver=${SECRET}`],
+  ["vault", "set", "inventory-api", "--host", `${SECRET}/path`],
+  ["vault", "set", "inventory-api", `--from-stdin=${SECRET}`],
+  ["vault", "list", SECRET],
+  ["vault", "list", `--json=${SECRET}`],
+  ["vault", "rm", "inventory-api", SECRET],
+  ["init", SECRET],
+  ["init", `--passphrase=${SECRET}`],
+  ["unlock", SECRET],
+  ["unlock", "--for", SECRET],
+  ["unlock", `--passphrase=${SECRET}`],
+  ["lock", SECRET],
+  ["audit", "activity", SECRET],
+  ["audit", "sessions", `--key=${SECRET}`],
+  ["audit", "verify", SECRET],
+  ["audit", "show", "1", SECRET],
+  ["approve", "REQ", SECRET],
+  ["approve", "REQ", "--for", SECRET],
+  ["run", SECRET, "--", "node", "server.js"],
+  ["run", `--hold-timeout=${SECRET}`, "--", "node", "server.js"],
+  ["run", `--on-change=${SECRET}`, "--", "node", "server.js"],
+  ["status", `--token=${SECRET}`],
+  ["doctor", SECRET],
+  ["catalog", "diff", "inventory", SECRET, "2"],
+  ["console", `--port=${SECRET}`],
+  ["wrap", `--password=${SECRET}`],
+];
+
+describe("a refused argument is never printed back", () => {
+  it("across commands, in every form, the value reaches neither stdout nor stderr", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    for (const args of CASES) {
+      const r = await runCli([...args, "--state-dir", stateDir], { env });
+      const shown = `portcullis ${args.join(" ")} → exit ${r.code}\n${r.stderr}`;
+      expect(r.code, shown).toBe(2);
+      expect(r.stderr, shown).not.toBe("");
+      expect(r.stdout + r.stderr, shown).not.toContain("THESECRET");
+    }
+  });
+
+  it("the refusal still says what was wrong: the flag by name, a stray word by count", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const at = async (args: string[]) => (await runCli([...args, "--state-dir", stateDir], { env })).stderr;
+    expect(await at(["vault", "set", "x", `--value=${SECRET}`])).toContain("unknown option --value ");
+    expect(await at(["init", SECRET])).toContain("portcullis init: unexpected argument (1, not shown");
+    expect(await at(["unlock", SECRET, SECRET])).toContain("unlock: unexpected arguments (2, not shown");
+    expect(await at(["audit", "activity", SECRET])).toContain("activity: unexpected argument (1, not shown");
+    expect(await at(["unlock", "--for"])).toContain("unlock: --for needs a value");
+  });
+});
+
+describe("vault set parses like every other command", () => {
+  it("--help prints the help and exits 0", async () => {
+    const r = await runCli(["vault", "set", "--help"], { stateDir: newStateDir() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("portcullis vault set NAME");
+  });
+
+  it("--host=H and --deliver=env are read like --host H and --deliver env", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const set = (args: string[], input: string) =>
+      runCli(["vault", "set", ...args, "--from-stdin"], { stateDir, env, input });
+    const http = await set(
+      ["api", "--host=api.example.com", "--host=Other.example.com:8443"],
+      "value-one-1234",
+    );
+    expect(http.stderr).toBe("");
+    expect(http.code).toBe(0);
+    expect(http.stdout).toContain(
+      "secret api stored (deliver http to api.example.com, other.example.com:8443)",
+    );
+    const envd = await set(["--deliver=env", "token"], "value-two-1234");
+    expect(envd.code, envd.stderr).toBe(0);
+    expect(envd.stdout).toContain("secret token stored (deliver env)");
+    const list = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout);
+    expect(list.secrets.map((s: { name: string; deliver: string }) => [s.name, s.deliver])).toEqual([
+      ["api", "http"],
+      ["token", "env"],
+    ]);
+  });
+});
