@@ -68,6 +68,8 @@ export class ChainVerifier {
   private count = 0;
   private prev = GENESIS_PREV;
   private failure: { ok: false; seq: number; problem: string } | null = null;
+  /** A sequence gap whose kind the next record tells: a record missing, or records out of order. */
+  private gap: { expected: number; found: number } | null = null;
 
   constructor(private readonly checkpoint?: Checkpoint) {
     if (checkpoint?.seq === 0 && checkpoint.hash !== GENESIS_PREV) {
@@ -85,13 +87,21 @@ export class ChainVerifier {
    * hash an export line states for the record, checked too when given.
    */
   push(record: StoredRecord, claimedHash?: string): boolean {
-    if (this.failure) return false;
+    if (this.failure) {
+      if (this.gap) this.settleGap(chainFields(record)?.seqValue ?? null);
+      return false;
+    }
     const expected = this.count + 1;
     const h = chainFields(record);
     if (!h) return this.fail(expected, "the header is not a canonical v1 header");
     const seq = h.seqValue;
-    if (seq > expected)
-      return this.fail(expected, `record ${expected} is missing (the next record is seq ${seq})`);
+    if (seq > expected) {
+      this.gap = { expected, found: seq };
+      return this.fail(
+        expected,
+        `sequence mismatch: found seq ${seq} where seq ${expected} was expected (record ${expected} is missing, or the records are out of order)`,
+      );
+    }
     if (seq < expected)
       return this.fail(
         expected,
@@ -117,12 +127,38 @@ export class ChainVerifier {
     return true;
   }
 
+  /**
+   * After a sequence gap, whether the verifier wants the next record too: a seq that comes too
+   * early is either a record missing or records out of order, and only what follows tells which.
+   * It is only looked at, never counted as verified.
+   */
+  get wantsNext(): boolean {
+    return this.gap !== null;
+  }
+
   /** A line of an export that could not be read as a record. */
   pushUnreadable(problem: string): boolean {
+    if (this.gap) {
+      this.gap = null; // what follows is unreadable: the gap stays a plain mismatch
+      return false;
+    }
     return this.fail(this.count + 1, problem);
   }
 
+  /** Names the gap once the record after it is known (null: there is none). */
+  private settleGap(next: number | null): void {
+    const gap = this.gap!;
+    this.gap = null;
+    const { expected, found } = gap;
+    let problem: string | null = null;
+    if (next === expected) problem = `records out of order: seq ${found} comes before seq ${expected}`;
+    else if (next === null) problem = `record ${expected} is missing (the last record is seq ${found})`;
+    else if (next === found + 1) problem = `record ${expected} is missing (the next record is seq ${found})`;
+    if (problem && this.failure) this.failure = { ...this.failure, problem };
+  }
+
   result(): VerifyResult {
+    if (this.gap) this.settleGap(null);
     if (this.failure) return this.failure;
     const cp = this.checkpoint;
     if (cp && this.count < cp.seq) {
@@ -153,7 +189,7 @@ export function verifyChain(
   opts: { checkpoint?: Checkpoint } = {},
 ): VerifyResult {
   const v = new ChainVerifier(opts.checkpoint);
-  for (const r of records) if (!v.push(r)) break;
+  for (const r of records) if (!v.push(r) && !v.wantsNext) break;
   return v.result();
 }
 
@@ -175,7 +211,7 @@ export function verifyExport(
       continue;
     }
     const r = parseExportLine(line);
-    if (!(typeof r === "string" ? v.pushUnreadable(r) : v.push(r.record, r.hash))) break;
+    if (!(typeof r === "string" ? v.pushUnreadable(r) : v.push(r.record, r.hash)) && !v.wantsNext) break;
     if ((++n & 1023) === 0) opts.progress?.(v.records);
   }
   return v.result();

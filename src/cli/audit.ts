@@ -39,7 +39,8 @@ export const AUDIT_HELP = `Usage:
 
 verify, export and checkpoint need no key: they read ciphertext only. verify checks
 the store (or an export given with --file) record by record and, with --checkpoint,
-that nothing the checkpoint covers was cut off or rewritten. Keep checkpoints
+that nothing the checkpoint covers was cut off or rewritten. Each record is held by
+the record after it; the head (the last record) only by a checkpoint. Keep checkpoints
 somewhere the state directory's owner cannot rewrite. On a terminal, verify and
 export show their progress on stderr when they take more than a second.
 
@@ -155,6 +156,12 @@ function parse(sub: string, rest: string[]): Opts {
     if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {
       throw new UsageError("portcullis audit show takes one record number (SEQ ≥ 1)");
     }
+    // Past 2^53 a Number is no longer the integer typed (99999999999999999999 would become
+    // 100000000000000000000): refused, naming the number as given. Only digits get here.
+    if (!Number.isSafeInteger(Number(seq)))
+      throw new UsageError(
+        `show: ${seq} is larger than any record number (at most ${Number.MAX_SAFE_INTEGER})`,
+      );
     opts.seq = Number(seq);
   }
   return opts;
@@ -192,14 +199,43 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
 async function report(r: VerifyResult, opts: Opts, shown?: Progress): Promise<number> {
   shown?.done();
   if (opts.json) {
-    await write(`${JSON.stringify(r)}\n`);
+    await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r)}\n`);
   } else if (r.ok) {
-    const cp = r.checkpoint ? `; matches the checkpoint at seq ${r.checkpoint.seq}` : "";
-    await write(`audit chain ok: ${r.records} records, head seq ${r.head.seq} hash ${r.head.hash}${cp}\n`);
+    await write(`${okLine(r)}\n`);
   } else {
     await write(`audit chain broken at seq ${r.seq}: ${r.problem}\n`);
   }
   return r.ok ? 0 : 1;
+}
+
+type Verified = Extract<VerifyResult, { ok: true }>;
+
+/** Whether a checkpoint vouches for the head record: nothing after it links to it. */
+function headCovered(r: Verified): boolean {
+  return r.checkpoint !== undefined && r.checkpoint.seq === r.head.seq;
+}
+
+/**
+ * What a verified chain proves, and no more: each record is held by the hash in the record
+ * after it, so a record can only be changed unseen together with everything after it; the head
+ * has nothing after it, and only a checkpoint kept elsewhere vouches for it.
+ */
+function okLine(r: Verified): string {
+  const n = r.head.seq;
+  const cp = r.checkpoint;
+  if (n === 0)
+    return `audit chain ok: the log is empty${cp ? "; matches the checkpoint of the empty log" : ""}`;
+  const held =
+    n === 1 ? "the one record is the head" : `records 1-${n - 1} are each held by the record after them`;
+  const save =
+    "save one with 'portcullis audit checkpoint > FILE' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify --checkpoint FILE'";
+  const head = !cp
+    ? `the head is covered only by a checkpoint (none given: ${save})`
+    : headCovered(r)
+      ? "the checkpoint covers the head"
+      : `the head is covered only by a checkpoint (this one stops at seq ${cp.seq}: ${save})`;
+  const matches = cp ? `; matches the checkpoint at seq ${cp.seq}` : "";
+  return `audit chain ok: ${n} records, head seq ${n} hash ${r.head.hash}${matches}; ${held}, ${head}`;
 }
 
 function readCheckpoint(path: string): Checkpoint {

@@ -128,9 +128,69 @@ describe("portcullis audit (no key)", () => {
   it("verify: exit 0 with a summary, --json for scripts", async () => {
     const r = await cli(dir, ["audit", "verify"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^audit chain ok: 7 records, head seq 7 hash [0-9a-f]{64}\n$/);
+    expect(r.stdout).toMatch(
+      /^audit chain ok: 7 records, head seq 7 hash [0-9a-f]{64}; records 1-6 are each held by the record after them, the head is covered only by a checkpoint \(none given: save one with 'portcullis audit checkpoint > FILE'.*\)\n$/,
+    );
     const j = await cli(dir, ["audit", "verify", "--json"]);
-    expect(JSON.parse(j.stdout)).toMatchObject({ ok: true, records: 7, head: { seq: 7 } });
+    expect(JSON.parse(j.stdout)).toMatchObject({
+      ok: true,
+      records: 7,
+      head: { seq: 7 },
+      headCovered: false,
+    });
+  });
+
+  // Nothing links to the head record: a chain alone cannot show it was changed, and verify must
+  // not claim it did. A checkpoint made before the change does show it.
+  it("verify: a modified head passes the bare chain, says only a checkpoint covers it, and fails against one", async () => {
+    const d = await stateWithSession();
+    const cp = await cli(d, ["audit", "checkpoint"]);
+    const cpFile = join(tempDir(), "checkpoint.json");
+    writeFileSync(cpFile, cp.stdout);
+    const covered = await cli(d, ["audit", "verify", "--checkpoint", cpFile]);
+    expect(covered.code).toBe(0);
+    expect(covered.stdout).toMatch(/matches the checkpoint at seq 7; .*, the checkpoint covers the head\n$/);
+    const cj = await cli(d, ["audit", "verify", "--checkpoint", cpFile, "--json"]);
+    expect(JSON.parse(cj.stdout)).toMatchObject({ ok: true, headCovered: true });
+
+    const db = openStore(d);
+    db.exec("DROP TRIGGER audit_records_no_update");
+    db.prepare(
+      "UPDATE audit_records SET record = substr(record, 1, length(record) - 10) || X'00' || substr(record, length(record) - 8) WHERE seq = 7",
+    ).run();
+    db.close();
+    const bare = await cli(d, ["audit", "verify"]);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toContain("the head is covered only by a checkpoint (none given");
+    const against = await cli(d, ["audit", "verify", "--checkpoint", cpFile]);
+    expect(against.code).toBe(1);
+    expect(against.stdout).toMatch(/^audit chain broken at seq 7: record 7 differs from the checkpoint/);
+  });
+
+  it("verify: two records swapped in an export are reported out of order, not missing", async () => {
+    const exp = await cli(dir, ["audit", "export"]);
+    const lines = exp.stdout.split("\n");
+    [lines[3], lines[4]] = [lines[4]!, lines[3]!];
+    const file = join(tempDir(), "swapped.jsonl");
+    writeFileSync(file, lines.join("\n"));
+    const r = await cli(dir, ["audit", "verify", "--file", file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("audit chain broken at seq 4: records out of order: seq 5 comes before seq 4\n");
+    // a record taken out is still "missing", also when it was the last but one
+    writeFileSync(
+      file,
+      [...exp.stdout.split("\n").slice(0, 3), ...exp.stdout.split("\n").slice(4)].join("\n"),
+    );
+    expect((await cli(dir, ["audit", "verify", "--file", file])).stdout).toMatch(
+      /^audit chain broken at seq 4: record 4 is missing \(the next record is seq 5\)/,
+    );
+    writeFileSync(
+      file,
+      [...exp.stdout.split("\n").slice(0, 5), ...exp.stdout.split("\n").slice(6)].join("\n"),
+    );
+    expect((await cli(dir, ["audit", "verify", "--file", file])).stdout).toMatch(
+      /^audit chain broken at seq 6: record 6 is missing \(the last record is seq 7\)/,
+    );
   });
 
   it("export, checkpoint, and verify of the export against the checkpoint", async () => {
@@ -181,6 +241,14 @@ describe("portcullis audit (no key)", () => {
     const s = await cli(d, ["audit", "sessions"], withPass());
     expect(s.code).toBe(1);
     expect(s.stdout).toBe("");
+  });
+
+  it("show: a number past 2^53 is refused as typed, not read as another number", async () => {
+    const r = await cli(dir, ["audit", "show", "99999999999999999999"], withPass());
+    expect(r.code).toBe(2);
+    oneSentence(r);
+    expect(r.stderr).toContain("99999999999999999999 is larger than any record number");
+    expect(r.stderr).not.toContain("100000000000000000000");
   });
 
   it("usage errors exit 2 with one sentence", async () => {

@@ -117,7 +117,9 @@ describe("tampering with an export of 10 records", () => {
     for (let k = 1; k <= 9; k++) {
       const swapped = [...lines];
       [swapped[k - 1], swapped[k]] = [swapped[k]!, swapped[k - 1]!];
-      expect(failsAt(verify(swapped)), `swap ${k},${k + 1}`).toBe(k);
+      const r = verify(swapped);
+      expect(failsAt(r), `swap ${k},${k + 1}`).toBe(k);
+      if (!r.ok) expect(r.problem).toBe(`records out of order: seq ${k + 1} comes before seq ${k}`);
     }
     expect(failsAt(verify([...lines].reverse()))).toBe(1);
   });
