@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
@@ -44,20 +44,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const findings: Finding[] = [];
   const exists = existsSync(path);
   const mode = exists ? statSync(path).mode & 0o777 : null;
-  if (!exists)
-    findings.push({
-      ok: false,
-      what: `state directory ${path} does not exist`,
-      next: "run 'portcullis init'",
-    });
-  else if ((mode! & 0o077) !== 0)
-    findings.push({
-      ok: false,
-      what: `state directory ${path} is readable by others (mode ${mode!.toString(8)})`,
-      next: `chmod 700 ${path}`,
-    });
-  else
-    findings.push({ ok: true, what: `state directory ${path} (mode 700, from the ${why})`, next: "nothing" });
+  findings.push(...stateDirFindings(path, why, mode));
   const keyring = exists && keyringExists(path);
   findings.push(
     keyring
@@ -120,6 +107,48 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
     findings,
   };
+}
+
+/**
+ * The state directory's mode as it is, and what is wrong with it: others may read it (it holds
+ * the store and the keyring), or gateways cannot write it (the owner lacks write or search
+ * permission, or this user is not let in), and then nothing is recorded.
+ */
+function stateDirFindings(path: string, why: string, mode: number | null): Finding[] {
+  if (mode === null)
+    return [{ ok: false, what: `state directory ${path} does not exist`, next: "run 'portcullis init'" }];
+  const m = mode.toString(8).padStart(3, "0");
+  const out: Finding[] = [];
+  if ((mode & 0o077) !== 0)
+    out.push({
+      ok: false,
+      what: `state directory ${path} is readable by others (mode ${m})`,
+      next: `chmod 700 ${path}`,
+    });
+  if ((mode & 0o700) !== 0o700)
+    out.push({
+      ok: false,
+      what: `state directory ${path} is not writable by its owner (mode ${m}): gateways cannot write the store or the audit log there`,
+      next: `chmod 700 ${path}`,
+    });
+  else if (!canWrite(path))
+    out.push({
+      ok: false,
+      what: `state directory ${path} (mode ${m}) cannot be written by this user: gateways run by it cannot write the store or the audit log there`,
+      next: "run as the directory's owner, or give a state directory of your own (--state-dir or PORTCULLIS_HOME)",
+    });
+  if (out.length === 0)
+    out.push({ ok: true, what: `state directory ${path} (mode ${m}, from the ${why})`, next: "nothing" });
+  return out;
+}
+
+function canWrite(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The console's live address (its owner process checked), or "not running". */

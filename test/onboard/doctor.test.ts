@@ -82,6 +82,29 @@ describe("portcullis doctor", () => {
     expect(text.stdout).toContain(`state directory  ${u.stateDir}  (from the flag, mode 700)`);
   });
 
+  it("a state directory its owner cannot write (mode 500): its real mode, and a problem", async () => {
+    const u = user();
+    withKeyring(u);
+    chmodSync(u.stateDir, 0o500);
+    try {
+      const r = await u.cli(["doctor", "--json"]);
+      expect(r.code).toBe(1);
+      const report = JSON.parse(r.stdout);
+      expect(report.stateDir.mode).toBe("500");
+      const about = report.findings.filter((f: { what: string }) => f.what.startsWith("state directory"));
+      expect(about).toEqual([
+        {
+          ok: false,
+          what: `state directory ${u.stateDir} is not writable by its owner (mode 500): gateways cannot write the store or the audit log there`,
+          next: `chmod 700 ${u.stateDir}`,
+        },
+      ]);
+      expect(r.stdout).not.toContain("mode 700");
+    } finally {
+      chmodSync(u.stateDir, 0o700);
+    }
+  });
+
   it("broken: exit 1, each problem with a next step", async () => {
     const u = user();
     mkdirSync(u.stateDir, { recursive: true });
