@@ -120,9 +120,12 @@ const VALUE_PATTERNS: [RegExp, string][] = [
   [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
   // passwords in URLs: scheme://user:password@host
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/gi, `$1${REDACTED}@`],
-  // name=value / name: value pairs in free text whose name is secret-like
+  // name=value / name: value pairs in free text whose name is secret-like — except a name that
+  // says what happened to a credential (an audit event type such as `authorization_denied` or
+  // `credential_injected` before a colon, as in "cannot record authorization_denied: database or
+  // disk is full"): what follows such a name is a message, not the credential
   [
-    /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])[^\s"'&,;}]+/gi,
+    /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])[^\s"'&,;}]+/gi,
     `$1$2${REDACTED}`,
   ],
 ];

@@ -162,6 +162,75 @@ describe("redactValue", () => {
   });
 });
 
+describe("redactText: a name that says what happened to a credential is not a credential", () => {
+  // Audit event types about credentials, and shapes like them, followed by a colon and a message:
+  // a gateway's "audit: cannot record authorization_denied: database or disk is full" must
+  // reach the user whole.
+  const eventType = fc
+    .tuple(
+      fc.constantFrom("authorization", "credential", "token", "secret", "password", "api_key"),
+      fc.constantFrom(
+        "denied",
+        "injected",
+        "released",
+        "missing",
+        "expired",
+        "revoked",
+        "rotated",
+        "granted",
+      ),
+    )
+    .map(([what, state]) => `${what}_${state}`);
+  const message = fc.stringMatching(/^[a-z][a-z ]{0,40}$/);
+
+  it("the message after such a name is kept as it is", () => {
+    fc.assert(
+      fc.property(eventType, message, (type, text) => {
+        const line = `audit: cannot record ${type}: ${text}`;
+        expect(redactText(line)).toBe(line);
+      }),
+      { numRuns: 300 },
+    );
+    const full = "audit: cannot record authorization_denied: database or disk is full";
+    expect(redactText(full)).toBe(full);
+  });
+
+  it("a value under a secret-like name, in a header or a key: value pair, is still redacted", () => {
+    const name = fc.constantFrom(
+      "Authorization",
+      "authorization",
+      "Proxy-Authorization",
+      "X-Api-Key",
+      "api_key",
+      "password",
+      "db_password",
+      "access_token",
+      "client_secret",
+      "credential",
+      "secret_seed",
+    );
+    fc.assert(
+      fc.property(
+        name,
+        fc.constantFrom(": ", ":", "=", " = ", '": "'),
+        secretValue,
+        message,
+        (n, sep, secret, text) => {
+          const out = redactText(`${text} ${n}${sep}${secret} ${text}`);
+          expect(out).not.toContain(secret);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 400 },
+    );
+    // a credential after an event type is still caught by its own shape
+    expect(redactText("authorization_denied: Bearer abcdefgh123")).toBe(
+      "authorization_denied: Bearer [redacted]",
+    );
+    expect(redactText("Authorization: Bearer abcdefgh123")).toBe("Authorization: Bearer [redacted]");
+  });
+});
+
 describe("redactArgv", () => {
   const flagName = fc.constantFrom(
     "token",
