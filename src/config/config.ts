@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
@@ -410,5 +410,24 @@ export function resolveServer(label: string, cwd: string, explicitFile?: string)
       `${file}: no server labelled "${label}"${known.length ? ` (known: ${known.join(", ")})` : ""}.`,
     );
   }
+  if (!server.remote) checkCwd(file, server);
   return server;
+}
+
+/**
+ * The directory a launched server starts in must be there before it is launched: spawn reports a
+ * missing cwd as ENOENT, the same code as a missing command, so checked here the refusal names
+ * the file and the key rather than blaming the command.
+ */
+function checkCwd(file: string, server: ServerConfig): void {
+  let problem: string | null = null;
+  try {
+    if (!statSync(server.cwd).isDirectory()) problem = "is not a directory";
+  } catch (e) {
+    problem = (e as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : "cannot be reached";
+  }
+  if (problem)
+    throw new ConfigError(
+      `${file}: ${server.configKey ?? `servers.${server.label}`}.cwd: ${server.cwd} ${problem}.`,
+    );
 }

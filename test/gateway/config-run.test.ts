@@ -3,9 +3,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { NODE } from "../helpers/paths.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -75,5 +75,28 @@ describe("portcullis run LABEL", () => {
     const status = JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout);
     expect(status.gateways[0].serverLabel).toBe("inventory");
     expect(status.gateways[0].record.workingDirectory).toBe(project.dir);
+  });
+
+  it("a cwd that is not there is refused naming the file and the key, not blamed on the command", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    writeFileSync(join(dir, "file.txt"), "");
+    const config = {
+      servers: {
+        x: { command: NODE, args: [FIXTURES.echo], cwd: "./no-such-dir" },
+        y: { command: NODE, args: [FIXTURES.echo], cwd: "file.txt" },
+      },
+    };
+    writeFileSync(join(dir, "portcullis.json"), JSON.stringify(config));
+    const stateDir = newStateDir();
+    const missing = await runCli(["run", "x"], { cwd: dir, stateDir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(
+      `portcullis: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
+    );
+    const notDir = await runCli(["run", "y"], { cwd: dir, stateDir });
+    expect(notDir.code).toBe(2);
+    expect(notDir.stderr).toContain(`servers.y.cwd: ${join(dir, "file.txt")} is not a directory.`);
+    expect(notDir.stderr).not.toContain("command not found");
   });
 });
