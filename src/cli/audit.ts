@@ -22,6 +22,7 @@ import {
   verifyExport,
   verifyStore,
 } from "../audit/index.js";
+import { safeText } from "../catalog/text.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
@@ -312,9 +313,7 @@ async function decrypting(
       await write(
         opts.json
           ? `${JSON.stringify({ seq, hash, header, event })}\n`
-          : `seq     ${seq}\nhash    ${hash}\nprev    ${header.prev}\ntime    ${header.time}\n` +
-              `type    ${header.type}\nwriter  ${header.writer} (pid ${header.pid})\nkey     ${header.key}\n` +
-              `event   ${JSON.stringify(event, null, 2).replace(/\n/g, "\n        ")}\n`,
+          : renderRecord(seq, hash, header, event),
       );
       return 0;
     }
@@ -360,21 +359,38 @@ async function decrypting(
   });
 }
 
+/**
+ * One record for a terminal. The event holds what servers and the agent sent (tool names,
+ * arguments, status lines): JSON escapes C0 control characters but not C1 ones or bidirectional
+ * overrides, so each line also goes through safeText.
+ */
+function renderRecord(seq: number, hash: string, header: OpenedRecord["header"], event: unknown): string {
+  const t = (v: unknown) => safeText(String(v));
+  const json = JSON.stringify(event, null, 2) ?? "null";
+  return (
+    `seq     ${seq}\nhash    ${t(hash)}\nprev    ${t(header.prev)}\ntime    ${t(header.time)}\n` +
+    `type    ${t(header.type)}\nwriter  ${t(header.writer)} (pid ${t(header.pid)})\nkey     ${t(header.key)}\n` +
+    `event   ${json.split("\n").map(safeText).join("\n        ")}\n`
+  );
+}
+
+/** What `audit sessions` prints; every value from a server, the agent or a label goes through safeText. */
 function renderSessions(sessions: SessionView[]): string {
   if (sessions.length === 0) return "no agent runs in the audit log\n";
   return sessions
     .map((s) => {
+      const t = (v: unknown) => safeText(String(v));
       const lines = [
-        `run ${s.run}  server ${s.server ?? "-"}  ${s.startedAt ?? "?"} → ${s.endedAt ?? "(open)"}` +
-          (s.endReason ? ` (${s.endReason})` : ""),
-        `  epochs     ${s.epochs.join(", ") || "-"}`,
-        `  revisions  ${s.revisions.map((r) => `${r.revision ?? "?"}${r.epoch ? ` (epoch ${r.epoch})` : ""}`).join(", ") || "-"}`,
+        `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${t(s.endedAt ?? "(open)")}` +
+          (s.endReason ? ` (${t(s.endReason)})` : ""),
+        `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
+        `  revisions  ${s.revisions.map((r) => `${t(r.revision ?? "?")}${r.epoch ? ` (epoch ${t(r.epoch)})` : ""}`).join(", ") || "-"}`,
         ...(s.grants.length === 0
           ? ["  grants     -"]
           : s.grants.map(
               (g, i) =>
-                `  ${i === 0 ? "grants   " : "         "}  ${g.grant ?? "?"} epoch ${g.epoch ?? "?"} mode ${g.mode ?? "?"}` +
-                ` tools ${JSON.stringify(g.tools)}${g.credentialScope ? ` credentials ${JSON.stringify(g.credentialScope)}` : ""}`,
+                `  ${i === 0 ? "grants   " : "         "}  ${t(g.grant ?? "?")} epoch ${t(g.epoch ?? "?")} mode ${t(g.mode ?? "?")}` +
+                ` tools ${t(JSON.stringify(g.tools))}${g.credentialScope ? ` credentials ${t(JSON.stringify(g.credentialScope))}` : ""}`,
             )),
         `  calls      ${s.counts.calls} (${s.counts.answered} answered, ${s.counts.refused} refused, ` +
           `${s.counts.invalid} invalid, ${s.counts.cancelled} cancelled, ${s.counts.interrupted} interrupted, ` +
@@ -387,8 +403,14 @@ function renderSessions(sessions: SessionView[]): string {
     .join("\n");
 }
 
-function renderTable(head: string[], rows: string[][]): string {
-  if (rows.length === 0) return "no calls in the audit log\n";
+/**
+ * The activity table. Its cells hold tool names, server labels and outcomes that a server or the
+ * agent chose (a refused call's tool name is recorded as sent): each is made terminal-safe before
+ * it is measured and padded, so no cell can move the cursor or erase another row.
+ */
+export function renderTable(head: string[], cells: string[][]): string {
+  if (cells.length === 0) return "no calls in the audit log\n";
+  const rows = cells.map((r) => r.map(safeText));
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     `${cells

@@ -1,3 +1,4 @@
+import { safeText } from "../catalog/text.js";
 import { doctor } from "../onboard/doctor.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED } from "./errors.js";
@@ -25,29 +26,31 @@ export async function doctorCommand(args: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify({ ok: !bad, ...r }, null, 2)}\n`);
     return bad ? EXIT_CHECK_FAILED : 0;
   }
+  // Labels, host process command lines and host-file keys are not portcullis's own words.
+  const t = (v: unknown) => safeText(String(v));
   const out: string[] = [];
   out.push(
-    `state directory  ${r.stateDir.path}  (from the ${r.stateDir.why}${r.stateDir.mode ? `, mode ${r.stateDir.mode}` : ""})`,
+    `state directory  ${t(r.stateDir.path)}  (from the ${r.stateDir.why}${r.stateDir.mode ? `, mode ${t(r.stateDir.mode)}` : ""})`,
   );
   out.push(`keyring          ${r.keyring ? "present" : "missing"}`);
-  out.push(`console          ${r.console}`);
+  out.push(`console          ${t(r.console)}`);
   out.push(
     `versions         node ${r.versions.node}, portcullis ${r.versions.portcullis}, SQLite ${r.versions.sqlite ?? "(no store yet)"}`,
   );
   out.push(`gateways         ${r.gateways.length === 0 ? "none running" : ""}`);
   for (const g of r.gateways) {
-    out.push(`  ${g.label}  pid ${g.pid}  epoch ${g.epoch ?? "-"}`);
-    for (const c of g.hostChain) out.push(`    host chain: ${c}`);
+    out.push(`  ${t(g.label)}  pid ${g.pid}  epoch ${t(g.epoch ?? "-")}`);
+    for (const c of g.hostChain) out.push(`    host chain: ${t(c)}`);
   }
   out.push(`host files       ${r.hosts.length === 0 ? "none found" : ""}`);
   for (const h of r.hosts) {
-    out.push(`  ${h.host}  ${h.file}`);
-    for (const s of h.servers) out.push(`    ${s.wrapped ? "wrapped  " : "not wrapped"}  ${s.key}`);
-    if (h.error) out.push(`    ${h.error}`);
+    out.push(`  ${h.host}  ${t(h.file)}`);
+    for (const s of h.servers) out.push(`    ${s.wrapped ? "wrapped  " : "not wrapped"}  ${t(s.key)}`);
+    if (h.error) out.push(`    ${t(h.error)}`);
   }
   out.push("findings");
   for (const f of r.findings)
-    out.push(`  ${f.ok ? "ok     " : "PROBLEM"}  ${f.what}\n           next: ${f.next}`);
+    out.push(`  ${f.ok ? "ok     " : "PROBLEM"}  ${t(f.what)}\n           next: ${t(f.next)}`);
   process.stdout.write(`${out.join("\n")}\n`);
   return bad ? EXIT_CHECK_FAILED : 0;
 }

@@ -1,3 +1,4 @@
+import { safeText } from "../catalog/text.js";
 import { openStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
@@ -58,20 +59,24 @@ export async function egressCommand(args: string[]): Promise<number> {
   }
   if (groups.length === 0) {
     process.stdout.write(
-      `no egress recorded${positionals[0] ? ` for ${positionals[0]}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
+      `no egress recorded${positionals[0] ? ` for ${safeText(positionals[0])}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
     );
     return EXIT_OK;
   }
+  // Hosts and methods are what a server sent out: terminal-safe before they are printed.
+  const t = (v: unknown) => safeText(String(v));
   for (const g of groups) {
-    process.stdout.write(`${g.serverLabel}  epoch ${g.epoch ?? "(none yet)"}  since ${g.firstAt}\n`);
+    process.stdout.write(`${t(g.serverLabel)}  epoch ${t(g.epoch ?? "(none yet)")}  since ${t(g.firstAt)}\n`);
     for (const d of g.destinations) {
       const notes = [
         `${d.requests} request${d.requests === 1 ? "" : "s"}`,
-        d.released ? `${d.released} with ${d.scopes.join(", ")} released` : "",
+        d.released ? `${d.released} with ${d.scopes.map(t).join(", ")} released` : "",
         d.refused ? `${d.refused} refused` : "",
       ].filter(Boolean);
-      const at = d.host.includes(":") ? `[${d.host}]:${d.port}` : `${d.host}:${d.port}`;
-      process.stdout.write(`  ${d.scheme.padEnd(6)} ${d.method.padEnd(7)} ${at}  ${notes.join(", ")}\n`);
+      const at = d.host.includes(":") ? `[${t(d.host)}]:${t(d.port)}` : `${t(d.host)}:${t(d.port)}`;
+      process.stdout.write(
+        `  ${t(d.scheme).padEnd(6)} ${t(d.method).padEnd(7)} ${at}  ${notes.join(", ")}\n`,
+      );
     }
   }
   return EXIT_OK;

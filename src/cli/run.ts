@@ -1,8 +1,11 @@
 import { basename } from "node:path";
+import { safeText } from "../catalog/text.js";
 import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
   commandLineServer,
+  LABEL_PATTERN,
+  LABEL_RULE,
   messageBytesProblem,
   ON_CHANGE,
   ON_EXPAND,
@@ -26,7 +29,8 @@ Launches and supervises an MCP server, speaking MCP on stdin/stdout in front of 
 Everything human goes to stderr.
 
 options:
-  --label L                      server label (default: derived from the command)
+  --label L                      server label (default: derived from the command): letters,
+                                 digits, '.', '_', '-', at most 64 characters
   --on-change report|restart|disconnect
                                  what to do when the server's files change (default: report)
   --on-expand run|tool           a catalog change that expands a tool's authority ends every
@@ -131,6 +135,12 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
   const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
 
+  if (values.label !== undefined && !LABEL_PATTERN.test(values.label)) {
+    // The same rule as a portcullis.json label: the label reaches status, the audit log and reviews.
+    throw new UsageError(
+      `run: --label must be a plain label (${LABEL_RULE}); got ${safeText(JSON.stringify(values.label))}.`,
+    );
+  }
   let server: ServerConfig;
   if (values.url !== undefined) {
     if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");

@@ -1,5 +1,5 @@
 import { safeText } from "../catalog/text.js";
-import { listGateways } from "../gateway/registry.js";
+import { type GatewayRow, listGateways } from "../gateway/registry.js";
 import { processStartTime } from "../identity/index.js";
 import { openStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
@@ -51,61 +51,73 @@ export async function statusCommand(args: string[]): Promise<number> {
       process.stdout.write(values.all ? "no gateways recorded\n" : "no gateway is running\n");
       return 0;
     }
-    for (const g of rows) {
-      const r = g.record;
-      process.stdout.write(`${g.serverLabel}  ${g.state}  gateway pid ${g.pid}  since ${g.startedAt}\n`);
-      if (r?.remote) {
-        const x = r.remote;
-        process.stdout.write(`  epoch      ${r.epoch}  (remote, since ${r.startedAt})\n`);
-        process.stdout.write(`  url        ${safeText(x.url)}\n`);
-        process.stdout.write(
-          `  tls chain  ${x.certificateChainSha256 ?? "none (http://: nothing tells one server at this address from another)"}\n`,
-        );
-        if (x.certificate)
-          process.stdout.write(
-            `  cert       ${safeText(x.certificate.subject)}, until ${x.certificate.validTo}\n`,
-          );
-        process.stdout.write(
-          `  server     ${x.serverInfo ? safeText(JSON.stringify(x.serverInfo)) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${safeText(x.protocolVersion)}` : ""}\n`,
-        );
-        if (x.headerNames.length)
-          process.stdout.write(`  headers    ${x.headerNames.join(", ")} (values not shown)\n`);
-        process.stdout.write(`  identity   ${r.identityDigest}\n`);
-      } else if (r) {
-        process.stdout.write(
-          `  epoch      ${r.epoch}  (server pid ${r.processId}, started ${r.startedAt})\n`,
-        );
-        process.stdout.write(`  command    ${displayCommand(r.launchCommand)}\n`);
-        if (r.entry)
-          process.stdout.write(`  entry      ${r.entry.path}  sha256:${r.entry.sha256.slice(0, 16)}…\n`);
-        if (r.dependencyTree) {
-          process.stdout.write(
-            `  deps       ${r.dependencyTree.root} (${r.dependencyTree.files} files) sha256:${r.dependencyTree.sha256.slice(0, 16)}…\n`,
-          );
-        }
-        process.stdout.write(`  identity   ${r.identityDigest}\n`);
-      }
-      if (g.heldInEnvironment) {
-        process.stdout.write(
-          `  credentials ${g.heldInEnvironment.scopes.join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)\n`,
-        );
-      }
-      for (const s of g.status.slice(-5)) process.stdout.write(`  ${s.at}  ${s.line}\n`);
-    }
+    for (const g of rows) process.stdout.write(renderGateway(g));
     return 0;
   } finally {
     store.close();
   }
 }
 
+/** A value for the terminal: labels, status lines and file names come from servers and watched files. */
+const t = (v: unknown): string => safeText(String(v));
+
+type StatusRow = GatewayRow & { heldInEnvironment: { scopes: string[] } | null };
+
+/**
+ * One gateway as `status` prints it. Status lines carry file names (`build complete: <file>
+ * changed`) and server labels; the record carries paths and what a remote server said about
+ * itself: every such value goes through safeText, so none can move the cursor or erase a line.
+ */
+export function renderGateway(g: StatusRow): string {
+  const out: string[] = [];
+  const w = (line: string) => out.push(`${line}\n`);
+  const r = g.record;
+  w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}  since ${t(g.startedAt)}`);
+  if (r?.remote) {
+    const x = r.remote;
+    w(`  epoch      ${t(r.epoch)}  (remote, since ${t(r.startedAt)})`);
+    w(`  url        ${t(x.url)}`);
+    w(
+      `  tls chain  ${x.certificateChainSha256 ? t(x.certificateChainSha256) : "none (http://: nothing tells one server at this address from another)"}`,
+    );
+    if (x.certificate) w(`  cert       ${t(x.certificate.subject)}, until ${t(x.certificate.validTo)}`);
+    w(
+      `  server     ${x.serverInfo ? t(JSON.stringify(x.serverInfo)) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
+    );
+    if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
+    w(`  identity   ${t(r.identityDigest)}`);
+  } else if (r) {
+    w(`  epoch      ${t(r.epoch)}  (server pid ${t(r.processId)}, started ${t(r.startedAt)})`);
+    w(`  command    ${t(displayCommand(r.launchCommand))}`);
+    if (r.entry) w(`  entry      ${t(r.entry.path)}  sha256:${t(r.entry.sha256.slice(0, 16))}…`);
+    if (r.dependencyTree) {
+      w(
+        `  deps       ${t(r.dependencyTree.root)} (${t(r.dependencyTree.files)} files) sha256:${t(r.dependencyTree.sha256.slice(0, 16))}…`,
+      );
+    }
+    w(`  identity   ${t(r.identityDigest)}`);
+  }
+  if (g.heldInEnvironment) {
+    w(
+      `  credentials ${g.heldInEnvironment.scopes.map(t).join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)`,
+    );
+  }
+  for (const s of g.status.slice(-5)) w(`  ${t(s.at)}  ${t(s.line)}`);
+  return out.join("");
+}
+
 function writeListening(l: ListenInfo & { token: string | null }): void {
-  process.stdout.write(`${l.label}  listening on ${l.url}  gateway pid ${l.pid}  since ${l.startedAt}\n`);
+  process.stdout.write(
+    `${t(l.label)}  listening on ${t(l.url)}  gateway pid ${t(l.pid)}  since ${t(l.startedAt)}\n`,
+  );
   if (l.auth === "none") {
     process.stdout.write("  auth       none (--no-auth, loopback only)\n");
     return;
   }
-  process.stdout.write(`  token file ${l.tokenFile}\n`);
-  process.stdout.write(`  header     Authorization: Bearer ${l.token ?? "(token file not readable)"}\n`);
+  process.stdout.write(`  token file ${t(l.tokenFile)}\n`);
+  process.stdout.write(
+    `  header     Authorization: Bearer ${l.token === null ? "(token file not readable)" : t(l.token)}\n`,
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { AuditLog } from "../audit/log.js";
+import { safeText } from "../catalog/text.js";
 import { findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -377,18 +378,20 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     process.stdout.write(status.unlocked ? `vault unlocked until ${status.until}\n` : "vault locked\n");
     if (secrets.length === 0)
       process.stdout.write("no secret stored; add one with 'portcullis vault set NAME'\n");
+    // Names, hosts and tool names come from the store and portcullis.json: terminal-safe.
+    const t = (v: unknown) => safeText(String(v));
     for (const s of secrets) {
-      const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.join(", ")}`;
+      const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.map(t).join(", ")}`;
       const used = s.usedBy.map(
         (u) =>
-          `${u.server} (${u.env}, ${u.deliver}${u.hosts.length ? ` to ${u.hosts.join(", ")}` : ""}${
+          `${t(u.server)} (${t(u.env)}, ${t(u.deliver)}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
             u.tools
-              ? `; tools ${u.tools.length ? u.tools.join(", ") : "(none by name)"} and any that declare no scopes`
+              ? `; tools ${u.tools.length ? u.tools.map(t).join(", ") : "(none by name)"} and any that declare no scopes`
               : ""
           })`,
       );
       process.stdout.write(
-        `${s.name}  ${how}  ${s.bytes} bytes  created ${s.createdAt}${s.rotatedAt ? `  rotated ${s.rotatedAt}` : ""}\n` +
+        `${t(s.name)}  ${how}  ${s.bytes} bytes  created ${t(s.createdAt)}${s.rotatedAt ? `  rotated ${t(s.rotatedAt)}` : ""}\n` +
           `  used by: ${used.length ? used.join("; ") : "no server in the portcullis.json found here"}\n`,
       );
     }

@@ -66,6 +66,15 @@ export interface ServerConfig {
   remote?: RemoteConfig;
 }
 
+/**
+ * A server label: it names the server in status, the audit log and approval reviews, so it is
+ * plain (no control characters or anything else a terminal would act on) and short. One rule for
+ * portcullis.json keys and `run --label`.
+ */
+export const LABEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const LABEL_RULE =
+  "letters, digits, '.', '_', '-', starting with a letter or digit; at most 64 characters";
+
 export type EgressMode = "record" | "declared-only";
 export const EGRESS_MODES: readonly EgressMode[] = ["record", "declared-only"];
 
@@ -188,8 +197,8 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     throw new ConfigError(`${file}: ${at}${k ? `.${k}` : ""} ${what}.`);
   };
   if (!isObject(raw)) return fail("", "must be an object");
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(label)) {
-    fail("", "is not a valid label (letters, digits, '.', '_', '-'; at most 64 characters)");
+  if (!LABEL_PATTERN.test(label)) {
+    fail("", `is not a valid label (${LABEL_RULE})`);
   }
   for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, "is not a known key");
   let remote: RemoteConfig | undefined;
