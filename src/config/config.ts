@@ -233,8 +233,12 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     const v = raw[k];
     if (v === undefined) return {};
     if (!isObject(v)) return fail(k, "must be an object of strings");
-    for (const [name, value] of Object.entries(v))
+    for (const [name, value] of Object.entries(v)) {
       if (typeof value !== "string") fail(`${k}.${name}`, "must be a string");
+      // The environment is copied with plain assignments on its way to the server, where this
+      // name would set an object's prototype and vanish: refused rather than silently dropped.
+      if (name === "__proto__") fail(`${k}.${name}`, "cannot be passed on as an environment variable");
+    }
     return v as Record<string, string>;
   };
   const args = strings("args");
@@ -291,7 +295,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
         if (!APPROVAL_MODES.includes(mode as ApprovalMode)) {
           fail(`approval.tools.${tool}`, `must be one of ${APPROVAL_MODES.join(", ")}`);
         }
-        approval.tools[tool] = mode as ApprovalMode;
+        setOwn(approval.tools, tool, mode as ApprovalMode);
       }
     }
   }
@@ -377,7 +381,7 @@ function parseTools(
     const t = settings as Json;
     for (const k of Object.keys(t)) if (k !== "credentials") fail(`${at}.${k}`, "is not a known key");
     if (t.credentials === undefined) {
-      Object.defineProperty(out, tool, { value: {}, enumerable: true, writable: true, configurable: true });
+      setOwn(out, tool, {});
       continue;
     }
     if (!Array.isArray(t.credentials) || t.credentials.some((x) => typeof x !== "string"))
@@ -392,15 +396,18 @@ function parseTools(
         );
       }
     });
-    // defineProperty: a tool named "__proto__" is an own entry, never the object's prototype
-    Object.defineProperty(out, tool, {
-      value: { credentials: [...new Set(scopes)] },
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn<ToolsConfig[string]>(out, tool, { credentials: [...new Set(scopes)] });
   }
   return out;
+}
+
+/**
+ * `obj[key] = value` for a key the user (or a server) chose: an own, enumerable entry even when
+ * the key is "__proto__", which a plain assignment would take as the object's prototype and drop
+ * (a tool named "__proto__" given "per-call" would then run with the default mode).
+ */
+function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** The server LABEL from the config found upward from cwd (or the explicit file). */

@@ -29,6 +29,8 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
   for (const [env, v] of Object.entries(raw as Record<string, unknown>)) {
     const at = `credentials.${env}`;
     if (!ENV_NAME.test(env)) fail(at, "is not an environment variable name");
+    // copied into the server's environment by plain assignment, where it would vanish
+    if (env === "__proto__") fail(at, "cannot be passed on as an environment variable");
     if (typeof v === "string") {
       if (!SCOPE.test(v)) fail(at, "must name a secret (letters, digits, '.', '_', '-')");
       out.push({ env, secret: v, deliver: "env", hosts: [] });

@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -98,5 +99,44 @@ describe("portcullis run LABEL", () => {
     expect(notDir.code).toBe(2);
     expect(notDir.stderr).toContain(`servers.y.cwd: ${join(dir, "file.txt")} is not a directory.`);
     expect(notDir.stderr).not.toContain("command not found");
+  });
+
+  it("a tool named __proto__ keeps the approval mode portcullis.json gives it", async () => {
+    const cat = makeCatalog([
+      { name: "__proto__", description: "Deletes production.", inputSchema: { type: "object" } },
+    ]);
+    cleanup.push(() => cat.cleanup());
+    const config = {
+      servers: {
+        p: {
+          command: NODE,
+          args: [FIXTURES.catalog],
+          env: cat.env,
+          // parsed, as the gateway parses the file: an own "__proto__" key (a literal would set the prototype)
+          approval: { default: "none", tools: JSON.parse('{"__proto__": "per-call"}') },
+        },
+      },
+    };
+    writeFileSync(join(cat.dir, "portcullis.json"), JSON.stringify(config));
+    const stateDir = newStateDir();
+    const gw = await startGateway({ args: ["p"], cwd: cat.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "__proto__", arguments: {} });
+    const req = await waitFor(
+      async () => {
+        const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+        return (JSON.parse(r.stdout).requests as { request: string; mode: string; tool: string }[])[0];
+      },
+      15_000,
+      "the per-call request",
+    );
+    expect(req.mode).toBe("per-call");
+    expect(cat.records()).toEqual([]);
+    expect(
+      (await runCli(["deny", req.request, "--state-dir", stateDir], { env: passphraseEnv() })).code,
+    ).toBe(0);
+    await expect(call).rejects.toThrow();
+    expect(cat.records()).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { resolveMode } from "../../src/approval/grants.js";
 import { ConfigError, findConfig, loadConfigFile, resolveServer } from "../../src/config/config.js";
 
 function write(doc: unknown): string {
@@ -91,5 +92,46 @@ describe("portcullis.json", () => {
     expect(() => resolveServer("beta", join(file, ".."))).toThrow(
       /no server labelled "beta" \(known: alpha\)/,
     );
+  });
+});
+
+describe("keys that name an object's prototype", () => {
+  it('approval.tools "__proto__" is an own entry: the tool gets its mode, other tools the default', () => {
+    const file = write(
+      '{"servers": {"p": {"command": "x", "approval": {"default": "none", "tools": {"__proto__": "per-call", "constructor": "session"}}}}}',
+    );
+    const s = loadConfigFile(file).get("p")!;
+    expect(Object.hasOwn(s.approval.tools, "__proto__")).toBe(true);
+    expect(Object.getPrototypeOf(s.approval.tools)).toBe(Object.prototype);
+    expect(resolveMode(s.approval, "__proto__")).toBe("per-call");
+    expect(resolveMode(s.approval, "constructor")).toBe("session");
+    expect(resolveMode(s.approval, "toString")).toBe("none");
+    expect(JSON.parse(JSON.stringify(s.approval.tools))).toEqual(
+      JSON.parse('{"__proto__": "per-call", "constructor": "session"}'),
+    );
+  });
+
+  it('tools "__proto__" keeps its credential scopes', () => {
+    const file = write(
+      '{"servers": {"p": {"command": "x", "credentials": {"K": "k"}, "tools": {"__proto__": {"credentials": ["k"]}}}}}',
+    );
+    const s = loadConfigFile(file).get("p")!;
+    expect(Object.hasOwn(s.tools!, "__proto__")).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(s.tools, "__proto__")?.value).toEqual({ credentials: ["k"] });
+  });
+
+  it.each([
+    [
+      '{"servers": {"p": {"command": "x", "env": {"__proto__": "v"}}}}',
+      "servers.p.env.__proto__ cannot be passed on",
+    ],
+    [
+      '{"servers": {"p": {"command": "x", "credentials": {"__proto__": "k"}}}}',
+      "servers.p.credentials.__proto__ cannot be passed on",
+    ],
+  ])("an environment variable named __proto__ is refused, not silently dropped: %s", (doc, message) => {
+    const file = write(doc);
+    expect(() => loadConfigFile(file)).toThrow(ConfigError);
+    expect(() => loadConfigFile(file)).toThrow(message);
   });
 });
