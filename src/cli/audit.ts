@@ -24,7 +24,7 @@ import {
 } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
-import { openStore, type Store } from "../store/db.js";
+import { openStore, type Store, StoreError } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
 import { parse as parseArgs } from "./args.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -173,6 +173,8 @@ async function withStore(stateDir: string, f: (db: Store) => Promise<number>): P
   try {
     db = openStore(stateDir);
   } catch (err) {
+    // a StoreError names the file and what is wrong with it already
+    if (err instanceof StoreError) throw new UsageError(err.message.replace(/\.$/, ""));
     throw new UsageError(`cannot open the store in ${stateDir}: ${(err as Error).message}`);
   }
   try {

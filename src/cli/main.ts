@@ -2,7 +2,8 @@
 import { createRequire } from "node:module";
 import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
-import { StateDirMissingError } from "../store/stateDir.js";
+import { StateDirError } from "../store/stateDir.js";
+import { StoreError } from "../store/storeError.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 
 const HELP = `portcullis — a local trust gateway for MCP servers you build and rebuild
@@ -147,7 +148,13 @@ main(process.argv.slice(2)).then(
     process.exit(code);
   },
   (e: unknown) => {
-    if (e instanceof UsageError || e instanceof ConfigError || e instanceof StateDirMissingError) {
+    // The input or the environment is wrong (a damaged store included): one sentence, exit 2.
+    if (
+      e instanceof UsageError ||
+      e instanceof ConfigError ||
+      e instanceof StateDirError ||
+      e instanceof StoreError
+    ) {
       process.stderr.write(`portcullis: ${e.message}\n`);
       process.exitCode = EXIT_USAGE;
       return;

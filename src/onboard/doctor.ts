@@ -7,7 +7,7 @@ import { processChain } from "../approval/chain.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { keyringExists } from "../keyring/keyring.js";
-import { openStore } from "../store/db.js";
+import { openStore, type Store, StoreError } from "../store/db.js";
 import { OnboardError, readServers } from "./document.js";
 import { foundHostFiles } from "./hosts.js";
 import { isWrapped, readRecords } from "./wrap.js";
@@ -44,8 +44,9 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const findings: Finding[] = [];
   const exists = existsSync(path);
   const mode = exists ? statSync(path).mode & 0o777 : null;
-  findings.push(...stateDirFindings(path, why, mode));
-  const keyring = exists && keyringExists(path);
+  const isDir = exists && statSync(path).isDirectory();
+  findings.push(...stateDirFindings(path, why, mode, isDir));
+  const keyring = isDir && keyringExists(path);
   findings.push(
     keyring
       ? { ok: true, what: "keyring exists", next: "nothing" }
@@ -54,8 +55,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
-  if (exists && existsSync(join(path, "portcullis.db"))) {
-    const store = openStore(path);
+  const store = isDir && existsSync(join(path, "portcullis.db")) ? openOrReport(path, findings) : null;
+  if (store) {
     try {
       for (const g of listGateways(store)) {
         const chain = processChain(g.pid).slice(1);
@@ -72,7 +73,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   }
 
   const hosts: DoctorReport["hosts"] = [];
-  const recorded = new Set(exists ? safeRecords(path) : []);
+  const recorded = new Set(isDir ? safeRecords(path) : []);
   for (const f of foundHostFiles(cwd)) {
     try {
       const servers = readServers(f, readFileSync(f.file, "utf8"));
@@ -102,7 +103,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     stateDir: { path, why, mode: mode === null ? null : mode.toString(8) },
     keyring,
     gateways,
-    console: consoleLine(exists ? path : null),
+    console: consoleLine(isDir ? path : null),
     hosts,
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
     findings,
@@ -114,9 +115,18 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
  * the store and the keyring), or gateways cannot write it (the owner lacks write or search
  * permission, or this user is not let in), and then nothing is recorded.
  */
-function stateDirFindings(path: string, why: string, mode: number | null): Finding[] {
+function stateDirFindings(path: string, why: string, mode: number | null, isDir: boolean): Finding[] {
   if (mode === null)
     return [{ ok: false, what: `state directory ${path} does not exist`, next: "run 'portcullis init'" }];
+  // A file in the directory's place: nothing inside it can be looked at.
+  if (!isDir)
+    return [
+      {
+        ok: false,
+        what: `state directory ${path} is not a directory`,
+        next: "move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME",
+      },
+    ];
   const m = mode.toString(8).padStart(3, "0");
   const out: Finding[] = [];
   if ((mode & 0o077) !== 0)
@@ -149,6 +159,37 @@ function canWrite(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The store, or null with a finding saying what is wrong with it (damaged, not a store, newer
+ * than this portcullis, read-only, disk full): doctor is where a broken store gets explained.
+ */
+function openOrReport(stateDir: string, findings: Finding[]): Store | null {
+  try {
+    return openStore(stateDir);
+  } catch (e) {
+    if (!(e instanceof StoreError)) throw e;
+    findings.push({
+      ok: false,
+      what: e.message.replace(/\.$/, ""),
+      next: storeAdvice(e),
+    });
+    return null;
+  }
+}
+
+/** What to do about a store that cannot be used. */
+function storeAdvice(e: StoreError): string {
+  if (e.problem.startsWith("was written by a newer"))
+    return "use the portcullis that wrote it (this one does not read it: it could misread or damage it)";
+  if (e.problem.startsWith("cannot be written"))
+    return "free disk space, or make the file and its directory writable by you";
+  if (e.problem.startsWith("cannot be opened") || e.problem.includes("permission"))
+    return `check what ${e.path} is and who owns it (ls -l ${e.path})`;
+  if (e.problem.startsWith("is locked"))
+    return "wait for the process holding it, or end it, then run doctor again";
+  return `move it aside and keep it (mv ${e.path} ${e.path}.damaged); the next command creates a new, empty store`;
 }
 
 /** The console's live address (its owner process checked), or "not running". */

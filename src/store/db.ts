@@ -2,6 +2,9 @@ import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { migrations } from "./migrations.js";
+import { StoreError } from "./storeError.js";
+
+export { StoreError };
 
 export type Store = Database.Database;
 
@@ -32,9 +35,16 @@ const PAGE_CACHE_KIB = 2000;
 export function openStore(stateDir: string, file = "portcullis.db"): Store {
   const path = join(stateDir, file);
   ownerOnly(path);
-  const db = new Database(path);
+  let db: Store;
+  try {
+    db = new Database(path);
+  } catch (e) {
+    throw storeError(path, e);
+  }
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // before anything is written to it (the switch to WAL included)
+    retryBusy(() => checkSchema(db, path));
     retryBusy(() => {
       const mode = db.pragma("journal_mode = WAL", { simple: true });
       if (String(mode).toLowerCase() !== "wal") throw busy(`journal_mode is ${String(mode)}`);
@@ -45,10 +55,36 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
     retryBusy(() => migrate(db));
   } catch (e) {
     db.close();
-    throw e;
+    throw storeError(path, e);
   }
   for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
   return db;
+}
+
+/**
+ * What SQLite's (or the file system's) error code says about the file, in words; any other error
+ * (a bug, not the file) is returned as it is.
+ */
+function storeError(path: string, e: unknown): unknown {
+  if (e instanceof StoreError) return e;
+  const code = String((e as { code?: unknown } | null)?.code ?? "");
+  const why = (text: string) => new StoreError(path, text);
+  if (code === "SQLITE_NOTADB")
+    return why("is not a portcullis store (not an SQLite database, or its header is damaged).");
+  if (code.startsWith("SQLITE_CORRUPT")) return why("is damaged (SQLite reports corruption).");
+  if (code === "SQLITE_FULL" || code === "ENOSPC") return why("cannot be written: the disk is full.");
+  if (code.startsWith("SQLITE_READONLY") || code === "EROFS")
+    return why("cannot be written (the file, or its directory, is read-only).");
+  if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "EISDIR" || code === "EACCES")
+    return why(
+      "cannot be opened (it is not a regular file, its directory is not one, or permission is denied).",
+    );
+  if (code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_AUTH"))
+    return why("cannot be used: permission denied.");
+  if (isBusy(e)) return why("is locked by another process, and stayed locked while this one waited.");
+  if (code.startsWith("SQLITE_IOERR")) return why("cannot be read or written (input/output error).");
+  if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`);
+  return e;
 }
 
 /** Creates the file with mode 0600 before SQLite does (SQLite would use the umask), or narrows it. */
@@ -95,6 +131,35 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 /** Opening the store is synchronous; so is the pause between attempts. */
 function sleepMs(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
+}
+
+/** The highest schema version this portcullis knows. */
+const KNOWN_VERSION = Math.max(...migrations.map((m) => m.version));
+
+/**
+ * Refuses a database that is not a portcullis store (tables, but no schema_migrations: another
+ * program's database must not get ours added) and one whose schema is newer than this portcullis
+ * knows (a later version may have changed what a column means: reading it could misreport,
+ * writing it could corrupt it).
+ */
+function checkSchema(db: Store, path: string): void {
+  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as {
+    name: string;
+  }[];
+  if (tables.length === 0) return; // a new store
+  if (!tables.some((t) => t.name === "schema_migrations"))
+    throw new StoreError(
+      path,
+      "is an SQLite database, but not a portcullis store (no schema_migrations table).",
+    );
+  const row = db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: unknown };
+  const newest = typeof row.v === "number" || typeof row.v === "bigint" ? Number(row.v) : 0;
+  if (newest > KNOWN_VERSION)
+    throw new StoreError(
+      path,
+      `was written by a newer portcullis (schema version ${newest}; this one knows up to ${KNOWN_VERSION}): ` +
+        "use that version, or a newer one, with it.",
+    );
 }
 
 function migrate(db: Store): void {

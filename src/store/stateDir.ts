@@ -2,8 +2,13 @@ import { mkdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
+/** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
+export class StateDirError extends Error {
+  override name = "StateDirError";
+}
+
 /** The state directory does not exist, and the command only reads: nothing was created. */
-export class StateDirMissingError extends Error {
+export class StateDirMissingError extends StateDirError {
   override name = "StateDirMissingError";
   constructor(readonly dir: string) {
     super(
@@ -33,8 +38,29 @@ export function stateDirPath(flag?: string): string {
  */
 export function resolveStateDir(flag?: string): string {
   const dir = stateDirPath(flag);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new StateDirError(
+      code === "EEXIST" || code === "ENOTDIR"
+        ? `the state directory ${dir} is not a directory (a file is in its place or on its path).`
+        : `the state directory ${dir} cannot be created (${code ?? String(e)}).`,
+    );
+  }
+  notADirectory(dir);
   return dir;
+}
+
+/** Throws when `dir` exists but is not a directory. */
+function notADirectory(dir: string): void {
+  let isDir = true;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    // gone meanwhile: whoever uses it next says so
+  }
+  if (!isDir) throw new StateDirError(`the state directory ${dir} is not a directory.`);
 }
 
 /**
@@ -45,12 +71,14 @@ export function resolveStateDir(flag?: string): string {
  */
 export function existingStateDir(flag?: string): string {
   const dir = stateDirPath(flag);
-  let isDir = false;
+  let exists = false;
   try {
-    isDir = statSync(dir).isDirectory();
+    statSync(dir);
+    exists = true;
   } catch {
-    isDir = false;
+    exists = false;
   }
-  if (!isDir) throw new StateDirMissingError(dir);
+  if (!exists) throw new StateDirMissingError(dir);
+  notADirectory(dir);
   return dir;
 }

@@ -1,0 +1,16 @@
+// Its own module so that the command-line dispatcher can recognise it without loading SQLite.
+
+/**
+ * The store cannot be opened or brought to this version's schema: one sentence naming the file
+ * and what is wrong with it (exit 2 on the command line; `doctor` reports it as a finding).
+ * Nothing was written to the file by the attempt beyond what SQLite does on open.
+ */
+export class StoreError extends Error {
+  override name = "StoreError";
+  constructor(
+    readonly path: string,
+    readonly problem: string,
+  ) {
+    super(`the store ${path} ${problem}`);
+  }
+}

@@ -1,0 +1,128 @@
+// A store that cannot be used (garbage, truncated, another program's SQLite database, written by
+// a newer portcullis, read-only) or a state directory that is a file: every command says so in
+// one sentence naming the file, exit 2, never "internal error" and a stack trace; doctor reports
+// it as a finding. The real CLI, as separate processes.
+import { chmodSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { type CliResult, runCli } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const COMMANDS = [
+  ["status"],
+  ["approvals"],
+  ["grants"],
+  ["catalog", "list", "x"],
+  ["egress"],
+  ["vault", "list"],
+  ["passkey", "list"],
+  ["audit", "verify"],
+  ["run", "--label", "x", "--", ...fixtureCommand("echo")],
+];
+
+function oneSentence(r: CliResult, about: RegExp): void {
+  expect(r.stderr).not.toMatch(/internal error| {4}at /);
+  expect(r.stderr.trim().split("\n"), r.stderr).toHaveLength(1);
+  expect(r.stderr).toMatch(about);
+  expect(r.code).toBe(2);
+}
+
+async function everyCommandRefuses(stateDir: string, about: RegExp): Promise<void> {
+  for (const args of COMMANDS) oneSentence(await runCli(args, { stateDir, env: passphraseEnv() }), about);
+  const doctor = await runCli(["doctor", "--json"], { stateDir });
+  expect(doctor.stderr).toBe("");
+  expect(doctor.code).toBe(1);
+  const report = JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] };
+  const finding = report.findings.find((f) => !f.ok && about.test(`portcullis: ${f.what}.`));
+  expect(finding, doctor.stdout).toBeDefined();
+  expect(finding!.next).not.toBe("");
+}
+
+/** A state directory whose store has been made and closed, as a gateway leaves it. */
+async function withStore(): Promise<{ stateDir: string; db: string }> {
+  const stateDir = newStateDir();
+  expect((await runCli(["status"], { stateDir })).code).toBe(0);
+  return { stateDir, db: join(stateDir, "portcullis.db") };
+}
+
+describe("a store that cannot be used", () => {
+  it("garbage in portcullis.db: not a portcullis store", async () => {
+    const stateDir = newStateDir();
+    const db = join(stateDir, "portcullis.db");
+    writeFileSync(db, "not a database\n".repeat(100));
+    await everyCommandRefuses(
+      stateDir,
+      new RegExp(`^portcullis( audit)?: the store ${db} is not a portcullis store \\(`),
+    );
+  });
+
+  it("a truncated store: damaged", async () => {
+    const { stateDir, db } = await withStore();
+    truncateSync(db, 5000);
+    await everyCommandRefuses(stateDir, new RegExp(`^portcullis( audit)?: the store ${db} is damaged`));
+  });
+
+  it("another program's SQLite database: refused and left as it was (no tables added, not switched to WAL)", async () => {
+    const stateDir = newStateDir();
+    const db = join(stateDir, "portcullis.db");
+    const other = new Database(db);
+    other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')");
+    other.close();
+    const before = readFileSync(db);
+    await everyCommandRefuses(
+      stateDir,
+      new RegExp(`^portcullis( audit)?: the store ${db} is an SQLite database, but not a portcullis store`),
+    );
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
+
+  it("a store written by a newer portcullis: refused, never read or migrated", async () => {
+    const { stateDir, db } = await withStore();
+    const newer = new Database(db);
+    newer.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (9999, 'later')").run();
+    newer.close();
+    await everyCommandRefuses(
+      stateDir,
+      new RegExp(
+        `^portcullis( audit)?: the store ${db} was written by a newer portcullis \\(schema version 9999;`,
+      ),
+    );
+  });
+
+  it.skipIf(process.getuid?.() === 0)("a read-only store: cannot be written", async () => {
+    const { stateDir, db } = await withStore();
+    chmodSync(db, 0o400);
+    for (const side of ["-wal", "-shm"]) {
+      try {
+        chmodSync(db + side, 0o400);
+      } catch {
+        // not there
+      }
+    }
+    const r = await runCli(["status"], { stateDir });
+    oneSentence(r, new RegExp(`^portcullis: the store ${db} cannot be`));
+  });
+});
+
+describe("a state directory that is a file", () => {
+  it("run and status refuse it in one sentence; doctor reports it", async () => {
+    const file = join(tempDir(), "state");
+    writeFileSync(file, "x");
+    const about = new RegExp(`^portcullis: the state directory ${file} is not a directory`);
+    oneSentence(
+      await runCli(["run", "--label", "x", "--", ...fixtureCommand("echo")], { stateDir: file }),
+      about,
+    );
+    oneSentence(await runCli(["status"], { stateDir: file }), about);
+    const doctor = await runCli(["doctor", "--json"], { stateDir: file });
+    expect(doctor.stderr).toBe("");
+    expect(doctor.code).toBe(1);
+    const report = JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] };
+    expect(report.findings).toContainEqual(
+      expect.objectContaining({ ok: false, what: `state directory ${file} is not a directory` }),
+    );
+  });
+});
