@@ -32,7 +32,7 @@ export async function doctorCommand(args: string[]): Promise<number> {
   out.push(
     `state directory  ${t(r.stateDir.path)}  (from the ${r.stateDir.why}${r.stateDir.mode ? `, mode ${t(r.stateDir.mode)}` : ""})`,
   );
-  out.push(`keyring          ${r.keyring ? "present" : "missing"}`);
+  out.push(`keyring          ${r.keyring ? "present" : "missing or unusable (see the findings)"}`);
   out.push(`console          ${t(r.console)}`);
   out.push(
     `versions         node ${r.versions.node}, portcullis ${r.versions.portcullis}, SQLite ${r.versions.sqlite ?? "(no store yet)"}`,

@@ -141,14 +141,22 @@ export async function main(argv: string[]): Promise<number> {
   return (await load())(rest);
 }
 
+/** The keyring's errors, loaded only when a command failed (the module pulls in the crypto code). */
+async function isKeyringError(e: unknown): Promise<boolean> {
+  if (!(e instanceof Error)) return false;
+  const { KeyringError } = await import("../keyring/keyring.js");
+  return e instanceof KeyringError;
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     // stdout and stderr are synchronous on pipes and files here, so nothing is lost;
     // exiting explicitly ends a gateway whose server left handles behind.
     process.exit(code);
   },
-  (e: unknown) => {
-    // The input or the environment is wrong (a damaged store included): one sentence, exit 2.
+  async (e: unknown) => {
+    // The input or the environment is wrong (a damaged store or keyring included): one
+    // sentence, exit 2.
     if (
       e instanceof UsageError ||
       e instanceof ConfigError ||
@@ -156,6 +164,12 @@ main(process.argv.slice(2)).then(
       e instanceof StoreError
     ) {
       process.stderr.write(`portcullis: ${e.message}\n`);
+      process.exitCode = EXIT_USAGE;
+      return;
+    }
+    // its messages are written to end a sentence the caller finishes
+    if (await isKeyringError(e)) {
+      process.stderr.write(`portcullis: ${(e as Error).message}.\n`);
       process.exitCode = EXIT_USAGE;
       return;
     }

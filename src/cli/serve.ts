@@ -21,7 +21,7 @@ import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache } from "../identity/index.js";
-import { KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
@@ -128,6 +128,8 @@ export async function serve(
         `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
       );
     }
+    // damaged, unreadable, not a file: the message names keyring.json and what is wrong
+    if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}.`);
     throw e;
   }
   try {

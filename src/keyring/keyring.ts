@@ -9,11 +9,13 @@ import {
 } from "node:crypto";
 import {
   closeSync,
+  constants,
+  fstatSync,
   fsyncSync,
   linkSync,
   mkdirSync,
   openSync,
-  readFileSync,
+  readSync,
   renameSync,
   unlinkSync,
   writeSync,
@@ -312,12 +314,50 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   return { keyId: file.audit.keyId, dataKey, auditPrivateKey, signer };
 }
 
+/** A keyring is about 1.5 KB; anything much larger is not one (and is not read into memory). */
+const MAX_KEYRING_BYTES = 64 * 1024;
+
+/**
+ * keyring.json's text, or null when there is none. Anything else that is not a readable regular
+ * file of keyring size is a KeyringError naming the file: opened non-blocking and checked before
+ * reading, so a FIFO, /dev/zero or a directory in its place neither hangs a command nor crashes it.
+ */
 function readKeyringText(stateDir: string): string | null {
+  const path = keyringPath(stateDir);
+  let fd: number;
   try {
-    return readFileSync(keyringPath(stateDir), "utf8");
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    throw new KeyringError(
+      `${path} cannot be read (${code === "EACCES" ? "permission denied" : (code ?? String(err))})`,
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile())
+      throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`);
+    if (st.size > MAX_KEYRING_BYTES)
+      throw new KeyringDamagedError(
+        `${path} is not a usable keyring: it is ${st.size} bytes, far more than a keyring`,
+      );
+    const buf = Buffer.alloc(MAX_KEYRING_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      const got = readSync(fd, buf, n, buf.length - n, null);
+      if (got === 0) break;
+      n += got;
+      if (n > MAX_KEYRING_BYTES)
+        throw new KeyringDamagedError(`${path} is not a usable keyring: it is larger than a keyring`);
+    }
+    return buf.subarray(0, n).toString("utf8");
+  } catch (err) {
+    if (err instanceof KeyringError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new KeyringError(`${path} cannot be read (${code ?? String(err)})`);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -325,6 +365,8 @@ const B64URL = /^[A-Za-z0-9_-]+$/;
 
 function parseKeyring(text: string, path: string): KeyringFile {
   const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`);
+  if (text.trim() === "")
+    throw damaged("it is empty (as a crash while it was written, a full disk or a bad restore leaves it)");
   let f: unknown;
   try {
     f = JSON.parse(text);

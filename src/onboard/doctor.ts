@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
-import { keyringExists } from "../keyring/keyring.js";
+import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
 import { OnboardError, readServers } from "./document.js";
 import { foundHostFiles } from "./hosts.js";
@@ -46,12 +46,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const mode = exists ? statSync(path).mode & 0o777 : null;
   const isDir = exists && statSync(path).isDirectory();
   findings.push(...stateDirFindings(path, why, mode, isDir));
-  const keyring = isDir && keyringExists(path);
-  findings.push(
-    keyring
-      ? { ok: true, what: "keyring exists", next: "nothing" }
-      : { ok: false, what: `no keyring in ${path}`, next: `run 'portcullis init --state-dir ${path}'` },
-  );
+  const keyring = isDir && keyringFinding(path, findings);
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
@@ -177,6 +172,35 @@ function openOrReport(stateDir: string, findings: Finding[]): Store | null {
     });
     return null;
   }
+}
+
+/**
+ * Whether the keyring is there and its public half reads as a keyring (what every gateway needs:
+ * a file that exists but cannot be parsed stops `run` just the same). The passphrase-protected
+ * half is not opened: doctor asks for nothing.
+ */
+function keyringFinding(stateDir: string, findings: Finding[]): boolean {
+  try {
+    if (loadPublicKeyring(stateDir) === null) {
+      findings.push({
+        ok: false,
+        what: `no keyring in ${stateDir}`,
+        next: `run 'portcullis init --state-dir ${stateDir}'`,
+      });
+      return false;
+    }
+  } catch (e) {
+    if (!(e instanceof KeyringError)) throw e;
+    const path = keyringPath(stateDir);
+    findings.push({
+      ok: false,
+      what: e.message,
+      next: `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
+    });
+    return false;
+  }
+  findings.push({ ok: true, what: "keyring exists and reads as a keyring", next: "nothing" });
+  return true;
 }
 
 /** What to do about a store that cannot be used. */
