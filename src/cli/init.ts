@@ -1,4 +1,5 @@
-import { pinnedSigner } from "../approval/pin.js";
+import { rmSync } from "node:fs";
+import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import {
   INSECURE_TEST_KDF_ENV,
   initKeyring,
@@ -7,7 +8,8 @@ import {
   keyringExists,
   keyringPath,
 } from "../keyring/keyring.js";
-import { openStore } from "../store/db.js";
+import { openStore, type Store } from "../store/db.js";
+import { resolveStateDir } from "../store/stateDir.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -20,12 +22,13 @@ the approver key (which signs every approval and denial). Gateways seal audit
 records to the audit public key without it, and honour only decisions signed by
 the approver key pinned in the audit chain (init writes that pin). Reading the
 audit (portcullis audit sessions|activity|show) and deciding need the
-passphrase. An existing keyring is never overwritten.
+passphrase. An existing keyring is never overwritten. init is all or nothing: when
+the store cannot be used or the pin cannot be written, no keyring is left behind.
 
 ${PASSPHRASE_HELP}
 
 Exit codes: 0 created, 2 usage or environment error (a keyring exists already,
-no terminal and no passphrase file, passphrase too short).`;
+no terminal and no passphrase file, passphrase too short, a store that cannot be used).`;
 
 const MIN_PASSPHRASE_LENGTH = 8;
 
@@ -55,10 +58,19 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
         `portcullis init: ${INSECURE_TEST_KDF_ENV}=1: cheap key derivation, for tests only\n`,
       );
     }
-    const keyring = await initKeyring(ctx.stateDir, passphrase);
+    // The store first: one that cannot be used stops init before a keyring exists (a keyring
+    // without its pin would make the next init refuse, and the pin would never be written).
+    resolveStateDir(ctx.stateDir);
     const db = openStore(ctx.stateDir);
+    let keyring: Awaited<ReturnType<typeof initKeyring>>;
     try {
-      await pinnedSigner(db, ctx.stateDir, passphrase);
+      keyring = await initKeyring(ctx.stateDir, passphrase).catch((e: unknown) => {
+        // a full disk or a read-only directory: the temporary file is gone, nothing is left
+        const code = (e as NodeJS.ErrnoException).code;
+        if (typeof code !== "string") throw e;
+        throw new KeyringError(`cannot write ${keyringPath(ctx.stateDir)} (${code})`);
+      });
+      await pinOrTakeBack(db, ctx.stateDir, passphrase, keyring.path);
     } finally {
       db.close();
     }
@@ -69,7 +81,25 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     );
     return 0;
   } catch (err) {
+    if (err instanceof ApproverKeyMismatchError)
+      return fail(
+        `the audit chain in ${ctx.stateDir} already pins the approver key of another keyring, so a new one would never be honoured; nothing was created: restore that keyring.json, or start over in a new state directory`,
+      );
     if (err instanceof PassphraseError || err instanceof KeyringError) return fail(err.message);
+    throw err;
+  }
+}
+
+/**
+ * Pins the new keyring's approver key in the audit chain. When that fails, the keyring made a
+ * moment ago is removed again, so that `init` can be run once more: nothing has been sealed to it
+ * and no pin names it (the pin is one record, written whole or not at all).
+ */
+async function pinOrTakeBack(db: Store, stateDir: string, passphrase: string, path: string): Promise<void> {
+  try {
+    await pinnedSigner(db, stateDir, passphrase);
+  } catch (err) {
+    rmSync(path, { force: true });
     throw err;
   }
 }

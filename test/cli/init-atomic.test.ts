@@ -1,0 +1,53 @@
+// `portcullis init` either leaves a keyring with its approver key pinned in the audit chain, or
+// nothing: a store that cannot be opened stops it before keyring.json is written, and a pin that
+// cannot be written takes the new keyring back, so a second init (once the cause is gone) works.
+// The real CLI, as separate processes.
+import { existsSync, mkdirSync, rmdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { type CliResult, runCli } from "../helpers/gateway.js";
+import { passphraseEnv } from "../helpers/state.js";
+
+function oneSentence(r: CliResult, about: RegExp): void {
+  // the cheap test key derivation is announced on a line of its own
+  const said = r.stderr.replace(/^.*cheap key derivation.*\n/m, "");
+  expect(said).not.toMatch(/internal error| {4}at /);
+  expect(said.trim().split("\n"), r.stderr).toHaveLength(1);
+  expect(said).toMatch(about);
+  expect(r.code).toBe(2);
+}
+
+async function init(stateDir: string): Promise<CliResult> {
+  return runCli(["init"], { stateDir, env: passphraseEnv() });
+}
+
+describe("portcullis init is all or nothing", () => {
+  it("a store that cannot be opened: no keyring is left, and init works once the store can be", async () => {
+    const stateDir = join(tempDir(), "state");
+    mkdirSync(stateDir, { mode: 0o700 });
+    const db = join(stateDir, "portcullis.db");
+    mkdirSync(db); // a directory in the store's place
+    oneSentence(await init(stateDir), new RegExp(`^portcullis: the store ${db} cannot be opened`));
+    expect(existsSync(join(stateDir, "keyring.json"))).toBe(false);
+
+    rmdirSync(db);
+    const again = await init(stateDir);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/pinned in the audit chain/);
+    const verify = await runCli(["audit", "verify", "--json"], { stateDir });
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, records: 1 });
+  });
+
+  it("a pin that cannot be written (the chain pins another keyring's key): the new keyring is taken back", async () => {
+    const stateDir = join(tempDir(), "state");
+    expect((await init(stateDir)).code).toBe(0);
+    rmSync(join(stateDir, "keyring.json")); // lost; the store still pins its approver key
+    oneSentence(
+      await init(stateDir),
+      /^portcullis init: the audit chain in .* already pins the approver key of another keyring/,
+    );
+    expect(existsSync(join(stateDir, "keyring.json"))).toBe(false);
+  });
+});
