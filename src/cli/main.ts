@@ -51,6 +51,8 @@ type Command = (args: string[]) => Promise<number>;
 function withStateDir(
   run: (args: string[], ctx: { stateDir: string }) => Promise<number>,
   only: "reads" | "writes",
+  /** the command given nothing else prints its help (audit, vault, passkey); not lock or init */
+  bareIsHelp = false,
 ): Command {
   return async (args) => {
     const rest = [...args];
@@ -70,9 +72,11 @@ function withStateDir(
       }
     }
     const { existingStateDir, resolveStateDir, stateDirPath } = await import("../store/stateDir.js");
-    // Help, and verifying an export file, need no state directory at all.
+    // Help, and verifying an export file, need no state directory at all. A command that acts
+    // when given nothing else (lock, unlock, init) does need it: a mistyped --state-dir must not
+    // be reported as a vault already locked.
     const noState =
-      rest.length === 0 ||
+      (bareIsHelp && rest.length === 0) ||
       rest.some((a) => a === "--help" || a === "-h" || a === "--file" || a.startsWith("--file="));
     if (noState) return run(rest, { stateDir: stateDirPath(flag) });
     return run(rest, { stateDir: only === "reads" ? existingStateDir(flag) : resolveStateDir(flag) });
@@ -98,8 +102,8 @@ const commands: Record<string, () => Promise<Command>> = {
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),
-  audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads"),
-  passkey: async () => withStateDir((await import("./passkey.js")).passkeyCommand, "reads"),
+  audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads", true),
+  passkey: async () => withStateDir((await import("./passkey.js")).passkeyCommand, "reads", true),
   demo: async () => (await import("./demo.js")).demoCommand,
   wrap: async () => {
     const { wrapCommand } = await import("./wrap.js");
@@ -112,7 +116,7 @@ const commands: Record<string, () => Promise<Command>> = {
   doctor: async () => (await import("./doctor.js")).doctorCommand,
   console: async () => (await import("./console.js")).consoleCommand,
   drill: async () => (await import("./drill.js")).drillCommand,
-  vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads"),
+  vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads", true),
   unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),
   lock: async () => withStateDir((await import("./vault.js")).lockCommand, "reads"),
   egress: async () => (await import("./egress.js")).egressCommand,

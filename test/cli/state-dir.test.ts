@@ -1,0 +1,52 @@
+// A state directory that does not exist (a typo in --state-dir or PORTCULLIS_HOME) is refused by
+// every command that acts on state, including those given no other argument: `lock` must not say
+// "the vault was already locked" about a directory no gateway uses while the real vault stays
+// unlocked. And a state directory that is a file is refused by init too. The real CLI.
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { passphraseEnv } from "../helpers/state.js";
+
+describe("a state directory that is not there", () => {
+  it.each([["lock"], ["unlock"]])("bare `%s` refuses it and creates nothing", async (command) => {
+    const missing = join(tempDir(), "typo");
+    const env = passphraseEnv();
+    for (const r of [
+      await runCli([command, "--state-dir", missing], { env }),
+      await runCli([command], { stateDir: missing, env }), // PORTCULLIS_HOME
+    ]) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).not.toMatch(/already locked|vault locked|unlocked/);
+      expect(r.stderr).toBe(
+        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here.\n`,
+      );
+    }
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  it("bare audit, vault and passkey still print their help without one", async () => {
+    const missing = join(tempDir(), "typo");
+    for (const command of ["audit", "vault", "passkey"]) {
+      const r = await runCli([command], { stateDir: missing });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toMatch(/usage/i);
+      expect(r.stderr).toBe("");
+    }
+  });
+
+  it("bare init creates it, and refuses a file in its place in one sentence", async () => {
+    const made = join(tempDir(), "new");
+    const ok = await runCli(["init"], { stateDir: made, env: passphraseEnv() });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(existsSync(join(made, "keyring.json"))).toBe(true);
+
+    const file = join(tempDir(), "state");
+    writeFileSync(file, "x");
+    const r = await runCli(["init"], { stateDir: file, env: passphraseEnv() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`^portcullis: the state directory ${file} is not a directory`));
+    expect(r.stderr).not.toMatch(/internal error/);
+  });
+});
