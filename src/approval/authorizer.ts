@@ -8,6 +8,7 @@ import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { VaultPort } from "../vault/port.js";
 import { scopesForTool, serverScopes, type ToolsConfig, toolScopeNote } from "../vault/toolScopes.js";
+import { reviewDigest } from "./decision.js";
 import {
   type ApprovalConfig,
   type ApprovalMode,
@@ -135,6 +136,13 @@ export class Authorizer implements AuthorizationPort {
   private readonly ended = new Set<string>();
   /** This run's session grants the gateway has seen live (read, or taken for a call). */
   private readonly known = new Set<string>();
+  /**
+   * The digest of the review this gateway wrote for each request it made. A grant counts only
+   * when it names that review (its signature covers the digest): the stored review can be
+   * rewritten by any process of the user, and a human who approved a rewritten one approved
+   * nothing this gateway asked.
+   */
+  private readonly reviews = new Map<string, string>();
 
   constructor(private readonly o: AuthorizerOptions) {
     const liveGrant = o.db
@@ -350,13 +358,29 @@ export class Authorizer implements AuthorizationPort {
     return grants;
   }
 
-  /** The grants whose signature verifies; the others are reported (once each) and left out. */
+  /**
+   * The grants whose signature verifies and that approve a review this gateway wrote; the others
+   * are reported (once each) and left out.
+   */
   private honoured(grants: GrantRecord[]): GrantRecord[] {
     return grants.filter((g) => {
       const v = this.o.verifier.verifyGrant(g);
       if (!v.ok) this.reject({ what: "grant", grant: g.grant, request: g.request }, v.why);
-      return v.ok;
+      return v.ok && this.reviewed(g);
     });
+  }
+
+  /** Whether the (verified) grant approves the review this gateway wrote for its request; reported once if not. */
+  private reviewed(g: GrantRecord): boolean {
+    const ok =
+      g.request !== null && g.reviewDigest !== null && this.reviews.get(g.request) === g.reviewDigest;
+    if (!ok) {
+      this.reject(
+        { what: "grant", grant: g.grant, request: g.request },
+        "it approves a review this gateway did not write (the request's review was changed in the store)",
+      );
+    }
+    return ok;
   }
 
   /** Records once that a decision row was not honoured, and why (stderr and the audit). */
@@ -388,6 +412,7 @@ export class Authorizer implements AuthorizationPort {
       this.reject({ what: "grant", grant: g.grant, request: id }, v.why);
       return false;
     }
+    if (!this.reviewed(g)) return false;
     const fits =
       g.request === id &&
       g.agentRun === this.o.run.run &&
@@ -692,6 +717,8 @@ export class Authorizer implements AuthorizationPort {
     } catch (e) {
       review = this.minimalReview(id, createdAt, expiresAt, call, mode, (e as Error).message);
     }
+    // As it is stored (JSON text) and shown, so that the human's digest can match it.
+    this.reviews.set(id, reviewDigest(JSON.parse(JSON.stringify(review))));
     insertRequest(db, {
       request: id,
       agentRun: run.run,

@@ -25,10 +25,23 @@ export interface DecisionStatement {
   grant: string | null;
   /** when the grant was issued, or the denial made */
   issuedAt: string;
+  /**
+   * An approval's: the digest of the review the human was shown (reviewDigest). The gateway that
+   * wrote the review honours the grant only when it names that review, so a review rewritten in
+   * the store shows the human one call while the signature approves nothing. Absent from
+   * denials, and from grants signed before it existed (the key is then left out, not null, so
+   * their digest is unchanged).
+   */
+  review?: string;
 }
 
 export function decisionDigest(s: DecisionStatement): string {
   return sha256Tag(canonicalJson(s));
+}
+
+/** The digest of a review as it is stored and shown: RFC 8785 canonical JSON, SHA-256. */
+export function reviewDigest(review: unknown): string {
+  return sha256Tag(canonicalJson(review));
 }
 
 /** The statement a grant row stands for (its signature must cover exactly this). */
@@ -45,9 +58,10 @@ export function grantStatement(
     | "credentialScope"
     | "issuedAt"
     | "argumentsDigest"
+    | "reviewDigest"
   >,
 ): DecisionStatement {
-  return {
+  const s: DecisionStatement = {
     v: "portcullis-decision/1",
     request: g.request,
     decision: "approve",
@@ -62,6 +76,8 @@ export function grantStatement(
     grant: g.grant,
     issuedAt: g.issuedAt,
   };
+  if (g.reviewDigest !== null) s.review = g.reviewDigest;
+  return s;
 }
 
 /** What a denial covers: the fields of a request row (requests.ts's ApprovalRequest has them all). */

@@ -67,6 +67,8 @@ export interface GrantRecord extends Grant {
   argumentsDigest: string | null;
   /** the approver's Ed25519 signature over the grant's decision digest (src/approval/decision.ts) */
   signature: string | null;
+  /** the digest of the review the approval was given on (null: a grant signed before it existed) */
+  reviewDigest: string | null;
 }
 
 export interface GrantDbRow {
@@ -89,6 +91,7 @@ export interface GrantDbRow {
   ended_reason: string | null;
   arguments_digest: string | null;
   signature: string | null;
+  review_digest?: string | null;
 }
 
 export function toGrantRecord(r: GrantDbRow): GrantRecord {
@@ -112,6 +115,7 @@ export function toGrantRecord(r: GrantDbRow): GrantRecord {
     endedReason: r.ended_reason,
     argumentsDigest: r.arguments_digest,
     signature: r.signature,
+    reviewDigest: r.review_digest ?? null,
   };
 }
 

@@ -37,6 +37,7 @@ import {
   decideRequest,
   decisionStatement,
   pendingRequest,
+  sameReviewAsShown,
 } from "./requests.js";
 import { DecisionVerifier } from "./trust.js";
 
@@ -196,17 +197,22 @@ export function preparePasskeyDecision(
   db: Store,
   requestId: string,
   decision: "approve" | "deny",
-  o: { mode?: "session" | "call" | "per-call"; reason?: string; rpId?: string } = {},
+  o: { mode?: "session" | "call" | "per-call"; reason?: string; rpId?: string; reviewed?: string } = {},
 ): PreparedPasskeyDecision {
   const asked = pendingRequest(db, requestId);
   const forWhat = o.mode ?? (asked.mode === "per-call" ? "call" : "session");
   const d: Decision =
     decision === "approve"
-      ? { approve: true, for: forWhat === "session" ? "session" : "call" }
+      ? {
+          approve: true,
+          for: forWhat === "session" ? "session" : "call",
+          ...(o.reviewed !== undefined ? { reviewed: o.reviewed } : {}),
+        }
       : o.reason === undefined
         ? { approve: false }
         : { approve: false, reason: o.reason };
   const req = decidableRequest(db, requestId, d);
+  sameReviewAsShown(req, d);
   const statement = decisionStatement(req, d, ulid(), new Date().toISOString());
   return {
     request: requestId,

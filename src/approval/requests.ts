@@ -3,7 +3,13 @@ import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
 import type { ChainEntry } from "./chain.js";
-import { type DecisionStatement, decisionDigest, denialStatement, grantStatement } from "./decision.js";
+import {
+  type DecisionStatement,
+  decisionDigest,
+  denialStatement,
+  grantStatement,
+  reviewDigest,
+} from "./decision.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
@@ -290,7 +296,14 @@ export function nextExpiry(db: Store, agentRun: string, serverLabel: string): nu
   return r?.at ? Date.parse(r.at) : null;
 }
 
-export type Decision = { approve: true; for: "session" | "call" } | { approve: false; reason?: string };
+/**
+ * A human's decision. `reviewed`: the digest (reviewDigest) of the review the human was shown;
+ * when given, a request whose stored review is no longer that one is not decided (it changed
+ * between showing and deciding: show it again).
+ */
+export type Decision =
+  | { approve: true; for: "session" | "call"; reviewed?: string }
+  | { approve: false; reason?: string };
 
 export class DecisionError extends Error {
   override name = "DecisionError";
@@ -387,7 +400,23 @@ export function decisionStatement(
   if (!decision.approve) return denialStatement({ ...req, decidedAt: now, reason: decision.reason ?? null });
   const grant = grantFor(req, decision.for, grantId, now);
   const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
-  return grantStatement({ ...grant, request: req.request, argumentsDigest });
+  return grantStatement({
+    ...grant,
+    request: req.request,
+    argumentsDigest,
+    reviewDigest: reviewDigest(req.review),
+  });
+}
+
+/** Refuses to approve `req` when the human was shown another review than the stored one. */
+export function sameReviewAsShown(req: ApprovalRequest, decision: Decision): void {
+  if (!decision.approve || decision.reviewed === undefined) return;
+  if (decision.reviewed !== reviewDigest(req.review)) {
+    throw new DecisionError(
+      `approval request ${req.request} changed after it was shown (its review in the store is not the one reviewed); show it again and decide on what it says now`,
+      "not-pending",
+    );
+  }
 }
 
 /** The signature `proof` gives `statement`; a passkey's only if it signed exactly this statement. */
@@ -422,6 +451,7 @@ export function decideRequest(
   return db
     .transaction((): DecisionResult => {
       const req = decidableRequest(db, id, decision);
+      sameReviewAsShown(req, decision);
       // a passkey signed a statement whose grant id and time were chosen when it was prepared
       const fixed = proof instanceof DecisionSigner ? null : proof.statement;
       const now = fixed?.issuedAt ?? new Date().toISOString();
@@ -439,8 +469,8 @@ export function decideRequest(
       db.prepare(
         `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
            tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by,
-           arguments_digest, signature)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           arguments_digest, signature, review_digest)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         grant.grant,
         grant.agentRun,
@@ -457,6 +487,7 @@ export function decideRequest(
         by,
         argumentsDigest,
         signature,
+        reviewDigest(req.review),
       );
       grantsWritten(db);
       db.prepare(

@@ -109,6 +109,18 @@ export const signedDecisionsMigration: Migration = {
 };
 
 /**
+ * The digest of the review an approval was given on (src/approval/decision.ts, `review`): part of
+ * what the grant's signature covers, so the column only lets the statement be rebuilt.
+ */
+export const reviewDigestMigration: Migration = {
+  version: 16,
+  owner: "approval (review digest)",
+  sql: `
+    ALTER TABLE grants ADD COLUMN review_digest TEXT;
+  `,
+};
+
+/**
  * Passkeys (WebAuthn credentials) registered as approvers. Only a cache of the audit chain: a
  * passkey has authority when its pin record there, signed by the approver key, names it and no
  * removal record does (src/approval/passkeyChain.ts). A row inserted here by SQL is listed (as

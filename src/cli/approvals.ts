@@ -1,9 +1,16 @@
 import { userInfo } from "node:os";
 import { expireAbandoned } from "../approval/abandoned.js";
+import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { publicRequest, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
-import { DecisionError, decideRequest, pendingRequest, pendingRequests } from "../approval/requests.js";
+import {
+  type ApprovalRequest,
+  DecisionError,
+  decideRequest,
+  pendingRequest,
+  pendingRequests,
+} from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
@@ -278,7 +285,7 @@ async function decideNext(
     return EXIT_OK;
   }
   if (decided.choice === "deny") return deny(db, stateDir, req.request, decided.reason, verbose, true);
-  return approve(db, stateDir, req.request, decided.choice, verbose, true);
+  return approve(db, stateDir, req.request, decided.choice, verbose, req);
 }
 
 async function approve(
@@ -287,7 +294,7 @@ async function approve(
   id: string,
   forWhat: "session" | "call" | undefined,
   verbose: boolean,
-  shown = false,
+  shown?: ApprovalRequest,
 ): Promise<number> {
   const req = pendingOrFail(db, "approval", id);
   const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
@@ -304,7 +311,9 @@ async function approve(
       : "Approving this one call only.\n",
   );
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
-  const { grant } = decideRequest(db, id, { approve: true, for: scope }, by, signer);
+  // What was shown is what is signed: a review changed in the store since then is not decided.
+  const reviewed = reviewDigest((shown ?? req).review);
+  const { grant } = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer);
   process.stdout.write(
     `approved ${id}: grant ${grant!.grant} (${grant!.mode}, until ${grant!.expiresWhen})\n`,
   );

@@ -1,5 +1,4 @@
 import { basename } from "node:path";
-import { safeText } from "../catalog/text.js";
 import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
@@ -138,7 +137,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (values.label !== undefined && !LABEL_PATTERN.test(values.label)) {
     // The same rule as a portcullis.json label: the label reaches status, the audit log and reviews.
     throw new UsageError(
-      `run: --label must be a plain label (${LABEL_RULE}); got ${safeText(JSON.stringify(values.label))}.`,
+      `run: --label must be a plain label (${LABEL_RULE}); the one given is not.`,
     );
   }
   let server: ServerConfig;

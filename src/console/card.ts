@@ -4,6 +4,7 @@
  * decision form. Built from the review stored with the request (src/approval/review.ts), made
  * printable by publicRequest (arguments and records redacted), every string escaped by `html`.
  */
+import { reviewDigest } from "../approval/decision.js";
 import { publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
@@ -91,11 +92,20 @@ function argumentsPart(r: Review): Html {
  * the form's first button, an approval). With `passkey.here`, the page's script runs each
  * decision as a passkey ceremony instead.
  */
-export function decisionForm(req: ApprovalRequest, csrf: string, passkey?: PasskeyDecisions): Html {
+/**
+ * The decision forms. `reviewed`: the digest of the stored review this card shows, sent back so
+ * that a review changed in the store since the page was made is not decided on (requests.ts).
+ */
+export function decisionForm(
+  req: ApprovalRequest,
+  csrf: string,
+  reviewed: string,
+  passkey?: PasskeyDecisions,
+): Html {
   const perCall = req.mode === "per-call";
   const open = html`<form method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
     passkey?.here ? html`data-passkey="decide" data-request="${req.request}"` : ""
-  }><input type="hidden" name="csrf" value="${csrf}">`;
+  }><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="reviewed" value="${reviewed}">`;
   return html`<div class="decide">${open}
     ${
       perCall
@@ -123,7 +133,7 @@ export function reviewCard(
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p></header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
-    ${pending ? decisionForm(req, csrf, passkey) : decided(req)}
+    ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : decided(req)}
   </article>`;
 }
 

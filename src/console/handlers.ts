@@ -192,24 +192,40 @@ async function decide(ctx: RouteContext): Promise<void> {
   const chosen = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
   if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
   const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
+  // The digest of the review the page showed: an approval is made on that review or not at all.
+  const reviewed = form!.get("reviewed") ?? "";
+  if (chosen !== "deny" && reviewed === "")
+    return page(
+      ctx,
+      400,
+      "Bad request",
+      messageBody("Bad request", "reload the request's page and decide there"),
+    );
   let proof = app.sessions.proof(s, ctx.proofKey);
   let how = "passphrase verified at login";
   let proofKey: string | null = null;
   if (!proof) {
     const passphrase = form!.get("passphrase");
-    if (!passphrase) return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf));
+    if (!passphrase)
+      return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf, reviewed));
     try {
       proof = await app.prove(passphrase);
     } catch (e) {
       const problem = proofProblem(e);
       if (problem === null) throw e;
-      return page(ctx, 401, "Prove it is you", proofBody(req, action, reason, s.csrf, problem));
+      return page(ctx, 401, "Prove it is you", proofBody(req, action, reason, s.csrf, reviewed, problem));
     }
     proofKey = app.sessions.proven(s, proof);
     how = "passphrase verified";
   }
   const decision: Decision =
-    chosen === "deny" ? (reason ? { approve: false, reason } : { approve: false }) : chosen;
+    chosen === "deny"
+      ? reason
+        ? { approve: false, reason }
+        : { approve: false }
+      : chosen.approve
+        ? { ...chosen, reviewed }
+        : chosen;
   try {
     refuseWithoutGateway(app, req);
     const result = decideRequest(app.db, id, decision, by(how), proof.signer);

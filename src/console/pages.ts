@@ -116,6 +116,7 @@ export function proofBody(
   action: string,
   reason: string,
   csrf: string,
+  reviewed: string,
   problem?: string,
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
@@ -125,6 +126,7 @@ export function proofBody(
     <input type="hidden" name="csrf" value="${csrf}">
     <input type="hidden" name="action" value="${action}">
     <input type="hidden" name="reason" value="${reason}">
+    <input type="hidden" name="reviewed" value="${reviewed}">
     <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="decision-proof"></label>
     <button type="submit" data-testid="decision-submit">Decide</button>
   </form><p><a href="/requests/${encodeURIComponent(req.request)}">cancel</a></p></section>`;

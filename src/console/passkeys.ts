@@ -264,6 +264,10 @@ function decisionOptions(ctx: RouteContext) {
   if (!chosen) return refuse(ctx, 400, "choose approve or deny");
   const reasonGiven = field(ctx.json, "reason");
   const reason = typeof reasonGiven === "string" ? reasonGiven.trim().slice(0, 500) : "";
+  // the digest of the review the page showed (card.ts): an approval is prepared on it or not at all
+  const reviewed = field(ctx.json, "reviewed");
+  if (chosen.decision === "approve" && (typeof reviewed !== "string" || reviewed === ""))
+    return refuse(ctx, 400, "reload the request's page and decide there");
   try {
     const req = getRequest(app.db, id);
     if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
@@ -271,6 +275,7 @@ function decisionOptions(ctx: RouteContext) {
     const prepared = preparePasskeyDecision(app.db, id, chosen.decision, {
       ...(chosen.mode ? { mode: chosen.mode } : {}),
       ...(chosen.decision === "deny" && reason ? { reason } : {}),
+      ...(chosen.decision === "approve" ? { reviewed: reviewed as string } : {}),
       rpId: PASSKEY_RP_ID,
     });
     ceremoniesOf(ctx.session!).decisions.put(prepared.options.challenge, prepared);

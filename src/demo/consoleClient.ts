@@ -77,9 +77,13 @@ export class ConsoleClient {
     action: "approve-session" | "approve-call" | "deny",
     reason = "",
   ): Promise<void> {
+    // The request's page, as the human has it open: its form names the review it shows.
+    const card = await send(this.base, `/requests/${encodeURIComponent(request)}`, this.cookie);
+    const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)?.[1] ?? "";
     const r = await send(this.base, `/requests/${encodeURIComponent(request)}/decide`, this.cookie, {
       csrf: this.csrf,
       proof: this.proofKey,
+      reviewed,
       action,
       reason,
     });

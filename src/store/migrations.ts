@@ -3,7 +3,12 @@
  * that has shipped is never edited, a change is a new entry. Each module that
  * owns tables owns its migration entries (noted beside each).
  */
-import { approvalMigration, passkeysMigration, signedDecisionsMigration } from "../approval/schema.js";
+import {
+  approvalMigration,
+  passkeysMigration,
+  reviewDigestMigration,
+  signedDecisionsMigration,
+} from "../approval/schema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
 import { egressMigration } from "../vault/egress/schema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
@@ -103,4 +108,5 @@ export const migrations: Migration[] = [
   passkeysMigration,
   egressMigration,
   openIntentsWithoutRowid,
+  reviewDigestMigration,
 ];

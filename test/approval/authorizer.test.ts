@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { reviewDigest } from "../../src/approval/decision.js";
 import { getGrant, revokeGrant } from "../../src/approval/grants.js";
 import { DecisionError, decideRequest, getRequest } from "../../src/approval/requests.js";
 import { endRun } from "../../src/approval/runs.js";
@@ -433,5 +434,39 @@ describe("modes and scopes", () => {
     expect((await auth.vault(callOf(publishPreview, A)))?.code).toBe(REFUSAL_CODES.vault_locked);
     const { auth: plain } = makeAuthorizer(db, testRun(db), { credentials: {} });
     expect(await plain.vault(callOf(publishPreview, A))).toBeNull();
+  });
+});
+
+describe("the review the human was shown", () => {
+  it("an approval made on another review than the stored one is refused before it is signed; on the stored one it covers", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const call = callOf(publishPreview, A);
+    const got = auth.obtain(call);
+    const req = await pendingOf(other, run);
+    // The review changed in the store after the human was shown it (or the human saw another).
+    const shownElsewhere = reviewDigest({
+      ...req.review,
+      tool: { ...req.review.tool, name: "something_else" },
+    });
+    expect(() =>
+      decideRequest(
+        other,
+        req.request,
+        { approve: true, for: "session", reviewed: shownElsewhere },
+        "t",
+        signer(),
+      ),
+    ).toThrow(DecisionError);
+    expect(getRequest(other, req.request)!.state).toBe("pending");
+    const { grant } = decideRequest(
+      other,
+      req.request,
+      { approve: true, for: "session", reviewed: reviewDigest(req.review) },
+      "t",
+      signer(),
+    );
+    expect(grant).not.toBeNull();
+    expect(await got).toEqual({ grant: grant!.grant });
   });
 });

@@ -260,10 +260,11 @@ describe("the session cookie on another port", () => {
     // With it, the agent reads a page (and its CSRF token) and posts the decision as the page would.
     const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: cookie! } });
     const csrf = /name="csrf" value="([^"]+)"/.exec(card.body)![1]!;
+    const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
     const forged = await post(
       base,
       `/requests/${req.request}/decide`,
-      { csrf, action: "approve-session" },
+      { csrf, reviewed, action: "approve-session" },
       { Cookie: cookie! },
     );
     expect(forged.status).toBe(200);

@@ -313,7 +313,12 @@ describe("the passkey routes' edges", () => {
     expect(
       (await local.form(`/requests/${req.request}/decide`, { csrf: lcsrf, action: "constructor" })).status,
     ).toBe(400);
-    const prepared = await local.json(`${path}/options`, { action: "approve-session" }, lcsrf);
+    // Without the digest of the review the page showed, nothing is prepared; with it, it is.
+    expect((await local.json(`${path}/options`, { action: "approve-session" }, lcsrf)).status).toBe(400);
+    const reviewed = /name="reviewed" value="([^"]+)"/.exec(
+      (await local.get(`/requests/${req.request}`)).body,
+    )![1]!;
+    const prepared = await local.json(`${path}/options`, { action: "approve-session", reviewed }, lcsrf);
     expect(prepared.status, prepared.body).toBe(200);
     const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
     const answer = fake.assert(options.challenge, { origin: `http://localhost:${port}`, rpId: "localhost" });

@@ -182,10 +182,12 @@ describe("forged decisions", () => {
       expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
 
       // The same POST with the session's own token and Origin is a decision (signed: the call proceeds).
+      const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
+      const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
       const ok = await post(
         base,
         path,
-        { ...approve, csrf: a.csrf, proof: a.proofKey! },
+        { ...approve, csrf: a.csrf, proof: a.proofKey!, reviewed },
         { Cookie: a.cookie },
       );
       expect(ok.status, ok.body).toBe(303);

@@ -130,6 +130,38 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([{ to: "alice", amount: 1 }]);
   });
 
+  it("a review rewritten before the human reads it: the approval of what was shown covers nothing", async () => {
+    const { stateDir, gw, db, received } = await setup(
+      [PAY],
+      ["--approval", "per-call", "--approval-timeout", "60000"],
+    );
+    const call = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 10000 } });
+    const outcome = call.then(
+      () => "answered",
+      (e) => refusal(e).code,
+    );
+    const req = await nextRequest(stateDir);
+    const row = db
+      .prepare("SELECT review_json FROM approval_requests WHERE request = ?")
+      .get(req.request) as {
+      review_json: string;
+    };
+    const fake = row.review_json.replaceAll("mallory", "alice").replaceAll("10000", "10");
+    db.prepare("UPDATE approval_requests SET review_json = ? WHERE request = ?").run(fake, req.request);
+
+    // The human reads the rewritten review and approves it, signed: the gateway wrote another
+    // review, so the grant covers nothing, and it says why; the call keeps waiting.
+    const shown = await runCli(["approvals", "--state-dir", stateDir]);
+    expect(shown.stdout).toContain("alice");
+    expect(shown.stdout).not.toContain("mallory");
+    await decideByCli(stateDir, "approve", req.request);
+    await gw.waitForStderr(/is not honoured: it approves a review this gateway did not write/, 20_000);
+    expect(received()).toEqual([]);
+    await gw.close();
+    expect(await outcome).not.toBe("answered");
+    expect(received()).toEqual([]);
+  });
+
   it("an approved definition rewritten to match an expanded tool does not make the expansion cosmetic", async () => {
     const { stateDir, gw, db, toolsFile, received } = await setup(
       [FETCH],
