@@ -1,7 +1,10 @@
 // The digest cache: file content digests keyed by (path, size, mtime, ctime, inode), and directory
 // listings keyed by (path, mtime, ctime, inode), persisted in compact binary files that are written
 // atomically (temporary file + rename). A missing, truncated or corrupt file is ignored: the cache
-// starts empty and is rebuilt by the next capture.
+// starts empty and is rebuilt by the next capture. The checksum catches damage, not forgery: any
+// process of the user can write these files, so a capture takes from them only the digests of
+// the dependency tree and of installed programs; the server's own files are hashed every time
+// (DigestJob.file's `fresh`, docs/identity.md "What the cache is trusted with").
 //
 // The cache is shared by every gateway of the user, so it holds every dependency tree any of them
 // digested (tens of thousands of directories). The listings of each tree therefore live in a file

@@ -2,7 +2,7 @@
 // identity digest, and the human description of what changed between two records.
 import { execFile } from "node:child_process";
 import { statSync } from "node:fs";
-import { dirname, extname, join, resolve, sep } from "node:path";
+import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
@@ -18,6 +18,7 @@ import {
   resolveLaunch,
   unreadable,
 } from "./resolve.js";
+import { toolOf } from "./tools.js";
 import type {
   ExecutionRecord,
   FileDigest,
@@ -73,11 +74,14 @@ export async function captureStaticIdentity(
   const patterns = spec.include ?? [];
   const globSync = patterns.length > 0 ? await loadGlob() : null;
   const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
-  const exeSlot = r.executable === null ? null : job.file(r.executable);
-  const entrySlot = r.entry === null ? null : job.file(r.entry);
-  const wrapperSlots = r.wrappers.map((w) => [w, job.file(w)] as const);
+  // The server's own code is hashed fresh every time (a forged cache entry could hide a change
+  // to it); installed tools (the runtime, a shell, npx…) and the dependency tree use the cache.
+  const exeSlot =
+    r.executable === null ? null : job.file(r.executable, !isInstalledTool(spec.command, r.executable));
+  const entrySlot = r.entry === null ? null : job.file(r.entry, true);
+  const wrapperSlots = r.wrappers.map((w) => [w, job.file(w, true)] as const);
   const lockPath = findUp(r.entry === null ? cwd : dirname(r.entry), LOCKFILES);
-  const lockSlot = lockPath === null ? null : job.file(lockPath);
+  const lockSlot = lockPath === null ? null : job.file(lockPath, true);
   const rtExe = r.runtime?.exe ?? null;
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   for (const p of alsoWarm) job.alsoWarm(p); // skipped when queued above or cached
@@ -121,6 +125,15 @@ export async function captureStaticIdentity(
     envDigest: envDigest(spec.env),
     configDigest: spec.configDigest,
   };
+}
+
+/**
+ * A command portcullis knows by name (a runtime, a shell, a package runner, a prefix such as
+ * `env`): an installed program that runs the server, not the server's code. It can be large (the
+ * node binary is ~100 MB), so its digest comes from the cache, like the dependency tree's.
+ */
+function isInstalledTool(command: string, executable: string): boolean {
+  return toolOf(basename(command)) !== null || toolOf(basename(executable)) !== null;
 }
 
 function usesNodeModules(r: Resolved): boolean {

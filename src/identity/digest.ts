@@ -35,6 +35,8 @@ export function linkDigest(target: string): string {
 
 interface TreeState {
   root: string;
+  /** hash every file, never taking a digest from the cache (see DigestJob.file) */
+  fresh: boolean;
   /** the cached directory listings of this tree (none for a glob's files) */
   listings: TreeListings | null;
   listingChanged: boolean;
@@ -50,9 +52,10 @@ interface TreeState {
   shas: (string | null)[];
 }
 
-function treeState(root: string, gen: number, listings: TreeListings | null): TreeState {
+function treeState(root: string, gen: number, listings: TreeListings | null, fresh = false): TreeState {
   return {
     root,
+    fresh,
     listings,
     listingChanged: false,
     gen,
@@ -117,8 +120,15 @@ export class DigestJob {
       this.touched = abs;
   }
 
-  /** A single file, symlinks followed. The slot is filled now (cache hit) or by run(). */
-  file(abs: string): Slot {
+  /**
+   * A single file, symlinks followed. The slot is filled now (cache hit) or by run(). `fresh`:
+   * hashed whatever the cache says. The cache is a file any process of the user can write, with
+   * no secret to authenticate it, so an entry for a changed file's new (size, mtime, ctime,
+   * inode) carrying the old digest would pass for the old code. The few files that are the
+   * server's own code are read every time; the result still goes into the cache, which
+   * overwrites such an entry.
+   */
+  file(abs: string, fresh = false): Slot {
     const slot: Slot = {};
     let st: Stats;
     try {
@@ -132,7 +142,7 @@ export class DigestJob {
       slot.error = st.isDirectory() ? "EISDIR" : "ENOTREG";
       return slot;
     }
-    const hit = this.cache.lookupFile(abs, st);
+    const hit = fresh ? undefined : this.cache.lookupFile(abs, st);
     if (hit !== undefined) {
       slot.sha = hit.sha;
       return slot;
@@ -194,11 +204,12 @@ export class DigestJob {
   }
 
   /**
-   * Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree. The glob library
+   * Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree, each hashed
+   * fresh like `file(abs, true)`: they are code the user named as the server's. The glob library
    * is passed in: it is loaded only by captures that have patterns (startup time).
    */
   glob(cwd: string, patterns: string[], globSync: typeof GlobSync): () => TreeDigest {
-    const t = treeState(cwd, 0, null);
+    const t = treeState(cwd, 0, null, true);
     let rels: string[] = [];
     try {
       rels = globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false });
@@ -416,7 +427,7 @@ export class DigestJob {
     const link = st.isSymbolicLink();
     if (!link && !st.isFile()) return;
     const key = link ? abs + LINK_KEY : abs;
-    const hit = cache.lookupFile(key, st);
+    const hit = t.fresh ? undefined : cache.lookupFile(key, st);
     if (hit !== undefined) {
       known(t, rel, hit.sha);
       return;
