@@ -122,7 +122,9 @@ export async function captureStaticIdentity(
     identityInputs:
       inp === undefined ? null : { patterns: [...patterns], files: inp.files, sha256: inp.sha256 },
     workingDirectory: cwd,
-    envDigest: envDigest(spec.env),
+    // What the server's environment holds: node adds an env file's variables the spawn
+    // environment does not set.
+    envDigest: envDigest({ ...r.envFileVars, ...spec.env }),
     configDigest: spec.configDigest,
   };
 }

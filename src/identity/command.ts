@@ -2,7 +2,7 @@
 // its arguments, following wrappers (shebangs, shells, prefix commands, package runners) inward.
 import { basename, join } from "node:path";
 import { type Ctx, empty, type Found, MAX_DEPTH, merge, type RuntimeKind, UNKNOWN } from "./context.js";
-import { addPreloads, findScript, NODE_EXTS, pythonModule, TS_EXTS } from "./entry.js";
+import { addEnvFiles, addPreloads, findScript, NODE_EXTS, pythonModule, TS_EXTS } from "./entry.js";
 import { isFile, readJson, realpathOr, shebangOf, which } from "./files.js";
 import { npxLike, packageManager, packageScript, uvRun } from "./runners.js";
 import { scanScript, scanShellText } from "./shell.js";
@@ -25,6 +25,11 @@ function nodeRuntime(ctx: Ctx): { kind: RuntimeKind; exe: string | null } {
   return { kind: "node", exe: p === null ? null : realpathOr(p) };
 }
 
+/** The preloads of a NODE_OPTIONS value. */
+export function nodeOptionsPreloads(value: string): string[] {
+  return parseNodeArgs([...splitWords(value), "--"]).preloads;
+}
+
 export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Found {
   if (argv.length === 0 || ctx.depth > MAX_DEPTH) return empty();
   const cmd = argv[0]!;
@@ -42,6 +47,7 @@ export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Fo
       out.runtime = { kind: "node", exe: real };
       const p = parseNodeArgs(args);
       addPreloads(out, p.preloads, ctx);
+      addEnvFiles(out, p.envFiles, ctx, nodeOptionsPreloads);
       if (p.entry !== null) out.entry = findScript(p.entry, ctx, NODE_EXTS);
       return out;
     }
@@ -55,6 +61,7 @@ export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Fo
         tool === "tsx" ? TSX_VALUE : tool === "ts-node" ? TSNODE_VALUE : NODEMON_VALUE,
       );
       addPreloads(out, p.preloads, ctx);
+      addEnvFiles(out, p.envFiles, ctx, nodeOptionsPreloads);
       if (tool === "nodemon") {
         const x = a.findIndex((w) => w === "-x" || w === "--exec");
         if (x >= 0 && a[x + 1] !== undefined) {

@@ -10,6 +10,8 @@ export interface Found {
   entry: string | null;
   wrappers: string[];
   runtime: { kind: RuntimeKind; exe: string | null } | null;
+  /** Variables node reads from `--env-file` files (later files win), for the environment digest. */
+  env: Record<string, string>;
 }
 
 export interface Ctx {
@@ -38,7 +40,7 @@ export const MAX_DEPTH = 6;
 export const UNKNOWN = "\u0002";
 
 export function empty(exe: string | null = null): Found {
-  return { exe, entry: null, wrappers: [], runtime: null };
+  return { exe, entry: null, wrappers: [], runtime: null, env: {} };
 }
 
 /** Folds what a command started by `out` resolved to into `out`. */
@@ -47,4 +49,5 @@ export function merge(out: Found, inner: Found): void {
   out.wrappers.push(...inner.wrappers);
   if (inner.entry !== null) out.entry = inner.entry;
   if (inner.runtime !== null) out.runtime = inner.runtime;
+  Object.assign(out.env, inner.env);
 }

@@ -1,9 +1,10 @@
 // From a script argument as written to the file it names: extensions a runtime would try,
 // directories with package.json "main" or an index file, preloads, python modules.
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { type Ctx, type Found, UNKNOWN } from "./context.js";
-import { isDir, isFile, readJson, unreadable } from "./files.js";
+import { type EnvFileArg, parseEnvFile } from "./dotenv.js";
+import { displayPath, IdentityError, isDir, isFile, readJson, unreadable } from "./files.js";
 
 export const JS_EXTS = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx"];
 export const NODE_EXTS = [".js", ".json", ".node", ".mjs", ".cjs"];
@@ -83,6 +84,51 @@ export function addPreloads(out: Found, preloads: string[], ctx: Ctx): void {
     const f = withExtensions(resolve(ctx.cwd, p.replace(/^file:\/\//, "")), JS_EXTS);
     if (f !== null) out.wrappers.push(f);
   }
+}
+
+/** Env files above this size are refused (node would read them whole). */
+const ENV_FILE_LIMIT = 4 * 1048576;
+
+/**
+ * `--env-file` files: each is digested like a wrapper, and its variables go into `out.env`
+ * (later files win). Their NODE_OPTIONS is node's unless the environment has its own (node
+ * ignores the file's then), and its preloads are wrappers. `parsePreloads` reads NODE_OPTIONS
+ * (passed in: tools.ts imports this module). A required file that cannot be read stops node,
+ * and is an IdentityError at the top level.
+ */
+export function addEnvFiles(
+  out: Found,
+  files: EnvFileArg[],
+  ctx: Ctx,
+  parsePreloads: (nodeOptions: string) => string[],
+): void {
+  const vars: Record<string, string> = {};
+  for (const f of files) {
+    const abs = resolve(ctx.cwd, f.path);
+    let text: string;
+    try {
+      const st = statSync(abs);
+      if (!st.isFile()) throw Object.assign(new Error("not a file"), { code: "EISDIR" });
+      // Read whole, as node does; a file that large is no env file, and its preloads would go
+      // unseen if it were skipped: the launch is refused instead.
+      if (st.size > ENV_FILE_LIMIT)
+        throw new IdentityError(
+          `The env file ${displayPath(abs, ctx.cwd)} is larger than ${ENV_FILE_LIMIT / 1048576} MB; portcullis does not read it.`,
+        );
+      text = readFileSync(abs, "utf8");
+    } catch (e) {
+      if (e instanceof IdentityError) throw e;
+      if (ctx.strict && !f.optional)
+        throw unreadable("env file", abs, ctx.cwd, (e as NodeJS.ErrnoException).code);
+      continue;
+    }
+    out.wrappers.push(abs);
+    Object.assign(vars, parseEnvFile(text));
+  }
+  Object.assign(out.env, vars);
+  const fileOptions = vars.NODE_OPTIONS;
+  if (fileOptions !== undefined && ctx.env.NODE_OPTIONS === undefined)
+    addPreloads(out, parsePreloads(fileOptions), ctx);
 }
 
 export function pythonModule(mod: string, cwd: string): string | null {

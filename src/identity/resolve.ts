@@ -2,11 +2,10 @@
 // script, the wrapper scripts in between, and the runtime. Nothing here executes anything: it
 // looks files up (PATH, node_modules/.bin, package.json) and reads script text.
 import { basename, resolve } from "node:path";
-import { resolveArgv } from "./command.js";
+import { nodeOptionsPreloads, resolveArgv } from "./command.js";
 import type { Ctx, RuntimeKind } from "./context.js";
 import { addPreloads, findScript, JS_EXTS, NODE_EXTS, TS_EXTS } from "./entry.js";
 import { displayPath, IdentityError, realpathOr, which } from "./files.js";
-import { splitWords } from "./shellWords.js";
 import {
   parseBunArgs,
   parseDenoArgs,
@@ -28,6 +27,8 @@ export interface Resolved {
   /** Absolute paths of scripts between the command and the entry (shell scripts, CLIs, preloads). */
   wrappers: string[];
   runtime: { kind: RuntimeKind; exe: string | null } | null;
+  /** Variables from `node --env-file` files, under the spawn environment's (which wins). */
+  envFileVars: Record<string, string>;
 }
 
 /** Resolves a launch. Throws IdentityError when the command or a named script cannot be read. */
@@ -58,7 +59,7 @@ export function resolveLaunch(
   const r = resolveArgv([command, ...args], ctx);
   const executable = realpathOr(found);
   if (r.runtime?.kind === "node" && env.NODE_OPTIONS !== undefined) {
-    addPreloads(r, parseNodeArgs([...splitWords(env.NODE_OPTIONS), "--"]).preloads, ctx);
+    addPreloads(r, nodeOptionsPreloads(env.NODE_OPTIONS), ctx);
   }
   const wrappers: string[] = [];
   const seen = new Set<string>();
@@ -67,7 +68,7 @@ export function resolveLaunch(
     seen.add(w);
     wrappers.push(w);
   }
-  return { executable, entry: r.entry, wrappers, runtime: r.runtime };
+  return { executable, entry: r.entry, wrappers, runtime: r.runtime, envFileVars: r.env };
 }
 
 /** Scripts a running process executes, from its argv (no PATH lookups, no script reading). */

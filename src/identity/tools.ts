@@ -2,6 +2,7 @@
 // (node and its TypeScript/watch runners, python, deno, bun), shells, and prefix commands such as
 // env or nohup that start another command after their own options.
 import { basename } from "node:path";
+import { type EnvFileArg, envFilesOf } from "./dotenv.js";
 import { CODE_EXT_RE } from "./entry.js";
 import { scanOptions } from "./options.js";
 import { splitWords } from "./shellWords.js";
@@ -112,18 +113,26 @@ export interface ParsedArgs {
   /** The script argument, as written (not resolved). */
   entry: string | null;
   preloads: string[];
+  /** `--env-file` / `--env-file-if-exists` files node reads before it starts */
+  envFiles: EnvFileArg[];
 }
 
 /** `node [node-flags] file args`; also the grammar of tsx / ts-node / nodemon with extra value flags. */
 export function parseNodeArgs(args: string[], extraValue: ReadonlySet<string> = new Set()): ParsedArgs {
   const preloads: string[] = [];
+  let envFile = false;
   const valued = { has: (name: string) => NODE_VALUE.has(name) || extraValue.has(name) };
   const end = scanOptions(args, { valued, inline: true }, (name, value, at) => {
     if (value !== undefined && NODE_PRELOAD.has(name)) preloads.push(value);
+    if (name === "--env-file" || name === "--env-file-if-exists") envFile = true;
     // `-` reads the program from stdin, and inline code names no file: no entry either way.
     return args[at] === "-" || NODE_INLINE.has(name);
   });
-  return { entry: end.kind === "stopped" ? null : (args[end.at] ?? null), preloads };
+  return {
+    entry: end.kind === "stopped" ? null : (args[end.at] ?? null),
+    preloads,
+    envFiles: envFile ? envFilesOf(args, end.at) : [],
+  };
 }
 
 const PY_VALUE = new Set(["-W", "-X", "--check-hash-based-pycs"]);
