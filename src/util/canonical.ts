@@ -9,8 +9,12 @@ import canonicalize from "canonicalize";
  *   - a string holding a lone UTF-16 surrogate (legal in JSON text, not in I-JSON) is written
  *     as its `\uXXXX` escape, exactly as `JSON.stringify` writes it, instead of throwing; the
  *     output stays injective, so two different tools never share a fingerprint;
- *   - everything else `canonicalize` refuses (NaN, Infinity, cycles) still throws: those values
- *     cannot come out of `JSON.parse`.
+ *   - everything else `canonicalize` refuses still throws. Cycles and NaN cannot come out of
+ *     `JSON.parse`, but Infinity can: a number literal beyond double range is valid JSON text
+ *     (`1e400`, `-1e400`) and parses to ±Infinity, which RFC 8785 cannot write. A tool holding
+ *     one is dropped from the catalog ("cannot be fingerprinted (canonical JSON: non-finite
+ *     number)", src/catalog/snapshot.ts), never served: the safe outcome, since a tool without a
+ *     fingerprint could change unseen (test/gateway/bad-input.test.ts).
  *
  * `canonicalString` is the hot path used for fingerprints. It writes the same bytes as
  * `canonicalize` for every JSON value (property tests check this against the package), two to

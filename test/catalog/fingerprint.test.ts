@@ -115,6 +115,18 @@ describe("snapshots", () => {
     expect(s.coverage.invalid[1]?.reason).toBe("no string name");
   });
 
+  it("drops a tool whose JSON text holds a number beyond double range (1e400 parses to Infinity), and keeps the rest", () => {
+    const tools = JSON.parse(
+      '[{"name":"big","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1e400}}}},{"name":"ok","inputSchema":{"type":"object"}}]',
+    ) as Tool[];
+    const s = snapshotOf(tools, 1);
+    expect(s.tools.map((t) => t.name)).toEqual(["ok"]);
+    expect(s.coverage.invalid).toEqual([
+      { index: 0, reason: "cannot be fingerprinted (canonical JSON: non-finite number)" },
+    ]);
+    expect(s.fingerprint).toBe(snapshotOf([tools[1]!], 1).fingerprint);
+  });
+
   it("renders for humans with coverage, inputs, defaults and hints", () => {
     const s = snapshotOf([readIssue, repoSearch, repoSearch], 2, { complete: false });
     const text = renderCatalog(s, 7);

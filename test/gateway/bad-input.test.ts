@@ -134,6 +134,30 @@ describe("bad input from the server", () => {
   });
 });
 
+describe("a tool whose schema holds a number JSON allows and a double cannot (1e400)", () => {
+  it("is dropped from the catalog as not fingerprintable, and the rest of the catalog is served", async () => {
+    const gw = rawGateway({
+      args: ["--label", "bignum", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+      env: {
+        FIXTURE_RAW_TOOLS:
+          '[{"name":"big","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1e400}}}},{"name":"ok","inputSchema":{"type":"object"}}]',
+      },
+    });
+    peers.push(gw);
+    await gw.initialize();
+    const tools = await gw.request("tools/list");
+    expect(tools.result.tools.map((t: { name: string }) => t.name)).toEqual(["ok"]);
+    const shown = await runCli(["catalog", "show", "bignum", "--json", "--state-dir", gw.stateDir]);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout).coverage).toMatchObject({
+      tools: 2,
+      invalid: [{ index: 0, reason: "cannot be fingerprinted (canonical JSON: non-finite number)" }],
+    });
+    const call = await gw.request("tools/call", { name: "ok", arguments: {} });
+    expect(call.error).toBeUndefined();
+  });
+});
+
 describe("a server response that is not valid JSON-RPC", () => {
   it("its caller gets response_invalid at once, the call's end is recorded as an error, and serving goes on", async () => {
     const gw = gateway();
