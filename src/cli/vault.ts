@@ -7,6 +7,7 @@ import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from 
 import { openStore, type Store } from "../store/db.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
 import type { CaMaterial } from "../vault/egress/certs.js";
+import { declaredHost } from "../vault/egress/hosts.js";
 import {
   askHolder,
   clearStaleSocket,
@@ -314,9 +315,9 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
 
 function checkHost(h: string, i: number): string {
   // By position, not by value: a word that is no host name may be the secret in the wrong place.
-  if (!/^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/.test(h))
-    throw new UsageError(`vault set: --host number ${i + 1} is not HOST or HOST:PORT.`);
-  return h.toLowerCase();
+  const d = declaredHost(h);
+  if ("problem" in d) throw new UsageError(`vault set: --host number ${i + 1} ${d.problem}.`);
+  return d.host;
 }
 
 async function vaultRm(args: string[], stateDir: string): Promise<number> {

@@ -4,6 +4,7 @@
  *   "ENV": {"secret": "scope", "deliver": "env"|"http", "hosts": ["host:port", …]}
  * The secret name is the credential scope that grants, reviews and audit records name.
  */
+import { declaredHost } from "./egress/hosts.js";
 
 export type Delivery = "env" | "http";
 
@@ -17,8 +18,6 @@ export interface CredentialSpec {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SCOPE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const HOST =
-  /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]{0,62})?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62})?)*)(:[0-9]{1,5})?$/;
 
 /** Parses `credentials`; `fail(key, what)` throws a ConfigError naming the file and the key. */
 export function parseCredentials(raw: unknown, fail: (key: string, what: string) => never): CredentialSpec[] {
@@ -47,9 +46,12 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
     if (deliver !== "env" && deliver !== "http") fail(`${at}.deliver`, 'must be "http" or "env"');
     let hosts: string[] = [];
     if (o.hosts !== undefined) {
-      if (!Array.isArray(o.hosts) || o.hosts.some((h) => typeof h !== "string" || !HOST.test(h)))
+      if (!Array.isArray(o.hosts) || o.hosts.some((h) => typeof h !== "string"))
         fail(`${at}.hosts`, 'must be an array of "host" or "host:port" strings');
-      hosts = (o.hosts as string[]).map((h) => h.toLowerCase());
+      hosts = (o.hosts as string[]).map((h, i) => {
+        const d = declaredHost(h);
+        return "host" in d ? d.host : fail(`${at}.hosts[${i}]`, `${JSON.stringify(h)} ${d.problem}`);
+      });
     }
     if (deliver === "http" && hosts.length === 0)
       fail(`${at}.hosts`, 'must name at least one host for deliver "http" (where the secret may be sent)');

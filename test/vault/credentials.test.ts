@@ -30,7 +30,18 @@ describe("credentials in portcullis.json", () => {
     [{ K: { secret: "s", deliver: "ftp" } }, 'credentials.K.deliver must be "http" or "env"'],
     [{ K: { secret: "s", extra: 1, deliver: "env" } }, "credentials.K.extra is not a known key"],
     [{ K: { secret: "s" } }, "credentials.K.hosts must name at least one host"],
-    [{ K: { secret: "s", hosts: ["http://x"] } }, "credentials.K.hosts must be an array"],
+    [
+      { K: { secret: "s", hosts: ["http://x"] } },
+      'credentials.K.hosts[0] "http://x" is not HOST or HOST:PORT',
+    ],
+    [{ K: { secret: "s", hosts: [3] } }, "credentials.K.hosts must be an array"],
+    // a destination no request can have: refused where it is written, not silently never matched
+    [
+      { K: { secret: "s", hosts: ["a.example", "api.example.com:99999"] } },
+      'credentials.K.hosts[1] "api.example.com:99999" has a port outside 1-65535',
+    ],
+    [{ K: { secret: "s", hosts: ["api.example.com:0"] } }, "has a port outside 1-65535"],
+    [{ K: { secret: "s", hosts: ["bad_host"] } }, "is not a DNS name or an IP address"],
     [{ K: 3 }, "credentials.K must be a secret name or an object"],
     [[], "credentials must be an object"],
   ])("refuses %j", (raw, message) => {

@@ -1,10 +1,40 @@
 // Declared destinations and proxy targets (src/vault/egress/hosts.ts): a host without a port means
 // 443 and 80 only; names are compared case-insensitively; a CONNECT target is a DNS name or an IP
 // address with a port 1-65535, and nothing else.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { hostDeclared, hostMatches, parseAuthority } from "../../src/vault/egress/hosts.js";
+import { declaredHost, hostDeclared, hostMatches, parseAuthority } from "../../src/vault/egress/hosts.js";
 
 describe("declared hosts", () => {
+  it("as written: a name's trailing dot and case do not matter; a port outside 1-65535 or a non-name is refused", () => {
+    expect(declaredHost("API.Example.com.")).toEqual({ host: "api.example.com" });
+    expect(declaredHost("api.example.com.:8443")).toEqual({ host: "api.example.com:8443" });
+    expect(declaredHost("[::1]:9000")).toEqual({ host: "[::1]:9000" });
+    expect(declaredHost("api.example.com:08443")).toEqual({ host: "api.example.com:8443" });
+    for (const bad of ["example.com:99999", "example.com:0", "bad_host", "http://x", "[zz::1]", "a..b", ""])
+      expect(declaredHost(bad), bad).toHaveProperty("problem");
+  });
+
+  it("whatever a declaration accepts is matched by a request to that host and port (property)", () => {
+    const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$/);
+    const name = fc.array(label, { minLength: 1, maxLength: 4 }).map((l) => l.join("."));
+    fc.assert(
+      fc.property(
+        name,
+        fc.integer({ min: 1, max: 65535 }),
+        fc.boolean(),
+        fc.boolean(),
+        (n, port, dot, upper) => {
+          const written = `${upper ? n.toUpperCase() : n}${dot ? "." : ""}:${port}`;
+          const d = declaredHost(written);
+          if (!("host" in d)) return false;
+          const dest = parseAuthority(`${n}${dot ? "." : ""}:${port}`);
+          return dest !== null && hostMatches([d.host], dest);
+        },
+      ),
+    );
+  });
+
   it("a host without a port means 443 and 80; with a port, that port only", () => {
     const declared = ["api.example.com", "127.0.0.1:8443", "[::1]:9000"];
     expect(hostMatches(declared, { host: "api.example.com", port: 443 })).toBe(true);

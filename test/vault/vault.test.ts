@@ -79,6 +79,25 @@ describe("portcullis vault set | list | rm", () => {
     const noHost = await runCli(["vault", "set", "b", "--from-stdin"], { stateDir, env, input: "v" });
     expect(noHost.code).toBe(2);
     expect(noHost.stderr).toContain("--host");
+    // a destination no request can have is refused, not stored to be never released
+    const badPort = await runCli(
+      ["vault", "set", "c", "--from-stdin", "--host", "a.example", "--host", "b.example:99999"],
+      {
+        stateDir,
+        env,
+        input: "v",
+      },
+    );
+    expect(badPort.code).toBe(2);
+    expect(badPort.stderr).toContain("--host number 2 has a port outside 1-65535");
+    const dotted = await runCli(["vault", "set", "d", "--from-stdin", "--host", "Dotted.Example."], {
+      stateDir,
+      env,
+      input: "v",
+    });
+    expect(dotted.code, dotted.stderr).toBe(0);
+    const stored = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets;
+    expect(stored.find((x: { name: string }) => x.name === "d").hosts).toEqual(["dotted.example"]);
     // a same-user process turns the HTTP-only secret into an env one with SQL: unlock refuses it
     const db = new Database(join(stateDir, "portcullis.db"));
     db.prepare("UPDATE vault_secrets SET deliver = 'env', hosts_json = '[]' WHERE name = 'api'").run();

@@ -10,6 +10,27 @@ export interface Destination {
   port: number;
 }
 
+/**
+ * A declared destination as written in `credentials.*.hosts` or `vault set --host`, normalised
+ * as requests are matched (lower case, a name's trailing dot dropped), or why it can never match:
+ * not HOST or HOST:PORT, a name that is no DNS name, a port outside 1–65535. Checked where it is
+ * written, so that a secret is never stored for a destination no request can have.
+ */
+export function declaredHost(text: string): { host: string } | { problem: string } {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(text);
+  if (!m) return { problem: "is not HOST or HOST:PORT" };
+  const name = m[2];
+  if (name !== undefined && (!NAME.test(name) || name.length > 254))
+    return { problem: "is not a DNS name or an IP address" };
+  if (m[1] !== undefined && !V6.test(m[1])) return { problem: "is not an IPv6 address" };
+  if (m[3] !== undefined) {
+    const port = Number(m[3]);
+    if (port < 1 || port > 65535) return { problem: "has a port outside 1-65535" };
+  }
+  const host = m[1] !== undefined ? `[${m[1].toLowerCase()}]` : name!.toLowerCase().replace(/\.$/, "");
+  return { host: m[3] !== undefined ? `${host}:${Number(m[3])}` : host };
+}
+
 export function parseDeclared(declared: string): { host: string; port: number | null } {
   const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(declared);
   if (v6) return { host: v6[1]!.toLowerCase(), port: v6[2] ? Number(v6[2]) : null };
