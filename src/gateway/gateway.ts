@@ -414,13 +414,13 @@ export class Gateway {
         this.serveToolsList(msg);
         return;
       case "tools/call":
-        this.handled(msg, this.handleCall(msg));
+        if (!this.idInUse(msg)) this.handled(msg, this.handleCall(msg));
         return;
       case "resources/read":
       case "resources/subscribe":
       case "prompts/get":
       case "completion/complete":
-        this.handled(msg, this.handleRecorded(msg));
+        if (!this.idInUse(msg)) this.handled(msg, this.handleRecorded(msg));
         return;
       case "subscriptions/listen":
         if (
@@ -447,6 +447,30 @@ export class Gateway {
         this.forward(msg, {}, line);
         return;
     }
+  }
+
+  /**
+   * A guarded request whose id a request of this client still in flight carries (held, being
+   * decided, or at the server; a cancelled one too, until it ends) is refused, never handled: a
+   * call's intent and its end are paired by (run, id), and two calls under one id would leave
+   * one intent without its end, or give it the other's. JSON-RPC asks ids to be unique among
+   * requests in flight; clients that number their requests never hit this.
+   */
+  private idInUse(msg: Request): boolean {
+    const inUse =
+      this.deciding.has(`${typeof msg.id}:${msg.id}`) ||
+      this.upstream.wireFor(msg.id) !== undefined ||
+      this.heldCalls.has(msg.id);
+    if (!inUse) return false;
+    this.o.log.warn(`refused ${msg.method} ${JSON.stringify(msg.id)}: that id is already in use by a request in flight`);
+    this.o.downstream.send(
+      errorResponse(
+        msg.id,
+        INVALID_REQUEST,
+        `Invalid request: id ${JSON.stringify(msg.id)} is already in use by a request in flight; send it with a new id.`,
+      ),
+    );
+    return true;
   }
 
   private onClientNotification(msg: Notification): void {
@@ -803,7 +827,7 @@ export class Gateway {
   private hold(msg: Request): void {
     if (this.refusedForCatalog(msg)) return;
     this.o.log.info(
-      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of epoch ${this.gen?.epoch ?? "(starting)"} is verified`,
+      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of ${this.gen?.alive ? `epoch ${this.gen.epoch}` : "the next epoch"} is verified`,
     );
     this.heldCalls.hold(msg);
     // After a failed fetch a call is the next attempt, as a list is. Only then: while a new

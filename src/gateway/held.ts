@@ -32,6 +32,11 @@ export class HeldRequests {
     return this.held.length;
   }
 
+  /** Whether a request with this client id is held. */
+  has(id: Id): boolean {
+    return this.held.some((h) => h.msg.id === id);
+  }
+
   /** Forgets the request with this client id (cancelled); false if none is held. */
   cancel(id: Id): boolean {
     const i = this.held.findIndex((h) => h.msg.id === id);

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -325,5 +326,40 @@ describe("ids the client chose", () => {
     gw.send('{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/list"}\n');
     await gw.request("tools/list");
     expect(gw.lines().filter((l) => l.includes('"id":9007199254740992,'))).toHaveLength(1);
+  });
+
+  it("a guarded request under an id still in flight is refused, never forwarded: each intent keeps its own end", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    const call = (id: unknown, tag: string, ms: number) =>
+      gw.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "slow", arguments: { ms, tag } } });
+    call(5, "first", 1500);
+    call(5, "second", 1);
+    gw.send({ jsonrpc: "2.0", id: 5, method: "resources/read", params: { uri: "file:///x" } });
+    call("5", "a string id is another id", 1);
+    const refused = await gw.next((m) => m.id === 5 && m.error !== undefined);
+    expect(refused.error).toMatchObject({ code: -32600 });
+    expect(String((refused.error as { message: string }).message)).toContain("already in use");
+    expect(textOf(await gw.next((m) => m.id === "5"))).toBe("slow a string id is another id");
+    expect(textOf(await gw.next((m) => m.id === 5 && m.result !== undefined, 10_000))).toBe("slow first");
+    // Free again once answered.
+    call(5, "again", 1);
+    expect(textOf(await gw.next((m) => m.id === 5 && m.result !== undefined))).toBe("slow again");
+    expect(
+      gw.stderr().match(/refused (tools\/call|resources\/read) 5: that id is already in use/g),
+    ).toHaveLength(2);
+    await gw.close();
+    // In the chain: an intent and an end for each call forwarded, none for the refused ones.
+    const events = await auditEvents(stateDir);
+    const of = (type: string, id: unknown) =>
+      events.filter((e) => e.type === type && JSON.stringify(e.requestId) === JSON.stringify(id)).length;
+    expect([of("tool_called", 5), of("tool_result", 5)]).toEqual([2, 2]);
+    expect([of("tool_called", "5"), of("tool_result", "5")]).toEqual([1, 1]);
+    expect(events.filter((e) => e.type === "request_forwarded")).toEqual([]);
   });
 });
