@@ -241,6 +241,27 @@ describe("portcullis audit (no key)", () => {
     const s = await cli(d, ["audit", "sessions"], withPass());
     expect(s.code).toBe(1);
     expect(s.stdout).toBe("");
+    // the decrypting commands tell it as verify does: nothing after it is taken for the end
+    expect(s.stderr).toMatch(/record 4 is missing \(the next record is seq 5\)/);
+  });
+
+  it("activity: two records swapped in the store are out of order, not missing", async () => {
+    const d = await stateWithSession();
+    const db = openStore(d);
+    db.exec("DROP TRIGGER audit_records_no_update");
+    const [a, b] = [4, 5].map(
+      (seq) =>
+        (db.prepare("SELECT record FROM audit_records WHERE seq = ?").get(seq) as { record: Buffer }).record,
+    );
+    db.prepare("UPDATE audit_records SET record = ? WHERE seq = 4").run(b);
+    db.prepare("UPDATE audit_records SET record = ? WHERE seq = 5").run(a);
+    db.close();
+    const v = await cli(d, ["audit", "verify"]);
+    expect(v.stdout).toMatch(/records out of order: seq 5 comes before seq 4/);
+    const r = await cli(d, ["audit", "activity"], withPass());
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/records out of order: seq 5 comes before seq 4/);
+    expect(r.stderr).not.toMatch(/missing|last record/);
   });
 
   it("show: a number past 2^53 is refused as typed, not read as another number", async () => {
