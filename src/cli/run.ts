@@ -136,9 +136,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
 
   if (values.label !== undefined && !LABEL_PATTERN.test(values.label)) {
     // The same rule as a portcullis.json label: the label reaches status, the audit log and reviews.
-    throw new UsageError(
-      `run: --label must be a plain label (${LABEL_RULE}); the one given is not.`,
-    );
+    throw new UsageError(`run: --label must be a plain label (${LABEL_RULE}); the one given is not.`);
   }
   let server: ServerConfig;
   if (values.url !== undefined) {
