@@ -462,7 +462,9 @@ export class Gateway {
       this.upstream.wireFor(msg.id) !== undefined ||
       this.heldCalls.has(msg.id);
     if (!inUse) return false;
-    this.o.log.warn(`refused ${msg.method} ${JSON.stringify(msg.id)}: that id is already in use by a request in flight`);
+    this.o.log.warn(
+      `refused ${msg.method} ${JSON.stringify(msg.id)}: that id is already in use by a request in flight`,
+    );
     this.o.downstream.send(
       errorResponse(
         msg.id,
