@@ -15,8 +15,28 @@ export interface Logger {
   readonly debugging?: boolean;
 }
 
+let stderrGone = false;
+let stderrGuarded = false;
+
+/**
+ * A closed stderr (the agent host died: its end of the pipe is gone) must not end the process:
+ * node reports EPIPE as an 'error' event, and without a listener that is an uncaught exception,
+ * which would skip the shutdown that ends the server's processes (a `node --watch` server would be
+ * left running). Lines written after it are dropped; the closed stdin or stdout ends the run.
+ */
+function guardStderr(): void {
+  if (stderrGuarded) return;
+  stderrGuarded = true;
+  process.stderr.on("error", () => {
+    stderrGone = true;
+  });
+}
+
 export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEBUG === "1"): Logger {
-  const out = (s: string) => process.stderr.write(`${redactText(s)}\n`);
+  guardStderr();
+  const out = (s: string) => {
+    if (!stderrGone) process.stderr.write(`${redactText(s)}\n`);
+  };
   return {
     info: (m) => out(`portcullis[${label}]: ${m}`),
     warn: (m) => out(`portcullis[${label}]: warning: ${m}`),
