@@ -16,6 +16,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { type Entry, entryMap, OnboardError, readServers, replaceEntries } from "./document.js";
 import type { HostFile } from "./hosts.js";
@@ -169,6 +170,21 @@ function wrapEntry(e: Entry, label: string, l: Launcher): Entry {
   };
 }
 
+/** A path as one shell word: as it is when nothing in it needs quoting, else in single quotes. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * The unwrap that undoes this file's wrap, as a command to paste: it names the file itself
+ * (a bare 'portcullis unwrap' means claude-code, and a host name can cover several files) and the
+ * state directory when it is not the one unwrap would find by itself (the record lives there).
+ */
+export function unwrapCommand(file: string, stateDir: string): string {
+  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  return `portcullis unwrap ${shellWord(file)}${dir}`;
+}
+
 /** What wrap would do to one host file; throws OnboardError (nothing written) on bad input. */
 export function planWrap(
   host: HostFile,
@@ -187,7 +203,7 @@ export function planWrap(
   if (existsSync(existing)) {
     readRecord(existing, host.file); // a damaged one: say so, not "run unwrap" (which cannot)
     throw new OnboardError(
-      `${host.file} is already wrapped (run 'portcullis unwrap' first); nothing was written.`,
+      `${host.file} is already wrapped (undo that first: ${unwrapCommand(host.file, launcher.stateDir)}); nothing was written.`,
     );
   }
   const chosen = Object.keys(servers).filter((k) => !only || only.includes(k));

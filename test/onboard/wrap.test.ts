@@ -428,6 +428,38 @@ describe("bad input: one sentence, nothing written", () => {
     await refused(u, ["wrap", "claude-code"], u.files["claude-code"], /is already wrapped/);
   });
 
+  it("a file already wrapped: the unwrap it names restores that file, not the default host's", async () => {
+    const u = user();
+    const codex = u.files.codex;
+    const claude = u.files["claude-code"];
+    const original = read(codex);
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    expect((await u.cli(["wrap", "codex"])).code).toBe(0);
+    const wrappedClaude = read(claude);
+    const r = await u.cli(["wrap", "codex"]);
+    expect(r.code).toBe(2);
+    const hint = /undo that first: portcullis (unwrap \S+)\)/.exec(r.stderr);
+    expect(hint?.[1]).toBe(`unwrap ${codex}`);
+    // follow the hint word for word
+    const undo = await u.cli(hint![1]!.split(" "));
+    expect(undo.code).toBe(0);
+    expect(read(codex)).toBe(original);
+    expect(read(claude)).toBe(wrappedClaude);
+  });
+
+  it("a file already wrapped with --state-dir: the unwrap it names carries the same state directory", async () => {
+    const u = user();
+    const dir = join(u.root, "other state");
+    const codex = u.files.codex;
+    const original = read(codex);
+    expect((await u.cli(["wrap", "codex", "--state-dir", dir])).code).toBe(0);
+    const r = await u.cli(["wrap", "codex", "--state-dir", dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`undo that first: portcullis unwrap ${codex} --state-dir '${dir}')`);
+    expect((await u.cli(["unwrap", codex, "--state-dir", dir])).code).toBe(0);
+    expect(read(codex)).toBe(original);
+  });
+
   it("an entry already wrapped (by hand) named with --servers", async () => {
     const u = user();
     const file = u.files["claude-code"];
