@@ -8,9 +8,10 @@ import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
+import { stateDirPath } from "../store/stateDir.js";
 import { OnboardError, readServers } from "./document.js";
 import { foundHostFiles } from "./hosts.js";
-import { isWrapped, readRecords } from "./wrap.js";
+import { isStdio, isWrapped, readRecords, shellWord, unwrapCommand, type WrapRecord } from "./wrap.js";
 
 export interface Finding {
   ok: boolean;
@@ -68,18 +69,26 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   }
 
   const hosts: DoctorReport["hosts"] = [];
-  const recorded = new Set(isDir ? safeRecords(path) : []);
+  const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
   for (const f of foundHostFiles(cwd)) {
     try {
       const servers = readServers(f, readFileSync(f.file, "utf8"));
       const list = Object.entries(servers).map(([key, e]) => ({ key, wrapped: isWrapped(e) }));
       hosts.push({ host: f.host, file: f.file, servers: list });
-      const bare = list.filter((s) => !s.wrapped).map((s) => s.key);
+      // only what wrap would take: an HTTP entry is not something 'wrap' can put behind portcullis
+      const bare = list.filter((s) => !s.wrapped && isStdio(servers[s.key]!)).map((s) => s.key);
       if (bare.length > 0)
         findings.push({
           ok: true,
           what: `${f.file}: not behind portcullis: ${bare.join(", ")}`,
-          next: `portcullis wrap ${f.host} --dry-run`,
+          next: wrapAdvice(f.host, f.file, bare, recorded.get(f.file), path),
+        });
+      const remote = list.filter((s) => !s.wrapped && !isStdio(servers[s.key]!)).map((s) => s.key);
+      if (remote.length > 0)
+        findings.push({
+          ok: true,
+          what: `${f.file}: not stdio servers, which wrap leaves alone: ${remote.join(", ")}`,
+          next: "to guard one, replace its entry by hand with a command entry running 'portcullis run --label L --url URL' (docs/onboarding.md)",
         });
       if (list.some((s) => s.wrapped) && !recorded.has(f.file))
         findings.push({
@@ -236,9 +245,27 @@ function sqliteVersion(): string | null {
   }
 }
 
-function safeRecords(stateDir: string): string[] {
+/**
+ * What to run to put a file's bare servers behind portcullis. Wrap refuses a file it has a record
+ * for, so a file wrapped in part (--servers) is unwrapped first and wrapped again with the servers
+ * it had wrapped and the bare ones; a file never wrapped gets the dry run.
+ */
+function wrapAdvice(
+  host: string,
+  file: string,
+  bare: string[],
+  record: WrapRecord | undefined,
+  stateDir: string,
+): string {
+  if (record === undefined) return `portcullis wrap ${host} --dry-run`;
+  const servers = [...new Set([...Object.keys(record.entries), ...bare])].join(",");
+  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  return `${unwrapCommand(file, stateDir)}, then portcullis wrap ${host} --servers ${shellWord(servers)}${dir} (wrap does not add to a file it has already wrapped)`;
+}
+
+function safeRecords(stateDir: string): WrapRecord[] {
   try {
-    return readRecords(stateDir).map((r) => r.file);
+    return readRecords(stateDir);
   } catch {
     return [];
   }

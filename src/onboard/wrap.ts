@@ -48,8 +48,11 @@ export interface WrapPlan {
 
 const BACKUP_SUFFIX = ".portcullis-backup";
 
-/** A stdio entry: a command and no URL (HTTP entries wait for the gateway's HTTP transport). */
-function isStdio(e: Entry): boolean {
+/**
+ * The entries wrap puts behind portcullis: a command and no URL. An HTTP entry is left alone
+ * (the user writes in a 'run --url' entry by hand); doctor asks this same question.
+ */
+export function isStdio(e: Entry): boolean {
   return typeof e.command === "string" && e.url === undefined && (e.type === undefined || e.type === "stdio");
 }
 
@@ -171,7 +174,7 @@ function wrapEntry(e: Entry, label: string, l: Launcher): Entry {
 }
 
 /** A path as one shell word: as it is when nothing in it needs quoting, else in single quotes. */
-function shellWord(s: string): string {
+export function shellWord(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 

@@ -50,7 +50,10 @@ describe("portcullis doctor", () => {
     const hint = report.findings.find((f: { what: string }) =>
       f.what.includes("not behind portcullis: docs search"),
     );
-    expect(hint.next).toBe("portcullis wrap claude-code --dry-run");
+    // wrapped in part: wrap refuses the file while its record exists, so the advice unwraps first
+    expect(hint.next).toBe(
+      `portcullis unwrap ${u.files["claude-code"]}, then portcullis wrap claude-code --servers 'inventory-local,docs search' (wrap does not add to a file it has already wrapped)`,
+    );
 
     expect(report.gateways).toEqual([]);
 
@@ -80,6 +83,47 @@ describe("portcullis doctor", () => {
     const text = await u.cli(["doctor", "--state-dir", u.stateDir]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`state directory  ${u.stateDir}  (from the flag, mode 700)`);
+  });
+
+  it("its advice for servers not behind portcullis works when followed, and leaves HTTP entries out", async () => {
+    const u = user();
+    withKeyring(u);
+    const report = async () => JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+    type F = { what: string; next: string };
+    const about = (r: { findings: F[] }, file: string) =>
+      r.findings.filter((f) => f.what.startsWith(`${file}: `)).map((f) => [f.what, f.next]);
+    const mcp = u.files["claude-code"];
+    const codex = u.files.codex;
+
+    // never wrapped: the dry run, for the stdio servers only; the HTTP one reported apart
+    const fresh = about(await report(), mcp);
+    expect(fresh[0]).toEqual([
+      `${mcp}: not behind portcullis: inventory-local, docs search`,
+      "portcullis wrap claude-code --dry-run",
+    ]);
+    expect(fresh[1]![0]).toBe(`${mcp}: not stdio servers, which wrap leaves alone: remote`);
+    expect(fresh[1]![1]).toContain("portcullis run --label L --url URL");
+    expect(fresh).toHaveLength(2);
+    expect((await u.cli(["wrap", "claude-code", "--dry-run"])).code).toBe(0);
+
+    // every stdio server wrapped: the HTTP entry left is not advice to wrap (which would refuse)
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    const done = about(await report(), mcp);
+    expect(done.map(([what]) => what)).toEqual([
+      `${mcp}: not stdio servers, which wrap leaves alone: remote`,
+    ]);
+
+    // wrapped in part: unwrap, then wrap the servers wrapped before and the bare ones
+    expect((await u.cli(["wrap", "codex", "--servers", "inventory"])).code).toBe(0);
+    expect(about(await report(), codex)).toEqual([
+      [
+        `${codex}: not behind portcullis: docs`,
+        `portcullis unwrap ${codex}, then portcullis wrap codex --servers inventory,docs (wrap does not add to a file it has already wrapped)`,
+      ],
+    ]);
+    expect((await u.cli(["unwrap", codex])).code).toBe(0);
+    expect((await u.cli(["wrap", "codex", "--servers", "inventory,docs"])).code).toBe(0);
+    expect(about(await report(), codex)).toEqual([]);
   });
 
   it("a state directory its owner cannot write (mode 500): its real mode, and a problem", async () => {
