@@ -49,6 +49,16 @@ function behindFor(
   return seen.fingerprints.get(tool) !== current;
 }
 
+/** How a tool the client is behind on differs: new since its list, gone since, or redefined. */
+function staleChange(
+  seen: ListedCatalog | null,
+  tool: string,
+  inCatalog: boolean,
+): "added" | "removed" | "changed" {
+  if (!inCatalog) return "removed";
+  return seen?.fingerprints.has(tool) ? "changed" : "added";
+}
+
 /** Step 2 and steps 6–7: filled in by the approval module; absent means "no approval layer". */
 export interface AuthorizationPort {
   /** Step 2: the run's approval belongs to an older epoch / older tool version. */
@@ -206,7 +216,12 @@ export function precheck(
   if (behindFor(facts.seen, facts.tool, entry?.fingerprint, server.revision)) {
     return {
       action: "refuse",
-      error: refuse.catalogStale(facts.tool, facts.seen?.revision ?? null, server.revision),
+      error: refuse.catalogStale(
+        facts.tool,
+        facts.seen?.revision ?? null,
+        server.revision,
+        staleChange(facts.seen, facts.tool, entry !== undefined),
+      ),
       reason: "catalog_stale",
     };
   }

@@ -63,6 +63,24 @@ function withCode(
   return { code, message, data: { error, reason, retry, ...extra } };
 }
 
+/** catalog_stale's message and reason for each way a tool differs from the client's last list. */
+const STALE_WORDS = {
+  added: {
+    message: (tool: string) =>
+      `The tool "${tool}" was added to the tool catalog since this client last listed it.`,
+    reason: "not in the tools/list this client last received",
+  },
+  removed: {
+    message: (tool: string) =>
+      `The tool "${tool}" was removed from the tool catalog since this client last listed it.`,
+    reason: "removed from the catalog since this client last listed",
+  },
+  changed: {
+    message: (tool: string) => `The tool "${tool}" changed since this client last listed the tool catalog.`,
+    reason: "its definition changed since this client last listed",
+  },
+} as const;
+
 export const refuse = {
   /**
    * The epoch's catalog was not known in time. `changed`: an epoch came before this one (a
@@ -95,11 +113,20 @@ export const refuse = {
       { currentEpoch, catalogError },
     ),
 
-  catalogStale: (tool: string, seenRevision: number | null, currentRevision: number) =>
+  /**
+   * `change`: how the client's last list and the current catalog differ for this tool: it is new
+   * since (absent from the list), gone since (absent from the catalog), or defined otherwise.
+   */
+  catalogStale: (
+    tool: string,
+    seenRevision: number | null,
+    currentRevision: number,
+    change: "added" | "removed" | "changed" = "changed",
+  ) =>
     refusal(
       "catalog_stale",
-      `The tool "${tool}" changed since this client last listed the tool catalog.`,
-      "this tool's definition changed since the client's last tools/list",
+      STALE_WORDS[change].message(tool),
+      STALE_WORDS[change].reason,
       "list tools again (tools/list), then rebuild the call from the current schema; " +
         "if the host never re-lists, a human can reconnect this server in the host",
       { tool, seenRevision, currentRevision },

@@ -152,6 +152,47 @@ describe("the stale-call guard", () => {
     expect(cat.records().map((r) => r.args.issue_id)).toEqual(["1", "u0", "u1", "4"]);
   });
 
+  it("catalog_stale says how the tool differs from the client's last list: added, removed or changed", async () => {
+    const { cat, gw } = await catalogGateway([READ_ISSUE]);
+    await gw.client.listTools();
+    const call = (name: string) =>
+      gw.client.callTool({ name, arguments: { issue_id: "1", body: "x" } }).catch((e) => refusal(e));
+    const step = async (tools: ToolDef[]) => {
+      const from = gw.received().length;
+      cat.write(tools);
+      await listChangedAfter(gw, from);
+    };
+    const said = (e: { code: number; data: Record<string, unknown> }) => {
+      expect(e.code).toBe(-32052);
+      // the SDK puts "MCP error CODE: " before the gateway's message
+      return [
+        (e as unknown as { message: string }).message.replace(/^MCP error -32052: /, ""),
+        e.data.reason,
+      ];
+    };
+
+    await step([READ_ISSUE, POST_COMMENT]);
+    expect(said(await call("post_comment"))).toEqual([
+      'The tool "post_comment" was added to the tool catalog since this client last listed it.',
+      "not in the tools/list this client last received",
+    ]);
+    await step([POST_COMMENT]);
+    expect(said(await call("read_issue"))).toEqual([
+      'The tool "read_issue" was removed from the tool catalog since this client last listed it.',
+      "removed from the catalog since this client last listed",
+    ]);
+    await step([{ ...READ_ISSUE, description: "Read an issue and its comments." }, POST_COMMENT]);
+    const changed = await call("read_issue");
+    expect(said(changed)).toEqual([
+      'The tool "read_issue" changed since this client last listed the tool catalog.',
+      "its definition changed since this client last listed",
+    ]);
+    // the data fields are the same in all three
+    expect(Object.keys(changed.data).sort()).toEqual(
+      ["currentRevision", "error", "reason", "retry", "seenRevision", "tool"].sort(),
+    );
+  });
+
   it("a client that calls before it ever listed is judged on the current catalog (the conformance suite does this)", async () => {
     const { cat, gw } = await catalogGateway([READ_ISSUE]);
     const ok = await gw.client.callTool({ name: "read_issue", arguments: { issue_id: "1" } });
