@@ -201,6 +201,9 @@ export class Authorizer implements AuthorizationPort {
     const older = live.filter((g) => g.executionEpoch !== call.epoch);
     if (older.length > 0) {
       const approvedEpoch = older[older.length - 1]!.executionEpoch;
+      // `changedTools` (the name kept for agents that read it): every tool these grants named,
+      // whether or not its definition changed. New code runs under the new epoch, so each of them
+      // needs a new approval; it is not a diff of definitions (catalog_stale says that, per tool).
       const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
       endGrants(
         this.o.db,
