@@ -33,7 +33,13 @@ import { ClientSession } from "./clientSession.js";
 import { UrlElicitations } from "./elicitation.js";
 import type { EventSink } from "./events.js";
 import { HeldRequests } from "./held.js";
-import { advertiseListChanged, isGuardedMethodVariant, readFacts, SUBSCRIPTION_ID_META } from "./protocol.js";
+import {
+  advertiseListChanged,
+  isGuardedMethod,
+  isGuardedMethodVariant,
+  readFacts,
+  SUBSCRIPTION_ID_META,
+} from "./protocol.js";
 import { GatewayRecords } from "./records.js";
 import { preview } from "./text.js";
 
@@ -402,9 +408,11 @@ export class Gateway {
       // fetch the catalog (a server/discover probe alone does not need one).
       if (msg.method !== "server/discover") this.catalogIfNeeded();
     }
-    // A watcher may have swapped its worker since the last look: find out before
-    // anything is forwarded (a few /proc reads).
-    this.o.supervisor.checkReplacement();
+    // A watcher may have swapped its worker, or the server exec'd other code, since the last
+    // look: find out before a request whose answer depends on which code runs is handled (a few
+    // /proc reads). What passes unguarded (a ping, a list of prompts) grants nothing and is not
+    // recorded per call: it is left to the idle poll, which keeps relaying it cheap.
+    if (isGuardedMethod(msg.method)) this.o.supervisor.checkReplacement();
     switch (msg.method) {
       case "initialize":
         this.session.keepInitialize(msg);

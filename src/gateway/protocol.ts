@@ -52,6 +52,11 @@ const GUARDED_METHODS = new Set([
   "initialize",
 ]);
 
+/** Whether the gateway decides or records every call of `method` (exactly as written). */
+export function isGuardedMethod(method: string): boolean {
+  return GUARDED_METHODS.has(method);
+}
+
 /**
  * True for a method name that is not byte-for-byte a guarded method but folds to one (case,
  * surrounding or inner whitespace, a trailing slash, other unicode forms): a lenient server
