@@ -298,6 +298,17 @@ export class StartTimeProbe {
   private set: object | null = null;
   private readonly fds = new Map<number, number | null>();
   private readonly buf = Buffer.allocUnsafe(4096);
+  /**
+   * Per process: /proc/PID/environ held open since a full read, and what that read gave. The
+   * descriptor stays bound to the memory the process had when it was opened: while one byte can
+   * be read from it, that memory is still the process's (an execve gives a process new memory,
+   * and the old one reads as empty; so does the memory of a process that is gone), so its start
+   * time and image are still what the full read gave, and the stat line need not be read. A
+   * pread of one byte there costs a third of reading and parsing the stat line, and it does not
+   * ask the scheduler about the process. An empty read, an error, or an empty environment: the
+   * stat line is read again.
+   */
+  private readonly mems = new Map<number, { fd: number | null; last: Probed }>();
 
   /** The reader for the processes of `set` (descriptors held for a previous set are closed). */
   for(set: object): (p: { pid: number }) => Probed | null {
@@ -314,6 +325,57 @@ export class StartTimeProbe {
   }
 
   private read(pid: number): Probed | null {
+    const mem = this.mems.get(pid);
+    if (mem?.fd != null) {
+      try {
+        if (readSync(mem.fd, this.buf, 0, 1, 0) === 1) return mem.last;
+      } catch {
+        /* read the stat line */
+      }
+    }
+    const now = this.readStatLine(pid);
+    this.remember(pid, now, mem);
+    return now;
+  }
+
+  /** After a full read: the memory descriptor to take the next look through (see `mems`). */
+  private remember(
+    pid: number,
+    now: Probed | null,
+    mem: { fd: number | null; last: Probed } | undefined,
+  ): void {
+    // Once only: a process whose memory reads as empty (gone, exec'd, no environment) is read in
+    // full from then on.
+    if (mem) {
+      if (mem.fd !== null) closeQuietly(mem.fd);
+      mem.fd = null;
+      return;
+    }
+    if (now === null) return;
+    let fd: number | null = null;
+    try {
+      fd = openSync(`/proc/${pid}/environ`, "r");
+      if (readSync(fd, this.buf, 0, 1, 0) !== 1) {
+        closeQuietly(fd);
+        fd = null;
+      }
+    } catch {
+      if (fd !== null) closeQuietly(fd);
+      fd = null;
+    }
+    // Opened after the stat line was read: an execve in between would give a descriptor to the
+    // new memory with the old image remembered. Read the stat line again: unchanged, or not kept.
+    if (fd !== null) {
+      const again = this.readStatLine(pid);
+      if (again === null || again.startTime !== now.startTime || again.image !== now.image) {
+        closeQuietly(fd);
+        fd = null;
+      }
+    }
+    this.mems.set(pid, { fd, last: now });
+  }
+
+  private readStatLine(pid: number): Probed | null {
     let fd = this.fds.get(pid);
     if (fd === undefined) {
       if (!validPid(pid)) return null;
@@ -352,6 +414,8 @@ export class StartTimeProbe {
       }
     }
     this.fds.clear();
+    for (const m of this.mems.values()) if (m.fd !== null) closeQuietly(m.fd);
+    this.mems.clear();
     this.set = null;
   }
 }
@@ -628,4 +692,12 @@ function tcpSocketInode(localPort: number, peerPort: number): string | null {
     }
   }
   return null;
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed */
+  }
 }
