@@ -87,14 +87,15 @@ export async function serveListen(
     maxSessions: settings.maxSessions,
     idleTimeoutMs: settings.idleTimeoutMs,
     log,
-    findPeer: (localPort, remotePort, remoteAddress): Peer => {
+    findPeer: (ours, theirs): Peer => {
+      const remoteAddress = theirs.address;
       if (process.platform !== "linux")
         return {
           pid: null,
           why: `the connecting process is not looked up on ${process.platform}`,
           remoteAddress,
         };
-      const pid = pidOfTcpPeer(remotePort, localPort);
+      const pid = pidOfTcpPeer(ours, theirs);
       return pid === null
         ? {
             pid: null,

@@ -32,7 +32,7 @@ export interface HttpFrontOptions {
   idleTimeoutMs: number;
   log: Logger;
   /** finds the connecting process from the socket (`src/identity/proc.ts` on Linux) */
-  findPeer(localPort: number, remotePort: number, remoteAddress: string): Peer;
+  findPeer(ours: { address: string; port: number }, theirs: { address: string; port: number }): Peer;
   /**
    * The identity of a connecting process (pid and start time), or null when it is not known. It
    * groups a modern-era client's requests (they carry no session id: one process, one session, so
@@ -61,6 +61,8 @@ export class HttpFront {
   private reaper: NodeJS.Timeout | null = null;
   private readonly peers = new WeakMap<Socket, Peer>();
   private readonly keys = new WeakMap<Peer, string | null>();
+  private readonly connectionIds = new WeakMap<Socket, number>();
+  private connections = 0;
 
   constructor(private readonly o: HttpFrontOptions) {}
 
@@ -258,10 +260,22 @@ export class HttpFront {
 
   private modernSession(req: IncomingMessage): Session | string {
     const peer = this.peerOf(req);
-    const key = `modern-${this.keyOf(peer) ?? `addr-${peer.remoteAddress}`}`;
+    // A process not identified has a session per connection: two such processes must never
+    // share one (and its grants) because they connect from the same address.
+    const key = `modern-${this.keyOf(peer) ?? `conn-${this.connectionId(req.socket)}`}`;
     const open = this.sessions.get(key);
     if (open && !open.isEnded) return open;
     return this.openSession(req, "modern", key);
+  }
+
+  /** A number for each connection, for the sessions of processes that are not identified. */
+  private connectionId(s: Socket): number {
+    let id = this.connectionIds.get(s);
+    if (id === undefined) {
+      id = ++this.connections;
+      this.connectionIds.set(s, id);
+    }
+    return id;
   }
 
   /** The peer's process key, read once per peer (a connection's peer is read once). */
@@ -288,7 +302,10 @@ export class HttpFront {
         why: `the client connected from ${remoteAddress}, not this machine`,
         remoteAddress,
       };
-    return this.o.findPeer(s.localPort ?? 0, s.remotePort ?? 0, remoteAddress);
+    return this.o.findPeer(
+      { address: s.localAddress ?? "", port: s.localPort ?? 0 },
+      { address: remoteAddress, port: s.remotePort ?? 0 },
+    );
   }
 }
 

@@ -25,13 +25,21 @@ function listen(): Promise<{ port: number; accepted: Promise<Socket> }> {
   });
 }
 
+/** The process on the other end of accepted socket `s`. */
+function peer(s: Socket, theirs?: { address: string; port: number }): number | null {
+  return pidOfTcpPeer(
+    { address: s.localAddress!, port: s.localPort! },
+    theirs ?? { address: s.remoteAddress!, port: s.remotePort! },
+  );
+}
+
 describe.runIf(process.platform === "linux")("pidOfTcpPeer", () => {
   it("finds this process behind its own loopback connection", async () => {
     const { port, accepted } = await listen();
     const { createConnection } = await import("node:net");
     const client = createConnection(port, "127.0.0.1");
     const s = await accepted;
-    expect(pidOfTcpPeer(s.remotePort!, port)).toBe(process.pid);
+    expect(peer(s)).toBe(process.pid);
     client.destroy();
     s.destroy();
   });
@@ -45,8 +53,8 @@ describe.runIf(process.platform === "linux")("pidOfTcpPeer", () => {
     );
     try {
       const s = await accepted;
-      expect(pidOfTcpPeer(s.remotePort!, port)).toBe(child.pid);
-      expect(pidOfTcpPeer(1, port)).toBeNull();
+      expect(peer(s)).toBe(child.pid);
+      expect(peer(s, { address: "127.0.0.1", port: 1 })).toBeNull();
       s.destroy();
     } finally {
       child.kill("SIGKILL");
