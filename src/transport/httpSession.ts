@@ -116,9 +116,15 @@ export class HttpSession implements Downstream {
     return this.ended;
   }
 
-  /** Nothing open: no unanswered exchange and no connected stream (for the idle timeout). */
+  /**
+   * Nothing open (for the idle timeout): no unanswered exchange whose connection is still there,
+   * and no connected stream. An exchange whose connection dropped keeps its answer for a client
+   * that resumes (it attaches a stream), but not the session: a client that vanished with a call
+   * unanswered would otherwise hold its session, server and run, and a slot of
+   * --listen-max-sessions, for ever.
+   */
   get idle(): boolean {
-    if (this.exchanges.size > 0) return false;
+    for (const ex of this.exchanges.values()) if (ex.res !== null) return false;
     for (const s of this.streams.values()) if (s.attached) return false;
     return true;
   }
@@ -146,7 +152,10 @@ export class HttpSession implements Downstream {
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
       // a dropped connection is not a cancellation: the answer is kept for a resuming client
-      if (!res.writableFinished && ex.res === res) ex.res = null;
+      if (!res.writableFinished && ex.res === res) {
+        ex.res = null;
+        this.lastUsed = Date.now(); // the idle timeout counts from the drop
+      }
     });
     this.hooks?.deliver(JSON.stringify({ ...msg, id: wire }));
   }

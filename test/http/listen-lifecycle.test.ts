@@ -2,6 +2,7 @@
 // idle timeout that ends a forgotten session, and SIGTERM ending every session's run and server.
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
@@ -9,7 +10,7 @@ import { tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { openSession, raw } from "./raw.js";
+import { initializeBody, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -126,5 +127,46 @@ describe("session lifetime", () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe("a client that vanishes with a call unanswered", () => {
+  it("does not keep its session past the idle timeout: the slot is freed for the next client", async () => {
+    const l: Listener = await startListener(fixtureCommand("lenient"), {
+      args: ["--approval", "none", "--listen-idle-timeout", "1000", "--listen-max-sessions", "1"],
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    // A call the server never answers, then the client is gone (its connection drops).
+    await new Promise<void>((resolve) => {
+      const req = request({
+        host: "127.0.0.1",
+        port: l.port,
+        path: "/mcp",
+        method: "POST",
+        headers: l.headers({ "mcp-session-id": session }),
+      });
+      req.on("error", () => resolve());
+      req.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "tools/call",
+          params: { name: "echo", arguments: { message: "hang" } },
+        }),
+      );
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 500);
+    });
+    // The one slot is taken until the session ends; then a new client gets its own.
+    await waitFor(
+      async () => (await raw(l, { body: initializeBody(1) })).status === 200,
+      20_000,
+      "a new session once the vanished client's has ended",
+    );
+    const after = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });
+    expect(after.status).toBe(404);
   });
 });
