@@ -73,6 +73,8 @@ export function runNode(
     });
     child.on("error", rej);
     child.on("close", (code, signal) => res({ code, signal, stdout, stderr }));
+    // A child that exits before reading its input (a usage error) closes the pipe: not a failure.
+    child.stdin?.on("error", () => {});
     child.stdin?.end(opts.input ?? "");
   });
 }
