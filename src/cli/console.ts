@@ -2,7 +2,7 @@ import { findConfig } from "../config/config.js";
 import { clearConsoleAddress, readConsoleAddress, writeConsoleAddress } from "../console/address.js";
 import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from "../console/config.js";
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
-import { startConsole } from "../console/server.js";
+import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { stderrLogger } from "../util/log.js";
@@ -13,8 +13,9 @@ export const CONSOLE_HELP = `usage: portcullis console [--port N] [--no-open] [-
                          [--idle-timeout SECONDS] [--state-dir DIR]
 
 The local web console: pending approval requests with their review, decisions,
-servers, catalog revisions, grants, the audit. It listens on 127.0.0.1 only and
-shows nothing before the keyring's passphrase is typed.
+servers, catalog revisions, grants, the audit. It listens on the loopback only
+(127.0.0.1 and ::1, one port) and shows nothing before the keyring's passphrase
+is typed.
   --port N              listen on this port (default: any free port)
   --no-open             do not open a browser
   --proof-window S      how long a passphrase proof lets decisions be a click
@@ -90,8 +91,13 @@ export async function consoleCommand(args: string[]): Promise<number> {
     });
   } catch (e) {
     release();
-    if ((e as NodeJS.ErrnoException).code === "EADDRINUSE")
-      throw new UsageError(`console: port ${port} is in use; choose another with --port.`);
+    if (e instanceof LoopbackPortsBusy)
+      throw new UsageError(`console: ${e.message}; choose one with --port.`);
+    if ((e as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      // The console holds ::1 too (localhost may lead there): someone else on it is a refusal.
+      const where = (e as { address?: string }).address === "::1" ? " on ::1 (IPv6 loopback)" : "";
+      throw new UsageError(`console: port ${port} is in use${where}; choose another with --port.`);
+    }
     throw e;
   }
   return new Promise<number>((resolve) => {

@@ -1,10 +1,10 @@
 /**
- * The console's HTTP server: loopback only, one state directory. Every request: security
+ * The console's HTTP server: loopback only (127.0.0.1 and ::1), one state directory. Every request: security
  * headers, the Host check (DNS rebinding), then the route table; routes that need a session get
  * none without the session cookie; every POST needs the console's own Origin and the session's
  * CSRF token (the login form has its own pre-session token, double-submitted in a cookie).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
@@ -82,24 +82,24 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   const routes = [...(o.extraRoutes ?? []), ...PASSKEY_ROUTES, ...CONSOLE_ROUTES];
   let port = 0;
   let lastRequest = Date.now();
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     lastRequest = Date.now();
     handle(app, routes, port, req, res).catch((e: unknown) => {
       o.log.warn(`console: ${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
       if (!res.headersSent) sendText(res, 500, "internal error");
       else res.destroy();
     });
-  });
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host: "127.0.0.1", port: o.port ?? 0 }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
+  };
+  let servers: Server[];
+  try {
+    servers = await listenOnLoopback(onRequest, o.port ?? 0);
+  } catch (e) {
+    changes.close();
+    sessions.close();
+    db.close();
+    throw e;
+  }
+  port = (servers[0]!.address() as AddressInfo).port;
   app.port = port;
   const url = `http://127.0.0.1:${port}`;
   let closed: Promise<void> | null = null;
@@ -111,15 +111,79 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
       closed ??= new Promise<void>((resolve) => {
         changes.close();
         sessions.close();
-        server.close(() => {
+        Promise.all(servers.map(closeServer)).then(() => {
           db.close();
           resolve();
         });
-        server.closeAllConnections();
       });
       return closed;
     },
   };
+}
+
+/** How many fresh ports the console tries when it picks its own and ::1 already has one taken. */
+const PORT_ATTEMPTS = 5;
+
+/**
+ * The console's listening sockets: 127.0.0.1:PORT and [::1]:PORT, one handler behind both.
+ * Its passkey origin is http://localhost:PORT, and browsers try ::1 first for `localhost`: were
+ * [::1]:PORT free, any process of this user could listen there and receive what the human sends
+ * to localhost (the passphrase, the session cookie, the proof key). Holding both names leaves no
+ * such gap. With `port` 0 the console takes a port free on both; with a given port, ::1 busy is
+ * an EADDRINUSE naming ::1. A machine without an IPv6 loopback gets 127.0.0.1 alone: there
+ * `localhost` cannot lead to ::1 either.
+ */
+async function listenOnLoopback(
+  onRequest: (req: IncomingMessage, res: ServerResponse) => void,
+  port: number,
+): Promise<Server[]> {
+  for (let attempt = 0; attempt < (port === 0 ? PORT_ATTEMPTS : 1); attempt++) {
+    const v4 = newServer(onRequest);
+    await listen(v4, "127.0.0.1", port);
+    const chosen = (v4.address() as AddressInfo).port;
+    const v6 = newServer(onRequest);
+    try {
+      await listen(v6, "::1", chosen);
+      return [v4, v6];
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "EADDRNOTAVAIL" || code === "EAFNOSUPPORT") return [v4];
+      await closeServer(v4);
+      if (code !== "EADDRINUSE" || port !== 0) throw e;
+    }
+  }
+  throw new LoopbackPortsBusy(PORT_ATTEMPTS);
+}
+
+/** Picking its own port, the console found none free on both 127.0.0.1 and ::1. */
+export class LoopbackPortsBusy extends Error {
+  constructor(attempts: number) {
+    super(`no port free on both 127.0.0.1 and ::1 in ${attempts} attempts`);
+  }
+}
+
+function newServer(onRequest: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(onRequest);
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+  return server;
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host, port, ipv6Only: host === "::1" }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }
 
 function pathOf(req: IncomingMessage): string {

@@ -2,6 +2,7 @@
 // directory even when two start at once, and the proven window read from portcullis.json.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
@@ -9,7 +10,15 @@ import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { httpLogin, post, raw, startConsoleProcess, stopConsoleOf } from "./helpers.js";
+import {
+  bindLoopback,
+  hasIpv6Loopback,
+  httpLogin,
+  post,
+  raw,
+  startConsoleProcess,
+  stopConsoleOf,
+} from "./helpers.js";
 
 describe("portcullis console flags and configuration", () => {
   it("a bad flag or console.proofWindow is a usage error naming it; other config keys still load", async () => {
@@ -73,6 +82,29 @@ describe("portcullis console flags and configuration", () => {
       removeDir(empty);
       removeDir(stateDir);
       removeDir(other);
+    }
+  });
+
+  it("--port N with [::1]:N held by another process: exit 2 naming the port and ::1, nothing published", async () => {
+    // localhost may lead a browser to ::1: a console that let someone else hold it there would
+    // hand that process the passphrase typed at http://localhost:N.
+    if (!(await hasIpv6Loopback())) return;
+    const stateDir = newStateDir();
+    const squatter = await bindLoopback("::1", 0);
+    if (typeof squatter === "string") throw new Error(squatter);
+    try {
+      const port = String((squatter.address() as AddressInfo).port);
+      const busy = await runCli(["console", "--no-open", "--port", port, "--state-dir", stateDir]);
+      expect(busy.code, busy.stderr).toBe(2);
+      expect(busy.stderr).toContain(`console: port ${port} is in use on ::1`);
+      expect(readConsoleAddress(stateDir)).toBeNull();
+      // its 127.0.0.1 socket was let go as well: that side of the port is free again
+      const v4 = await bindLoopback("127.0.0.1", Number(port));
+      expect(typeof v4, String(v4)).not.toBe("string");
+      if (typeof v4 !== "string") await new Promise((r) => v4.close(r));
+    } finally {
+      await new Promise((r) => squatter.close(r));
+      removeDir(stateDir);
     }
   });
 

@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { createServer as createNetServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { expect } from "vitest";
@@ -122,7 +123,7 @@ export function raw(
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: u.hostname,
+        host: u.hostname.replace(/^\[(.*)\]$/, "$1"), // [::1] in a URL, ::1 to connect
         port: u.port,
         path: `${u.pathname}${u.search}`,
         method: opts.method ?? "GET",
@@ -198,4 +199,24 @@ export function post(
     headers: { Origin: base, "Content-Type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams(fields).toString(),
   });
+}
+
+/**
+ * A plain TCP listener on host:port (0: any free port), or the bind's error code. Tests use it
+ * to hold [::1]:PORT as another process would, and to see whether the console holds it.
+ */
+export function bindLoopback(host: string, port: number): Promise<Server | string> {
+  return new Promise((resolve) => {
+    const server = createNetServer();
+    server.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? String(e)));
+    server.listen({ host, port, ipv6Only: host === "::1" }, () => resolve(server));
+  });
+}
+
+/** Whether this machine has an IPv6 loopback to bind (some containers do not). */
+export async function hasIpv6Loopback(): Promise<boolean> {
+  const s = await bindLoopback("::1", 0);
+  if (typeof s === "string") return false;
+  await new Promise((r) => s.close(r));
+  return true;
 }

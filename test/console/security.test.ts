@@ -10,10 +10,12 @@ import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import {
+  bindLoopback,
   catalogFile,
   DEPLOY_TOOL,
   gatewayFor,
   handedProofKey,
+  hasIpv6Loopback,
   httpLogin,
   post,
   type RunningConsole,
@@ -78,6 +80,22 @@ describe("DNS rebinding", () => {
     expect(login.status).toBe(421);
     expect((await raw(`${base}/login`, { headers: { Host: `localhost:${port}` } })).status).toBe(200);
     expect((await raw(`${base}/login`)).status).toBe(200);
+  });
+});
+
+describe("both loopback names", () => {
+  it("the console holds [::1] on its port too, so nobody else can answer http://localhost:PORT there", async () => {
+    if (!(await hasIpv6Loopback())) return;
+    const squat = await bindLoopback("::1", Number(port));
+    if (typeof squat !== "string") await new Promise((r) => squat.close(r));
+    expect(squat).toBe("EADDRINUSE");
+    // What arrives there is the console's own: a browser at localhost sends Host localhost:PORT.
+    const v6 = `http://[::1]:${port}`;
+    const login = await raw(`${v6}/login`, { headers: { Host: `localhost:${port}` } });
+    expect(login.status).toBe(200);
+    expect(login.body).toContain("passphrase");
+    // The console's names are 127.0.0.1 and localhost: Host [::1] is refused on either socket.
+    expect((await raw(`${v6}/login`)).status).toBe(421);
   });
 });
 
