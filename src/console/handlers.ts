@@ -234,7 +234,11 @@ async function decide(ctx: RouteContext): Promise<void> {
     );
   } catch (e) {
     if (!(e instanceof DecisionError)) throw e;
-    return page(ctx, 409, "Not decided", messageBody("Not decided", `${e.message}.`, `/requests/${id}`));
+    // Proving the passphrase above replaced the session's proof key even though nothing was
+    // decided: the page must still get the new one, or the held proof is lost to it.
+    const handoff = proofKey === null ? undefined : { proofKey };
+    const body = messageBody("Not decided", `${e.message}.`, `/requests/${id}`);
+    return page(ctx, 409, "Not decided", body, undefined, handoff);
   }
   handOver(ctx, proofKey, `/requests/${id}`);
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 import {
   bindLoopback,
   catalogFile,
@@ -206,6 +206,47 @@ describe("forged decisions", () => {
         base,
         path,
         { ...approve, csrf: a.csrf, proof: a.proofKey!, reviewed },
+        { Cookie: a.cookie },
+      );
+      expect(ok.status, ok.body).toBe(303);
+      expect((await call).isError).toBeFalsy();
+      expect(await pending(stateDir)).toEqual([]);
+    } finally {
+      await gw.close();
+      removeDir(dir);
+    }
+  });
+});
+
+describe("a refused decision", () => {
+  it("proven by the passphrase but refused (409, stale review): the page still gets the new proof key, and it decides", async () => {
+    const dir = tempDir("portcullis-console-refused-");
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    try {
+      const call = gw.client.callTool({ name: "deploy", arguments: { note: "stale review" } });
+      const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+      const a = await httpLogin(base);
+      const path = `/requests/${req.request}/decide`;
+      // No proof key sent: the decision asks for the passphrase, which proves it (a new key), and
+      // then the stale review refuses the decision.
+      const stale = await post(
+        base,
+        path,
+        { action: "approve-call", csrf: a.csrf, reviewed: "sha256:stale", passphrase: TEST_PASSPHRASE },
+        { Cookie: a.cookie },
+      );
+      expect(stale.status, stale.body).toBe(409);
+      const key = handedProofKey(stale.body);
+      expect(key, stale.body).not.toBeNull();
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+
+      // That key is the held proof: the right review with it decides without the passphrase.
+      const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
+      const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
+      const ok = await post(
+        base,
+        path,
+        { action: "approve-call", csrf: a.csrf, proof: key!, reviewed },
         { Cookie: a.cookie },
       );
       expect(ok.status, ok.body).toBe(303);
