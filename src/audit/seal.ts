@@ -1,12 +1,5 @@
-import {
-  createCipheriv,
-  createDecipheriv,
-  diffieHellman,
-  generateKeyPairSync,
-  hkdfSync,
-  type KeyObject,
-} from "node:crypto";
-import { rawX25519PublicKey, x25519PublicKeyFromRaw } from "../keyring/x25519.js";
+import { createCipheriv, createDecipheriv, diffieHellman, hkdfSync, type KeyObject } from "node:crypto";
+import { newX25519PrivateKey, rawX25519PublicKey, x25519PublicKeyFromRaw } from "../keyring/x25519.js";
 import { newRecord } from "./record.js";
 
 /**
@@ -76,7 +69,7 @@ export class SealingSession {
 
   /** A fresh ephemeral key pair; `ephemeralPrivate` is only given by the test vectors. */
   static start(recipient: KeyObject, ephemeralPrivate?: KeyObject): SealingSession {
-    const priv = ephemeralPrivate ?? generateKeyPairSync("x25519").privateKey;
+    const priv = ephemeralPrivate ?? newX25519PrivateKey();
     const epkRaw = rawX25519PublicKey(priv);
     const shared = diffieHellman({ privateKey: priv, publicKey: recipient });
     const key = deriveRecordKey(shared, epkRaw, rawX25519PublicKey(recipient));

@@ -2,12 +2,12 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
-  generateKeyPairSync,
   type KeyObject,
+  randomBytes,
   sign,
   verify,
 } from "node:crypto";
-import { x25519PrivateKeyFromRaw } from "./x25519.js";
+import { lastBytes, x25519PrivateKeyFromRaw } from "./x25519.js";
 
 /**
  * The approver key: an Ed25519 pair whose private half lives only sealed in the keyring
@@ -34,25 +34,23 @@ export function ed25519PrivateKeyFromRaw(raw: Uint8Array): KeyObject {
 }
 
 /** The raw 32 bytes of an Ed25519 public key (from a public or a private KeyObject). */
+// Raw bytes from DER, new keys from random bytes: see src/keyring/x25519.ts (a Node 20 deadlock).
 export function rawEd25519PublicKey(key: KeyObject): Buffer {
   const pub = key.type === "private" ? createPublicKey(key) : key;
-  const { x } = pub.export({ format: "jwk" });
-  if (typeof x !== "string") throw new Error("not an Ed25519 key");
-  return Buffer.from(x, "base64url");
+  if (pub.asymmetricKeyType !== "ed25519") throw new Error("not an Ed25519 key");
+  return lastBytes(pub.export({ format: "der", type: "spki" }), APPROVER_KEY_BYTES);
 }
 
 export function rawEd25519PrivateKey(key: KeyObject): Buffer {
-  const { d } = key.export({ format: "jwk" });
-  if (typeof d !== "string") throw new Error("not an Ed25519 private key");
-  return Buffer.from(d, "base64url");
+  if (key.type !== "private" || key.asymmetricKeyType !== "ed25519")
+    throw new Error("not an Ed25519 private key");
+  return lastBytes(key.export({ format: "der", type: "pkcs8" }), APPROVER_KEY_BYTES);
 }
 
 export function newApproverKeyPair(): { publicRaw: Buffer; privateRaw: Buffer } {
-  const pair = generateKeyPairSync("ed25519");
-  return {
-    publicRaw: rawEd25519PublicKey(pair.publicKey),
-    privateRaw: rawEd25519PrivateKey(pair.privateKey),
-  };
+  // the seed: every 32 bytes are a valid Ed25519 private key
+  const privateRaw = randomBytes(APPROVER_KEY_BYTES);
+  return { publicRaw: rawEd25519PublicKey(ed25519PrivateKeyFromRaw(privateRaw)), privateRaw };
 }
 
 /** Key id of an approver public key: the first 16 bytes of SHA-256 over "approver\n" and its raw bytes, hex. */

@@ -2,7 +2,6 @@ import {
   createCipheriv,
   createDecipheriv,
   createPublicKey,
-  generateKeyPairSync,
   type KeyObject,
   randomBytes,
   scrypt,
@@ -25,6 +24,7 @@ import canonicalize from "canonicalize";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import {
   auditKeyId,
+  newX25519PrivateKey,
   rawX25519PrivateKey,
   rawX25519PublicKey,
   x25519PrivateKeyFromRaw,
@@ -158,9 +158,9 @@ export async function initKeyring(stateDir: string, passphrase: string): Promise
   const salt = randomBytes(16);
   const kek = await deriveKek(passphrase, salt, params);
   const dataKey = randomBytes(KEY_BYTES);
-  const pair = generateKeyPairSync("x25519");
-  const publicRaw = rawX25519PublicKey(pair.publicKey);
-  const privateRaw = rawX25519PrivateKey(pair.privateKey);
+  const privateKey = newX25519PrivateKey();
+  const publicRaw = rawX25519PublicKey(privateKey);
+  const privateRaw = rawX25519PrivateKey(privateKey);
   const keyId = auditKeyId(publicRaw);
   const kdf = { alg: "scrypt" as const, ...params, salt: salt.toString("base64url") };
   const publicKey = publicRaw.toString("base64url");
@@ -184,7 +184,7 @@ export async function initKeyring(stateDir: string, passphrase: string): Promise
   return {
     path,
     keyId,
-    publicKey: pair.publicKey,
+    publicKey: x25519PublicKeyFromRaw(publicRaw),
     publicKeyRaw: publicRaw,
     approver: approverOf(file),
   };

@@ -1,8 +1,15 @@
-import { createHash, createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { createHash, createPrivateKey, createPublicKey, type KeyObject, randomBytes } from "node:crypto";
 
 /**
  * Raw 32-byte X25519 keys <-> node:crypto KeyObjects. The keyring and the audit
  * records carry raw keys (base64url); KeyObjects are what node:crypto computes with.
+ *
+ * New keys are made from random bytes, never with node:crypto's key-pair generator, and raw bytes are read
+ * from the DER encodings, never from a JWK export. Node 20 can deadlock otherwise: exporting a key
+ * as JWK holds the key's lock while it allocates, a garbage collection then destroys the finished
+ * key-generation job that made it, and that job's destructor waits for the same lock (seen as a
+ * gateway whose main thread never came back from an audit writer session's first record: gdb showed
+ * ExportJWKEdKey → GC → ~KeyGenJob → pthread_mutex_lock).
  */
 
 // PKCS#8 prefix of an X25519 private key (RFC 8410): the raw 32-byte scalar follows.
@@ -18,6 +25,16 @@ export function x25519PublicKeyFromRaw(raw: Uint8Array): KeyObject {
   });
 }
 
+/** A new X25519 private key: 32 random bytes (every 32-byte string is a valid X25519 scalar). */
+export function newX25519PrivateKey(): KeyObject {
+  const raw = randomBytes(X25519_KEY_BYTES);
+  try {
+    return x25519PrivateKeyFromRaw(raw);
+  } finally {
+    raw.fill(0);
+  }
+}
+
 export function x25519PrivateKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.length !== X25519_KEY_BYTES) throw new Error("an X25519 private key is 32 bytes");
   return createPrivateKey({ key: Buffer.concat([PKCS8_X25519_PREFIX, raw]), format: "der", type: "pkcs8" });
@@ -26,16 +43,24 @@ export function x25519PrivateKeyFromRaw(raw: Uint8Array): KeyObject {
 /** The raw 32 bytes of an X25519 public key (from a public or a private KeyObject). */
 export function rawX25519PublicKey(key: KeyObject): Buffer {
   const pub = key.type === "private" ? createPublicKey(key) : key;
-  const { x } = pub.export({ format: "jwk" });
-  if (typeof x !== "string") throw new Error("not an X25519 key");
-  return Buffer.from(x, "base64url");
+  if (pub.asymmetricKeyType !== "x25519") throw new Error("not an X25519 key");
+  return lastBytes(pub.export({ format: "der", type: "spki" }), X25519_KEY_BYTES);
 }
 
 /** The raw 32 bytes of an X25519 private key. */
 export function rawX25519PrivateKey(key: KeyObject): Buffer {
-  const { d } = key.export({ format: "jwk" });
-  if (typeof d !== "string") throw new Error("not an X25519 private key");
-  return Buffer.from(d, "base64url");
+  if (key.type !== "private" || key.asymmetricKeyType !== "x25519")
+    throw new Error("not an X25519 private key");
+  return lastBytes(key.export({ format: "der", type: "pkcs8" }), X25519_KEY_BYTES);
+}
+
+/**
+ * The raw key at the end of an RFC 8410 DER encoding (SubjectPublicKeyInfo: a BIT STRING of the
+ * key; PKCS#8 as node writes it, without attributes or public key: an OCTET STRING of the key).
+ */
+export function lastBytes(der: Buffer, n: number): Buffer {
+  if (der.length < n) throw new Error("a DER key shorter than its raw key");
+  return Buffer.from(der.subarray(der.length - n));
 }
 
 /**
