@@ -17,6 +17,7 @@ import {
   loginWithBrowser,
   post,
   raw,
+  reviewedIn,
   startConsoleProcess,
   stopConsoleOf,
 } from "./helpers.js";
@@ -260,7 +261,7 @@ describe("the session cookie on another port", () => {
     // With it, the agent reads a page (and its CSRF token) and posts the decision as the page would.
     const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: cookie! } });
     const csrf = /name="csrf" value="([^"]+)"/.exec(card.body)![1]!;
-    const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
+    const reviewed = reviewedIn(card.body);
     const forged = await post(
       base,
       `/requests/${req.request}/decide`,

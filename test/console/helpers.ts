@@ -157,6 +157,13 @@ export interface HttpSession {
   proofKey: string | null;
 }
 
+/** The digest of the review a request page's decision form shows (sent back with the decision). */
+export function reviewedIn(page: string): string {
+  const m = /name="reviewed" value="([^"]+)"/.exec(page);
+  if (!m) throw new Error(`no decision form with a reviewed digest in the page:\n${page.slice(0, 500)}`);
+  return m[1]!;
+}
+
 /** The proof key a page hands over to the console's script, if it carries one. */
 export function handedProofKey(body: string): string | null {
   return /<meta name="portcullis-proof" content="([^"]+)"/.exec(body)?.[1] ?? null;

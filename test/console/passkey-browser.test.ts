@@ -17,6 +17,7 @@ import {
   loginWithBrowser,
   type RawResponse,
   raw,
+  reviewedIn,
   startConsoleProcess,
 } from "./helpers.js";
 
@@ -315,9 +316,7 @@ describe("the passkey routes' edges", () => {
     ).toBe(400);
     // Without the digest of the review the page showed, nothing is prepared; with it, it is.
     expect((await local.json(`${path}/options`, { action: "approve-session" }, lcsrf)).status).toBe(400);
-    const reviewed = /name="reviewed" value="([^"]+)"/.exec(
-      (await local.get(`/requests/${req.request}`)).body,
-    )![1]!;
+    const reviewed = reviewedIn((await local.get(`/requests/${req.request}`)).body);
     const prepared = await local.json(`${path}/options`, { action: "approve-session", reviewed }, lcsrf);
     expect(prepared.status, prepared.body).toBe(200);
     const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };

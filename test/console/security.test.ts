@@ -20,6 +20,7 @@ import {
   post,
   type RunningConsole,
   raw,
+  reviewedIn,
   startConsoleProcess,
 } from "./helpers.js";
 
@@ -201,7 +202,17 @@ describe("forged decisions", () => {
 
       // The same POST with the session's own token and Origin is a decision (signed: the call proceeds).
       const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
-      const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
+      const reviewed = reviewedIn(card.body);
+      // Without the digest of the review the page showed, no approval is made at all.
+      const unreviewed = await post(
+        base,
+        path,
+        { ...approve, csrf: a.csrf, proof: a.proofKey! },
+        { Cookie: a.cookie },
+      );
+      expect(unreviewed.status).toBe(400);
+      expect(unreviewed.body).toContain("reload the request");
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
       const ok = await post(
         base,
         path,
@@ -242,7 +253,7 @@ describe("a refused decision", () => {
 
       // That key is the held proof: the right review with it decides without the passphrase.
       const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
-      const reviewed = /name="reviewed" value="([^"]+)"/.exec(card.body)![1]!;
+      const reviewed = reviewedIn(card.body);
       const ok = await post(
         base,
         path,
