@@ -405,14 +405,7 @@ export class StartTimeProbe {
   }
 
   close(): void {
-    for (const fd of this.fds.values()) {
-      if (fd === null) continue;
-      try {
-        closeSync(fd);
-      } catch {
-        /* already closed */
-      }
-    }
+    for (const fd of this.fds.values()) if (fd !== null) closeQuietly(fd);
     this.fds.clear();
     for (const m of this.mems.values()) if (m.fd !== null) closeQuietly(m.fd);
     this.mems.clear();
