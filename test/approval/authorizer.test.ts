@@ -142,6 +142,42 @@ describe("session grants", () => {
     expect(await auth.obtain(callB)).toEqual({ grant: gb!.grant });
   });
 
+  it("name in changedTools the tools whose approval ended: all the run's after an epoch change, the called one after an expansion", async () => {
+    // The documented meaning (docs/refusals.md): changedTools lists the tools whose approval the
+    // refusal ended, not the tools whose definitions changed.
+    const twoGrants = async () => {
+      const { run, auth, grant } = await sessionGranted(db, other, A);
+      const lookup = auth.obtain(callOf(readTool, A));
+      const { grant: lookupGrant } = await decideNext(other, run, { approve: true, for: "session" });
+      expect(await lookup).toEqual({ grant: lookupGrant!.grant });
+      return { auth, publish: grant.grant, lookup: lookupGrant!.grant };
+    };
+
+    // new code behind both: a call of the lookup tool, whose definition did not change, names both
+    const epochChange = await twoGrants();
+    expect(epochChange.auth.stale(callOf(readTool, B))?.data).toMatchObject({
+      reason: "server execution epoch changed",
+      approvedEpoch: A,
+      currentEpoch: B,
+      changedTools: ["inventory_lookup", "publish_preview"],
+    });
+    expect(getGrant(db, epochChange.publish)!.endedAt).not.toBeNull();
+    expect(getGrant(db, epochChange.lookup)!.endedAt).not.toBeNull();
+
+    // an expanding change of one tool ends that tool's approval only
+    const expansion = await twoGrants();
+    const expanded = callOf(publishPreviewExpanded, A, {
+      revision: 2,
+      effective: { branch: "main", target: "x" },
+    });
+    expect(expansion.auth.stale(expanded)?.data).toMatchObject({
+      reason: "tool authority expanded",
+      changedTools: ["publish_preview"],
+    });
+    expect(getGrant(db, expansion.publish)!.endedAt).not.toBeNull();
+    expect(getGrant(db, expansion.lookup)!.endedAt).toBeNull();
+  });
+
   it("survive a cosmetic or narrowing change of the tool; an expanding change makes them stale", async () => {
     const { run, auth, grant } = await sessionGranted(db, other, A);
 
