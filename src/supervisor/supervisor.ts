@@ -14,22 +14,17 @@ import {
   type StaticIdentity,
   watchArtifacts,
 } from "../identity/index.js";
-import {
-  execImage,
-  listChildren,
-  plainExe,
-  processStartTime,
-  readStat,
-  StartTimeProbe,
-} from "../identity/proc.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
+import { ProcessGroups } from "./processGroups.js";
+import { ReplacementDetector, ROOT_GONE, type SettledProcess, settledFrom } from "./replacement.js";
 import { discard, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
 import { type LineScrubber, StderrLines } from "./stderrLines.js";
 
 export type { DownReason } from "./link.js";
+export type { SettledProcess } from "./replacement.js";
 export { LaunchError } from "./spawn.js";
 
 /**
@@ -53,20 +48,6 @@ export interface Generation extends LinkGeneration {
   /** settled processes that went away with nothing (yet) in their place */
   departed: SettledProcess[];
   alive: boolean;
-}
-
-/** One process that answered for a generation, as it was when the worker first answered. */
-export interface SettledProcess {
-  pid: number;
-  ppid: number;
-  /** proc.ts's opaque start time: with the pid, names the process */
-  startTime: string;
-  /** the executable's path (to recognise a watcher's next worker); null when not known */
-  exe: string | null;
-  /** its code and stack addresses (StatLine.image: Linux), read on every check; null when not known */
-  image: string | null;
-  /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
-  exec: string | null;
 }
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
@@ -111,25 +92,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private poll: NodeJS.Timeout | null = null;
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
-  /** the generation (and settled set) already checked for replacement in this event-loop turn */
-  private checkedGen: Generation | null = null;
-  private checkedSettled: Generation["settled"] = null;
-  private readonly endTurn = () => {
-    this.checkedGen = null;
-    this.checkedSettled = null;
-  };
-  private readonly probe = new StartTimeProbe();
-  /**
-   * The process group of every server launched (its pgid is the launched process's pid), with
-   * that process's start time (null when it was gone before it could be read), until the group
-   * has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
-   */
-  private readonly groups = new Map<number, string | null>();
-  private readonly groupTimers = new Set<NodeJS.Timeout>();
+  private readonly replacements = new ReplacementDetector();
+  private readonly groups: ProcessGroups;
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
     this.backoffMs = opts.backoff?.initialMs ?? 200;
+    this.groups = new ProcessGroups(opts.shutdownGraceMs ?? 1500);
   }
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
@@ -210,7 +179,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   private wire(gen: Generation): void {
     const { child } = gen;
-    this.groups.set(child.pid!, processStartTime(child.pid!));
+    this.groups.launched(child.pid!);
     const reader = new LineReader(
       {
         line: (text) => {
@@ -255,7 +224,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const cur = this.current;
     if (!cur || cur.child !== child) return;
     cur.alive = false;
-    this.endGroup(child.pid!); // leftovers of the group (a watcher's worker, a forked child)
+    this.groups.end(child.pid!); // leftovers of the group (a watcher's worker, a forked child)
     const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.stopping || this.restarting) return;
     this.emit("down", cur, "exit", detail);
@@ -305,14 +274,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   settle(gen: Generation): void {
     if (gen.settled || !gen.alive) return;
     const processes = safeDescendants(gen.child.pid!);
-    gen.settled = processes.map((p) => ({
-      pid: p.pid,
-      ppid: p.ppid,
-      startTime: p.startTime,
-      exe: plainExe(p.exe),
-      image: readStat(p.pid)?.image ?? null,
-      exec: execImage(p.pid),
-    }));
+    gen.settled = settledFrom(processes);
     gen.record = finishRecord(gen.static, {
       epoch: gen.epoch,
       processId: gen.child.pid!,
@@ -333,46 +295,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   checkReplacement(thorough = false): boolean {
     const cur = this.current;
     if (!cur?.alive || !cur.settled || this.restarting) return false;
-    // Once per event-loop turn: the requests of one burst share one look (nothing in
-    // between can have run a watcher's swap past us that a second look would catch sooner).
-    if (this.checkedGen === cur && this.checkedSettled === cur.settled) return false;
-    const found = this.replacementOf(cur, thorough);
-    if (found === ROOT_GONE) return false; // the exit handler owns this case
-    if (found !== null) {
-      this.replace(cur, found);
-      return true;
-    }
-    if (this.checkedGen === null) process.nextTick(this.endTurn);
-    this.checkedGen = cur;
-    this.checkedSettled = cur.settled;
-    return false;
-  }
-
-  /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null. */
-  private replacementOf(gen: Generation, thorough: boolean): string | typeof ROOT_GONE | null {
-    const settled = gen.settled!;
-    const rootPid = gen.child.pid!;
-    const probe = this.probe.for(settled);
-    let gone: SettledProcess[] | null = null;
-    for (const p of settled) {
-      const now = probe(p);
-      let alive = now?.startTime === p.startTime;
-      if (alive && (now!.image !== p.image || (thorough && execImage(p.pid) !== p.exec))) {
-        // Not readable any more: gone since the first read, or it execve()d into something
-        // we may not inspect (a setuid program): the latter is other code all the same.
-        alive = probe(p)?.startTime === p.startTime;
-        if (alive) return `process ${p.pid} now runs other code (execve)`;
-      }
-      if (alive) continue;
-      if (p.pid === rootPid) return ROOT_GONE;
-      gone ??= [];
-      gone.push(p);
-    }
-    if (gone !== null) {
-      gen.departed.push(...gone);
-      gen.settled = settled.filter((p) => !gone.includes(p));
-    }
-    return gen.departed.length === 0 ? null : successorOf(gen);
+    const found = this.replacements.look(cur, thorough); // at most once per event-loop turn
+    if (found === null || found === ROOT_GONE) return false; // ROOT_GONE: the exit handler owns this case
+    this.replace(cur, found);
+    return true;
   }
 
   private replace(old: Generation, detail: string): void {
@@ -442,52 +368,19 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     });
   }
 
-  /**
-   * A dead generation's process group: SIGTERM now, SIGKILL after the grace period if anything
-   * is left in it. A child that ignores SIGTERM would otherwise outlive its server, the respawn
-   * and the gateway, holding whatever was in its environment (delivered credentials).
-   */
-  private endGroup(pgid: number): void {
-    this.signalGroup(pgid, "SIGTERM");
-    const timer = setTimeout(() => {
-      this.groupTimers.delete(timer);
-      this.signalGroup(pgid, "SIGKILL");
-      this.groups.delete(pgid);
-    }, this.opts.shutdownGraceMs ?? 1500);
-    timer.unref();
-    this.groupTimers.add(timer);
-  }
-
-  /**
-   * Signals a group this supervisor launched, unless the number now names someone else's: once
-   * a group is empty and its leader reaped, the pid can be taken by a new process, which may
-   * lead a group of its own. While any member of ours is left the pid cannot be reused, so a
-   * live process under that pid with another start time means nothing of ours is left.
-   */
-  private signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
-    if (!this.groups.has(pgid)) return false;
-    const now = processStartTime(pgid);
-    if (now !== null && now !== this.groups.get(pgid)) {
-      this.groups.delete(pgid);
-      return false;
-    }
-    return groupSignal(pgid, signal);
-  }
-
   /** Ends supervision: close stdin → SIGTERM → SIGKILL, the whole process group, and every earlier one. */
   async shutdown(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
-    this.probe.close();
+    this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
-    for (const t of this.groupTimers) clearTimeout(t);
-    this.groupTimers.clear();
+    this.groups.cancelPending();
     await this.watcher?.close().catch(() => {});
     const cur = this.current;
     const graceMs = this.opts.shutdownGraceMs ?? 1500;
-    const earlier = [...this.groups.keys()].filter((g) => g !== cur?.child.pid);
-    const stopping: Promise<void>[] = [this.endGroupsNow(earlier, graceMs)];
+    const earlier = this.groups.pgids().filter((g) => g !== cur?.child.pid);
+    const stopping: Promise<void>[] = [this.groups.endNow(earlier)];
     if (cur) {
       if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
       cur.alive = false;
@@ -495,58 +388,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     await Promise.all(stopping);
     this.groups.clear();
-  }
-
-  /** Earlier generations' groups at shutdown: SIGTERM, then SIGKILL once the grace is over, if any member is left. */
-  private async endGroupsNow(pgids: number[], graceMs: number): Promise<void> {
-    let left = pgids.filter((g) => this.signalGroup(g, "SIGTERM"));
-    const deadline = Date.now() + graceMs;
-    while (left.length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      left = left.filter((g) => this.signalGroup(g, 0));
-    }
-    for (const g of left) this.signalGroup(g, "SIGKILL");
-  }
-}
-
-/** replacementOf: the process the supervisor launched is gone (its exit handler reports it). */
-const ROOT_GONE = Symbol("root gone");
-
-/**
- * A process that took a departed one's place: a child of the same parent (which is still the
- * settled process it was), started since the worker first answered, running the same
- * executable — what a watcher does when it kills its worker and starts the next one. Departed
- * processes stay remembered, so a watcher that starts the next worker only after the old one
- * is gone is still caught. When an executable is not known, any new child counts (deny first).
- */
-function successorOf(gen: Generation): string | null {
-  const known = new Set<string>();
-  for (const p of [...gen.settled!, ...gen.departed]) known.add(`${p.pid}/${p.startTime}`);
-  const parents = new Set(gen.settled!.map((p) => p.pid));
-  const looked = new Map<number, ReturnType<typeof listChildren>>();
-  for (const d of gen.departed) {
-    if (!parents.has(d.ppid)) continue; // its parent went too: that departure is judged instead
-    let kids = looked.get(d.ppid);
-    if (kids === undefined) {
-      kids = listChildren(d.ppid);
-      looked.set(d.ppid, kids);
-    }
-    for (const k of kids) {
-      if (known.has(`${k.pid}/${k.startTime}`)) continue;
-      if (d.exe !== null && k.exe !== null && k.exe !== d.exe) continue;
-      return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
-    }
-  }
-  return null;
-}
-
-/** Sends `signal` to process group `pgid` (0: only asks whether it has members); false when it has none. */
-function groupSignal(pgid: number, signal: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: the group is gone
   }
 }
 

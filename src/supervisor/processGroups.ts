@@ -1,0 +1,89 @@
+// The process groups of every server a supervisor launched (src/supervisor/supervisor.ts): a dead
+// generation's group is ended after a grace period, and every earlier one at shutdown.
+import { processStartTime } from "../identity/proc.js";
+
+export class ProcessGroups {
+  /**
+   * The process group of every server launched (its pgid is the launched process's pid), with
+   * that process's start time (null when it was gone before it could be read), until the group
+   * has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
+   */
+  private readonly groups = new Map<number, string | null>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly graceMs: number) {}
+
+  /** A server was launched: its process group (named by its pid) is ours until it is killed. */
+  launched(pgid: number): void {
+    this.groups.set(pgid, processStartTime(pgid));
+  }
+
+  /**
+   * A dead generation's process group: SIGTERM now, SIGKILL after the grace period if anything
+   * is left in it. A child that ignores SIGTERM would otherwise outlive its server, the respawn
+   * and the gateway, holding whatever was in its environment (delivered credentials).
+   */
+  end(pgid: number): void {
+    this.signal(pgid, "SIGTERM");
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.signal(pgid, "SIGKILL");
+      this.groups.delete(pgid);
+    }, this.graceMs);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /** Shutdown: the SIGKILLs still waiting for a grace period are dropped (endNow takes over). */
+  cancelPending(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  /** Every group not yet sent SIGKILL. */
+  pgids(): number[] {
+    return [...this.groups.keys()];
+  }
+
+  /** Earlier generations' groups at shutdown: SIGTERM, then SIGKILL once the grace is over, if any member is left. */
+  async endNow(pgids: number[]): Promise<void> {
+    let left = pgids.filter((g) => this.signal(g, "SIGTERM"));
+    const deadline = Date.now() + this.graceMs;
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      left = left.filter((g) => this.signal(g, 0));
+    }
+    for (const g of left) this.signal(g, "SIGKILL");
+  }
+
+  /** Forgets every group (supervision is over). */
+  clear(): void {
+    this.groups.clear();
+  }
+
+  /**
+   * Signals a group this supervisor launched, unless the number now names someone else's: once
+   * a group is empty and its leader reaped, the pid can be taken by a new process, which may
+   * lead a group of its own. While any member of ours is left the pid cannot be reused, so a
+   * live process under that pid with another start time means nothing of ours is left.
+   */
+  private signal(pgid: number, signal: NodeJS.Signals | 0): boolean {
+    if (!this.groups.has(pgid)) return false;
+    const now = processStartTime(pgid);
+    if (now !== null && now !== this.groups.get(pgid)) {
+      this.groups.delete(pgid);
+      return false;
+    }
+    return groupSignal(pgid, signal);
+  }
+}
+
+/** Sends `signal` to process group `pgid` (0: only asks whether it has members); false when it has none. */
+function groupSignal(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // ESRCH: the group is gone
+  }
+}

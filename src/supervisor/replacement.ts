@@ -1,0 +1,135 @@
+// Replacement detection for a launched server (src/supervisor/supervisor.ts): which processes
+// answered for a generation, and whether other code answers for it now — a watcher's new worker,
+// or a process that execve()d into other code under the same pid.
+import type { ProcessFact } from "../identity/index.js";
+import { execImage, listChildren, plainExe, readStat, StartTimeProbe } from "../identity/proc.js";
+
+/** One process that answered for a generation, as it was when the worker first answered. */
+export interface SettledProcess {
+  pid: number;
+  ppid: number;
+  /** proc.ts's opaque start time: with the pid, names the process */
+  startTime: string;
+  /** the executable's path (to recognise a watcher's next worker); null when not known */
+  exe: string | null;
+  /** its code and stack addresses (StatLine.image: Linux), read on every check; null when not known */
+  image: string | null;
+  /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
+  exec: string | null;
+}
+
+/** What replacement detection reads, and updates, of a generation. */
+export interface WatchedGeneration {
+  /** the process the supervisor launched */
+  child: { readonly pid?: number };
+  /** the processes that answered for it, once it answered (null before) */
+  settled: SettledProcess[] | null;
+  /** settled processes that went away with nothing (yet) in their place */
+  departed: SettledProcess[];
+}
+
+/** The settled set of a generation: its processes, as they are when its worker first answered. */
+export function settledFrom(processes: readonly ProcessFact[]): SettledProcess[] {
+  return processes.map((p) => ({
+    pid: p.pid,
+    ppid: p.ppid,
+    startTime: p.startTime,
+    exe: plainExe(p.exe),
+    image: readStat(p.pid)?.image ?? null,
+    exec: execImage(p.pid),
+  }));
+}
+
+/** replacementOf: the process the supervisor launched is gone (its exit handler reports it). */
+export const ROOT_GONE = Symbol("root gone");
+
+/**
+ * Looks at a generation's settled processes for other code answering in their place. Holds the
+ * start-time probe (open /proc files, reused between looks) and remembers what it already looked
+ * at in this event-loop turn.
+ */
+export class ReplacementDetector {
+  /** the generation (and settled set) already checked for replacement in this event-loop turn */
+  private checkedGen: WatchedGeneration | null = null;
+  private checkedSettled: WatchedGeneration["settled"] = null;
+  private readonly endTurn = () => {
+    this.checkedGen = null;
+    this.checkedSettled = null;
+  };
+  private readonly probe = new StartTimeProbe();
+
+  /**
+   * Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null
+   * (nothing found, or `gen` was already looked at in this turn). `gen` must be settled.
+   */
+  look(gen: WatchedGeneration, thorough: boolean): string | typeof ROOT_GONE | null {
+    // Once per event-loop turn: the requests of one burst share one look (nothing in
+    // between can have run a watcher's swap past us that a second look would catch sooner).
+    if (this.checkedGen === gen && this.checkedSettled === gen.settled) return null;
+    const found = this.replacementOf(gen, thorough);
+    if (found !== null) return found;
+    if (this.checkedGen === null) process.nextTick(this.endTurn);
+    this.checkedGen = gen;
+    this.checkedSettled = gen.settled;
+    return null;
+  }
+
+  close(): void {
+    this.probe.close();
+  }
+
+  /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null. */
+  private replacementOf(gen: WatchedGeneration, thorough: boolean): string | typeof ROOT_GONE | null {
+    const settled = gen.settled!;
+    const rootPid = gen.child.pid!;
+    const probe = this.probe.for(settled);
+    let gone: SettledProcess[] | null = null;
+    for (const p of settled) {
+      const now = probe(p);
+      let alive = now?.startTime === p.startTime;
+      if (alive && (now!.image !== p.image || (thorough && execImage(p.pid) !== p.exec))) {
+        // Not readable any more: gone since the first read, or it execve()d into something
+        // we may not inspect (a setuid program): the latter is other code all the same.
+        alive = probe(p)?.startTime === p.startTime;
+        if (alive) return `process ${p.pid} now runs other code (execve)`;
+      }
+      if (alive) continue;
+      if (p.pid === rootPid) return ROOT_GONE;
+      gone ??= [];
+      gone.push(p);
+    }
+    if (gone !== null) {
+      gen.departed.push(...gone);
+      gen.settled = settled.filter((p) => !gone.includes(p));
+    }
+    return gen.departed.length === 0 ? null : successorOf(gen);
+  }
+}
+
+/**
+ * A process that took a departed one's place: a child of the same parent (which is still the
+ * settled process it was), started since the worker first answered, running the same
+ * executable — what a watcher does when it kills its worker and starts the next one. Departed
+ * processes stay remembered, so a watcher that starts the next worker only after the old one
+ * is gone is still caught. When an executable is not known, any new child counts (deny first).
+ */
+function successorOf(gen: WatchedGeneration): string | null {
+  const known = new Set<string>();
+  for (const p of [...gen.settled!, ...gen.departed]) known.add(`${p.pid}/${p.startTime}`);
+  const parents = new Set(gen.settled!.map((p) => p.pid));
+  const looked = new Map<number, ReturnType<typeof listChildren>>();
+  for (const d of gen.departed) {
+    if (!parents.has(d.ppid)) continue; // its parent went too: that departure is judged instead
+    let kids = looked.get(d.ppid);
+    if (kids === undefined) {
+      kids = listChildren(d.ppid);
+      looked.set(d.ppid, kids);
+    }
+    for (const k of kids) {
+      if (known.has(`${k.pid}/${k.startTime}`)) continue;
+      if (d.exe !== null && k.exe !== null && k.exe !== d.exe) continue;
+      return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
+    }
+  }
+  return null;
+}
