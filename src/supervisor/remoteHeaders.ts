@@ -54,3 +54,36 @@ export function headerScopes(headers: readonly HeaderSpec[]): Record<string, str
   for (const h of headers) if ("secret" in h) out[`header ${h.name}`] = h.secret;
   return out;
 }
+
+/** How a header secret is asked of the vault holder: its value, or why it cannot be had. */
+export type SecretLookup = (
+  scope: string,
+) => Promise<{ value: string } | { locked: true } | { missing: string }>;
+
+/** A header whose secret cannot be released now: its scope, and why (null: the vault is locked). */
+export interface WithheldHeader {
+  withheld: string;
+  missing: string | null;
+}
+
+/** The configured headers of one request: fixed values as they are, vault values released now. */
+export async function resolveHeaders(
+  headers: readonly HeaderSpec[],
+  secret: SecretLookup,
+): Promise<Record<string, string> | WithheldHeader> {
+  const out: Record<string, string> = {};
+  for (const h of headers) {
+    if ("value" in h) out[h.name] = h.value;
+    else {
+      const v = await secret(h.secret);
+      if ("locked" in v) return { withheld: h.secret, missing: null };
+      if ("missing" in v) return { withheld: h.secret, missing: v.missing };
+      // node would quote a value it refuses in its error message: checked here, never quoted
+      const problem = headerValueProblem(v.value);
+      if (problem)
+        return { withheld: h.secret, missing: `its value ${problem}, so it cannot be sent as a header` };
+      out[h.name] = h.format.replace("{}", v.value);
+    }
+  }
+  return out;
+}

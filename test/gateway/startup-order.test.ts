@@ -217,7 +217,7 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(heavy).toEqual([]);
     // Loaded only when the configuration asks for them (--listen, --url, an egress proxy).
     const onDemand = modules.filter((f) =>
-      /^(?:cli\/(?:listen|runRemote)\.js$|transport\/http(?!Access)|supervisor\/(?:remote|remoteWire|sse)\.js$|vault\/egress\/(?:proxy|ca|env|release|holderClient)\.js$)/.test(
+      /^(?:cli\/(?:listen|runRemote)\.js$|transport\/http(?!Access)|supervisor\/(?:remote|remoteEpoch|remoteSession|remoteTransport|remoteWire|sse)\.js$|vault\/egress\/(?:proxy|ca|env|release|holderClient)\.js$)/.test(
         f,
       ),
     );

@@ -1,0 +1,103 @@
+// One epoch of a server reached over Streamable HTTP (src/supervisor/remote.ts): what it is made
+// of, its execution record, and what the server says of itself, which completes that record.
+import type { ClientRequest } from "node:http";
+import { ulid } from "ulid";
+import { type ExecutionRecord, type RemoteFacts, remoteRecord } from "../identity/index.js";
+import { sameJson } from "../util/canonical.js";
+import type { EpochReason, LinkGeneration } from "./link.js";
+import type { HeaderSpec } from "./remoteHeaders.js";
+import { type Chain, isObject } from "./remoteWire.js";
+
+/** 2026-07-28: where a result says which server answered. */
+const SERVER_INFO_META = "io.modelcontextprotocol/serverInfo";
+
+/**
+ * One epoch of a server reached over Streamable HTTP: one upstream session, on connections that
+ * presented one certificate chain, answered by a server that described itself one way. Minted
+ * here only, never on the server's word: a new session (the server forgot ours, the connection
+ * died, a new initialize), a different certificate chain on a new connection, or a different
+ * serverInfo each make a new one.
+ */
+export interface RemoteGeneration extends LinkGeneration {
+  reason: EpochReason;
+  facts: RemoteFacts;
+  /** the Mcp-Session-Id the server gave at initialize (kept in memory only) */
+  sessionId: string | null;
+  /** requests under way for this epoch: destroyed when it goes down */
+  requests: Set<ClientRequest>;
+  /** the server-to-client stream (GET), once opened */
+  stream: ClientRequest | null;
+  /** requests whose headers are being resolved: they keep their order */
+  queue: Promise<void>;
+}
+
+/** What an epoch's record names besides the facts learned on the wire. */
+export interface EpochSource {
+  label: string;
+  configDigest: string;
+  url: URL;
+  headers: readonly HeaderSpec[];
+}
+
+/** A new epoch (a new ulid), reached on connections that presented `chain`; nothing said yet. */
+export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain): RemoteGeneration {
+  const facts: RemoteFacts = {
+    url: o.url.href,
+    certificateChainSha256: chain?.digest ?? null,
+    certificate: chain?.certificate ?? null,
+    serverInfo: null,
+    protocolVersion: null,
+    capabilities: null,
+    session: null,
+    headerNames: o.headers.map((h) => h.name).sort(),
+  };
+  const epoch = ulid();
+  return {
+    epoch,
+    reason,
+    facts,
+    record: recordOf(o, epoch, new Date().toISOString(), facts),
+    settled: null,
+    alive: true,
+    sessionId: null,
+    requests: new Set(),
+    stream: null,
+    queue: Promise.resolve(),
+  };
+}
+
+/**
+ * What the server says of itself (an initialize result; in the 2026-07-28 era, each
+ * server/discover result) goes into the epoch's record. Said differently within one epoch (a
+ * server that changes its serverInfo): false, and the caller ends the epoch without delivering
+ * the answer.
+ */
+export function noteSelf(
+  o: EpochSource,
+  gen: RemoteGeneration,
+  result: Record<string, unknown>,
+  initialize: boolean,
+): boolean {
+  // legacy: the initialize result's serverInfo; 2026-07-28: server/discover's `_meta` carries it
+  const meta = isObject(result._meta) ? result._meta : null;
+  const said = result.serverInfo ?? meta?.[SERVER_INFO_META];
+  const serverInfo = isObject(said) ? said : null;
+  if (gen.facts.serverInfo !== null && !sameJson(gen.facts.serverInfo, serverInfo)) return false;
+  if (initialize) {
+    gen.facts = {
+      ...gen.facts,
+      serverInfo,
+      protocolVersion: typeof result.protocolVersion === "string" ? result.protocolVersion : null,
+      capabilities: isObject(result.capabilities) ? result.capabilities : null,
+    };
+  } else if (gen.facts.serverInfo === null && serverInfo !== null) {
+    gen.facts = { ...gen.facts, serverInfo };
+  } else return true;
+  gen.record = recordOf(o, gen.epoch, gen.record.startedAt, gen.facts);
+  gen.settled = true;
+  return true;
+}
+
+function recordOf(o: EpochSource, epoch: string, startedAt: string, facts: RemoteFacts): ExecutionRecord {
+  return remoteRecord({ serverLabel: o.label, configDigest: o.configDigest, epoch, startedAt }, facts);
+}

@@ -1,0 +1,427 @@
+// What goes over a remote server's upstream session (src/supervisor/remote.ts): each message
+// POSTed with its headers resolved at send time, its answer read (a JSON body or an SSE stream)
+// and handed to the gateway, the server-to-client GET stream, and what initialize teaches (the
+// session id, the protocol version; the server's description of itself: remoteEpoch.ts).
+// Whatever ends the session is reported to the link, which owns the epochs.
+import type { ClientRequest, IncomingMessage } from "node:http";
+import { refuse } from "../guard/refusals.js";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
+import { sha256Tag } from "../util/canonical.js";
+import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
+import type { Logger } from "../util/log.js";
+import type { EpochReason } from "./link.js";
+import { noteSelf, type RemoteGeneration } from "./remoteEpoch.js";
+import { type HeaderSpec, resolveHeaders, type SecretLookup, type WithheldHeader } from "./remoteHeaders.js";
+import type { UpstreamConnections } from "./remoteTransport.js";
+import { isObject, isResponseTo, readBody } from "./remoteWire.js";
+import { SseReader } from "./sse.js";
+
+/** What the session's exchanges need of the link's options (RemoteOptions, remote.ts). */
+export interface SessionOptions {
+  label: string;
+  url: URL;
+  headers: HeaderSpec[];
+  configDigest: string;
+  log: Logger;
+  /**
+   * A header secret's value, asked of the vault holder at each use; when it cannot be had, why:
+   * the vault is locked, or it holds no secret by that name that may go to this server's host.
+   */
+  secret: SecretLookup;
+  maxMessageBytes?: number;
+  /**
+   * How long the server has to answer initialize (default 15 s). Nothing else is sent to it
+   * before: an initialize never answered ends the epoch instead of holding every later request.
+   */
+  initializeTimeoutMs?: number;
+}
+
+export type Message = { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+
+/** What the exchanges report to the link that owns the epochs (RemoteSupervisor). */
+export interface EpochOwner {
+  /** `gen` is the link's current epoch */
+  isCurrent(gen: RemoteGeneration): boolean;
+  /** the link is shutting down */
+  stopping(): boolean;
+  /** the session is over: the epoch ends, and `next` is why the following one exists */
+  lose(gen: RemoteGeneration, next: EpochReason, detail: string): void;
+  /** one message from the server for the gateway, as text */
+  line(text: string, gen: RemoteGeneration): void;
+  /** a message over the size limit was dropped; `rawId`: the id of the request it answered */
+  oversize(bytes: number, gen: RemoteGeneration, rawId: string | null): void;
+}
+
+export class SessionExchanges {
+  private readonly maxBytes: number;
+
+  constructor(
+    private readonly o: SessionOptions,
+    private readonly connections: UpstreamConnections,
+    private readonly owner: EpochOwner,
+  ) {
+    this.maxBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  /**
+   * Queues one message for `gen`'s session, in order; false when it cannot be sent there (a
+   * second initialize: it ends the epoch).
+   */
+  send(gen: RemoteGeneration, m: Message, text: string): boolean {
+    if (m.method === "initialize" && gen.sessionId !== null) {
+      // A second initialize would open a second session on the same epoch: it gets an epoch of its own.
+      queueMicrotask(() =>
+        this.owner.lose(gen, "new-session", "a new initialize starts a new upstream session"),
+      );
+      return false;
+    }
+    const body = Buffer.from(text, "utf8");
+    gen.queue = gen.queue
+      .then(() => this.post(gen, m, body))
+      .catch((e) => {
+        // the code only: a message about a request can quote what was in its headers
+        this.o.log.warn(
+          `a request to ${this.o.url.host} could not be made (${(e as NodeJS.ErrnoException).code ?? "error"})`,
+        );
+        if (gen.alive) this.owner.lose(gen, "new-session", "a request could not be made");
+      });
+    return true;
+  }
+
+  /** The headers of every request: the configured ones (vault values released now), the session's. */
+  private async headersFor(gen: RemoteGeneration): Promise<Record<string, string> | WithheldHeader> {
+    const out = await resolveHeaders(this.o.headers, this.o.secret);
+    if ("withheld" in out) return out;
+    if (gen.sessionId !== null) out["mcp-session-id"] = gen.sessionId;
+    if (gen.facts.protocolVersion !== null) out["mcp-protocol-version"] = gen.facts.protocolVersion;
+    return out;
+  }
+
+  /** Tells the server the session is over (DELETE), best effort and briefly. */
+  async deleteSession(gen: RemoteGeneration): Promise<void> {
+    if (gen.sessionId === null) return;
+    const headers = await this.headersFor(gen).catch(() => null);
+    if (headers === null || "withheld" in headers) return;
+    await this.connections.deleteSession(headers);
+  }
+
+  private async post(gen: RemoteGeneration, m: Message, body: Buffer): Promise<void> {
+    if (!gen.alive) return;
+    const isRequest = typeof m.method === "string" && m.id !== undefined;
+    const headers = await this.headersFor(gen);
+    if (!gen.alive) return;
+    if ("withheld" in headers) {
+      this.o.log.warn(
+        `not sent to ${this.o.url.host}: the header secret "${headers.withheld}" cannot be released (${headers.missing ?? "the vault is locked"})`,
+      );
+      if (isRequest) {
+        const e =
+          headers.missing === null
+            ? refuse.vaultLocked([headers.withheld])
+            : refuse.credentialMissing(headers.withheld, headers.missing);
+        this.answer(gen, m.id, e.code, e.message, e.data);
+      }
+      return;
+    }
+    const req = this.request(gen, "POST", {
+      ...headers,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "content-length": String(body.length),
+    });
+    // The body goes out only once the connection's certificate chain is the epoch's.
+    this.whenVerified(gen, req, () => req.end(body));
+    let answered = () => {};
+    const answer = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    req.on("response", (res) => this.onPostResponse(gen, m, isRequest, res, answered));
+    // Nothing else is sent until initialize is answered: the session id and the protocol version
+    // are learned from it.
+    if (m.method === "initialize") await this.untilAnswered(gen, req, answer);
+  }
+
+  /**
+   * Waits for the initialize answer, not for its connection to close: a server may keep the SSE
+   * stream of its answer open (the standard says it should close it, not that it must). An
+   * answer that never comes ends the epoch (its requester gets epoch_transition) once the
+   * initialize timeout has passed.
+   */
+  private async untilAnswered(
+    gen: RemoteGeneration,
+    req: ClientRequest,
+    answer: Promise<void>,
+  ): Promise<void> {
+    const ms = this.o.initializeTimeoutMs ?? 15_000;
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      answer.then(() => "answered" as const),
+      new Promise<"closed">((resolve) => req.once("close", () => resolve("closed"))),
+      new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), ms);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== "timeout" || !gen.alive || this.owner.stopping()) return;
+    req.destroy();
+    this.owner.lose(gen, "new-session", `the server did not answer initialize within ${seconds(ms)}`);
+  }
+
+  /** A request of `gen`'s: destroyed when the epoch ends; its failure ends the epoch. */
+  private request(gen: RemoteGeneration, method: string, headers: Record<string, string>): ClientRequest {
+    const u = this.o.url;
+    const req = this.connections.request(method, headers);
+    gen.requests.add(req);
+    req.on("close", () => gen.requests.delete(req));
+    req.on("error", (e) => {
+      if (!gen.alive || this.owner.stopping()) return;
+      this.owner.lose(
+        gen,
+        "new-session",
+        `the connection to ${u.host} failed (${(e as NodeJS.ErrnoException).code ?? e.message})`,
+      );
+    });
+    return req;
+  }
+
+  /**
+   * Runs `then` once `req`'s socket is known to present the epoch's certificate chain. A
+   * socket is looked at once (a kept-alive one was seen before); a different chain ends the
+   * epoch before a byte of the request is written.
+   */
+  private whenVerified(gen: RemoteGeneration, req: ClientRequest, then: () => void): void {
+    this.connections.whenVerified(req, gen.facts.certificateChainSha256, then, (digest) => {
+      if (gen.alive)
+        this.owner.lose(
+          gen,
+          "certificate-changed",
+          `the server presented a different TLS certificate chain (${digest ?? "none"})`,
+        );
+    });
+  }
+
+  /** `onAnswered`: called once the request's answer (or what stands for it) has been delivered. */
+  private onPostResponse(
+    gen: RemoteGeneration,
+    m: Message,
+    isRequest: boolean,
+    res: IncomingMessage,
+    onAnswered: () => void,
+  ): void {
+    if (!gen.alive) return void res.destroy();
+    const status = res.statusCode ?? 0;
+    if (m.method === "initialize" && status === 200) {
+      const sid = res.headers["mcp-session-id"];
+      if (typeof sid === "string" && sid !== "") {
+        gen.sessionId = sid;
+        gen.facts = { ...gen.facts, session: sha256Tag(sid) };
+      }
+    }
+    if (status === 404 && gen.sessionId !== null) {
+      res.resume();
+      this.owner.lose(gen, "new-session", "the server no longer knows our session (HTTP 404)");
+      return;
+    }
+    // The session is initialized: open the server-to-client stream (requests, notifications, and
+    // the first sign of a server that went away between calls).
+    if (m.method === "notifications/initialized" && status >= 200 && status < 300) this.openStream(gen);
+    const type = String(res.headers["content-type"] ?? "").toLowerCase();
+    if (status === 202 || (status >= 200 && status < 300 && !isRequest && !type)) {
+      res.resume();
+      return;
+    }
+    if (status >= 200 && status < 300 && type.startsWith("text/event-stream")) {
+      let done = !isRequest;
+      const answer = () => {
+        done = true;
+        onAnswered();
+        if (m.method === "initialize") this.warnIfLeftOpen(gen, res);
+      };
+      this.readSse(
+        gen,
+        m,
+        res,
+        (msg) => {
+          if (isRequest && !done && isResponseTo(msg, m.id)) answer();
+        },
+        () => {
+          if (!done && gen.alive && !this.owner.stopping())
+            this.owner.lose(
+              gen,
+              "new-session",
+              `the server's stream ended without answering ${String(m.method)}`,
+            );
+        },
+        (bytes) => {
+          // Over the limit on a request's own stream: taken as its answer, so its requester gets
+          // message_too_large with its own id (the stream ending then is no lost answer).
+          const id = isRequest && !done ? JSON.stringify(m.id) : null;
+          this.owner.oversize(bytes, gen, id);
+          if (id !== null) answer();
+        },
+      );
+      return;
+    }
+    readBody(res, this.maxBytes, (text, bytes) => {
+      if (!gen.alive) return;
+      if (text === null) {
+        this.owner.oversize(bytes, gen, isRequest ? JSON.stringify(m.id) : null);
+        return onAnswered();
+      }
+      const ok = status >= 200 && status < 300;
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      const list = Array.isArray(parsed) ? parsed : parsed === undefined ? [] : [parsed];
+      let answered = false;
+      for (const one of list) {
+        if (isRequest && isResponseTo(one, m.id)) answered = true;
+        // one message: its text as the server wrote it (ids JSON.parse would round or respell)
+        if (ok || isResponseTo(one, m.id))
+          this.deliver(gen, one, m, Array.isArray(parsed) ? undefined : text);
+      }
+      if (isRequest && !answered) {
+        const e = refuse.upstreamHttpError(status);
+        this.answer(gen, m.id, e.code, e.message, e.data);
+      } else if (!ok && !isRequest) {
+        this.o.log.warn(`the remote server refused a ${String(m.method ?? "response")} (HTTP ${status})`);
+      }
+      onAnswered();
+    });
+  }
+
+  /**
+   * The stream that carried the initialize answer is still open a second later: said once, since
+   * nothing waits on it (what else the server sends on it is still read and delivered).
+   */
+  private warnIfLeftOpen(gen: RemoteGeneration, res: IncomingMessage): void {
+    setTimeout(() => {
+      if (gen.alive && !this.owner.stopping() && !res.complete && !res.destroyed)
+        this.o.log.warn(
+          `${this.o.url.host} keeps the SSE stream of its initialize answer open; requests go on without waiting for it to close`,
+        );
+    }, 1000).unref();
+  }
+
+  /** The server-to-client stream: requests and notifications the server sends outside a call. */
+  private openStream(gen: RemoteGeneration, opened = Date.now()): void {
+    if (!gen.alive || this.owner.stopping() || gen.stream) return;
+    void this.headersFor(gen).then((headers) => {
+      if (!gen.alive || this.owner.stopping() || "withheld" in headers) return;
+      const req = this.request(gen, "GET", { ...headers, accept: "text/event-stream" });
+      gen.stream = req;
+      this.whenVerified(gen, req, () => req.end());
+      req.on("response", (res) => {
+        const status = res.statusCode ?? 0;
+        if (status === 405) {
+          gen.stream = null;
+          return void res.resume(); // the server offers no such stream: sessions are checked per request
+        }
+        if (status === 404 || (status === 400 && gen.sessionId !== null)) {
+          res.resume();
+          this.owner.lose(gen, "new-session", `the server no longer knows our session (HTTP ${status})`);
+          return;
+        }
+        if (status !== 200) {
+          gen.stream = null;
+          return void res.resume();
+        }
+        this.readSse(
+          gen,
+          null,
+          res,
+          () => {},
+          () => {
+            gen.stream = null;
+            if (!gen.alive || this.owner.stopping()) return;
+            // Ended: the server may only be pruning streams, or it may be gone. Look again.
+            const wait = Date.now() - opened < 1000 ? 1000 : 0;
+            setTimeout(() => this.openStream(gen), wait).unref();
+          },
+        );
+      });
+    });
+  }
+
+  private readSse(
+    gen: RemoteGeneration,
+    sent: Message | null,
+    res: IncomingMessage,
+    seen: (msg: unknown) => void,
+    ended: () => void,
+    oversize: (bytes: number) => void = (bytes) => this.owner.oversize(bytes, gen, null),
+  ): void {
+    const reader = new SseReader(
+      (e) => {
+        if (e.event !== "message" || !gen.alive) return;
+        let msg: unknown;
+        try {
+          msg = JSON.parse(e.data);
+        } catch {
+          this.o.log.warn("dropped an event from the remote server that is not JSON");
+          return;
+        }
+        seen(msg);
+        this.deliver(gen, msg, sent, Array.isArray(msg) ? undefined : e.data);
+      },
+      oversize,
+      this.maxBytes,
+    );
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      reader.end();
+      ended();
+    };
+    res.on("data", (b: Buffer) => reader.push(b));
+    res.on("end", finish);
+    res.on("close", finish);
+    res.on("error", finish);
+  }
+
+  /**
+   * One message from the server to the gateway; an initialize result completes the record.
+   * `text`: the message as the server wrote it, when it is the whole of what was read.
+   */
+  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text?: string): void {
+    if (!gen.alive || !this.owner.isCurrent(gen)) return;
+    if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
+      const result = (msg as { result?: unknown }).result;
+      if (isObject(result) && !noteSelf(this.o, gen, result, sent.method === "initialize")) {
+        this.owner.lose(gen, "server-info-changed", "the server describes itself differently (serverInfo)");
+        return;
+      }
+    }
+    let line = text;
+    if (line === undefined) {
+      // one message of a batch, written again: JSON.stringify throws on a value nested thousands
+      // deep, where the gateway would refuse the message anyway (message_too_deep)
+      try {
+        line = JSON.stringify(msg);
+      } catch {
+        this.o.log.warn("dropped a message from the remote server nested too deep to be written again");
+        const m = msg as { id?: unknown; method?: unknown };
+        if (m.method === undefined && (typeof m.id === "number" || typeof m.id === "string")) {
+          const e = refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server");
+          this.answer(gen, m.id, e.code, e.message, e.data);
+        }
+        return;
+      }
+    }
+    this.owner.line(line, gen);
+  }
+
+  /** A JSON-RPC error to the gateway for a request the server did not answer. */
+  private answer(gen: RemoteGeneration, id: unknown, code: number, message: string, data: unknown): void {
+    this.deliver(gen, { jsonrpc: "2.0", id, error: { code, message, data } }, null);
+  }
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
