@@ -66,11 +66,18 @@ export interface WithheldHeader {
   missing: string | null;
 }
 
+/**
+ * The headers of one request, or the one that cannot be sent. Wrapped rather than a bare record:
+ * header names are the user's, and one named `withheld` must not read as a withheld secret (its
+ * value would then be quoted in the log line and the refusal).
+ */
+export type ResolvedHeaders = { headers: Record<string, string> } | WithheldHeader;
+
 /** The configured headers of one request: fixed values as they are, vault values released now. */
 export async function resolveHeaders(
   headers: readonly HeaderSpec[],
   secret: SecretLookup,
-): Promise<Record<string, string> | WithheldHeader> {
+): Promise<ResolvedHeaders> {
   const out: Record<string, string> = {};
   for (const h of headers) {
     if ("value" in h) out[h.name] = h.value;
@@ -85,5 +92,5 @@ export async function resolveHeaders(
       out[h.name] = h.format.replace("{}", v.value);
     }
   }
-  return out;
+  return { headers: out };
 }

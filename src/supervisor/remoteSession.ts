@@ -11,7 +11,7 @@ import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
 import { noteSelf, type RemoteGeneration } from "./remoteEpoch.js";
-import { type HeaderSpec, resolveHeaders, type SecretLookup, type WithheldHeader } from "./remoteHeaders.js";
+import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
 import { isObject, isResponseTo, readBody } from "./remoteWire.js";
 import { SseReader } from "./sse.js";
@@ -89,11 +89,11 @@ export class SessionExchanges {
   }
 
   /** The headers of every request: the configured ones (vault values released now), the session's. */
-  private async headersFor(gen: RemoteGeneration): Promise<Record<string, string> | WithheldHeader> {
+  private async headersFor(gen: RemoteGeneration): Promise<ResolvedHeaders> {
     const out = await resolveHeaders(this.o.headers, this.o.secret);
     if ("withheld" in out) return out;
-    if (gen.sessionId !== null) out["mcp-session-id"] = gen.sessionId;
-    if (gen.facts.protocolVersion !== null) out["mcp-protocol-version"] = gen.facts.protocolVersion;
+    if (gen.sessionId !== null) out.headers["mcp-session-id"] = gen.sessionId;
+    if (gen.facts.protocolVersion !== null) out.headers["mcp-protocol-version"] = gen.facts.protocolVersion;
     return out;
   }
 
@@ -102,7 +102,7 @@ export class SessionExchanges {
     if (gen.sessionId === null) return;
     const headers = await this.headersFor(gen).catch(() => null);
     if (headers === null || "withheld" in headers) return;
-    await this.connections.deleteSession(headers);
+    await this.connections.deleteSession(headers.headers);
   }
 
   private async post(gen: RemoteGeneration, m: Message, body: Buffer): Promise<void> {
@@ -124,7 +124,7 @@ export class SessionExchanges {
       return;
     }
     const req = this.request(gen, "POST", {
-      ...headers,
+      ...headers.headers,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "content-length": String(body.length),
@@ -312,7 +312,7 @@ export class SessionExchanges {
     if (!gen.alive || this.owner.stopping() || gen.stream) return;
     void this.headersFor(gen).then((headers) => {
       if (!gen.alive || this.owner.stopping() || "withheld" in headers) return;
-      const req = this.request(gen, "GET", { ...headers, accept: "text/event-stream" });
+      const req = this.request(gen, "GET", { ...headers.headers, accept: "text/event-stream" });
       gen.stream = req;
       this.whenVerified(gen, req, () => req.end());
       req.on("response", (res) => {

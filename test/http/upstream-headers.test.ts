@@ -128,6 +128,37 @@ describe("config headers from the vault", () => {
     expect(JSON.stringify(gw.received())).not.toContain(SECRET);
   });
 
+  it("a header the user named `withheld` is sent like any other, its value never shown", async () => {
+    // the name is the user's: it must not read as the gateway's own "this secret was withheld"
+    const SECRET = "named-withheld-token-61f0";
+    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+    const server = await startFixture({ FIXTURE_HEADER: "withheld", FIXTURE_HEADER_LOG: log }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", `127.0.0.1:${server.port}`);
+    const dir = tempDir("portcullis-cfg-");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          remote: {
+            url: server.url,
+            headers: { withheld: { secret: "remote-mcp-token", format: "Bearer {}" } },
+            approval: { default: "none" },
+          },
+        },
+      }),
+    );
+    const gw = await startGateway({ args: ["remote"], cwd: dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
+    const seen = readJsonLines<{ value: string | null }>(log);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.every((s) => s.value === `Bearer ${SECRET}`)).toBe(true);
+    expect(await everythingShown(stateDir, gw.stderr())).not.toContain(SECRET);
+    expect(JSON.stringify(gw.received())).not.toContain(SECRET);
+  });
+
   it("a vault value that cannot be a header (a line break inside) is never sent nor printed", async () => {
     const SECRET = "first-half-5a1e\nsecond-half-77c0";
     const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
