@@ -1,0 +1,134 @@
+// Sockets: which process is on the other end of a loopback TCP connection (the HTTP front's
+// client), found as the kernel lists the connection.
+import { readdirSync, readlinkSync } from "node:fs";
+import { readProcFile } from "./procRead.js";
+
+/** One end of a TCP connection: its address as node reports it, and its port. */
+export interface TcpEnd {
+  address: string;
+  port: number;
+}
+
+/**
+ * Linux: the pid of the process on the other end of a loopback TCP connection, seen from this
+ * end (`ours`: this socket's local end; `theirs`: its remote end). Found as the kernel lists it:
+ * the row of /proc/net/tcp or tcp6 whose local end is `theirs` and whose remote end is `ours`,
+ * addresses and ports both (ports alone are not enough: another process can bind the same port
+ * on another loopback address, 127.0.0.2, and be taken for this one), then the process holding a
+ * descriptor to that row's socket inode under /proc/PID/fd. Null when it is not exactly one: not
+ * Linux, the connection already gone, a process of another user (its fd directory is unreadable),
+ * more than one row, or a socket held by more than one process.
+ */
+export function pidOfTcpPeer(ours: TcpEnd, theirs: TcpEnd): number | null {
+  if (process.platform !== "linux") return null;
+  const inode = tcpSocketInode(theirs, ours);
+  if (inode === null) return null;
+  const target = `socket:[${inode}]`;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((n) => /^[0-9]+$/.test(n));
+  } catch {
+    return null;
+  }
+  let holder: number | null = null;
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or another user's
+    }
+    for (const fd of fds) {
+      let link: string;
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue; // closed meanwhile
+      }
+      if (link !== target) continue;
+      if (holder !== null && holder !== Number(pid)) return null; // shared: no one process is the peer
+      holder = Number(pid);
+      break;
+    }
+  }
+  return holder;
+}
+
+/** The inode of the one socket whose local end is `local` and remote end `remote`, or null. */
+function tcpSocketInode(local: TcpEnd, remote: TcpEnd): string | null {
+  const locals = new Set(procNetEnds(local));
+  const remotes = new Set(procNetEnds(remote));
+  if (locals.size === 0 || remotes.size === 0) return null;
+  const found = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const text = readProcFile(table);
+    if (!text) continue;
+    for (const line of text.split("\n").slice(1)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || f[9] === "0") continue;
+      if (locals.has(f[1]!.toUpperCase()) && remotes.has(f[2]!.toUpperCase())) found.add(f[9]!);
+    }
+  }
+  return found.size === 1 ? [...found][0]! : null;
+}
+
+/**
+ * How /proc/net/tcp (IPv4) and tcp6 spell an end: the address as the kernel's 32-bit words,
+ * each printed in the machine's byte order (little-endian here), then ":" and the port in hex.
+ * An IPv4 address is spelled both ways (a dual-stack socket lists it as ::ffff:a.b.c.d in tcp6).
+ * Nothing for an address that is not understood.
+ */
+export function procNetEnds(end: TcpEnd): string[] {
+  const port = end.port.toString(16).toUpperCase().padStart(4, "0");
+  const bytes = addressBytes(end.address);
+  if (bytes === null) return [];
+  const words = (b: number[]) => {
+    let out = "";
+    for (let i = 0; i < b.length; i += 4)
+      out += [b[i + 3], b[i + 2], b[i + 1], b[i]]
+        .map((x) => x!.toString(16).toUpperCase().padStart(2, "0"))
+        .join("");
+    return out;
+  };
+  if (bytes.length === 4) {
+    const mapped = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...bytes];
+    return [`${words(bytes)}:${port}`, `${words(mapped)}:${port}`];
+  }
+  const v4 = bytes.slice(0, 12).every((x, i) => x === (i < 10 ? 0 : 0xff)) ? bytes.slice(12) : null;
+  return v4 ? [`${words(v4)}:${port}`, `${words(bytes)}:${port}`] : [`${words(bytes)}:${port}`];
+}
+
+/** The bytes of an IPv4 or IPv6 address as node writes it (zone ids not supported), or null. */
+function addressBytes(address: string): number[] | null {
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(address);
+  if (v4) {
+    const b = v4.slice(1).map(Number);
+    return b.every((x) => x <= 255) ? b : null;
+  }
+  if (!/^[0-9a-fA-F:.]+$/.test(address) || !address.includes(":")) return null;
+  let text = address;
+  let tail: number[] = [];
+  const dotted = /^(.*:)(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/.exec(text);
+  if (dotted) {
+    const b = addressBytes(dotted[2]!);
+    if (b === null) return null;
+    tail = b;
+    text = `${dotted[1]}0:0`;
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const groups = (h: string) => (h === "" ? [] : h.split(":"));
+  const head = groups(halves[0]!);
+  const rest = halves.length === 2 ? groups(halves[1]!) : [];
+  const missing = 8 - head.length - rest.length;
+  if ((halves.length === 1 && missing !== 0) || missing < 0) return null;
+  const all = [...head, ...Array(halves.length === 2 ? missing : 0).fill("0"), ...rest];
+  if (all.length !== 8 || all.some((g) => !/^[0-9a-fA-F]{1,4}$/.test(g))) return null;
+  const bytes = all.flatMap((g) => {
+    const v = Number.parseInt(g, 16);
+    return [v >> 8, v & 0xff];
+  });
+  if (tail.length === 4) bytes.splice(12, 4, ...tail);
+  return bytes;
+}

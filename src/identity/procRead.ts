@@ -1,0 +1,135 @@
+// How processes are read, for the files behind proc.ts: a small procfs file read whole, a
+// symbolic link, ps, the stat line, and start times in the one format proc.ts describes.
+import { execFileSync } from "node:child_process";
+import { closeSync, openSync, readlinkSync, readSync } from "node:fs";
+
+let readBuf = Buffer.allocUnsafe(16 * 1024);
+
+/** Reads a small (procfs) file whole; null when it is gone or unreadable. */
+export function readProcFile(path: string, encoding: BufferEncoding = "utf8"): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return null;
+  }
+  try {
+    let got = 0;
+    for (;;) {
+      if (got === readBuf.length) {
+        const bigger = Buffer.allocUnsafe(readBuf.length * 2);
+        readBuf.copy(bigger, 0, 0, got);
+        readBuf = bigger;
+      }
+      const n = readSync(fd, readBuf, got, readBuf.length - got, null);
+      if (n <= 0) break;
+      got += n;
+    }
+    return readBuf.toString(encoding, 0, got);
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface StatLine {
+  ppid: number;
+  state: string;
+  /** field 22, clock ticks since boot: opaque, stable for the process's lifetime */
+  startTime: string;
+  /**
+   * Fields 26 to 28, where the program's text segment starts and ends and where its stack
+   * starts: set by each execve and by nothing else a process can do unprivileged. Another
+   * executable has another text segment; with address-space randomisation (the default) the
+   * same executable run again gets another stack (and, built as PIE, text) address; without
+   * it the stack start still moves with the length of argv and the environment. Opaque,
+   * compared only for equality; null when the kernel hides them (a process we may not
+   * inspect: it shows "1 1 0") or the process has no memory (a zombie).
+   */
+  image: string | null;
+}
+
+/** Parses the text of /proc/PID/stat; the one place this format is read. */
+export function parseProcStat(text: string): StatLine | null {
+  // "pid (comm) state ppid ..." — comm may hold spaces and parentheses: split after the last ")".
+  const r = text.lastIndexOf(")");
+  if (r < 0) return null;
+  const f = text.slice(r + 2).split(" ");
+  // f[0] is field 3 (state); field 22 (starttime, clock ticks since boot) is f[19].
+  const ppid = Number(f[1]);
+  const startTime = f[19];
+  if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
+  const [startCode, endCode, startStack] = [f[23], f[24], f[25]];
+  const image =
+    startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
+      ? null
+      : `${startCode}:${endCode}:${startStack}`;
+  return { ppid, state: f[0] ?? "?", startTime, image };
+}
+
+/** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */
+export function readStat(pid: number): StatLine | null {
+  const text = readProcFile(`/proc/${pid}/stat`);
+  return text === null ? null : parseProcStat(text);
+}
+
+/** A zombie or a dead process: it can no longer answer anything. */
+export function dead(st: StatLine): boolean {
+  return st.state === "Z" || st.state === "X" || st.state === "x";
+}
+
+export function validPid(pid: number): boolean {
+  return Number.isInteger(pid) && pid > 0;
+}
+
+/** Start time of a live process (opaque, stable for its lifetime); null when gone or a zombie. */
+export function processStartTime(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (process.platform === "linux") {
+    const st = readStat(pid);
+    return st === null || dead(st) ? null : st.startTime;
+  }
+  if (process.platform === "darwin") {
+    const out = ps(["-o", "stat=,lstart=", "-p", String(pid)]);
+    const m = out === null ? null : /^\s*(\S+)\s+(.+?)\s*$/.exec(out);
+    return m === null || m[1]!.startsWith("Z") ? null : lstart(m[2]!);
+  }
+  return null;
+}
+
+/** ps's lstart with runs of spaces collapsed ("Tue Jul  2 …" → "Tue Jul 2 …"): the one macOS format. */
+export function lstart(text: string): string {
+  return text.trim().replace(/\s+/g, " ");
+}
+
+/** The target of a symbolic link (a /proc link: exe, cwd, fd/N), or null. */
+export function readLink(p: string): string | null {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/** What `ps ARGS` prints (macOS), or null when it fails. */
+export function ps(args: string[]): string | null {
+  try {
+    return execFileSync("ps", args, {
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Closes a descriptor that may be closed already. */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}
