@@ -7,7 +7,7 @@
  * Exactly once: each request is closed by a conditional audit append, whose condition (the
  * `pending → expired` update) runs inside the audit's write transaction. Two processes noticing
  * the same request at once serialise on the write lock; the second finds it no longer pending and
- * writes nothing. The gateway's own expiry (authorizer.ts) closes with the same conditional
+ * writes nothing. The gateway's own expiry (requestExpiry.ts) closes with the same conditional
  * update, so it and a lister never both record one request.
  */
 import { AuditLog } from "../audit/log.js";

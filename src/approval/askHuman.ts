@@ -1,0 +1,400 @@
+import { argumentsDigest } from "../audit/events.js";
+import type { ApprovedCall } from "../guard/guard.js";
+import { refuse } from "../guard/refusals.js";
+import type { ErrorObject } from "../relay/jsonrpc.js";
+import { toolScopeNote } from "../vault/toolScopes.js";
+import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
+import { reviewDigest } from "./decision.js";
+import { endGrants, type GrantRecord, getGrant } from "./grants.js";
+import type { HonouredDecisions } from "./honoured.js";
+import { notifyNewRequest } from "./notify.js";
+import { RequestExpiry } from "./requestExpiry.js";
+import {
+  type ApprovalRequest,
+  closeRequest,
+  earlierRequest,
+  getRequest,
+  insertRequest,
+  newRequestId,
+  type Review,
+} from "./requests.js";
+import { buildReview, renderTool, reviewArguments } from "./review.js";
+
+/** What the gateway hears while a call waits for a human. */
+export interface AskHooks {
+  progress?: (message: string) => void;
+  signal?: AbortSignal;
+  /** the call now waits on approval request `id` (new, or joined by a retry) */
+  waiting?: (request: string) => void;
+}
+
+/** What the asker takes from the Authorizer it works for. */
+export interface AskerParts {
+  /** the credential scopes a call uses (Authorizer.scopesOf) */
+  scopesOf: (call: ApprovedCall) => string[];
+  /** best effort: an audit event (approval_requested, approval_granted, approval_denied) */
+  emit: (e: { type: string; [k: string]: unknown }) => void;
+  /** the decision rows this gateway honours, and the reviews it wrote */
+  decisions: HonouredDecisions;
+  /** a session grant of the call's epoch that covers it, on a fresh read */
+  coveringNow: (call: ApprovedCall) => GrantRecord | null;
+}
+
+/**
+ * Step 7's other half: a human decision for a call no grant covers. The request is stored with
+ * the review this gateway wrote; the call is held while the human decides, reading the request
+ * row every `pollMs`; a decision counts only once it verifies (HonouredDecisions).
+ */
+export class HumanAsker {
+  private readonly timeoutMs: number;
+  private readonly requestTtlMs: number;
+  private readonly pollMs: number;
+  private readonly progressEveryMs: number;
+  /** denials already returned to a call: a later retry of the same call asks a human again */
+  private readonly deniedTold = new Set<string>();
+  private readonly expiry: RequestExpiry;
+
+  constructor(
+    private readonly o: AuthorizerOptions,
+    private readonly parts: AskerParts,
+  ) {
+    this.timeoutMs = o.timeoutMs ?? DEFAULT_HOLD_MS;
+    this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
+    this.pollMs = o.pollMs ?? 150;
+    this.progressEveryMs = o.progressEveryMs ?? 3000;
+    this.expiry = new RequestExpiry({
+      db: o.db,
+      run: o.run.run,
+      serverLabel: o.serverLabel,
+      log: o.log,
+      emit: parts.emit,
+    });
+  }
+
+  /**
+   * A human decision for this call. A request outlives the call that raised it: when the call's
+   * hold ends (or the client gives up) the request stays pending until its TTL, and a retry of
+   * the same call (run, label, epoch, tool version, mode, argument digest) joins it instead of
+   * asking again; once approved, the retry takes the grant at once (a one-call grant is consumed
+   * by the one call that takes it).
+   */
+  async ask(
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    hooks: AskHooks,
+  ): Promise<{ grant: string | null } | { error: ErrorObject }> {
+    const { db, run, serverLabel } = this.o;
+    const digest = argumentsDigest(call.effective);
+    const subject = (id: string) => ({
+      run: run.run,
+      serverLabel,
+      epoch: call.epoch,
+      revision: call.revision,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      approvalRequest: id,
+      credentialScope: this.parts.scopesOf(call),
+    });
+    const earlier = earlierRequest(db, {
+      agentRun: run.run,
+      serverLabel,
+      executionEpoch: call.epoch,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      mode,
+      argumentsDigest: digest,
+    });
+    let id: string;
+    if (earlier && earlier.state !== "pending") {
+      const settled = this.settled(earlier, call, subject(earlier.request), {
+        cancelled: false,
+        retry: true,
+      });
+      if (settled) return settled;
+    }
+    if (earlier?.state === "pending") {
+      id = earlier.request;
+      this.o.log.info(`a retry of ${JSON.stringify(call.tool)} joins approval request ${id}, still pending`);
+    } else {
+      id = this.newRequest(call, mode, digest);
+      this.parts.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
+      (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
+      try {
+        this.o.onRequest?.(id);
+      } catch {
+        /* reaching the human is best effort: the call waits either way */
+      }
+    }
+    const how = `portcullis approve ${id}`;
+    this.expiry.schedule();
+    try {
+      hooks.waiting?.(id);
+    } catch {
+      /* telling the client where to decide is a courtesy */
+    }
+
+    const progress = (msg: string) => {
+      try {
+        hooks.progress?.(msg);
+      } catch {
+        /* a progress notification is a courtesy */
+      }
+    };
+    progress(`waiting for human approval of ${id}`);
+    let lastProgress = Date.now();
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      const req = getRequest(db, id);
+      if (!req) return { error: refuse.authorizationRequired(id, how) };
+      if (req.state !== "pending") {
+        const settled = this.settled(req, call, subject(id), {
+          cancelled: !!hooks.signal?.aborted,
+          retry: false,
+        });
+        if (settled) return settled;
+        // A decision that does not verify is no decision: the call keeps waiting.
+      }
+      if (hooks.signal?.aborted) {
+        // The client gave up, or the gateway answers the call otherwise (a modern client sent to
+        // the console): the request stays pending for a retry.
+        this.o.log.info(`the call stopped waiting; approval request ${id} stays pending for a retry`);
+        return { error: refuse.authorizationRequired(id, how) };
+      }
+      // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
+      if (mode === "session") {
+        const covering = this.parts.coveringNow(call);
+        if (
+          covering &&
+          closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`)
+        ) {
+          return { grant: covering.grant };
+        }
+      }
+      const now = Date.now();
+      const until = Math.min(deadline, Date.parse(req.expiresAt));
+      if (now >= until) {
+        // A decision this call cannot use (unverified, or a one-call grant another call took).
+        if (req.state !== "pending") return { error: refuse.approvalTimeout(id) };
+        if (now >= Date.parse(req.expiresAt)) {
+          this.expiry.sweep();
+          continue; // read the final state: a decision may have won the race
+        }
+        return { error: this.stillPending(req) };
+      }
+      if (now - lastProgress >= this.progressEveryMs) {
+        progress(`waiting for human approval of ${id}`);
+        lastProgress = now;
+      }
+      await sleep(Math.min(this.pollMs, until - now), hooks.signal);
+    }
+  }
+
+  /**
+   * What a request that is no longer pending means for this call: its grant, its denial, or the
+   * refusal of an expired or withdrawn request; null when it is no decision this call can use
+   * (a grant that does not verify, or a one-call grant already taken) and the call must go on.
+   * `cancelled`: the client gave up meanwhile, so a one-call grant is left for its retry.
+   * `retry`: the request was found by a retry, not waited on: a grant revoked or ended since
+   * then is no answer (a human is asked again).
+   */
+  private settled(
+    req: ApprovalRequest,
+    call: ApprovedCall,
+    subject: Record<string, unknown>,
+    { cancelled, retry }: { cancelled: boolean; retry: boolean },
+  ): { grant: string | null } | { error: ErrorObject } | null {
+    const { db } = this.o;
+    const id = req.request;
+    const how = `portcullis approve ${id}`;
+    switch (req.state) {
+      case "approved": {
+        const g = req.grant ? getGrant(db, req.grant) : null;
+        if (!g) {
+          this.parts.decisions.reject(
+            { what: "grant", grant: req.grant, request: id },
+            "the approval names no grant",
+          );
+          return null;
+        }
+        if (!this.parts.decisions.approves(g, id, call, this.parts.scopesOf(call))) return null;
+        // Ended in the row, or seen ended by this gateway (a one-call grant already consumed).
+        const endedAt = g.endedAt ?? (this.parts.decisions.hasEnded(g.grant) ? "seen ended" : null);
+        if (retry && (g.revokedAt || endedAt)) return null;
+        if (g.revokedAt || (endedAt && g.mode === "session")) {
+          this.parts.emit({
+            type: "approval_denied",
+            ...subject,
+            outcome: "revoked",
+            decidedBy: req.decidedBy,
+          });
+          return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
+        }
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        // One call takes a one-call grant: the first to end it (another may have taken it).
+        if (g.mode === "per-call") {
+          if (endedAt || endGrants(db, [g.grant], "single use: consumed by the call it approved") !== 1) {
+            return null;
+          }
+          this.parts.decisions.markEnded(g.grant);
+        } else {
+          this.parts.decisions.markKnown(g.grant);
+        }
+        this.parts.emit({
+          type: "approval_granted",
+          ...subject,
+          grant: g.grant,
+          mode: g.mode,
+          expiresWhen: g.expiresWhen,
+          decidedBy: req.decidedBy,
+        });
+        return { grant: g.grant };
+      }
+      case "denied": {
+        const v = this.o.verifier.verifyDenial(req);
+        if (!v.ok) {
+          this.parts.decisions.reject({ what: "denial", request: id }, v.why);
+          return null;
+        }
+        // A retry after the denial reached the agent asks again: the agent was told once.
+        if (this.deniedTold.has(id)) return null;
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        this.deniedTold.add(id);
+        this.parts.emit({
+          type: "approval_denied",
+          ...subject,
+          outcome: "denied",
+          decidedBy: req.decidedBy,
+          reason: req.reason,
+        });
+        return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
+      }
+      case "expired":
+        return { error: refuse.approvalTimeout(id) };
+      case "cancelled":
+        return { error: refuse.authorizationRequired(id, how) };
+      default:
+        return null;
+    }
+  }
+
+  /** The approval_timeout of a call whose hold ended while its request is still pending. */
+  private stillPending(req: ApprovalRequest): ErrorObject {
+    const left = Date.parse(req.expiresAt) - Date.now();
+    let console: string | null = null;
+    try {
+      console = this.o.consolePage?.(req.request) ?? null;
+    } catch {
+      console = null;
+    }
+    return refuse.approvalTimeout(req.request, {
+      pendingUntil: req.expiresAt,
+      minutesLeft: Math.max(1, Math.ceil(left / 60_000)),
+      console,
+    });
+  }
+
+  /** Stores a new pending request for this call, with its review; returns its id. */
+  private newRequest(call: ApprovedCall, mode: "session" | "per-call", digest: string): string {
+    const { db, run, serverLabel } = this.o;
+    const id = newRequestId();
+    const created = Date.now();
+    const createdAt = new Date(created).toISOString();
+    const expiresAt = new Date(created + Math.max(this.requestTtlMs, this.timeoutMs)).toISOString();
+    const ctx = this.o.context();
+    const credentialScope = this.parts.scopesOf(call);
+    let review: Review;
+    try {
+      review = buildReview(db, {
+        request: id,
+        createdAt,
+        expiresAt,
+        run,
+        serverLabel,
+        call,
+        mode,
+        credentialScope,
+        scopeNote: call.read ? null : toolScopeNote(this.o.credentials, this.o.tools, call.tool),
+        record: ctx.record,
+        revision: call.revision,
+      });
+    } catch (e) {
+      review = this.minimalReview(id, createdAt, expiresAt, call, mode, (e as Error).message);
+    }
+    // As it is stored (JSON text) and shown, so that the human's digest can match it.
+    this.parts.decisions.wroteReview(id, reviewDigest(JSON.parse(JSON.stringify(review))));
+    insertRequest(db, {
+      request: id,
+      agentRun: run.run,
+      serverLabel,
+      executionEpoch: call.epoch,
+      catalogRevision: call.revision,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      definition: call.definition,
+      credentialScope,
+      mode,
+      review,
+      createdAt,
+      expiresAt,
+      argumentsDigest: digest,
+    });
+    this.o.log.info(
+      `approval needed for ${JSON.stringify(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
+        `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,
+    );
+    return id;
+  }
+
+  private minimalReview(
+    id: string,
+    createdAt: string,
+    expiresAt: string,
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    why: string,
+  ): Review {
+    const { run, serverLabel } = this.o;
+    return {
+      request: id,
+      createdAt,
+      expiresAt,
+      agentRun: { run: run.run, startedAt: run.startedAt, chainDigest: run.chainDigest, chain: run.chain },
+      serverLabel,
+      epoch: {
+        current: call.epoch,
+        lastApproved: null,
+        changedParts: null,
+        summary: `the review could not be completed (${why}): treat this as a first approval`,
+        record: null,
+      },
+      catalog: {
+        revision: call.revision,
+        lastApprovedRevision: null,
+        classification: null,
+        rendered: "(not available)",
+      },
+      tool: {
+        name: call.tool,
+        fingerprint: call.fingerprint,
+        mode,
+        rendered: renderTool(call.definition, call.tool),
+        sinceLastGrant: null,
+      },
+      credentialScope: this.parts.scopesOf(call),
+      arguments: reviewArguments(call),
+    };
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

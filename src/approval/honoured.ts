@@ -1,0 +1,167 @@
+import { argumentsDigest } from "../audit/events.js";
+import type { ApprovedCall } from "../guard/guard.js";
+import type { Store } from "../store/db.js";
+import type { Logger } from "../util/log.js";
+import type { GrantRecord } from "./grants.js";
+import type { DecisionVerifier } from "./trust.js";
+
+/** A decision row that is not honoured: a grant (by its id) or a denial (by its request). */
+export interface RejectedSubject {
+  what: "grant" | "denial";
+  grant?: string | null;
+  request?: string | null;
+}
+
+/**
+ * Which decision rows one gateway honours, for one agent run in front of one server label: each
+ * grant's signature verifies (DecisionVerifier) and it approves a review this gateway wrote; a
+ * grant once seen ended stays ended. What it remembers lives only in this gateway, so a row
+ * rewritten in the store later cannot take it back. A row not honoured is reported once, on
+ * stderr and in the audit (`decision_rejected`).
+ */
+export class HonouredDecisions {
+  /** decision rows already reported as rejected (what, id, why) */
+  private readonly rejected = new Set<string>();
+  /**
+   * Grants this gateway has seen end: consumed one-call grants, and session grants that left the
+   * live set (revoked, ended). An end is final, but `ended_at` and `revoked_at` are not signed: a
+   * store writer could clear them to use a one-call approval again or undo a revoke. Once seen
+   * here, a grant never covers a call of this gateway again, whatever the row says later.
+   */
+  private readonly ended = new Set<string>();
+  /** This run's session grants the gateway has seen live (read, or taken for a call). */
+  private readonly known = new Set<string>();
+  /**
+   * The digest of the review this gateway wrote for each request it made. A grant counts only
+   * when it names that review (its signature covers the digest): the stored review can be
+   * rewritten by any process of the user, and a human who approved a rewritten one approved
+   * nothing this gateway asked.
+   */
+  private readonly reviews = new Map<string, string>();
+  private readonly liveGrant: { get(grant: string): unknown };
+
+  constructor(
+    private readonly o: {
+      db: Store;
+      verifier: DecisionVerifier;
+      /** the agent run's id */
+      run: string;
+      serverLabel: string;
+      log: Pick<Logger, "warn">;
+      /** best effort: records `decision_rejected` */
+      emit: (e: { type: string; [k: string]: unknown }) => void;
+    },
+  ) {
+    this.liveGrant = o.db
+      .prepare("SELECT signature FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
+      .raw();
+  }
+
+  /**
+   * Step 8's read of a grant taken for a call: still live in the store and never seen ended here.
+   * The signature must still be the one verified: a row rewritten since is read and verified again;
+   * and its signer must still have authority (a removed passkey's grants stop at the next call).
+   */
+  isLive(grant: string, signature: string | null): boolean {
+    if (this.ended.has(grant)) return false;
+    const row = this.liveGrant.get(grant) as [string | null] | undefined;
+    const live = row !== undefined && row[0] === signature && this.o.verifier.authorityHolds(signature);
+    if (row === undefined) this.ended.add(grant);
+    return live;
+  }
+
+  /**
+   * The run's live session grants as just read from the store, less those this gateway has seen
+   * end (a grant that left the live set has ended) and those it does not honour.
+   */
+  honouredLive(read: GrantRecord[]): GrantRecord[] {
+    const now = new Set(read.map((g) => g.grant));
+    for (const g of this.known) if (!now.has(g)) this.ended.add(g);
+    for (const g of now) if (!this.ended.has(g)) this.known.add(g);
+    return this.honoured(read.filter((g) => !this.ended.has(g.grant)));
+  }
+
+  /** The digest of the review this gateway wrote for `request`, as stored and shown. */
+  wroteReview(request: string, digest: string): void {
+    this.reviews.set(request, digest);
+  }
+
+  hasEnded(grant: string): boolean {
+    return this.ended.has(grant);
+  }
+
+  /** A one-call grant this gateway consumed: it never covers another call. */
+  markEnded(grant: string): void {
+    this.ended.add(grant);
+  }
+
+  /** A session grant taken for a call: once it leaves the live set, it has ended. */
+  markKnown(grant: string): void {
+    this.known.add(grant);
+  }
+
+  /**
+   * Whether grant `g`, read as the decision of request `id`, is a signed approval of exactly this
+   * call: its request, run, server, epoch, tool version, credential scopes (`scopes`, the call's)
+   * and (per call) arguments.
+   */
+  approves(g: GrantRecord, id: string, call: ApprovedCall, scopes: string[]): boolean {
+    const v = this.o.verifier.verifyGrant(g);
+    if (!v.ok) {
+      this.reject({ what: "grant", grant: g.grant, request: id }, v.why);
+      return false;
+    }
+    if (!this.reviewed(g)) return false;
+    const fits =
+      g.request === id &&
+      g.agentRun === this.o.run &&
+      g.serverLabel === this.o.serverLabel &&
+      g.executionEpoch === call.epoch &&
+      g.toolScope.some((t) => t.name === call.tool && t.fingerprint === call.fingerprint) &&
+      scopes.every((sc) => g.credentialScope.includes(sc)) &&
+      (g.mode === "session" || g.argumentsDigest === argumentsDigest(call.effective));
+    if (!fits) this.reject({ what: "grant", grant: g.grant, request: id }, "it approves another call");
+    return fits;
+  }
+
+  /** Records once that a decision row was not honoured, and why (stderr and the audit). */
+  reject(subject: RejectedSubject, why: string): void {
+    const id = subject.what === "grant" ? subject.grant : subject.request;
+    const key = `${subject.what}\u0000${id}\u0000${why}`;
+    if (this.rejected.has(key)) return;
+    this.rejected.add(key);
+    this.o.log.warn(`${subject.what} ${id} is not honoured: ${why}`);
+    this.o.emit({
+      type: "decision_rejected",
+      run: this.o.run,
+      serverLabel: this.o.serverLabel,
+      ...subject,
+      why,
+    });
+  }
+
+  /**
+   * The grants whose signature verifies and that approve a review this gateway wrote; the others
+   * are reported (once each) and left out.
+   */
+  private honoured(grants: GrantRecord[]): GrantRecord[] {
+    return grants.filter((g) => {
+      const v = this.o.verifier.verifyGrant(g);
+      if (!v.ok) this.reject({ what: "grant", grant: g.grant, request: g.request }, v.why);
+      return v.ok && this.reviewed(g);
+    });
+  }
+
+  /** Whether the (verified) grant approves the review this gateway wrote for its request; reported once if not. */
+  private reviewed(g: GrantRecord): boolean {
+    const ok =
+      g.request !== null && g.reviewDigest !== null && this.reviews.get(g.request) === g.reviewDigest;
+    if (!ok) {
+      this.reject(
+        { what: "grant", grant: g.grant, request: g.request },
+        "it approves a review this gateway did not write (the request's review was changed in the store)",
+      );
+    }
+    return ok;
+  }
+}
