@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { Downstream } from "../gateway/gateway.js";
+import type { Downstream } from "../gateway/downstream.js";
 import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
 import { ClientIds } from "../relay/clientIds.js";
 import { rawIdOf } from "../relay/idScan.js";

@@ -1,4 +1,4 @@
-import type { Downstream } from "../gateway/gateway.js";
+import type { Downstream } from "../gateway/downstream.js";
 import { ClientIds } from "../relay/clientIds.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";

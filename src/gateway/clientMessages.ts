@@ -1,0 +1,282 @@
+import { refuse } from "../guard/refusals.js";
+import {
+  type Classified,
+  errorResponse,
+  type Id,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  type Notification,
+  PARSE_ERROR,
+  parseLine,
+  type Request,
+  type Response,
+} from "../relay/jsonrpc.js";
+import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
+import type { ServerLink } from "../supervisor/link.js";
+import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
+import type { Logger } from "../util/log.js";
+import type { ClientSession } from "./clientSession.js";
+import type { Downstream } from "./downstream.js";
+import type { UrlElicitations } from "./elicitation.js";
+import type { GuardedRequests } from "./guardedRequests.js";
+import type { InFlight } from "./inFlight.js";
+import { isGuardedMethod, isGuardedMethodVariant } from "./protocol.js";
+import type { ServerRequests } from "./serverRequests.js";
+
+/** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
+interface ClientLine {
+  c: Classified;
+  text: string;
+  span: IdSpan | null;
+}
+
+/** Requests the gateway answers, records or rewrites itself: never relayed as written. */
+const NOT_RELAYED_AS_WRITTEN = new Set([
+  "initialize",
+  "tools/list",
+  "tools/call",
+  "resources/read",
+  "resources/subscribe",
+  "prompts/get",
+  "completion/complete",
+  "subscriptions/listen",
+]);
+
+export interface ClientMessagesPorts {
+  log: Logger;
+  /** a peer's line for a log line: scrubbed, then cut short */
+  quote(text: string): string;
+  downstream: Downstream;
+  link: ServerLink;
+  session: ClientSession;
+  inFlight: InFlight;
+  serverRequests: ServerRequests;
+  guarded: GuardedRequests;
+  elicitation: UrlElicitations;
+  /** the client's first request other than a server/discover probe: the agent run begins (once) */
+  beginRun(): void;
+  /** starts the catalog fetch of the current generation if it needs one and the session allows it */
+  catalogIfNeeded(): void;
+}
+
+/**
+ * What the client says, read and routed: its requests (answered by the gateway, sent through the
+ * guard, or relayed as written under a wire id), its notifications (a cancellation finds its
+ * request wherever it is), its answers to the server's requests, and what cannot be read (too
+ * large, too deep, not JSON-RPC), answered so that nobody waits for it.
+ */
+export class ClientMessages {
+  /** lines that came before the first epoch, replayed in order once it is up */
+  private early: string[] | null = [];
+
+  constructor(private readonly p: ClientMessagesPorts) {}
+
+  onLine(text: string): void {
+    // The client may speak before the first server process is up (its identity is
+    // captured before spawn): keep its words, in order, until then.
+    if (this.early) {
+      this.early.push(text);
+      return;
+    }
+    if (this.p.log.debugging !== false) this.p.log.debug(`← client ${this.p.quote(text)}`);
+    const line = this.parseClientLine(text);
+    this.onMessage(line.c, line);
+  }
+
+  /** The first epoch is up: what the client said before it is handled now, in order. */
+  firstEpochUp(): void {
+    const early = this.early;
+    if (!early) return;
+    this.early = null;
+    for (const text of early) {
+      const line = this.parseClientLine(text);
+      this.onMessage(line.c, line);
+    }
+  }
+
+  /** Lines kept for the first epoch (each a request not answered yet, or a message to pass on). */
+  get waiting(): number {
+    return this.early?.length ?? 0;
+  }
+
+  /**
+   * The line's message, its id swapped for a stand-in where the client's text must survive, and
+   * for a request the gateway may relay as written, where its id lies (`plainIdSpan`: one scan
+   * that also gives the raw id, so it is not looked for twice).
+   */
+  private parseClientLine(text: string): ClientLine {
+    const c = parseLine(text);
+    const span = c.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(c.msg.method) ? plainIdSpan(text) : null;
+    const ids = this.p.downstream.clientIds;
+    if (!ids) return { c, text, span };
+    return { c: ids.adopt(c, text, span ? text.slice(span.start, span.end) : undefined), text, span };
+  }
+
+  /**
+   * A client message over the size limit was dropped unread; nothing is left unanswered.
+   * A request is answered with an error carrying its own id (`rawId`, read from the passing
+   * bytes), so the client does not wait for its timeout; a line with no id gets the error with
+   * id null, as a parse error would. A response (no method) to a server's request is turned
+   * into an error to that server.
+   */
+  onOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
+    this.p.log.warn(`dropped a ${bytes}-byte message from the client (over the size limit)`);
+    if (!hasMethod && rawId !== null) {
+      this.p.serverRequests.answerInstead(JSON.parse(rawId) as Id, refuse.responseTooLarge(bytes, "client"));
+      return;
+    }
+    const e = refuse.requestTooLarge(bytes, "not forwarded");
+    this.p.downstream.send(errorResponse(this.clientIdOf(rawId), e.code, e.message, e.data));
+  }
+
+  /** The id the gateway uses for a raw client id text (a stand-in when the text must survive byte-exact). */
+  private clientIdOf(rawId: string | null): Id | null {
+    if (rawId === null) return null;
+    const value = JSON.parse(rawId) as Id;
+    return this.p.downstream.clientIds ? this.p.downstream.clientIds.standIn(value, rawId) : value;
+  }
+
+  /** `line`: the line as the client wrote it, for a request relayed as written (`InFlight.forward`). */
+  private onMessage(c: Classified, line?: ClientLine): void {
+    if (c.kind === "invalid" && c.tooDeep) {
+      this.onTooDeep(c.id, c.tooDeep.hasMethod);
+      return;
+    }
+    if (c.kind === "invalid") {
+      this.p.log.warn(`invalid message from the client: ${c.reason}`);
+      // a malformed answer to a server's request: that server is answered, never left waiting
+      if (c.meant === "response" && c.id !== null)
+        this.p.serverRequests.answerInstead(c.id, refuse.responseInvalid(c.reason, "client"));
+      const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
+      this.p.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
+      return;
+    }
+    if (c.kind === "response") this.onResponse(c.msg);
+    else if (c.kind === "notification") this.onNotification(c.msg);
+    else this.onRequest(c.msg, line);
+  }
+
+  /**
+   * A client message nested deeper than MAX_MESSAGE_DEPTH, dropped: a request is answered with
+   * its own id, an answer to a server's request becomes an error to that server (as for a
+   * message over the size limit), a notification is only logged.
+   */
+  private onTooDeep(id: Id | null, hasMethod: boolean): void {
+    this.p.log.warn(`dropped a message from the client nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
+    if (hasMethod) {
+      if (id === null) return; // a notification
+      const e = refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "not forwarded");
+      this.p.downstream.send(errorResponse(id, e.code, e.message, e.data));
+      return;
+    }
+    if (id !== null)
+      this.p.serverRequests.answerInstead(id, refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "client"));
+  }
+
+  private onRequest(msg: Request, line?: ClientLine): void {
+    const { session, inFlight, guarded } = this.p;
+    session.onRequest(msg);
+    if (msg.method !== "server/discover") this.p.beginRun();
+    if (session.era === "modern") {
+      // No handshake in this era: the first real request is when the gateway can
+      // fetch the catalog (a server/discover probe alone does not need one).
+      if (msg.method !== "server/discover") this.p.catalogIfNeeded();
+    }
+    // A watcher may have swapped its worker, or the server exec'd other code, since the last
+    // look: find out before a request whose answer depends on which code runs is handled (a few
+    // /proc reads). What passes unguarded (a ping, a list of prompts) grants nothing and is not
+    // recorded per call: it is left to the idle poll, which keeps relaying it cheap.
+    if (isGuardedMethod(msg.method)) this.p.link.checkReplacement();
+    switch (msg.method) {
+      case "initialize":
+        session.keepInitialize(msg);
+        inFlight.forward(msg);
+        return;
+      case "tools/list":
+        guarded.serveToolsList(msg);
+        return;
+      case "tools/call":
+        if (!this.idInUse(msg)) guarded.call(msg);
+        return;
+      case "resources/read":
+      case "resources/subscribe":
+      case "prompts/get":
+      case "completion/complete":
+        if (!this.idInUse(msg)) guarded.read(msg);
+        return;
+      case "subscriptions/listen":
+        if (
+          (msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
+            ?.toolsListChanged
+        ) {
+          session.listenOpened(msg.id);
+        }
+        inFlight.forward(msg, { listen: msg });
+        return;
+      default:
+        if (isGuardedMethodVariant(msg.method)) {
+          // Not byte-for-byte a guarded method, but a lenient server might take it for one:
+          // never forwarded, so it can never skip the guard.
+          this.p.log.warn(
+            `refused ${JSON.stringify(msg.method)}: not a known method, too close to a guarded one`,
+          );
+          this.p.downstream.send(
+            errorResponse(msg.id, METHOD_NOT_FOUND, `Method not found: ${JSON.stringify(msg.method)}.`),
+          );
+          return;
+        }
+        // only relayed, nothing of it recorded or rewritten: its own bytes go on, with the wire id
+        inFlight.forward(msg, {}, line);
+        return;
+    }
+  }
+
+  /**
+   * A guarded request whose id a request of this client still in flight carries (held, being
+   * decided, or at the server; a cancelled one too, until it ends) is refused, never handled: a
+   * call's intent and its end are paired by (run, id), and two calls under one id would leave
+   * one intent without its end, or give it the other's. JSON-RPC asks ids to be unique among
+   * requests in flight; clients that number their requests never hit this.
+   */
+  private idInUse(msg: Request): boolean {
+    const inUse = this.p.guarded.has(msg.id) || this.p.inFlight.carries(msg.id);
+    if (!inUse) return false;
+    this.p.log.warn(
+      `refused ${msg.method} ${JSON.stringify(msg.id)}: that id is already in use by a request in flight`,
+    );
+    this.p.downstream.send(
+      errorResponse(
+        msg.id,
+        INVALID_REQUEST,
+        `Invalid request: id ${JSON.stringify(msg.id)} is already in use by a request in flight; send it with a new id.`,
+      ),
+    );
+    return true;
+  }
+
+  private onNotification(msg: Notification): void {
+    const link = this.p.link;
+    if (msg.method === "notifications/initialized") {
+      this.p.session.markInitialized();
+      link.send(msg);
+      this.p.catalogIfNeeded();
+      return;
+    }
+    if (msg.method === "notifications/cancelled") {
+      const requestId = (msg.params as { requestId?: Id } | undefined)?.requestId;
+      if (requestId === undefined) return;
+      if (this.p.guarded.cancel(requestId)) return;
+      const cancelled = this.p.inFlight.cancel(requestId);
+      if (cancelled === undefined) return;
+      if (cancelled.closedListen) this.p.session.listenClosed(requestId);
+      link.send({ ...msg, params: { ...msg.params, requestId: cancelled.wire } });
+      return;
+    }
+    link.send(msg);
+  }
+
+  private onResponse(msg: Response): void {
+    if (this.p.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
+    this.p.serverRequests.answered(msg);
+  }
+}

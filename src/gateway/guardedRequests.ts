@@ -1,0 +1,448 @@
+import type { ApprovedCall, AuthorizationPort, decide, ServerView } from "../guard/guard.js";
+import { refuse } from "../guard/refusals.js";
+import { errorResponse, type Id, INTERNAL_ERROR, INVALID_PARAMS, type Request } from "../relay/jsonrpc.js";
+import type { LinkGeneration as Generation } from "../supervisor/link.js";
+import type { Logger } from "../util/log.js";
+import type { CatalogSync } from "./catalogSync.js";
+import type { ClientSession } from "./clientSession.js";
+import type { Downstream } from "./downstream.js";
+import type { UrlElicitations } from "./elicitation.js";
+import { HeldRequests } from "./held.js";
+import type { InFlight } from "./inFlight.js";
+import { readFacts } from "./protocol.js";
+import type { GatewayRecords } from "./records.js";
+
+export interface GuardedRequestsPorts {
+  log: Logger;
+  downstream: Downstream;
+  session: ClientSession;
+  catalog: CatalogSync;
+  records: GatewayRecords;
+  elicitation: UrlElicitations;
+  inFlight: InFlight;
+  holdTimeoutMs: number;
+  /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
+  decide: typeof decide;
+  /** the credential scopes a forwarded call may have released by the egress proxy while it runs */
+  callScopes?: (call: ApprovedCall) => readonly string[];
+  /** the generation that answers now: null before the first epoch */
+  current(): Generation | null;
+  view(): ServerView;
+  /** the approval layer of the agent run, once it began */
+  auth(): AuthorizationPort | null;
+  /** whether the client connection was ended */
+  ended(): boolean;
+  /** starts the catalog fetch of the current generation if it needs one and the session allows it */
+  catalogIfNeeded(): void;
+}
+
+/**
+ * The client's requests that wait on the verified catalog: tools/list, served from it, and
+ * tools/call and the guarded reads (resources/read, resources/subscribe, prompts/get,
+ * completion/complete), decided against it by the guard and forwarded with their intent
+ * recorded. Held while the server's identity is pending; a call being decided can be cancelled.
+ */
+export class GuardedRequests {
+  /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
+  private readonly heldCalls: HeldRequests;
+  private readonly heldLists: HeldRequests;
+  /** calls between "received" and "written or refused", so a cancellation can find them */
+  private readonly deciding = new Map<string, Deciding>();
+
+  constructor(private readonly p: GuardedRequestsPorts) {
+    this.heldCalls = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
+    this.heldLists = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
+  }
+
+  /** A tools/call, through the guard. */
+  call(msg: Request): void {
+    this.handled(msg, this.handleCall(msg));
+  }
+
+  /** A guarded read, through the guard. */
+  read(msg: Request): void {
+    this.handled(msg, this.handleRecorded(msg));
+  }
+
+  /** Whether a call or read under `id` is held or being decided. */
+  has(id: Id): boolean {
+    return this.deciding.has(`${typeof id}:${id}`) || this.heldCalls.has(id);
+  }
+
+  /**
+   * The client cancelled `id`: a decision under way stops waiting (and nothing it allows is
+   * sent); a held request is forgotten (true: nothing of it reached the server).
+   */
+  cancel(id: Id): boolean {
+    const d = this.deciding.get(`${typeof id}:${id}`);
+    if (d) {
+      d.cancelled = true;
+      d.abort();
+    }
+    return this.heldCalls.cancel(id);
+  }
+
+  /** Requests held or being decided. */
+  get unanswered(): number {
+    return this.heldCalls.size + this.heldLists.size + this.deciding.size;
+  }
+
+  get decidingCount(): number {
+    return this.deciding.size;
+  }
+
+  /** Calls still waiting for a human stop waiting; each is answered with its refusal. */
+  abortDecisions(): void {
+    for (const d of this.deciding.values()) d.abort();
+  }
+
+  /** Every held request is answered identity_pending (the connection ends). */
+  answerHeld(): void {
+    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
+  }
+
+  serveToolsList(msg: Request): void {
+    const v = this.p.view();
+    const { catalog, session } = this.p;
+    const snapshot = catalog.snapshot;
+    if (v.state !== "ready" || !snapshot) {
+      this.holdForCatalog(msg, this.heldLists);
+      return;
+    }
+    const cursor = (msg.params as { cursor?: unknown } | undefined)?.cursor;
+    if (cursor !== undefined) {
+      // The whole verified snapshot is served in one page; no cursor was ever issued.
+      this.p.downstream.send(
+        errorResponse(msg.id, INVALID_PARAMS, "Unknown cursor: tools/list is served in one page."),
+      );
+      return;
+    }
+    if (catalog.revision !== null) {
+      session.listed(catalog.revision, snapshot);
+    }
+    // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
+    const envelope =
+      session.era === "modern" ? { ...catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
+    this.p.downstream.send({
+      jsonrpc: "2.0",
+      id: msg.id,
+      result: { ...envelope, tools: snapshot.tools },
+    });
+    this.p.records.catalogServed(this.p.current()?.epoch, catalog.revision, snapshot.fingerprint);
+  }
+
+  private async handleCall(given: Request): Promise<void> {
+    const { session, elicitation, records, downstream } = this.p;
+    // A modern retry answering the gateway's own input_required: those fields are the gateway's.
+    const { msg, answered } =
+      session.era === "modern" ? elicitation.takeRetry(given) : { msg: given, answered: true };
+    const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
+    if (typeof params.name !== "string") {
+      downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
+      return;
+    }
+    const tool = params.name;
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = new Deciding();
+    this.deciding.set(key, mark);
+    const progress = this.progressFor(msg);
+    let inputRequired: Record<string, unknown> | null = null;
+    let verdict: Awaited<ReturnType<typeof decide>>;
+    try {
+      verdict = await this.p.decide({
+        server: () => this.p.view(),
+        facts: { tool, args: params.arguments ?? {}, seen: session.seen },
+        auth: this.p.auth(),
+        intent: {
+          intent: (call, condition) => records.toolCalled(msg.id, params.arguments, call, condition),
+        },
+        hooks: {
+          progress,
+          get signal() {
+            return mark.signal;
+          },
+          waiting: (id) => {
+            if (session.era !== "modern") return elicitation.offer(id, tool);
+            // Modern: the call is answered at once with input_required (no server→client requests).
+            if (answered) return;
+            inputRequired = elicitation.inputRequired(id, tool);
+            if (inputRequired) mark.abort();
+          },
+        },
+      });
+    } finally {
+      this.deciding.delete(key);
+    }
+    if (mark.cancelled || this.p.ended()) {
+      // An intent written for a call that will not be sent is closed, never left open.
+      if (verdict.action === "forward")
+        records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+      return;
+    }
+    if (inputRequired && verdict.action === "refuse") {
+      this.recordDenied(msg, tool, params.arguments, "input_required");
+      downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
+      return;
+    }
+    switch (verdict.action) {
+      case "hold":
+        return this.hold(msg);
+      case "refuse":
+        this.recordDenied(msg, tool, params.arguments, verdict.reason);
+        downstream.send(errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data));
+        return;
+      case "invalid-arguments":
+        this.recordDenied(msg, tool, params.arguments, "invalid_arguments");
+        downstream.send({
+          jsonrpc: "2.0",
+          id: msg.id,
+          result: {
+            content: [
+              {
+                type: "text",
+                text: `Invalid arguments for tool "${tool}" (checked against catalog revision ${this.p.catalog.revision}):\n- ${verdict.errors.join("\n- ")}`,
+              },
+            ],
+            isError: true,
+            ...(session.era === "modern" ? { resultType: "complete" } : {}),
+          },
+        });
+        return;
+      case "forward": {
+        // What goes out is exactly what was validated, recorded and approved (the effective
+        // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
+        const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
+        const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
+        if (
+          verdict.call.epoch !== this.p.current()?.epoch ||
+          !this.p.inFlight.forward(out, { tool, scopes, intent: true })
+        ) {
+          // never written: safe to evaluate again against the new state; its intent is closed
+          // (the decision made again writes its own)
+          records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
+          return this.hold(msg);
+        }
+      }
+    }
+  }
+
+  /**
+   * Requests that read the server's data without being tool calls: held while the server's
+   * identity is pending (like a call), approved by a human when `approval.resources` asks for it
+   * (the same guard and authorizer as a call, as a pseudo-tool named by method and target),
+   * recorded durably with run, epoch, grant and a digest of their parameters, then forwarded as
+   * they are.
+   */
+  private async handleRecorded(msg: Request): Promise<void> {
+    const { records } = this.p;
+    const read = readFacts(msg);
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = new Deciding();
+    this.deciding.set(key, mark);
+    let verdict: Awaited<ReturnType<typeof decide>>;
+    try {
+      // With approval.resources "session" or "per-call", a human approves it first, exactly as a tool call.
+      verdict = await this.p.decide({
+        server: () => this.p.view(),
+        facts: { tool: msg.method, args: msg.params ?? {}, seen: null },
+        read,
+        auth: this.p.auth(),
+        intent: {
+          intent: (call, condition) =>
+            records.requestForwarded(msg.id, msg.method, msg.params, call, condition),
+        },
+        hooks: {
+          progress: this.progressFor(msg),
+          get signal() {
+            return mark.signal;
+          },
+          waiting: (id) => this.p.elicitation.offer(id, `${read.method} ${read.target}`),
+        },
+      });
+    } finally {
+      this.deciding.delete(key);
+    }
+    if (mark.cancelled || this.p.ended()) {
+      // A read recorded but not sent is closed, never left open (as a call is).
+      if (verdict.action === "forward")
+        records.callInterrupted(
+          msg.id,
+          undefined,
+          verdict.call.epoch,
+          "cancelled",
+          "not_forwarded",
+          msg.method,
+        );
+      return;
+    }
+    switch (verdict.action) {
+      case "hold":
+        this.holdForCatalog(msg, this.heldCalls);
+        return;
+      case "refuse":
+        this.recordDenied(msg, `${read.method} ${read.target}`, read.params, verdict.reason);
+        this.p.downstream.send(
+          errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
+        );
+        return;
+      case "invalid-arguments":
+        return; // never for a read: its arguments are not checked
+      case "forward":
+        // a new epoch since it was recorded: decided and recorded again against it, never sent to
+        // code it was not recorded (nor approved) for; the first record is closed
+        if (verdict.call.epoch !== this.p.current()?.epoch) {
+          records.callInterrupted(
+            msg.id,
+            undefined,
+            verdict.call.epoch,
+            "redecided",
+            "not_forwarded",
+            msg.method,
+          );
+          return this.handleRecorded(msg);
+        }
+        // not sent (no live process: answered server_unavailable there): its record is closed
+        if (!this.p.inFlight.forward(msg, { intent: true }))
+          records.callInterrupted(
+            msg.id,
+            undefined,
+            verdict.call.epoch,
+            "server_unavailable",
+            "not_forwarded",
+            msg.method,
+          );
+    }
+  }
+
+  /** While a human decides, a client that gave a progress token hears about it. */
+  private progressFor(msg: Request): ((message: string) => void) | undefined {
+    const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+    if (typeof token !== "string" && typeof token !== "number") return undefined;
+    let step = 0;
+    return (message: string) =>
+      this.p.downstream.send({
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: { progressToken: token, progress: ++step, message },
+      });
+  }
+
+  private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
+    this.p.records.denied(
+      msg.id,
+      tool,
+      args,
+      { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },
+      reason,
+    );
+  }
+
+  private hold(msg: Request): void {
+    if (this.refusedForCatalog(msg)) return;
+    const gen = this.p.current();
+    this.p.log.info(
+      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of ${gen?.alive ? `epoch ${gen.epoch}` : "the next epoch"} is verified`,
+    );
+    this.heldCalls.hold(msg);
+    // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
+    // epoch is being brought up (initialize replayed) its first fetch is the reconnection's.
+    if (gen && this.p.catalog.failure(gen) !== null) this.p.catalogIfNeeded();
+  }
+
+  /**
+   * Keeps `msg` until the current epoch's catalog is verified, and starts the fetch that verifies
+   * it if none runs: after a failed fetch, that is the next attempt (a transient failure heals on
+   * the next list or call). Too soon after a failure, the request is refused at once instead.
+   */
+  private holdForCatalog(msg: Request, held: HeldRequests): void {
+    if (this.refusedForCatalog(msg)) return;
+    held.hold(msg);
+    this.p.catalogIfNeeded();
+  }
+
+  /** Answers `msg` with catalog_unavailable when the current epoch's catalog just failed to come. */
+  private refusedForCatalog(msg: Request): boolean {
+    const gen = this.p.current();
+    const why = gen ? this.p.catalog.failedRecently(gen) : null;
+    if (why === null) return false;
+    this.answerUnavailable(msg, why);
+    return true;
+  }
+
+  private answerUnavailable(msg: Request, why: string): void {
+    const e = refuse.catalogUnavailable(this.p.current()?.epoch ?? null, why);
+    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+  }
+
+  /**
+   * A call or guarded read being handled. A fault while handling it (a bug: what a peer sends is
+   * checked before it gets here) answers that request with an internal error and is logged; it
+   * does not end the gateway, and every other call with it, as an unhandled rejection would.
+   */
+  private handled(msg: Request, work: Promise<void>): void {
+    work.catch((e: unknown) => {
+      this.p.log.warn(
+        `could not handle ${msg.method} (id ${JSON.stringify(msg.id)}): ${String((e as Error)?.message ?? e)}`,
+      );
+      this.p.downstream.send(
+        errorResponse(
+          msg.id,
+          INTERNAL_ERROR,
+          `The gateway failed while handling this ${msg.method}; see its log.`,
+        ),
+      );
+    });
+  }
+
+  private answerPending(msg: Request): void {
+    const gen = this.p.current();
+    // "changed" only when there was an epoch before this one (the first one is a launch)
+    const e = refuse.identityPending(gen?.epoch ?? null, gen !== null && gen.reason !== "launch");
+    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+  }
+
+  /**
+   * The current epoch's catalog fetch ended: held requests are served once it is verified, or
+   * told at once why it failed.
+   */
+  releaseHeld(): void {
+    const gen = this.p.current();
+    const failed = gen ? this.p.catalog.failure(gen) : null;
+    if (failed !== null) {
+      // the fetch failed: waiting for the hold timeout cannot help, the requests are told why now
+      for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
+        this.answerUnavailable(msg, failed);
+      return;
+    }
+    if (this.p.view().state !== "ready") return;
+    for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
+    for (const msg of this.heldCalls.drain()) {
+      if (msg.method === "tools/call") this.call(msg);
+      else this.read(msg);
+    }
+  }
+}
+
+/**
+ * A call being decided: whether the client cancelled it, and the signal that stops a wait for a
+ * human. The AbortController behind it is made only when a wait asks for the signal: most calls
+ * never wait, and one per call was a measurable share of the hot path.
+ */
+class Deciding {
+  cancelled = false;
+  private aborted = false;
+  private controller: AbortController | null = null;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  abort(): void {
+    this.aborted = true;
+    this.controller?.abort();
+  }
+}

@@ -1,0 +1,249 @@
+import { refuse } from "../guard/refusals.js";
+import { IdMap } from "../relay/ids.js";
+import { errorResponse, type Id, type Request, type Response } from "../relay/jsonrpc.js";
+import { type IdSpan, spliceId } from "../relay/rawSplice.js";
+import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import type { ClientSession } from "./clientSession.js";
+import type { Downstream } from "./downstream.js";
+import type { GatewayRecords } from "./records.js";
+
+/** A client request at the server, under the wire id the gateway gave it. */
+export interface ClientPending {
+  origin: "client";
+  clientId: Id;
+  method: string;
+  gen: Generation;
+  tool?: string;
+  callId?: string;
+  /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
+  listen?: Request;
+  /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
+  scopes?: readonly string[];
+  /**
+   * its intent is in the audit (a tools/call, or a guarded read's request_forwarded): exactly
+   * one end is written for it (its result, or call_interrupted), then this is cleared
+   */
+  intent?: boolean;
+}
+
+/** The gateway's own request to a generation (its catalog fetch, a replayed handshake, its subscription). */
+interface OwnPending {
+  origin: "gateway";
+  method: string;
+  gen: Generation;
+  resolve: (r: Response | null) => void;
+}
+
+export type Pending = ClientPending | OwnPending;
+
+/** What a forwarded client request carries besides its message. */
+export type ForwardExtra = Pick<ClientPending, "tool" | "callId" | "listen" | "scopes" | "intent">;
+
+/** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */
+export interface WrittenLine {
+  text: string;
+  span: IdSpan | null;
+}
+
+/** A forwarded tools/call at the server, as the egress proxy's release window counts it. */
+export interface CallInFlight {
+  callId: string;
+  epoch: string;
+  scopes: readonly string[];
+  key: string;
+}
+
+export interface InFlightPorts {
+  link: ServerLink;
+  downstream: Downstream;
+  records: GatewayRecords;
+  /** the client's modern envelope, put on the gateway's own requests */
+  session: Pick<ClientSession, "paramsFor">;
+  /** the generation requests go to now: null before the first epoch */
+  current(): Generation | null;
+}
+
+/**
+ * The requests at the server, under the wire ids the gateway puts on them: the client's (relayed,
+ * or forwarded after the guard) and the gateway's own. A request whose intent is in the audit (a
+ * tools/call, a guarded read's request_forwarded) gets exactly one end here: its result, or
+ * call_interrupted when the client cancels it, its process goes away or the gateway stops.
+ */
+export class InFlight {
+  private readonly upstream = new IdMap<Pending>();
+
+  constructor(private readonly p: InFlightPorts) {}
+
+  /** Forwards a client request upstream under a gateway id. */
+  forward(msg: Request, extra: ForwardExtra = {}, line?: WrittenLine): boolean {
+    const gen = this.p.current();
+    if (!gen?.alive) {
+      if (msg.method === "tools/call") return false;
+      const e = refuse.serverUnavailable();
+      this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      return false;
+    }
+    const wire = this.upstream.add(
+      { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
+      msg.id,
+    );
+    if (!this.sendUpstream(msg, wire, line)) {
+      this.upstream.delete(wire, msg.id);
+      // a process that died before its first message (it was started while its identity was
+      // captured): answered here, as above, rather than left waiting
+      if (msg.method !== "tools/call") {
+        const e = refuse.serverUnavailable();
+        this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      }
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Forwards a client request under its wire id. With the client's own line (`line`) and a link
+   * that takes serialised messages, that line goes on with only its id replaced, when the
+   * splice is safe (`plainIdSpan`); otherwise the parsed message is serialised again.
+   */
+  private sendUpstream(msg: Request, wire: number, line: WrittenLine | undefined): boolean {
+    const link = this.p.link;
+    if (line?.span && link.sendText) return link.sendText(spliceId(line.text, line.span, String(wire)));
+    return link.send({ ...msg, id: wire });
+  }
+
+  /** The gateway's own request to a generation; resolves null when that generation goes away. */
+  request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null> {
+    return new Promise((resolve) => {
+      if (!gen.alive) return resolve(null);
+      const p = this.p.session.paramsFor(params);
+      // resolved with null by endGeneration when this generation goes away first
+      const wire = this.upstream.add({ origin: "gateway", method, gen, resolve });
+      if (!this.p.link.send({ jsonrpc: "2.0", id: wire, method, params: p })) {
+        this.upstream.delete(wire);
+        resolve(null);
+      }
+    });
+  }
+
+  /** Whether a request of the client under `id` is at the server (a cancelled one too, until it ends). */
+  carries(id: Id): boolean {
+    return this.upstream.wireFor(id) !== undefined;
+  }
+
+  /**
+   * The request a message from the server answers (by its wire id), no longer in flight;
+   * undefined when nothing waits on that id.
+   */
+  take(wire: Id | null): Pending | undefined {
+    const entry = this.upstream.get(wire);
+    if (entry === undefined) return undefined;
+    this.upstream.delete(wire as number, entry.origin === "client" ? entry.clientId : undefined);
+    return entry;
+  }
+
+  /** The client's open request a subscription id (a wire id) names, or undefined. */
+  subscription(wire: Id): ClientPending | undefined {
+    const entry = this.upstream.get(wire);
+    return entry?.origin === "client" ? entry : undefined;
+  }
+
+  /** `p`'s one end, when its intent is still open: its result, with the outcome the server gave. */
+  resulted(p: ClientPending, outcome: "ok" | "error" | "tool-error"): void {
+    if (!p.intent) return;
+    p.intent = false;
+    this.p.records.toolResult(p.clientId, p.tool, p.gen.epoch, outcome, readMethod(p));
+  }
+
+  /** `p`'s one end, when its intent is still open: sent, and what the server did is not known. */
+  private interrupted(p: ClientPending, reason: "epoch_transition" | "cancelled"): void {
+    if (!p.intent) return;
+    p.intent = false;
+    this.p.records.callInterrupted(p.clientId, p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
+  }
+
+  /**
+   * The client cancelled its request `requestId`: the wire id the cancellation goes on to the
+   * server under (`closedListen`: it ended a subscription), or undefined when the request was
+   * already answered (nothing to cancel).
+   */
+  cancel(requestId: Id): { wire: number; closedListen: boolean } | undefined {
+    const wire = this.upstream.wireFor(requestId);
+    if (wire === undefined) return undefined; // already answered: nothing to cancel
+    const entry = this.upstream.get(wire);
+    // Its end, once: whatever the server does now is not known (a late answer still passes).
+    if (entry?.origin === "client") this.interrupted(entry, "cancelled");
+    const closedListen = entry?.origin === "client" && entry.listen !== undefined;
+    // a closed subscription: no more notifications on it, and not re-opened on a new epoch
+    if (closedListen) this.upstream.delete(wire, requestId);
+    return { wire, closedListen };
+  }
+
+  /**
+   * `gen` went away: the gateway's own requests to it resolve null, the client's are answered
+   * epoch_transition (never retried: the server may have acted) with their intents closed.
+   * A subscription stays, to be re-opened on the next epoch.
+   */
+  endGeneration(gen: Generation): void {
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.gen !== gen) continue;
+      if (p.origin === "gateway") {
+        this.upstream.delete(wire);
+        p.resolve(null);
+        continue;
+      }
+      if (p.listen) continue; // re-opened on the next epoch
+      this.upstream.delete(wire, p.clientId);
+      this.interrupted(p, "epoch_transition");
+      const e = refuse.epochTransition(gen.epoch, null);
+      this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
+    }
+  }
+
+  /** The client's subscriptions, re-opened on the current generation. */
+  reopenListens(): void {
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.origin !== "client" || !p.listen) continue;
+      // A subscription is not a call: it is re-opened on the new process.
+      this.upstream.delete(wire, p.clientId);
+      this.forward(p.listen, { listen: p.listen });
+    }
+  }
+
+  /** The server is about to be shut down: each client request still at it is answered now. */
+  refuseAll(): void {
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.origin !== "client" || p.listen) continue;
+      this.upstream.delete(wire, p.clientId);
+      this.interrupted(p, "epoch_transition");
+      const e = refuse.shuttingDown();
+      this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
+    }
+  }
+
+  /** The tools/calls forwarded to `gen` that may have credentials released while they run. */
+  callsAt(gen: Generation): CallInFlight[] {
+    const out: CallInFlight[] = [];
+    // key: the wire id, never reused in this gateway (a client may send one request id twice)
+    for (const [wire, p] of this.upstream.entries())
+      if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)
+        out.push({
+          callId: JSON.stringify(p.clientId),
+          epoch: gen.epoch,
+          scopes: p.scopes,
+          key: String(wire),
+        });
+    return out;
+  }
+
+  /** Client requests at the server not answered yet; long-lived subscriptions do not count. */
+  unanswered(): number {
+    let n = 0;
+    for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen) n++;
+    return n;
+  }
+}
+
+/** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */
+function readMethod(p: { method: string }): string | undefined {
+  return p.method === "tools/call" ? undefined : p.method;
+}

@@ -1,0 +1,204 @@
+import { refuse } from "../guard/refusals.js";
+import {
+  type ErrorObject,
+  errorResponse,
+  type Id,
+  INVALID_REQUEST,
+  type Notification,
+  parseLine,
+  type Response,
+} from "../relay/jsonrpc.js";
+import { plainIdSpan, spliceId, writtenIdOf } from "../relay/rawSplice.js";
+import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
+import type { Logger } from "../util/log.js";
+import type { ReleasedValues } from "../vault/scrub.js";
+import type { ClientSession } from "./clientSession.js";
+import type { Downstream } from "./downstream.js";
+import type { InFlight } from "./inFlight.js";
+import { advertiseListChanged, SUBSCRIPTION_ID_META } from "./protocol.js";
+import type { ServerRequests } from "./serverRequests.js";
+
+export interface ServerMessagesPorts {
+  log: Logger;
+  /** a peer's line for a log line: scrubbed, then cut short */
+  quote(text: string): string;
+  /** credential values released to the server: scrubbed from everything it says (src/vault/scrub.ts) */
+  released?: ReleasedValues;
+  downstream: Downstream;
+  link: ServerLink;
+  session: ClientSession;
+  inFlight: InFlight;
+  serverRequests: ServerRequests;
+  /** starts the catalog fetch of the current generation if it needs one and the session allows it */
+  catalogIfNeeded(): void;
+  /** fetches `gen`'s tool list again (the server says it changed) */
+  refreshCatalog(gen: Generation): void;
+}
+
+/**
+ * What the server says, read and routed: answers go to whoever asked (the client under its own
+ * id, byte-exact when nothing in them is rewritten or recorded; the gateway's own requests),
+ * its requests and notifications go on to the client, and what cannot be read (too large, too
+ * deep, not JSON-RPC) is answered so that nobody waits for it.
+ */
+export class ServerMessages {
+  constructor(private readonly p: ServerMessagesPorts) {}
+
+  onLine(text: string, gen: Generation): void {
+    // Every message from the server passes here first: a released credential value it echoes
+    // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
+    const released = this.p.released;
+    if (released !== undefined && released.size > 0) text = released.scrubLine(text);
+    if (this.p.log.debugging !== false) this.p.log.debug(`← server ${this.p.quote(text)}`);
+    const c = parseLine(text);
+    if (c.kind === "invalid" && c.tooDeep) {
+      this.p.log.warn(`dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
+      if (c.id === null) return;
+      this.answerDropped(c.id, writtenIdOf(text, c.id), c.tooDeep.hasMethod, {
+        request: refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "dropped"),
+        response: refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server"),
+      });
+      return;
+    }
+    if (c.kind === "invalid") {
+      // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
+      this.p.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`);
+      // a malformed answer or request that names an id: whoever waits on it is answered, never
+      // left waiting (a call's end recorded as an error)
+      if (c.meant !== undefined && c.id !== null)
+        this.answerDropped(c.id, writtenIdOf(text, c.id), c.meant === "request", {
+          request: invalidMessage(c.reason),
+          response: refuse.responseInvalid(c.reason, "server"),
+        });
+      return;
+    }
+    if (c.kind === "response") this.onResponse(c.msg, gen, text);
+    else if (c.kind === "request") this.p.serverRequests.relay(c.msg, gen, text);
+    else this.onNotification(c.msg, gen, text);
+  }
+
+  /**
+   * A server message over the size limit was dropped unread. A response (no method) to a
+   * request the gateway wrote becomes an error to the requester, with its own id; a request
+   * of the server gets an error back; a notification is only logged.
+   */
+  onOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
+    this.p.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
+    if (rawId === null) return;
+    this.answerDropped(JSON.parse(rawId) as Id, rawId, hasMethod, {
+      request: refuse.requestTooLarge(bytes, "dropped"),
+      response: refuse.responseTooLarge(bytes, "server"),
+    });
+  }
+
+  /**
+   * A server message the gateway will not read (too large, nested too deep, or not valid
+   * JSON-RPC), with its id (`written`: as the server wrote it): a request of the server gets
+   * `errors.request` back; a response to a request the gateway wrote gives its requester
+   * `errors.response` instead, under the requester's own id (a call's end recorded as an error).
+   */
+  private answerDropped(
+    id: Id,
+    written: string,
+    hasMethod: boolean,
+    errors: { request: ErrorObject; response: ErrorObject },
+  ): void {
+    if (hasMethod) {
+      const e = errors.request;
+      this.p.serverRequests.reply(errorResponse(id, e.code, e.message, e.data), written);
+      return;
+    }
+    const entry = this.p.inFlight.take(id);
+    if (!entry) return;
+    const e = errors.response;
+    const error = errorResponse(entry.origin === "client" ? entry.clientId : id, e.code, e.message, e.data);
+    if (entry.origin === "gateway") {
+      entry.resolve(error);
+      return;
+    }
+    this.p.inFlight.resulted(entry, "error");
+    this.p.downstream.send(error);
+  }
+
+  /** `text`: the line as the server wrote it, already scrubbed of released values. */
+  private onResponse(msg: Response, gen: Generation, text?: string): void {
+    const entry = this.p.inFlight.take(msg.id);
+    if (!entry) {
+      // (the id is the one thing scrubLine keeps as written: the log scrubs every line)
+      this.p.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
+      return;
+    }
+    if (entry.origin === "gateway") {
+      entry.resolve(msg);
+      return;
+    }
+    if (!gen.settled) this.p.link.settle(gen);
+    // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
+    // records what it read in it (what a server says it supports; a call's outcome): the gateway
+    // and the client must read the same message
+    const asWritten = entry.method !== "initialize" && entry.method !== "server/discover" && !entry.intent;
+    if (entry.method === "initialize" && msg.result) {
+      this.p.session.noteNegotiated(msg.result);
+      msg = { ...msg, result: advertiseListChanged(msg.result) };
+      queueMicrotask(() => this.p.catalogIfNeeded());
+    }
+    if (entry.method === "server/discover" && msg.result) this.p.session.noteDiscovered(msg.result);
+    if (entry.intent) {
+      const result = msg.result as { isError?: unknown } | undefined;
+      this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
+    }
+    this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
+  }
+
+  /**
+   * Answers the client under its own id. With the server's (scrubbed) line and a transport that
+   * takes serialised messages, that line goes on with only its id replaced by the client's id as
+   * the client wrote it, when the splice is safe (`plainIdSpan`); otherwise it is serialised again.
+   */
+  private sendDownstream(msg: Response, clientId: Id, text: string | undefined): void {
+    const down = this.p.downstream;
+    if (text !== undefined && down.sendText) {
+      const span = plainIdSpan(text);
+      if (span) {
+        const json = JSON.stringify(clientId);
+        down.sendText(spliceId(text, span, down.clientIds ? down.clientIds.restore(json) : json));
+        return;
+      }
+    }
+    down.send({ ...msg, id: clientId });
+  }
+
+  private onNotification(msg: Notification, gen: Generation, text: string): void {
+    const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+    const subscription = meta?.[SUBSCRIPTION_ID_META];
+    if (msg.method === "notifications/tools/list_changed") {
+      // A signal to re-list, never evidence of identity: the gateway fetches the
+      // list itself and tells the client only when the revision changed.
+      this.p.log.debug("server says its tool list changed; fetching it");
+      this.p.refreshCatalog(gen);
+      return;
+    }
+    if (subscription !== undefined) {
+      const entry = this.p.inFlight.subscription(subscription as Id);
+      if (!entry) {
+        this.p.log.debug(
+          `dropped a notification for an unknown subscription ${JSON.stringify(subscription)}`,
+        );
+        return;
+      }
+      msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
+    }
+    if (msg.method === "notifications/cancelled") {
+      const relayed = this.p.serverRequests.cancelled(msg, text);
+      if (relayed === null) return;
+      msg = relayed;
+    }
+    this.p.downstream.send(msg);
+  }
+}
+
+/** The standard error for a request that is not valid JSON-RPC (`reason`: what is wrong with it). */
+function invalidMessage(reason: string): ErrorObject {
+  return { code: INVALID_REQUEST, message: `Invalid JSON-RPC message: ${reason}.` };
+}

@@ -1,0 +1,138 @@
+import { rawRequestId } from "../relay/clientIds.js";
+import { IdMap, writtenIdKey } from "../relay/ids.js";
+import {
+  type ErrorObject,
+  errorResponse,
+  type Id,
+  type Notification,
+  type Request,
+  type Response,
+} from "../relay/jsonrpc.js";
+import { serializeWithId, writtenIdOf } from "../relay/rawSplice.js";
+import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import type { Logger } from "../util/log.js";
+import type { Downstream } from "./downstream.js";
+
+/**
+ * A request of the server's, sent on to the client under the gateway's own id. Its answer goes
+ * back under the id as the server wrote it (`written`), and `key` finds it by that id.
+ */
+interface ServerRequest {
+  serverId: Id;
+  written: string;
+  key: string;
+  gen: Generation;
+}
+
+export interface ServerRequestsPorts {
+  link: ServerLink;
+  downstream: Downstream;
+  log: Logger;
+  /** the generation that answers now: null before the first epoch */
+  current(): Generation | null;
+}
+
+/**
+ * The server's own requests (sampling, elicitation, roots…) at the client, under the gateway's
+ * ids: the client's answer goes back to the process that asked, while it still runs, under the
+ * id that process wrote.
+ */
+export class ServerRequests {
+  private readonly atClient = new IdMap<ServerRequest>();
+
+  constructor(private readonly p: ServerRequestsPorts) {}
+
+  /** `text`: the line as the server wrote it, where the id's own text is read (`writtenIdOf`). */
+  relay(msg: Request, gen: Generation, text: string): void {
+    const written = writtenIdOf(text, msg.id);
+    const key = writtenIdKey(msg.id, written);
+    const wire = this.atClient.add({ serverId: msg.id, written, key, gen }, key);
+    this.p.downstream.send({ ...msg, id: wire });
+  }
+
+  /** The client's answer to one of them, passed on under the server's id. */
+  answered(msg: Response): void {
+    const entry = this.atClient.get(msg.id);
+    if (!entry) {
+      this.p.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
+      return;
+    }
+    this.atClient.delete(msg.id as number, entry.key);
+    if (!this.isCurrent(entry.gen)) {
+      this.p.log.debug("dropped a client response meant for a server process that went away");
+      return;
+    }
+    this.reply({ ...msg, id: entry.serverId }, entry.written);
+  }
+
+  /**
+   * The client's answer to the server's request `wire` was dropped (too large, too deep): the
+   * server gets `e` in its place, under its own id, while the process that asked still runs.
+   */
+  answerInstead(wire: Id, e: ErrorObject): void {
+    const entry = typeof wire === "number" ? this.atClient.get(wire) : undefined;
+    if (!entry || typeof wire !== "number") return;
+    this.atClient.delete(wire, entry.key);
+    if (this.isCurrent(entry.gen))
+      this.reply(errorResponse(entry.serverId, e.code, e.message, e.data), entry.written);
+  }
+
+  /**
+   * An answer to a request of the server's, under its id as the server wrote it (`written`):
+   * JSON.parse would round 9007199254740993 or respell 1e2, and the server matches by its own id.
+   */
+  reply(msg: Response, written: string): void {
+    const link = this.p.link;
+    if (link.sendText && written !== JSON.stringify(msg.id)) link.sendText(serializeWithId(msg, written));
+    else link.send(msg);
+  }
+
+  /**
+   * The server cancelled one of its requests (`text`: the notification as it wrote it): the
+   * notification as the client gets it, under the gateway's id, or null when none is open.
+   */
+  cancelled(msg: Notification, text: string): Notification | null {
+    const serverReq = (msg.params as { requestId?: Id } | undefined)?.requestId;
+    const key = serverReq === undefined ? undefined : cancelledKey(serverReq, text);
+    const wire = key === undefined ? undefined : this.atClient.wireFor(key);
+    if (wire === undefined) return null;
+    this.atClient.delete(wire, key);
+    return { ...msg, params: { ...msg.params, requestId: wire } };
+  }
+
+  /** `gen` went away: the client is told that each request it still owes that process is cancelled. */
+  endGeneration(gen: Generation): void {
+    for (const [wire, d] of this.atClient.entries()) {
+      if (d.gen !== gen) continue;
+      this.atClient.delete(wire, d.key);
+      this.p.downstream.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: wire, reason: "the server process that sent this request went away" },
+      });
+    }
+  }
+
+  private isCurrent(gen: Generation): boolean {
+    return gen === this.p.current() && gen.alive;
+  }
+}
+
+/**
+ * The key of the server's request a cancellation from the server names: a number by the text it
+ * is written with in the notification, when that text is of the parsed value (see `writtenIdKey`).
+ */
+function cancelledKey(requestId: Id, text: string): string {
+  if (typeof requestId !== "number") return writtenIdKey(requestId, "");
+  const raw = rawRequestId(text);
+  const written = raw !== null && safeParse(raw) === requestId ? raw : JSON.stringify(requestId);
+  return writtenIdKey(requestId, written);
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
