@@ -67,9 +67,9 @@ export interface GatewayOptions {
  * from the verified snapshot, and sends every tools/call through the guard.
  *
  * This class holds the connection's state (the current generation, the client's session, the
- * catalog) and follows the server's epochs; the messages themselves are read by ClientMessages
- * and ServerMessages, the requests that wait on the catalog are GuardedRequests', and what is
- * at the server is InFlight's (the server's own requests at the client, ServerRequests').
+ * catalog) and follows the server's epochs. ClientMessages and ServerMessages read and route
+ * each side's messages; GuardedRequests handles the requests that wait on the verified catalog;
+ * InFlight keeps the requests at the server, ServerRequests the server's own at the client.
  */
 export class Gateway {
   private gen: Generation | null = null;
