@@ -4,6 +4,7 @@ import { redactValue } from "../util/redact.js";
 /** Every event type the audit log accepts (docs/audit-format.md, "Event fields"). */
 export const AUDIT_EVENT_TYPES = [
   "server_started",
+  "server_identified",
   "server_exited",
   "server_replaced",
   "artifact_changed",

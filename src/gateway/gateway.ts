@@ -73,6 +73,8 @@ export interface GatewayOptions {
  */
 export class Gateway {
   private gen: Generation | null = null;
+  /** the identity digest the audit holds for `gen`: server_started's, then server_identified's */
+  private recordedIdentity: string | null = null;
   /** the client's side: era, handshake, modern envelope and subscriptions, what it last listed */
   private readonly session = new ClientSession();
   private ended = false;
@@ -124,7 +126,7 @@ export class Gateway {
       log,
       request: (gen, method, params) => this.inFlight.request(gen, method, params),
       isCurrent: (gen) => gen === this.gen && gen.alive,
-      settle: (gen) => link.settle(gen),
+      settle: (gen) => this.settle(gen),
       changed: (before, after) => {
         log.info(`tool catalog changed: revision ${before} → ${after}; the client must list tools again`);
         this.onCatalogChanged(before, after);
@@ -313,8 +315,24 @@ export class Gateway {
     }
   }
 
+  /**
+   * The server answered: its record is completed (the processes a wrapper started; a remote
+   * server's own description, from its initialize answer), and the audit gets the completed
+   * record when its identity differs from what server_started said, before any call is released.
+   */
+  private settle(gen: Generation): void {
+    this.o.supervisor.settle(gen);
+    if (gen !== this.gen || gen.record.identityDigest === this.recordedIdentity) return;
+    this.recordedIdentity = gen.record.identityDigest;
+    this.records.serverIdentified(gen);
+    this.o.log.info(
+      `execution record completed: epoch=${gen.epoch} identity=${gen.record.identityDigest.slice(0, 23)}…`,
+    );
+  }
+
   private onUp(gen: Generation, previous: Generation | null): void {
     this.gen = gen;
+    this.recordedIdentity = gen.record.identityDigest;
     this.client.firstEpochUp();
     this.records.serverStarted(gen, previous);
     if (previous) {

@@ -168,6 +168,21 @@ export class GatewayRecords {
     });
   }
 
+  /**
+   * The epoch's execution record as completed once the server answered (the processes a wrapper
+   * started; for a server reached by URL, what it said of itself at initialize), when its
+   * identity digest is not the one `server_started` recorded.
+   */
+  serverIdentified(gen: Generation): void {
+    this.events.emit({
+      type: "server_identified",
+      serverLabel: this.label,
+      epoch: gen.epoch,
+      identityDigest: gen.record.identityDigest,
+      record: redactRecord(gen.record),
+    });
+  }
+
   /** A new execution epoch, with its execution record; server_replaced too when one came before. */
   serverStarted(gen: Generation, previous: Generation | null): void {
     this.events.emit({

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { type Client, Client as SdkClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -31,6 +31,7 @@ interface RemoteRow {
   status: { line: string }[];
   record: {
     epoch: string;
+    identityDigest: string;
     remote: {
       url: string;
       certificateChainSha256: string | null;
@@ -128,6 +129,13 @@ describe("run --url over HTTPS", () => {
     expect(s.record.remote.serverInfo).toMatchObject({ name: "http-fixture", version: "1.0.0" });
     expect(s.record.remote.protocolVersion).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(s.record.remote.capabilities).toHaveProperty("tools");
+    // the audit holds the completed record too, under the identity status shows
+    const identified = (await auditEvents(stateDir)).filter((e) => e.type === "server_identified");
+    expect(identified).toHaveLength(1);
+    expect(identified[0]).toMatchObject({ epoch: s.epoch, identityDigest: s.record.identityDigest });
+    expect(identified[0]!.record).toMatchObject({
+      remote: { serverInfo: { name: "http-fixture", version: "1.0.0" }, capabilities: { tools: {} } },
+    });
     const shown = await runCli(["status", "--state-dir", stateDir]);
     expect(shown.stdout).toContain(f.server.url);
     expect(shown.stdout).toContain(tls.chainDigest());

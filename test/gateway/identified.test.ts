@@ -1,0 +1,52 @@
+// The execution record is completed once the server answers: the processes a wrapper started
+// (for a server reached by URL, what it said of itself: test/http/upstream-fixture.test.ts). The
+// audit holds the completed record (server_identified) under the identity `status` shows, before
+// the first call is released, whenever it differs from what server_started recorded at launch.
+import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Row {
+  epoch: string;
+  record: { identityDigest: string; processes: { executable: string }[] };
+}
+
+describe("server_identified", () => {
+  it.runIf(process.platform === "linux")(
+    "a shell wrapper's server: the record with the server's process is in the audit before the first call",
+    async () => {
+      const stateDir = newStateDir();
+      // not `exec`: the shell stays, and the server is its child, started after the launch
+      const script = `sleep 0.3; "${NODE}" "${FIXTURES.echo}"`;
+      const gw = await startGateway({
+        args: ["--approval", "none", "--", "/bin/sh", "-c", script],
+        stateDir,
+      });
+      cleanup.push(() => gw.close());
+      await gw.client.listTools();
+      await gw.client.callTool({ name: "echo", arguments: { message: "x" } });
+
+      const status = await runCli(["status", "--json", "--state-dir", stateDir]);
+      const row = (JSON.parse(status.stdout).gateways as Row[])[0]!;
+      const events = await auditEvents(stateDir);
+      const started = events.find((e) => e.type === "server_started")!;
+      const identified = events.filter((e) => e.type === "server_identified");
+      expect(identified).toHaveLength(1);
+      expect(identified[0]).toMatchObject({ epoch: row.epoch, identityDigest: row.record.identityDigest });
+      expect((started.record as Row["record"]).identityDigest).not.toBe(row.record.identityDigest);
+      const processes = (identified[0]!.record as Row["record"]).processes;
+      expect(processes.length).toBeGreaterThanOrEqual(2); // the shell and the server
+      // before the call's intent
+      const order = events.map((e) => e.type);
+      expect(order.indexOf("server_identified")).toBeLessThan(order.indexOf("tool_called"));
+    },
+  );
+});
