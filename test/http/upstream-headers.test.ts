@@ -82,34 +82,43 @@ describe("run --url --header", () => {
   });
 });
 
+/**
+ * A fixture server that logs the header `name`, behind a gateway whose configuration sends it from
+ * the vault (remote-mcp-token = `secret`, format "Bearer {}"); one call made, every request
+ * checked to carry the released value.
+ */
+async function servedWithVaultHeader(name: string, secret: string) {
+  const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+  const server = await startFixture({ FIXTURE_HEADER: name, FIXTURE_HEADER_LOG: log }, null);
+  cleanup.push(() => server.kill());
+  const stateDir = await unlockedWith(secret, "--deliver", "http", "--host", `127.0.0.1:${server.port}`);
+  const dir = tempDir("portcullis-cfg-");
+  writeFileSync(
+    join(dir, "portcullis.json"),
+    JSON.stringify({
+      servers: {
+        remote: {
+          url: server.url,
+          headers: { [name]: { secret: "remote-mcp-token", format: "Bearer {}" } },
+          approval: { default: "none" },
+        },
+      },
+    }),
+  );
+  const gw = await startGateway({ args: ["remote"], cwd: dir, stateDir });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
+  const seen = readJsonLines<{ value: string | null }>(log);
+  expect(seen.length).toBeGreaterThanOrEqual(3);
+  expect(seen.every((s) => s.value === `Bearer ${secret}`)).toBe(true);
+  return { gw, stateDir, log, seen };
+}
+
 describe("config headers from the vault", () => {
   it("released per request while unlocked; a locked vault gives vault_locked; the value is never shown", async () => {
     const SECRET = "vault-remote-token-9d2e71c4";
-    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
-    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
-    cleanup.push(() => server.kill());
-    const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", `127.0.0.1:${server.port}`);
-
-    const dir = tempDir("portcullis-cfg-");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          remote: {
-            url: server.url,
-            headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
-            approval: { default: "none" },
-          },
-        },
-      }),
-    );
-    const gw = await startGateway({ args: ["remote"], cwd: dir, stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
-    const seen = readJsonLines<{ value: string | null }>(log);
-    expect(seen.length).toBeGreaterThanOrEqual(3);
-    expect(seen.every((s) => s.value === `Bearer ${SECRET}`)).toBe(true);
+    const { gw, stateDir, log, seen } = await servedWithVaultHeader("Authorization", SECRET);
 
     await runCli(["lock"], { stateDir });
     const locked = (await gw.client
@@ -131,30 +140,7 @@ describe("config headers from the vault", () => {
   it("a header the user named `withheld` is sent like any other, its value never shown", async () => {
     // the name is the user's: it must not read as the gateway's own "this secret was withheld"
     const SECRET = "named-withheld-token-61f0";
-    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
-    const server = await startFixture({ FIXTURE_HEADER: "withheld", FIXTURE_HEADER_LOG: log }, null);
-    cleanup.push(() => server.kill());
-    const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", `127.0.0.1:${server.port}`);
-    const dir = tempDir("portcullis-cfg-");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          remote: {
-            url: server.url,
-            headers: { withheld: { secret: "remote-mcp-token", format: "Bearer {}" } },
-            approval: { default: "none" },
-          },
-        },
-      }),
-    );
-    const gw = await startGateway({ args: ["remote"], cwd: dir, stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
-    const seen = readJsonLines<{ value: string | null }>(log);
-    expect(seen.length).toBeGreaterThanOrEqual(3);
-    expect(seen.every((s) => s.value === `Bearer ${SECRET}`)).toBe(true);
+    const { gw, stateDir } = await servedWithVaultHeader("withheld", SECRET);
     expect(await everythingShown(stateDir, gw.stderr())).not.toContain(SECRET);
     expect(JSON.stringify(gw.received())).not.toContain(SECRET);
   });
