@@ -12,7 +12,6 @@ import {
   type LaunchSpec,
   listDescendants,
   type StaticIdentity,
-  watchArtifacts,
 } from "../identity/index.js";
 import { LineCoalescer } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
@@ -22,6 +21,7 @@ import { ProcessGroups } from "./processGroups.js";
 import { ReplacementDetector, ROOT_GONE, type SettledProcess, settledFrom } from "./replacement.js";
 import { discard, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
 import { type LineScrubber, StderrLines } from "./stderrLines.js";
+import { WatchedSet } from "./watchedSet.js";
 
 export type { DownReason } from "./link.js";
 export type { SettledProcess } from "./replacement.js";
@@ -88,7 +88,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private stopping = false;
   private crashes: number[] = [];
   private backoffMs: number;
-  private watcher: { close(): Promise<void> } | null = null;
+  /** the artifact watcher, following the identity captured at each launch */
+  private readonly watched = new WatchedSet((paths) => this.onArtifacts(paths));
+  /**
+   * Paths the watcher reported while no live generation could be compared with them (a launch,
+   * respawn, restart or replacement under way): compared with the next one once it is up.
+   */
+  private missed: string[] | null = null;
   private poll: NodeJS.Timeout | null = null;
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
@@ -167,8 +173,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
-    this.watchFiles(stat);
+    const swapped = this.watched.follow(stat);
     this.emit("up", gen, previous);
+    this.caughtUp(swapped);
     return gen;
   }
 
@@ -327,7 +334,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
           }),
         };
         this.current = gen;
+        const swapped = this.watched.follow(stat);
         this.emit("up", gen, old);
+        this.caughtUp(swapped);
       })
       .catch((e) => {
         this.restarting = false;
@@ -352,20 +361,44 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     return this.launch("restart");
   }
 
-  private watchFiles(stat: StaticIdentity): void {
-    if (this.watcher) return; // the watched set follows the launch spec, which does not change
-    this.watcher = watchArtifacts(stat, (paths) => {
-      const cur = this.current;
-      if (!cur || this.stopping) return;
-      captureStaticIdentity(this.opts.spec, this.opts.cache)
-        .then((next) => {
-          if (this.current !== cur) return;
-          const parts = changedParts(cur.static, next);
-          if (parts.length === 0 && paths.length === 0) return;
-          this.emit("changed", paths, parts, next, cur);
-        })
-        .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`));
-    });
+  /**
+   * The watcher saw `paths` change. Whether the running code changed is decided by a fresh
+   * capture compared with the identity of the generation that runs: a change seen while none
+   * runs (a launch under way) is kept for the next one, never judged against code that is gone.
+   */
+  private onArtifacts(paths: string[]): void {
+    if (this.stopping) return;
+    if (!this.current?.alive) {
+      this.missed = [...(this.missed ?? []), ...paths];
+      return;
+    }
+    this.compareWithRunning(paths);
+  }
+
+  private compareWithRunning(paths: string[]): void {
+    const cur = this.current;
+    if (!cur) return;
+    captureStaticIdentity(this.opts.spec, this.opts.cache)
+      .then((next) => {
+        if (this.stopping) return;
+        // another generation came up (or this one went) meanwhile: judge the change against it
+        if (this.current !== cur || !cur.alive) return this.onArtifacts(paths);
+        const parts = changedParts(cur.static, next);
+        if (parts.length === 0 && paths.length === 0) return;
+        this.emit("changed", paths, parts, next, cur);
+      })
+      .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`));
+  }
+
+  /**
+   * A generation is up. Changes seen while it was being launched are compared with it now; so is
+   * a fresh capture when the watched set was just replaced, since a file of the new set that
+   * changed after the launch digested it and before its watcher was set up has no event.
+   */
+  private caughtUp(swapped: boolean): void {
+    const missed = this.missed;
+    this.missed = null;
+    if (swapped || missed !== null) this.compareWithRunning([...new Set(missed)].sort());
   }
 
   /** Ends supervision: close stdin → SIGTERM → SIGKILL, the whole process group, and every earlier one. */
@@ -376,7 +409,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.groups.cancelPending();
-    await this.watcher?.close().catch(() => {});
+    await this.watched.close();
     const cur = this.current;
     const graceMs = this.opts.shutdownGraceMs ?? 1500;
     const earlier = this.groups.pgids().filter((g) => g !== cur?.child.pid);

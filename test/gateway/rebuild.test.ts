@@ -1,9 +1,11 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
-import { makeProject, type Project } from "../helpers/project.js";
+import { makeProject, type Project, type Revision } from "../helpers/project.js";
 
 interface StatusRow {
   serverLabel: string;
@@ -195,5 +197,88 @@ describe("crashes", () => {
     expect(after.pid).not.toBe(first.pid);
     const [row2] = await status(gw.stateDir!);
     expect(row2!.epoch).not.toBe(row!.epoch);
+  });
+});
+
+/**
+ * A second build beside dist/server.js, dist/other.js (revision `revision`), and a way to point
+ * the project's wrapper at it: the launch command stays `scripts/start.sh`, the code it runs
+ * changes.
+ */
+function secondEntry(project: Project, revision: Revision) {
+  const path = join(project.dir, "dist", "other.js");
+  const build = (rev: Revision) =>
+    writeFileSync(
+      path,
+      readFileSync(project.entry, "utf8").replace(/"revision":"[ABC]"/, `"revision":"${rev}"`),
+    );
+  build(revision);
+  return {
+    build,
+    retargetWrapper: () =>
+      writeFileSync(
+        project.wrapper,
+        readFileSync(project.wrapper, "utf8").replace("dist/server.js", "dist/other.js"),
+      ),
+  };
+}
+
+async function revisionBecomes(gw: Session<Client>, revision: Revision) {
+  return waitFor(
+    async () => {
+      const r = await readStatus(gw).catch(() => null);
+      return r && r.revision === revision ? r : null;
+    },
+    15_000,
+    `an answer from revision ${revision}`,
+  );
+}
+
+describe("the watched files follow the code that runs", () => {
+  it("restart: once the wrapper runs another entry, that entry's edits restart the server and the old entry's do not", async () => {
+    const project = makeProject("B");
+    const other = secondEntry(project, "C");
+    const gw = await start(project, ["--on-change", "restart"], [project.wrapper]);
+    expect((await readStatus(gw)).revision).toBe("B");
+
+    other.retargetWrapper();
+    await gw.waitForStderr(/build complete: scripts\/start\.sh changed/, 10_000);
+    await gw.waitForStderr(/new execution epoch: .*; restart\)/, 15_000);
+    await revisionBecomes(gw, "C");
+    const [row] = await status(gw.stateDir!);
+    expect(row!.record.entry!.path).toBe("dist/other.js");
+
+    // The entry that no longer runs is edited first, then the one that runs now.
+    const from = gw.stderr().length;
+    project.rebuild("A");
+    other.build("A");
+    await gw.waitForStderr(/build complete: dist\/other\.js changed/, 10_000, from);
+    await gw.waitForStderr(/new execution epoch: .*; restart\)/, 15_000, from);
+    await revisionBecomes(gw, "A");
+    expect(gw.stderr().slice(from)).not.toMatch(/dist\/server\.js/);
+  });
+
+  it("report: after a crash respawn runs the wrapper's new target, its edits are reported and the old entry's are not", async () => {
+    const project = makeProject("B");
+    const other = secondEntry(project, "C");
+    const gw = await start(project, [], [project.wrapper]);
+
+    other.retargetWrapper();
+    await gw.waitForStderr(/build complete: scripts\/start\.sh changed/, 10_000);
+    await gw.waitForStderr(/running server unchanged: /, 10_000);
+    expect((await readStatus(gw)).revision).toBe("B");
+    await expect(gw.client.callTool({ name: "crash_now", arguments: {} })).rejects.toMatchObject({
+      data: { error: "epoch_transition" },
+    });
+    await gw.waitForStderr(/new execution epoch: .*; respawn\)/, 10_000);
+    await revisionBecomes(gw, "C");
+
+    const from = gw.stderr().length;
+    project.rebuild("A");
+    other.build("A");
+    await gw.waitForStderr(/build complete: dist\/other\.js changed/, 10_000, from);
+    await gw.waitForStderr(/running server unchanged: /, 10_000, from);
+    expect(gw.stderr().slice(from)).not.toMatch(/dist\/server\.js/);
+    expect((await readStatus(gw)).revision).toBe("C");
   });
 });
