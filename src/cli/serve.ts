@@ -189,6 +189,8 @@ export async function serve(
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrScrub: releasedValues,
+          // report and restart are the edit-build loop: a broken build waits for the next one
+          waitForChangeOnCrashLoop: server.onChange !== "disconnect",
           // the stdio client is this gateway's parent: its executables, digested with the server's
           // (an HTTP session's client is no process of ours)
           warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),

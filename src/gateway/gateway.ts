@@ -147,6 +147,7 @@ export class Gateway {
       decide: o.decide ?? decide,
       callScopes: o.callScopes,
       current,
+      paused: () => link.paused ?? null,
       view: () => this.view(),
       auth: () => this.auth,
       ended: () => this.ended,
@@ -184,6 +185,8 @@ export class Gateway {
     link.on("up", (gen, previous) => this.onUp(gen, previous));
     link.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
     link.on("gave-up", (message) => this.end(message, 1));
+    // no server until its files change: what waits for one is answered now
+    link.on("paused", () => this.guarded.releaseHeld());
   }
 
   /**

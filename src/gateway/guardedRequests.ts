@@ -27,6 +27,8 @@ export interface GuardedRequestsPorts {
   callScopes?: (call: ApprovedCall) => readonly string[];
   /** the generation that answers now: null before the first epoch */
   current(): Generation | null;
+  /** non-null while no server runs until its files change (a crash loop under a watcher): why */
+  paused(): string | null;
   view(): ServerView;
   /** the approval layer of the agent run, once it began */
   auth(): AuthorizationPort | null;
@@ -360,13 +362,27 @@ export class GuardedRequests {
     this.p.catalogIfNeeded();
   }
 
-  /** Answers `msg` with catalog_unavailable when the current epoch's catalog just failed to come. */
+  /**
+   * Answers `msg` at once when holding it cannot help: server_unavailable while supervision is
+   * paused (no server runs until its files change), catalog_unavailable when the current epoch's
+   * catalog just failed to come.
+   */
   private refusedForCatalog(msg: Request): boolean {
+    const paused = this.p.paused();
+    if (paused !== null) {
+      this.answerPaused(msg, paused);
+      return true;
+    }
     const gen = this.p.current();
     const why = gen ? this.p.catalog.failedRecently(gen) : null;
     if (why === null) return false;
     this.answerUnavailable(msg, why);
     return true;
+  }
+
+  private answerPaused(msg: Request, why: string): void {
+    const e = refuse.serverUnavailable(why);
+    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private answerUnavailable(msg: Request, why: string): void {
@@ -406,6 +422,13 @@ export class GuardedRequests {
    * told at once why it failed.
    */
   releaseHeld(): void {
+    const paused = this.p.paused();
+    if (paused !== null) {
+      // no server runs until its files change: held requests are told so now
+      for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
+        this.answerPaused(msg, paused);
+      return;
+    }
     const gen = this.p.current();
     const failed = gen ? this.p.catalog.failure(gen) : null;
     if (failed !== null) {

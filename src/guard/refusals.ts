@@ -243,13 +243,24 @@ export const refuse = {
       "ask a human to check the audit log",
     ),
 
-  serverUnavailable: () =>
-    refusal(
-      "server_unavailable",
-      "The server is not running right now; retry in a moment.",
-      "no live server process",
-      "wait a moment and retry",
-    ),
+  /**
+   * No server process is alive. `paused`: why supervision waits for a change of the server's
+   * files (a crash loop under the artifact watcher): waiting a moment does not help then.
+   */
+  serverUnavailable: (paused?: string | null) =>
+    paused
+      ? refusal(
+          "server_unavailable",
+          "The server keeps crashing; portcullis starts it again when its files change.",
+          paused,
+          "ask a human to fix the server and save or rebuild it; once it runs again, list tools again and retry",
+        )
+      : refusal(
+          "server_unavailable",
+          "The server is not running right now; retry in a moment.",
+          "no live server process",
+          "wait a moment and retry",
+        ),
 
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
   upstreamHttpError: (status: number) =>

@@ -45,10 +45,21 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
   changed: [paths: string[], parts: string[], next: unknown, gen: G];
   /** supervision stopped */
   "gave-up": [message: string];
+  /**
+   * A launched server kept crashing (or could not be started) while its files are watched: no
+   * process runs until the next change of those files, which launches it again. `why` is
+   * `paused` below.
+   */
+  paused: [why: string];
 }
 
 export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends EventEmitter<LinkEvents<G>> {
   current: G | null;
+  /**
+   * Non-null while supervision waits for a change of the server's files to launch it again
+   * (see the `paused` event): why, in words a refusal can carry. Absent: the link never pauses.
+   */
+  readonly paused?: string | null;
   start(): Promise<G>;
   /** Hands one message to the current epoch. False when none can take it (nothing was sent). */
   send(msg: unknown): boolean;
@@ -58,7 +69,10 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
   settle(gen: G): void;
   /** A cheap synchronous look for a replaced server before anything is forwarded; true if one was found. */
   checkReplacement(): boolean;
-  /** Replaces the server under our control (onChange: restart); null when shutting down. */
+  /**
+   * Replaces the server under our control (onChange: restart); null when shutting down, or when
+   * the new server could not be started and supervision paused instead (the `paused` event).
+   */
   restart(): Promise<G | null>;
   shutdown(): Promise<void>;
 }

@@ -76,6 +76,14 @@ export interface SupervisorOptions {
    */
   stderrScrub?: LineScrubber;
   /**
+   * A crash loop (or a server that cannot be started again) pauses supervision instead of
+   * ending it, when a file of the running code is watched: the gateway stays connected and the
+   * next change of those files launches the server again. Set for onChange report and restart,
+   * where the point is an edit-build loop under one agent session; without it (or with nothing
+   * to watch) a crash loop ends supervision (`gave-up`).
+   */
+  waitForChangeOnCrashLoop?: boolean;
+  /**
    * Files to digest into the cache alongside the first launch's capture (the client's
    * executables, which the agent run records when the client initializes): hashed in parallel
    * with the server's tree instead of on the event loop after it, and never part of its identity.
@@ -85,6 +93,8 @@ export interface SupervisorOptions {
 
 export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
   current: Generation | null = null;
+  /** non-null while no server runs until its files change (a crash loop under a watcher): why */
+  paused: string | null = null;
   private stopping = false;
   private crashes: number[] = [];
   private backoffMs: number;
@@ -241,10 +251,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.crashes = this.crashes.filter((t) => now - t < windowMs);
     this.crashes.push(now);
     if (this.crashes.length >= max) {
-      this.emit(
-        "gave-up",
-        `the server ${detail} ${this.crashes.length} times within ${Math.round(windowMs / 1000)} s; supervision stopped. Fix the server, then restart your MCP client.`,
-      );
+      const loop = `${detail} ${this.crashes.length} times within ${Math.round(windowMs / 1000)} s`;
+      if (this.waitsForChange()) this.pause(`the server keeps crashing (${loop})`);
+      else
+        this.emit(
+          "gave-up",
+          `the server ${loop}; supervision stopped. Fix the server, then restart your MCP client.`,
+        );
       return;
     }
     const delay = this.backoffMs;
@@ -253,8 +266,50 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.respawnTimer = setTimeout(() => {
       this.respawnTimer = null;
       if (this.stopping) return;
-      this.launch("respawn").catch((e) => this.emit("gave-up", (e as Error).message));
+      this.launch("respawn").catch((e) => this.launchFailed(e));
     }, delay);
+  }
+
+  /** Whether a crash loop waits for the next change of the server's files instead of ending. */
+  private waitsForChange(): boolean {
+    return this.opts.waitForChangeOnCrashLoop === true && this.watched.watching;
+  }
+
+  /**
+   * No server runs until one of its watched files changes. The gateway stays connected and
+   * answers at once, with `paused` as the reason, what would otherwise wait for a server.
+   * `told`: what the client is told instead of `why` (absent: `why`), for a reason that quotes
+   * more than the client needs (a capture's error names files and commands; the log is redacted,
+   * a refusal is not).
+   */
+  private pause(why: string, told = why): void {
+    this.paused = `${told}; portcullis starts it again at the next change of its files`;
+    this.opts.log.status(
+      `${why}; supervision paused, the client stays connected: portcullis waits for the next change of the server's files to start it again`,
+    );
+    this.emit("paused", this.paused);
+    // a change seen since the last launch came up is a change after the code that crashed
+    const missed = this.missed;
+    this.missed = null;
+    if (missed !== null && missed.length > 0) this.resume(missed);
+  }
+
+  /** The files changed while paused: a new launch (a new epoch), with a fresh crash count and backoff. */
+  private resume(paths: string[]): void {
+    this.paused = null;
+    this.crashes = [];
+    this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+    this.opts.log.status(`${[...new Set(paths)].sort().join(", ")} changed; starting the server again`);
+    this.launch("restart").catch((e) => this.launchFailed(e));
+  }
+
+  /** A launch after the first could not start the server (its identity cannot be captured). */
+  private launchFailed(e: unknown): void {
+    if (this.stopping) return;
+    const message = (e as Error).message;
+    if (this.waitsForChange())
+      this.pause(`the server cannot be started: ${message}`, "the server cannot be started");
+    else this.emit("gave-up", message);
   }
 
   /** Writes one message to the current worker. False when no worker can take it. */
@@ -358,7 +413,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.stopping) return null;
     this.crashes = [];
     this.backoffMs = this.opts.backoff?.initialMs ?? 200;
-    return this.launch("restart");
+    try {
+      return await this.launch("restart");
+    } catch (e) {
+      // a build caught half-written (its entry gone for a moment) waits for the next change too
+      if (this.stopping || !this.waitsForChange()) throw e;
+      this.launchFailed(e);
+      return null;
+    }
   }
 
   /**
@@ -368,6 +430,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   private onArtifacts(paths: string[]): void {
     if (this.stopping) return;
+    if (this.paused !== null) {
+      if (paths.length > 0) this.resume(paths);
+      return;
+    }
     if (!this.current?.alive) {
       this.missed = [...(this.missed ?? []), ...paths];
       return;

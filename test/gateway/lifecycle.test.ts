@@ -1,15 +1,23 @@
-// The supervisor's end states: a crash loop stops with a clear message, `onChange: disconnect`
-// ends the client connection, and a rebuilt server that negotiates differently is not edited in
-// place — the connection ends so the host re-initializes.
+// The supervisor's end states: a crash loop stops with a clear message (onChange disconnect) or
+// waits for the next change of the server's files (report, restart: the edit-build loop),
+// `onChange: disconnect` ends the client connection, and a rebuilt server that negotiates
+// differently is not edited in place — the connection ends so the host re-initializes.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { makeCatalog } from "../helpers/catalog.js";
 import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
-import { startInventory } from "../helpers/gateway.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
+
+/** The gateway's row in `portcullis status --json`. */
+async function statusRow(stateDir: string): Promise<{ epoch: string }> {
+  const r = await runCli(["status", "--json"], { stateDir });
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { gateways: { epoch: string }[] }).gateways[0]!;
+}
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -18,10 +26,19 @@ afterEach(async () => {
 });
 
 describe("supervision end states", () => {
-  it("a crash loop stops with one clear message and exit code 1; every request was answered", async () => {
+  it("onChange disconnect: a crash loop stops with one clear message and exit code 1; every request was answered", async () => {
     const starts = `${tempDir("portcullis-crash-")}/starts.jsonl`;
     const gw: RawPeer = rawGateway({
-      args: ["--label", "crashy", "--approval", "none", "--", ...fixtureCommand("crashy")],
+      args: [
+        "--label",
+        "crashy",
+        "--approval",
+        "none",
+        "--on-change",
+        "disconnect",
+        "--",
+        ...fixtureCommand("crashy"),
+      ],
       env: { FIXTURE_STARTS: starts },
     });
     cleanup.push(() => gw.close());
@@ -37,6 +54,81 @@ describe("supervision end states", () => {
     expect(readJsonLines(starts)).toHaveLength(5);
     // the initialize was not left hanging
     expect(gw.messages().some((m) => m.id === 1 && m.error)).toBe(true);
+  });
+
+  it("onChange restart: a build that crashes at start pauses supervision, the gateway stays, and the fixed build is served under a new epoch", async () => {
+    const project = makeProject("B");
+    cleanup.push(() => project.cleanup());
+    const gw: RawPeer = rawGateway({
+      // a hold timeout far past what the test waits for an answer: only an answer given at once passes
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--hold-timeout",
+        "120000",
+        "--",
+        ...project.command,
+      ],
+      cwd: project.dir,
+      env: project.env,
+    });
+    cleanup.push(() => gw.close());
+    let exited = false;
+    void gw.exited.then(() => {
+      exited = true;
+    });
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+    const first = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+    expect(JSON.parse(first.result.content[0].text).revision).toBe("B");
+    const firstEpoch = (await statusRow(gw.stateDir)).epoch;
+
+    writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
+    await waitFor(
+      () =>
+        /server keeps crashing \(exited with code 1 5 times within 30 s\).*waits for the next change/.test(
+          gw.stderr(),
+        ),
+      30_000,
+      "the pause line",
+    );
+
+    // while paused, calls and lists are refused at once, saying what to do
+    const call = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+    expect(call.error).toMatchObject({
+      code: -32603,
+      data: {
+        error: "server_unavailable",
+        reason: expect.stringMatching(/keeps crashing.*next change of its files/),
+        retry: expect.stringMatching(/fix the server/),
+      },
+    });
+    const list = await gw.request("tools/list", {}, 10_000);
+    expect(list.error?.data).toMatchObject({ error: "server_unavailable" });
+
+    const from = gw.stderr().length;
+    project.rebuild("C");
+    await waitFor(
+      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
+      15_000,
+      "a new epoch after the fix",
+    );
+    const served = await waitFor(
+      async () => {
+        const r = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+        return r.result ? r : null;
+      },
+      15_000,
+      "a call served by the fixed build",
+    );
+    expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
+    expect((await statusRow(gw.stateDir)).epoch).not.toBe(firstEpoch);
+    expect(gw.stderr()).not.toMatch(/supervision stopped/);
+    expect(exited).toBe(false);
   });
 
   it("onChange disconnect: a rebuild ends the client connection so the host reconnects", async () => {
