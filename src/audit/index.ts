@@ -38,6 +38,8 @@ export {
   activityView,
   type CallCounts,
   callCounts,
+  type GatewayWithoutRun,
+  gatewaysWithoutRunView,
   type SessionView,
   sessionsView,
 } from "./views.js";

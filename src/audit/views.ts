@@ -2,14 +2,15 @@ import type { AuditEvent } from "./events.js";
 
 /**
  * Two views from the same decrypted log (docs/audit-format.md, "Event fields"):
- *   sessions  each agent run: who ran, the epochs and catalog revisions it saw, its grants
+ *   sessions  each agent run: who ran, the epochs and catalog revisions it saw, its grants;
+ *             then each gateway that had no agent run (gatewaysWithoutRunView)
  *   activity  each call: id, tool, epoch, catalog revision, grant, decision, outcome
  * Both read only the documented fields and tolerate missing ones.
  */
 
 export interface ViewInput {
   seq: number;
-  header: { time: string; writer: string };
+  header: { time: string; writer: string; pid?: number };
   event: AuditEvent;
 }
 
@@ -129,9 +130,10 @@ const serverOf = (e: AuditEvent): string | null => str(e.serverLabel) ?? str(e.s
 /**
  * The agent run an event belongs to: its `run` field; else the run last named by
  * the same writer (one gateway process serves one run), else the first run that
- * writer names later, else the writer id itself.
+ * writer names later; null when its writer names no run at all (a gateway whose client
+ * never sent a request: docs/architecture.md, "Session").
  */
-function runAttribution(records: ViewInput[]): (r: ViewInput) => string {
+function runAttribution(records: ViewInput[]): (r: ViewInput) => string | null {
   const firstRun = new Map<string, string>();
   for (const { header, event } of records) {
     const run = str(event.run);
@@ -144,7 +146,7 @@ function runAttribution(records: ViewInput[]): (r: ViewInput) => string {
       lastRun.set(header.writer, run);
       return run;
     }
-    return lastRun.get(header.writer) ?? firstRun.get(header.writer) ?? header.writer;
+    return lastRun.get(header.writer) ?? firstRun.get(header.writer) ?? null;
   };
 }
 
@@ -160,9 +162,90 @@ const NOT_ABOUT_A_RUN: ReadonlySet<string> = new Set([
   "vault_locked",
 ]);
 
+/**
+ * A gateway that wrote records but had no agent run: its client sent no request (or none but a
+ * `server/discover` probe), so it launched its server and stopped. `audit sessions` lists it
+ * apart from the runs, never as a run: nothing an agent did is in it, and it is never "open".
+ */
+export interface GatewayWithoutRun {
+  /** the writer id of its records (one per gateway process) and that process's pid */
+  writer: string;
+  pid: number | null;
+  server: string | null;
+  /** its first record (the server's launch, as a rule) */
+  startedAt: string;
+  /**
+   * when its server last exited, if no launch came after (the gateway stopped it); null when
+   * no exit is recorded after the last launch (the gateway was killed, or still runs)
+   */
+  endedAt: string | null;
+  /** server_exited's `why` (`shutdown` when the gateway stopped), null with endedAt null */
+  endReason: string | null;
+  /** the execution epochs it launched, in order */
+  epochs: string[];
+}
+
+/**
+ * Records that belong to no agent run: neither named with a run nor written by a gateway that
+ * names one. A writer with calls but no run id (records older than runs) is a run, listed under
+ * its writer id, as activityView lists its calls.
+ */
+function runlessRecords(records: ViewInput[]): Map<string, ViewInput[]> {
+  const runOf = runAttribution(records);
+  const callWriters = new Set(activityView(records).map((a) => a.run));
+  const out = new Map<string, ViewInput[]>();
+  for (const r of records) {
+    if (runOf(r) !== null || callWriters.has(r.header.writer)) continue;
+    if (NOT_ABOUT_A_RUN.has(r.event.type)) continue;
+    const list = out.get(r.header.writer) ?? [];
+    list.push(r);
+    out.set(r.header.writer, list);
+  }
+  return out;
+}
+
+/** The gateways that had no agent run, in the order of their first record. */
+export function gatewaysWithoutRunView(input: Iterable<ViewInput>): GatewayWithoutRun[] {
+  const out: GatewayWithoutRun[] = [];
+  for (const [writer, list] of runlessRecords([...input])) {
+    const g: GatewayWithoutRun = {
+      writer,
+      pid: null,
+      server: null,
+      startedAt: list[0]!.header.time,
+      endedAt: null,
+      endReason: null,
+      epochs: [],
+    };
+    for (const { header, event: e } of list) {
+      if (typeof header.pid === "number") g.pid ??= header.pid;
+      g.server ??= serverOf(e);
+      for (const epoch of [e.epoch, e.newEpoch])
+        if (typeof epoch === "string" && !g.epochs.includes(epoch)) g.epochs.push(epoch);
+      if (e.type === "server_exited") {
+        g.endedAt = header.time;
+        g.endReason = str(e.why);
+      } else if (e.type === "server_started" || e.type === "server_replaced") {
+        g.endedAt = null;
+        g.endReason = null;
+      }
+    }
+    out.push(g);
+  }
+  return out;
+}
+
+/**
+ * Each agent run. Records of a gateway that had none are not a run (gatewaysWithoutRunView
+ * lists them): a run begins at the client's first request, so such a gateway would otherwise
+ * show as a run with no start that never ends.
+ */
 export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
   const records = [...input];
-  const runOf = runAttribution(records);
+  const attributed = runAttribution(records);
+  const runless = runlessRecords(records);
+  const runOf = (r: ViewInput): string | null =>
+    attributed(r) ?? (runless.has(r.header.writer) ? null : r.header.writer);
   const runs = new Map<string, SessionView>();
   const session = (run: string): SessionView => {
     let s = runs.get(run);
@@ -193,8 +276,10 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
   for (const r of records) {
     const { header, event: e } = r;
     if (NOT_ABOUT_A_RUN.has(e.type) && !str(e.run)) continue;
+    const run = runOf(r);
+    if (run === null) continue;
     const at = header.time;
-    const s = session(runOf(r));
+    const s = session(run);
     s.server ??= serverOf(e);
     for (const epoch of [e.epoch, e.newEpoch, e.requestEpoch, e.currentEpoch]) sawEpoch(s, epoch);
     switch (e.type) {
@@ -288,7 +373,8 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
 
   for (const r of records) {
     const { header, event: e } = r;
-    const run = runOf(r);
+    // a call whose writer names no run (records older than runs): listed under its writer
+    const run = runOf(r) ?? header.writer;
     switch (e.type) {
       case "tool_called":
         // the scopes the call uses (its tool's, src/vault/toolScopes.ts), named with its intent

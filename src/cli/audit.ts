@@ -10,6 +10,8 @@ import {
   CheckpointFormatError,
   exportLines,
   exportRecords,
+  type GatewayWithoutRun,
+  gatewaysWithoutRunView,
   makeCheckpoint,
   type OpenedRecord,
   openRecords,
@@ -325,7 +327,10 @@ async function decrypting(
     }
     if (sub === "sessions") {
       const sessions = sessionsView(opened);
-      await write(opts.json ? `${JSON.stringify(sessions)}\n` : renderSessions(sessions));
+      const idle = gatewaysWithoutRunView(opened);
+      // --json: the runs, then each gateway without one marked by `run: null` (docs/audit-format.md)
+      const json = () => JSON.stringify([...sessions, ...idle.map((g) => ({ run: null, ...g }))]);
+      await write(opts.json ? `${json()}\n` : renderSessions(sessions, idle));
       return 0;
     }
     const activity = activityView(opened);
@@ -381,32 +386,44 @@ function renderRecord(seq: number, hash: string, header: OpenedRecord["header"],
 }
 
 /** What `audit sessions` prints; every value from a server, the agent or a label goes through safeText. */
-function renderSessions(sessions: SessionView[]): string {
-  if (sessions.length === 0) return "no agent runs in the audit log\n";
-  return sessions
-    .map((s) => {
-      const t = (v: unknown) => safeText(String(v));
-      const lines = [
-        `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${t(s.endedAt ?? "(open)")}` +
-          (s.endReason ? ` (${t(s.endReason)})` : ""),
-        `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
-        `  revisions  ${s.revisions.map((r) => `${t(r.revision ?? "?")}${r.epoch ? ` (epoch ${t(r.epoch)})` : ""}`).join(", ") || "-"}`,
-        ...(s.grants.length === 0
-          ? ["  grants     -"]
-          : s.grants.map(
-              (g, i) =>
-                `  ${i === 0 ? "grants   " : "         "}  ${t(g.grant ?? "?")} epoch ${t(g.epoch ?? "?")} mode ${t(g.mode ?? "?")}` +
-                ` tools ${t(JSON.stringify(g.tools))}${g.credentialScope ? ` credentials ${t(JSON.stringify(g.credentialScope))}` : ""}`,
-            )),
-        `  calls      ${s.counts.calls} (${s.counts.answered} answered, ${s.counts.refused} refused, ` +
-          `${s.counts.invalid} invalid, ${s.counts.cancelled} cancelled, ${s.counts.interrupted} interrupted, ` +
-          `${s.counts.pending} pending)`,
-        `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
-          `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled`,
-      ];
-      return `${lines.join("\n")}\n`;
-    })
-    .join("\n");
+function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): string {
+  if (sessions.length === 0 && idle.length === 0) return "no agent runs in the audit log\n";
+  const runs = sessions.map((s) => {
+    const t = (v: unknown) => safeText(String(v));
+    const lines = [
+      `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${t(s.endedAt ?? "(open)")}` +
+        (s.endReason ? ` (${t(s.endReason)})` : ""),
+      `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
+      `  revisions  ${s.revisions.map((r) => `${t(r.revision ?? "?")}${r.epoch ? ` (epoch ${t(r.epoch)})` : ""}`).join(", ") || "-"}`,
+      ...(s.grants.length === 0
+        ? ["  grants     -"]
+        : s.grants.map(
+            (g, i) =>
+              `  ${i === 0 ? "grants   " : "         "}  ${t(g.grant ?? "?")} epoch ${t(g.epoch ?? "?")} mode ${t(g.mode ?? "?")}` +
+              ` tools ${t(JSON.stringify(g.tools))}${g.credentialScope ? ` credentials ${t(JSON.stringify(g.credentialScope))}` : ""}`,
+          )),
+      `  calls      ${s.counts.calls} (${s.counts.answered} answered, ${s.counts.refused} refused, ` +
+        `${s.counts.invalid} invalid, ${s.counts.cancelled} cancelled, ${s.counts.interrupted} interrupted, ` +
+        `${s.counts.pending} pending)`,
+      `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
+        `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled`,
+    ];
+    return `${lines.join("\n")}\n`;
+  });
+  return [...(runs.length === 0 ? ["no agent runs in the audit log\n"] : runs), ...idle.map(renderIdle)].join(
+    "\n",
+  );
+}
+
+/** A gateway whose client sent no request: never a run, and never shown as open. */
+function renderIdle(g: GatewayWithoutRun): string {
+  const t = (v: unknown) => safeText(String(v));
+  const end = g.endedAt === null ? "? (no exit recorded)" : `${t(g.endedAt)} (${t(g.endReason ?? "exited")})`;
+  return (
+    `gateway ${t(g.writer)}${g.pid === null ? "" : ` (pid ${g.pid})`}  server ${t(g.server ?? "-")}  ` +
+    `${t(g.startedAt)} → ${end}  no agent run: its client sent no request\n` +
+    `  epochs     ${g.epochs.map(t).join(", ") || "-"}\n`
+  );
 }
 
 /**

@@ -1,13 +1,14 @@
 // The audit log as the gateway writes it: crash safety under SIGKILL, no secret anywhere,
 // and the sessions view of a rebuild story — all through real gateway processes.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/index.js";
 import { makeCatalog, numberedTools } from "../helpers/catalog.js";
 import { sleep, waitFor } from "../helpers/files.js";
-import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { hostEnv, runCli, startGateway, startInventory } from "../helpers/gateway.js";
+import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { INVENTORY_KEY, makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -183,6 +184,76 @@ describe("the gateway's audit log", () => {
     expect(revised).toHaveLength(2);
     expect((revised[1]!.inventory as { name: string }[]).map((t) => t.name)).toContain("adjust_inventory");
     expect(revised[1]!.diff).toBeTruthy();
+  });
+});
+
+/**
+ * `portcullis run` whose client never sends a request: started, left until it serves, then its
+ * input closed (`end`: it stops by itself) or the gateway SIGKILLed (`kill`: nothing written after).
+ */
+async function gatewayWithoutRequest(stateDir: string, label: string, how: "end" | "kill"): Promise<void> {
+  const child = spawn(NODE, [CLI, "run", "--label", label, "--", ...fixtureCommand("echo")], {
+    env: hostEnv({ PORTCULLIS_HOME: stateDir }),
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+  });
+  const exited = new Promise<number | null>((res) => child.on("close", (code) => res(code)));
+  await waitFor(() => /serving .* epoch=/.test(stderr), 20_000, `gateway ${label} to serve`);
+  if (how === "end") child.stdin.end();
+  else child.kill("SIGKILL");
+  const code = await exited;
+  if (how === "end") expect(code, stderr).toBe(0);
+}
+
+describe("gateways whose client sent no request", () => {
+  it("`audit sessions` lists them apart from the runs, as having had no agent run, never open", async () => {
+    const stateDir = newStateDir();
+    await gatewayWithoutRequest(stateDir, "quiet", "end");
+    await gatewayWithoutRequest(stateDir, "killed", "kill");
+    const gw = await startGateway({
+      args: ["--label", "used", "--approval", "none", "--", ...fixtureCommand("echo")],
+      stateDir,
+    });
+    await gw.client.callTool({ name: "echo", arguments: { message: "hi" } });
+    await gw.close();
+
+    const text = await runCli(["audit", "sessions", "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).not.toContain("(open)");
+    expect(text.stdout.match(/^run /gm)).toHaveLength(1);
+    expect(text.stdout).toMatch(/^run \S+ {2}server used {2}\S+Z → \S+Z/m);
+    expect(text.stdout).toMatch(
+      /^gateway \S+ \(pid \d+\) {2}server quiet {2}\S+ → \S+Z \(shutdown\) {2}no agent run: its client sent no request$/m,
+    );
+    expect(text.stdout).toMatch(
+      /^gateway \S+ \(pid \d+\) {2}server killed {2}\S+ → \? \(no exit recorded\) {2}no agent run/m,
+    );
+
+    const json = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(json.code, json.stderr).toBe(0);
+    const entries = JSON.parse(json.stdout) as { run: string | null; server: string; [k: string]: unknown }[];
+    expect(entries.map((e) => [e.server, e.run === null])).toEqual([
+      ["used", false],
+      ["quiet", true],
+      ["killed", true],
+    ]);
+    expect(entries[0]).toMatchObject({ calls: 1, endedAt: expect.any(String) });
+    expect(entries[1]).toEqual({
+      run: null,
+      writer: expect.any(String),
+      pid: expect.any(Number),
+      server: "quiet",
+      startedAt: expect.any(String),
+      endedAt: expect.any(String),
+      endReason: "shutdown",
+      epochs: [expect.any(String)],
+    });
+    expect(entries[2]).toMatchObject({ run: null, server: "killed", endedAt: null, endReason: null });
   });
 });
 
