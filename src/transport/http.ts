@@ -71,7 +71,7 @@ export class HttpFront {
     const server = createServer((req, res) => {
       this.handle(req, res).catch((e) => {
         this.o.log.warn(`http: ${req.method} failed: ${(e as Error).message}`);
-        if (!res.headersSent) plain(res, 500, "internal error");
+        if (!res.headersSent) refuse(req, res, 500, "internal error", -32603);
         else res.end();
       });
     });
@@ -124,13 +124,13 @@ export class HttpFront {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
     const problem = hostOriginProblem(req.headers.host, header(req, "origin"), this.hosts);
-    if (problem) return plain(res, 403, `${problem}: refused (DNS rebinding protection)`);
-    if (path !== "/mcp") return plain(res, 404, "not found: the MCP endpoint is /mcp");
+    if (problem) return refuse(req, res, 403, `${problem}: refused (DNS rebinding protection)`);
+    if (path !== "/mcp") return refuse(req, res, 404, "not found: the MCP endpoint is /mcp");
     if (this.o.token !== null && !bearerMatches(header(req, "authorization"), this.o.token)) {
       res.setHeader("www-authenticate", 'Bearer realm="portcullis"');
-      return plain(res, 401, "a bearer token is required (see 'portcullis status' for it)");
+      return refuse(req, res, 401, "a bearer token is required (see 'portcullis status' for it)");
     }
-    if (this.closing) return plain(res, 503, "shutting down");
+    if (this.closing) return refuse(req, res, 503, "shutting down");
     if (req.method === "POST") return this.post(req, res);
     if (req.method === "GET") return this.get(req, res);
     if (req.method === "DELETE") return this.delete(req, res);
@@ -326,6 +326,22 @@ function isModern(msg: { params?: unknown }): boolean {
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * A transport refusal before the request was read: a POST is answered with a JSON-RPC error
+ * (id null), since a client parses every answer to its POST as JSON-RPC; GET, DELETE and other
+ * methods get the same status with one line of text (docs/refusals.md).
+ */
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  text: string,
+  code = -32000,
+): void {
+  if (req.method === "POST") rpcError(res, status, code, text);
+  else plain(res, status, text);
 }
 
 function plain(res: ServerResponse, status: number, text: string): void {

@@ -11,7 +11,7 @@ import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { initializeBody, openSession, raw } from "./raw.js";
+import { expectRpcError, initializeBody, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -32,6 +32,11 @@ describe("bearer token", () => {
     const none = await raw(l, { headers: noToken, body: initializeBody() });
     expect(none.status).toBe(401);
     expect(none.headers["www-authenticate"]).toMatch(/^Bearer/);
+    expectRpcError(none, /bearer token is required/);
+    // not a POST: the same status, in a line of text
+    const get = await raw(l, { method: "GET", headers: { ...noToken, accept: "text/event-stream" } });
+    expect(get.status).toBe(401);
+    expect(get.headers["content-type"]).toMatch(/^text\/plain/);
     const wrongSameLength = `${l.token!.slice(0, -1)}${l.token!.endsWith("0") ? "1" : "0"}`;
     for (const bad of [wrongSameLength, "short", `${l.token}x`]) {
       const r = await raw(l, {
@@ -77,6 +82,7 @@ describe("Host and Origin (DNS rebinding)", () => {
     for (const host of ["evil.example:80", `attacker.example:${l.port}`, "127.0.0.1:1"]) {
       const r = await raw(l, { headers: l.headers({ host }), body: initializeBody() });
       expect(r.status, host).toBe(403);
+      expectRpcError(r, /is not this server: refused \(DNS rebinding protection\)/);
     }
     expect(
       (await raw(l, { headers: l.headers({ host: `localhost:${l.port}` }), body: initializeBody() })).status,
@@ -93,6 +99,7 @@ describe("Host and Origin (DNS rebinding)", () => {
     ]) {
       const r = await raw(l, { headers: l.headers({ origin }), body: initializeBody() });
       expect(r.status, origin).toBe(403);
+      expectRpcError(r, /DNS rebinding protection/);
     }
     const own = await raw(l, {
       headers: l.headers({ origin: `http://localhost:${l.port}` }),

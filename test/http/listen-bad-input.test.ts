@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { LEGACY_PROTOCOL_VERSIONS } from "../../src/transport/httpVersion.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
-import { initializeBody, messagesOf, openSession, raw } from "./raw.js";
+import { expectRpcError, initializeBody, messagesOf, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -73,8 +73,15 @@ describe("transport errors are HTTP statuses", () => {
     const unknown = await raw(l, { headers: h({ "mcp-session-id": "0".repeat(32) }), body: call(1) });
     expect(unknown.status).toBe(404);
     expect((await raw(l, { headers: l.headers(), body: call(1) })).status).toBe(400); // no session, not initialize
-    expect((await raw(l, { method: "PUT", headers: h(), body: call(1) })).status).toBe(405);
-    expect((await raw(l, { path: "/other", headers: h(), body: call(1) })).status).toBe(404);
+    const put = await raw(l, { method: "PUT", headers: h(), body: call(1) });
+    expect(put.status).toBe(405);
+    expect(put.headers["content-type"]).toMatch(/^text\/plain/); // not a POST: a line of text
+    const other = await raw(l, { path: "/other", headers: h(), body: call(1) });
+    expect(other.status).toBe(404);
+    expectRpcError(other, /the MCP endpoint is \/mcp/);
+    const otherGet = await raw(l, { method: "GET", path: "/other", headers: h() });
+    expect(otherGet.status).toBe(404);
+    expect(otherGet.headers["content-type"]).toMatch(/^text\/plain/);
     expect((await raw(l, { method: "GET", headers: h({ "mcp-session-id": "f".repeat(32) }) })).status).toBe(
       404,
     );

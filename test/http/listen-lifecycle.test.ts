@@ -10,7 +10,7 @@ import { tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { initializeBody, openSession, raw } from "./raw.js";
+import { expectRpcError, initializeBody, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -127,6 +127,32 @@ describe("session lifetime", () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe("while shutting down", () => {
+  it("a POST gets 503 with a JSON-RPC error (id null), a GET 503 in text", async () => {
+    // a server slow to stop (it ignores SIGTERM for a while after its input closes): the front
+    // keeps listening, refusing, until its sessions have ended
+    const slow = ["sh", "-c", `trap '' TERM; "$0" "$1"; sleep 30`, NODE, FIXTURES.echo];
+    const l = await startListener(slow, { args: ["--approval", "none"] });
+    cleanup.push(() => l.close());
+    await openSession(l);
+    l.proc.kill("SIGTERM");
+    const [post, get] = await waitFor(
+      async () => {
+        const both = await Promise.all([
+          raw(l, { body: initializeBody() }),
+          raw(l, { method: "GET", headers: l.headers({ accept: "text/event-stream" }) }),
+        ]);
+        return both.every((r) => r.status === 503) ? both : undefined;
+      },
+      20_000,
+      "503 while the sessions end",
+    );
+    expectRpcError(post!, /shutting down/);
+    expect(get.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(get.body).toBe("shutting down\n");
   });
 });
 

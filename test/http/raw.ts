@@ -2,6 +2,7 @@
 // wrong content types, broken bodies, resumption by hand. node:http, because fetch does not let
 // a caller choose the Host header.
 import { request } from "node:http";
+import { expect } from "vitest";
 import type { Listener } from "./listen.js";
 
 export interface RawResponse {
@@ -36,6 +37,17 @@ export function raw(
     req.on("error", reject);
     req.end(opts.body);
   });
+}
+
+/**
+ * A refusal of the transport to a POST: a JSON-RPC error with id null and a message saying why
+ * (docs/refusals.md), never text a client cannot parse.
+ */
+export function expectRpcError(r: RawResponse, message: RegExp, code = -32000): void {
+  expect(r.headers["content-type"], r.body).toBe("application/json");
+  const body = JSON.parse(r.body);
+  expect(body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code } });
+  expect(body.error.message).toMatch(message);
 }
 
 export const initializeBody = (id: number | string = 0) =>
