@@ -48,13 +48,17 @@ Shows the request's review, asks for the passphrase, then approves.
                   current execution epoch (default for tools in session mode)
   --for call      this one call only; never remembered (the only choice for
                   tools in per-call mode)
+  --verbose       the full review, with the whole process chain (also --chain)
 
 ${PASSPHRASE_HELP}
 The passphrase is never accepted as an argument.`,
-  deny: `usage: portcullis deny ID|--next [--reason TEXT] [--state-dir DIR]
+  deny: `usage: portcullis deny ID|--next [--reason TEXT] [--verbose] [--state-dir DIR]
 
-Denies an approval request (asks for the passphrase). The agent is told a human
-said no, with the reason when one is given (quote a reason of several words).
+Shows the request's review, asks for the passphrase, then denies it. The agent is
+told a human said no, with the reason when one is given (quote a reason of several words).
+  --next          the oldest pending request
+  --reason TEXT   the reason the agent is told
+  --verbose       the full review, with the whole process chain (also --chain)
 
 ${PASSPHRASE_HELP}`,
   grants: `usage: portcullis grants [--json] [--state-dir DIR]

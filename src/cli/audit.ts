@@ -35,7 +35,8 @@ import { type Progress, stderrProgress } from "./progress.js";
 export const AUDIT_HELP = `Usage:
   portcullis audit verify [--json] [--file EXPORT.jsonl] [--checkpoint FILE]
   portcullis audit export                 JSONL of the sealed records, to stdout
-  portcullis audit checkpoint             the head (seq, hash) as a small JSON, to stdout
+  portcullis audit checkpoint [--json]    the head (seq, hash) as a small JSON, to stdout
+                                          (always JSON: --json is accepted, and changes nothing)
   portcullis audit sessions [--json]      each agent run: epochs, catalog revisions, grants
   portcullis audit activity [--json]      each call: id, tool, epoch, revision, grant, decision, outcome
   portcullis audit show SEQ [--json]      one record, decrypted

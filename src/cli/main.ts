@@ -13,13 +13,18 @@ usage: portcullis <command> [options]
   run [options] -- COMMAND [ARGS...]   launch and guard a server (MCP on stdin/stdout)
   run LABEL                            a server from portcullis.json
   status [--json] [--all]              running gateways, their epochs and status lines
-  catalog show LABEL [--json]          the current tool catalog revision of a server
+  catalog show LABEL [--revision N] [--json]
+                                       a catalog revision of a server (default: the latest)
   catalog diff LABEL [FROM TO] [--json]
                                        what changed between two catalog revisions
   catalog list LABEL [--json]          every revision recorded for a server
-  approvals [--json] [--watch]         pending approval requests, with what changed (--watch: live)
-  approve ID|--next [--for session|call]  approve a request, or the oldest one (asks for the passphrase)
-  deny ID|--next [--reason TEXT]       deny a request, or the oldest one (asks for the passphrase)
+  approvals [--json] [--watch] [--verbose]
+                                       pending approval requests, with what changed (--watch: live;
+                                       --verbose: the full review, with the whole process chain)
+  approve ID|--next [--for session|call] [--verbose]
+                                       approve a request, or the oldest one (asks for the passphrase)
+  deny ID|--next [--reason TEXT] [--verbose]
+                                       deny a request, or the oldest one (asks for the passphrase)
   grants [--json]  revoke GRANT        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
@@ -28,8 +33,9 @@ usage: portcullis <command> [options]
   egress [LABEL] [--json]              destinations servers contacted, per epoch
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
-  console [--port N] [--no-open]       the local web console: review and decide requests
-  demo [--keep]                        the whole story, in a temporary state directory
+  console [--port N] [--no-open] [--proof-window S] [--idle-timeout S]
+                                       the local web console: review and decide requests
+  demo [--keep] [--console]            the whole story, in a temporary state directory
   wrap [HOST|FILE] [--dry-run] [--servers a,b]
                                        put portcullis in front of a host's stdio servers
   unwrap [HOST|FILE]                   take it away again (the original bytes when unedited)

@@ -1,0 +1,90 @@
+// The help texts and the README's "Commands" block say what the commands accept: every flag
+// below is named by the command's own --help, by `portcullis --help` and by the README (deny's
+// --verbose and --chain also run). Real CLI processes.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
+import { REPO } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+/** [the command's words, flags it takes that every help must name] */
+const FLAGS: [string[], string[]][] = [
+  [["approvals"], ["--json", "--watch", "--verbose"]],
+  [["approve"], ["--next", "--for", "--verbose"]],
+  [["deny"], ["--next", "--reason", "--verbose"]],
+  [
+    ["catalog", "show"],
+    ["--revision", "--json"],
+  ],
+  [["console"], ["--port", "--no-open", "--proof-window", "--idle-timeout"]],
+  [["demo"], ["--keep", "--console"]],
+];
+
+/** The lines of `text` about one command: from a line naming it to the next one naming another. */
+function linesOf(text: string, prefix: RegExp, words: string[]): string {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => new RegExp(`${prefix.source}${words.join(" ")}\\b`).test(l));
+  expect(start, `a line for ${words.join(" ")}`).toBeGreaterThanOrEqual(0);
+  const end = lines.findIndex((l, i) => i > start && prefix.test(l) && !/^\s{10,}/.test(l));
+  return lines.slice(start, end === -1 ? undefined : end).join("\n");
+}
+
+const readmeCommands = (): string => {
+  const readme = readFileSync(join(REPO, "README.md"), "utf8");
+  return /## Commands\n\n```\n([\s\S]*?)```/.exec(readme)![1]!;
+};
+
+describe("help and README name what the commands accept", () => {
+  it("each flag is named by the command's --help, `portcullis --help` and the README", async () => {
+    const top = await runCli(["--help"]);
+    expect(top.code).toBe(0);
+    const readme = readmeCommands();
+    for (const [words, flags] of FLAGS) {
+      const help = await runCli([...words, "--help"], { stateDir: newStateDir() });
+      expect(help.code, `${words.join(" ")} --help`).toBe(0);
+      const topLines = linesOf(top.stdout, /^ {2}/, words);
+      // the README writes `portcullis deny …`, sometimes two commands to a line
+      const readmeLines = readme
+        .split("\n")
+        .filter((l) => l.includes(`portcullis ${words.join(" ")} `))
+        .map((l) => l.slice(l.indexOf(`portcullis ${words.join(" ")} `)).split(/ {3,}portcullis /)[0])
+        .join("\n");
+      for (const flag of flags) {
+        expect(help.stdout, `${words.join(" ")} --help names ${flag}`).toContain(flag);
+        expect(topLines, `portcullis --help names ${words.join(" ")} ${flag}`).toContain(flag);
+        expect(readmeLines, `README names ${words.join(" ")} ${flag}`).toContain(flag);
+      }
+    }
+  });
+
+  it("deny takes --verbose and --chain, as approve does, and its help says so", async () => {
+    for (const cmd of ["approve", "deny"]) {
+      for (const flag of ["--verbose", "--chain"]) {
+        // parsed before --help is acted on: an unknown flag would be exit 2
+        const r = await runCli([cmd, flag, "--help"], { stateDir: newStateDir() });
+        expect(r.code, `${cmd} ${flag}`).toBe(0);
+        expect(r.stdout).toMatch(/--verbose .*whole process chain \(also --chain\)/);
+      }
+    }
+  });
+
+  it("catalog diff LABEL [FROM TO] is in the README", () => {
+    expect(readmeCommands()).toContain("portcullis catalog diff LABEL [FROM TO] [--json]");
+  });
+
+  it("audit checkpoint --json: documented, and the same JSON as without it", async () => {
+    const stateDir = newStateDir();
+    const help = await runCli(["audit", "--help"]);
+    expect(help.stdout).toMatch(/audit checkpoint \[--json\]/);
+    expect(readmeCommands()).toMatch(/checkpoint \[--json\]/);
+    const plain = await runCli(["audit", "checkpoint", "--state-dir", stateDir]);
+    const json = await runCli(["audit", "checkpoint", "--json", "--state-dir", stateDir]);
+    expect(json.code, json.stderr).toBe(0);
+    const head = (text: string) => {
+      const { seq, hash } = JSON.parse(text);
+      return { seq, hash };
+    };
+    expect(head(json.stdout)).toEqual(head(plain.stdout));
+  });
+});
