@@ -87,6 +87,29 @@ describe("portcullis.json", () => {
     expect(servers.get("d")?.approval.resources).toBe("per-call");
   });
 
+  it("type (docs/design.md): stdio with command; http or streamable-http with url; nothing else", () => {
+    const servers = loadConfigFile(
+      write({
+        servers: {
+          launched: { type: "stdio", command: "x" },
+          remote: { type: "http", url: "http://127.0.0.1:9/mcp" },
+          pasted: { type: "streamable-http", url: "http://127.0.0.1:9/mcp" },
+          untyped: { url: "http://127.0.0.1:9/mcp" },
+        },
+      }),
+    );
+    expect(servers.get("launched")?.command).toBe("x");
+    for (const label of ["remote", "pasted", "untyped"])
+      expect(servers.get(label)?.remote?.url, label).toBe("http://127.0.0.1:9/mcp");
+    for (const [server, key] of [
+      [{ type: "http", command: "x" }, "servers.a.type must be"],
+      [{ type: "stdio", url: "http://127.0.0.1:9/mcp" }, "servers.a.type must be"],
+      [{ type: "sse", url: "http://127.0.0.1:9/mcp" }, "servers.a.type must be"],
+    ] as const) {
+      expect(() => loadConfigFile(write({ servers: { a: server } })), JSON.stringify(server)).toThrow(key);
+    }
+  });
+
   it("names the known labels when one is missing", () => {
     const file = write({ servers: { alpha: { command: "x" } } });
     expect(() => resolveServer("beta", join(file, ".."))).toThrow(
