@@ -13,7 +13,7 @@ import {
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import type { DecisionSigner } from "../keyring/approver.js";
-import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringError, KeyringMissingError, WrongPassphraseError } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
@@ -92,9 +92,11 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
     if (e instanceof UsageError || e instanceof PassphraseError || e instanceof KeyringMissingError) {
       return fail(EXIT_USAGE, e.message);
     }
-    // A wrong passphrase, a damaged keyring, an approver key that is not the pinned one: a check failed.
-    if (e instanceof KeyringError || e instanceof ApproverKeyMismatchError)
+    // A wrong passphrase, an approver key that is not the pinned one: a check failed (README).
+    if (e instanceof WrongPassphraseError || e instanceof ApproverKeyMismatchError)
       return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
+    // A keyring that cannot be used is the environment's problem, as for every command (README).
+    if (e instanceof KeyringError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
     if (e instanceof DecisionError)
       return fail(e.kind === "not-pending" ? EXIT_CHECK_FAILED : EXIT_USAGE, `${name}: ${e.message}.`);
     if (e instanceof GrantError)

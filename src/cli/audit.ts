@@ -25,7 +25,13 @@ import {
   verifyStore,
 } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
-import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
+import {
+  KeyringError,
+  KeyringMissingError,
+  keyringExists,
+  unlockKeyring,
+  WrongPassphraseError,
+} from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
 import { parse as parseArgs } from "./args.js";
@@ -51,7 +57,8 @@ export show their progress on stderr when they take more than a second.
 sessions, activity and show decrypt, after verifying the chain: they ask for the
 passphrase. ${PASSPHRASE_HELP}
 
-Exit codes: 0 ok, 1 the chain (or a record) failed a check, 2 usage or environment error.`;
+Exit codes: 0 ok, 1 the chain (or a record) failed a check, or a wrong passphrase,
+2 usage or environment error.`;
 
 class UsageError extends Error {}
 
@@ -95,10 +102,12 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
     }
   } catch (err) {
+    // A wrong passphrase is a check that failed, as in every command that asks for one (README).
     if (
       err instanceof AuditChainError ||
       err instanceof AuditOpenError ||
-      err instanceof ApproverKeyMismatchError
+      err instanceof ApproverKeyMismatchError ||
+      err instanceof WrongPassphraseError
     ) {
       process.stderr.write(`portcullis audit: ${err.message}.\n`);
       return 1;

@@ -334,9 +334,9 @@ describe("portcullis audit (decrypting)", () => {
     expect(none.stderr).toMatch(/no record 99 \(the log has 7\)/);
   });
 
-  it("refuses a wrong passphrase, a missing terminal, a missing keyring — exit 2", async () => {
+  it("refuses a wrong passphrase (exit 1, a check failed), a missing terminal, a missing keyring (exit 2)", async () => {
     const wrong = await cli(dir, ["audit", "activity"], withPass(passphraseFile("not the passphrase")));
-    expect(wrong.code).toBe(2);
+    expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/wrong passphrase/);
     oneSentence(wrong);
     const none = await cli(dir, ["audit", "sessions"], noPass);
@@ -367,7 +367,7 @@ describe("portcullis audit (decrypting)", () => {
       outputs.push(await cli(d, args, withPass(pass)));
     }
     outputs.push(await cli(d, ["audit", "sessions"], withPass(passphraseFile(`${PASSPHRASE}x`))));
-    expect(outputs.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    expect(outputs.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 1]);
     const wal = join(d, "portcullis.db-wal");
     expect(existsSync(wal)).toBe(true);
     const files = [join(d, "portcullis.db"), wal, join(d, "keyring.json")].map((f) => readFileSync(f));

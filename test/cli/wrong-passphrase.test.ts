@@ -1,0 +1,76 @@
+// One rule for a wrong passphrase (README, "Exit codes"): every command that asks for the
+// passphrase of an existing keyring exits 1 (a check failed) with one sentence saying the
+// passphrase is wrong, and changes nothing. Real CLI processes, the passphrase from
+// PORTCULLIS_PASSPHRASE_FILE; approve and deny against a real gateway's pending request.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { nextRequest, pending } from "../helpers/approvals.js";
+import { tempDir } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function wrongPassphraseEnv(): Record<string, string> {
+  const file = join(tempDir("portcullis-wrong-pass-"), "passphrase");
+  writeFileSync(file, "not the passphrase\n", { mode: 0o600 });
+  return { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: file };
+}
+
+describe("a wrong passphrase", () => {
+  it("is exit 1 and one sentence saying so, from every command that asks for the passphrase", async () => {
+    const stateDir = newStateDir();
+    // a secret to remove, stored with the right passphrase
+    const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: "a-value-of-the-secret",
+    });
+    expect(set.code, set.stderr).toBe(0);
+    // a request waiting for a human, so that approve and deny get as far as the passphrase
+    const gw = await startGateway({ args: ["--label", "asks", "--", ...fixtureCommand("echo")], stateDir });
+    cleanup.push(() => gw.close());
+    void gw.client.callTool({ name: "echo", arguments: { message: "hi" } }).catch(() => {});
+    const req = await nextRequest(stateDir);
+
+    const commands: { args: string[]; input?: string }[] = [
+      { args: ["unlock", "--for", "1m"] },
+      { args: ["vault", "set", "other", "--from-stdin", "--deliver", "env"], input: "another-value" },
+      { args: ["vault", "rm", "api"] },
+      { args: ["approve", req.request] },
+      { args: ["approve", "--next", "--for", "session"] },
+      { args: ["deny", req.request, "--reason", "no"] },
+      { args: ["deny", "--next"] },
+      { args: ["audit", "sessions"] },
+      { args: ["audit", "activity", "--json"] },
+      { args: ["audit", "show", "1"] },
+    ];
+    for (const { args, input } of commands) {
+      const r = await runCli(args, { stateDir, env: wrongPassphraseEnv(), input });
+      const what = args.join(" ");
+      expect(r.code, `${what}: ${r.stderr}`).toBe(1);
+      expect(r.stderr, what).toMatch(
+        /^portcullis[^\n]*: wrong passphrase: the keyring did not open[^\n]*\n$/,
+      );
+    }
+
+    // nothing changed: the secret is there, the other never stored, the request still pending
+    const list = await runCli(["vault", "list", "--json"], { stateDir });
+    expect((JSON.parse(list.stdout).secrets as { name: string }[]).map((s) => s.name)).toEqual(["api"]);
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+
+    // a keyring that cannot be used is no check that failed: exit 2, as from every command (README)
+    writeFileSync(join(stateDir, "keyring.json"), "");
+    for (const verb of ["approve", "deny"]) {
+      const r = await runCli([verb, req.request], { stateDir, env: passphraseEnv() });
+      expect(r.code, `${verb}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/keyring\.json is not a usable keyring: it is empty/);
+    }
+  });
+});
