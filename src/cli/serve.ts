@@ -351,6 +351,12 @@ export async function serve(
   try {
     await supervisor.start();
   } catch (e) {
+    // the client left (or a signal came) while the server was being started: the launch was
+    // given up for the shutdown under way, which ends the gateway with its own code
+    if (ending) {
+      clearInterval(heartbeat);
+      return await done;
+    }
     if (e instanceof LaunchError) {
       registry.end();
       store.close();

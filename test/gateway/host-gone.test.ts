@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { processStartTime } from "../../src/identity/proc.js";
-import { removeDir, waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -73,5 +73,19 @@ describe("the agent host goes away", () => {
     gw.stderr.destroy();
     await exited;
     await waitFor(() => processStartTime(watcher) !== started, 10_000, "the node --watch server to be ended");
+  });
+  it("its input closes while the server is still being started: exit 0, not a launch error", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    // a cold digest cache: the start digests the whole dependency tree, long after the host left
+    const cache = tempDir("portcullis-cold-cache-");
+    cleanup.push(() => removeDir(cache));
+    const r = await runCli(["run", "--label", "gone", "--", NODE, FIXTURES.echo], {
+      stateDir,
+      env: { PORTCULLIS_CACHE_DIR: cache },
+      input: "",
+    });
+    expect(r.stderr).not.toMatch(/shutting down|could not|error/i);
+    expect(r.code).toBe(0);
   });
 });
