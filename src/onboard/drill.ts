@@ -5,12 +5,14 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
+import { type ApprovalRequest, decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { ConfigError, resolveServer } from "../config/config.js";
 import { currentEpoch, gatewayRunning, text, waitFor } from "../demo/demo.js";
+import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { sameJson } from "../util/canonical.js";
 import { readServers } from "./document.js";
 import { foundHostFiles } from "./hosts.js";
 
@@ -42,7 +44,7 @@ const STEPS = [
   "the audit log shows both epochs",
 ] as const;
 
-const STALE = -32051;
+const STALE = REFUSAL_CODES.authorization_stale;
 
 /** How the gateway is started for LABEL: from portcullis.json, else from a host configuration. */
 function launch(
@@ -135,9 +137,13 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       throw new Error(`the server lists no tool "${o.tool}" (it lists ${names.join(", ")})`);
     pass(`${names.length} tools: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`);
 
-    const call = async () => {
-      const pending = client!.callTool({ name: o.tool!, arguments: o.args ?? {} });
-      const req = await waitFor(() => pendingRequests(store)[0] ?? null, "the approval request", ms);
+    const schemaA = listed.tools.find((t) => t.name === o.tool)?.inputSchema;
+    /** Step 3 and 6: call --tool, approve the request it waits on, return its result. */
+    const call = async (schemaChanged = false) => {
+      const inFlight = startCall(client!, o.tool!, o.args ?? {});
+      const first = await requestOrAnswer(store, inFlight, o.tool!, ms);
+      if ("answer" in first) throw new Error(answeredWithoutApproval(first.answer, o.tool!, schemaChanged));
+      const req = first.request;
       // signed with the throwaway keyring's approver key, as a human's approve would be
       const signer = await pinnedSigner(store, stateDir, o.passphrase);
       decideRequest(
@@ -147,7 +153,9 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
         "portcullis drill (passphrase given)",
         signer,
       );
-      return { request: req.request, result: text(await pending) };
+      const answer = await inFlight.answer;
+      if ("error" in answer) throw new Error(`approved, then refused: ${refusalText(answer.error)}`);
+      return { request: req.request, result: text(answer.result) };
     };
     if (o.tool) {
       const r = await call();
@@ -204,8 +212,9 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
           `expected authorization_stale (${STALE}), got ${JSON.stringify(stale).slice(0, 300)}`,
         );
       pass(`refused ${stale.code}: ${stale.message}`);
-      await client.listTools();
-      const r = await call();
+      const relisted = await client.listTools();
+      const schemaB = relisted.tools.find((t) => t.name === o.tool)?.inputSchema;
+      const r = await call(!sameJson(schemaA ?? null, schemaB ?? null));
       pass(`re-listed; request ${r.request} approved for epoch ${epochB}; result: ${r.result.slice(0, 120)}`);
     } else {
       skip("no --tool named");
@@ -283,4 +292,86 @@ function epochFacts(db: Store, epoch: string): { reason: string; identity: strin
     | { reason: string; identity_digest: string }
     | undefined;
   return row ? { reason: row.reason, identity: row.identity_digest } : null;
+}
+
+/** How a tool call ended: the gateway's result, or the JSON-RPC error it answered with. */
+type Answer = { result: unknown } | { error: { code?: number; message?: string; data?: unknown } };
+
+/** A tool call in flight; `settled` is its answer once it came, null before. */
+interface InFlight {
+  answer: Promise<Answer>;
+  settled: () => Answer | null;
+}
+
+function startCall(client: Client, tool: string, args: Record<string, unknown>): InFlight {
+  let settled: Answer | null = null;
+  const answer = client.callTool({ name: tool, arguments: args }).then(
+    (result): Answer => (settled = { result }),
+    (e: { code?: number; message?: string; data?: unknown }): Answer =>
+      (settled = { error: { code: e?.code, message: e?.message, data: e?.data } }),
+  );
+  return { answer, settled: () => settled };
+}
+
+/**
+ * Whichever comes first: a pending approval request for `tool` (the call waits on a human), or
+ * the call's own answer. The gateway answers at once when it refuses the call or its arguments
+ * without asking anyone (invalid arguments, vault_locked, catalog_stale, a tool that needs no
+ * approval); waiting out `ms` for a request then would blame the wrong thing.
+ */
+async function requestOrAnswer(
+  store: Store,
+  inFlight: InFlight,
+  tool: string,
+  ms: number,
+): Promise<{ request: ApprovalRequest } | { answer: Answer }> {
+  try {
+    return await waitFor<{ request: ApprovalRequest } | { answer: Answer }>(
+      () => {
+        const answer = inFlight.settled();
+        if (answer) return { answer };
+        const request = pendingRequests(store).find((r) => r.tool === tool);
+        return request ? { request } : null;
+      },
+      "the approval request",
+      ms,
+    );
+  } catch {
+    throw new Error(
+      `timed out after ${ms / 1000} s: the call was neither answered nor held for an approval request`,
+    );
+  }
+}
+
+/** A refusal as the gateway gave it: code, name, sentence and what to do. */
+function refusalText(e: { code?: number; message?: string; data?: unknown }): string {
+  const data = (typeof e.data === "object" && e.data !== null ? e.data : {}) as {
+    error?: unknown;
+    retry?: unknown;
+  };
+  const message = (e.message ?? "").replace(/^MCP error -?\d+: /, "");
+  const name = typeof data.error === "string" ? ` ${data.error}` : "";
+  const retry = typeof data.retry === "string" ? ` (${data.retry})` : "";
+  return `${e.code ?? "?"}${name}: ${message}${retry}`;
+}
+
+/**
+ * Why the call was answered before any approval was asked, for the failing step. `schemaChanged`:
+ * the tool's input schema is not the one listed before the rebuild (step 6).
+ */
+function answeredWithoutApproval(answer: Answer, tool: string, schemaChanged: boolean): string {
+  if ("error" in answer) {
+    return `the gateway refused the call before asking for approval: ${refusalText(answer.error)}`;
+  }
+  const said = oneLine(text(answer.result));
+  if ((answer.result as { isError?: unknown }).isError === true) {
+    return schemaChanged
+      ? `--args no longer matches the rebuilt schema of ${tool} (its input schema changed in the rebuild); the gateway answered at once: ${said}`
+      : `the gateway answered at once, before asking for approval: ${said}`;
+  }
+  return `the gateway ran the call without asking for approval: ${tool} needs none (approval mode "none"), so nothing can go stale; the drill needs a tool in approval mode "session" or "per-call" (name another --tool, or set one in portcullis.json: "approval": {"tools": {"${tool}": "session"}}); result: ${said.slice(0, 120)}`;
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, " ").slice(0, 400);
 }

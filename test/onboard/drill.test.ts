@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
-import { makeProject } from "../helpers/project.js";
+import { makeProject, type Project } from "../helpers/project.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 const dirs: string[] = [];
@@ -110,6 +110,72 @@ describe("portcullis drill", () => {
       ["A", "read_status"],
     ]);
     expect({ text: readFileSync(a.entry, "utf8"), mtimeMs: statSync(a.entry).mtimeMs }).toEqual(before);
+  });
+
+  /** portcullis.json for the inventory fixture `p`, with the credential adjust_inventory needs. */
+  function inventory(p: Project, approval?: Record<string, unknown>): void {
+    writeFileSync(
+      join(p.dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          inventory: {
+            command: p.command[0],
+            args: p.command.slice(1),
+            env: { ...p.env, ...p.credentialEnv },
+            ...(approval ? { approval } : {}),
+          },
+        },
+      }),
+    );
+  }
+
+  it("--args that do not validate: step 3 fails on the gateway's answer, not after waiting for an approval request", async () => {
+    const b = makeProject("B");
+    dirs.push(dirname(b.dir));
+    inventory(b);
+    // revision B requires warehouse
+    const r = await drill(b.dir, ["inventory", "--tool", "adjust_inventory", "--args", '{"sku":"S"}']);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(
+      /^✗ 3\. [^\n]*before asking for approval: Invalid arguments for tool "adjust_inventory"[^\n]*"warehouse"/m,
+    );
+    expect(r.stdout).not.toContain("timed out");
+    expect(b.records()).toEqual([]);
+  });
+
+  it("a rebuild whose schema --args no longer matches: step 6 says so, with the validation error", async () => {
+    const a = makeProject("A");
+    const b = makeProject("B");
+    dirs.push(dirname(a.dir), dirname(b.dir));
+    inventory(a);
+    const r = await drill(a.dir, [
+      "inventory",
+      "--tool",
+      "adjust_inventory",
+      "--args",
+      '{"sku":"S"}',
+      "--rebuild",
+      `cp ${b.entry} ${a.entry}`,
+    ]);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toContain("refused -32051");
+    expect(r.stdout).toMatch(
+      /^✗ 6\. [^\n]*--args no longer matches the rebuilt schema of adjust_inventory[^\n]*Missing required field "warehouse"/m,
+    );
+    expect(r.stdout).not.toContain("timed out");
+    expect(a.records().map((c) => [c.revision, c.tool])).toEqual([["A", "adjust_inventory"]]);
+  });
+
+  it("a tool that needs no approval: step 3 says so and what the drill needs", async () => {
+    const a = makeProject("A");
+    dirs.push(dirname(a.dir));
+    inventory(a, { default: "none" });
+    const r = await drill(a.dir, ["inventory", "--tool", "read_status"]);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(
+      /^✗ 3\. [^\n]*without asking for approval: read_status needs none \(approval mode "none"\)[^\n]*"session" or "per-call"/m,
+    );
+    expect(r.stdout).not.toContain("timed out");
   });
 
   it("a wrapper that runs the real server out of sight: the drill says it could not prove the rebuild, exit 1", async () => {
