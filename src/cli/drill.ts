@@ -9,9 +9,10 @@ The rebuild test against your own server (from portcullis.json or a host configu
 throwaway state directory: start revision A, list, approve and call --tool once, rebuild
 (--rebuild CMD runs your real build in the server's directory; without it the drill restarts the
 server process, same code, which the supervisor starts as a new execution epoch), expect the call
-made again to be refused as authorization_stale, re-list, approve, call again, show the audit records
-of both epochs. Asks for a passphrase for the throwaway keyring. Calls no tool you did not name.
-Exit 1 when a step fails.`;
+made again not to run on the old approval (refused as authorization_stale; a per-call tool,
+approved one call at a time, is held for a new approval request instead, which the drill denies),
+re-list, approve, call again, show the audit records of both epochs. Asks for a passphrase for the
+throwaway keyring. Calls no tool you did not name. Exit 1 when a step fails.`;
 
 export async function drillCommand(args: string[]): Promise<number> {
   const { values, positionals } = parse("drill", args, {

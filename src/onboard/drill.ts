@@ -5,7 +5,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { type ApprovalRequest, decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
+import {
+  type ApprovalRequest,
+  type Decision,
+  decideRequest,
+  pendingRequests,
+  pinnedSigner,
+} from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { ConfigError, resolveServer } from "../config/config.js";
 import { currentEpoch, gatewayRunning, text, waitFor } from "../demo/demo.js";
@@ -37,14 +43,16 @@ export interface StepResult {
 const STEPS = [
   "start revision A and capture its execution record",
   "list the tools",
-  "approve a run for the tool and call it once",
+  "call the tool once and approve it",
   "rebuild and see a new execution epoch",
-  "the call prepared before the rebuild is refused as authorization_stale",
+  "the call prepared before the rebuild does not run on the old approval",
   "re-list, approve again, call again",
   "the audit log shows both epochs",
 ] as const;
 
 const STALE = REFUSAL_CODES.authorization_stale;
+const DENIED = REFUSAL_CODES.approval_denied;
+const CATALOG_STALE = REFUSAL_CODES.catalog_stale;
 
 /** How the gateway is started for LABEL: from portcullis.json, else from a host configuration. */
 function launch(
@@ -138,28 +146,36 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     pass(`${names.length} tools: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`);
 
     const schemaA = listed.tools.find((t) => t.name === o.tool)?.inputSchema;
-    /** Step 3 and 6: call --tool, approve the request it waits on, return its result. */
+    /**
+     * Step 3 and 6: call --tool, approve the request it waits on, return its result. A tool in
+     * per-call mode is approved for this call only (the gateway takes no session approval for it).
+     */
     const call = async (schemaChanged = false) => {
       const inFlight = startCall(client!, o.tool!, o.args ?? {});
       const first = await requestOrAnswer(store, inFlight, o.tool!, ms);
       if ("answer" in first) throw new Error(answeredWithoutApproval(first.answer, o.tool!, schemaChanged));
       const req = first.request;
-      // signed with the throwaway keyring's approver key, as a human's approve would be
-      const signer = await pinnedSigner(store, stateDir, o.passphrase);
+      await decide(req, { approve: true, for: req.mode === "per-call" ? "call" : "session" });
+      const answer = await inFlight.answer;
+      if ("error" in answer) throw new Error(`approved, then refused: ${refusalText(answer.error)}`);
+      return { request: req.request, mode: req.mode, result: text(answer.result) };
+    };
+    /** Signed with the throwaway keyring's approver key, as a human's decision would be. */
+    const decide = async (req: ApprovalRequest, decision: Decision) =>
       decideRequest(
         store,
         req.request,
-        { approve: true, for: "session" },
+        decision,
         "portcullis drill (passphrase given)",
-        signer,
+        await pinnedSigner(store, stateDir, o.passphrase),
       );
-      const answer = await inFlight.answer;
-      if ("error" in answer) throw new Error(`approved, then refused: ${refusalText(answer.error)}`);
-      return { request: req.request, result: text(answer.result) };
-    };
+    const approvedFor = (mode: "session" | "per-call") =>
+      mode === "per-call" ? "for this call only (per-call tool)" : "for the session";
+    let mode: "session" | "per-call" = "session";
     if (o.tool) {
       const r = await call();
-      pass(`request ${r.request} approved; result: ${r.result.slice(0, 120)}`);
+      mode = r.mode;
+      pass(`request ${r.request} approved ${approvedFor(r.mode)}; result: ${r.result.slice(0, 120)}`);
     } else skip("no --tool named: the drill calls only a tool you name");
 
     const newEpoch = (within: number) =>
@@ -203,19 +219,26 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     pass(`epoch ${epochB} (was ${epochA}${detail ? `; ${detail}` : ""})`);
 
     if (o.tool) {
-      const stale = await client.callTool({ name: o.tool, arguments: o.args ?? {} }).then(
-        (res) => ({ ok: res }),
-        (e: { code?: number; message?: string }) => e,
-      );
-      if (!("code" in stale) || stale.code !== STALE)
-        throw new Error(
-          `expected authorization_stale (${STALE}), got ${JSON.stringify(stale).slice(0, 300)}`,
-        );
-      pass(`refused ${stale.code}: ${stale.message}`);
+      const again = startCall(client, o.tool, o.args ?? {});
+      const first = await requestOrAnswer(store, again, o.tool, ms);
+      if (mode === "session") pass(staleRefusal(first));
+      else {
+        // A per-call grant was one call in epoch A, consumed by it: nothing is left to be stale.
+        // What must hold instead is that the same call in epoch B waits for a new human decision.
+        if ("request" in first) {
+          await decide(first.request, {
+            approve: false,
+            reason: "portcullis drill: step 5 only checks that a new approval is asked",
+          });
+        }
+        pass(newApprovalAsked(first, await again.answer, epochA, epochB));
+      }
       const relisted = await client.listTools();
       const schemaB = relisted.tools.find((t) => t.name === o.tool)?.inputSchema;
       const r = await call(!sameJson(schemaA ?? null, schemaB ?? null));
-      pass(`re-listed; request ${r.request} approved for epoch ${epochB}; result: ${r.result.slice(0, 120)}`);
+      pass(
+        `re-listed; request ${r.request} approved ${approvedFor(r.mode)} in epoch ${epochB}; result: ${r.result.slice(0, 120)}`,
+      );
     } else {
       skip("no --tool named");
       skip("no --tool named");
@@ -374,4 +397,53 @@ function answeredWithoutApproval(answer: Answer, tool: string, schemaChanged: bo
 
 function oneLine(s: string): string {
   return s.replace(/\s*\n\s*/g, " ").slice(0, 400);
+}
+
+/**
+ * Step 5 for a tool approved for the session: the call made again in the new epoch must be
+ * refused as authorization_stale (the session grant belongs to epoch A). The evidence, or throws.
+ */
+function staleRefusal(first: { request: ApprovalRequest } | { answer: Answer }): string {
+  if ("request" in first)
+    throw new Error(
+      `expected authorization_stale (${STALE}), but the call was held for a new approval request ${first.request.request} instead`,
+    );
+  const a = first.answer;
+  if ("error" in a && a.error.code === STALE)
+    return `authorization_stale checked: refused ${refusalText(a.error)}`;
+  throw new Error(`expected authorization_stale (${STALE}), got ${answerText(a)}`);
+}
+
+/**
+ * Step 5 for a per-call tool: its grant covered one call in epoch A and was consumed by it, so
+ * the same call in the new epoch must wait for a new approval request of epoch B (the drill
+ * denies it: it proves the asking, not the call). When the rebuild changed the tool, the gateway
+ * refuses the call as catalog_stale before asking: not run either, and step 6 asks anew after
+ * the re-list. `answer` is the call's answer once the drill has decided. The evidence, or throws.
+ */
+function newApprovalAsked(
+  first: { request: ApprovalRequest } | { answer: Answer },
+  answer: Answer,
+  epochA: string,
+  epochB: string,
+): string {
+  const checked = "per-call tool, so a new approval was checked (its grant covered one call in epoch A)";
+  if ("answer" in first) {
+    const a = first.answer;
+    if ("error" in a && a.error.code === CATALOG_STALE)
+      return `${checked}: the tool changed in the rebuild, so the call was refused before asking, ${refusalText(a.error)}; step 6 asks for the new approval after re-listing`;
+    throw new Error(`expected a new approval request for epoch ${epochB}, got ${answerText(a)}`);
+  }
+  const req = first.request;
+  if (req.executionEpoch !== epochB)
+    throw new Error(
+      `the call waits on approval request ${req.request} of epoch ${req.executionEpoch}, not of the new epoch ${epochB} (was ${epochA})`,
+    );
+  if (!("error" in answer) || answer.error.code !== DENIED)
+    throw new Error(`approval request ${req.request} was denied, yet the call got ${answerText(answer)}`);
+  return `${checked}: the same call in epoch ${epochB} waited on new approval request ${req.request}; denied by the drill, refused ${answer.error.code}`;
+}
+
+function answerText(a: Answer): string {
+  return "error" in a ? `refused ${refusalText(a.error)}` : `a result: ${oneLine(text(a.result))}`;
 }

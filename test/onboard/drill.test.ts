@@ -42,7 +42,7 @@ describe("portcullis drill", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     for (let n = 1; n <= 7; n++) expect(r.stdout).toMatch(new RegExp(`^✓ ${n}\\. `, "m"));
-    expect(r.stdout).toContain("refused -32051");
+    expect(r.stdout).toMatch(/^✓ 5\. .*authorization_stale checked: refused -32051/m);
     expect(r.stdout).toMatch(/calls in epoch A: 1, in epoch B: 2/);
     expect(r.stdout).toContain("drill: every step run passed");
   });
@@ -176,6 +176,37 @@ describe("portcullis drill", () => {
       /^✗ 3\. [^\n]*without asking for approval: read_status needs none \(approval mode "none"\)[^\n]*"session" or "per-call"/m,
     );
     expect(r.stdout).not.toContain("timed out");
+  });
+
+  it("a per-call tool (README's example): approved for one call each time; after the rebuild the old call asks again, every step passes", async () => {
+    const b = makeProject("B");
+    const c = makeProject("C");
+    dirs.push(dirname(b.dir), dirname(c.dir));
+    inventory(b, { default: "session", tools: { adjust_inventory: "per-call" } });
+    const r = await drill(b.dir, [
+      "inventory",
+      "--tool",
+      "adjust_inventory",
+      "--args",
+      '{"sku":"S","warehouse":"W"}',
+      "--rebuild",
+      `cp ${c.entry} ${b.entry}`,
+    ]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    for (let n = 1; n <= 7; n++) expect(r.stdout).toMatch(new RegExp(`^✓ ${n}\\. `, "m"));
+    expect(r.stdout).toMatch(/^✓ 3\. .*approved for this call only \(per-call tool\)/m);
+    // no session grant to go stale: what is checked is that the same call in epoch B asks again
+    expect(r.stdout).toMatch(
+      /^✓ 5\. .*per-call tool, so a new approval was checked.*waited on new approval request \w+; denied by the drill, refused -32057/m,
+    );
+    expect(r.stdout).not.toContain("-32051");
+    expect(r.stdout).toMatch(/^✓ 6\. .*approved for this call only \(per-call tool\) in epoch/m);
+    expect(r.stdout).toMatch(/calls in epoch A: 1, in epoch B: 2/);
+    // the call denied in step 5 never reached the server
+    expect(b.records().map((x) => [x.revision, x.tool])).toEqual([
+      ["B", "adjust_inventory"],
+      ["C", "adjust_inventory"],
+    ]);
   });
 
   it("a wrapper that runs the real server out of sight: the drill says it could not prove the rebuild, exit 1", async () => {
