@@ -8,6 +8,7 @@ import { reviewDigest } from "./decision.js";
 import { endGrants, type GrantRecord, getGrant } from "./grants.js";
 import type { HonouredDecisions } from "./honoured.js";
 import { notifyNewRequest } from "./notify.js";
+import type { OlderEpochApprovals } from "./olderEpoch.js";
 import { RequestExpiry } from "./requestExpiry.js";
 import {
   type ApprovalRequest,
@@ -38,6 +39,8 @@ export interface AskerParts {
   decisions: HonouredDecisions;
   /** a session grant of the call's epoch that covers it, on a fresh read */
   coveringNow: (call: ApprovedCall) => GrantRecord | null;
+  /** approvals of this call bound to an older epoch, and the one-call grants handed to calls */
+  olderEpoch: OlderEpochApprovals;
 }
 
 /**
@@ -112,6 +115,10 @@ export class HumanAsker {
       });
       if (settled) return settled;
     }
+    // No decision of this epoch to use: one of an older epoch for this same call is stale, and
+    // the agent is told so (once) rather than that nobody approved.
+    const stale = this.parts.olderEpoch.refusal(call, mode);
+    if (stale) return { error: stale };
     if (earlier?.state === "pending") {
       id = earlier.request;
       this.o.log.info(`a retry of ${JSON.stringify(call.tool)} joins approval request ${id}, still pending`);
@@ -236,6 +243,8 @@ export class HumanAsker {
             return null;
           }
           this.parts.decisions.markEnded(g.grant);
+          // Used once the call's intent is recorded; the guard may decide the call again first.
+          this.parts.olderEpoch.handedOut(g.grant, call);
         } else {
           this.parts.decisions.markKnown(g.grant);
         }

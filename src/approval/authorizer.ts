@@ -14,6 +14,7 @@ import {
   resolveMode,
 } from "./grants.js";
 import { HonouredDecisions } from "./honoured.js";
+import { OlderEpochApprovals } from "./olderEpoch.js";
 import type { Run } from "./runs.js";
 
 export type { AskHooks } from "./askHuman.js";
@@ -40,8 +41,9 @@ export {
  * the audit (`decision_rejected`), and a call waiting for a human keeps waiting.
  *
  * Its collaborators, each in its own file: GrantCoverage (coverage.ts: which grant covers a
- * call), HonouredDecisions (honoured.ts: which decision rows count) and HumanAsker (askHuman.ts:
- * a request to a human and the wait for the decision).
+ * call), HonouredDecisions (honoured.ts: which decision rows count), HumanAsker (askHuman.ts:
+ * a request to a human and the wait for the decision) and OlderEpochApprovals (olderEpoch.ts:
+ * an approval of this very call bound to an older epoch, refused as stale).
  */
 export class Authorizer implements AuthorizationPort {
   /**
@@ -58,6 +60,7 @@ export class Authorizer implements AuthorizationPort {
   private readonly decisions: HonouredDecisions;
   private readonly coverage = new GrantCoverage();
   private readonly asker: HumanAsker;
+  private readonly olderEpoch: OlderEpochApprovals;
 
   constructor(private readonly o: AuthorizerOptions) {
     const emit = (e: { type: string; [k: string]: unknown }) => this.emit(e);
@@ -69,11 +72,18 @@ export class Authorizer implements AuthorizationPort {
       log: o.log,
       emit,
     });
+    this.olderEpoch = new OlderEpochApprovals({
+      db: o.db,
+      run: o.run.run,
+      serverLabel: o.serverLabel,
+      decisions: this.decisions,
+    });
     this.asker = new HumanAsker(o, {
       scopesOf: (call) => this.scopesOf(call),
       emit,
       decisions: this.decisions,
       coveringNow: (call) => this.covering(call, true),
+      olderEpoch: this.olderEpoch,
     });
   }
 
@@ -237,6 +247,8 @@ export class Authorizer implements AuthorizationPort {
    * in this decision, need no second look.
    */
   condition(call: ApprovedCall): (() => boolean) | undefined {
+    // The call is being recorded under its epoch: a one-call grant handed to it is used.
+    this.olderEpoch.recorded(call);
     const c = this.cached;
     if (!c || c.call !== call || call.grant !== c.grant) return undefined;
     this.cached = null;

@@ -124,6 +124,37 @@ export class HonouredDecisions {
     return fits;
   }
 
+  /**
+   * Whether grant `g`, read as the decision of request `req`, is a signed one-call approval of
+   * this call (its request, run, server, tool and arguments `digest`) bound to the epoch the
+   * request named, an older one than the call's: an approval of this call that a change of epoch
+   * made stale (src/approval/olderEpoch.ts). It covers nothing; it only decides which refusal the
+   * call gets. A row that fits nothing is no decision for this call and is not reported.
+   */
+  approvesAtOlderEpoch(
+    g: GrantRecord,
+    req: { request: string; executionEpoch: string },
+    call: ApprovedCall,
+    digest: string,
+  ): boolean {
+    const v = this.o.verifier.verifyGrant(g);
+    if (!v.ok) {
+      this.reject({ what: "grant", grant: g.grant, request: req.request }, v.why);
+      return false;
+    }
+    return (
+      this.reviewed(g) &&
+      g.request === req.request &&
+      g.agentRun === this.o.run &&
+      g.serverLabel === this.o.serverLabel &&
+      g.executionEpoch === req.executionEpoch &&
+      g.executionEpoch !== call.epoch &&
+      g.toolScope.some((t) => t.name === call.tool) &&
+      g.mode === "per-call" &&
+      g.argumentsDigest === digest
+    );
+  }
+
   /** Records once that a decision row was not honoured, and why (stderr and the audit). */
   reject(subject: RejectedSubject, why: string): void {
     const id = subject.what === "grant" ? subject.grant : subject.request;

@@ -274,6 +274,36 @@ export function earlierRequest(db: Store, c: SameCall, now = new Date()): Approv
   return r ? toRequest(r) : null;
 }
 
+/**
+ * The approved requests made for this call under another epoch than `c.executionEpoch` (same
+ * run, label, tool, mode and argument digest; any tool version), newest decision first, within
+ * the requests' own expiry as `earlierRequest` keeps it: the approvals a change of epoch made
+ * stale before the call could use them.
+ */
+export function approvalsOfOlderEpochs(
+  db: Store,
+  c: Omit<SameCall, "fingerprint">,
+  now = new Date(),
+): ApprovalRequest[] {
+  const rows = db
+    .prepare(
+      `SELECT * FROM approval_requests
+        WHERE agent_run = ? AND server_label = ? AND execution_epoch != ? AND tool = ?
+          AND mode = ? AND arguments_digest = ? AND state = 'approved' AND expires_at > ?
+        ORDER BY decided_at DESC, request DESC LIMIT 16`,
+    )
+    .all(
+      c.agentRun,
+      c.serverLabel,
+      c.executionEpoch,
+      c.tool,
+      c.mode,
+      c.argumentsDigest,
+      now.toISOString(),
+    ) as RequestDbRow[];
+  return rows.map(toRequest);
+}
+
 /** Pending requests of one run and label whose time is up, oldest first. */
 export function overdueRequests(db: Store, agentRun: string, serverLabel: string, now = new Date()) {
   return (

@@ -1,0 +1,146 @@
+// An approval covers the epoch its request named and nothing later, whatever its mode. A real
+// gateway in front of the revisioned fixture with `--on-change restart`; the server is rebuilt
+// with a byte-identical tool list (a new execution epoch, the same catalog) while a human has not
+// decided yet; the human then approves with the real CLI, for this call or for the session. Two
+// timings: the call is still waiting when the human approves, or its hold ended first and the
+// agent retries the same call under the new epoch. Either way the call is refused
+// authorization_stale naming both epochs and the tool, and the server of either epoch never
+// receives the call.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function refusal(e: unknown) {
+  return e as { code: number; message: string; data: Record<string, unknown> };
+}
+
+async function epochNow(stateDir: string): Promise<string> {
+  const r = await runCli(["status", "--json", "--state-dir", stateDir]);
+  return (JSON.parse(r.stdout).gateways as { epoch: string }[])[0]!.epoch;
+}
+
+async function activeGrants(stateDir: string): Promise<unknown[]> {
+  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
+  return JSON.parse(r.stdout).grants as unknown[];
+}
+
+async function setup(holdMs: number) {
+  const stateDir = newStateDir();
+  const project = makeProject("B");
+  cleanup.push(() => project.cleanup());
+  const gw = await startInventory(project, ["--on-change", "restart", "--approval-timeout", String(holdMs)], {
+    stateDir,
+    credentials: true,
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { stateDir, project, gw };
+}
+
+/** Rebuilds to revision C (the same tool list, other code) and waits for the gateway's new epoch. */
+async function replaceServer(
+  project: { rebuild(r: "C"): void },
+  gw: { waitForStderr(re: RegExp, ms?: number): Promise<string> },
+  stateDir: string,
+  before: string,
+): Promise<string> {
+  project.rebuild("C");
+  await gw.waitForStderr(
+    new RegExp(`new execution epoch: pid=\\d+ epoch=\\S+ \\(was ${before}; restart\\)`),
+    15_000,
+  );
+  const now = await epochNow(stateDir);
+  expect(now).not.toBe(before);
+  return now;
+}
+
+/** `portcullis approve ID --for …` after the epoch ended. */
+async function approveLate(stateDir: string, id: string, forWhat: "call" | "session") {
+  const r = await decideByCli(stateDir, "approve", id, "--for", forWhat);
+  expect(r.stdout).toMatch(
+    new RegExp(`approved ${id}: grant \\S+ \\(${forWhat === "call" ? "per-call" : "session"}`),
+  );
+}
+
+function expectStale(e: unknown, old: string, now: string) {
+  const stale = refusal(e);
+  expect(stale.code).toBe(-32051);
+  expect(stale.data).toEqual({
+    error: "authorization_stale",
+    reason: "server execution epoch changed",
+    retry: "refresh tool metadata and request authorization",
+    approvedEpoch: old,
+    currentEpoch: now,
+    changedTools: ["adjust_inventory"],
+  });
+}
+
+const ARGS = { sku: "S-1", warehouse: "W", delta: 1 };
+
+describe("an approval given after the server was replaced covers nothing", () => {
+  for (const forWhat of ["call", "session"] as const) {
+    it(`the call waits when the human approves --for ${forWhat}: it is refused authorization_stale`, async () => {
+      const { stateDir, project, gw } = await setup(40_000);
+      const old = await epochNow(stateDir);
+      const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
+      const req = await nextRequest(stateDir);
+      expect(req.executionEpoch).toBe(old);
+
+      const now = await replaceServer(project, gw, stateDir, old);
+      await approveLate(stateDir, req.request, forWhat);
+
+      expectStale(await call, old, now);
+      // nothing ran, under either epoch, and nothing was asked of a human in its place
+      expect(project.records()).toEqual([]);
+      expect(await pending(stateDir)).toEqual([]);
+      expect(await activeGrants(stateDir)).toEqual([]);
+    });
+
+    it(`the request outlives the call, approved --for ${forWhat}: the retry is refused authorization_stale, once`, async () => {
+      const { stateDir, project, gw } = await setup(1_000);
+      const old = await epochNow(stateDir);
+      const first = refusal(
+        await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e),
+      );
+      expect(first.data.error).toBe("approval_timeout");
+      const req = await nextRequest(stateDir);
+      expect(req.executionEpoch).toBe(old);
+
+      const now = await replaceServer(project, gw, stateDir, old);
+      await approveLate(stateDir, req.request, forWhat);
+
+      // the agent retries the same call: told the server changed, not that nobody approved
+      expectStale(
+        await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e),
+        old,
+        now,
+      );
+      expect(project.records()).toEqual([]);
+      expect(await activeGrants(stateDir)).toEqual([]);
+
+      // told once: the next retry asks a human for the new epoch
+      const again = refusal(
+        await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e),
+      );
+      expect(again.data.error).toBe("approval_timeout");
+      const asked = await pending(stateDir);
+      expect(asked.map((p) => [p.request, p.executionEpoch])).toEqual([[again.data.approvalRequest, now]]);
+      expect(project.records()).toEqual([]);
+
+      // approved under the epoch it names, it is no late approval, and the new code runs the call
+      await decideByCli(stateDir, "approve", String(again.data.approvalRequest), "--for", forWhat);
+      const done = await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS });
+      expect(done.isError).toBeFalsy();
+      expect(project.records().map((r) => [r.revision, r.args.delta])).toEqual([["C", 1]]);
+    });
+  }
+});
