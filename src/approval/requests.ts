@@ -13,6 +13,7 @@ import {
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
+import { epochMovedOn } from "./serverEpoch.js";
 
 /** What the human is shown before deciding (stored with the request, rendered by the CLI). */
 export interface Review {
@@ -363,6 +364,11 @@ export interface DecisionResult {
   request: ApprovalRequest;
   /** the grant an approval created (null for a denial) */
   grant: Grant | null;
+  /**
+   * The server's current epoch when it is no longer the one the request named (serverEpoch.ts):
+   * an approval is then bound to an epoch that ended, and covers nothing. null otherwise.
+   */
+  epochMovedOn: string | null;
 }
 
 /**
@@ -492,7 +498,7 @@ export function decideRequest(
           `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
              decision_signature = ? WHERE request = ?`,
         ).run(now, by, decision.reason ?? null, signature, id);
-        return { request: getRequest(db, id)!, grant: null };
+        return { request: getRequest(db, id)!, grant: null, epochMovedOn: null };
       }
       const grant = grantFor(req, decision.for, grantId, now);
       const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
@@ -524,7 +530,7 @@ export function decideRequest(
         `UPDATE approval_requests SET state = 'approved', decided_at = ?, decided_by = ?, decision_for = ?, grant_id = ?
          WHERE request = ?`,
       ).run(now, by, decision.for, grant.grant, id);
-      return { request: getRequest(db, id)!, grant };
+      return { request: getRequest(db, id)!, grant, epochMovedOn: epochMovedOn(db, req.executionEpoch) };
     })
     .immediate();
 }

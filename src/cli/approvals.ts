@@ -12,6 +12,7 @@ import {
   pendingRequests,
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
+import { epochMovedOn } from "../approval/serverEpoch.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { KeyringError, KeyringMissingError, WrongPassphraseError } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -49,6 +50,9 @@ Shows the request's review, asks for the passphrase, then approves.
   --for call      this one call only; never remembered (the only choice for
                   tools in per-call mode)
   --verbose       the full review, with the whole process chain (also --chain)
+
+An approval is bound to the execution epoch its request named: when the server
+was replaced since, approve says so, and the approval covers nothing.
 
 ${PASSPHRASE_HELP}
 The passphrase is never accepted as an argument.`,
@@ -311,6 +315,9 @@ async function approve(
     );
   }
   if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
+  // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
+  const movedBefore = epochMovedOn(db, req.executionEpoch);
+  if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
   process.stdout.write(
     scope === "session"
       ? `Approving for this agent run and execution epoch (until the run ends or the server changes).\n`
@@ -319,11 +326,27 @@ async function approve(
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
   const reviewed = reviewDigest((shown ?? req).review);
-  const { grant } = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer);
-  process.stdout.write(
-    `approved ${id}: grant ${grant!.grant} (${grant!.mode}, until ${grant!.expiresWhen})\n`,
-  );
+  const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer);
+  const grant = decided.grant!;
+  process.stdout.write(`approved ${id}: grant ${grant.grant} (${grant.mode}, until ${grant.expiresWhen})\n`);
+  // The epoch may have ended while the passphrase was typed: what was decided is what counts.
+  if (decided.epochMovedOn) {
+    process.stdout.write(
+      `it covers nothing: it is bound to execution epoch ${req.executionEpoch}, which is no longer the server's ` +
+        `(now ${decided.epochMovedOn}); the call it approved is refused as stale (authorization_stale), ` +
+        `and a call under the new epoch needs a new approval\n`,
+    );
+  }
   return EXIT_OK;
+}
+
+/** The warning shown before approving a request whose epoch the server has left. */
+function epochEndedNote(req: ApprovalRequest, now: string): string {
+  return (
+    `Note: this request was made under execution epoch ${req.executionEpoch}; the server has been ` +
+    `replaced since (its epoch is now ${now}). An approval is bound to the epoch its request named, ` +
+    `so approving it covers nothing under the new epoch: the call is refused as stale.`
+  );
 }
 
 async function deny(

@@ -120,7 +120,7 @@ export function decisionForm(
 
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
 export function reviewCard(
-  given: ApprovalRequest & { waiting?: boolean },
+  given: ApprovalRequest & { waiting?: boolean; epochMovedOn?: string | null },
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
@@ -131,10 +131,16 @@ export function reviewCard(
     <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${r.tool.name}</a></h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
-      } · asked ${r.createdAt} · expires ${r.expiresAt}</p></header>
+      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
     ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : decided(req)}
   </article>`;
+}
+
+/** An approval is bound to the epoch its request named: once the server left it, it covers nothing. */
+function epochEnded(epoch: string, now: string | null | undefined): Html | string {
+  if (!now) return "";
+  return html`<p class="error" data-testid="epoch-ended">The server was replaced since this request was made: its execution epoch is now <code>${now}</code>, not <code>${epoch}</code>. An approval is bound to the epoch its request named, so it covers nothing now; the call is refused as stale.</p>`;
 }
 
 function decided(req: ApprovalRequest): Html {

@@ -16,6 +16,7 @@ import {
   pendingRequests,
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
+import { epochMovedOn } from "../approval/serverEpoch.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
@@ -230,7 +231,11 @@ async function decide(ctx: RouteContext): Promise<void> {
     refuseWithoutGateway(app, req);
     const result = decideRequest(app.db, id, decision, by(how), proof.signer);
     app.log.info(
-      `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}`,
+      `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}${
+        result.epochMovedOn
+          ? `; its epoch ${req.executionEpoch} ended (now ${result.epochMovedOn}): it covers nothing`
+          : ""
+      }`,
     );
   } catch (e) {
     if (!(e instanceof DecisionError)) throw e;
@@ -396,7 +401,11 @@ export const CONSOLE_ROUTES: Route[] = [
         ctx,
         200,
         `Request ${id}`,
-        requestBody({ ...req, waiting }, ctx.session!.csrf, passkeyDecisionsOf(ctx)),
+        requestBody(
+          { ...req, waiting, epochMovedOn: epochMovedOn(ctx.app.db, req.executionEpoch) },
+          ctx.session!.csrf,
+          passkeyDecisionsOf(ctx),
+        ),
       );
     },
   },

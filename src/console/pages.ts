@@ -97,7 +97,7 @@ export function requestsBody(
 }
 
 export function requestBody(
-  req: ApprovalRequest & { waiting?: boolean },
+  req: ApprovalRequest & { waiting?: boolean; epochMovedOn?: string | null },
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {

@@ -4,10 +4,11 @@
 // decided yet; the human then approves with the real CLI, for this call or for the session. Two
 // timings: the call is still waiting when the human approves, or its hold ended first and the
 // agent retries the same call under the new epoch. Either way the call is refused
-// authorization_stale naming both epochs and the tool, and the server of either epoch never
-// receives the call.
+// authorization_stale naming both epochs and the tool, the CLI says the approval covers nothing,
+// and the server of either epoch never receives the call.
 
 import { afterEach, describe, expect, it } from "vitest";
+import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -63,11 +64,21 @@ async function replaceServer(
   return now;
 }
 
-/** `portcullis approve ID --for …` after the epoch ended. */
-async function approveLate(stateDir: string, id: string, forWhat: "call" | "session") {
+/** `portcullis approve ID --for …` after the epoch ended: it approves, and says it covers nothing. */
+async function approveLate(
+  stateDir: string,
+  id: string,
+  forWhat: "call" | "session",
+  old: string,
+  now: string,
+) {
   const r = await decideByCli(stateDir, "approve", id, "--for", forWhat);
+  expect(r.stdout).toContain(`this request was made under execution epoch ${old}`);
   expect(r.stdout).toMatch(
     new RegExp(`approved ${id}: grant \\S+ \\(${forWhat === "call" ? "per-call" : "session"}`),
+  );
+  expect(r.stdout).toContain(
+    `it covers nothing: it is bound to execution epoch ${old}, which is no longer the server's (now ${now})`,
   );
 }
 
@@ -96,7 +107,7 @@ describe("an approval given after the server was replaced covers nothing", () =>
       expect(req.executionEpoch).toBe(old);
 
       const now = await replaceServer(project, gw, stateDir, old);
-      await approveLate(stateDir, req.request, forWhat);
+      await approveLate(stateDir, req.request, forWhat, old, now);
 
       expectStale(await call, old, now);
       // nothing ran, under either epoch, and nothing was asked of a human in its place
@@ -116,7 +127,15 @@ describe("an approval given after the server was replaced covers nothing", () =>
       expect(req.executionEpoch).toBe(old);
 
       const now = await replaceServer(project, gw, stateDir, old);
-      await approveLate(stateDir, req.request, forWhat);
+      // the console's page of the request says so before anyone decides
+      const c = await startConsoleProcess(stateDir);
+      cleanup.push(() => c.stop());
+      const s = await httpLogin(c.url);
+      const shown = await raw(`${c.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
+      expect(shown.body).toMatch(
+        new RegExp(`data-testid="epoch-ended">[^<]*<code>${now}</code>, not <code>${old}</code>`),
+      );
+      await approveLate(stateDir, req.request, forWhat, old, now);
 
       // the agent retries the same call: told the server changed, not that nobody approved
       expectStale(
@@ -137,7 +156,14 @@ describe("an approval given after the server was replaced covers nothing", () =>
       expect(project.records()).toEqual([]);
 
       // approved under the epoch it names, it is no late approval, and the new code runs the call
-      await decideByCli(stateDir, "approve", String(again.data.approvalRequest), "--for", forWhat);
+      const fresh = await decideByCli(
+        stateDir,
+        "approve",
+        String(again.data.approvalRequest),
+        "--for",
+        forWhat,
+      );
+      expect(fresh.stdout).not.toMatch(/covers nothing|was made under execution epoch/);
       const done = await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS });
       expect(done.isError).toBeFalsy();
       expect(project.records().map((r) => [r.revision, r.args.delta])).toEqual([["C", 1]]);
