@@ -175,12 +175,18 @@ export interface GatewayWithoutRun {
   /** its first record (the server's launch, as a rule) */
   startedAt: string;
   /**
-   * when its server last exited, if no launch came after (the gateway stopped it); null when
-   * no exit is recorded after the last launch (the gateway was killed, or still runs)
+   * when the gateway stopped its server as it ended (server_exited `why: shutdown`, no launch
+   * after it); null when no such end is recorded (the gateway was killed, gave up after a crash
+   * loop, or still runs: a paused one waits for its files to change)
    */
   endedAt: string | null;
-  /** server_exited's `why` (`shutdown` when the gateway stopped), null with endedAt null */
+  /** `shutdown` with endedAt, null with endedAt null */
   endReason: string | null;
+  /**
+   * the last exit of its server that did not end the gateway (a crash, a replacement), when no
+   * launch and no end came after it: what is known of a gateway whose end is not recorded
+   */
+  lastExit: { at: string; why: string | null } | null;
   /** the execution epochs it launched, in order */
   epochs: string[];
 }
@@ -215,6 +221,7 @@ export function gatewaysWithoutRunView(input: Iterable<ViewInput>): GatewayWitho
       startedAt: list[0]!.header.time,
       endedAt: null,
       endReason: null,
+      lastExit: null,
       epochs: [],
     };
     for (const { header, event: e } of list) {
@@ -222,12 +229,18 @@ export function gatewaysWithoutRunView(input: Iterable<ViewInput>): GatewayWitho
       g.server ??= serverOf(e);
       for (const epoch of [e.epoch, e.newEpoch])
         if (typeof epoch === "string" && !g.epochs.includes(epoch)) g.epochs.push(epoch);
-      if (e.type === "server_exited") {
+      // Only a shutdown ends the gateway: after a crash it respawns, or (under a file watcher)
+      // pauses until the server's files change, still running with no record to say so.
+      if (e.type === "server_exited" && e.why === "shutdown") {
         g.endedAt = header.time;
-        g.endReason = str(e.why);
+        g.endReason = "shutdown";
+        g.lastExit = null;
+      } else if (e.type === "server_exited") {
+        g.lastExit = { at: header.time, why: str(e.why) };
       } else if (e.type === "server_started" || e.type === "server_replaced") {
         g.endedAt = null;
         g.endReason = null;
+        g.lastExit = null;
       }
     }
     out.push(g);

@@ -428,7 +428,12 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
 /** A gateway whose client sent no request: never a run, and never shown as open. */
 function renderIdle(g: GatewayWithoutRun): string {
   const t = (v: unknown) => safeText(String(v));
-  const end = g.endedAt === null ? "? (no exit recorded)" : `${t(g.endedAt)} (${t(g.endReason ?? "exited")})`;
+  const end =
+    g.endedAt !== null
+      ? `${t(g.endedAt)} (${t(g.endReason ?? "shutdown")})`
+      : g.lastExit !== null
+        ? `? (no end recorded; its server last exited ${t(g.lastExit.at)} (${t(g.lastExit.why ?? "exit")}))`
+        : "? (no exit recorded)";
   return (
     `gateway ${t(g.writer)}${g.pid === null ? "" : ` (pid ${g.pid})`}  server ${t(g.server ?? "-")}  ` +
     `${t(g.startedAt)} → ${end}  no agent run: its client sent no request\n` +

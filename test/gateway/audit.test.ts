@@ -187,6 +187,36 @@ describe("the gateway's audit log", () => {
   });
 });
 
+interface IdleEntry {
+  run: string | null;
+  server: string;
+  lastExit?: unknown;
+}
+
+/**
+ * Waits until `audit sessions --json` shows the gateway labelled `label` as `shown` wants: its
+ * records are written after the lines on stderr that announce them, so a SIGKILL right after a
+ * line could come before them.
+ */
+async function untilAudited(
+  stateDir: string,
+  label: string,
+  shown: (e: IdleEntry) => boolean,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      return (
+        r.code === 0 && (JSON.parse(r.stdout) as IdleEntry[]).some((e) => e.server === label && shown(e))
+      );
+    },
+    20_000,
+    `the audit to show gateway ${label}`,
+  );
+}
+
 /**
  * `portcullis run` whose client never sends a request: started, left until it serves, then its
  * input closed (`end`: it stops by itself) or the gateway SIGKILLed (`kill`: nothing written after).
@@ -203,9 +233,32 @@ async function gatewayWithoutRequest(stateDir: string, label: string, how: "end"
   const exited = new Promise<number | null>((res) => child.on("close", (code) => res(code)));
   await waitFor(() => /serving .* epoch=/.test(stderr), 20_000, `gateway ${label} to serve`);
   if (how === "end") child.stdin.end();
-  else child.kill("SIGKILL");
+  else {
+    await untilAudited(stateDir, label, () => true);
+    child.kill("SIGKILL");
+  }
   const code = await exited;
   if (how === "end") expect(code, stderr).toBe(0);
+}
+
+/**
+ * `portcullis run` of a server that exits at once, whose client sends nothing: its crashes do not
+ * end the gateway (it pauses, waiting for the server's files to change); it is then SIGKILLed.
+ */
+async function gatewayPaused(stateDir: string, label: string): Promise<void> {
+  const child = spawn(NODE, [CLI, "run", "--label", label, "--", NODE, "-e", "process.exit(3)"], {
+    env: hostEnv({ PORTCULLIS_HOME: stateDir }),
+    stdio: ["pipe", "ignore", "pipe"], // its input stays open: the client is still there
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+  });
+  const exited = new Promise<number | null>((res) => child.on("close", (c) => res(c)));
+  await waitFor(() => /supervision paused/.test(stderr), 30_000, `gateway ${label} to pause`);
+  await untilAudited(stateDir, label, (e) => e.lastExit !== null && e.lastExit !== undefined);
+  child.kill("SIGKILL");
+  await exited;
 }
 
 describe("gateways whose client sent no request", () => {
@@ -213,6 +266,7 @@ describe("gateways whose client sent no request", () => {
     const stateDir = newStateDir();
     await gatewayWithoutRequest(stateDir, "quiet", "end");
     await gatewayWithoutRequest(stateDir, "killed", "kill");
+    await gatewayPaused(stateDir, "crashy");
     const gw = await startGateway({
       args: ["--label", "used", "--approval", "none", "--", ...fixtureCommand("echo")],
       stateDir,
@@ -231,6 +285,10 @@ describe("gateways whose client sent no request", () => {
     expect(text.stdout).toMatch(
       /^gateway \S+ \(pid \d+\) {2}server killed {2}\S+ → \? \(no exit recorded\) {2}no agent run/m,
     );
+    // its server's crashes did not end it: only what is known is said, never an end
+    expect(text.stdout).toMatch(
+      /^gateway \S+ \(pid \d+\) {2}server crashy {2}\S+ → \? \(no end recorded; its server last exited \S+Z \(exit\)\) {2}no agent run/m,
+    );
 
     const json = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
       env: passphraseEnv(),
@@ -241,6 +299,7 @@ describe("gateways whose client sent no request", () => {
       ["used", false],
       ["quiet", true],
       ["killed", true],
+      ["crashy", true],
     ]);
     expect(entries[0]).toMatchObject({ calls: 1, endedAt: expect.any(String) });
     expect(entries[1]).toEqual({
@@ -251,9 +310,23 @@ describe("gateways whose client sent no request", () => {
       startedAt: expect.any(String),
       endedAt: expect.any(String),
       endReason: "shutdown",
+      lastExit: null,
       epochs: [expect.any(String)],
     });
-    expect(entries[2]).toMatchObject({ run: null, server: "killed", endedAt: null, endReason: null });
+    expect(entries[2]).toMatchObject({
+      run: null,
+      server: "killed",
+      endedAt: null,
+      endReason: null,
+      lastExit: null,
+    });
+    expect(entries[3]).toMatchObject({
+      run: null,
+      server: "crashy",
+      endedAt: null,
+      endReason: null,
+      lastExit: { at: expect.any(String), why: "exit" },
+    });
   });
 });
 
