@@ -352,8 +352,9 @@ export async function serve(
     await supervisor.start();
   } catch (e) {
     // the client left (or a signal came) while the server was being started: the launch was
-    // given up for the shutdown under way, which ends the gateway with its own code
-    if (ending) {
+    // given up for the shutdown under way, which ends the gateway with its own code (a launch
+    // that failed on its own is still reported, client gone or not)
+    if (ending && e instanceof LaunchError && e.abandoned) {
       clearInterval(heartbeat);
       return await done;
     }

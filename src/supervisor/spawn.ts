@@ -3,6 +3,13 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 
 export class LaunchError extends Error {
   override name = "LaunchError";
+  /** true: the launch was given up because the gateway is shutting down, not because it failed */
+  constructor(
+    message: string,
+    readonly abandoned = false,
+  ) {
+    super(message);
+  }
 }
 
 /** What a spawn needs: the launch spec's process part. */

@@ -160,7 +160,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     saveQuietly(cache);
     if (this.stopping) {
       await discard(started);
-      throw new LaunchError("the gateway is shutting down");
+      throw new LaunchError("the gateway is shutting down", true);
     }
     const child = await started.spawned;
     const epoch = ulid();
