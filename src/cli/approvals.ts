@@ -14,7 +14,12 @@ import {
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
 import type { DecisionSigner } from "../keyring/approver.js";
-import { KeyringError, KeyringMissingError, WrongPassphraseError } from "../keyring/keyring.js";
+import {
+  KeyringError,
+  KeyringMissingError,
+  KeyringTamperedError,
+  WrongPassphraseError,
+} from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
@@ -96,8 +101,13 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
     if (e instanceof UsageError || e instanceof PassphraseError || e instanceof KeyringMissingError) {
       return fail(EXIT_USAGE, e.message);
     }
-    // A wrong passphrase, an approver key that is not the pinned one: a check failed (README).
-    if (e instanceof WrongPassphraseError || e instanceof ApproverKeyMismatchError)
+    // A wrong passphrase, a keyring whose parts were changed, an approver key that is not the
+    // pinned one: a check failed (README).
+    if (
+      e instanceof WrongPassphraseError ||
+      e instanceof KeyringTamperedError ||
+      e instanceof ApproverKeyMismatchError
+    )
       return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
     // A keyring that cannot be used is the environment's problem, as for every command (README).
     if (e instanceof KeyringError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);

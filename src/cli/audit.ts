@@ -28,6 +28,7 @@ import { safeText } from "../catalog/text.js";
 import {
   KeyringError,
   KeyringMissingError,
+  KeyringTamperedError,
   keyringExists,
   unlockKeyring,
   WrongPassphraseError,
@@ -107,7 +108,8 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof AuditChainError ||
       err instanceof AuditOpenError ||
       err instanceof ApproverKeyMismatchError ||
-      err instanceof WrongPassphraseError
+      err instanceof WrongPassphraseError ||
+      err instanceof KeyringTamperedError
     ) {
       process.stderr.write(`portcullis audit: ${err.message}.\n`);
       return 1;

@@ -478,7 +478,9 @@ async function guarded(name: string, body: () => Promise<number>): Promise<numbe
     return await body();
   } catch (e) {
     if (e instanceof UsageError) throw e;
-    const wrong = (e as Error).name === "WrongPassphraseError";
+    // a wrong passphrase, or a keyring whose parts were changed: a check that failed (README)
+    const wrong =
+      (e as Error).name === "WrongPassphraseError" || (e as Error).name === "KeyringTamperedError";
     if (e instanceof VaultError || e instanceof KeyringError || e instanceof PassphraseError) {
       process.stderr.write(`portcullis ${name}: ${(e as Error).message}.\n`);
       return wrong ? EXIT_CHECK_FAILED : 2;

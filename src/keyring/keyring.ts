@@ -96,6 +96,14 @@ export class WrongPassphraseError extends KeyringError {
 export class KeyringDamagedError extends KeyringError {
   override name = "KeyringDamagedError";
 }
+/**
+ * The passphrase opened the keyring, but a part of it does not match the rest: a public half
+ * changed, a wrapped key swapped. Something was changed: a check that failed (exit 1), as a wrong
+ * passphrase is, where a keyring that cannot be read at all is the environment's (exit 2).
+ */
+export class KeyringTamperedError extends KeyringDamagedError {
+  override name = "KeyringTamperedError";
+}
 
 interface Wrapped {
   alg: typeof WRAP_ALG;
@@ -295,7 +303,7 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   privateRaw.fill(0);
   const derivedPublic = rawX25519PublicKey(createPublicKey(auditPrivateKey)).toString("base64url");
   if (derivedPublic !== file.audit.publicKey) {
-    throw new KeyringDamagedError(`${path}: the audit public key does not match its private half`);
+    throw new KeyringTamperedError(`${path}: the audit public key does not match its private half`);
   }
   let signer: DecisionSigner | null = null;
   if (file.approver) {
@@ -308,7 +316,7 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
     signer = mintSigner(approverRaw);
     approverRaw.fill(0);
     if (signer.publicKeyRaw.toString("base64url") !== file.approver.publicKey) {
-      throw new KeyringDamagedError(`${path}: the approver public key does not match its private half`);
+      throw new KeyringTamperedError(`${path}: the approver public key does not match its private half`);
     }
   }
   return { keyId: file.audit.keyId, dataKey, auditPrivateKey, signer };
@@ -445,12 +453,16 @@ function wrap(key: Buffer, plain: Buffer, aad: Buffer): Wrapped {
   return { alg: WRAP_ALG, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") };
 }
 
-/** A key sealed under the data key: a tag failure here means the file was damaged or edited. */
+/**
+ * A key sealed under the data key, which the passphrase already opened: a tag failure here means
+ * the file was edited (a public half changed, a wrapped key swapped), or damaged in a way that
+ * left the data key whole.
+ */
 function unwrapOrDamaged(key: Buffer, w: Wrapped, aad: Buffer, damaged: string): Buffer {
   try {
     return unwrap(key, w, aad);
   } catch {
-    throw new KeyringDamagedError(damaged);
+    throw new KeyringTamperedError(damaged);
   }
 }
 
