@@ -11,6 +11,7 @@ import type { Store } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink } from "./events.js";
+import { PACE, RelistPace } from "./relistPace.js";
 
 export interface CatalogSyncPorts {
   label: string;
@@ -25,6 +26,12 @@ export interface CatalogSyncPorts {
   settle(gen: Generation): void;
   /** the served revision changed from `before` to `after`: the client must be told */
   changed(before: number, after: number): void;
+  /**
+   * A fetch of `gen` that was not a re-list ended (its first catalog came, or failed to): what
+   * waits for that catalog can be answered now, not only once the fetches coalesced after it end
+   * (under a list_changed flood they never do).
+   */
+  fetched(gen: Generation): void;
 }
 
 const MAX_PAGES = 1000;
@@ -56,6 +63,10 @@ export class CatalogSync {
   private queued: { gen: Generation; serverHasTools: boolean } | null = null;
   /** the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS) */
   private failed: { gen: Generation; message: string; at: number } | null = null;
+  /** how fast re-lists of one generation may record revisions (see relistPace.ts) */
+  private readonly pace = new RelistPace<Generation>();
+  /** ends the wait of a paced re-list early: another generation needs its catalog */
+  private wake: (() => void) | null = null;
 
   constructor(private readonly p: CatalogSyncPorts) {}
 
@@ -94,17 +105,24 @@ export class CatalogSync {
   /** The catalog of an old epoch says nothing about the new code. */
   invalidate(): void {
     this.fetchedFrom = null;
+    this.wake?.();
   }
 
   /**
    * Fetches `gen`'s tool list and makes it the served snapshot. Re-lists are
    * coalesced: one fetch in flight, at most one queued after it (the latest
-   * generation asked for), however many times this is called meanwhile.
+   * generation asked for), however many times this is called meanwhile; and paced
+   * (relistPace.ts): a re-list that would come too soon after others that each found a
+   * new revision waits, still coalescing, and a generation that spent its budget of
+   * revisions is not re-listed again.
    * Resolves true for the call that ran the fetches, false for a coalesced one.
    */
   async refresh(gen: Generation, serverHasTools: boolean): Promise<boolean> {
+    if (this.isRelist(gen) && this.pace.stoppedFor(gen)) return false;
     if (this.refreshing) {
       this.queued = { gen, serverHasTools };
+      // a new generation's first fetch never waits behind the pacing of an old one
+      if (!this.isRelist(gen)) this.wake?.();
       return false;
     }
     this.refreshing = true;
@@ -112,7 +130,12 @@ export class CatalogSync {
       let next: { gen: Generation; serverHasTools: boolean } | null = { gen, serverHasTools };
       while (next) {
         this.queued = null;
-        if (this.p.isCurrent(next.gen)) await this.fetchOnce(next.gen, next.serverHasTools);
+        if (this.isRelist(next.gen)) next = await this.paced(next);
+        if (next && this.p.isCurrent(next.gen)) {
+          const relist = this.isRelist(next.gen);
+          await this.fetchOnce(next.gen, next.serverHasTools);
+          if (!relist && this.queued) this.p.fetched(next.gen);
+        }
         next = this.queued;
       }
     } finally {
@@ -121,12 +144,51 @@ export class CatalogSync {
     return true;
   }
 
+  /** `gen` already has its verified snapshot: fetching it again is a re-list. */
+  private isRelist(gen: Generation): boolean {
+    return this.fetchedFrom === gen && !!this.snapshot;
+  }
+
+  /**
+   * Waits until the pacing lets `want` (a re-list) run. Requests that arrive meanwhile collapse
+   * into it; a request for another generation ends the wait and is run instead. Null when the
+   * re-list is not to run at all (its generation spent its budget, or went away).
+   */
+  private async paced(want: { gen: Generation; serverHasTools: boolean }) {
+    let next = want;
+    for (;;) {
+      if (this.pace.stoppedFor(next.gen)) return null;
+      const wait = this.pace.delayBefore(next.gen);
+      if (wait <= 0) return next;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => this.woken(resolve), wait);
+        timer.unref(); // a paced re-list never keeps an ending gateway alive
+        this.wake = () => {
+          clearTimeout(timer);
+          this.woken(resolve);
+        };
+      });
+      const asked = this.queued;
+      this.queued = null;
+      if (asked) next = asked;
+      if (!this.p.isCurrent(next.gen)) return null;
+      if (!this.isRelist(next.gen)) return next;
+    }
+  }
+
+  private woken(resolve: () => void): void {
+    this.wake = null;
+    resolve();
+  }
+
   private async fetchOnce(gen: Generation, serverHasTools: boolean): Promise<void> {
+    const relist = this.isRelist(gen);
     try {
       const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
       if (!fetched || !this.p.isCurrent(gen)) return;
       this.p.settle(gen);
-      this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+      const changed = this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+      if (relist) this.paceRelist(gen, changed);
       if (this.failed?.gen === gen) this.failed = null;
     } catch (e) {
       const message = (e as Error).message;
@@ -172,7 +234,21 @@ export class CatalogSync {
     return { tools, pages };
   }
 
-  private apply(snap: CatalogSnapshot, gen: Generation): void {
+  /** Counts a re-list of `gen` against its pacing, and says on stderr when the pacing starts or stops it. */
+  private paceRelist(gen: Generation, changed: boolean): void {
+    const turn = this.pace.relisted(gen, changed);
+    if (turn === "paced")
+      this.p.log.status(
+        `the server's tool catalog changed on ${PACE.FREE_CHANGES} re-lists in a row: epoch=${gen.epoch}'s next re-lists wait (from ${PACE.FIRST_DELAY_MS} ms, doubling, up to ${PACE.MAX_DELAY_MS / 1000} s) until its catalog is stable`,
+      );
+    else if (turn === "stopped")
+      this.p.log.status(
+        `the server's tool catalog changed ${PACE.BUDGET} times within ${PACE.WINDOW_MS / 60_000} minutes: portcullis no longer re-lists epoch=${gen.epoch} on its list_changed; calls are judged against revision ${this.revision} until the server is restarted`,
+      );
+  }
+
+  /** Makes `snap` the served snapshot; true when it is a new revision. */
+  private apply(snap: CatalogSnapshot, gen: Generation): boolean {
     const rec = recordRevision(this.p.store, this.p.label, snap, gen.epoch);
     const before = this.revision;
     const served = this.snapshot;
@@ -198,5 +274,6 @@ export class CatalogSync {
       });
     }
     if (before !== null && before !== rec.revision) this.p.changed(before, rec.revision);
+    return rec.changed;
   }
 }

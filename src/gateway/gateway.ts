@@ -132,6 +132,7 @@ export class Gateway {
         this.onCatalogChanged(before, after);
         this.notifyClientListChanged();
       },
+      fetched: (gen) => this.catalogFetched(gen),
     });
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, current });
     this.serverRequests = new ServerRequests({ link, downstream, log, current });
@@ -257,6 +258,11 @@ export class Gateway {
     }
     const ran = await this.catalog.refresh(gen, this.session.serverHasTools());
     if (!ran) return; // coalesced into the fetch under way, which reports when it ends
+    this.catalogFetched(gen);
+  }
+
+  /** A fetch of `gen`'s catalog ended: the state is reported, and held requests are answered. */
+  private catalogFetched(gen: Generation): void {
     if (this.catalog.snapshot && gen === this.gen && this.catalog.freshFor(gen))
       this.servedSnapshot = { epoch: gen.epoch, snapshot: this.catalog.snapshot };
     const v = this.view();

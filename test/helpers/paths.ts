@@ -29,6 +29,8 @@ export const FIXTURES = {
   echo: join(servers, "echo.mjs"),
   /** floods list_changed, big results, big requests, slow answers (clients' habits); FIXTURE_LIST_LOG */
   habits: join(servers, "habits.mjs"),
+  /** a catalog that changes on every list with list_changed without end, or pages without end (FIXTURE_MODE) */
+  unruly: join(servers, "unruly.mjs"),
   /** logs every method it receives to FIXTURE_METHOD_LOG and answers any method, name folded */
   lenient: join(servers, "lenient.mjs"),
   /** logs every line it receives verbatim (FIXTURE_RAW_LOG); writes lines it is given (raw/reply, raw/send) */
