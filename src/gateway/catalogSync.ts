@@ -37,6 +37,16 @@ export interface CatalogSyncPorts {
 const MAX_PAGES = 1000;
 
 /**
+ * What one catalog may hold across all its pages. Every page is kept until the last one came, so
+ * pages that never end (or that are each as large as a message may be) would otherwise grow the
+ * gateway's memory until it aborts. Both are far above any real server's catalog (a few hundred
+ * tools, well under a megabyte); past either, the fetch fails (catalog_unavailable).
+ */
+export const MAX_CATALOG_TOOLS = 10_000;
+/** counted as the JSON text of the tools kept, and of the cursors seen */
+export const MAX_CATALOG_CHARS = 32 * 1024 * 1024;
+
+/**
  * After a failed fetch, how long requests are answered with that failure before the next one
  * tries again: a client that retries at once cannot make the gateway fetch in a tight loop.
  */
@@ -202,6 +212,7 @@ export class CatalogSync {
     const cursors = new Set<string>();
     let cursor: string | undefined;
     let pages = 0;
+    let chars = 0;
     for (;;) {
       const res = await this.p.request(gen, "tools/list", cursor === undefined ? {} : { cursor });
       if (!res) return null;
@@ -219,15 +230,25 @@ export class CatalogSync {
       }
       pages++;
       for (const t of result.tools) {
-        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string")
+        if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") {
+          chars += JSON.stringify(t).length;
           tools.push(t as Tool);
-        else this.p.log.warn("ignored a tool without a name in the server's tools/list");
+        } else this.p.log.warn("ignored a tool without a name in the server's tools/list");
       }
+      if (tools.length > MAX_CATALOG_TOOLS)
+        throw new Error(
+          `the server's tool catalog is too large (over ${MAX_CATALOG_TOOLS} tools after ${pages} pages of tools/list)`,
+        );
+      if (chars > MAX_CATALOG_CHARS)
+        throw new Error(
+          `the server's tool catalog is too large (over ${MAX_CATALOG_CHARS / 1024 / 1024} MiB of tool definitions after ${pages} pages of tools/list)`,
+        );
       if (typeof result.nextCursor !== "string" || result.nextCursor.length === 0) break;
       if (cursors.has(result.nextCursor))
         throw new Error("the server's tools/list pagination loops (a cursor came back)");
       if (pages >= MAX_PAGES)
         throw new Error(`the server's tools/list pagination does not end (over ${MAX_PAGES} pages)`);
+      chars += result.nextCursor.length;
       cursors.add(result.nextCursor);
       cursor = result.nextCursor;
     }
