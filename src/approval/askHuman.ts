@@ -1,4 +1,5 @@
 import { argumentsDigest } from "../audit/events.js";
+import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
@@ -121,7 +122,7 @@ export class HumanAsker {
     if (stale) return { error: stale };
     if (earlier?.state === "pending") {
       id = earlier.request;
-      this.o.log.info(`a retry of ${JSON.stringify(call.tool)} joins approval request ${id}, still pending`);
+      this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
       id = this.newRequest(call, mode, digest);
       this.parts.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
@@ -348,7 +349,7 @@ export class HumanAsker {
       argumentsDigest: digest,
     });
     this.o.log.info(
-      `approval needed for ${JSON.stringify(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
+      `approval needed for ${quotedName(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
         `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,
     );
     return id;

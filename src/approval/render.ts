@@ -1,4 +1,4 @@
-import { displayValue, safeText } from "../catalog/text.js";
+import { displayName, displayValue, isPlainAscii, NOT_ASCII_NOTE, safeText } from "../catalog/text.js";
 import {
   isSecretName,
   REDACTED,
@@ -52,8 +52,9 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   lines.push(`  asked      ${r.createdAt}, expires ${r.expiresAt}`);
   lines.push(`  server     ${t(r.serverLabel)}`);
   lines.push(
-    `  tool       ${t(r.tool.name)}  mode ${r.tool.mode === "per-call" ? "per-call (this call only)" : "session (this run and epoch)"}`,
+    `  tool       ${displayName(r.tool.name)}  mode ${r.tool.mode === "per-call" ? "per-call (this call only)" : "session (this run and epoch)"}`,
   );
+  lines.push(...lookAlikeWarning(r.tool.name));
   lines.push(`  credentials ${r.credentialScope.length ? r.credentialScope.map(t).join(", ") : "(none)"}`);
   if (r.scopeNote) lines.push(`              ${t(r.scopeNote)}`);
   if (r.newDestinations?.length)
@@ -104,10 +105,10 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
       (r.catalog.lastApprovedRevision !== null ? ` (last approved: ${r.catalog.lastApprovedRevision})` : "") +
       (r.catalog.classification ? `  ${r.catalog.classification.toUpperCase()}` : ""),
   );
-  for (const l of r.catalog.rendered.split("\n")) lines.push(`  ${l}`);
+  for (const l of r.catalog.rendered.split("\n")) lines.push(`  ${t(l)}`);
   lines.push("");
   lines.push("the tool as listed now:");
-  for (const l of r.tool.rendered.split("\n")) lines.push(`  ${l}`);
+  for (const l of r.tool.rendered.split("\n")) lines.push(`  ${t(l)}`);
   lines.push(`  ${r.tool.fingerprint}`);
   const since = r.tool.sinceLastGrant;
   if (since) {
@@ -115,7 +116,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     // The catalog diff above already shows the change when this grant was given at its base revision.
     const shownAbove = since.revision === r.catalog.lastApprovedRevision && r.catalog.classification !== null;
     if (since.classification !== "unchanged" && !shownAbove) {
-      for (const l of since.rendered.split("\n")) lines.push(`    ${l}`);
+      for (const l of since.rendered.split("\n")) lines.push(`    ${t(l)}`);
     }
   }
   lines.push("");
@@ -129,9 +130,18 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   return redactText(lines.join("\n"));
 }
 
+/**
+ * The line under the tool line of a review when the name is not printable ASCII: escapes and
+ * quotes make it distinct, but a human who knows a tool by name reads "deploy" in
+ * "deploy\u00ad" or in a Cyrillic "deplоy", so the review says the name needs a second look.
+ */
+function lookAlikeWarning(name: string): string[] {
+  return isPlainAscii(name) ? [] : [`             ! ${NOT_ASCII_NOTE}`];
+}
+
 /** One grant, on a few lines. */
 export function renderGrant(g: ActiveGrant): string {
-  const tools = g.toolScope.map((s) => `${safeText(s.name)} (${s.fingerprint.slice(0, 19)}…)`).join(", ");
+  const tools = g.toolScope.map((s) => `${displayName(s.name)} (${s.fingerprint.slice(0, 19)}…)`).join(", ");
   return [
     `grant ${g.grant}  ${g.mode}  until ${g.expiresWhen}${g.runAlive ? "" : "  (its gateway is gone: unusable)"}`,
     `  run ${g.agentRun}  server ${safeText(g.serverLabel)}  epoch ${g.executionEpoch}  catalog revision ${g.catalogRevision}`,
@@ -218,10 +228,11 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   lines.push(`  who        ${who[0]}`);
   for (const l of who.slice(1)) lines.push(`             ${l}`);
   lines.push(
-    `  tool       ${t(r.tool.name)} on ${t(r.serverLabel)}  (${r.tool.mode === "per-call" ? "per-call: this call only" : "session: this run and epoch"})`,
+    `  tool       ${displayName(r.tool.name)} on ${t(r.serverLabel)}  (${r.tool.mode === "per-call" ? "per-call: this call only" : "session: this run and epoch"})`,
   );
+  lines.push(...lookAlikeWarning(r.tool.name));
   // The tool as listed now: its title/description line and its inputs, with defaults and enums.
-  const toolLines = r.tool.rendered.split("\n");
+  const toolLines = r.tool.rendered.split("\n").map(t);
   const desc = toolLines.slice(1).find((l) => !/^\s*inputs/.test(l) && l.trim() !== "");
   if (desc) lines.push(...capped(desc.length > 110 ? `${desc.slice(0, 109)}…` : desc, 1, "             "));
   const inputsAt = toolLines.findIndex((l) => /^\s*inputs/.test(l));
@@ -248,7 +259,8 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     (r.catalog.lastApprovedRevision !== null ? ` (last approved ${r.catalog.lastApprovedRevision})` : "") +
     (r.catalog.classification ? `: ${r.catalog.classification.toUpperCase()}` : "");
   lines.push(catalogHead);
-  if (r.catalog.classification) lines.push(...capped(r.catalog.rendered, 4, "             "));
+  if (r.catalog.classification)
+    lines.push(...capped(r.catalog.rendered.split("\n").map(t).join("\n"), 4, "             "));
   const since = r.tool.sinceLastGrant;
   if (since && since.classification !== "unchanged") {
     lines.push(`             this tool since its last grant: ${t(since.classification)}`);

@@ -257,21 +257,64 @@ export function sensitiveReasons(name: string, format?: unknown): string[] {
 }
 
 /**
- * Makes untrusted text safe to print on a terminal: control characters, bidirectional overrides
- * and other invisible format characters are written as escapes, so a server cannot move the
- * cursor, recolor the screen or reorder what the human reads.
+ * Characters a human cannot see for what they are: C0 and C1 controls, format characters (bidi
+ * overrides, marks and isolates, zero-width characters, the soft hyphen, Unicode tag characters),
+ * every Default_Ignorable_Code_Point (Hangul fillers, variation selectors, Mongolian free
+ * variation selectors, combining grapheme joiner, …), separators other than the plain space
+ * (line and paragraph separators, no-break and other spaces that look like a space), lone
+ * surrogates, private-use and unassigned code points (drawn as anything, or as the same box).
+ * The `u` flag makes the class match whole code points, so the astral ones (tags at U+E0000…,
+ * variation selectors at U+E0100…) are caught too. The space itself is left alone.
+ */
+const HIDDEN = /(?! )[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Z}\p{Default_Ignorable_Code_Point}]/gu;
+
+/** Replaces every hidden character of `s` with what `mark` makes of its code point. */
+export function markHidden(s: string, mark: (codePoint: number) => string): string {
+  return s.replace(HIDDEN, (c) => mark(c.codePointAt(0)!));
+}
+
+/** `\u00ad` for a code point in the BMP, `\u{e0041}` beyond it. */
+function escapeCodePoint(cp: number): string {
+  const hex = cp.toString(16);
+  return cp > 0xffff ? `\\u{${hex}}` : `\\u${hex.padStart(4, "0")}`;
+}
+
+/**
+ * Makes untrusted text safe to print on a terminal and honest to read: every hidden character
+ * (see `HIDDEN`) is written as an escape, so a server cannot move the cursor, recolor the
+ * screen, reorder what the human reads, or hide a character from them (a soft hyphen, a tag).
  */
 export function safeText(s: string): string {
-  return s.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return markHidden(s, escapeCodePoint);
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what gets escaped
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
+const PLAIN_NAME = /^[A-Za-z0-9_.:/@-]{1,128}$/;
 
-/** A tool or field name for display: bare when plain, JSON-quoted (and escaped) otherwise. */
+/**
+ * A tool or field name for display: bare when plain, otherwise quoted, with `\` and `"` escaped
+ * and every hidden character written as an escape. Two different names never display the same
+ * (the quoted form decodes back to the name), whatever characters a server put in them.
+ */
 export function displayName(name: string): string {
-  return /^[A-Za-z0-9_.:/@-]{1,128}$/.test(name) ? name : safeText(JSON.stringify(name));
+  return PLAIN_NAME.test(name) ? name : quotedName(name);
 }
+
+/** A name always in quotes, escaped as `displayName` escapes it: for a name inside a sentence. */
+export function quotedName(name: string): string {
+  return `"${markHidden(name.replace(/[\\"]/g, "\\$&"), escapeCodePoint)}"`;
+}
+
+/**
+ * Whether a name is printable ASCII only. A name that is not may imitate one the human knows
+ * (a Cyrillic "о" in "deplоy", an accent, a character shown as an escape): reviews say so.
+ */
+export function isPlainAscii(name: string): boolean {
+  return /^[\x20-\x7e]+$/.test(name);
+}
+
+/** The warning a review shows under a tool name that is not printable ASCII only. */
+export const NOT_ASCII_NOTE =
+  "this name is not plain ASCII: it may imitate the name of another tool (check the escapes and letters)";
 
 /** Never throws, whatever `v` is (an object whose toString is not a function, a BigInt, a cycle). */
 export function jsonText(v: unknown): string {

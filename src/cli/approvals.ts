@@ -13,6 +13,7 @@ import {
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
+import { displayName, safeText } from "../catalog/text.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import {
   KeyringError,
@@ -320,7 +321,7 @@ async function approve(
   const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
   if (scope === "session" && req.mode === "per-call") {
     throw new DecisionError(
-      `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
+      `tool ${displayName(req.tool)} of ${safeText(req.serverLabel)} needs a human decision for every call; approve it with --for call`,
       "not-allowed",
     );
   }

@@ -24,7 +24,7 @@ import {
   verifyExport,
   verifyStore,
 } from "../audit/index.js";
-import { safeText } from "../catalog/text.js";
+import { displayName, safeText } from "../catalog/text.js";
 import {
   KeyringError,
   KeyringMissingError,
@@ -368,7 +368,7 @@ async function decrypting(
               a.run ?? "-",
               a.call ?? "-",
               a.server ?? "-",
-              a.tool ?? "-",
+              a.tool === null ? "-" : displayName(a.tool),
               a.epoch ?? "-",
               a.revision === null ? "-" : String(a.revision),
               a.grant ?? "-",

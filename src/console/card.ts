@@ -8,7 +8,7 @@ import { reviewDigest } from "../approval/decision.js";
 import { publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
-import { jsonText } from "../catalog/text.js";
+import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, pre } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
@@ -57,9 +57,10 @@ function whatChanged(r: Review): Html {
 
 function toolPart(r: Review): Html {
   const since = r.tool.sinceLastGrant;
-  return html`<section class="tool"><h3>The tool <code>${r.tool.name}</code> <span class="mode">${
+  return html`<section class="tool"><h3>The tool <code>${displayName(r.tool.name)}</code> <span class="mode">${
     r.tool.mode === "per-call" ? "per-call (every call asks)" : "session"
   }</span></h3>
+    ${isPlainAscii(r.tool.name) ? "" : html`<p class="error" data-testid="not-ascii-name">${NOT_ASCII_NOTE}</p>`}
     ${pre(r.tool.rendered, "tool-text")}
     <p class="digest">${r.tool.fingerprint}</p>
     ${
@@ -128,7 +129,7 @@ export function reviewCard(
   const r = req.review;
   const pending = req.state === "pending";
   return html`<article class="card" ${pending ? html`data-testid="pending-request"` : ""} data-request-id="${req.request}">
-    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${r.tool.name}</a></h2>
+    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${displayName(r.tool.name)}</a></h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>

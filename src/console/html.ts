@@ -1,17 +1,17 @@
+import { markHidden } from "../catalog/text.js";
+
 /**
  * The console's one way of putting text into HTML. Everything a server, an agent or the store
  * provides is untrusted: `escapeHtml` escapes the five HTML metacharacters (so text is inert in
  * element content and in quoted attributes) and marks invisible or reordering characters
- * (controls, bidi overrides and isolates, zero-width characters, BOM) visibly as `⟦U+XXXX⟧`,
- * so a description cannot hide text from the human or reorder what they read.
+ * (controls, bidi overrides and isolates, zero-width and other default-ignorable characters,
+ * Unicode tags) visibly as `⟦U+XXXX⟧`, so a description cannot hide text from the human or
+ * reorder what they read. Tool names are shown as `displayName` gives them, quoted and escaped
+ * like on the terminal, so two different names never look the same.
  *
  * Pages are built with the `html` tag: interpolated values are escaped unless they are already
  * `Html` (built by this module), so forgetting to escape is not possible by construction.
  */
-
-const INVISIBLE =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what gets marked
-  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\ufff9-\ufffb]/g;
 
 const ENTITIES: Record<string, string> = {
   "&": "&amp;",
@@ -21,9 +21,17 @@ const ENTITIES: Record<string, string> = {
   "'": "&#39;",
 };
 
-/** Marks invisible and bidi characters as visible text (⟦U+202E⟧); tabs and newlines stay. */
+/**
+ * Marks invisible and bidi characters as visible text (⟦U+202E⟧): the same class the terminal
+ * views escape (src/catalog/text.ts), so a browser hides nothing a terminal would show. Tabs
+ * and line ends stay: preformatted blocks (a diff, a rendered tool) are laid out with them.
+ */
 export function markInvisible(s: string): string {
-  return s.replace(INVISIBLE, (c) => `⟦U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}⟧`);
+  return markHidden(s, (cp) =>
+    cp === 0x09 || cp === 0x0a || cp === 0x0d
+      ? String.fromCodePoint(cp)
+      : `⟦U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟧`,
+  );
 }
 
 /** The one escape: untrusted text → inert HTML text (content or quoted attribute value). */

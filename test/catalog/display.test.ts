@@ -1,0 +1,126 @@
+// What a server's names and text become on a human's screen: nothing invisible, nothing that
+// reorders, nothing that drives the terminal, and never two different names that print alike.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { displayName, isPlainAscii, quotedName, safeText } from "../../src/catalog/text.js";
+import { markInvisible } from "../../src/console/html.js";
+
+/** Default-ignorable code points, bidi controls, C0 and C1 controls: none may be shown raw. */
+const FORBIDDEN = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\p{Cc}]/u;
+
+/** The characters look-alike names are made of, and the ones an escape is spelled with. */
+const TRICKY = [
+  "\u00ad", // soft hyphen
+  "\u034f", // combining grapheme joiner
+  "\u115f",
+  "\u1160",
+  "\u3164",
+  "\uffa0", // Hangul fillers
+  "\u17b4",
+  "\u17b5",
+  "\u180b",
+  "\u180e",
+  "\u200b",
+  "\u200d",
+  "\u202e",
+  "\u2066",
+  "\u2069",
+  "\u061c",
+  "\ufe0f",
+  "\ufeff",
+  "\u00a0",
+  "\u2028",
+  "\u{e0001}",
+  "\u{e0041}",
+  "\u{e007f}",
+  "\u{e0100}", // tags, a variation selector beyond the BMP
+  "\ud800",
+  "\udfff", // lone surrogates
+  "\u0000",
+  "\u001b",
+  "\u009b",
+  "\u007f",
+  "\\",
+  '"',
+  "u",
+  "{",
+  "}",
+  "0",
+  "a",
+  "d",
+  "e",
+  " ",
+  "\u043e",
+];
+
+/** Any string: raw UTF-16 (lone surrogates included), or made mostly of the tricky characters. */
+const anyString = fc.oneof(
+  fc.string({ unit: "binary", maxLength: 24 }),
+  fc.string({ unit: "binary-ascii", maxLength: 24 }),
+  fc.string({
+    unit: fc.oneof(fc.constantFrom(...TRICKY), fc.string({ unit: "binary", minLength: 1, maxLength: 1 })),
+    maxLength: 12,
+  }),
+);
+
+/** Reads a displayed name back: the inverse of displayName, so two names cannot display alike. */
+function readBack(shown: string): string {
+  if (!shown.startsWith('"')) return shown;
+  return shown
+    .slice(1, -1)
+    .replace(/\\(?:u\{([0-9a-f]+)\}|u([0-9a-f]{4})|(["\\]))/g, (_m, astral, bmp, literal) =>
+      literal !== undefined ? literal : String.fromCodePoint(Number.parseInt(astral ?? bmp, 16)),
+    );
+}
+
+describe("displayed text", () => {
+  it("holds no default-ignorable, bidi control or C0/C1 control character, whatever the input", () => {
+    fc.assert(
+      fc.property(anyString, (s) => {
+        expect(safeText(s)).not.toMatch(FORBIDDEN);
+        expect(displayName(s)).not.toMatch(FORBIDDEN);
+        expect(quotedName(s)).not.toMatch(FORBIDDEN);
+        // the console keeps the tabs and line ends of its preformatted blocks, and nothing else
+        expect(markInvisible(s).replace(/[\t\n\r]/g, "")).not.toMatch(FORBIDDEN);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("two different names never display the same: the displayed form reads back to the name", () => {
+    fc.assert(
+      fc.property(anyString, (s) => {
+        expect(readBack(displayName(s))).toBe(s);
+        expect(readBack(quotedName(s))).toBe(s);
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(anyString, anyString, (a, b) => {
+        if (a !== b) expect(displayName(a)).not.toBe(displayName(b));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("the look-alikes of deploy each display differently, and only deploy is plain ASCII", () => {
+    const names = [
+      "deploy",
+      "deploy\u00ad",
+      "deploy\u{e0041}\u{e0042}",
+      "de\u034fploy",
+      "deploy\ufe0f",
+      "deploy\u3164",
+      "deploy\u180b",
+      "depl\u043ey",
+      "deploy\\u00ad",
+    ];
+    const shown = names.map(displayName);
+    expect(new Set(shown).size).toBe(names.length);
+    expect(shown.slice(0, 3)).toEqual(["deploy", '"deploy\\u00ad"', '"deploy\\u{e0041}\\u{e0042}"']);
+    expect(shown.at(-1)).toBe('"deploy\\\\u00ad"');
+    expect(names.map(isPlainAscii)).toEqual([true, false, false, false, false, false, false, false, true]);
+    expect(safeText("tag twin \u{e0069}\u{e0067}")).toBe("tag twin \\u{e0069}\\u{e0067}");
+    expect(markInvisible("deploy\u{e0041}\u00ad")).toBe("deploy⟦U+E0041⟧⟦U+00AD⟧");
+  });
+});
