@@ -95,7 +95,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     if (remote) {
       lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
       lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
-      lines.push(`  serverInfo ${t(JSON.stringify(remote.serverInfo ?? null))} (the server's own words)`);
+      lines.push(`  serverInfo ${displayValue(remote.serverInfo ?? null, 300)} (the server's own words)`);
     } else if (typeof rec.processId === "number")
       lines.push(`  server pid ${rec.processId}, started ${String(rec.startedAt ?? "?")}`);
   }
@@ -124,7 +124,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   if (r.arguments.length === 0) lines.push("  (none)");
   for (const a of r.arguments) {
     lines.push(
-      `  ${t(a.name)} = ${a.value === null && a.note ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${displayName(a.name)} = ${a.value === null && a.note ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
   return redactText(lines.join("\n"));
@@ -252,7 +252,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   if (remote) {
     lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
     lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
-    lines.push(`  serverInfo ${t(JSON.stringify(remote.serverInfo ?? null))} (the server's own words)`);
+    lines.push(`  serverInfo ${displayValue(remote.serverInfo ?? null, 300)} (the server's own words)`);
   }
   const catalogHead =
     `  catalog    revision ${r.catalog.revision}` +
@@ -275,7 +275,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   r.arguments.slice(0, 6).forEach((a, i) => {
     const value = a.value === null && a.note ? "(hidden)" : displayValue(a.value, 120);
     lines.push(
-      `  ${i === 0 ? "arguments  " : "           "}${t(a.name)} = ${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)} = ${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   });
   if (r.arguments.length > 6) lines.push(`             … ${r.arguments.length - 6} more: --verbose`);

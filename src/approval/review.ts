@@ -1,7 +1,7 @@
 import canonicalize from "canonicalize";
 import { diffCatalogs, getRevision, renderDiff, type Tool } from "../catalog/index.js";
 import { describeField } from "../catalog/schema.js";
-import { displayName, displayValue, safeText } from "../catalog/text.js";
+import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
 import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { changedParts, type ExecutionRecord } from "../identity/index.js";
@@ -210,7 +210,7 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
   if (!def) return `${displayName(name)} (not in the current catalog)`;
   const lines: string[] = [];
   const title = own(def, "title");
-  lines.push(`${displayName(name)}${typeof title === "string" ? ` — ${safeText(title)}` : ""}`);
+  lines.push(`${displayName(name)}${typeof title === "string" ? ` — ${safeText(clip(title, 200))}` : ""}`);
   const desc = own(def, "description");
   if (typeof desc === "string" && desc.trim() !== "") {
     const text = desc.length > 1200 ? `${desc.slice(0, 1200)}… (${desc.length - 1200} more chars)` : desc;

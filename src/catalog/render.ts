@@ -4,7 +4,7 @@
  * terminal it is shown on.
  */
 import { describeField, isObj, own } from "./schema.js";
-import { displayName, displayValue, safeText } from "./text.js";
+import { clip, displayName, displayValue, firstOf, safeText } from "./text.js";
 import type { CatalogDiff, CatalogSnapshot, DiffEntry, FieldChange, Tool } from "./types.js";
 
 const KIND: Record<DiffEntry["kind"], string> = {
@@ -13,14 +13,21 @@ const KIND: Record<DiffEntry["kind"], string> = {
   modified: "~ modified",
 };
 
+/**
+ * Longest path, change and detail text of a field line. Keys and keywords are the server's and
+ * may be of any length; the schema summaries already shorten what they quote, this bounds the rest.
+ */
+const PATH_SHOWN = 200;
+const DETAIL_SHOWN = 600;
+
 function fieldLine(c: FieldChange): string[] {
   const redundant = c.path === "" || (c.change.startsWith(c.path) && !c.path.includes("."));
-  const where = redundant ? "" : `${safeText(c.path)}: `;
-  let line = `      [${c.classification}] ${where}${safeText(c.change)}`;
+  const where = redundant ? "" : `${safeText(clip(c.path, PATH_SHOWN))}: `;
+  let line = `      [${c.classification}] ${where}${safeText(clip(c.change, PATH_SHOWN))}`;
   if (c.sensitive && c.sensitive.length > 0) line += ` [sensitive: ${c.sensitive.join(", ")}]`;
   if (c.newEffects && c.newEffects.length > 0) line += ` [new effects: ${c.newEffects.join(", ")}]`;
   const lines = [line];
-  if (c.detail) lines.push(`          ${safeText(c.detail)}`);
+  if (c.detail) lines.push(`          ${safeText(clip(c.detail, DETAIL_SHOWN))}`);
   const textual = typeof c.before === "string" || typeof c.after === "string";
   const isHead = c.change === "tool added" || c.change === "tool removed";
   if (isHead) {
@@ -123,11 +130,11 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
       (cov.complete ? " (complete)" : " (INCOMPLETE: not every page was fetched)"),
   ];
   if (cov.duplicateNames.length > 0) {
-    lines.push(`  duplicate names (first kept): ${cov.duplicateNames.map(displayName).join(", ")}`);
+    lines.push(`  duplicate names (first kept): ${firstOf(cov.duplicateNames, 20, displayName)}`);
   }
   if (cov.invalid.length > 0) {
     lines.push(
-      `  dropped entries: ${cov.invalid.map((i) => `#${i.index} ${safeText(i.reason)}`).join("; ")}`,
+      `  dropped entries: ${firstOf(cov.invalid, 20, (i) => `#${i.index} ${safeText(clip(i.reason, 200))}`, "; ")}`,
     );
   }
   for (const t of s.tools) lines.push(...toolLines(t, s.byName.get(t.name)?.fingerprint));

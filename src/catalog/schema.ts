@@ -10,7 +10,7 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
-import { isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
+import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
 
 /** Deeper than this, two different subschemas are reported as one unexplained change. */
@@ -45,6 +45,11 @@ function lastSegment(path: string): string {
   }
 }
 
+/** The property a path ends in, as a summary line names it (shortened: a key may be huge). */
+function fieldName(path: string): string {
+  return clip(lastSegment(path), NAME_SHOWN);
+}
+
 function push(
   out: FieldChange[],
   path: string,
@@ -69,15 +74,31 @@ function shortJson(v: unknown, max = 80): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
 
-function enumText(values: unknown[]): string {
-  return values
-    .map((v) => (typeof v === "string" && /^[\w.:/@-]+$/.test(v) ? v : shortJson(v, 40)))
-    .join("|");
+/** A server's word (an enum value, a format, a type): bare when short and plain, else short JSON. */
+function shortWord(v: unknown, max = 40): string {
+  return typeof v === "string" && v.length <= max && /^[\w.:/@-]+$/.test(v) ? v : shortJson(v, max);
 }
 
+/**
+ * Enum values shown in one line; the rest are counted. A server may list thousands, and what a
+ * human needs is that the set changed and by how much, not every value on one line.
+ */
+const ENUM_SHOWN = 12;
+
+function enumText(values: unknown[]): string {
+  return firstOf(values, ENUM_SHOWN, (v) => shortWord(v), "|");
+}
+
+/**
+ * A property name inside a summary line: a server may make it as long as it likes. Above what
+ * displayName gives for a long name, so a name it already shortened is not cut again.
+ */
+const NAME_SHOWN = 200;
+
 function typeText(t: unknown): string | undefined {
-  if (typeof t === "string") return t;
-  if (Array.isArray(t) && t.every((x) => typeof x === "string")) return t.join("|");
+  if (typeof t === "string") return shortWord(t, 20);
+  if (Array.isArray(t) && t.every((x) => typeof x === "string"))
+    return firstOf(t, 8, (x) => shortWord(x, 20), "|");
   return undefined;
 }
 
@@ -95,13 +116,13 @@ export function describeField(name: string, schema: unknown, required?: boolean)
     if (t) bits.push(t);
     if (own(schema, "$ref") !== undefined) bits.push(`$ref ${shortJson(own(schema, "$ref"), 60)}`);
     const fmt = own(schema, "format");
-    if (typeof fmt === "string") bits.push(`format ${fmt}`);
+    if (typeof fmt === "string") bits.push(`format ${shortWord(fmt, 60)}`);
     if (Object.hasOwn(schema, "default")) bits.push(`default ${shortJson(schema.default)}`);
     if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(schema.const)}`);
     const props = own(schema, "properties");
     if (isObj(props)) {
       const names = Object.keys(props);
-      bits.push(`{${names.slice(0, 8).join(", ")}${names.length > 8 ? ", …" : ""}}`);
+      bits.push(`{${firstOf(names, 8, (n) => clip(String(n), 40), ", ")}}`);
     }
     const items = own(schema, "items");
     if (isObj(items)) {
@@ -109,7 +130,7 @@ export function describeField(name: string, schema: unknown, required?: boolean)
       if (it) bits.push(`items ${it}`);
     }
   }
-  let line = `${name}: ${bits.join(", ") || "any value"}`;
+  let line = `${clip(name, NAME_SHOWN)}: ${bits.join(", ") || "any value"}`;
   const en = own(schema, "enum");
   if (Array.isArray(en)) line += ` (enum ${enumText(en)})`;
   if (required) line += " (required)";
@@ -277,7 +298,7 @@ function diffType(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   if (sameJson(av, bv)) return;
   const ta = typeSet(av);
   const tb = typeSet(bv);
-  const name = lastSegment(path);
+  const name = fieldName(path);
   if (ta.kind === "junk" || tb.kind === "junk") {
     push(out, path, "type changed (unrecognized)", "expands", av, bv);
     return;
@@ -394,7 +415,7 @@ function diffEnum(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const ea = own(a, "enum");
   const eb = own(b, "enum");
   if (sameJson(ea, eb)) return;
-  const name = lastSegment(path);
+  const name = fieldName(path);
   if ((ea !== undefined && !Array.isArray(ea)) || (eb !== undefined && !Array.isArray(eb))) {
     push(out, path, "enum changed (unrecognized)", "expands", ea, eb);
     return;
@@ -445,7 +466,7 @@ function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const hasA = Object.hasOwn(a, "default");
   const hasB = Object.hasOwn(b, "default");
   if (!hasA && !hasB) return;
-  const name = lastSegment(path);
+  const name = fieldName(path);
   const en = own(b, "enum");
   const enumNote = Array.isArray(en) ? ` (enum ${enumText(en)})` : "";
   if (hasA && hasB) {
@@ -480,7 +501,7 @@ function diffBound(
   if (sameJson(av, bv)) return;
   const okA = av === undefined || (typeof av === "number" && Number.isFinite(av));
   const okB = bv === undefined || (typeof bv === "number" && Number.isFinite(bv));
-  const detail = { detail: `${lastSegment(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
+  const detail = { detail: `${fieldName(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
   if (!okA || !okB) {
     push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
     return;
@@ -521,7 +542,7 @@ function diffPatternOrFormat(
   const av = own(a, k);
   const bv = own(b, k);
   if (sameJson(av, bv)) return;
-  const detail = { detail: `${lastSegment(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
+  const detail = { detail: `${fieldName(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
   if ((av !== undefined && typeof av !== "string") || (bv !== undefined && typeof bv !== "string")) {
     push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
   } else if (av === undefined) push(out, path, `${k} tightened (added)`, "narrows", av, bv, detail);

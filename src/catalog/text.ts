@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * Text rules used by the diff: when is a text change provably cosmetic, which effect verbs a new
  * description names, which input names look like destinations, selectors or secrets.
@@ -299,9 +301,40 @@ export function displayName(name: string): string {
   return PLAIN_NAME.test(name) ? name : quotedName(name);
 }
 
-/** A name always in quotes, escaped as `displayName` escapes it: for a name inside a sentence. */
+/** Longer names are shown by their start, their length and a digest of the whole. */
+const NAME_SHOWN = 128;
+
+/**
+ * A name always in quotes, escaped as `displayName` escapes it: for a name inside a sentence.
+ * A name longer than NAME_SHOWN characters (a server may send megabytes) is shown by its start,
+ * its length and a digest of the whole name, so the line stays short and two long names that
+ * share their start still display differently.
+ */
 export function quotedName(name: string): string {
-  return `"${markHidden(name.replace(/[\\"]/g, "\\$&"), escapeCodePoint)}"`;
+  if (name.length <= NAME_SHOWN) return `"${escapeName(name)}"`;
+  // never cut a surrogate pair in two: the escape would show a character the name does not have
+  const end = /[\ud800-\udbff]/.test(name[NAME_SHOWN - 1]!) ? NAME_SHOWN - 1 : NAME_SHOWN;
+  const digest = createHash("sha256").update(JSON.stringify(name)).digest("hex").slice(0, 16);
+  const pairs = name.match(/[\ud800-\udbff][\udc00-\udfff]/g)?.length ?? 0;
+  return `"${escapeName(name.slice(0, end))}…" (${name.length - pairs} characters, sha256 ${digest}…)`;
+}
+
+function escapeName(name: string): string {
+  return markHidden(name.replace(/[\\"]/g, "\\$&"), escapeCodePoint);
+}
+
+/** `s` cut to `max` characters, with a count of what was cut. */
+export function clip(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max)}… (${s.length - max} more chars)` : s;
+}
+
+/**
+ * The first `max` items shown with `show`, joined with `sep`, the rest counted ("… and 4988
+ * more"): a server may send thousands of values, and a line that lists them all is unreadable.
+ */
+export function firstOf<T>(items: readonly T[], max: number, show: (v: T) => string, sep = ", "): string {
+  const shown = items.slice(0, max).map(show).join(sep);
+  return items.length > max ? `${shown}${sep}… and ${items.length - max} more` : shown;
 }
 
 /**
@@ -333,7 +366,5 @@ export function jsonText(v: unknown): string {
 
 /** A JSON value for display on one line, shortened when long, always terminal-safe. */
 export function displayValue(v: unknown, max = 160): string {
-  let s = v === undefined ? "(absent)" : jsonText(v);
-  if (s.length > max) s = `${s.slice(0, max)}… (${s.length - max} more chars)`;
-  return safeText(s);
+  return safeText(clip(v === undefined ? "(absent)" : jsonText(v), max));
 }

@@ -1,4 +1,4 @@
-import { safeText } from "../catalog/text.js";
+import { displayValue, safeText } from "../catalog/text.js";
 import { type GatewayRow, listGateways } from "../gateway/registry.js";
 import { processStartTime } from "../identity/index.js";
 import { openStore } from "../store/db.js";
@@ -82,7 +82,7 @@ export function renderGateway(g: StatusRow): string {
     );
     if (x.certificate) w(`  cert       ${t(x.certificate.subject)}, until ${t(x.certificate.validTo)}`);
     w(
-      `  server     ${x.serverInfo ? t(JSON.stringify(x.serverInfo)) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
+      `  server     ${x.serverInfo ? displayValue(x.serverInfo, 300) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
     );
     if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
     w(`  identity   ${t(r.identityDigest)}`);

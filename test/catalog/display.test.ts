@@ -123,4 +123,18 @@ describe("displayed text", () => {
     expect(safeText("tag twin \u{e0069}\u{e0067}")).toBe("tag twin \\u{e0069}\\u{e0067}");
     expect(markInvisible("deploy\u{e0041}\u00ad")).toBe("deploy⟦U+E0041⟧⟦U+00AD⟧");
   });
+
+  it("a long name is shown by its start, its length and a digest: short, and still told apart", () => {
+    const a = `${"x".repeat(3000)}a`;
+    const b = `${"x".repeat(3000)}b`;
+    const [sa, sb] = [displayName(a), displayName(b)];
+    expect(sa).not.toBe(sb);
+    expect(sa).toMatch(/^"x{128}…" \(3001 characters, sha256 [0-9a-f]{16}…\)$/);
+    expect(sa.length).toBeLessThan(200);
+    // up to 128 characters a name is shown whole; a pair is never cut in two
+    expect(readBack(displayName("é".repeat(128)))).toBe("é".repeat(128));
+    expect(displayName(`${"e".repeat(127)}\u{e0041}${"e".repeat(10)}`)).toMatch(
+      /^"e{127}…" \(138 characters/,
+    );
+  });
 });
