@@ -483,6 +483,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (cur) {
       if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
       cur.alive = false;
+      // Nothing the server says now reaches anyone: stop reading it. A server that floods its
+      // output would otherwise keep the event loop busy, and the grace timers late, for seconds.
+      cur.child.stdout.pause();
       stopping.push(stopChild(cur.child, graceMs));
     }
     await Promise.all(stopping);
