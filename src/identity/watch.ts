@@ -5,7 +5,7 @@
 // reported up: a single file through its directory (which also sees an editor's or a build's
 // write-then-rename), a directory tree through treeWatch.ts. (chokidar did this before; loading it
 // and its first scan of a real node_modules were the costliest part of a start after the walk.)
-import { type FSWatcher, watch } from "node:fs";
+import { type FSWatcher, lstatSync, readlinkSync, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
@@ -45,6 +45,56 @@ function includeDirs(cwd: string, patterns: string[]): { files: string[]; dirs: 
   return { files, dirs };
 }
 
+/** More symlinks than this on one path: the kernel's ELOOP; the rest is not followed. */
+const MAX_LINKS = 40;
+
+/**
+ * The paths a change to the file at `p` can be made through: `p` itself, every symlink met
+ * while resolving it (each named by its real directory, so a retargeted link is seen as an
+ * event in that directory), and the real file. A file is watched through its directory by name,
+ * and an edit of a link's target happens in the target's directory under the target's name:
+ * watching `p` alone misses it (`node link.mjs`, `dist -> build/out`). What cannot be resolved
+ * (missing, a loop) is left as far as it got: the next capture sees what it is then.
+ */
+export function pathsTo(p: string): string[] {
+  const out = [p];
+  if (sep !== "/") return out; // drive letters and junctions: not walked here
+  let todo = p.split(sep).filter((x) => x !== "");
+  let cur: string = sep;
+  let links = 0;
+  while (todo.length > 0) {
+    const name = todo.shift()!;
+    if (name === ".") continue;
+    if (name === "..") {
+      cur = dirname(cur);
+      continue;
+    }
+    const next = join(cur, name);
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch {
+      return out;
+    }
+    if (!isLink) {
+      cur = next;
+      continue;
+    }
+    if (++links > MAX_LINKS) return out;
+    out.push(next);
+    let target: string;
+    try {
+      target = readlinkSync(next);
+    } catch {
+      return out;
+    }
+    if (isAbsolute(target)) cur = sep;
+    todo = [...target.split(sep).filter((x) => x !== ""), ...todo];
+  }
+  out.push(cur);
+  return out;
+}
+
 /** What the artifact watcher watches: absolute paths. */
 export function watchedPaths(s: StaticIdentity): {
   files: string[];
@@ -53,9 +103,11 @@ export function watchedPaths(s: StaticIdentity): {
   const cwd = s.workingDirectory;
   const abs = (p: string) => (isAbsolute(p) ? p : join(cwd, p));
   const files: string[] = [];
-  if (s.entry !== null) files.push(abs(s.entry.path));
-  for (const w of s.wrappers) files.push(abs(w.path));
-  if (s.lockfile !== null) files.push(abs(s.lockfile.path));
+  // The server's own files are followed through symlinks to the file that runs (pathsTo); the
+  // executable is a realpath already.
+  if (s.entry !== null) files.push(...pathsTo(abs(s.entry.path)));
+  for (const w of s.wrappers) files.push(...pathsTo(abs(w.path)));
+  if (s.lockfile !== null) files.push(...pathsTo(abs(s.lockfile.path)));
   if (s.executable !== null) files.push(s.executable.path);
   const dirs: { path: string; depth: number }[] = [];
   if (s.dependencyTree !== null) dirs.push({ path: abs(s.dependencyTree.root), depth: NODE_MODULES_DEPTH });

@@ -1,4 +1,4 @@
-import { renameSync, rmSync } from "node:fs";
+import { renameSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -129,5 +129,57 @@ describe("artifact watcher", () => {
     put(dir, "dist/server.js", "// after close\n");
     await sleep(300);
     expect(calls).toBe(1);
+  });
+});
+
+describe("artifact watcher: the file that runs, however the command line names it", () => {
+  let root: string;
+  let watcher: ArtifactWatcher | null = null;
+  const seen: string[][] = [];
+
+  beforeAll(() => {
+    root = tempDir("watch-links");
+  });
+  afterEach(async () => {
+    await watcher?.close();
+    watcher = null;
+    seen.length = 0;
+  });
+  afterAll(() => removeDir(root));
+
+  async function next(timeoutMs = 10_000): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (seen.length === 0) {
+      if (Date.now() > deadline) throw new Error("no change reported");
+      await sleep(25);
+    }
+    return seen.shift()!;
+  }
+
+  it("a symlinked entry: the link, the links on the way and the real file are watched; an edit of the target is reported", async () => {
+    const dir = makeProject(join(root, "file-link"));
+    symlinkSync("../releases/v1", join(dir, "dist/current"));
+    put(dir, "releases/v1/server.js", "// v1\nprocess.stdin.resume();\n");
+    symlinkSync("dist/current/server.js", join(dir, "link.js"));
+    const s = await captureStaticIdentity(specFor(dir, "node", ["link.js"]), new DigestCache(null));
+    expect(s.entry!.path).toBe("link.js");
+    expect(watchedPaths(s).files).toEqual(
+      expect.arrayContaining([
+        join(dir, "link.js"),
+        join(dir, "dist/current"),
+        join(dir, "releases/v1/server.js"),
+      ]),
+    );
+
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    put(dir, "releases/v1/server.js", "// v1, rebuilt\nprocess.stdin.resume();\n");
+    expect(await next()).toEqual(["releases/v1/server.js"]);
+
+    // pointing a link on the way at another release is a change of the entry
+    put(dir, "releases/v2/server.js", "// v2\nprocess.stdin.resume();\n");
+    symlinkSync("../releases/v2", join(dir, "dist/next"));
+    renameSync(join(dir, "dist/next"), join(dir, "dist/current"));
+    expect(await next()).toEqual(["dist/current"]);
   });
 });
