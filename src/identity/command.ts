@@ -48,7 +48,7 @@ export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Fo
       const p = parseNodeArgs(args);
       addPreloads(out, p.preloads, ctx);
       addEnvFiles(out, p.envFiles, ctx, nodeOptionsPreloads);
-      if (p.entry !== null) out.entry = findScript(p.entry, ctx, NODE_EXTS);
+      if (p.entry !== null) out.entry = findScript(p.entry, ctx, NODE_EXTS, undefined, out.wrappers);
       return out;
     }
     case "tsx":
@@ -72,12 +72,17 @@ export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Fo
         const cfg = join(ctx.cwd, "nodemon.json");
         if (isFile(cfg)) out.wrappers.push(cfg);
         if (p.entry === null) {
-          const main = readJson(join(ctx.cwd, "package.json"))?.main;
-          if (typeof main === "string") out.entry = findScript(main, { ...ctx, strict: false }, NODE_EXTS);
+          // nodemon runs package.json "main": the file that chose the entry is part of it
+          const pkgFile = join(ctx.cwd, "package.json");
+          const main = readJson(pkgFile)?.main;
+          if (typeof main === "string") {
+            out.entry = findScript(main, { ...ctx, strict: false }, NODE_EXTS, undefined, out.wrappers);
+            if (out.entry !== null) out.wrappers.push(pkgFile);
+          }
           return out;
         }
       }
-      if (p.entry !== null) out.entry = findScript(p.entry, ctx, TS_EXTS);
+      if (p.entry !== null) out.entry = findScript(p.entry, ctx, TS_EXTS, undefined, out.wrappers);
       return out;
     }
     case "python": {
@@ -99,9 +104,10 @@ export function resolveArgv(argv: string[], ctx: Ctx, nameOverride?: string): Fo
       const p = parseBunArgs(args);
       addPreloads(out, p.preloads, ctx);
       if (p.entry === null) return out;
-      const asFile = findScript(p.entry, { ...ctx, strict: false }, TS_EXTS);
+      const asFile = findScript(p.entry, { ...ctx, strict: false }, TS_EXTS, undefined, out.wrappers);
       if (asFile !== null) out.entry = asFile;
-      else if (!packageScript(p.entry, [], out, ctx, sub)) out.entry = findScript(p.entry, ctx, TS_EXTS);
+      else if (!packageScript(p.entry, [], out, ctx, sub))
+        out.entry = findScript(p.entry, ctx, TS_EXTS, undefined, out.wrappers);
       return out;
     }
     case "npx":

@@ -14,16 +14,18 @@ export const CODE_EXT_RE = /\.(?:[cm]?[jt]s|[jt]sx|py|pyw|rb|pl|php|lua)$/;
 /**
  * The existing file a script argument names, trying (in order) the name itself, the name with
  * each of `exts`, and, for a directory, its package.json "main" or index file. In strict mode a
- * missing or unreadable file is an IdentityError; otherwise null.
+ * missing or unreadable file is an IdentityError; otherwise null. `via` receives the
+ * package.json that chose the file, when one did (see withExtensions).
  */
 export function findScript(
   word: string,
   ctx: Ctx,
   exts: readonly string[],
   what = "entry file",
+  via: string[] | null = null,
 ): string | null {
   for (const base of candidates(word, ctx)) {
-    const found = withExtensions(base, exts);
+    const found = withExtensions(base, exts, via);
     if (found !== null) {
       if (ctx.strict) {
         try {
@@ -62,26 +64,40 @@ function candidates(word: string, ctx: Ctx): string[] {
   return out;
 }
 
-function withExtensions(base: string, exts: readonly string[]): string | null {
+/**
+ * For a directory, its package.json decides which file runs ("main", else the index file): it
+ * is pushed to `via`, to be digested and watched like a wrapper, so that a `main` switched to
+ * another file (`node .`) is a change of identity that the watcher reports. Pushed whenever it
+ * exists, "main" or not: adding one changes the entry too.
+ */
+function withExtensions(base: string, exts: readonly string[], via: string[] | null = null): string | null {
   if (isFile(base)) return base;
   for (const e of exts) if (isFile(base + e)) return base + e;
-  if (isDir(base)) {
-    const pkg = readJson(join(base, "package.json"));
-    const main = typeof pkg?.main === "string" ? pkg.main : null;
-    if (main !== null) {
-      const m = resolve(base, main);
-      if (isFile(m)) return m;
-      for (const e of exts) if (isFile(m + e)) return m + e;
-    }
-    for (const e of exts) if (isFile(join(base, `index${e}`))) return join(base, `index${e}`);
+  if (!isDir(base)) return null;
+  const found = inDirectory(base, exts);
+  const pkgFile = join(base, "package.json");
+  if (found !== null && via !== null && isFile(pkgFile)) via.push(pkgFile);
+  return found;
+}
+
+/** What node runs for a directory: package.json "main" (a file, with extensions, or its index), else the index file. */
+function inDirectory(base: string, exts: readonly string[]): string | null {
+  const pkg = readJson(join(base, "package.json"));
+  const main = typeof pkg?.main === "string" ? pkg.main : null;
+  if (main !== null) {
+    const m = resolve(base, main);
+    if (isFile(m)) return m;
+    for (const e of exts) if (isFile(m + e)) return m + e;
+    for (const e of exts) if (isFile(join(m, `index${e}`))) return join(m, `index${e}`);
   }
+  for (const e of exts) if (isFile(join(base, `index${e}`))) return join(base, `index${e}`);
   return null;
 }
 
 export function addPreloads(out: Found, preloads: string[], ctx: Ctx): void {
   for (const p of preloads) {
     if (!(p.startsWith(".") || p.startsWith("/") || p.startsWith("file:"))) continue;
-    const f = withExtensions(resolve(ctx.cwd, p.replace(/^file:\/\//, "")), JS_EXTS);
+    const f = withExtensions(resolve(ctx.cwd, p.replace(/^file:\/\//, "")), JS_EXTS, out.wrappers);
     if (f !== null) out.wrappers.push(f);
   }
 }

@@ -1,6 +1,6 @@
 // The watched files follow the file that runs when the command line names it indirectly: through
-// a symlink (to the file, or to a directory on its path). Real gateways, real servers, real
-// file-system events.
+// a symlink (to the file, or to a directory on its path), or as a directory whose package.json
+// "main" picks the file (`node .`). Real gateways, real servers, real file-system events.
 import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -100,5 +100,29 @@ describe("a symlinked entry", () => {
     await gw.waitForStderr(/build complete: .*build2\/server\.js.* changed/, 10_000, from);
     await gw.waitForStderr(RESTARTED, 15_000, from);
     await revisionBecomes(gw, "B");
+  });
+});
+
+describe("node . with package.json main", () => {
+  it("restart: main switched to another file is noticed, and the identity digest changes", async () => {
+    const project = makeProject("A");
+    buildAt(project, "dist2", "C");
+    const pkgFile = join(project.dir, "package.json");
+    const pkg = JSON.parse(readFileSync(pkgFile, "utf8")) as Record<string, unknown>;
+    writeFileSync(pkgFile, JSON.stringify({ ...pkg, main: "dist/server.js" }));
+    const gw = await start(project, [NODE, "."]);
+    await revisionBecomes(gw, "A");
+    const before = await status(gw.stateDir!);
+    expect(before.record.entry!.path).toBe("dist/server.js");
+    expect(before.record.wrappers.map((w) => w.path)).toContain("package.json");
+
+    writeFileSync(pkgFile, JSON.stringify({ ...pkg, main: "dist2/server.js" }));
+    await gw.waitForStderr(/build complete: package\.json changed/, 10_000);
+    await gw.waitForStderr(RESTARTED, 15_000);
+    await revisionBecomes(gw, "C");
+    const after = await status(gw.stateDir!);
+    expect(after.record.entry!.path).toBe("dist2/server.js");
+    expect(after.record.identityDigest).not.toBe(before.record.identityDigest);
+    expect(after.epoch).not.toBe(before.epoch);
   });
 });

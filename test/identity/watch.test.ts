@@ -5,6 +5,7 @@ import {
   type ArtifactWatcher,
   captureStaticIdentity,
   DigestCache,
+  identityDigest,
   type StaticIdentity,
   watchArtifacts,
   watchedPaths,
@@ -181,5 +182,26 @@ describe("artifact watcher: the file that runs, however the command line names i
     symlinkSync("../releases/v2", join(dir, "dist/next"));
     renameSync(join(dir, "dist/next"), join(dir, "dist/current"));
     expect(await next()).toEqual(["dist/current"]);
+  });
+
+  it("node .: the package.json whose main picks the entry is a wrapper; switching main changes the identity digest", async () => {
+    const dir = makeProject(join(root, "main"));
+    put(dir, "a.js", "// same code\nprocess.stdin.resume();\n");
+    put(dir, "b.js", "// same code\nprocess.stdin.resume();\n");
+    put(dir, "package.json", JSON.stringify({ name: "demo-server", main: "a.js" }));
+    const spec = specFor(dir, "node", ["."]);
+    const a = await captureStaticIdentity(spec, new DigestCache(null));
+    expect(a.entry!.path).toBe("a.js");
+    expect(a.wrappers.map((w) => w.path)).toEqual(["package.json"]);
+    expect(watchedPaths(a).files).toContain(join(dir, "package.json"));
+
+    watcher = watchArtifacts(a, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    put(dir, "package.json", JSON.stringify({ name: "demo-server", main: "b.js" }));
+    expect(await next()).toEqual(["package.json"]);
+
+    const b = await captureStaticIdentity(spec, new DigestCache(null));
+    expect(b.entry!.path).toBe("b.js");
+    expect(identityDigest(b, [])).not.toBe(identityDigest(a, []));
   });
 });
