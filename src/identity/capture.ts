@@ -6,6 +6,7 @@ import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
+import { realpathOr } from "./files.js";
 import { loadGlob } from "./glob.js";
 import { isOwnExecutable } from "./proc.js";
 import {
@@ -80,12 +81,13 @@ export async function captureStaticIdentity(
     r.executable === null ? null : job.file(r.executable, !isInstalledTool(spec.command, r.executable));
   const entrySlot = r.entry === null ? null : job.file(r.entry, true);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w, true)] as const);
-  const lockPath = findUp(r.entry === null ? cwd : dirname(r.entry), LOCKFILES);
+  const codeDir = r.entry === null ? cwd : entryDir(r.entry);
+  const lockPath = findUp(codeDir, LOCKFILES);
   const lockSlot = lockPath === null ? null : job.file(lockPath, true);
   const rtExe = r.runtime?.exe ?? null;
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   for (const p of alsoWarm) job.alsoWarm(p); // skipped when queued above or cached
-  const nmRoot = usesNodeModules(r) ? nodeModulesRoot(r.entry === null ? cwd : dirname(r.entry)) : null;
+  const nmRoot = usesNodeModules(r) ? nodeModulesRoot(codeDir) : null;
   const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
   const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
   await job.run();
@@ -136,6 +138,19 @@ export async function captureStaticIdentity(
  */
 function isInstalledTool(command: string, executable: string): boolean {
   return toolOf(basename(command)) !== null || toolOf(basename(executable)) !== null;
+}
+
+/**
+ * The directory the entry's code is in, where its imports are resolved from. Node runs a main
+ * script by its real path (symlinks resolved), so `node link.js` with link.js pointing into
+ * another project loads that project's node_modules: the tree and lockfile are looked up from
+ * there. When the directory as named is the same directory (only links above the file, such as
+ * macOS's /var), it keeps the name as given, so paths shown and cached do not change.
+ */
+function entryDir(entry: string): string {
+  const given = dirname(entry);
+  const real = dirname(realpathOr(entry));
+  return real === realpathOr(given) ? given : real;
 }
 
 function usesNodeModules(r: Resolved): boolean {

@@ -22,6 +22,7 @@ import {
   IdentityError,
   type ProcessFact,
   type StaticIdentity,
+  watchedPaths,
 } from "../../src/identity/index.js";
 import {
   AGE_MS,
@@ -307,6 +308,19 @@ describe("wrappers and entry resolution", () => {
     );
     expect(edited.entry?.path).toBe("dist/other.js");
     expect(changedParts(viaSh, edited)).toEqual(["entry dist/other.js", "wrapper scripts/start.sh"]);
+  });
+
+  it("a symlinked entry loads from where it really is: that project's dependency tree and lockfile", async () => {
+    const project = makeProject(join(root, "linked-target"));
+    const launcher = join(root, "launcher");
+    mkdirSync(launcher, { recursive: true });
+    symlinkSync(join(project, "dist/server.js"), join(launcher, "server.js"));
+    const s = await captureStaticIdentity(specFor(launcher, "node", ["server.js"]), new DigestCache(null));
+    expect(s.entry).toEqual({ path: "server.js", sha256: sha256File(join(project, "dist/server.js")) });
+    // node resolves the main script's symlinks and its imports from there
+    expect(s.dependencyTree?.root).toBe(join(project, "node_modules"));
+    expect(s.lockfile?.path).toBe(join(project, "package-lock.json"));
+    expect(watchedPaths(s).dirs).toEqual([{ path: join(project, "node_modules"), depth: 2 }]);
   });
 
   it("resolves node flags that take values, preloads as wrappers, and sh -c", async () => {
