@@ -189,8 +189,11 @@ export async function serve(
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrScrub: releasedValues,
-          // report and restart are the edit-build loop: a broken build waits for the next one
-          waitForChangeOnCrashLoop: server.onChange !== "disconnect",
+          // report and restart are the edit-build loop: a broken build waits for the next one.
+          // Not for an HTTP session of --listen: a paused session would keep its slot (up to
+          // the idle timeout) and new clients would be refused; its gateway ends instead, the
+          // slot is freed and the client's next session launches the server afresh.
+          waitForChangeOnCrashLoop: !listen && server.onChange !== "disconnect",
           // the stdio client is this gateway's parent: its executables, digested with the server's
           // (an HTTP session's client is no process of ours)
           warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),

@@ -78,9 +78,10 @@ export interface SupervisorOptions {
   /**
    * A crash loop (or a server that cannot be started again) pauses supervision instead of
    * ending it, when a file of the running code is watched: the gateway stays connected and the
-   * next change of those files launches the server again. Set for onChange report and restart,
-   * where the point is an edit-build loop under one agent session; without it (or with nothing
-   * to watch) a crash loop ends supervision (`gave-up`).
+   * next change of those files launches the server again. Set for onChange report and restart
+   * of a stdio gateway, where the point is an edit-build loop under one agent session; without it
+   * (or with nothing to watch) a crash loop ends supervision (`gave-up`). Never set for the HTTP
+   * sessions of --listen: a paused session would keep its slot while serving nothing.
    */
   waitForChangeOnCrashLoop?: boolean;
   /**

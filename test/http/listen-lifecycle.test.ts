@@ -196,3 +196,27 @@ describe("a client that vanishes with a call unanswered", () => {
     expect(after.status).toBe(404);
   });
 });
+
+describe("a server that keeps crashing", () => {
+  it("ends its session under onChange restart (no pause over HTTP): the slot is freed for the next client", async () => {
+    // crashy exits at once: the session's server crash-loops within seconds
+    const l: Listener = await startListener(fixtureCommand("crashy"), {
+      args: ["--approval", "none", "--on-change", "restart", "--listen-max-sessions", "1"],
+    });
+    cleanup.push(() => l.close());
+    const first = await raw(l, { body: initializeBody() });
+    const session = first.headers["mcp-session-id"] as string;
+    expect(session).toBeTruthy();
+    await waitFor(() => /times within 30 s/.test(l.stderr()), 30_000, "the crash-loop line");
+    // a paused session would hold the one slot until the idle timeout (10 min): 503 meanwhile
+    await waitFor(
+      async () => (await raw(l, { body: initializeBody(1) })).status === 200,
+      20_000,
+      "a new session once the crash-looping one has ended",
+    );
+    expect(l.stderr()).toMatch(/supervision stopped/);
+    expect(l.stderr()).not.toMatch(/supervision paused/);
+    const after = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });
+    expect(after.status).toBe(404);
+  });
+});
