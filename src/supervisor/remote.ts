@@ -128,8 +128,11 @@ export class RemoteSupervisor
       this.connections.probe().then(
         (chain) => {
           if (this.stopping) return;
+          // over http:// there is no chain on either side (null, as the record stores it): a new
+          // session then, never a certificate change
+          const digest = chain?.digest ?? null;
           const why =
-            reason === "new-session" && chain?.digest !== previous.facts.certificateChainSha256
+            reason === "new-session" && digest !== previous.facts.certificateChainSha256
               ? "certificate-changed"
               : reason;
           this.mint(why, chain, previous);

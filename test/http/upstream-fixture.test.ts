@@ -173,6 +173,26 @@ describe("run --url over HTTPS", () => {
     expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
   });
 
+  it("over http:// (no certificate on either side) a restarted server is a new session, never a certificate change", async () => {
+    const server = await startFixture({}, null);
+    const box = { server };
+    cleanup.push(() => box.server.kill());
+    const stateDir = newStateDir();
+    const gw = await gateway(server.url, ["--approval", "none"], stateDir);
+    await gw.client.listTools();
+    const a = await status(stateDir);
+    expect(a.record.remote.certificateChainSha256).toBeNull();
+
+    box.server = await server.restart();
+    const b = await nextEpoch(stateDir, a.epoch);
+    expect(b.record.remote.certificateChainSha256).toBeNull();
+    expect(b.status.map((l) => l.line).join("\n")).toMatch(/\(was \S+; new-session\)/);
+    const started = (await auditEvents(stateDir)).filter(
+      (e) => e.type === "server_started" && e.epoch === b.epoch,
+    );
+    expect(started).toEqual([expect.objectContaining({ reason: "new-session" })]);
+  });
+
   it("a new certificate on a new connection is a new epoch", async () => {
     const f = await fixture();
     const stateDir = newStateDir();
