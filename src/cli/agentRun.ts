@@ -131,6 +131,9 @@ export function trackEpochs(
     o.egress()?.epochStarted(gen.epoch);
   });
   link.on("down", () => o.registry.update({ state: "identity-pending" }));
+  // a crash loop under the artifact watcher: no server until its files change (the next `up`
+  // sets identity-pending again)
+  link.on("paused", (why) => o.registry.paused(why));
   const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), 5000);
   heartbeat.unref();
   return heartbeat;

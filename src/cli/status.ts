@@ -73,6 +73,10 @@ export function renderGateway(g: StatusRow): string {
   const w = (line: string) => out.push(`${line}\n`);
   const r = g.record;
   w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}  since ${t(g.startedAt)}`);
+  // paused: no server runs until its files change; the epoch below is the last one, gone
+  const paused = g.state === "paused";
+  if (paused)
+    w(`  paused     ${t(g.paused ?? "a crash loop; waiting for the next change of the server's files")}`);
   if (r?.remote) {
     const x = r.remote;
     w(`  epoch      ${t(r.epoch)}  (remote, since ${t(r.startedAt)})`);
@@ -87,7 +91,11 @@ export function renderGateway(g: StatusRow): string {
     if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
     w(`  identity   ${t(r.identityDigest)}`);
   } else if (r) {
-    w(`  epoch      ${t(r.epoch)}  (server pid ${t(r.processId)}, started ${t(r.startedAt)})`);
+    w(
+      paused
+        ? `  epoch      ${t(r.epoch)}  (the last one; its server, pid ${t(r.processId)}, is gone)`
+        : `  epoch      ${t(r.epoch)}  (server pid ${t(r.processId)}, started ${t(r.startedAt)})`,
+    );
     w(`  command    ${t(displayCommand(r.launchCommand))}`);
     if (r.entry) w(`  entry      ${t(r.entry.path)}  sha256:${t(r.entry.sha256.slice(0, 16))}…`);
     if (r.dependencyTree) {

@@ -43,7 +43,7 @@ export interface GatewayOptions {
   /** how calls' arguments are recorded: a digest always; the (redacted) arguments too with "clear" */
   auditArguments?: "digest" | "clear";
   /** told whenever the state may have changed (for `portcullis status`) */
-  onState?: (state: ServerView["state"], epoch: string | null) => void;
+  onState?: (state: ReturnType<Gateway["status"]>["state"], epoch: string | null) => void;
   /** called once the gateway decided the client connection must end */
   onEnd: (reason: string, exitCode: number) => void;
   /** the console page of an approval request, when a console runs (URL-mode elicitation) */
@@ -211,10 +211,22 @@ export class Gateway {
     };
   }
 
-  status(): { state: string; epoch: string | null; revision: number | null; seenRevision: number | null } {
+  /**
+   * The state `portcullis status` shows: the guard's, or `paused` while supervision waits for a
+   * change of the server's files after a crash loop (no server runs; `paused` says why).
+   */
+  status(): {
+    state: string;
+    paused: string | null;
+    epoch: string | null;
+    revision: number | null;
+    seenRevision: number | null;
+  } {
     const v = this.view();
+    const paused = this.o.supervisor.paused ?? null;
     return {
-      state: v.state,
+      state: paused !== null ? "paused" : v.state,
+      paused,
       epoch: v.epoch,
       revision: v.revision,
       seenRevision: this.session.seen?.revision ?? null,
@@ -265,7 +277,8 @@ export class Gateway {
   private catalogFetched(gen: Generation): void {
     if (this.catalog.snapshot && gen === this.gen && this.catalog.freshFor(gen))
       this.servedSnapshot = { epoch: gen.epoch, snapshot: this.catalog.snapshot };
-    const v = this.view();
+    // status(), not view(): a fetch that fails during a pause must not show identity-pending
+    const v = this.status();
     this.o.onState?.(v.state, v.epoch);
     this.guarded.releaseHeld();
   }
@@ -397,6 +410,9 @@ export class Gateway {
   private onArtifactsChanged(paths: string[], parts: string[], gen: Generation): void {
     const what = paths.length ? paths.join(", ") : parts.join(", ");
     this.records.artifactChanged(gen, paths, parts);
+    // the change that ends a pause after a crash loop: the supervisor starts the server itself
+    // (onChange has nothing running to report on, restart or disconnect from)
+    if (!gen.alive) return;
     if (parts.length === 0) {
       this.o.log.debug(`${what} touched; content unchanged`);
       return;

@@ -380,7 +380,20 @@ export class GuardedRequests {
     return true;
   }
 
+  /**
+   * Refuses `msg` because no server runs until its files change. A call or guarded read refused
+   * so is recorded as the guard's refusals are (authorization_denied, reason server_unavailable):
+   * the audit shows what the agent asked while the server was down, not only what ran.
+   */
   private answerPaused(msg: Request, why: string): void {
+    if (msg.method === "tools/call") {
+      const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
+      if (typeof params.name === "string")
+        this.recordDenied(msg, params.name, params.arguments, "server_unavailable");
+    } else if (msg.method !== "tools/list") {
+      const read = readFacts(msg);
+      this.recordDenied(msg, `${read.method} ${read.target}`, read.params, "server_unavailable");
+    }
     const e = refuse.serverUnavailable(why);
     this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }

@@ -18,6 +18,12 @@ export interface GatewayRow {
   startedAt: string;
   heartbeatAt: string;
   state: string;
+  /**
+   * While `state` is `paused` (supervision waits for a change of the server's files after a
+   * crash loop): why, as the client is told it; else null. `epoch` and `record` are then the
+   * last epoch's, whose server is gone.
+   */
+  paused: string | null;
   epoch: string | null;
   record: ExecutionRecord | null;
   status: { at: string; line: string }[];
@@ -27,8 +33,18 @@ export interface GatewayRow {
 
 const MAX_STATUS_LINES = 50;
 
+/**
+ * One entry of status_json. `paused` marks the entry that holds the reason of a pause (kept with
+ * the lines so the row needs no column of its own; readers before it show it as a line).
+ */
+interface StoredLine {
+  at: string;
+  line: string;
+  paused?: true;
+}
+
 export class GatewayRegistry {
-  private lines: { at: string; line: string }[] = [];
+  private lines: StoredLine[] = [];
 
   constructor(
     private readonly db: Store,
@@ -64,8 +80,21 @@ export class GatewayRegistry {
   }
 
   statusLine(line: string): void {
+    this.storeLine({ at: new Date().toISOString(), line: redactText(line) });
+  }
+
+  /**
+   * Supervision paused (a crash loop under the artifact watcher): the state is `paused` until
+   * the next epoch comes up (`update` with another state), and `why` is its reason.
+   */
+  paused(why: string): void {
+    this.storeLine({ at: new Date().toISOString(), line: redactText(why), paused: true });
+    this.update({ state: "paused" });
+  }
+
+  private storeLine(entry: StoredLine): void {
     if (!this.db.open) return;
-    this.lines.push({ at: new Date().toISOString(), line: redactText(line) });
+    this.lines.push(entry);
     if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
     this.db
       .prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?")
@@ -106,23 +135,29 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
     const pid = r.pid as number;
     const running = r.ended_at === null && processStartTime(pid) === (r.pid_start as string | null);
     if (!running && !opts.all) continue;
+    const stored = JSON.parse((r.status_json as string) ?? "[]") as StoredLine[];
+    const state = running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)";
     out.push({
       gatewayId: r.gateway_id as string,
       pid,
       serverLabel: r.server_label as string,
       startedAt: r.started_at as string,
       heartbeatAt: r.heartbeat_at as string,
-      state: running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)",
+      state,
+      paused: state === "paused" ? pauseReason(stored) : null,
       epoch: (r.epoch as string | null) ?? null,
       // Redacted again when read: rows written before records were redacted at write.
       record: r.record_json ? redactRecord(JSON.parse(r.record_json as string) as ExecutionRecord) : null,
-      status: (JSON.parse((r.status_json as string) ?? "[]") as GatewayRow["status"]).map((s) => ({
-        at: s.at,
-        line: redactText(s.line),
-      })),
+      status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,
     });
   }
   return out;
+}
+
+/** The reason of the newest pause (null when it fell out of the kept lines). */
+function pauseReason(stored: StoredLine[]): string | null {
+  for (let i = stored.length - 1; i >= 0; i--) if (stored[i]!.paused) return redactText(stored[i]!.line);
+  return null;
 }

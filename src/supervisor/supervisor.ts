@@ -295,13 +295,35 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (missed !== null && missed.length > 0) this.resume(missed);
   }
 
-  /** The files changed while paused: a new launch (a new epoch), with a fresh crash count and backoff. */
+  /**
+   * The files changed while paused: a new launch (a new epoch), with a fresh crash count and
+   * backoff. The change is reported first as any change is (`changed`, against the generation
+   * that crashed: the audit's artifact_changed names the paths and parts), then the server is
+   * started; the gateway does not act on a change of a generation that is gone.
+   */
   private resume(paths: string[]): void {
     this.paused = null;
     this.crashes = [];
     this.backoffMs = this.opts.backoff?.initialMs ?? 200;
-    this.opts.log.status(`${[...new Set(paths)].sort().join(", ")} changed; starting the server again`);
-    this.launch("restart").catch((e) => this.launchFailed(e));
+    const changed = [...new Set(paths)].sort();
+    const start = () => {
+      if (this.stopping) return;
+      this.opts.log.status(`${changed.join(", ")} changed; starting the server again`);
+      this.launch("restart").catch((e) => this.launchFailed(e));
+    };
+    const crashed = this.current;
+    if (!crashed) {
+      start();
+      return;
+    }
+    captureStaticIdentity(this.opts.spec, this.opts.cache)
+      .then((next) => {
+        if (this.stopping) return;
+        this.emit("changed", changed, changedParts(crashed.static, next), next, crashed);
+      })
+      // the launch captures again and says why it cannot start, if it cannot
+      .catch(() => {})
+      .finally(start);
   }
 
   /** A launch after the first could not start the server (its identity cannot be captured). */

@@ -5,6 +5,7 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -12,11 +13,17 @@ import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 
+interface StatusRow {
+  epoch: string;
+  state: string;
+  paused: string | null;
+}
+
 /** The gateway's row in `portcullis status --json`. */
-async function statusRow(stateDir: string): Promise<{ epoch: string }> {
+async function statusRow(stateDir: string): Promise<StatusRow> {
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { gateways: { epoch: string }[] }).gateways[0]!;
+  return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways[0]!;
 }
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -129,6 +136,94 @@ describe("supervision end states", () => {
     expect((await statusRow(gw.stateDir)).epoch).not.toBe(firstEpoch);
     expect(gw.stderr()).not.toMatch(/supervision stopped/);
     expect(exited).toBe(false);
+  });
+
+  it("while paused, status says paused with its reason, refused calls are audited, and the change that resumes is an artifact_changed", async () => {
+    const project = makeProject("B");
+    cleanup.push(() => project.cleanup());
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--hold-timeout",
+        "120000",
+        "--",
+        ...project.command,
+      ],
+      cwd: project.dir,
+      env: project.env,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+
+    writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
+    await waitFor(() => /supervision paused/.test(gw.stderr()), 30_000, "the pause line");
+    const paused = await waitFor(
+      async () => {
+        const row = await statusRow(gw.stateDir);
+        return row.state === "paused" ? row : null;
+      },
+      10_000,
+      "status to say paused",
+    );
+    expect(paused.paused).toMatch(/keeps crashing.*next change of its files/);
+    const text = await runCli(["status"], { stateDir: gw.stateDir });
+    expect(text.stdout).toMatch(/^inventory {2}paused {2}/m);
+    expect(text.stdout).toMatch(/^ {2}paused {5}the server keeps crashing/m);
+    expect(text.stdout).toMatch(new RegExp(`epoch {6}${paused.epoch} {2}\\(the last one; .* is gone\\)`));
+
+    // a call refused during the pause is in the audit, as the guard's refusals are
+    const call = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+    expect(call.error?.data).toMatchObject({ error: "server_unavailable" });
+    await waitFor(
+      async () =>
+        (await auditEvents(gw.stateDir)).some(
+          (e) =>
+            e.type === "authorization_denied" &&
+            e.reason === "server_unavailable" &&
+            e.tool === "read_status" &&
+            e.epoch === paused.epoch,
+        ),
+      10_000,
+      "the refused call's authorization_denied",
+    );
+
+    // the fix that resumes the server is recorded as any change is: its paths, then the new epoch
+    const from = gw.stderr().length;
+    project.rebuild("C");
+    await waitFor(
+      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
+      15_000,
+      "a new epoch after the fix",
+    );
+    const events = await waitFor(
+      async () => {
+        const all = await auditEvents(gw.stateDir);
+        return all.some((e) => e.type === "server_started" && e.previousEpoch === paused.epoch) ? all : null;
+      },
+      10_000,
+      "the new epoch's server_started",
+    );
+    const changed = events.findIndex((e) => e.type === "artifact_changed" && e.epoch === paused.epoch);
+    expect(changed).toBeGreaterThanOrEqual(0);
+    expect(events[changed]!.paths).toEqual(expect.arrayContaining([expect.stringMatching(/server\.js$/)]));
+    expect(events[changed]!.parts).toEqual(expect.arrayContaining([expect.stringMatching(/^entry /)]));
+    const started = events.findIndex((e) => e.type === "server_started" && e.previousEpoch === paused.epoch);
+    expect(changed).toBeLessThan(started);
+    const after = await waitFor(
+      async () => {
+        const row = await statusRow(gw.stateDir);
+        return row.state !== "paused" ? row : null;
+      },
+      10_000,
+      "status to leave paused",
+    );
+    expect(after.paused).toBeNull();
   });
 
   it("onChange disconnect: a rebuild ends the client connection so the host reconnects", async () => {
