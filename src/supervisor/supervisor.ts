@@ -98,6 +98,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   paused: string | null = null;
   private stopping = false;
   private crashes: number[] = [];
+  /**
+   * Restarts after a change seen while the server was starting (see LAUNCH_WINDOW_MS): a server
+   * that rewrites its own watched files as it starts would otherwise be restarted for ever,
+   * each restart a fresh crash count. Limited like crashes (crashLoop).
+   */
+  private startChanges: number[] = [];
+  /** when the current generation came up, and when the watcher last reported a change */
+  private upAt = 0;
+  private changeSeenAt = 0;
   private backoffMs: number;
   /** the artifact watcher, following the identity captured at each launch */
   private readonly watched = new WatchedSet((paths) => this.onArtifacts(paths));
@@ -184,6 +193,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
+    this.upAt = Date.now();
     const swapped = this.watched.follow(stat);
     this.emit("up", gen, previous);
     this.caughtUp(swapped);
@@ -246,19 +256,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.stopping || this.restarting) return;
     this.emit("down", cur, "exit", detail);
-    const now = Date.now();
-    const windowMs = this.opts.crashLoop?.windowMs ?? 30_000;
-    const max = this.opts.crashLoop?.max ?? 5;
-    this.crashes = this.crashes.filter((t) => now - t < windowMs);
-    this.crashes.push(now);
-    if (this.crashes.length >= max) {
-      const loop = `${detail} ${this.crashes.length} times within ${Math.round(windowMs / 1000)} s`;
-      if (this.waitsForChange()) this.pause(`the server keeps crashing (${loop})`);
-      else
-        this.emit(
-          "gave-up",
-          `the server ${loop}; supervision stopped. Fix the server, then restart your MCP client.`,
-        );
+    this.crashes = this.recent(this.crashes);
+    if (this.crashes.length >= this.loopMax()) {
+      const loop = `${detail} ${this.crashes.length} times within ${this.loopSeconds()} s`;
+      this.loopStops(`the server keeps crashing (${loop})`, `the server ${loop}`);
       return;
     }
     const delay = this.backoffMs;
@@ -269,6 +270,30 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       if (this.stopping) return;
       this.launch("respawn").catch((e) => this.launchFailed(e));
     }, delay);
+  }
+
+  private loopMax(): number {
+    return this.opts.crashLoop?.max ?? 5;
+  }
+
+  private loopSeconds(): number {
+    return Math.round((this.opts.crashLoop?.windowMs ?? 30_000) / 1000);
+  }
+
+  /** `times` within the crash-loop window, with now added. */
+  private recent(times: number[]): number[] {
+    const now = Date.now();
+    const windowMs = this.opts.crashLoop?.windowMs ?? 30_000;
+    return [...times.filter((t) => now - t < windowMs), now];
+  }
+
+  /**
+   * The loop limit was reached: supervision pauses until the files change (`paused`: why), or
+   * ends (`ended`: what happened) when it does not wait for changes.
+   */
+  private loopStops(paused: string, ended: string): void {
+    if (this.waitsForChange()) this.pause(paused);
+    else this.emit("gave-up", `${ended}; supervision stopped. Fix the server, then restart your MCP client.`);
   }
 
   /** Whether a crash loop waits for the next change of the server's files instead of ending. */
@@ -304,6 +329,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private resume(paths: string[]): void {
     this.paused = null;
     this.crashes = [];
+    this.startChanges = [];
     this.backoffMs = this.opts.backoff?.initialMs ?? 200;
     const changed = [...new Set(paths)].sort();
     const start = () => {
@@ -412,6 +438,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
           }),
         };
         this.current = gen;
+        this.upAt = Date.now();
         const swapped = this.watched.follow(stat);
         this.emit("up", gen, old);
         this.caughtUp(swapped);
@@ -422,10 +449,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       });
   }
 
-  /** Replaces the worker under our control (onChange: restart / disconnect). */
+  /**
+   * Replaces the worker under our control (onChange: restart / disconnect). A change seen once
+   * the server has run past its launch window is a new build: the crash count and backoff start
+   * afresh. One seen while it was starting (or just after) may be the server writing its own
+   * files: such restarts count toward the loop limit, and the limit pauses (or ends) supervision.
+   */
   async restart(): Promise<Generation | null> {
     const cur = this.current;
     if (this.stopping) return null;
+    const atStart = cur !== null && this.changeSeenAt - this.upAt < LAUNCH_WINDOW_MS;
     this.restarting = true;
     if (cur) {
       cur.alive = false;
@@ -434,8 +467,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     this.restarting = false;
     if (this.stopping) return null;
-    this.crashes = [];
-    this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+    if (atStart) {
+      this.startChanges = this.recent(this.startChanges);
+      if (this.startChanges.length >= this.loopMax()) {
+        const loop = `${this.startChanges.length} restarts within ${this.loopSeconds()} s, each for a change seen as it started`;
+        this.loopStops(
+          `the server's files keep changing as it starts (${loop})`,
+          `the server's files kept changing as it started (${loop})`,
+        );
+        return null;
+      }
+    } else {
+      this.crashes = [];
+      this.startChanges = [];
+      this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+    }
     try {
       return await this.launch("restart");
     } catch (e) {
@@ -453,6 +499,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   private onArtifacts(paths: string[]): void {
     if (this.stopping) return;
+    this.changeSeenAt = Date.now();
     if (this.paused !== null) {
       if (paths.length > 0) this.resume(paths);
       return;
@@ -515,6 +562,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.groups.clear();
   }
 }
+
+/**
+ * A change the watcher reports before the server has been up this long counts as seen while it
+ * started (restart above): the watcher's debounce holds an event up to 1 s, and a server that
+ * writes its files as it starts does so in its first moments. A developer's next save comes
+ * later than that as a rule; one that does not counts once, and only crashLoop.max of them
+ * within crashLoop.windowMs pause, until the next change.
+ */
+const LAUNCH_WINDOW_MS = 2_000;
 
 /** How far before the spawn a file's ctime still counts as a change after it. */
 const CTIME_SLACK_MS = 50;

@@ -4,12 +4,13 @@
 // differently is not edited in place — the connection ends so the host re-initializes.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 
@@ -224,6 +225,91 @@ describe("supervision end states", () => {
       "status to leave paused",
     );
     expect(after.paused).toBeNull();
+  });
+
+  it("onChange restart: a server that rewrites a watched file as it starts is restarted up to the loop limit, then paused (no restart loop)", async () => {
+    const dir = tempDir("portcullis-selfwrite-");
+    // writes gen.json (watched) at every start, then serves as the echo fixture does
+    writeFileSync(
+      join(dir, "server.mjs"),
+      `import { writeFileSync } from "node:fs";\nwriteFileSync(new URL("./gen.json", import.meta.url), JSON.stringify({ pid: process.pid }));\nawait import(${JSON.stringify(pathToFileURL(FIXTURES.echo).href)});\n`,
+    );
+    writeFileSync(join(dir, "gen.json"), "{}");
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "selfwrite",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--watch",
+        "gen.json",
+        "--",
+        NODE,
+        "server.mjs",
+      ],
+      cwd: dir,
+    });
+    cleanup.push(() => gw.close());
+    let exited = false;
+    void gw.exited.then(() => {
+      exited = true;
+    });
+    await gw.initialize();
+    await waitFor(
+      () =>
+        /the server's files keep changing as it starts \(5 restarts within 30 s.*supervision paused/.test(
+          gw.stderr(),
+        ),
+      30_000,
+      "the pause after the restarts",
+    );
+    // nothing runs now, so nothing writes gen.json: the pause holds
+    const restarts = (gw.stderr().match(/; restart\)/g) ?? []).length;
+    expect(restarts).toBe(4);
+    await sleep(3000);
+    expect((gw.stderr().match(/; restart\)/g) ?? []).length).toBe(restarts);
+    expect((await statusRow(gw.stateDir)).state).toBe("paused");
+    expect(exited).toBe(false);
+  });
+
+  it("onChange restart: a developer saving twice in a row gets two restarts, not a pause", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--",
+        ...project.command,
+      ],
+      cwd: project.dir,
+      env: project.env,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+    const epochs = () => (gw.stderr().match(/new execution epoch: .*; restart\)/g) ?? []).length;
+    project.rebuild("B");
+    await waitFor(() => epochs() === 1, 15_000, "the first restart");
+    // the second save right after the first restart came up: inside its launch window
+    project.rebuild("C");
+    await waitFor(() => epochs() === 2, 15_000, "the second restart");
+    const served = await waitFor(
+      async () => {
+        const r = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+        return r.result ? r : null;
+      },
+      15_000,
+      "a call served by the second build",
+    );
+    expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
+    expect(gw.stderr()).not.toMatch(/supervision paused/);
   });
 
   it("onChange disconnect: a rebuild ends the client connection so the host reconnects", async () => {
