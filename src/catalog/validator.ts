@@ -3,13 +3,19 @@
  * 2020-12 unless the schema's `$schema` names draft-07). Each tool's schema is compiled on first
  * use and kept for the life of the validator. A schema that cannot be compiled denies the call;
  * nothing here throws.
+ *
+ * Every check runs in bounded time, whatever the server's schema and the client's arguments:
+ * `pattern` and `patternProperties` go through a linear-time engine (linearRegex.ts; a pattern it
+ * cannot take refuses the tool's calls), and the `url` format, whose regex takes cubic time,
+ * only checks strings of bounded length.
  */
 import { createRequire } from "node:module";
-import type { Ajv, ErrorObject, Options, ValidateFunction } from "ajv";
+import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
 import type { CatalogSnapshot } from "./types.js";
 
-type FormatsPlugin = (ajv: Ajv | Ajv2020) => unknown;
+type FormatsPlugin = ((ajv: Ajv | Ajv2020) => unknown) & { get(name: string): Format };
 
 /**
  * ajv and its formats take about 40 ms to load, a fifth of a gateway's start, and nothing needs
@@ -64,6 +70,30 @@ function dialectOf(schema: unknown): Dialect | { unsupported: string } {
   return { unsupported: s };
 }
 
+/**
+ * ajv-formats' `url` regex backtracks in cubic time on strings such as "http://a.aa" followed by
+ * "::" repeated (4,096 characters: 28 ms; 8,192: 60 ms). A URL longer than MAX_URL_CHARS fails
+ * the format, and the `url` strings of one call are checked up to URL_CHARS_PER_CALL characters
+ * in all (past that they fail too), so a call's format checks stay within about 60 ms.
+ * docs/performance.md has the measurements. The other formats were measured linear.
+ */
+export const MAX_URL_CHARS = 2048;
+export const URL_CHARS_PER_CALL = 64 * 1024;
+let urlBudget = URL_CHARS_PER_CALL;
+
+function boundedUrl(full: Format): Format {
+  const check = full instanceof RegExp ? (s: string) => full.test(s) : null;
+  if (!check) return full;
+  return {
+    type: "string",
+    validate: (s: string) => {
+      if (s.length > MAX_URL_CHARS) return false;
+      urlBudget -= s.length;
+      return urlBudget >= 0 && check(s);
+    },
+  };
+}
+
 function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
   const opts: Options = {
     strict: false,
@@ -72,11 +102,62 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
     // several tools may carry the same $id: never register them in the shared instance
     addUsedSchema: false,
     logger: false,
+    // linear time: a server's pattern never backtracks on a client's argument
+    code: { regExp: linearRegExp },
   };
   const e = ajvEngine();
   const ajv = dialect === "draft-07" ? new e.Ajv(opts) : new e.Ajv2020(opts);
   e.addFormats(ajv);
+  ajv.addFormat("url", boundedUrl(e.addFormats.get("url")));
   return ajv;
+}
+
+/** Why a schema that ajv would not compile refuses the tool's calls. */
+function compileRefusal(toolName: string, schema: object, err: unknown): string {
+  if (err instanceof UncheckablePattern) {
+    const where = patternLocation(schema, err.pattern);
+    const at = where === null ? "" : ` at ${shown(where)}`;
+    return (
+      `Tool ${q(toolName)} is refused: the pattern ${shown(err.pattern)}${at} in its input schema uses ${err.reason}, ` +
+      "a regular-expression feature portcullis cannot check in bounded time, so its calls are refused."
+    );
+  }
+  const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
+  return `Tool ${q(toolName)} has an invalid input schema (${why}), so its calls are refused.`;
+}
+
+/** Values, not schemas: a `pattern` inside them is data. */
+const DATA_KEYWORDS = new Set(["const", "enum", "default", "examples"]);
+
+/**
+ * Where in `schema` the pattern ajv refused sits (a JSON Pointer), for the refusal's message:
+ * the first `pattern` keyword with that value, or `patternProperties` with that key.
+ */
+function patternLocation(schema: unknown, pattern: string, path = ""): string | null {
+  if (typeof schema !== "object" || schema === null) return null;
+  if (Array.isArray(schema)) {
+    for (let i = 0; i < schema.length; i++) {
+      const found = patternLocation(schema[i], pattern, `${path}/${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  const record = schema as Record<string, unknown>;
+  if (record.pattern === pattern) return `${path}/pattern`;
+  const props = record.patternProperties;
+  if (typeof props === "object" && props !== null && Object.hasOwn(props, pattern)) {
+    return `${path}/patternProperties/${pointerSegment(pattern)}`;
+  }
+  for (const [key, value] of Object.entries(record)) {
+    if (DATA_KEYWORDS.has(key)) continue;
+    const found = patternLocation(value, pattern, `${path}/${pointerSegment(key)}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function pointerSegment(key: string): string {
+  return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
 /** `withDefaults` is null when the schema declares no default anywhere (nothing to fill in). */
@@ -170,14 +251,13 @@ export class ArgumentValidator {
         // Conservative: a property that happens to be named "default" also counts.
         const declaresDefaults = JSON.stringify(schema).includes('"default"');
         result = {
-          check: this.ajv(dialect, false).compile(schema),
-          withDefaults: declaresDefaults ? this.ajv(dialect, true).compile(schema) : null,
+          check: withPatternBudget(() => this.ajv(dialect, false).compile(schema)),
+          withDefaults: declaresDefaults
+            ? withPatternBudget(() => this.ajv(dialect, true).compile(schema))
+            : null,
         };
       } catch (err) {
-        const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
-        result = {
-          invalid: `Tool ${q(toolName)} has an invalid input schema (${why}), so its calls are refused.`,
-        };
+        result = { invalid: compileRefusal(toolName, schema, err) };
       }
     }
     this.compiled.set(toolName, result);
@@ -200,6 +280,7 @@ export class ArgumentValidator {
     }
     const c = this.compile(toolName);
     if ("invalid" in c) return { ok: false, errors: [c.invalid] };
+    urlBudget = URL_CHARS_PER_CALL;
     try {
       if (!c.check(value)) {
         const errors = (c.check.errors ?? []).map(errorSentence);

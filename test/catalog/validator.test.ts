@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
+import { MAX_URL_CHARS, URL_CHARS_PER_CALL } from "../../src/catalog/validator.js";
 import { deployService, publishPreview, readIssue } from "./fixtures.js";
 
 const withTarget = {
@@ -232,5 +233,92 @@ describe("ArgumentValidator", () => {
       expect(r.errors).toHaveLength(21);
       expect(r.errors[20]).toBe("20 more errors were not listed.");
     }
+  });
+
+  it("pattern and patternProperties answer as before on strings that make them backtrack", () => {
+    const evil = {
+      name: "lookup",
+      inputSchema: {
+        type: "object",
+        properties: { q: { type: "string", pattern: "^(a+)+$" } },
+        patternProperties: { "^(x+x+)+y$": { type: "integer" } },
+      },
+    } as Tool;
+    const v = validator(evil);
+    // Short enough for JavaScript's RegExp to finish too (2^20 steps): the answers are the
+    // same. test/gateway/schema-bounds.test.ts sends one that it would not finish.
+    const r = v.validate("lookup", { q: `${"a".repeat(20)}!`, [`${"x".repeat(20)}y`]: "s" });
+    expect(r).toEqual({
+      ok: false,
+      errors: [
+        'Field "q" must match pattern "^(a+)+$".',
+        `Field "${"x".repeat(20)}y" must be of type integer.`,
+      ],
+    });
+    expect(v.validate("lookup", { q: "a".repeat(20) }).ok).toBe(true);
+  });
+
+  it("a pattern the linear engine cannot take refuses the tool, naming it, the place and why", () => {
+    const look = {
+      name: "look",
+      inputSchema: { type: "object", properties: { name: { type: "string", pattern: "^(?!admin)\\w+$" } } },
+    } as Tool;
+    const back = {
+      name: "back",
+      inputSchema: {
+        type: "object",
+        // a `pattern` inside a default is data, not where the refused pattern sits
+        default: { pattern: "(a)\\1" },
+        properties: { m: { type: "object", patternProperties: { "(a)\\1": { type: "string" } } } },
+      },
+    } as Tool;
+    const prop = {
+      name: "prop",
+      inputSchema: { type: "object", properties: { w: { type: "string", pattern: "^\\p{L}+$" } } },
+    } as Tool;
+    const v = validator(look, back, prop, readIssue);
+    for (const [tool, where, what] of [
+      ["look", "/properties/name/pattern", "a lookahead"],
+      ["back", "/properties/m/patternProperties/(a)\\1", "a backreference"],
+      ["prop", "/properties/w/pattern", "a Unicode property escape"],
+    ] as const) {
+      const r = v.validate(tool, {});
+      expect(r.ok).toBe(false);
+      if (r.ok) continue;
+      expect(r.errors).toHaveLength(1);
+      expect(r.errors[0]).toContain(`Tool "${tool}" is refused`);
+      expect(r.errors[0]).toContain(` at ${JSON.stringify(where)} `);
+      expect(r.errors[0]).toContain(`uses ${what}`);
+      expect(r.errors[0]).toContain("portcullis cannot check in bounded time");
+    }
+    // the catalog's other tools are checked as before
+    expect(v.validate("read_issue", { issue_id: "PROJ-12" }).ok).toBe(true);
+  });
+
+  it("the url format checks URLs of bounded length, and a bounded amount per call", () => {
+    const t = {
+      name: "fetch",
+      inputSchema: {
+        type: "object",
+        properties: {
+          url: { type: "string", format: "url" },
+          more: { type: "array", items: { format: "url" } },
+        },
+      },
+    } as Tool;
+    const v = validator(t);
+    expect(v.validate("fetch", { url: "https://example.com/a?b=c" }).ok).toBe(true);
+    expect(v.validate("fetch", { url: "https://example.com/not a url" }).ok).toBe(false);
+    const long = `https://example.com/${"a".repeat(MAX_URL_CHARS)}`;
+    expect(v.validate("fetch", { url: long }).ok).toBe(false);
+    // a slow shape for the regex (cubic), at the longest length checked
+    const slow = `http://a.aa${"::".repeat(MAX_URL_CHARS)}\n`.slice(0, MAX_URL_CHARS);
+    expect(v.validate("fetch", { url: slow }).ok).toBe(false);
+    const fit = `https://example.com/${"a".repeat(MAX_URL_CHARS - 40)}`;
+    const many = Array.from({ length: Math.ceil(URL_CHARS_PER_CALL / fit.length) + 1 }, () => fit);
+    const r = v.validate("fetch", { more: many });
+    expect(r.ok).toBe(false);
+    // the budget is per call: the next call starts afresh
+    expect(v.validate("fetch", { more: many.slice(0, 2) }).ok).toBe(true);
   });
 });

@@ -1,0 +1,88 @@
+// A server's input schema cannot make the gateway's argument check take unbounded time: a
+// pattern that backtracks catastrophically in JavaScript is matched in linear time, a pattern
+// that cannot be matched so refuses its tool, end to end through the real gateway and a fixture
+// server whose tool list carries them.
+import { afterEach, describe, expect, it } from "vitest";
+import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+
+const LOOKUP: ToolDef = {
+  name: "lookup",
+  description: "Look a word up.",
+  inputSchema: { type: "object", properties: { q: { type: "string", pattern: "^(a+)+$" } } },
+};
+const NOT_ADMIN: ToolDef = {
+  name: "rename_user",
+  description: "Rename a user, but never to admin.",
+  inputSchema: {
+    type: "object",
+    required: ["name"],
+    properties: { name: { type: "string", pattern: "^(?!admin$)\\w+$" } },
+  },
+};
+const ECHO: ToolDef = {
+  name: "echo",
+  description: "Say it back.",
+  inputSchema: { type: "object", properties: { text: { type: "string" } } },
+};
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function catalogGateway(tools: ToolDef[]) {
+  const cat = makeCatalog(tools);
+  const gw = await startGateway({
+    args: ["--label", "words", "--approval", "none", "--", ...fixtureCommand("catalog")],
+    env: cat.env,
+  });
+  cleanup.push(
+    () => gw.close(),
+    () => cat.cleanup(),
+  );
+  await gw.client.listTools();
+  return { cat, gw };
+}
+
+function text(result: { content?: unknown }): string {
+  return JSON.stringify(result.content);
+}
+
+describe("patterns in a server's input schema", () => {
+  it("^(a+)+$ against 40 a's and a '!': the call is answered, and so is a ping sent alongside", async () => {
+    const { cat, gw } = await catalogGateway([LOOKUP, ECHO]);
+    const answered: string[] = [];
+    // JavaScript's RegExp takes 2^40 steps here (hours), during which nothing else would run.
+    const call = gw.client
+      .callTool({ name: "lookup", arguments: { q: `${"a".repeat(40)}!` } })
+      .finally(() => answered.push("call"));
+    const ping = gw.client.ping().finally(() => answered.push("ping"));
+    const [refused] = await Promise.all([call, ping]);
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain('must match pattern \\"^(a+)+$\\"');
+    expect(answered.sort()).toEqual(["call", "ping"]);
+
+    const ok = await gw.client.callTool({ name: "lookup", arguments: { q: "a".repeat(40) } });
+    expect(ok.isError).toBeFalsy();
+    expect(cat.records().map((r) => r.args)).toEqual([{ q: "a".repeat(40) }]);
+  });
+
+  it("a lookahead refuses that tool's calls, naming the tool, the place and why; other tools work", async () => {
+    const { cat, gw } = await catalogGateway([NOT_ADMIN, ECHO]);
+    for (const name of ["admin", "alice"]) {
+      const res = await gw.client.callTool({ name: "rename_user", arguments: { name } });
+      expect(res.isError).toBe(true);
+      expect(text(res)).toContain('Tool \\"rename_user\\" is refused');
+      expect(text(res)).toContain(String.raw`at \"/properties/name/pattern\"`);
+      expect(text(res)).toContain("uses a lookahead");
+      expect(text(res)).toContain("cannot check in bounded time");
+    }
+    const echoed = await gw.client.callTool({ name: "echo", arguments: { text: "hi" } });
+    expect(echoed.isError).toBeFalsy();
+    // nothing of rename_user reached the server, unchecked or otherwise
+    expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+});
