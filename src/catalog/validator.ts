@@ -160,6 +160,43 @@ function pointerSegment(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
+/**
+ * The largest input schema compiled, in nodes (every object, array, key's value and array item
+ * counts one) and in bytes (about the size of its JSON text). ajv's compile is synchronous, on
+ * the gateway's one event loop: a tool of 40,000 properties took 8.6 s, during which nothing else
+ * ran. At 2,000 nodes compiling took 28 to 100 ms on the development machine, whatever the shape
+ * (docs/performance.md, "Input schema size"); bytes cost little to compile (descriptions are not
+ * compiled), so their limit is wide. A tool over either limit has its calls refused.
+ */
+export const MAX_SCHEMA_NODES = 2000;
+export const MAX_SCHEMA_BYTES = 1024 * 1024;
+
+/**
+ * Whether `schema` is over either limit, walked with an explicit stack (no recursion) and stopped
+ * as soon as it is: the walk costs no more than the limits allow.
+ */
+function oversize(schema: object): string | null {
+  let nodes = 0;
+  let bytes = 0;
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    nodes++;
+    bytes += 1;
+    if (typeof v === "string") bytes += v.length + 2;
+    else if (typeof v === "number" || typeof v === "boolean") bytes += String(v).length;
+    else if (typeof v === "object" && v !== null) {
+      for (const [key, child] of Object.entries(v)) {
+        bytes += key.length + 3;
+        stack.push(child);
+      }
+    }
+    if (nodes > MAX_SCHEMA_NODES) return `more than ${MAX_SCHEMA_NODES.toLocaleString("en-US")} schema nodes`;
+    if (bytes > MAX_SCHEMA_BYTES) return `more than ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB`;
+  }
+  return null;
+}
+
 /** `withDefaults` is null when the schema declares no default anywhere (nothing to fill in). */
 type Compiled = { check: ValidateFunction; withDefaults: ValidateFunction | null } | { invalid: string };
 
@@ -233,35 +270,43 @@ export class ArgumentValidator {
     const hit = this.compiled.get(toolName);
     if (hit) return hit;
     const entry = this.snap.byName.get(toolName);
-    let result: Compiled;
-    const schema = entry
-      ? Object.hasOwn(entry.tool, "inputSchema")
-        ? entry.tool.inputSchema
-        : undefined
-      : undefined;
-    const dialect = dialectOf(schema);
-    if (schema === undefined || typeof schema !== "object" || schema === null || Array.isArray(schema)) {
-      result = { invalid: `Tool ${q(toolName)} has no valid input schema, so its calls are refused.` };
-    } else if (typeof dialect !== "string") {
-      result = {
-        invalid: `Tool ${q(toolName)} declares an unsupported schema dialect (${dialect.unsupported}), so its calls are refused.`,
-      };
-    } else {
-      try {
-        // Conservative: a property that happens to be named "default" also counts.
-        const declaresDefaults = JSON.stringify(schema).includes('"default"');
-        result = {
-          check: withPatternBudget(() => this.ajv(dialect, false).compile(schema)),
-          withDefaults: declaresDefaults
-            ? withPatternBudget(() => this.ajv(dialect, true).compile(schema))
-            : null,
-        };
-      } catch (err) {
-        result = { invalid: compileRefusal(toolName, schema, err) };
-      }
-    }
+    const schema = entry && Object.hasOwn(entry.tool, "inputSchema") ? entry.tool.inputSchema : undefined;
+    const result = this.compileSchema(toolName, schema);
     this.compiled.set(toolName, result);
     return result;
+  }
+
+  private compileSchema(toolName: string, schema: unknown): Compiled {
+    if (schema === undefined || typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+      return { invalid: `Tool ${q(toolName)} has no valid input schema, so its calls are refused.` };
+    }
+    const dialect = dialectOf(schema);
+    if (typeof dialect !== "string") {
+      return {
+        invalid: `Tool ${q(toolName)} declares an unsupported schema dialect (${dialect.unsupported}), so its calls are refused.`,
+      };
+    }
+    // Before anything walks or compiles the schema whole.
+    const over = oversize(schema);
+    if (over !== null) {
+      return {
+        invalid:
+          `Tool ${q(toolName)} has an input schema of ${over}, over what portcullis compiles ` +
+          `(${MAX_SCHEMA_NODES.toLocaleString("en-US")} nodes, ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB), so its calls are refused.`,
+      };
+    }
+    try {
+      // Conservative: a property that happens to be named "default" also counts.
+      const declaresDefaults = JSON.stringify(schema).includes('"default"');
+      return {
+        check: withPatternBudget(() => this.ajv(dialect, false).compile(schema)),
+        withDefaults: declaresDefaults
+          ? withPatternBudget(() => this.ajv(dialect, true).compile(schema))
+          : null,
+      };
+    } catch (err) {
+      return { invalid: compileRefusal(toolName, schema, err) };
+    }
   }
 
   /**

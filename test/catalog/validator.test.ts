@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
-import { MAX_URL_CHARS, URL_CHARS_PER_CALL } from "../../src/catalog/validator.js";
+import {
+  MAX_SCHEMA_BYTES,
+  MAX_SCHEMA_NODES,
+  MAX_URL_CHARS,
+  URL_CHARS_PER_CALL,
+} from "../../src/catalog/validator.js";
 import { deployService, publishPreview, readIssue } from "./fixtures.js";
 
 const withTarget = {
@@ -320,5 +325,39 @@ describe("ArgumentValidator", () => {
     expect(r.ok).toBe(false);
     // the budget is per call: the next call starts afresh
     expect(v.validate("fetch", { more: many.slice(0, 2) }).ok).toBe(true);
+  });
+
+  it("a schema over the size limits refuses its tool, naming it and the limits; smaller ones compile", () => {
+    const withProps = (name: string, n: number) =>
+      ({
+        name,
+        inputSchema: {
+          type: "object",
+          properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "string" }])),
+        },
+      }) as Tool;
+    // nodes: the root, its `type` and `properties`, and two per property
+    const fits = withProps("fits", (MAX_SCHEMA_NODES - 3) / 2);
+    const over = withProps("over", (MAX_SCHEMA_NODES - 3) / 2 + 1);
+    const wordy = {
+      name: "wordy",
+      inputSchema: { type: "object", description: "x".repeat(MAX_SCHEMA_BYTES) },
+    } as Tool;
+    const v = validator(fits, over, wordy, readIssue);
+    expect(v.validate("fits", { p0: "a" }).ok).toBe(true);
+    expect(v.validate("fits", { p0: 1 }).ok).toBe(false);
+    expect(v.validate("over", { p0: "a" })).toEqual({
+      ok: false,
+      errors: [
+        'Tool "over" has an input schema of more than 2,000 schema nodes, over what portcullis compiles (2,000 nodes, 1 MiB), so its calls are refused.',
+      ],
+    });
+    expect(v.validate("wordy", {})).toEqual({
+      ok: false,
+      errors: [
+        'Tool "wordy" has an input schema of more than 1 MiB, over what portcullis compiles (2,000 nodes, 1 MiB), so its calls are refused.',
+      ],
+    });
+    expect(v.validate("read_issue", { issue_id: "PROJ-12" }).ok).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 // A server's input schema cannot make the gateway's argument check take unbounded time: a
 // pattern that backtracks catastrophically in JavaScript is matched in linear time, a pattern
-// that cannot be matched so refuses its tool, end to end through the real gateway and a fixture
-// server whose tool list carries them.
+// that cannot be matched so refuses its tool, and so does a schema too large to compile at
+// once; end to end through the real gateway and a fixture server whose tool list carries them.
 import { afterEach, describe, expect, it } from "vitest";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { startGateway } from "../helpers/gateway.js";
@@ -83,6 +83,37 @@ describe("patterns in a server's input schema", () => {
     const echoed = await gw.client.callTool({ name: "echo", arguments: { text: "hi" } });
     expect(echoed.isError).toBeFalsy();
     // nothing of rename_user reached the server, unchecked or otherwise
+    expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+});
+
+describe("the size of a server's input schema", () => {
+  it("a tool of 40,000 properties is refused at once, naming it and the limit; a ping alongside and its neighbour are answered", async () => {
+    const big: ToolDef = {
+      name: "big",
+      description: "A tool with a huge input schema.",
+      inputSchema: {
+        type: "object",
+        properties: Object.fromEntries(
+          Array.from({ length: 40_000 }, (_, i) => [`p${i}`, { type: "string" }]),
+        ),
+      },
+    };
+    const { cat, gw } = await catalogGateway([big, ECHO]);
+    const answered: string[] = [];
+    // Compiling it took 8.6 s, with nothing else served meanwhile.
+    const call = gw.client
+      .callTool({ name: "big", arguments: { p1: "zz" } })
+      .finally(() => answered.push("call"));
+    const ping = gw.client.ping().finally(() => answered.push("ping"));
+    const [refused] = await Promise.all([call, ping]);
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain(
+      'Tool \\"big\\" has an input schema of more than 2,000 schema nodes, over what portcullis compiles (2,000 nodes, 1 MiB)',
+    );
+    expect(answered.sort()).toEqual(["call", "ping"]);
+    const echoed = await gw.client.callTool({ name: "echo", arguments: { text: "hi" } });
+    expect(echoed.isError).toBeFalsy();
     expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
   });
 });
