@@ -6,8 +6,9 @@ import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
-import { realpathOr } from "./files.js";
+import { isFile, realpathOr } from "./files.js";
 import { loadGlob } from "./glob.js";
+import { MAX_LINKED_FILES, type Reached, walkReached, warnOnce } from "./linked.js";
 import { isOwnExecutable } from "./proc.js";
 import {
   displayPath,
@@ -25,6 +26,7 @@ import type {
   FileDigest,
   LaunchSpec,
   ProcessFact,
+  ReachedTree,
   RemoteFacts,
   StaticIdentity,
 } from "./types.js";
@@ -88,7 +90,18 @@ export async function captureStaticIdentity(
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   for (const p of alsoWarm) job.alsoWarm(p); // skipped when queued above or cached
   const nmRoot = usesNodeModules(r) ? nodeModulesRoot(codeDir) : null;
-  const tree = nmRoot === null ? null : job.tree(nmRoot, NODE_MODULES_SKIP);
+  const walked =
+    nmRoot === null
+      ? null
+      : walkReached(
+          job,
+          nmRoot,
+          NODE_MODULES_SKIP,
+          dirname(nmRoot),
+          lockfileIn(),
+          ownDirs(cwd, codeDir),
+          spec.serverLabel,
+        );
   const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
   await job.run();
 
@@ -105,7 +118,8 @@ export async function captureStaticIdentity(
   const lockfile = lockPath === null || lockSlot === null ? null : need("lockfile", lockPath, lockSlot);
   const runtime =
     r.runtime === null ? null : await runtimeOf(r.runtime.kind, rtExe, rtSlot?.sha ?? null, cache);
-  const t = tree?.();
+  const t = walked?.main();
+  const more = walked === null ? [] : reachedTrees(walked.reached, cwd, spec.serverLabel);
   const inp = inputs?.();
   if (probe) probe.touched = job.touched;
   cache.save();
@@ -120,7 +134,13 @@ export async function captureStaticIdentity(
     dependencyTree:
       nmRoot === null || t === undefined
         ? null
-        : { root: displayPath(nmRoot, cwd), files: t.files, sha256: t.sha256 },
+        : {
+            root: displayPath(nmRoot, cwd),
+            files: t.files,
+            sha256: t.sha256,
+            // absent when there is nothing more, so a tree without links keeps its digest
+            ...(more.length > 0 ? { more } : {}),
+          },
     identityInputs:
       inp === undefined ? null : { patterns: [...patterns], files: inp.files, sha256: inp.sha256 },
     workingDirectory: cwd,
@@ -151,6 +171,48 @@ function entryDir(entry: string): string {
   const given = dirname(entry);
   const real = dirname(realpathOr(entry));
   return real === realpathOr(given) ? given : real;
+}
+
+/** The server's own directories, as real paths: where its entry is, and its working directory. */
+function ownDirs(cwd: string, codeDir: string): string[] {
+  return [...new Set([realpathOr(cwd), realpathOr(codeDir)])];
+}
+
+/** Whether a directory holds a lockfile (the root of an install), memoized for one capture. */
+function lockfileIn(): (dir: string) => boolean {
+  const seen = new Map<string, boolean>();
+  return (dir) => {
+    let v = seen.get(dir);
+    if (v === undefined) {
+      v = LOCKFILES.some((n) => isFile(join(dir, n)));
+      seen.set(dir, v);
+    }
+    return v;
+  };
+}
+
+/**
+ * The record's part for what the dependency tree reaches (linked.ts), in path order. A linked
+ * package over the bound is named with no digest, and a warning says so: its code is in no digest
+ * and no watch.
+ */
+function reachedTrees(reached: Reached[], cwd: string, label: string): ReachedTree[] {
+  const out: ReachedTree[] = [];
+  for (const r of reached) {
+    const path = displayPath(r.abs, cwd);
+    const d = r.finish?.();
+    if (d === undefined) {
+      out.push({ path, kind: r.kind, files: 0, sha256: null, skipped: r.skipped ?? "not digested" });
+    } else if (d.over) {
+      const skipped = `more than ${MAX_LINKED_FILES} files`;
+      warnOnce(
+        label,
+        `the linked directory ${r.abs} has ${skipped}: it is not digested or watched; name what the server loads from it with identity.include`,
+      );
+      out.push({ path, kind: r.kind, files: d.files, sha256: null, skipped });
+    } else out.push({ path, kind: r.kind, files: d.files, sha256: d.sha256 });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 function usesNodeModules(r: Resolved): boolean {
@@ -297,6 +359,25 @@ function same(a: unknown, b: unknown): boolean {
   return sameJson(a ?? null, b ?? null);
 }
 
+function treeOnly(t: StaticIdentity["dependencyTree"] | undefined): unknown {
+  if (t === null || t === undefined) return null;
+  const { more: _more, ...rest } = t;
+  return rest;
+}
+
+/** "linked package ../core (12 files)", "dependency tree /repo/node_modules (800 files)". */
+function reachedChanges(before: ReachedTree[], after: ReachedTree[]): string[] {
+  const b = new Map(before.map((x) => [x.path, x]));
+  const a = new Map(after.map((x) => [x.path, x]));
+  const out: string[] = [];
+  for (const p of [...new Set([...b.keys(), ...a.keys()])].sort()) {
+    if (same(b.get(p), a.get(p))) continue;
+    const x = (a.get(p) ?? b.get(p))!;
+    out.push(`${x.kind === "modules" ? "dependency tree" : "linked package"} ${p} (${x.files} files)`);
+  }
+  return out;
+}
+
 function remoteChanges(b: RemoteFacts | undefined, a: RemoteFacts | undefined): string[] {
   if (!b || !a) return ["transport (a launched server and a remote one)"];
   const out: string[] = [];
@@ -332,10 +413,11 @@ export function changedParts(
   if (!same(before.lockfile, after.lockfile)) {
     out.push(`lockfile ${after.lockfile?.path ?? before.lockfile?.path ?? "(none)"}`);
   }
-  if (!same(before.dependencyTree, after.dependencyTree)) {
+  if (!same(treeOnly(before.dependencyTree), treeOnly(after.dependencyTree))) {
     const t = after.dependencyTree ?? before.dependencyTree;
     out.push(t === null ? "dependency tree" : `dependency tree ${t.root} (${t.files} files)`);
   }
+  out.push(...reachedChanges(before.dependencyTree?.more ?? [], after.dependencyTree?.more ?? []));
   if (!same(before.identityInputs, after.identityInputs)) out.push("identity inputs");
   if (before.envDigest !== after.envDigest) out.push("environment");
   if (before.configDigest !== after.configDigest) out.push("configuration");

@@ -23,6 +23,15 @@ export interface Slot {
 export interface TreeDigest {
   files: number;
   sha256: string;
+  /** the walk stopped at its `limit`: the digest covers only part of the tree */
+  over?: true;
+}
+
+export interface TreeOptions {
+  /** called with each symlink met by the walk (the link's path), to follow it elsewhere */
+  onLink?: (abs: string) => void;
+  /** stop after this many lines (0: no bound) */
+  limit?: number;
 }
 
 /** Marker digests for entries that have no readable content. */
@@ -50,9 +59,18 @@ interface TreeState {
   buffering: boolean;
   rels: string[];
   shas: (string | null)[];
+  onLink: ((abs: string) => void) | null;
+  limit: number;
+  over: boolean;
 }
 
-function treeState(root: string, gen: number, listings: TreeListings | null, fresh = false): TreeState {
+function treeState(
+  root: string,
+  gen: number,
+  listings: TreeListings | null,
+  fresh = false,
+  opts: TreeOptions = {},
+): TreeState {
   return {
     root,
     fresh,
@@ -66,7 +84,17 @@ function treeState(root: string, gen: number, listings: TreeListings | null, fre
     buffering: false,
     rels: [],
     shas: [],
+    onLink: opts.onLink ?? null,
+    limit: opts.limit ?? 0,
+    over: false,
   };
+}
+
+/** Whether a bounded walk has all the lines it may take; marks it cut short. */
+function full(t: TreeState): boolean {
+  if (t.limit === 0 || t.streamed + t.rels.length < t.limit) return false;
+  t.over = true;
+  return true;
 }
 
 /** A line whose digest is known now. */
@@ -173,13 +201,14 @@ export class DigestJob {
   }
 
   /**
-   * Every regular file under `root` by content, symlinks as their target text (never followed),
-   * other file types skipped. `skipTop` names entries of the root itself that are left out.
+   * Every regular file under `root` by content, symlinks as their target text (never followed
+   * here: `opts.onLink` is told of each, and may digest where it leads as another tree), other
+   * file types skipped. `skipTop` names entries of the root itself that are left out.
    */
-  tree(root: string, skipTop: ReadonlySet<string> = new Set()): () => TreeDigest {
+  tree(root: string, skipTop: ReadonlySet<string> = new Set(), opts: TreeOptions = {}): () => TreeDigest {
     const cache = this.cache;
     const listings = cache.listings(root);
-    const t = treeState(root, ++cache.gen, listings);
+    const t = treeState(root, ++cache.gen, listings, false, opts);
     this.trees.push(t);
     // No listing of this root in the cache: this is a cold walk. Start workers now, and give them
     // the single files queued so far (the executable can be 100 MB) to hash during the walk.
@@ -281,6 +310,7 @@ export class DigestJob {
     const { names, kinds, stats, shas } = listing;
     const atRoot = rel === "";
     for (let i = 0; i < names.length; i++) {
+      if (full(t)) return;
       const name = names[i]!;
       if (atRoot && skip.has(name)) continue;
       const kind = kinds[i]!;
@@ -316,6 +346,7 @@ export class DigestJob {
           (kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())
         ) {
           known(t, childRel, shas[i]!);
+          if (kind === KIND_LINK) t.onLink?.(childAbs);
           continue;
         }
         if (!(kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())) {
@@ -336,7 +367,10 @@ export class DigestJob {
             this.nowMs,
           );
           known(t, childRel, sha);
-        } catch {}
+        } catch {
+          continue;
+        }
+        t.onLink?.(childAbs);
         continue;
       }
       const line = pending(t, childRel);
@@ -430,6 +464,7 @@ export class DigestJob {
     const hit = t.fresh ? undefined : cache.lookupFile(key, st);
     if (hit !== undefined) {
       known(t, rel, hit.sha);
+      if (link) t.onLink?.(abs);
       return;
     }
     if (link) {
@@ -441,7 +476,10 @@ export class DigestJob {
           this.nowMs,
         );
         known(t, rel, sha);
-      } catch {}
+      } catch {
+        return;
+      }
+      t.onLink?.(abs);
       return;
     }
     const line = pending(t, rel);
@@ -468,7 +506,7 @@ export class DigestJob {
       }
     }
     h.update(chunk);
-    t.result = { files, sha256: h.digest("hex") };
+    t.result = t.over ? { files, sha256: h.digest("hex"), over: true } : { files, sha256: h.digest("hex") };
     return t.result;
   }
 }

@@ -18,6 +18,7 @@ export type {
   FileDigest,
   LaunchSpec,
   ProcessFact,
+  ReachedTree,
   RemoteFacts,
   StaticIdentity,
 } from "./types.js";

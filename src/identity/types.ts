@@ -38,12 +38,33 @@ export interface StaticIdentity {
   entry: FileDigest | null;
   wrappers: FileDigest[];
   lockfile: FileDigest | null;
-  dependencyTree: { root: string; files: number; sha256: string } | null;
+  dependencyTree: {
+    root: string;
+    files: number;
+    sha256: string;
+    /** what the tree reaches outside itself (linked packages, their node_modules); absent: nothing */
+    more?: ReachedTree[];
+  } | null;
   identityInputs: { patterns: string[]; files: number; sha256: string } | null;
   workingDirectory: string;
   /** "sha256:…" over the sorted KEY=VALUE pairs of the server's environment. */
   envDigest: string;
   configDigest: string;
+}
+
+/**
+ * A directory the server's code loads from beyond its dependency tree: a package linked into it
+ * from outside every node_modules (a workspace package, `npm link`, `file:`), or a node_modules
+ * node resolves imports from (docs/identity.md, "Linked packages").
+ */
+export interface ReachedTree {
+  /** relative to the working directory when inside it, else absolute (a real path) */
+  path: string;
+  kind: "package" | "modules";
+  files: number;
+  /** null: not digested, `skipped` says why (too large, or a link to an ancestor) */
+  sha256: string | null;
+  skipped?: string;
 }
 
 /**

@@ -9,13 +9,14 @@ import { type FSWatcher, lstatSync, readlinkSync, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
+import { PACKAGE_SKIP } from "./linked.js";
 import { displayPath } from "./resolve.js";
 import { type TreeWatch, watchTree } from "./treeWatch.js";
 import type { StaticIdentity } from "./types.js";
 
 /** node_modules/pkg/file (1), node_modules/@scope/pkg/file and node_modules/pkg/dir/file (2). */
 export const NODE_MODULES_DEPTH = 2;
-/** Depth used for a `**` glob. */
+/** Depth used for a `**` glob, and for a linked package's directory. */
 export const GLOB_DEPTH = 20;
 
 const GLOB_CHARS = /[*?[\]{}()!+@]/;
@@ -23,6 +24,16 @@ const GLOB_CHARS = /[*?[\]{}()!+@]/;
 interface IncludeDir {
   path: string;
   depth: number;
+}
+
+/**
+ * A watched directory tree: a node_modules (the dependency tree, or one a linked package loads
+ * from), a linked package's directory, or the base of an include pattern.
+ */
+export interface WatchedDir {
+  path: string;
+  depth: number;
+  kind: "modules" | "package" | "include";
 }
 
 function includeDirs(cwd: string, patterns: string[]): { files: string[]; dirs: IncludeDir[] } {
@@ -98,7 +109,7 @@ export function pathsTo(p: string): string[] {
 /** What the artifact watcher watches: absolute paths. */
 export function watchedPaths(s: StaticIdentity): {
   files: string[];
-  dirs: { path: string; depth: number }[];
+  dirs: WatchedDir[];
 } {
   const cwd = s.workingDirectory;
   const abs = (p: string) => (isAbsolute(p) ? p : join(cwd, p));
@@ -109,12 +120,25 @@ export function watchedPaths(s: StaticIdentity): {
   for (const w of s.wrappers) files.push(...pathsTo(abs(w.path)));
   if (s.lockfile !== null) files.push(...pathsTo(abs(s.lockfile.path)));
   if (s.executable !== null) files.push(s.executable.path);
-  const dirs: { path: string; depth: number }[] = [];
-  if (s.dependencyTree !== null) dirs.push({ path: abs(s.dependencyTree.root), depth: NODE_MODULES_DEPTH });
+  const dirs: WatchedDir[] = [];
+  const tree = s.dependencyTree;
+  if (tree !== null) {
+    dirs.push({ path: abs(tree.root), depth: NODE_MODULES_DEPTH, kind: "modules" });
+    // A linked package is the user's own code, rebuilt in place (dist/a/b.js): watched to any
+    // depth. One not digested (too large, a link to an ancestor) is not watched either.
+    for (const m of tree.more ?? []) {
+      if (m.sha256 === null) continue;
+      dirs.push(
+        m.kind === "modules"
+          ? { path: abs(m.path), depth: NODE_MODULES_DEPTH, kind: "modules" }
+          : { path: abs(m.path), depth: GLOB_DEPTH, kind: "package" },
+      );
+    }
+  }
   if (s.identityInputs !== null) {
     const inc = includeDirs(cwd, s.identityInputs.patterns);
     files.push(...inc.files);
-    dirs.push(...inc.dirs);
+    dirs.push(...inc.dirs.map((d) => ({ ...d, kind: "include" as const })));
   }
   return { files: [...new Set(files)], dirs };
 }
@@ -221,15 +245,28 @@ export function watchArtifacts(
   try {
     const { files, dirs } = watchedPaths(s);
     addFiles(files);
-    const nm = s.dependencyTree === null ? null : dirs[0]!.path;
     for (const d of dirs) {
-      if (d.path === nm) {
-        const skip = [...NODE_MODULES_SKIP].map((n) => join(nm, n));
+      if (d.kind === "modules") {
+        const skip = [...NODE_MODULES_SKIP].map((n) => join(d.path, n));
         trees.push(
           watchTree(
             d.path,
             d.depth,
             (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+            (p: string) => record(p, false),
+          ),
+        );
+      } else if (d.kind === "package") {
+        // as digested (PACKAGE_SKIP at its top); its node_modules is watched as a tree of its own
+        // when the package loads from it, and one deeper down is not watched
+        const top = [...PACKAGE_SKIP].map((n) => join(d.path, n));
+        trees.push(
+          watchTree(
+            d.path,
+            d.depth,
+            (p: string) =>
+              top.some((x) => p === x || p.startsWith(x + sep)) ||
+              /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
             (p: string) => record(p, false),
           ),
         );

@@ -320,7 +320,9 @@ describe("wrappers and entry resolution", () => {
     // node resolves the main script's symlinks and its imports from there
     expect(s.dependencyTree?.root).toBe(join(project, "node_modules"));
     expect(s.lockfile?.path).toBe(join(project, "package-lock.json"));
-    expect(watchedPaths(s).dirs).toEqual([{ path: join(project, "node_modules"), depth: 2 }]);
+    expect(watchedPaths(s).dirs).toEqual([
+      { path: join(project, "node_modules"), depth: 2, kind: "modules" },
+    ]);
   });
 
   it("resolves node flags that take values, preloads as wrappers, and sh -c", async () => {

@@ -48,8 +48,8 @@ describe("artifact watcher", () => {
     const w = watchedPaths(s);
     expect(w.files).toEqual([join(dir, "dist/server.js"), join(dir, "package-lock.json"), NODE]);
     expect(w.dirs).toEqual([
-      { path: join(dir, "node_modules"), depth: 2 },
-      { path: join(dir, "config"), depth: 0 },
+      { path: join(dir, "node_modules"), depth: 2, kind: "modules" },
+      { path: join(dir, "config"), depth: 0, kind: "include" },
     ]);
   });
 
