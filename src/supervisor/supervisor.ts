@@ -1,54 +1,29 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { ulid } from "ulid";
 import { collectSoon, collectWhenIdle } from "../identity/collect.js";
 import {
   type ChangeProbe,
   captureStaticIdentity,
   changedParts,
   type DigestCache,
-  type ExecutionRecord,
-  finishRecord,
   type LaunchSpec,
-  listDescendants,
   type StaticIdentity,
 } from "../identity/index.js";
-import { LineCoalescer } from "../relay/coalesce.js";
-import { LineReader } from "../relay/framing.js";
 import type { Logger } from "../util/log.js";
-import type { EpochReason, LinkEvents, LinkGeneration, ServerLink } from "./link.js";
+import { CrashLoop, type LoopStop } from "./crashLoop.js";
+import { type Generation, newGeneration, settleGeneration } from "./generation.js";
+import type { LinkEvents, ServerLink } from "./link.js";
 import { ProcessGroups } from "./processGroups.js";
-import { ReplacementDetector, ROOT_GONE, type SettledProcess, settledFrom } from "./replacement.js";
-import { discard, killGroup, LaunchError, type Started, spawnServer } from "./spawn.js";
-import { type LineScrubber, StderrLines } from "./stderrLines.js";
+import { ReplacementDetector, ROOT_GONE } from "./replacement.js";
+import { discard, LaunchError, type Started, spawnServer } from "./spawn.js";
+import type { LineScrubber } from "./stderrLines.js";
 import { WatchedSet } from "./watchedSet.js";
+import { readPipes, stopChild, writeLine } from "./workerPipes.js";
 
+export type { Generation } from "./generation.js";
 export type { DownReason } from "./link.js";
 export type { SettledProcess } from "./replacement.js";
 export { LaunchError } from "./spawn.js";
-
-/**
- * One generation of the supervised server: the code that can answer calls
- * during one execution epoch. Only the supervisor creates generations, so only
- * the supervisor mints epochs — never the server's own words.
- */
-export interface Generation extends LinkGeneration {
-  epoch: string;
-  record: ExecutionRecord;
-  static: StaticIdentity;
-  child: ChildProcessWithoutNullStreams;
-  /** why this epoch exists */
-  reason: Extract<EpochReason, "launch" | "respawn" | "restart" | "replaced">;
-  /**
-   * Processes observed once the worker answered (still alive). One of them running other code
-   * (execve) is a replacement; one going away is a replacement once its parent has started
-   * another process of the same executable in its place (checkReplacement).
-   */
-  settled: SettledProcess[] | null;
-  /** settled processes that went away with nothing (yet) in their place */
-  departed: SettledProcess[];
-  alive: boolean;
-}
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
 export type SupervisorEvents = LinkEvents<Generation>;
@@ -97,17 +72,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** non-null while no server runs until its files change (a crash loop under a watcher): why */
   paused: string | null = null;
   private stopping = false;
-  private crashes: number[] = [];
-  /**
-   * Restarts after a change seen while the server was starting (see LAUNCH_WINDOW_MS): a server
-   * that rewrites its own watched files as it starts would otherwise be restarted for ever,
-   * each restart a fresh crash count. Limited like crashes (crashLoop).
-   */
-  private startChanges: number[] = [];
-  /** when the current generation came up, and when the watcher last reported a change */
-  private upAt = 0;
-  private changeSeenAt = 0;
-  private backoffMs: number;
   /** the artifact watcher, following the identity captured at each launch */
   private readonly watched = new WatchedSet((paths) => this.onArtifacts(paths));
   /**
@@ -120,11 +84,18 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private restarting = false;
   private readonly replacements = new ReplacementDetector();
   private readonly groups: ProcessGroups;
+  /** what counts toward a crash loop, the backoff, and whether the loop pauses or ends supervision */
+  private readonly loop: CrashLoop;
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
-    this.backoffMs = opts.backoff?.initialMs ?? 200;
     this.groups = new ProcessGroups(opts.shutdownGraceMs ?? 1500);
+    this.loop = new CrashLoop({
+      crashLoop: opts.crashLoop,
+      backoff: opts.backoff,
+      waitForChange: opts.waitForChangeOnCrashLoop === true,
+      watching: () => this.watched.watching,
+    });
   }
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
@@ -173,27 +144,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       throw new LaunchError("the gateway is shutting down", true);
     }
     const child = await started.spawned;
-    const epoch = ulid();
-    const record = finishRecord(stat, {
-      epoch,
-      processId: child.pid!,
-      startedAt: started.startedAt,
-      processes: safeDescendants(child.pid!),
-    });
-    const gen: Generation = {
-      epoch,
-      record,
-      static: stat,
-      child,
-      reason,
-      settled: null,
-      departed: [],
-      alive: true,
-    };
+    const gen = newGeneration(stat, child, reason, started.startedAt);
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
-    this.upAt = Date.now();
+    this.loop.cameUp();
     const swapped = this.watched.follow(stat);
     this.emit("up", gen, previous);
     this.caughtUp(swapped);
@@ -208,7 +163,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private wire(gen: Generation): void {
     const { child } = gen;
     this.groups.launched(child.pid!);
-    const reader = new LineReader(
+    readPipes(
+      child,
       {
         line: (text) => {
           const cur = this.current;
@@ -221,21 +177,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
           if (cur && cur.child === child) this.emit("oversize", bytes, cur, rawId, hasMethod);
         },
       },
-      this.opts.maxMessageBytes,
+      {
+        maxMessageBytes: this.opts.maxMessageBytes,
+        label: this.opts.spec.serverLabel,
+        scrub: this.opts.stderrScrub ?? null,
+      },
     );
-    child.stdout.on("data", (b: Buffer) => reader.push(b));
-    child.stdout.on("end", () => reader.end());
-    const label = this.opts.spec.serverLabel;
-    const errLines = new StderrLines(
-      (shown) => process.stderr.write(`[${label}] ${shown}\n`),
-      this.opts.stderrScrub ?? null,
-    );
-    child.stderr.on("data", (b: Buffer) => errLines.push(b));
-    child.stderr.on("end", () => errLines.end());
-    child.stdin.on("error", () => {
-      /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
-    });
-    writers.set(child, new LineCoalescer(child.stdin));
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
     // It was spawned before its identity was captured: it may already have exited.
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -256,14 +203,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.stopping || this.restarting) return;
     this.emit("down", cur, "exit", detail);
-    this.crashes = this.recent(this.crashes);
-    if (this.crashes.length >= this.loopMax()) {
-      const loop = `${detail} ${this.crashes.length} times within ${this.loopSeconds()} s`;
-      this.loopStops(`the server keeps crashing (${loop})`, `the server ${loop}`);
+    const stop = this.loop.crashed(detail);
+    if (stop) {
+      this.stopFor(stop);
       return;
     }
-    const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.opts.backoff?.maxMs ?? 5_000);
+    const delay = this.loop.nextBackoff();
     this.opts.log.info(`server ${detail}; respawning in ${delay} ms`);
     this.respawnTimer = setTimeout(() => {
       this.respawnTimer = null;
@@ -272,33 +217,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }, delay);
   }
 
-  private loopMax(): number {
-    return this.opts.crashLoop?.max ?? 5;
-  }
-
-  private loopSeconds(): number {
-    return Math.round((this.opts.crashLoop?.windowMs ?? 30_000) / 1000);
-  }
-
-  /** `times` within the crash-loop window, with now added. */
-  private recent(times: number[]): number[] {
-    const now = Date.now();
-    const windowMs = this.opts.crashLoop?.windowMs ?? 30_000;
-    return [...times.filter((t) => now - t < windowMs), now];
-  }
-
-  /**
-   * The loop limit was reached: supervision pauses until the files change (`paused`: why), or
-   * ends (`ended`: what happened) when it does not wait for changes.
-   */
-  private loopStops(paused: string, ended: string): void {
-    if (this.waitsForChange()) this.pause(paused);
-    else this.emit("gave-up", `${ended}; supervision stopped. Fix the server, then restart your MCP client.`);
-  }
-
-  /** Whether a crash loop waits for the next change of the server's files instead of ending. */
-  private waitsForChange(): boolean {
-    return this.opts.waitForChangeOnCrashLoop === true && this.watched.watching;
+  /** The loop limit was reached, or the server cannot be started: pause until its files change, or end. */
+  private stopFor(stop: LoopStop): void {
+    if ("pause" in stop) this.pause(stop.pause, stop.told);
+    else this.emit("gave-up", stop.giveUp);
   }
 
   /**
@@ -328,9 +250,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   private resume(paths: string[]): void {
     this.paused = null;
-    this.crashes = [];
-    this.startChanges = [];
-    this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+    this.loop.reset();
     const changed = [...new Set(paths)].sort();
     const start = () => {
       if (this.stopping) return;
@@ -355,10 +275,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** A launch after the first could not start the server (its identity cannot be captured). */
   private launchFailed(e: unknown): void {
     if (this.stopping) return;
-    const message = (e as Error).message;
-    if (this.waitsForChange())
-      this.pause(`the server cannot be started: ${message}`, "the server cannot be started");
-    else this.emit("gave-up", message);
+    this.stopFor(this.loop.cannotStart((e as Error).message));
   }
 
   /** Writes one message to the current worker. False when no worker can take it. */
@@ -370,10 +287,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   sendText(text: string): boolean {
     const cur = this.current;
     if (!cur?.alive || cur.child.stdin.destroyed) return false;
-    // Coalesced: the messages of one event-loop turn reach the worker in one write.
-    const w = writers.get(cur.child);
-    if (w) w.write(text);
-    else cur.child.stdin.write(`${text}\n`);
+    writeLine(cur.child, text);
     return true;
   }
 
@@ -384,14 +298,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   settle(gen: Generation): void {
     if (gen.settled || !gen.alive) return;
-    const processes = safeDescendants(gen.child.pid!);
-    gen.settled = settledFrom(processes);
-    gen.record = finishRecord(gen.static, {
-      epoch: gen.epoch,
-      processId: gen.child.pid!,
-      startedAt: gen.record.startedAt,
-      processes,
-    });
+    settleGeneration(gen);
   }
 
   /**
@@ -421,24 +328,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       .then((stat) => {
         this.restarting = false;
         if (this.stopping || child.exitCode !== null || child.signalCode !== null) return;
-        const epoch = ulid();
-        const gen: Generation = {
-          epoch,
-          static: stat,
-          child,
-          reason: "replaced",
-          settled: null,
-          departed: [],
-          alive: true,
-          record: finishRecord(stat, {
-            epoch,
-            processId: child.pid!,
-            startedAt: new Date().toISOString(),
-            processes: safeDescendants(child.pid!),
-          }),
-        };
+        const gen = newGeneration(stat, child, "replaced", new Date().toISOString());
         this.current = gen;
-        this.upAt = Date.now();
+        this.loop.cameUp();
         const swapped = this.watched.follow(stat);
         this.emit("up", gen, old);
         this.caughtUp(swapped);
@@ -458,7 +350,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   async restart(): Promise<Generation | null> {
     const cur = this.current;
     if (this.stopping) return null;
-    const atStart = cur !== null && this.changeSeenAt - this.upAt < LAUNCH_WINDOW_MS;
+    const atStart = cur !== null && this.loop.changeSeenAtStart();
     this.restarting = true;
     if (cur) {
       cur.alive = false;
@@ -468,25 +360,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.restarting = false;
     if (this.stopping) return null;
     if (atStart) {
-      this.startChanges = this.recent(this.startChanges);
-      if (this.startChanges.length >= this.loopMax()) {
-        const loop = `${this.startChanges.length} restarts within ${this.loopSeconds()} s, each for a change seen as it started`;
-        this.loopStops(
-          `the server's files keep changing as it starts (${loop})`,
-          `the server's files kept changing as it started (${loop})`,
-        );
+      const stop = this.loop.restartedAtStart();
+      if (stop) {
+        this.stopFor(stop);
         return null;
       }
-    } else {
-      this.crashes = [];
-      this.startChanges = [];
-      this.backoffMs = this.opts.backoff?.initialMs ?? 200;
-    }
+    } else this.loop.reset();
     try {
       return await this.launch("restart");
     } catch (e) {
       // a build caught half-written (its entry gone for a moment) waits for the next change too
-      if (this.stopping || !this.waitsForChange()) throw e;
+      if (this.stopping || !this.loop.waitsForChange()) throw e;
       this.launchFailed(e);
       return null;
     }
@@ -499,7 +383,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   private onArtifacts(paths: string[]): void {
     if (this.stopping) return;
-    this.changeSeenAt = Date.now();
+    this.loop.changeSeen();
     if (this.paused !== null) {
       if (paths.length > 0) this.resume(paths);
       return;
@@ -563,20 +447,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 }
 
-/**
- * A change the watcher reports before the server has been up this long counts as seen while it
- * started (restart above): the watcher's debounce holds an event up to 1 s, and a server that
- * writes its files as it starts does so in its first moments. A developer's next save comes
- * later than that as a rule; one that does not counts once, and only crashLoop.max of them
- * within crashLoop.windowMs pause, until the next change.
- */
-const LAUNCH_WINDOW_MS = 2_000;
-
 /** How far before the spawn a file's ctime still counts as a change after it. */
 const CTIME_SLACK_MS = 50;
-
-/** Each worker's stdin, written once per event-loop turn. */
-const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 
 /** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
 function saveQuietly(cache: DigestCache): void {
@@ -590,35 +462,4 @@ function saveQuietly(cache: DigestCache): void {
   } catch {
     /* a read-only cache location costs speed, not correctness */
   }
-}
-
-function safeDescendants(pid: number) {
-  try {
-    return listDescendants(pid);
-  } catch {
-    return [];
-  }
-}
-
-async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
-  const exited = () => child.exitCode !== null || child.signalCode !== null;
-  const waitExit = (ms: number) =>
-    new Promise<boolean>((resolve) => {
-      if (exited()) return resolve(true);
-      const t = setTimeout(() => resolve(exited()), ms);
-      child.once("exit", () => {
-        clearTimeout(t);
-        resolve(true);
-      });
-    });
-  writers.get(child)?.flush(); // what was sent before the close still goes out
-  child.stdin.end();
-  if (!(await waitExit(graceMs))) {
-    killGroup(child.pid!, "SIGTERM");
-    if (!(await waitExit(graceMs))) {
-      killGroup(child.pid!, "SIGKILL");
-      await waitExit(graceMs);
-    }
-  }
-  killGroup(child.pid!, "SIGKILL"); // anything left in the group
 }

@@ -1,0 +1,130 @@
+// The crash-loop policy of a launched server (src/supervisor/supervisor.ts): what counts toward
+// the loop limit, the backoff between respawns, and whether reaching the limit (or a server that
+// cannot be started again) pauses supervision until the server's files change or ends it.
+
+/**
+ * A change the watcher reports before the server has been up this long counts as seen while it
+ * started (Supervisor.restart): the watcher's debounce holds an event up to 1 s, and a server that
+ * writes its files as it starts does so in its first moments. A developer's next save comes
+ * later than that as a rule; one that does not counts once, and only crashLoop.max of them
+ * within crashLoop.windowMs pause, until the next change.
+ */
+const LAUNCH_WINDOW_MS = 2_000;
+
+export interface CrashLoopOptions {
+  crashLoop?: { max: number; windowMs: number };
+  backoff?: { initialMs: number; maxMs: number };
+  /** SupervisorOptions.waitForChangeOnCrashLoop */
+  waitForChange: boolean;
+  /** whether a file the running code depends on is watched now (a change of it can be seen) */
+  watching: () => boolean;
+}
+
+/** What supervision does when it cannot go on running the server. */
+export type LoopStop =
+  /** no server runs until its files change: `pause` is logged, `told` (absent: `pause`) is what the client is told */
+  | { pause: string; told?: string }
+  /** supervision ends (`gave-up`) with this message */
+  | { giveUp: string };
+
+export class CrashLoop {
+  private crashes: number[] = [];
+  /**
+   * Restarts after a change seen while the server was starting (see LAUNCH_WINDOW_MS): a server
+   * that rewrites its own watched files as it starts would otherwise be restarted for ever,
+   * each restart a fresh crash count. Limited like crashes (crashLoop).
+   */
+  private startChanges: number[] = [];
+  /** when the current generation came up, and when the watcher last reported a change */
+  private upAt = 0;
+  private changeSeenAt = 0;
+  private backoffMs: number;
+
+  constructor(private readonly opts: CrashLoopOptions) {
+    this.backoffMs = opts.backoff?.initialMs ?? 200;
+  }
+
+  /** A generation came up (a launch, respawn, restart or replacement). */
+  cameUp(): void {
+    this.upAt = Date.now();
+  }
+
+  /** The watcher reported a change of the server's files. */
+  changeSeen(): void {
+    this.changeSeenAt = Date.now();
+  }
+
+  /** Whether the last change was seen while the current generation was starting (or just after). */
+  changeSeenAtStart(): boolean {
+    return this.changeSeenAt - this.upAt < LAUNCH_WINDOW_MS;
+  }
+
+  /** The server exited on its own (`detail`: how): why supervision stops, or null to respawn it. */
+  crashed(detail: string): LoopStop | null {
+    this.crashes = this.recent(this.crashes);
+    if (this.crashes.length < this.loopMax()) return null;
+    const loop = `${detail} ${this.crashes.length} times within ${this.loopSeconds()} s`;
+    return this.loopStops(`the server keeps crashing (${loop})`, `the server ${loop}`);
+  }
+
+  /** How long to wait before the next respawn; each wait doubles the next, up to backoff.maxMs. */
+  nextBackoff(): number {
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.opts.backoff?.maxMs ?? 5_000);
+    return delay;
+  }
+
+  /** A restart for a change seen as the server started: why supervision stops, or null to launch. */
+  restartedAtStart(): LoopStop | null {
+    this.startChanges = this.recent(this.startChanges);
+    if (this.startChanges.length < this.loopMax()) return null;
+    const loop = `${this.startChanges.length} restarts within ${this.loopSeconds()} s, each for a change seen as it started`;
+    return this.loopStops(
+      `the server's files keep changing as it starts (${loop})`,
+      `the server's files kept changing as it started (${loop})`,
+    );
+  }
+
+  /** A new build (or a resume after a pause): the crash count and backoff start afresh. */
+  reset(): void {
+    this.crashes = [];
+    this.startChanges = [];
+    this.backoffMs = this.opts.backoff?.initialMs ?? 200;
+  }
+
+  /** A launch after the first could not start the server (its identity cannot be captured). */
+  cannotStart(message: string): LoopStop {
+    if (this.waitsForChange())
+      return { pause: `the server cannot be started: ${message}`, told: "the server cannot be started" };
+    return { giveUp: message };
+  }
+
+  /** Whether a crash loop waits for the next change of the server's files instead of ending. */
+  waitsForChange(): boolean {
+    return this.opts.waitForChange && this.opts.watching();
+  }
+
+  private loopMax(): number {
+    return this.opts.crashLoop?.max ?? 5;
+  }
+
+  private loopSeconds(): number {
+    return Math.round((this.opts.crashLoop?.windowMs ?? 30_000) / 1000);
+  }
+
+  /** `times` within the crash-loop window, with now added. */
+  private recent(times: number[]): number[] {
+    const now = Date.now();
+    const windowMs = this.opts.crashLoop?.windowMs ?? 30_000;
+    return [...times.filter((t) => now - t < windowMs), now];
+  }
+
+  /**
+   * The loop limit was reached: supervision pauses until the files change (`paused`: why), or
+   * ends (`ended`: what happened) when it does not wait for changes.
+   */
+  private loopStops(paused: string, ended: string): LoopStop {
+    if (this.waitsForChange()) return { pause: paused };
+    return { giveUp: `${ended}; supervision stopped. Fix the server, then restart your MCP client.` };
+  }
+}

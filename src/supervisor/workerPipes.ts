@@ -1,0 +1,69 @@
+// The pipes of a launched server's worker (src/supervisor/supervisor.ts): its stdout read as
+// messages, its stderr printed as scrubbed lines, its stdin written once per event-loop turn,
+// and its orderly end: close stdin → SIGTERM → SIGKILL, the whole process group.
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { LineCoalescer } from "../relay/coalesce.js";
+import { type FramingEvents, LineReader } from "../relay/framing.js";
+import { killGroup } from "./spawn.js";
+import { type LineScrubber, StderrLines } from "./stderrLines.js";
+
+export interface PipeOptions {
+  maxMessageBytes?: number;
+  /** the server's label, in front of each line of its stderr */
+  label: string;
+  /** SupervisorOptions.stderrScrub */
+  scrub: LineScrubber | null;
+}
+
+/** Each worker's stdin, written once per event-loop turn. */
+const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
+
+/** Starts reading the worker's output: its messages go to `messages`, its stderr to ours. */
+export function readPipes(
+  child: ChildProcessWithoutNullStreams,
+  messages: FramingEvents,
+  o: PipeOptions,
+): void {
+  const reader = new LineReader(messages, o.maxMessageBytes);
+  child.stdout.on("data", (b: Buffer) => reader.push(b));
+  child.stdout.on("end", () => reader.end());
+  const errLines = new StderrLines((shown) => process.stderr.write(`[${o.label}] ${shown}\n`), o.scrub);
+  child.stderr.on("data", (b: Buffer) => errLines.push(b));
+  child.stderr.on("end", () => errLines.end());
+  child.stdin.on("error", () => {
+    /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
+  });
+  writers.set(child, new LineCoalescer(child.stdin));
+}
+
+/** Writes one serialised message (one line, no newline) to the worker. */
+export function writeLine(child: ChildProcessWithoutNullStreams, text: string): void {
+  // Coalesced: the messages of one event-loop turn reach the worker in one write.
+  const w = writers.get(child);
+  if (w) w.write(text);
+  else child.stdin.write(`${text}\n`);
+}
+
+/** Ends the worker: close stdin → SIGTERM → SIGKILL (each after `graceMs`), the whole process group. */
+export async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const waitExit = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      if (exited()) return resolve(true);
+      const t = setTimeout(() => resolve(exited()), ms);
+      child.once("exit", () => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  writers.get(child)?.flush(); // what was sent before the close still goes out
+  child.stdin.end();
+  if (!(await waitExit(graceMs))) {
+    killGroup(child.pid!, "SIGTERM");
+    if (!(await waitExit(graceMs))) {
+      killGroup(child.pid!, "SIGKILL");
+      await waitExit(graceMs);
+    }
+  }
+  killGroup(child.pid!, "SIGKILL"); // anything left in the group
+}
