@@ -1,21 +1,15 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { collectSoon, collectWhenIdle } from "../identity/collect.js";
-import {
-  type ChangeProbe,
-  captureStaticIdentity,
-  changedParts,
-  type DigestCache,
-  type LaunchSpec,
-  type StaticIdentity,
-} from "../identity/index.js";
+import { collectWhenIdle } from "../identity/collect.js";
+import { captureStaticIdentity, changedParts, type DigestCache, type LaunchSpec } from "../identity/index.js";
 import type { Logger } from "../util/log.js";
 import { CrashLoop, type LoopStop } from "./crashLoop.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
+import { spawnAndCapture } from "./launchCapture.js";
 import type { LinkEvents, ServerLink } from "./link.js";
 import { ProcessGroups } from "./processGroups.js";
 import { ReplacementDetector, ROOT_GONE } from "./replacement.js";
-import { discard, LaunchError, type Started, spawnServer } from "./spawn.js";
+import { discard, LaunchError } from "./spawn.js";
 import type { LineScrubber } from "./stderrLines.js";
 import { WatchedSet } from "./watchedSet.js";
 import { readPipes, stopChild, writeLine } from "./workerPipes.js";
@@ -108,37 +102,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   /**
-   * Starts the server and captures its identity at the same time: the process boots (node and
-   * its modules) on one core while the dependency tree is digested on the other. The epoch is
-   * minted, the record made and `up` emitted only once both are done, and nothing reaches the
-   * server before `up` (the gateway holds every client message until then), so no call is
-   * forwarded before the epoch's identity is recorded. A digested file that changed after the
-   * spawn (ctime) means the capture may describe other bytes than the ones the process loaded:
-   * that process is killed, and the server is launched again the careful way, capture first.
+   * Starts the server while its identity is captured (spawnAndCapture). The epoch is minted, the
+   * record made and `up` emitted only once both are done, and nothing reaches the server before
+   * `up` (the gateway holds every client message until then), so no call is forwarded before the
+   * epoch's identity is recorded.
    */
   private async launch(reason: Generation["reason"], alsoWarm: readonly string[] = []): Promise<Generation> {
-    const { spec, cache } = this.opts;
+    const { spec, cache, log } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
-    let started = this.spawnChild(extra);
-    // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
-    // change right after the spawn is never stamped before `since`.
-    const probe: ChangeProbe = { since: started.startedAtMs - CTIME_SLACK_MS };
-    let stat: StaticIdentity;
-    try {
-      stat = await captureStaticIdentity(spec, cache, probe, alsoWarm);
-      if (probe.touched) {
-        this.opts.log.info(
-          `${probe.touched} changed while the server was starting; starting it again after the capture`,
-        );
-        await discard(started);
-        stat = await captureStaticIdentity(spec, cache);
-        started = this.spawnChild(extra);
-      }
-    } catch (e) {
-      await discard(started);
-      throw new LaunchError((e as Error).message);
-    }
-    saveQuietly(cache);
+    const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm);
     if (this.stopping) {
       await discard(started);
       throw new LaunchError("the gateway is shutting down", true);
@@ -153,11 +125,6 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.emit("up", gen, previous);
     this.caughtUp(swapped);
     return gen;
-  }
-
-  /** Spawns the server; its output is not read until the generation is wired (after `up`). */
-  private spawnChild(extra: Record<string, string>): Started {
-    return spawnServer(this.opts.spec, extra);
   }
 
   private wire(gen: Generation): void {
@@ -444,22 +411,5 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     await Promise.all(stopping);
     this.groups.clear();
-  }
-}
-
-/** How far before the spawn a file's ctime still counts as a change after it. */
-const CTIME_SLACK_MS = 50;
-
-/** The digest cache only saves time: persist it as soon as a capture filled it, ignore failures. */
-function saveQuietly(cache: DigestCache): void {
-  try {
-    // saved: the entries need not stay in memory until the next capture, and the memory they
-    // took goes back to the system
-    if (cache.save()) {
-      cache.release();
-      collectSoon();
-    }
-  } catch {
-    /* a read-only cache location costs speed, not correctness */
   }
 }

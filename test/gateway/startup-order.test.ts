@@ -1,4 +1,4 @@
-// The server is started while its dependency tree is digested (src/supervisor/supervisor.ts):
+// The server is started while its dependency tree is digested (src/supervisor/launchCapture.ts):
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
 import { createHash } from "node:crypto";

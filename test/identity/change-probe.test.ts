@@ -1,4 +1,4 @@
-// A capture that runs while the server is already starting (src/supervisor/supervisor.ts) must
+// A capture that runs while the server is already starting (src/supervisor/launchCapture.ts) must
 // say when a file it digested changed after the spawn: the process may have loaded other bytes.
 import { utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
