@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
@@ -11,11 +11,19 @@ import { declaredHost } from "../vault/egress/hosts.js";
 import {
   askHolder,
   clearStaleSocket,
+  HolderListenError,
   holderSocketPath,
   holderStatus,
   runHolder,
   usableSocketPath,
 } from "../vault/holder.js";
+import {
+  endHolders,
+  forgetHolder,
+  HOLDER_COMMAND,
+  recordHolder,
+  takeUnlockLock,
+} from "../vault/holderProcs.js";
 import {
   checkSecretName,
   checkSecretValue,
@@ -37,7 +45,8 @@ export const VAULT_HELP = `Usage:
   portcullis vault list [--json]             names, sizes, created and rotated times, who uses them
   portcullis vault rm NAME                   remove a secret (asks for the passphrase)
   portcullis unlock [--for DURATION]         running gateways may use credentials until then
-                                             (default 30m; e.g. 90s, 10m, 2h, 1h30m; at most 24h)
+                                             (default 30m; e.g. 90s, 10m, 2h, 1h30m; at most 24h);
+                                             replaces a running unlock (two at once take turns)
   portcullis lock                            credentials stop at once, in every gateway
 
 NAME is the credential scope that portcullis.json's "credentials" name, and that grants,
@@ -116,22 +125,42 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
         throw new VaultError(
           `the state directory's path is too long for the vault holder's Unix socket (${holderSocketPath(ctx.stateDir)}); use a shorter --state-dir or PORTCULLIS_HOME`,
         );
-      // One holder per state directory: a new unlock replaces the running one.
-      await askHolder(ctx.stateDir, { op: "lock" });
-      await clearStaleSocket(ctx.stateDir);
-      const until = new Date(Date.now() + ms);
-      const scopes = [...secrets.keys()].sort();
-      await startHolder(ctx.stateDir, until, secrets, ca);
-      AuditLog.open(db, ctx.stateDir).append({
-        type: "vault_unlocked",
-        until: until.toISOString(),
-        scopes,
-        by: `portcullis unlock (pid ${process.pid})`,
-      });
-      process.stdout.write(
-        `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); 'portcullis lock' locks it now\n`,
-      );
-      return EXIT_OK;
+      // One holder per state directory: a new unlock replaces the running one. Two unlocks at
+      // once take turns (the second waits, then replaces the first's holder, as if run after it).
+      let release: () => void;
+      try {
+        release = await takeUnlockLock(ctx.stateDir, (pid) =>
+          process.stderr.write(
+            `portcullis unlock: waiting for another portcullis unlock (pid ${pid}) to finish\n`,
+          ),
+        );
+      } catch (e) {
+        ca?.keyPkcs8.fill(0);
+        throw e;
+      }
+      const guard = guardStart();
+      try {
+        await askHolder(ctx.stateDir, { op: "lock" });
+        await clearStaleSocket(ctx.stateDir);
+        // holders no socket leads to are ended too: after this, the one started now is the only one
+        endHolders(ctx.stateDir);
+        const until = new Date(Date.now() + ms);
+        const scopes = [...secrets.keys()].sort();
+        await startHolder(ctx.stateDir, until, secrets, ca, guard);
+        AuditLog.open(db, ctx.stateDir).append({
+          type: "vault_unlocked",
+          until: until.toISOString(),
+          scopes,
+          by: `portcullis unlock (pid ${process.pid})`,
+        });
+        process.stdout.write(
+          `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); 'portcullis lock' locks it now\n`,
+        );
+        return EXIT_OK;
+      } finally {
+        guard.end();
+        release();
+      }
     } finally {
       db.close();
     }
@@ -147,6 +176,9 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
   const was = await holderStatus(ctx.stateDir);
   await askHolder(ctx.stateDir, { op: "lock" });
   await clearStaleSocket(ctx.stateDir);
+  // Holders no socket leads to (one still starting, one whose unlock was interrupted) hold the
+  // secrets too: ended by the files `unlock` keeps of them.
+  const unreachable = endHolders(ctx.stateDir);
   if (was.unlocked && keyringExists(ctx.stateDir)) {
     const db = openStore(ctx.stateDir);
     try {
@@ -155,12 +187,24 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
       db.close();
     }
   }
-  process.stdout.write(was.unlocked ? "vault locked\n" : "the vault was already locked\n");
+  process.stdout.write(
+    was.unlocked
+      ? "vault locked\n"
+      : unreachable > 0
+        ? `vault locked: ended ${unreachable} vault holder process${unreachable === 1 ? "" : "es"} that no gateway could reach\n`
+        : "the vault was already locked\n",
+  );
   return EXIT_OK;
 }
 
-/** The detached holder process (`portcullis __vault-holder`): secrets arrive on stdin as JSON. */
+/**
+ * The detached holder process (`portcullis __vault-holder`): secrets arrive on stdin as JSON. Its
+ * first line on stdout tells the unlock that started it how the start went: `ready`, or
+ * `failed: SENTENCE` (then it exits 2 at once, holding nothing).
+ */
 export async function holderProcess(args: string[], ctx: { stateDir: string }): Promise<number> {
+  // `unlock` recorded this process so that `lock` can end it; the record goes with it
+  process.once("exit", () => forgetHolder(ctx.stateDir, process.pid));
   const until = new Date(args[args.indexOf("--until") + 1] ?? "");
   if (Number.isNaN(until.getTime())) throw new UsageError("__vault-holder: --until needs an ISO time.");
   const chunks: Buffer[] = [];
@@ -179,18 +223,33 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   const done = new Promise<number>((r) => {
     resolveDone = r;
   });
-  const holder = await runHolder({
-    socketPath: holderSocketPath(ctx.stateDir),
-    until,
-    secrets,
-    ca,
-    onStop: (reason) => {
-      if (reason !== "locked") recordLocked(ctx.stateDir, reason);
-      resolveDone(EXIT_OK);
-    },
-  });
+  let holder: Awaited<ReturnType<typeof runHolder>>;
+  /** the unlock heard `ready` (and records vault_unlocked): only then is the lock worth a record */
+  let announced = false;
+  try {
+    holder = await runHolder({
+      socketPath: holderSocketPath(ctx.stateDir),
+      until,
+      secrets,
+      ca,
+      onStop: (reason) => {
+        if (reason !== "locked" && announced) recordLocked(ctx.stateDir, reason);
+        resolveDone(EXIT_OK);
+      },
+    });
+  } catch (e) {
+    if (!(e instanceof HolderListenError)) throw e;
+    // runHolder wiped what it was given; the unlock reports the sentence
+    process.stdout.write(`failed: ${e.message}\n`);
+    return 2;
+  }
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => holder.stop("signal"));
-  process.stdout.write("ready\n");
+  // An unlock that went away before reading this told its user nothing was unlocked: so be it.
+  process.stdout.on("error", () => holder.stop("unreachable"));
+  process.stdout.write("ready\n", (err) => {
+    if (err) holder.stop("unreachable");
+    else announced = true;
+  });
   return done;
 }
 
@@ -207,18 +266,62 @@ function recordLocked(stateDir: string, reason: string): void {
   }
 }
 
+const SIGNAL_EXIT: Record<string, number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+
+/** What an unlock under way must end if it is itself ended: the holder it started, until it is ready. */
+interface StartGuard {
+  pending: ChildProcess | null;
+  end(): void;
+}
+
+/**
+ * From here until `end`, this command's own signals (Ctrl-C) and its exit kill the holder it is
+ * starting: the holder is detached (its own process group, so it can outlive the terminal) and
+ * would otherwise live on with the secrets, unreachable, until --for ran out.
+ */
+function guardStart(): StartGuard {
+  const abandon = () => {
+    guard.pending?.kill("SIGTERM");
+    guard.pending = null;
+  };
+  const onSignal = (sig: NodeJS.Signals) => {
+    abandon();
+    // the exit listeners run: the unlock lock is released
+    process.exit(SIGNAL_EXIT[sig] ?? 1);
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  const guard: StartGuard = {
+    pending: null,
+    end: () => {
+      abandon();
+      for (const sig of signals) process.off(sig, onSignal);
+      process.off("exit", abandon);
+    },
+  };
+  for (const sig of signals) process.on(sig, onSignal);
+  process.on("exit", abandon);
+  return guard;
+}
+
+/**
+ * Starts the detached holder and hands it the secrets; resolves once it says it is ready. A
+ * holder that cannot listen says so, having wiped what it got, and exits; one that does not
+ * answer within 10 s is killed.
+ */
 function startHolder(
   stateDir: string,
   until: Date,
   secrets: Map<string, OpenedSecret>,
   ca: CaMaterial | null,
+  guard: StartGuard,
 ): Promise<void> {
   const main = fileURLToPath(new URL("./main.js", import.meta.url));
   const child = spawn(
     process.execPath,
-    [main, "__vault-holder", "--state-dir", stateDir, "--until", until.toISOString()],
+    [main, HOLDER_COMMAND, "--state-dir", stateDir, "--until", until.toISOString()],
     { detached: true, stdio: ["pipe", "pipe", "ignore"] },
   );
+  guard.pending = child;
   const payload = Buffer.from(
     JSON.stringify({
       secrets: Object.fromEntries(secrets),
@@ -228,21 +331,46 @@ function startHolder(
   );
   secrets.clear();
   ca?.keyPkcs8.fill(0);
+  try {
+    // before it gets anything: whatever becomes of this command, `lock` can find it
+    if (child.pid !== undefined) recordHolder(stateDir, child.pid);
+  } catch (e) {
+    payload.fill(0);
+    return Promise.reject(e);
+  }
+  child.stdin.on("error", () => {}); // a holder that died at once: its exit says so
   child.stdin.end(payload, () => payload.fill(0));
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill();
-      reject(new VaultError("the vault holder did not start within 10 s"));
-    }, 10_000);
-    child.stdout.once("data", () => {
+    let line = "";
+    const fail = (message: string) => {
       clearTimeout(timer);
       child.stdout.destroy();
+      reject(new VaultError(message));
+    };
+    const timer = setTimeout(() => fail("the vault holder did not start within 10 s"), 10_000);
+    child.on("error", (e) => fail(`the vault holder could not be started (${e.message})`));
+    child.once("exit", (code, signal) =>
+      fail(`the vault holder exited at start (${signal ? `ended by ${signal}` : `code ${code}`})`),
+    );
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      line += chunk;
+      const nl = line.indexOf("\n");
+      if (nl < 0) return;
+      const first = line.slice(0, nl);
+      if (first !== "ready") {
+        fail(
+          first.startsWith("failed: ") ? first.slice("failed: ".length) : "the vault holder did not start",
+        );
+        return;
+      }
+      // from now on the holder outlives this command
+      guard.pending = null;
+      clearTimeout(timer);
+      child.stdout.destroy();
+      child.removeAllListeners("exit");
       child.unref();
       resolve();
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new VaultError(`the vault holder exited at start (code ${code})`));
     });
   });
 }

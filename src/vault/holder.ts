@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { chmodSync, existsSync, unlinkSync, utimesSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, unlinkSync, utimesSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import type { CaMaterial, LeafMaterial } from "./egress/certs.js";
@@ -66,20 +66,47 @@ export interface HolderStatus {
   envScopes?: string[];
 }
 
+/**
+ * Why a holder stopped. `unreachable`: its socket file was removed or replaced by another
+ * process's, or the unlock that started it went away before hearing it was ready; no one could
+ * lock it any more, so it locks itself.
+ */
+export type StopReason = "locked" | "expired" | "signal" | "unreachable";
+
+/** How often a holder checks that its socket file is still its own. */
+const SOCKET_CHECK_MS = 1000;
+
+/** The holder could not listen on its socket (another process holds the path): it holds nothing now. */
+export class HolderListenError extends Error {
+  constructor(
+    readonly code: string,
+    path: string,
+  ) {
+    super(
+      code === "EADDRINUSE"
+        ? `another process holds the vault holder's socket ${path}`
+        : `the vault holder could not listen on ${path} (${code})`,
+    );
+    this.name = "HolderListenError";
+  }
+}
+
 export interface HolderOptions {
   socketPath: string;
   until: Date;
   secrets: Map<string, OpenedSecret>;
   /** the local CA, opened by `unlock`; without it no leaf is minted (HTTPS is then tunnelled untouched) */
   ca?: CaMaterial | null;
-  /** called once when the holder stops (lock, expiry, or a signal) */
-  onStop?: (reason: "locked" | "expired" | "signal") => void;
+  /** called once when the holder stops (lock, expiry, a signal, or its socket is gone) */
+  onStop?: (reason: StopReason) => void;
 }
 
-/** Runs the holder in this process until it is locked or expires. Resolves once listening. */
-export async function runHolder(
-  o: HolderOptions,
-): Promise<{ stop(reason: "locked" | "expired" | "signal"): void }> {
+/**
+ * Runs the holder in this process until it is locked or expires. Resolves once listening; when
+ * it cannot listen it wipes what it was given and rejects (HolderListenError), leaving nothing
+ * behind that keeps the process alive.
+ */
+export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopReason): void }> {
   // Values are kept as Buffers so that locking can overwrite them (strings cannot be wiped).
   const held = new Map<string, { value: Buffer } & SecretPolicy>();
   for (const [k, v] of o.secrets)
@@ -102,7 +129,19 @@ export async function runHolder(
       marked = false;
     }
   };
+  /** the device and inode of the socket file this holder made, once it listens */
+  let own: string | null = null;
+  const socketFile = (): string | null => {
+    try {
+      const st = lstatSync(o.socketPath);
+      return `${st.dev}:${st.ino}`;
+    } catch {
+      return null;
+    }
+  };
   const removeSocket = (): void => {
+    // the path may already be another holder's (a new unlock): only our own file goes
+    if (own === null || socketFile() !== own) return;
     try {
       unlinkSync(o.socketPath);
     } catch {
@@ -111,22 +150,27 @@ export async function runHolder(
   };
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => serve(socket));
-  const stop = (reason: "locked" | "expired" | "signal") => {
-    if (stopped) return;
-    stopped = true;
-    clearTimeout(timer);
+  let timer: NodeJS.Timeout | undefined;
+  let watch: NodeJS.Timeout | undefined;
+  /** Overwrites everything opened this holder holds (strings aside, which cannot be wiped). */
+  const wipe = (): void => {
     for (const b of held.values()) b.value.fill(0);
     held.clear();
     ca?.keyPkcs8.fill(0);
     ca = null;
     leaves.clear();
+  };
+  const stop = (reason: StopReason) => {
+    if (stopped) return;
+    stopped = true;
+    clearTimeout(timer);
+    clearInterval(watch);
+    wipe();
     server.close();
     for (const s of sockets) s.destroy();
-    // after `lock` the path may already be a new holder's (a new unlock): not ours to remove
     if (!locking) removeSocket();
     o.onStop?.(reason);
   };
-  const timer = setTimeout(() => stop("expired"), Math.max(0, o.until.getTime() - Date.now()));
 
   const httpHosts = (): string[] =>
     [...held.values()].filter((v) => v.deliver === "http").flatMap((v) => v.hosts);
@@ -267,19 +311,44 @@ export async function runHolder(
     });
   };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+  try {
+    await listen(server, o.socketPath);
+  } catch (e) {
+    // Another holder (or any process) has the path: this one could never be asked or locked.
+    // Nothing is armed yet, so once the secrets are wiped nothing keeps the process alive.
+    stopped = true;
+    wipe();
+    server.close();
+    throw new HolderListenError((e as NodeJS.ErrnoException).code ?? "error", o.socketPath);
+  }
+  own = socketFile();
+  chmodSync(o.socketPath, 0o600);
+  mark();
+  // Armed only now: a holder that never listened must not live on until `until`.
+  timer = setTimeout(() => stop("expired"), Math.max(0, o.until.getTime() - Date.now()));
+  // A holder whose socket file was removed or replaced can be reached by no gateway and no
+  // `lock`: it locks itself rather than hold the secrets for nothing.
+  watch = setInterval(() => {
+    if (!locking && socketFile() !== own) stop("unreachable");
+  }, SOCKET_CHECK_MS);
+  return { stop };
+}
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     // The socket is created 0600 (umask) so no other user can connect, even for an instant.
     const old = process.umask(0o177);
-    server.listen(o.socketPath, () => {
+    const failed = (e: Error) => {
       process.umask(old);
-      server.off("error", reject);
+      reject(e);
+    };
+    server.once("error", failed);
+    server.listen(path, () => {
+      process.umask(old);
+      server.off("error", failed);
       resolve();
     });
   });
-  chmodSync(o.socketPath, 0o600);
-  mark();
-  return { stop };
 }
 
 /** One request to the holder; null when no holder answers (the vault is locked). */
@@ -330,14 +399,32 @@ export async function holderStatus(stateDir: string): Promise<HolderStatus> {
   };
 }
 
-/** Removes a socket file no holder answers on (a holder that was killed). */
+/**
+ * Removes a socket file no process listens on (a holder that was killed). A slow or silent
+ * listener is left alone: removing its file would leave a live holder no one can reach.
+ */
 export async function clearStaleSocket(stateDir: string): Promise<void> {
   const path = holderSocketPath(stateDir);
   if (!existsSync(path)) return;
-  if ((await askHolder(stateDir, { op: "status" })) !== null) return;
+  if (await someoneListens(path)) return;
   try {
     unlinkSync(path);
   } catch {
     /* raced with another cleaner */
   }
+}
+
+/** Whether a connection to the Unix socket `path` is accepted; only a refusal or no file says no. */
+function someoneListens(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    const done = (live: boolean) => {
+      socket.destroy();
+      resolve(live);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("error", (e: NodeJS.ErrnoException) =>
+      done(e.code !== "ECONNREFUSED" && e.code !== "ENOENT" && e.code !== "ENOTSOCK"),
+    );
+  });
 }
