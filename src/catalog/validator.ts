@@ -162,39 +162,61 @@ function pointerSegment(key: string): string {
 
 /**
  * The largest input schema compiled, in nodes (every object, array, key's value and array item
- * counts one) and in bytes (about the size of its JSON text). ajv's compile is synchronous, on
- * the gateway's one event loop: a tool of 40,000 properties took 8.6 s, during which nothing else
- * ran. At 2,000 nodes compiling took 28 to 100 ms on the development machine, whatever the shape
- * (docs/performance.md, "Input schema size"); bytes cost little to compile (descriptions are not
- * compiled), so their limit is wide. A tool over either limit has its calls refused.
+ * of the schema counts one) and in bytes (about the size of its JSON text). ajv's compile is
+ * synchronous, on the gateway's one event loop: a tool of 40,000 properties took 8.6 s, during
+ * which nothing else ran. At 2,000 nodes compiling took 28 to 100 ms on the development machine,
+ * whatever the shape (docs/performance.md, "Input schema size"); bytes cost little to compile
+ * (descriptions are not compiled), so their limit is wide. A tool over either limit has its calls
+ * refused. The values of `enum`, `const`, `default` and `examples` are data, not schema: ajv
+ * compiles an enum of 50,000 strings in about 50 ms, so they count one node each, and their bytes.
  */
 export const MAX_SCHEMA_NODES = 2000;
 export const MAX_SCHEMA_BYTES = 1024 * 1024;
 
+/** Keywords whose value maps names to schemas, or lists schemas: its members are schemas. */
+const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+const SCHEMA_LISTS = new Set(["allOf", "anyOf", "oneOf", "prefixItems"]);
+
+/**
+ * How a value met in the walk is read: a schema (its keys are keywords), a map or list of
+ * schemas, the value of a data keyword (one node), or inside such a value (bytes only).
+ */
+type Place = "schema" | "members" | "data" | "inData";
+
 /**
  * Whether `schema` is over either limit, walked with an explicit stack (no recursion) and stopped
- * as soon as it is: the walk costs no more than the limits allow.
+ * as soon as it is: the walk costs no more than the limits allow. A key is read as a keyword only
+ * where a schema is: a property named `enum` is a schema, and its nodes count.
  */
 function oversize(schema: object): string | null {
   let nodes = 0;
   let bytes = 0;
-  const stack: unknown[] = [schema];
+  const stack: [unknown, Place][] = [[schema, "schema"]];
   while (stack.length > 0) {
-    const v = stack.pop();
-    nodes++;
+    const [v, place] = stack.pop()!;
+    if (place !== "inData") nodes++;
     bytes += 1;
     if (typeof v === "string") bytes += v.length + 2;
     else if (typeof v === "number" || typeof v === "boolean") bytes += String(v).length;
     else if (typeof v === "object" && v !== null) {
       for (const [key, child] of Object.entries(v)) {
         bytes += key.length + 3;
-        stack.push(child);
+        stack.push([child, placeOf(place, key)]);
       }
     }
     if (nodes > MAX_SCHEMA_NODES) return `more than ${MAX_SCHEMA_NODES.toLocaleString("en-US")} schema nodes`;
     if (bytes > MAX_SCHEMA_BYTES) return `more than ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB`;
   }
   return null;
+}
+
+/** Where the member under `key` of a value in `place` is (an unknown keyword's value counts as schema). */
+function placeOf(place: Place, key: string): Place {
+  if (place === "data" || place === "inData") return "inData";
+  if (place === "members") return "schema";
+  if (DATA_KEYWORDS.has(key)) return "data";
+  if (SCHEMA_MAPS.has(key) || SCHEMA_LISTS.has(key)) return "members";
+  return "schema";
 }
 
 /** `withDefaults` is null when the schema declares no default anywhere (nothing to fill in). */

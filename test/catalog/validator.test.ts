@@ -327,6 +327,36 @@ describe("ArgumentValidator", () => {
     expect(v.validate("fetch", { more: many.slice(0, 2) }).ok).toBe(true);
   });
 
+  it("the values of enum, const, default and examples are data, not schema nodes; a property named enum is a schema", () => {
+    const values = Array.from({ length: 6000 }, (_, i) => `v${i}`);
+    const bigEnum = {
+      name: "bigEnum",
+      inputSchema: {
+        type: "object",
+        properties: {
+          pick: { type: "string", enum: values, default: "v0", examples: values.slice(0, 3000) },
+        },
+      },
+    } as Tool;
+    // the same count of nodes hidden under a property that is only *named* enum still counts
+    const many = Object.fromEntries(
+      Array.from({ length: MAX_SCHEMA_NODES }, (_, i) => [`p${i}`, { type: "string" }]),
+    );
+    const namedEnum = {
+      name: "namedEnum",
+      inputSchema: { type: "object", properties: { enum: { type: "object", properties: many } } },
+    } as Tool;
+    const v = validator(bigEnum, namedEnum, readIssue);
+    expect(v.validate("bigEnum", { pick: "v5999" }).ok).toBe(true);
+    expect(v.validate("bigEnum", { pick: "v6000" }).ok).toBe(false);
+    expect(v.validate("namedEnum", {})).toEqual({
+      ok: false,
+      errors: [
+        'Tool "namedEnum" has an input schema of more than 2,000 schema nodes, over what portcullis compiles (2,000 nodes, 1 MiB), so its calls are refused.',
+      ],
+    });
+  });
+
   it("a schema over the size limits refuses its tool, naming it and the limits; smaller ones compile", () => {
     const withProps = (name: string, n: number) =>
       ({
