@@ -11,28 +11,28 @@
  * update, so it and a lister never both record one request.
  */
 import { AuditLog } from "../audit/log.js";
-import { processStartTime } from "../identity/proc.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
 import { closeRequest, expiredEvent, getRequest } from "./requests.js";
-import { endRunRows } from "./runs.js";
+import { endRunRows, type GatewayColumns, runGatewayLiveness } from "./runs.js";
 
-interface Candidate {
+interface Candidate extends GatewayColumns {
   request: string;
   expires_at: string;
-  gateway_pid: number;
-  gateway_pid_start: string | null;
 }
 
 /** Why `c` can no longer be decided usefully at `now`, or null while a gateway may still use it. */
-function abandonedBecause(c: Candidate, now: number, canTell: boolean): string | null {
+function abandonedBecause(c: Candidate, now: number): string | null {
   if (Date.parse(c.expires_at) <= now) return "nobody decided before it expired";
-  // Gone only when provably so: the pid runs another process, or none. A run whose gateway's start
-  // time was never read, or a platform that cannot read one, proves nothing.
-  if (canTell && c.gateway_pid_start !== null && processStartTime(c.gateway_pid) !== c.gateway_pid_start) {
-    return `the gateway that waited for it (pid ${c.gateway_pid}) is gone`;
-  }
+  // Gone only when provably so (src/identity/procLiveness.ts): a gateway in another PID namespace
+  // (a container or sandbox on this state directory), or whose start time was never read, or a
+  // platform that cannot read one, proves nothing.
+  if (runGatewayLiveness(c) === "gone") return goneReason(c.gateway_pid);
   return null;
+}
+
+function goneReason(pid: number): string {
+  return `the gateway that waited for it (pid ${pid}) is gone`;
 }
 
 /**
@@ -43,15 +43,15 @@ function abandonedBecause(c: Candidate, now: number, canTell: boolean): string |
 export function expireAbandoned(db: Store, stateDir: string, by: string, now = new Date()): string[] {
   const candidates = db
     .prepare(
-      `SELECT r.request, r.expires_at, runs.gateway_pid, runs.gateway_pid_start
+      `SELECT r.request, r.expires_at, runs.gateway_pid, runs.gateway_pid_start, runs.gateway_pid_ns,
+              runs.gateway_boot
          FROM approval_requests r JOIN runs ON runs.run = r.agent_run
         WHERE r.state = 'pending' ORDER BY r.created_at, r.request`,
     )
     .all() as Candidate[];
   if (candidates.length === 0) return [];
-  const canTell = processStartTime(process.pid) !== null;
   const due = candidates
-    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime(), canTell) }))
+    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime()) }))
     .filter((d): d is { id: string; reason: string } => d.reason !== null);
   if (due.length === 0) return [];
   let log: AuditLog;
@@ -77,11 +77,9 @@ export function expireAbandoned(db: Store, stateDir: string, by: string, now = n
   return closed;
 }
 
-interface OpenRun {
+interface OpenRun extends GatewayColumns {
   run: string;
   server_label: string;
-  gateway_pid: number;
-  gateway_pid_start: string;
 }
 
 /**
@@ -91,26 +89,18 @@ interface OpenRun {
  * lister would close them), then `run_ended` with reason "gateway_gone" and the gone gateway's
  * pid. Each record is written only if its row can still be closed, in the same transaction under
  * the audit log's write lock: two gateways starting at once end each run once. A run whose
- * gateway's start time was never read, or a platform that cannot read one, proves nothing and is
- * left open. Returns how many runs this process ended.
+ * gateway this process cannot judge (another PID namespace: a container or sandbox sharing the
+ * state directory; a start time never read; a platform that cannot read one) is left open: only
+ * a process that can see a gateway may end its runs. Returns how many runs this process ended.
  */
 export function endRunsOfGoneGateways(db: Store, audit: AuditLog, by: string): number {
-  if (processStartTime(process.pid) === null) return 0;
   const open = db
     .prepare(
-      `SELECT run, server_label, gateway_pid, gateway_pid_start FROM runs
-        WHERE ended_at IS NULL AND gateway_pid_start IS NOT NULL ORDER BY started_at, run`,
+      `SELECT run, server_label, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot FROM runs
+        WHERE ended_at IS NULL ORDER BY started_at, run`,
     )
     .all() as OpenRun[];
-  const alive = new Map<number, boolean>();
-  const gone = open.filter((r) => {
-    let a = alive.get(r.gateway_pid);
-    if (a === undefined) {
-      a = processStartTime(r.gateway_pid) === r.gateway_pid_start;
-      alive.set(r.gateway_pid, a);
-    }
-    return !a;
-  });
+  const gone = open.filter((r) => runGatewayLiveness(r) === "gone");
   if (gone.length === 0) return 0;
   const pendingOf = db
     .prepare(
@@ -119,7 +109,7 @@ export function endRunsOfGoneGateways(db: Store, audit: AuditLog, by: string): n
     .pluck();
   const now = new Date().toISOString();
   const items = gone.flatMap((r) => {
-    const reason = `the gateway that waited for it (pid ${r.gateway_pid}) is gone`;
+    const reason = goneReason(r.gateway_pid);
     const requests = (pendingOf.all(r.run) as string[]).flatMap((id) => {
       const req = getRequest(db, id);
       return req
@@ -134,7 +124,7 @@ export function endRunsOfGoneGateways(db: Store, audit: AuditLog, by: string): n
         reason: "gateway_gone",
         gatewayPid: r.gateway_pid,
       },
-      condition: () => endRunRows(db, r.run, now),
+      condition: () => endRunRows(db, r.run, now, "gateway_gone"),
     };
     return [...requests, end];
   });

@@ -21,6 +21,7 @@ import {
   type Review,
 } from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
+import { runEndedAsGone } from "./runs.js";
 
 /** What the gateway hears while a call waits for a human. */
 export interface AskHooks {
@@ -57,6 +58,8 @@ export class HumanAsker {
   /** denials already returned to a call: a later retry of the same call asks a human again */
   private readonly deniedTold = new Set<string>();
   private readonly expiry: RequestExpiry;
+  /** the run was found ended by another process, and the log said so */
+  private toldRunEnded = false;
 
   constructor(
     private readonly o: AuthorizerOptions,
@@ -162,6 +165,8 @@ export class HumanAsker {
         if (settled) return settled;
         // A decision that does not verify is no decision: the call keeps waiting.
       }
+      const ended = req.state === "pending" ? this.runEndedElsewhere(id) : null;
+      if (ended) return { error: ended };
       if (hooks.signal?.aborted) {
         // The client gave up, or the gateway answers the call otherwise (a modern client sent to
         // the console): the request stays pending for a retry.
@@ -285,6 +290,29 @@ export class HumanAsker {
       default:
         return null;
     }
+  }
+
+  /**
+   * This gateway is alive, yet its agent run was ended by another process (one that judged it
+   * gone): its session grants ended with the run and no approval can reach it any more (a
+   * decider refuses a request of an ended run). Said loudly, once, on the gateway's log; the
+   * waiting call is answered at once and its request withdrawn, instead of waiting out its hold
+   * for a decision that cannot come. Null while the run is open (or was ended by this gateway).
+   */
+  private runEndedElsewhere(id: string): ErrorObject | null {
+    const { db, run } = this.o;
+    const endedAt = runEndedAsGone(db, run.run);
+    if (endedAt === null) return null;
+    if (!this.toldRunEnded) {
+      this.toldRunEnded = true;
+      this.o.log.warn(
+        `this gateway's agent run ${run.run} was ended at ${endedAt} by another process, although this ` +
+          "gateway still runs: its session grants ended and no approval can reach it; restart the agent " +
+          "host to start a new run",
+      );
+    }
+    closeRequest(db, id, "cancelled", "agent run ended");
+    return refuse.runEnded(id);
   }
 
   /** The approval_timeout of a call whose hold ended while its request is still pending. */

@@ -1,6 +1,6 @@
 import type { ApprovalMode } from "../config/config.js";
+import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
-import { processStartTime } from "./chain.js";
 
 export type { ApprovalMode } from "../config/config.js";
 
@@ -168,7 +168,7 @@ export function liveSessionGrants(db: Store, run: string, serverLabel: string): 
 }
 
 export interface ActiveGrant extends GrantRecord {
-  /** false when the gateway serving the run is gone without ending it: the grant can no longer be used */
+  /** false when the gateway serving the run is provably gone without ending it: the grant can no longer be used */
   runAlive: boolean;
 }
 
@@ -176,15 +176,28 @@ export interface ActiveGrant extends GrantRecord {
 export function activeGrants(db: Store): ActiveGrant[] {
   const rows = db
     .prepare(
-      `SELECT g.*, r.gateway_pid AS gateway_pid, r.gateway_pid_start AS gateway_pid_start
+      `SELECT g.*, r.gateway_pid AS gateway_pid, r.gateway_pid_start AS gateway_pid_start,
+              r.gateway_pid_ns AS gateway_pid_ns, r.gateway_boot AS gateway_boot
        FROM grants g JOIN runs r ON r.run = g.agent_run
        WHERE g.mode = 'session' AND g.revoked_at IS NULL AND g.ended_at IS NULL AND r.ended_at IS NULL
        ORDER BY g.issued_at, g.grant_id`,
     )
-    .all() as (GrantDbRow & { gateway_pid: number; gateway_pid_start: string | null })[];
+    .all() as (GrantDbRow & {
+    gateway_pid: number;
+    gateway_pid_start: string | null;
+    gateway_pid_ns: string | null;
+    gateway_boot: string | null;
+  })[];
   return rows.map((r) => ({
     ...toGrantRecord(r),
-    runAlive: r.gateway_pid_start !== null && processStartTime(r.gateway_pid) === r.gateway_pid_start,
+    // as RunRow.gatewayAlive: a gateway this process cannot judge (another PID namespace) may use it
+    runAlive:
+      processLiveness({
+        pid: r.gateway_pid,
+        start: r.gateway_pid_start,
+        pidNs: r.gateway_pid_ns,
+        boot: r.gateway_boot,
+      }) !== "gone",
   }));
 }
 

@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import type { DigestCache } from "../identity/cache.js";
+import { type Liveness, ownPlace, processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
@@ -24,8 +25,33 @@ export interface Run {
 export interface RunRow extends Run {
   gatewayPid: number;
   endedAt: string | null;
-  /** the gateway that serves the run is still running (pid and start time match) */
+  /**
+   * The gateway that serves the run may still be waiting on it: the run has not ended and its
+   * gateway is not provably gone (see `gateway`). A gateway this process cannot judge (another
+   * PID namespace, a start time never read) counts as waiting: deciding its request is harmless
+   * if it is gone, and refusing would lock it out of approvals if it is not.
+   */
   gatewayAlive: boolean;
+  /** what this process can tell of the run's gateway process (src/identity/procLiveness.ts) */
+  gateway: Liveness;
+}
+
+/** The columns of a runs row that record its gateway process. */
+export interface GatewayColumns {
+  gateway_pid: number;
+  gateway_pid_start: string | null;
+  gateway_pid_ns: string | null;
+  gateway_boot: string | null;
+}
+
+/** Whether the gateway a runs row records still runs, as far as this process can tell. */
+export function runGatewayLiveness(r: GatewayColumns): Liveness {
+  return processLiveness({
+    pid: r.gateway_pid,
+    start: r.gateway_pid_start,
+    pidNs: r.gateway_pid_ns,
+    boot: r.gateway_boot,
+  });
 }
 
 /** Digest over what identifies the chain; the command lines are for people only. */
@@ -61,14 +87,20 @@ export function startRun(
     chainDigest: chainDigest(chain),
     startedAt: new Date().toISOString(),
   };
+  // Where this pid and start time mean something: a reader elsewhere (another PID namespace)
+  // must not take them for its own processes (src/identity/procLiveness.ts).
+  const place = ownPlace();
   db.prepare(
-    `INSERT INTO runs (run, server_label, gateway_pid, gateway_pid_start, chain_json, chain_digest, started_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO runs (run, server_label, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot,
+                       chain_json, chain_digest, started_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     run.run,
     gatewayLabel,
     process.pid,
     processStartTime(process.pid),
+    place.pidNs,
+    place.boot,
     JSON.stringify(chain),
     run.chainDigest,
     run.startedAt,
@@ -87,13 +119,14 @@ export function endRun(db: Store, run: Pick<Run, "run">): void {
 
 /**
  * endRun's writes, inside the caller's transaction (the audit log's, when the end is recorded
- * on condition). False, and nothing written, when the run had ended already.
+ * on condition). False, and nothing written, when the run had ended already. `reason`:
+ * "gateway_gone" when another process ends the run of a gateway it judged gone.
  */
-export function endRunRows(db: Store, run: string, now: string): boolean {
-  if (
-    db.prepare("UPDATE runs SET ended_at = ? WHERE run = ? AND ended_at IS NULL").run(now, run).changes !== 1
-  )
-    return false;
+export function endRunRows(db: Store, run: string, now: string, reason: string | null = null): boolean {
+  const ended = db
+    .prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ? AND ended_at IS NULL")
+    .run(now, reason, run);
+  if (ended.changes !== 1) return false;
   db.prepare(
     `UPDATE grants SET ended_at = ?, ended_reason = 'agent run ended'
      WHERE agent_run = ? AND expires_when = 'agent-run-ends' AND ended_at IS NULL`,
@@ -106,11 +139,9 @@ export function endRunRows(db: Store, run: string, now: string): boolean {
   return true;
 }
 
-interface RunDbRow {
+interface RunDbRow extends GatewayColumns {
   run: string;
   server_label: string;
-  gateway_pid: number;
-  gateway_pid_start: string | null;
   chain_json: string;
   chain_digest: string;
   started_at: string;
@@ -118,6 +149,7 @@ interface RunDbRow {
 }
 
 function toRunRow(r: RunDbRow): RunRow {
+  const gateway = runGatewayLiveness(r);
   return {
     run: r.run,
     serverLabel: r.server_label,
@@ -126,14 +158,24 @@ function toRunRow(r: RunDbRow): RunRow {
     startedAt: r.started_at,
     gatewayPid: r.gateway_pid,
     endedAt: r.ended_at,
-    gatewayAlive:
-      r.ended_at === null &&
-      r.gateway_pid_start !== null &&
-      processStartTime(r.gateway_pid) === r.gateway_pid_start,
+    gatewayAlive: r.ended_at === null && gateway !== "gone",
+    gateway,
   };
 }
 
 export function getRun(db: Store, run: string): RunRow | null {
   const r = db.prepare("SELECT * FROM runs WHERE run = ?").get(run) as RunDbRow | undefined;
   return r ? toRunRow(r) : null;
+}
+
+/**
+ * When another process ended the run because it judged its gateway gone (null: open, or ended
+ * otherwise): one cheap read, so that a gateway still alive can notice and say so.
+ */
+export function runEndedAsGone(db: Store, run: string): string | null {
+  const r = db
+    .prepare("SELECT ended_at FROM runs WHERE run = ? AND ended_reason = 'gateway_gone'")
+    .pluck()
+    .get(run) as string | null | undefined;
+  return r ?? null;
 }

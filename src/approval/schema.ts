@@ -5,7 +5,8 @@ import type { Migration } from "../store/migration.js";
  * and the digest cache of the executables in agents' process chains.
  *
  * - A run is one client connection; its identity is the process chain of whatever
- *   launched the gateway. `gateway_pid` + `gateway_pid_start` tell whether the
+ *   launched the gateway. `gateway_pid` + `gateway_pid_start` (with the PID namespace and
+ *   boot of migration 17) tell whether the
  *   gateway that serves the run is still alive (a pid alone is reused).
  * - An approval request holds everything the human is shown (`review_json`) and is
  *   decided by another process (the CLI) writing `state`; the waiting gateway polls it.
@@ -117,6 +118,24 @@ export const reviewDigestMigration: Migration = {
   owner: "approval (review digest)",
   sql: `
     ALTER TABLE grants ADD COLUMN review_digest TEXT;
+  `,
+};
+
+/**
+ * Where a run's gateway pid and start time mean something (src/identity/procLiveness.ts): its
+ * PID namespace and the kernel boot id. A reader in another namespace cannot judge the pid, and
+ * must not end the run; a reader on another boot knows the gateway is gone. Null in rows written
+ * before this migration: their liveness cannot be judged (they are never ended as gone).
+ * `ended_reason` is "gateway_gone" on a run another process ended because it judged the
+ * gateway gone, so that a gateway still alive can tell it was ended from outside.
+ */
+export const runPlaceMigration: Migration = {
+  version: 17,
+  owner: "approval (run place)",
+  sql: `
+    ALTER TABLE runs ADD COLUMN gateway_pid_ns TEXT;
+    ALTER TABLE runs ADD COLUMN gateway_boot TEXT;
+    ALTER TABLE runs ADD COLUMN ended_reason TEXT;
   `,
 };
 

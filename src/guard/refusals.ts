@@ -179,6 +179,16 @@ export const refuse = {
       { approvalRequest, howToApprove },
     ),
 
+  /** The gateway's agent run was ended by another process: no approval can reach this gateway. */
+  runEnded: (approvalRequest: string) =>
+    refusal(
+      "authorization_required",
+      "This call needs a human approval, and none can reach this gateway: its agent run was ended by another process.",
+      "agent run ended",
+      "ask a human to restart the agent host (a new agent run), then retry",
+      { approvalRequest, howToApprove: "restart the agent host: the ended run can no longer be approved" },
+    ),
+
   vaultLocked: (scopes: string[]) =>
     refusal(
       "vault_locked",

@@ -8,9 +8,19 @@
 // This file is the module's one door; the reading is done by the files behind it, one concern
 // each: procRead.ts (procfs files, ps, the stat line, start times), procDescribe.ts (one process:
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
-// (a process's descendants and children) and procPeer.ts (the process behind a TCP connection).
+// (a process's descendants and children), procPeer.ts (the process behind a TCP connection) and
+// procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
+export { judgeLiveness, type Liveness, processLiveness, type RecordedProcess } from "./procLiveness.js";
 export { pidOfTcpPeer, procNetEnds, type TcpEnd } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
-export { dead, parseProcStat, processStartTime, readStat, type StatLine } from "./procRead.js";
+export {
+  dead,
+  ownPlace,
+  type ProcessPlace,
+  parseProcStat,
+  processStartTime,
+  readStat,
+  type StatLine,
+} from "./procRead.js";
 export { type ListOptions, listChildren, listDescendants } from "./procTree.js";

@@ -133,3 +133,39 @@ export function closeQuietly(fd: number): void {
     /* already closed */
   }
 }
+
+/**
+ * Where a pid and a start time mean something: the PID namespace whose numbers they are and the
+ * kernel boot whose clock they count. Two processes on one state directory may not share either
+ * (a container or sandbox on the same directory; a reboot between a crash and a reader).
+ */
+export interface ProcessPlace {
+  /** the PID namespace of this process, as /proc shows it ("pid:[4026531836]"); null: unknown */
+  pidNs: string | null;
+  /** the kernel's boot id; null: unknown */
+  boot: string | null;
+}
+
+let ownPlaceCache: ProcessPlace | null = null;
+
+/**
+ * This process's place, read once (a process never changes its own PID namespace). The namespace
+ * is trusted only when the /proc mounted here is that namespace's: when /proc/self is another
+ * number than our pid, every /proc/PID read here speaks of another namespace's processes, and
+ * nothing recorded by pid can be judged from here.
+ */
+export function ownPlace(): ProcessPlace {
+  if (ownPlaceCache) return ownPlaceCache;
+  if (process.platform === "linux") {
+    const ours = readLink("/proc/self") === String(process.pid);
+    const boot = readProcFile("/proc/sys/kernel/random/boot_id")?.trim() || null;
+    ownPlaceCache = { pidNs: ours ? readLink("/proc/self/ns/pid") : null, boot };
+  } else if (process.platform === "darwin") {
+    // No PID namespaces: one process table. lstart is wall-clock time, so a reboot shows as a
+    // changed start time without a boot id.
+    ownPlaceCache = { pidNs: "darwin", boot: null };
+  } else {
+    ownPlaceCache = { pidNs: null, boot: null };
+  }
+  return ownPlaceCache;
+}

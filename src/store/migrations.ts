@@ -7,6 +7,7 @@ import {
   approvalMigration,
   passkeysMigration,
   reviewDigestMigration,
+  runPlaceMigration,
   signedDecisionsMigration,
 } from "../approval/schema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
@@ -109,4 +110,5 @@ export const migrations: Migration[] = [
   egressMigration,
   openIntentsWithoutRowid,
   reviewDigestMigration,
+  runPlaceMigration,
 ];

@@ -1,0 +1,237 @@
+// Gateways on one state directory may live in different PID namespaces (a container or a
+// bubblewrap sandbox sharing the directory). A pid recorded in one namespace names another
+// process, or none, in the other: a gateway or CLI there must never take a live gateway for gone
+// (ending its run, its session grant, its pending request), and a request of a gateway it cannot
+// see is still one a human may decide. Real processes in a real namespace: `unshare -p -f
+// --mount-proc` (needs root or user namespaces; the tests say so and are skipped without it).
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { waitFor } from "../helpers/files.js";
+import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { makeProject, type Project } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const NS = ["-p", "-f", "--mount-proc"];
+
+/** Why a process cannot be started in a new PID namespace here, or null when it can. */
+function unshareUnavailable(): string | null {
+  if (process.platform !== "linux") return "PID namespaces are Linux only";
+  const r = spawnSync("unshare", [...NS, "true"], { stdio: "ignore", timeout: 10_000 });
+  if (r.error) return `unshare cannot run (${(r.error as NodeJS.ErrnoException).code})`;
+  return r.status === 0
+    ? null
+    : "unshare -p -f --mount-proc is not permitted (needs root or user namespaces)";
+}
+const UNAVAILABLE = unshareUnavailable();
+const title = (t: string) => (UNAVAILABLE ? `${t} (skipped: ${UNAVAILABLE})` : t);
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** The CLI run in a new PID namespace. */
+function nsCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("unshare", [...NS, NODE, CLI, ...args], { env: hostEnv(passphraseEnv()) });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d;
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A gateway in its own PID namespace, spoken to in raw JSON-RPC lines. */
+class NsGateway {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private buf = "";
+  private nextId = 0;
+  private readonly waiters = new Map<number, (m: Record<string, unknown>) => void>();
+  stderr = "";
+  readonly exited: Promise<void>;
+
+  constructor(project: Project, stateDir: string, runArgs: string[]) {
+    const args = [CLI, "run", "--state-dir", stateDir, "--label", "inventory", ...runArgs, "--"];
+    this.child = spawn("unshare", [...NS, NODE, ...args, ...project.command], {
+      cwd: project.dir,
+      env: hostEnv(project.env),
+    });
+    this.child.stderr.on("data", (d: Buffer) => {
+      this.stderr += d;
+    });
+    this.child.stdout.on("data", (d: Buffer) => {
+      this.buf += d;
+      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
+        const m = JSON.parse(this.buf.slice(0, i)) as Record<string, unknown>;
+        this.buf = this.buf.slice(i + 1);
+        const w = typeof m.id === "number" ? this.waiters.get(m.id) : undefined;
+        if (w) w(m);
+      }
+    });
+    this.exited = new Promise((r) => this.child.on("close", () => r()));
+  }
+
+  send(method: string, params: unknown = {}): Promise<Record<string, unknown>> {
+    const id = ++this.nextId;
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+    return new Promise((r) => this.waiters.set(id, r));
+  }
+
+  async open(): Promise<void> {
+    const init = await this.send("initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "ns-client", version: "1" },
+    });
+    expect(init.result).toBeDefined();
+    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
+    await this.send("tools/list");
+  }
+
+  async close(): Promise<void> {
+    this.child.stdin.end();
+    await this.exited;
+  }
+}
+
+async function pending(stateDir: string) {
+  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { requests: { request: string; tool: string }[] }).requests;
+}
+
+const waitRequest = (stateDir: string, tool: string) =>
+  waitFor(
+    async () => (await pending(stateDir)).find((p) => p.tool === tool) ?? null,
+    20_000,
+    `an approval request for ${tool}`,
+  );
+
+async function grants(stateDir: string) {
+  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
+  return (JSON.parse(r.stdout) as { grants: { grant: string; runAlive: boolean }[] }).grants;
+}
+
+describe("gateways in different PID namespaces on one state directory", () => {
+  it.skipIf(UNAVAILABLE !== null)(
+    title("a gateway or a CLI in another namespace never ends a live gateway's run, grant or request"),
+    async () => {
+      const project = makeProject("A");
+      const stateDir = newStateDir();
+      cleanup.push(() => project.cleanup());
+      const host = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
+        stateDir,
+      });
+      cleanup.push(() => host.close());
+      await host.client.listTools();
+      // a session grant of the host's run, and a request of it still pending
+      const first = host.client.callTool({ name: "read_status", arguments: {} });
+      const req = await waitRequest(stateDir, "read_status");
+      const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(ok.code).toBe(0);
+      await first;
+      const adjust = host.client.callTool(
+        { name: "adjust_inventory", arguments: { sku: "A-1", delta: 1 } },
+        undefined,
+        {
+          timeout: 60_000,
+        },
+      );
+      const waiting = await waitRequest(stateDir, "adjust_inventory");
+
+      // a lister there (closes what it takes for abandoned) and a gateway starting there
+      const listed = await nsCli(["approvals", "--json", "--state-dir", stateDir]);
+      expect(listed.code).toBe(0);
+      const ns = new NsGateway(project, stateDir, ["--approval", "none"]);
+      await ns.open();
+      await ns.close();
+      expect(ns.stderr).not.toMatch(/gateways that are gone/);
+
+      // the host's run is intact: its grant, its pending request, and a human can decide it
+      expect(await grants(stateDir)).toHaveLength(1);
+      expect((await pending(stateDir)).map((p) => p.request)).toContain(waiting.request);
+      const db = openStore(stateDir);
+      try {
+        const open = db.prepare("SELECT count(*) FROM runs WHERE ended_at IS NULL").pluck().get();
+        expect(open).toBe(1);
+      } finally {
+        db.close();
+      }
+      const decided = await runCli(["approve", "--next", "--for", "call", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(decided.code).toBe(0);
+      expect(decided.stdout).toContain(waiting.request);
+      // answered by the server (not refused by the gateway): it ran on the approval
+      expect(await adjust).toHaveProperty("content");
+      // and the session grant still covers: no new request
+      const again = await host.client.callTool({ name: "read_status", arguments: {} });
+      expect(again.isError).toBeFalsy();
+    },
+    90_000,
+  );
+
+  it.skipIf(UNAVAILABLE !== null)(
+    title("a request of a gateway in another namespace can be decided from here"),
+    async () => {
+      const project = makeProject("A");
+      const stateDir = newStateDir();
+      cleanup.push(() => project.cleanup());
+      const ns = new NsGateway(project, stateDir, ["--approval", "session", "--approval-timeout", "60000"]);
+      cleanup.push(() => ns.close());
+      await ns.open();
+      const call = ns.send("tools/call", { name: "read_status", arguments: {} });
+      const req = await waitRequest(stateDir, "read_status");
+      // a lister here must not close it as the request of a gone gateway
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+      const decided = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(decided.code).toBe(0);
+      const answer = await call;
+      expect(answer.error).toBeUndefined();
+      expect((await grants(stateDir)).map((g) => g.runAlive)).toEqual([true]);
+    },
+    90_000,
+  );
+});
+
+describe("a gateway whose run another process ended", () => {
+  it("says so on its log and answers a call needing approval at once", async () => {
+    const project = makeProject("A");
+    const stateDir = newStateDir();
+    cleanup.push(() => project.cleanup());
+    const host = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
+      stateDir,
+    });
+    cleanup.push(() => host.close());
+    await host.client.listTools();
+    // Another gateway misjudges the host gone (here: its recorded start time made wrong), and ends its run.
+    const db = openStore(stateDir);
+    try {
+      db.prepare("UPDATE runs SET gateway_pid_start = '1'").run();
+    } finally {
+      db.close();
+    }
+    const other = await startInventory(project, ["--approval", "none"], { stateDir });
+    await other.client.listTools();
+    await other.close();
+    const r = await host.client
+      .callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 60_000 })
+      .catch((e) => e);
+    expect(r.data).toMatchObject({ error: "authorization_required", reason: "agent run ended" });
+    expect(r.message).toContain("its agent run was ended by another process");
+    expect(host.stderr()).toMatch(/agent run \S+ was ended at \S+ by another process/);
+    expect(await pending(stateDir)).toEqual([]);
+  }, 90_000);
+});

@@ -1,0 +1,54 @@
+// The liveness decision behind every "is this gateway gone?" (src/identity/procLiveness.ts): gone
+// only when provable from here; a process recorded in another PID namespace, or whose namespace or
+// start time was never read, cannot be judged and is never taken for gone.
+import { describe, expect, it } from "vitest";
+import { judgeLiveness, ownPlace, processLiveness, processStartTime } from "../../src/identity/proc.js";
+
+const HERE = { pidNs: "pid:[4026531836]", boot: "boot-a" };
+const rec = (over: Partial<Parameters<typeof judgeLiveness>[0]> = {}) => ({
+  pid: 42,
+  start: "1000",
+  pidNs: HERE.pidNs,
+  boot: HERE.boot,
+  ...over,
+});
+const running = (start: string | null) => (pid: number) => (pid === 42 ? start : null);
+
+describe("judgeLiveness", () => {
+  it("in our namespace and boot: alive while the pid runs the same process, gone otherwise", () => {
+    expect(judgeLiveness(rec(), HERE, running("1000"))).toBe("alive");
+    expect(judgeLiveness(rec(), HERE, running("2000"))).toBe("gone"); // pid reused
+    expect(judgeLiveness(rec(), HERE, running(null))).toBe("gone"); // no such process
+  });
+
+  it("another PID namespace cannot be judged, whatever its pid names here", () => {
+    const there = rec({ pidNs: "pid:[4026532999]" });
+    expect(judgeLiveness(there, HERE, running(null))).toBe("unknown");
+    expect(judgeLiveness(there, HERE, running("2000"))).toBe("unknown");
+    expect(judgeLiveness(there, HERE, running("1000"))).toBe("unknown");
+  });
+
+  it("an unread namespace or start time, here or in the row, cannot be judged", () => {
+    expect(judgeLiveness(rec({ pidNs: null }), HERE, running(null))).toBe("unknown");
+    expect(judgeLiveness(rec({ start: null }), HERE, running(null))).toBe("unknown");
+    expect(judgeLiveness(rec(), { ...HERE, pidNs: null }, running(null))).toBe("unknown");
+  });
+
+  it("another boot is gone: a reboot ended every process, in every namespace", () => {
+    expect(judgeLiveness(rec({ boot: "boot-b" }), HERE, running("1000"))).toBe("gone");
+    expect(judgeLiveness(rec({ boot: "boot-b", pidNs: "pid:[1]" }), HERE, running(null))).toBe("gone");
+    // an unknown boot on either side proves nothing by itself
+    expect(judgeLiveness(rec({ boot: null }), HERE, running("1000"))).toBe("alive");
+    expect(judgeLiveness(rec({ boot: null, pidNs: "pid:[1]" }), HERE, running(null))).toBe("unknown");
+  });
+});
+
+describe.runIf(process.platform === "linux")("this process's own place", () => {
+  it("reads its PID namespace and boot id, and judges itself alive", () => {
+    const place = ownPlace();
+    expect(place.pidNs).toMatch(/^pid:\[\d+\]$/);
+    expect(place.boot).toMatch(/^[0-9a-f-]{36}$/);
+    const me = { pid: process.pid, start: processStartTime(process.pid), ...place };
+    expect(processLiveness(me)).toBe("alive");
+  });
+});
