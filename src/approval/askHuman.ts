@@ -89,6 +89,7 @@ export class HumanAsker {
     call: ApprovedCall,
     mode: "session" | "per-call",
     hooks: AskHooks,
+    holdUntil?: number,
   ): Promise<{ grant: string | null } | { error: ErrorObject }> {
     const { db, run, serverLabel } = this.o;
     const digest = argumentsDigest(call.effective);
@@ -153,7 +154,8 @@ export class HumanAsker {
     };
     progress(`waiting for human approval of ${id}`);
     let lastProgress = Date.now();
-    const deadline = Date.now() + this.timeoutMs;
+    // A call asking again (its one-call approval went to another call) keeps its first hold's end.
+    const deadline = holdUntil ?? Date.now() + this.timeoutMs;
     for (;;) {
       const req = getRequest(db, id);
       if (!req) return { error: refuse.authorizationRequired(id, how) };
@@ -163,6 +165,15 @@ export class HumanAsker {
           retry: false,
         });
         if (settled) return settled;
+        // Two identical calls joined one per-call request and the one-call grant went to the
+        // other: each call needs its own approval, so this one asks anew at once (the human sees
+        // a second request) rather than wait out its hold on a request that is used up.
+        if (mode === "per-call" && this.takenByAnother(req)) {
+          this.o.log.info(
+            `the one-call approval of ${id} went to another call of ${quotedName(call.tool)}; this call asks again`,
+          );
+          return this.ask(call, mode, hooks, deadline);
+        }
         // A decision that does not verify is no decision: the call keeps waiting.
       }
       const ended = req.state === "pending" ? this.runEndedElsewhere(id) : null;
@@ -186,8 +197,8 @@ export class HumanAsker {
       const now = Date.now();
       const until = Math.min(deadline, Date.parse(req.expiresAt));
       if (now >= until) {
-        // A decision this call cannot use (unverified, or a one-call grant another call took).
-        if (req.state !== "pending") return { error: refuse.approvalTimeout(id) };
+        // Decided, but with nothing this call could use (a decision that did not verify).
+        if (req.state !== "pending") return { error: refuse.approvalUnusable(id) };
         if (now >= Date.parse(req.expiresAt)) {
           this.expiry.sweep();
           continue; // read the final state: a decision may have won the race
@@ -270,8 +281,9 @@ export class HumanAsker {
           this.parts.decisions.reject({ what: "denial", request: id }, v.why);
           return null;
         }
-        // A retry after the denial reached the agent asks again: the agent was told once.
-        if (this.deniedTold.has(id)) return null;
+        // A retry after the denial reached the agent asks again: the agent was told once. A call
+        // that waited on the request beside the one told (the same call twice) is denied too.
+        if (retry && this.deniedTold.has(id)) return null;
         if (cancelled) return { error: refuse.authorizationRequired(id, how) };
         this.deniedTold.add(id);
         this.parts.emit({
@@ -313,6 +325,15 @@ export class HumanAsker {
     }
     closeRequest(db, id, "cancelled", "agent run ended");
     return refuse.runEnded(id);
+  }
+
+  /** An approved per-call request whose one-call grant another call has taken (or that has ended). */
+  private takenByAnother(req: ApprovalRequest): boolean {
+    if (req.state !== "approved" || !req.grant) return false;
+    const g = getGrant(this.o.db, req.grant);
+    return (
+      g !== null && g.mode === "per-call" && (g.endedAt !== null || this.parts.decisions.hasEnded(g.grant))
+    );
   }
 
   /** The approval_timeout of a call whose hold ended while its request is still pending. */

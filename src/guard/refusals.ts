@@ -245,6 +245,19 @@ export const refuse = {
     );
   },
 
+  /**
+   * The call's hold ended and its approval request was decided, but with no decision this call
+   * could use (one that did not verify): not an expiry, and a retry asks a human again.
+   */
+  approvalUnusable: (approvalRequest: string) =>
+    refusal(
+      "approval_timeout",
+      "No decision this call could use arrived in time: the one recorded on its approval request did not verify.",
+      "approval request decided, but the decision did not verify",
+      "retry the call to ask a human again (a new approval request)",
+      { approvalRequest, pendingUntil: null },
+    ),
+
   auditUnavailable: (reason: string) =>
     refusal(
       "audit_unavailable",
