@@ -2,6 +2,7 @@ import {
   Authorizer,
   type AuthorizerOptions,
   type DecisionVerifier,
+  endRun,
   type Run,
   startRun,
 } from "../approval/index.js";
@@ -74,6 +75,20 @@ export function beginAgentRun(
     context,
   });
   return { run, auth };
+}
+
+/**
+ * Ends the agent run in the store as the gateway (or an HTTP session) ends. Best effort: a store
+ * another process keeps locked must not turn a clean end into a crash with a stack trace; the run
+ * left open is closed by whoever next lists the requests, its gateway being gone
+ * (src/approval/abandoned.ts).
+ */
+export function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">): void {
+  try {
+    endRun(store, run);
+  } catch (e) {
+    log.warn(`could not record the end of agent run ${run.run} in the store: ${(e as Error).message}`);
+  }
 }
 
 /**

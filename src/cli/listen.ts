@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { unknownClientChain } from "../approval/chain.js";
-import { DecisionVerifier, endRun, processStartTime, type Run } from "../approval/index.js";
+import { DecisionVerifier, processStartTime, type Run } from "../approval/index.js";
 import type { AuditLog } from "../audit/index.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
@@ -23,7 +23,7 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { beginAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 
 export interface ListenSettings {
@@ -122,7 +122,7 @@ function openSession(
 ): SessionHooks {
   const { server, store, events, log } = shared;
   const gatewayId = ulid();
-  const registry = new GatewayRegistry(store, gatewayId, server.label);
+  const registry = new GatewayRegistry(store, gatewayId, server.label, log);
   const statusLog: Logger = {
     ...log,
     status: (line: string) => {
@@ -214,7 +214,7 @@ function openSession(
         // after its server: nothing of this session can reach the proxy's port any more
         await (await proxied.catch(() => null))?.close();
         if (run) {
-          endRun(store, run);
+          endRunQuietly(store, run, statusLog);
           events.emit({ type: "run_ended", run: (run as Run).run, serverLabel: server.label });
         }
         events.flush();

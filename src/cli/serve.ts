@@ -5,13 +5,7 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { ulid } from "ulid";
-import {
-  chainExecutables,
-  DecisionVerifier,
-  endRun,
-  endRunsOfGoneGateways,
-  type Run,
-} from "../approval/index.js";
+import { chainExecutables, DecisionVerifier, endRunsOfGoneGateways, type Run } from "../approval/index.js";
 import { AuditLog } from "../audit/index.js";
 import type { ServerConfig } from "../config/config.js";
 import { readConsoleAddress, requestPageUrl } from "../console/address.js";
@@ -32,7 +26,7 @@ import { envDelivery } from "../vault/delivery.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
-import { beginAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
 
@@ -139,7 +133,7 @@ export async function serve(
     throw e;
   }
   const gatewayId = ulid();
-  const registry = new GatewayRegistry(store, gatewayId, server.label);
+  const registry = new GatewayRegistry(store, gatewayId, server.label, log);
   const statusLog = {
     ...log,
     status: (line: string) => {
@@ -304,7 +298,7 @@ export async function serve(
     await supervisor.shutdown();
     await egress?.close();
     if (run) {
-      endRun(store, run);
+      endRunQuietly(store, run, log);
       events.emit({ type: "run_ended", run: run.run, serverLabel: server.label });
     }
     events.flush();

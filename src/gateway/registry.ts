@@ -1,6 +1,7 @@
 import type { ExecutionRecord } from "../identity/index.js";
 import { processStartTime } from "../identity/index.js";
-import type { Store } from "../store/db.js";
+import { isBusy, type Store } from "../store/db.js";
+import type { Logger } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
 
 /**
@@ -43,40 +44,46 @@ interface StoredLine {
   paused?: true;
 }
 
+/** Fields of the row waiting to be written (all of them, at the next write that succeeds). */
+interface Pending {
+  state?: string;
+  epoch?: string | null;
+  record?: ExecutionRecord | null;
+  endedAt?: string;
+}
+
+/**
+ * Every write here is best effort: the row is for `portcullis status`, and the gateway must serve
+ * whether or not it can be written. They run from timers and supervisor events, where an
+ * exception would end the process (and its server) with it; another program holding the store's
+ * lock past the busy timeout (a database browser with an unsaved edit, an sqlite3 shell inside
+ * BEGIN) is enough for one. A write that fails is kept and tried again with the next one (the
+ * heartbeat, every 5 s), its failure said once on stderr, and its recovery once.
+ */
 export class GatewayRegistry {
   private lines: StoredLine[] = [];
+  private inserted = false;
+  private pending: Pending = {};
+  private linesChanged = false;
+  /** epoch rows not yet written, by epoch (the newest record of each) */
+  private epochs = new Map<string, { record: ExecutionRecord; reason: string }>();
+  private failing = false;
+  private readonly startedAt = new Date().toISOString();
 
   constructor(
     private readonly db: Store,
     readonly gatewayId: string,
     private readonly serverLabel: string,
+    private readonly log: Pick<Logger, "warn" | "info">,
   ) {
-    const now = new Date().toISOString();
-    db.prepare(
-      `INSERT INTO gateways (gateway_id, pid, pid_start, server_label, started_at, heartbeat_at, state)
-       VALUES (?, ?, ?, ?, ?, ?, 'starting')`,
-    ).run(gatewayId, process.pid, processStartTime(process.pid), serverLabel, now, now);
+    this.write();
   }
 
   update(fields: { state?: string; epoch?: string | null; record?: ExecutionRecord | null }): void {
-    if (!this.db.open) return;
-    const sets: string[] = ["heartbeat_at = ?"];
-    const vals: unknown[] = [new Date().toISOString()];
-    if (fields.state !== undefined) {
-      sets.push("state = ?");
-      vals.push(fields.state);
-    }
-    if (fields.epoch !== undefined) {
-      sets.push("epoch = ?");
-      vals.push(fields.epoch);
-    }
-    if (fields.record !== undefined) {
-      sets.push("record_json = ?");
-      vals.push(fields.record ? JSON.stringify(redactRecord(fields.record)) : null);
-    }
-    this.db
-      .prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`)
-      .run(...vals, this.gatewayId);
+    if (fields.state !== undefined) this.pending.state = fields.state;
+    if (fields.epoch !== undefined) this.pending.epoch = fields.epoch;
+    if (fields.record !== undefined) this.pending.record = fields.record;
+    this.write();
   }
 
   statusLine(line: string): void {
@@ -88,21 +95,97 @@ export class GatewayRegistry {
    * the next epoch comes up (`update` with another state), and `why` is its reason.
    */
   paused(why: string): void {
-    this.storeLine({ at: new Date().toISOString(), line: redactText(why), paused: true });
+    this.keepLine({ at: new Date().toISOString(), line: redactText(why), paused: true });
     this.update({ state: "paused" });
   }
 
   private storeLine(entry: StoredLine): void {
-    if (!this.db.open) return;
+    this.keepLine(entry);
+    this.write();
+  }
+
+  private keepLine(entry: StoredLine): void {
     this.lines.push(entry);
     if (this.lines.length > MAX_STATUS_LINES) this.lines.shift();
-    this.db
-      .prepare("UPDATE gateways SET status_json = ? WHERE gateway_id = ?")
-      .run(JSON.stringify(this.lines), this.gatewayId);
+    this.linesChanged = true;
   }
 
   recordEpoch(record: ExecutionRecord, reason: string): void {
+    this.epochs.set(record.epoch, { record, reason });
+    this.write();
+  }
+
+  end(): void {
+    this.pending.state = "ended";
+    this.pending.endedAt = new Date().toISOString();
+    this.write();
+  }
+
+  /** Writes everything pending in one transaction; on failure it all stays pending. */
+  private write(): void {
     if (!this.db.open) return;
+    try {
+      this.db.transaction(() => this.writeAll())();
+    } catch (e) {
+      this.failed(e);
+      return;
+    }
+    this.inserted = true;
+    this.pending = {};
+    this.linesChanged = false;
+    this.epochs.clear();
+    if (this.failing) {
+      this.failing = false;
+      this.log.info(`the store ${this.db.name} is writable again: this gateway's status is current`);
+    }
+  }
+
+  private writeAll(): void {
+    const now = new Date().toISOString();
+    if (!this.inserted)
+      this.db
+        .prepare(
+          `INSERT INTO gateways (gateway_id, pid, pid_start, server_label, started_at, heartbeat_at, state)
+           VALUES (?, ?, ?, ?, ?, ?, 'starting')`,
+        )
+        .run(
+          this.gatewayId,
+          process.pid,
+          processStartTime(process.pid),
+          this.serverLabel,
+          this.startedAt,
+          now,
+        );
+    for (const { record, reason } of this.epochs.values()) this.writeEpoch(record, reason);
+    const sets: string[] = ["heartbeat_at = ?"];
+    const vals: unknown[] = [now];
+    const p = this.pending;
+    if (p.state !== undefined) {
+      sets.push("state = ?");
+      vals.push(p.state);
+    }
+    if (p.epoch !== undefined) {
+      sets.push("epoch = ?");
+      vals.push(p.epoch);
+    }
+    if (p.record !== undefined) {
+      sets.push("record_json = ?");
+      vals.push(p.record ? JSON.stringify(redactRecord(p.record)) : null);
+    }
+    if (p.endedAt !== undefined) {
+      sets.push("ended_at = ?");
+      vals.push(p.endedAt);
+    }
+    if (this.linesChanged) {
+      sets.push("status_json = ?");
+      vals.push(JSON.stringify(this.lines));
+    }
+    this.db
+      .prepare(`UPDATE gateways SET ${sets.join(", ")} WHERE gateway_id = ?`)
+      .run(...vals, this.gatewayId);
+  }
+
+  private writeEpoch(record: ExecutionRecord, reason: string): void {
     this.db
       .prepare(
         `INSERT INTO epochs (epoch, server_label, gateway_id, identity_digest, record_json, started_at, reason)
@@ -120,11 +203,16 @@ export class GatewayRegistry {
       );
   }
 
-  end(): void {
-    if (!this.db.open) return;
-    this.db
-      .prepare("UPDATE gateways SET ended_at = ?, state = 'ended' WHERE gateway_id = ?")
-      .run(new Date().toISOString(), this.gatewayId);
+  /** Said once until a write succeeds again: a heartbeat every 5 s must not flood stderr. */
+  private failed(e: unknown): void {
+    if (this.failing) return;
+    this.failing = true;
+    const why = isBusy(e)
+      ? "it is locked by another process (a database browser or an sqlite3 shell with an open transaction?)"
+      : `it cannot be written: ${(e as Error)?.message ?? String(e)}`;
+    this.log.warn(
+      `cannot update this gateway's row in the store ${this.db.name}: ${why}; the gateway serves on, 'portcullis status' may show it stale, and the write is tried again every 5 s`,
+    );
   }
 }
 

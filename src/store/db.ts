@@ -109,7 +109,8 @@ function busy(message: string): Error & { code: string } {
   return Object.assign(new Error(message), { code: "SQLITE_BUSY" });
 }
 
-function isBusy(e: unknown): boolean {
+/** SQLite's answer when another connection holds the lock past the busy timeout. */
+export function isBusy(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"));
 }

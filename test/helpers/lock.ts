@@ -1,0 +1,45 @@
+// Another process holding the store's write lock, as a database browser with an unsaved edit or an
+// sqlite3 shell inside BEGIN IMMEDIATE would: a real process with its own SQLite connection, so
+// every portcullis process sees SQLITE_BUSY once its busy timeout runs out.
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { NODE, REPO } from "./paths.js";
+
+const HOLDER = `
+const Database = require(process.argv[1]);
+const db = new Database(process.argv[2]);
+db.pragma("busy_timeout = 10000");
+db.exec("BEGIN IMMEDIATE");
+process.stdout.write("held\\n");
+process.stdin.resume();
+process.stdin.on("end", () => { db.exec("COMMIT"); db.close(); process.exit(0); });
+`;
+
+export interface HeldLock {
+  /** commits and closes the holder's connection; resolves once its process has exited */
+  release(): Promise<void>;
+}
+
+/** Takes the write lock of `stateDir`'s store in another process; resolves once it is held. */
+export async function holdStoreLock(stateDir: string): Promise<HeldLock> {
+  const child: ChildProcess = spawn(
+    NODE,
+    ["-e", HOLDER, join(REPO, "node_modules", "better-sqlite3"), join(stateDir, "portcullis.db")],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("held\n")) resolve();
+    });
+    child.on("exit", (code) => reject(new Error(`the lock holder exited (${code}) before holding the lock`)));
+  });
+  return {
+    release: async () => {
+      child.stdin?.end();
+      await exited;
+    },
+  };
+}
