@@ -3,6 +3,7 @@ import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
+import { whenUnlocked } from "../store/db.js";
 import { toolScopeNote } from "../vault/toolScopes.js";
 import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
 import { reviewDigest } from "./decision.js";
@@ -128,7 +129,7 @@ export class HumanAsker {
       id = earlier.request;
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
-      id = this.newRequest(call, mode, digest);
+      id = await this.newRequest(call, mode, digest);
       this.parts.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
       (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
       try {
@@ -189,7 +190,9 @@ export class HumanAsker {
         const covering = this.parts.coveringNow(call);
         if (
           covering &&
-          closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`)
+          (await whenUnlocked(() =>
+            closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
+          ))
         ) {
           return { grant: covering.grant };
         }
@@ -200,7 +203,8 @@ export class HumanAsker {
         // Decided, but with nothing this call could use (a decision that did not verify).
         if (req.state !== "pending") return { error: refuse.approvalUnusable(id) };
         if (now >= Date.parse(req.expiresAt)) {
-          this.expiry.sweep();
+          // not closed yet (the store is locked): the call waits a moment rather than spin on it
+          if (!this.expiry.sweep()) await sleep(this.pollMs, hooks.signal);
           continue; // read the final state: a decision may have won the race
         }
         return { error: this.stillPending(req) };
@@ -352,8 +356,17 @@ export class HumanAsker {
     });
   }
 
-  /** Stores a new pending request for this call, with its review; returns its id. */
-  private newRequest(call: ApprovedCall, mode: "session" | "per-call", digest: string): string {
+  /**
+   * Stores a new pending request for this call, with its review; returns its id. The insert waits
+   * out a store another process keeps locked past the busy timeout (bounded, like the call's
+   * intent): the call is held for a human anyway, and failing it would only make the agent ask
+   * again.
+   */
+  private async newRequest(
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    digest: string,
+  ): Promise<string> {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
     const created = Date.now();
@@ -381,7 +394,7 @@ export class HumanAsker {
     }
     // As it is stored (JSON text) and shown, so that the human's digest can match it.
     this.parts.decisions.wroteReview(id, reviewDigest(JSON.parse(JSON.stringify(review))));
-    insertRequest(db, {
+    const request = {
       request: id,
       agentRun: run.run,
       serverLabel,
@@ -396,6 +409,12 @@ export class HumanAsker {
       createdAt,
       expiresAt,
       argumentsDigest: digest,
+    };
+    await whenUnlocked(() => insertRequest(db, request), {
+      onBusy: () =>
+        this.o.log.warn(
+          `the store ${db.name} is locked by another process: the approval request for ${quotedName(call.tool)} waits for it`,
+        ),
     });
     this.o.log.info(
       `approval needed for ${quotedName(call.tool)} (${mode}) on epoch ${call.epoch}: ` +

@@ -158,6 +158,16 @@ async function isKeyringError(e: unknown): Promise<boolean> {
   return e instanceof KeyringError;
 }
 
+/**
+ * An SQLite error as the StoreError sentence naming the store, or null. The store module (and
+ * SQLite with it) is loaded only for an error that came from SQLite.
+ */
+async function storeFailure(e: unknown): Promise<StoreError | null> {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !code.startsWith("SQLITE_")) return null;
+  return (await import("../store/db.js")).storeFailure(e);
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     // stdout and stderr are synchronous on pipes and files here, so nothing is lost;
@@ -180,6 +190,14 @@ main(process.argv.slice(2)).then(
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
       process.stderr.write(`portcullis: ${(e as Error).message}.\n`);
+      process.exitCode = EXIT_USAGE;
+      return;
+    }
+    // The store failed after it was opened (locked by another process past the busy timeout,
+    // disk full, made read-only): the same sentence as a failure to open it, exit 2.
+    const store = await storeFailure(e);
+    if (store) {
+      process.stderr.write(`portcullis: ${store.message}\n`);
       process.exitCode = EXIT_USAGE;
       return;
     }

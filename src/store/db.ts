@@ -58,7 +58,53 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
     throw storeError(path, e);
   }
   for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
+  lastOpened = path;
   return db;
+}
+
+/** The file of the store this process opened last: what a failure after the open is about. */
+let lastOpened: string | null = null;
+
+/**
+ * A statement that failed on the store after it was opened (another process held its lock past
+ * the busy timeout, the disk filled, the file went read-only), as the StoreError sentence that
+ * names the file: a command reports it like a failure to open, never as an internal error. Null
+ * for anything else (a bug is still one).
+ */
+export function storeFailure(e: unknown): StoreError | null {
+  if (e instanceof StoreError) return e;
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !code.startsWith("SQLITE_")) return null;
+  const failure = storeError(lastOpened ?? "of this state directory", e);
+  return failure instanceof StoreError ? failure : null;
+}
+
+/** How long a write that matters (an approval request) keeps trying while the store is locked. */
+export const BUSY_PATIENCE_MS = 30_000;
+
+/**
+ * Runs a write, again after a pause while another process holds the store's lock (each attempt
+ * already waits the busy timeout), until `patienceMs` have passed: a store opened in another
+ * program (a database browser with an unsaved edit, an sqlite3 shell inside BEGIN) for a while
+ * delays the gateway instead of failing its calls. Pauses asynchronously, so what does not need the
+ * lock goes on meanwhile. Then the last failure is thrown; anything but busy is thrown at once.
+ * `onBusy` is told once, at the first busy failure (to say why the caller waits).
+ */
+export async function whenUnlocked<T>(
+  step: () => T,
+  o: { patienceMs?: number; onBusy?: () => void } = {},
+): Promise<T> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return step();
+    } catch (e) {
+      if (!isBusy(e) || Date.now() - started >= (o.patienceMs ?? BUSY_PATIENCE_MS)) throw e;
+      if (attempt === 1) o.onBusy?.();
+      const pause = Math.min(50 * 2 ** (attempt - 1), 1_000);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
 }
 
 /**

@@ -11,8 +11,10 @@ const db = new Database(process.argv[2]);
 db.pragma("busy_timeout = 10000");
 db.exec("BEGIN IMMEDIATE");
 process.stdout.write("held\\n");
+const done = () => { db.exec("COMMIT"); db.close(); process.exit(0); };
 process.stdin.resume();
-process.stdin.on("end", () => { db.exec("COMMIT"); db.close(); process.exit(0); });
+process.stdin.on("end", done);
+if (Number(process.argv[3]) > 0) setTimeout(done, Number(process.argv[3]));
 `;
 
 export interface HeldLock {
@@ -20,11 +22,20 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-/** Takes the write lock of `stateDir`'s store in another process; resolves once it is held. */
-export async function holdStoreLock(stateDir: string): Promise<HeldLock> {
+/**
+ * Takes the write lock of `stateDir`'s store in another process; resolves once it is held. It is
+ * held until release(), or for `forMs` (for a process whose start the test cannot watch).
+ */
+export async function holdStoreLock(stateDir: string, forMs = 0): Promise<HeldLock> {
   const child: ChildProcess = spawn(
     NODE,
-    ["-e", HOLDER, join(REPO, "node_modules", "better-sqlite3"), join(stateDir, "portcullis.db")],
+    [
+      "-e",
+      HOLDER,
+      join(REPO, "node_modules", "better-sqlite3"),
+      join(stateDir, "portcullis.db"),
+      String(forMs),
+    ],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));

@@ -3,11 +3,12 @@
 // status row's heartbeat, from a timer) fail, and must not take the gateway and its server down.
 // Real gateway, real server, a real second process holding the lock.
 import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startInventory } from "../helpers/gateway.js";
+import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -49,4 +50,92 @@ describe("a store locked by another process past the busy timeout", () => {
     const gateways = (JSON.parse(status.stdout) as { gateways: { pid: number }[] }).gateways;
     expect(gateways.map((g) => g.pid)).toEqual([gw.pid]);
   }, 120_000);
+});
+
+/** The lock of `stateDir`'s store, held by another process until the returned release. */
+async function locked(stateDir: string): Promise<() => Promise<void>> {
+  const lock = await holdStoreLock(stateDir);
+  let held = true;
+  const release = async () => {
+    if (held) await lock.release();
+    held = false;
+  };
+  cleanup.push(release);
+  return release;
+}
+
+const LOCKED_SENTENCE = "is locked by another process, and stayed locked while this one waited.";
+
+describe("a store locked by another process while a call needs a human, or a command writes", () => {
+  it("a call that needs approval waits for the store and gets its request; the human's approval lets it through", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+
+    const release = await locked(stateDir);
+    const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    const said = await gw.waitForStderr(/is locked by another process: the approval request/, 40_000);
+    expect(said).toContain(stateDir);
+    await release();
+    const request = await nextRequest(stateDir);
+    await decideByCli(stateDir, "approve", request.request, "--for", "session");
+    expect(text(await call)).toMatch(/"revision":"A"/);
+    expect(gw.stderr()).not.toMatch(/could not handle|SqliteError/);
+  }, 120_000);
+
+  it("approve and revoke exit 2 with the store's sentence, never an internal error; a gateway started meanwhile waits and serves", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    const request = await nextRequest(stateDir);
+
+    let release = await locked(stateDir);
+    const approve = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(approve.code, approve.stderr).toBe(2);
+    expect(approve.stderr).toContain(`portcullis: the store ${stateDir}/portcullis.db ${LOCKED_SENTENCE}`);
+    expect(approve.stderr).not.toMatch(/internal error|SqliteError|\n\s+at /);
+    await release();
+
+    await decideByCli(stateDir, "approve", request.request, "--for", "session");
+    await first;
+    const grants = await runCli(["grants", "--json", "--state-dir", stateDir]);
+    const [grant] = (JSON.parse(grants.stdout) as { grants: { grant: string }[] }).grants;
+
+    release = await locked(stateDir);
+    const revoke = await runCli(["revoke", grant!.grant, "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(revoke.code, revoke.stderr).toBe(2);
+    expect(revoke.stderr).toContain(LOCKED_SENTENCE);
+    expect(revoke.stderr).not.toMatch(/internal error|SqliteError/);
+
+    await release();
+
+    // a gateway starting while the lock is held (12 s, past the busy timeout): it cannot be watched
+    // before it answers, so the lock ends by itself; the start waits for the store and serves
+    const held = await holdStoreLock(stateDir, 12_000);
+    cleanup.push(() => held.release());
+    const lateGw = await startGateway({
+      args: ["--label", "late", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      env: project.env,
+      stateDir,
+      connectTimeoutMs: 90_000,
+    });
+    cleanup.push(() => lateGw.close());
+    expect(text(await lateGw.client.callTool({ name: "read_status", arguments: {} }))).toMatch(
+      /"revision":"A"/,
+    );
+    expect(lateGw.stderr()).toMatch(
+      /cannot update this gateway's row in the store .*locked by another process/,
+    );
+    expect(lateGw.stderr()).not.toMatch(/internal error|SqliteError/);
+  }, 180_000);
 });
