@@ -11,7 +11,7 @@ import { makeCatalog } from "../helpers/catalog.js";
 import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
-import { makeProject } from "../helpers/project.js";
+import { makeProject, type Project, type Revision } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 
 interface StatusRow {
@@ -32,6 +32,52 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
+
+/**
+ * A raw gateway under `--on-change restart` in front of a revisioned project at `revision`, with
+ * `extra` run flags (a long --hold-timeout makes only an answer given at once pass).
+ */
+function restartingInventory(
+  revision: Parameters<typeof makeProject>[0],
+  extra: string[] = [],
+): { project: Project; gw: RawPeer } {
+  const project = makeProject(revision);
+  cleanup.push(() => project.cleanup());
+  const gw: RawPeer = rawGateway({
+    args: [
+      "--label",
+      "inventory",
+      "--approval",
+      "none",
+      "--on-change",
+      "restart",
+      ...extra,
+      "--",
+      ...project.command,
+    ],
+    cwd: project.dir,
+    env: project.env,
+  });
+  cleanup.push(() => gw.close());
+  return { project, gw };
+}
+
+/** Saves a build of the project's entry that crashes at start. */
+function breakBuild(project: Project): void {
+  writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
+}
+
+/** A call of read_status until one is served (the server may still be coming up). */
+function servedCall(gw: RawPeer, what: string) {
+  return waitFor(
+    async () => {
+      const r = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
+      return r.result ? r : null;
+    },
+    15_000,
+    what,
+  );
+}
 
 describe("supervision end states", () => {
   it("onChange disconnect: a crash loop stops with one clear message and exit code 1; every request was answered", async () => {
@@ -65,26 +111,7 @@ describe("supervision end states", () => {
   });
 
   it("onChange restart: a build that crashes at start pauses supervision, the gateway stays, and the fixed build is served under a new epoch", async () => {
-    const project = makeProject("B");
-    cleanup.push(() => project.cleanup());
-    const gw: RawPeer = rawGateway({
-      // a hold timeout far past what the test waits for an answer: only an answer given at once passes
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--hold-timeout",
-        "120000",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
-    cleanup.push(() => gw.close());
+    const { project, gw } = restartingInventory("B", ["--hold-timeout", "120000"]);
     let exited = false;
     void gw.exited.then(() => {
       exited = true;
@@ -95,7 +122,7 @@ describe("supervision end states", () => {
     expect(JSON.parse(first.result.content[0].text).revision).toBe("B");
     const firstEpoch = (await statusRow(gw.stateDir)).epoch;
 
-    writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
+    breakBuild(project);
     await waitFor(
       () =>
         /server keeps crashing \(exited with code 1 5 times within 30 s\).*waits for the next change/.test(
@@ -125,14 +152,7 @@ describe("supervision end states", () => {
       15_000,
       "a new epoch after the fix",
     );
-    const served = await waitFor(
-      async () => {
-        const r = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
-        return r.result ? r : null;
-      },
-      15_000,
-      "a call served by the fixed build",
-    );
+    const served = await servedCall(gw, "a call served by the fixed build");
     expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
     expect((await statusRow(gw.stateDir)).epoch).not.toBe(firstEpoch);
     expect(gw.stderr()).not.toMatch(/supervision stopped/);
@@ -140,29 +160,11 @@ describe("supervision end states", () => {
   });
 
   it("while paused, status says paused with its reason, refused calls are audited, and the change that resumes is an artifact_changed", async () => {
-    const project = makeProject("B");
-    cleanup.push(() => project.cleanup());
-    const gw: RawPeer = rawGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--hold-timeout",
-        "120000",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
-    cleanup.push(() => gw.close());
+    const { project, gw } = restartingInventory("B", ["--hold-timeout", "120000"]);
     await gw.initialize();
     expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
 
-    writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
+    breakBuild(project);
     await waitFor(() => /supervision paused/.test(gw.stderr()), 30_000, "the pause line");
     const paused = await waitFor(
       async () => {
@@ -275,23 +277,7 @@ describe("supervision end states", () => {
   });
 
   it("onChange restart: a developer saving twice in a row gets two restarts, not a pause", async () => {
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw: RawPeer = rawGateway({
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--on-change",
-        "restart",
-        "--",
-        ...project.command,
-      ],
-      cwd: project.dir,
-      env: project.env,
-    });
-    cleanup.push(() => gw.close());
+    const { project, gw } = restartingInventory("A");
     await gw.initialize();
     expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
     const epochs = () => (gw.stderr().match(/new execution epoch: .*; restart\)/g) ?? []).length;
@@ -300,14 +286,7 @@ describe("supervision end states", () => {
     // the second save right after the first restart came up: inside its launch window
     project.rebuild("C");
     await waitFor(() => epochs() === 2, 15_000, "the second restart");
-    const served = await waitFor(
-      async () => {
-        const r = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
-        return r.result ? r : null;
-      },
-      15_000,
-      "a call served by the second build",
-    );
+    const served = await servedCall(gw, "a call served by the second build");
     expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
     expect(gw.stderr()).not.toMatch(/supervision paused/);
   });
