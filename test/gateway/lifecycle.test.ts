@@ -37,10 +37,7 @@ afterEach(async () => {
  * A raw gateway under `--on-change restart` in front of a revisioned project at `revision`, with
  * `extra` run flags (a long --hold-timeout makes only an answer given at once pass).
  */
-function restartingInventory(
-  revision: Parameters<typeof makeProject>[0],
-  extra: string[] = [],
-): { project: Project; gw: RawPeer } {
+function restartingInventory(revision: Revision, extra: string[] = []): { project: Project; gw: RawPeer } {
   const project = makeProject(revision);
   cleanup.push(() => project.cleanup());
   const gw: RawPeer = rawGateway({

@@ -15,7 +15,8 @@ import {
   watchedPaths,
 } from "../../src/identity/index.js";
 import { MAX_LINKED_FILES } from "../../src/identity/linked.js";
-import { put, removeDir, sleep, specFor, tempDir } from "./fixtures.js";
+import { nextChange } from "../helpers/changes.js";
+import { put, removeDir, specFor, tempDir } from "./fixtures.js";
 
 /**
  * <root>/package.json (workspaces), package-lock.json, node_modules/{dep, @acme/core ->
@@ -177,14 +178,7 @@ describe("watching linked packages", () => {
   });
   afterAll(() => removeDir(root));
 
-  async function next(timeoutMs = 10_000): Promise<string[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (seen.length === 0) {
-      if (Date.now() > deadline) throw new Error("no change reported");
-      await sleep(25);
-    }
-    return seen.shift()!;
-  }
+  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("watches the linked package's directory to any depth, its node_modules aside", async () => {
     expect(watchedPaths(s).dirs).toContainEqual({ path: core, depth: 20, kind: "package" });

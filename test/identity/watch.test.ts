@@ -10,6 +10,7 @@ import {
   watchArtifacts,
   watchedPaths,
 } from "../../src/identity/index.js";
+import { nextChange } from "../helpers/changes.js";
 import { makeProject, NODE, put, removeDir, sleep, specFor, tempDir } from "./fixtures.js";
 
 describe("artifact watcher", () => {
@@ -35,14 +36,7 @@ describe("artifact watcher", () => {
   });
   afterAll(() => removeDir(root));
 
-  async function next(timeoutMs = 10_000): Promise<string[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (seen.length === 0) {
-      if (Date.now() > deadline) throw new Error("no change reported");
-      await sleep(25);
-    }
-    return seen.shift()!;
-  }
+  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("watches the entry, wrappers, lockfile, executable, include bases and node_modules to a bounded depth", () => {
     const w = watchedPaths(s);
@@ -148,14 +142,7 @@ describe("artifact watcher: the file that runs, however the command line names i
   });
   afterAll(() => removeDir(root));
 
-  async function next(timeoutMs = 10_000): Promise<string[]> {
-    const deadline = Date.now() + timeoutMs;
-    while (seen.length === 0) {
-      if (Date.now() > deadline) throw new Error("no change reported");
-      await sleep(25);
-    }
-    return seen.shift()!;
-  }
+  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("a symlinked entry: the link, the links on the way and the real file are watched; an edit of the target is reported", async () => {
     const dir = makeProject(join(root, "file-link"));
