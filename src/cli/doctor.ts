@@ -40,6 +40,7 @@ export async function doctorCommand(args: string[]): Promise<number> {
   out.push(`gateways         ${r.gateways.length === 0 ? "none running" : ""}`);
   for (const g of r.gateways) {
     out.push(`  ${t(g.label)}  pid ${g.pid}  epoch ${t(g.epoch ?? "-")}`);
+    if (g.unseen) out.push(`    host chain: not readable from here (${t(g.unseen)})`);
     for (const c of g.hostChain) out.push(`    host chain: ${t(c)}`);
   }
   out.push(`host files       ${r.hosts.length === 0 ? "none found" : ""}`);

@@ -72,7 +72,7 @@ export function renderGateway(g: StatusRow): string {
   const out: string[] = [];
   const w = (line: string) => out.push(`${line}\n`);
   const r = g.record;
-  w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}  since ${t(g.startedAt)}`);
+  w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}${unseenNote(g)}  since ${t(g.startedAt)}`);
   // paused: no server runs until its files change; the epoch below is the last one, gone
   const paused = g.state === "paused";
   if (paused)
@@ -112,6 +112,16 @@ export function renderGateway(g: StatusRow): string {
   }
   for (const s of g.status.slice(-5)) w(`  ${t(s.at)}  ${t(s.line)}`);
   return out.join("");
+}
+
+/**
+ * A gateway this process cannot see: listed as running (its row has not ended), said so, since its
+ * pid is not one of this namespace's processes (or where it runs was never recorded).
+ */
+function unseenNote(g: StatusRow): string {
+  if (g.unseen === "another PID namespace") return " (in another PID namespace: not this one's pid)";
+  if (g.unseen === "cannot tell") return " (cannot tell whether it runs: where it runs was not recorded)";
+  return "";
 }
 
 function writeListening(l: ListenInfo & { token: string | null }): void {

@@ -143,7 +143,7 @@ export function serversBody(rows: GatewayRow[]): Html {
       : rows.map((g) => {
           const r = g.record;
           return html`<article class="server"><h2>${g.serverLabel} <span class="state state-${g.state}">${g.state}</span></h2>
-          <p class="meta">gateway pid ${g.pid} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
+          <p class="meta">gateway pid ${g.pid}${g.unseen ? ` (${g.unseen === "cannot tell" ? "cannot tell whether it runs" : "in another PID namespace"})` : ""} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
           ${
             r
               ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (server pid ${r.processId}, started ${r.startedAt})</dd>

@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import { processStartTime } from "../identity/index.js";
+import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 
 /**
@@ -63,12 +63,26 @@ interface OrphanRow {
   epoch: string | null;
   pid: number | null;
   pid_start: string | null;
+  pid_ns: string | null;
+  boot: string | null;
   ended_at: string | null;
 }
 
 /**
- * Closes the calls left open by gateways that are gone (ended, or whose pid no longer runs the
- * process that started with that start time: a reused pid is not the gateway), appending one
+ * Whether the gateway of an open call is provably gone: its row ended, or its pid no longer runs
+ * the process that started with that start time (a reused pid is not the gateway), judged where
+ * the pid means something (src/identity/procLiveness.ts). A gateway in another PID namespace (a
+ * container or sandbox sharing the state directory), or whose row never recorded where it ran,
+ * cannot be judged from here: its calls may still be in flight, and are left open for a gateway
+ * that can see it. A call whose gateway left no row at all has no gateway anyone could see.
+ */
+function gatewayGone(r: OrphanRow): boolean {
+  if (r.ended_at !== null || r.pid === null) return true;
+  return processLiveness({ pid: r.pid, start: r.pid_start, pidNs: r.pid_ns, boot: r.boot }) === "gone";
+}
+
+/**
+ * Closes the calls left open by gateways that are provably gone (gatewayGone), appending one
  * `call_interrupted` with outcome "unknown" for each. Each record is written only if its row is
  * still there, removed under the audit log's write lock in the same transaction: two gateways
  * starting at once close each call once. Reads only the table, never the chain. Returns the
@@ -78,7 +92,7 @@ export function closeOrphanIntents(db: Store, audit: AuditLog, exceptGateway: st
   const rows = db
     .prepare(
       `SELECT o.gateway_id, o.call_key, o.run, o.server_label, o.request_id, o.tool, o.epoch,
-              g.pid, g.pid_start, g.ended_at
+              g.pid, g.pid_start, g.pid_ns, g.boot, g.ended_at
          FROM open_intents o LEFT JOIN gateways g ON g.gateway_id = o.gateway_id
         WHERE o.gateway_id <> ?`,
     )
@@ -87,7 +101,7 @@ export function closeOrphanIntents(db: Store, audit: AuditLog, exceptGateway: st
   const gone = rows.filter((r) => {
     let a = alive.get(r.gateway_id);
     if (a === undefined) {
-      a = r.ended_at === null && r.pid !== null && processStartTime(r.pid) === r.pid_start;
+      a = !gatewayGone(r);
       alive.set(r.gateway_id, a);
     }
     return !a;

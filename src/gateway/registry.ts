@@ -1,5 +1,12 @@
 import type { ExecutionRecord } from "../identity/index.js";
-import { processStartTime } from "../identity/index.js";
+import {
+  inAnotherNamespace,
+  type Liveness,
+  ownPlace,
+  processLiveness,
+  processStartTime,
+  type RecordedProcess,
+} from "../identity/proc.js";
 import { isBusy, type Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
@@ -10,7 +17,10 @@ import { redactRecord, redactText } from "../util/redact.js";
  *
  * The row each running gateway keeps in the store so that another process
  * (`portcullis status`) can show it. Liveness is judged by pid *and* process
- * start time: a reused pid is not the same gateway.
+ * start time (a reused pid is not the same gateway), where the row says the pid means something:
+ * its PID namespace and boot (src/identity/procLiveness.ts). A gateway in another namespace (a
+ * container or sandbox on this state directory) cannot be seen from here and is shown as such,
+ * never as gone.
  */
 export interface GatewayRow {
   gatewayId: string;
@@ -29,7 +39,19 @@ export interface GatewayRow {
   record: ExecutionRecord | null;
   status: { at: string; line: string }[];
   endedAt: string | null;
+  /** not ended and not provably gone: a gateway this process cannot see counts as running */
   running: boolean;
+  /**
+   * What this process can tell of the gateway process: "gone" when its row ended or its pid is
+   * provably not it; "unknown" when it cannot be judged from here (see `seen`).
+   */
+  liveness: Liveness;
+  /**
+   * While `liveness` is "unknown": "another PID namespace" (it registered in a namespace other
+   * than this one's: its pid is not this namespace's pid), or "cannot tell" (where it runs was
+   * never recorded, or this process cannot read its own). Null otherwise.
+   */
+  unseen: "another PID namespace" | "cannot tell" | null;
 }
 
 const MAX_STATUS_LINES = 50;
@@ -145,13 +167,16 @@ export class GatewayRegistry {
     if (!this.inserted)
       this.db
         .prepare(
-          `INSERT INTO gateways (gateway_id, pid, pid_start, server_label, started_at, heartbeat_at, state)
-           VALUES (?, ?, ?, ?, ?, ?, 'starting')`,
+          `INSERT INTO gateways (gateway_id, pid, pid_start, pid_ns, boot, server_label, started_at, heartbeat_at, state)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'starting')`,
         )
         .run(
           this.gatewayId,
           process.pid,
           processStartTime(process.pid),
+          // where this pid means something: a reader in another PID namespace must not take it for its own
+          ownPlace().pidNs,
+          ownPlace().boot,
           this.serverLabel,
           this.startedAt,
           now,
@@ -221,7 +246,8 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
   const out: GatewayRow[] = [];
   for (const r of rows) {
     const pid = r.pid as number;
-    const running = r.ended_at === null && processStartTime(pid) === (r.pid_start as string | null);
+    const liveness = r.ended_at === null ? processLiveness(recorded(r)) : "gone";
+    const running = liveness !== "gone";
     if (!running && !opts.all) continue;
     const stored = JSON.parse((r.status_json as string) ?? "[]") as StoredLine[];
     const state = running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)";
@@ -239,9 +265,26 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,
+      liveness,
+      unseen:
+        liveness !== "unknown"
+          ? null
+          : inAnotherNamespace(recorded(r))
+            ? "another PID namespace"
+            : "cannot tell",
     });
   }
   return out;
+}
+
+/** The gateway process a gateways row recorded (namespace and boot: null before migration 18). */
+export function recorded(r: Record<string, unknown>): RecordedProcess {
+  return {
+    pid: r.pid as number,
+    start: (r.pid_start as string | null) ?? null,
+    pidNs: (r.pid_ns as string | null) ?? null,
+    boot: (r.boot as string | null) ?? null,
+  };
 }
 
 /** The reason of the newest pause (null when it fell out of the kept lines). */

@@ -11,7 +11,13 @@
 // (a process's descendants and children), procPeer.ts (the process behind a TCP connection) and
 // procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
-export { judgeLiveness, type Liveness, processLiveness, type RecordedProcess } from "./procLiveness.js";
+export {
+  inAnotherNamespace,
+  judgeLiveness,
+  type Liveness,
+  processLiveness,
+  type RecordedProcess,
+} from "./procLiveness.js";
 export { pidOfTcpPeer, procNetEnds, type TcpEnd } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {

@@ -37,3 +37,11 @@ export function judgeLiveness(
 export function processLiveness(rec: RecordedProcess): Liveness {
   return judgeLiveness(rec, ownPlace(), processStartTime);
 }
+
+/**
+ * Whether a process judged "unknown" runs (or ran) in another PID namespace than this one: both
+ * namespaces are known and differ. False when where it ran, or where we run, was never read.
+ */
+export function inAnotherNamespace(rec: RecordedProcess, here: ProcessPlace = ownPlace()): boolean {
+  return rec.pidNs !== null && here.pidNs !== null && rec.pidNs !== here.pidNs;
+}

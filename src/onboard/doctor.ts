@@ -23,7 +23,14 @@ export interface Finding {
 export interface DoctorReport {
   stateDir: { path: string; why: "flag" | "variable" | "default"; mode: string | null };
   keyring: boolean;
-  gateways: { label: string; pid: number; epoch: string | null; hostChain: string[] }[];
+  gateways: {
+    label: string;
+    pid: number;
+    epoch: string | null;
+    hostChain: string[];
+    /** why its host chain cannot be read from here (another PID namespace, or cannot tell); null when it can */
+    unseen: string | null;
+  }[];
   console: string;
   hosts: { host: string; file: string; servers: { key: string; wrapped: boolean }[]; error?: string }[];
   versions: { node: string; portcullis: string; sqlite: string | null };
@@ -55,12 +62,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   if (store) {
     try {
       for (const g of listGateways(store)) {
-        const chain = processChain(g.pid).slice(1);
+        // Only a gateway seen here has its pid here: another namespace's pid is another process.
+        const chain = g.liveness === "alive" ? processChain(g.pid).slice(1) : [];
         gateways.push({
           label: g.serverLabel,
           pid: g.pid,
           epoch: g.epoch,
           hostChain: chain.map((c) => `${c.pid} ${c.command || c.executable || "?"}`),
+          unseen: g.unseen,
         });
       }
     } finally {

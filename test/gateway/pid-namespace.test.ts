@@ -4,14 +4,18 @@
 // (ending its run, its session grant, its pending request), and a request of a gateway it cannot
 // see is still one a human may decide. Real processes in a real namespace: `unshare -p -f
 // --mount-proc` (needs root or user namespaces; the tests say so and are skipped without it).
+// The same for the gateways' own rows: a sandboxed gateway must not close a live host gateway's
+// calls in flight as interrupted, and `status` lists a gateway it cannot see, never as gone.
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
+import { openRecords } from "../../src/audit/index.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NS = ["-p", "-f", "--mount-proc"];
 
@@ -201,6 +205,83 @@ describe("gateways in different PID namespaces on one state directory", () => {
       const answer = await call;
       expect(answer.error).toBeUndefined();
       expect((await grants(stateDir)).map((g) => g.runAlive)).toEqual([true]);
+    },
+    90_000,
+  );
+});
+
+async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
+  const db = openStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
+  } finally {
+    db.close();
+  }
+}
+
+interface StatusGateway {
+  pid: number;
+  state: string;
+  running: boolean;
+  liveness: string;
+  unseen: string | null;
+}
+
+async function statusFrom(where: "host" | "namespace", stateDir: string): Promise<StatusGateway[]> {
+  const args = ["status", "--json", "--state-dir", stateDir];
+  const r = where === "host" ? await runCli(args) : await nsCli(args);
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { gateways: StatusGateway[] }).gateways;
+}
+
+describe("gateways' own rows across PID namespaces", () => {
+  it.skipIf(UNAVAILABLE !== null)(
+    title(
+      "a gateway starting in another namespace leaves a live gateway's call in flight open; status lists both",
+    ),
+    async () => {
+      const project = makeProject("A");
+      const stateDir = newStateDir();
+      cleanup.push(() => project.cleanup());
+      const host = await startInventory(project, ["--approval", "none"], { stateDir });
+      cleanup.push(() => host.close());
+      await host.client.listTools();
+      const slow = host.client.callTool({ name: "slow_write", arguments: {} }, undefined, {
+        timeout: 60_000,
+      });
+      await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
+
+      // a gateway starting in a sandbox on the same state directory closes the calls of gateways it judges gone
+      const ns = new NsGateway(project, stateDir, ["--approval", "none"]);
+      cleanup.push(() => ns.close());
+      await ns.open();
+      expect(ns.stderr).not.toMatch(/left open by a gateway that is gone/);
+
+      // status here lists both, the sandboxed one as running in another namespace (never as gone);
+      // so does a status in a third namespace (each unshare makes a new one), for both
+      const here = await statusFrom("host", stateDir);
+      expect(here.map((g) => [g.running, g.liveness, g.unseen])).toEqual([
+        [true, "alive", null],
+        [true, "unknown", "another PID namespace"],
+      ]);
+      const there = await statusFrom("namespace", stateDir);
+      expect(there.map((g) => [g.running, g.liveness, g.unseen])).toEqual([
+        [true, "unknown", "another PID namespace"],
+        [true, "unknown", "another PID namespace"],
+      ]);
+      const text = await runCli(["status", "--state-dir", stateDir]);
+      expect(text.stdout).toMatch(/gateway pid \d+ \(in another PID namespace: not this one's pid\)/);
+
+      // the host's call ends as the server answers it, and nothing said it was interrupted
+      project.release();
+      const answer = await slow;
+      expect(answer.isError).toBeFalsy();
+      expect(JSON.stringify(answer.content)).toContain("slow_write");
+      await ns.close();
+      const written = await events(stateDir);
+      expect(written.filter((e) => e.type === "call_interrupted")).toEqual([]);
+      expect(written.filter((e) => e.type === "tool_result" && e.tool === "slow_write")).toHaveLength(1);
     },
     90_000,
   );

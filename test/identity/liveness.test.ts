@@ -2,7 +2,13 @@
 // only when provable from here; a process recorded in another PID namespace, or whose namespace or
 // start time was never read, cannot be judged and is never taken for gone.
 import { describe, expect, it } from "vitest";
-import { judgeLiveness, ownPlace, processLiveness, processStartTime } from "../../src/identity/proc.js";
+import {
+  inAnotherNamespace,
+  judgeLiveness,
+  ownPlace,
+  processLiveness,
+  processStartTime,
+} from "../../src/identity/proc.js";
 
 const HERE = { pidNs: "pid:[4026531836]", boot: "boot-a" };
 const rec = (over: Partial<Parameters<typeof judgeLiveness>[0]> = {}) => ({
@@ -13,6 +19,17 @@ const rec = (over: Partial<Parameters<typeof judgeLiveness>[0]> = {}) => ({
   ...over,
 });
 const running = (start: string | null) => (pid: number) => (pid === 42 ? start : null);
+
+describe("inAnotherNamespace", () => {
+  it("only when both namespaces are known and differ: an unread one is 'cannot tell'", () => {
+    expect(inAnotherNamespace(rec({ pidNs: "pid:[4026532999]" }), HERE)).toBe(true);
+    expect(inAnotherNamespace(rec(), HERE)).toBe(false);
+    expect(inAnotherNamespace(rec({ pidNs: null }), HERE)).toBe(false);
+    expect(inAnotherNamespace(rec({ pidNs: "pid:[4026532999]" }), { pidNs: null, boot: HERE.boot })).toBe(
+      false,
+    );
+  });
+});
 
 describe("judgeLiveness", () => {
   it("in our namespace and boot: alive while the pid runs the same process, gone otherwise", () => {

@@ -1,0 +1,19 @@
+import type { Migration } from "../store/migration.js";
+
+/**
+ * Where a gateway's pid and start time mean something (src/identity/procLiveness.ts), as runs
+ * record it since migration 17: its PID namespace and the kernel boot id. Two gateways on one
+ * state directory may live in different PID namespaces (a container or a sandbox sharing the
+ * directory); a reader in another namespace cannot judge the pid, and must neither close the
+ * gateway's open calls as interrupted nor show it as gone. A reader on another boot knows it is
+ * gone. Null in rows written before this migration: their liveness cannot be judged from the
+ * pid, only from `ended_at`.
+ */
+export const gatewayPlaceMigration: Migration = {
+  version: 18,
+  owner: "gateway (gateway place)",
+  sql: `
+    ALTER TABLE gateways ADD COLUMN pid_ns TEXT;
+    ALTER TABLE gateways ADD COLUMN boot TEXT;
+  `,
+};
