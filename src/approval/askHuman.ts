@@ -3,7 +3,7 @@ import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { whenUnlocked } from "../store/db.js";
+import { callWaitsFor, whenUnlocked } from "../store/db.js";
 import { toolScopeNote } from "../vault/toolScopes.js";
 import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
 import { reviewDigest } from "./decision.js";
@@ -115,7 +115,7 @@ export class HumanAsker {
     });
     let id: string;
     if (earlier && earlier.state !== "pending") {
-      const settled = this.settled(earlier, call, subject(earlier.request), {
+      const settled = await this.settled(earlier, call, subject(earlier.request), {
         cancelled: false,
         retry: true,
       });
@@ -123,7 +123,7 @@ export class HumanAsker {
     }
     // No decision of this epoch to use: one of an older epoch for this same call is stale, and
     // the agent is told so (once) rather than that nobody approved.
-    const stale = this.parts.olderEpoch.refusal(call, mode);
+    const stale = await this.parts.olderEpoch.refusal(call, mode);
     if (stale) return { error: stale };
     if (earlier?.state === "pending") {
       id = earlier.request;
@@ -161,7 +161,7 @@ export class HumanAsker {
       const req = getRequest(db, id);
       if (!req) return { error: refuse.authorizationRequired(id, how) };
       if (req.state !== "pending") {
-        const settled = this.settled(req, call, subject(id), {
+        const settled = await this.settled(req, call, subject(id), {
           cancelled: !!hooks.signal?.aborted,
           retry: false,
         });
@@ -177,7 +177,7 @@ export class HumanAsker {
         }
         // A decision that does not verify is no decision: the call keeps waiting.
       }
-      const ended = req.state === "pending" ? this.runEndedElsewhere(id) : null;
+      const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
       if (ended) return { error: ended };
       if (hooks.signal?.aborted) {
         // The client gave up, or the gateway answers the call otherwise (a modern client sent to
@@ -190,8 +190,9 @@ export class HumanAsker {
         const covering = this.parts.coveringNow(call);
         if (
           covering &&
-          (await whenUnlocked(() =>
-            closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
+          (await whenUnlocked(
+            () => closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
+            this.waits(call),
           ))
         ) {
           return { grant: covering.grant };
@@ -225,12 +226,12 @@ export class HumanAsker {
    * `retry`: the request was found by a retry, not waited on: a grant revoked or ended since
    * then is no answer (a human is asked again).
    */
-  private settled(
+  private async settled(
     req: ApprovalRequest,
     call: ApprovedCall,
     subject: Record<string, unknown>,
     { cancelled, retry }: { cancelled: boolean; retry: boolean },
-  ): { grant: string | null } | { error: ErrorObject } | null {
+  ): Promise<{ grant: string | null } | { error: ErrorObject } | null> {
     const { db } = this.o;
     const id = req.request;
     const how = `portcullis approve ${id}`;
@@ -258,11 +259,16 @@ export class HumanAsker {
           return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
         }
         if (cancelled) return { error: refuse.authorizationRequired(id, how) };
-        // One call takes a one-call grant: the first to end it (another may have taken it).
+        // One call takes a one-call grant: the first to end it (another may have taken it). A store
+        // locked by another process delays the taking (bounded): the human approved this call, and
+        // failing it now would leave the approval unused and the agent with an internal error.
         if (g.mode === "per-call") {
-          if (endedAt || endGrants(db, [g.grant], "single use: consumed by the call it approved") !== 1) {
-            return null;
-          }
+          if (endedAt) return null;
+          const taken = await whenUnlocked(
+            () => endGrants(db, [g.grant], "single use: consumed by the call it approved"),
+            this.waits(call, "the one-call approval of"),
+          );
+          if (taken !== 1) return null;
           this.parts.decisions.markEnded(g.grant);
           // Used once the call's intent is recorded; the guard may decide the call again first.
           this.parts.olderEpoch.handedOut(g.grant, call);
@@ -315,7 +321,7 @@ export class HumanAsker {
    * waiting call is answered at once and its request withdrawn, instead of waiting out its hold
    * for a decision that cannot come. Null while the run is open (or was ended by this gateway).
    */
-  private runEndedElsewhere(id: string): ErrorObject | null {
+  private async runEndedElsewhere(id: string, call: ApprovedCall): Promise<ErrorObject | null> {
     const { db, run } = this.o;
     const endedAt = runEndedAsGone(db, run.run);
     if (endedAt === null) return null;
@@ -327,7 +333,7 @@ export class HumanAsker {
           "host to start a new run",
       );
     }
-    closeRequest(db, id, "cancelled", "agent run ended");
+    await whenUnlocked(() => closeRequest(db, id, "cancelled", "agent run ended"), this.waits(call));
     return refuse.runEnded(id);
   }
 
@@ -338,6 +344,11 @@ export class HumanAsker {
     return (
       g !== null && g.mode === "per-call" && (g.endedAt !== null || this.parts.decisions.hasEnded(g.grant))
     );
+  }
+
+  /** whenUnlocked's options for a write this call waits on: one warning naming the store. */
+  private waits(call: ApprovedCall, what = "the approval of"): { onBusy: () => void } {
+    return callWaitsFor(this.o.db, this.o.log, `${what} ${quotedName(call.tool)}`);
   }
 
   /** The approval_timeout of a call whose hold ended while its request is still pending. */
@@ -410,12 +421,7 @@ export class HumanAsker {
       expiresAt,
       argumentsDigest: digest,
     };
-    await whenUnlocked(() => insertRequest(db, request), {
-      onBusy: () =>
-        this.o.log.warn(
-          `the store ${db.name} is locked by another process: the approval request for ${quotedName(call.tool)} waits for it`,
-        ),
-    });
+    await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));
     this.o.log.info(
       `approval needed for ${quotedName(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
         `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,

@@ -77,6 +77,7 @@ export class Authorizer implements AuthorizationPort {
       run: o.run.run,
       serverLabel: o.serverLabel,
       decisions: this.decisions,
+      log: o.log,
     });
     this.asker = new HumanAsker(o, {
       scopesOf: (call) => this.scopesOf(call),

@@ -1,8 +1,10 @@
 import { argumentsDigest } from "../audit/events.js";
+import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import type { Store } from "../store/db.js";
+import { callWaitsFor, type Store, whenUnlocked } from "../store/db.js";
+import type { Logger } from "../util/log.js";
 import { endGrants, getGrant } from "./grants.js";
 import type { HonouredDecisions } from "./honoured.js";
 import { approvalsOfOlderEpochs } from "./requests.js";
@@ -47,6 +49,8 @@ export class OlderEpochApprovals {
       run: string;
       serverLabel: string;
       decisions: HonouredDecisions;
+      /** says once why a call waits for a store another process keeps locked */
+      log: Pick<Logger, "warn">;
     },
   ) {}
 
@@ -71,9 +75,9 @@ export class OlderEpochApprovals {
    * `authorization_stale` when an approval of this call (mode `mode`) names an older epoch than
    * the call's, and that approval ends; null when there is none.
    */
-  refusal(call: ApprovedCall, mode: "session" | "per-call"): ErrorObject | null {
+  async refusal(call: ApprovedCall, mode: "session" | "per-call"): Promise<ErrorObject | null> {
     const digest = argumentsDigest(call.effective);
-    const approvedEpoch = this.takeHanded(call, digest) ?? this.takeStored(call, mode, digest);
+    const approvedEpoch = this.takeHanded(call, digest) ?? (await this.takeStored(call, mode, digest));
     if (approvedEpoch === null) return null;
     return refuse.authorizationStale({ approvedEpoch, currentEpoch: call.epoch, changedTools: [call.tool] });
   }
@@ -91,8 +95,13 @@ export class OlderEpochApprovals {
   /**
    * The epoch of an approval decided for this call's request under an older epoch whose grant is
    * still live, verified and of a review this gateway wrote; that grant ends, so it is told once.
+   * The end waits out a store another process keeps locked (bounded), rather than fail the call.
    */
-  private takeStored(call: ApprovedCall, mode: "session" | "per-call", digest: string): string | null {
+  private async takeStored(
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    digest: string,
+  ): Promise<string | null> {
     const { db, run, serverLabel, decisions } = this.o;
     const found = approvalsOfOlderEpochs(db, {
       agentRun: run,
@@ -110,7 +119,11 @@ export class OlderEpochApprovals {
       if (g.revokedAt || g.endedAt || decisions.hasEnded(g.grant)) continue;
       if (!decisions.approvesAtOlderEpoch(g, req, call, digest)) continue;
       // The first to end it tells it: a concurrent retry of the same call asks a human instead.
-      if (endGrants(db, [g.grant], `superseded: execution epoch changed to ${call.epoch}`) !== 1) continue;
+      const ended = await whenUnlocked(
+        () => endGrants(db, [g.grant], `superseded: execution epoch changed to ${call.epoch}`),
+        callWaitsFor(db, this.o.log, `the stale approval of ${quotedName(call.tool)}`),
+      );
+      if (ended !== 1) continue;
       decisions.markEnded(g.grant);
       return g.executionEpoch;
     }

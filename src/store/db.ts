@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { StoreError } from "./storeError.js";
 
@@ -105,6 +106,17 @@ export async function whenUnlocked<T>(
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
+}
+
+/**
+ * whenUnlocked's options for a write a tools/call waits on (its approval request, the consumption
+ * of its one-call grant, the withdrawal of its request): the one warning, naming the store, that
+ * says why the call is slow. `what` names what waits, e.g. "the approval request for 'x'".
+ */
+export function callWaitsFor(db: Store, log: Pick<Logger, "warn">, what: string): { onBusy: () => void } {
+  return {
+    onBusy: () => log.warn(`the store ${db.name} is locked by another process: ${what} waits for it`),
+  };
 }
 
 /**

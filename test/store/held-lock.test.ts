@@ -86,6 +86,40 @@ describe("a store locked by another process while a call needs a human, or a com
     expect(gw.stderr()).not.toMatch(/could not handle|SqliteError/);
   }, 120_000);
 
+  it("a per-call call whose approval comes while the store is locked waits to take it, then runs once", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "120000"], {
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    const request = await nextRequest(stateDir);
+
+    // The gateway is stopped while the human approves and the lock is taken: its next poll is
+    // the first to see the approval, and it must take the one-call grant under the lock.
+    gw.kill("SIGSTOP");
+    let stopped = true;
+    const resume = () => {
+      if (stopped) gw.kill("SIGCONT");
+      stopped = false;
+    };
+    cleanup.push(resume);
+    const ok = await decideByCli(stateDir, "approve", request.request, "--for", "call");
+    expect(ok.code, ok.stderr).toBe(0);
+    const release = await locked(stateDir);
+    resume();
+    const said = await gw.waitForStderr(/is locked by another process: the one-call approval of/, 40_000);
+    expect(said).toContain(stateDir);
+    await release();
+
+    expect(text(await call)).toMatch(/"revision":"A"/);
+    expect(project.records().filter((r) => r.tool === "read_status")).toHaveLength(1);
+    expect(gw.stderr()).not.toMatch(/could not handle|SqliteError|internal error/);
+  }, 120_000);
+
   it("approve and revoke exit 2 with the store's sentence, never an internal error; a gateway started meanwhile waits and serves", async () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
