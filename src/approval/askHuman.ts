@@ -104,7 +104,7 @@ export class HumanAsker {
       approvalRequest: id,
       credentialScope: this.parts.scopesOf(call),
     });
-    const earlier = earlierRequest(db, {
+    const sameCall = {
       agentRun: run.run,
       serverLabel,
       executionEpoch: call.epoch,
@@ -112,7 +112,8 @@ export class HumanAsker {
       fingerprint: call.fingerprint,
       mode,
       argumentsDigest: digest,
-    });
+    };
+    const earlier = earlierRequest(db, sameCall);
     let id: string;
     if (earlier && earlier.state !== "pending") {
       const settled = await this.settled(earlier, call, subject(earlier.request), {
@@ -125,8 +126,11 @@ export class HumanAsker {
     // the agent is told so (once) rather than that nobody approved.
     const stale = await this.parts.olderEpoch.refusal(call, mode);
     if (stale) return { error: stale };
-    if (earlier?.state === "pending") {
-      id = earlier.request;
+    // The awaits above let an identical call ask meanwhile: join the request it made rather than
+    // make a second one (nothing awaits from here to the insert).
+    const pending = earlier?.state === "pending" ? earlier : earlierRequest(db, sameCall);
+    if (pending?.state === "pending") {
+      id = pending.request;
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
       id = await this.newRequest(call, mode, digest);
