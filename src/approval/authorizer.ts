@@ -1,6 +1,7 @@
 import type { ApprovedCall, AuthorizationPort, ExpandingEntry } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
+import { isBusy } from "../store/db.js";
 import { scopesForTool, serverScopes } from "../vault/toolScopes.js";
 import { type AskHooks, HumanAsker } from "./askHuman.js";
 import type { AuthorizerOptions } from "./authorizerOptions.js";
@@ -132,16 +133,14 @@ export class Authorizer implements AuthorizationPort {
       // whether or not its definition changed. New code runs under the new epoch, so each of them
       // needs a new approval; it is not a diff of definitions (catalog_stale says that, per tool).
       const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
-      endGrants(
-        this.o.db,
+      this.endStale(
         older.map((g) => g.grant),
         `superseded: execution epoch changed to ${call.epoch}`,
       );
       return refuse.authorizationStale({ approvedEpoch, currentEpoch: call.epoch, changedTools });
     }
     if (expanded.length > 0) {
-      endGrants(
-        this.o.db,
+      this.endStale(
         expanded.map((g) => g.grant),
         `superseded: tool ${call.tool} changed in a way that expands its authority`,
       );
@@ -277,6 +276,24 @@ export class Authorizer implements AuthorizationPort {
    * The run's live session grants for this server: the last read, unless `fresh` or this
    * connection wrote grants since (see `live`).
    */
+  /**
+   * Ends grants step 2 found stale. This gateway stops honouring them at once, whatever the store
+   * says; the store's rows are ended too, unless another program holds its lock past the busy
+   * timeout: then they stay live there (they cover nothing in this epoch, which is what the
+   * refusal says), with a warning, rather than the call failing on a write that only tidies up.
+   */
+  private endStale(grants: string[], reason: string): void {
+    for (const g of grants) this.decisions.markEnded(g);
+    try {
+      endGrants(this.o.db, grants, reason);
+    } catch (e) {
+      if (!isBusy(e)) throw e;
+      this.o.log.warn(
+        `the store ${this.o.db.name} is locked by another process: ${grants.length} stale grant(s) stay live in it, ended for this gateway`,
+      );
+    }
+  }
+
   private liveGrants(fresh = false): GrantRecord[] {
     const own = grantWritesOn(this.o.db);
     const hit = this.live;

@@ -120,6 +120,47 @@ describe("a store locked by another process while a call needs a human, or a com
     expect(gw.stderr()).not.toMatch(/could not handle|SqliteError|internal error/);
   }, 120_000);
 
+  it("a call after an epoch change while the store is locked is refused stale, not failed; the next asks a human", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--on-change", "restart"], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    const request = await nextRequest(stateDir);
+    await decideByCli(stateDir, "approve", request.request, "--for", "session");
+    expect(text(await first)).toMatch(/"revision":"A"/);
+
+    const from = gw.stderr().length;
+    project.rebuild("B");
+    await waitFor(
+      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
+      20_000,
+      "epoch B",
+    );
+    await gw.client.listTools(); // the new epoch's catalog, verified and stored before the lock
+
+    // step 2 ends the session grant of epoch A: a write that meets the lock
+    const release = await locked(stateDir);
+    const stale = (await gw.client
+      .callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 })
+      .catch((e) => e)) as { code: number; data: Record<string, unknown> };
+    expect(stale.code).toBe(-32051);
+    expect(stale.data).toMatchObject({ error: "authorization_stale", approvedEpoch: request.executionEpoch });
+    expect(gw.stderr()).toMatch(/stale grant\(s\) stay live in it, ended for this gateway/);
+    await release();
+
+    // reported once: the next call asks a human for epoch B, and the old grant covers nothing
+    const again = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    const seen = new Set([request.request]);
+    const next = await nextRequest(stateDir, seen);
+    expect(next.executionEpoch).not.toBe(request.executionEpoch);
+    await decideByCli(stateDir, "approve", next.request, "--for", "session");
+    expect(text(await again)).toMatch(/"revision":"B"/);
+    expect(gw.stderr()).not.toMatch(/could not handle|SqliteError|internal error/);
+  }, 120_000);
+
   it("approve and revoke exit 2 with the store's sentence, never an internal error; a gateway started meanwhile waits and serves", async () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
