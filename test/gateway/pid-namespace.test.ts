@@ -124,18 +124,27 @@ async function grants(stateDir: string) {
   return (JSON.parse(r.stdout) as { grants: { grant: string; runAlive: boolean }[] }).grants;
 }
 
+/** The host's gateway in front of the revisioned project at revision A, with these run flags, listed once. */
+async function listedHost(args: string[]) {
+  const project = makeProject("A");
+  const stateDir = newStateDir();
+  cleanup.push(() => project.cleanup());
+  const host = await startInventory(project, args, { stateDir });
+  cleanup.push(() => host.close());
+  await host.client.listTools();
+  return { project, stateDir, host };
+}
+
 describe("gateways in different PID namespaces on one state directory", () => {
   it.skipIf(UNAVAILABLE !== null)(
     title("a gateway or a CLI in another namespace never ends a live gateway's run, grant or request"),
     async () => {
-      const project = makeProject("A");
-      const stateDir = newStateDir();
-      cleanup.push(() => project.cleanup());
-      const host = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
-        stateDir,
-      });
-      cleanup.push(() => host.close());
-      await host.client.listTools();
+      const { project, stateDir, host } = await listedHost([
+        "--approval",
+        "session",
+        "--approval-timeout",
+        "60000",
+      ]);
       // a session grant of the host's run, and a request of it still pending
       const first = host.client.callTool({ name: "read_status", arguments: {} });
       const req = await waitRequest(stateDir, "read_status");
@@ -241,12 +250,7 @@ describe("gateways' own rows across PID namespaces", () => {
       "a gateway starting in another namespace leaves a live gateway's call in flight open; status lists both",
     ),
     async () => {
-      const project = makeProject("A");
-      const stateDir = newStateDir();
-      cleanup.push(() => project.cleanup());
-      const host = await startInventory(project, ["--approval", "none"], { stateDir });
-      cleanup.push(() => host.close());
-      await host.client.listTools();
+      const { project, stateDir, host } = await listedHost(["--approval", "none"]);
       const slow = host.client.callTool({ name: "slow_write", arguments: {} }, undefined, {
         timeout: 60_000,
       });
@@ -289,14 +293,12 @@ describe("gateways' own rows across PID namespaces", () => {
 
 describe("a gateway whose run another process ended", () => {
   it("says so on its log and answers a call needing approval at once", async () => {
-    const project = makeProject("A");
-    const stateDir = newStateDir();
-    cleanup.push(() => project.cleanup());
-    const host = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
-      stateDir,
-    });
-    cleanup.push(() => host.close());
-    await host.client.listTools();
+    const { project, stateDir, host } = await listedHost([
+      "--approval",
+      "session",
+      "--approval-timeout",
+      "60000",
+    ]);
     // Another gateway misjudges the host gone (here: its recorded start time made wrong), and ends its run.
     const db = openStore(stateDir);
     try {

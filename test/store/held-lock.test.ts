@@ -16,16 +16,22 @@ afterEach(async () => {
   cleanup = [];
 });
 
+/** A gateway in front of the revisioned project at revision A, with these run flags, listed once. */
+async function listedInventory(args: string[]) {
+  const stateDir = newStateDir();
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const gw = await startInventory(project, args, { stateDir });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { stateDir, project, gw };
+}
+
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
 describe("a store locked by another process past the busy timeout", () => {
   it("a gateway, idle and with a call at its server, serves on and catches up once the lock is gone", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, ["--approval", "none"], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, project, gw } = await listedInventory(["--approval", "none"]);
     // a call at the server (its intent written) while the lock is taken
     const slow = gw.client.callTool({ name: "slow_write", arguments: {} });
     await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
@@ -68,12 +74,7 @@ const LOCKED_SENTENCE = "is locked by another process, and stayed locked while t
 
 describe("a store locked by another process while a call needs a human, or a command writes", () => {
   it("a call that needs approval waits for the store and gets its request; the human's approval lets it through", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, [], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await listedInventory([]);
 
     const release = await locked(stateDir);
     const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
@@ -87,14 +88,12 @@ describe("a store locked by another process while a call needs a human, or a com
   }, 120_000);
 
   it("a per-call call whose approval comes while the store is locked waits to take it, then runs once", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "120000"], {
-      stateDir,
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, project, gw } = await listedInventory([
+      "--approval",
+      "per-call",
+      "--approval-timeout",
+      "120000",
+    ]);
     const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
     const request = await nextRequest(stateDir);
 
@@ -121,12 +120,7 @@ describe("a store locked by another process while a call needs a human, or a com
   }, 120_000);
 
   it("a call after an epoch change while the store is locked is refused stale, not failed; the next asks a human", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, ["--on-change", "restart"], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, project, gw } = await listedInventory(["--on-change", "restart"]);
     const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
     const request = await nextRequest(stateDir);
     await decideByCli(stateDir, "approve", request.request, "--for", "session");
@@ -162,12 +156,7 @@ describe("a store locked by another process while a call needs a human, or a com
   }, 120_000);
 
   it("approve and revoke exit 2 with the store's sentence, never an internal error; a gateway started meanwhile waits and serves", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, [], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, project, gw } = await listedInventory([]);
     const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
     const request = await nextRequest(stateDir);
 
