@@ -408,7 +408,15 @@ export class HumanAsker {
       review = this.minimalReview(id, createdAt, expiresAt, call, mode, (e as Error).message);
     }
     // As it is stored (JSON text) and shown, so that the human's digest can match it.
-    this.parts.decisions.wroteReview(id, reviewDigest(JSON.parse(JSON.stringify(review))));
+    this.parts.decisions.asks(id, {
+      reviewDigest: reviewDigest(JSON.parse(JSON.stringify(review))),
+      epoch: call.epoch,
+      tool: call.tool,
+      fingerprint: call.fingerprint,
+      mode,
+      credentialScope,
+      argumentsDigest: digest,
+    });
     const request = {
       request: id,
       agentRun: run.run,

@@ -32,12 +32,13 @@ export class HonouredDecisions {
   /** This run's session grants the gateway has seen live (read, or taken for a call). */
   private readonly known = new Set<string>();
   /**
-   * The digest of the review this gateway wrote for each request it made. A grant counts only
-   * when it names that review (its signature covers the digest): the stored review can be
-   * rewritten by any process of the user, and a human who approved a rewritten one approved
-   * nothing this gateway asked.
+   * What this gateway asked in each request it made: the review it wrote (by digest) and the call
+   * it asked about. A grant counts only when it names that review (its signature covers the
+   * digest) and grants exactly that call: the stored request, its review and its columns alike,
+   * can be rewritten by any process of the user, and a human who approved a rewritten one
+   * approved nothing this gateway asked.
    */
-  private readonly reviews = new Map<string, string>();
+  private readonly asked = new Map<string, AskedSubject>();
   private readonly liveGrant: { get(grant: string): unknown };
 
   constructor(
@@ -81,9 +82,9 @@ export class HonouredDecisions {
     return this.honoured(read.filter((g) => !this.ended.has(g.grant)));
   }
 
-  /** The digest of the review this gateway wrote for `request`, as stored and shown. */
-  wroteReview(request: string, digest: string): void {
-    this.reviews.set(request, digest);
+  /** What this gateway asked in `request`: the review it wrote (as stored and shown) and the call. */
+  asks(request: string, subject: AskedSubject): void {
+    this.asked.set(request, subject);
   }
 
   hasEnded(grant: string): boolean {
@@ -183,16 +184,62 @@ export class HonouredDecisions {
     });
   }
 
-  /** Whether the (verified) grant approves the review this gateway wrote for its request; reported once if not. */
+  /**
+   * Whether the (verified) grant approves the review this gateway wrote for its request, and
+   * grants what that request asked; reported once if not.
+   */
   private reviewed(g: GrantRecord): boolean {
-    const ok =
-      g.request !== null && g.reviewDigest !== null && this.reviews.get(g.request) === g.reviewDigest;
-    if (!ok) {
+    const subject = g.request !== null ? this.asked.get(g.request) : undefined;
+    if (!subject || g.reviewDigest === null || subject.reviewDigest !== g.reviewDigest) {
       this.reject(
         { what: "grant", grant: g.grant, request: g.request },
         "it approves a review this gateway did not write (the request's review was changed in the store)",
       );
+      return false;
     }
-    return ok;
+    if (!grantsAsked(g, subject, this.o.run, this.o.serverLabel)) {
+      this.reject(
+        { what: "grant", grant: g.grant, request: g.request },
+        "it grants another call than the request asked about (the request's tool, epoch, scopes, mode or arguments were changed in the store)",
+      );
+      return false;
+    }
+    return true;
   }
+}
+
+/** What a gateway asked a human about in one request (what the approval must grant, and no more). */
+export interface AskedSubject {
+  /** the digest of the review it wrote, as stored and shown */
+  reviewDigest: string;
+  epoch: string;
+  tool: string;
+  fingerprint: string;
+  mode: "session" | "per-call";
+  credentialScope: readonly string[];
+  /** the digest of the call's effective arguments */
+  argumentsDigest: string;
+}
+
+/**
+ * Whether grant `g` grants what `asked` asked, and no more: the run and server it was asked for,
+ * the epoch and the one tool version asked about, the credential scopes asked for, and the mode
+ * asked (one call may be approved where a session was asked, never the reverse), with the
+ * arguments asked about when it approves one call. A grant is made from the request's row, which
+ * any process of the user can rewrite after the gateway wrote it; the human reads the review,
+ * which names what the gateway asked. This is the gateway's own memory of it.
+ */
+function grantsAsked(g: GrantRecord, asked: AskedSubject, run: string, serverLabel: string): boolean {
+  const tool = g.toolScope.length === 1 ? g.toolScope[0] : undefined;
+  return (
+    g.agentRun === run &&
+    g.serverLabel === serverLabel &&
+    g.executionEpoch === asked.epoch &&
+    tool?.name === asked.tool &&
+    tool.fingerprint === asked.fingerprint &&
+    g.credentialScope.length === asked.credentialScope.length &&
+    g.credentialScope.every((sc) => asked.credentialScope.includes(sc)) &&
+    (g.mode === asked.mode || (asked.mode === "session" && g.mode === "per-call")) &&
+    (g.mode === "session" || g.argumentsDigest === asked.argumentsDigest)
+  );
 }

@@ -399,6 +399,13 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
   if (!run || run.endedAt) {
     throw new DecisionError(`the agent run of approval request ${id} has ended`, "not-pending");
   }
+  const differs = differsFromReview(req);
+  if (differs) {
+    throw new DecisionError(
+      `approval request ${id} does not ask what its review shows (its ${differs} was changed in the store since the gateway wrote it): nothing was decided`,
+      "not-pending",
+    );
+  }
   if (decision.approve && decision.for === "session" && req.mode === "per-call") {
     throw new DecisionError(
       `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
@@ -406,6 +413,30 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
     );
   }
   return req;
+}
+
+/**
+ * The first column of the request's row that says otherwise than its review, or null. A decision
+ * is signed over the row's columns (the grant is made from them) while the human reads the review:
+ * a row rewritten in the store would have the human grant what they never saw. (The gateway also
+ * honours only a grant of what it asked: src/approval/honoured.ts.)
+ */
+function differsFromReview(req: ApprovalRequest): string | null {
+  const r = req.review as Partial<Review> | undefined;
+  const scopes = Array.isArray(r?.credentialScope) ? r.credentialScope : null;
+  if (r?.agentRun?.run !== req.agentRun) return "agent run";
+  if (r.serverLabel !== req.serverLabel) return "server label";
+  if (r.epoch?.current !== req.executionEpoch) return "execution epoch";
+  if (r.tool?.name !== req.tool) return "tool";
+  if (r.tool.fingerprint !== req.fingerprint) return "tool fingerprint";
+  if (r.tool.mode !== req.mode) return "mode";
+  if (
+    !scopes ||
+    scopes.length !== req.credentialScope.length ||
+    !req.credentialScope.every((sc) => scopes.includes(sc))
+  )
+    return "credential scope";
+  return null;
 }
 
 /** The grant an approval of `req` creates, with the id and time given. */
@@ -488,51 +519,67 @@ export function decideRequest(
     .transaction((): DecisionResult => {
       const req = decidableRequest(db, id, decision);
       sameReviewAsShown(req, decision);
-      // a passkey signed a statement whose grant id and time were chosen when it was prepared
-      const fixed = proof instanceof DecisionSigner ? null : proof.statement;
-      const now = fixed?.issuedAt ?? new Date().toISOString();
-      const grantId = fixed?.grant ?? ulid();
-      const signature = signatureOf(decisionStatement(req, decision, grantId, now), proof);
-      if (!decision.approve) {
-        db.prepare(
-          `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
-             decision_signature = ? WHERE request = ?`,
-        ).run(now, by, decision.reason ?? null, signature, id);
-        return { request: getRequest(db, id)!, grant: null, epochMovedOn: null };
-      }
-      const grant = grantFor(req, decision.for, grantId, now);
-      const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
-      db.prepare(
-        `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
-           tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by,
-           arguments_digest, signature, review_digest)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        grant.grant,
-        grant.agentRun,
-        grant.serverLabel,
-        grant.executionEpoch,
-        req.catalogRevision,
-        JSON.stringify(grant.toolScope),
-        JSON.stringify({ [req.tool]: req.definition }),
-        JSON.stringify(grant.credentialScope),
-        grant.mode,
-        grant.issuedAt,
-        grant.expiresWhen,
-        id,
-        by,
-        argumentsDigest,
-        signature,
-        reviewDigest(req.review),
-      );
-      grantsWritten(db);
-      db.prepare(
-        `UPDATE approval_requests SET state = 'approved', decided_at = ?, decided_by = ?, decision_for = ?, grant_id = ?
-         WHERE request = ?`,
-      ).run(now, by, decision.for, grant.grant, id);
-      return { request: getRequest(db, id)!, grant, epochMovedOn: epochMovedOn(db, req.executionEpoch) };
+      return recordDecision(db, req, decision, by, proof);
     })
     .immediate();
+}
+
+/**
+ * Signs `decision` over `req` as read and writes it (the grant of an approval, the request's new
+ * state), inside decideRequest's transaction, once every check passed. Exported for the tests that
+ * play a decision path trusting a rewritten row (test/gateway/unsigned-columns.test.ts).
+ */
+export function recordDecision(
+  db: Store,
+  req: ApprovalRequest,
+  decision: Decision,
+  by: string,
+  proof: DecisionProof,
+): DecisionResult {
+  const id = req.request;
+  // a passkey signed a statement whose grant id and time were chosen when it was prepared
+  const fixed = proof instanceof DecisionSigner ? null : proof.statement;
+  const now = fixed?.issuedAt ?? new Date().toISOString();
+  const grantId = fixed?.grant ?? ulid();
+  const signature = signatureOf(decisionStatement(req, decision, grantId, now), proof);
+  if (!decision.approve) {
+    db.prepare(
+      `UPDATE approval_requests SET state = 'denied', decided_at = ?, decided_by = ?, reason = ?,
+         decision_signature = ? WHERE request = ?`,
+    ).run(now, by, decision.reason ?? null, signature, id);
+    return { request: getRequest(db, id)!, grant: null, epochMovedOn: null };
+  }
+  const grant = grantFor(req, decision.for, grantId, now);
+  const argumentsDigest = grant.mode === "per-call" ? req.argumentsDigest : null;
+  db.prepare(
+    `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
+       tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by,
+       arguments_digest, signature, review_digest)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    grant.grant,
+    grant.agentRun,
+    grant.serverLabel,
+    grant.executionEpoch,
+    req.catalogRevision,
+    JSON.stringify(grant.toolScope),
+    JSON.stringify({ [req.tool]: req.definition }),
+    JSON.stringify(grant.credentialScope),
+    grant.mode,
+    grant.issuedAt,
+    grant.expiresWhen,
+    id,
+    by,
+    argumentsDigest,
+    signature,
+    reviewDigest(req.review),
+  );
+  grantsWritten(db);
+  db.prepare(
+    `UPDATE approval_requests SET state = 'approved', decided_at = ?, decided_by = ?, decision_for = ?, grant_id = ?
+     WHERE request = ?`,
+  ).run(now, by, decision.for, grant.grant, id);
+  return { request: getRequest(db, id)!, grant, epochMovedOn: epochMovedOn(db, req.executionEpoch) };
 }
 
 /** The grant an approved request created. */

@@ -6,11 +6,16 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { pinnedSigner } from "../../src/approval/pin.js";
+import { type ApprovalRequest, getRequest, recordDecision } from "../../src/approval/requests.js";
+import { argumentsDigest } from "../../src/audit/events.js";
+import { toolFingerprint } from "../../src/catalog/index.js";
+import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -162,6 +167,70 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([]);
   });
 
+  it("a request's tool rewritten in the store: approve refuses it, naming what changed, and nothing runs", async () => {
+    const { stateDir, gw, db, received } = await setup([PAY, FETCH], ["--approval", "session"]);
+    const call = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } });
+    const outcome = call.then(
+      () => "answered",
+      (e) => refusal(e).code,
+    );
+    const req = await nextRequest(stateDir);
+    swapTool(db, req.request, PAY);
+
+    const approve = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(approve.code).toBe(1);
+    expect(approve.stderr).toContain("does not ask what its review shows (its tool was changed");
+    expect(await gw.client.listTools()).toBeTruthy();
+    const pay = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 1000 } });
+    await expect(pay).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
+    expect(await outcome).toBe(TIMEOUT);
+    expect(received()).toEqual([]);
+  });
+
+  // What an approve that signs the row's columns (an older portcullis on the same state directory,
+  // or any signer of the row) makes of rewritten columns: a grant that names the review the
+  // gateway wrote, signed by the approver key, of another tool or other arguments. The gateway
+  // remembers what it asked and honours none of them.
+  for (const [what, rewrite, runArgs] of [
+    ["another tool", (db: Database.Database, id: string) => swapTool(db, id, PAY), ["--approval", "session"]],
+    [
+      "other arguments",
+      (db: Database.Database, id: string) => swapArguments(db, id, { to: "mallory", amount: 1000 }),
+      ["--approval", "per-call"],
+    ],
+  ] as const) {
+    it(`a signed grant of the gateway's review but for ${what} covers nothing`, async () => {
+      const { stateDir, gw, db, received } = await setup(
+        [PAY, FETCH],
+        [...runArgs, "--approval-timeout", "60000"],
+      );
+      const tool = what === "other arguments" ? "send_payment" : "fetch_page";
+      const args = tool === "send_payment" ? { to: "alice", amount: 1 } : { page: "a" };
+      const first = gw.client.callTool({ name: tool, arguments: args });
+      const outcome = first.then(
+        () => "answered",
+        (e) => refusal(e).code,
+      );
+      const req = await nextRequest(stateDir);
+      rewrite(db, req.request);
+      await signRowAsIs(stateDir, req.request, runArgs.includes("per-call") ? "call" : "session");
+      await gw.waitForStderr(/is not honoured: it grants another call than the request asked about/, 20_000);
+
+      // Whatever the grant names is not covered: the payment asks a human again (nobody answers).
+      const pay = gw.client.callTool({
+        name: "send_payment",
+        arguments: { to: "mallory", amount: 1000 },
+      });
+      await waitFor(async () => (await pending(stateDir)).length >= 1, 10_000, "a request for the payment");
+      await gw.close();
+      await expect(pay).rejects.toBeTruthy();
+      expect(await outcome).not.toBe("answered");
+      expect(received()).toEqual([]);
+    });
+  }
+
   it("an approved definition rewritten to match an expanded tool does not make the expansion cosmetic", async () => {
     const { stateDir, gw, db, toolsFile, received } = await setup(
       [FETCH],
@@ -193,3 +262,36 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([{ page: "a" }]);
   });
 });
+
+/** The request's tool (and its fingerprint) rewritten to `tool`'s: the row a grant is made from. */
+function swapTool(db: Database.Database, request: string, tool: typeof PAY): void {
+  const changed = db
+    .prepare("UPDATE approval_requests SET tool = ?, fingerprint = ? WHERE request = ?")
+    .run(tool.name, toolFingerprint(tool), request).changes;
+  expect(changed).toBe(1);
+}
+
+/** The request's arguments digest rewritten to that of `args` (what a one-call grant binds). */
+function swapArguments(db: Database.Database, request: string, args: Record<string, unknown>): void {
+  const changed = db
+    .prepare("UPDATE approval_requests SET arguments_digest = ? WHERE request = ?")
+    .run(argumentsDigest(args), request).changes;
+  expect(changed).toBe(1);
+}
+
+/**
+ * Approves the request as its row now reads, signed with the approver key and naming the review
+ * as stored (the gateway's own): the decision path without its check of the row against the review.
+ */
+async function signRowAsIs(stateDir: string, request: string, forWhat: "session" | "call"): Promise<void> {
+  const store = openStore(stateDir);
+  try {
+    const signer = await pinnedSigner(store, stateDir, TEST_PASSPHRASE);
+    const req = getRequest(store, request) as ApprovalRequest;
+    store
+      .transaction(() => recordDecision(store, req, { approve: true, for: forWhat }, "older-approve", signer))
+      .immediate();
+  } finally {
+    store.close();
+  }
+}
