@@ -190,6 +190,14 @@ export class HonouredDecisions {
    */
   private reviewed(g: GrantRecord): boolean {
     const subject = g.request !== null ? this.asked.get(g.request) : undefined;
+    if (subject && g.reviewDigest === null) {
+      // What an older portcullis's approve writes: it signed the row, not the review.
+      this.reject(
+        { what: "grant", grant: g.grant, request: g.request },
+        "it was made by an older portcullis, which does not sign the review the human read: decide this agent's next request with this version",
+      );
+      return false;
+    }
     if (!subject || g.reviewDigest === null || subject.reviewDigest !== g.reviewDigest) {
       this.reject(
         { what: "grant", grant: g.grant, request: g.request },

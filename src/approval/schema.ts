@@ -125,7 +125,8 @@ export const reviewDigestMigration: Migration = {
  * Where a run's gateway pid and start time mean something (src/identity/procLiveness.ts): its
  * PID namespace and the kernel boot id. A reader in another namespace cannot judge the pid, and
  * must not end the run; a reader on another boot knows the gateway is gone. Null in rows written
- * before this migration: their liveness cannot be judged (they are never ended as gone).
+ * before this migration: judged by pid and start time in the reader's namespace, as the versions
+ * that wrote them did (src/identity/procLiveness.ts).
  * `ended_reason` is "gateway_gone" on a run another process ended because it judged the
  * gateway gone, so that a gateway still alive can tell it was ended from outside.
  */

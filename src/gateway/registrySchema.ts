@@ -6,8 +6,8 @@ import type { Migration } from "../store/migration.js";
  * state directory may live in different PID namespaces (a container or a sandbox sharing the
  * directory); a reader in another namespace cannot judge the pid, and must neither close the
  * gateway's open calls as interrupted nor show it as gone. A reader on another boot knows it is
- * gone. Null in rows written before this migration: their liveness cannot be judged from the
- * pid, only from `ended_at`.
+ * gone. Null in rows written before this migration: they are judged by pid and start time in the
+ * reader's namespace, as the versions that wrote them did (src/identity/procLiveness.ts).
  */
 export const gatewayPlaceMigration: Migration = {
   version: 18,

@@ -19,7 +19,8 @@ export interface RecordedProcess {
  * its namespace). Gone only when provable: another boot (a reboot ends every process), or, in
  * our own namespace, a pid that now runs another process or none. A row from another namespace,
  * or one whose namespace or start time was never read, cannot be judged: "unknown", which no
- * caller treats as gone.
+ * caller treats as gone. A row written before namespaces were recorded is judged by its pid and
+ * start time here, as the version that wrote it did.
  */
 export function judgeLiveness(
   rec: RecordedProcess,
@@ -27,10 +28,26 @@ export function judgeLiveness(
   startNow: (pid: number) => string | null,
 ): Liveness {
   if (rec.boot !== null && here.boot !== null && rec.boot !== here.boot) return "gone";
+  if (writtenBeforePlaces(rec) && rec.start !== null && here.pidNs !== null) {
+    // A row from a portcullis that recorded neither namespace nor boot (before store migrations
+    // 17 and 18) is judged as that version judged it, by its pid and start time here. Otherwise
+    // a gateway killed before an upgrade would stay "cannot tell" for ever: its run open, its calls
+    // never closed, its requests still decidable. Such a row can only be written by a process
+    // that was running before the upgrade (older versions refuse a migrated store), so this is
+    // wrong only for an old gateway still running in another namespace on the same state
+    // directory at the upgrade: its run would be ended and its grants stop covering (a refusal,
+    // never an authority gained).
+    return startNow(rec.pid) === rec.start ? "alive" : "gone";
+  }
   if (rec.start === null || rec.pidNs === null || here.pidNs === null || rec.pidNs !== here.pidNs) {
     return "unknown";
   }
   return startNow(rec.pid) === rec.start ? "alive" : "gone";
+}
+
+/** Neither the namespace nor the boot was recorded: a row written before either was. */
+function writtenBeforePlaces(rec: RecordedProcess): boolean {
+  return rec.pidNs === null && rec.boot === null;
 }
 
 /** judgeLiveness from this process's own view. */

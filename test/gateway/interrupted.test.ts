@@ -173,6 +173,34 @@ describe("audit sessions and audit activity", () => {
   });
 });
 
+describe("a gateway killed before an upgrade (rows written before PID namespaces were recorded)", () => {
+  it("is judged by its pid as before: its call closed as interrupted, its run ended, not listed as running", async () => {
+    const project = makeProject("A");
+    const stateDir = newStateDir();
+    cleanup.push(() => project.cleanup());
+    await killedWithACallInFlight(project, stateDir, 0);
+    // What a portcullis before store migrations 17 and 18 left: no namespace, no boot id.
+    const db = openStore(stateDir);
+    try {
+      expect(db.prepare("UPDATE runs SET gateway_pid_ns = NULL, gateway_boot = NULL").run().changes).toBe(1);
+      expect(db.prepare("UPDATE gateways SET pid_ns = NULL, boot = NULL").run().changes).toBe(1);
+    } finally {
+      db.close();
+    }
+    await startAndStop(project, stateDir);
+
+    const all = await events(stateDir);
+    const killedRun = all.find((e) => e.type === "run_started")!.run;
+    expect(all.filter((e) => e.type === "call_interrupted")).toMatchObject([{ reason: "gateway_gone" }]);
+    expect(all.filter((e) => e.type === "run_ended" && e.run === killedRun)).toMatchObject([
+      { reason: "gateway_gone" },
+    ]);
+    const status = await runCli(["status", "--json", "--state-dir", stateDir]);
+    expect(status.code).toBe(0);
+    expect(JSON.stringify(JSON.parse(status.stdout))).not.toContain("cannot tell");
+  });
+});
+
 describe("the agent run of a killed gateway", () => {
   it("is ended by the next gateway, once: run_ended gateway_gone, its session grant ended, its pending request expired", async () => {
     const project = makeProject("A");

@@ -6,6 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { decisionDigest, grantStatement } from "../../src/approval/decision.js";
 import { pinnedSigner } from "../../src/approval/pin.js";
 import { type ApprovalRequest, getRequest, recordDecision } from "../../src/approval/requests.js";
 import { argumentsDigest } from "../../src/audit/events.js";
@@ -231,6 +232,24 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     });
   }
 
+  it("a grant from an older approve (no review digest signed) covers nothing, and the gateway says why", async () => {
+    const { stateDir, gw, received } = await setup(
+      [PAY],
+      ["--approval", "session", "--approval-timeout", "60000"],
+    );
+    const call = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
+    const outcome = call.then(
+      () => "answered",
+      (e) => refusal(e).code,
+    );
+    const req = await nextRequest(stateDir);
+    await signWithoutReview(stateDir, req.request);
+    await gw.waitForStderr(/is not honoured: it was made by an older portcullis/, 20_000);
+    await gw.close();
+    expect(await outcome).not.toBe("answered");
+    expect(received()).toEqual([]);
+  });
+
   it("an approved definition rewritten to match an expanded tool does not make the expansion cosmetic", async () => {
     const { stateDir, gw, db, toolsFile, received } = await setup(
       [FETCH],
@@ -291,6 +310,54 @@ async function signRowAsIs(stateDir: string, request: string, forWhat: "session"
     store
       .transaction(() => recordDecision(store, req, { approve: true, for: forWhat }, "older-approve", signer))
       .immediate();
+  } finally {
+    store.close();
+  }
+}
+
+/** A session approval as a portcullis before signed reviews wrote it: signed, with no review digest. */
+async function signWithoutReview(stateDir: string, request: string): Promise<void> {
+  const store = openStore(stateDir);
+  try {
+    const signer = await pinnedSigner(store, stateDir, TEST_PASSPHRASE);
+    const req = getRequest(store, request) as ApprovalRequest;
+    const grant = {
+      grant: `01OLDGRANT${Date.now()}`,
+      request,
+      mode: "session" as const,
+      agentRun: req.agentRun,
+      serverLabel: req.serverLabel,
+      executionEpoch: req.executionEpoch,
+      toolScope: [{ name: req.tool, fingerprint: req.fingerprint }],
+      credentialScope: req.credentialScope,
+      issuedAt: new Date().toISOString(),
+      argumentsDigest: null,
+      reviewDigest: null,
+    };
+    const signature = signer.sign(decisionDigest(grantStatement(grant)));
+    store
+      .prepare(
+        `INSERT INTO grants (grant_id, agent_run, server_label, execution_epoch, catalog_revision, tool_scope_json,
+           tool_defs_json, credential_scope_json, mode, issued_at, expires_when, request, approved_by, signature)
+         VALUES (?, ?, ?, ?, ?, ?, '{}', ?, 'session', ?, 'agent-run-ends', ?, 'older-approve', ?)`,
+      )
+      .run(
+        grant.grant,
+        grant.agentRun,
+        grant.serverLabel,
+        grant.executionEpoch,
+        req.catalogRevision,
+        JSON.stringify(grant.toolScope),
+        JSON.stringify(grant.credentialScope),
+        grant.issuedAt,
+        request,
+        signature,
+      );
+    store
+      .prepare(
+        "UPDATE approval_requests SET state = 'approved', decided_by = 'older-approve', grant_id = ? WHERE request = ?",
+      )
+      .run(grant.grant, request);
   } finally {
     store.close();
   }

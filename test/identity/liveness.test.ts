@@ -51,6 +51,16 @@ describe("judgeLiveness", () => {
     expect(judgeLiveness(rec(), { ...HERE, pidNs: null }, running(null))).toBe("unknown");
   });
 
+  it("a row written before namespaces were recorded is judged by its pid here, as its version did", () => {
+    const old = rec({ pidNs: null, boot: null });
+    expect(judgeLiveness(old, HERE, running("1000"))).toBe("alive");
+    expect(judgeLiveness(old, HERE, running("2000"))).toBe("gone");
+    expect(judgeLiveness(old, HERE, running(null))).toBe("gone");
+    // still nothing to go on without its start time, or without a namespace of our own
+    expect(judgeLiveness(rec({ pidNs: null, boot: null, start: null }), HERE, running(null))).toBe("unknown");
+    expect(judgeLiveness(old, { pidNs: null, boot: null }, running(null))).toBe("unknown");
+  });
+
   it("another boot is gone: a reboot ended every process, in every namespace", () => {
     expect(judgeLiveness(rec({ boot: "boot-b" }), HERE, running("1000"))).toBe("gone");
     expect(judgeLiveness(rec({ boot: "boot-b", pidNs: "pid:[1]" }), HERE, running(null))).toBe("gone");
