@@ -1,6 +1,6 @@
 import type { ReadFacts } from "../guard/guard.js";
 import type { Request } from "../relay/jsonrpc.js";
-import { canonicalJson } from "../util/canonical.js";
+import { canonicalJson, nonFiniteAt } from "../util/canonical.js";
 
 /** The two MCP eras the gateway speaks on both sides. */
 export type Era = "legacy" | "modern";
@@ -92,7 +92,7 @@ function foldsToGuarded(method: string): boolean {
 /**
  * What a recorded read is approved for: its method and target (the uri of resources/read and
  * resources/subscribe, the prompt name of prompts/get, the ref of completion/complete). A target
- * of another shape (absent, not a string) is named by its canonical JSON.
+ * of another shape (absent, not a string) is named by its canonical JSON (targetName).
  */
 export function readFacts(msg: Request): ReadFacts {
   const params = (isPlainObject(msg.params) ? msg.params : {}) as Record<string, unknown>;
@@ -107,9 +107,19 @@ export function readFacts(msg: Request): ReadFacts {
   const { _meta: _ignored, ...shown } = params;
   return {
     method: msg.method,
-    target: typeof target === "string" ? target : canonicalJson(target ?? null),
+    target: typeof target === "string" ? target : targetName(target),
     params: shown,
   };
+}
+
+/**
+ * A target that is no string, by its canonical JSON. One holding a number beyond the range of JSON
+ * numbers has none; the guard refuses such a read before anything approves it, and this name
+ * only says so in its refusal's record and the log.
+ */
+function targetName(target: unknown): string {
+  if (nonFiniteAt(target) !== null) return "(a value holding a number beyond the range of JSON numbers)";
+  return canonicalJson(target ?? null);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

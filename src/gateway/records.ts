@@ -2,6 +2,7 @@ import { argumentsDigest } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import type { Id } from "../relay/jsonrpc.js";
 import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
+import { nonFiniteAt } from "../util/canonical.js";
 import { redactRecord, redactValue } from "../util/redact.js";
 import type { EventSink } from "./events.js";
 import { defaultsApplied } from "./text.js";
@@ -100,7 +101,11 @@ export class GatewayRecords {
     );
   }
 
-  /** A call the guard refused, or whose arguments did not validate. */
+  /**
+   * A call the guard refused, or whose arguments did not validate. Arguments holding a number
+   * beyond the range of JSON numbers have no digest (null): the guard refuses them for that very
+   * reason, and the refusal is recorded all the same.
+   */
   denied(
     requestId: Id,
     tool: string,
@@ -117,7 +122,7 @@ export class GatewayRecords {
       epoch: at.epoch,
       revision: at.revision,
       reason,
-      argumentsDigest: argumentsDigest(args ?? {}),
+      argumentsDigest: refusedDigest(args),
     });
   }
 
@@ -211,4 +216,9 @@ export class GatewayRecords {
   artifactChanged(gen: Generation, paths: string[], parts: string[]): void {
     this.events.emit({ type: "artifact_changed", serverLabel: this.label, epoch: gen.epoch, paths, parts });
   }
+}
+
+/** The digest of a refused call's arguments, or null when they have no canonical form. */
+function refusedDigest(args: unknown): string | null {
+  return nonFiniteAt(args) === null ? argumentsDigest(args ?? {}) : null;
 }

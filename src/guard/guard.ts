@@ -1,6 +1,6 @@
 import type { ArgumentValidator, CatalogSnapshot } from "../catalog/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { canonicalJson, sha256Tag } from "../util/canonical.js";
+import { canonicalJson, type NonFinite, nonFiniteAt, sha256Tag } from "../util/canonical.js";
 import { refuse } from "./refusals.js";
 
 /**
@@ -150,13 +150,27 @@ export function readCall(read: ReadFacts, epoch: string, revision: number): Appr
   };
 }
 
-/** Steps 1 and 2 for a read: held while identity-pending; an approval of an older epoch is stale. */
+/**
+ * Steps 1 and 2 for a read: held while identity-pending; an approval of an older epoch is stale.
+ * Between them, a read whose params (`params`, the request's whole params) hold a number beyond
+ * the range of JSON numbers is refused: nothing could digest them for its approval or its record
+ * (step 2 already digests them when a one-call grant is live).
+ */
 function precheckRead(
   server: ServerView,
   read: ReadFacts,
+  params: unknown,
   auth: AuthorizationPort | null,
 ): Verdict | { action: "continue"; call: ApprovedCall } {
   if (server.state !== "ready" || !server.epoch) return { action: "hold" };
+  const huge = nonFiniteAt(params);
+  if (huge) {
+    return {
+      action: "refuse",
+      error: refuse.numberOutOfRange(fieldName(huge.path), huge.value),
+      reason: "number_out_of_range",
+    };
+  }
   const call = readCall(read, server.epoch, server.revision ?? 0);
   const stale = auth?.stale(call);
   if (stale) return { action: "refuse", error: stale, reason: "authorization_stale" };
@@ -233,21 +247,48 @@ export function precheck(
       reason: "tool_not_in_catalog",
     };
   }
-  // 5. arguments against the current input schema.
+  // 5. arguments against the current input schema. First, a number beyond the range of JSON
+  // numbers (`1e400` parses to Infinity): no schema check sees it as wrong, yet nothing can
+  // digest it for the approval or the intent record, nor forward it as sent (it would go out as
+  // null). It is refused here, before anything digests the arguments.
+  const huge = nonFiniteAt(facts.args);
+  if (huge) return { action: "invalid-arguments", errors: [nonFiniteSentence(huge)] };
   const checked = server.validator.validate(facts.tool, facts.args ?? {});
   if (!checked.ok) return { action: "invalid-arguments", errors: checked.errors };
   call.effective = checked.effective;
   return { action: "continue", call };
 }
 
+/** A path of keys and indexes as the validator names fields: `items[0].price`. */
+function fieldName(path: (string | number)[]): string {
+  let out = "";
+  for (const seg of path) {
+    if (typeof seg === "number") out += `[${seg}]`;
+    else out += out === "" ? seg : `.${seg}`;
+  }
+  return out;
+}
+
+/** Step 5's sentence for arguments holding a number beyond the range of JSON numbers. */
+function nonFiniteSentence(huge: NonFinite): string {
+  const field = fieldName(huge.path);
+  const subject = field === "" ? "The arguments are" : `Field ${JSON.stringify(field)} is`;
+  return (
+    `${subject} a number beyond the range of JSON numbers (it reads as ${huge.value}), which the gateway ` +
+    "can neither check nor record: send a number within range, or send it as a string if the tool takes one."
+  );
+}
+
 export interface DecideOptions {
   /** read again after every wait: the state may have moved on meanwhile */
   server: () => ServerView;
+  /** for a read, `args` is the request's whole params, checked only for numbers out of range */
   facts: CallFacts;
   /**
-   * A recorded read instead of a tool call (facts unused): steps 1, 2, 7 and 8 only. No catalog
-   * or argument checks (reads are not in the tool catalog), and no vault check (the server's
-   * credentials are for its tools; reads were never stopped by a locked vault).
+   * A recorded read instead of a tool call: steps 1, 2, 7 and 8 only, and the refusal of params
+   * holding a number out of range. No catalog or schema checks (reads are not in the tool
+   * catalog), and no vault check (the server's credentials are for its tools; reads were never
+   * stopped by a locked vault).
    */
   read?: ReadFacts;
   /** null: no approval layer (steps 2, 6 and 7 are skipped) */
@@ -260,7 +301,7 @@ export interface DecideOptions {
 /** The whole decision: precheck, then steps 6, 7 and 8. */
 export async function decide(o: DecideOptions, attempt = 1): Promise<Verdict> {
   const { server, facts, auth, intent, hooks = {} } = o;
-  const first = o.read ? precheckRead(server(), o.read, auth) : precheck(server(), facts, auth);
+  const first = o.read ? precheckRead(server(), o.read, facts.args, auth) : precheck(server(), facts, auth);
   if (first.action !== "continue") return first;
   const call = first.call;
   if (auth) {

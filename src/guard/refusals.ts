@@ -1,4 +1,4 @@
-import { type ErrorObject, INTERNAL_ERROR, INVALID_REQUEST } from "../relay/jsonrpc.js";
+import { type ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST } from "../relay/jsonrpc.js";
 
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
@@ -375,6 +375,22 @@ export const refuse = {
       from === "server"
         ? "check whether the request took effect before repeating it; the server has to be fixed to answer it"
         : "answer with a well-formed JSON-RPC response",
+    ),
+
+  /**
+   * A guarded read whose params hold a number beyond the range of JSON numbers (`1e400` reads as
+   * Infinity) at `field`: it has no canonical form, so it can be neither approved nor recorded,
+   * and is not forwarded. Invalid params, as JSON-RPC names them. (A tools/call with such
+   * arguments gets the invalid-arguments result instead, as any argument that does not validate.)
+   */
+  numberOutOfRange: (field: string, value: number) =>
+    withCode(
+      INVALID_PARAMS,
+      "number_out_of_range",
+      `${field === "" ? "The request's params are" : `The request's params.${field} is`} a number beyond the range of JSON numbers (it reads as ${value}), which the gateway can neither check nor record; the request was not forwarded.`,
+      "a number beyond the range of JSON numbers",
+      "send the number within range, or as a string",
+      { field },
     ),
 
   /** The client closed its input and this request was not answered before the server is shut down. */

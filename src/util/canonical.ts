@@ -55,6 +55,51 @@ export function canonicalString(v: unknown): string {
   return write(v, 0);
 }
 
+/** Where a value holds a number RFC 8785 cannot write: the keys and indexes that lead to it, and the number. */
+export interface NonFinite {
+  path: (string | number)[];
+  value: number;
+}
+
+/**
+ * The first number in `v` that canonical JSON cannot write (±Infinity, which JSON.parse makes of a
+ * literal beyond the double range such as `1e400`; NaN never comes out of JSON.parse), or null
+ * when there is none. A client's values are checked with this before anything digests them, so
+ * that such a request is refused with a reason instead of failing where its digest is taken.
+ * Walks no deeper than MAX_CANONICAL_DEPTH (deeper values have no canonical form anyway, and
+ * messages are held to far less when they are read). The path is built only for a hit.
+ */
+export function nonFiniteAt(v: unknown): NonFinite | null {
+  const found = findNonFinite(v, 0);
+  if (found !== null) found.path.reverse();
+  return found;
+}
+
+function findNonFinite(v: unknown, depth: number): NonFinite | null {
+  if (typeof v === "number") return Number.isFinite(v) ? null : { path: [], value: v };
+  if (typeof v !== "object" || v === null || depth > MAX_CANONICAL_DEPTH) return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const found = findNonFinite(v[i], depth + 1);
+      if (found !== null) {
+        found.path.push(i);
+        return found;
+      }
+    }
+    return null;
+  }
+  const o = v as Record<string, unknown>;
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
+    const found = findNonFinite(o[k], depth + 1);
+    if (found !== null) {
+      found.path.push(k);
+      return found;
+    }
+  }
+  return null;
+}
+
 /** Characters JSON.stringify would escape (or inspect: surrogates); anything else is copied. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what needs escaping
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;

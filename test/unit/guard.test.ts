@@ -1,6 +1,8 @@
 // The decision order of docs/design.md, as src/guard/guard.ts implements it: deny first, cheapest
 // first, and nothing is forwarded unless the intent record was written.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { argumentsDigest } from "../../src/audit/events.js";
 import { ArgumentValidator, snapshotOf } from "../../src/catalog/index.js";
 import {
   type AuthorizationPort,
@@ -11,6 +13,8 @@ import {
   type ServerView,
 } from "../../src/guard/guard.js";
 import { refuse } from "../../src/guard/refusals.js";
+import { nonFiniteAt } from "../../src/util/canonical.js";
+import { HUGE, withNumber } from "../helpers/numbers.js";
 
 const tool = {
   name: "adjust",
@@ -203,5 +207,60 @@ describe("the guard's decision order", () => {
       intent,
     });
     expect(v.action).toBe("hold");
+  });
+});
+
+describe("arguments holding a number beyond the double range (1e400 reads as Infinity)", () => {
+  const free = { name: "free", inputSchema: { type: "object" } };
+  const freeSnap = snapshotOf([free], 1);
+  const view: ServerView = { ...ready, snapshot: freeSnap, validator: new ArgumentValidator(freeSnap) };
+
+  it("wherever it sits, a call is refused at step 5 naming its place and a read is refused, never throwing; a finite number there passes and digests", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 4 }), { maxKeys: 5 }),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 6 }),
+        fc.constantFrom(...HUGE),
+        async (base, steps, literal) => {
+          const { text, path } = withNumber(base, steps);
+          const args = JSON.parse(text(literal));
+          expect(nonFiniteAt(args)).toEqual({ path, value: JSON.parse(literal) });
+
+          const call = precheck(view, { tool: "free", args, seen: null }, auth());
+          expect(call.action).toBe("invalid-arguments");
+          if (call.action === "invalid-arguments") {
+            expect(call.errors).toHaveLength(1);
+            expect(call.errors[0]).toContain(
+              `beyond the range of JSON numbers (it reads as ${JSON.parse(literal)})`,
+            );
+          }
+
+          const params = { name: "p", arguments: args };
+          const read = await decide({
+            server: () => view,
+            facts: { tool: "prompts/get", args: params, seen: null },
+            read: { method: "prompts/get", target: "p", params },
+            auth: auth(),
+            intent,
+          });
+          expect(read.action).toBe("refuse");
+          if (read.action === "refuse") {
+            expect(read.reason).toBe("number_out_of_range");
+            expect(read.error.data).toMatchObject({
+              error: "number_out_of_range",
+              field: expect.any(String),
+            });
+          }
+
+          const finite = JSON.parse(text("1e300"));
+          expect(nonFiniteAt(finite)).toBeNull();
+          const passed = precheck(view, { tool: "free", args: finite, seen: null }, auth());
+          expect(passed.action).toBe("continue");
+          if (passed.action === "continue")
+            expect(argumentsDigest(passed.call.effective)).toMatch(/^sha256:/);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

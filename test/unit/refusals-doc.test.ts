@@ -44,6 +44,7 @@ const built: Record<string, ErrorObject> = {
   shutting_down: refuse.shuttingDown(),
   catalog_unavailable: refuse.catalogUnavailable("E2", "the server answered tools/list with error -32000: x"),
   upstream_http_error: refuse.upstreamHttpError(502),
+  number_out_of_range: refuse.numberOutOfRange("arguments.n", Number.POSITIVE_INFINITY),
 };
 
 const errorOf = (e: ErrorObject): string => (e.data as { error: string }).error;
