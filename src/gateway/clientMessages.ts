@@ -175,6 +175,7 @@ export class ClientMessages {
 
   private onRequest(msg: Request, line?: ClientLine): void {
     const { session, inFlight, guarded } = this.p;
+    if (this.idInUse(msg)) return;
     session.onRequest(msg);
     if (msg.method !== "server/discover") this.p.beginRun();
     if (session.era === "modern") {
@@ -196,13 +197,13 @@ export class ClientMessages {
         guarded.serveToolsList(msg);
         return;
       case "tools/call":
-        if (!this.idInUse(msg)) guarded.call(msg);
+        guarded.call(msg);
         return;
       case "resources/read":
       case "resources/subscribe":
       case "prompts/get":
       case "completion/complete":
-        if (!this.idInUse(msg)) guarded.read(msg);
+        guarded.read(msg);
         return;
       case "subscriptions/listen":
         if (
@@ -232,11 +233,13 @@ export class ClientMessages {
   }
 
   /**
-   * A guarded request whose id a request of this client still in flight carries (held, being
-   * decided, or at the server; a cancelled one too, until it ends) is refused, never handled: a
-   * call's intent and its end are paired by (run, id), and two calls under one id would leave
-   * one intent without its end, or give it the other's. JSON-RPC asks ids to be unique among
-   * requests in flight; clients that number their requests never hit this.
+   * A request, whatever its method, whose id a request of this client still in flight carries
+   * (held, being decided, or at the server; a cancelled one too, until it ends) is refused, never handled. A
+   * call's intent and its end are paired by (run, id), and two requests under one id would leave
+   * one intent without its end, or give it the other's: a relayed ping under a call's id would
+   * take the call's place in the table of requests at the server, and its answer would free the
+   * id while the call still runs. JSON-RPC asks ids to be unique among requests in flight;
+   * clients that number their requests never hit this.
    */
   private idInUse(msg: Request): boolean {
     const inUse = this.p.guarded.has(msg.id) || this.p.inFlight.carries(msg.id);

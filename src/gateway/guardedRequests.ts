@@ -66,9 +66,9 @@ export class GuardedRequests {
     this.handled(msg, this.handleRecorded(msg));
   }
 
-  /** Whether a call or read under `id` is held or being decided. */
+  /** Whether a call, read or tools/list under `id` is held or being decided. */
   has(id: Id): boolean {
-    return this.deciding.has(`${typeof id}:${id}`) || this.heldCalls.has(id);
+    return this.deciding.has(`${typeof id}:${id}`) || this.heldCalls.has(id) || this.heldLists.has(id);
   }
 
   /**

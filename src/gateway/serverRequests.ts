@@ -4,6 +4,7 @@ import {
   type ErrorObject,
   errorResponse,
   type Id,
+  INVALID_REQUEST,
   type Notification,
   type Request,
   type Response,
@@ -46,8 +47,29 @@ export class ServerRequests {
   relay(msg: Request, gen: Generation, text: string): void {
     const written = writtenIdOf(text, msg.id);
     const key = writtenIdKey(msg.id, written);
+    if (this.inUse(key, gen)) {
+      // Two requests of one process under one id: the client's answer could reach only one of
+      // them, and a cancellation would name both. The second is answered, never relayed.
+      this.p.log.warn(`refused a ${msg.method} request of the server: its id ${written} is already in use`);
+      const e = `Invalid request: id ${written} is already in use by a request of yours in flight.`;
+      this.reply(errorResponse(msg.id, INVALID_REQUEST, e), written);
+      return;
+    }
     const wire = this.atClient.add({ serverId: msg.id, written, key, gen }, key);
     this.p.downstream.send({ ...msg, id: wire });
+  }
+
+  /**
+   * Whether a request of `gen` still at the client carries `key`. One of a process that went
+   * away no longer counts (its successor numbers its requests afresh): its id is released, and
+   * the client's late answer to it is still dropped by its wire id (`answered`).
+   */
+  private inUse(key: string, gen: Generation): boolean {
+    const wire = this.atClient.wireFor(key);
+    if (wire === undefined) return false;
+    if (this.atClient.get(wire)?.gen === gen) return true;
+    this.atClient.release(wire, key);
+    return false;
   }
 
   /** The client's answer to one of them, passed on under the server's id. */

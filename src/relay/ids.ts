@@ -15,7 +15,15 @@ export class IdMap<T> {
   private readonly byWire = new Map<number, T>();
   private readonly byPeer = new Map<string, number>();
 
+  /**
+   * A new wire id for `entry`, found again by `peerId` when given. A peer id that still names a
+   * live entry is never taken over: the older request's answer or cancellation would reach the
+   * newer one, and its own end would be lost. Callers refuse such a request before it gets
+   * here; reaching this is a bug, so it throws rather than overwrite.
+   */
   add(entry: T, peerId?: Id): number {
+    if (peerId !== undefined && this.byPeer.has(idKey(peerId)))
+      throw new Error(`peer id ${JSON.stringify(peerId)} already names an entry in flight`);
     const wire = this.next++;
     this.byWire.set(wire, entry);
     if (peerId !== undefined) this.byPeer.set(idKey(peerId), wire);
@@ -30,6 +38,13 @@ export class IdMap<T> {
   delete(wire: number, peerId?: Id): void {
     this.byWire.delete(wire);
     if (peerId !== undefined && this.byPeer.get(idKey(peerId)) === wire) this.byPeer.delete(idKey(peerId));
+  }
+  /**
+   * `peerId` no longer finds the entry at `wire`, which stays (its wire id is still owed an
+   * answer): the peer may use the id again, and the late answer still reaches only this entry.
+   */
+  release(wire: number, peerId: Id): void {
+    if (this.byPeer.get(idKey(peerId)) === wire) this.byPeer.delete(idKey(peerId));
   }
   entries(): [number, T][] {
     return [...this.byWire.entries()];

@@ -362,4 +362,42 @@ describe("ids the client chose", () => {
     expect([of("tool_called", "5"), of("tool_result", "5")]).toEqual([1, 1]);
     expect(events.filter((e) => e.type === "request_forwarded")).toEqual([]);
   });
+
+  it("any request under the id of a call in flight is refused: a relayed ping cannot free the call's id", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    const call = (tag: string, ms: number) =>
+      gw.send({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: { name: "slow", arguments: { ms, tag } },
+      });
+    call("first", 1500);
+    // relayed as written were it free; its answer would have freed id 7 while the call still runs
+    gw.send({ jsonrpc: "2.0", id: 7, method: "ping" });
+    const ping = await gw.next((m) => m.id === 7);
+    expect(ping.error).toMatchObject({ code: -32600 });
+    expect(String((ping.error as { message: string }).message)).toContain("already in use");
+    call("second", 1);
+    expect((await gw.next((m) => m.id === 7)).error).toMatchObject({ code: -32600 });
+    expect(textOf(await gw.next((m) => m.id === 7, 10_000))).toBe("slow first");
+    // free again once answered, for a relayed request too (this server answers ping -32601)
+    gw.send({ jsonrpc: "2.0", id: 7, method: "ping" });
+    expect((await gw.next((m) => m.id === 7)).error).toMatchObject({ code: -32601 });
+    expect(gw.messages().filter((m) => m.id === 7)).toHaveLength(4);
+    expect(gw.stderr()).toMatch(/refused ping 7: that id is already in use/);
+    await gw.close();
+    // one intent, one end: the call's own
+    const events = await auditEvents(stateDir);
+    const of7 = (type: string) => events.filter((e) => e.type === type && e.requestId === 7);
+    expect(of7("tool_called")).toHaveLength(1);
+    expect(of7("tool_result")).toEqual([expect.objectContaining({ tool: "slow", outcome: "ok" })]);
+    expect(of7("call_interrupted")).toEqual([]);
+  });
 });

@@ -91,6 +91,25 @@ describe("the server's requests to the client keep the server's id text", () => 
     });
   });
 
+  it("a second request under an id the server's request still at the client carries is refused to the server", async () => {
+    const { peer, received } = await gateway();
+    const lines = [serverRequestLine("5", 2), serverRequestLine("5", 6)];
+    const sent = await peer.request("raw/send", { lines });
+    expect(sent.error).toBeUndefined();
+    // the first reaches the client; the second is answered -32600 to the server, never relayed
+    const first = await peer.next((m) => m.method !== undefined && m.params?.marker === "k2");
+    const refused = () =>
+      received().filter((l) => (JSON.parse(l) as { error?: { code?: number } }).error?.code === -32600);
+    await waitFor(() => refused().length === 1 || undefined, 10_000, "the refusal");
+    expect(idTextOf(refused()[0]!)).toBe("5");
+    expect(peer.messages().filter((m) => m.method !== undefined && m.params?.marker === "k6")).toEqual([]);
+    // the client's answer goes to the first, under its id
+    peer.send({ jsonrpc: "2.0", id: first.id, result: { marker: "k2" } });
+    await waitFor(() => answersByMarker(received()).has("k2") || undefined, 10_000, "the answer");
+    expect(idTextOf(answersByMarker(received()).get("k2")!)).toBe("5");
+    expect(peer.stderr()).toMatch(/refused a roots\/list request of the server: its id 5 is already in use/);
+  });
+
   it("a request over the size limit is refused to the server under its own id text", async () => {
     const { peer, received } = await gateway(["--max-message-bytes", "100000"]);
     const lines = ["9007199254740993", "1e2", '"\\u0041"'].map(
