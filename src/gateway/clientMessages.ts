@@ -234,7 +234,7 @@ export class ClientMessages {
 
   /**
    * A request, whatever its method, whose id a request of this client still in flight carries
-   * (held, being decided, or at the server; a cancelled one too, until it ends) is refused, never handled. A
+   * (held, being decided, or at the server; not one it cancelled) is refused, never handled. A
    * call's intent and its end are paired by (run, id), and two requests under one id would leave
    * one intent without its end, or give it the other's: a relayed ping under a call's id would
    * take the call's place in the table of requests at the server, and its answer would free the

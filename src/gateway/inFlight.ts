@@ -24,6 +24,12 @@ export interface ClientPending {
    * one end is written for it (its result, or call_interrupted), then this is cleared
    */
   intent?: boolean;
+  /**
+   * the client cancelled it: nobody waits for its answer (dropped if the server still sends one),
+   * its client id is free again, and its wire id stays reserved until that answer or its
+   * process's end, so a late answer can never be taken for a newer request's
+   */
+  cancelled?: boolean;
 }
 
 /** The gateway's own request to a generation (its catalog fetch, a replayed handshake, its subscription). */
@@ -125,7 +131,7 @@ export class InFlight {
     });
   }
 
-  /** Whether a request of the client under `id` is at the server (a cancelled one too, until it ends). */
+  /** Whether a request of the client under `id` is at the server (not one it cancelled). */
   carries(id: Id): boolean {
     return this.upstream.wireFor(id) !== undefined;
   }
@@ -165,16 +171,26 @@ export class InFlight {
    * The client cancelled its request `requestId`: the wire id the cancellation goes on to the
    * server under (`closedListen`: it ended a subscription), or undefined when the request was
    * already answered (nothing to cancel).
+   *
+   * The client gets no answer for it any more (MCP: a cancelled request is not answered, and a
+   * server that obeys never answers it): it no longer holds the client's shutdown, nor its id.
+   * Its entry stays under its wire id, marked, so that an answer the server still sends is
+   * recognised and dropped, never routed to a newer request the client sent under the same id.
    */
   cancel(requestId: Id): { wire: number; closedListen: boolean } | undefined {
     const wire = this.upstream.wireFor(requestId);
     if (wire === undefined) return undefined; // already answered: nothing to cancel
     const entry = this.upstream.get(wire);
-    // Its end, once: whatever the server does now is not known (a late answer still passes).
-    if (entry?.origin === "client") this.interrupted(entry, "cancelled");
-    const closedListen = entry?.origin === "client" && entry.listen !== undefined;
+    if (entry?.origin !== "client") return undefined;
+    // Its end, once, now: whatever the server does with it is not known.
+    this.interrupted(entry, "cancelled");
+    const closedListen = entry.listen !== undefined;
     // a closed subscription: no more notifications on it, and not re-opened on a new epoch
     if (closedListen) this.upstream.delete(wire, requestId);
+    else {
+      entry.cancelled = true;
+      this.upstream.release(wire, requestId);
+    }
     return { wire, closedListen };
   }
 
@@ -193,6 +209,7 @@ export class InFlight {
       }
       if (p.listen) continue; // re-opened on the next epoch
       this.upstream.delete(wire, p.clientId);
+      if (p.cancelled) continue; // ended when cancelled; nobody waits for it
       this.interrupted(p, "epoch_transition");
       const e = refuse.epochTransition(gen.epoch, null);
       this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
@@ -209,11 +226,15 @@ export class InFlight {
     }
   }
 
-  /** The server is about to be shut down: each client request still at it is answered now. */
+  /**
+   * The server is about to be shut down: each client request still at it is answered now (one
+   * the client cancelled is only forgotten: it was ended then, and gets no answer).
+   */
   refuseAll(): void {
     for (const [wire, p] of this.upstream.entries()) {
       if (p.origin !== "client" || p.listen) continue;
       this.upstream.delete(wire, p.clientId);
+      if (p.cancelled) continue;
       this.interrupted(p, "epoch_transition");
       const e = refuse.shuttingDown();
       this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
@@ -235,10 +256,13 @@ export class InFlight {
     return out;
   }
 
-  /** Client requests at the server not answered yet; long-lived subscriptions do not count. */
+  /**
+   * Client requests at the server not answered yet; long-lived subscriptions do not count, nor
+   * requests the client cancelled (it waits for no answer to them).
+   */
   unanswered(): number {
     let n = 0;
-    for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen) n++;
+    for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }
 }

@@ -15,7 +15,7 @@ import type { Logger } from "../util/log.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
-import type { InFlight } from "./inFlight.js";
+import type { ClientPending, InFlight } from "./inFlight.js";
 import { advertiseListChanged, SUBSCRIPTION_ID_META } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
@@ -117,6 +117,7 @@ export class ServerMessages {
       entry.resolve(error);
       return;
     }
+    if (this.lateForCancelled(entry)) return;
     this.p.inFlight.resulted(entry, "error");
     this.p.downstream.send(error);
   }
@@ -134,6 +135,7 @@ export class ServerMessages {
       return;
     }
     if (!gen.settled) this.p.link.settle(gen);
+    if (this.lateForCancelled(entry)) return;
     // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
     // records what it read in it (what a server says it supports; a call's outcome): the gateway
     // and the client must read the same message
@@ -149,6 +151,18 @@ export class ServerMessages {
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
     }
     this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
+  }
+
+  /**
+   * An answer to a request the client cancelled: dropped. The client waits for none (MCP), may
+   * already use its id again, and the call's end was written when it was cancelled.
+   */
+  private lateForCancelled(entry: ClientPending): boolean {
+    if (!entry.cancelled) return false;
+    this.p.log.debug(
+      `dropped the server's answer to ${entry.method} ${JSON.stringify(entry.clientId)}: the client cancelled it`,
+    );
+    return true;
   }
 
   /**

@@ -401,3 +401,92 @@ describe("ids the client chose", () => {
     expect(of7("call_interrupted")).toEqual([]);
   });
 });
+
+describe("a request the client cancelled once it reached the server", () => {
+  /** A call of `blob` under `id` that answers after `ms`, once it is at the server (its progress came back). */
+  async function atServer(gw: RawPeer, id: number, ms: number): Promise<void> {
+    const progressToken = `p${id}`;
+    gw.send({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "blob", arguments: { bytes: 8, ms }, _meta: { progressToken } },
+    });
+    await gw.next((m) => m.method === "notifications/progress" && m.params?.progressToken === progressToken);
+  }
+
+  const cancel = (gw: RawPeer, requestId: number) =>
+    gw.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "gave up" } });
+
+  it("gets no answer: its id is free again at once, and the server's late answer is dropped", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    await atServer(gw, 5, 1500);
+    cancel(gw, 5);
+    // the same id again, while the server still works on the cancelled call
+    gw.send({
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "slow", arguments: { ms: 1, tag: "second" } },
+    });
+    expect(textOf(await gw.next((m) => m.id === 5))).toBe("slow second");
+    // started after the cancelled call, so answered after it: its late answer has come by then
+    const after = await gw.request("tools/call", { name: "slow", arguments: { ms: 1500, tag: "after" } });
+    expect(textOf(after)).toBe("slow after");
+    expect(gw.messages().filter((m) => m.id === 5)).toHaveLength(1);
+    expect(gw.stderr()).not.toMatch(/unknown id/);
+    await gw.close();
+    // each call under id 5 has its one end: the cancelled one's written when it was cancelled
+    const events = await auditEvents(stateDir);
+    const ends = events.filter(
+      (e) => (e.type === "tool_result" || e.type === "call_interrupted") && e.requestId === 5,
+    );
+    expect(events.filter((e) => e.type === "tool_called" && e.requestId === 5)).toHaveLength(2);
+    expect(ends).toEqual([
+      expect.objectContaining({
+        type: "call_interrupted",
+        tool: "blob",
+        reason: "cancelled",
+        outcome: "unknown",
+      }),
+      expect.objectContaining({ type: "tool_result", tool: "slow", outcome: "ok" }),
+    ]);
+  });
+
+  it("does not hold the shutdown when the client closes stdin, and is not answered then", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "habits",
+        "--approval",
+        "none",
+        "--hold-timeout",
+        "2000",
+        "--",
+        ...fixtureCommand("habits"),
+      ],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    // a server that obeys the cancellation never answers; this one would only long after the hold
+    await atServer(gw, 5, 120_000);
+    cancel(gw, 5);
+    gw.closeStdin();
+    await gw.exited;
+    expect(gw.messages().filter((m) => m.id === 5)).toEqual([]);
+    expect(gw.stderr()).not.toMatch(/shutting_down|unknown id/);
+    const events = await auditEvents(stateDir);
+    expect(events.filter((e) => e.requestId === 5).map((e) => [e.type, e.reason])).toEqual([
+      ["tool_called", undefined],
+      ["call_interrupted", "cancelled"],
+    ]);
+  });
+});
