@@ -50,6 +50,10 @@ export type Classified =
       meant?: "request" | "response";
     };
 
+/** Why a JSON array is refused, worded to hold whatever protocol revision the peers negotiated. */
+export const BATCH_REFUSED =
+  "portcullis does not accept JSON-RPC batches (arrays); send one message per line";
+
 function isId(v: unknown): v is Id {
   return typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
 }
@@ -63,7 +67,9 @@ export function classify(value: unknown): Classified {
     return { kind: "invalid", reason: "not a JSON object", id: null };
   }
   if (Array.isArray(value)) {
-    return { kind: "invalid", reason: "JSON-RPC batches are not part of MCP", id: null };
+    // True in every era: 2025-03-26 allowed batches, later revisions removed them, and
+    // portcullis never took them (one message, one decision, one record).
+    return { kind: "invalid", reason: BATCH_REFUSED, id: null };
   }
   const m = value as Record<string, unknown>;
   const id = isId(m.id) ? m.id : null;

@@ -75,7 +75,8 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
 }
 
 function jsonRpcProblem(v: unknown): string | null {
-  if (Array.isArray(v)) return "batches are not supported; send one message per POST";
+  if (Array.isArray(v))
+    return "portcullis does not accept JSON-RPC batches (arrays); send one message per POST";
   if (typeof v !== "object" || v === null) return "the body must be a JSON-RPC object";
   const m = v as Record<string, unknown>;
   if (m.jsonrpc !== "2.0") return 'jsonrpc must be "2.0"';

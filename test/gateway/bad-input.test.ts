@@ -60,6 +60,24 @@ describe("bad input from the client", () => {
     expect(JSON.stringify(echo.result)).toContain("still here");
     expect(gw.stderr()).toMatch(/unknown id 424242/);
   });
+
+  it("refuses a batch with words that hold in every era, 2025-03-26 (which had batches) included", async () => {
+    const gw = gateway();
+    const init = await gw.initialize({ protocolVersion: "2025-03-26" });
+    expect(init.result.protocolVersion).toBe("2025-03-26");
+    gw.send([
+      { jsonrpc: "2.0", id: 5, method: "ping" },
+      { jsonrpc: "2.0", id: 6, method: "tools/list" },
+    ]);
+    const refused = await gw.next((m) => m.error?.code === -32600 && m.id === null);
+    // not "batches are not part of MCP": the revision this client negotiated had them
+    expect(refused.error!.message).toBe(
+      "Invalid JSON-RPC message: portcullis does not accept JSON-RPC batches (arrays); send one message per line.",
+    );
+    // one message per line is served
+    const tools = await gw.request("tools/list");
+    expect(tools.result.tools.map((t: { name: string }) => t.name)).toContain("echo");
+  });
 });
 
 /** `depth` levels of arrays, as text (JSON.stringify cannot write a value 100,000 deep). */
