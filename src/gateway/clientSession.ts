@@ -50,6 +50,14 @@ export class ClientSession {
     if (this.era_ === "modern") this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
   }
 
+  /**
+   * Whether the client speaks the legacy era and has not sent initialize: nothing it asks of the
+   * catalog can be served, and nothing will be fetched, until it does.
+   */
+  get awaitsInitialize(): boolean {
+    return this.era_ === "legacy" && this.initRequest === null;
+  }
+
   /** Keeps the client's initialize request, to replay on a new legacy process. */
   keepInitialize(msg: Request): void {
     this.initRequest = msg;

@@ -58,12 +58,27 @@ export class GuardedRequests {
 
   /** A tools/call, through the guard. */
   call(msg: Request): void {
+    if (this.refusedBeforeInitialize(msg)) return;
     this.handled(msg, this.handleCall(msg));
   }
 
   /** A guarded read, through the guard. */
   read(msg: Request): void {
+    if (this.refusedBeforeInitialize(msg)) return;
     this.handled(msg, this.handleRecorded(msg));
+  }
+
+  /**
+   * Answers `msg` at once when the legacy client has not sent initialize: no catalog is fetched
+   * before the handshake, so holding it would only make it wait out the hold timeout for an
+   * identity_pending that blames a fetch nobody started. Not recorded: nothing was decided.
+   */
+  private refusedBeforeInitialize(msg: Request): boolean {
+    if (!this.p.session.awaitsInitialize) return false;
+    this.p.log.warn(`refused ${msg.method} ${JSON.stringify(msg.id)}: the client has not sent initialize`);
+    const e = refuse.notInitialized(msg.method);
+    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    return true;
   }
 
   /** Whether a call, read or tools/list under `id` is held or being decided. */
@@ -104,6 +119,7 @@ export class GuardedRequests {
   }
 
   serveToolsList(msg: Request): void {
+    if (this.refusedBeforeInitialize(msg)) return;
     const v = this.p.view();
     const { catalog, session } = this.p;
     const snapshot = catalog.snapshot;

@@ -299,6 +299,20 @@ export const refuse = {
    * A request over the message size limit (the client's to the server, or the server's to the
    * client), answered with its own id. `fate` says what became of it, as the message tells.
    */
+  /**
+   * A legacy-era client asked for tools or a guarded read before sending `initialize`: nothing
+   * is fetched or decided before the handshake, so waiting would not help (MCP: a client sends
+   * nothing but pings before the server answered its initialize).
+   */
+  notInitialized: (method: string) =>
+    withCode(
+      INVALID_REQUEST,
+      "not_initialized",
+      `The client must send initialize (and notifications/initialized) before ${method}; this request was not handled.`,
+      "no initialize from this client yet",
+      "send initialize, wait for its answer, send notifications/initialized, then send the request again",
+    ),
+
   requestTooLarge: (bytes: number, fate: "not forwarded" | "dropped") =>
     withCode(
       TOO_LARGE_CODES.request,

@@ -268,6 +268,45 @@ describe("a client that writes its requests and closes stdin", () => {
   });
 });
 
+describe("a client that asks for tools before initialize", () => {
+  it("is told at once to initialize first, and is served once it has", async () => {
+    // a hold timeout far past next()'s wait: a request held until it runs out fails the test
+    const gw = gateway({ args: ["--hold-timeout", "120000"] });
+    gw.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    gw.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+    gw.send({
+      jsonrpc: "2.0",
+      id: "call",
+      method: "tools/call",
+      params: { name: "digest", arguments: { data: "x" } },
+    });
+    gw.send({ jsonrpc: "2.0", id: "read", method: "resources/read", params: { uri: "file:///x" } });
+    for (const [id, method] of [
+      ["list", "tools/list"],
+      ["call", "tools/call"],
+      ["read", "resources/read"],
+    ]) {
+      const refused = await gw.next((m) => m.id === id);
+      expect(refused.error).toMatchObject({
+        code: -32600,
+        data: { error: "not_initialized", reason: "no initialize from this client yet" },
+      });
+      expect(refused.error!.message).toBe(
+        `The client must send initialize (and notifications/initialized) before ${method}; this request was not handled.`,
+      );
+      expect(refused.error!.data.retry).toMatch(/^send initialize/);
+    }
+    // a ping is what MCP lets a client send first: it still reaches the server (which has none)
+    expect((await gw.next((m) => m.id === "ping")).error).toMatchObject({ code: -32601 });
+    await ready(gw);
+    const call = await gw.request("tools/call", { name: "digest", arguments: { data: "x" } });
+    expect(textOf(call)).toMatch(/^1 /);
+    // nothing was decided for the early requests: the audit holds the one call made after initialize
+    const called = (await auditEvents(gw.stateDir)).filter((e) => e.type === "tool_called");
+    expect(called.map((e) => e.tool)).toEqual(["digest"]);
+  });
+});
+
 describe("a client that closes stdin while a call waits for a human", () => {
   it("gets an answer for it within the bounded wait, then the gateway exits", async () => {
     // no --approval none: the call waits for an approval nobody gives

@@ -36,6 +36,7 @@ const built: Record<string, ErrorObject> = {
   credential_missing: refuse.credentialMissing("github"),
   audit_unavailable: refuse.auditUnavailable("disk full"),
   server_unavailable: refuse.serverUnavailable(),
+  not_initialized: refuse.notInitialized("tools/call"),
   "message_too_large -32600": refuse.requestTooLarge(70_000, "not forwarded"),
   "message_too_large -32603": refuse.responseTooLarge(70_000, "server"),
   "message_too_deep -32600": refuse.requestTooDeep(512, "not forwarded"),
