@@ -16,6 +16,7 @@ import { UrlElicitations } from "./elicitation.js";
 import type { EventSink } from "./events.js";
 import { GuardedRequests } from "./guardedRequests.js";
 import { type CallInFlight, InFlight } from "./inFlight.js";
+import { ProgressTokens } from "./progress.js";
 import { SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
 import { ServerMessages } from "./serverMessages.js";
@@ -135,6 +136,7 @@ export class Gateway {
       fetched: (gen) => this.catalogFetched(gen),
     });
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, current });
+    const progress = new ProgressTokens();
     this.serverRequests = new ServerRequests({ link, downstream, log, current });
     this.guarded = new GuardedRequests({
       log,
@@ -144,6 +146,7 @@ export class Gateway {
       records: this.records,
       elicitation: this.elicitation,
       inFlight: this.inFlight,
+      progress,
       holdTimeoutMs: o.holdTimeoutMs ?? 15_000,
       decide: o.decide ?? decide,
       callScopes: o.callScopes,
@@ -176,6 +179,7 @@ export class Gateway {
       session,
       inFlight,
       serverRequests,
+      progress,
       released,
       catalogIfNeeded,
       refreshCatalog: (gen) => void this.refreshCatalog(gen),

@@ -9,6 +9,7 @@ import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
 import type { InFlight } from "./inFlight.js";
+import type { ProgressTokens } from "./progress.js";
 import { readFacts } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 
@@ -20,6 +21,8 @@ export interface GuardedRequestsPorts {
   records: GatewayRecords;
   elicitation: UrlElicitations;
   inFlight: InFlight;
+  /** the client's progress tokens the gateway spoke under (its values stay increasing) */
+  progress: ProgressTokens;
   holdTimeoutMs: number;
   /** the guard's decision (src/guard/guard.ts); replaced only by the guard-off benchmark */
   decide: typeof decide;
@@ -332,16 +335,19 @@ export class GuardedRequests {
     }
   }
 
-  /** While a human decides, a client that gave a progress token hears about it. */
+  /**
+   * While a human decides, a client that gave a progress token hears about it. The values go on
+   * from the last the client saw under that token (a call decided again after being held keeps
+   * counting up), and the server's own values after them are moved past them (ProgressTokens).
+   */
   private progressFor(msg: Request): ((message: string) => void) | undefined {
     const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
     if (typeof token !== "string" && typeof token !== "number") return undefined;
-    let step = 0;
     return (message: string) =>
       this.p.downstream.send({
         jsonrpc: "2.0",
         method: "notifications/progress",
-        params: { progressToken: token, progress: ++step, message },
+        params: { progressToken: token, progress: this.p.progress.own(token, msg.id), message },
       });
   }
 
@@ -425,6 +431,12 @@ export class GuardedRequests {
    * does not end the gateway, and every other call with it, as an unhandled rejection would.
    */
   private handled(msg: Request, work: Promise<void>): void {
+    // answered by the gateway (neither held, nor being decided, nor at the server): its progress
+    // token, if the gateway spoke under it, is free again
+    work = work.then(() => {
+      const { progress, inFlight } = this.p;
+      if (progress.spoke(msg.id) && !this.has(msg.id) && !inFlight.carries(msg.id)) progress.ended(msg.id);
+    });
     work.catch((e: unknown) => {
       this.p.log.warn(
         `could not handle ${msg.method} (id ${JSON.stringify(msg.id)}): ${String((e as Error)?.message ?? e)}`,

@@ -16,6 +16,7 @@ import type { ReleasedValues } from "../vault/scrub.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
+import type { ProgressTokens } from "./progress.js";
 import { advertiseListChanged, SUBSCRIPTION_ID_META } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
@@ -30,6 +31,8 @@ export interface ServerMessagesPorts {
   session: ClientSession;
   inFlight: InFlight;
   serverRequests: ServerRequests;
+  /** the client's progress tokens the gateway spoke under (its values stay increasing) */
+  progress: ProgressTokens;
   /** starts the catalog fetch of the current generation if it needs one and the session allows it */
   catalogIfNeeded(): void;
   /** fetches `gen`'s tool list again (the server says it changed) */
@@ -111,6 +114,7 @@ export class ServerMessages {
     }
     const entry = this.p.inFlight.take(id);
     if (!entry) return;
+    if (entry.origin === "client") this.p.progress.ended(entry.clientId);
     const e = errors.response;
     const error = errorResponse(entry.origin === "client" ? entry.clientId : id, e.code, e.message, e.data);
     if (entry.origin === "gateway") {
@@ -136,6 +140,7 @@ export class ServerMessages {
     }
     if (!gen.settled) this.p.link.settle(gen);
     if (this.lateForCancelled(entry)) return;
+    this.p.progress.ended(entry.clientId);
     // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
     // records what it read in it (what a server says it supports; a call's outcome): the gateway
     // and the client must read the same message
@@ -208,6 +213,7 @@ export class ServerMessages {
       if (relayed === null) return;
       msg = relayed;
     }
+    if (msg.method === "notifications/progress") msg = this.p.progress.relayed(msg);
     this.p.downstream.send(msg);
   }
 }

@@ -8,9 +8,11 @@ import {
   ProgressNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { sleep, waitFor } from "../helpers/files.js";
 import { type Session, startDirect, startGateway } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
 
 const sampling = (client: Client) => {
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
@@ -145,5 +147,50 @@ describe("server-everything through the gateway", () => {
     await waitFor(() => seen.length > 0 || undefined, 15_000);
     await gw.client.callTool({ name: "toggle-simulated-logging", arguments: {} });
     expect(seen.length).toBeGreaterThan(0);
+  });
+});
+
+describe("server-everything behind a gateway that asks a human", () => {
+  it("keeps a call's progress increasing across the wait for approval and the server's own steps", async () => {
+    const gw = rawGateway({
+      args: ["--label", "everything", "--approval-timeout", "30000", "--", NODE, ...EVERYTHING.args()],
+    });
+    try {
+      await gw.initialize({ protocolVersion: "2025-06-18" });
+      await gw.request("tools/list");
+      gw.send({
+        jsonrpc: "2.0",
+        id: "long",
+        method: "tools/call",
+        params: {
+          name: "trigger-long-running-operation",
+          arguments: { duration: 1, steps: 4 },
+          _meta: { progressToken: "tok-A" },
+        },
+      });
+      // the gateway's own progress while the call waits: "waiting for human approval of …"
+      await gw.next(
+        (m) => m.method === "notifications/progress" && /waiting for human/.test(m.params.message),
+      );
+      await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir)).request, "--for", "call");
+      const answer = await gw.next((m) => m.id === "long", 20_000);
+      expect(JSON.stringify(answer.result.content)).toContain("completed");
+      const progress = gw
+        .messages()
+        .filter((m) => m.method === "notifications/progress" && m.params.progressToken === "tok-A")
+        .map((m) => m.params as { progress: number; total?: number; message?: string });
+      // the gateway's step(s), then the server's four (1/4 … 4/4 as it wrote them), moved past them
+      const server = progress.filter((p) => !/waiting for human/.test(p.message ?? ""));
+      expect(server).toHaveLength(4);
+      expect(progress.length).toBeGreaterThan(server.length);
+      const values = progress.map((p) => p.progress);
+      for (let i = 1; i < values.length; i++) expect(values[i]).toBeGreaterThan(values[i - 1] as number);
+      // total moved with them: the last step is still the whole
+      const last = server[3];
+      expect(last?.progress).toBe(last?.total);
+      expect(server.map((p) => (p.total as number) - p.progress)).toEqual([3, 2, 1, 0]);
+    } finally {
+      await gw.close();
+    }
   });
 });
