@@ -1,3 +1,4 @@
+import type { CatalogSnapshot } from "../catalog/index.js";
 import type { ApprovedCall, AuthorizationPort, decide, ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { errorResponse, type Id, INTERNAL_ERROR, INVALID_PARAMS, type Request } from "../relay/jsonrpc.js";
@@ -10,7 +11,7 @@ import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
 import type { InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { readFacts } from "./protocol.js";
+import { readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 
 export interface GuardedRequestsPorts {
@@ -147,7 +148,7 @@ export class GuardedRequests {
     this.p.downstream.send({
       jsonrpc: "2.0",
       id: msg.id,
-      result: { ...envelope, tools: snapshot.tools },
+      result: { ...envelope, tools: servedTools(snapshot) },
     });
     this.p.records.catalogServed(this.p.current()?.epoch, catalog.revision, snapshot.fingerprint);
   }
@@ -231,8 +232,11 @@ export class GuardedRequests {
         return;
       case "forward": {
         // What goes out is exactly what was validated, recorded and approved (the effective
-        // arguments: `null` or absent arguments become `{}`, schema defaults filled in).
-        const out: Request = { ...msg, params: { ...msg.params, arguments: verdict.call.effective } };
+        // arguments: `null` or absent arguments become `{}`, schema defaults filled in), as a
+        // plain call: a `task` would make the server answer with a handle, and the outcome the
+        // audit records would not be the call's (the gateway offers no tasks).
+        const params = withoutTaskParam({ ...msg.params, arguments: verdict.call.effective });
+        const out: Request = { ...msg, params };
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         if (
           verdict.call.epoch !== this.p.current()?.epoch ||
@@ -485,6 +489,18 @@ export class GuardedRequests {
       else this.read(msg);
     }
   }
+}
+
+/** The snapshot's tools as the client is shown them (without task support hints), made once per snapshot. */
+const served = new WeakMap<CatalogSnapshot, CatalogSnapshot["tools"]>();
+
+function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
+  let tools = served.get(snapshot);
+  if (!tools) {
+    tools = snapshot.tools.map(toolWithoutTasks);
+    served.set(snapshot, tools);
+  }
+  return tools;
 }
 
 /**

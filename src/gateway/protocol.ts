@@ -41,6 +41,54 @@ export function advertiseListChanged(result: unknown): unknown {
   return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
 }
 
+/** 2026-07-28: where the tasks extension is declared among a server's `capabilities.extensions`. */
+const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+
+/**
+ * The gateway does not offer tasks (2025-11-25 task-augmented requests): a tools/call made a
+ * task is answered at once with a task handle, and its real result comes later through
+ * tasks/result, past the call's intent and result records and the epoch they name. So the
+ * server's `tasks` capability (and a 2026-07-28 tasks extension) is taken out of what the
+ * client is told; the client then makes plain calls.
+ */
+export function withoutTasks(result: unknown): unknown {
+  const r = result as { capabilities?: { tasks?: unknown; extensions?: Record<string, unknown> } };
+  const caps = r?.capabilities;
+  if (typeof caps !== "object" || caps === null) return result;
+  const extensions = caps.extensions;
+  const hasExtension = typeof extensions === "object" && extensions !== null && TASKS_EXTENSION in extensions;
+  if (!("tasks" in caps) && !hasExtension) return result;
+  const { tasks: _tasks, ...kept } = caps;
+  if (hasExtension) {
+    const { [TASKS_EXTENSION]: _ext, ...others } = extensions as Record<string, unknown>;
+    (kept as { extensions?: unknown }).extensions = others;
+  }
+  return { ...r, capabilities: kept };
+}
+
+/**
+ * A tool as the client is shown it: without `execution.taskSupport` (the gateway offers no
+ * tasks, see withoutTasks). The catalog and its fingerprints keep what the server said.
+ */
+export function toolWithoutTasks<T extends Record<string, unknown>>(tool: T): T {
+  const execution = tool.execution as Record<string, unknown> | undefined;
+  if (typeof execution !== "object" || execution === null || !("taskSupport" in execution)) return tool;
+  const { taskSupport: _support, ...rest } = execution;
+  const { execution: _execution, ...others } = tool;
+  return (Object.keys(rest).length > 0 ? { ...others, execution: rest } : others) as unknown as T;
+}
+
+/**
+ * tools/call params as they go to the server: without `task`, so that the server answers a plain
+ * call (2025-11-25: a receiver that does not declare task support for a request type must
+ * process it normally; the gateway declares none to the client).
+ */
+export function withoutTaskParam(params: Record<string, unknown>): Record<string, unknown> {
+  if (!("task" in params)) return params;
+  const { task: _task, ...rest } = params;
+  return rest;
+}
+
 /** Methods every call of which the gateway decides or records: never to be reached by a look-alike. */
 const GUARDED_METHODS = new Set([
   "tools/call",

@@ -17,7 +17,7 @@ import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { advertiseListChanged, SUBSCRIPTION_ID_META } from "./protocol.js";
+import { advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
 export interface ServerMessagesPorts {
@@ -147,10 +147,13 @@ export class ServerMessages {
     const asWritten = entry.method !== "initialize" && entry.method !== "server/discover" && !entry.intent;
     if (entry.method === "initialize" && msg.result) {
       this.p.session.noteNegotiated(msg.result);
-      msg = { ...msg, result: advertiseListChanged(msg.result) };
+      msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };
       queueMicrotask(() => this.p.catalogIfNeeded());
     }
-    if (entry.method === "server/discover" && msg.result) this.p.session.noteDiscovered(msg.result);
+    if (entry.method === "server/discover" && msg.result) {
+      this.p.session.noteDiscovered(msg.result);
+      msg = { ...msg, result: withoutTasks(msg.result) };
+    }
     if (entry.intent) {
       const result = msg.result as { isError?: unknown } | undefined;
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");

@@ -8,11 +8,11 @@ import {
   ProgressNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { sleep, waitFor } from "../helpers/files.js";
 import { type Session, startDirect, startGateway } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
+import { rawGateway, rawPeer } from "../helpers/raw.js";
 
 const sampling = (client: Client) => {
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({
@@ -35,6 +35,14 @@ async function stableTools(s: Session<Client>) {
   throw new Error("the tool list never settled");
 }
 
+/** A tool as the gateway shows it: `execution.taskSupport` taken out (and `execution` if then empty). */
+function withoutTaskSupport(tool: { name: string; execution?: Record<string, unknown> }) {
+  if (!tool.execution || !("taskSupport" in tool.execution)) return tool;
+  const { execution, ...rest } = tool;
+  const { taskSupport: _dropped, ...kept } = execution;
+  return Object.keys(kept).length > 0 ? { ...rest, execution: kept } : rest;
+}
+
 describe("server-everything through the gateway", () => {
   let gw: Session<Client>;
   let direct: Session<Client>;
@@ -53,10 +61,11 @@ describe("server-everything through the gateway", () => {
     await Promise.all([gw?.close(), direct?.close()]);
   });
 
-  it("lists exactly the tools a direct connection lists", async () => {
+  it("lists exactly the tools a direct connection lists, less their task support hints", async () => {
     const [a, b] = await Promise.all([stableTools(gw), stableTools(direct)]);
     expect(a.length).toBeGreaterThan(5);
-    expect(a).toEqual(b);
+    // the gateway offers no tasks: execution.taskSupport is the one thing it leaves out
+    expect(a).toEqual(b.map(withoutTaskSupport));
   });
 
   it("calls echo and get-sum", async () => {
@@ -191,6 +200,58 @@ describe("server-everything behind a gateway that asks a human", () => {
       expect(server.map((p) => (p.total as number) - p.progress)).toEqual([3, 2, 1, 0]);
     } finally {
       await gw.close();
+    }
+  });
+});
+
+describe("server-everything's tasks (2025-11-25) behind the gateway", () => {
+  it("are not offered: no tasks capability or task hints reach the client, and a call asked as a task runs as a plain, recorded call", async () => {
+    // the server itself offers tasks, and simulate-research-query requires one
+    const direct = rawPeer(NODE, EVERYTHING.args());
+    const gw = rawGateway({
+      args: ["--label", "everything", "--approval", "none", "--", NODE, ...EVERYTHING.args()],
+    });
+    try {
+      const own = await direct.initialize({ protocolVersion: "2025-11-25" });
+      expect(own.result.capabilities.tasks).toBeDefined();
+      const ownTools = (await direct.request("tools/list")).result.tools as { execution?: unknown }[];
+      expect(ownTools.some((t) => t.execution !== undefined)).toBe(true);
+
+      const init = await gw.initialize({ protocolVersion: "2025-11-25" });
+      expect(init.result.capabilities.tasks).toBeUndefined();
+      expect(init.result.capabilities.tools).toBeDefined();
+      const tools = (await gw.request("tools/list")).result.tools as { name: string; execution?: unknown }[];
+      expect(tools.map((t) => t.name)).toContain("simulate-research-query");
+      expect(tools.filter((t) => JSON.stringify(t.execution ?? {}).includes("taskSupport"))).toEqual([]);
+
+      // a client that asks for a task anyway: the server gets a plain call and answers it as one
+      // (a tool that requires a task says so in an isError result), never with a task handle
+      const asTask = await gw.request("tools/call", {
+        name: "simulate-research-query",
+        arguments: { topic: "cats" },
+        task: { ttl: 60_000 },
+      });
+      expect(asTask.result.task).toBeUndefined();
+      expect(asTask.result.isError).toBe(true);
+      expect(JSON.stringify(asTask.result.content)).toMatch(/requires task augmentation/);
+      const echo = await gw.request("tools/call", {
+        name: "echo",
+        arguments: { message: "plain" },
+        task: { ttl: 60_000 },
+      });
+      expect(echo.result.task).toBeUndefined();
+      expect(JSON.stringify(echo.result.content)).toContain("plain");
+      // what the audit says is what the call did
+      const ends = await waitFor(async () => {
+        const e = (await auditEvents(gw.stateDir)).filter((x) => x.type === "tool_result");
+        return e.length === 2 ? e : undefined;
+      }, 10_000);
+      expect(ends.map((e) => [e.tool, e.outcome])).toEqual([
+        ["simulate-research-query", "tool-error"],
+        ["echo", "ok"],
+      ]);
+    } finally {
+      await Promise.all([direct.close(), gw.close()]);
     }
   });
 });
