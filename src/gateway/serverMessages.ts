@@ -5,8 +5,10 @@ import {
   type Id,
   INVALID_REQUEST,
   type Notification,
+  PARSE_ERROR,
   parseLine,
   type Response,
+  unparsedIdOf,
 } from "../relay/jsonrpc.js";
 import { plainIdSpan, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
@@ -68,10 +70,16 @@ export class ServerMessages {
       // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
       this.p.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`);
       // a malformed answer or request that names an id: whoever waits on it is answered, never
-      // left waiting (a call's end recorded as an error)
-      if (c.meant !== undefined && c.id !== null)
-        this.answerDropped(c.id, writtenIdOf(text, c.id), c.meant === "request", {
-          request: invalidMessage(c.reason),
+      // left waiting (a call's end recorded as an error); of a line that is not even JSON, only
+      // its id is read
+      const named = c.unparsed
+        ? unparsedIdOf(text)
+        : c.meant !== undefined && c.id !== null
+          ? { id: c.id, rawId: writtenIdOf(text, c.id), meant: c.meant }
+          : null;
+      if (named)
+        this.answerDropped(named.id, named.rawId, named.meant === "request", {
+          request: invalidMessage(c.reason, c.unparsed ? PARSE_ERROR : INVALID_REQUEST),
           response: refuse.responseInvalid(c.reason, "server"),
         });
       return;
@@ -221,7 +229,10 @@ export class ServerMessages {
   }
 }
 
-/** The standard error for a request that is not valid JSON-RPC (`reason`: what is wrong with it). */
-function invalidMessage(reason: string): ErrorObject {
-  return { code: INVALID_REQUEST, message: `Invalid JSON-RPC message: ${reason}.` };
+/**
+ * The standard error for a request that is not valid JSON-RPC (`reason`: what is wrong with it;
+ * `code`: -32700 for one that is not JSON at all, -32600 otherwise).
+ */
+function invalidMessage(reason: string, code: number): ErrorObject {
+  return { code, message: `Invalid JSON-RPC message: ${reason}.` };
 }

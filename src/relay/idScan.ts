@@ -14,6 +14,7 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const MAX_KEY = 8; // longer keys are not "id": their text is not kept
 const MAX_TOKEN = 1024; // an id longer than this is not looked for further
+const ANSWER_MEMBERS = new Set(["result", "error", "jsonrpc"]);
 
 export class TopLevelIdScanner {
   private depth = 0;
@@ -29,6 +30,8 @@ export class TopLevelIdScanner {
   private done = false;
   private found: string | null = null;
   private method = false;
+  /** the top-level members of an answer seen so far (see ANSWER_MEMBERS) */
+  private answerMembers = 0;
   private text = false;
 
   constructor(private readonly whole = false) {}
@@ -36,6 +39,14 @@ export class TopLevelIdScanner {
   /** A top-level "method" member was seen (only reliable with `whole`, once finished). */
   get hasMethod(): boolean {
     return this.method;
+  }
+
+  /**
+   * A top-level "result", "error" or "jsonrpc" member was seen: what marks an answer, as opposed
+   * to an object that merely has an id (only reliable with `whole`, once finished).
+   */
+  get hasAnswerMember(): boolean {
+    return this.answerMembers > 0;
   }
 
   /** The raw id token (e.g. `9007199254740993`, `"a\u0041"`), or null when none was seen (yet). */
@@ -112,6 +123,7 @@ export class TopLevelIdScanner {
         return;
       case 0x3a: // :
         if (this.depth === 1 && this.lastKey === "method") this.method = true;
+        if (this.depth === 1 && ANSWER_MEMBERS.has(this.lastKey)) this.answerMembers++;
         if (this.depth === 1 && this.lastKey === "id") {
           this.capturing = true;
           this.token = [];

@@ -5,6 +5,7 @@
  * `invalid` with a reason.
  */
 import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
+import { TopLevelIdScanner } from "./idScan.js";
 
 export type Id = string | number;
 
@@ -48,6 +49,8 @@ export type Classified =
        * says either (`{"id":3,"note":"debug"}` printed on stdout is no answer to request 3).
        */
       meant?: "request" | "response";
+      /** not JSON at all: nothing of it was read (its id, if any: `unparsedIdOf`) */
+      unparsed?: true;
     };
 
 /** Why a JSON array is refused, worded to hold whatever protocol revision the peers negotiated. */
@@ -127,7 +130,7 @@ export function parseLine(line: string): Classified {
   try {
     value = JSON.parse(line);
   } catch {
-    return { kind: "invalid", reason: "not valid JSON", id: null };
+    return { kind: "invalid", reason: NOT_JSON, id: null, unparsed: true };
   }
   if (parsedNestsDeeperThan(line, value)) {
     const m = (Array.isArray(value) ? {} : value) as Record<string, unknown>;
@@ -139,6 +142,27 @@ export function parseLine(line: string): Classified {
     };
   }
   return classify(value);
+}
+
+export const NOT_JSON = "not valid JSON";
+
+/**
+ * The top-level id of a line that is not JSON (`parseLine` said `unparsed`), with what it was
+ * meant to be, so that whoever waits on that id can be answered: a server's answer holding NaN
+ * or Infinity (Python's json.dumps writes them by default) or a raw control character in a
+ * string would otherwise leave its caller waiting for ever. Read by scanning the text as
+ * `TopLevelIdScanner` does for a line too large to parse; nothing else of such a line is
+ * trusted. `meant` as in `malformed`: a top-level "method" makes it a request; "result",
+ * "error" or "jsonrpc" a response; neither (an object that only has an id) is no message, null.
+ */
+export function unparsedIdOf(line: string): { id: Id; rawId: string; meant: "request" | "response" } | null {
+  const scan = new TopLevelIdScanner(true);
+  scan.pushText(line);
+  const rawId = scan.id;
+  if (rawId === null) return null;
+  const meant = scan.hasMethod ? "request" : scan.hasAnswerMember ? "response" : null;
+  if (meant === null) return null;
+  return { id: JSON.parse(rawId) as Id, rawId, meant };
 }
 
 export const PARSE_ERROR = -32700;

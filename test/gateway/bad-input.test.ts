@@ -208,6 +208,35 @@ describe("a server response that is not valid JSON-RPC", () => {
   });
 });
 
+describe("a server response that is not even JSON but names the call's id", () => {
+  it("its caller gets response_invalid (NaN, -Infinity, a raw control character), recorded as an error; a request gets -32700 back", async () => {
+    const gw = gateway();
+    await gw.initialize();
+    await gw.request("tools/list");
+    for (const how of ["nan", "infinity", "control-char"]) {
+      const res = await gw.request("tools/call", { name: "answer-badly", arguments: { how } });
+      expect(res.error, how).toMatchObject({
+        code: -32603,
+        data: { error: "response_invalid", reason: "not valid JSON" },
+      });
+      expect(res.result, how).toBeUndefined();
+    }
+    // the server's own request that is not JSON gets the parse error back, under its id
+    await gw.request("tools/call", { name: "answer-badly", arguments: { how: "unparsed-request" } });
+    await waitForText(gw, /answer to unparsed-request: -32700/);
+    const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still serving" } });
+    expect(JSON.stringify(echo.result)).toContain("still serving");
+    const r = await runCli(["audit", "activity", "--json", "--state-dir", gw.stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    const outcomes = (JSON.parse(r.stdout) as { tool: string; outcome: string }[])
+      .filter((a) => a.tool === "answer-badly")
+      .map((a) => a.outcome);
+    expect(outcomes).toEqual(["error", "error", "error", "ok"]);
+  });
+});
+
 describe("a client answer that is not valid JSON-RPC", () => {
   it("the server's request gets response_invalid under its own id instead of waiting forever", async () => {
     const { peer, received } = await rawlinesGateway();
