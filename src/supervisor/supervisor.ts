@@ -12,7 +12,7 @@ import { ReplacementDetector, ROOT_GONE } from "./replacement.js";
 import { discard, LaunchError } from "./spawn.js";
 import type { LineScrubber } from "./stderrLines.js";
 import { WatchedSet } from "./watchedSet.js";
-import { readPipes, stopChild, writeLine } from "./workerPipes.js";
+import { exitsWithin, readPipes, stopChild, writeLine } from "./workerPipes.js";
 
 export type { Generation } from "./generation.js";
 export type { DownReason } from "./link.js";
@@ -21,6 +21,12 @@ export { LaunchError } from "./spawn.js";
 
 /** The events of a launched server: see link.ts (`changed` carries the new StaticIdentity). */
 export type SupervisorEvents = LinkEvents<Generation>;
+
+/**
+ * How long a worker whose pipe closed may take to exit before it counts as one that lives on
+ * without it: a pipe closes as its process exits too, a moment before the exit is seen.
+ */
+const PIPE_LOST_EXIT_MS = 500;
 
 export interface SupervisorOptions {
   spec: LaunchSpec;
@@ -80,6 +86,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly groups: ProcessGroups;
   /** what counts toward a crash loop, the backoff, and whether the loop pauses or ends supervision */
   private readonly loop: CrashLoop;
+  /** workers stopped because a pipe of theirs closed while they ran: what happened, for their exit */
+  private readonly pipeLost = new WeakMap<ChildProcessWithoutNullStreams, string>();
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
@@ -148,6 +156,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         maxMessageBytes: this.opts.maxMessageBytes,
         label: this.opts.spec.serverLabel,
         scrub: this.opts.stderrScrub ?? null,
+        pipeLost: (detail) => this.onPipeLost(child, detail),
       },
     );
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
@@ -167,9 +176,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (!cur || cur.child !== child) return;
     cur.alive = false;
     this.groups.end(child.pid!); // leftovers of the group (a watcher's worker, a forked child)
-    const detail = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    const lost = this.pipeLost.get(child);
+    const detail = lost ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
     if (this.stopping || this.restarting) return;
-    this.emit("down", cur, "exit", detail);
+    if (lost === undefined) this.emit("down", cur, "exit", detail); // else said when the pipe closed
     const stop = this.loop.crashed(detail);
     if (stop) {
       this.stopFor(stop);
@@ -182,6 +192,34 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       if (this.stopping) return;
       this.launch("respawn").catch((e) => this.launchFailed(e));
     }, delay);
+  }
+
+  /**
+   * A pipe of the worker closed (`detail`: which). Only a worker still running after a moment is
+   * stuck: one that exited is the exit handler's. A worker that can neither be written to nor
+   * heard from serves nobody, yet would be held as the live epoch for ever (calls waiting on
+   * it, lists held for a catalog that never comes): its epoch ends as a crash's does (`down`,
+   * its calls in flight answered), it is stopped with its process group, and its exit then
+   * counts toward the crash loop and respawns it, under the detail said here. With a wrapper
+   * (sh, npx) the pipes are shared by it and the server it started: they close only once every
+   * process holding them closed them, so a server that closes its copy behind a wrapper that
+   * keeps its own is not seen here.
+   */
+  private onPipeLost(child: ChildProcessWithoutNullStreams, detail: string): void {
+    if (this.stopping || this.pipeLost.has(child)) return; // at shutdown, the pipes close as they should
+    void exitsWithin(child, PIPE_LOST_EXIT_MS).then((exited) => {
+      const cur = this.current;
+      if (exited || !cur?.alive || cur.child !== child || this.stopping || this.restarting) return;
+      if (this.pipeLost.has(child)) return;
+      const what = `${detail} while still running`;
+      this.pipeLost.set(child, what);
+      cur.alive = false;
+      this.opts.log.warn(
+        `server ${what}: it can no longer serve; stopping it (process group ${child.pid}) as after a crash`,
+      );
+      this.emit("down", cur, "exit", what);
+      void stopChild(child, this.opts.shutdownGraceMs ?? 1500);
+    });
   }
 
   /** The loop limit was reached, or the server cannot be started: pause until its files change, or end. */

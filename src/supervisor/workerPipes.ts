@@ -13,6 +13,12 @@ export interface PipeOptions {
   label: string;
   /** SupervisorOptions.stderrScrub */
   scrub: LineScrubber | null;
+  /**
+   * A pipe the gateway talks to the worker through is gone (`detail`: which, in words): its
+   * stdout ended, or a write to its stdin failed (EPIPE: nothing reads it any more). Also what
+   * happens when the worker exits, a moment before its exit is seen: see `exitsWithin`.
+   */
+  pipeLost(detail: string): void;
 }
 
 /** Each worker's stdin, written once per event-loop turn. */
@@ -26,13 +32,17 @@ export function readPipes(
 ): void {
   const reader = new LineReader(messages, o.maxMessageBytes);
   child.stdout.on("data", (b: Buffer) => reader.push(b));
-  child.stdout.on("end", () => reader.end());
+  child.stdout.on("end", () => {
+    reader.end();
+    o.pipeLost("closed its stdout");
+  });
   const errLines = new StderrLines((shown) => process.stderr.write(`[${o.label}] ${shown}\n`), o.scrub);
   child.stderr.on("data", (b: Buffer) => errLines.push(b));
   child.stderr.on("end", () => errLines.end());
-  child.stdin.on("error", () => {
-    /* EPIPE when the worker dies with our write in flight: the exit handler reports it */
-  });
+  // EPIPE: the worker closed its stdin, or died with our write in flight (its exit then follows)
+  child.stdin.on("error", (e: NodeJS.ErrnoException) =>
+    o.pipeLost(`closed its stdin (${e.code ?? e.message})`),
+  );
   writers.set(child, new LineCoalescer(child.stdin));
 }
 
@@ -46,16 +56,7 @@ export function writeLine(child: ChildProcessWithoutNullStreams, text: string): 
 
 /** Ends the worker: close stdin → SIGTERM → SIGKILL (each after `graceMs`), the whole process group. */
 export async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
-  const exited = () => child.exitCode !== null || child.signalCode !== null;
-  const waitExit = (ms: number) =>
-    new Promise<boolean>((resolve) => {
-      if (exited()) return resolve(true);
-      const t = setTimeout(() => resolve(exited()), ms);
-      child.once("exit", () => {
-        clearTimeout(t);
-        resolve(true);
-      });
-    });
+  const waitExit = (ms: number) => exitsWithin(child, ms);
   writers.get(child)?.flush(); // what was sent before the close still goes out
   child.stdin.end();
   if (!(await waitExit(graceMs))) {
@@ -66,4 +67,27 @@ export async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: 
     }
   }
   killGroup(child.pid!, "SIGKILL"); // anything left in the group
+}
+
+/**
+ * Whether the worker exits within `ms`. Its exit is read after the event loop's poll phase that
+ * follows the timer (setImmediate): an exit that happened before the timeout but is reported in
+ * the same turn (a loop busy for longer than `ms`) counts as an exit, not as a worker still running.
+ */
+export function exitsWithin(child: ChildProcessWithoutNullStreams, ms: number): Promise<boolean> {
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  return new Promise<boolean>((resolve) => {
+    if (exited()) return resolve(true);
+    const onExit = () => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    const t = setTimeout(() => {
+      setImmediate(() => {
+        child.off("exit", onExit);
+        resolve(exited());
+      });
+    }, ms);
+    child.once("exit", onExit);
+  });
 }

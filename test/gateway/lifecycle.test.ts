@@ -392,3 +392,88 @@ describe("a catalog that cannot be fetched", () => {
     expect(list.error!.message).toMatch(/still being fetched/);
   });
 });
+
+describe("a server that closes its own stdout or stdin but keeps running", () => {
+  /** A raw gateway in front of crashy serving with FIXTURE_CLOSE=`close`; its starts counted. */
+  function closingGateway(close: string, extra: string[] = []): { gw: RawPeer; starts: () => number } {
+    const starts = `${tempDir("portcullis-pipes-")}/starts.jsonl`;
+    const gw: RawPeer = rawGateway({
+      args: ["--label", "pipes", "--approval", "none", ...extra, "--", ...fixtureCommand("crashy")],
+      env: { FIXTURE_CLOSE: close, FIXTURE_STARTS: starts },
+    });
+    cleanup.push(() => gw.close());
+    return { gw, starts: () => readJsonLines(starts).length };
+  }
+
+  /** A noop call until one is served (the respawned server may still be coming up); its server's pid. */
+  async function servedPid(gw: RawPeer): Promise<string> {
+    const served = await waitFor(
+      async () => {
+        const r = await gw.request("tools/call", { name: "noop", arguments: {} }, 10_000);
+        return r.result ? r : null;
+      },
+      15_000,
+      "a call served by the respawned server",
+    );
+    return served.result.content[0].text as string;
+  }
+
+  /** The audit's server_exited events. */
+  async function exits(stateDir: string): Promise<Record<string, unknown>[]> {
+    return (await auditEvents(stateDir)).filter((e) => e.type === "server_exited");
+  }
+
+  it("stdout closed: the epoch ends as on a crash, its call is answered, and a respawned server serves", async () => {
+    const { gw, starts } = closingGateway("on-call");
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+    const first = await servedPid(gw);
+    const lost = await gw.request("tools/call", { name: "close_stdout", arguments: {} }, 10_000);
+    expect(lost.error).toMatchObject({ data: { error: "epoch_transition" } });
+    expect(gw.stderr()).toMatch(/server closed its stdout while still running: it can no longer serve/);
+    expect(await servedPid(gw)).not.toBe(first);
+    expect(starts()).toBe(2);
+    const exited = await waitFor(async () => (await exits(gw.stateDir))[0], 10_000, "server_exited");
+    expect(exited).toMatchObject({ why: "exit", detail: "closed its stdout while still running" });
+  });
+
+  it("stdin closed: the next write fails, both calls waiting on it are answered, and a respawned server serves", async () => {
+    const { gw, starts } = closingGateway("on-call");
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+    const first = await servedPid(gw);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "close",
+      method: "tools/call",
+      params: { name: "close_stdin", arguments: {} },
+    });
+    await waitFor(() => /closed its stdin, still running/.test(gw.stderr()), 10_000, "the fixture's close");
+    // written to a pipe nobody reads: EPIPE
+    const next = await gw.request("tools/call", { name: "noop", arguments: {} }, 10_000);
+    expect(next.error).toMatchObject({ data: { error: "epoch_transition" } });
+    const closing = await gw.next((m) => m.id === "close");
+    expect(closing.error).toMatchObject({ data: { error: "epoch_transition" } });
+    expect(gw.stderr()).toMatch(/server closed its stdin \(EPIPE\) while still running/);
+    expect(await servedPid(gw)).not.toBe(first);
+    expect(starts()).toBe(2);
+  });
+
+  it("a server that closes its stdout at every start is a crash loop: supervision stops, no restart for ever", async () => {
+    const { gw, starts } = closingGateway("stdout", ["--on-change", "disconnect"]);
+    gw.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    await gw.next((m) => m.id === 1);
+    gw.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const exit = await gw.exited;
+    expect(exit.code).toBe(1);
+    expect(gw.stderr()).toMatch(
+      /closed its stdout while still running 5 times within 30 s; supervision stopped/,
+    );
+    expect(starts()).toBe(5);
+  });
+});
