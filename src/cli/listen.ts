@@ -25,6 +25,7 @@ import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.
 import type { ReleasedValues } from "../vault/scrub.js";
 import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
+import { onShutdownSignals } from "./signals.js";
 
 export interface ListenSettings {
   address: ListenAddress;
@@ -70,8 +71,10 @@ export interface ListenShared {
 export async function serveListen(
   shared: ListenShared,
   settings: ListenSettings,
-): Promise<{ port: number; close: () => Promise<void> }> {
+): Promise<{ port: number; close: () => Promise<void>; hurry: () => void }> {
   const { server, store, log } = shared;
+  // every session's link while it lives: a second signal hurries their shutdowns
+  const links = new Set<ServerLink>();
   const verifier = new DecisionVerifier(store, shared.stateDir, (seqs) =>
     log.warn(
       `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
@@ -108,10 +111,16 @@ export async function serveListen(
       const start = peer.pid !== null ? processStartTime(peer.pid) : null;
       return start !== null ? `${peer.pid}-${start}` : null;
     },
-    open: (session, peer) => openSession(shared, verifier, session, peer),
+    open: (session, peer) => openSession(shared, verifier, session, peer, links),
   });
   const port = await front.listen();
-  return { port, close: () => front.close() };
+  return {
+    port,
+    close: () => front.close(),
+    hurry: () => {
+      for (const link of links) link.hurry();
+    },
+  };
 }
 
 function openSession(
@@ -119,6 +128,7 @@ function openSession(
   verifier: DecisionVerifier,
   session: HttpSession,
   peer: Peer,
+  links: Set<ServerLink>,
 ): SessionHooks {
   const { server, store, events, log } = shared;
   const gatewayId = ulid();
@@ -144,6 +154,7 @@ function openSession(
   let egress: ServerEgress | null = null;
   let ending = false;
   const supervisor = shared.makeLink(statusLog, () => egress?.env ?? {});
+  links.add(supervisor);
 
   let run: Run | null = null;
   let gateway: Gateway | null = null;
@@ -219,6 +230,7 @@ function openSession(
         }
         events.flush();
         registry.end();
+        links.delete(supervisor);
       })();
       return closed;
     },
@@ -296,7 +308,7 @@ export async function listenUntilSignal(
   registry: GatewayRegistry,
 ): Promise<number> {
   const { log, store } = shared;
-  let front: { port: number; close: () => Promise<void> };
+  let front: Awaited<ReturnType<typeof serveListen>>;
   try {
     front = await serveListen(shared, settings);
   } catch (e) {
@@ -321,8 +333,14 @@ export async function listenUntilSignal(
   registry.statusLine(line);
   const heartbeat = setInterval(() => registry.update({ state: "listening" }), 5000);
   heartbeat.unref();
+  // the first signal ends the sessions; a later one cuts their servers' grace short
+  let signalled = false;
   await new Promise<void>((resolve) => {
-    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => resolve());
+    onShutdownSignals(() => {
+      if (signalled) front.hurry();
+      signalled = true;
+      resolve();
+    });
   });
   clearInterval(heartbeat);
   await front.close();

@@ -29,6 +29,7 @@ import { secretNames } from "../vault/secrets.js";
 import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
+import { onShutdownSignals } from "./signals.js";
 
 /** Loaded only by a gateway whose configuration needs them (see src/cli/run.ts). */
 const listenModule = () => import("./listen.js");
@@ -180,6 +181,9 @@ export async function serve(
           // how often a swapped worker is looked for while idle (it is also checked before every
           // forwarded request); tests push it out to prove the forwarding-path check
           pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+          // how long the server is given after its stdin closes, and again after SIGTERM; tests
+          // stretch it to show that a second signal does not wait for it
+          shutdownGraceMs: Number(process.env.PORTCULLIS_SHUTDOWN_GRACE_MS) || undefined,
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrScrub: releasedValues,
@@ -343,7 +347,9 @@ export async function serve(
     egress: () => egress,
     state: () => gateway?.status().state,
   });
-  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => void shutdown(0));
+  // a signal begins the shutdown; one that comes while it is under way (however it began)
+  // cuts the server's grace short instead of killing the gateway halfway through it
+  onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0)));
 
   try {
     await supervisor.start();

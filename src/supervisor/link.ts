@@ -75,4 +75,10 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    */
   restart(): Promise<G | null>;
   shutdown(): Promise<void>;
+  /**
+   * Cuts a shutdown's grace short (the gateway got a second signal): whatever still runs or waits
+   * is ended now, and the shutdown under way resolves without waiting for anyone. Begins the
+   * shutdown when none is under way.
+   */
+  hurry(): void;
 }

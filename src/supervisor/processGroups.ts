@@ -10,6 +10,8 @@ export class ProcessGroups {
    */
   private readonly groups = new Map<number, string | null>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** set by killAll: a shutdown waits no longer for any group to end on its own */
+  private hurried = false;
 
   constructor(private readonly graceMs: number) {}
 
@@ -49,11 +51,22 @@ export class ProcessGroups {
   async endNow(pgids: number[]): Promise<void> {
     let left = pgids.filter((g) => this.signal(g, "SIGTERM"));
     const deadline = Date.now() + this.graceMs;
-    while (left.length > 0 && Date.now() < deadline) {
+    while (left.length > 0 && Date.now() < deadline && !this.hurried) {
       await new Promise((resolve) => setTimeout(resolve, 25));
       left = left.filter((g) => this.signal(g, 0));
     }
     for (const g of left) this.signal(g, "SIGKILL");
+  }
+
+  /**
+   * A hurried shutdown (a second signal to the gateway): SIGKILL now to every group not yet sent
+   * it, the current server's included, rather than at the end of a grace it would outlive if the
+   * gateway exited first. A shutdown under way stops waiting for SIGTERM to work (endNow).
+   */
+  killAll(): void {
+    this.hurried = true;
+    this.cancelPending();
+    for (const g of this.pgids()) this.signal(g, "SIGKILL");
   }
 
   /** Forgets every group (supervision is over). */

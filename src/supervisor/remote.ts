@@ -29,6 +29,8 @@ export class RemoteSupervisor
   private readonly session: SessionExchanges;
   private losses: number[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  /** resolves the wait of a shutdown under way on the upstream session's DELETE (hurry) */
+  private hurried: () => void = () => {};
 
   constructor(private readonly o: RemoteOptions) {
     super();
@@ -173,8 +175,19 @@ export class RemoteSupervisor
       this.emit("down", cur, "shutdown", "gateway shutting down");
       cur.alive = false;
       for (const r of cur.requests) r.destroy();
-      await this.session.deleteSession(cur);
+      // the DELETE that ends the upstream session is a courtesy to the server: a hurried
+      // shutdown does not wait for it
+      const hurried = new Promise<void>((resolve) => {
+        this.hurried = resolve;
+      });
+      await Promise.race([this.session.deleteSession(cur), hurried]);
     }
     this.connections.close();
+  }
+
+  /** Nothing runs here to be killed: the shutdown stops waiting for the upstream session's DELETE. */
+  hurry(): void {
+    if (!this.stopping) void this.shutdown();
+    this.hurried();
   }
 }

@@ -434,11 +434,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.groups.cancelPending();
-    await this.watched.close();
     const cur = this.current;
     const graceMs = this.opts.shutdownGraceMs ?? 1500;
     const earlier = this.groups.pgids().filter((g) => g !== cur?.child.pid);
-    const stopping: Promise<void>[] = [this.groups.endNow(earlier)];
+    // the watcher closes alongside: the server's end begins at once, so a hurry (a second
+    // signal) that comes while the watcher closes finds every group it has to kill
+    const stopping: Promise<void>[] = [this.watched.close(), this.groups.endNow(earlier)];
     if (cur) {
       if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
       cur.alive = false;
@@ -449,5 +450,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     await Promise.all(stopping);
     this.groups.clear();
+  }
+
+  /**
+   * The gateway was told again to end while it shuts down (a second Ctrl-C): the grace is cut
+   * short. Every process group this supervisor launched, the current server's and the earlier
+   * ones', gets SIGKILL now, and the shutdown under way ends as soon as they are gone.
+   */
+  hurry(): void {
+    if (!this.stopping) void this.shutdown();
+    this.groups.killAll();
   }
 }

@@ -1,12 +1,12 @@
 // `run LABEL` with "listen" in portcullis.json, its validation (the key and the file named), the
 // idle timeout that ends a forgotten session, and SIGTERM ending every session's run and server.
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
@@ -17,6 +17,15 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
+
+/** Whether the process runs (a zombie left to an init that does not reap is not running). */
+function running(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) [ZX] /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
 function configDir(server: Record<string, unknown>): string {
   const dir = tempDir("portcullis-listen-config-");
@@ -153,6 +162,48 @@ describe("while shutting down", () => {
     expectRpcError(post!, /shutting down/);
     expect(get.headers["content-type"]).toMatch(/^text\/plain/);
     expect(get.body).toBe("shutting down\n");
+  });
+
+  it("a second SIGTERM cuts the servers' grace short: each session's server killed, runs ended, exit 0", async () => {
+    // servers that hear neither the end of their stdin nor SIGTERM, with a grace far beyond the
+    // test's timeout: only the second signal can end the shutdown in time
+    const record = join(tempDir("portcullis-listen-signals-"), "record.jsonl");
+    const notes = () =>
+      readJsonLines<{ method?: string; pid?: number; stdinEnd?: number; sigterm?: number }>(record);
+    const l = await startListener(fixtureCommand("children"), {
+      args: ["--approval", "none"],
+      env: {
+        FIXTURE_RECORD: record,
+        FIXTURE_STDIN_END: "ignore",
+        FIXTURE_IGNORE_TERM: "1",
+        PORTCULLIS_SHUTDOWN_GRACE_MS: "600000",
+      },
+    });
+    cleanup.push(() => l.close());
+    await openSession(l);
+    await openSession(l);
+    const servers = [...new Set(notes().flatMap((n) => (n.method === "initialize" ? [n.pid!] : [])))];
+    expect(servers).toHaveLength(2);
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      l.proc.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    l.proc.kill("SIGTERM");
+    await waitFor(
+      () => servers.every((pid) => notes().some((n) => n.stdinEnd === pid)),
+      20_000,
+      "both servers' stdin to close",
+    );
+    l.proc.kill("SIGTERM");
+    expect(await exited).toEqual({ code: 0, signal: null });
+    for (const pid of servers) await waitFor(() => !running(pid), 10_000, `server ${pid} to be gone`);
+    expect(notes().filter((n) => n.sigterm !== undefined)).toEqual([]);
+    const db = openStore(l.stateDir);
+    try {
+      expect(db.prepare("SELECT count(*) FROM runs WHERE ended_at IS NULL").pluck().get()).toBe(0);
+      expect(db.prepare("SELECT count(*) FROM gateways WHERE ended_at IS NULL").pluck().get()).toBe(0);
+    } finally {
+      db.close();
+    }
   });
 });
 

@@ -1,0 +1,124 @@
+// The signals that end a gateway: each one begins an orderly shutdown (the server's stdin is
+// closed and it is given a grace), and a second one while that shutdown runs cuts the grace short
+// instead of killing the gateway halfway: the server's process group is killed, the agent run,
+// the status row and every call's intent are ended, and the gateway exits 0. Ended by a signal,
+// the gateway would leave its server running under pid 1 and its rows open.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** Whether the process runs (a zombie left to an init that does not reap is not running). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) [ZX] /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+interface Started {
+  gw: Session<Client>;
+  /** what the server noted: the requests it received, the end of its stdin, each SIGTERM */
+  notes: () => { method?: string; pid?: number; stdinEnd?: number; sigterm?: number }[];
+}
+
+/** A gateway over the children fixture (`env`: its modes), with the catalog listed. */
+async function start(env: Record<string, string>): Promise<Started> {
+  const record = join(tempDir("pc-signals-"), "record.jsonl");
+  const gw = await startGateway({
+    args: ["--label", "kids", "--approval", "none", "--", NODE, FIXTURES.children],
+    env: { FIXTURE_RECORD: record, ...env },
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { gw, notes: () => readJsonLines(record) };
+}
+
+/** Puts an until_stdin_end call at the server; resolves the server's pid once it is there. */
+async function callInFlight({ gw, notes }: Started): Promise<{ pid: number; call: Promise<unknown> }> {
+  const call = gw.client.callTool({ name: "until_stdin_end", arguments: {} }, undefined, {
+    timeout: 120_000,
+  });
+  call.catch(() => {}); // awaited (or not) by the test
+  const at = await waitFor(
+    () => notes().find((n) => n.method === "tools/call"),
+    15_000,
+    "the call to reach the server",
+  );
+  return { pid: at.pid!, call };
+}
+
+/** What the store says is still open after the gateway ended. */
+function leftOpen(stateDir: string): { intents: number; runs: number; gateways: number } {
+  const db = openStore(stateDir);
+  try {
+    const count = (sql: string) => db.prepare(sql).pluck().get() as number;
+    return {
+      intents: count("SELECT count(*) FROM open_intents"),
+      runs: count("SELECT count(*) FROM runs WHERE ended_at IS NULL"),
+      gateways: count("SELECT count(*) FROM gateways WHERE ended_at IS NULL"),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+async function activity(
+  stateDir: string,
+): Promise<{ tool: string; outcome: string; interruption: string | null }[]> {
+  const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+/** The gateway ended its own way: its rows and the call's intent closed, its chain whole. */
+async function endedInOrder(gw: Session<Client>, server: number, interruption: string | null): Promise<void> {
+  expect(await gw.exited).toEqual({ code: 0, signal: null });
+  const stateDir = gw.stateDir!;
+  await waitFor(() => !alive(server), 10_000, "the server to be gone with its gateway");
+  expect(leftOpen(stateDir)).toEqual({ intents: 0, runs: 0, gateways: 0 });
+  const call = (await activity(stateDir)).filter((a) => a.tool === "until_stdin_end");
+  expect(call.map((a) => a.interruption)).toEqual([interruption]);
+  expect((await runCli(["audit", "verify", "--state-dir", stateDir])).code).toBe(0);
+}
+
+describe("a second signal while the gateway shuts down", () => {
+  // The server hears neither the end of its stdin nor SIGTERM, and its grace is stretched far
+  // beyond the test's timeout: only the second signal can end the shutdown in time.
+  const stubborn = {
+    FIXTURE_STDIN_END: "ignore",
+    FIXTURE_IGNORE_TERM: "1",
+    PORTCULLIS_SHUTDOWN_GRACE_MS: "600000",
+  };
+
+  for (const [first, second] of [
+    ["SIGINT", "SIGINT"],
+    ["SIGTERM", "SIGTERM"],
+    ["SIGHUP", "SIGINT"],
+  ] as const) {
+    it(`${first} then ${second}: the server is killed at once and the gateway ends its rows and exits 0`, async () => {
+      const started = await start(stubborn);
+      const { gw, notes } = started;
+      const { pid } = await callInFlight(started);
+      gw.kill(first);
+      // the shutdown is under way: the server's stdin was closed and it ran on
+      await waitFor(() => notes().some((n) => n.stdinEnd === pid), 15_000, "the server's stdin to close");
+      gw.kill(second);
+      await endedInOrder(gw, pid, "epoch_transition");
+      // it never got to SIGTERM: the grace was cut short by SIGKILL
+      expect(notes().filter((n) => n.sigterm !== undefined)).toEqual([]);
+    });
+  }
+});
