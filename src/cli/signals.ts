@@ -1,7 +1,11 @@
 // The signals that end a gateway (`portcullis run`, stdio, --listen and --url alike).
 
-/** Each ends the gateway the same way: an orderly shutdown, exit code 0. */
-export const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/**
+ * Each ends the gateway the same way: an orderly shutdown, exit code 0. SIGQUIT (Ctrl-\) too: its
+ * default action (a core dump) killed the gateway with its server's group left running, a call's
+ * intent left open and its run and status row never ended.
+ */
+export const SHUTDOWN_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"] as const;
 
 /**
  * Calls `onSignal` for every shutdown signal, for the rest of the process's life: the first

@@ -107,6 +107,7 @@ describe("a second signal while the gateway shuts down", () => {
     ["SIGINT", "SIGINT"],
     ["SIGTERM", "SIGTERM"],
     ["SIGHUP", "SIGINT"],
+    ["SIGQUIT", "SIGQUIT"],
   ] as const) {
     it(`${first} then ${second}: the server is killed at once and the gateway ends its rows and exits 0`, async () => {
       const started = await start(stubborn);
@@ -121,4 +122,15 @@ describe("a second signal while the gateway shuts down", () => {
       expect(notes().filter((n) => n.sigterm !== undefined)).toEqual([]);
     });
   }
+});
+
+describe("SIGQUIT (Ctrl-\\)", () => {
+  it("ends the gateway as SIGTERM does: the server stopped, the call closed, the rows ended, exit 0", async () => {
+    const started = await start({});
+    const { pid } = await callInFlight(started);
+    started.gw.kill("SIGQUIT");
+    await endedInOrder(started.gw, pid, "epoch_transition");
+    // it was stopped the orderly way: its stdin closed, which it exits on
+    expect(started.notes().some((n) => n.stdinEnd === pid)).toBe(true);
+  });
 });
