@@ -298,8 +298,11 @@ export async function serve(
   const shutdown = async (code: number) => {
     if (ending) return;
     ending = true;
-    downstream.close();
+    // No new request is read, but the client's output stays open while the server winds down:
+    // what it answers in its grace reaches the client (and the audit as the call's result).
+    downstream.stopReading();
     await supervisor.shutdown();
+    downstream.close();
     await egress?.close();
     if (run) {
       endRunQuietly(store, run, log);

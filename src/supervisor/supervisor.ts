@@ -83,6 +83,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
   private readonly replacements = new ReplacementDetector();
+  /**
+   * The generation shutdown is stopping while its answers are still read (its stdin closed, its
+   * grace running), with the timer that ends the wait; null once it is `down`.
+   */
+  private draining: { gen: Generation; timer: NodeJS.Timeout } | null = null;
   private readonly groups: ProcessGroups;
   /** what counts toward a crash loop, the backoff, and whether the loop pauses or ends supervision */
   private readonly loop: CrashLoop;
@@ -441,24 +446,49 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     // signal) that comes while the watcher closes finds every group it has to kill
     const stopping: Promise<void>[] = [this.watched.close(), this.groups.endNow(earlier)];
     if (cur) {
-      if (cur.alive) this.emit("down", cur, "shutdown", "gateway shutting down");
+      // Nothing new is sent to it (no longer alive), but what it answers while it winds down is
+      // still read and reaches the calls waiting on it, as when the client closes its input: it
+      // is `down` (what is unanswered then is interrupted) only once it exited or the grace ran out.
+      if (cur.alive) this.drain(cur, graceMs);
       cur.alive = false;
-      // Nothing the server says now reaches anyone: stop reading it. A server that floods its
-      // output would otherwise keep the event loop busy, and the grace timers late, for seconds.
-      cur.child.stdout.pause();
-      stopping.push(stopChild(cur.child, graceMs));
+      stopping.push(stopChild(cur.child, graceMs).then(() => this.drained()));
     }
     await Promise.all(stopping);
     this.groups.clear();
   }
 
+  /** Waits for `gen`'s last answers: until its pipes close (it exited) or `graceMs` passed. */
+  private drain(gen: Generation, graceMs: number): void {
+    // set before stopChild's own timer of the same length, so it fires first: the grace is over
+    // for the answers before SIGTERM goes out
+    const timer = setTimeout(() => this.drained(), graceMs);
+    this.draining = { gen, timer };
+    // "close", not "exit": an exit can be seen before the last lines of its stdout are read
+    gen.child.once("close", () => this.drained());
+  }
+
+  /** The generation being stopped is down: its calls still unanswered are interrupted. */
+  private drained(): void {
+    const d = this.draining;
+    if (d === null) return;
+    this.draining = null;
+    clearTimeout(d.timer);
+    // Nothing the server says now reaches anyone: stop reading it. A server that floods its
+    // output would otherwise keep the event loop busy, and the kill timers late, for seconds.
+    d.gen.child.stdout.pause();
+    this.emit("down", d.gen, "shutdown", "gateway shutting down");
+  }
+
   /**
    * The gateway was told again to end while it shuts down (a second Ctrl-C): the grace is cut
-   * short. Every process group this supervisor launched, the current server's and the earlier
-   * ones', gets SIGKILL now, and the shutdown under way ends as soon as they are gone.
+   * short. The server is down at once (its calls still unanswered are interrupted); every process
+   * group this supervisor launched, the current server's and the earlier ones', gets SIGKILL now,
+   * and the shutdown under way ends as soon as they are gone.
    */
   hurry(): void {
     if (!this.stopping) void this.shutdown();
+    // what the server has not answered by now never will be
+    this.drained();
     this.groups.killAll();
   }
 }

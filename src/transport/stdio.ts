@@ -16,7 +16,7 @@ export function stdioDownstream(
     end(why: "input-closed" | "output-closed"): void;
   },
   maxBytes?: number,
-): Downstream {
+): Downstream & { stopReading(): void } {
   const reader = new LineReader({ line: handlers.line, oversize: handlers.oversize }, maxBytes);
   const clientIds = new ClientIds();
   let closed = false;
@@ -43,6 +43,10 @@ export function stdioDownstream(
     sendText(text: string) {
       if (closed) return;
       out.write(text);
+    },
+    /** No more requests are read; answers still go out until close(). */
+    stopReading() {
+      process.stdin.pause();
     },
     close() {
       if (closed) return;

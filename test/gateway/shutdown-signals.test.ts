@@ -83,15 +83,18 @@ async function activity(
   return JSON.parse(r.stdout);
 }
 
-/** The gateway ended its own way: its rows and the call's intent closed, its chain whole. */
-async function endedInOrder(gw: Session<Client>, server: number, interruption: string | null): Promise<void> {
+/**
+ * The gateway ended its own way: its rows and the call's intent closed, its chain whole. Returns
+ * how the audit ended the call (outcome and interruption, as `audit activity` lists them).
+ */
+async function endedInOrder(gw: Session<Client>, server: number): Promise<[string, string | null][]> {
   expect(await gw.exited).toEqual({ code: 0, signal: null });
   const stateDir = gw.stateDir!;
   await waitFor(() => !alive(server), 10_000, "the server to be gone with its gateway");
   expect(leftOpen(stateDir)).toEqual({ intents: 0, runs: 0, gateways: 0 });
-  const call = (await activity(stateDir)).filter((a) => a.tool === "until_stdin_end");
-  expect(call.map((a) => a.interruption)).toEqual([interruption]);
   expect((await runCli(["audit", "verify", "--state-dir", stateDir])).code).toBe(0);
+  const calls = (await activity(stateDir)).filter((a) => a.tool === "until_stdin_end");
+  return calls.map((a) => [a.outcome, a.interruption]);
 }
 
 describe("a second signal while the gateway shuts down", () => {
@@ -117,7 +120,7 @@ describe("a second signal while the gateway shuts down", () => {
       // the shutdown is under way: the server's stdin was closed and it ran on
       await waitFor(() => notes().some((n) => n.stdinEnd === pid), 15_000, "the server's stdin to close");
       gw.kill(second);
-      await endedInOrder(gw, pid, "epoch_transition");
+      expect(await endedInOrder(gw, pid)).toEqual([["interrupted", "epoch_transition"]]);
       // it never got to SIGTERM: the grace was cut short by SIGKILL
       expect(notes().filter((n) => n.sigterm !== undefined)).toEqual([]);
     });
@@ -129,8 +132,24 @@ describe("SIGQUIT (Ctrl-\\)", () => {
     const started = await start({});
     const { pid } = await callInFlight(started);
     started.gw.kill("SIGQUIT");
-    await endedInOrder(started.gw, pid, "epoch_transition");
+    expect(await endedInOrder(started.gw, pid)).toEqual([["interrupted", "epoch_transition"]]);
     // it was stopped the orderly way: its stdin closed, which it exits on
     expect(started.notes().some((n) => n.stdinEnd === pid)).toBe(true);
   });
+});
+
+describe("a call the server answers while it winds down", () => {
+  // The server finishes its calls when its stdin closes, then exits: the answer comes in the
+  // grace the shutdown gives it, and it is the call's end, not an interruption.
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    it(`${signal}: the answer reaches the client under its id and is recorded as the call's result`, async () => {
+      const started = await start({ FIXTURE_STDIN_END: "finish" });
+      const { pid, call } = await callInFlight(started);
+      started.gw.kill(signal);
+      const result = (await call) as { content: { text: string }[] };
+      expect(JSON.parse(result.content[0]!.text)).toEqual({ stdinEnded: pid });
+      expect(await endedInOrder(started.gw, pid)).toEqual([["ok", null]]);
+      expect(started.gw.stderr()).not.toMatch(/unknown id/);
+    });
+  }
 });
