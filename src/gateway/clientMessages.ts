@@ -109,8 +109,12 @@ export class ClientMessages {
     const span = c.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(c.msg.method) ? plainIdSpan(text) : null;
     const ids = this.p.downstream.clientIds;
     if (!ids) return { c, text, span };
-    return { c: ids.adopt(c, text, span ? text.slice(span.start, span.end) : undefined), text, span };
+    const rawId = span ? text.slice(span.start, span.end) : undefined;
+    return { c: ids.adopt(c, text, rawId, this.isOpen), text, span };
   }
+
+  /** Whether a request of the client held under `id` is open (held, being decided, or at the server). */
+  private readonly isOpen = (id: Id): boolean => this.p.guarded.has(id) || this.p.inFlight.carries(id);
 
   /**
    * A client message over the size limit was dropped unread; nothing is left unanswered.

@@ -1,6 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { rawIdOf } from "./idScan.js";
+import { rawIdOf, rawRequestIdOf } from "./idScan.js";
 import type { Classified, Id } from "./jsonrpc.js";
+
+/** Whether a request the gateway holds under this id (a stand-in or the id itself) is still open. */
+export type IsOpen = (held: Id) => boolean;
+
+/** Stand-ins remembered before the first sweep of those whose request ended (see `requestId`). */
+const FIRST_SWEEP = 64;
 
 /**
  * Keeps a client's request ids byte-exact. `JSON.parse` rounds a number above
@@ -13,6 +19,12 @@ import type { Classified, Id } from "./jsonrpc.js";
  * behind a per-process random prefix (no peer can forge one); the transport
  * writes the original text back where the stand-in appears as a whole JSON
  * string. Ordinary ids (small integers, plain strings) are left alone.
+ *
+ * A cancellation names its request by the same id, but JSON does not make the
+ * client spell it the same way twice: `"a\/b"` and `"a/b"` are one string, `1.0`
+ * and `1` one number. So the stand-in of each open request is also remembered by
+ * the id it stands for (`sameIdKey`), and a cancellation that names that id, however
+ * spelled, is given the request's stand-in.
  */
 export class ClientIds {
   private readonly prefix = `portcullis-raw-id/${randomBytes(8).toString("hex")}/`;
@@ -24,32 +36,79 @@ export class ClientIds {
    */
   private issued = false;
 
+  /** Stand-ins given to requests, by the id they stand for (`sameIdKey`), until swept. */
+  private readonly given = new Map<string, string>();
+  private sweepAt = FIRST_SWEEP;
+
   /**
    * Swaps the message's id (and a cancellation's requestId) for stand-ins where needed. `rawId`:
-   * the id's text when the caller already found it (else it is scanned for here).
+   * the id's text when the caller already found it (else it is scanned for here). `isOpen`: which
+   * of the requests it gave stand-ins to are still open (a cancellation finds only those).
    */
-  adopt(c: Classified, text: string, rawId?: string): Classified {
+  adopt(c: Classified, text: string, rawId: string | undefined, isOpen: IsOpen): Classified {
     if (c.kind === "invalid") {
       if (c.id === null) return c;
       return { ...c, id: this.standIn(c.id, rawIdOf(text)) };
     }
     if (c.kind === "notification") {
       const params = c.msg.params as { requestId?: unknown } | undefined;
-      if (c.msg.method !== "notifications/cancelled" || typeof params?.requestId !== "number") return c;
-      const requestId = this.cancelledId(params.requestId, text);
-      return requestId === params.requestId
-        ? c
-        : { ...c, msg: { ...c.msg, params: { ...params, requestId } } };
+      const given = params?.requestId;
+      if (
+        c.msg.method !== "notifications/cancelled" ||
+        (typeof given !== "number" && typeof given !== "string")
+      )
+        return c;
+      const requestId = this.cancelledId(given, text, isOpen);
+      return requestId === given ? c : { ...c, msg: { ...c.msg, params: { ...params, requestId } } };
+    }
+    if (c.kind === "response") {
+      const id = c.msg.id;
+      if (id === null) return c;
+      const adopted = this.standIn(id, rawId ?? rawIdOf(text));
+      return adopted === id ? c : { ...c, msg: { ...c.msg, id: adopted } };
     }
     const id = c.msg.id;
-    if (id === null) return c;
-    const adopted = this.standIn(id, rawId ?? rawIdOf(text));
-    return adopted === id ? c : ({ ...c, msg: { ...c.msg, id: adopted } } as Classified);
+    const adopted = this.requestId(id, rawId ?? rawIdOf(text), isOpen);
+    return adopted === id ? c : { ...c, msg: { ...c.msg, id: adopted } };
   }
 
-  /** The stand-in for a cancellation's `params.requestId` (as parsed), read from its text. */
-  cancelledId(requestId: Id, text: string): Id {
-    return typeof requestId === "number" ? this.standIn(requestId, rawRequestId(text)) : requestId;
+  /**
+   * The id a request is held under (`standIn`), its stand-in remembered for a cancellation. Those
+   * of requests that ended are swept out once as many again were made since the last sweep, so
+   * what is kept stays within twice what is open (plus a few), with no hook on a request's end.
+   */
+  requestId(id: Id, raw: string | null, isOpen: IsOpen): Id {
+    const held = this.standIn(id, raw);
+    if (held === id || raw === null || typeof held !== "string") return held;
+    const key = sameIdKey(id, raw);
+    if (key === null) return held;
+    if (this.given.size >= this.sweepAt) {
+      for (const [k, s] of this.given) if (!isOpen(s)) this.given.delete(k);
+      this.sweepAt = Math.max(FIRST_SWEEP, 2 * this.given.size);
+    }
+    this.given.set(key, held);
+    return held;
+  }
+
+  /**
+   * The id a cancellation's `params.requestId` (as parsed) names the request by: the stand-in of
+   * an open request with that id however either spelled it, else the id as parsed when that is
+   * the id the client wrote (a number whose text it rounds, `9007199254740993`, is not
+   * …992: it gets a stand-in of its own, which names no other request). `text`: the
+   * cancellation as written, for a number's text.
+   */
+  cancelledId(requestId: Id, text: string | undefined, isOpen: IsOpen): Id {
+    const raw =
+      typeof requestId === "string"
+        ? JSON.stringify(requestId)
+        : text === undefined
+          ? null
+          : rawRequestIdOf(text);
+    const key = raw === null ? null : sameIdKey(requestId, raw);
+    const held = key === null ? undefined : this.given.get(key);
+    if (held !== undefined && isOpen(held)) return held;
+    if (typeof requestId === "string" || raw === null) return requestId;
+    return key === sameIdKey(requestId, JSON.stringify(requestId)) ? requestId : this.standIn(requestId, raw);
   }
 
   /** The stand-in for an id whose raw text differs from its serialized value; else the id. */
@@ -90,8 +149,35 @@ function endOfJsonString(json: string, start: number): number {
   return -1;
 }
 
-/** The raw text of a cancellation's numeric `params.requestId` (a small message: a pattern will do). */
+/** The raw text of a cancellation's `params.requestId` when it is a number (see `rawRequestIdOf`). */
 export function rawRequestId(text: string): string | null {
-  const m = /"requestId"\s*:\s*(-?[0-9][0-9.eE+-]*)/.exec(text);
-  return m ? m[1]! : null;
+  const raw = rawRequestIdOf(text);
+  return raw !== null && raw.charCodeAt(0) !== 0x22 ? raw : null;
+}
+
+/** Longest number text given a key: the id scanner keeps no longer id either. */
+const MAX_NUMBER_TEXT = 1024;
+const NUMBER = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
+
+/**
+ * One key per id as JSON means it, whatever its spelling: a string by its value (escapes do not
+ * make another string), a number by the exact number its text writes, not by the double
+ * `JSON.parse` rounds it to (`1.0`, `1e0` and `1` are one id; `9007199254740993` and
+ * `9007199254740992` are two). `raw`: the id's JSON text, which must be of `value`; null when it
+ * is not, or is a number text too long to be an id.
+ */
+export function sameIdKey(value: Id, raw: string): string | null {
+  if (typeof value === "string") return `s:${value}`;
+  if (raw.length > MAX_NUMBER_TEXT) return null;
+  const m = NUMBER.exec(raw);
+  if (!m || Number(raw) !== value) return null;
+  // the decimal digits and the power of ten they are scaled by, without leading or trailing zeros
+  const frac = m[3] ?? "";
+  let digits = (m[2]! + frac).replace(/^0+/, "");
+  if (digits === "") return "n:0"; // -0 is 0
+  let exp = BigInt(m[4] ?? "0") - BigInt(frac.length);
+  const trimmed = digits.replace(/0+$/, "");
+  exp += BigInt(digits.length - trimmed.length);
+  digits = trimmed;
+  return `n:${m[1]}${digits}e${exp}`;
 }

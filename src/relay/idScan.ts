@@ -191,3 +191,80 @@ export function rawIdOf(text: string): string | null {
   s.pushText(text);
   return s.id;
 }
+
+/**
+ * The raw text of a whole message's `params.requestId` (a cancellation's: `9007199254740993`,
+ * `"a\/b"`), or null when there is none or it is not a string or number. Read as `JSON.parse`
+ * reads it: keys by their value (`"request\u0049d"` is `requestId`), and of a member written
+ * twice, the last. The text must be one valid JSON value (the message was parsed already).
+ */
+export function rawRequestIdOf(text: string): string | null {
+  const params = memberOf(text, 0, "params");
+  if (params === null || text.charCodeAt(params.start) !== 0x7b /* { */) return null;
+  const id = memberOf(text, params.start, "requestId");
+  if (id === null) return null;
+  const raw = text.slice(id.start, id.end);
+  return raw.length <= MAX_TOKEN && validIdToken(raw) ? raw : null;
+}
+
+/** Where the value of the object at `at`'s (last) member `name` lies, or null. */
+function memberOf(text: string, at: number, name: string): { start: number; end: number } | null {
+  let i = skipWhitespace(text, at);
+  if (text.charCodeAt(i) !== 0x7b /* { */) return null;
+  let found: { start: number; end: number } | null = null;
+  i = skipWhitespace(text, i + 1);
+  while (i < text.length && text.charCodeAt(i) === QUOTE) {
+    const keyEnd = valueEnd(text, i);
+    const key = safeKey(text.slice(i, keyEnd));
+    i = skipWhitespace(text, keyEnd);
+    if (text.charCodeAt(i) !== 0x3a /* : */) return null;
+    const start = skipWhitespace(text, i + 1);
+    const end = valueEnd(text, start);
+    if (end <= start) return null;
+    if (key === name) found = { start, end };
+    i = skipWhitespace(text, end);
+    if (text.charCodeAt(i) !== 0x2c /* , */) break;
+    i = skipWhitespace(text, i + 1);
+  }
+  return found;
+}
+
+/** A key's value when it is written with an escape (a plain one is compared as written). */
+function safeKey(token: string): string | null {
+  if (!token.includes("\\")) return token.slice(1, -1);
+  try {
+    return JSON.parse(token) as string;
+  } catch {
+    return null;
+  }
+}
+
+function skipWhitespace(text: string, i: number): number {
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i;
+  }
+  return i;
+}
+
+/** Index just past the JSON value (or key) starting at `i`; `i` itself when none starts there. */
+function valueEnd(text: string, i: number): number {
+  let depth = 0;
+  let j = i;
+  for (; j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c === QUOTE) {
+      for (j++; j < text.length; j++) {
+        const s = text.charCodeAt(j);
+        if (s === BACKSLASH) j++;
+        else if (s === QUOTE) break;
+      }
+      if (depth === 0) return Math.min(j + 1, text.length);
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      if (depth === 0) return j; // the enclosing object's end: a scalar ended here
+      if (--depth === 0) return j + 1;
+    } else if (depth === 0 && (c === 0x2c || c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d)) return j;
+  }
+  return j;
+}

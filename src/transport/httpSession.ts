@@ -83,6 +83,8 @@ export class HttpSession implements Downstream {
   /** the stream of GET /mcp: server messages that belong to no request */
   private readonly standalone = new SseStream("0", this.budget, undefined, 256);
   private readonly idTexts = new ClientIds();
+  /** whether an exchange under this client id (or its stand-in) is open */
+  private readonly isOpen = (clientId: Id): boolean => this.wireOfClient.has(JSON.stringify(clientId));
   private ended = false;
   /** the wire id of the session's initialize, until it is answered */
   private initializeWire: number | null = null;
@@ -137,7 +139,7 @@ export class HttpSession implements Downstream {
     this.lastUsed = Date.now();
     const wire = this.nextWire++;
     const token = msg.params?._meta?.progressToken;
-    const clientId = text === undefined ? msg.id : this.idTexts.standIn(msg.id, rawIdOf(text));
+    const clientId = text === undefined ? msg.id : this.idTexts.requestId(msg.id, rawIdOf(text), this.isOpen);
     const ex: Exchange = {
       wire,
       clientId,
@@ -166,7 +168,8 @@ export class HttpSession implements Downstream {
     this.lastUsed = Date.now();
     if (msg.method === "notifications/cancelled" && msg.params && "requestId" in msg.params) {
       const given = msg.params.requestId as Id;
-      const requestId = text === undefined ? given : this.idTexts.cancelledId(given, text);
+      // the request's id however the client spells it here ("a\/b" names "a/b")
+      const requestId = this.idTexts.cancelledId(given, text, this.isOpen);
       const wire = this.wireOfClient.get(JSON.stringify(requestId));
       if (wire === undefined) return; // nothing of this client by that id is open
       msg = { ...msg, params: { ...msg.params, requestId: wire } };

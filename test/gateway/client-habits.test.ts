@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
-import { waitFor } from "../helpers/files.js";
+import { readJsonLines, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
@@ -365,6 +365,48 @@ describe("ids the client chose", () => {
     gw.send('{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/list"}\n');
     await gw.request("tools/list");
     expect(gw.lines().filter((l) => l.includes('"id":9007199254740992,'))).toHaveLength(1);
+  });
+
+  it("a cancellation reaches its request however either spells the id (escapes, 1.0 for 1)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
+    const methodLog = join(dir, "methods.jsonl");
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("lenient")],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+    });
+    peers.push(gw);
+    await ready(gw);
+    // [the id as the request writes it, as its cancellation does]: one id each (JSON's equality)
+    const pairs = [
+      ['"a\\/b"', '"a/b"'], // PHP's json_encode escapes "/"
+      ['"c\\/d"', '"c\\/d"'],
+      ['"\\u00e9t\\u00e9"', '"\u00e9t\u00e9"'], // Python's ensure_ascii
+      ['"caf\\u00e9"', '"caf\\u00E9"'],
+      ["1.0", "1"],
+      ["2e1", "20"],
+      ["9007199254740993", "9.007199254740993e15"],
+    ];
+    const logged = (method: string) =>
+      readJsonLines<{ method: string; params: { requestId?: unknown } }>(methodLog).filter(
+        (r) => r.method === method,
+      );
+    for (const [i, [id]] of pairs.entries())
+      gw.send(`{"jsonrpc":"2.0","id":${id},"method":"resources/read","params":{"uri":"hang:${i}"}}\n`);
+    await waitFor(() => logged("resources/read").length === pairs.length, 10_000, "every read at the server");
+    // names no open request (…992 is another id than …993): never goes on
+    gw.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740992}}\n');
+    for (const [, id] of pairs)
+      gw.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id}}}\n`);
+    await waitFor(
+      () => logged("notifications/cancelled").length >= pairs.length,
+      10_000,
+      "every cancellation at the server",
+    );
+    await gw.request("ping"); // anything forwarded after the cancellations is in the log by now
+    const cancelled = logged("notifications/cancelled").map((r) => r.params.requestId);
+    // each read cancelled once, under its own wire id, and nothing else
+    expect(cancelled).toHaveLength(pairs.length);
+    expect(new Set(cancelled).size).toBe(pairs.length);
   });
 
   it("a guarded request under an id still in flight is refused, never forwarded: each intent keeps its own end", async () => {

@@ -82,6 +82,46 @@ describe("HTTP ids are kept as the client wrote them", () => {
     expect(JSON.parse(last.body).error.data.error).toBe("session_ended");
   });
 
+  it("a cancellation ends its request however either spells the id (escapes, 1.0 for 1)", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const methodLog = join(dir, "methods.jsonl");
+    const l = await startListener(fixtureCommand("lenient"), {
+      args: ["--approval", "none"],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    const post = (body: string) => raw(l, { headers: h, body });
+    // [the id as the request writes it, as its cancellation does]: one id each (JSON's equality)
+    const pairs = [
+      ['"a\\/b"', '"a\\/b"'], // PHP's json_encode escapes "/"
+      ['"c\\/d"', '"c/d"'],
+      ['"\\u00e9"', '"\u00e9"'], // Python's ensure_ascii
+      ["1.0", "1"],
+    ];
+    const logged = (method: string) =>
+      readJsonLines<{ method: string }>(methodLog).filter((r) => r.method === method).length;
+    const reads = pairs.map(([id], i) =>
+      post(`{"jsonrpc":"2.0","id":${id},"method":"resources/read","params":{"uri":"hang:${i}"}}`),
+    );
+    await waitFor(() => logged("resources/read") === pairs.length, 10_000, "every read at the server");
+    for (const [, id] of pairs) {
+      const cancel = await post(
+        `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${id}}}`,
+      );
+      expect(cancel.status).toBe(202);
+    }
+    // cancelled: no answer (docs/refusals.md), and the server was told
+    expect((await Promise.all(reads)).map((r) => r.status)).toEqual(pairs.map(() => 204));
+    await waitFor(
+      () => logged("notifications/cancelled") === pairs.length,
+      10_000,
+      "every cancellation at the server",
+    );
+  });
+
   it("in front of a server reached by URL (run --listen --url)", async () => {
     const server = await startFixture({}, null); // plain http on loopback
     cleanup.push(() => server.kill());

@@ -68,18 +68,21 @@ describe("LineReader over the size limit", () => {
   });
 });
 
+/** every request the tests make stays open */
+const OPEN = () => true;
+
 describe("ClientIds", () => {
   it("keeps ids whose text a parse would lose, and leaves ordinary ones alone", () => {
     const ids = new ClientIds();
     for (const token of ["9007199254740993", "-9007199254740995", "1.0", "2e3", '"\\u0041"']) {
       const text = `{"jsonrpc":"2.0","id":${token},"method":"tools/list"}`;
-      const c = ids.adopt(parseLine(text), text);
+      const c = ids.adopt(parseLine(text), text, undefined, OPEN);
       if (c.kind !== "request") throw new Error("not a request");
       const out = ids.restore(JSON.stringify({ jsonrpc: "2.0", id: c.msg.id, result: {} }));
       expect(out).toBe(`{"jsonrpc":"2.0","id":${token},"result":{}}`);
     }
     const plain = '{"jsonrpc":"2.0","id":12,"method":"x"}';
-    const c = ids.adopt(parseLine(plain), plain);
+    const c = ids.adopt(parseLine(plain), plain, undefined, OPEN);
     expect(c.kind === "request" && c.msg.id).toBe(12);
   });
 
@@ -87,12 +90,12 @@ describe("ClientIds", () => {
     const ids = new ClientIds();
     for (let i = 0; i < 3; i++) {
       const text = `{"jsonrpc":"2.0","id":${i},"method":"ping"}`;
-      const c = ids.adopt(parseLine(text), text);
+      const c = ids.adopt(parseLine(text), text, undefined, OPEN);
       const json = JSON.stringify({ jsonrpc: "2.0", id: c.kind === "request" ? c.msg.id : null, result: {} });
       expect(ids.restore(json)).toBe(json);
     }
     const big = '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}';
-    const c = ids.adopt(parseLine(big), big);
+    const c = ids.adopt(parseLine(big), big, undefined, OPEN);
     if (c.kind !== "request") throw new Error("not a request");
     expect(ids.restore(JSON.stringify({ jsonrpc: "2.0", id: c.msg.id, result: {} }))).toBe(
       '{"jsonrpc":"2.0","id":9007199254740993,"result":{}}',
@@ -102,7 +105,7 @@ describe("ClientIds", () => {
   it("keeps the parsed id when the raw text found is not of that id (duplicate id members)", () => {
     const ids = new ClientIds();
     const text = '{"jsonrpc":"2.0","id":1.0,"method":"x","id":2}';
-    const c = ids.adopt(parseLine(text), text);
+    const c = ids.adopt(parseLine(text), text, undefined, OPEN);
     expect(c.kind === "request" && c.msg.id).toBe(2);
   });
 
@@ -111,8 +114,8 @@ describe("ClientIds", () => {
     const req = '{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call"}';
     const cancel =
       '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}';
-    const a = ids.adopt(parseLine(req), req);
-    const b = ids.adopt(parseLine(cancel), cancel);
+    const a = ids.adopt(parseLine(req), req, undefined, OPEN);
+    const b = ids.adopt(parseLine(cancel), cancel, undefined, OPEN);
     if (a.kind !== "request" || b.kind !== "notification") throw new Error("kinds");
     expect((b.msg.params as { requestId: unknown }).requestId).toBe(a.msg.id);
   });
