@@ -121,6 +121,9 @@ const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
  */
 const callId = (v: unknown): string | null =>
   typeof v === "string" || typeof v === "number" ? JSON.stringify(v) : null;
+/** A call's JSON-RPC id as JSON text: as the client wrote it where its value does not carry that. */
+const callText = (e: AuditEvent): string | null =>
+  callId(e.call) ?? (typeof e.requestIdText === "string" ? e.requestIdText : callId(e.requestId));
 const rev = (v: unknown): number | string | null =>
   typeof v === "number" || typeof v === "string" ? v : null;
 const strings = (v: unknown): string[] =>
@@ -350,7 +353,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
   const out: ActivityEntry[] = [];
   const open = new Map<string, ActivityEntry>();
   const callKey = (run: string, e: AuditEvent): string | null => {
-    const call = callId(e.call) ?? callId(e.requestId);
+    const call = callText(e);
     return call === null ? null : `${run}\u0000${call}`;
   };
   /** A call starts (tool_called) or is refused before it starts (authorization_denied). */
@@ -360,7 +363,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       seq: r.seq,
       at: r.header.time,
       run,
-      call: callId(e.call) ?? callId(e.requestId),
+      call: callText(e),
       server: serverOf(e),
       tool: str(e.tool),
       epoch: str(e.epoch),

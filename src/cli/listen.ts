@@ -216,7 +216,7 @@ function openSession(
     });
   let closed: Promise<void> | null = null;
   return {
-    deliver: (text) => gateway?.onClientLine(text),
+    deliver: (text, idText) => gateway?.onClientLine(text, idText),
     close: () => {
       ending = true;
       closed ??= (async () => {

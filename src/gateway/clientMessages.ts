@@ -15,6 +15,7 @@ import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
+import { markIdText } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -67,19 +68,23 @@ export interface ClientMessagesPorts {
  */
 export class ClientMessages {
   /** lines that came before the first epoch, replayed in order once it is up */
-  private early: string[] | null = [];
+  private early: { text: string; idText: string | undefined }[] | null = [];
 
   constructor(private readonly p: ClientMessagesPorts) {}
 
-  onLine(text: string): void {
+  /**
+   * One line from the client. `idText`: a request's id as the client wrote it, when the line
+   * carries another (over HTTP, the session's wire id): what the audit records the request under.
+   */
+  onLine(text: string, idText?: string): void {
     // The client may speak before the first server process is up (its identity is
     // captured before spawn): keep its words, in order, until then.
     if (this.early) {
-      this.early.push(text);
+      this.early.push({ text, idText });
       return;
     }
     if (this.p.log.debugging !== false) this.p.log.debug(`← client ${this.p.quote(text)}`);
-    const line = this.parseClientLine(text);
+    const line = this.parseClientLine(text, idText);
     this.onMessage(line.c, line);
   }
 
@@ -88,8 +93,8 @@ export class ClientMessages {
     const early = this.early;
     if (!early) return;
     this.early = null;
-    for (const text of early) {
-      const line = this.parseClientLine(text);
+    for (const { text, idText } of early) {
+      const line = this.parseClientLine(text, idText);
       this.onMessage(line.c, line);
     }
   }
@@ -104,13 +109,19 @@ export class ClientMessages {
    * for a request the gateway may relay as written, where its id lies (`plainIdSpan`: one scan
    * that also gives the raw id, so it is not looked for twice).
    */
-  private parseClientLine(text: string): ClientLine {
-    const c = parseLine(text);
-    const span = c.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(c.msg.method) ? plainIdSpan(text) : null;
+  private parseClientLine(text: string, idText?: string): ClientLine {
+    const parsed = parseLine(text);
+    const span =
+      parsed.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(parsed.msg.method) ? plainIdSpan(text) : null;
     const ids = this.p.downstream.clientIds;
-    if (!ids) return { c, text, span };
     const rawId = span ? text.slice(span.start, span.end) : undefined;
-    return { c: ids.adopt(c, text, rawId, this.isOpen), text, span };
+    const c = ids ? ids.adopt(parsed, text, rawId, this.isOpen) : parsed;
+    // the id the audit names the request by: the client's own, never a stand-in or a wire id
+    if (c.kind === "request") {
+      const written = idText ?? ids?.standInText(c.msg.id) ?? null;
+      if (written !== null) markIdText(c.msg, written);
+    }
+    return { c, text, span };
   }
 
   /** Whether a request of the client held under `id` is open (held, being decided, or at the server). */

@@ -239,8 +239,9 @@ export class Gateway {
 
   // ───────────────────────────── client side ─────────────────────────────
 
-  onClientLine(text: string): void {
-    this.client.onLine(text);
+  /** `idText`: a request's id as the client wrote it, when the line carries a transport's own id. */
+  onClientLine(text: string, idText?: string): void {
+    this.client.onLine(text, idText);
   }
 
   /** A client message over the size limit was dropped unread (see ClientMessages.onOversize). */

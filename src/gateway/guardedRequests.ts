@@ -5,6 +5,7 @@ import { errorResponse, type Id, INTERNAL_ERROR, INVALID_PARAMS, type Request } 
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
+import { idTextOf } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -176,7 +177,7 @@ export class GuardedRequests {
         facts: { tool, args: params.arguments ?? {}, seen: session.seen },
         auth: this.p.auth(),
         intent: {
-          intent: (call, condition) => records.toolCalled(msg.id, params.arguments, call, condition),
+          intent: (call, condition) => records.toolCalled(idTextOf(msg), params.arguments, call, condition),
         },
         hooks: {
           progress,
@@ -198,7 +199,7 @@ export class GuardedRequests {
     if (mark.cancelled || this.p.ended()) {
       // An intent written for a call that will not be sent is closed, never left open.
       if (verdict.action === "forward")
-        records.callInterrupted(msg.id, tool, verdict.call.epoch, "cancelled", "not_forwarded");
+        records.callInterrupted(idTextOf(msg), tool, verdict.call.epoch, "cancelled", "not_forwarded");
       return;
     }
     if (inputRequired && verdict.action === "refuse") {
@@ -240,11 +241,11 @@ export class GuardedRequests {
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         if (
           verdict.call.epoch !== this.p.current()?.epoch ||
-          !this.p.inFlight.forward(out, { tool, scopes, intent: true })
+          !this.p.inFlight.forward(out, { tool, scopes, intent: true, callId: idTextOf(msg) })
         ) {
           // never written: safe to evaluate again against the new state; its intent is closed
           // (the decision made again writes its own)
-          records.callInterrupted(msg.id, tool, verdict.call.epoch, "redecided", "not_forwarded");
+          records.callInterrupted(idTextOf(msg), tool, verdict.call.epoch, "redecided", "not_forwarded");
           return this.hold(msg);
         }
       }
@@ -274,7 +275,7 @@ export class GuardedRequests {
         auth: this.p.auth(),
         intent: {
           intent: (call, condition) =>
-            records.requestForwarded(msg.id, msg.method, msg.params, call, condition),
+            records.requestForwarded(idTextOf(msg), msg.method, msg.params, call, condition),
         },
         hooks: {
           progress: this.progressFor(msg),
@@ -291,7 +292,7 @@ export class GuardedRequests {
       // A read recorded but not sent is closed, never left open (as a call is).
       if (verdict.action === "forward")
         records.callInterrupted(
-          msg.id,
+          idTextOf(msg),
           undefined,
           verdict.call.epoch,
           "cancelled",
@@ -317,7 +318,7 @@ export class GuardedRequests {
         // code it was not recorded (nor approved) for; the first record is closed
         if (verdict.call.epoch !== this.p.current()?.epoch) {
           records.callInterrupted(
-            msg.id,
+            idTextOf(msg),
             undefined,
             verdict.call.epoch,
             "redecided",
@@ -327,9 +328,9 @@ export class GuardedRequests {
           return this.handleRecorded(msg);
         }
         // not sent (no live process: answered server_unavailable there): its record is closed
-        if (!this.p.inFlight.forward(msg, { intent: true }))
+        if (!this.p.inFlight.forward(msg, { intent: true, callId: idTextOf(msg) }))
           records.callInterrupted(
-            msg.id,
+            idTextOf(msg),
             undefined,
             verdict.call.epoch,
             "server_unavailable",
@@ -357,7 +358,7 @@ export class GuardedRequests {
 
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
     this.p.records.denied(
-      msg.id,
+      idTextOf(msg),
       tool,
       args,
       { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },

@@ -14,6 +14,7 @@ export interface ClientPending {
   method: string;
   gen: Generation;
   tool?: string;
+  /** the client's id as it wrote it (JSON text), which the audit names the call by; absent: `clientId`'s */
   callId?: string;
   /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
   listen?: Request;
@@ -157,14 +158,14 @@ export class InFlight {
   resulted(p: ClientPending, outcome: "ok" | "error" | "tool-error"): void {
     if (!p.intent) return;
     p.intent = false;
-    this.p.records.toolResult(p.clientId, p.tool, p.gen.epoch, outcome, readMethod(p));
+    this.p.records.toolResult(callIdOf(p), p.tool, p.gen.epoch, outcome, readMethod(p));
   }
 
   /** `p`'s one end, when its intent is still open: sent, and what the server did is not known. */
   private interrupted(p: ClientPending, reason: "epoch_transition" | "cancelled"): void {
     if (!p.intent) return;
     p.intent = false;
-    this.p.records.callInterrupted(p.clientId, p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
+    this.p.records.callInterrupted(callIdOf(p), p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
   }
 
   /**
@@ -248,7 +249,7 @@ export class InFlight {
     for (const [wire, p] of this.upstream.entries())
       if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)
         out.push({
-          callId: JSON.stringify(p.clientId),
+          callId: callIdOf(p),
           epoch: gen.epoch,
           scopes: p.scopes,
           key: String(wire),
@@ -265,6 +266,11 @@ export class InFlight {
     for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }
+}
+
+/** What the audit names `p`'s call by: the client's id text. */
+function callIdOf(p: ClientPending): string {
+  return p.callId ?? JSON.stringify(p.clientId);
 }
 
 /** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */

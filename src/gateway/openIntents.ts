@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
 import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
+import { requestIdFields } from "./records.js";
 
 /**
  * Calls whose intent (`tool_called`) is in the audit chain and whose end (`tool_result`,
@@ -31,7 +32,7 @@ export class OpenIntents {
       callKey(e),
       str(e.run),
       str(e.serverLabel) ?? "",
-      JSON.stringify(e.requestId ?? null),
+      idTextOf(e),
       str(e.tool) ?? str(e.method), // a guarded read has a method, no tool
       str(e.epoch),
       new Date().toISOString(),
@@ -44,9 +45,17 @@ export class OpenIntents {
   }
 }
 
-/** A call within one gateway: its run and its JSON-RPC id (unique among the run's calls in flight). */
+/**
+ * A call within one gateway: its run and its JSON-RPC id as the client wrote it (unique among the
+ * run's calls in flight; `9007199254740993` and `9007199254740992` are one JSON number, two ids).
+ */
 function callKey(e: AuditEvent): string {
-  return JSON.stringify([e.run ?? null, e.requestId ?? null]);
+  return JSON.stringify([e.run ?? null, idTextOf(e)]);
+}
+
+/** A call's id as JSON text: `requestIdText` where the value does not carry it (records.ts). */
+function idTextOf(e: AuditEvent): string {
+  return typeof e.requestIdText === "string" ? e.requestIdText : JSON.stringify(e.requestId ?? null);
 }
 
 function str(v: unknown): string | null {
@@ -114,7 +123,7 @@ export function closeOrphanIntents(db: Store, audit: AuditLog, exceptGateway: st
         type: "call_interrupted",
         run: r.run,
         serverLabel: r.server_label,
-        requestId: JSON.parse(r.request_id) as unknown,
+        ...requestIdFields(r.request_id),
         tool: r.tool,
         epoch: r.epoch,
         reason: "gateway_gone",

@@ -1,6 +1,5 @@
 import { argumentsDigest } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
-import type { Id } from "../relay/jsonrpc.js";
 import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
 import { nonFiniteAt } from "../util/canonical.js";
 import { redactRecord, redactValue } from "../util/redact.js";
@@ -16,6 +15,9 @@ import { defaultsApplied } from "./text.js";
  * value (at any depth) and every credential-shaped string. A redacted value becomes
  * `{ "redacted": true }`, never a string, so the event stays auditable. The execution record in
  * `server_started` is redacted the same way as in the store.
+ *
+ * A call is named by the client's own JSON-RPC id (`idText`: its JSON text as the client wrote
+ * it, `clientIdText.ts`), never by the id the gateway holds it under (a stand-in, a wire id).
  */
 export class GatewayRecords {
   /** the agent run this connection serves, once the client spoke */
@@ -37,7 +39,7 @@ export class GatewayRecords {
    * grant still live) no longer held under the write lock.
    */
   requestForwarded(
-    requestId: Id,
+    idText: string,
     method: string,
     params: unknown,
     call: ApprovedCall,
@@ -48,7 +50,7 @@ export class GatewayRecords {
         type: "request_forwarded",
         run: this.run,
         serverLabel: this.label,
-        requestId,
+        ...requestIdFields(idText),
         method,
         epoch: call.epoch,
         paramsDigest: argumentsDigest(params ?? {}),
@@ -74,7 +76,7 @@ export class GatewayRecords {
    * `condition` (what the decision rested on) no longer held under the write lock, and nothing
    * was written; rejects if it cannot be written.
    */
-  toolCalled(requestId: Id, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
+  toolCalled(idText: string, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
     const given = argumentsDigest(args ?? {});
     const scopes = this.scopesFor?.(call.tool) ?? [];
     const noDefaults = call.effective === args; // the validator made no copy: no default applies
@@ -83,7 +85,7 @@ export class GatewayRecords {
         type: "tool_called",
         run: this.run,
         serverLabel: this.label,
-        requestId,
+        ...requestIdFields(idText),
         tool: call.tool,
         fingerprint: call.fingerprint,
         epoch: call.epoch,
@@ -107,7 +109,7 @@ export class GatewayRecords {
    * reason, and the refusal is recorded all the same.
    */
   denied(
-    requestId: Id,
+    idText: string,
     tool: string,
     args: unknown,
     at: { epoch: string | null; revision: number | null },
@@ -117,7 +119,7 @@ export class GatewayRecords {
       type: "authorization_denied",
       run: this.run,
       serverLabel: this.label,
-      requestId,
+      ...requestIdFields(idText),
       tool,
       epoch: at.epoch,
       revision: at.revision,
@@ -127,7 +129,7 @@ export class GatewayRecords {
   }
 
   toolResult(
-    requestId: Id,
+    idText: string,
     tool: string | undefined,
     epoch: string,
     outcome: "ok" | "error" | "tool-error",
@@ -138,7 +140,7 @@ export class GatewayRecords {
       type: "tool_result",
       run: this.run,
       serverLabel: this.label,
-      requestId,
+      ...requestIdFields(idText),
       tool,
       ...(method ? { method } : {}),
       epoch,
@@ -153,7 +155,7 @@ export class GatewayRecords {
    * decision was made again or no process was there to take it (outcome not_forwarded).
    */
   callInterrupted(
-    requestId: Id,
+    idText: string,
     tool: string | undefined,
     epoch: string,
     reason: "epoch_transition" | "cancelled" | "redecided" | "server_unavailable" = "epoch_transition",
@@ -164,7 +166,7 @@ export class GatewayRecords {
       type: "call_interrupted",
       run: this.run,
       serverLabel: this.label,
-      requestId,
+      ...requestIdFields(idText),
       tool,
       ...(method ? { method } : {}),
       epoch,
@@ -221,4 +223,14 @@ export class GatewayRecords {
 /** The digest of a refused call's arguments, or null when they have no canonical form. */
 function refusedDigest(args: unknown): string | null {
   return nonFiniteAt(args) === null ? argumentsDigest(args ?? {}) : null;
+}
+
+/**
+ * A call's id fields: `requestId`, the client's id as a JSON value, and `requestIdText`, its text
+ * as the client wrote it, only where that value does not serialise back to it (`9007199254740993`,
+ * which no JSON number holds exactly; `1.0`; `"a\/b"`): the views name the call by that text.
+ */
+export function requestIdFields(idText: string): { requestId: unknown; requestIdText?: string } {
+  const requestId: unknown = JSON.parse(idText);
+  return JSON.stringify(requestId) === idText ? { requestId } : { requestId, requestIdText: idText };
 }

@@ -120,6 +120,13 @@ export class ClientIds {
     return this.prefix + raw;
   }
 
+  /** The client's text of an id the gateway holds when that is a stand-in (else the id's JSON is). */
+  standInText(held: Id): string | null {
+    return this.issued && typeof held === "string" && held.startsWith(this.prefix)
+      ? held.slice(this.prefix.length)
+      : null;
+  }
+
   /** Writes original id texts back into one serialized message. */
   restore(json: string): string {
     if (!this.issued) return json;

@@ -8,8 +8,11 @@ import { type KeptEvents, SseStream } from "./httpSse.js";
 
 /** What the HTTP front hands the gateway of one session, and gets back. */
 export interface SessionHooks {
-  /** one client message (JSON text, ids already the session's wire ids) for the gateway */
-  deliver(text: string): void;
+  /**
+   * One client message (JSON text, ids already the session's wire ids) for the gateway. `idText`:
+   * a request's own id as the client wrote it (JSON text), which its audit records name.
+   */
+  deliver(text: string, idText?: string): void;
   /** the session is over: stop the server behind it and end the agent run */
   close(): Promise<void>;
 }
@@ -159,7 +162,10 @@ export class HttpSession implements Downstream {
         this.lastUsed = Date.now(); // the idle timeout counts from the drop
       }
     });
-    this.hooks?.deliver(JSON.stringify({ ...msg, id: wire }));
+    this.hooks?.deliver(
+      JSON.stringify({ ...msg, id: wire }),
+      this.idTexts.standInText(clientId) ?? JSON.stringify(clientId),
+    );
   }
 
   /** A client notification or an answer to a server request: accepted (202) and passed on. */

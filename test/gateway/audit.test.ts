@@ -5,8 +5,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/index.js";
+import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog, numberedTools } from "../helpers/catalog.js";
-import { sleep, waitFor } from "../helpers/files.js";
+import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { INVENTORY_KEY, makeProject } from "../helpers/project.js";
@@ -374,6 +375,70 @@ describe("calls whose ids differ only in type", () => {
     ]);
     const [session] = await read("sessions");
     expect(session.counts).toMatchObject({ calls: 2, answered: 1, interrupted: 1, pending: 0 });
+  });
+});
+
+describe("a call's id in the audit", () => {
+  it("is the client's own, as it wrote it: never the gateway's stand-in, also for calls a killed gateway left open", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const methodLog = join(dir, "methods.jsonl");
+    const start = () => {
+      const gw = rawGateway({
+        args: ["--label", "ids", "--approval", "none", "--", ...fixtureCommand("lenient")],
+        env: { FIXTURE_METHOD_LOG: methodLog },
+        stateDir,
+      });
+      cleanup.push(() => gw.close());
+      return gw;
+    };
+    const gw = start();
+    await gw.initialize();
+    await gw.request("tools/list");
+    const call = (id: string, name: string, message: string) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":{"message":"${message}"}}}\n`;
+    gw.send(call("9007199254740993", "echo", "big")); // beyond what a JSON number holds exactly
+    gw.send(call('"a\\/b"', "echo", "hang")); // PHP's json_encode spelling of "a/b"
+    gw.send(call("1.0", "no_such_tool", "refused"));
+    gw.send('{"jsonrpc":"2.0","id":2e1,"method":"resources/read","params":{"uri":"file:///x"}}\n');
+    // answered (their ends are in the next group: written before the kill, with the intents below)
+    await waitFor(() => gw.lines().some((l) => l.includes('"id":9007199254740993,"result"')));
+    await gw.next((m) => m.id === 1 && m.error !== undefined);
+    await gw.next((m) => m.id === 20 && m.result !== undefined);
+    gw.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a/b"}}\n');
+    // two calls whose ids are one double, in flight when their gateway is killed
+    gw.send(call("12345678901234567890", "echo", "hang"));
+    gw.send(call("12345678901234567891", "echo", "hang"));
+    const calls = () =>
+      readJsonLines<{ method: string }>(methodLog).filter((r) => r.method === "tools/call").length;
+    await waitFor(() => calls() === 4, 10_000, "the calls at the server");
+    gw.kill("SIGKILL");
+    await gw.exited;
+    // the next gateway closes them (call_interrupted, gateway_gone)
+    const next = start();
+    await next.initialize();
+    await next.close();
+
+    const events = await auditEvents(stateDir);
+    expect(JSON.stringify(events)).not.toContain("portcullis-raw-id");
+    const big = events.filter((e) => e.requestIdText === "9007199254740993").map((e) => e.type);
+    expect(big).toEqual(["tool_called", "tool_result"]);
+    const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    const activity = JSON.parse(r.stdout) as { call: string; outcome: string; interruption: string | null }[];
+    expect(activity.map((a) => [a.call, a.outcome, a.interruption]).sort()).toEqual(
+      [
+        ["9007199254740993", "ok", null],
+        ['"a\\/b"', "interrupted", "cancelled"],
+        ["1.0", "refused", null],
+        ["2e1", "ok", null],
+        ["12345678901234567890", "interrupted", "gateway_gone"],
+        ["12345678901234567891", "interrupted", "gateway_gone"],
+      ].sort(),
+    );
   });
 });
 

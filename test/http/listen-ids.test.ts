@@ -8,8 +8,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawIdOf } from "../../src/relay/idScan.js";
+import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { idTextOf, SERVER_IDS, serverRequestLine } from "../relay/serverIds.js";
 import { startListener } from "./listen.js";
 import { messagesOf, openSession, raw } from "./raw.js";
@@ -119,6 +122,62 @@ describe("HTTP ids are kept as the client wrote them", () => {
       () => logged("notifications/cancelled") === pairs.length,
       10_000,
       "every cancellation at the server",
+    );
+  });
+
+  it("the audit names each call by the client's id as it wrote it, never the session's wire id", async () => {
+    const dir = tempDir();
+    const stateDir = newStateDir();
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    const methodLog = join(dir, "methods.jsonl");
+    const l = await startListener(fixtureCommand("lenient"), {
+      args: ["--approval", "none"],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+      stateDir,
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    const post = (body: string) => raw(l, { headers: h, body });
+    const call = (id: string, name: string, message: string) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":{"message":"${message}"}}}`;
+    expect((await post('{"jsonrpc":"2.0","id":"list-1","method":"tools/list"}')).status).toBe(200);
+    for (const body of [
+      call('"my-call-77"', "echo", "hi"),
+      call("9007199254740993", "echo", "big"),
+      call("1.0", "no_such_tool", "refused"),
+      '{"jsonrpc":"2.0","id":2e1,"method":"resources/read","params":{"uri":"file:///x"}}',
+    ])
+      expect((await post(body)).status).toBe(200);
+    // PHP's json_encode spelling of "a/b", cancelled by another spelling
+    const hung = post(call('"a\\/b"', "echo", "hang"));
+    const calls = () =>
+      readJsonLines<{ method: string }>(methodLog).filter((r) => r.method === "tools/call").length;
+    await waitFor(() => calls() === 3, 10_000, "the hanging call at the server");
+    const cancel = await post(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a/b"}}',
+    );
+    expect(cancel.status).toBe(202);
+    expect((await hung).status).toBe(204);
+    await l.close();
+
+    expect(JSON.stringify(await auditEvents(stateDir))).not.toContain("portcullis-raw-id");
+    const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(r.code).toBe(0);
+    const activity = JSON.parse(r.stdout) as { call: string; outcome: string }[];
+    expect(activity.map((a) => [a.call, a.outcome]).sort()).toEqual(
+      [
+        ['"my-call-77"', "ok"],
+        ["9007199254740993", "ok"],
+        ["1.0", "refused"],
+        ["2e1", "ok"],
+        ['"a\\/b"', "interrupted"],
+      ].sort(),
     );
   });
 
