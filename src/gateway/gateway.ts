@@ -156,6 +156,8 @@ export class Gateway {
       auth: () => this.auth,
       ended: () => this.ended,
       catalogIfNeeded,
+      mayForward: () => this.mayForwardGuarded(),
+      heldWhy: () => this.heldWhy(),
     });
     const { inFlight, serverRequests } = this;
     this.client = new ClientMessages({
@@ -205,7 +207,7 @@ export class Gateway {
   // ───────────────────────────── state ─────────────────────────────
 
   view(): ServerView {
-    const ready = !!this.gen && this.gen.alive && this.catalog.freshFor(this.gen);
+    const ready = !!this.gen && this.gen.alive && this.catalog.freshFor(this.gen) && this.heldWhy() === null;
     return {
       state: ready ? "ready" : this.gen ? "identity-pending" : "starting",
       epoch: this.gen?.epoch ?? null,
@@ -235,6 +237,30 @@ export class Gateway {
       revision: v.revision,
       seenRevision: this.session.seen?.revision ?? null,
     };
+  }
+
+  /**
+   * Why guarded requests wait though the epoch's catalog may be verified, or null: the code that
+   * would read one is not known for sure (a process that held the gateway's pipe went away with
+   * nothing seen in its place).
+   */
+  private heldWhy(): string | null {
+    const gen = this.gen;
+    if (gen?.alive && gen.codeUnknown) return gen.codeUnknown;
+    return null;
+  }
+
+  /**
+   * Right before a guarded request is written: one more look for a replaced server, then whether
+   * the code that reads it is still the decided epoch's for sure. The decision ends in a later
+   * event-loop turn than the look made when the request arrived (its intent is durable only
+   * after the audit's group commit, a human may have been asked): a worker killed meanwhile
+   * would otherwise leave the request in a pipe that the watcher's next worker reads. The same
+   * cheap probe as on arrival (docs/performance.md).
+   */
+  private mayForwardGuarded(): boolean {
+    this.o.supervisor.checkReplacement();
+    return this.view().state === "ready";
   }
 
   // ───────────────────────────── client side ─────────────────────────────

@@ -41,6 +41,14 @@ export interface GuardedRequestsPorts {
   ended(): boolean;
   /** starts the catalog fetch of the current generation if it needs one and the session allows it */
   catalogIfNeeded(): void;
+  /**
+   * Looked at right before a guarded request is written: false when the code that would read it
+   * is not the decided epoch's for sure now (a replacement found, a reader gone, a change being
+   * judged); the request is then decided again, never sent.
+   */
+  mayForward(): boolean;
+  /** why requests wait though the epoch's catalog is verified (see mayForward); null: no such reason */
+  heldWhy(): string | null;
 }
 
 /**
@@ -241,6 +249,7 @@ export class GuardedRequests {
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         if (
           verdict.call.epoch !== this.p.current()?.epoch ||
+          !this.p.mayForward() ||
           !this.p.inFlight.forward(out, { tool, scopes, intent: true, callId: idTextOf(msg) })
         ) {
           // never written: safe to evaluate again against the new state; its intent is closed
@@ -314,9 +323,10 @@ export class GuardedRequests {
       case "invalid-arguments":
         return; // never for a read: its arguments are not checked
       case "forward":
-        // a new epoch since it was recorded: decided and recorded again against it, never sent to
-        // code it was not recorded (nor approved) for; the first record is closed
-        if (verdict.call.epoch !== this.p.current()?.epoch) {
+        // a new epoch since it was recorded (or its code is no longer known for sure): decided and
+        // recorded again against it, never sent to code it was not recorded (nor approved) for;
+        // the first record is closed
+        if (verdict.call.epoch !== this.p.current()?.epoch || !this.p.mayForward()) {
           records.callInterrupted(
             idTextOf(msg),
             undefined,
@@ -459,7 +469,11 @@ export class GuardedRequests {
   private answerPending(msg: Request): void {
     const gen = this.p.current();
     // "changed" only when there was an epoch before this one (the first one is a launch)
-    const e = refuse.identityPending(gen?.epoch ?? null, gen !== null && gen.reason !== "launch");
+    const e = refuse.identityPending(
+      gen?.epoch ?? null,
+      gen !== null && gen.reason !== "launch",
+      this.p.heldWhy(),
+    );
     this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 

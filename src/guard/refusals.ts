@@ -86,18 +86,26 @@ export const refuse = {
    * The epoch's catalog was not known in time. `changed`: an epoch came before this one (a
    * restart, a replacement); the first epoch of a connection changed nothing.
    */
-  identityPending: (currentEpoch: string | null, changed: boolean) =>
-    refusal(
-      "identity_pending",
-      changed
-        ? "The server's new execution epoch is not verified yet; its tool catalog is still being fetched."
-        : "The server is not verified yet; its tool catalog is still being fetched.",
-      changed
-        ? "server execution epoch changed and its catalog is not known yet"
-        : "the server's catalog is not known yet",
-      "wait a moment, then list tools again and retry",
-      { currentEpoch },
-    ),
+  identityPending: (currentEpoch: string | null, changed: boolean, why?: string | null) =>
+    why
+      ? refusal(
+          "identity_pending",
+          "The code behind the server's execution epoch is not known right now; nothing was sent to it.",
+          why,
+          "wait a moment, then list tools again and retry",
+          { currentEpoch },
+        )
+      : refusal(
+          "identity_pending",
+          changed
+            ? "The server's new execution epoch is not verified yet; its tool catalog is still being fetched."
+            : "The server is not verified yet; its tool catalog is still being fetched.",
+          changed
+            ? "server execution epoch changed and its catalog is not known yet"
+            : "the server's catalog is not known yet",
+          "wait a moment, then list tools again and retry",
+          { currentEpoch },
+        ),
 
   /**
    * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a

@@ -22,6 +22,7 @@ export { pidOfTcpPeer, procNetEnds, type TcpEnd } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {
   dead,
+  descriptorOf,
   ownPlace,
   type ProcessPlace,
   parseProcStat,

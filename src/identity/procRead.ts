@@ -112,6 +112,17 @@ export function readLink(p: string): string | null {
   }
 }
 
+/**
+ * What descriptor `fd` of process `pid` is open on, as Linux names it ("pipe:[INODE]",
+ * "socket:[INODE]", a path): the same text for every process holding the same open pipe or
+ * socket end. Null when it cannot be read (the process is gone, or another user's) and on every
+ * other system, which shows no other process's descriptors.
+ */
+export function descriptorOf(pid: number, fd: number): string | null {
+  if (process.platform !== "linux" || !validPid(pid)) return null;
+  return readLink(`/proc/${pid}/fd/${fd}`);
+}
+
 /** What `ps ARGS` prints (macOS), or null when it fails. */
 export function ps(args: string[]): string | null {
   try {

@@ -10,6 +10,7 @@ import {
 } from "../identity/index.js";
 import type { EpochReason, LinkGeneration } from "./link.js";
 import { type SettledProcess, settledFrom } from "./replacement.js";
+import type { Channel } from "./spawn.js";
 
 /**
  * One generation of the supervised server: the code that can answer calls
@@ -31,6 +32,14 @@ export interface Generation extends LinkGeneration {
   settled: SettledProcess[] | null;
   /** settled processes that went away with nothing (yet) in their place */
   departed: SettledProcess[];
+  /** the gateway's pipes as the launched process held them at its spawn; null when not known */
+  channel: Channel | null;
+  /**
+   * Non-null while a settled process that held the gateway's pipes is gone and nothing has been
+   * seen in its place (checkReplacement): why. Whatever reads a request written now is not known
+   * (a watcher may start new code that reads it), so guarded requests wait.
+   */
+  codeUnknown: string | null;
   alive: boolean;
 }
 
@@ -44,6 +53,7 @@ export function newGeneration(
   child: ChildProcessWithoutNullStreams,
   reason: Generation["reason"],
   startedAt: string,
+  channel: Channel | null,
 ): Generation {
   const epoch = ulid();
   const record = finishRecord(stat, {
@@ -52,7 +62,18 @@ export function newGeneration(
     startedAt,
     processes: safeDescendants(child.pid!),
   });
-  return { epoch, record, static: stat, child, reason, settled: null, departed: [], alive: true };
+  return {
+    epoch,
+    record,
+    static: stat,
+    child,
+    reason,
+    settled: null,
+    departed: [],
+    channel,
+    codeUnknown: null,
+    alive: true,
+  };
 }
 
 /**
@@ -62,7 +83,7 @@ export function newGeneration(
  */
 export function settleGeneration(gen: Generation): void {
   const processes = safeDescendants(gen.child.pid!);
-  gen.settled = settledFrom(processes);
+  gen.settled = settledFrom(processes, gen.channel);
   gen.record = finishRecord(gen.static, {
     epoch: gen.epoch,
     processId: gen.child.pid!,

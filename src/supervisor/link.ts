@@ -28,6 +28,12 @@ export interface LinkGeneration {
   /** non-null once the code behind the epoch answered and the record is complete */
   settled: unknown;
   alive: boolean;
+  /**
+   * Non-null while the code that would read a request sent now is not known (a launched
+   * server's process that held the gateway's pipe went away, nothing seen in its place yet):
+   * why. Guarded requests are held, never forwarded, while it is set.
+   */
+  codeUnknown?: string | null;
 }
 
 export type DownReason = "exit" | "replaced" | "restart" | "shutdown";

@@ -2,7 +2,15 @@
 // answered for a generation, and whether other code answers for it now — a watcher's new worker,
 // or a process that execve()d into other code under the same pid.
 import type { ProcessFact } from "../identity/index.js";
-import { execImage, listChildren, plainExe, readStat, StartTimeProbe } from "../identity/proc.js";
+import {
+  descriptorOf,
+  execImage,
+  listChildren,
+  plainExe,
+  readStat,
+  StartTimeProbe,
+} from "../identity/proc.js";
+import type { Channel } from "./spawn.js";
 
 /** One process that answered for a generation, as it was when the worker first answered. */
 export interface SettledProcess {
@@ -16,6 +24,11 @@ export interface SettledProcess {
   image: string | null;
   /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
   exec: string | null;
+  /**
+   * It held one of the gateway's pipes (its descriptor 0 or 1 is the launched process's end,
+   * Channel): what the gateway writes may be read by it, or by whatever takes its place.
+   */
+  carries: boolean;
 }
 
 /** What replacement detection reads, and updates, of a generation. */
@@ -26,10 +39,15 @@ export interface WatchedGeneration {
   settled: SettledProcess[] | null;
   /** settled processes that went away with nothing (yet) in their place */
   departed: SettledProcess[];
+  /** the gateway's pipes as the launched process held them; null when not known */
+  channel: Channel | null;
 }
 
-/** The settled set of a generation: its processes, as they are when its worker first answered. */
-export function settledFrom(processes: readonly ProcessFact[]): SettledProcess[] {
+/**
+ * The settled set of a generation: its processes, as they are when its worker first answered,
+ * with which of them hold the gateway's pipes (read once here, never on the forwarding path).
+ */
+export function settledFrom(processes: readonly ProcessFact[], channel: Channel | null): SettledProcess[] {
   return processes.map((p) => ({
     pid: p.pid,
     ppid: p.ppid,
@@ -37,11 +55,29 @@ export function settledFrom(processes: readonly ProcessFact[]): SettledProcess[]
     exe: plainExe(p.exe),
     image: readStat(p.pid)?.image ?? null,
     exec: execImage(p.pid),
+    carries: holdsChannel(p.pid, channel),
   }));
+}
+
+/** Whether process `pid` holds one of the gateway's pipes as its descriptor 0 or 1. */
+function holdsChannel(pid: number, channel: Channel | null): boolean {
+  if (channel === null) return false;
+  return descriptorOf(pid, 0) === channel.input || descriptorOf(pid, 1) === channel.output;
 }
 
 /** replacementOf: the process the supervisor launched is gone (its exit handler reports it). */
 export const ROOT_GONE = Symbol("root gone");
+
+/**
+ * replacementOf: a settled process that held the gateway's pipes is gone and nothing is seen in
+ * its place yet; `unknown` says which. Not a replacement (no other code is seen to answer), but
+ * not the epoch's code either: a request written now waits in the pipe for whatever reads it next.
+ */
+export interface CodeUnknown {
+  unknown: string;
+}
+
+export type Look = string | typeof ROOT_GONE | CodeUnknown | null;
 
 /**
  * Looks at a generation's settled processes for other code answering in their place. Holds the
@@ -59,10 +95,10 @@ export class ReplacementDetector {
   private readonly probe = new StartTimeProbe();
 
   /**
-   * Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null
-   * (nothing found, or `gen` was already looked at in this turn). `gen` must be settled.
+   * Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, CodeUnknown,
+   * or null (nothing found, or `gen` was already looked at in this turn). `gen` must be settled.
    */
-  look(gen: WatchedGeneration, thorough: boolean): string | typeof ROOT_GONE | null {
+  look(gen: WatchedGeneration, thorough: boolean): Look {
     // Once per event-loop turn: the requests of one burst share one look (nothing in
     // between can have run a watcher's swap past us that a second look would catch sooner).
     if (this.checkedGen === gen && this.checkedSettled === gen.settled) return null;
@@ -78,8 +114,8 @@ export class ReplacementDetector {
     this.probe.close();
   }
 
-  /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, or null. */
-  private replacementOf(gen: WatchedGeneration, thorough: boolean): string | typeof ROOT_GONE | null {
+  /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, CodeUnknown, or null. */
+  private replacementOf(gen: WatchedGeneration, thorough: boolean): Look {
     const settled = gen.settled!;
     const rootPid = gen.child.pid!;
     const probe = this.probe.for(settled);
@@ -102,7 +138,14 @@ export class ReplacementDetector {
       gen.departed.push(...gone);
       gen.settled = settled.filter((p) => !gone.includes(p));
     }
-    return gen.departed.length === 0 ? null : successorOf(gen);
+    if (gen.departed.length === 0) return null;
+    const successor = successorOf(gen);
+    if (successor !== null) return successor;
+    // A helper that exits leaves the code that answers as it was; one that held the gateway's
+    // pipe may have been the reader of what the gateway writes (a watcher's worker, killed):
+    // until something is seen in its place, which code reads the next request is not known.
+    const reader = gen.departed.find((d) => d.carries);
+    return reader ? { unknown: `process ${reader.pid}, which held the gateway's pipe, went away` } : null;
   }
 }
 
@@ -112,6 +155,8 @@ export class ReplacementDetector {
  * executable — what a watcher does when it kills its worker and starts the next one. Departed
  * processes stay remembered, so a watcher that starts the next worker only after the old one
  * is gone is still caught. When an executable is not known, any new child counts (deny first).
+ * In place of one that held the gateway's pipes, a new child holding them counts whatever it
+ * runs: it can read what the gateway writes (a loop wrapper between two workers, another program).
  */
 function successorOf(gen: WatchedGeneration): string | null {
   const known = new Set<string>();
@@ -127,7 +172,8 @@ function successorOf(gen: WatchedGeneration): string | null {
     }
     for (const k of kids) {
       if (known.has(`${k.pid}/${k.startTime}`)) continue;
-      if (d.exe !== null && k.exe !== null && k.exe !== d.exe) continue;
+      const sameExe = d.exe === null || k.exe === null || k.exe === d.exe;
+      if (!sameExe && !(d.carries && holdsChannel(k.pid, gen.channel))) continue;
       return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
     }
   }

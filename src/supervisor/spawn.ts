@@ -1,5 +1,6 @@
 // Spawning a server process, and ending one that never got a message (src/supervisor/supervisor.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { descriptorOf } from "../identity/proc.js";
 
 export class LaunchError extends Error {
   override name = "LaunchError";
@@ -29,6 +30,32 @@ export interface Started {
   startedAtMs: number;
   /** resolves once the process exists; rejects with a LaunchError when it could not start */
   spawned: Promise<ChildProcessWithoutNullStreams>;
+  /** the gateway's pipes as the launched process holds them (see Channel); null when not known */
+  channel: Channel | null;
+}
+
+/**
+ * The pipes the gateway gave the process it launched, named as the kernel names that process's
+ * ends (descriptorOf): any process of the server's tree holding the same end reads what the
+ * gateway writes (`input`) or writes what the gateway reads (`output`). Read right after the
+ * spawn, when those descriptors are still the ones the gateway set up (Linux only).
+ */
+export interface Channel {
+  input: string;
+  output: string;
+}
+
+/** A pipe or socket end: what the gateway's pipes are (a path or /dev/null is something else). */
+const PIPE_END = /^(?:pipe|socket):\[\d+\]$/;
+
+function channelOf(pid: number | undefined): Channel | null {
+  if (pid === undefined) return null;
+  const input = descriptorOf(pid, 0);
+  const output = descriptorOf(pid, 1);
+  // The program runs by now: one that already pointed its descriptors elsewhere (a shell's
+  // `exec <file`) leaves the gateway's pipes unknown here, and they are not guessed.
+  if (input === null || output === null || !PIPE_END.test(input) || !PIPE_END.test(output)) return null;
+  return { input, output };
 }
 
 /**
@@ -60,7 +87,9 @@ export function spawnServer(spec: SpawnSpec, extra: Record<string, string> = {})
   child.stdin.on("error", () => {
     /* EPIPE when it dies with a write in flight: the exit handler reports it */
   });
-  return { child, spawned, startedAt: new Date(startedAtMs).toISOString(), startedAtMs };
+  // spawn() returns once the program is exec'd: its descriptors 0 and 1 are still the gateway's
+  const channel = channelOf(child.pid);
+  return { child, spawned, startedAt: new Date(startedAtMs).toISOString(), startedAtMs, channel };
 }
 
 export function killGroup(pid: number, signal: NodeJS.Signals): void {

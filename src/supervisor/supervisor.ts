@@ -129,7 +129,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       throw new LaunchError("the gateway is shutting down", true);
     }
     const child = await started.spawned;
-    const gen = newGeneration(stat, child, reason, started.startedAt);
+    const gen = newGeneration(stat, child, reason, started.startedAt, started.channel);
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
@@ -318,15 +318,31 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * execve()s into other code under the same pid (its code and stack addresses, in the stat
    * line the start time is read from; `thorough`, on the idle poll: also its executable file
    * and auxiliary vector). A helper the server ran (git, a shell) that exits with nothing in
-   * its place is not a replacement: the code that answers is unchanged.
+   * its place is not a replacement: the code that answers is unchanged. One that held the
+   * gateway's pipe (a watcher's worker, killed) leaves the code that reads the next request
+   * unknown until something takes its place: the generation's `codeUnknown` says so, and the
+   * gateway holds guarded requests meanwhile.
    */
   checkReplacement(thorough = false): boolean {
     const cur = this.current;
     if (!cur?.alive || !cur.settled || this.restarting) return false;
     const found = this.replacements.look(cur, thorough); // at most once per event-loop turn
     if (found === null || found === ROOT_GONE) return false; // ROOT_GONE: the exit handler owns this case
+    if (typeof found === "object") {
+      this.readerGone(cur, found.unknown);
+      return false;
+    }
     this.replace(cur, found);
     return true;
+  }
+
+  /** Says once that `gen`'s reader went away (the status line); its requests wait (codeUnknown). */
+  private readerGone(gen: Generation, why: string): void {
+    if (gen.codeUnknown !== null) return;
+    gen.codeUnknown = `${why} and nothing has taken its place yet`;
+    this.opts.log.status(
+      `${gen.codeUnknown}: epoch=${gen.epoch}; tool calls and guarded reads are held until the server's next worker is seen (a new epoch)`,
+    );
   }
 
   private replace(old: Generation, detail: string): void {
@@ -338,7 +354,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       .then((stat) => {
         this.restarting = false;
         if (this.stopping || child.exitCode !== null || child.signalCode !== null) return;
-        const gen = newGeneration(stat, child, "replaced", new Date().toISOString());
+        const gen = newGeneration(stat, child, "replaced", new Date().toISOString(), old.channel);
         this.current = gen;
         this.loop.cameUp();
         const swapped = this.watched.follow(stat);

@@ -1,0 +1,140 @@
+// A call is forwarded only under the execution epoch of the code that will run it, also when the
+// agent races the supervisor: a watcher's worker killed before a call (the watcher's next worker,
+// started on new code, would read it from the pipe).
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openRecords } from "../../src/audit/index.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
+import { waitFor } from "../helpers/files.js";
+import type { WireMessage } from "../helpers/gateway.js";
+import { runCli } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { TEST_PASSPHRASE } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+type Gateway = RawPeer & { stateDir: string };
+
+async function epochOf(stateDir: string): Promise<string> {
+  const r = await runCli(["status", "--json"], { stateDir });
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { gateways: { epoch: string }[] }).gateways[0]!.epoch;
+}
+
+/** The audit's events so far (read while the gateway runs: what is durable). */
+async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
+  const db = openStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
+  } finally {
+    db.close();
+  }
+}
+
+/** What a tool answered (its text, parsed), or null for an error. */
+function answered(m: WireMessage): Record<string, unknown> | null {
+  const content = (m.result as { content?: { text: string }[] } | undefined)?.content;
+  return content ? JSON.parse(content[0]!.text) : null;
+}
+
+async function callTool(gw: Gateway, name: string): Promise<Record<string, unknown>> {
+  const m = await gw.request("tools/call", { name, arguments: {} }, 20_000);
+  const value = answered(m);
+  if (value === null) throw new Error(`${name} was refused: ${JSON.stringify(m.error)}`);
+  return value;
+}
+
+async function started(gw: Gateway): Promise<void> {
+  cleanup.push(() => gw.close());
+  await gw.initialize({}, 20_000);
+  await gw.request("tools/list", {}, 20_000);
+}
+
+describe("a watcher's worker killed before a call", () => {
+  it.skipIf(process.platform !== "linux")(
+    "node --watch: the call waits for the next worker and its epoch; it is never recorded or sent under the killed worker's",
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      const gw = rawGateway({
+        args: ["--label", "inventory", "--approval", "none", "--", NODE, "--watch", "dist/server.js"],
+        cwd: project.dir,
+        env: project.env,
+      });
+      await started(gw);
+      const first = await callTool(gw, "read_status");
+      expect(first.revision).toBe("A");
+      const e1 = await epochOf(gw.stateDir);
+
+      // The worker is killed (node --watch waits for a change to start the next one) ...
+      const worker = first.pid as number;
+      process.kill(worker, "SIGKILL");
+      await waitFor(() => !existsSync(`/proc/${worker}`), 10_000, "the worker to be gone");
+      // ... a call is sent, and reaches the gateway: held, or (before the fix) recorded and sent
+      // into the pipe nobody reads ...
+      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      await waitFor(
+        async () =>
+          /holding tools\/call "read_status"/.test(gw.stderr()) ||
+          (await events(gw.stateDir)).some((e) => e.type === "tool_called" && e.requestId === "after-kill"),
+        15_000,
+        "the gateway to hold or forward the call",
+      );
+      // ... then new code is written: node --watch starts it, and it reads what is in the pipe.
+      project.rebuild("C");
+      const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
+
+      // The call was never recorded (nor sent) under E1; the new code answers it under its own epoch.
+      const called = (await events(gw.stateDir)).filter(
+        (e) => e.type === "tool_called" && e.requestId === "after-kill",
+      );
+      expect(called.length).toBeGreaterThan(0);
+      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(answer).toMatchObject({ revision: "C" });
+      expect(answer!.pid).not.toBe(worker);
+      expect(await epochOf(gw.stateDir)).not.toBe(e1);
+      expect(gw.stderr()).toMatch(/process \d+, which held the gateway's pipe, went away/);
+    },
+  );
+
+  it.skipIf(process.platform !== "linux")(
+    "a restart loop (sh: node; sleep): the process that holds the pipe between two workers counts as the next one",
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      writeFileSync(
+        join(project.dir, "loop.sh"),
+        `while :; do ${JSON.stringify(NODE)} dist/server.js; sleep 1; done\n`,
+      );
+      const gw = rawGateway({
+        args: ["--label", "inventory", "--approval", "none", "--", "sh", "loop.sh"],
+        cwd: project.dir,
+        env: project.env,
+      });
+      await started(gw);
+      const first = await callTool(gw, "read_status");
+      const e1 = await epochOf(gw.stateDir);
+      project.rebuild("C"); // onChange report: the change is told, the running worker kept
+      process.kill(first.pid as number, "SIGKILL");
+      await waitFor(() => !existsSync(`/proc/${first.pid}`), 10_000, "the worker to be gone");
+      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
+      const called = (await events(gw.stateDir)).filter(
+        (e) => e.type === "tool_called" && e.requestId === "after-kill",
+      );
+      expect(called.length).toBeGreaterThan(0);
+      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(answer).toMatchObject({ revision: "C" });
+      expect(await epochOf(gw.stateDir)).not.toBe(e1);
+    },
+  );
+});
