@@ -79,6 +79,11 @@ export class Gateway {
   /** the client's side: era, handshake, modern envelope and subscriptions, what it last listed */
   private readonly session = new ClientSession();
   private ended = false;
+  /**
+   * A request was at the server, or a guarded one was sent to it, while a change of its files
+   * was being judged: a change that compares equal is not "unchanged" for the running process.
+   */
+  private changeExposed = false;
   private readonly records: GatewayRecords;
   private auth: AuthorizationPort | null = null;
 
@@ -194,6 +199,8 @@ export class Gateway {
     link.on("gave-up", (message) => this.end(message, 1));
     // no server until its files change: what waits for one is answered now
     link.on("paused", () => this.guarded.releaseHeld());
+    link.on("change-pending", () => this.onChangePending());
+    link.on("change-judged", () => this.onChangeJudged());
   }
 
   /**
@@ -242,11 +249,16 @@ export class Gateway {
   /**
    * Why guarded requests wait though the epoch's catalog may be verified, or null: the code that
    * would read one is not known for sure (a process that held the gateway's pipe went away with
-   * nothing seen in its place).
+   * nothing seen in its place), or a file of the running code changed and is being judged under
+   * onChange restart or disconnect (a request forwarded meanwhile could run what was written, and
+   * the file be put back before the capture sees it). Under report nothing waits for a change:
+   * that policy keeps the running epoch whatever the files say.
    */
   private heldWhy(): string | null {
     const gen = this.gen;
     if (gen?.alive && gen.codeUnknown) return gen.codeUnknown;
+    if (this.o.onChange !== "report" && this.o.supervisor.changePending)
+      return "a file of the server's code changed and is being compared with the code that runs";
     return null;
   }
 
@@ -260,7 +272,33 @@ export class Gateway {
    */
   private mayForwardGuarded(): boolean {
     this.o.supervisor.checkReplacement();
-    return this.view().state === "ready";
+    if (this.view().state !== "ready") return false;
+    // Under report nothing waits for a change being judged: a request sent meanwhile may run
+    // what was written, so a file put back before the capture is not "unchanged" for it.
+    if (this.o.supervisor.changePending) this.changeExposed = true;
+    return true;
+  }
+
+  /**
+   * The watcher saw a file of the running code change. Requests already at the server may run
+   * while the file differs: if it is put back before the capture, the process may still hold
+   * what was written (a plugin loaded lazily), so that is remembered until the change is judged.
+   */
+  private onChangePending(): void {
+    this.changeExposed = this.inFlight.unanswered() > 0;
+    this.reportState();
+  }
+
+  /** Every change seen is judged: what waited on it is decided now (or waits for the new epoch). */
+  private onChangeJudged(): void {
+    this.changeExposed = false;
+    this.reportState();
+    this.guarded.releaseHeld();
+  }
+
+  private reportState(): void {
+    const v = this.status();
+    this.o.onState?.(v.state, v.epoch);
   }
 
   // ───────────────────────────── client side ─────────────────────────────
@@ -444,11 +482,22 @@ export class Gateway {
     // the change that ends a pause after a crash loop: the supervisor starts the server itself
     // (onChange has nothing running to report on, restart or disconnect from)
     if (!gen.alive) return;
-    if (parts.length === 0) {
+    if (parts.length === 0 && !this.changeExposed) {
       this.o.log.debug(`${what} touched; content unchanged`);
       return;
     }
-    this.o.log.status(`build complete: ${what} changed`);
+    if (parts.length === 0) {
+      // Written and put back before the capture, with a request at the server meanwhile: the
+      // running process may have loaded what was written. Handled as a change (deny first).
+      this.o.log.status(
+        `${what} changed and was put back while a request was at the server: the running code may hold what was written meanwhile`,
+      );
+      this.changeExposed = false;
+      if (this.o.onChange === "report") {
+        this.o.log.status(`running server kept (onChange report): ${where(gen)} epoch=${gen.epoch}`);
+        return;
+      }
+    } else this.o.log.status(`build complete: ${what} changed`);
     switch (this.o.onChange) {
       case "report": {
         // A server under its own watcher (node --watch, nodemon…) is about to be replaced by

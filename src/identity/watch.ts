@@ -152,12 +152,17 @@ export interface ArtifactWatcher {
 /**
  * Watches the artifacts of `s` and calls `onChange` with the changed paths (relative to the
  * working directory when inside it), debounced. Never throws into the caller: watcher errors are
- * swallowed, and so is an exception from `onChange`.
+ * swallowed, and so is an exception from `onChange` or `stirred`.
+ *
+ * `stirred(true)` is called at the first event of each batch, before the debounce: from then on
+ * a file the code depends on may differ from what runs (the supervisor holds guarded requests
+ * until the batch is judged); `stirred(false)` once the batch is handed to `onChange` (after that
+ * call), found to hold nothing to report, or dropped by close().
  */
 export function watchArtifacts(
   s: StaticIdentity,
   onChange: (changedPaths: string[]) => void,
-  opts: { debounceMs?: number } = {},
+  opts: { debounceMs?: number; stirred?: (open: boolean) => void } = {},
 ): ArtifactWatcher {
   const debounceMs = opts.debounceMs ?? 250;
   const maxWaitMs = Math.max(1000, 4 * debounceMs);
@@ -190,10 +195,23 @@ export function watchArtifacts(
     }
   };
   let includeBefore: Set<string> | null = null;
+  const stir = (open: boolean) => {
+    try {
+      opts.stirred?.(open);
+    } catch {}
+  };
 
   const flush = () => {
     timer = null;
     if (closed) return;
+    try {
+      report();
+    } finally {
+      stir(false);
+    }
+  };
+
+  const report = () => {
     const out = new Set(pending);
     if (pendingInclude.size > 0) {
       // Keep a path under an include base only if a pattern matches it now or matched it before.
@@ -215,8 +233,10 @@ export function watchArtifacts(
     if (include) pendingInclude.add(rel);
     else pending.add(rel);
     const now = Date.now();
-    if (timer === null) firstAt = now;
-    else clearTimeout(timer);
+    if (timer === null) {
+      firstAt = now;
+      stir(true);
+    } else clearTimeout(timer);
     timer = setTimeout(flush, Math.max(0, Math.min(debounceMs, firstAt + maxWaitMs - now)));
   };
 
@@ -289,7 +309,10 @@ export function watchArtifacts(
     ready: Promise.resolve(),
     async close() {
       closed = true;
-      if (timer !== null) clearTimeout(timer);
+      if (timer !== null) {
+        clearTimeout(timer);
+        stir(false); // the batch is dropped: nothing of it is judged any more
+      }
       timer = null;
       for (const t of trees) t.close();
       for (const w of watchers) w.close();

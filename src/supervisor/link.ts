@@ -49,6 +49,13 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
   up: [gen: G, previous: G | null];
   /** identity inputs changed on disk (launched servers only) */
   changed: [paths: string[], parts: string[], next: unknown, gen: G];
+  /**
+   * The watcher saw a file of the running code change (launched servers only): until
+   * `change-judged`, what runs may differ from what the epoch recorded (`changePending`).
+   */
+  "change-pending": [];
+  /** every change seen since `change-pending` is judged (`changed` emitted first when it was one) */
+  "change-judged": [];
   /** supervision stopped */
   "gave-up": [message: string];
   /**
@@ -66,6 +73,11 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    * (see the `paused` event): why, in words a refusal can carry. Absent: the link never pauses.
    */
   readonly paused?: string | null;
+  /**
+   * True from the watcher's first event on a file of the running code until a fresh capture has
+   * judged it (`change-pending` … `change-judged`). Absent: the link watches no files.
+   */
+  readonly changePending?: boolean;
   start(): Promise<G>;
   /** Hands one message to the current epoch. False when none can take it (nothing was sent). */
   send(msg: unknown): boolean;

@@ -73,7 +73,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   paused: string | null = null;
   private stopping = false;
   /** the artifact watcher, following the identity captured at each launch */
-  private readonly watched = new WatchedSet((paths) => this.onArtifacts(paths));
+  private readonly watched = new WatchedSet(
+    (paths) => this.onArtifacts(paths),
+    (open) => this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1)))),
+  );
+  /** the watcher's batches opened and not yet handed over (watchArtifacts' `stirred`) */
+  private stirs = 0;
+  /** captures under way that compare a change with the running code (compareWithRunning) */
+  private judging = 0;
   /**
    * Paths the watcher reported while no live generation could be compared with them (a launch,
    * respawn, restart or replacement under way): compared with the next one once it is up.
@@ -424,6 +431,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private compareWithRunning(paths: string[]): void {
     const cur = this.current;
     if (!cur) return;
+    this.moveWindow(() => this.judging++);
     captureStaticIdentity(this.opts.spec, this.opts.cache)
       .then((next) => {
         if (this.stopping) return;
@@ -433,7 +441,28 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         if (parts.length === 0 && paths.length === 0) return;
         this.emit("changed", paths, parts, next, cur);
       })
-      .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`));
+      .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`))
+      // after `changed` (whose restart, if any, has ended the generation by then)
+      .finally(() => this.moveWindow(() => this.judging--));
+  }
+
+  /**
+   * True from the watcher's first event on a file of the running code until a fresh capture has
+   * judged every change seen (the debounce and the capture: a file written and put back within
+   * them compares equal, yet what ran meanwhile may have loaded it). The gateway holds guarded
+   * requests while it is true under onChange restart and disconnect.
+   */
+  get changePending(): boolean {
+    return this.stirs > 0 || this.judging > 0;
+  }
+
+  /** Applies `step` to the change window's counts and tells when the window opens or closes. */
+  private moveWindow(step: () => void): void {
+    const was = this.changePending;
+    step();
+    const now = this.changePending;
+    if (!was && now) this.emit("change-pending");
+    else if (was && !now) this.emit("change-judged");
   }
 
   /**

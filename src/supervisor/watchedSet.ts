@@ -17,7 +17,15 @@ export class WatchedSet {
   private key: string | null = null;
   private empty = true;
 
-  constructor(private readonly onChange: (paths: string[]) => void) {}
+  /**
+   * `onChange`: a batch of changed paths (see watchArtifacts). `onStirred`: a batch opened
+   * (true) or was handed over, found empty or dropped (false); a watcher replaced by `follow`
+   * closes its own open batch, so the calls always pair up.
+   */
+  constructor(
+    private readonly onChange: (paths: string[]) => void,
+    private readonly onStirred: (open: boolean) => void = () => {},
+  ) {}
 
   /**
    * Watches what `stat` depends on. True when this replaced the watcher of another set: the new
@@ -30,7 +38,7 @@ export class WatchedSet {
     const key = setKey(paths);
     if (this.watcher !== null && key === this.key) return false;
     const old = this.watcher;
-    this.watcher = watchArtifacts(stat, this.onChange);
+    this.watcher = watchArtifacts(stat, this.onChange, { stirred: this.onStirred });
     this.key = key;
     this.empty = paths.files.length === 0 && paths.dirs.length === 0;
     if (old === null) return false;

@@ -1,16 +1,17 @@
 // A call is forwarded only under the execution epoch of the code that will run it, also when the
 // agent races the supervisor: a watcher's worker killed before a call (the watcher's next worker,
-// started on new code, would read it from the pipe).
-import { existsSync, writeFileSync } from "node:fs";
+// started on new code, would read it from the pipe), and a watched file written, called and put
+// back before the watcher's capture has judged it.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
-import { waitFor } from "../helpers/files.js";
+import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { runCli } from "../helpers/gateway.js";
-import { NODE } from "../helpers/paths.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 import { TEST_PASSPHRASE } from "../helpers/state.js";
@@ -137,4 +138,87 @@ describe("a watcher's worker killed before a call", () => {
       expect(await epochOf(gw.stateDir)).not.toBe(e1);
     },
   );
+});
+
+describe("a watched file written and put back before the capture judged it (onChange restart)", () => {
+  function pluginProject(): { dir: string; plugin: string; record: string; release: string } {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    mkdirSync(join(dir, "plugins"));
+    const plugin = join(dir, "plugins", "once.mjs");
+    writeFileSync(plugin, 'export default () => "once-A";\n');
+    return { dir, plugin, record: join(dir, "calls.jsonl"), release: join(dir, "release") };
+  }
+
+  function gatewayFor(p: ReturnType<typeof pluginProject>): Gateway {
+    return rawGateway({
+      args: [
+        "--label",
+        "plugins",
+        "--approval",
+        "none",
+        "--on-change",
+        "restart",
+        "--watch",
+        "plugins/**",
+        "--",
+        NODE,
+        FIXTURES.plugins,
+      ],
+      cwd: p.dir,
+      env: { FIXTURE_RECORD: p.record, FIXTURE_RELEASE: p.release, PORTCULLIS_DEBUG: "1" },
+    });
+  }
+
+  it("a call sent after the write waits for the verdict: the process of the old epoch never loads what was written", async () => {
+    const p = pluginProject();
+    const gw = gatewayFor(p);
+    await started(gw);
+    const e1Pid = (await callTool(gw, "whoami")).pid;
+    const original = readFileSync(p.plugin);
+    writeFileSync(p.plugin, 'export default () => "once-EVIL";\n');
+    gw.send({ jsonrpc: "2.0", id: "during", method: "tools/call", params: { name: "plugin" } });
+    await waitFor(
+      () => /holding tools\/call "plugin"/.test(gw.stderr()) || gw.messages().some((m) => m.id === "during"),
+      15_000,
+      "the gateway to hold or answer the call",
+    );
+    writeFileSync(p.plugin, original); // put back, as it was
+    const answer = answered(await gw.next((m) => m.id === "during", 30_000));
+    expect(answer).not.toBeNull();
+    // Either the change was judged as put back (the call then ran on the untouched process and
+    // loaded the file as it is now), or it was judged a change and the call ran on a new epoch.
+    if (answer!.out === "once-EVIL") expect(answer!.pid).not.toBe(e1Pid);
+    // What the process keeps is what every later call of its epoch runs: never what was written.
+    const later = await callTool(gw, "plugin");
+    expect(later.out).toBe("once-A");
+  });
+
+  it("a request at the server when the file changed: put back unchanged, the server is restarted all the same", async () => {
+    const p = pluginProject();
+    const gw = gatewayFor(p);
+    await started(gw);
+    const warm = await callTool(gw, "plugin");
+    const e1 = await epochOf(gw.stateDir);
+    gw.send({ jsonrpc: "2.0", id: "at-server", method: "tools/call", params: { name: "wait" } });
+    await waitFor(
+      () => readJsonLines<{ tool: string }>(p.record).some((r) => r.tool === "wait"),
+      15_000,
+      "the server to receive the call",
+    );
+    // the same bytes written again: a change event whose capture compares equal
+    writeFileSync(p.plugin, readFileSync(p.plugin));
+    await waitFor(
+      () => /new execution epoch|plugins\/once\.mjs touched; content unchanged/.test(gw.stderr()),
+      15_000,
+      "the change to be judged",
+    );
+    expect(gw.stderr()).toMatch(
+      /plugins\/once\.mjs changed and was put back while a request was at the server/,
+    );
+    expect(await epochOf(gw.stateDir)).not.toBe(e1);
+    writeFileSync(p.release, "");
+    const after = await callTool(gw, "plugin");
+    expect(after.pid).not.toBe(warm.pid);
+  });
 });

@@ -41,6 +41,8 @@ export const FIXTURES = {
   children: join(servers, "children.mjs"),
   /** python: on `become`, answers, then execve()s into the same interpreter (run with python3) */
   execs: join(servers, "execs.py"),
+  /** loads <cwd>/plugins/once.mjs lazily on its first `plugin` call and keeps it; `wait` until FIXTURE_RELEASE */
+  plugins: join(servers, "plugins.mjs"),
 } as const;
 
 const npmServer = (name: string) =>
