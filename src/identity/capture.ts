@@ -8,6 +8,7 @@ import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
 import { isFile, realpathOr } from "./files.js";
 import { loadGlob } from "./glob.js";
+import { matchIncludes, warnIncludes } from "./includeMatch.js";
 import { MAX_LINKED_FILES, type Reached, walkReached, warnOnce } from "./linked.js";
 import { isOwnExecutable } from "./proc.js";
 import {
@@ -102,7 +103,9 @@ export async function captureStaticIdentity(
           ownDirs(cwd, codeDir),
           spec.serverLabel,
         );
-  const inputs = globSync === null ? null : job.glob(cwd, patterns, globSync);
+  const matched = globSync === null ? null : matchIncludes(cwd, patterns, globSync);
+  if (matched !== null) warnIncludes(spec.serverLabel, cwd, matched);
+  const inputs = matched === null ? null : job.includes(matched.files);
   await job.run();
 
   const need = (what: string, abs: string, slot: Slot): FileDigest => {

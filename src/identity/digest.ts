@@ -2,7 +2,6 @@
 // the cache cannot answer is queued and hashed in one batch (with worker threads when it is large).
 import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
-import type { globSync as GlobSync } from "tinyglobby";
 import { sha256Hex } from "../util/canonical.js";
 import {
   type DigestCache,
@@ -14,6 +13,7 @@ import {
   type TreeListings,
 } from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
+import type { IncludeMatch } from "./includeMatch.js";
 
 export interface Slot {
   sha?: string;
@@ -233,22 +233,52 @@ export class DigestJob {
   }
 
   /**
-   * Files matched by globs relative to cwd, as `relpath\0sha` lines like a tree, each hashed
-   * fresh like `file(abs, true)`: they are code the user named as the server's. The glob library
-   * is passed in: it is loaded only by captures that have patterns (startup time).
+   * The files of identity include patterns (includeMatch.ts), as `relpath\0sha` lines like a
+   * tree, each hashed fresh like `file(abs, true)`: they are code the user named as the server's.
+   * A link to a regular file is digested by its target's content, as the entry is: what the
+   * server loads through it. A link to nothing (or to no regular file) is digested by its text.
    */
-  glob(cwd: string, patterns: string[], globSync: typeof GlobSync): () => TreeDigest {
-    const t = treeState(cwd, 0, null, true);
-    let rels: string[] = [];
-    try {
-      rels = globSync(patterns, { cwd, dot: true, onlyFiles: true, followSymbolicLinks: false });
-    } catch {
-      rels = [];
+  includes(matches: readonly IncludeMatch[]): () => TreeDigest {
+    const t = treeState("", 0, null, true);
+    for (const m of matches) {
+      if (m.kind === "file") this.addLoose(t, m.abs, m.rel);
+      else if (m.kind === "link") this.addFollowed(t, m.abs, m.rel);
+      else this.addLinkText(t, m.abs, m.rel);
     }
-    rels.sort();
-    for (const rel of rels) this.addLoose(t, `${cwd}/${rel}`, rel);
     this.trees.push(t);
     return () => this.finishTree(t);
+  }
+
+  /** A symlink to a regular file, by the target's content (hashed fresh, through the link). */
+  private addFollowed(t: TreeState, abs: string, rel: string): void {
+    let st: Stats;
+    try {
+      st = statSync(abs);
+    } catch {
+      this.addLinkText(t, abs, rel); // its target went away since the match
+      return;
+    }
+    this.note(abs, st.ctimeMs);
+    if (!st.isFile()) {
+      this.addLinkText(t, abs, rel);
+      return;
+    }
+    const line = pending(t, rel);
+    this.enqueue(abs, abs, true, (o) => {
+      if (!("error" in o)) t.shas[line] = o.sha;
+      else t.shas[line] = this.onTreeError(abs, o.error);
+    });
+  }
+
+  /** A symlink whose target is no regular file: its text, so pointing it elsewhere is a change. */
+  private addLinkText(t: TreeState, abs: string, rel: string): void {
+    try {
+      const l = lstatSync(abs);
+      this.note(abs, l.ctimeMs);
+      known(t, rel, linkDigest(readlinkSync(abs)));
+    } catch {
+      /* gone since the match */
+    }
   }
 
   /** Hashes everything queued, then releases the workers. */

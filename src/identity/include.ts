@@ -1,12 +1,23 @@
 // Identity inputs given by the user (`identity.include` in portcullis.json, `--watch` on the
 // command line): globs relative to the server's working directory, absolute paths, or `~/…`.
 // A pattern that can never match is refused at start: a watched path that silently watches
-// nothing lets a plugin change inside one epoch.
+// nothing lets a plugin change inside one epoch. One that matches nothing yet is accepted, and
+// the capture warns of it (includeMatch.ts), naming where it was given.
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 
-const GLOB_CHARS = /[*?[\]{}()!+@]/;
+export const GLOB_CHARS = /[*?[\]{}()!+@]/;
+
+/**
+ * Where each accepted pattern was given (the config key and file, or the flag), by working
+ * directory and pattern: the capture that finds a pattern matching nothing names it there.
+ */
+const sources = new Map<string, string>();
+
+export function includeSource(cwd: string, pattern: string): string | undefined {
+  return sources.get(`${resolve(cwd)}\0${pattern}`);
+}
 
 export class IncludeError extends Error {
   override name = "IncludeError";
@@ -57,6 +68,8 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
       const abs = isAbsolute(body) ? body : join(cwd, body);
       if (!existsSync(abs)) throw bad(`can never match: ${abs} does not exist (and it has no glob)`);
     }
+    const key = `${resolve(cwd)}\0${p}`;
+    if (!sources.has(key)) sources.set(key, where);
     return p;
   });
 }

@@ -9,6 +9,8 @@ import { type FSWatcher, lstatSync, readlinkSync, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
+import { GLOB_CHARS } from "./include.js";
+import { type IncludeMatches, matchIncludes } from "./includeMatch.js";
 import { PACKAGE_SKIP } from "./linked.js";
 import { displayPath } from "./resolve.js";
 import { type TreeWatch, watchTree } from "./treeWatch.js";
@@ -18,8 +20,6 @@ import type { StaticIdentity } from "./types.js";
 export const NODE_MODULES_DEPTH = 2;
 /** Depth used for a `**` glob, and for a linked package's directory. */
 export const GLOB_DEPTH = 20;
-
-const GLOB_CHARS = /[*?[\]{}()!+@]/;
 
 interface IncludeDir {
   path: string;
@@ -111,6 +111,25 @@ export function watchedPaths(s: StaticIdentity): {
   files: string[];
   dirs: WatchedDir[];
 } {
+  const w = computeWatched(s);
+  last = { s, w };
+  return { files: w.files, dirs: w.dirs };
+}
+
+interface Watched {
+  files: string[];
+  dirs: WatchedDir[];
+  /** the include patterns' files as found for this set, null without patterns */
+  matches: IncludeMatches | null;
+}
+
+/**
+ * The set computed by the latest watchedPaths(), which a watcher of the same identity started
+ * right after (as WatchedSet does) takes instead of walking the include patterns again.
+ */
+let last: { s: StaticIdentity; w: Watched } | null = null;
+
+function computeWatched(s: StaticIdentity): Watched {
   const cwd = s.workingDirectory;
   const abs = (p: string) => (isAbsolute(p) ? p : join(cwd, p));
   const files: string[] = [];
@@ -121,6 +140,7 @@ export function watchedPaths(s: StaticIdentity): {
   if (s.lockfile !== null) files.push(...pathsTo(abs(s.lockfile.path)));
   if (s.executable !== null) files.push(s.executable.path);
   const dirs: WatchedDir[] = [];
+  let matches: IncludeMatches | null = null;
   const tree = s.dependencyTree;
   if (tree !== null) {
     dirs.push({ path: abs(tree.root), depth: NODE_MODULES_DEPTH, kind: "modules" });
@@ -137,10 +157,53 @@ export function watchedPaths(s: StaticIdentity): {
   }
   if (s.identityInputs !== null) {
     const inc = includeDirs(cwd, s.identityInputs.patterns);
-    files.push(...inc.files);
-    dirs.push(...inc.dirs.map((d) => ({ ...d, kind: "include" as const })));
+    for (const f of inc.files) files.push(...pathsTo(f));
+    // A base reached through links (`plugins -> plugins-v1`) is watched at its real path, and
+    // each link on the way by name, so that pointing one elsewhere is seen.
+    for (const d of inc.dirs) {
+      const chain = pathsTo(d.path);
+      files.push(...chain.slice(1, -1));
+      dirs.push({ path: chain[chain.length - 1]!, depth: d.depth, kind: "include" });
+    }
+    const m = currentMatches(cwd, s.identityInputs.patterns);
+    matches = m;
+    if (m !== null) {
+      // A matched link, or a match under a linked directory: its target and the links on the
+      // way, which no base watch sees (a base is watched to its links, not through them).
+      for (const f of m.files) {
+        const chain = pathsTo(f.abs);
+        if (chain.length > 2 || chain[1] !== f.abs) files.push(...chain);
+      }
+      for (const l of m.linkedDirs) {
+        const chain = pathsTo(l.link);
+        files.push(...chain.slice(0, -1));
+        dirs.push({ path: l.real, depth: GLOB_DEPTH, kind: "include" });
+      }
+    }
   }
-  return { files: [...new Set(files)], dirs };
+  return { files: [...new Set(files)], dirs: deepest(dirs), matches };
+}
+
+/** Each (kind, path) once, at the greatest depth asked for it. */
+function deepest(dirs: WatchedDir[]): WatchedDir[] {
+  const by = new Map<string, WatchedDir>();
+  for (const d of dirs) {
+    const k = `${d.kind}\0${d.path}`;
+    const had = by.get(k);
+    if (had === undefined || had.depth < d.depth) by.set(k, d);
+  }
+  return [...by.values()];
+}
+
+/** The include patterns' files now, links followed; null when no capture loaded the glob library. */
+function currentMatches(cwd: string, patterns: readonly string[]): IncludeMatches | null {
+  const globSync = loadedGlob();
+  if (globSync === null || patterns.length === 0) return null;
+  try {
+    return matchIncludes(cwd, patterns, globSync);
+  } catch {
+    return null;
+  }
 }
 
 export interface ArtifactWatcher {
@@ -175,24 +238,14 @@ export function watchArtifacts(
   let firstAt = 0;
   let closed = false;
   const patterns = s.identityInputs?.patterns ?? [];
-  const globbed = (): Set<string> => {
-    // loaded by the capture of these patterns, which always comes before the watcher
-    const globSync = loadedGlob();
-    if (globSync === null) return new Set();
-    try {
-      // Named as record() names a change (displayPath), also for matches outside cwd.
-      return new Set(
-        globSync(patterns, {
-          cwd,
-          dot: true,
-          onlyFiles: true,
-          followSymbolicLinks: false,
-          absolute: true,
-        }).map((p) => displayPath(p, cwd)),
-      );
-    } catch {
-      return new Set();
-    }
+  /**
+   * The include patterns' files now, each by every name a change to it can be reported under
+   * (as matched, the links on the way, its real path), as record() names a change (displayPath).
+   */
+  const globbed = (m = currentMatches(cwd, patterns)): { names: Set<string>; files: string[] } => {
+    if (m === null) return { names: new Set(), files: [] };
+    const files = m.files.flatMap((f) => pathsTo(f.abs));
+    return { names: new Set(files.map((p) => displayPath(p, cwd))), files };
   };
   let includeBefore: Set<string> | null = null;
   const stir = (open: boolean) => {
@@ -216,8 +269,8 @@ export function watchArtifacts(
     if (pendingInclude.size > 0) {
       // Keep a path under an include base only if a pattern matches it now or matched it before.
       const now = globbed();
-      for (const p of pendingInclude) if (now.has(p) || includeBefore?.has(p)) out.add(p);
-      includeBefore = now;
+      for (const p of pendingInclude) if (now.names.has(p) || includeBefore?.has(p)) out.add(p);
+      includeBefore = now.names;
     }
     pending.clear();
     pendingInclude.clear();
@@ -263,8 +316,14 @@ export function watchArtifacts(
   };
 
   try {
-    const { files, dirs } = watchedPaths(s);
+    const set = last?.s === s ? last.w : computeWatched(s);
+    last = null;
+    const { files, dirs } = set;
     addFiles(files);
+    if (set.matches !== null) {
+      const now = globbed(set.matches);
+      includeBefore = now.names;
+    }
     for (const d of dirs) {
       if (d.kind === "modules") {
         const skip = [...NODE_MODULES_SKIP].map((n) => join(d.path, n));
@@ -291,7 +350,6 @@ export function watchArtifacts(
           ),
         );
       } else {
-        if (includeBefore === null) includeBefore = globbed();
         trees.push(
           watchTree(
             d.path,
