@@ -5,7 +5,8 @@
 // reported up: a single file through its directory (which also sees an editor's or a build's
 // write-then-rename), a directory tree through treeWatch.ts. (chokidar did this before; loading it
 // and its first scan of a real node_modules were the costliest part of a start after the walk.)
-import { type FSWatcher, lstatSync, readlinkSync, watch } from "node:fs";
+// The server's own files are also stat'ed on a poll (statPoll): some writes raise no inotify event.
+import { type FSWatcher, lstatSync, readlinkSync, type Stats, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
@@ -271,6 +272,7 @@ export function watchArtifacts(
       const now = globbed();
       for (const p of pendingInclude) if (now.names.has(p) || includeBefore?.has(p)) out.add(p);
       includeBefore = now.names;
+      poll.setIncluded(now.files);
     }
     pending.clear();
     pendingInclude.clear();
@@ -315,14 +317,17 @@ export function watchArtifacts(
     }
   };
 
+  const poll = statPoll((abs) => record(abs, false));
   try {
     const set = last?.s === s ? last.w : computeWatched(s);
     last = null;
     const { files, dirs } = set;
     addFiles(files);
+    poll.setFixed(files);
     if (set.matches !== null) {
       const now = globbed(set.matches);
       includeBefore = now.names;
+      poll.setIncluded(now.files);
     }
     for (const d of dirs) {
       if (d.kind === "modules") {
@@ -367,6 +372,7 @@ export function watchArtifacts(
     ready: Promise.resolve(),
     async close() {
       closed = true;
+      poll.close();
       if (timer !== null) {
         clearTimeout(timer);
         stir(false); // the batch is dropped: nothing of it is judged any more
@@ -374,6 +380,82 @@ export function watchArtifacts(
       timer = null;
       for (const t of trees) t.close();
       for (const w of watchers) w.close();
+    },
+  };
+}
+
+/** How often the stat poll runs, and how many paths one round stats at most. */
+export const POLL_INTERVAL_MS = 1000;
+export const POLL_MAX_PER_TICK = 256;
+
+/** A path's state as the poll compares it (the error code when it cannot be stat'ed). */
+function stateOf(abs: string): string {
+  let st: Stats;
+  try {
+    st = lstatSync(abs);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? "EIO";
+  }
+  // A directory on the way (a linked release) changes with every file written in it: its link
+  // is polled, not it.
+  if (st.isDirectory()) return "dir";
+  return `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}`;
+}
+
+interface StatPoll {
+  /** the entry, wrappers, lockfile and executable, with the links on their way */
+  setFixed(paths: readonly string[]): void;
+  /** the include patterns' files, renewed when their set may have changed */
+  setIncluded(paths: readonly string[]): void;
+  close(): void;
+}
+
+/**
+ * inotify reports a write through the watched name and a rename in a watched directory, but not
+ * a write through another hard link of the file made in a directory nobody watches, nor a write
+ * through a shared memory mapping. Both change the file's mtime and ctime, which a stat through
+ * our path shows. So the files whose content is digested fresh at every capture (the server's own
+ * code; never the dependency tree) are also stat'ed every POLL_INTERVAL_MS, at most
+ * POLL_MAX_PER_TICK of them per round (a larger set is gone through in turns), and a path whose
+ * (size, mtime, ctime, inode) differs from the last round is reported as a watcher event is.
+ */
+function statPoll(onChange: (abs: string) => void): StatPoll {
+  let fixed: string[] = [];
+  let included: string[] = [];
+  let order: string[] = [];
+  const last = new Map<string, string>();
+  let next = 0;
+  const rebuild = () => {
+    order = [...new Set([...fixed, ...included])];
+    const keep = new Set(order);
+    for (const p of [...last.keys()]) if (!keep.has(p)) last.delete(p);
+    for (const p of order) if (!last.has(p)) last.set(p, stateOf(p));
+    next = 0;
+  };
+  const tick = () => {
+    const n = Math.min(order.length, POLL_MAX_PER_TICK);
+    for (let i = 0; i < n; i++) {
+      if (next >= order.length) next = 0;
+      const p = order[next++]!;
+      const now = stateOf(p);
+      if (now === last.get(p)) continue;
+      last.set(p, now);
+      onChange(p);
+    }
+  };
+  const timer = setInterval(tick, POLL_INTERVAL_MS);
+  timer.unref();
+  return {
+    setFixed(paths) {
+      fixed = [...paths];
+      rebuild();
+    },
+    setIncluded(paths) {
+      included = [...paths];
+      rebuild();
+    },
+    close() {
+      clearInterval(timer);
     },
   };
 }

@@ -1,8 +1,9 @@
 // Identity inputs reached through symbolic links and hard links. Plugin layouts are made of links
 // (`plugins/x -> ../available/x`, `current -> releases/v1`): an include pattern's links are
 // followed, so their files are digested by content and a change to them is a new epoch under
-// `onChange: restart`. Real gateways, real files.
-import { mkdirSync, symlinkSync } from "node:fs";
+// `onChange: restart`. A file changed through a hard link made outside every watched directory
+// raises no inotify event: the stat poll sees it. Real gateways, real files.
+import { closeSync, ftruncateSync, linkSync, mkdirSync, openSync, symlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { captureStaticIdentity, DigestCache, watchedPaths } from "../../src/identity/index.js";
@@ -118,5 +119,33 @@ describe("identity.include through symbolic links", () => {
     put(dir, "plugins-v1/gone.js", "now here\n");
     const again = await captureStaticIdentity(spec, new DigestCache(null));
     expect(again.identityInputs!.sha256).not.toBe(s.identityInputs!.sha256);
+  });
+});
+
+describe("identity.include changed through a hard link", () => {
+  it("a write through a hard link made outside every watched directory is seen and restarts the server", async () => {
+    const project = makeProject("A");
+    const outside = tempDir("outside");
+    cleanup.push(
+      () => project.cleanup(),
+      () => removeDir(outside),
+    );
+    put(project.dir, "plugins/fresh.js", "export default 'fresh 1';\n");
+    const gw = await startWithInclude(project, ["plugins/*.js"]);
+    const before = await gatewayOf(gw);
+    expect(before.inputs.files).toBe(1);
+
+    const other = join(outside, "other-name.js");
+    linkSync(join(project.dir, "plugins/fresh.js"), other);
+    const fd = openSync(other, "r+");
+    ftruncateSync(fd, 0);
+    writeSync(fd, "export default 'changed through another name';\n", 0);
+    closeSync(fd);
+
+    await gw.waitForStderr(/build complete: .*plugins\/fresh\.js.* changed/, 15_000);
+    await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
+    const after = await gatewayOf(gw);
+    expect(after.epoch).not.toBe(before.epoch);
+    expect(after.inputs.sha256).not.toBe(before.inputs.sha256);
   });
 });
