@@ -154,7 +154,7 @@ export class HttpFront {
     let session: Session | undefined;
     if (sessionId !== undefined) {
       session = this.sessionOf(req, sessionId);
-      if (session?.era !== "legacy") return rpcError(res, 404, -32001, "Session not found");
+      if (!session) return rpcError(res, 404, -32001, "Session not found");
       if (msg.method === "initialize")
         return rpcError(
           res,
@@ -248,13 +248,17 @@ export class HttpFront {
   }
 
   /**
-   * The session of that id, if the request comes from the process that opened it: another
-   * process that learnt the id (it holds the token too) does not get that run's grants; for it
-   * the session does not exist. Not checked when the opener's process was not known.
+   * The session a request's Mcp-Session-Id names: a legacy session only, and only for the
+   * process that opened it. A modern-era session has no id on the wire: the key it is kept
+   * under is the front's own (`modern-conn-N` for a client not identified, a counter anyone
+   * could guess), so a key sent by a client never names one, whatever the method. Another
+   * process that learnt a legacy id (it holds the token too) does not get that run's grants; for
+   * it the session does not exist. Not checked when the opener's process was not known.
    */
   private sessionOf(req: IncomingMessage, id: string): Session | undefined {
     const session = this.sessions.get(id);
-    if (!session || session.owner === null) return session;
+    if (session?.era !== "legacy") return undefined;
+    if (session.owner === null) return session;
     return this.keyOf(this.peerOf(req)) === session.owner ? session : undefined;
   }
 

@@ -1,17 +1,20 @@
 // Who may use `run --listen`: the bearer token (generated 0600 in the state directory and shown
 // by `portcullis status`, or from --listen-token-file), Host and Origin checked on every request
 // (DNS rebinding), --no-auth only on loopback. Real gateway processes, plain HTTP.
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
+import { Agent } from "node:http";
+import { connect, type NetConnectOpts, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { allowedHosts, hostOriginProblem, parseListenAddress } from "../../src/transport/httpAccess.js";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { expectRpcError, initializeBody, openSession, raw } from "./raw.js";
+import { expectRpcError, initializeBody, messagesOf, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -208,6 +211,101 @@ describe("a session belongs to the process that opened it", () => {
       expect(other.stdout).toBe("404");
       const own = await raw(l, { headers, body: list });
       expect(own.status).toBe(200);
+    },
+  );
+});
+
+/**
+ * A keep-alive agent of one connection that a child process holds too (as a forked child holds
+ * its parent's sockets): the kernel lists two processes on the socket, so the front cannot tell
+ * which is the client, and the client is not identified.
+ */
+class SharedSocketAgent extends Agent {
+  holder: ChildProcess | null = null;
+
+  constructor() {
+    super({ keepAlive: true, maxSockets: 1 });
+  }
+
+  override createConnection(
+    options: NetConnectOpts,
+    done?: (err: Error | null, socket?: Socket) => void,
+  ): undefined {
+    const socket = connect(options);
+    socket.once("error", (e) => done?.(e));
+    socket.once("connect", () => {
+      // fd 3 of the child is the same socket (its descriptor, inherited), held until the child
+      // is killed; the socket itself is not handed over, so this process keeps reading it
+      const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd;
+      this.holder = spawn(NODE, ["-e", "setInterval(() => {}, 1000)"], {
+        stdio: ["ignore", "ignore", "ignore", fd],
+      });
+      this.holder.once("spawn", () => done?.(null, socket));
+    });
+    return undefined;
+  }
+
+  override destroy(): void {
+    super.destroy();
+    this.holder?.kill("SIGKILL");
+  }
+}
+
+const MODERN_META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: MODERN_META } });
+
+describe("a modern-era session has no session id on the wire", () => {
+  it.runIf(process.platform === "linux")(
+    "another process naming the front's own key of a client not identified (modern-conn-N) in GET or DELETE gets 404; the client's call is unaffected",
+    async () => {
+      const l = await startListener(fixtureCommand("modern"), { args: ["--approval-timeout", "60000"] });
+      cleanup.push(() => l.close());
+      const agent = new SharedSocketAgent();
+      cleanup.push(async () => agent.destroy());
+      const a = (body: string) => raw(l, { agent, body });
+      expect((await a(modernBody(1, "server/discover"))).status).toBe(200);
+      // the premise: the client was not identified (its session is keyed by its connection)
+      expect(l.stderr()).toMatch(/http session modern-c… \(modern\) from (?!pid )/);
+      expect((await a(modernBody(2, "tools/list"))).status).toBe(200);
+      const call = a(modernBody(3, "tools/call", { name: "echo", arguments: { text: "A" } }));
+      const request = await nextRequest(l.stateDir);
+
+      // another local process with the token guesses the key; it gets nothing under any of them
+      const script = `
+        const [url, headers] = [process.argv[1], JSON.parse(process.argv[2])];
+        const out = [];
+        for (const key of ["modern-conn-1", "modern-conn-2", "modern-conn-3"]) {
+          const get = await fetch(url, { headers: { ...headers, "mcp-session-id": key, accept: "text/event-stream" } });
+          out.push(\`GET \${key} \${get.status}\`);
+          get.body?.cancel();
+          const del = await fetch(url, { method: "DELETE", headers: { ...headers, "mcp-session-id": key } });
+          out.push(\`DELETE \${key} \${del.status}\`);
+        }
+        process.stdout.write(out.join("\\n"));
+        process.exit(0);`;
+      const other = spawnSync(NODE, ["-e", script, l.url, JSON.stringify(l.headers())], {
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+      expect(other.stdout.split("\n")).toEqual([
+        "GET modern-conn-1 404",
+        "DELETE modern-conn-1 404",
+        "GET modern-conn-2 404",
+        "DELETE modern-conn-2 404",
+        "GET modern-conn-3 404",
+        "DELETE modern-conn-3 404",
+      ]);
+
+      // the client's call still waits for its human, and runs once approved
+      await decideByCli(l.stateDir, "approve", request.request, "--for", "call");
+      const answer = messagesOf((await call).body).find((m) => m.id === 3);
+      expect(answer?.error).toBeUndefined();
+      expect(answer?.result).toBeDefined();
     },
   );
 });

@@ -1,7 +1,7 @@
 // Plain HTTP against `run --listen`, for what an SDK client never sends: foreign Host headers,
 // wrong content types, broken bodies, resumption by hand. node:http, because fetch does not let
 // a caller choose the Host header.
-import { request } from "node:http";
+import { type Agent, request } from "node:http";
 import { expect } from "vitest";
 import type { Listener } from "./listen.js";
 
@@ -13,12 +13,22 @@ export interface RawResponse {
 
 export function raw(
   l: Listener,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer; path?: string },
+  opts: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    path?: string;
+    /** the address to connect to (default 127.0.0.1) */
+    host?: string;
+    /** a keep-alive agent, for requests that must share one connection */
+    agent?: Agent;
+  },
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: "127.0.0.1",
+        host: opts.host ?? "127.0.0.1",
+        ...(opts.agent ? { agent: opts.agent } : {}),
         port: l.port,
         path: opts.path ?? "/mcp",
         method: opts.method ?? "POST",
