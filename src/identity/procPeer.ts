@@ -1,4 +1,4 @@
-// Sockets: which process is on the other end of a loopback TCP connection (the HTTP front's
+// Sockets: which process is on the other end of a TCP connection from this machine (the HTTP front's
 // client), found as the kernel lists the connection.
 import { readdirSync, readlinkSync } from "node:fs";
 import { readProcFile } from "./procRead.js";
@@ -10,8 +10,8 @@ export interface TcpEnd {
 }
 
 /**
- * Linux: the pid of the process on the other end of a loopback TCP connection, seen from this
- * end (`ours`: this socket's local end; `theirs`: its remote end). Found as the kernel lists it:
+ * Linux: the pid of the process on the other end of a TCP connection from this machine (a
+ * loopback address or one of its own interface addresses), seen from this end (`ours`: this socket's local end; `theirs`: its remote end). Found as the kernel lists it:
  * the row of /proc/net/tcp or tcp6 whose local end is `theirs` and whose remote end is `ours`,
  * addresses and ports both (ports alone are not enough: another process can bind the same port
  * on another loopback address, 127.0.0.2, and be taken for this one), then the process holding a

@@ -6,7 +6,7 @@ import {
   allowedHosts,
   bearerMatches,
   hostOriginProblem,
-  isLoopback,
+  isThisMachine,
   type ListenAddress,
 } from "./httpAccess.js";
 import { readJsonBody } from "./httpBody.js";
@@ -297,10 +297,15 @@ export class HttpFront {
     return peer;
   }
 
-  /** Read once per connection (a keep-alive connection is one client process). */
+  /**
+   * Read once per connection (a keep-alive connection is one client process). Looked up for a
+   * connection from any address of this machine, not only loopback: a local client that dials
+   * the machine's own LAN address (`--listen 0.0.0.0:P`) is a local process too, and left
+   * unidentified its legacy session would be bound to no process.
+   */
   private findPeerOf(s: Socket): Peer {
     const remoteAddress = s.remoteAddress ?? "";
-    if (!isLoopback(remoteAddress))
+    if (!isThisMachine(remoteAddress))
       return {
         pid: null,
         why: `the client connected from ${remoteAddress}, not this machine`,

@@ -38,6 +38,25 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
+ * Whether `address` (a socket's remote address, as node reports it) is one of this machine's: a
+ * loopback address, or an address of one of its interfaces now. A local process that dials the
+ * machine's own LAN address arrives from that address, and is as much this machine's as one on
+ * 127.0.0.1 (its socket is in this kernel's tables). A packet from elsewhere claiming such a
+ * source is dropped by the kernel, and even if one came, no local socket would be its other end.
+ */
+export function isThisMachine(address: string): boolean {
+  if (isLoopback(address)) return true;
+  const plain = (a: string) => {
+    const h = a.split("%")[0]!.toLowerCase();
+    return h.startsWith("::ffff:") && isIP(h.slice(7)) === 4 ? h.slice(7) : h;
+  };
+  const wanted = plain(address);
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (plain(a.address) === wanted) return true;
+  return false;
+}
+
+/**
  * The hosts a browser or client may name in `Host` for this address, each as `host:port` with the
  * port always written (see hostKey). On an unspecified address (0.0.0.0, ::) that is every
  * address of this machine's interfaces, since a client reaches it by one of them; never a name

@@ -4,9 +4,11 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
 import { Agent } from "node:http";
-import { connect, type NetConnectOpts, type Socket } from "node:net";
+import { connect, isIP, type NetConnectOpts, type Socket } from "node:net";
+import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
 import { allowedHosts, hostOriginProblem, parseListenAddress } from "../../src/transport/httpAccess.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
@@ -258,6 +260,67 @@ const MODERN_META = {
 };
 const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) =>
   JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: MODERN_META } });
+
+/**
+ * An address of one of this machine's own interfaces that is not loopback (IPv4 first; a
+ * link-local IPv6 address needs a zone to be dialled, so it is left out), or null.
+ */
+function ownNonLoopbackAddress(): string | null {
+  const all = Object.values(networkInterfaces())
+    .flatMap((list) => list ?? [])
+    .filter((a) => !a.internal && !a.address.toLowerCase().startsWith("fe80:"));
+  return (all.find((a) => a.family === "IPv4") ?? all[0])?.address ?? null;
+}
+
+describe("a local client that dials the machine's own non-loopback address", () => {
+  it.runIf(process.platform === "linux")(
+    "is identified (its pid heads its run's chain), and another process reusing its session id gets 404",
+    async (ctx) => {
+      const own = ownNonLoopbackAddress();
+      if (own === null) ctx.skip("this machine has no interface address other than loopback to dial");
+      const v6 = isIP(own!) === 6;
+      const l = await startListener(fixtureCommand("echo"), {
+        address: v6 ? "[::]:0" : "0.0.0.0:0",
+        args: ["--approval", "none"],
+      });
+      cleanup.push(() => l.close());
+      const host = `${v6 ? `[${own}]` : own}:${l.port}`;
+      const via = (headers: Record<string, string>, body: string) =>
+        raw(l, { host: own!, headers: l.headers({ host, ...headers }), body });
+      const init = await via({}, initializeBody());
+      expect(init.status).toBe(200);
+      const session = init.headers["mcp-session-id"] as string;
+      const initialized = JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" });
+      expect((await via({ "mcp-session-id": session }, initialized)).status).toBe(202);
+      const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+      expect((await via({ "mcp-session-id": session }, list)).status).toBe(200);
+      expect(l.stderr()).toMatch(
+        new RegExp(`http session ${session.slice(0, 8)}… \\(legacy\\) from pid ${process.pid}\\b`),
+      );
+      const db = openStore(l.stateDir);
+      try {
+        const runs = db.prepare("SELECT chain_json FROM runs").all() as { chain_json: string }[];
+        expect(runs).toHaveLength(1);
+        expect((JSON.parse(runs[0]!.chain_json) as { pid?: number }[])[0]!.pid).toBe(process.pid);
+      } finally {
+        db.close();
+      }
+
+      // another local process, through the same address, with the token and the session id
+      const headers = l.headers({ "mcp-session-id": session });
+      const other = spawnSync(
+        NODE,
+        [
+          "-e",
+          `fetch(${JSON.stringify(`http://${host}/mcp`)}, { method: "POST", headers: ${JSON.stringify(headers)}, body: ${JSON.stringify(list)} }).then((r) => process.stdout.write(String(r.status)))`,
+        ],
+        { encoding: "utf8", timeout: 20_000 },
+      );
+      expect(other.stdout).toBe("404");
+      expect((await via({ "mcp-session-id": session }, list)).status).toBe(200);
+    },
+  );
+});
 
 describe("a modern-era session has no session id on the wire", () => {
   it.runIf(process.platform === "linux")(

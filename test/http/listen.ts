@@ -48,7 +48,7 @@ export async function startListener(
           "--label",
           label,
           "--listen",
-          "127.0.0.1:0",
+          opts.address ?? "127.0.0.1:0",
           ...(opts.args ?? []),
           // no command: the server is given in `args` (--url URL)
           ...(command.length > 0 ? ["--", ...command] : []),
