@@ -6,7 +6,7 @@ import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { pidOfTcpPeer } from "../identity/proc.js";
+import { tcpPeerHolders } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError } from "../supervisor/supervisor.js";
@@ -98,14 +98,9 @@ export async function serveListen(
           why: `the connecting process is not looked up on ${process.platform}`,
           remoteAddress,
         };
-      const pid = pidOfTcpPeer(ours, theirs);
-      return pid === null
-        ? {
-            pid: null,
-            why: "the connecting process was not found from its socket (another user's, or already gone)",
-            remoteAddress,
-          }
-        : { pid, why: null, remoteAddress };
+      const holders = tcpPeerHolders(ours, theirs);
+      if (holders?.length === 1) return { pid: holders[0]!, why: null, remoteAddress };
+      return { pid: null, why: unidentifiedBecause(holders), remoteAddress };
     },
     processKey: (peer) => {
       const start = peer.pid !== null ? processStartTime(peer.pid) : null;
@@ -121,6 +116,17 @@ export async function serveListen(
       for (const link of links) link.hurry();
     },
   };
+}
+
+/**
+ * Why the process behind a socket is not identified, from the processes that hold it (null: the
+ * socket itself was not found): a socket several processes hold (a forked child keeps its
+ * parent's) has no one process to take for the client.
+ */
+function unidentifiedBecause(holders: number[] | null): string {
+  if (holders !== null && holders.length > 1)
+    return `the connecting socket is held by several processes (pids ${[...holders].sort((a, b) => a - b).join(", ")}), so none is taken for the client`;
+  return "the connecting process was not found from its socket (another user's, or already gone)";
 }
 
 function openSession(

@@ -18,7 +18,7 @@ export {
   processLiveness,
   type RecordedProcess,
 } from "./procLiveness.js";
-export { pidOfTcpPeer, procNetEnds, type TcpEnd } from "./procPeer.js";
+export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {
   dead,

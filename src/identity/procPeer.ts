@@ -11,15 +11,26 @@ export interface TcpEnd {
 
 /**
  * Linux: the pid of the process on the other end of a TCP connection from this machine (a
- * loopback address or one of its own interface addresses), seen from this end (`ours`: this socket's local end; `theirs`: its remote end). Found as the kernel lists it:
- * the row of /proc/net/tcp or tcp6 whose local end is `theirs` and whose remote end is `ours`,
- * addresses and ports both (ports alone are not enough: another process can bind the same port
- * on another loopback address, 127.0.0.2, and be taken for this one), then the process holding a
- * descriptor to that row's socket inode under /proc/PID/fd. Null when it is not exactly one: not
- * Linux, the connection already gone, a process of another user (its fd directory is unreadable),
- * more than one row, or a socket held by more than one process.
+ * loopback address or one of its own interface addresses), seen from this end (`ours`: this
+ * socket's local end; `theirs`: its remote end). Null when it is not exactly one process: see
+ * tcpPeerHolders.
  */
 export function pidOfTcpPeer(ours: TcpEnd, theirs: TcpEnd): number | null {
+  const holders = tcpPeerHolders(ours, theirs);
+  return holders?.length === 1 ? holders[0]! : null;
+}
+
+/**
+ * Linux: the processes holding the other end of a TCP connection, found as the kernel lists it:
+ * the row of /proc/net/tcp or tcp6 whose local end is `theirs` and whose remote end is `ours`,
+ * addresses and ports both (ports alone are not enough: another process can bind the same port
+ * on another loopback address, 127.0.0.2, and be taken for this one), then every process holding
+ * a descriptor to that row's socket inode under /proc/PID/fd. Null when the socket is not found
+ * (not Linux, the connection already gone, more than one row); empty when no process this one
+ * can read holds it (another user's, or gone meanwhile); more than one pid when the socket is
+ * shared (a forked child holds its parent's sockets), and then no one of them is the client.
+ */
+export function tcpPeerHolders(ours: TcpEnd, theirs: TcpEnd): number[] | null {
   if (process.platform !== "linux") return null;
   const inode = tcpSocketInode(theirs, ours);
   if (inode === null) return null;
@@ -30,28 +41,25 @@ export function pidOfTcpPeer(ours: TcpEnd, theirs: TcpEnd): number | null {
   } catch {
     return null;
   }
-  let holder: number | null = null;
-  for (const pid of pids) {
-    let fds: string[];
+  return pids.filter((pid) => holds(pid, target)).map(Number);
+}
+
+/** Whether process `pid` has a descriptor open to `target` (false when its fds cannot be read). */
+function holds(pid: string, target: string): boolean {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false; // gone, or another user's
+  }
+  for (const fd of fds) {
     try {
-      fds = readdirSync(`/proc/${pid}/fd`);
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return true;
     } catch {
-      continue; // gone, or another user's
-    }
-    for (const fd of fds) {
-      let link: string;
-      try {
-        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        continue; // closed meanwhile
-      }
-      if (link !== target) continue;
-      if (holder !== null && holder !== Number(pid)) return null; // shared: no one process is the peer
-      holder = Number(pid);
-      break;
+      // closed meanwhile
     }
   }
-  return holder;
+  return false;
 }
 
 /** The inode of the one socket whose local end is `local` and remote end `remote`, or null. */

@@ -372,3 +372,35 @@ describe("a modern-era session has no session id on the wire", () => {
     },
   );
 });
+
+describe("a client whose socket several processes hold", () => {
+  it.runIf(process.platform === "linux")(
+    "is not identified, and its status line and run's chain say the socket is held by several processes, naming them",
+    async () => {
+      const l = await listener(["--approval", "none"]);
+      const agent = new SharedSocketAgent();
+      cleanup.push(async () => agent.destroy());
+      const init = await raw(l, { agent, body: initializeBody() });
+      expect(init.status).toBe(200);
+      const session = init.headers["mcp-session-id"] as string;
+      const headers = l.headers({ "mcp-session-id": session });
+      const initialized = JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" });
+      expect((await raw(l, { agent, headers, body: initialized })).status).toBe(202);
+      const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+      expect((await raw(l, { agent, headers, body: list })).status).toBe(200);
+      const why = `the connecting socket is held by several processes (pids ${[process.pid, agent.holder!.pid].sort((a, b) => a - b).join(", ")})`;
+      expect(l.stderr()).toContain(`http session ${session.slice(0, 8)}… (legacy) from ${why}`);
+      expect(l.stderr()).not.toMatch(/not found from its socket/);
+      const db = openStore(l.stateDir);
+      try {
+        const runs = db.prepare("SELECT chain_json FROM runs").all() as { chain_json: string }[];
+        expect(runs).toHaveLength(1);
+        const chain = JSON.parse(runs[0]!.chain_json) as { pid: number; note?: string }[];
+        expect(chain).toHaveLength(1);
+        expect(chain[0]!.note).toContain(why);
+      } finally {
+        db.close();
+      }
+    },
+  );
+});
