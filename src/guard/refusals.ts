@@ -1,4 +1,5 @@
 import { type ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST } from "../relay/jsonrpc.js";
+import { PAUSE_CAUSES } from "../supervisor/crashLoop.js";
 
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
@@ -35,6 +36,39 @@ export const UNAVAILABLE_CODES = {
 export const TOO_LARGE_CODES = { request: INVALID_REQUEST, response: INTERNAL_ERROR } as const;
 
 const RAISE_LIMIT = "raise --max-message-bytes or maxMessageBytes to allow it";
+
+/** What an agent is told while supervision is paused, by the kind of pause (its reason's first words). */
+const PAUSED_WORDS: [cause: string, message: string, retry: string][] = [
+  [
+    PAUSE_CAUSES.changing,
+    "The server's files keep changing as it starts, so portcullis stopped restarting it; it starts it again at the next change of its files.",
+    "ask a human to stop the server writing the files portcullis watches (or watch fewer), then save or rebuild it; once it runs again, list tools again and retry",
+  ],
+  [
+    PAUSE_CAUSES.unstartable,
+    "The server cannot be started; portcullis tries again when its files change.",
+    "ask a human to fix the server and save or rebuild it; once it runs again, list tools again and retry",
+  ],
+  [
+    PAUSE_CAUSES.crashing,
+    "The server keeps crashing; portcullis starts it again when its files change.",
+    "ask a human to fix the server and save or rebuild it; once it runs again, list tools again and retry",
+  ],
+];
+
+/**
+ * The refusal while supervision is paused (`paused`: why), worded by the fixed words of CrashLoop
+ * it begins with: a server whose files keep changing as it starts never crashed, and is not told
+ * it did. A pause of another kind gets words true of every pause.
+ */
+function pausedRefusal(paused: string): ErrorObject {
+  const [, message, retry] = PAUSED_WORDS.find(([cause]) => paused.startsWith(cause)) ?? [
+    "",
+    "No server runs until its files change; portcullis starts it again then.",
+    "ask a human to fix the server and save or rebuild it; once it runs again, list tools again and retry",
+  ];
+  return refusal("server_unavailable", message, paused, retry);
+}
 
 export type RefusalName = keyof typeof REFUSAL_CODES;
 
@@ -276,16 +310,12 @@ export const refuse = {
 
   /**
    * No server process is alive. `paused`: why supervision waits for a change of the server's
-   * files (a crash loop under the artifact watcher): waiting a moment does not help then.
+   * files (a crash loop, a server whose files keep changing as it starts, one that cannot be
+   * started): waiting a moment does not help then, and the message says which it is.
    */
   serverUnavailable: (paused?: string | null) =>
     paused
-      ? refusal(
-          "server_unavailable",
-          "The server keeps crashing; portcullis starts it again when its files change.",
-          paused,
-          "ask a human to fix the server and save or rebuild it; once it runs again, list tools again and retry",
-        )
+      ? pausedRefusal(paused)
       : refusal(
           "server_unavailable",
           "The server is not running right now; retry in a moment.",

@@ -20,6 +20,16 @@ export interface CrashLoopOptions {
   watching: () => boolean;
 }
 
+/**
+ * How each kind of pause begins its reason (`LoopStop.pause`, and `told`): fixed words of
+ * portcullis, never a server's, so a refusal can say which kind it is (src/guard/refusals.ts).
+ */
+export const PAUSE_CAUSES = {
+  crashing: "the server keeps crashing",
+  changing: "the server's files keep changing as it starts",
+  unstartable: "the server cannot be started",
+} as const;
+
 /** What supervision does when it cannot go on running the server. */
 export type LoopStop =
   /** no server runs until its files change: `pause` is logged, `told` (absent: `pause`) is what the client is told */
@@ -64,7 +74,7 @@ export class CrashLoop {
     this.crashes = this.recent(this.crashes);
     if (this.crashes.length < this.loopMax()) return null;
     const loop = `${detail} ${this.crashes.length} times within ${this.loopSeconds()} s`;
-    return this.loopStops(`the server keeps crashing (${loop})`, `the server ${loop}`);
+    return this.loopStops(`${PAUSE_CAUSES.crashing} (${loop})`, `the server ${loop}`);
   }
 
   /** How long to wait before the next respawn; each wait doubles the next, up to backoff.maxMs. */
@@ -80,7 +90,7 @@ export class CrashLoop {
     if (this.startChanges.length < this.loopMax()) return null;
     const loop = `${this.startChanges.length} restarts within ${this.loopSeconds()} s, each for a change seen as it started`;
     return this.loopStops(
-      `the server's files keep changing as it starts (${loop})`,
+      `${PAUSE_CAUSES.changing} (${loop})`,
       `the server's files kept changing as it started (${loop})`,
     );
   }
@@ -95,7 +105,7 @@ export class CrashLoop {
   /** A launch after the first could not start the server (its identity cannot be captured). */
   cannotStart(message: string): LoopStop {
     if (this.waitsForChange())
-      return { pause: `the server cannot be started: ${message}`, told: "the server cannot be started" };
+      return { pause: `${PAUSE_CAUSES.unstartable}: ${message}`, told: PAUSE_CAUSES.unstartable };
     return { giveUp: message };
   }
 

@@ -133,6 +133,7 @@ describe("supervision end states", () => {
     const call = await gw.request("tools/call", { name: "read_status", arguments: {} }, 10_000);
     expect(call.error).toMatchObject({
       code: -32603,
+      message: expect.stringMatching(/^The server keeps crashing;/),
       data: {
         error: "server_unavailable",
         reason: expect.stringMatching(/keeps crashing.*next change of its files/),
@@ -270,6 +271,18 @@ describe("supervision end states", () => {
     await sleep(3000);
     expect((gw.stderr().match(/; restart\)/g) ?? []).length).toBe(restarts);
     expect((await statusRow(gw.stateDir)).state).toBe("paused");
+    // a call is told what the pause is: the files keep changing, not a crash (it never crashed)
+    const call = await gw.request("tools/call", { name: "echo", arguments: { message: "x" } }, 10_000);
+    expect(call.error).toMatchObject({
+      code: -32603,
+      message: expect.stringMatching(/^The server's files keep changing as it starts/),
+      data: {
+        error: "server_unavailable",
+        reason: expect.stringMatching(/^the server's files keep changing as it starts/),
+        retry: expect.stringMatching(/stop the server writing the files portcullis watches/),
+      },
+    });
+    expect(call.error.message).not.toMatch(/crash/);
     expect(exited).toBe(false);
   });
 
