@@ -554,7 +554,7 @@ export class Gateway {
   /**
    * The tools/calls at the server right now, in the current epoch, with their scopes: the egress
    * proxy's release window. Read from the table of forwarded requests, so a call stops counting
-   * the moment its answer (or its process's end) removes it there.
+   * the moment its answer or its process's end removes it there, or the client cancels it.
    */
   callsInFlight(): { epoch: string | null; inFlight: CallInFlight[] } {
     const gen = this.gen;

@@ -242,12 +242,17 @@ export class InFlight {
     }
   }
 
-  /** The tools/calls forwarded to `gen` that may have credentials released while they run. */
+  /**
+   * The tools/calls forwarded to `gen` that may have credentials released while they run. A call
+   * the client cancelled is left out: its entry stays only to drop a late answer, and nobody waits
+   * for that call any more (a server that obeys the cancellation never answers it, so counting it
+   * would keep the window open until the process ends).
+   */
   callsAt(gen: Generation): CallInFlight[] {
     const out: CallInFlight[] = [];
     // key: the wire id, never reused in this gateway (a client may send one request id twice)
     for (const [wire, p] of this.upstream.entries())
-      if (p.origin === "client" && p.method === "tools/call" && p.gen === gen && p.scopes?.length)
+      if (releasesFor(p, gen))
         out.push({
           callId: callIdOf(p),
           epoch: gen.epoch,
@@ -271,6 +276,17 @@ export class InFlight {
 /** What the audit names `p`'s call by: the client's id text. */
 function callIdOf(p: ClientPending): string {
   return p.callId ?? JSON.stringify(p.clientId);
+}
+
+/** Whether `p` is a call of `gen` in the release window: a forwarded tools/call with scopes, not cancelled. */
+function releasesFor(p: Pending, gen: Generation): p is ClientPending & { scopes: readonly string[] } {
+  return (
+    p.origin === "client" &&
+    p.method === "tools/call" &&
+    p.gen === gen &&
+    !p.cancelled &&
+    (p.scopes?.length ?? 0) > 0
+  );
 }
 
 /** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */

@@ -92,7 +92,8 @@ export type Gw = Awaited<ReturnType<ReturnType<typeof egressKit>["gateway"]>>;
 
 /**
  * Calls a tool, approving the session grant (per tool) when one is asked for. `gw` is a stdio
- * gateway, or anything with a v1 SDK client (an HTTP session of `run --listen`).
+ * gateway, or anything with a v1 SDK client (an HTTP session of `run --listen`); `options.signal`
+ * cancels the call (the client sends notifications/cancelled).
  */
 export async function approvedCall(
   gw: { client: Pick<Gw["client"], "callTool"> },
@@ -100,8 +101,9 @@ export async function approvedCall(
   name: string,
   args: Record<string, unknown>,
   seen: Set<string>,
+  options?: { signal?: AbortSignal },
 ) {
-  const call = gw.client.callTool({ name, arguments: args });
+  const call = gw.client.callTool({ name, arguments: args }, undefined, options);
   let answered = false;
   call.then(
     () => {

@@ -1,6 +1,6 @@
-// When the proxy releases, and when it does not: a timer in the server (no call in flight), an
-// undeclared host, egress "declared-only", a rebuild before re-approval, `lock` in the middle of
-// a call. And the record: egress events and `portcullis egress --json` per epoch.
+// When the proxy releases, and when it does not: a timer in the server (no call in flight), a
+// call the client cancelled, an undeclared host, egress "declared-only", a rebuild before
+// re-approval, `lock` in the middle of a call. And the record: egress events and `portcullis egress --json` per epoch.
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -98,6 +98,54 @@ describe("the release window", () => {
     });
     expect(activity.stdout).not.toContain(SECRET);
     for (const out of [listed, human.stdout, gw.stderr()]) expect(JSON.stringify(out)).not.toContain(SECRET);
+  });
+
+  it("a call the client cancels closes its window at the cancel, though the server's work goes on", async () => {
+    const { plain, hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const dir = k.project(nodeServer, hosts);
+    await k.storeHttpSecret(stateDir, ...hosts);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    const flags = tempDir("portcullis-flag-");
+    const stop = join(flags, "stop");
+    const cancelled = join(flags, "cancelled");
+    const abort = new AbortController();
+    // the tool fetches again and again while its call runs, and does not stop when it is cancelled
+    const call = approvedCall(
+      gw,
+      stateDir,
+      "fetch_loop",
+      { url: `${plain.url}/loop`, stop, cancelled },
+      new Set(),
+      { signal: abort.signal },
+    );
+    const ended = call.then(
+      () => "answered",
+      () => "rejected",
+    );
+    const loop = () => plain.received.filter((x) => x.path === "/loop");
+    // inside the window: the call runs, its requests get the value
+    await waitFor(() => released(plain).some((x) => x.path === "/loop"), 20_000, "a release in the call");
+    abort.abort("the user gave up");
+    expect(await ended).toBe("rejected");
+    // the server got the cancellation the gateway forwards once it has taken the call as cancelled
+    await waitFor(() => existsSync(cancelled), 10_000, "the cancellation at the server");
+    // the tool fetches one at a time: every request numbered two past the last one received at
+    // this point started after the cancellation
+    const lastAtCancel = Math.max(0, ...loop().map((x) => x.seq ?? 0));
+    await waitFor(
+      () => loop().some((x) => (x.seq ?? 0) >= lastAtCancel + 5),
+      10_000,
+      "requests after the cancellation",
+    );
+    const after = loop().filter((x) => (x.seq ?? 0) >= lastAtCancel + 2);
+    expect(after.length).toBeGreaterThan(2);
+    for (const t of after) {
+      expect(t.authorization).toBe(`Bearer ${PLACEHOLDER}`);
+      expect(t.key).toBe(PLACEHOLDER);
+    }
+    writeFileSync(stop, "stop");
   });
 
   it('egress "declared-only": an undeclared host is refused (403), a declared one still gets the value', async () => {
