@@ -10,6 +10,7 @@ import {
   parseLine,
   type Request,
   type Response,
+  unparsedIdOf,
 } from "../relay/jsonrpc.js";
 import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -160,9 +161,13 @@ export class ClientMessages {
     if (c.kind === "invalid") {
       this.p.log.warn(`invalid message from the client: ${c.reason}`);
       // a malformed answer to a server's request: that server is answered, never left waiting
-      if (c.meant === "response" && c.id !== null)
-        this.p.serverRequests.answerInstead(c.id, refuse.responseInvalid(c.reason, "client"));
-      const code = c.reason === "not valid JSON" ? PARSE_ERROR : INVALID_REQUEST;
+      const answers = answeredServerRequest(c, line?.text);
+      if (answers !== null)
+        this.p.serverRequests.answerInstead(answers, refuse.responseInvalid(c.reason, "client"));
+      // the client's bad line itself: a line that is not JSON gets -32700 under id null (its id
+      // could not be read as JSON-RPC reads one; and a response is never answered under its id,
+      // which is the gateway's, not a request of the client's)
+      const code = c.unparsed ? PARSE_ERROR : INVALID_REQUEST;
       this.p.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
       return;
     }
@@ -297,4 +302,22 @@ export class ClientMessages {
     if (this.p.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     this.p.serverRequests.answered(msg);
   }
+}
+
+/**
+ * The id of the server's request (the gateway's id for it at the client) that a malformed client
+ * line answers, or null when it answers none. Of a line that is not even JSON (NaN or Infinity in
+ * a result, a raw control character in a string), only its top-level id and whether it is a
+ * response are read (`unparsedIdOf`), so that the server's request is answered instead of
+ * waiting for ever; nothing else of such a line is trusted.
+ */
+function answeredServerRequest(
+  c: Extract<Classified, { kind: "invalid" }>,
+  text: string | undefined,
+): Id | null {
+  if (c.unparsed) {
+    const named = text === undefined ? null : unparsedIdOf(text);
+    return named?.meant === "response" ? named.id : null;
+  }
+  return c.meant === "response" ? c.id : null;
 }

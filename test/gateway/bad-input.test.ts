@@ -257,6 +257,57 @@ describe("a client answer that is not valid JSON-RPC", () => {
   });
 });
 
+describe("a client answer that is not even JSON but names the server's request", () => {
+  it("the server's request gets response_invalid under its own id (NaN, -Infinity, a raw control character); the client gets -32700", async () => {
+    const { peer, received } = await rawlinesGateway();
+    peers.push(peer);
+    // what a client's own serializer may write: NaN or Infinity in a result, a raw control character
+    const answers: [string, string, (id: unknown) => string][] = [
+      [
+        "sampling/createMessage",
+        "ask-nan",
+        (id) =>
+          `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"role":"assistant","content":{"type":"text","text":"t"},"model":"m","score":NaN}}\n`,
+      ],
+      [
+        "roots/list",
+        "ask-infinity",
+        (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"roots":[],"weight":-Infinity}}\n`,
+      ],
+      [
+        "elicitation/create",
+        "ask-control",
+        (id) =>
+          `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"action":"accept","content":{"note":"a${String.fromCharCode(0)}b"}}}\n`,
+      ],
+    ];
+    for (const [method, serverId, answer] of answers) {
+      const line = JSON.stringify({ jsonrpc: "2.0", id: serverId, method, params: {} });
+      peer.send({ jsonrpc: "2.0", id: `send-${serverId}`, method: "raw/send", params: { lines: [line] } });
+      const req = await peer.next((m) => m.method === method);
+      peer.send(answer(req.id));
+      // the client's bad line: the parse error, under id null as JSON-RPC says
+      const parseError = await peer.next((m) => (m.error as { code?: number } | undefined)?.code === -32700);
+      expect(parseError.id, method).toBeNull();
+      const answered = await waitFor(
+        () => received().find((l) => l.includes(`"${serverId}"`) && !l.includes('"method"')),
+        10_000,
+        `the server's ${method} answered`,
+      );
+      expect(JSON.parse(answered), method).toMatchObject({
+        id: serverId,
+        error: { code: -32603, data: { error: "response_invalid", reason: "not valid JSON" } },
+      });
+    }
+    // a request of the client's that is not JSON is still only a parse error, and serving goes on
+    peer.send('{"jsonrpc":"2.0","id":"c1","method":"ping","params":{"n":NaN}}\n');
+    expect(
+      (await peer.next((m) => (m.error as { code?: number } | undefined)?.code === -32700)).id,
+    ).toBeNull();
+    expect((await peer.request("ping")).result).toEqual({});
+  });
+});
+
 describe("a gateway that cannot start", () => {
   it("a command that does not exist: one sentence, exit 2", async () => {
     const r = await runCli(["run", "--", "definitely-not-a-command-xyz", "serve"], {
