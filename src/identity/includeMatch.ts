@@ -9,7 +9,7 @@ import { type Dirent, lstatSync, readdirSync, realpathSync, type Stats, statSync
 import { dirname, isAbsolute, join, relative, sep } from "node:path";
 import type { FileSystemAdapter, globSync as GlobSync } from "tinyglobby";
 import { GLOB_CHARS, includeSource } from "./include.js";
-import { MAX_LINKED_FILES, warnOnce } from "./linked.js";
+import { MAX_LINKED_FILES, warnOnce } from "./walkLimits.js";
 
 /** One matched file, named as the pattern reached it (through its links). */
 export interface IncludeMatch {

@@ -5,16 +5,11 @@
 // left a rebuild of the linked package out of the identity and out of the watcher.
 import { readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
-import { stderrLogger } from "../util/log.js";
 import type { DigestJob, TreeDigest } from "./digest.js";
 import { realpathOr } from "./files.js";
+import { MAX_LINKED_FILES, warnOnce } from "./walkLimits.js";
 
-/**
- * Files digested at most for one linked package directory (its node_modules aside). A link to a
- * huge directory (a data set, /usr) would otherwise make every capture walk it and put an inotify
- * watch on each of its directories. Past it, the package is left out, with a warning.
- */
-export const MAX_LINKED_FILES = 20_000;
+export { MAX_LINKED_FILES, warnOnce };
 
 /**
  * Left out at the top of a linked package's directory: its node_modules (walked as a dependency
@@ -160,17 +155,4 @@ export function walkReached(
     addModules(pkg);
   }
   return { main, reached };
-}
-
-const warned = new Set<string>();
-
-/**
- * A warning on the gateway's stderr, once per process: the capture runs at every launch and after
- * every change, and the same tree gives the same warning each time.
- */
-export function warnOnce(label: string, msg: string): void {
-  const key = `${label}\0${msg}`;
-  if (warned.has(key)) return;
-  warned.add(key);
-  stderrLogger(label).warn(msg);
 }

@@ -284,6 +284,10 @@ export function watchArtifacts(
 
   const record = (abs: string, include: boolean) => {
     if (closed) return;
+    // What inotify reported is in this batch: the poll must not report it again later (a server
+    // that writes a watched file as it starts would otherwise be started again by the poll's
+    // echo of its last write, out of a pause).
+    poll.seen(abs);
     const rel = displayPath(abs, cwd);
     if (include) pendingInclude.add(rel);
     else pending.add(rel);
@@ -407,6 +411,8 @@ interface StatPoll {
   setFixed(paths: readonly string[]): void;
   /** the include patterns' files, renewed when their set may have changed */
   setIncluded(paths: readonly string[]): void;
+  /** a change of `path` reported by inotify: its state now is the one the next rounds compare with */
+  seen(path: string): void;
   close(): void;
 }
 
@@ -453,6 +459,9 @@ function statPoll(onChange: (abs: string) => void): StatPoll {
     setIncluded(paths) {
       included = [...paths];
       rebuild();
+    },
+    seen(path) {
+      if (last.has(path)) last.set(path, stateOf(path));
     },
     close() {
       clearInterval(timer);

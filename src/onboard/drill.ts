@@ -251,7 +251,9 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     if (!verified.ok) throw new Error(`audit chain broken at seq ${verified.seq}: ${verified.problem}`);
     const { auditPrivateKey } = await unlockKeyring(stateDir, o.passphrase);
     const activity = activityView(openRecords(store, auditPrivateKey));
-    const of = (e: string) => activity.filter((a) => a.epoch === e);
+    // A superseded intent is a decision taken again (the epoch's code changed or was being judged
+    // before the forward), not a call: it is listed, not counted.
+    const of = (e: string) => activity.filter((a) => a.epoch === e && a.outcome !== "superseded");
     for (const a of activity)
       o.say(
         `    ${a.tool ?? "?"}  epoch ${a.epoch ?? "-"}  grant ${a.grant ?? "-"}  ${a.decision} → ${a.outcome}`,
