@@ -188,3 +188,20 @@ export function sameIdKey(value: Id, raw: string): string | null {
   digits = trimmed;
   return `n:${m[1]}${digits}e${exp}`;
 }
+
+/**
+ * The key a request is found under by a cancellation (`sameIdKey`): from the id's text when it is
+ * known, else from its value. A number whose text gives no key (longer than an id may be, or not
+ * the text of that value) is keyed by the text itself, so only the same text names it: never a
+ * rounded neighbour.
+ */
+export function idKeyOf(value: Id, raw: string | null): string {
+  const text = raw ?? JSON.stringify(value);
+  return sameIdKey(value, text) ?? `t:${text}`;
+}
+
+/** The text of a cancellation's `params.requestId`, for `idKeyOf` (a string's spelling does not matter). */
+export function cancelledIdText(requestId: Id, text: string | undefined): string | null {
+  if (typeof requestId === "string" || text === undefined) return null;
+  return rawRequestId(text);
+}

@@ -188,7 +188,7 @@ export class HttpFront {
     if (isRequest)
       session.request(msg as typeof msg & { id: string | number; method: string }, res, body.text);
     else {
-      session.notify(msg, body.text);
+      session.notify(msg, body.text, req.socket);
       res.writeHead(202).end();
     }
   }
@@ -240,7 +240,7 @@ export class HttpFront {
       (s) => {
         if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
       },
-      log.debugging === false ? null : (line) => log.debug(line),
+      log,
     );
     this.sessions.set(id, session);
     session.hooks = this.o.open(session, peer);

@@ -1,9 +1,11 @@
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Downstream } from "../gateway/downstream.js";
 import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
-import { ClientIds } from "../relay/clientIds.js";
+import { ClientIds, cancelledIdText, idKeyOf } from "../relay/clientIds.js";
 import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
+import type { Logger } from "../util/log.js";
 import { type KeptEvents, SseStream } from "./httpSse.js";
 
 /** What the HTTP front hands the gateway of one session, and gets back. */
@@ -21,6 +23,10 @@ interface Exchange {
   wire: number;
   /** the client's id, or its stand-in when JSON cannot hold its text (ClientIds) */
   clientId: Id;
+  /** the id as JSON compares ids (`idKeyOf`): what a cancellation finds the request by */
+  idKey: string;
+  /** the connection the request came on: which of two open requests under one id a cancellation means */
+  origin: Socket | null;
   /** null once the client's connection is gone before anything was written */
   res: ServerResponse | null;
   stream: SseStream | null;
@@ -39,6 +45,13 @@ type Msg = {
 const SESSION_ENDED = -32603;
 /** SSE streams kept per session for resumption */
 const MAX_STREAMS = 128;
+/**
+ * Ids remembered per connection after their request ended (a cancellation that comes late on it
+ * is its own request's), and the longest kept: a longer id is not remembered, so what a kept-alive
+ * connection holds stays small whatever ids its client sends.
+ */
+const CARRIED_PER_CONNECTION = 16;
+const CARRIED_KEY_CHARS = 256;
 /**
  * Bytes of SSE events a session keeps for resumption (so a front keeps at most this many times
  * --listen-max-sessions, plus, per session, the newest event when it alone is larger). Over it,
@@ -61,6 +74,11 @@ export const DELIVERED_GRACE_MS = 10_000;
  * JSON body when the answer comes first, else the exchange turns into an SSE stream, resumable.
  * A client id JSON cannot hold as written (`9007199254740993`, `1e2`, `1.0`) goes back as its
  * original text, as on stdio (`ClientIds`).
+ *
+ * One session may hold two open requests under one client id: the modern-era requests of one
+ * process share a session, and two clients in that process each count their ids from 0. So open
+ * requests are kept per id as a list, each with the connection it came on, and a cancellation
+ * is matched against that list (`cancelled`), never against whichever came last.
  */
 export class HttpSession implements Downstream {
   hooks: SessionHooks | null = null;
@@ -68,7 +86,10 @@ export class HttpSession implements Downstream {
   private nextWire = 1;
   private nextStream = 1;
   private readonly exchanges = new Map<number, Exchange>();
-  private readonly wireOfClient = new Map<string, number>();
+  /** open exchanges by the client's id (`idKeyOf`), oldest first: two clients may share an id */
+  private readonly openById = new Map<string, Exchange[]>();
+  /** per connection, the ids of the last requests it carried here (newest last) */
+  private readonly carried = new WeakMap<Socket, string[]>();
   private readonly byProgress = new Map<string, Exchange>();
   private readonly streams = new Map<string, SseStream>();
   /** bytes of the events its streams keep, and the order of the newest one */
@@ -86,9 +107,9 @@ export class HttpSession implements Downstream {
   /** the stream of GET /mcp: server messages that belong to no request */
   private readonly standalone = new SseStream("0", this.budget, undefined, 256);
   private readonly idTexts = new ClientIds();
-  /** whether an exchange under this client id (or its stand-in) is open */
-  private readonly isOpen = (clientId: Id): boolean => this.wireOfClient.has(JSON.stringify(clientId));
   private ended = false;
+  /** a debug line (what is kept for resumption), when debug lines go somewhere */
+  private readonly debug: ((line: string) => void) | null;
   /** the wire id of the session's initialize, until it is answered */
   private initializeWire: number | null = null;
   private negotiated: string | null = null;
@@ -100,11 +121,11 @@ export class HttpSession implements Downstream {
     /** the process that opened it (pid and start time), or null when it was not known */
     readonly owner: string | null,
     private readonly onEnded: (s: HttpSession) => void,
-    /** a debug line (what is kept for resumption), when debug lines go somewhere */
-    private readonly debug: ((line: string) => void) | null = null,
+    private readonly log: Logger | null = null,
     private readonly resumeBudget = RESUME_BUDGET_BYTES,
   ) {
     this.streams.set("0", this.standalone);
+    this.debug = log === null || log.debugging === false ? null : (line) => log.debug(line);
   }
 
   /** The protocol version the session's initialize answer named (legacy), once answered. */
@@ -142,10 +163,12 @@ export class HttpSession implements Downstream {
     this.lastUsed = Date.now();
     const wire = this.nextWire++;
     const token = msg.params?._meta?.progressToken;
-    const clientId = text === undefined ? msg.id : this.idTexts.requestId(msg.id, rawIdOf(text), this.isOpen);
+    const raw = text === undefined ? null : rawIdOf(text);
     const ex: Exchange = {
       wire,
-      clientId,
+      clientId: this.idTexts.standIn(msg.id, raw),
+      idKey: idKeyOf(msg.id, raw),
+      origin: res.req?.socket ?? null,
       res,
       stream: null,
       progressKey: token === undefined ? null : JSON.stringify(token),
@@ -153,7 +176,7 @@ export class HttpSession implements Downstream {
     };
     this.exchanges.set(wire, ex);
     if (msg.method === "initialize") this.initializeWire = wire;
-    this.wireOfClient.set(JSON.stringify(clientId), wire);
+    this.open(ex);
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
       // a dropped connection is not a cancellation: the answer is kept for a resuming client
@@ -164,25 +187,49 @@ export class HttpSession implements Downstream {
     });
     this.hooks?.deliver(
       JSON.stringify({ ...msg, id: wire }),
-      this.idTexts.standInText(clientId) ?? JSON.stringify(clientId),
+      this.idTexts.standInText(ex.clientId) ?? JSON.stringify(ex.clientId),
     );
   }
 
-  /** A client notification or an answer to a server request: accepted (202) and passed on. */
-  notify(message: object, text?: string): void {
+  /**
+   * A client notification or an answer to a server request: accepted (202) and passed on.
+   * `origin`: the connection it came on (which request a cancellation means).
+   */
+  notify(message: object, text?: string, origin: Socket | null = null): void {
     let msg = message as Msg;
     this.lastUsed = Date.now();
     if (msg.method === "notifications/cancelled" && msg.params && "requestId" in msg.params) {
-      const given = msg.params.requestId as Id;
-      // the request's id however the client spells it here ("a\/b" names "a/b")
-      const requestId = this.idTexts.cancelledId(given, text, this.isOpen);
-      const wire = this.wireOfClient.get(JSON.stringify(requestId));
-      if (wire === undefined) return; // nothing of this client by that id is open
-      msg = { ...msg, params: { ...msg.params, requestId: wire } };
-      const ex = this.exchanges.get(wire);
-      if (ex) this.dropExchange(ex);
+      const ex = this.cancelled(msg.params.requestId, text, origin);
+      if (!ex) return; // it names no open request of this client, or none that can be told
+      msg = { ...msg, params: { ...msg.params, requestId: ex.wire } };
+      this.dropExchange(ex);
     }
     this.hooks?.deliver(JSON.stringify(msg));
+  }
+
+  /**
+   * The open request a cancellation names, by the id as JSON compares ids ("a\/b" names "a/b").
+   * When two are open under that id (two clients of one process share a modern-era session):
+   * the one sent on the cancellation's own connection. Else, when that connection carried a
+   * request with that id here and it is over, the cancellation came late for it (it crossed the
+   * answer) and names no other. Else the only one open under the id. Two or more sent on other
+   * connections cannot be told apart, and a wrong guess would take another client's answer from
+   * it, so none is cancelled: each still gets its answer (the client that cancelled ignores its
+   * own), and the front says so on its log.
+   */
+  private cancelled(requestId: unknown, text: string | undefined, origin: Socket | null): Exchange | null {
+    if (typeof requestId !== "string" && typeof requestId !== "number") return null;
+    const key = idKeyOf(requestId, cancelledIdText(requestId, text));
+    const open = this.openById.get(key);
+    if (!open) return null;
+    const own = origin === null ? undefined : open.find((ex) => ex.origin === origin);
+    if (own) return own;
+    if (origin !== null && this.carried.get(origin)?.includes(key)) return null;
+    if (open.length === 1) return open[0]!;
+    this.log?.warn(
+      `http: a cancellation named an id that ${open.length} open requests of one ${this.era}-era session carry, none sent on the cancellation's connection; which one it meant cannot be told, so none is cancelled`,
+    );
+    return null;
   }
 
   /**
@@ -359,10 +406,26 @@ export class HttpSession implements Downstream {
     else if (ex.res && !ex.res.headersSent) ex.res.writeHead(204).end();
   }
 
+  /** Keeps the exchange findable by its id, and its id among those its connection carried. */
+  private open(ex: Exchange): void {
+    const same = this.openById.get(ex.idKey);
+    if (same) same.push(ex);
+    else this.openById.set(ex.idKey, [ex]);
+    if (ex.origin === null || ex.idKey.length > CARRIED_KEY_CHARS) return;
+    const carried = this.carried.get(ex.origin) ?? [];
+    carried.push(ex.idKey);
+    if (carried.length > CARRIED_PER_CONNECTION) carried.shift();
+    this.carried.set(ex.origin, carried);
+  }
+
   private forget(ex: Exchange): void {
     this.exchanges.delete(ex.wire);
-    const key = JSON.stringify(ex.clientId);
-    if (this.wireOfClient.get(key) === ex.wire) this.wireOfClient.delete(key);
+    const same = this.openById.get(ex.idKey);
+    const at = same ? same.indexOf(ex) : -1;
+    if (at !== -1) {
+      same!.splice(at, 1);
+      if (same!.length === 0) this.openById.delete(ex.idKey);
+    }
     if (ex.progressKey !== null && this.byProgress.get(ex.progressKey) === ex)
       this.byProgress.delete(ex.progressKey);
   }
