@@ -84,6 +84,12 @@ export class Gateway {
    * was being judged: a change that compares equal is not "unchanged" for the running process.
    */
   private changeExposed = false;
+  /**
+   * The restart that ends a generation whose worker went away with nothing in its place
+   * (`codeUnknown`), if nothing takes its place first; null when none is planned.
+   */
+  private unknownRestart: NodeJS.Timeout | null = null;
+  private readonly holdTimeoutMs: number;
   private readonly records: GatewayRecords;
   private auth: AuthorizationPort | null = null;
 
@@ -110,6 +116,7 @@ export class Gateway {
     // and the id of a server's message is the one part its scrubbed line keeps as written
     const o = released ? { ...options, log: scrubbedLogger(options.log, this.scrub) } : options;
     this.o = o;
+    this.holdTimeoutMs = o.holdTimeoutMs ?? 15_000;
     const { log, downstream, supervisor: link } = o;
     const session = this.session;
     const current = () => this.gen;
@@ -152,7 +159,7 @@ export class Gateway {
       elicitation: this.elicitation,
       inFlight: this.inFlight,
       progress,
-      holdTimeoutMs: o.holdTimeoutMs ?? 15_000,
+      holdTimeoutMs: this.holdTimeoutMs,
       decide: o.decide ?? decide,
       callScopes: o.callScopes,
       current,
@@ -201,6 +208,7 @@ export class Gateway {
     link.on("paused", () => this.guarded.releaseHeld());
     link.on("change-pending", () => this.onChangePending());
     link.on("change-judged", () => this.onChangeJudged());
+    link.on("code-unknown", (gen) => this.onCodeUnknown(gen));
   }
 
   /**
@@ -256,7 +264,8 @@ export class Gateway {
    */
   private heldWhy(): string | null {
     const gen = this.gen;
-    if (gen?.alive && gen.codeUnknown) return gen.codeUnknown;
+    if (gen?.alive && gen.codeUnknown)
+      return `${gen.codeUnknown}; portcullis restarts the server (a new epoch) if nothing takes its place within ${seconds(this.unknownWaitMs())}`;
     if (this.o.onChange !== "report" && this.o.supervisor.changePending)
       return "a file of the server's code changed and is being compared with the code that runs";
     return null;
@@ -294,6 +303,40 @@ export class Gateway {
     this.changeExposed = false;
     this.reportState();
     this.guarded.releaseHeld();
+  }
+
+  /**
+   * The server's worker went away with nothing seen in its place: the state says so at once
+   * (`portcullis status`: identity-pending, with the supervisor's status line saying why), and
+   * the server is restarted if nothing takes its place within half the hold timeout. Without
+   * that, guarded requests would wait for a successor for ever (a helper that wrote into the
+   * gateway's pipe and exited, a watcher that starts its next worker only on a change). A
+   * restart is the supervisor's own act, as a respawn after a crash is, so it is made under
+   * every onChange policy: the policy says what a change of the server's files does, and none
+   * was seen. Half the hold: a watcher has time to start its next worker (usually within a
+   * second or two), and the requests held meanwhile time to meet the restarted server's epoch.
+   */
+  private onCodeUnknown(gen: Generation): void {
+    this.reportState();
+    if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
+    this.unknownRestart = setTimeout(() => this.restartUnknown(gen), this.unknownWaitMs());
+    this.unknownRestart.unref();
+  }
+
+  private unknownWaitMs(): number {
+    return Math.max(1, Math.floor(this.holdTimeoutMs / 2));
+  }
+
+  /** Nothing took the gone worker's place: a new epoch, deny first (held requests then meet it). */
+  private restartUnknown(gen: Generation): void {
+    this.unknownRestart = null;
+    if (this.ended || gen !== this.gen || !gen.alive || !gen.codeUnknown) return;
+    this.o.log.status(
+      `nothing took the place of the server's worker within ${seconds(this.unknownWaitMs())} (${gen.codeUnknown}): restarting the server: ${where(gen)} epoch=${gen.epoch} is being replaced`,
+    );
+    void this.o.supervisor
+      .restart(`restarted by portcullis: ${gen.codeUnknown}`)
+      .catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
   }
 
   private reportState(): void {
@@ -574,6 +617,7 @@ export class Gateway {
   end(reason: string, exitCode: number): void {
     if (this.ended) return;
     this.ended = true;
+    if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
     this.elicitation.close();
     this.o.log.info(reason);
     this.guarded.answerHeld();
@@ -592,6 +636,11 @@ function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {
     },
     debugging: log.debugging,
   };
+}
+
+/** A duration for people: "7.5 s". */
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }
 
 /** Where an epoch's code runs, for status lines: its process, or the URL of a remote server. */

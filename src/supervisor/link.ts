@@ -30,7 +30,7 @@ export interface LinkGeneration {
   alive: boolean;
   /**
    * Non-null while the code that would read a request sent now is not known (a launched
-   * server's process that held the gateway's pipe went away, nothing seen in its place yet):
+   * server's process that answered on the gateway's pipe went away, nothing seen in its place yet):
    * why. Guarded requests are held, never forwarded, while it is set.
    */
   codeUnknown?: string | null;
@@ -56,6 +56,11 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
   "change-pending": [];
   /** every change seen since `change-pending` is judged (`changed` emitted first when it was one) */
   "change-judged": [];
+  /**
+   * A launched server's process that answered on the gateway's pipe went away with nothing seen
+   * in its place: `gen.codeUnknown` says which, and guarded requests wait (see LinkGeneration).
+   */
+  "code-unknown": [gen: G];
   /** supervision stopped */
   "gave-up": [message: string];
   /**
@@ -88,10 +93,11 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
   /** A cheap synchronous look for a replaced server before anything is forwarded; true if one was found. */
   checkReplacement(): boolean;
   /**
-   * Replaces the server under our control (onChange: restart); null when shutting down, or when
-   * the new server could not be started and supervision paused instead (the `paused` event).
+   * Replaces the server under our control (onChange: restart; a worker gone with nothing in its
+   * place); null when shutting down, or when the new server could not be started and supervision
+   * paused instead (the `paused` event). `detail`: why, as the epoch's end records it.
    */
-  restart(): Promise<G | null>;
+  restart(detail?: string): Promise<G | null>;
   shutdown(): Promise<void>;
   /**
    * Cuts a shutdown's grace short (the gateway got a second signal): whatever still runs or waits

@@ -25,10 +25,15 @@ export interface SettledProcess {
   /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
   exec: string | null;
   /**
-   * It held one of the gateway's pipes (its descriptor 0 or 1 is the launched process's end,
-   * Channel): what the gateway writes may be read by it, or by whatever takes its place.
+   * It held the gateway's output pipe as its descriptor 1 (the launched process's end, Channel):
+   * it wrote into what the gateway reads, so it answered the gateway's requests, whether it read
+   * them from its descriptor 0 (`node --watch`, a restart loop) or a watcher passed them on to it
+   * (nodemon's default). When it goes away, whatever takes its place answers next. A process that
+   * held only the read end (descriptor 0, its output going elsewhere) is a helper whose output
+   * its server captures (Python's `subprocess.run(..., capture_output=True)` inherits stdin):
+   * its exit leaves the code that answers as it was (docs/identity.md, "Replaced workers").
    */
-  carries: boolean;
+  answers: boolean;
 }
 
 /** What replacement detection reads, and updates, of a generation. */
@@ -55,8 +60,13 @@ export function settledFrom(processes: readonly ProcessFact[], channel: Channel 
     exe: plainExe(p.exe),
     image: readStat(p.pid)?.image ?? null,
     exec: execImage(p.pid),
-    carries: holdsChannel(p.pid, channel),
+    answers: answersOn(p.pid, channel),
   }));
+}
+
+/** Whether process `pid` holds the gateway's output pipe as its descriptor 1 (it answers). */
+function answersOn(pid: number, channel: Channel | null): boolean {
+  return channel !== null && descriptorOf(pid, 1) === channel.output;
 }
 
 /** Whether process `pid` holds one of the gateway's pipes as its descriptor 0 or 1. */
@@ -69,8 +79,8 @@ function holdsChannel(pid: number, channel: Channel | null): boolean {
 export const ROOT_GONE = Symbol("root gone");
 
 /**
- * replacementOf: a settled process that held the gateway's pipes is gone and nothing is seen in
- * its place yet; `unknown` says which. Not a replacement (no other code is seen to answer), but
+ * replacementOf: a settled process that answered on the gateway's pipe is gone and nothing is
+ * seen in its place yet; `unknown` says which. Not a replacement (no other code is seen to answer), but
  * not the epoch's code either: a request written now waits in the pipe for whatever reads it next.
  */
 export interface CodeUnknown {
@@ -141,11 +151,11 @@ export class ReplacementDetector {
     if (gen.departed.length === 0) return null;
     const successor = successorOf(gen);
     if (successor !== null) return successor;
-    // A helper that exits leaves the code that answers as it was; one that held the gateway's
-    // pipe may have been the reader of what the gateway writes (a watcher's worker, killed):
-    // until something is seen in its place, which code reads the next request is not known.
-    const reader = gen.departed.find((d) => d.carries);
-    return reader ? { unknown: `process ${reader.pid}, which held the gateway's pipe, went away` } : null;
+    // A helper that exits leaves the code that answers as it was; one that wrote into the
+    // gateway's pipe was the server's worker (a watcher's, killed): until something is seen in
+    // its place, which code reads the next request is not known.
+    const worker = gen.departed.find((d) => d.answers);
+    return worker ? { unknown: `process ${worker.pid}, which held the gateway's pipe, went away` } : null;
   }
 }
 
@@ -155,8 +165,9 @@ export class ReplacementDetector {
  * executable — what a watcher does when it kills its worker and starts the next one. Departed
  * processes stay remembered, so a watcher that starts the next worker only after the old one
  * is gone is still caught. When an executable is not known, any new child counts (deny first).
- * In place of one that held the gateway's pipes, a new child holding them counts whatever it
- * runs: it can read what the gateway writes (a loop wrapper between two workers, another program).
+ * In place of one that answered on the gateway's pipe, a new child holding either end counts
+ * whatever it runs: it can read what the gateway writes or answer it (a loop wrapper between two
+ * workers, another program).
  */
 function successorOf(gen: WatchedGeneration): string | null {
   const known = new Set<string>();
@@ -173,7 +184,7 @@ function successorOf(gen: WatchedGeneration): string | null {
     for (const k of kids) {
       if (known.has(`${k.pid}/${k.startTime}`)) continue;
       const sameExe = d.exe === null || k.exe === null || k.exe === d.exe;
-      if (!sameExe && !(d.carries && holdsChannel(k.pid, gen.channel))) continue;
+      if (!sameExe && !(d.answers && holdsChannel(k.pid, gen.channel))) continue;
       return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
     }
   }

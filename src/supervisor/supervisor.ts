@@ -325,7 +325,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * execve()s into other code under the same pid (its code and stack addresses, in the stat
    * line the start time is read from; `thorough`, on the idle poll: also its executable file
    * and auxiliary vector). A helper the server ran (git, a shell) that exits with nothing in
-   * its place is not a replacement: the code that answers is unchanged. One that held the
+   * its place is not a replacement: the code that answers is unchanged. One that answered on the
    * gateway's pipe (a watcher's worker, killed) leaves the code that reads the next request
    * unknown until something takes its place: the generation's `codeUnknown` says so, and the
    * gateway holds guarded requests meanwhile.
@@ -343,13 +343,17 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     return true;
   }
 
-  /** Says once that `gen`'s reader went away (the status line); its requests wait (codeUnknown). */
+  /**
+   * Says once that `gen`'s worker went away (the status line, and `code-unknown`: the gateway
+   * shows the state and restarts the server if nothing takes its place); its requests wait.
+   */
   private readerGone(gen: Generation, why: string): void {
     if (gen.codeUnknown !== null) return;
     gen.codeUnknown = `${why} and nothing has taken its place yet`;
     this.opts.log.status(
       `${gen.codeUnknown}: epoch=${gen.epoch}; tool calls and guarded reads are held until the server's next worker is seen (a new epoch)`,
     );
+    this.emit("code-unknown", gen);
   }
 
   private replace(old: Generation, detail: string): void {
@@ -375,19 +379,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   /**
-   * Replaces the worker under our control (onChange: restart / disconnect). A change seen once
+   * Replaces the worker under our control (onChange: restart; a worker gone with nothing in its
+   * place: the gateway's fallback, `detail` then says so in the epoch's end). A change seen once
    * the server has run past its launch window is a new build: the crash count and backoff start
    * afresh. One seen while it was starting (or just after) may be the server writing its own
    * files: such restarts count toward the loop limit, and the limit pauses (or ends) supervision.
    */
-  async restart(): Promise<Generation | null> {
+  async restart(detail = "restarted by portcullis after a change"): Promise<Generation | null> {
     const cur = this.current;
     if (this.stopping) return null;
     const atStart = cur !== null && this.loop.changeSeenAtStart();
     this.restarting = true;
     if (cur) {
       cur.alive = false;
-      this.emit("down", cur, "restart", "restarted by portcullis after a change");
+      this.emit("down", cur, "restart", detail);
       await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
     }
     this.restarting = false;

@@ -140,6 +140,82 @@ describe("a watcher's worker killed before a call", () => {
   );
 });
 
+describe("a process that answered on the gateway's pipe gone, or only a helper", () => {
+  it.skipIf(process.platform !== "linux")(
+    "a helper that inherited only stdin (its output captured) exits: calls go on under the same epoch, nothing held",
+    async () => {
+      const dir = tempDir();
+      cleanup.push(() => removeDir(dir));
+      const gw = rawGateway({
+        args: ["--label", "children", "--approval", "none", "--", NODE, FIXTURES.children],
+        cwd: dir,
+        env: { FIXTURE_HELPER_AT_INIT: "1", FIXTURE_HELPER_STDIN: "1" },
+      });
+      await started(gw);
+      // the first answer settles the epoch while the helper runs, holding the gateway's pipe as stdin
+      const server = (await callTool(gw, "whoami")).pid;
+      const e1 = await epochOf(gw.stateDir);
+      const helper = (await callTool(gw, "helper_stop")).stopped as number;
+      expect(helper).toBeGreaterThan(0);
+      await waitFor(() => !existsSync(`/proc/${helper}`), 10_000, "the helper to be gone");
+      // each call looks at the settled processes before it is written: the helper is gone
+      for (let i = 0; i < 3; i++) expect((await callTool(gw, "whoami")).pid).toBe(server);
+      expect(await epochOf(gw.stateDir)).toBe(e1);
+      expect(gw.stderr()).not.toMatch(/held the gateway's pipe|holding tools\/call/);
+    },
+  );
+
+  it.skipIf(process.platform !== "linux")(
+    "node --watch's worker killed and no next worker: the server is restarted, and the held call meets the new epoch",
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      const gw = rawGateway({
+        // the restart comes after half the hold timeout
+        args: [
+          "--label",
+          "inventory",
+          "--approval",
+          "none",
+          "--hold-timeout",
+          "8000",
+          "--",
+          NODE,
+          "--watch",
+          "dist/server.js",
+        ],
+        cwd: project.dir,
+        env: project.env,
+      });
+      await started(gw);
+      const first = await callTool(gw, "read_status");
+      const e1 = await epochOf(gw.stateDir);
+      process.kill(first.pid as number, "SIGKILL");
+      await waitFor(() => !existsSync(`/proc/${first.pid}`), 10_000, "the worker to be gone");
+      // node --watch starts its next worker only at a change, and none comes
+      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      await waitFor(
+        () => /holding tools\/call "read_status"/.test(gw.stderr()),
+        15_000,
+        "the gateway to hold the call",
+      );
+      const status = await runCli(["status", "--json"], { stateDir: gw.stateDir });
+      const row = (JSON.parse(status.stdout) as { gateways: { state: string; epoch: string }[] })
+        .gateways[0]!;
+      if (row.epoch === e1) expect(row.state).toBe("identity-pending");
+      const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
+      expect(answer).toMatchObject({ revision: "A" });
+      expect(answer!.pid).not.toBe(first.pid);
+      const called = (await events(gw.stateDir)).filter(
+        (e) => e.type === "tool_called" && e.requestId === "after-kill",
+      );
+      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(await epochOf(gw.stateDir)).not.toBe(e1);
+      expect(gw.stderr()).toMatch(/nothing took the place of the server's worker within 4 s/);
+    },
+  );
+});
+
 describe("a watched file written and put back before the capture judged it (onChange restart)", () => {
   function pluginProject(): { dir: string; plugin: string; record: string; release: string } {
     const dir = tempDir();
