@@ -208,6 +208,7 @@ export class Gateway {
     link.on("paused", () => this.guarded.releaseHeld());
     link.on("change-pending", () => this.onChangePending());
     link.on("change-judged", () => this.onChangeJudged());
+    link.on("change-unseen", (since) => this.onChangeUnseen(since));
     link.on("code-unknown", (gen) => this.onCodeUnknown(gen));
   }
 
@@ -296,6 +297,17 @@ export class Gateway {
   private onChangePending(): void {
     this.changeExposed = this.inFlight.unanswered() > 0;
     this.reportState();
+  }
+
+  /**
+   * The stat poll found a change no event told when it was made (a write through another hard
+   * link): the window opened only now, up to a poll interval later. A request at the server at any
+   * moment since the path's previous round may have run what was written (a plugin written,
+   * loaded by a call, put back before this round): the change counts as exposed, so a put-back
+   * comparing equal is still a change (restarted, disconnected, or told under report).
+   */
+  private onChangeUnseen(since: number): void {
+    if (this.inFlight.atServerSince(since)) this.changeExposed = true;
   }
 
   /** Every change seen is judged: what waited on it is decided now (or waits for the new epoch). */

@@ -78,6 +78,11 @@ export interface InFlightPorts {
  */
 export class InFlight {
   private readonly upstream = new IdMap<Pending>();
+  /**
+   * The last moment (performance.now()) a client request was at the server: when one was
+   * forwarded, or answered. With unanswered(), whether one was there at any moment since a time.
+   */
+  private busyAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly p: InFlightPorts) {}
 
@@ -94,6 +99,7 @@ export class InFlight {
       { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
       msg.id,
     );
+    this.busyAt = performance.now();
     if (!this.sendUpstream(msg, wire, line)) {
       this.upstream.delete(wire, msg.id);
       // a process that died before its first message (it was started while its identity was
@@ -144,6 +150,7 @@ export class InFlight {
   take(wire: Id | null): Pending | undefined {
     const entry = this.upstream.get(wire);
     if (entry === undefined) return undefined;
+    if (entry.origin === "client") this.busyAt = performance.now();
     this.upstream.delete(wire as number, entry.origin === "client" ? entry.clientId : undefined);
     return entry;
   }
@@ -260,6 +267,14 @@ export class InFlight {
           key: String(wire),
         });
     return out;
+  }
+
+  /**
+   * Whether a client request was at the server at some moment since `since` (performance.now()):
+   * one is there now, or one was forwarded or answered since then.
+   */
+  atServerSince(since: number): boolean {
+    return this.busyAt >= since || this.unanswered() > 0;
   }
 
   /**

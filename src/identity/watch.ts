@@ -222,11 +222,19 @@ export interface ArtifactWatcher {
  * a file the code depends on may differ from what runs (the supervisor holds guarded requests
  * until the batch is judged); `stirred(false)` once the batch is handed to `onChange` (after that
  * call), found to hold nothing to report, or dropped by close().
+ *
+ * `unseen(since)` follows a change the stat poll found (after its batch is open): no event told
+ * it when it was made, which was at some moment after `since` (performance.now(), the path's
+ * previous round), so what ran from then on may have read the file as it was then.
  */
 export function watchArtifacts(
   s: StaticIdentity,
   onChange: (changedPaths: string[]) => void,
-  opts: { debounceMs?: number; stirred?: (open: boolean) => void } = {},
+  opts: {
+    debounceMs?: number;
+    stirred?: (open: boolean) => void;
+    unseen?: (since: number) => void;
+  } = {},
 ): ArtifactWatcher {
   const debounceMs = opts.debounceMs ?? 250;
   const maxWaitMs = Math.max(1000, 4 * debounceMs);
@@ -321,7 +329,13 @@ export function watchArtifacts(
     }
   };
 
-  const poll = statPoll((abs) => record(abs, false));
+  const poll = statPoll((abs, since) => {
+    record(abs, false);
+    if (closed) return;
+    try {
+      opts.unseen?.(since);
+    } catch {}
+  });
   try {
     const set = last?.s === s ? last.w : computeWatched(s);
     last = null;
@@ -424,18 +438,23 @@ interface StatPoll {
  * code; never the dependency tree) are also stat'ed every POLL_INTERVAL_MS, at most
  * POLL_MAX_PER_TICK of them per round (a larger set is gone through in turns), and a path whose
  * (size, mtime, ctime, inode) differs from the last round is reported as a watcher event is.
+ * Such a change was made at some moment since that path's previous round, not when it is seen:
+ * `onChange` gets that round's time (performance.now()), so the gateway can tell whether a
+ * request was at the server while the file may have differed (a write, a call that loads it, the
+ * file put back, all between two rounds, compares equal at the capture).
  */
-function statPoll(onChange: (abs: string) => void): StatPoll {
+function statPoll(onChange: (abs: string, since: number) => void): StatPoll {
   let fixed: string[] = [];
   let included: string[] = [];
   let order: string[] = [];
-  const last = new Map<string, string>();
+  /** each path's state at its last round, and when that round read it */
+  const last = new Map<string, { state: string; at: number }>();
   let next = 0;
   const rebuild = () => {
     order = [...new Set([...fixed, ...included])];
     const keep = new Set(order);
     for (const p of [...last.keys()]) if (!keep.has(p)) last.delete(p);
-    for (const p of order) if (!last.has(p)) last.set(p, stateOf(p));
+    for (const p of order) if (!last.has(p)) last.set(p, { state: stateOf(p), at: performance.now() });
     next = 0;
   };
   const tick = () => {
@@ -443,10 +462,11 @@ function statPoll(onChange: (abs: string) => void): StatPoll {
     for (let i = 0; i < n; i++) {
       if (next >= order.length) next = 0;
       const p = order[next++]!;
-      const now = stateOf(p);
-      if (now === last.get(p)) continue;
+      const before = last.get(p);
+      const now = { state: stateOf(p), at: performance.now() };
       last.set(p, now);
-      onChange(p);
+      if (before === undefined || now.state === before.state) continue;
+      onChange(p, before.at);
     }
   };
   const timer = setInterval(tick, POLL_INTERVAL_MS);

@@ -57,6 +57,13 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
   /** every change seen since `change-pending` is judged (`changed` emitted first when it was one) */
   "change-judged": [];
   /**
+   * The stat poll found a file of the running code changed, with no watcher event at the time
+   * (a write through another hard link, a shared mapping): it was changed at some moment after
+   * `since` (performance.now()), maybe well before the change window opened. Emitted once the
+   * window is open (after `change-pending`, when this change opened it).
+   */
+  "change-unseen": [since: number];
+  /**
    * A launched server's process that answered on the gateway's pipe went away with nothing seen
    * in its place: `gen.codeUnknown` says which, and guarded requests wait (see LinkGeneration).
    */

@@ -76,6 +76,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly watched = new WatchedSet(
     (paths) => this.onArtifacts(paths),
     (open) => this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1)))),
+    (since) => {
+      if (!this.stopping) this.emit("change-unseen", since);
+    },
   );
   /** the watcher's batches opened and not yet handed over (watchArtifacts' `stirred`) */
   private stirs = 0;

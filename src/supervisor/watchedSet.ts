@@ -20,11 +20,13 @@ export class WatchedSet {
   /**
    * `onChange`: a batch of changed paths (see watchArtifacts). `onStirred`: a batch opened
    * (true) or was handed over, found empty or dropped (false); a watcher replaced by `follow`
-   * closes its own open batch, so the calls always pair up.
+   * closes its own open batch, so the calls always pair up. `onUnseen`: the stat poll found a
+   * change made at some moment after `since` (watchArtifacts' `unseen`).
    */
   constructor(
     private readonly onChange: (paths: string[]) => void,
     private readonly onStirred: (open: boolean) => void = () => {},
+    private readonly onUnseen: (since: number) => void = () => {},
   ) {}
 
   /**
@@ -38,7 +40,7 @@ export class WatchedSet {
     const key = setKey(paths);
     if (this.watcher !== null && key === this.key) return false;
     const old = this.watcher;
-    this.watcher = watchArtifacts(stat, this.onChange, { stirred: this.onStirred });
+    this.watcher = watchArtifacts(stat, this.onChange, { stirred: this.onStirred, unseen: this.onUnseen });
     this.key = key;
     this.empty = paths.files.length === 0 && paths.dirs.length === 0;
     if (old === null) return false;

@@ -2,7 +2,17 @@
 // agent races the supervisor: a watcher's worker killed before a call (the watcher's next worker,
 // started on new code, would read it from the pipe), and a watched file written, called and put
 // back before the watcher's capture has judged it.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
@@ -267,6 +277,45 @@ describe("a watched file written and put back before the capture judged it (onCh
     if (answer!.out === "once-EVIL") expect(answer!.pid).not.toBe(e1Pid);
     // What the process keeps is what every later call of its epoch runs: never what was written.
     const later = await callTool(gw, "plugin");
+    expect(later.out).toBe("once-A");
+  });
+
+  it("written through a hard link (no event), called and put back between two stat polls: the server is restarted all the same", async () => {
+    const p = pluginProject();
+    const outside = tempDir();
+    cleanup.push(() => removeDir(outside));
+    const gw = gatewayFor(p);
+    await started(gw);
+    const e1Pid = (await callTool(gw, "whoami")).pid;
+    const e1 = await epochOf(gw.stateDir);
+    // another name of the plugin in a directory nobody watches: writes through it raise no event
+    const other = join(outside, "other-name.mjs");
+    linkSync(p.plugin, other);
+    const original = readFileSync(p.plugin);
+    const rewrite = (bytes: string | Buffer) => {
+      const fd = openSync(other, "r+");
+      ftruncateSync(fd, 0);
+      writeSync(fd, bytes, 0);
+      closeSync(fd);
+    };
+    rewrite('export default () => "once-EVIL";\n');
+    const during = await callTool(gw, "plugin"); // loads the file and keeps what it loaded
+    rewrite(original);
+    // the stat poll sees the change now, whichever came first: the capture compares equal
+    await waitFor(
+      () => /new execution epoch|plugins\/once\.mjs touched; content unchanged/.test(gw.stderr()),
+      15_000,
+      "the change to be judged",
+    );
+    if (during.pid === e1Pid) {
+      // the old epoch's process ran the written code: that epoch must not serve on
+      expect(gw.stderr()).toMatch(
+        /plugins\/once\.mjs changed and was put back while a request was at the server/,
+      );
+    }
+    expect(await epochOf(gw.stateDir)).not.toBe(e1);
+    const later = await callTool(gw, "plugin");
+    expect(later.pid).not.toBe(e1Pid);
     expect(later.out).toBe("once-A");
   });
 
