@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import type { DigestCache } from "../identity/cache.js";
-import { type Liveness, ownPlace, processLiveness } from "../identity/proc.js";
+import { type Liveness, processLiveness, recordedPlace } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
@@ -89,7 +89,7 @@ export function startRun(
   };
   // Where this pid and start time mean something: a reader elsewhere (another PID namespace)
   // must not take them for its own processes (src/identity/procLiveness.ts).
-  const place = ownPlace();
+  const place = recordedPlace();
   db.prepare(
     `INSERT INTO runs (run, server_label, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot,
                        chain_json, chain_digest, started_at)

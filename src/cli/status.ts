@@ -120,7 +120,8 @@ export function renderGateway(g: StatusRow): string {
  */
 function unseenNote(g: StatusRow): string {
   if (g.unseen === "another PID namespace") return " (in another PID namespace: not this one's pid)";
-  if (g.unseen === "cannot tell") return " (cannot tell whether it runs: where it runs was not recorded)";
+  if (g.unseen === "cannot tell")
+    return " (cannot tell whether it runs: where it runs was not recorded, or could not be read)";
   return "";
 }
 

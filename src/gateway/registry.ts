@@ -2,10 +2,10 @@ import type { ExecutionRecord } from "../identity/index.js";
 import {
   inAnotherNamespace,
   type Liveness,
-  ownPlace,
   processLiveness,
   processStartTime,
   type RecordedProcess,
+  recordedPlace,
 } from "../identity/proc.js";
 import { isBusy, type Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
@@ -49,7 +49,7 @@ export interface GatewayRow {
   /**
    * While `liveness` is "unknown": "another PID namespace" (it registered in a namespace other
    * than this one's: its pid is not this namespace's pid), or "cannot tell" (where it runs was
-   * never recorded, or this process cannot read its own). Null otherwise.
+   * never recorded, or could not be read by it, or this process cannot read its own). Null otherwise.
    */
   unseen: "another PID namespace" | "cannot tell" | null;
 }
@@ -174,9 +174,10 @@ export class GatewayRegistry {
           this.gatewayId,
           process.pid,
           processStartTime(process.pid),
-          // where this pid means something: a reader in another PID namespace must not take it for its own
-          ownPlace().pidNs,
-          ownPlace().boot,
+          // where this pid means something: a reader in another PID namespace must not take it for
+          // its own (never null: null is a row written before namespaces were recorded)
+          recordedPlace().pidNs,
+          recordedPlace().boot,
           this.serverLabel,
           this.startedAt,
           now,

@@ -15,8 +15,10 @@ export {
   inAnotherNamespace,
   judgeLiveness,
   type Liveness,
+  NAMESPACE_UNREAD,
   processLiveness,
   type RecordedProcess,
+  recordedPlace,
 } from "./procLiveness.js";
 export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";

@@ -6,7 +6,11 @@ import { ownPlace, type ProcessPlace, processStartTime } from "./procRead.js";
 
 export type Liveness = "alive" | "gone" | "unknown";
 
-/** What was recorded of a process when it registered itself (null: not read then). */
+/**
+ * What was recorded of a process when it registered itself. `start` and `boot` null: not read
+ * then. `pidNs` null: written before namespaces were recorded (store migrations 17 and 18);
+ * NAMESPACE_UNREAD: written by a process that could not read its own.
+ */
 export interface RecordedProcess {
   pid: number;
   start: string | null;
@@ -15,11 +19,25 @@ export interface RecordedProcess {
 }
 
 /**
+ * What a process records as its PID namespace when it cannot read its own (a /proc that is not
+ * its namespace's, in a sandbox; a platform with neither /proc nor ps's single table). A row
+ * never gets a null namespace from a current version: null keeps meaning "written before
+ * namespaces were recorded", which is judged by pid; a row whose writer could not tell where its
+ * pid means something can never be (it may be another namespace's pid).
+ */
+export const NAMESPACE_UNREAD = "unknown";
+
+/** This process's place as the rows it writes record it: the namespace never null. */
+export function recordedPlace(here: ProcessPlace = ownPlace()): { pidNs: string; boot: string | null } {
+  return { pidNs: here.pidNs ?? NAMESPACE_UNREAD, boot: here.boot };
+}
+
+/**
  * The decision, over what this process sees (`here`, and `startNow`, the start time of a pid in
  * its namespace). Gone only when provable: another boot (a reboot ends every process), or, in
  * our own namespace, a pid that now runs another process or none. A row from another namespace,
- * or one whose namespace or start time was never read, cannot be judged: "unknown", which no
- * caller treats as gone. A row written before namespaces were recorded is judged by its pid and
+ * or one whose namespace or start time was never read (NAMESPACE_UNREAD), cannot be judged:
+ * "unknown", which no caller treats as gone. A row written before namespaces were recorded is judged by its pid and
  * start time here, as the version that wrote it did.
  */
 export function judgeLiveness(
@@ -39,7 +57,13 @@ export function judgeLiveness(
     // never an authority gained).
     return startNow(rec.pid) === rec.start ? "alive" : "gone";
   }
-  if (rec.start === null || rec.pidNs === null || here.pidNs === null || rec.pidNs !== here.pidNs) {
+  if (
+    rec.start === null ||
+    rec.pidNs === null ||
+    rec.pidNs === NAMESPACE_UNREAD ||
+    here.pidNs === null ||
+    rec.pidNs !== here.pidNs
+  ) {
     return "unknown";
   }
   return startNow(rec.pid) === rec.start ? "alive" : "gone";
@@ -60,5 +84,7 @@ export function processLiveness(rec: RecordedProcess): Liveness {
  * namespaces are known and differ. False when where it ran, or where we run, was never read.
  */
 export function inAnotherNamespace(rec: RecordedProcess, here: ProcessPlace = ownPlace()): boolean {
-  return rec.pidNs !== null && here.pidNs !== null && rec.pidNs !== here.pidNs;
+  return (
+    rec.pidNs !== null && rec.pidNs !== NAMESPACE_UNREAD && here.pidNs !== null && rec.pidNs !== here.pidNs
+  );
 }

@@ -5,9 +5,11 @@ import { describe, expect, it } from "vitest";
 import {
   inAnotherNamespace,
   judgeLiveness,
+  NAMESPACE_UNREAD,
   ownPlace,
   processLiveness,
   processStartTime,
+  recordedPlace,
 } from "../../src/identity/proc.js";
 
 const HERE = { pidNs: "pid:[4026531836]", boot: "boot-a" };
@@ -59,6 +61,20 @@ describe("judgeLiveness", () => {
     // still nothing to go on without its start time, or without a namespace of our own
     expect(judgeLiveness(rec({ pidNs: null, boot: null, start: null }), HERE, running(null))).toBe("unknown");
     expect(judgeLiveness(old, { pidNs: null, boot: null }, running(null))).toBe("unknown");
+  });
+
+  it("a current writer that could not read its namespace (nor its boot) is never judged by pid", () => {
+    // a gateway whose /proc is not its own namespace's, in a sandbox with no boot id readable
+    const place = recordedPlace({ pidNs: null, boot: null });
+    expect(place).toEqual({ pidNs: NAMESPACE_UNREAD, boot: null });
+    const row = rec({ ...place });
+    // its pid may be another namespace's: nothing proves it gone, nor alive
+    expect(judgeLiveness(row, HERE, running(null))).toBe("unknown");
+    expect(judgeLiveness(row, HERE, running("2000"))).toBe("unknown");
+    expect(judgeLiveness(row, HERE, running("1000"))).toBe("unknown");
+    expect(inAnotherNamespace(row, HERE)).toBe(false);
+    // a namespace that was read is recorded as read
+    expect(recordedPlace(HERE)).toEqual(HERE);
   });
 
   it("another boot is gone: a reboot ended every process, in every namespace", () => {
