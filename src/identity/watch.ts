@@ -481,7 +481,7 @@ function statPoll(onChange: (abs: string, since: number) => void): StatPoll {
       rebuild();
     },
     seen(path) {
-      if (last.has(path)) last.set(path, stateOf(path));
+      if (last.has(path)) last.set(path, { state: stateOf(path), at: performance.now() });
     },
     close() {
       clearInterval(timer);
