@@ -92,7 +92,10 @@ export interface ActivityEntry {
   seq: number;
   at: string;
   run: string;
-  /** the call's JSON-RPC id as JSON text (`8`, `"8"`): what joins its intent to its end */
+  /**
+   * the call's JSON-RPC id as JSON text (`8`, `"8"`). Its intent is joined to its end by its
+   * `callKey` where the records carry one (two calls of a run may share an id), else by this.
+   */
   call: string | null;
   server: string | null;
   tool: string | null;
@@ -351,11 +354,17 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
   const records = [...input];
   const runOf = runAttribution(records);
   const out: ActivityEntry[] = [];
+  // Open calls by run and id text (the latest call under it), and by run and call key. A record
+  // with a call key is joined by it alone: over HTTP two calls of one run may carry the same id at
+  // once. Records written before call keys are joined by the id text.
   const open = new Map<string, ActivityEntry>();
+  const openByKey = new Map<string, ActivityEntry>();
   const callKey = (run: string, e: AuditEvent): string | null => {
     const call = callText(e);
     return call === null ? null : `${run}\u0000${call}`;
   };
+  const keyed = (run: string, e: AuditEvent): string | null =>
+    typeof e.callKey === "number" ? `${run}\u0000${e.callKey}` : null;
   /** A call starts (tool_called) or is refused before it starts (authorization_denied). */
   const start = (r: ViewInput, run: string, decision: string, outcome: string): ActivityEntry => {
     const e = r.event;
@@ -379,12 +388,16 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
     out.push(a);
     const k = callKey(run, e);
     if (k !== null) open.set(k, a); // a client may reuse a request id once its call is over
+    const kk = keyed(run, e);
+    if (kk !== null) openByKey.set(kk, a);
     return a;
   };
-  /** What follows a call (result, interruption, credentials): the open call with that id. */
+  /** What follows a call (result, interruption, credentials): the open call with its key, else that id. */
   const follow = (r: ViewInput, run: string): ActivityEntry => {
-    const k = callKey(run, r.event);
-    return (k === null ? undefined : open.get(k)) ?? start(r, run, "unknown", "pending");
+    const kk = keyed(run, r.event);
+    const k = kk === null ? callKey(run, r.event) : null;
+    const a = kk !== null ? openByKey.get(kk) : k !== null ? open.get(k) : undefined;
+    return a ?? start(r, run, "unknown", "pending");
   };
 
   for (const r of records) {

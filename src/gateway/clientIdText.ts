@@ -12,14 +12,48 @@ import type { Request } from "../relay/jsonrpc.js";
  */
 const ID_TEXT = Symbol("the client's id as JSON text");
 
-type Marked = Request & { [ID_TEXT]?: string };
+/**
+ * The request's call key (below), given where it is read and carried like its id text: a call
+ * decided again after it was held or its epoch changed keeps it (its ends are written in order,
+ * so its second intent is never open beside its first).
+ */
+const CALL_KEY = Symbol("the request's call key");
 
-/** Marks `msg` (a request just read) with its id's text, when that is not the held id's own. */
-export function markIdText(msg: Request, text: string): void {
-  if (text !== JSON.stringify(msg.id)) (msg as Marked)[ID_TEXT] = text;
+type Marked = Request & { [ID_TEXT]?: string; [CALL_KEY]?: number };
+
+/**
+ * How the audit names a call: the client's id text, and a key no other request read by this
+ * gateway process has. The text is what a person reads; it is not unique (over HTTP two POSTs of
+ * one session may carry one id, and a client may reuse an id once its call is over), so the key
+ * is what joins a call's intent to its end, in the chain (`callKey`) and in `open_intents`. A
+ * counter: it says nothing of the id the gateway holds (a stand-in's prefix is the process's own).
+ */
+export interface CallName {
+  idText: string;
+  /** absent only where a name had to be made up from a held id (none was kept): no key to claim */
+  key?: number;
+}
+
+let lastKey = 0;
+
+/**
+ * Marks `msg` (a request just read) with its call key, and with its id's text when that is not
+ * the held id's own (`text` undefined: it is).
+ */
+export function markRequest(msg: Request, text: string | undefined): void {
+  const m = msg as Marked;
+  m[CALL_KEY] = ++lastKey;
+  if (text !== undefined && text !== JSON.stringify(msg.id)) m[ID_TEXT] = text;
 }
 
 /** The client's id of `msg` as JSON text: its mark, else the id as held (then the same). */
 export function idTextOf(msg: Request): string {
   return (msg as Marked)[ID_TEXT] ?? JSON.stringify(msg.id);
+}
+
+/** The audit's name for `msg`'s call (a request never marked gets its key now). */
+export function callOf(msg: Request): CallName {
+  const m = msg as Marked;
+  m[CALL_KEY] ??= ++lastKey;
+  return { idText: idTextOf(msg), key: m[CALL_KEY] };
 }

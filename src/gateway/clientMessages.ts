@@ -16,7 +16,7 @@ import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
-import { markIdText } from "./clientIdText.js";
+import { markRequest } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -117,11 +117,9 @@ export class ClientMessages {
     const ids = this.p.downstream.clientIds;
     const rawId = span ? text.slice(span.start, span.end) : undefined;
     const c = ids ? ids.adopt(parsed, text, rawId, this.isOpen) : parsed;
-    // the id the audit names the request by: the client's own, never a stand-in or a wire id
-    if (c.kind === "request") {
-      const written = idText ?? ids?.standInText(c.msg.id) ?? null;
-      if (written !== null) markIdText(c.msg, written);
-    }
+    // the id the audit names the request by: the client's own, never a stand-in or a wire id;
+    // and its call key, which joins its intent to its end (clientIdText.ts)
+    if (c.kind === "request") markRequest(c.msg, idText ?? ids?.standInText(c.msg.id) ?? undefined);
     return { c, text, span };
   }
 
@@ -254,12 +252,12 @@ export class ClientMessages {
 
   /**
    * A request, whatever its method, whose id a request of this client still in flight carries
-   * (held, being decided, or at the server; not one it cancelled) is refused, never handled. A
-   * call's intent and its end are paired by (run, id), and two requests under one id would leave
-   * one intent without its end, or give it the other's: a relayed ping under a call's id would
-   * take the call's place in the table of requests at the server, and its answer would free the
-   * id while the call still runs. JSON-RPC asks ids to be unique among requests in flight;
-   * clients that number their requests never hit this.
+   * (held, being decided, or at the server; not one it cancelled) is refused, never handled. The
+   * gateway holds requests by that id: a relayed ping under a call's id would take the call's
+   * place in the table of requests at the server, and its answer would free the id while the call
+   * still runs. (The audit pairs a call's intent and end by its call key, not by this id.)
+   * JSON-RPC asks ids to be unique among requests in flight; clients that number their requests
+   * never hit this.
    */
   private idInUse(msg: Request): boolean {
     const inUse = this.p.guarded.has(msg.id) || this.p.inFlight.carries(msg.id);

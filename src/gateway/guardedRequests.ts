@@ -5,7 +5,7 @@ import { errorResponse, type Id, INTERNAL_ERROR, INVALID_PARAMS, type Request } 
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { idTextOf } from "./clientIdText.js";
+import { callOf } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -185,7 +185,7 @@ export class GuardedRequests {
         facts: { tool, args: params.arguments ?? {}, seen: session.seen },
         auth: this.p.auth(),
         intent: {
-          intent: (call, condition) => records.toolCalled(idTextOf(msg), params.arguments, call, condition),
+          intent: (call, condition) => records.toolCalled(callOf(msg), params.arguments, call, condition),
         },
         hooks: {
           progress,
@@ -207,7 +207,7 @@ export class GuardedRequests {
     if (mark.cancelled || this.p.ended()) {
       // An intent written for a call that will not be sent is closed, never left open.
       if (verdict.action === "forward")
-        records.callInterrupted(idTextOf(msg), tool, verdict.call.epoch, "cancelled", "not_forwarded");
+        records.callInterrupted(callOf(msg), tool, verdict.call.epoch, "cancelled", "not_forwarded");
       return;
     }
     if (inputRequired && verdict.action === "refuse") {
@@ -250,11 +250,11 @@ export class GuardedRequests {
         if (
           verdict.call.epoch !== this.p.current()?.epoch ||
           !this.p.mayForward() ||
-          !this.p.inFlight.forward(out, { tool, scopes, intent: true, callId: idTextOf(msg) })
+          !this.p.inFlight.forward(out, { tool, scopes, intent: true, call: callOf(msg) })
         ) {
           // never written: safe to evaluate again against the new state; its intent is closed
           // (the decision made again writes its own)
-          records.callInterrupted(idTextOf(msg), tool, verdict.call.epoch, "redecided", "not_forwarded");
+          records.callInterrupted(callOf(msg), tool, verdict.call.epoch, "redecided", "not_forwarded");
           return this.hold(msg);
         }
       }
@@ -284,7 +284,7 @@ export class GuardedRequests {
         auth: this.p.auth(),
         intent: {
           intent: (call, condition) =>
-            records.requestForwarded(idTextOf(msg), msg.method, msg.params, call, condition),
+            records.requestForwarded(callOf(msg), msg.method, msg.params, call, condition),
         },
         hooks: {
           progress: this.progressFor(msg),
@@ -301,7 +301,7 @@ export class GuardedRequests {
       // A read recorded but not sent is closed, never left open (as a call is).
       if (verdict.action === "forward")
         records.callInterrupted(
-          idTextOf(msg),
+          callOf(msg),
           undefined,
           verdict.call.epoch,
           "cancelled",
@@ -328,7 +328,7 @@ export class GuardedRequests {
         // the first record is closed
         if (verdict.call.epoch !== this.p.current()?.epoch || !this.p.mayForward()) {
           records.callInterrupted(
-            idTextOf(msg),
+            callOf(msg),
             undefined,
             verdict.call.epoch,
             "redecided",
@@ -338,9 +338,9 @@ export class GuardedRequests {
           return this.handleRecorded(msg);
         }
         // not sent (no live process: answered server_unavailable there): its record is closed
-        if (!this.p.inFlight.forward(msg, { intent: true, callId: idTextOf(msg) }))
+        if (!this.p.inFlight.forward(msg, { intent: true, call: callOf(msg) }))
           records.callInterrupted(
-            idTextOf(msg),
+            callOf(msg),
             undefined,
             verdict.call.epoch,
             "server_unavailable",
@@ -368,7 +368,7 @@ export class GuardedRequests {
 
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
     this.p.records.denied(
-      idTextOf(msg),
+      callOf(msg),
       tool,
       args,
       { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },

@@ -3,6 +3,7 @@ import { IdMap } from "../relay/ids.js";
 import { errorResponse, type Id, type Request, type Response } from "../relay/jsonrpc.js";
 import { type IdSpan, spliceId } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { GatewayRecords } from "./records.js";
@@ -14,8 +15,8 @@ export interface ClientPending {
   method: string;
   gen: Generation;
   tool?: string;
-  /** the client's id as it wrote it (JSON text), which the audit names the call by; absent: `clientId`'s */
-  callId?: string;
+  /** what the audit names the call by (the client's id as it wrote it, and its call key); set with `intent` */
+  call?: CallName;
   /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
   listen?: Request;
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
@@ -44,7 +45,7 @@ interface OwnPending {
 export type Pending = ClientPending | OwnPending;
 
 /** What a forwarded client request carries besides its message. */
-export type ForwardExtra = Pick<ClientPending, "tool" | "callId" | "listen" | "scopes" | "intent">;
+export type ForwardExtra = Pick<ClientPending, "tool" | "call" | "listen" | "scopes" | "intent">;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */
 export interface WrittenLine {
@@ -165,14 +166,14 @@ export class InFlight {
   resulted(p: ClientPending, outcome: "ok" | "error" | "tool-error"): void {
     if (!p.intent) return;
     p.intent = false;
-    this.p.records.toolResult(callIdOf(p), p.tool, p.gen.epoch, outcome, readMethod(p));
+    this.p.records.toolResult(callNameOf(p), p.tool, p.gen.epoch, outcome, readMethod(p));
   }
 
   /** `p`'s one end, when its intent is still open: sent, and what the server did is not known. */
   private interrupted(p: ClientPending, reason: "epoch_transition" | "cancelled"): void {
     if (!p.intent) return;
     p.intent = false;
-    this.p.records.callInterrupted(callIdOf(p), p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
+    this.p.records.callInterrupted(callNameOf(p), p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
   }
 
   /**
@@ -288,9 +289,17 @@ export class InFlight {
   }
 }
 
-/** What the audit names `p`'s call by: the client's id text. */
+/** The client's id text of `p`'s call: what the egress proxy's records name it by. */
 function callIdOf(p: ClientPending): string {
-  return p.callId ?? JSON.stringify(p.clientId);
+  return p.call?.idText ?? JSON.stringify(p.clientId);
+}
+
+/**
+ * What the audit names `p`'s call by. A recorded request is always forwarded with its name
+ * (`intent` comes with `call`); without one, its id alone, with no call key to claim.
+ */
+function callNameOf(p: ClientPending): CallName {
+  return p.call ?? { idText: JSON.stringify(p.clientId) };
 }
 
 /** Whether `p` is a call of `gen` in the release window: a forwarded tools/call with scopes, not cancelled. */

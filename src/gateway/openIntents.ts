@@ -46,11 +46,23 @@ export class OpenIntents {
 }
 
 /**
- * A call within one gateway: its run and its JSON-RPC id as the client wrote it (unique among the
- * run's calls in flight; `9007199254740993` and `9007199254740992` are one JSON number, two ids).
+ * A call within one gateway: its run and its call key (`callKey`, which no other call of the
+ * gateway process has: clientIdText.ts). Never its JSON-RPC id alone: over HTTP two POSTs of one
+ * session may carry the same id at once, and each must keep a row of its own until its own end.
+ * A record without a call key (none is written so now) is keyed by its id as the client wrote it.
  */
 function callKey(e: AuditEvent): string {
-  return JSON.stringify([e.run ?? null, idTextOf(e)]);
+  return JSON.stringify([e.run ?? null, typeof e.callKey === "number" ? e.callKey : idTextOf(e)]);
+}
+
+/** The call key a row's `call_key` holds (rows written before call keys hold an id text instead). */
+function keyOfRow(callKey: string): { callKey: number } | Record<string, never> {
+  try {
+    const [, key] = JSON.parse(callKey) as [unknown, unknown];
+    return typeof key === "number" ? { callKey: key } : {};
+  } catch {
+    return {};
+  }
 }
 
 /** A call's id as JSON text: `requestIdText` where the value does not carry it (records.ts). */
@@ -124,6 +136,7 @@ export function closeOrphanIntents(db: Store, audit: AuditLog, exceptGateway: st
         run: r.run,
         serverLabel: r.server_label,
         ...requestIdFields(r.request_id),
+        ...keyOfRow(r.call_key), // so the views join this end to its own intent
         tool: r.tool,
         epoch: r.epoch,
         reason: "gateway_gone",

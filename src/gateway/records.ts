@@ -3,6 +3,7 @@ import type { ApprovedCall } from "../guard/guard.js";
 import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
 import { nonFiniteAt } from "../util/canonical.js";
 import { redactRecord, redactValue } from "../util/redact.js";
+import type { CallName } from "./clientIdText.js";
 import type { EventSink } from "./events.js";
 import { defaultsApplied } from "./text.js";
 
@@ -16,8 +17,9 @@ import { defaultsApplied } from "./text.js";
  * `{ "redacted": true }`, never a string, so the event stays auditable. The execution record in
  * `server_started` is redacted the same way as in the store.
  *
- * A call is named by the client's own JSON-RPC id (`idText`: its JSON text as the client wrote
- * it, `clientIdText.ts`), never by the id the gateway holds it under (a stand-in, a wire id).
+ * A call is named by the client's own JSON-RPC id (its JSON text as the client wrote it,
+ * `clientIdText.ts`), never by the id the gateway holds it under (a stand-in, a wire id), and
+ * joined to its end by its call key (`callKey`), which no other call of this gateway process has.
  */
 export class GatewayRecords {
   /** the agent run this connection serves, once the client spoke */
@@ -39,7 +41,7 @@ export class GatewayRecords {
    * grant still live) no longer held under the write lock.
    */
   requestForwarded(
-    idText: string,
+    name: CallName,
     method: string,
     params: unknown,
     call: ApprovedCall,
@@ -50,7 +52,7 @@ export class GatewayRecords {
         type: "request_forwarded",
         run: this.run,
         serverLabel: this.label,
-        ...requestIdFields(idText),
+        ...callFields(name),
         method,
         epoch: call.epoch,
         paramsDigest: argumentsDigest(params ?? {}),
@@ -76,7 +78,7 @@ export class GatewayRecords {
    * `condition` (what the decision rested on) no longer held under the write lock, and nothing
    * was written; rejects if it cannot be written.
    */
-  toolCalled(idText: string, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
+  toolCalled(name: CallName, args: unknown, call: ApprovedCall, condition?: () => boolean): Promise<boolean> {
     const given = argumentsDigest(args ?? {});
     const scopes = this.scopesFor?.(call.tool) ?? [];
     const noDefaults = call.effective === args; // the validator made no copy: no default applies
@@ -85,7 +87,7 @@ export class GatewayRecords {
         type: "tool_called",
         run: this.run,
         serverLabel: this.label,
-        ...requestIdFields(idText),
+        ...callFields(name),
         tool: call.tool,
         fingerprint: call.fingerprint,
         epoch: call.epoch,
@@ -109,7 +111,7 @@ export class GatewayRecords {
    * reason, and the refusal is recorded all the same.
    */
   denied(
-    idText: string,
+    name: CallName,
     tool: string,
     args: unknown,
     at: { epoch: string | null; revision: number | null },
@@ -119,7 +121,7 @@ export class GatewayRecords {
       type: "authorization_denied",
       run: this.run,
       serverLabel: this.label,
-      ...requestIdFields(idText),
+      ...callFields(name),
       tool,
       epoch: at.epoch,
       revision: at.revision,
@@ -129,7 +131,7 @@ export class GatewayRecords {
   }
 
   toolResult(
-    idText: string,
+    name: CallName,
     tool: string | undefined,
     epoch: string,
     outcome: "ok" | "error" | "tool-error",
@@ -140,7 +142,7 @@ export class GatewayRecords {
       type: "tool_result",
       run: this.run,
       serverLabel: this.label,
-      ...requestIdFields(idText),
+      ...callFields(name),
       tool,
       ...(method ? { method } : {}),
       epoch,
@@ -155,7 +157,7 @@ export class GatewayRecords {
    * decision was made again or no process was there to take it (outcome not_forwarded).
    */
   callInterrupted(
-    idText: string,
+    name: CallName,
     tool: string | undefined,
     epoch: string,
     reason: "epoch_transition" | "cancelled" | "redecided" | "server_unavailable" = "epoch_transition",
@@ -166,7 +168,7 @@ export class GatewayRecords {
       type: "call_interrupted",
       run: this.run,
       serverLabel: this.label,
-      ...requestIdFields(idText),
+      ...callFields(name),
       tool,
       ...(method ? { method } : {}),
       epoch,
@@ -223,6 +225,11 @@ export class GatewayRecords {
 /** The digest of a refused call's arguments, or null when they have no canonical form. */
 function refusedDigest(args: unknown): string | null {
   return nonFiniteAt(args) === null ? argumentsDigest(args ?? {}) : null;
+}
+
+/** A call's name fields: its id (requestIdFields) and its call key, which joins its intent to its end. */
+export function callFields(name: CallName): { requestId: unknown; requestIdText?: string; callKey?: number } {
+  return { ...requestIdFields(name.idText), ...(name.key !== undefined ? { callKey: name.key } : {}) };
 }
 
 /**

@@ -235,6 +235,44 @@ describe("views", () => {
     expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 2, answered: 2, pending: 0 });
   });
 
+  it("two calls of one run under the same id: each end joins its own intent by its call key", async () => {
+    const call = (callKey: number, tool: string): AuditEvent => ({
+      type: "tool_called",
+      run: RUN,
+      serverLabel: S,
+      requestId: 7,
+      callKey,
+      tool,
+      epoch: A,
+      revision: 12,
+    });
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        call(3, "slow"),
+        call(4, "fast"),
+        { type: "tool_result", run: RUN, requestId: 7, callKey: 4, outcome: "ok" },
+        {
+          type: "call_interrupted",
+          run: RUN,
+          requestId: 7,
+          callKey: 3,
+          reason: "cancelled",
+          outcome: "unknown",
+        },
+        // a record without a call key (written before them) still joins by its id
+        { type: "tool_called", run: RUN, serverLabel: S, requestId: 9, tool: "old", epoch: A },
+        { type: "tool_result", run: RUN, requestId: 9, outcome: "ok" },
+      ],
+    ]);
+    expect(activityView(records).map((a) => [a.call, a.tool, a.outcome, a.interruption])).toEqual([
+      ["7", "slow", "interrupted", "cancelled"],
+      ["7", "fast", "ok", null],
+      ["9", "old", "ok", null],
+    ]);
+    expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, answered: 2, pending: 0 });
+  });
+
   it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
     const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
       type: "tool_called",

@@ -35,12 +35,15 @@ export class Connection {
     });
   }
 
-  /** POSTs `body` to /mcp on this connection; its answer, whenever the ones before it came. */
-  post(body: unknown): Promise<RawResponse> {
+  /**
+   * POSTs `body` to /mcp on this connection (with `extra` headers: a legacy session's
+   * Mcp-Session-Id); its answer, whenever the ones before it came.
+   */
+  post(body: unknown, extra: Record<string, string> = {}): Promise<RawResponse> {
     if (this.gone) return Promise.reject(this.gone);
     const text = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
     const headers = {
-      ...this.l.headers(),
+      ...this.l.headers(extra),
       host: `127.0.0.1:${this.l.port}`,
       "content-length": String(text.length),
     };
