@@ -122,16 +122,17 @@ export class ServerMessages {
     }
     const entry = this.p.inFlight.take(id);
     if (!entry) return;
-    if (entry.origin === "client") this.p.progress.ended(entry.clientId);
     const e = errors.response;
-    const error = errorResponse(entry.origin === "client" ? entry.clientId : id, e.code, e.message, e.data);
     if (entry.origin === "gateway") {
-      entry.resolve(error);
+      entry.resolve(errorResponse(id, e.code, e.message, e.data));
       return;
     }
+    // A late answer to a request the client cancelled touches nothing of the client's: its id
+    // may name a newer request by now, whose progress token must not be ended here.
     if (this.lateForCancelled(entry)) return;
+    this.p.progress.ended(entry.clientId);
     this.p.inFlight.resulted(entry, "error");
-    this.p.downstream.send(error);
+    this.p.downstream.send(errorResponse(entry.clientId, e.code, e.message, e.data));
   }
 
   /** `text`: the line as the server wrote it, already scrubbed of released values. */

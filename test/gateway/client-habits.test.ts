@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -569,5 +569,63 @@ describe("a request the client cancelled once it reached the server", () => {
       ["tool_called", undefined],
       ["call_interrupted", "cancelled"],
     ]);
+  });
+
+  it("its late answer, dropped unread (over the size limit), leaves alone the progress of a newer call under its id", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "habits",
+        "--approval",
+        "per-call",
+        "--max-message-bytes",
+        "65536",
+        "--",
+        ...fixtureCommand("habits"),
+      ],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    const seen = new Set<string>();
+    const blob = (progressToken: string, bytes: number, ms: number) =>
+      gw.send({
+        jsonrpc: "2.0",
+        id: 5,
+        method: "tools/call",
+        params: { name: "blob", arguments: { bytes, ms }, _meta: { progressToken } },
+      });
+    const progressOf = (token: string) =>
+      gw
+        .messages()
+        .filter((m) => m.method === "notifications/progress" && m.params?.progressToken === token)
+        .map((m) => m.params?.progress as number);
+    // A: approved, at the server (its progress came back), then cancelled; its answer, over the
+    // size limit, comes later and is dropped unread
+    blob("pA", 200_000, 2500);
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await waitFor(() => progressOf("pA").length === 2, 10_000, "A's progress from the server");
+    cancel(gw, 5);
+    // B, under the same id (free again at once), waits for a human: the gateway speaks under pB
+    blob("pB", 8, 0);
+    const bRequest = await nextRequest(stateDir, seen);
+    await waitFor(() => progressOf("pB").length === 1, 10_000, "the gateway's progress for B");
+    // (the premise: A's answer came after B's progress began)
+    expect(gw.stderr()).not.toMatch(/dropped a \d+-byte message from the server/);
+    await waitFor(
+      () => /dropped a \d+-byte message from the server/.test(gw.stderr()),
+      10_000,
+      "A's late answer, dropped",
+    );
+    await decideByCli(stateDir, "approve", bRequest.request);
+    const answer = await gw.next((m) => m.id === 5, 10_000);
+    expect(answer.result).toBeDefined();
+    // B's progress goes on increasing: the server's 0 comes after the gateway's 1, moved past it
+    const values = progressOf("pB");
+    expect(values.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < values.length; i++)
+      expect(values[i]!, `pB ${values}`).toBeGreaterThan(values[i - 1]!);
+    expect(gw.messages().filter((m) => m.id === 5)).toHaveLength(1);
   });
 });
