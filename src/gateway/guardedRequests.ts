@@ -101,7 +101,8 @@ export class GuardedRequests {
 
   /**
    * The client cancelled `id`: a decision under way stops waiting (and nothing it allows is
-   * sent); a held request is forgotten (true: nothing of it reached the server).
+   * sent); a held request, a call or read or a tools/list, is forgotten (true: nothing of it
+   * reached the server). A cancelled request gets no answer, and its id is free at once.
    */
   cancel(id: Id): boolean {
     const d = this.deciding.get(`${typeof id}:${id}`);
@@ -109,7 +110,7 @@ export class GuardedRequests {
       d.cancelled = true;
       d.abort();
     }
-    return this.heldCalls.cancel(id);
+    return this.heldCalls.cancel(id) || this.heldLists.cancel(id);
   }
 
   /** Requests held or being decided. */

@@ -307,6 +307,39 @@ describe("a client that asks for tools before initialize", () => {
   });
 });
 
+describe("a tools/list held while the server's identity is pending", () => {
+  it("cancelled by the client: never answered, and its id free at once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
+    const methodLog = join(dir, "methods.jsonl");
+    // the server's tools/list answer comes late: the client's list is held until it does
+    const gw = rawGateway({
+      args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
+      env: { FIXTURE_METHOD_LOG: methodLog, FIXTURE_LIST_DELAY_MS: "3000" },
+    });
+    peers.push(gw);
+    await gw.initialize();
+    const logged = () => readJsonLines<{ method: string }>(methodLog).map((r) => r.method);
+    gw.send({ jsonrpc: "2.0", id: 5, method: "tools/list" });
+    gw.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: 5, reason: "gave up" },
+    });
+    // the same id again at once: a ping, relayed to the server and answered by it
+    gw.send({ jsonrpc: "2.0", id: 5, method: "ping" });
+    const ping = await gw.next((m) => m.id === 5);
+    expect(ping.error, JSON.stringify(ping)).toBeUndefined();
+    expect(ping.result).toEqual({});
+    // (the premise: the list was still held, the server had not answered its own yet)
+    expect(logged()).not.toContain("answered tools/list");
+    // once the catalog is verified the held lists are answered: the cancelled one is not among them
+    await waitFor(() => logged().includes("answered tools/list"), 10_000, "the server's tools/list answer");
+    const list = await gw.request("tools/list");
+    expect(list.result).toBeDefined();
+    expect(gw.messages().filter((m) => m.id === 5)).toEqual([ping]);
+  });
+});
+
 describe("a client that closes stdin while a call waits for a human", () => {
   it("gets an answer for it within the bounded wait, then the gateway exits", async () => {
     // no --approval none: the call waits for an approval nobody gives
