@@ -16,7 +16,7 @@ import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
-import { markRequest } from "./clientIdText.js";
+import { idTextOf, markRequest } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -252,7 +252,8 @@ export class ClientMessages {
 
   /**
    * A request, whatever its method, whose id a request of this client still in flight carries
-   * (held, being decided, or at the server; not one it cancelled) is refused, never handled. The
+   * (held, being decided, or at the server; not one it cancelled), however either spelled it (JSON's
+   * equality: `1.0` is `1`, as a cancellation reads it), is refused, never handled. The
    * gateway holds requests by that id: a relayed ping under a call's id would take the call's
    * place in the table of requests at the server, and its answer would free the id while the call
    * still runs. (The audit pairs a call's intent and end by its call key, not by this id.)
@@ -260,16 +261,18 @@ export class ClientMessages {
    * never hit this.
    */
   private idInUse(msg: Request): boolean {
-    const inUse = this.p.guarded.has(msg.id) || this.p.inFlight.carries(msg.id);
+    // the same id spelled otherwise (`1.0` for `1`) is the same id: a cancellation names both
+    const inUse =
+      this.isOpen(msg.id) || this.p.downstream.clientIds?.sameIdOpen(msg.id, this.isOpen) === true;
     if (!inUse) return false;
-    this.p.log.warn(
-      `refused ${msg.method} ${JSON.stringify(msg.id)}: that id is already in use by a request in flight`,
-    );
+    // named as the client wrote it: a stand-in's prefix is the process's own, never shown
+    const id = idTextOf(msg);
+    this.p.log.warn(`refused ${msg.method} ${id}: that id is already in use by a request in flight`);
     this.p.downstream.send(
       errorResponse(
         msg.id,
         INVALID_REQUEST,
-        `Invalid request: id ${JSON.stringify(msg.id)} is already in use by a request in flight; send it with a new id.`,
+        `Invalid request: id ${id} is already in use by a request in flight; send it with a new id.`,
       ),
     );
     return true;

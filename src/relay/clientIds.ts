@@ -86,8 +86,27 @@ export class ClientIds {
       for (const [k, s] of this.given) if (!isOpen(s)) this.given.delete(k);
       this.sweepAt = Math.max(FIRST_SWEEP, 2 * this.given.size);
     }
-    this.given.set(key, held);
+    // an open request under this id, spelled otherwise, keeps it: this one is refused (in use)
+    const before = this.given.get(key);
+    if (before === undefined || before === held || !isOpen(before)) this.given.set(key, held);
     return held;
+  }
+
+  /**
+   * Whether a request held under another id than `held` is open under the same id as JSON means
+   * it (`sameIdKey`): `1.0` and `1`, `"a\/b"` and `"a/b"` are one id, and a cancellation naming
+   * it could not tell them apart. The other is a stand-in (`given`) or the id's plain spelling,
+   * held as itself.
+   */
+  sameIdOpen(held: Id, isOpen: IsOpen): boolean {
+    const raw = this.standInText(held) ?? JSON.stringify(held);
+    const value = JSON.parse(raw) as Id;
+    const key = sameIdKey(value, raw);
+    if (key === null) return false;
+    const other = this.given.get(key);
+    if (other !== undefined && other !== held && isOpen(other)) return true;
+    // the plain spelling, when it is this id (…993's is …992, another id)
+    return value !== held && sameIdKey(value, JSON.stringify(value)) === key && isOpen(value);
   }
 
   /**

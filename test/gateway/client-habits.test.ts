@@ -442,6 +442,57 @@ describe("ids the client chose", () => {
     expect(new Set(cancelled).size).toBe(pairs.length);
   });
 
+  it("an id in flight is in use however it is spelled: 1.0 and 1 are one id, as a cancellation reads them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
+    const methodLog = join(dir, "methods.jsonl");
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("lenient")],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+    });
+    peers.push(gw);
+    await ready(gw);
+    const reads = () =>
+      readJsonLines<{ method: string; params: { uri?: string } }>(methodLog)
+        .filter((r) => r.method === "resources/read")
+        .map((r) => r.params.uri);
+    const read = (id: string, uri: string) =>
+      gw.send(`{"jsonrpc":"2.0","id":${id},"method":"resources/read","params":{"uri":"${uri}"}}\n`);
+    const refusal = async (id: string) => {
+      const m = await gw.next((m) => m.id === Number(id) && m.error !== undefined);
+      // the id comes back as the client wrote it
+      expect(gw.lines()).toContainEqual(
+        expect.stringMatching(new RegExp(`^\\{"jsonrpc":"2\\.0","id":${id.replace(".", "\\.")},"error"`)),
+      );
+      return m;
+    };
+    // a stand-in (1.0) open: the plain 1 is the same id
+    read("1.0", "hang:a");
+    await waitFor(() => reads().includes("hang:a"), 10_000, "the first read at the server");
+    read("1", "hang:b");
+    // and a plain 2 open: 2.0 is the same id
+    read("2", "hang:c");
+    await waitFor(() => reads().includes("hang:c"), 10_000, "the third read at the server");
+    read("2.0", "hang:d");
+    for (const id of ["1", "2.0"]) {
+      const refused = await refusal(id);
+      expect(refused.error).toMatchObject({ code: -32600 });
+      // named as the client wrote it, never by the gateway's stand-in
+      expect(refused.error!.message).toBe(
+        `Invalid request: id ${id} is already in use by a request in flight; send it with a new id.`,
+      );
+    }
+    // each open read is cancelled by either spelling of its id (the refused ones took nothing over)
+    gw.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n');
+    gw.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.0}}\n');
+    await gw.request("ping"); // anything forwarded before it is in the log by now
+    expect(reads()).toEqual(["hang:a", "hang:c"]);
+    const cancelled = readJsonLines<{ method: string }>(methodLog).filter(
+      (r) => r.method === "notifications/cancelled",
+    );
+    expect(cancelled).toHaveLength(2);
+    expect(gw.stderr()).not.toMatch(/portcullis-raw-id/);
+  });
+
   it("a guarded request under an id still in flight is refused, never forwarded: each intent keeps its own end", async () => {
     const stateDir = newStateDir();
     const gw = rawGateway({
