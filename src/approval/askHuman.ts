@@ -170,10 +170,12 @@ export class HumanAsker {
           retry: false,
         });
         if (settled) return settled;
-        // Two identical calls joined one per-call request and the one-call grant went to the
-        // other: each call needs its own approval, so this one asks anew at once (the human sees
-        // a second request) rather than wait out its hold on a request that is used up.
-        if (mode === "per-call" && this.takenByAnother(req)) {
+        // Two identical calls joined one request and its one-call grant went to the other: each
+        // call needs its own approval, so this one asks anew at once (the human sees a second
+        // request) rather than wait out its hold on a request that is used up. It is the grant
+        // that is for one call, not the request: a session request approved "--for call" makes
+        // a one-call grant too.
+        if (this.takenByAnother(req)) {
           this.o.log.info(
             `the one-call approval of ${id} went to another call of ${quotedName(call.tool)}; this call asks again`,
           );

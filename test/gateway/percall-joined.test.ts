@@ -15,12 +15,12 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** A gateway asking per call, with a hold long enough that no answer here comes from its end. */
-async function twoJoinedCalls() {
+/** A gateway asking per call (or per session), with a hold long enough that no answer here comes from its end. */
+async function twoJoinedCalls(mode: "per-call" | "session" = "per-call") {
   const stateDir = newStateDir();
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
-  const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "120000"], {
+  const gw = await startInventory(project, ["--approval", mode, "--approval-timeout", "120000"], {
     stateDir,
   });
   cleanup.push(() => gw.close());
@@ -42,6 +42,24 @@ describe("identical per-call calls joined on one request", () => {
     const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
     expect(ok.code).toBe(0);
     // a second request, for the call left without an approval, while its hold still runs
+    const second = await nextRequest(stateDir, seen);
+    expect(second.request).not.toBe(first.request);
+    expect(second.tool).toBe("read_status");
+    expect(project.records()).toHaveLength(1);
+    const ok2 = await decideByCli(stateDir, "approve", second.request, "--for", "call");
+    expect(ok2.code).toBe(0);
+    const results = await Promise.all(calls);
+    for (const r of results) expect(r).toHaveProperty("content");
+    expect(project.records()).toHaveLength(2);
+  }, 90_000);
+
+  it("a session request approved for one call: the other call asks again at once and runs", async () => {
+    // The human narrows a session request to one call: the grant is for one call, so the call
+    // that did not take it is in the same place as under per-call approval.
+    const { stateDir, project, calls, first, seen } = await twoJoinedCalls("session");
+    expect(first.mode).toBe("session");
+    const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
+    expect(ok.code).toBe(0);
     const second = await nextRequest(stateDir, seen);
     expect(second.request).not.toBe(first.request);
     expect(second.tool).toBe("read_status");
