@@ -381,12 +381,23 @@ export class GuardedRequests {
     if (this.refusedForCatalog(msg)) return;
     const gen = this.p.current();
     this.p.log.info(
-      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)} until the catalog of ${gen?.alive ? `epoch ${gen.epoch}` : "the next epoch"} is verified`,
+      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)}${this.holdReason(gen)}`,
     );
     this.heldCalls.hold(msg);
     // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
     // epoch is being brought up (initialize replayed) its first fetch is the reconnection's.
     if (gen && this.p.catalog.failure(gen) !== null) this.p.catalogIfNeeded();
+  }
+
+  /**
+   * What a held call waits for, as the log says it: the reason calls wait though the catalog may
+   * be verified (the epoch's code not known for sure, a file change being judged) when there is
+   * one, since that is what ends the hold; else the catalog's verification.
+   */
+  private holdReason(gen: Generation | null): string {
+    const why = this.p.heldWhy();
+    if (why !== null) return `: ${why}`;
+    return ` until the catalog of ${gen?.alive ? `epoch ${gen.epoch}` : "the next epoch"} is verified`;
   }
 
   /**
