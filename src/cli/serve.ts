@@ -295,12 +295,15 @@ export async function serve(
     finish = resolve;
   });
   let ending = false;
-  const shutdown = async (code: number) => {
+  const shutdown = async (code: number, signalled = false) => {
     if (ending) return;
     ending = true;
     // No new request is read, but the client's output stays open while the server winds down:
     // what it answers in its grace reaches the client (and the audit as the call's result).
     downstream.stopReading();
+    // Ended by a signal, the client never stopped asking: a call waiting for a human (or held)
+    // gets its refusal now, as when the client closes its input, not a closed output.
+    if (signalled) await gateway?.answerWaiting();
     await supervisor.shutdown();
     downstream.close();
     await egress?.close();
@@ -352,7 +355,7 @@ export async function serve(
   });
   // a signal begins the shutdown; one that comes while it is under way (however it began)
   // cuts the server's grace short instead of killing the gateway halfway through it
-  onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0)));
+  onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0, true)));
 
   try {
     await supervisor.start();

@@ -594,8 +594,20 @@ export class Gateway {
     while (!this.ended && this.unanswered() > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    await this.answerWaiting();
     if (this.ended) return;
-    // Calls still waiting for a human: stop waiting; each is answered with its refusal.
+    this.inFlight.refuseAll();
+  }
+
+  /**
+   * The gateway is about to stop (its client's input closed, or a signal): calls still waiting
+   * for a human stop waiting, each answered with its refusal (recorded as the call's end; its
+   * request stays pending until the run's end closes it), and held requests are answered. Calls
+   * already at the server are not touched: they are answered in the server's grace. Resolves
+   * once the decisions ended (bounded), so the answers go out before the client's output closes.
+   */
+  async answerWaiting(): Promise<void> {
+    if (this.ended) return;
     this.guarded.abortDecisions();
     const grace = Date.now() + 2_000;
     while (!this.ended && this.guarded.decidingCount > 0 && Date.now() < grace) {
@@ -603,7 +615,6 @@ export class Gateway {
     }
     if (this.ended) return;
     this.guarded.answerHeld();
-    this.inFlight.refuseAll();
   }
 
   /**

@@ -8,9 +8,11 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
+import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
+import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -152,4 +154,82 @@ describe("a call the server answers while it winds down", () => {
       expect(started.gw.stderr()).not.toMatch(/unknown id/);
     });
   }
+});
+
+describe("a signal while a call waits for a human", () => {
+  // The client never stopped asking: the call gets its refusal before the client's output
+  // closes, and the audit records it, as when the client closes its input (the same path).
+  /** A gateway whose call waits for an approval nobody gives; resolves once the request exists. */
+  async function waiting(): Promise<RawPeer & { stateDir: string }> {
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "habits",
+        "--approval",
+        "session",
+        "--hold-timeout",
+        "1000",
+        "--",
+        ...fixtureCommand("habits"),
+      ],
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list");
+    gw.send({
+      jsonrpc: "2.0",
+      id: "waits",
+      method: "tools/call",
+      params: { name: "slow", arguments: { ms: 1 } },
+    });
+    await waitFor(
+      () => /approval needed for "slow"/.test(gw.stderr()) || undefined,
+      10_000,
+      "the approval request",
+    );
+    return gw;
+  }
+
+  /** The call's answer, the audit's events after the request, and the request's row. */
+  async function ended(gw: RawPeer & { stateDir: string }) {
+    expect(await gw.exited).toEqual({ code: 0, signal: null });
+    const answer = gw.messages().find((m) => m.id === "waits" && m.method === undefined);
+    const all = await auditEvents(gw.stateDir);
+    const after = all
+      .slice(all.findIndex((e) => e.type === "approval_requested"))
+      .map((e) => [e.type, e.reason ?? null, e.requestId ?? null]);
+    const db = openStore(gw.stateDir);
+    try {
+      return { answer, after, rows: db.prepare("SELECT state, reason FROM approval_requests").all() };
+    } finally {
+      db.close();
+    }
+  }
+
+  it("SIGTERM: the call is refused as on the input's close, and the audit ends the call and the request", async () => {
+    const closed = await waiting();
+    closed.closeStdin();
+    const byClose = await ended(closed);
+    const signalled = await waiting();
+    signalled.kill("SIGTERM");
+    const bySignal = await ended(signalled);
+    expect(bySignal.answer?.error).toMatchObject({
+      code: -32050,
+      data: { error: "authorization_required" },
+    });
+    expect(bySignal.answer?.error?.data).toMatchObject({
+      reason: byClose.answer?.error?.data.reason,
+      retry: byClose.answer?.error?.data.retry,
+    });
+    // approval_requested, the call's refusal, the server's end, the run's end (which closes the request)
+    expect(bySignal.after).toEqual([
+      ["approval_requested", null, null],
+      ["authorization_denied", "authorization_required", "waits"],
+      ["server_exited", null, null],
+      ["run_ended", null, null],
+    ]);
+    expect(bySignal.after).toEqual(byClose.after);
+    expect(bySignal.rows).toEqual([{ state: "cancelled", reason: "agent run ended" }]);
+    expect(bySignal.rows).toEqual(byClose.rows);
+  });
 });
