@@ -643,7 +643,8 @@ export class Gateway {
     if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
     this.elicitation.close();
     this.o.log.info(reason);
-    this.guarded.answerHeld();
+    // held requests are told why the connection ends (scrubbed: it may quote the server's words)
+    this.guarded.answerHeld(this.scrub(reason));
     this.o.onEnd(reason, exitCode);
   }
 }

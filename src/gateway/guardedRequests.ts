@@ -127,9 +127,17 @@ export class GuardedRequests {
     for (const d of this.deciding.values()) d.abort();
   }
 
-  /** Every held request is answered identity_pending (the connection ends). */
-  answerHeld(): void {
-    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerPending(msg);
+  /**
+   * Every held request is answered identity_pending (the connection ends). `ending`: why the
+   * gateway ends the connection, when it does. That is then the reason given: what held the
+   * request (a change being judged, say) is over and the session is closing, so "wait and retry"
+   * would be stale.
+   */
+  answerHeld(ending?: string): void {
+    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) {
+      if (ending === undefined) this.answerPending(msg);
+      else this.answerAtEnd(msg, ending);
+    }
   }
 
   serveToolsList(msg: Request): void {
@@ -476,6 +484,11 @@ export class GuardedRequests {
         ),
       );
     });
+  }
+
+  private answerAtEnd(msg: Request, ending: string): void {
+    const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending);
+    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private answerPending(msg: Request): void {

@@ -142,6 +142,20 @@ export const refuse = {
         ),
 
   /**
+   * A request held (the epoch not verified, or its code not known for sure) when the gateway
+   * ended the connection (`why`: the end's reason, e.g. the server changed under onChange
+   * disconnect). Nothing was sent: safe to send again, on the new connection.
+   */
+  identityPendingAtEnd: (currentEpoch: string | null, why: string) =>
+    refusal(
+      "identity_pending",
+      "The gateway ended the connection before this request could be decided; nothing was sent to the server.",
+      why,
+      "reconnect, list tools again, then retry",
+      { currentEpoch },
+    ),
+
+  /**
    * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a
    * server's error message in it is cut short). Waiting cannot help; a later list or call tries
    * the fetch again.

@@ -2,13 +2,13 @@
 // waits for the next change of the server's files (report, restart: the edit-build loop),
 // `onChange: disconnect` ends the client connection, and a rebuilt server that negotiates
 // differently is not edited in place — the connection ends so the host re-initializes.
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
-import { readJsonLines, sleep, tempDir, waitFor } from "../helpers/files.js";
+import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject, type Project, type Revision } from "../helpers/project.js";
@@ -312,6 +312,59 @@ describe("supervision end states", () => {
     expect(exit.code).toBe(0);
     expect(gw.stderr()).toMatch(/build complete: dist\/server\.js changed/);
     expect(gw.stderr()).toMatch(/onChange: disconnect/);
+  });
+
+  it("onChange disconnect: a call held while the change was judged is told the connection ends, not to wait", async () => {
+    const dir = tempDir("portcullis-disc-");
+    cleanup.push(() => removeDir(dir));
+    mkdirSync(join(dir, "plugins"));
+    const plugin = join(dir, "plugins", "once.mjs");
+    writeFileSync(plugin, 'export default () => "A";\n');
+    const gw: RawPeer = rawGateway({
+      args: [
+        "--label",
+        "plugins",
+        "--approval",
+        "none",
+        "--on-change",
+        "disconnect",
+        "--watch",
+        "plugins/**",
+        "--",
+        NODE,
+        FIXTURES.plugins,
+      ],
+      cwd: dir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list", {}, 10_000);
+    // a stream of writes keeps the change being judged (the debounce waits up to 1 s for it to
+    // settle), so the call sent meanwhile is held until the verdict: changed, the connection ends
+    let n = 0;
+    const writer = setInterval(() => writeFileSync(plugin, `export default () => "B${n++}";\n`), 40);
+    cleanup.push(() => clearInterval(writer));
+    await waitFor(() => n > 2, 10_000, "the first writes");
+    gw.send({ jsonrpc: "2.0", id: "held", method: "tools/call", params: { name: "whoami", arguments: {} } });
+    await waitFor(
+      () => /holding tools\/call "whoami": a file of the server's code changed/.test(gw.stderr()),
+      10_000,
+      "the call to be held while the change is judged",
+    );
+    clearInterval(writer);
+    expect((await gw.exited).code).toBe(0);
+    const answer = gw.messages().find((m) => m.id === "held" && m.method === undefined);
+    expect(answer?.error).toMatchObject({
+      code: -32053,
+      data: {
+        error: "identity_pending",
+        reason:
+          "the server changed on disk (onChange: disconnect); ending the connection so the client reconnects",
+        retry: "reconnect, list tools again, then retry",
+      },
+    });
+    expect(answer?.error?.message).toMatch(/ended the connection/);
+    expect(JSON.stringify(answer)).not.toMatch(/being compared|wait a moment/);
   });
 
   it("a restarted server that negotiates different capabilities ends the connection instead of editing it", async () => {
