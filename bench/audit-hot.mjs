@@ -65,8 +65,10 @@ new PerformanceObserver((list) => {
 /** One call's records as the gateway writes them: the intent (awaited), then the result. */
 async function oneCall(i) {
   const args = { message: `ping ${i}` };
-  await records.toolCalled(i, args, { ...call, effective: args });
-  records.toolResult(i, "echo", call.epoch, "ok");
+  // a call's name as the gateway gives it: the client's id text and the gateway's call key
+  const name = { idText: String(i), key: i + 1 };
+  await records.toolCalled(name, args, { ...call, effective: args });
+  records.toolResult(name, "echo", call.epoch, "ok");
 }
 
 async function measure(concurrency) {
