@@ -15,16 +15,13 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openRecords } from "../../src/audit/index.js";
-import { unlockKeyring } from "../../src/keyring/keyring.js";
-import { openStore } from "../../src/store/db.js";
+import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
-import { TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,21 +31,14 @@ afterEach(async () => {
 
 type Gateway = RawPeer & { stateDir: string };
 
+/** The audit's events so far (read while the gateway runs: what is durable). */
+const events = (stateDir: string) =>
+  auditEvents(stateDir) as Promise<{ type: string; [k: string]: unknown }[]>;
+
 async function epochOf(stateDir: string): Promise<string> {
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
   return (JSON.parse(r.stdout) as { gateways: { epoch: string }[] }).gateways[0]!.epoch;
-}
-
-/** The audit's events so far (read while the gateway runs: what is durable). */
-async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
-  const db = openStore(stateDir);
-  try {
-    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
-    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
-  } finally {
-    db.close();
-  }
 }
 
 /** What a tool answered (its text, parsed), or null for an error. */

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
+import { auditActivity } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startInventory } from "../helpers/gateway.js";
 import { makeProject, type Project } from "../helpers/project.js";
@@ -46,14 +47,6 @@ async function killedWithACallInFlight(project: Project, stateDir: string, start
   await gw.close().catch(() => {});
 }
 
-async function activity(
-  stateDir: string,
-): Promise<{ tool: string; outcome: string; interruption: string | null }[]> {
-  const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout);
-}
-
 async function events(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
   const db = openStore(stateDir);
   try {
@@ -78,11 +71,11 @@ describe("a call in flight when its gateway is killed", () => {
     for (let round = 0; round < 3; round++) {
       await killedWithACallInFlight(project, stateDir, round);
       // no gateway has started since the kill: the call is still open
-      const open = (await activity(stateDir)).filter((a) => a.tool === "slow_write");
+      const open = (await auditActivity(stateDir)).filter((a) => a.tool === "slow_write");
       expect(open.map((a) => a.outcome)).toEqual([...Array(round).fill("interrupted"), "pending"]);
     }
     await startAndStop(project, stateDir);
-    const calls = (await activity(stateDir)).filter((a) => a.tool === "slow_write");
+    const calls = (await auditActivity(stateDir)).filter((a) => a.tool === "slow_write");
     expect(calls.map((a) => [a.outcome, a.interruption])).toEqual(
       Array(3).fill(["interrupted", "gateway_gone"]),
     );

@@ -8,12 +8,11 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { auditEvents } from "../helpers/approvals.js";
+import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
-import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -77,14 +76,6 @@ function leftOpen(stateDir: string): { intents: number; runs: number; gateways: 
   }
 }
 
-async function activity(
-  stateDir: string,
-): Promise<{ tool: string; outcome: string; interruption: string | null }[]> {
-  const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout);
-}
-
 /**
  * The gateway ended its own way: its rows and the call's intent closed, its chain whole. Returns
  * how the audit ended the call (outcome and interruption, as `audit activity` lists them).
@@ -95,7 +86,7 @@ async function endedInOrder(gw: Session<Client>, server: number): Promise<[strin
   await waitFor(() => !alive(server), 10_000, "the server to be gone with its gateway");
   expect(leftOpen(stateDir)).toEqual({ intents: 0, runs: 0, gateways: 0 });
   expect((await runCli(["audit", "verify", "--state-dir", stateDir])).code).toBe(0);
-  const calls = (await activity(stateDir)).filter((a) => a.tool === "until_stdin_end");
+  const calls = (await auditActivity(stateDir)).filter((a) => a.tool === "until_stdin_end");
   return calls.map((a) => [a.outcome, a.interruption]);
 }
 

@@ -59,3 +59,19 @@ export async function auditEvents(stateDir: string): Promise<Record<string, unkn
     db.close();
   }
 }
+
+/** One row of `audit activity --json`: a call, how it was decided and how it ended. */
+export interface ActivityRow {
+  call: string;
+  tool: string;
+  outcome: string;
+  interruption: string | null;
+  [k: string]: unknown;
+}
+
+/** `portcullis audit activity --json` of the state dir, with the test passphrase; it must succeed. */
+export async function auditActivity(stateDir: string): Promise<ActivityRow[]> {
+  const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as ActivityRow[];
+}

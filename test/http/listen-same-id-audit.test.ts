@@ -8,11 +8,10 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/index.js";
-import { auditEvents } from "../helpers/approvals.js";
+import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
 import { Connection } from "./pipeline.js";
 import { openSession } from "./raw.js";
@@ -100,14 +99,6 @@ async function readsAndEnds(stateDir: string) {
   return { intents, ends: intents.map(endsOf) };
 }
 
-async function activity(
-  stateDir: string,
-): Promise<{ call: string; outcome: string; interruption: string }[]> {
-  const r = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], { env: passphraseEnv() });
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout);
-}
-
 /** Two reads under id 7, one per connection, both at the server (neither answered). */
 async function twoReadsUnderOneId(s: Setup) {
   const aRead = s.a.post(read(7, "hang:a"), s.session);
@@ -139,7 +130,7 @@ describe("two calls of one HTTP session under the same client id", () => {
         expect.objectContaining({ type: "call_interrupted", reason: "gateway_gone", outcome: "unknown" }),
       ]);
 
-    const calls = (await activity(s.stateDir)).filter((c) => c.call === "7");
+    const calls = (await auditActivity(s.stateDir)).filter((c) => c.call === "7");
     expect(calls).toHaveLength(2);
     expect(calls.map((c) => [c.outcome, c.interruption])).toEqual([
       ["interrupted", "gateway_gone"],
@@ -172,7 +163,7 @@ describe("two calls of one HTTP session under the same client id", () => {
     expect(ends[b]).toEqual([expect.objectContaining({ type: "call_interrupted", reason: "gateway_gone" })]);
 
     // activity lists the calls in the order of their intents, each with its own end
-    const calls = (await activity(s.stateDir)).filter((c) => c.call === "7");
+    const calls = (await auditActivity(s.stateDir)).filter((c) => c.call === "7");
     expect(calls).toHaveLength(2);
     expect(calls[a]).toMatchObject({ outcome: "interrupted", interruption: "cancelled" });
     expect(calls[b]).toMatchObject({ outcome: "interrupted", interruption: "gateway_gone" });
