@@ -609,12 +609,17 @@ export class Gateway {
   async answerWaiting(): Promise<void> {
     if (this.ended) return;
     this.guarded.abortDecisions();
-    const grace = Date.now() + 2_000;
-    while (!this.ended && this.guarded.decidingCount > 0 && Date.now() < grace) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
     this.guarded.answerHeld();
+  }
+
+  /** Resolves once no decision is under way, after 2 s at most, or when `stop` says so. */
+  private async decisionsEnded(stop: () => boolean = () => false): Promise<void> {
+    const grace = Date.now() + 2_000;
+    while (!stop() && this.guarded.decidingCount > 0 && Date.now() < grace) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /**
@@ -636,16 +641,23 @@ export class Gateway {
     return this.guarded.unanswered + this.client.waiting + this.inFlight.unanswered();
   }
 
-  /** Ends the client connection: every open request gets an answer first. */
+  /**
+   * Ends the client connection: every open request gets an answer first. Held requests are told
+   * why the connection ends (scrubbed: it may quote the server's words); a call waiting for a
+   * human stops waiting and gets its refusal, as on the input's close, so the connection ends
+   * only once those decisions ended (bounded): ended at once, they would answer nothing.
+   */
   end(reason: string, exitCode: number): void {
     if (this.ended) return;
     this.ended = true;
     if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
     this.elicitation.close();
     this.o.log.info(reason);
-    // held requests are told why the connection ends (scrubbed: it may quote the server's words)
-    this.guarded.answerHeld(this.scrub(reason));
-    this.o.onEnd(reason, exitCode);
+    const why = this.scrub(reason);
+    this.guarded.answerHeld(why);
+    this.guarded.endDecisions(why);
+    if (this.guarded.decidingCount === 0) this.o.onEnd(reason, exitCode);
+    else void this.decisionsEnded().then(() => this.o.onEnd(reason, exitCode));
   }
 }
 

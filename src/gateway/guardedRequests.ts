@@ -63,6 +63,8 @@ export class GuardedRequests {
   private readonly heldLists: HeldRequests;
   /** calls between "received" and "written or refused", so a cancellation can find them */
   private readonly deciding = new Map<string, Deciding>();
+  /** why the gateway ends the connection, once it does (endDecisions) */
+  private ending: string | null = null;
 
   constructor(private readonly p: GuardedRequestsPorts) {
     this.heldCalls = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
@@ -71,13 +73,13 @@ export class GuardedRequests {
 
   /** A tools/call, through the guard. */
   call(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg)) return;
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
     this.handled(msg, this.handleCall(msg));
   }
 
   /** A guarded read, through the guard. */
   read(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg)) return;
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
     this.handled(msg, this.handleRecorded(msg));
   }
 
@@ -125,6 +127,46 @@ export class GuardedRequests {
   /** Calls still waiting for a human stop waiting; each is answered with its refusal. */
   abortDecisions(): void {
     for (const d of this.deciding.values()) d.abort();
+  }
+
+  /**
+   * The gateway ends the connection (`why`): calls waiting for a human stop waiting and are
+   * answered with their refusal, as when the client closes its input; a decision that ends
+   * otherwise (allowed, held) sends nothing and is answered as a held request is at the end.
+   * A request that arrives from now on is answered so at once, never decided.
+   */
+  endDecisions(why: string): void {
+    this.ending = why;
+    this.abortDecisions();
+  }
+
+  /** Answers `msg` at once when the gateway is ending the connection: nothing is decided or sent. */
+  private refusedAtEnd(msg: Request): boolean {
+    if (!this.p.ended()) return false;
+    this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+    return true;
+  }
+
+  /**
+   * A decision ended after the gateway began ending the connection (not cancelled by the client):
+   * a refusal is answered as decided (false: go on); anything else sends nothing and gets the
+   * answer a held request gets at the end, its intent (if one was written) closed.
+   */
+  private endedMeanwhile(msg: Request, verdict: Awaited<ReturnType<typeof decide>>, tool?: string): boolean {
+    if (verdict.action === "refuse") return false;
+    if (verdict.action === "forward") {
+      const method = msg.method === "tools/call" ? undefined : msg.method;
+      this.p.records.callInterrupted(
+        callOf(msg),
+        tool,
+        verdict.call.epoch,
+        "cancelled",
+        "not_forwarded",
+        method,
+      );
+    }
+    this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+    return true;
   }
 
   /**
@@ -213,12 +255,13 @@ export class GuardedRequests {
     } finally {
       this.deciding.delete(key);
     }
-    if (mark.cancelled || this.p.ended()) {
+    if (mark.cancelled) {
       // An intent written for a call that will not be sent is closed, never left open.
       if (verdict.action === "forward")
         records.callInterrupted(callOf(msg), tool, verdict.call.epoch, "cancelled", "not_forwarded");
       return;
     }
+    if (this.p.ended() && this.endedMeanwhile(msg, verdict, tool)) return;
     if (inputRequired && verdict.action === "refuse") {
       this.recordDenied(msg, tool, params.arguments, "input_required");
       downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
@@ -306,7 +349,8 @@ export class GuardedRequests {
     } finally {
       this.deciding.delete(key);
     }
-    if (mark.cancelled || this.p.ended()) {
+    if (this.p.ended() && !mark.cancelled && this.endedMeanwhile(msg, verdict)) return;
+    if (mark.cancelled) {
       // A read recorded but not sent is closed, never left open (as a call is).
       if (verdict.action === "forward")
         records.callInterrupted(

@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
 import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
@@ -365,6 +366,60 @@ describe("supervision end states", () => {
     });
     expect(answer?.error?.message).toMatch(/ended the connection/);
     expect(JSON.stringify(answer)).not.toMatch(/being compared|wait a moment/);
+  });
+
+  it("onChange disconnect: a call waiting for a human is refused before the connection ends, and its request closed with the run", async () => {
+    const dir = tempDir("portcullis-disc-");
+    cleanup.push(() => removeDir(dir));
+    mkdirSync(join(dir, "plugins"));
+    const plugin = join(dir, "plugins", "once.mjs");
+    writeFileSync(plugin, 'export default () => "A";\n');
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "plugins",
+        "--approval",
+        "session",
+        "--on-change",
+        "disconnect",
+        "--watch",
+        "plugins/**",
+        "--",
+        NODE,
+        FIXTURES.plugins,
+      ],
+      cwd: dir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list", {}, 10_000);
+    gw.send({ jsonrpc: "2.0", id: "waits", method: "tools/call", params: { name: "whoami", arguments: {} } });
+    await waitFor(() => /approval needed for "whoami"/.test(gw.stderr()), 10_000, "the approval request");
+    // nobody approves; the server's code changes: the gateway ends the connection
+    writeFileSync(plugin, 'export default () => "B";\n');
+    expect((await gw.exited).code).toBe(0);
+    const answer = gw.messages().find((m) => m.id === "waits" && m.method === undefined);
+    expect(answer?.error).toMatchObject({ code: -32050, data: { error: "authorization_required" } });
+    const all = await auditEvents(gw.stateDir);
+    const after = all
+      .slice(all.findIndex((e) => e.type === "approval_requested"))
+      .map((e) => [e.type, e.reason ?? null, e.requestId ?? null])
+      .filter(([type]) => type !== "artifact_changed");
+    expect(after).toEqual([
+      ["approval_requested", null, null],
+      ["authorization_denied", "authorization_required", "waits"],
+      ["server_exited", null, null],
+      ["run_ended", null, null],
+    ]);
+    // the run's end closes the request, as when the client closes its input
+    const db = openStore(gw.stateDir);
+    try {
+      expect(db.prepare("SELECT state, reason FROM approval_requests").all()).toEqual([
+        { state: "cancelled", reason: "agent run ended" },
+      ]);
+    } finally {
+      db.close();
+    }
   });
 
   it("a restarted server that negotiates different capabilities ends the connection instead of editing it", async () => {
