@@ -75,6 +75,8 @@ export async function serveListen(
   const { server, store, log } = shared;
   // every session's link while it lives: a second signal hurries their shutdowns
   const links = new Set<ServerLink>();
+  // every session's gateway while it lives: the front's close answers their waiting calls first
+  const gateways = new Set<Gateway>();
   const verifier = new DecisionVerifier(store, shared.stateDir, (seqs) =>
     log.warn(
       `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
@@ -106,12 +108,17 @@ export async function serveListen(
       const start = peer.pid !== null ? processStartTime(peer.pid) : null;
       return start !== null ? `${peer.pid}-${start}` : null;
     },
-    open: (session, peer) => openSession(shared, verifier, session, peer, links),
+    open: (session, peer) => openSession(shared, verifier, session, peer, links, gateways),
   });
   const port = await front.listen();
   return {
     port,
-    close: () => front.close(),
+    // The clients never stopped asking: a call waiting for a human (or held) gets its refusal on
+    // its own exchange, as on stdio, before the sessions end and answer the rest session_ended.
+    close: () =>
+      front.close(async () => {
+        await Promise.all([...gateways].map((g) => g.answerWaiting()));
+      }),
     hurry: () => {
       for (const link of links) link.hurry();
     },
@@ -135,6 +142,7 @@ function openSession(
   session: HttpSession,
   peer: Peer,
   links: Set<ServerLink>,
+  gateways: Set<Gateway>,
 ): SessionHooks {
   const { server, store, events, log } = shared;
   const gatewayId = ulid();
@@ -188,6 +196,7 @@ function openSession(
     ...runGatewayOptions(server, supervisor, registry),
     onEnd: () => void session.end(),
   });
+  gateways.add(gateway);
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     delivery: shared.delivery,
@@ -237,6 +246,7 @@ function openSession(
         events.flush();
         registry.end();
         links.delete(supervisor);
+        if (gateway) gateways.delete(gateway);
       })();
       return closed;
     },

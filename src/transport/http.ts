@@ -98,11 +98,16 @@ export class HttpFront {
     return this.sessions.size;
   }
 
-  /** Stops accepting, ends every session (their servers stop), closes the socket. */
-  async close(): Promise<void> {
+  /**
+   * Stops accepting, ends every session (their servers stop), closes the socket. `beforeEnd` runs
+   * once no new request is taken and before any session ends: what is still owed an answer then
+   * can still be answered on its own exchange.
+   */
+  async close(beforeEnd?: () => Promise<void>): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
+    await beforeEnd?.();
     await Promise.all([...this.sessions.values()].map((s) => s.end()));
     const server = this.server;
     if (server) {

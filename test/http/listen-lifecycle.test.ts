@@ -6,11 +6,12 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
+import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
-import { expectRpcError, initializeBody, openSession, raw } from "./raw.js";
+import { expectRpcError, initializeBody, messagesOf, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -162,6 +163,49 @@ describe("while shutting down", () => {
     expectRpcError(post!, /shutting down/);
     expect(get.headers["content-type"]).toMatch(/^text\/plain/);
     expect(get.body).toBe("shutting down\n");
+  });
+
+  it("SIGTERM while a call waits for a human: the waiting POST gets its refusal, and the audit ends the call", async () => {
+    const l = await startListener(fixtureCommand("habits"), { args: ["--approval", "session"] });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const headers = l.headers({ "mcp-session-id": session });
+    const listed = await raw(l, { headers, body: listRequest });
+    expect(listed.body).toContain("slow");
+    const call = raw(l, {
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: "waits",
+        method: "tools/call",
+        params: { name: "slow", arguments: { ms: 1 } },
+      }),
+    });
+    await waitFor(() => /approval needed for "slow"/.test(l.stderr()), 10_000, "the approval request");
+    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    l.proc.kill("SIGTERM");
+    const answer = messagesOf((await call).body).find((m) => m.id === "waits" && m.method === undefined);
+    expect(answer?.error).toMatchObject({ code: -32050, data: { error: "authorization_required" } });
+    expect(await exited).toBe(0);
+    // as on stdio: the call's refusal is recorded, and the run's end closes the request
+    const all = await auditEvents(l.stateDir);
+    const after = all
+      .slice(all.findIndex((e) => e.type === "approval_requested"))
+      .map((e) => [e.type, e.reason ?? null, e.requestId ?? null]);
+    expect(after).toEqual([
+      ["approval_requested", null, null],
+      ["authorization_denied", "authorization_required", "waits"],
+      ["server_exited", null, null],
+      ["run_ended", null, null],
+    ]);
+    const db = openStore(l.stateDir);
+    try {
+      expect(db.prepare("SELECT state, reason FROM approval_requests").all()).toEqual([
+        { state: "cancelled", reason: "agent run ended" },
+      ]);
+    } finally {
+      db.close();
+    }
   });
 
   it("a second SIGTERM cuts the servers' grace short: each session's server killed, runs ended, exit 0", async () => {
