@@ -37,39 +37,29 @@ async function twoJoinedCalls(mode: "per-call" | "session" = "per-call") {
 }
 
 describe("identical per-call calls joined on one request", () => {
-  it("one approval runs one call; the other asks again at once and runs on its own approval", async () => {
-    const { stateDir, project, calls, first, seen } = await twoJoinedCalls();
-    const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
-    expect(ok.code).toBe(0);
-    // a second request, for the call left without an approval, while its hold still runs
-    const second = await nextRequest(stateDir, seen);
-    expect(second.request).not.toBe(first.request);
-    expect(second.tool).toBe("read_status");
-    expect(project.records()).toHaveLength(1);
-    const ok2 = await decideByCli(stateDir, "approve", second.request, "--for", "call");
-    expect(ok2.code).toBe(0);
-    const results = await Promise.all(calls);
-    for (const r of results) expect(r).toHaveProperty("content");
-    expect(project.records()).toHaveLength(2);
-  }, 90_000);
-
-  it("a session request approved for one call: the other call asks again at once and runs", async () => {
-    // The human narrows a session request to one call: the grant is for one call, so the call
-    // that did not take it is in the same place as under per-call approval.
-    const { stateDir, project, calls, first, seen } = await twoJoinedCalls("session");
-    expect(first.mode).toBe("session");
-    const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
-    expect(ok.code).toBe(0);
-    const second = await nextRequest(stateDir, seen);
-    expect(second.request).not.toBe(first.request);
-    expect(second.tool).toBe("read_status");
-    expect(project.records()).toHaveLength(1);
-    const ok2 = await decideByCli(stateDir, "approve", second.request, "--for", "call");
-    expect(ok2.code).toBe(0);
-    const results = await Promise.all(calls);
-    for (const r of results) expect(r).toHaveProperty("content");
-    expect(project.records()).toHaveLength(2);
-  }, 90_000);
+  // Under per-call approval, and for a session request the human narrows to one call (the grant
+  // is for one call, so the call that did not take it is in the same place).
+  for (const [mode, title] of [
+    ["per-call", "one approval runs one call; the other asks again at once and runs on its own approval"],
+    ["session", "a session request approved for one call: the other call asks again at once and runs"],
+  ] as const) {
+    it(title, async () => {
+      const { stateDir, project, calls, first, seen } = await twoJoinedCalls(mode);
+      expect(first.mode).toBe(mode);
+      const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
+      expect(ok.code).toBe(0);
+      // a second request, for the call left without an approval, while its hold still runs
+      const second = await nextRequest(stateDir, seen);
+      expect(second.request).not.toBe(first.request);
+      expect(second.tool).toBe("read_status");
+      expect(project.records()).toHaveLength(1);
+      const ok2 = await decideByCli(stateDir, "approve", second.request, "--for", "call");
+      expect(ok2.code).toBe(0);
+      const results = await Promise.all(calls);
+      for (const r of results) expect(r).toHaveProperty("content");
+      expect(project.records()).toHaveLength(2);
+    }, 90_000);
+  }
 
   it("a denial of the joined request answers both calls as denied", async () => {
     const { stateDir, project, calls, first } = await twoJoinedCalls();
