@@ -65,6 +65,35 @@ function breakBuild(project: Project): void {
   writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
 }
 
+/** A gateway under --on-change disconnect in front of the plugins fixture, listed; its plugin file. */
+async function disconnectingPlugins(approval: "none" | "session"): Promise<{ plugin: string; gw: RawPeer }> {
+  const dir = tempDir("portcullis-disc-");
+  cleanup.push(() => removeDir(dir));
+  mkdirSync(join(dir, "plugins"));
+  const plugin = join(dir, "plugins", "once.mjs");
+  writeFileSync(plugin, 'export default () => "A";\n');
+  const gw = rawGateway({
+    args: [
+      "--label",
+      "plugins",
+      "--approval",
+      approval,
+      "--on-change",
+      "disconnect",
+      "--watch",
+      "plugins/**",
+      "--",
+      NODE,
+      FIXTURES.plugins,
+    ],
+    cwd: dir,
+  });
+  cleanup.push(() => gw.close());
+  await gw.initialize();
+  await gw.request("tools/list", {}, 10_000);
+  return { plugin, gw };
+}
+
 /** A call of read_status until one is served (the server may still be coming up). */
 function servedCall(gw: RawPeer, what: string) {
   return waitFor(
@@ -316,30 +345,7 @@ describe("supervision end states", () => {
   });
 
   it("onChange disconnect: a call held while the change was judged is told the connection ends, not to wait", async () => {
-    const dir = tempDir("portcullis-disc-");
-    cleanup.push(() => removeDir(dir));
-    mkdirSync(join(dir, "plugins"));
-    const plugin = join(dir, "plugins", "once.mjs");
-    writeFileSync(plugin, 'export default () => "A";\n');
-    const gw: RawPeer = rawGateway({
-      args: [
-        "--label",
-        "plugins",
-        "--approval",
-        "none",
-        "--on-change",
-        "disconnect",
-        "--watch",
-        "plugins/**",
-        "--",
-        NODE,
-        FIXTURES.plugins,
-      ],
-      cwd: dir,
-    });
-    cleanup.push(() => gw.close());
-    await gw.initialize();
-    await gw.request("tools/list", {}, 10_000);
+    const { plugin, gw } = await disconnectingPlugins("none");
     // a stream of writes keeps the change being judged (the debounce waits up to 1 s for it to
     // settle), so the call sent meanwhile is held until the verdict: changed, the connection ends
     let n = 0;
@@ -369,30 +375,7 @@ describe("supervision end states", () => {
   });
 
   it("onChange disconnect: a call waiting for a human is refused before the connection ends, and its request closed with the run", async () => {
-    const dir = tempDir("portcullis-disc-");
-    cleanup.push(() => removeDir(dir));
-    mkdirSync(join(dir, "plugins"));
-    const plugin = join(dir, "plugins", "once.mjs");
-    writeFileSync(plugin, 'export default () => "A";\n');
-    const gw = rawGateway({
-      args: [
-        "--label",
-        "plugins",
-        "--approval",
-        "session",
-        "--on-change",
-        "disconnect",
-        "--watch",
-        "plugins/**",
-        "--",
-        NODE,
-        FIXTURES.plugins,
-      ],
-      cwd: dir,
-    });
-    cleanup.push(() => gw.close());
-    await gw.initialize();
-    await gw.request("tools/list", {}, 10_000);
+    const { plugin, gw } = await disconnectingPlugins("session");
     gw.send({ jsonrpc: "2.0", id: "waits", method: "tools/call", params: { name: "whoami", arguments: {} } });
     await waitFor(() => /approval needed for "whoami"/.test(gw.stderr()), 10_000, "the approval request");
     // nobody approves; the server's code changes: the gateway ends the connection
