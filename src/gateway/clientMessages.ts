@@ -22,7 +22,7 @@ import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import type { GuardedRequests } from "./guardedRequests.js";
 import type { InFlight } from "./inFlight.js";
-import { isGuardedMethod, isGuardedMethodVariant } from "./protocol.js";
+import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
 /** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
@@ -233,6 +233,19 @@ export class ClientMessages {
         inFlight.forward(msg, { listen: msg });
         return;
       default:
+        if (isTaskMethod(msg.method)) {
+          // The gateway offers no tasks, so no task of this client's exists behind it; a server
+          // that made tasks some other way would hand out results past the call records.
+          this.p.log.warn(`refused ${JSON.stringify(msg.method)}: portcullis does not offer tasks`);
+          this.p.downstream.send(
+            errorResponse(
+              msg.id,
+              METHOD_NOT_FOUND,
+              `Method not found: ${JSON.stringify(msg.method)} (portcullis does not offer tasks: every tools/call through it is answered with its result, so there is no task to ask about).`,
+            ),
+          );
+          return;
+        }
         if (isGuardedMethodVariant(msg.method)) {
           // Not byte-for-byte a guarded method, but a lenient server might take it for one:
           // never forwarded, so it can never skip the guard.

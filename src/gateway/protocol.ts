@@ -89,6 +89,22 @@ export function withoutTaskParam(params: Record<string, unknown>): Record<string
   return rest;
 }
 
+/**
+ * The 2025-11-25 task methods a requestor sends to the receiver that runs its tasks. The gateway
+ * offers the client no tasks (withoutTasks, withoutTaskParam), so none of these can name a task
+ * of the client's through it; relayed, they would reach a server that made tasks some other way
+ * (a relayed request it took as task-augmented, one it runs for another client) and hand out
+ * results no intent or result record of this gateway covers. Refused, never forwarded; so is a
+ * name that folds to one of them (as for the guarded methods below). The server's requests of
+ * these methods to the client (about tasks the client runs for it) are not the client's: relayed.
+ */
+const TASK_METHODS = new Set(["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"]);
+
+/** Whether the client's request of `method` is a task method the gateway refuses, or folds to one. */
+export function isTaskMethod(method: string): boolean {
+  return TASK_METHODS.has(method) || TASK_METHODS.has(foldedOf(method));
+}
+
 /** Methods every call of which the gateway decides or records: never to be reached by a look-alike. */
 const GUARDED_METHODS = new Set([
   "tools/call",
@@ -112,29 +128,36 @@ export function isGuardedMethod(method: string): boolean {
  */
 export function isGuardedMethodVariant(method: string): boolean {
   if (GUARDED_METHODS.has(method)) return false;
-  // Asked for every request that is not guarded (ping and the like): the answer per method text is
-  // kept, for short names and a few at most (a peer sending many names only empties the cache).
-  if (method.length > 128) return foldsToGuarded(method);
-  let known = variantOf.get(method);
+  return GUARDED_METHODS.has(foldedOf(method));
+}
+
+/**
+ * `method` folded (below). Asked for every request that is not guarded (ping and the like): the
+ * folded text per method text is kept, for short names and a few at most (a peer sending many
+ * names only empties the cache).
+ */
+function foldedOf(method: string): string {
+  if (method.length > 128) return folded(method);
+  let known = foldedCache.get(method);
   if (known === undefined) {
-    known = foldsToGuarded(method);
-    if (variantOf.size >= 256) variantOf.clear();
-    variantOf.set(method, known);
+    known = folded(method);
+    if (foldedCache.size >= 256) foldedCache.clear();
+    foldedCache.set(method, known);
   }
   return known;
 }
 
-const variantOf = new Map<string, boolean>();
+const foldedCache = new Map<string, string>();
 
-function foldsToGuarded(method: string): boolean {
-  const folded = method
+/** A method name as a lenient server might read it: case, whitespace, controls, slashes folded. */
+function folded(method: string): string {
+  return method
     .normalize("NFKC")
     .toLowerCase()
     .replace(/\s+/g, "")
     .replace(/\p{Cc}|\p{Cf}/gu, "")
     .replace(/\/+$/, "")
     .replace(/\/+/g, "/");
-  return GUARDED_METHODS.has(folded);
 }
 
 /**

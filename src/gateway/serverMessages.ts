@@ -210,6 +210,15 @@ export class ServerMessages {
       this.p.refreshCatalog(gen);
       return;
     }
+    if (msg.method === "notifications/tasks/status") {
+      // A task's status goes from the receiver that runs it to the requestor that created it. The
+      // client is offered no tasks (the capability, taskSupport and params.task are taken out), so
+      // no task of the client's runs at the server: a status the server sends names a task made
+      // some other way, which the client never asked for and could only follow up with the
+      // tasks/* requests the gateway refuses. Dropped, never relayed.
+      this.p.log.debug("dropped the server's notifications/tasks/status: the client was offered no tasks");
+      return;
+    }
     if (subscription !== undefined) {
       const entry = this.p.inFlight.subscription(subscription as Id);
       if (!entry) {
