@@ -56,6 +56,8 @@ export interface WrittenLine {
 /** A forwarded tools/call at the server, as the egress proxy's release window counts it. */
 export interface CallInFlight {
   callId: string;
+  /** the call's key in the audit (`callKey` of its tool_called), which egress records carry too */
+  callKey?: number;
   epoch: string;
   scopes: readonly string[];
   key: string;
@@ -263,6 +265,7 @@ export class InFlight {
       if (releasesFor(p, gen))
         out.push({
           callId: callIdOf(p),
+          ...(p.call?.key !== undefined ? { callKey: p.call.key } : {}),
           epoch: gen.epoch,
           scopes: p.scopes,
           key: String(wire),

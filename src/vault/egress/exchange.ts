@@ -56,6 +56,7 @@ export interface ExchangeOptions {
     released: string[];
     withheld: string[];
     call: string | null;
+    callKey?: number;
     epoch: string | null;
   }): void;
 }

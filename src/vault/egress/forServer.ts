@@ -103,6 +103,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
           scopes: [r.scope],
           host: r.host,
           call: r.call,
+          ...(r.callKey !== undefined ? { callKey: r.callKey } : {}),
         }),
       // a server that echoes a released value back never shows it to the client
       onReleased: (scope, value) => o.released.add(scope, value),

@@ -26,6 +26,8 @@ import { upstreams } from "./upstreams.js";
 
 export interface CallInFlight {
   callId: string;
+  /** the call's `callKey` in the audit: an egress record made for the call carries it */
+  callKey?: number;
   epoch: string;
   scopes: readonly string[];
   /** unique per forwarded call in the gateway (a client may send one request id twice); else callId */
@@ -42,6 +44,8 @@ export interface EgressRecord {
   /** placeholders seen in the request that were not replaced */
   withheld: string[];
   call: string | null;
+  /** the `callKey` of the call a release was made for (with `call`): ties the record to its call */
+  callKey?: number;
   epoch: string | null;
   outcome: "forwarded" | "tunnelled" | "refused" | "failed";
   status?: number;
@@ -62,7 +66,7 @@ export interface EgressProxyOptions {
   /** a value was put into a request: the scrubber learns it (never logged, never stored) */
   onReleased?(scope: string, value: string): void;
   /** a release was recorded (scope, host, call, epoch) */
-  onReleaseRecord?(r: { scope: string; host: string; call: string; epoch: string }): void;
+  onReleaseRecord?(r: { scope: string; host: string; call: string; callKey?: number; epoch: string }): void;
   log: Logger;
 }
 

@@ -6,8 +6,8 @@ import type { EgressRecord } from "./proxy.js";
  * The egress record: every destination a server's proxy saw, as an audit event `egress`, and in a
  * plain index table per epoch that `portcullis egress` and the approval review read without the
  * passphrase. Nothing in it is secret: host, port, scheme, method, counts, the scope names
- * released. Both are written every FLUSH_MS: requests alike in every recorded field (same call,
- * epoch, destination, method, outcome, status, scopes) become one `egress` event with their
+ * released. Both are written every FLUSH_MS: requests alike in every recorded field (same call
+ * and call key, epoch, destination, method, outcome, status, scopes) become one `egress` event with their
  * count in `requests`, so a server that calls its API in a loop costs one sealed record per
  * window, not one per request (that record was most of the proxy's cost per request).
  */
@@ -80,7 +80,7 @@ export class EgressRecorder {
   }
 
   private add(r: EgressRecord, now: string): void {
-    const ek = `${r.epoch}\n${r.call}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}\n${r.outcome}\n${r.status}\n${r.released.join(",")}\n${r.withheld.join(",")}`;
+    const ek = `${r.epoch}\n${r.call}\n${r.callKey}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}\n${r.outcome}\n${r.status}\n${r.released.join(",")}\n${r.withheld.join(",")}`;
     const alike = this.events_.get(ek);
     if (alike) alike.requests++;
     else this.events_.set(ek, { r, requests: 1 });
@@ -125,6 +125,7 @@ export class EgressRecorder {
         released: r.released,
         withheld: r.withheld,
         call: r.call,
+        ...(r.callKey !== undefined ? { callKey: r.callKey } : {}),
         requests,
       });
     this.events_.clear();

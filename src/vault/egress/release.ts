@@ -23,6 +23,8 @@ const PLACEHOLDER = /portcullis-placeholder(?::|%3[aA])([A-Za-z0-9][A-Za-z0-9._-
 
 interface InFlight {
   callId: string;
+  /** the call's `callKey` in the audit, carried by what is recorded of a release for it */
+  callKey?: number;
   epoch: string;
   scopes: readonly string[];
   /** unique per forwarded call in this gateway (a client may use one request id twice) */
@@ -34,7 +36,7 @@ interface Options {
   /** the current epoch and the calls in flight, with the scopes each may have released */
   calls(): { epoch: string | null; inFlight: Iterable<InFlight> };
   onReleased?(scope: string, value: string): void;
-  onReleaseRecord?(r: { scope: string; host: string; call: string; epoch: string }): void;
+  onReleaseRecord?(r: { scope: string; host: string; call: string; callKey?: number; epoch: string }): void;
   holder: HolderClient;
 }
 
@@ -42,6 +44,8 @@ export interface Released {
   released: string[];
   withheld: string[];
   call: string | null;
+  /** the `callKey` of the call released for (with `call`), when the gateway named one */
+  callKey?: number;
   epoch: string | null;
 }
 
@@ -58,7 +62,8 @@ export function hasPlaceholder(text: string): boolean {
   return text.includes("portcullis-placeholder");
 }
 
-const callKey = (c: InFlight) => c.key ?? c.callId;
+/** What a kept value is filed under: the call, unique in this gateway (its wire id), else its id text. */
+const keptKey = (c: InFlight) => c.key ?? c.callId;
 
 /** A scope's placeholder, in a header or URL-encoded in the URL (made once per scope). */
 const placeholders = new Map<string, RegExp>();
@@ -96,7 +101,7 @@ export function releaser(o: Options) {
   const sweep = (window: { epoch: string | null; inFlight: Iterable<InFlight> }): InFlight[] => {
     const inFlight = [...window.inFlight];
     if (kept.size === 0) return inFlight;
-    const live = new Set(inFlight.filter((c) => c.epoch === window.epoch).map(callKey));
+    const live = new Set(inFlight.filter((c) => c.epoch === window.epoch).map(keptKey));
     for (const [k, v] of kept)
       if (v.epoch !== window.epoch || !live.has(k.slice(0, k.indexOf("\n")))) kept.delete(k);
     return inFlight;
@@ -121,14 +126,20 @@ export function releaser(o: Options) {
       const call = inFlight.find((c) => c.epoch === window.epoch && c.scopes.includes(scope));
       let value: string | null = null;
       if (spec && call && hostMatches(spec.hosts, dest)) {
-        const k = `${callKey(call)}\n${scope}\n${host}`;
+        const k = `${keptKey(call)}\n${scope}\n${host}`;
         value = kept.get(k)?.value ?? null;
         if (value === null) {
           const r = await holder.ask({ op: "release-http", scope, host });
           if (r?.ok === true && typeof r.value === "string") {
             value = r.value;
             o.onReleased?.(scope, value);
-            o.onReleaseRecord?.({ scope, host, call: call.callId, epoch: call.epoch });
+            o.onReleaseRecord?.({
+              scope,
+              host,
+              call: call.callId,
+              ...(call.callKey !== undefined ? { callKey: call.callKey } : {}),
+              epoch: call.epoch,
+            });
             // a holder that sends no generation cannot say when a value stops being good: ask each time
             if (typeof r.generation === "number") {
               kept.set(k, { value, call: call.callId, epoch: call.epoch, generation: r.generation });
@@ -147,6 +158,7 @@ export function releaser(o: Options) {
       parts.headers = parts.headers.map((h) => (hasPlaceholder(h) ? h.replace(re, () => v) : h));
       out.released.push(scope);
       out.call = call.callId;
+      if (call.callKey !== undefined) out.callKey = call.callKey;
     }
     return out;
   };
