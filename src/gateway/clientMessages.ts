@@ -22,6 +22,7 @@ import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import type { GuardedRequests } from "./guardedRequests.js";
 import type { InFlight } from "./inFlight.js";
+import type { ProgressTokens } from "./progress.js";
 import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
@@ -55,6 +56,8 @@ export interface ClientMessagesPorts {
   serverRequests: ServerRequests;
   guarded: GuardedRequests;
   elicitation: UrlElicitations;
+  /** the client's progress tokens the gateway spoke under: a cancelled request's is freed */
+  progress: ProgressTokens;
   /** the client's first request other than a server/discover probe: the agent run begins (once) */
   beginRun(): void;
   /** starts the catalog fetch of the current generation if it needs one and the session allows it */
@@ -302,11 +305,14 @@ export class ClientMessages {
     if (msg.method === "notifications/cancelled") {
       const requestId = (msg.params as { requestId?: Id } | undefined)?.requestId;
       if (requestId === undefined) return;
-      if (this.p.guarded.cancel(requestId)) return;
-      const cancelled = this.p.inFlight.cancel(requestId);
-      if (cancelled === undefined) return;
-      if (cancelled.closedListen) this.p.session.listenClosed(requestId);
-      link.send({ ...msg, params: { ...msg.params, requestId: cancelled.wire } });
+      // Over for the client wherever it is (held, being decided, at the server): it gets no answer,
+      // and a server that obeys sends none, so no answer would free its progress token. A later
+      // request under that token counts from its own first step, never from this one's values.
+      const forwarded = this.p.guarded.cancel(requestId) ? undefined : this.p.inFlight.cancel(requestId);
+      this.p.progress.ended(requestId);
+      if (forwarded === undefined) return;
+      if (forwarded.closedListen) this.p.session.listenClosed(requestId);
+      link.send({ ...msg, params: { ...msg.params, requestId: forwarded.wire } });
       return;
     }
     link.send(msg);

@@ -147,8 +147,8 @@ export class Gateway {
       },
       fetched: (gen) => this.catalogFetched(gen),
     });
-    this.inFlight = new InFlight({ link, downstream, records: this.records, session, current });
     const progress = new ProgressTokens();
+    this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });
     this.serverRequests = new ServerRequests({ link, downstream, log, current });
     this.guarded = new GuardedRequests({
       log,
@@ -182,6 +182,7 @@ export class Gateway {
       serverRequests,
       guarded: this.guarded,
       elicitation: this.elicitation,
+      progress,
       beginRun: () => this.beginRun(),
       catalogIfNeeded,
     });

@@ -1,7 +1,14 @@
 import type { CatalogSnapshot } from "../catalog/index.js";
 import type { ApprovedCall, AuthorizationPort, decide, ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
-import { errorResponse, type Id, INTERNAL_ERROR, INVALID_PARAMS, type Request } from "../relay/jsonrpc.js";
+import {
+  errorResponse,
+  type Id,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  type Request,
+  type Response,
+} from "../relay/jsonrpc.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
@@ -496,12 +503,12 @@ export class GuardedRequests {
       this.recordDenied(msg, `${read.method} ${read.target}`, read.params, "server_unavailable");
     }
     const e = refuse.serverUnavailable(why);
-    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private answerUnavailable(msg: Request, why: string): void {
     const e = refuse.catalogUnavailable(this.p.current()?.epoch ?? null, why);
-    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   /**
@@ -532,7 +539,17 @@ export class GuardedRequests {
 
   private answerAtEnd(msg: Request, ending: string): void {
     const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending);
-    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
+  }
+
+  /**
+   * A final answer to `msg` from the gateway itself. A held request answered when its hold ends
+   * (timeout, a failed fetch, a pause, the connection's end) is past `handled`, which frees the
+   * progress token of a request answered while it is handled: its token is freed here.
+   */
+  private answer(msg: Request, response: Response): void {
+    this.p.progress.ended(msg.id);
+    this.p.downstream.send(response);
   }
 
   private answerPending(msg: Request): void {
@@ -543,7 +560,7 @@ export class GuardedRequests {
       gen !== null && gen.reason !== "launch",
       this.p.heldWhy(),
     );
-    this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   /**

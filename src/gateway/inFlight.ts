@@ -6,6 +6,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
+import type { ProgressTokens } from "./progress.js";
 import type { GatewayRecords } from "./records.js";
 
 /** A client request at the server, under the wire id the gateway gave it. */
@@ -67,6 +68,8 @@ export interface InFlightPorts {
   link: ServerLink;
   downstream: Downstream;
   records: GatewayRecords;
+  /** the client's progress tokens the gateway spoke under: freed when the gateway answers a request itself */
+  progress: ProgressTokens;
   /** the client's modern envelope, put on the gateway's own requests */
   session: Pick<ClientSession, "paramsFor">;
   /** the generation requests go to now: null before the first epoch */
@@ -139,6 +142,15 @@ export class InFlight {
         resolve(null);
       }
     });
+  }
+
+  /**
+   * The gateway answers `p` itself (its process went away, or the server is being shut down): the
+   * server's answer, which would have freed its progress token (ServerMessages), will never come.
+   */
+  private answer(p: ClientPending, response: Response): void {
+    this.p.progress.ended(p.clientId);
+    this.p.downstream.send(response);
   }
 
   /** Whether a request of the client under `id` is at the server (not one it cancelled). */
@@ -223,7 +235,7 @@ export class InFlight {
       if (p.cancelled) continue; // ended when cancelled; nobody waits for it
       this.interrupted(p, "epoch_transition");
       const e = refuse.epochTransition(gen.epoch, null);
-      this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
+      this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));
     }
   }
 
@@ -248,7 +260,7 @@ export class InFlight {
       if (p.cancelled) continue;
       this.interrupted(p, "epoch_transition");
       const e = refuse.shuttingDown();
-      this.p.downstream.send(errorResponse(p.clientId, e.code, e.message, e.data));
+      this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));
     }
   }
 

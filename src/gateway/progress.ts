@@ -1,6 +1,9 @@
 import type { Id, Notification } from "../relay/jsonrpc.js";
 
-/** Tokens kept at most: a request answered on a path that does not say so is forgotten in time. */
+/**
+ * Tokens kept at most. Every path that ends a request frees its token (the server's answer, the
+ * gateway's own, the client's cancellation); the bound is what holds should one be missed.
+ */
 const MAX_TOKENS = 1024;
 
 /** One progress token the gateway spoke under, as the client has seen its values. */
