@@ -232,6 +232,7 @@ function openSession(
   let closed: Promise<void> | null = null;
   return {
     deliver: (text, idText) => gateway?.onClientLine(text, idText),
+    answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
     close: () => {
       ending = true;
       closed ??= (async () => {

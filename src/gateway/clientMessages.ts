@@ -26,6 +26,15 @@ import type { ProgressTokens } from "./progress.js";
 import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
+/**
+ * What was wrong with a client's answer to a server's request that the transport refused before
+ * the gateway read it (over HTTP: its POST got 400 or 413).
+ */
+export type RefusedAnswer =
+  | { kind: "too-large"; bytes: number }
+  | { kind: "too-deep" }
+  | { kind: "invalid"; reason: string };
+
 /** A client line as read: its message, its text, and where its id lies when it may be relayed as written. */
 interface ClientLine {
   c: Classified;
@@ -144,6 +153,26 @@ export class ClientMessages {
     }
     const e = refuse.requestTooLarge(bytes, "not forwarded");
     this.p.downstream.send(errorResponse(this.clientIdOf(rawId), e.code, e.message, e.data));
+  }
+
+  /**
+   * The client's answer to the server's request `id` (the gateway's id for it at the client) was
+   * refused by the transport before the gateway read it (over HTTP, its POST got 400 or 413 and
+   * the client knows it did not go through). The server's request is answered with the error the
+   * same answer gets on stdio, under its own id, rather than left waiting for an answer that is
+   * not coming.
+   */
+  answerRefused(id: Id, problem: RefusedAnswer): void {
+    this.p.log.warn(
+      `refused the client's answer to the server's request ${JSON.stringify(id)} (${problem.kind})`,
+    );
+    const e =
+      problem.kind === "too-large"
+        ? refuse.responseTooLarge(problem.bytes, "client")
+        : problem.kind === "too-deep"
+          ? refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "client")
+          : refuse.responseInvalid(problem.reason, "client");
+    this.p.serverRequests.answerInstead(id, e);
   }
 
   /** The id the gateway uses for a raw client id text (a stand-in when the text must survive byte-exact). */

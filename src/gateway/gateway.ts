@@ -3,13 +3,14 @@ import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
 import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { selfWatcherOf } from "../identity/index.js";
+import type { Id } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { CatalogSync } from "./catalogSync.js";
-import { ClientMessages } from "./clientMessages.js";
+import { ClientMessages, type RefusedAnswer } from "./clientMessages.js";
 import { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import { UrlElicitations } from "./elicitation.js";
@@ -362,6 +363,11 @@ export class Gateway {
   /** `idText`: a request's id as the client wrote it, when the line carries a transport's own id. */
   onClientLine(text: string, idText?: string): void {
     this.client.onLine(text, idText);
+  }
+
+  /** The client's answer to a server's request was refused unread (see ClientMessages.answerRefused). */
+  onClientAnswerRefused(id: Id, problem: RefusedAnswer): void {
+    this.client.answerRefused(id, problem);
   }
 
   /** A client message over the size limit was dropped unread (see ClientMessages.onOversize). */

@@ -150,7 +150,12 @@ export class HttpFront {
     const accept = (header(req, "accept") ?? "").toLowerCase();
     if (!accept.includes("application/json") || !accept.includes("text/event-stream"))
       return rpcError(res, 406, -32600, "Accept must list both application/json and text/event-stream");
-    const body = await readJsonBody(req, this.o.maxMessageBytes);
+    // a refused body that answers a server's request still ends that request (its session's)
+    const body = await readJsonBody(req, this.o.maxMessageBytes, (id, problem) => {
+      const sessionId = header(req, "mcp-session-id");
+      const session = sessionId === undefined ? undefined : this.sessionOf(req, sessionId);
+      session?.answerRefused(id, problem);
+    });
     if (!body.ok) return rpcError(res, body.status, body.code, body.message, body.data);
     const msg = body.message;
 

@@ -1,5 +1,7 @@
 import type { IncomingMessage } from "node:http";
-import { INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
+import type { RefusedAnswer } from "../gateway/clientMessages.js";
+import { TopLevelIdScanner } from "../relay/idScan.js";
+import { type Id, INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
 import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
 
 export interface JsonRpcMessage {
@@ -20,12 +22,24 @@ export type BodyResult =
   | { ok: false; status: number; code: number; message: string; data?: unknown };
 
 /**
+ * A refused body that reads as an answer (no top-level `method`; a `result`, `error` or `jsonrpc`
+ * member; an id): told with that id, so that the server's request it answers is not left waiting.
+ */
+export type RefusedAnswerHandler = (id: Id, problem: RefusedAnswer) => void;
+
+/**
  * Reads one POST body, at most `maxBytes` (a longer one is refused as it arrives, never buffered
  * whole: 413), and checks it is one JSON-RPC message nested at most MAX_MESSAGE_DEPTH deep (400
  * otherwise). Batches are refused: the protocol dropped them (2025-06-18), and no SDK client
- * sends one.
+ * sends one. A refused body that reads as an answer to a request goes to `refusedAnswer` with
+ * its id (read from its bytes as on stdio, `unparsedIdOf`: nothing else of it is trusted); for a
+ * body whose declared length is over the limit, once its bytes have passed (after the 413).
  */
-export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+export async function readJsonBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  refusedAnswer?: RefusedAnswerHandler,
+): Promise<BodyResult> {
   const tooLarge = (bytes: number): BodyResult => ({
     ok: false,
     status: 413,
@@ -33,32 +47,67 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     message: `the request body exceeds the message size limit of ${maxBytes} bytes`,
     data: { error: "message_too_large", bytes, limit: maxBytes },
   });
+  /** a refused body's id, when it reads as an answer: told to `refusedAnswer` */
+  const answered = (scan: TopLevelIdScanner, problem: RefusedAnswer) => {
+    if (!refusedAnswer || scan.id === null || scan.hasMethod || !scan.hasAnswerMember) return;
+    try {
+      refusedAnswer(JSON.parse(scan.id) as Id, problem);
+    } catch {
+      /* an id that is no JSON value answers nothing */
+    }
+  };
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) {
-    req.resume();
+    // refused at once; its bytes are still read as they pass (never kept), for its id
+    const scan = refusedAnswer ? new TopLevelIdScanner(true) : null;
+    let passed = 0;
+    req.on("data", (c: Buffer) => {
+      passed += c.length;
+      scan?.push(c);
+    });
+    req.once("end", () => {
+      if (scan) answered(scan, { kind: "too-large", bytes: passed });
+    });
+    req.once("error", () => {});
     return tooLarge(declared);
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  let over = false;
+  let over: TopLevelIdScanner | null = null;
   await new Promise<void>((resolve, reject) => {
     req.on("data", (c: Buffer) => {
       size += c.length;
-      if (size > maxBytes) over = true;
-      if (!over) chunks.push(c);
+      if (over === null && size > maxBytes) {
+        // from here the bytes are only scanned for the id, as on stdio (LineReader)
+        over = new TopLevelIdScanner(true);
+        for (const kept of chunks) over.push(kept);
+        chunks.length = 0;
+      }
+      if (over) over.push(c);
+      else chunks.push(c);
     });
     req.once("end", resolve);
     req.once("error", reject);
   });
-  if (over) return tooLarge(size);
+  if (over) {
+    answered(over, { kind: "too-large", bytes: size });
+    return tooLarge(size);
+  }
   let value: unknown;
   const text = Buffer.concat(chunks).toString("utf8");
+  const scanned = () => {
+    const scan = new TopLevelIdScanner(true);
+    scan.pushText(text);
+    return scan;
+  };
   try {
     value = JSON.parse(text);
   } catch {
+    if (refusedAnswer) answered(scanned(), { kind: "invalid", reason: "not valid JSON" });
     return { ok: false, status: 400, code: PARSE_ERROR, message: "Parse error: the body is not valid JSON" };
   }
   if (parsedNestsDeeperThan(text, value)) {
+    if (refusedAnswer) answered(scanned(), { kind: "too-deep" });
     // what the gateway does with a message walks it: a body nested thousands deep would throw there
     return {
       ok: false,
@@ -69,8 +118,10 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     };
   }
   const problem = jsonRpcProblem(value);
-  if (problem)
+  if (problem) {
+    if (refusedAnswer) answered(scanned(), { kind: "invalid", reason: problem });
     return { ok: false, status: 400, code: INVALID_REQUEST, message: `Invalid Request: ${problem}` };
+  }
   return { ok: true, message: value as JsonRpcMessage, text };
 }
 

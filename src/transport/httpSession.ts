@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import type { RefusedAnswer } from "../gateway/clientMessages.js";
 import type { Downstream } from "../gateway/downstream.js";
 import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
 import { ClientIds, cancelledIdText, idKeyOf } from "../relay/clientIds.js";
@@ -15,6 +16,11 @@ export interface SessionHooks {
    * a request's own id as the client wrote it (JSON text), which its audit records name.
    */
   deliver(text: string, idText?: string): void;
+  /**
+   * The client's answer to the server's request `id` was refused (its POST got 400 or 413): that
+   * request is answered with an error instead (`Gateway.onClientAnswerRefused`).
+   */
+  answerRefused(id: Id, problem: RefusedAnswer): void;
   /** the session is over: stop the server behind it and end the agent run */
   close(): Promise<void>;
 }
@@ -205,6 +211,13 @@ export class HttpSession implements Downstream {
       this.dropExchange(ex);
     }
     this.hooks?.deliver(JSON.stringify(msg));
+  }
+
+  /** The client's answer to the server's request `id` was refused before it was read (see SessionHooks). */
+  answerRefused(id: Id, problem: RefusedAnswer): void {
+    if (this.ended) return;
+    this.lastUsed = Date.now();
+    this.hooks?.answerRefused(id, problem);
   }
 
   /**
