@@ -3,17 +3,21 @@
  * linear in the length of the text, so a server's pattern such as `^(a+)+$` cannot freeze the
  * gateway on a crafted argument (JavaScript's own RegExp backtracks: 2^n steps for n characters).
  *
- * Patterns are written in JavaScript syntax (JSON Schema says ECMA-262), and RE2 (re2js, a
- * pure-JavaScript port) reads another dialect with other meanings for `\s`, `.`, `[]`.
- * So a pattern is first checked by JavaScript's own parser (checking syntax never runs the
- * backtracker), then rewritten token by token into RE2 syntax with every character set spelled out
- * as explicit code-point ranges: what matches is exactly what JavaScript would match, only found
- * without backtracking. What cannot be carried over exactly (lookahead, lookbehind,
- * backreferences, Unicode property escapes, counts above 1000, a program too large) throws
- * UncheckablePattern; the validator refuses that tool's calls rather than check them some other
- * way or let them through.
+ * Patterns are written in JavaScript syntax (JSON Schema says ECMA-262; ajv compiles them with the
+ * `u` flag), and RE2 (re2js, a pure-JavaScript port) reads another dialect with other meanings
+ * for `\s`, `.`, `[]`. So a pattern is first checked by JavaScript's own parser (checking syntax
+ * never runs the backtracker), then rewritten token by token into RE2 syntax with every character
+ * set spelled out as explicit code-point ranges: what matches is exactly what JavaScript would
+ * match, only found without backtracking. Unicode property escapes (`\p{L}`, `\P{Script=Greek}`,
+ * `[^\p{L}\p{N}_]`) are spelled out the same way, from this process's own JavaScript tables
+ * (unicodeProperties.ts; RE2's tables are of another Unicode version), and their ranges count
+ * against the size caps like any other. What cannot be carried over exactly (lookahead,
+ * lookbehind, backreferences: none can be matched in linear time; counts above 1000, a program
+ * too large) throws UncheckablePattern; the validator refuses that tool's calls rather than check
+ * them some other way or let them through.
  */
 import { createRequire } from "node:module";
+import { propertyRanges } from "./unicodeProperties.js";
 
 /** Why a pattern cannot be checked in bounded time; thrown through ajv's compile. */
 export class UncheckablePattern extends Error {
@@ -131,10 +135,14 @@ class Translator {
   private readonly cps: string[];
   private i = 0;
   private readonly pattern: string;
+  private readonly beforeProperty: (name: string) => void;
+  /** The Unicode properties the pattern names, each once. */
+  readonly properties = new Set<string>();
 
-  constructor(pattern: string) {
+  constructor(pattern: string, beforeProperty: (name: string) => void) {
     this.pattern = pattern;
     this.cps = Array.from(pattern);
+    this.beforeProperty = beforeProperty;
   }
 
   run(): string {
@@ -253,10 +261,11 @@ class Translator {
       case "S":
         return complement(JS_SPACE);
       case "p":
-      case "P":
-        // JavaScript's Unicode tables and RE2's differ by version, and spelling a property out
-        // from JavaScript's own tables takes 30 to 100 ms a name: refused rather than guessed.
-        return this.unsupported("a Unicode property escape (\\p{...})");
+      case "P": {
+        // Spelled out from JavaScript's own tables (RE2's are of another Unicode version).
+        const ranges = this.property();
+        return c === "P" ? complement(ranges) : ranges;
+      }
       case "k":
         return this.unsupported("a backreference");
       case "0":
@@ -284,6 +293,18 @@ class Translator {
       return [[cp, cp]];
     }
     return this.unsupported("unexpected syntax");
+  }
+
+  /** After `\p` or `\P`: `{name}` or `{name=value}`, as code-point ranges. */
+  private property(): Ranges {
+    if (!this.eat("{")) this.unsupported("unexpected syntax");
+    let name = "";
+    while (this.peek() !== undefined && this.peek() !== "}") name += this.cps[this.i++];
+    if (!this.eat("}")) this.unsupported("unexpected syntax");
+    // charged before it is computed: a pattern naming many properties stops at the budget
+    this.beforeProperty(name);
+    this.properties.add(name);
+    return propertyRanges(name).map(([lo, hi]): [number, number] => [lo, hi]);
   }
 
   private hexDigits(n: number): Ranges {
@@ -359,16 +380,22 @@ function single(r: Ranges): number | null {
   return r.length === 1 && first !== undefined && first[0] === first[1] ? first[0] : null;
 }
 
-/** JavaScript pattern (u flag) to RE2 syntax with the same matches; throws UncheckablePattern. */
-export function translatePattern(pattern: string): { source: string; cost: number } {
+/**
+ * JavaScript pattern (u flag) to RE2 syntax with the same matches; throws UncheckablePattern.
+ * `beforeProperty` is told each Unicode property the pattern names before it is spelled out.
+ */
+export function translatePattern(
+  pattern: string,
+  beforeProperty: (name: string) => void = () => {},
+): { source: string; cost: number; properties: string[] } {
   // JavaScript's parser first: what it rejects is an invalid schema, as it always was.
   new RegExp(pattern, "u");
-  const t = new Translator(pattern);
+  const t = new Translator(pattern, beforeProperty);
   const source = t.run();
   if (source.length > MAX_TRANSLATED_CHARS) {
     throw new UncheckablePattern(pattern, "more character classes than can be checked in bounded time");
   }
-  return { source, cost: source.length + PATTERN_OVERHEAD };
+  return { source, cost: source.length + PATTERN_OVERHEAD, properties: [...t.properties] };
 }
 
 /**
@@ -380,27 +407,55 @@ export function translatePattern(pattern: string): { source: string; cost: numbe
 export const MAX_PATTERN_COST_PER_TOOL = 256 * 1024;
 /** Compiling even a short pattern takes about 0.1 ms (1,000 of them: 139 ms). */
 const PATTERN_OVERHEAD = 512;
+/**
+ * Charged once a tool for each Unicode property its patterns name (`\p{L}` and `\P{L}` are one):
+ * spelling a property out from JavaScript's tables the first time takes 2 to 13 ms (the first of a
+ * process, which builds the strings it walks, about 80; docs/performance.md), so a tool names
+ * fewer than 16. Its ranges count on top, as rewritten text.
+ */
+export const PROPERTY_COST = 16 * 1024;
 let budget: number | null = null;
+/** The properties already charged against `budget`. */
+let charged: Set<string> | null = null;
 
 /** Runs `compile` (an ajv compile of one tool's schema) with a fresh pattern budget. */
 export function withPatternBudget<T>(compile: () => T): T {
-  const outer = budget;
+  const outer = { budget, charged };
   budget = MAX_PATTERN_COST_PER_TOOL;
+  charged = new Set();
   try {
     return compile();
   } finally {
-    budget = outer;
+    ({ budget, charged } = outer);
   }
 }
 
+function chargeProperty(pattern: string, name: string): void {
+  if (budget === null || charged === null || charged.has(name)) return;
+  charged.add(name);
+  budget -= PROPERTY_COST;
+  if (budget < 0) {
+    throw new UncheckablePattern(
+      pattern,
+      "more Unicode properties in one schema than can be checked in bounded time",
+    );
+  }
+}
+
+interface CompiledPattern {
+  cost: number;
+  properties: string[];
+  test(s: string): boolean;
+}
+
 /** Compiled patterns by source: ajv asks again for every use of the same pattern. */
-const cache = new Map<string, { cost: number; test(s: string): boolean }>();
+const cache = new Map<string, CompiledPattern>();
 const CACHE_ENTRIES = 1024;
 
-function compiled(pattern: string): { cost: number; test(s: string): boolean } {
+function compiled(pattern: string): CompiledPattern {
   const hit = cache.get(pattern);
   if (hit) return hit;
-  const { source, cost } = translatePattern(pattern);
+  const { source, cost, properties } = translatePattern(pattern, (name) => chargeProperty(pattern, name));
   let re: { test(s: string): boolean };
   try {
     re = re2js().RE2JS.compile(source);
@@ -408,7 +463,7 @@ function compiled(pattern: string): { cost: number; test(s: string): boolean } {
     const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
     throw new UncheckablePattern(pattern, `a construct the linear-time engine cannot take (${why})`);
   }
-  const entry = { cost, test: (s: string) => re.test(s) };
+  const entry = { cost, properties, test: (s: string) => re.test(s) };
   if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
   cache.set(pattern, entry);
   return entry;
@@ -422,6 +477,8 @@ export function linearRegExp(pattern: string, flags: string): LinearPattern {
   // ajv passes "u" (its unicodeRegExp default); without it JavaScript reads patterns otherwise.
   if (flags !== "u") throw new UncheckablePattern(pattern, `the regular-expression flags "${flags}"`);
   const entry = compiled(pattern);
+  // a pattern compiled before (for this tool or another) still charges its properties here
+  for (const name of entry.properties) chargeProperty(pattern, name);
   if (budget !== null) {
     budget -= entry.cost;
     if (budget < 0) {

@@ -263,6 +263,25 @@ describe("ArgumentValidator", () => {
     expect(v.validate("lookup", { q: "a".repeat(20) }).ok).toBe(true);
   });
 
+  it("Unicode property escapes are checked exactly as JavaScript's RegExp would", () => {
+    const named = {
+      name: "named",
+      inputSchema: {
+        type: "object",
+        properties: {
+          name: { type: "string", pattern: "^[\\p{L}\\p{N}_ -]+$" },
+          tag: { type: "string", pattern: "^\\P{Script=Greek}+$" },
+        },
+      },
+    } as Tool;
+    const v = validator(named);
+    for (const name of ["Zoë 42", "日本語_テスト", "Ωμέγα", "٣"])
+      expect(v.validate("named", { name }).ok).toBe(true);
+    for (const name of ["a!", "😀", "a\ud800"]) expect(v.validate("named", { name }).ok).toBe(false);
+    expect(v.validate("named", { tag: "abc 😀" }).ok).toBe(true);
+    expect(v.validate("named", { tag: "abγ" }).ok).toBe(false);
+  });
+
   it("a pattern the linear engine cannot take refuses the tool, naming it, the place and why", () => {
     const look = {
       name: "look",
@@ -277,15 +296,51 @@ describe("ArgumentValidator", () => {
         properties: { m: { type: "object", patternProperties: { "(a)\\1": { type: "string" } } } },
       },
     } as Tool;
-    const prop = {
-      name: "prop",
-      inputSchema: { type: "object", properties: { w: { type: "string", pattern: "^\\p{L}+$" } } },
+    const scripts = {
+      name: "scripts",
+      inputSchema: {
+        type: "object",
+        // a field for each of 30 scripts: more properties than one tool may name
+        properties: Object.fromEntries(
+          [
+            "Latn",
+            "Grek",
+            "Cyrl",
+            "Armn",
+            "Hebr",
+            "Arab",
+            "Syrc",
+            "Thaa",
+            "Deva",
+            "Beng",
+            "Guru",
+            "Gujr",
+            "Orya",
+            "Taml",
+            "Telu",
+            "Knda",
+            "Mlym",
+            "Sinh",
+            "Thai",
+            "Laoo",
+            "Tibt",
+            "Mymr",
+            "Geor",
+            "Hang",
+            "Ethi",
+            "Cher",
+            "Ogam",
+            "Runr",
+            "Khmr",
+            "Mong",
+          ].map((sc) => [sc, { type: "string", pattern: `^\\p{sc=${sc}}+$` }]),
+        ),
+      },
     } as Tool;
-    const v = validator(look, back, prop, readIssue);
+    const v = validator(look, back, scripts, readIssue);
     for (const [tool, where, what] of [
       ["look", "/properties/name/pattern", "a lookahead"],
       ["back", "/properties/m/patternProperties/(a)\\1", "a backreference"],
-      ["prop", "/properties/w/pattern", "a Unicode property escape"],
     ] as const) {
       const r = v.validate(tool, {});
       expect(r.ok).toBe(false);
@@ -295,6 +350,14 @@ describe("ArgumentValidator", () => {
       expect(r.errors[0]).toContain(` at ${JSON.stringify(where)} `);
       expect(r.errors[0]).toContain(`uses ${what}`);
       expect(r.errors[0]).toContain("portcullis cannot check in bounded time");
+    }
+    const many = v.validate("scripts", {});
+    expect(many.ok).toBe(false);
+    if (!many.ok) {
+      expect(many.errors[0]).toContain('Tool "scripts" is refused');
+      expect(many.errors[0]).toContain(
+        "uses more Unicode properties in one schema than can be checked in bounded time",
+      );
     }
     // the catalog's other tools are checked as before
     expect(v.validate("read_issue", { issue_id: "PROJ-12" }).ok).toBe(true);

@@ -21,6 +21,15 @@ const NOT_ADMIN: ToolDef = {
     properties: { name: { type: "string", pattern: "^(?!admin$)\\w+$" } },
   },
 };
+const DISPLAY_NAME: ToolDef = {
+  name: "set_display_name",
+  description: "Set a display name: letters and digits of any script, underscores, spaces, hyphens.",
+  inputSchema: {
+    type: "object",
+    required: ["name"],
+    properties: { name: { type: "string", pattern: "^[\\p{L}\\p{N}_ -]+$" } },
+  },
+};
 const ECHO: ToolDef = {
   name: "echo",
   description: "Say it back.",
@@ -84,6 +93,29 @@ describe("patterns in a server's input schema", () => {
     expect(echoed.isError).toBeFalsy();
     // nothing of rename_user reached the server, unchecked or otherwise
     expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+});
+
+describe("Unicode property escapes in a server's pattern", () => {
+  it("^[\\p{L}\\p{N}_ -]+$: a name in any script goes through, one with other characters is invalid arguments", async () => {
+    const { cat, gw } = await catalogGateway([DISPLAY_NAME, ECHO]);
+    for (const name of ["Zoë_42", "Ωμέγα 7", "山田 太郎", "𐐀-٣"]) {
+      const ok = await gw.client.callTool({ name: "set_display_name", arguments: { name } });
+      expect([name, Boolean(ok.isError)]).toEqual([name, false]);
+    }
+    for (const name of ["rm -rf /", "bob😀", "a\ud800", ""]) {
+      const refused = await gw.client.callTool({ name: "set_display_name", arguments: { name } });
+      expect([name, refused.isError]).toEqual([name, true]);
+      expect(text(refused)).toContain("must match pattern");
+      expect(text(refused)).not.toContain("is refused");
+    }
+    // what matched reached the server, unchanged; nothing else did
+    expect(cat.records().map((r) => r.args)).toEqual([
+      { name: "Zoë_42" },
+      { name: "Ωμέγα 7" },
+      { name: "山田 太郎" },
+      { name: "𐐀-٣" },
+    ]);
   });
 });
 
