@@ -5,6 +5,7 @@ import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
+import { PassphraseError } from "./passphrase.js";
 
 const HELP = `portcullis — a local trust gateway for MCP servers you build and rebuild
 
@@ -175,33 +176,42 @@ main(process.argv.slice(2)).then(
     process.exit(code);
   },
   async (e: unknown) => {
-    // The input or the environment is wrong (a damaged store or keyring included): one
-    // sentence, exit 2.
+    process.exitCode = await reportFailure(e);
+    // Exit now, as on success: a command that failed may have left handles open (a gateway
+    // whose server could not be launched was already reading its client's input), and a host
+    // waiting on it must see it end, not wait for its own timeout.
+    process.exit();
+  },
+);
+
+/** Writes what went wrong as the user needs it and returns the exit code. */
+async function reportFailure(e: unknown): Promise<number> {
+  {
+    // The input or the environment is wrong (a damaged store or keyring included, no terminal
+    // to ask a passphrase on): one sentence, exit 2.
     if (
       e instanceof UsageError ||
       e instanceof ConfigError ||
       e instanceof StateDirError ||
-      e instanceof StoreError
+      e instanceof StoreError ||
+      e instanceof PassphraseError
     ) {
       process.stderr.write(`portcullis: ${e.message}\n`);
-      process.exitCode = EXIT_USAGE;
-      return;
+      return EXIT_USAGE;
     }
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
       process.stderr.write(`portcullis: ${(e as Error).message}.\n`);
-      process.exitCode = EXIT_USAGE;
-      return;
+      return EXIT_USAGE;
     }
     // The store failed after it was opened (locked by another process past the busy timeout,
     // disk full, made read-only): the same sentence as a failure to open it, exit 2.
     const store = await storeFailure(e);
     if (store) {
       process.stderr.write(`portcullis: ${store.message}\n`);
-      process.exitCode = EXIT_USAGE;
-      return;
+      return EXIT_USAGE;
     }
     process.stderr.write(`portcullis: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
-    process.exitCode = 70;
-  },
-);
+    return 70;
+  }
+}

@@ -368,6 +368,18 @@ export async function serve(
       return await done;
     }
     if (e instanceof LaunchError) {
+      // Nothing will serve the client: stop reading it and stop the epoch heartbeat, so the
+      // process ends with the error and the host sees it at once, not after its own timeout.
+      clearInterval(heartbeat);
+      downstream.close();
+      await egress?.close();
+      // (begun by the client's initialize while the launch was under way, if it came)
+      const begun = run as Run | null;
+      if (begun) {
+        endRunQuietly(store, begun, log);
+        events.emit({ type: "run_ended", run: begun.run, serverLabel: server.label });
+      }
+      events.flush();
       registry.end();
       store.close();
       throw new UsageError(`run: ${e.message}`);

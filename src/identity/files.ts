@@ -35,7 +35,10 @@ function describe(code: string | undefined): string {
 }
 
 export function unreadable(what: string, abs: string, cwd: string, code: string | undefined): IdentityError {
-  return new IdentityError(`Cannot read the ${what} ${displayPath(abs, cwd)} (${describe(code)}).`);
+  // From the root (a host that starts servers from `/`) a relative path would read as one
+  // relative to wherever the user looks from: the absolute path says where it was looked for.
+  const shown = dirname(cwd) === cwd ? abs : displayPath(abs, cwd);
+  return new IdentityError(`Cannot read the ${what} ${shown} (${describe(code)}).`);
 }
 
 /** Relative to cwd when inside it, else absolute. */
