@@ -400,9 +400,10 @@ export function translatePattern(
 
 /**
  * What one tool's patterns may cost in all, in rewritten characters plus PATTERN_OVERHEAD each:
- * compiling that much stays near 100 ms (docs/performance.md). Charged for every pattern ajv
- * compiles, even one compiled before, so whether a tool is refused never depends on what other
- * tools were compiled earlier.
+ * compiling that much stays near 100 ms (docs/performance.md). Charged once for each distinct
+ * pattern of the tool, even one compiled before for another tool, so whether a tool is refused
+ * never depends on what other tools were compiled earlier; the same pattern used again in the same
+ * tool (one `^[\p{L}\p{N} _-]+$` on twenty fields) is compiled once and charged once.
  */
 export const MAX_PATTERN_COST_PER_TOOL = 256 * 1024;
 /** Compiling even a short pattern takes about 0.1 ms (1,000 of them: 139 ms). */
@@ -417,16 +418,19 @@ export const PROPERTY_COST = 16 * 1024;
 let budget: number | null = null;
 /** The properties already charged against `budget`. */
 let charged: Set<string> | null = null;
+/** The patterns already charged against `budget`. */
+let chargedPatterns: Set<string> | null = null;
 
 /** Runs `compile` (an ajv compile of one tool's schema) with a fresh pattern budget. */
 export function withPatternBudget<T>(compile: () => T): T {
-  const outer = { budget, charged };
+  const outer = { budget, charged, chargedPatterns };
   budget = MAX_PATTERN_COST_PER_TOOL;
   charged = new Set();
+  chargedPatterns = new Set();
   try {
     return compile();
   } finally {
-    ({ budget, charged } = outer);
+    ({ budget, charged, chargedPatterns } = outer);
   }
 }
 
@@ -477,6 +481,9 @@ export function linearRegExp(pattern: string, flags: string): LinearPattern {
   // ajv passes "u" (its unicodeRegExp default); without it JavaScript reads patterns otherwise.
   if (flags !== "u") throw new UncheckablePattern(pattern, `the regular-expression flags "${flags}"`);
   const entry = compiled(pattern);
+  const label = `/${pattern}/${flags}`;
+  if (chargedPatterns?.has(pattern)) return { test: entry.test, toString: () => label };
+  chargedPatterns?.add(pattern);
   // a pattern compiled before (for this tool or another) still charges its properties here
   for (const name of entry.properties) chargeProperty(pattern, name);
   if (budget !== null) {
@@ -488,7 +495,6 @@ export function linearRegExp(pattern: string, flags: string): LinearPattern {
       );
     }
   }
-  const label = `/${pattern}/${flags}`;
   return { test: entry.test, toString: () => label };
 }
 /** Printed into ajv's standalone code only, which portcullis never generates. */

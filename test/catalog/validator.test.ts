@@ -363,6 +363,24 @@ describe("ArgumentValidator", () => {
     expect(v.validate("read_issue", { issue_id: "PROJ-12" }).ok).toBe(true);
   });
 
+  it("one pattern used on many fields of a tool is charged once, not once a field", () => {
+    // \p{L} and \p{N} spell out to ~15 KiB of ranges: charged on each of 40 fields, the tool
+    // would pass its budget many times over, though it compiles one pattern
+    const pattern = "^[\\p{L}\\p{N} _-]+$";
+    const form = {
+      name: "form",
+      inputSchema: {
+        type: "object",
+        properties: Object.fromEntries(
+          Array.from({ length: 40 }, (_, i) => [`field${i}`, { type: "string", pattern }]),
+        ),
+      },
+    } as Tool;
+    const v = validator(form);
+    expect(v.validate("form", { field0: "Zoë 42", field39: "Ἀθῆναι" }).ok).toBe(true);
+    expect(v.validate("form", { field7: "a;b" }).ok).toBe(false);
+  });
+
   it("the url format checks URLs of bounded length, and a bounded amount per call", () => {
     const t = {
       name: "fetch",
