@@ -36,7 +36,10 @@ export interface AskHooks {
 export interface AskerParts {
   /** the credential scopes a call uses (Authorizer.scopesOf) */
   scopesOf: (call: ApprovedCall) => string[];
-  /** best effort: an audit event (approval_requested, approval_granted, approval_denied) */
+  /**
+   * best effort: an audit event (approval_requested; approval_denied when a grant was revoked
+   * before its call could use it). A human's decision is recorded by the decider, not here.
+   */
   emit: (e: { type: string; [k: string]: unknown }) => void;
   /** the decision rows this gateway honours, and the reviews it wrote */
   decisions: HonouredDecisions;
@@ -281,14 +284,7 @@ export class HumanAsker {
         } else {
           this.parts.decisions.markKnown(g.grant);
         }
-        this.parts.emit({
-          type: "approval_granted",
-          ...subject,
-          grant: g.grant,
-          mode: g.mode,
-          expiresWhen: g.expiresWhen,
-          decidedBy: req.decidedBy,
-        });
+        // No approval_granted here: the decider recorded it with the decision (decisionRecord.ts).
         return { grant: g.grant };
       }
       case "denied": {
@@ -302,13 +298,7 @@ export class HumanAsker {
         if (retry && this.deniedTold.has(id)) return null;
         if (cancelled) return { error: refuse.authorizationRequired(id, how) };
         this.deniedTold.add(id);
-        this.parts.emit({
-          type: "approval_denied",
-          ...subject,
-          outcome: "denied",
-          decidedBy: req.decidedBy,
-          reason: req.reason,
-        });
+        // No approval_denied here: the decider recorded it with the decision (decisionRecord.ts).
         return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
       }
       case "expired":

@@ -13,7 +13,7 @@ export const DEFAULT_HOLD_MS = 50_000;
 export const DEFAULT_REQUEST_TTL_MS = 10 * 60_000;
 
 export interface AuthorizerEvents {
-  /** best effort (the gateway's audit sink): approval_requested, approval_granted, approval_denied */
+  /** best effort (the gateway's audit sink): approval_requested, approval_denied (revoked), decision_rejected, … */
   emit(e: { type: string; [k: string]: unknown }): void;
 }
 

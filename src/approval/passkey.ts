@@ -241,11 +241,14 @@ export async function completePasskeyDecision(
     rpId: expected.rpId,
   });
   const by = expected.by ?? `passkey "${pin.name}" (${pin.credentialId.slice(0, 12)}…, user verified)`;
-  const result = decideRequest(db, prepared.request, prepared.decision, by, {
-    kind: "passkey",
-    statement: prepared.statement,
-    signature,
-  });
+  const result = decideRequest(
+    db,
+    prepared.request,
+    prepared.decision,
+    by,
+    { kind: "passkey", statement: prepared.statement, signature },
+    stateDir,
+  );
   passkeyUsed(db, pin.credentialId, counter, new Date().toISOString());
   return result;
 }

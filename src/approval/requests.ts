@@ -1,4 +1,6 @@
+import { dirname } from "node:path";
 import { ulid } from "ulid";
+import { AuditLog } from "../audit/log.js";
 import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
@@ -10,6 +12,7 @@ import {
   grantStatement,
   reviewDigest,
 } from "./decision.js";
+import { decisionEvent } from "./decisionRecord.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { getRun } from "./runs.js";
@@ -507,6 +510,10 @@ function signatureOf(statement: DecisionStatement, proof: DecisionProof): string
  * Approving creates the grant in the same transaction as the decision, so a
  * waiting gateway either sees both or neither; a request that expired or was
  * cancelled in the meantime cannot be approved.
+ * The decision's audit record (`approval_granted`, `approval_denied`: decisionRecord.ts) is
+ * appended in that same transaction: a decision is in the chain exactly once, before any call
+ * uses it, or it is not made. `stateDir` holds the keyring the record is sealed to (by default
+ * the store's directory).
  */
 export function decideRequest(
   db: Store,
@@ -514,14 +521,25 @@ export function decideRequest(
   decision: Decision,
   by: string,
   proof: DecisionProof,
+  stateDir: string = dirname(db.name),
 ): DecisionResult {
-  return db
-    .transaction((): DecisionResult => {
-      const req = decidableRequest(db, id, decision);
-      sameReviewAsShown(req, decision);
-      return recordDecision(db, req, decision, by, proof);
-    })
-    .immediate();
+  // Opened first: without a keyring the decision could not be recorded, so it is not made.
+  const audit = AuditLog.open(db, stateDir);
+  try {
+    return db
+      .transaction((): DecisionResult => {
+        const req = decidableRequest(db, id, decision);
+        sameReviewAsShown(req, decision);
+        const result = recordDecision(db, req, decision, by, proof);
+        // Last in the transaction (nested: a savepoint of it), so that nothing after it can roll
+        // back the decision and leave this log's idea of the chain's head ahead of the store.
+        audit.append(decisionEvent(result.request, result.grant));
+        return result;
+      })
+      .immediate();
+  } finally {
+    audit.close();
+  }
 }
 
 /**

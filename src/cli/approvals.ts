@@ -6,6 +6,7 @@ import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { publicRequest, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
 import {
   type ApprovalRequest,
+  type Decision,
   DecisionError,
   decideRequest,
   pendingRequest,
@@ -337,7 +338,7 @@ async function approve(
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
   const reviewed = reviewDigest((shown ?? req).review);
-  const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer);
+  const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer, stateDir);
   const grant = decided.grant!;
   process.stdout.write(`approved ${id}: grant ${grant.grant} (${grant.mode}, until ${grant.expiresWhen})\n`);
   // The epoch may have ended while the passphrase was typed: what was decided is what counts.
@@ -371,7 +372,8 @@ async function deny(
   const req = pendingOrFail(db, "denial", id);
   if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
-  decideRequest(db, id, reason === undefined ? { approve: false } : { approve: false, reason }, by, signer);
+  const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
+  decideRequest(db, id, denial, by, signer, stateDir);
   process.stdout.write(`denied ${id}\n`);
   return EXIT_OK;
 }

@@ -229,7 +229,7 @@ async function decide(ctx: RouteContext): Promise<void> {
         : chosen;
   try {
     refuseWithoutGateway(app, req);
-    const result = decideRequest(app.db, id, decision, by(how), proof.signer);
+    const result = decideRequest(app.db, id, decision, by(how), proof.signer, app.stateDir);
     app.log.info(
       `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}${
         result.epochMovedOn

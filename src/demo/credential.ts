@@ -102,7 +102,7 @@ export async function credentialStory(c: CredentialStoryContext): Promise<void> 
     const approve = async () => {
       const req = await waitFor(() => pendingRequests(store)[0] ?? null, "an approval request");
       const signer = await pinnedSigner(store, c.stateDir, c.passphrase);
-      decideRequest(store, req.request, { approve: true, for: "session" }, DECIDED_BY, signer);
+      decideRequest(store, req.request, { approve: true, for: "session" }, DECIDED_BY, signer, c.stateDir);
       note(`  approved ${req.tool} for the session (credentials: ${req.credentialScope.join(", ")})`);
     };
     await client.listTools();

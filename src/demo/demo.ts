@@ -250,7 +250,7 @@ async function approveNext(db: Store, stateDir: string, decider: ConsoleClient |
   }
   // Signed with the demo keyring's approver key, as the CLI signs after the passphrase.
   const signer = await pinnedSigner(db, stateDir, DEMO_PASSPHRASE);
-  decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY, signer);
+  decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY, signer, stateDir);
   note(`approved for the session by ${DECIDED_BY}`);
 }
 

@@ -168,6 +168,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
         decision,
         "portcullis drill (passphrase given)",
         await pinnedSigner(store, stateDir, o.passphrase),
+        stateDir,
       );
     const approvedFor = (mode: "session" | "per-call") =>
       mode === "per-call" ? "for this call only (per-call tool)" : "for the session";

@@ -8,6 +8,7 @@ import type { Store } from "../../src/store/db.js";
 import { waitFor } from "../helpers/files.js";
 import {
   callOf,
+  chainEvents,
   decideNext,
   makeAuthorizer,
   otherConnection,
@@ -67,7 +68,11 @@ describe("session grants", () => {
       grant: grant!.grant,
     });
     expect(requestCount(db, run)).toBe(1);
-    expect(rec.events.map((e) => e.type)).toEqual(["approval_requested", "approval_granted"]);
+    // the approval is in the chain once, written by its decider with the decision, not by the gateway
+    expect(rec.events.map((e) => e.type)).toEqual(["approval_requested"]);
+    expect((await chainEvents(dir)).filter((e) => e.type === "approval_granted")).toEqual([
+      expect.objectContaining({ approvalRequest: request.request, grant: grant!.grant, mode: "session" }),
+    ]);
     expect(rec.lines.filter((l) => l.includes(`portcullis approve ${request.request}`))).toHaveLength(1);
     expect(rec.lines[0]).toContain(`portcullis deny ${request.request}`);
   });
@@ -356,11 +361,15 @@ describe("waiting for a human", () => {
     const e = errorOf(await p);
     expect(e.code).toBe(REFUSAL_CODES.approval_denied);
     expect(e.data).toMatchObject({ approvalRequest: request.request, reason: "denied: not on a Friday" });
-    expect(rec.events.at(-1)).toMatchObject({
-      type: "approval_denied",
-      outcome: "denied",
-      reason: "not on a Friday",
-    });
+    // recorded once, by its decider with the decision; the gateway that told it records nothing
+    expect(rec.events.filter((x) => x.type === "approval_denied")).toEqual([]);
+    expect((await chainEvents(dir)).filter((x) => x.type === "approval_denied")).toEqual([
+      expect.objectContaining({
+        approvalRequest: request.request,
+        outcome: "denied",
+        reason: "not on a Friday",
+      }),
+    ]);
     expect(requestCount(db, run)).toBe(1);
   });
 

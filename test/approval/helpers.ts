@@ -16,10 +16,11 @@ import {
 } from "../../src/approval/requests.js";
 import { type Run, startRun } from "../../src/approval/runs.js";
 import { DecisionVerifier } from "../../src/approval/trust.js";
+import { openRecords } from "../../src/audit/log.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import type { ApprovedCall } from "../../src/guard/guard.js";
 import type { DecisionSigner } from "../../src/keyring/approver.js";
-import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
+import { INSECURE_TEST_KDF_ENV, initKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
 import { PUBLISH_PREVIEW_V2 } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
@@ -174,6 +175,17 @@ export async function pendingOf(db: Store, run: Run, ms = 10_000): Promise<Appro
 export async function decideNext(db: Store, run: Run, decision: Decision, by = "test (another connection)") {
   const req = await pendingOf(db, run);
   return decideRequest(db, req.request, decision, by, signer());
+}
+
+/** Every audit event in the state dir's chain, opened with the test passphrase. */
+export async function chainEvents(stateDir: string): Promise<Record<string, unknown>[]> {
+  const db = openTestStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => r.event);
+  } finally {
+    db.close();
+  }
 }
 
 export function requestCount(db: Store, run: Run): number {
