@@ -190,8 +190,14 @@ export class HumanAsker {
       if (ended) return { error: ended };
       if (hooks.signal?.aborted) {
         // The client gave up, or the gateway answers the call otherwise (a modern client sent to
-        // the console): the request stays pending for a retry.
-        this.o.log.info(`the call stopped waiting; approval request ${id} stays pending for a retry`);
+        // the console): the request stays pending for a retry. When the connection ends (the
+        // signal's reason says so), the request closes with the run instead.
+        const why = hooks.signal.reason;
+        this.o.log.info(
+          typeof why === "string"
+            ? `${why}: the call stops waiting; approval request ${id} closes with the agent run`
+            : `the call stopped waiting; approval request ${id} stays pending for a retry`,
+        );
         return { error: refuse.authorizationRequired(id, how) };
       }
       // Another call of this run may have been approved for the session meanwhile (agents call in parallel).

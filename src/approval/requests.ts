@@ -308,6 +308,17 @@ export function approvalsOfOlderEpochs(
   return rows.map(toRequest);
 }
 
+/** The pending requests of one run, oldest first. */
+export function pendingRequestsOfRun(db: Store, agentRun: string): ApprovalRequest[] {
+  return (
+    db
+      .prepare(
+        "SELECT * FROM approval_requests WHERE agent_run = ? AND state = 'pending' ORDER BY created_at, request",
+      )
+      .all(agentRun) as RequestDbRow[]
+  ).map(toRequest);
+}
+
 /** Pending requests of one run and label whose time is up, oldest first. */
 export function overdueRequests(db: Store, agentRun: string, serverLabel: string, now = new Date()) {
   return (

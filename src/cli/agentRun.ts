@@ -6,6 +6,7 @@ import {
   type Run,
   startRun,
 } from "../approval/index.js";
+import { closeRequest, expiredEvent, pendingRequestsOfRun } from "../approval/requests.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
@@ -83,13 +84,46 @@ export function beginAgentRun(
  * left open is closed by whoever next lists the requests, its gateway being gone
  * (src/approval/abandoned.ts).
  */
-export function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">): void {
+function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">): void {
   try {
     endRun(store, run);
   } catch (e) {
     log.warn(`could not record the end of agent run ${run.run} in the store: ${(e as Error).message}`);
   }
 }
+
+/**
+ * The end of an agent run as its gateway (or HTTP session) ends, in the store and the audit. The
+ * approval requests still pending close with the run (`cancelled`, "agent run ended"), each
+ * recorded as `approval_expired` with that reason: the request of a call whose wait the
+ * connection's end cut short, or one no call waited on any more. Each close is the record's
+ * condition, under the audit's write lock, so a request that a lister closed meanwhile, or a human
+ * decided, is recorded by that process alone. They are written before the run's end, which then
+ * cancels whatever is left (a store or audit that could not be written), then `run_ended`.
+ */
+export function endAgentRun(
+  store: Store,
+  events: EventSink,
+  run: Run,
+  serverLabel: string,
+  log: Pick<Logger, "warn">,
+): void {
+  try {
+    for (const req of pendingRequestsOfRun(store, run.run)) {
+      events.emit(expiredEvent(req, RUN_ENDED, `the gateway of its run (pid ${process.pid})`), () =>
+        closeRequest(store, req.request, "cancelled", RUN_ENDED),
+      );
+    }
+    events.flush();
+  } catch (e) {
+    log.warn(`could not record the end of agent run ${run.run}'s approval requests: ${(e as Error).message}`);
+  }
+  endRunQuietly(store, run, log);
+  events.emit({ type: "run_ended", run: run.run, serverLabel });
+}
+
+/** Why a request still pending at its run's end is closed (the reason endRun gives it too). */
+const RUN_ENDED = "agent run ended";
 
 /**
  * What a stdio gateway and each HTTP session wire the same way: what the server's configuration

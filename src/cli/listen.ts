@@ -23,7 +23,7 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
 
@@ -240,10 +240,7 @@ function openSession(
         await supervisor.shutdown();
         // after its server: nothing of this session can reach the proxy's port any more
         await (await proxied.catch(() => null))?.close();
-        if (run) {
-          endRunQuietly(store, run, statusLog);
-          events.emit({ type: "run_ended", run: (run as Run).run, serverLabel: server.label });
-        }
+        if (run) endAgentRun(store, events, run as Run, server.label, statusLog);
         events.flush();
         registry.end();
         links.delete(supervisor);

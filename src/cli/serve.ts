@@ -26,7 +26,7 @@ import { envDelivery } from "../vault/delivery.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { secretNames } from "../vault/secrets.js";
-import { beginAgentRun, endRunQuietly, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
 import { onShutdownSignals } from "./signals.js";
@@ -307,10 +307,7 @@ export async function serve(
     await supervisor.shutdown();
     downstream.close();
     await egress?.close();
-    if (run) {
-      endRunQuietly(store, run, log);
-      events.emit({ type: "run_ended", run: run.run, serverLabel: server.label });
-    }
+    if (run) endAgentRun(store, events, run, server.label, log);
     events.flush();
     registry.end();
     store.close();

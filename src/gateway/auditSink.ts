@@ -173,8 +173,8 @@ export function auditSink(
   };
 
   return {
-    emit(e) {
-      queue.push({ event: e });
+    emit(e, condition) {
+      queue.push({ event: e, condition });
       if (immediate) return; // a group is due at the end of this turn already
       if (isEnd(e.type)) queuedEnds++;
       if (!ridesLater()) {

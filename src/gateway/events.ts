@@ -9,8 +9,12 @@ export interface GatewayEvent {
 }
 
 export interface EventSink {
-  /** best effort: a failure is logged, never fatal; written with the next group */
-  emit(e: GatewayEvent): void;
+  /**
+   * best effort: a failure is logged, never fatal; written with the next group. With a
+   * `condition`, read under the audit log's write lock just before the record is written: false
+   * writes nothing (how a record is written once when several processes may write it).
+   */
+  emit(e: GatewayEvent, condition?: () => boolean): void;
   /**
    * durable: resolves true once the record is on disk; rejects when it cannot be written (then
    * the call is refused). With a `condition`, read under the audit log's write lock just before

@@ -591,12 +591,15 @@ export class Gateway {
 
   /**
    * The client closed its input (a script that writes its requests and hangs up):
-   * what it already asked is still answered. Resolves once no request of the client
-   * is unanswered, or after `limitMs`; what is left then gets an error, since the
-   * server is about to be shut down. Long-lived subscriptions do not count.
+   * what it already asked is still answered. A call waiting for a human is answered at once
+   * with its refusal: the connection's end cuts that wait short (its request closes with the
+   * run), as a signal's does; the rest resolves once no request of the client is unanswered, or
+   * after `limitMs`; what is left then gets an error, since the server is about to be shut down.
+   * Long-lived subscriptions do not count.
    */
   async finishInFlight(limitMs: number): Promise<void> {
     const deadline = Date.now() + limitMs;
+    if (!this.ended) this.guarded.abortDecisions(CONNECTION_ENDS);
     // (polled: the answers come from several places, and this runs once per connection)
     while (!this.ended && this.unanswered() > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -615,7 +618,7 @@ export class Gateway {
    */
   async answerWaiting(): Promise<void> {
     if (this.ended) return;
-    this.guarded.abortDecisions();
+    this.guarded.abortDecisions(CONNECTION_ENDS);
     await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
     this.guarded.answerHeld();
@@ -667,6 +670,9 @@ export class Gateway {
     else void this.decisionsEnded().then(() => this.o.onEnd(reason, exitCode));
   }
 }
+
+/** Why a wait for a human is cut short as the connection ends (the log says so). */
+const CONNECTION_ENDS = "the connection ends";
 
 /** `log` with every line passed through `scrub` first (`debugging` kept: hot paths read it). */
 function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {

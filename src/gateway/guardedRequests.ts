@@ -72,6 +72,8 @@ export class GuardedRequests {
   private readonly deciding = new Map<string, Deciding>();
   /** why the gateway ends the connection, once it does (endDecisions) */
   private ending: string | null = null;
+  /** why waits for a human are cut short, once the connection ends (abortDecisions) */
+  private cutShort: string | null = null;
 
   constructor(private readonly p: GuardedRequestsPorts) {
     this.heldCalls = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
@@ -131,9 +133,22 @@ export class GuardedRequests {
     return this.deciding.size;
   }
 
-  /** Calls still waiting for a human stop waiting; each is answered with its refusal. */
-  abortDecisions(): void {
-    for (const d of this.deciding.values()) d.abort();
+  /**
+   * The connection ends (`why`, the signal's reason, which the wait's log line gives): calls
+   * waiting for a human stop waiting, each answered with its refusal; so does any call decided
+   * from now on (a held call released by its catalog) rather than wait for a human nobody can
+   * answer it for.
+   */
+  abortDecisions(why: string): void {
+    this.cutShort = why;
+    for (const d of this.deciding.values()) d.abort(why);
+  }
+
+  /** A decision under way, as the connection stands: cut short from the start once it ends. */
+  private newDeciding(): Deciding {
+    const made = new Deciding();
+    if (this.cutShort !== null) made.abort(this.cutShort);
+    return made;
   }
 
   /**
@@ -144,7 +159,7 @@ export class GuardedRequests {
    */
   endDecisions(why: string): void {
     this.ending = why;
-    this.abortDecisions();
+    this.abortDecisions("the connection ends");
   }
 
   /** Answers `msg` at once when the gateway is ending the connection: nothing is decided or sent. */
@@ -232,7 +247,7 @@ export class GuardedRequests {
     }
     const tool = params.name;
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = new Deciding();
+    const mark = this.newDeciding();
     this.deciding.set(key, mark);
     const progress = this.progressFor(msg);
     let inputRequired: Record<string, unknown> | null = null;
@@ -331,7 +346,7 @@ export class GuardedRequests {
     const { records } = this.p;
     const read = readFacts(msg);
     const key = `${typeof msg.id}:${msg.id}`;
-    const mark = new Deciding();
+    const mark = this.newDeciding();
     this.deciding.set(key, mark);
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
@@ -612,18 +627,22 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
 class Deciding {
   cancelled = false;
   private aborted = false;
+  /** why it was aborted, when someone said (the signal's reason) */
+  private why: string | undefined;
   private controller: AbortController | null = null;
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.aborted) this.controller.abort();
+      if (this.aborted) this.controller.abort(this.why);
     }
     return this.controller.signal;
   }
 
-  abort(): void {
+  abort(why?: string): void {
+    if (this.aborted) return;
     this.aborted = true;
-    this.controller?.abort();
+    this.why = why;
+    this.controller?.abort(why);
   }
 }

@@ -392,6 +392,7 @@ describe("supervision end states", () => {
       ["approval_requested", null, null],
       ["authorization_denied", "authorization_required", "waits"],
       ["server_exited", null, null],
+      ["approval_expired", "agent run ended", null],
       ["run_ended", null, null],
     ]);
     // the run's end closes the request, as when the client closes its input

@@ -150,19 +150,15 @@ describe("a call the server answers while it winds down", () => {
 describe("a signal while a call waits for a human", () => {
   // The client never stopped asking: the call gets its refusal before the client's output
   // closes, and the audit records it, as when the client closes its input (the same path).
-  /** A gateway whose call waits for an approval nobody gives; resolves once the request exists. */
-  async function waiting(): Promise<RawPeer & { stateDir: string }> {
+  /**
+   * A gateway whose call waits for an approval nobody gives; resolves once the request exists.
+   * `waits`: its hold timeout and approval timeout, when not their defaults.
+   */
+  async function waiting(
+    waits: string[] = ["--hold-timeout", "1000"],
+  ): Promise<RawPeer & { stateDir: string }> {
     const gw = rawGateway({
-      args: [
-        "--label",
-        "habits",
-        "--approval",
-        "session",
-        "--hold-timeout",
-        "1000",
-        "--",
-        ...fixtureCommand("habits"),
-      ],
+      args: ["--label", "habits", "--approval", "session", ...waits, "--", ...fixtureCommand("habits")],
     });
     cleanup.push(() => gw.close());
     await gw.initialize();
@@ -212,15 +208,46 @@ describe("a signal while a call waits for a human", () => {
       reason: byClose.answer?.error?.data.reason,
       retry: byClose.answer?.error?.data.retry,
     });
-    // approval_requested, the call's refusal, the server's end, the run's end (which closes the request)
+    // approval_requested, the call's refusal, the server's end, the request closed with the run, the run's end
     expect(bySignal.after).toEqual([
       ["approval_requested", null, null],
       ["authorization_denied", "authorization_required", "waits"],
       ["server_exited", null, null],
+      ["approval_expired", "agent run ended", null],
       ["run_ended", null, null],
     ]);
     expect(bySignal.after).toEqual(byClose.after);
     expect(bySignal.rows).toEqual([{ state: "cancelled", reason: "agent run ended" }]);
     expect(bySignal.rows).toEqual(byClose.rows);
+  });
+
+  it("the input's close answers the waiting call at once, not after the hold; the request closes with the run, recorded once", async () => {
+    // Hold and approval timeouts far beyond the test's: only the input's close can end the wait.
+    const gw = await waiting(["--hold-timeout", "600000", "--approval-timeout", "600000"]);
+    const request = /run 'portcullis approve (\w+)'/.exec(gw.stderr())![1]!;
+    gw.closeStdin();
+    const answer = await gw.next((m) => m.id === "waits" && m.method === undefined, 30_000);
+    expect(answer.error).toMatchObject({
+      code: -32050,
+      data: { error: "authorization_required", approvalRequest: request },
+    });
+    const { after, rows } = await ended(gw);
+    expect(gw.stderr()).toContain(
+      `the connection ends: the call stops waiting; approval request ${request} closes with the agent run`,
+    );
+    expect(gw.stderr()).not.toMatch(/stays pending for a retry/);
+    expect(rows).toEqual([{ state: "cancelled", reason: "agent run ended" }]);
+    expect(after.filter(([type]) => type === "approval_expired")).toEqual([
+      ["approval_expired", "agent run ended", null],
+    ]);
+    const closed = (await auditEvents(gw.stateDir)).filter((e) => e.type === "approval_expired");
+    expect(closed).toEqual([
+      expect.objectContaining({
+        approvalRequest: request,
+        tool: "slow",
+        reason: "agent run ended",
+        by: expect.stringMatching(/^the gateway of its run \(pid \d+\)$/),
+      }),
+    ]);
   });
 });

@@ -196,6 +196,7 @@ describe("while shutting down", () => {
       ["approval_requested", null, null],
       ["authorization_denied", "authorization_required", "waits"],
       ["server_exited", null, null],
+      ["approval_expired", "agent run ended", null],
       ["run_ended", null, null],
     ]);
     const db = openStore(l.stateDir);
