@@ -78,7 +78,8 @@ describe("the seed's six-step rebuild test", () => {
       "the watcher to replace its child",
     );
 
-    // 5. the call prepared before the refresh is refused because the epoch changed
+    // 5. the call prepared before the refresh is refused because the epoch changed; the client,
+    // which listed revision 1, is behind for this tool too (B added a required input): it is told
     const stale = refusal(
       await gw.client
         .callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 2 } })
@@ -93,6 +94,8 @@ describe("the seed's six-step rebuild test", () => {
       approvedEpoch: epochA,
       currentEpoch: epochB,
       retry: "refresh tool metadata and request authorization",
+      seenRevision: 1,
+      currentRevision: 2,
     });
     expect(stale.data.changedTools).toContain("adjust_inventory");
 

@@ -86,6 +86,20 @@ describe("the guard's decision order", () => {
     });
   });
 
+  it("says nothing of revisions when the client's list still shows the called tool as it is (another tool changed)", () => {
+    // the client listed revision 1 and the catalog is at 2, but `adjust` is unchanged: the client
+    // need not list again to call it (catalog_stale would not refuse it either)
+    const v = precheck(
+      ready,
+      { tool: "adjust", args: {}, seen: listed(1) },
+      auth({ stale: () => ({ ...stale, data: { ...(stale.data as object) } }) }),
+    );
+    expect(v.action === "refuse" && v.error.code).toBe(-32051);
+    if (v.action !== "refuse") return;
+    expect(v.error.data).not.toHaveProperty("seenRevision");
+    expect(v.error.data).not.toHaveProperty("currentRevision");
+  });
+
   it("then catalog_stale, then tool_not_in_catalog, then argument validation", () => {
     const a = precheck(ready, { tool: "adjust", args: {}, seen: listed(1, "sha256:older") }, auth());
     expect(a.action === "refuse" && a.error.code).toBe(-32052);
