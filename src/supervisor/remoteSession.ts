@@ -13,7 +13,7 @@ import type { EpochReason } from "./link.js";
 import { noteSelf, type RemoteGeneration } from "./remoteEpoch.js";
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
-import { isObject, isResponseTo, readBody } from "./remoteWire.js";
+import { isObject, isResponseTo, readBody, saysSessionLost } from "./remoteWire.js";
 import { SseReader } from "./sse.js";
 
 /** What the session's exchanges need of the link's options (RemoteOptions, remote.ts). */
@@ -265,6 +265,12 @@ export class SessionExchanges {
     }
     readBody(res, this.maxBytes, (text, bytes) => {
       if (!gen.alive) return;
+      if (status === 400 && gen.sessionId !== null && text !== null && saysSessionLost(text)) {
+        // the server does not know the session this was sent on: it was not run there, and what
+        // answers next is another session (a restarted server), so another epoch
+        this.owner.lose(gen, "new-session", "the server no longer knows our session (HTTP 400)");
+        return onAnswered();
+      }
       if (text === null) {
         this.owner.oversize(bytes, gen, isRequest ? JSON.stringify(m.id) : null);
         return onAnswered();
@@ -307,8 +313,14 @@ export class SessionExchanges {
     }, 1000).unref();
   }
 
-  /** The server-to-client stream: requests and notifications the server sends outside a call. */
-  private openStream(gen: RemoteGeneration, opened = Date.now()): void {
+  /**
+   * The server-to-client stream: requests and notifications the server sends outside a call, and
+   * the sign of a server lost between calls (the stream ends, and looking again finds the session
+   * unknown). Refused for a passing reason (a front's 502 while the server restarts, a 503), it
+   * is looked for again with backoff (`retryMs`, doubled up to STREAM_RETRY_MAX_MS): given up, a
+   * restarted server would be noticed only by the next call.
+   */
+  private openStream(gen: RemoteGeneration, opened = Date.now(), retryMs = STREAM_RETRY_MS): void {
     if (!gen.alive || this.owner.stopping() || gen.stream) return;
     void this.headersFor(gen).then((headers) => {
       if (!gen.alive || this.owner.stopping() || "withheld" in headers) return;
@@ -328,7 +340,14 @@ export class SessionExchanges {
         }
         if (status !== 200) {
           gen.stream = null;
-          return void res.resume();
+          res.resume();
+          if (retryMs === STREAM_RETRY_MS)
+            this.o.log.info(
+              `${this.o.url.host} refused the server-to-client stream (HTTP ${status}); looking again with backoff`,
+            );
+          const next = Math.min(retryMs * 2, STREAM_RETRY_MAX_MS);
+          setTimeout(() => this.openStream(gen, Date.now(), next), retryMs).unref();
+          return;
         }
         this.readSse(
           gen,
@@ -421,6 +440,10 @@ export class SessionExchanges {
     this.deliver(gen, { jsonrpc: "2.0", id, error: { code, message, data } }, null);
   }
 }
+
+/** The first wait before the server-to-client stream is looked for again after a refusal, and the longest. */
+const STREAM_RETRY_MS = 1000;
+const STREAM_RETRY_MAX_MS = 30_000;
 
 function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;

@@ -75,3 +75,26 @@ export function isResponseTo(msg: unknown, id: unknown): boolean {
 function isIp(host: string): boolean {
   return /^[0-9.]+$/.test(host) || host.includes(":");
 }
+
+/**
+ * Whether the body of a 400 that answered a request carrying our session id says the session is
+ * gone. The standard's word for that is 404, but the SDKs' example servers, and the servers built
+ * on them (server-everything), answer an unknown session id with 400 "Bad Request: No valid
+ * session ID provided", and the SDK's transport handed a request for a session it never
+ * initialized answers 400 "Bad Request: Server not initialized". Taken as lost when the error's
+ * message (or a plain body) speaks of the session or of an uninitialized server: a wrong guess
+ * costs a new epoch (list again, approve again), a missed one would let the next calls reach a
+ * server the epoch does not describe. Any other 400 (a malformed request, an unsupported protocol
+ * version) stays the request's own error.
+ */
+export function saysSessionLost(text: string): boolean {
+  let said = text.slice(0, 2000);
+  try {
+    const parsed: unknown = JSON.parse(text);
+    const error = isObject(parsed) ? parsed.error : undefined;
+    if (isObject(error) && typeof error.message === "string") said = error.message;
+  } catch {
+    // a plain body: its own words
+  }
+  return /\bsession\b|not initiali[sz]ed/i.test(said);
+}

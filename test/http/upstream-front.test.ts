@@ -1,0 +1,110 @@
+// `run --url` to server-everything (Streamable HTTP) behind an HTTP front (a reverse proxy that
+// answers 502 while the server is down), restarted behind it: the gateway must notice the new
+// server as a new session and a new epoch. server-everything answers a session id it does not
+// know with 400 "Bad Request: No valid session ID provided" (not the standard's 404), and the
+// front shows a restarting server as a 502, not as a refused connection.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { newStateDir } from "../helpers/state.js";
+import { type EverythingHttp, everythingOverHttp } from "./everythingHttp.js";
+import { type FrontOptions, type FrontProxy, startFront } from "./frontProxy.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Row {
+  state: string;
+  epoch: string;
+  record: { remote: { serverInfo: unknown } };
+}
+
+async function status(stateDir: string): Promise<Row> {
+  const r = await runCli(["status", "--json", "--state-dir", stateDir]);
+  return (JSON.parse(r.stdout).gateways as Row[])[0]!;
+}
+
+/** Waits until the gateway serves a ready epoch other than `not` (its catalog fetched). */
+function nextEpoch(stateDir: string, not: string): Promise<Row> {
+  return waitFor(
+    async () => {
+      const s = await status(stateDir);
+      return s.state === "ready" && s.epoch !== not && s.record.remote.serverInfo ? s : null;
+    },
+    20_000,
+    `an epoch after ${not}`,
+  );
+}
+
+function refusal(e: unknown) {
+  return e as { code: number; message: string; data: Record<string, unknown> };
+}
+
+interface Setup {
+  box: { server: EverythingHttp };
+  front: FrontProxy;
+  gw: Session<Client>;
+  stateDir: string;
+  /** the epoch whose session grant covers echo */
+  epochA: string;
+}
+
+/** server-everything behind the front, the gateway to the front, echo approved for the session. */
+async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
+  const box = { server: await everythingOverHttp() };
+  cleanup.push(() => box.server.kill());
+  const front = await startFront(box.server.port, o);
+  cleanup.push(() => front.close());
+  const stateDir = newStateDir();
+  const gw = await startGateway({
+    args: ["--url", front.url, "--label", "everything", "--approval-timeout", "30000"],
+    stateDir,
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  const first = gw.client.callTool({ name: "echo", arguments: { message: "a" } });
+  const req = await nextRequest(stateDir);
+  await decideByCli(stateDir, "approve", req.request, "--for", "session");
+  await first;
+  return { box, front, gw, stateDir, epochA: (await status(stateDir)).epoch };
+}
+
+async function expectStale(gw: Session<Client>, approvedEpoch: string, currentEpoch: string): Promise<void> {
+  const stale = refusal(
+    await gw.client.callTool({ name: "echo", arguments: { message: "b" } }).catch((e) => e),
+  );
+  expect(stale.data).toMatchObject({ error: "authorization_stale", approvedEpoch, currentEpoch });
+}
+
+describe("run --url: a server restarted behind an HTTP front", () => {
+  it("the server-to-client stream, refused 502 by the front while the server restarts, is looked for again: the restart is a new epoch", async () => {
+    const s = await approvedBehindFront();
+    await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
+    // the front ends the stream, and refuses it while the server restarts behind it
+    s.front.set({ getStatus: 502 });
+    s.front.endStreams();
+    await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
+    s.box.server = await s.box.server.restart();
+    s.front.set({});
+    // no call is made: only the stream, looked for again, can find the session gone
+    const b = await nextEpoch(s.stateDir, s.epochA);
+    await expectStale(s.gw, s.epochA, b.epoch);
+  });
+
+  it("a call sent on the lost session, answered 400 'No valid session ID', ends the epoch; the next call is stale", async () => {
+    // the front offers no server-to-client stream: a lost session is learned from the call itself
+    const s = await approvedBehindFront({ getStatus: 405 });
+    s.box.server = await s.box.server.restart();
+    const lost = refusal(
+      await s.gw.client.callTool({ name: "echo", arguments: { message: "lost" } }).catch((e) => e),
+    );
+    expect(lost.data).toMatchObject({ error: "epoch_transition", requestEpoch: s.epochA });
+    const b = await nextEpoch(s.stateDir, s.epochA);
+    await expectStale(s.gw, s.epochA, b.epoch);
+  });
+});
