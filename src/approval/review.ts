@@ -122,9 +122,21 @@ function epochPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined):
     changedParts: parts,
     summary:
       parts.length === 0
-        ? `new execution epoch since the last approval (${lastApproved}): the same code was started again`
+        ? `new execution epoch since the last approval (${lastApproved}): ${sameAsShown(record)}`
         : `new execution epoch since the last approval (${lastApproved}): changed ${parts.join(", ")}`,
   };
+}
+
+/**
+ * A new epoch whose record shows nothing changed. A launched server's record digests its code, so
+ * that means the same code was started again; a remote server's shows only what it said over the
+ * wire (URL, certificate chain, serverInfo), and a server redeployed behind the same URL says the
+ * same: the person deciding is not told the code is the same when portcullis cannot know it.
+ */
+function sameAsShown(record: ExecutionRecord): string {
+  return record.remote
+    ? "a new session with the remote server; portcullis cannot tell whether its code changed"
+    : "the same code was started again";
 }
 
 function catalogPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined): Review["catalog"] {

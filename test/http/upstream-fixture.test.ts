@@ -169,7 +169,18 @@ describe("run --url over HTTPS", () => {
       approvedEpoch: epochA,
       currentEpoch: b.epoch,
     });
-    // the refused call never reached the new server
+    // the person asked again is not told the same code runs: nothing over the wire shows the code
+    await gw.client.listTools();
+    const again = gw.client.callTool({ name: "note", arguments: { text: "c" } }).catch((e) => e);
+    const req2 = await nextRequest(stateDir, new Set([req.request]));
+    const page = (await runCli(["approvals", "--state-dir", stateDir])).stdout;
+    expect(page).toContain(
+      `new execution epoch since the last approval (${epochA}): a new session with the remote server; portcullis cannot tell whether its code changed`,
+    );
+    expect(page).not.toContain("the same code was started again");
+    await decideByCli(stateDir, "deny", req2.request);
+    expect(refusal(await again).data.error).toBe("approval_denied");
+    // the refused calls never reached the new server
     expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
   });
 
