@@ -2,6 +2,7 @@ import { getRequest } from "../approval/requests.js";
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
 import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
+import { refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
 import type { Id } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
@@ -164,7 +165,7 @@ export class Gateway {
       decide: o.decide ?? decide,
       callScopes: o.callScopes,
       current,
-      paused: () => link.paused ?? null,
+      serverDown: () => refuse.serverDown(link),
       view: () => this.view(),
       auth: () => this.auth,
       ended: () => this.ended,
@@ -208,6 +209,7 @@ export class Gateway {
     link.on("gave-up", (message) => this.end(message, 1));
     // no server until its files change: what waits for one is answered now
     link.on("paused", () => this.guarded.releaseHeld());
+    link.on("unreachable", () => this.guarded.releaseHeld());
     link.on("change-pending", () => this.onChangePending());
     link.on("change-judged", () => this.onChangeJudged());
     link.on("change-unseen", (since) => this.onChangeUnseen(since));

@@ -2,6 +2,7 @@ import type { CatalogSnapshot } from "../catalog/index.js";
 import type { ApprovedCall, AuthorizationPort, decide, ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import {
+  type ErrorObject,
   errorResponse,
   type Id,
   INTERNAL_ERROR,
@@ -39,8 +40,11 @@ export interface GuardedRequestsPorts {
   callScopes?: (call: ApprovedCall) => readonly string[];
   /** the generation that answers now: null before the first epoch */
   current(): Generation | null;
-  /** non-null while no server runs until its files change (a crash loop under a watcher): why */
-  paused(): string | null;
+  /**
+   * server_unavailable while no server can answer: none runs until its files change (a crash
+   * loop under a watcher), or a remote server cannot be reached; null otherwise
+   */
+  serverDown(): ErrorObject | null;
   view(): ServerView;
   /** the approval layer of the agent run, once it began */
   auth(): AuthorizationPort | null;
@@ -487,13 +491,14 @@ export class GuardedRequests {
 
   /**
    * Answers `msg` at once when holding it cannot help: server_unavailable while supervision is
-   * paused (no server runs until its files change), catalog_unavailable when the current epoch's
+   * paused (no server runs until its files change) or the remote server cannot be reached,
+   * catalog_unavailable when the current epoch's
    * catalog just failed to come.
    */
   private refusedForCatalog(msg: Request): boolean {
-    const paused = this.p.paused();
-    if (paused !== null) {
-      this.answerPaused(msg, paused);
+    const down = this.p.serverDown();
+    if (down !== null) {
+      this.answerDown(msg, down);
       return true;
     }
     const gen = this.p.current();
@@ -504,11 +509,12 @@ export class GuardedRequests {
   }
 
   /**
-   * Refuses `msg` because no server runs until its files change. A call or guarded read refused
-   * so is recorded as the guard's refusals are (authorization_denied, reason server_unavailable):
-   * the audit shows what the agent asked while the server was down, not only what ran.
+   * Refuses `msg` with `e` (server_unavailable) because no server can answer: none runs until its
+   * files change, or the remote cannot be reached. A call or guarded read refused so is recorded
+   * as the guard's refusals are (authorization_denied, reason server_unavailable): the audit
+   * shows what the agent asked while the server was down, not only what ran.
    */
-  private answerPaused(msg: Request, why: string): void {
+  private answerDown(msg: Request, e: ErrorObject): void {
     if (msg.method === "tools/call") {
       const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
       if (typeof params.name === "string")
@@ -517,7 +523,6 @@ export class GuardedRequests {
       const read = readFacts(msg);
       this.recordDenied(msg, `${read.method} ${read.target}`, read.params, "server_unavailable");
     }
-    const e = refuse.serverUnavailable(why);
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
@@ -583,11 +588,11 @@ export class GuardedRequests {
    * told at once why it failed.
    */
   releaseHeld(): void {
-    const paused = this.p.paused();
-    if (paused !== null) {
-      // no server runs until its files change: held requests are told so now
-      for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
-        this.answerPaused(msg, paused);
+    const down = this.p.serverDown();
+    if (down !== null) {
+      // no server runs until its files change, or the remote cannot be reached: held requests
+      // are told so now
+      for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) this.answerDown(msg, down);
       return;
     }
     const gen = this.p.current();

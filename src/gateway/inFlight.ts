@@ -97,7 +97,7 @@ export class InFlight {
     const gen = this.p.current();
     if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
-      const e = refuse.serverUnavailable(this.p.link.paused);
+      const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
       this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       return false;
     }
@@ -111,7 +111,7 @@ export class InFlight {
       // a process that died before its first message (it was started while its identity was
       // captured): answered here, as above, rather than left waiting
       if (msg.method !== "tools/call") {
-        const e = refuse.serverUnavailable(this.p.link.paused);
+        const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
         this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       }
       return false;

@@ -337,6 +337,29 @@ export const refuse = {
           "wait a moment and retry",
         ),
 
+  /**
+   * A server reached by URL cannot be reached now (`why`: the URL and the error, as the link
+   * last saw it); the link keeps trying and opens a new session, a new epoch, once it answers.
+   */
+  serverUnreachable: (why: string) =>
+    refusal(
+      "server_unavailable",
+      "The remote server cannot be reached right now; portcullis keeps trying and opens a new session when it answers.",
+      why,
+      "wait a moment, then list tools again and retry; if it lasts, ask a human to check the remote server",
+    ),
+
+  /**
+   * server_unavailable for a link that serves no server now: supervision paused (no server runs
+   * until its files change), or a remote server that cannot be reached; null when neither.
+   */
+  serverDown: (link: { paused?: string | null; unreachable?: string | null }): ErrorObject | null =>
+    link.paused
+      ? pausedRefusal(link.paused)
+      : link.unreachable
+        ? refuse.serverUnreachable(link.unreachable)
+        : null,
+
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
   upstreamHttpError: (status: number) =>
     refusal(

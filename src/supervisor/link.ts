@@ -76,6 +76,8 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
    * `paused` below.
    */
   paused: [why: string];
+  /** a server reached by URL cannot be reached (the `unreachable` property says why) */
+  unreachable: [];
 }
 
 export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends EventEmitter<LinkEvents<G>> {
@@ -85,6 +87,13 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    * (see the `paused` event): why, in words a refusal can carry. Absent: the link never pauses.
    */
   readonly paused?: string | null;
+  /**
+   * Non-null while a server reached by URL cannot be reached (its epoch ended and reaching it
+   * again fails, or its HTTP front answers for it with an error): why, naming the URL and the
+   * error. Requests are refused at once meanwhile (server_unavailable), not held. Absent: the
+   * link launches its server.
+   */
+  readonly unreachable?: string | null;
   /**
    * True from the watcher's first event on a file of the running code until a fresh capture has
    * judged it (`change-pending` … `change-judged`). Absent: the link watches no files.

@@ -24,10 +24,14 @@ export class RemoteSupervisor
   implements ServerLink<RemoteGeneration>
 {
   current: RemoteGeneration | null = null;
+  /** non-null while the server cannot be reached (see ServerLink.unreachable): why */
+  unreachable: string | null = null;
   private stopping = false;
   private readonly connections: UpstreamConnections;
   private readonly session: SessionExchanges;
   private losses: number[] = [];
+  /** the last wait before reaching the server again after it was found unreachable (0: none) */
+  private unreachableDelay = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
   /** resolves the wait of a shutdown under way on the upstream session's DELETE (hurry) */
   private hurried: () => void = () => {};
@@ -38,7 +42,7 @@ export class RemoteSupervisor
     this.session = new SessionExchanges(o, this.connections, {
       isCurrent: (gen) => gen === this.current,
       stopping: () => this.stopping,
-      lose: (gen, next, detail) => this.lose(gen, next, detail),
+      lose: (gen, next, detail, unreachable) => this.lose(gen, next, detail, unreachable),
       line: (text, gen) => this.emit("line", text, gen),
       oversize: (bytes, gen, rawId) => this.emit("oversize", bytes, gen, rawId, false),
     });
@@ -57,6 +61,8 @@ export class RemoteSupervisor
 
   private mint(reason: EpochReason, chain: Chain, previous: RemoteGeneration | null): RemoteGeneration {
     const gen = newGeneration(this.o, reason, chain);
+    // reached: requests wait for the new epoch's catalog again (told at once if it fails too)
+    this.unreachable = null;
     this.current = gen;
     this.emit("up", gen, previous);
     return gen;
@@ -93,12 +99,27 @@ export class RemoteSupervisor
   /**
    * The epoch ends: every request under way is abandoned (the gateway answers its calls
    * epoch_transition: never retried), and a new epoch is minted once the server can be reached.
+   * `unreachable` (why): the session was never opened because what answers at the URL (an HTTP
+   * front) answered for a server it cannot reach: not a session the server dropped, so it does not count
+   * toward the crash loop; the server is looked for again with growing waits, requests refused
+   * meanwhile.
    */
-  private lose(gen: RemoteGeneration, next: EpochReason, detail: string): void {
+  private lose(gen: RemoteGeneration, next: EpochReason, detail: string, unreachable?: string): void {
     if (!gen.alive || gen !== this.current) return;
     this.end(gen);
     this.emit("down", gen, "exit", detail);
     this.o.log.status(`remote session ended: ${detail}`);
+    if (unreachable !== undefined) {
+      const initial = this.o.backoff?.initialMs ?? 200;
+      this.unreachableDelay = Math.min(
+        this.unreachableDelay === 0 ? initial : this.unreachableDelay * 2,
+        this.o.backoff?.maxMs ?? 5_000,
+      );
+      this.becameUnreachable(unreachable);
+      this.reconnect(gen, next, this.unreachableDelay);
+      return;
+    }
+    this.unreachableDelay = 0;
     const now = Date.now();
     const windowMs = this.o.crashLoop?.windowMs ?? 30_000;
     const max = this.o.crashLoop?.max ?? 5;
@@ -141,10 +162,18 @@ export class RemoteSupervisor
         },
         (e) => {
           this.o.log.info(`${this.o.url.host} cannot be reached (${(e as Error).message}); trying again`);
+          this.becameUnreachable(`cannot reach ${this.o.url.href}: ${(e as Error).message}`);
           this.reconnect(previous, reason, Math.min(delay * 2, this.o.backoff?.maxMs ?? 5_000));
         },
       );
     }, delay);
+  }
+
+  /** Says why the server cannot be reached; the gateway answers what waits for it now. */
+  private becameUnreachable(why: string): void {
+    if (this.stopping) return;
+    this.unreachable = why;
+    this.emit("unreachable");
   }
 
   settle(_gen: RemoteGeneration): void {

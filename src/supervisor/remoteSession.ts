@@ -44,8 +44,11 @@ export interface EpochOwner {
   isCurrent(gen: RemoteGeneration): boolean;
   /** the link is shutting down */
   stopping(): boolean;
-  /** the session is over: the epoch ends, and `next` is why the following one exists */
-  lose(gen: RemoteGeneration, next: EpochReason, detail: string): void;
+  /**
+   * the session is over: the epoch ends, and `next` is why the following one exists;
+   * `unreachable`: no session was opened, the server cannot be reached behind its URL: why
+   */
+  lose(gen: RemoteGeneration, next: EpochReason, detail: string, unreachable?: string): void;
   /** one message from the server for the gateway, as text */
   line(text: string, gen: RemoteGeneration): void;
   /** a message over the size limit was dropped; `rawId`: the id of the request it answered */
@@ -289,6 +292,20 @@ export class SessionExchanges {
         // one message: its text as the server wrote it (ids JSON.parse would round or respell)
         if (ok || isResponseTo(one, m.id))
           this.deliver(gen, one, m, Array.isArray(parsed) ? undefined : text);
+      }
+      if (m.method === "initialize" && !answered && !ok && gen.reason !== "launch") {
+        // The gateway's own initialize of a new epoch, answered for a server that is not there
+        // (an HTTP front's 502 while the server restarts behind it): no session, and not the
+        // server refusing one. Answered as an error, it would end the gateway; the epoch ends
+        // instead, and the server is looked for again. (At launch the client's own initialize
+        // gets the error: it is told, and nothing was opened yet.)
+        this.owner.lose(
+          gen,
+          "new-session",
+          `initialize was answered HTTP ${status}, not by the server`,
+          `${this.o.url.href} answered initialize with HTTP ${status} (is the server behind it down?)`,
+        );
+        return onAnswered();
       }
       if (isRequest && !answered) {
         const e = refuse.upstreamHttpError(status);

@@ -18,6 +18,8 @@ export interface FrontProxy {
 export interface FrontOptions {
   /** answer every GET with this status itself (405: the front offers no server-to-client stream) */
   getStatus?: number;
+  /** answer every POST with this status itself (502: the server behind it cannot be reached) */
+  postStatus?: number;
 }
 
 export function startFront(upstreamPort: number, o: FrontOptions = {}): Promise<FrontProxy> {
@@ -34,6 +36,12 @@ export function startFront(upstreamPort: number, o: FrontOptions = {}): Promise<
     if (method === "GET" && opts.getStatus !== undefined) {
       counted(method, opts.getStatus);
       res.writeHead(opts.getStatus).end();
+      return;
+    }
+    if (method === "POST" && opts.postStatus !== undefined) {
+      counted(method, opts.postStatus);
+      req.resume();
+      res.writeHead(opts.postStatus, { "content-type": "text/plain" }).end("bad gateway");
       return;
     }
     const up = request(

@@ -108,3 +108,61 @@ describe("run --url: a server restarted behind an HTTP front", () => {
     await expectStale(s.gw, s.epochA, b.epoch);
   });
 });
+
+describe("run --url: a server that cannot be reached is said to be so at once", () => {
+  it("killed (connections refused): tools/list and tools/call get server_unavailable naming the URL and the error; back, a new epoch serves", async () => {
+    const box = { server: await everythingOverHttp() };
+    cleanup.push(() => box.server.kill());
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: ["--url", box.server.url, "--label", "everything", "--approval", "none"],
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const a = await status(stateDir);
+    await box.server.kill();
+    await gw.waitForStderr(/cannot be reached \(.*ECONNREFUSED.*\); trying again/, 10_000);
+
+    const url = box.server.url.replace(/[./]/g, "\\$&");
+    for (const ask of [
+      () => gw.client.listTools(),
+      () => gw.client.callTool({ name: "echo", arguments: { message: "down" } }),
+    ]) {
+      const e = refusal(await ask().catch((x) => x));
+      expect(e.data).toMatchObject({ error: "server_unavailable" });
+      expect(String(e.data.reason)).toMatch(new RegExp(`^cannot reach ${url}: .*ECONNREFUSED`));
+      expect(e.message).toMatch(/remote server cannot be reached/);
+    }
+
+    box.server = await box.server.restart();
+    await nextEpoch(stateDir, a.epoch);
+    await gw.client.listTools();
+    const r = (await gw.client.callTool({ name: "echo", arguments: { message: "up" } })) as {
+      content: { text: string }[];
+    };
+    expect(r.content[0]!.text).toContain("up");
+  });
+
+  it("behind a front that answers the new session's initialize 502: the gateway stays, says so, and serves the server once it is back", async () => {
+    const s = await approvedBehindFront();
+    await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
+    s.front.set({ getStatus: 502 });
+    s.front.endStreams();
+    await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
+    s.box.server = await s.box.server.restart();
+    // the stream finds the session gone; the new session's initialize is refused by the front
+    s.front.set({ postStatus: 502 });
+    await waitFor(() => s.front.count("POST", 502) >= 1, 20_000, "the front to refuse initialize");
+    await s.gw.waitForStderr(/initialize was answered HTTP 502/, 10_000);
+
+    const e = refusal(await s.gw.client.listTools().catch((x) => x));
+    expect(e.data).toMatchObject({ error: "server_unavailable" });
+    expect(String(e.data.reason)).toContain(`${s.front.url} answered initialize with HTTP 502`);
+
+    s.front.set({});
+    const b = await nextEpoch(s.stateDir, s.epochA);
+    await s.gw.client.listTools();
+    await expectStale(s.gw, s.epochA, b.epoch);
+  });
+});
