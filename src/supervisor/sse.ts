@@ -153,6 +153,8 @@ export class SseReader {
       this.onOversize(dropped);
       return;
     }
-    if (had) this.onEvent({ event, data, id: this.id });
+    // An event whose data is empty is not dispatched, as the standard says: a 2025-11-25 server
+    // primes each stream with one (an `id:` and an empty `data:`) so a client could resume it.
+    if (had && data !== "") this.onEvent({ event, data, id: this.id });
   }
 }

@@ -66,7 +66,7 @@ function expected(events: Written[], max: number): { events: SseEvent[]; oversiz
     if (e.id !== null) id = e.id;
     const data = e.data.join("\n");
     if (data.length > max) oversize++;
-    else out.push({ event: e.event ?? "message", data, id });
+    else if (data !== "") out.push({ event: e.event ?? "message", data, id });
   }
   return { events: out, oversize };
 }
