@@ -234,7 +234,12 @@ export class InFlight {
       this.upstream.delete(wire, p.clientId);
       if (p.cancelled) continue; // ended when cancelled; nobody waits for it
       this.interrupted(p, "epoch_transition");
-      const e = refuse.epochTransition(gen.epoch, null);
+      // a remote server that answered it for a session it no longer knows did not run it
+      const status = gen.notRun?.get(wire);
+      const e =
+        status === undefined
+          ? refuse.epochTransition(gen.epoch, null)
+          : refuse.sessionEnded(gen.epoch, status);
       this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));
     }
   }

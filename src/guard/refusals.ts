@@ -206,6 +206,19 @@ export const refuse = {
       { requestEpoch, currentEpoch, retried: false },
     ),
 
+  /**
+   * A server reached by URL answered a call with the status of a session it no longer knows (404,
+   * or a 400 saying so): it did not run the call. The session is over, so is the epoch.
+   */
+  sessionEnded: (requestEpoch: string, status: number) =>
+    refusal(
+      "epoch_transition",
+      "The remote server no longer knew the session this call was sent on, so it did not run the call; portcullis opens a new session (a new execution epoch) and did not retry it.",
+      `the upstream session ended (HTTP ${status}); the call was not run`,
+      "list tools again, then send the call again (it was not run; it may need a new approval)",
+      { requestEpoch, currentEpoch: null, retried: false },
+    ),
+
   authorizationStale: (fields: {
     approvedEpoch: string;
     currentEpoch: string;
@@ -359,6 +372,19 @@ export const refuse = {
       : link.unreachable
         ? refuse.serverUnreachable(link.unreachable)
         : null,
+
+  /**
+   * A server reached by URL answered a request with a redirect (`location`: where to, without
+   * query; null when it did not say). Not followed: see remoteSession.ts.
+   */
+  upstreamRedirect: (status: number, location: string | null) =>
+    refusal(
+      "upstream_http_error",
+      `The remote server redirects its URL elsewhere (HTTP ${status}${location ? ` to ${location}` : ""}); portcullis does not follow redirects, so the request was not sent there.`,
+      `HTTP ${status} redirect from the remote server`,
+      "ask a human to update the server's configured URL to its new location (and check it is the same server)",
+      { status, location },
+    ),
 
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
   upstreamHttpError: (status: number) =>

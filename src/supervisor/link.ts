@@ -34,6 +34,12 @@ export interface LinkGeneration {
    * why. Guarded requests are held, never forwarded, while it is set.
    */
   codeUnknown?: string | null;
+  /**
+   * Requests of this epoch (by wire id) that the server answered, at its end, with the HTTP status
+   * of a session it no longer knows: it did not run them, and their refusal says so. Only a link
+   * to a server reached by URL fills it.
+   */
+  notRun?: Map<unknown, number>;
 }
 
 export type DownReason = "exit" | "replaced" | "restart" | "shutdown";

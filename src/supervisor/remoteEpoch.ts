@@ -29,6 +29,8 @@ export interface RemoteGeneration extends LinkGeneration {
   stream: ClientRequest | null;
   /** requests whose headers are being resolved: they keep their order */
   queue: Promise<void>;
+  /** requests the server answered for a session it no longer knows (see LinkGeneration) */
+  notRun: Map<unknown, number>;
 }
 
 /** What an epoch's record names besides the facts learned on the wire. */
@@ -63,6 +65,7 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     requests: new Set(),
     stream: null,
     queue: Promise.resolve(),
+    notRun: new Map(),
   };
 }
 

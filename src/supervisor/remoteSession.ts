@@ -223,7 +223,7 @@ export class SessionExchanges {
     }
     if (status === 404 && gen.sessionId !== null) {
       res.resume();
-      this.owner.lose(gen, "new-session", "the server no longer knows our session (HTTP 404)");
+      this.sessionLost(gen, m, isRequest, 404);
       return;
     }
     // The session is initialized: open the server-to-client stream (requests, notifications, and
@@ -271,7 +271,7 @@ export class SessionExchanges {
       if (status === 400 && gen.sessionId !== null && text !== null && saysSessionLost(text)) {
         // the server does not know the session this was sent on: it was not run there, and what
         // answers next is another session (a restarted server), so another epoch
-        this.owner.lose(gen, "new-session", "the server no longer knows our session (HTTP 400)");
+        this.sessionLost(gen, m, isRequest, 400);
         return onAnswered();
       }
       if (text === null) {
@@ -293,7 +293,7 @@ export class SessionExchanges {
         if (ok || isResponseTo(one, m.id))
           this.deliver(gen, one, m, Array.isArray(parsed) ? undefined : text);
       }
-      if (m.method === "initialize" && !answered && !ok && gen.reason !== "launch") {
+      if (m.method === "initialize" && !answered && status >= 500 && gen.reason !== "launch") {
         // The gateway's own initialize of a new epoch, answered for a server that is not there
         // (an HTTP front's 502 while the server restarts behind it): no session, and not the
         // server refusing one. Answered as an error, it would end the gateway; the epoch ends
@@ -307,7 +307,10 @@ export class SessionExchanges {
         );
         return onAnswered();
       }
-      if (isRequest && !answered) {
+      if (isRequest && !answered && isRedirect(status)) {
+        const e = refuse.upstreamRedirect(status, redirectTarget(this.o.url, res.headers.location));
+        this.answer(gen, m.id, e.code, e.message, e.data);
+      } else if (isRequest && !answered) {
         const e = refuse.upstreamHttpError(status);
         this.answer(gen, m.id, e.code, e.message, e.data);
       } else if (!ok && !isRequest) {
@@ -315,6 +318,15 @@ export class SessionExchanges {
       }
       onAnswered();
     });
+  }
+
+  /**
+   * The server answered `m` for a session it no longer knows: it did not run it. The epoch ends;
+   * a request's refusal says it was not run (InFlight.endGeneration reads `gen.notRun`).
+   */
+  private sessionLost(gen: RemoteGeneration, m: Message, isRequest: boolean, status: number): void {
+    if (isRequest) gen.notRun.set(m.id, status);
+    this.owner.lose(gen, "new-session", `the server no longer knows our session (HTTP ${status})`);
   }
 
   /**
@@ -455,6 +467,27 @@ export class SessionExchanges {
   /** A JSON-RPC error to the gateway for a request the server did not answer. */
   private answer(gen: RemoteGeneration, id: unknown, code: number, message: string, data: unknown): void {
     this.deliver(gen, { jsonrpc: "2.0", id, error: { code, message, data } }, null);
+  }
+}
+
+/**
+ * Redirects are not followed. The epoch's record names the URL the calls go to; a redirect would
+ * send them, the session id and the configured headers (vault secrets among them) to another URL,
+ * perhaps another server, that the record and the approvals given under it do not name. The
+ * operator decides whether the new location is the same server, and configures it.
+ */
+function isRedirect(status: number): boolean {
+  return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
+}
+
+/** Where a redirect points, resolved against the URL, without its query or user info (they may carry a credential); null when it says nowhere. */
+function redirectTarget(base: URL, location: string | undefined): string | null {
+  if (!location) return null;
+  try {
+    const u = new URL(location, base);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return null;
   }
 }
 

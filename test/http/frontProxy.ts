@@ -20,6 +20,8 @@ export interface FrontOptions {
   getStatus?: number;
   /** answer every POST with this status itself (502: the server behind it cannot be reached) */
   postStatus?: number;
+  /** answer every POST with a 307 redirect to this location */
+  postRedirect?: string;
 }
 
 export function startFront(upstreamPort: number, o: FrontOptions = {}): Promise<FrontProxy> {
@@ -36,6 +38,12 @@ export function startFront(upstreamPort: number, o: FrontOptions = {}): Promise<
     if (method === "GET" && opts.getStatus !== undefined) {
       counted(method, opts.getStatus);
       res.writeHead(opts.getStatus).end();
+      return;
+    }
+    if (method === "POST" && opts.postRedirect !== undefined) {
+      counted(method, 307);
+      req.resume();
+      res.writeHead(307, { location: opts.postRedirect }).end();
       return;
     }
     if (method === "POST" && opts.postStatus !== undefined) {

@@ -11,6 +11,7 @@ import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import { type EverythingHttp, everythingOverHttp } from "./everythingHttp.js";
 import { type FrontOptions, type FrontProxy, startFront } from "./frontProxy.js";
+import { startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -103,7 +104,10 @@ describe("run --url: a server restarted behind an HTTP front", () => {
     const lost = refusal(
       await s.gw.client.callTool({ name: "echo", arguments: { message: "lost" } }).catch((e) => e),
     );
-    expect(lost.data).toMatchObject({ error: "epoch_transition", requestEpoch: s.epochA });
+    expect(lost.data).toMatchObject({ error: "epoch_transition", requestEpoch: s.epochA, retried: false });
+    // the server said it did not know the session: the call was not run, and the agent is told so
+    expect(lost.message).toMatch(/did not run the call/);
+    expect(lost.data.reason).toBe("the upstream session ended (HTTP 400); the call was not run");
     const b = await nextEpoch(s.stateDir, s.epochA);
     await expectStale(s.gw, s.epochA, b.epoch);
   });
@@ -164,5 +168,48 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
     const b = await nextEpoch(s.stateDir, s.epochA);
     await s.gw.client.listTools();
     await expectStale(s.gw, s.epochA, b.epoch);
+  });
+});
+
+describe("run --url: what an HTTP answer says of a call that was not run", () => {
+  it("a 404 for the session (the SDK's transport, restarted behind a front that offers no stream): the call was not run, and the refusal says so", async () => {
+    const box = { server: await startFixture({}, null) };
+    cleanup.push(() => box.server.kill());
+    const front = await startFront(box.server.port, { getStatus: 405 });
+    cleanup.push(() => front.close());
+    const gw = await startGateway({ args: ["--url", front.url, "--label", "remote", "--approval", "none"] });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    box.server = await box.server.restart();
+    const lost = refusal(
+      await gw.client.callTool({ name: "echo", arguments: { message: "x" } }).catch((e) => e),
+    );
+    expect(lost.code).toBe(-32054);
+    expect(lost.data).toMatchObject({ error: "epoch_transition", retried: false });
+    expect(lost.message).toMatch(/did not run the call/);
+    expect(lost.message).not.toMatch(/went away/);
+    expect(lost.data.reason).toBe("the upstream session ended (HTTP 404); the call was not run");
+  });
+
+  it("a redirect is not followed: the refusal says where it points, without its query, and that the configured URL needs updating", async () => {
+    const upstream = await everythingOverHttp();
+    cleanup.push(() => upstream.kill());
+    const front = await startFront(upstream.port);
+    cleanup.push(() => front.close());
+    const gw = await startGateway({
+      args: ["--url", front.url, "--label", "everything", "--approval", "none"],
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    front.set({ postRedirect: "/moved/mcp?token=secret-in-query" });
+    const e = refusal(
+      await gw.client.callTool({ name: "echo", arguments: { message: "x" } }).catch((x) => x),
+    );
+    const moved = front.url.replace(/\/mcp$/, "/moved/mcp");
+    expect(e.data).toMatchObject({ error: "upstream_http_error", status: 307, location: moved });
+    expect(e.message).toContain(`redirects its URL elsewhere (HTTP 307 to ${moved})`);
+    expect(String(e.data.retry)).toMatch(/update the server's configured URL/);
+    expect(JSON.stringify(e)).not.toContain("secret-in-query");
+    expect(front.count("POST", 307)).toBe(1);
   });
 });

@@ -44,7 +44,8 @@ const built: Record<string, ErrorObject> = {
   response_invalid: refuse.responseInvalid("malformed error object", "server"),
   shutting_down: refuse.shuttingDown(),
   catalog_unavailable: refuse.catalogUnavailable("E2", "the server answered tools/list with error -32000: x"),
-  upstream_http_error: refuse.upstreamHttpError(502),
+  // a redirect's refusal: every field the plain one has, and where the redirect points
+  upstream_http_error: refuse.upstreamRedirect(307, "https://example.com/mcp"),
   number_out_of_range: refuse.numberOutOfRange("arguments.n", Number.POSITIVE_INFINITY),
 };
 
