@@ -372,10 +372,7 @@ export async function serve(
       await egress?.close();
       // (begun by the client's initialize while the launch was under way, if it came)
       const begun = run as Run | null;
-      if (begun) {
-        endRunQuietly(store, begun, log);
-        events.emit({ type: "run_ended", run: begun.run, serverLabel: server.label });
-      }
+      if (begun) endAgentRun(store, events, begun, server.label, log);
       events.flush();
       registry.end();
       store.close();
