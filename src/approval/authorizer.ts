@@ -193,7 +193,7 @@ export class Authorizer implements AuthorizationPort {
     const verdict = this.o.vault ? await this.o.vault.check(scopes) : { error: "vault_locked" as const };
     if (!verdict) return null;
     return verdict.error === "credential_missing"
-      ? refuse.credentialMissing(verdict.scope, verdict.why)
+      ? refuse.credentialMissing(verdict.scope, verdict.why, verdict.retry)
       : refuse.vaultLocked(scopes);
   }
 

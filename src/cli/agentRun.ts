@@ -16,9 +16,11 @@ import type { Store } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
+import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
 import type { ServerEgress } from "../vault/egress/forServer.js";
 import { holderVault } from "../vault/port.js";
 import { scopesForTool } from "../vault/toolScopes.js";
+import { credentialMismatch } from "./credentialMismatch.js";
 import { reportSpawnCredentials } from "./spawnCredentials.js";
 
 /** What every agent run of one `portcullis run` shares, over stdio or per HTTP session. */
@@ -65,7 +67,9 @@ export function beginAgentRun(
     approval: server.approval,
     credentials: server.credentials,
     tools: server.tools,
-    vault: holderVault(s.stateDir, server.credentialSpecs),
+    vault: holderVault(s.stateDir, server.credentialSpecs, (scope) =>
+      credentialMismatch(server, store, scope),
+    ),
     timeoutMs: s.approvalTimeoutMs,
     requestTtlMs: s.requestTtlMs,
     consolePage: s.consolePage,
@@ -166,6 +170,8 @@ export function trackEpochs(
   o: {
     label: string;
     delivery: ReturnType<typeof envDelivery>;
+    /** a withheld credential's disagreement with the vault's stored policy, for the status line */
+    mismatch?: (scope: string) => DeliveryMismatch | null;
     events: EventSink;
     log: Logger;
     registry: GatewayRegistry;
@@ -174,7 +180,7 @@ export function trackEpochs(
   },
 ): NodeJS.Timeout {
   link.on("up", (gen) => {
-    reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch);
+    reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch, o.mismatch);
     o.registry.recordEpoch(gen.record, gen.reason);
     o.registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
     o.egress()?.epochStarted(gen.epoch);

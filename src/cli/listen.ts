@@ -24,6 +24,7 @@ import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { credentialMismatch } from "./credentialMismatch.js";
 import { UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
 
@@ -200,6 +201,7 @@ function openSession(
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     delivery: shared.delivery,
+    mismatch: (scope) => credentialMismatch(server, store, scope),
     events,
     log: statusLog,
     registry,

@@ -23,10 +23,12 @@ import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { type Logger, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
+import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
-import { secretNames } from "../vault/secrets.js";
+import { storedPolicies } from "../vault/secrets.js";
 import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { credentialMismatch } from "./credentialMismatch.js";
 import { UsageError } from "./errors.js";
 import type { ListenSettings } from "./listen.js";
 import { onShutdownSignals } from "./signals.js";
@@ -38,19 +40,25 @@ const remoteModule = () => import("./runRemote.js");
 /**
  * Every credential scope the configuration names must have a secret in the vault (names are
  * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
- * naming the key and the file, not a refusal at the first call. A secret removed while the
- * gateway runs is still refused per call (`credential_missing`).
+ * naming the key and the file, not a refusal at the first call. So is a secret stored for the
+ * other delivery (its policy is readable too): the vault would never hand it out as configured.
+ * A secret removed or re-stored while the gateway runs is still refused per call
+ * (`credential_missing`).
  */
 function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
   if (server.credentialSpecs.length === 0) return;
-  const names = secretNames(store);
+  const stored = storedPolicies(store);
+  const place = credentialPlaceOf(server);
   for (const spec of server.credentialSpecs) {
-    if (names.has(spec.secret)) continue;
-    const where = server.configFile ?? "the configuration";
-    const key = `${server.configKey ?? `servers.${server.label}`}.credentials.${spec.env}`;
-    throw new UsageError(
-      `run: ${where}: ${key} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}'.`,
-    );
+    const policy = stored.get(spec.secret);
+    if (!policy) {
+      const where = server.configFile ?? "the configuration";
+      throw new UsageError(
+        `run: ${where}: ${credentialKey(place, spec)} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${h}`).join("")}'.`,
+      );
+    }
+    const mismatch = deliveryMismatch(spec, policy, place);
+    if (mismatch) throw new UsageError(`run: ${mismatch.why}; ${mismatch.fix}.`);
   }
 }
 
@@ -344,6 +352,7 @@ export async function serve(
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     delivery,
+    mismatch: (scope) => credentialMismatch(server, store, scope),
     events,
     log: statusLog,
     registry,

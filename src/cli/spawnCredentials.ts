@@ -1,22 +1,43 @@
 import type { EventSink } from "../gateway/events.js";
 import type { Logger } from "../util/log.js";
-import { type envDelivery, envHeldLine } from "../vault/delivery.js";
+import { type envDelivery, envHeldLine, type Withheld } from "../vault/delivery.js";
+import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
 
-/** What the vault put in a new epoch's environment at spawn: recorded, and said on stderr. */
+/**
+ * What the vault put in a new epoch's environment at spawn: recorded, and said on stderr. A
+ * scope it withheld is said with its cause and the fix for that cause: an unlock, a `vault set`,
+ * or (for a secret stored for HTTP delivery) the flag or the configuration key that makes the
+ * two agree, from `mismatch`.
+ */
 export function reportSpawnCredentials(
   delivery: ReturnType<typeof envDelivery>,
   events: EventSink,
   statusLog: Logger,
   serverLabel: string,
   epoch: string,
+  mismatch: (scope: string) => DeliveryMismatch | null = () => null,
 ): void {
   const { released, withheld } = delivery.last();
   if (released.length > 0) {
     events.emit({ type: "credential_released", serverLabel, epoch, deliver: "env", scopes: released });
     statusLog.status(envHeldLine(epoch, released));
   }
-  if (withheld.length > 0)
+  const of = (cause: Withheld["cause"]) => withheld.filter((w) => w.cause === cause).map((w) => w.scope);
+  const locked = of("locked");
+  if (locked.length > 0)
     statusLog.status(
-      `vault locked or missing ${withheld.join(", ")}: the server started with placeholders; unlock, then restart it`,
+      `vault locked: ${locked.join(", ")} withheld; the server started with placeholders; unlock, then restart it`,
     );
+  for (const scope of of("missing"))
+    statusLog.status(
+      `no secret "${scope}" in the vault: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then restart it`,
+    );
+  for (const scope of of("not-env")) {
+    const m = mismatch(scope);
+    statusLog.status(
+      m
+        ? `${m.why}: the server started with a placeholder for it; ${m.fix}, then restart the gateway`
+        : `the vault stores "${scope}" for HTTP delivery only: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then restart it`,
+    );
+  }
 }

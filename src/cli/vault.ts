@@ -5,6 +5,8 @@ import { safeText } from "../catalog/text.js";
 import { findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import type { CredentialSpec } from "../vault/credentials.js";
+import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
 import type { CaMaterial } from "../vault/egress/certs.js";
 import { declaredHost } from "../vault/egress/hosts.js";
@@ -40,8 +42,11 @@ import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
 export const VAULT_HELP = `Usage:
-  portcullis vault set NAME [--from-stdin] [--deliver http|env] [--host HOST[:PORT]]...
-                                             store or rotate a secret (asks for the passphrase)
+  portcullis vault set NAME [--from-stdin] --host HOST[:PORT]...
+  portcullis vault set NAME [--from-stdin] --deliver env
+                                             store or rotate a secret (asks for the passphrase):
+                                             for HTTP delivery to those hosts (--deliver http,
+                                             the default), or for the environment
   portcullis vault list [--json]             names, sizes, created and rotated times, who uses them
   portcullis vault rm NAME                   remove a secret (asks for the passphrase)
   portcullis unlock [--for DURATION]         running gateways may use credentials until then
@@ -57,7 +62,11 @@ argument. Values are sealed under the keyring's data key in the store.
 How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
 (which an agent can edit): --deliver http (the default) keeps the value inside portcullis and
 sends it only to the --host destinations; --deliver env lets a server receive it in its
-environment at spawn, where it holds it for its life. The first HTTP-delivered secret creates
+environment at spawn, where it holds it for its life. The delivery must match portcullis.json:
+a credential given as a plain name ("ENV": "NAME") is delivered in the environment and needs
+--deliver env; the object form ({"secret": "NAME", "hosts": [...]}) is delivered over HTTP and
+needs --host ('portcullis vault list' warns of a mismatch, and 'run' refuses to start with one).
+The first HTTP-delivered secret creates
 the state directory's local CA (egress-ca.pem; its key is sealed like the secrets), which the
 servers' egress proxy uses to read HTTPS to the declared hosts.
 
@@ -479,6 +488,8 @@ interface Use {
   hosts: string[];
   /** when the server declares per-tool scopes: the tools that list this one (tools that declare none use every scope) */
   tools?: string[];
+  /** the configured delivery is not the stored one: why the vault will never hand it out so, and the fix */
+  mismatch?: string;
 }
 
 async function vaultList(args: string[], stateDir: string): Promise<number> {
@@ -497,7 +508,13 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
   try {
     const uses = configuredUses();
     const status = await holderStatus(stateDir);
-    const secrets = listSecrets(db).map((s) => ({ ...s, usedBy: uses.get(s.name) ?? [] }));
+    const secrets = listSecrets(db).map((s) => ({
+      ...s,
+      usedBy: (uses.get(s.name) ?? []).map(({ spec, place, use }) => {
+        const m = deliveryMismatch(spec, s, place);
+        return m ? { ...use, mismatch: `${m.why}; ${m.fix}` } : use;
+      }),
+    }));
     if (json) {
       process.stdout.write(
         `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, secrets }, null, 2)}\n`,
@@ -506,7 +523,9 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     }
     process.stdout.write(status.unlocked ? `vault unlocked until ${status.until}\n` : "vault locked\n");
     if (secrets.length === 0)
-      process.stdout.write("no secret stored; add one with 'portcullis vault set NAME'\n");
+      process.stdout.write(
+        "no secret stored; add one with 'portcullis vault set NAME --host HOST' (or --deliver env)\n",
+      );
     // Names, hosts and tool names come from the store and portcullis.json: terminal-safe.
     const t = (v: unknown) => safeText(String(v));
     for (const s of secrets) {
@@ -523,6 +542,8 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
         `${t(s.name)}  ${how}  ${s.bytes} bytes  created ${t(s.createdAt)}${s.rotatedAt ? `  rotated ${t(s.rotatedAt)}` : ""}\n` +
           `  used by: ${used.length ? used.join("; ") : "no server in the portcullis.json found here"}\n`,
       );
+      // a use the vault will never serve as configured: said under it, with the fix
+      for (const u of s.usedBy) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
     }
     return EXIT_OK;
   } finally {
@@ -530,9 +551,15 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
   }
 }
 
+interface ConfiguredUse {
+  use: Use;
+  spec: CredentialSpec;
+  place: CredentialPlace;
+}
+
 /** Which servers of the portcullis.json found from here use each secret (best effort). */
-function configuredUses(): Map<string, Use[]> {
-  const out = new Map<string, Use[]>();
+function configuredUses(): Map<string, ConfiguredUse[]> {
+  const out = new Map<string, ConfiguredUse[]>();
   const file = findConfig(process.cwd());
   if (!file) return out;
   try {
@@ -542,11 +569,15 @@ function configuredUses(): Map<string, Use[]> {
         const list = out.get(c.secret) ?? [];
         const tools = perTool.filter(([, t]) => t.credentials!.includes(c.secret)).map(([name]) => name);
         list.push({
-          server: server.label,
-          env: c.env,
-          deliver: c.deliver,
-          hosts: c.hosts,
-          ...(perTool.length > 0 ? { tools } : {}),
+          use: {
+            server: server.label,
+            env: c.env,
+            deliver: c.deliver,
+            hosts: c.hosts,
+            ...(perTool.length > 0 ? { tools } : {}),
+          },
+          spec: c,
+          place: credentialPlaceOf(server),
         });
         out.set(c.secret, list);
       }

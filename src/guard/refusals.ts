@@ -267,12 +267,13 @@ export const refuse = {
       { scopes },
     ),
 
-  credentialMissing: (scope: string, why = "no secret by that name in the vault") =>
+  /** `retry`: the exact fix when the vault holds the secret but not as the configuration asks */
+  credentialMissing: (scope: string, why = "no secret by that name in the vault", retry?: string) =>
     refusal(
       "credential_missing",
       `This tool needs the credential "${scope}", which the vault cannot release: ${why}.`,
       why,
-      `ask a human to run 'portcullis vault set ${scope}' and 'portcullis unlock', then retry`,
+      retry ?? `ask a human to run 'portcullis vault set ${scope}' and 'portcullis unlock', then retry`,
       { scope },
     ),
 

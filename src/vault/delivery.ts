@@ -12,8 +12,17 @@ export interface EnvDelivery {
   placeholders: Record<string, string>;
   /** asked at each spawn: the secrets of `deliver: "env"` scopes, while the vault is unlocked */
   spawnEnv(): Promise<Record<string, string>>;
-  /** the scopes released at the last spawn, and those that could not be (locked or missing) */
-  last(): { released: string[]; withheld: string[] };
+  /** the scopes released at the last spawn, and those that could not be, with why */
+  last(): { released: string[]; withheld: Withheld[] };
+}
+
+/**
+ * Why a scope's value was not put in the environment: no vault holder answered (`locked`),
+ * no secret by that name (`missing`), or the secret is stored for HTTP delivery (`not-env`).
+ */
+export interface Withheld {
+  scope: string;
+  cause: "locked" | "missing" | "not-env";
 }
 
 /**
@@ -30,20 +39,29 @@ export function envDelivery(
   const placeholders = Object.fromEntries(specs.map((s) => [s.env, placeholderFor(s)]));
   const env = specs.filter((s) => s.deliver === "env");
   const scrub = released;
-  let last = { released: [] as string[], withheld: [] as string[] };
+  let last = { released: [] as string[], withheld: [] as Withheld[] };
   return {
     placeholders,
     async spawnEnv() {
       const out: Record<string, string> = {};
       const released: string[] = [];
-      const withheld: string[] = [];
+      const withheld: Withheld[] = [];
       for (const s of env) {
         const r = await askHolder(stateDir, { op: "release", scope: s.secret });
         if (r?.ok === true && typeof r.value === "string") {
           out[s.env] = r.value;
           released.push(s.secret);
           scrub?.add(s.secret, r.value);
-        } else withheld.push(s.secret);
+        } else
+          withheld.push({
+            scope: s.secret,
+            cause:
+              r?.error === "not_env_delivered"
+                ? "not-env"
+                : r?.error === "credential_missing"
+                  ? "missing"
+                  : "locked",
+          });
       }
       last = { released, withheld };
       return out;

@@ -1,4 +1,5 @@
 import type { CredentialSpec } from "./credentials.js";
+import type { DeliveryMismatch } from "./deliveryMismatch.js";
 import { holderStatus } from "./holder.js";
 
 /**
@@ -9,14 +10,34 @@ import { holderStatus } from "./holder.js";
 export type VaultVerdict =
   | null
   | { error: "vault_locked"; scopes: string[] }
-  | { error: "credential_missing"; scope: string; why: string };
+  | { error: "credential_missing"; scope: string; why: string; retry?: string };
 
 export interface VaultPort {
   check(scopes: readonly string[]): Promise<VaultVerdict>;
 }
 
-export function holderVault(stateDir: string, specs: readonly CredentialSpec[]): VaultPort {
+/**
+ * `mismatch(scope)`: the stored policy's disagreement with the configuration, looked up when a
+ * call meets one (the store's policies, as `run` read them at start, may have changed since).
+ */
+export function holderVault(
+  stateDir: string,
+  specs: readonly CredentialSpec[],
+  mismatch: (scope: string) => DeliveryMismatch | null = () => null,
+): VaultPort {
   const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
+  const httpDelivered = new Set(specs.filter((s) => s.deliver === "http").map((s) => s.secret));
+  const refused = (scope: string, fallback: string): VaultVerdict => {
+    const m = mismatch(scope);
+    return m
+      ? {
+          error: "credential_missing",
+          scope,
+          why: m.why,
+          retry: `ask a human to ${m.fix}, then to restart the gateway, and retry`,
+        }
+      : { error: "credential_missing", scope, why: fallback };
+  };
   return {
     async check(scopes) {
       if (scopes.length === 0) return null;
@@ -28,11 +49,16 @@ export function holderVault(stateDir: string, specs: readonly CredentialSpec[]):
         if (!held.has(scope))
           return { error: "credential_missing", scope, why: "no secret by that name in the vault" };
         if (envDelivered.has(scope) && !env.has(scope))
-          return {
-            error: "credential_missing",
+          return refused(
             scope,
-            why: "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
-          };
+            "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
+          );
+        // the egress proxy asks the holder for HTTP release, which an env-stored secret never gets
+        if (httpDelivered.has(scope) && !envDelivered.has(scope) && env.has(scope))
+          return refused(
+            scope,
+            "the vault stores it for environment delivery only, and the configuration asks for HTTP delivery",
+          );
       }
       return null;
     },

@@ -137,6 +137,11 @@ export function secretNames(db: Store): Set<string> {
   );
 }
 
+/** Each stored secret's delivery policy (no value): readable without the passphrase. */
+export function storedPolicies(db: Store): Map<string, SecretPolicy> {
+  return new Map(listSecrets(db).map((s) => [s.name, { deliver: s.deliver, hosts: s.hosts }]));
+}
+
 interface Row {
   name: string;
   bytes: number;

@@ -71,6 +71,9 @@ describe("vault set parses like every other command", () => {
     const r = await runCli(["vault", "set", "--help"], { stateDir: newStateDir() });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("portcullis vault set NAME");
+    // no form shown without --host or --deliver env: the command refuses one (exit 2)
+    expect(r.stdout).toContain("portcullis vault set NAME [--from-stdin] --host HOST[:PORT]...\n");
+    expect(r.stdout).toContain("portcullis vault set NAME [--from-stdin] --deliver env\n");
   });
 
   it("--host=H and --deliver=env are read like --host H and --deliver env", async () => {

@@ -2,13 +2,13 @@
 // (`unlock`/`lock`, one holder process per state directory), and step 6 of the decision
 // order in a real gateway: vault_locked, credential_missing, env delivery at spawn.
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { sleep, waitFor } from "../helpers/files.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { NODE } from "../helpers/paths.js";
+import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { everyFile, storeSecret } from "./helpers.js";
@@ -189,11 +189,48 @@ describe("portcullis unlock | lock", () => {
   });
 });
 
+describe("the README's credential examples", () => {
+  it("agree: what its 'vault set' lines store is delivered as its portcullis.json asks", async () => {
+    const readme = readFileSync(join(REPO, "README.md"), "utf8");
+    const example = /```json\n(\{\n\s*"servers": \{\n\s*"inventory-local"[\s\S]*?)```/.exec(readme)?.[1];
+    expect(example, "README's portcullis.json example").toBeDefined();
+    const dir = tempDir("portcullis-readme-");
+    cleanup.push(() => removeDir(dir));
+    writeFileSync(join(dir, "portcullis.json"), example!);
+    const stateDir = newStateDir();
+    const section = readme.slice(readme.indexOf("## Credentials from the vault"));
+    const sets = [
+      ...section
+        .slice(0, section.indexOf("\n## "))
+        .matchAll(/^portcullis vault set (\S+)((?: --[a-z-]+ \S+)*)/gm),
+    ].map((m) => ({
+      name: m[1]!,
+      flags: m[2]!.trim().split(/\s+/).filter(Boolean),
+    }));
+    for (const { name, flags } of sets) await storeSecret(stateDir, name, `${SECRET}-${name}`, ...flags);
+    const listed = JSON.parse((await runCli(["vault", "list", "--json"], { cwd: dir, stateDir })).stdout);
+    const used = listed.secrets.flatMap((s: { name: string; usedBy: { mismatch?: string }[] }) =>
+      s.usedBy.map((u) => ({ name: s.name, mismatch: u.mismatch ?? null })),
+    );
+    // every credential of the example is stored by one of its lines, and none for the other delivery
+    const configured = Object.values(JSON.parse(example!).servers["inventory-local"].credentials).map((c) =>
+      typeof c === "string" ? c : (c as { secret: string }).secret,
+    );
+    expect(used.map((u: { name: string }) => u.name).sort()).toEqual([...configured].sort());
+    expect(used.filter((u: { mismatch: string | null }) => u.mismatch)).toEqual([]);
+  });
+});
+
 describe("step 6 in a gateway: credentials from the vault", () => {
-  function configured(deliver?: "env") {
+  function configured(deliver?: "env" | { hosts: string[] }, extra: Record<string, unknown> = {}) {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const credential = deliver ? { secret: "inventory-api-staging", deliver } : "inventory-api-staging";
+    const credential =
+      deliver === undefined
+        ? "inventory-api-staging"
+        : deliver === "env"
+          ? { secret: "inventory-api-staging", deliver }
+          : { secret: "inventory-api-staging", ...deliver };
     const config = {
       servers: {
         inventory: {
@@ -203,6 +240,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
           env: { ...project.env, INVENTORY_API_KEY: "from-the-config-env" },
           credentials: { INVENTORY_API_KEY: credential },
           approval: { default: "none" },
+          ...extra,
         },
       },
     };
@@ -260,24 +298,75 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
   });
 
-  it("a secret stored for HTTP only is not released into an environment the config asks for", async () => {
-    const project = configured("env");
+  it("a secret stored for the other delivery: run refuses at start, and vault list warns, naming the flag, the key and the file", async () => {
+    const KEY = "servers.inventory.credentials.INVENTORY_API_KEY";
+    // the string form asks for the environment; the secret was stored for HTTP delivery
+    const project = configured();
+    const file = join(project.dir, "portcullis.json");
+    const stateDir = newStateDir();
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
+    const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`${KEY} in ${file} asks for the environment`);
+    expect(run.stderr).toContain("'portcullis vault set inventory-api-staging --deliver env'");
+    expect(run.stderr).toContain(
+      'the object form, with secret "inventory-api-staging" and hosts ["api.example.com"]',
+    );
+    const list = await runCli(["vault", "list"], { cwd: project.dir, stateDir });
+    expect(list.stdout).toMatch(/warning: the vault stores "inventory-api-staging" for HTTP delivery only/);
+    expect(list.stdout).toContain("--deliver env");
+    const json = JSON.parse(
+      (await runCli(["vault", "list", "--json"], { cwd: project.dir, stateDir })).stdout,
+    );
+    expect(json.secrets[0].usedBy[0].mismatch).toContain(`${KEY} in ${file}`);
+    // the object form asks for HTTP delivery; the secret was stored for the environment
+    const other = configured({ hosts: ["api.example.com"] });
+    const otherState = newStateDir();
+    await storeSecret(otherState, "inventory-api-staging", SECRET, "--deliver", "env");
+    const refused = await runCli(["run", "inventory"], { cwd: other.dir, stateDir: otherState });
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain("'portcullis vault set inventory-api-staging --host api.example.com'");
+    expect(refused.stderr).toContain(
+      `writing ${KEY} in ${join(other.dir, "portcullis.json")} as "inventory-api-staging"`,
+    );
+    for (const out of [run, list, refused]) expect(out.stdout + out.stderr).not.toContain(SECRET);
+  });
+
+  it("stored again for HTTP while the gateway runs: the call's retry and the next spawn's line name the fix, not a lock", async () => {
+    const KEY = "servers.inventory.credentials.INVENTORY_API_KEY";
+    const project = configured(undefined, { onChange: "restart", identity: { include: ["dist/**"] } });
+    const file = join(project.dir, "portcullis.json");
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
     const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
     cleanup.push(() => gw.close());
-    await gw.waitForStderr(/started with placeholders/);
     await gw.client.listTools();
+    // the unlocked holder learns the new policy at once
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
     await expect(
       gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
     ).rejects.toMatchObject({
       code: -32059,
-      data: { scope: "inventory-api-staging", reason: expect.stringContaining("HTTP delivery only") },
+      data: {
+        scope: "inventory-api-staging",
+        reason: expect.stringContaining("HTTP delivery only"),
+        retry: expect.stringContaining(
+          `'portcullis vault set inventory-api-staging --deliver env', or have it delivered over HTTP by writing ${KEY} in ${file}`,
+        ),
+      },
     });
     expect(project.records()).toHaveLength(0);
+    // the next spawn (a rebuild, onChange restart) withholds it and says why, with the fix
+    project.rebuild("B");
+    await gw.waitForStderr(
+      /HTTP delivery only.*the server started with a placeholder for it; store it for the environment with 'portcullis vault set inventory-api-staging --deliver env'/,
+      15_000,
+    );
+    expect(gw.stderr()).not.toMatch(/vault locked/);
+    expect(gw.stderr()).not.toContain(SECRET);
   });
 
   it("deliver env while locked: the server gets a placeholder, never the config's own value", async () => {
