@@ -157,6 +157,33 @@ export function messageBytesProblem(n: unknown): string | null {
   return null;
 }
 
+/** The longest a console's passphrase proof may be held for decisions. */
+export const MAX_PROOF_WINDOW_S = 24 * 3600;
+
+export function proofWindowProblem(n: unknown): string | null {
+  return typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_PROOF_WINDOW_S
+    ? null
+    : `must be a whole number of seconds from 0 to ${MAX_PROOF_WINDOW_S}`;
+}
+
+/**
+ * The `console` section: `{"proofWindow": SECONDS}` (how long the web console holds a
+ * passphrase proof for decisions; 0 = every decision asks). Absent: {}.
+ */
+export function parseConsoleSection(file: string, block: unknown): { proofWindow?: number } {
+  if (block === undefined) return {};
+  if (!isObject(block)) throw new ConfigError(`${file}: console must be an object.`);
+  const out: { proofWindow?: number } = {};
+  for (const [k, v] of Object.entries(block)) {
+    if (k !== "proofWindow")
+      throw new ConfigError(`${file}: console.${k} is not a key (expected "proofWindow").`);
+    const problem = proofWindowProblem(v);
+    if (problem) throw new ConfigError(`${file}: console.proofWindow ${problem}.`);
+    out.proofWindow = v as number;
+  }
+  return out;
+}
+
 /** Reads and validates a configuration file; every problem names the file and the key. */
 export function loadConfigFile(file: string): Map<string, ServerConfig> {
   let text: string;
@@ -173,11 +200,13 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   }
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
   for (const key of Object.keys(doc)) {
-    // "console" is read and checked by the console (src/console/config.ts).
     if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {
       throw new ConfigError(`${file}: unknown key "${key}" (expected "servers" or its alias "mcpServers").`);
     }
   }
+  // Only `portcullis console` uses it, but every command that loads the file checks it: a typo
+  // there must not pass `run` silently and surface the day the console is opened.
+  parseConsoleSection(file, doc.console);
   if ("servers" in doc && "mcpServers" in doc) {
     throw new ConfigError(`${file}: has both "servers" and "mcpServers"; keep one (they are aliases).`);
   }

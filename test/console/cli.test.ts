@@ -42,6 +42,26 @@ describe("portcullis console flags and configuration", () => {
       expect(typo.code).toBe(2);
       expect(typo.stderr).toContain("console.proofWindw is not a key");
 
+      // run loads the same file: a mistyped console section stops it too, before anything is
+      // launched (not only on the day the console is opened)
+      writeFileSync(
+        config,
+        JSON.stringify({ servers: { x: { command: NODE, args: ["-e", "0"] } }, console: { proofWindw: 5 } }),
+      );
+      const misspelt = await runCli(["run", "x", "--state-dir", stateDir], { cwd });
+      expect(misspelt.code, misspelt.stderr).toBe(2);
+      expect(misspelt.stderr).toContain(`${config}: console.proofWindw is not a key`);
+      writeFileSync(
+        config,
+        JSON.stringify({
+          servers: { x: { command: NODE, args: ["-e", "0"] } },
+          console: { proofWindow: "5" },
+        }),
+      );
+      const quoted = await runCli(["run", "x", "--state-dir", stateDir], { cwd });
+      expect(quoted.code, quoted.stderr).toBe(2);
+      expect(quoted.stderr).toContain(`${config}: console.proofWindow must be a whole number of seconds`);
+
       // The servers of a file with a console block load as before.
       writeFileSync(
         config,
