@@ -9,7 +9,7 @@ import {
   keyringPath,
 } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { privateForInit, resolveStateDir } from "../store/stateDir.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -22,7 +22,9 @@ the approver key (which signs every approval and denial). Gateways seal audit
 records to the audit public key without it, and honour only decisions signed by
 the approver key pinned in the audit chain (init writes that pin). Reading the
 audit (portcullis audit sessions|activity|show) and deciding need the
-passphrase. An existing keyring is never overwritten. init is all or nothing: when
+passphrase. An existing keyring is never overwritten. The state directory is
+made mode 0700; an existing one others may read is made 0700 when it is empty,
+and refused (with the chmod to run) when it holds other files. init is all or nothing: when
 the store cannot be used or the pin cannot be written, no keyring is left behind.
 
 ${PASSPHRASE_HELP}
@@ -49,6 +51,12 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
   try {
     // Checked before asking for a passphrase; initKeyring refuses again, atomically.
     if (keyringExists(ctx.stateDir)) throw new KeyringExistsError(keyringPath(ctx.stateDir));
+    // the keyring and the store go in a directory only its owner can read (doctor checks it too)
+    const was = privateForInit(ctx.stateDir);
+    if (was)
+      process.stderr.write(
+        `portcullis init: the state directory ${ctx.stateDir} was mode ${was}; it is now 700 (only you may read it)\n`,
+      );
     const passphrase = await readPassphrase("New passphrase: ", { confirm: true });
     if ([...passphrase].length < MIN_PASSPHRASE_LENGTH) {
       return fail(`the passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters`);

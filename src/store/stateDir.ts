@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -81,4 +81,43 @@ export function existingStateDir(flag?: string): string {
   if (!exists) throw new StateDirMissingError(dir);
   notADirectory(dir);
   return dir;
+}
+
+/**
+ * For `init`: a state directory that exists already but others may read (one made with `mkdir`
+ * under the usual umask, mode 755) is made 0700, as portcullis creates its own, when it is empty:
+ * then nothing but portcullis's files will be in it. One that holds other files keeps its mode,
+ * and init stops with a sentence saying how to fix it: changing the mode of a directory of the
+ * user's own (a home directory given as --state-dir) is not init's to decide. Returns the old
+ * mode when it tightened one, else null.
+ */
+export function privateForInit(dir: string): string | null {
+  let mode: number;
+  try {
+    const st = statSync(dir);
+    if (!st.isDirectory()) return null; // resolveStateDir says so
+    mode = st.mode & 0o777;
+  } catch {
+    return null; // created 0700 by resolveStateDir
+  }
+  if ((mode & 0o077) === 0) return null;
+  const was = mode.toString(8).padStart(3, "0");
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    /* unreadable: the store's opening says so */
+  }
+  if (entries.length > 0)
+    throw new StateDirError(
+      `the state directory ${dir} already holds other files and others may read it (mode ${was}); nothing was created: run 'chmod 700 ${dir}' first, or give a new directory with --state-dir or PORTCULLIS_HOME.`,
+    );
+  try {
+    chmodSync(dir, 0o700);
+  } catch (e) {
+    throw new StateDirError(
+      `the state directory ${dir} may be read by others (mode ${was}) and its mode cannot be changed (${(e as NodeJS.ErrnoException).code ?? String(e)}); nothing was created: give a directory of your own with --state-dir or PORTCULLIS_HOME.`,
+    );
+  }
+  return was;
 }

@@ -2,7 +2,7 @@
 // nothing: a store that cannot be opened stops it before keyring.json is written, and a pin that
 // cannot be written takes the new keyring back, so a second init (once the cause is gone) works.
 // The real CLI, as separate processes.
-import { existsSync, mkdirSync, rmdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
@@ -49,5 +49,29 @@ describe("portcullis init is all or nothing", () => {
       /^portcullis init: the audit chain in .* already pins the approver key of another keyring/,
     );
     expect(existsSync(join(stateDir, "keyring.json"))).toBe(false);
+  });
+
+  it("an existing directory others may read: made 0700 when empty (and said), refused with the fix when it holds other files", async () => {
+    const stateDir = join(tempDir(), "state");
+    mkdirSync(stateDir);
+    chmodSync(stateDir, 0o755);
+    const made = await init(stateDir);
+    expect(made.code, made.stderr).toBe(0);
+    expect(statSync(stateDir).mode & 0o777).toBe(0o700);
+    expect(made.stderr).toContain(`the state directory ${stateDir} was mode 755; it is now 700`);
+    // what doctor would call a problem is gone
+    const doctor = await runCli(["doctor", "--json"], { stateDir });
+    expect(JSON.stringify(JSON.parse(doctor.stdout))).not.toMatch(/readable by others/);
+
+    const shared = join(tempDir(), "shared");
+    mkdirSync(shared);
+    writeFileSync(join(shared, "notes.txt"), "mine\n");
+    chmodSync(shared, 0o755);
+    oneSentence(
+      await init(shared),
+      /already holds other files and others may read it \(mode 755\).*'chmod 700 /,
+    );
+    expect(statSync(shared).mode & 0o777).toBe(0o755);
+    expect(existsSync(join(shared, "keyring.json"))).toBe(false);
   });
 });
