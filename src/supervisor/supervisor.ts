@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { contentChangedPaths } from "../identity/changedPaths.js";
 import { collectWhenIdle } from "../identity/collect.js";
 import { captureStaticIdentity, changedParts, type DigestCache, type LaunchSpec } from "../identity/index.js";
 import type { Logger } from "../util/log.js";
@@ -285,7 +286,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     captureStaticIdentity(this.opts.spec, this.opts.cache)
       .then((next) => {
         if (this.stopping) return;
-        this.emit("changed", changed, changedParts(crashed.static, next), next, crashed);
+        const parts = changedParts(crashed.static, next);
+        const named = parts.length > 0 ? contentChangedPaths(changed, crashed.static, next) : changed;
+        this.emit("changed", named, parts, next, crashed);
       })
       // the launch captures again and says why it cannot start, if it cannot
       .catch(() => {})
@@ -447,7 +450,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         if (this.current !== cur || !cur.alive) return this.onArtifacts(paths);
         const parts = changedParts(cur.static, next);
         if (parts.length === 0 && paths.length === 0) return;
-        this.emit("changed", paths, parts, next, cur);
+        // a change names only the files whose content changed; with none (written and put
+        // back, or touched) the files written are what there is to say
+        this.emit(
+          "changed",
+          parts.length > 0 ? contentChangedPaths(paths, cur.static, next) : paths,
+          parts,
+          next,
+          cur,
+        );
       })
       .catch((e) => this.opts.log.warn(`cannot re-read the server's identity: ${(e as Error).message}`))
       // after `changed` (whose restart, if any, has ended the generation by then)

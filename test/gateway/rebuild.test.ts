@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
@@ -109,6 +110,32 @@ describe("rebuilds at the supervision layer", () => {
     expect(JSON.parse(revisionsAfter.stdout).revisions).toEqual(JSON.parse(revisionsBefore.stdout).revisions);
     // no list_changed was needed: the catalog did not change
     expect(gw.notifications("notifications/tools/list_changed")).toHaveLength(0);
+  });
+
+  it("a build that rewrites node_modules with the same bytes: the line and artifact_changed name only the entry", async () => {
+    const project = makeProject("A");
+    const gw = await start(project);
+    const [row] = await status(gw.stateDir!);
+    // one burst, as a build with an install step writes it: the entry changes, the dependency's
+    // files are written again with the bytes they had
+    const dependency = readFileSync(project.dependencyFile);
+    const manifest = join(project.dependencyFile, "..", "package.json");
+    const manifestBytes = readFileSync(manifest);
+    project.rebuild("B");
+    writeFileSync(project.dependencyFile, dependency);
+    writeFileSync(manifest, manifestBytes);
+    const line = await gw.waitForStderr(/^portcullis\[inventory\]: build complete: .* changed$/m, 10_000);
+    expect(line.trim()).toBe("portcullis[inventory]: build complete: dist/server.js changed");
+    const changed = await waitFor(
+      async () =>
+        (await auditEvents(gw.stateDir!)).find(
+          (e) => e.type === "artifact_changed" && e.epoch === row!.epoch,
+        ) ?? null,
+      10_000,
+      "artifact_changed",
+    );
+    expect(changed.paths).toEqual(["dist/server.js"]);
+    expect(changed.parts).toEqual([expect.stringMatching(/^entry /)]);
   });
 
   it("the entry stays fixed while the resolved dependency tree changes: reported, and a new identity", async () => {
