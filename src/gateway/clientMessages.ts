@@ -90,13 +90,15 @@ export class ClientMessages {
    * carries another (over HTTP, the session's wire id): what the audit records the request under.
    */
   onLine(text: string, idText?: string): void {
+    // traced as it arrives: a line kept for the first epoch (the client's `initialize`, nearly
+    // always) is part of the conversation too
+    if (this.p.log.debugging !== false) this.p.log.debug(`← client ${this.p.quote(text)}`);
     // The client may speak before the first server process is up (its identity is
     // captured before spawn): keep its words, in order, until then.
     if (this.early) {
       this.early.push({ text, idText });
       return;
     }
-    if (this.p.log.debugging !== false) this.p.log.debug(`← client ${this.p.quote(text)}`);
     const line = this.parseClientLine(text, idText);
     this.onMessage(line.c, line);
   }

@@ -3,15 +3,18 @@
 // ids that JSON.parse cannot hold. Real gateway, real fixture server (habits.mjs), raw client.
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { holderSocketPath } from "../../src/vault/holder.js";
 import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
+import { storeSecret, vaultedProject } from "../vault/helpers.js";
 
 let peers: RawPeer[] = [];
 afterEach(async () => {
@@ -711,5 +714,48 @@ describe("a request the client cancelled once it reached the server", () => {
     for (let i = 1; i < values.length; i++)
       expect(values[i]!, `pB ${values}`).toBeGreaterThan(values[i - 1]!);
     expect(gw.messages().filter((m) => m.id === 5)).toHaveLength(1);
+  });
+});
+
+describe("PORTCULLIS_DEBUG=1", () => {
+  it("traces every client line, an initialize that came before the first epoch was up included", async () => {
+    // The first launch asks the vault holder for an env-delivered credential before it spawns;
+    // a holder socket that never answers keeps the first epoch from coming up (for the ask's
+    // 2 s), so the initialize written meanwhile is certainly kept for it and replayed.
+    const stateDir = newStateDir();
+    await storeSecret(stateDir, "api-token", "habits-debug-value-1", "--deliver", "env");
+    const project = vaultedProject({
+      credentials: { API_TOKEN: "api-token" },
+      approval: { default: "none" },
+    });
+    const held: Socket[] = [];
+    const holder = createServer((s) => held.push(s));
+    await new Promise<void>((r) => holder.listen(holderSocketPath(stateDir), r));
+    try {
+      const gw = rawGateway({
+        args: ["vaulted"],
+        cwd: project.dir,
+        stateDir,
+        env: { PORTCULLIS_DEBUG: "1" },
+      });
+      peers.push(gw);
+      await waitFor(() => held.length > 0, 15_000, "the launch to ask the holder");
+      gw.send({
+        jsonrpc: "2.0",
+        id: "first",
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      });
+      await gw.next((m) => m.id === "first", 15_000);
+      const traced = gw
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes("debug: ← client"));
+      expect(traced[0], gw.stderr()).toMatch(/\\"method\\":\\"initialize\\"/);
+    } finally {
+      for (const s of held) s.destroy();
+      holder.close();
+      project.cleanup();
+    }
   });
 });
