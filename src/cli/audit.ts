@@ -243,7 +243,11 @@ function okLine(r: Verified): string {
   if (n === 0)
     return `audit chain ok: the log is empty${cp ? "; matches the checkpoint of the empty log" : ""}`;
   const held =
-    n === 1 ? "the one record is the head" : `records 1-${n - 1} are each held by the record after them`;
+    n === 1
+      ? "the one record is the head"
+      : n === 2
+        ? "record 1 is held by the record after it"
+        : `records 1-${n - 1} are each held by the record after them`;
   const save =
     "save one with 'portcullis audit checkpoint > FILE' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify --checkpoint FILE'";
   const head = !cp

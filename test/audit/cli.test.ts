@@ -140,6 +140,18 @@ describe("portcullis audit (no key)", () => {
     });
   });
 
+  it("verify: a chain of two says record 1 is held by the record after it", async () => {
+    const d = await stateWithKeyring();
+    const db = openStore(d);
+    const log = AuditLog.open(db, d);
+    log.append({ type: "server_started", serverLabel: "inventory-local", epoch: "E-A" });
+    log.append({ type: "run_started", run: RUN, serverLabel: "inventory-local" });
+    db.close();
+    const r = await cli(d, ["audit", "verify"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("; record 1 is held by the record after it, the head is covered");
+  });
+
   // Nothing links to the head record: a chain alone cannot show it was changed, and verify must
   // not claim it did. A checkpoint made before the change does show it.
   it("verify: a modified head passes the bare chain, says only a checkpoint covers it, and fails against one", async () => {
