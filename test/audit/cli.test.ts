@@ -205,6 +205,17 @@ describe("portcullis audit (no key)", () => {
     );
   });
 
+  it("verify --file: an export without its final newline verifies; an extra empty line does not", async () => {
+    const exp = await cli(dir, ["audit", "export"]);
+    const file = join(tempDir(), "nofinal.jsonl");
+    writeFileSync(file, exp.stdout.replace(/\n$/, ""));
+    const r = await cli(dir, ["audit", "verify", "--file", file]);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toMatch(/^audit chain ok: 7 records/);
+    writeFileSync(file, `${exp.stdout}\n`);
+    expect((await cli(dir, ["audit", "verify", "--file", file])).code).toBe(1);
+  });
+
   it("export, checkpoint, and verify of the export against the checkpoint", async () => {
     const exp = await cli(dir, ["audit", "export"]);
     expect(exp.code).toBe(0);
