@@ -124,7 +124,7 @@ function isObject(v: unknown): v is Json {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-const SERVER_KEYS = new Set([
+export const SERVER_KEYS: ReadonlySet<string> = new Set([
   "command",
   "args",
   "cwd",
