@@ -14,6 +14,8 @@
  *     a fragment shorter than MIN_FRAGMENT characters is left out: it would match everywhere;
  *   - URL-encoded V: encodeURIComponent, encodeURI, form encoding (URLSearchParams, spaces as
  *     "+"), each also with lower-case percent escapes.
+ * * And any other JSON spelling of a form (`\u0053` for "S", in either hex case, any mix): the
+ * text's escapes are read (src/vault/jsonSpelling.ts), twice, and what they spell is searched.
  *
  * Limits (docs/security.md): a server that wants to leak a value can always transform it some
  * other way (reverse it, split it across messages, encrypt it); this catches echoes and the
@@ -22,8 +24,29 @@
  */
 
 import { parsedNestsDeeperThan } from "../util/jsonDepth.js";
+import {
+  decodeAgain,
+  decodedText,
+  decodeEscapes,
+  escapeBoundaryBefore,
+  mayEscapeOddly,
+  ODD_ESCAPE,
+} from "./jsonSpelling.js";
 
 const MIN_FRAGMENT = 8;
+
+/**
+ * The most characters one character takes when spelled by escapes read twice: `\uXXXX` with
+ * each of its six characters spelled `\uXXXX` again.
+ */
+const SPELLING_STRETCH = 36;
+
+/** A stretch of text that spells a form of a value released under `scope`. */
+interface Span {
+  start: number;
+  end: number;
+  scope: string;
+}
 
 /** The marker that replaces a value: JSON-safe whatever the scope name it is given. */
 export function redactionMarker(scope: string): string {
@@ -51,26 +74,45 @@ export class ReleasedValues {
     this.pattern = null;
   }
 
-  /** The length of the longest form of any released value (0 when none): what a cut must keep back. */
+  /**
+   * The longest stretch of text scrubText can replace at once (0 when nothing is released), with
+   * room for the escape a cut must not split: what a cut must keep back. A form spelled with JSON
+   * escapes, once or within JSON text inside a JSON string, takes up to SPELLING_STRETCH
+   * characters for each of its own.
+   */
   longestForm(): number {
-    return this.longest;
+    return this.longest === 0 ? 0 : (this.longest + 2) * SPELLING_STRETCH;
   }
 
   /**
    * Where `text` can be cut at or after `at` so that scrubbing each side on its own replaces
-   * what scrubbing the whole would: `at` itself, or the end of the form scrubText would replace
-   * across it. Exact only when `text` runs on for at least longestForm() - 1 characters past
-   * `at` (every form across `at` then ends inside it).
+   * what scrubbing the whole would: `at` itself, or past what scrubText would replace across it,
+   * and never inside a JSON escape (read on its own, the rest would spell other characters).
+   * Exact only when `text` runs on for at least longestForm() - 1 characters past `at` (every
+   * form across `at` then ends inside it).
    */
   cutPoint(text: string, at: number): number {
     if (this.values.size === 0) return at;
-    const re = this.regex();
-    re.lastIndex = 0;
-    for (let m = re.exec(text); m !== null && m.index < at; m = re.exec(text)) {
-      const end = m.index + m[0].length;
-      if (end > at) return end;
+    if (!text.includes("\\")) {
+      const re = this.regex();
+      re.lastIndex = 0;
+      for (let m = re.exec(text); m !== null && m.index < at; m = re.exec(text)) {
+        const end = m.index + m[0].length;
+        if (end > at) return end;
+      }
+      return at;
     }
-    return at;
+    const spans = this.spansOf(text, [[0, text.length]]);
+    // the places where both readings of the escapes are between two characters
+    const between = new Uint8Array(text.length + 1);
+    for (const p of decodeAgain(decodeEscapes(text)).source) between[p] = 1;
+    let cut = at;
+    for (;;) {
+      const across = spans.find((s) => s.start < cut && s.end > cut);
+      if (across) cut = across.end;
+      else if (cut < text.length && (between[cut] === 0 || splitsPair(text, cut))) cut += 1;
+      else return cut;
+    }
   }
 
   /** How many distinct values were released. */
@@ -78,17 +120,90 @@ export class ReleasedValues {
     return this.values.size;
   }
 
-  /** Text (a stderr line, a log line) with every form of every released value replaced. */
+  /**
+   * Text (a stderr line, a log line) with every form of every released value replaced, as
+   * written and as its JSON escapes spell it (src/vault/jsonSpelling.ts): read once, and once
+   * more for JSON text inside a JSON string. Only the characters that spell a form are replaced;
+   * every other one stays as written.
+   */
   scrubText(text: string): string {
     if (this.values.size === 0) return text;
-    const re = this.regex();
-    re.lastIndex = 0;
-    return text.replace(re, (m) => redactionMarker(this.forms.get(m) ?? "credential"));
+    if (!text.includes("\\")) {
+      // no escape: the text spells nothing but itself
+      const re = this.regex();
+      re.lastIndex = 0;
+      return text.replace(re, (m) => redactionMarker(this.forms.get(m) ?? "credential"));
+    }
+    return replacedSpans(text, this.spansOf(text, [[0, text.length]]));
   }
 
   /**
-   * One JSON-RPC line. Unchanged when no form occurs in it (the common case costs one regex
-   * scan). Otherwise each occurrence is replaced in place, which keeps every other byte as the
+   * Where forms occur in `text`: as written anywhere, and as the escapes inside each of
+   * `stretches` spell them (read once and twice); as stretches of `text`, in order, overlapping
+   * ones joined. Each stretch is read on its own, without positions first: those are worked out
+   * only where a form is found.
+   */
+  private spansOf(text: string, stretches: [number, number][]): Span[] {
+    const re = this.regex();
+    const found: Span[] = [];
+    const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
+      re.lastIndex = 0;
+      for (let m = re.exec(t); m !== null; m = re.exec(t)) {
+        const end = m.index + m[0].length;
+        const scope = this.forms.get(m[0]) ?? "credential";
+        found.push(
+          source
+            ? { start: offset + source[m.index]!, end: offset + source[end]!, scope }
+            : { start: m.index, end, scope },
+        );
+      }
+    };
+    search(text, null, 0);
+    for (const [from, to] of stretches) {
+      const part = text.slice(from, to);
+      const once = decodedText(part);
+      const twice = decodedText(once);
+      if ((once !== part && matches(re, once)) || (twice !== once && matches(re, twice))) {
+        const d1 = decodeEscapes(part);
+        search(d1.text, d1.source, from);
+        const d2 = decodeAgain(d1);
+        search(d2.text, d2.source, from);
+      }
+    }
+    found.sort((a, b) => a.start - b.start || b.end - a.end);
+    const spans: Span[] = [];
+    for (const f of found) {
+      const last = spans.at(-1);
+      if (last && f.start < last.end) last.end = Math.max(last.end, f.end);
+      else spans.push({ ...f });
+    }
+    return spans;
+  }
+
+  /**
+   * The stretches of a JSON line that can spell a form otherwise than JSON.stringify would:
+   * around each `\u` and `\/` (a spelling without them is JSON.stringify's, which the regex has),
+   * as far as the longest form can reach, each starting where no escape is cut.
+   */
+  private oddStretches(line: string): [number, number][] {
+    const reach = this.longestForm();
+    const out: [number, number][] = [];
+    ODD_ESCAPE.lastIndex = 0;
+    for (let m = ODD_ESCAPE.exec(line); m !== null; m = ODD_ESCAPE.exec(line)) {
+      const to = Math.min(line.length, m.index + 2 + reach);
+      const last = out.at(-1);
+      if (last && m.index - reach <= last[1]) {
+        last[1] = to;
+        continue;
+      }
+      out.push([escapeBoundaryBefore(line, Math.max(0, m.index - reach)), to]);
+    }
+    return out;
+  }
+
+  /**
+   * One JSON-RPC line. Unchanged when no form occurs in it, written or spelled by its escapes
+   * (the common case, a line with no `\u` and no `\/`, costs one regex scan). Otherwise each occurrence is replaced in place, which keeps every other byte as the
    * server wrote it. Only when that would not parse any more (a value echoed as a bare number,
    * say) or would change the message's `id` (which routes it, and never reaches the client: the
    * gateway answers with its own ids) is the message parsed, scrubbed value by value with its
@@ -98,8 +213,12 @@ export class ReleasedValues {
     if (this.values.size === 0) return jsonLine;
     const re = this.regex();
     re.lastIndex = 0;
-    if (!re.test(jsonLine)) return jsonLine;
-    const replaced = this.scrubText(jsonLine);
+    // a line whose escapes are all JSON.stringify's spells each form as the regex has it
+    const odd = mayEscapeOddly(jsonLine);
+    if (!re.test(jsonLine) && !odd) return jsonLine;
+    const spans = this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []);
+    if (spans.length === 0) return jsonLine;
+    const replaced = replacedSpans(jsonLine, spans);
     let original: unknown;
     try {
       original = JSON.parse(jsonLine);
@@ -150,6 +269,31 @@ export class ReleasedValues {
     }
     return this.pattern;
   }
+}
+
+/** `text` with each of `spans` (in order, apart) replaced by its scope's marker. */
+function replacedSpans(text: string, spans: Span[]): string {
+  if (spans.length === 0) return text;
+  const out: string[] = [];
+  let from = 0;
+  for (const s of spans) {
+    out.push(text.slice(from, s.start), redactionMarker(s.scope));
+    from = s.end;
+  }
+  out.push(text.slice(from));
+  return out.join("");
+}
+
+function matches(re: RegExp, text: string): boolean {
+  re.lastIndex = 0;
+  return re.test(text);
+}
+
+/** Whether cutting `text` at `at` would split a surrogate pair. */
+function splitsPair(text: string, at: number): boolean {
+  const before = text.charCodeAt(at - 1);
+  const after = text.charCodeAt(at);
+  return before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

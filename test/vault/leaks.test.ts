@@ -143,6 +143,47 @@ describe("a released credential value leaks nowhere", () => {
   });
 });
 
+describe("a released value spelled with JSON escapes JSON.stringify never writes", () => {
+  it("is redacted in results, keys, JSON text inside a result, the stored catalog and stderr", async () => {
+    const stateDir = newStateDir();
+    const pass = passphraseEnv();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: pass })).code).toBe(0);
+    // the fixture's own JSON writer spells the value with \uXXXX escapes (test/fixtures/servers/vaulted.mjs)
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
+      approval: { default: "none" },
+      env: { FIXTURE_SPELL: "1" },
+    });
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+
+    const { tools } = await gw.client.listTools();
+    expect(tools.find((t) => t.name === "keyed")?.description).toBe(`Key ${MARK}`);
+    // biome-ignore lint/suspicious/noExplicitAny: a tool result read loosely
+    const r: any = await gw.client.callTool({ name: "spell", arguments: {} });
+    expect(textOf(r)).toBe(`first ${MARK} every ${MARK}`);
+    expect(r.structuredContent).toEqual({ [MARK]: `{"token":"${MARK}"}` });
+    await gw.waitForStderr(/\[vaulted\] spelled \[redacted:api-token\]/);
+
+    const show = await runCli(["catalog", "show", "vaulted"], { stateDir });
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain(MARK);
+    const outputs = {
+      "client results": JSON.stringify(gw.received()),
+      "gateway stderr": gw.stderr(),
+      "catalog show": show.stdout + show.stderr,
+    };
+    for (const [what, text] of Object.entries(outputs)) expect(formsIn(text), what).toEqual([]);
+    const byteForms = formsOf(SECRET).map(asBytes);
+    for (const f of everyFile(stateDir)) expect(formsIn(f.text, byteForms), f.path).toEqual([]);
+  });
+});
+
 describe("PORTCULLIS_DEBUG=1: the gateway's trace of every message", () => {
   it("quotes no form of a released value: ids the server routes by, a malformed request, the client's own words", async () => {
     const stateDir = newStateDir();

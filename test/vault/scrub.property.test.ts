@@ -84,6 +84,76 @@ const ENCODINGS: Record<string, (v: string) => string> = {
       .replace(/[<>&\u2028\u2029]/g, (c) => `\\u${hex4(c)}`),
 };
 
+/**
+ * A string as a JSON writer of its own may spell it: each character, by `choices` (used in turn),
+ * as itself where JSON allows, as \uXXXX with lower- or upper-case hex, or as its short escape.
+ */
+function spelledString(s: string, choices: number[], next: { i: number }): string {
+  let out = "";
+  for (const c of s) {
+    // a surrogate pair is one character: written as itself, or as two \uXXXX escapes
+    const u = (upper: boolean) =>
+      c
+        .split("")
+        .map((unit) => `\\u${upper ? hex4(unit).toUpperCase() : hex4(unit)}`)
+        .join("");
+    const ways = [u(false), u(true)];
+    if (c !== '"' && c !== "\\" && c >= " ") ways.push(c);
+    const short = SHORT_ESCAPES[c];
+    if (short) ways.push(short);
+    out += ways[choices[next.i++ % choices.length]! % ways.length];
+  }
+  return `"${out}"`;
+}
+
+const SHORT_ESCAPES: Partial<Record<string, string>> = {
+  '"': '\\"',
+  "\\": "\\\\",
+  "/": "\\/",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+};
+
+/** A JSON value written with every string (keys too) spelled by spelledString. */
+function spelledJson(v: unknown, choices: number[], next = { i: 0 }): string {
+  if (typeof v === "string") return spelledString(v, choices, next);
+  if (Array.isArray(v)) return `[${v.map((x) => spelledJson(x, choices, next)).join(",")}]`;
+  if (typeof v === "object" && v !== null)
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${spelledString(k, choices, next)}:${spelledJson(x, choices, next)}`)
+      .join(",")}}`;
+  return JSON.stringify(v);
+}
+
+/** Every string of a parsed JSON value, keys included, and those of JSON text inside them. */
+function stringsOf(v: unknown, out: string[] = []): string[] {
+  if (typeof v === "string") {
+    out.push(v);
+    try {
+      const inner: unknown = JSON.parse(v);
+      if (typeof inner === "object" && inner !== null) stringsOf(inner, out);
+    } catch {
+      /* plain text */
+    }
+  } else if (Array.isArray(v)) for (const x of v) stringsOf(x, out);
+  else if (typeof v === "object" && v !== null)
+    for (const [k, x] of Object.entries(v)) {
+      out.push(k);
+      stringsOf(x, out);
+    }
+  return out;
+}
+
+/** Text with its JSON escapes read (as a reader of a log line might), independently of the module. */
+function read(t: string): string {
+  return t.replace(/\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))/g, (_m, hex: string | undefined, short: string) =>
+    hex !== undefined ? String.fromCharCode(Number.parseInt(hex, 16)) : JSON.parse(`"\\${short}"`),
+  );
+}
+
 // Lone surrogates cannot be URL-encoded (there is no such form): values are well-formed UTF-16.
 const wellFormed = (s: string) => s === Buffer.from(s, "utf8").toString("utf8");
 
@@ -103,6 +173,26 @@ describe("ReleasedValues.scrubText", () => {
             expect(part).not.toContain(embedded);
             for (const f of formsOf(v)) expect(part).not.toContain(f);
           }
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("the value spelled with JSON escapes in any mix, once or twice, is caught in plain text", () => {
+    fc.assert(
+      fc.property(
+        value(1),
+        fc.array(fc.nat(3), { minLength: 1, maxLength: 40 }),
+        fc.boolean(),
+        text,
+        text,
+        (v, choices, twice, before, after) => {
+          fc.pre(wellFormed(v));
+          const once = spelledString(v, choices, { i: 0 }).slice(1, -1);
+          const embedded = twice ? spelledString(once, choices, { i: 1 }).slice(1, -1) : once;
+          const out = scrubberOf(v).scrubText(`${before}${embedded}${after}`);
+          for (const part of outside(out)) expect(read(read(part))).not.toContain(v);
         },
       ),
       { numRuns: 400 },
@@ -133,7 +223,8 @@ describe("ReleasedValues.scrubText", () => {
   it("text that holds no form of the value is unchanged", () => {
     fc.assert(
       fc.property(value(4), text, (v, t) => {
-        fc.pre(wellFormed(v) && !formsOf(v).some((f) => t.includes(f)));
+        const spelled = [t, read(t), read(read(t))];
+        fc.pre(wellFormed(v) && !formsOf(v).some((f) => spelled.some((x) => x.includes(f))));
         const r = scrubberOf(v);
         expect(r.scrubText(t)).toBe(t);
         const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: t } });
@@ -167,6 +258,49 @@ describe("ReleasedValues.scrubText", () => {
 });
 
 describe("ReleasedValues.scrubLine", () => {
+  it("any JSON spelling of the value, in any mix of escapes: no string of the message holds it", () => {
+    // the message, with the value in strings and keys at any depth and in JSON text inside a
+    // string (whose own strings are spelled too), written with escapes chosen per character
+    const doc = (v: string) =>
+      fc
+        .record({
+          before: text,
+          after: text,
+          filler: fc.jsonValue({ maxDepth: 2 }),
+          choices: fc.array(fc.nat(3), { minLength: 1, maxLength: 40 }),
+          innerChoices: fc.array(fc.nat(3), { minLength: 1, maxLength: 40 }),
+          id: fc.integer({ min: 0, max: 1e6 }),
+        })
+        .map(({ before, after, filler, choices, innerChoices, id }) => {
+          const s = `${before}${v}${after}`;
+          const inner = spelledJson({ token: s, [s]: [s] }, innerChoices);
+          const message = {
+            jsonrpc: "2.0",
+            id,
+            result: { content: [{ type: "text", text: s }], [s]: filler, deep: [{ k: [s] }], inner },
+          };
+          return {
+            id,
+            line: spelledJson(message, choices).replace(JSON.stringify(inner), () =>
+              spelledString(inner, choices, { i: 0 }),
+            ),
+          };
+        });
+    fc.assert(
+      fc.property(
+        value(8).chain((v) => doc(v).map((d) => ({ v, ...d }))),
+        ({ v, id, line }) => {
+          fc.pre(wellFormed(v));
+          const out = scrubberOf(v).scrubLine(line);
+          const parsed = JSON.parse(out) as { id: unknown };
+          expect(parsed.id).toBe(id);
+          for (const s of stringsOf(parsed)) for (const part of outside(s)) expect(part).not.toContain(v);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
   it("a value anywhere in a JSON-RPC message: the line stays JSON, its id is kept, no form survives", () => {
     fc.assert(
       // at least 8 characters: a shorter value can be JSON's own syntax (`{`, `":"`), which no

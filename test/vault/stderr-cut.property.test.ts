@@ -18,6 +18,17 @@ const unit = fc.constantFrom(
 );
 const value = fc.string({ unit, minLength: 1, maxLength: 30 });
 
+/** `v` with the characters `choices` picks (in turn) spelled as JSON's \uXXXX escapes. */
+function spelled(v: string, choices: boolean[]): string {
+  const escaped = (c: string) =>
+    c
+      .split("")
+      .map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+      .join("");
+  // a surrogate pair stays whole: both halves escaped, or neither
+  return [...v].map((c, i) => (choices[i % choices.length] ? escaped(c) : c)).join("");
+}
+
 /** A stderr stream holding the value in some of its forms, its bytes cut at arbitrary places, a cap. */
 const scenario = value.chain((v) =>
   fc
@@ -25,6 +36,8 @@ const scenario = value.chain((v) =>
       parts: fc.array(
         fc.oneof(
           fc.constantFrom(...formsOf(v)),
+          // spelled with escapes, as a JSON writer of its own may (src/vault/jsonSpelling.ts)
+          fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }).map((choices) => spelled(v, choices)),
           fc.string({ unit: fc.oneof(unit, fc.constant("\n")), maxLength: 40 }),
         ),
         { maxLength: 12 },
