@@ -13,7 +13,10 @@
  *     the three byte offsets modulo 3 (so `base64("Authorization: Basic " + V)` is caught too);
  *     a fragment shorter than MIN_FRAGMENT characters is left out: it would match everywhere;
  *   - URL-encoded V: encodeURIComponent, encodeURI, form encoding (URLSearchParams, spaces as
- *     "+"), each also with lower-case percent escapes.
+ *     "+"), each also with lower-case percent escapes; and beyond these lists, any mix of
+ *     characters as themselves and as `%XX` (src/vault/percentSpelling.ts: Python's quote(), Go's
+ *     PathEscape, …);
+ *   - the hex of V's UTF-8 bytes, lower- and upper-case.
  * * And any other JSON spelling of a form (`\u0053` for "S", in either hex case, any mix): the
  * text's escapes are read (src/vault/jsonSpelling.ts), twice, and what they spell is searched.
  *
@@ -32,6 +35,7 @@ import {
   mayEscapeOddly,
   ODD_ESCAPE,
 } from "./jsonSpelling.js";
+import { escapeRegExp, percentPattern } from "./percentSpelling.js";
 
 const MIN_FRAGMENT = 8;
 
@@ -58,7 +62,14 @@ export class ReleasedValues {
   private readonly values = new Map<string, string>();
   /** form → scope, every form of every value */
   private readonly forms = new Map<string, string>();
+  /** value → the regex source of its every percent-encoding (src/vault/percentSpelling.ts) */
+  private readonly percent = new Map<string, string>();
   private pattern: RegExp | null = null;
+  private percentRegex: RegExp | null = null;
+  /** hex form → scope (hexForms) */
+  private readonly hex = new Map<string, string>();
+  /** whether some value has a space (which form encoding writes as "+") */
+  private spaced = false;
   /** the length of the longest form */
   private longest = 0;
 
@@ -66,12 +77,28 @@ export class ReleasedValues {
   add(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
-    for (const f of formsOf(value)) {
+    for (const f of listedForms(value)) {
       if (f === "" || this.forms.has(f)) continue;
       this.forms.set(f, scope);
       this.longest = Math.max(this.longest, f.length);
     }
+    for (const h of hexForms(value)) this.hex.set(h, scope);
+    this.longest = Math.max(this.longest, 2 * Buffer.byteLength(value, "utf8"));
+    const encoded = percentPattern(value);
+    this.percent.set(value, encoded.source);
+    this.longest = Math.max(this.longest, encoded.longest);
+    this.spaced ||= value.includes(" ");
     this.pattern = null;
+    this.percentRegex = null;
+  }
+
+  /** The scope of a value whose form (or percent-encoding) is `match`. */
+  private scopeOf(match: string): string {
+    const scope = this.forms.get(match);
+    if (scope !== undefined) return scope;
+    for (const [value, source] of this.percent)
+      if (new RegExp(`^(?:${source})$`).test(match)) return this.values.get(value)!;
+    return "credential";
   }
 
   /**
@@ -93,7 +120,7 @@ export class ReleasedValues {
    */
   cutPoint(text: string, at: number): number {
     if (this.values.size === 0) return at;
-    if (!text.includes("\\")) {
+    if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
       const re = this.regex();
       re.lastIndex = 0;
       for (let m = re.exec(text); m !== null && m.index < at; m = re.exec(text)) {
@@ -128,11 +155,11 @@ export class ReleasedValues {
    */
   scrubText(text: string): string {
     if (this.values.size === 0) return text;
-    if (!text.includes("\\")) {
+    if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
       // no escape: the text spells nothing but itself
       const re = this.regex();
       re.lastIndex = 0;
-      return text.replace(re, (m) => redactionMarker(this.forms.get(m) ?? "credential"));
+      return text.replace(re, (m) => redactionMarker(this.scopeOf(m)));
     }
     return replacedSpans(text, this.spansOf(text, [[0, text.length]]));
   }
@@ -147,23 +174,34 @@ export class ReleasedValues {
     const re = this.regex();
     const found: Span[] = [];
     const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
-      re.lastIndex = 0;
-      for (let m = re.exec(t); m !== null; m = re.exec(t)) {
-        const end = m.index + m[0].length;
-        const scope = this.forms.get(m[0]) ?? "credential";
-        found.push(
-          source
-            ? { start: offset + source[m.index]!, end: offset + source[end]!, scope }
-            : { start: m.index, end, scope },
-        );
+      for (const r of this.mayPercentEncode(t) ? [re, this.percentPatterns()] : [re]) {
+        r.lastIndex = 0;
+        for (let m = r.exec(t); m !== null; m = r.exec(t)) {
+          const end = m.index + m[0].length;
+          const scope = this.scopeOf(m[0]);
+          found.push(
+            source
+              ? { start: offset + source[m.index]!, end: offset + source[end]!, scope }
+              : { start: m.index, end, scope },
+          );
+        }
       }
+      for (const [h, scope] of this.hex)
+        for (let at = t.indexOf(h); at !== -1; at = t.indexOf(h, at + 1)) {
+          const end = at + h.length;
+          found.push(
+            source
+              ? { start: offset + source[at]!, end: offset + source[end]!, scope }
+              : { start: at, end, scope },
+          );
+        }
     };
     search(text, null, 0);
     for (const [from, to] of stretches) {
       const part = text.slice(from, to);
       const once = decodedText(part);
       const twice = decodedText(once);
-      if ((once !== part && matches(re, once)) || (twice !== once && matches(re, twice))) {
+      if ((once !== part && this.occursIn(once)) || (twice !== once && this.occursIn(twice))) {
         const d1 = decodeEscapes(part);
         search(d1.text, d1.source, from);
         const d2 = decodeAgain(d1);
@@ -215,7 +253,7 @@ export class ReleasedValues {
     re.lastIndex = 0;
     // a line whose escapes are all JSON.stringify's spells each form as the regex has it
     const odd = mayEscapeOddly(jsonLine);
-    if (!re.test(jsonLine) && !odd) return jsonLine;
+    if (!re.test(jsonLine) && !odd && !this.mayHoldUnlisted(jsonLine)) return jsonLine;
     const spans = this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []);
     if (spans.length === 0) return jsonLine;
     const replaced = replacedSpans(jsonLine, spans);
@@ -259,6 +297,38 @@ export class ReleasedValues {
       return out;
     }
     return v;
+  }
+
+  /**
+   * Whether `text` may hold a percent-encoding of a value that is not one of its listed forms:
+   * only with a "%" (or a "+", for a value with a space). The percent patterns are a regex of
+   * their own, searched only then: in the one alternation they would slow every scan.
+   */
+  private mayPercentEncode(text: string): boolean {
+    return text.includes("%") || (this.spaced && text.includes("+"));
+  }
+
+  /** Whether `text` may hold what the one alternation does not search: a percent-encoding or a hex form. */
+  private mayHoldUnlisted(text: string): boolean {
+    if (this.mayPercentEncode(text)) return true;
+    for (const h of this.hex.keys()) if (text.includes(h)) return true;
+    return false;
+  }
+
+  /** Whether some form, or percent-encoding, of some value occurs in `text`. */
+  private occursIn(text: string): boolean {
+    if (matches(this.regex(), text)) return true;
+    for (const h of this.hex.keys()) if (text.includes(h)) return true;
+    return this.mayPercentEncode(text) && matches(this.percentPatterns(), text);
+  }
+
+  /** Every percent-encoding of every value (src/vault/percentSpelling.ts), longest value first. */
+  private percentPatterns(): RegExp {
+    if (!this.percentRegex) {
+      const all = [...this.percent.entries()].sort((a, b) => b[0].length - a[0].length).map(([, p]) => p);
+      this.percentRegex = new RegExp(all.join("|"), "g");
+    }
+    return this.percentRegex;
   }
 
   /** One alternation of every form, longest first (so a longer form wins where two start). */
@@ -310,12 +380,23 @@ function sameIds(a: unknown, b: unknown): boolean {
   return Object.hasOwn(a, "id") === Object.hasOwn(b, "id") && a.id === b.id;
 }
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
-}
-
 /** Every form of `value` that scrubbing replaces (see the module comment). */
 export function formsOf(value: string): string[] {
+  return [...listedForms(value), ...hexForms(value)];
+}
+
+/**
+ * The UTF-8 bytes of `value` in hex, lower- and upper-case, as a debug dump or a hex-encoding
+ * library writes them. Searched on their own (indexOf): forms that start with a digit in the one
+ * alternation would slow every scan of text full of numbers tenfold.
+ */
+function hexForms(value: string): string[] {
+  const hex = Buffer.from(value, "utf8").toString("hex");
+  return [hex, hex.toUpperCase()];
+}
+
+/** The forms searched by the one alternation. */
+function listedForms(value: string): string[] {
   const base = new Set<string>([value]);
   const bytes = Buffer.from(value, "utf8");
   const std = bytes.toString("base64");

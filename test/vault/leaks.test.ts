@@ -1,6 +1,7 @@
 // A released credential value reaches nothing but the server: a real gateway in front of the
 // vaulted fixture (env delivery), whose tools return the value raw, base64 (alone and inside
-// longer data), URL-encoded, form-encoded and JSON-quoted, print it to stderr and put it in a
+// longer data), URL-encoded (as encodeURIComponent, Python's quote() and Go's PathEscape do),
+// form-encoded, JSON-quoted and in hex, print it to stderr and put it in a
 // tool description. Every form of the value is then searched for, and never found, in the
 // client's results, the gateway's stderr, every byte of the state directory (SQLite db and WAL
 // included), `audit export`, `ps -eo args`, and every `--json` command output.
@@ -67,7 +68,7 @@ describe("a released credential value leaks nowhere", () => {
     await decideByCli(stateDir, "approve", req.request);
     expect(textOf(await first)).toBe(`raw ${MARK}`);
 
-    for (const form of ["base64", "base64url", "url", "form", "json"]) {
+    for (const form of ["base64", "base64url", "url", "form", "json", "hex", "pyquote", "gopath"]) {
       const r = await gw.client.callTool({ name: "reveal", arguments: { form, note: form } });
       expect(textOf(r), form).toContain(MARK);
     }
