@@ -66,6 +66,7 @@ export class ReleasedValues {
   private readonly percent = new Map<string, string>();
   private pattern: RegExp | null = null;
   private percentRegex: RegExp | null = null;
+  private caseless: RegExp | null = null;
   /** hex form → scope (hexForms) */
   private readonly hex = new Map<string, string>();
   /** whether some value has a space (which form encoding writes as "+") */
@@ -90,6 +91,7 @@ export class ReleasedValues {
     this.spaced ||= value.includes(" ");
     this.pattern = null;
     this.percentRegex = null;
+    this.caseless = null;
   }
 
   /** The scope of a value whose form (or percent-encoding) is `match`. */
@@ -297,6 +299,24 @@ export class ReleasedValues {
       return out;
     }
     return v;
+  }
+
+  /**
+   * A hostname with every form of every value replaced, in any case: a server can put a value
+   * into the name of a host it contacts (`<value>.example.com`), which arrives lower-cased, and
+   * the egress record keeps hosts where no passphrase is needed to read them.
+   */
+  scrubHost(host: string): string {
+    if (this.values.size === 0) return host;
+    if (!this.caseless) {
+      const all = [...this.forms.keys(), ...this.hex.keys()].sort((a, b) => b.length - a.length);
+      this.caseless = new RegExp(all.map(escapeRegExp).join("|"), "gi");
+    }
+    const scopes = new Map<string, string>();
+    for (const [f, scope] of [...this.forms, ...this.hex]) scopes.set(f.toLowerCase(), scope);
+    return this.scrubText(host).replace(this.caseless, (m) =>
+      redactionMarker(scopes.get(m.toLowerCase()) ?? "credential"),
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import type { EventSink } from "../../src/gateway/events.js";
 import { openStore, type Store } from "../../src/store/db.js";
 import type { EgressRecord } from "../../src/vault/egress/proxy.js";
 import { destinationsOfEpoch, EgressRecorder, listDestinations } from "../../src/vault/egress/record.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
 import { newStateDir } from "../helpers/state.js";
 
 const quiet = { info() {}, warn() {}, debug() {}, status() {} };
@@ -98,5 +99,28 @@ describe("the egress record's epochs", () => {
     r.flush();
     const loop = listDestinations(store, "api").find((d) => d.host === "loop.example");
     expect(loop).toMatchObject({ epoch: "E1", requests: 10_000 });
+  });
+});
+
+describe("a host named after a released value", () => {
+  it("is recorded with the value redacted, in any case, in the index table and the audit event", () => {
+    // as src/vault/egress/forServer.ts builds it: hosts go through the gateway's released values
+    const released = new ReleasedValues();
+    released.add("api-token", "S3cr3tV4lue-zq9XwK7p");
+    const r = new EgressRecorder(store, "api", events, 60_000, (host) => released.scrubHost(host));
+    r.epochStarted("E1");
+    // a server with the value in its environment names hosts after it (URL parsers lower-case them)
+    r.record(request("s3cr3tv4lue-zq9xwk7p.evil.example", "E1"));
+    r.record(request(`${Buffer.from("S3cr3tV4lue-zq9XwK7p").toString("hex")}.evil.example`, null));
+    r.epochStarted("E2");
+    r.flush();
+    const hosts = listDestinations(store, "api").map((d) => d.host);
+    const logged = emitted.filter((e) => e.type === "egress").map((e) => e.host);
+    for (const shown of [hosts, logged])
+      expect(shown.sort()).toEqual([
+        "[redacted:api-token].evil.example",
+        "[redacted:api-token].evil.example",
+      ]);
+    expect(JSON.stringify(emitted).toLowerCase()).not.toContain("s3cr3tv4lue");
   });
 });

@@ -73,7 +73,10 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
     import("./ca.js"),
   ]);
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
-  const recorder = new EgressRecorder(o.store, server.label, o.events);
+  // a host named after a released value (env-delivered ones included) is recorded redacted
+  const recorder = new EgressRecorder(o.store, server.label, o.events, undefined, (host) =>
+    o.released.scrubHost(host),
+  );
   let extraCa: string | undefined;
   if (env.NODE_EXTRA_CA_CERTS) {
     try {

@@ -46,6 +46,11 @@ export class EgressRecorder {
     private readonly events: EventSink,
     /** how often the record is written (ms) */
     private readonly flushMs = FLUSH_MS,
+    /**
+     * what a host is recorded as: with the released values taken out (ReleasedValues.scrubHost),
+     * since a server may name a host after one, and `portcullis egress` shows hosts to anyone
+     */
+    private readonly hostShown: (host: string) => string = (host) => host,
   ) {}
 
   /**
@@ -68,6 +73,7 @@ export class EgressRecorder {
   }
 
   record(r: EgressRecord, at = new Date().toISOString()): void {
+    r = { ...r, host: this.hostShown(r.host) };
     if (r.epoch === null) {
       this.held.push({ r, at });
       if (this.held.length > MAX_HELD) {
