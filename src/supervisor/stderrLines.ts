@@ -1,7 +1,8 @@
 // A server's stderr as lines for the gateway's own stderr: decoded as UTF-8 across chunks, split
 // on newlines, a line longer than the cap cut into pieces, and every piece scrubbed of released
 // credential values (src/vault/scrub.ts) before it is shown. A hostile server that writes
-// megabytes without a newline costs bounded memory and linear time, and a value cannot be split
+// megabytes without a newline costs bounded memory and linear time, control characters are
+// shown as escapes (visibleControls), and a value cannot be split
 // by a cut so that neither piece shows it whole to the scrubber.
 import { StringDecoder } from "node:string_decoder";
 
@@ -85,9 +86,24 @@ export class StderrLines {
   }
 
   private scrubbed(text: string): string {
-    return this.scrubber ? this.scrubber.scrubText(text) : text;
+    const visible = visibleControls(text);
+    return this.scrubber ? this.scrubber.scrubText(visible) : visible;
   }
 }
+
+/**
+ * `text` with every C0 and C1 control but tab (and DEL) written as `\u00XX`, before it is
+ * scrubbed: raw, a server's ESC or CR would move the cursor, rewrite the line or start a terminal
+ * sequence in the host's log, and a value split by one (`abc\x1b[0mdef`) would show whole on a
+ * terminal while no scrubbing sees it whole.
+ */
+export function visibleControls(text: string): string {
+  return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** C0 but tab, DEL and C1. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it finds
+const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;

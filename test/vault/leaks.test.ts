@@ -170,6 +170,12 @@ describe("a released value spelled with JSON escapes JSON.stringify never writes
     expect(textOf(r)).toBe(`first ${MARK} every ${MARK}`);
     expect(r.structuredContent).toEqual({ [MARK]: `{"token":"${MARK}"}` });
     await gw.waitForStderr(/\[vaulted\] spelled \[redacted:api-token\]/);
+    // control characters are shown as escapes: nothing the server wrote reaches the terminal raw
+    const ansi = await gw.waitForStderr(/ansi /);
+    expect(ansi).toContain(`ansi ${SECRET.slice(0, 5)}\\u001b[0m`);
+    expect(ansi).toContain("\\u000d\\u0007 done");
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it looks for
+    expect(gw.stderr()).not.toMatch(/[\u001b\r\u0007]/);
 
     const show = await runCli(["catalog", "show", "vaulted"], { stateDir });
     expect(show.code, show.stderr).toBe(0);

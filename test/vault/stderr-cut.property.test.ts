@@ -120,4 +120,19 @@ describe("stderr lines: cut and scrubbed", () => {
       { numRuns: 300 },
     );
   });
+
+  it("C0 and C1 controls but tab are shown as \\u00XX escapes, before scrubbing", () => {
+    const released = new ReleasedValues();
+    released.add("api", "S3cr3tV4lue-zq9XwK7p");
+    const shown = run(
+      [Buffer.from("a\tb\x1b[31mred\rback\x07\x7f\u009b2J S3cr3\x1b[0mtV4lue-zq9XwK7p\n")],
+      released,
+      1000,
+    );
+    expect(shown).toEqual([
+      "a\tb\\u001b[31mred\\u000dback\\u0007\\u007f\\u009b2J S3cr3\\u001b[0mtV4lue-zq9XwK7p",
+    ]);
+    // an escaped control spells that control, not the value: what shows is the value cut in two
+    expect(run([Buffer.from("S3cr3tV4lue-zq9XwK7p\r\n")], released, 1000)).toEqual([`${MARK}\\u000d`]);
+  });
 });
