@@ -40,13 +40,28 @@ export interface SecretInfo extends SecretPolicy {
   bytes: number;
 }
 
+/**
+ * `name` if it is a secret name. A refused one is described, never repeated: a user who types the
+ * value where the name goes would see it on stderr, in scrollback, CI logs and an agent's
+ * transcript.
+ */
 export function checkSecretName(name: string): string {
   if (!SECRET_NAME.test(name)) {
     throw new VaultError(
-      `${JSON.stringify(name)} is not a secret name: use letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)`,
+      `the name given is not a secret name (${whatIsWrong(name)}; not shown, in case it is a value): use letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)`,
     );
   }
   return name;
+}
+
+/** What keeps `name` from being a secret name, without any of its characters. */
+function whatIsWrong(name: string): string {
+  if (name === "") return "it is empty";
+  const length = [...name].length;
+  if (length > 128) return `it is ${length} characters long`;
+  if (!/^[A-Za-z0-9]/.test(name)) return "it does not start with a letter or digit";
+  const others = [...name].filter((c) => !/[A-Za-z0-9._-]/.test(c)).length;
+  return `it holds ${others} character${others === 1 ? "" : "s"} other than letters, digits, '.', '_' and '-'`;
 }
 
 /** A value the vault accepts: not empty nor blanks only, at most 64 KiB (stdin's final line break is dropped). */

@@ -124,7 +124,19 @@ describe("portcullis vault set | list | rm", () => {
       input: "v",
     });
     expect(badName.code).toBe(2);
-    expect(badName.stderr).toContain("is not a secret name");
+    expect(badName.stderr).toContain("is not a secret name (it does not start with a letter or digit");
+    expect(badName.stderr).not.toContain("../etc");
+    // the value typed where the name goes: described, never printed back, by set and by rm
+    const value = "sk_live_Zq7+w/9Xv41=";
+    for (const args of [
+      ["vault", "set", value, "--from-stdin", "--deliver", "env"],
+      ["vault", "rm", value],
+    ]) {
+      const r = await runCli(args, { stateDir, env, input: "v" });
+      expect(r.code, args[1]).toBe(2);
+      expect(r.stderr, args[1]).toContain("it holds 3 characters other than letters, digits");
+      expect(r.stdout + r.stderr, args[1]).not.toContain("Zq7");
+    }
     const noTerminal = await runCli(["vault", "set", "x", "--deliver", "env"], { stateDir, env });
     expect(noTerminal.code).toBe(2);
     expect(noTerminal.stderr).toContain("--from-stdin");
