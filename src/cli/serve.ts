@@ -374,9 +374,17 @@ export async function serve(
       return await done;
     }
     if (e instanceof LaunchError) {
-      // Nothing will serve the client: stop reading it and stop the epoch heartbeat, so the
-      // process ends with the error and the host sees it at once, not after its own timeout.
       clearInterval(heartbeat);
+      // A shutdown under way (the client left, a signal) ends the run and closes the store: only
+      // the launch's own failure is left to report, once it is done.
+      if (ending) {
+        await done;
+        throw new UsageError(`run: ${e.message}`);
+      }
+      // Nothing will serve the client: stop reading it, so the process ends with the error and
+      // the host sees it at once, not after its own timeout; a later input close or signal finds
+      // the gateway ending and does nothing.
+      ending = true;
       downstream.close();
       await egress?.close();
       // (begun by the client's initialize while the launch was under way, if it came)

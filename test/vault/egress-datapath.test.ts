@@ -443,6 +443,35 @@ describe("the release kept for a call", () => {
   });
 });
 
+describe("a record that cannot be written", () => {
+  it("is logged with the host as the record would show it: never a value a host was named after", async () => {
+    const warned: string[] = [];
+    const failing = await startEgressProxy({
+      stateDir,
+      credentials: [],
+      mode: "record",
+      calls: () => ({ epoch: "E1", inFlight: [] }),
+      timeoutMs: 5000,
+      onRecord: () => {
+        throw new Error("database or disk is full");
+      },
+      log: { ...quiet, warn: (m: string) => warned.push(m) },
+      shownHost: (h) => h.replaceAll(SECRET, "[redacted:api]"),
+    });
+    try {
+      const d = new ProxyAgent({ uri: failing.url, connections: 1 });
+      // a host named after the value (lower-cased, as hosts arrive): cannot resolve, still recorded
+      const r = await request(`http://${SECRET}.invalid/`, { dispatcher: d }).catch((e: Error) => e);
+      if (!(r instanceof Error)) await r.body.text();
+      await d.close();
+    } finally {
+      await failing.close();
+    }
+    expect(warned.some((m) => m.startsWith("egress: cannot record [redacted:api].invalid:80"))).toBe(true);
+    expect(warned.join("\n")).not.toContain(SECRET);
+  });
+});
+
 describe("the record of each request", () => {
   it("requests alike within a window are one egress event with their count; the index counts each", async () => {
     const d = agent();

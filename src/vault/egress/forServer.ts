@@ -111,6 +111,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
       // a server that echoes a released value back never shows it to the client
       onReleased: (scope, value) => o.released.add(scope, value),
       log,
+      shownHost: (host) => o.released.scrubHost(host),
     });
   } catch (e) {
     throw new EgressStartError(`the egress proxy could not start: ${(e as Error).message}`);

@@ -68,6 +68,8 @@ export interface EgressProxyOptions {
   /** a release was recorded (scope, host, call, epoch) */
   onReleaseRecord?(r: { scope: string; host: string; call: string; callKey?: number; epoch: string }): void;
   log: Logger;
+  /** a host as the log may show it: with the released values taken out (ReleasedValues.scrubHost) */
+  shownHost?: (host: string) => string;
 }
 
 export interface EgressProxy {
@@ -105,7 +107,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         epoch: r.epoch !== undefined ? r.epoch : o.calls().epoch,
       });
     } catch (e) {
-      o.log.warn(`egress: cannot record ${r.host}:${r.port}: ${(e as Error).message}`);
+      // the host is the server's choice, and may be named after a released value
+      const host = o.shownHost ? o.shownHost(r.host) : r.host;
+      o.log.warn(`egress: cannot record ${host}:${r.port}: ${(e as Error).message}`);
     }
   };
 
