@@ -4,26 +4,39 @@ import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { OnboardError } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
-import { planWrap, unwrapFile, wrapFile } from "../onboard/wrap.js";
+import {
+  checkServersNamed,
+  labelFor,
+  planWrap,
+  recordExists,
+  unwrapFile,
+  type WrapOptions,
+  wrapFile,
+} from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
 import { parse } from "./args.js";
-import { EXIT_USAGE, UsageError } from "./errors.js";
+import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
 
-export const WRAP_HELP = `usage: portcullis wrap [HOST|FILE] [--dry-run] [--servers a,b] [--state-dir DIR]
+export const WRAP_HELP = `usage: portcullis wrap [HOST|FILE] [--dry-run] [--servers a,b] [--label KEY=LABEL] [--state-dir DIR]
        portcullis unwrap [HOST|FILE] [--state-dir DIR]
 
 Puts portcullis in front of every stdio server of a host's MCP configuration (wrap), or takes it
-away again (unwrap: the original bytes when the file was not edited since, else only wrap's own
-entries). HOST: ${HOSTS.join(", ")} (default: claude-code). FILE: a configuration file.
-Each wrapped entry keeps its command, args, env and cwd (the command goes after '--'), gets a
-label from its key, and names node, the portcullis CLI and the state directory by absolute path.
-The original is kept beside the file as FILE.portcullis-backup.
-  --dry-run        print the diff, write nothing
-  --servers a,b    only these servers`;
+away again (unwrap: the original bytes when the file was not edited since, else wrap's command
+and args of each entry still as wrap wrote them). HOST: ${HOSTS.join(", ")} (default:
+claude-code; its ~/.claude.json entries are this project's and the user's). FILE: a configuration
+file (unwrap FILE undoes every entry recorded for it, all projects included).
+Each wrapped entry keeps its env, cwd and every other key (its command and args go after '--'),
+gets a label from its key, and names node, the portcullis CLI and the state directory by absolute
+path. Servers already wrapped are left as they are. The file before its first wrap is kept
+beside it as FILE.portcullis-backup.
+  --dry-run          print the diff, write nothing
+  --servers a,b      only these servers (each must be in one of the host's files)
+  --label KEY=LABEL  the label for server KEY (repeatable), when its own is taken by another server`;
 
 const OPTIONS = {
   "dry-run": { type: "boolean" },
   servers: { type: "string" },
+  label: { type: "string", multiple: true },
   "state-dir": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -64,26 +77,21 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+  const labels = labelOptions(values.label ?? []);
   const launcher = {
     node: process.execPath,
     cli: fileURLToPath(new URL("./main.js", import.meta.url)),
     stateDir,
   };
   try {
-    if (name === "unwrap") {
-      for (const f of files) {
-        const r = unwrapFile(f, stateDir);
-        const rest = r.leftAlone.length ? `; left alone (edited since): ${r.leftAlone.join(", ")}` : "";
-        process.stdout.write(
-          `${r.file}: ${r.how === "exact" ? "restored byte for byte" : `restored ${r.restored.join(", ") || "nothing"}`}${rest}\n`,
-        );
-      }
-      return 0;
-    }
+    if (name === "unwrap") return unwrap(files, stateDir, positionals[0]);
+    const options: WrapOptions = { only, labels };
     // Plan every file first: bad input in any of them writes nothing anywhere.
-    for (const f of files) planWrap(f, launcher, only);
+    checkServersNamed(files, only);
+    checkServersNamed(files, [...labels.keys()], "--label");
+    for (const f of files) planWrap(f, launcher, options);
     for (const f of files) {
-      const plan = values["dry-run"] ? planWrap(f, launcher, only).plan : wrapFile(f, launcher, only);
+      const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
       if (values["dry-run"] && plan.before !== plan.after)
         process.stdout.write(lineDiff(plan.before, plan.after, f.file));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
@@ -102,4 +110,47 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     }
     throw e;
   }
+}
+
+/** --label KEY=LABEL, each LABEL a label as wrap would make one (letters, digits, . _ -). */
+function labelOptions(values: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const v of values) {
+    const eq = v.lastIndexOf("=");
+    const key = v.slice(0, eq);
+    const label = v.slice(eq + 1);
+    if (eq <= 0 || label === "" || labelFor(label) !== label)
+      throw new UsageError(
+        "wrap: --label takes KEY=LABEL, the label made of letters, digits, '.', '_' and '-' (e.g. --label inventory=inventory-cursor).",
+      );
+    out.set(key, label);
+  }
+  return out;
+}
+
+/**
+ * Unwrap each file of the target. For a HOST, a file with no record is passed over (a project's
+ * .mcp.json never wrapped beside a wrapped ~/.claude.json); only when none has one is it an
+ * error. Exit 1 when an entry could not be restored: its record is kept and the line says what to do.
+ */
+function unwrap(files: HostFile[], stateDir: string, target: string | undefined): number {
+  const byPath = target !== undefined && !(HOSTS as readonly string[]).includes(target);
+  const recorded = byPath ? files : files.filter((f) => recordExists(f, stateDir));
+  let stuck = false;
+  for (const f of recorded.length > 0 ? recorded : files.slice(0, 1)) {
+    const r = unwrapFile(f, stateDir, byPath);
+    const what =
+      r.how === "exact" ? "restored byte for byte" : `restored ${r.restored.join(", ") || "nothing"}`;
+    process.stdout.write(`${r.file}: ${what}\n`);
+    for (const d of r.dropped) process.stdout.write(`  nothing to restore: ${d.key} (${d.why})\n`);
+    for (const e of r.elsewhere)
+      process.stdout.write(
+        `  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})\n`,
+      );
+    for (const s of r.stuck) {
+      stuck = true;
+      process.stderr.write(`portcullis: ${r.file}: not restored: ${s.todo}\n`);
+    }
+  }
+  return stuck ? EXIT_CHECK_FAILED : 0;
 }

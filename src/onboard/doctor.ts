@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from "node:
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { readConsoleAddress } from "../console/address.js";
@@ -9,9 +10,18 @@ import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
 import { stateDirPath } from "../store/stateDir.js";
-import { OnboardError, readServers } from "./document.js";
+import { entryPathKey, OnboardError, readHostServers } from "./document.js";
+import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
-import { isStdio, isWrapped, readRecords, shellWord, unwrapCommand, type WrapRecord } from "./wrap.js";
+import {
+  isWrapped,
+  LabelClash,
+  notStdio,
+  planWrap,
+  readRecords,
+  shellWord,
+  type WrapRecord,
+} from "./wrap.js";
 
 export interface Finding {
   ok: boolean;
@@ -32,7 +42,17 @@ export interface DoctorReport {
     unseen: string | null;
   }[];
   console: string;
-  hosts: { host: string; file: string; servers: { key: string; wrapped: boolean }[]; error?: string }[];
+  hosts: {
+    host: string;
+    file: string;
+    servers: {
+      key: string;
+      wrapped: boolean;
+      /** "stdio": wrap can put it behind portcullis; "http": a remote entry wrap leaves alone; "unusable": neither */
+      kind: "stdio" | "http" | "unusable";
+    }[];
+    error?: string;
+  }[];
   versions: { node: string; portcullis: string; sqlite: string | null };
   findings: Finding[];
 }
@@ -81,29 +101,43 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
   for (const f of foundHostFiles(cwd)) {
     try {
-      const servers = readServers(f, readFileSync(f.file, "utf8"));
-      const list = Object.entries(servers).map(([key, e]) => ({ key, wrapped: isWrapped(e) }));
-      hosts.push({ host: f.host, file: f.file, servers: list });
+      const read = readHostServers(f, readFileSync(f.file, "utf8"));
+      const record = recorded.get(f.file);
+      const list = read.servers.map((s) => ({
+        key: s.key,
+        wrapped: isWrapped(s.entry),
+        kind: serverKind(s.entry),
+        recorded: record?.entries[entryPathKey(s.table, s.key)] !== undefined,
+      }));
+      hosts.push({ host: f.host, file: f.file, servers: list.map(({ recorded: _, ...s }) => s) });
       // only what wrap would take: an HTTP entry is not something 'wrap' can put behind portcullis
-      const bare = list.filter((s) => !s.wrapped && isStdio(servers[s.key]!)).map((s) => s.key);
+      const bare = list.filter((s) => !s.wrapped && s.kind === "stdio").map((s) => s.key);
       if (bare.length > 0)
         findings.push({
           ok: true,
           what: `${f.file}: not behind portcullis: ${bare.join(", ")}`,
-          next: wrapAdvice(f.host, f.file, bare, recorded.get(f.file), path),
+          next: wrapAdvice(f, bare, record !== undefined, path),
         });
-      const remote = list.filter((s) => !s.wrapped && !isStdio(servers[s.key]!)).map((s) => s.key);
+      const remote = list.filter((s) => !s.wrapped && s.kind === "http").map((s) => s.key);
       if (remote.length > 0)
         findings.push({
           ok: true,
           what: `${f.file}: not stdio servers, which wrap leaves alone: ${remote.join(", ")}`,
           next: "to guard one, replace its entry by hand with a command entry running 'portcullis run --label L --url URL' (docs/onboarding.md)",
         });
-      if (list.some((s) => s.wrapped) && !recorded.has(f.file))
+      const unusable = read.servers.filter((s) => serverKind(s.entry) === "unusable");
+      for (const s of unusable)
         findings.push({
           ok: true,
-          what: `${f.file} has wrapped servers but no wrap record in ${path}`,
-          next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore it from here",
+          what: `${f.file}: "${s.key}" is not a server the host can start (${notStdio(s.entry)})`,
+          next: `give it a "command" (a string) or a "url", or remove it`,
+        });
+      const unrecorded = list.filter((s) => s.wrapped && !s.recorded).map((s) => s.key);
+      if (unrecorded.length > 0)
+        findings.push({
+          ok: true,
+          what: `${f.file} has wrapped servers with no wrap record in ${path}: ${unrecorded.join(", ")}`,
+          next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
         });
     } catch (e) {
       const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
@@ -254,22 +288,44 @@ function sqliteVersion(): string | null {
   }
 }
 
+function serverKind(e: Record<string, unknown>): "stdio" | "http" | "unusable" {
+  const why = notStdio(e);
+  return why === null ? "stdio" : why.startsWith("an HTTP entry") ? "http" : "unusable";
+}
+
 /**
- * What to run to put a file's bare servers behind portcullis. Wrap refuses a file it has a record
- * for, so a file wrapped in part (--servers) is unwrapped first and wrapped again with the servers
- * it had wrapped and the bare ones; a file never wrapped gets the dry run.
+ * What to run to put a file's bare servers behind portcullis, from this directory (the host's
+ * files are this project's, and in ~/.claude.json this project's table and the user's). Wrap
+ * leaves what is wrapped already as it is, so a file wrapped in part takes the rest by name; a
+ * file never wrapped gets the dry run first. A server whose label another server already has gets
+ * the --label wrap would ask for, so that the command given works as given.
  */
-function wrapAdvice(
-  host: string,
-  file: string,
-  bare: string[],
-  record: WrapRecord | undefined,
-  stateDir: string,
-): string {
-  if (record === undefined) return `portcullis wrap ${host} --dry-run`;
-  const servers = [...new Set([...Object.keys(record.entries), ...bare])].join(",");
+function wrapAdvice(f: HostFile, bare: string[], wrappedBefore: boolean, stateDir: string): string {
   const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
-  return `${unwrapCommand(file, stateDir)}, then portcullis wrap ${host} --servers ${shellWord(servers)}${dir} (wrap does not add to a file it has already wrapped)`;
+  const labels = labelsNeeded(f, bare, stateDir);
+  const label = [...labels].map(([k, l]) => ` --label ${shellWord(`${k}=${l}`)}`).join("");
+  if (!wrappedBefore && labels.size === 0) return `portcullis wrap ${f.host} --dry-run${dir}`;
+  return `portcullis wrap ${f.host} --servers ${shellWord(bare.join(","))}${label}${dir}`;
+}
+
+/** The --label each bare server needs for wrap to take it (none when its own label is free). */
+function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string, string> {
+  const launcher = {
+    node: process.execPath,
+    cli: fileURLToPath(new URL("../cli/main.js", import.meta.url)),
+    stateDir,
+  };
+  const labels = new Map<string, string>();
+  for (let i = 0; i <= bare.length; i++) {
+    try {
+      planWrap(f, launcher, { only: bare, labels });
+      break;
+    } catch (e) {
+      if (!(e instanceof LabelClash) || labels.has(e.key)) break;
+      labels.set(e.key, e.suggestion);
+    }
+  }
+  return labels;
 }
 
 function safeRecords(stateDir: string): WrapRecord[] {

@@ -18,7 +18,17 @@ import {
 import { basename, dirname, join } from "node:path";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
-import { type Entry, entryMap, OnboardError, readServers, replaceEntries } from "./document.js";
+import {
+  type Entry,
+  entryAt,
+  entryMap,
+  entryPathKey,
+  OnboardError,
+  readHostServers,
+  replaceEntries,
+  type ServerEntry,
+  tableName,
+} from "./document.js";
 import type { HostFile } from "./hosts.js";
 
 /** What the gateway needs to start from a host with a bare environment (no PATH, another cwd). */
@@ -30,12 +40,30 @@ export interface Launcher {
   stateDir: string;
 }
 
+/** One wrapped server: where it stands in its file (its table's path, then its key), before and after. */
+export interface RecordedEntry {
+  path: string[];
+  label: string;
+  original: Entry;
+  wrapped: Entry;
+}
+
+/**
+ * What wrap changed in one host file, so that unwrap can undo it. Entries are keyed by their place
+ * in the file (entryPathKey: the table's path and the key), not by name alone: `~/.claude.json`
+ * holds a table per project, and each project's servers are wrapped and unwrapped from that project.
+ */
 export interface WrapRecord {
-  format: "portcullis-wrap/1";
+  format: "portcullis-wrap/2";
   file: string;
+  /** the file before its first wrap */
   originalText: string;
-  wrappedText: string;
-  entries: Record<string, { label: string; original: Entry; wrapped: Entry }>;
+  /**
+   * the file as wrap last wrote it, or null when the file was changed between two wraps or by a
+   * partial unwrap (then originalText is no longer the whole file to go back to)
+   */
+  wrappedText: string | null;
+  entries: Record<string, RecordedEntry>;
 }
 
 export interface WrapPlan {
@@ -46,14 +74,22 @@ export interface WrapPlan {
   skipped: { key: string; why: string }[];
 }
 
+export interface WrapOptions {
+  /** --servers: only these keys */
+  only?: string[];
+  /** --label KEY=LABEL: a label of the user's choosing for a key */
+  labels?: Map<string, string>;
+}
+
 const BACKUP_SUFFIX = ".portcullis-backup";
 
 /**
  * The entries wrap puts behind portcullis: a command and no URL. An HTTP entry is left alone
- * (the user writes in a 'run --url' entry by hand); doctor asks this same question.
+ * (the user writes in a 'run --url' entry by hand), and so is one the host cannot start either
+ * (no command, or not a string); doctor asks this same question.
  */
 export function isStdio(e: Entry): boolean {
-  return typeof e.command === "string" && e.url === undefined && (e.type === undefined || e.type === "stdio");
+  return notStdio(e) === null;
 }
 
 /** An entry that already starts portcullis, by any of the ways wrap or a human would write it. */
@@ -92,12 +128,24 @@ function recordDefect(text: string): string | null {
   }
   const isObj = (v: unknown): v is Record<string, unknown> =>
     typeof v === "object" && v !== null && !Array.isArray(v);
-  if (!isObj(r) || r.format !== "portcullis-wrap/1") return "it is not a portcullis-wrap/1 record";
-  if (typeof r.file !== "string" || typeof r.originalText !== "string" || typeof r.wrappedText !== "string")
+  if (!isObj(r) || r.format !== "portcullis-wrap/2") return "it is not a portcullis-wrap/2 record";
+  if (
+    typeof r.file !== "string" ||
+    typeof r.originalText !== "string" ||
+    (typeof r.wrappedText !== "string" && r.wrappedText !== null)
+  )
     return "its file or texts are missing";
   if (!isObj(r.entries)) return "its entries are missing";
   for (const v of Object.values(r.entries))
-    if (!isObj(v) || typeof v.label !== "string" || !isObj(v.original) || !isObj(v.wrapped))
+    if (
+      !isObj(v) ||
+      typeof v.label !== "string" ||
+      !isObj(v.original) ||
+      !isObj(v.wrapped) ||
+      !Array.isArray(v.path) ||
+      v.path.length < 2 ||
+      !v.path.every((p) => typeof p === "string")
+    )
       return "an entry is incomplete";
   return null;
 }
@@ -165,12 +213,73 @@ export function writeAtomic(path: string, text: string, mode?: number): void {
 }
 
 function wrapEntry(e: Entry, label: string, l: Launcher): Entry {
-  const args = Array.isArray(e.args) ? e.args.map(String) : [];
+  const args = Array.isArray(e.args) ? (e.args as string[]) : [];
   return {
     ...e,
     command: l.node,
     args: [l.cli, "run", "--state-dir", l.stateDir, "--label", label, "--", String(e.command), ...args],
   };
+}
+
+/** The two values wrap writes and unwrap restores: an entry's command and args. */
+function launchOf(e: Entry): Entry {
+  return { command: e.command, args: e.args };
+}
+
+/**
+ * What starts a server, for deciding whether two entries are one server: the same command, args,
+ * cwd and env run the same process, wherever the entry is written.
+ */
+function sameServer(a: Entry, b: Entry): boolean {
+  const run = (e: Entry) => ({
+    command: e.command,
+    args: e.args ?? [],
+    cwd: e.cwd ?? null,
+    env: e.env ?? {},
+  });
+  return sameJson(run(a), run(b));
+}
+
+/** Why wrap leaves an entry alone, or null when it is a stdio server wrap can put behind portcullis. */
+export function notStdio(e: Entry): string | null {
+  if (e.url !== undefined || (e.type !== undefined && e.type !== "stdio"))
+    return `an HTTP entry (${e.url !== undefined ? "url" : `type ${JSON.stringify(e.type)}`}), which wrap leaves alone`;
+  if (e.command === undefined) return 'it has no "command" and no "url": the host cannot start it either';
+  if (typeof e.command !== "string")
+    return `its "command" is ${JSON.stringify(e.command)}, not a string: the host cannot start it either`;
+  return null;
+}
+
+/**
+ * args that are not a list of strings: wrap would have to drop or change them, and the server
+ * would start with other arguments than the host gives it now.
+ */
+function badArgs(host: HostFile, key: string, e: Entry): OnboardError | null {
+  if (e.args === undefined || (Array.isArray(e.args) && e.args.every((a) => typeof a === "string")))
+    return null;
+  const what = Array.isArray(e.args) ? "a list with values that are not strings" : `a ${typeof e.args}`;
+  return new OnboardError(
+    `${host.file}: server "${key}" has "args" that are ${what}, not a list of strings; write them as a list of strings (e.g. "args": ["x.js"]), then run wrap again; nothing was written.`,
+  );
+}
+
+/**
+ * Two different servers would be filed under one label (the audit log and the catalog history
+ * could not tell them apart): refused, with a free label to give one of them.
+ */
+export class LabelClash extends OnboardError {
+  constructor(
+    readonly key: string,
+    readonly suggestion: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A label no record and no entry of this plan uses yet, to suggest for --label. */
+function freeLabel(label: string, used: (l: string) => boolean): string {
+  for (let i = 2; ; i++) if (!used(`${label}-${i}`)) return `${label}-${i}`;
 }
 
 /** A path as one shell word: as it is when nothing in it needs quoting, else in single quotes. */
@@ -188,68 +297,126 @@ export function unwrapCommand(file: string, stateDir: string): string {
   return `portcullis unwrap ${shellWord(file)}${dir}`;
 }
 
+/** Whether wrap has a record of this host file. */
+export function recordExists(host: HostFile, stateDir: string): boolean {
+  return existsSync(recordPath(stateDir, host.file));
+}
+
+/** The record of one host file, or null when it has none; a damaged one throws OnboardError. */
+function recordOf(host: HostFile, stateDir: string): WrapRecord | null {
+  const path = recordPath(stateDir, host.file);
+  return existsSync(path) ? readRecord(path, host.file) : null;
+}
+
+/**
+ * The keys named with --servers that none of a host's files has: a name must be in at least one
+ * of them (Claude Code's `.mcp.json` and `~/.claude.json` each hold some of a project's servers).
+ */
+export function checkServersNamed(files: HostFile[], only: string[] | undefined, flag = "--servers"): void {
+  if (!only || only.length === 0) return;
+  const found = new Set<string>();
+  for (const f of files) {
+    if (!existsSync(f.file)) continue;
+    const read = readHostServers(f, readFileSync(f.file, "utf8"));
+    for (const s of read.servers) found.add(s.key);
+    for (const s of read.notEntries) found.add(s.key);
+  }
+  for (const k of only)
+    if (!found.has(k)) {
+      const names = files.map((f) => f.file);
+      const where =
+        names.length === 1 ? `${names[0]} has no server` : `none of ${names.join(", ")} has a server`;
+      throw new OnboardError(`${where} "${k}" (${flag}); nothing was written.`);
+    }
+}
+
 /** What wrap would do to one host file; throws OnboardError (nothing written) on bad input. */
 export function planWrap(
   host: HostFile,
   launcher: Launcher,
-  only?: string[],
-): { plan: WrapPlan; record: WrapRecord } {
+  options: WrapOptions = {},
+): { plan: WrapPlan; record: WrapRecord | null } {
+  const { only, labels: chosenLabels } = options;
   if (!existsSync(host.file)) throw new OnboardError(`${host.file} does not exist; nothing was written.`);
   const before = readFileSync(host.file, "utf8");
-  const servers = readServers(host, before);
-  for (const k of only ?? []) {
-    // own keys only: "constructor" or "toString" are not servers of the file
-    if (!Object.hasOwn(servers, k))
-      throw new OnboardError(`${host.file} has no server "${k}" (--servers); nothing was written.`);
-  }
-  const existing = recordPath(launcher.stateDir, host.file);
-  if (existsSync(existing)) {
-    readRecord(existing, host.file); // a damaged one: say so, not "run unwrap" (which cannot)
-    throw new OnboardError(
-      `${host.file} is already wrapped (undo that first: ${unwrapCommand(host.file, launcher.stateDir)}); nothing was written.`,
-    );
-  }
-  const chosen = Object.keys(servers).filter((k) => !only || only.includes(k));
+  const read = readHostServers(host, before);
+  const existing = recordOf(host, launcher.stateDir);
+  const named = (key: string) => !only || only.includes(key);
   const skipped: WrapPlan["skipped"] = [];
-  // keyed by the file's own keys, "__proto__" included: maps without a prototype
-  const replacements = entryMap<Entry>();
-  const entries: WrapRecord["entries"] = entryMap();
-  const labels = new Map<string, string>();
-  const taken = new Map<string, string>();
+  for (const n of read.notEntries)
+    if (named(n.key))
+      skipped.push({
+        key: n.key,
+        why: `not a server entry: ${tableName(n.table)} → "${n.key}" is ${n.what}`,
+      });
+  for (const s of read.shadowed)
+    if (named(s.key))
+      skipped.push({
+        key: s.key,
+        why: `the entry in ${tableName(s.table)} is not run here: the one of the same name in ${tableName(s.by)} shadows it`,
+      });
+  // labels already given: by any record (this file's other entries, other files), then by this plan
+  const taken = new Map<string, { where: string; entry: Entry; path: string }>();
   for (const r of recordsFor(host, launcher.stateDir))
-    for (const [k, v] of Object.entries(r.entries)) taken.set(v.label, `${r.file} (${k})`);
-  for (const key of chosen) {
-    const e = servers[key]!;
+    for (const [k, v] of Object.entries(r.entries))
+      taken.set(v.label, {
+        where: `${r.file} (${v.path.at(-1)})`,
+        entry: v.original,
+        path: `${r.file}\0${k}`,
+      });
+  const replacements: ServerEntry[] = [];
+  const entries: WrapRecord["entries"] = entryMap();
+  for (const s of read.servers.filter((s) => named(s.key))) {
+    const { key, entry: e } = s;
+    const pathKey = entryPathKey(s.table, key);
     if (isWrapped(e)) {
       if (only)
         throw new OnboardError(`${host.file}: server "${key}" is already wrapped; nothing was written.`);
-      skipped.push({ key, why: "already wrapped" });
+      const undo = existing?.entries[pathKey]
+        ? `; undo with ${unwrapCommand(host.file, launcher.stateDir)}`
+        : "";
+      skipped.push({ key, why: `already wrapped${undo}` });
       continue;
     }
-    if (!isStdio(e)) {
-      skipped.push({ key, why: "not a stdio server (HTTP entries are left alone)" });
+    const why = notStdio(e);
+    if (why !== null) {
+      skipped.push({ key, why });
       continue;
     }
-    const label = labelFor(key);
-    const other = labels.get(label) ?? taken.get(label);
-    if (other !== undefined)
-      throw new OnboardError(
-        `${host.file}: server "${key}" would take the label "${label}", already used by ${other}; nothing was written.`,
+    const bad = badArgs(host, key, e);
+    if (bad) throw bad;
+    const label = chosenLabels?.get(key) ?? labelFor(key);
+    const other = taken.get(label);
+    // a record of this very entry (the host put a bare command back since) is replaced, not a clash
+    if (other !== undefined && other.path !== `${host.file}\0${pathKey}` && !sameServer(other.entry, e)) {
+      const suggestion = freeLabel(label, (l) => taken.has(l));
+      throw new LabelClash(
+        key,
+        suggestion,
+        `${host.file}: server "${key}" would take the label "${label}", already used by ${other.where} for another server (its command, args, cwd or env differ); give this one its own label with --label ${shellWord(`${key}=${suggestion}`)}; nothing was written.`,
       );
-    labels.set(label, `"${key}" in ${host.file}`);
-    replacements[key] = wrapEntry(e, label, launcher);
-    entries[key] = { label, original: e, wrapped: replacements[key]! };
+    }
+    taken.set(label, { where: `"${key}" in ${host.file}`, entry: e, path: `${host.file}\0${pathKey}` });
+    const wrapped = wrapEntry(e, label, launcher);
+    replacements.push({ table: s.table, key, entry: wrapped });
+    entries[pathKey] = { path: [...s.table, key], label, original: e, wrapped };
   }
-  const after = Object.keys(replacements).length > 0 ? replaceEntries(host, before, replacements) : before;
+  const after = replacements.length > 0 ? replaceEntries(host, before, replacements) : before;
+  // A file wrapped before keeps the text before its first wrap; the pair of texts still undoes
+  // everything at once only when nothing changed the file between the two wraps.
+  const record: WrapRecord | null =
+    replacements.length === 0
+      ? null
+      : existing
+        ? {
+            ...existing,
+            wrappedText: existing.wrappedText === before ? after : null,
+            entries: Object.assign(entryMap<RecordedEntry>(), existing.entries, entries),
+          }
+        : { format: "portcullis-wrap/2", file: host.file, originalText: before, wrappedText: after, entries };
   return {
-    plan: { host, before, after, wrapped: Object.keys(replacements), skipped },
-    record: {
-      format: "portcullis-wrap/1",
-      file: host.file,
-      originalText: before,
-      wrappedText: after,
-      entries,
-    },
+    plan: { host, before, after, wrapped: replacements.map((r) => r.key), skipped },
+    record,
   };
 }
 
@@ -263,29 +430,61 @@ function recordsFor(host: HostFile, stateDir: string): WrapRecord[] {
   }
 }
 
-/** Wrap one host file: backup, record, atomic rewrite. */
-export function wrapFile(host: HostFile, launcher: Launcher, only?: string[]): WrapPlan {
-  const { plan, record } = planWrap(host, launcher, only);
-  if (plan.wrapped.length === 0) return plan;
+/**
+ * Wrap one host file: backup (of the file before its first wrap only: a second wrap of the same
+ * file, from another project or for servers left out before, keeps it), record, atomic rewrite.
+ */
+export function wrapFile(host: HostFile, launcher: Launcher, options: WrapOptions = {}): WrapPlan {
+  const { plan, record } = planWrap(host, launcher, options);
+  if (record === null) return plan;
   assertWritable(host.file);
   const mode = statSync(host.file).mode & 0o777;
-  writeAtomic(`${host.file}${BACKUP_SUFFIX}`, plan.before, mode);
+  const path = recordPath(launcher.stateDir, host.file);
+  if (!existsSync(path)) writeAtomic(`${host.file}${BACKUP_SUFFIX}`, plan.before, mode);
   mkdirSync(recordsDir(launcher.stateDir), { recursive: true, mode: 0o700 });
-  writeAtomic(recordPath(launcher.stateDir, host.file), `${JSON.stringify(record, null, 2)}\n`, 0o600);
+  writeAtomic(path, `${JSON.stringify(record, null, 2)}\n`, 0o600);
   writeAtomic(host.file, plan.after, mode);
   return plan;
 }
 
-export interface UnwrapResult {
-  file: string;
-  /** "exact": the original bytes are back; "entries": the file was edited since, only wrap's entries were restored */
-  how: "exact" | "entries";
-  restored: string[];
-  leftAlone: string[];
+/** An entry unwrap could not restore, and what the user does about it. */
+export interface Stuck {
+  key: string;
+  /** one sentence: what changed and what to do */
+  todo: string;
 }
 
-/** Take portcullis away from one host file, as recorded when it was wrapped. */
-export function unwrapFile(host: HostFile, stateDir: string): UnwrapResult {
+export interface UnwrapResult {
+  file: string;
+  /** "exact": the original bytes are back; "entries": the file was edited since, only wrap's values were restored */
+  how: "exact" | "entries";
+  restored: string[];
+  /** entries whose record was dropped with nothing to restore: gone from the file, or no longer running portcullis */
+  dropped: { key: string; why: string }[];
+  /** entries still wrapped but changed since: their record is kept */
+  stuck: Stuck[];
+  /** entries of the record outside this unwrap's reach (another project's, in ~/.claude.json) */
+  elsewhere: string[];
+}
+
+/** Whether a recorded entry lies in one of the host's tables (from this project), or everywhere when `all`. */
+function inReach(host: HostFile, e: RecordedEntry, all: boolean): boolean {
+  if (all) return true;
+  const table = e.path.slice(0, -1);
+  return host.tables.some((t) => sameJson(t, table));
+}
+
+/**
+ * Take portcullis away from one host file, as recorded when it was wrapped: every recorded entry
+ * in the host's tables, or in the whole file when `all` (a FILE given by path).
+ *
+ * The original bytes come back when the file is exactly as wrap left it and every entry is
+ * undone. Otherwise each entry on its own: when its command and args are still what wrap wrote,
+ * those two are restored and whatever else the host changed in the entry (env, a comment) stays.
+ * An entry still wrapped but with other command or args keeps its record and is reported with
+ * what to do; one that is gone or no longer runs portcullis has nothing to restore.
+ */
+export function unwrapFile(host: HostFile, stateDir: string, all = false): UnwrapResult {
   const path = recordPath(stateDir, host.file);
   if (!existsSync(path))
     throw new OnboardError(
@@ -297,23 +496,55 @@ export function unwrapFile(host: HostFile, stateDir: string): UnwrapResult {
   const now = readFileSync(host.file, "utf8");
   assertWritable(host.file);
   const mode = statSync(host.file).mode & 0o777;
-  if (now === record.wrappedText) {
+  const reach = Object.entries(record.entries).filter(([, e]) => inReach(host, e, all));
+  const elsewhere = Object.values(record.entries)
+    .filter((e) => !inReach(host, e, all))
+    .map((e) => `${e.path.at(-1)} (${tableName(e.path.slice(0, -1))})`);
+  const result: UnwrapResult = {
+    file: host.file,
+    how: "entries",
+    restored: [],
+    dropped: [],
+    stuck: [],
+    elsewhere,
+  };
+  if (reach.length === Object.keys(record.entries).length && now === record.wrappedText) {
     writeAtomic(host.file, record.originalText, mode);
     unlinkSync(path);
-    return { file: host.file, how: "exact", restored: Object.keys(record.entries), leftAlone: [] };
+    return { ...result, how: "exact", restored: reach.map(([, e]) => e.path.at(-1)!) };
   }
-  const servers = readServers(host, now);
-  const back = entryMap<Entry>();
-  const leftAlone: string[] = [];
-  for (const [k, v] of Object.entries(record.entries)) {
+  const back: ServerEntry[] = [];
+  const keep = entryMap<RecordedEntry>();
+  for (const [k, e] of Object.entries(record.entries)) if (!inReach(host, e, all)) keep[k] = e;
+  for (const [k, e] of reach) {
+    const key = e.path.at(-1)!;
+    const table = e.path.slice(0, -1);
+    const current = entryAt(host, now, table, key);
     // compared as JSON: a TOML table has no prototype, the record's copy has Object's
-    if (servers[k] !== undefined && sameJson(servers[k], v.wrapped)) back[k] = v.original;
-    else leftAlone.push(k);
+    if (current === undefined) result.dropped.push({ key, why: "no longer in the file" });
+    else if (sameJson(launchOf(current), launchOf(e.wrapped))) {
+      const restored: Entry = { ...current, command: e.original.command, args: e.original.args };
+      if (e.original.args === undefined) delete restored.args;
+      back.push({ table, key, entry: restored });
+      result.restored.push(key);
+    } else if (!isWrapped(current)) result.dropped.push({ key, why: "it no longer runs portcullis" });
+    else {
+      keep[k] = e;
+      const args =
+        e.original.args === undefined
+          ? 'remove its "args"'
+          : `set its "args" to ${JSON.stringify(e.original.args)}`;
+      result.stuck.push({
+        key,
+        todo: `"${key}" (${tableName(table)}) still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to ${JSON.stringify(e.original.command)} and ${args} by hand (adding any argument you meant the server to get), then run ${unwrapCommand(host.file, stateDir)} again to clear the record`,
+      });
+    }
   }
-  if (Object.keys(back).length > 0)
-    writeAtomic(host.file, replaceEntries(host, now, back, record.originalText), mode);
-  unlinkSync(path);
-  return { file: host.file, how: "entries", restored: Object.keys(back), leftAlone };
+  if (back.length > 0) writeAtomic(host.file, replaceEntries(host, now, back, record.originalText), mode);
+  if (Object.keys(keep).length === 0) unlinkSync(path);
+  else
+    writeAtomic(path, `${JSON.stringify({ ...record, wrappedText: null, entries: keep }, null, 2)}\n`, 0o600);
+  return result;
 }
 
 /** The host files recorded as wrapped in this state directory. */

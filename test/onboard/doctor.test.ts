@@ -6,7 +6,7 @@ import { removeDir } from "../helpers/files.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
 import { rawPeer } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
-import { type FakeUser, fakeUser } from "./hosts.js";
+import { type FakeUser, fakeUser, read } from "./hosts.js";
 
 const users: FakeUser[] = [];
 afterEach(() => {
@@ -43,17 +43,15 @@ describe("portcullis doctor", () => {
     expect(files).toEqual(Object.values(u.files).sort());
     const code = report.hosts.find((h: { host: string }) => h.host === "claude-code");
     expect(code.servers).toEqual([
-      { key: "inventory-local", wrapped: true },
-      { key: "docs search", wrapped: false },
-      { key: "remote", wrapped: false },
+      { key: "inventory-local", wrapped: true, kind: "stdio" },
+      { key: "docs search", wrapped: false, kind: "stdio" },
+      { key: "remote", wrapped: false, kind: "http" },
     ]);
     const hint = report.findings.find((f: { what: string }) =>
       f.what.includes("not behind portcullis: docs search"),
     );
-    // wrapped in part: wrap refuses the file while its record exists, so the advice unwraps first
-    expect(hint.next).toBe(
-      `portcullis unwrap ${u.files["claude-code"]}, then portcullis wrap claude-code --servers 'inventory-local,docs search' (wrap does not add to a file it has already wrapped)`,
-    );
+    // wrapped in part: wrap leaves the wrapped one as it is and takes the rest by name
+    expect(hint.next).toBe("portcullis wrap claude-code --servers 'docs search'");
 
     expect(report.gateways).toEqual([]);
 
@@ -113,17 +111,18 @@ describe("portcullis doctor", () => {
       `${mcp}: not stdio servers, which wrap leaves alone: remote`,
     ]);
 
-    // wrapped in part: unwrap, then wrap the servers wrapped before and the bare ones
+    // wrapped in part: wrap the bare ones by name (wrap adds to a file it has wrapped)
     expect((await u.cli(["wrap", "codex", "--servers", "inventory"])).code).toBe(0);
     expect(about(await report(), codex)).toEqual([
-      [
-        `${codex}: not behind portcullis: docs`,
-        `portcullis unwrap ${codex}, then portcullis wrap codex --servers inventory,docs (wrap does not add to a file it has already wrapped)`,
-      ],
+      [`${codex}: not behind portcullis: docs`, "portcullis wrap codex --servers docs"],
     ]);
-    expect((await u.cli(["unwrap", codex])).code).toBe(0);
-    expect((await u.cli(["wrap", "codex", "--servers", "inventory,docs"])).code).toBe(0);
+    const more = await u.cli(["wrap", "codex", "--servers", "docs"]);
+    expect(more.code, more.stderr).toBe(0);
     expect(about(await report(), codex)).toEqual([]);
+    // and one unwrap takes both away
+    const before = read(`${codex}.portcullis-backup`);
+    expect((await u.cli(["unwrap", codex])).stdout).toContain("restored byte for byte");
+    expect(read(codex)).toBe(before);
   });
 
   it("a state directory its owner cannot write (mode 500): its real mode, and a problem", async () => {

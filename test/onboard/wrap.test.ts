@@ -356,25 +356,44 @@ describe("wrap then unwrap, each host format", () => {
     expect(doc.mcpServers["docs search"].command).toBe(NODE);
   });
 
-  it("unwrap after a hand edit restores only wrap's own entries and keeps the edit", async () => {
+  it("unwrap after the host edited wrapped entries: command and args still as wrap wrote them are restored, other edits kept; changed ones keep their record and say what to do", async () => {
     const u = user();
     const file = u.files["claude-code"];
     await u.cli(["wrap", "claude-code"]);
     const doc: Doc = parseJsonc(read(file));
     doc.mcpServers.added = { command: "python3", args: ["server.py"] };
+    // the host adds to the env of one wrapped entry and an argument to the other's
+    doc.mcpServers["inventory-local"].env.NEW = "1";
     doc.mcpServers["docs search"].args.push("--verbose");
     writeFileSync(file, JSON.stringify(doc, null, 2));
     const r = await u.cli(["unwrap", "claude-code"]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain("restored inventory-local; left alone (edited since): docs search");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`${file}: restored inventory-local\n`);
+    expect(r.stderr).toContain(
+      `not restored: "docs search" ("mcpServers") still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to "npx" and set its "args" to ["-y","docs-mcp"] by hand (adding any argument you meant the server to get), then run portcullis unwrap ${file} again to clear the record`,
+    );
     const back: Doc = parseJsonc(read(file));
     expect(back.mcpServers["inventory-local"]).toEqual({
       command: "node",
       args: ["server.mjs"],
-      env: { LOG_LEVEL: "debug" },
+      env: { LOG_LEVEL: "debug", NEW: "1" },
     });
     expect(back.mcpServers.added).toEqual({ command: "python3", args: ["server.py"] });
     expect(back.mcpServers["docs search"].command).toBe(NODE);
+    // the record of the entry not restored is kept: doctor does not call it bare or unrecorded
+    const report = JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+    expect(report.findings.map((f: { what: string }) => f.what).join("\n")).not.toMatch(
+      /no wrap record|docs search/,
+    );
+
+    // following the sentence: set them by hand, unwrap again; the record goes
+    back.mcpServers["docs search"].command = "npx";
+    back.mcpServers["docs search"].args = ["-y", "docs-mcp", "--verbose"];
+    writeFileSync(file, JSON.stringify(back, null, 2));
+    const again = await u.cli(["unwrap", "claude-code"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("nothing to restore: docs search (it no longer runs portcullis)");
+    expect((await u.cli(["unwrap", "claude-code"])).stderr).toMatch(/was not wrapped by portcullis/);
   });
 });
 
@@ -422,13 +441,7 @@ describe("bad input: one sentence, nothing written", () => {
     await refused(u, ["wrap", file], file, /is not valid TOML .*; nothing was written\.$/);
   });
 
-  it("a file already wrapped", async () => {
-    const u = user();
-    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
-    await refused(u, ["wrap", "claude-code"], u.files["claude-code"], /is already wrapped/);
-  });
-
-  it("a file already wrapped: the unwrap it names restores that file, not the default host's", async () => {
+  it("a file already wrapped: a second wrap leaves it as it is, exit 0, and names the unwrap of that file", async () => {
     const u = user();
     const codex = u.files.codex;
     const claude = u.files["claude-code"];
@@ -436,9 +449,16 @@ describe("bad input: one sentence, nothing written", () => {
     expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
     expect((await u.cli(["wrap", "codex"])).code).toBe(0);
     const wrappedClaude = read(claude);
+    const wrappedCodex = read(codex);
     const r = await u.cli(["wrap", "codex"]);
-    expect(r.code).toBe(2);
-    const hint = /undo that first: portcullis (unwrap \S+)\)/.exec(r.stderr);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`${codex}: wrapped nothing\n`);
+    expect(read(codex)).toBe(wrappedCodex);
+    // the backup is still the file before its first wrap
+    expect(read(`${codex}.portcullis-backup`)).toBe(original);
+    const hint = /left alone: inventory \(already wrapped; undo with portcullis (unwrap \S+)\)/.exec(
+      r.stdout,
+    );
     expect(hint?.[1]).toBe(`unwrap ${codex}`);
     // follow the hint word for word
     const undo = await u.cli(hint![1]!.split(" "));
@@ -454,8 +474,8 @@ describe("bad input: one sentence, nothing written", () => {
     const original = read(codex);
     expect((await u.cli(["wrap", "codex", "--state-dir", dir])).code).toBe(0);
     const r = await u.cli(["wrap", "codex", "--state-dir", dir]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`undo that first: portcullis unwrap ${codex} --state-dir '${dir}')`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`already wrapped; undo with portcullis unwrap ${codex} --state-dir '${dir}')`);
     expect((await u.cli(["unwrap", codex, "--state-dir", dir])).code).toBe(0);
     expect(read(codex)).toBe(original);
   });
@@ -484,7 +504,7 @@ describe("bad input: one sentence, nothing written", () => {
       u,
       ["wrap", "claude-code"],
       file,
-      /would take the label "inventory-local", already used by/,
+      /would take the label "inventory-local", already used by .* --label 'inventory local=inventory-local-2'/,
     );
   });
 
@@ -492,7 +512,17 @@ describe("bad input: one sentence, nothing written", () => {
     const u = user();
     expect((await u.cli(["wrap", "cursor"])).code).toBe(0);
     // codex also has a server named "inventory"
-    await refused(u, ["wrap", "codex"], u.files.codex, /label "inventory", already used by .*cursor/);
+    // with another cwd and env it is another server: the refusal names the way out
+    await refused(
+      u,
+      ["wrap", "codex"],
+      u.files.codex,
+      /label "inventory", already used by .*cursor.* for another server .*--label inventory=inventory-2;/,
+    );
+    const r = await u.cli(["wrap", "codex", "--label", "inventory=inventory-2"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc: Doc = parseToml(read(u.files.codex));
+    expect(doc.mcp_servers.inventory.args).toContain("inventory-2");
   });
 
   it("a --servers key the file does not have", async () => {
