@@ -1,0 +1,191 @@
+// What wrap does inside one entry of a host file, and the entries it refuses or leaves alone with
+// a reason: the real CLI in a fake home directory.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir } from "../helpers/files.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { type FakeUser, fakeUser, read } from "./hosts.js";
+
+const users: FakeUser[] = [];
+function user(): FakeUser {
+  const u = fakeUser();
+  users.push(u);
+  return u;
+}
+afterEach(() => {
+  for (const u of users.splice(0)) removeDir(u.root);
+});
+
+/** The args wrap writes for a server, on one line as it writes a list that stood on one line. */
+function wrappedArgs(u: FakeUser, label: string, command: string, args: string[]): string {
+  return `[${[CLI, "run", "--state-dir", u.stateDir, "--label", label, "--", command, ...args]
+    .map((a) => JSON.stringify(a))
+    .join(", ")}]`;
+}
+
+describe("wrap edits only command and args of a JSONC entry", () => {
+  it("comments inside the entry, an inline env and trailing commas stay; unwrap after an edit elsewhere gives back the user's file with that edit", async () => {
+    const u = user();
+    const file = u.files.vscode;
+    const before = [
+      "{",
+      '\t"servers": {',
+      '\t\t"inv": {',
+      "\t\t\t// dev build: run `npm run build` first!",
+      '\t\t\t"command": "node",',
+      '\t\t\t"args": ["dist/server.js"],',
+      '\t\t\t"env": { "A": "1" }, // keep',
+      "\t\t},",
+      '\t\t"echo": { "command": "echo", /* no args */ "cwd": "/x" },',
+      "\t},",
+      "}",
+      "",
+    ].join("\n");
+    writeFileSync(file, before);
+    const wrap = await u.cli(["wrap", "vscode"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(read(file)).toBe(
+      before
+        .replace('"command": "node",', `"command": ${JSON.stringify(NODE)},`)
+        .replace('["dist/server.js"]', wrappedArgs(u, "inv", "node", ["dist/server.js"]))
+        .replace(
+          '{ "command": "echo", /*',
+          `{ "command": ${JSON.stringify(NODE)}, "args": ${wrappedArgs(u, "echo", "echo", [])}, /*`,
+        ),
+    );
+    // the host adds a server while the file is wrapped
+    const edited = read(file).replace('"servers": {', '"servers": {\n\t\t"new": { "command": "echo" },');
+    writeFileSync(file, edited);
+    const unwrap = await u.cli(["unwrap", "vscode"]);
+    expect(unwrap.code, unwrap.stderr).toBe(0);
+    expect(unwrap.stdout).toContain("restored inv, echo");
+    expect(read(file)).toBe(
+      before.replace('"servers": {', '"servers": {\n\t\t"new": { "command": "echo" },'),
+    );
+  });
+});
+
+describe("entries wrap refuses or leaves alone, and why", () => {
+  async function refused(u: FakeUser, args: string[], file: string, message: string) {
+    const before = read(file);
+    const r = await u.cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(`portcullis: ${message}`);
+    expect(read(file)).toBe(before);
+    expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
+  }
+
+  it("a server key written twice: refused naming the key and both lines (the host runs the last one)", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    writeFileSync(
+      file,
+      [
+        "{",
+        '  "mcpServers": {',
+        '    "inv": { "command": "node", "args": ["old.js"] },',
+        '    "docs": { "command": "npx" },',
+        '    "inv": { "command": "node", "args": ["new.js"] }',
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const message = `${file}: "mcpServers" has the key "inv" twice (lines 3 and 5); the host keeps only the last, so remove one, then run wrap again; nothing was written.`;
+    await refused(u, ["wrap", "claude-code"], file, message);
+    await refused(u, ["wrap", "claude-code", "--dry-run"], file, message);
+    // and within an entry: the command the host runs is the last one
+    writeFileSync(file, '{"mcpServers": {\n"inv": {"command": "node",\n"command": "python3"}\n}}\n');
+    await refused(
+      u,
+      ["wrap", file],
+      file,
+      `${file}: server "inv" has the key "command" twice (lines 2 and 3); the host keeps only the last, so remove one, then run wrap again; nothing was written.`,
+    );
+  });
+
+  it('"args" that are not a list of strings: refused naming the file and the server', async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    writeFileSync(file, '{ "mcpServers": { "a": { "command": "node", "args": "x.js" } } }\n');
+    await refused(
+      u,
+      ["wrap", "claude-code"],
+      file,
+      `${file}: server "a" has "args" that are a string, not a list of strings; write them as a list of strings (e.g. "args": ["x.js"]), then run wrap again; nothing was written.`,
+    );
+    writeFileSync(file, '{ "mcpServers": { "a": { "command": "node", "args": ["x.js", 3] } } }\n');
+    await refused(
+      u,
+      ["wrap", "claude-code"],
+      file,
+      `${file}: server "a" has "args" that are a list with values that are not strings, not a list of strings; write them as a list of strings (e.g. "args": ["x.js"]), then run wrap again; nothing was written.`,
+    );
+  });
+
+  it("an entry with no command, or a command that is not a string, is left alone saying so (not called HTTP)", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    writeFileSync(
+      file,
+      '{ "mcpServers": { "num": { "command": 42 }, "none": { "args": ["x.js"] }, "web": { "url": "https://x.example/mcp" } } }\n',
+    );
+    const r = await u.cli(["wrap", "claude-code"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      'left alone: num (its "command" is 42, not a string: the host cannot start it either)',
+    );
+    expect(r.stdout).toContain(
+      'left alone: none (it has no "command" and no "url": the host cannot start it either)',
+    );
+    expect(r.stdout).toContain("left alone: web (an HTTP entry (url), which wrap leaves alone)");
+  });
+
+  it("a TOML file that does not parse: the error names the line", async () => {
+    const u = user();
+    const file = u.files.codex;
+    writeFileSync(
+      file,
+      '[mcp_servers.a]\ncommand = "node"\nargs = ["x.js"\n\n[mcp_servers.b]\ncommand = "y"\n',
+    );
+    await refused(
+      u,
+      ["wrap", "codex"],
+      file,
+      `${file} is not valid TOML (Invalid TOML document: expected comma or end of structure at line 5: "[mcp_servers.b]"); nothing was written.`,
+    );
+  });
+
+  it("a TOML [[mcp_servers.NAME]] array is not a server: wrap says so instead of passing it over", async () => {
+    const u = user();
+    const file = u.files.codex;
+    writeFileSync(file, '[mcp_servers.a]\ncommand = "node"\n\n[[mcp_servers.weird]]\ncommand = "x"\n');
+    const r = await u.cli(["wrap", "codex"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`${file}: wrapped a\n`);
+    expect(r.stdout).toContain(
+      'left alone: weird (not a server entry: "mcp_servers" → "weird" is an array of tables ([[…]]), not a table)',
+    );
+  });
+
+  it("doctor --json says which entries are HTTP, and which the host cannot start", async () => {
+    const u = user();
+    mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
+    writeFileSync(
+      u.files["claude-code"],
+      '{ "mcpServers": { "a": { "command": "node" }, "web": { "type": "http", "url": "https://x.example/mcp" }, "num": { "command": 42 } } }\n',
+    );
+    const report = JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+    const code = report.hosts.find((h: { file: string }) => h.file === u.files["claude-code"]);
+    expect(code.servers).toEqual([
+      { key: "a", wrapped: false, kind: "stdio" },
+      { key: "web", wrapped: false, kind: "http" },
+      { key: "num", wrapped: false, kind: "unusable" },
+    ]);
+    expect(report.findings).toContainEqual({
+      ok: true,
+      what: `${u.files["claude-code"]}: "num" is not a server the host can start (its "command" is 42, not a string: the host cannot start it either)`,
+      next: 'give it a "command" (a string) or a "url", or remove it',
+    });
+  });
+});
