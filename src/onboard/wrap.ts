@@ -30,6 +30,7 @@ import {
   tableName,
 } from "./document.js";
 import type { HostFile } from "./hosts.js";
+import { carryOverV1, WRAP_FORMAT_V1 } from "./wrapRecordV1.js";
 
 /** What the gateway needs to start from a host with a bare environment (no PATH, another cwd). */
 export interface Launcher {
@@ -118,16 +119,11 @@ function recordPath(stateDir: string, file: string): string {
   );
 }
 
-/** Why a record's text is not a wrap record, or null when it is one. */
-function recordDefect(text: string): string | null {
-  let r: unknown;
-  try {
-    r = JSON.parse(text);
-  } catch {
-    return "it is not JSON";
-  }
-  const isObj = (v: unknown): v is Record<string, unknown> =>
-    typeof v === "object" && v !== null && !Array.isArray(v);
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Why a record's value is not a wrap record, or null when it is one. */
+function recordDefect(r: unknown): string | null {
   if (!isObj(r) || r.format !== "portcullis-wrap/2") return "it is not a portcullis-wrap/2 record";
   if (
     typeof r.file !== "string" ||
@@ -171,10 +167,21 @@ function damagedRecord(path: string, why: string, file?: string): OnboardError {
 
 /** One record file, checked; a damaged one throws OnboardError saying how to recover. */
 function readRecord(path: string, file?: string): WrapRecord {
-  const text = readFileSync(path, "utf8");
-  const why = recordDefect(text);
+  let r: unknown;
+  try {
+    r = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    throw damagedRecord(path, "it is not JSON", file);
+  }
+  // written by an earlier portcullis: carried over here, written in this format by the next write
+  if (isObj(r) && r.format === WRAP_FORMAT_V1) {
+    const carried = carryOverV1(r);
+    if (typeof carried === "string") throw damagedRecord(path, carried, file);
+    return carried;
+  }
+  const why = recordDefect(r);
   if (why !== null) throw damagedRecord(path, why, file);
-  return JSON.parse(text) as WrapRecord;
+  return r as WrapRecord;
 }
 
 export function readRecords(stateDir: string): WrapRecord[] {
