@@ -13,8 +13,9 @@ import {
   pinnedSigner,
 } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
+import { safeText } from "../catalog/text.js";
 import { ConfigError, resolveServer } from "../config/config.js";
-import { currentEpoch, gatewayRunning, text, waitFor } from "../demo/demo.js";
+import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/demo.js";
 import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
@@ -88,6 +89,17 @@ function launch(
   );
 }
 
+/** The step could not go on because the gateway is gone (it exited, or failed and was ended). */
+class GatewayEnded extends Error {
+  override name = "GatewayEnded";
+}
+
+/** waitFor, failing at once once the gateway is gone (GatewayEnded). */
+type Wait = <T>(check: () => T | null | undefined | false, what: string, within: number) => Promise<T>;
+
+/** How many of the gateway's last stderr lines a failed step shows. */
+const STDERR_TAIL = 15;
+
 /**
  * The rebuild drill against the user's own server, in a throwaway state directory: each step
  * passed or failed with its evidence. Never calls a tool the user did not name.
@@ -100,6 +112,15 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
   let client: Client | null = null;
   let db: Store | null = null;
   let at = 0;
+  const gateway = {
+    /** why the gateway is gone, once it is: every wait and request then fails the step at once */
+    ended: null as string | null,
+    /** the drill ends the gateway itself in step 7: that close is not a failure */
+    closing: false,
+    /** its last stderr lines, and the line it is still writing */
+    stderr: [] as string[],
+    partial: "",
+  };
   const pass = (evidence: string) => {
     results[at] = { step: STEPS[at]!, status: "passed", evidence };
     o.say(`✓ ${at + 1}. ${STEPS[at]}: ${evidence}`);
@@ -110,6 +131,15 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     o.say(`- ${at + 1}. ${STEPS[at]}: skipped (${evidence})`);
     at++;
   };
+  const waitFor: Wait = (check, what, within) =>
+    waitUntil(
+      () => {
+        if (gateway.ended) throw new GatewayEnded(gateway.ended);
+        return check();
+      },
+      what,
+      within,
+    );
   try {
     await initKeyring(stateDir, o.passphrase);
     const how = launch(o.label, o.cwd, stateDir);
@@ -121,12 +151,25 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       env: { ...getDefaultEnvironment(), ...how.env },
       stderr: "pipe",
     });
-    const lines: string[] = [];
-    transport.stderr?.on("data", (b: Buffer) =>
-      lines.push(...b.toString("utf8").split("\n").filter(Boolean)),
-    );
+    transport.stderr?.on("data", (b: Buffer) => {
+      const got = (gateway.partial + b.toString("utf8")).split("\n");
+      gateway.partial = got.pop() ?? "";
+      for (const line of got.filter(Boolean)) {
+        gateway.stderr.push(line);
+        // "portcullis: …" without a [label] is the CLI's last word when a command fails (exit 2,
+        // one sentence): the gateway will serve nothing, so the step fails now, not at a timeout
+        if (/^portcullis: /.test(line) && !gateway.ended && !gateway.closing) {
+          gateway.ended = "the gateway failed";
+          void transport.close().catch(() => {});
+        }
+      }
+      gateway.stderr.splice(0, Math.max(0, gateway.stderr.length - STDERR_TAIL));
+    });
     client = new Client({ name: "portcullis-drill", version: "1.0.0" }, { capabilities: {} });
-    await client.connect(transport);
+    client.onclose = () => {
+      if (!gateway.closing) gateway.ended ??= "the gateway exited";
+    };
+    await client.connect(transport, { timeout: ms });
     db = openStore(stateDir);
     const store = db;
     const epochA = await waitFor(() => currentEpoch(store), "the first execution epoch", ms);
@@ -152,7 +195,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
      */
     const call = async (schemaChanged = false) => {
       const inFlight = startCall(client!, o.tool!, o.args ?? {});
-      const first = await requestOrAnswer(store, inFlight, o.tool!, ms);
+      const first = await requestOrAnswer(store, inFlight, o.tool!, waitFor, ms);
       if ("answer" in first) throw new Error(answeredWithoutApproval(first.answer, o.tool!, schemaChanged));
       const req = first.request;
       await decide(req, { approve: true, for: req.mode === "per-call" ? "call" : "session" });
@@ -197,7 +240,8 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
         );
       try {
         epochB = await newEpoch(ms);
-      } catch {
+      } catch (e) {
+        if (e instanceof GatewayEnded) throw e;
         throw new Error(
           `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed ("${o.rebuild}"), or a wrapper runs the real server out of the supervisor's sight (${recordA.entry?.path ?? "no entry"} is what it sees)`,
         );
@@ -221,7 +265,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
 
     if (o.tool) {
       const again = startCall(client, o.tool, o.args ?? {});
-      const first = await requestOrAnswer(store, again, o.tool, ms);
+      const first = await requestOrAnswer(store, again, o.tool, waitFor, ms);
       if (mode === "session") pass(staleRefusal(first));
       else {
         // A per-call grant was one call in epoch A, consumed by it: nothing is left to be stale.
@@ -245,6 +289,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       skip("no --tool named");
     }
 
+    gateway.closing = true;
     await client.close();
     client = null;
     await waitFor(() => !gatewayRunning(store), "the gateway to end", ms);
@@ -267,8 +312,17 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       `chain verified (${verified.records} records); calls in epoch A: ${of(epochA).length}, in epoch B: ${of(epochB).length}`,
     );
   } catch (e) {
-    results[at] = { step: STEPS[at]!, status: "failed", evidence: (e as Error).message };
-    o.say(`✗ ${at + 1}. ${STEPS[at]}: ${(e as Error).message}`);
+    const message = (e as Error).message;
+    // a request the gateway's end cut short says only "Connection closed": say why first
+    const { ended } = gateway;
+    const evidence = ended && !(e instanceof GatewayEnded) ? `${ended} (${message})` : message;
+    results[at] = { step: STEPS[at]!, status: "failed", evidence };
+    o.say(`✗ ${at + 1}. ${STEPS[at]}: ${evidence}`);
+    const tail = [...gateway.stderr, gateway.partial].filter(Boolean).slice(-STDERR_TAIL);
+    if (tail.length > 0) {
+      o.say("    the gateway's last stderr lines:");
+      for (const line of tail) o.say(`    | ${safeText(line).slice(0, 400)}`);
+    }
   } finally {
     await client?.close().catch(() => {});
     db?.close();
@@ -300,12 +354,14 @@ async function restartServer(
   const grace = Math.min(5_000, ms);
   try {
     return await newEpoch(grace);
-  } catch {
+  } catch (e) {
+    if (e instanceof GatewayEnded) throw e;
     signal("SIGKILL");
   }
   try {
     return await newEpoch(Math.max(ms - grace, 1_000));
-  } catch {
+  } catch (e) {
+    if (e instanceof GatewayEnded) throw e;
     throw new Error(
       `no new execution epoch within ${ms / 1000} s of restarting the server process (pid ${pid}): the supervisor did not start it again (see the gateway's log)`,
     );
@@ -349,6 +405,7 @@ async function requestOrAnswer(
   store: Store,
   inFlight: InFlight,
   tool: string,
+  waitFor: Wait,
   ms: number,
 ): Promise<{ request: ApprovalRequest } | { answer: Answer }> {
   try {
@@ -362,7 +419,8 @@ async function requestOrAnswer(
       "the approval request",
       ms,
     );
-  } catch {
+  } catch (e) {
+    if (e instanceof GatewayEnded) throw e;
     throw new Error(
       `timed out after ${ms / 1000} s: the call was neither answered nor held for an approval request`,
     );

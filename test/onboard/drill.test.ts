@@ -2,6 +2,7 @@
 // inventory fixture, and a wrapper that runs the real server out of the supervisor's sight.
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -226,5 +227,42 @@ describe("portcullis drill", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^✗ 4\. rebuild and see a new execution epoch: no new execution epoch/m);
     expect(r.stdout).toContain("drill: could not prove step 4 (rebuild and see a new execution epoch)");
+  });
+
+  it("a gateway that cannot launch its server: step 1 fails at once with the gateway's own sentence, not a timeout", async () => {
+    const dir = project({ broken: { command: join(tempDir(), "no-such-server"), args: [] } });
+    const r = await drill(dir, ["broken", "--tool", "read_status"]);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/^✗ 1\. [^\n]*the gateway (?:failed|exited)/m);
+    expect(r.stdout).toMatch(
+      /^ {4}the gateway's last stderr lines:\n {4}\| portcullis: [^\n]*no-such-server \(it does not exist or is not executable\)/m,
+    );
+    expect(r.stdout).not.toContain("timed out");
+  });
+
+  it("a gateway that exits during a step: the step fails when it exits, naming it, with its last stderr lines", async () => {
+    const a = makeProject("A");
+    dirs.push(dirname(a.dir));
+    // the server notes its parent, the gateway, so that the "rebuild" can end the gateway
+    writeFileSync(
+      join(a.dir, "noted.mjs"),
+      [
+        'import { writeFileSync } from "node:fs";',
+        'writeFileSync("gateway.pid", String(process.ppid));',
+        `await import(${JSON.stringify(pathToFileURL(a.entry).href)});`,
+        "",
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(a.dir, "portcullis.json"),
+      JSON.stringify({ servers: { inventory: { command: NODE, args: ["noted.mjs"], env: a.env } } }),
+    );
+    const r = await drill(a.dir, ["inventory", "--rebuild", "kill -9 $(cat gateway.pid)"]);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/^✗ 4\. rebuild and see a new execution epoch: the gateway exited$/m);
+    expect(r.stdout).toMatch(
+      /^ {4}the gateway's last stderr lines:\n(?: {4}\| .*\n)* {4}\| portcullis\[inventory\]: serving /m,
+    );
+    expect(r.stdout).not.toContain("no new execution epoch");
   });
 });
