@@ -1,4 +1,5 @@
 import { drill } from "../onboard/drill.js";
+import { findDrillServer } from "../onboard/drillServer.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
 import { readPassphrase } from "./passphrase.js";
@@ -39,8 +40,7 @@ export async function drillCommand(args: string[]): Promise<number> {
   }
   const passphrase = await readPassphrase("Passphrase for the drill's throwaway keyring: ");
   const results = await drill({
-    label: positionals[0]!,
-    cwd: process.cwd(),
+    server: findDrillServer(positionals[0]!, process.cwd()),
     passphrase,
     rebuild: values.rebuild,
     tool: values.tool,

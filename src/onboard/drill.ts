@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,18 +14,16 @@ import {
 } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
-import { ConfigError, resolveServer } from "../config/config.js";
 import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/demo.js";
 import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
-import { readServers } from "./document.js";
-import { foundHostFiles } from "./hosts.js";
+import type { DrillServer } from "./drillServer.js";
 
 export interface DrillOptions {
-  label: string;
-  cwd: string;
+  /** the server, as findDrillServer resolved it */
+  server: DrillServer;
   passphrase: string;
   rebuild?: string;
   tool?: string;
@@ -55,38 +53,16 @@ const STALE = REFUSAL_CODES.authorization_stale;
 const DENIED = REFUSAL_CODES.approval_denied;
 const CATALOG_STALE = REFUSAL_CODES.catalog_stale;
 
-/** How the gateway is started for LABEL: from portcullis.json, else from a host configuration. */
+/** The gateway's command line for the server, with the drill's throwaway state directory. */
 function launch(
-  label: string,
-  cwd: string,
+  server: DrillServer,
   stateDir: string,
 ): { args: string[]; cwd: string; env: Record<string, string> } {
   const base = ["run", "--state-dir", stateDir, "--on-change", "restart"];
-  try {
-    const server = resolveServer(label, cwd);
-    return {
-      args: [...base, "--config", server.configFile!, label],
-      cwd: dirname(server.configFile!),
-      env: {},
-    };
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-  }
-  for (const f of foundHostFiles(cwd)) {
-    const entry = readServers(f, readFileSync(f.file, "utf8"))[label];
-    if (!entry || typeof entry.command !== "string") continue;
-    let command = [entry.command, ...(Array.isArray(entry.args) ? entry.args.map(String) : [])];
-    const sep = command.indexOf("--");
-    if (command.includes("run") && sep !== -1) command = command.slice(sep + 1); // already wrapped
-    return {
-      args: [...base, "--label", label, "--", ...command],
-      cwd: typeof entry.cwd === "string" ? entry.cwd : cwd,
-      env: (entry.env as Record<string, string>) ?? {},
-    };
-  }
-  throw new ConfigError(
-    `no server "${label}" in portcullis.json or in any host configuration found from ${cwd}.`,
-  );
+  const how = server.launch;
+  if ("config" in how)
+    return { args: [...base, "--config", how.config, server.label], cwd: dirname(how.config), env: {} };
+  return { args: [...base, "--label", server.label, "--", ...how.command], cwd: how.cwd, env: how.env };
 }
 
 /** The step could not go on because the gateway is gone (it exited, or failed and was ended). */
@@ -142,7 +118,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     );
   try {
     await initKeyring(stateDir, o.passphrase);
-    const how = launch(o.label, o.cwd, stateDir);
+    const how = launch(o.server, stateDir);
     const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
     const transport = new StdioClientTransport({
       command: process.execPath,

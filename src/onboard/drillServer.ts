@@ -1,0 +1,117 @@
+import { readFileSync, statSync } from "node:fs";
+import { basename, resolve } from "node:path";
+import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
+import { type Entry, OnboardError, readServers } from "./document.js";
+import { foundHostFiles, type HostFile } from "./hosts.js";
+
+/** How the drill starts the gateway for a label. */
+export type DrillLaunch =
+  /** a server of portcullis.json: `run --config FILE LABEL`, from the file's directory */
+  | { config: string }
+  /** a host entry: `run -- COMMAND…`, in the entry's cwd with its env */
+  | { command: string[]; cwd: string; env: Record<string, string> };
+
+export interface DrillServer {
+  label: string;
+  /** the file the entry was taken from */
+  file: string;
+  launch: DrillLaunch;
+}
+
+/** A place the label is defined: the file, and how to read the launch from it when chosen. */
+interface Candidate {
+  file: string;
+  launch: () => DrillLaunch;
+}
+
+/**
+ * The server LABEL for the drill: from portcullis.json (found upward from `cwd`), else from the
+ * first host file found from `cwd` that defines it. Throws ConfigError, one sentence naming the
+ * file, when the label is nowhere or cannot be run.
+ */
+export function findDrillServer(label: string, cwd: string): DrillServer {
+  const first = everywhere(label, cwd)[0];
+  if (!first)
+    throw new ConfigError(
+      `no server "${label}" in ${CONFIG_FILE} or in any host configuration found from ${cwd}.`,
+    );
+  return { label, file: first.file, launch: first.launch() };
+}
+
+function everywhere(label: string, cwd: string): Candidate[] {
+  const out: Candidate[] = [];
+  const config = findConfig(cwd);
+  if (config && loadConfigFile(config).has(label)) out.push(configCandidate(label, cwd, config));
+  for (const host of foundHostFiles(cwd)) {
+    const c = hostCandidate(label, cwd, host);
+    if (c) out.push(c);
+  }
+  return out;
+}
+
+function configCandidate(label: string, cwd: string, file: string): Candidate {
+  // resolveServer checks the label and the server's cwd, and names the file when they are wrong
+  return { file, launch: () => ({ config: resolveServer(label, cwd, file).configFile! }) };
+}
+
+function serversOf(host: HostFile): Record<string, Entry> {
+  try {
+    return readServers(host, readFileSync(host.file, "utf8"));
+  } catch (e) {
+    // its sentences are written for wrap ("nothing was written"); the drill writes nothing either
+    if (e instanceof OnboardError) throw new ConfigError(e.message.replace(/; nothing was written\.$/, "."));
+    throw e;
+  }
+}
+
+function hostCandidate(label: string, cwd: string, host: HostFile): Candidate | null {
+  const entry = serversOf(host)[label];
+  if (!entry) return null;
+  return { file: host.file, launch: () => hostLaunch(label, cwd, host, entry) };
+}
+
+function hostLaunch(label: string, cwd: string, host: HostFile, entry: Entry): DrillLaunch {
+  if (typeof entry.command !== "string")
+    throw new ConfigError(
+      `${host.file}: server "${label}" has no command (${entry.url !== undefined ? "it is reached by URL" : 'no "command" key'}); the drill launches a local server, so give it one that has a command.`,
+    );
+  const written = [String(entry.command), ...(Array.isArray(entry.args) ? entry.args.map(String) : [])];
+  const command = unwrapped(written);
+  if (command !== null && command.length === 0)
+    throw new ConfigError(
+      `${host.file}: server "${label}" starts portcullis without a command after '--' (run --url, or a ${CONFIG_FILE} label); the drill launches a local server command, so drill the ${CONFIG_FILE} label or an entry with a command.`,
+    );
+  const dir = typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : cwd;
+  if (!isDirectory(dir))
+    throw new ConfigError(`${host.file}: server "${label}" cwd ${dir} is not a directory that exists.`);
+  const env: Record<string, string> = {};
+  if (typeof entry.env === "object" && entry.env !== null)
+    for (const [k, v] of Object.entries(entry.env)) env[k] = String(v);
+  return { command: command ?? written, cwd: dir, env };
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The server command inside an entry that already starts portcullis, or null when the entry is
+ * not one. Only portcullis's own shapes count, as wrap writes them (`NODE …/cli/main.js run
+ * [options] -- COMMAND…`) or a human does (`portcullis run [options] -- COMMAND…`): the command is
+ * what follows run's `--`. Any other entry, `npm run start -- --verbose` among them, is the
+ * server's own command line. An empty array: portcullis run without `--`.
+ */
+export function unwrapped(command: string[]): string[] | null {
+  const [program, first, second] = command;
+  const viaNode = first !== undefined && /[\\/]cli[\\/]main\.js$/.test(first) && second === "run";
+  const viaBin = /^portcullis(\.cmd|\.exe)?$/.test(basename(program ?? "")) && first === "run";
+  if (!viaNode && !viaBin) return null;
+  const runArgs = command.slice(viaNode ? 3 : 2);
+  // run itself takes its first '--' as the separator (its options take no value starting with '-')
+  const sep = runArgs.indexOf("--");
+  return sep === -1 ? [] : runArgs.slice(sep + 1);
+}
