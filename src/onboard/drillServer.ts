@@ -3,6 +3,7 @@ import { basename, resolve } from "node:path";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { type Entry, OnboardError, readServers } from "./document.js";
 import { foundHostFiles, type HostFile } from "./hosts.js";
+import { expandHostVariables } from "./hostVariables.js";
 
 /** How the drill starts the gateway for a label. */
 export type DrillLaunch =
@@ -70,11 +71,12 @@ function hostCandidate(label: string, cwd: string, host: HostFile): Candidate | 
   return { file: host.file, launch: () => hostLaunch(label, cwd, host, entry) };
 }
 
-function hostLaunch(label: string, cwd: string, host: HostFile, entry: Entry): DrillLaunch {
-  if (typeof entry.command !== "string")
+function hostLaunch(label: string, cwd: string, host: HostFile, raw: Entry): DrillLaunch {
+  if (typeof raw.command !== "string")
     throw new ConfigError(
-      `${host.file}: server "${label}" has no command (${entry.url !== undefined ? "it is reached by URL" : 'no "command" key'}); the drill launches a local server, so give it one that has a command.`,
+      `${host.file}: server "${label}" has no command (${raw.url !== undefined ? "it is reached by URL" : 'no "command" key'}); the drill launches a local server, so give it one that has a command.`,
     );
+  const entry = expandHostVariables(host, label, raw, cwd);
   const written = [String(entry.command), ...(Array.isArray(entry.args) ? entry.args.map(String) : [])];
   const command = unwrapped(written);
   if (command !== null && command.length === 0)

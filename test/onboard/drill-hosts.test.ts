@@ -1,5 +1,7 @@
 // portcullis drill against servers defined in host configurations, run as the real CLI: entries
-// whose own command line holds "run … --" (npm, cargo, uv), and wrapped entries.
+// whose own command line holds "run … --" (npm, cargo, uv), wrapped entries, and the variables
+// hosts expand.
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: host files hold ${…} for the host to expand
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -105,5 +107,54 @@ describe("portcullis drill: host configurations", () => {
       "x",
     ]);
     expect(unwrapped(["/usr/local/bin/portcullis", "run", "--url", "https://x"])).toEqual([]);
+  });
+
+  it("expands the variables each host documents, from the project directory", async () => {
+    const u = user();
+    u.env.DRILL_TEST_DIR = u.p.dir;
+    write(join(u.p.dir, ".vscode", "mcp.json"), {
+      servers: {
+        "inv-vscode": { command: "node", args: ["dist/server.js"], cwd: "${workspaceFolder}", env: u.p.env },
+      },
+    });
+    write(join(u.p.dir, ".cursor", "mcp.json"), {
+      mcpServers: {
+        "inv-cursor": { command: "node", args: ["${workspaceFolder}/dist/server.js"], env: u.p.env },
+      },
+    });
+    write(join(u.p.dir, ".mcp.json"), {
+      mcpServers: {
+        "inv-claude": {
+          command: "node",
+          args: ["${DRILL_TEST_DIR}/${DRILL_TEST_ENTRY:-dist/server.js}"],
+          env: u.p.env,
+        },
+        "inv-unset": { command: "node", args: ["${DRILL_TEST_UNSET}"] },
+      },
+    });
+    for (const label of ["inv-vscode", "inv-cursor", "inv-claude"]) {
+      const r = await drill(u, [label]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^✓ 1\. .*entry dist\/server\.js/m);
+    }
+    const unset = await drill(u, ["inv-unset"]);
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toMatch(
+      /^portcullis: \S+\/\.mcp\.json: server "inv-unset" args\[0\] uses \$\{DRILL_TEST_UNSET\}, which the drill cannot expand/,
+    );
+  });
+
+  it("a variable only the editor can supply: exit 2 naming the file, the key and the variable", async () => {
+    const u = user();
+    const file = write(join(u.p.dir, ".vscode", "mcp.json"), {
+      inputs: [{ type: "promptString", id: "api-key", password: true }],
+      servers: { inv: { command: "node", args: ["dist/server.js"], env: { API_KEY: "${input:api-key}" } } },
+    });
+    const r = await drill(u, ["inv"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `portcullis: ${file}: server "inv" env.API_KEY uses \${input:api-key}, which the drill cannot expand (vscode asks the user for its value when it starts the server); write the value in, or give the drill a portcullis.json entry for it.\n`,
+    );
   });
 });
