@@ -4,19 +4,23 @@ import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
 import { readPassphrase } from "./passphrase.js";
 
-export const DRILL_HELP = `usage: portcullis drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
+export const DRILL_HELP = `usage: portcullis drill LABEL [--file PATH] [--rebuild CMD] [--tool NAME --args JSON]
 
-The rebuild test against your own server (from portcullis.json or a host configuration), in a
-throwaway state directory: start revision A, list, approve and call --tool once, rebuild
-(--rebuild CMD runs your real build in the server's directory; without it the drill restarts the
-server process, same code, which the supervisor starts as a new execution epoch), expect the call
-made again not to run on the old approval (refused as authorization_stale; a per-call tool,
-approved one call at a time, is held for a new approval request instead, which the drill denies),
-re-list, approve, call again, show the audit records of both epochs. Asks for a passphrase for the
-throwaway keyring. Calls no tool you did not name. Exit 1 when a step fails.`;
+The rebuild test against your own server, in a throwaway state directory. LABEL is a server of
+portcullis.json or a key of a host configuration: the first file found that defines it (the drill
+says which, and which others do), or the file --file PATH names. Host variables such as
+\${workspaceFolder} are expanded as the host would, from the working directory. Start revision
+A, list, approve and call --tool once, rebuild (--rebuild CMD runs your real build in the
+server's directory; without it the drill restarts the server process, same code, which the
+supervisor starts as a new execution epoch), expect the call made again not to run on the old
+approval (refused as authorization_stale; a per-call tool, approved one call at a time, is held
+for a new approval request instead, which the drill denies), re-list, approve, call again, show
+the audit records of both epochs. Asks for a passphrase for the throwaway keyring. Calls no tool
+you did not name. A failed step shows the gateway's last stderr lines. Exit 1 when a step fails.`;
 
 export async function drillCommand(args: string[]): Promise<number> {
   const { values, positionals } = parse("drill", args, {
+    file: { type: "string" },
     rebuild: { type: "string" },
     tool: { type: "string" },
     args: { type: "string" },
@@ -40,7 +44,7 @@ export async function drillCommand(args: string[]): Promise<number> {
   }
   const passphrase = await readPassphrase("Passphrase for the drill's throwaway keyring: ");
   const results = await drill({
-    server: findDrillServer(positionals[0]!, process.cwd()),
+    server: findDrillServer(positionals[0]!, process.cwd(), values.file),
     passphrase,
     rebuild: values.rebuild,
     tool: values.tool,

@@ -116,6 +116,10 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       what,
       within,
     );
+  const others = o.server.others.length
+    ? `; also defined in ${o.server.others.join(", ")} (--file PATH drills another)`
+    : "";
+  o.say(`    server "${o.server.label}" from ${o.server.file}${others}`);
   try {
     await initKeyring(stateDir, o.passphrase);
     const how = launch(o.server, stateDir);

@@ -1,8 +1,8 @@
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { type Entry, OnboardError, readServers } from "./document.js";
-import { foundHostFiles, type HostFile } from "./hosts.js";
+import { foundHostFiles, HOSTS, type HostFile, hostFileFromPath, hostFiles } from "./hosts.js";
 import { expandHostVariables } from "./hostVariables.js";
 
 /** How the drill starts the gateway for a label. */
@@ -16,6 +16,8 @@ export interface DrillServer {
   label: string;
   /** the file the entry was taken from */
   file: string;
+  /** the other files that define the label too (not used) */
+  others: string[];
   launch: DrillLaunch;
 }
 
@@ -26,17 +28,20 @@ interface Candidate {
 }
 
 /**
- * The server LABEL for the drill: from portcullis.json (found upward from `cwd`), else from the
- * first host file found from `cwd` that defines it. Throws ConfigError, one sentence naming the
- * file, when the label is nowhere or cannot be run.
+ * The server LABEL for the drill, resolved before anything is asked or started. Without `file`,
+ * every place it is defined is looked at: portcullis.json (found upward from `cwd`), then the
+ * host files found from `cwd` in the order `wrap` and `doctor` list them; the first is used and
+ * the others are reported. With `file`, only that file (portcullis.json or a host file).
+ * Throws ConfigError, one sentence naming the file, when the label is nowhere or cannot be run.
  */
-export function findDrillServer(label: string, cwd: string): DrillServer {
-  const first = everywhere(label, cwd)[0];
+export function findDrillServer(label: string, cwd: string, file?: string): DrillServer {
+  const candidates = file === undefined ? everywhere(label, cwd) : inFile(label, cwd, resolve(cwd, file));
+  const first = candidates[0];
   if (!first)
     throw new ConfigError(
       `no server "${label}" in ${CONFIG_FILE} or in any host configuration found from ${cwd}.`,
     );
-  return { label, file: first.file, launch: first.launch() };
+  return { label, file: first.file, others: candidates.slice(1).map((c) => c.file), launch: first.launch() };
 }
 
 function everywhere(label: string, cwd: string): Candidate[] {
@@ -50,9 +55,36 @@ function everywhere(label: string, cwd: string): Candidate[] {
   return out;
 }
 
+function inFile(label: string, cwd: string, file: string): Candidate[] {
+  if (!existsSync(file)) throw new ConfigError(`--file ${file} does not exist.`);
+  if (basename(file) === CONFIG_FILE) return [configCandidate(label, cwd, file)];
+  const host = hostFileAt(file, cwd);
+  const c = hostCandidate(label, cwd, host);
+  if (!c) {
+    const keys = Object.keys(serversOf(host));
+    throw new ConfigError(
+      `${file}: no server "${label}"${keys.length ? ` (it has ${keys.join(", ")})` : ""}.`,
+    );
+  }
+  return [c];
+}
+
 function configCandidate(label: string, cwd: string, file: string): Candidate {
   // resolveServer checks the label and the server's cwd, and names the file when they are wrong
   return { file, launch: () => ({ config: resolveServer(label, cwd, file).configFile! }) };
+}
+
+/**
+ * A host file given by path: the host it belongs to when it is one of the places a host reads
+ * (so that its tables and its variables are the host's), else as guessed from its name.
+ */
+function hostFileAt(file: string, cwd: string): HostFile {
+  const known = HOSTS.flatMap((h) => hostFiles(h, cwd)).find((h) => h.file === file);
+  if (known) return known;
+  const json = (host: string): HostFile => ({ host, file, format: "jsonc", tables: [["mcpServers"]] });
+  if (/[\\/]\.cursor[\\/]mcp\.json$/.test(file)) return json("cursor");
+  if (basename(file) === ".mcp.json") return json("claude-code");
+  return hostFileFromPath(file);
 }
 
 function serversOf(host: HostFile): Record<string, Entry> {

@@ -1,6 +1,6 @@
 // portcullis drill against servers defined in host configurations, run as the real CLI: entries
-// whose own command line holds "run … --" (npm, cargo, uv), wrapped entries, and the variables
-// hosts expand.
+// whose own command line holds "run … --" (npm, cargo, uv), wrapped entries, the variables hosts
+// expand, and a label defined in several files.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: host files hold ${…} for the host to expand
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -156,5 +156,26 @@ describe("portcullis drill: host configurations", () => {
     expect(r.stderr).toBe(
       `portcullis: ${file}: server "inv" env.API_KEY uses \${input:api-key}, which the drill cannot expand (vscode asks the user for its value when it starts the server); write the value in, or give the drill a portcullis.json entry for it.\n`,
     );
+  });
+
+  it("a label in several host files: the drill says which file it used and which others define it; --file picks one", async () => {
+    const u = user();
+    const claude = write(join(u.p.dir, ".mcp.json"), {
+      mcpServers: { inv: { command: join(u.p.dir, "no-such-server"), args: [] } },
+    });
+    const cursor = write(join(u.p.dir, ".cursor", "mcp.json"), {
+      mcpServers: { inv: { command: "node", args: ["dist/server.js"], env: u.p.env } },
+    });
+    const first = await drill(u, ["inv"]);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain(
+      `    server "inv" from ${claude}; also defined in ${cursor} (--file PATH drills another)\n✗ 1. `,
+    );
+    const chosen = await drill(u, ["inv", "--file", ".cursor/mcp.json"]);
+    expect(chosen.code, chosen.stdout + chosen.stderr).toBe(0);
+    expect(chosen.stdout).toMatch(new RegExp(`^ {4}server "inv" from ${cursor}\\n✓ 1\\. `, "m"));
+    const none = await drill(u, ["other", "--file", ".cursor/mcp.json"]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(`portcullis: ${cursor}: no server "other" (it has inv).\n`);
   });
 });
