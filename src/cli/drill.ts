@@ -2,7 +2,7 @@ import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
-import { readPassphrase } from "./passphrase.js";
+import { PassphraseError, readPassphrase } from "./passphrase.js";
 
 export const DRILL_HELP = `usage: portcullis drill LABEL [--file PATH] [--rebuild CMD] [--tool NAME --args JSON]
 
@@ -42,9 +42,11 @@ export async function drillCommand(args: string[]): Promise<number> {
     if (typeof toolArgs !== "object" || toolArgs === null || Array.isArray(toolArgs))
       throw new UsageError("drill: --args must be a JSON object.");
   }
-  const passphrase = await readPassphrase("Passphrase for the drill's throwaway keyring: ");
+  // the label is looked up before the passphrase is asked: a typo costs no typing
+  const server = findDrillServer(positionals[0]!, process.cwd(), values.file);
+  const passphrase = await drillPassphrase();
   const results = await drill({
-    server: findDrillServer(positionals[0]!, process.cwd(), values.file),
+    server,
     passphrase,
     rebuild: values.rebuild,
     tool: values.tool,
@@ -61,4 +63,14 @@ export async function drillCommand(args: string[]): Promise<number> {
   }
   process.stdout.write("drill: every step run passed\n");
   return 0;
+}
+
+/** The passphrase, or a usage error (exit 2, one sentence) when it cannot be had: no terminal… */
+async function drillPassphrase(): Promise<string> {
+  try {
+    return await readPassphrase("Passphrase for the drill's throwaway keyring: ");
+  } catch (e) {
+    if (e instanceof PassphraseError) throw new UsageError(`drill: ${e.message}; nothing was run.`);
+    throw e;
+  }
 }

@@ -1,13 +1,14 @@
 // portcullis drill against servers defined in host configurations, run as the real CLI: entries
 // whose own command line holds "run … --" (npm, cargo, uv), wrapped entries, the variables hosts
-// expand, and a label defined in several files.
+// expand, a label defined in several files, and the order of the label check and the passphrase.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: host files hold ${…} for the host to expand
+import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { unwrapped } from "../../src/onboard/drillServer.js";
 import { removeDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -177,5 +178,46 @@ describe("portcullis drill: host configurations", () => {
     const none = await drill(u, ["other", "--file", ".cursor/mcp.json"]);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe(`portcullis: ${cursor}: no server "other" (it has inv).\n`);
+  });
+});
+
+/** The drill in a new session: no controlling terminal, no passphrase file. */
+function withoutTerminal(cwd: string, args: string[], env: Record<string, string>) {
+  const base = hostEnv(env);
+  delete base.PORTCULLIS_PASSPHRASE_FILE;
+  const child = spawn(NODE, [CLI, "drill", ...args], {
+    cwd,
+    env: base,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => {
+    stdout += d;
+  });
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
+    child.on("close", (code) => res({ code, stdout, stderr })),
+  );
+}
+
+describe("portcullis drill: the label before the passphrase", () => {
+  it("an unknown label is refused before any passphrase is asked; without a terminal the drill exits 2 with one sentence", async () => {
+    const u = user();
+    write(join(u.p.dir, ".mcp.json"), { mcpServers: { inv: { command: "node", args: ["dist/server.js"] } } });
+    const unknown = await withoutTerminal(u.p.dir, ["nosuch", "--tool", "read_status"], u.env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      `portcullis: no server "nosuch" in portcullis.json or in any host configuration found from ${u.p.dir}.\n`,
+    );
+    const known = await withoutTerminal(u.p.dir, ["inv", "--tool", "read_status"], u.env);
+    expect(known.code).toBe(2);
+    expect(known.stdout).toBe("");
+    expect(known.stderr).toMatch(
+      /^portcullis: drill: there is no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE [^\n]*; nothing was run\.\n$/,
+    );
   });
 });
