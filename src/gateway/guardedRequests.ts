@@ -15,6 +15,7 @@ import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
 import { callOf } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
+import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
@@ -272,7 +273,8 @@ export class GuardedRequests {
           waiting: (id) => {
             if (session.era !== "modern") return elicitation.offer(id, tool);
             // Modern: the call is answered at once with input_required (no server→client requests).
-            if (answered) return;
+            // Not once the connection's end cut the wait short: no retry can follow.
+            if (answered || mark.endedBy !== undefined) return;
             inputRequired = elicitation.inputRequired(id, tool);
             if (inputRequired) mark.abort();
           },
@@ -288,7 +290,10 @@ export class GuardedRequests {
       return;
     }
     if (this.p.ended() && this.endedMeanwhile(msg, verdict, tool)) return;
-    if (inputRequired && verdict.action === "refuse") {
+    // The connection ended after the call was sent to the console but before its answer went out:
+    // the retry input_required invites cannot come, so the call gets the refusal of a wait cut
+    // short (authorization_required) and its request closes with the run.
+    if (inputRequired && verdict.action === "refuse" && mark.endedBy === undefined) {
       this.recordDenied(msg, tool, params.arguments, "input_required");
       downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
       return;
@@ -622,32 +627,4 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
     served.set(snapshot, tools);
   }
   return tools;
-}
-
-/**
- * A call being decided: whether the client cancelled it, and the signal that stops a wait for a
- * human. The AbortController behind it is made only when a wait asks for the signal: most calls
- * never wait, and one per call was a measurable share of the hot path.
- */
-class Deciding {
-  cancelled = false;
-  private aborted = false;
-  /** why it was aborted, when someone said (the signal's reason) */
-  private why: string | undefined;
-  private controller: AbortController | null = null;
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.why);
-    }
-    return this.controller.signal;
-  }
-
-  abort(why?: string): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.why = why;
-    this.controller?.abort(why);
-  }
 }

@@ -10,12 +10,13 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
 import { type Session, startGateway, startModernGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
+import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -159,5 +160,67 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
     expect((await call).isError).toBeFalsy();
     expect(cat.records()).toEqual([expect.objectContaining({ tool: "lookup", args: { q: "x" } })]);
     expect(asked).toHaveLength(1);
+  });
+});
+
+describe("the input's close in the 2026-07-28 era", () => {
+  it("a call decided after the client closed its input is refused authorization_required, never sent to the console for a retry that cannot come", async () => {
+    // A client that speaks the 2026-07-28 envelope by hand (the SDK client cannot close its input
+    // and go on reading): its call is held while the server's catalog is slow to come, the client
+    // closes its input, then the catalog comes and the held call is decided, a human's approval
+    // needed. A console runs and the client declared URL elicitation: were the connection open,
+    // the answer would be input_required. The connection ends, so no retry can follow: the answer
+    // is the refusal of a wait cut short, and the request closes with the run.
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "lenient",
+        "--approval",
+        "session",
+        "--hold-timeout",
+        "600000",
+        "--approval-timeout",
+        "600000",
+        "--",
+        ...fixtureCommand("lenient"),
+      ],
+      env: { FIXTURE_LIST_DELAY_MS: "4000" },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    gw.send({
+      jsonrpc: "2.0",
+      id: "waits",
+      method: "tools/call",
+      params: {
+        name: "echo",
+        arguments: { message: "hi" },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
+        },
+      },
+    });
+    await waitFor(() => /holding tools\/call "echo"/.test(gw.stderr()) || undefined, 20_000, "the call held");
+    gw.closeStdin();
+    const answer = await gw.next((m) => m.id === "waits" && m.method === undefined, 30_000);
+    expect(answer.result).toBeUndefined();
+    expect(answer.error).toMatchObject({ code: -32050, data: { error: "authorization_required" } });
+    const request = (answer.error!.data as { approvalRequest: string }).approvalRequest;
+    expect(await gw.exited).toEqual({ code: 0, signal: null });
+    expect(gw.stderr()).toContain(
+      `the connection ends: the call stops waiting; approval request ${request} closes with the agent run`,
+    );
+    expect(gw.stderr()).not.toMatch(/asked the client to open the console page/);
+    const events = await auditEvents(stateDir);
+    expect(events.filter((e) => e.type === "authorization_denied").map((e) => e.reason)).toEqual([
+      "authorization_required",
+    ]);
+    expect(events.filter((e) => e.type === "approval_expired").map((e) => e.reason)).toEqual([
+      "agent run ended",
+    ]);
   });
 });
