@@ -30,6 +30,7 @@ import { storedPolicies } from "../vault/secrets.js";
 import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { UsageError } from "./errors.js";
+import { headerSecretProblem } from "./headerSecrets.js";
 import type { ListenSettings } from "./listen.js";
 import { onShutdownSignals } from "./signals.js";
 
@@ -42,11 +43,14 @@ const remoteModule = () => import("./runRemote.js");
  * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
  * naming the key and the file, not a refusal at the first call. So is a secret stored for the
  * other delivery (its policy is readable too): the vault would never hand it out as configured.
+ * A remote server's vault headers are held to the same, by the rule the holder applies to them
+ * (headerSecretProblem): a header secret stored for other hosts than the URL's is never sent.
  * A secret removed or re-stored while the gateway runs is still refused per call
  * (`credential_missing`).
  */
 function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
-  if (server.credentialSpecs.length === 0) return;
+  const headerSecrets = server.remote?.headers.some((h) => "secret" in h) ?? false;
+  if (server.credentialSpecs.length === 0 && !headerSecrets) return;
   const stored = storedPolicies(store);
   const place = credentialPlaceOf(server);
   for (const spec of server.credentialSpecs) {
@@ -60,6 +64,9 @@ function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openSt
     const mismatch = deliveryMismatch(spec, policy, place);
     if (mismatch) throw new UsageError(`run: ${mismatch.why}; ${mismatch.fix}.`);
   }
+  // a remote server's vault headers: the same checks, by the holder's rule for headers
+  const header = headerSecretProblem(server, stored, stateDir);
+  if (header) throw new UsageError(header);
 }
 
 /** Digest of the configuration that shapes this server (never env or header values in clear). */

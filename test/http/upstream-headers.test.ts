@@ -173,35 +173,53 @@ describe("config headers from the vault", () => {
     expect(shown).not.toContain("second-half-77c0");
   });
 
-  it("a secret stored for another host is not released for this URL: credential_missing, nothing sent", async () => {
+  it("a secret missing, or stored for another host than the URL's, stops run at start naming the key and the fix; nothing sent", async () => {
     const SECRET = "other-host-token-3b8d";
     const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
     const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
     cleanup.push(() => server.kill());
+    const dir = tempDir("portcullis-cfg-");
+    const file = join(dir, "portcullis.json");
+    const config = (secret: string) =>
+      writeFileSync(
+        file,
+        JSON.stringify({
+          servers: {
+            remote: { url: server.url, headers: { Authorization: { secret, format: "Bearer {}" } } },
+          },
+        }),
+      );
+    const key = "servers.remote.headers.Authorization";
     // stored for api.example.com only; the configuration (which an agent can edit) points elsewhere
     const stateDir = await unlockedWith(SECRET, "--deliver", "http", "--host", "api.example.com");
-    const dir = tempDir("portcullis-cfg-");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          remote: {
-            url: server.url,
-            headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
-          },
-        },
-      }),
+    config("remote-mcp-token");
+    const elsewhere = await runCli(["run", "--config", file, "remote"], { stateDir });
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain(
+      `run: ${file}: ${key} sends the secret "remote-mcp-token" to 127.0.0.1:${server.port} (servers.remote.url), but the vault releases it over HTTP only to api.example.com; if that server is meant to have it, store it again with 'portcullis vault set remote-mcp-token --host api.example.com --host 127.0.0.1:${server.port}', else correct servers.remote.url.`,
     );
-    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
-      async (gw) => {
-        await gw.close();
-        return null;
-      },
-      (e: Error) => e,
+    // a typo in the secret's name: not in the vault at all
+    config("remote-mcp-tokn");
+    const missing = await runCli(["run", "--config", file, "remote"], { stateDir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      `run: ${file}: ${key} names the secret "remote-mcp-tokn", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set remote-mcp-tokn --host 127.0.0.1:${server.port}'.`,
     );
-    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*other destinations than 127\.0\.0\.1:\d+/);
     expect(readJsonLines(log)).toEqual([]);
-    expect(await everythingShown(stateDir, failed!.message)).not.toContain(SECRET);
+    expect(await everythingShown(stateDir, elsewhere.stderr + missing.stderr)).not.toContain(SECRET);
+  });
+
+  it("a secret stored again for another host while the gateway runs is not released for this URL: credential_missing, nothing more sent", async () => {
+    const SECRET = "restored-elsewhere-token-5c2a";
+    const { gw, stateDir, log, seen } = await servedWithVaultHeader("Authorization", SECRET);
+    await storeSecret(stateDir, "remote-mcp-token", SECRET, "--deliver", "http", "--host", "api.example.com");
+    const refused = (await gw.client
+      .callTool({ name: "echo", arguments: { message: "y" } })
+      .catch((e) => e)) as { code: number; message: string };
+    expect(refused.code).toBe(-32059);
+    expect(refused.message).toMatch(/"remote-mcp-token".*other destinations than 127\.0\.0\.1:\d+/);
+    expect(readJsonLines(log).length).toBe(seen.length); // nothing more reached the server
+    expect(await everythingShown(stateDir, gw.stderr())).not.toContain(SECRET);
   });
 
   it("a server entry with both url and command, or url with identity, is refused naming the key", async () => {

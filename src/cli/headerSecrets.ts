@@ -1,0 +1,42 @@
+import type { ServerConfig } from "../config/config.js";
+import { credentialPlaceOf } from "../vault/deliveryMismatch.js";
+import { hostMatches } from "../vault/egress/hosts.js";
+import type { SecretPolicy } from "../vault/secrets.js";
+
+/**
+ * Why a remote server's vault header could never be sent, read at start from the policies the
+ * store holds (readable without the passphrase), as a sentence naming the file, the key and the
+ * fix, never a value; null when every header secret could be released. The holder's rule for a
+ * header (src/cli/runRemote.ts): a secret stored for HTTP delivery goes only to a host its
+ * policy names, the URL's host:port matched as the egress proxy matches; one stored for the
+ * environment may go anywhere. So a secret that is missing, or stored for other hosts than the
+ * URL's (an edited `url` pointing elsewhere), stops `run` here rather than every request later.
+ */
+export function headerSecretProblem(
+  server: ServerConfig,
+  stored: ReadonlyMap<string, SecretPolicy>,
+  stateDir: string,
+): string | null {
+  const remote = server.remote;
+  if (!remote) return null;
+  const url = new URL(remote.url);
+  const dest = {
+    host: url.hostname.toLowerCase().replace(/^\[|\]$/g, ""),
+    port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+  };
+  const place = credentialPlaceOf(server);
+  const where = place.file ?? "the configuration";
+  const urlKey = place.file ? `${place.serverKey}.url` : "--url";
+  for (const h of remote.headers) {
+    if (!("secret" in h)) continue;
+    const key = `${place.serverKey}.headers.${h.name}`;
+    const policy = stored.get(h.secret);
+    if (!policy)
+      return `run: ${where}: ${key} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${h.secret} --host ${url.host}'.`;
+    if (policy.deliver === "http" && !hostMatches(policy.hosts, dest)) {
+      const hosts = [...policy.hosts, url.host].map((x) => ` --host ${x}`).join("");
+      return `run: ${where}: ${key} sends the secret "${h.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with 'portcullis vault set ${h.secret}${hosts}', else correct ${urlKey}.`;
+    }
+  }
+  return null;
+}
