@@ -3,7 +3,8 @@
 // user's files are never read or written.
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { tempDir } from "../helpers/files.js";
+import { afterEach } from "vitest";
+import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { REPO } from "../helpers/paths.js";
 
@@ -62,3 +63,19 @@ export function fakeUser(): FakeUser {
 }
 
 export const read = (f: string): string => readFileSync(f, "utf8");
+
+/**
+ * A maker of fake users for one test file: each user made during a test is removed after it (the
+ * afterEach is registered in the calling file).
+ */
+export function fakeUsersOfEachTest(): () => FakeUser {
+  const users: FakeUser[] = [];
+  afterEach(() => {
+    for (const u of users.splice(0)) removeDir(u.root);
+  });
+  return () => {
+    const u = fakeUser();
+    users.push(u);
+    return u;
+  };
+}

@@ -5,20 +5,11 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
-import { afterEach, describe, expect, it } from "vitest";
-import { removeDir } from "../helpers/files.js";
+import { describe, expect, it } from "vitest";
 import { CLI } from "../helpers/paths.js";
-import { type FakeUser, fakeUser, read } from "./hosts.js";
+import { fakeUsersOfEachTest, read } from "./hosts.js";
 
-const users: FakeUser[] = [];
-function user(): FakeUser {
-  const u = fakeUser();
-  users.push(u);
-  return u;
-}
-afterEach(() => {
-  for (const u of users.splice(0)) removeDir(u.root);
-});
+const user = fakeUsersOfEachTest();
 
 // biome-ignore lint/suspicious/noExplicitAny: host documents are checked loosely
 type Doc = any;

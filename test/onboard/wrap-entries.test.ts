@@ -1,20 +1,11 @@
 // What wrap does inside one entry of a host file, and the entries it refuses or leaves alone with
 // a reason: the real CLI in a fake home directory.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
-import { removeDir } from "../helpers/files.js";
+import { describe, expect, it } from "vitest";
 import { CLI, NODE } from "../helpers/paths.js";
-import { type FakeUser, fakeUser, read } from "./hosts.js";
+import { type FakeUser, fakeUsersOfEachTest, read } from "./hosts.js";
 
-const users: FakeUser[] = [];
-function user(): FakeUser {
-  const u = fakeUser();
-  users.push(u);
-  return u;
-}
-afterEach(() => {
-  for (const u of users.splice(0)) removeDir(u.root);
-});
+const user = fakeUsersOfEachTest();
 
 /** The args wrap writes for a server, on one line as it writes a list that stood on one line. */
 function wrappedArgs(u: FakeUser, label: string, command: string, args: string[]): string {

@@ -15,23 +15,15 @@ import {
 import { dirname, join } from "node:path";
 import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listGateways } from "../../src/gateway/registry.js";
 import { openStore } from "../../src/store/db.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { type FakeUser, fakeUser, read } from "./hosts.js";
+import { type FakeUser, fakeUsersOfEachTest, read } from "./hosts.js";
 
-const users: FakeUser[] = [];
-function user(): FakeUser {
-  const u = fakeUser();
-  users.push(u);
-  return u;
-}
-afterEach(() => {
-  for (const u of users.splice(0)) removeDir(u.root);
-});
+const user = fakeUsersOfEachTest();
 
 // biome-ignore lint/suspicious/noExplicitAny: host documents are checked loosely
 type Doc = any;
