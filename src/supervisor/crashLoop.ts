@@ -3,13 +3,17 @@
 // cannot be started again) pauses supervision until the server's files change or ends it.
 
 /**
- * A change the watcher reports before the server has been up this long counts as seen while it
- * started (Supervisor.restart): the watcher's debounce holds an event up to 1 s, and a server that
- * writes its files as it starts does so in its first moments. A developer's next save comes
- * later than that as a rule; one that does not counts once, and only crashLoop.max of them
- * within crashLoop.windowMs pause, until the next change.
+ * A change the watcher reports before the server answered its first request, or within this long
+ * after, counts as seen while it started (Supervisor.restart): the watcher's debounce holds an
+ * event up to 1 s, and a server that writes its files as it starts does so before it serves. The
+ * window runs from the answer, not the spawn: on a loaded machine a server can take seconds to
+ * come up, and a window from the spawn closed before its own write was seen, so it was restarted
+ * for ever. A developer's next save comes later than that as a rule; one that does not counts
+ * once, and only crashLoop.max of them within crashLoop.windowMs pause, until the next change.
  */
 const LAUNCH_WINDOW_MS = 2_000;
+/** A server that has not answered after this long is not "starting" any more, for this rule. */
+const STARTING_AT_MOST_MS = 30_000;
 
 export interface CrashLoopOptions {
   crashLoop?: { max: number; windowMs: number };
@@ -45,8 +49,9 @@ export class CrashLoop {
    * each restart a fresh crash count. Limited like crashes (crashLoop).
    */
   private startChanges: number[] = [];
-  /** when the current generation came up, and when the watcher last reported a change */
+  /** when the current generation came up, answered first (0: not yet), and the watcher last reported a change */
   private upAt = 0;
+  private answeredAt = 0;
   private changeSeenAt = 0;
   private backoffMs: number;
 
@@ -57,6 +62,12 @@ export class CrashLoop {
   /** A generation came up (a launch, respawn, restart or replacement). */
   cameUp(): void {
     this.upAt = Date.now();
+    this.answeredAt = 0;
+  }
+
+  /** The current generation answered its first request: it has started. */
+  answered(): void {
+    if (this.answeredAt === 0) this.answeredAt = Date.now();
   }
 
   /** The watcher reported a change of the server's files. */
@@ -66,7 +77,8 @@ export class CrashLoop {
 
   /** Whether the last change was seen while the current generation was starting (or just after). */
   changeSeenAtStart(): boolean {
-    return this.changeSeenAt - this.upAt < LAUNCH_WINDOW_MS;
+    if (this.answeredAt === 0) return this.changeSeenAt - this.upAt < STARTING_AT_MOST_MS;
+    return this.changeSeenAt - Math.max(this.upAt, this.answeredAt) < LAUNCH_WINDOW_MS;
   }
 
   /** The server exited on its own (`detail`: how): why supervision stops, or null to respawn it. */

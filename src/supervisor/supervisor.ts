@@ -321,6 +321,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   settle(gen: Generation): void {
     if (gen.settled || !gen.alive) return;
+    if (gen === this.current) this.loop.answered();
     settleGeneration(gen);
   }
 
