@@ -30,7 +30,10 @@ import {
   tableName,
 } from "./document.js";
 import type { HostFile } from "./hosts.js";
+import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 import { carryOverV1, WRAP_FORMAT_V1 } from "./wrapRecordV1.js";
+
+export type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 
 /** What the gateway needs to start from a host with a bare environment (no PATH, another cwd). */
 export interface Launcher {
@@ -39,32 +42,6 @@ export interface Launcher {
   /** absolute path of the built CLI (dist/cli/main.js) */
   cli: string;
   stateDir: string;
-}
-
-/** One wrapped server: where it stands in its file (its table's path, then its key), before and after. */
-export interface RecordedEntry {
-  path: string[];
-  label: string;
-  original: Entry;
-  wrapped: Entry;
-}
-
-/**
- * What wrap changed in one host file, so that unwrap can undo it. Entries are keyed by their place
- * in the file (entryPathKey: the table's path and the key), not by name alone: `~/.claude.json`
- * holds a table per project, and each project's servers are wrapped and unwrapped from that project.
- */
-export interface WrapRecord {
-  format: "portcullis-wrap/2";
-  file: string;
-  /** the file before its first wrap */
-  originalText: string;
-  /**
-   * the file as wrap last wrote it, or null when the file was changed between two wraps or by a
-   * partial unwrap (then originalText is no longer the whole file to go back to)
-   */
-  wrappedText: string | null;
-  entries: Record<string, RecordedEntry>;
 }
 
 export interface WrapPlan {

@@ -9,7 +9,7 @@
 import { sameJson } from "../util/canonical.js";
 import { type Entry, entryAt, entryMap, entryPathKey, OnboardError } from "./document.js";
 import type { HostFile } from "./hosts.js";
-import type { RecordedEntry, WrapRecord } from "./wrap.js";
+import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 
 export const WRAP_FORMAT_V1 = "portcullis-wrap/1";
 
