@@ -75,3 +75,31 @@ export async function auditActivity(stateDir: string): Promise<ActivityRow[]> {
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as ActivityRow[];
 }
+
+/**
+ * A call that waited for a human, refused when its gateway (or session) ended: from the request on,
+ * the audit holds the call's refusal, the server's exit, the request closed with the run and the
+ * run's end (a watcher's artifact_changed aside), and the request's row says it was cancelled so.
+ */
+export async function expectRequestClosedWithRun(stateDir: string): Promise<void> {
+  const all = await auditEvents(stateDir);
+  const after = all
+    .slice(all.findIndex((e) => e.type === "approval_requested"))
+    .map((e) => [e.type, e.reason ?? null, e.requestId ?? null])
+    .filter(([type]) => type !== "artifact_changed");
+  expect(after).toEqual([
+    ["approval_requested", null, null],
+    ["authorization_denied", "authorization_required", "waits"],
+    ["server_exited", null, null],
+    ["approval_expired", "agent run ended", null],
+    ["run_ended", null, null],
+  ]);
+  const db = openStore(stateDir);
+  try {
+    expect(db.prepare("SELECT state, reason FROM approval_requests").all()).toEqual([
+      { state: "cancelled", reason: "agent run ended" },
+    ]);
+  } finally {
+    db.close();
+  }
+}

@@ -6,7 +6,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { auditEvents } from "../helpers/approvals.js";
+import { expectRequestClosedWithRun } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -188,25 +188,7 @@ describe("while shutting down", () => {
     expect(answer?.error).toMatchObject({ code: -32050, data: { error: "authorization_required" } });
     expect(await exited).toBe(0);
     // as on stdio: the call's refusal is recorded, and the run's end closes the request
-    const all = await auditEvents(l.stateDir);
-    const after = all
-      .slice(all.findIndex((e) => e.type === "approval_requested"))
-      .map((e) => [e.type, e.reason ?? null, e.requestId ?? null]);
-    expect(after).toEqual([
-      ["approval_requested", null, null],
-      ["authorization_denied", "authorization_required", "waits"],
-      ["server_exited", null, null],
-      ["approval_expired", "agent run ended", null],
-      ["run_ended", null, null],
-    ]);
-    const db = openStore(l.stateDir);
-    try {
-      expect(db.prepare("SELECT state, reason FROM approval_requests").all()).toEqual([
-        { state: "cancelled", reason: "agent run ended" },
-      ]);
-    } finally {
-      db.close();
-    }
+    await expectRequestClosedWithRun(l.stateDir);
   });
 
   it("a second SIGTERM cuts the servers' grace short: each session's server killed, runs ended, exit 0", async () => {
