@@ -175,7 +175,7 @@ describe("group commit of the audit log", () => {
     // a lone intent (synced on the event loop) and a group of two (synced in the thread pool)
     await expect(failing.emitDurable(intent(4))).rejects.toThrow(/could not be made durable/);
     const pair = [5, 6].map((i) => failing.emitDurable(intent(i)));
-    for (const p of pair) await expect(p).rejects.toThrow(/could not be made durable/);
+    await Promise.all(pair.map((p) => expect(p).rejects.toThrow(/could not be made durable/)));
     audit.close();
     fresh.close();
   });
