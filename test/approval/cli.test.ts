@@ -1,6 +1,6 @@
 // The approval CLI, run as a separate process (as a human would, from another
 // terminal) against the store a waiting Authorizer polls.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -13,6 +13,7 @@ import { REFUSAL_CODES } from "../../src/guard/refusals.js";
 import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
 import type { Store } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
+import { type Ran, runWithoutTerminal } from "../helpers/noTerminal.js";
 import {
   callOf,
   makeAuthorizer,
@@ -35,31 +36,11 @@ beforeAll(() => {
   if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
 });
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `portcullis NAME ARGS` in its own process, in a new session: no controlling terminal. */
+/** `portcullis NAME ...args` as an agent's subprocess runs it (PORTCULLIS_HOME not set either). */
 function cli(name: string, args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
   const base: Record<string, string | undefined> = { ...process.env };
-  delete base.PORTCULLIS_PASSPHRASE_FILE;
   delete base.PORTCULLIS_HOME;
-  const child = spawn(process.execPath, [CLI, name, ...args], {
-    env: { ...base, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
-  return new Promise((res) => child.on("close", (code) => res({ code, stdout, stderr })));
+  return runWithoutTerminal([name, ...args], { base, env });
 }
 
 let dir: string;

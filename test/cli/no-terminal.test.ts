@@ -2,13 +2,13 @@
 // subprocess, a CI job) and no passphrase file: one sentence saying how to give it and exit 2,
 // never an "internal error" with a stack trace. The drill is such a command (it approves its
 // own test call); a new session has no controlling terminal.
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { hostEnv } from "../helpers/gateway.js";
-import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
+import { runWithoutTerminal } from "../helpers/noTerminal.js";
+import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
 describe("no terminal to ask the passphrase on", () => {
@@ -19,17 +19,10 @@ describe("no terminal to ask the passphrase on", () => {
     const [command, ...args] = fixtureCommand("echo");
     writeFileSync(join(project, ".mcp.json"), JSON.stringify({ mcpServers: { echo: { command, args } } }));
     const env = hostEnv({ HOME: home, PORTCULLIS_HOME: newStateDir() });
-    const child = spawn(NODE, [CLI, "drill", "echo", "--tool", "echo"], {
+    const { code, stderr } = await runWithoutTerminal(["drill", "echo", "--tool", "echo"], {
+      base: env,
       cwd: project,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true, // a session of its own: no controlling terminal
     });
-    let stderr = "";
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     expect(stderr).not.toMatch(/internal error|at .*\.js:\d+/);
     expect(stderr).toMatch(/no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE/);
     expect(code).toBe(2);

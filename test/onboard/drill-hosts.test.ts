@@ -2,13 +2,13 @@
 // whose own command line holds "run … --" (npm, cargo, uv), wrapped entries, the variables hosts
 // expand, a label defined in several files, and the order of the label check and the passphrase.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: host files hold ${…} for the host to expand
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { unwrapped } from "../../src/onboard/drillServer.js";
 import { removeDir } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
+import { runWithoutTerminal } from "../helpers/noTerminal.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -183,25 +183,7 @@ describe("portcullis drill: host configurations", () => {
 
 /** The drill in a new session: no controlling terminal, no passphrase file. */
 function withoutTerminal(cwd: string, args: string[], env: Record<string, string>) {
-  const base = hostEnv(env);
-  delete base.PORTCULLIS_PASSPHRASE_FILE;
-  const child = spawn(NODE, [CLI, "drill", ...args], {
-    cwd,
-    env: base,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
-    child.on("close", (code) => res({ code, stdout, stderr })),
-  );
+  return runWithoutTerminal(["drill", ...args], { base: hostEnv(env), cwd });
 }
 
 describe("portcullis drill: the label before the passphrase", () => {
