@@ -179,13 +179,23 @@ export function trackEpochs(
     state: () => string | undefined;
   },
 ): NodeJS.Timeout {
+  // a server reached by URL that cannot be reached: the state says so, and a line says why once
+  // per reason (each attempt to reach it again tells it again)
+  let unreachableSaid: string | null = null;
   link.on("up", (gen) => {
+    unreachableSaid = null;
     reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch, o.mismatch);
     o.registry.recordEpoch(gen.record, gen.reason);
     o.registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
     o.egress()?.epochStarted(gen.epoch);
   });
   link.on("down", () => o.registry.update({ state: "identity-pending" }));
+  link.on("unreachable", () => {
+    const why = link.unreachable ?? null;
+    if (why !== null && why !== unreachableSaid) o.registry.statusLine(`unreachable: ${why}`);
+    unreachableSaid = why;
+    o.registry.update({ state: o.state() });
+  });
   // a crash loop under the artifact watcher: no server until its files change (the next `up`
   // sets identity-pending again)
   link.on("paused", (why) => o.registry.paused(why));

@@ -250,8 +250,10 @@ export class Gateway {
   } {
     const v = this.view();
     const paused = this.o.supervisor.paused ?? null;
+    // a server reached by URL that cannot be reached: not a new epoch waiting for its catalog
+    const unreachable = this.o.supervisor.unreachable ?? null;
     return {
-      state: paused !== null ? "paused" : v.state,
+      state: paused !== null ? "paused" : unreachable !== null ? "unreachable" : v.state,
       paused,
       epoch: v.epoch,
       revision: v.revision,

@@ -129,6 +129,19 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
     await gw.waitForStderr(/cannot be reached \(.*ECONNREFUSED.*\); trying again/, 10_000);
 
     const url = box.server.url.replace(/[./]/g, "\\$&");
+    // status says the server cannot be reached, and why, once: not a new epoch waiting for its catalog
+    const down = await waitFor(
+      async () => {
+        const r = await runCli(["status", "--json", "--state-dir", stateDir]);
+        const row = (JSON.parse(r.stdout).gateways as (Row & { status: { line: string }[] })[])[0]!;
+        return row.state === "unreachable" ? row : null;
+      },
+      10_000,
+      "the state unreachable",
+    );
+    const said = down.status.filter((l) => l.line.startsWith("unreachable: "));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.line).toMatch(new RegExp(`^unreachable: cannot reach ${url}: .*ECONNREFUSED`));
     for (const ask of [
       () => gw.client.listTools(),
       () => gw.client.callTool({ name: "echo", arguments: { message: "down" } }),
