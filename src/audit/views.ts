@@ -58,7 +58,10 @@ export interface CallCounts {
   invalid: number;
   /** cancelled by the client after its intent was written, never forwarded */
   cancelled: number;
-  /** closed without an answer: the process or the gateway went away (outcome unknown) */
+  /**
+   * closed without an answer: the process or the gateway went away (outcome unknown), or a server
+   * reached by URL answered it for a session it no longer knows (not run)
+   */
   interrupted: number;
   /** an intent with no end yet (a call in flight) */
   pending: number;
@@ -81,7 +84,7 @@ export function callCounts(entries: Iterable<ActivityEntry>): CallCounts {
       if (a.decision === "invalid_arguments") c.invalid++;
       else c.refused++;
     } else if (a.outcome === "cancelled") c.cancelled++;
-    else if (a.outcome === "interrupted") c.interrupted++;
+    else if (a.outcome === "interrupted" || a.outcome === "not-run") c.interrupted++;
     else if (a.outcome === "pending") c.pending++;
     else c.answered++;
   }
@@ -106,7 +109,9 @@ export interface ActivityEntry {
   decision: string;
   /**
    * "ok", "error", "tool-error", "refused", "interrupted" (no answer: the outcome is unknown),
-   * "cancelled" (the client cancelled it after its intent; never forwarded), "superseded" (its
+   * "not-run" (sent to a server reached by URL, which answered it for a session it no longer
+   * knows: it did not run it), "cancelled" (the client cancelled it after its intent; never
+   * forwarded), "superseded" (its
    * decision was made again: the call appears again after it), or "pending" (no end written).
    */
   outcome: string;
@@ -430,11 +435,13 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
         const a = follow(r, run);
         a.interruption = str(e.reason);
         a.outcome =
-          e.outcome !== "not_forwarded"
-            ? "interrupted"
-            : e.reason === "redecided"
-              ? "superseded"
-              : "cancelled";
+          e.outcome === "not_run"
+            ? "not-run"
+            : e.outcome !== "not_forwarded"
+              ? "interrupted"
+              : e.reason === "redecided"
+                ? "superseded"
+                : "cancelled";
         a.endedAt = header.time;
         break;
       }

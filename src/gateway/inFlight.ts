@@ -184,10 +184,14 @@ export class InFlight {
   }
 
   /** `p`'s one end, when its intent is still open: sent, and what the server did is not known. */
-  private interrupted(p: ClientPending, reason: "epoch_transition" | "cancelled"): void {
+  private interrupted(
+    p: ClientPending,
+    reason: "epoch_transition" | "cancelled",
+    outcome: "unknown" | "not_run" = "unknown",
+  ): void {
     if (!p.intent) return;
     p.intent = false;
-    this.p.records.callInterrupted(callNameOf(p), p.tool, p.gen.epoch, reason, "unknown", readMethod(p));
+    this.p.records.callInterrupted(callNameOf(p), p.tool, p.gen.epoch, reason, outcome, readMethod(p));
   }
 
   /**
@@ -233,9 +237,9 @@ export class InFlight {
       if (p.listen) continue; // re-opened on the next epoch
       this.upstream.delete(wire, p.clientId);
       if (p.cancelled) continue; // ended when cancelled; nobody waits for it
-      this.interrupted(p, "epoch_transition");
       // a remote server that answered it for a session it no longer knows did not run it
       const status = gen.notRun?.get(wire);
+      this.interrupted(p, "epoch_transition", status === undefined ? "unknown" : "not_run");
       const e =
         status === undefined
           ? refuse.epochTransition(gen.epoch, null)

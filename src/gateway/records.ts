@@ -154,14 +154,16 @@ export class GatewayRecords {
    * A call's (or a guarded read's: `method`) intent closed without a result: written to a process
    * that went away (answered epoch_transition, never retried: outcome unknown), cancelled by the
    * client once sent (outcome unknown), or never sent at all because the client cancelled it, its
-   * decision was made again or no process was there to take it (outcome not_forwarded).
+   * decision was made again or no process was there to take it (outcome not_forwarded); or sent
+   * to a server reached by URL that answered it for a session it no longer knows (outcome
+   * not_run: the server said it did not run it).
    */
   callInterrupted(
     name: CallName,
     tool: string | undefined,
     epoch: string,
     reason: "epoch_transition" | "cancelled" | "redecided" | "server_unavailable" = "epoch_transition",
-    outcome: "unknown" | "not_forwarded" = "unknown",
+    outcome: "unknown" | "not_forwarded" | "not_run" = "unknown",
     method?: string,
   ): void {
     this.events.emit({

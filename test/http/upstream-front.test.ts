@@ -5,7 +5,7 @@
 // front shows a restarting server as a 502, not as a refused connection.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditActivity, auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -190,7 +190,11 @@ describe("run --url: what an HTTP answer says of a call that was not run", () =>
     cleanup.push(() => box.server.kill());
     const front = await startFront(box.server.port, { getStatus: 405 });
     cleanup.push(() => front.close());
-    const gw = await startGateway({ args: ["--url", front.url, "--label", "remote", "--approval", "none"] });
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      args: ["--url", front.url, "--label", "remote", "--approval", "none"],
+      stateDir,
+    });
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     box.server = await box.server.restart();
@@ -202,6 +206,11 @@ describe("run --url: what an HTTP answer says of a call that was not run", () =>
     expect(lost.message).toMatch(/did not run the call/);
     expect(lost.message).not.toMatch(/went away/);
     expect(lost.data.reason).toBe("the upstream session ended (HTTP 404); the call was not run");
+    // and the audit says so too: not run, where a process that went away leaves it unknown
+    const ended = (await auditEvents(stateDir)).filter((e) => e.type === "call_interrupted");
+    expect(ended).toMatchObject([{ tool: "echo", reason: "epoch_transition", outcome: "not_run" }]);
+    const echo = (await auditActivity(stateDir)).filter((a) => a.tool === "echo");
+    expect(echo.map((a) => a.outcome)).toEqual(["not-run"]);
   });
 
   it("a redirect is not followed: the refusal says where it points, without its query, and that the configured URL needs updating", async () => {
