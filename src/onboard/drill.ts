@@ -14,6 +14,7 @@ import {
 } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
+import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/demo.js";
 import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
@@ -128,7 +129,9 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       command: process.execPath,
       args: [cli, ...how.args],
       cwd: how.cwd,
-      env: { ...getDefaultEnvironment(), ...how.env },
+      // the drill decides its own requests: a console started on demand for its throwaway state
+      // directory would serve nobody, and outlive the drill
+      env: { ...getDefaultEnvironment(), ...how.env, [NO_CONSOLE_ENV]: "1" },
       stderr: "pipe",
     });
     transport.stderr?.on("data", (b: Buffer) => {

@@ -1,5 +1,6 @@
 // portcullis drill, run as the real CLI against real servers: server-everything, the two-revision
 // inventory fixture, and a wrapper that runs the real server out of the supervisor's sight.
+import { execFileSync } from "node:child_process";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -22,8 +23,8 @@ function project(servers: Record<string, unknown>): string {
   return dir;
 }
 
-const drill = (cwd: string, args: string[]) =>
-  runCli(["drill", ...args], { cwd, env: { ...passphraseEnv(), HOME: cwd }, timeoutMs: 120_000 });
+const drill = (cwd: string, args: string[], env: Record<string, string> = {}) =>
+  runCli(["drill", ...args], { cwd, env: { ...passphraseEnv(), HOME: cwd, ...env }, timeoutMs: 120_000 });
 
 describe("portcullis drill", () => {
   it("server-everything: every step passes, the stale call is refused, both epochs are audited", async () => {
@@ -31,17 +32,19 @@ describe("portcullis drill", () => {
       everything: { command: NODE, args: EVERYTHING.args(), identity: { include: ["rev.txt"] } },
     });
     writeFileSync(join(dir, "rev.txt"), "1\n");
-    const r = await drill(dir, [
-      "everything",
-      "--tool",
-      "echo",
-      "--args",
-      '{"message":"drill"}',
-      "--rebuild",
-      "echo 2 > rev.txt",
-    ]);
+    // the drill's throwaway state directory is made under this TMPDIR
+    const tmp = tempDir("portcullis-drill-tmp-");
+    dirs.push(tmp);
+    const r = await drill(
+      dir,
+      ["everything", "--tool", "echo", "--args", '{"message":"drill"}', "--rebuild", "echo 2 > rev.txt"],
+      { TMPDIR: tmp },
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
+    // the drill decided its own request: no console was started for its state directory
+    const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
+    expect(ps.split("\n").filter((line) => line.includes(tmp))).toEqual([]);
     for (let n = 1; n <= 7; n++) expect(r.stdout).toMatch(new RegExp(`^✓ ${n}\\. `, "m"));
     expect(r.stdout).toMatch(/^✓ 5\. .*authorization_stale checked: refused -32051/m);
     expect(r.stdout).toMatch(/calls in epoch A: 1, in epoch B: 2/);
