@@ -1,9 +1,6 @@
 // What a person does at the terminal while a gateway waits for a decision: list the pending
 // requests (`portcullis approvals --json`), wait for a new one, approve, deny or revoke through
 // the real CLI with the test passphrase.
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { expect } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
@@ -29,35 +26,10 @@ export async function pending(stateDir: string): Promise<Pending[]> {
   return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
 }
 
-/**
- * The ids of the requests pending in the store, read from it directly: cheap enough to poll,
- * where each `portcullis approvals` is a process of its own (the CLI still says what a test reads).
- */
-function pendingInStore(stateDir: string): string[] | null {
-  const file = join(stateDir, "portcullis.db");
-  if (!existsSync(file)) return [];
-  try {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      return db
-        .prepare("SELECT request FROM approval_requests WHERE state = 'pending'")
-        .pluck()
-        .all() as string[];
-    } finally {
-      db.close();
-    }
-  } catch {
-    return null; // cannot tell (not migrated yet, busy): the CLI is asked
-  }
-}
-
 /** The first pending request not in `seen` (which it joins), waiting up to 20 s for one. */
 export async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
   const p = await waitFor(
-    async () =>
-      (pendingInStore(stateDir)?.some((id) => !seen.has(id)) ?? true)
-        ? ((await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null)
-        : null,
+    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
     20_000,
     "an approval request",
   );
