@@ -22,7 +22,7 @@ import { KeyringError } from "../keyring/keyring.js";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
 import { auditData } from "./audit.js";
 import { type Html, html } from "./html.js";
-import { parseCookies, redirect, sendHtml } from "./http.js";
+import { cookieValues, redirect, sendHtml } from "./http.js";
 import {
   auditBody,
   catalogBody,
@@ -40,7 +40,7 @@ import type { PasskeyDecisions } from "./passkeyPages.js";
 import { PASSKEY_JS } from "./passkeyScript.js";
 import { LoginThrottled, type Proof } from "./proof.js";
 import type { Route, RouteContext } from "./routes.js";
-import { type ConsoleSession, loginCookie, sameToken, sessionCookie, token } from "./sessions.js";
+import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie, token } from "./sessions.js";
 
 const ID = "([0-9A-Za-z_-]{1,64})";
 
@@ -129,8 +129,7 @@ export function proofProblem(e: unknown): string | null {
 
 async function login(ctx: RouteContext): Promise<void> {
   const { form, app } = ctx;
-  const cookies = parseCookies(ctx.req.headers.cookie);
-  if (!sameToken(form!.get("csrf"), cookies.get(loginCookie(app.port)))) {
+  if (!sameTokenAsAny(form!.get("csrf"), cookieValues(ctx.req, loginCookie(app.port)))) {
     return loginForm(ctx, 403, "the login form expired or did not come from this console; try again");
   }
   const passphrase = form!.get("passphrase") ?? "";
@@ -356,9 +355,7 @@ export const CONSOLE_ROUTES: Route[] = [
     path: /^\/login$/,
     session: false,
     handle: (ctx) => {
-      const live = ctx.app.sessions.get(
-        parseCookies(ctx.req.headers.cookie).get(sessionCookie(ctx.app.port)),
-      );
+      const live = ctx.app.sessions.fromCookie(cookieValues(ctx.req, sessionCookie(ctx.app.port)));
       if (live) return redirect(ctx.res, safeNext(ctx.url.searchParams.get("next")));
       loginForm(ctx, 200);
     },

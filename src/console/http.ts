@@ -34,15 +34,29 @@ export function originAllowed(origin: string | undefined, host: string): boolean
   return origin === `http://${host}`;
 }
 
-export function parseCookies(header: string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
+/**
+ * Every value of every cookie, in the order sent. A name may come several times: cookies are not
+ * kept apart by port, so a web server on another loopback port can set one named like ours with
+ * a longer Path (`Path=/requests`), and browsers send that one first. A reader must weigh every
+ * value (the one naming a live session, the one matching a token), never only the first.
+ */
+export function parseCookies(header: string | undefined): Map<string, string[]> {
+  const out = new Map<string, string[]>();
   for (const part of (header ?? "").split(";")) {
     const eq = part.indexOf("=");
     if (eq <= 0) continue;
     const name = part.slice(0, eq).trim();
-    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+    const value = part.slice(eq + 1).trim();
+    const values = out.get(name);
+    if (values) values.push(value);
+    else out.set(name, [value]);
   }
   return out;
+}
+
+/** The values of one cookie in a request (none: an empty list). */
+export function cookieValues(req: IncomingMessage, name: string): string[] {
+  return parseCookies(req.headers.cookie).get(name) ?? [];
 }
 
 export class BodyError extends Error {

@@ -29,11 +29,11 @@ import { DecisionError, getRequest } from "../approval/requests.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { answeredChallenge, Ceremonies } from "./ceremonies.js";
 import { by, cookie, page, proofProblem, refuseWithoutGateway, safeNext } from "./handlers.js";
-import { parseCookies, redirect } from "./http.js";
+import { cookieValues, redirect } from "./http.js";
 import { onPasskeyOrigin, PASSKEY_RP_ID, PASSKEY_RP_NAME, passkeyOrigin } from "./passkeyOrigin.js";
 import { passkeysBody } from "./passkeyPages.js";
 import type { ConsoleApp, Route, RouteContext } from "./routes.js";
-import { type ConsoleSession, loginCookie, sameToken, sessionCookie } from "./sessions.js";
+import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie } from "./sessions.js";
 
 /** at most this many login ceremonies in flight (each is two requests from a page of ours) */
 const MAX_LOGINS = 32;
@@ -200,9 +200,9 @@ function remove(ctx: RouteContext) {
 /** Pre-session: the login form's own token (double-submitted in its cookie) stands for CSRF. */
 function loginTokenOk(ctx: RouteContext): boolean {
   const given = ctx.req.headers["x-csrf-token"];
-  const ok = sameToken(
+  const ok = sameTokenAsAny(
     typeof given === "string" ? given : null,
-    parseCookies(ctx.req.headers.cookie).get(loginCookie(ctx.app.port)),
+    cookieValues(ctx.req, loginCookie(ctx.app.port)),
   );
   if (!ok) refuse(ctx, 403, "the login form expired or did not come from this console; reload it");
   return ok;

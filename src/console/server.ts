@@ -13,9 +13,9 @@ import { ChangeWatch } from "./changes.js";
 import { CONSOLE_ROUTES } from "./handlers.js";
 import {
   BodyError,
+  cookieValues,
   hostAllowed,
   originAllowed,
-  parseCookies,
   readForm,
   readJson,
   redirect,
@@ -226,9 +226,8 @@ async function handle(
     req.resume();
     return sendText(res, 404, "not found");
   }
-  const cookies = parseCookies(req.headers.cookie);
   const isEvents = url.pathname === "/events";
-  const session = app.sessions.get(cookies.get(sessionCookie(port)), !isEvents);
+  const session = app.sessions.fromCookie(cookieValues(req, sessionCookie(port)), !isEvents);
   if (route.session && !session) {
     req.resume();
     if (method === "GET" && !isEvents) {

@@ -50,6 +50,17 @@ export function sameToken(a: string | null | undefined, b: string | null | undef
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/**
+ * Whether `given` matches any of the cookie's values (a junk cookie of the same name, set by a
+ * server on another port, must not hide the real one). Every value is compared, each in
+ * constant time, so the answer's timing does not tell which one matched.
+ */
+export function sameTokenAsAny(given: string | null | undefined, values: readonly string[]): boolean {
+  let found = false;
+  for (const v of values) found = sameToken(given, v) || found;
+  return found;
+}
+
 export class Sessions {
   private readonly byId = new Map<string, ConsoleSession>();
   private readonly timer: NodeJS.Timeout;
@@ -92,6 +103,18 @@ export class Sessions {
     }
     if (touch) s.lastSeen = now;
     return s;
+  }
+
+  /**
+   * The live session named by any of a session cookie's values (the first that names one): a
+   * cookie of the same name set by a server on another port, sent before ours, is passed over.
+   */
+  fromCookie(values: readonly string[], touch = true): ConsoleSession | null {
+    for (const v of values) {
+      const s = this.get(v, touch);
+      if (s) return s;
+    }
+    return null;
   }
 
   /**

@@ -285,3 +285,56 @@ describe("the session cookie on another port", () => {
     expect((await call).isError).toBeFalsy();
   });
 });
+
+describe("cookies of the same name from another port", () => {
+  it("a local web server's junk session cookies scoped to /requests and /grants hide nothing: the human logs in, decides and revokes", async () => {
+    const { stateDir, gw } = await setup();
+    const page = suite.browser.page;
+    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "shadowed?" } }));
+    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    const port = new URL(base).port;
+
+    // The agent's dev server on another loopback port names its cookies like the console's, with
+    // longer paths: for those paths the browser sends them before the real session cookie.
+    const junk = ["/requests", "/grants", "/events", "/login/passkey"].map(
+      (path) => `portcullis_session_${port}=junk; Path=${path}; HttpOnly; SameSite=Lax`,
+    );
+    const dev = createServer((_r, res) => {
+      res.setHeader("Set-Cookie", [...junk, `portcullis_login_${port}=junk; Path=/login/passkey`]);
+      res.end("my dev app");
+    });
+    await new Promise<void>((r) => dev.listen(0, "127.0.0.1", r));
+    cleanup.push(
+      () =>
+        new Promise<void>((r) => {
+          dev.close(() => r());
+          dev.closeAllConnections();
+        }),
+    );
+    await page.goto(`http://127.0.0.1:${(dev.address() as AddressInfo).port}/`);
+    const shadows = (await suite.browser.context.cookies())
+      .filter((c) => c.name === `portcullis_session_${port}`)
+      .map((c) => c.path);
+    expect(shadows).toEqual(expect.arrayContaining(["/requests", "/grants"]));
+
+    // The link the gateway prints: to the login page and back to the request, no redirect loop.
+    await loginWithBrowser(page, `${base}/requests/${req.request}`);
+    expect(page.url()).toBe(`${base}/requests/${req.request}`);
+    const card = page.locator(`[data-testid="pending-request"][data-request-id="${req.request}"]`);
+    await card.getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
+    expect((await call).isError).toBeFalsy();
+
+    const [grant] = await activeGrants(stateDir);
+    await page.goto(`${base}/grants`);
+    await page
+      .locator(`[data-testid="grant"][data-grant-id="${grant!.grant}"]`)
+      .getByTestId("revoke")
+      .click();
+    await page.waitForURL(`${base}/grants`);
+    expect(await activeGrants(stateDir)).toEqual([]);
+    expect(suite.browser.dialogs).toEqual([]);
+  });
+});

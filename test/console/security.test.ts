@@ -170,6 +170,68 @@ describe("login", () => {
   });
 });
 
+describe("cookies of the same name", () => {
+  it("a junk value sent before the real one (a server on another port set it with a longer Path) hides neither the session nor the login token", async () => {
+    const a = await httpLogin(base);
+    const junkSession = `portcullis_session_${port}=junk`;
+    for (const cookie of [`${junkSession}; ${a.cookie}`, `${a.cookie}; ${junkSession}`]) {
+      for (const path of ["/", "/grants", "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA"]) {
+        const r = await raw(`${base}${path}`, { headers: { Cookie: cookie } });
+        expect(r.status, `${path} with ${cookie}`).not.toBe(303);
+      }
+      // The login page sees the live session too (it sends the human back, no loop).
+      const login = await raw(`${base}/login?next=/grants`, { headers: { Cookie: cookie } });
+      expect(login.status).toBe(303);
+      expect(login.headers.location).toBe("/grants");
+      // A state change is judged by the live session's token, not refused as "log in first".
+      const revoke = await post(
+        base,
+        "/grants/01JQ7R4S4S0QJ7GZP1S2AAAAAA/revoke",
+        { csrf: a.csrf },
+        { Cookie: cookie },
+      );
+      expect(revoke.body).not.toContain("log in first");
+    }
+    // Only junk values are still no session.
+    const none = await raw(`${base}/grants`, { headers: { Cookie: `${junkSession}; ${junkSession}2` } });
+    expect(none.status).toBe(303);
+
+    // The login form's double-submitted token: a junk value first does not hide it.
+    const form = await raw(`${base}/login`);
+    const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+    const real = String(form.headers["set-cookie"]).split(";")[0]!;
+    const junkLogin = `portcullis_login_${port}=junk`;
+    const local = `http://localhost:${port}`;
+    const options = await raw(`${local}/login/passkey/options`, {
+      method: "POST",
+      headers: {
+        Origin: local,
+        Cookie: `${junkLogin}; ${real}`,
+        "Content-Type": "application/json",
+        "X-CSRF-Token": token,
+      },
+      body: "{}",
+    });
+    expect(options.status, options.body).toBe(409); // past the token: no passkey is registered
+    const ok = await post(
+      base,
+      "/login",
+      { csrf: token, passphrase: TEST_PASSPHRASE },
+      { Cookie: `${junkLogin}; ${real}` },
+    );
+    expect(ok.status, ok.body).toBe(200);
+    expect(String(ok.headers["set-cookie"])).toContain("portcullis_session_");
+    // A token that is none of the values is still refused.
+    const other = await post(
+      base,
+      "/login",
+      { csrf: "other", passphrase: TEST_PASSPHRASE },
+      { Cookie: `${junkLogin}; ${real}` },
+    );
+    expect(other.status).toBe(403);
+  });
+});
+
 describe("forged decisions", () => {
   it("without the CSRF token, with another session's token, from a foreign Origin or without a session: refused, the request stays pending", async () => {
     const dir = tempDir("portcullis-console-forged-");
