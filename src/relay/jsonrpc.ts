@@ -57,7 +57,12 @@ export type Classified =
 export const BATCH_REFUSED =
   "portcullis does not accept JSON-RPC batches (arrays); send one message per line";
 
-function isId(v: unknown): v is Id {
+/**
+ * The one check of a JSON-RPC id, for every transport: a string or a finite number. `1e400`
+ * parses to Infinity (and `-1e400` to -Infinity), which is no id: written back it would be
+ * `null`, and the answer would name no request.
+ */
+export function isId(v: unknown): v is Id {
   return typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
 }
 

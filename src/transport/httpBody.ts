@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { RefusedAnswer } from "../gateway/clientMessages.js";
 import { TopLevelIdScanner } from "../relay/idScan.js";
-import { type Id, INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
+import { type Id, INVALID_REQUEST, isId, PARSE_ERROR } from "../relay/jsonrpc.js";
 import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
 
 export interface JsonRpcMessage {
@@ -131,10 +131,11 @@ function jsonRpcProblem(v: unknown): string | null {
   if (typeof v !== "object" || v === null) return "the body must be a JSON-RPC object";
   const m = v as Record<string, unknown>;
   if (m.jsonrpc !== "2.0") return 'jsonrpc must be "2.0"';
-  const idOk = m.id === undefined || typeof m.id === "string" || typeof m.id === "number";
+  // the check stdio makes (classify): a number that overflows to Infinity is no id
+  const idOk = m.id === undefined || isId(m.id);
   if ("method" in m) {
     if (typeof m.method !== "string") return "method must be a string";
-    if (!idOk) return "id must be a string or a number";
+    if (!idOk) return "request id must be a string or a number";
     if (
       m.params !== undefined &&
       (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))

@@ -244,3 +244,51 @@ describe("HTTP ids are kept as the client wrote them", () => {
     });
   });
 });
+
+describe("ids JSON numbers cannot hold", () => {
+  it("1e400 and -1e400 (Infinity once parsed) are refused as on stdio: 400, -32600, nothing forwarded, nothing run", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const methodLog = join(dir, "methods.jsonl");
+    const l = await startListener(fixtureCommand("lenient"), {
+      args: ["--approval", "none"],
+      env: { FIXTURE_METHOD_LOG: methodLog },
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    const h = l.headers({ "mcp-session-id": session });
+    const post = (body: string) => raw(l, { headers: h, body });
+    const calls = () =>
+      readJsonLines<{ method: string; params: { arguments?: { message?: string } } | null }>(methodLog)
+        .filter((r) => r.method === "tools/call")
+        .map((r) => r.params?.arguments?.message);
+
+    for (const id of ["1e400", "-1e400", "1e309", "-123e456"]) {
+      const call = await post(
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo","arguments":{"message":"ran ${id}"}}}`,
+      );
+      expect(call.status, `${id}: ${call.body}`).toBe(400);
+      expect(JSON.parse(call.body), id).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: expect.stringContaining("request id must be a string or a number") },
+      });
+      const ping = await post(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
+      expect(ping.status, `${id}: ${ping.body}`).toBe(400);
+      // as an answer to a server's request: no id names one, refused too
+      const answer = await post(`{"jsonrpc":"2.0","id":${id},"result":{}}`);
+      expect(answer.status, `${id}: ${answer.body}`).toBe(400);
+      expect(JSON.parse(answer.body).error.code).toBe(-32600);
+    }
+    // The session still serves; the server saw only the call with a real id.
+    const ok = await post(
+      '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"control"}}}',
+    );
+    expect(ok.status).toBe(200);
+    expect(idText(ok.body)).toBe("7");
+    await waitFor(() => calls().includes("control"), 10_000, "the control call at the server");
+    expect(calls()).toEqual(["control"]);
+    const pings = readJsonLines<{ method: string }>(methodLog).filter((r) => r.method === "ping");
+    expect(pings).toEqual([]);
+  });
+});
