@@ -1,5 +1,11 @@
 import { findConfig } from "../config/config.js";
-import { clearConsoleAddress, readConsoleAddress, writeConsoleAddress } from "../console/address.js";
+import {
+  type ConsoleAddress,
+  clearConsoleAddress,
+  humanLink,
+  readConsoleAddress,
+  writeConsoleAddress,
+} from "../console/address.js";
 import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from "../console/config.js";
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
@@ -60,23 +66,26 @@ export async function consoleCommand(args: string[]): Promise<number> {
   // Nothing could prove the human without a keyring: the console would be a locked door.
   if (!keyringExists(stateDir))
     throw new UsageError(`console: ${new KeyringMissingError(stateDir).message}.`);
-  const show = (url: string, already: boolean) => {
-    process.stdout.write(`${already ? "the console is already running at" : "console:"} ${url}\n`);
-    if (!values["no-open"]) openBrowser(url);
+  // The printed and opened link carries the console's ticket: a browser that came by it is
+  // never made to wait by anyone else's wrong passphrases (src/console/ticket.ts).
+  const show = (address: ConsoleAddress, already: boolean) => {
+    const link = humanLink(address);
+    process.stdout.write(`${already ? "the console is already running at" : "console:"} ${link}\n`);
+    if (!values["no-open"]) openBrowser(link);
   };
 
   const existing = readConsoleAddress(stateDir);
   if (existing) {
-    show(existing.url, true);
+    show(existing, true);
     return EXIT_OK;
   }
   const release = takeConsoleLock(stateDir);
   if (!release) {
     // Another console is starting for this state directory: use it.
-    const url = await waitForConsole(stateDir, 10_000);
-    if (!url)
+    const address = await waitForConsole(stateDir, 10_000);
+    if (!address)
       throw new UsageError(`console: another console holds ${stateDir}/console.lock but did not start.`);
-    show(url, true);
+    show(address, true);
     return EXIT_OK;
   }
   const log = stderrLogger("console");
@@ -112,8 +121,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
     };
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => stop(sig));
     // Published only once a signal would remove it again.
-    writeConsoleAddress(stateDir, running.url);
-    show(running.url, false);
+    show(writeConsoleAddress(stateDir, running.url, running.ticket), false);
     if (values["on-demand"]) {
       // Started by a gateway: it goes away after an hour in which nobody used it, or at once
       // when its state directory is removed (a throwaway one: tests, the demo, drills).

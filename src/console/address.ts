@@ -2,11 +2,14 @@
  * Where the console of a state directory can be reached. The console writes `console.json` in
  * the state directory when it starts listening and removes it when it stops; gateways read it to
  * put the console's address in refusals and URL-mode elicitations, and to know whether they must
- * start one. The file carries no secret: only the loopback URL and the owner process.
+ * start one. Besides the loopback URL and the owner process it carries the console's ticket
+ * (ticket.ts), which only links handed to the human may carry: refusals and elicitations, which an
+ * agent reads, get the plain URL.
  */
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../identity/proc.js";
+import { ticketedLink } from "./ticket.js";
 
 export interface ConsoleAddress {
   /** Base URL, e.g. `http://127.0.0.1:7345` (no trailing slash). */
@@ -14,6 +17,8 @@ export interface ConsoleAddress {
   pid: number;
   /** The owner's start time as `processStartTime` reports it, so a reused pid is not trusted. */
   startTime: string | null;
+  /** The console's ticket (ticket.ts); null from a console that published none. */
+  ticket: string | null;
 }
 
 export function consoleAddressPath(stateDir: string): string {
@@ -21,8 +26,12 @@ export function consoleAddressPath(stateDir: string): string {
 }
 
 /** Written atomically (rename), mode 0600. */
-export function writeConsoleAddress(stateDir: string, url: string): ConsoleAddress {
-  const address: ConsoleAddress = { url, pid: process.pid, startTime: processStartTime(process.pid) };
+export function writeConsoleAddress(
+  stateDir: string,
+  url: string,
+  ticket: string | null = null,
+): ConsoleAddress {
+  const address: ConsoleAddress = { url, pid: process.pid, startTime: processStartTime(process.pid), ticket };
   const path = consoleAddressPath(stateDir);
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(address)}\n`, { mode: 0o600 });
@@ -45,15 +54,28 @@ export function readConsoleAddress(stateDir: string): ConsoleAddress | null {
     return null;
   }
   if (!parsed || typeof parsed !== "object") return null;
-  const { url, pid, startTime } = parsed as Record<string, unknown>;
+  const { url, pid, startTime, ticket } = parsed as Record<string, unknown>;
   if (typeof url !== "string" || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(url)) return null;
   if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return null;
   const alive = processStartTime(pid);
   if (alive === null || (typeof startTime === "string" && alive !== startTime)) return null;
-  return { url, pid, startTime: typeof startTime === "string" ? startTime : null };
+  return {
+    url,
+    pid,
+    startTime: typeof startTime === "string" ? startTime : null,
+    ticket: typeof ticket === "string" && /^[A-Za-z0-9_-]{1,128}$/.test(ticket) ? ticket : null,
+  };
 }
 
-/** The console page of one approval request. The URL names the request, never a token. */
+/** The link for the human to `path` of the console (`/` by default), with its ticket. */
+export function humanLink(address: ConsoleAddress, path = "/"): string {
+  return ticketedLink(`${address.url}${path}`, address.ticket);
+}
+
+/**
+ * The console page of one approval request. The URL names the request and carries no token: it
+ * goes into refusals and elicitations too (humanLink adds the ticket for the human's own links).
+ */
 export function requestPageUrl(base: string, requestId: string): string {
   return `${base}/requests/${encodeURIComponent(requestId)}`;
 }

@@ -135,7 +135,7 @@ async function login(ctx: RouteContext): Promise<void> {
   const passphrase = form!.get("passphrase") ?? "";
   let proof: Proof;
   try {
-    proof = await app.prove(passphrase);
+    proof = await app.prove(passphrase, ctx.ticketed);
   } catch (e) {
     const problem = proofProblem(e);
     if (problem === null) throw e;
@@ -209,7 +209,7 @@ async function decide(ctx: RouteContext): Promise<void> {
     if (!passphrase)
       return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf, reviewed));
     try {
-      proof = await app.prove(passphrase);
+      proof = await app.prove(passphrase, ctx.ticketed);
     } catch (e) {
       const problem = proofProblem(e);
       if (problem === null) throw e;
@@ -276,7 +276,7 @@ async function openAudit(ctx: RouteContext): Promise<void> {
   const held = passphrase === "" ? app.sessions.proof(s, ctx.proofKey) : null;
   if (held) return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey), s.csrf), "/audit");
   try {
-    const proof = await app.prove(passphrase);
+    const proof = await app.prove(passphrase, ctx.ticketed);
     const proofKey = app.sessions.proven(s, proof);
     const opened = auditBody(auditData(app.db, proof.auditKey), s.csrf);
     return page(ctx, 200, "Audit", opened, "/audit", proofKey === null ? undefined : { proofKey });

@@ -7,7 +7,7 @@ import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processStartTime } from "../identity/proc.js";
-import { readConsoleAddress, requestPageUrl } from "./address.js";
+import { type ConsoleAddress, humanLink, readConsoleAddress, requestPageUrl } from "./address.js";
 
 /**
  * Set to "1" and a gateway never starts the console on demand (headless machines, CI, the test
@@ -61,11 +61,11 @@ function lockOwnerAlive(path: string): boolean {
 }
 
 /** Waits (bounded) for the state directory's console to publish its address. */
-export async function waitForConsole(stateDir: string, ms: number): Promise<string | null> {
+export async function waitForConsole(stateDir: string, ms: number): Promise<ConsoleAddress | null> {
   const deadline = Date.now() + ms;
   for (;;) {
     const live = readConsoleAddress(stateDir);
-    if (live) return live.url;
+    if (live) return live;
     if (Date.now() >= deadline) return null;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -76,9 +76,9 @@ export async function waitForConsole(stateDir: string, ms: number): Promise<stri
  * detached, outliving the caller) whose address is waited for, at most `waitMs`. null when it
  * could not be started; the caller goes on without it.
  */
-export async function ensureConsole(stateDir: string, waitMs = 10_000): Promise<string | null> {
+export async function ensureConsole(stateDir: string, waitMs = 10_000): Promise<ConsoleAddress | null> {
   const live = readConsoleAddress(stateDir);
-  if (live) return live.url;
+  if (live) return live;
   const main = fileURLToPath(new URL("../cli/main.js", import.meta.url));
   const log = openSync(join(stateDir, "console.log"), "a", 0o600);
   try {
@@ -106,9 +106,12 @@ export function consoleOnDemand(
 ): void {
   if (process.env[NO_CONSOLE_ENV] === "1") return;
   ensureConsole(stateDir).then(
-    (url) => {
-      if (url) log.info(`review and decide it in the console: ${requestPageUrl(url, requestId)}`);
-      else log.warn(`the console did not start (see ${join(stateDir, "console.log")})`);
+    (address) => {
+      // This line is for the human (a gateway's stderr): the link carries the ticket.
+      if (address) {
+        const page = humanLink(address, requestPageUrl("", requestId));
+        log.info(`review and decide it in the console: ${page}`);
+      } else log.warn(`the console did not start (see ${join(stateDir, "console.log")})`);
     },
     (e: unknown) => log.warn(`the console could not be started: ${(e as Error)?.message ?? String(e)}`),
   );

@@ -135,7 +135,7 @@ async function registrationOptions(ctx: RouteContext): Promise<void> {
       return refuse(ctx, 401, "adding a passkey needs the passphrase");
     }
     try {
-      const proof = await app.prove(passphrase);
+      const proof = await app.prove(passphrase, ctx.ticketed);
       proofKey = app.sessions.proven(s, proof);
       signer = proof.signer;
     } catch (e) {

@@ -46,9 +46,10 @@ export class LoginThrottled extends Error {
 }
 
 /**
- * Failed passphrase attempts, for the whole console (not per session: a new session is free to
- * make). The first few failures cost nothing; after that each one doubles the wait before the
- * next attempt is even tried, up to a minute. A success resets it.
+ * Failed passphrase attempts, counted for a whole class of requests, not per session (a new
+ * session is free to make): the console keeps one for the requests that hold its ticket and one
+ * for all others (server.ts, ticket.ts). The first few failures cost nothing; after that each one
+ * doubles the wait before the next attempt is even tried, up to a minute. A success resets it.
  */
 export class LoginLimiter {
   private failures = 0;

@@ -24,6 +24,8 @@ export interface RouteContext {
   session: ConsoleSession | null;
   /** the proof key a POST brought (form field `proof` or header X-Proof-Key; see sessions.ts) */
   proofKey: string | null;
+  /** whether the request's cookies hold the console's ticket (ticket.ts) */
+  ticketed: boolean;
   app: ConsoleApp;
 }
 
@@ -35,8 +37,11 @@ export interface ConsoleApp {
   sessions: Sessions;
   changes: ChangeWatch;
   log: Pick<Logger, "info" | "warn">;
-  /** proves a passphrase (one at a time, rate-limited); see server.ts */
-  prove(passphrase: string): Promise<import("./proof.js").Proof>;
+  /**
+   * proves a passphrase (one at a time, rate-limited: attempts of a request holding the ticket
+   * apart from all others); see server.ts
+   */
+  prove(passphrase: string, ticketed: boolean): Promise<import("./proof.js").Proof>;
 }
 
 export interface Route {

@@ -2,7 +2,8 @@
  * The console's HTTP server: loopback only (127.0.0.1 and ::1), one state directory. Every request: security
  * headers, the Host check (DNS rebinding), then the route table; routes that need a session get
  * none without the session cookie; every POST needs the console's own Origin and the session's
- * CSRF token (the login form has its own pre-session token, double-submitted in a cookie).
+ * CSRF token (the login form has its own pre-session token, double-submitted in a cookie). A GET
+ * carrying the console's ticket trades it for a cookie first (ticket.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,7 +26,8 @@ import {
 import { PASSKEY_ROUTES } from "./passkeys.js";
 import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
-import { Sessions, sameToken, sessionCookie } from "./sessions.js";
+import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
+import { acceptTicket, holdsTicket, TICKET_PARAM } from "./ticket.js";
 
 export interface ConsoleOptions {
   stateDir: string;
@@ -43,6 +45,8 @@ export interface ConsoleOptions {
 export interface RunningConsole {
   url: string;
   port: number;
+  /** this run's ticket, for the links handed to the human (ticket.ts) */
+  ticket: string;
   /** when the last request arrived (ms since the epoch) */
   lastActivity(): number;
   close(): Promise<void>;
@@ -52,7 +56,10 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   const db = openStore(o.stateDir);
   const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000);
   const changes = new ChangeWatch(db);
-  const limiter = new LoginLimiter();
+  const ticket = token();
+  // Wrong passphrases slow the next attempt. Attempts from a browser holding the ticket are
+  // counted apart from everyone else's, so nobody without it can make the human wait.
+  const limiters = { ticketed: new LoginLimiter(), others: new LoginLimiter() };
   let proving: Promise<unknown> = Promise.resolve();
   const app: ConsoleApp = {
     stateDir: o.stateDir,
@@ -62,7 +69,8 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     changes,
     log: o.log,
     // One key derivation at a time (scrypt is costly), and none while throttled.
-    prove(passphrase: string): Promise<Proof> {
+    prove(passphrase: string, ticketed: boolean): Promise<Proof> {
+      const limiter = ticketed ? limiters.ticketed : limiters.others;
       const run = proving.then(async () => {
         const wait = limiter.wait();
         if (wait > 0) throw new LoginThrottled(wait);
@@ -84,7 +92,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   let lastRequest = Date.now();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     lastRequest = Date.now();
-    handle(app, routes, port, req, res).catch((e: unknown) => {
+    handle(app, routes, port, ticket, req, res).catch((e: unknown) => {
       o.log.warn(`console: ${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
       if (!res.headersSent) sendText(res, 500, "internal error");
       else res.destroy();
@@ -106,6 +114,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   return {
     url,
     port,
+    ticket,
     lastActivity: () => lastRequest,
     close() {
       closed ??= new Promise<void>((resolve) => {
@@ -194,6 +203,7 @@ async function handle(
   app: ConsoleApp,
   routes: Route[],
   port: number,
+  ticket: string,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -210,6 +220,10 @@ async function handle(
     return sendText(res, 405, "method not allowed");
   }
   const url = new URL(req.url ?? "/", `http://${host}`);
+  if (method === "GET" && url.searchParams.has(TICKET_PARAM)) {
+    req.resume();
+    return acceptTicket(res, url, port, ticket);
+  }
   let params: string[] = [];
   const route = routes.find((r) => {
     if (r.method !== method) return false;
@@ -258,7 +272,8 @@ async function handle(
     // Session-less POSTs (login) check their own pre-session token in their handler.
   }
   const proofKey = method === "POST" ? (form?.get("proof") ?? headerValue(req, "x-proof-key")) : null;
-  await route.handle({ req, res, params, url, form, json, session, proofKey, app });
+  const ticketed = holdsTicket(req.headers.cookie, port, ticket);
+  await route.handle({ req, res, params, url, form, json, session, proofKey, ticketed, app });
 }
 
 function headerValue(req: IncomingMessage, name: string): string | null {

@@ -78,7 +78,7 @@ export async function runDemo(args: string[]): Promise<number> {
         stateDir,
         log: { info: () => {}, warn: (m) => note(`console: ${m}`) },
       });
-      writeConsoleAddress(stateDir, console_.url);
+      writeConsoleAddress(stateDir, console_.url, console_.ticket);
       note(`console: ${console_.url}  (log in with the demo passphrase: "${DEMO_PASSPHRASE}")`);
       decider = await ConsoleClient.login(console_.url, DEMO_PASSPHRASE);
       note("the demo's human is logged in there; each decision below is made through it");

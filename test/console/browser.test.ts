@@ -153,6 +153,34 @@ describe("the proven window", () => {
   });
 });
 
+describe("the printed link", () => {
+  it("sets the ticket cookie, drops the ticket from the URL, and the login the browser posts carries it", async () => {
+    const stateDir = newStateDir();
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => removeDir(stateDir));
+    cleanup.push(() => c.stop());
+    const printed = await runCli(["console", "--no-open", "--state-dir", stateDir]);
+    const link = /already running at (\S+)/.exec(printed.stdout)![1]!;
+    expect(link).toMatch(/\?ticket=[A-Za-z0-9_-]{43}$/);
+
+    const page = suite.browser.page;
+    await page.goto(link);
+    expect(page.url()).toBe(`${c.url}/login`);
+    const cookies = await suite.browser.context.cookies(c.url);
+    const ticket = cookies.find((k) => k.name === `portcullis_ticket_${new URL(c.url).port}`);
+    expect(ticket).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/" });
+    expect(link).toContain(`?ticket=${ticket!.value}`);
+
+    // The strict cookie goes with the login form the browser posts: its attempts are counted
+    // apart from everyone else's (the lockout itself: security.test.ts, "failed logins").
+    const posted = page.waitForRequest((r) => r.method() === "POST" && r.url() === `${c.url}/login`);
+    await page.getByTestId("login-passphrase").fill("correct horse battery staple");
+    await page.getByTestId("login-submit").click();
+    expect((await (await posted).allHeaders()).cookie).toContain(`${ticket!.name}=${ticket!.value}`);
+    await page.waitForURL(`${c.url}/`);
+  });
+});
+
 describe("untrusted text", () => {
   it("<script>, javascript: URLs, bidi and zero-width characters in a tool description and in arguments render inert and visible", async () => {
     const evil = {

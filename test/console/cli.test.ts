@@ -203,7 +203,9 @@ describe("portcullis console flags and configuration", () => {
       const [server, other] = address.pid === a.child.pid ? [a, b] : [b, a];
       expect(address.pid).toBe(server.child.pid);
       expect(await other.exit).toBe(0);
-      expect(other.out().trim()).toBe(`the console is already running at ${address.url}`);
+      expect(other.out().trim()).toBe(
+        `the console is already running at ${address.url}/?ticket=${address.ticket}`,
+      );
       expect(server.child.exitCode).toBeNull();
     } finally {
       await stopConsoleOf(stateDir);

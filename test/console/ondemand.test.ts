@@ -25,7 +25,8 @@ describe("the console on demand", () => {
       const line = await gw.waitForStderr(/review and decide it in the console: (\S+)/, 20_000);
       const address = readConsoleAddress(stateDir)!;
       pid = address.pid;
-      expect(line).toContain(`${address.url}/requests/${r1.request}`);
+      // The link for the human carries the console's ticket (src/console/ticket.ts).
+      expect(line).toContain(`${address.url}/requests/${r1.request}?ticket=${address.ticket}`);
       // A per-call tool is offered one call, never the session.
       const s = await httpLogin(address.url);
       const card = (await raw(`${address.url}/requests/${r1.request}`, { headers: { Cookie: s.cookie } }))

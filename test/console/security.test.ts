@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readConsoleAddress } from "../../src/console/address.js";
 import { pending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -336,7 +337,10 @@ describe("one console per state directory", () => {
   it("a second 'portcullis console' prints the running one's address; doctor reports it", async () => {
     const again = await runCli(["console", "--no-open", "--state-dir", stateDir]);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout.trim()).toBe(`the console is already running at ${base}`);
+    // The printed link carries the console's ticket (the same as in console.json, which only the user reads).
+    const { ticket } = readConsoleAddress(stateDir)!;
+    expect(ticket).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(again.stdout.trim()).toBe(`the console is already running at ${base}/?ticket=${ticket}`);
     const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
     expect(JSON.parse(doctor.stdout).console).toBe(`${base} (pid ${console_.pid})`);
   });
@@ -369,6 +373,56 @@ describe("failed logins", () => {
         statuses.push((await post(c.url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status);
       }
       expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
+    } finally {
+      await c.stop();
+      removeDir(dir);
+    }
+  });
+
+  it("by others never make the human wait: a browser that came by the printed link (its ticket) is counted apart", async () => {
+    const dir = newStateDir();
+    const c = await startConsoleProcess(dir);
+    const ticketName = `portcullis_ticket_${new URL(c.url).port}`;
+    /** one login attempt as a browser makes it: the login form first, then its POST */
+    const attempt = async (passphrase: string, cookies: string[] = []) => {
+      const form = await raw(`${c.url}/login`);
+      const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+      const cookie = [String(form.headers["set-cookie"]).split(";")[0]!, ...cookies].join("; ");
+      return (await post(c.url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status;
+    };
+    try {
+      // The human's link: what `portcullis console` prints (and opens).
+      const printed = await runCli(["console", "--no-open", "--state-dir", dir]);
+      const link = /already running at (\S+)/.exec(printed.stdout)![1]!;
+      expect(new URL(link).searchParams.get("ticket")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      // Opening it sets the ticket cookie (strict, script-proof) and leads to the URL without it.
+      const opened = await raw(link);
+      expect(opened.status).toBe(303);
+      expect(opened.headers.location).toBe("/");
+      const set = String(opened.headers["set-cookie"]);
+      expect(set).toMatch(new RegExp(`^${ticketName}=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=/$`));
+      const ticketCookie = set.split(";")[0]!;
+      // A made-up ticket sets nothing (and is dropped from the URL all the same).
+      const madeUp = await raw(`${c.url}/login?next=%2Fgrants&ticket=${"A".repeat(43)}`);
+      expect(madeUp.status).toBe(303);
+      expect(madeUp.headers.location).toBe("/login?next=%2Fgrants");
+      expect(madeUp.headers["set-cookie"]).toBeUndefined();
+
+      // Any local process, no secret: wrong passphrases until the console throttles (429), a
+      // made-up ticket cookie (another port can set one) no way around it.
+      const junk = `${ticketName}=${"B".repeat(43)}`;
+      const attacker: number[] = [];
+      for (let i = 0; i < 6; i++) attacker.push(await attempt(`wrong ${i}`));
+      attacker.push(await attempt(TEST_PASSPHRASE, [junk]));
+      expect(attacker).toEqual([401, 401, 401, 401, 401, 401, 429]);
+      // The human, holding the ticket, logs in at once, even with the junk cookie sent first.
+      expect(await attempt(TEST_PASSPHRASE, [junk, ticketCookie])).toBe(200);
+
+      // The ticket's own count still slows a guesser who holds it.
+      const holder: number[] = [];
+      for (let i = 0; i < 7; i++)
+        holder.push(await attempt(i < 6 ? `wrong ${i}` : TEST_PASSPHRASE, [ticketCookie]));
+      expect(holder).toEqual([401, 401, 401, 401, 401, 401, 429]);
     } finally {
       await c.stop();
       removeDir(dir);

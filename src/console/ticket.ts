@@ -1,0 +1,60 @@
+/**
+ * The console's ticket: a random value made once per console run, carried only by the links the
+ * console hands the human (the URL `portcullis console` prints and opens, the request pages a
+ * gateway prints) and by `console.json`, which only the user can read. Any local process can try
+ * passphrases at the console's port, and every wrong one slows the next; were there one count
+ * for everyone, anyone could keep it engaged and the human's right passphrase would wait for
+ * ever. A browser that came by a ticketed link holds the ticket in a cookie, and its attempts
+ * are counted apart (server.ts): nobody without the ticket can slow them.
+ */
+import type { ServerResponse } from "node:http";
+import { redirect } from "./http.js";
+import { sameToken } from "./sessions.js";
+
+/** The query parameter a ticketed link carries. */
+export const TICKET_PARAM = "ticket";
+
+/** Named after the port, like the session cookie: two consoles side by side keep theirs apart. */
+export function ticketCookie(port: number): string {
+  return `portcullis_ticket_${port}`;
+}
+
+/** `url` (the console's base URL and a path of ours) with the ticket, when there is one. */
+export function ticketedLink(url: string, ticket: string | null): string {
+  if (!ticket) return url;
+  return `${url}${url.includes("?") ? "&" : "?"}${TICKET_PARAM}=${encodeURIComponent(ticket)}`;
+}
+
+/**
+ * Whether the request's cookies hold the ticket. Every value of the cookie's name is looked at,
+ * not only the first: another web server on 127.0.0.1 can set (never read) cookies for this
+ * port, and a junk one with a longer Path would be sent first.
+ */
+export function holdsTicket(header: string | undefined, port: number, ticket: string): boolean {
+  const name = ticketCookie(port);
+  let held = false;
+  for (const part of (header ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq <= 0 || part.slice(0, eq).trim() !== name) continue;
+    // No early return: every value is compared, in constant time.
+    if (sameToken(part.slice(eq + 1).trim(), ticket)) held = true;
+  }
+  return held;
+}
+
+/**
+ * A GET that carries `?ticket=`: the ticket, when it is this run's, goes into an HttpOnly,
+ * SameSite=Strict cookie, and the browser is sent to the same URL without it, so the ticket is
+ * kept out of the history, the address bar and any Referer. A wrong ticket sets nothing.
+ */
+export function acceptTicket(res: ServerResponse, url: URL, port: number, ticket: string): void {
+  if (sameToken(url.searchParams.get(TICKET_PARAM), ticket)) {
+    // The session cookie's attributes (handlers.ts), written here so that this module, which
+    // address.ts and so every gateway loads, does not pull in the console's pages.
+    res.setHeader("Set-Cookie", `${ticketCookie(port)}=${ticket}; HttpOnly; SameSite=Strict; Path=/`);
+  }
+  const rest = new URLSearchParams(url.searchParams);
+  rest.delete(TICKET_PARAM);
+  const query = rest.toString();
+  redirect(res, `${url.pathname}${query ? `?${query}` : ""}`);
+}
