@@ -27,7 +27,7 @@ import { PASSKEY_ROUTES } from "./passkeys.js";
 import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
-import { acceptTicket, holdsTicket, TICKET_PARAM } from "./ticket.js";
+import { acceptTicket, fromAnotherUser, holdsTicket, TICKET_PARAM } from "./ticket.js";
 
 export interface ConsoleOptions {
   stateDir: string;
@@ -272,7 +272,9 @@ async function handle(
     // Session-less POSTs (login) check their own pre-session token in their handler.
   }
   const proofKey = method === "POST" ? (form?.get("proof") ?? headerValue(req, "x-proof-key")) : null;
-  const ticketed = holdsTicket(req.headers.cookie, port, ticket);
+  // Only a POST can carry a passphrase: the kernel's socket table is read for those alone.
+  const ticketed =
+    method === "POST" && holdsTicket(req.headers.cookie, port, ticket) && !fromAnotherUser(req);
   await route.handle({ req, res, params, url, form, json, session, proofKey, ticketed, app });
 }
 

@@ -7,7 +7,8 @@
  * ever. A browser that came by a ticketed link holds the ticket in a cookie, and its attempts
  * are counted apart (server.ts): nobody without the ticket can slow them.
  */
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { tcpPeerUid } from "../identity/proc.js";
 import { redirect } from "./http.js";
 import { sameToken } from "./sessions.js";
 
@@ -57,4 +58,20 @@ export function acceptTicket(res: ServerResponse, url: URL, port: number, ticket
   rest.delete(TICKET_PARAM);
   const query = rest.toString();
   redirect(res, `${url.pathname}${query ? `?${query}` : ""}`);
+}
+
+/**
+ * Whether the request's connection comes from another user's process, as far as the kernel says
+ * (Linux; false where it cannot tell). The ticket goes through the opener's command line
+ * (xdg-open, the browser's), which other users can list; one who caught it there still shares
+ * the count with everyone else.
+ */
+export function fromAnotherUser(req: IncomingMessage): boolean {
+  const s = req.socket;
+  if (typeof process.getuid !== "function" || !s.localAddress || !s.remoteAddress) return false;
+  const uid = tcpPeerUid(
+    { address: s.localAddress, port: s.localPort ?? 0 },
+    { address: s.remoteAddress, port: s.remotePort ?? 0 },
+  );
+  return uid !== null && uid !== process.getuid();
 }

@@ -20,7 +20,7 @@ export {
   type RecordedProcess,
   recordedPlace,
 } from "./procLiveness.js";
-export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders } from "./procPeer.js";
+export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders, tcpPeerUid } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {
   dead,

@@ -62,12 +62,27 @@ function holds(pid: string, target: string): boolean {
   return false;
 }
 
+/**
+ * Linux: the user id owning the other end of a TCP connection from this machine, as the kernel
+ * lists it (readable for every user's sockets, unlike their descriptors). Null when the socket is
+ * not found (not Linux, the connection already gone, more than one row).
+ */
+export function tcpPeerUid(ours: TcpEnd, theirs: TcpEnd): number | null {
+  if (process.platform !== "linux") return null;
+  return tcpSocketRow(theirs, ours)?.uid ?? null;
+}
+
 /** The inode of the one socket whose local end is `local` and remote end `remote`, or null. */
 function tcpSocketInode(local: TcpEnd, remote: TcpEnd): string | null {
+  return tcpSocketRow(local, remote)?.inode ?? null;
+}
+
+/** The one socket whose local end is `local` and remote end `remote`: its inode and owner's uid. */
+function tcpSocketRow(local: TcpEnd, remote: TcpEnd): { inode: string; uid: number } | null {
   const locals = new Set(procNetEnds(local));
   const remotes = new Set(procNetEnds(remote));
   if (locals.size === 0 || remotes.size === 0) return null;
-  const found = new Set<string>();
+  const found = new Map<string, number>();
   for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     const text = readProcFile(table);
     if (!text) continue;
@@ -75,10 +90,12 @@ function tcpSocketInode(local: TcpEnd, remote: TcpEnd): string | null {
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
       const f = line.trim().split(/\s+/);
       if (f.length < 10 || f[9] === "0") continue;
-      if (locals.has(f[1]!.toUpperCase()) && remotes.has(f[2]!.toUpperCase())) found.add(f[9]!);
+      if (locals.has(f[1]!.toUpperCase()) && remotes.has(f[2]!.toUpperCase())) found.set(f[9]!, Number(f[7]));
     }
   }
-  return found.size === 1 ? [...found][0]! : null;
+  if (found.size !== 1) return null;
+  const [inode, uid] = [...found][0]!;
+  return Number.isInteger(uid) ? { inode, uid } : null;
 }
 
 /**

@@ -2,6 +2,7 @@
 // Host and Origin are exactly what the test says): DNS rebinding, foreign origins, missing or
 // foreign CSRF tokens, no session, the login and its rate limit, the headers on every response.
 // Forged decisions are tried against a real pending request of a real gateway.
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -429,3 +430,80 @@ describe("failed logins", () => {
     }
   });
 });
+
+describe("the ticket caught by another user", () => {
+  // The ticket passes through the opener's command line (xdg-open, the browser's), which other
+  // users can list; the kernel's socket table names the client's user, and another user's
+  // attempts share the count with everyone else's, ticket or not. Spawning another user's
+  // process needs root.
+  it.skipIf(process.platform !== "linux" || process.getuid?.() !== 0)(
+    "does not move that user's wrong passphrases out of everyone's count",
+    async () => {
+      const dir = newStateDir();
+      const c = await startConsoleProcess(dir);
+      try {
+        const { ticket } = readConsoleAddress(dir)!;
+        const ticketCookie = `portcullis_ticket_${new URL(c.url).port}=${ticket}`;
+        expect(await attemptsAsNobody(c.url, ticketCookie, 6)).toEqual([401, 401, 401, 401, 401, 401]);
+        const login = async (cookies: string[]) => {
+          const form = await raw(`${c.url}/login`);
+          const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+          const cookie = [String(form.headers["set-cookie"]).split(";")[0]!, ...cookies].join("; ");
+          return (
+            await post(c.url, "/login", { csrf: token, passphrase: TEST_PASSPHRASE }, { Cookie: cookie })
+          ).status;
+        };
+        expect(await login([])).toBe(429);
+        expect(await login([ticketCookie])).toBe(200);
+      } finally {
+        await c.stop();
+        removeDir(dir);
+      }
+    },
+  );
+});
+
+/**
+ * `count` wrong-passphrase logins sent by a process of another user (nobody, 65534), with the
+ * given Cookie besides the login form's: the statuses. Needs root to spawn it.
+ */
+async function attemptsAsNobody(base: string, cookie: string, count: number): Promise<number[]> {
+  const script = `
+    const http = require("node:http");
+    const rq = (method, path, headers, body) => new Promise((res, rej) => {
+      const r = http.request(process.env.BASE + path, { method, headers }, (rs) => {
+        let d = ""; rs.on("data", (c) => (d += c)); rs.on("end", () => res({ s: rs.statusCode, h: rs.headers, b: d }));
+      });
+      r.on("error", rej); r.end(body);
+    });
+    (async () => {
+      const out = [];
+      for (let i = 0; i < ${count}; i++) {
+        const form = await rq("GET", "/login", {});
+        const csrf = /name="csrf" value="([^"]+)"/.exec(form.b)[1];
+        const cookie = [form.h["set-cookie"][0].split(";")[0], process.env.COOKIE].join("; ");
+        const body = new URLSearchParams({ csrf, passphrase: "wrong " + i }).toString();
+        const r = await rq("POST", "/login", { origin: process.env.BASE, cookie, "content-type": "application/x-www-form-urlencoded" }, body);
+        out.push(r.s);
+      }
+      console.log(JSON.stringify(out));
+    })();`;
+  const child = spawn(process.execPath, ["-e", script], {
+    uid: 65534,
+    gid: 65534,
+    cwd: "/",
+    env: { BASE: base, COOKIE: cookie, PATH: process.env.PATH ?? "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+  });
+  child.stderr.on("data", (d) => {
+    err += d;
+  });
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  expect(code, err).toBe(0);
+  return JSON.parse(out) as number[];
+}
