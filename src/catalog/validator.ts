@@ -12,7 +12,9 @@
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { type CodeTemplates, hashedKeywords } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
+import { clip, firstOf, jsonText } from "./text.js";
 import type { CatalogSnapshot } from "./types.js";
 
 type FormatsPlugin = ((ajv: Ajv | Ajv2020) => unknown) & { get(name: string): Format };
@@ -27,6 +29,7 @@ interface Engine {
   Ajv: new (opts: Options) => Ajv;
   Ajv2020: new (opts: Options) => Ajv2020;
   addFormats: FormatsPlugin;
+  codegen: CodeTemplates;
 }
 let engine: Engine | null = null;
 let warming: NodeJS.Timeout | null = null;
@@ -42,10 +45,12 @@ function ajvEngine(): Engine {
   if (!engine) {
     const require = createRequire(import.meta.url);
     const formats = require("ajv-formats") as FormatsPlugin & { default?: FormatsPlugin };
+    const ajv = require("ajv") as { Ajv: Engine["Ajv"] } & CodeTemplates;
     engine = {
-      Ajv: (require("ajv") as { Ajv: Engine["Ajv"] }).Ajv,
+      Ajv: ajv.Ajv,
       Ajv2020: (require("ajv/dist/2020.js") as { Ajv2020: Engine["Ajv2020"] }).Ajv2020,
       addFormats: formats.default ?? formats,
+      codegen: { _: ajv._, str: ajv.str },
     };
   }
   return engine;
@@ -104,9 +109,16 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
     logger: false,
     // linear time: a server's pattern never backtracks on a client's argument
     code: { regExp: linearRegExp },
+    // `required`, `properties` and `dependentRequired` see the client's own fields only: without
+    // this, a field named "constructor" or "__proto__" was found on Object.prototype, so
+    // `required: ["constructor"]` was never enforced and `properties: {"toString": …}` checked a function
+    ownProperties: true,
   };
   const e = ajvEngine();
   const ajv = dialect === "draft-07" ? new e.Ajv(opts) : new e.Ajv2020(opts);
+  // looked up in sets, not compared value by value or pair by pair (hashedKeywords.ts)
+  for (const keyword of hashedKeywords(e.codegen))
+    ajv.removeKeyword(keyword.keyword as string).addKeyword(keyword);
   e.addFormats(ajv);
   ajv.addFormat("url", boundedUrl(e.addFormats.get("url")));
   return ajv;
@@ -184,16 +196,49 @@ const SCHEMA_LISTS = new Set(["allOf", "anyOf", "oneOf", "prefixItems"]);
 type Place = "schema" | "members" | "data" | "inData";
 
 /**
+ * Keys that refuse a tool wherever its schema has them (in `enum`, `const`, `default` or
+ * `examples` they are data, and harmless):
+ * - `$async` makes ajv compile an asynchronous check, which answers a Promise, not a verdict;
+ *   read as one, every call passed, and the Promise's rejection ended the gateway;
+ * - `__proto__` as a name (in `properties`, `patternProperties`, `dependentRequired`,
+ *   `dependentSchemas`, `$defs` …) is skipped by ajv, so what the schema says of it would not be checked.
+ */
+const REFUSED_KEYS = new Map([
+  ["$async", "which asks for an asynchronous check, one portcullis does not run"],
+  ["__proto__", "a name the schema checker skips (what the schema says of that field would not be checked)"],
+]);
+
+/** What the walk found that refuses the tool: too large, or a refused key and where. */
+type Finding = { over: string } | { key: string; at: string };
+
+/** One value met in the walk; `parent` and `key` give its place, made into a pointer only when needed. */
+interface Step {
+  value: unknown;
+  place: Place;
+  parent: Step | null;
+  key: string;
+}
+
+function pointerOf(step: Step): string {
+  const segments: string[] = [];
+  for (let s: Step | null = step; s?.parent; s = s.parent) segments.push(pointerSegment(s.key));
+  return segments.length === 0 ? "" : `/${segments.reverse().join("/")}`;
+}
+
+/**
  * Whether `schema` is over either limit, walked with an explicit stack (no recursion) and stopped
  * as soon as it is: the walk costs no more than the limits allow. A key is read as a keyword only
- * where a schema is: a property named `enum` is a schema, and its nodes count.
+ * where a schema is: a property named `enum` is a schema, and its nodes count. The first refused
+ * key found outside data is reported when the schema is within the limits.
  */
-function oversize(schema: object): string | null {
+function inspectSchema(schema: object): Finding | null {
   let nodes = 0;
   let bytes = 0;
-  const stack: [unknown, Place][] = [[schema, "schema"]];
+  let refused: Step | null = null;
+  const stack: Step[] = [{ value: schema, place: "schema", parent: null, key: "" }];
   while (stack.length > 0) {
-    const [v, place] = stack.pop()!;
+    const step = stack.pop()!;
+    const { value: v, place } = step;
     if (place !== "inData") nodes++;
     bytes += 1;
     if (typeof v === "string") bytes += v.length + 2;
@@ -201,13 +246,22 @@ function oversize(schema: object): string | null {
     else if (typeof v === "object" && v !== null) {
       for (const [key, child] of Object.entries(v)) {
         bytes += key.length + 3;
-        stack.push([child, placeOf(place, key)]);
+        const next: Step = { value: child, place: placeOf(place, key), parent: step, key };
+        if (refused === null && isRefusedKey(place, key)) refused = next;
+        stack.push(next);
       }
     }
-    if (nodes > MAX_SCHEMA_NODES) return `more than ${MAX_SCHEMA_NODES.toLocaleString("en-US")} schema nodes`;
-    if (bytes > MAX_SCHEMA_BYTES) return `more than ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB`;
+    if (nodes > MAX_SCHEMA_NODES)
+      return { over: `more than ${MAX_SCHEMA_NODES.toLocaleString("en-US")} schema nodes` };
+    if (bytes > MAX_SCHEMA_BYTES) return { over: `more than ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB` };
   }
-  return null;
+  return refused === null ? null : { key: refused.key, at: pointerOf(refused) };
+}
+
+/** `$async` where a keyword is; `__proto__` anywhere but in data. */
+function isRefusedKey(place: Place, key: string): boolean {
+  if (place === "data" || place === "inData") return false;
+  return key === "__proto__" || (key === "$async" && place === "schema");
 }
 
 /** Where the member under `key` of a value in `place` is (an unknown keyword's value counts as schema). */
@@ -240,8 +294,24 @@ function q(s: string): string {
   return JSON.stringify(s);
 }
 
-/** One plain sentence per ajv error, naming the field. */
+/**
+ * How much of a server's values or a client's field names one sentence shows: an enum may hold
+ * 50,000 values, and listing them all in each sentence made one bad item's refusal 489 KB.
+ */
+const ENUM_VALUES_SHOWN = 12;
+const VALUE_CHARS = 80;
+export const MAX_SENTENCE_CHARS = 1000;
+
+/** One plain sentence per ajv error, naming the field, at most MAX_SENTENCE_CHARS long (and a count of the rest). */
 export function errorSentence(e: ErrorObject): string {
+  return clip(fullSentence(e), MAX_SENTENCE_CHARS);
+}
+
+function valueText(v: unknown): string {
+  return clip(jsonText(v), VALUE_CHARS);
+}
+
+function fullSentence(e: ErrorObject): string {
   const field = fieldOf(e.instancePath);
   const subject = field === "" ? "The arguments" : `Field ${q(field)}`;
   const p = e.params as Record<string, unknown>;
@@ -254,15 +324,49 @@ export function errorSentence(e: ErrorObject): string {
     case "type":
       return `${subject} must be of type ${String(p.type)}.`;
     case "enum":
-      return `${subject} must be one of ${(Array.isArray(p.allowedValues) ? p.allowedValues : []).map((v) => JSON.stringify(v)).join(", ")}.`;
+      return `${subject} must be one of ${firstOf(Array.isArray(p.allowedValues) ? p.allowedValues : [], ENUM_VALUES_SHOWN, valueText)}.`;
     case "const":
-      return `${subject} must equal ${JSON.stringify(p.allowedValue)}.`;
+      return `${subject} must equal ${valueText(p.allowedValue)}.`;
     default:
       return `${subject} ${e.message ?? "is invalid"}.`;
   }
 }
 
 const MAX_ERRORS = 20;
+
+/**
+ * At most MAX_ERRORS distinct sentences, then a count of the other errors. Sentences are made
+ * only until that many are kept: a call with 100,000 bad items has 100,000 errors from ajv, and
+ * the rest are only counted, by what tells them apart (place, keyword, field named).
+ */
+function sentences(errors: ErrorObject[]): string[] {
+  const kept = new Set<string>();
+  const keptKeys = new Set<string>();
+  const rest = new Set<string>();
+  for (const e of errors) {
+    const key = errorKey(e);
+    if (kept.size < MAX_ERRORS) {
+      kept.add(errorSentence(e));
+      keptKeys.add(key);
+    } else if (!keptKeys.has(key)) rest.add(key);
+  }
+  const out = [...kept];
+  if (out.length === 0) out.push("The arguments do not match the tool's input schema.");
+  if (rest.size > 0) out.push(`${rest.size} more errors were not listed.`);
+  return out;
+}
+
+function errorKey(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  const name = p.missingProperty ?? p.additionalProperty ?? p.unevaluatedProperty ?? "";
+  return `${e.instancePath}\u0000${e.schemaPath}\u0000${String(name)}`;
+}
+
+/** A thenable's rejection is handled (ignored: the call is refused either way). */
+function settle(result: unknown): void {
+  const then = (result as { then?: unknown } | null)?.then;
+  if (typeof then === "function") then.call(result, undefined, () => {});
+}
 
 export type ValidationResult =
   | { ok: true; effective: Record<string, unknown> }
@@ -309,11 +413,18 @@ export class ArgumentValidator {
       };
     }
     // Before anything walks or compiles the schema whole.
-    const over = oversize(schema);
-    if (over !== null) {
+    const found = inspectSchema(schema);
+    if (found !== null && "key" in found) {
       return {
         invalid:
-          `Tool ${q(toolName)} has an input schema of ${over}, over what portcullis compiles ` +
+          `Tool ${q(toolName)} is refused: its input schema has ${q(found.key)} at ${shown(found.at)}, ` +
+          `${REFUSED_KEYS.get(found.key)}, so its calls are refused.`,
+      };
+    }
+    if (found !== null) {
+      return {
+        invalid:
+          `Tool ${q(toolName)} has an input schema of ${found.over}, over what portcullis compiles ` +
           `(${MAX_SCHEMA_NODES.toLocaleString("en-US")} nodes, ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB), so its calls are refused.`,
       };
     }
@@ -349,20 +460,16 @@ export class ArgumentValidator {
     if ("invalid" in c) return { ok: false, errors: [c.invalid] };
     urlBudget = URL_CHARS_PER_CALL;
     try {
-      if (!c.check(value)) {
-        const errors = (c.check.errors ?? []).map(errorSentence);
-        const unique = [...new Set(errors)];
-        if (unique.length === 0) unique.push("The arguments do not match the tool's input schema.");
-        if (unique.length > MAX_ERRORS) {
-          const more = unique.length - MAX_ERRORS;
-          unique.length = MAX_ERRORS;
-          unique.push(`${more} more errors were not listed.`);
-        }
-        return { ok: false, errors: unique };
+      // Only `true` is valid. An asynchronous check (refused when compiling) would answer a
+      // Promise, which is truthy: it must never pass, and its rejection must not go unhandled.
+      const verdict: unknown = c.check(value);
+      if (verdict !== true) {
+        settle(verdict);
+        return { ok: false, errors: sentences(verdict === false ? (c.check.errors ?? []) : []) };
       }
       if (c.withDefaults === null) return { ok: true, effective: value as Record<string, unknown> };
       const effective = structuredClone(value) as Record<string, unknown>;
-      c.withDefaults(effective);
+      settle(c.withDefaults(effective));
       return { ok: true, effective };
     } catch (err) {
       const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
