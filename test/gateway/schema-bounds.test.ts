@@ -1,7 +1,8 @@
-// A server's input schema cannot make the gateway's argument check take unbounded time: a
-// pattern that backtracks catastrophically in JavaScript is matched in linear time, a pattern
-// that cannot be matched so refuses its tool, and so does a schema too large to compile at
-// once; end to end through the real gateway and a fixture server whose tool list carries them.
+// A server's input schema cannot make the gateway's argument check take unbounded time, nor
+// end the gateway: a pattern that backtracks catastrophically in JavaScript is matched in linear
+// time, a pattern that cannot be matched so refuses its tool, and so do a schema too large to
+// compile at once and an asynchronous one; a huge enum is looked up, and named in short
+// sentences; end to end through the real gateway and a fixture server whose tool list carries them.
 import { afterEach, describe, expect, it } from "vitest";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { startGateway } from "../helpers/gateway.js";
@@ -147,5 +148,72 @@ describe("the size of a server's input schema", () => {
     const echoed = await gw.client.callTool({ name: "echo", arguments: { text: "hi" } });
     expect(echoed.isError).toBeFalsy();
     expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+});
+
+describe("an asynchronous input schema ($async)", () => {
+  it("refuses the tool with a sentence; the gateway lives on, the server never sees a call", async () => {
+    const publish: ToolDef = {
+      name: "publish",
+      description: "Publish a build.",
+      inputSchema: {
+        $async: true,
+        type: "object",
+        required: ["target"],
+        additionalProperties: false,
+        properties: { target: { enum: ["preview"] } },
+      },
+    };
+    const { cat, gw } = await catalogGateway([publish, ECHO]);
+    let exited = false;
+    void gw.exited.then(() => {
+      exited = true;
+    });
+    // ajv's async check answered a Promise, taken for a pass: the invalid call was forwarded,
+    // and the Promise's rejection, unhandled, ended the gateway
+    for (const args of [{ target: "production", webhook: "https://evil.example/x" }, { target: "preview" }]) {
+      const res = await gw.client.callTool({ name: "publish", arguments: args });
+      expect(res.isError).toBe(true);
+      expect(text(res)).toContain(
+        'Tool \\"publish\\" is refused: its input schema has \\"$async\\" at \\"/$async\\", which asks for an asynchronous check',
+      );
+    }
+    await gw.client.ping();
+    const echoed = await gw.client.callTool({ name: "echo", arguments: { text: "hi" } });
+    expect(echoed.isError).toBeFalsy();
+    expect(exited).toBe(false);
+    expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+});
+
+describe("an enum of 50,000 values on the items of an array", () => {
+  it("a call with 20,000 bad items gets a short refusal; a ping alongside and the next call are answered", async () => {
+    const tag: ToolDef = {
+      name: "tag_items",
+      description: "Tag items.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          xs: { type: "array", items: { enum: Array.from({ length: 50_000 }, (_, i) => `v${i}`) } },
+        },
+      },
+    };
+    const { cat, gw } = await catalogGateway([tag, ECHO]);
+    const answered: string[] = [];
+    // Every sentence listed all 50,000 values: 300 bad items made an 11.8 MB answer, 1,500 held
+    // the gateway a minute; ajv also compared each item with each value in turn.
+    const call = gw.client
+      .callTool({ name: "tag_items", arguments: { xs: Array.from({ length: 20_000 }, () => "zz") } })
+      .finally(() => answered.push("call"));
+    const ping = gw.client.ping().finally(() => answered.push("ping"));
+    const [refused] = await Promise.all([call, ping]);
+    expect(refused.isError).toBe(true);
+    expect(text(refused).length).toBeLessThan(5_000);
+    expect(text(refused)).toContain('\\"v11\\", … and 49988 more.');
+    expect(text(refused)).toContain("19980 more errors were not listed.");
+    expect(answered.sort()).toEqual(["call", "ping"]);
+    const ok = await gw.client.callTool({ name: "tag_items", arguments: { xs: ["v0", "v49999"] } });
+    expect(ok.isError).toBeFalsy();
+    expect(cat.records().map((r) => r.args)).toEqual([{ xs: ["v0", "v49999"] }]);
   });
 });
