@@ -6,8 +6,9 @@
  *
  * Every check runs in bounded time, whatever the server's schema and the client's arguments:
  * `pattern` and `patternProperties` go through a linear-time engine (linearRegex.ts; a pattern it
- * cannot take refuses the tool's calls), and the `url` format, whose regex takes cubic time,
- * only checks strings of bounded length.
+ * cannot take refuses the tool's calls), the `url` format, whose regex takes cubic time, only
+ * checks strings of bounded length, `enum` and `uniqueItems` look values up in sets
+ * (hashedKeywords.ts), and error sentences are few and short whatever the enum or the call.
  */
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
