@@ -7,7 +7,7 @@ import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { diffCatalogs, type Tool } from "../../src/catalog/index.js";
+import { ArgumentValidator, diffCatalogs, snapshotOf, type Tool } from "../../src/catalog/index.js";
 
 type S = unknown;
 const NAMES = ["a", "b", "c"];
@@ -215,6 +215,82 @@ describe("the schema classifier never calls a widening a narrowing", () => {
         },
       ),
       { numRuns: 3500 },
+    );
+  });
+
+  /**
+   * The gateway's own validator as the judge, over keywords the ajv above never sees: formats
+   * (checked here), `nullable`, a root `$schema` (an unsupported one refuses the tool) and `$async`
+   * (refuses the tool). A refused tool accepts nothing, so dropping what refused it must expand.
+   */
+  const extra = fc.record(
+    {
+      format: fc.constantFrom("email", "date", "uri", "ipv4"),
+      nullable: fc.boolean(),
+      $async: fc.boolean(),
+      type: fc.constantFrom("string", "number"),
+    },
+    { requiredKeys: [] },
+  );
+  const dialect = fc.constantFrom<string | undefined>(
+    undefined,
+    "https://json-schema.org/draft/2020-12/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-04/schema#",
+  );
+  const wrapped = (s: S, more: object, d: string | undefined): S => ({
+    ...(d === undefined ? {} : { $schema: d }),
+    type: "object",
+    properties: { a: typeof s === "object" && s !== null ? { ...s, ...more } : s },
+  });
+  const judgedValue = fc.oneof(
+    value,
+    fc.constantFrom<unknown>("a@b.co", "2020-01-31", "http://x.y/", "10.0.0.1"),
+  );
+
+  /** An old tool, and the new one's extras: as they were, or with one dropped or one added. */
+  const judgedCase = fc.tuple(schema, extra, dialect).chain(([s, moreOld, dOld]) =>
+    fc.record({
+      s: fc.constant(s),
+      moreOld: fc.constant(moreOld),
+      dOld: fc.constant(dOld),
+      moreNew: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(moreOld) },
+        fc
+          .constantFrom(...Object.keys(moreOld), "none")
+          .map((k) => Object.fromEntries(Object.entries(moreOld).filter(([key]) => key !== k))),
+        extra.map((e) => ({ ...moreOld, ...e })),
+      ),
+      dNew: fc.oneof({ weight: 3, arbitrary: fc.constant(dOld) }, dialect),
+    }),
+  );
+
+  it("new accepts a value old rejected ⇒ expands, judged by the gateway's validator (formats, nullable, $schema, $async)", () => {
+    fc.assert(
+      fc.property(
+        judgedCase,
+        fc.array(fc.nat(), { minLength: 1, maxLength: 4 }),
+        schema,
+        fc.array(judgedValue, { minLength: 1, maxLength: 8 }),
+        ({ s, moreOld, dOld, moreNew, dNew }, ops, replacement, values) => {
+          const old = wrapped(s, moreOld, dOld);
+          const neu = wrapped(mutate(s, ops, replacement), moreNew, dNew);
+          const cls = classify(old, neu);
+          if (cls === "expands" || cls === undefined) return;
+          const judge = (x: S) =>
+            new ArgumentValidator(snapshotOf([{ name: "t", inputSchema: x } as Tool], 1));
+          const vo = judge(old);
+          const vn = judge(neu);
+          for (const v of values) {
+            if (vn.validate("t", { a: v }).ok && !vo.validate("t", { a: v }).ok) {
+              expect.fail(
+                `${cls} but {"a":${JSON.stringify(v)}} is newly accepted: ${JSON.stringify(old)} → ${JSON.stringify(neu)}`,
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 600 },
     );
   });
 

@@ -2,6 +2,8 @@
 // schema, an enum of 50,000 values against many bad items, uniqueItems over thousands of objects,
 // fields named after Object.prototype's members. Every check answers a plain verdict, in
 // sentences of bounded size, with JSON Schema's meaning.
+import { Ajv2020 } from "ajv/dist/2020.js";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
 import { MAX_SENTENCE_CHARS } from "../../src/catalog/validator.js";
@@ -239,3 +241,66 @@ describe("fields named after Object.prototype's members", () => {
     expect(v.validate("data", { x: {} }).ok).toBe(false);
   });
 });
+
+describe("enum and uniqueItems by hashing agree with ajv's own comparisons", () => {
+  // Small JSON values that collide often: equal numbers, reordered keys, strings that spell JSON.
+  const atom = fc.constantFrom<unknown>(
+    0,
+    -0,
+    1,
+    1.0,
+    2.5,
+    "1",
+    "",
+    "a",
+    '{"a":1}',
+    "[1]",
+    true,
+    false,
+    null,
+  );
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { maxDepth: 2, depthIdentifier: "v" },
+      atom,
+      fc.array(tie("value"), { maxLength: 3 }),
+      fc.dictionary(fc.constantFrom("a", "b", "c"), tie("value"), { maxKeys: 3, noNullPrototype: true }),
+    ),
+  }));
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+
+  // allowed values, the value and the items drawn from one small pool, so that they often meet
+  const drawn = fc.array(value, { minLength: 1, maxLength: 5 }).chain((pool) =>
+    fc.record({
+      allowed: fc.subarray(pool, { minLength: 1 }),
+      x: fc.oneof(fc.constantFrom(...pool), value),
+      xs: fc.array(fc.constantFrom(...pool), { maxLength: 6 }),
+    }),
+  );
+
+  it("on any list of allowed values and any value, and any array", () => {
+    fc.assert(
+      fc.property(drawn, ({ allowed, x, xs }) => {
+        const schema = {
+          type: "object",
+          properties: { x: { enum: allowed }, xs: { type: "array", uniqueItems: true } },
+        };
+        // keys reordered in the client's copy: equality must not depend on their order
+        const args = { x: reordered(x), xs: xs.map((v, i) => (i % 2 === 0 ? reordered(v) : v)) };
+        const ours = validator(tool(schema)).validate("t", args);
+        expect(ours.ok).toBe(ajv.compile(schema)(args) === true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+function reordered(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(reordered);
+  if (typeof v !== "object" || v === null) return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .reverse()
+      .map(([k, x]) => [k, reordered(x)]),
+  );
+}
