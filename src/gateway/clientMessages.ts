@@ -67,8 +67,11 @@ export interface ClientMessagesPorts {
   elicitation: UrlElicitations;
   /** the client's progress tokens the gateway spoke under: a cancelled request's is freed */
   progress: ProgressTokens;
-  /** the client's first request other than a server/discover probe: the agent run begins (once) */
-  beginRun(): void;
+  /**
+   * the client's first request other than a server/discover probe: the agent run begins (once).
+   * Null when it has begun; else why it could not (the request is then refused).
+   */
+  beginRun(): string | null;
   /** starts the catalog fetch of the current generation if it needs one and the session allows it */
   catalogIfNeeded(): void;
 }
@@ -229,7 +232,15 @@ export class ClientMessages {
     const { session, inFlight, guarded } = this.p;
     if (this.idInUse(msg)) return;
     session.onRequest(msg);
-    if (msg.method !== "server/discover") this.p.beginRun();
+    if (msg.method !== "server/discover") {
+      // a store that cannot take the run's row: answered like any store failure, never a crash
+      const unrecorded = this.p.beginRun();
+      if (unrecorded !== null) {
+        const e = refuse.auditUnavailable(unrecorded);
+        this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+        return;
+      }
+    }
     if (session.era === "modern") {
       // No handshake in this era: the first real request is when the gateway can
       // fetch the catalog (a server/discover probe alone does not need one).

@@ -379,12 +379,25 @@ export class Gateway {
     this.client.onOversize(bytes, rawId, hasMethod);
   }
 
-  /** The client's first request other than a server/discover probe begins the agent run. */
-  private beginRun(): void {
-    if (this.records.run !== null || !this.o.beginRun) return;
-    const begun = this.o.beginRun();
+  /**
+   * The client's first request other than a server/discover probe begins the agent run. Null
+   * once it has begun; else why it could not be (the store refused the run's row): the request
+   * is refused, and the next one tries again. No request is served outside a run, so none is
+   * served without its authorizer.
+   */
+  private beginRun(): string | null {
+    if (this.records.run !== null || !this.o.beginRun) return null;
+    let begun: ReturnType<NonNullable<GatewayOptions["beginRun"]>>;
+    try {
+      begun = this.o.beginRun();
+    } catch (e) {
+      const why = `the agent run could not be recorded in the store: ${(e as Error).message}`;
+      this.o.log.warn(why);
+      return why;
+    }
     this.records.run = begun.runId;
     this.auth = begun.auth;
+    return null;
   }
 
   // ───────────────────────────── catalog ─────────────────────────────

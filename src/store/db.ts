@@ -54,6 +54,7 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.pragma("foreign_keys = ON");
     retryBusy(() => migrate(db));
+    probeWritable(db);
   } catch (e) {
     db.close();
     throw storeError(path, e);
@@ -61,6 +62,32 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
   for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
   lastOpened = path;
   return db;
+}
+
+/**
+ * Fails SQLITE_READONLY when this connection cannot write the store. SQLite opens a file it may
+ * not write read-only without a word, and a current store needs no write to open (WAL is set,
+ * nothing to migrate): without this, a gateway would launch its server and fail at its first
+ * record. A write lock held by another process says nothing either way and is not waited for
+ * (a read-only connection is refused before any lock is tried).
+ */
+function probeWritable(db: Store): void {
+  // BEGIN IMMEDIATE alone succeeds on a read-only WAL connection: a page must be written (the
+  // header's user_version, set to what it is, and rolled back).
+  const version = Number(db.pragma("user_version", { simple: true }));
+  db.pragma("busy_timeout = 0");
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.pragma(`user_version = ${version}`);
+    } finally {
+      db.exec("ROLLBACK");
+    }
+  } catch (e) {
+    if (!isBusy(e)) throw e;
+  } finally {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
 }
 
 /** The file of the store this process opened last: what a failure after the open is about. */

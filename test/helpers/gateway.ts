@@ -340,12 +340,21 @@ export function runCli(
     cwd?: string;
     input?: string;
     timeoutMs?: number;
+    /** run the child as this user (a test running as root, where file modes must bind) */
+    uid?: number;
+    gid?: number;
   } = {},
 ): Promise<CliResult> {
   assertBuilt();
   const env = hostEnv({ ...(options.stateDir ? { PORTCULLIS_HOME: options.stateDir } : {}), ...options.env });
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [CLI, ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(NODE, [CLI, ...args], {
+      cwd: options.cwd,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+      uid: options.uid,
+      gid: options.gid,
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {

@@ -1,0 +1,34 @@
+// Read-only files only refuse a user who is not root: root ignores file modes. Under root (CI
+// containers often are) a test runs its CLI child as `nobody` instead, after giving that user its
+// directories; it is skipped only where that user cannot run the built CLI (a checkout it cannot
+// read).
+import { spawnSync } from "node:child_process";
+import { chownSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CLI, NODE } from "./paths.js";
+
+export interface Unprivileged {
+  /** spawn options: the other user's, or none when this process is not root */
+  spawn: { uid?: number; gid?: number };
+}
+
+const NOBODY = 65534;
+
+/**
+ * A user whom file modes bind, owning `dirs` (recursively) when it is another user than this
+ * process's; null when there is none that can run the CLI.
+ */
+export function unprivilegedUser(dirs: string[]): Unprivileged | null {
+  if (process.getuid?.() !== 0) return { spawn: {} };
+  const spawn = { uid: NOBODY, gid: NOBODY };
+  const runs = spawnSync(NODE, [CLI, "--version"], { ...spawn, encoding: "utf8" });
+  if (runs.status !== 0) return null;
+  for (const dir of dirs) chownTree(dir, NOBODY);
+  return { spawn };
+}
+
+function chownTree(path: string, id: number): void {
+  chownSync(path, id, id);
+  if (!statSync(path).isDirectory()) return;
+  for (const name of readdirSync(path)) chownTree(join(path, name), id);
+}

@@ -1,0 +1,85 @@
+// A store the gateway cannot write: refused in one sentence before any server is launched, and a
+// store that refuses the agent run's row at the client's first request answered like any store
+// failure (audit_unavailable), never a crash with a stack trace. Real CLI processes; the read-only
+// file binds only a user who is not root (test/helpers/otherUser.ts).
+import { chmodSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
+import { unprivilegedUser } from "../helpers/otherUser.js";
+import { NODE } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+describe("a read-only store file in a writable directory", () => {
+  it("run refuses it in one sentence (exit 2) before the server is launched; doctor reports it", async (ctx) => {
+    const stateDir = newStateDir();
+    const user = unprivilegedUser([stateDir]);
+    if (!user) return ctx.skip("no user whom file modes bind can run the built CLI here");
+    const as = { stateDir, env: { HOME: stateDir }, ...user.spawn };
+    expect((await runCli(["status"], as)).code).toBe(0); // the store, made and closed
+    const db = join(stateDir, "portcullis.db");
+    chmodSync(db, 0o444);
+    // SQLite opens such a file read-only without a word: the gateway used to launch the server,
+    // warn that server_started could not be recorded, and crash at the client's initialize
+    const launched = join(stateDir, "launched");
+    const server = `require("node:fs").writeFileSync(${JSON.stringify(launched)}, "x")`;
+    const r = await runCli(["run", "--label", "ro", "--", NODE, "-e", server], as);
+    expect(r.stderr).toBe(
+      `portcullis: the store ${db} cannot be written (the file, or its directory, is read-only).\n`,
+    );
+    expect(r.code).toBe(2);
+    expect(existsSync(launched)).toBe(false);
+    const doctor = await runCli(["doctor", "--json"], as);
+    expect(doctor.code).toBe(1);
+    const report = JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] };
+    expect(report.findings).toContainEqual(
+      expect.objectContaining({
+        ok: false,
+        what: `the store ${db} cannot be written (the file, or its directory, is read-only)`,
+      }),
+    );
+  });
+});
+
+describe("a store that refuses the agent run's row", () => {
+  it("the request is refused audit_unavailable, the next one too, and the gateway keeps running", async () => {
+    const stateDir = newStateDir();
+    expect((await runCli(["status"], { stateDir })).code).toBe(0);
+    const store = new Database(join(stateDir, "portcullis.db"));
+    store.exec(
+      "CREATE TRIGGER no_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'runs refused by the test'); END",
+    );
+    store.close();
+    const gw = rawGateway({
+      args: ["--label", "norun", "--approval", "none", "--", NODE, "-e", "setInterval(() => {}, 1000)"],
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    for (const method of ["initialize", "tools/list"]) {
+      const answer = await gw.request(method, method === "initialize" ? initializeParams() : undefined);
+      expect(answer.error?.code).toBe(-32603);
+      expect(answer.error?.data).toMatchObject({
+        error: "audit_unavailable",
+        reason: expect.stringContaining("runs refused by the test"),
+      });
+    }
+    expect(gw.stderr()).not.toMatch(/ {4}at |SqliteError/);
+    gw.closeStdin();
+    expect((await gw.exited).code).toBe(0);
+  });
+});
+
+function initializeParams(): Record<string, unknown> {
+  return {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "portcullis-raw-peer", version: "1.0.0" },
+  };
+}
