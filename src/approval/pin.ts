@@ -6,6 +6,7 @@ import { approverKeyId, type DecisionSigner, pinSessionPrivateKey } from "../key
 import { addApproverKey, loadPublicKeyring, type UnlockedKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
+import { pinRefusal } from "./chainHistory.js";
 import { IS_PIN_RECORD, PIN_TYPE_HEX } from "./pinSchema.js";
 
 /**
@@ -31,6 +32,24 @@ export class ApproverKeyMismatchError extends Error {
       `the keyring's approver key ${keyringKeyId} is not the one pinned in the audit chain: ` +
         "keyring.json was replaced or edited; no decision signed with it is honoured",
     );
+  }
+}
+
+/**
+ * No approver key is pinned, and this one may not be: the store says a chain existed that no
+ * longer accounts for it (src/approval/chainHistory.ts). A kind of mismatch: every command that
+ * refuses a key not pinned refuses this one too.
+ */
+export class PinRefusedError extends ApproverKeyMismatchError {
+  override name = "PinRefusedError";
+  constructor(
+    keyringKeyId: string,
+    readonly problem: string,
+  ) {
+    super(keyringKeyId);
+    this.message =
+      `no approver key is pinned in the audit chain, and the keyring's (${keyringKeyId}) will not be: ${problem}; ` +
+      "restore the state directory (store and keyring.json) from a backup, or start over in a new state directory with 'portcullis init'";
   }
 }
 
@@ -194,6 +213,8 @@ export function ensurePinned(
   const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey);
   if (status.state === "other") throw new ApproverKeyMismatchError(signer.keyId);
   if (status.state === "none") {
+    const refused = pinRefusal(db, keyring.keyId);
+    if (refused) throw new PinRefusedError(signer.keyId, refused);
     const seq = writePin(db, stateDir, signer, "no approver key was pinned yet");
     notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
   }

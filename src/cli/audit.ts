@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
+import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
   AuditChainError,
@@ -207,10 +208,23 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
   try {
     if (opts.file)
       return await report(verifyExport(readLines(opts.file), { checkpoint, progress }), opts, shown);
-    return await withStore(stateDir, (db) => report(verifyStore(db, { checkpoint, progress }), opts, shown));
+    return await withStore(stateDir, (db) =>
+      report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, shown),
+    );
   } finally {
     shown.done();
   }
+}
+
+/**
+ * A chain that verifies but cannot account for the rest of the store (emptied, or cut before its
+ * pin: src/approval/chainHistory.ts) fails like a chain that lost records: at the first seq
+ * missing, the one after its head.
+ */
+function accountsForStore(db: Store, r: VerifyResult): VerifyResult {
+  if (!r.ok) return r;
+  const problem = unaccountedHistory(db);
+  return problem ? { ok: false, seq: r.head.seq + 1, problem } : r;
 }
 
 async function report(r: VerifyResult, opts: Opts, shown?: Progress): Promise<number> {

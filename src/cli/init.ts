@@ -1,5 +1,5 @@
 import { rmSync } from "node:fs";
-import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
+import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
 import {
   INSECURE_TEST_KDF_ENV,
   initKeyring,
@@ -89,6 +89,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     );
     return 0;
   } catch (err) {
+    if (err instanceof PinRefusedError) return fail(`${err.message}; nothing was created`);
     if (err instanceof ApproverKeyMismatchError)
       return fail(
         `the audit chain in ${ctx.stateDir} already pins the approver key of another keyring, so a new one would never be honoured; nothing was created: restore that keyring.json, or start over in a new state directory`,

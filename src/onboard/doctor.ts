@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
+import { unaccountedHistory } from "../approval/chainHistory.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
@@ -81,6 +82,13 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const store = isDir && existsSync(join(path, "portcullis.db")) ? openOrReport(path, findings) : null;
   if (store) {
     try {
+      const unaccounted = unaccountedHistory(store);
+      if (unaccounted)
+        findings.push({
+          ok: false,
+          what: `audit chain in ${path}: ${unaccounted}`,
+          next: `run 'portcullis audit verify --state-dir ${path}'; restore the state directory from a backup, or start over in a new one with 'portcullis init' (a key pinned in this chain now would be anyone's)`,
+        });
       for (const g of listGateways(store)) {
         // Only a gateway seen here has its pid here: another namespace's pid is another process.
         const chain = g.liveness === "alive" ? processChain(g.pid).slice(1) : [];

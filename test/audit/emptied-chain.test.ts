@@ -1,0 +1,161 @@
+// An audit chain that no longer accounts for the store's history (emptied with its delete trigger
+// dropped, or cut before its pin): `audit verify` and `doctor` fail on it, and no approver key is
+// pinned on it, so a same-user process that swaps in its own keyring cannot approve its own
+// requests. A fresh store still gets its first pin. Real gateways and CLI processes.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { tempDir } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+/** A keyring of the attacker's own passphrase, made by the real `init` in a directory of its own. */
+function attackerKeyring(): { keyring: string; env: Record<string, string> } {
+  const dir = tempDir("portcullis-attacker-");
+  const pass = join(dir, "pass");
+  writeFileSync(pass, "the attacker's own passphrase\n", { mode: 0o600 });
+  const env = { PORTCULLIS_PASSPHRASE_FILE: pass, PORTCULLIS_INSECURE_TEST_KDF: "1" };
+  const state = join(dir, "state");
+  const r = spawnSync(NODE, [CLI, "init", "--state-dir", state], {
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+  });
+  expect(r.status, r.stderr).toBe(0);
+  return { keyring: join(state, "keyring.json"), env };
+}
+
+function sql(stateDir: string, statements: string): void {
+  const db = new Database(join(stateDir, "portcullis.db"));
+  db.exec(statements);
+  db.close();
+}
+
+const EMPTY_CHAIN = "DROP TRIGGER audit_records_no_delete; DELETE FROM audit_records;";
+
+describe("a chain that does not account for the store's history", () => {
+  it("emptied: verify and doctor fail; a swapped keyring's approve pins nothing and decides nothing", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const seen = new Set<string>();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} });
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await first; // the human's key pinned, a grant signed with it
+    await gw.close();
+
+    sql(stateDir, EMPTY_CHAIN);
+    const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
+    expect(verify.stdout).toMatch(
+      /^audit chain broken at seq 1: the audit chain is empty, but the store holds 1 gateway, 1 agent run, 1 approval request, 1 grant: its records were deleted\n$/,
+    );
+    expect(verify.code).toBe(1);
+    const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
+    expect(doctor.code).toBe(1);
+    const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] }).findings;
+    expect(findings).toContainEqual(
+      expect.objectContaining({ ok: false, what: expect.stringMatching(/the audit chain is empty, but/) }),
+    );
+
+    // the attacker's keyring in place, a request of its own approved with its own passphrase (the
+    // gateway's records make the chain non-empty again: the human's signed grant still shows it)
+    const attacker = attackerKeyring();
+    copyFileSync(attacker.keyring, join(stateDir, "keyring.json"));
+    const again = await startInventory(project, [], { stateDir });
+    cleanup.push(() => again.close());
+    await again.client.listTools();
+    const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
+    call.catch(() => {});
+    const request = await nextRequest(stateDir, seen);
+    const approve = await runCli(["approve", request.request, "--state-dir", stateDir], {
+      env: attacker.env,
+    });
+    expect(approve.stderr).toMatch(
+      /^portcullis: approve: no approver key is pinned in the audit chain, and the keyring's \([0-9a-f]{32}\) will not be: the audit chain pins no approver key, but the store holds 1 decision signed with one: .*; restore the state directory .*; nothing was changed\n$/,
+    );
+    expect(approve.code).toBe(1);
+    const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });
+    const state = db
+      .prepare("SELECT state FROM approval_requests WHERE request = ?")
+      .pluck()
+      .get(request.request);
+    db.close();
+    expect(state).toBe("pending");
+    expect(project.records().map((x) => x.tool)).toEqual(["read_status"]);
+  });
+
+  it("cut before its pin: verify fails; the keyring swapped in over a chain begun for another is not pinned", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const seen = new Set<string>();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} });
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await first;
+    await gw.close();
+    // the chain from its pin on, deleted: what is left still verifies on its own
+    sql(
+      stateDir,
+      `DROP TRIGGER audit_records_no_delete;
+       DELETE FROM audit_records WHERE seq >= (SELECT min(seq) FROM audit_records
+         WHERE instr(substr(record, 1, 512), CAST('"type":"approver_key_pinned"' AS BLOB)) > 0);`,
+    );
+    const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
+    expect(verify.stdout).toMatch(
+      /^audit chain broken at seq \d+: the audit chain pins no approver key, but the store holds 1 decision signed with one: the records from the pin on were cut from the chain\n$/,
+    );
+    expect(verify.code).toBe(1);
+
+    // the signed decision's row gone too: the chain left was still begun for the human's keyring
+    sql(stateDir, "DELETE FROM grants; UPDATE approval_requests SET decision_signature = NULL;");
+    const attacker = attackerKeyring();
+    copyFileSync(attacker.keyring, join(stateDir, "keyring.json"));
+    const again = await startInventory(project, [], { stateDir });
+    cleanup.push(() => again.close());
+    await again.client.listTools();
+    const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
+    call.catch(() => {});
+    const request = await nextRequest(stateDir, seen);
+    const approve = await runCli(["approve", request.request, "--state-dir", stateDir], {
+      env: attacker.env,
+    });
+    expect(approve.stderr).toMatch(
+      /will not be: the audit chain was begun for another keyring \(its first record is sealed to audit key [0-9a-f]+, keyring.json's is [0-9a-f]+\): keyring.json was replaced;/,
+    );
+    expect(approve.code).toBe(1);
+  });
+
+  it("a fresh store: init pins, and a keyring with no pin yet over its own chain is pinned at the first approve", async () => {
+    const stateDir = newStateDir(); // a keyring, no pin (as an init killed before its pin left it)
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "read_status", arguments: {} });
+    const approved = await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    expect(approved.stderr).toMatch(/approver key [0-9a-f]{32} pinned in the audit chain/);
+    await call;
+    const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
+    expect(verify.code).toBe(0);
+    const fresh = join(tempDir("portcullis-fresh-"), "state");
+    const init = await runCli(["init", "--state-dir", fresh], { env: passphraseEnv() });
+    expect(init.code, init.stderr).toBe(0);
+    expect((await runCli(["audit", "verify", "--state-dir", fresh])).code).toBe(0);
+  });
+});
