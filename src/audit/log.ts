@@ -5,6 +5,7 @@ import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
+import { type StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import {
   type AuditHeader,
@@ -74,6 +75,8 @@ export class AuditLog {
    * durable with syncWal, off the event loop, instead of an fsync inside the commit.
    */
   readonly canSyncLater: boolean;
+  /** The store's -wal and -shm files as this connection opened them (see checkStoreFiles). */
+  private readonly files: StoreFiles;
 
   private constructor(
     db: Store,
@@ -84,6 +87,7 @@ export class AuditLog {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
     this.walPath = `${db.name}-wal`;
     this.canSyncLater = opts.sync !== "normal" && !db.memory;
+    this.files = StoreFiles.of(db);
     // The record is durable when the transaction commits: WAL with synchronous=FULL
     // fsyncs the log at every commit. openStore sets both; insist on it here.
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
@@ -140,6 +144,7 @@ export class AuditLog {
     // IMMEDIATE takes the write lock before the head is read: no two writers can
     // extend the same head, so the chain never forks and never skips a number.
     this.commit = (items) => {
+      if (this.files.lost) throw this.files.lost;
       const appended = tx.immediate(items);
       for (let i = appended.length - 1; i >= 0; i--) {
         const a = appended[i];
@@ -208,6 +213,21 @@ export class AuditLog {
       fail(e as Error);
       return null;
     }
+  }
+
+  /**
+   * Whether the store's -wal and -shm files are still the ones this connection writes through
+   * (src/store/storeFiles.ts: one stat of each): null if so, else the loss, which every append
+   * throws from then on. A gateway asks before each group that holds an intent and on its
+   * heartbeat: an intent is claimed durable only while they are.
+   */
+  checkStoreFiles(): StoreFileLost | null {
+    return this.files.check();
+  }
+
+  /** The loss checkStoreFiles found, or null. */
+  get lost(): StoreFileLost | null {
+    return this.files.lost;
   }
 
   /** Closes the WAL descriptor syncWal opened (the store itself is closed by its owner). */

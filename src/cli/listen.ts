@@ -6,6 +6,7 @@ import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
+import { closeStoreUnlessLost, watchStoreFiles } from "../gateway/storeLost.js";
 import { tcpPeerHolders } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -25,7 +26,7 @@ import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.
 import type { ReleasedValues } from "../vault/scrub.js";
 import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
-import { UsageError } from "./errors.js";
+import { EXIT_USAGE, UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
 
 export interface ListenSettings {
@@ -351,18 +352,24 @@ export async function listenUntilSignal(
   heartbeat.unref();
   // the first signal ends the sessions; a later one cuts their servers' grace short
   let signalled = false;
+  let storeWatch: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve) => {
     onShutdownSignals(() => {
       if (signalled) front.hurry();
       signalled = true;
       resolve();
     });
+    // a -wal or -shm file of the store deleted under this gateway ends it, as a signal would
+    storeWatch = watchStoreFiles(store, log, () => resolve());
   });
   clearInterval(heartbeat);
+  clearInterval(storeWatch);
   await front.close();
   clearListenInfo(info);
-  shared.events.flush();
-  registry.end();
-  store.close();
-  return 0;
+  // once the store's files were lost nothing more is written, and the store is left open
+  if (!shared.audit.checkStoreFiles()) {
+    shared.events.flush();
+    registry.end();
+  }
+  return closeStoreUnlessLost(store, shared.audit) ? 0 : EXIT_USAGE;
 }

@@ -172,7 +172,10 @@ async function storeFailure(e: unknown): Promise<StoreError | null> {
 main(process.argv.slice(2)).then(
   (code) => {
     // stdout and stderr are synchronous on pipes and files here, so nothing is lost;
-    // exiting explicitly ends a gateway whose server left handles behind.
+    // exiting explicitly ends a gateway whose server left handles behind. process.exit also
+    // skips better-sqlite3's teardown, which closes every database still open: a gateway whose
+    // store's -wal was deleted under it leaves its store open on purpose, and closing it then
+    // would copy the orphaned log over the live database (src/gateway/storeLost.ts).
     process.exit(code);
   },
   async (e: unknown) => {

@@ -14,6 +14,7 @@ import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
+import { closeStoreUnlessLost, watchStoreFiles } from "../gateway/storeLost.js";
 import { DigestCache } from "../identity/index.js";
 import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
@@ -29,7 +30,7 @@ import { ReleasedValues } from "../vault/scrub.js";
 import { storedPolicies } from "../vault/secrets.js";
 import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
-import { UsageError } from "./errors.js";
+import { EXIT_USAGE, UsageError } from "./errors.js";
 import { headerSecretProblem } from "./headerSecrets.js";
 import type { ListenSettings } from "./listen.js";
 import { onShutdownSignals } from "./signals.js";
@@ -322,11 +323,15 @@ export async function serve(
     await supervisor.shutdown();
     downstream.close();
     await egress?.close();
-    if (run) endAgentRun(store, events, run, server.label, log);
-    events.flush();
-    registry.end();
-    store.close();
-    finish(code);
+    clearInterval(storeWatch);
+    // Once the store's -wal or -shm file was lost, nothing more is written (it would go into the
+    // orphaned log) and the store is left open (src/gateway/storeLost.ts).
+    if (!audit.checkStoreFiles()) {
+      if (run) endAgentRun(store, events, run, server.label, log);
+      events.flush();
+      registry.end();
+    }
+    finish(closeStoreUnlessLost(store, audit) ? code : EXIT_USAGE);
   };
 
   let gateway: Gateway | null = null;
@@ -366,6 +371,9 @@ export async function serve(
     egress: () => egress,
     state: () => gateway?.status().state,
   });
+  // a -wal or -shm file of the store deleted under this gateway ends it, as a signal would (its
+  // calls waiting for a human are refused at once; none can be recorded any more)
+  const storeWatch = watchStoreFiles(store, log, () => void shutdown(EXIT_USAGE, true));
   // a signal begins the shutdown; one that comes while it is under way (however it began)
   // cuts the server's grace short instead of killing the gateway halfway through it
   onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0, true)));
@@ -396,10 +404,13 @@ export async function serve(
       await egress?.close();
       // (begun by the client's initialize while the launch was under way, if it came)
       const begun = run as Run | null;
-      if (begun) endAgentRun(store, events, begun, server.label, log);
-      events.flush();
-      registry.end();
-      store.close();
+      clearInterval(storeWatch);
+      if (!audit.checkStoreFiles()) {
+        if (begun) endAgentRun(store, events, begun, server.label, log);
+        events.flush();
+        registry.end();
+      }
+      closeStoreUnlessLost(store, audit);
       throw new UsageError(`run: ${e.message}`);
     }
     throw e;

@@ -18,7 +18,10 @@ interface Queued {
  * A durable event (`tool_called`) resolves only after its transaction committed;
  * if the group cannot be written every durable event in it rejects and the guard
  * refuses those calls. Its condition, if any, is read inside that transaction: the
- * guard's way of making what a decision rested on hold when the intent is recorded.
+ * guard's way of making what a decision rested on hold when the intent is recorded. Before such a
+ * group the store's -wal and -shm files are checked (AuditLog.checkStoreFiles): once one of them
+ * was deleted or replaced, every durable event rejects with the sentence naming it and nothing
+ * more is written (the gateway ends: src/gateway/storeLost.ts).
  *
  * With the log's sync "full", a group holding intents is committed without an fsync and the
  * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
@@ -123,6 +126,10 @@ export function auditSink(
     const durable = batch.some((q) => q.done);
     const later = durable && audit.canSyncLater;
     try {
+      // An intent is claimed durable only while the store's -wal and -shm files are still the ones
+      // this connection writes through: one stat of each per group that holds one (a lost file
+      // makes appendIf throw, below).
+      if (durable) audit.checkStoreFiles();
       const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });
       const settle = (err: Error | null) => {
         for (let i = 0; i < batch.length; i++) {
@@ -137,6 +144,12 @@ export function auditSink(
       else if (!syncing && open <= 1 && syncMs < QUICK_SYNC_MS && lone(batch)) settle(syncNow());
       else whenDurable(settle);
     } catch (err) {
+      // The store's files were lost: nothing can be written any more, and that was said once.
+      const lost = audit.lost;
+      if (lost) {
+        for (const q of batch) q.done?.reject(lost);
+        return;
+      }
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {

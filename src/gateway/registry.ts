@@ -8,6 +8,7 @@ import {
   recordedPlace,
 } from "../identity/proc.js";
 import { isBusy, type Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import type { Logger } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
 
@@ -91,6 +92,7 @@ export class GatewayRegistry {
   private epochs = new Map<string, { record: ExecutionRecord; reason: string }>();
   private failing = false;
   private readonly startedAt = new Date().toISOString();
+  private readonly files: StoreFiles;
 
   constructor(
     private readonly db: Store,
@@ -98,6 +100,7 @@ export class GatewayRegistry {
     private readonly serverLabel: string,
     private readonly log: Pick<Logger, "warn" | "info">,
   ) {
+    this.files = StoreFiles.of(db);
     this.write();
   }
 
@@ -143,9 +146,14 @@ export class GatewayRegistry {
     this.write();
   }
 
-  /** Writes everything pending in one transaction; on failure it all stays pending. */
+  /**
+   * Writes everything pending in one transaction; on failure it all stays pending. Nothing once
+   * the store's -wal or -shm file was found deleted or replaced (checked first, one stat of each:
+   * an idle gateway's only writes are these, and with the -shm gone they would land on the frames
+   * of a process that opened the store since; src/store/storeFiles.ts).
+   */
   private write(): void {
-    if (!this.db.open) return;
+    if (!this.db.open || this.files.check()) return;
     try {
       this.db.transaction(() => this.writeAll())();
     } catch (e) {

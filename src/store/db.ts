@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Logger } from "../util/log.js";
@@ -167,9 +167,28 @@ function storeError(path: string, e: unknown): unknown {
   if (code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_AUTH"))
     return why("cannot be used: permission denied.");
   if (isBusy(e)) return why("is locked by another process, and stayed locked while this one waited.");
+  if (code.startsWith("SQLITE_IOERR") && walMissing(path))
+    return why(
+      `cannot be read (input/output error): its -shm file describes a write-ahead log that ${path}-wal does not hold, as when the -wal file is deleted while a process has the store open; the store reads again once every process that had it open then has ended (what was only in the deleted file is lost).`,
+    );
   if (code.startsWith("SQLITE_IOERR")) return why("cannot be read or written (input/output error).");
   if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`);
   return e;
+}
+
+/**
+ * The -shm file is there but the -wal is missing or empty: SQLite then reads past the end of the
+ * log the -shm describes (SQLITE_IOERR_SHORT_READ), the mark of a -wal deleted under a process
+ * that still has the store open. Only asked once an input/output error happened.
+ */
+function walMissing(path: string): boolean {
+  try {
+    if (!existsSync(`${path}-shm`)) return false;
+    const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+    return !wal || wal.size === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** Creates the file with mode 0600 before SQLite does (SQLite would use the umask), or narrows it. */
