@@ -11,7 +11,7 @@ import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
-import { makeProject } from "../helpers/project.js";
+import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -42,6 +42,23 @@ function sql(stateDir: string, statements: string): void {
 
 const EMPTY_CHAIN = "DROP TRIGGER audit_records_no_delete; DELETE FROM audit_records;";
 
+/**
+ * The attacker's keyring copied in, a gateway started again, and its call's request approved
+ * with the attacker's own passphrase: the request and what `approve` said.
+ */
+async function approveAsAttacker(project: Project, stateDir: string, seen: Set<string>) {
+  const attacker = attackerKeyring();
+  copyFileSync(attacker.keyring, join(stateDir, "keyring.json"));
+  const again = await startInventory(project, [], { stateDir });
+  cleanup.push(() => again.close());
+  await again.client.listTools();
+  const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
+  call.catch(() => {});
+  const request = await nextRequest(stateDir, seen);
+  const approve = await runCli(["approve", request.request, "--state-dir", stateDir], { env: attacker.env });
+  return { request, approve };
+}
+
 describe("a chain that does not account for the store's history", () => {
   it("emptied: verify and doctor fail; a swapped keyring's approve pins nothing and decides nothing", async () => {
     const stateDir = newStateDir();
@@ -71,17 +88,7 @@ describe("a chain that does not account for the store's history", () => {
 
     // the attacker's keyring in place, a request of its own approved with its own passphrase (the
     // gateway's records make the chain non-empty again: the human's signed grant still shows it)
-    const attacker = attackerKeyring();
-    copyFileSync(attacker.keyring, join(stateDir, "keyring.json"));
-    const again = await startInventory(project, [], { stateDir });
-    cleanup.push(() => again.close());
-    await again.client.listTools();
-    const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
-    call.catch(() => {});
-    const request = await nextRequest(stateDir, seen);
-    const approve = await runCli(["approve", request.request, "--state-dir", stateDir], {
-      env: attacker.env,
-    });
+    const { request, approve } = await approveAsAttacker(project, stateDir, seen);
     expect(approve.stderr).toMatch(
       /^portcullis: approve: no approver key is pinned in the audit chain, and the keyring's \([0-9a-f]{32}\) will not be: the audit chain pins no approver key, but the store holds 1 decision signed with one: .*; restore the state directory .*; nothing was changed\n$/,
     );
@@ -123,17 +130,7 @@ describe("a chain that does not account for the store's history", () => {
 
     // the signed decision's row gone too: the chain left was still begun for the human's keyring
     sql(stateDir, "DELETE FROM grants; UPDATE approval_requests SET decision_signature = NULL;");
-    const attacker = attackerKeyring();
-    copyFileSync(attacker.keyring, join(stateDir, "keyring.json"));
-    const again = await startInventory(project, [], { stateDir });
-    cleanup.push(() => again.close());
-    await again.client.listTools();
-    const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
-    call.catch(() => {});
-    const request = await nextRequest(stateDir, seen);
-    const approve = await runCli(["approve", request.request, "--state-dir", stateDir], {
-      env: attacker.env,
-    });
+    const { approve } = await approveAsAttacker(project, stateDir, seen);
     expect(approve.stderr).toMatch(
       /will not be: the audit chain was begun for another keyring \(its first record is sealed to audit key [0-9a-f]+, keyring.json's is [0-9a-f]+\): keyring.json was replaced;/,
     );

@@ -26,6 +26,25 @@ afterEach(async () => {
 
 const IDS = ["9007199254740993", "1e2", "1.0", "-0", "12345678901234567890123", '"\\u0041"', '"a\\/b"'];
 
+/**
+ * A `--listen` gateway (approval none) in front of the lenient fixture, which logs every method
+ * it is sent to `methodLog`; one session opened (`h`: its headers), and `post` sending a raw body on it.
+ */
+async function lenientSession(stateDir?: string) {
+  const dir = tempDir();
+  cleanup.push(() => removeDir(dir));
+  const methodLog = join(dir, "methods.jsonl");
+  const l = await startListener(fixtureCommand("lenient"), {
+    args: ["--approval", "none"],
+    env: { FIXTURE_METHOD_LOG: methodLog },
+    ...(stateDir ? { stateDir } : {}),
+  });
+  cleanup.push(() => l.close());
+  const session = await openSession(l);
+  const h = l.headers({ "mcp-session-id": session });
+  return { methodLog, l, h, post: (body: string) => raw(l, { headers: h, body }) };
+}
+
 /** The top-level id of a JSON body exactly as written, read without parsing. */
 function idText(body: string): string | null {
   return rawIdOf(body.trim());
@@ -33,17 +52,7 @@ function idText(body: string): string | null {
 
 describe("HTTP ids are kept as the client wrote them", () => {
   it("in answers from the server and from the gateway, through a cancellation and a session's end", async () => {
-    const dir = tempDir();
-    cleanup.push(() => removeDir(dir));
-    const methodLog = join(dir, "methods.jsonl");
-    const l = await startListener(fixtureCommand("lenient"), {
-      args: ["--approval", "none"],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-    });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    const h = l.headers({ "mcp-session-id": session });
-    const post = (body: string) => raw(l, { headers: h, body });
+    const { methodLog, l, h, post } = await lenientSession();
 
     for (const id of IDS) {
       // answered by the server (ping passes through)
@@ -86,17 +95,7 @@ describe("HTTP ids are kept as the client wrote them", () => {
   });
 
   it("a cancellation ends its request however either spells the id (escapes, 1.0 for 1)", async () => {
-    const dir = tempDir();
-    cleanup.push(() => removeDir(dir));
-    const methodLog = join(dir, "methods.jsonl");
-    const l = await startListener(fixtureCommand("lenient"), {
-      args: ["--approval", "none"],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-    });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    const h = l.headers({ "mcp-session-id": session });
-    const post = (body: string) => raw(l, { headers: h, body });
+    const { methodLog, post } = await lenientSession();
     // [the id as the request writes it, as its cancellation does]: one id each (JSON's equality)
     const pairs = [
       ['"a\\/b"', '"a\\/b"'], // PHP's json_encode escapes "/"
@@ -126,22 +125,9 @@ describe("HTTP ids are kept as the client wrote them", () => {
   });
 
   it("the audit names each call by the client's id as it wrote it, never the session's wire id", async () => {
-    const dir = tempDir();
     const stateDir = newStateDir();
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const methodLog = join(dir, "methods.jsonl");
-    const l = await startListener(fixtureCommand("lenient"), {
-      args: ["--approval", "none"],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-      stateDir,
-    });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    const h = l.headers({ "mcp-session-id": session });
-    const post = (body: string) => raw(l, { headers: h, body });
+    cleanup.push(() => removeDir(stateDir));
+    const { methodLog, l, post } = await lenientSession(stateDir);
     const call = (id: string, name: string, message: string) =>
       `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":{"message":"${message}"}}}`;
     expect((await post('{"jsonrpc":"2.0","id":"list-1","method":"tools/list"}')).status).toBe(200);
@@ -247,17 +233,7 @@ describe("HTTP ids are kept as the client wrote them", () => {
 
 describe("ids JSON numbers cannot hold", () => {
   it("1e400 and -1e400 (Infinity once parsed) are refused as on stdio: 400, -32600, nothing forwarded, nothing run", async () => {
-    const dir = tempDir();
-    cleanup.push(() => removeDir(dir));
-    const methodLog = join(dir, "methods.jsonl");
-    const l = await startListener(fixtureCommand("lenient"), {
-      args: ["--approval", "none"],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-    });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    const h = l.headers({ "mcp-session-id": session });
-    const post = (body: string) => raw(l, { headers: h, body });
+    const { methodLog, post } = await lenientSession();
     const calls = () =>
       readJsonLines<{ method: string; params: { arguments?: { message?: string } } | null }>(methodLog)
         .filter((r) => r.method === "tools/call")
