@@ -9,7 +9,6 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../identity/proc.js";
-import { ticketedLink } from "./ticket.js";
 
 export interface ConsoleAddress {
   /** Base URL, e.g. `http://127.0.0.1:7345` (no trailing slash). */
@@ -65,6 +64,18 @@ export function readConsoleAddress(stateDir: string): ConsoleAddress | null {
     startTime: typeof startTime === "string" ? startTime : null,
     ticket: typeof ticket === "string" && /^[A-Za-z0-9_-]{1,128}$/.test(ticket) ? ticket : null,
   };
+}
+
+/** The query parameter a ticketed link carries (ticket.ts: what the console does with it). */
+export const TICKET_PARAM = "ticket";
+
+/**
+ * `url` (the console's base URL and a path of ours) with the ticket, when there is one. Here, not
+ * in ticket.ts, so that a gateway printing a link loads none of the console's request handling.
+ */
+export function ticketedLink(url: string, ticket: string | null): string {
+  if (!ticket) return url;
+  return `${url}${url.includes("?") ? "&" : "?"}${TICKET_PARAM}=${encodeURIComponent(ticket)}`;
 }
 
 /** The link for the human to `path` of the console (`/` by default), with its ticket. */

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import type { Logger } from "../util/log.js";
+import { TICKET_PARAM } from "./address.js";
 import { ChangeWatch } from "./changes.js";
 import { CONSOLE_ROUTES } from "./handlers.js";
 import {
@@ -27,7 +28,7 @@ import { PASSKEY_ROUTES } from "./passkeys.js";
 import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
-import { acceptTicket, fromAnotherUser, holdsTicket, TICKET_PARAM } from "./ticket.js";
+import { acceptTicket, fromAnotherUser, holdsTicket } from "./ticket.js";
 
 export interface ConsoleOptions {
   stateDir: string;

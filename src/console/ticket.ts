@@ -9,21 +9,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { tcpPeerUid } from "../identity/proc.js";
+import { TICKET_PARAM } from "./address.js";
 import { redirect } from "./http.js";
 import { sameToken } from "./sessions.js";
-
-/** The query parameter a ticketed link carries. */
-export const TICKET_PARAM = "ticket";
 
 /** Named after the port, like the session cookie: two consoles side by side keep theirs apart. */
 export function ticketCookie(port: number): string {
   return `portcullis_ticket_${port}`;
-}
-
-/** `url` (the console's base URL and a path of ours) with the ticket, when there is one. */
-export function ticketedLink(url: string, ticket: string | null): string {
-  if (!ticket) return url;
-  return `${url}${url.includes("?") ? "&" : "?"}${TICKET_PARAM}=${encodeURIComponent(ticket)}`;
 }
 
 /**
