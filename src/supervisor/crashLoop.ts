@@ -53,6 +53,8 @@ export class CrashLoop {
   private upAt = 0;
   private answeredAt = 0;
   private changeSeenAt = 0;
+  /** the first event of the batch the watcher has not reported yet (0: none open) */
+  private batchAt = 0;
   private backoffMs: number;
 
   constructor(private readonly opts: CrashLoopOptions) {
@@ -70,9 +72,19 @@ export class CrashLoop {
     if (this.answeredAt === 0) this.answeredAt = Date.now();
   }
 
+  /**
+   * The watcher's first event of a batch of changes, or the batch's end (`open` false). A batch is
+   * reported after its debounce (up to a second, longer on a loaded machine): the change was seen
+   * at its first event, and that is the moment the launch window is judged by.
+   */
+  batch(open: boolean): void {
+    if (!open) this.batchAt = 0;
+    else if (this.batchAt === 0) this.batchAt = Date.now();
+  }
+
   /** The watcher reported a change of the server's files. */
   changeSeen(): void {
-    this.changeSeenAt = Date.now();
+    this.changeSeenAt = this.batchAt || Date.now();
   }
 
   /** Whether the last change was seen while the current generation was starting (or just after). */

@@ -76,7 +76,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** the artifact watcher, following the identity captured at each launch */
   private readonly watched = new WatchedSet(
     (paths) => this.onArtifacts(paths),
-    (open) => this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1)))),
+    (open) => {
+      this.loop.batch(open);
+      this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1))));
+    },
     (since) => {
       if (!this.stopping) this.emit("change-unseen", since);
     },

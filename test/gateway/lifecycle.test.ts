@@ -300,7 +300,10 @@ describe("supervision end states", () => {
           ),
         60_000,
         "the pause after the restarts",
-      );
+      ).catch((e: Error) => {
+        // what the gateway said, to tell a restart loop from a slow start
+        throw new Error(`${e.message}; the gateway's stderr ends:\n${gw.stderr().slice(-4000)}`);
+      });
       // nothing runs now, so nothing writes gen.json: the pause holds
       const restarts = (gw.stderr().match(/; restart\)/g) ?? []).length;
       expect(restarts).toBe(4);
