@@ -3,9 +3,10 @@
 // cannot be started again) pauses supervision until the server's files change or ends it.
 
 /**
- * A change the watcher reports before the server answered its first request, or within this long
- * after, counts as seen while it started (Supervisor.restart): the watcher's debounce holds an
- * event up to 1 s, and a server that writes its files as it starts does so before it serves. The
+ * A change the watcher saw (its batch's first event: the report comes after the debounce) before
+ * the server answered its first request, or within this long after, counts as seen while it
+ * started (Supervisor.restart): a server that writes its files as it starts does so before it
+ * serves. The
  * window runs from the answer, not the spawn: on a loaded machine a server can take seconds to
  * come up, and a window from the spawn closed before its own write was seen, so it was restarted
  * for ever. A developer's next save comes later than that as a rule; one that does not counts
