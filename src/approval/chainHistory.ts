@@ -8,7 +8,7 @@ import { IS_PIN_RECORD } from "./pinSchema.js";
  * an emptied chain (a trigger dropped, every record deleted) verifies as the empty log, and its
  * first pin is then anyone's to write (docs/audit-format.md, "Approver key pin"). The other
  * tables are no proof (any process of the user can edit them), but they make the cheap forms
- * visible: gateways, agent runs, approval requests or grants with no record at all, or decisions
+ * visible: approval requests or grants with no record at all, or decisions
  * signed with an approver key and no pin of one (a decision is signed only once a key is pinned).
  * Only a store emptied as a whole, tables and chain, still passes: the limit of a rewritten chain.
  */
@@ -54,12 +54,17 @@ export function pinRefusal(db: Store, auditKeyId: string): string | null {
     : `the audit chain was begun for another keyring (its first record is sealed to audit key ${key ?? "?"}, keyring.json's is ${auditKeyId}): keyring.json was replaced`;
 }
 
-/** The store's history outside the chain, counted in words ("2 gateways, 1 agent run"); "" when none. */
+/**
+ * The store's history outside the chain that implies records in it, counted in words ("2
+ * approval requests, 1 grant"); "" when none. A request is made only for a call to a server whose
+ * start was recorded; gateways and agent runs are not counted: a gateway whose first launch
+ * failed, or one killed between its run's row and that run's first record, leaves a row with no
+ * record, and a store whose keyring was never pinned (an `init` killed before its pin) must still
+ * get its pin.
+ */
 function historyHeld(db: Store): string {
   const n = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
   return [
-    count(n("gateways"), "gateway"),
-    count(n("runs"), "agent run"),
     count(n("approval_requests"), "approval request"),
     count(n("grants"), "grant"),
   ]

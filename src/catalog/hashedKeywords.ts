@@ -15,6 +15,29 @@ import type { CodeKeywordDefinition } from "ajv";
 import { canonicalString } from "../util/canonical.js";
 
 /**
+ * The canonical JSON of the client's objects and arrays met during one check: an `enum` holding
+ * an object may be evaluated many times on the same value (a schema's `allOf` of many such
+ * enums, `allErrors` evaluating every branch), and each canonical form costs the value's size.
+ * Made afresh for each check (validator.ts calls `newCheck`): a value is never mutated during
+ * the check that reads it, but may be between two.
+ */
+let canonicalMemo = new WeakMap<object, string>();
+
+/** Called before each check of a client's arguments: forgets the last check's canonical forms. */
+export function newCheck(): void {
+  canonicalMemo = new WeakMap();
+}
+
+function canonicalOf(v: object): string {
+  let text = canonicalMemo.get(v);
+  if (text === undefined) {
+    text = canonicalString(v);
+    canonicalMemo.set(v, text);
+  }
+  return text;
+}
+
+/**
  * Where values first occur in a list: primitives keyed by themselves, objects and arrays by
  * their canonical JSON (two maps, so that the string "[1]" and the array [1] stay apart).
  */
@@ -39,8 +62,7 @@ class FirstIndex {
   }
 
   private place(v: unknown): [Map<unknown, number>, unknown] {
-    if (typeof v === "object" && v !== null)
-      return [this.structured as Map<unknown, number>, canonicalString(v)];
+    if (typeof v === "object" && v !== null) return [this.structured as Map<unknown, number>, canonicalOf(v)];
     return [this.primitives, v];
   }
 }

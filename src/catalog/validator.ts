@@ -13,7 +13,7 @@
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
-import { type CodeTemplates, hashedKeywords } from "./hashedKeywords.js";
+import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
 import { clip, firstOf, jsonText } from "./text.js";
 import type { CatalogSnapshot } from "./types.js";
@@ -345,11 +345,14 @@ function sentences(errors: ErrorObject[]): string[] {
   const keptKeys = new Set<string>();
   const rest = new Set<string>();
   for (const e of errors) {
+    // an error like one already kept or counted makes no sentence: a value failing the same
+    // keyword through many branches (anyOf over $refs) is one sentence, built once
     const key = errorKey(e);
+    if (keptKeys.has(key) || rest.has(key)) continue;
     if (kept.size < MAX_ERRORS) {
       kept.add(errorSentence(e));
       keptKeys.add(key);
-    } else if (!keptKeys.has(key)) rest.add(key);
+    } else rest.add(key);
   }
   const out = [...kept];
   if (out.length === 0) out.push("The arguments do not match the tool's input schema.");
@@ -463,6 +466,7 @@ export class ArgumentValidator {
     try {
       // Only `true` is valid. An asynchronous check (refused when compiling) would answer a
       // Promise, which is truthy: it must never pass, and its rejection must not go unhandled.
+      newCheck();
       const verdict: unknown = c.check(value);
       if (verdict !== true) {
         settle(verdict);
@@ -470,6 +474,7 @@ export class ArgumentValidator {
       }
       if (c.withDefaults === null) return { ok: true, effective: value as Record<string, unknown> };
       const effective = structuredClone(value) as Record<string, unknown>;
+      newCheck();
       settle(c.withDefaults(effective));
       return { ok: true, effective };
     } catch (err) {

@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { type BigIntStats, statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { StoreError } from "./storeError.js";
 
@@ -59,7 +59,14 @@ export class StoreFiles {
   check(): StoreFileLost | null {
     if (this.lostFile) return this.lostFile;
     for (const f of this.files) {
-      const s = statSync(f.path, { bigint: true, throwIfNoEntry: false });
+      let s: BigIntStats | undefined;
+      try {
+        s = statSync(f.path, { bigint: true, throwIfNoEntry: false });
+      } catch {
+        // cannot tell (the directory unreadable now, an I/O error): not a loss, and never an
+        // exception out of a heartbeat or a status write; the next check looks again
+        continue;
+      }
       if (s && s.ino === f.ino && s.dev === f.dev) continue;
       const lost = new StoreFileLost(f.path);
       this.lostFile = lost;

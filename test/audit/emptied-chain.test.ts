@@ -76,7 +76,7 @@ describe("a chain that does not account for the store's history", () => {
     sql(stateDir, EMPTY_CHAIN);
     const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
     expect(verify.stdout).toMatch(
-      /^audit chain broken at seq 1: the audit chain is empty, but the store holds 1 gateway, 1 agent run, 1 approval request, 1 grant: its records were deleted\n$/,
+      /^audit chain broken at seq 1: the audit chain is empty, but the store holds 1 approval request, 1 grant: its records were deleted\n$/,
     );
     expect(verify.code).toBe(1);
     const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
@@ -139,6 +139,15 @@ describe("a chain that does not account for the store's history", () => {
 
   it("a fresh store: init pins, and a keyring with no pin yet over its own chain is pinned at the first approve", async () => {
     const stateDir = newStateDir(); // a keyring, no pin (as an init killed before its pin left it)
+    // a first launch that failed leaves its gateway's row and no record: not deleted history
+    const failed = await runCli(["run", "--label", "typo", "--", join(stateDir, "no-such-server")], {
+      stateDir,
+    });
+    expect(failed.code).toBe(2);
+    const rows = new Database(join(stateDir, "portcullis.db"), { readonly: true });
+    expect(rows.prepare("SELECT count(*) FROM gateways").pluck().get()).toBe(1);
+    expect(rows.prepare("SELECT count(*) FROM audit_records").pluck().get()).toBe(0);
+    rows.close();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const gw = await startInventory(project, [], { stateDir });
