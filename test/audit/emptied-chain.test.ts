@@ -59,19 +59,28 @@ async function approveAsAttacker(project: Project, stateDir: string, seen: Set<s
   return { request, approve };
 }
 
+/**
+ * A store where the human approved one call through a real gateway (their key pinned, a grant
+ * signed with it), the gateway then closed; `seen` holds that request.
+ */
+async function approvedOnce(): Promise<{ stateDir: string; project: Project; seen: Set<string> }> {
+  const stateDir = newStateDir();
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const gw = await startInventory(project, [], { stateDir });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  const seen = new Set<string>();
+  const first = gw.client.callTool({ name: "read_status", arguments: {} });
+  await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+  await first;
+  await gw.close();
+  return { stateDir, project, seen };
+}
+
 describe("a chain that does not account for the store's history", () => {
   it("emptied: verify and doctor fail; a swapped keyring's approve pins nothing and decides nothing", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, [], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const seen = new Set<string>();
-    const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
-    await first; // the human's key pinned, a grant signed with it
-    await gw.close();
+    const { stateDir, project, seen } = await approvedOnce();
 
     sql(stateDir, EMPTY_CHAIN);
     const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
@@ -104,17 +113,7 @@ describe("a chain that does not account for the store's history", () => {
   });
 
   it("cut before its pin: verify fails; the keyring swapped in over a chain begun for another is not pinned", async () => {
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, [], { stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const seen = new Set<string>();
-    const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
-    await first;
-    await gw.close();
+    const { stateDir, project, seen } = await approvedOnce();
     // the chain from its pin on, deleted: what is left still verifies on its own
     sql(
       stateDir,
