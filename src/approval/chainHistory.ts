@@ -64,10 +64,7 @@ export function pinRefusal(db: Store, auditKeyId: string): string | null {
  */
 function historyHeld(db: Store): string {
   const n = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
-  return [
-    count(n("approval_requests"), "approval request"),
-    count(n("grants"), "grant"),
-  ]
+  return [count(n("approval_requests"), "approval request"), count(n("grants"), "grant")]
     .filter((part) => !part.startsWith("0 "))
     .join(", ");
 }

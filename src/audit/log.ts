@@ -229,11 +229,12 @@ export class AuditLog {
    * throws from then on. A gateway asks before each group that holds an intent and on its
    * heartbeat: an intent is claimed durable only while they are. The stats are made at most
    * once every STORE_FILES_EVERY_MS: two stats cost 15–17 µs on a virtual machine, which at one
-   * call at a time was a sixth of the audit's whole work per call (bench/audit-hot).
+   * call at a time was a sixth of the audit's whole work per call (bench/audit-hot). `now`: check
+   * whatever the time since the last (a gateway's end, before its last records).
    */
-  checkStoreFiles(): StoreFileLost | null {
+  checkStoreFiles(opts: { now?: boolean } = {}): StoreFileLost | null {
     const now = performance.now();
-    if (now - this.filesCheckedAt < STORE_FILES_EVERY_MS) return this.files.lost;
+    if (!opts.now && now - this.filesCheckedAt < STORE_FILES_EVERY_MS) return this.files.lost;
     this.filesCheckedAt = now;
     return this.files.check();
   }

@@ -367,7 +367,7 @@ export async function listenUntilSignal(
   await front.close();
   clearListenInfo(info);
   // once the store's files were lost nothing more is written, and the store is left open
-  if (!shared.audit.checkStoreFiles()) {
+  if (!shared.audit.checkStoreFiles({ now: true })) {
     shared.events.flush();
     registry.end();
   }

@@ -326,7 +326,7 @@ export async function serve(
     clearInterval(storeWatch);
     // Once the store's -wal or -shm file was lost, nothing more is written (it would go into the
     // orphaned log) and the store is left open (src/gateway/storeLost.ts).
-    if (!audit.checkStoreFiles()) {
+    if (!audit.checkStoreFiles({ now: true })) {
       if (run) endAgentRun(store, events, run, server.label, log);
       events.flush();
       registry.end();
@@ -405,7 +405,7 @@ export async function serve(
       // (begun by the client's initialize while the launch was under way, if it came)
       const begun = run as Run | null;
       clearInterval(storeWatch);
-      if (!audit.checkStoreFiles()) {
+      if (!audit.checkStoreFiles({ now: true })) {
         if (begun) endAgentRun(store, events, begun, server.label, log);
         events.flush();
         registry.end();

@@ -127,8 +127,8 @@ export function auditSink(
     const later = durable && audit.canSyncLater;
     try {
       // An intent is claimed durable only while the store's -wal and -shm files are still the ones
-      // this connection writes through: one stat of each per group that holds one (a lost file
-      // makes appendIf throw, below).
+      // this connection writes through: one stat of each per group that holds one, at most once
+      // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
       const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });
       const settle = (err: Error | null) => {
