@@ -280,7 +280,14 @@ describe("the session cookie on another port", () => {
       res.end("hello");
     });
     await new Promise<void>((r) => thief.listen(0, "127.0.0.1", r));
-    cleanup.push(() => new Promise<void>((r) => thief.close(() => r())));
+    cleanup.push(
+      () =>
+        new Promise<void>((r) => {
+          // The browser keeps its connection alive: closing waits for it unless it is cut.
+          thief.close(() => r());
+          thief.closeAllConnections();
+        }),
+    );
     await page.goto(`http://127.0.0.1:${(thief.address() as AddressInfo).port}/`);
     const port = new URL(base).port;
     const cookie = seen.split("; ").find((c) => c.startsWith(`portcullis_session_${port}=`));
