@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import type { Logger } from "../util/log.js";
 import {
   allowedHosts,
+  allowedOrigins,
   bearerMatches,
   hostOriginProblem,
   isThisMachine,
@@ -58,6 +59,7 @@ export class HttpFront {
   private readonly sessions = new Map<string, Session>();
   private closing = false;
   private hosts = new Set<string>();
+  private origins = new Set<string>();
   private reaper: NodeJS.Timeout | null = null;
   private readonly peers = new WeakMap<Socket, Peer>();
   private readonly keys = new WeakMap<Peer, string | null>();
@@ -86,6 +88,7 @@ export class HttpFront {
     });
     const port = (server.address() as { port: number }).port;
     this.hosts = allowedHosts(this.o.address, port);
+    this.origins = allowedOrigins(this.hosts);
     this.reaper = setInterval(
       () => this.reapIdle(),
       Math.max(1_000, Math.min(60_000, this.o.idleTimeoutMs / 4)),
@@ -128,7 +131,7 @@ export class HttpFront {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
-    const problem = hostOriginProblem(req.headers.host, header(req, "origin"), this.hosts);
+    const problem = hostOriginProblem(req.headers.host, header(req, "origin"), this.hosts, this.origins);
     if (problem) return refuse(req, res, 403, `${problem}: refused (DNS rebinding protection)`);
     if (path !== "/mcp") return refuse(req, res, 404, "not found: the MCP endpoint is /mcp");
     if (this.o.token !== null && !bearerMatches(header(req, "authorization"), this.o.token)) {

@@ -89,29 +89,43 @@ export function hostKey(header: string): string | null {
 }
 
 /**
- * `Host` must name the listen address; `Origin`, when present, must be an http origin of a
- * loopback name on the same port (a page of another site sends its own origin, and a rebound
- * name still arrives with the attacker's `Host`). Both are compared as host plus effective port,
- * so the default port written or left out is the same. Returns the refusal, or null.
+ * The origins a browser page served from one of `hosts` sends, each exactly as browsers write
+ * it (the ASCII serialization of RFC 6454: `http://host` with the port only when it is not 80,
+ * the host lowercased, an IPv6 address compressed in brackets), as the URL parser writes an origin.
+ */
+export function allowedOrigins(hosts: Set<string>): Set<string> {
+  const out = new Set<string>();
+  for (const host of hosts) {
+    try {
+      out.add(new URL(`http://${host}`).origin);
+    } catch {
+      // an interface address the URL parser will not take (a zone id): no browser names it
+    }
+  }
+  return out;
+}
+
+/**
+ * `Host` must name the listen address; `Origin`, when present, must be exactly one of `origins`
+ * (allowedOrigins: the http origins of the same hosts and port; a page of another site sends its
+ * own origin, and a rebound name still arrives with the attacker's `Host`). `Host` is compared as
+ * host plus effective port, so the default port written or left out is the same. `Origin` is
+ * compared as written: a browser sends only an origin's serialization, so anything else (user
+ * info, a path, a trailing slash, capitals, `127.1`, `%6c`ocalhost, an IPv6 address not
+ * compressed, `:80` written out, `null`) comes from something that is not a page of this server,
+ * and the URL parser, which would read several of those as this server's origin, is not asked
+ * to guess. Returns the refusal, or null.
  */
 export function hostOriginProblem(
   hostHeader: string | undefined,
   originHeader: string | undefined,
   hosts: Set<string>,
+  origins: Set<string> = allowedOrigins(hosts),
 ): string | null {
   const host = hostHeader ? hostKey(hostHeader) : null;
   if (host === null || !hosts.has(host)) return `Host "${hostHeader ?? ""}" is not this server`;
   if (originHeader === undefined) return null;
-  let origin: URL;
-  try {
-    origin = new URL(originHeader);
-  } catch {
-    return `Origin "${originHeader}" is not a valid origin`;
-  }
-  // the URL parser drops a default port (":80"): put it back before comparing
-  const port = origin.port === "" ? HTTP_DEFAULT_PORT : Number(origin.port);
-  if (origin.protocol !== "http:" || !hosts.has(`${origin.hostname.toLowerCase()}:${port}`))
-    return `Origin "${originHeader}" is not this server`;
+  if (!origins.has(originHeader)) return `Origin "${originHeader}" is not this server`;
   return null;
 }
 

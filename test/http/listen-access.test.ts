@@ -101,6 +101,15 @@ describe("Host and Origin (DNS rebinding)", () => {
       `http://attacker.example:${l.port}`,
       `https://127.0.0.1:${l.port}`,
       "null",
+      // no browser writes these; the URL parser would read each as this server's origin
+      `http://evil@127.0.0.1:${l.port}`,
+      `http://127.0.0.1:${l.port}/mcp`,
+      `http://127.0.0.1:${l.port}/`,
+      `HTTP://LOCALHOST:${l.port}`,
+      `http://127.1:${l.port}`,
+      `http://%6cocalhost:${l.port}`,
+      `http://localhost:0${l.port}`,
+      `http:localhost:${l.port}`,
     ]) {
       const r = await raw(l, { headers: l.headers({ origin }), body: initializeBody() });
       expect(r.status, origin).toBe(403);
@@ -121,17 +130,24 @@ describe("Host and Origin on the default port (the check itself: binding port 80
     return allowedHosts(a, a.port);
   };
 
-  it("port 80: a Host or Origin that leaves the port out is the same as one that writes it", () => {
+  it("port 80: a Host that leaves the port out is the same as one that writes it; an Origin leaves it out", () => {
     for (const address of ["127.0.0.1:80", "[::1]:80"]) {
       const hosts = hostsOf(address);
       for (const host of ["127.0.0.1", "127.0.0.1:80", "localhost", "LOCALHOST:80", "[::1]", "[::1]:80"])
         expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).toBeNull();
-      for (const origin of ["http://127.0.0.1", "http://127.0.0.1:80", "http://localhost", "http://[::1]"])
+      // an Origin is as a browser writes it: without the default port (docs/security.md)
+      for (const origin of ["http://127.0.0.1", "http://localhost", "http://[::1]"])
         expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).toBeNull();
       // still only this server
       for (const host of ["evil.example", "evil.example:80", "127.0.0.1:8080", "127.0.0.1:", "[::1", ""])
         expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).not.toBeNull();
-      for (const origin of ["http://evil.example", "https://127.0.0.1", "http://127.0.0.1:8080", "null"])
+      for (const origin of [
+        "http://evil.example",
+        "https://127.0.0.1",
+        "http://127.0.0.1:8080",
+        "null",
+        "http://127.0.0.1:80",
+      ])
         expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).not.toBeNull();
     }
   });
