@@ -5,9 +5,9 @@
 // Whatever ends the session is reported to the link, which owns the epochs.
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { refuse } from "../guard/refusals.js";
+import { elementTexts } from "../relay/batchText.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { sha256Tag } from "../util/canonical.js";
-import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
 import { noteSelf, type RemoteGeneration } from "./remoteEpoch.js";
@@ -285,13 +285,10 @@ export class SessionExchanges {
       } catch {
         parsed = undefined;
       }
-      const list = Array.isArray(parsed) ? parsed : parsed === undefined ? [] : [parsed];
       let answered = false;
-      for (const one of list) {
+      for (const [one, written] of messagesOf(parsed, text)) {
         if (isRequest && isResponseTo(one, m.id)) answered = true;
-        // one message: its text as the server wrote it (ids JSON.parse would round or respell)
-        if (ok || isResponseTo(one, m.id))
-          this.deliver(gen, one, m, Array.isArray(parsed) ? undefined : text);
+        if (ok || isResponseTo(one, m.id)) this.deliver(gen, one, m, written);
       }
       if (m.method === "initialize" && !answered && status >= 500 && gen.reason !== "launch") {
         // The gateway's own initialize of a new epoch, answered for a server that is not there
@@ -413,8 +410,10 @@ export class SessionExchanges {
           this.o.log.warn("dropped an event from the remote server that is not JSON");
           return;
         }
-        seen(msg);
-        this.deliver(gen, msg, sent, Array.isArray(msg) ? undefined : e.data);
+        for (const [one, written] of messagesOf(msg, e.data)) {
+          seen(one);
+          this.deliver(gen, one, sent, written);
+        }
       },
       oversize,
       this.maxBytes,
@@ -434,9 +433,9 @@ export class SessionExchanges {
 
   /**
    * One message from the server to the gateway; an initialize result completes the record.
-   * `text`: the message as the server wrote it, when it is the whole of what was read.
+   * `text`: the message as the server wrote it, which the gateway reads for itself.
    */
-  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text?: string): void {
+  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text: string): void {
     if (!gen.alive || !this.owner.isCurrent(gen)) return;
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
@@ -445,29 +444,30 @@ export class SessionExchanges {
         return;
       }
     }
-    let line = text;
-    if (line === undefined) {
-      // one message of a batch, written again: JSON.stringify throws on a value nested thousands
-      // deep, where the gateway would refuse the message anyway (message_too_deep)
-      try {
-        line = JSON.stringify(msg);
-      } catch {
-        this.o.log.warn("dropped a message from the remote server nested too deep to be written again");
-        const m = msg as { id?: unknown; method?: unknown };
-        if (m.method === undefined && (typeof m.id === "number" || typeof m.id === "string")) {
-          const e = refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server");
-          this.answer(gen, m.id, e.code, e.message, e.data);
-        }
-        return;
-      }
-    }
-    this.owner.line(line, gen);
+    this.owner.line(text, gen);
   }
 
   /** A JSON-RPC error to the gateway for a request the server did not answer. */
   private answer(gen: RemoteGeneration, id: unknown, code: number, message: string, data: unknown): void {
-    this.deliver(gen, { jsonrpc: "2.0", id, error: { code, message, data } }, null);
+    const msg = { jsonrpc: "2.0", id, error: { code, message, data } };
+    this.deliver(gen, msg, null, JSON.stringify(msg));
   }
+}
+
+/**
+ * The messages of what the server wrote (`text`, parsed as `parsed`), each with its own text as
+ * written: the elements of a batch are cut out of it (batchText.ts), never written again from
+ * their parsed value, so ids reach the gateway as the server spelled them and every message is
+ * read there by the same checks (the shared id check, the depth limit). Nothing when there was
+ * nothing to read.
+ */
+function messagesOf(parsed: unknown, text: string): [unknown, string][] {
+  if (parsed === undefined) return [];
+  if (!Array.isArray(parsed)) return [[parsed, text]];
+  const texts = elementTexts(text);
+  // a parsed array always splits into as many texts; anything else would be a bug here
+  if (texts === null || texts.length !== parsed.length) return [];
+  return parsed.map((one, i) => [one, texts[i]!]);
 }
 
 /**
