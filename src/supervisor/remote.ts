@@ -42,9 +42,15 @@ export class RemoteSupervisor
     this.session = new SessionExchanges(o, this.connections, {
       isCurrent: (gen) => gen === this.current,
       stopping: () => this.stopping,
-      lose: (gen, next, detail, unreachable) => this.lose(gen, next, detail, unreachable),
+      lose: (gen, next, detail) => this.lose(gen, next, detail),
       line: (text, gen) => this.emit("line", text, gen),
       oversize: (bytes, gen, rawId) => this.emit("oversize", bytes, gen, rawId, false),
+      initializeRefused: (gen, why) => this.initializeRefused(gen, why),
+      reached: (gen) => {
+        if (gen !== this.current) return;
+        this.unreachable = null;
+        this.unreachableDelay = 0;
+      },
     });
   }
 
@@ -91,6 +97,9 @@ export class RemoteSupervisor
   private sendMessage(m: Message, text: string): boolean {
     const gen = this.current;
     if (!gen?.alive || this.stopping) return false;
+    // the epoch's initialize is refused by a front and sent again later: nothing else is queued
+    // behind it meanwhile (its sender answers server_unavailable, as for an ended epoch)
+    if (this.unreachable !== null) return false;
     return this.session.send(gen, m, text);
   }
 
@@ -99,26 +108,14 @@ export class RemoteSupervisor
   /**
    * The epoch ends: every request under way is abandoned (the gateway answers its calls
    * epoch_transition: never retried), and a new epoch is minted once the server can be reached.
-   * `unreachable` (why): the session was never opened because what answers at the URL (an HTTP
-   * front) answered for a server it cannot reach: not a session the server dropped, so it does not count
-   * toward the crash loop; the server is looked for again with growing waits, requests refused
-   * meanwhile.
+   * (An initialize that a front answers for a server it cannot reach ends nothing: see
+   * initializeRefused.)
    */
-  private lose(gen: RemoteGeneration, next: EpochReason, detail: string, unreachable?: string): void {
+  private lose(gen: RemoteGeneration, next: EpochReason, detail: string): void {
     if (!gen.alive || gen !== this.current) return;
     this.end(gen);
     this.emit("down", gen, "exit", detail);
     this.o.log.status(`remote session ended: ${detail}`);
-    if (unreachable !== undefined) {
-      const initial = this.o.backoff?.initialMs ?? 200;
-      this.unreachableDelay = Math.min(
-        this.unreachableDelay === 0 ? initial : this.unreachableDelay * 2,
-        this.o.backoff?.maxMs ?? 5_000,
-      );
-      this.becameUnreachable(unreachable);
-      this.reconnect(gen, next, this.unreachableDelay);
-      return;
-    }
     this.unreachableDelay = 0;
     const now = Date.now();
     const windowMs = this.o.crashLoop?.windowMs ?? 30_000;
@@ -132,6 +129,27 @@ export class RemoteSupervisor
       return;
     }
     this.reconnect(gen, next, this.o.backoff?.initialMs ?? 200);
+  }
+
+  /**
+   * `gen`'s initialize was answered by an HTTP front for a server it cannot reach. No session was
+   * opened, so the epoch is kept (minted and recorded once, nothing sent under it but its
+   * initialize): the server is said unreachable, and the initialize is sent again after the
+   * returned wait, growing as for a server that cannot be connected to. Not a lost session, so
+   * not counted toward the crash loop. A new epoch per attempt would add a record to the store
+   * and the audit every few seconds for as long as the server is down.
+   */
+  private initializeRefused(gen: RemoteGeneration, why: string): number {
+    const first = this.unreachableDelay === 0;
+    this.unreachableDelay = Math.min(
+      first ? (this.o.backoff?.initialMs ?? 200) : this.unreachableDelay * 2,
+      this.o.backoff?.maxMs ?? 5_000,
+    );
+    const said = `${why}; initialize is sent again in ${this.unreachableDelay} ms under epoch ${gen.epoch}`;
+    if (first) this.o.log.status(said);
+    else this.o.log.info(said);
+    this.becameUnreachable(why);
+    return this.unreachableDelay;
   }
 
   private end(gen: RemoteGeneration): void {

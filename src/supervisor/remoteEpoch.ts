@@ -31,6 +31,18 @@ export interface RemoteGeneration extends LinkGeneration {
   queue: Promise<void>;
   /** requests the server answered for a session it no longer knows (see LinkGeneration) */
   notRun: Map<unknown, number>;
+  /**
+   * Messages queued behind the epoch's initialize and not yet sent: when a front answers that
+   * initialize for a server it cannot reach, those requests are answered server_unavailable
+   * rather than held until the server is back (remoteSession.ts).
+   */
+  waiting: Set<Queued>;
+}
+
+/** A message in an epoch's queue; `dropped`: answered without being sent. */
+export interface Queued {
+  m: { id?: unknown; method?: unknown };
+  dropped: boolean;
 }
 
 /** What an epoch's record names besides the facts learned on the wire. */
@@ -66,6 +78,7 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     stream: null,
     queue: Promise.resolve(),
     notRun: new Map(),
+    waiting: new Set(),
   };
 }
 

@@ -10,7 +10,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { sha256Tag } from "../util/canonical.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
-import { noteSelf, type RemoteGeneration } from "./remoteEpoch.js";
+import { noteSelf, type Queued, type RemoteGeneration } from "./remoteEpoch.js";
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
 import { isObject, isResponseTo, readBody, saysSessionLost } from "./remoteWire.js";
@@ -44,15 +44,19 @@ export interface EpochOwner {
   isCurrent(gen: RemoteGeneration): boolean;
   /** the link is shutting down */
   stopping(): boolean;
-  /**
-   * the session is over: the epoch ends, and `next` is why the following one exists;
-   * `unreachable`: no session was opened, the server cannot be reached behind its URL: why
-   */
-  lose(gen: RemoteGeneration, next: EpochReason, detail: string, unreachable?: string): void;
+  /** the session is over: the epoch ends, and `next` is why the following one exists */
+  lose(gen: RemoteGeneration, next: EpochReason, detail: string): void;
   /** one message from the server for the gateway, as text */
   line(text: string, gen: RemoteGeneration): void;
   /** a message over the size limit was dropped; `rawId`: the id of the request it answered */
   oversize(bytes: number, gen: RemoteGeneration, rawId: string | null): void;
+  /**
+   * `gen`'s initialize was answered by an HTTP front for a server it cannot reach (`why`): the
+   * server is unreachable; how long to wait before the same initialize is sent again.
+   */
+  initializeRefused(gen: RemoteGeneration, why: string): number;
+  /** `gen`'s initialize was answered by the server: it is reachable again */
+  reached(gen: RemoteGeneration): void;
 }
 
 export class SessionExchanges {
@@ -79,8 +83,13 @@ export class SessionExchanges {
       return false;
     }
     const body = Buffer.from(text, "utf8");
+    const queued: Queued = { m, dropped: false };
+    if (m.method !== "initialize") gen.waiting.add(queued);
     gen.queue = gen.queue
-      .then(() => this.post(gen, m, body))
+      .then(() => {
+        gen.waiting.delete(queued);
+        if (!queued.dropped) return this.post(gen, m, body);
+      })
       .catch((e) => {
         // the code only: a message about a request can quote what was in its headers
         this.o.log.warn(
@@ -138,10 +147,40 @@ export class SessionExchanges {
     const answer = new Promise<void>((resolve) => {
       answered = resolve;
     });
-    req.on("response", (res) => this.onPostResponse(gen, m, isRequest, res, answered));
+    /** why a front, not the server, answered this initialize (see onPostResponse) */
+    let refusedByFront: string | null = null;
+    req.on("response", (res) =>
+      this.onPostResponse(gen, m, isRequest, res, answered, (why) => {
+        refusedByFront = why;
+      }),
+    );
     // Nothing else is sent until initialize is answered: the session id and the protocol version
     // are learned from it.
-    if (m.method === "initialize") await this.untilAnswered(gen, req, answer);
+    if (m.method !== "initialize") return;
+    await this.untilAnswered(gen, req, answer);
+    if (refusedByFront === null || !gen.alive || this.owner.stopping()) return;
+    // No session was opened, so the epoch stays what it is: minted, recorded, and nothing sent
+    // under it but this initialize, which is sent again once the wait is over. A new epoch per
+    // attempt would only grow the store and the audit while the server is down.
+    this.dropWaiting(gen, refusedByFront);
+    await waitFor(this.owner.initializeRefused(gen, refusedByFront));
+    return this.post(gen, m, body);
+  }
+
+  /**
+   * What was queued behind a refused initialize is not held until the server is back: its
+   * requests are answered server_unavailable now (what a client sends meanwhile is refused by
+   * the link), its notifications dropped, as an ended epoch's would be.
+   */
+  private dropWaiting(gen: RemoteGeneration, why: string): void {
+    for (const q of gen.waiting) {
+      q.dropped = true;
+      if (typeof q.m.method === "string" && q.m.id !== undefined) {
+        const e = refuse.serverUnreachable(why);
+        this.answer(gen, q.m.id, e.code, e.message, e.data);
+      }
+    }
+    gen.waiting.clear();
   }
 
   /**
@@ -211,6 +250,7 @@ export class SessionExchanges {
     isRequest: boolean,
     res: IncomingMessage,
     onAnswered: () => void,
+    onRefusedByFront: (why: string) => void = () => {},
   ): void {
     if (!gen.alive) return void res.destroy();
     const status = res.statusCode ?? 0;
@@ -293,13 +333,11 @@ export class SessionExchanges {
       if (m.method === "initialize" && !answered && status >= 500 && gen.reason !== "launch") {
         // The gateway's own initialize of a new epoch, answered for a server that is not there
         // (an HTTP front's 502 while the server restarts behind it): no session, and not the
-        // server refusing one. Answered as an error, it would end the gateway; the epoch ends
-        // instead, and the server is looked for again. (At launch the client's own initialize
-        // gets the error: it is told, and nothing was opened yet.)
-        this.owner.lose(
-          gen,
-          "new-session",
-          `initialize was answered HTTP ${status}, not by the server`,
+        // server refusing one. Answered as an error, it would end the gateway; it is sent again
+        // instead, under the same epoch, once the server has had time to come back (post).
+        // (At launch the client's own initialize gets the error: it is told, and nothing was
+        // opened yet.)
+        onRefusedByFront(
           `${this.o.url.href} answered initialize with HTTP ${status} (is the server behind it down?)`,
         );
         return onAnswered();
@@ -437,6 +475,9 @@ export class SessionExchanges {
    */
   private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text: string): void {
     if (!gen.alive || !this.owner.isCurrent(gen)) return;
+    // the server itself answered initialize: reachable, before the gateway reads the answer and
+    // sends what follows it
+    if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) this.owner.reached(gen);
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
       if (isObject(result) && !noteSelf(this.o, gen, result, sent.method === "initialize")) {
@@ -494,6 +535,10 @@ function redirectTarget(base: URL, location: string | undefined): string | null 
 /** The first wait before the server-to-client stream is looked for again after a refusal, and the longest. */
 const STREAM_RETRY_MS = 1000;
 const STREAM_RETRY_MAX_MS = 30_000;
+
+function waitFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
 
 function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;

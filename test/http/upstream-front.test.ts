@@ -5,6 +5,7 @@
 // front shows a restarting server as a 502, not as a refused connection.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
 import { auditActivity, auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
@@ -171,7 +172,7 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
     // the stream finds the session gone; the new session's initialize is refused by the front
     s.front.set({ postStatus: 502 });
     await waitFor(() => s.front.count("POST", 502) >= 1, 20_000, "the front to refuse initialize");
-    await s.gw.waitForStderr(/initialize was answered HTTP 502/, 10_000);
+    await s.gw.waitForStderr(/answered initialize with HTTP 502/, 10_000);
 
     const e = refusal(await s.gw.client.listTools().catch((x) => x));
     expect(e.data).toMatchObject({ error: "server_unavailable" });
@@ -181,6 +182,52 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
     const b = await nextEpoch(s.stateDir, s.epochA);
     await s.gw.client.listTools();
     await expectStale(s.gw, s.epochA, b.epoch);
+  });
+});
+
+describe("run --url: a front that answers initialize 5xx while the server is down", () => {
+  it("mints no epoch per attempt: one new epoch, recorded and identified before any call under it", async () => {
+    const s = await approvedBehindFront();
+    await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
+    s.front.set({ getStatus: 502 });
+    s.front.endStreams();
+    await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
+    s.box.server = await s.box.server.restart();
+    // the stream finds the session gone; the front refuses the new session's initialize, again
+    // and again (the server behind it is "down")
+    s.front.set({ postStatus: 502 });
+    await waitFor(() => s.front.count("POST", 502) >= 4, 30_000, "four refused initializes");
+    for (const ask of [
+      () => s.gw.client.listTools(),
+      () => s.gw.client.callTool({ name: "echo", arguments: { message: "while down" } }),
+    ])
+      expect(refusal(await ask().catch((x) => x)).data).toMatchObject({ error: "server_unavailable" });
+
+    s.front.set({});
+    const b = await nextEpoch(s.stateDir, s.epochA);
+    await expectStale(s.gw, s.epochA, b.epoch);
+    // a call approved under the new epoch runs
+    const call = s.gw.client.callTool({ name: "echo", arguments: { message: "c" } });
+    await decideByCli(s.stateDir, "approve", (await nextRequest(s.stateDir)).request);
+    await call;
+
+    // one epoch more than before, however many initializes the front refused: in the audit...
+    const events = await auditEvents(s.stateDir);
+    const started = events.filter((x) => x.type === "server_started").map((x) => x.epoch);
+    expect(started).toEqual([s.epochA, b.epoch]);
+    // ...and in the store
+    const db = openStore(s.stateDir);
+    try {
+      const rows = db.prepare("SELECT epoch FROM epochs ORDER BY started_at").all() as { epoch: string }[];
+      expect(rows.map((r) => r.epoch)).toEqual([s.epochA, b.epoch]);
+    } finally {
+      db.close();
+    }
+    // the new epoch's record was written and completed before any call under it ran
+    const ofB = events.filter((x) => x.epoch === b.epoch).map((x) => x.type);
+    expect(ofB[0]).toBe("server_started");
+    expect(ofB.indexOf("tool_called")).toBeGreaterThan(ofB.indexOf("server_identified"));
+    expect(ofB.indexOf("server_identified")).toBeGreaterThan(0);
   });
 });
 
