@@ -81,7 +81,7 @@ export class AuditLog {
    * durable with syncWal, off the event loop, instead of an fsync inside the commit.
    */
   readonly canSyncLater: boolean;
-  /** The store's -wal and -shm files as this connection opened them (see checkStoreFiles). */
+  /** The store's files (database, -wal, -shm) as this connection opened them (see checkStoreFiles). */
   private readonly files: StoreFiles;
   /** when checkStoreFiles last made its stats (performance.now()) */
   private filesCheckedAt = -Infinity;
@@ -224,12 +224,13 @@ export class AuditLog {
   }
 
   /**
-   * Whether the store's -wal and -shm files are still the ones this connection writes through
-   * (src/store/storeFiles.ts: one stat of each): null if so, else the loss, which every append
+   * Whether the store's files (the database, its -wal and -shm) are still the ones this connection
+   * writes through (src/store/storeFiles.ts: one stat of each): null if so, else the loss, which every append
    * throws from then on. A gateway asks before each group that holds an intent and on its
    * heartbeat: an intent is claimed durable only while they are. The stats are made at most
    * once every STORE_FILES_EVERY_MS: two stats cost 15–17 µs on a virtual machine, which at one
-   * call at a time was a sixth of the audit's whole work per call (bench/audit-hot). `now`: check
+   * call at a time was a sixth of the audit's whole work per call (bench/audit-hot); the third,
+   * of the database file, is not felt per call behind that limit. `now`: check
    * whatever the time since the last (a gateway's end, before its last records).
    */
   checkStoreFiles(opts: { now?: boolean } = {}): StoreFileLost | null {

@@ -6,9 +6,9 @@ import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { closeStoreUnlessLost, watchStoreFiles } from "../gateway/storeLost.js";
 import { tcpPeerHolders } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
+import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError } from "../supervisor/supervisor.js";
 import { HttpFront, type Peer } from "../transport/http.js";
@@ -359,7 +359,8 @@ export async function listenUntilSignal(
       signalled = true;
       resolve();
     });
-    // a -wal or -shm file of the store deleted under this gateway ends it, as a signal would
+    // a file of the store (database, -wal, -shm) deleted or replaced under this gateway ends it,
+    // as a signal would
     storeWatch = watchStoreFiles(store, log, () => resolve());
   });
   clearInterval(heartbeat);

@@ -175,7 +175,7 @@ main(process.argv.slice(2)).then(
     // exiting explicitly ends a gateway whose server left handles behind. process.exit also
     // skips better-sqlite3's teardown, which closes every database still open: a gateway whose
     // store's -wal was deleted under it leaves its store open on purpose, and closing it then
-    // would copy the orphaned log over the live database (src/gateway/storeLost.ts).
+    // would copy the orphaned log over the live database (src/store/storeWatch.ts).
     process.exit(code);
   },
   async (e: unknown) => {

@@ -14,10 +14,10 @@ import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { closeStoreUnlessLost, watchStoreFiles } from "../gateway/storeLost.js";
 import { DigestCache } from "../identity/index.js";
 import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
+import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
@@ -324,8 +324,8 @@ export async function serve(
     downstream.close();
     await egress?.close();
     clearInterval(storeWatch);
-    // Once the store's -wal or -shm file was lost, nothing more is written (it would go into the
-    // orphaned log) and the store is left open (src/gateway/storeLost.ts).
+    // Once one of the store's files was lost, nothing more is written (it would go into the
+    // orphaned log) and the store is left open (src/store/storeWatch.ts).
     if (!audit.checkStoreFiles({ now: true })) {
       if (run) endAgentRun(store, events, run, server.label, log);
       events.flush();
@@ -371,7 +371,7 @@ export async function serve(
     egress: () => egress,
     state: () => gateway?.status().state,
   });
-  // a -wal or -shm file of the store deleted under this gateway ends it, as a signal would (its
+  // a file of the store (database, -wal, -shm) deleted or replaced under this gateway ends it, as a signal would (its
   // calls waiting for a human are refused at once; none can be recorded any more)
   const storeWatch = watchStoreFiles(store, log, () => void shutdown(EXIT_USAGE, true));
   // a signal begins the shutdown; one that comes while it is under way (however it began)

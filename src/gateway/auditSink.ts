@@ -19,9 +19,9 @@ interface Queued {
  * if the group cannot be written every durable event in it rejects and the guard
  * refuses those calls. Its condition, if any, is read inside that transaction: the
  * guard's way of making what a decision rested on hold when the intent is recorded. Before such a
- * group the store's -wal and -shm files are checked (AuditLog.checkStoreFiles): once one of them
- * was deleted or replaced, every durable event rejects with the sentence naming it and nothing
- * more is written (the gateway ends: src/gateway/storeLost.ts).
+ * group the store's files (the database, -wal and -shm) are checked (AuditLog.checkStoreFiles): once one
+ * of them was deleted or replaced, every durable event rejects with the sentence naming it and nothing
+ * more is written (the gateway ends: src/store/storeWatch.ts).
  *
  * With the log's sync "full", a group holding intents is committed without an fsync and the
  * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
@@ -126,8 +126,8 @@ export function auditSink(
     const durable = batch.some((q) => q.done);
     const later = durable && audit.canSyncLater;
     try {
-      // An intent is claimed durable only while the store's -wal and -shm files are still the ones
-      // this connection writes through: one stat of each per group that holds one, at most once
+      // An intent is claimed durable only while the store's files are still the ones this
+      // connection writes through: one stat of each per group that holds one, at most once
       // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
       const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });

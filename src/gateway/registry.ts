@@ -148,7 +148,7 @@ export class GatewayRegistry {
 
   /**
    * Writes everything pending in one transaction; on failure it all stays pending. Nothing once
-   * the store's -wal or -shm file was found deleted or replaced (checked first, one stat of each:
+   * one of the store's files was found deleted or replaced (checked first, one stat of each:
    * an idle gateway's only writes are these, and with the -shm gone they would land on the frames
    * of a process that opened the store since; src/store/storeFiles.ts).
    */

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { StoreError } from "./storeError.js";
+import { StoreFiles } from "./storeFiles.js";
 
 export { StoreError };
 
@@ -60,6 +61,9 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
     throw storeError(path, e);
   }
   for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
+  // The files as this connection opened them, before anything else can run: whoever writes
+  // through it later can ask whether they are still the ones at their paths (storeFiles.ts).
+  StoreFiles.of(db);
   lastOpened = path;
   return db;
 }

@@ -3,8 +3,9 @@ import type Database from "better-sqlite3";
 import { StoreError } from "./storeError.js";
 
 /**
- * The store's write-ahead log (`-wal`) and its shared index (`-shm`) as one connection opened
- * them, to notice when either is deleted or replaced at its path while the connection is open.
+ * The store's files as one connection opened them: the database file itself, its write-ahead log
+ * (`-wal`) and its shared index (`-shm`), to notice when one is deleted or replaced at its path
+ * while the connection is open.
  *
  * Why it matters: SQLite goes on using the files it opened. A connection whose `-wal` was unlinked
  * commits into a file no other process can see (what it writes is lost with it); a process that
@@ -12,35 +13,45 @@ import { StoreError } from "./storeError.js";
  * orphaned connection is the last to close, SQLite copies its orphaned log over the database file
  * and deletes the `-wal` at the path, the other process's records with it. An `-shm` removed
  * alone splits the processes in two that append to one `-wal`, each by its own index, over each
- * other's frames.
+ * other's frames. A database file deleted or replaced (`mv` and `cp` back, a restore over it)
+ * leaves the connection reading and checkpointing the old file while the others share the same
+ * `-wal` over the new one: its checkpoint copies their frames into the old file, and the log is
+ * then started over, so the new file never gets them (the store at the path is left damaged); a
+ * connection over a deleted file records into a file nobody will read again. (SQLite itself skips
+ * the checkpoint as the last connection closes when the database file has moved, not the others.)
  *
  * A check is one stat of each path, compared with the device and inode the file had when this
- * connection opened it: SQLite keeps both files open for the connection's life, so their inode
- * numbers cannot be given to a new file meanwhile, and the same numbers at the path are the same
- * file. Once a check finds a file lost, the connection must write nothing more (its writers ask
- * first: the audit log before each group holding an intent, the gateway's status row before each
- * write) and must not be closed (closing the last connection checkpoints): the process ends with
- * it open (src/gateway/storeLost.ts).
+ * connection opened it: SQLite keeps all three files open for the connection's life, so their
+ * inode numbers cannot be given to a new file meanwhile, and the same numbers at the path are the
+ * same file. Once a check finds a file lost, the connection must write nothing more (its writers
+ * ask first: the audit log before each group holding an intent, the gateway's status row before
+ * each write, a decision under its write lock, the console before each request) and must not be
+ * closed (closing the last connection checkpoints): the process ends with it open
+ * (src/store/storeWatch.ts).
  */
 export class StoreFiles {
   private readonly files: { path: string; dev: bigint; ino: bigint }[] = [];
   private lostFile: StoreFileLost | null = null;
   private readonly listeners: ((e: StoreFileLost) => void)[] = [];
 
-  /** Right after the connection opened the store (openStore leaves both files there). */
+  /** Right after the connection opened the store (openStore leaves all three files there). */
   private constructor(private readonly db: Database.Database) {
     if (db.memory) return;
-    for (const side of ["-wal", "-shm"]) {
+    // The database first: when all three go (`rm portcullis.db*`), it is the one named.
+    for (const side of ["", "-wal", "-shm"]) {
       const path = db.name + side;
       const s = statSync(path, { bigint: true, throwIfNoEntry: false });
-      // absent: a store not in WAL mode (no gateway opens one), nothing to compare with
+      // absent: a store not in WAL mode (openStore opens none), nothing to compare with
       if (s) this.files.push({ path, dev: s.dev, ino: s.ino });
     }
   }
 
   private static readonly watched = new WeakMap<Database.Database, StoreFiles>();
 
-  /** The watch of `db`'s files: made by the first to ask, which must ask right after opening it. */
+  /**
+   * The watch of `db`'s files: made by the first to ask, which must ask right after opening it
+   * (openStore does, for every connection it opens).
+   */
   static of(db: Database.Database): StoreFiles {
     let files = StoreFiles.watched.get(db);
     if (!files) {
@@ -77,6 +88,15 @@ export class StoreFiles {
     return null;
   }
 
+  /**
+   * check(), thrown: for a writer that must not write once a file is lost (called inside its
+   * transaction, so that the check and the write are under one lock).
+   */
+  assertKept(): void {
+    const lost = this.check();
+    if (lost) throw lost;
+  }
+
   /** The loss a check found, or null (no stat). */
   get lost(): StoreFileLost | null {
     return this.lostFile;
@@ -90,15 +110,16 @@ export class StoreFiles {
 }
 
 /**
- * The store's `-wal` or `-shm` file was deleted or replaced while this process wrote through it:
- * one sentence naming the file (the refusal's reason, the gateway's one line on stderr).
+ * The store's database, `-wal` or `-shm` file was deleted or replaced while this process had the
+ * store open: one sentence naming the file (a gateway's refusal reason, the console's refusal, the
+ * process's one line on stderr).
  */
 export class StoreFileLost extends StoreError {
   override name = "StoreFileLost";
   constructor(path: string) {
     super(
       path,
-      "was deleted or replaced while this gateway was writing through it: the records it wrote since then are lost with the deleted file, so it records nothing more and ends, leaving the store to the processes that opened it since (a store's -wal and -shm files must not be removed while a portcullis process has it open).",
+      "was deleted or replaced while this process had the store open: what it wrote since then may be lost with the old file, so it records nothing more and ends, leaving the store to the processes that opened it since (a store's files, the database and its -wal and -shm, must not be removed or replaced while a portcullis process has it open).",
     );
   }
 }
