@@ -13,6 +13,7 @@
 import { AuditLog } from "../audit/log.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import { closeRequest, expiredEvent, getRequest } from "./requests.js";
 import { endRunRows, type GatewayColumns, runGatewayLiveness } from "./runs.js";
 
@@ -54,6 +55,9 @@ export function expireAbandoned(db: Store, stateDir: string, by: string, now = n
     .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime()) }))
     .filter((d): d is { id: string; reason: string } => d.reason !== null);
   if (due.length === 0) return [];
+  // A long-running reader (the console, `approvals --watch`) closes requests too: never through
+  // a store file deleted or replaced since it opened the store (src/store/storeFiles.ts).
+  StoreFiles.of(db).assertKept();
   let log: AuditLog;
   try {
     log = AuditLog.open(db, stateDir);

@@ -3,6 +3,7 @@ import { ulid } from "ulid";
 import { AuditLog } from "../audit/log.js";
 import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import { sameJson } from "../util/canonical.js";
 import type { ChainEntry } from "./chain.js";
 import {
@@ -539,6 +540,12 @@ export function decideRequest(
   try {
     return db
       .transaction((): DecisionResult => {
+        // Under the write lock, before anything is written: a decision made through a store file
+        // deleted or replaced since this process opened it would be lost with that file, or (its
+        // process closing the store last) copied over the records of the processes that opened
+        // the store since. The console and `approve` hold the store open while a human reads the
+        // review and proves who they are, which can take minutes.
+        StoreFiles.of(db).assertKept();
         const req = decidableRequest(db, id, decision);
         sameReviewAsShown(req, decision);
         const result = recordDecision(db, req, decision, by, proof);

@@ -24,6 +24,7 @@ import {
 } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
+import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
@@ -201,7 +202,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
         return await revoke(db, positionals[0]!);
     }
   } finally {
-    db.close();
+    // A store file deleted or replaced while the human read the review or typed the passphrase
+    // (the decision was then refused): the store is left open, not checkpointed from an orphaned log.
+    closeStoreUnlessLost(db);
   }
   return EXIT_USAGE;
 }

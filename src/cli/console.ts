@@ -13,7 +13,7 @@ import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { stderrLogger } from "../util/log.js";
 import { parse } from "./args.js";
-import { EXIT_OK, UsageError } from "./errors.js";
+import { EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 
 export const CONSOLE_HELP = `usage: portcullis console [--port N] [--no-open] [--proof-window SECONDS]
                          [--idle-timeout SECONDS] [--state-dir DIR]
@@ -89,6 +89,10 @@ export async function consoleCommand(args: string[]): Promise<number> {
     return EXIT_OK;
   }
   const log = stderrLogger("console");
+  // A store file deleted or replaced under the console stops it (exit 2, the store left open);
+  // the stop is set once the console runs, and the loss may come first.
+  let storeLost = false;
+  let stopForLoss: (() => void) | null = null;
   let running: Awaited<ReturnType<typeof startConsole>>;
   try {
     running = await startConsole({
@@ -97,6 +101,10 @@ export async function consoleCommand(args: string[]): Promise<number> {
       idleMs: idle * 1000,
       proofWindowMs: (proofWindow ?? DEFAULT_PROOF_WINDOW_S) * 1000,
       log,
+      onStoreLost: () => {
+        storeLost = true;
+        stopForLoss?.();
+      },
     });
   } catch (e) {
     release();
@@ -117,11 +125,13 @@ export async function consoleCommand(args: string[]): Promise<number> {
       log.info(`console stopping (${why})`);
       clearConsoleAddress(stateDir);
       release();
-      running.close().then(() => resolve(EXIT_OK));
+      running.close().then((closed) => resolve(closed ? EXIT_OK : EXIT_USAGE));
     };
     for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => stop(sig));
     // Published only once a signal would remove it again.
     show(writeConsoleAddress(stateDir, running.url, running.ticket), false);
+    stopForLoss = () => stop("a file of its store changed under it");
+    if (storeLost) stopForLoss();
     if (values["on-demand"]) {
       // Started by a gateway: it goes away after an hour in which nobody used it, or at once
       // when its state directory is removed (a throwaway one: tests, the demo, drills).

@@ -9,6 +9,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
+import { StoreFileLost, StoreFiles } from "../store/storeFiles.js";
+import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { Logger } from "../util/log.js";
 import { TICKET_PARAM } from "./address.js";
 import { ChangeWatch } from "./changes.js";
@@ -28,6 +30,7 @@ import { PASSKEY_ROUTES } from "./passkeys.js";
 import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
+import { refuseStoreLost } from "./storeLost.js";
 import { acceptTicket, fromAnotherUser, holdsTicket } from "./ticket.js";
 
 export interface ConsoleOptions {
@@ -41,6 +44,11 @@ export interface ConsoleOptions {
   log: Pick<Logger, "info" | "warn">;
   /** more routes (e.g. passkeys), checked like the console's own */
   extraRoutes?: Route[];
+  /**
+   * Called once when one of the store's files is found deleted or replaced (on a request or the
+   * heartbeat; said once on `log`): the console must stop, and `close` then leaves the store open.
+   */
+  onStoreLost?: (lost: StoreFileLost) => void;
 }
 
 export interface RunningConsole {
@@ -50,11 +58,20 @@ export interface RunningConsole {
   ticket: string;
   /** when the last request arrived (ms since the epoch) */
   lastActivity(): number;
-  close(): Promise<void>;
+  /**
+   * Stops serving and closes the store, unless one of its files was lost (then it is left open:
+   * src/store/storeWatch.ts). Resolves to whether the store was closed.
+   */
+  close(): Promise<boolean>;
 }
 
 export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   const db = openStore(o.stateDir);
+  // Every request checks the store's files first, decisions again under their write lock, and
+  // this heartbeat while nobody uses the console: it holds the store open for hours.
+  // The stop comes after the request that found the loss was answered (its refusal ended: close
+  // lets such answers out before it cuts the connections).
+  const storeWatch = watchStoreFiles(db, o.log, (lost) => setImmediate(() => o.onStoreLost?.(lost)));
   const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000);
   const changes = new ChangeWatch(db);
   const ticket = token();
@@ -91,9 +108,17 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   const routes = [...(o.extraRoutes ?? []), ...PASSKEY_ROUTES, ...CONSOLE_ROUTES];
   let port = 0;
   let lastRequest = Date.now();
+  const answering = new Set<ServerResponse>();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     lastRequest = Date.now();
+    answering.add(res);
+    res.once("close", () => answering.delete(res));
     handle(app, routes, port, ticket, req, res).catch((e: unknown) => {
+      // a decision that found a store file lost under its write lock (the check before it passed)
+      if (e instanceof StoreFileLost && !res.headersSent) {
+        const json = /^application\/json\b/.test(req.headers["content-type"] ?? "");
+        return refuseStoreLost(res, json, e);
+      }
       o.log.warn(`console: ${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
       if (!res.headersSent) sendText(res, 500, "internal error");
       else res.destroy();
@@ -103,28 +128,37 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   try {
     servers = await listenOnLoopback(onRequest, o.port ?? 0);
   } catch (e) {
+    clearInterval(storeWatch);
     changes.close();
     sessions.close();
-    db.close();
+    closeStoreUnlessLost(db);
     throw e;
   }
   port = (servers[0]!.address() as AddressInfo).port;
   app.port = port;
   const url = `http://127.0.0.1:${port}`;
-  let closed: Promise<void> | null = null;
+  let closed: Promise<boolean> | null = null;
   return {
     url,
     port,
     ticket,
     lastActivity: () => lastRequest,
     close() {
-      closed ??= new Promise<void>((resolve) => {
+      closed ??= new Promise<boolean>((resolve) => {
+        clearInterval(storeWatch);
         changes.close();
         sessions.close();
-        Promise.all(servers.map(closeServer)).then(() => {
-          db.close();
-          resolve();
-        });
+        // Answers already ended but not yet handed to the system (a refusal naming a lost store
+        // file) go out first; the rest (event streams, handlers still working) are cut.
+        const ended = [...answering].filter((r) => r.writableEnded && !r.writableFinished);
+        const out = (r: ServerResponse) =>
+          new Promise((done) => {
+            r.once("finish", done);
+            r.once("close", done);
+          });
+        Promise.all(ended.map(out))
+          .then(() => Promise.all(servers.map(closeServer)))
+          .then(() => resolve(closeStoreUnlessLost(db)));
       });
       return closed;
     },
@@ -240,6 +274,13 @@ async function handle(
   if (!route) {
     req.resume();
     return sendText(res, 404, "not found");
+  }
+  // Whatever the route: a console whose store file was deleted or replaced shows a store nobody
+  // else writes any more, and what it would write could be lost or copied over others' records.
+  const lost = StoreFiles.of(app.db).check();
+  if (lost) {
+    req.resume();
+    return refuseStoreLost(res, route.body === "json", lost);
   }
   const isEvents = url.pathname === "/events";
   const session = app.sessions.fromCookie(cookieValues(req, sessionCookie(port)), !isEvents);

@@ -16,6 +16,10 @@ import { TEST_PASSPHRASE } from "../helpers/state.js";
 export interface RunningConsole {
   url: string;
   pid: number;
+  /** its exit code, once it ended (by `stop` or on its own) */
+  exited: Promise<number | null>;
+  /** what it wrote on stdout and stderr so far */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -24,9 +28,10 @@ export async function startConsoleProcess(
   stateDir: string,
   extra: string[] = [],
   cwd?: string,
+  env: Record<string, string> = {},
 ): Promise<RunningConsole> {
   const child: ChildProcess = spawn(NODE, [CLI, "console", "--no-open", "--state-dir", stateDir, ...extra], {
-    env: hostEnv(),
+    env: hostEnv(env),
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -37,7 +42,7 @@ export async function startConsoleProcess(
   child.stderr!.on("data", (d) => {
     out += d;
   });
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   const address = await waitFor(
     () => {
       const a = readConsoleAddress(stateDir);
@@ -49,6 +54,8 @@ export async function startConsoleProcess(
   return {
     url: address.url,
     pid: child.pid!,
+    exited,
+    output: () => out,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       await exited;
@@ -92,11 +99,16 @@ export const DEPLOY_TOOL = {
   },
 };
 
-export async function gatewayFor(stateDir: string, toolsFile: string, extra: string[] = []) {
+export async function gatewayFor(
+  stateDir: string,
+  toolsFile: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+) {
   return startGateway({
     stateDir,
     args: ["--label", "shop", "--approval-timeout", "60000", ...extra, "--", NODE, FIXTURES.catalog],
-    env: { FIXTURE_CATALOG: toolsFile, PORTCULLIS_NO_CONSOLE: "0" },
+    env: { FIXTURE_CATALOG: toolsFile, PORTCULLIS_NO_CONSOLE: "0", ...env },
   });
 }
 
