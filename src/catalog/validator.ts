@@ -8,11 +8,14 @@
  * `pattern` and `patternProperties` go through a linear-time engine (linearRegex.ts; a pattern it
  * cannot take refuses the tool's calls), the `url` format, whose regex takes cubic time, only
  * checks strings of bounded length, `enum` and `uniqueItems` look values up in sets
- * (hashedKeywords.ts), and error sentences are few and short whatever the enum or the call.
+ * (hashedKeywords.ts), error sentences are few and short whatever the enum or the call, and a
+ * schema whose `$ref`s fan out past MAX_CHECKS_PER_VALUE subschemas per value refuses the tool
+ * (checkCost.ts).
  */
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE } from "./checkCost.js";
 import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
 import { clip, firstOf, jsonText } from "./text.js";
@@ -137,6 +140,21 @@ function compileRefusal(toolName: string, schema: object, err: unknown): string 
   }
   const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
   return `Tool ${q(toolName)} has an invalid input schema (${why}), so its calls are refused.`;
+}
+
+/** Why a schema whose check of one value may fan out past MAX_CHECKS_PER_VALUE refuses the tool's calls. */
+function costRefusal(toolName: string, o: CostOverrun): string {
+  const where = `the subschema at ${shown(o.at)} in its input schema`;
+  const value =
+    "depth" in o && o.depth > 0 ? `a value ${o.depth} levels below the one it checks` : "one value";
+  const what =
+    "checks" in o
+      ? `checks ${value} against up to ${o.checks.toLocaleString("en-US")} subschemas ` +
+        `(its $ref, anyOf, oneOf and allOf branches multiply; portcullis allows ${MAX_CHECKS_PER_VALUE.toLocaleString("en-US")} per value)`
+      : "loop" in o
+        ? "refers back to itself without going into the arguments (a check of one value that would never end)"
+        : "has a $ref portcullis cannot follow to bound the work of a check";
+  return `Tool ${q(toolName)} is refused: ${where} ${what}, so its calls are refused.`;
 }
 
 /** Values, not schemas: a `pattern` inside them is data. */
@@ -432,17 +450,35 @@ export class ArgumentValidator {
           `(${MAX_SCHEMA_NODES.toLocaleString("en-US")} nodes, ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB), so its calls are refused.`,
       };
     }
+    let check: ValidateFunction;
+    try {
+      check = withPatternBudget(() => this.ajv(dialect, false).compile(schema));
+    } catch (err) {
+      return { invalid: compileRefusal(toolName, schema, err) };
+    }
+    // After compiling: what ajv could not resolve is an invalid schema, said as such.
+    const overrun = checkCostOverrun(schema, (uri) => this.knownSchema(dialect, uri));
+    if (overrun !== null) return { invalid: costRefusal(toolName, overrun) };
     try {
       // Conservative: a property that happens to be named "default" also counts.
       const declaresDefaults = JSON.stringify(schema).includes('"default"');
       return {
-        check: withPatternBudget(() => this.ajv(dialect, false).compile(schema)),
+        check,
         withDefaults: declaresDefaults
           ? withPatternBudget(() => this.ajv(dialect, true).compile(schema))
           : null,
       };
     } catch (err) {
       return { invalid: compileRefusal(toolName, schema, err) };
+    }
+  }
+
+  /** A schema ajv holds under `uri` (only its meta-schemas: tools' schemas are never added). */
+  private knownSchema(dialect: Dialect, uri: string): unknown {
+    try {
+      return this.ajv(dialect, false).getSchema(uri)?.schema;
+    } catch {
+      return undefined;
     }
   }
 

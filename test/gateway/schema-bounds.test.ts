@@ -217,3 +217,83 @@ describe("an enum of 50,000 values on the items of an array", () => {
     expect(cat.records().map((r) => r.args)).toEqual([{ xs: ["v0", "v49999"] }]);
   });
 });
+
+/** `d0` … `d{n-1}` each an `anyOf` of two references to the next: a value is checked 2^n times. */
+function doublingChain(n: number): Record<string, unknown> {
+  const defs: Record<string, unknown> = { [`d${n}`]: { type: "string" } };
+  for (let i = 0; i < n; i++)
+    defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+  return { type: "object", properties: { x: { $ref: "#/$defs/d0" } }, $defs: defs };
+}
+
+describe("subschemas that fan out through $ref", () => {
+  it("an anyOf chain of 40 definitions (2^40 checks of one value) is refused, naming the place and the bound; the gateway answers meanwhile", async () => {
+    const fan: ToolDef = { name: "fan", description: "Fans out.", inputSchema: doublingChain(40) };
+    const { cat, gw } = await catalogGateway([fan, ECHO]);
+    const answered: string[] = [];
+    // ajv checked {"x": 1} against d40 2^40 times: 22 definitions already held the event loop 44 s.
+    const call = gw.client
+      .callTool({ name: "fan", arguments: { x: 1 } })
+      .finally(() => answered.push("call"));
+    const echo = gw.client
+      .callTool({ name: "echo", arguments: { text: "meanwhile" } })
+      .finally(() => answered.push("echo"));
+    const ping = gw.client.ping().finally(() => answered.push("ping"));
+    const [refused, echoed] = await Promise.all([call, echo, ping]);
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain(
+      String.raw`Tool \"fan\" is refused: the subschema at \"/$defs/d31\" in its input schema checks one value against up to 2,045 subschemas`,
+    );
+    expect(text(refused)).toContain("portcullis allows 2,000 per value), so its calls are refused.");
+    expect(echoed.isError).toBeFalsy();
+    expect(answered.sort()).toEqual(["call", "echo", "ping"]);
+    const again = await gw.client.callTool({ name: "fan", arguments: { x: "s" } });
+    expect(text(again)).toContain("is refused");
+    expect(cat.records().map((r) => r.tool)).toEqual(["echo"]);
+  });
+
+  it("recursion through the arguments that doubles at each level is refused; a recursive schema that does not double is checked", async () => {
+    const node = (kind: string) => ({
+      type: "object",
+      properties: { kind: { const: kind }, child: { $ref: "#/$defs/node" } },
+    });
+    const doubling: ToolDef = {
+      name: "nest",
+      inputSchema: {
+        type: "object",
+        properties: { tree: { $ref: "#/$defs/node" } },
+        $defs: { node: { anyOf: [node("a"), node("b")] } },
+      },
+    };
+    const jsonValue: ToolDef = {
+      name: "store",
+      inputSchema: {
+        type: "object",
+        properties: { value: { $ref: "#/$defs/v" } },
+        $defs: {
+          v: {
+            anyOf: [
+              { type: ["string", "number", "boolean", "null"] },
+              { type: "array", items: { $ref: "#/$defs/v" } },
+              { type: "object", additionalProperties: { $ref: "#/$defs/v" } },
+            ],
+          },
+        },
+      },
+    };
+    const { cat, gw } = await catalogGateway([doubling, jsonValue]);
+    let tree: Record<string, unknown> = { kind: "z" };
+    for (let i = 0; i < 60; i++) tree = { kind: "z", child: tree };
+    const refused = await gw.client.callTool({ name: "nest", arguments: { tree } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain(
+      String.raw`Tool \"nest\" is refused: the subschema at \"/properties/tree\"`,
+    );
+    expect(text(refused)).toContain("levels below the one it checks against up to");
+    let value: unknown = "leaf";
+    for (let i = 0; i < 200; i++) value = i % 2 ? [value] : { k: value };
+    const ok = await gw.client.callTool({ name: "store", arguments: { value } });
+    expect(ok.isError).toBeFalsy();
+    expect(cat.records().map((r) => r.tool)).toEqual(["store"]);
+  });
+});
