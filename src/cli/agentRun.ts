@@ -13,6 +13,7 @@ import type { GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
@@ -199,7 +200,7 @@ export function trackEpochs(
   // a crash loop under the artifact watcher: no server until its files change (the next `up`
   // sets identity-pending again)
   link.on("paused", (why) => o.registry.paused(why));
-  const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), 5000);
+  const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), IDLE_CHECK_MS);
   heartbeat.unref();
   return heartbeat;
 }

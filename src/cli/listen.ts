@@ -8,7 +8,7 @@ import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { tcpPeerHolders } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
-import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
+import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError } from "../supervisor/supervisor.js";
 import { HttpFront, type Peer } from "../transport/http.js";
@@ -348,7 +348,7 @@ export async function listenUntilSignal(
   const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${settings.tokenPath}`})`;
   log.status(line);
   registry.statusLine(line);
-  const heartbeat = setInterval(() => registry.update({ state: "listening" }), 5000);
+  const heartbeat = setInterval(() => registry.update({ state: "listening" }), IDLE_CHECK_MS);
   heartbeat.unref();
   // the first signal ends the sessions; a later one cuts their servers' grace short
   let signalled = false;

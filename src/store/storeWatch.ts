@@ -4,10 +4,10 @@ import { type StoreFileLost, StoreFiles } from "./storeFiles.js";
 
 /**
  * How often a long-running process that writes the store (a gateway, the console) checks the
- * store's files while nothing else makes it check; tests push it out, to prove the other checks,
- * or pull it in.
+ * store's files while nothing else makes it check, and how often a gateway rewrites its status
+ * row (whose write checks them too); tests push it out, to prove the other checks, or pull it in.
  */
-const CHECK_MS = Number(process.env.PORTCULLIS_STORE_CHECK_MS) || 5_000;
+export const IDLE_CHECK_MS = Number(process.env.PORTCULLIS_STORE_CHECK_MS) || 5_000;
 
 /**
  * Watches the store's files (the database, its -wal and -shm: src/store/storeFiles.ts) for a
@@ -25,7 +25,7 @@ export function watchStoreFiles(
     log.warn(lost.message);
     end(lost);
   });
-  const heartbeat = setInterval(() => StoreFiles.of(store).check(), CHECK_MS);
+  const heartbeat = setInterval(() => StoreFiles.of(store).check(), IDLE_CHECK_MS);
   heartbeat.unref();
   return heartbeat;
 }
