@@ -86,6 +86,15 @@ function configDigest(server: ServerConfig): string {
 }
 
 /**
+ * PORTCULLIS_RESPAWN_BACKOFF_MS (for tests): the first wait before a crashed server is respawned,
+ * doubled at each crash up to 5 s; unset, the supervisor's own (200 ms).
+ */
+function respawnBackoff(): { initialMs: number; maxMs: number } | undefined {
+  const initialMs = Number(process.env.PORTCULLIS_RESPAWN_BACKOFF_MS);
+  return initialMs > 0 ? { initialMs, maxMs: 5_000 } : undefined;
+}
+
+/**
  * The content-digest cache is shared by every state directory of the user: it maps
  * (path, size, mtime, inode) to a digest, which says nothing about any one gateway,
  * and sharing it keeps a new state directory from hashing node_modules cold.
@@ -200,6 +209,9 @@ export async function serve(
           // how long the server is given after its stdin closes, and again after SIGTERM; tests
           // stretch it to show that a second signal does not wait for it
           shutdownGraceMs: Number(process.env.PORTCULLIS_SHUTDOWN_GRACE_MS) || undefined,
+          // the wait before a crashed server's respawn, doubled at each crash (up to 5 s); tests
+          // that drive a crash loop to its limit shorten it (five crashes wait 3 s by default)
+          backoff: respawnBackoff(),
           maxMessageBytes: server.maxMessageBytes,
           spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
           stderrScrub: releasedValues,

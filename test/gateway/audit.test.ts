@@ -248,7 +248,8 @@ async function gatewayWithoutRequest(stateDir: string, label: string, how: "end"
  */
 async function gatewayPaused(stateDir: string, label: string): Promise<void> {
   const child = spawn(NODE, [CLI, "run", "--label", label, "--", NODE, "-e", "process.exit(3)"], {
-    env: hostEnv({ PORTCULLIS_HOME: stateDir }),
+    // respawned after 20 ms, 40 ms…, not 200 ms, 400 ms… (3 s to the pause): the pause is the point
+    env: hostEnv({ PORTCULLIS_HOME: stateDir, PORTCULLIS_RESPAWN_BACKOFF_MS: "20" }),
     stdio: ["pipe", "ignore", "pipe"], // its input stays open: the client is still there
   });
   let stderr = "";

@@ -27,6 +27,13 @@ async function statusRow(stateDir: string): Promise<StatusRow> {
   return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways[0]!;
 }
 
+/**
+ * A crash loop's respawns wait 20 ms, 40 ms, 80 ms… instead of 200 ms, 400 ms, 800 ms… (3 s for the
+ * five crashes of a loop): what these tests prove is what happens at the loop's limit, not how long
+ * the backoff is.
+ */
+const FAST_RESPAWN = { PORTCULLIS_RESPAWN_BACKOFF_MS: "20" };
+
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
@@ -53,7 +60,7 @@ function restartingInventory(revision: Revision, extra: string[] = []): { projec
       ...project.command,
     ],
     cwd: project.dir,
-    env: project.env,
+    env: { ...project.env, ...FAST_RESPAWN },
   });
   cleanup.push(() => gw.close());
   return { project, gw };
@@ -119,7 +126,7 @@ describe("supervision end states", () => {
         "--",
         ...fixtureCommand("crashy"),
       ],
-      env: { FIXTURE_STARTS: starts },
+      env: { FIXTURE_STARTS: starts, ...FAST_RESPAWN },
     });
     cleanup.push(() => gw.close());
     gw.send({
@@ -496,7 +503,7 @@ describe("a server that closes its own stdout or stdin but keeps running", () =>
     const starts = `${tempDir("portcullis-pipes-")}/starts.jsonl`;
     const gw: RawPeer = rawGateway({
       args: ["--label", "pipes", "--approval", "none", ...extra, "--", ...fixtureCommand("crashy")],
-      env: { FIXTURE_CLOSE: close, FIXTURE_STARTS: starts },
+      env: { FIXTURE_CLOSE: close, FIXTURE_STARTS: starts, ...FAST_RESPAWN },
     });
     cleanup.push(() => gw.close());
     return { gw, starts: () => readJsonLines(starts).length };
