@@ -35,6 +35,13 @@ type Gateway = RawPeer & { stateDir: string };
 const events = (stateDir: string) =>
   auditEvents(stateDir) as Promise<{ type: string; [k: string]: unknown }[]>;
 
+/**
+ * For a server that outlives its closed stdin (node --watch, a shell loop): the gateway's end
+ * sends SIGTERM after 200 ms instead of the default 1.5 s grace (a restart's stop too). How the
+ * gateway ends is not what these tests are about.
+ */
+const QUICK_STOP = { PORTCULLIS_SHUTDOWN_GRACE_MS: "200" };
+
 async function epochOf(stateDir: string): Promise<string> {
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
@@ -69,7 +76,7 @@ describe("a watcher's worker killed before a call", () => {
       const gw = rawGateway({
         args: ["--label", "inventory", "--approval", "none", "--", NODE, "--watch", "dist/server.js"],
         cwd: project.dir,
-        env: project.env,
+        env: { ...project.env, ...QUICK_STOP },
       });
       await started(gw);
       const first = await callTool(gw, "read_status");
@@ -119,7 +126,7 @@ describe("a watcher's worker killed before a call", () => {
       const gw = rawGateway({
         args: ["--label", "inventory", "--approval", "none", "--", "sh", "loop.sh"],
         cwd: project.dir,
-        env: project.env,
+        env: { ...project.env, ...QUICK_STOP },
       });
       await started(gw);
       const first = await callTool(gw, "read_status");
@@ -185,7 +192,7 @@ describe("a process that answered on the gateway's pipe gone, or only a helper",
           "dist/server.js",
         ],
         cwd: project.dir,
-        env: project.env,
+        env: { ...project.env, ...QUICK_STOP },
       });
       await started(gw);
       const first = await callTool(gw, "read_status");
