@@ -2,10 +2,10 @@
 // terminal) against the store a waiting Authorizer polls.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { getGrant } from "../../src/approval/grants.js";
 import { pinnedSigner } from "../../src/approval/pin.js";
 import { getRequest } from "../../src/approval/requests.js";
@@ -14,7 +14,7 @@ import { REFUSAL_CODES } from "../../src/guard/refusals.js";
 import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
 import type { Store } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
-import { type Ran, runWithoutTerminal } from "../helpers/noTerminal.js";
+import { type CliResult, runCli } from "../helpers/gateway.js";
 import {
   callOf,
   makeAuthorizer,
@@ -29,19 +29,12 @@ const REPO = resolve(import.meta.dirname, "../..");
 const EPOCH = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
 const PASSPHRASE = "correct horse battery staple";
 
-// The real CLI, as built by `npm test` (npm run build first).
+// The real CLI, as built by `npm test` (npm run build first; runCli says when it is not).
 const build = join(REPO, "dist");
-const CLI = join(build, "cli", "main.js");
-
-beforeAll(() => {
-  if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
-});
 
 /** `portcullis NAME ...args` as an agent's subprocess runs it (PORTCULLIS_HOME not set either). */
-function cli(name: string, args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
-  const base: Record<string, string | undefined> = { ...process.env };
-  delete base.PORTCULLIS_HOME;
-  return runWithoutTerminal([name, ...args], { base, env });
+function cli(name: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runCli([name, ...args], { env, noTerminal: true });
 }
 
 let dir: string;

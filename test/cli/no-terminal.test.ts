@@ -6,8 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
-import { hostEnv } from "../helpers/gateway.js";
-import { runWithoutTerminal } from "../helpers/noTerminal.js";
+import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -18,10 +17,11 @@ describe("no terminal to ask the passphrase on", () => {
     mkdirSync(project);
     const [command, ...args] = fixtureCommand("echo");
     writeFileSync(join(project, ".mcp.json"), JSON.stringify({ mcpServers: { echo: { command, args } } }));
-    const env = hostEnv({ HOME: home, PORTCULLIS_HOME: newStateDir() });
-    const { code, stderr } = await runWithoutTerminal(["drill", "echo", "--tool", "echo"], {
-      base: env,
+    const env = { HOME: home, PORTCULLIS_HOME: newStateDir() };
+    const { code, stderr } = await runCli(["drill", "echo", "--tool", "echo"], {
+      env,
       cwd: project,
+      noTerminal: true,
     });
     expect(stderr).not.toMatch(/internal error|at .*\.js:\d+/);
     expect(stderr).toMatch(/no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE/);

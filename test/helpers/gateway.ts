@@ -343,6 +343,12 @@ export function runCli(
     /** run the child as this user (a test running as root, where file modes must bind) */
     uid?: number;
     gid?: number;
+    /**
+     * run it as an agent's subprocess or a CI job does: in a session of its own, with no
+     * controlling terminal to ask a passphrase on (the environment has no passphrase file unless
+     * `env` gives one)
+     */
+    noTerminal?: boolean;
   } = {},
 ): Promise<CliResult> {
   assertBuilt();
@@ -354,6 +360,7 @@ export function runCli(
       stdio: ["pipe", "pipe", "pipe"],
       uid: options.uid,
       gid: options.gid,
+      detached: options.noTerminal === true,
     });
     let stdout = "";
     let stderr = "";

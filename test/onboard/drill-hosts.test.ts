@@ -7,8 +7,7 @@ import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { unwrapped } from "../../src/onboard/drillServer.js";
 import { removeDir } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
-import { runWithoutTerminal } from "../helpers/noTerminal.js";
+import { runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -183,7 +182,7 @@ describe("portcullis drill: host configurations", () => {
 
 /** The drill in a new session: no controlling terminal, no passphrase file. */
 function withoutTerminal(cwd: string, args: string[], env: Record<string, string>) {
-  return runWithoutTerminal(["drill", ...args], { base: hostEnv(env), cwd });
+  return runCli(["drill", ...args], { env, cwd, noTerminal: true });
 }
 
 describe("portcullis drill: the label before the passphrase", () => {
