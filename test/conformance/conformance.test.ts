@@ -5,15 +5,13 @@
 // on 127.0.0.1 -> stdio) -> [portcullis run --approval none ->] fixture; and the suite ->
 // portcullis run --listen --no-auth --approval none -> fixture.
 import { describe, expect, it } from "vitest";
-import { compare, formatTable, runSide } from "./harness.mjs";
+import { compare, formatTable, runSides } from "./harness.mjs";
 
 describe("official conformance suite, server scenarios", () => {
   it("every scenario that passes direct passes through portcullis, over stdio and over --listen", {
     timeout: 360_000,
   }, async () => {
-    const direct = await runSide("direct");
-    const through = await runSide("through");
-    const listen = await runSide("listen");
+    const { direct, through, listen } = await runSides();
     const { rows, regressions, listenRegressions } = compare(direct.results, through.results, listen.results);
     console.log(formatTable(rows));
     // The harness must have seen the suite run: the fixture implements every scenario it knows.

@@ -16,6 +16,11 @@ export const PINNED: Record<string, string>;
 export function ensureTools(): void;
 export function parseSummary(out: string): Results;
 export function runSide(side: "direct" | "through" | "listen"): Promise<{ results: Results; output: string }>;
+export function runSides(): Promise<{
+  direct: { results: Results; output: string };
+  through: { results: Results; output: string };
+  listen: { results: Results; output: string };
+}>;
 export function compare(
   direct: Results,
   through: Results,

@@ -2,12 +2,10 @@
 // For humans: `npm run build && node test/conformance/run.mjs` prints the official conformance
 // suite's server scenarios, direct vs through portcullis, and exits 1 if any scenario that
 // passes direct fails through portcullis. See harness.mjs for what runs where.
-import { compare, formatTable, runSide } from "./harness.mjs";
+import { compare, formatTable, runSides } from "./harness.mjs";
 
 const verbose = process.argv.includes("--verbose");
-const direct = await runSide("direct");
-const through = await runSide("through");
-const listen = await runSide("listen");
+const { direct, through, listen } = await runSides();
 if (verbose) console.log(direct.output, "\n", through.output, "\n", listen.output);
 else
   for (const side of [direct, through, listen])
