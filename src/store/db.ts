@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, existsSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { StoreError } from "./storeError.js";
@@ -10,8 +11,11 @@ export { StoreError };
 
 export type Store = Database.Database;
 
-/** How long one statement waits for another process's lock before SQLITE_BUSY. */
-const BUSY_TIMEOUT_MS = 10_000;
+/**
+ * How long one statement waits for another process's lock before SQLITE_BUSY: 10 s, or
+ * PORTCULLIS_BUSY_TIMEOUT_MS (read at each open).
+ */
+const busyTimeoutMs = (): number => envMs("PORTCULLIS_BUSY_TIMEOUT_MS", 10_000);
 /** Steps that SQLite does not retry by itself (the WAL switch, a migration's first lock). */
 const OPEN_ATTEMPTS = 12;
 /**
@@ -44,7 +48,7 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
     throw storeError(path, e);
   }
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
     // before anything is written to it (the switch to WAL included)
     retryBusy(() => checkSchema(db, path));
     retryBusy(() => {
@@ -76,6 +80,7 @@ export function openStore(stateDir: string, file = "portcullis.db"): Store {
  * (a read-only connection is refused before any lock is tried).
  */
 function probeWritable(db: Store): void {
+  const timeout = Number(db.pragma("busy_timeout", { simple: true }));
   // BEGIN IMMEDIATE alone succeeds on a read-only WAL connection: a page must be written (the
   // header's user_version, set to what it is, and rolled back).
   const version = Number(db.pragma("user_version", { simple: true }));
@@ -90,7 +95,7 @@ function probeWritable(db: Store): void {
   } catch (e) {
     if (!isBusy(e)) throw e;
   } finally {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${timeout}`);
   }
 }
 
