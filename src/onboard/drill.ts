@@ -20,6 +20,7 @@ import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
+import { envMs } from "../util/envMs.js";
 import type { DrillServer } from "./drillServer.js";
 
 export interface DrillOptions {
@@ -29,7 +30,7 @@ export interface DrillOptions {
   rebuild?: string;
   tool?: string;
   args?: Record<string, unknown>;
-  /** how long to wait for an epoch, a list, a call (default 30 s) */
+  /** how long to wait for the gateway, an epoch, a list, a call (default PORTCULLIS_DRILL_WAIT_MS, else 30 s) */
   waitMs?: number;
   say: (line: string) => void;
 }
@@ -85,7 +86,8 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
   const results: StepResult[] = STEPS.map((step) => ({ step, status: "not run", evidence: "" }));
   const root = mkdtempSync(join(tmpdir(), "portcullis-drill-"));
   const stateDir = join(root, "state");
-  const ms = o.waitMs ?? 30_000;
+  // a server that takes long to start (or a test that expects no epoch) may want another bound
+  const ms = o.waitMs ?? envMs("PORTCULLIS_DRILL_WAIT_MS", 30_000);
   let client: Client | null = null;
   let db: Store | null = null;
   let at = 0;

@@ -226,9 +226,14 @@ describe("portcullis drill", () => {
         "",
       ].join("\n"),
     );
-    const r = await drill(dir, ["hidden", "--rebuild", "echo '// v2' >> real.mjs"]);
+    // no epoch can come: the drill's bound for each wait (30 s by default) is what step 4 waits out
+    const r = await drill(dir, ["hidden", "--rebuild", "echo '// v2' >> real.mjs"], {
+      PORTCULLIS_DRILL_WAIT_MS: "10000",
+    });
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/^✗ 4\. rebuild and see a new execution epoch: no new execution epoch/m);
+    expect(r.stdout).toMatch(
+      /^✗ 4\. rebuild and see a new execution epoch: no new execution epoch within 10 s/m,
+    );
     expect(r.stdout).toContain("drill: could not prove step 4 (rebuild and see a new execution epoch)");
   });
 
