@@ -22,6 +22,7 @@ import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
+import { envMs } from "../util/envMs.js";
 import { type Logger, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
 import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
@@ -90,7 +91,7 @@ function configDigest(server: ServerConfig): string {
  * doubled at each crash up to 5 s; unset, the supervisor's own (200 ms).
  */
 function respawnBackoff(): { initialMs: number; maxMs: number } | undefined {
-  const initialMs = Number(process.env.PORTCULLIS_RESPAWN_BACKOFF_MS);
+  const initialMs = envMs("PORTCULLIS_RESPAWN_BACKOFF_MS", 0);
   return initialMs > 0 ? { initialMs, maxMs: 5_000 } : undefined;
 }
 
@@ -205,10 +206,10 @@ export async function serve(
           log: linkLog,
           // how often a swapped worker is looked for while idle (it is also checked before every
           // forwarded request); tests push it out to prove the forwarding-path check
-          pollMs: Number(process.env.PORTCULLIS_POLL_MS) || 500,
+          pollMs: envMs("PORTCULLIS_POLL_MS", 500),
           // how long the server is given after its stdin closes, and again after SIGTERM; tests
           // stretch it to show that a second signal does not wait for it
-          shutdownGraceMs: Number(process.env.PORTCULLIS_SHUTDOWN_GRACE_MS) || undefined,
+          shutdownGraceMs: envMs("PORTCULLIS_SHUTDOWN_GRACE_MS", 0) || undefined,
           // the wait before a crashed server's respawn, doubled at each crash (up to 5 s); tests
           // that drive a crash loop to its limit shorten it (five crashes wait 3 s by default)
           backoff: respawnBackoff(),

@@ -1,3 +1,4 @@
+import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import type { Store } from "./db.js";
 import { type StoreFileLost, StoreFiles } from "./storeFiles.js";
@@ -7,7 +8,7 @@ import { type StoreFileLost, StoreFiles } from "./storeFiles.js";
  * store's files while nothing else makes it check, and how often a gateway rewrites its status
  * row (whose write checks them too); tests push it out, to prove the other checks, or pull it in.
  */
-export const IDLE_CHECK_MS = Number(process.env.PORTCULLIS_STORE_CHECK_MS) || 5_000;
+export const IDLE_CHECK_MS = envMs("PORTCULLIS_STORE_CHECK_MS", 5_000);
 
 /**
  * Watches the store's files (the database, its -wal and -shm: src/store/storeFiles.ts) for a

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { ServerConfig } from "../../config/config.js";
 import type { EventSink } from "../../gateway/events.js";
 import type { Store } from "../../store/db.js";
+import { envMs } from "../../util/envMs.js";
 import type { Logger } from "../../util/log.js";
 import type { ReleasedValues } from "../scrub.js";
 import type { CallInFlight, EgressProxy } from "./proxy.js";
@@ -95,7 +96,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
       mode: server.egress ?? "record",
       calls: o.calls,
       extraCa,
-      timeoutMs: Number(process.env.PORTCULLIS_EGRESS_TIMEOUT_MS) || 30_000,
+      timeoutMs: envMs("PORTCULLIS_EGRESS_TIMEOUT_MS", 30_000),
       onRecord: (r) => recorder.record(r),
       onReleaseRecord: (r) =>
         o.events.emit({
