@@ -3,9 +3,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { pending } from "../helpers/approvals.js";
+import { pending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
+import { removeDir, sleep, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import {
@@ -55,7 +55,7 @@ describe("deciding in the console", () => {
 
     // A waiting call starts the console; the gateway says where the request is decided.
     const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
     const line = await gw.waitForStderr(/review and decide it in the console: (\S+)/, 20_000);
     expect(line).toContain(`${base}/requests/${req.request}`);
@@ -136,7 +136,7 @@ describe("the proven window", () => {
     await loginWithBrowser(page, c.url);
 
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     await sleep(1500); // the one-second window passes
     await page.goto(`${c.url}/requests/${req.request}`);
     await page.getByTestId("approve-session").click();
@@ -208,7 +208,7 @@ describe("untrusted text", () => {
         },
       }),
     );
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
@@ -250,7 +250,7 @@ describe("the deny reason", () => {
   it("Enter in the reason field denies (it never submits the form's first button, an approval)", async () => {
     const { stateDir, gw } = await setup();
     const call = gw.client.callTool({ name: "deploy", arguments: {} }).catch((e) => e);
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
@@ -269,7 +269,7 @@ describe("the session cookie on another port", () => {
     const { stateDir, gw } = await setup();
     const page = suite.browser.page;
     const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "stolen?" } }));
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
     await loginWithBrowser(page, base);
 
@@ -326,7 +326,7 @@ describe("cookies of the same name from another port", () => {
     const { stateDir, gw } = await setup();
     const page = suite.browser.page;
     const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "shadowed?" } }));
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
     const port = new URL(base).port;
 

@@ -7,8 +7,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
-import { pending } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { pending, waitForPending } from "../helpers/approvals.js";
+import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 import {
@@ -240,7 +240,7 @@ describe("forged decisions", () => {
     const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
     try {
       const call = gw.client.callTool({ name: "deploy", arguments: { note: "forged?" } });
-      const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+      const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
       const a = await httpLogin(base);
       const b = await httpLogin(base);
       const path = `/requests/${req.request}/decide`;
@@ -299,7 +299,7 @@ describe("a refused decision", () => {
     const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
     try {
       const call = gw.client.callTool({ name: "deploy", arguments: { note: "stale review" } });
-      const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+      const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
       const a = await httpLogin(base);
       const path = `/requests/${req.request}/decide`;
       // No proof key sent: the decision asks for the passphrase, which proves it (a new key), and

@@ -178,7 +178,9 @@ describe("grants across runs and modes", () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await inventory(project, stateDir, ["--approval", "per-call", "--approval-timeout", "1500"]);
+    // 4 s: finding the first request and approving it (two CLI processes) must fit in it on a
+    // loaded machine; the second call then waits it out
+    const gw = await inventory(project, stateDir, ["--approval", "per-call", "--approval-timeout", "4000"]);
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
     const r1 = await nextRequest(stateDir);

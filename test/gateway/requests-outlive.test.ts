@@ -7,8 +7,7 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
-import { waitFor } from "../helpers/files.js";
+import { auditEvents, decideByCli, nextRequest, pending, waitForPending } from "../helpers/approvals.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -133,7 +132,7 @@ describe("a request outlives the call that raised it", () => {
     expect((await pending(stateDir)).map((p) => p.request)).toEqual([id]);
 
     // nobody decides: the request expires, is closed and recorded
-    await waitFor(async () => (await pending(stateDir)).length === 0, 15_000, "the request to expire");
+    await waitForPending(stateDir, (l) => l.length === 0, 15_000, "the request to expire");
     const expired = (await auditEvents(stateDir)).filter((x) => x.type === "approval_expired");
     expect(expired).toEqual([
       expect.objectContaining({ approvalRequest: id, tool: "adjust_inventory", serverLabel: "inventory" }),

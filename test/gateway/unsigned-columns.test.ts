@@ -12,7 +12,7 @@ import { type ApprovalRequest, getRequest, recordDecision } from "../../src/appr
 import { argumentsDigest } from "../../src/audit/events.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextRequest, pending, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -110,7 +110,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(undone.run().changes).toBe(1);
     const again = gw.client.callTool({ name: "send_payment", arguments: args });
     again.catch(() => {}); // its timeout may come while the test still waits for the request
-    await waitFor(async () => (await pending(stateDir)).length === 1, 10_000, "a new request");
+    await waitForPending(stateDir, (l) => l.length === 1, 10_000, "a new request");
     undone.run(); // and once more while the call waits for a human
     await expect(again).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
     expect(received()).toEqual([args]);
@@ -229,7 +229,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
           () => "answered",
           (e) => refusal(e).code,
         );
-      await waitFor(async () => (await pending(stateDir)).length >= 1, 10_000, "a request for the payment");
+      await waitForPending(stateDir, (l) => l.length >= 1, 10_000, "a request for the payment");
       await gw.close();
       expect(await pay).not.toBe("answered");
       expect(await outcome).not.toBe("answered");

@@ -1,11 +1,13 @@
 // What a person does at the terminal while a gateway waits for a decision: list the pending
 // requests (`portcullis approvals --json`), wait for a new one, approve, deny or revoke through
 // the real CLI with the test passphrase.
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
-import { waitFor } from "./files.js";
+import { type Truthy, waitFor } from "./files.js";
 import { type CliResult, runCli } from "./gateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "./state.js";
 
@@ -26,13 +28,55 @@ export async function pending(stateDir: string): Promise<Pending[]> {
   return (JSON.parse(r.stdout) as { requests: Pending[] }).requests;
 }
 
+/**
+ * What a write to the store changes: the database's and its -wal's identity, size and mtime.
+ * Read with `stat` alone: no SQLite connection, no lock (a read-only connection opened 40 times a
+ * second beside the gateways made approval tests time out under load, cause not found).
+ */
+function storeStamp(stateDir: string): string {
+  return ["portcullis.db", "portcullis.db-wal"]
+    .map((f) => {
+      try {
+        const s = statSync(join(stateDir, f));
+        return `${s.ino}:${s.size}:${s.mtimeMs}`;
+      } catch {
+        return "-";
+      }
+    })
+    .join("|");
+}
+
+/** While the store is unchanged, the CLI is still asked this often (a request can also end by time). */
+const CLI_AT_LEAST_EVERY_MS = 1_000;
+
+/**
+ * Waits until `pick` finds what it wants in the pending requests as `portcullis approvals --json`
+ * lists them. The CLI is a process of its own (about 0.3 s of CPU): it is asked again only once
+ * the store has changed since it was last asked, or a second has passed, not every 25 ms.
+ */
+export async function waitForPending<T>(
+  stateDir: string,
+  pick: (requests: Pending[]) => T,
+  ms = 20_000,
+  what = "an approval request",
+): Promise<Truthy<T>> {
+  let asked: { stamp: string; at: number } | null = null;
+  return waitFor(
+    async () => {
+      const stamp = storeStamp(stateDir);
+      if (asked !== null && asked.stamp === stamp && Date.now() - asked.at < CLI_AT_LEAST_EVERY_MS)
+        return null;
+      asked = { stamp, at: Date.now() }; // taken before the CLI reads: a write meanwhile changes it
+      return pick(await pending(stateDir));
+    },
+    ms,
+    what,
+  ) as Promise<Truthy<T>>;
+}
+
 /** The first pending request not in `seen` (which it joins), waiting up to 20 s for one. */
 export async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
-  const p = await waitFor(
-    async () => (await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null,
-    20_000,
-    "an approval request",
-  );
+  const p = await waitForPending(stateDir, (list) => list.find((q) => !seen.has(q.request)) ?? null);
   seen.add(p.request);
   return p;
 }

@@ -21,8 +21,8 @@ import {
   reviewedIn,
   startConsoleProcess,
 } from "../console/helpers.js";
-import { auditActivity, pending } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { auditActivity, waitForPending } from "../helpers/approvals.js";
+import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -56,7 +56,7 @@ async function decisionAfterDeletion(consoleEnv: Record<string, string>) {
       timeout: 120_000,
     })
     .catch((e: unknown) => e);
-  const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+  const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
   const s = await httpLogin(console_.url);
   const card = await raw(`${console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
   const reviewed = reviewedIn(card.body);
@@ -147,7 +147,7 @@ describe("the store's -wal and -shm deleted while 'portcullis approve' waits for
         timeout: 120_000,
       })
       .catch((e: unknown) => e);
-    const req = await waitFor(async () => (await pending(stateDir))[0], 20_000, "a pending request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
     // The passphrase comes through a pipe: approve has opened the store and shown the review
     // when it opens the pipe to read it, and reads it once this test writes it.
     const pipe = join(dir, "passphrase");
