@@ -4,6 +4,7 @@ import { execFile } from "node:child_process";
 import { statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { canonicalString, sameJson, sha256Hex, sha256Tag } from "../util/canonical.js";
+import { rememberSeen } from "./asCaptured.js";
 import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
 import { isFile, realpathOr } from "./files.js";
@@ -126,7 +127,7 @@ export async function captureStaticIdentity(
   const inp = inputs?.();
   if (probe) probe.touched = job.touched;
   cache.save();
-  return {
+  const identity: StaticIdentity = {
     serverLabel: spec.serverLabel,
     launchCommand: [spec.command, ...spec.args],
     executable,
@@ -152,6 +153,9 @@ export async function captureStaticIdentity(
     envDigest: envDigest({ ...r.envFileVars, ...spec.env }),
     configDigest: spec.configDigest,
   };
+  // what was read of the server's own files, for the watcher set up after this returns
+  rememberSeen(identity, job.seen);
+  return identity;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync } from "node:fs";
 import { sha256Hex } from "../util/canonical.js";
+import { type SeenFile, stateKey } from "./asCaptured.js";
 import {
   type DigestCache,
   type DirEntry,
@@ -135,6 +136,12 @@ export class DigestJob {
    * server was started before this capture, and something it may have loaded changed since.
    */
   touched: string | null = null;
+  /**
+   * What this job saw of each file it digests fresh or as a single file (the server's own code,
+   * the executable, the include patterns' files): the state of the bytes it hashed, for the check
+   * once the watcher is set up (asCaptured.ts). The dependency tree is not in it.
+   */
+  readonly seen = new Map<string, SeenFile>();
 
   constructor(
     readonly cache: DigestCache,
@@ -173,11 +180,15 @@ export class DigestJob {
     const hit = fresh ? undefined : this.cache.lookupFile(abs, st);
     if (hit !== undefined) {
       slot.sha = hit.sha;
+      this.seen.set(abs, { follow: true, state: stateKey(st) });
       return slot;
     }
     this.enqueue(abs, abs, true, (o) => {
       if ("error" in o) slot.error = o.error;
-      else slot.sha = o.sha;
+      else {
+        slot.sha = o.sha;
+        this.seen.set(abs, { follow: true, state: stateKey(o) });
+      }
     });
     return slot;
   }
@@ -265,8 +276,10 @@ export class DigestJob {
     }
     const line = pending(t, rel);
     this.enqueue(abs, abs, true, (o) => {
-      if (!("error" in o)) t.shas[line] = o.sha;
-      else t.shas[line] = this.onTreeError(abs, o.error);
+      if (!("error" in o)) {
+        t.shas[line] = o.sha;
+        this.seen.set(abs, { follow: true, state: stateKey(o) });
+      } else t.shas[line] = this.onTreeError(abs, o.error);
     });
   }
 
@@ -276,6 +289,7 @@ export class DigestJob {
       const l = lstatSync(abs);
       this.note(abs, l.ctimeMs);
       known(t, rel, linkDigest(readlinkSync(abs)));
+      this.seen.set(abs, { follow: false, state: stateKey(l) });
     } catch {
       /* gone since the match */
     }
@@ -514,8 +528,11 @@ export class DigestJob {
     }
     const line = pending(t, rel);
     this.enqueue(abs, key, false, (o) => {
-      if (!("error" in o)) t.shas[line] = o.sha;
-      else t.shas[line] = this.onTreeError(abs, o.error);
+      if (!("error" in o)) {
+        t.shas[line] = o.sha;
+        // an include pattern's file (fresh), not a dependency tree's
+        if (t.fresh) this.seen.set(abs, { follow: false, state: stateKey(o) });
+      } else t.shas[line] = this.onTreeError(abs, o.error);
     });
   }
 

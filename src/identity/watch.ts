@@ -8,6 +8,7 @@
 // The server's own files are also stat'ed on a poll (statPoll): some writes raise no inotify event.
 import { type FSWatcher, lstatSync, readlinkSync, type Stats, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
+import { changedSinceCapture } from "./asCaptured.js";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
 import { GLOB_CHARS } from "./include.js";
@@ -383,6 +384,12 @@ export function watchArtifacts(
         );
       }
     }
+    // Watching from here on. A change made after the capture read a file of the server's own
+    // code and before now raised no event here, and came too late for the capture's ctime probe:
+    // what the capture saw is compared with the files now (a stat each; the include patterns
+    // matched again, for a file added meanwhile), and a difference is a change seen now.
+    const matchedNow = patterns.length > 0 ? (currentMatches(cwd, patterns)?.files ?? null) : null;
+    for (const abs of changedSinceCapture(s, matchedNow)) record(abs, false);
   } catch {}
 
   return {

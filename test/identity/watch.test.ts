@@ -192,3 +192,61 @@ describe("artifact watcher: the file that runs, however the command line names i
     expect(identityDigest(b, [])).not.toBe(identityDigest(a, []));
   });
 });
+
+// What changed after the capture read it and before the watcher was set up raised no event the
+// watcher could get: its first look compares the files with what the capture saw.
+describe("artifact watcher: a change between the capture and the watcher", () => {
+  let root: string;
+  let watcher: ArtifactWatcher | null = null;
+  const seen: string[][] = [];
+  beforeAll(() => {
+    root = tempDir("window");
+  });
+  afterEach(async () => {
+    await watcher?.close();
+    watcher = null;
+    seen.length = 0;
+  });
+  afterAll(() => removeDir(root));
+
+  const captured = async (name: string): Promise<{ dir: string; s: StaticIdentity }> => {
+    const dir = makeProject(join(root, name));
+    put(dir, "config/tools.json", "{}");
+    put(dir, "config/gone.json", "{}");
+    const s = await captureStaticIdentity(
+      specFor(dir, "node", ["dist/server.js"], { include: ["config/*.json"] }),
+      new DigestCache(null),
+    );
+    return { dir, s };
+  };
+
+  it("the entry, the lockfile and the include files written, added or removed meanwhile are a change seen at once", async () => {
+    const { dir, s } = await captured("changed");
+    put(dir, "dist/server.js", "// rebuilt after the capture\nprocess.stdin.resume();\n");
+    put(dir, "package-lock.json", '{"lockfileVersion": 3, "installed": true}');
+    put(dir, "config/tools.json", '{"tools": 2}');
+    put(dir, "config/added.json", "{}");
+    rmSync(join(dir, "config/gone.json"));
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    expect(await nextChange(seen)).toEqual([
+      "config/added.json",
+      "config/gone.json",
+      "config/tools.json",
+      "dist/server.js",
+      "package-lock.json",
+    ]);
+  });
+
+  it("nothing changed meanwhile: nothing to report; only the identity's first watcher looks", async () => {
+    const { dir, s } = await captured("unchanged");
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    // a change made once it watches is still seen, and alone in its batch
+    put(dir, "config/tools.json", '{"tools": 3}');
+    expect(await nextChange(seen)).toEqual(["config/tools.json"]);
+    await watcher.close();
+    // a second watcher of the same identity (not the supervisor's way) compares nothing with it
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    put(dir, "dist/server.js", "// rebuilt\nprocess.stdin.resume();\n");
+    expect(await nextChange(seen)).toEqual(["dist/server.js"]);
+  });
+});
