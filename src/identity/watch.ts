@@ -227,6 +227,10 @@ export interface ArtifactWatcher {
  * `unseen(since)` follows a change the stat poll found (after its batch is open): no event told
  * it when it was made, which was at some moment after `since` (performance.now(), the path's
  * previous round), so what ran from then on may have read the file as it was then.
+ *
+ * `sinceCapture` (default true): once set up, compare the server's own files with what the capture
+ * that made `s` saw (asCaptured.ts). False when the caller compares a whole fresh capture with `s`
+ * anyway (WatchedSet replacing another set's watcher), which would judge the same write twice.
  */
 export function watchArtifacts(
   s: StaticIdentity,
@@ -235,6 +239,7 @@ export function watchArtifacts(
     debounceMs?: number;
     stirred?: (open: boolean) => void;
     unseen?: (since: number) => void;
+    sinceCapture?: boolean;
   } = {},
 ): ArtifactWatcher {
   const debounceMs = opts.debounceMs ?? 250;
@@ -388,8 +393,10 @@ export function watchArtifacts(
     // code and before now raised no event here, and came too late for the capture's ctime probe:
     // what the capture saw is compared with the files now (a stat each; the include patterns
     // matched again, for a file added meanwhile), and a difference is a change seen now.
-    const matchedNow = patterns.length > 0 ? (currentMatches(cwd, patterns)?.files ?? null) : null;
-    for (const abs of changedSinceCapture(s, matchedNow)) record(abs, false);
+    if (opts.sinceCapture !== false) {
+      const matchedNow = patterns.length > 0 ? (currentMatches(cwd, patterns)?.files ?? null) : null;
+      for (const abs of changedSinceCapture(s, matchedNow)) record(abs, false);
+    }
   } catch {}
 
   return {

@@ -40,7 +40,13 @@ export class WatchedSet {
     const key = setKey(paths);
     if (this.watcher !== null && key === this.key) return false;
     const old = this.watcher;
-    this.watcher = watchArtifacts(stat, this.onChange, { stirred: this.onStirred, unseen: this.onUnseen });
+    // The first watcher compares the server's own files with what the launch's capture saw; a
+    // replacing one does not: the caller compares a whole fresh capture (see above).
+    this.watcher = watchArtifacts(stat, this.onChange, {
+      stirred: this.onStirred,
+      unseen: this.onUnseen,
+      sinceCapture: old === null,
+    });
     this.key = key;
     this.empty = paths.files.length === 0 && paths.dirs.length === 0;
     if (old === null) return false;
