@@ -265,6 +265,11 @@ describe("supervision end states", () => {
 
   // Slow: the write comes 2.1 s after the spawn (a loaded machine, a server with a long start),
   // after a window counted from the spawn had closed: the start is measured to its first answer.
+  // At once: the first write lands, as the machine's load has it, before the capture read gen.json
+  // (its ctime probe: the server is launched again, capture first), after the watcher was set up
+  // (an event), or in between: under load that was the stretch nobody saw (only the serving line,
+  // never a restart); the watcher's first look now compares gen.json with what the capture saw
+  // (capture-to-watch.test.ts holds that stretch open on every run).
   it.each([
     ["at once", 0],
     ["slowly", 2100],
