@@ -2,7 +2,7 @@
 // the default), or only stops the changed tool's grant covering it ("tool"). Real gateway, real
 // catalog fixture, approvals given by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents } from "../helpers/approvals.js";
+import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
@@ -129,9 +129,7 @@ describe("onExpand", () => {
     expect(gw.stderr().slice(0, mark)).toMatch(/expands authority \(fetch_page\)/);
     // the audit says why: grants_revoked with the expanding entry (every event decrypted at once,
     // not one `audit show` process per record: each of those verified the whole chain again)
-    const verified = await runCli(["audit", "verify", "--state-dir", stateDir]);
-    expect(verified.code, verified.stderr).toBe(0);
-    const events = await auditEvents(stateDir);
+    const events = await verifiedAuditEvents(stateDir);
     const revoked = events.filter((e) => e.type === "grants_revoked");
     expect(revoked).toHaveLength(1);
     expect(revoked[0]).toMatchObject({

@@ -6,12 +6,13 @@ import { chmodSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 
 import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DigestCache } from "../../src/identity/cache.js";
+import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
-import { assertBuilt, runCli } from "../helpers/gateway.js";
+import { assertBuilt } from "../helpers/gateway.js";
 import { CLI, NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway, rawPeer } from "../helpers/raw.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newStateDir } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -29,19 +30,7 @@ function bulkTree(dir: string, packages: number, files: number): void {
   }
 }
 
-async function events(stateDir: string): Promise<{ seq: number; type: string; [k: string]: unknown }[]> {
-  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout)
-    .seq as number;
-  const out: { seq: number; type: string; [k: string]: unknown }[] = [];
-  for (let seq = 1; seq <= head; seq++) {
-    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], {
-      env: passphraseEnv(),
-    });
-    expect(r.code).toBe(0);
-    out.push({ seq, ...JSON.parse(r.stdout).event });
-  }
-  return out;
-}
+const events = verifiedAuditEvents;
 
 describe("startup: the server starts while its identity is captured", () => {
   it("a call sent before the execution record exists is held, then forwarded to that epoch once it is recorded", async () => {

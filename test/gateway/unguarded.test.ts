@@ -4,24 +4,13 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newStateDir } from "../helpers/state.js";
 
-async function auditEvents(stateDir: string): Promise<{ type: string; [k: string]: unknown }[]> {
-  const out: { type: string; [k: string]: unknown }[] = [];
-  const head = JSON.parse((await runCli(["audit", "checkpoint", "--state-dir", stateDir])).stdout)
-    .seq as number;
-  for (let seq = 1; seq <= head; seq++) {
-    const r = await runCli(["audit", "show", String(seq), "--json", "--state-dir", stateDir], {
-      env: passphraseEnv(),
-    });
-    expect(r.code).toBe(0);
-    out.push(JSON.parse(r.stdout).event);
-  }
-  return out;
-}
+const auditEvents = verifiedAuditEvents;
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

@@ -104,6 +104,25 @@ export async function auditEvents(stateDir: string): Promise<Record<string, unkn
   }
 }
 
+/**
+ * Every audit event with its `seq`, after `portcullis audit verify` found the chain whole (exit 0):
+ * one CLI process and one decryption, where `audit show SEQ` per record verified the chain again
+ * in a process of its own for each.
+ */
+export async function verifiedAuditEvents(
+  stateDir: string,
+): Promise<{ seq: number; type: string; [k: string]: unknown }[]> {
+  const verified = await runCli(["audit", "verify", "--state-dir", stateDir]);
+  expect(verified.code, verified.stderr).toBe(0);
+  const db = openStore(stateDir);
+  try {
+    const { auditPrivateKey } = await unlockKeyring(stateDir, TEST_PASSPHRASE);
+    return [...openRecords(db, auditPrivateKey)].map((r) => ({ seq: r.seq, ...r.event }));
+  } finally {
+    db.close();
+  }
+}
+
 /** One row of `audit activity --json`: a call, how it was decided and how it ended. */
 export interface ActivityRow {
   call: string;
