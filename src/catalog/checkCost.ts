@@ -12,8 +12,8 @@
  *
  * The bound counts, for one value at depth k under the arguments, the subschemas that can be
  * checked against it: a schema counts one, plus what its in-place subschemas count for the same
- * value (`allOf`, `anyOf`, `oneOf`, `not`, `if` and the larger of `then`/`else`, `$ref`,
- * `dependentSchemas`), plus, for a value one level down, what its child keywords count there
+ * value (`allOf`, `anyOf`, `oneOf`, `not`, `if` and the larger of `then`/`else`, `$ref`, the
+ * largest function a `$dynamicRef` or `$recursiveRef` may call, `dependentSchemas`), plus, for a value one level down, what its child keywords count there
  * (`properties` of that name, every `patternProperties`, `additionalProperties` when the name is
  * not a property; for an array item, the larger of `items` and `prefixItems`, and `contains`).
  * An object value and an array value are counted apart, and an object's members by name, so an
@@ -71,19 +71,29 @@ const CONTAINERS = ["$defs", "definitions"];
 
 class Graph {
   readonly nodes: Node[] = [];
-  private readonly byValue = new Map<unknown, Node>();
-  private readonly resources = new Map<string, unknown>();
-  private readonly anchors = new Map<string, unknown>();
-  private readonly dynamic = new Map<string, unknown[]>();
+  /** By schema, then by the base URI its references resolve against (ajv may reach one schema under two). */
+  private readonly byValue = new Map<unknown, Map<string, Node>>();
+  /** Documents and anchors by URI, each with the base it sits in (before its own `$id`, which walk() takes). */
+  private readonly resources = new Map<string, Located>();
+  private readonly anchors = new Map<string, Located>();
   private readonly pending: { node: Node; value: Record<string, unknown>; base: string }[] = [];
-  private readonly refs: { node: Node; ref: string; base: string; dynamicName: string | null }[] = [];
+  private readonly refs: { node: Node; ref: string; base: string }[] = [];
+  /** Schemas with a `$dynamicRef` or `$recursiveRef`: where they lead is known once every function is. */
+  private readonly dynamicRefs: Node[] = [];
+  /** The schemas ajv compiles into a function of their own: the root, `$ref` targets, dynamic anchors. */
+  private readonly functions = new Set<Node>();
   unresolved: string | null = null;
 
   constructor(private readonly lookup: SchemaLookup) {}
 
-  /** The node of `value` (made, and its subschemas walked later, on first sight). */
+  /** The node of `value` under `base` (made, and its subschemas walked later, on first sight). */
   node(value: unknown, at: string, base: string): Node {
-    const known = this.byValue.get(value);
+    let byBase = this.byValue.get(value);
+    if (!byBase) {
+      byBase = new Map();
+      this.byValue.set(value, byBase);
+    }
+    const known = byBase.get(base);
     if (known) return known;
     const node: Node = {
       at,
@@ -95,7 +105,7 @@ class Graph {
       names: null,
       leaf: typeof value !== "object" || value === null || Array.isArray(value),
     };
-    this.byValue.set(value, node);
+    byBase.set(base, node);
     this.nodes.push(node);
     if (!node.leaf) this.pending.push({ node, value: value as Record<string, unknown>, base });
     return node;
@@ -106,6 +116,7 @@ class Graph {
     const base = "portcullis:///input-schema.json";
     this.index(root, base);
     const top = this.node(root, "", base);
+    this.functions.add(top);
     for (;;) {
       while (this.pending.length > 0) {
         const p = this.pending.pop()!;
@@ -114,13 +125,21 @@ class Graph {
       const refs = this.refs.splice(0);
       if (refs.length === 0) break;
       for (const r of refs) {
-        const targets = this.resolve(r.ref, r.base, r.dynamicName);
-        if (targets === null) {
+        const target = this.resolve(r.ref, r.base);
+        if (target === null) {
           this.unresolved ??= r.node.at;
           r.node.inPlace.push([]);
-        } else r.node.inPlace.push(targets);
+        } else {
+          this.functions.add(target);
+          r.node.inPlace.push([target]);
+        }
       }
     }
+    // ajv resolves neither `$dynamicRef` nor `$recursiveRef` by its URI: it calls the function of the
+    // outermost dynamic anchor of that name met so far in the check, or else the function it is
+    // compiling (the root, or the `$ref` target or anchor the keyword is inside). Any of them may run.
+    const functions = [...this.functions];
+    for (const n of this.dynamicRefs) n.inPlace.push(functions);
     return top;
   }
 
@@ -141,12 +160,14 @@ class Graph {
         if (!Array.isArray(v)) node.inPlace.push([sub(v, `${k}/${segment(name)}`)]);
       }
     }
-    if (has("$ref") && typeof s.$ref === "string")
-      this.refs.push({ node, ref: s.$ref, base, dynamicName: null });
-    if (has("$dynamicRef") && typeof s.$dynamicRef === "string") {
-      const name = s.$dynamicRef.includes("#") ? s.$dynamicRef.slice(s.$dynamicRef.indexOf("#") + 1) : "";
-      this.refs.push({ node, ref: s.$dynamicRef, base, dynamicName: name });
-    }
+    if (has("$ref") && typeof s.$ref === "string") this.refs.push({ node, ref: s.$ref, base });
+    if (
+      (has("$dynamicRef") && s.$dynamicRef !== undefined) ||
+      (has("$recursiveRef") && s.$recursiveRef !== undefined)
+    )
+      this.dynamicRefs.push(node);
+    if ((has("$dynamicAnchor") && typeof s.$dynamicAnchor === "string") || s.$recursiveAnchor === true)
+      this.functions.add(node);
     // array items: `items` (or draft-07's tuple `items`) and `prefixItems` are alternatives for one item
     const itemAlternatives: Node[] = [];
     if (has("items")) {
@@ -175,7 +196,7 @@ class Graph {
   /** Records every `$id`, `$anchor` and `$dynamicAnchor` of a document, as ajv resolves them. */
   private index(doc: unknown, base: string): void {
     const stack: { v: unknown; base: string }[] = [{ v: doc, base }];
-    this.resources.set(withoutFragment(base), doc);
+    this.resources.set(withoutFragment(base), { value: doc, base });
     while (stack.length > 0) {
       const { v, base: outer } = stack.pop()!;
       if (typeof v !== "object" || v === null) continue;
@@ -186,25 +207,22 @@ class Graph {
       const s = v as Record<string, unknown>;
       let b = outer;
       if (typeof s.$id === "string") {
-        if (s.$id.startsWith("#")) this.anchors.set(`${withoutFragment(outer)}${s.$id}`, s);
+        if (s.$id.startsWith("#"))
+          this.anchors.set(`${withoutFragment(outer)}${s.$id}`, { value: s, base: outer });
         else {
           b = absolute(s.$id, outer);
-          this.resources.set(withoutFragment(b), s);
+          this.resources.set(withoutFragment(b), { value: s, base: outer });
         }
       }
-      if (typeof s.$anchor === "string") this.anchors.set(`${withoutFragment(b)}#${s.$anchor}`, s);
-      if (typeof s.$dynamicAnchor === "string") {
-        this.anchors.set(`${withoutFragment(b)}#${s.$dynamicAnchor}`, s);
-        const list = this.dynamic.get(s.$dynamicAnchor) ?? [];
-        list.push(s);
-        this.dynamic.set(s.$dynamicAnchor, list);
-      }
+      for (const k of ["$anchor", "$dynamicAnchor"])
+        if (typeof s[k] === "string")
+          this.anchors.set(`${withoutFragment(b)}#${s[k]}`, { value: s, base: outer });
       for (const [k, x] of Object.entries(s)) if (!DATA.has(k)) stack.push({ v: x, base: b });
     }
   }
 
-  /** The schemas a reference may reach (a `$dynamicRef`: any same-named dynamic anchor); null if none is found. */
-  private resolve(ref: string, base: string, dynamicName: string | null): Node[] | null {
+  /** The schema a `$ref` reaches, under the base ajv compiles it with; null if none is found. */
+  private resolve(ref: string, base: string): Node | null {
     let uri: string;
     try {
       uri = absolute(ref, base);
@@ -218,20 +236,23 @@ class Graph {
       if (known === undefined) return null;
       this.index(known, doc);
     }
-    let target: unknown;
-    if (fragment === "" || fragment.startsWith("/")) target = pointer(this.resources.get(doc), fragment);
-    else target = this.anchors.get(`${doc}#${fragment}`);
-    const found: Node[] = [];
-    if (target !== undefined) found.push(this.node(target, `${this.atOf(doc)}#${fragment}`, doc));
-    if (dynamicName !== null && dynamicName !== "") {
-      for (const d of this.dynamic.get(dynamicName) ?? []) found.push(this.node(d, this.atOf(doc), doc));
-    }
-    return found.length > 0 ? found : null;
+    const found =
+      fragment === "" || fragment.startsWith("/")
+        ? pointer(this.resources.get(doc), fragment, doc)
+        : this.anchors.get(`${doc}#${fragment}`);
+    if (found === undefined || found.value === undefined) return null;
+    return this.node(found.value, `${this.atOf(doc)}#${fragment}`, found.base);
   }
 
   private atOf(doc: string): string {
     return doc === "portcullis:///input-schema.json" ? "" : doc;
   }
+}
+
+/** A schema and the base URI ajv resolves the references inside it against. */
+interface Located {
+  value: unknown;
+  base: string;
 }
 
 /** Values, not schemas: nothing in them is indexed. */
@@ -259,14 +280,35 @@ function decodeFragment(f: string): string {
   }
 }
 
-function pointer(doc: unknown, p: string): unknown {
-  let v = doc;
-  for (const raw of p.split("/").slice(1)) {
+/** Keys whose value's `$id` ajv does not take as a new base on the way down a pointer. */
+const NO_SCOPE_CHANGE = new Set(["properties", "patternProperties", "enum", "dependencies", "definitions"]);
+
+/**
+ * The value at JSON Pointer `p` in `doc`, and the base its references resolve against: as ajv
+ * follows a pointer, every `$id` passed on the way (not the target's own, which walk() takes)
+ * moves the base, even one inside a keyword this count does not walk.
+ */
+function pointer(doc: Located | undefined, p: string, docUri: string): Located | undefined {
+  if (doc === undefined || p === "") return doc;
+  let v = doc.value;
+  let base = docUri;
+  const keys = p.split("/").slice(1);
+  for (const [i, raw] of keys.entries()) {
     const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
     if (typeof v !== "object" || v === null || !Object.hasOwn(v, key)) return undefined;
     v = (v as Record<string, unknown>)[key];
+    const id = typeof v === "object" && v !== null ? (v as Record<string, unknown>).$id : undefined;
+    if (i < keys.length - 1 && !NO_SCOPE_CHANGE.has(key) && id) {
+      // ajv takes any truthy `$id` here; one that makes no URL leaves nothing this count can follow
+      if (typeof id !== "string") return undefined;
+      try {
+        base = absolute(id, base);
+      } catch {
+        return undefined;
+      }
+    }
   }
-  return v;
+  return { value: v, base };
 }
 
 function segment(key: string): string {

@@ -166,6 +166,49 @@ describe("the bound on subschemas checked per value", () => {
     expect(checkCostOverrun({ $defs: defs, type: "object" }, noLookup)).toBeNull();
   });
 
+  it("references are counted where ajv goes, not where their URI points", () => {
+    const nest = (key: string, depth: number, leaf: unknown = 1): unknown =>
+      depth === 0 ? leaf : { [key]: nest(key, depth - 1, leaf) };
+    const twice = (r: Record<string, unknown>) => ({ anyOf: [r, r] });
+    // $dynamicRef and $recursiveRef call the function being compiled (here `d`), whatever the
+    // fragment says, unless a dynamic anchor of that name was met: not the root, not a pointer
+    const dynamic = (r: Record<string, unknown>) => ({
+      type: "object",
+      properties: { b: { $ref: "#/$defs/d" } },
+      $defs: { leaf: {}, d: { type: "object", properties: { a: twice(r) } } },
+    });
+    // one function per level a long way down, so that the root's own path doubles too rarely to count
+    let far: Record<string, unknown> = { $ref: "#/$defs/d" };
+    for (let i = 0; i < 100; i++) far = { type: "object", properties: { p: far } };
+    // a pointer through an `$id` (here under a keyword no one checks) moves the base of what it reaches
+    const chain: Record<string, unknown> = { e14: { type: "string" } };
+    for (let i = 0; i < 14; i++) chain[`e${i}`] = twice({ $ref: `#/$defs/e${i + 1}` });
+    const cases: [string, unknown, unknown][] = [
+      ["$recursiveRef", dynamic({ $recursiveRef: "#" }), { b: nest("a", 14) }],
+      ["$dynamicRef to a pointer", dynamic({ $dynamicRef: "#/$defs/leaf" }), { b: nest("a", 14) }],
+      [
+        "$dynamicRef to the root, far down",
+        { ...far, $defs: dynamic({ $dynamicRef: "#" }).$defs },
+        nest("p", 100, nest("a", 14)),
+      ],
+      [
+        "a pointer through an $id",
+        {
+          $ref: "#/x/y",
+          $defs: { e0: {} },
+          x: { $id: "https://e.example/o.json", $defs: chain, y: { $ref: "#/$defs/e0" } },
+        },
+        1,
+      ],
+    ];
+    for (const [name, schema, value] of cases) {
+      // each is a real fan-out past the bound ...
+      expect([name, mostChecksOfOneValue(schema, value) > 2000]).toEqual([name, true]);
+      // ... and refused
+      expect([name, checkCostOverrun(schema, noLookup)]).not.toEqual([name, null]);
+    }
+  });
+
   it("recursive schemas of everyday shapes are accepted: a JSON value, a filter tree, the meta-schema", () => {
     const filter = {
       $defs: {
