@@ -1,6 +1,7 @@
 import type { ApprovalMode } from "../config/config.js";
 import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 
 export type { ApprovalMode } from "../config/config.js";
 
@@ -216,6 +217,9 @@ export function revokeGrant(db: Store, grant: string, by: string): GrantRecord {
   grantsWritten(db);
   return db
     .transaction(() => {
+      // Under the write lock, as a decision: a revocation written through a store file deleted
+      // or replaced since this process opened it would be lost, and the grant would go on covering.
+      StoreFiles.of(db).assertKept();
       const g = getGrant(db, grant);
       if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
       if (g.revokedAt)

@@ -290,6 +290,10 @@ export class AuditLog {
    */
   appendInOwnSession(e: AuditEvent, ephemeralPrivate: KeyObject): Appended {
     assertAuditable(e);
+    // A fresh look at the store's files, not the cached loss commit() reads: these records (an
+    // approver key's or a passkey's pin, a removal) are written by the console or a command after
+    // an await (a key derivation, a passkey's verification), long after the request's own check.
+    this.files.assertKept();
     const session = SealingSession.start(this.publicKey, ephemeralPrivate);
     try {
       const plaintext = Buffer.from(JSON.stringify(e), "utf8");

@@ -126,10 +126,19 @@ export interface RawResponse {
   body: string;
 }
 
-/** One HTTP request with exactly the headers given (Host included). */
+/**
+ * One HTTP request with exactly the headers given (Host included). `beforeBody`: the request asks
+ * `Expect: 100-continue`, and its body is sent only once the console has taken the request in
+ * (its checks on arrival made) and `beforeBody` has run.
+ */
 export function raw(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  opts: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    beforeBody?: () => void | Promise<void>;
+  } = {},
 ): Promise<RawResponse> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
@@ -139,7 +148,7 @@ export function raw(
         port: u.port,
         path: `${u.pathname}${u.search}`,
         method: opts.method ?? "GET",
-        headers: { Host: u.host, ...opts.headers },
+        headers: { Host: u.host, ...opts.headers, ...(opts.beforeBody ? { Expect: "100-continue" } : {}) },
         setHost: false,
       },
       (res) => {
@@ -152,11 +161,16 @@ export function raw(
       },
     );
     req.on("error", reject);
-    req.end(opts.body);
+    const before = opts.beforeBody;
+    if (!before) return void req.end(opts.body);
+    req.flushHeaders();
+    req.once("continue", () => {
+      Promise.resolve(before()).then(() => req.end(opts.body), reject);
+    });
   });
 }
 
-function cookiePairs(set: string | string[] | undefined): string[] {
+export function cookiePairs(set: string | string[] | undefined): string[] {
   return (Array.isArray(set) ? set : set ? [set] : []).map((c) => c.split(";")[0]!);
 }
 
