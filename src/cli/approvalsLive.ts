@@ -9,6 +9,7 @@ import { publicRequest, renderReview, renderReviewCard } from "../approval/rende
 import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
 /** How often the store is read while watching. */
@@ -23,7 +24,9 @@ export function oldestDecidable(db: Store): PendingRequest | null {
  * Watches the store until Ctrl-C (or SIGTERM), then exits 0. Text: the list is redrawn on each
  * change. JSON: one line per change, `{"change":"pending","request":{…}}` when a request appears
  * (the ones already pending first) and `{"change":"closed","request":ID,"state":…}` when one is
- * decided, expires or is withdrawn.
+ * decided, expires or is withdrawn. Ends (thrown: exit 2, the sentence naming the file) once one
+ * of the store's files was deleted or replaced: what it would list is a store nobody writes any
+ * more, and its sweep would close requests into the orphaned log.
  */
 export async function watchRequests(
   db: Store,
@@ -43,6 +46,8 @@ export async function watchRequests(
   let lastDraw: string | null = null;
   try {
     for (;;) {
+      // one stat of each file per read: the list and the sweep are of the store the others use
+      StoreFiles.of(db).assertKept();
       sweep();
       const now = pendingRequests(db);
       const ids = new Map(now.map((r) => [r.request, r]));
