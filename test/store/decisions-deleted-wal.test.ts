@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   catalogFile,
+  cookiePairs,
   DEPLOY_TOOL,
   gatewayFor,
   httpLogin,
@@ -37,10 +38,9 @@ const NEVER = { PORTCULLIS_STORE_CHECK_MS: "600000" };
 
 /**
  * A console and a gateway whose call waits for a human (its request's page read, the human
- * logged in), then the store's -wal and -shm deleted, then a second gateway that records five
- * calls and ends. Returns what the console needs to decide the request.
+ * logged in). Returns what the console needs to decide the request.
  */
-async function decisionAfterDeletion(consoleEnv: Record<string, string>) {
+async function awaitingDecision(consoleEnv: Record<string, string>) {
   const stateDir = newStateDir();
   const dir = tempDir("portcullis-console-wal-");
   cleanup.push(() => {
@@ -60,21 +60,31 @@ async function decisionAfterDeletion(consoleEnv: Record<string, string>) {
   const s = await httpLogin(console_.url);
   const card = await raw(`${console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
   const reviewed = reviewedIn(card.body);
-
-  await deleteThenSecond(stateDir);
-  const decide = () =>
+  const decide = (action = "approve-call") =>
     post(
       console_.url,
       `/requests/${req.request}/decide`,
-      { action: "approve-call", csrf: s.csrf, proof: s.proofKey!, reviewed },
+      { action, csrf: s.csrf, proof: s.proofKey!, reviewed },
       { Cookie: s.cookie },
     );
-  return { stateDir, console_, waiting, call, decide };
+  return { stateDir, console_, waiting, call, decide, session: s };
+}
+
+/** awaitingDecision, then the store's -wal and -shm deleted and a second gateway's five calls. */
+async function decisionAfterDeletion(consoleEnv: Record<string, string>) {
+  const awaiting = await awaitingDecision(consoleEnv);
+  await deleteThenSecond(awaiting.stateDir);
+  return awaiting;
+}
+
+/** The store's -wal and -shm deleted (while a request's body is held back: raw's beforeBody). */
+function deleteWalAndShm(stateDir: string): void {
+  for (const side of ["-wal", "-shm"]) rmSync(join(stateDir, `portcullis.db${side}`));
 }
 
 /** The store's -wal and -shm deleted; a gateway started since records five calls and ends. */
 async function deleteThenSecond(stateDir: string): Promise<void> {
-  for (const side of ["-wal", "-shm"]) rmSync(join(stateDir, `portcullis.db${side}`));
+  deleteWalAndShm(stateDir);
   const second = await startGateway({
     args: ["--label", "second", "--approval", "none", "--", ...fixtureCommand("echo")],
     stateDir,
@@ -165,5 +175,57 @@ describe("the store's -wal and -shm deleted while 'portcullis approve' waits for
     await waiting.close();
     await call;
     await expectSecondCalls(stateDir);
+  }, 240_000);
+});
+
+// Some of the console's writes come after an await, long after the request's own check as it
+// arrived: the first login pins the approver key once the passphrase's key derivation is done, a
+// passkey's pin once its registration is verified, a revocation once its form is read. The files
+// deleted in between sent the write into the orphaned log while the console answered as if it
+// were recorded. Here the request's body is held back (Expect: 100-continue) until the console
+// has taken the request in, and the files are deleted then.
+describe("the store's -wal and -shm deleted while a console request is under way", () => {
+  it("the first login's approver key pin is refused (503, naming the file), and the console ends", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const console_ = await startConsoleProcess(stateDir, [], undefined, NEVER);
+    cleanup.push(() => console_.stop());
+    const form = await raw(`${console_.url}/login`);
+    const loginToken = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+    const r = await raw(`${console_.url}/login`, {
+      method: "POST",
+      headers: {
+        Origin: console_.url,
+        Cookie: cookiePairs(form.headers["set-cookie"]).join("; "),
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ csrf: loginToken, passphrase: TEST_PASSPHRASE }).toString(),
+      beforeBody: () => deleteWalAndShm(stateDir),
+    });
+    expect(r.status, r.body).toBe(503);
+    expect(r.body).toContain(`the store ${join(stateDir, "portcullis.db-wal")} was deleted or replaced`);
+    expect(await console_.exited).toBe(2);
+  }, 120_000);
+
+  it("a revocation is refused under its write lock (503, naming the file), and the console ends", async () => {
+    const { stateDir, console_, call, decide, session: s } = await awaitingDecision(NEVER);
+    const decided = await decide("approve-session");
+    expect([200, 303], decided.body).toContain(decided.status);
+    expect(((await call) as { isError?: boolean }).isError).toBeFalsy();
+    const grants = await raw(`${console_.url}/grants`, { headers: { Cookie: s.cookie } });
+    const grant = /action="\/grants\/([^"/]+)\/revoke"/.exec(grants.body)![1]!;
+    const r = await raw(`${console_.url}/grants/${grant}/revoke`, {
+      method: "POST",
+      headers: {
+        Origin: console_.url,
+        Cookie: s.cookie,
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ csrf: s.csrf }).toString(),
+      beforeBody: () => deleteWalAndShm(stateDir),
+    });
+    expect(r.status, r.body).toBe(503);
+    expect(r.body).toContain(`the store ${join(stateDir, "portcullis.db-wal")} was deleted or replaced`);
+    expect(await console_.exited).toBe(2);
   }, 240_000);
 });
