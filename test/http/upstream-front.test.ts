@@ -56,6 +56,19 @@ interface Setup {
   epochA: string;
 }
 
+/**
+ * The server restarted behind a front that then answers 502 to everything (the stream first): the
+ * stream finds the session gone, and the new session's initialize is refused by the front.
+ */
+async function restartBehindRefusingFront(s: Setup): Promise<void> {
+  await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
+  s.front.set({ getStatus: 502 });
+  s.front.endStreams();
+  await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
+  s.box.server = await s.box.server.restart();
+  s.front.set({ postStatus: 502 });
+}
+
 /** server-everything behind the front, the gateway to the front, echo approved for the session. */
 async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
   const box = { server: await everythingOverHttp() };
@@ -164,13 +177,7 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
 
   it("behind a front that answers the new session's initialize 502: the gateway stays, says so, and serves the server once it is back", async () => {
     const s = await approvedBehindFront();
-    await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
-    s.front.set({ getStatus: 502 });
-    s.front.endStreams();
-    await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
-    s.box.server = await s.box.server.restart();
-    // the stream finds the session gone; the new session's initialize is refused by the front
-    s.front.set({ postStatus: 502 });
+    await restartBehindRefusingFront(s);
     await waitFor(() => s.front.count("POST", 502) >= 1, 20_000, "the front to refuse initialize");
     await s.gw.waitForStderr(/answered initialize with HTTP 502/, 10_000);
 
@@ -188,14 +195,8 @@ describe("run --url: a server that cannot be reached is said to be so at once", 
 describe("run --url: a front that answers initialize 5xx while the server is down", () => {
   it("mints no epoch per attempt: one new epoch, recorded and identified before any call under it", async () => {
     const s = await approvedBehindFront();
-    await waitFor(() => s.front.count("GET", 200) >= 1, 10_000, "the server-to-client stream to open");
-    s.front.set({ getStatus: 502 });
-    s.front.endStreams();
-    await waitFor(() => s.front.count("GET", 502) >= 1, 10_000, "the front to refuse the stream");
-    s.box.server = await s.box.server.restart();
-    // the stream finds the session gone; the front refuses the new session's initialize, again
-    // and again (the server behind it is "down")
-    s.front.set({ postStatus: 502 });
+    // the front refuses the new session's initialize again and again (the server behind it is "down")
+    await restartBehindRefusingFront(s);
     await waitFor(() => s.front.count("POST", 502) >= 4, 30_000, "four refused initializes");
     for (const ask of [
       () => s.gw.client.listTools(),
