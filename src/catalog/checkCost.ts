@@ -138,8 +138,14 @@ class Graph {
     // ajv resolves neither `$dynamicRef` nor `$recursiveRef` by its URI: it calls the function of the
     // outermost dynamic anchor of that name met so far in the check, or else the function it is
     // compiling (the root, or the `$ref` target or anchor the keyword is inside). Any of them may run.
-    const functions = [...this.functions];
-    for (const n of this.dynamicRefs) n.inPlace.push(functions);
+    // One node stands for "any of them", shared by every such reference: the work of the count
+    // stays linear in the schema (a list of every function per reference would be quadratic). It
+    // counts one more subschema than ajv checks: an over-count, on the safe side.
+    if (this.dynamicRefs.length > 0) {
+      const any = this.node(Symbol("any compiled function"), this.dynamicRefs[0]!.at, "");
+      any.inPlace.push([...this.functions]);
+      for (const n of this.dynamicRefs) n.inPlace.push([any]);
+    }
     return top;
   }
 
