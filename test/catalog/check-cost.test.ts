@@ -47,6 +47,11 @@ function defArb(i: number): fc.Arbitrary<Schema> {
     any.map((s) => ({ patternProperties: { "^[ab]": s } })),
     any.map((s) => ({ items: s })),
     fc.tuple(any, any).map(([p, s]) => ({ prefixItems: [p], items: s, contains: p })),
+    // ajv calls the function it is compiling (this definition, if it is a $ref target) whatever the fragment
+    fc
+      .tuple(name, fc.constantFrom("$dynamicRef", "$recursiveRef"), fc.constantFrom("#", "#/$defs/d0"))
+      .filter(([, k, f]) => k === "$dynamicRef" || f === "#")
+      .map(([n, k, f]) => ({ properties: { [n]: { anyOf: [{ [k]: f }, { [k]: f }] } } })),
   );
 }
 
