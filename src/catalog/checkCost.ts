@@ -202,7 +202,7 @@ class Graph {
   /** Records every `$id`, `$anchor` and `$dynamicAnchor` of a document, as ajv resolves them. */
   private index(doc: unknown, base: string): void {
     const stack: { v: unknown; base: string }[] = [{ v: doc, base }];
-    this.resources.set(withoutFragment(base), { value: doc, base });
+    this.register(this.resources, withoutFragment(base), { value: doc, base });
     while (stack.length > 0) {
       const { v, base: outer } = stack.pop()!;
       if (typeof v !== "object" || v === null) continue;
@@ -214,17 +214,30 @@ class Graph {
       let b = outer;
       if (typeof s.$id === "string") {
         if (s.$id.startsWith("#"))
-          this.anchors.set(`${withoutFragment(outer)}${s.$id}`, { value: s, base: outer });
+          this.register(this.anchors, `${withoutFragment(outer)}${s.$id}`, { value: s, base: outer });
         else {
           b = absolute(s.$id, outer);
-          this.resources.set(withoutFragment(b), { value: s, base: outer });
+          this.register(this.resources, withoutFragment(b), { value: s, base: outer });
         }
       }
       for (const k of ["$anchor", "$dynamicAnchor"])
         if (typeof s[k] === "string")
-          this.anchors.set(`${withoutFragment(b)}#${s[k]}`, { value: s, base: outer });
+          this.register(this.anchors, `${withoutFragment(b)}#${s[k]}`, { value: s, base: outer });
       for (const [k, x] of Object.entries(s)) if (!DATA.has(k)) stack.push({ v: x, base: b });
     }
+  }
+
+  /**
+   * Records a document or anchor by URI. Two schemas under one URI here may be two URIs to ajv,
+   * which resolves a schema without `$id` against no base at all (`a/b` and `/a/b` are two
+   * resources to it, one here under the base this count gives the tool's schema): a reference
+   * would be followed to one while ajv checks the other. So the count cannot be trusted, and the
+   * tool is refused (ajv refuses true duplicates itself).
+   */
+  private register(map: Map<string, Located>, uri: string, at: Located): void {
+    const known = map.get(uri);
+    if (known !== undefined && known.value !== at.value) this.unresolved ??= this.atOf(uri);
+    else map.set(uri, at);
   }
 
   /** The schema a `$ref` reaches, under the base ajv compiles it with; null if none is found. */
@@ -250,8 +263,10 @@ class Graph {
     return this.node(found.value, `${this.atOf(doc)}#${fragment}`, found.base);
   }
 
+  /** A URI as the tool's author wrote it: without the base this count gives the tool's schema. */
   private atOf(doc: string): string {
-    return doc === "portcullis:///input-schema.json" ? "" : doc;
+    if (doc === "portcullis:///input-schema.json") return "";
+    return doc.startsWith("portcullis:///") ? doc.slice("portcullis://".length) : doc;
   }
 }
 
@@ -386,7 +401,13 @@ export function checkCostOverrun(
 ): CostOverrun | null {
   namedWork = 0;
   const graph = new Graph(lookup);
-  const root = graph.build(schema);
+  let root: Node;
+  try {
+    root = graph.build(schema);
+  } catch {
+    // an `$id` this count cannot read as a URL (ajv read it): it cannot follow what ajv follows
+    return { at: "", unresolved: true };
+  }
   if (graph.unresolved !== null) return { at: graph.unresolved, unresolved: true };
   const reachable = reachableFrom(root);
   const over = (count: (n: Node) => number, depth: number): CostOverrun | null => {

@@ -206,6 +206,19 @@ describe("the bound on subschemas checked per value", () => {
         1,
       ],
     ];
+    // two resources to ajv (no base: `a/b` and `/a/b`), one URI under any base: never guessed
+    const cheap = Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`e${i}`, {}]));
+    cases.push([
+      "two $ids that are one URI under a base",
+      {
+        $defs: {
+          cheap: { $id: "/a/b", $defs: cheap },
+          dear: { $id: "a/b", $defs: chain, $ref: "#/$defs/e0" },
+        },
+        $ref: "a/b",
+      },
+      1,
+    ]);
     for (const [name, schema, value] of cases) {
       // each is a real fan-out past the bound ...
       expect([name, mostChecksOfOneValue(schema, value) > 2000]).toEqual([name, true]);
