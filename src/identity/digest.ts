@@ -33,6 +33,13 @@ export interface TreeOptions {
   onLink?: (abs: string) => void;
   /** stop after this many lines (0: no bound) */
   limit?: number;
+  /**
+   * keep what the walk saw of every file, link and directory in `DigestJob.seen` (a linked
+   * package: the developer's own code, bounded by MAX_LINKED_FILES). Not for node_modules: the
+   * second stat of each of its files, once the watcher is set up, would double the warm start's
+   * walk (docs/identity.md, Limits).
+   */
+  keepSeen?: boolean;
 }
 
 /** Marker digests for entries that have no readable content. */
@@ -63,6 +70,8 @@ interface TreeState {
   onLink: ((abs: string) => void) | null;
   limit: number;
   over: boolean;
+  /** the files hashed are kept in `DigestJob.seen` (fresh ones, and a tree's with keepSeen) */
+  keepSeen: boolean;
 }
 
 function treeState(
@@ -88,6 +97,7 @@ function treeState(
     onLink: opts.onLink ?? null,
     limit: opts.limit ?? 0,
     over: false,
+    keepSeen: fresh || opts.keepSeen === true,
   };
 }
 
@@ -138,8 +148,10 @@ export class DigestJob {
   touched: string | null = null;
   /**
    * What this job saw of each file it digests fresh or as a single file (the server's own code,
-   * the executable, the include patterns' files): the state of the bytes it hashed, for the check
-   * once the watcher is set up (asCaptured.ts). The dependency tree is not in it.
+   * the executable, the include patterns' files) and of every file, link and directory of a tree
+   * walked with `keepSeen` (the linked packages): the state of the bytes it hashed, and for a
+   * directory the names it listed, for the check once the watcher is set up (asCaptured.ts).
+   * node_modules is not in it.
    */
   readonly seen = new Map<string, SeenFile>();
 
@@ -353,6 +365,12 @@ export class DigestJob {
     }
     const { names, kinds, stats, shas } = listing;
     const atRoot = rel === "";
+    // the names as digested: an entry added or removed later is told from a temporary file's
+    // passage (an atomic write's) by them, not by the directory's mtime alone
+    if (t.keepSeen) {
+      const listed = names.filter((n, i) => kinds[i] !== KIND_OTHER && !(atRoot && skip.has(n)));
+      this.seen.set(abs, { follow: false, state: stateKey(st), names: listed, ...(atRoot ? { skip } : {}) });
+    }
     for (let i = 0; i < names.length; i++) {
       if (full(t)) return;
       const name = names[i]!;
@@ -390,6 +408,7 @@ export class DigestJob {
           (kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())
         ) {
           known(t, childRel, shas[i]!);
+          if (t.keepSeen) this.seen.set(childAbs, { follow: false, state: stateKey(cst) });
           if (kind === KIND_LINK) t.onLink?.(childAbs);
           continue;
         }
@@ -411,6 +430,7 @@ export class DigestJob {
             this.nowMs,
           );
           known(t, childRel, sha);
+          if (t.keepSeen) this.seen.set(childAbs, { follow: false, state: stateKey(cst) });
         } catch {
           continue;
         }
@@ -422,6 +442,7 @@ export class DigestJob {
         if (!("error" in o)) {
           listings.storeChild(dir, i, o, this.nowMs);
           t.shas[line] = o.sha;
+          if (t.keepSeen) this.seen.set(childAbs, { follow: false, state: stateKey(o) });
         } else t.shas[line] = this.onTreeError(childAbs, o.error);
       });
     }
@@ -508,6 +529,7 @@ export class DigestJob {
     const hit = t.fresh ? undefined : cache.lookupFile(key, st);
     if (hit !== undefined) {
       known(t, rel, hit.sha);
+      if (t.keepSeen) this.seen.set(abs, { follow: false, state: stateKey(st) });
       if (link) t.onLink?.(abs);
       return;
     }
@@ -520,6 +542,7 @@ export class DigestJob {
           this.nowMs,
         );
         known(t, rel, sha);
+        if (t.keepSeen) this.seen.set(abs, { follow: false, state: stateKey(st) });
       } catch {
         return;
       }
@@ -530,8 +553,7 @@ export class DigestJob {
     this.enqueue(abs, key, false, (o) => {
       if (!("error" in o)) {
         t.shas[line] = o.sha;
-        // an include pattern's file (fresh), not a dependency tree's
-        if (t.fresh) this.seen.set(abs, { follow: false, state: stateKey(o) });
+        if (t.keepSeen) this.seen.set(abs, { follow: false, state: stateKey(o) });
       } else t.shas[line] = this.onTreeError(abs, o.error);
     });
   }

@@ -1,4 +1,6 @@
 // Execution identity: which code answers calls. See docs/identity.md.
+
+export { forgetSeen } from "./asCaptured.js";
 export { DigestCache } from "./cache.js";
 export {
   type ChangeProbe,

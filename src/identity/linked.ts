@@ -150,7 +150,9 @@ export function walkReached(
   addModules(moreFrom);
   while (queue.length > 0) {
     const pkg = queue.shift()!;
-    const finish = job.tree(pkg, PACKAGE_SKIP, { limit: MAX_LINKED_FILES });
+    // what was seen of it is kept: the first watcher compares it (asCaptured.ts), the
+    // developer's own code being what a `tsc --watch` rewrites while the gateway starts
+    const finish = job.tree(pkg, PACKAGE_SKIP, { limit: MAX_LINKED_FILES, keepSeen: true });
     reached.push({ abs: pkg, kind: "package", finish });
     addModules(pkg);
   }

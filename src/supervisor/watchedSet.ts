@@ -1,5 +1,6 @@
 import {
   type ArtifactWatcher,
+  forgetSeen,
   type StaticIdentity,
   watchArtifacts,
   watchedPaths,
@@ -36,6 +37,9 @@ export class WatchedSet {
    * watcher's to report, and the caller compares a fresh capture with `stat` to find it.
    */
   follow(stat: StaticIdentity): boolean {
+    // What the capture saw is for the first watcher's look only (it names every file of the
+    // linked packages): no other launch asks for it, so it is dropped here, not kept with the epoch.
+    if (this.watcher !== null) forgetSeen(stat);
     const paths = watchedPaths(stat);
     const key = setKey(paths);
     if (this.watcher !== null && key === this.key) return false;

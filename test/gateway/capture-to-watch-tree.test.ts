@@ -1,0 +1,126 @@
+// The dependency tree's side of capture-to-watch.test.ts: a file of a linked workspace package
+// (node_modules/@acme/core -> ../../packages/core, the developer's own code a `tsc --watch`
+// rewrites), written after the launch's capture hashed it and before the tree watcher was set up,
+// has no watcher event and no ctime the capture could still see. (A node_modules file in that
+// stretch is left to the next capture: docs/identity.md, Limits.) The window
+// is held open the same way: the capture's `node --version` answers only once the server has
+// written the file, so the order is the same on every run: digest, the runtime asked, the write,
+// the answer, the watchers set up.
+import { chmodSync, existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { type RawPeer, rawGateway } from "../helpers/raw.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+function put(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+}
+
+/**
+ * A workspace root (package.json, package-lock.json) whose node_modules holds a plain package
+ * (`dep/index.js`) and a link to the workspace package packages/core; its `node` runs the real
+ * one, except `node --version`, which says it was asked (`asked`) and answers once `written`
+ * exists. Its server rewrites `target` (relative to the root) once, after `asked`, then says so
+ * (`written`) and serves as the echo fixture.
+ */
+function heldWindowMonorepo(target: string): string {
+  const dir = realpathSync(tempDir("portcullis-tree-window-"));
+  cleanup.push(() => removeDir(dir));
+  const at = (name: string) => JSON.stringify(join(dir, name));
+  put(join(dir, "package.json"), JSON.stringify({ name: "acme", private: true, workspaces: ["packages/*"] }));
+  put(join(dir, "package-lock.json"), JSON.stringify({ name: "acme", lockfileVersion: 3 }));
+  put(join(dir, "node_modules/dep/package.json"), JSON.stringify({ name: "dep", main: "index.js" }));
+  put(join(dir, "node_modules/dep/index.js"), "module.exports = 1;\n");
+  put(join(dir, "packages/core/package.json"), JSON.stringify({ name: "@acme/core", main: "dist/index.js" }));
+  put(join(dir, "packages/core/dist/index.js"), "export const revision = 'A';\n");
+  mkdirSync(join(dir, "node_modules/@acme"), { recursive: true });
+  symlinkSync("../../packages/core", join(dir, "node_modules/@acme/core"));
+  writeFileSync(
+    join(dir, "node"),
+    [
+      "#!/bin/sh",
+      'if [ "$1" = "--version" ]; then',
+      `  : > ${at("asked")}`,
+      "  i=0",
+      `  while [ ! -e ${at("written")} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done`,
+      "fi",
+      `exec ${JSON.stringify(NODE)} "$@"`,
+      "",
+    ].join("\n"),
+  );
+  chmodSync(join(dir, "node"), 0o755);
+  writeFileSync(
+    join(dir, "server.mjs"),
+    `import { existsSync, writeFileSync } from "node:fs";
+const here = (name) => new URL(name, import.meta.url);
+if (!existsSync(here("./written"))) {
+  for (let i = 0; i < 1000 && !existsSync(here("./asked")); i++) await new Promise((r) => setTimeout(r, 10));
+  writeFileSync(here(${JSON.stringify(`./${target}`)}), "export const revision = 'B';\\n");
+  writeFileSync(here("./written"), "");
+}
+await import(${JSON.stringify(pathToFileURL(FIXTURES.echo).href)});
+`,
+  );
+  return dir;
+}
+
+describe("a dependency tree file written between the capture and the tree watcher", () => {
+  for (const [what, target, part] of [
+    ["a linked workspace package's file", "packages/core/dist/index.js", /^linked package packages\/core /],
+  ] as const) {
+    it(`${what}: a change of the first epoch's code, restarted under onChange restart, and audited`, async () => {
+      const dir = heldWindowMonorepo(target);
+      const gw: RawPeer = rawGateway({
+        args: [
+          "--label",
+          "treewin",
+          "--approval",
+          "none",
+          "--on-change",
+          "restart",
+          "--",
+          "./node",
+          "server.mjs",
+        ],
+        cwd: dir,
+      });
+      cleanup.push(() => gw.close());
+      await gw.initialize();
+      // the write was made where it should be: after the capture asked for the runtime's version
+      expect(existsSync(join(dir, "asked"))).toBe(true);
+      expect(existsSync(join(dir, "written"))).toBe(true);
+      await waitFor(
+        () => /new execution epoch: .*; restart\)/.test(gw.stderr()),
+        20_000,
+        "a restart for the write the tree watcher was not set up to see",
+      ).catch((e: Error) => {
+        throw new Error(`${e.message}; the gateway's stderr ends:\n${gw.stderr().slice(-3000)}`);
+      });
+      const events = await waitFor(
+        async () => {
+          const all = await auditEvents(gw.stateDir);
+          return all.some((e) => e.type === "artifact_changed") ? all : null;
+        },
+        10_000,
+        "the change in the audit",
+      );
+      const changed = events.find((e) => e.type === "artifact_changed")!;
+      expect(changed.paths).toEqual([target]);
+      expect(changed.parts).toEqual([expect.stringMatching(part)]);
+      // the restarted server serves, and nothing more restarts it: its start wrote nothing
+      const call = await gw.request("tools/call", { name: "echo", arguments: { message: "x" } }, 15_000);
+      expect(call.result).toBeDefined();
+      expect(gw.stderr().match(/; restart\)/g)).toHaveLength(1);
+    }, 60_000);
+  }
+});
