@@ -249,27 +249,13 @@ describe("artifact watcher: a change between the capture and the watcher", () =>
     put(dir, "dist/server.js", "// rebuilt\nprocess.stdin.resume();\n");
     expect(await nextChange(seen)).toEqual(["dist/server.js"]);
   });
-});
 
-// The same stretch in a linked workspace package (the developer's own code a `tsc --watch` rebuilds
-// while the gateway starts): the capture kept what it saw of every file, link and directory of the
-// package; the first watcher compares. (node_modules is not compared: docs/identity.md, Limits.)
-describe("artifact watcher: a dependency tree change between the capture and the watcher", () => {
-  let root: string;
-  let watcher: ArtifactWatcher | null = null;
-  const seen: string[][] = [];
-  beforeAll(() => {
-    root = tempDir("tree-window");
-  });
-  afterEach(async () => {
-    await watcher?.close();
-    watcher = null;
-    seen.length = 0;
-  });
-  afterAll(() => removeDir(root));
+  // The same stretch in a linked workspace package (the developer's own code a `tsc --watch` rebuilds
+  // while the gateway starts): the capture kept what it saw of every file, link and directory of the
+  // package; the first watcher compares. (node_modules is not compared: docs/identity.md, Limits.)
 
   /** makeProject with a workspace package, packages/core, linked as node_modules/acme-core. */
-  const captured = async (name: string): Promise<{ dir: string; s: StaticIdentity }> => {
+  const capturedWithPackage = async (name: string): Promise<{ dir: string; s: StaticIdentity }> => {
     const dir = makeProject(join(root, name));
     put(dir, "packages/core/package.json", JSON.stringify({ name: "@acme/core", main: "dist/index.js" }));
     put(dir, "packages/core/dist/index.js", "export const revision = 'A';\n");
@@ -280,7 +266,7 @@ describe("artifact watcher: a dependency tree change between the capture and the
   };
 
   it("its files rewritten, added, removed or replaced by a rename, at any depth, are a change seen at once", async () => {
-    const { dir, s } = await captured("changed");
+    const { dir, s } = await capturedWithPackage("package-changed");
     put(dir, "packages/core/dist/index.js", "export const revision = 'B';\n");
     put(dir, "packages/core/dist/added.js", "export {};\n");
     rmSync(join(dir, "packages/core/dist/gone.js"));
@@ -298,7 +284,7 @@ describe("artifact watcher: a dependency tree change between the capture and the
   });
 
   it("what the walk leaves out (a tool cache created meanwhile) is no change", async () => {
-    const { dir, s } = await captured("unchanged");
+    const { dir, s } = await capturedWithPackage("package-unchanged");
     put(dir, "packages/core/coverage/lcov.info", "");
     put(dir, "packages/core/.turbo/cache.json", "{}");
     watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
