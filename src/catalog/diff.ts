@@ -26,6 +26,7 @@ import {
   type RenameCandidate,
   type Tool,
 } from "./types.js";
+import { ArgumentValidator } from "./validator.js";
 
 // ---------------------------------------------------------------------------------------------
 // Annotations: hints from an untrusted server. Shown and classified by what they claim; they
@@ -182,6 +183,15 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
         classification: "expands",
       });
     }
+  } else if (k === "inputSchema" && refusedThenCompiled(av, bv)) {
+    // The proof reads JSON Schema; portcullis refused every call under the old schema (a keyword
+    // ajv rejects, a pattern it cannot check in linear time, a fan-out over the bound…), so a
+    // schema it compiles lets through calls that were all refused, whatever the keywords say.
+    details.push({
+      path: k,
+      change: `${k} was refused by portcullis before (every call refused) and is checked now`,
+      classification: "expands",
+    });
   } else if (verdict === "cosmetic" && !provablySubset(bv, av)) {
     details.push({ path: k, change: `${k} accepts fewer values`, classification: "narrows" });
   }
@@ -189,6 +199,11 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
     details.push({ path: k, change: `${k} changed`, classification: "expands" });
   }
   out.push(...details);
+}
+
+/** The old input schema had every call refused by the gateway's validator; the new one compiles. */
+function refusedThenCompiled(before: unknown, after: unknown): boolean {
+  return ArgumentValidator.refusalOf(before) !== null && ArgumentValidator.refusalOf(after) === null;
 }
 
 function hintsSummary(t: Tool): string | undefined {

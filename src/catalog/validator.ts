@@ -18,6 +18,7 @@ import type { Ajv2020 } from "ajv/dist/2020.js";
 import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE } from "./checkCost.js";
 import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
+import { snapshotOf } from "./snapshot.js";
 import { clip, firstOf, jsonText } from "./text.js";
 import type { CatalogSnapshot } from "./types.js";
 
@@ -402,6 +403,17 @@ export class ArgumentValidator {
   constructor(snap: CatalogSnapshot) {
     this.snap = snap;
     warmEngine();
+  }
+
+  /**
+   * Why every call of a tool with this input schema would be refused, or null when the schema
+   * compiles. A fresh validator each time (about 14 ms): ajv keeps what it compiled, and this is
+   * asked only when a schema changed in a way the classifier would call a narrowing.
+   */
+  static refusalOf(schema: unknown): string | null {
+    const probe = new ArgumentValidator(snapshotOf([], 0));
+    const c = probe.compileSchema("tool", schema);
+    return "invalid" in c ? c.invalid : null;
   }
 
   private ajv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {

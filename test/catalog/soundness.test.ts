@@ -294,6 +294,24 @@ describe("the schema classifier never calls a widening a narrowing", () => {
     );
   });
 
+  it("a schema the gateway refused, made to compile by a narrowing keyword, expands (CI's counterexample)", () => {
+    // `nullable` without `type` does not compile in ajv, so every call was refused; adding a
+    // `type` narrows in JSON Schema terms but lets calls through that were all refused.
+    const a = { oneOf: [{ oneOf: [true, { type: "string" }] }, { type: "array" }], nullable: false };
+    const old = { type: "object", properties: { a } };
+    const neu = { type: "object", properties: { a: { ...a, type: "object" } } };
+    expect(classify(old, neu)).toBe("expands");
+    // A pattern portcullis cannot check in linear time, with a bound added beside it.
+    const lookahead = { type: "object", properties: { p: { type: "string", pattern: "^(?=a)" } } };
+    const bounded = {
+      type: "object",
+      properties: { p: { type: "string", pattern: "^(?=a)", maxLength: 3 } },
+    };
+    expect(classify(lookahead, bounded)).not.toBe("expands"); // both refused: nothing new passes
+    // Still a narrowing when the old schema compiled.
+    expect(classify(old.properties.a.oneOf[1] as S, { type: "array", maxItems: 2 })).toBe("narrows");
+  });
+
   it("the reported bypass is found: a property's enum dropped with properties emptied", () => {
     const old = { properties: { target: { type: "string", enum: ["staging"] } } };
     expect(classify(old, { properties: {} })).toBe("expands");
