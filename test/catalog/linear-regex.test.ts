@@ -170,10 +170,30 @@ const raw = fc
   .array(fc.constantFrom(..."()[]{}|^$.*+?\\-/a0,:=!<>bdsSuxkpPL"), { maxLength: 10 })
   .map((cs) => cs.join(""));
 
-function compileBoth(p: string): { js: RegExp; ours: ReturnType<typeof linearRegExp> } | null {
-  let js: RegExp;
+/**
+ * JavaScript's answer at the positions ECMA-262 gives a `u` pattern: code-point boundaries only.
+ * V8 also tries a match between the two halves of a surrogate pair, where only an assertion can
+ * succeed (`/\B/u.test("a😀a")` is true in V8, at index 2); the spec reads the text as code
+ * points, and so does RE2. The linear engine gives the spec's answer, the stricter one there.
+ */
+function specTest(sticky: RegExp, s: string): boolean {
+  for (let i = 0; i <= s.length; i++) {
+    const insidePair =
+      i > 0 && i < s.length && /[\uD800-\uDBFF]/.test(s[i - 1]!) && /[\uDC00-\uDFFF]/.test(s[i]!);
+    if (insidePair) continue;
+    sticky.lastIndex = i;
+    if (sticky.test(s)) return true;
+  }
+  return false;
+}
+
+function compileBoth(
+  p: string,
+): { js: { test(s: string): boolean }; ours: ReturnType<typeof linearRegExp> } | null {
+  let js: { test(s: string): boolean };
   try {
-    js = new RegExp(p, "u");
+    const sticky = new RegExp(p, "uy");
+    js = { test: (s) => specTest(sticky, s) };
   } catch {
     // JavaScript rejects it: so must we (an invalid schema), with the same kind of error.
     expect(() => linearRegExp(p, "u")).toThrow(SyntaxError);
@@ -220,6 +240,16 @@ describe("linear-time patterns", () => {
     // taken, not refused: only a pattern past the size caps may be (several properties repeated)
     expect(checked).toBeGreaterThan(250);
     expect(named).toBeGreaterThan(100);
+  });
+
+  it("place assertions at code points, as ECMA-262 reads a u pattern (CI's counterexample)", () => {
+    // V8 also tries `\B` between the halves of 😀 and answers true here; the spec does not.
+    const notBoundary = linearRegExp("\\B", "u");
+    expect(notBoundary.test("a😀a")).toBe(false);
+    expect(specTest(/\B/uy, "a😀a")).toBe(false);
+    expect(notBoundary.test("😀")).toBe(true); // at 0: no word character on either side
+    expect(notBoundary.test("ab")).toBe(true);
+    expect(linearRegExp("^a\\b", "u").test("a😀")).toBe(true);
   });
 
   it("stay fast on long strings, where backtracking would not", () => {
