@@ -2,6 +2,7 @@
 // servers with the arguments each one needs to speak MCP on stdio.
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundledFixture } from "./fixtureBundle.js";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -12,37 +13,41 @@ export const CLI = join(REPO, "dist", "cli", "main.js");
 export const NODE = process.execPath;
 
 const servers = join(REPO, "test", "fixtures", "servers");
+/** A Node fixture as one self-contained file (fixtureBundle.ts says why), else its source. */
+const node = (name: string): string => bundledFixture(REPO, name) ?? join(servers, `${name}.mjs`);
 
 /** Fixture servers (plain .mjs, run with `node FILE`). Each file's header documents its env. */
 export const FIXTURES = {
   /** inventory server with revisions A/B/C; usually started via makeProject() (project.ts) */
-  revisioned: join(servers, "revisioned.mjs"),
+  revisioned: node("revisioned"),
   /** tools from the JSON file FIXTURE_CATALOG, paged, list_changed on change, answers any name */
-  catalog: join(servers, "catalog.mjs"),
+  catalog: node("catalog"),
   /** catalog.mjs on the v2 SDK: 2026-07-28 era (and legacy unless FIXTURE_LEGACY=reject) */
-  modern: join(servers, "modern.mjs"),
+  modern: node("modern"),
   /** answers properly, and writes malformed/huge/non-JSON-RPC/unknown-id/batch lines on command */
-  badpeer: join(servers, "badpeer.mjs"),
+  badpeer: node("badpeer"),
   /** exits with code 1 at once, or after FIXTURE_CRASH_AFTER_MS */
-  crashy: join(servers, "crashy.mjs"),
+  crashy: node("crashy"),
   /** hand-rolled echo {message} server for benchmarks */
-  echo: join(servers, "echo.mjs"),
+  echo: node("echo"),
   /** floods list_changed, big results, big requests, slow answers (clients' habits); FIXTURE_LIST_LOG */
-  habits: join(servers, "habits.mjs"),
+  habits: node("habits"),
   /** a catalog that changes on every list with list_changed without end, or pages without end (FIXTURE_MODE) */
-  unruly: join(servers, "unruly.mjs"),
+  unruly: node("unruly"),
   /** logs every method it receives to FIXTURE_METHOD_LOG and answers any method, name folded */
-  lenient: join(servers, "lenient.mjs"),
+  lenient: node("lenient"),
   /** logs every line it receives verbatim (FIXTURE_RAW_LOG); writes lines it is given (raw/reply, raw/send) */
-  rawlines: join(servers, "rawlines.mjs"),
+  rawlines: node("rawlines"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
-  watcher: join(servers, "watcher.mjs"),
+  watcher: node("watcher"),
   /** starts and ends processes of its own: a helper at initialize, a leftover, a stderr flood */
-  children: join(servers, "children.mjs"),
+  children: node("children"),
   /** python: on `become`, answers, then execve()s into the same interpreter (run with python3) */
   execs: join(servers, "execs.py"),
   /** loads <cwd>/plugins/once.mjs lazily on its first `plugin` call and keeps it; `wait` until FIXTURE_RELEASE */
-  plugins: join(servers, "plugins.mjs"),
+  plugins: node("plugins"),
+  /** the official conformance suite's reference server (every feature the suite exercises) */
+  conformance: node("conformance"),
 } as const;
 
 const npmServer = (name: string) =>

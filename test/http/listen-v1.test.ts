@@ -3,7 +3,6 @@
 // sampling and elicitation round trips, cancellation, an approval decided by the CLI, session end
 // (DELETE), and the agent run that records the connecting process (this test process).
 
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -14,10 +13,10 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { fixtureCommand, NODE, REPO } from "../helpers/paths.js";
+import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 
-const CONFORMANCE = [NODE, join(REPO, "test", "fixtures", "servers", "conformance.mjs")];
+const CONFORMANCE = [NODE, FIXTURES.conformance];
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,18 +1,12 @@
-// The official v2 SDK client (@modelcontextprotocol/client 2.4.0) against a real `portcullis run
-// --listen`, in both eras: legacy (its default, initialize + Mcp-Session-Id) against the
-// conformance fixture with progress, sampling and elicitation; modern (2026-07-28: a
-// server/discover POST, then requests carrying the _meta envelope, no session id) against the
-// v2 fixture server, each request its own HTTP exchange.
-import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { makeCatalog, numberedTools } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE, REPO } from "../helpers/paths.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 
-const CONFORMANCE = [NODE, join(REPO, "test", "fixtures", "servers", "conformance.mjs")];
+const CONFORMANCE = [NODE, FIXTURES.conformance];
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
