@@ -15,6 +15,7 @@
 import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { countingKeyword, endBudget, startBudget, withCounting } from "./checkBudget.js";
 import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE } from "./checkCost.js";
 import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
@@ -124,6 +125,8 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
   // looked up in sets, not compared value by value or pair by pair (hashedKeywords.ts)
   for (const keyword of hashedKeywords(e.codegen))
     ajv.removeKeyword(keyword.keyword as string).addKeyword(keyword);
+  // every subschema counts its checks against the call's budget (checkBudget.ts)
+  ajv.addKeyword(countingKeyword(e.codegen));
   e.addFormats(ajv);
   ajv.addFormat("url", boundedUrl(e.addFormats.get("url")));
   return ajv;
@@ -462,9 +465,10 @@ export class ArgumentValidator {
           `(${MAX_SCHEMA_NODES.toLocaleString("en-US")} nodes, ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB), so its calls are refused.`,
       };
     }
+    const counted = withCounting(schema) as object;
     let check: ValidateFunction;
     try {
-      check = withPatternBudget(() => this.ajv(dialect, false).compile(schema));
+      check = withPatternBudget(() => this.ajv(dialect, false).compile(counted));
     } catch (err) {
       return { invalid: compileRefusal(toolName, schema, err) };
     }
@@ -477,7 +481,7 @@ export class ArgumentValidator {
       return {
         check,
         withDefaults: declaresDefaults
-          ? withPatternBudget(() => this.ajv(dialect, true).compile(schema))
+          ? withPatternBudget(() => this.ajv(dialect, true).compile(counted))
           : null,
       };
     } catch (err) {
@@ -515,6 +519,7 @@ export class ArgumentValidator {
       // Only `true` is valid. An asynchronous check (refused when compiling) would answer a
       // Promise, which is truthy: it must never pass, and its rejection must not go unhandled.
       newCheck();
+      startBudget(value);
       const verdict: unknown = c.check(value);
       if (verdict !== true) {
         settle(verdict);
@@ -523,6 +528,7 @@ export class ArgumentValidator {
       if (c.withDefaults === null) return { ok: true, effective: value as Record<string, unknown> };
       const effective = structuredClone(value) as Record<string, unknown>;
       newCheck();
+      startBudget(effective);
       settle(c.withDefaults(effective));
       return { ok: true, effective };
     } catch (err) {
@@ -531,6 +537,8 @@ export class ArgumentValidator {
         ok: false,
         errors: [`The arguments could not be checked against the schema of ${q(toolName)} (${why}).`],
       };
+    } finally {
+      endBudget();
     }
   }
 }

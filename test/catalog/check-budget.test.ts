@@ -1,0 +1,199 @@
+/**
+ * The run-time budget on one check of a call's arguments (src/catalog/checkBudget.ts): it stops
+ * a schema that checks one value millions of times even where the static bound (checkCost.ts)
+ * would have missed it, and it changes no verdict.
+ */
+
+import { _, str } from "ajv";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  CheckOverBudget,
+  countingKeyword,
+  startBudget,
+  valueCount,
+  withCounting,
+} from "../../src/catalog/checkBudget.js";
+import { MAX_CHECKS_PER_VALUE } from "../../src/catalog/checkCost.js";
+import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
+
+const OPTIONS = {
+  strict: false,
+  allErrors: true,
+  addUsedSchema: false,
+  logger: false,
+  ownProperties: true,
+} as const;
+
+/** ajv as the gateway configures it, with or without the counting keyword (no static bound). */
+function ajvFor(counting: boolean): Ajv2020 {
+  const ajv = new Ajv2020(OPTIONS);
+  if (counting) ajv.addKeyword(countingKeyword({ _, str }));
+  return ajv;
+}
+
+/** 22 definitions each `anyOf` twice the next: 2^22 checks of one value (session 14's attack). */
+function fanOut(levels: number): Record<string, unknown> {
+  const defs: Record<string, unknown> = {};
+  for (let i = 0; i < levels; i++) {
+    const next = { $ref: `#/$defs/d${i + 1}` };
+    defs[`d${i}`] = { anyOf: [next, next] };
+  }
+  defs[`d${levels}`] = { type: "string" };
+  return { type: "object", properties: { x: { $ref: "#/$defs/d0" } }, $defs: defs };
+}
+
+describe("the check budget", () => {
+  it("stops a fan-out the static bound did not see, with the gateway's event loop free again", () => {
+    // compiled here without the static bound, as if it had missed this schema
+    const check = ajvFor(true).compile(withCounting(fanOut(22)) as object);
+    const args = { x: 1 };
+    startBudget(args);
+    let thrown: unknown = null;
+    try {
+      check(args);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(CheckOverBudget);
+    // the budget: 64 values' worth up front, then, counted, 2,000 per value: {x: 1} has two
+    expect((thrown as CheckOverBudget).budget).toBe(MAX_CHECKS_PER_VALUE * 64);
+  });
+
+  it("counts every subschema ajv checks: a fan-out just within the budget passes, one level more does not", () => {
+    // {x: 1} fails every branch, so every one runs: d_i counts 1 + 2 × (its $ref branch, 1, plus
+    // d_(i+1)); the string at d_n counts 1; so d_0 counts 2^(n+2) - 3, plus the root and x
+    const within = ajvFor(true).compile(withCounting(fanOut(14)) as object); // 65,533 + 2
+    startBudget({ x: 1 }); // 128,000 up front; 2,000 × 3 once counted
+    expect(within({ x: 1 })).toBe(false);
+    const over = ajvFor(true).compile(withCounting(fanOut(15)) as object); // 131,069 + 2
+    startBudget({ x: 1 });
+    expect(() => over({ x: 1 })).toThrow(CheckOverBudget);
+  });
+
+  it("grows with the arguments: a call of 200,000 items spends more than the upfront budget and passes", () => {
+    const check = ajvFor(true).compile(
+      withCounting({
+        type: "object",
+        properties: { xs: { type: "array", items: { type: "integer" } } },
+      }) as object,
+    );
+    const args = { xs: Array.from({ length: 200_000 }, (_, i) => i) };
+    startBudget(args);
+    expect(check(args)).toBe(true);
+    args.xs.push(0.5);
+    startBudget(args);
+    expect(check(args)).toBe(false);
+  });
+
+  it("counts the values of the arguments at every depth", () => {
+    expect(valueCount({})).toBe(1);
+    expect(valueCount({ a: [1, 2, { b: null }], c: "x" })).toBe(7);
+  });
+
+  it("the gateway's validator refuses the call, not the tool, and answers the next one", () => {
+    // within the static bound (one check per item), but far more items than the budget allows
+    // if the budget did not grow with the call: an honest call of 100,000 items passes
+    const tool = {
+      name: "t",
+      inputSchema: { type: "object", properties: { xs: { type: "array", items: { type: "integer" } } } },
+    };
+    const v = new ArgumentValidator(snapshotOf([tool as Tool], 1));
+    const xs = Array.from({ length: 100_000 }, (_, i) => i);
+    expect(v.validate("t", { xs }).ok).toBe(true);
+    expect(v.validate("t", { xs: [1, "2"] }).ok).toBe(false);
+  });
+});
+
+/** Schemas with every kind of place a subschema or data sits, data objects included. */
+const NAMES = ["a", "b"];
+const { schema } = fc.letrec((tie) => ({
+  schema: fc.oneof(
+    { maxDepth: 3, depthIdentifier: "s" },
+    fc.constantFrom<unknown>(true, false, {}, { type: "string" }, { type: "integer" }, { minimum: 1 }),
+    fc.record({ enum: fc.constant([{ a: 1 }, [1], "s", null]) }),
+    fc.record({ const: fc.constantFrom<unknown>({ a: 1 }, { b: {} }, [{ a: 1 }]) }),
+    fc.record(
+      {
+        type: fc.constant("object"),
+        properties: fc.dictionary(fc.constantFrom(...NAMES), tie("schema"), { maxKeys: 2 }),
+        patternProperties: fc.dictionary(fc.constantFrom("^a", "^b"), tie("schema"), { maxKeys: 1 }),
+        additionalProperties: tie("schema"),
+        required: fc.constantFrom(["a"], []),
+        dependentRequired: fc.constant({ a: ["b"] }),
+        dependentSchemas: fc.dictionary(fc.constantFrom(...NAMES), tie("schema"), { maxKeys: 1 }),
+        unevaluatedProperties: fc.boolean(),
+        default: fc.constant({ a: 1 }),
+      },
+      { requiredKeys: ["type"] },
+    ),
+    fc.record(
+      {
+        prefixItems: fc.array(tie("schema"), { maxLength: 2 }),
+        items: tie("schema"),
+        contains: tie("schema"),
+      },
+      { requiredKeys: [] },
+    ),
+    fc.array(tie("schema"), { minLength: 1, maxLength: 3 }).map((b) => ({ anyOf: b })),
+    fc.array(tie("schema"), { minLength: 1, maxLength: 3 }).map((b) => ({ oneOf: b })),
+    fc.array(tie("schema"), { minLength: 1, maxLength: 3 }).map((b) => ({ allOf: b })),
+    // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
+    fc.tuple(tie("schema"), tie("schema"), tie("schema")).map(([i, t, e]) => ({ if: i, then: t, else: e })),
+    tie("schema").map((n) => ({ not: n })),
+    tie("schema").map((d) => ({ $defs: { d }, $ref: "#/$defs/d" })),
+  ),
+}));
+const value = fc.letrec((tie) => ({
+  v: fc.oneof(
+    { maxDepth: 3, depthIdentifier: "v" },
+    fc.constantFrom<unknown>(1, 2.5, "s", "", null, true),
+    fc.array(tie("v"), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom(...NAMES, "c"), tie("v"), { maxKeys: 3, noNullPrototype: true }),
+  ),
+})).v;
+
+describe("the counting keyword changes no verdict", () => {
+  it("ajv with and without it agrees on every generated schema and value, errors included", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(schema, fc.array(value, { minLength: 1, maxLength: 6 }), (s, values) => {
+        // fresh instances: ajv keeps what it compiled, even from a compile that failed
+        const plain = ajvFor(false);
+        const counting = ajvFor(true);
+        let a: ReturnType<Ajv2020["compile"]>;
+        try {
+          a = plain.compile(s as object);
+        } catch {
+          // a schema that reaches itself in place (ajv overflows its stack compiling it): the
+          // static bound refuses it before any check, whichever way ajv compiles it
+          return;
+        }
+        const b = counting.compile(withCounting(s) as object);
+        let compared = 0;
+        for (const v of values) {
+          let expected: boolean | "throws";
+          try {
+            expected = a(v) as boolean;
+          } catch {
+            expected = "throws"; // endless in-place recursion at run time: a stack overflow
+          }
+          startBudget(v);
+          if (expected === "throws") {
+            expect(() => b(v)).toThrow(); // the budget stops it first
+            continue;
+          }
+          expect(b(v)).toBe(expected);
+          expect((b.errors ?? []).map((e) => `${e.instancePath} ${e.keyword}`)).toEqual(
+            (a.errors ?? []).map((e) => `${e.instancePath} ${e.keyword}`),
+          );
+          compared++;
+        }
+        checked += compared > 0 ? 1 : 0;
+      }),
+      { numRuns: 400 },
+    );
+    expect(checked).toBeGreaterThan(200);
+  });
+});
