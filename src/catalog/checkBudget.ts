@@ -111,7 +111,7 @@ const ONE = new Set([
   "items",
   "contentSchema",
 ]);
-const LISTS = new Set(["allOf", "anyOf", "oneOf", "prefixItems", "items"]);
+const LISTS = new Set(["allOf", "anyOf", "oneOf"]);
 const MAPS = new Set([
   "properties",
   "patternProperties",
@@ -141,7 +141,7 @@ export function withCounting(schema: unknown): unknown {
   return copy(schema);
 }
 
-function copy(s: unknown): unknown {
+function copy(s: unknown, counted = true): unknown {
   if (typeof s !== "object" || s === null || Array.isArray(s)) return s;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) {
@@ -153,13 +153,28 @@ function copy(s: unknown): unknown {
       configurable: true,
     });
   }
-  out[COUNTING_KEYWORD] = true;
+  if (counted) out[COUNTING_KEYWORD] = true;
   return out;
+}
+
+/**
+ * A tuple's entries (`prefixItems`, draft-07's array `items`) are not counted themselves, only
+ * what is below them. ajv 8 skips an entry with nothing to check; counted, it would check it,
+ * and where a failure ends a check early (inside `not` and `if`) ajv then puts the keywords after
+ * the tuple under a variable it sets only when the array reaches that entry: on a shorter array,
+ * `contains` was skipped, and `not: {prefixItems: [{}], contains: {}}` refused `[]`. An entry is
+ * checked once per item of the array, so leaving it out keeps the count linear.
+ */
+function tupleEntry(s: unknown): unknown {
+  return copy(s, false);
 }
 
 function member(k: string, v: unknown): unknown {
   if (NOT_SCHEMA.has(k) || typeof v !== "object" || v === null) return v;
-  if (Array.isArray(v)) return LISTS.has(k) ? v.map(copy) : v;
+  if (Array.isArray(v)) {
+    if (k === "prefixItems" || k === "items") return v.map(tupleEntry);
+    return LISTS.has(k) ? v.map((x) => copy(x)) : v;
+  }
   if (MAPS.has(k)) {
     const out: Record<string, unknown> = {};
     for (const [name, sub] of Object.entries(v)) {

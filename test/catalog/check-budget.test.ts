@@ -87,6 +87,17 @@ describe("the check budget", () => {
     expect(check(args)).toBe(false);
   });
 
+  it("leaves a tuple's entries as ajv would skip them (CI's counterexample: not, prefixItems, contains)", () => {
+    const s = { not: { prefixItems: [{}], contains: { anyOf: [true] } } };
+    const plain = ajvFor(false).compile(s);
+    const counting = ajvFor(true).compile(withCounting(s) as object);
+    for (const v of [[], [1], {}]) {
+      startBudget(v);
+      expect([v, counting(v)]).toEqual([v, plain(v)]);
+    }
+    expect(plain([])).toBe(true); // [] contains nothing, so the inner schema fails
+  });
+
   it("counts the values of the arguments at every depth", () => {
     expect(valueCount({})).toBe(1);
     expect(valueCount({ a: [1, 2, { b: null }], c: "x" })).toBe(7);
