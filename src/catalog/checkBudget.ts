@@ -159,11 +159,9 @@ function copy(s: unknown, counted = true): unknown {
 
 /**
  * A tuple's entries (`prefixItems`, draft-07's array `items`) are not counted themselves, only
- * what is below them. ajv 8 skips an entry with nothing to check; counted, it would check it,
- * and where a failure ends a check early (inside `not` and `if`) ajv then puts the keywords after
- * the tuple under a variable it sets only when the array reaches that entry: on a shorter array,
- * `contains` was skipped, and `not: {prefixItems: [{}], contains: {}}` refused `[]`. An entry is
- * checked once per item of the array, so leaving it out keeps the count linear.
+ * what is below them: ajv 8 skips an entry with nothing to check, and a counted one is checked,
+ * which changed where an ajv bug (worked around in validator.ts, tupleLast) put the keywords
+ * after the tuple. An entry is checked once per item of the array: the count stays linear.
  */
 function tupleEntry(s: unknown): unknown {
   return copy(s, false);

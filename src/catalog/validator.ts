@@ -127,9 +127,34 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
     ajv.removeKeyword(keyword.keyword as string).addKeyword(keyword);
   // every subschema counts its checks against the call's budget (checkBudget.ts)
   ajv.addKeyword(countingKeyword(e.codegen));
+  tupleLast(ajv, dialect);
   e.addFormats(ajv);
   ajv.addFormat("url", boundedUrl(e.addFormats.get("url")));
   return ajv;
+}
+
+/**
+ * Moves ajv's tuple keyword (`prefixItems`, or draft-07's `items`) after the other array
+ * keywords, just before `unevaluatedItems` (which needs to know what it evaluated). Where a
+ * failure ends a check early (the schema of a `not` or an `if`), ajv 8 puts the keywords that
+ * follow the tuple under a variable it sets only once the array reaches the tuple's first entry
+ * that checks something: on a shorter array they were skipped, so `if: {prefixItems: [{type:
+ * "string"}], contains: {const: "go"}}, then: true, else: false` accepted `[]`, which the schema
+ * rejects, and `not: {prefixItems: […], contains: {}}` refused it. Last, nothing of the array's
+ * checks is left after it but `unevaluatedItems`, which finds no item past a short array; `items`
+ * and `additionalItems` read the tuple's length from the schema, not from the order.
+ */
+function tupleLast(ajv: Ajv | Ajv2020, dialect: Dialect): void {
+  const tuple = dialect === "draft-07" ? "items" : "prefixItems";
+  const def = ajv.getKeyword(tuple);
+  if (typeof def !== "object") return;
+  const unevaluated = ajv.getKeyword("unevaluatedItems");
+  if (typeof unevaluated === "object") {
+    ajv.removeKeyword("unevaluatedItems").addKeyword({ ...unevaluated });
+    ajv.removeKeyword(tuple).addKeyword({ ...def, before: "unevaluatedItems" });
+  } else {
+    ajv.removeKeyword(tuple).addKeyword({ ...def, before: undefined });
+  }
 }
 
 /** Why a schema that ajv would not compile refuses the tool's calls. */

@@ -304,3 +304,77 @@ function reordered(v: unknown): unknown {
       .map(([k, x]) => [k, reordered(x)]),
   );
 }
+
+describe("a tuple inside not and if (an ajv 8 bug, fixed by the keywords' order)", () => {
+  const judge = (schema: object, value: unknown, dialect?: string) =>
+    new ArgumentValidator(
+      snapshotOf(
+        [
+          {
+            name: "t",
+            inputSchema: {
+              ...(dialect ? { $schema: dialect } : {}),
+              type: "object",
+              properties: { xs: { type: "array", ...schema } },
+            },
+          } as Tool,
+        ],
+        1,
+      ),
+    ).validate("t", { xs: value }).ok;
+
+  it("the keywords after prefixItems are checked on an array shorter than the tuple", () => {
+    // ajv alone skipped `contains` here: [] passed the `if`, so `then: true` accepted it
+    const gate = {
+      if: { prefixItems: [{ type: "string" }], contains: { const: "go" } },
+      // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
+      then: true,
+      else: false,
+    };
+    expect(judge(gate, [])).toBe(false);
+    expect(judge(gate, ["a", "go"])).toBe(true);
+    expect(judge(gate, ["a", "stop"])).toBe(false);
+    // and `not` refused [] though nothing in it matches `contains`
+    expect(judge({ not: { prefixItems: [{ type: "string" }], contains: {} } }, [])).toBe(true);
+    expect(judge({ not: { prefixItems: [{ type: "string" }], contains: {} } }, ["a"])).toBe(false);
+    // the gateway's own uniqueItems after a tuple whose first checking entry is past the array
+    const unique = {
+      if: { prefixItems: [{}, {}, { type: "string" }], uniqueItems: true },
+      // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
+      then: true,
+      else: false,
+    };
+    expect(judge(unique, [1, 1])).toBe(false);
+  });
+
+  it("the same for draft-07's array form of items", () => {
+    const d7 = "http://json-schema.org/draft-07/schema#";
+    // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
+    const gate = { if: { items: [{ type: "string" }], contains: { const: "go" } }, then: true, else: false };
+    expect(judge(gate, [], d7)).toBe(false);
+    expect(judge(gate, ["a", "go"], d7)).toBe(true);
+    expect(judge({ items: [{ type: "string" }], additionalItems: { type: "integer" } }, ["a", "b"], d7)).toBe(
+      false,
+    );
+    expect(judge({ items: [{ type: "string" }], additionalItems: { type: "integer" } }, ["a", 1], d7)).toBe(
+      true,
+    );
+  });
+
+  it("the tuple's own meaning is kept: items, uniqueItems and unevaluatedItems beside it", () => {
+    const tuple = { prefixItems: [{ type: "string" }], items: { type: "integer" } };
+    expect(judge(tuple, ["a", 1])).toBe(true);
+    expect(judge(tuple, ["a", "b"])).toBe(false);
+    expect(judge({ prefixItems: [{ type: "string" }], unevaluatedItems: false }, ["a"])).toBe(true);
+    expect(judge({ prefixItems: [{ type: "string" }], unevaluatedItems: false }, ["a", "b"])).toBe(false);
+    expect(
+      judge({ prefixItems: [{ type: "string" }, {}], uniqueItems: true, unevaluatedItems: false }, [
+        "a",
+        "a",
+      ]),
+    ).toBe(false);
+    expect(judge({ allOf: [{ prefixItems: [{ type: "string" }] }], unevaluatedItems: false }, ["a"])).toBe(
+      true,
+    );
+  });
+});
