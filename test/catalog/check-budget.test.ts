@@ -103,7 +103,7 @@ describe("the check budget", () => {
     expect(valueCount({ a: [1, 2, { b: null }], c: "x" })).toBe(7);
   });
 
-  it("the gateway's validator refuses the call, not the tool, and answers the next one", () => {
+  it("the gateway's validator grows the budget with the call: 100,000 honest items pass, a bad one is still found", () => {
     // within the static bound (one check per item), but far more items than the budget allows
     // if the budget did not grow with the call: an honest call of 100,000 items passes
     const tool = {
