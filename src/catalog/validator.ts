@@ -17,6 +17,7 @@ import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
 import { countingKeyword, endBudget, startBudget, withCounting } from "./checkBudget.js";
 import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE } from "./checkCost.js";
+import { containsKeyword } from "./containsKeyword.js";
 import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
 import { snapshotOf } from "./snapshot.js";
@@ -125,6 +126,8 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
   // looked up in sets, not compared value by value or pair by pair (hashedKeywords.ts)
   for (const keyword of hashedKeywords(e.codegen))
     ajv.removeKeyword(keyword.keyword as string).addKeyword(keyword);
+  // an empty array no longer inherits the verdict of the array checked before it (containsKeyword.ts)
+  ajv.removeKeyword("contains").addKeyword(containsKeyword(e.codegen));
   // every subschema counts its checks against the call's budget (checkBudget.ts)
   ajv.addKeyword(countingKeyword(e.codegen));
   tupleLast(ajv, dialect);
@@ -256,8 +259,14 @@ const REFUSED_KEYS = new Map([
   ["__proto__", "a name the schema checker skips (what the schema says of that field would not be checked)"],
 ]);
 
-/** What the walk found that refuses the tool: too large, or a refused key and where. */
-type Finding = { over: string } | { key: string; at: string };
+/**
+ * What the walk found that refuses the tool: too large, a refused key and where, or
+ * `unevaluatedItems` beside `contains` (ajv cannot combine them: see the end of the walk).
+ */
+type Finding =
+  | { over: string }
+  | { key: string; at: string }
+  | { unevaluatedItems: string; contains: string };
 
 /** One value met in the walk; `parent` and `key` give its place, made into a pointer only when needed. */
 interface Step {
@@ -283,6 +292,8 @@ function inspectSchema(schema: object): Finding | null {
   let nodes = 0;
   let bytes = 0;
   let refused: Step | null = null;
+  let contains: Step | null = null;
+  let unevaluatedItems: Step | null = null;
   const stack: Step[] = [{ value: schema, place: "schema", parent: null, key: "" }];
   while (stack.length > 0) {
     const step = stack.pop()!;
@@ -296,6 +307,8 @@ function inspectSchema(schema: object): Finding | null {
         bytes += key.length + 3;
         const next: Step = { value: child, place: placeOf(place, key), parent: step, key };
         if (refused === null && isRefusedKey(place, key)) refused = next;
+        if (place === "schema" && key === "contains") contains ??= next;
+        if (place === "schema" && key === "unevaluatedItems" && child !== true) unevaluatedItems ??= next;
         stack.push(next);
       }
     }
@@ -303,7 +316,16 @@ function inspectSchema(schema: object): Finding | null {
       return { over: `more than ${MAX_SCHEMA_NODES.toLocaleString("en-US")} schema nodes` };
     if (bytes > MAX_SCHEMA_BYTES) return { over: `more than ${MAX_SCHEMA_BYTES / 1024 / 1024} MiB` };
   }
-  return refused === null ? null : { key: refused.key, at: pointerOf(refused) };
+  if (refused !== null) return { key: refused.key, at: pointerOf(refused) };
+  // Both `unevaluatedItems` (other than `true`) and `contains`: JSON Schema counts as evaluated
+  // only the items a `contains` found valid; ajv 8 counts every item of the array once a
+  // `contains` passed (and none when `minContains` is 0), and its record of what was evaluated (a
+  // count of leading items, or all) cannot say which items matched. So `{contains: {const: 1},
+  // unevaluatedItems: false}` accepted `[1, 2]`, which the schema rejects. Refused wherever the
+  // two sit in the schema, even apart: a tool's input schema rarely has either.
+  if (contains !== null && unevaluatedItems !== null)
+    return { unevaluatedItems: pointerOf(unevaluatedItems), contains: pointerOf(contains) };
+  return null;
 }
 
 /** `$async` where a keyword is; `__proto__` anywhere but in data. */
@@ -481,6 +503,14 @@ export class ArgumentValidator {
         invalid:
           `Tool ${q(toolName)} is refused: its input schema has ${q(found.key)} at ${shown(found.at)}, ` +
           `${REFUSED_KEYS.get(found.key)}, so its calls are refused.`,
+      };
+    }
+    if (found !== null && "contains" in found) {
+      return {
+        invalid:
+          `Tool ${q(toolName)} is refused: its input schema has "unevaluatedItems" at ${shown(found.unevaluatedItems)} ` +
+          `and "contains" at ${shown(found.contains)}, which portcullis's checker cannot combine as JSON Schema does ` +
+          "(it would count every item a contains looked at as evaluated), so its calls are refused.",
       };
     }
     if (found !== null) {
