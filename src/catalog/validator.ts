@@ -445,6 +445,14 @@ export type ValidationResult =
   | { ok: true; effective: Record<string, unknown> }
   | { ok: false; errors: string[] };
 
+/**
+ * The validator that answers ArgumentValidator.refusalOf, made on first use, and made anew after
+ * PROBE_ANSWERS answers: ajv also keeps some of what each compiled schema's code refers to (about
+ * 6 KB a schema, measured), which only a new instance lets go.
+ */
+let probe: { validator: ArgumentValidator; answered: number } | null = null;
+const PROBE_ANSWERS = 100;
+
 export class ArgumentValidator {
   private readonly snap: CatalogSnapshot;
   private readonly compiled = new Map<string, Compiled>();
@@ -457,12 +465,16 @@ export class ArgumentValidator {
 
   /**
    * Why every call of a tool with this input schema would be refused, or null when the schema
-   * compiles. A fresh validator each time (about 14 ms): ajv keeps what it compiled, and this is
-   * asked only when a schema changed in a way the classifier would call a narrowing.
+   * compiles. Asked by the classifier for each input schema a catalog change narrows (or leaves
+   * equal), so each costs only the compile: one validator serves every question, and ajv forgets
+   * each schema once it answered (a fresh validator per question took 15–45 ms, most of it making
+   * ajv's instances, on the event loop, for each tool of the change).
    */
   static refusalOf(schema: unknown): string | null {
-    const probe = new ArgumentValidator(snapshotOf([], 0));
-    const c = probe.compileSchema("tool", schema);
+    if (probe === null || probe.answered >= PROBE_ANSWERS)
+      probe = { validator: new ArgumentValidator(snapshotOf([], 0)), answered: 0 };
+    probe.answered++;
+    const c = probe.validator.compileSchema("tool", schema, true);
     return "invalid" in c ? c.invalid : null;
   }
 
@@ -486,7 +498,8 @@ export class ArgumentValidator {
     return result;
   }
 
-  private compileSchema(toolName: string, schema: unknown): Compiled {
+  /** `forget`: ajv drops what it compiled once the answer is made (refusalOf's questions). */
+  private compileSchema(toolName: string, schema: unknown, forget = false): Compiled {
     if (schema === undefined || typeof schema !== "object" || schema === null || Array.isArray(schema)) {
       return { invalid: `Tool ${q(toolName)} has no valid input schema, so its calls are refused.` };
     }
@@ -521,6 +534,16 @@ export class ArgumentValidator {
       };
     }
     const counted = withCounting(schema) as object;
+    if (!forget) return this.compileCounted(toolName, schema, dialect, counted);
+    try {
+      return this.compileCounted(toolName, schema, dialect, counted);
+    } finally {
+      // ajv keeps every schema it compiled (or failed to compile) in a cache keyed by the object
+      for (const a of this.instances.values()) a.removeSchema(counted);
+    }
+  }
+
+  private compileCounted(toolName: string, schema: object, dialect: Dialect, counted: object): Compiled {
     let check: ValidateFunction;
     try {
       check = withPatternBudget(() => this.ajv(dialect, false).compile(counted));

@@ -378,3 +378,34 @@ describe("a tuple inside not and if (an ajv 8 bug, fixed by the keywords' order)
     );
   });
 });
+
+describe("ArgumentValidator.refusalOf (the classifier's question), answered by one reused validator", () => {
+  const SCHEMAS: [string, unknown][] = [
+    ["plain", { type: "object", properties: { a: { type: "string" } } }],
+    ["dangling $ref", { type: "object", properties: { a: { $ref: "#/$defs/none" } } }],
+    ["$async", { type: "object", $async: true }],
+    ["lookahead", { type: "object", properties: { a: { type: "string", pattern: "^(?=a)" } } }],
+    ["with an $id", { $id: "https://example.com/a", type: "object", $defs: { x: { type: "string" } } }],
+    // resolvable only if the schema above had been kept by the reused validator
+    ["$ref to that $id", { type: "object", properties: { a: { $ref: "https://example.com/a#/$defs/x" } } }],
+    ["with an $id again", { $id: "https://example.com/a", type: "object", $defs: { x: { type: "integer" } } }],
+    ["unevaluatedItems and contains", { type: "object", contains: {}, unevaluatedItems: false }],
+  ];
+
+  /** What a validator made for the one schema says: refused (every call), or checked. */
+  function freshAnswer(schema: unknown): boolean {
+    const v = validator(tool(schema));
+    const r = v.validate("t", {});
+    return !r.ok && /is refused|invalid input schema|no valid input schema/.test(r.errors[0] ?? "");
+  }
+
+  it("gives the answer a fresh validator gives, whatever it answered before, past the reuse bound", () => {
+    const expected = SCHEMAS.map(([, s]) => freshAnswer(s));
+    expect(expected).toEqual([false, true, true, true, false, true, false, true]);
+    // 150 rounds: the reused validator is replaced after 100 answers, mid-round
+    for (let round = 0; round < 150 / SCHEMAS.length; round++) {
+      const answers = SCHEMAS.map(([, s]) => ArgumentValidator.refusalOf(structuredClone(s)) !== null);
+      expect(answers).toEqual(expected);
+    }
+  });
+});
