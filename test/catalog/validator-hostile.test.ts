@@ -388,7 +388,10 @@ describe("ArgumentValidator.refusalOf (the classifier's question), answered by o
     ["with an $id", { $id: "https://example.com/a", type: "object", $defs: { x: { type: "string" } } }],
     // resolvable only if the schema above had been kept by the reused validator
     ["$ref to that $id", { type: "object", properties: { a: { $ref: "https://example.com/a#/$defs/x" } } }],
-    ["with an $id again", { $id: "https://example.com/a", type: "object", $defs: { x: { type: "integer" } } }],
+    [
+      "with an $id again",
+      { $id: "https://example.com/a", type: "object", $defs: { x: { type: "integer" } } },
+    ],
     ["unevaluatedItems and contains", { type: "object", contains: {}, unevaluatedItems: false }],
   ];
 
