@@ -13,29 +13,32 @@
 // fixture or dependency gets a new bundle and parallel test processes agree on the path without
 // talking. test/globalSetup.ts builds it before any test file runs.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
-/** Fixture servers that are bundled (those run with `node FILE`; python ones stay as they are). */
-export const BUNDLED = [
-  "revisioned",
-  "catalog",
-  "modern",
-  "badpeer",
-  "crashy",
-  "echo",
-  "habits",
-  "unruly",
-  "lenient",
-  "rawlines",
-  "watcher",
-  "children",
-  "plugins",
-  "conformance",
-] as const;
+/** Every Node fixture server of `servers` (lib.mjs is their shared helper, bundled into each). */
+function fixtureServers(servers: string): string[] {
+  return readdirSync(servers)
+    .filter((f) => f.endsWith(".mjs") && f !== "lib.mjs")
+    .map((f) => f.slice(0, -".mjs".length));
+}
+
+/** Bundles older than this, of other sources, are removed when a new one is built (2.7 MB each). */
+const STALE_MS = 24 * 3600 * 1000;
 
 const DONE = ".complete";
+const BUNDLE_PREFIX = "portcullis-test-fixtures-";
 
 /** The bundle directory for the current sources (it may not be built yet). */
 export function fixtureBundleDir(repo: string): string {
@@ -49,8 +52,9 @@ export function fixtureBundleDir(repo: string): string {
       .update("\0");
   }
   h.update(readFileSync(join(repo, "package-lock.json")));
+  h.update(readFileSync(fileURLToPath(import.meta.url))); // how they are bundled
   h.update(process.version);
-  return join(tmpdir(), `portcullis-test-fixtures-${h.digest("hex").slice(0, 16)}`);
+  return join(tmpdir(), `${BUNDLE_PREFIX}${h.digest("hex").slice(0, 16)}`);
 }
 
 /** The bundled file of `name`, or null when the bundle is not built (then use the source). */
@@ -69,7 +73,7 @@ export async function buildFixtureBundle(repo: string): Promise<string> {
   mkdirSync(work, { recursive: true });
   const servers = join(repo, "test", "fixtures", "servers");
   await build({
-    entryPoints: Object.fromEntries(BUNDLED.map((n) => [n, join(servers, `${n}.mjs`)])),
+    entryPoints: Object.fromEntries(fixtureServers(servers).map((n) => [n, join(servers, `${n}.mjs`)])),
     outdir: work,
     outExtension: { ".js": ".mjs" },
     bundle: true,
@@ -88,5 +92,21 @@ export async function buildFixtureBundle(repo: string): Promise<string> {
   } catch {
     rmSync(work, { recursive: true, force: true }); // another process finished first
   }
+  removeStaleBundles(dir);
   return dir;
+}
+
+/** Removes the bundles of earlier sources untouched for a day (a checkout's run may still use a recent one). */
+function removeStaleBundles(current: string): void {
+  const parent = dirname(current);
+  const now = Date.now();
+  for (const name of readdirSync(parent)) {
+    const path = join(parent, name);
+    if (!name.startsWith(BUNDLE_PREFIX) || path === current) continue;
+    try {
+      if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true });
+    } catch {
+      /* removed meanwhile */
+    }
+  }
 }
