@@ -13,14 +13,14 @@
  * keyword means, its error and its parameters are ajv's: at least `minContains` (1 by default,
  * the only bound draft-07 knows) and at most `maxContains` items valid against the subschema.
  * Like ajv, it marks every item as evaluated (`unevaluatedItems` then ignores them all); a schema
- * where that would decide a verdict is refused before compiling (validator.ts,
- * `containsBesideUnevaluatedItems`).
+ * where that would decide a verdict (`unevaluatedItems` beside `contains`) is refused before
+ * compiling (validator.ts, at the end of `inspectSchema`).
  */
 import type { CodeKeywordDefinition } from "ajv";
 import type { CodeTemplates } from "./hashedKeywords.js";
 
 /** ajv's marker for a subschema that checks an array item (its path segment is a number). */
-export const NUMERIC_DATA_PROP = 0;
+const NUMERIC_DATA_PROP = 0;
 
 export function containsKeyword({ _, str }: CodeTemplates): CodeKeywordDefinition {
   return {

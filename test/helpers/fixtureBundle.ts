@@ -9,9 +9,9 @@
 // from a directory of its own). What that check costs a user is measured in bench/startup, and
 // the tests that are about dependency trees build projects of their own (project.ts, linked).
 //
-// The directory's name is a digest of the fixtures' sources and the lockfile, so a changed
-// fixture or dependency gets a new bundle and parallel test processes agree on the path without
-// talking. test/globalSetup.ts builds it before any test file runs.
+// The directory's name is a digest of the fixtures' sources, the lockfile and this file, so a
+// changed fixture, dependency or way of bundling gets a new bundle, and parallel test processes
+// agree on the path without talking. test/globalSetup.ts builds it before any test file runs.
 import { createHash } from "node:crypto";
 import {
   existsSync,
