@@ -266,7 +266,8 @@ const REFUSED_KEYS = new Map([
 type Finding =
   | { over: string }
   | { key: string; at: string }
-  | { unevaluatedItems: string; contains: string };
+  | { unevaluatedItems: string; contains: string }
+  | { refIntoData: string; data: string };
 
 /** One value met in the walk; `parent` and `key` give its place, made into a pointer only when needed. */
 interface Step {
@@ -294,6 +295,7 @@ function inspectSchema(schema: object): Finding | null {
   let refused: Step | null = null;
   let contains: Step | null = null;
   let unevaluatedItems: Step | null = null;
+  let refIntoData: { step: Step; data: string } | null = null;
   const stack: Step[] = [{ value: schema, place: "schema", parent: null, key: "" }];
   while (stack.length > 0) {
     const step = stack.pop()!;
@@ -309,6 +311,10 @@ function inspectSchema(schema: object): Finding | null {
         if (refused === null && isRefusedKey(place, key)) refused = next;
         if (place === "schema" && key === "contains") contains ??= next;
         if (place === "schema" && key === "unevaluatedItems" && child !== true) unevaluatedItems ??= next;
+        if (place === "schema" && (key === "$ref" || key === "$dynamicRef") && refIntoData === null) {
+          const data = dataKeywordOnPath(child);
+          if (data !== null) refIntoData = { step: next, data };
+        }
         stack.push(next);
       }
     }
@@ -325,6 +331,34 @@ function inspectSchema(schema: object): Finding | null {
   // two sit in the schema, even apart: a tool's input schema rarely has either.
   if (contains !== null && unevaluatedItems !== null)
     return { unevaluatedItems: pointerOf(unevaluatedItems), contains: pointerOf(contains) };
+  if (refIntoData !== null) return { refIntoData: pointerOf(refIntoData.step), data: refIntoData.data };
+  return null;
+}
+
+/**
+ * The data keyword (`enum`, `const`, `default`, `examples`) that a `$ref`'s JSON Pointer fragment
+ * passes through, or null. ajv follows such a pointer and checks values against the data found
+ * there as a schema, which the run-time budget does not count (checkBudget.ts puts its counter in
+ * schemas, not in data): refused, since no honest schema points into its own data. The fragment is
+ * read from a schema's place whatever resource it starts at (`#/…` of the document, or of a
+ * subschema with an `$id`): the keys along it decide alike.
+ */
+function dataKeywordOnPath(ref: unknown): string | null {
+  if (typeof ref !== "string") return null;
+  const hash = ref.indexOf("#/");
+  if (hash === -1) return null;
+  let place: Place = "schema";
+  for (const raw of ref.slice(hash + 2).split("/")) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    } catch {
+      return null; // not a pointer ajv can follow: its compile refuses the tool
+    }
+    const next = placeOf(place, key);
+    if (next === "data") return key;
+    place = next;
+  }
   return null;
 }
 
@@ -516,6 +550,13 @@ export class ArgumentValidator {
         invalid:
           `Tool ${q(toolName)} is refused: its input schema has ${q(found.key)} at ${shown(found.at)}, ` +
           `${REFUSED_KEYS.get(found.key)}, so its calls are refused.`,
+      };
+    }
+    if (found !== null && "refIntoData" in found) {
+      return {
+        invalid:
+          `Tool ${q(toolName)} is refused: its input schema has a $ref at ${shown(found.refIntoData)} that points into ` +
+          `the value of ${q(found.data)} (data, not a schema), so its calls are refused.`,
       };
     }
     if (found !== null && "contains" in found) {

@@ -208,3 +208,63 @@ describe("the counting keyword changes no verdict", () => {
     expect(checked).toBeGreaterThan(200);
   });
 });
+
+describe("a $ref into the schema's own data", () => {
+  // ajv follows a pointer into an enum, const, default or examples value and checks against the
+  // data found there as a schema, where the budget's counter is not: refused before compiling
+  function check(inputSchema: unknown) {
+    const v = new ArgumentValidator(snapshotOf([{ name: "t", inputSchema } as Tool], 1));
+    return (args: unknown) => v.validate("t", args);
+  }
+
+  it("refuses the tool, naming the $ref's place and the data keyword, however the pointer is spelled", () => {
+    const cases: [string, string][] = [
+      ["#/properties/w/enum/0", "enum"],
+      ["#/properties/w/%65num/0", "enum"],
+      ["#/$defs/a~1b/const", "const"],
+      ["#/properties/w/default", "default"],
+    ];
+    for (const [ref, data] of cases) {
+      const inputSchema = {
+        type: "object",
+        properties: { v: { $ref: ref }, w: { enum: [{ type: "string" }], default: {} } },
+        $defs: { "a/b": { const: { type: "string" } } },
+      };
+      for (const args of [{ v: "ok" }, { v: 1 }]) {
+        expect(check(inputSchema)(args)).toEqual({
+          ok: false,
+          errors: [
+            `Tool "t" is refused: its input schema has a $ref at "/properties/v/$ref" that points into the value of "${data}" (data, not a schema), so its calls are refused.`,
+          ],
+        });
+      }
+    }
+  });
+
+  it("a fan-out built in data is refused before anything runs", () => {
+    // each level an anyOf of two $refs to the next, all inside one enum value
+    const levels: Record<string, unknown>[] = [];
+    for (let i = 0; i < 22; i++)
+      levels.push({ anyOf: [{ $ref: `#/enum/0/${i + 1}` }, { $ref: `#/enum/0/${i + 1}` }] });
+    levels.push({ type: "string" });
+    const r = check({ type: "object", $ref: "#/enum/0/0", enum: [levels] })({ x: 1 });
+    expect(r.ok).toBe(false);
+    expect(r.ok ? "" : r.errors[0]).toMatch(/points into the value of "enum"/);
+  });
+
+  it("a pointer through a property named after a data keyword is a schema, and checked", () => {
+    const named = check({
+      type: "object",
+      properties: { v: { $ref: "#/properties/enum" }, enum: { type: "string", minLength: 2 } },
+    });
+    expect(named({ v: "ok" }).ok).toBe(true);
+    expect(named({ v: "x" }).ok).toBe(false);
+    const defs = check({
+      type: "object",
+      properties: { v: { $ref: "#/$defs/const" } },
+      $defs: { const: { type: "integer" } },
+    });
+    expect(defs({ v: 1 }).ok).toBe(true);
+    expect(defs({ v: "1" }).ok).toBe(false);
+  });
+});
