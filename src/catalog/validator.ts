@@ -349,6 +349,7 @@ function dataKeywordOnPath(ref: unknown): string | null {
   if (hash === -1) return null;
   let place: Place = "schema";
   for (const raw of ref.slice(hash + 2).split("/")) {
+    // as ajv reads each segment: percent-decoded (`%2F` is a `/` inside a name), then ~1 and ~0
     let key: string;
     try {
       key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");

@@ -222,6 +222,7 @@ describe("a $ref into the schema's own data", () => {
       ["#/properties/w/enum/0", "enum"],
       ["#/properties/w/%65num/0", "enum"],
       ["#/$defs/a~1b/const", "const"],
+      ["#/$defs/a%2Fb/const", "const"],
       ["#/properties/w/default", "default"],
     ];
     for (const [ref, data] of cases) {
