@@ -223,6 +223,11 @@ function pointerSegment(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
+/** The key a JSON Pointer segment names (pointerSegment's inverse). */
+function unescapeSegment(segment: string): string {
+  return segment.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
 /**
  * The largest input schema compiled, in nodes (every object, array, key's value and array item
  * of the schema counts one) and in bytes (about the size of its JSON text). ajv's compile is
@@ -352,7 +357,7 @@ function dataKeywordOnPath(ref: unknown): string | null {
     // as ajv reads each segment: percent-decoded (`%2F` is a `/` inside a name), then ~1 and ~0
     let key: string;
     try {
-      key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+      key = unescapeSegment(decodeURIComponent(raw));
     } catch {
       return null; // not a pointer ajv can follow: its compile refuses the tool
     }
@@ -386,7 +391,7 @@ function fieldOf(instancePath: string): string {
   return instancePath
     .split("/")
     .slice(1)
-    .map((seg) => seg.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map(unescapeSegment)
     .map((seg, i) => (/^\d+$/.test(seg) ? `[${seg}]` : i === 0 ? seg : `.${seg}`))
     .join("");
 }
