@@ -272,7 +272,7 @@ type Finding =
   | { over: string }
   | { key: string; at: string }
   | { unevaluatedItems: string; contains: string }
-  | { refIntoData: string; data: string };
+  | { refIntoData: string; ref: string; data: string };
 
 /** One value met in the walk; `parent` and `key` give its place, made into a pointer only when needed. */
 interface Step {
@@ -300,7 +300,7 @@ function inspectSchema(schema: object): Finding | null {
   let refused: Step | null = null;
   let contains: Step | null = null;
   let unevaluatedItems: Step | null = null;
-  let refIntoData: { step: Step; data: string } | null = null;
+  let refIntoData: { step: Step; ref: string; data: string } | null = null;
   const stack: Step[] = [{ value: schema, place: "schema", parent: null, key: "" }];
   while (stack.length > 0) {
     const step = stack.pop()!;
@@ -318,7 +318,7 @@ function inspectSchema(schema: object): Finding | null {
         if (place === "schema" && key === "unevaluatedItems" && child !== true) unevaluatedItems ??= next;
         if (place === "schema" && (key === "$ref" || key === "$dynamicRef") && refIntoData === null) {
           const data = dataKeywordOnPath(child);
-          if (data !== null) refIntoData = { step: next, data };
+          if (data !== null) refIntoData = { step: next, ref: key, data };
         }
         stack.push(next);
       }
@@ -336,7 +336,8 @@ function inspectSchema(schema: object): Finding | null {
   // two sit in the schema, even apart: a tool's input schema rarely has either.
   if (contains !== null && unevaluatedItems !== null)
     return { unevaluatedItems: pointerOf(unevaluatedItems), contains: pointerOf(contains) };
-  if (refIntoData !== null) return { refIntoData: pointerOf(refIntoData.step), data: refIntoData.data };
+  if (refIntoData !== null)
+    return { refIntoData: pointerOf(refIntoData.step), ref: refIntoData.ref, data: refIntoData.data };
   return null;
 }
 
@@ -561,7 +562,7 @@ export class ArgumentValidator {
     if (found !== null && "refIntoData" in found) {
       return {
         invalid:
-          `Tool ${q(toolName)} is refused: its input schema has a $ref at ${shown(found.refIntoData)} that points into ` +
+          `Tool ${q(toolName)} is refused: its input schema has a ${found.ref} at ${shown(found.refIntoData)} that points into ` +
           `the value of ${q(found.data)} (data, not a schema), so its calls are refused.`,
       };
     }

@@ -242,6 +242,19 @@ describe("a $ref into the schema's own data", () => {
     }
   });
 
+  it("a $dynamicRef into data is refused the same way, naming the keyword it is", () => {
+    const r = check({
+      type: "object",
+      properties: { v: { $dynamicRef: "#/properties/w/examples/0" }, w: { examples: [{ type: "string" }] } },
+    })({ v: "x" });
+    expect(r).toEqual({
+      ok: false,
+      errors: [
+        'Tool "t" is refused: its input schema has a $dynamicRef at "/properties/v/$dynamicRef" that points into the value of "examples" (data, not a schema), so its calls are refused.',
+      ],
+    });
+  });
+
   it("a fan-out built in data is refused before anything runs", () => {
     // each level an anyOf of two $refs to the next, all inside one enum value
     const levels: Record<string, unknown>[] = [];
