@@ -249,15 +249,16 @@ class Graph {
       return null;
     }
     const doc = withoutFragment(uri);
-    const fragment = decodeFragment(uri.slice(doc.length + 1));
+    const raw = uri.slice(doc.length + 1);
+    const fragment = decodeFragment(raw);
     if (!this.resources.has(doc)) {
       const known = this.lookup(doc) ?? this.lookup(`${doc}#`);
       if (known === undefined) return null;
       this.index(known, doc);
     }
     const found =
-      fragment === "" || fragment.startsWith("/")
-        ? pointer(this.resources.get(doc), fragment, doc)
+      raw === "" || raw.startsWith("/")
+        ? pointer(this.resources.get(doc), raw, doc)
         : this.anchors.get(`${doc}#${fragment}`);
     if (found === undefined || found.value === undefined) return null;
     return this.node(found.value, `${this.atOf(doc)}#${fragment}`, found.base);
@@ -305,9 +306,11 @@ function decodeFragment(f: string): string {
 const NO_SCOPE_CHANGE = new Set(["properties", "patternProperties", "enum", "dependencies", "definitions"]);
 
 /**
- * The value at JSON Pointer `p` in `doc`, and the base its references resolve against: as ajv
- * follows a pointer, every `$id` passed on the way (not the target's own, which walk() takes)
- * moves the base, even one inside a keyword this count does not walk.
+ * The value at JSON Pointer `p` in `doc` (a URI fragment, still percent-encoded), and the base its
+ * references resolve against: as ajv follows a pointer, every `$id` passed on the way (not the
+ * target's own, which walk() takes) moves the base, even one inside a keyword this count does not
+ * walk. Each segment is read as ajv reads it: split first, then percent-decoded (`%2F` is a `/`
+ * inside a name), then `~1` and `~0`.
  */
 function pointer(doc: Located | undefined, p: string, docUri: string): Located | undefined {
   if (doc === undefined || p === "") return doc;
@@ -315,7 +318,7 @@ function pointer(doc: Located | undefined, p: string, docUri: string): Located |
   let base = docUri;
   const keys = p.split("/").slice(1);
   for (const [i, raw] of keys.entries()) {
-    const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    const key = decodeFragment(raw).replace(/~1/g, "/").replace(/~0/g, "~");
     if (typeof v !== "object" || v === null || !Object.hasOwn(v, key)) return undefined;
     v = (v as Record<string, unknown>)[key];
     const id = typeof v === "object" && v !== null ? (v as Record<string, unknown>).$id : undefined;

@@ -219,6 +219,13 @@ describe("the bound on subschemas checked per value", () => {
       },
       1,
     ]);
+    // a pointer is split into segments before they are percent-decoded: `%2F` is a `/` inside the
+    // name "a/b" (the fan-out), not a step from "a" into "b" (nothing)
+    cases.push([
+      "a %2F inside a name",
+      { $defs: { ...chain, "a/b": { $ref: "#/$defs/e0" }, a: { b: {} } }, $ref: "#/$defs/a%2Fb" },
+      1,
+    ]);
     for (const [name, schema, value] of cases) {
       // each is a real fan-out past the bound ...
       expect([name, mostChecksOfOneValue(schema, value) > 2000]).toEqual([name, true]);
@@ -266,6 +273,20 @@ describe("the bound on subschemas checked per value", () => {
       ok: false,
     });
     expect(v.validate("define", { schema: { type: "object" } })).toMatchObject({ ok: true });
+  });
+
+  it("a pointer to a name holding a / (spelled %2F or ~1) is followed, not refused as unfollowable", () => {
+    for (const spelling of ["a%2Fb", "a~1b"]) {
+      const schema = {
+        type: "object",
+        properties: { v: { $ref: `#/$defs/${spelling}` } },
+        $defs: { "a/b": { type: "string" } },
+      };
+      expect([spelling, checkCostOverrun(schema, noLookup)]).toEqual([spelling, null]);
+      const v = new ArgumentValidator(snapshotOf([{ name: "t", inputSchema: schema } as Tool], 1));
+      expect(v.validate("t", { v: "x" })).toMatchObject({ ok: true });
+      expect(v.validate("t", { v: 1 })).toMatchObject({ ok: false });
+    }
   });
 });
 
