@@ -48,6 +48,12 @@ export interface StatLine {
    * inspect: it shows "1 1 0") or the process has no memory (a zombie).
    */
   image: string | null;
+  /**
+   * Fields 26 and 27 are both 0: the process has no memory any more. A SIGKILLed process
+   * releases its memory before it becomes a zombie; until then its state still says running,
+   * and its image reads as gone, which is not another program (an execve) but an exit under way.
+   */
+  noMemory: boolean;
 }
 
 /** Parses the text of /proc/PID/stat; the one place this format is read. */
@@ -65,7 +71,7 @@ export function parseProcStat(text: string): StatLine | null {
     startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
       ? null
       : `${startCode}:${endCode}:${startStack}`;
-  return { ppid, state: f[0] ?? "?", startTime, image };
+  return { ppid, state: f[0] ?? "?", startTime, image, noMemory: startCode === "0" && endCode === "0" };
 }
 
 /** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */
@@ -74,9 +80,9 @@ export function readStat(pid: number): StatLine | null {
   return text === null ? null : parseProcStat(text);
 }
 
-/** A zombie or a dead process: it can no longer answer anything. */
+/** A zombie, a dead process, or one exiting (its memory released): it can no longer answer anything. */
 export function dead(st: StatLine): boolean {
-  return st.state === "Z" || st.state === "X" || st.state === "x";
+  return st.state === "Z" || st.state === "X" || st.state === "x" || st.noMemory;
 }
 
 export function validPid(pid: number): boolean {

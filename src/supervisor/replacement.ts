@@ -7,6 +7,7 @@ import {
   execImage,
   listChildren,
   plainExe,
+  processStartTime,
   readStat,
   StartTimeProbe,
 } from "../identity/proc.js";
@@ -134,9 +135,12 @@ export class ReplacementDetector {
       const now = probe(p);
       let alive = now?.startTime === p.startTime;
       if (alive && (now!.image !== p.image || (thorough && execImage(p.pid) !== p.exec))) {
-        // Not readable any more: gone since the first read, or it execve()d into something
-        // we may not inspect (a setuid program): the latter is other code all the same.
-        alive = probe(p)?.startTime === p.startTime;
+        // Not readable any more: gone since the first read (exiting: its memory already released
+        // while its state still says running, its executable unreadable), or it execve()d into
+        // something we may not inspect (a setuid program): the latter is other code all the same.
+        // Read afresh, not through the probe's held descriptors: one held on the memory of a
+        // multi-threaded process reads as alive until its last thread has exited.
+        alive = processStartTime(p.pid) === p.startTime;
         if (alive) return `process ${p.pid} now runs other code (execve)`;
       }
       if (alive) continue;

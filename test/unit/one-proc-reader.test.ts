@@ -10,6 +10,7 @@ import {
 } from "../../src/approval/chain.js";
 import { listDescendants, processStartTime } from "../../src/identity/index.js";
 import { describeOsProcess } from "../../src/identity/proc.js";
+import { dead, parseProcStat } from "../../src/identity/procRead.js";
 import { REPO } from "../helpers/paths.js";
 
 const SRC = join(REPO, "src");
@@ -52,6 +53,32 @@ describe("processes are read in one place", () => {
       // the parent is read the same way
       const parent = processChain(process.pid)[1];
       expect(parent?.startTime).toBe(processStartTime(process.ppid));
+    },
+  );
+});
+
+describe("a process's stat line", () => {
+  /** This process's own stat line with fields 26 to 28 (code start, code end, stack start) replaced. */
+  function withImage(fields: [string, string, string]): string {
+    const text = readFileSync("/proc/self/stat", "utf8");
+    const r = text.lastIndexOf(")");
+    const f = text.slice(r + 2).split(" ");
+    f.splice(23, 3, ...fields);
+    return `${text.slice(0, r + 2)}${f.join(" ")}`;
+  }
+
+  it.runIf(process.platform === "linux")(
+    "one exiting (its memory released, still running) is gone, not another program; a hidden one is alive",
+    () => {
+      const live = parseProcStat(readFileSync("/proc/self/stat", "utf8"))!;
+      expect(live.image).not.toBeNull();
+      expect(dead(live)).toBe(false);
+      // SIGKILLed: the kernel frees its memory before it is a zombie, and its state still says R
+      const exiting = parseProcStat(withImage(["0", "0", "0"]))!;
+      expect([exiting.state, exiting.image, dead(exiting)]).toEqual([live.state, null, true]);
+      // a process the kernel will not show us (a setuid program): its image is unknown, but it runs
+      const hidden = parseProcStat(withImage(["1", "1", "0"]))!;
+      expect([hidden.image, dead(hidden)]).toEqual([null, false]);
     },
   );
 });
