@@ -1,4 +1,5 @@
-import { basename } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
 import {
   APPROVAL_MODES,
   AUDIT_ARGUMENTS,
@@ -13,9 +14,12 @@ import {
 } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
+import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir } from "../store/stateDir.js";
+import { EarlyStart } from "../supervisor/earlyStart.js";
 import { oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
+import { SHUTDOWN_SIGNALS } from "./signals.js";
 
 // This module parses the command line and the configuration, and only then loads the gateway
 // (./serve.js): `run --help` and usage errors load no store, no package and no gateway.
@@ -189,14 +193,37 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     server.listen !== undefined || LISTEN_FLAGS.some((f) => values[f] !== undefined)
       ? (await listenModule()).listenSettings(server, stateDir, values)
       : null;
-  return (await serveModule()).serve(server, stateDir, serverEnv(server), {
-    holdTimeoutMs,
-    approvalTimeoutMs,
-    requestTtlMs,
-    auditSync,
-    decide: internals.decide,
-    listen,
-  });
+  const env = serverEnv(server);
+  const early = startsEarly(server, stateDir, listen)
+    ? new EarlyStart({ command: server.command, args: server.args, cwd: server.cwd, env }, SHUTDOWN_SIGNALS)
+    : null;
+  try {
+    return await (await serveModule()).serve(server, stateDir, env, {
+      holdTimeoutMs,
+      approvalTimeoutMs,
+      requestTtlMs,
+      auditSync,
+      decide: internals.decide,
+      listen,
+      early,
+    });
+  } finally {
+    // taken by the first launch, or ended with the supervisor; else the gateway failed before
+    await early?.abandon();
+  }
+}
+
+/**
+ * Whether the server is spawned before the gateway loads the rest of itself (earlyStart.ts): a
+ * server launched over stdio whose spawn needs nothing from the store. One with credentials gets
+ * placeholders and, at each spawn, released values or an egress proxy's variables; an HTTP
+ * front launches one server per session; a remote server is no process of ours. Not without a
+ * keyring either: that gateway cannot start, and the server need not run to be told so.
+ */
+function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): boolean {
+  if (server.remote || listen || server.credentialSpecs.length > 0 || server.egress !== undefined)
+    return false;
+  return existsSync(join(stateDir, KEYRING_FILE));
 }
 
 /** The server's environment as configured: the gateway's own, then the configuration's `env`. */

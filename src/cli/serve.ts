@@ -18,6 +18,7 @@ import { DigestCache } from "../identity/index.js";
 import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
+import type { EarlyStart } from "../supervisor/earlyStart.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
@@ -128,6 +129,7 @@ export async function serve(
     auditSync,
     decide,
     listen,
+    early = null,
   }: {
     holdTimeoutMs?: number;
     approvalTimeoutMs?: number;
@@ -135,6 +137,8 @@ export async function serve(
     auditSync: "full" | "normal";
     decide?: GatewayOptions["decide"];
     listen?: ListenSettings | null;
+    /** the server, spawned while this module loaded (src/cli/run.ts): the first launch's process */
+    early?: EarlyStart | null;
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
@@ -224,6 +228,7 @@ export async function serve(
           // the stdio client is this gateway's parent: its executables, digested with the server's
           // (an HTTP session's client is no process of ours)
           warmAtLaunch: listen ? undefined : () => chainExecutables(process.ppid),
+          early,
         });
   // this gateway's egress proxy, when its server needs one (started below, before the server)
   let egress: ServerEgress | null = null;
@@ -389,6 +394,7 @@ export async function serve(
   const storeWatch = watchStoreFiles(store, log, () => void shutdown(EXIT_USAGE, true));
   // a signal begins the shutdown; one that comes while it is under way (however it began)
   // cuts the server's grace short instead of killing the gateway halfway through it
+  early?.unguard();
   onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0, true)));
 
   try {

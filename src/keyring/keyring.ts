@@ -43,7 +43,9 @@ import {
  *   its public half is in clear too, and pinned in the audit chain (src/approval/pin.ts)
  */
 
-export const KEYRING_FILE = "keyring.json";
+import { KEYRING_FILE } from "./file.js";
+
+export { KEYRING_FILE };
 export const KEYRING_FORMAT = "portcullis-keyring/1";
 
 /**

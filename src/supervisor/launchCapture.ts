@@ -28,8 +28,10 @@ export async function spawnAndCapture(
   log: Logger,
   extra: Record<string, string>,
   alsoWarm: readonly string[],
+  /** the process already spawned for this launch (earlyStart.ts), with `extra` empty */
+  prestarted: Started | null = null,
 ): Promise<{ started: Started; stat: StaticIdentity }> {
-  let started = spawnServer(spec, extra);
+  let started = prestarted ?? spawnServer(spec, extra);
   // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
   // change right after the spawn is never stamped before `since`.
   const probe: ChangeProbe = { since: started.startedAtMs - CTIME_SLACK_MS };

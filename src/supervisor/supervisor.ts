@@ -5,6 +5,7 @@ import { collectWhenIdle } from "../identity/collect.js";
 import { captureStaticIdentity, changedParts, type DigestCache, type LaunchSpec } from "../identity/index.js";
 import type { Logger } from "../util/log.js";
 import { CrashLoop, type LoopStop } from "./crashLoop.js";
+import type { EarlyStart } from "./earlyStart.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
 import { spawnAndCapture } from "./launchCapture.js";
 import type { LinkEvents, ServerLink } from "./link.js";
@@ -66,6 +67,11 @@ export interface SupervisorOptions {
    * with the server's tree instead of on the event loop after it, and never part of its identity.
    */
   warmAtLaunch?: () => readonly string[];
+  /**
+   * The server already spawned while the gateway was loading (earlyStart.ts): the first launch
+   * takes it when it was spawned as that launch would spawn it, and shutdown ends it otherwise.
+   */
+  early?: EarlyStart | null;
 }
 
 export class Supervisor extends EventEmitter<SupervisorEvents> implements ServerLink<Generation> {
@@ -121,7 +127,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /** First launch. Throws LaunchError (exit 2 material) when the server cannot start at all. */
   async start(): Promise<Generation> {
-    const gen = await this.launch("launch", this.opts.warmAtLaunch?.() ?? []);
+    const gen = await this.launch("launch", this.opts.warmAtLaunch?.() ?? [], this.opts.early ?? null);
     this.poll = setInterval(() => this.checkReplacement(true), this.opts.pollMs ?? 500);
     this.poll.unref();
     collectWhenIdle();
@@ -134,10 +140,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * `up` (the gateway holds every client message until then), so no call is forwarded before the
    * epoch's identity is recorded.
    */
-  private async launch(reason: Generation["reason"], alsoWarm: readonly string[] = []): Promise<Generation> {
+  private async launch(
+    reason: Generation["reason"],
+    alsoWarm: readonly string[] = [],
+    early: EarlyStart | null = null,
+  ): Promise<Generation> {
     const { spec, cache, log } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
-    const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm);
+    const prestarted = early?.take(spec, extra) ?? null;
+    const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm, prestarted);
     if (this.stopping) {
       await discard(started);
       throw new LaunchError("the gateway is shutting down", true);
@@ -507,12 +518,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.groups.cancelPending();
+    // a server spawned early that no launch took (shutdown came first) is ended with the rest
+    const early = this.opts.early?.abandon();
     const cur = this.current;
     const graceMs = this.opts.shutdownGraceMs ?? 1500;
     const earlier = this.groups.pgids().filter((g) => g !== cur?.child.pid);
     // the watcher closes alongside: the server's end begins at once, so a hurry (a second
     // signal) that comes while the watcher closes finds every group it has to kill
     const stopping: Promise<void>[] = [this.watched.close(), this.groups.endNow(earlier)];
+    if (early) stopping.push(early);
     if (cur) {
       // Nothing new is sent to it (no longer alive), but what it answers while it winds down is
       // still read and reaches the calls waiting on it, as when the client closes its input: it

@@ -1,0 +1,142 @@
+// The server is spawned before the gateway loads the rest of itself and opens its store
+// (src/supervisor/earlyStart.ts), so that it boots meanwhile. That process serves under the first
+// epoch as if launched later; a gateway that cannot start ends it; a state directory without a
+// keyring never starts it; a signal before the gateway's own handlers does not leave it running.
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { verifiedAuditEvents } from "../helpers/approvals.js";
+import { tempDir, waitFor } from "../helpers/files.js";
+import { holdStoreLock } from "../helpers/lock.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** A server command that appends its pid to a file, then becomes `then` (exec: same pid). */
+function recordedStarts(dir: string, then: string): { wrapper: string; pids: () => number[] } {
+  const starts = join(dir, "state", "early-starts");
+  const wrapper = join(dir, "scripts", "recorded.sh");
+  writeFileSync(wrapper, `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\nexec ${then}\n`);
+  chmodSync(wrapper, 0o755);
+  const pids = () =>
+    existsSync(starts) ? readFileSync(starts, "utf8").trim().split("\n").filter(Boolean).map(Number) : [];
+  return { wrapper, pids };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("the server is spawned before the gateway opens its store", () => {
+  it("it runs while the gateway waits for a locked store, and that process serves the first epoch", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const { wrapper, pids } = recordedStarts(
+      project.dir,
+      `${JSON.stringify(NODE)} "$(dirname "$0")/../dist/server.js"`,
+    );
+    const stateDir = newStateDir();
+    const lock = await holdStoreLock(stateDir);
+    let held = true;
+    cleanup.push(() => (held ? lock.release() : undefined));
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", wrapper],
+      cwd: project.dir,
+      // the store cannot be set up until the lock goes: the gateway waits for it (a minute at most)
+      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "60000" },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    // Spawned after the store was open, the server would not start before the lock is released.
+    await waitFor(() => pids().length === 1, 20_000, "the server's start while the store is locked");
+    expect(gw.stderr()).not.toMatch(/serving /);
+    await lock.release();
+    held = false;
+
+    await gw.initialize({}, 60_000);
+    const res = await gw.request("tools/call", { name: "read_status", arguments: {} }, 30_000);
+    expect(res.error).toBeUndefined();
+    const status = JSON.parse((res.result as { content: { text: string }[] }).content[0]!.text);
+    // the process spawned early answered: not killed and launched again
+    expect(status).toMatchObject({ revision: "A", pid: pids()[0] });
+    expect(pids()).toHaveLength(1);
+    gw.closeStdin();
+    await gw.exited;
+    const started = (await verifiedAuditEvents(stateDir)).filter((e) => e.type === "server_started");
+    expect(started).toHaveLength(1);
+    expect((started[0]!.record as { processId: number }).processId).toBe(pids()[0]);
+  }, 120_000);
+
+  it("a state directory without a keyring: the gateway refuses to start, and the server never starts", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--", wrapper],
+      cwd: project.dir,
+      env: project.env,
+      stateDir: tempDir("portcullis-no-keyring-"),
+    });
+    cleanup.push(() => gw.close());
+    const exit = await gw.exited;
+    expect(exit.code).toBe(2);
+    expect(gw.stderr()).toMatch(/no keyring in .*run 'portcullis init' first/);
+    expect(pids()).toEqual([]);
+  });
+
+  it("a gateway that cannot open its store ends the server it spawned, which never got a byte", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    // sleep ignores its input: only the gateway ending it ends it before a minute
+    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+    const stateDir = newStateDir();
+    writeFileSync(
+      join(stateDir, "portcullis.db"),
+      "not a database, and longer than a header would be".repeat(20),
+    );
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--", wrapper],
+      cwd: project.dir,
+      env: project.env,
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    const exit = await gw.exited;
+    expect(exit.code).toBe(2);
+    expect(gw.stderr()).toContain(join(stateDir, "portcullis.db"));
+    expect(pids()).toHaveLength(1);
+    await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
+  });
+
+  it("a signal while the gateway still waits for its store ends the gateway and the server it spawned", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+    const stateDir = newStateDir();
+    const lock = await holdStoreLock(stateDir);
+    cleanup.push(() => lock.release());
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--", wrapper],
+      cwd: project.dir,
+      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "2000" },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await waitFor(() => pids().length === 1, 20_000, "the server's start");
+    gw.kill("SIGTERM");
+    await gw.exited;
+    await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
+  }, 60_000);
+});
