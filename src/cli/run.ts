@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import {
   APPROVAL_MODES,
@@ -15,7 +15,7 @@ import {
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
 import { KEYRING_FILE } from "../keyring/file.js";
-import { resolveStateDir } from "../store/stateDir.js";
+import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import { oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
@@ -217,13 +217,27 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
  * Whether the server is spawned before the gateway loads the rest of itself (earlyStart.ts): a
  * server launched over stdio whose spawn needs nothing from the store. One with credentials gets
  * placeholders and, at each spawn, released values or an egress proxy's variables; an HTTP
- * front launches one server per session; a remote server is no process of ours. Not without a
- * keyring either: that gateway cannot start, and the server need not run to be told so.
+ * front launches one server per session; a remote server is no process of ours. Not when the
+ * gateway will refuse to start for want of a keyring or of a store it can write: it refuses those
+ * before any server runs. A store that fails later (damaged, say) ends the server unused.
  */
 function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): boolean {
   if (server.remote || listen || server.credentialSpecs.length > 0 || server.egress !== undefined)
     return false;
-  return existsSync(join(stateDir, KEYRING_FILE));
+  // what the gateway refuses before any server runs: no keyring, a store it cannot write
+  const store = join(stateDir, STORE_FILE);
+  return (
+    existsSync(join(stateDir, KEYRING_FILE)) && writable(stateDir) && (!existsSync(store) || writable(store))
+  );
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The server's environment as configured: the gateway's own, then the configuration's `env`. */

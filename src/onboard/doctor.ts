@@ -10,7 +10,7 @@ import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
-import { stateDirPath } from "../store/stateDir.js";
+import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { entryPathKey, OnboardError, readHostServers } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -79,7 +79,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
-  const store = isDir && existsSync(join(path, "portcullis.db")) ? openOrReport(path, findings) : null;
+  const store = isDir && existsSync(join(path, STORE_FILE)) ? openOrReport(path, findings) : null;
   if (store) {
     try {
       const unaccounted = unaccountedHistory(store);

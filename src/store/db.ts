@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
+import { STORE_FILE } from "./stateDir.js";
 import { StoreError } from "./storeError.js";
 import { StoreFiles } from "./storeFiles.js";
 
@@ -38,7 +39,7 @@ const PAGE_CACHE_KIB = 2000;
  * The file (and the -wal/-shm files SQLite creates with the same mode) is readable by its owner
  * only: it holds approval requests and execution records.
  */
-export function openStore(stateDir: string, file = "portcullis.db"): Store {
+export function openStore(stateDir: string, file = STORE_FILE): Store {
   const path = join(stateDir, file);
   ownerOnly(path);
   let db: Store;

@@ -121,3 +121,6 @@ export function privateForInit(dir: string): string | null {
   }
   return was;
 }
+
+/** The store: this file in the state directory (src/store/db.ts). */
+export const STORE_FILE = "portcullis.db";

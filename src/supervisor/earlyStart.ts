@@ -21,9 +21,11 @@ export class EarlyStart {
     readonly spec: SpawnSpec,
     signals: readonly NodeJS.Signals[],
   ) {
-    this.started = spawnServer(spec);
+    // guarded first: the process runs as soon as it is spawned, and may be seen (and the gateway
+    // signalled) before spawnServer returns
     this.guarded = signals;
     for (const s of signals) process.once(s, this.onSignal);
+    this.started = spawnServer(spec);
   }
 
   private readonly onSignal = (signal: NodeJS.Signals): void => {

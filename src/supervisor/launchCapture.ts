@@ -29,9 +29,12 @@ export async function spawnAndCapture(
   extra: Record<string, string>,
   alsoWarm: readonly string[],
   /** the process already spawned for this launch (earlyStart.ts), with `extra` empty */
-  prestarted: Started | null = null,
+  prestarted: Started | null,
+  /** told of every process this launch runs, before the capture: shutdown must reach it */
+  onSpawn: (started: Started) => void,
 ): Promise<{ started: Started; stat: StaticIdentity }> {
   let started = prestarted ?? spawnServer(spec, extra);
+  onSpawn(started);
   // The kernel stamps ctime from a coarse clock (up to a tick behind): take the margin so a
   // change right after the spawn is never stamped before `since`.
   const probe: ChangeProbe = { since: started.startedAtMs - CTIME_SLACK_MS };
@@ -43,6 +46,7 @@ export async function spawnAndCapture(
       await discard(started);
       stat = await captureStaticIdentity(spec, cache);
       started = spawnServer(spec, extra);
+      onSpawn(started);
     }
   } catch (e) {
     await discard(started);

@@ -11,7 +11,7 @@ import { spawnAndCapture } from "./launchCapture.js";
 import type { LinkEvents, ServerLink } from "./link.js";
 import { ProcessGroups } from "./processGroups.js";
 import { ReplacementDetector, ROOT_GONE } from "./replacement.js";
-import { discard, LaunchError } from "./spawn.js";
+import { discard, LaunchError, type Started } from "./spawn.js";
 import type { LineScrubber } from "./stderrLines.js";
 import { WatchedSet } from "./watchedSet.js";
 import { exitsWithin, readPipes, stopChild, writeLine } from "./workerPipes.js";
@@ -148,7 +148,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const { spec, cache, log } = this.opts;
     const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
     const prestarted = early?.take(spec, extra) ?? null;
-    const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm, prestarted);
+    // its group is ours from the spawn: a shutdown during the capture ends it with the others
+    const launched = (s: Started) => {
+      if (s.child.pid !== undefined) this.groups.launched(s.child.pid);
+    };
+    const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm, prestarted, launched);
     if (this.stopping) {
       await discard(started);
       throw new LaunchError("the gateway is shutting down", true);

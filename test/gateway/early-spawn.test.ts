@@ -6,7 +6,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
@@ -136,7 +136,58 @@ describe("the server is spawned before the gateway opens its store", () => {
     cleanup.push(() => gw.close());
     await waitFor(() => pids().length === 1, 20_000, "the server's start");
     gw.kill("SIGTERM");
-    await gw.exited;
+    // the gateway dies of the signal (its default action, once the server's group is ended)
+    expect(await gw.exited).toMatchObject({ signal: "SIGTERM" });
     await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
+  }, 60_000);
+
+  it("a signal during the capture, the gateway's own handlers in place: an orderly end that ends the server too", async () => {
+    // The server runs under a `node` of its own, a script whose `--version` (the capture's last
+    // question, after every file is digested) says it was asked and answers only once told: the
+    // capture is held open, with the server spawned and the gateway set up. The server itself
+    // ignores its input (sleep): only the gateway ending its group ends it.
+    const dir = tempDir("portcullis-held-capture-");
+    cleanup.push(() => removeDir(dir));
+    const at = (name: string) => JSON.stringify(join(dir, name));
+    writeFileSync(
+      join(dir, "node"),
+      [
+        "#!/bin/sh",
+        'if [ "$1" = "--version" ]; then',
+        `  echo "$$" > ${at("asked")}`,
+        "  i=0",
+        `  while [ ! -e ${at("answer")} ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done`,
+        `  exec ${JSON.stringify(NODE)} --version`,
+        "fi",
+        `echo "$$" >> ${at("starts")}`,
+        "exec sleep 60",
+        "",
+      ].join("\n"),
+    );
+    chmodSync(join(dir, "node"), 0o755);
+    writeFileSync(join(dir, "server.mjs"), "");
+    cleanup.push(() => writeFileSync(join(dir, "answer"), ""));
+    const gw = rawGateway({
+      args: ["--label", "held", "--", join(dir, "node"), "server.mjs"],
+      cwd: dir,
+      // a cold cache, so that the runtime's version is asked
+      env: { PORTCULLIS_CACHE_DIR: tempDir("portcullis-cold-cache-") },
+    });
+    cleanup.push(() => gw.close());
+    const asked = join(dir, "asked");
+    await waitFor(
+      () => existsSync(asked) && readFileSync(asked, "utf8").trim() !== "",
+      20_000,
+      "the question",
+    );
+    const question = Number(readFileSync(asked, "utf8").trim());
+    const pid = Number(readFileSync(join(dir, "starts"), "utf8").trim());
+    expect(alive(pid)).toBe(true);
+    gw.kill("SIGTERM");
+    // ended at once, while the capture still waits for its answer (not once the capture gives up
+    // on the question, 5 s later, and finds the launch abandoned)
+    await waitFor(() => !alive(pid), 10_000, "the server to be ended");
+    expect(alive(question)).toBe(true);
+    expect(await gw.exited).toMatchObject({ code: 0 }); // the gateway's own shutdown, not the guard's
   }, 60_000);
 });
