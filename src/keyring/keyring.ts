@@ -22,6 +22,7 @@ import {
 import { join } from "node:path";
 import canonicalize from "canonicalize";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
+import { KEYRING_FILE } from "./file.js";
 import {
   auditKeyId,
   newX25519PrivateKey,
@@ -42,8 +43,6 @@ import {
  *   data key wraps the private half of an Ed25519 approver key pair (signs human decisions);
  *   its public half is in clear too, and pinned in the audit chain (src/approval/pin.ts)
  */
-
-import { KEYRING_FILE } from "./file.js";
 
 export { KEYRING_FILE };
 export const KEYRING_FORMAT = "portcullis-keyring/1";
