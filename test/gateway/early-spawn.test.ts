@@ -136,8 +136,12 @@ describe("the server is spawned before the gateway opens its store", () => {
     cleanup.push(() => gw.close());
     await waitFor(() => pids().length === 1, 20_000, "the server's start");
     gw.kill("SIGTERM");
-    // the gateway dies of the signal (its default action, once the server's group is ended)
-    expect(await gw.exited).toMatchObject({ signal: "SIGTERM" });
+    // Usually the gateway dies of the signal (its default action, once the server's group is
+    // ended). A test slow to send it may find the gateway inside SQLite's wait for the lock, which
+    // holds the event loop: the start then fails on the locked store (exit 2) before the signal is
+    // read. Either way the server must not outlive it.
+    const exit = await gw.exited;
+    expect(exit.signal === "SIGTERM" || exit.code === 2, JSON.stringify(exit)).toBe(true);
     await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
   }, 60_000);
 
