@@ -6,7 +6,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
@@ -28,15 +28,6 @@ function recordedStarts(dir: string, then: string): { wrapper: string; pids: () 
   const pids = () =>
     existsSync(starts) ? readFileSync(starts, "utf8").trim().split("\n").filter(Boolean).map(Number) : [];
   return { wrapper, pids };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("the server is spawned before the gateway opens its store", () => {

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
+import { alive, waitFor } from "../helpers/files.js";
 import { type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 
@@ -17,24 +17,6 @@ afterEach(async () => {
   cleanup = [];
   for (const pid of orphans.splice(0)) if (alive(pid)) process.kill(pid, "SIGKILL");
 });
-
-/** Whether the process runs (a zombie left to an init that does not reap is not running). */
-function alive(pid: number): boolean {
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return !/^\S+ \(.*\) [ZX] /s.test(stat);
-    } catch {
-      return false;
-    }
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Where the leftover notes each SIGTERM it received and ignored. */
 let termLog = "";

@@ -3,13 +3,12 @@
 // instead of killing the gateway halfway: the server's process group is killed, the agent run,
 // the status row and every call's intent are ended, and the gateway exits 0. Ended by a signal,
 // the gateway would leave its server running under pid 1 and its rows open.
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
-import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { alive, readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
@@ -19,15 +18,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-/** Whether the process runs (a zombie left to an init that does not reap is not running). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\S+ \(.*\) [ZX] /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 interface Started {
   gw: Session<Client>;

@@ -55,3 +55,23 @@ export function childrenOf(pid: number): string {
     return "";
   }
 }
+
+/**
+ * Whether the process runs: a zombie is not running, also one left to an init that does not reap
+ * (a container's), which `kill(pid, 0)` would still find.
+ */
+export function alive(pid: number): boolean {
+  if (process.platform === "linux") {
+    try {
+      return !/^\S+ \(.*\) [ZX] /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

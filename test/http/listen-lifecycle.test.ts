@@ -1,13 +1,13 @@
 // `run LABEL` with "listen" in portcullis.json, its validation (the key and the file named), the
 // idle timeout that ends a forgotten session, and SIGTERM ending every session's run and server.
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { expectRequestClosedWithRun } from "../helpers/approvals.js";
-import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { alive, readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
@@ -18,15 +18,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-/** Whether the process runs (a zombie left to an init that does not reap is not running). */
-function running(pid: number): boolean {
-  try {
-    return !/^\S+ \(.*\) [ZX] /s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 function configDir(server: Record<string, unknown>): string {
   const dir = tempDir("portcullis-listen-config-");
@@ -222,7 +213,7 @@ describe("while shutting down", () => {
     );
     l.proc.kill("SIGTERM");
     expect(await exited).toEqual({ code: 0, signal: null });
-    for (const pid of servers) await waitFor(() => !running(pid), 10_000, `server ${pid} to be gone`);
+    for (const pid of servers) await waitFor(() => !alive(pid), 10_000, `server ${pid} to be gone`);
     expect(notes().filter((n) => n.sigterm !== undefined)).toEqual([]);
     const db = openStore(l.stateDir);
     try {

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { EarlyStart } from "../../src/supervisor/earlyStart.js";
 import type { SpawnSpec } from "../../src/supervisor/spawn.js";
-import { waitFor } from "../helpers/files.js";
+import { alive, waitFor } from "../helpers/files.js";
 
 const spec: SpawnSpec = {
   command: "sleep",
@@ -27,15 +27,6 @@ function early(): EarlyStart {
   const e = new EarlyStart(spec, []);
   started.push(e);
   return e;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("a server spawned early", () => {
