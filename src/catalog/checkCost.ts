@@ -309,8 +309,7 @@ const NO_SCOPE_CHANGE = new Set(["properties", "patternProperties", "enum", "dep
  * The value at JSON Pointer `p` in `doc` (a URI fragment, still percent-encoded), and the base its
  * references resolve against: as ajv follows a pointer, every `$id` passed on the way (not the
  * target's own, which walk() takes) moves the base, even one inside a keyword this count does not
- * walk. Each segment is read as ajv reads it: split first, then percent-decoded (`%2F` is a `/`
- * inside a name), then `~1` and `~0`.
+ * walk. Each segment is read as ajv reads it (pointerKey).
  */
 function pointer(doc: Located | undefined, p: string, docUri: string): Located | undefined {
   if (doc === undefined || p === "") return doc;
@@ -318,7 +317,8 @@ function pointer(doc: Located | undefined, p: string, docUri: string): Located |
   let base = docUri;
   const keys = p.split("/").slice(1);
   for (const [i, raw] of keys.entries()) {
-    const key = decodeFragment(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    const key = pointerKey(raw);
+    if (key === null) return undefined; // a bad percent escape: ajv cannot follow it either
     if (typeof v !== "object" || v === null || !Object.hasOwn(v, key)) return undefined;
     v = (v as Record<string, unknown>)[key];
     const id = typeof v === "object" && v !== null ? (v as Record<string, unknown>).$id : undefined;
@@ -333,6 +333,21 @@ function pointer(doc: Located | undefined, p: string, docUri: string): Located |
     }
   }
   return { value: v, base };
+}
+
+/**
+ * The key one segment of a `$ref`'s JSON Pointer fragment names, read as ajv reads it: the
+ * fragment split at `/` first, then the segment percent-decoded (`%2F` is a `/` inside a name),
+ * then `~1` and `~0`. Null for a bad percent escape (ajv's compile fails on it).
+ */
+export function pointerKey(raw: string): string | null {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+  return decoded.replace(/~1/g, "/").replace(/~0/g, "~");
 }
 
 function segment(key: string): string {

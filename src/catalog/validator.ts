@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
 import { countingKeyword, endBudget, startBudget, withCounting } from "./checkBudget.js";
-import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE } from "./checkCost.js";
+import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE, pointerKey } from "./checkCost.js";
 import { containsKeyword } from "./containsKeyword.js";
 import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
@@ -355,13 +355,8 @@ function dataKeywordOnPath(ref: unknown): string | null {
   if (hash === -1) return null;
   let place: Place = "schema";
   for (const raw of ref.slice(hash + 2).split("/")) {
-    // as ajv reads each segment: percent-decoded (`%2F` is a `/` inside a name), then ~1 and ~0
-    let key: string;
-    try {
-      key = unescapeSegment(decodeURIComponent(raw));
-    } catch {
-      return null; // not a pointer ajv can follow: its compile refuses the tool
-    }
+    const key = pointerKey(raw);
+    if (key === null) return null; // not a pointer ajv can follow: its compile refuses the tool
     const next = placeOf(place, key);
     if (next === "data") return key;
     place = next;
