@@ -1,28 +1,24 @@
 // Shared by the audit and keyring tests: temporary state directories with a keyring,
 // and real child processes running the built code (dist/, made by `npm run build`).
 import { type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll } from "vitest";
-import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
+import { initKeyring } from "../../src/keyring/keyring.js";
+import { removeAtFileEnd } from "../helpers/fileDirs.js";
 import { REPO } from "../helpers/paths.js";
 
 export { REPO };
 export const CHILDREN = join(REPO, "test", "audit", "children");
 export const PASSPHRASE = "correct horse battery staple";
 
-process.env[INSECURE_TEST_KDF_ENV] = "1";
-
-const made: string[] = [];
-afterAll(() => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
+// The cheap test key derivation (PORTCULLIS_INSECURE_TEST_KDF) is on for the whole suite
+// (vitest.config.ts), in this process and in the children that inherit its environment.
 
 /** A fresh state directory (removed after the file's tests). */
 export function tempDir(prefix = "pc-audit-"): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
-  made.push(d);
+  removeAtFileEnd(d);
   return d;
 }
 

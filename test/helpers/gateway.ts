@@ -10,8 +10,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stream } from "node:stream";
-import { Client as ModernClient } from "@modelcontextprotocol/client";
-import { StdioClientTransport as ModernStdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import type { Client as ModernClient } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { removeDir, waitFor } from "./files.js";
@@ -273,18 +272,32 @@ export async function startDirect(
   return openSession(client, transport, "server", undefined, false, options.connectTimeoutMs ?? 20_000);
 }
 
+/**
+ * The v2 client, imported on first use: a handful of files use it, and its import (≈ 0.25 s of
+ * CPU, zod included) would otherwise be paid by each of the hundred files that load this helper.
+ */
+async function modernSdk() {
+  const [{ Client }, { StdioClientTransport }] = await Promise.all([
+    import("@modelcontextprotocol/client"),
+    import("@modelcontextprotocol/client/stdio"),
+  ]);
+  return { Client, StdioClientTransport };
+}
+
 function modernClient(
+  Client: typeof ModernClient,
   negotiation: Negotiation = "auto",
   capabilities: Record<string, unknown> = {},
 ): ModernClient {
   const mode = negotiation === "pin" ? { pin: MODERN_REVISION } : negotiation;
-  return new ModernClient(CLIENT_INFO, { capabilities, versionNegotiation: { mode } });
+  return new Client(CLIENT_INFO, { capabilities, versionNegotiation: { mode } });
 }
 
 /** The v2 SDK client (2026-07-28 capable), connected to the gateway. */
 export async function startModernGateway(options: ModernGatewayOptions): Promise<Session<ModernClient>> {
   assertBuilt();
   const { stateDir, own } = stateDirFor(options);
+  const { Client: ModernClientClass, StdioClientTransport: ModernStdioClientTransport } = await modernSdk();
   const transport = new ModernStdioClientTransport({
     command: NODE,
     args: gatewayArgs(stateDir, options.args),
@@ -292,7 +305,7 @@ export async function startModernGateway(options: ModernGatewayOptions): Promise
     cwd: options.cwd,
     stderr: "pipe",
   });
-  const client = modernClient(options.negotiation, options.capabilities);
+  const client = modernClient(ModernClientClass, options.negotiation, options.capabilities);
   options.modernSetup?.(client);
   return openSession(client, transport, "gateway", stateDir, own, options.connectTimeoutMs ?? 20_000);
 }
@@ -304,6 +317,7 @@ export async function startModernDirect(
   env: Record<string, string> = {},
   options: { cwd?: string; connectTimeoutMs?: number; negotiation?: Negotiation } = {},
 ): Promise<Session<ModernClient>> {
+  const { Client: ModernClientClass, StdioClientTransport: ModernStdioClientTransport } = await modernSdk();
   const transport = new ModernStdioClientTransport({
     command,
     args,
@@ -312,7 +326,7 @@ export async function startModernDirect(
     stderr: "pipe",
   });
   return openSession(
-    modernClient(options.negotiation),
+    modernClient(ModernClientClass, options.negotiation),
     transport,
     "server",
     undefined,
