@@ -12,33 +12,25 @@
  * schema whose `$ref`s fan out past MAX_CHECKS_PER_VALUE subschemas per value refuses the tool
  * (checkCost.ts).
  */
-import { createRequire } from "node:module";
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { type AjvModules, loadAjvModules } from "./ajvModules.js";
 import { countingKeyword, endBudget, startBudget, withCounting } from "./checkBudget.js";
 import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE, pointerKey } from "./checkCost.js";
 import { containsKeyword } from "./containsKeyword.js";
-import { type CodeTemplates, hashedKeywords, newCheck } from "./hashedKeywords.js";
+import { hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
 import { snapshotOf } from "./snapshot.js";
 import { clip, firstOf, jsonText } from "./text.js";
 import type { CatalogSnapshot } from "./types.js";
 
-type FormatsPlugin = ((ajv: Ajv | Ajv2020) => unknown) & { get(name: string): Format };
-
 /**
- * ajv and its formats take about 40 ms to load, a fifth of a gateway's start, and nothing needs
- * them before the first call is validated: they are loaded then (ajv is CommonJS, so a
- * synchronous require keeps validate() synchronous), or earlier, once the first catalog is being
- * served, by the warm-up a validator schedules when it is made.
+ * ajv and its formats take 15–40 ms to load (ajvModules.ts), and nothing needs them before the
+ * first call is validated: they are loaded then (ajv is CommonJS, so a synchronous require keeps
+ * validate() synchronous), or earlier, once the first catalog is being served, by the warm-up a
+ * validator schedules when it is made.
  */
-interface Engine {
-  Ajv: new (opts: Options) => Ajv;
-  Ajv2020: new (opts: Options) => Ajv2020;
-  addFormats: FormatsPlugin;
-  codegen: CodeTemplates;
-}
-let engine: Engine | null = null;
+let engine: AjvModules | null = null;
 let warming: NodeJS.Timeout | null = null;
 /**
  * How long after the first catalog the warm-up waits: the client's own tools/list usually arrives
@@ -48,18 +40,8 @@ let warming: NodeJS.Timeout | null = null;
  */
 const WARM_AFTER_MS = 250;
 
-function ajvEngine(): Engine {
-  if (!engine) {
-    const require = createRequire(import.meta.url);
-    const formats = require("ajv-formats") as FormatsPlugin & { default?: FormatsPlugin };
-    const ajv = require("ajv") as { Ajv: Engine["Ajv"] } & CodeTemplates;
-    engine = {
-      Ajv: ajv.Ajv,
-      Ajv2020: (require("ajv/dist/2020.js") as { Ajv2020: Engine["Ajv2020"] }).Ajv2020,
-      addFormats: formats.default ?? formats,
-      codegen: { _: ajv._, str: ajv.str },
-    };
-  }
+function ajvEngine(): AjvModules {
+  engine ??= loadAjvModules();
   return engine;
 }
 

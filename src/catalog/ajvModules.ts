@@ -1,0 +1,59 @@
+/**
+ * ajv, its 2020-12 flavour and its formats, loaded together. They are CommonJS spread over about
+ * 70 files, which node loads one by one: about 40 ms of a gateway's main thread and 60 ms of CPU
+ * on the machines we measure. The build (scripts/bundle.mjs) bundles the three into one file
+ * beside the command line's chunks, `validatorEngine.cjs`, which loads in about 15 ms; the
+ * packages themselves, at the versions the lockfile pins, are what it is made of. Run from the
+ * sources (the tests) or from tsc's module-by-module output, there is no such file beside this
+ * module, and the packages are loaded as they are.
+ */
+import { createRequire } from "node:module";
+import type { Ajv, Format, Options } from "ajv";
+import type { Ajv2020 } from "ajv/dist/2020.js";
+import type { CodeTemplates } from "./hashedKeywords.js";
+
+export type FormatsPlugin = ((ajv: Ajv | Ajv2020) => unknown) & { get(name: string): Format };
+
+export interface AjvModules {
+  Ajv: new (opts: Options) => Ajv;
+  Ajv2020: new (opts: Options) => Ajv2020;
+  addFormats: FormatsPlugin;
+  codegen: CodeTemplates;
+  /** where they came from: "bundle" (validatorEngine.cjs) or "packages" */
+  from: "bundle" | "packages";
+}
+
+/** What validatorEngine.cjs exports (scripts/bundle.mjs writes its entry). */
+interface Exported {
+  ajv: { Ajv: AjvModules["Ajv"] } & CodeTemplates;
+  ajv2020: { Ajv2020: AjvModules["Ajv2020"] };
+  formats: FormatsPlugin & { default?: FormatsPlugin };
+}
+
+export const ENGINE_FILE = "validatorEngine.cjs";
+
+export function loadAjvModules(): AjvModules {
+  const require = createRequire(import.meta.url);
+  let m: Exported;
+  let from: AjvModules["from"] = "bundle";
+  try {
+    m = require(`./${ENGINE_FILE}`) as Exported;
+  } catch (e) {
+    // Only the bundle's absence falls back; a bundle that fails to load is an error to see.
+    const err = e as NodeJS.ErrnoException;
+    if (err.code !== "MODULE_NOT_FOUND" || !err.message.includes(ENGINE_FILE)) throw e;
+    from = "packages";
+    m = {
+      ajv: require("ajv") as Exported["ajv"],
+      ajv2020: require("ajv/dist/2020.js") as Exported["ajv2020"],
+      formats: require("ajv-formats") as Exported["formats"],
+    };
+  }
+  return {
+    Ajv: m.ajv.Ajv,
+    Ajv2020: m.ajv2020.Ajv2020,
+    addFormats: m.formats.default ?? m.formats,
+    codegen: { _: m.ajv._, str: m.ajv.str },
+    from,
+  };
+}
