@@ -44,7 +44,7 @@ await build({
 
 // ajv, its 2020-12 flavour and its formats in one CommonJS file, which the gateway requires when
 // it first validates a call (src/catalog/ajvModules.ts says why): node loads one file instead of
-// about 70. Built from the packages node_modules holds, at the lockfile's versions; `version`
+// 94. Built from the packages node_modules holds, at the lockfile's versions; `version`
 // lets a test see that the bundle is of the installed ajv.
 await build({
   stdin: {
