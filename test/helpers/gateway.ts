@@ -273,39 +273,34 @@ export async function startDirect(
 }
 
 /**
- * The v2 client, imported on first use: a handful of files use it, and its import (≈ 0.25 s of
- * CPU, zod included) would otherwise be paid by each of the hundred files that load this helper.
+ * A v2 client and the v2 stdio transport's class, the package imported on first use: a handful
+ * of files use it, and its import (≈ 0.25 s of CPU, zod included) would otherwise be paid by
+ * each of the hundred files that load this helper.
  */
-async function modernSdk() {
+async function modernClient(negotiation: Negotiation = "auto", capabilities: Record<string, unknown> = {}) {
   const [{ Client }, { StdioClientTransport }] = await Promise.all([
     import("@modelcontextprotocol/client"),
     import("@modelcontextprotocol/client/stdio"),
   ]);
-  return { Client, StdioClientTransport };
-}
-
-function modernClient(
-  Client: typeof ModernClient,
-  negotiation: Negotiation = "auto",
-  capabilities: Record<string, unknown> = {},
-): ModernClient {
   const mode = negotiation === "pin" ? { pin: MODERN_REVISION } : negotiation;
-  return new Client(CLIENT_INFO, { capabilities, versionNegotiation: { mode } });
+  return {
+    client: new Client(CLIENT_INFO, { capabilities, versionNegotiation: { mode } }),
+    ModernTransport: StdioClientTransport,
+  };
 }
 
 /** The v2 SDK client (2026-07-28 capable), connected to the gateway. */
 export async function startModernGateway(options: ModernGatewayOptions): Promise<Session<ModernClient>> {
   assertBuilt();
   const { stateDir, own } = stateDirFor(options);
-  const { Client: ModernClientClass, StdioClientTransport: ModernStdioClientTransport } = await modernSdk();
-  const transport = new ModernStdioClientTransport({
+  const { client, ModernTransport } = await modernClient(options.negotiation, options.capabilities);
+  const transport = new ModernTransport({
     command: NODE,
     args: gatewayArgs(stateDir, options.args),
     env: hostEnv(options.env),
     cwd: options.cwd,
     stderr: "pipe",
   });
-  const client = modernClient(ModernClientClass, options.negotiation, options.capabilities);
   options.modernSetup?.(client);
   return openSession(client, transport, "gateway", stateDir, own, options.connectTimeoutMs ?? 20_000);
 }
@@ -317,22 +312,15 @@ export async function startModernDirect(
   env: Record<string, string> = {},
   options: { cwd?: string; connectTimeoutMs?: number; negotiation?: Negotiation } = {},
 ): Promise<Session<ModernClient>> {
-  const { Client: ModernClientClass, StdioClientTransport: ModernStdioClientTransport } = await modernSdk();
-  const transport = new ModernStdioClientTransport({
+  const { client, ModernTransport } = await modernClient(options.negotiation);
+  const transport = new ModernTransport({
     command,
     args,
     env: hostEnv(env),
     cwd: options.cwd,
     stderr: "pipe",
   });
-  return openSession(
-    modernClient(ModernClientClass, options.negotiation),
-    transport,
-    "server",
-    undefined,
-    false,
-    options.connectTimeoutMs ?? 20_000,
-  );
+  return openSession(client, transport, "server", undefined, false, options.connectTimeoutMs ?? 20_000);
 }
 
 export interface CliResult {
