@@ -34,21 +34,20 @@ export const ENGINE_FILE = "validatorEngine.cjs";
 
 export function loadAjvModules(): AjvModules {
   const require = createRequire(import.meta.url);
-  let m: Exported;
-  let from: AjvModules["from"] = "bundle";
-  try {
-    m = require(`./${ENGINE_FILE}`) as Exported;
-  } catch (e) {
-    // Only the bundle's absence falls back; a bundle that fails to load is an error to see.
-    const err = e as NodeJS.ErrnoException;
-    if (err.code !== "MODULE_NOT_FOUND" || !err.message.includes(ENGINE_FILE)) throw e;
-    from = "packages";
-    m = {
-      ajv: require("ajv") as Exported["ajv"],
-      ajv2020: require("ajv/dist/2020.js") as Exported["ajv2020"],
-      formats: require("ajv-formats") as Exported["formats"],
-    };
-  }
+  // Only the bundle's absence falls back. A bundle that is there and fails to load (its own error,
+  // or a module it requires that is missing) is an error to see, not a reason to load other code:
+  // hence the lookup first, rather than a guess from the error of a failed require (whose message
+  // names the bundle also when the module missing is another one it requires).
+  const bundle = bundlePath(require);
+  const from: AjvModules["from"] = bundle === null ? "packages" : "bundle";
+  const m: Exported =
+    bundle !== null
+      ? (require(bundle) as Exported)
+      : {
+          ajv: require("ajv") as Exported["ajv"],
+          ajv2020: require("ajv/dist/2020.js") as Exported["ajv2020"],
+          formats: require("ajv-formats") as Exported["formats"],
+        };
   return {
     Ajv: m.ajv.Ajv,
     Ajv2020: m.ajv2020.Ajv2020,
@@ -56,4 +55,13 @@ export function loadAjvModules(): AjvModules {
     codegen: { _: m.ajv._, str: m.ajv.str },
     from,
   };
+}
+
+/** The bundle beside this module, or null when there is none. */
+function bundlePath(require: NodeJS.Require): string | null {
+  try {
+    return require.resolve(`./${ENGINE_FILE}`);
+  } catch {
+    return null;
+  }
 }
