@@ -258,6 +258,20 @@ export class DigestCache {
       if (this.files.delete(key)) this.dirty = true;
       return;
     }
+    // The server's own files are hashed at every capture (DigestJob.file's `fresh`): the same
+    // bytes under the same key change nothing, and the file need not be written again.
+    const had = this.files.get(key);
+    if (
+      had !== undefined &&
+      had.sha === r.sha &&
+      had.size === r.size &&
+      had.mtimeMs === r.mtimeMs &&
+      had.ctimeMs === r.ctimeMs &&
+      had.ino === r.ino
+    ) {
+      had.gen = this.gen;
+      return;
+    }
     this.files.set(key, {
       size: r.size,
       mtimeMs: r.mtimeMs,

@@ -59,7 +59,17 @@ describe("captureStaticIdentity", () => {
 
   beforeAll(async () => {
     root = tempDir("capture");
-    for (const name of ["entry", "tree", "roundtrip", "ctime", "corrupt", "sharedA", "sharedB", "bounded"]) {
+    for (const name of [
+      "entry",
+      "tree",
+      "roundtrip",
+      "ctime",
+      "corrupt",
+      "sharedA",
+      "sharedB",
+      "bounded",
+      "rewrite",
+    ]) {
       aged[name] = makeProject(join(root, name));
     }
     await sleep(AGE_MS);
@@ -202,6 +212,29 @@ describe("captureStaticIdentity", () => {
     await captureStaticIdentity(spec, unsaved);
     expect(unsaved.release()).toBe(false);
     expect(unsaved.size).toBeGreaterThan(0);
+  });
+
+  it("writes its files again only when a capture changed what they hold", async () => {
+    const dir = aged.rewrite!;
+    const file = join(root, "rewrite-cache.bin");
+    const spec = specFor(dir, "node", ["dist/server.js"]);
+    const a = await captureStaticIdentity(spec, new DigestCache(file));
+    const stamp = (p: string) => {
+      const st = statSync(p);
+      return `${st.ino}:${st.mtimeMs}`;
+    };
+    const trees = `${file.replace(/\.bin$/, "")}.trees`;
+    const before = [file, ...readdirSync(trees).map((f) => join(trees, f))].map(stamp);
+    // A warm capture hashes the server's own files again (entry, lockfile): the same bytes under
+    // the same key are no change, so no file is written (a write is a rename: a new inode).
+    expect(await captureStaticIdentity(spec, new DigestCache(file))).toEqual(a);
+    expect([file, ...readdirSync(trees).map((f) => join(trees, f))].map(stamp)).toEqual(before);
+    // The entry rewritten: the file is written again (with the entry left out of it: too recent a
+    // change to key on, RACY_MS).
+    put(dir, "dist/server.js", "console.log('revision two');\n");
+    const b = await captureStaticIdentity(spec, new DigestCache(file));
+    expect(b.entry?.sha256).not.toBe(a.entry?.sha256);
+    expect(stamp(file)).not.toBe(before[0]);
   });
 
   it("keys the cache on ctime too: a same-size rewrite with the old mtime put back is still seen", async () => {
