@@ -1,15 +1,17 @@
 // The server is started while its dependency tree is digested (src/supervisor/launchCapture.ts):
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
+
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DigestCache } from "../../src/identity/cache.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
-import { assertBuilt } from "../helpers/gateway.js";
-import { CLI, NODE, REPO } from "../helpers/paths.js";
+import { assertBuilt, hostEnv, startGateway } from "../helpers/gateway.js";
+import { CLI, FIXTURES, NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway, rawPeer } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -212,29 +214,77 @@ describe("startup: the server starts while its identity is captured", () => {
     );
     expect(onDemand).toEqual([]);
 
-    // What ships is the bundle (scripts/bundle.mjs): dist/cli/main.js and its chunks keep the same
-    // stages. `main` and the chunk of `run` load no package; the gateway's chunk, loaded by `run`
-    // once the command line is read, brings exactly the packages above; `--listen` and `--url`
-    // stay chunks of their own that `run` loads only when asked.
-    const lazy = (file: string) =>
-      [...readFileSync(join(dist, file), "utf8").matchAll(/import\("\.\/([\w.]+-[A-Z0-9]{8}\.js)"\)/g)].map(
-        (m) => `cli/${m[1]}`,
+    // What ships (scripts/bundle.mjs): `run` is served from dist/cli/gateway.cjs, main.ts in one
+    // CommonJS file with the other commands left out; the gateway's parts loaded only when asked
+    // (--listen, --url) are in it, the pages, onboarding and demo are not.
+    const map = JSON.parse(readFileSync(join(dist, "cli", "gateway.cjs.map"), "utf8")) as {
+      sources: string[];
+    };
+    const bundled = map.sources.map((f) => f.replace(/^(?:\.\.\/)+/, ""));
+    expect(bundled).toEqual(
+      expect.arrayContaining(["src/cli/run.ts", "src/cli/serve.ts", "src/gateway/gateway.ts"]),
+    );
+    expect(bundled).toEqual(expect.arrayContaining(["src/cli/listen.ts", "src/cli/runRemote.ts"]));
+    expect(
+      bundled.filter((f) =>
+        /^src\/(?:console\/(?!address\.ts$|launch\.ts$)|cli\/(?:demo|console|passkey|onboard|wrap|doctor|drill|status|approvals|vault|audit|init|catalog|egress)\.ts$|onboard\/|demo\/)/.test(
+          f,
+        ),
+      ),
+    ).toEqual([]);
+    // the one package inside it: ES-module-only, which `require` cannot load
+    expect(bundled.filter((f) => f.startsWith("node_modules/"))).toEqual([
+      "node_modules/canonicalize/lib/canonicalize.js",
+    ]);
+    // and the other commands still from the ES module bundle: cli.js and its chunks
+    expect(graph("cli/cli.js").packages.size).toBe(0);
+  });
+
+  it("what ships: `run` loads gateway.cjs and, by its first list, no package but SQLite's and ulid; a usage error loads none; other commands never load gateway.cjs", async () => {
+    assertBuilt();
+    const dir = tempDir("portcullis-requires-");
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const preload = join(REPO, "test", "catalog", "children", "logRequires.cjs");
+    /** The CommonJS files a command loaded, as paths, and the packages among them. */
+    const loaded = (log: string) => {
+      const files = existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [];
+      const packages = new Set(
+        files.flatMap((f) => {
+          const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f);
+          return m ? [m[1]!] : [];
+        }),
       );
-    const main = graph("cli/main.js");
-    expect([...main.packages]).toEqual([]);
-    expect(readFileSync(join(dist, "cli", "main.js"), "utf8")).not.toContain('from "./run.js"');
-    const runChunk = lazy("cli/main.js").find((f) => /^cli\/run-/.test(f));
-    expect(runChunk).toBeDefined();
-    const bundledRun = graph(runChunk!);
-    expect([...bundledRun.packages]).toEqual([]);
-    const later = lazy(runChunk!);
-    const serveChunk = later.find((f) => /^cli\/serve-/.test(f));
-    expect(later.some((f) => /^cli\/listen-/.test(f))).toBe(true);
-    expect(later.some((f) => /^cli\/runRemote-/.test(f))).toBe(true);
-    const bundledServe = graph(serveChunk!);
-    expect([...bundledServe.packages].sort()).toEqual(["better-sqlite3", "canonicalize", "ulid"]);
-    expect(bundledServe.modules.filter((f) => /^cli\/(?:listen|runRemote)-/.test(f))).toEqual([]);
-    // a start loads a few dozen files, not one per module
-    expect(new Set([...main.seen, ...bundledRun.seen, ...bundledServe.seen]).size).toBeLessThan(60);
+      return { files, packages: [...packages].sort() };
+    };
+    const env = (log: string) => hostEnv({ NODE_OPTIONS: `--require ${preload}`, REQUIRE_LOG: log });
+    const gateway = join(REPO, "dist", "cli", "gateway.cjs");
+
+    const usageLog = join(dir, "usage.log");
+    const usage = spawnSync(NODE, [CLI, "run", "--no-such-flag", "--", NODE, "server.js"], {
+      env: env(usageLog),
+      encoding: "utf8",
+    });
+    expect(usage.status).toBe(2);
+    expect(loaded(usageLog).files).toContain(gateway);
+    expect(loaded(usageLog).packages).toEqual([]);
+
+    const runLog = join(dir, "run.log");
+    const session = await startGateway({
+      args: ["--approval", "none", "--", NODE, FIXTURES.echo],
+      env: { NODE_OPTIONS: `--require ${preload}`, REQUIRE_LOG: runLog },
+    });
+    cleanup.push(() => session.close());
+    expect((await session.client.listTools()).tools.length).toBeGreaterThan(0);
+    expect(loaded(runLog).files).toContain(gateway);
+    // better-sqlite3 finds its addon through these two
+    expect(loaded(runLog).packages).toEqual(["better-sqlite3", "bindings", "file-uri-to-path", "ulid"]);
+
+    const statusLog = join(dir, "status.log");
+    const status = spawnSync(NODE, [CLI, "status", "--json", "--state-dir", session.stateDir!], {
+      env: hostEnv({ NODE_OPTIONS: `--require ${preload}`, REQUIRE_LOG: statusLog }),
+      encoding: "utf8",
+    });
+    expect(status.status).toBe(0);
+    expect(loaded(statusLog).files).not.toContain(gateway);
   });
 });
