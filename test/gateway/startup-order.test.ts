@@ -285,6 +285,7 @@ describe("startup: the server starts while its identity is captured", () => {
       encoding: "utf8",
     });
     expect(status.status).toBe(0);
+    expect(loaded(statusLog).packages).toContain("better-sqlite3"); // the log works for it too
     expect(loaded(statusLog).files).not.toContain(gateway);
   });
 });
