@@ -86,7 +86,10 @@ const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8"));
 const external = Object.keys(pkg.dependencies)
   .filter((d) => !ES_MODULE_ONLY.has(d))
   .flatMap((d) => [d, `${d}/*`]);
-/** The modules of main.ts's other commands: not in the gateway's file (an import of one throws). */
+/**
+ * The modules of main.ts's other commands: not in the gateway's file (an import of one throws).
+ * A command added to main.ts and not named here is only carried along in it, unused.
+ */
 const OTHER_COMMANDS =
   /^\.\/(status|catalog|init|audit|passkey|demo|wrap|doctor|console|drill|vault|egress|approvals)\.js$/;
 const otherCommandsLeftOut = {
