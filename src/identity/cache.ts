@@ -475,7 +475,11 @@ function encodeListings(w: Writer, dirs: Map<string, DirEntry>): void {
   w.u32(dirs.size);
   w.u32(total);
   w.str32(keys.join("\0"));
-  w.str32([...dirs.values()].map((e) => e.names.join("\0")).join("\0"));
+  // One flat list: an empty directory adds no name (joining per directory would add an empty one,
+  // and the file would never load again).
+  const names: string[] = [];
+  for (const e of dirs.values()) for (const n of e.names) names.push(n);
+  w.str32(names.join("\0"));
   w.align8();
   w.bytes(new Uint8Array(fixed.buffer));
   w.bytes(new Uint8Array(counts.buffer));

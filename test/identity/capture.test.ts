@@ -69,6 +69,7 @@ describe("captureStaticIdentity", () => {
       "sharedB",
       "bounded",
       "rewrite",
+      "empty",
     ]) {
       aged[name] = makeProject(join(root, name));
     }
@@ -235,6 +236,28 @@ describe("captureStaticIdentity", () => {
     const b = await captureStaticIdentity(spec, new DigestCache(file));
     expect(b.entry?.sha256).not.toBe(a.entry?.sha256);
     expect(stamp(file)).not.toBe(before[0]);
+  });
+
+  it("reads back the listings of a tree with empty directories in it", async () => {
+    const dir = aged.empty!;
+    const file = join(root, "empty-cache.bin");
+    const spec = specFor(dir, "node", ["dist/server.js"]);
+    const nm = join(dir, "node_modules");
+    // empty directories first, between and last in the walk's order
+    mkdirSync(join(nm, "@aaa"), { recursive: true });
+    mkdirSync(join(nm, "pkg/lib/empty"), { recursive: true });
+    mkdirSync(join(nm, "zzz"), { recursive: true });
+    await sleep(AGE_MS);
+    const a = await captureStaticIdentity(spec, new DigestCache(file));
+    const cache = new DigestCache(file);
+    const listings = cache.listings(nm);
+    expect(listings.dirs.get(join(nm, "pkg/lib/empty"))?.names).toEqual([]);
+    expect(listings.dirs.get(join(nm, "pkg/lib"))?.shas.some((s) => s !== "")).toBe(true);
+    // warm: nothing walked afresh or hashed again, so nothing written
+    const tree = cache.treeFile(nm)!;
+    const before = statSync(tree).ino;
+    expect(await captureStaticIdentity(spec, cache)).toEqual(a);
+    expect(statSync(tree).ino).toBe(before);
   });
 
   it("keys the cache on ctime too: a same-size rewrite with the old mtime put back is still seen", async () => {
