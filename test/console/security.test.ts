@@ -45,6 +45,53 @@ afterAll(async () => {
 
 const PATHS = ["/", "/servers", "/catalog", "/grants", "/audit", "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA"];
 
+/** One login as a browser makes it (the form, then its POST) with `cookies` sent besides the form's: the status. */
+async function loginStatus(url: string, passphrase: string, cookies: string[] = []): Promise<number> {
+  const form = await raw(`${url}/login`);
+  const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+  const cookie = [String(form.headers["set-cookie"]).split(";")[0]!, ...cookies].join("; ");
+  return (await post(url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status;
+}
+
+/**
+ * A real gateway whose `deploy` call (with `note`) waits for the human, and a console session
+ * logged in over HTTP: `body` gets the call, the request's decide path and the session.
+ */
+async function withPendingDeploy(
+  note: string,
+  body: (p: {
+    call: Promise<{ [key: string]: unknown }>;
+    request: string;
+    path: string;
+    session: Awaited<ReturnType<typeof httpLogin>>;
+  }) => Promise<void>,
+): Promise<void> {
+  const dir = tempDir("portcullis-console-pending-");
+  const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+  try {
+    const call = gw.client.callTool({ name: "deploy", arguments: { note } });
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
+    const session = await httpLogin(base);
+    await body({ call, request: req.request, path: `/requests/${req.request}/decide`, session });
+  } finally {
+    await gw.close();
+    removeDir(dir);
+  }
+}
+
+/** A decision the console takes (303): the held call then completes, and nothing is left pending. */
+async function expectDecided(
+  path: string,
+  fields: Record<string, string>,
+  cookie: string,
+  call: Promise<{ [key: string]: unknown }>,
+): Promise<void> {
+  const ok = await post(base, path, fields, { Cookie: cookie });
+  expect(ok.status, ok.body).toBe(303);
+  expect((await call).isError).toBeFalsy();
+  expect(await pending(stateDir)).toEqual([]);
+}
+
 describe("every response", () => {
   it("carries the strict CSP, nosniff and a same-origin referrer policy, and never a CORS header (even to a foreign Origin)", async () => {
     for (const path of ["/login", "/static/console.js", "/", "/nowhere"]) {
@@ -236,14 +283,8 @@ describe("cookies of the same name", () => {
 
 describe("forged decisions", () => {
   it("without the CSRF token, with another session's token, from a foreign Origin or without a session: refused, the request stays pending", async () => {
-    const dir = tempDir("portcullis-console-forged-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    try {
-      const call = gw.client.callTool({ name: "deploy", arguments: { note: "forged?" } });
-      const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
-      const a = await httpLogin(base);
+    await withPendingDeploy("forged?", async ({ call, request, path, session: a }) => {
       const b = await httpLogin(base);
-      const path = `/requests/${req.request}/decide`;
       const approve = { action: "approve-session" };
       const tries = [
         post(base, path, approve, { Cookie: a.cookie }),
@@ -262,10 +303,10 @@ describe("forged decisions", () => {
       expect(statuses).toEqual([403, 403, 403, 403, 403, 421]);
       const revoke = await post(base, "/grants/01JQ7R4S4S0QJ7GZP1S2AAAAAA/revoke", {}, { Cookie: a.cookie });
       expect(revoke.status).toBe(403);
-      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([request]);
 
       // The same POST with the session's own token and Origin is a decision (signed: the call proceeds).
-      const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
+      const card = await raw(`${base}/requests/${request}`, { headers: { Cookie: a.cookie } });
       const reviewed = reviewedIn(card.body);
       // Without the digest of the review the page showed, no approval is made at all.
       const unreviewed = await post(
@@ -276,32 +317,15 @@ describe("forged decisions", () => {
       );
       expect(unreviewed.status).toBe(400);
       expect(unreviewed.body).toContain("reload the request");
-      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
-      const ok = await post(
-        base,
-        path,
-        { ...approve, csrf: a.csrf, proof: a.proofKey!, reviewed },
-        { Cookie: a.cookie },
-      );
-      expect(ok.status, ok.body).toBe(303);
-      expect((await call).isError).toBeFalsy();
-      expect(await pending(stateDir)).toEqual([]);
-    } finally {
-      await gw.close();
-      removeDir(dir);
-    }
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([request]);
+      await expectDecided(path, { ...approve, csrf: a.csrf, proof: a.proofKey!, reviewed }, a.cookie, call);
+    });
   });
 });
 
 describe("a refused decision", () => {
   it("proven by the passphrase but refused (409, stale review): the page still gets the new proof key, and it decides", async () => {
-    const dir = tempDir("portcullis-console-refused-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    try {
-      const call = gw.client.callTool({ name: "deploy", arguments: { note: "stale review" } });
-      const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
-      const a = await httpLogin(base);
-      const path = `/requests/${req.request}/decide`;
+    await withPendingDeploy("stale review", async ({ call, request, path, session: a }) => {
       // No proof key sent: the decision asks for the passphrase, which proves it (a new key), and
       // then the stale review refuses the decision.
       const stale = await post(
@@ -313,24 +337,18 @@ describe("a refused decision", () => {
       expect(stale.status, stale.body).toBe(409);
       const key = handedProofKey(stale.body);
       expect(key, stale.body).not.toBeNull();
-      expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+      expect((await pending(stateDir)).map((p) => p.request)).toEqual([request]);
 
       // That key is the held proof: the right review with it decides without the passphrase.
-      const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: a.cookie } });
+      const card = await raw(`${base}/requests/${request}`, { headers: { Cookie: a.cookie } });
       const reviewed = reviewedIn(card.body);
-      const ok = await post(
-        base,
+      await expectDecided(
         path,
         { action: "approve-call", csrf: a.csrf, proof: key!, reviewed },
-        { Cookie: a.cookie },
+        a.cookie,
+        call,
       );
-      expect(ok.status, ok.body).toBe(303);
-      expect((await call).isError).toBeFalsy();
-      expect(await pending(stateDir)).toEqual([]);
-    } finally {
-      await gw.close();
-      removeDir(dir);
-    }
+    });
   });
 });
 
@@ -366,13 +384,8 @@ describe("failed logins", () => {
     const c = await startConsoleProcess(dir);
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 7; i++) {
-        const form = await raw(`${c.url}/login`);
-        const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
-        const cookie = String(form.headers["set-cookie"]).split(";")[0]!;
-        const passphrase = i < 6 ? `wrong ${i}` : "correct horse battery staple";
-        statuses.push((await post(c.url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status);
-      }
+      for (let i = 0; i < 7; i++)
+        statuses.push(await loginStatus(c.url, i < 6 ? `wrong ${i}` : TEST_PASSPHRASE));
       expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
     } finally {
       await c.stop();
@@ -384,13 +397,7 @@ describe("failed logins", () => {
     const dir = newStateDir();
     const c = await startConsoleProcess(dir);
     const ticketName = `portcullis_ticket_${new URL(c.url).port}`;
-    /** one login attempt as a browser makes it: the login form first, then its POST */
-    const attempt = async (passphrase: string, cookies: string[] = []) => {
-      const form = await raw(`${c.url}/login`);
-      const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
-      const cookie = [String(form.headers["set-cookie"]).split(";")[0]!, ...cookies].join("; ");
-      return (await post(c.url, "/login", { csrf: token, passphrase }, { Cookie: cookie })).status;
-    };
+    const attempt = (passphrase: string, cookies: string[] = []) => loginStatus(c.url, passphrase, cookies);
     try {
       // The human's link: what `portcullis console` prints (and opens).
       const printed = await runCli(["console", "--no-open", "--state-dir", dir]);
@@ -445,16 +452,8 @@ describe("the ticket caught by another user", () => {
         const { ticket } = readConsoleAddress(dir)!;
         const ticketCookie = `portcullis_ticket_${new URL(c.url).port}=${ticket}`;
         expect(await attemptsAsNobody(c.url, ticketCookie, 6)).toEqual([401, 401, 401, 401, 401, 401]);
-        const login = async (cookies: string[]) => {
-          const form = await raw(`${c.url}/login`);
-          const token = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
-          const cookie = [String(form.headers["set-cookie"]).split(";")[0]!, ...cookies].join("; ");
-          return (
-            await post(c.url, "/login", { csrf: token, passphrase: TEST_PASSPHRASE }, { Cookie: cookie })
-          ).status;
-        };
-        expect(await login([])).toBe(429);
-        expect(await login([ticketCookie])).toBe(200);
+        expect(await loginStatus(c.url, TEST_PASSPHRASE)).toBe(429);
+        expect(await loginStatus(c.url, TEST_PASSPHRASE, [ticketCookie])).toBe(200);
       } finally {
         await c.stop();
         removeDir(dir);

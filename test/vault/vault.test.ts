@@ -21,6 +21,11 @@ afterEach(async () => {
   cleanup = [];
 });
 
+/** `portcullis vault set NAME… --from-stdin` with `input` as the value. */
+function vaultSet(stateDir: string, env: Record<string, string>, args: string[], input = "v") {
+  return runCli(["vault", "set", ...args, "--from-stdin"], { stateDir, env, input });
+}
+
 function lockAfter(stateDir: string) {
   cleanup.push(async () => {
     await runCli(["lock"], { stateDir });
@@ -31,18 +36,10 @@ describe("portcullis vault set | list | rm", () => {
   it("stores a value sealed, lists names only, rotates, removes; never prints the value", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
-    const set = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: `${SECRET}\n`,
-    });
+    const set = await vaultSet(stateDir, env, ["api-staging", "--deliver", "env"], `${SECRET}\n`);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toContain("secret api-staging stored");
-    const again = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: `${SECRET}-2`,
-    });
+    const again = await vaultSet(stateDir, env, ["api-staging", "--deliver", "env"], `${SECRET}-2`);
     expect(again.stdout).toContain("rotated");
     const list = await runCli(["vault", "list", "--json"], { stateDir });
     expect(list.code).toBe(0);
@@ -65,10 +62,8 @@ describe("portcullis vault set | list | rm", () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     lockAfter(stateDir);
-    const http = await runCli(
-      ["vault", "set", "api", "--from-stdin", "--host", "API.example.com:443", "--host", "api2.example.com"],
-      { stateDir, env, input: SECRET },
-    );
+    const hosts = ["--host", "API.example.com:443", "--host", "api2.example.com"];
+    const http = await vaultSet(stateDir, env, ["api", ...hosts], SECRET);
     expect(http.code, http.stderr).toBe(0);
     const listed = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets;
     expect(listed[0]).toMatchObject({
@@ -76,25 +71,14 @@ describe("portcullis vault set | list | rm", () => {
       deliver: "http",
       hosts: ["api.example.com:443", "api2.example.com"],
     });
-    const noHost = await runCli(["vault", "set", "b", "--from-stdin"], { stateDir, env, input: "v" });
+    const noHost = await vaultSet(stateDir, env, ["b"]);
     expect(noHost.code).toBe(2);
     expect(noHost.stderr).toContain("--host");
     // a destination no request can have is refused, not stored to be never released
-    const badPort = await runCli(
-      ["vault", "set", "c", "--from-stdin", "--host", "a.example", "--host", "b.example:99999"],
-      {
-        stateDir,
-        env,
-        input: "v",
-      },
-    );
+    const badPort = await vaultSet(stateDir, env, ["c", "--host", "a.example", "--host", "b.example:99999"]);
     expect(badPort.code).toBe(2);
     expect(badPort.stderr).toContain("--host number 2 has a port outside 1-65535");
-    const dotted = await runCli(["vault", "set", "d", "--from-stdin", "--host", "Dotted.Example."], {
-      stateDir,
-      env,
-      input: "v",
-    });
+    const dotted = await vaultSet(stateDir, env, ["d", "--host", "Dotted.Example."]);
     expect(dotted.code, dotted.stderr).toBe(0);
     const stored = JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets;
     expect(stored.find((x: { name: string }) => x.name === "d").hosts).toEqual(["dotted.example"]);
@@ -111,18 +95,10 @@ describe("portcullis vault set | list | rm", () => {
   it("refuses bad input with one sentence and stores nothing", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
-    const empty = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: "",
-    });
+    const empty = await vaultSet(stateDir, env, ["x", "--deliver", "env"], "");
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain("the value is empty");
-    const badName = await runCli(["vault", "set", "../etc", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env,
-      input: "v",
-    });
+    const badName = await vaultSet(stateDir, env, ["../etc", "--deliver", "env"]);
     expect(badName.code).toBe(2);
     expect(badName.stderr).toContain("is not a secret name (it does not start with a letter or digit");
     expect(badName.stderr).not.toContain("../etc");
@@ -142,11 +118,11 @@ describe("portcullis vault set | list | rm", () => {
     expect(noTerminal.stderr).toContain("--from-stdin");
     const wrongPass = join(stateDir, "..", "wrong-pass");
     writeFileSync(wrongPass, "not the passphrase\n");
-    const wrong = await runCli(["vault", "set", "x", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: { ...env, PORTCULLIS_PASSPHRASE_FILE: wrongPass },
-      input: "v",
-    });
+    const wrong = await vaultSet(stateDir, { ...env, PORTCULLIS_PASSPHRASE_FILE: wrongPass }, [
+      "x",
+      "--deliver",
+      "env",
+    ]);
     expect(wrong.code).toBe(1);
     expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
     const badFor = await runCli(["unlock", "--for", "forever"], { stateDir, env });
