@@ -245,9 +245,13 @@ export class DigestJob {
         };
       }
     }
+    // The root as the directory it is (statSync): a node_modules that is a symlink (to a shared
+    // or mounted install) is listed through the link, and its listing must be keyed by that
+    // directory's state. The link's own never changes when a package is added, so a warm capture
+    // would keep the first listing of the root for good and leave every package added since out.
     let rootStat: Stats;
     try {
-      rootStat = lstatSync(root);
+      rootStat = statSync(root);
     } catch {
       return () => this.finishTree(t);
     }

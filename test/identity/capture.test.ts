@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -70,9 +71,13 @@ describe("captureStaticIdentity", () => {
       "bounded",
       "rewrite",
       "empty",
+      "nmLink",
     ]) {
       aged[name] = makeProject(join(root, name));
     }
+    // a node_modules that is a symlink to the install elsewhere (a shared or mounted one)
+    renameSync(join(aged.nmLink!, "node_modules"), join(root, "nmLink-install"));
+    symlinkSync(join(root, "nmLink-install"), join(aged.nmLink!, "node_modules"));
     await sleep(AGE_MS);
   });
   afterAll(() => removeDir(root));
@@ -258,6 +263,19 @@ describe("captureStaticIdentity", () => {
     const before = statSync(tree).ino;
     expect(await captureStaticIdentity(spec, cache)).toEqual(a);
     expect(statSync(tree).ino).toBe(before);
+  });
+
+  it("a node_modules that is a symlink: a package added to it is in the next warm capture", async () => {
+    const dir = aged.nmLink!;
+    const file = join(root, "nmlink-cache.bin");
+    const spec = specFor(dir, "node", ["dist/server.js"]);
+    const a = await captureStaticIdentity(spec, new DigestCache(file));
+    expect(a.dependencyTree?.files).toBe(7);
+    put(root, "nmLink-install/added/index.js", "module.exports = 'new';\n");
+    await sleep(AGE_MS); // out of the racy window, so the cache would answer for it
+    const b = await captureStaticIdentity(spec, new DigestCache(file));
+    expect(b.dependencyTree?.files).toBe(8);
+    expect(b).toEqual(await captureStaticIdentity(spec, new DigestCache(null)));
   });
 
   it("keys the cache on ctime too: a same-size rewrite with the old mtime put back is still seen", async () => {
