@@ -1,4 +1,4 @@
-import { renameSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -89,6 +89,45 @@ describe("artifact watcher", () => {
     expect(await next()).toEqual(["node_modules/late/lib/index.js"]);
     rmSync(join(dir, "node_modules/late"), { recursive: true });
     expect((await next()).some((p) => p.startsWith("node_modules/late"))).toBe(true);
+  });
+
+  it("watches a package and node_modules installed again (removed and created anew, or renamed in), and what changes in them later", async () => {
+    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    const settled = async () => {
+      await sleep(400); // the install's events are all in
+      seen.length = 0;
+    };
+    // a package removed, then installed anew (npm replacing it)
+    const pkg = join(dir, "node_modules/pkg");
+    cpSync(pkg, join(root, "pkg-copy"), { recursive: true });
+    rmSync(pkg, { recursive: true });
+    await sleep(200);
+    cpSync(join(root, "pkg-copy"), pkg, { recursive: true });
+    await next();
+    await settled();
+    put(dir, "node_modules/pkg/lib/util.js", "module.exports = { answer: 43 };\n");
+    expect(await next()).toEqual(["node_modules/pkg/lib/util.js"]);
+
+    // node_modules removed, then installed again (`rm -rf node_modules && npm ci`)
+    const nm = join(dir, "node_modules");
+    cpSync(nm, join(root, "nm-copy"), { recursive: true, verbatimSymlinks: true });
+    rmSync(nm, { recursive: true });
+    await sleep(200);
+    cpSync(join(root, "nm-copy"), nm, { recursive: true, verbatimSymlinks: true });
+    await next();
+    await settled();
+    put(dir, "node_modules/pkg/index.js", "module.exports = 'after reinstall';\n");
+    expect(await next()).toEqual(["node_modules/pkg/index.js"]);
+
+    // a whole node_modules swapped in by a rename: no event inside either tree, only its name
+    cpSync(nm, join(root, "nm-next"), { recursive: true, verbatimSymlinks: true });
+    renameSync(nm, join(root, "nm-old"));
+    renameSync(join(root, "nm-next"), nm);
+    expect(await next()).toEqual(["node_modules"]);
+    await settled();
+    put(dir, "node_modules/@scope/deep/package.json", JSON.stringify({ name: "@scope/deep", v: 2 }));
+    expect(await next()).toEqual(["node_modules/@scope/deep/package.json"]);
   });
 
   it("ignores tool caches in node_modules and files no include pattern matches", async () => {
