@@ -285,6 +285,11 @@ export function watchArtifacts(
       // Keep a path under an include base only if a pattern matches it now or matched it before.
       const now = globbed();
       for (const p of pendingInclude) if (now.names.has(p) || includeBefore?.has(p)) out.add(p);
+      // A file that matches now and did not before is a change, with or without an event of its
+      // own: one written into a directory just created (`mkdir plugins/x && cp …`, a glob's base
+      // made after the start) is written before that directory's watch is set up, and only the
+      // directory's creation, which no pattern matches, was reported.
+      if (includeBefore !== null) for (const p of now.names) if (!includeBefore.has(p)) out.add(p);
       includeBefore = now.names;
       poll.setIncluded(now.files);
     }

@@ -1,4 +1,4 @@
-import { cpSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -128,6 +128,27 @@ describe("artifact watcher", () => {
     await settled();
     put(dir, "node_modules/@scope/deep/package.json", JSON.stringify({ name: "@scope/deep", v: 2 }));
     expect(await next()).toEqual(["node_modules/@scope/deep/package.json"]);
+  });
+
+  it("reports an include file written into a directory just created, under a glob's base or as the base", async () => {
+    const app = makeProject(join(root, "plugins-app"));
+    put(app, "plugins/first.mjs", "export {};\n");
+    const p = await captureStaticIdentity(
+      specFor(app, "node", ["dist/server.js"], { include: ["plugins/**", "extras/*.mjs"] }),
+      new DigestCache(null),
+    );
+    watcher = watchArtifacts(p, (paths) => seen.push(paths), { debounceMs: 100 });
+    await watcher.ready;
+    // each directory and its file in one go, as `mkdir -p x && cp …` does: the file is there
+    // before anything could watch the directory
+    mkdirSync(join(app, "plugins/sub"));
+    writeFileSync(join(app, "plugins/sub/second.mjs"), "export {};\n");
+    expect(await next()).toEqual(["plugins/sub/second.mjs"]);
+    await sleep(300);
+    seen.length = 0;
+    mkdirSync(join(app, "extras")); // a base that did not exist at the start
+    writeFileSync(join(app, "extras/third.mjs"), "export {};\n");
+    expect(await next()).toEqual(["extras/third.mjs"]);
   });
 
   it("ignores tool caches in node_modules and files no include pattern matches", async () => {
