@@ -171,7 +171,7 @@ export function redactValue(value: unknown, opts: RedactOptions = {}): unknown {
     try {
       if (Array.isArray(v)) return v.map((x) => walk(x, key, seen));
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = walk(x, k, seen);
+      for (const [k, x] of Object.entries(v)) setOwn(out, k, walk(x, k, seen));
       return out;
     } finally {
       seen.delete(v);
@@ -186,8 +186,18 @@ export function redactStrings(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactStrings);
   if (typeof value !== "object" || value === null) return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = redactStrings(v);
+  for (const [k, v] of Object.entries(value)) setOwn(out, k, redactStrings(v));
   return out;
+}
+
+/**
+ * `out[k] = v` as an own property whatever `k` is. A plain assignment to "__proto__" sets the
+ * copy's prototype instead, and the key vanishes from what is shown and recorded: arguments
+ * `{"opts": {"__proto__": {"path": "/etc/shadow"}}}` (JSON.parse keeps that key as data, and the
+ * server receives it) were reviewed and recorded as `{"opts": {}}`.
+ */
+function setOwn(out: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
 }
 
 function isMarker(v: unknown, marker: unknown): boolean {
