@@ -73,8 +73,14 @@ export class GuardedRequests {
   /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
-  /** calls between "received" and "written or refused", so a cancellation can find them */
+  /**
+   * calls between "received" and "written or refused", by the client's id, so a cancellation can
+   * find them; one the client cancelled is no longer here (its id is free at once) but stays in
+   * `underWay` until its decision returns
+   */
   private readonly deciding = new Map<string, Deciding>();
+  /** every decision under way, cancelled ones included: the connection's end waits for them */
+  private readonly underWay = new Set<Deciding>();
   /** why the gateway ends the connection, once it does (endDecisions) */
   private ending: string | null = null;
   /** why waits for a human are cut short, once the connection ends (abortDecisions) */
@@ -121,10 +127,15 @@ export class GuardedRequests {
    * reached the server). A cancelled request gets no answer, and its id is free at once.
    */
   cancel(id: Id): boolean {
-    const d = this.deciding.get(`${typeof id}:${id}`);
+    const key = `${typeof id}:${id}`;
+    const d = this.deciding.get(key);
     if (d) {
       d.cancelled = true;
       d.abort();
+      // Its id is free now, not once the decision returns (a wait for a human, an intent being
+      // written): a request the client sends under it right after the cancellation, in the same
+      // write even, is not refused as "already in use". The decision sends nothing once it returns.
+      this.deciding.delete(key);
     }
     return this.heldCalls.cancel(id) || this.heldLists.cancel(id);
   }
@@ -135,7 +146,7 @@ export class GuardedRequests {
   }
 
   get decidingCount(): number {
-    return this.deciding.size;
+    return this.underWay.size;
   }
 
   /**
@@ -146,7 +157,7 @@ export class GuardedRequests {
    */
   abortDecisions(why: string): void {
     this.cutShort = why;
-    for (const d of this.deciding.values()) d.abort(why);
+    for (const d of this.underWay) d.abort(why);
   }
 
   /** A decision under way, as the connection stands: cut short from the start once it ends. */
@@ -254,6 +265,7 @@ export class GuardedRequests {
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
     this.deciding.set(key, mark);
+    this.underWay.add(mark);
     const progress = this.progressFor(msg);
     let inputRequired: Record<string, unknown> | null = null;
     let verdict: Awaited<ReturnType<typeof decide>>;
@@ -281,7 +293,9 @@ export class GuardedRequests {
         },
       });
     } finally {
-      this.deciding.delete(key);
+      // (a request under the same id may be deciding by now, if this one was cancelled)
+      if (this.deciding.get(key) === mark) this.deciding.delete(key);
+      this.underWay.delete(mark);
     }
     if (mark.cancelled) {
       // An intent written for a call that will not be sent is closed, never left open.
@@ -357,6 +371,7 @@ export class GuardedRequests {
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
     this.deciding.set(key, mark);
+    this.underWay.add(mark);
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       // With approval.resources "session" or "per-call", a human approves it first, exactly as a tool call.
@@ -378,7 +393,9 @@ export class GuardedRequests {
         },
       });
     } finally {
-      this.deciding.delete(key);
+      // (a request under the same id may be deciding by now, if this one was cancelled)
+      if (this.deciding.get(key) === mark) this.deciding.delete(key);
+      this.underWay.delete(mark);
     }
     if (this.p.ended() && !mark.cancelled && this.endedMeanwhile(msg, verdict)) return;
     if (mark.cancelled) {

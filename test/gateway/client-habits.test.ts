@@ -343,6 +343,69 @@ describe("a tools/list held while the server's identity is pending", () => {
   });
 });
 
+describe("a call being decided, cancelled by the client", () => {
+  it("while it waits for a human: its id is free at once, for a request in the same write", async () => {
+    // no --approval none: the call waits for an approval nobody gives
+    const gw = rawGateway({ args: ["--label", "habits", "--", ...fixtureCommand("habits")] });
+    peers.push(gw);
+    await ready(gw);
+    gw.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "slow", arguments: { ms: 1 } } });
+    await waitFor(
+      () => /approval needed for "slow"/.test(gw.stderr()) || undefined,
+      10_000,
+      "the approval request",
+    );
+    gw.send(
+      `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } })}\n${JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" })}\n`,
+    );
+    // relayed to the server, which answers it (habits has no ping): not refused as "already in use"
+    const ping = await gw.next((m) => m.id === 7);
+    expect(ping.error, JSON.stringify(ping)).toEqual({ code: -32601, message: "Method not found" });
+    await gw.request("ping");
+    expect(gw.messages().filter((m) => m.id === 7)).toEqual([ping]);
+  });
+
+  it("while its intent is written: the same id's next call, in the same write, runs with its own record", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
+      stateDir,
+    });
+    peers.push(gw);
+    await ready(gw);
+    const call = (tag: string) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 8,
+        method: "tools/call",
+        params: { name: "slow", arguments: { ms: 1, tag } },
+      });
+    const cancel = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: 8 },
+    });
+    gw.send(`${call("first")}\n${cancel}\n${call("second")}\n`);
+    const answer = await gw.next((m) => m.id === 8);
+    expect(answer.error, JSON.stringify(answer)).toBeUndefined();
+    expect(textOf(answer)).toBe("slow second");
+    await gw.request("ping");
+    expect(gw.messages().filter((m) => m.id === 8)).toEqual([answer]);
+    await gw.close();
+    // the cancelled call's intent, written as it was cancelled, is closed as never sent
+    const events = await auditEvents(stateDir);
+    expect(events.filter((e) => e.type === "tool_called" && e.requestId === 8)).toHaveLength(2);
+    expect(
+      events
+        .filter((e) => (e.type === "tool_result" || e.type === "call_interrupted") && e.requestId === 8)
+        .map((e) => [e.type, e.outcome]),
+    ).toEqual([
+      ["call_interrupted", "not_forwarded"],
+      ["tool_result", "ok"],
+    ]);
+  });
+});
+
 describe("a client that closes stdin while a call waits for a human", () => {
   it("gets an answer for it within the bounded wait, then the gateway exits", async () => {
     // no --approval none: the call waits for an approval nobody gives
