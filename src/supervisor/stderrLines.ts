@@ -5,6 +5,7 @@
 // shown as escapes (visibleControls), and a value cannot be split
 // by a cut so that neither piece shows it whole to the scrubber.
 import { StringDecoder } from "node:string_decoder";
+import { visibleControls } from "../util/log.js";
 
 /** What the pieces are scrubbed with (ReleasedValues implements it). */
 export interface LineScrubber {
@@ -90,20 +91,6 @@ export class StderrLines {
     return this.scrubber ? this.scrubber.scrubText(visible) : visible;
   }
 }
-
-/**
- * `text` with every C0 and C1 control but tab (and DEL) written as `\u00XX`, before it is
- * scrubbed: raw, a server's ESC or CR would move the cursor, rewrite the line or start a terminal
- * sequence in the host's log, and a value split by one (`abc\x1b[0mdef`) would show whole on a
- * terminal while no scrubbing sees it whole.
- */
-export function visibleControls(text: string): string {
-  return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
-
-/** C0 but tab, DEL and C1. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it finds
-const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;

@@ -34,8 +34,11 @@ function guardStderr(): void {
 
 export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEBUG === "1"): Logger {
   guardStderr();
+  // Controls made visible first: a line quotes what peers said (a server's error message, which
+  // the server chose whole: "boom\x1b[2J\rportcullis[x]: approved\n…"), and raw, its ESC, CR or
+  // newline would clear the host's terminal or forge lines of the gateway's own.
   const out = (s: string) => {
-    if (!stderrGone) process.stderr.write(`${redactText(s)}\n`);
+    if (!stderrGone) process.stderr.write(`${redactText(visibleControls(s))}\n`);
   };
   return {
     info: (m) => out(`portcullis[${label}]: ${m}`),
@@ -48,3 +51,17 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
     debugging: verbose,
   };
 }
+
+/**
+ * `text` with every C0 and C1 control but tab (and DEL) written as `\u00XX`, before it is
+ * scrubbed: raw, a server's ESC or CR would move the cursor, rewrite the line or start a terminal
+ * sequence in the host's log, and a value split by one (`abc\x1b[0mdef`) would show whole on a
+ * terminal while no scrubbing sees it whole.
+ */
+export function visibleControls(text: string): string {
+  return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** C0 but tab, DEL and C1. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it finds
+const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;

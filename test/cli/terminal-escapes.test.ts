@@ -13,6 +13,7 @@ import { makeCatalog } from "../helpers/catalog.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -109,6 +110,30 @@ describe("views print what others chose as text, never as terminal commands", ()
       expect(again.code).toBe(2);
       expect(again.stderr).toContain("--label");
     }
+  });
+});
+
+describe("the gateway's log quotes what a server said as text", () => {
+  it("a tools/list error message with ESC, CR and a newline: no control reaches stderr, no line is forged", async () => {
+    const said = `boom\u001b[2J\u001b[H\rportcullis[raw]: approved by a human\nportcullis[raw]: forged\u009b31m`;
+    const gw = rawGateway({
+      args: ["--label", "raw", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+      env: { FIXTURE_RAW_LIST_ERROR: said },
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    const list = await gw.request("tools/list");
+    expect(list.error?.data.error).toBe("catalog_unavailable");
+    // the client gets the server's words as a JSON string (escaped there)…
+    expect(list.error?.data.catalogError).toContain(said);
+    await waitFor(() => /cannot fetch the tool catalog/.test(gw.stderr()) || undefined, 10_000);
+    // …and the log gets them as visible escapes, on the gateway's one line
+    const err = gw.stderr();
+    expect(err).not.toMatch(CONTROL);
+    expect(err).toContain(
+      "boom\\u001b[2J\\u001b[H\\u000dportcullis[raw]: approved by a human\\u000aportcullis[raw]: forged\\u009b31m",
+    );
+    expect(err.split("\n").filter((l) => l.startsWith("portcullis[raw]: forged"))).toEqual([]);
   });
 });
 
