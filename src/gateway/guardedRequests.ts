@@ -23,6 +23,7 @@ import type { InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import { readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
+import { metaProblem } from "./text.js";
 
 export interface GuardedRequestsPorts {
   log: Logger;
@@ -261,6 +262,11 @@ export class GuardedRequests {
       downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
       return;
     }
+    const badMeta = metaProblem(msg.params);
+    if (badMeta !== null) {
+      downstream.send(errorResponse(msg.id, INVALID_PARAMS, `tools/call: ${badMeta}`));
+      return;
+    }
     const tool = params.name;
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
@@ -367,6 +373,11 @@ export class GuardedRequests {
    */
   private async handleRecorded(msg: Request): Promise<void> {
     const { records } = this.p;
+    const badMeta = metaProblem(msg.params);
+    if (badMeta !== null) {
+      this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `${msg.method}: ${badMeta}`));
+      return;
+    }
     const read = readFacts(msg);
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();

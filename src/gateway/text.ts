@@ -4,8 +4,29 @@
 export function defaultsApplied(args: unknown, effective: Record<string, unknown>): Record<string, unknown> {
   const given = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(effective)) if (!(k in given)) out[k] = v;
+  // own keys only: `"constructor" in {}` is true, and would hide a default filled in under that name
+  for (const [k, v] of Object.entries(effective))
+    if (!Object.hasOwn(given, k))
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true });
   return out;
+}
+
+/**
+ * Why a guarded request's `_meta` is not what the protocol allows (null when it is). A server's
+ * SDK drops a request whose progress token is neither a string nor a number without answering
+ * it: forwarded, the call would leave its intent open and its client waiting until the
+ * connection ends.
+ */
+export function metaProblem(params: unknown): string | null {
+  const meta =
+    typeof params === "object" && params !== null ? (params as { _meta?: unknown })._meta : undefined;
+  if (meta === undefined) return null;
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta))
+    return "params._meta must be an object.";
+  const token = (meta as { progressToken?: unknown }).progressToken;
+  if (token !== undefined && typeof token !== "string" && typeof token !== "number")
+    return "params._meta.progressToken must be a string or a number.";
+  return null;
 }
 
 export function preview(text: string): string {

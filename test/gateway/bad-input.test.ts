@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -77,6 +78,47 @@ describe("bad input from the client", () => {
     // one message per line is served
     const tools = await gw.request("tools/list");
     expect(tools.result.tools.map((t: { name: string }) => t.name)).toContain("echo");
+  });
+});
+
+describe("a guarded call whose _meta the protocol does not allow", () => {
+  it("is refused (-32602) before anything is recorded, instead of reaching a server that drops it unanswered", async () => {
+    const stateDir = newStateDir();
+    const gw = rawGateway({
+      args: ["--label", "bad", "--approval", "none", "--", ...fixtureCommand("badpeer")],
+      stateDir,
+    });
+    peers.push(gw);
+    await gw.initialize();
+    await gw.request("tools/list");
+    const bad: [number, unknown][] = [
+      [21, { progressToken: { a: 1 } }],
+      [22, { progressToken: null }],
+      [23, "not an object"],
+    ];
+    for (const [id, meta] of bad)
+      gw.send({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "echo", arguments: { text: "x" }, _meta: meta },
+      });
+    for (const [id] of bad) {
+      const answer = await gw.next((m) => m.id === id);
+      expect(answer.error?.code, JSON.stringify(answer)).toBe(-32602);
+      expect(answer.error?.message).toMatch(/^tools\/call: params\._meta/);
+    }
+    // a token the protocol allows is served as before
+    const ok = await gw.request("tools/call", {
+      name: "echo",
+      arguments: { text: "x" },
+      _meta: { progressToken: "t1" },
+    });
+    expect(ok.error, JSON.stringify(ok)).toBeUndefined();
+    await gw.close();
+    const called = (await auditEvents(stateDir)).filter((e) => e.type === "tool_called");
+    expect(called.map((e) => e.requestId)).not.toContain(21);
+    expect(called).toHaveLength(1);
   });
 });
 
