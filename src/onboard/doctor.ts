@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
@@ -11,7 +11,7 @@ import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
-import { entryPathKey, OnboardError, readHostServers } from "./document.js";
+import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
 import {
@@ -109,7 +109,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
   for (const f of foundHostFiles(cwd)) {
     try {
-      const read = readHostServers(f, readFileSync(f.file, "utf8"));
+      const read = readHostServers(f, readHostText(f.file));
       const record = recorded.get(f.file);
       const list = read.servers.map((s) => ({
         key: s.key,

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   applyEdits,
   type FormattingOptions,
@@ -20,6 +21,21 @@ export class OnboardError extends Error {
 }
 
 export type Entry = Record<string, unknown>;
+
+/**
+ * A host file's text. A path that exists but cannot be read as a file (a directory named
+ * `.mcp.json`, a file without read permission) is one sentence naming the file and the reason,
+ * not an internal error with a stack.
+ */
+export function readHostText(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? String(e);
+    const why = code === "EISDIR" ? "it is a directory" : code;
+    throw new OnboardError(`${file} cannot be read (${why}); nothing was written.`);
+  }
+}
 
 function isObject(v: unknown): v is Entry {
   return typeof v === "object" && v !== null && !Array.isArray(v);

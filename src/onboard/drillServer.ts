@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
-import { type Entry, OnboardError, readServers } from "./document.js";
+import { type Entry, OnboardError, readHostText, readServers } from "./document.js";
 import { foundHostFiles, HOSTS, type HostFile, hostFileFromPath, hostFiles } from "./hosts.js";
 import { expandHostVariables } from "./hostVariables.js";
 
@@ -89,7 +89,7 @@ function hostFileAt(file: string, cwd: string): HostFile {
 
 function serversOf(host: HostFile): Record<string, Entry> {
   try {
-    return readServers(host, readFileSync(host.file, "utf8"));
+    return readServers(host, readHostText(host.file));
   } catch (e) {
     // its sentences are written for wrap ("nothing was written"); the drill writes nothing either
     if (e instanceof OnboardError) throw new ConfigError(e.message.replace(/; nothing was written\.$/, "."));

@@ -25,6 +25,7 @@ import {
   entryPathKey,
   OnboardError,
   readHostServers,
+  readHostText,
   replaceEntries,
   type ServerEntry,
   tableName,
@@ -301,7 +302,7 @@ export function checkServersNamed(files: HostFile[], only: string[] | undefined,
   const found = new Set<string>();
   for (const f of files) {
     if (!existsSync(f.file)) continue;
-    const read = readHostServers(f, readFileSync(f.file, "utf8"));
+    const read = readHostServers(f, readHostText(f.file));
     for (const s of read.servers) found.add(s.key);
     for (const s of read.notEntries) found.add(s.key);
   }
@@ -322,7 +323,7 @@ export function planWrap(
 ): { plan: WrapPlan; record: WrapRecord | null } {
   const { only, labels: chosenLabels } = options;
   if (!existsSync(host.file)) throw new OnboardError(`${host.file} does not exist; nothing was written.`);
-  const before = readFileSync(host.file, "utf8");
+  const before = readHostText(host.file);
   const read = readHostServers(host, before);
   const existing = recordOf(host, launcher.stateDir);
   const named = (key: string) => !only || only.includes(key);
@@ -477,7 +478,7 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
   if (!existsSync(host.file))
     throw new OnboardError(`${host.file} does not exist any more; nothing was written.`);
   const record = readRecord(path, host.file);
-  const now = readFileSync(host.file, "utf8");
+  const now = readHostText(host.file);
   assertWritable(host.file);
   const mode = statSync(host.file).mode & 0o777;
   const reach = Object.entries(record.entries).filter(([, e]) => inReach(host, e, all));

@@ -1,6 +1,6 @@
 // What wrap does inside one entry of a host file, and the entries it refuses or leaves alone with
 // a reason: the real CLI in a fake home directory.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { CLI, NODE } from "../helpers/paths.js";
 import { type FakeUser, fakeUsersOfEachTest, read } from "./hosts.js";
@@ -157,6 +157,33 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     expect(r.stdout).toContain(
       'left alone: weird (not a server entry: "mcp_servers" → "weird" is an array of tables ([[…]]), not a table)',
     );
+  });
+
+  it("a directory where a host file is expected: one sentence naming it from wrap, doctor and drill, not an internal error", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    rmSync(file);
+    mkdirSync(file);
+    const said = `${file} cannot be read (it is a directory)`;
+    for (const args of [
+      ["wrap", "claude-code"],
+      ["wrap", "--dry-run"],
+      ["wrap", file],
+    ]) {
+      const r = await u.cli(args, u.project);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe(`portcullis: ${said}; nothing was written.\n`);
+    }
+    const doctor = await u.cli(["doctor", "--json"], u.project);
+    expect(doctor.code).toBe(1);
+    expect(JSON.parse(doctor.stdout).findings).toContainEqual({
+      ok: false,
+      what: said,
+      next: `fix ${file} (the host cannot read it either)`,
+    });
+    const drill = await u.cli(["drill", "inv"], u.project);
+    expect(drill.code).toBe(2);
+    expect(drill.stderr).toBe(`portcullis: ${said}.\n`);
   });
 
   it("doctor --json says which entries are HTTP, and which the host cannot start", async () => {
