@@ -192,6 +192,9 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   } catch (e) {
     throw new ConfigError(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)}).`);
   }
+  // A byte order mark, as some Windows editors save UTF-8: JSON.parse refuses it with an
+  // "Unexpected token" naming a character the user cannot see. RFC 8259 lets a reader ignore it.
+  if (text.startsWith("\uFEFF")) text = text.slice(1);
   let doc: unknown;
   try {
     doc = JSON.parse(text);

@@ -101,6 +101,18 @@ describe("portcullis run LABEL", () => {
     expect(notDir.stderr).not.toContain("command not found");
   });
 
+  it("a file saved with a byte order mark is read (the next check, cwd, is what refuses it)", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const config = { servers: { x: { command: NODE, args: [FIXTURES.echo], cwd: "./no-such-dir" } } };
+    writeFileSync(join(dir, "portcullis.json"), `\uFEFF${JSON.stringify(config)}`);
+    const r = await runCli(["run", "x"], { cwd: dir, stateDir: newStateDir() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
+    );
+  });
+
   it("a tool named __proto__ keeps the approval mode portcullis.json gives it", async () => {
     const cat = makeCatalog([
       { name: "__proto__", description: "Deletes production.", inputSchema: { type: "object" } },
