@@ -201,6 +201,7 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   } catch (e) {
     throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}).`);
   }
+  refuseDuplicateKeys(file, text);
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
   for (const key of Object.keys(doc)) {
     if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {
@@ -222,6 +223,60 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
     out.set(label, parseServer(file, `${key}.${label}`, label, raw, base));
   }
   return out;
+}
+
+/**
+ * A key written twice in one object (two servers under one label, `command` twice in an entry):
+ * JSON.parse keeps the last and drops the first without a word, so the server that runs is not
+ * the one the user may be reading. Refused, naming the object and both lines. `text` is JSON that
+ * JSON.parse accepted, so a plain scan of its tokens finds the keys; it keeps its own stack (no
+ * recursion: JSON.parse reads a document nested however deep) and loads no JSON package (the
+ * gateway loads this module before anything else).
+ */
+function refuseDuplicateKeys(file: string, text: string): void {
+  type Frame = {
+    at: string;
+    keys: Map<string, number> | null;
+    key: string;
+    index: number;
+    expectKey: boolean;
+  };
+  const stack: Frame[] = [];
+  let line = 1;
+  const childAt = (): string => {
+    const top = stack[stack.length - 1];
+    if (!top) return "";
+    if (top.keys) return top.at ? `${top.at}.${top.key}` : top.key;
+    return `${top.at}[${top.index}]`;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    const top = stack[stack.length - 1];
+    if (c === "\n") line++;
+    else if (c === "{" || c === "[") {
+      const keys = c === "{" ? new Map<string, number>() : null;
+      stack.push({ at: childAt(), keys, key: "", index: 0, expectKey: c === "{" });
+    } else if (c === "}" || c === "]") stack.pop();
+    else if (c === "," && top) {
+      if (top.keys) top.expectKey = true;
+      else top.index++;
+    } else if (c === ":" && top) top.expectKey = false;
+    else if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+      if (top?.keys && top.expectKey) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        const first = top.keys.get(key);
+        if (first !== undefined)
+          throw new ConfigError(
+            `${file}: ${top.at || "the top level"} has the key ${JSON.stringify(key)} twice (lines ${first} and ${line}); only the last would be read, so remove one.`,
+          );
+        top.keys.set(key, line);
+        top.key = key;
+      }
+      i = end;
+    }
+  }
 }
 
 function parseServer(file: string, at: string, label: string, raw: unknown, base: string): ServerConfig {

@@ -113,6 +113,43 @@ describe("portcullis run LABEL", () => {
     );
   });
 
+  it("a key written twice (a server label, a server's command) is refused naming both lines, not read as the last", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const file = join(dir, "portcullis.json");
+    const stateDir = newStateDir();
+    const echo = JSON.stringify(FIXTURES.echo);
+    writeFileSync(
+      file,
+      [
+        "{",
+        '  "servers": {',
+        `    "x": { "command": ${JSON.stringify(NODE)}, "args": [${echo}], "approval": { "default": "per-call" } },`,
+        `    "y": { "command": ${JSON.stringify(NODE)}, "args": [${echo}] },`,
+        `    "x": { "command": ${JSON.stringify(NODE)}, "args": [${echo}], "approval": { "default": "none" } }`,
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    for (const label of ["x", "y"]) {
+      const r = await runCli(["run", label], { cwd: dir, stateDir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        `portcullis: ${file}: servers has the key "x" twice (lines 3 and 5); only the last would be read, so remove one.\n`,
+      );
+    }
+    writeFileSync(
+      file,
+      `{"servers": {"x": {\n"command": ${JSON.stringify(NODE)},\n"args": [${echo}],\n"command": "true"}}}\n`,
+    );
+    const r = await runCli(["run", "x"], { cwd: dir, stateDir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: ${file}: servers.x has the key "command" twice (lines 2 and 4); only the last would be read, so remove one.\n`,
+    );
+  });
+
   it("a tool named __proto__ keeps the approval mode portcullis.json gives it", async () => {
     const cat = makeCatalog([
       { name: "__proto__", description: "Deletes production.", inputSchema: { type: "object" } },
