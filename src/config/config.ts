@@ -184,8 +184,11 @@ export function parseConsoleSection(file: string, block: unknown): { proofWindow
   return out;
 }
 
-/** Reads and validates a configuration file; every problem names the file and the key. */
-export function loadConfigFile(file: string): Map<string, ServerConfig> {
+/**
+ * The JSON document of a portcullis.json, as `loadConfigFile` and the console (which reads only
+ * its section) both read it: a byte order mark skipped, a key written twice refused.
+ */
+export function readConfigDocument(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -202,6 +205,12 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
     throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}).`);
   }
   refuseDuplicateKeys(file, text);
+  return doc;
+}
+
+/** Reads and validates a configuration file; every problem names the file and the key. */
+export function loadConfigFile(file: string): Map<string, ServerConfig> {
+  const doc = readConfigDocument(file);
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
   for (const key of Object.keys(doc)) {
     if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {

@@ -5,8 +5,7 @@
  * here alone by `portcullis console`, which needs no server entry to be valid. Problems name the
  * file and key.
  */
-import { readFileSync } from "node:fs";
-import { ConfigError, parseConsoleSection } from "../config/config.js";
+import { parseConsoleSection, readConfigDocument } from "../config/config.js";
 
 export { MAX_PROOF_WINDOW_S, proofWindowProblem } from "../config/config.js";
 
@@ -17,11 +16,6 @@ export interface ConsoleConfig {
 }
 
 export function readConsoleConfig(file: string): ConsoleConfig {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, "utf8"));
-  } catch (e) {
-    throw new ConfigError(`${file}: cannot be read as JSON (${(e as Error).message}).`);
-  }
+  const doc = readConfigDocument(file);
   return parseConsoleSection(file, (doc as Record<string, unknown> | null)?.console);
 }

@@ -41,6 +41,18 @@ describe("portcullis console flags and configuration", () => {
       const typo = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
       expect(typo.code).toBe(2);
       expect(typo.stderr).toContain("console.proofWindw is not a key");
+      // read as run reads it: a key written twice is refused, not taken as the last (here 0,
+      // which would ask at every decision); a byte order mark is skipped
+      writeFileSync(config, '{"servers": {},\n"console": {"proofWindow": 600,\n"proofWindow": 0}}');
+      const twice = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
+      expect(twice.code).toBe(2);
+      expect(twice.stderr).toBe(
+        `portcullis: ${config}: console has the key "proofWindow" twice (lines 2 and 3); only the last would be read, so remove one.\n`,
+      );
+      writeFileSync(config, `\uFEFF${JSON.stringify({ servers: {}, console: { proofWindow: -5 } })}`);
+      const bom = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
+      expect(bom.code).toBe(2);
+      expect(bom.stderr).toContain(`${config}: console.proofWindow must be a whole number of seconds`);
 
       // run loads the same file: a mistyped console section stops it too, before anything is
       // launched (not only on the day the console is opened)
