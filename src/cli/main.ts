@@ -189,6 +189,11 @@ main(process.argv.slice(2)).then(
 
 /** Writes what went wrong as the user needs it and returns the exit code. */
 async function reportFailure(e: unknown): Promise<number> {
+  // The sentences quote what they refuse: a key of portcullis.json, a server key of a host file
+  // (a project's files come with a cloned repository), a path. A character a terminal would act
+  // on (ESC starting a sequence, a bidi override) is written as an escape, not sent to it.
+  const { safeText } = await import("../catalog/text.js");
+  const write = (line: string) => process.stderr.write(`${safeText(line)}\n`);
   {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
@@ -199,19 +204,19 @@ async function reportFailure(e: unknown): Promise<number> {
       e instanceof StoreError ||
       e instanceof PassphraseError
     ) {
-      process.stderr.write(`portcullis: ${e.message}\n`);
+      write(`portcullis: ${e.message}`);
       return EXIT_USAGE;
     }
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
-      process.stderr.write(`portcullis: ${(e as Error).message}.\n`);
+      write(`portcullis: ${(e as Error).message}.`);
       return EXIT_USAGE;
     }
     // The store failed after it was opened (locked by another process past the busy timeout,
     // disk full, made read-only): the same sentence as a failure to open it, exit 2.
     const store = await storeFailure(e);
     if (store) {
-      process.stderr.write(`portcullis: ${store.message}\n`);
+      write(`portcullis: ${store.message}`);
       return EXIT_USAGE;
     }
     process.stderr.write(`portcullis: internal error: ${(e as Error)?.stack ?? String(e)}\n`);

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { safeText } from "../catalog/text.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { OnboardError } from "../onboard/document.js";
@@ -32,6 +33,15 @@ beside it as FILE.portcullis-backup.
   --dry-run          print the diff, write nothing
   --servers a,b      only these servers (each must be in one of the host's files)
   --label KEY=LABEL  the label for server KEY (repeatable), when its own is taken by another server`;
+
+/**
+ * A line of wrap's or unwrap's report. It names the host file's server keys, which are whatever
+ * the file says (a project's `.mcp.json` comes with a cloned repository): every character a
+ * terminal would act on or a reader cannot see is written as an escape, as doctor writes them.
+ */
+function say(line: string, to: NodeJS.WritableStream = process.stdout): void {
+  to.write(`${safeText(line)}\n`);
+}
 
 const OPTIONS = {
   "dry-run": { type: "boolean" },
@@ -95,8 +105,8 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       if (values["dry-run"] && plan.before !== plan.after)
         process.stdout.write(lineDiff(plan.before, plan.after, f.file));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
-      process.stdout.write(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}\n`);
-      for (const s of plan.skipped) process.stdout.write(`  left alone: ${s.key} (${s.why})\n`);
+      say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
+      for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
     }
     if (!keyringExists(stateDir))
       process.stdout.write(
@@ -105,7 +115,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {
-      process.stderr.write(`portcullis: ${e.message}\n`);
+      say(`portcullis: ${e.message}`, process.stderr);
       return EXIT_USAGE;
     }
     throw e;
@@ -141,15 +151,13 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
     const r = unwrapFile(f, stateDir, byPath);
     const what =
       r.how === "exact" ? "restored byte for byte" : `restored ${r.restored.join(", ") || "nothing"}`;
-    process.stdout.write(`${r.file}: ${what}\n`);
-    for (const d of r.dropped) process.stdout.write(`  nothing to restore: ${d.key} (${d.why})\n`);
+    say(`${r.file}: ${what}`);
+    for (const d of r.dropped) say(`  nothing to restore: ${d.key} (${d.why})`);
     for (const e of r.elsewhere)
-      process.stdout.write(
-        `  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})\n`,
-      );
+      say(`  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})`);
     for (const s of r.stuck) {
       stuck = true;
-      process.stderr.write(`portcullis: ${r.file}: not restored: ${s.todo}\n`);
+      say(`portcullis: ${r.file}: not restored: ${s.todo}`, process.stderr);
     }
   }
   return stuck ? EXIT_CHECK_FAILED : 0;

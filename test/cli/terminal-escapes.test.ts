@@ -111,6 +111,39 @@ describe("views print what others chose as text, never as terminal commands", ()
       expect(again.stderr).toContain("--label");
     }
   });
+
+  it("a key of portcullis.json or of a host file, quoted by a refusal or by wrap's report, is escaped", async () => {
+    const dir = tempDir();
+    const stateDir = tempDir();
+    const key = `x\u001b]0;pwned\u0007${HIDE}\u202e`;
+    const shown = "x\\u001b]0;pwned\\u0007\\u000d\\u001b[1A\\u001b[2K\\u202e";
+    const config = join(dir, "portcullis.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ servers: { a: { command: "node", approval: { tools: { [key]: "later" } } } } }),
+    );
+    const run = await runCli(["run", "a"], { cwd: dir, stateDir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `portcullis: ${config}: servers.a.approval.tools.${shown} must be one of session, per-call, none.\n`,
+    );
+
+    const host = join(dir, "mcp.json");
+    writeFileSync(
+      host,
+      JSON.stringify({ mcpServers: { [key]: { command: "node" }, [`${key}2`]: { url: "x" } } }),
+    );
+    const wrap = await runCli(["wrap", host, "--dry-run", "--state-dir", stateDir], { cwd: dir });
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(wrap.stdout).toContain(`${host}: would wrap ${shown}\n`);
+    expect(wrap.stdout).toContain(`  left alone: ${shown}2 (an HTTP entry (url)`);
+    expect(wrap.stdout).not.toMatch(CONTROL);
+    writeFileSync(host, JSON.stringify({ mcpServers: { [key]: { command: "node", args: [1] } } }));
+    const refused = await runCli(["wrap", host, "--dry-run", "--state-dir", stateDir], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`^portcullis: ${host}: server "x\\\\u001b`));
+    expect(refused.stderr).not.toMatch(CONTROL);
+  });
 });
 
 describe("the gateway's log quotes what a server said as text", () => {
