@@ -34,7 +34,19 @@ export async function catalogCommand(args: string[]): Promise<number> {
     return values.help ? 0 : 2;
   }
   const [sub, label, ...more] = positionals;
+  if (sub !== "show" && sub !== "diff" && sub !== "list")
+    throw new UsageError(`catalog: unknown subcommand "${sub}" (show, diff, list).`);
   if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
+  // A word too many is refused, not passed over: `catalog show LABEL 3` showed the latest
+  // revision, not revision 3 (that is --revision 3), and said nothing.
+  if (sub !== "diff" && more.length > 0)
+    throw new UsageError(
+      `catalog ${sub}: takes one LABEL${sub === "show" ? " (a revision is given with --revision N)" : ""}.`,
+    );
+  if (sub !== "show" && values.revision !== undefined)
+    throw new UsageError(
+      `catalog ${sub}: --revision is for catalog show${sub === "diff" ? " (diff takes FROM TO)" : ""}.`,
+    );
   const store = openStore(existingStateDir(values["state-dir"]));
   // Tool definitions are the server's words: a credential pasted into a description or default is not repeated.
   const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));

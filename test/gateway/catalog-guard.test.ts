@@ -71,6 +71,28 @@ describe("catalog revisions", () => {
     const human = await runCli(["catalog", "diff", "issues"], { stateDir: gw.stateDir });
     expect(human.stdout).toMatch(/post_comment/);
     expect(human.stdout).toMatch(/expands/);
+
+    // A word or a flag a subcommand does not take is refused, not passed over: `show issues 1`
+    // printed revision 2 as if it were revision 1.
+    const refused = async (args: string[], said: string) => {
+      const r = await runCli(["catalog", ...args], { stateDir: gw.stateDir });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toBe(`portcullis: catalog${said}\n`);
+    };
+    await refused(["show", "issues", "1"], " show: takes one LABEL (a revision is given with --revision N).");
+    await refused(["list", "issues", "extra"], " list: takes one LABEL.");
+    await refused(
+      ["diff", "issues", "--revision", "1"],
+      " diff: --revision is for catalog show (diff takes FROM TO).",
+    );
+    await refused(["lsit", "issues"], ': unknown subcommand "lsit" (show, diff, list).');
+    await refused(["lsit"], ': unknown subcommand "lsit" (show, diff, list).');
+    const one = JSON.parse(
+      (await runCli(["catalog", "show", "issues", "--revision", "1", "--json"], { stateDir: gw.stateDir }))
+        .stdout,
+    );
+    expect(one.revision).toBe(1);
   });
 
   it("serves every page of a catalog served in three pages, and fingerprints them all", async () => {
