@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
 import {
   INSECURE_TEST_KDF_ENV,
@@ -25,7 +26,8 @@ audit (portcullis audit sessions|activity|show) and deciding need the
 passphrase. An existing keyring is never overwritten. The state directory is
 made mode 0700; an existing one others may read is made 0700 when it is empty,
 and refused (with the chmod to run) when it holds other files. init is all or nothing: when
-the store cannot be used or the pin cannot be written, no keyring is left behind.
+the store cannot be used, the pin cannot be written or init is interrupted (Ctrl-C, SIGTERM,
+SIGHUP), no keyring is left behind.
 
 ${PASSPHRASE_HELP}
 
@@ -33,6 +35,7 @@ Exit codes: 0 created, 2 usage or environment error (a keyring exists already,
 no terminal and no passphrase file, passphrase too short, a store that cannot be used).`;
 
 const MIN_PASSPHRASE_LENGTH = 8;
+const INIT_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 export async function initCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
   // The passphrase is asked for, never taken from an argument: a stray word is refused unseen.
@@ -71,6 +74,17 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     resolveStateDir(ctx.stateDir);
     const db = openStore(ctx.stateDir);
     let keyring: Awaited<ReturnType<typeof initKeyring>>;
+    // Ctrl-C (or SIGTERM, SIGHUP) while the key is derived, twice, would end the process with a
+    // keyring written and its approver key not pinned: init would not be all or nothing, and the
+    // next init would refuse over it. Until the pin is written the keyring is taken back first.
+    // The keyring's write and the pin's are synchronous, so a signal is handled before or after each.
+    let written: string | null = null;
+    const interrupted = (signal: NodeJS.Signals) => {
+      if (written) rmSync(written, { force: true });
+      process.stderr.write(`portcullis init: interrupted; no keyring was created (run init again).\n`);
+      process.exit(128 + (osConstants.signals[signal] ?? 0));
+    };
+    for (const signal of INIT_SIGNALS) process.on(signal, interrupted);
     try {
       keyring = await initKeyring(ctx.stateDir, passphrase).catch((e: unknown) => {
         // a full disk or a read-only directory: the temporary file is gone, nothing is left
@@ -78,8 +92,10 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
         if (typeof code !== "string") throw e;
         throw new KeyringError(`cannot write ${keyringPath(ctx.stateDir)} (${code})`);
       });
+      written = keyring.path;
       await pinOrTakeBack(db, ctx.stateDir, passphrase, keyring.path);
     } finally {
+      for (const signal of INIT_SIGNALS) process.off(signal, interrupted);
       db.close();
     }
     process.stdout.write(

@@ -1,12 +1,15 @@
 // `portcullis init` either leaves a keyring with its approver key pinned in the audit chain, or
 // nothing: a store that cannot be opened stops it before keyring.json is written, and a pin that
-// cannot be written takes the new keyring back, so a second init (once the cause is gone) works.
+// cannot be written takes the new keyring back, so a second init (once the cause is gone) works;
+// so does a signal before the pin is written.
 // The real CLI, as separate processes.
+import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { tempDir } from "../helpers/files.js";
-import { type CliResult, runCli } from "../helpers/gateway.js";
+import { sleep, tempDir } from "../helpers/files.js";
+import { type CliResult, hostEnv, runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 function oneSentence(r: CliResult, about: RegExp): void {
@@ -73,5 +76,26 @@ describe("portcullis init is all or nothing", () => {
     );
     expect(statSync(shared).mode & 0o777).toBe(0o755);
     expect(existsSync(join(shared, "keyring.json"))).toBe(false);
+  });
+  it("interrupted between writing the keyring and pinning its key (the second key derivation): the keyring is taken back", async () => {
+    const stateDir = join(tempDir(), "state");
+    const keyring = join(stateDir, "keyring.json");
+    // the real key derivation, so that the second one (for the pin) lasts long enough to land in
+    const env = hostEnv({ ...passphraseEnv(), PORTCULLIS_HOME: stateDir, PORTCULLIS_INSECURE_TEST_KDF: "0" });
+    const child = spawn(NODE, [CLI, "init"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    for (let i = 0; i < 3000 && !existsSync(keyring); i++) await sleep(2);
+    expect(existsSync(keyring)).toBe(true);
+    child.kill("SIGTERM");
+    expect(await exited, stderr).toBe(143);
+    expect(stderr).toBe("portcullis init: interrupted; no keyring was created (run init again).\n");
+    expect(existsSync(keyring)).toBe(false);
+    const again = await init(stateDir);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/pinned in the audit chain/);
   });
 });
