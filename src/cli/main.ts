@@ -44,7 +44,8 @@ usage: portcullis <command> [options]
   drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
                                        the rebuild test against your own server, throwaway state
 
-Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else ~/.local/state/portcullis).
+Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else
+$XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis).
 
 Run 'portcullis <command> --help' for a command's options.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;

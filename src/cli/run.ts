@@ -44,7 +44,8 @@ options:
   --url URL                      guard a server reached over Streamable HTTP instead of launching one
   --header 'Name: value'         a header sent with every request to --url (repeatable; never shown)
   --allow-insecure               allow an http:// --url to a host that is not loopback
-  --state-dir DIR                state directory (default: $PORTCULLIS_HOME or ~/.local/state/portcullis)
+  --state-dir DIR                state directory (default: $PORTCULLIS_HOME, else
+                                 $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis)
   --config FILE                  configuration file (default: portcullis.json found upward)
   --max-message-bytes N          largest JSON-RPC message relayed either way (default 67108864 = 64 MiB);
                                  a larger one is answered with an error carrying its id

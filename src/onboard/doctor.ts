@@ -60,7 +60,8 @@ export interface DoctorReport {
 
 /** Where the state directory comes from, without creating it (doctor looks, it does not make). */
 export function stateDirSource(flag?: string): { path: string; why: "flag" | "variable" | "default" } {
-  if (flag) return { path: resolve(flag), why: "flag" };
+  // an empty flag is refused as every command refuses it, not reported on the default directory
+  if (flag !== undefined) return { path: stateDirPath(flag), why: "flag" };
   if (process.env.PORTCULLIS_HOME) return { path: resolve(process.env.PORTCULLIS_HOME), why: "variable" };
   const base = process.env.XDG_STATE_HOME
     ? resolve(process.env.XDG_STATE_HOME)

@@ -20,6 +20,10 @@ export class StateDirMissingError extends StateDirError {
 
 /** Where the state lives: --state-dir, else $PORTCULLIS_HOME, else the XDG state directory. */
 export function stateDirPath(flag?: string): string {
+  // `--state-dir "$DIR"` with DIR unset: taken as absent, init and run would make and use the
+  // default state directory (the user's real one) where another was meant.
+  if (flag === "")
+    throw new StateDirError("--state-dir is empty; give a directory, or leave the flag out for the default.");
   return flag
     ? resolve(flag)
     : process.env.PORTCULLIS_HOME

@@ -49,4 +49,28 @@ describe("a state directory that is not there", () => {
     expect(r.stderr).toMatch(new RegExp(`^portcullis: the state directory ${file} is not a directory`));
     expect(r.stderr).not.toMatch(/internal error/);
   });
+  it("an empty --state-dir (a variable that was not set) is refused, not taken as the default", async () => {
+    const home = tempDir();
+    const env = { ...passphraseEnv(), HOME: home, XDG_STATE_HOME: join(home, "xdg") };
+    const said =
+      "portcullis: --state-dir is empty; give a directory, or leave the flag out for the default.\n";
+    for (const args of [
+      ["init", "--state-dir", ""],
+      ["status", "--state-dir="],
+      ["vault", "list", "--state-dir", ""],
+      ["doctor", "--state-dir", ""],
+      ["wrap", "--dry-run", "--state-dir", ""],
+      ["run", "--state-dir", "", "--", "node", "-e", "0"],
+    ]) {
+      const r = await runCli(args, { env, cwd: home });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toBe(said);
+    }
+    expect(existsSync(join(home, "xdg"))).toBe(false);
+    expect(existsSync(join(home, ".local"))).toBe(false);
+    // without the flag: $XDG_STATE_HOME/portcullis, as documented
+    const made = await runCli(["init"], { env, cwd: home });
+    expect(made.code, made.stderr).toBe(0);
+    expect(existsSync(join(home, "xdg", "portcullis", "keyring.json"))).toBe(true);
+  });
 });
