@@ -45,6 +45,20 @@ async function ready(gw: RawPeer): Promise<void> {
   await gw.request("tools/list");
 }
 
+/**
+ * A gateway (label `label`) on the lenient fixture, which logs every message it gets to the
+ * returned file (one JSON line each); `env` is the fixture's besides.
+ */
+function lenientGateway(label: string, env: Record<string, string> = {}): { gw: RawPeer; methodLog: string } {
+  const methodLog = join(mkdtempSync(join(tmpdir(), "pc-habits-")), "methods.jsonl");
+  const gw = rawGateway({
+    args: ["--label", label, "--approval", "none", "--", ...fixtureCommand("lenient")],
+    env: { FIXTURE_METHOD_LOG: methodLog, ...env },
+  });
+  peers.push(gw);
+  return { gw, methodLog };
+}
+
 function listLog(): string {
   return join(mkdtempSync(join(tmpdir(), "pc-habits-")), "lists.log");
 }
@@ -312,14 +326,8 @@ describe("a client that asks for tools before initialize", () => {
 
 describe("a tools/list held while the server's identity is pending", () => {
   it("cancelled by the client: never answered, and its id free at once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
-    const methodLog = join(dir, "methods.jsonl");
     // the server's tools/list answer comes late: the client's list is held until it does
-    const gw = rawGateway({
-      args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
-      env: { FIXTURE_METHOD_LOG: methodLog, FIXTURE_LIST_DELAY_MS: "3000" },
-    });
-    peers.push(gw);
+    const { gw, methodLog } = lenientGateway("lenient", { FIXTURE_LIST_DELAY_MS: "3000" });
     await gw.initialize();
     const logged = () => readJsonLines<{ method: string }>(methodLog).map((r) => r.method);
     gw.send({ jsonrpc: "2.0", id: 5, method: "tools/list" });
@@ -467,13 +475,7 @@ describe("ids the client chose", () => {
   });
 
   it("a cancellation reaches its request however either spells the id (escapes, 1.0 for 1)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
-    const methodLog = join(dir, "methods.jsonl");
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("lenient")],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-    });
-    peers.push(gw);
+    const { gw, methodLog } = lenientGateway("habits");
     await ready(gw);
     // [the id as the request writes it, as its cancellation does]: one id each (JSON's equality)
     const pairs = [
@@ -509,13 +511,7 @@ describe("ids the client chose", () => {
   });
 
   it("an id in flight is in use however it is spelled: 1.0 and 1 are one id, as a cancellation reads them", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "pc-habits-"));
-    const methodLog = join(dir, "methods.jsonl");
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("lenient")],
-      env: { FIXTURE_METHOD_LOG: methodLog },
-    });
-    peers.push(gw);
+    const { gw, methodLog } = lenientGateway("habits");
     await ready(gw);
     const reads = () =>
       readJsonLines<{ method: string; params: { uri?: string } }>(methodLog)
