@@ -208,6 +208,15 @@ function currentMatches(cwd: string, patterns: readonly string[]): IncludeMatche
   }
 }
 
+/** A directory watched for single files (watchArtifacts' addFiles). */
+interface WatchedDirNode {
+  /** the watched files in it */
+  names: Set<string>;
+  /** its directories on the way to a watched file, watched again when an event names them */
+  subdirs: Set<string>;
+  w: FSWatcher | null;
+}
+
 export interface ArtifactWatcher {
   /** Settles when the initial scan is done and changes from then on are reported. */
   ready: Promise<void>;
@@ -245,7 +254,8 @@ export function watchArtifacts(
   const debounceMs = opts.debounceMs ?? 250;
   const maxWaitMs = Math.max(1000, 4 * debounceMs);
   const cwd = s.workingDirectory;
-  const watchers: FSWatcher[] = [];
+  /** addFiles' directories: the files watched in each, the directories on the way below it */
+  const fileDirs = new Map<string, WatchedDirNode>();
   const trees: TreeWatch[] = [];
   const pending = new Set<string>();
   const pendingInclude = new Set<string>();
@@ -318,26 +328,77 @@ export function watchArtifacts(
     timer = setTimeout(flush, Math.max(0, Math.min(debounceMs, firstAt + maxWaitMs - now)));
   };
 
-  /** Single files, each seen through its directory: one watch per directory, events by name. */
+  /**
+   * Single files, each seen through its directory: one watch per directory, events by name. A
+   * watch follows the directory it was set up on: one removed and created again (`rm -rf dist &&
+   * tsc`, a bundler emptying its out dir) or replaced by a rename leaves it on the old directory,
+   * silent (node reports no error), and every later write of the entry would be seen by the stat
+   * poll only, up to a round late and as a change no event told of (`unseen`, judged more
+   * strictly). So each directory's name is watched in its parent too, up to the working
+   * directory (outside it, in its parent only), and an event naming it sets its watch up again
+   * (new before old is closed, so a directory that stayed is never unwatched), and those of the
+   * directories below it on the way to a watched file. The same brings a directory that does not
+   * exist at the start (`dist` before the first build) under watch once it is created. What was
+   * written in such a directory before its new watch began raised no event here: a watched file
+   * in it whose state differs from what the poll last saw is reported then.
+   */
   const addFiles = (files: string[]) => {
-    const byDir = new Map<string, Set<string>>();
+    const inCwd = (d: string) => d === cwd || d.startsWith(cwd.endsWith(sep) ? cwd : cwd + sep);
+    const at = (d: string): WatchedDirNode => {
+      const had = fileDirs.get(d);
+      if (had !== undefined) return had;
+      const n: WatchedDirNode = { names: new Set(), subdirs: new Set(), w: null };
+      fileDirs.set(d, n);
+      return n;
+    };
     for (const f of files) {
-      const names = byDir.get(dirname(f)) ?? new Set<string>();
-      names.add(basename(f));
-      byDir.set(dirname(f), names);
-    }
-    for (const [dir, names] of byDir) {
-      try {
-        const w = watch(dir, { persistent: true }, (_event, name) => {
-          const n = name?.toString();
-          if (n !== undefined && names.has(n)) record(join(dir, n), false);
-        });
-        w.on("error", () => w.close());
-        watchers.push(w);
-      } catch {
-        /* a directory that does not exist (yet) or cannot be watched: the next capture sees it */
+      let d = dirname(f);
+      at(d).names.add(basename(f));
+      const top = inCwd(d) ? cwd : dirname(d);
+      while (d !== top && dirname(d) !== d) {
+        at(dirname(d)).subdirs.add(basename(d));
+        d = dirname(d);
       }
     }
+    for (const d of fileDirs.keys()) watchFileDir(d, false);
+  };
+
+  /** (Re)sets up the watch of a directory of addFiles; `renew`: after an event naming it. */
+  const watchFileDir = (dir: string, renew: boolean): void => {
+    const n = fileDirs.get(dir);
+    if (closed || n === undefined) return;
+    let w: FSWatcher;
+    try {
+      w = watch(dir, { persistent: true }, (_event, name) => {
+        const x = name?.toString();
+        if (closed || x === undefined) return;
+        if (n.names.has(x)) record(join(dir, x), false);
+        if (n.subdirs.has(x)) watchFileDir(join(dir, x), true);
+      });
+    } catch (e) {
+      // gone (removed, or not created yet): an old watch would follow a directory moved away
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        n.w?.close();
+        n.w = null;
+      }
+      // otherwise (the system's limit of watches reached) the old one is kept; the next capture
+      // sees what it misses
+      return;
+    }
+    w.on("error", () => {
+      w.close();
+      if (n.w === w) n.w = null;
+    });
+    const old = n.w;
+    n.w = w;
+    old?.close();
+    if (!renew) return;
+    for (const x of n.names) {
+      const abs = join(dir, x);
+      if (poll.differs(abs)) record(abs, false);
+    }
+    for (const x of n.subdirs) watchFileDir(join(dir, x), true);
   };
 
   const poll = statPoll((abs, since) => {
@@ -416,7 +477,7 @@ export function watchArtifacts(
       }
       timer = null;
       for (const t of trees) t.close();
-      for (const w of watchers) w.close();
+      for (const n of fileDirs.values()) n.w?.close();
     },
   };
 }
@@ -446,6 +507,8 @@ interface StatPoll {
   setIncluded(paths: readonly string[]): void;
   /** a change of `path` reported by inotify: its state now is the one the next rounds compare with */
   seen(path: string): void;
+  /** whether `path` differs now from its state at its last round or seen() (true when not polled) */
+  differs(path: string): boolean;
   close(): void;
 }
 
@@ -501,6 +564,10 @@ function statPoll(onChange: (abs: string, since: number) => void): StatPoll {
     },
     seen(path) {
       if (last.has(path)) last.set(path, { state: stateOf(path), at: performance.now() });
+    },
+    differs(path) {
+      const had = last.get(path);
+      return had === undefined || had.state !== stateOf(path);
     },
     close() {
       clearInterval(timer);

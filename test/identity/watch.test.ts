@@ -130,6 +130,62 @@ describe("artifact watcher", () => {
     expect(await next()).toEqual(["node_modules/@scope/deep/package.json"]);
   });
 
+  /**
+   * A watcher of `app` (captured with `include`) and `byWatcher(rel, prep)`: `prep` done, then `rel`
+   * written, until one write is reported by an inotify event and not by the stat poll (`unseen`).
+   * The poll's round can land between a write and its event (in the same turn of the event loop),
+   * rarely, so a write is tried up to three times; without a live watch every one is the poll's.
+   */
+  const watchedApp = async (app: string, include: string[]) => {
+    const p = await captureStaticIdentity(
+      specFor(app, "node", ["dist/server.js"], { include }),
+      new DigestCache(null),
+    );
+    const unseen: number[] = [];
+    watcher = watchArtifacts(p, (paths) => seen.push(paths), {
+      debounceMs: 100,
+      unseen: (since) => unseen.push(since),
+    });
+    await watcher.ready;
+    return async (rel: string, prep: () => void = () => {}): Promise<void> => {
+      for (let round = 1; round <= 3; round++) {
+        await sleep(500); // what the last step set going is over
+        seen.length = 0;
+        unseen.length = 0;
+        prep();
+        put(app, rel, `// write ${round}\n`);
+        expect(await next()).toContain(rel);
+        if (unseen.length === 0) return;
+      }
+      expect.fail(`every write of ${rel} was seen by the stat poll only`);
+    };
+  };
+  /** `name` in `app` replaced by a copy renamed into its place (the old one moved away) */
+  const swapIn = (app: string, name: string) => () => {
+    rmSync(join(app, `${name}-old`), { recursive: true, force: true });
+    cpSync(join(app, name), join(app, `${name}-next`), { recursive: true });
+    renameSync(join(app, name), join(app, `${name}-old`));
+    renameSync(join(app, `${name}-next`), join(app, name));
+  };
+
+  it("watches the entry's directory again after `rm -rf dist && tsc` or a rename, and a file's directories created after the start", async () => {
+    const app = makeProject(join(root, "rebuilt-app"));
+    const byWatcher = await watchedApp(app, ["extras/conf/plugin.json"]);
+    // the entry's directory removed and written again, as a build emptying its out dir does, then
+    // a rebuild in it
+    await byWatcher("dist/server.js", () => rmSync(join(app, "dist"), { recursive: true }));
+    await byWatcher("dist/server.js");
+    // the directory replaced by a rename
+    await byWatcher("dist/server.js", swapIn(app, "dist"));
+    await byWatcher("dist/server.js");
+    // a file (a plain include path) whose directories do not exist at the start, then do, then are
+    // created again
+    await byWatcher("extras/conf/plugin.json");
+    await byWatcher("extras/conf/plugin.json");
+    await byWatcher("extras/conf/plugin.json", () => rmSync(join(app, "extras"), { recursive: true }));
+    await byWatcher("extras/conf/plugin.json");
+  }, 60_000);
+
   it("reports an include file written into a directory just created, under a glob's base or as the base", async () => {
     const app = makeProject(join(root, "plugins-app"));
     put(app, "plugins/first.mjs", "export {};\n");
