@@ -318,8 +318,20 @@ export function watchArtifacts(
     // echo of its last write, out of a pause).
     poll.seen(abs);
     const rel = displayPath(abs, cwd);
-    if (include) pendingInclude.add(rel);
-    else pending.add(rel);
+    if (include) {
+      pendingInclude.add(rel);
+      // A directory of an include tree named by an event may have been created again or replaced
+      // by a rename (the base itself is named in its parent, treeWatch.ts): a file written in it
+      // before its new watch began raised no event, nor did any file of a directory renamed in
+      // whole, and only the directory was named, which no pattern matches. The polled files under
+      // it whose state differs from what the poll last saw are a change seen now (the poll would
+      // report them up to a round later, as a change no event told of).
+      for (const f of poll.includedUnder(abs)) {
+        if (!poll.differs(f)) continue;
+        poll.seen(f);
+        pendingInclude.add(displayPath(f, cwd));
+      }
+    } else pending.add(rel);
     const now = Date.now();
     if (timer === null) {
       firstAt = now;
@@ -507,6 +519,8 @@ interface StatPoll {
   setIncluded(paths: readonly string[]): void;
   /** a change of `path` reported by inotify: its state now is the one the next rounds compare with */
   seen(path: string): void;
+  /** the include patterns' files polled under the directory `dir` */
+  includedUnder(dir: string): string[];
   /** whether `path` differs now from its state at its last round or seen() (true when not polled) */
   differs(path: string): boolean;
   close(): void;
@@ -564,6 +578,10 @@ function statPoll(onChange: (abs: string, since: number) => void): StatPoll {
     },
     seen(path) {
       if (last.has(path)) last.set(path, { state: stateOf(path), at: performance.now() });
+    },
+    includedUnder(dir) {
+      const prefix = dir.endsWith(sep) ? dir : dir + sep;
+      return included.filter((p) => p.startsWith(prefix));
     },
     differs(path) {
       const had = last.get(path);

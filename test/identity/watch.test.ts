@@ -186,6 +186,22 @@ describe("artifact watcher", () => {
     await byWatcher("extras/conf/plugin.json");
   }, 60_000);
 
+  it("reports a write in an include base removed and created again or replaced by a rename, and watches it again", async () => {
+    const app = makeProject(join(root, "rebuilt-config"));
+    put(app, "config/tools.json", "{}");
+    put(app, "plugins/a/one.mjs", "export {};\n");
+    const byWatcher = await watchedApp(app, ["config/*.json", "plugins/**/*.mjs"]);
+    await byWatcher("config/tools.json", () => rmSync(join(app, "config"), { recursive: true }));
+    await byWatcher("config/tools.json");
+    // replaced by a rename: no event inside either directory, only the base's name in its parent,
+    // which no pattern matches
+    await byWatcher("config/tools.json", swapIn(app, "config"));
+    await byWatcher("config/tools.json");
+    // the same for a directory under a glob's base
+    await byWatcher("plugins/a/one.mjs", swapIn(app, "plugins/a"));
+    await byWatcher("plugins/a/one.mjs");
+  }, 60_000);
+
   it("reports an include file written into a directory just created, under a glob's base or as the base", async () => {
     const app = makeProject(join(root, "plugins-app"));
     put(app, "plugins/first.mjs", "export {};\n");
