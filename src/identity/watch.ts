@@ -146,8 +146,9 @@ function computeWatched(s: StaticIdentity): Watched {
   const tree = s.dependencyTree;
   if (tree !== null) {
     dirs.push({ path: abs(tree.root), depth: NODE_MODULES_DEPTH, kind: "modules" });
-    // A linked package is the user's own code, rebuilt in place (dist/a/b.js): watched to any
-    // depth. One not digested (too large, a link to an ancestor) is not watched either.
+    // A linked package is the user's own code, rebuilt in place (dist/a/b.js): watched as deep
+    // as a `**` glob (GLOB_DEPTH), though digested to any depth. One not digested (too large, a
+    // link to an ancestor) is not watched either.
     for (const m of tree.more ?? []) {
       if (m.sha256 === null) continue;
       dirs.push(
