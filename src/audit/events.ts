@@ -65,7 +65,40 @@ export function argumentsDigest(args: unknown): string {
  * `{ "redacted": true }` (not a string, so the event still passes assertAuditable).
  */
 export function redactSecrets(value: unknown): unknown {
-  return redactValue(value, { marker: { redacted: true } });
+  // redactValue keeps an empty string under a secret-named key (it hides nothing), but the log
+  // refuses any string there: `{"password": ""}` made the call's intent unwritable, and the call
+  // was refused audit_unavailable with `audit.arguments: "clear"` only.
+  return auditable(redactValue(value, { marker: { redacted: true } }));
+}
+
+/** What replaces a string the log would refuse (see auditable). */
+const REDACTED_VALUE = { redacted: true } as const;
+
+/**
+ * A copy of a JSON value that assertAuditable accepts whatever keys it holds: every string
+ * directly under a key named like a secret (SECRET_KEY_PATTERN, at any depth) becomes
+ * `{ "redacted": true }`; everything else is kept as it is. For values the gateway records but
+ * did not choose the keys of: a server's tool definitions (catalog_revised), what a server reached
+ * by URL says of itself (serverInfo, capabilities in an execution record), a client's arguments.
+ * Without it one such string (`"examples": [{"token": "abc"}]` in an input schema, an OAuth
+ * `token_endpoint` in a server's capabilities) made the whole event unwritable, and the gateway
+ * dropped it with a warning: a server could keep every revision of its catalog out of the log.
+ * Keys are kept as own properties, `__proto__` included (JSON.parse makes it one).
+ */
+export function auditable<T>(value: T): T {
+  return copyAuditable(value) as T;
+}
+
+function copyAuditable(v: unknown): unknown {
+  if (typeof v !== "object" || v === null) return v;
+  if (Array.isArray(v)) return v.map(copyAuditable);
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) {
+    const value =
+      typeof x === "string" && SECRET_KEY_PATTERN.test(k) ? { ...REDACTED_VALUE } : copyAuditable(x);
+    Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }
 
 /**

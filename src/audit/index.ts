@@ -5,6 +5,7 @@ export {
   type AuditEventType,
   argumentsDigest,
   assertAuditable,
+  auditable,
   redactSecrets,
 } from "./events.js";
 export { exportLines } from "./exportFile.js";

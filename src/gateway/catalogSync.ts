@@ -1,3 +1,4 @@
+import { auditable } from "../audit/events.js";
 import {
   ArgumentValidator,
   type CatalogSnapshot,
@@ -290,8 +291,9 @@ export class CatalogSync {
         previousRevision: rec.previous?.revision ?? null,
         fingerprint: snap.fingerprint,
         coverage: snap.coverage,
-        inventory: snap.tools,
-        diff: previous ? diffCatalogs(previous, snap) : null,
+        // the server chose every key in these (auditable: never a string under a secret-like key)
+        inventory: auditable(snap.tools),
+        diff: previous ? auditable(diffCatalogs(previous, snap)) : null,
       });
     }
     if (before !== null && before !== rec.revision) this.p.changed(before, rec.revision);

@@ -1,8 +1,8 @@
-import { argumentsDigest } from "../audit/index.js";
+import { argumentsDigest, auditable, redactSecrets } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
 import { nonFiniteAt } from "../util/canonical.js";
-import { redactRecord, redactValue } from "../util/redact.js";
+import { redactRecord } from "../util/redact.js";
 import type { CallName } from "./clientIdText.js";
 import type { EventSink } from "./events.js";
 import { defaultsApplied } from "./text.js";
@@ -97,9 +97,7 @@ export class GatewayRecords {
         argumentsDigest: given,
         effectiveArgumentsDigest: noDefaults ? given : argumentsDigest(call.effective),
         defaultsApplied: noDefaults ? [] : Object.keys(defaultsApplied(args, call.effective)),
-        ...(this.auditArguments === "clear"
-          ? { arguments: redactValue(args ?? {}, { marker: { redacted: true } }) }
-          : {}),
+        ...(this.auditArguments === "clear" ? { arguments: redactSecrets(args ?? {}) } : {}),
       },
       condition,
     );
@@ -190,7 +188,8 @@ export class GatewayRecords {
       serverLabel: this.label,
       epoch: gen.epoch,
       identityDigest: gen.record.identityDigest,
-      record: redactRecord(gen.record),
+      // what a server reached by URL says of itself (serverInfo, capabilities) has keys it chose
+      record: auditable(redactRecord(gen.record)),
     });
   }
 
@@ -202,7 +201,8 @@ export class GatewayRecords {
       epoch: gen.epoch,
       previousEpoch: previous?.epoch ?? null,
       reason: gen.reason,
-      record: redactRecord(gen.record),
+      // what a server reached by URL says of itself (serverInfo, capabilities) has keys it chose
+      record: auditable(redactRecord(gen.record)),
     });
     if (previous) {
       this.events.emit({

@@ -1,0 +1,124 @@
+// Values the gateway records whose keys someone else chose: a client's arguments (with
+// `audit.arguments: "clear"`), a server's tool definitions (catalog_revised), what a server reached
+// by URL says of itself (server_started, server_identified). The log refuses a string under a key
+// named like a secret (docs/audit-format.md, "Writing"), so one such string (`"token": "…"` in an
+// input schema's examples, an OAuth `token_endpoint` in serverInfo, an empty `password`) must be
+// redacted in the record, not make the record unwritable: it was dropped with a warning (the
+// catalog's revisions, the remote server's start) or refused the call (audit_unavailable).
+// Real processes: the gateway, the catalog and HTTPS fixture servers.
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+import { makeTls, startFixture, type Tls } from "../http/upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const LOGIN = {
+  name: "login",
+  description: "Log in.",
+  inputSchema: {
+    type: "object",
+    properties: {
+      user: { type: "string" },
+      password: { type: "string" },
+      auth: { type: "object", examples: [{ token: "example-value" }] },
+    },
+  },
+};
+
+describe("keys named like secrets in what others chose", () => {
+  it("a tool definition holding one is recorded in catalog_revised, its string redacted", async () => {
+    const cat = makeCatalog([LOGIN]);
+    cleanup.push(() => cat.cleanup());
+    const gw = rawGateway({
+      args: ["--label", "secretish", "--approval", "none", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list");
+    gw.closeStdin();
+    await gw.exited;
+    expect(gw.stderr()).not.toContain("cannot record");
+    const revised = (await auditEvents(gw.stateDir)).filter((e) => e.type === "catalog_revised");
+    expect(revised).toHaveLength(1);
+    const inventory = revised[0]!.inventory as (typeof LOGIN)[];
+    expect(inventory[0]!.inputSchema.properties.auth.examples).toEqual([{ token: { redacted: true } }]);
+    expect(inventory[0]!.inputSchema.properties.user).toEqual({ type: "string" });
+  });
+
+  it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {
+    const cat = makeCatalog([LOGIN]);
+    cleanup.push(() => cat.cleanup());
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "secretish",
+        "--approval",
+        "none",
+        "--audit-arguments",
+        "clear",
+        "--",
+        ...fixtureCommand("catalog"),
+      ],
+      env: cat.env,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list");
+    gw.send(
+      '{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"login","arguments":{"user":"bob","password":""}}}\n',
+    );
+    const answer = await gw.next((m) => m.id === "c1");
+    expect(answer.error).toBeUndefined();
+    expect(cat.records().map((r) => r.args)).toEqual([{ user: "bob", password: "" }]);
+    gw.closeStdin();
+    await gw.exited;
+    const called = (await auditEvents(gw.stateDir)).filter((e) => e.type === "tool_called");
+    expect(called).toHaveLength(1);
+    expect(called[0]!.arguments).toEqual({ user: "bob", password: { redacted: true } });
+  });
+
+  describe("a server reached by URL", () => {
+    let tls: Tls;
+    beforeAll(async () => {
+      tls = await makeTls();
+    });
+
+    it("whose serverInfo holds one: its start and identity are recorded, the string redacted", async () => {
+      const info = { websiteUrl: "https://example.test", token_endpoint: "https://example.test/token" };
+      const server = await startFixture({ FIXTURE_INFO: JSON.stringify(info) }, tls);
+      cleanup.push(() => server.kill());
+      const stateDir = newStateDir();
+      const gw = await startGateway({
+        args: ["--url", server.url, "--label", "remote", "--approval", "none"],
+        env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+        stateDir,
+      });
+      cleanup.push(() => gw.close());
+      expect((await gw.client.listTools()).tools.length).toBeGreaterThan(0);
+      await gw.close();
+      expect(gw.stderr()).not.toContain("cannot record");
+      const events = await auditEvents(stateDir);
+      const started = events.filter((e) => e.type === "server_started");
+      const identified = events.filter((e) => e.type === "server_identified");
+      expect(started).toHaveLength(1);
+      expect(identified).toHaveLength(1);
+      expect((identified[0]!.record as { remote: unknown }).remote).toMatchObject({
+        serverInfo: {
+          name: "http-fixture",
+          websiteUrl: "https://example.test",
+          token_endpoint: { redacted: true },
+        },
+      });
+    });
+  });
+});
