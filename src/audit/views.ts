@@ -113,6 +113,8 @@ export interface ActivityEntry {
    * knows: it did not run it), "cancelled" (the client cancelled it after its intent; never
    * forwarded), "superseded" (its
    * decision was made again: the call appears again after it), or "pending" (no end written).
+   * "refused" also ends a guarded read recorded and then not sent because no server process was
+   * alive to take it (decision `server_unavailable`).
    */
   outcome: string;
   /** why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided) */
@@ -441,7 +443,15 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
               ? "interrupted"
               : e.reason === "redecided"
                 ? "superseded"
-                : "cancelled";
+                : e.reason === "server_unavailable"
+                  ? "refused"
+                  : "cancelled";
+        // A read recorded, then not sent because no server process was alive to take it: the
+        // client was answered server_unavailable, as a call refused for that reason before its
+        // intent (authorization_denied) is shown. It was listed as "cancelled" (by the client),
+        // which it never was.
+        if (e.outcome === "not_forwarded" && e.reason === "server_unavailable")
+          a.decision = "server_unavailable";
         a.endedAt = header.time;
         break;
       }

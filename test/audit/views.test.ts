@@ -273,6 +273,42 @@ describe("views", () => {
     expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, answered: 2, pending: 0 });
   });
 
+  it("a read recorded but not sent because no server process was alive is refused server_unavailable, not cancelled", async () => {
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        {
+          type: "request_forwarded",
+          run: RUN,
+          serverLabel: S,
+          requestId: 1,
+          callKey: 1,
+          method: "resources/read",
+          epoch: A,
+          paramsDigest: argumentsDigest({ uri: "file:///a" }),
+        },
+        // what src/gateway/guardedRequests.ts writes when inFlight.forward finds no live process
+        {
+          type: "call_interrupted",
+          run: RUN,
+          serverLabel: S,
+          requestId: 1,
+          callKey: 1,
+          method: "resources/read",
+          epoch: A,
+          reason: "server_unavailable",
+          outcome: "not_forwarded",
+        },
+      ],
+    ]);
+    const activity = activityView(records);
+    expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
+      ["resources/read", "server_unavailable", "refused", "server_unavailable"],
+    ]);
+    const [s] = sessionsView(records);
+    expect(s!.counts).toMatchObject({ calls: 1, refused: 1, cancelled: 0, answered: 0 });
+  });
+
   it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
     const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
       type: "tool_called",
