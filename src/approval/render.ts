@@ -37,6 +37,15 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
 }
 
 /**
+ * Whether an argument's value was left out of the review (reviewArguments keeps no value, null,
+ * of an argument named like a secret). A null with any other note is the value itself: a schema
+ * default of null was shown as "(hidden)", as if the human were not allowed to see it.
+ */
+export function hidden(a: Review["arguments"][number]): boolean {
+  return a.value === null && isSecretName(a.name);
+}
+
+/**
  * The review a human reads before deciding, as text. Everything in it is stored
  * with the request; text that came from a process or a server is made
  * terminal-safe here again (a description cannot drive the terminal it is shown on).
@@ -124,7 +133,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   if (r.arguments.length === 0) lines.push("  (none)");
   for (const a of r.arguments) {
     lines.push(
-      `  ${displayName(a.name)} = ${a.value === null && a.note ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${displayName(a.name)} = ${hidden(a) ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
   return redactText(lines.join("\n"));
@@ -273,7 +282,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     );
   if (r.arguments.length === 0) lines.push("  arguments  (none)");
   r.arguments.slice(0, 6).forEach((a, i) => {
-    const value = a.value === null && a.note ? "(hidden)" : displayValue(a.value, 120);
+    const value = hidden(a) ? "(hidden)" : displayValue(a.value, 120);
     lines.push(
       `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)} = ${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );

@@ -5,7 +5,7 @@
  * printable by publicRequest (arguments and records redacted), every string escaped by `html`.
  */
 import { reviewDigest } from "../approval/decision.js";
-import { publicRequest } from "../approval/render.js";
+import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
@@ -78,7 +78,7 @@ function argumentsPart(r: Review): Html {
         : html`<table><tbody>${r.arguments.map(
             (a) =>
               html`<tr><th>${a.name}</th><td><code class="value">${
-                a.value === null && a.note ? "(hidden)" : jsonText(a.value)
+                hidden(a) ? "(hidden)" : jsonText(a.value)
               }</code></td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`
     }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { renderReview } from "../../src/approval/render.js";
+import { renderReview, renderReviewCard } from "../../src/approval/render.js";
 import { decideRequest } from "../../src/approval/requests.js";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
+import { reviewCard } from "../../src/console/card.js";
 import type { ExecutionRecord } from "../../src/identity/index.js";
 import type { Store } from "../../src/store/db.js";
 import {
@@ -129,6 +130,34 @@ describe("what the human sees", () => {
     expect(text).not.toContain("s3cr3t-value");
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p2;
+  });
+
+  it("an argument whose value is null is shown as null, not as hidden; one named like a secret is hidden", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const tool = {
+      ...publishPreview,
+      inputSchema: {
+        type: "object",
+        properties: { branch: { type: "string" }, label: { default: null }, password: { type: "string" } },
+      },
+    };
+    const p = auth.obtain(
+      callOf(tool, A, { effective: { branch: "main", label: null, password: "hunter22" } }),
+    );
+    const req = await pendingOf(other, run);
+    for (const text of [renderReview(req), renderReviewCard(req)]) {
+      expect(text).toMatch(/label = null {3}← schema default/);
+      // (hidden), which the review's last pass of redactText writes as [redacted] after a secret's name
+      expect(text).toMatch(/password = \[redacted\]/);
+      expect(text).not.toContain("hunter22");
+    }
+    // the console's card, the same way
+    const card = String(reviewCard(req, "csrf"));
+    expect(card).toMatch(/<th>label<\/th><td><code class="value">null<\/code>/);
+    expect(card).toMatch(/<th>password<\/th><td><code class="value">\(hidden\)<\/code>/);
+    decideRequest(other, req.request, { approve: false }, "test", signer());
+    await p;
   });
 
   it("server-provided text cannot drive the terminal the review is shown on", async () => {
