@@ -39,7 +39,10 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
 /**
  * Whether an argument's value was left out of the review (reviewArguments keeps no value, null,
  * of an argument named like a secret). A null with any other note is the value itself: a schema
- * default of null was shown as "(hidden)", as if the human were not allowed to see it.
+ * default of null was shown as "(hidden)", as if the human were not allowed to see it. Such an
+ * argument is shown as `NAME (hidden)`, without "=": the review's last pass of redactText reads
+ * `NAME = X` after a secret's name as a credential and wrote "[redacted]" over "(hidden)" (and
+ * over the note, then "secret: value not stored"), garbling what the human reads.
  */
 export function hidden(a: Review["arguments"][number]): boolean {
   return a.value === null && isSecretName(a.name);
@@ -133,7 +136,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
   if (r.arguments.length === 0) lines.push("  (none)");
   for (const a of r.arguments) {
     lines.push(
-      `  ${displayName(a.name)} = ${hidden(a) ? "(hidden)" : displayValue(a.value, 400)}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${displayName(a.name)}${hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, 400)}`}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
   return redactText(lines.join("\n"));
@@ -282,9 +285,9 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     );
   if (r.arguments.length === 0) lines.push("  arguments  (none)");
   r.arguments.slice(0, 6).forEach((a, i) => {
-    const value = hidden(a) ? "(hidden)" : displayValue(a.value, 120);
+    const value = hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, 120)}`;
     lines.push(
-      `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)} = ${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)}${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   });
   if (r.arguments.length > 6) lines.push(`             … ${r.arguments.length - 6} more: --verbose`);

@@ -259,7 +259,7 @@ export function reviewArguments(call: ApprovedCall): Review["arguments"] {
   for (const [name, value] of Object.entries(call.effective ?? {})) {
     const prop = own(props, name);
     if (isSecretName(name)) {
-      out.push({ name, value: null, note: "named like a secret: value not stored" });
+      out.push({ name, value: null, note: "named like a secret; value not stored" });
       continue;
     }
     const shown = redactValue(value);
