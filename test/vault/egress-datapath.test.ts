@@ -254,6 +254,68 @@ describe("the data path inside a tunnel", () => {
   });
 });
 
+describe("a request that names another host than its tunnel's", () => {
+  // The upstream picks the site from the Host header or an absolute target, not from the
+  // connection: a declared host that fronts many sites (a CDN, a PaaS router) would hand the
+  // credential to whichever one the request names.
+  it("a Host or an absolute target naming another host gets a 421 and the upstream gets nothing; the destination's own names get the value", async () => {
+    window = { epoch: "E1", inFlight: [call("w1")] };
+    const port = Number(host.split(":")[1]);
+    const before = seen.length;
+    const auth = `Authorization: Bearer ${PLACEHOLDER}\r\n`;
+    const refused = [
+      `GET /fronted HTTP/1.1\r\nHost: attacker.example\r\n${auth}\r\n`,
+      `GET /fronted HTTP/1.1\r\nHost: 127.0.0.1:${port + 1}\r\n${auth}\r\n`,
+      `GET /fronted HTTP/1.1\r\nHost: ${host}\r\nHost: attacker.example\r\n${auth}\r\n`,
+      `GET https://attacker.example/fronted HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`,
+      `GET https://attacker.example:${port}/fronted HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`,
+    ];
+    for (const [i, head] of refused.entries()) {
+      const t = await rawTunnel();
+      const out = readUntil(t, (x) => x.includes("\r\n\r\n"));
+      t.write(head);
+      // the status line only: a failure must not print what the upstream echoed
+      expect((await out).split("\r\n")[0], `request ${i}`).toMatch(/^HTTP\/1\.1 421 /);
+      t.destroy();
+    }
+    // through the proxy's absolute-form path (as axios sends https:// URLs) too
+    for (const hostHeader of ["attacker.example", `127.0.0.1:${port + 1}`]) {
+      const s = netConnect(proxy.port, "127.0.0.1");
+      const chunks: Buffer[] = [];
+      s.on("data", (d: Buffer) => chunks.push(d));
+      s.write(
+        `GET https://${host}/fronted-absolute HTTP/1.1\r\nHost: ${hostHeader}\r\n${auth}Connection: close\r\n\r\n`,
+      );
+      await once(s, "close");
+      expect(Buffer.concat(chunks).toString("latin1").split("\r\n")[0], hostHeader).toMatch(
+        /^HTTP\/1\.1 421 /,
+      );
+    }
+    expect(seen.length).toBe(before);
+    // the destination's own name, or an absolute target naming it, or no Host at all (HTTP/1.0)
+    // still get the value
+    const allowed = [
+      `GET /own HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`,
+      `GET https://${host}/own-absolute HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`,
+      `GET /own-no-host HTTP/1.0\r\n${auth}\r\n`,
+    ];
+    for (const head of allowed) {
+      const t = await rawTunnel();
+      const out = readUntil(t, (x) => x.includes(SECRET));
+      t.write(head);
+      expect((await out).split("\r\n")[0]).toMatch(/^HTTP\/1\.1 200 /);
+      t.destroy();
+    }
+    expect(seen.slice(before).map((x) => x.authorization)).toEqual(Array(3).fill(`Bearer ${SECRET}`));
+    // a request that carries no value is none of this check's business
+    const t = await rawTunnel();
+    const out = readUntil(t, (x) => x.includes("GET /no-value"));
+    t.write("GET /no-value HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n");
+    expect((await out).split("\r\n")[0]).toMatch(/^HTTP\/1\.1 200 /);
+    t.destroy();
+  });
+});
+
 describe("a client slower than the upstream", () => {
   it("a large answer reaches a client that stops reading for a while intact, and the tunnel serves on", async () => {
     window = { epoch: "E1", inFlight: [call("w1")] };

@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream";
-import { type Destination, destinationText } from "./hosts.js";
+import { type Destination, destinationText, misdirection } from "./hosts.js";
 import {
   BodyMeter,
   badHeaderValue,
@@ -184,6 +184,14 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         "Bad Request",
         "a released value cannot be written into a header (it holds a control character or a character that is not one byte)",
       );
+    }
+    // the upstream picks the site from the Host header and an absolute target, not from the
+    // connection: a value goes only with a request that names the destination (hosts.ts)
+    const misdirected =
+      s.released.length > 0 ? misdirection(o.dest, o.scheme, head.target, names, values) : null;
+    if (misdirected !== null) {
+      o.record({ ...base, outcome: "failed" });
+      return refuse(421, "Misdirected Request", `a request with a released value and ${misdirected}`);
     }
     let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;
     for (let i = 0; i < names.length; i++) text += `${names[i]}: ${parts.headers[i]}\r\n`;

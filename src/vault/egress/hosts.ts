@@ -76,3 +76,42 @@ export function parseAuthority(text: string): Destination | null {
   if (m[1] !== undefined ? !V6.test(host) : !NAME.test(host) || host.length > 253) return null;
   return { host: host.replace(/\.$/, ""), port };
 }
+
+/**
+ * Why a request that is to carry a released value names a host other than its destination, or
+ * null when it names only the destination. The proxy connects to `dest`, but the upstream picks
+ * the site that answers from the request itself: its `Host` header, or the authority of an
+ * absolute-form target (which RFC 9112 §3.2.2 tells a server to prefer). A declared host that
+ * fronts many sites (a CDN, a PaaS router, a shared reverse proxy) would hand a request that
+ * says `Host: attacker.example` to the attacker's site, credential and all: the value would
+ * reach a host nobody declared. So a request with a released value must name `dest` (default
+ * port optional) wherever it names a host, at most once.
+ */
+export function misdirection(
+  dest: Destination,
+  scheme: "http" | "https",
+  target: string,
+  names: readonly string[],
+  values: readonly string[],
+): string | null {
+  const namesDest = (authority: string, s: string) => {
+    const a = /:\d+$/.test(authority) ? authority : `${authority}:${s === "https:" ? 443 : 80}`;
+    const p = parseAuthority(a);
+    return p !== null && p.host === dest.host && p.port === dest.port;
+  };
+  const hosts = values.filter((_, i) => names[i]!.toLowerCase() === "host");
+  if (hosts.length > 1) return "more than one Host header";
+  if (hosts.length === 1 && !namesDest(hosts[0]!, `${scheme}:`))
+    return `a Host header that does not name ${destinationText(dest)}`;
+  if (!target.startsWith("/") && target !== "*") {
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      return `a request target that is neither a path nor a URL of ${destinationText(dest)}`;
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || !namesDest(url.host, url.protocol))
+      return `a request target that does not name ${destinationText(dest)}`;
+  }
+  return null;
+}

@@ -8,7 +8,7 @@ import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
 import { errorResponse, HOP, serveTunnel } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
-import { type Destination, destinationText, hostMatches, parseAuthority } from "./hosts.js";
+import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { releaser } from "./release.js";
 import { upstreams } from "./upstreams.js";
 
@@ -138,6 +138,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       : { released: [], withheld: [], call: null, epoch: o.calls().epoch };
     const headers: [string, string][] = names.map((n, i) => [n, parts.headers[i]!]);
     const base = { host: dest.host, port: dest.port, method: req.method ?? "GET", scheme, ...s };
+    // the upstream picks the site from the Host header, not from the connection: a value goes
+    // only with a request whose Host names the destination (hosts.ts, misdirection)
+    const misdirected = s.released.length > 0 ? misdirection(dest, scheme, path, names, values) : null;
+    if (misdirected !== null) {
+      record({ ...base, outcome: "failed" });
+      return fail(res, 421, `a request with a released value and ${misdirected}`);
+    }
     let upstream: http.ClientRequest;
     try {
       upstream = (scheme === "https" ? https : http).request({
