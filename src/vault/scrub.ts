@@ -271,7 +271,19 @@ export class ReleasedValues {
     try {
       if (sameIds(original, JSON.parse(replaced))) return replaced;
     } catch {
-      /* no longer JSON: rewrite from the parsed original */
+      /* no longer JSON: a form in a bare number, or across a string's end */
+    }
+    // A form inside a bare number: the whole number becomes the marker, as a string. Rewriting
+    // from the parsed message instead would scrub the number as JSON.parse reads it, and a
+    // number of more than 15-17 digits is read rounded: the value's digits would no longer be
+    // found, and all but its last few would go out as a number.
+    const quoted = quotedInNumbers(jsonLine, spans);
+    if (quoted !== null) {
+      try {
+        if (sameIds(original, JSON.parse(quoted))) return quoted;
+      } catch {
+        /* still not JSON: rewrite from the parsed original */
+      }
     }
     return JSON.stringify(
       Array.isArray(original) ? original.map((m) => this.scrubMessage(m)) : this.scrubMessage(original),
@@ -294,9 +306,9 @@ export class ReleasedValues {
     }
     if (Array.isArray(v)) return v.map((x) => this.scrubValue(x));
     if (typeof v === "object" && v !== null) {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[this.scrubText(k)] = this.scrubValue(x);
-      return out;
+      // defined, not assigned: assigning a key "__proto__" (JSON.parse makes it an own key) would
+      // set the prototype instead, and the key and its value would vanish from the message
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [this.scrubText(k), this.scrubValue(x)]));
     }
     return v;
   }
@@ -372,6 +384,52 @@ function replacedSpans(text: string, spans: Span[]): string {
   }
   out.push(text.slice(from));
   return out.join("");
+}
+
+const NUMBER_CHAR = /[0-9eE.+-]/;
+
+/**
+ * A JSON line with each of `spans` replaced by its marker, as a JSON string (in quotes) and
+ * widened to the whole number where the span lies in a bare number (outside every string, only
+ * number characters); spans inside strings are replaced as replacedSpans does. Null when no span
+ * lies in a number.
+ */
+function quotedInNumbers(line: string, spans: Span[]): string | null {
+  // whether each position is inside a string
+  const inString = new Uint8Array(line.length);
+  for (let i = 0, open = false; i < line.length; i++) {
+    const c = line[i];
+    if (open) {
+      inString[i] = 1;
+      if (c === "\\") {
+        inString[i + 1] = 1;
+        i++;
+      } else if (c === '"') open = false;
+    } else if (c === '"') {
+      inString[i] = 1;
+      open = true;
+    }
+  }
+  const out: string[] = [];
+  let from = 0;
+  let any = false;
+  for (const s of spans) {
+    if (s.end <= from) continue; // inside a number already widened and replaced
+    if (s.start < from) return null; // across its end: left to the rewrite
+    let { start, end } = s;
+    let quote = inString[start] === 0 && start < end;
+    for (let i = start; quote && i < end; i++) quote = inString[i] === 0 && NUMBER_CHAR.test(line[i]!);
+    if (quote) {
+      while (start > from && NUMBER_CHAR.test(line[start - 1]!) && inString[start - 1] === 0) start--;
+      while (end < line.length && NUMBER_CHAR.test(line[end]!) && inString[end] === 0) end++;
+      any = true;
+    }
+    const marker = redactionMarker(s.scope);
+    out.push(line.slice(from, start), quote ? `"${marker}"` : marker);
+    from = end;
+  }
+  out.push(line.slice(from));
+  return any ? out.join("") : null;
 }
 
 function matches(re: RegExp, text: string): boolean {

@@ -392,6 +392,61 @@ describe("ReleasedValues.scrubLine", () => {
     });
   });
 
+  it("a value of any length of digits echoed as a bare number: the whole number is a marker, no digit of it left", () => {
+    // JSON.parse reads a number of more than 15-17 digits rounded: scrubbing what it read would
+    // find nothing, and the value's leading digits would go out as a number
+    const digits = fc.stringMatching(/^[1-9][0-9]{7,39}$/);
+    const around = fc.constantFrom("", "-", "0.", "1.", "-0.");
+    const after = fc.constantFrom("", "0", ".5", "e3", "E-2", "12");
+    fc.assert(
+      fc.property(digits, around, after, fc.integer({ min: 0, max: 1e6 }), (v, pre, post, id) => {
+        const num = `${pre}${v}${post}`;
+        fc.pre(!Number.isNaN(Number(num)) && /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(num));
+        const line = `{"jsonrpc":"2.0","id":${id},"result":{"n":${num},"list":[${num},1],"s":"v=${v}"}}`;
+        const out = scrubberOf(v).scrubLine(line);
+        const parsed = JSON.parse(out) as { id: unknown };
+        expect(parsed.id).toBe(id);
+        expect(parsed).toEqual({ jsonrpc: "2.0", id, result: { n: MARK, list: [MARK, 1], s: `v=${MARK}` } });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a message rewritten from its parsed form keeps every key, __proto__ and constructor included", () => {
+    // the value as the id and elsewhere as a bare number: the message is rewritten from its
+    // parsed form (its id kept as written)
+    const key = fc.constantFrom("__proto__", "constructor", "toString", "hasOwnProperty", "plain");
+    const leaf = fc.oneof(
+      fc.string({ maxLength: 5 }),
+      fc.integer({ min: -1000, max: 1000 }),
+      fc.constant(null),
+    );
+    const tree = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        leaf,
+        fc.array(tie("node"), { maxLength: 3 }),
+        fc.uniqueArray(fc.tuple(key, tie("node")), { maxLength: 4, selector: ([k]) => k }),
+      ),
+    })).node;
+    /** JSON text of a tree, pairs written as object members (so "__proto__" is a key as written) */
+    const jsonOf = (t: unknown): string => {
+      if (Array.isArray(t) && t.every((x) => Array.isArray(x) && x.length === 2 && typeof x[0] === "string"))
+        return `{${t.map(([k, x]) => `${JSON.stringify(k)}:${jsonOf(x)}`).join(",")}}`;
+      if (Array.isArray(t)) return `[${t.map(jsonOf).join(",")}]`;
+      return JSON.stringify(t);
+    };
+    fc.assert(
+      fc.property(tree, (t) => {
+        const data = jsonOf(t);
+        const line = `{"jsonrpc":"2.0","id":123456789,"result":{"pin":123456789,"data":${data}}}`;
+        const out = JSON.parse(scrubberOf("123456789").scrubLine(line)) as { result: { data: unknown } };
+        expect(JSON.stringify(out.result.data)).toBe(JSON.stringify(JSON.parse(data)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("a line that is not JSON is still scrubbed (the gateway drops and logs it)", () => {
     const r = scrubberOf("secret-value-xyz");
     expect(r.scrubLine("Restarting secret-value-xyz {")).toBe(`Restarting ${MARK} {`);
