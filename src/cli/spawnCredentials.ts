@@ -32,6 +32,10 @@ export function reportSpawnCredentials(
     statusLog.status(
       `no secret "${scope}" in the vault: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then restart it`,
     );
+  for (const scope of of("nul"))
+    statusLog.status(
+      `the secret "${scope}" holds a NUL byte, which no environment variable can carry: the server started with a placeholder for it; store it again with 'portcullis vault set ${scope} --deliver env', then restart it`,
+    );
   for (const scope of of("not-env")) {
     const m = mismatch(scope);
     statusLog.status(

@@ -415,6 +415,12 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
     const dataKey = await unlockWithPassphrase(stateDir, `store the secret ${name}`);
     try {
       const value = checkSecretValue(fromStdin ? await readStdinValue() : await typedValue(name));
+      // An environment variable cannot hold a NUL byte: spawn() would throw at every start of
+      // the server, with the value itself in its message.
+      if (policy.deliver === "env" && value.includes("\0"))
+        throw new VaultError(
+          "the value holds a NUL byte, which no environment variable can carry; nothing was stored",
+        );
       const { rotated } = putSecret(db, dataKey, name, policy, value);
       let egressCa: { cert: string; key: string } | undefined;
       if (policy.deliver === "http") {

@@ -18,11 +18,12 @@ export interface EnvDelivery {
 
 /**
  * Why a scope's value was not put in the environment: no vault holder answered (`locked`),
- * no secret by that name (`missing`), or the secret is stored for HTTP delivery (`not-env`).
+ * no secret by that name (`missing`), the secret is stored for HTTP delivery (`not-env`), or its
+ * value holds a NUL byte, which no environment variable can carry (`nul`).
  */
 export interface Withheld {
   scope: string;
-  cause: "locked" | "missing" | "not-env";
+  cause: "locked" | "missing" | "not-env" | "nul";
 }
 
 /**
@@ -48,7 +49,11 @@ export function envDelivery(
       const withheld: Withheld[] = [];
       for (const s of env) {
         const r = await askHolder(stateDir, { op: "release", scope: s.secret });
-        if (r?.ok === true && typeof r.value === "string") {
+        if (r?.ok === true && typeof r.value === "string" && r.value.includes("\0")) {
+          // spawn() would throw with the value itself in its message (an "internal error" that
+          // printed it, and a gateway that never starts): the server gets the placeholder
+          withheld.push({ scope: s.secret, cause: "nul" });
+        } else if (r?.ok === true && typeof r.value === "string") {
           out[s.env] = r.value;
           released.push(s.secret);
           scrub?.add(s.secret, r.value);

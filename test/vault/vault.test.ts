@@ -6,6 +6,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileS
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { askHolder } from "../../src/vault/holder.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -355,6 +356,37 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     );
     expect(gw.stderr()).not.toMatch(/vault locked/);
     expect(gw.stderr()).not.toContain(SECRET);
+  });
+
+  it("a value with a NUL byte for env delivery: vault set refuses it; one in the holder anyway is withheld at spawn, never printed", async () => {
+    const project = configured("env");
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    const withNul = `${SECRET}\u0000tail`;
+    const refused = await vaultSet(stateDir, env, ["inventory-api-staging", "--deliver", "env"], withNul);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("holds a NUL byte");
+    expect(refused.stdout + refused.stderr).not.toContain(SECRET);
+    expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
+    // stored before vault set refused it, or put in the holder by another process of the user
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    const put = { op: "put", scope: "inventory-api-staging", deliver: "env", hosts: [], value: withNul };
+    expect(await askHolder(stateDir, put)).toEqual({ ok: true });
+    // spawn() would throw with the value in its message: the server starts with the placeholder
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.waitForStderr(/holds a NUL byte, which no environment variable can carry/);
+    await gw.client.listTools();
+    const r = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    expect(r.isError).toBeFalsy();
+    const placeholder = createHash("sha256")
+      .update("portcullis-placeholder:inventory-api-staging")
+      .digest("hex");
+    expect(project.records().at(-1)?.credential).toBe(placeholder.slice(0, 12));
+    expect(gw.stderr()).not.toContain(SECRET);
+    expect(gw.stderr()).not.toMatch(/internal error/);
   });
 
   it("deliver env while locked: the server gets a placeholder, never the config's own value", async () => {
