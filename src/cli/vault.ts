@@ -56,7 +56,7 @@ export const VAULT_HELP = `Usage:
 
 NAME is the credential scope that portcullis.json's "credentials" name, and that grants,
 reviews and the audit log show. The value is typed on the terminal with echo off, or read
-from standard input with --from-stdin (one trailing newline is dropped); never from an
+from standard input with --from-stdin (UTF-8 text; one trailing newline is dropped); never from an
 argument. Values are sealed under the keyring's data key in the store.
 
 How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
@@ -622,9 +622,18 @@ const SHORT_VALUE = 8;
 async function readStdinValue(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks)
-    .toString("utf8")
-    .replace(/\r?\n$/, "");
+  const bytes = Buffer.concat(chunks);
+  try {
+    // fatal: bytes that are not UTF-8 would otherwise each become U+FFFD, and a value other
+    // than the one given would be stored (and delivered) without a word
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes).replace(/\r?\n$/, "");
+  } catch {
+    throw new VaultError(
+      "standard input is not UTF-8 text, and a secret is stored as text (give binary data base64- or hex-encoded); nothing was stored",
+    );
+  } finally {
+    bytes.fill(0);
+  }
 }
 
 function openExisting(stateDir: string): Store {

@@ -340,7 +340,7 @@ export function runCli(
     stateDir?: string;
     env?: Record<string, string>;
     cwd?: string;
-    input?: string;
+    input?: string | Buffer;
     timeoutMs?: number;
     /** run the child as this user (a test running as root, where file modes must bind) */
     uid?: number;

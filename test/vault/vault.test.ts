@@ -99,6 +99,14 @@ describe("portcullis vault set | list | rm", () => {
     const empty = await vaultSet(stateDir, env, ["x", "--deliver", "env"], "");
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain("the value is empty");
+    // bytes that are not UTF-8 (a binary key piped in): refused, not stored with U+FFFD in their place
+    const binary = await runCli(["vault", "set", "x", "--deliver", "env", "--from-stdin"], {
+      stateDir,
+      env,
+      input: Buffer.from([0x73, 0x6b, 0x2d, 0xff, 0xfe, 0x80, 0x41, 0x42, 0x43, 0x44]),
+    });
+    expect(binary.code).toBe(2);
+    expect(binary.stderr).toContain("standard input is not UTF-8 text");
     const badName = await vaultSet(stateDir, env, ["../etc", "--deliver", "env"]);
     expect(badName.code).toBe(2);
     expect(badName.stderr).toContain("is not a secret name (it does not start with a letter or digit");
