@@ -185,11 +185,17 @@ export class HttpSession implements Downstream {
     this.open(ex);
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
-      // a dropped connection is not a cancellation: the answer is kept for a resuming client
-      if (!res.writableFinished && ex.res === res) {
-        ex.res = null;
-        this.lastUsed = Date.now(); // the idle timeout counts from the drop
-      }
+      if (res.writableFinished || ex.res !== res) return;
+      ex.res = null;
+      this.lastUsed = Date.now(); // the idle timeout counts from the drop
+      // Legacy era: a dropped connection is not a cancellation (2025-06-18 says a server SHOULD
+      // NOT take it for one): the answer is kept for a client that resumes with Last-Event-ID.
+      // Modern era (2026-07-28): closing the response stream IS the cancellation, and the client
+      // sends no notifications/cancelled (the v2 SDK aborts the POST; the standard says a server
+      // MUST take the disconnect as cancelling that request). Nor can a modern client resume:
+      // it has no session id to GET with. Kept open, a call the client gave up on while it
+      // waited for a human would run once approved, and its exchange held until the answer.
+      if (this.era === "modern" && this.exchanges.get(ex.wire) === ex) this.disconnected(ex, msg);
     });
     this.hooks?.deliver(
       JSON.stringify({ ...msg, id: wire }),
@@ -211,6 +217,34 @@ export class HttpSession implements Downstream {
       this.dropExchange(ex);
     }
     this.hooks?.deliver(JSON.stringify(msg));
+  }
+
+  /**
+   * A modern-era request whose connection closed before its answer went out: cancelled, as a
+   * `notifications/cancelled` naming it would cancel it (the gateway stops a wait for a human, or
+   * tells the server), under the request's own envelope (a modern server wants it on every
+   * message). It gets no answer.
+   */
+  private disconnected(ex: Exchange, request: Msg): void {
+    this.dropExchange(ex);
+    // nothing of it can be resumed (no session id to resume with): its kept events go now
+    if (ex.stream) this.drop(ex.stream);
+    const meta = request.params?._meta;
+    const envelope: Record<string, unknown> = {};
+    if (meta)
+      for (const [k, v] of Object.entries(meta))
+        if (k.startsWith("io.modelcontextprotocol/")) envelope[k] = v;
+    this.hooks?.deliver(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: {
+          requestId: ex.wire,
+          reason: "the client closed the request's HTTP stream",
+          ...(Object.keys(envelope).length > 0 ? { _meta: envelope } : {}),
+        },
+      }),
+    );
   }
 
   /** The client's answer to the server's request `id` was refused before it was read (see SessionHooks). */
