@@ -32,6 +32,11 @@ export function headerNameProblem(name: string): string | null {
 export function headerValueProblem(value: string): string | null {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(value)) return "contains a control character";
+  // node refuses to send a header value with a character past U+00FF (ERR_INVALID_CHAR) only when
+  // a request is made: accepted here, every request to the server failed, each ending its epoch,
+  // until supervision gave up saying the server had dropped its sessions
+  if (/[\u0100-\uffff]/.test(value))
+    return "contains a character past U+00FF, which HTTP headers cannot carry";
   return null;
 }
 

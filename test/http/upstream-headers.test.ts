@@ -79,6 +79,11 @@ describe("run --url --header", () => {
     const bad = await runCli(["run", "--url", "https://example.com/mcp", "--header", "no colon here"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--header must look like 'Name: value'/);
+    // node would refuse it at each request (ERR_INVALID_CHAR), every one ending its epoch
+    const wide = await runCli(["run", "--url", "https://example.com/mcp", "--header", "X-Key: k€y-81d3"]);
+    expect(wide.code).toBe(2);
+    expect(wide.stderr).toMatch(/the value of --header "X-Key" contains a character past U\+00FF/);
+    expect(wide.stderr).not.toContain("81d3");
   });
 });
 
@@ -145,33 +150,46 @@ describe("config headers from the vault", () => {
     expect(JSON.stringify(gw.received())).not.toContain(SECRET);
   });
 
-  it("a vault value that cannot be a header (a line break inside) is never sent nor printed", async () => {
-    const SECRET = "first-half-5a1e\nsecond-half-77c0";
-    const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
-    const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
-    cleanup.push(() => server.kill());
-    const stateDir = await unlockedWith(SECRET, "--deliver", "env");
-    const dir = tempDir("portcullis-cfg-");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: { remote: { url: server.url, headers: { Authorization: { secret: "remote-mcp-token" } } } },
-      }),
-    );
-    // nothing can be sent to the server, not even the client's initialize: it gets the reason
-    const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
-      async (gw) => {
-        await gw.close();
-        return null;
-      },
-      (e: Error) => e,
-    );
-    expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token".*its value contains a control character/);
-    expect(readJsonLines(log)).toEqual([]);
-    const shown = await everythingShown(stateDir, failed!.message);
-    expect(shown).not.toContain("first-half-5a1e");
-    expect(shown).not.toContain("second-half-77c0");
-  });
+  it.each([
+    ["a line break", "first-half-5a1e\nsecond-half-77c0", /its value contains a control character/],
+    // node refuses it only when a request is made: each request failed and ended its epoch
+    [
+      "a character past U+00FF",
+      "first-half-5a1e€second-half-77c0",
+      /its value contains a character past U\+00FF/,
+    ],
+  ])(
+    "a vault value that cannot be a header (%s inside) is never sent nor printed",
+    async (_what, SECRET, why) => {
+      const log = join(tempDir("portcullis-hdr-"), "headers.jsonl");
+      const server = await startFixture({ FIXTURE_HEADER: "Authorization", FIXTURE_HEADER_LOG: log }, null);
+      cleanup.push(() => server.kill());
+      const stateDir = await unlockedWith(SECRET, "--deliver", "env");
+      const dir = tempDir("portcullis-cfg-");
+      writeFileSync(
+        join(dir, "portcullis.json"),
+        JSON.stringify({
+          servers: {
+            remote: { url: server.url, headers: { Authorization: { secret: "remote-mcp-token" } } },
+          },
+        }),
+      );
+      // nothing can be sent to the server, not even the client's initialize: it gets the reason
+      const failed = await startGateway({ args: ["remote"], cwd: dir, stateDir }).then(
+        async (gw) => {
+          await gw.close();
+          return null;
+        },
+        (e: Error) => e,
+      );
+      expect(failed?.message).toMatch(/-32059: .*"remote-mcp-token"/);
+      expect(failed?.message).toMatch(why);
+      expect(readJsonLines(log)).toEqual([]);
+      const shown = await everythingShown(stateDir, failed!.message);
+      expect(shown).not.toContain("first-half-5a1e");
+      expect(shown).not.toContain("second-half-77c0");
+    },
+  );
 
   it("a secret missing, or stored for another host than the URL's, stops run at start naming the key and the fix; nothing sent", async () => {
     const SECRET = "other-host-token-3b8d";
