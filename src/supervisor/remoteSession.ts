@@ -393,9 +393,14 @@ export class SessionExchanges {
       this.whenVerified(gen, req, () => req.end());
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
-        if (status === 405) {
+        // 405: the server offers no such stream; sessions are checked per request. A 404 when
+        // the server gave no session is the same: there is no session it could have forgotten,
+        // and a server that keeps none, whose web framework has no route for GET, answers 404.
+        // Taken for a lost session, each new epoch lost its own at once, until supervision gave
+        // up on a server that was working.
+        if (status === 405 || (status === 404 && gen.sessionId === null)) {
           gen.stream = null;
-          return void res.resume(); // the server offers no such stream: sessions are checked per request
+          return void res.resume();
         }
         if (status === 404 || (status === 400 && gen.sessionId !== null)) {
           res.resume();

@@ -297,6 +297,30 @@ describe("run --url over HTTPS", () => {
   });
 });
 
+describe("run --url: a server that keeps no sessions", () => {
+  it("answering GET with 404 (no route for it) offers no stream: one epoch serves on, nothing is lost", async () => {
+    const record = join(tempDir("portcullis-stateless-"), "calls.jsonl");
+    const server = await startFixture({ FIXTURE_STATELESS: "1", FIXTURE_RECORD: record }, null);
+    cleanup.push(() => server.kill());
+    const stateDir = newStateDir();
+    const gw = await gateway(server.url, ["--approval", "none"], stateDir);
+    await gw.client.listTools();
+    const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "one" } }))).toBe("Echo: one");
+    // the server-to-client stream was asked for after initialized, and again on a timer had it
+    // been refused for a passing reason: time for either to end the epoch, as a 404 did
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "two" } }))).toBe("Echo: two");
+    expect(gw.stderr()).not.toMatch(/remote session ended/);
+    const started = (await auditEvents(stateDir)).filter((e) => e.type === "server_started");
+    expect(started).toHaveLength(1);
+    expect(readJsonLines<{ args: { message: string } }>(record).map((c) => c.args.message)).toEqual([
+      "one",
+      "two",
+    ]);
+  });
+});
+
 describe("run --url: what does not apply, and what is refused", () => {
   it("a server that cannot be reached, or whose certificate is not trusted, is exit 2 with the reason", async () => {
     const f = await fixture();
