@@ -8,7 +8,8 @@ export interface ToolDef {
   name: string;
   title?: string;
   description?: string;
-  inputSchema: Record<string, unknown>;
+  /** a JSON Schema; `properties`, when there, maps input names to their schemas */
+  inputSchema: { properties?: Record<string, unknown>; [key: string]: unknown };
   outputSchema?: Record<string, unknown>;
   annotations?: Record<string, unknown>;
   [key: string]: unknown;

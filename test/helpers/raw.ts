@@ -32,6 +32,9 @@ export interface RawPeer {
   close(): Promise<void>;
 }
 
+/** A raw peer on a gateway: the state dir it was started with (a fresh temp dir unless given). */
+export type RawGateway = RawPeer & { stateDir: string };
+
 export function rawPeer(
   command: string,
   args: string[],
@@ -144,7 +147,7 @@ export function rawGateway(options: {
   env?: Record<string, string>;
   cwd?: string;
   stateDir?: string;
-}): RawPeer & { stateDir: string } {
+}): RawGateway {
   assertBuilt();
   const stateDir = options.stateDir ?? newStateDir();
   const own = options.stateDir === undefined;
@@ -163,7 +166,7 @@ export function rawGateway(options: {
  */
 export async function rawlinesGateway(
   extra: string[] = [],
-): Promise<{ peer: RawPeer & { stateDir: string }; received: () => string[] }> {
+): Promise<{ peer: RawGateway; received: () => string[] }> {
   const log = join(newStateDir(), "raw.log");
   const peer = rawGateway({
     args: ["--label", "rawlines", "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
