@@ -44,7 +44,9 @@ function refusal(e: unknown) {
 /** The store, as the console (or any process of the same user) opens it. */
 function store(stateDir: string): Store {
   const db = openStore(stateDir);
-  cleanup.push(() => db.close());
+  cleanup.push(() => {
+    db.close();
+  });
   return db;
 }
 
@@ -216,7 +218,9 @@ describe("forged passkey decisions are not honoured by the gateway", () => {
     // 4. a denial by a credential row inserted into the passkeys table by SQL, without a pin
     const sqlKey = new SoftAuthenticator();
     const raw = new Database(join(stateDir, "portcullis.db"));
-    cleanup.push(() => raw.close());
+    cleanup.push(() => {
+      raw.close();
+    });
     raw
       .prepare(
         "INSERT INTO passkeys (credential_id, name, public_key, counter, rp_id, created_at) VALUES (?, 'sql', ?, 0, ?, ?)",

@@ -73,7 +73,7 @@ function schemas(dialect: Dialect) {
       ),
       fc.record({ enum: fc.constant([{ a: 1 }, [1], "s", null, 1]) }),
       fc.record({ const: fc.constantFrom<unknown>({ a: 1 }, { b: {} }, [{ a: 1 }], 1, "s", [], {}) }),
-      fc.record(
+      fc.record<Record<string, unknown>>(
         {
           type: fc.constant("object"),
           properties: fc.dictionary(fc.constantFrom(...NAMES), tie("schema"), { maxKeys: 2 }),

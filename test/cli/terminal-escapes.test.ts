@@ -156,9 +156,10 @@ describe("the gateway's log quotes what a server said as text", () => {
     cleanup.push(() => gw.close());
     await gw.initialize();
     const list = await gw.request("tools/list");
-    expect(list.error?.data.error).toBe("catalog_unavailable");
+    const data = list.error?.data as Record<string, unknown> | undefined;
+    expect(data?.error).toBe("catalog_unavailable");
     // the client gets the server's words as a JSON string (escaped there)…
-    expect(list.error?.data.catalogError).toContain(said);
+    expect(data?.catalogError).toContain(said);
     await waitFor(() => /cannot fetch the tool catalog/.test(gw.stderr()) || undefined, 10_000);
     // …and the log gets them as visible escapes, on the gateway's one line
     const err = gw.stderr();
@@ -205,11 +206,14 @@ describe("the renderers, whatever the text", () => {
           startedAt: "2026-01-01T00:00:00.000Z",
           heartbeatAt: "2026-01-01T00:00:00.000Z",
           state,
+          paused: null,
           epoch: null,
           record: null,
           status: lines.map((line) => ({ at: "2026-01-01T00:00:00.000Z", line })),
           endedAt: null,
           running: true,
+          liveness: "alive",
+          unseen: null,
           heldInEnvironment: null,
         };
         const out = renderGateway(row);

@@ -79,7 +79,7 @@ describe.skipIf(process.env.PORTCULLIS_SCREENSHOT !== "1")("the review card, pic
       .locator("details")
       .first()
       .evaluate((d) => {
-        (d as HTMLDetailsElement).open = false;
+        (d as { open: boolean }).open = false;
       });
     const out = join(REPO, "docs", "console-review.png");
     await browser.page.screenshot({ path: out, fullPage: false });

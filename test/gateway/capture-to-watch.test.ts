@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -99,7 +99,7 @@ function heldWindowMonorepo(target: string): string {
  * in the audit naming `target` and `part`, and the restarted server serves.
  */
 async function expectSeenAtOnce(dir: string, extra: string[], target: string, part: string | RegExp) {
-  const gw: RawPeer = rawGateway({
+  const gw: RawGateway = rawGateway({
     args: [
       "--label",
       "window",

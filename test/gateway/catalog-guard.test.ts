@@ -177,8 +177,10 @@ describe("the stale-call guard", () => {
   it("catalog_stale says how the tool differs from the client's last list: added, removed or changed", async () => {
     const { cat, gw } = await catalogGateway([READ_ISSUE]);
     await gw.client.listTools();
-    const call = (name: string) =>
-      gw.client.callTool({ name, arguments: { issue_id: "1", body: "x" } }).catch((e) => refusal(e));
+    const call = async (name: string) =>
+      refusal(
+        await gw.client.callTool({ name, arguments: { issue_id: "1", body: "x" } }).catch((e: unknown) => e),
+      );
     const step = async (tools: ToolDef[]) => {
       const from = gw.received().length;
       cat.write(tools);

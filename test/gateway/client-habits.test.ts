@@ -311,7 +311,7 @@ describe("a client that asks for tools before initialize", () => {
       expect(refused.error!.message).toBe(
         `The client must send initialize (and notifications/initialized) before ${method}; this request was not handled.`,
       );
-      expect(refused.error!.data.retry).toMatch(/^send initialize/);
+      expect((refused.error!.data as Record<string, unknown>).retry).toMatch(/^send initialize/);
     }
     // a ping is what MCP lets a client send first: it still reaches the server (which has none)
     expect((await gw.next((m) => m.id === "ping")).error).toMatchObject({ code: -32601 });

@@ -297,7 +297,7 @@ describe("a watched file written and put back before the capture judged it (onCh
     const rewrite = (bytes: string | Buffer) => {
       const fd = openSync(other, "r+");
       ftruncateSync(fd, 0);
-      writeSync(fd, bytes, 0);
+      writeSync(fd, typeof bytes === "string" ? Buffer.from(bytes) : bytes, 0);
       closeSync(fd);
     };
     rewrite('export default () => "once-EVIL";\n');

@@ -30,7 +30,9 @@ afterEach(async () => {
 function sql(stateDir: string): Database.Database {
   const db = new Database(join(stateDir, "portcullis.db"));
   db.pragma("busy_timeout = 10000");
-  cleanup.push(() => db.close());
+  cleanup.push(() => {
+    db.close();
+  });
   return db;
 }
 

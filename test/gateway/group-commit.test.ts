@@ -152,7 +152,9 @@ describe("group commit of the audit log", () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     const db = openStore(stateDir);
-    cleanup.push(() => db.close());
+    cleanup.push(() => {
+      db.close();
+    });
     const audit = AuditLog.open(db, stateDir); // sync "full": intents are synced off the event loop
     expect(audit.canSyncLater).toBe(true);
     const sink = auditSink(audit, stderrLogger("test"));
@@ -186,7 +188,9 @@ describe("group commit of the audit log", () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     const db = openStore(stateDir);
-    cleanup.push(() => db.close());
+    cleanup.push(() => {
+      db.close();
+    });
     const audit = AuditLog.open(db, stateDir, { sync: "normal" });
     // The ride's bound at 1 s instead of 2 ms: what is checked is which group a result rides in,
     // and two turns of a loaded machine's event loop can take longer than 2 ms.

@@ -12,7 +12,7 @@ import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "../helpers/fi
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject, type Project, type Revision } from "../helpers/project.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { type RawGateway, type RawPeer, rawGateway } from "../helpers/raw.js";
 
 interface StatusRow {
   epoch: string;
@@ -44,10 +44,10 @@ afterEach(async () => {
  * A raw gateway under `--on-change restart` in front of a revisioned project at `revision`, with
  * `extra` run flags (a long --hold-timeout makes only an answer given at once pass).
  */
-function restartingInventory(revision: Revision, extra: string[] = []): { project: Project; gw: RawPeer } {
+function restartingInventory(revision: Revision, extra: string[] = []): { project: Project; gw: RawGateway } {
   const project = makeProject(revision);
   cleanup.push(() => project.cleanup());
-  const gw: RawPeer = rawGateway({
+  const gw: RawGateway = rawGateway({
     args: [
       "--label",
       "inventory",
@@ -72,7 +72,9 @@ function breakBuild(project: Project): void {
 }
 
 /** A gateway under --on-change disconnect in front of the plugins fixture, listed; its plugin file. */
-async function disconnectingPlugins(approval: "none" | "session"): Promise<{ plugin: string; gw: RawPeer }> {
+async function disconnectingPlugins(
+  approval: "none" | "session",
+): Promise<{ plugin: string; gw: RawGateway }> {
   const dir = tempDir("portcullis-disc-");
   cleanup.push(() => removeDir(dir));
   mkdirSync(join(dir, "plugins"));
@@ -115,7 +117,7 @@ function servedCall(gw: RawPeer, what: string) {
 describe("supervision end states", () => {
   it("onChange disconnect: a crash loop stops with one clear message and exit code 1; every request was answered", async () => {
     const starts = `${tempDir("portcullis-crash-")}/starts.jsonl`;
-    const gw: RawPeer = rawGateway({
+    const gw: RawGateway = rawGateway({
       args: [
         "--label",
         "crashy",
@@ -283,7 +285,7 @@ describe("supervision end states", () => {
         `import { writeFileSync } from "node:fs";\nawait new Promise((r) => setTimeout(r, ${delayMs}));\nwriteFileSync(new URL("./gen.json", import.meta.url), JSON.stringify({ pid: process.pid }));\nawait import(${JSON.stringify(pathToFileURL(FIXTURES.echo).href)});\n`,
       );
       writeFileSync(join(dir, "gen.json"), "{}");
-      const gw: RawPeer = rawGateway({
+      const gw: RawGateway = rawGateway({
         args: [
           "--label",
           "selfwrite",
@@ -333,7 +335,7 @@ describe("supervision end states", () => {
           retry: expect.stringMatching(/stop the server writing the files portcullis watches/),
         },
       });
-      expect(call.error.message).not.toMatch(/crash/);
+      expect(call.error!.message).not.toMatch(/crash/);
       expect(exited).toBe(false);
     },
     90_000,
@@ -428,7 +430,7 @@ describe("a catalog that cannot be fetched", () => {
     const cat = makeCatalog([{ name: "echo", inputSchema: { type: "object" } }]);
     const failing = join(cat.dir, "fail");
     writeFileSync(failing, "");
-    const gw: RawPeer = rawGateway({
+    const gw: RawGateway = rawGateway({
       // a hold timeout far past what the test waits for an answer: only an answer given at once passes
       args: [
         "--label",
@@ -479,7 +481,7 @@ describe("a catalog that cannot be fetched", () => {
   });
 
   it("a fetch still under way at the hold timeout: identity_pending, worded for a first epoch", async () => {
-    const gw: RawPeer = rawGateway({
+    const gw: RawGateway = rawGateway({
       args: [
         "--label",
         "slow",
@@ -504,9 +506,9 @@ describe("a catalog that cannot be fetched", () => {
 
 describe("a server that closes its own stdout or stdin but keeps running", () => {
   /** A raw gateway in front of crashy serving with FIXTURE_CLOSE=`close`; its starts counted. */
-  function closingGateway(close: string, extra: string[] = []): { gw: RawPeer; starts: () => number } {
+  function closingGateway(close: string, extra: string[] = []): { gw: RawGateway; starts: () => number } {
     const starts = `${tempDir("portcullis-pipes-")}/starts.jsonl`;
-    const gw: RawPeer = rawGateway({
+    const gw: RawGateway = rawGateway({
       args: ["--label", "pipes", "--approval", "none", ...extra, "--", ...fixtureCommand("crashy")],
       env: { FIXTURE_CLOSE: close, FIXTURE_STARTS: starts, ...FAST_RESPAWN },
     });

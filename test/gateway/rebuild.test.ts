@@ -18,6 +18,7 @@ interface StatusRow {
     entry: { path: string; sha256: string } | null;
     dependencyTree: { sha256: string; files: number } | null;
     processes: { pid: number }[];
+    processId: number;
   };
   status: { line: string }[];
 }

@@ -57,7 +57,7 @@ async function catalogGateway(tools: ToolDef[]) {
   return { cat, gw };
 }
 
-function text(result: { content?: unknown }): string {
+function text(result: Record<string, unknown>): string {
   return JSON.stringify(result.content);
 }
 

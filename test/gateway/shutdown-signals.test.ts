@@ -194,9 +194,10 @@ describe("a signal while a call waits for a human", () => {
       code: -32050,
       data: { error: "authorization_required" },
     });
+    const byCloseData = byClose.answer?.error?.data as Record<string, unknown>;
     expect(bySignal.answer?.error?.data).toMatchObject({
-      reason: byClose.answer?.error?.data.reason,
-      retry: byClose.answer?.error?.data.retry,
+      reason: byCloseData.reason,
+      retry: byCloseData.retry,
     });
     // approval_requested, the call's refusal, the server's end, the request closed with the run, the run's end
     expect(bySignal.after).toEqual([

@@ -81,7 +81,9 @@ async function setup(tools: unknown[], runArgs: string[]) {
   await gw.client.listTools();
   const db = new Database(join(stateDir, "portcullis.db"));
   db.pragma("busy_timeout = 10000");
-  cleanup.push(() => db.close());
+  cleanup.push(() => {
+    db.close();
+  });
   const received = () =>
     existsSync(record)
       ? readFileSync(record, "utf8")
@@ -218,7 +220,11 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       );
       const req = await nextRequest(stateDir);
       rewrite(db, req.request);
-      await signRowAsIs(stateDir, req.request, runArgs.includes("per-call") ? "call" : "session");
+      await signRowAsIs(
+        stateDir,
+        req.request,
+        (runArgs as readonly string[]).includes("per-call") ? "call" : "session",
+      );
       await gw.waitForStderr(/is not honoured: it grants another call than the request asked about/, 20_000);
 
       // Whatever the grant names is not covered: the payment asks a human again (nobody answers).

@@ -3,10 +3,11 @@
 // (DNS rebinding), --no-auth only on loopback. Real gateway processes, plain HTTP.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
-import { Agent } from "node:http";
+import { Agent, type ClientRequestArgs } from "node:http";
 import { connect, isIP, type NetConnectOpts, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { allowedHosts, hostOriginProblem, parseListenAddress } from "../../src/transport/httpAccess.js";
@@ -245,12 +246,18 @@ class SharedSocketAgent extends Agent {
     super({ keepAlive: true, maxSockets: 1 });
   }
 
+  // Node takes the socket from the callback when nothing is returned (the second way its docs
+  // give); @types/node 20 types only the first (a socket returned), so Agent's signature is stated apart
+  override createConnection(
+    options: ClientRequestArgs,
+    done?: (err: Error | null, stream: Duplex) => void,
+  ): Duplex;
   override createConnection(
     options: NetConnectOpts,
-    done?: (err: Error | null, socket?: Socket) => void,
-  ): undefined {
+    done?: (err: Error | null, socket: Socket) => void,
+  ): Duplex | undefined {
     const socket = connect(options);
-    socket.once("error", (e) => done?.(e));
+    socket.once("error", (e) => done?.(e, socket));
     socket.once("connect", () => {
       // fd 3 of the child is the same socket (its descriptor, inherited), held until the child
       // is killed; the socket itself is not handed over, so this process keeps reading it
@@ -404,7 +411,7 @@ describe("a client whose socket several processes hold", () => {
       expect((await raw(l, { agent, headers, body: initialized })).status).toBe(202);
       const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
       expect((await raw(l, { agent, headers, body: list })).status).toBe(200);
-      const why = `the connecting socket is held by several processes (pids ${[process.pid, agent.holder!.pid].sort((a, b) => a - b).join(", ")})`;
+      const why = `the connecting socket is held by several processes (pids ${[process.pid, agent.holder!.pid!].sort((a, b) => a - b).join(", ")})`;
       expect(l.stderr()).toContain(`http session ${session.slice(0, 8)}… (legacy) from ${why}`);
       expect(l.stderr()).not.toMatch(/not found from its socket/);
       const db = openStore(l.stateDir);

@@ -77,7 +77,11 @@ describe("a client's answer the front refuses", () => {
     const answers = () => {
       const out = new Map<string, { error?: { data?: { error?: string } } }>();
       for (const line of readFileSync(rawLog, "utf8").split("\n").filter(Boolean)) {
-        const m = JSON.parse(JSON.parse(line) as string) as { id?: unknown; method?: string };
+        const m = JSON.parse(JSON.parse(line) as string) as {
+          id?: unknown;
+          method?: string;
+          error?: { data?: { error?: string } };
+        };
         if (m.method === undefined && typeof m.id === "string" && m.id.startsWith("srv-")) out.set(m.id, m);
       }
       return out;

@@ -181,7 +181,7 @@ describe("run --url over HTTPS", () => {
     await decideByCli(stateDir, "deny", req2.request);
     expect(refusal(await again).data.error).toBe("approval_denied");
     // the refused calls never reached the new server
-    expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
+    expect(readJsonLines<{ args: Record<string, unknown> }>(f.record).map((r) => r.args.text)).toEqual(["a"]);
   });
 
   it("over http:// (no certificate on either side) a restarted server is a new session, never a certificate change", async () => {
@@ -268,7 +268,7 @@ describe("run --url over HTTPS", () => {
     expect(page).toContain("someone-else");
     await decideByCli(stateDir, "deny", req2.request);
     expect(refusal(await second).data.error).toBe("approval_denied");
-    expect(readJsonLines(f.record).map((r) => r.args.text)).toEqual(["a"]);
+    expect(readJsonLines<{ args: Record<string, unknown> }>(f.record).map((r) => r.args.text)).toEqual(["a"]);
   });
 
   it("a server that dies mid-call: epoch_transition, the call is never sent again", async () => {

@@ -18,7 +18,7 @@ afterEach(() => {
 });
 
 /** The inventory fixture at revision A, in a fake HOME (no real host file is ever read). */
-function user(): { p: Project; env: Record<string, string> } {
+function user(): { p: Project; env: Record<string, string> & { HOME: string } } {
   const p = makeProject("A");
   const home = dirname(p.dir);
   dirs.push(home);

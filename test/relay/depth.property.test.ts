@@ -103,7 +103,7 @@ describe("scrubbing a deep line", () => {
         fc.constantFrom(`"${secret}"`, `"x${secret}y"`, `"${Buffer.from(secret).toString("base64")}"`),
         fc.constantFrom("result", "params"),
         (levels, kinds, leaf, member) => {
-          let inner = leaf;
+          let inner: string = leaf;
           for (let i = 0; i < levels; i++) inner = kinds[i % kinds.length] ? `[${inner}]` : `{"k":${inner}}`;
           const line =
             member === "result"

@@ -62,7 +62,7 @@ const plainMembers: fc.Arbitrary<Member[]> = fc
     fc.nat(5),
   )
   .map(([id, keys, values, at]) => {
-    const members = keys.map((key, i) => ({ key, escaped: false, value: values[i]! }));
+    const members: Member[] = keys.map((key, i) => ({ key, escaped: false, value: values[i]! }));
     members.splice(Math.min(at, members.length), 0, { key: "id", escaped: false, value: id });
     return members;
   });

@@ -91,7 +91,7 @@ export async function httpsUpstream(dir: string): Promise<Upstream & { caFile: s
   const caKeys = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
     name: "CN=egress test user CA",
-    keys: caKeys as unknown as CryptoKeyPair,
+    keys: caKeys,
     signingAlgorithm: alg,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
@@ -102,8 +102,8 @@ export async function httpsUpstream(dir: string): Promise<Upstream & { caFile: s
   const leaf = await x509.X509CertificateGenerator.create({
     subject: "CN=127.0.0.1",
     issuer: ca.subject,
-    publicKey: keys.publicKey as unknown as CryptoKey,
-    signingKey: caKeys.privateKey as unknown as CryptoKey,
+    publicKey: keys.publicKey,
+    signingKey: caKeys.privateKey,
     signingAlgorithm: alg,
     extensions: [
       new x509.SubjectAlternativeNameExtension([{ type: "ip", value: "127.0.0.1" }]),

@@ -4,7 +4,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { pending } from "../helpers/approvals.js";
+import { type Pending, pending } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -244,7 +244,7 @@ describe("the release window", () => {
       },
     );
     const outcome = await waitFor(
-      async () => {
+      async (): Promise<{ pending: Pending } | { settled: boolean } | null> => {
         const p = (await pending(stateDir)).find((q) => !seen.has(q.request));
         if (p) return { pending: p };
         return settled ? { settled } : null;
