@@ -37,6 +37,19 @@ export function readHostText(file: string): string {
   }
 }
 
+/**
+ * A byte order mark, as editors on Windows save UTF-8 (Notepad, some VS Code settings). TOML's
+ * line reader in tomlEdit.ts would take it for part of the first line (a header or a key it
+ * then cannot read) and fall back to writing the file again whole, without its comments. A host
+ * file is edited without it, and the edit is written back with it, as the file was.
+ */
+const BOM = "\uFEFF";
+
+/** The text without its byte order mark, and the mark to put back (empty when it had none). */
+function splitBom(text: string): { bom: string; body: string } {
+  return text.startsWith(BOM) ? { bom: BOM, body: text.slice(1) } : { bom: "", body: text };
+}
+
 function isObject(v: unknown): v is Entry {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -370,6 +383,13 @@ export function replaceEntries(
   /** the file before wrap, whose spelling of a restored value is kept */
   source?: string,
 ): string {
+  // edited without the byte order mark (offsets, TOML's first line), written back with it
+  const { bom, body } = splitBom(text);
+  const from = source === undefined ? undefined : splitBom(source).body;
+  return bom + replaceEntriesIn(host, body, entries, from);
+}
+
+function replaceEntriesIn(host: HostFile, text: string, entries: ServerEntry[], source?: string): string {
   if (host.format === "toml") {
     const [key] = host.tables[0]!;
     const byName = entryMap<Entry>();

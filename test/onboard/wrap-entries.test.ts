@@ -207,3 +207,40 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     });
   });
 });
+
+describe("a host file saved with a byte order mark (as editors on Windows save UTF-8)", () => {
+  const BOM = "\uFEFF";
+  /** A list as smol-toml writes one inline, as wrap writes a TOML value. */
+  const tomlList = (items: string[]) => `[ ${items.map((a) => JSON.stringify(a)).join(", ")} ]`;
+
+  it("TOML: edited in place, the mark and every comment kept; unwrap gives back the bytes, also after an edit", async () => {
+    const u = user();
+    const file = u.files.codex;
+    // the mark right before the first header: the line reader took it for part of the line and
+    // wrap wrote the whole file again, without its comments and without the mark
+    const before = `${BOM}[mcp_servers.inv]\n# dev build\ncommand = "node" # local\nargs = ["x.js"]\n\n# the docs server\n[mcp_servers.docs]\ncommand = "npx"\n`;
+    writeFileSync(file, before);
+    const wrap = await u.cli(["wrap", "codex"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    const wrapped = before
+      .replace('command = "node"', `command = ${JSON.stringify(NODE)}`)
+      .replace(
+        '["x.js"]',
+        tomlList([CLI, "run", "--state-dir", u.stateDir, "--label", "inv", "--", "node", "x.js"]),
+      )
+      .replace(
+        'command = "npx"\n',
+        `command = ${JSON.stringify(NODE)}\nargs = ${tomlList([CLI, "run", "--state-dir", u.stateDir, "--label", "docs", "--", "npx"])}\n`,
+      );
+    expect(read(file)).toBe(wrapped);
+    const unwrap = await u.cli(["unwrap", "codex"]);
+    expect(unwrap.code, unwrap.stderr).toBe(0);
+    expect(read(file)).toBe(before);
+    // edited while wrapped: unwrap restores entry by entry, and the mark stays
+    expect((await u.cli(["wrap", "codex"])).code).toBe(0);
+    writeFileSync(file, `${read(file)}\n# added by hand\n`);
+    const again = await u.cli(["unwrap", "codex"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(read(file)).toBe(`${before}\n# added by hand\n`);
+  });
+});
