@@ -38,10 +38,11 @@ export function readHostText(file: string): string {
 }
 
 /**
- * A byte order mark, as editors on Windows save UTF-8 (Notepad, some VS Code settings). TOML's
- * line reader in tomlEdit.ts would take it for part of the first line (a header or a key it
- * then cannot read) and fall back to writing the file again whole, without its comments. A host
- * file is edited without it, and the edit is written back with it, as the file was.
+ * A byte order mark, as editors on Windows save UTF-8 (Notepad, some VS Code settings). jsonc-parser
+ * refuses it (InvalidSymbol at line 1, which does not say why), and TOML's line reader in
+ * tomlEdit.ts would take it for part of the first line (a header or a key it then cannot read)
+ * and fall back to writing the file again whole, without its comments. A host file is read and
+ * edited without it, and an edit is written back with it, as the file was.
  */
 const BOM = "\uFEFF";
 
@@ -64,7 +65,8 @@ function lineAt(text: string, offset: number): number {
   return text.slice(0, offset).split("\n").length;
 }
 
-function parseDocument(host: HostFile, text: string): unknown {
+function parseDocument(host: HostFile, withBom: string): unknown {
+  const text = splitBom(withBom).body;
   if (host.format === "toml") {
     try {
       return parseToml(text);
@@ -85,7 +87,8 @@ function parseDocument(host: HostFile, text: string): unknown {
 }
 
 /** A JSONC document read through its syntax tree: the tree (for offsets and duplicate keys) and the value. */
-function jsonDocument(host: HostFile, text: string): { tree: Node | undefined; value: unknown } {
+function jsonDocument(host: HostFile, withBom: string): { tree: Node | undefined; value: unknown } {
+  const text = splitBom(withBom).body;
   const errors: ParseError[] = [];
   let tree: Node | undefined;
   let value: unknown;
@@ -178,7 +181,9 @@ function kindOf(v: unknown, format: HostFile["format"]): string {
  * values that are not entries. Throws OnboardError when the file does not parse, when a table
  * is not an object, or when a JSON server table or entry holds a key twice.
  */
-export function readHostServers(host: HostFile, text: string): HostServers {
+export function readHostServers(host: HostFile, withBom: string): HostServers {
+  // lines and offsets are counted without the mark (it stands on line 1, before no newline)
+  const text = splitBom(withBom).body;
   const out: HostServers = { servers: [], shadowed: [], notEntries: [] };
   const json = host.format === "jsonc" ? jsonDocument(host, text) : undefined;
   const doc = json ? json.value : parseDocument(host, text);

@@ -243,4 +243,25 @@ describe("a host file saved with a byte order mark (as editors on Windows save U
     expect(again.code, again.stderr).toBe(0);
     expect(read(file)).toBe(`${before}\n# added by hand\n`);
   });
+
+  it("JSON: read (not refused as InvalidSymbol at line 1), edited in place, written back with the mark; doctor reads it too", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    const before = `${BOM}{\n  // project servers\n  "mcpServers": {\n    "inv": { "command": "node", "args": ["x.js"] }\n  }\n}\n`;
+    writeFileSync(file, before);
+    const wrap = await u.cli(["wrap", file]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(wrap.stdout).toContain(`${file}: wrapped inv\n`);
+    expect(read(file)).toBe(
+      before
+        .replace('"command": "node"', `"command": ${JSON.stringify(NODE)}`)
+        .replace('["x.js"]', wrappedArgs(u, "inv", "node", ["x.js"])),
+    );
+    const doctor = await u.cli(["doctor", "--json"]);
+    expect(doctor.stdout).not.toContain("does not parse");
+    expect(doctor.stdout).toContain('"inv"');
+    const unwrap = await u.cli(["unwrap", file]);
+    expect(unwrap.code, unwrap.stderr).toBe(0);
+    expect(read(file)).toBe(before);
+  });
 });
