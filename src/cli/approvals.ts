@@ -22,7 +22,7 @@ import {
   KeyringTamperedError,
   WrongPassphraseError,
 } from "../keyring/keyring.js";
-import { openStore, type Store } from "../store/db.js";
+import { openExistingStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
@@ -171,7 +171,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   const verbose = !!(v.verbose || v.chain);
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
   const stateDir = existingStateDir(v["state-dir"]);
-  const db = openStore(stateDir);
+  const db = openExistingStore(stateDir);
   try {
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
     const sweep = () => {

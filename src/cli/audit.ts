@@ -35,6 +35,7 @@ import {
   WrongPassphraseError,
 } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
+import { requireInitialized } from "../store/stateDir.js";
 import { redactEvent } from "../util/redact.js";
 import { parse as parseArgs } from "./args.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -184,6 +185,9 @@ function parse(sub: string, rest: string[]): Opts {
 }
 
 async function withStore(stateDir: string, f: (db: Store) => Promise<number>): Promise<number> {
+  // A directory init was never run in: refused (exit 2, as one that does not exist), no store
+  // created, so `audit verify` never calls it "ok: the log is empty".
+  requireInitialized(stateDir);
   let db: Store;
   try {
     db = openStore(stateDir);

@@ -7,7 +7,7 @@ import {
   renderDiff,
   snapshotOf,
 } from "../catalog/index.js";
-import { openStore } from "../store/db.js";
+import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { redactText } from "../util/redact.js";
 import { parse } from "./args.js";
@@ -47,7 +47,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
     throw new UsageError(
       `catalog ${sub}: --revision is for catalog show${sub === "diff" ? " (diff takes FROM TO)" : ""}.`,
     );
-  const store = openStore(existingStateDir(values["state-dir"]));
+  const store = openExistingStore(existingStateDir(values["state-dir"]));
   // Tool definitions are the server's words: a credential pasted into a description or default is not repeated.
   const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));
   try {

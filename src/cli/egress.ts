@@ -1,5 +1,5 @@
 import { safeText } from "../catalog/text.js";
-import { openStore } from "../store/db.js";
+import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
 import { parse } from "./args.js";
@@ -34,7 +34,7 @@ export async function egressCommand(args: string[]): Promise<number> {
   if (positionals.length > 1)
     throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
   const stateDir = existingStateDir(values["state-dir"]);
-  const store = openStore(stateDir);
+  const store = openExistingStore(stateDir);
   let rows: DestinationRow[];
   try {
     rows = listDestinations(store, positionals[0]);

@@ -5,7 +5,7 @@ import { safeText } from "../catalog/text.js";
 import { readConsoleAddress } from "../console/address.js";
 import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
-import { openStore, type Store } from "../store/db.js";
+import { openExistingStore, type Store } from "../store/db.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 
@@ -83,7 +83,7 @@ function run(args: string[], stateDir: string): number {
   }
   if (values.json && verb !== "list") throw new UsageError(`passkey ${verb}: --json is for 'passkey list'.`);
   if (verb === "add") return add(stateDir);
-  const db = openStore(stateDir);
+  const db = openExistingStore(stateDir);
   try {
     return verb === "list" ? list(db, stateDir, !!values.json) : rm(db, stateDir, rest[0]!);
   } finally {

@@ -1,7 +1,7 @@
 import { displayValue, safeText } from "../catalog/text.js";
 import { type GatewayRow, listGateways } from "../gateway/registry.js";
 import { processStartTime } from "../identity/index.js";
-import { openStore } from "../store/db.js";
+import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { displayCommand } from "../util/redact.js";
@@ -32,7 +32,7 @@ export async function statusCommand(args: string[]): Promise<number> {
     return 0;
   }
   const stateDir = existingStateDir(values["state-dir"]);
-  const store = openStore(stateDir);
+  const store = openExistingStore(stateDir);
   try {
     const rows = listGateways(store, { all: values.all }).map((g) => ({
       ...g,

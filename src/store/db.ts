@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
-import { STORE_FILE } from "./stateDir.js";
+import { requireInitialized, STORE_FILE } from "./stateDir.js";
 import { StoreError } from "./storeError.js";
 import { StoreFiles } from "./storeFiles.js";
 
@@ -71,6 +71,15 @@ export function openStore(stateDir: string, file = STORE_FILE): Store {
   StoreFiles.of(db);
   lastOpened = path;
   return db;
+}
+
+/**
+ * The store of a command that only reads it: in a state directory `init` was never run in, it
+ * is refused (NotInitializedError, exit 2), not created empty.
+ */
+export function openExistingStore(stateDir: string): Store {
+  requireInitialized(stateDir);
+  return openStore(stateDir);
 }
 
 /**

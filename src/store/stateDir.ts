@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { KEYRING_FILE } from "../keyring/file.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -85,6 +86,34 @@ export function existingStateDir(flag?: string): string {
   if (!exists) throw new StateDirMissingError(dir);
   notADirectory(dir);
   return dir;
+}
+
+/**
+ * The state directory exists but `init` was never run in it (no keyring, no store): a directory
+ * made by `wrap`, or by hand, or not the one a gateway uses. A command that only reads refuses it
+ * rather than create an empty store and report an empty, healthy state there ("audit chain ok:
+ * the log is empty", "no gateway is running").
+ */
+export class NotInitializedError extends StateDirError {
+  override name = "NotInitializedError";
+  constructor(readonly dir: string) {
+    super(
+      `the state directory ${dir} has no keyring and no store (${STORE_FILE}): nothing was created. ` +
+        "Run 'portcullis init' first, or give the --state-dir or PORTCULLIS_HOME a gateway uses.",
+    );
+  }
+}
+
+/**
+ * For the commands that only read the store (`status`, `approvals`, `audit …`, `catalog …`,
+ * `egress`, `passkey list|rm`): throws NotInitializedError, before SQLite would create a store,
+ * when the state directory holds neither a store nor a keyring. A keyring without a store (an
+ * `init` of an earlier portcullis, which made the store at the first gateway) is a directory set
+ * up: its store is opened, and made, as a gateway would.
+ */
+export function requireInitialized(dir: string): void {
+  if (!existsSync(join(dir, STORE_FILE)) && !existsSync(join(dir, KEYRING_FILE)))
+    throw new NotInitializedError(dir);
 }
 
 /**

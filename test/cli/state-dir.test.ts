@@ -2,7 +2,7 @@
 // every command that acts on state, including those given no other argument: `lock` must not say
 // "the vault was already locked" about a directory no gateway uses while the real vault stays
 // unlocked. And a state directory that is a file is refused by init too. The real CLI.
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
@@ -72,5 +72,35 @@ describe("a state directory that is not there", () => {
     const made = await runCli(["init"], { env, cwd: home });
     expect(made.code, made.stderr).toBe(0);
     expect(existsSync(join(home, "xdg", "portcullis", "keyring.json"))).toBe(true);
+  });
+});
+
+describe("a state directory that is there but was never set up by init", () => {
+  it("the commands that only read refuse it in one sentence naming it (exit 2) and create no store", async () => {
+    const empty = join(tempDir(), "state");
+    mkdirSync(empty, { mode: 0o700 });
+    const said = `portcullis: the state directory ${empty} has no keyring and no store (portcullis.db): nothing was created. Run 'portcullis init' first, or give the --state-dir or PORTCULLIS_HOME a gateway uses.\n`;
+    for (const args of [
+      ["audit", "verify"],
+      ["audit", "export"],
+      ["audit", "checkpoint"],
+      ["status"],
+      ["approvals"],
+      ["grants"],
+      ["catalog", "list", "inv"],
+      ["egress"],
+      ["passkey", "list"],
+    ]) {
+      const r = await runCli([...args, "--state-dir", empty]);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout, args.join(" ")).toBe("");
+      expect(r.stderr, args.join(" ")).toBe(said);
+      expect(readdirSync(empty), args.join(" ")).toEqual([]);
+    }
+    // once init has run, the same directory reads as an empty log
+    const init = await runCli(["init", "--state-dir", empty], { env: passphraseEnv() });
+    expect(init.code, init.stderr).toBe(0);
+    const verify = await runCli(["audit", "verify", "--state-dir", empty]);
+    expect(verify.code, verify.stderr).toBe(0);
   });
 });
