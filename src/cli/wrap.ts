@@ -6,6 +6,7 @@ import { lineDiff } from "../onboard/diff.js";
 import { OnboardError } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import {
+  assertWritable,
   checkServersNamed,
   labelFor,
   planWrap,
@@ -78,10 +79,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   }
   if (positionals.length > 1)
     throw new UsageError(`${name}: one HOST or FILE at most (got ${positionals.length}).`);
-  // Only a wrap that writes makes the state directory: --dry-run writes nothing, and unwrap
-  // reads a record that is there or refuses.
-  const writes = name === "wrap" && !values["dry-run"];
-  const stateDir = writes ? resolveStateDir(values["state-dir"]) : stateDirPath(values["state-dir"]);
+  // Only a wrap that writes makes the state directory, and only once every file is planned and
+  // found writable (below): a refusal says "nothing was written" and leaves nothing behind.
+  // --dry-run writes nothing, and unwrap reads a record that is there or refuses.
+  const stateDir = stateDirPath(values["state-dir"]);
   const files = targets(positionals[0], process.cwd());
   const only = values.servers
     ?.split(",")
@@ -99,7 +100,11 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     // Plan every file first: bad input in any of them writes nothing anywhere.
     checkServersNamed(files, only);
     checkServersNamed(files, [...labels.keys()], "--label");
-    for (const f of files) planWrap(f, launcher, options);
+    const planned = files.map((f) => planWrap(f, launcher, options));
+    if (!values["dry-run"] && planned.some((p) => p.record !== null)) {
+      for (const p of planned) if (p.record !== null) assertWritable(p.plan.host.file);
+      resolveStateDir(values["state-dir"]);
+    }
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
       if (values["dry-run"] && plan.before !== plan.after)

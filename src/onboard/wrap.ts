@@ -170,7 +170,7 @@ export function readRecords(stateDir: string): WrapRecord[] {
     .map((n) => readRecord(join(dir, n)));
 }
 
-function assertWritable(file: string): void {
+export function assertWritable(file: string): void {
   const mode = statSync(file).mode;
   let writable = (mode & 0o222) !== 0;
   try {

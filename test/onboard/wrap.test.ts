@@ -392,7 +392,10 @@ describe("wrap then unwrap, each host format", () => {
 describe("bad input: one sentence, nothing written", () => {
   async function refused(u: FakeUser, args: string[], file: string, pattern: RegExp) {
     const before = read(file);
+    // "nothing was written": a state directory not there before is not made by a refusal either
+    const hadState = existsSync(u.stateDir);
     const r = await u.cli(args);
+    expect(existsSync(u.stateDir)).toBe(hadState);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr.trim()).toMatch(pattern);
