@@ -15,11 +15,48 @@ export function parse<O extends Options>(
   options: O,
   allowPositionals = true,
 ) {
+  const parsed = strictParse(command, args, options, allowPositionals);
+  refuseRepeated(command, parsed.tokens, options);
+  return parsed;
+}
+
+function strictParse<O extends Options>(
+  command: string,
+  args: string[],
+  options: O,
+  allowPositionals: boolean,
+) {
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
     throw new UsageError(`${command}: ${refusal(e, args, options)}`);
   }
+}
+
+/**
+ * An option that takes one value, given twice: node keeps the last, which for `--state-dir A
+ * --state-dir B` (a wrapper adding its own, a line edited in a hurry) silently reads or writes
+ * another state directory than one of the two meant. Refused naming the option, never a value.
+ * Options that take several (`multiple`) and flags without a value are not concerned.
+ */
+function refuseRepeated(
+  command: string,
+  tokens: { kind: string; name?: string }[] | undefined,
+  options: Options,
+): void {
+  const seen = new Set<string>();
+  for (const t of tokens ?? []) {
+    if (t.kind !== "option" || t.name === undefined) continue;
+    const o = options[t.name];
+    if (o?.type !== "string" || o.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`${command}: ${repeated(`--${t.name}`)}`);
+    seen.add(t.name);
+  }
+}
+
+/** The refusal of an option that takes one value given more than once. */
+export function repeated(flag: string): string {
+  return `${flag} is given more than once; give it once`;
 }
 
 /** How many words the command line holds that are not options or their values. */

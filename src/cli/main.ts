@@ -4,6 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
+import { repeated } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { PassphraseError } from "./passphrase.js";
 
@@ -45,7 +46,8 @@ usage: portcullis <command> [options]
                                        the rebuild test against your own server, throwaway state
 
 Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else
-$XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis).
+$XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis). An option that takes one value,
+--state-dir included, is refused when given twice.
 
 Run 'portcullis <command> --help' for a command's options.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
@@ -64,6 +66,13 @@ function withStateDir(
 ): Command {
   return async (args) => {
     const rest = [...args];
+    // Given twice, it is refused as every command's parser refuses an option given twice (args.ts):
+    // taking the first here left the second to the subcommand's parser ("unknown option").
+    const end = rest.indexOf("--");
+    const given = (end === -1 ? rest : rest.slice(0, end)).filter(
+      (a) => a === "--state-dir" || a.startsWith("--state-dir="),
+    );
+    if (given.length > 1) throw new UsageError(`${repeated("--state-dir")}.`);
     let flag: string | undefined;
     for (let i = 0; i < rest.length; i++) {
       const a = rest[i]!;
