@@ -1,6 +1,6 @@
 // portcullis wrap / unwrap against real copies of each host's configuration format, run as the
 // real CLI in a fake home directory.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -10,9 +10,10 @@ import {
   readdirSync,
   renameSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
@@ -386,6 +387,34 @@ describe("wrap then unwrap, each host format", () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain("nothing to restore: docs search (it no longer runs portcullis)");
     expect((await u.cli(["unwrap", "claude-code"])).stderr).toMatch(/was not wrapped by portcullis/);
+  });
+});
+
+describe("temporary files a killed wrap left", () => {
+  it("the next write removes those of a process that is gone, and keeps a recent one and a live process's", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    const original = read(file);
+    // pids of processes that have ended
+    const gone = [1, 2].map(() => spawnSync(NODE, ["-e", "0"]).pid!);
+    // as writeAtomic names them: `..mcp.json.portcullis-PID.tmp` beside `.mcp.json`
+    const temp = (pid: number) => join(dirname(file), `.${basename(file)}.portcullis-${pid}.tmp`);
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const stale = temp(gone[0]!);
+    const recent = temp(gone[1]!);
+    const live = temp(process.pid);
+    for (const t of [stale, recent, live]) writeFileSync(t, "half a file");
+    utimesSync(stale, hourAgo, hourAgo);
+    utimesSync(live, hourAgo, hourAgo);
+    const r = await u.cli(["wrap", file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(stale)).toBe(false);
+    // a write in progress elsewhere (another PID namespace) or of a running portcullis is not touched
+    expect(existsSync(recent)).toBe(true);
+    expect(existsSync(live)).toBe(true);
+    expect(read(`${file}.portcullis-backup`)).toBe(original);
+    expect((await u.cli(["unwrap", file])).code).toBe(0);
+    expect(read(file)).toBe(original);
   });
 });
 
