@@ -74,7 +74,16 @@ async function setup(tools: unknown[], runArgs: string[]) {
   });
   const gw = await startGateway({
     stateDir,
-    args: ["--label", "bank", "--approval-timeout", "3000", ...runArgs, "--", NODE, FIXTURES.catalog],
+    // 3 s unless the test gives its own (an option given twice is refused)
+    args: [
+      "--label",
+      "bank",
+      ...(runArgs.includes("--approval-timeout") ? [] : ["--approval-timeout", "3000"]),
+      ...runArgs,
+      "--",
+      NODE,
+      FIXTURES.catalog,
+    ],
     env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
   });
   cleanup.push(() => gw.close());
