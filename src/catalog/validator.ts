@@ -20,6 +20,7 @@ import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE, pointerKey } 
 import { containsKeyword } from "./containsKeyword.js";
 import { hashedKeywords, newCheck } from "./hashedKeywords.js";
 import { linearRegExp, shown, UncheckablePattern, withPatternBudget } from "./linearRegex.js";
+import { multipleOfKeyword } from "./multipleOfKeyword.js";
 import { snapshotOf } from "./snapshot.js";
 import { clip, firstOf, jsonText } from "./text.js";
 import type { CatalogSnapshot } from "./types.js";
@@ -110,6 +111,8 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
     ajv.removeKeyword(keyword.keyword as string).addKeyword(keyword);
   // an empty array no longer inherits the verdict of the array checked before it (containsKeyword.ts)
   ajv.removeKeyword("contains").addKeyword(containsKeyword(e.codegen));
+  // a quotient of 1e21 or more is whole, not fractional as ajv's parseInt read it (multipleOfKeyword.ts)
+  ajv.removeKeyword("multipleOf").addKeyword(multipleOfKeyword(e.codegen));
   // every subschema counts its checks against the call's budget (checkBudget.ts)
   ajv.addKeyword(countingKeyword(e.codegen));
   tupleLast(ajv, dialect);

@@ -312,6 +312,50 @@ describe("the schema classifier never calls a widening a narrowing", () => {
     expect(classify(old.properties.a.oneOf[1] as S, { type: "array", maxItems: 2 })).toBe("narrows");
   });
 
+  /**
+   * `multipleOf` with whole divisors, judged by the gateway's validator on numbers past 2^53 and
+   * past 1e21, where dividing in floating point (ajv's own check) went wrong: `multipleOf: 1`
+   * refused 1e21 that `multipleOf: 2` accepted, and `x / 1075` rounded to a whole number where
+   * `x / 25` did not. The classifier calls a change to a multiple of the divisor `narrows`, so
+   * nothing the new divisor accepts may be refused by the old one.
+   */
+  it("multipleOf changed to a multiple of itself accepts nothing new, past 2^53 and 1e21 too", () => {
+    const tool = (m: number) =>
+      ({ name: "t", inputSchema: { type: "object", properties: { n: { multipleOf: m } } } }) as Tool;
+    const judge = (m: number) => new ArgumentValidator(snapshotOf([tool(m)], 1));
+    const big = fc.oneof(
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.bigInt(2n ** 53n, 2n ** 90n).map(Number),
+      fc.constantFrom(1e21, 2e21, 11080954076448076, 2 ** 60 + 256, 2 ** 80),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom(1, 2, 3, 5, 7, 25, 1000),
+        fc.integer({ min: 2, max: 60 }),
+        fc.array(big, { minLength: 1, maxLength: 8 }),
+        (m, k, values) => {
+          const cls = classify(tool(m).inputSchema, tool(m * k).inputSchema);
+          expect(cls === "narrows" || cls === "cosmetic").toBe(true);
+          const vo = judge(m);
+          const vn = judge(m * k);
+          for (const v of values) {
+            if (vn.validate("t", { n: v }).ok && !vo.validate("t", { n: v }).ok) {
+              expect.fail(`multipleOf ${m} → ${m * k} is ${cls}, but ${v} is newly accepted`);
+            }
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+    // The two counterexamples, and whole numbers read as what is forwarded (shortest decimal text).
+    expect(judge(1).validate("t", { n: 1e21 }).ok).toBe(true);
+    expect(judge(25).validate("t", { n: 11080954076448076 }).ok).toBe(false);
+    expect(judge(1075).validate("t", { n: 11080954076448076 }).ok).toBe(false);
+    expect(judge(3).validate("t", { n: 2 ** 60 + 256 }).ok).toBe(true); // "1152921504606847200"
+    expect(judge(2).validate("t", { n: 2.5 }).ok).toBe(false);
+    expect(judge(0.5).validate("t", { n: 2.5 }).ok).toBe(true);
+  });
+
   it("the reported bypass is found: a property's enum dropped with properties emptied", () => {
     const old = { properties: { target: { type: "string", enum: ["staging"] } } };
     expect(classify(old, { properties: {} })).toBe("expands");
