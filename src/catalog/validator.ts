@@ -606,8 +606,8 @@ export class ArgumentValidator {
 
   /**
    * Validates `args` (the client's `arguments`; absent means `{}`). On success, `effective` is
-   * a deep copy with schema defaults filled in, for review and audit; the caller forwards the
-   * client's own arguments unchanged. When the schema declares no default, `effective` is the
+   * a deep copy with schema defaults filled in, which is what is reviewed, recorded and forwarded
+   * (it is not checked again). When the schema declares no default, `effective` is the
    * client's object itself (no copy is made): callers never modify it.
    */
   validate(toolName: string, args: unknown): ValidationResult {
