@@ -103,6 +103,62 @@ function typeText(t: unknown): string | undefined {
 }
 
 /**
+ * The formats the gateway's validator checks: those of ajv-formats (validator.ts) that have a
+ * check (its `password` and `binary` accept every string). A schema may name any other
+ * (`"format": "phone"`): JSON Schema makes an unknown format an annotation, and ajv, in the
+ * non-strict mode the gateway runs it in, ignores it. The review showed `format phone` beside
+ * `format email` as if both were enforced, so a human could approve a tool trusting a check that
+ * never runs; a format outside this list is now shown `(not checked)`.
+ * test/catalog/display.test.ts keeps the list equal to ajv-formats' own.
+ */
+export const CHECKED_FORMATS: ReadonlySet<string> = new Set([
+  "date",
+  "time",
+  "date-time",
+  "iso-time",
+  "iso-date-time",
+  "duration",
+  "uri",
+  "uri-reference",
+  "uri-template",
+  "url",
+  "email",
+  "hostname",
+  "ipv4",
+  "ipv6",
+  "regex",
+  "uuid",
+  "json-pointer",
+  "json-pointer-uri-fragment",
+  "relative-json-pointer",
+  "byte",
+  "int32",
+  "int64",
+  "float",
+  "double",
+]);
+
+/** ajv-formats' formats that check numbers; every other one checks strings only. */
+const NUMBER_FORMATS = new Set(["int32", "int64", "float", "double"]);
+
+/**
+ * Whether the validator checks format `fmt` on a value this schema (`type`) accepts: a format it
+ * knows, for the kind of value it applies to (`{"type": "string", "format": "int32"}` checks nothing).
+ */
+export function formatChecked(fmt: string, type: unknown): boolean {
+  if (!CHECKED_FORMATS.has(fmt)) return false;
+  const types = typeof type === "string" ? [type] : Array.isArray(type) ? type : null;
+  if (types === null) return true;
+  const kinds = NUMBER_FORMATS.has(fmt) ? ["number", "integer"] : ["string"];
+  return types.some((t) => kinds.includes(t));
+}
+
+/** A format as the human reads it: marked when the gateway does not check it. */
+function formatText(fmt: string, type: unknown): string {
+  return `format ${shortWord(fmt, 60)}${formatChecked(fmt, type) ? "" : " (not checked)"}`;
+}
+
+/**
  * One line describing a (property) schema with its default and allowed values made visible,
  * e.g. `target: string, default "preview" (enum preview|production)`.
  */
@@ -116,7 +172,7 @@ export function describeField(name: string, schema: unknown, required?: boolean)
     if (t) bits.push(t);
     if (own(schema, "$ref") !== undefined) bits.push(`$ref ${shortJson(own(schema, "$ref"), 60)}`);
     const fmt = own(schema, "format");
-    if (typeof fmt === "string") bits.push(`format ${shortWord(fmt, 60)}`);
+    if (typeof fmt === "string") bits.push(formatText(fmt, own(schema, "type")));
     if (Object.hasOwn(schema, "default")) bits.push(`default ${shortJson(schema.default)}`);
     if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(schema.const)}`);
     const props = own(schema, "properties");
@@ -542,7 +598,10 @@ function diffPatternOrFormat(
   const av = own(a, k);
   const bv = own(b, k);
   if (sameJson(av, bv)) return;
-  const detail = { detail: `${fieldName(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}` };
+  // A format the validator does not check is no check at all: "tightened" must not read as one.
+  const unchecked =
+    k === "format" && typeof bv === "string" && !formatChecked(bv, own(b, "type")) ? " (not checked)" : "";
+  const detail = { detail: `${fieldName(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}${unchecked}` };
   if ((av !== undefined && typeof av !== "string") || (bv !== undefined && typeof bv !== "string")) {
     push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
   } else if (av === undefined) push(out, path, `${k} tightened (added)`, "narrows", av, bv, detail);

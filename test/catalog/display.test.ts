@@ -2,6 +2,9 @@
 // reorders, nothing that drives the terminal, and never two different names that print alike.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { renderTool } from "../../src/approval/review.js";
+import { ArgumentValidator, diffCatalogs, snapshotOf, type Tool } from "../../src/catalog/index.js";
+import { CHECKED_FORMATS } from "../../src/catalog/schema.js";
 import { displayName, isPlainAscii, quotedName, safeText } from "../../src/catalog/text.js";
 import { markInvisible } from "../../src/console/html.js";
 
@@ -136,5 +139,57 @@ describe("displayed text", () => {
     expect(displayName(`${"e".repeat(127)}\u{e0041}${"e".repeat(10)}`)).toMatch(
       /^"e{127}…" \(138 characters/,
     );
+  });
+});
+
+describe("a format the gateway does not check is shown as not checked", () => {
+  const tool = {
+    name: "send_sms",
+    inputSchema: {
+      type: "object",
+      properties: {
+        to: { type: "string", format: "phone" },
+        reply_to: { type: "string", format: "email" },
+        secret: { type: "string", format: "password" },
+        count: { type: "string", format: "int32" },
+        port: { type: "integer", format: "int32" },
+      },
+      required: ["to"],
+    },
+  };
+
+  it("in the review a human approves, and in a diff that adds one", () => {
+    // What the mark says: the gateway lets any string through an unknown format (and ajv-formats'
+    // `password`), and checks the ones it knows.
+    const v = new ArgumentValidator(snapshotOf([tool as Tool], 1));
+    expect(v.validate("send_sms", { to: "not a phone number", secret: "x" }).ok).toBe(true);
+    expect(v.validate("send_sms", { to: "x", reply_to: "not an email" }).ok).toBe(false);
+    const review = renderTool(tool, "send_sms");
+    expect(review).toContain("to: string, format phone (not checked) (required)");
+    expect(review).toMatch(/reply_to: string, format email$/m);
+    expect(review).toContain("secret: string, format password (not checked)");
+    // ajv-formats' int32 checks numbers only: on a string it checks nothing.
+    expect(v.validate("send_sms", { to: "x", count: "abc" }).ok).toBe(true);
+    expect(v.validate("send_sms", { to: "x", port: 2 ** 40 }).ok).toBe(false);
+    expect(review).toContain("count: string, format int32 (not checked)");
+    expect(review).toMatch(/port: integer, format int32$/m);
+    const before = { ...tool, inputSchema: { type: "object", properties: { to: { type: "string" } } } };
+    const after = {
+      ...tool,
+      inputSchema: { type: "object", properties: { to: { type: "string", format: "phone" } } },
+    };
+    const change = diffCatalogs([before as Tool], [after as Tool]).entries[0]?.changes[0];
+    expect(change?.change).toBe("format tightened (added)");
+    expect(change?.detail).toBe('to: format undefined → "phone" (not checked)');
+  });
+
+  it("the formats shown as checked are exactly those ajv-formats checks", async () => {
+    const { fullFormats } = (await import("ajv-formats/dist/formats.js")) as unknown as {
+      fullFormats: Record<string, unknown>;
+    };
+    const checked = Object.entries(fullFormats)
+      .filter(([, f]) => f !== true)
+      .map(([name]) => name);
+    expect([...CHECKED_FORMATS].sort()).toEqual(checked.sort());
   });
 });
