@@ -13,19 +13,46 @@ export interface ApprovalConfig {
   resources?: ApprovalMode;
 }
 
-/** The approval mode of one tool: its own entry, else the server's default, else `session`. */
+/**
+ * The approval mode of one tool: its own entry, else the server's default, else `session`. A tool
+ * that is not listed but whose name reads as a listed one's (other case, a soft hyphen, a
+ * zero-width or tag character, a full-width letter: `Deploy`, `deploy\u00ad` for `deploy`) gets
+ * the stricter of that entry and the default: with `{"default": "none", "tools": {"deploy":
+ * "per-call"}}`, a server that adds `Deploy` would otherwise have it run with no human seeing a
+ * review, the one place its look-alike name is pointed out.
+ */
 export function resolveMode(
   approval: Partial<ApprovalConfig> | null | undefined,
   tool: string,
 ): ApprovalMode {
   const tools = approval?.tools;
-  // Own keys only: a tool named "constructor" or "__proto__" must not read the prototype.
-  if (tools && Object.hasOwn(tools, tool)) {
-    const m = tools[tool];
-    if (m === "session" || m === "per-call" || m === "none") return m;
-  }
   const d = approval?.default;
-  return d === "session" || d === "per-call" || d === "none" ? d : "session";
+  const byDefault: ApprovalMode = d === "session" || d === "per-call" || d === "none" ? d : "session";
+  if (!tools) return byDefault;
+  // Own keys only: a tool named "constructor" or "__proto__" must not read the prototype.
+  if (Object.hasOwn(tools, tool)) {
+    const m = tools[tool];
+    if (isMode(m)) return m;
+  }
+  let mode = byDefault;
+  const key = nameKey(tool);
+  for (const [name, m] of Object.entries(tools))
+    if (isMode(m) && name !== tool && nameKey(name) === key && STRICTNESS[m] > STRICTNESS[mode]) mode = m;
+  return mode;
+}
+
+const STRICTNESS: Record<ApprovalMode, number> = { none: 0, session: 1, "per-call": 2 };
+
+function isMode(m: unknown): m is ApprovalMode {
+  return m === "session" || m === "per-call" || m === "none";
+}
+
+/** A name as it reads: compatibility forms folded, case folded, invisible characters left out. */
+function nameKey(name: string): string {
+  return name
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, "");
 }
 
 /** The credential scope names a server's tools need (config `credentials`: env var → scope). */

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, realpathSync, statSync } from "node:fs";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   displayCommand,
@@ -148,5 +149,44 @@ describe("resolveMode", () => {
     // prototype names are tool names like any other
     expect(resolveMode(cfg, "constructor")).toBe("per-call");
     expect(resolveMode(cfg, "__proto__")).toBe("per-call");
+  });
+
+  it("gives a tool named like a listed one the stricter of that entry and the default", () => {
+    const cfg = { default: "none" as const, tools: { deploy: "per-call" as const, lookup: "none" as const } };
+    for (const name of ["Deploy", "DEPLOY", "deploy\u00ad", "de\u200bploy", "deploy\u{e0041}", "\uff44eploy"])
+      expect(resolveMode(cfg, name), JSON.stringify(name)).toBe("per-call");
+    // never laxer than the default: a look-alike of a "none" tool under a stricter default
+    const strict = { default: "per-call" as const, tools: { lookup: "none" as const } };
+    expect(resolveMode(strict, "Lookup")).toBe("per-call");
+    // its own entry still decides, and another name is another tool
+    expect(resolveMode({ default: "none", tools: { deploy: "per-call", Deploy: "session" } }, "Deploy")).toBe(
+      "session",
+    );
+    expect(resolveMode(cfg, "deploy2")).toBe("none");
+  });
+
+  it("is never laxer for an unlisted name than for the listed names it reads as (property)", () => {
+    const modes = fc.constantFrom("none" as const, "session" as const, "per-call" as const);
+    const invisible = fc.constantFrom("", "\u00ad", "\u200b", "\u200d", "\u2060", "\ufeff", "\u{e0020}");
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[a-z_]{1,12}$/),
+        modes,
+        modes,
+        fc.array(fc.tuple(fc.boolean(), invisible), { minLength: 1, maxLength: 13 }),
+        (name, listed, byDefault, marks) => {
+          // the name with some letters upper-cased and invisible characters slipped in
+          const chars = [...name];
+          const alike = chars
+            .map((c, i) => `${marks[i]?.[0] ? c.toUpperCase() : c}${marks[i]?.[1] ?? ""}`)
+            .join("");
+          const cfg = { default: byDefault, tools: { [name]: listed } };
+          const got = resolveMode(cfg, alike);
+          const rank = { none: 0, session: 1, "per-call": 2 };
+          if (alike === name) return got === listed;
+          return rank[got] === Math.max(rank[listed], rank[byDefault]);
+        },
+      ),
+    );
   });
 });
