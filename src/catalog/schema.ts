@@ -601,7 +601,8 @@ function diffPatternOrFormat(
   // A format the validator does not check is no check at all: "tightened" must not read as one.
   const unchecked =
     k === "format" && typeof bv === "string" && !formatChecked(bv, own(b, "type")) ? " (not checked)" : "";
-  const detail = { detail: `${fieldName(path)}: ${k} ${shortJson(av)} → ${shortJson(bv)}${unchecked}` };
+  const shown = (v: unknown) => (v === undefined ? "(absent)" : shortJson(v)); // not "undefined"
+  const detail = { detail: `${fieldName(path)}: ${k} ${shown(av)} → ${shown(bv)}${unchecked}` };
   if ((av !== undefined && typeof av !== "string") || (bv !== undefined && typeof bv !== "string")) {
     push(out, path, `${k} changed (unrecognized)`, "expands", av, bv, detail);
   } else if (av === undefined) push(out, path, `${k} tightened (added)`, "narrows", av, bv, detail);

@@ -180,7 +180,7 @@ describe("a format the gateway does not check is shown as not checked", () => {
     };
     const change = diffCatalogs([before as Tool], [after as Tool]).entries[0]?.changes[0];
     expect(change?.change).toBe("format tightened (added)");
-    expect(change?.detail).toBe('to: format undefined → "phone" (not checked)');
+    expect(change?.detail).toBe('to: format (absent) → "phone" (not checked)');
   });
 
   it("the formats shown as checked are exactly those ajv-formats checks", async () => {
