@@ -15,7 +15,7 @@ import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache } from "../identity/index.js";
-import { KeyringError, KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { EarlyStart } from "../supervisor/earlyStart.js";
@@ -142,17 +142,16 @@ export async function serve(
   },
 ): Promise<number> {
   const log = stderrLogger(server.label);
+  // Refused before the store is opened: opening it creates portcullis.db, and a state directory
+  // holding a store but no keyring reads, to every other command, as one init has set up.
+  if (!keyringExists(stateDir)) throw noKeyring(stateDir);
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
     audit = AuditLog.open(store, stateDir, { sync: auditSync });
   } catch (e) {
     store.close();
-    if (e instanceof KeyringMissingError) {
-      throw new UsageError(
-        `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
-      );
-    }
+    if (e instanceof KeyringMissingError) throw noKeyring(stateDir);
     // damaged, unreadable, not a file: the message names keyring.json and what is wrong
     if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}.`);
     throw e;
@@ -437,4 +436,10 @@ export async function serve(
   const code = await done;
   clearInterval(heartbeat);
   return code;
+}
+
+function noKeyring(stateDir: string): UsageError {
+  return new UsageError(
+    `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
+  );
 }

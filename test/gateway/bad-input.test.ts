@@ -1,6 +1,6 @@
 // Bad input from either side gets a clear JSON-RPC error or a logged drop — never a crash —
 // and a gateway that cannot start says so in one sentence with exit code 2.
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -390,13 +390,17 @@ describe("a gateway that cannot start", () => {
     expect(r.stderr).toContain("server.js");
   });
 
-  it("no keyring: one sentence that says to run portcullis init, exit 2", async () => {
-    const r = await runCli(["run", "--", process.execPath, "-e", "1"], {
-      stateDir: mkdtempSync(join(tmpdir(), "pc-nokey-")),
-    });
+  it("no keyring: one sentence that says to run portcullis init, exit 2, and no store left behind", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "pc-nokey-"));
+    const r = await runCli(["run", "--", process.execPath, "-e", "1"], { stateDir });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/portcullis init/);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    // a store left there would make the directory read as set up to every other command
+    expect(readdirSync(stateDir)).toEqual([]);
+    const status = await runCli(["status"], { stateDir });
+    expect(status.code).toBe(2);
+    expect(status.stderr).toMatch(/portcullis init/);
   });
 
   it("unknown flags and a missing command are usage errors", async () => {
