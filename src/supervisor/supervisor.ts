@@ -214,6 +214,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const detail = lost ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
     if (this.stopping || this.restarting) return;
     if (lost === undefined) this.emit("down", cur, "exit", detail); // else said when the pipe closed
+    this.respawnAfter(detail);
+  }
+
+  /** The server exited on its own (`detail`: how), its epoch already down: respawn it, or stop. */
+  private respawnAfter(detail: string): void {
     const stop = this.loop.crashed(detail);
     if (stop) {
       this.stopFor(stop);
@@ -389,7 +394,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     captureStaticIdentity(this.opts.spec, this.opts.cache)
       .then((stat) => {
         this.restarting = false;
-        if (this.stopping || child.exitCode !== null || child.signalCode !== null) return;
+        if (this.stopping) return;
+        if (child.exitCode !== null || child.signalCode !== null) {
+          // It exited while its new identity was captured: its exit handler saw `restarting` and
+          // left it to us. Dropped here, nothing respawned it and the gateway held every later
+          // call for a server gone for good. Its epoch is already down (replaced): it counts as
+          // a crash and is respawned as after one.
+          const { exitCode, signalCode } = child;
+          this.respawnAfter(signalCode ? `killed by ${signalCode}` : `exited with code ${exitCode}`);
+          return;
+        }
         const gen = newGeneration(stat, child, "replaced", new Date().toISOString(), old.channel);
         this.current = gen;
         this.loop.cameUp();
