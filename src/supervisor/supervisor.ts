@@ -540,7 +540,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const early = this.opts.early?.abandon();
     const cur = this.current;
     const graceMs = this.opts.shutdownGraceMs ?? 1500;
-    const earlier = this.groups.pgids().filter((g) => g !== cur?.child.pid);
+    // A server that already exited (paused after a crash loop, given up) is stopped by nothing
+    // but ProcessGroups, which checks that its pid still names its group (stopChild sends nothing
+    // to an exited one): reaped, its pid is free, and after a long pause may lead someone else's.
+    const exited = cur !== null && (cur.child.exitCode !== null || cur.child.signalCode !== null);
+    const earlier = this.groups.pgids().filter((g) => exited || g !== cur?.child.pid);
     // the watcher closes alongside: the server's end begins at once, so a hurry (a second
     // signal) that comes while the watcher closes finds every group it has to kill
     const stopping: Promise<void>[] = [this.watched.close(), this.groups.endNow(earlier)];

@@ -57,6 +57,10 @@ export function writeLine(child: ChildProcessWithoutNullStreams, text: string): 
 /** Ends the worker: close stdin → SIGTERM → SIGKILL (each after `graceMs`), the whole process group. */
 export async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
   const waitExit = (ms: number) => exitsWithin(child, ms);
+  // Already exited and reaped: its pid is free and may name someone else's process group now (a
+  // long pause after a crash loop). What is left of its group is ProcessGroups' to end, behind
+  // its start-time check; nothing is sent here by a number that may no longer be the server's.
+  if (child.exitCode !== null || child.signalCode !== null) return;
   writers.get(child)?.flush(); // what was sent before the close still goes out
   child.stdin.end();
   if (!(await waitExit(graceMs))) {
