@@ -2,7 +2,13 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { contentChangedPaths } from "../identity/changedPaths.js";
 import { collectWhenIdle } from "../identity/collect.js";
-import { captureStaticIdentity, changedParts, type DigestCache, type LaunchSpec } from "../identity/index.js";
+import {
+  captureStaticIdentity,
+  changedParts,
+  type DigestCache,
+  type LaunchSpec,
+  selfWatcherOf,
+} from "../identity/index.js";
 import type { Logger } from "../util/log.js";
 import { CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
@@ -83,6 +89,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly watched = new WatchedSet(
     (paths) => this.onArtifacts(paths),
     (open) => {
+      // a change seen before the current generation first answered (see settle): at the batch's
+      // first event, since a self-watcher swaps its worker sooner than the debounce ends
+      const cur = this.current;
+      if (open && cur?.alive && cur.settled === null) this.changedUnsettled.add(cur);
       this.loop.batch(open);
       this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1))));
     },
@@ -113,6 +123,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly loop: CrashLoop;
   /** workers stopped because a pipe of theirs closed while they ran: what happened, for their exit */
   private readonly pipeLost = new WeakMap<ChildProcessWithoutNullStreams, string>();
+  /** generations whose files' content changed before they first answered (settle) */
+  private readonly changedUnsettled = new WeakSet<Generation>();
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
@@ -346,6 +358,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (gen.settled || !gen.alive) return;
     if (gen === this.current) this.loop.answered();
     settleGeneration(gen);
+    // Replacement detection compares with the processes settled here: a server under its own
+    // watcher (node --watch, nodemon…) whose worker the watcher swapped for the new build before
+    // the first answer (a build broken at launch, fixed while the client's initialize waited in
+    // the pipe) would have that new worker settled as the epoch's own, and serve the new build
+    // under the epoch whose identity is the old one. Its files changed (or were written) since
+    // the capture: the code that answered may be the new build, so it is a replacement (deny first).
+    const watcher = this.changedUnsettled.has(gen) ? selfWatcherOf(gen.record) : null;
+    if (watcher !== null && gen === this.current && !this.restarting && !this.stopping)
+      this.replace(gen, `its files changed before it first answered, under its own watcher (${watcher})`);
   }
 
   /**
@@ -483,6 +504,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         if (this.current !== cur || !cur.alive) return this.onArtifacts(paths);
         const parts = changedParts(cur.static, next);
         if (parts.length === 0 && paths.length === 0) return;
+        if (parts.length > 0 && cur.settled === null) this.changedUnsettled.add(cur);
         // a change names only the files whose content changed; with none (written and put
         // back, or touched) the files written are what there is to say
         this.emit(
