@@ -353,7 +353,7 @@ export class Gateway {
       `nothing took the place of the server's worker within ${seconds(this.unknownWaitMs())} (${gen.codeUnknown}): restarting the server: ${where(gen)} epoch=${gen.epoch} is being replaced`,
     );
     void this.o.supervisor
-      .restart(`restarted by portcullis: ${gen.codeUnknown}`)
+      .restart(`restarted by portcullis: ${gen.codeUnknown}`, "lost its worker with nothing in its place")
       .catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
   }
 

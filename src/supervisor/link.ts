@@ -117,9 +117,11 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
   /**
    * Replaces the server under our control (onChange: restart; a worker gone with nothing in its
    * place); null when shutting down, or when the new server could not be started and supervision
-   * paused instead (the `paused` event). `detail`: why, as the epoch's end records it.
+   * paused instead (the `paused` event). `detail`: why, as the epoch's end records it. `crash`:
+   * the restart is for a worker gone, not a change (what happened, in a few words): it counts
+   * toward the crash loop.
    */
-  restart(detail?: string): Promise<G | null>;
+  restart(detail?: string, crash?: string): Promise<G | null>;
   shutdown(): Promise<void>;
   /**
    * Cuts a shutdown's grace short (the gateway got a second signal): whatever still runs or waits

@@ -444,11 +444,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * the server has run past its launch window is a new build: the crash count and backoff start
    * afresh. One seen while it was starting (or just after) may be the server writing its own
    * files: such restarts count toward the loop limit, and the limit pauses (or ends) supervision.
+   * `crash`: the restart is for no change but a worker gone (what went wrong, in a few words): it
+   * counts as a crash does, toward the crash loop.
    */
-  async restart(detail = "restarted by portcullis after a change"): Promise<Generation | null> {
+  async restart(
+    detail = "restarted by portcullis after a change",
+    crash?: string,
+  ): Promise<Generation | null> {
     const cur = this.current;
     if (this.stopping) return null;
-    const atStart = cur !== null && this.loop.changeSeenAtStart();
+    // Judged by the last change seen only for a restart made for a change: a restart for a worker
+    // gone was counted as one for a change seen as the server started (no change, or one older
+    // than the generation, always looks so), and a node --watch server whose worker died a few
+    // times was paused saying its files kept changing, when none had.
+    const atStart = crash === undefined && cur !== null && this.loop.changeSeenAtStart();
     this.restarting = true;
     if (cur) {
       cur.alive = false;
@@ -457,7 +466,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     this.restarting = false;
     if (this.stopping) return null;
-    if (atStart) {
+    if (crash !== undefined) {
+      const stop = this.loop.crashed(crash);
+      if (stop) {
+        this.stopFor(stop);
+        return null;
+      }
+    } else if (atStart) {
       const stop = this.loop.restartedAtStart();
       if (stop) {
         this.stopFor(stop);
