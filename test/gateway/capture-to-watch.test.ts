@@ -139,7 +139,7 @@ async function expectSeenAtOnce(dir: string, extra: string[], target: string, pa
   expect(changed.parts).toEqual([typeof part === "string" ? part : expect.stringMatching(part)]);
   // the restarted server serves, and nothing more restarts it: its start wrote nothing
   const call = await gw.request("tools/call", { name: "echo", arguments: { message: "x" } }, 15_000);
-  expect(call.result).toBeDefined();
+  expect(call.result, `${JSON.stringify(call.error)}\n${gw.stderr().slice(-3000)}`).toBeDefined();
   expect(gw.stderr().match(/; restart\)/g)).toHaveLength(1);
 }
 
