@@ -59,8 +59,9 @@ export interface CallCounts {
   /** cancelled by the client after its intent was written, never forwarded */
   cancelled: number;
   /**
-   * closed without an answer: the process or the gateway went away (outcome unknown), or a server
-   * reached by URL answered it for a session it no longer knows (not run)
+   * closed without an answer: the process or the gateway went away (outcome unknown), a server
+   * reached by URL answered it for a session it no longer knows (not run), or the gateway ended
+   * the connection before it was sent (not run)
    */
   interrupted: number;
   /** an intent with no end yet (a call in flight) */
@@ -110,14 +111,18 @@ export interface ActivityEntry {
   /**
    * "ok", "error", "tool-error", "refused", "interrupted" (no answer: the outcome is unknown),
    * "not-run" (sent to a server reached by URL, which answered it for a session it no longer
-   * knows: it did not run it), "cancelled" (the client cancelled it after its intent; never
+   * knows: it did not run it; or never sent because the gateway ended the connection while it was
+   * decided, interruption `connection_ended`), "cancelled" (the client cancelled it after its intent; never
    * forwarded), "superseded" (its
    * decision was made again: the call appears again after it), or "pending" (no end written).
    * "refused" also ends a guarded read recorded and then not sent because no server process was
    * alive to take it (decision `server_unavailable`).
    */
   outcome: string;
-  /** why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided) */
+  /**
+   * why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided,
+   * server_unavailable, connection_ended)
+   */
   interruption: string | null;
   argumentsDigest: string | null;
   credentials: string[];
@@ -445,7 +450,9 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
                 ? "superseded"
                 : e.reason === "server_unavailable"
                   ? "refused"
-                  : "cancelled";
+                  : e.reason === "connection_ended"
+                    ? "not-run"
+                    : "cancelled";
         // A read recorded, then not sent because no server process was alive to take it: the
         // client was answered server_unavailable, as a call refused for that reason before its
         // intent (authorization_denied) is shown. It was listed as "cancelled" (by the client),

@@ -199,7 +199,8 @@ export class GuardedRequests {
         callOf(msg),
         tool,
         verdict.call.epoch,
-        "cancelled",
+        // the gateway ended the connection (a signal, onChange: disconnect): not the client's cancel
+        "connection_ended",
         "not_forwarded",
         method,
       );

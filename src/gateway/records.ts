@@ -152,7 +152,8 @@ export class GatewayRecords {
    * A call's (or a guarded read's: `method`) intent closed without a result: written to a process
    * that went away (answered epoch_transition, never retried: outcome unknown), cancelled by the
    * client once sent (outcome unknown), or never sent at all because the client cancelled it, its
-   * decision was made again or no process was there to take it (outcome not_forwarded); or sent
+   * decision was made again, no process was there to take it, or the gateway ended the connection
+   * while it was decided (`connection_ended`) (outcome not_forwarded); or sent
    * to a server reached by URL that answered it for a session it no longer knows (outcome
    * not_run: the server said it did not run it).
    */
@@ -160,7 +161,12 @@ export class GatewayRecords {
     name: CallName,
     tool: string | undefined,
     epoch: string,
-    reason: "epoch_transition" | "cancelled" | "redecided" | "server_unavailable" = "epoch_transition",
+    reason:
+      | "epoch_transition"
+      | "cancelled"
+      | "redecided"
+      | "server_unavailable"
+      | "connection_ended" = "epoch_transition",
     outcome: "unknown" | "not_forwarded" | "not_run" = "unknown",
     method?: string,
   ): void {

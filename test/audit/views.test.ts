@@ -309,6 +309,44 @@ describe("views", () => {
     expect(s!.counts).toMatchObject({ calls: 1, refused: 1, cancelled: 0, answered: 0 });
   });
 
+  it("a call not sent because the gateway ended the connection while it was decided is not shown cancelled by the client", async () => {
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        {
+          type: "tool_called",
+          run: RUN,
+          serverLabel: S,
+          requestId: 1,
+          callKey: 1,
+          tool: "inventory_lookup",
+          epoch: A,
+          revision: 12,
+          argumentsDigest: argumentsDigest({ sku: "A-1" }),
+        },
+        // what src/gateway/guardedRequests.ts (endedMeanwhile) writes: a signal or
+        // onChange: disconnect ended the connection before the call was sent
+        {
+          type: "call_interrupted",
+          run: RUN,
+          serverLabel: S,
+          requestId: 1,
+          callKey: 1,
+          tool: "inventory_lookup",
+          epoch: A,
+          reason: "connection_ended",
+          outcome: "not_forwarded",
+        },
+      ],
+    ]);
+    const activity = activityView(records);
+    expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
+      ["inventory_lookup", "allowed", "not-run", "connection_ended"],
+    ]);
+    const [s] = sessionsView(records);
+    expect(s!.counts).toMatchObject({ calls: 1, interrupted: 1, cancelled: 0, answered: 0 });
+  });
+
   it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
     const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
       type: "tool_called",
