@@ -1,3 +1,5 @@
+import { dirname } from "node:path";
+import { AuditLog } from "../audit/log.js";
 import type { ApprovalMode } from "../config/config.js";
 import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
@@ -239,25 +241,56 @@ export class GrantError extends Error {
   }
 }
 
-/** Revokes a grant: it stops covering from the next call on. */
-export function revokeGrant(db: Store, grant: string, by: string): GrantRecord {
+/**
+ * Revokes a grant: it stops covering from the next call on. The revocation's audit record
+ * (`grants_revoked`, reason `revoked by a human`, with `revokedBy`) is appended in the same
+ * transaction, as a decision's is (decideRequest): a human's revoke is in the chain exactly once,
+ * or it is not made. `stateDir` holds the keyring the record is sealed to (by default the store's
+ * directory); no passphrase is needed, as for any record.
+ */
+export function revokeGrant(
+  db: Store,
+  grant: string,
+  by: string,
+  stateDir: string = dirname(db.name),
+): GrantRecord {
   grantsWritten(db);
-  return db
-    .transaction(() => {
-      // Under the write lock, as a decision: a revocation written through a store file deleted
-      // or replaced since this process opened it would be lost, and the grant would go on covering.
-      StoreFiles.of(db).assertKept();
-      const g = getGrant(db, grant);
-      if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
-      if (g.revokedAt)
-        throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
-      if (g.endedAt)
-        throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
-      const now = new Date().toISOString();
-      db.prepare("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE grant_id = ?").run(now, by, grant);
-      return { ...g, revokedAt: now, revokedBy: by };
-    })
-    .immediate();
+  // Opened first: without a keyring the revocation could not be recorded (nor could a grant
+  // have been decided).
+  const audit = AuditLog.open(db, stateDir);
+  try {
+    return db
+      .transaction(() => {
+        // Under the write lock, as a decision: a revocation written through a store file deleted
+        // or replaced since this process opened it would be lost, and the grant would go on covering.
+        StoreFiles.of(db).assertKept();
+        const g = getGrant(db, grant);
+        if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
+        if (g.revokedAt)
+          throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
+        if (g.endedAt)
+          throw new GrantError(
+            `grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`,
+            "not-active",
+          );
+        const now = new Date().toISOString();
+        db.prepare("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE grant_id = ?").run(now, by, grant);
+        // Last in the transaction (a savepoint of it), as decideRequest's record.
+        audit.append({
+          type: "grants_revoked",
+          run: g.agentRun,
+          serverLabel: g.serverLabel,
+          epoch: g.executionEpoch,
+          grants: [grant],
+          reason: "revoked by a human",
+          revokedBy: by,
+        });
+        return { ...g, revokedAt: now, revokedBy: by };
+      })
+      .immediate();
+  } finally {
+    audit.close();
+  }
 }
 
 /** Ends grants (superseded, consumed). Returns how many changed. */

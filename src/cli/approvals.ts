@@ -199,7 +199,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
         if (v.next) return await decideNext(db, stateDir, "deny", v.reason, verbose);
         return await deny(db, stateDir, positionals[0]!, v.reason, verbose);
       case "revoke":
-        return await revoke(db, positionals[0]!);
+        return await revoke(db, stateDir, positionals[0]!);
     }
   } finally {
     // A store file deleted or replaced while the human read the review or typed the passphrase
@@ -381,7 +381,7 @@ async function deny(
   return EXIT_OK;
 }
 
-async function revoke(db: Store, grant: string): Promise<number> {
+async function revoke(db: Store, stateDir: string, grant: string): Promise<number> {
   const g = getGrant(db, grant);
   if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
   if (g.revokedAt) throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
@@ -389,7 +389,7 @@ async function revoke(db: Store, grant: string): Promise<number> {
     throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
   const found = activeGrants(db).find((a) => a.grant === grant);
   if (found) process.stdout.write(`${renderGrant(found)}\n\n`);
-  revokeGrant(db, grant, `${userName()} via 'portcullis revoke' (pid ${process.pid})`);
+  revokeGrant(db, grant, `${userName()} via 'portcullis revoke' (pid ${process.pid})`, stateDir);
   process.stdout.write(`revoked ${grant}: it stops covering calls from the next call on\n`);
   return EXIT_OK;
 }

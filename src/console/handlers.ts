@@ -258,7 +258,7 @@ function revoke(ctx: RouteContext): void {
     return;
   }
   try {
-    revokeGrant(app.db, id, by("revoked"));
+    revokeGrant(app.db, id, by("revoked"), app.stateDir);
   } catch (e) {
     if (!(e instanceof GrantError)) throw e;
     page(ctx, 409, "Not revoked", messageBody("Not revoked", e.message, "/grants"));

@@ -10,8 +10,9 @@ import { getGrant } from "../../src/approval/grants.js";
 import { pinnedSigner } from "../../src/approval/pin.js";
 import { getRequest } from "../../src/approval/requests.js";
 import type { Run } from "../../src/approval/runs.js";
+import { openRecords } from "../../src/audit/index.js";
 import { REFUSAL_CODES } from "../../src/guard/refusals.js";
-import { INSECURE_TEST_KDF_ENV, initKeyring } from "../../src/keyring/keyring.js";
+import { INSECURE_TEST_KDF_ENV, initKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import type { Store } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { type CliResult, runCli } from "../helpers/gateway.js";
@@ -129,6 +130,37 @@ describe("portcullis approve / deny / revoke in another process", () => {
     expect((denied as { error: { data: { reason: string } } }).error.data.reason).toBe(
       "denied: enough for today",
     );
+  });
+
+  it("revoke is recorded in the audit chain: who revoked which grant, and the chain still verifies", async () => {
+    const run = testRun(db);
+    const { got, req } = await waitingCall(run);
+    expect((await cli("approve", [req.request, "--state-dir", dir], withPass)).code).toBe(0);
+    const granted = (await got) as { grant: string };
+    const rv = await cli("revoke", [granted.grant, "--state-dir", dir]);
+    expect(rv.stderr).toBe("");
+    expect(rv.code).toBe(0);
+    const { auditPrivateKey } = await unlockKeyring(dir, PASSPHRASE);
+    const records = [...openRecords(db, auditPrivateKey)];
+    const revoked = records.filter((r) => r.event.type === "grants_revoked");
+    expect(revoked.map((r) => r.event)).toEqual([
+      {
+        type: "grants_revoked",
+        run: run.run,
+        serverLabel: req.serverLabel,
+        epoch: EPOCH,
+        grants: [granted.grant],
+        reason: "revoked by a human",
+        revokedBy: getGrant(db, granted.grant)!.revokedBy,
+      },
+    ]);
+    expect(revoked[0]!.event.revokedBy).toMatch(/via 'portcullis revoke' \(pid \d+\)/);
+    // after the grant's approval_granted, written by the revoking process
+    const grantedAt = records.findIndex((r) => r.event.type === "approval_granted");
+    expect(records.indexOf(revoked[0]!)).toBeGreaterThan(grantedAt);
+    expect(revoked[0]!.header.pid).not.toBe(process.pid);
+    const verified = await cli("audit", ["verify", "--state-dir", dir]);
+    expect(verified.code, verified.stderr).toBe(0);
   });
 
   it("deny with an unquoted reason of several words is a usage error about --reason", async () => {
