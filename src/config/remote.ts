@@ -1,4 +1,5 @@
 import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
+import { isSecretName } from "../util/redact.js";
 
 /**
  * A server reached over Streamable HTTP (`run --url`, config `url`): where it is and which
@@ -31,10 +32,25 @@ export function remoteUrlProblem(text: string, allowInsecure: boolean): string |
     return "must be an https:// (or loopback http://) URL";
   if (u.username || u.password)
     return "must not carry a user name or password (send credentials with a header instead)";
+  // As a user:password: the URL is shown (the "serving" line, status, "cannot reach" messages)
+  // and kept in the epoch's record as given, so a credential must not sit in it. The parameter's
+  // name is said, never its value.
+  const secret = [...u.searchParams.keys()].find(secretLikeParameter);
+  if (secret !== undefined)
+    return `must not carry a credential in its query (parameter ${JSON.stringify(secret)}); send it with a header instead`;
   if (u.hash) return "must not have a #fragment";
   if (u.protocol === "http:" && !LOOPBACK.test(u.hostname) && !allowInsecure)
     return "uses http:// to a host that is not loopback; use https://, or pass --allow-insecure to accept a connection anyone on the path can read and answer";
   return null;
+}
+
+/**
+ * A query parameter whose name says it carries a credential: a secret-like name (`api_key`,
+ * `access_token`, `sig`, `X-Amz-Signature`: isSecretName), or one that names a key (`key`,
+ * `x-key`, `subscription_key`).
+ */
+function secretLikeParameter(name: string): boolean {
+  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name);
 }
 
 /** Config `headers`: {"Name": "value" | {"secret": S, "format": "Bearer {}"}}. */

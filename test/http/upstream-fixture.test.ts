@@ -350,4 +350,20 @@ describe("run --url: what does not apply, and what is refused", () => {
     expect(userinfo.stderr).toMatch(/must not carry a user name or password/);
     expect(userinfo.stderr).not.toContain("pw@");
   });
+
+  it("refuses a URL whose query carries a secret-like parameter, without showing its value", async () => {
+    for (const url of [
+      "https://example.com/mcp?api_key=SECRET-VALUE-1",
+      "https://example.com/mcp?team=a&access_token=SECRET-VALUE-1",
+      "https://example.com/mcp?key=SECRET-VALUE-1",
+      "https://example.com/mcp?X-Amz-Signature=SECRET-VALUE-1",
+    ]) {
+      const r = await runCli(["run", "--state-dir", newStateDir(), "--url", url]);
+      expect(r.code, url).toBe(2);
+      expect(r.stderr, url).toMatch(
+        /must not carry a credential in its query .* send it with a header instead/,
+      );
+      expect(r.stderr, url).not.toContain("SECRET-VALUE-1");
+    }
+  });
 });
