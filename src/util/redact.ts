@@ -123,9 +123,12 @@ const VALUE_PATTERNS: [RegExp, string][] = [
   // name=value / name: value pairs in free text whose name is secret-like — except a name that
   // says what happened to a credential (an audit event type such as `authorization_denied` or
   // `credential_injected` before a colon, as in "cannot record authorization_denied: database or
-  // disk is full"): what follows such a name is a message, not the credential
+  // disk is full"): what follows such a name is a message, not the credential; and except a
+  // value that is wholly a JSON Schema type (`string`, `string|null`) or `any value`: the
+  // review's schema line `password: string (required)` (describeField) names the property's
+  // type, which no credential is (it read "password: [redacted] (required)")
   [
-    /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])[^\s"'&,;}]+/gi,
+    /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null))*|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/gi,
     `$1$2${REDACTED}`,
   ],
 ];

@@ -162,6 +162,38 @@ describe("what the human sees", () => {
     await p;
   });
 
+  it("the tool's inputs show a secret-like property's type; the server's text stays redacted", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    const tool = {
+      ...publishPreview,
+      description: "Publishes a preview. Log in with password: hunter-in-desc-42 first.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          branch: { type: "string" },
+          password: { type: "string" },
+          api_token: { type: ["string", "null"] },
+          secret: {},
+        },
+        required: ["password"],
+      },
+    };
+    const p = auth.obtain(callOf(tool, A, { effective: { branch: "main", password: "hunter22" } }));
+    const req = await pendingOf(other, run);
+    const text = renderReview(req);
+    // the gateway's own schema lines: a type, not a credential (they read "password: [redacted]")
+    expect(text).toMatch(/^ {6}password: string \(required\)$/m);
+    expect(text).toMatch(/^ {6}api_token: string\|null$/m);
+    expect(text).toMatch(/^ {6}secret: any value$/m);
+    // what the server wrote is still redacted, and the argument's value never shown
+    expect(text).toContain("password: [redacted] first.");
+    expect(text).not.toContain("hunter-in-desc-42");
+    expect(text).not.toContain("hunter22");
+    decideRequest(other, req.request, { approve: false }, "test", signer());
+    await p;
+  });
+
   it("server-provided text cannot drive the terminal the review is shown on", async () => {
     const run = testRun(db);
     const { auth } = makeAuthorizer(db, run);

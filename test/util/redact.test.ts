@@ -285,3 +285,19 @@ describe("redactArgv", () => {
     ]);
   });
 });
+
+describe("redactText: a JSON Schema type after a secret-like name is a type, not a credential", () => {
+  it("keeps `password: string` (the review's schema line), redacts anything longer", () => {
+    for (const line of [
+      "password: string (required)",
+      "api_token: string|null",
+      "secret: any value",
+      "clientSecret: object, {a, b}",
+    ])
+      expect(redactText(line)).toBe(line);
+    expect(redactText("password: stringent99")).toBe(`password: ${REDACTED}`);
+    expect(redactText("password: null|hunter2")).toBe(`password: ${REDACTED}`);
+    expect(redactText("token=string-hunter2")).toBe(`token=${REDACTED}`);
+    expect(redactText("secret: anyvalue1")).toBe(`secret: ${REDACTED}`);
+  });
+});
