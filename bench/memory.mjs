@@ -152,7 +152,9 @@ async function main() {
       encoding: "utf8",
     });
     if (init.status !== 0) throw new Error(`portcullis init failed: ${init.stderr.trim()}`);
-    const args = ["run", "--state-dir", stateDir, "--label", "memory", "--approval", "none", ...extraArgs];
+    // --approval none unless PORTCULLIS_BENCH_ARGS gives its own (run refuses an option given twice)
+    const approval = extraArgs.includes("--approval") ? [] : ["--approval", "none"];
+    const args = ["run", "--state-dir", stateDir, "--label", "memory", ...approval, ...extraArgs];
     const gw = await open([NODE, CLI, ...args, "--", ...SERVER], env);
     await settle(2000);
     const idle = rssMb(gw.pid);

@@ -449,15 +449,15 @@ async function main() {
   } else {
     // Each gateway gets its own state directory (its own store): one path's fsyncs and WAL
     // checkpoints must not land in another path's figures.
-    // --approval none unless a path asks otherwise (a later --approval wins)
+    // --approval none unless a path (or PORTCULLIS_BENCH_ARGS) gives its own: run refuses an
+    // option given twice
     const runArgs = (stateDir, ...more) => [
       "run",
       "--state-dir",
       stateDir,
       "--label",
       "bench",
-      "--approval",
-      "none",
+      ...([...more, ...extraArgs].includes("--approval") ? [] : ["--approval", "none"]),
       ...more,
       ...extraArgs,
     ];
