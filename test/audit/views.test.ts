@@ -273,34 +273,36 @@ describe("views", () => {
     expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, answered: 2, pending: 0 });
   });
 
-  it("a read recorded but not sent because no server process was alive is refused server_unavailable, not cancelled", async () => {
-    const records = await opened([
+  /**
+   * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
+   * `reason`, as src/gateway/guardedRequests.ts writes it: the records, opened.
+   */
+  const closedUnsent = (intent: AuditEvent, reason: string) => {
+    const { type: _type, revision: _revision, argumentsDigest: _a, paramsDigest: _p, ...names } = intent;
+    return opened([
       [
         { type: "run_started", run: RUN, serverLabel: S },
-        {
-          type: "request_forwarded",
-          run: RUN,
-          serverLabel: S,
-          requestId: 1,
-          callKey: 1,
-          method: "resources/read",
-          epoch: A,
-          paramsDigest: argumentsDigest({ uri: "file:///a" }),
-        },
-        // what src/gateway/guardedRequests.ts writes when inFlight.forward finds no live process
-        {
-          type: "call_interrupted",
-          run: RUN,
-          serverLabel: S,
-          requestId: 1,
-          callKey: 1,
-          method: "resources/read",
-          epoch: A,
-          reason: "server_unavailable",
-          outcome: "not_forwarded",
-        },
+        intent,
+        { ...names, type: "call_interrupted", reason, outcome: "not_forwarded" },
       ],
     ]);
+  };
+
+  it("a read recorded but not sent because no server process was alive is refused server_unavailable, not cancelled", async () => {
+    // inFlight.forward found no live process
+    const records = await closedUnsent(
+      {
+        type: "request_forwarded",
+        run: RUN,
+        serverLabel: S,
+        requestId: 1,
+        callKey: 1,
+        method: "resources/read",
+        epoch: A,
+        paramsDigest: argumentsDigest({ uri: "file:///a" }),
+      },
+      "server_unavailable",
+    );
     const activity = activityView(records);
     expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
       ["resources/read", "server_unavailable", "refused", "server_unavailable"],
@@ -310,35 +312,21 @@ describe("views", () => {
   });
 
   it("a call not sent because the gateway ended the connection while it was decided is not shown cancelled by the client", async () => {
-    const records = await opened([
-      [
-        { type: "run_started", run: RUN, serverLabel: S },
-        {
-          type: "tool_called",
-          run: RUN,
-          serverLabel: S,
-          requestId: 1,
-          callKey: 1,
-          tool: "inventory_lookup",
-          epoch: A,
-          revision: 12,
-          argumentsDigest: argumentsDigest({ sku: "A-1" }),
-        },
-        // what src/gateway/guardedRequests.ts (endedMeanwhile) writes: a signal or
-        // onChange: disconnect ended the connection before the call was sent
-        {
-          type: "call_interrupted",
-          run: RUN,
-          serverLabel: S,
-          requestId: 1,
-          callKey: 1,
-          tool: "inventory_lookup",
-          epoch: A,
-          reason: "connection_ended",
-          outcome: "not_forwarded",
-        },
-      ],
-    ]);
+    // endedMeanwhile: a signal or onChange: disconnect ended the connection before the call was sent
+    const records = await closedUnsent(
+      {
+        type: "tool_called",
+        run: RUN,
+        serverLabel: S,
+        requestId: 1,
+        callKey: 1,
+        tool: "inventory_lookup",
+        epoch: A,
+        revision: 12,
+        argumentsDigest: argumentsDigest({ sku: "A-1" }),
+      },
+      "connection_ended",
+    );
     const activity = activityView(records);
     expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
       ["inventory_lookup", "allowed", "not-run", "connection_ended"],
