@@ -10,7 +10,7 @@ import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
-import { Connection } from "./pipeline.js";
+import { Connection, modernRequester } from "./pipeline.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -18,17 +18,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const MODERN = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "modern-disconnect", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
-const request = (id: number, method: string, params: Record<string, unknown> = {}) => ({
-  jsonrpc: "2.0",
-  id,
-  method,
-  params: { ...params, _meta: MODERN },
-});
+const request = modernRequester("modern-disconnect");
 
 describe("a modern-era client that closes a request's stream", () => {
   it("cancels it: a call it gave up on while it waited for a human never runs once approved", async () => {

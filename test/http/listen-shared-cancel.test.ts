@@ -11,7 +11,7 @@ import { decideByCli, nextRequest, type Pending } from "../helpers/approvals.js"
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
-import { Connection } from "./pipeline.js";
+import { Connection, modernEnvelope, modernRequester } from "./pipeline.js";
 import type { RawResponse } from "./raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -20,17 +20,8 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const MODERN = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "shared-cancel", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
-const request = (id: number, method: string, params: Record<string, unknown> = {}) => ({
-  jsonrpc: "2.0",
-  id,
-  method,
-  params: { ...params, _meta: MODERN },
-});
+const MODERN = modernEnvelope("shared-cancel");
+const request = modernRequester("shared-cancel");
 const call = (id: number, name: string, args: Record<string, string>) =>
   request(id, "tools/call", { name, arguments: args });
 const cancel = (requestId: number) => ({

@@ -105,3 +105,23 @@ function bodyOf(rest: Buffer, headers: Record<string, string>): { text: string; 
   if (rest.length < length) return null;
   return { text: rest.subarray(0, length).toString("utf8"), length };
 }
+
+/** The envelope a 2026-07-28 client named `client` puts in every request's `_meta`. */
+export function modernEnvelope(client: string): Record<string, unknown> {
+  return {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: client, version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+}
+
+/** Requests of a 2026-07-28 client named `client`, each with the envelope in `_meta`. */
+export function modernRequester(client: string) {
+  const envelope = modernEnvelope(client);
+  return (id: number, method: string, params: Record<string, unknown> = {}) => ({
+    jsonrpc: "2.0",
+    id,
+    method,
+    params: { ...params, _meta: envelope },
+  });
+}
