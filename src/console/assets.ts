@@ -5,6 +5,12 @@
  * in a form there, in which case it only says that the page is out of date.
  */
 
+/**
+ * The header the script's own refetch carries: the server does not count that GET as the human's
+ * activity (server.ts), as it does not count the event stream.
+ */
+export const REFRESH_HEADER = "x-portcullis-refresh";
+
 export const CONSOLE_JS = `"use strict";
 (function () {
   // The proof key (src/console/sessions.ts): handed over once, in the answer to the request that
@@ -57,7 +63,7 @@ export const CONSOLE_JS = `"use strict";
   function refresh() {
     var main = document.getElementById("live");
     if (!main || !main.hasAttribute("data-live") || typing(main)) return stale();
-    fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html", "${REFRESH_HEADER}": "1" } })
       .then(function (r) {
         // Logged out (sent to the login page) or the page is gone: say so, never reload.
         if (r.redirected || !r.ok) { stale(); return null; }

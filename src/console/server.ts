@@ -13,6 +13,7 @@ import { StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { Logger } from "../util/log.js";
 import { TICKET_PARAM } from "./address.js";
+import { REFRESH_HEADER } from "./assets.js";
 import { ChangeWatch } from "./changes.js";
 import { CONSOLE_ROUTES } from "./handlers.js";
 import {
@@ -283,7 +284,12 @@ async function handle(
     return refuseStoreLost(res, route.body === "json", lost);
   }
   const isEvents = url.pathname === "/events";
-  const session = app.sessions.fromCookie(cookieValues(req, sessionCookie(port)), !isEvents);
+  // Neither the event stream nor the page fetching itself after a change (its script marks
+  // that GET, assets.ts) is the human: neither keeps the session alive. Otherwise any change in
+  // the store (an agent's new requests, a gateway's status lines) would renew an unattended
+  // tab's session for ever, and the idle timeout would never end it.
+  const background = isEvents || (method === "GET" && headerValue(req, REFRESH_HEADER) === "1");
+  const session = app.sessions.fromCookie(cookieValues(req, sessionCookie(port)), !background);
   if (route.session && !session) {
     req.resume();
     if (method === "GET" && !isEvents) {

@@ -194,6 +194,29 @@ describe("portcullis console flags and configuration", () => {
     }
   });
 
+  it("the page fetching itself after a change does not keep an idle session alive", async () => {
+    const stateDir = newStateDir();
+    const c = await startConsoleProcess(stateDir, ["--idle-timeout", "2"]);
+    try {
+      const s = await httpLogin(c.url);
+      // what the page's script sends when /events says `change` (the store changes all the time
+      // while an agent works): never the human, so never a renewal of the session
+      const script = await raw(`${c.url}/static/console.js`);
+      expect(script.body).toContain('"x-portcullis-refresh": "1"');
+      const refresh = { Cookie: s.cookie, "X-Portcullis-Refresh": "1" };
+      for (let i = 0; i < 6; i++) {
+        await sleep(500);
+        await raw(`${c.url}/`, { headers: refresh });
+      }
+      const after = await raw(`${c.url}/grants`, { headers: { Cookie: s.cookie } });
+      expect(after.status).toBe(303);
+      expect(after.headers.location).toBe("/login?next=%2Fgrants");
+    } finally {
+      await c.stop();
+      removeDir(stateDir);
+    }
+  });
+
   it("two consoles started at once on one state directory: one serves, the other prints its address", async () => {
     const stateDir = newStateDir();
     try {
