@@ -10,6 +10,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
@@ -59,9 +60,16 @@ async function replaceServer(
     new RegExp(`new execution epoch: pid=\\d+ epoch=\\S+ \\(was ${before}; restart\\)`),
     15_000,
   );
-  const now = await epochNow(stateDir);
-  expect(now).not.toBe(before);
-  return now;
+  // status reads the gateway's row, written as the epoch comes up (or, when the store was busy at
+  // that moment, at the next write): wait for it rather than read it once
+  return await waitFor(
+    async () => {
+      const now = await epochNow(stateDir);
+      return now !== before ? now : null;
+    },
+    10_000,
+    "status to show the new epoch",
+  );
 }
 
 /** `portcullis approve ID --for …` after the epoch ended: it approves, and says it covers nothing. */
