@@ -1,5 +1,6 @@
 import { canonicalString, sha256Tag } from "../util/canonical.js";
 import { redactValue } from "../util/redact.js";
+import { setOwn } from "../util/setOwn.js";
 
 /** Every event type the audit log accepts (docs/audit-format.md, "Event fields"). */
 export const AUDIT_EVENT_TYPES = [
@@ -96,7 +97,7 @@ function copyAuditable(v: unknown): unknown {
   for (const [k, x] of Object.entries(v)) {
     const value =
       typeof x === "string" && SECRET_KEY_PATTERN.test(k) ? { ...REDACTED_VALUE } : copyAuditable(x);
-    Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+    setOwn(out, k, value);
   }
   return out;
 }

@@ -14,6 +14,7 @@
  * and validator.ts clears it (endBudget).
  */
 import type { CodeKeywordDefinition } from "ajv";
+import { setOwn } from "../util/setOwn.js";
 import { MAX_CHECKS_PER_VALUE } from "./checkCost.js";
 import type { CodeTemplates } from "./hashedKeywords.js";
 
@@ -146,12 +147,7 @@ function copy(s: unknown, counted = true): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) {
     // defineProperty: a key such as "__proto__" stays a key (the validator refuses it anyway)
-    Object.defineProperty(out, k, {
-      value: member(k, v),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(out, k, member(k, v));
   }
   if (counted) out[COUNTING_KEYWORD] = true;
   return out;
@@ -176,12 +172,7 @@ function member(k: string, v: unknown): unknown {
   if (MAPS.has(k)) {
     const out: Record<string, unknown> = {};
     for (const [name, sub] of Object.entries(v)) {
-      Object.defineProperty(out, name, {
-        value: copy(sub),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      setOwn(out, name, copy(sub));
     }
     return out;
   }

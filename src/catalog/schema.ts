@@ -10,6 +10,7 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
+import { setOwn } from "../util/setOwn.js";
 import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
 
@@ -791,16 +792,10 @@ export function withoutProse(s: unknown, depth = 0): unknown {
     if (DATA_KEYWORDS.has(k)) w = v;
     else if (MAP_KEYWORDS.has(k) && isObj(v)) {
       const m: Obj = {};
-      for (const n of Object.keys(v))
-        Object.defineProperty(m, n, {
-          value: withoutProse(v[n], depth + 1),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+      for (const n of Object.keys(v)) setOwn(m, n, withoutProse(v[n], depth + 1));
       w = m;
     } else w = withoutProse(v, depth + 1);
-    Object.defineProperty(out, k, { value: w, enumerable: true, writable: true, configurable: true });
+    setOwn(out, k, w);
   }
   return out;
 }

@@ -9,6 +9,7 @@
  * Schema 2020-12 and draft-07 alike (a rule that would differ between them is not used).
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
+import { setOwn } from "../util/setOwn.js";
 
 type Obj = Record<string, unknown>;
 
@@ -133,7 +134,7 @@ function bare(s: Obj): Obj {
   const out: Obj = {};
   for (const k of Object.keys(s)) {
     if (!ANNOTATIONS.has(k) && k !== "$defs" && k !== "definitions" && k !== "$schema") {
-      Object.defineProperty(out, k, { value: s[k], enumerable: true, writable: true, configurable: true });
+      setOwn(out, k, s[k]);
     }
   }
   return out;

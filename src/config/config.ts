@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
+import { setOwn } from "../util/setOwn.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
 import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
@@ -495,15 +496,6 @@ function parseTools(
     setOwn<ToolsConfig[string]>(out, tool, { credentials: [...new Set(scopes)] });
   }
   return out;
-}
-
-/**
- * `obj[key] = value` for a key the user (or a server) chose: an own, enumerable entry even when
- * the key is "__proto__", which a plain assignment would take as the object's prototype and drop
- * (a tool named "__proto__" given "per-call" would then run with the default mode).
- */
-function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** The server LABEL from the config found upward from cwd (or the explicit file). */

@@ -1,13 +1,12 @@
 /** Small pure helpers of the gateway that say something about a message. */
+import { setOwn } from "../util/setOwn.js";
 
 /** Top-level fields the schema's defaults filled in: shown to reviewers and recorded. */
 export function defaultsApplied(args: unknown, effective: Record<string, unknown>): Record<string, unknown> {
   const given = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
   const out: Record<string, unknown> = {};
   // own keys only: `"constructor" in {}` is true, and would hide a default filled in under that name
-  for (const [k, v] of Object.entries(effective))
-    if (!Object.hasOwn(given, k))
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true });
+  for (const [k, v] of Object.entries(effective)) if (!Object.hasOwn(given, k)) setOwn(out, k, v);
   return out;
 }
 

@@ -12,6 +12,7 @@
  *   - command-line words: a value after a secret-named flag (`--token S`, `--api-key=S`, `-p S`)
  *     and `NAME=value` words whose NAME is secret-like.
  */
+import { setOwn } from "./setOwn.js";
 
 export const REDACTED = "[redacted]";
 
@@ -191,16 +192,6 @@ export function redactStrings(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) setOwn(out, k, redactStrings(v));
   return out;
-}
-
-/**
- * `out[k] = v` as an own property whatever `k` is. A plain assignment to "__proto__" sets the
- * copy's prototype instead, and the key vanishes from what is shown and recorded: arguments
- * `{"opts": {"__proto__": {"path": "/etc/shadow"}}}` (JSON.parse keeps that key as data, and the
- * server receives it) were reviewed and recorded as `{"opts": {}}`.
- */
-function setOwn(out: Record<string, unknown>, k: string, v: unknown): void {
-  Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
 }
 
 function isMarker(v: unknown, marker: unknown): boolean {
