@@ -1,8 +1,10 @@
 /**
  * The console's only script and stylesheet, served from this process (no CDN, no third-party
- * resource; the CSP allows 'self' only). The script does one thing: when /events says something
- * changed, it fetches the current page again and swaps its <main> — unless the human is typing
- * in a form there, in which case it only says that the page is out of date.
+ * resource; the CSP allows 'self' only). Besides the proof key, the script does one thing: when
+ * /events says something changed, it fetches the current page again and swaps its <main>. Never
+ * under the human's hand: while they type in a form there or the pointer rests on a control, a
+ * notice says the page is out of date and the swap waits; after a swap, the page's buttons are
+ * off for a second (`data-settling`), so a click aimed at what was there decides nothing.
  */
 
 /**
@@ -45,48 +47,116 @@ export const CONSOLE_JS = `"use strict";
   }, true);
 })();
 (function () {
+  // A page that changes under the pointer lets whoever times the change choose what the human's
+  // click lands on: an agent that files request B just as the human reaches for A's "Approve"
+  // gets B approved. So the page is never swapped while the pointer rests on a control in it or
+  // the human is typing there (a notice says something changed, and the swap waits), and after a
+  // swap its decision buttons are off for SETTLE_MS, long enough to see that the page moved
+  // (Firefox holds its security dialogs' buttons for the same second).
+  var SETTLE_MS = 1000;
+  var CONTROLS = ".decide:hover, button:hover, a:hover, input:hover, textarea:hover, summary:hover, label:hover";
+  var RELOAD = "Something changed. Reload the page to see it.";
+  var WAITING = "Something changed: it shows once the pointer leaves the buttons.";
+  var HELD = "The page changed just now: nothing was decided. Look at it again, then decide.";
   function typing(main) {
     var el = document.activeElement;
-    if (el && main.contains(el) && (el.tagName === "INPUT" || el.tagName === "TEXTAREA")) return true;
+    if (el && main.contains(el) && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "BUTTON")) return true;
     var fields = main.querySelectorAll("input[type=text], input[type=password], textarea");
     for (var i = 0; i < fields.length; i++) if (fields[i].value) return true;
     return false;
   }
-  function stale() {
-    if (document.getElementById("stale")) return;
-    var p = document.createElement("p");
-    p.id = "stale";
-    p.className = "stale";
-    p.textContent = "Something changed. Reload the page to see it.";
-    document.body.insertBefore(p, document.body.firstChild);
+  function pointing(main) {
+    try { return main.querySelector(CONTROLS) !== null; } catch (e) { return true; }
   }
+  // Fixed at the bottom of the window: showing it moves nothing on the page.
+  function notice(text) {
+    var p = document.getElementById("stale");
+    if (!p) {
+      p = document.createElement("p");
+      p.id = "stale";
+      p.className = "stale";
+      p.setAttribute("role", "status");
+      document.body.appendChild(p);
+    }
+    p.textContent = text;
+  }
+  function clearNotice() {
+    var p = document.getElementById("stale");
+    if (p) p.remove();
+  }
+  var settleTimer = null;
+  function settle(main) {
+    main.setAttribute("data-settling", "");
+    var buttons = main.querySelectorAll("form button:not([disabled])");
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].disabled = true;
+      buttons[i].setAttribute("data-settling", "");
+    }
+    if (settleTimer) clearTimeout(settleTimer);
+    settleTimer = setTimeout(function () {
+      settleTimer = null;
+      main.removeAttribute("data-settling");
+      var held = main.querySelectorAll("button[data-settling]");
+      for (var j = 0; j < held.length; j++) {
+        held[j].removeAttribute("data-settling");
+        held[j].disabled = false;
+      }
+    }, SETTLE_MS);
+  }
+  // A form submitted in the settling second (Enter in a field, a script's requestSubmit) is held too.
+  document.addEventListener("submit", function (e) {
+    var main = document.getElementById("live");
+    if (!main || !main.hasAttribute("data-settling") || !main.contains(e.target)) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    notice(HELD);
+  }, true);
+  var wanted = false;
+  var fetching = false;
   function refresh() {
     var main = document.getElementById("live");
-    if (!main || !main.hasAttribute("data-live") || typing(main)) return stale();
+    if (!wanted || fetching || !main) return;
+    if (!main.hasAttribute("data-live") || typing(main)) return notice(RELOAD);
+    if (pointing(main)) return notice(WAITING);
+    wanted = false;
+    fetching = true;
     fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html", "${REFRESH_HEADER}": "1" } })
       .then(function (r) {
         // Logged out (sent to the login page) or the page is gone: say so, never reload.
-        if (r.redirected || !r.ok) { stale(); return null; }
+        if (r.redirected || !r.ok) { notice(RELOAD); return null; }
         return r.text();
       })
       .then(function (text) {
+        fetching = false;
         if (text === null || text === undefined) return;
         var doc = new DOMParser().parseFromString(text, "text/html");
         var next = doc.getElementById("live");
         var now = document.getElementById("live");
-        if (!next || !now || typing(now)) return;
+        if (!next || !now) return;
+        // The pointer or the keyboard came to a control while the page was fetched: wait again.
+        if (typing(now) || pointing(now)) { wanted = true; return refresh(); }
         now.replaceChildren.apply(now, Array.prototype.slice.call(next.childNodes));
+        clearNotice();
+        settle(now);
+        refresh();
       })
-      .catch(function () {});
+      .catch(function () { fetching = false; });
   }
   if (!document.querySelector("nav") || typeof EventSource === "undefined") return;
   var timer = null;
+  function soon(ms) {
+    if (timer || !wanted) return;
+    timer = setTimeout(function () { timer = null; refresh(); }, ms);
+  }
+  // Leaving a control, or a field, is when a waiting change may show.
+  document.addEventListener("pointerout", function () { soon(50); }, true);
+  document.addEventListener("focusout", function () { soon(50); }, true);
   var main = document.getElementById("live");
   var since = main && main.getAttribute("data-live");
   var source = new EventSource(since ? "/events?since=" + encodeURIComponent(since) : "/events");
   source.addEventListener("change", function () {
-    if (timer) return;
-    timer = setTimeout(function () { timer = null; refresh(); }, 100);
+    wanted = true;
+    soon(100);
   });
   source.addEventListener("ended", function () { source.close(); location.assign("/login"); });
 })();
@@ -101,7 +171,7 @@ header.top { display: flex; gap: 1rem; align-items: center; padding: .5rem 1rem;
 nav { display: flex; gap: .8rem; align-items: center; flex: 1; }
 nav a[aria-current] { font-weight: 700; }
 nav .proof { margin-left: auto; color: var(--muted); font-size: 12px; }
-main { padding: 1rem; max-width: 1400px; margin: 0 auto; }
+main { padding: 1rem 1rem 3rem; max-width: 1400px; margin: 0 auto; }
 h1 { font-size: 20px; margin: .2rem 0 1rem; } h2 { font-size: 16px; margin: 0; } h3 { font-size: 13px; margin: 0 0 .3rem; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
 .args th { white-space: nowrap; }
@@ -125,7 +195,8 @@ button { font: inherit; padding: .3rem .8rem; border-radius: 4px; border: 1px so
 button.danger { border-color: var(--expand); color: var(--expand); }
 input[type=text], input[type=password] { font: inherit; padding: .3rem .4rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }
 .error { color: var(--expand); font-weight: 600; } .ok { color: var(--narrow); }
-.stale { margin: 0; padding: .4rem 1rem; background: #fff3cd; color: #5c4500; }
+.stale { position: fixed; left: 0; right: 0; bottom: 0; margin: 0; padding: .4rem 1rem; background: #fff3cd; color: #5c4500; border-top: 1px solid #e0c36a; }
+button:disabled { opacity: .5; cursor: not-allowed; }
 .login, .proof-form { max-width: 32rem; margin: 3rem auto; }
 .login label, .proof-form label { display: block; margin: .6rem 0; }
 .empty { color: var(--muted); }

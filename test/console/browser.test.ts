@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { pending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, sleep, tempDir } from "../helpers/files.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import {
@@ -370,6 +370,85 @@ describe("cookies of the same name from another port", () => {
       .click();
     await page.waitForURL(`${base}/grants`);
     expect(await activeGrants(stateDir)).toEqual([]);
+    expect(suite.browser.dialogs).toEqual([]);
+  });
+});
+
+describe("a page that changes under the pointer", () => {
+  // The attack: request A (harmless) and B (production) wait, one under the other. The human
+  // reads A and rests the pointer on its "Approve this call"; the agent ends A's gateway, A's card
+  // goes, and B's card moves up under the pointer. A click then approves B, unread.
+  it("waits while the pointer rests on a control, and a decision in the second after a swap decides nothing", async () => {
+    const { stateDir, gw: gwA } = await setup();
+    const page = suite.browser.page;
+    const callA = held(gwA.client.callTool({ name: "deploy", arguments: { note: "harmless" } }));
+    const a = await waitForPending(stateDir, (l) => l[0], 20_000, "request A");
+    const dirB = tempDir("portcullis-console-tools-");
+    cleanup.push(() => removeDir(dirB));
+    const gwB = await gatewayFor(stateDir, catalogFile(dirB, [DEPLOY_TOOL]));
+    cleanup.push(() => gwB.close());
+    await gwB.client.listTools();
+    const callB = held(
+      gwB.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
+    );
+    const b = await waitForPending(
+      stateDir,
+      (l) => l.find((p) => p.request !== a.request),
+      20_000,
+      "request B",
+    );
+
+    await loginWithBrowser(page, await consoleOf(stateDir));
+    const cardOf = (id: string) => page.locator(`[data-testid="pending-request"][data-request-id="${id}"]`);
+    await cardOf(b.request).waitFor();
+    const approveA = cardOf(a.request).getByTestId("approve-call");
+    await approveA.hover();
+    const box = (await approveA.boundingBox())!;
+    const point = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    // In-page code is given as text: the tests' types have no DOM.
+    const ARTICLE_AT = `document.elementFromPoint(${point.x}, ${point.y})?.closest("article")?.getAttribute("data-request-id") ?? null`;
+    const under = () => page.evaluate(ARTICLE_AT);
+
+    // A's gateway ends: A is withdrawn. The page learns of it and waits, saying so.
+    await gwA.close();
+    await callA.catch(() => {});
+    await waitFor(async () => (await pending(stateDir)).length === 1, 20_000, "request A withdrawn");
+    const notice = page.locator("#stale");
+    await notice.waitFor();
+    expect(await notice.textContent()).toMatch(/once the pointer leaves/);
+    expect(await under()).toBe(a.request);
+    await expect(cardOf(a.request).count()).resolves.toBe(1);
+
+    // The moment the page is swapped, B's card is under the point, every button is off, and a
+    // form submitted then (as Enter in a field would) is held.
+    await page.evaluate(`(() => {
+      const main = document.getElementById("live");
+      const seen = new MutationObserver(() => {
+        seen.disconnect();
+        const buttons = [...main.querySelectorAll("form button")];
+        const form = main.querySelector('[data-request-id="${b.request}"] form');
+        form.requestSubmit(form.querySelector('[data-testid="approve-call"]'));
+        window.seenAtSwap = {
+          under: ${ARTICLE_AT},
+          settling: main.hasAttribute("data-settling"),
+          buttons: buttons.length,
+          enabled: buttons.filter((x) => !x.disabled).length,
+        };
+      });
+      seen.observe(main, { childList: true });
+    })()`);
+    await page.mouse.move(5, 5);
+    const atSwap = await page.waitForFunction(() => (globalThis as { seenAtSwap?: unknown }).seenAtSwap);
+    expect(await atSwap.jsonValue()).toEqual({ under: b.request, settling: true, buttons: 3, enabled: 0 });
+    expect(await notice.textContent()).toMatch(/nothing was decided/);
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([b.request]);
+
+    // A second later the buttons are back, and B is decided as the human means to.
+    await page.waitForSelector("#live:not([data-settling])");
+    await cardOf(b.request).getByTestId("deny-reason").fill("not this one");
+    await cardOf(b.request).getByTestId("deny").click();
+    await page.waitForSelector("p.outcome");
+    expect(refusal(await callB.catch((e) => e)).data).toMatchObject({ error: "approval_denied" });
     expect(suite.browser.dialogs).toEqual([]);
   });
 });
