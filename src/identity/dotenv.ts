@@ -3,6 +3,8 @@
 // variables are the server's environment, so the identity digests the files, their preloads, and
 // folds their variables into the environment digest.
 
+import { setOwn } from "../util/setOwn.js";
+
 /** An env file named on a node command line. */
 export interface EnvFileArg {
   /** as written (relative to the working directory) */
@@ -78,14 +80,14 @@ export function parseEnvFile(text: string): Record<string, string> {
     let key = trim(content.slice(0, m.index));
     content = content.slice(m.index + 1);
     if (content === "" || content[0] === "\n") {
-      if (key !== "") vars[key] = "";
+      if (key !== "") setOwn(vars, key, "");
       continue;
     }
     content = trim(content);
     if (key === "") continue;
     if (key.startsWith("export ")) key = trim(key.slice(7));
     if (content === "") {
-      vars[key] = "";
+      setOwn(vars, key, "");
       break;
     }
     const q = content[0]!;
@@ -93,16 +95,16 @@ export function parseEnvFile(text: string): Record<string, string> {
     const close = quoted ? content.indexOf(q, 1) : -1;
     if (close > 0) {
       const inner = content.slice(1, close);
-      vars[key] = q === '"' ? inner.replaceAll("\\n", "\n") : inner;
+      setOwn(vars, key, q === '"' ? inner.replaceAll("\\n", "\n") : inner);
       content = content.slice(restOfLine(content, close + 1).next);
       continue;
     }
     const { line, next } = restOfLine(content, 0);
-    if (quoted)
-      vars[key] = line; // unclosed: the whole line, quote and `#` included, as node does
+    // unclosed: the whole line, quote and `#` included, as node does
+    if (quoted) setOwn(vars, key, line);
     else {
       const hash = line.indexOf("#");
-      vars[key] = trim(hash < 0 ? line : line.slice(0, hash));
+      setOwn(vars, key, trim(hash < 0 ? line : line.slice(0, hash)));
     }
     content = trim(content.slice(next));
   }

@@ -3,6 +3,7 @@
 import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { type Ctx, type Found, UNKNOWN } from "./context.js";
+import { setOwn } from "../util/setOwn.js";
 import { type EnvFileArg, parseEnvFile } from "./dotenv.js";
 import { displayPath, IdentityError, isDir, isFile, readJson, unreadable } from "./files.js";
 
@@ -139,9 +140,9 @@ export function addEnvFiles(
       continue;
     }
     out.wrappers.push(abs);
-    Object.assign(vars, parseEnvFile(text));
+    for (const [k, v] of Object.entries(parseEnvFile(text))) setOwn(vars, k, v);
   }
-  Object.assign(out.env, vars);
+  for (const [k, v] of Object.entries(vars)) setOwn(out.env, k, v);
   const fileOptions = vars.NODE_OPTIONS;
   if (fileOptions !== undefined && ctx.env.NODE_OPTIONS === undefined)
     addPreloads(out, parsePreloads(fileOptions), ctx);

@@ -3,6 +3,7 @@ import { basename, resolve } from "node:path";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { type Entry, OnboardError, readHostText, readServers } from "./document.js";
 import { foundHostFiles, HOSTS, type HostFile, hostFileFromPath, hostFiles } from "./hosts.js";
+import { setOwn } from "../util/setOwn.js";
 import { expandHostVariables } from "./hostVariables.js";
 
 /** How the drill starts the gateway for a label. */
@@ -120,7 +121,7 @@ function hostLaunch(label: string, cwd: string, host: HostFile, raw: Entry): Dri
     throw new ConfigError(`${host.file}: server "${label}" cwd ${dir} is not a directory that exists.`);
   const env: Record<string, string> = {};
   if (typeof entry.env === "object" && entry.env !== null)
-    for (const [k, v] of Object.entries(entry.env)) env[k] = String(v);
+    for (const [k, v] of Object.entries(entry.env)) setOwn(env, k, String(v));
   return { command: command ?? written, cwd: dir, env };
 }
 

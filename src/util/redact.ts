@@ -205,13 +205,6 @@ function isMarker(v: unknown, marker: unknown): boolean {
   );
 }
 
-/** An environment map with secret-named variables' values replaced and the rest redacted as text. */
-export function redactEnv(env: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) out[k] = isSecretName(k) ? REDACTED : redactText(v);
-  return out;
-}
-
 const FLAG = /^(--?)([A-Za-z0-9][A-Za-z0-9_.-]*)(?:(=)([\s\S]*))?$/;
 
 /** A flag whose value is a path to a secret, not the secret (`--token-file`, `--password-dir`). */

@@ -91,6 +91,17 @@ describe("node --env-file", () => {
     const second = await launch(project, stateDir);
     expect(second.record.envDigest).not.toBe(first.record.envDigest);
 
+    // Node sets a variable named __proto__ like any other: its value is in the digest too.
+    appendFileSync(join(project.dir, ".env"), "__proto__=a\n");
+    const protoA = await launch(project, stateDir);
+    writeFileSync(
+      join(project.dir, ".env"),
+      readFileSync(join(project.dir, ".env"), "utf8").replace("__proto__=a", "__proto__=b"),
+    );
+    const protoB = await launch(project, stateDir);
+    expect(protoA.record.envDigest).not.toBe(second.record.envDigest);
+    expect(protoB.record.envDigest).not.toBe(protoA.record.envDigest);
+
     // A variable the environment sets is the environment's, whatever the file says: changing it
     // in the file changes the file's digest only.
     const withEnv = await launch(project, stateDir, { API_TOKEN: "from-the-environment" });
@@ -139,5 +150,23 @@ describe("env file parsing", () => {
       execFileSync(NODE, [`--env-file=${file}`, "-e", script], { env: {}, encoding: "utf8" }),
     );
     expect(parseEnvFile(text)).toEqual(seen);
+  });
+
+  it("keeps a variable named __proto__, as node sets it (it is in the environment digest like any other)", () => {
+    const dir = tempDir("portcullis-envfile-");
+    cleanup.push(() => removeDir(dir));
+    const text = "__proto__=x\nconstructor=y\n";
+    const file = join(dir, "x.env");
+    writeFileSync(file, text);
+    const script =
+      "const o={};for(const k of ['__proto__','constructor'])if(Object.hasOwn(process.env,k))Object.defineProperty(o,k,{value:process.env[k],enumerable:true});console.log(JSON.stringify(o))";
+    const seen = execFileSync(NODE, [`--env-file=${file}`, "-e", script], {
+      env: {},
+      encoding: "utf8",
+    }).trim();
+    expect(seen).toBe('{"__proto__":"x","constructor":"y"}');
+    const parsed = parseEnvFile(text);
+    expect(Object.keys(parsed)).toEqual(["__proto__", "constructor"]);
+    expect(JSON.stringify(parsed)).toBe(seen);
   });
 });

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { unwrapped } from "../../src/onboard/drillServer.js";
+import { findDrillServer, unwrapped } from "../../src/onboard/drillServer.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -200,5 +200,18 @@ describe("portcullis drill: the label before the passphrase", () => {
     expect(known.stderr).toMatch(
       /^portcullis: drill: there is no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE [^\n]*; nothing was run\.\n$/,
     );
+  });
+});
+
+describe("the drill's launch of a host entry", () => {
+  it("keeps every variable of the entry's env, one named __proto__ too, as the host would set it", () => {
+    const u = user();
+    write(join(u.p.dir, ".mcp.json"), {
+      mcpServers: { inv: { command: NODE, args: ["x.js"], env: JSON.parse('{"__proto__": "x", "A": "1"}') } },
+    });
+    const { launch } = findDrillServer("inv", u.p.dir);
+    if (!("env" in launch)) throw new Error("expected a host launch");
+    expect(Object.keys(launch.env)).toEqual(["__proto__", "A"]);
+    expect(JSON.stringify(launch.env)).toBe('{"__proto__":"x","A":"1"}');
   });
 });
