@@ -34,7 +34,7 @@ import {
   unlockKeyring,
   WrongPassphraseError,
 } from "../keyring/keyring.js";
-import { openStore, type Store, StoreError } from "../store/db.js";
+import { openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { requireInitialized } from "../store/stateDir.js";
 import { redactEvent } from "../util/redact.js";
 import { parse as parseArgs } from "./args.js";
@@ -186,11 +186,12 @@ function parse(sub: string, rest: string[]): Opts {
 
 async function withStore(stateDir: string, f: (db: Store) => Promise<number>): Promise<number> {
   // A directory init was never run in: refused (exit 2, as one that does not exist), no store
-  // created, so `audit verify` never calls it "ok: the log is empty".
+  // created, so `audit verify` never calls it "ok: the log is empty". One this user may not
+  // write (a copy given to a reviewer, a backup) is read as it is.
   requireInitialized(stateDir);
   let db: Store;
   try {
-    db = openStore(stateDir);
+    db = openStoreToRead(stateDir);
   } catch (err) {
     // a StoreError names the file and what is wrong with it already
     if (err instanceof StoreError) throw new UsageError(err.message.replace(/\.$/, ""));

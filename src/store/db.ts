@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, openSync, statSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { envMs } from "../util/envMs.js";
@@ -80,6 +80,73 @@ export function openStore(stateDir: string, file = STORE_FILE): Store {
 export function openExistingStore(stateDir: string): Store {
   requireInitialized(stateDir);
   return openStore(stateDir);
+}
+
+/**
+ * The store of a command that only reads it (the audit's verification and views): as
+ * openExistingStore, and where this user may read the store but not write it (a copy handed to a
+ * reviewer, a read-only mount, a backup), a read-only connection instead of a refusal. Such a
+ * store must be at this portcullis's schema: bringing an older one up to date is a write.
+ */
+export function openStoreToRead(stateDir: string): Store {
+  requireInitialized(stateDir);
+  try {
+    return openStore(stateDir);
+  } catch (e) {
+    if (!(e instanceof StoreError && e.kind === "read-only")) throw e;
+  }
+  return openReadOnly(join(stateDir, STORE_FILE));
+}
+
+function openReadOnly(path: string): Store {
+  let db: Store;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
+    // the first read opens the write-ahead log, which fails when it cannot be opened or created
+    db.prepare("SELECT count(*) FROM sqlite_schema").get();
+  } catch (e) {
+    if (!cannotOpenLog(e, path)) throw storeError(path, e);
+    db = snapshot(path);
+  }
+  try {
+    checkSchema(db, path);
+    const applied = db
+      .prepare("SELECT count(*) AS n FROM schema_migrations WHERE version <= ?")
+      .get(KNOWN_VERSION) as {
+      n: number;
+    };
+    if (applied.n < migrations.length)
+      throw new StoreError(
+        path,
+        "was written by an older portcullis, and this one must bring it up to date before reading it, which needs write access: run any portcullis command once where the store can be written.",
+      );
+  } catch (e) {
+    db.close();
+    throw storeError(path, e);
+  }
+  return db;
+}
+
+/**
+ * SQLite cannot read a write-ahead-log store read-only when its -wal and -shm files are absent and
+ * its directory may not be written (they cannot be created). With no -wal file, or an empty one,
+ * the database file holds the whole store (the last connection to close checkpointed it), so
+ * that case is read from a copy in memory.
+ */
+function cannotOpenLog(e: unknown, path: string): boolean {
+  const code = String((e as { code?: unknown } | null)?.code ?? "");
+  if (code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return false;
+  const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+  return !wal || wal.size === 0;
+}
+
+/** The store's file, read into memory as a read-only database (its header set to rollback mode: an in-memory copy keeps no log). */
+function snapshot(path: string): Store {
+  const bytes = readFileSync(path);
+  // bytes 18 and 19: the file format's write and read versions, 2 for write-ahead logging
+  if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) bytes[18] = bytes[19] = 1;
+  return new Database(bytes, { readonly: true });
 }
 
 /**
@@ -172,13 +239,13 @@ export function callWaitsFor(db: Store, log: Pick<Logger, "warn">, what: string)
 function storeError(path: string, e: unknown): unknown {
   if (e instanceof StoreError) return e;
   const code = String((e as { code?: unknown } | null)?.code ?? "");
-  const why = (text: string) => new StoreError(path, text);
+  const why = (text: string, kind?: "read-only") => new StoreError(path, text, kind);
   if (code === "SQLITE_NOTADB")
     return why("is not a portcullis store (not an SQLite database, or its header is damaged).");
   if (code.startsWith("SQLITE_CORRUPT")) return why("is damaged (SQLite reports corruption).");
   if (code === "SQLITE_FULL" || code === "ENOSPC") return why("cannot be written: the disk is full.");
   if (code.startsWith("SQLITE_READONLY") || code === "EROFS")
-    return why("cannot be written (the file, or its directory, is read-only).");
+    return why("cannot be written (the file, or its directory, is read-only).", "read-only");
   if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "EISDIR" || code === "EACCES")
     return why(
       "cannot be opened (it is not a regular file, its directory is not one, or permission is denied).",

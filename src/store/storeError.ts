@@ -10,6 +10,8 @@ export class StoreError extends Error {
   constructor(
     readonly path: string,
     readonly problem: string,
+    /** "read-only": this process may read the store but not write it (a command that only reads may still) */
+    readonly kind?: "read-only",
   ) {
     super(`the store ${path} ${problem}`);
   }

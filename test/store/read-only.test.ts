@@ -2,13 +2,13 @@
 // store that refuses the agent run's row at the client's first request answered like any store
 // failure (audit_unavailable), never a crash with a stack trace. Real CLI processes; the read-only
 // file binds only a user who is not root (test/helpers/otherUser.ts).
-import { chmodSync, existsSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
 import { unprivilegedUser } from "../helpers/otherUser.js";
-import { NODE } from "../helpers/paths.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -83,3 +83,59 @@ function initializeParams(): Record<string, unknown> {
     clientInfo: { name: "portcullis-raw-peer", version: "1.0.0" },
   };
 }
+
+describe("a store this user may read but not write (a copy handed to a reviewer, a backup)", () => {
+  it("audit verify reads it as it is, creates nothing beside it, and still finds a record altered", async (ctx) => {
+    const stateDir = newStateDir();
+    // a gateway's records: its run, its server's start and end
+    const gw = rawGateway({
+      args: ["--label", "ro", "--approval", "none", "--", NODE, FIXTURES.echo],
+      stateDir,
+    });
+    await gw.initialize();
+    gw.closeStdin();
+    expect((await gw.exited).code).toBe(0);
+    const db = join(stateDir, "portcullis.db");
+    const user = unprivilegedUser([stateDir]);
+    if (!user) return ctx.skip("no user whom file modes bind can run the built CLI here");
+    const as = { stateDir, env: { HOME: stateDir }, ...user.spawn };
+    const readOnly = () => {
+      chmodSync(db, 0o400);
+      chmodSync(stateDir, 0o500);
+    };
+    const writable = () => {
+      chmodSync(stateDir, 0o700);
+      chmodSync(db, 0o600);
+    };
+    cleanup.push(writable);
+    readOnly();
+    const before = readdirSync(stateDir).sort();
+    const ok = await runCli(["audit", "verify", "--json"], as);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    const records = (JSON.parse(ok.stdout) as { ok: boolean; records: number }).records;
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
+    expect(records).toBeGreaterThan(2);
+    expect(readdirSync(stateDir).sort()).toEqual(before);
+
+    // It is the store that is read, not a stand-in: one altered record fails the verification.
+    writable();
+    const store = new Database(db);
+    store.exec("DROP TRIGGER audit_records_no_update");
+    store
+      .prepare(
+        "UPDATE audit_records SET record = substr(record, 1, length(record) - 10) || X'00' || substr(record, length(record) - 8) WHERE seq = 1",
+      )
+      .run();
+    store.close();
+    readOnly();
+    const altered = await runCli(["audit", "verify", "--json"], as);
+    expect(altered.code).toBe(1);
+    expect(JSON.parse(altered.stdout)).toMatchObject({ ok: false });
+
+    // A command that writes is still refused, naming the file.
+    const run = await runCli(["run", "--label", "ro", "--", NODE, "-e", ""], as);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`the store ${db} cannot be written`);
+  });
+});
