@@ -139,8 +139,11 @@ export class ServerMessages {
   private onResponse(msg: Response, gen: Generation, text?: string): void {
     const entry = this.p.inFlight.take(msg.id);
     if (!entry) {
-      // (the id is the one thing scrubLine keeps as written: the log scrubs every line)
-      this.p.log.warn(`dropped a response from the server with an unknown id ${JSON.stringify(msg.id)}`);
+      // The id as written: the one thing scrubLine keeps so, and the log scrubs every line. Read
+      // back, a number of more than 15-17 digits is rounded, and a value it holds is no longer
+      // found in it while most of its digits would be logged.
+      const id = text === undefined || msg.id === null ? JSON.stringify(msg.id) : writtenIdOf(text, msg.id);
+      this.p.log.warn(`dropped a response from the server with an unknown id ${id}`);
       return;
     }
     if (entry.origin === "gateway") {

@@ -26,6 +26,8 @@
  * too, but it can collide with ordinary text, which is then redacted as well.
  */
 
+import type { Id } from "../relay/jsonrpc.js";
+import { serializeWithId, writtenIdOf } from "../relay/rawSplice.js";
 import { parsedNestsDeeperThan } from "../util/jsonDepth.js";
 import {
   decodeAgain,
@@ -278,22 +280,42 @@ export class ReleasedValues {
     // number of more than 15-17 digits is read rounded: the value's digits would no longer be
     // found, and all but its last few would go out as a number.
     const quoted = quotedInNumbers(jsonLine, spans);
+    let base: unknown = original;
     if (quoted !== null) {
       try {
-        if (sameIds(original, JSON.parse(quoted))) return quoted;
+        base = JSON.parse(quoted);
+        if (sameIds(original, base)) return quoted;
       } catch {
-        /* still not JSON: rewrite from the parsed original */
+        base = original; // still not JSON: rewrite from the parsed original
       }
     }
-    return JSON.stringify(
-      Array.isArray(original) ? original.map((m) => this.scrubMessage(m)) : this.scrubMessage(original),
-    );
+    // The id changed: it holds a value itself. The message is written again from the parsed line
+    // with its numbers that hold a value already markers (from `quoted`: parsed, a number of
+    // more than 15-17 digits would be read rounded, and its leading digits go out), and its id
+    // as the server wrote it (it routes the message; every log line is scrubbed as text).
+    // In a batch, where each element's id text is not at hand, an id that holds a value is
+    // scrubbed like the rest (a server's batch element with such an id routes to nothing anyway).
+    if (Array.isArray(original))
+      return JSON.stringify(
+        original.map((m, i) => {
+          const b = Array.isArray(base) ? base[i] : m;
+          const clean = isObject(m) && isObject(b) && b.id === m.id && this.scrubValue(m.id) === m.id;
+          return clean ? this.scrubMessage(m, b) : this.scrubValue(b);
+        }),
+      );
+    const out = this.scrubMessage(original, base);
+    return isObject(original) && isId(original.id) && isObject(out)
+      ? serializeWithId(out, writtenIdOf(jsonLine, original.id))
+      : JSON.stringify(out);
   }
 
-  /** A message with every value and key scrubbed, its top-level `id` as it was. */
-  private scrubMessage(msg: unknown): unknown {
-    const out = this.scrubValue(msg);
-    if (isObject(msg) && isObject(out) && Object.hasOwn(msg, "id")) out.id = msg.id;
+  /**
+   * `base` (`msg`, or `msg` with its numbers that hold a value made markers) scrubbed, `msg`'s
+   * top-level id kept when it is one (a string or a number: anything else routes nothing).
+   */
+  private scrubMessage(msg: unknown, base: unknown): unknown {
+    const out = this.scrubValue(base);
+    if (isObject(msg) && isObject(out) && isId(msg.id)) out.id = msg.id;
     return out;
   }
 
@@ -442,6 +464,10 @@ function splitsPair(text: string, at: number): boolean {
   const before = text.charCodeAt(at - 1);
   const after = text.charCodeAt(at);
   return before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff;
+}
+
+function isId(v: unknown): v is Id {
+  return typeof v === "string" || typeof v === "number";
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

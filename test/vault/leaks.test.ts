@@ -229,6 +229,41 @@ describe("PORTCULLIS_DEBUG=1: the gateway's trace of every message", () => {
   });
 });
 
+describe("a released value of digits, as the id of a server's message", () => {
+  it("is never rounded into view: the client and the log get no run of its digits", async () => {
+    // 20 digits: read as a JSON number, rounded to its first 16-17, which no longer hold the value
+    const DIGITS = "98765432109876543210";
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    await storeSecret(stateDir, "api-token", DIGITS, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
+      approval: { default: "none" },
+    });
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({
+      args: ["vaulted"],
+      cwd: project.dir,
+      stateDir,
+      env: { PORTCULLIS_DEBUG: "1" },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // a ping with the value as its id and in its body, the same without "jsonrpc", a stray response
+    expect(textOf(await gw.client.callTool({ name: "ask", arguments: {} }))).toBe("asked");
+    expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
+    await gw.waitForStderr(/unknown id \[redacted:api-token\]/);
+    const ping = gw.received().find((m) => m.method === "ping");
+    expect(ping?.params).toEqual({ _meta: { n: MARK } });
+    const leading = DIGITS.slice(0, 8);
+    expect(JSON.stringify(gw.received())).not.toContain(leading);
+    expect(gw.stderr()).not.toContain(leading);
+  });
+});
+
 describe("vault set: bad input", () => {
   it("an empty or blank value is refused in one sentence and nothing is stored", async () => {
     const stateDir = newStateDir();

@@ -412,6 +412,48 @@ describe("ReleasedValues.scrubLine", () => {
     );
   });
 
+  it("a value of digits that is also the message's id: the id stays as written, every other number holding it is a marker", () => {
+    // The message is rewritten (its id holds the value); read back, its numbers of more than
+    // 15-17 digits were rounded, and all but the value's last digits went out, in the id and in
+    // every other number holding it.
+    const digits = fc.stringMatching(/^[1-9][0-9]{7,39}$/);
+    const after = fc.constantFrom("", "0", ".5", "e3", "12");
+    const shape = fc.constantFrom("result", "request", "batch");
+    fc.assert(
+      fc.property(digits, after, shape, (v, post, kind) => {
+        const num = `${v}${post}`;
+        const body =
+          kind === "result"
+            ? `"result":{"n":${num},"list":[${num},1],"s":"v=${v}"}`
+            : `"method":"x","params":{"n":${num},"list":[${num},1],"s":"v=${v}"}`;
+        const message = `{"jsonrpc":"2.0","id":${v},${body}}`;
+        const out = scrubberOf(v).scrubLine(
+          kind === "batch" ? `[${message},{"jsonrpc":"2.0","id":7,"result":{"n":${num}}}]` : message,
+        );
+        const scrubbed = { n: MARK, list: [MARK, 1], s: `v=${MARK}` };
+        if (kind === "batch") {
+          // no element's id text at hand: the id is scrubbed like the rest
+          expect(out).not.toContain(v.slice(0, 8));
+          expect(JSON.parse(out)).toEqual([
+            { jsonrpc: "2.0", id: MARK, method: "x", params: scrubbed },
+            { jsonrpc: "2.0", id: 7, result: { n: MARK } },
+          ]);
+          return;
+        }
+        const head = `{"id":${v},`;
+        expect(out.startsWith(head)).toBe(true);
+        expect(out.slice(head.length)).not.toContain(v.slice(0, 8));
+        const { id: _id, ...rest } = JSON.parse(out) as Record<string, unknown>;
+        expect(rest).toEqual(
+          kind === "result"
+            ? { jsonrpc: "2.0", result: scrubbed }
+            : { jsonrpc: "2.0", method: "x", params: scrubbed },
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("a message rewritten from its parsed form keeps every key, __proto__ and constructor included", () => {
     // the value as the id and elsewhere as a bare number: the message is rewritten from its
     // parsed form (its id kept as written)
