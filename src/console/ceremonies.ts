@@ -23,12 +23,24 @@ export class Ceremonies<T> {
     this.byChallenge.set(challenge, { value, expires: now + CEREMONY_MS });
   }
 
-  /** The value for `challenge`, removed (one use); null when unknown or expired. */
-  take(challenge: string | null): T | null {
+  /**
+   * The value for `challenge`, removed (one use); null when unknown or expired. With `belongs`,
+   * a value it refuses is left in place and null is returned: an answer posted to the wrong route
+   * (another request's, by mistake or by a page holding the session cookie) must not use up the
+   * ceremony the human is still answering on the right one. It stays one use: only a take that
+   * accepts it removes it.
+   */
+  take(challenge: string | null, belongs?: (value: T) => boolean): T | null {
     if (challenge === null) return null;
     const c = this.byChallenge.get(challenge);
+    if (!c) return null;
+    if (c.expires <= Date.now()) {
+      this.byChallenge.delete(challenge);
+      return null;
+    }
+    if (belongs && !belongs(c.value)) return null;
     this.byChallenge.delete(challenge);
-    return c && c.expires > Date.now() ? c.value : null;
+    return c.value;
   }
 }
 

@@ -291,8 +291,12 @@ async function decideWithPasskey(ctx: RouteContext): Promise<void> {
   const { app } = ctx;
   const id = ctx.params[0]!;
   const response = field(ctx.json, "response") as AuthenticationResponseJSON;
-  const prepared = ceremoniesOf(ctx.session!).decisions.take(answeredChallenge(response));
-  if (!prepared || prepared.request !== id) {
+  // Taken only by the route of the request it was prepared for (ceremonies.ts, `belongs`).
+  const prepared = ceremoniesOf(ctx.session!).decisions.take(
+    answeredChallenge(response),
+    (p) => p.request === id,
+  );
+  if (!prepared) {
     return refuse(ctx, 400, "this decision was not prepared here, or it took too long: decide again");
   }
   try {

@@ -333,4 +333,62 @@ describe("the passkey routes' edges", () => {
     await gw.close();
     await call.catch(() => {});
   });
+
+  it("an answer posted to another request's route leaves the ceremony to its own request, which it decides once", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-passkey-tools-");
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => c.stop());
+    const port = Number(new URL(c.url).port);
+    const origin = `http://localhost:${port}`;
+    const local = client(port, `localhost:${port}`);
+    const lt = csrfOf((await local.get("/login")).body);
+    const passphrase = "correct horse battery staple";
+    expect((await local.form("/login", { csrf: lt, passphrase })).status).toBe(200);
+    const csrf = csrfOf((await local.get("/")).body);
+    // A passkey added over the routes, as the page's script does (the passphrase in the request).
+    const key = new SoftAuthenticator();
+    const started = await local.json("/passkeys/options", { passphrase }, csrf);
+    expect(started.status, started.body).toBe(200);
+    const { options: creation } = JSON.parse(started.body);
+    const added = await local.json(
+      "/passkeys/register",
+      { response: key.register(creation, { origin }), name: "desk key" },
+      csrf,
+    );
+    expect(added.status, added.body).toBe(200);
+
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
+    const req = await nextRequest(stateDir);
+    const path = `/requests/${req.request}/passkey`;
+    const reviewed = reviewedIn((await local.get(`/requests/${req.request}`)).body);
+    const prepared = await local.json(`${path}/options`, { action: "approve-session", reviewed }, csrf);
+    expect(prepared.status, prepared.body).toBe(200);
+    const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
+    const answer = key.assert(options.challenge, { origin, rpId: "localhost" });
+    // Posted to another request's route (a page or agent holding the session cookie, or a
+    // mistake): refused, and the human's own ceremony is still there for the right route.
+    const wrong = await local.json(
+      "/requests/01JQ7R4S4S0QJ7GZP1S2NOTHERE/passkey",
+      { response: answer },
+      csrf,
+    );
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toContain("not prepared here");
+    const right = await local.json(path, { response: answer }, csrf);
+    expect(right.status, right.body).toBe(200);
+    expect(((await call) as { isError?: boolean }).isError).toBeFalsy();
+    // Used once: the same answer again finds no ceremony.
+    const replay = await local.json(path, { response: answer }, csrf);
+    expect(replay.status).toBe(400);
+    expect(replay.body).toContain("not prepared here");
+    await gw.close();
+  });
 });
