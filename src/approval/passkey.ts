@@ -12,6 +12,7 @@ import {
 import { ulid } from "ulid";
 import { type DecisionSigner, rawEd25519PublicKey } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import { type DecisionStatement, decisionDigest } from "./decision.js";
 import { endGrants } from "./grants.js";
 import {
@@ -27,8 +28,9 @@ import {
   getPasskeyRow,
   insertPasskeyRow,
   markPasskeyRemoved,
+  PasskeyError,
+  passkeyCounterUsed,
   passkeyRows,
-  passkeyUsed,
 } from "./passkeyRows.js";
 import {
   type Decision,
@@ -72,16 +74,7 @@ import { DecisionVerifier } from "./trust.js";
  * which gateways do not need (they verify with passkeyAssertion.ts, node:crypto only).
  */
 
-export class PasskeyError extends Error {
-  override name = "PasskeyError";
-  constructor(
-    message: string,
-    /** not-found: no such passkey; refused: a proof that does not hold; not-active: already removed */
-    readonly kind: "not-found" | "refused" | "not-active" = "refused",
-  ) {
-    super(message);
-  }
-}
+export { PasskeyError };
 
 const TIMEOUT_MS = 120_000;
 
@@ -241,16 +234,21 @@ export async function completePasskeyDecision(
     rpId: expected.rpId,
   });
   const by = expected.by ?? `passkey "${pin.name}" (${pin.credentialId.slice(0, 12)}…, user verified)`;
-  const result = decideRequest(
+  // The counter is compared again and stored in the decision's own transaction (decideRequest),
+  // after its check of the store's files: the one compared above was read before an await.
+  return decideRequest(
     db,
     prepared.request,
     prepared.decision,
     by,
-    { kind: "passkey", statement: prepared.statement, signature },
+    {
+      kind: "passkey",
+      statement: prepared.statement,
+      signature,
+      counter: { credentialId: pin.credentialId, value: counter, floor: pin.counter },
+    },
     stateDir,
   );
-  passkeyUsed(db, pin.credentialId, counter, new Date().toISOString());
-  return result;
 }
 
 /** Options for proving the human with a passkey at login: a fresh random challenge. */
@@ -269,7 +267,13 @@ export async function verifyPasskeyLogin(
   expected: { challenge: string; origin: string; rpId: string },
 ): Promise<{ credentialId: string; name: string }> {
   const { pin, counter } = await verifiedAssertion(db, stateDir, response, expected);
-  passkeyUsed(db, pin.credentialId, counter, new Date().toISOString());
+  // After the verification's await, under the write lock: the store's files checked again (one
+  // replaced meanwhile would take this write with it, and the login would open a session on a
+  // store nobody else sees), and the counter compared with the one committed last.
+  db.transaction(() => {
+    StoreFiles.of(db).assertKept();
+    passkeyCounterUsed(db, pin.credentialId, counter, pin.counter, new Date().toISOString());
+  }).immediate();
   return { credentialId: pin.credentialId, name: pin.name };
 }
 

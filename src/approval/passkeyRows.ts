@@ -90,8 +90,43 @@ export function passkeyRows(db: Store, withRemoved = false): PasskeyRow[] {
   return rows.map(toRow);
 }
 
-/** After a decision: the new counter (only ever raised) and the time. */
-export function passkeyUsed(db: Store, credentialId: string, counter: number, at: string): void {
+/**
+ * Every failure of a passkey operation (passkey.ts): its message names what is wrong (never a
+ * secret). Defined here, with no WebAuthn library behind it, so that decideRequest can throw one.
+ */
+export class PasskeyError extends Error {
+  override name = "PasskeyError";
+  constructor(
+    message: string,
+    /** not-found: no such passkey; refused: a proof that does not hold; not-active: already removed */
+    readonly kind: "not-found" | "refused" | "not-active" = "refused",
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * An assertion's signature counter, taken: refused (PasskeyError) unless above the last one seen
+ * (the stored counter, never below `floor`, the one pinned at registration), then stored with the
+ * time. The caller holds the write lock and has checked the store's files (a decision's
+ * transaction, a login's): the counter is compared with the value committed last, not with one
+ * read before the verification's await, so two answers with the same counter (a cloned
+ * authenticator, a replay) verified at once cannot both pass. A counter of 0 on both sides is an
+ * authenticator that keeps none, as WebAuthn allows.
+ */
+export function passkeyCounterUsed(
+  db: Store,
+  credentialId: string,
+  counter: number,
+  floor: number,
+  at: string,
+): void {
+  const last = Math.max(getPasskeyRow(db, credentialId)?.counter ?? 0, floor);
+  if ((counter > 0 || last > 0) && counter <= last) {
+    throw new PasskeyError(
+      `the passkey's answer does not verify: its signature counter ${counter} is not above the last one seen, ${last} (a replay, or a cloned authenticator)`,
+    );
+  }
   db.prepare("UPDATE passkeys SET counter = max(counter, ?), last_used_at = ? WHERE credential_id = ?").run(
     counter,
     at,

@@ -16,6 +16,7 @@ import {
 import { decisionEvent } from "./decisionRecord.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
+import { passkeyCounterUsed } from "./passkeyRows.js";
 import { getRun } from "./runs.js";
 import { epochMovedOn } from "./serverEpoch.js";
 
@@ -396,6 +397,13 @@ export interface PasskeyProof {
   statement: DecisionStatement;
   /** the encoded assertion (passkeyAssertion.ts), stored where an Ed25519 signature would be */
   signature: string;
+  /**
+   * The verified assertion's signature counter (passkey.ts, completePasskeyDecision): compared
+   * with the last one seen and stored in the decision's transaction (passkeyCounterUsed), so that
+   * a decision and its counter are recorded together or not at all. `floor` is the counter pinned
+   * at registration.
+   */
+  counter?: { credentialId: string; value: number; floor: number };
 }
 
 /** What a decision is signed with: the approver key (after the passphrase) or a passkey's assertion. */
@@ -546,6 +554,10 @@ export function decideRequest(
         // the store since. The console and `approve` hold the store open while a human reads the
         // review and proves who they are, which can take minutes.
         StoreFiles.of(db).assertKept();
+        if (!(proof instanceof DecisionSigner) && proof.counter) {
+          const c = proof.counter;
+          passkeyCounterUsed(db, c.credentialId, c.value, c.floor, new Date().toISOString());
+        }
         const req = decidableRequest(db, id, decision);
         sameReviewAsShown(req, decision);
         const result = recordDecision(db, req, decision, by, proof);

@@ -4,7 +4,7 @@
 // statement, no user verification, a credential not pinned, a removed credential) is ignored and
 // reported as decision_rejected, while the call keeps waiting.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -19,6 +19,7 @@ import {
   verifyPasskeyLogin,
 } from "../../src/approval/passkey.js";
 import { encodePasskeySignature } from "../../src/approval/passkeyAssertion.js";
+import { getPasskeyRow } from "../../src/approval/passkeyRows.js";
 import {
   type ApprovalRequest,
   type Decision,
@@ -275,6 +276,52 @@ describe("a passkey decision", () => {
     expect(getRequest(other, w.req.request)!.state).toBe("pending");
     other.prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?").run(w.req.request);
     await w.asked;
+  });
+});
+
+describe("the signature counter, under the write lock", () => {
+  it("a clone answering two requests at once with the same counter: one decides, the other is refused", async () => {
+    const key = await registered();
+    const first = await asking();
+    const second = await asking();
+    const p1 = preparePasskeyDecision(other, first.req.request, "approve");
+    const p2 = preparePasskeyDecision(other, second.req.request, "approve");
+    const a1 = key.assert(p1.options.challenge);
+    key.counter -= 1; // a clone of the authenticator: the same key, the same counter
+    const a2 = key.assert(p2.options.challenge);
+    // Both verified while neither is recorded: the counter must be compared again when each
+    // decision is written, not only against the value read before the verification's await.
+    const settled = await Promise.allSettled([
+      completePasskeyDecision(other, p1, a1, { ...EXPECT, stateDir: dir }),
+      completePasskeyDecision(other, p2, a2, { ...EXPECT, stateDir: dir }),
+    ]);
+    const refused = settled.filter((r) => r.status === "rejected");
+    expect(refused).toHaveLength(1);
+    expect(String((refused[0] as PromiseRejectedResult).reason)).toMatch(/counter/);
+    expect((refused[0] as PromiseRejectedResult).reason).toBeInstanceOf(PasskeyError);
+    expect(getPasskeyRow(other, key.id)!.counter).toBe(key.counter);
+    const loser = settled[0]!.status === "rejected" ? first : second;
+    expect(getRequest(other, loser.req.request)!.state).toBe("pending");
+    other
+      .prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?")
+      .run(loser.req.request);
+    await Promise.all([first.asked, second.asked]);
+  });
+
+  it("a login whose store file was replaced while its answer was verified is refused, nothing written", async () => {
+    const key = await registered("desk key");
+    const options = passkeyLoginOptions(other, { rpId: TEST_RP_ID });
+    const before = getPasskeyRow(other, key.id)!;
+    const login = verifyPasskeyLogin(other, dir, key.assert(options.challenge), {
+      challenge: options.challenge,
+      ...EXPECT,
+    });
+    // during the verification's await: `mv` and `cp` back, another file at the store's path
+    const path = join(dir, "portcullis.db");
+    renameSync(path, `${path}.moved`);
+    copyFileSync(`${path}.moved`, path);
+    await expect(login).rejects.toThrow(/was deleted or replaced/);
+    expect(getPasskeyRow(other, key.id)).toEqual(before);
   });
 });
 
