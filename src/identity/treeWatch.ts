@@ -5,7 +5,7 @@
 // first tools/list, and added 46 MB of RSS; this takes about 5 ms and 2 MB
 // (docs/performance.md). It reports; the capture that follows a report decides what changed.
 import { type Dirent, type FSWatcher, lstatSync, readdirSync, watch } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 
 export interface TreeWatch {
   close(): void;
@@ -16,7 +16,9 @@ export interface TreeWatch {
  * nor is `root` itself when it is one), calling `onPath` with the absolute path of every entry
  * created, changed or removed in a watched directory. A directory created inside a watched one
  * (an install) is watched too, down to the same depth, and so is one removed and created again, or
- * the root replaced (its name is watched in its parent). `skip` leaves paths out (tool caches).
+ * the root or one of its directories up to `top` replaced (each one's name is watched in its
+ * parent; `top`, by default the root's parent, is the highest directory watched, and one that is
+ * not above the root counts as the default). `skip` leaves paths out (tool caches).
  * Never throws: a directory that cannot be watched (gone, or the system's limit of watches
  * reached) is left unwatched; the next capture still digests it.
  */
@@ -25,6 +27,7 @@ export function watchTree(
   depth: number,
   skip: (abs: string) => boolean,
   onPath: (abs: string) => void,
+  top: string = dirname(root),
 ): TreeWatch {
   const watchers = new Map<string, FSWatcher>();
   let closed = false;
@@ -76,29 +79,67 @@ export function watchTree(
   };
 
   addIfDirectory(root, 0);
-  // The root's own name, watched in its parent: a root removed and created again (`rm -rf
-  // node_modules && npm ci`) or replaced by a rename (a node_modules swapped in whole) raises no
-  // event in the root's watch, which then follows the removed or moved-away directory: nothing in
-  // the tree would be seen again for as long as this watcher lives.
-  let parentWatch: FSWatcher | null = null;
-  const parent = dirname(root);
-  if (parent !== root && !skip(root)) {
-    try {
-      const pw = watch(parent, { persistent: true }, (_event, name) => {
-        if (closed || name?.toString() !== basename(root)) return;
-        onPath(root);
-        addIfDirectory(root, 0, true);
-      });
-      pw.on("error", () => pw.close());
-      parentWatch = pw;
-    } catch {
-      /* the parent cannot be watched: the tree is watched as it is now */
+  // The root's own name, watched in its parent, and each directory's on the way up to `top`: a
+  // root removed and created again (`rm -rf node_modules && npm ci`) or replaced by a rename (a
+  // node_modules swapped in whole) raises no event in the root's watch, which then follows the
+  // removed or moved-away directory: nothing in the tree would be seen again for as long as this
+  // watcher lives. The same goes for the parent's watch when an ancestor is replaced (`rm -rf
+  // plugins && mkdir -p plugins/base && cp …` for a base plugins/base), or when the root and its
+  // parent do not exist at the start: only a directory higher up sees the name come back. An
+  // event naming the next directory down sets its watch up again (new before old is closed), and
+  // so on down to the root's tree.
+  const links: { dir: string; child: string; w: FSWatcher | null }[] = [];
+  const inTop = top !== root && root.startsWith(top.endsWith(sep) ? top : top + sep);
+  const stop = inTop ? top : dirname(root);
+  if (!skip(root)) {
+    for (let d = root; dirname(d) !== d; d = dirname(d)) {
+      links.push({ dir: dirname(d), child: basename(d), w: null });
+      if (dirname(d) === stop) break;
     }
   }
+  /** (Re)sets up the watch of links[i]; `renew`: its directory may be a new one. */
+  const watchLink = (i: number, renew: boolean): void => {
+    const l = links[i]!;
+    if (closed) return;
+    let w: FSWatcher;
+    try {
+      w = watch(l.dir, { persistent: true }, (_event, name) => {
+        if (closed || name?.toString() !== l.child) return;
+        below(i);
+      });
+    } catch (e) {
+      // gone (removed, or not created yet): an old watch would follow a directory moved away;
+      // the link above sees it come back
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        l.w?.close();
+        l.w = null;
+      }
+      return;
+    }
+    w.on("error", () => {
+      w.close();
+      if (l.w === w) l.w = null;
+    });
+    const old = l.w;
+    l.w = w;
+    old?.close();
+    if (renew) below(i);
+  };
+  /** The directory links[i] names may have been replaced: everything below it is watched anew. */
+  const below = (i: number): void => {
+    if (i > 0) {
+      watchLink(i - 1, true);
+      return;
+    }
+    onPath(root);
+    addIfDirectory(root, 0, true);
+  };
+  for (let i = links.length - 1; i >= 0; i--) watchLink(i, false);
   return {
     close() {
       closed = true;
-      parentWatch?.close();
+      for (const l of links) l.w?.close();
       for (const w of watchers.values()) w.close();
       watchers.clear();
     },

@@ -432,6 +432,8 @@ export function watchArtifacts(
       includeBefore = now.names;
       poll.setIncluded(now.files);
     }
+    // Each tree's directories are watched by name up to the working directory (treeWatch.ts,
+    // `top`), as addFiles' are: an ancestor of a base replaced leaves the base's watches dead.
     for (const d of dirs) {
       if (d.kind === "modules") {
         const skip = [...NODE_MODULES_SKIP].map((n) => join(d.path, n));
@@ -441,6 +443,7 @@ export function watchArtifacts(
             d.depth,
             (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
             (p: string) => record(p, false),
+            cwd,
           ),
         );
       } else if (d.kind === "package") {
@@ -455,6 +458,7 @@ export function watchArtifacts(
               top.some((x) => p === x || p.startsWith(x + sep)) ||
               /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
             (p: string) => record(p, false),
+            cwd,
           ),
         );
       } else {
@@ -464,6 +468,7 @@ export function watchArtifacts(
             d.depth,
             (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
             (p: string) => record(p, true),
+            cwd,
           ),
         );
       }

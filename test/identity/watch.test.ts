@@ -202,6 +202,23 @@ describe("artifact watcher", () => {
     await byWatcher("plugins/a/one.mjs");
   }, 60_000);
 
+  it("reports a write in an include base whose parent was removed and created again or replaced by a rename, or did not exist at the start", async () => {
+    const app = makeProject(join(root, "rebuilt-parent"));
+    put(app, "deep/conf/tools.json", "{}");
+    const byWatcher = await watchedApp(app, ["deep/conf/*.json", "late/x/*.json"]);
+    // `rm -rf deep && mkdir -p deep/conf && cp …`: the base's own watch and its name's watch in
+    // `deep` both follow the removed directories; only `deep`'s name in the app raises an event
+    await byWatcher("deep/conf/tools.json", () => rmSync(join(app, "deep"), { recursive: true }));
+    await byWatcher("deep/conf/tools.json");
+    // the parent replaced by a rename: no event in it or below, only its name in the app
+    await byWatcher("deep/conf/tools.json", swapIn(app, "deep"));
+    await byWatcher("deep/conf/tools.json");
+    // a base whose parent did not exist at the start either: created with it (`mkdir -p`), then
+    // written in again
+    await byWatcher("late/x/new.json");
+    await byWatcher("late/x/new.json");
+  }, 60_000);
+
   it("reports an include file written into a directory just created, under a glob's base or as the base", async () => {
     const app = makeProject(join(root, "plugins-app"));
     put(app, "plugins/first.mjs", "export {};\n");
