@@ -112,6 +112,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private poll: NodeJS.Timeout | null = null;
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
+  /** the worker a replacement's identity is being captured for (replace), while it is */
+  private replacing: ChildProcessWithoutNullStreams | null = null;
   private readonly replacements = new ReplacementDetector();
   /**
    * The generation shutdown is stopping while its answers are still read (its stdin closed, its
@@ -260,15 +262,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.stopping || this.pipeLost.has(child)) return; // at shutdown, the pipes close as they should
     void exitsWithin(child, PIPE_LOST_EXIT_MS).then((exited) => {
       const cur = this.current;
-      if (exited || !cur?.alive || cur.child !== child || this.stopping || this.restarting) return;
-      if (this.pipeLost.has(child)) return;
+      if (exited || cur?.child !== child || this.stopping || this.pipeLost.has(child)) return;
+      const live = cur.alive && !this.restarting;
+      // A replaced worker whose replacement is being captured has no epoch to end, but dropped
+      // here it would be given one when the capture ends, on a pipe nobody will ever answer on.
+      // A worker a restart is stopping is that restart's.
+      if (!live && this.replacing !== child) return;
       const what = `${detail} while still running`;
       this.pipeLost.set(child, what);
-      cur.alive = false;
       this.opts.log.warn(
         `server ${what}: it can no longer serve; stopping it (process group ${child.pid}) as after a crash`,
       );
-      this.emit("down", cur, "exit", what);
+      if (live) {
+        cur.alive = false;
+        this.emit("down", cur, "exit", what);
+      }
       void stopChild(child, this.opts.shutdownGraceMs ?? 1500);
     });
   }
@@ -410,21 +418,29 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private replace(old: Generation, detail: string): void {
     old.alive = false;
     this.restarting = true;
+    this.replacing = old.child;
     this.emit("down", old, "replaced", detail);
     const child = old.child;
     captureStaticIdentity(this.opts.spec, this.opts.cache)
       .then((stat) => {
         this.restarting = false;
+        this.replacing = null;
         if (this.stopping) return;
+        const lost = this.pipeLost.get(child);
         if (child.exitCode !== null || child.signalCode !== null) {
           // It exited while its new identity was captured: its exit handler saw `restarting` and
           // left it to us. Dropped here, nothing respawned it and the gateway held every later
           // call for a server gone for good. Its epoch is already down (replaced): it counts as
           // a crash and is respawned as after one.
           const { exitCode, signalCode } = child;
-          this.respawnAfter(signalCode ? `killed by ${signalCode}` : `exited with code ${exitCode}`);
+          this.respawnAfter(
+            lost ?? (signalCode ? `killed by ${signalCode}` : `exited with code ${exitCode}`),
+          );
           return;
         }
+        // a pipe of its lost meanwhile (onPipeLost): it is being stopped, and its exit handler,
+        // with `restarting` over, respawns it
+        if (lost !== undefined) return;
         const gen = newGeneration(stat, child, "replaced", new Date().toISOString(), old.channel);
         this.current = gen;
         this.loop.cameUp();
@@ -434,6 +450,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       })
       .catch((e) => {
         this.restarting = false;
+        this.replacing = null;
         this.emit("gave-up", `the replaced server's identity cannot be captured: ${(e as Error).message}`);
       });
   }
