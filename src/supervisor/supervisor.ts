@@ -338,7 +338,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       .finally(start);
   }
 
-  /** A launch after the first could not start the server (its identity cannot be captured). */
+  /**
+   * A launch after the first, or a replacement, could not start the server (its identity cannot
+   * be captured): paused until its files change, or supervision ends.
+   */
   private launchFailed(e: unknown): void {
     if (this.stopping) return;
     this.stopFor(this.loop.cannotStart((e as Error).message));
@@ -448,11 +451,22 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         this.emit("up", gen, old);
         this.caughtUp(swapped);
       })
-      .catch((e) => {
-        this.restarting = false;
-        this.replacing = null;
-        this.emit("gave-up", `the replaced server's identity cannot be captured: ${(e as Error).message}`);
-      });
+      .catch((e) => this.replacementUncapturable(child, e));
+  }
+
+  /**
+   * The replacement's identity cannot be captured (a build caught half-written): as for a
+   * restart or respawn that cannot capture, supervision pauses until the files change, or ends.
+   * The replaced worker runs code no epoch records, so it is stopped first, under `restarting`
+   * as a restart stops its server: its exit is no crash, and nothing respawns it.
+   */
+  private async replacementUncapturable(child: ChildProcessWithoutNullStreams, e: unknown): Promise<void> {
+    this.replacing = null;
+    await stopChild(child, this.opts.shutdownGraceMs ?? 1500);
+    this.restarting = false;
+    this.launchFailed(
+      new Error(`the replaced server's identity cannot be captured: ${(e as Error).message}`),
+    );
   }
 
   /**
