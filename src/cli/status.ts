@@ -1,6 +1,6 @@
 import { displayValue, safeText } from "../catalog/text.js";
-import { type GatewayRow, listGateways } from "../gateway/registry.js";
-import { processStartTime } from "../identity/index.js";
+import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
+import { type ExecutionRecord, processStartTime } from "../identity/index.js";
 import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
@@ -91,11 +91,7 @@ export function renderGateway(g: StatusRow): string {
     if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
     w(`  identity   ${t(r.identityDigest)}`);
   } else if (r) {
-    w(
-      paused
-        ? `  epoch      ${t(r.epoch)}  (the last one; its server, pid ${t(r.processId)}, is gone)`
-        : `  epoch      ${t(r.epoch)}  (server pid ${t(r.processId)}, started ${t(r.startedAt)})`,
-    );
+    w(`  epoch      ${t(r.epoch)}  (${epochSince(g, r, paused)})`);
     w(`  command    ${t(displayCommand(r.launchCommand))}`);
     if (r.entry) w(`  entry      ${t(r.entry.path)}  sha256:${t(r.entry.sha256.slice(0, 16))}…`);
     if (r.dependencyTree) {
@@ -112,6 +108,12 @@ export function renderGateway(g: StatusRow): string {
   }
   for (const s of g.status.slice(-5)) w(`  ${t(s.at)}  ${t(s.line)}`);
   return out.join("");
+}
+
+/** When the epoch began and under which process; paused, only that its server is gone. */
+function epochSince(g: StatusRow, r: ExecutionRecord, paused: boolean): string {
+  if (paused) return `the last one; its server, pid ${t(r.processId)}, is gone`;
+  return t(epochBegan(g.epochReason, r));
 }
 
 /**

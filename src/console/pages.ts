@@ -7,7 +7,7 @@ import type { ApprovalRequest } from "../approval/requests.js";
 import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
 import { diffCatalogs, getRevision, listRevisions } from "../catalog/index.js";
 import { displayName, jsonText } from "../catalog/text.js";
-import type { GatewayRow } from "../gateway/registry.js";
+import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { reviewCard } from "./card.js";
@@ -146,7 +146,7 @@ export function serversBody(rows: GatewayRow[]): Html {
           <p class="meta">gateway pid ${g.pid}${g.unseen ? ` (${g.unseen === "cannot tell" ? "cannot tell whether it runs" : "in another PID namespace"})` : ""} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
           ${
             r
-              ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (server pid ${r.processId}, started ${r.startedAt})</dd>
+              ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (${epochBegan(g.epochReason, r)})</dd>
             <dt>command</dt><dd><code>${displayCommand(r.launchCommand)}</code></dd>
             ${r.entry ? html`<dt>entry</dt><dd>${r.entry.path} <code>sha256:${r.entry.sha256.slice(0, 16)}…</code></dd>` : ""}
             <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`

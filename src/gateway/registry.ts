@@ -37,6 +37,13 @@ export interface GatewayRow {
    */
   paused: string | null;
   epoch: string | null;
+  /**
+   * Why `epoch` began (its `epochs` row: launch, respawn, restart, replaced, …); null when that
+   * row is not written. A `replaced` epoch began when other code took over under a process that
+   * was started before it (a watcher's new worker, an execve): `record.startedAt` is then the
+   * epoch's start, not the process's.
+   */
+  epochReason: string | null;
   record: ExecutionRecord | null;
   status: { at: string; line: string }[];
   endedAt: string | null;
@@ -251,7 +258,11 @@ export class GatewayRegistry {
 }
 
 export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRow[] {
-  const rows = db.prepare("SELECT * FROM gateways ORDER BY started_at").all() as Record<string, unknown>[];
+  const rows = db
+    .prepare(
+      "SELECT g.*, e.reason AS epoch_reason FROM gateways g LEFT JOIN epochs e ON e.epoch = g.epoch ORDER BY g.started_at",
+    )
+    .all() as Record<string, unknown>[];
   const out: GatewayRow[] = [];
   for (const r of rows) {
     const pid = r.pid as number;
@@ -269,6 +280,7 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       state,
       paused: state === "paused" ? pauseReason(stored) : null,
       epoch: (r.epoch as string | null) ?? null,
+      epochReason: (r.epoch_reason as string | null) ?? null,
       // Redacted again when read: rows written before records were redacted at write.
       record: r.record_json ? redactRecord(JSON.parse(r.record_json as string) as ExecutionRecord) : null,
       status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
@@ -284,6 +296,21 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
     });
   }
   return out;
+}
+
+/**
+ * When an epoch began and under which process, in words (`portcullis status`, the console). A
+ * replaced epoch (a watcher's new worker, an execve) began when other code took over under a
+ * process started before it: "started" would date that process by the epoch, and a watcher's pid
+ * would read as its new worker's.
+ */
+export function epochBegan(
+  reason: string | null,
+  r: Pick<ExecutionRecord, "processId" | "startedAt">,
+): string {
+  if (reason === "replaced")
+    return `since ${r.startedAt}, when the code under server pid ${r.processId} was replaced; that process was started before`;
+  return `server pid ${r.processId}, started ${r.startedAt}`;
 }
 
 /** The gateway process a gateways row recorded (namespace and boot: null before migration 18). */

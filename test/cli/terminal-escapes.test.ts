@@ -208,6 +208,7 @@ describe("the renderers, whatever the text", () => {
           state,
           paused: null,
           epoch: null,
+          epochReason: null,
           record: null,
           status: lines.map((line) => ({ at: "2026-01-01T00:00:00.000Z", line })),
           endedAt: null,

@@ -74,6 +74,36 @@ describe("replaced workers", () => {
     expect((await current(gw)).epoch).not.toBe(before.epoch);
   });
 
+  it("status after a watcher's new worker: the epoch began with the new worker, not with the watcher's process", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const starts = join(dir, "starts.jsonl");
+    const gw = await start([NODE, FIXTURES.watcher, "--", NODE, FIXTURES.children], {
+      FIXTURE_STARTS: starts,
+    });
+    const before = await current(gw);
+    await call(gw, "whoami");
+    process.kill(before.processId, "SIGHUP"); // the watcher restarts its worker
+    await waitFor(() => readJsonLines(starts).length === 2, 10_000, "the watcher's second worker");
+    await call(gw, "whoami");
+    const after = await waitFor(
+      async () => {
+        const c = await current(gw);
+        return c.epoch !== before.epoch && c;
+      },
+      10_000,
+      "the new epoch in status",
+    );
+    const r = await runCli(["status"], { stateDir: gw.stateDir });
+    const line = r.stdout.split("\n").find((l) => l.trim().startsWith("epoch"));
+    expect(line).toContain(after.epoch);
+    // the watcher's process is the one the epoch names, and it was started long before this epoch
+    expect(line).not.toMatch(/server pid \d+, started/);
+    expect(line).toContain(`when the code under server pid ${before.processId} was replaced`);
+    const json = await runCli(["status", "--json"], { stateDir: gw.stateDir });
+    expect(JSON.parse(json.stdout).gateways[0].epochReason).toBe("replaced");
+  });
+
   it.skipIf(process.platform !== "linux")(
     "a server that execve()s into the same interpreter with other code gets a new epoch before its next call",
     async () => {
