@@ -191,27 +191,36 @@ describe("a released value spelled with JSON escapes JSON.stringify never writes
   });
 });
 
+/**
+ * A gateway with PORTCULLIS_DEBUG=1 in front of the vaulted fixture, `value` stored, unlocked and
+ * delivered in its environment as api-token; no tool asks for approval. Its catalog is listed.
+ */
+async function tracedGatewayHolding(value: string) {
+  const stateDir = newStateDir();
+  cleanup.push(async () => {
+    await runCli(["lock"], { stateDir });
+  });
+  await storeSecret(stateDir, "api-token", value, "--deliver", "env");
+  expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+  const project = vaultedProject({
+    credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
+    approval: { default: "none" },
+  });
+  cleanup.push(() => project.cleanup());
+  const gw = await startGateway({
+    args: ["vaulted"],
+    cwd: project.dir,
+    stateDir,
+    env: { PORTCULLIS_DEBUG: "1" },
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return gw;
+}
+
 describe("PORTCULLIS_DEBUG=1: the gateway's trace of every message", () => {
   it("quotes no form of a released value: ids the server routes by, a malformed request, the client's own words", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
-    const project = vaultedProject({
-      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
-      approval: { default: "none" },
-    });
-    cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: ["vaulted"],
-      cwd: project.dir,
-      stateDir,
-      env: { PORTCULLIS_DEBUG: "1" },
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const gw = await tracedGatewayHolding(SECRET);
     // the server's ping with the value as its id (traced, relayed under the gateway's id), the
     // same without "jsonrpc" (traced, warned about, answered), a stray response with it as its id
     expect(textOf(await gw.client.callTool({ name: "ask", arguments: {} }))).toBe("asked");
@@ -233,25 +242,7 @@ describe("a released value of digits, as the id of a server's message", () => {
   it("is never rounded into view: the client and the log get no run of its digits", async () => {
     // 20 digits: read as a JSON number, rounded to its first 16-17, which no longer hold the value
     const DIGITS = "98765432109876543210";
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    await storeSecret(stateDir, "api-token", DIGITS, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
-    const project = vaultedProject({
-      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
-      approval: { default: "none" },
-    });
-    cleanup.push(() => project.cleanup());
-    const gw = await startGateway({
-      args: ["vaulted"],
-      cwd: project.dir,
-      stateDir,
-      env: { PORTCULLIS_DEBUG: "1" },
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const gw = await tracedGatewayHolding(DIGITS);
     // a ping with the value as its id and in its body, the same without "jsonrpc", a stray response
     expect(textOf(await gw.client.callTool({ name: "ask", arguments: {} }))).toBe("asked");
     expect(textOf(await gw.client.callTool({ name: "stray", arguments: {} }))).toBe("strayed");
