@@ -3,9 +3,10 @@ import {
   isSecretName,
   REDACTED,
   redactRecord,
+  redactSchemaDefaults,
   redactStrings,
   redactText,
-  redactValue,
+  redactValueUnder,
 } from "../util/redact.js";
 import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
@@ -30,10 +31,13 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
     arguments: r.arguments.map((a) =>
       isSecretName(a.name)
         ? { ...a, value: a.value === null ? null : REDACTED }
-        : { ...a, value: redactValue(a.value) },
+        : { ...a, value: redactValueUnder(a.name, a.value) },
     ),
   };
-  return redactStrings({ ...req, review }) as T;
+  // the tool's definition as the server listed it (its fingerprint is over that), but shown with
+  // a default under a secret-like property name redacted, as the review's inputs show it
+  const definition = redactSchemaDefaults(req.definition) as T["definition"];
+  return redactStrings({ ...req, definition, review }) as T;
 }
 
 /**

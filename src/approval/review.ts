@@ -6,7 +6,7 @@ import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { changedParts, type ExecutionRecord } from "../identity/index.js";
 import type { Store } from "../store/db.js";
-import { isSecretName, redactRecord, redactValue } from "../util/redact.js";
+import { isSecretName, redactRecord, redactValueUnder } from "../util/redact.js";
 import { destinationsOfEpoch } from "../vault/egress/record.js";
 import type { GrantDbRow } from "./grants.js";
 import { toGrantRecord } from "./grants.js";
@@ -236,7 +236,7 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
     const ap = own(schema, "additionalProperties");
     lines.push(`  inputs${ap === false ? "" : " (other properties accepted)"}:`);
     for (const n of Object.keys(props))
-      lines.push(`    ${safeText(describeField(displayName(n), props[n], required.has(n)))}`);
+      lines.push(`    ${safeText(describeField(displayName(n), props[n], required.has(n), n))}`);
   } else {
     lines.push(`  inputs: ${schema === undefined ? "(no input schema)" : displayValue(schema, 200)}`);
   }
@@ -262,7 +262,8 @@ export function reviewArguments(call: ApprovedCall): Review["arguments"] {
       out.push({ name, value: null, note: "named like a secret; value not stored" });
       continue;
     }
-    const shown = redactValue(value);
+    // under its name: a random-looking default or value of `key` or `refresh` is one too
+    const shown = redactValueUnder(name, value);
     const entry: Review["arguments"][number] = { name, value: shown };
     if (isObj(prop) && Object.hasOwn(prop, "default") && sameJson(prop.default, value)) {
       entry.note = "schema default (given or filled in)";

@@ -3,6 +3,7 @@
  * and whether each change expands the authority an approval was given for.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
+import { redactSchemaDefaults } from "../util/redact.js";
 import {
   childPath,
   describeField,
@@ -241,7 +242,7 @@ function describeAddedTool(t: Tool): FieldChange[] {
     out.push({
       path: "inputSchema",
       change: "input schema (unrecognized)",
-      after: schema,
+      after: redactSchemaDefaults(schema),
       classification: "expands",
       detail: describeField("arguments", schema),
     });

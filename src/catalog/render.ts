@@ -113,7 +113,7 @@ function toolLines(t: Tool, fingerprint: string | undefined): string[] {
     const req = own(schema, "required");
     const reqSet = new Set(Array.isArray(req) ? req : []);
     for (const n of Object.keys(props)) {
-      out.push(`      ${safeText(describeField(displayName(n), props[n], reqSet.has(n)))}`);
+      out.push(`      ${safeText(describeField(displayName(n), props[n], reqSet.has(n), n))}`);
     }
   } else if (schema === undefined) out.push("      (no input schema)");
   else if (!isObj(schema)) out.push(`      input schema (unrecognized): ${displayValue(schema, 80)}`);

@@ -10,6 +10,7 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
+import { redactSchemaDefaults, redactValueUnder } from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
 import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
@@ -161,9 +162,11 @@ function formatText(fmt: string, type: unknown): string {
 
 /**
  * One line describing a (property) schema with its default and allowed values made visible,
- * e.g. `target: string, default "preview" (enum preview|production)`.
+ * e.g. `target: string, default "preview" (enum preview|production)`. `key` is the property's
+ * own name (`name` is how it is shown): a default under a secret-like name is the secret the call
+ * gets when the client leaves it out, so it is shown redacted as the argument itself would be.
  */
-export function describeField(name: string, schema: unknown, required?: boolean): string {
+export function describeField(name: string, schema: unknown, required?: boolean, key = name): string {
   const bits: string[] = [];
   if (schema === true || (isObj(schema) && Object.keys(schema).length === 0)) bits.push("any value");
   else if (schema === false) bits.push("no value accepted");
@@ -174,7 +177,8 @@ export function describeField(name: string, schema: unknown, required?: boolean)
     if (own(schema, "$ref") !== undefined) bits.push(`$ref ${shortJson(own(schema, "$ref"), 60)}`);
     const fmt = own(schema, "format");
     if (typeof fmt === "string") bits.push(formatText(fmt, own(schema, "type")));
-    if (Object.hasOwn(schema, "default")) bits.push(`default ${shortJson(schema.default)}`);
+    if (Object.hasOwn(schema, "default"))
+      bits.push(`default ${shortJson(redactValueUnder(key, schema.default))}`);
     if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(schema.const)}`);
     const props = own(schema, "properties");
     if (isObj(props)) {
@@ -388,12 +392,21 @@ function requiredSet(s: Obj): Set<string> {
 }
 
 /** The change for one newly declared property (shared with the description of an added tool). */
+/**
+ * A property's schema as a diff keeps it (shown by `catalog diff`, kept in catalog_revised): its
+ * default, and its own properties' defaults, redacted under their names (redactSchemaDefaults).
+ */
+export function shownProperty(name: string, schema: unknown): unknown {
+  const wrapped = redactSchemaDefaults({ properties: { [name]: schema } }) as { properties: Obj };
+  return own(wrapped.properties, name);
+}
+
 export function propertyAdded(path: string, name: string, schema: unknown, required: boolean): FieldChange {
   const sensitive = sensitiveReasons(name, own(schema, "format"));
   const c: FieldChange = {
     path,
     change: "property added",
-    after: schema,
+    after: shownProperty(name, schema),
     classification: "expands",
     detail: describeField(name, schema, required),
   };
@@ -423,7 +436,7 @@ function diffProperties(a: Obj, b: Obj, path: string, out: FieldChange[], depth:
       const closed = own(b, "patternProperties") === undefined && own(b, "additionalProperties") === false;
       const cls: Classification = closed ? "narrows" : "expands";
       const what = closed ? "property removed (no longer accepted)" : "property removed (now unconstrained)";
-      push(out, p, what, cls, ma[n], undefined, { detail: describeField(n, ma[n]) });
+      push(out, p, what, cls, shownProperty(n, ma[n]), undefined, { detail: describeField(n, ma[n]) });
     } else if (!inA && inB) {
       out.push(propertyAdded(p, n, mb[n], reqB.has(n)));
     } else diffSchema(ma[n], mb[n], p, out, depth + 1);
@@ -526,19 +539,22 @@ function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const name = fieldName(path);
   const en = own(b, "enum");
   const enumNote = Array.isArray(en) ? ` (enum ${enumText(en)})` : "";
+  // Compared as given (a changed secret default is still a change), shown and kept (the diff goes
+  // into catalog_revised and `catalog diff --json`) redacted under the property's name.
+  const shown = (v: unknown) => redactValueUnder(lastSegment(path), v);
   if (hasA && hasB) {
     if (sameJson(a.default, b.default)) return;
-    push(out, path, "default changed", "expands", a.default, b.default, {
-      detail: `${name}: default ${shortJson(a.default)} → ${shortJson(b.default)}${enumNote}`,
+    push(out, path, "default changed", "expands", shown(a.default), shown(b.default), {
+      detail: `${name}: default ${shortJson(shown(a.default))} → ${shortJson(shown(b.default))}${enumNote}`,
     });
   } else if (hasB) {
-    push(out, path, "default added", "expands", undefined, b.default, {
-      detail: `${name}: default ${shortJson(b.default)}${enumNote}`,
+    push(out, path, "default added", "expands", undefined, shown(b.default), {
+      detail: `${name}: default ${shortJson(shown(b.default))}${enumNote}`,
     });
   } else {
     // What an omitted field now means is up to the server: unprovable, so it expands.
-    push(out, path, "default removed", "expands", a.default, undefined, {
-      detail: `${name}: default ${shortJson(a.default)} removed; an omitted value now means whatever the server decides`,
+    push(out, path, "default removed", "expands", shown(a.default), undefined, {
+      detail: `${name}: default ${shortJson(shown(a.default))} removed; an omitted value now means whatever the server decides`,
     });
   }
 }

@@ -9,7 +9,7 @@ import {
 } from "../catalog/index.js";
 import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
-import { redactText } from "../util/redact.js";
+import { redactSchemaDefaults, redactText } from "../util/redact.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 
@@ -84,7 +84,12 @@ export async function catalogCommand(args: string[]): Promise<number> {
                 firstSeenAt: r.firstSeenAt,
                 firstEpoch: r.firstEpoch,
                 coverage: r.coverage,
-                tools: r.tools.map((t) => ({ fingerprint: snap.byName.get(t.name)?.fingerprint, tool: t })),
+                // as the text shows them: a default under a secret-like name redacted (the
+                // fingerprint is over the tool as the server listed it)
+                tools: r.tools.map((t) => ({
+                  fingerprint: snap.byName.get(t.name)?.fingerprint,
+                  tool: redactSchemaDefaults(t),
+                })),
               },
               null,
               2,

@@ -11,6 +11,7 @@ import type { Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
+import { redactSchemaDefaults } from "../util/redact.js";
 import type { EventSink } from "./events.js";
 import { PACE, RelistPace } from "./relistPace.js";
 
@@ -291,8 +292,9 @@ export class CatalogSync {
         previousRevision: rec.previous?.revision ?? null,
         fingerprint: snap.fingerprint,
         coverage: snap.coverage,
-        // the server chose every key in these (auditable: never a string under a secret-like key)
-        inventory: auditable(snap.tools),
+        // the server chose every key in these (auditable: never a string under a secret-like key;
+        // redactSchemaDefaults: nor a default of a property named like one, kept under `default`)
+        inventory: auditable(redactSchemaDefaults(snap.tools, { marker: { redacted: true } }) as Tool[]),
         diff: previous ? auditable(diffCatalogs(previous, snap)) : null,
       });
     }

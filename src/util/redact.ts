@@ -153,6 +153,15 @@ export interface RedactOptions {
  * kept as it is.
  */
 export function redactValue(value: unknown, opts: RedactOptions = {}): unknown {
+  return redactValueUnder(null, value, opts);
+}
+
+/**
+ * `value` redacted as if it sat under the key `key`: what a value given apart from its name needs
+ * (a schema's default under its property's name, a top-level argument), so that the name decides
+ * as it does for a value nested under it.
+ */
+export function redactValueUnder(key: string | null, value: unknown, opts: RedactOptions = {}): unknown {
   const marker = opts.marker ?? REDACTED;
   const walk = (v: unknown, key: string | null, seen: Set<object>): unknown => {
     if (
@@ -181,7 +190,38 @@ export function redactValue(value: unknown, opts: RedactOptions = {}): unknown {
       seen.delete(v);
     }
   };
-  return walk(value, null, new Set());
+  return walk(value, key, new Set());
+}
+
+/**
+ * A copy of a JSON value (tool definitions, input schemas) in which the `default` of every
+ * property under `properties` is redacted under the property's name: `{"api_key": {"default": S}}`
+ * holds S under the key `default`, so redactValue, which goes by keys, never read it as the
+ * api_key's value; a server's default is the value the call gets when the client leaves it out.
+ * Everything else is kept as it is (the caller redacts the rest as it did).
+ */
+export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): unknown {
+  const walk = (v: unknown): unknown => {
+    if (typeof v !== "object" || v === null) return v;
+    if (Array.isArray(v)) return v.map(walk);
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      let copy = walk(x);
+      if (k === "properties" && typeof copy === "object" && copy !== null && !Array.isArray(copy)) {
+        const props = copy as Record<string, unknown>;
+        for (const [name, sub] of Object.entries(props)) {
+          if (typeof sub !== "object" || sub === null || Array.isArray(sub) || !Object.hasOwn(sub, "default"))
+            continue;
+          const s = sub as Record<string, unknown>;
+          setOwn(s, "default", redactValueUnder(name, s.default, opts));
+        }
+        copy = props;
+      }
+      setOwn(out, k, copy);
+    }
+    return out;
+  };
+  return walk(value);
 }
 
 /** A copy of a JSON value with every string redacted as text (redactText); keys decide nothing. */

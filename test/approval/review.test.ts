@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderReview, renderReviewCard } from "../../src/approval/render.js";
+import { publicRequest, renderReview, renderReviewCard } from "../../src/approval/render.js";
 import { decideRequest } from "../../src/approval/requests.js";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
 import { reviewCard } from "../../src/console/card.js";
@@ -190,6 +190,46 @@ describe("what the human sees", () => {
     expect(text).toContain("password: [redacted] first.");
     expect(text).not.toContain("hunter-in-desc-42");
     expect(text).not.toContain("hunter22");
+    decideRequest(other, req.request, { approve: false }, "test", signer());
+    await p;
+  });
+
+  it("a schema default under a secret-like name is hidden in the tool's inputs and in the arguments it fills", async () => {
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run);
+    // values with no credential shape: only the property's name says they are secrets
+    const tool = {
+      ...publishPreview,
+      inputSchema: {
+        type: "object",
+        properties: {
+          branch: { type: "string", default: "main" },
+          api_key: { type: "string", default: "hunter-default-42" },
+          key: { type: "string", default: "Zq8Kp2LmN4vX7bR1tY9wQ3eH" },
+        },
+      },
+    };
+    // both filled in from the schema: the client sent neither
+    const p = auth.obtain(
+      callOf(tool, A, {
+        effective: { branch: "main", api_key: "hunter-default-42", key: "Zq8Kp2LmN4vX7bR1tY9wQ3eH" },
+      }),
+    );
+    const req = await pendingOf(other, run);
+    for (const text of [renderReview(req), renderReviewCard(req)]) {
+      expect(text).toMatch(/api_key: string, default "\[redacted\]"/);
+      expect(text).toMatch(/key: string, default "\[redacted\]"/);
+      expect(text).toMatch(/branch: string, default "main"/);
+      expect(text).toMatch(/api_key \(hidden\)/);
+    }
+    // the review as stored, and the request as `approvals --json` prints it
+    const stored = JSON.stringify(req.review);
+    const printed = JSON.stringify(publicRequest(req));
+    const card = String(reviewCard(req, "csrf"));
+    for (const where of [renderReview(req), renderReviewCard(req), stored, printed, card]) {
+      expect(where).not.toContain("hunter-default-42");
+      expect(where).not.toContain("Zq8Kp2LmN4vX7bR1tY9wQ3eH");
+    }
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;
   });

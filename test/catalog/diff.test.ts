@@ -4,6 +4,7 @@ import {
   type DiffEntry,
   diffCatalogs,
   type FieldChange,
+  renderCatalog,
   renderDiff,
   snapshotOf,
   type Tool,
@@ -487,6 +488,26 @@ describe("field by field", () => {
   it("renderDiff says when nothing changed", () => {
     expect(renderDiff(diffCatalogs([readIssue], [readIssue]), { fromRevision: 3, toRevision: 3 })).toBe(
       "catalog revision 3 → 3: no tool changed\n",
+    );
+  });
+
+  it("a default under a secret-like property name is shown redacted, in the text and in the diff's values", () => {
+    const withDefault = (v: string): Tool => ({
+      name: "login",
+      inputSchema: { type: "object", properties: { password: { type: "string", default: v } } },
+    });
+    const added = diffCatalogs([readIssue], [readIssue, withDefault("hunter-default-42")]);
+    const changed = diffCatalogs([withDefault("hunter-old-41")], [withDefault("hunter-default-42")]);
+    // still a change the human is told of, only without the values
+    expect(entry(changed, "login").changes.map((c) => c.change)).toContain("default changed");
+    expect(renderDiff(changed)).toContain('password: default "[redacted]" → "[redacted]"');
+    for (const d of [added, changed])
+      for (const shown of [renderDiff(d), JSON.stringify(d)]) {
+        expect(shown).not.toContain("hunter-default-42");
+        expect(shown).not.toContain("hunter-old-41");
+      }
+    expect(renderCatalog(snapshotOf([withDefault("hunter-default-42")], 1), 1)).not.toContain(
+      "hunter-default-42",
     );
   });
 });

@@ -9,7 +9,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
-import { startGateway } from "../helpers/gateway.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -53,6 +53,44 @@ describe("keys named like secrets in what others chose", () => {
     const inventory = revised[0]!.inventory as (typeof LOGIN)[];
     expect(inventory[0]!.inputSchema.properties.auth.examples).toEqual([{ token: { redacted: true } }]);
     expect(inventory[0]!.inputSchema.properties.user).toEqual({ type: "string" });
+  });
+
+  it("a default under a secret-like property name: catalog_revised and catalog show keep it redacted", async () => {
+    const tool = {
+      name: "login",
+      inputSchema: {
+        type: "object",
+        properties: {
+          user: { type: "string", default: "bob" },
+          password: { type: "string", default: "hunter-default-42" },
+        },
+      },
+    };
+    const cat = makeCatalog([tool]);
+    cleanup.push(() => cat.cleanup());
+    const gw = rawGateway({
+      args: ["--label", "secretish", "--approval", "none", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    await gw.request("tools/list");
+    gw.closeStdin();
+    await gw.exited;
+    const revised = (await auditEvents(gw.stateDir)).filter((e) => e.type === "catalog_revised");
+    expect(revised).toHaveLength(1);
+    const inventory = revised[0]!.inventory as (typeof tool)[];
+    expect(inventory[0]!.inputSchema.properties.password).toEqual({
+      type: "string",
+      default: { redacted: true },
+    });
+    expect(inventory[0]!.inputSchema.properties.user).toEqual({ type: "string", default: "bob" });
+    for (const json of [[], ["--json"]]) {
+      const shown = await runCli(["catalog", "show", "secretish", ...json, "--state-dir", gw.stateDir]);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain("password");
+      expect(shown.stdout).not.toContain("hunter-default-42");
+    }
   });
 
   it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {

@@ -2,7 +2,13 @@
 // or a flag spelling that leaks a planted secret, breaks idempotence or loses non-secret data.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { REDACTED, redactArgv, redactText, redactValue } from "../../src/util/redact.js";
+import {
+  REDACTED,
+  redactArgv,
+  redactSchemaDefaults,
+  redactText,
+  redactValue,
+} from "../../src/util/redact.js";
 
 const SECRET_KEYS = [
   "password",
@@ -158,6 +164,34 @@ describe("redactValue", () => {
     });
     expect(redactText("curl -H 'Authorization: Bearer abcdefgh123' https://u:pw123@h/x")).toBe(
       "curl -H 'Authorization: Bearer [redacted]' https://u:[redacted]@h/x",
+    );
+  });
+});
+
+describe("redactSchemaDefaults", () => {
+  it("a default of a property named like a secret, in a schema nested anywhere, never survives; others are kept", () => {
+    fc.assert(
+      fc.property(
+        plain,
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.constantFrom(...SECRET_KEYS),
+        secretValue,
+        plainString,
+        (value, path, key, secret, kept) => {
+          const schema = {
+            type: "object",
+            properties: { [key]: { type: "string", default: secret }, name: { default: kept } },
+          };
+          const out = redactSchemaDefaults(plant(value, path, "inputSchema", schema));
+          expect(JSON.stringify(out)).not.toContain(secret);
+          // the property itself, its type and a plain property's default are still there
+          expect(JSON.stringify(out)).toContain(JSON.stringify({ default: kept }));
+          expect(JSON.stringify(out)).toContain(
+            `${JSON.stringify(key)}:{"type":"string","default":"[redacted]"}`,
+          );
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });
