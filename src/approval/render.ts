@@ -1,4 +1,5 @@
 import { displayName, displayValue, isPlainAscii, NOT_ASCII_NOTE, safeText } from "../catalog/text.js";
+import { cutText } from "../util/cut.js";
 import {
   isSecretName,
   REDACTED,
@@ -195,7 +196,7 @@ function baseName(path: string | null): string {
 
 function oneProcess(e: ChainEntry): string {
   const cmd = e.command
-    ? `  ${safeText(e.command.length > 60 ? `${e.command.slice(0, 59)}…` : e.command)}`
+    ? `  ${safeText(e.command.length > 60 ? `${cutText(e.command, 59)}…` : e.command)}`
     : "";
   return `${safeText(baseName(e.executable))} (pid ${e.pid})${cmd}`;
 }
@@ -250,7 +251,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   // The tool as listed now: its title/description line and its inputs, with defaults and enums.
   const toolLines = r.tool.rendered.split("\n").map(t);
   const desc = toolLines.slice(1).find((l) => !/^\s*inputs/.test(l) && l.trim() !== "");
-  if (desc) lines.push(...capped(desc.length > 110 ? `${desc.slice(0, 109)}…` : desc, 1, "             "));
+  if (desc) lines.push(...capped(desc.length > 110 ? `${cutText(desc, 109)}…` : desc, 1, "             "));
   const inputsAt = toolLines.findIndex((l) => /^\s*inputs/.test(l));
   if (inputsAt !== -1) {
     const inputs = toolLines.slice(inputsAt + 1).filter((l) => /^\s{4}/.test(l));

@@ -225,7 +225,7 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
   lines.push(`${displayName(name)}${typeof title === "string" ? ` — ${safeText(clip(title, 200))}` : ""}`);
   const desc = own(def, "description");
   if (typeof desc === "string" && desc.trim() !== "") {
-    const text = desc.length > 1200 ? `${desc.slice(0, 1200)}… (${desc.length - 1200} more chars)` : desc;
+    const text = clip(desc, 1200);
     for (const l of text.split(/\r?\n/)) lines.push(`  ${safeText(l)}`);
   }
   const schema = own(def, "inputSchema");

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { cutText } from "../util/cut.js";
 
 /**
  * Text rules used by the diff: when is a text change provably cosmetic, which effect verbs a new
@@ -325,7 +326,9 @@ function escapeName(name: string): string {
 
 /** `s` cut to `max` characters, with a count of what was cut. */
 export function clip(s: string, max: number): string {
-  return s.length > max ? `${s.slice(0, max)}… (${s.length - max} more chars)` : s;
+  if (s.length <= max) return s;
+  const cut = cutText(s, max);
+  return `${cut}… (${s.length - cut.length} more chars)`;
 }
 
 /**

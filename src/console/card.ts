@@ -9,6 +9,7 @@ import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
+import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, pre } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
@@ -114,7 +115,7 @@ export function decisionForm(
         : html`<button type="submit" name="action" value="approve-session" data-testid="approve-session">Approve for this session</button>`
     }
     <button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>
-  </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="500" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
+  </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="${MAX_REASON}" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
     <button type="submit" name="action" value="deny" class="danger" data-testid="deny">Deny</button></span>
   </form></div>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;
 }

@@ -19,6 +19,7 @@ import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
+import { decisionReason } from "../util/cut.js";
 import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
 import { auditData } from "./audit.js";
 import { type Html, html } from "./html.js";
@@ -191,7 +192,7 @@ async function decide(ctx: RouteContext): Promise<void> {
   // own keys only: "constructor" is a key of every object
   const chosen = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
   if (!chosen) return page(ctx, 400, "Bad request", messageBody("Bad request", "choose approve or deny"));
-  const reason = (form!.get("reason") ?? "").trim().slice(0, 500);
+  const reason = decisionReason(form!.get("reason") ?? "");
   // The digest of the review the page showed: an approval is made on that review or not at all.
   const reviewed = form!.get("reviewed") ?? "";
   if (chosen !== "deny" && reviewed === "")

@@ -27,6 +27,7 @@ import {
 } from "../approval/passkey.js";
 import { DecisionError, getRequest } from "../approval/requests.js";
 import type { DecisionSigner } from "../keyring/approver.js";
+import { decisionReason } from "../util/cut.js";
 import { answeredChallenge, Ceremonies } from "./ceremonies.js";
 import { by, cookie, page, proofProblem, refuseWithoutGateway, safeNext } from "./handlers.js";
 import { cookieValues, redirect } from "./http.js";
@@ -263,7 +264,7 @@ function decisionOptions(ctx: RouteContext) {
   const chosen = Object.hasOwn(DECISIONS, action) ? DECISIONS[action] : undefined;
   if (!chosen) return refuse(ctx, 400, "choose approve or deny");
   const reasonGiven = field(ctx.json, "reason");
-  const reason = typeof reasonGiven === "string" ? reasonGiven.trim().slice(0, 500) : "";
+  const reason = typeof reasonGiven === "string" ? decisionReason(reasonGiven) : "";
   // the digest of the review the page showed (card.ts): an approval is prepared on it or not at all
   const reviewed = field(ctx.json, "reviewed");
   if (chosen.decision === "approve" && (typeof reviewed !== "string" || reviewed === ""))

@@ -1,4 +1,6 @@
 /** Small pure helpers of the gateway that say something about a message. */
+
+import { cutText } from "../util/cut.js";
 import { setOwn } from "../util/setOwn.js";
 
 /** Top-level fields the schema's defaults filled in: shown to reviewers and recorded. */
@@ -29,6 +31,6 @@ export function metaProblem(params: unknown): string | null {
 }
 
 export function preview(text: string): string {
-  const t = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  const t = text.length > 80 ? `${cutText(text, 80)}…` : text;
   return JSON.stringify(t);
 }

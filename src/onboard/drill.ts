@@ -20,6 +20,7 @@ import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
+import { cutText } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
 import type { DrillServer } from "./drillServer.js";
 
@@ -204,7 +205,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     if (o.tool) {
       const r = await call();
       mode = r.mode;
-      pass(`request ${r.request} approved ${approvedFor(r.mode)}; result: ${r.result.slice(0, 120)}`);
+      pass(`request ${r.request} approved ${approvedFor(r.mode)}; result: ${cutText(r.result, 120)}`);
     } else skip("no --tool named: the drill calls only a tool you name");
 
     const newEpoch = (within: number) =>
@@ -221,7 +222,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       const r = spawnSync(o.rebuild, { shell: true, cwd: how.cwd, encoding: "utf8" });
       if (r.status !== 0)
         throw new Error(
-          `--rebuild "${o.rebuild}" exited ${r.status}: ${(r.stderr ?? "").trim().slice(0, 300)}`,
+          `--rebuild "${o.rebuild}" exited ${r.status}: ${cutText((r.stderr ?? "").trim(), 300)}`,
         );
       try {
         epochB = await newEpoch(ms);
@@ -267,7 +268,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       const schemaB = relisted.tools.find((t) => t.name === o.tool)?.inputSchema;
       const r = await call(!sameJson(schemaA ?? null, schemaB ?? null));
       pass(
-        `re-listed; request ${r.request} approved ${approvedFor(r.mode)} in epoch ${epochB}; result: ${r.result.slice(0, 120)}`,
+        `re-listed; request ${r.request} approved ${approvedFor(r.mode)} in epoch ${epochB}; result: ${cutText(r.result, 120)}`,
       );
     } else {
       skip("no --tool named");
@@ -306,7 +307,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     const tail = [...gateway.stderr, gateway.partial].filter(Boolean).slice(-STDERR_TAIL);
     if (tail.length > 0) {
       o.say("    the gateway's last stderr lines:");
-      for (const line of tail) o.say(`    | ${safeText(line).slice(0, 400)}`);
+      for (const line of tail) o.say(`    | ${cutText(safeText(line), 400)}`);
     }
   } finally {
     await client?.close().catch(() => {});
@@ -438,11 +439,11 @@ function answeredWithoutApproval(answer: Answer, tool: string, schemaChanged: bo
       ? `--args no longer matches the rebuilt schema of ${tool} (its input schema changed in the rebuild); the gateway answered at once: ${said}`
       : `the gateway answered at once, before asking for approval: ${said}`;
   }
-  return `the gateway ran the call without asking for approval: ${tool} needs none (approval mode "none"), so nothing can go stale; the drill needs a tool in approval mode "session" or "per-call" (name another --tool, or set one in portcullis.json: "approval": {"tools": {"${tool}": "session"}}); result: ${said.slice(0, 120)}`;
+  return `the gateway ran the call without asking for approval: ${tool} needs none (approval mode "none"), so nothing can go stale; the drill needs a tool in approval mode "session" or "per-call" (name another --tool, or set one in portcullis.json: "approval": {"tools": {"${tool}": "session"}}); result: ${cutText(said, 120)}`;
 }
 
 function oneLine(s: string): string {
-  return s.replace(/\s*\n\s*/g, " ").slice(0, 400);
+  return cutText(s.replace(/\s*\n\s*/g, " "), 400);
 }
 
 /**

@@ -12,6 +12,8 @@
  *   - command-line words: a value after a secret-named flag (`--token S`, `--api-key=S`, `-p S`)
  *     and `NAME=value` words whose NAME is secret-like.
  */
+
+import { cutText } from "./cut.js";
 import { setOwn } from "./setOwn.js";
 
 export const REDACTED = "[redacted]";
@@ -344,7 +346,7 @@ export function displayCommand(argv: string[]): string {
     return a;
   });
   const text = out.map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
-  return text.length > MAX_COMMAND_CHARS ? `${text.slice(0, MAX_COMMAND_CHARS)}…` : text;
+  return text.length > MAX_COMMAND_CHARS ? `${cutText(text, MAX_COMMAND_CHARS)}…` : text;
 }
 
 /**

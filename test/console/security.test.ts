@@ -6,8 +6,11 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
-import { pending, waitForPending } from "../helpers/approvals.js";
+import { openStore } from "../../src/store/db.js";
+import { isWellFormedString } from "../../src/util/canonical.js";
+import { auditEvents, pending, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -319,6 +322,35 @@ describe("forged decisions", () => {
       expect(unreviewed.body).toContain("reload the request");
       expect((await pending(stateDir)).map((p) => p.request)).toEqual([request]);
       await expectDecided(path, { ...approve, csrf: a.csrf, proof: a.proofKey!, reviewed }, a.cookie, call);
+    });
+  });
+});
+
+describe("a denial's reason", () => {
+  it("is cut at 500 UTF-16 units on a code point boundary: never half a surrogate pair in the decision or the audit", async () => {
+    await withPendingDeploy("long reason", async ({ call, request, path, session: a }) => {
+      // the 500th unit is the first half of 😀: cut there, a lone surrogate would be signed and kept
+      const reason = `${"a".repeat(499)}😀 and more`;
+      const denied = await post(
+        base,
+        path,
+        { action: "deny", csrf: a.csrf, proof: a.proofKey!, reason },
+        { Cookie: a.cookie },
+      );
+      expect(denied.status, denied.body).toBe(303);
+      await expect(call).rejects.toThrow(/A human denied this call/);
+      const db = openStore(stateDir);
+      try {
+        const kept = getRequest(db, request)!.reason!;
+        expect(kept).toBe("a".repeat(499));
+        expect(isWellFormedString(kept)).toBe(true);
+      } finally {
+        db.close();
+      }
+      const events = await auditEvents(stateDir);
+      const decided = events.filter((e) => JSON.stringify(e).includes("a".repeat(499)));
+      expect(decided.length).toBeGreaterThan(0);
+      for (const e of decided) expect(isWellFormedString(JSON.stringify(e))).toBe(true);
     });
   });
 });
