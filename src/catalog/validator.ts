@@ -607,7 +607,7 @@ export class ArgumentValidator {
   /**
    * Validates `args` (the client's `arguments`; absent means `{}`). On success, `effective` is
    * a deep copy with schema defaults filled in, which is what is reviewed, recorded and forwarded
-   * (it is not checked again). When the schema declares no default, `effective` is the
+   * (checked again once filled in: a schema's defaults may break its own constraints). When the schema declares no default, `effective` is the
    * client's object itself (no copy is made): callers never modify it.
    */
   validate(toolName: string, args: unknown): ValidationResult {
@@ -636,6 +636,21 @@ export class ArgumentValidator {
       newCheck();
       startBudget(effective);
       settle(c.withDefaults(effective));
+      // What is forwarded (and reviewed) is `effective`, not what the client sent: a default
+      // outside its own enum, or one that makes another field required (dependentRequired,
+      // if/then), gives the server arguments the schema the human approved refuses. Checked
+      // again, without filling anything, before anyone sees them.
+      newCheck();
+      startBudget(effective);
+      const again: unknown = c.check(effective);
+      if (again !== true) {
+        settle(again);
+        const after = "(once the schema's defaults were filled in for the fields the call left out)";
+        return {
+          ok: false,
+          errors: sentences(again === false ? (c.check.errors ?? []) : []).map((e) => `${e} ${after}`),
+        };
+      }
       return { ok: true, effective };
     } catch (err) {
       const why = err instanceof Error ? err.message.split("\n")[0] : String(err);

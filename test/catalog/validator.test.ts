@@ -112,6 +112,33 @@ describe("ArgumentValidator", () => {
     expect(r).toEqual({ ok: false, errors: ['Missing required field "mode".'] });
   });
 
+  it("arguments made invalid by the schema's own defaults are refused, naming the field", () => {
+    const t = {
+      name: "t",
+      inputSchema: {
+        type: "object",
+        properties: {
+          // a default outside its own enum, and one that makes `confirm` required (dependentRequired)
+          mode: { type: "string", enum: ["safe", "dry"], default: "everything" },
+          target: { type: "string", default: "production" },
+          confirm: { type: "boolean" },
+        },
+        dependentRequired: { target: ["confirm"] },
+      },
+    } as Tool;
+    const v = validator(t);
+    const r = v.validate("t", {});
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const after = "(once the schema's defaults were filled in for the fields the call left out)";
+    expect(r.errors).toContain(`Field "mode" must be one of "safe", "dry". ${after}`);
+    expect(r.errors).toContain(
+      `The arguments must have property confirm when property target is present. ${after}`,
+    );
+    // given valid values the defaults fill nothing wrong
+    expect(v.validate("t", { mode: "dry", target: "preview", confirm: true }).ok).toBe(true);
+  });
+
   it("2020-12 by default: prefixItems and $defs", () => {
     const v = validator(modern);
     expect(v.validate("modern_tool", { pair: ["a", 1] }).ok).toBe(true);

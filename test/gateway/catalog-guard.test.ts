@@ -239,6 +239,32 @@ describe("the stale-call guard", () => {
     expect(cat.records()).toHaveLength(0);
   });
 
+  it("arguments the schema's own defaults make invalid are refused the same way, naming the field, and nothing is forwarded", async () => {
+    const deploy: ToolDef = {
+      name: "deploy",
+      description: "Deploy.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          target: { type: "string", enum: ["preview", "staging"], default: "production" },
+          note: { type: "string" },
+        },
+      },
+    };
+    const { cat, gw } = await catalogGateway([deploy]);
+    await gw.client.listTools();
+    // the client sent valid arguments; the default filled in for `target` is outside its enum
+    const res = await gw.client.callTool({ name: "deploy", arguments: { note: "hi" } });
+    expect(res.isError).toBe(true);
+    expect(JSON.stringify(res.content)).toMatch(
+      /Field \\"target\\" must be one of .*defaults were filled in/,
+    );
+    expect(cat.records()).toHaveLength(0);
+    const ok = await gw.client.callTool({ name: "deploy", arguments: { note: "hi", target: "preview" } });
+    expect(ok.isError).toBeFalsy();
+    expect(cat.records()).toHaveLength(1);
+  });
+
   it("a restart while a write is pending: epoch_transition, and the write ran once and was not retried", async () => {
     const project = makeProject("B");
     const gw = await startInventory(project, ["--approval", "none", "--on-change", "restart"]);
