@@ -1,5 +1,5 @@
 import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
-import { isSecretName } from "../util/redact.js";
+import { isSecretQueryParameter } from "../util/redact.js";
 
 /**
  * A server reached over Streamable HTTP (`run --url`, config `url`): where it is and which
@@ -35,22 +35,15 @@ export function remoteUrlProblem(text: string, allowInsecure: boolean): string |
   // As a user:password: the URL is shown (the "serving" line, status, "cannot reach" messages)
   // and kept in the epoch's record as given, so a credential must not sit in it. The parameter's
   // name is said, never its value.
-  const secret = [...u.searchParams.keys()].find(secretLikeParameter);
+  const secret = [...u.searchParams].find(([name, value]) => isSecretQueryParameter(name, value));
   if (secret !== undefined)
-    return `must not carry a credential in its query (parameter ${JSON.stringify(secret)}); send it with a header instead`;
+    return `must not carry a credential in its query (parameter ${JSON.stringify(secret[0])}${
+      isSecretQueryParameter(secret[0], "") ? "" : ", whose value looks like a generated key"
+    }); send it with a header instead`;
   if (u.hash) return "must not have a #fragment";
   if (u.protocol === "http:" && !LOOPBACK.test(u.hostname) && !allowInsecure)
     return "uses http:// to a host that is not loopback; use https://, or pass --allow-insecure to accept a connection anyone on the path can read and answer";
   return null;
-}
-
-/**
- * A query parameter whose name says it carries a credential: a secret-like name (`api_key`,
- * `access_token`, `sig`, `X-Amz-Signature`: isSecretName), or one that names a key (`key`,
- * `x-key`, `subscription_key`).
- */
-function secretLikeParameter(name: string): boolean {
-  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name);
 }
 
 /** Config `headers`: {"Name": "value" | {"secret": S, "format": "Bearer {}"}}. */

@@ -140,7 +140,46 @@ const VALUE_PATTERNS: [RegExp, string][] = [
 export function redactText(s: string): string {
   let out = s;
   for (const [re, rep] of VALUE_PATTERNS) out = out.replace(re, rep);
-  return out;
+  return redactQueries(out);
+}
+
+/**
+ * Whether a URL query parameter carries a credential: its name says so (`api_key`,
+ * `access_token`, `sig`, `X-Amz-Signature`: isSecretName), it names a key (`key`, `x-key`,
+ * `subscription_key`), or its value looks like a generated key whatever the name (`?k=…`,
+ * `?s=…`: looksRandom). A query's names are often one letter, so the name alone says too little.
+ */
+export function isSecretQueryParameter(name: string, value: string): boolean {
+  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name) || looksRandom(value);
+}
+
+/** A URL in text: up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`\\]+/gi;
+
+function decoded(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, " "));
+  } catch {
+    return s;
+  }
+}
+
+/** Every URL's query parameters that carry a credential (isSecretQueryParameter) replaced. */
+function redactQueries(s: string): string {
+  return s.replace(URL_IN_TEXT, (url) => {
+    const q = url.indexOf("?");
+    if (q === -1) return url;
+    const hash = url.indexOf("#", q);
+    const end = hash === -1 ? url.length : hash;
+    const query = url
+      .slice(q + 1, end)
+      .replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
+        value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))
+          ? `${sep}${name}=${REDACTED}`
+          : pair,
+      );
+    return url.slice(0, q + 1) + query + url.slice(end);
+  });
 }
 
 export interface RedactOptions {

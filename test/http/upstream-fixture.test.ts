@@ -366,4 +366,21 @@ describe("run --url: what does not apply, and what is refused", () => {
       expect(r.stderr, url).not.toContain("SECRET-VALUE-1");
     }
   });
+
+  it("refuses a URL whose query value looks like a credential under a plain name, without showing it", async () => {
+    const token = "Zq8Kp2LmN4vX7bR1tY9wQ3eH";
+    for (const url of [
+      `https://example.com/mcp?k=${token}`,
+      `https://example.com/mcp?team=a&s=${token}`,
+      `https://example.com/mcp?sig=short1`,
+    ]) {
+      const r = await runCli(["run", "--state-dir", newStateDir(), "--url", url]);
+      expect(r.code, url).toBe(2);
+      expect(r.stderr, url).toMatch(
+        /must not carry a credential in its query .* send it with a header instead/,
+      );
+      expect(r.stderr, url).not.toContain(token);
+      expect(r.stderr, url).not.toContain("short1");
+    }
+  });
 });

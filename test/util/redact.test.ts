@@ -168,6 +168,63 @@ describe("redactValue", () => {
   });
 });
 
+describe("redactText: a URL's query", () => {
+  const queryName = fc.constantFrom(
+    "k",
+    "s",
+    "q",
+    "x",
+    "sig",
+    "X-Amz-Signature",
+    "code",
+    "v",
+    "key",
+    "apikey",
+  );
+  // long, mixed, random-looking (distinct characters: high entropy): what generated keys look like
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  const tokenValue = fc
+    .shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 })
+    .map((cs) => `Zq8${cs.join("")}`);
+  it("a credential-looking value, or any value under a secret-like name, never survives, in any place of the query", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom("team", "page", "lang"), fc.stringMatching(/^[a-z]{1,8}$/)), {
+          maxLength: 3,
+        }),
+        fc.nat(),
+        queryName,
+        tokenValue,
+        fc.constantFrom("", "#top", " and more text", '"'),
+        (plainPairs, at, name, token, after) => {
+          const pairs = plainPairs.map(([n, v]) => `${n}=${v}`);
+          pairs.splice(at % (pairs.length + 1), 0, `${name}=${token}`);
+          const text = `see https://host.example/p/a?${pairs.join("&")}${after}`;
+          const out = redactText(text);
+          expect(out).not.toContain(token);
+          expect(out).toContain(`${name}=${REDACTED}`);
+          // the plain parameters and the rest of the text are kept
+          for (const p of pairs) if (!p.startsWith(`${name}=`)) expect(out).toContain(p);
+          // (a fragment after `apikey=…` goes with the value: the name=value pattern reads to it)
+          if (!after.startsWith("#")) expect(out.endsWith(after)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("short plain values under plain names are kept; a short value under a secret-like name is not", () => {
+    expect(redactText("https://h.example/search?q=cats&page=2&lang=en")).toBe(
+      "https://h.example/search?q=cats&page=2&lang=en",
+    );
+    expect(redactText("https://s3.example/o?X-Amz-Signature=abc123&X-Amz-Expires=60")).toBe(
+      `https://s3.example/o?X-Amz-Signature=${REDACTED}&X-Amz-Expires=60`,
+    );
+    expect(redactText("https://h.example/?sig=short1")).toBe(`https://h.example/?sig=${REDACTED}`);
+  });
+});
+
 describe("redactSchemaDefaults", () => {
   it("a default of a property named like a secret, in a schema nested anywhere, never survives; others are kept", () => {
     fc.assert(
