@@ -322,7 +322,13 @@ describe("the schema classifier never calls a widening a narrowing", () => {
   it("multipleOf changed to a multiple of itself accepts nothing new, past 2^53 and 1e21 too", () => {
     const tool = (m: number) =>
       ({ name: "t", inputSchema: { type: "object", properties: { n: { multipleOf: m } } } }) as Tool;
-    const judge = (m: number) => new ArgumentValidator(snapshotOf([tool(m)], 1));
+    // one validator per divisor: compiling one per run made this test take a minute under load
+    const judges = new Map<number, ArgumentValidator>();
+    const judge = (m: number) => {
+      let v = judges.get(m);
+      if (!v) judges.set(m, (v = new ArgumentValidator(snapshotOf([tool(m)], 1))));
+      return v;
+    };
     const big = fc.oneof(
       fc.double({ noNaN: true, noDefaultInfinity: true }),
       fc.bigInt(2n ** 53n, 2n ** 90n).map(Number),
