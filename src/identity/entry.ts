@@ -2,8 +2,8 @@
 // directories with package.json "main" or an index file, preloads, python modules.
 import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
-import { type Ctx, type Found, UNKNOWN } from "./context.js";
 import { setOwn } from "../util/setOwn.js";
+import { type Ctx, type Found, UNKNOWN } from "./context.js";
 import { type EnvFileArg, parseEnvFile } from "./dotenv.js";
 import { displayPath, IdentityError, isDir, isFile, readJson, unreadable } from "./files.js";
 

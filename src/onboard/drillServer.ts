@@ -1,9 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
+import { setOwn } from "../util/setOwn.js";
 import { type Entry, OnboardError, readHostText, readServers } from "./document.js";
 import { foundHostFiles, HOSTS, type HostFile, hostFileFromPath, hostFiles } from "./hosts.js";
-import { setOwn } from "../util/setOwn.js";
 import { expandHostVariables } from "./hostVariables.js";
 
 /** How the drill starts the gateway for a label. */

@@ -325,8 +325,10 @@ describe("the schema classifier never calls a widening a narrowing", () => {
     // one validator per divisor: compiling one per run made this test take a minute under load
     const judges = new Map<number, ArgumentValidator>();
     const judge = (m: number) => {
-      let v = judges.get(m);
-      if (!v) judges.set(m, (v = new ArgumentValidator(snapshotOf([tool(m)], 1))));
+      const known = judges.get(m);
+      if (known) return known;
+      const v = new ArgumentValidator(snapshotOf([tool(m)], 1));
+      judges.set(m, v);
       return v;
     };
     const big = fc.oneof(
