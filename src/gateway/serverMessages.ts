@@ -1,4 +1,5 @@
 import { refuse } from "../guard/refusals.js";
+import { isNodeWatchNotice, underNodeWatch } from "../identity/index.js";
 import {
   type ErrorObject,
   errorResponse,
@@ -67,8 +68,14 @@ export class ServerMessages {
       return;
     }
     if (c.kind === "invalid") {
-      // e.g. `node --watch` printing "Restarting 'server.js'" on the shared stdout
-      this.p.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`);
+      // `node --watch` writes its own notices ("Restarting 'server.js'") to the stdout it shares
+      // with its worker: no fault of the server's, so not warned of as one. Only the log's
+      // wording depends on the line's words (a server can print them); it is dropped either way.
+      if (c.unparsed && isNodeWatchNotice(text) && underNodeWatch(gen.record))
+        this.p.log.info(
+          `node --watch (node's watch mode) said: ${this.p.quote(text)} (not a message; dropped)`,
+        );
+      else this.p.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`);
       // a malformed answer or request that names an id: whoever waits on it is answered, never
       // left waiting (a call's end recorded as an error); of a line that is not even JSON, only
       // its id is read

@@ -14,7 +14,7 @@ export {
 export { checkIncludes, IncludeError } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
 export { chainDigest, remoteIdentityDigest, remoteRecord } from "./remote.js";
-export { selfWatcher, selfWatcherOf } from "./selfWatch.js";
+export { isNodeWatchNotice, selfWatcher, selfWatcherOf, underNodeWatch } from "./selfWatch.js";
 export type {
   ExecutionRecord,
   FileDigest,

@@ -31,3 +31,30 @@ export function selfWatcherOf(r: {
   }
   return null;
 }
+
+/**
+ * Whether a server runs under node's own watch mode (`node --watch`, found as selfWatcherOf finds
+ * it), whose notices share the server's stdout (isNodeWatchNotice).
+ */
+export function underNodeWatch(r: Parameters<typeof selfWatcherOf>[0]): boolean {
+  const w = selfWatcherOf(r);
+  return w === "node --watch" || w === "nodejs --watch";
+}
+
+// ANSI colours (and the `\x1bc` that clears the screen) node adds when colours are forced on a pipe
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escapes are what it strips
+const ANSI = /\x1b(?:c|\[[0-9;]*m)/g;
+// node 20+ (lib/internal/main/watch_mode.js): the command is quoted by util.inspect, so in '…'
+// unless it holds a single quote, then in "…" or `…`
+const NODE_WATCH_NOTICE =
+  /^(?:(?:Restarting|Completed running|Failed running|Gracefully restarted) (?:'.*'|".*"|`.*`)|Waiting for graceful termination\.\.\.)$/;
+
+/**
+ * Whether a line is one of the notices node's watch mode writes to the stdout it shares with its
+ * worker: "Restarting 'x'" as it swaps the worker, "Completed running 'x'" / "Failed running
+ * 'x'" when the worker exits by itself, and the graceful-termination pair. Only the wording of a
+ * log line depends on it: a server can print the same words.
+ */
+export function isNodeWatchNotice(line: string): boolean {
+  return NODE_WATCH_NOTICE.test(line.replace(ANSI, "").trimEnd());
+}
