@@ -481,7 +481,13 @@ export class Gateway {
     this.inFlight.endGeneration(gen);
     this.serverRequests.endGeneration(gen);
     if (why === "replaced") {
-      this.o.log.status(`running server replaced: ${where(gen)} epoch=${gen.epoch} (${detail})`);
+      // The launched process runs on (a watcher whose worker was swapped, or the pid that
+      // execve()d): `detail` names the process whose code was replaced and what took its place.
+      // "replaced: pid=<launched>" read as if the watcher's pid were the code now serving.
+      const under = gen.record.remote
+        ? where(gen)
+        : `the process the gateway launched (pid=${gen.record.processId})`;
+      this.o.log.status(`running server replaced: ${detail}, under ${under}; epoch=${gen.epoch} ended`);
     }
   }
 

@@ -189,7 +189,7 @@ function successorOf(gen: WatchedGeneration): string | null {
       if (known.has(`${k.pid}/${k.startTime}`)) continue;
       const sameExe = d.exe === null || k.exe === null || k.exe === d.exe;
       if (!sameExe && !(d.answers && holdsChannel(k.pid, gen.channel))) continue;
-      return `process ${d.pid} was replaced by process ${k.pid}, a watcher's new worker`;
+      return `process ${d.pid} was replaced by process ${k.pid}, a new worker of watcher process ${d.ppid}`;
     }
   }
   return null;

@@ -200,7 +200,7 @@ describe("rebuilds at the supervision layer", () => {
     expect(after.revision).toBe("C");
     expect(after.pid).not.toBe(first.pid);
     await gw.waitForStderr(
-      /running server replaced: pid=\d+ epoch=\w+ \(process \d+ was replaced by process \d+/,
+      /running server replaced: process \d+ was replaced by process \d+, a new worker of watcher process \d+, under the process the gateway launched \(pid=\d+\); epoch=\w+ ended/,
       5_000,
     );
     // The watcher's own replacement follows the rebuild: never reported as "unchanged" first.

@@ -70,7 +70,15 @@ describe("replaced workers", () => {
     await waitFor(() => readJsonLines(starts).length === 2, 10_000, "the watcher's second worker");
     const after = await call(gw, "whoami");
     expect(after.pid).not.toBe(first.pid);
-    await gw.waitForStderr(/running server replaced: .*\(process \d+ was replaced by process \d+/, 5_000);
+    const line = await gw.waitForStderr(/running server replaced: /, 5_000);
+    // The code now serving is the new worker's, under the watcher (the process the gateway
+    // launched): the watcher's pid is named as the watcher's, never as the server replaced.
+    expect(line).toContain(
+      `process ${first.pid} was replaced by process ${after.pid}, a new worker of watcher process ${before.processId}`,
+    );
+    expect(line).toContain(`the process the gateway launched (pid=${before.processId})`);
+    expect(line).toContain(`epoch=${before.epoch} ended`);
+    expect(line).not.toMatch(/replaced: pid=/);
     expect((await current(gw)).epoch).not.toBe(before.epoch);
   });
 
