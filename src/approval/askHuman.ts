@@ -400,6 +400,7 @@ export class HumanAsker {
         credentialScope,
         scopeNote: call.read ? null : toolScopeNote(this.o.credentials, this.o.tools, call.tool),
         record: ctx.record,
+        reason: ctx.reason ?? null,
         revision: call.revision,
       });
     } catch (e) {

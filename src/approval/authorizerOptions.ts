@@ -43,8 +43,12 @@ export interface AuthorizerOptions {
   progressEveryMs?: number;
   log: Pick<Logger, "info" | "warn">;
   events: AuthorizerEvents;
-  /** the current epoch's execution record (null when not captured yet) and catalog revision */
-  context: () => { record: ExecutionRecord | null; revision: number };
+  /**
+   * The current epoch's execution record (null when not captured yet), why that epoch began (its
+   * EpochReason: the review says when a replaced epoch began, not when its process started) and
+   * the catalog revision.
+   */
+  context: () => { record: ExecutionRecord | null; reason?: string | null; revision: number };
   /** checks each decision's signature against the approver key pinned in the audit chain */
   verifier: DecisionVerifier;
   /** told of each new request (the gateway starts the console); must not throw or block */

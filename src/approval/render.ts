@@ -1,4 +1,5 @@
 import { displayName, displayValue, isPlainAscii, NOT_ASCII_NOTE, safeText } from "../catalog/text.js";
+import { epochBegan } from "../gateway/registry.js";
 import { cutText } from "../util/cut.js";
 import {
   isSecretName,
@@ -114,7 +115,11 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
       lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
       lines.push(`  serverInfo ${displayValue(remote.serverInfo ?? null, 300)} (the server's own words)`);
     } else if (typeof rec.processId === "number")
-      lines.push(`  server pid ${rec.processId}, started ${String(rec.startedAt ?? "?")}`);
+      // a replaced epoch began when the code under the process was replaced, not when the
+      // process (a watcher) started; a review stored without the reason reads as before
+      lines.push(
+        `  ${epochBegan(r.epoch.reason ?? null, { processId: rec.processId, startedAt: String(rec.startedAt ?? "?") })}`,
+      );
   }
   lines.push("");
   lines.push(

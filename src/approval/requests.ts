@@ -37,6 +37,14 @@ export interface Review {
     summary: string;
     /** the current execution record, as captured at launch by the supervisor (no secret values) */
     record: Record<string, unknown> | null;
+    /**
+     * Why the current epoch began (its EpochReason: "launch", "replaced"…), when known. Of a
+     * replaced epoch the record's process was started before the epoch (a watcher whose worker
+     * was swapped), so the review says when its code was replaced instead (epochBegan). Absent
+     * from reviews stored before it existed (the key left out, so their digest is unchanged),
+     * which are shown as before.
+     */
+    reason?: string;
   };
   catalog: {
     revision: number;

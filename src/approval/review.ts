@@ -25,6 +25,8 @@ export interface ReviewInput {
   /** one line when the call may use every scope because nothing narrower was declared */
   scopeNote?: string | null;
   record: ExecutionRecord | null;
+  /** why `record`'s epoch began (EpochReason); null or absent: read from the epochs row */
+  reason?: string | null;
   revision: number;
 }
 
@@ -85,10 +87,21 @@ function recordSummary(given: ExecutionRecord | null): Record<string, unknown> |
   };
 }
 
+/** Why an epoch began, as its epochs row says (null: no row yet, its write being best effort). */
+function reasonOfEpoch(db: Store, epoch: string): string | null {
+  const r = db.prepare("SELECT reason FROM epochs WHERE epoch = ?").get(epoch) as
+    | { reason: string }
+    | undefined;
+  return r?.reason ?? null;
+}
+
 function epochPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined): Review["epoch"] {
   const current = input.call.epoch;
-  const record = input.record && input.record.epoch === current ? input.record : recordOfEpoch(db, current);
-  const base = { current, record: recordSummary(record) };
+  const given = input.record?.epoch === current;
+  const record = given ? input.record : recordOfEpoch(db, current);
+  const reason = (given ? input.reason : null) ?? reasonOfEpoch(db, current);
+  // the key only when known: a review without it reads as one stored before it existed
+  const base = { current, record: recordSummary(record), ...(reason ? { reason } : {}) };
   if (!last) {
     return {
       ...base,

@@ -179,6 +179,7 @@ function openSession(
       peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") };
     const begun = beginAgentRun({ ...shared, verifier }, gatewayId, statusLog, client, () => ({
       record: supervisor.current?.record ?? null,
+      reason: supervisor.current?.reason ?? null,
       revision: gateway?.status().revision ?? 0,
     }));
     run = begun.run;

@@ -317,6 +317,7 @@ export async function serve(
     // the stdio client is the process that started this gateway (its parent)
     const begun = beginAgentRun(runSettings, gatewayId, statusLog, {}, () => ({
       record: supervisor.current?.record ?? null,
+      reason: supervisor.current?.reason ?? null,
       revision: gateway?.status().revision ?? 0,
     }));
     run = begun.run;

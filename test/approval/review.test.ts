@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { reviewDigest } from "../../src/approval/decision.js";
 import { publicRequest, renderReview, renderReviewCard } from "../../src/approval/render.js";
 import { decideRequest } from "../../src/approval/requests.js";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
@@ -130,6 +131,38 @@ describe("what the human sees", () => {
     expect(text).not.toContain("s3cr3t-value");
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p2;
+  });
+
+  it("a replaced epoch's review says when its code was replaced; a review stored without the reason reads and is decided as before", async () => {
+    const rec = record(A, "a".repeat(64));
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, {
+      context: () => ({ record: rec, reason: "replaced", revision: 0 }),
+      timeoutMs: 1_000, // the call's wait is not what is tested (see its end below)
+    });
+    const p = auth.obtain(callOf(publishPreview, A));
+    const req = await pendingOf(other, run);
+    expect(req.review.epoch.reason).toBe("replaced");
+    const text = renderReview(req);
+    expect(text).toContain("since 2026-07-22T14:31:08Z, when the code under server pid 4242 was replaced");
+    expect(text).not.toContain("server pid 4242, started");
+    // A review stored before the reason was kept: rendered as it always was, and decided on the
+    // digest of what is stored (nothing is added to it when it is read).
+    const { reason: _, ...epoch } = req.review.epoch;
+    const old = { ...req.review, epoch };
+    other
+      .prepare("UPDATE approval_requests SET review_json = ? WHERE request = ?")
+      .run(JSON.stringify(old), req.request);
+    const stored = await pendingOf(other, run);
+    expect(Object.hasOwn(stored.review.epoch, "reason")).toBe(false);
+    expect(renderReview(stored)).toContain("server pid 4242, started 2026-07-22T14:31:08Z");
+    expect(reviewDigest(stored.review)).toBe(reviewDigest(old));
+    const reviewed = reviewDigest(stored.review);
+    expect(
+      decideRequest(other, req.request, { approve: true, for: "call", reviewed }, "test", signer()).grant,
+    ).not.toBeNull();
+    // (this gateway wrote the review with the reason: the grant on the rewritten one is not its)
+    await p.catch(() => {});
   });
 
   it("an argument whose value is null is shown as null, not as hidden; one named like a secret is hidden", async () => {

@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -110,6 +111,49 @@ describe("replaced workers", () => {
     expect(line).toContain(`when the code under server pid ${before.processId} was replaced`);
     const json = await runCli(["status", "--json"], { stateDir: gw.stateDir });
     expect(JSON.parse(json.stdout).gateways[0].epochReason).toBe("replaced");
+  });
+
+  it("the approval review of a call under a watcher's new worker: the epoch began with the new worker, not with the watcher's process", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const starts = join(dir, "starts.jsonl");
+    const gw = await startGateway({
+      args: [
+        "--label",
+        "kids",
+        "--approval-timeout",
+        "60000",
+        "--",
+        NODE,
+        FIXTURES.watcher,
+        "--",
+        NODE,
+        FIXTURES.children,
+      ],
+      env: { FIXTURE_STARTS: starts },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const before = await current(gw);
+    process.kill(before.processId, "SIGHUP"); // the watcher restarts its worker
+    await waitFor(() => readJsonLines(starts).length === 2, 10_000, "the watcher's second worker");
+    // the idle poll sees the new worker: the call is asked for under the replaced epoch
+    const after = await waitFor(
+      async () => {
+        const c = await current(gw);
+        return c.epoch !== before.epoch && c;
+      },
+      10_000,
+      "the new epoch in status",
+    );
+    void gw.client.callTool({ name: "whoami", arguments: {} }).catch(() => {});
+    const req = await nextRequest(gw.stateDir!);
+    expect(req.executionEpoch).toBe(after.epoch);
+    const r = await runCli(["approvals", "--verbose", "--state-dir", gw.stateDir!]);
+    expect(r.code, r.stderr).toBe(0);
+    // the watcher's process is the one the epoch names, and it was started long before this epoch
+    expect(r.stdout).not.toMatch(/server pid \d+, started/);
+    expect(r.stdout).toContain(`when the code under server pid ${before.processId} was replaced`);
   });
 
   it.skipIf(process.platform !== "linux")(
