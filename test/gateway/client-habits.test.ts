@@ -22,21 +22,52 @@ afterEach(async () => {
   peers = [];
 });
 
-function gateway(options: { args?: string[]; env?: Record<string, string> } = {}) {
+/**
+ * A gateway (label habits) on the habits fixture, under `--approval none` unless `approval` names
+ * another policy (false: no flag, so calls wait for a human); `args` go before the `--`.
+ */
+function gateway(
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    stateDir?: string;
+    approval?: string | false;
+  } = {},
+) {
+  const approval = options.approval ?? "none";
   const peer = rawGateway({
     args: [
       "--label",
       "habits",
-      "--approval",
-      "none",
+      ...(approval === false ? [] : ["--approval", approval]),
       ...(options.args ?? []),
       "--",
       ...fixtureCommand("habits"),
     ],
     env: options.env,
+    stateDir: options.stateDir,
   });
   peers.push(peer);
   return peer;
+}
+
+/** A tools/call of `name` under the client's own `id`, sent without waiting for its answer. */
+function sendCall(gw: RawPeer, id: unknown, name: string, args: Record<string, unknown>): void {
+  gw.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+}
+
+/** The `error` name in a JSON-RPC error's data (message_too_large and the like). */
+function errorName(m: { error?: { data?: unknown } }): string | undefined {
+  return (m.error?.data as { error?: string } | undefined)?.error;
+}
+
+/** Resolves once the gateway has asked a human to approve the call of `tool`. */
+function approvalAsked(gw: RawPeer, tool: string): Promise<unknown> {
+  return waitFor(
+    () => new RegExp(`approval needed for "${tool}"`).test(gw.stderr()) || undefined,
+    10_000,
+    "the approval request",
+  );
 }
 
 /** Handshake, then the tool list: the guard refuses calls of a client that never listed tools. */
@@ -143,16 +174,11 @@ describe("big messages", () => {
     const gw = gateway({ args: ["--max-message-bytes", "65536"] });
     await ready(gw);
     const pad = "x".repeat(100_000);
-    gw.send({
-      jsonrpc: "2.0",
-      id: "big-first",
-      method: "tools/call",
-      params: { name: "digest", arguments: { data: pad } },
-    });
+    sendCall(gw, "big-first", "digest", { data: pad });
     const first = await gw.next((m) => m.id === "big-first");
     expect(first.error?.code).toBe(-32600);
     expect(first.error?.message).toMatch(/65536|size limit/);
-    expect((first.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
+    expect(errorName(first)).toBe("message_too_large");
     // the SDKs put the id last, after params; and a number above 2^53 comes back as written
     gw.send(
       `{"method":"tools/call","params":{"name":"digest","arguments":{"id":1,"data":"${pad}"}},"jsonrpc":"2.0","id":9007199254740993}\n`,
@@ -167,15 +193,10 @@ describe("big messages", () => {
   it("turns an over-limit response into an error to the client with the request's id", async () => {
     const gw = gateway({ args: ["--max-message-bytes", "65536"] });
     await ready(gw);
-    gw.send({
-      jsonrpc: "2.0",
-      id: 77,
-      method: "tools/call",
-      params: { name: "blob", arguments: { bytes: 200_000 } },
-    });
+    sendCall(gw, 77, "blob", { bytes: 200_000 });
     const answer = await gw.next((m) => m.id === 77);
     expect(answer.result).toBeUndefined();
-    expect((answer.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
+    expect(errorName(answer)).toBe("message_too_large");
     expect(gw.stderr()).toMatch(/over the size limit/);
     const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
     expect(textOf(ok)).toBe(blobText(10));
@@ -188,12 +209,7 @@ describe("big messages", () => {
     const shout = await gw.request("tools/call", { name: "ask", arguments: { pad: 100_000 } });
     expect(textOf(shout)).toBe("error -32600 message_too_large");
     // the client's answer to a small roots/list is over the limit: the server gets an error
-    gw.send({
-      jsonrpc: "2.0",
-      id: "asks",
-      method: "tools/call",
-      params: { name: "ask", arguments: { pad: 0 } },
-    });
+    sendCall(gw, "asks", "ask", { pad: 0 });
     const roots = await gw.next((m) => m.method === "roots/list");
     gw.send({ jsonrpc: "2.0", id: roots.id, result: { roots: [{ uri: `file:///${"r".repeat(100_000)}` }] } });
     const asked = await gw.next((m) => m.id === "asks");
@@ -203,12 +219,7 @@ describe("big messages", () => {
   it("answers the server with message_too_deep when the client's answer to its request nests deeper than 512 levels", async () => {
     const gw = gateway();
     await ready(gw);
-    gw.send({
-      jsonrpc: "2.0",
-      id: "asks-deep",
-      method: "tools/call",
-      params: { name: "ask", arguments: { pad: 0 } },
-    });
+    sendCall(gw, "asks-deep", "ask", { pad: 0 });
     const roots = await gw.next((m) => m.method === "roots/list");
     const depth = 50_000;
     gw.send(
@@ -237,14 +248,9 @@ describe("big messages", () => {
     const peer = rawGateway({ args: ["--approval", "none", "habits"], cwd: dir });
     peers.push(peer);
     await ready(peer);
-    peer.send({
-      jsonrpc: "2.0",
-      id: "cfg",
-      method: "tools/call",
-      params: { name: "blob", arguments: { bytes: 100_000 } },
-    });
+    sendCall(peer, "cfg", "blob", { bytes: 100_000 });
     const answer = await peer.next((m) => m.id === "cfg");
-    expect((answer.error?.data as { error?: string } | undefined)?.error).toBe("message_too_large");
+    expect(errorName(answer)).toBe("message_too_large");
   });
 
   it("refuses a --max-message-bytes that is not a size, naming the flag", async () => {
@@ -291,12 +297,7 @@ describe("a client that asks for tools before initialize", () => {
     const gw = gateway({ args: ["--hold-timeout", "120000"] });
     gw.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
     gw.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
-    gw.send({
-      jsonrpc: "2.0",
-      id: "call",
-      method: "tools/call",
-      params: { name: "digest", arguments: { data: "x" } },
-    });
+    sendCall(gw, "call", "digest", { data: "x" });
     gw.send({ jsonrpc: "2.0", id: "read", method: "resources/read", params: { uri: "file:///x" } });
     for (const [id, method] of [
       ["list", "tools/list"],
@@ -354,15 +355,10 @@ describe("a tools/list held while the server's identity is pending", () => {
 describe("a call being decided, cancelled by the client", () => {
   it("while it waits for a human: its id is free at once, for a request in the same write", async () => {
     // no --approval none: the call waits for an approval nobody gives
-    const gw = rawGateway({ args: ["--label", "habits", "--", ...fixtureCommand("habits")] });
-    peers.push(gw);
+    const gw = gateway({ approval: false });
     await ready(gw);
-    gw.send({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "slow", arguments: { ms: 1 } } });
-    await waitFor(
-      () => /approval needed for "slow"/.test(gw.stderr()) || undefined,
-      10_000,
-      "the approval request",
-    );
+    sendCall(gw, 7, "slow", { ms: 1 });
+    await approvalAsked(gw, "slow");
     gw.send(
       `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } })}\n${JSON.stringify({ jsonrpc: "2.0", id: 7, method: "ping" })}\n`,
     );
@@ -375,11 +371,7 @@ describe("a call being decided, cancelled by the client", () => {
 
   it("while its intent is written: the same id's next call, in the same write, runs with its own record", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ stateDir });
     await ready(gw);
     const call = (tag: string) =>
       JSON.stringify({
@@ -417,22 +409,10 @@ describe("a call being decided, cancelled by the client", () => {
 describe("a client that closes stdin while a call waits for a human", () => {
   it("gets an answer for it within the bounded wait, then the gateway exits", async () => {
     // no --approval none: the call waits for an approval nobody gives
-    const gw = rawGateway({
-      args: ["--label", "habits", "--hold-timeout", "1000", "--", ...fixtureCommand("habits")],
-    });
-    peers.push(gw);
+    const gw = gateway({ approval: false, args: ["--hold-timeout", "1000"] });
     await ready(gw);
-    gw.send({
-      jsonrpc: "2.0",
-      id: "waits",
-      method: "tools/call",
-      params: { name: "slow", arguments: { ms: 1 } },
-    });
-    await waitFor(
-      () => /approval needed for "slow"/.test(gw.stderr()) || undefined,
-      10_000,
-      "the approval request",
-    );
+    sendCall(gw, "waits", "slow", { ms: 1 });
+    await approvalAsked(gw, "slow");
     gw.closeStdin();
     await gw.exited;
     const answer = gw.messages().find((m) => m.id === "waits" && m.method === undefined);
@@ -557,14 +537,9 @@ describe("ids the client chose", () => {
 
   it("a guarded request under an id still in flight is refused, never forwarded: each intent keeps its own end", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ stateDir });
     await ready(gw);
-    const call = (id: unknown, tag: string, ms: number) =>
-      gw.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "slow", arguments: { ms, tag } } });
+    const call = (id: unknown, tag: string, ms: number) => sendCall(gw, id, "slow", { ms, tag });
     call(5, "first", 1500);
     call(5, "second", 1);
     gw.send({ jsonrpc: "2.0", id: 5, method: "resources/read", params: { uri: "file:///x" } });
@@ -592,19 +567,9 @@ describe("ids the client chose", () => {
 
   it("any request under the id of a call in flight is refused: a relayed ping cannot free the call's id", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ stateDir });
     await ready(gw);
-    const call = (tag: string, ms: number) =>
-      gw.send({
-        jsonrpc: "2.0",
-        id: 7,
-        method: "tools/call",
-        params: { name: "slow", arguments: { ms, tag } },
-      });
+    const call = (tag: string, ms: number) => sendCall(gw, 7, "slow", { ms, tag });
     call("first", 1500);
     // relayed as written were it free; its answer would have freed id 7 while the call still runs
     gw.send({ jsonrpc: "2.0", id: 7, method: "ping" });
@@ -647,21 +612,12 @@ describe("a request the client cancelled once it reached the server", () => {
 
   it("gets no answer: its id is free again at once, and the server's late answer is dropped", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ stateDir });
     await ready(gw);
     await atServer(gw, 5, 1500);
     cancel(gw, 5);
     // the same id again, while the server still works on the cancelled call
-    gw.send({
-      jsonrpc: "2.0",
-      id: 5,
-      method: "tools/call",
-      params: { name: "slow", arguments: { ms: 1, tag: "second" } },
-    });
+    sendCall(gw, 5, "slow", { ms: 1, tag: "second" });
     expect(textOf(await gw.next((m) => m.id === 5))).toBe("slow second");
     // started after the cancelled call, so answered after it: its late answer has come by then
     const after = await gw.request("tools/call", { name: "slow", arguments: { ms: 1500, tag: "after" } });
@@ -688,20 +644,7 @@ describe("a request the client cancelled once it reached the server", () => {
 
   it("does not hold the shutdown when the client closes stdin, and is not answered then", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: [
-        "--label",
-        "habits",
-        "--approval",
-        "none",
-        "--hold-timeout",
-        "2000",
-        "--",
-        ...fixtureCommand("habits"),
-      ],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ args: ["--hold-timeout", "2000"], stateDir });
     await ready(gw);
     // a server that obeys the cancellation never answers; this one would only long after the hold
     await atServer(gw, 5, 120_000);
@@ -719,20 +662,7 @@ describe("a request the client cancelled once it reached the server", () => {
 
   it("its late answer, dropped unread (over the size limit), leaves alone the progress of a newer call under its id", async () => {
     const stateDir = newStateDir();
-    const gw = rawGateway({
-      args: [
-        "--label",
-        "habits",
-        "--approval",
-        "per-call",
-        "--max-message-bytes",
-        "65536",
-        "--",
-        ...fixtureCommand("habits"),
-      ],
-      stateDir,
-    });
-    peers.push(gw);
+    const gw = gateway({ approval: "per-call", args: ["--max-message-bytes", "65536"], stateDir });
     await ready(gw);
     const seen = new Set<string>();
     const blob = (progressToken: string, bytes: number, ms: number) =>
