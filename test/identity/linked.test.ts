@@ -3,19 +3,17 @@
 // files, real symlinks as npm workspaces create them.
 import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type ArtifactWatcher,
   captureStaticIdentity,
   changedParts,
   DigestCache,
   identityDigest,
   type StaticIdentity,
-  watchArtifacts,
   watchedPaths,
 } from "../../src/identity/index.js";
 import { MAX_LINKED_FILES } from "../../src/identity/linked.js";
-import { nextChange } from "../helpers/changes.js";
+import { watcherPerTest } from "../helpers/changes.js";
 import { put, removeDir, specFor, tempDir } from "./fixtures.js";
 
 /**
@@ -162,8 +160,7 @@ describe("watching linked packages", () => {
   let root: string;
   let s: StaticIdentity;
   let core: string;
-  let watcher: ArtifactWatcher | null = null;
-  const seen: string[][] = [];
+  const { watch, next } = watcherPerTest(100);
 
   beforeAll(async () => {
     root = tempDir("linked-watch");
@@ -171,19 +168,11 @@ describe("watching linked packages", () => {
     core = m.core;
     s = await capture(m.server);
   });
-  afterEach(async () => {
-    await watcher?.close();
-    watcher = null;
-    seen.length = 0;
-  });
   afterAll(() => removeDir(root));
-
-  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("watches the linked package's directory to any depth, its node_modules aside", async () => {
     expect(watchedPaths(s).dirs).toContainEqual({ path: core, depth: 20, kind: "package" });
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     put(core, "dist/lib/util.js", "exports.util = 3;\n");
     expect(await next()).toEqual([join(core, "dist/lib/util.js")]);
     put(core, "dist/index.js", "exports.revision = 'B';\n");

@@ -1,24 +1,21 @@
 import { cpSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type ArtifactWatcher,
   captureStaticIdentity,
   DigestCache,
   identityDigest,
   type StaticIdentity,
-  watchArtifacts,
   watchedPaths,
 } from "../../src/identity/index.js";
-import { nextChange } from "../helpers/changes.js";
+import { watcherPerTest } from "../helpers/changes.js";
 import { makeProject, NODE, put, removeDir, sleep, specFor, tempDir } from "./fixtures.js";
 
 describe("artifact watcher", () => {
   let root: string;
   let dir: string;
   let s: StaticIdentity;
-  let watcher: ArtifactWatcher | null = null;
-  const seen: string[][] = [];
+  const { seen, start, watch, next, stop } = watcherPerTest(100);
 
   beforeAll(async () => {
     root = tempDir("watch");
@@ -29,14 +26,7 @@ describe("artifact watcher", () => {
       new DigestCache(null),
     );
   });
-  afterEach(async () => {
-    await watcher?.close();
-    watcher = null;
-    seen.length = 0;
-  });
   afterAll(() => removeDir(root));
-
-  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("watches the entry, wrappers, lockfile, executable, include bases and node_modules to a bounded depth", () => {
     const w = watchedPaths(s);
@@ -48,8 +38,7 @@ describe("artifact watcher", () => {
   });
 
   it("reports a change to the entry and to a file inside node_modules/pkg/, debounced", async () => {
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
 
     put(dir, "dist/server.js", "// rebuilt\nprocess.stdin.resume();\n");
     put(dir, "dist/server.js", "// rebuilt twice\nprocess.stdin.resume();\n");
@@ -67,8 +56,7 @@ describe("artifact watcher", () => {
   });
 
   it("reports an entry replaced by a rename (how builds and editors write), and again after it", async () => {
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     for (const round of [1, 2]) {
       put(dir, `dist/.server.js.tmp${round}`, `// build ${round}\nprocess.stdin.resume();\n`);
       renameSync(join(dir, `dist/.server.js.tmp${round}`), join(dir, "dist/server.js"));
@@ -77,8 +65,7 @@ describe("artifact watcher", () => {
   });
 
   it("watches a package installed after it started, and what changes inside it later", async () => {
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     put(dir, "node_modules/late/lib/index.js", "module.exports = 1;\n");
     expect((await next()).every((p) => p === "node_modules/late" || p.startsWith("node_modules/late/"))).toBe(
       true,
@@ -92,8 +79,7 @@ describe("artifact watcher", () => {
   });
 
   it("watches a package and node_modules installed again (removed and created anew, or renamed in), and what changes in them later", async () => {
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     const settled = async () => {
       await sleep(400); // the install's events are all in
       seen.length = 0;
@@ -142,11 +128,7 @@ describe("artifact watcher", () => {
       new DigestCache(null),
     );
     const unseen: number[] = [];
-    watcher = watchArtifacts(p, (paths) => seen.push(paths), {
-      debounceMs: 100,
-      unseen: (since) => unseen.push(since),
-    });
-    await watcher.ready;
+    await watch(p, { unseen: (since) => unseen.push(since) });
     return async (rel: string, prep: () => void = () => {}): Promise<void> => {
       for (let round = 1; round <= 3; round++) {
         await sleep(500); // what the last step set going is over
@@ -226,8 +208,7 @@ describe("artifact watcher", () => {
       specFor(app, "node", ["dist/server.js"], { include: ["plugins/**", "extras/*.mjs"] }),
       new DigestCache(null),
     );
-    watcher = watchArtifacts(p, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(p);
     // each directory and its file in one go, as `mkdir -p x && cp …` does: the file is there
     // before anything could watch the directory
     mkdirSync(join(app, "plugins/sub"));
@@ -241,8 +222,7 @@ describe("artifact watcher", () => {
   });
 
   it("ignores tool caches in node_modules and files no include pattern matches", async () => {
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     put(dir, "node_modules/.vite/vitest/results.json", "{}");
     put(dir, "config/other.txt", "x");
     put(dir, "README.md", "not watched");
@@ -255,21 +235,16 @@ describe("artifact watcher", () => {
 
   it("stops reporting after close() and swallows errors from the callback", async () => {
     let calls = 0;
-    watcher = watchArtifacts(
-      s,
-      () => {
-        calls++;
-        throw new Error("callback failure must not escape");
-      },
-      { debounceMs: 50 },
-    );
+    const watcher = start(s, { debounceMs: 50 }, () => {
+      calls++;
+      throw new Error("callback failure must not escape");
+    });
     await watcher.ready;
     put(dir, "dist/server.js", "// again\n");
     const deadline = Date.now() + 10_000;
     while (calls === 0 && Date.now() < deadline) await sleep(25);
     expect(calls).toBe(1);
-    await watcher.close();
-    watcher = null;
+    await stop();
     put(dir, "dist/server.js", "// after close\n");
     await sleep(300);
     expect(calls).toBe(1);
@@ -278,20 +253,12 @@ describe("artifact watcher", () => {
 
 describe("artifact watcher: the file that runs, however the command line names it", () => {
   let root: string;
-  let watcher: ArtifactWatcher | null = null;
-  const seen: string[][] = [];
+  const { watch, next } = watcherPerTest(100);
 
   beforeAll(() => {
     root = tempDir("watch-links");
   });
-  afterEach(async () => {
-    await watcher?.close();
-    watcher = null;
-    seen.length = 0;
-  });
   afterAll(() => removeDir(root));
-
-  const next = (timeoutMs?: number) => nextChange(seen, timeoutMs);
 
   it("a symlinked entry: the link, the links on the way and the real file are watched; an edit of the target is reported", async () => {
     const dir = makeProject(join(root, "file-link"));
@@ -308,8 +275,7 @@ describe("artifact watcher: the file that runs, however the command line names i
       ]),
     );
 
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(s);
     put(dir, "releases/v1/server.js", "// v1, rebuilt\nprocess.stdin.resume();\n");
     expect(await next()).toEqual(["releases/v1/server.js"]);
 
@@ -331,8 +297,7 @@ describe("artifact watcher: the file that runs, however the command line names i
     expect(a.wrappers.map((w) => w.path)).toEqual(["package.json"]);
     expect(watchedPaths(a).files).toContain(join(dir, "package.json"));
 
-    watcher = watchArtifacts(a, (paths) => seen.push(paths), { debounceMs: 100 });
-    await watcher.ready;
+    await watch(a);
     put(dir, "package.json", JSON.stringify({ name: "demo-server", main: "b.js" }));
     expect(await next()).toEqual(["package.json"]);
 
@@ -346,15 +311,10 @@ describe("artifact watcher: the file that runs, however the command line names i
 // watcher could get: its first look compares the files with what the capture saw.
 describe("artifact watcher: a change between the capture and the watcher", () => {
   let root: string;
-  let watcher: ArtifactWatcher | null = null;
-  const seen: string[][] = [];
+  // no `ready` awaited: the first look is what these tests are about
+  const { start, next, stop } = watcherPerTest(50);
   beforeAll(() => {
     root = tempDir("window");
-  });
-  afterEach(async () => {
-    await watcher?.close();
-    watcher = null;
-    seen.length = 0;
   });
   afterAll(() => removeDir(root));
 
@@ -376,8 +336,8 @@ describe("artifact watcher: a change between the capture and the watcher", () =>
     put(dir, "config/tools.json", '{"tools": 2}');
     put(dir, "config/added.json", "{}");
     rmSync(join(dir, "config/gone.json"));
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
-    expect(await nextChange(seen)).toEqual([
+    start(s);
+    expect(await next()).toEqual([
       "config/added.json",
       "config/gone.json",
       "config/tools.json",
@@ -388,15 +348,15 @@ describe("artifact watcher: a change between the capture and the watcher", () =>
 
   it("nothing changed meanwhile: nothing to report; only the identity's first watcher looks", async () => {
     const { dir, s } = await captured("unchanged");
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    start(s);
     // a change made once it watches is still seen, and alone in its batch
     put(dir, "config/tools.json", '{"tools": 3}');
-    expect(await nextChange(seen)).toEqual(["config/tools.json"]);
-    await watcher.close();
+    expect(await next()).toEqual(["config/tools.json"]);
+    await stop();
     // a second watcher of the same identity (not the supervisor's way) compares nothing with it
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    start(s);
     put(dir, "dist/server.js", "// rebuilt\nprocess.stdin.resume();\n");
-    expect(await nextChange(seen)).toEqual(["dist/server.js"]);
+    expect(await next()).toEqual(["dist/server.js"]);
   });
 
   // The same stretch in a linked workspace package (the developer's own code a `tsc --watch` rebuilds
@@ -422,8 +382,8 @@ describe("artifact watcher: a change between the capture and the watcher", () =>
     put(dir, "packages/core/dist/deep/er/util.js", "export const answer = 42;\n");
     put(dir, "packages/core/package.tmp", JSON.stringify({ name: "@acme/core", main: "dist/added.js" }));
     renameSync(join(dir, "packages/core/package.tmp"), join(dir, "packages/core/package.json"));
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
-    expect(await nextChange(seen)).toEqual([
+    start(s);
+    expect(await next()).toEqual([
       "packages/core/dist/added.js",
       "packages/core/dist/deep",
       "packages/core/dist/gone.js",
@@ -436,9 +396,9 @@ describe("artifact watcher: a change between the capture and the watcher", () =>
     const { dir, s } = await capturedWithPackage("package-unchanged");
     put(dir, "packages/core/coverage/lcov.info", "");
     put(dir, "packages/core/.turbo/cache.json", "{}");
-    watcher = watchArtifacts(s, (paths) => seen.push(paths), { debounceMs: 50 });
+    start(s);
     // a change made once it watches is still seen, and alone in its batch
     put(dir, "packages/core/dist/index.js", "export const revision = 'C';\n");
-    expect(await nextChange(seen)).toEqual(["packages/core/dist/index.js"]);
+    expect(await next()).toEqual(["packages/core/dist/index.js"]);
   });
 });
