@@ -6,18 +6,13 @@
 // then respawned.
 import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { DigestCache } from "../../src/identity/cache.js";
-import { type Generation, Supervisor } from "../../src/supervisor/supervisor.js";
+import { expect, it } from "vitest";
 import type { Logger } from "../../src/util/log.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { NODE } from "../helpers/paths.js";
+import { deferredCleanup, supervisorIn } from "../helpers/supervisor.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+const defer = deferredCleanup();
 
 /**
  * `dir/node`: a "runtime" the capture asks for its version at every capture (its answer has no
@@ -54,7 +49,7 @@ it.skipIf(process.platform !== "linux")(
   "a replaced server that closes its stdout while the replacement is captured is stopped and respawned, never given an epoch",
   async () => {
     const dir = tempDir("pc-replaced-stdout-");
-    cleanup.push(() => removeDir(dir));
+    defer(() => removeDir(dir));
     heldServer(dir);
     const warnings: string[] = [];
     const log = {
@@ -63,24 +58,12 @@ it.skipIf(process.platform !== "linux")(
       status: () => {},
       warn: (m: string) => warnings.push(m),
     } as unknown as Logger;
-    const sup = new Supervisor({
-      spec: {
-        serverLabel: "replaced",
-        command: "./node",
-        args: ["server.mjs"],
-        cwd: dir,
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-        configDigest: "test",
-      },
-      cache: new DigestCache(null),
-      log,
-      shutdownGraceMs: 200,
-      backoff: { initialMs: 10, maxMs: 10 },
-      pollMs: 60_000,
-    });
-    cleanup.push(() => sup.shutdown());
-    const ups: Generation[] = [];
-    sup.on("up", (gen) => ups.push(gen));
+    const { sup, ups } = supervisorIn(
+      dir,
+      { serverLabel: "replaced", command: "./node", args: ["server.mjs"] },
+      { log },
+    );
+    defer(() => sup.shutdown());
     const first = await sup.start();
     sup.settle(first);
     writeFileSync(join(dir, "hold"), "");

@@ -3,65 +3,30 @@
 // supervisor was between epochs, and was dropped: no respawn, no crash counted, and the gateway
 // held every later call for a server that was gone for good.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { DigestCache } from "../../src/identity/cache.js";
+import { expect, it } from "vitest";
 import { POOL_MIN_FILES } from "../../src/identity/hash.js";
-import { type Generation, Supervisor } from "../../src/supervisor/supervisor.js";
-import type { Logger } from "../../src/util/log.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { deferredCleanup, supervisorIn } from "../helpers/supervisor.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
-
-const quiet: Logger = {
-  debug: () => {},
-  info: () => {},
-  status: () => {},
-  warn: () => {},
-  error: () => {},
-} as unknown as Logger;
-
-/** Process `pid` has exited (a zombie not yet reaped, or gone). */
-function exited(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true;
-  }
-}
+const defer = deferredCleanup();
 
 it.skipIf(process.platform !== "linux")(
   "a replaced server that exits while the replacement is captured is respawned",
   async () => {
     const dir = tempDir("pc-replaced-exit-");
-    cleanup.push(() => removeDir(dir));
+    defer(() => removeDir(dir));
     writeFileSync(join(dir, "server.sh"), "read line\nexec sleep 1000\n");
     mkdirSync(join(dir, "data"));
     writeFileSync(join(dir, "data", "0.txt"), "0\n");
-    const sup = new Supervisor({
-      spec: {
-        serverLabel: "replaced",
-        command: "sh",
-        args: ["server.sh"],
-        cwd: dir,
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-        configDigest: "test",
-        include: ["data/**"],
-      },
-      cache: new DigestCache(null),
-      log: quiet,
-      shutdownGraceMs: 200,
-      backoff: { initialMs: 10, maxMs: 10 },
-      pollMs: 60_000,
+    const { sup, ups } = supervisorIn(dir, {
+      serverLabel: "replaced",
+      command: "sh",
+      args: ["server.sh"],
+      include: ["data/**"],
     });
-    cleanup.push(() => sup.shutdown());
-    const ups: Generation[] = [];
-    sup.on("up", (gen) => ups.push(gen));
+    defer(() => sup.shutdown());
     sup.on("down", (gen, why) => {
       if (why !== "replaced") return;
       // The replaced process exits as its new identity is captured: its exit is reaped during
@@ -69,7 +34,7 @@ it.skipIf(process.platform !== "linux")(
       // waiting on the pool's threads while the exit is reaped).
       process.kill(gen.child.pid!, "SIGKILL");
       const until = Date.now() + 5_000;
-      while (!exited(gen.child.pid!) && Date.now() < until) execFileSync("sleep", ["0.01"]);
+      while (alive(gen.child.pid!) && Date.now() < until) execFileSync("sleep", ["0.01"]);
       for (let i = 1; i <= POOL_MIN_FILES; i++) writeFileSync(join(dir, "data", `${i}.txt`), `${i}\n`);
     });
     const first = await sup.start();
