@@ -100,6 +100,11 @@ const story: AuditEvent[] = [
   { type: "run_ended", run: RUN, reason: "client closed" },
 ];
 
+/** A tool_called intent of RUN on S under epoch A at revision 12; `fields` name the call (requestId, tool, …). */
+function calledUnderA(fields: Record<string, unknown>): AuditEvent {
+  return { type: "tool_called", run: RUN, serverLabel: S, ...fields, epoch: A, revision: 12 };
+}
+
 async function opened(events: AuditEvent[][]) {
   const dir = await stateWithKeyring();
   const db = openStore(dir);
@@ -209,15 +214,7 @@ describe("views", () => {
   });
 
   it('the request ids "8" and 8 are two calls: each end joins its own intent', async () => {
-    const call = (requestId: string | number, tool: string): AuditEvent => ({
-      type: "tool_called",
-      run: RUN,
-      serverLabel: S,
-      requestId,
-      tool,
-      epoch: A,
-      revision: 12,
-    });
+    const call = (requestId: string | number, tool: string) => calledUnderA({ requestId, tool });
     const records = await opened([
       [
         { type: "run_started", run: RUN, serverLabel: S },
@@ -236,16 +233,7 @@ describe("views", () => {
   });
 
   it("two calls of one run under the same id: each end joins its own intent by its call key", async () => {
-    const call = (callKey: number, tool: string): AuditEvent => ({
-      type: "tool_called",
-      run: RUN,
-      serverLabel: S,
-      requestId: 7,
-      callKey,
-      tool,
-      epoch: A,
-      revision: 12,
-    });
+    const call = (callKey: number, tool: string) => calledUnderA({ requestId: 7, callKey, tool });
     const records = await opened([
       [
         { type: "run_started", run: RUN, serverLabel: S },
@@ -275,22 +263,27 @@ describe("views", () => {
 
   /**
    * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
-   * `reason`, as src/gateway/guardedRequests.ts writes it: the records, opened.
+   * `reason`, as src/gateway/guardedRequests.ts writes it: what the views show of it, each activity
+   * row as [tool, decision, outcome, interruption] and the session's counts.
    */
-  const closedUnsent = (intent: AuditEvent, reason: string) => {
+  const closedUnsent = async (intent: AuditEvent, reason: string) => {
     const { type: _type, revision: _revision, argumentsDigest: _a, paramsDigest: _p, ...names } = intent;
-    return opened([
+    const records = await opened([
       [
         { type: "run_started", run: RUN, serverLabel: S },
         intent,
         { ...names, type: "call_interrupted", reason, outcome: "not_forwarded" },
       ],
     ]);
+    return {
+      rows: activityView(records).map((a) => [a.tool, a.decision, a.outcome, a.interruption]),
+      counts: sessionsView(records)[0]!.counts,
+    };
   };
 
   it("a read recorded but not sent because no server process was alive is refused server_unavailable, not cancelled", async () => {
     // inFlight.forward found no live process
-    const records = await closedUnsent(
+    const { rows, counts } = await closedUnsent(
       {
         type: "request_forwarded",
         run: RUN,
@@ -303,48 +296,27 @@ describe("views", () => {
       },
       "server_unavailable",
     );
-    const activity = activityView(records);
-    expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
-      ["resources/read", "server_unavailable", "refused", "server_unavailable"],
-    ]);
-    const [s] = sessionsView(records);
-    expect(s!.counts).toMatchObject({ calls: 1, refused: 1, cancelled: 0, answered: 0 });
+    expect(rows).toEqual([["resources/read", "server_unavailable", "refused", "server_unavailable"]]);
+    expect(counts).toMatchObject({ calls: 1, refused: 1, cancelled: 0, answered: 0 });
   });
 
   it("a call not sent because the gateway ended the connection while it was decided is not shown cancelled by the client", async () => {
     // endedMeanwhile: a signal or onChange: disconnect ended the connection before the call was sent
-    const records = await closedUnsent(
-      {
-        type: "tool_called",
-        run: RUN,
-        serverLabel: S,
+    const { rows, counts } = await closedUnsent(
+      calledUnderA({
         requestId: 1,
         callKey: 1,
         tool: "inventory_lookup",
-        epoch: A,
-        revision: 12,
         argumentsDigest: argumentsDigest({ sku: "A-1" }),
-      },
+      }),
       "connection_ended",
     );
-    const activity = activityView(records);
-    expect(activity.map((a) => [a.tool, a.decision, a.outcome, a.interruption])).toEqual([
-      ["inventory_lookup", "allowed", "not-run", "connection_ended"],
-    ]);
-    const [s] = sessionsView(records);
-    expect(s!.counts).toMatchObject({ calls: 1, interrupted: 1, cancelled: 0, answered: 0 });
+    expect(rows).toEqual([["inventory_lookup", "allowed", "not-run", "connection_ended"]]);
+    expect(counts).toMatchObject({ calls: 1, interrupted: 1, cancelled: 0, answered: 0 });
   });
 
   it("sessions and activity agree: allowed, refused, invalid, cancelled, interrupted, superseded and pending calls", async () => {
-    const call = (requestId: number, tool = "inventory_lookup"): AuditEvent => ({
-      type: "tool_called",
-      run: RUN,
-      serverLabel: S,
-      requestId,
-      tool,
-      epoch: A,
-      revision: 12,
-    });
+    const call = (requestId: number, tool = "inventory_lookup") => calledUnderA({ requestId, tool });
     const end = (requestId: number, reason: string, outcome: string): AuditEvent => ({
       type: "call_interrupted",
       run: RUN,
