@@ -52,7 +52,8 @@ async function virtualAuthenticator(): Promise<CDPSession> {
   return cdp;
 }
 
-async function setup() {
+/** A console process on a fresh state dir, and a dir for catalog files: all stopped or removed after the test. */
+async function consoleOnFreshState() {
   const stateDir = newStateDir();
   const dir = tempDir("portcullis-passkey-tools-");
   const c = await startConsoleProcess(stateDir);
@@ -61,9 +62,20 @@ async function setup() {
     removeDir(stateDir);
   });
   cleanup.push(() => c.stop());
-  const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL, WIPE_TOOL]));
+  return { stateDir, dir, c };
+}
+
+/** A gateway on a catalog of `tools` whose client has listed them (closed after the test). */
+async function listedGateway(stateDir: string, dir: string, tools: object[]) {
+  const gw = await gatewayFor(stateDir, catalogFile(dir, tools));
   cleanup.push(() => gw.close());
   await gw.client.listTools();
+  return gw;
+}
+
+async function setup() {
+  const { stateDir, dir, c } = await consoleOnFreshState();
+  const gw = await listedGateway(stateDir, dir, [DEPLOY_TOOL, WIPE_TOOL]);
   await virtualAuthenticator();
   return { stateDir, gw, base: c.url, local: atPasskeyOrigin(c.url) };
 }
@@ -254,16 +266,30 @@ describe("the passkey routes' edges", () => {
     };
   }
   const csrfOf = (body: string) => /name="csrf" value="([^"]+)"/.exec(body)![1]!;
+  const passphrase = "correct horse battery staple";
+  type Client = ReturnType<typeof client>;
+
+  /** Logs `c` in with the passphrase through the login form: the token of its session's pages. */
+  async function passphraseLogin(c: Client): Promise<string> {
+    const token = csrfOf((await c.get("/login")).body);
+    expect((await c.form("/login", { csrf: token, passphrase })).status).toBe(200);
+    return csrfOf((await c.get("/")).body);
+  }
+
+  /** An approve-session ceremony for `request`, prepared as its page asks (with the review's digest): its challenge. */
+  async function preparedChallenge(c: Client, request: string, csrf: string): Promise<string> {
+    const reviewed = reviewedIn((await c.get(`/requests/${request}`)).body);
+    const prepared = await c.json(
+      `/requests/${request}/passkey/options`,
+      { action: "approve-session", reviewed },
+      csrf,
+    );
+    expect(prepared.status, prepared.body).toBe(200);
+    return (JSON.parse(prepared.body) as { options: { challenge: string } }).options.challenge;
+  }
 
   it("refuses ceremonies away from localhost, without the token, not started here, or answered by an unknown passkey", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-passkey-tools-");
-    const c = await startConsoleProcess(stateDir);
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => c.stop());
+    const { stateDir, dir, c } = await consoleOnFreshState();
     const port = Number(new URL(c.url).port);
     const local = client(port, `localhost:${port}`);
     const ip = client(port, `127.0.0.1:${port}`);
@@ -283,27 +309,17 @@ describe("the passkey routes' edges", () => {
     expect(notStarted.body).toContain("not started here");
 
     // A passphrase session; its passkey routes are refused at 127.0.0.1 (an IP is no RP id).
-    const ipToken = csrfOf((await ip.get("/login")).body);
-    expect(
-      (await ip.form("/login", { csrf: ipToken, passphrase: "correct horse battery staple" })).status,
-    ).toBe(200);
-    const csrf = csrfOf((await ip.get("/")).body);
+    const csrf = await passphraseLogin(ip);
     const atIp = await ip.json("/passkeys/options", {}, csrf);
     expect(atIp.status).toBe(400);
     expect(atIp.body).toContain(`http://localhost:${port}`);
 
     // A pending request, decided with an answer to a challenge this console never prepared, then
     // with an unregistered passkey's answer to the one it did: both refused, still pending.
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const gw = await listedGateway(stateDir, dir, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
     const req = await nextRequest(stateDir);
-    const lt = csrfOf((await local.get("/login")).body);
-    expect(
-      (await local.form("/login", { csrf: lt, passphrase: "correct horse battery staple" })).status,
-    ).toBe(200);
-    const lcsrf = csrfOf((await local.get("/")).body);
+    const lcsrf = await passphraseLogin(local);
     const path = `/requests/${req.request}/passkey`;
     const forged = await local.json(path, { response: made }, lcsrf);
     expect(forged.status).toBe(400);
@@ -316,11 +332,8 @@ describe("the passkey routes' edges", () => {
     ).toBe(400);
     // Without the digest of the review the page showed, nothing is prepared; with it, it is.
     expect((await local.json(`${path}/options`, { action: "approve-session" }, lcsrf)).status).toBe(400);
-    const reviewed = reviewedIn((await local.get(`/requests/${req.request}`)).body);
-    const prepared = await local.json(`${path}/options`, { action: "approve-session", reviewed }, lcsrf);
-    expect(prepared.status, prepared.body).toBe(200);
-    const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
-    const answer = fake.assert(options.challenge, { origin: `http://localhost:${port}`, rpId: "localhost" });
+    const challenge = await preparedChallenge(local, req.request, lcsrf);
+    const answer = fake.assert(challenge, { origin: `http://localhost:${port}`, rpId: "localhost" });
     const unknown = await local.json(path, { response: answer }, lcsrf);
     expect(unknown.status).toBe(401);
     expect(unknown.body).toContain("no authority");
@@ -335,21 +348,11 @@ describe("the passkey routes' edges", () => {
   });
 
   it("an answer posted to another request's route leaves the ceremony to its own request, which it decides once", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-passkey-tools-");
-    const c = await startConsoleProcess(stateDir);
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => c.stop());
+    const { stateDir, dir, c } = await consoleOnFreshState();
     const port = Number(new URL(c.url).port);
     const origin = `http://localhost:${port}`;
     const local = client(port, `localhost:${port}`);
-    const lt = csrfOf((await local.get("/login")).body);
-    const passphrase = "correct horse battery staple";
-    expect((await local.form("/login", { csrf: lt, passphrase })).status).toBe(200);
-    const csrf = csrfOf((await local.get("/")).body);
+    const csrf = await passphraseLogin(local);
     // A passkey added over the routes, as the page's script does (the passphrase in the request).
     const key = new SoftAuthenticator();
     const started = await local.json("/passkeys/options", { passphrase }, csrf);
@@ -362,17 +365,14 @@ describe("the passkey routes' edges", () => {
     );
     expect(added.status, added.body).toBe(200);
 
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const gw = await listedGateway(stateDir, dir, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
     const req = await nextRequest(stateDir);
     const path = `/requests/${req.request}/passkey`;
-    const reviewed = reviewedIn((await local.get(`/requests/${req.request}`)).body);
-    const prepared = await local.json(`${path}/options`, { action: "approve-session", reviewed }, csrf);
-    expect(prepared.status, prepared.body).toBe(200);
-    const { options } = JSON.parse(prepared.body) as { options: { challenge: string } };
-    const answer = key.assert(options.challenge, { origin, rpId: "localhost" });
+    const answer = key.assert(await preparedChallenge(local, req.request, csrf), {
+      origin,
+      rpId: "localhost",
+    });
     // Posted to another request's route (a page or agent holding the session cookie, or a
     // mistake): refused, and the human's own ceremony is still there for the right route.
     const wrong = await local.json(
