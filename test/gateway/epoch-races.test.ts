@@ -22,6 +22,7 @@ import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { nodeWatchGateway } from "../helpers/watchGateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -73,11 +74,7 @@ describe("a watcher's worker killed before a call", () => {
     async () => {
       const project = makeProject("A");
       cleanup.push(() => project.cleanup());
-      const gw = rawGateway({
-        args: ["--label", "inventory", "--approval", "none", "--", NODE, "--watch", "dist/server.js"],
-        cwd: project.dir,
-        env: { ...project.env, ...QUICK_STOP },
-      });
+      const gw = nodeWatchGateway(project, { env: QUICK_STOP });
       await started(gw);
       const first = await callTool(gw, "read_status");
       expect(first.revision).toBe("A");
@@ -177,23 +174,8 @@ describe("a process that answered on the gateway's pipe gone, or only a helper",
     async () => {
       const project = makeProject("A");
       cleanup.push(() => project.cleanup());
-      const gw = rawGateway({
-        // the restart comes after half the hold timeout
-        args: [
-          "--label",
-          "inventory",
-          "--approval",
-          "none",
-          "--hold-timeout",
-          "8000",
-          "--",
-          NODE,
-          "--watch",
-          "dist/server.js",
-        ],
-        cwd: project.dir,
-        env: { ...project.env, ...QUICK_STOP },
-      });
+      // the restart comes after half the hold timeout
+      const gw = nodeWatchGateway(project, { holdTimeoutMs: 8000, env: QUICK_STOP });
       await started(gw);
       const first = await callTool(gw, "read_status");
       const e1 = await epochOf(gw.stateDir);

@@ -8,9 +8,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
-import { rawGateway } from "../helpers/raw.js";
+import { nodeWatchGateway } from "../helpers/watchGateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -24,22 +23,7 @@ it("node --watch: a build fixed before the first answer is served under an epoch
   const project = makeProject("B");
   cleanup.push(() => project.cleanup());
   writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
-  const gw = rawGateway({
-    args: [
-      "--label",
-      "inventory",
-      "--approval",
-      "none",
-      "--hold-timeout",
-      "60000",
-      "--",
-      NODE,
-      "--watch",
-      "dist/server.js",
-    ],
-    cwd: project.dir,
-    env: { ...project.env },
-  });
+  const gw = nodeWatchGateway(project, { holdTimeoutMs: 60_000 });
   cleanup.push(() => gw.close());
   const init = gw.initialize(undefined, 60_000);
   // node --watch ran the broken build, which crashed: it waits for a change, the initialize in the pipe

@@ -4,9 +4,8 @@
 // at the loop limit supervision paused saying the server's files kept changing as it started.
 import { afterEach, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
-import { rawGateway } from "../helpers/raw.js";
+import { nodeWatchGateway } from "../helpers/watchGateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -19,23 +18,11 @@ it.skipIf(process.platform !== "linux")(
   async () => {
     const project = makeProject("B");
     cleanup.push(() => project.cleanup());
-    const gw = rawGateway({
-      // the gateway's restart comes after half the hold timeout
-      args: [
-        "--label",
-        "inventory",
-        "--approval",
-        "none",
-        "--hold-timeout",
-        "1000",
-        "--",
-        NODE,
-        "--watch",
-        "dist/server.js",
-      ],
-      cwd: project.dir,
-      // a quick stop of each restarted server: five restarts well within the crash-loop window
-      env: { ...project.env, PORTCULLIS_SHUTDOWN_GRACE_MS: "200" },
+    // the gateway's restart comes after half the hold timeout; a quick stop of each restarted
+    // server: five restarts well within the crash-loop window
+    const gw = nodeWatchGateway(project, {
+      holdTimeoutMs: 1000,
+      env: { PORTCULLIS_SHUTDOWN_GRACE_MS: "200" },
     });
     cleanup.push(() => gw.close());
     await gw.initialize(undefined, 30_000);
