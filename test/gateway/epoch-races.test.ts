@@ -62,6 +62,22 @@ async function callTool(gw: Gateway, name: string): Promise<Record<string, unkno
   return value;
 }
 
+/** Kills the server's worker `pid` outright and waits until it is gone. */
+async function killWorker(pid: number): Promise<void> {
+  process.kill(pid, "SIGKILL");
+  await waitFor(() => !existsSync(`/proc/${pid}`), 10_000, "the worker to be gone");
+}
+
+/** Sends the read_status call "after-kill" without waiting for its answer. */
+const sendAfterKill = (gw: Gateway) =>
+  gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+
+/** The epochs the audit's intents of the call "after-kill" were recorded under, so far. */
+const afterKillEpochs = async (stateDir: string) =>
+  (await events(stateDir))
+    .filter((e) => e.type === "tool_called" && e.requestId === "after-kill")
+    .map((e) => e.epoch);
+
 async function started(gw: Gateway): Promise<void> {
   cleanup.push(() => gw.close());
   await gw.initialize({}, 20_000);
@@ -82,15 +98,14 @@ describe("a watcher's worker killed before a call", () => {
 
       // The worker is killed (node --watch waits for a change to start the next one) ...
       const worker = first.pid as number;
-      process.kill(worker, "SIGKILL");
-      await waitFor(() => !existsSync(`/proc/${worker}`), 10_000, "the worker to be gone");
+      await killWorker(worker);
       // ... a call is sent, and reaches the gateway: held, or (before the fix) recorded and sent
       // into the pipe nobody reads ...
-      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      sendAfterKill(gw);
       await waitFor(
         async () =>
           /holding tools\/call "read_status"/.test(gw.stderr()) ||
-          (await events(gw.stateDir)).some((e) => e.type === "tool_called" && e.requestId === "after-kill"),
+          (await afterKillEpochs(gw.stateDir)).length > 0,
         15_000,
         "the gateway to hold or forward the call",
       );
@@ -99,11 +114,9 @@ describe("a watcher's worker killed before a call", () => {
       const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
 
       // The call was never recorded (nor sent) under E1; the new code answers it under its own epoch.
-      const called = (await events(gw.stateDir)).filter(
-        (e) => e.type === "tool_called" && e.requestId === "after-kill",
-      );
+      const called = await afterKillEpochs(gw.stateDir);
       expect(called.length).toBeGreaterThan(0);
-      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(called).not.toContain(e1);
       expect(answer).toMatchObject({ revision: "C" });
       expect(answer!.pid).not.toBe(worker);
       expect(await epochOf(gw.stateDir)).not.toBe(e1);
@@ -129,15 +142,12 @@ describe("a watcher's worker killed before a call", () => {
       const first = await callTool(gw, "read_status");
       const e1 = await epochOf(gw.stateDir);
       project.rebuild("C"); // onChange report: the change is told, the running worker kept
-      process.kill(first.pid as number, "SIGKILL");
-      await waitFor(() => !existsSync(`/proc/${first.pid}`), 10_000, "the worker to be gone");
-      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      await killWorker(first.pid as number);
+      sendAfterKill(gw);
       const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
-      const called = (await events(gw.stateDir)).filter(
-        (e) => e.type === "tool_called" && e.requestId === "after-kill",
-      );
+      const called = await afterKillEpochs(gw.stateDir);
       expect(called.length).toBeGreaterThan(0);
-      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(called).not.toContain(e1);
       expect(answer).toMatchObject({ revision: "C" });
       expect(await epochOf(gw.stateDir)).not.toBe(e1);
     },
@@ -179,10 +189,9 @@ describe("a process that answered on the gateway's pipe gone, or only a helper",
       await started(gw);
       const first = await callTool(gw, "read_status");
       const e1 = await epochOf(gw.stateDir);
-      process.kill(first.pid as number, "SIGKILL");
-      await waitFor(() => !existsSync(`/proc/${first.pid}`), 10_000, "the worker to be gone");
+      await killWorker(first.pid as number);
       // node --watch starts its next worker only at a change, and none comes
-      gw.send({ jsonrpc: "2.0", id: "after-kill", method: "tools/call", params: { name: "read_status" } });
+      sendAfterKill(gw);
       // held for the reason that holds it (the code of the epoch unknown), not a catalog to verify
       await waitFor(
         () =>
@@ -200,10 +209,7 @@ describe("a process that answered on the gateway's pipe gone, or only a helper",
       const answer = answered(await gw.next((m) => m.id === "after-kill", 30_000));
       expect(answer).toMatchObject({ revision: "A" });
       expect(answer!.pid).not.toBe(first.pid);
-      const called = (await events(gw.stateDir)).filter(
-        (e) => e.type === "tool_called" && e.requestId === "after-kill",
-      );
-      expect(called.map((e) => e.epoch)).not.toContain(e1);
+      expect(await afterKillEpochs(gw.stateDir)).not.toContain(e1);
       expect(await epochOf(gw.stateDir)).not.toBe(e1);
       expect(gw.stderr()).toMatch(/nothing took the place of the server's worker within 4 s/);
     },
