@@ -102,7 +102,7 @@ export async function ensureConsole(stateDir: string, waitMs = 10_000): Promise<
 export function consoleOnDemand(
   stateDir: string,
   requestId: string,
-  log: { info(m: string): void; warn(m: string): void },
+  log: { info(m: string): void; warn(m: string): void; own?(m: string): void },
 ): void {
   if (process.env[NO_CONSOLE_ENV] === "1") return;
   ensureConsole(stateDir).then(
@@ -110,7 +110,10 @@ export function consoleOnDemand(
       // This line is for the human (a gateway's stderr): the link carries the ticket.
       if (address) {
         const page = humanLink(address, requestPageUrl("", requestId));
-        log.info(`review and decide it in the console: ${page}`);
+        // made here whole (the request id, the console's address and ticket): not redacted
+        const line = `review and decide it in the console: ${page}`;
+        if (log.own) log.own(line);
+        else log.info(line);
       } else log.warn(`the console did not start (see ${join(stateDir, "console.log")})`);
     },
     (e: unknown) => log.warn(`the console could not be started: ${(e as Error)?.message ?? String(e)}`),

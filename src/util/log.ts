@@ -11,6 +11,13 @@ export interface Logger {
   /** a status line (`build complete: …`), printed with the server label like every other line */
   status(line: string): void;
   debug(msg: string): void;
+  /**
+   * A line this process made whole for the human, quoting nothing a peer said: printed without
+   * the redaction of text. The console's link carries its ticket (src/console/ticket.ts), a value
+   * the text redaction takes for a credential in a URL's query and would hide from the very
+   * person it is printed for. Absent: `info`.
+   */
+  own?(msg: string): void;
   /** false when debug lines go nowhere, so a hot path can skip building one (absent: unknown) */
   readonly debugging?: boolean;
 }
@@ -37,11 +44,14 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
   // Controls made visible first: a line quotes what peers said (a server's error message, which
   // the server chose whole: "boom\x1b[2J\rportcullis[x]: approved\n…"), and raw, its ESC, CR or
   // newline would clear the host's terminal or forge lines of the gateway's own.
-  const out = (s: string) => {
-    if (!stderrGone) process.stderr.write(`${redactText(visibleControls(s))}\n`);
+  const out = (s: string, redact = true) => {
+    if (stderrGone) return;
+    const visible = visibleControls(s);
+    process.stderr.write(`${redact ? redactText(visible) : visible}\n`);
   };
   return {
     info: (m) => out(`portcullis[${label}]: ${m}`),
+    own: (m) => out(`portcullis[${label}]: ${m}`, false),
     warn: (m) => out(`portcullis[${label}]: warning: ${m}`),
     // The label says which server a line is about: a host's log mixes every server's stderr.
     status: (line) => out(`portcullis[${label}]: ${line}`),
