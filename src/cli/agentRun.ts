@@ -154,8 +154,8 @@ export function runGatewayOptions(
     callScopes: (call) => scopesForTool(server.credentials, server.tools, call.tool),
     onState: (state) => {
       const gen = link.current;
-      if (gen) registry.recordEpoch(gen.record, gen.reason);
-      registry.update({ state, record: gen?.record ?? null });
+      if (gen) registry.recordEpoch(gen.record, gen.reason, { state, record: gen.record });
+      else registry.update({ state, record: null });
     },
   };
 }
@@ -186,8 +186,11 @@ export function trackEpochs(
   link.on("up", (gen) => {
     unreachableSaid = null;
     reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch, o.mismatch);
-    o.registry.recordEpoch(gen.record, gen.reason);
-    o.registry.update({ state: "identity-pending", epoch: gen.epoch, record: gen.record });
+    o.registry.recordEpoch(gen.record, gen.reason, {
+      state: "identity-pending",
+      epoch: gen.epoch,
+      record: gen.record,
+    });
     o.egress()?.epochStarted(gen.epoch);
   });
   link.on("down", () => o.registry.update({ state: "identity-pending" }));
