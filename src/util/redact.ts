@@ -103,7 +103,7 @@ function looksRandom(s: string): boolean {
  * was (`Bearer`, the key name, the URL's user) and puts REDACTED where the secret was, so that
  * redacting twice changes nothing.
  */
-const VALUE_PATTERNS: [RegExp, string][] = [
+const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // PEM private keys (cut off or whole)
   [
     /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[\s\S])*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?/g,
@@ -122,7 +122,7 @@ const VALUE_PATTERNS: [RegExp, string][] = [
   // AWS access key ids
   [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
   // passwords in URLs: scheme://user:password@host
-  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/gi, `$1${REDACTED}@`],
+  (s) => afterSchemes(s, USER_PASSWORD, (m) => `${m[1]}${REDACTED}@`),
   // name=value / name: value pairs in free text whose name is secret-like — except a name that
   // says what happened to a credential (an audit event type such as `authorization_denied` or
   // `credential_injected` before a colon, as in "cannot record authorization_denied: database or
@@ -139,7 +139,7 @@ const VALUE_PATTERNS: [RegExp, string][] = [
 /** A string with every credential-shaped part replaced by REDACTED. */
 export function redactText(s: string): string {
   let out = s;
-  for (const [re, rep] of VALUE_PATTERNS) out = out.replace(re, rep);
+  for (const p of VALUE_PATTERNS) out = typeof p === "function" ? p(out) : out.replace(p[0], p[1]);
   return redactQueries(out);
 }
 
@@ -153,8 +153,62 @@ export function isSecretQueryParameter(name: string, value: string): boolean {
   return isSecretName(name) || /(?:^|[-_.])key$/i.test(name) || looksRandom(value);
 }
 
-/** A URL in text: up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`\\]+/gi;
+/**
+ * `s` with `replace` applied to every `scheme://` followed by a match of `rest` (a sticky
+ * regex, tried just after the `://`): each match is what `\b[a-z][a-z0-9+.-]*:\/\/` and then
+ * `rest` would match, case ignored, found as a global replace finds them. Not that one regex:
+ * it is tried at every word boundary and runs to the end of the word each time, which is
+ * quadratic in a long word of scheme characters (`a-1+a-1+…`: 25 s for 100 kB, and text is
+ * redacted on a call's path when `audit.arguments` is "clear") and costs most of the redaction
+ * of plain prose, every word of which starts a try. From each `://` back to its scheme instead:
+ * the text without one is read once by indexOf.
+ */
+function afterSchemes(s: string, rest: RegExp, replace: (m: RegExpExecArray) => string): string {
+  let out = "";
+  let done = 0; // s[0, done) is in out
+  for (let k = s.indexOf("://"); k !== -1; k = s.indexOf("://", k + 1)) {
+    const start = schemeStart(s, k, done);
+    if (start === -1) continue;
+    rest.lastIndex = k + 3;
+    const m = rest.exec(s);
+    if (m === null) continue;
+    out += s.slice(done, start) + s.slice(start, k + 3) + replace(m);
+    done = rest.lastIndex;
+    k = done - 1;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
+/**
+ * Where the scheme of the `://` at `k` begins (no earlier than `from`, the end of the last
+ * match): the first letter at a word boundary in the run of scheme characters before it, as
+ * `\b[a-z][a-z0-9+.-]*` would start; -1 when there is none.
+ */
+function schemeStart(s: string, k: number, from: number): number {
+  let r = k;
+  while (r > from && isSchemeChar(s.charCodeAt(r - 1))) r--;
+  for (let p = r; p < k; p++)
+    if (isLetter(s.charCodeAt(p)) && (p === 0 || !isWordChar(s.charCodeAt(p - 1)))) return p;
+  return -1;
+}
+
+function isLetter(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+function isWordChar(c: number): boolean {
+  return isLetter(c) || (c >= 48 && c <= 57) || c === 95;
+}
+
+function isSchemeChar(c: number): boolean {
+  return isLetter(c) || (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
+}
+
+/** After `scheme://`: a user, its password, `@` (the password is replaced). */
+const USER_PASSWORD = /([^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/iy;
+
+/** After `scheme://`: the rest of a URL in text, up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
+const URL_REST = /[^\s"'<>`\\]+/y;
 
 function decoded(s: string): string {
   try {
@@ -164,21 +218,24 @@ function decoded(s: string): string {
   }
 }
 
-/** Every URL's query parameters that carry a credential (isSecretQueryParameter) replaced. */
-function redactQueries(s: string): string {
-  return s.replace(URL_IN_TEXT, (url) => {
-    const q = url.indexOf("?");
-    if (q === -1) return url;
-    const hash = url.indexOf("#", q);
-    const end = hash === -1 ? url.length : hash;
-    const query = url
+/**
+ * Every URL's query parameters that carry a credential (isSecretQueryParameter) replaced; the
+ * rest of the text, and each URL's scheme, host, path and fragment, kept as they are.
+ */
+export function redactQueries(s: string): string {
+  return afterSchemes(s, URL_REST, ([rest]) => {
+    const q = rest.indexOf("?");
+    if (q === -1) return rest;
+    const hash = rest.indexOf("#", q);
+    const end = hash === -1 ? rest.length : hash;
+    const query = rest
       .slice(q + 1, end)
       .replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
         value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))
           ? `${sep}${name}=${REDACTED}`
           : pair,
       );
-    return url.slice(0, q + 1) + query + url.slice(end);
+    return rest.slice(0, q + 1) + query + rest.slice(end);
   });
 }
 

@@ -3,8 +3,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  isSecretQueryParameter,
   REDACTED,
   redactArgv,
+  redactQueries,
   redactSchemaDefaults,
   redactText,
   redactValue,
@@ -222,6 +224,94 @@ describe("redactText: a URL's query", () => {
       `https://s3.example/o?X-Amz-Signature=${REDACTED}&X-Amz-Expires=60`,
     );
     expect(redactText("https://h.example/?sig=short1")).toBe(`https://h.example/?sig=${REDACTED}`);
+  });
+});
+
+describe("redactQueries", () => {
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  const tokenValue = fc
+    .shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 })
+    .map((cs) => `Zq8${cs.join("")}`);
+  const decoded = (s: string) => {
+    try {
+      return decodeURIComponent(s.replace(/\+/g, " "));
+    } catch {
+      return s;
+    }
+  };
+
+  it("never changes text without a URL", () => {
+    const urlish = fc.constantFrom(..."ab1Z:/?&=#;%.-+_ \"'<>`\\\n");
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.array(urlish, { maxLength: 60 }).map((cs) => cs.join("")),
+        ),
+        (s) => {
+          fc.pre(!s.includes("://"));
+          expect(redactQueries(s)).toBe(s);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("keeps every URL's scheme, host, path and fragment, and replaces exactly the values that carry a credential", () => {
+    const pair = fc.tuple(
+      fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.-]{1,10}$/), fc.constantFrom("key", "sig", "api_key", "k")),
+      fc.oneof(fc.stringMatching(/^[A-Za-z0-9._~%+-]{1,12}$/), tokenValue),
+    );
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/),
+        fc.stringMatching(/^[a-z0-9.-]{1,20}$/),
+        fc.stringMatching(/^(\/[A-Za-z0-9._~%-]{0,10}){0,3}$/),
+        fc.array(pair, { minLength: 1, maxLength: 5 }),
+        fc.constantFrom("", "#top", "#k=v"),
+        fc.constantFrom("", "see ", "(", "x-"),
+        // (a URL in text ends at a space, a quote or an angle bracket: `)` or `,` would be the value's)
+        fc.constantFrom("", " and more", '"', "> then"),
+        (scheme, host, path, pairs, fragment, before, after) => {
+          const base = `${scheme}://${host}${path}?`;
+          const text = `${before}${base}${pairs.map(([n, v]) => `${n}=${v}`).join("&")}${fragment}${after}`;
+          const out = redactQueries(text);
+          expect(out.startsWith(`${before}${base}`)).toBe(true);
+          expect(out.endsWith(`${fragment}${after}`)).toBe(true);
+          const query = out.slice(before.length + base.length, out.length - fragment.length - after.length);
+          expect(query.split("&")).toEqual(
+            pairs.map(([n, v]) => `${n}=${isSecretQueryParameter(decoded(n), decoded(v)) ? REDACTED : v}`),
+          );
+          for (const [n, v] of pairs)
+            if (isSecretQueryParameter(decoded(n), decoded(v)) && v.length >= 20)
+              expect(out).not.toContain(v);
+          expect(redactQueries(out)).toBe(out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe("redactText: URLs are found in linear time", () => {
+  // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
+  // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
+  // under `audit.arguments: "clear"` is redacted on the call's path).
+  const t0 = () => performance.now();
+  it("a long word of scheme characters with no URL in it", () => {
+    const word = "a-1+".repeat(25_000);
+    const t = t0();
+    const out = redactText(`${word} https://u:pw123@h.example/?k=Zq8aB3dE5fG7hJ9kL1mN2pQ4 ${word}`);
+    expect(performance.now() - t).toBeLessThan(500);
+    expect(out).toBe(`${word} https://u:${REDACTED}@h.example/?k=${REDACTED} ${word}`);
+  });
+
+  it("a long word of scheme characters before a URL", () => {
+    const word = "a-1+".repeat(25_000);
+    const t = t0();
+    const out = redactText(`${word}x://u:pw123@h.example/?k=Zq8aB3dE5fG7hJ9kL1mN2pQ4`);
+    expect(performance.now() - t).toBeLessThan(500);
+    expect(out).toBe(`${word}x://u:${REDACTED}@h.example/?k=${REDACTED}`);
   });
 });
 
