@@ -130,11 +130,80 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // value that is wholly a JSON Schema type (`string`, `string|null`) or `any value`: the
   // review's schema line `password: string (required)` (describeField) names the property's
   // type, which no credential is (it read "password: [redacted] (required)")
-  [
-    /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null))*|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/gi,
-    `$1$2${REDACTED}`,
-  ],
+  (s) => redactNamedValues(s),
 ];
+
+/**
+ * name=value / name: value pairs in free text whose name is secret-like (see VALUE_PATTERNS).
+ * One sticky regex, tried at most once per name: the name is the run of name characters that
+ * ends just before `"?\s*[=:]`, and where the regex would start in it is worked out first. Not
+ * that regex as a global replace: it is tried at every word boundary and runs to the end of the
+ * word each time, quadratic in a long word of name characters (`a.a.…`: 15 s for 50 kB), and
+ * every string of a call's arguments is redacted on the call's path when `audit.arguments` is
+ * "clear".
+ */
+function redactNamedValues(s: string): string {
+  let out = "";
+  let done = 0; // s[0, done) is in out
+  for (let j = 0; j < s.length; j++) {
+    const c = s.charCodeAt(j);
+    if (c !== 61 && c !== 58) continue; // = :
+    // back from the `=` or `:`: spaces, a quote, the name
+    let e = j;
+    while (e > done && /\s/.test(s[e - 1]!)) e--;
+    if (e > done && s.charCodeAt(e - 1) === 34) e--;
+    let r = e;
+    while (r > done && isNameChar(s.charCodeAt(r - 1))) r--;
+    if (r === e) continue;
+    const p = nameStart(s, r, e);
+    if (p === -1) continue;
+    NAMED_VALUE.lastIndex = p;
+    const m = NAMED_VALUE.exec(s);
+    if (m === null) continue;
+    out += `${s.slice(done, p)}${m[1]}${m[2]}${REDACTED}`;
+    done = NAMED_VALUE.lastIndex;
+    j = done - 1;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
+/**
+ * Where NAMED_VALUE would start in the name s[r, e): the first word boundary from which the
+ * name holds a secret-like word and is not an event type; -1 when there is none.
+ */
+function nameStart(s: string, r: number, e: number): number {
+  const name = s.slice(r, e);
+  let last = -1; // where the last secret-like word in the name starts
+  for (SECRET_WORD.lastIndex = 0; ; SECRET_WORD.lastIndex++) {
+    const m = SECRET_WORD.exec(name);
+    if (m === null) break;
+    last = r + m.index;
+    SECRET_WORD.lastIndex = m.index;
+  }
+  // an event type has no `.` or `-`: only a start after the last one can be one
+  const plain = r + Math.max(name.lastIndexOf("."), name.lastIndexOf("-")) + 1;
+  for (let p = r; p <= last; p++) {
+    const word = isWordChar(s.charCodeAt(p));
+    if (p === 0 ? !word : word === isWordChar(s.charCodeAt(p - 1))) continue; // no \b here
+    if (p < plain || !EVENT_TYPE.test(s.slice(p, e))) return p;
+  }
+  return -1;
+}
+
+function isNameChar(c: number): boolean {
+  return isWordChar(c) || c === 45 || c === 46;
+}
+
+/** The words that make a name before `=` or `:` secret-like (NAMED_VALUE's). */
+const SECRET_WORD =
+  /(?=(password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization))/gi;
+
+/** A name that says what happened to a credential (NAMED_VALUE's exception). */
+const EVENT_TYPE =
+  /^[a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)$/i;
+
+const NAMED_VALUE =
+  /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null))*|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
 
 /** A string with every credential-shaped part replaced by REDACTED. */
 export function redactText(s: string): string {

@@ -306,6 +306,20 @@ describe("redactText: URLs are found in linear time", () => {
     expect(out).toBe(`${word} https://u:${REDACTED}@h.example/?k=${REDACTED} ${word}`);
   });
 
+  it("a long word of name characters, with and without a secret-like name=value after it", () => {
+    // `a.a.…`: every `a` starts a name that runs to the end of the word (25 s for 100 kB before)
+    for (const unit of ["a.", "a-", "a_b."]) {
+      const word = unit.repeat(50_000 / unit.length);
+      const t = t0();
+      expect(redactText(word)).toBe(word);
+      expect(redactText(`${word}=1 ${word}: 2`)).toBe(`${word}=1 ${word}: 2`);
+      expect(redactText(`${word}password=hunter2 ${word}token: "abc" ${word}`)).toBe(
+        `${word}password=${REDACTED} ${word}token: "${REDACTED}" ${word}`,
+      );
+      expect(performance.now() - t).toBeLessThan(500);
+    }
+  });
+
   it("a long word of scheme characters before a URL", () => {
     const word = "a-1+".repeat(25_000);
     const t = t0();
