@@ -111,8 +111,12 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   ],
   // HTTP authorization schemes
   [/\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6,}/gi, `$1$2${REDACTED}`],
-  // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ)
-  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ). A header not
+  // followed by the rest is matched too, and kept: the match takes its word whole, so that the
+  // next try starts after it. Without that, every `eyJ` in a word (`eyJab-eyJab-…`) was tried
+  // and read to the word's end: quadratic (4 s for 100 kB). No later start in the word could
+  // match where the first did not: they end at the same `.`, with fewer characters before it.
+  (s) => s.replace(JWT, (m, rest: string | undefined) => (rest === undefined ? m : REDACTED)),
   // well-known token prefixes: GitHub, GitLab, Slack, OpenAI/Anthropic-style sk-, npm, Stripe, Google
   [/\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})/g, REDACTED],
   [/\bxox[abposre]-[A-Za-z0-9-]{8,}/g, REDACTED],
@@ -132,6 +136,9 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // type, which no credential is (it read "password: [redacted] (required)")
   (s) => redactNamedValues(s),
 ];
+
+/** A JWT; without its group, only a header's start (see VALUE_PATTERNS). */
+const JWT = /\beyJ[A-Za-z0-9_-]{5,}(\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)?/g;
 
 /**
  * name=value / name: value pairs in free text whose name is secret-like (see VALUE_PATTERNS).

@@ -320,6 +320,17 @@ describe("redactText: URLs are found in linear time", () => {
     }
   });
 
+  it("a long word of JWT header starts, with and without a JWT after it", () => {
+    // `eyJab-eyJab-…`: every `eyJ` starts a header that runs to the end of the word (4 s for 100 kB)
+    const word = "eyJab-".repeat(100_000 / 6);
+    const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+    const t = t0();
+    expect(redactText(word)).toBe(word);
+    expect(redactText(`${word}.x ${jwt} ${word}`)).toBe(`${word}.x ${REDACTED} ${word}`);
+    expect(redactText(`${word}.eyJzdWIiOiIxIn0.c2lnbmF0dXJl`)).toBe(REDACTED);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
   it("a long word of scheme characters before a URL", () => {
     const word = "a-1+".repeat(25_000);
     const t = t0();
