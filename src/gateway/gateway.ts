@@ -701,6 +701,8 @@ const CONNECTION_ENDS = "the connection ends";
 function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {
   return {
     info: (m) => log.info(scrub(m)),
+    // kept, released values still scrubbed: a line this process made whole is not redacted as text
+    ...(log.own ? { own: (m: string) => log.own?.(scrub(m)) } : {}),
     warn: (m) => log.warn(scrub(m)),
     status: (line) => log.status(scrub(line)),
     debug: (m) => {
