@@ -226,7 +226,18 @@ export function redactText(s: string): string {
  * `?s=…`: looksRandom). A query's names are often one letter, so the name alone says too little.
  */
 export function isSecretQueryParameter(name: string, value: string): boolean {
-  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name) || looksRandom(value);
+  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name) || looksGenerated(value);
+}
+
+/**
+ * A query value that looks generated: random-looking (looksRandom) with a run of 16 letters and
+ * digits or more, as keys, signatures and hex or base64 tokens have. Readable values that are
+ * long and varied but made of short words (`acme-prod-2026-eu-west`, `report-2026-q4-final.pdf`,
+ * `winter_sale_2026_email`) are kept: under a plain name they are a workspace or a file, and
+ * `run --url` would refuse a server's URL for them.
+ */
+function looksGenerated(value: string): boolean {
+  return looksRandom(value) && /[A-Za-z0-9]{16}/.test(value);
 }
 
 /**

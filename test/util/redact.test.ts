@@ -2,6 +2,7 @@
 // or a flag spelling that leaks a planted secret, breaks idempotence or loses non-secret data.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { remoteUrlProblem } from "../../src/config/remote.js";
 import {
   isSecretQueryParameter,
   REDACTED,
@@ -224,6 +225,21 @@ describe("redactText: a URL's query", () => {
       `https://s3.example/o?X-Amz-Signature=${REDACTED}&X-Amz-Expires=60`,
     );
     expect(redactText("https://h.example/?sig=short1")).toBe(`https://h.example/?sig=${REDACTED}`);
+  });
+
+  it("long readable values made of short words are kept under plain names; a generated one is not", () => {
+    for (const [name, value] of [
+      ["workspace", "acme-prod-2026-eu-west"],
+      ["file", "report-2026-q4-final.pdf"],
+      ["utm_campaign", "winter_sale_2026_email"],
+    ]) {
+      expect(isSecretQueryParameter(name!, value!), value).toBe(false);
+      const url = `https://h.example/mcp?${name}=${value}`;
+      expect(redactText(url)).toBe(url);
+      expect(remoteUrlProblem(url, false)).toBeNull(); // run --url takes it
+    }
+    expect(isSecretQueryParameter("k", "Zq8Kp2LmN4vX7bR1tY9wQ3eH")).toBe(true);
+    expect(isSecretQueryParameter("d", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b")).toBe(true);
   });
 });
 
