@@ -347,6 +347,11 @@ function check(events: AuditEvent[]): void {
         expect(received.has(tag), `${tag} answered without reaching the server`).toBe(true);
       }
       const code = (a.error as { code?: number } | undefined)?.code;
+      // -32603 is the gateway failing inside (or a refusal of its own, named in data.error): seen
+      // 8 times in a 120-sequence search and not again with the same seed, so its text is kept
+      const name = (a.error as { data?: { error?: string } } | undefined)?.data?.error;
+      if (code === -32603 && name !== "server_unavailable")
+        expect.fail(`internal error answering ${what}: ${JSON.stringify(a)}`);
       // a refusal other than epoch_transition says the call was not sent; with one request under
       // the id, it is that request's
       if (under.length === 1 && code !== undefined && code <= -32050 && code >= -32059 && code !== -32054)
@@ -373,7 +378,10 @@ async function summary(): Promise<string> {
   const errors = gw
     .messages()
     .filter((m) => m.method === undefined && m.error)
-    .map((m) => String((m.error as { code: number }).code));
+    .map((m) => {
+      const e = m.error as { code: number; data?: { error?: string } };
+      return `${e.code} ${e.data?.error ?? ""}`.trim();
+    });
   return JSON.stringify({
     sent: sent.length,
     cancels: [...cancels.values()].reduce((a, b) => a + b, 0),
@@ -421,6 +429,6 @@ describe("races in the guarded call path", () => {
     await verifiedAuditEvents(gw.stateDir);
     expect((await auditActivity(gw.stateDir)).filter((row) => row.outcome === "pending")).toEqual([]);
     expect(cliTrouble).toEqual([]);
-    expect(gw.stderr()).not.toMatch(/internal error|\n\s+at .+:\d+:\d+\)?\n|Uncaught|FATAL/);
+    expect(gw.stderr()).not.toMatch(/internal error|could not handle|\n\s+at .+:\d+:\d+\)?\n|Uncaught|FATAL/);
   }, 600_000);
 });
