@@ -391,7 +391,6 @@ function requiredSet(s: Obj): Set<string> {
   return new Set(Array.isArray(r) ? r.filter((x): x is string => typeof x === "string") : []);
 }
 
-/** The change for one newly declared property (shared with the description of an added tool). */
 /**
  * A property's schema as a diff keeps it (shown by `catalog diff`, kept in catalog_revised): its
  * default, and its own properties' defaults, redacted under their names (redactSchemaDefaults).
@@ -401,6 +400,7 @@ export function shownProperty(name: string, schema: unknown): unknown {
   return own(wrapped.properties, name);
 }
 
+/** The change for one newly declared property (shared with the description of an added tool). */
 export function propertyAdded(path: string, name: string, schema: unknown, required: boolean): FieldChange {
   const sensitive = sensitiveReasons(name, own(schema, "format"));
   const c: FieldChange = {
