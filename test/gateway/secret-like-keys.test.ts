@@ -34,21 +34,30 @@ const LOGIN = {
   },
 };
 
+/**
+ * `tools` listed once through a gateway (label "secretish", the catalog fixture) that then ends:
+ * the gateway, its state directory kept until the test's cleanup, and its catalog_revised records.
+ */
+async function listedOnce(tools: unknown[]) {
+  const cat = makeCatalog(tools as Parameters<typeof makeCatalog>[0]);
+  cleanup.push(() => cat.cleanup());
+  const gw = rawGateway({
+    args: ["--label", "secretish", "--approval", "none", "--", ...fixtureCommand("catalog")],
+    env: cat.env,
+  });
+  cleanup.push(() => gw.close());
+  await gw.initialize();
+  await gw.request("tools/list");
+  gw.closeStdin();
+  await gw.exited;
+  const revised = (await auditEvents(gw.stateDir)).filter((e) => e.type === "catalog_revised");
+  return { gw, revised };
+}
+
 describe("keys named like secrets in what others chose", () => {
   it("a tool definition holding one is recorded in catalog_revised, its string redacted", async () => {
-    const cat = makeCatalog([LOGIN]);
-    cleanup.push(() => cat.cleanup());
-    const gw = rawGateway({
-      args: ["--label", "secretish", "--approval", "none", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(() => gw.close());
-    await gw.initialize();
-    await gw.request("tools/list");
-    gw.closeStdin();
-    await gw.exited;
+    const { gw, revised } = await listedOnce([LOGIN]);
     expect(gw.stderr()).not.toContain("cannot record");
-    const revised = (await auditEvents(gw.stateDir)).filter((e) => e.type === "catalog_revised");
     expect(revised).toHaveLength(1);
     const inventory = revised[0]!.inventory as (typeof LOGIN)[];
     expect(inventory[0]!.inputSchema.properties.auth.examples).toEqual([{ token: { redacted: true } }]);
@@ -66,18 +75,7 @@ describe("keys named like secrets in what others chose", () => {
         },
       },
     };
-    const cat = makeCatalog([tool]);
-    cleanup.push(() => cat.cleanup());
-    const gw = rawGateway({
-      args: ["--label", "secretish", "--approval", "none", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(() => gw.close());
-    await gw.initialize();
-    await gw.request("tools/list");
-    gw.closeStdin();
-    await gw.exited;
-    const revised = (await auditEvents(gw.stateDir)).filter((e) => e.type === "catalog_revised");
+    const { gw, revised } = await listedOnce([tool]);
     expect(revised).toHaveLength(1);
     const inventory = revised[0]!.inventory as (typeof tool)[];
     expect(inventory[0]!.inputSchema.properties.password).toEqual({
