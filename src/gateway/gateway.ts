@@ -512,8 +512,14 @@ export class Gateway {
     this.client.firstEpochUp();
     this.records.serverStarted(gen, previous);
     if (previous) {
+      // After a replacement the recorded pid is still the launched process (a watcher, or the
+      // pid that execve()d): "pid=L" alone would read as the code now serving.
+      const serving =
+        gen.reason === "replaced" && !gen.record.remote
+          ? `new code under the process the gateway launched (pid=${gen.record.processId})`
+          : where(gen);
       this.o.log.status(
-        `new execution epoch: ${where(gen)} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
+        `new execution epoch: ${serving} epoch=${gen.epoch} (was ${previous.epoch}; ${gen.reason})`,
       );
       void this.reconnect(gen);
     } else {

@@ -80,7 +80,13 @@ describe("replaced workers", () => {
     expect(line).toContain(`the process the gateway launched (pid=${before.processId})`);
     expect(line).toContain(`epoch=${before.epoch} ended`);
     expect(line).not.toMatch(/replaced: pid=/);
-    expect((await current(gw)).epoch).not.toBe(before.epoch);
+    const now = await current(gw);
+    expect(now.epoch).not.toBe(before.epoch);
+    // the new epoch's line says the code under the launched process is new, not that pid serves
+    const next = await gw.waitForStderr(/new execution epoch: [^\n]*/, 5_000);
+    expect(next).toContain(
+      `new execution epoch: new code under the process the gateway launched (pid=${before.processId}) epoch=${now.epoch} (was ${before.epoch}; replaced)`,
+    );
   });
 
   it("status after a watcher's new worker: the epoch began with the new worker, not with the watcher's process", async () => {
