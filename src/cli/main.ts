@@ -114,6 +114,8 @@ function leanYoungGeneration(): void {
 const commands: Record<string, () => Promise<Command>> = {
   run: async () => {
     leanYoungGeneration();
+    // a gateway holds the values the vault releases: its crash reports are scrubbed of them
+    (await import("./lastResort.js")).installLastResort();
     return (await import("./run.js")).runCommand;
   },
   status: async () => (await import("./status.js")).statusCommand,
@@ -202,8 +204,10 @@ async function reportFailure(e: unknown): Promise<number> {
   // The sentences quote what they refuse: a key of portcullis.json, a server key of a host file
   // (a project's files come with a cloned repository), a path. A character a terminal would act
   // on (ESC starting a sequence, a bidi override) is written as an escape, not sent to it.
+  // Each is scrubbed of the values the vault released, should a gateway's sentence quote one.
   const { safeText } = await import("../catalog/text.js");
-  const write = (line: string) => process.stderr.write(`${safeText(line)}\n`);
+  const { reportInternalError, scrubReleased } = await import("./lastResort.js");
+  const write = (line: string) => process.stderr.write(`${safeText(scrubReleased(line))}\n`);
   {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
@@ -229,7 +233,8 @@ async function reportFailure(e: unknown): Promise<number> {
       write(`portcullis: ${store.message}`);
       return EXIT_USAGE;
     }
-    process.stderr.write(`portcullis: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    // scrubbed of released values and redacted (src/cli/lastResort.ts): its message may quote them
+    reportInternalError(e);
     return 70;
   }
 }

@@ -34,6 +34,7 @@ import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./ag
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { headerSecretProblem } from "./headerSecrets.js";
+import { scrubAtLastResort } from "./lastResort.js";
 import type { ListenSettings } from "./listen.js";
 import { onShutdownSignals } from "./signals.js";
 
@@ -177,6 +178,8 @@ export async function serve(
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
   // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts).
   const releasedValues = new ReleasedValues();
+  // and from the process's last words: an internal error, an uncaught exception (lastResort.ts)
+  scrubAtLastResort(releasedValues);
   const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);
   Object.assign(env, delivery.placeholders);
   const spec = {

@@ -169,6 +169,33 @@ export class ReleasedValues {
   }
 
   /**
+   * `text` with every stretch made of pieces of released values (`min` characters or more, as
+   * written) replaced by the marker: for a text that may quote a value cut short, which scrubText
+   * does not recognise (a JSON parse error quotes ten characters either side of where it failed,
+   * so a value that starts there shows its first ten). Every position is tried against every
+   * value, and ordinary text that is also part of a value is taken too: only for the process's
+   * last words (src/cli/lastResort.ts), after scrubText.
+   */
+  scrubPieces(text: string, min = MIN_FRAGMENT): string {
+    const found: Span[] = [];
+    for (const [value, scope] of this.values) {
+      if (value.length < min) continue;
+      const pieces = new Set<string>();
+      for (let i = 0; i + min <= value.length; i++) pieces.add(value.slice(i, i + min));
+      for (let i = 0; i + min <= text.length; i++)
+        if (pieces.has(text.slice(i, i + min))) found.push({ start: i, end: i + min, scope });
+    }
+    found.sort((a, b) => a.start - b.start);
+    const spans: Span[] = [];
+    for (const f of found) {
+      const last = spans.at(-1);
+      if (last && f.start < last.end) last.end = Math.max(last.end, f.end);
+      else spans.push({ ...f });
+    }
+    return replacedSpans(text, spans);
+  }
+
+  /**
    * Where forms occur in `text`: as written anywhere, and as the escapes inside each of
    * `stretches` spell them (read once and twice); as stretches of `text`, in order, overlapping
    * ones joined. Each stretch is read on its own, without positions first: those are worked out

@@ -1,0 +1,98 @@
+// What the process writes to its stderr when something went badly wrong, outside the Logger: the
+// command line's "internal error" (src/cli/main.ts), and an exception nothing caught or a promise
+// rejection nothing handled, which node would print itself, message and stack as they are. An
+// error's message can quote what a peer sent (a parse error quotes its input) or what the process
+// holds, and in a gateway that includes the credential values the vault released to its server:
+// here they are scrubbed as the Logger's lines are (src/vault/scrub.ts), then redacted as text.
+import { cutText } from "../util/cut.js";
+import { visibleControls } from "../util/log.js";
+import { redactText } from "../util/redact.js";
+
+/** A set of released values (ReleasedValues, src/vault/scrub.ts): what it scrubs a text of. */
+interface Scrubber {
+  readonly size: number;
+  scrubText(text: string): string;
+  scrubPieces(text: string): string;
+}
+
+/** Every set of released values of this process (one per gateway: src/cli/serve.ts). */
+const released = new Set<Scrubber>();
+
+/** The values `values` holds, now or later, are scrubbed from whatever is written here. */
+export function scrubAtLastResort(values: Scrubber): void {
+  released.add(values);
+}
+
+/**
+ * `text` as it may be written: every released value scrubbed, then, as the Logger writes a line,
+ * each line's C0 and C1 controls written as escapes (a quoted ESC or CR neither acts on the
+ * terminal nor shows a value it split whole) and the whole redacted as text. Its line breaks
+ * stay: a stack is read line by line.
+ */
+export function lastResortText(text: string): string {
+  // scrubbed whole first: a value the cut below runs through is still found whole
+  let out = text;
+  for (const r of released) if (r.size > 0) out = r.scrubText(out);
+  // A message may quote megabytes (a peer's whole line): its start says what happened, and the
+  // search for pieces of values, which tries every position, is bounded.
+  if (out.length > MAX_SHOWN)
+    out = `${cutText(out, MAX_SHOWN)} [${out.length - MAX_SHOWN} more characters not shown]`;
+  for (const r of released) if (r.size > 0) out = r.scrubPieces(out);
+  return redactText(out.split("\n").map(visibleControls).join("\n"));
+}
+
+/** The most characters of an error shown (after scrubbing: a marker counts as written). */
+const MAX_SHOWN = 64 * 1024;
+
+/**
+ * `text` (a sentence) with every released value scrubbed, and nothing else changed: each of its
+ * forms, then any piece of 8 characters or more of one as written, since an error's message may
+ * quote a value cut short (ReleasedValues.scrubPieces).
+ */
+export function scrubReleased(text: string): string {
+  let out = text;
+  for (const r of released) if (r.size > 0) out = r.scrubPieces(r.scrubText(out));
+  return out;
+}
+
+/**
+ * Writes `portcullis: internal error<how>: <the error>`, the error by its stack (its name and
+ * message, then where it was thrown) through lastResortText. Not as node's own report: that
+ * prints the source line of the throw first, which for JSON.parse is the whole text it failed on,
+ * and util.inspect's properties show a Buffer's bytes as spaced hex, which scrubbing does not know.
+ * Should scrubbing fail, the error is said to have happened but not shown: never a text that was
+ * not scrubbed.
+ */
+export function reportInternalError(e: unknown, how = ""): void {
+  let shown: string;
+  try {
+    const stack = e instanceof Error ? e.stack : undefined;
+    shown = lastResortText(typeof stack === "string" ? stack : String(e));
+  } catch {
+    shown = "(not shown: it could not be scrubbed)";
+  }
+  try {
+    process.stderr.write(`portcullis: internal error${how}: ${shown}\n`);
+  } catch {
+    // stderr is gone: the exit code still says it
+  }
+}
+
+let installed = false;
+
+/**
+ * Takes over node's own report of an uncaught exception and of an unhandled rejection: the same
+ * report through lastResortText, and the exit code node gives both (1).
+ */
+export function installLastResort(): void {
+  if (installed) return;
+  installed = true;
+  process.on("uncaughtException", (e) => {
+    reportInternalError(e, " (uncaught exception)");
+    process.exit(1);
+  });
+  process.on("unhandledRejection", (e) => {
+    reportInternalError(e, " (unhandled rejection)");
+    process.exit(1);
+  });
+}
