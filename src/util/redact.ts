@@ -109,14 +109,23 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
     /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[\s\S])*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?/g,
     `-----BEGIN $1PRIVATE KEY-----${REDACTED}-----END $1PRIVATE KEY-----`,
   ],
-  // HTTP authorization schemes
-  [/\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6,}/gi, `$1$2${REDACTED}`],
+  // HTTP authorization schemes (a `.` or `:` that ends a sentence after the token is kept:
+  // trailingPunctuation)
+  (s) =>
+    s.replace(AUTH_SCHEME, (m, scheme: string, space: string, at: number) => {
+      const tail = trailingPunctuation(s, at + scheme.length + space.length, at + m.length);
+      return `${scheme}${space}${REDACTED}${m.slice(m.length - tail)}`;
+    }),
   // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ). A header not
   // followed by the rest is matched too, and kept: the match takes its word whole, so that the
   // next try starts after it. Without that, every `eyJ` in a word (`eyJab-eyJab-…`) was tried
   // and read to the word's end: quadratic (4 s for 100 kB). No later start in the word could
   // match where the first did not: they end at the same `.`, with fewer characters before it.
-  (s) => s.replace(JWT, (m, rest: string | undefined) => (rest === undefined ? m : REDACTED)),
+  // An unsigned JWT ends in its `.`; one that ends a sentence is kept (trailingPunctuation).
+  (s) =>
+    s.replace(JWT, (m, rest: string | undefined, at: number) =>
+      rest === undefined ? m : REDACTED + m.slice(m.length - trailingPunctuation(s, at, at + m.length)),
+    ),
   // well-known token prefixes: GitHub, GitLab, Slack, OpenAI/Anthropic-style sk-, npm, Stripe, Google
   [/\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})/g, REDACTED],
   [/\bxox[abposre]-[A-Za-z0-9-]{8,}/g, REDACTED],
@@ -136,6 +145,64 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // type, which no credential is (it read "password: [redacted] (required)")
   (s) => redactNamedValues(s),
 ];
+
+/** An HTTP authorization scheme and its credential (see VALUE_PATTERNS). */
+const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6,}/gi;
+
+/** Marks that end a sentence or a clause: `see https://h/?k=S.` — the `.` is not the key's. */
+const SENTENCE_MARKS = ".,;:!?";
+
+/** Closing brackets and what opens each. */
+const OPENERS = new Map([
+  [")", "("],
+  ["]", "["],
+  ["}", "{"],
+  [">", "<"],
+]);
+
+/**
+ * How many characters at the end of s[start, end), a credential that a rule took as "the rest of
+ * the word" (a URL, a `name=value` pair's value, a bearer token, a JWT), are the text's
+ * punctuation rather than the credential's, to be kept after REDACTED: at most one of
+ * SENTENCE_MARKS and at most one closing bracket that closes nothing opened in s[start, end)
+ * (`(see https://h/?k=S).`: `).`; but `https://h/wiki/A_(b)` keeps its `)`), in either order,
+ * and only when the word ends there, at a space or the end of the text, perhaps after marks the
+ * rule did not take (WORD_END: `?k=S.x&y` is the value `S.x`; `token=S!@x` keeps the `!`
+ * hidden). At least one character is left to the credential. A credential that itself ends in
+ * such characters shows those (two at most), never more. O(end - start).
+ */
+export function trailingPunctuation(s: string, start: number, end: number): number {
+  WORD_END.lastIndex = end;
+  if (!WORD_END.test(s)) return 0;
+  let n = 0;
+  let mark = false;
+  let bracket = false;
+  while (end - n - 1 > start) {
+    const at = end - n - 1;
+    const c = s[at]!;
+    if (!mark && SENTENCE_MARKS.includes(c)) mark = true;
+    else if (!bracket && OPENERS.has(c) && !closesOne(s, start, at, OPENERS.get(c)!, c)) bracket = true;
+    else break;
+    n++;
+  }
+  return n;
+}
+
+/**
+ * Where a word ends: a space or the end of the text, perhaps after two more marks or brackets
+ * that the rule did not take (`password=S),` reads the value `S)`: its `,` ends the sentence).
+ */
+const WORD_END = /[.,;:!?)\]}>'"]{0,2}(?:\s|$)/y;
+
+/** Whether `close` at `at` closes an `open` of s[start, at). */
+function closesOne(s: string, start: number, at: number, open: string, close: string): boolean {
+  let depth = 0;
+  for (let i = start; i < at; i++) {
+    if (s[i] === open) depth++;
+    else if (s[i] === close && depth > 0) depth--;
+  }
+  return depth > 0;
+}
 
 /** A JWT; without its group, only a header's start (see VALUE_PATTERNS). */
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}(\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)?/g;
@@ -167,8 +234,10 @@ function redactNamedValues(s: string): string {
     NAMED_VALUE.lastIndex = p;
     const m = NAMED_VALUE.exec(s);
     if (m === null) continue;
+    // `(password=S).`: the `).` is the sentence's (trailingPunctuation)
+    const tail = trailingPunctuation(s, p + m[1]!.length + m[2]!.length, NAMED_VALUE.lastIndex);
     out += `${s.slice(done, p)}${m[1]}${m[2]}${REDACTED}`;
-    done = NAMED_VALUE.lastIndex;
+    done = NAMED_VALUE.lastIndex - tail;
     j = done - 1;
   }
   return done === 0 ? s : out + s.slice(done);
@@ -308,22 +377,31 @@ function decoded(s: string): string {
 /**
  * Every URL's query parameters that carry a credential (isSecretQueryParameter) replaced; the
  * rest of the text, and each URL's scheme, host, path and fragment, kept as they are.
+ * Punctuation that ends the sentence after a URL is the text's, not the last value's
+ * (trailingPunctuation).
  */
 export function redactQueries(s: string): string {
-  return afterSchemes(s, URL_REST, ([rest]) => {
-    const q = rest.indexOf("?");
+  return afterSchemes(s, URL_REST, (m) => {
+    const rest = m[0];
+    let tail = trailingPunctuation(s, m.index, m.index + rest.length);
+    // a value is never punctuation only (`?key=.`): it keeps a character to be replaced
+    while (tail > 0 && rest[rest.length - tail - 1] === "=") tail--;
+    const body = rest.slice(0, rest.length - tail);
+    const q = body.indexOf("?");
     if (q === -1) return rest;
-    const hash = rest.indexOf("#", q);
-    const end = hash === -1 ? rest.length : hash;
-    const query = rest
-      .slice(q + 1, end)
-      .replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
-        value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))
-          ? `${sep}${name}=${REDACTED}`
-          : pair,
-      );
-    return rest.slice(0, q + 1) + query + rest.slice(end);
+    const hash = body.indexOf("#", q);
+    const end = hash === -1 ? body.length : hash;
+    return body.slice(0, q + 1) + redactPairs(body.slice(q + 1, end)) + rest.slice(end);
   });
+}
+
+/** A query's `name=value` pairs, those that carry a credential replaced. */
+function redactPairs(query: string): string {
+  return query.replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
+    value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))
+      ? `${sep}${name}=${REDACTED}`
+      : pair,
+  );
 }
 
 export interface RedactOptions {

@@ -295,8 +295,15 @@ describe("redactQueries", () => {
           expect(out.startsWith(`${before}${base}`)).toBe(true);
           expect(out.endsWith(`${fragment}${after}`)).toBe(true);
           const query = out.slice(before.length + base.length, out.length - fragment.length - after.length);
+          // a `.` that ends the URL before a space, a quote, a `>` or the end of the text is the
+          // sentence's: kept after the last value, which is judged without it
+          const ends = fragment === "";
           expect(query.split("&")).toEqual(
-            pairs.map(([n, v]) => `${n}=${isSecretQueryParameter(decoded(n), decoded(v)) ? REDACTED : v}`),
+            pairs.map(([n, v], i) => {
+              const dot = ends && i === pairs.length - 1 && v.length > 1 && v.endsWith(".") ? "." : "";
+              const w = dot ? v.slice(0, -1) : v;
+              return `${n}=${isSecretQueryParameter(decoded(n), decoded(w)) ? REDACTED : w}${dot}`;
+            }),
           );
           for (const [n, v] of pairs)
             if (isSecretQueryParameter(decoded(n), decoded(v)) && v.length >= 20)
@@ -306,6 +313,173 @@ describe("redactQueries", () => {
       ),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe("redactText: punctuation after a credential is the sentence's", () => {
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  // high entropy (distinct characters): no 8 of them in a row can appear anywhere else
+  const tokenValue = fc
+    .shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 })
+    .map((cs) => `Zq8${cs.join("")}`);
+  // what ends a sentence or closes a bracket after a URL or a value, alone or two together
+  const punctuation = fc.constantFrom(
+    "",
+    ".",
+    ",",
+    ";",
+    ":",
+    "!",
+    "?",
+    ")",
+    "]",
+    "}",
+    ">",
+    "'",
+    '"',
+    ").",
+    "),",
+    ".)",
+    "?)",
+    "]:",
+    ">.",
+  );
+  const after = fc.constantFrom("", " more", "\nnext line", "\tx");
+  /** No 8 characters of `v` in a row survive in `out`. */
+  const noPieceOf = (out: string, v: string) => {
+    for (let i = 0; i + 8 <= v.length; i++) expect(out).not.toContain(v.slice(i, i + 8));
+  };
+
+  it("a URL's query value: hidden whole, the punctuation after it kept", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom("k", "s", "code", "key", "sig", "apikey", "access_token", "X-Amz-Signature"),
+        tokenValue,
+        fc.constantFrom("?", "?page=2&"),
+        punctuation,
+        fc.constantFrom("", "see ", "(see ", "<", "[", "{"),
+        after,
+        (name, v, sep, p, before, rest) => {
+          const text = `${before}https://x.example/mcp${sep}${name}=${v}${p}${rest}`;
+          const out = redactText(text);
+          expect(out).not.toContain(v);
+          noPieceOf(out, v);
+          expect(out).toBe(`${before}https://x.example/mcp${sep}${name}=${REDACTED}${p}${rest}`);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a secret-like name=value or name: value: hidden whole, the punctuation after it kept", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom("password", "db_password", "api_key", "X-Api-Key", "access_token", "client_secret"),
+        fc.constantFrom("=", ": ", " = ", ":"),
+        fc.oneof(tokenValue, secretValue),
+        punctuation,
+        fc.constantFrom("", "see ", "(", "<", "["),
+        after,
+        (name, sep, v, p, before, rest) => {
+          const out = redactText(`${before}${name}${sep}${v}${p}${rest}`);
+          expect(out).not.toContain(v);
+          if (v.startsWith("Zq8")) noPieceOf(out, v);
+          expect(out).toBe(`${before}${name}${sep}${REDACTED}${p}${rest}`);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a bearer token or a JWT: hidden whole, the punctuation after it kept", () => {
+    const jwt = fc
+      .tuple(fc.stringMatching(/^[A-Za-z0-9_-]{10,30}$/), fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/))
+      .map(([a, b]) => `eyJhbGciOiJIUzI1NiJ9.${a}.${b}`);
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          tokenValue.map((v) => ({
+            v,
+            text: `Authorization: Bearer ${v}`,
+            kept: `Authorization: Bearer ${REDACTED}`,
+          })),
+          tokenValue.map((v) => ({ v, text: `Basic ${v}`, kept: `Basic ${REDACTED}` })),
+          jwt.map((v) => ({ v, text: `id ${v}`, kept: `id ${REDACTED}` })),
+        ),
+        punctuation,
+        after,
+        ({ v, text, kept }, p, rest) => {
+          const out = redactText(`${text}${p}${rest}`);
+          expect(out).not.toContain(v);
+          if (v.startsWith("eyJ")) expect(out).not.toContain(v.slice(v.indexOf(".")));
+          if (v.startsWith("Zq8")) noPieceOf(out, v);
+          expect(out).toBe(`${kept}${p}${rest}`);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+
+  it("a credential that ends in punctuation inside its word is hidden with it; at a word's end it shows two characters at most", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.tuple(
+            fc.constantFrom("https://x.example/?k=", "password=", "token: "),
+            fc.constantFrom(".", ":", ").", "!?", ".)", "..", "))", "]>"),
+          ),
+          // a bearer token's characters: `.` and `:` among them, no bracket
+          fc.tuple(fc.constant("Bearer "), fc.constantFrom(".", ":", "..", ":.")),
+        ),
+        tokenValue,
+        fc.constantFrom("x", "/y", "=", "(z", "@h", "%41"),
+        ([lead, p], v, next) => {
+          // the punctuation is followed by more of the word: it is the credential's
+          const inside = redactText(`${lead}${v}${p}${next}`);
+          expect(inside).not.toContain(v);
+          noPieceOf(inside, v);
+          expect(inside).not.toContain(`${REDACTED}${p}`);
+          // at the end of the text: what follows REDACTED is two characters of the word at most
+          const atEnd = redactText(`${lead}${v}${p}`);
+          expect(atEnd).not.toContain(v);
+          noPieceOf(atEnd, v);
+          expect(atEnd.startsWith(`${lead}${REDACTED}`)).toBe(true);
+          expect(atEnd.length - `${lead}${REDACTED}`.length).toBeLessThanOrEqual(2);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+
+  it("a closing bracket that closes one opened in the URL is the URL's", () => {
+    expect(redactText("see https://en.wikipedia.org/wiki/A_(b) now")).toBe(
+      "see https://en.wikipedia.org/wiki/A_(b) now",
+    );
+    const v = "Zq8Kw2mP9xR4tY7uLs3vB6nD1fH5jA0c";
+    expect(redactText(`https://x.example/f?a=(1)&k=${v}).`)).toBe(
+      `https://x.example/f?a=(1)&k=${REDACTED}).`,
+    );
+    expect(redactText(`https://x.example/f?k=(${v}). more`)).toBe(`https://x.example/f?k=${REDACTED}. more`);
+    expect(redactText(`password=f(${v}), x`)).toBe(`password=${REDACTED}, x`);
+    // a value that is punctuation only is still a value
+    expect(redactText("https://x.example/?key=. x")).toBe(`https://x.example/?key=${REDACTED} x`);
+    expect(redactText("password=. x")).toBe(`password=${REDACTED} x`);
+  });
+
+  it("text that lost its punctuation after a redacted value", () => {
+    const v = "Zq8Kw2mP9xR4tY7uLs3vB6nD1fH5jA0c";
+    expect(redactText(`see https://x.example/mcp?k=${v}). next`)).toBe(
+      `see https://x.example/mcp?k=${REDACTED}). next`,
+    );
+    expect(redactText("https://x.example/cb?token=abc123, and more")).toBe(
+      `https://x.example/cb?token=${REDACTED}, and more`,
+    );
+    expect(redactText("https://x.example/cb?token=abc123.")).toBe(`https://x.example/cb?token=${REDACTED}.`);
+    // an unsigned JWT ends in its `.`: at the end of a sentence it is shown, as nothing of the token
+    expect(redactText("id eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0. next")).toBe(`id ${REDACTED}. next`);
   });
 });
 
@@ -344,6 +518,22 @@ describe("redactText: URLs are found in linear time", () => {
     expect(redactText(word)).toBe(word);
     expect(redactText(`${word}.x ${jwt} ${word}`)).toBe(`${word}.x ${REDACTED} ${word}`);
     expect(redactText(`${word}.eyJzdWIiOiIxIn0.c2lnbmF0dXJl`)).toBe(REDACTED);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("punctuation after long values and many short ones", () => {
+    // what the sentence keeps after a value is worked out once a value, over the value only
+    const t = t0();
+    const open = "(".repeat(100_000);
+    // (the `)` closes one of the value's `(`: it is the value's, the `.` is the sentence's)
+    expect(redactText(`https://h.example/?key=${open}a). x`)).toBe(`https://h.example/?key=${REDACTED}. x`);
+    expect(redactText(`password=${open}a). x`)).toBe(`password=${REDACTED}. x`);
+    expect(redactText(`password=${"a".repeat(100_000)}). x`)).toBe(`password=${REDACTED}). x`);
+    expect(redactText(`Bearer ${"a.".repeat(50_000)}. x`)).toBe(`Bearer ${REDACTED}. x`);
+    const many = "(https://h.example/?k=a1). (password=b2), Bearer abcdef1. ".repeat(2_000);
+    expect(redactText(many)).toBe(
+      `(https://h.example/?k=a1). (password=${REDACTED}), Bearer ${REDACTED}. `.repeat(2_000),
+    );
     expect(performance.now() - t).toBeLessThan(500);
   });
 
