@@ -375,27 +375,30 @@ function decoded(s: string): string {
 }
 
 /**
- * Every URL's query parameters that carry a credential (isSecretQueryParameter) replaced; the
- * rest of the text, and each URL's scheme, host, path and fragment, kept as they are.
- * Punctuation that ends the sentence after a URL is the text's, not the last value's
- * (trailingPunctuation).
+ * Every URL's query and fragment parameters that carry a credential (isSecretQueryParameter)
+ * replaced; the rest of the text, and each URL's scheme, host, path and other parameters, kept as
+ * they are. A fragment's `name=value` pairs are a query's (`#access_token=…&state=…`, OAuth's
+ * implicit flow). Punctuation that ends the sentence after a URL is the text's, not the last
+ * value's (trailingPunctuation).
  */
 export function redactQueries(s: string): string {
   return afterSchemes(s, URL_REST, (m) => {
     const rest = m[0];
-    let tail = trailingPunctuation(s, m.index, m.index + rest.length);
+    const end = m.index + rest.length;
+    let tail = trailingPunctuation(s, m.index, end);
     // a value is never punctuation only (`?key=.`): it keeps a character to be replaced
     while (tail > 0 && rest[rest.length - tail - 1] === "=") tail--;
     const body = rest.slice(0, rest.length - tail);
-    const q = body.indexOf("?");
-    if (q === -1) return rest;
-    const hash = body.indexOf("#", q);
-    const end = hash === -1 ? body.length : hash;
-    return body.slice(0, q + 1) + redactPairs(body.slice(q + 1, end)) + rest.slice(end);
+    const hash = body.indexOf("#");
+    const beforeHash = hash === -1 ? body : body.slice(0, hash);
+    const q = beforeHash.indexOf("?");
+    let out = q === -1 ? beforeHash : beforeHash.slice(0, q + 1) + redactPairs(beforeHash.slice(q + 1));
+    if (hash !== -1) out += `#${redactPairs(body.slice(hash + 1))}`;
+    return out + rest.slice(body.length);
   });
 }
 
-/** A query's `name=value` pairs, those that carry a credential replaced. */
+/** A query's or a fragment's `name=value` pairs, those that carry a credential replaced. */
 function redactPairs(query: string): string {
   return query.replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
     value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))

@@ -273,7 +273,7 @@ describe("redactQueries", () => {
     );
   });
 
-  it("keeps every URL's scheme, host, path and fragment, and replaces exactly the values that carry a credential", () => {
+  it("keeps every URL's scheme, host, path and plain fragment, and replaces exactly the values that carry a credential", () => {
     const pair = fc.tuple(
       fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.-]{1,10}$/), fc.constantFrom("key", "sig", "api_key", "k")),
       fc.oneof(fc.stringMatching(/^[A-Za-z0-9._~%+-]{1,12}$/), tokenValue),
@@ -284,17 +284,25 @@ describe("redactQueries", () => {
         fc.stringMatching(/^[a-z0-9.-]{1,20}$/),
         fc.stringMatching(/^(\/[A-Za-z0-9._~%-]{0,10}){0,3}$/),
         fc.array(pair, { minLength: 1, maxLength: 5 }),
-        fc.constantFrom("", "#top", "#k=v"),
+        // [as given, as shown]: a fragment's pairs are judged as the query's
+        fc.oneof(
+          fc.constantFrom("", "#top", "#k=v").map((f) => [f, f] as const),
+          tokenValue.map((t) => [`#k=${t}`, `#k=${REDACTED}`] as const),
+        ),
         fc.constantFrom("", "see ", "(", "x-"),
-        // (a URL in text ends at a space, a quote or an angle bracket: `)` or `,` would be the value's)
+        // (a URL in text ends at a space, a quote or an angle bracket)
         fc.constantFrom("", " and more", '"', "> then"),
-        (scheme, host, path, pairs, fragment, before, after) => {
+        (scheme, host, path, pairs, [fragment, shownFragment], before, after) => {
           const base = `${scheme}://${host}${path}?`;
           const text = `${before}${base}${pairs.map(([n, v]) => `${n}=${v}`).join("&")}${fragment}${after}`;
           const out = redactQueries(text);
           expect(out.startsWith(`${before}${base}`)).toBe(true);
-          expect(out.endsWith(`${fragment}${after}`)).toBe(true);
-          const query = out.slice(before.length + base.length, out.length - fragment.length - after.length);
+          expect(out.endsWith(`${shownFragment}${after}`)).toBe(true);
+          if (fragment !== shownFragment) expect(out).not.toContain(fragment.slice(3));
+          const query = out.slice(
+            before.length + base.length,
+            out.length - shownFragment.length - after.length,
+          );
           // a `.` that ends the URL before a space, a quote, a `>` or the end of the text is the
           // sentence's: kept after the last value, which is judged without it
           const ends = fragment === "";
@@ -350,12 +358,12 @@ describe("redactText: punctuation after a credential is the sentence's", () => {
     for (let i = 0; i + 8 <= v.length; i++) expect(out).not.toContain(v.slice(i, i + 8));
   };
 
-  it("a URL's query value: hidden whole, the punctuation after it kept", () => {
+  it("a URL's query or fragment value: hidden whole, the punctuation after it kept", () => {
     fc.assert(
       fc.property(
         fc.constantFrom("k", "s", "code", "key", "sig", "apikey", "access_token", "X-Amz-Signature"),
         tokenValue,
-        fc.constantFrom("?", "?page=2&"),
+        fc.constantFrom("?", "#", "?page=2&", "#state=xyz&", "/cb?v=1#"),
         punctuation,
         fc.constantFrom("", "see ", "(see ", "<", "[", "{"),
         after,
@@ -428,7 +436,7 @@ describe("redactText: punctuation after a credential is the sentence's", () => {
       fc.property(
         fc.oneof(
           fc.tuple(
-            fc.constantFrom("https://x.example/?k=", "password=", "token: "),
+            fc.constantFrom("https://x.example/?k=", "https://x.example/#k=", "password=", "token: "),
             fc.constantFrom(".", ":", ").", "!?", ".)", "..", "))", "]>"),
           ),
           // a bearer token's characters: `.` and `:` among them, no bracket
@@ -467,6 +475,23 @@ describe("redactText: punctuation after a credential is the sentence's", () => {
     // a value that is punctuation only is still a value
     expect(redactText("https://x.example/?key=. x")).toBe(`https://x.example/?key=${REDACTED} x`);
     expect(redactText("password=. x")).toBe(`password=${REDACTED} x`);
+  });
+
+  it("a fragment's name=value pairs are judged as a query's (OAuth's implicit flow)", () => {
+    const v = "Zq8Kw2mP9xR4tY7uLs3vB6nD1fH5jA0c";
+    expect(redactText(`https://x.example/cb#k=${v}`)).toBe(`https://x.example/cb#k=${REDACTED}`);
+    expect(redactText("https://x.example/cb#access_token=abc123&state=xyz&expires_in=3600")).toBe(
+      `https://x.example/cb#access_token=${REDACTED}&state=xyz&expires_in=3600`,
+    );
+    expect(redactText(`https://x.example/app#/cb?k=${v}&state=xyz`)).toBe(
+      `https://x.example/app#/cb?k=${REDACTED}&state=xyz`,
+    );
+    expect(redactText(`https://x.example/p?page=2#k=${v}`)).toBe(`https://x.example/p?page=2#k=${REDACTED}`);
+    // a fragment that is not name=value pairs is kept
+    expect(redactText("https://x.example/docs#install-on-linux")).toBe(
+      "https://x.example/docs#install-on-linux",
+    );
+    expect(redactText("https://x.example/p?page=2#top")).toBe("https://x.example/p?page=2#top");
   });
 
   it("text that lost its punctuation after a redacted value", () => {
