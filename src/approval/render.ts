@@ -37,7 +37,8 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
     ),
   };
   // the tool's definition as the server listed it (its fingerprint is over that), but shown with
-  // a default under a secret-like property name redacted, as the review's inputs show it
+  // a default, const or examples under a secret-like property name redacted, as the review's
+  // inputs show them
   const definition = redactSchemaDefaults(req.definition) as T["definition"];
   return redactStrings({ ...req, definition, review }) as T;
 }

@@ -10,7 +10,7 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
-import { redactSchemaDefaults, redactValueUnder } from "../util/redact.js";
+import { redactSchemaDefaults, redactSchemaValue, redactValueUnder } from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
 import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
@@ -164,7 +164,8 @@ function formatText(fmt: string, type: unknown): string {
  * One line describing a (property) schema with its default and allowed values made visible,
  * e.g. `target: string, default "preview" (enum preview|production)`. `key` is the property's
  * own name (`name` is how it is shown): a default under a secret-like name is the secret the call
- * gets when the client leaves it out, so it is shown redacted as the argument itself would be.
+ * gets when the client leaves it out, a const the one it must send, so either is shown redacted
+ * as the argument itself would be. The enum is shown (see SCHEMA_VALUES in src/util/redact.ts).
  */
 export function describeField(name: string, schema: unknown, required?: boolean, key = name): string {
   const bits: string[] = [];
@@ -179,7 +180,7 @@ export function describeField(name: string, schema: unknown, required?: boolean,
     if (typeof fmt === "string") bits.push(formatText(fmt, own(schema, "type")));
     if (Object.hasOwn(schema, "default"))
       bits.push(`default ${shortJson(redactValueUnder(key, schema.default))}`);
-    if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(schema.const)}`);
+    if (Object.hasOwn(schema, "const")) bits.push(`const ${shortJson(redactValueUnder(key, schema.const))}`);
     const props = own(schema, "properties");
     if (isObj(props)) {
       const names = Object.keys(props);
@@ -329,7 +330,10 @@ function diffKeywords(a: Obj, b: Obj, path: string, out: FieldChange[], depth: n
     const bv = own(b, k);
     if (sameJson(av, bv)) continue;
     const what = av === undefined ? "added" : bv === undefined ? "removed" : "changed";
-    push(out, path, `${k} ${what}`, "expands", av, bv);
+    // `examples` are values of the property: shown as its default is (shownValue)
+    if (k === "examples")
+      push(out, path, `${k} ${what}`, "expands", shownValue(path, k, av), shownValue(path, k, bv));
+    else push(out, path, `${k} ${what}`, "expands", av, bv);
   }
 }
 
@@ -526,10 +530,21 @@ function diffEnum(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
 function diffConst(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const has = (o: Obj) => Object.hasOwn(o, "const");
   if (!has(a) && !has(b)) return;
+  // compared as given, shown redacted under the property's name (as a default is: diffDefault)
+  const shown = (v: unknown) => shownValue(path, "const", v);
   if (has(a) && has(b)) {
-    if (!sameJson(a.const, b.const)) push(out, path, "const changed", "expands", a.const, b.const);
-  } else if (has(b)) push(out, path, "const added", "narrows", undefined, b.const);
-  else push(out, path, "const removed", "expands", a.const, undefined);
+    if (!sameJson(a.const, b.const))
+      push(out, path, "const changed", "expands", shown(a.const), shown(b.const));
+  } else if (has(b)) push(out, path, "const added", "narrows", undefined, shown(b.const));
+  else push(out, path, "const removed", "expands", shown(a.const), undefined);
+}
+
+/**
+ * A value the schema at `path` gives under `keyword` (`default`, `const`, `examples`) as a diff
+ * shows and keeps it: redacted under the property's name (redactSchemaValue).
+ */
+function shownValue(path: string, keyword: string, v: unknown): unknown {
+  return v === undefined ? v : redactSchemaValue(lastSegment(path), keyword, v);
 }
 
 function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
@@ -541,7 +556,7 @@ function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const enumNote = Array.isArray(en) ? ` (enum ${enumText(en)})` : "";
   // Compared as given (a changed secret default is still a change), shown and kept (the diff goes
   // into catalog_revised and `catalog diff --json`) redacted under the property's name.
-  const shown = (v: unknown) => redactValueUnder(lastSegment(path), v);
+  const shown = (v: unknown) => shownValue(path, "default", v);
   if (hasA && hasB) {
     if (sameJson(a.default, b.default)) return;
     push(out, path, "default changed", "expands", shown(a.default), shown(b.default), {

@@ -84,8 +84,8 @@ export async function catalogCommand(args: string[]): Promise<number> {
                 firstSeenAt: r.firstSeenAt,
                 firstEpoch: r.firstEpoch,
                 coverage: r.coverage,
-                // as the text shows them: a default under a secret-like name redacted (the
-                // fingerprint is over the tool as the server listed it)
+                // as the text shows them: a default, const or examples under a secret-like name
+                // redacted (the fingerprint is over the tool as the server listed it)
                 tools: r.tools.map((t) => ({
                   fingerprint: snap.byName.get(t.name)?.fingerprint,
                   tool: redactSchemaDefaults(t),

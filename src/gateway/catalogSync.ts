@@ -293,7 +293,7 @@ export class CatalogSync {
         fingerprint: snap.fingerprint,
         coverage: snap.coverage,
         // the server chose every key in these (auditable: never a string under a secret-like key;
-        // redactSchemaDefaults: nor a default of a property named like one, kept under `default`)
+        // redactSchemaDefaults: nor a default, const or examples of a property named like one)
         inventory: auditable(redactSchemaDefaults(snap.tools, { marker: { redacted: true } }) as Tool[]),
         diff: previous ? auditable(diffCatalogs(previous, snap)) : null,
       });

@@ -460,11 +460,12 @@ export function redactValueUnder(key: string | null, value: unknown, opts: Redac
 }
 
 /**
- * A copy of a JSON value (tool definitions, input schemas) in which the `default` of every
- * property under `properties` is redacted under the property's name: `{"api_key": {"default": S}}`
- * holds S under the key `default`, so redactValue, which goes by keys, never read it as the
- * api_key's value; a server's default is the value the call gets when the client leaves it out.
- * Everything else is kept as it is (the caller redacts the rest as it did).
+ * A copy of a JSON value (tool definitions, input schemas) in which the values a schema gives for
+ * every property under `properties` are redacted under the property's name (redactSchemaValue):
+ * `{"api_key": {"default": S}}` holds S under the key `default`, so redactValue, which goes by
+ * keys, never read it as the api_key's value; a server's default is the value the call gets when
+ * the client leaves it out. Everything else is kept as it is (the caller redacts the rest as it
+ * did).
  */
 export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): unknown {
   const walk = (v: unknown): unknown => {
@@ -476,10 +477,11 @@ export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): 
       if (k === "properties" && typeof copy === "object" && copy !== null && !Array.isArray(copy)) {
         const props = copy as Record<string, unknown>;
         for (const [name, sub] of Object.entries(props)) {
-          if (typeof sub !== "object" || sub === null || Array.isArray(sub) || !Object.hasOwn(sub, "default"))
-            continue;
+          if (typeof sub !== "object" || sub === null || Array.isArray(sub)) continue;
           const s = sub as Record<string, unknown>;
-          setOwn(s, "default", redactValueUnder(name, s.default, opts));
+          for (const keyword of SCHEMA_VALUES)
+            if (Object.hasOwn(s, keyword))
+              setOwn(s, keyword, redactSchemaValue(name, keyword, s[keyword], opts));
         }
         copy = props;
       }
@@ -488,6 +490,31 @@ export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): 
     return out;
   };
   return walk(value);
+}
+
+/**
+ * The keywords whose value a schema gives as a property's value: `default` (what the call gets
+ * when the client leaves it out), `const` (the one value it may take) and `examples` (values it
+ * might take: a server pastes its own key there as readily as into a default). Not `enum`: it
+ * lists the choices every caller is offered (`auth_mode: oauth|basic|none`), which the human
+ * must see to judge what a call may do, and a narrowed or widened enum is an authority change
+ * the diff reports; its strings are still redacted as text wherever they are shown.
+ */
+export const SCHEMA_VALUES = ["default", "const", "examples"] as const;
+
+/**
+ * A value a schema gives for the property `name` under `keyword` (SCHEMA_VALUES), redacted as the
+ * property's own value would be (redactValueUnder): each of `examples` on its own, so that the
+ * human still sees how many there are and which are empty or null.
+ */
+export function redactSchemaValue(
+  name: string,
+  keyword: string,
+  v: unknown,
+  opts: RedactOptions = {},
+): unknown {
+  if (keyword === "examples" && Array.isArray(v)) return v.map((x) => redactValueUnder(name, x, opts));
+  return redactValueUnder(name, v, opts);
 }
 
 /** A copy of a JSON value with every string redacted as text (redactText); keys decide nothing. */

@@ -239,6 +239,9 @@ describe("what the human sees", () => {
           branch: { type: "string", default: "main" },
           api_key: { type: "string", default: "hunter-default-42" },
           key: { type: "string", default: "Zq8Kp2LmN4vX7bR1tY9wQ3eH" },
+          // a const and examples are values of the property too; an enum is the choices offered
+          client_secret: { type: "string", const: "hunter-const-45", examples: ["hunter-example-43"] },
+          auth_mode: { type: "string", enum: ["oauth", "basic"] },
         },
       },
     };
@@ -254,14 +257,18 @@ describe("what the human sees", () => {
       expect(text).toMatch(/key: string, default "\[redacted\]"/);
       expect(text).toMatch(/branch: string, default "main"/);
       expect(text).toMatch(/api_key \(hidden\)/);
+      expect(text).toMatch(/client_secret: string, const "\[redacted\]"/);
+      expect(text).toMatch(/auth_mode: string \(enum oauth\|basic\)/);
     }
     // the review as stored, and the request as `approvals --json` prints it
     const stored = JSON.stringify(req.review);
     const printed = JSON.stringify(publicRequest(req));
     const card = String(reviewCard(req, "csrf"));
+    expect(printed).toContain('"examples":["[redacted]"]');
     for (const where of [renderReview(req), renderReviewCard(req), stored, printed, card]) {
       expect(where).not.toContain("hunter-default-42");
       expect(where).not.toContain("Zq8Kp2LmN4vX7bR1tY9wQ3eH");
+      expect(where).not.toMatch(/hunter-(const|example)/);
     }
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;

@@ -510,4 +510,50 @@ describe("field by field", () => {
       "hunter-default-42",
     );
   });
+
+  it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
+    const login = (c: string, ex: string[], modes: string[]): Tool => ({
+      name: "login",
+      inputSchema: {
+        type: "object",
+        properties: {
+          client_secret: { type: "string", const: c, examples: ex },
+          auth_mode: { type: "string", enum: modes },
+        },
+      },
+    });
+    const before = login("hunter-const-41", ["hunter-ex-41"], ["oauth"]);
+    const after = login("hunter-const-42", ["hunter-ex-42", "hunter-ex-43"], ["oauth", "basic"]);
+    const added = diffCatalogs([readIssue], [readIssue, after]);
+    const changed = diffCatalogs([before], [after]);
+    // still changes the human is told of, only without the values
+    const changes = entry(changed, "login").changes;
+    expect(changes.find((c) => c.change === "const changed")).toMatchObject({
+      before: "[redacted]",
+      after: "[redacted]",
+    });
+    expect(changes.find((c) => c.change === "examples changed")).toMatchObject({
+      before: ["[redacted]"],
+      after: ["[redacted]", "[redacted]"],
+    });
+    // the enum is the choices every caller has: shown, and its widening with it
+    expect(changes.find((c) => c.change === "enum widened")).toMatchObject({
+      before: ["oauth"],
+      after: ["oauth", "basic"],
+    });
+    const shownAdded = JSON.stringify(entry(added, "login").changes);
+    expect(shownAdded).toContain('"const":"[redacted]","examples":["[redacted]","[redacted]"]');
+    expect(shownAdded).toContain('"enum":["oauth","basic"]');
+    const catalog = renderCatalog(snapshotOf([after], 1), 1);
+    expect(catalog).toContain('client_secret: string, const "[redacted]"');
+    expect(catalog).toContain("auth_mode: string (enum oauth|basic)");
+    for (const shown of [
+      renderDiff(added),
+      renderDiff(changed),
+      JSON.stringify(added),
+      JSON.stringify(changed),
+      catalog,
+    ])
+      expect(shown).not.toMatch(/hunter-(const|ex)/);
+  });
 });

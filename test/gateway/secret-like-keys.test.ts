@@ -30,6 +30,8 @@ const LOGIN = {
       user: { type: "string" },
       password: { type: "string" },
       auth: { type: "object", examples: [{ token: "example-value" }] },
+      // a key the server chose in a keyword no redaction of schema values reads
+      hints: { type: "object", "x-sample": { token: "example-value" } },
     },
   },
 };
@@ -60,18 +62,23 @@ describe("keys named like secrets in what others chose", () => {
     expect(gw.stderr()).not.toContain("cannot record");
     expect(revised).toHaveLength(1);
     const inventory = revised[0]!.inventory as (typeof LOGIN)[];
-    expect(inventory[0]!.inputSchema.properties.auth.examples).toEqual([{ token: { redacted: true } }]);
+    // (an example of `auth` is a value of `auth`: it goes whole, as the argument's value would)
+    expect(inventory[0]!.inputSchema.properties.auth.examples).toEqual([{ redacted: true }]);
+    expect(inventory[0]!.inputSchema.properties.hints["x-sample"]).toEqual({ token: { redacted: true } });
     expect(inventory[0]!.inputSchema.properties.user).toEqual({ type: "string" });
   });
 
-  it("a default under a secret-like property name: catalog_revised and catalog show keep it redacted", async () => {
+  it("a default, const or examples under a secret-like property name: catalog_revised and catalog show keep them redacted", async () => {
     const tool = {
       name: "login",
       inputSchema: {
         type: "object",
         properties: {
-          user: { type: "string", default: "bob" },
+          user: { type: "string", default: "bob", examples: ["alice"] },
           password: { type: "string", default: "hunter-default-42" },
+          client_secret: { type: "string", const: "hunter-const-45", examples: ["hunter-example-43", ""] },
+          // the choices offered to every caller: shown
+          auth_mode: { type: "string", enum: ["oauth", "basic"] },
         },
       },
     };
@@ -82,13 +89,34 @@ describe("keys named like secrets in what others chose", () => {
       type: "string",
       default: { redacted: true },
     });
-    expect(inventory[0]!.inputSchema.properties.user).toEqual({ type: "string", default: "bob" });
+    expect(inventory[0]!.inputSchema.properties.user).toEqual({
+      type: "string",
+      default: "bob",
+      examples: ["alice"],
+    });
+    expect(inventory[0]!.inputSchema.properties.client_secret).toEqual({
+      type: "string",
+      const: { redacted: true },
+      examples: [{ redacted: true }, ""],
+    });
+    expect(inventory[0]!.inputSchema.properties.auth_mode).toEqual(tool.inputSchema.properties.auth_mode);
     for (const json of [[], ["--json"]]) {
       const shown = await runCli(["catalog", "show", "secretish", ...json, "--state-dir", gw.stateDir]);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toContain("password");
+      expect(shown.stdout).toContain("client_secret");
       expect(shown.stdout).not.toContain("hunter-default-42");
+      expect(shown.stdout).not.toMatch(/hunter-(const|example)/);
     }
+    const json = await runCli(["catalog", "show", "secretish", "--json", "--state-dir", gw.stateDir]);
+    const listed = (JSON.parse(json.stdout) as { tools: { tool: typeof tool }[] }).tools[0]!.tool;
+    expect(listed.inputSchema.properties.client_secret).toEqual({
+      type: "string",
+      const: "[redacted]",
+      examples: ["[redacted]", ""],
+    });
+    expect(listed.inputSchema.properties.auth_mode).toEqual(tool.inputSchema.properties.auth_mode);
+    expect(listed.inputSchema.properties.user).toEqual(tool.inputSchema.properties.user);
   });
 
   it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {

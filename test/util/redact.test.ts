@@ -572,30 +572,54 @@ describe("redactText: URLs are found in linear time", () => {
 });
 
 describe("redactSchemaDefaults", () => {
-  it("a default of a property named like a secret, in a schema nested anywhere, never survives; others are kept", () => {
+  it("a default, const or example of a property named like a secret, in a schema nested anywhere, never survives; others are kept", () => {
     fc.assert(
       fc.property(
         plain,
         fc.array(fc.nat(), { maxLength: 6 }),
         fc.constantFrom(...SECRET_KEYS),
         secretValue,
+        secretValue,
         plainString,
-        (value, path, key, secret, kept) => {
-          const schema = {
-            type: "object",
-            properties: { [key]: { type: "string", default: secret }, name: { default: kept } },
-          };
-          const out = redactSchemaDefaults(plant(value, path, "inputSchema", schema));
-          expect(JSON.stringify(out)).not.toContain(secret);
-          // the property itself, its type and a plain property's default are still there
-          expect(JSON.stringify(out)).toContain(JSON.stringify({ default: kept }));
-          expect(JSON.stringify(out)).toContain(
-            `${JSON.stringify(key)}:{"type":"string","default":"[redacted]"}`,
-          );
+        fc.subarray(["default", "const", "examples"] as const, { minLength: 1 }),
+        (value, path, key, secret, other, kept, keywords) => {
+          const given: Record<string, unknown> = { type: "string" };
+          const shown: Record<string, unknown> = { type: "string" };
+          for (const k of keywords) {
+            given[k] = k === "examples" ? [secret, null, other] : secret;
+            shown[k] = k === "examples" ? [REDACTED, null, REDACTED] : REDACTED;
+          }
+          // an enum under the same name is kept: the human must see the choices
+          given.enum = ["oauth", "basic"];
+          shown.enum = ["oauth", "basic"];
+          const plainProp = { default: kept, const: kept, examples: [kept], enum: [kept] };
+          const schema = { type: "object", properties: { [key]: given, name: plainProp } };
+          const out = JSON.stringify(redactSchemaDefaults(plant(value, path, "inputSchema", schema)));
+          expect(out).not.toContain(secret);
+          expect(out).not.toContain(other);
+          // the property itself, its type, its enum and a plain property's values are still there
+          expect(out).toContain(JSON.stringify(plainProp));
+          expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(shown)}`);
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("examples are redacted one by one, with the marker asked for; what is not an array goes whole", () => {
+    const schema = {
+      properties: {
+        api_key: { examples: ["hunter-ex-1", "", { v: "hunter-ex-2" }], const: { k: "hunter-c" } },
+        token: { examples: "hunter-ex-3" },
+      },
+    };
+    const marker = { redacted: true };
+    expect(redactSchemaDefaults(schema, { marker })).toEqual({
+      properties: {
+        api_key: { examples: [marker, "", marker], const: marker },
+        token: { examples: marker },
+      },
+    });
   });
 });
 
