@@ -164,6 +164,21 @@ export function diffTool(
       }
     }
   }
+  return out.map(shownChange);
+}
+
+/**
+ * A change as a diff shows and keeps it (`catalog diff`, the console, the review, catalog_revised):
+ * a schema in its `before` or `after` with the default, const and examples of every property
+ * named like a secret redacted (redactSchemaDefaults). Whole schemas land there: an inputSchema
+ * added, an anyOf branch or a $defs entry added, items added, properties the diff does not
+ * recognise; a property's own default, const and examples are redacted where they are compared
+ * (src/catalog/schema.ts), and this pass leaves those as they are.
+ */
+function shownChange(c: FieldChange): FieldChange {
+  const out = { ...c };
+  if (typeof c.before === "object" && c.before !== null) out.before = redactSchemaDefaults(c.before);
+  if (typeof c.after === "object" && c.after !== null) out.after = redactSchemaDefaults(c.after);
   return out;
 }
 

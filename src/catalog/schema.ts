@@ -424,7 +424,9 @@ function diffProperties(a: Obj, b: Obj, path: string, out: FieldChange[], depth:
   if (sameJson(pa, pb)) return;
   const base = childPath(path, "properties");
   if ((pa !== undefined && !isObj(pa)) || (pb !== undefined && !isObj(pb))) {
-    push(out, base, "properties changed (unrecognized)", "expands", pa, pb);
+    // a map of properties shown whole: each one's default, const and examples under its name
+    const shown = (v: unknown) => (isObj(v) ? own(redactSchemaDefaults({ properties: v }), "properties") : v);
+    push(out, base, "properties changed (unrecognized)", "expands", shown(pa), shown(pb));
     return;
   }
   const ma: Obj = isObj(pa) ? pa : {};

@@ -511,6 +511,48 @@ describe("field by field", () => {
     );
   });
 
+  it("a schema shown whole in a change keeps the default, const and examples of its secret-like properties redacted", () => {
+    const secret = {
+      type: "string",
+      default: "hunter-default-42",
+      const: "hunter-const-45",
+      examples: ["hunter-ex-43"],
+    };
+    const obj = { type: "object", properties: { api_key: secret, user: { type: "string", default: "bob" } } };
+    const tool = (inputSchema?: unknown): Tool =>
+      (inputSchema === undefined ? { name: "t" } : { name: "t", inputSchema }) as Tool;
+    // [schema before, schema after, the change that shows the new part whole]
+    const cases: [unknown, unknown, string][] = [
+      [undefined, obj, "inputSchema added"],
+      [
+        { type: "object", anyOf: [{ required: [] }] },
+        { type: "object", anyOf: [{ required: [] }, obj] },
+        "anyOf branch added",
+      ],
+      [{ type: "array" }, { type: "array", items: obj }, "items added (constrains)"],
+      [{ type: "object" }, { type: "object", $defs: { cred: obj } }, "$defs entry added"],
+      [
+        { type: "object" },
+        { type: "object", patternProperties: { "^x": obj } },
+        "patternProperties entry added",
+      ],
+      [{ type: "object", properties: 3 }, obj, "properties changed (unrecognized)"],
+      [5, obj, "schema changed (not a JSON Schema object or boolean)"],
+    ];
+    for (const [before, after, change] of cases) {
+      const d = diffCatalogs([tool(before)], [tool(after)]);
+      const changes = entry(d, "t").changes;
+      expect(
+        changes.map((c) => c.change),
+        change,
+      ).toContain(change);
+      for (const shown of [JSON.stringify(d), renderDiff(d)]) {
+        expect(shown, change).not.toMatch(/hunter-(default|const|ex)/);
+        expect(shown, change).toContain("bob");
+      }
+    }
+  });
+
   it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
     const login = (c: string, ex: string[], modes: string[]): Tool => ({
       name: "login",
