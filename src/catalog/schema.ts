@@ -10,7 +10,7 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
-import { redactSchemaDefaults, redactSchemaValue, redactValueUnder } from "../util/redact.js";
+import { redactSchemaDefaults, redactSchemaValue, redactValueUnder, schemaOwner } from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
 import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
@@ -546,7 +546,34 @@ function diffConst(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
  * shows and keeps it: redacted under the property's name (redactSchemaValue).
  */
 function shownValue(path: string, keyword: string, v: unknown): unknown {
-  return v === undefined ? v : redactSchemaValue(lastSegment(path), keyword, v);
+  return v === undefined ? v : redactSchemaValue(ownerOf(path), keyword, v);
+}
+
+/**
+ * The property whose values the schema at `path` gives, as redactSchemaDefaults decides it: the
+ * name after the last `properties` keyword on the path (`inputSchema.properties.token.anyOf[0]`
+ * and `….api_keys.items` are `token`'s and `api_keys`'s), a secret-like one holding for the
+ * properties below it (schemaOwner); null when the path crosses no `properties`. The name after a
+ * map keyword (`$defs`, `patternProperties`, …) names a definition or a pattern, not a property.
+ */
+function ownerOf(path: string): string | null {
+  const segs: string[] = [];
+  for (const m of path.matchAll(/(?:^|\.)([A-Za-z_$][A-Za-z0-9_$-]*)|\[("(?:[^"\\]|\\.)*"|\d+)\]/g)) {
+    if (m[1] !== undefined) segs.push(m[1]);
+    else if (m[2]!.startsWith('"')) {
+      try {
+        segs.push(JSON.parse(m[2]!) as string);
+      } catch {
+        segs.push(m[2]!);
+      }
+    } else segs.push(""); // an index: a branch or a tuple item, no name
+  }
+  let owner: string | null = null;
+  for (let i = 0; i + 1 < segs.length; i++) {
+    if (segs[i] === "properties") owner = schemaOwner(owner, segs[++i]!);
+    else if (SCHEMA_MAPS.includes(segs[i]!)) i++;
+  }
+  return owner;
 }
 
 function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {

@@ -461,35 +461,47 @@ export function redactValueUnder(key: string | null, value: unknown, opts: Redac
 
 /**
  * A copy of a JSON value (tool definitions, input schemas) in which the values a schema gives for
- * every property under `properties` are redacted under the property's name (redactSchemaValue):
- * `{"api_key": {"default": S}}` holds S under the key `default`, so redactValue, which goes by
- * keys, never read it as the api_key's value; a server's default is the value the call gets when
- * the client leaves it out. Everything else is kept as it is (the caller redacts the rest as it
- * did).
+ * a property (SCHEMA_VALUES: `default`, `const`, `examples`) are redacted under the property's
+ * name (redactSchemaValue): `{"api_key": {"default": S}}` holds S under the key `default`, so
+ * redactValue, which goes by keys, never read it as the api_key's value; a server's default is
+ * the value the call gets when the client leaves it out. The name is that of the property the
+ * schema describes, through its subschemas (`{"token": {"anyOf": [{"default": S}]}}`,
+ * `{"api_keys": {"items": {"const": S}}}`: schemaOwner), and a secret-like name holds for every
+ * property below it too, as redactValue replaces everything under such a key. Everything else
+ * is kept as it is (the caller redacts the rest as it did).
  */
 export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): unknown {
-  const walk = (v: unknown): unknown => {
+  const walk = (v: unknown, owner: string | null): unknown => {
     if (typeof v !== "object" || v === null) return v;
-    if (Array.isArray(v)) return v.map(walk);
+    if (Array.isArray(v)) return v.map((x) => walk(x, owner));
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      let copy = walk(x);
-      if (k === "properties" && typeof copy === "object" && copy !== null && !Array.isArray(copy)) {
-        const props = copy as Record<string, unknown>;
-        for (const [name, sub] of Object.entries(props)) {
-          if (typeof sub !== "object" || sub === null || Array.isArray(sub)) continue;
-          const s = sub as Record<string, unknown>;
-          for (const keyword of SCHEMA_VALUES)
-            if (Object.hasOwn(s, keyword))
-              setOwn(s, keyword, redactSchemaValue(name, keyword, s[keyword], opts));
-        }
+      let copy: unknown;
+      if (owner !== null && isSchemaValue(k)) copy = redactSchemaValue(owner, k, x, opts);
+      else if (k === "enum")
+        copy = walk(x, null); // values, shown (SCHEMA_VALUES)
+      else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {
+        const props: Record<string, unknown> = {};
+        for (const [name, sub] of Object.entries(x)) setOwn(props, name, walk(sub, schemaOwner(owner, name)));
         copy = props;
-      }
+      } else copy = walk(x, owner);
       setOwn(out, k, copy);
     }
     return out;
   };
-  return walk(value);
+  return walk(value, null);
+}
+
+/**
+ * The name whose values a property's schema gives: the property's own, unless it sits under one
+ * named like a secret, whose name then holds (everything under a secret-like key is a secret).
+ */
+export function schemaOwner(outer: string | null, name: string): string {
+  return outer !== null && isSecretName(outer) ? outer : name;
+}
+
+function isSchemaValue(k: string): k is (typeof SCHEMA_VALUES)[number] {
+  return (SCHEMA_VALUES as readonly string[]).includes(k);
 }
 
 /**
@@ -508,7 +520,7 @@ export const SCHEMA_VALUES = ["default", "const", "examples"] as const;
  * human still sees how many there are and which are empty or null.
  */
 export function redactSchemaValue(
-  name: string,
+  name: string | null,
   keyword: string,
   v: unknown,
   opts: RedactOptions = {},

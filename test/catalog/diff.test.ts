@@ -553,6 +553,38 @@ describe("field by field", () => {
     }
   });
 
+  it("a default, const or examples in a subschema of a secret-like property are shown redacted", () => {
+    const schema = (v: string): Tool => ({
+      name: "t",
+      inputSchema: {
+        type: "object",
+        properties: {
+          token: { anyOf: [{ type: "string", default: `hunter-${v}-1` }, { type: "null" }] },
+          api_keys: { type: "array", items: { type: "string", const: `hunter-${v}-2` } },
+          "db password": { type: "array", prefixItems: [{ examples: [`hunter-${v}-3`] }] },
+          auth: { type: "object", properties: { user: { default: `hunter-${v}-4` } } },
+          config: { type: "object", properties: { user: { default: `bob-${v}` } } },
+        },
+      },
+    });
+    const d = diffCatalogs([schema("old")], [schema("new")]);
+    const changes = entry(d, "t").changes;
+    expect(changes.map((c) => [c.path, c.change])).toEqual(
+      expect.arrayContaining([
+        ["inputSchema.properties.token.anyOf[0]", "default changed"],
+        ["inputSchema.properties.api_keys.items", "const changed"],
+        ['inputSchema.properties["db password"].prefixItems[0]', "examples changed"],
+        ["inputSchema.properties.auth.properties.user", "default changed"],
+        ["inputSchema.properties.config.properties.user", "default changed"],
+      ]),
+    );
+    for (const shown of [JSON.stringify(d), renderDiff(d)]) {
+      expect(shown).not.toContain("hunter");
+      expect(shown).toContain("bob-old");
+      expect(shown).toContain("bob-new");
+    }
+  });
+
   it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
     const login = (c: string, ex: string[], modes: string[]): Tool => ({
       name: "login",

@@ -582,7 +582,15 @@ describe("redactSchemaDefaults", () => {
         secretValue,
         plainString,
         fc.subarray(["default", "const", "examples"] as const, { minLength: 1 }),
-        (value, path, key, secret, other, kept, keywords) => {
+        // the property's own schema, or a subschema of it: its values are still the property's
+        fc.constantFrom<(s: unknown) => unknown>(
+          (s) => s,
+          (s) => ({ anyOf: [s, { type: "null" }] }),
+          (s) => ({ type: "array", items: s }),
+          (s) => ({ oneOf: [{ allOf: [s] }] }),
+          (s) => ({ type: "object", properties: { inner: s } }),
+        ),
+        (value, path, key, secret, other, kept, keywords, wrap) => {
           const given: Record<string, unknown> = { type: "string" };
           const shown: Record<string, unknown> = { type: "string" };
           for (const k of keywords) {
@@ -593,17 +601,41 @@ describe("redactSchemaDefaults", () => {
           given.enum = ["oauth", "basic"];
           shown.enum = ["oauth", "basic"];
           const plainProp = { default: kept, const: kept, examples: [kept], enum: [kept] };
-          const schema = { type: "object", properties: { [key]: given, name: plainProp } };
+          const schema = { type: "object", properties: { [key]: wrap(given), name: plainProp } };
           const out = JSON.stringify(redactSchemaDefaults(plant(value, path, "inputSchema", schema)));
           expect(out).not.toContain(secret);
           expect(out).not.toContain(other);
           // the property itself, its type, its enum and a plain property's values are still there
           expect(out).toContain(JSON.stringify(plainProp));
-          expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(shown)}`);
+          expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(wrap(shown))}`);
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("a property's values are its own through its subschemas; a secret-like name holds below it", () => {
+    const schema = {
+      properties: {
+        config: {
+          properties: { user: { default: "bob" }, password: { default: "hunter-1" } },
+          items: { default: "plain words" },
+        },
+        auth: { properties: { user: { default: "hunter-2" } } },
+        // a definition's name is no property's
+        options: { $defs: { password: { default: "a definition" } } },
+      },
+    };
+    expect(redactSchemaDefaults(schema)).toEqual({
+      properties: {
+        config: {
+          properties: { user: { default: "bob" }, password: { default: REDACTED } },
+          items: { default: "plain words" },
+        },
+        auth: { properties: { user: { default: REDACTED } } },
+        options: { $defs: { password: { default: "a definition" } } },
+      },
+    });
   });
 
   it("examples are redacted one by one, with the marker asked for; what is not an array goes whole", () => {
