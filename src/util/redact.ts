@@ -467,8 +467,10 @@ export function redactValueUnder(key: string | null, value: unknown, opts: Redac
  * the value the call gets when the client leaves it out. The name is that of the property the
  * schema describes, through its subschemas (`{"token": {"anyOf": [{"default": S}]}}`,
  * `{"api_keys": {"items": {"const": S}}}`: schemaOwner), and a secret-like name holds for every
- * property below it too, as redactValue replaces everything under such a key. Everything else
- * is kept as it is (the caller redacts the rest as it did).
+ * property below it too, as redactValue replaces everything under such a key. Such values outside
+ * any property (an input schema's own `examples` or `default`, whole argument objects) are
+ * redacted as redactValue would, by their keys. Everything else is kept as it is (the caller
+ * redacts the rest as it did).
  */
 export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): unknown {
   const walk = (v: unknown, owner: string | null): unknown => {
@@ -477,7 +479,9 @@ export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): 
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
       let copy: unknown;
-      if (owner !== null && isSchemaValue(k)) copy = redactSchemaValue(owner, k, x, opts);
+      // (outside any property, a schema's own values, `examples: [{"session": S}]` of a whole
+      // input, are redacted by their keys: redactValueUnder with no name)
+      if (isSchemaValue(k)) copy = redactSchemaValue(owner, k, x, opts);
       else if (k === "enum")
         copy = walk(x, null); // values, shown (SCHEMA_VALUES)
       else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {

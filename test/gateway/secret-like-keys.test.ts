@@ -80,6 +80,8 @@ describe("keys named like secrets in what others chose", () => {
           // the choices offered to every caller: shown
           auth_mode: { type: "string", enum: ["oauth", "basic"] },
         },
+        // examples of the whole input: redacted by their keys
+        examples: [{ user: "alice", session: "hunter-session-46" }],
       },
     };
     const { gw, revised } = await listedOnce([tool]);
@@ -100,13 +102,14 @@ describe("keys named like secrets in what others chose", () => {
       examples: [{ redacted: true }, ""],
     });
     expect(inventory[0]!.inputSchema.properties.auth_mode).toEqual(tool.inputSchema.properties.auth_mode);
+    expect(inventory[0]!.inputSchema.examples).toEqual([{ user: "alice", session: { redacted: true } }]);
     for (const json of [[], ["--json"]]) {
       const shown = await runCli(["catalog", "show", "secretish", ...json, "--state-dir", gw.stateDir]);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toContain("password");
       expect(shown.stdout).toContain("client_secret");
       expect(shown.stdout).not.toContain("hunter-default-42");
-      expect(shown.stdout).not.toMatch(/hunter-(const|example)/);
+      expect(shown.stdout).not.toMatch(/hunter-(const|example|session)/);
     }
     const json = await runCli(["catalog", "show", "secretish", "--json", "--state-dir", gw.stateDir]);
     const listed = (JSON.parse(json.stdout) as { tools: { tool: typeof tool }[] }).tools[0]!.tool;
@@ -117,6 +120,7 @@ describe("keys named like secrets in what others chose", () => {
     });
     expect(listed.inputSchema.properties.auth_mode).toEqual(tool.inputSchema.properties.auth_mode);
     expect(listed.inputSchema.properties.user).toEqual(tool.inputSchema.properties.user);
+    expect(listed.inputSchema.examples).toEqual([{ user: "alice", session: "[redacted]" }]);
   });
 
   it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {

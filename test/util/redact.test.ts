@@ -638,6 +638,23 @@ describe("redactSchemaDefaults", () => {
     });
   });
 
+  it("a schema's own examples and default, outside any property, are redacted by their keys", () => {
+    const schema = {
+      type: "object",
+      properties: { cfg: { type: "object" } },
+      examples: [{ cfg: { session: "hunter-s", auth: "hunter-a", mode: "fast" } }, "plain"],
+      default: { cookie: "hunter-c", user: "bob" },
+    };
+    expect(redactSchemaDefaults({ name: "t", inputSchema: schema })).toEqual({
+      name: "t",
+      inputSchema: {
+        ...schema,
+        examples: [{ cfg: { session: REDACTED, auth: REDACTED, mode: "fast" } }, "plain"],
+        default: { cookie: REDACTED, user: "bob" },
+      },
+    });
+  });
+
   it("examples are redacted one by one, with the marker asked for; what is not an array goes whole", () => {
     const schema = {
       properties: {
