@@ -360,8 +360,13 @@ function isSchemeChar(c: number): boolean {
   return isLetter(c) || (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
 }
 
-/** After `scheme://`: a user, its password, `@` (the password is replaced). */
-const USER_PASSWORD = /([^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+@/iy;
+/**
+ * After `scheme://`: a user, its password, `@` (the password is replaced). A password may hold
+ * an `@` written as is (`u:p@ss@host`): the host follows the last `@` before the path, so the
+ * password runs to it — but not over a `?` or `#` (`u:pw@host?to=a@b` ends at the first `@`).
+ * Each `@…` is read once: linear.
+ */
+const USER_PASSWORD = /([^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+(?:@[^\s@/?#]*(?=@))*@/iy;
 
 /** After `scheme://`: the rest of a URL in text, up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
 const URL_REST = /[^\s"'<>`\\]+/y;

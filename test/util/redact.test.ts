@@ -508,6 +508,32 @@ describe("redactText: punctuation after a credential is the sentence's", () => {
   });
 });
 
+describe("redactText: a password in a URL", () => {
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  it("is hidden whole, an `@` in it or not; the host after the last `@` before the path is kept", () => {
+    fc.assert(
+      fc.property(
+        // parts of distinct characters (no 8 in a row appear elsewhere), joined by `@`
+        fc.array(
+          fc.shuffledSubarray(ALNUM, { minLength: 8, maxLength: 14 }).map((cs) => cs.join("")),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.constantFrom("", "!", ":", "%40", "$*"),
+        fc.constantFrom("h.example", "10.0.0.1:8080"),
+        fc.constantFrom("", "/", "/p@x", "?to=a@b.c", "#f@g", " next", "/mcp?k=1). next"),
+        (parts, extra, host, rest) => {
+          const password = parts.join("@") + extra;
+          const out = redactText(`see https://user:${password}@${host}${rest}`);
+          for (const p of parts) expect(out).not.toContain(p);
+          expect(out).toBe(`see https://user:${REDACTED}@${host}${rest}`);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+});
+
 describe("redactText: URLs are found in linear time", () => {
   // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
   // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
@@ -559,6 +585,20 @@ describe("redactText: URLs are found in linear time", () => {
     expect(redactText(many)).toBe(
       `(https://h.example/?k=a1). (password=${REDACTED}), Bearer ${REDACTED}. `.repeat(2_000),
     );
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("a long password of `@`-separated parts, and many URLs with one", () => {
+    const t = t0();
+    expect(redactText(`https://u:${"a@".repeat(50_000)}h.example/ x`)).toBe(
+      `https://u:${REDACTED}@h.example/ x`,
+    );
+    // (a `?` ends the password: the first `@` is the host's)
+    expect(redactText(`https://u:a${"@a?".repeat(30_000)}@h`)).toBe(
+      `https://u:${REDACTED}@a?${"@a?".repeat(29_999)}@h`,
+    );
+    const many = "x://u:p@a@b@h/ ".repeat(10_000);
+    expect(redactText(many)).toBe(`x://u:${REDACTED}@h/ `.repeat(10_000));
     expect(performance.now() - t).toBeLessThan(500);
   });
 
