@@ -257,11 +257,18 @@ function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): s
   }
 }
 
+/**
+ * Node keeps a timer's delay in a signed 32-bit int: a longer one fires after 1 ms, so a wait
+ * that re-arms itself would spin, and a request's expiry past the Date range is no date at all.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A flag's duration: digits only (not `0x10`, `1e3` or an empty `--flag=`), 0 to MAX_TIMER_MS. */
 function milliseconds(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`run: --${flag} must be a whole number of milliseconds.`);
+  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isInteger(n) || n > MAX_TIMER_MS) {
+    throw new UsageError(`run: --${flag} must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}.`);
   }
   return n;
 }
