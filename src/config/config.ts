@@ -289,6 +289,8 @@ function refuseDuplicateKeys(file: string, text: string): void {
   }
 }
 
+const NUL_REFUSED = "contains a NUL byte, which cannot be passed to a program";
+
 function parseServer(file: string, at: string, label: string, raw: unknown, base: string): ServerConfig {
   const fail = (k: string, what: string): never => {
     throw new ConfigError(`${file}: ${at}${k ? `.${k}` : ""} ${what}.`);
@@ -318,12 +320,15 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       fail("type", 'must be "stdio" (portcullis launches the server itself)');
     if (typeof raw.command !== "string" || raw.command.length === 0)
       fail("command", 'must be a non-empty string (or give "url" for a server reached over HTTP)');
+    if ((raw.command as string).includes("\0")) fail("command", NUL_REFUSED);
   }
   const strings = (k: string): string[] => {
     const v = raw[k];
     if (v === undefined) return [];
     if (!Array.isArray(v) || v.some((x) => typeof x !== "string"))
       return fail(k, "must be an array of strings");
+    const nul = (v as string[]).findIndex((x) => x.includes("\0"));
+    if (nul !== -1) fail(`${k}[${nul}]`, NUL_REFUSED);
     return v as string[];
   };
   const dict = (k: string): Record<string, string> => {
@@ -335,6 +340,15 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       // The environment is copied with plain assignments on its way to the server, where this
       // name would set an object's prototype and vanish: refused rather than silently dropped.
       if (name === "__proto__") fail(`${k}.${name}`, "cannot be passed on as an environment variable");
+      // An environment entry is NAME=VALUE in a NUL-terminated string: a name with "=" would be
+      // read as another variable (`"A=B": "x"` sets A to "B=x"), an empty one is no variable, and
+      // a NUL byte cannot be passed at all (the launch failed with an internal error).
+      if (name === "" || name.includes("=") || name.includes("\0"))
+        fail(
+          k,
+          `has the name ${JSON.stringify(name)}, which is not an environment variable name (empty, or with "=" or a NUL byte)`,
+        );
+      if ((value as string).includes("\0")) fail(`${k}.${name}`, NUL_REFUSED);
     }
     return v as Record<string, string>;
   };

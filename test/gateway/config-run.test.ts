@@ -150,6 +150,38 @@ describe("portcullis run LABEL", () => {
     );
   });
 
+  it("a NUL byte or a name that is no variable name is refused naming the key, not an internal error", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const stateDir = newStateDir();
+    const file = join(dir, "portcullis.json");
+    const node = JSON.stringify(NODE);
+    const echo = JSON.stringify(FIXTURES.echo);
+    const nul = "contains a NUL byte, which cannot be passed to a program.";
+    const noName = 'which is not an environment variable name (empty, or with "=" or a NUL byte).';
+    // written as JSON text: \u0000 is how a NUL byte gets into the file
+    for (const [entry, said] of [
+      [`"command": "no\\u0000de"`, `servers.x.command ${nul}`],
+      [`"command": ${node}, "args": [${echo}, "b\\u0000"]`, `servers.x.args[1] ${nul}`],
+      [`"command": ${node}, "args": [${echo}], "env": {"A": "x\\u0000y"}`, `servers.x.env.A ${nul}`],
+      [
+        `"command": ${node}, "args": [${echo}], "env": {"A\\u0000": "x"}`,
+        `servers.x.env has the name "A\\u0000", ${noName}`,
+      ],
+      // "A=B": "x" would reach the server as A="B=x"
+      [
+        `"command": ${node}, "args": [${echo}], "env": {"A=B": "x"}`,
+        `servers.x.env has the name "A=B", ${noName}`,
+      ],
+      [`"command": ${node}, "args": [${echo}], "env": {"": "x"}`, `servers.x.env has the name "", ${noName}`],
+    ]) {
+      writeFileSync(file, `{"servers": {"x": {${entry}}}}\n`);
+      const r = await runCli(["run", "x"], { cwd: dir, stateDir, input: "" });
+      expect(r.code, entry).toBe(2);
+      expect(r.stderr).toBe(`portcullis: ${file}: ${said}\n`);
+    }
+  });
+
   it("a tool named __proto__ keeps the approval mode portcullis.json gives it", async () => {
     const cat = makeCatalog([
       { name: "__proto__", description: "Deletes production.", inputSchema: { type: "object" } },
