@@ -138,6 +138,12 @@ function labelOptions(values: string[]): Map<string, string> {
       throw new UsageError(
         "wrap: --label takes KEY=LABEL, the label made of letters, digits, '.', '_' and '-' (e.g. --label inventory=inventory-cursor).",
       );
+    const before = out.get(key);
+    // which of the two was meant is not guessed, as for any option given two values
+    if (before !== undefined && before !== label)
+      throw new UsageError(
+        `wrap: --label gives the server ${JSON.stringify(key)} two labels (${before} and ${label}); give one.`,
+      );
     out.set(key, label);
   }
   return out;

@@ -549,6 +549,26 @@ describe("bad input: one sentence, nothing written", () => {
     expect(doc.mcp_servers.inventory.args).toContain("inventory-2");
   });
 
+  it("--label giving one server two labels: which was meant is not guessed", async () => {
+    const u = user();
+    const file = u.files.codex;
+    const before = read(file);
+    const r = await u.cli(["wrap", "codex", "--label", "inventory=inv-a", "--label", "inventory=inv-b"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'portcullis: wrap: --label gives the server "inventory" two labels (inv-a and inv-b); give one.\n',
+    );
+    expect(r.stdout).toBe("");
+    expect(read(file)).toBe(before);
+    expect(existsSync(u.stateDir)).toBe(false);
+    // the same label twice is one label
+    const same = await u.cli(["wrap", "codex", "--label", "inventory=inv-a", "--label", "inventory=inv-a"]);
+    expect(same.code, same.stderr).toBe(0);
+    expect(parseToml(read(file)).mcp_servers).toMatchObject({
+      inventory: { args: expect.arrayContaining(["inv-a"]) },
+    });
+  });
+
   it("a --servers key the file does not have", async () => {
     const u = user();
     await refused(
