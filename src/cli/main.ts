@@ -38,11 +38,11 @@ usage: portcullis <command> [options]
   console [--port N] [--no-open] [--proof-window S] [--idle-timeout S]
                                        the local web console: review and decide requests
   demo [--keep] [--console]            the whole story, in a temporary state directory
-  wrap [HOST|FILE] [--dry-run] [--servers a,b]
+  wrap [HOST|FILE] [--dry-run] [--servers a,b] [--label KEY=LABEL]
                                        put portcullis in front of a host's stdio servers
   unwrap [HOST|FILE]                   take it away again (the original bytes when unedited)
   doctor [--json]                      what is in use, what is wrong, what to do next
-  drill LABEL [--rebuild CMD] [--tool NAME --args JSON]
+  drill LABEL [--file PATH] [--rebuild CMD] [--tool NAME --args JSON]
                                        the rebuild test against your own server, throwaway state
 
 Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else

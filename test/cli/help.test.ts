@@ -19,6 +19,13 @@ const FLAGS: [string[], string[]][] = [
   ],
   [["console"], ["--port", "--no-open", "--proof-window", "--idle-timeout"]],
   [["demo"], ["--keep", "--console"]],
+  [["status"], ["--json", "--all"]],
+  [["grants"], ["--json"]],
+  [["egress"], ["--json"]],
+  [["doctor"], ["--json"]],
+  [["unlock"], ["--for"]],
+  [["wrap"], ["--dry-run", "--servers", "--label"]],
+  [["drill"], ["--file", "--rebuild", "--tool", "--args"]],
 ];
 
 /** The lines of `text` about one command: from a line naming it to the next one naming another. */
