@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
@@ -308,7 +308,16 @@ function* readLines(path: string): Generator<string> {
     throw new UsageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
   }
   try {
-    yield* exportLines(fd);
+    // a directory opens, then fails at the first read: one sentence, as a missing file is
+    if (fstatSync(fd).isDirectory()) throw new UsageError(`cannot read ${path}: EISDIR`);
+    try {
+      yield* exportLines(fd);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (typeof code === "string" && (err as NodeJS.ErrnoException).syscall === "read")
+        throw new UsageError(`cannot read ${path}: ${code}`);
+      throw err;
+    }
   } finally {
     closeSync(fd);
   }

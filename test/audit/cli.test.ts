@@ -305,6 +305,9 @@ describe("portcullis audit (no key)", () => {
       ["audit", "show", "1", "2"],
       ["audit", "verify", "--file", "/nonexistent.jsonl"],
       ["audit", "verify", "--checkpoint", "/nonexistent.json"],
+      // a directory opens, and failed at the first read with a stack trace (exit 70)
+      ["audit", "verify", "--file", tempDir()],
+      ["audit", "verify", "--checkpoint", tempDir()],
     ]) {
       const r = await cli(dir, args);
       expect(r.code, args.join(" ")).toBe(2);
