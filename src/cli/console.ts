@@ -60,8 +60,11 @@ export async function consoleCommand(args: string[]): Promise<number> {
   const configFile = findConfig(process.cwd());
   let proofWindow = seconds("proof-window", values["proof-window"]);
   if (proofWindow === undefined && configFile) proofWindow = readConsoleConfig(configFile).proofWindow;
-  const idle = seconds("idle-timeout", values["idle-timeout"]) ?? 900;
-  if (idle === 0) throw new UsageError("console: --idle-timeout must be at least 1 second.");
+  const idleText = values["idle-timeout"];
+  const idle = idleText === undefined ? 900 : /^\d{1,6}$/.test(idleText) ? Number(idleText) : 0;
+  // its own range, said whole: 0 is no timeout a session could live under
+  if (idle < 1 || idle > 86400)
+    throw new UsageError("console: --idle-timeout must be a whole number of seconds from 1 to 86400.");
   const stateDir = existingStateDir(values["state-dir"]);
   // Nothing could prove the human without a keyring: the console would be a locked door.
   if (!keyringExists(stateDir))

@@ -28,6 +28,14 @@ describe("portcullis console flags and configuration", () => {
       const bad = await runCli(["console", "--no-open", "--proof-window", "soon", "--state-dir", stateDir]);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--proof-window must be a whole number of seconds/);
+      // the range said is the range taken: 0 was refused under "from 0 to 86400"
+      for (const idle of ["0", "86401", "soon"]) {
+        const r = await runCli(["console", "--no-open", "--idle-timeout", idle, "--state-dir", stateDir]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toBe(
+          "portcullis: console: --idle-timeout must be a whole number of seconds from 1 to 86400.\n",
+        );
+      }
       const port = await runCli(["console", "--no-open", "--port", "70000", "--state-dir", stateDir]);
       expect(port.code).toBe(2);
       expect(port.stderr).toMatch(/--port must be a port number/);
