@@ -46,7 +46,7 @@ options:
   --allow-insecure               allow an http:// --url to a host that is not loopback
   --state-dir DIR                state directory (default: $PORTCULLIS_HOME, else
                                  $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis)
-  --config FILE                  configuration file (default: portcullis.json found upward)
+  --config FILE                  the file LABEL is read from (default: portcullis.json found upward)
   --max-message-bytes N          largest JSON-RPC message relayed either way (default 67108864 = 64 MiB);
                                  a larger one is answered with an error carrying its id
   --hold-timeout MS              how long a call waits for a new epoch's catalog (default 15000)
@@ -144,6 +144,12 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     throw new UsageError(`run: --label must be a plain label (${LABEL_RULE}); the one given is not.`);
   }
   let server: ServerConfig;
+  // A server given on the command line reads nothing from a configuration file: a --config
+  // beside it would have its approval modes, credentials and limits silently not apply.
+  if (values.config !== undefined && (values.url !== undefined || sep !== -1))
+    throw new UsageError(
+      `run: --config applies only with a LABEL of that file; a server given with ${values.url !== undefined ? "--url" : "'-- COMMAND'"} reads nothing from it.`,
+    );
   if (values.url !== undefined) {
     if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
     if (positionals.length > 0)
