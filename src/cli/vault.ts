@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
-import { findConfig, loadConfigFile } from "../config/config.js";
+import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import type { CredentialSpec } from "../vault/credentials.js";
@@ -512,7 +512,12 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
   const json = values.json === true;
   const db = openExisting(stateDir);
   try {
-    const uses = configuredUses();
+    const { uses, configProblem } = configuredUses();
+    // said, not hidden: "no server ... uses it" and no delivery warning would be untrue
+    if (configProblem)
+      process.stderr.write(
+        `portcullis vault: warning: ${safeText(configProblem)}; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
+      );
     const status = await holderStatus(stateDir);
     const secrets = listSecrets(db).map((s) => ({
       ...s,
@@ -546,7 +551,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       );
       process.stdout.write(
         `${t(s.name)}  ${how}  ${s.bytes} bytes  created ${t(s.createdAt)}${s.rotatedAt ? `  rotated ${t(s.rotatedAt)}` : ""}\n` +
-          `  used by: ${used.length ? used.join("; ") : "no server in the portcullis.json found here"}\n`,
+          `  used by: ${used.length ? used.join("; ") : configProblem ? "not known (the portcullis.json found here does not load)" : "no server in the portcullis.json found here"}\n`,
       );
       // a use the vault will never serve as configured: said under it, with the fix
       for (const u of s.usedBy) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
@@ -563,11 +568,14 @@ interface ConfiguredUse {
   place: CredentialPlace;
 }
 
-/** Which servers of the portcullis.json found from here use each secret (best effort). */
-function configuredUses(): Map<string, ConfiguredUse[]> {
+/**
+ * Which servers of the portcullis.json found from here use each secret, and, when that file does
+ * not load, why (its one sentence, naming the file and the key).
+ */
+function configuredUses(): { uses: Map<string, ConfiguredUse[]>; configProblem?: string } {
   const out = new Map<string, ConfiguredUse[]>();
   const file = findConfig(process.cwd());
-  if (!file) return out;
+  if (!file) return { uses: out };
   try {
     for (const server of loadConfigFile(file).values()) {
       const perTool = Object.entries(server.tools ?? {}).filter(([, t]) => t.credentials !== undefined);
@@ -588,10 +596,12 @@ function configuredUses(): Map<string, ConfiguredUse[]> {
         out.set(c.secret, list);
       }
     }
-  } catch {
-    /* a broken config is reported by the commands that use it */
+  } catch (e) {
+    // best effort: listing the secrets does not depend on the file
+    const why = e instanceof ConfigError ? e.message : `${file}: ${(e as Error).message ?? String(e)}`;
+    return { uses: new Map(), configProblem: why.replace(/\.$/, "") };
   }
-  return out;
+  return { uses: out };
 }
 
 export function parseDuration(text: string): number {

@@ -316,6 +316,17 @@ describe("step 6 in a gateway: credentials from the vault", () => {
       (await runCli(["vault", "list", "--json"], { cwd: project.dir, stateDir })).stdout,
     );
     expect(json.secrets[0].usedBy[0].mismatch).toContain(`${KEY} in ${file}`);
+    // the same file with a typo elsewhere does not load: said, never "no server uses it" and no
+    // warning at all, as if nothing were wrong
+    const typo = configured(undefined, { onChnage: "restart" });
+    const typoFile = join(typo.dir, "portcullis.json");
+    const unread = await runCli(["vault", "list"], { cwd: typo.dir, stateDir });
+    expect(unread.code).toBe(0);
+    expect(unread.stderr).toBe(
+      `portcullis vault: warning: ${typoFile}: servers.inventory.onChnage is not a known key; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
+    );
+    expect(unread.stdout).toContain("used by: not known (the portcullis.json found here does not load)");
+    expect(unread.stdout).not.toContain("no server in the portcullis.json found here");
     // the object form asks for HTTP delivery; the secret was stored for the environment
     const other = configured({ hosts: ["api.example.com"] });
     const otherState = newStateDir();
