@@ -287,7 +287,13 @@ function readCheckpoint(path: string): Checkpoint {
       `cannot read the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
     );
   }
-  return parseCheckpoint(text);
+  try {
+    return parseCheckpoint(text);
+  } catch (err) {
+    // which file: checkpoints are kept elsewhere, often several
+    if (err instanceof CheckpointFormatError) throw new CheckpointFormatError(`${path}: ${err.message}`);
+    throw err;
+  }
 }
 
 /** The items of `items`, telling `seen` how many have passed every 1,024. */
