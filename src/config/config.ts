@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { setOwn } from "../util/setOwn.js";
@@ -185,17 +185,45 @@ export function parseConsoleSection(file: string, block: unknown): { proofWindow
   return out;
 }
 
+/** Far more than any configuration; a file this large is not one (and is not read into memory). */
+const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The file's text. Only a regular file of configuration size is read: opened non-blocking and
+ * checked first, so a FIFO in its place (found upward, or given to --config) does not hang the
+ * command, and /dev/zero does not crash it out of memory.
+ */
+function readConfigText(file: string): string {
+  const cannot = (code: string): never => {
+    throw new ConfigError(`${file}: cannot be read (${code}).`);
+  };
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) cannot("EISDIR");
+    if (!st.isFile()) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
+    if (st.size > MAX_CONFIG_BYTES)
+      throw new ConfigError(`${file}: is ${st.size} bytes, far more than a configuration file.`);
+    return readFileSync(fd, "utf8");
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * The JSON document of a portcullis.json, as `loadConfigFile` and the console (which reads only
  * its section) both read it: a byte order mark skipped, a key written twice refused.
  */
 export function readConfigDocument(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    throw new ConfigError(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)}).`);
-  }
+  let text = readConfigText(file);
   // A byte order mark, as some Windows editors save UTF-8: JSON.parse refuses it with an
   // "Unexpected token" naming a character the user cannot see. RFC 8259 lets a reader ignore it.
   if (text.startsWith("\uFEFF")) text = text.slice(1);

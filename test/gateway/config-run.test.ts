@@ -1,5 +1,6 @@
 // `portcullis run LABEL` from portcullis.json: the server's command, cwd, env, per-tool approval
 // modes and onChange come from the file, found upward from the working directory.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -179,6 +180,24 @@ describe("portcullis run LABEL", () => {
       const r = await runCli(["run", "x"], { cwd: dir, stateDir, input: "" });
       expect(r.code, entry).toBe(2);
       expect(r.stderr).toBe(`portcullis: ${file}: ${said}\n`);
+    }
+  });
+
+  it("a FIFO or a device in place of the file is refused in one sentence: no hang, no crash", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const fifo = join(dir, "portcullis.json");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const stateDir = newStateDir();
+    // found upward, and given to --config; /dev/zero was read until memory ran out (an abort)
+    for (const [args, file] of [
+      [["run", "x"], fifo],
+      [["run", "--config", fifo, "x"], fifo],
+      [["run", "--config", "/dev/zero", "x"], "/dev/zero"],
+    ] as const) {
+      const r = await runCli([...args], { cwd: dir, stateDir, input: "", timeoutMs: 15_000 });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toBe(`portcullis: ${file}: is not a regular file (a FIFO, socket or device).\n`);
     }
   });
 
