@@ -1,5 +1,16 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -151,20 +162,44 @@ export class TokenFileError extends Error {}
  * The bearer token: read from `file` when given (first line, at least 16 characters), else the
  * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
  */
+/** A token is one line; a file far larger is not a token file (and is not read into memory). */
+const MAX_TOKEN_FILE_BYTES = 64 * 1024;
+
+/**
+ * A --listen-token-file's text: only a regular file of token size, opened non-blocking and
+ * checked first, so a FIFO does not hang the gateway's start and /dev/zero does not crash it.
+ */
+function readTokenFile(file: string): string {
+  const cannot = (why: string): never => {
+    throw new TokenFileError(`--listen-token-file ${file}: ${why}`);
+  };
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    return cannot(`cannot read it (${(e as NodeJS.ErrnoException).code})`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) cannot("cannot read it (EISDIR)");
+    if (!st.isFile()) cannot("it is not a regular file (a FIFO, socket or device)");
+    if (st.size > MAX_TOKEN_FILE_BYTES) cannot(`it is ${st.size} bytes, far more than a token file`);
+    return readFileSync(fd, "utf8");
+  } catch (e) {
+    if (e instanceof TokenFileError) throw e;
+    return cannot(`cannot read it (${(e as NodeJS.ErrnoException).code})`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export function loadToken(
   stateDir: string,
   label: string,
   file: string | undefined,
 ): { token: string; path: string } {
   if (file !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (e) {
-      throw new TokenFileError(
-        `--listen-token-file ${file}: cannot read it (${(e as NodeJS.ErrnoException).code})`,
-      );
-    }
+    const text = readTokenFile(file);
     const token = text.split(/\r?\n/)[0]!.trim();
     if (token.length < 16 || /\s/.test(token))
       throw new TokenFileError(

@@ -80,6 +80,19 @@ describe("bearer token", () => {
     expect(l.token).toBe("a-token-chosen-by-the-user-0123456789");
     expect((await raw(l, { body: initializeBody() })).status).toBe(200);
   });
+
+  it("--listen-token-file naming a FIFO is refused at once, not waited on", async () => {
+    const fifo = join(tempDir("portcullis-token-"), "token");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const r = await runCli(
+      ["run", "--listen", "127.0.0.1:0", "--listen-token-file", fifo, "--", ...fixtureCommand("echo")],
+      { stateDir: newStateDir(), timeoutMs: 15_000 },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: run: --listen-token-file ${fifo}: it is not a regular file (a FIFO, socket or device).\n`,
+    );
+  });
 });
 
 describe("Host and Origin (DNS rebinding)", () => {
