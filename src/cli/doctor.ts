@@ -46,7 +46,10 @@ export async function doctorCommand(args: string[]): Promise<number> {
   out.push(`host files       ${r.hosts.length === 0 ? "none found" : ""}`);
   for (const h of r.hosts) {
     out.push(`  ${h.host}  ${t(h.file)}`);
-    for (const s of h.servers) out.push(`    ${s.wrapped ? "wrapped  " : "not wrapped"}  ${t(s.key)}`);
+    // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone
+    const state = (s: (typeof h.servers)[number]) =>
+      s.wrapped ? "wrapped" : s.kind === "http" ? "http" : s.kind === "unusable" ? "unusable" : "not wrapped";
+    for (const s of h.servers) out.push(`    ${state(s).padEnd(11)}  ${t(s.key)}`);
     if (h.error) out.push(`    ${t(h.error)}`);
   }
   out.push("findings");

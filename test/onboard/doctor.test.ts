@@ -81,6 +81,10 @@ describe("portcullis doctor", () => {
     const text = await u.cli(["doctor", "--state-dir", u.stateDir]);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`state directory  ${u.stateDir}  (from the flag, mode 700)`);
+    // the HTTP entry is one wrap leaves alone, not one waiting to be wrapped (as --json says)
+    expect(text.stdout).toContain("\n    http         remote\n");
+    expect(text.stdout).toContain("\n    not wrapped  docs search\n");
+    expect(text.stdout).toContain("\n    wrapped      inventory-local\n");
   });
 
   it("its advice for servers not behind portcullis works when followed, and leaves HTTP entries out", async () => {
