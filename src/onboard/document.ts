@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
 import {
   applyEdits,
   type FormattingOptions,
@@ -28,12 +28,28 @@ export type Entry = Record<string, unknown>;
  * not an internal error with a stack.
  */
 export function readHostText(file: string): string {
-  try {
-    return readFileSync(file, "utf8");
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    const why = code === "EISDIR" ? "it is a directory" : code;
+  const cannot = (why: string): never => {
     throw new OnboardError(`${file} cannot be read (${why}); nothing was written.`);
+  };
+  let fd: number;
+  try {
+    // non-blocking and checked before reading: a FIFO in the file's place (found by doctor from
+    // the working directory, say) would hang the command, /dev/zero would be read for ever
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) cannot("it is a directory");
+    if (!st.isFile()) cannot("it is not a regular file: a FIFO, socket or device");
+    return readFileSync(fd, "utf8");
+  } catch (e) {
+    if (e instanceof OnboardError) throw e;
+    const code = (e as NodeJS.ErrnoException).code ?? String(e);
+    return cannot(code === "EISDIR" ? "it is a directory" : code);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -1,5 +1,6 @@
 // portcullis doctor on a healthy and on a broken setup, as the real CLI in a fake home.
-import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir } from "../helpers/files.js";
@@ -173,5 +174,23 @@ describe("portcullis doctor", () => {
     const text = await u.cli(["doctor"]);
     expect(text.code).toBe(1);
     expect(text.stdout).toContain("PROBLEM  no keyring in");
+  });
+
+  it("a FIFO in place of a host file is a problem, not a hang; wrap and drill refuse it", async () => {
+    const u = user();
+    const mcp = u.files["claude-code"];
+    rmSync(mcp);
+    expect(spawnSync("mkfifo", [mcp]).status).toBe(0);
+    const why = `${mcp} cannot be read (it is not a regular file: a FIFO, socket or device)`;
+    const r = await u.cli(["doctor", "--json"]);
+    expect(r.code).toBe(1);
+    const problems = JSON.parse(r.stdout).findings.filter((f: { ok: boolean }) => !f.ok);
+    expect(problems.map((p: { what: string }) => p.what)).toContain(why);
+    const wrap = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(wrap.code).toBe(2);
+    expect(wrap.stderr).toBe(`portcullis: ${why}; nothing was written.\n`);
+    const drill = await u.cli(["drill", "inventory-local"]);
+    expect(drill.code).toBe(2);
+    expect(drill.stderr).toContain(why);
   });
 });
