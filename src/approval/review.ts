@@ -1,6 +1,6 @@
 import canonicalize from "canonicalize";
 import { diffCatalogs, getRevision, renderDiff, type Tool } from "../catalog/index.js";
-import { describeField } from "../catalog/schema.js";
+import { describeField, withRefOwners } from "../catalog/schema.js";
 import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
 import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";
@@ -248,8 +248,11 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
     const required = new Set(Array.isArray(req) ? req : []);
     const ap = own(schema, "additionalProperties");
     lines.push(`  inputs${ap === false ? "" : " (other properties accepted)"}:`);
-    for (const n of Object.keys(props))
-      lines.push(`    ${safeText(describeField(displayName(n), props[n], required.has(n), n))}`);
+    // (withRefOwners: a property that a secret-like one takes by `$ref` shows no default)
+    withRefOwners([schema], () => {
+      for (const n of Object.keys(props))
+        lines.push(`    ${safeText(describeField(displayName(n), props[n], required.has(n), n))}`);
+    });
   } else {
     lines.push(`  inputs: ${schema === undefined ? "(no input schema)" : displayValue(schema, 200)}`);
   }

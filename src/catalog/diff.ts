@@ -6,6 +6,7 @@ import { canonicalString, sameJson } from "../util/canonical.js";
 import { redactSchemaDefaults } from "../util/redact.js";
 import {
   childPath,
+  currentRefOwners,
   describeField,
   diffSchema,
   diffText,
@@ -13,6 +14,7 @@ import {
   own,
   propertyAdded,
   withoutProse,
+  withRefOwners,
 } from "./schema.js";
 import { type IndexedCatalog, indexTools } from "./snapshot.js";
 import { provablySubset } from "./subset.js";
@@ -164,7 +166,7 @@ export function diffTool(
       }
     }
   }
-  return out.map(shownChange);
+  return withRefOwners([a, b], () => out.map(shownChange));
 }
 
 /**
@@ -177,8 +179,13 @@ export function diffTool(
  */
 function shownChange(c: FieldChange): FieldChange {
   const out = { ...c };
-  if (typeof c.before === "object" && c.before !== null) out.before = redactSchemaDefaults(c.before);
-  if (typeof c.after === "object" && c.after !== null) out.after = redactSchemaDefaults(c.after);
+  // a definition whose schema a secret-like property takes by `$ref` redacted as the property's
+  // (withRefOwners: the whole tools are known while this runs)
+  const refOwners = currentRefOwners();
+  if (typeof c.before === "object" && c.before !== null)
+    out.before = redactSchemaDefaults(c.before, { refOwners });
+  if (typeof c.after === "object" && c.after !== null)
+    out.after = redactSchemaDefaults(c.after, { refOwners });
   return out;
 }
 

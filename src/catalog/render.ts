@@ -3,7 +3,7 @@
  * passed through `safeText`/`displayName`/`displayValue`, so a tool description cannot drive the
  * terminal it is shown on.
  */
-import { describeField, isObj, own } from "./schema.js";
+import { describeField, isObj, own, withRefOwners } from "./schema.js";
 import { clip, displayName, displayValue, firstOf, safeText } from "./text.js";
 import type { CatalogDiff, CatalogSnapshot, DiffEntry, FieldChange, Tool } from "./types.js";
 
@@ -112,9 +112,12 @@ function toolLines(t: Tool, fingerprint: string | undefined): string[] {
   if (isObj(props)) {
     const req = own(schema, "required");
     const reqSet = new Set(Array.isArray(req) ? req : []);
-    for (const n of Object.keys(props)) {
-      out.push(`      ${safeText(describeField(displayName(n), props[n], reqSet.has(n), n))}`);
-    }
+    // (withRefOwners: a property that a secret-like one takes by `$ref` shows no default)
+    withRefOwners([schema], () => {
+      for (const n of Object.keys(props)) {
+        out.push(`      ${safeText(describeField(displayName(n), props[n], reqSet.has(n), n))}`);
+      }
+    });
   } else if (schema === undefined) out.push("      (no input schema)");
   else if (!isObj(schema)) out.push(`      input schema (unrecognized): ${displayValue(schema, 80)}`);
   if (fingerprint) out.push(`      ${fingerprint}`);

@@ -10,7 +10,13 @@
  * Junk (non-object schemas, arrays as types, $ref, booleans, wrong value types) never throws.
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
-import { redactSchemaDefaults, redactSchemaValue, redactValueUnder, schemaOwner } from "../util/redact.js";
+import {
+  redactSchemaDefaults,
+  redactSchemaValue,
+  redactValueUnder,
+  schemaOwner,
+  secretRefTargets,
+} from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
 import { clip, firstOf, isCosmeticTextChange, jsonText, newEffectVerbs, sensitiveReasons } from "./text.js";
 import type { Classification, FieldChange } from "./types.js";
@@ -166,8 +172,12 @@ function formatText(fmt: string, type: unknown): string {
  * own name (`name` is how it is shown): a default under a secret-like name is the secret the call
  * gets when the client leaves it out, a const the one it must send, so either is shown redacted
  * as the argument itself would be. The enum is shown (see SCHEMA_VALUES in src/util/redact.ts).
+ * A schema that a secret-like property takes by `$ref` has that property's name instead, while
+ * withRefOwners knows the whole schema.
  */
-export function describeField(name: string, schema: unknown, required?: boolean, key = name): string {
+export function describeField(name: string, schema: unknown, required?: boolean, given = name): string {
+  // a schema a secret-like property takes by `$ref` (`#/properties/NAME`) gives that one's values
+  const key = (isObj(schema) ? refOwners.get(schema) : undefined) ?? given;
   const bits: string[] = [];
   if (schema === true || (isObj(schema) && Object.keys(schema).length === 0)) bits.push("any value");
   else if (schema === false) bits.push("no value accepted");
@@ -242,6 +252,40 @@ export function diffText(
  */
 export function diffSchema(a: unknown, b: unknown, path: string, out: FieldChange[], depth = 0): void {
   if (sameJson(a, b)) return;
+  if (depth === 0) {
+    withRefOwners([a, b], () => diffSchemaAt(a, b, path, out, depth));
+    return;
+  }
+  diffSchemaAt(a, b, path, out, depth);
+}
+
+/**
+ * The definitions that a secret-like property takes by `$ref` in the schemas being diffed (both
+ * sides: secretRefTargets), whose values a diff shows redacted under that property's name as it
+ * shows the property's own (shownValue, shownProperty, describeField). Set while a diff runs or a
+ * schema's properties are described (withRefOwners); empty otherwise.
+ */
+let refOwners: ReadonlyMap<object, string> = new Map();
+
+/** Runs `f` with the definitions referenced from secret-like properties in `roots` known (refOwners). */
+export function withRefOwners<T>(roots: unknown[], f: () => T): T {
+  const saved = refOwners;
+  const next = new Map(saved);
+  for (const r of roots) for (const [o, name] of secretRefTargets(r)) next.set(o, name);
+  refOwners = next;
+  try {
+    return f();
+  } finally {
+    refOwners = saved;
+  }
+}
+
+/** The definitions referenced from secret-like properties while a diff runs (withRefOwners). */
+export function currentRefOwners(): ReadonlyMap<object, string> {
+  return refOwners;
+}
+
+function diffSchemaAt(a: unknown, b: unknown, path: string, out: FieldChange[], depth: number): void {
   if (depth > MAX_SCHEMA_DEPTH) {
     push(out, path, "schema changed deeper than the diff inspects", "expands");
     return;
@@ -332,7 +376,14 @@ function diffKeywords(a: Obj, b: Obj, path: string, out: FieldChange[], depth: n
     const what = av === undefined ? "added" : bv === undefined ? "removed" : "changed";
     // `examples` are values of the property: shown as its default is (shownValue)
     if (k === "examples")
-      push(out, path, `${k} ${what}`, "expands", shownValue(path, k, av), shownValue(path, k, bv));
+      push(
+        out,
+        path,
+        `${k} ${what}`,
+        "expands",
+        shownValue(path, k, av, a, b),
+        shownValue(path, k, bv, a, b),
+      );
     else push(out, path, `${k} ${what}`, "expands", av, bv);
   }
 }
@@ -400,7 +451,9 @@ function requiredSet(s: Obj): Set<string> {
  * default, and its own properties' defaults, redacted under their names (redactSchemaDefaults).
  */
 export function shownProperty(name: string, schema: unknown): unknown {
-  const wrapped = redactSchemaDefaults({ properties: { [name]: schema } }) as { properties: Obj };
+  const wrapped = redactSchemaDefaults({ properties: { [name]: schema } }, { refOwners }) as {
+    properties: Obj;
+  };
   return own(wrapped.properties, name);
 }
 
@@ -425,7 +478,8 @@ function diffProperties(a: Obj, b: Obj, path: string, out: FieldChange[], depth:
   const base = childPath(path, "properties");
   if ((pa !== undefined && !isObj(pa)) || (pb !== undefined && !isObj(pb))) {
     // a map of properties shown whole: each one's default, const and examples under its name
-    const shown = (v: unknown) => (isObj(v) ? own(redactSchemaDefaults({ properties: v }), "properties") : v);
+    const shown = (v: unknown) =>
+      isObj(v) ? own(redactSchemaDefaults({ properties: v }, { refOwners }), "properties") : v;
     push(out, base, "properties changed (unrecognized)", "expands", shown(pa), shown(pb));
     return;
   }
@@ -533,7 +587,7 @@ function diffConst(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const has = (o: Obj) => Object.hasOwn(o, "const");
   if (!has(a) && !has(b)) return;
   // compared as given, shown redacted under the property's name (as a default is: diffDefault)
-  const shown = (v: unknown) => shownValue(path, "const", v);
+  const shown = (v: unknown) => shownValue(path, "const", v, a, b);
   if (has(a) && has(b)) {
     if (!sameJson(a.const, b.const))
       push(out, path, "const changed", "expands", shown(a.const), shown(b.const));
@@ -542,11 +596,14 @@ function diffConst(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
 }
 
 /**
- * A value the schema at `path` gives under `keyword` (`default`, `const`, `examples`) as a diff
- * shows and keeps it: redacted under the property's name (redactSchemaValue).
+ * A value the schema at `path` (`a` before, `b` after) gives under `keyword` (`default`, `const`,
+ * `examples`) as a diff shows and keeps it: redacted under the property's name (redactSchemaValue),
+ * or under that of a secret-like property that takes either schema by `$ref` (refOwners): both
+ * sides, so that a definition no longer referenced from one still hides its old value.
  */
-function shownValue(path: string, keyword: string, v: unknown): unknown {
-  return v === undefined ? v : redactSchemaValue(ownerOf(path), keyword, v);
+function shownValue(path: string, keyword: string, v: unknown, a: Obj, b: Obj): unknown {
+  if (v === undefined) return v;
+  return redactSchemaValue(refOwners.get(a) ?? refOwners.get(b) ?? ownerOf(path), keyword, v);
 }
 
 /**
@@ -585,7 +642,7 @@ function diffDefault(a: Obj, b: Obj, path: string, out: FieldChange[]): void {
   const enumNote = Array.isArray(en) ? ` (enum ${enumText(en)})` : "";
   // Compared as given (a changed secret default is still a change), shown and kept (the diff goes
   // into catalog_revised and `catalog diff --json`) redacted under the property's name.
-  const shown = (v: unknown) => shownValue(path, "default", v);
+  const shown = (v: unknown) => shownValue(path, "default", v, a, b);
   if (hasA && hasB) {
     if (sameJson(a.default, b.default)) return;
     push(out, path, "default changed", "expands", shown(a.default), shown(b.default), {

@@ -477,10 +477,16 @@ export function redactValueUnder(key: string | null, value: unknown, opts: Redac
  * redacted as redactValue would, by their keys. Everything else is kept as it is (the caller
  * redacts the rest as it did).
  */
-export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): unknown {
-  const walk = (v: unknown, owner: string | null): unknown => {
+export function redactSchemaDefaults(
+  value: unknown,
+  opts: RedactOptions & { refOwners?: ReadonlyMap<object, string> } = {},
+): unknown {
+  const owners = secretRefTargets(value);
+  const walk = (v: unknown, outer: string | null): unknown => {
     if (typeof v !== "object" || v === null) return v;
-    if (Array.isArray(v)) return v.map((x) => walk(x, owner));
+    if (Array.isArray(v)) return v.map((x) => walk(x, outer));
+    // a definition a secret-like property takes by `$ref` is that property's (secretRefTargets)
+    const owner = owners.get(v) ?? opts.refOwners?.get(v) ?? outer;
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
       let copy: unknown;
@@ -499,6 +505,91 @@ export function redactSchemaDefaults(value: unknown, opts: RedactOptions = {}): 
     return out;
   };
   return walk(value, null);
+}
+
+/**
+ * The subschemas that a property named like a secret takes by reference, each mapped to that
+ * property's name: every object of a definition reached by a local `$ref` (`#/$defs/K`,
+ * `#/definitions/K`, any JSON pointer into the same document, its `%` and `~0`/`~1` escapes
+ * decoded, or a `$anchor`'s `#name`) from anywhere under such a property, including through its
+ * subschemas, and transitively from there (`{"api_key": {"$ref": "#/$defs/K"}}` makes `K`'s
+ * default the api_key's: redactSchemaDefaults, and the diff's values, src/catalog/schema.ts). A
+ * ref is resolved against the value itself, the nearest `inputSchema` or `outputSchema` (tools,
+ * lists of tools) and the nearest subschema with an `$id`: whichever holds it. A remote ref
+ * (anything not starting with `#`) is never followed. Each object is scanned under a secret-like
+ * name at most once (cycles end), so this is linear in the value's size.
+ */
+export function secretRefTargets(value: unknown): Map<object, string> {
+  const owners = new Map<object, string>();
+  const anchors = new Map<string, object[]>();
+  // [ref, secret-like owner, documents: the value, the nearest input or output schema, `$id`]
+  const refs: [string, string, unknown[]][] = [];
+  const anchorsFollowed = new Set<string>(); // (every object with one is scanned once for all)
+  const scan = (v: unknown, owner: string | null, docs: unknown[]): void => {
+    if (typeof v !== "object" || v === null) return;
+    const secret = owner !== null && isSecretName(owner);
+    if (secret) {
+      if (owners.has(v)) return;
+      owners.set(v, owner);
+    }
+    if (Array.isArray(v)) {
+      for (const x of v) scan(x, owner, docs);
+      return;
+    }
+    const o = v as Record<string, unknown>;
+    for (const k of ["$anchor", "$dynamicAnchor", "$id"]) {
+      const a = Object.hasOwn(o, k) ? o[k] : undefined;
+      if (typeof a === "string") {
+        const name = k === "$id" ? (a.startsWith("#") ? a.slice(1) : "") : a;
+        const list = name === "" ? [] : anchors.get(name);
+        if (list === undefined) anchors.set(name, [v]);
+        else list.push(v);
+        if (k === "$id" && !a.startsWith("#")) docs = [docs[0], docs[1], v];
+      }
+    }
+    for (const [k, x] of Object.entries(o)) {
+      if (isSchemaValue(k) || k === "enum") continue; // values, not schemas
+      if (k === "$ref") {
+        if (secret && typeof x === "string") refs.push([x, owner, docs]);
+      } else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {
+        for (const [name, sub] of Object.entries(x)) scan(sub, schemaOwner(owner, name), docs);
+      } else scan(x, owner, k === "inputSchema" || k === "outputSchema" ? [docs[0], x] : docs);
+    }
+  };
+  scan(value, null, [value]);
+  // a worklist, not recursion: a chain of thousands of definitions must not exhaust the stack
+  for (let i = 0; i < refs.length; i++) {
+    const [ref, owner, docs] = refs[i]!;
+    if (!ref.startsWith("#")) continue; // remote: never followed
+    let fragment: string;
+    try {
+      fragment = decodeURIComponent(ref.slice(1));
+    } catch {
+      continue;
+    }
+    if (fragment === "" || fragment.startsWith("/")) {
+      for (const d of docs) scan(pointed(d, fragment), owner, docs);
+    } else if (!anchorsFollowed.has(fragment)) {
+      anchorsFollowed.add(fragment);
+      for (const t of anchors.get(fragment) ?? []) scan(t, owner, docs);
+    }
+  }
+  return owners;
+}
+
+/** What the JSON pointer `pointer` (`/a/b~1c`, decoded from its URI fragment) names in `doc`. */
+function pointed(doc: unknown, pointer: string): unknown {
+  if (pointer === "") return doc;
+  let at = doc;
+  for (const raw of pointer.slice(1).split("/")) {
+    const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (typeof at !== "object" || at === null) return undefined;
+    if (Array.isArray(at)) {
+      if (!/^(?:0|[1-9][0-9]*)$/.test(key)) return undefined;
+      at = at[Number(key)];
+    } else at = Object.hasOwn(at, key) ? (at as Record<string, unknown>)[key] : undefined;
+  }
+  return at;
 }
 
 /**

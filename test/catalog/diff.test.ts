@@ -585,6 +585,57 @@ describe("field by field", () => {
     }
   });
 
+  it("a definition that a secret-like property takes by `$ref` has its values shown redacted", () => {
+    const schema = (v: string, more: Record<string, unknown> = {}): Tool => ({
+      name: "t",
+      inputSchema: {
+        type: "object",
+        properties: {
+          api_key: { $ref: "#/$defs/K" },
+          token: { allOf: [{ $ref: "#/definitions/T" }] },
+          session: { $ref: "#/properties/user" },
+          user: { type: "string", default: `hunter-${v}-3` },
+          mode: { $ref: "#/$defs/Plain" },
+        },
+        $defs: {
+          K: { type: "string", default: `hunter-${v}-1`, examples: [`hunter-${v}-4`] },
+          Plain: { type: "string", default: `bob-${v}` },
+          ...more,
+        },
+        definitions: { T: { anyOf: [{ $ref: "#/definitions/U" }] }, U: { const: `hunter-${v}-2` } },
+      },
+    });
+    const d = diffCatalogs([schema("old")], [schema("new")]);
+    expect(entry(d, "t").changes.map((c) => [c.path, c.change])).toEqual(
+      expect.arrayContaining([
+        ["inputSchema.$defs.K", "default changed"],
+        ["inputSchema.$defs.K", "examples changed"],
+        ["inputSchema.definitions.U", "const changed"],
+        ["inputSchema.properties.user", "default changed"],
+        ["inputSchema.$defs.Plain", "default changed"],
+      ]),
+    );
+    // a definition added whole (K2, through K), and a definition's default removed
+    const added = diffCatalogs(
+      [schema("old")],
+      [schema("old", { K: { $ref: "#/$defs/K2" }, K2: { type: "string", default: "hunter-new-5" } })],
+    );
+    expect(entry(added, "t").changes.map((c) => c.change)).toContain("$defs entry added");
+    const removed = diffCatalogs([schema("old")], [schema("new", { K: { type: "string" } })]);
+    expect(entry(removed, "t").changes.map((c) => c.change)).toContain("default removed");
+    for (const x of [d, added, removed])
+      for (const shown of [JSON.stringify(x), renderDiff(x)]) expect(shown).not.toContain("hunter");
+    // a definition no secret-like property refers to is shown as it is
+    for (const shown of [JSON.stringify(d), renderDiff(d)]) {
+      expect(shown).toContain("bob-old");
+      expect(shown).toContain("bob-new");
+    }
+    // (the text display, too: `user` is the schema `session` takes)
+    const catalog = renderCatalog(snapshotOf([schema("new")], 1), 1);
+    expect(catalog).toContain('user: string, default "[redacted]"');
+    expect(catalog).not.toContain("hunter");
+  });
+
   it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
     const login = (c: string, ex: string[], modes: string[]): Tool => ({
       name: "login",

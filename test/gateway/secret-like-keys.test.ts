@@ -79,9 +79,12 @@ describe("keys named like secrets in what others chose", () => {
           client_secret: { type: "string", const: "hunter-const-45", examples: ["hunter-example-43", ""] },
           // the choices offered to every caller: shown
           auth_mode: { type: "string", enum: ["oauth", "basic"] },
+          // its schema by reference: the definition's default is the api_key's
+          api_key: { $ref: "#/$defs/Key" },
         },
         // examples of the whole input: redacted by their keys
         examples: [{ user: "alice", session: "hunter-session-46" }],
+        $defs: { Key: { type: "string", default: "hunter-defref-47" } },
       },
     };
     const { gw, revised } = await listedOnce([tool]);
@@ -109,7 +112,7 @@ describe("keys named like secrets in what others chose", () => {
       expect(shown.stdout).toContain("password");
       expect(shown.stdout).toContain("client_secret");
       expect(shown.stdout).not.toContain("hunter-default-42");
-      expect(shown.stdout).not.toMatch(/hunter-(const|example|session)/);
+      expect(shown.stdout).not.toMatch(/hunter-(const|example|session|defref)/);
     }
     const json = await runCli(["catalog", "show", "secretish", "--json", "--state-dir", gw.stateDir]);
     const listed = (JSON.parse(json.stdout) as { tools: { tool: typeof tool }[] }).tools[0]!.tool;
@@ -121,6 +124,8 @@ describe("keys named like secrets in what others chose", () => {
     expect(listed.inputSchema.properties.auth_mode).toEqual(tool.inputSchema.properties.auth_mode);
     expect(listed.inputSchema.properties.user).toEqual(tool.inputSchema.properties.user);
     expect(listed.inputSchema.examples).toEqual([{ user: "alice", session: "[redacted]" }]);
+    expect(listed.inputSchema.$defs.Key).toEqual({ type: "string", default: "[redacted]" });
+    expect(inventory[0]!.inputSchema.$defs.Key).toEqual({ type: "string", default: { redacted: true } });
   });
 
   it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {

@@ -602,6 +602,22 @@ describe("redactText: URLs are found in linear time", () => {
     expect(performance.now() - t).toBeLessThan(500);
   });
 
+  it("a long chain of definitions taken by `$ref` from a secret-like property, and a cycle", () => {
+    // (each one refers to the next and to the whole schema: each is scanned once)
+    const n = 5_000;
+    const $defs: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++)
+      $defs[`d${i}`] = {
+        default: `hunter-${i}`,
+        anyOf: [{ $ref: `#/$defs/d${(i + 1) % n}` }, { $ref: "#" }],
+      };
+    const schema = { properties: { token: { $ref: "#/$defs/d0" } }, $defs };
+    const t = t0();
+    const out = JSON.stringify(redactSchemaDefaults(schema));
+    expect(performance.now() - t).toBeLessThan(500);
+    expect(out).not.toContain("hunter");
+  });
+
   it("a long word of scheme characters before a URL", () => {
     const word = "a-1+".repeat(25_000);
     const t = t0();
@@ -630,7 +646,20 @@ describe("redactSchemaDefaults", () => {
           (s) => ({ oneOf: [{ allOf: [s] }] }),
           (s) => ({ type: "object", properties: { inner: s } }),
         ),
-        (value, path, key, secret, other, kept, keywords, wrap) => {
+        // or taken by `$ref` (from the property or a subschema of it: wrap) from a definition,
+        // which then gives the property's values: [the ref, where its schema is]
+        fc.constantFrom<null | [string, (s: unknown) => Record<string, unknown>]>(
+          null,
+          ["#/$defs/K", (s) => ({ $defs: { K: s } })],
+          ["#/definitions/K", (s) => ({ definitions: { K: s } })],
+          ["#/$defs/a~1b%20c~0d", (s) => ({ $defs: { "a/b c~d": s } })],
+          ["#/$defs/Outer/properties/x", (s) => ({ $defs: { Outer: { properties: { x: s } } } })],
+          ["#/$defs/Tuple/prefixItems/1", (s) => ({ $defs: { Tuple: { prefixItems: [{}, s] } } })],
+          ["#/$defs/A", (s) => ({ $defs: { A: { allOf: [{ $ref: "#/$defs/B" }] }, B: s } })],
+          ["#/$defs/A", (s) => ({ $defs: { A: { anyOf: [{ $ref: "#/$defs/A" }, s] } } })],
+          ["#key", (s) => ({ $defs: { K: { $anchor: "key", anyOf: [s] } } })],
+        ),
+        (value, path, key, secret, other, kept, keywords, wrap, ref) => {
           const given: Record<string, unknown> = { type: "string" };
           const shown: Record<string, unknown> = { type: "string" };
           for (const k of keywords) {
@@ -641,13 +670,22 @@ describe("redactSchemaDefaults", () => {
           given.enum = ["oauth", "basic"];
           shown.enum = ["oauth", "basic"];
           const plainProp = { default: kept, const: kept, examples: [kept], enum: [kept] };
-          const schema = { type: "object", properties: { [key]: wrap(given), name: plainProp } };
+          const property = ref === null ? wrap(given) : wrap({ $ref: ref[0] });
+          const schema = {
+            type: "object",
+            properties: { [key]: property, name: plainProp },
+            ...ref?.[1](given),
+          };
           const out = JSON.stringify(redactSchemaDefaults(plant(value, path, "inputSchema", schema)));
           expect(out).not.toContain(secret);
           expect(out).not.toContain(other);
           // the property itself, its type, its enum and a plain property's values are still there
           expect(out).toContain(JSON.stringify(plainProp));
-          expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(wrap(shown))}`);
+          if (ref === null) expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(wrap(shown))}`);
+          else {
+            expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(property)}`);
+            expect(out).toContain(JSON.stringify(ref[1](shown)).slice(1, -1));
+          }
         },
       ),
       { numRuns: 300 },
@@ -675,6 +713,26 @@ describe("redactSchemaDefaults", () => {
         auth: { properties: { user: { default: REDACTED } } },
         options: { $defs: { password: { default: "a definition" } } },
       },
+    });
+  });
+
+  it("a definition is a secret-like property's only by a local `$ref` from under it", () => {
+    const defs = {
+      K: { default: "hunter-k" },
+      Plain: { default: "plain words" },
+      Remote: { default: "a remote one's" },
+    };
+    const schema = {
+      properties: {
+        api_key: { $ref: "#/$defs/K" },
+        user: { $ref: "#/$defs/Plain" },
+        token: { anyOf: [{ $ref: "other.json#/$defs/Remote" }, { $ref: "#/$defs/Missing/x" }] },
+      },
+      $defs: defs,
+    };
+    expect(redactSchemaDefaults({ name: "t", inputSchema: schema })).toEqual({
+      name: "t",
+      inputSchema: { ...schema, $defs: { ...defs, K: { default: REDACTED } } },
     });
   });
 
