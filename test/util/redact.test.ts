@@ -614,7 +614,9 @@ describe("redactText: URLs are found in linear time", () => {
     const schema = { properties: { token: { $ref: "#/$defs/d0" } }, $defs };
     const t = t0();
     const out = JSON.stringify(redactSchemaDefaults(schema));
-    expect(performance.now() - t).toBeLessThan(500);
+    // 90–180 ms at load 7 on 2 cores; a walk that scanned the definitions again per ref would
+    // take tens of seconds: the bound is wide so that a loaded machine cannot reach it
+    expect(performance.now() - t).toBeLessThan(2_000);
     expect(out).not.toContain("hunter");
   });
 
