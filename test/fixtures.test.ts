@@ -7,7 +7,7 @@ import { DELETE_ENVIRONMENT, makeCatalog, numberedTools } from "./helpers/catalo
 import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "./helpers/files.js";
 import { startDirect, startModernDirect } from "./helpers/gateway.js";
 import { EVERYTHING, FILESYSTEM, FIXTURES, MEMORY, NODE } from "./helpers/paths.js";
-import { INVENTORY_KEY, makeProject, type Project } from "./helpers/project.js";
+import { IGNORES_CANCEL, INVENTORY_KEY, makeProject, type Project } from "./helpers/project.js";
 import { rawPeer } from "./helpers/raw.js";
 
 type Closer = { close(): Promise<void> } | { cleanup(): void };
@@ -147,6 +147,47 @@ describe("revisioned fixture (via makeProject)", () => {
     await waitFor(() => project.counter() === 1, 5_000, "counter = 1");
     project.release();
     expect(textOf(await pending)).toBe("slow_write released: revision B count 1");
+  });
+
+  it("records the id each call came under and the cancellations it received; obeys them unless the note says not to", async () => {
+    const project = track(makeProject("B"));
+    const peer = track(
+      rawPeer(project.command[0], project.command.slice(1), project.env, { cwd: project.dir }),
+    );
+    await peer.request("initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "fixture-test", version: "1.0.0" },
+    });
+    peer.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const call = (id: number, note: string) =>
+      peer.send({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "slow_write", arguments: { note } },
+      });
+    call(7, "obeys");
+    call(8, `deaf${IGNORES_CANCEL}`);
+    await waitFor(() => project.records().length === 2, 5_000, "both calls received");
+    expect(project.records().map((r) => [r.requestId, r.args.note])).toEqual([
+      [7, "obeys"],
+      [8, `deaf${IGNORES_CANCEL}`],
+    ]);
+    for (const requestId of [7, 8, 9])
+      peer.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId } });
+    await waitFor(() => project.cancellations().length === 3, 5_000, "three cancellations");
+    project.release();
+    await peer.next((m) => m.id === 8);
+    // the obeyed one is never answered: a call sent after it is, and nothing came under 7 before
+    call(10, "after");
+    await peer.next((m) => m.id === 10);
+    expect(peer.messages().filter((m) => m.id === 7)).toEqual([]);
+    expect(project.cancellations().map((c) => [c.requestId, c.waiting, c.ignored])).toEqual([
+      [7, true, false],
+      [8, true, true],
+      [9, false, false],
+    ]);
   });
 
   it("crash_now exits with code 3 without answering", async () => {

@@ -8,7 +8,7 @@
 //                                           imports fixture-dep, bakes in the revision
 //   <dir>/node_modules/fixture-dep/         index.js (export default <text>) + package.json
 //   <dir>/scripts/start.sh                  a wrapper: exec node dist/server.js
-//   <dir>/state/record.jsonl, counter, release   the fixture's own evidence (FIXTURE_* env)
+//   <dir>/state/record.jsonl, cancelled.jsonl, counter, release   the fixture's own evidence (FIXTURE_* env)
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -35,12 +35,26 @@ export interface CallRecord {
   pid: number;
   tool: string;
   args: Record<string, unknown>;
+  /** the id the request came under at the server (the gateway's wire id, not the client's) */
+  requestId: string | number;
   at: string;
   ok: boolean;
   /** adjust_inventory: first 12 hex of sha256(INVENTORY_API_KEY), or null without a key */
   credential?: string | null;
   /** slow_write: the counter value this call wrote */
   count?: number;
+}
+
+/** One line of the fixture's cancellations: a notifications/cancelled a server process received. */
+export interface CancelRecord {
+  pid: number;
+  /** the request id it names (as the server's side of the wire has it) */
+  requestId: unknown;
+  /** a slow_write under that id was still waiting for its release there (so it is never answered) */
+  waiting: boolean;
+  /** the call's note asked the server to ignore it (IGNORES_CANCEL): it answers once released */
+  ignored: boolean;
+  at: string;
 }
 
 export interface Project {
@@ -53,9 +67,10 @@ export interface Project {
   /** scripts/start.sh (exec's node on dist/server.js) */
   wrapper: string;
   recordFile: string;
+  cancelledFile: string;
   counterFile: string;
   releaseFile: string;
-  /** FIXTURE_RECORD, FIXTURE_COUNTER, FIXTURE_RELEASE: give these to the server's environment */
+  /** FIXTURE_RECORD, FIXTURE_CANCELLED, FIXTURE_COUNTER, FIXTURE_RELEASE: give these to the server's environment */
   env: Record<string, string>;
   /** INVENTORY_API_KEY=<INVENTORY_KEY>: the credential adjust_inventory needs */
   credentialEnv: Record<string, string>;
@@ -69,12 +84,17 @@ export interface Project {
   changeDependency(text: string): void;
   /** the calls the server processes received, in order */
   records(): CallRecord[];
+  /** the cancellations the server processes received, in order */
+  cancellations(): CancelRecord[];
   /** slow_write's counter (0 before any call) */
   counter(): number;
   /** let pending slow_write calls finish */
   release(): void;
   cleanup(): void;
 }
+
+/** The end of a slow_write's note that has the fixture ignore a cancellation of that call (it answers once released). */
+export const IGNORES_CANCEL = " (ignores cancellation)";
 
 /** The value given to adjust_inventory as INVENTORY_API_KEY in tests. Never log it. */
 export const INVENTORY_KEY = "inv-test-key-5f1c2a9e";
@@ -104,6 +124,7 @@ export function makeProject(revision: Revision, options: ProjectOptions = {}): P
   const dependencyFile = join(depDir, "index.js");
   const wrapper = join(dir, "scripts", "start.sh");
   const recordFile = join(stateDir, "record.jsonl");
+  const cancelledFile = join(stateDir, "cancelled.jsonl");
   const counterFile = join(stateDir, "counter");
   const releaseFile = join(stateDir, "release");
 
@@ -155,15 +176,22 @@ export function makeProject(revision: Revision, options: ProjectOptions = {}): P
     dependencyFile,
     wrapper,
     recordFile,
+    cancelledFile,
     counterFile,
     releaseFile,
-    env: { FIXTURE_RECORD: recordFile, FIXTURE_COUNTER: counterFile, FIXTURE_RELEASE: releaseFile },
+    env: {
+      FIXTURE_RECORD: recordFile,
+      FIXTURE_CANCELLED: cancelledFile,
+      FIXTURE_COUNTER: counterFile,
+      FIXTURE_RELEASE: releaseFile,
+    },
     credentialEnv: { INVENTORY_API_KEY: INVENTORY_KEY },
     command: [NODE, entry],
     revision: () => current,
     rebuild: (rev, buildOptions = {}) => build(rev, buildOptions),
     changeDependency: writeDependency,
     records: () => readJsonLines<CallRecord>(recordFile),
+    cancellations: () => readJsonLines<CancelRecord>(cancelledFile),
     counter: () =>
       existsSync(counterFile) ? Number.parseInt(readFileSync(counterFile, "utf8"), 10) || 0 : 0,
     release: () => writeFileSync(releaseFile, "released\n"),
