@@ -1,5 +1,6 @@
 // When the proxy releases, and when it does not: a timer in the server (no call in flight), a
-// call the client cancelled, an undeclared host, egress "declared-only", a rebuild before
+// call the client cancelled, an undeclared host, a tool in approval mode none, a host the vault's
+// policy names that the configuration does not declare for the scope, egress "declared-only", a rebuild before
 // re-approval, `lock` in the middle of a call. And the record: egress events and `portcullis egress --json` per epoch.
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -7,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type Pending, pending } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { approvedCall, egressKit, nodeServer, PLACEHOLDER, released, SECRET, text } from "./egress-kit.js";
 
 const k = egressKit();
@@ -177,6 +178,59 @@ describe("the release window", () => {
       "the refusals recorded",
     );
     expect(toOther.every((x) => x.released === 0)).toBe(true);
+  });
+
+  it("a call of a tool in approval mode none releases nothing: its requests carry the placeholder", async () => {
+    const { plain, hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const dir = k.project(nodeServer, hosts, { approval: { default: "none" } });
+    await k.storeHttpSecret(stateDir, ...hosts);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    // no grant: served at once (the vault is unlocked), with no human asked
+    expect(
+      text(await gw.client.callTool({ name: "fetch_url", arguments: { url: `${plain.url}/none` } })),
+    ).toBe("200 upstream ok /none");
+    expect(await pending(stateDir)).toEqual([]);
+    const sent = plain.received.filter((x) => x.path === "/none");
+    expect(sent.map((x) => [x.authorization, x.key])).toEqual([[`Bearer ${PLACEHOLDER}`, PLACEHOLDER]]);
+    expect(released(plain)).toEqual([]);
+  });
+
+  it("a host the vault's policy names but the configuration does not declare for that scope gets the placeholder: both must agree", async () => {
+    const { plain, other, hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const otherHost = `127.0.0.1:${other.port}`;
+    // portcullis.json: inventory-api for plain (and the TLS upstream) only; `other` is declared,
+    // but for another scope, so the proxy reads requests to it
+    const dir = k.project(nodeServer, hosts, {
+      credentials: {
+        API_KEY: { secret: "inventory-api", deliver: "http", hosts },
+        OTHER_KEY: { secret: "other-api", deliver: "http", hosts: [otherHost] },
+      },
+    });
+    // the vault's policy for inventory-api names `other` too
+    await k.storeHttpSecret(stateDir, ...hosts, otherHost);
+    const r = await runCli(["vault", "set", "other-api", "--from-stdin", "--host", otherHost], {
+      stateDir,
+      env: passphraseEnv(),
+      input: "other-test-value-91c2e0aa",
+    });
+    expect(r.code, r.stderr).toBe(0);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    const seen = new Set<string>();
+    expect(
+      text(await approvedCall(gw, stateDir, "fetch_url", { url: `${other.url}/policy-only` }, seen)),
+    ).toBe("200 upstream ok /policy-only");
+    expect(other.received.map((x) => [x.authorization, x.key])).toEqual([
+      [`Bearer ${PLACEHOLDER}`, PLACEHOLDER],
+    ]);
+    // the same call's scope, to a host both name, is released
+    expect(text(await approvedCall(gw, stateDir, "fetch_url", { url: `${plain.url}/both` }, seen))).toBe(
+      "200 upstream ok /both",
+    );
+    expect(released(plain).map((x) => x.path)).toEqual(["/both"]);
   });
 
   it("after a rebuild, before re-approval, nothing is released; lock stops releases in the middle of a call", async () => {
