@@ -7,6 +7,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
+import { auditEvents, pending } from "../helpers/approvals.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -271,6 +272,27 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     await expect(call()).rejects.toMatchObject({ code: -32056 });
     // refused calls never reached the server: one call went through
     expect(project.records().filter((r) => r.tool === "adjust_inventory")).toHaveLength(1);
+  });
+
+  it("locked: a tool that needs a human is refused vault_locked before any approval is asked or intent recorded", async () => {
+    const project = configured(undefined, { approval: { default: "per-call" } });
+    const stateDir = newStateDir();
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // answered at once: a call asking a human first would wait out this timeout instead
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }, undefined, {
+        timeout: 20_000,
+      }),
+    ).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
+    expect(await pending(stateDir)).toEqual([]);
+    const types = (await auditEvents(stateDir)).map((e) => e.type);
+    expect(types).toContain("authorization_denied");
+    expect(types).not.toContain("approval_requested");
+    expect(types).not.toContain("tool_called");
+    expect(project.records().filter((r) => r.tool === "adjust_inventory")).toHaveLength(0);
   });
 
   it("deliver env: the value is in the server's environment only when spawned unlocked, never in the state dir", async () => {
