@@ -1,7 +1,8 @@
 // The egress record's epochs (src/vault/egress/record.ts): a request a server makes while no epoch
 // is live (booting before its epoch is recorded, or after the previous process went down) is held
 // and filed under the epoch that starts next, never under the one before it: a review of the new
-// code must see every host the new code contacted. On a real store and audit log.
+// code must see every host the new code contacted. On a real store and audit log. And a host named
+// after a released value is recorded redacted: on the recorder, and through a real gateway.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/index.js";
 import { auditSink } from "../../src/gateway/auditSink.js";
@@ -10,7 +11,11 @@ import { openStore, type Store } from "../../src/store/db.js";
 import type { EgressRecord } from "../../src/vault/egress/proxy.js";
 import { destinationsOfEpoch, EgressRecorder, listDestinations } from "../../src/vault/egress/record.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
-import { newStateDir } from "../helpers/state.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { egressKit, nodeServer } from "./egress-kit.js";
+import { everyFile } from "./helpers.js";
 
 const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 
@@ -122,5 +127,54 @@ describe("a host named after a released value", () => {
         "[redacted:api-token].evil.example",
       ]);
     expect(JSON.stringify(emitted).toLowerCase()).not.toContain("s3cr3tv4lue");
+  });
+});
+
+describe("a host named after a released value, through a real gateway", () => {
+  const k = egressKit();
+  afterEach(() => k.cleanupAll());
+
+  it("is recorded redacted in portcullis egress, the audit and every file of the state directory", async () => {
+    // an env-delivered value (released at spawn) beside the HTTP one, so that the proxy runs
+    const VALUE = "EnvHostValue-4k9ZqT7w";
+    const { hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const dir = k.project(nodeServer, hosts, {
+      credentials: {
+        API_KEY: { secret: "inventory-api", deliver: "http", hosts },
+        ENV_KEY: { secret: "env-token", deliver: "env" },
+      },
+      // no approval request, which would keep the client's arguments (they are not the server's words)
+      approval: { default: "none" },
+    });
+    await k.storeHttpSecret(stateDir, ...hosts);
+    const set = await runCli(["vault", "set", "env-token", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: VALUE,
+    });
+    expect(set.code, set.stderr).toBe(0);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    // a host named after the value (URL parsers lower-case it); .invalid never resolves
+    const host = `${VALUE.toLowerCase()}.invalid`;
+    await gw.client.callTool({ name: "fetch_url", arguments: { url: `http://${host}/x` } });
+    const shown = await waitFor(
+      async () => {
+        const r = await runCli(["egress", "api", "--json"], { stateDir });
+        expect(r.code, r.stderr).toBe(0);
+        return r.stdout.includes(".invalid") ? r.stdout : null;
+      },
+      10_000,
+      "the request recorded",
+    );
+    expect(shown).toContain("[redacted:env-token].invalid");
+    await gw.close();
+    const exported = await runCli(["audit", "export"], { stateDir });
+    expect(exported.code, exported.stderr).toBe(0);
+    for (const out of [shown, exported.stdout, gw.stderr()])
+      expect(out.toLowerCase()).not.toContain(VALUE.toLowerCase());
+    for (const f of everyFile(stateDir))
+      expect(f.text.toLowerCase(), f.path).not.toContain(VALUE.toLowerCase());
   });
 });
