@@ -1,6 +1,7 @@
 // A call is forwarded only under the execution epoch of the code that will run it, also when the
 // agent races the supervisor: a watcher's worker killed before a call (the watcher's next worker,
-// started on new code, would read it from the pipe), and a watched file written, called and put
+// started on new code, would read it from the pipe) or while the call waits for a human (looked at
+// again before it is written), and a watched file written, called and put
 // back before the watcher's capture has judged it.
 import {
   closeSync,
@@ -15,7 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest, type Pending, waitForPending } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -151,6 +152,72 @@ describe("a watcher's worker killed before a call", () => {
       expect(answer).toMatchObject({ revision: "C" });
       expect(await epochOf(gw.stateDir)).not.toBe(e1);
     },
+  );
+});
+
+describe("a watcher's worker killed while a call waits for a human", () => {
+  it.skipIf(process.platform !== "linux")(
+    "node --watch: the approved call is looked at again before it is written; the next worker's code gets it only with a new approval",
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      const gw = rawGateway({
+        args: ["--label", "inventory", "--approval", "per-call", "--", NODE, "--watch", "dist/server.js"],
+        cwd: project.dir,
+        // the idle poll turned off: only the look before the write can notice the worker gone
+        env: { ...project.env, ...QUICK_STOP, PORTCULLIS_POLL_MS: "600000" },
+      });
+      await started(gw);
+      const seen = new Set<string>();
+      // a first call, approved, tells which worker reads the pipe
+      const firstAnswer = gw.next((m) => m.id === "first", 30_000);
+      gw.send({ jsonrpc: "2.0", id: "first", method: "tools/call", params: { name: "read_status" } });
+      await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
+      const first = answered(await firstAnswer);
+      expect(first).toMatchObject({ revision: "A" });
+      const e1 = await epochOf(gw.stateDir);
+      // the call waits for a human; meanwhile the worker is killed (node --watch starts the next
+      // one only at a change), and then the human approves it for epoch e1
+      const waitingAnswer = gw.next((m) => m.id === "waiting", 60_000);
+      gw.send({ jsonrpc: "2.0", id: "waiting", method: "tools/call", params: { name: "read_status" } });
+      const asked = await nextRequest(gw.stateDir, seen);
+      expect(asked.executionEpoch).toBe(e1);
+      await killWorker(first!.pid as number);
+      await decideByCli(gw.stateDir, "approve", asked.request);
+      // its intent under e1 is recorded as the approval lets it through; then it is held, or
+      // (without the look before the write) written into the pipe nobody reads
+      await waitFor(
+        async () =>
+          (await events(gw.stateDir)).some((e) => e.type === "tool_called" && e.requestId === "waiting"),
+        15_000,
+        "the approved call's intent",
+      );
+      // new code: node --watch starts it, and it would read what is in the pipe
+      project.rebuild("C");
+      let answer: WireMessage | null = null;
+      void waitingAnswer.then((m) => {
+        answer = m;
+      });
+      // the held call meets the new code's epoch: it was approved for e1 only, so it asks again
+      const again = await waitForPending(
+        gw.stateDir,
+        (list) => (answer !== null ? "answered" : (list.find((q) => !seen.has(q.request)) ?? null)),
+        30_000,
+        "a new approval request (or an answer)",
+      );
+      expect(answer, "the next worker answered a call approved for the killed one's epoch").toBeNull();
+      expect(again).not.toBe("answered");
+      const request = again as Pending;
+      expect(request.executionEpoch).not.toBe(e1);
+      await decideByCli(gw.stateDir, "approve", request.request);
+      expect(answered(await waitingAnswer)).toMatchObject({ revision: "C" });
+      // it was never sent under e1: its intent there was closed unsent
+      const closed = (await events(gw.stateDir)).filter(
+        (e) => e.type === "call_interrupted" && e.requestId === "waiting",
+      );
+      expect(closed).toEqual([expect.objectContaining({ epoch: e1, outcome: "not_forwarded" })]);
+    },
+    120_000,
   );
 });
 
