@@ -14,7 +14,7 @@ import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { DigestCache } from "../identity/index.js";
+import { DigestCache, setStateDir } from "../identity/index.js";
 import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
@@ -146,6 +146,8 @@ export async function serve(
   // Refused before the store is opened: opening it creates portcullis.db, and a state directory
   // holding a store but no keyring reads, to every other command, as one init has set up.
   if (!keyringExists(stateDir)) throw noKeyring(stateDir);
+  // the store and the keyring are never the server's code, whatever identity.include reaches
+  setStateDir(stateDir);
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {

@@ -14,6 +14,7 @@ import {
   type TreeListings,
 } from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
+import { inStateDirReal } from "./include.js";
 import type { IncludeMatch } from "./includeMatch.js";
 
 export interface Slot {
@@ -384,6 +385,8 @@ export class DigestJob {
       const childAbs = `${abs}/${name}`;
       const childRel = atRoot ? name : `${rel}/${name}`;
       if (kind === KIND_DIR) {
+        // portcullis's state directory (include.ts), should it be kept in a tree: never code
+        if (inStateDirReal(childAbs)) continue;
         let cst: Stats;
         try {
           cst = lstatSync(childAbs);

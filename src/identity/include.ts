@@ -3,9 +3,9 @@
 // A pattern that can never match is refused at start: a watched path that silently watches
 // nothing lets a plugin change inside one epoch. One that matches nothing yet is accepted, and
 // the capture warns of it (includeMatch.ts), naming where it was given.
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, resolve, sep } from "node:path";
 
 export const GLOB_CHARS = /[*?[\]{}()!+@]/;
 
@@ -17,6 +17,47 @@ const sources = new Map<string, string>();
 
 export function includeSource(cwd: string, pattern: string): string | undefined {
   return sources.get(`${resolve(cwd)}\0${pattern}`);
+}
+
+/**
+ * portcullis's own state directory (the store, its -wal and -shm, the keyring), as given and as
+ * its real path: never the server's code. A pattern such as `../**` can reach it; its files are
+ * left out of the identity and the watcher (includeMatch.ts, watch.ts, and the tree walks of
+ * digest.ts): otherwise every write of the gateway's own audit log would be a change of the
+ * server's code, and under `onChange: restart` a restart.
+ */
+let stateDir: { given: string; real: string } | null = null;
+
+/** Sets the state directory the include patterns leave out (`run`, before the first capture). */
+export function setStateDir(dir: string | null): void {
+  if (dir === null) {
+    stateDir = null;
+    return;
+  }
+  const given = resolve(dir);
+  let real = given;
+  try {
+    real = realpathSync.native(given);
+  } catch {}
+  stateDir = { given, real };
+}
+
+/** The state directory as given (for messages), or null when none is set. */
+export function stateDirGiven(): string | null {
+  return stateDir?.given ?? null;
+}
+
+function under(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir === sep ? dir : dir + sep);
+}
+
+/**
+ * Whether `p`, a path with no symbolic link on its way (a watched tree's entry, a digested
+ * tree's), is the state directory or under it, by its real path or as given. No file system
+ * call: for watcher events and tree walks.
+ */
+export function inStateDirReal(p: string): boolean {
+  return stateDir !== null && (under(p, stateDir.real) || under(p, stateDir.given));
 }
 
 export class IncludeError extends Error {

@@ -6,9 +6,9 @@
 // linked package. The glob library does the matching; its file system calls are wrapped here to
 // check each link it follows and to count what the links add.
 import { type Dirent, lstatSync, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import type { FileSystemAdapter, globSync as GlobSync } from "tinyglobby";
-import { GLOB_CHARS, includeSource } from "./include.js";
+import { GLOB_CHARS, includeSource, inStateDirReal, stateDirGiven } from "./include.js";
 import { MAX_LINKED_FILES, warnOnce } from "./walkLimits.js";
 
 /** One matched file, named as the pattern reached it (through its links). */
@@ -36,6 +36,8 @@ export interface IncludeMatches {
   unmatched: string[];
   /** the pattern whose walk of linked directories stopped at MAX_LINKED_FILES entries, else null */
   over: string | null;
+  /** positive patterns that reached files of portcullis's state directory, left out (include.ts) */
+  stateDir: string[];
 }
 
 /** Stands for the target of a link to nothing: the walk takes it for a file, so it is matched and named. */
@@ -76,6 +78,8 @@ interface WalkState {
   /** entries listed in directories reached through a link */
   entries: number;
   over: boolean;
+  /** a link into the state directory was met (and not followed) */
+  stateDir: boolean;
 }
 
 /** A result or the error it threw, kept to be given again. */
@@ -127,6 +131,10 @@ function linkFollowingFs(state: WalkState): FileSystemAdapter {
       return DANGLING;
     }
     if (!st.isDirectory()) return real;
+    if (inStateDirReal(real)) {
+      state.stateDir = true;
+      throw new Error("a link into portcullis's state directory");
+    }
     if (loops(path, real)) throw new Error("a link to a directory on its own path");
     state.linkedDirs.push({ link: trimSlash(path), real });
     return real;
@@ -139,6 +147,32 @@ function linkFollowingFs(state: WalkState): FileSystemAdapter {
     statSync: ((path: string): Stats =>
       path === DANGLING ? NOT_A_DIRECTORY : statSync(path)) as FileSystemAdapter["statSync"],
   };
+}
+
+/**
+ * Whether a matched file is in portcullis's state directory (include.ts): the directory that
+ * holds it is, by real path (`realDirs` keeps each directory's for one match), or, for a link,
+ * the file it leads to.
+ */
+function inStateDir(abs: string, kind: IncludeMatch["kind"], realDirs: Map<string, string | null>): boolean {
+  if (stateDirGiven() === null) return false;
+  const real = (p: string): string | null => {
+    try {
+      return realpathSync.native(p);
+    } catch {
+      return null;
+    }
+  };
+  const d = dirname(abs);
+  let rd = realDirs.get(d);
+  if (rd === undefined) {
+    rd = real(d);
+    realDirs.set(d, rd);
+  }
+  if (rd !== null && inStateDirReal(join(rd, basename(abs)))) return true;
+  if (kind === "file") return false;
+  const target = real(abs);
+  return target !== null && inStateDirReal(target);
 }
 
 function kindOf(abs: string): IncludeMatch["kind"] | null {
@@ -198,7 +232,9 @@ export function matchIncludes(
   patterns: readonly string[],
   globSync: typeof GlobSync,
 ): IncludeMatches {
-  const state: WalkState = { linkedDirs: [], entries: 0, over: false };
+  const state: WalkState = { linkedDirs: [], entries: 0, over: false, stateDir: false };
+  const stateHits: string[] = [];
+  const realDirs = new Map<string, string | null>();
   let over: string | null = null;
   const fs = linkFollowingFs(state);
   const negations = patterns.filter((p) => p.startsWith("!"));
@@ -206,6 +242,7 @@ export function matchIncludes(
   const unmatched: string[] = [];
   for (const pattern of patterns) {
     if (pattern.startsWith("!")) continue;
+    state.stateDir = false;
     const rels =
       negations.length === 0 && !GLOB_CHARS.test(pattern)
         ? plainPath(cwd, pattern)
@@ -220,14 +257,21 @@ export function matchIncludes(
       const abs = `${cwd}/${rel}`;
       const kind = kindOf(abs);
       if (kind === null) continue;
+      // the gateway's own store, not the server's code: left out, and said once (warnIncludes)
+      if (inStateDir(abs, kind, realDirs)) {
+        state.stateDir = true;
+        found++;
+        continue;
+      }
       byRel.set(rel, { rel, abs, kind, pattern });
       found++;
     }
-    if (found === 0) unmatched.push(pattern);
+    if (found === 0 && !state.stateDir) unmatched.push(pattern);
+    if (state.stateDir) stateHits.push(pattern);
     if (state.over && over === null) over = pattern;
   }
   const files = [...byRel.values()].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  return { files, linkedDirs: state.linkedDirs, unmatched, over };
+  return { files, linkedDirs: state.linkedDirs, unmatched, over, stateDir: stateHits };
 }
 
 /** Why a pattern matches nothing, when the path it names says so. */
@@ -260,6 +304,12 @@ export function warnIncludes(label: string, cwd: string, m: IncludeMatches): voi
     warnOnce(
       label,
       `${where(f.pattern)}: ${JSON.stringify(f.pattern)} matches ${f.rel}, a symbolic link to a missing file or to no regular file: only the link's text is digested`,
+    );
+  }
+  for (const p of m.stateDir) {
+    warnOnce(
+      label,
+      `${where(p)}: ${JSON.stringify(p)} reaches portcullis's state directory ${stateDirGiven() ?? ""}: its files (the store, the audit log, the keyring) are not the server's code, and are left out of its identity and not watched`,
     );
   }
   if (m.over !== null) {

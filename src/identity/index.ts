@@ -11,7 +11,7 @@ export {
   IdentityError,
   identityDigest,
 } from "./capture.js";
-export { checkIncludes, IncludeError } from "./include.js";
+export { checkIncludes, IncludeError, setStateDir } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
 export { chainDigest, remoteIdentityDigest, remoteRecord } from "./remote.js";
 export { isNodeWatchNotice, selfWatcher, selfWatcherOf, underNodeWatch } from "./selfWatch.js";

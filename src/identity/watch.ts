@@ -11,7 +11,7 @@ import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { changedSinceCapture } from "./asCaptured.js";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
-import { GLOB_CHARS } from "./include.js";
+import { GLOB_CHARS, inStateDirReal } from "./include.js";
 import { type IncludeMatches, matchIncludes } from "./includeMatch.js";
 import { PACKAGE_SKIP } from "./linked.js";
 import { displayPath } from "./resolve.js";
@@ -160,11 +160,17 @@ function computeWatched(s: StaticIdentity): Watched {
   }
   if (s.identityInputs !== null) {
     const inc = includeDirs(cwd, s.identityInputs.patterns);
-    for (const f of inc.files) files.push(...pathsTo(f));
+    // What is in portcullis's state directory (include.ts) is never watched: the gateway writes
+    // its store there at every call.
+    for (const f of inc.files) {
+      const chain = pathsTo(f);
+      if (!chain.some(inStateDirReal)) files.push(...chain);
+    }
     // A base reached through links (`plugins -> plugins-v1`) is watched at its real path, and
     // each link on the way by name, so that pointing one elsewhere is seen.
     for (const d of inc.dirs) {
       const chain = pathsTo(d.path);
+      if (inStateDirReal(chain[chain.length - 1]!)) continue;
       files.push(...chain.slice(1, -1));
       dirs.push({ path: chain[chain.length - 1]!, depth: d.depth, kind: "include" });
     }
@@ -441,7 +447,7 @@ export function watchArtifacts(
           watchTree(
             d.path,
             d.depth,
-            (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)),
+            (p: string) => skip.some((x) => p === x || p.startsWith(x + sep)) || inStateDirReal(p),
             (p: string) => record(p, false),
             cwd,
           ),
@@ -456,7 +462,8 @@ export function watchArtifacts(
             d.depth,
             (p: string) =>
               top.some((x) => p === x || p.startsWith(x + sep)) ||
-              /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
+              /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)) ||
+              inStateDirReal(p),
             (p: string) => record(p, false),
             cwd,
           ),
@@ -466,7 +473,8 @@ export function watchArtifacts(
           watchTree(
             d.path,
             d.depth,
-            (p: string) => /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)),
+            (p: string) =>
+              /[\\/](?:node_modules|\.git)(?:[\\/]|$)/.test(p.slice(d.path.length)) || inStateDirReal(p),
             (p: string) => record(p, true),
             cwd,
           ),
