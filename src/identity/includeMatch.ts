@@ -254,7 +254,10 @@ export function matchIncludes(
         found++;
         continue;
       }
-      const abs = `${cwd}/${rel}`;
+      // `../plugins/x.js` as /…/plugins/x.js: the watcher and its stat poll know a file by this
+      // name, and an event names the file without the `..` (a name left with it was never marked
+      // seen, and the poll reported every change a second time, a round later)
+      const abs = join(cwd, rel);
       const kind = kindOf(abs);
       if (kind === null) continue;
       // the gateway's own store, not the server's code: left out, and said once (warnIncludes)

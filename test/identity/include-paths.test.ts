@@ -4,6 +4,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadGlob } from "../../src/identity/glob.js";
+import { matchIncludes } from "../../src/identity/includeMatch.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -66,5 +68,17 @@ describe("identity inputs given by absolute path", () => {
       expect(r.stderr).toContain("--watch");
       expect(r.stderr).toContain(bad);
     }
+  });
+
+  it("a pattern going up (`../plugins/**`) names its files without the `..`, as the watcher's events do", async () => {
+    const root = tempDir("portcullis-up-");
+    cleanup.push(() => removeDir(root));
+    mkdirSync(join(root, "app"));
+    mkdirSync(join(root, "plugins"));
+    writeFileSync(join(root, "plugins", "plugin.js"), "export const v = 1;\n");
+    const m = matchIncludes(join(root, "app"), ["../plugins/**"], await loadGlob());
+    expect(m.files.map((f) => [f.rel, f.abs])).toEqual([
+      ["../plugins/plugin.js", join(root, "plugins", "plugin.js")],
+    ]);
   });
 });
