@@ -1,6 +1,7 @@
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { ReadStream } from "node:tty";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
  * Passphrase input. The passphrase is typed on the controlling terminal
@@ -35,14 +36,19 @@ export async function readPassphrase(prompt: string, opts: { confirm?: boolean }
   }
 }
 
+/** A passphrase is one line; a file far larger is not a passphrase file (and is not read into memory). */
+const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;
+
 function readPassphraseFile(file: string): string {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    // a FIFO is refused, not waited on; /dev/zero is not read until memory runs out
+    text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file");
   } catch (err) {
-    throw new PassphraseError(
-      `cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${(err as NodeJS.ErrnoException).code ?? "error"}`,
-    );
+    if (!(err instanceof SmallFileError)) throw err;
+    const p = err.problem;
+    if ("code" in p) throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${p.code}`);
+    throw new PassphraseError(`${PASSPHRASE_FILE_ENV} (${file}): ${err.message}`);
   }
   const line = text.replace(/^\uFEFF/, "").split(/\r?\n/, 1)[0] ?? "";
   if (line === "") throw new PassphraseError(`the first line of ${PASSPHRASE_FILE_ENV} (${file}) is empty`);

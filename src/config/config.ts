@@ -1,7 +1,8 @@
-import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { setOwn } from "../util/setOwn.js";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
 import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
@@ -194,27 +195,14 @@ const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
  * command, and /dev/zero does not crash it out of memory.
  */
 function readConfigText(file: string): string {
-  const cannot = (code: string): never => {
-    throw new ConfigError(`${file}: cannot be read (${code}).`);
-  };
-  let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    return readSmallFile(file, MAX_CONFIG_BYTES, "a configuration file");
   } catch (e) {
-    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
-  }
-  try {
-    const st = fstatSync(fd);
-    if (st.isDirectory()) cannot("EISDIR");
-    if (!st.isFile()) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
-    if (st.size > MAX_CONFIG_BYTES)
-      throw new ConfigError(`${file}: is ${st.size} bytes, far more than a configuration file.`);
-    return readFileSync(fd, "utf8");
-  } catch (e) {
-    if (e instanceof ConfigError) throw e;
-    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
-  } finally {
-    closeSync(fd);
+    if (!(e instanceof SmallFileError)) throw e;
+    const p = e.problem;
+    if ("code" in p) throw new ConfigError(`${file}: cannot be read (${p.code}).`);
+    if ("special" in p) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
+    throw new ConfigError(`${file}: is ${p.size} bytes, far more than a configuration file.`);
   }
 }
 

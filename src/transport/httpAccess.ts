@@ -1,19 +1,9 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
  * Who may speak to the HTTP front: the listen address and its loopback rule, the bearer token,
@@ -158,41 +148,26 @@ export function tokenPath(stateDir: string, label: string): string {
 
 export class TokenFileError extends Error {}
 
-/**
- * The bearer token: read from `file` when given (first line, at least 16 characters), else the
- * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
- */
 /** A token is one line; a file far larger is not a token file (and is not read into memory). */
 const MAX_TOKEN_FILE_BYTES = 64 * 1024;
 
 /**
- * A --listen-token-file's text: only a regular file of token size, opened non-blocking and
- * checked first, so a FIFO does not hang the gateway's start and /dev/zero does not crash it.
+ * A --listen-token-file's text: only a regular file of token size (readSmallFile), so a FIFO
+ * does not hang the gateway's start and /dev/zero does not crash it.
  */
 function readTokenFile(file: string): string {
-  const cannot = (why: string): never => {
-    throw new TokenFileError(`--listen-token-file ${file}: ${why}`);
-  };
-  let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    return readSmallFile(file, MAX_TOKEN_FILE_BYTES, "a token file");
   } catch (e) {
-    return cannot(`cannot read it (${(e as NodeJS.ErrnoException).code})`);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (st.isDirectory()) cannot("cannot read it (EISDIR)");
-    if (!st.isFile()) cannot("it is not a regular file (a FIFO, socket or device)");
-    if (st.size > MAX_TOKEN_FILE_BYTES) cannot(`it is ${st.size} bytes, far more than a token file`);
-    return readFileSync(fd, "utf8");
-  } catch (e) {
-    if (e instanceof TokenFileError) throw e;
-    return cannot(`cannot read it (${(e as NodeJS.ErrnoException).code})`);
-  } finally {
-    closeSync(fd);
+    if (e instanceof SmallFileError) throw new TokenFileError(`--listen-token-file ${file}: ${e.message}`);
+    throw e;
   }
 }
 
+/**
+ * The bearer token: read from `file` when given (first line, at least 16 characters), else the
+ * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
+ */
 export function loadToken(
   stateDir: string,
   label: string,
