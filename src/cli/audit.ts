@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync } from "node:fs";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
@@ -37,6 +37,7 @@ import {
 import { openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { requireInitialized } from "../store/stateDir.js";
 import { redactEvent } from "../util/redact.js";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { parse as parseArgs } from "./args.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
@@ -278,14 +279,19 @@ function okLine(r: Verified): string {
   return `audit chain ok: ${n} records, head seq ${n} hash ${r.head.hash}${matches}; ${held}, ${head}`;
 }
 
+/** A checkpoint is one small JSON; a file far larger is not one (and is not read into memory). */
+const MAX_CHECKPOINT_BYTES = 64 * 1024;
+
 function readCheckpoint(path: string): Checkpoint {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // a FIFO is refused, not waited on; /dev/zero is not read until memory runs out
+    text = readSmallFile(path, MAX_CHECKPOINT_BYTES, "a checkpoint");
   } catch (err) {
-    throw new UsageError(
-      `cannot read the checkpoint ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
-    );
+    if (!(err instanceof SmallFileError)) throw err;
+    const p = err.problem;
+    if ("code" in p) throw new UsageError(`cannot read the checkpoint ${path}: ${p.code}`);
+    throw new UsageError(`--checkpoint ${path}: ${err.message}`);
   }
   try {
     return parseCheckpoint(text);
@@ -315,7 +321,11 @@ function* readLines(path: string): Generator<string> {
   }
   try {
     // a directory opens, then fails at the first read: one sentence, as a missing file is
-    if (fstatSync(fd).isDirectory()) throw new UsageError(`cannot read ${path}: EISDIR`);
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw new UsageError(`cannot read ${path}: EISDIR`);
+    // a FIFO is read (--file <(...)); a device is not an export, and /dev/zero would never end
+    if (st.isCharacterDevice() || st.isBlockDevice())
+      throw new UsageError(`--file ${path}: it is a device, not an export (a regular file or a FIFO is)`);
     try {
       yield* exportLines(fd);
     } catch (err) {
