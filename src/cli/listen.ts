@@ -280,6 +280,11 @@ export function listenSettings(
   ).filter((k) => values[k] !== undefined);
   if (text === undefined) {
     if (others.length > 0) throw new UsageError(`run: --${others[0]} needs --listen HOST:PORT.`);
+    // as --listen-token-file without --listen: a token for a front that is not served
+    if (server.listenTokenFile !== undefined)
+      throw new UsageError(
+        `run: listenTokenFile of "${server.label}" in ${server.configFile} needs listen (in the file, or run --listen HOST:PORT).`,
+      );
     return null;
   }
   const address = parseListenAddress(text);

@@ -197,7 +197,9 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
 
   const stateDir = resolveStateDir(values["state-dir"]);
   const listen =
-    server.listen !== undefined || LISTEN_FLAGS.some((f) => values[f] !== undefined)
+    server.listen !== undefined ||
+    server.listenTokenFile !== undefined ||
+    LISTEN_FLAGS.some((f) => values[f] !== undefined)
       ? (await listenModule()).listenSettings(server, stateDir, values)
       : null;
   const env = serverEnv(server);

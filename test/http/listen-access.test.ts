@@ -93,6 +93,21 @@ describe("bearer token", () => {
       `portcullis: run: --listen-token-file ${fifo}: it is not a regular file (a FIFO, socket or device).\n`,
     );
   });
+  it("listenTokenFile in portcullis.json without listen is refused at run, naming the key", async () => {
+    // as --listen-token-file without --listen: never ignored silently, a missing file included
+    const project = tempDir("portcullis-project-");
+    const [command, ...args] = fixtureCommand("echo");
+    const config = join(project, "portcullis.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ servers: { plain: { command, args, listenTokenFile: "missing.token" } } }),
+    );
+    const r = await runCli(["run", "plain"], { stateDir: newStateDir(), cwd: project, timeoutMs: 15_000 });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: run: listenTokenFile of "plain" in ${config} needs listen (in the file, or run --listen HOST:PORT).\n`,
+    );
+  });
 });
 
 describe("Host and Origin (DNS rebinding)", () => {
