@@ -1,5 +1,5 @@
 import { safeText } from "../catalog/text.js";
-import { openExistingStore } from "../store/db.js";
+import { openExistingStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
 import { parse } from "./args.js";
@@ -10,13 +10,29 @@ export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-d
 Every destination the servers' egress proxies saw, per server and execution epoch: host, port,
 scheme (http/https: read by the proxy; tunnel: passed through unread), method, how many requests,
 how many carried a released credential (and which scopes), how many were refused. Read from a
-plain index table in the store: no passphrase, and nothing secret in it.`;
+plain index table in the store: no passphrase, and nothing secret in it.
+
+A LABEL no server has run under in this state directory is refused (exit 2); one that ran and
+contacted nothing is "no egress recorded", exit 0.`;
 
 const OPTIONS = {
   json: { type: "boolean" },
   "state-dir": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/** Whether a gateway ever ran a server under `label` with this store (a row of it is kept). */
+function serverHasRun(store: Store, label: string): boolean {
+  return (
+    store
+      .prepare(
+        `SELECT 1 FROM gateways WHERE server_label = @label
+         UNION ALL SELECT 1 FROM epochs WHERE server_label = @label
+         UNION ALL SELECT 1 FROM catalog_revisions WHERE server_label = @label LIMIT 1`,
+      )
+      .get({ label }) !== undefined
+  );
+}
 
 interface EpochGroup {
   serverLabel: string;
@@ -35,9 +51,14 @@ export async function egressCommand(args: string[]): Promise<number> {
     throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
   const stateDir = existingStateDir(values["state-dir"]);
   const store = openExistingStore(stateDir);
+  const label = positionals[0];
   let rows: DestinationRow[];
   try {
-    rows = listDestinations(store, positionals[0]);
+    rows = listDestinations(store, label);
+    // as catalog: a label no server ran under here is a mistake (a typo, another state
+    // directory), not a server that contacted nothing
+    if (label !== undefined && rows.length === 0 && !serverHasRun(store, label))
+      throw new UsageError(`egress: no server "${label}" has run in this state directory.`);
   } finally {
     store.close();
   }
@@ -59,7 +80,7 @@ export async function egressCommand(args: string[]): Promise<number> {
   }
   if (groups.length === 0) {
     process.stdout.write(
-      `no egress recorded${positionals[0] ? ` for ${safeText(positionals[0])}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
+      `no egress recorded${label ? ` for ${safeText(label)}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
     );
     return EXIT_OK;
   }

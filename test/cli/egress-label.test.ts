@@ -1,0 +1,34 @@
+// `portcullis egress LABEL` treats a label as `catalog` does: one no server has run under in
+// this state directory is refused (exit 2, one sentence), so a typo is never reported as a
+// server that contacted nothing; a server that ran without egress is "no egress recorded", exit 0.
+// A real gateway runs the echo fixture (no credentials, so no proxy) to make its label known.
+import { describe, expect, it } from "vitest";
+import { runCli, startGateway } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+describe("egress LABEL", () => {
+  it("an unknown label is exit 2 naming it; a server that ran and contacted nothing is exit 0", async () => {
+    const stateDir = newStateDir();
+    const gw = await startGateway({ args: ["--label", "quiet", "--", ...fixtureCommand("echo")], stateDir });
+    try {
+      await gw.client.listTools();
+    } finally {
+      await gw.close();
+    }
+    for (const json of [[], ["--json"]]) {
+      const unknown = await runCli(["egress", "nope", ...json], { stateDir });
+      expect(unknown.code).toBe(2);
+      expect(unknown.stdout).toBe("");
+      expect(unknown.stderr).toBe('portcullis: egress: no server "nope" has run in this state directory.\n');
+    }
+    const catalog = await runCli(["catalog", "show", "nope"], { stateDir });
+    expect(catalog.code).toBe(2);
+    const quiet = await runCli(["egress", "quiet"], { stateDir });
+    expect(quiet.code, quiet.stderr).toBe(0);
+    expect(quiet.stdout).toMatch(/^no egress recorded for quiet /);
+    const quietJson = await runCli(["egress", "quiet", "--json"], { stateDir });
+    expect(quietJson.code, quietJson.stderr).toBe(0);
+    expect(JSON.parse(quietJson.stdout)).toEqual({ epochs: [] });
+  });
+});
