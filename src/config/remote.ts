@@ -52,10 +52,16 @@ export function parseHeaders(raw: unknown, fail: (key: string, what: string) => 
   if (typeof raw !== "object" || raw === null || Array.isArray(raw))
     return fail("headers", 'must be an object of header name → value or {"secret", "format"}');
   const out: HeaderSpec[] = [];
+  // HTTP header names are case-insensitive: "A" and "a" are one header, sent twice or one lost
+  const seen = new Map<string, string>();
   for (const [name, v] of Object.entries(raw as Record<string, unknown>)) {
     const at = `headers.${name}`;
     const n = headerNameProblem(name);
     if (n) fail(at, n);
+    const same = seen.get(name.toLowerCase());
+    if (same !== undefined)
+      fail(at, `is the same header as "${same}" (header names are case-insensitive); keep one`);
+    seen.set(name.toLowerCase(), name);
     if (typeof v === "string") {
       const p = headerValueProblem(v);
       if (p) fail(at, p);

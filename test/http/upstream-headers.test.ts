@@ -258,4 +258,26 @@ describe("config headers from the vault", () => {
     expect(include.code).toBe(2);
     expect(include.stderr).toContain('servers.r.identity does not apply to a server reached by "url"');
   });
+
+  it("two headers whose names differ only in case are refused naming the key, never the values", async () => {
+    const dir = tempDir("portcullis-cfg-");
+    const file = join(dir, "portcullis.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        servers: {
+          r: {
+            url: "https://example.com/mcp",
+            headers: { "X-Api-Key": "first-value-7f3a", "x-api-key": { secret: "remote-token" } },
+          },
+        },
+      }),
+    );
+    const r = await runCli(["run", "--config", file, "r"], { stateDir: newStateDir() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: ${file}: servers.r.headers.x-api-key is the same header as "X-Api-Key" (header names are case-insensitive); keep one.\n`,
+    );
+    expect(r.stderr).not.toContain("first-value-7f3a");
+  });
 });
