@@ -604,13 +604,16 @@ function configuredUses(): { uses: Map<string, ConfiguredUse[]>; configProblem?:
   return { uses: out };
 }
 
+/** One sentence for every --for it refuses, a malformed one ("0", "ten") or one out of range ("0s", "25h"). */
+const BAD_DURATION =
+  "unlock: --for takes a duration more than 0 and at most 24h, such as 90s, 10m, 2h or 1h30m.";
+
 export function parseDuration(text: string): number {
   const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
   if (!m || text === "" || (m[1] === undefined && m[2] === undefined && m[3] === undefined))
-    throw new UsageError(`unlock: --for takes a duration such as 90s, 10m, 2h or 1h30m.`);
+    throw new UsageError(BAD_DURATION);
   const ms = (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
-  if (ms <= 0 || ms > MAX_UNLOCK_MS)
-    throw new UsageError("--for: the duration must be more than 0 and at most 24h.");
+  if (ms <= 0 || ms > MAX_UNLOCK_MS) throw new UsageError(BAD_DURATION);
   return ms;
 }
 
