@@ -285,8 +285,9 @@ const MAX_CHECKPOINT_BYTES = 64 * 1024;
 function readCheckpoint(path: string): Checkpoint {
   let text: string;
   try {
-    // a FIFO is refused, not waited on; /dev/zero is not read until memory runs out
-    text = readSmallFile(path, MAX_CHECKPOINT_BYTES, "a checkpoint");
+    // a pipe is read (`--checkpoint <(ssh host cat checkpoint.json)`); a device is refused, so
+    // /dev/zero is not read until memory runs out
+    text = readSmallFile(path, MAX_CHECKPOINT_BYTES, "a checkpoint", { pipes: true });
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;

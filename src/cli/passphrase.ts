@@ -42,8 +42,9 @@ const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;
 function readPassphraseFile(file: string): string {
   let text: string;
   try {
-    // a FIFO is refused, not waited on; /dev/zero is not read until memory runs out
-    text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file");
+    // a pipe is read (`<(pass show …)`: the passphrase never sits in a file); a device is
+    // refused, so /dev/zero is not read until memory runs out
+    text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file", { pipes: true });
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;

@@ -1,11 +1,11 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 
 /**
  * Why a small file the user named (a configuration, a token, a passphrase, a checkpoint) was not
  * read: an errno `code` from open or read (ENOENT, EACCES, EISDIR…), `special` for a FIFO, socket
  * or device, `size` for a regular file far larger than such a file can be.
  */
-export type SmallFileProblem = { code: string } | { special: true } | { size: number };
+export type SmallFileProblem = { code: string } | { special: true; pipes?: boolean } | { size: number };
 
 export class SmallFileError extends Error {
   override name = "SmallFileError";
@@ -18,7 +18,9 @@ export class SmallFileError extends Error {
       "code" in problem
         ? `cannot read it (${problem.code})`
         : "special" in problem
-          ? "it is not a regular file (a FIFO, socket or device)"
+          ? problem.pipes
+            ? "it is a device or a socket, not a file or a pipe"
+            : "it is not a regular file (a FIFO, socket or device)"
           : `it is ${problem.size} bytes, far more than ${what}`,
     );
   }
@@ -30,22 +32,35 @@ export class SmallFileError extends Error {
  * huge file is not read into memory: each refused with a SmallFileError whose message is one
  * phrase ("it is not a regular file (a FIFO, socket or device)") for the caller to prefix with
  * the file and the flag or variable that named it.
+ *
+ * With `pipes`, a FIFO is read too (a passphrase handed over by `<(pass show …)` or a pipe a
+ * test writes, a checkpoint fetched by `<(ssh … cat …)`): opened as `cat` opens it, waiting for
+ * its writer, and read to its end, refused once it gives more than `maxBytes`. A device or a
+ * socket is still refused.
  */
-export function readSmallFile(file: string, maxBytes: number, what: string): string {
+export function readSmallFile(
+  file: string,
+  maxBytes: number,
+  what: string,
+  opts: { pipes?: boolean } = {},
+): string {
   const fail = (problem: SmallFileProblem): never => {
     throw new SmallFileError(problem, what);
   };
   const errno = (e: unknown): never => fail({ code: (e as NodeJS.ErrnoException).code ?? "error" });
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    // A FIFO opened without O_NONBLOCK waits for its writer: only where pipes are welcome. A
+    // device opened either way does not wait; it is refused below, before anything is read.
+    fd = openSync(file, opts.pipes ? constants.O_RDONLY : constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     return errno(e);
   }
   try {
     const st = fstatSync(fd);
     if (st.isDirectory()) fail({ code: "EISDIR" });
-    if (!st.isFile()) fail({ special: true });
+    if (opts.pipes && st.isFIFO()) return readCapped(fd, maxBytes, fail);
+    if (!st.isFile()) fail(opts.pipes ? { special: true, pipes: true } : { special: true });
     if (st.size > maxBytes) fail({ size: st.size });
     return readFileSync(fd, "utf8");
   } catch (e) {
@@ -54,4 +69,17 @@ export function readSmallFile(file: string, maxBytes: number, what: string): str
   } finally {
     closeSync(fd);
   }
+}
+
+/** A pipe's text to its end, refused (`size`, what was read so far) past `maxBytes`. */
+function readCapped(fd: number, maxBytes: number, fail: (p: SmallFileProblem) => never): string {
+  const buf = Buffer.alloc(maxBytes + 1);
+  let n = 0;
+  for (;;) {
+    const got = readSync(fd, buf, n, buf.length - n, null);
+    if (got === 0) break;
+    n += got;
+    if (n > maxBytes) fail({ size: n });
+  }
+  return buf.toString("utf8", 0, n);
 }
