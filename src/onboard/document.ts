@@ -1,4 +1,3 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
 import {
   applyEdits,
   type FormattingOptions,
@@ -12,6 +11,7 @@ import {
 } from "jsonc-parser";
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
 import { sameJson } from "../util/canonical.js";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import type { HostFile } from "./hosts.js";
 import { editTomlEntries } from "./tomlEdit.js";
 
@@ -28,30 +28,27 @@ export type Entry = Record<string, unknown>;
  * not an internal error with a stack.
  */
 export function readHostText(file: string): string {
-  const cannot = (why: string): never => {
-    throw new OnboardError(`${file} cannot be read (${why}); nothing was written.`);
-  };
-  let fd: number;
   try {
-    // non-blocking and checked before reading: a FIFO in the file's place (found by doctor from
+    // checked before reading (readSmallFile): a FIFO in the file's place (found by doctor from
     // the working directory, say) would hang the command, /dev/zero would be read for ever
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    return readSmallFile(file, MAX_HOST_FILE_BYTES, "a host configuration file");
   } catch (e) {
-    return cannot((e as NodeJS.ErrnoException).code ?? String(e));
-  }
-  try {
-    const st = fstatSync(fd);
-    if (st.isDirectory()) cannot("it is a directory");
-    if (!st.isFile()) cannot("it is not a regular file: a FIFO, socket or device");
-    return readFileSync(fd, "utf8");
-  } catch (e) {
-    if (e instanceof OnboardError) throw e;
-    const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    return cannot(code === "EISDIR" ? "it is a directory" : code);
-  } finally {
-    closeSync(fd);
+    if (!(e instanceof SmallFileError)) throw e;
+    const p = e.problem;
+    const why =
+      "code" in p
+        ? p.code === "EISDIR"
+          ? "it is a directory"
+          : p.code
+        : "special" in p
+          ? "it is not a regular file: a FIFO, socket or device"
+          : e.message;
+    throw new OnboardError(`${file} cannot be read (${why}); nothing was written.`);
   }
 }
+
+/** A host's file holds its whole state at times (~/.claude.json): generous, but not /dev/zero's. */
+const MAX_HOST_FILE_BYTES = 256 * 1024 * 1024;
 
 /**
  * A byte order mark, as editors on Windows save UTF-8 (Notepad, some VS Code settings). jsonc-parser
