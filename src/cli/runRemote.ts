@@ -33,9 +33,18 @@ export function applyRemoteFlags(server: ServerConfig, headerFlags: string[], al
   const where = server.configFile ? `${server.configFile}: url of "${server.label}"` : "run: --url";
   const problem = remoteUrlProblem(remote.url, allowInsecure);
   if (problem) throw new UsageError(`${where} ${problem}.`);
+  // a flag replaces a header of the file by name; two flags naming one header (names are
+  // case-insensitive) leave which was meant to a guess: refused, naming it, never its value
+  const given = new Map<string, string>();
   for (const text of headerFlags) {
     const h = parseHeaderFlag(text);
     if (typeof h === "string") throw new UsageError(h);
+    const before = given.get(h.name.toLowerCase());
+    if (before !== undefined)
+      throw new UsageError(
+        `run: --header ${JSON.stringify(h.name)} names the header of an earlier --header ${JSON.stringify(before)} (header names are case-insensitive); give it once.`,
+      );
+    given.set(h.name.toLowerCase(), h.name);
     remote.headers = remote.headers.filter((x) => x.name.toLowerCase() !== h.name.toLowerCase()).concat(h);
   }
   server.credentials = { ...server.credentials, ...headerScopes(remote.headers) };

@@ -84,6 +84,21 @@ describe("run --url --header", () => {
     expect(wide.code).toBe(2);
     expect(wide.stderr).toMatch(/the value of --header "X-Key" contains a character past U\+00FF/);
     expect(wide.stderr).not.toContain("81d3");
+    // one header given twice (names are case-insensitive): which was meant is not guessed
+    const twice = await runCli([
+      "run",
+      "--url",
+      "https://example.com/mcp",
+      "--header",
+      "X-Key: first-4f1a",
+      "--header",
+      "x-key: second-9c2b",
+    ]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain(
+      '--header "x-key" names the header of an earlier --header "X-Key" (header names are case-insensitive); give it once.',
+    );
+    expect(twice.stderr).not.toMatch(/4f1a|9c2b/);
   });
 });
 
