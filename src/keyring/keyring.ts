@@ -8,19 +8,17 @@ import {
 } from "node:crypto";
 import {
   closeSync,
-  constants,
-  fstatSync,
   fsyncSync,
   linkSync,
   mkdirSync,
   openSync,
-  readSync,
   renameSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
+import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
 import {
@@ -333,40 +331,16 @@ const MAX_KEYRING_BYTES = 64 * 1024;
  */
 function readKeyringText(stateDir: string): string | null {
   const path = keyringPath(stateDir);
-  let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return readSmallFile(path, MAX_KEYRING_BYTES, "a keyring");
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return null;
-    throw new KeyringError(
-      `${path} cannot be read (${code === "EACCES" ? "permission denied" : (code ?? String(err))})`,
-    );
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile())
+    if (!(err instanceof SmallFileError)) throw err;
+    const p = err.problem;
+    if ("code" in p && p.code === "ENOENT") return null;
+    if (("code" in p && p.code === "EISDIR") || "special" in p)
       throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`);
-    if (st.size > MAX_KEYRING_BYTES)
-      throw new KeyringDamagedError(
-        `${path} is not a usable keyring: it is ${st.size} bytes, far more than a keyring`,
-      );
-    const buf = Buffer.alloc(MAX_KEYRING_BYTES + 1);
-    let n = 0;
-    for (;;) {
-      const got = readSync(fd, buf, n, buf.length - n, null);
-      if (got === 0) break;
-      n += got;
-      if (n > MAX_KEYRING_BYTES)
-        throw new KeyringDamagedError(`${path} is not a usable keyring: it is larger than a keyring`);
-    }
-    return buf.subarray(0, n).toString("utf8");
-  } catch (err) {
-    if (err instanceof KeyringError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new KeyringError(`${path} cannot be read (${code ?? String(err)})`);
-  } finally {
-    closeSync(fd);
+    if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`);
+    throw new KeyringError(`${path} cannot be read (${p.code === "EACCES" ? "permission denied" : p.code})`);
   }
 }
 
