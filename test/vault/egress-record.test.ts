@@ -13,18 +13,20 @@ import { destinationsOfEpoch, EgressRecorder, listDestinations } from "../../src
 import { ReleasedValues } from "../../src/vault/scrub.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
+import { holdStoreLock } from "../helpers/lock.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { egressKit, nodeServer } from "./egress-kit.js";
 import { everyFile } from "./helpers.js";
 
 const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 
+let stateDir: string;
 let store: Store;
 let events: EventSink;
 let emitted: Record<string, unknown>[];
 
 beforeEach(() => {
-  const stateDir = newStateDir();
+  stateDir = newStateDir();
   store = openStore(stateDir);
   const sink = auditSink(AuditLog.open(store, stateDir, { sync: "normal" }), quiet);
   emitted = [];
@@ -104,6 +106,48 @@ describe("the egress record's epochs", () => {
     r.flush();
     const loop = listDestinations(store, "api").find((d) => d.host === "loop.example");
     expect(loop).toMatchObject({ epoch: "E1", requests: 10_000 });
+  });
+});
+
+describe("the index table while another process writes the store", () => {
+  const refused = (host: string): EgressRecord => ({
+    ...request(host, "E1"),
+    method: "CONNECT",
+    outcome: "refused",
+    status: 403,
+  });
+
+  it("waits for the write lock as any writer does: a refusal recorded meanwhile is not lost", async () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.epochStarted("E1");
+    r.record(refused("undeclared.example"));
+    // an `approve`, or any command opening the store, holds the lock for a moment
+    await holdStoreLock(stateDir, 300);
+    r.flush();
+    expect(listDestinations(store, "api").map((d) => [d.host, d.requests, d.refused])).toEqual([
+      ["undeclared.example", 1, 1],
+    ]);
+  });
+
+  it("keeps what it could not write, and writes it with the next batch", async () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.epochStarted("E1");
+    const timeout = Number(store.pragma("busy_timeout", { simple: true }));
+    store.pragma("busy_timeout = 50");
+    const lock = await holdStoreLock(stateDir);
+    try {
+      r.record(refused("undeclared.example"));
+      r.flush(); // the lock outlasts the busy timeout: nothing written
+    } finally {
+      await lock.release();
+      store.pragma(`busy_timeout = ${timeout}`);
+    }
+    expect(listDestinations(store, "api")).toEqual([]);
+    r.record(refused("undeclared.example"));
+    r.flush();
+    expect(listDestinations(store, "api").map((d) => [d.host, d.requests, d.refused])).toEqual([
+      ["undeclared.example", 2, 2],
+    ]);
   });
 });
 

@@ -168,15 +168,21 @@ describe("the release window", () => {
     );
     expect(released(plain).map((x) => x.path)).toEqual(["/yes"]);
     // both refusals recorded: the CONNECT fetch made, and node:http's absolute-form request
+    let last: EgressJson | null = null;
     const toOther = await waitFor(
       async () => {
-        const all = (await egressJson(stateDir)).epochs[0]?.destinations ?? [];
+        last = await egressJson(stateDir);
+        const all = last.epochs[0]?.destinations ?? [];
         const d = all.filter((x) => x.port === other.port);
         return d.reduce((n, x) => n + x.refused, 0) >= 2 ? d : null;
       },
       10_000,
       "the refusals recorded",
-    );
+    ).catch((e: Error) => {
+      throw new Error(
+        `${e.message}; the fetch said ${JSON.stringify(text(refused))}; egress --json: ${JSON.stringify(last)}`,
+      );
+    });
     expect(toOther.every((x) => x.released === 0)).toBe(true);
   });
 

@@ -13,6 +13,8 @@ import type { EgressRecord } from "./proxy.js";
  */
 
 interface Pending {
+  /** this destination's key in the pending map */
+  id: string;
   key: [string, string, string, number, string, string];
   requests: number;
   released: number;
@@ -39,6 +41,8 @@ export class EgressRecorder {
    * epoch before it, which would hide from a review that the new code contacted them.
    */
   private held: { r: EgressRecord; at: string }[] = [];
+  /** the gateway is closing: no later flush will come to retry a failed one */
+  private closed = false;
 
   constructor(
     private readonly store: Store,
@@ -66,6 +70,7 @@ export class EgressRecorder {
 
   /** Records what is held under no epoch (no epoch came: the gateway is closing), then writes everything. */
   close(): void {
+    this.closed = true;
     const held = this.held;
     this.held = [];
     for (const { r, at } of held) this.add(r, at);
@@ -93,6 +98,7 @@ export class EgressRecorder {
     const key: Pending["key"] = [this.label, r.epoch ?? "", r.host, r.port, r.scheme, r.method];
     const k = `${r.epoch}\n${r.host}\n${r.port}\n${r.scheme}\n${r.method}`;
     const p = this.pending.get(k) ?? {
+      id: k,
       key,
       requests: 0,
       released: 0,
@@ -138,36 +144,65 @@ export class EgressRecorder {
     if (this.pending.size === 0) return;
     const batch = [...this.pending.values()];
     this.pending.clear();
-    const get = this.store.prepare(
-      "SELECT scopes_json FROM egress_destinations WHERE server_label = ? AND epoch = ? AND host = ? AND port = ? AND scheme = ? AND method = ?",
-    );
-    const upsert = this.store.prepare(
-      `INSERT INTO egress_destinations
-         (server_label, epoch, host, port, scheme, method, requests, released, refused, scopes_json, first_at, last_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (server_label, epoch, host, port, scheme, method) DO UPDATE SET
-         requests = requests + excluded.requests, released = released + excluded.released,
-         refused = refused + excluded.refused, scopes_json = excluded.scopes_json, last_at = excluded.last_at`,
-    );
     try {
-      this.store.transaction(() => {
-        for (const p of batch) {
-          const had = get.get(...p.key) as { scopes_json: string } | undefined;
-          const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
-          for (const s of p.scopes) scopes.add(s);
-          upsert.run(
-            ...p.key,
-            p.requests,
-            p.released,
-            p.refused,
-            JSON.stringify([...scopes].sort()),
-            p.first,
-            p.last,
-          );
-        }
-      })();
+      const get = this.store.prepare(
+        "SELECT scopes_json FROM egress_destinations WHERE server_label = ? AND epoch = ? AND host = ? AND port = ? AND scheme = ? AND method = ?",
+      );
+      const upsert = this.store.prepare(
+        `INSERT INTO egress_destinations
+           (server_label, epoch, host, port, scheme, method, requests, released, refused, scopes_json, first_at, last_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (server_label, epoch, host, port, scheme, method) DO UPDATE SET
+           requests = requests + excluded.requests, released = released + excluded.released,
+           refused = refused + excluded.refused, scopes_json = excluded.scopes_json, last_at = excluded.last_at`,
+      );
+      // IMMEDIATE: the write lock first, waited for as any writer waits (busy_timeout). A deferred
+      // transaction reads first, and SQLite does not wait when a reader must become a writer: any
+      // other process writing at that moment (an `approve`, a command opening the store) failed it
+      // at once, and the counts were lost.
+      this.store
+        .transaction(() => {
+          for (const p of batch) {
+            const had = get.get(...p.key) as { scopes_json: string } | undefined;
+            const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
+            for (const s of p.scopes) scopes.add(s);
+            upsert.run(
+              ...p.key,
+              p.requests,
+              p.released,
+              p.refused,
+              JSON.stringify([...scopes].sort()),
+              p.first,
+              p.last,
+            );
+          }
+        })
+        .immediate();
     } catch {
-      /* the audit events carry the same facts; the index is a convenience */
+      // The audit events carry the same facts, but the index is what `portcullis egress` and a
+      // review read: what was not written is kept and tried again with the next batch.
+      this.requeue(batch);
+    }
+  }
+
+  private requeue(batch: Pending[]): void {
+    if (this.closed) return;
+    for (const p of batch) {
+      const q = this.pending.get(p.id);
+      if (!q) {
+        this.pending.set(p.id, p);
+        continue;
+      }
+      q.requests += p.requests;
+      q.released += p.released;
+      q.refused += p.refused;
+      for (const s of p.scopes) q.scopes.add(s);
+      if (p.first < q.first) q.first = p.first;
+      if (p.last > q.last) q.last = p.last;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), this.flushMs);
+      this.timer.unref();
     }
   }
 }
