@@ -35,6 +35,8 @@ export interface ListenSettings {
   tokenPath: string | null;
   maxSessions: number;
   idleTimeoutMs: number;
+  /** the configuration's listenTokenFile that --no-auth set aside (said in the listening line) */
+  setAside?: string;
 }
 
 /** What every session of one `run --listen` shares: one store, one audit log, one verifier. */
@@ -305,7 +307,20 @@ export function listenSettings(
       );
     if (values["listen-token-file"] !== undefined)
       throw new UsageError("run: --no-auth and --listen-token-file contradict each other; give one.");
-    return { address, token: null, tokenPath: null, maxSessions, idleTimeoutMs };
+    // The flag overrides the file, as every flag does; but the file asked for a token, so the
+    // listening line says that it is not used rather than dropping it without a word.
+    const setAside =
+      server.listenTokenFile !== undefined
+        ? `the listenTokenFile of "${server.label}" in ${server.configFile} is not used (--no-auth)`
+        : undefined;
+    return {
+      address,
+      token: null,
+      tokenPath: null,
+      maxSessions,
+      idleTimeoutMs,
+      ...(setAside ? { setAside } : {}),
+    };
   }
   try {
     const { token, path } = loadToken(
@@ -351,7 +366,7 @@ export async function listenUntilSignal(
     tokenFile: settings.tokenPath,
   });
   registry.update({ state: "listening" });
-  const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${settings.tokenPath}`})`;
+  const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${settings.tokenPath}`}${settings.setAside ? `; ${settings.setAside}` : ""})`;
   log.status(line);
   registry.statusLine(line);
   const heartbeat = setInterval(() => registry.update({ state: "listening" }), IDLE_CHECK_MS);

@@ -70,6 +70,35 @@ describe("config listen", () => {
     expect(r.body).toContain("echo");
   });
 
+  it("--no-auth beside the file's listenTokenFile serves without a token, and the listening line says the file's is not used", async () => {
+    const dir = configDir({
+      command: NODE,
+      args: [FIXTURES.echo],
+      listen: "127.0.0.1:0",
+      listenTokenFile: "team.token",
+    });
+    writeFileSync(join(dir, "team.token"), "a-team-token-of-enough-length-0123456789\n", { mode: 0o600 });
+    const l = await startListener([], {
+      label: "echo",
+      args: ["--no-auth"],
+      configFile: join(dir, "portcullis.json"),
+    });
+    cleanup.push(() => l.close());
+    const line =
+      l
+        .stderr()
+        .split("\n")
+        .find((x) => x.includes("listening on")) ?? "";
+    expect(line).toContain("no auth: loopback only");
+    expect(line).toContain(
+      `the listenTokenFile of "echo" in ${join(dir, "portcullis.json")} is not used (--no-auth)`,
+    );
+    expect(line).not.toContain("a-team-token");
+    const session = await openSession(l);
+    const r = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });
+    expect(r.status).toBe(200);
+  });
+
   it("a bad listen value is refused naming the file and the key (exit 2)", () => {
     for (const [value, why] of [
       ["localhost", /must be HOST:PORT/],
