@@ -104,7 +104,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         withheld: [],
         call: null,
         ...r,
-        epoch: r.epoch !== undefined ? r.epoch : o.calls().epoch,
+        // A request read by the proxy is recorded when its answer comes, under the epoch it was
+        // begun in. One begun while no epoch was live takes the epoch live now: the recorder
+        // holds a request of no epoch for the epoch that starts next, and when the answer came
+        // after that epoch started, it waited for the one after it (or was recorded under none),
+        // and the new code's review missed the host.
+        epoch: r.epoch ?? o.calls().epoch,
       });
     } catch (e) {
       // the host is the server's choice, and may be named after a released value
