@@ -354,6 +354,14 @@ export class ClientMessages {
       this.p.progress.ended(requestId);
       if (forwarded === undefined) return;
       if (forwarded.closedListen) this.p.session.listenClosed(requestId);
+      // False (ignored): nothing can take it. Its process is being stopped with the gateway (stdin
+      // already closed; `down` comes when it exits or its grace ends: any other end of a process
+      // sends `down` at once, which takes the request, and the cancellation finds nothing to
+      // forward), or its stdin pipe broke (the process is stopped for that, `down` follows), or a
+      // server reached by URL cannot be reached. The cancellation is already whole on this side
+      // (inFlight.cancel above: its one end recorded, its id free, no answer owed to the client,
+      // out of the release window, not waited for at shutdown); what stays is the entry that
+      // drops a late answer, taken by that answer or by the epoch's `down`.
       link.send({ ...msg, params: { ...msg.params, requestId: forwarded.wire } });
       return;
     }
