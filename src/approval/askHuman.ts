@@ -78,7 +78,7 @@ export class HumanAsker {
       run: o.run.run,
       serverLabel: o.serverLabel,
       log: o.log,
-      emit: parts.emit,
+      events: o.events,
     });
   }
 

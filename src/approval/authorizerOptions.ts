@@ -13,8 +13,14 @@ export const DEFAULT_HOLD_MS = 50_000;
 export const DEFAULT_REQUEST_TTL_MS = 10 * 60_000;
 
 export interface AuthorizerEvents {
-  /** best effort (the gateway's audit sink): approval_requested, approval_denied (revoked), decision_rejected, … */
-  emit(e: { type: string; [k: string]: unknown }): void;
+  /**
+   * best effort (the gateway's audit sink): approval_requested, approval_denied (revoked),
+   * decision_rejected, … With a `condition`, read under the audit log's write lock just before the
+   * record is written: false writes nothing (approval_expired: the request's close).
+   */
+  emit(e: { type: string; [k: string]: unknown }, condition?: () => boolean): void;
+  /** writes what is queued now (an expired request's close is written with its record at once) */
+  flush(): void;
 }
 
 export interface AuthorizerOptions {

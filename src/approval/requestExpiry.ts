@@ -1,12 +1,20 @@
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
-import { type ApprovalRequest, closeRequest, expiredEvent, nextExpiry, overdueRequests } from "./requests.js";
+import {
+  type ApprovalRequest,
+  closeRequest,
+  expiredEvent,
+  getRequest,
+  nextExpiry,
+  overdueRequests,
+} from "./requests.js";
 
 /**
  * The expiry of one run's pending approval requests at one server label, kept by its gateway:
  * one timer for the earliest, which closes the overdue ones and arms the next. A request is closed
  * only while still pending (closeRequest), so one a decision or a lister (src/approval/abandoned.ts)
- * closed first is not recorded again.
+ * closed first is not recorded again; and only as its `approval_expired` record is written (the
+ * close is the record's condition, in the audit's transaction), so it is never closed unrecorded.
  */
 export class RequestExpiry {
   private timer: NodeJS.Timeout | null = null;
@@ -18,8 +26,11 @@ export class RequestExpiry {
       run: string;
       serverLabel: string;
       log: Pick<Logger, "info">;
-      /** best effort: records `approval_expired` */
-      emit: (e: { type: string; [k: string]: unknown }) => void;
+      /** the gateway's audit sink: `approval_expired`, written with the close as its condition */
+      events: {
+        emit(e: { type: string; [k: string]: unknown }, condition?: () => boolean): void;
+        flush(): void;
+      };
     },
   ) {}
 
@@ -60,23 +71,40 @@ export class RequestExpiry {
     } catch {
       return true; // the store is closed: the gateway is ending
     }
+    if (due.length === 0) return true;
+    // Each close is its record's condition, run under the audit's write lock in the transaction
+    // that writes the record, and written now: a close committed first and its record left for
+    // the sink's next group was lost for good when that group could not be written (another
+    // process holding the lock past the busy timeout) or the gateway was killed meanwhile, as
+    // no one closes an expired request again.
+    const closedHere = new Set<string>();
     for (const req of due) {
       const minutes = Math.round((Date.parse(req.expiresAt) - Date.parse(req.createdAt)) / 60_000);
       const reason = `nobody decided within ${minutes} min`;
-      let closed: boolean;
-      try {
-        closed = closeRequest(this.o.db, req.request, "expired", reason);
-      } catch (e) {
-        this.o.log.info(
-          `approval request ${req.request} is overdue but could not be closed yet: ${(e as Error).message}`,
-        );
-        return false;
-      }
-      if (!closed) continue;
-      this.o.log.info(`approval request ${req.request} expired: nobody decided`);
-      this.o.emit(expiredEvent(req, reason, "the gateway of its run"));
+      this.o.events.emit(expiredEvent(req, reason, "the gateway of its run"), () => {
+        const closed = closeRequest(this.o.db, req.request, "expired", reason);
+        if (closed) closedHere.add(req.request);
+        return closed;
+      });
     }
-    return true;
+    this.o.events.flush();
+    let left = false;
+    for (const req of due) {
+      let now: ApprovalRequest | null;
+      try {
+        now = getRequest(this.o.db, req.request);
+      } catch {
+        return true; // the store is closed: the gateway is ending
+      }
+      if (now?.state === "expired" && closedHere.has(req.request))
+        this.o.log.info(`approval request ${req.request} expired: nobody decided`);
+      else if (now?.state === "pending") {
+        // not written (the sink said why): still pending, for the next sweep
+        this.o.log.info(`approval request ${req.request} is overdue but could not be closed yet`);
+        left = true;
+      }
+    }
+    return !left;
   }
 }
 

@@ -141,7 +141,13 @@ export function makeAuthorizer(
     timeoutMs: 20_000,
     pollMs: 20,
     log: { info: (m) => rec.lines.push(m), warn: (m) => rec.lines.push(`warning: ${m}`) },
-    events: { emit: (e) => rec.events.push(e) },
+    // as the audit sink: a condition decides whether the event is recorded
+    events: {
+      emit: (e, condition) => {
+        if (!condition || condition()) rec.events.push(e);
+      },
+      flush: () => {},
+    },
     context: () => ({ record: null, revision: 1 }),
     verifier: new DecisionVerifier(db, dirname(db.name)),
     ...over,
