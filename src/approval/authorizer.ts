@@ -164,19 +164,30 @@ export class Authorizer implements AuthorizationPort {
     const live = this.liveGrants(true);
     if (live.length === 0) return;
     const grants = live.map((g) => g.grant);
-    endGrants(this.o.db, grants, `revoked: catalog revision ${change.revision} expands authority`);
+    const reason = `revoked: catalog revision ${change.revision} expands authority`;
+    // The grants end as the record's condition (under the audit's write lock, in the transaction
+    // that writes it), written at once: ended first and recorded with the sink's next group, they
+    // stayed ended unrecorded when that group could not be written (another process holding the
+    // lock past the busy timeout) or the gateway was killed meanwhile.
+    this.emit(
+      {
+        type: "grants_revoked",
+        run: this.o.run.run,
+        serverLabel: this.o.serverLabel,
+        reason: "catalog change expands authority",
+        grants,
+        revision: change.revision,
+        previousRevision: change.previousRevision,
+        expanding: change.expanding,
+      },
+      () => endGrants(this.o.db, grants, reason) > 0,
+    );
+    this.o.events.flush();
+    // Not recorded (the sink said why): they end all the same (deny first), and a store that
+    // cannot be written throws as it did.
+    endGrants(this.o.db, grants, reason);
     this.live = null;
     this.cached = null;
-    this.emit({
-      type: "grants_revoked",
-      run: this.o.run.run,
-      serverLabel: this.o.serverLabel,
-      reason: "catalog change expands authority",
-      grants,
-      revision: change.revision,
-      previousRevision: change.previousRevision,
-      expanding: change.expanding,
-    });
     this.o.log.info(
       `catalog revision ${change.revision} expands authority (${change.expanding.map((e) => e.tool).join(", ")}): this run's ${grants.length} grant(s) ended; the next call asks again`,
     );
@@ -305,9 +316,9 @@ export class Authorizer implements AuthorizationPort {
   }
 
   /** Best effort (the gateway's audit sink): an event it could not take is a warning on stderr. */
-  private emit(e: { type: string; [k: string]: unknown }): void {
+  private emit(e: { type: string; [k: string]: unknown }, condition?: () => boolean): void {
     try {
-      this.o.events.emit(e);
+      this.o.events.emit(e, condition);
     } catch (err) {
       this.o.log.warn(`could not record ${e.type}: ${(err as Error).message}`);
     }

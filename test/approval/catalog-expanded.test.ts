@@ -1,0 +1,66 @@
+// onExpand "run" (Authorizer.catalogExpanded) with the gateway's audit sink on a real store: the
+// run's grants end with their grants_revoked record, while another writer takes the store's lock
+// at any moment.
+import { describe, expect, it } from "vitest";
+import { getGrant } from "../../src/approval/grants.js";
+import { AuditLog } from "../../src/audit/log.js";
+import { auditSink } from "../../src/gateway/auditSink.js";
+import type { Store } from "../../src/store/db.js";
+import {
+  callOf,
+  chainEvents,
+  decideNext,
+  makeAuthorizer,
+  publishPreview,
+  testRun,
+  twoConnectionsPerTest,
+} from "./helpers.js";
+
+let dir: string;
+let db: Store;
+let other: Store;
+twoConnectionsPerTest("portcullis-expand-", (s) => {
+  ({ dir, db, other } = s);
+});
+
+const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
+const quiet = { info() {}, warn() {}, debug() {}, status() {} };
+
+describe("an expanding catalog change under onExpand run", () => {
+  it("never ends the run's grants without their record: a writer taking the lock right after loses nothing", async () => {
+    const run = testRun(db);
+    const events = auditSink(AuditLog.open(db, dir, { sync: "normal" }), quiet);
+    const { auth } = makeAuthorizer(db, run, { events });
+    const asked = auth.obtain(callOf(publishPreview, A));
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await asked).toEqual({ grant: grant!.grant });
+    events.flush();
+    const timeout = Number(db.pragma("busy_timeout", { simple: true }));
+    db.pragma("busy_timeout = 50");
+    try {
+      auth.catalogExpanded({
+        revision: 2,
+        previousRevision: 1,
+        expanding: [{ tool: "publish_everything", kind: "added", changes: [] }],
+      });
+      // In the same turn another connection (an `approve`, any command opening the store) takes
+      // the write lock, and keeps it past the busy timeout while the sink writes its group.
+      other.exec("BEGIN IMMEDIATE");
+      try {
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } finally {
+        other.exec("COMMIT");
+      }
+    } finally {
+      db.pragma(`busy_timeout = ${timeout}`);
+    }
+    events.flush();
+    expect(getGrant(db, grant!.grant)!.endedAt).not.toBeNull();
+    const revoked = (await chainEvents(dir)).filter(
+      (e) => e.type === "grants_revoked" && (e.grants as string[]).includes(grant!.grant),
+    );
+    expect(revoked).toHaveLength(1);
+    expect(revoked[0]).toMatchObject({ reason: "catalog change expands authority", revision: 2 });
+  });
+});
