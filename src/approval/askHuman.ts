@@ -38,9 +38,10 @@ export interface AskerParts {
   scopesOf: (call: ApprovedCall) => string[];
   /**
    * best effort: an audit event (approval_requested; approval_denied when a grant was revoked
-   * before its call could use it). A human's decision is recorded by the decider, not here.
+   * before its call could use it). A human's decision is recorded by the decider, not here. With
+   * a `condition`, read under the audit log's write lock: false writes nothing.
    */
-  emit: (e: { type: string; [k: string]: unknown }) => void;
+  emit: (e: { type: string; [k: string]: unknown }, condition?: () => boolean) => void;
   /** the decision rows this gateway honours, and the reviews it wrote */
   decisions: HonouredDecisions;
   /** a session grant of the call's epoch that covers it, on a fresh read */
@@ -136,8 +137,12 @@ export class HumanAsker {
       id = pending.request;
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
-      id = await this.newRequest(call, mode, digest);
-      this.parts.emit({ type: "approval_requested", ...subject(id), mode, arguments: digest });
+      id = await this.newRequest(call, mode, digest, (request) => ({
+        type: "approval_requested",
+        ...subject(request),
+        mode,
+        arguments: digest,
+      }));
       (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
       try {
         this.o.onRequest?.(id);
@@ -375,10 +380,12 @@ export class HumanAsker {
    * intent): the call is held for a human anyway, and failing it would only make the agent ask
    * again.
    */
+  /** Stores a new request with its `approval_requested` record (`event`); returns its id. */
   private async newRequest(
     call: ApprovedCall,
     mode: "session" | "per-call",
     digest: string,
+    event: (request: string) => { type: string; [k: string]: unknown },
   ): Promise<string> {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
@@ -432,7 +439,21 @@ export class HumanAsker {
       expiresAt,
       argumentsDigest: digest,
     };
-    await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));
+    // Stored as the record's condition (under the audit's write lock, in the transaction that
+    // writes it), written at once: stored first and recorded with the sink's next group, a request
+    // stayed in the store unrecorded when that group could not be written (another process holding
+    // the lock past the busy timeout) or the gateway was killed meanwhile.
+    this.parts.emit(event(id), () => {
+      insertRequest(db, request);
+      return true;
+    });
+    this.o.events.flush();
+    if (!getRequest(db, id)) {
+      // Not written (the sink said why): stored all the same, waiting out a lock as any write a
+      // call waits on, and its record tried again with the sink's next group.
+      await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));
+      this.parts.emit(event(id));
+    }
     this.o.log.info(
       `approval needed for ${quotedName(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
         `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,

@@ -64,7 +64,8 @@ export class Authorizer implements AuthorizationPort {
   private readonly olderEpoch: OlderEpochApprovals;
 
   constructor(private readonly o: AuthorizerOptions) {
-    const emit = (e: { type: string; [k: string]: unknown }) => this.emit(e);
+    const emit = (e: { type: string; [k: string]: unknown }, condition?: () => boolean) =>
+      this.emit(e, condition);
     this.decisions = new HonouredDecisions({
       db: o.db,
       verifier: o.verifier,
