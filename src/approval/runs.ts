@@ -76,6 +76,17 @@ export function startRun(
   gatewayLabel: string,
   opts: { fromPid?: number; chain?: ChainEntry[]; digestCache?: DigestCache } = {},
 ): Run {
+  const run = newRun(db, gatewayLabel, opts);
+  insertRun(db, run);
+  return run;
+}
+
+/** startRun's run, read but not stored yet (insertRun stores it: the gateway, as run_started's condition). */
+export function newRun(
+  db: Store,
+  gatewayLabel: string,
+  opts: { fromPid?: number; chain?: ChainEntry[]; digestCache?: DigestCache } = {},
+): Run {
   // `chain`: a caller that could not find the client's process (HTTP) says so in the chain itself
   const chain =
     opts.chain ??
@@ -87,6 +98,11 @@ export function startRun(
     chainDigest: chainDigest(chain),
     startedAt: new Date().toISOString(),
   };
+  return run;
+}
+
+/** Stores a run made by newRun, as started by this process. */
+export function insertRun(db: Store, run: Run): void {
   // Where this pid and start time mean something: a reader elsewhere (another PID namespace)
   // must not take them for its own processes (src/identity/procLiveness.ts).
   const place = recordedPlace();
@@ -96,16 +112,20 @@ export function startRun(
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     run.run,
-    gatewayLabel,
+    run.serverLabel,
     process.pid,
     processStartTime(process.pid),
     place.pidNs,
     place.boot,
-    JSON.stringify(chain),
+    JSON.stringify(run.chain),
     run.chainDigest,
     run.startedAt,
   );
-  return run;
+}
+
+/** Whether run `run` is in the store. */
+export function runStored(db: Store, run: string): boolean {
+  return db.prepare("SELECT 1 FROM runs WHERE run = ?").get(run) !== undefined;
 }
 
 /**

@@ -3,8 +3,10 @@ import {
   type AuthorizerOptions,
   type DecisionVerifier,
   endRun,
+  insertRun,
+  newRun,
   type Run,
-  startRun,
+  runStored,
 } from "../approval/index.js";
 import { closeRequest, expiredEvent, pendingRequestsOfRun } from "../approval/requests.js";
 import type { ServerConfig } from "../config/config.js";
@@ -52,15 +54,29 @@ export function beginAgentRun(
   context: AuthorizerOptions["context"],
 ): { run: Run; auth: Authorizer } {
   const { server, store, events } = s;
-  const run = startRun(store, server.label, { ...client, digestCache: s.digestCache });
-  events.emit({
-    type: "run_started",
-    run: run.run,
-    serverLabel: server.label,
-    gateway: gatewayId,
-    chainDigest: run.chainDigest,
-    agent: run.chain,
-  });
+  const run = newRun(store, server.label, { ...client, digestCache: s.digestCache });
+  // Stored as run_started's condition (under the audit's write lock, in the transaction that
+  // writes it), written at once: stored first and recorded with the sink's next group, a run (and
+  // the process chain that launched the gateway) stayed in the store unrecorded when that group
+  // could not be written (another process holding the lock past the busy timeout) or the gateway
+  // was killed meanwhile. Not written (the sink said why): no run, and the request that began it
+  // is refused; the next one tries again (Gateway.beginRun).
+  events.emit(
+    {
+      type: "run_started",
+      run: run.run,
+      serverLabel: server.label,
+      gateway: gatewayId,
+      chainDigest: run.chainDigest,
+      agent: run.chain,
+    },
+    () => {
+      insertRun(store, run);
+      return true;
+    },
+  );
+  events.flush();
+  if (!runStored(store, run.run)) throw new Error("its start could not be written to the audit log");
   const auth = new Authorizer({
     db: store,
     run,
