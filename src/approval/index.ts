@@ -38,6 +38,6 @@ export {
   pendingRequests,
   type Review,
 } from "./requests.js";
-export { endRun, getRun, insertRun, newRun, type Run, runStored, startRun } from "./runs.js";
+export { endRun, endRunRows, getRun, insertRun, newRun, type Run, runStored, startRun } from "./runs.js";
 export { approvalMigration } from "./schema.js";
 export { DecisionVerifier, type Verdict } from "./trust.js";

@@ -3,6 +3,7 @@ import {
   type AuthorizerOptions,
   type DecisionVerifier,
   endRun,
+  endRunRows,
   insertRun,
   newRun,
   type Run,
@@ -119,8 +120,10 @@ function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">): void 
  * recorded as `approval_expired` with that reason: the request of a call whose wait the
  * connection's end cut short, or one no call waited on any more. Each close is the record's
  * condition, under the audit's write lock, so a request that a lister closed meanwhile, or a human
- * decided, is recorded by that process alone. They are written before the run's end, which then
- * cancels whatever is left (a store or audit that could not be written), then `run_ended`.
+ * decided, is recorded by that process alone. They are written before the run's end, whose
+ * record `run_ended` has the end for its condition likewise (a run another process ended
+ * meanwhile is not recorded twice); when it cannot be written the run ends all the same, which
+ * cancels whatever is left (a store or audit that could not be written).
  */
 export function endAgentRun(
   store: Store,
@@ -139,8 +142,16 @@ export function endAgentRun(
   } catch (e) {
     log.warn(`could not record the end of agent run ${run.run}'s approval requests: ${(e as Error).message}`);
   }
+  // The run ends as run_ended's condition (under the audit's write lock, in the transaction that
+  // writes it), written at once: ended first and recorded with the sink's next group, it stayed
+  // ended unrecorded when that group could not be written (another process holding the lock past
+  // the busy timeout); and one another process ended meanwhile (its gateway judged gone, recorded
+  // there) was recorded a second time.
+  const now = new Date().toISOString();
+  events.emit({ type: "run_ended", run: run.run, serverLabel }, () => endRunRows(store, run.run, now));
+  events.flush();
+  // Not recorded (the sink said why): ended all the same, its session grants with it (deny first)
   endRunQuietly(store, run, log);
-  events.emit({ type: "run_ended", run: run.run, serverLabel });
 }
 
 /** Why a request still pending at its run's end is closed (the reason endRun gives it too). */

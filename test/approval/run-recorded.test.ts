@@ -2,9 +2,10 @@
 // in the store only with its run_started record (the process chain that launched the gateway),
 // while another writer takes the store's lock at any moment.
 import { describe, expect, it } from "vitest";
+import { getRun } from "../../src/approval/runs.js";
 import { DecisionVerifier } from "../../src/approval/trust.js";
 import { AuditLog } from "../../src/audit/log.js";
-import { beginAgentRun } from "../../src/cli/agentRun.js";
+import { beginAgentRun, endAgentRun } from "../../src/cli/agentRun.js";
 import { commandLineServer } from "../../src/config/config.js";
 import { auditSink } from "../../src/gateway/auditSink.js";
 import type { Store } from "../../src/store/db.js";
@@ -90,5 +91,41 @@ describe("an agent run's start", () => {
     events.flush();
     expect(storedRuns()).toEqual([]);
     expect((await chainEvents(dir)).filter((e) => e.type === "run_started")).toEqual([]);
+  });
+});
+
+describe("an agent run's end", () => {
+  it("is never stored without its run_ended record: a writer taking the lock right after loses nothing", async () => {
+    const { events, begin: start } = begin();
+    const { run } = start();
+    await impatient(async () => {
+      endAgentRun(db, events, run, "inventory-local", quiet);
+      // In the same turn another connection (an `approve`, any command opening the store) takes
+      // the write lock, and keeps it past the busy timeout while the sink writes its group.
+      other.exec("BEGIN IMMEDIATE");
+      try {
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } finally {
+        other.exec("COMMIT");
+      }
+    });
+    events.flush();
+    const ended = getRun(db, run.run)!.endedAt !== null;
+    const records = (await chainEvents(dir)).filter((e) => e.type === "run_ended" && e.run === run.run);
+    // ended with its record, or still open for the next gateway to end (gateway_gone): never ended unrecorded
+    expect(records).toHaveLength(ended ? 1 : 0);
+    expect(ended).toBe(true);
+  });
+
+  it("ended meanwhile by another process (its gateway judged gone) is not recorded a second time", async () => {
+    const { events, begin: start } = begin();
+    const { run } = start();
+    other
+      .prepare("UPDATE runs SET ended_at = ?, ended_reason = 'gateway_gone' WHERE run = ?")
+      .run(new Date().toISOString(), run.run);
+    endAgentRun(db, events, run, "inventory-local", quiet);
+    events.flush();
+    expect((await chainEvents(dir)).filter((e) => e.type === "run_ended" && e.run === run.run)).toEqual([]);
   });
 });
