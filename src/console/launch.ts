@@ -3,7 +3,7 @@
  * for the console's life), started on demand by a gateway that needs a human decision.
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processStartTime } from "../identity/proc.js";
@@ -52,12 +52,25 @@ function lockOwnerAlive(path: string): boolean {
   try {
     owner = JSON.parse(readFileSync(path, "utf8")) as typeof owner;
   } catch {
-    // Being written this very moment, or garbage: a lock younger than a breath is taken as live.
-    return true;
+    // Being written this very moment, or garbage (a console killed between creating the lock and
+    // writing its owner, a disk full as it wrote): live while younger than a breath, stale after.
+    // Taken as live whatever its age, it stopped every later console for good.
+    return youngerThan(path, UNREADABLE_LOCK_MS);
   }
   if (typeof owner.pid !== "number" || !Number.isInteger(owner.pid) || owner.pid <= 0) return false;
   const alive = processStartTime(owner.pid);
   return alive !== null && (typeof owner.startTime !== "string" || owner.startTime === alive);
+}
+
+/** How long an unreadable console.lock is taken for one being written. */
+const UNREADABLE_LOCK_MS = 5_000;
+
+function youngerThan(path: string, ms: number): boolean {
+  try {
+    return Date.now() - statSync(path).mtimeMs < ms;
+  } catch {
+    return false; // gone: nothing holds it
+  }
 }
 
 /** Waits (bounded) for the state directory's console to publish its address. */

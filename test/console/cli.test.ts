@@ -1,7 +1,7 @@
 // `portcullis console` as a command: its flags and configuration, one console per state
 // directory even when two start at once, and the proven window read from portcullis.json.
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { utimesSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -122,6 +122,20 @@ describe("portcullis console flags and configuration", () => {
       removeDir(empty);
       removeDir(stateDir);
       removeDir(other);
+    }
+  });
+
+  it("a console.lock left empty long ago (its console killed before it wrote its owner, a full disk) does not stop every later console", async () => {
+    const stateDir = newStateDir();
+    try {
+      const lock = join(stateDir, "console.lock");
+      writeFileSync(lock, "", { mode: 0o600 });
+      const longAgo = new Date(Date.now() - 60_000);
+      utimesSync(lock, longAgo, longAgo);
+      const c = await startConsoleProcess(stateDir);
+      await c.stop();
+    } finally {
+      removeDir(stateDir);
     }
   });
 
