@@ -8,6 +8,7 @@ export { diffCatalogs, diffTool } from "./diff.js";
 export { renderCatalog, renderDiff } from "./render.js";
 export {
   getRevision,
+  latestFingerprint,
   latestRevision,
   listRevisions,
   recordRevision,

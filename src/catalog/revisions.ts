@@ -104,6 +104,19 @@ export function getRevision(db: Store, serverLabel: string, revision: number): S
   return row ? fromRow(row) : null;
 }
 
+/** The latest revision's number and fingerprint, without reading its inventory. */
+export function latestFingerprint(
+  db: Store,
+  serverLabel: string,
+): { revision: number; fingerprint: string } | null {
+  const row = db
+    .prepare(
+      "SELECT revision, fingerprint FROM catalog_revisions WHERE server_label = ? ORDER BY revision DESC LIMIT 1",
+    )
+    .get(serverLabel) as { revision: number; fingerprint: string } | undefined;
+  return row ?? null;
+}
+
 export function latestRevision(db: Store, serverLabel: string): StoredRevision | null {
   const row = latestRow(db, serverLabel);
   return row ? fromRow(row) : null;

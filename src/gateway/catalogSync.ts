@@ -3,6 +3,8 @@ import {
   ArgumentValidator,
   type CatalogSnapshot,
   diffCatalogs,
+  getRevision,
+  latestFingerprint,
   recordRevision,
   snapshotOf,
   type Tool,
@@ -272,33 +274,80 @@ export class CatalogSync {
 
   /** Makes `snap` the served snapshot; true when it is a new revision. */
   private apply(snap: CatalogSnapshot, gen: Generation): boolean {
-    const rec = recordRevision(this.p.store, this.p.label, snap, gen.epoch);
-    const before = this.revision;
     const served = this.snapshot;
+    const rec = this.record(snap, gen, served);
+    const before = this.revision;
     this.snapshot = snap;
     this.validator = new ArgumentValidator(snap);
     this.revision = rec.revision;
     this.fetchedFrom = gen;
-    if (rec.changed) {
-      // The snapshot served until now is usually the previous revision: diffing against it
-      // reuses its fingerprints instead of computing them again from the stored inventory.
-      const previous =
-        rec.previous && served?.fingerprint === rec.previous.fingerprint ? served : rec.previous?.tools;
-      this.p.events.emit({
-        type: "catalog_revised",
-        serverLabel: this.p.label,
-        epoch: gen.epoch,
-        revision: rec.revision,
-        previousRevision: rec.previous?.revision ?? null,
-        fingerprint: snap.fingerprint,
-        coverage: snap.coverage,
-        // the server chose every key in these (auditable: never a string under a secret-like key;
-        // redactSchemaDefaults: nor a default, const or examples of a property named like one)
-        inventory: auditable(redactSchemaDefaults(snap.tools, { marker: { redacted: true } }) as Tool[]),
-        diff: previous ? auditable(diffCatalogs(previous, snap)) : null,
-      });
-    }
     if (before !== null && before !== rec.revision) this.p.changed(before, rec.revision);
     return rec.changed;
   }
+
+  /**
+   * Records `snap` as a revision, a new one with its `catalog_revised` record in one transaction:
+   * the row is the record's condition (under the audit log's write lock), written at once. Stored
+   * first and recorded with the audit sink's next group, a revision stayed in the store unrecorded
+   * when that group could not be written (another process holding the lock past the busy
+   * timeout) or the gateway was killed meanwhile, and no later fetch recorded it: the same
+   * catalog again is no change.
+   */
+  private record(snap: CatalogSnapshot, gen: Generation, served: CatalogSnapshot | null): Revised {
+    const { store, label, events } = this.p;
+    const latest = latestFingerprint(store, label);
+    if (latest?.fingerprint === snap.fingerprint)
+      return { revision: latest.revision, changed: false, previous: null };
+    const revision = (latest?.revision ?? 0) + 1;
+    const stored = latest ? getRevision(store, label, latest.revision) : null;
+    const previous = stored
+      ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
+      : null;
+    let wrote = false;
+    events.emit(this.revised(snap, gen, revision, previous, served), () => {
+      // another gateway of this label recorded a revision since: this record would misnumber it
+      if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) return false;
+      wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
+      return wrote;
+    });
+    events.flush();
+    if (wrote && getRevision(store, label, revision)?.fingerprint === snap.fingerprint)
+      return { revision, changed: true, previous };
+    // Not written with its record (the sink said why), or another gateway's revision came first:
+    // stored as before (a store that cannot be written fails the fetch), recorded best effort.
+    const rec = recordRevision(store, label, snap, gen.epoch);
+    if (rec.changed) events.emit(this.revised(snap, gen, rec.revision, rec.previous, served));
+    return rec;
+  }
+
+  private revised(
+    snap: CatalogSnapshot,
+    gen: Generation,
+    revision: number,
+    previous: Revised["previous"],
+    served: CatalogSnapshot | null,
+  ): { type: "catalog_revised"; [k: string]: unknown } {
+    // The snapshot served until now is usually the previous revision: diffing against it
+    // reuses its fingerprints instead of computing them again from the stored inventory.
+    const before = previous && served?.fingerprint === previous.fingerprint ? served : previous?.tools;
+    return {
+      type: "catalog_revised",
+      serverLabel: this.p.label,
+      epoch: gen.epoch,
+      revision,
+      previousRevision: previous?.revision ?? null,
+      fingerprint: snap.fingerprint,
+      coverage: snap.coverage,
+      // the server chose every key in these (auditable: never a string under a secret-like key;
+      // redactSchemaDefaults: nor a default, const or examples of a property named like one)
+      inventory: auditable(redactSchemaDefaults(snap.tools, { marker: { redacted: true } }) as Tool[]),
+      diff: before ? auditable(diffCatalogs(before, snap)) : null,
+    };
+  }
+}
+
+interface Revised {
+  revision: number;
+  changed: boolean;
+  previous: { revision: number; fingerprint: string; tools: Tool[] } | null;
 }
