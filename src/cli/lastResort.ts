@@ -1,6 +1,7 @@
 // What the process writes to its stderr when something went badly wrong, outside the Logger: the
 // command line's "internal error" (src/cli/main.ts), and an exception nothing caught or a promise
-// rejection nothing handled, which node would print itself, message and stack as they are. An
+// rejection nothing handled, which node would print itself, message and stack as they are, and
+// node's own warnings (`(node:PID) Warning: …`), printed by node as they were emitted. An
 // error's message can quote what a peer sent (a parse error quotes its input) or what the process
 // holds, and in a gateway that includes the credential values the vault released to its server:
 // here they are scrubbed as the Logger's lines are (src/vault/scrub.ts), then redacted as text.
@@ -78,15 +79,61 @@ export function reportInternalError(e: unknown, how = ""): void {
   }
 }
 
+/**
+ * The warning node's own listener is given in place of `w`: an Error of the same name, code,
+ * message, stack and detail, each through lastResortText. Node's listener reads nothing else of
+ * it, and picks from these what its flags ask for. Should scrubbing fail, the warning is said
+ * to have been emitted but not shown.
+ */
+function scrubbedWarning(w: Error & { code?: unknown; detail?: unknown }): Error {
+  const out: Error & { code?: string; detail?: string } = new Error();
+  try {
+    out.name = lastResortText(String(w.name));
+    out.message = lastResortText(String(w.message));
+    out.stack = typeof w.stack === "string" ? lastResortText(w.stack) : `${out.name}: ${out.message}`;
+    if (w.code !== undefined) out.code = lastResortText(String(w.code));
+    if (typeof w.detail === "string") out.detail = lastResortText(w.detail);
+  } catch {
+    out.name = "Warning";
+    out.message = "(not shown: it could not be scrubbed)";
+    out.stack = `${out.name}: ${out.message}`;
+    delete out.code;
+    delete out.detail;
+  }
+  return out;
+}
+
+/**
+ * Puts the scrubbing in front of node's own printing of warnings (`(node:PID) Warning: …`,
+ * DeprecationWarning, MaxListenersExceededWarning, …), whose text can quote what a peer sent or
+ * a value the process holds. Node installs its printer at startup as a 'warning' listener (the
+ * function `onWarning`), only when warnings are on (no `--no-warnings`, no NODE_NO_WARNINGS=1):
+ * it is taken off and given each warning scrubbed instead, so a warning prints as it did, with
+ * every flag of node's honoured as before (`--trace-warnings`, `--trace-deprecation`,
+ * `--no-deprecation`, `--disable-warning`, `--redirect-warnings`), and with warnings off nothing
+ * is added. Another listener (a module preloaded with --import) still gets the warning itself.
+ */
+function scrubWarnings(): void {
+  for (const listener of process.listeners("warning")) {
+    if (listener.name !== "onWarning") continue;
+    process.removeListener("warning", listener);
+    process.on("warning", (w) => {
+      if (w instanceof Error) listener(scrubbedWarning(w));
+    });
+  }
+}
+
 let installed = false;
 
 /**
  * Takes over node's own report of an uncaught exception and of an unhandled rejection: the same
- * report through lastResortText, and the exit code node gives both (1).
+ * report through lastResortText, and the exit code node gives both (1). And node's printing of
+ * warnings, which then prints each warning through lastResortText (scrubWarnings).
  */
 export function installLastResort(): void {
   if (installed) return;
   installed = true;
+  scrubWarnings();
   process.on("uncaughtException", (e) => {
     reportInternalError(e, " (uncaught exception)");
     process.exit(1);

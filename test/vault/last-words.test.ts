@@ -6,7 +6,7 @@
 // Then a real gateway, its server given the value by the real vault (env delivery), made to fail
 // by a module loaded into it with NODE_OPTIONS=--import (children/crashInGateway.mjs).
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formsOf } from "../../src/vault/scrub.js";
@@ -21,8 +21,12 @@ const CHILD = join(REPO, "test", "vault", "children", "lastWords.mjs");
 const VALUE = "sk-vault-7Qm2Xw9Lp4Rt8Zk3Hn6Bv1Cy5";
 const MARK = "[redacted:payments]";
 
-function lastWords(how: string, value = VALUE) {
-  const r = spawnSync(NODE, [CHILD, how, value], { encoding: "utf8", timeout: 20_000 });
+function lastWords(how: string, value = VALUE, flags: string[] = [], env: Record<string, string> = {}) {
+  const r = spawnSync(NODE, [...flags, CHILD, how, value], {
+    encoding: "utf8",
+    timeout: 20_000,
+    env: { ...process.env, ...env },
+  });
   expect(r.stdout).toBe("released\n");
   return { code: r.status, stderr: r.stderr };
 }
@@ -107,6 +111,57 @@ describe("a crash prints no released value", () => {
   });
 });
 
+describe("a warning prints no released value, and warnings still print", () => {
+  const ORDINARY = /^\(node:\d+\) Warning: an ordinary warning, after it$/m;
+
+  it("as node prints it: code, message, detail and the hint, the value taken out", () => {
+    const r = lastWords("warning");
+    expect(traces(r.stderr)).toEqual([]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(
+      /^\(node:\d+\) \[PORTCULLIS_TEST\] Warning: could not read \[redacted:payments\] as a header$/m,
+    );
+    // twelve characters of the value: a piece, taken out too
+    expect(r.stderr).toContain(`the header began ${MARK}`);
+    expect(r.stderr).toContain("(Use `node --trace-warnings ...` to show where the warning was created)");
+    // a warning that quotes nothing is printed as node prints it
+    expect(r.stderr).toMatch(ORDINARY);
+  });
+
+  it("--trace-warnings: the stack too, scrubbed", () => {
+    const r = lastWords("warning", VALUE, ["--trace-warnings"]);
+    expect(traces(r.stderr)).toEqual([]);
+    expect(r.stderr).toMatch(
+      /^\(node:\d+\) \[PORTCULLIS_TEST\] Warning: could not read \[redacted:payments\] as a header\n {4}at .*lastWords\.mjs/m,
+    );
+    expect(r.stderr).toMatch(/^\(node:\d+\) Warning: an ordinary warning, after it\n {4}at /m);
+    expect(r.stderr).not.toContain("--trace-warnings ...");
+  });
+
+  it("--redirect-warnings: the file gets them scrubbed", () => {
+    const dir = tempDir("portcullis-warnings-");
+    try {
+      const file = join(dir, "warnings.txt");
+      const r = lastWords("warning", VALUE, [`--redirect-warnings=${file}`]);
+      expect(r.stderr).toBe("");
+      const written = readFileSync(file, "utf8");
+      expect(traces(written)).toEqual([]);
+      expect(written).toContain("Warning: could not read [redacted:payments] as a header");
+      expect(written).toMatch(ORDINARY);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it("--no-warnings, NODE_NO_WARNINGS=1 and --disable-warning are honoured as before", () => {
+    expect(lastWords("warning", VALUE, ["--no-warnings"]).stderr).toBe("");
+    expect(lastWords("warning", VALUE, [], { NODE_NO_WARNINGS: "1" }).stderr).toBe("");
+    const r = lastWords("warning", VALUE, ["--disable-warning=PORTCULLIS_TEST"]);
+    expect(r.stderr).not.toContain("could not read");
+    expect(r.stderr).toMatch(ORDINARY);
+  });
+});
+
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
@@ -117,7 +172,7 @@ afterEach(async () => {
  * A real gateway in front of the vaulted fixture, VALUE released to it at spawn; then the
  * module loaded into the gateway fails `how` on text that quotes VALUE. Its stderr and exit code.
  */
-async function gatewayCrash(how: "parse" | "reject") {
+async function gatewayCrash(how: "parse" | "reject" | "warn") {
   const stateDir = newStateDir();
   cleanup.push(async () => {
     await runCli(["lock"], { stateDir });
@@ -149,11 +204,18 @@ async function gatewayCrash(how: "parse" | "reject") {
     `Describes the connection (key ${MARK})`,
   );
   writeFileSync(trigger, `{"ok": true, "key": ${VALUE}}`);
+  if (how === "warn") {
+    // emitted after the one that quotes the value: once it is printed, both are
+    await gw.waitForStderr(/an ordinary warning, after it/, 30_000);
+    // and the gateway goes on serving
+    expect((await gw.client.listTools()).tools.length).toBeGreaterThan(0);
+    return { code: null, stderr: gw.stderr() };
+  }
   const exit = await gw.exited;
   return { code: exit.code, stderr: gw.stderr() };
 }
 
-describe("a real gateway that crashes prints no released value", () => {
+describe("a real gateway that crashes or warns prints no released value", () => {
   it("an uncaught JSON parse error quoting the value cut short: scrubbed, reported, exit 1", async () => {
     const r = await gatewayCrash("parse");
     expect(traces(r.stderr)).toEqual([]);
@@ -169,5 +231,14 @@ describe("a real gateway that crashes prints no released value", () => {
       `portcullis: internal error (unhandled rejection): Error: could not use {"ok": true, "key": ${MARK}}`,
     );
     expect(r.code).toBe(1);
+  }, 60_000);
+
+  it("a warning quoting the value whole: printed without it; an ordinary warning still printed", async () => {
+    const r = await gatewayCrash("warn");
+    expect(traces(r.stderr)).toEqual([]);
+    expect(r.stderr).toMatch(
+      /^\(node:\d+\) Warning: could not use \{"ok": true, "key": \[redacted:payments\]\}$/m,
+    );
+    expect(r.stderr).toMatch(/^\(node:\d+\) Warning: an ordinary warning, after it$/m);
   }, 60_000);
 });

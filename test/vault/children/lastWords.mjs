@@ -8,6 +8,9 @@
 //   url       an exception nothing catches, quoting a URL with a password that was never released
 //   huge      an exception nothing catches, its message a megabyte long with VALUE where the
 //             report is cut (at 64 KiB: its first five characters before the cut)
+//   warning   a warning (process.emitWarning) with VALUE whole in its message and its first
+//             twelve characters in its detail, then an ordinary warning; the process then ends
+//             as usual (exit 0)
 // Writes "released" on stdout first, so that a test knows the value was released.
 const [how, value] = process.argv.slice(2);
 const dist = (p) => import(new URL(`../../../dist/${p}`, import.meta.url).href);
@@ -37,7 +40,14 @@ else if (how === "huge")
     // the stack starts "Error: "
     throw new Error(`${"x".repeat(64 * 1024 - 7 - 5)}${value}${"y".repeat(1 << 20)}`);
   }, 0);
-else if (how === "internal") {
+else if (how === "warning") {
+  // what a library warns of, say, quoting what it was given
+  process.emitWarning(`could not read ${value} as a header`, {
+    code: "PORTCULLIS_TEST",
+    detail: `the header began ${value.slice(0, 12)}`,
+  });
+  process.emitWarning("an ordinary warning, after it");
+} else if (how === "internal") {
   // as main.ts reports an error no sentence was written for, and its exit code
   reportInternalError(new RangeError(`no room for ${value}`));
   process.exitCode = 70;
