@@ -69,6 +69,8 @@ export class ReleasedValues {
   private pattern: RegExp | null = null;
   private percentRegex: RegExp | null = null;
   private caseless: RegExp | null = null;
+  /** every MIN_FRAGMENT-character piece of every value, for scrubPieces; null when stale */
+  private pieceIndex: PieceIndex | null = null;
   /** hex form → scope (hexForms) */
   private readonly hex = new Map<string, string>();
   /** whether some value has a space (which form encoding writes as "+") */
@@ -94,6 +96,7 @@ export class ReleasedValues {
     this.pattern = null;
     this.percentRegex = null;
     this.caseless = null;
+    this.pieceIndex = null;
   }
 
   /** The scope of a value whose form (or percent-encoding) is `match`. */
@@ -173,10 +176,12 @@ export class ReleasedValues {
    * written) replaced by the marker: for a text that may quote a value cut short, which scrubText
    * does not recognise (a JSON parse error quotes ten characters either side of where it failed,
    * so a value that starts there shows its first ten). Every position is tried against every
-   * value, and ordinary text that is also part of a value is taken too: only for the process's
-   * last words (src/cli/lastResort.ts), after scrubText.
+   * value (in one pass: indexedPieces), and ordinary text that is also part of a value is taken
+   * too: only for the process's last words (src/cli/lastResort.ts), after scrubText.
    */
   scrubPieces(text: string, min = MIN_FRAGMENT): string {
+    if (this.values.size === 0) return text;
+    if (min === MIN_FRAGMENT) return replacedSpans(text, this.indexedPieces(text));
     const found: Span[] = [];
     for (const [value, scope] of this.values) {
       if (value.length < min) continue;
@@ -193,6 +198,45 @@ export class ReleasedValues {
       else spans.push({ ...f });
     }
     return replacedSpans(text, spans);
+  }
+
+  /**
+   * scrubPieces' spans at MIN_FRAGMENT characters, in one pass over `text` whatever the number of
+   * values: a rolling hash of each MIN_FRAGMENT characters is
+   * looked up among those of every piece, and only a hit is read as text. A piece's scope is
+   * that of the first value released that has it, as the search value by value gives.
+   */
+  private indexedPieces(text: string): Span[] {
+    if (this.pieceIndex === null) this.pieceIndex = pieceIndexOf(this.values);
+    const index = this.pieceIndex;
+    const spans: Span[] = [];
+    if (index.size === 0) return spans;
+    let h = 0;
+    let last: Span | null = null;
+    for (let i = 0; i < text.length; i++) {
+      h = (Math.imul(h, HASH_BASE) + text.charCodeAt(i)) | 0;
+      if (i >= MIN_FRAGMENT) h = (h - Math.imul(text.charCodeAt(i - MIN_FRAGMENT), index.top)) | 0;
+      const start = i + 1 - MIN_FRAGMENT;
+      if (start < 0) continue;
+      const key = h & HASH_MASK;
+      let slot = key & index.mask;
+      while (index.keys[slot] !== key && index.keys[slot] !== -1) slot = (slot + 1) & index.mask;
+      if (index.keys[slot] === -1) continue;
+      const candidates = index.slots[slot]!;
+      let scope: string | null = null;
+      for (const c of candidates)
+        if (startsAt(text, start, c.piece)) {
+          scope = c.scope;
+          break;
+        }
+      if (scope === null) continue;
+      if (last && start < last.end) last.end = i + 1;
+      else {
+        last = { start, end: i + 1, scope };
+        spans.push(last);
+      }
+    }
+    return spans;
   }
 
   /**
@@ -420,6 +464,62 @@ export class ReleasedValues {
     }
     return this.pattern;
   }
+}
+
+/** The pieces of the released values scrubPieces looks for, and their rolling hashes. */
+interface PieceIndex {
+  /** how many distinct pieces */
+  size: number;
+  /**
+   * An open-addressing table (a Map's lookup costs several times the rest of the search): the
+   * hashes of the pieces (-1: an empty slot), and in the same slot the pieces of that hash, each
+   * with the scope of the first value released that has it.
+   */
+  keys: Int32Array;
+  slots: { piece: string; scope: string }[][];
+  mask: number;
+  /** HASH_BASE ** MIN_FRAGMENT, as a 32-bit integer: what the character leaving the window weighed */
+  top: number;
+}
+
+const HASH_BASE = 0x01000193;
+/** the hashes are cut to 30 bits: never -1, the table's empty slot */
+const HASH_MASK = 0x3fffffff;
+
+function pieceIndexOf(values: Map<string, string>): PieceIndex {
+  const pieces = new Map<string, string>();
+  for (const [value, scope] of values)
+    for (let i = 0; i + MIN_FRAGMENT <= value.length; i++) {
+      const piece = value.slice(i, i + MIN_FRAGMENT);
+      if (!pieces.has(piece)) pieces.set(piece, scope);
+    }
+  // at most half full: a lookup that misses ends within a few slots
+  let size = 16;
+  while (size < 2 * pieces.size) size *= 2;
+  const mask = size - 1;
+  const keys = new Int32Array(size).fill(-1);
+  const slots: { piece: string; scope: string }[][] = [];
+  for (const [piece, scope] of pieces) {
+    let h = 0;
+    for (let i = 0; i < piece.length; i++) h = (Math.imul(h, HASH_BASE) + piece.charCodeAt(i)) | 0;
+    const key = h & HASH_MASK;
+    let slot = key & mask;
+    while (keys[slot] !== key && keys[slot] !== -1) slot = (slot + 1) & mask;
+    if (keys[slot] === key) slots[slot]!.push({ piece, scope });
+    else {
+      keys[slot] = key;
+      slots[slot] = [{ piece, scope }];
+    }
+  }
+  let top = 1;
+  for (let i = 0; i < MIN_FRAGMENT; i++) top = Math.imul(top, HASH_BASE);
+  return { size: pieces.size, keys, slots, mask, top };
+}
+
+/** Whether `text` has `piece` at `at`, compared in place. */
+function startsAt(text: string, at: number, piece: string): boolean {
+  for (let i = 0; i < piece.length; i++) if (text.charCodeAt(at + i) !== piece.charCodeAt(i)) return false;
+  return true;
 }
 
 /** `text` with each of `spans` (in order, apart) replaced by its scope's marker. */

@@ -307,6 +307,66 @@ describe("ReleasedValues.scrubText", () => {
   });
 });
 
+/**
+ * scrubPieces as it was first written, value by value and position by position: what its one pass
+ * over the text must give.
+ */
+function piecesOneByOne(values: [string, string][], text: string): string {
+  const found: { start: number; end: number; scope: string }[] = [];
+  for (const [value, scope] of values) {
+    const pieces = new Set<string>();
+    for (let i = 0; i + 8 <= value.length; i++) pieces.add(value.slice(i, i + 8));
+    for (let i = 0; i + 8 <= text.length; i++)
+      if (pieces.has(text.slice(i, i + 8))) found.push({ start: i, end: i + 8, scope });
+  }
+  found.sort((a, b) => a.start - b.start);
+  let out = "";
+  let from = 0;
+  let open: { start: number; end: number; scope: string } | null = null;
+  for (const f of [...found, null]) {
+    if (open && f && f.start < open.end) {
+      open.end = Math.max(open.end, f.end);
+      continue;
+    }
+    if (open) {
+      out += `${text.slice(from, open.start)}[redacted:${open.scope}]`;
+      from = open.end;
+    }
+    open = f && { ...f };
+  }
+  return out + text.slice(from);
+}
+
+describe("ReleasedValues.scrubPieces", () => {
+  it("one pass over the text gives what searching value by value gives", () => {
+    const unit = fc.constantFrom(..."abab01-".split(""), "é", "😀");
+    // values of few characters share pieces: which value's scope a piece gets is tested too
+    const few = fc.constantFrom("a", "b", "a", "b", "😀");
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ unit: few, minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.oneof(fc.string({ unit, maxLength: 20 }), fc.nat()), { maxLength: 10 }),
+        (values, parts) => {
+          const released = new ReleasedValues();
+          const first: [string, string][] = [];
+          values.forEach((v, i) => {
+            released.add(`s${i}`, v);
+            if (!first.some(([w]) => w === v)) first.push([v, `s${i}`]);
+          });
+          // ordinary text, and pieces of the values cut at various places
+          const text = parts
+            .map((p) =>
+              typeof p === "string" ? p : values[p % values.length]!.slice(p % 5, (p % 5) + 8 + (p % 7)),
+            )
+            .join("");
+          expect(released.scrubPieces(text)).toBe(piecesOneByOne(first, text));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
+
 describe("ReleasedValues.scrubLine", () => {
   it("any JSON spelling of the value, in any mix of escapes: no string of the message holds it", () => {
     // the message, with the value in strings and keys at any depth and in JSON text inside a
