@@ -1,9 +1,11 @@
 // A server's stderr as lines for the gateway's own stderr: decoded as UTF-8 across chunks, split
 // on newlines, a line longer than the cap cut into pieces, and every piece scrubbed of released
-// credential values (src/vault/scrub.ts) before it is shown. A hostile server that writes
-// megabytes without a newline costs bounded memory and linear time, control characters are
-// shown as escapes (visibleControls), and a value cannot be split
-// by a cut so that neither piece shows it whole to the scrubber.
+// credential values (src/vault/scrub.ts) before it is shown: every form of each, then any stretch
+// of 8 characters or more of one as written (a server that logs a key's start, an error quoting
+// the start of what it failed on). A hostile server that writes megabytes without a newline costs
+// bounded memory and linear time, control characters are shown as escapes (visibleControls), and
+// a value cannot be split by a cut so that neither piece shows it whole to the scrubber, nor a
+// stretch of pieces of one split into parts too short to be recognised.
 import { StringDecoder } from "node:string_decoder";
 import { visibleControls } from "../util/log.js";
 
@@ -14,7 +16,12 @@ export interface LineScrubber {
   longestForm(): number;
   /** the first position at or after `at` where `text` can be cut without splitting what scrubText replaces */
   cutPoint(text: string, at: number): number;
+  /** `text` with every stretch of PIECE characters or more of a value, as written, replaced */
+  scrubPieces(text: string): string;
 }
+
+/** The shortest piece of a value scrubPieces replaces (ReleasedValues.scrubPieces). */
+const PIECE = 8;
 
 /** The longest piece of a line shown on its own (characters), unless a scrubbed value runs past it. */
 export const MAX_STDERR_LINE = 64 * 1024;
@@ -73,11 +80,51 @@ export class StderrLines {
       let at = this.maxLine;
       if (isHighSurrogate(this.pending.charCodeAt(at - 1))) at -= 1; // never half a character
       // every form that starts before `at` ends within `keep` characters past it
-      if (this.scrubber) at = this.scrubber.cutPoint(this.pending.slice(0, at + keep), at);
+      if (this.scrubber) {
+        const past = this.pastPieces(this.scrubber.cutPoint(this.pending.slice(0, at + keep), at), keep);
+        if (past === null) return; // more of the line is needed to know where to cut it
+        at = past;
+      }
       const piece = this.pending.slice(0, at);
       this.pending = this.pending.slice(at);
       this.show(this.scrubbed(piece) + CUT_MARK);
     }
+  }
+
+  /**
+   * `at`, a cut that splits no form, or the first such cut after it that splits no stretch of
+   * pieces of a value either (scrubbed on either side of a cut, its parts could each be shorter
+   * than PIECE). Each cut tried is a cutPoint with `keep` characters after it, as cutLong's is;
+   * null when the text held does not reach that far: the cut waits for more of the line. A stretch
+   * of pieces that runs on past twice `keep` (the text a value alone can fill) is cut there
+   * anyway, which bounds what is held.
+   */
+  private pastPieces(at: number, keep: number): number | null {
+    const scrubber = this.scrubber!;
+    while (this.piecesAcross(at)) {
+      // the first place past the stretch (cheap: a few characters are looked at), then the first
+      // cut there that splits no form (which reads the whole text held: once per stretch)
+      let next = at + 1;
+      while (next < this.pending.length && (this.piecesAcross(next) || splitsPair(this.pending, next)))
+        next++;
+      if (next + keep > this.pending.length)
+        return this.pending.length > this.maxLine + 2 * keep + PIECE ? at : null;
+      at = scrubber.cutPoint(this.pending.slice(0, next + keep), next);
+    }
+    return at;
+  }
+
+  /** Whether a stretch of PIECE characters that scrubPieces replaces runs across `at`, as shown. */
+  private piecesAcross(at: number): boolean {
+    if (at <= 0 || at >= this.pending.length) return false;
+    const before = visibleControls(this.pending.slice(Math.max(0, at - PIECE), at)).slice(1 - PIECE);
+    const after = visibleControls(this.pending.slice(at, at + PIECE)).slice(0, PIECE - 1);
+    const around = before + after;
+    for (let i = 0; i < before.length && i + PIECE <= around.length; i++) {
+      const w = around.slice(i, i + PIECE);
+      if (this.scrubber!.scrubPieces(w) !== w) return true;
+    }
+    return false;
   }
 
   private finish(): void {
@@ -88,8 +135,17 @@ export class StderrLines {
 
   private scrubbed(text: string): string {
     const visible = visibleControls(text);
-    return this.scrubber ? this.scrubber.scrubText(visible) : visible;
+    return this.scrubber ? this.scrubber.scrubPieces(this.scrubber.scrubText(visible)) : visible;
   }
+}
+
+/** Whether cutting `text` at `at` would split a surrogate pair. */
+function splitsPair(text: string, at: number): boolean {
+  return isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at));
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 function isHighSurrogate(code: number): boolean {

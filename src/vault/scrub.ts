@@ -177,7 +177,10 @@ export class ReleasedValues {
    * does not recognise (a JSON parse error quotes ten characters either side of where it failed,
    * so a value that starts there shows its first ten). Every position is tried against every
    * value (in one pass: indexedPieces), and ordinary text that is also part of a value is taken
-   * too: only for the process's last words (src/cli/lastResort.ts), after scrubText.
+   * too: only for text no JSON reader gets, after scrubText: the process's last words
+   * (src/cli/lastResort.ts) and a server's stderr lines (src/supervisor/stderrLines.ts), where a
+   * careless server logs a key's start, or an error of its own quotes the start of the value it
+   * failed on.
    */
   scrubPieces(text: string, min = MIN_FRAGMENT): string {
     if (this.values.size === 0) return text;
@@ -202,9 +205,10 @@ export class ReleasedValues {
 
   /**
    * scrubPieces' spans at MIN_FRAGMENT characters, in one pass over `text` whatever the number of
-   * values: a rolling hash of each MIN_FRAGMENT characters is
-   * looked up among those of every piece, and only a hit is read as text. A piece's scope is
-   * that of the first value released that has it, as the search value by value gives.
+   * values (a server's stderr goes through it, a flood of it too): a rolling hash of each
+   * MIN_FRAGMENT characters is looked up among those of every piece, and only a hit is read as
+   * text. A piece's scope is that of the first value released that has it, as the search value by
+   * value gives.
    */
   private indexedPieces(text: string): Span[] {
     if (this.pieceIndex === null) this.pieceIndex = pieceIndexOf(this.values);

@@ -1,7 +1,8 @@
 // Property tests of how a server's stderr is cut into lines and scrubbed
 // (src/supervisor/stderrLines.ts): whatever the chunking (arbitrary byte boundaries, across
 // multi-byte characters) and however short the cap, the pieces shown, put back together, are the
-// whole lines scrubbed; so no released value is ever shown split across a cut.
+// whole lines scrubbed (every form, then every stretch of 8 characters or more of the value); so
+// no released value, nor a stretch of one, is ever shown split across a cut.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CUT_MARK, StderrLines } from "../../src/supervisor/stderrLines.js";
@@ -38,6 +39,13 @@ const scenario = value.chain((v) =>
           fc.constantFrom(...formsOf(v)),
           // spelled with escapes, as a JSON writer of its own may (src/vault/jsonSpelling.ts)
           fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }).map((choices) => spelled(v, choices)),
+          // cut short, as a server logs a key's start or an error quotes part of it (whole
+          // characters: what a UTF-8 stream carries)
+          fc.tuple(fc.nat(), fc.nat()).map(([a, b]) => {
+            const chars = [...v];
+            const from = a % chars.length;
+            return chars.slice(from, from + (b % chars.length) + 1).join("");
+          }),
           fc.string({ unit: fc.oneof(unit, fc.constant("\n")), maxLength: 40 }),
         ),
         { maxLength: 12 },
@@ -84,7 +92,9 @@ describe("stderr lines: cut and scrubbed", () => {
         const shown = run(chunked(input, cuts), released, maxLine);
         const lines = input.split("\n");
         if (lines.at(-1) === "") lines.pop();
-        expect(rejoined(shown)).toBe(lines.map((l) => `${released.scrubText(l)}\n`).join(""));
+        expect(rejoined(shown)).toBe(
+          lines.map((l) => `${released.scrubPieces(released.scrubText(l))}\n`).join(""),
+        );
         // so no line, its cut pieces put side by side, shows the value where scrubbing it whole would not
         const whole = rejoined(shown).split("\n");
         lines.forEach((l, i) => {
@@ -99,6 +109,37 @@ describe("stderr lines: cut and scrubbed", () => {
         });
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it("a stretch of the value where a long line is cut: the cut moves past it, never shown in parts", () => {
+    const long = fc
+      .string({ unit, minLength: 8, maxLength: 30 })
+      .filter((v) => [...v].length >= 8)
+      .chain((v) =>
+        fc.record({
+          v: fc.constant(v),
+          from: fc.nat(),
+          length: fc.integer({ min: 8, max: 30 }),
+          before: fc.nat(60),
+          cuts: fc.array(fc.nat(), { maxLength: 12 }),
+          maxLine: fc.integer({ min: 2, max: 48 }),
+        }),
+      );
+    fc.assert(
+      fc.property(long, ({ v, from, length, before, cuts, maxLine }) => {
+        const released = new ReleasedValues();
+        released.add("api", v);
+        const chars = [...v];
+        const start = from % chars.length;
+        const piece = chars.slice(start, start + length).join("");
+        // long enough to be cut, with the stretch where the first cut falls
+        const line = `${"x".repeat(before)}${piece}${"y".repeat(released.longestForm() + 100)}`;
+        const shown = run(chunked(`${line}\n`, cuts), released, maxLine);
+        expect(shown.length).toBeGreaterThan(1);
+        expect(rejoined(shown)).toBe(`${released.scrubPieces(released.scrubText(line))}\n`);
+      }),
+      { numRuns: 300 },
     );
   });
 
@@ -129,10 +170,9 @@ describe("stderr lines: cut and scrubbed", () => {
       released,
       1000,
     );
-    expect(shown).toEqual([
-      "a\tb\\u001b[31mred\\u000dback\\u0007\\u007f\\u009b2J S3cr3\\u001b[0mtV4lue-zq9XwK7p",
-    ]);
-    // an escaped control spells that control, not the value: what shows is the value cut in two
+    // an escaped control spells that control, not the value: the value is cut in two, and its
+    // second part, 8 characters or more of it, is taken out as a piece
+    expect(shown).toEqual([`a\tb\\u001b[31mred\\u000dback\\u0007\\u007f\\u009b2J S3cr3\\u001b[0m${MARK}`]);
     expect(run([Buffer.from("S3cr3tV4lue-zq9XwK7p\r\n")], released, 1000)).toEqual([`${MARK}\\u000d`]);
   });
 });
