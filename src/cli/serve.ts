@@ -24,7 +24,7 @@ import { LaunchError, Supervisor } from "../supervisor/supervisor.js";
 import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { envMs } from "../util/envMs.js";
-import { type Logger, stderrLogger } from "../util/log.js";
+import { type Logger, scrubEveryLine, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
 import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
@@ -142,6 +142,12 @@ export async function serve(
     early?: EarlyStart | null;
   },
 ): Promise<number> {
+  // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts), and
+  // from every line this process logs (the gateway's about messages, the supervisor's, the
+  // identity capture's warnings, the remote link's, the egress proxy's) and every status line it
+  // keeps in the store: they quote what a server can choose too, such as a file it named.
+  const releasedValues = new ReleasedValues();
+  scrubEveryLine((text) => (releasedValues.size > 0 ? releasedValues.scrubText(text) : text));
   const log = stderrLogger(server.label);
   // Refused before the store is opened: opening it creates portcullis.db, and a state directory
   // holding a store but no keyring reads, to every other command, as one init has set up.
@@ -178,8 +184,6 @@ export async function serve(
   const env: Record<string, string> = { ...configuredEnv };
   // Credential variables hold placeholders in the environment the record digests; the values
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.
-  // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts).
-  const releasedValues = new ReleasedValues();
   // and from the process's last words: an internal error, an uncaught exception (lastResort.ts)
   scrubAtLastResort(releasedValues);
   const delivery = envDelivery(stateDir, server.credentialSpecs, releasedValues);

@@ -10,7 +10,7 @@ import {
 } from "../identity/proc.js";
 import { isBusy, type Store } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
-import type { Logger } from "../util/log.js";
+import { type Logger, scrubbedLine } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
 
 /**
@@ -127,7 +127,7 @@ export class GatewayRegistry {
   }
 
   statusLine(line: string): void {
-    this.storeLine({ at: new Date().toISOString(), line: redactText(line) });
+    this.storeLine({ at: new Date().toISOString(), line: redactText(scrubbedLine(line)) });
   }
 
   /**
@@ -135,7 +135,7 @@ export class GatewayRegistry {
    * the next epoch comes up (`update` with another state), and `why` is its reason.
    */
   paused(why: string): void {
-    this.keepLine({ at: new Date().toISOString(), line: redactText(why), paused: true });
+    this.keepLine({ at: new Date().toISOString(), line: redactText(scrubbedLine(why)), paused: true });
     this.update({ state: "paused" });
   }
 

@@ -22,6 +22,27 @@ export interface Logger {
   readonly debugging?: boolean;
 }
 
+/** What every line is scrubbed with first (scrubEveryLine). */
+const lineScrubs: ((text: string) => string)[] = [];
+
+/**
+ * From now on every line a logger of this process writes, and every status line a gateway keeps
+ * in the store (src/gateway/registry.ts), passes through `scrub` first: a gateway's released
+ * credential values (src/cli/serve.ts). Here, not per logger: lines come from every part of the
+ * gateway (the supervisor, the identity capture's warnings, the remote link, the egress proxy),
+ * and quote what a server can choose (a file it named, a link's target).
+ */
+export function scrubEveryLine(scrub: (text: string) => string): void {
+  lineScrubs.push(scrub);
+}
+
+/** `text` through every scrub given to scrubEveryLine. */
+export function scrubbedLine(text: string): string {
+  let out = text;
+  for (const scrub of lineScrubs) out = scrub(out);
+  return out;
+}
+
 let stderrGone = false;
 let stderrGuarded = false;
 
@@ -46,7 +67,7 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
   // newline would clear the host's terminal or forge lines of the gateway's own.
   const out = (s: string, redact = true) => {
     if (stderrGone) return;
-    const visible = visibleControls(s);
+    const visible = visibleControls(scrubbedLine(s));
     process.stderr.write(`${redact ? redactText(visible) : visible}\n`);
   };
   return {
