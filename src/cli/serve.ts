@@ -145,9 +145,14 @@ export async function serve(
   // Every value released to the server is scrubbed from all it says (src/vault/scrub.ts), and
   // from every line this process logs (the gateway's about messages, the supervisor's, the
   // identity capture's warnings, the remote link's, the egress proxy's) and every status line it
-  // keeps in the store: they quote what a server can choose too, such as a file it named.
+  // keeps in the store: they quote what a server can choose too, such as a file it named. A line
+  // is read by people only, so any 8 characters or more of a value are taken out too: a line
+  // quotes what the server wrote on stdout that was no message, where a careless server logs a
+  // key's start with console.log.
   const releasedValues = new ReleasedValues();
-  scrubEveryLine((text) => (releasedValues.size > 0 ? releasedValues.scrubText(text) : text));
+  scrubEveryLine((text) =>
+    releasedValues.size > 0 ? releasedValues.scrubPieces(releasedValues.scrubText(text)) : text,
+  );
   const log = stderrLogger(server.label);
   // Refused before the store is opened: opening it creates portcullis.db, and a state directory
   // holding a store but no keyring reads, to every other command, as one init has set up.

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formsOf } from "../../src/vault/scrub.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret, vaultedProject } from "./helpers.js";
@@ -19,6 +19,16 @@ import { storeSecret, vaultedProject } from "./helpers.js";
 // nothing the redaction of text takes for a credential on its own (an `sk-` key would be)
 const VALUE = "pay7Qm2Xw9Lp4Rt8Zk3Hn6Bv1Cy5";
 const MARK = "[redacted:payments]";
+
+/** Any form of VALUE, or any 8 characters of it as written, found in `text`. */
+function traces(text: string): string[] {
+  const found = formsOf(VALUE).filter((f) => text.includes(f));
+  for (let i = 0; i + 8 <= VALUE.length; i++) {
+    const piece = VALUE.slice(i, i + 8);
+    if (text.includes(piece)) found.push(piece);
+  }
+  return found;
+}
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -73,4 +83,25 @@ describe("the gateway's own log holds no released value", () => {
     expect(status.stdout).toContain(`data/${MARK}.json changed; starting the server again`);
     expect(formsOf(VALUE).filter((f) => status.stdout.includes(f))).toEqual([]);
   }, 90_000);
+
+  it("a line the server wrote on stdout that is not a message, quoting a value cut short: dropped, quoted without it", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    await storeSecret(stateDir, "payments", VALUE, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const project = vaultedProject({
+      credentials: { API_TOKEN: { secret: "payments", deliver: "env" } },
+      approval: { default: "none", tools: {} },
+    });
+    cleanup.push(() => project.cleanup());
+    const gw = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    // `using the key <its first 12 characters>…` on stdout, as console.log would write it
+    await gw.client.callTool({ name: "whisper", arguments: { stdout: true } });
+    const line = await gw.waitForStderr(/dropped an invalid message from the server/);
+    expect(line).toContain(`using the key ${MARK}…`);
+    expect(traces(gw.stderr())).toEqual([]);
+  }, 60_000);
 });
