@@ -310,54 +310,33 @@ function looksGenerated(value: string): boolean {
 }
 
 /**
- * `s` with `replace` applied to every `scheme://` followed by a match of `rest` (a sticky
- * regex, tried just after the `://`): each match is what `\b[a-z][a-z0-9+.-]*:\/\/` and then
- * `rest` would match, case ignored, found as a global replace finds them. Not that one regex:
- * it is tried at every word boundary and runs to the end of the word each time, which is
- * quadratic in a long word of scheme characters (`a-1+a-1+…`: 25 s for 100 kB, and text is
- * redacted on a call's path when `audit.arguments` is "clear") and costs most of the redaction
- * of plain prose, every word of which starts a try. From each `://` back to its scheme instead:
- * the text without one is read once by indexOf.
+ * `s` with `replace` applied to every `://` followed by a match of `rest` (a sticky regex, tried
+ * just after the `://`), found left to right as a global replace finds them. Whatever comes
+ * before the `://` is its scheme, glued to the word before it or not (`x%29https://…`,
+ * `foo(https://…`, `a_https://…`, `"https://…`): a scheme is not looked for at a word boundary,
+ * which let a URL after a digit, an `_` or a `%29` escape keep its credentials. Not a regex over
+ * the scheme either: `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the
+ * end of the word each time, which is quadratic in a long word of scheme characters
+ * (`a-1+a-1+…`: 25 s for 100 kB, and text is redacted on a call's path when `audit.arguments` is
+ * "clear") and costs most of the redaction of plain prose, every word of which starts a try. The
+ * text without a `://` is read once by indexOf.
  */
 function afterSchemes(s: string, rest: RegExp, replace: (m: RegExpExecArray) => string): string {
   let out = "";
   let done = 0; // s[0, done) is in out
   for (let k = s.indexOf("://"); k !== -1; k = s.indexOf("://", k + 1)) {
-    const start = schemeStart(s, k, done);
-    if (start === -1) continue;
     rest.lastIndex = k + 3;
     const m = rest.exec(s);
     if (m === null) continue;
-    out += s.slice(done, start) + s.slice(start, k + 3) + replace(m);
+    out += s.slice(done, k + 3) + replace(m);
     done = rest.lastIndex;
     k = done - 1;
   }
   return done === 0 ? s : out + s.slice(done);
 }
 
-/**
- * Where the scheme of the `://` at `k` begins (no earlier than `from`, the end of the last
- * match): the first letter at a word boundary in the run of scheme characters before it, as
- * `\b[a-z][a-z0-9+.-]*` would start; -1 when there is none.
- */
-function schemeStart(s: string, k: number, from: number): number {
-  let r = k;
-  while (r > from && isSchemeChar(s.charCodeAt(r - 1))) r--;
-  for (let p = r; p < k; p++)
-    if (isLetter(s.charCodeAt(p)) && (p === 0 || !isWordChar(s.charCodeAt(p - 1)))) return p;
-  return -1;
-}
-
-function isLetter(c: number): boolean {
-  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-}
-
 function isWordChar(c: number): boolean {
-  return isLetter(c) || (c >= 48 && c <= 57) || c === 95;
-}
-
-function isSchemeChar(c: number): boolean {
-  return isLetter(c) || (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95;
 }
 
 /**

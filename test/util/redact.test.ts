@@ -534,6 +534,44 @@ describe("redactText: a password in a URL", () => {
   });
 });
 
+describe("redactText: a URL glued to the word before it", () => {
+  // what a URL may follow without a space: an escape, a bracket, a quote, a name, a digit
+  const glue = fc.oneof(
+    fc.constantFrom("x%29", "foo(", '"', "a_", "1", "x.", "=", "see:", "\u00e9", "+", "-"),
+    fc.stringMatching(/^[A-Za-z0-9_%().,;:=+-]{1,10}$/),
+  );
+  it("is found wherever its scheme starts: its password and its query's credentials never survive", () => {
+    fc.assert(
+      fc.property(
+        glue,
+        fc.constantFrom("https", "http", "git+ssh", "x", "HTTPS"),
+        fc.stringMatching(/^[A-Za-z0-9]{6,16}$/).map((s) => `Zq${s}`),
+        fc.stringMatching(/^[A-Za-z0-9]{6,16}$/).map((s) => `Xv${s}`),
+        (before, scheme, password, key) => {
+          const out = redactText(
+            `see ${before}${scheme}://user:${password}@h.example/p?key=${key}&mode=fast next`,
+          );
+          expect(out).not.toContain(password);
+          expect(out).not.toContain(key);
+          expect(out).toBe(
+            `see ${before}${scheme}://user:${REDACTED}@h.example/p?key=${REDACTED}&mode=fast next`,
+          );
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("x%29https://user:pass1234@host/")).toBe(`x%29https://user:${REDACTED}@host/`);
+    expect(redactText("a_https://h.example/?api_key=abcdef12")).toBe(
+      `a_https://h.example/?api_key=${REDACTED}`,
+    );
+    expect(redactText("1https://h.example/?key=abcdefgh x")).toBe(`1https://h.example/?key=${REDACTED} x`);
+  });
+});
+
 describe("redactText: URLs are found in linear time", () => {
   // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
   // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
