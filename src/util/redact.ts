@@ -134,8 +134,8 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
   // AWS access key ids
   [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
-  // passwords in URLs: scheme://user:password@host
-  (s) => afterSchemes(s, USER_PASSWORD, (m) => `${m[1]}${REDACTED}@`),
+  // passwords in URLs: scheme://user:password@host (redactUserPasswords)
+  (s) => redactUserPasswords(s),
   // name=value / name: value pairs in free text whose name is secret-like — except a name that
   // says what happened to a credential (an audit event type such as `authorization_denied` or
   // `credential_injected` before a colon, as in "cannot record authorization_denied: database or
@@ -335,17 +335,57 @@ function afterSchemes(s: string, rest: RegExp, replace: (m: RegExpExecArray) => 
   return done === 0 ? s : out + s.slice(done);
 }
 
+/**
+ * Every URL's password replaced: after `://` (afterSchemes), a user, `:`, then the password up
+ * to the last `@` of the word (up to a space). Where the userinfo ends is read two ways: a URL
+ * parser ends the authority at the first `/`, `?` or `#` and takes its last `@`
+ * (`https://u:p@ss?x@host/` is the password `p`, the host `ss` and the query `x@host/`), while
+ * whoever wrote a password with such characters in it unescaped meant the last `@` before the
+ * host (`p@ss?x`, the host `host`). No reading may show any of the password, so the longest one
+ * is hidden: `https://u:[redacted]@host/`. The price is what a URL with a password and another
+ * `@` after it shows: `https://u:pw@host/?to=a@b` reads `https://u:[redacted]@b`, and so does
+ * `http://localhost:3000/@scope` (`localhost:3000/` could be a user and a password):
+ * `http://localhost:[redacted]@scope`. Each word is read once, for all its `://`: linear.
+ */
+function redactUserPasswords(s: string): string {
+  let out = "";
+  let done = 0; // s[0, done) is in out
+  let wordEnd = -1; // the word of the last `://` read: where it ends, and its last `@`
+  let lastAt = -1;
+  for (let k = s.indexOf("://"); k !== -1; k = s.indexOf("://", k + 1)) {
+    USER.lastIndex = k + 3;
+    if (!USER.test(s)) continue;
+    const from = USER.lastIndex; // the password's first character
+    if (from >= wordEnd) {
+      // a word not read yet (a user is never across a space: this `://` starts a new one)
+      lastAt = -1;
+      let i = from;
+      for (;;) {
+        NOT_AT.lastIndex = i;
+        NOT_AT.test(s);
+        i = NOT_AT.lastIndex;
+        if (s.charCodeAt(i) !== 64) break; // @
+        lastAt = i++;
+      }
+      wordEnd = i;
+    }
+    if (lastAt <= from || s.slice(from, lastAt) === REDACTED) continue;
+    out += `${s.slice(done, from)}${REDACTED}@`;
+    done = lastAt + 1;
+    k = done - 1;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
 function isWordChar(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95;
 }
 
-/**
- * After `scheme://`: a user, its password, `@` (the password is replaced). A password may hold
- * an `@` written as is (`u:p@ss@host`): the host follows the last `@` before the path, so the
- * password runs to it — but not over a `?` or `#` (`u:pw@host?to=a@b` ends at the first `@`).
- * Each `@…` is read once: linear.
- */
-const USER_PASSWORD = /([^\s:/@]*:)(?!\[redacted\]@)[^\s@/]+(?:@[^\s@/?#]*(?=@))*@/iy;
+/** After `scheme://`: a URL's user and its `:` (redactUserPasswords). */
+const USER = /[^\s:/@]*:/y;
+
+/** A run of a word's characters without an `@` (redactUserPasswords). */
+const NOT_AT = /[^\s@]*/y;
 
 /** After `scheme://`: the rest of a URL in text, up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
 const URL_REST = /[^\s"'<>`\\]+/y;

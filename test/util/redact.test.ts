@@ -510,7 +510,7 @@ describe("redactText: punctuation after a credential is the sentence's", () => {
 
 describe("redactText: a password in a URL", () => {
   const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
-  it("is hidden whole, an `@` in it or not; the host after the last `@` before the path is kept", () => {
+  it("is hidden whole, an `@` in it or not; what follows the last `@` of the word is kept", () => {
     fc.assert(
       fc.property(
         // parts of distinct characters (no 8 in a row appear elsewhere), joined by `@`
@@ -525,12 +525,55 @@ describe("redactText: a password in a URL", () => {
           const password = parts.join("@") + extra;
           const out = redactText(`see https://user:${password}@${host}${rest}`);
           for (const p of parts) expect(out).not.toContain(p);
-          expect(out).toBe(`see https://user:${REDACTED}@${host}${rest}`);
+          // (an `@` after the host, in the word, could end the password as well: the password
+          // is hidden up to it, the host with it)
+          const word = `${host}${rest}`.split(" ")[0]!;
+          const kept = word.includes("@")
+            ? `${host}${rest}`.slice(word.lastIndexOf("@") + 1)
+            : `${host}${rest}`;
+          expect(out).toBe(`see https://user:${REDACTED}@${kept}`);
           expect(redactText(out)).toBe(out);
         },
       ),
       { numRuns: 600 },
     );
+  });
+});
+
+describe("redactText: a password with `@`, `?`, `#`, `/`, `:` or `%` in it", () => {
+  // `https://u:p@ss?x@host/`: a URL parser ends the authority at the `?` (password `p`, host `ss`),
+  // whoever wrote it meant the password `p@ss?x` and the host `host`. Neither reading may show
+  // any of the password.
+  const PASSWORD_CHARS = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@?#/:%"];
+  it("no 4 characters of it in a row survive, whichever `@` a reader takes as the end of the userinfo", () => {
+    fc.assert(
+      fc.property(
+        fc
+          .array(fc.constantFrom(...PASSWORD_CHARS), { minLength: 1, maxLength: 24 })
+          .map((cs) => cs.join("")),
+        fc.constantFrom("h.example", "10.0.0.1:8080"),
+        fc.constantFrom("", "/", "/mcp", "/p@x", "?to=a@b.c", "#f@g", "/mcp?k=1). next", " next", "/a b@c"),
+        (password, host, rest) => {
+          const before = "see https://user:";
+          const after = `@${host}${rest}`;
+          const out = redactText(`${before}${password}${after}`);
+          for (let i = 0; i + 4 <= password.length; i++) {
+            const piece = password.slice(i, i + 4);
+            // (a piece that the text around the password holds anyway says nothing)
+            if (!`${before}${REDACTED}${after}`.includes(piece)) expect(out).not.toContain(piece);
+          }
+          expect(out.startsWith(`${before}${REDACTED}@`)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("https://u:p@ss?x@host/")).toBe(`https://u:${REDACTED}@host/`);
+    expect(redactText("https://u:p@ss#x@host/ next")).toBe(`https://u:${REDACTED}@host/ next`);
+    expect(redactText("https://u:pa/ss@host/")).toBe(`https://u:${REDACTED}@host/`);
   });
 });
 
@@ -631,10 +674,12 @@ describe("redactText: URLs are found in linear time", () => {
     expect(redactText(`https://u:${"a@".repeat(50_000)}h.example/ x`)).toBe(
       `https://u:${REDACTED}@h.example/ x`,
     );
-    // (a `?` ends the password: the first `@` is the host's)
-    expect(redactText(`https://u:a${"@a?".repeat(30_000)}@h`)).toBe(
-      `https://u:${REDACTED}@a?${"@a?".repeat(29_999)}@h`,
-    );
+    // (a `?` does not end the password: the last `@` of the word is the host's)
+    expect(redactText(`https://u:a${"@a?".repeat(30_000)}@h`)).toBe(`https://u:${REDACTED}@h`);
+    // many `://` in one word, none with an `@` after it: the word is read once, not once each
+    const noAt = "x://u:p".repeat(20_000);
+    expect(redactText(noAt)).toBe(noAt);
+    expect(redactText(`${noAt}@h`)).toBe(`x://u:${REDACTED}@h`);
     const many = "x://u:p@a@b@h/ ".repeat(10_000);
     expect(redactText(many)).toBe(`x://u:${REDACTED}@h/ `.repeat(10_000));
     expect(performance.now() - t).toBeLessThan(500);
