@@ -528,72 +528,147 @@ export function redactSchemaDefaults(
 
 /**
  * The subschemas that a property named like a secret takes by reference, each mapped to that
- * property's name: every object of a definition reached by a local `$ref` (`#/$defs/K`,
- * `#/definitions/K`, any JSON pointer into the same document, its `%` and `~0`/`~1` escapes
- * decoded, or a `$anchor`'s `#name`) from anywhere under such a property, including through its
- * subschemas, and transitively from there (`{"api_key": {"$ref": "#/$defs/K"}}` makes `K`'s
- * default the api_key's: redactSchemaDefaults, and the diff's values, src/catalog/schema.ts). A
- * ref is resolved against the value itself, the nearest `inputSchema` or `outputSchema` (tools,
- * lists of tools) and the nearest subschema with an `$id`: whichever holds it. A remote ref
- * (anything not starting with `#`) is never followed. Each object is scanned under a secret-like
- * name at most once (cycles end), so this is linear in the value's size.
+ * property's name: every object of a definition reached from anywhere under such a property,
+ * including through its subschemas, and transitively from there (`{"api_key": {"$ref":
+ * "#/$defs/K"}}` makes `K`'s default the api_key's: redactSchemaDefaults, and the diff's values,
+ * src/catalog/schema.ts), by
+ *   - `$ref` to a JSON pointer (`#/$defs/K`, `#/definitions/K`, its `%` and `~0`/`~1` escapes
+ *     decoded) or an anchor (`#name`: `$anchor`, `$dynamicAnchor`, a draft-07 `$id: "#name"`),
+ *     in the same document: the reference's own (`#…`), or one named by a URI that resolves,
+ *     against the `$id`s around the reference, to the `$id` of the schema or of a subschema of
+ *     the value (`https://x.example/s.json#/$defs/K` under `"$id": "https://x.example/s.json"`,
+ *     `k.json` under a subschema's `"$id": "k.json"`). Any other URI is another document's:
+ *     never fetched, never followed.
+ * A `#…` reference is resolved against the value itself, the nearest `inputSchema` or
+ * `outputSchema` (tools, lists of tools) and the nearest subschema with an `$id`: whichever
+ * holds it; an anchor is looked for anywhere in the value. Both may take more than a validator
+ * would, never less. Each object is scanned under a secret-like name at most once (cycles end),
+ * each URI reference and anchor name followed once, so this is linear in the value's size.
  */
 export function secretRefTargets(value: unknown): Map<object, string> {
   const owners = new Map<object, string>();
   const anchors = new Map<string, object[]>();
-  // [ref, secret-like owner, documents: the value, the nearest input or output schema, `$id`]
-  const refs: [string, string, unknown[]][] = [];
+  const resources = new Map<string, object[]>(); // an `$id` resolved (no fragment) → its schemas
+  const seen = new Map<object, Where>(); // where each object was first met
+  const refs: [string, string, Where][] = []; // [reference, secret-like owner, where]
   const anchorsFollowed = new Set<string>(); // (every object with one is scanned once for all)
-  const scan = (v: unknown, owner: string | null, docs: unknown[]): void => {
+  const urisFollowed = new Set<string>();
+  const documentBases = new Map<object, string>();
+  const documentBase = (d: object): string => {
+    let b = documentBases.get(d);
+    if (b === undefined) {
+      // a document's own address, for `$id`s relative to nothing (no one can name it)
+      b = `https://${documentBases.size}.document.portcullis.invalid/`;
+      documentBases.set(d, b);
+    }
+    return b;
+  };
+  const addTo = <K>(map: Map<K, object[]>, key: K, v: object): void => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [v]);
+    else list.push(v);
+  };
+  const scan = (v: unknown, owner: string | null, at: Where): void => {
     if (typeof v !== "object" || v === null) return;
     const secret = owner !== null && isSecretName(owner);
     if (secret) {
       if (owners.has(v)) return;
       owners.set(v, owner);
     }
+    const first = !seen.has(v);
+    if (first) seen.set(v, at);
     if (Array.isArray(v)) {
-      for (const x of v) scan(x, owner, docs);
+      for (const x of v) scan(x, owner, at);
       return;
     }
     const o = v as Record<string, unknown>;
     for (const k of ["$anchor", "$dynamicAnchor", "$id"]) {
       const a = Object.hasOwn(o, k) ? o[k] : undefined;
-      if (typeof a === "string") {
-        const name = k === "$id" ? (a.startsWith("#") ? a.slice(1) : "") : a;
-        const list = name === "" ? [] : anchors.get(name);
-        if (list === undefined) anchors.set(name, [v]);
-        else list.push(v);
-        if (k === "$id" && !a.startsWith("#")) docs = [docs[0], docs[1], v];
+      if (typeof a !== "string") continue;
+      const hash = a.indexOf("#");
+      // (`$id: "#name"` and `$id: "https://…#name"` name an anchor, as drafts 6 and 7 read it)
+      const name = k === "$id" ? (hash === -1 ? "" : a.slice(hash + 1)) : a;
+      if (first && name !== "") addTo(anchors, name, v);
+      if (k === "$id" && hash !== 0) {
+        const base = resolvedUri(a, at.base);
+        if (base !== null && first) addTo(resources, base, v);
+        at = { docs: [at.docs[0], at.docs[1], v], base: base ?? at.base };
       }
     }
     for (const [k, x] of Object.entries(o)) {
       if (isSchemaValue(k) || k === "enum") continue; // values, not schemas
       if (k === "$ref") {
-        if (secret && typeof x === "string") refs.push([x, owner, docs]);
+        if (secret && typeof x === "string") refs.push([x, owner, at]);
       } else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {
-        for (const [name, sub] of Object.entries(x)) scan(sub, schemaOwner(owner, name), docs);
-      } else scan(x, owner, k === "inputSchema" || k === "outputSchema" ? [docs[0], x] : docs);
+        for (const [name, sub] of Object.entries(x)) scan(sub, schemaOwner(owner, name), at);
+      } else if ((k === "inputSchema" || k === "outputSchema") && typeof x === "object" && x !== null)
+        scan(x, owner, { docs: [at.docs[0], x], base: documentBase(x) });
+      else scan(x, owner, at);
     }
   };
-  scan(value, null, [value]);
+  // a target is scanned where it was met (its `$id`s, its document), not where the reference was
+  const scanTarget = (t: unknown, owner: string, at: Where): void => {
+    scan(t, owner, (typeof t === "object" && t !== null ? seen.get(t) : undefined) ?? at);
+  };
+  scan(value, null, {
+    docs: [value],
+    base: typeof value === "object" && value !== null ? documentBase(value) : "",
+  });
   // a worklist, not recursion: a chain of thousands of definitions must not exhaust the stack
   for (let i = 0; i < refs.length; i++) {
-    const [ref, owner, docs] = refs[i]!;
-    if (!ref.startsWith("#")) continue; // remote: never followed
+    const [ref, owner, at] = refs[i]!;
+    const hash = ref.indexOf("#");
+    const uri = hash === -1 ? ref : ref.slice(0, hash);
     let fragment: string;
     try {
-      fragment = decodeURIComponent(ref.slice(1));
+      fragment = hash === -1 ? "" : decodeURIComponent(ref.slice(hash + 1));
     } catch {
       continue;
     }
+    let docs: readonly unknown[];
+    if (uri === "") docs = at.docs;
+    else {
+      const resolved = resolvedUri(uri, at.base);
+      if (resolved === null || urisFollowed.has(`${resolved}#${fragment}`)) docs = [];
+      else {
+        urisFollowed.add(`${resolved}#${fragment}`);
+        docs = resources.get(resolved) ?? []; // none: another document's, never followed
+      }
+    }
     if (fragment === "" || fragment.startsWith("/")) {
-      for (const d of docs) scan(pointed(d, fragment), owner, docs);
-    } else if (!anchorsFollowed.has(fragment)) {
+      for (const d of docs) {
+        const t = pointed(d, fragment);
+        scanTarget(t, owner, (typeof d === "object" && d !== null ? seen.get(d) : undefined) ?? at);
+      }
+    } else if (docs.length > 0 && !anchorsFollowed.has(fragment)) {
       anchorsFollowed.add(fragment);
-      for (const t of anchors.get(fragment) ?? []) scan(t, owner, docs);
+      for (const t of anchors.get(fragment) ?? []) scanTarget(t, owner, at);
     }
   }
   return owners;
+}
+
+/** Where a schema is: the documents a `#…` reference in it is resolved against, and its base URI. */
+interface Where {
+  /** the value, the nearest input or output schema, the nearest subschema with an `$id` */
+  docs: unknown[];
+  /** the `$id`s above it resolved, or its document's own made-up address */
+  base: string;
+}
+
+/**
+ * `uri` resolved against `base`, without its fragment, normalised as a URL parser writes it
+ * (`HTTPS://X.example:443/s.json` is `https://x.example/s.json`); null when it is none. Nothing
+ * is fetched.
+ */
+function resolvedUri(uri: string, base: string): string | null {
+  try {
+    const u = new URL(uri, base === "" ? undefined : base);
+    u.hash = "";
+    return u.href;
+  } catch {
+    return null;
+  }
 }
 
 /** What the JSON pointer `pointer` (`/a/b~1c`, decoded from its URI fragment) names in `doc`. */

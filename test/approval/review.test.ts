@@ -242,7 +242,11 @@ describe("what the human sees", () => {
           // a const and examples are values of the property too; an enum is the choices offered
           client_secret: { type: "string", const: "hunter-const-45", examples: ["hunter-example-43"] },
           auth_mode: { type: "string", enum: ["oauth", "basic"] },
+          // a property a secret-like one takes by the schema's own `$id`: its default is that one's
+          session_token: { $ref: "https://x.example/publish.json#/properties/fallback" },
+          fallback: { type: "string", default: "hunter-absref-46" },
         },
+        $id: "https://x.example/publish.json",
       },
     };
     // both filled in from the schema: the client sent neither
@@ -260,6 +264,9 @@ describe("what the human sees", () => {
       expect(text).toMatch(/client_secret: string, const "\[redacted\]"/);
       expect(text).toMatch(/auth_mode: string \(enum oauth\|basic\)/);
     }
+    // (the review shows the first inputs; the tool as the review keeps it has them all)
+    for (const text of [req.review.tool.rendered, publicRequest(req).review.tool.rendered])
+      expect(text).toMatch(/fallback: string, default "\[redacted\]"/);
     // the review as stored, and the request as `approvals --json` prints it
     const stored = JSON.stringify(req.review);
     const printed = JSON.stringify(publicRequest(req));
@@ -268,7 +275,7 @@ describe("what the human sees", () => {
     for (const where of [renderReview(req), renderReviewCard(req), stored, printed, card]) {
       expect(where).not.toContain("hunter-default-42");
       expect(where).not.toContain("Zq8Kp2LmN4vX7bR1tY9wQ3eH");
-      expect(where).not.toMatch(/hunter-(const|example)/);
+      expect(where).not.toMatch(/hunter-(const|example|absref)/);
     }
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;

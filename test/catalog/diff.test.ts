@@ -636,6 +636,37 @@ describe("field by field", () => {
     expect(catalog).not.toContain("hunter");
   });
 
+  it("a definition that a secret-like property takes by a `$ref` to the schema's own `$id` has its values shown redacted", () => {
+    const schema = (v: string): Tool => ({
+      name: "t",
+      inputSchema: {
+        $id: "https://x.example/t.json",
+        type: "object",
+        properties: {
+          api_key: { $ref: "https://x.example/t.json#/$defs/K" },
+          token: { $ref: "inner.json" },
+          mode: { $ref: "https://x.example/t.json#/$defs/Plain" },
+        },
+        $defs: {
+          K: { type: "string", default: `hunter-${v}-1` },
+          Inner: { $id: "inner.json", type: "string", const: `hunter-${v}-2` },
+          Plain: { type: "string", default: `bob-${v}` },
+        },
+      },
+    });
+    const d = diffCatalogs([schema("old")], [schema("new")]);
+    expect(entry(d, "t").changes.map((c) => [c.path, c.change])).toEqual(
+      expect.arrayContaining([
+        ["inputSchema.$defs.K", "default changed"],
+        ["inputSchema.$defs.Inner", "const changed"],
+        ["inputSchema.$defs.Plain", "default changed"],
+      ]),
+    );
+    const catalog = renderCatalog(snapshotOf([schema("new")], 1), 1);
+    for (const shown of [JSON.stringify(d), renderDiff(d), catalog]) expect(shown).not.toContain("hunter");
+    for (const shown of [JSON.stringify(d), renderDiff(d)]) expect(shown).toContain("bob-new");
+  });
+
   it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
     const login = (c: string, ex: string[], modes: string[]): Tool => ({
       name: "login",

@@ -81,10 +81,16 @@ describe("keys named like secrets in what others chose", () => {
           auth_mode: { type: "string", enum: ["oauth", "basic"] },
           // its schema by reference: the definition's default is the api_key's
           api_key: { $ref: "#/$defs/Key" },
+          // the same, the reference written with the schema's own `$id`
+          session_token: { $ref: "https://x.example/login.json#/$defs/Tok" },
         },
         // examples of the whole input: redacted by their keys
         examples: [{ user: "alice", session: "hunter-session-46" }],
-        $defs: { Key: { type: "string", default: "hunter-defref-47" } },
+        $id: "https://x.example/login.json",
+        $defs: {
+          Key: { type: "string", default: "hunter-defref-47" },
+          Tok: { type: "string", default: "hunter-absref-48" },
+        },
       },
     };
     const { gw, revised } = await listedOnce([tool]);
@@ -112,7 +118,7 @@ describe("keys named like secrets in what others chose", () => {
       expect(shown.stdout).toContain("password");
       expect(shown.stdout).toContain("client_secret");
       expect(shown.stdout).not.toContain("hunter-default-42");
-      expect(shown.stdout).not.toMatch(/hunter-(const|example|session|defref)/);
+      expect(shown.stdout).not.toMatch(/hunter-(const|example|session|defref|absref)/);
     }
     const json = await runCli(["catalog", "show", "secretish", "--json", "--state-dir", gw.stateDir]);
     const listed = (JSON.parse(json.stdout) as { tools: { tool: typeof tool }[] }).tools[0]!.tool;
@@ -126,6 +132,8 @@ describe("keys named like secrets in what others chose", () => {
     expect(listed.inputSchema.examples).toEqual([{ user: "alice", session: "[redacted]" }]);
     expect(listed.inputSchema.$defs.Key).toEqual({ type: "string", default: "[redacted]" });
     expect(inventory[0]!.inputSchema.$defs.Key).toEqual({ type: "string", default: { redacted: true } });
+    expect(listed.inputSchema.$defs.Tok).toEqual({ type: "string", default: "[redacted]" });
+    expect(inventory[0]!.inputSchema.$defs.Tok).toEqual({ type: "string", default: { redacted: true } });
   });
 
   it('an empty string under a secret-named argument, with audit.arguments "clear": the call is served and recorded', async () => {

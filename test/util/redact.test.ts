@@ -701,6 +701,24 @@ describe("redactText: URLs are found in linear time", () => {
     // take tens of seconds: the bound is wide so that a loaded machine cannot reach it
     expect(performance.now() - t).toBeLessThan(2_000);
     expect(out).not.toContain("hunter");
+    // the same chain by URIs, each definition its own resource (`$id`), relative to the schema's
+    const byUri: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++)
+      byUri[`d${i}`] = {
+        $id: `d${i}.json`,
+        default: `hunter-${i}`,
+        anyOf: [{ $ref: `d${(i + 1) % n}.json` }, { $ref: "https://x.example/s.json#/$defs/d0" }],
+      };
+    const t2 = t0();
+    const out2 = JSON.stringify(
+      redactSchemaDefaults({
+        $id: "https://x.example/s.json",
+        properties: { token: { $ref: "d0.json" } },
+        $defs: byUri,
+      }),
+    );
+    expect(performance.now() - t2).toBeLessThan(2_000);
+    expect(out2).not.toContain("hunter");
   });
 
   it("a long word of scheme characters before a URL", () => {
@@ -733,7 +751,8 @@ describe("redactSchemaDefaults", () => {
         ),
         // or taken by `$ref` (from the property or a subschema of it: wrap) from a definition,
         // which then gives the property's values: [the ref, where its schema is]
-        fc.constantFrom<null | [string, (s: unknown) => Record<string, unknown>]>(
+        // (and the keyword that refers: `$ref` unless a third is given)
+        fc.constantFrom<null | [string, (s: unknown) => Record<string, unknown>, string?]>(
           null,
           ["#/$defs/K", (s) => ({ $defs: { K: s } })],
           ["#/definitions/K", (s) => ({ definitions: { K: s } })],
@@ -743,6 +762,26 @@ describe("redactSchemaDefaults", () => {
           ["#/$defs/A", (s) => ({ $defs: { A: { allOf: [{ $ref: "#/$defs/B" }] }, B: s } })],
           ["#/$defs/A", (s) => ({ $defs: { A: { anyOf: [{ $ref: "#/$defs/A" }, s] } } })],
           ["#key", (s) => ({ $defs: { K: { $anchor: "key", anyOf: [s] } } })],
+          // the schema's own `$id`, written whole or relative to it: the same document
+          [
+            "https://x.example/s.json#/$defs/K",
+            (s) => ({ $id: "https://x.example/s.json", $defs: { K: s } }),
+          ],
+          [
+            "HTTPS://X.example:443/s.json#/$defs/K",
+            (s) => ({ $id: "https://x.example/s.json", $defs: { K: s } }),
+          ],
+          ["s.json#/$defs/K", (s) => ({ $id: "https://x.example/s.json", $defs: { K: s } })],
+          [
+            "https://x.example/s.json#key",
+            (s) => ({ $id: "https://x.example/s.json", $defs: { K: { $anchor: "key", anyOf: [s] } } }),
+          ],
+          // a subschema's own `$id`, relative to the schema's or to nothing
+          [
+            "https://x.example/k.json",
+            (s) => ({ $id: "https://x.example/s.json", $defs: { K: { $id: "k.json", anyOf: [s] } } }),
+          ],
+          ["k.json#/anyOf/0", (s) => ({ $defs: { K: { $id: "k.json", anyOf: [s] } } })],
         ),
         (value, path, key, secret, other, kept, keywords, wrap, ref) => {
           const given: Record<string, unknown> = { type: "string" };
@@ -755,7 +794,7 @@ describe("redactSchemaDefaults", () => {
           given.enum = ["oauth", "basic"];
           shown.enum = ["oauth", "basic"];
           const plainProp = { default: kept, const: kept, examples: [kept], enum: [kept] };
-          const property = ref === null ? wrap(given) : wrap({ $ref: ref[0] });
+          const property = ref === null ? wrap(given) : wrap({ [ref[2] ?? "$ref"]: ref[0] });
           const schema = {
             type: "object",
             properties: { [key]: property, name: plainProp },
@@ -818,6 +857,34 @@ describe("redactSchemaDefaults", () => {
     expect(redactSchemaDefaults({ name: "t", inputSchema: schema })).toEqual({
       name: "t",
       inputSchema: { ...schema, $defs: { ...defs, K: { default: REDACTED } } },
+    });
+  });
+
+  it("a `$ref` to the schema's own `$id`, or to a subschema's, is local; another document's is not followed", () => {
+    const schema = {
+      $id: "https://x.example/tool.json",
+      type: "object",
+      properties: {
+        api_key: { $ref: "https://x.example/tool.json#/$defs/K" },
+        token: { $ref: "inner.json#/anyOf/0" },
+        session: { $ref: "https://x.example/tool.json#sess" },
+        password: { $ref: "https://other.example/tool.json#/$defs/Plain" },
+        user: { $ref: "https://x.example/tool.json#/$defs/Plain" },
+      },
+      $defs: {
+        K: { default: "hunter-abs" },
+        Inner: { $id: "inner.json", anyOf: [{ const: "hunter-rel" }] },
+        S: { $anchor: "sess", examples: ["hunter-anchor"] },
+        Plain: { default: "plain words" },
+      },
+    };
+    const out = redactSchemaDefaults({ name: "t", inputSchema: schema }) as { inputSchema: typeof schema };
+    expect(JSON.stringify(out)).not.toContain("hunter");
+    expect(out.inputSchema.$defs).toEqual({
+      K: { default: REDACTED },
+      Inner: { $id: "inner.json", anyOf: [{ const: REDACTED }] },
+      S: { $anchor: "sess", examples: [REDACTED] },
+      Plain: { default: "plain words" },
     });
   });
 
