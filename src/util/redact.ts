@@ -538,21 +538,30 @@ export function redactSchemaDefaults(
  *     against the `$id`s around the reference, to the `$id` of the schema or of a subschema of
  *     the value (`https://x.example/s.json#/$defs/K` under `"$id": "https://x.example/s.json"`,
  *     `k.json` under a subschema's `"$id": "k.json"`). Any other URI is another document's:
- *     never fetched, never followed.
+ *     never fetched, never followed;
+ *   - `$dynamicRef` (2020-12) as `$ref`, and, when it names an anchor, to every anchor of that
+ *     name anywhere in the value, whatever its URI: the dynamic scope decides at evaluation time
+ *     which one it lands on, and any could be; and to the roots `#` names (ajv calls the function
+ *     it is compiling when no dynamic anchor of that name is in scope, whatever the fragment
+ *     says, and that is the schema the reference is in or one around it);
+ *   - `$recursiveRef` (2019-09) as `$ref`, and to every schema with `"$recursiveAnchor": true`.
  * A `#…` reference is resolved against the value itself, the nearest `inputSchema` or
  * `outputSchema` (tools, lists of tools) and the nearest subschema with an `$id`: whichever
  * holds it; an anchor is looked for anywhere in the value. Both may take more than a validator
  * would, never less. Each object is scanned under a secret-like name at most once (cycles end),
- * each URI reference and anchor name followed once, so this is linear in the value's size.
+ * each URI reference, anchor name and the `$recursiveAnchor` schemas followed once, so this is
+ * linear in the value's size.
  */
 export function secretRefTargets(value: unknown): Map<object, string> {
   const owners = new Map<object, string>();
   const anchors = new Map<string, object[]>();
+  const recursiveAnchors: object[] = []; // `"$recursiveAnchor": true`
   const resources = new Map<string, object[]>(); // an `$id` resolved (no fragment) → its schemas
   const seen = new Map<object, Where>(); // where each object was first met
-  const refs: [string, string, Where][] = []; // [reference, secret-like owner, where]
+  const refs: [string, string, string, Where][] = []; // [keyword, reference, secret-like owner, where]
   const anchorsFollowed = new Set<string>(); // (every object with one is scanned once for all)
   const urisFollowed = new Set<string>();
+  let recursiveFollowed = false;
   const documentBases = new Map<object, string>();
   const documentBase = (d: object): string => {
     let b = documentBases.get(d);
@@ -595,10 +604,12 @@ export function secretRefTargets(value: unknown): Map<object, string> {
         at = { docs: [at.docs[0], at.docs[1], v], base: base ?? at.base };
       }
     }
+    if (first && Object.hasOwn(o, "$recursiveAnchor") && o.$recursiveAnchor === true)
+      recursiveAnchors.push(v);
     for (const [k, x] of Object.entries(o)) {
       if (isSchemaValue(k) || k === "enum") continue; // values, not schemas
-      if (k === "$ref") {
-        if (secret && typeof x === "string") refs.push([x, owner, at]);
+      if (k === "$ref" || k === "$dynamicRef" || k === "$recursiveRef") {
+        if (secret && typeof x === "string") refs.push([k, x, owner, at]);
       } else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {
         for (const [name, sub] of Object.entries(x)) scan(sub, schemaOwner(owner, name), at);
       } else if ((k === "inputSchema" || k === "outputSchema") && typeof x === "object" && x !== null)
@@ -616,7 +627,17 @@ export function secretRefTargets(value: unknown): Map<object, string> {
   });
   // a worklist, not recursion: a chain of thousands of definitions must not exhaust the stack
   for (let i = 0; i < refs.length; i++) {
-    const [ref, owner, at] = refs[i]!;
+    const [keyword, ref, owner, at] = refs[i]!;
+    if (keyword === "$recursiveRef" && !recursiveFollowed) {
+      recursiveFollowed = true;
+      for (const t of recursiveAnchors) scanTarget(t, owner, at);
+    }
+    // (ajv calls the function it is compiling when no dynamic anchor of that name is in scope,
+    // whatever the fragment says: the schema the reference is in, or one around it: its
+    // document, the input or output schema, or the value when it is in none (a list of tools is
+    // no schema), and the nearest subschema with an `$id`)
+    if (keyword === "$dynamicRef")
+      for (const d of [at.docs[1] ?? at.docs[0], at.docs[2]]) scanTarget(d, owner, at);
     const hash = ref.indexOf("#");
     const uri = hash === -1 ? ref : ref.slice(0, hash);
     let fragment: string;
@@ -640,7 +661,7 @@ export function secretRefTargets(value: unknown): Map<object, string> {
         const t = pointed(d, fragment);
         scanTarget(t, owner, (typeof d === "object" && d !== null ? seen.get(d) : undefined) ?? at);
       }
-    } else if (docs.length > 0 && !anchorsFollowed.has(fragment)) {
+    } else if ((docs.length > 0 || keyword === "$dynamicRef") && !anchorsFollowed.has(fragment)) {
       anchorsFollowed.add(fragment);
       for (const t of anchors.get(fragment) ?? []) scanTarget(t, owner, at);
     }

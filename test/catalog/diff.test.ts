@@ -667,6 +667,57 @@ describe("field by field", () => {
     for (const shown of [JSON.stringify(d), renderDiff(d)]) expect(shown).toContain("bob-new");
   });
 
+  it("a definition that a secret-like property reaches by `$dynamicRef` or `$recursiveRef` has its values shown redacted", () => {
+    // 2020-12: a generic list whose items the schema that uses it gives
+    const dynamic = (v: string): Tool => ({
+      name: "dynamic",
+      inputSchema: {
+        type: "object",
+        properties: { api_keys: { $ref: "#/$defs/KeyList" }, mode: { $ref: "#/$defs/Plain" } },
+        $defs: {
+          List: {
+            $id: "list.json",
+            type: "array",
+            items: { $dynamicRef: "#item" },
+            $defs: { I: { $dynamicAnchor: "item" } },
+          },
+          KeyList: {
+            $id: "key-list.json",
+            $ref: "list.json",
+            $defs: { Key: { $dynamicAnchor: "item", default: `hunter-${v}-1` } },
+          },
+          Plain: { type: "string", default: `bob-${v}` },
+        },
+      },
+    });
+    // 2019-09: a tree of tokens; `$recursiveRef: "#"` takes the resource it is in, and the
+    // outermost one with `$recursiveAnchor: true`: all of it is the token's
+    const recursive = (v: string): Tool => ({
+      name: "recursive",
+      inputSchema: {
+        $recursiveAnchor: true,
+        type: "object",
+        properties: { token: { type: "array", items: { $recursiveRef: "#" } } },
+        $defs: { Node: { examples: [`hunter-${v}-2`] } },
+      },
+    });
+    const d = diffCatalogs([dynamic("old"), recursive("old")], [dynamic("new"), recursive("new")]);
+    expect(entry(d, "dynamic").changes.map((c) => [c.path, c.change])).toEqual(
+      expect.arrayContaining([
+        ["inputSchema.$defs.KeyList.$defs.Key", "default changed"],
+        ["inputSchema.$defs.Plain", "default changed"],
+      ]),
+    );
+    expect(entry(d, "recursive").changes.map((c) => [c.path, c.change])).toEqual([
+      ["inputSchema.$defs.Node", "examples changed"],
+    ]);
+    const catalog = renderCatalog(snapshotOf([dynamic("new"), recursive("new")], 1), 1);
+    for (const shown of [JSON.stringify(d), renderDiff(d), catalog]) expect(shown).not.toContain("hunter");
+    // (a `$dynamicRef` makes the whole schema the property's: when no dynamic anchor of its name
+    // is in scope, ajv calls the schema it is compiling, whatever the fragment says)
+    for (const shown of [JSON.stringify(d), renderDiff(d)]) expect(shown).not.toContain("bob");
+  });
+
   it("a const or examples under a secret-like property name are shown redacted; its enum is shown", () => {
     const login = (c: string, ex: string[], modes: string[]): Tool => ({
       name: "login",

@@ -719,6 +719,21 @@ describe("redactText: URLs are found in linear time", () => {
     );
     expect(performance.now() - t2).toBeLessThan(2_000);
     expect(out2).not.toContain("hunter");
+    // and by `$dynamicRef` to anchors, with a `$recursiveRef` in each, every one anchored
+    const byAnchor: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++)
+      byAnchor[`d${i}`] = {
+        $dynamicAnchor: `a${i}`,
+        $recursiveAnchor: true,
+        default: `hunter-${i}`,
+        anyOf: [{ $dynamicRef: `#a${(i + 1) % n}` }, { $recursiveRef: "#" }, { $dynamicRef: "#a0" }],
+      };
+    const t3 = t0();
+    const out3 = JSON.stringify(
+      redactSchemaDefaults({ properties: { token: { $dynamicRef: "#a0" } }, $defs: byAnchor }),
+    );
+    expect(performance.now() - t3).toBeLessThan(2_000);
+    expect(out3).not.toContain("hunter");
   });
 
   it("a long word of scheme characters before a URL", () => {
@@ -782,6 +797,46 @@ describe("redactSchemaDefaults", () => {
             (s) => ({ $id: "https://x.example/s.json", $defs: { K: { $id: "k.json", anyOf: [s] } } }),
           ],
           ["k.json#/anyOf/0", (s) => ({ $defs: { K: { $id: "k.json", anyOf: [s] } } })],
+          // `$dynamicRef` (2020-12): to the `$dynamicAnchor` of that name, or as a `$ref`
+          ["#meta", (s) => ({ $defs: { K: { $dynamicAnchor: "meta", anyOf: [s] } } }), "$dynamicRef"],
+          ["#/$defs/K", (s) => ({ $defs: { K: s } }), "$dynamicRef"],
+          [
+            "https://x.example/s.json#meta",
+            (s) => ({
+              $id: "https://x.example/s.json",
+              $defs: { K: { $dynamicAnchor: "meta", anyOf: [s] } },
+            }),
+            "$dynamicRef",
+          ],
+          // a generic list whose items the schema that uses it gives (the dynamic scope)
+          [
+            "#/$defs/List",
+            (s) => ({
+              $defs: {
+                List: {
+                  $id: "list.json",
+                  items: { $dynamicRef: "#T" },
+                  $defs: { T: { $dynamicAnchor: "T" } },
+                },
+                K: { $dynamicAnchor: "T", anyOf: [s] },
+              },
+            }),
+          ],
+          [
+            "https://x.example/list.json#T",
+            (s) => ({
+              $id: "https://x.example/s.json",
+              $defs: {
+                List: {
+                  $id: "list.json",
+                  items: { $dynamicRef: "#T" },
+                  $defs: { T: { $dynamicAnchor: "T" } },
+                },
+                K: { $dynamicAnchor: "T", anyOf: [s] },
+              },
+            }),
+            "$dynamicRef",
+          ],
         ),
         (value, path, key, secret, other, kept, keywords, wrap, ref) => {
           const given: Record<string, unknown> = { type: "string" };
@@ -804,7 +859,11 @@ describe("redactSchemaDefaults", () => {
           expect(out).not.toContain(secret);
           expect(out).not.toContain(other);
           // the property itself, its type, its enum and a plain property's values are still there
-          expect(out).toContain(JSON.stringify(plainProp));
+          // (but not through a `$dynamicRef`: ajv may land on the whole schema, whose values are
+          // then all the property's)
+          const dynamic = JSON.stringify(schema).includes("$dynamicRef");
+          if (!dynamic) expect(out).toContain(JSON.stringify(plainProp));
+          else if (kept !== "") expect(out).not.toContain(JSON.stringify(plainProp)); // ("" is kept)
           if (ref === null) expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(wrap(shown))}`);
           else {
             expect(out).toContain(`${JSON.stringify(key)}:${JSON.stringify(property)}`);
@@ -886,6 +945,56 @@ describe("redactSchemaDefaults", () => {
       S: { $anchor: "sess", examples: [REDACTED] },
       Plain: { default: "plain words" },
     });
+  });
+
+  it("`$dynamicRef` and `$recursiveRef` are followed to every anchor they could land on", () => {
+    // 2020-12: a tree of tokens, its nodes given by the schema that uses the generic tree
+    const tree = {
+      $id: "https://x.example/tokens.json",
+      $dynamicAnchor: "node",
+      type: "object",
+      properties: { token: { $ref: "tree.json" }, name: { default: "plain words" } },
+      $defs: {
+        tree: { $id: "tree.json", $dynamicAnchor: "node", items: { $dynamicRef: "#node" } },
+        Node: { $dynamicAnchor: "node", default: "hunter-dynamic" },
+      },
+    };
+    expect(JSON.stringify(redactSchemaDefaults({ inputSchema: tree }))).not.toContain("hunter");
+    // 2019-09: `$recursiveRef: "#"` is the resource's root, or the outermost one with
+    // `$recursiveAnchor: true`: both are the secret property's, and all under them
+    const recursive = {
+      $id: "https://x.example/outer.json",
+      $recursiveAnchor: true,
+      type: "object",
+      default: { user: "hunter-outer" },
+      $defs: {
+        Inner: {
+          $id: "inner.json",
+          $recursiveAnchor: true,
+          properties: { secret: { $recursiveRef: "#" } },
+          examples: [{ mode: "hunter-inner" }],
+        },
+      },
+    };
+    expect(JSON.stringify(redactSchemaDefaults({ inputSchema: recursive }))).not.toContain("hunter");
+    // ajv falls back on the schema it is compiling: the tool's, never another tool's
+    const tools = [
+      {
+        name: "a",
+        inputSchema: { properties: { token: { $dynamicRef: "#none" }, mode: { default: "hunter-a" } } },
+      },
+      { name: "b", inputSchema: { properties: { mode: { default: "plain b" } } } },
+    ];
+    const shown = redactSchemaDefaults(tools) as typeof tools;
+    expect(JSON.stringify(shown)).not.toContain("hunter");
+    expect(shown[1]).toEqual(tools[1]);
+    // under a plain name, neither is followed
+    const plainRefs = {
+      properties: { a: { $dynamicRef: "#n" }, b: { $recursiveRef: "#" } },
+      $defs: { N: { $dynamicAnchor: "n", default: "plain one" } },
+      default: { user: "plain two" },
+    };
+    expect(redactSchemaDefaults(plainRefs)).toEqual(plainRefs);
   });
 
   it("a schema's own examples and default, outside any property, are redacted by their keys", () => {
