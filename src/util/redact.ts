@@ -295,7 +295,12 @@ export function redactText(s: string): string {
  * `?s=…`: looksRandom). A query's names are often one letter, so the name alone says too little.
  */
 export function isSecretQueryParameter(name: string, value: string): boolean {
-  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name) || looksGenerated(value);
+  return namesCredential(name) || looksGenerated(value);
+}
+
+/** A query parameter's name that says its value is a credential (isSecretQueryParameter). */
+function namesCredential(name: string): boolean {
+  return isSecretName(name) || /(?:^|[-_.])key$/i.test(name);
 }
 
 /**
@@ -422,13 +427,44 @@ export function redactQueries(s: string): string {
   });
 }
 
-/** A query's or a fragment's `name=value` pairs, those that carry a credential replaced. */
+/**
+ * A query's or a fragment's `name=value` pairs, those that carry a credential replaced. A value
+ * kept may hold another URL's query (`next=https://b/?key=S`: the inner URL is taken with the
+ * outer's rest, and its first pair is in the outer's value): nestedQuery.
+ */
 function redactPairs(query: string): string {
-  return query.replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) =>
-    value !== REDACTED && isSecretQueryParameter(decoded(name), decoded(value))
-      ? `${sep}${name}=${REDACTED}`
-      : pair,
-  );
+  return query.replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) => {
+    if (value === REDACTED) return pair;
+    if (isSecretQueryParameter(decoded(name), decoded(value))) return `${sep}${name}=${REDACTED}`;
+    const q = value.indexOf("?");
+    return q === -1 ? pair : `${sep}${name}=${value.slice(0, q + 1)}${nestedQuery(value.slice(q + 1))}`;
+  });
+}
+
+/**
+ * What follows a `?` in a query value kept (redactPairs), as a query of its own: each piece up to
+ * the next `?` that is a `name=value` pair is judged as a query's is (isSecretQueryParameter, the
+ * piece's value alone); a name that says it is a credential hides all the rest of the value, as a
+ * query's value runs to the next `&`. Each piece is read once: linear, however deep the nesting.
+ */
+function nestedQuery(rest: string): string {
+  let out = "";
+  for (let i = 0; i <= rest.length; ) {
+    const q = rest.indexOf("?", i);
+    const end = q === -1 ? rest.length : q;
+    const piece = rest.slice(i, end);
+    const eq = piece.indexOf("=");
+    if (eq > 0 && eq < piece.length - 1) {
+      const name = piece.slice(0, eq);
+      if (namesCredential(decoded(name))) return `${out}${name}=${REDACTED}`;
+      const value = piece.slice(eq + 1);
+      out += value !== REDACTED && looksGenerated(decoded(value)) ? `${name}=${REDACTED}` : piece;
+    } else out += piece;
+    if (q === -1) break;
+    out += "?";
+    i = q + 1;
+  }
+  return out;
 }
 
 export interface RedactOptions {

@@ -606,6 +606,41 @@ describe("redactText: a URL glued to the word before it", () => {
     );
   });
 
+  it("in another URL's query value: its own query's credentials never survive", () => {
+    const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+    fc.assert(
+      fc.property(
+        fc.constantFrom("next", "redirect", "u", "continue"),
+        fc.constantFrom("", "x%29", "("),
+        // a short value under a name that tells, or a generated one under any name
+        fc.oneof(
+          fc.tuple(
+            fc.constantFrom("key", "api_key", "token", "sig", "X-Amz-Signature"),
+            fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => `zq${v}`),
+          ),
+          fc.tuple(
+            fc.constantFrom("k", "s"),
+            fc.shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 }).map((cs) => `Zq8${cs.join("")}`),
+          ),
+        ),
+        fc.constantFrom("", "&mode=fast", "#top", "?x=1", " next"),
+        (outer, glue, [name, token], after) => {
+          const text = `see https://a.example/login?${outer}=${glue}https://b.example/cb?${name}=${token}${after}`;
+          const out = redactText(text);
+          expect(out).not.toContain(token.slice(0, 8));
+          // (the outer value may be hidden whole: a URL ending in a generated key looks generated)
+          expect(out.startsWith(`see https://a.example/login?${outer}=`)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // (a short value: only its name can tell)
+    expect(redactText("https://a.example/?next=https://b.example/?key=short1&mode=fast")).toBe(
+      `https://a.example/?next=https://b.example/?key=${REDACTED}&mode=fast`,
+    );
+  });
+
   it("the examples of the report", () => {
     expect(redactText("x%29https://user:pass1234@host/")).toBe(`x%29https://user:${REDACTED}@host/`);
     expect(redactText("a_https://h.example/?api_key=abcdef12")).toBe(
@@ -734,6 +769,18 @@ describe("redactText: URLs are found in linear time", () => {
     );
     expect(performance.now() - t3).toBeLessThan(2_000);
     expect(out3).not.toContain("hunter");
+  });
+
+  it("a query value with many `?` in it, and many URLs nested in one another's query", () => {
+    const t = t0();
+    const many = `https://h.example/?a=${"x?a=".repeat(25_000)}x`;
+    expect(redactText(many)).toBe(many);
+    expect(redactText(`${many}?token=abc&b=1`)).toBe(`${many}?token=${REDACTED}&b=1`);
+    const nested = `${"https://h.example/?next=".repeat(5_000)}https://h.example/?key=abc x`;
+    expect(redactText(nested)).toBe(
+      `${"https://h.example/?next=".repeat(5_000)}https://h.example/?key=${REDACTED} x`,
+    );
+    expect(performance.now() - t).toBeLessThan(500);
   });
 
   it("a long word of scheme characters before a URL", () => {
