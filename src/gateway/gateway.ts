@@ -115,8 +115,16 @@ export class Gateway {
     const released = options.released;
     this.scrub = released ? (text) => (released.size > 0 ? released.scrubText(text) : text) : (text) => text;
     // every line the gateway logs is scrubbed as text: lines quote ids, method and tool names,
-    // and the id of a server's message is the one part its scrubbed line keeps as written
-    const o = released ? { ...options, log: scrubbedLogger(options.log, this.scrub) } : options;
+    // and the id of a server's message is the one part its scrubbed line keeps as written; and
+    // every error it sends the client: a refusal it builds may quote what a peer chose (why a
+    // server reached by URL cannot be reached quotes the names of the certificate it presented)
+    const o = released
+      ? {
+          ...options,
+          log: scrubbedLogger(options.log, this.scrub),
+          downstream: scrubbedErrors(options.downstream, released),
+        }
+      : options;
     this.o = o;
     this.holdTimeoutMs = o.holdTimeoutMs ?? 15_000;
     const { log, downstream, supervisor: link } = o;
@@ -716,6 +724,48 @@ function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {
     },
     debugging: log.debugging,
   };
+}
+
+/**
+ * `down` with every error response sent through `send` scrubbed of the released values: its
+ * message and every string of its data (never its id, which is the client's own). Whatever it
+ * quotes, the gateway's own refusals included, never shows the client a released value. Other
+ * messages go as they are: the server's were scrubbed as they were read (ServerMessages), and
+ * so were the raw answers relayed through `sendText`. Nothing is read while no value is released.
+ */
+function scrubbedErrors(down: Downstream, released: ReleasedValues): Downstream {
+  const sendText = down.sendText;
+  return {
+    send: (msg) => down.send(released.size > 0 ? scrubbedError(msg, released) : msg),
+    ...(sendText ? { sendText: (text: string) => sendText.call(down, text) } : {}),
+    close: () => down.close(),
+    get clientIds() {
+      return down.clientIds;
+    },
+  };
+}
+
+/** `msg` with its error's message and data scrubbed, if it is an error response; else `msg` itself. */
+function scrubbedError(msg: unknown, released: ReleasedValues): unknown {
+  if (typeof msg !== "object" || msg === null || "method" in msg) return msg;
+  const error = (msg as { error?: unknown }).error;
+  if (typeof error !== "object" || error === null) return msg;
+  const scrubbed = scrubbedStrings(error, released);
+  return scrubbed === error ? msg : { ...msg, error: scrubbed };
+}
+
+/** `value` with every string in it scrubbed (object keys kept); `value` itself when none changed. */
+function scrubbedStrings(value: unknown, released: ReleasedValues): unknown {
+  if (typeof value === "string") return released.scrubText(value);
+  if (Array.isArray(value)) {
+    const out = value.map((v) => scrubbedStrings(v, released));
+    return out.some((v, i) => v !== value[i]) ? out : value;
+  }
+  if (typeof value !== "object" || value === null) return value;
+  const entries = Object.entries(value);
+  const out = entries.map(([k, v]) => [k, scrubbedStrings(v, released)] as const);
+  // fromEntries defines each key: a "__proto__" one stays a key, as in the parsed message
+  return out.some(([, v], i) => v !== entries[i]![1]) ? Object.fromEntries(out) : value;
 }
 
 /** A duration for people: "7.5 s". */

@@ -13,6 +13,12 @@ const FIXTURE = join(REPO, "test", "fixtures", "servers", "http-fixture.mjs");
 export const HOSTILE = join(REPO, "test", "fixtures", "servers", "http-hostile.mjs");
 const CERTS = join(REPO, "test", "fixtures", "servers", "http-certs.mjs");
 
+/** A subject alternative name of a leaf certificate. */
+export interface AltName {
+  type: "ip" | "dns";
+  value: string;
+}
+
 interface Ca {
   caFile: string;
   dir: string;
@@ -22,8 +28,8 @@ export interface Tls {
   ca: Ca;
   certFile: string;
   keyFile: string;
-  /** a new leaf certificate (new key) in the same files */
-  renew(): Promise<void>;
+  /** a new leaf certificate (new key) in the same files; for `altNames` if given, else the fixture's */
+  renew(altNames?: AltName[]): Promise<void>;
   /** "sha256:…" over the DER of leaf then CA: what the gateway must record */
   chainDigest(): string;
 }
@@ -31,15 +37,15 @@ export interface Tls {
 export async function makeTls(): Promise<Tls> {
   const { makeCa, makeLeaf } = (await import(CERTS)) as {
     makeCa(dir: string): Promise<Ca>;
-    makeLeaf(ca: Ca): Promise<{ certFile: string; keyFile: string }>;
+    makeLeaf(ca: Ca, altNames?: AltName[]): Promise<{ certFile: string; keyFile: string }>;
   };
   const ca = await makeCa(tempDir("portcullis-tls-"));
   const leaf = await makeLeaf(ca);
   return {
     ca,
     ...leaf,
-    renew: async () => {
-      await makeLeaf(ca);
+    renew: async (altNames) => {
+      await makeLeaf(ca, altNames);
     },
     chainDigest: () => {
       const der = (f: string) => new X509Certificate(readFileSync(f)).raw;
