@@ -3,6 +3,7 @@ import { remoteUrlProblem } from "../config/remote.js";
 import { RemoteSupervisor } from "../supervisor/remote.js";
 import { headerScopes, parseHeaderFlag } from "../supervisor/remoteHeaders.js";
 import type { Logger } from "../util/log.js";
+import { isSecretName } from "../util/redact.js";
 import { askHolder } from "../vault/holder.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { UsageError } from "./errors.js";
@@ -64,6 +65,14 @@ export function remoteLink(
   const url = new URL(remote.url);
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
   const authority = `${url.hostname.toLowerCase()}:${port}`;
+  // A fixed header's value (`--header 'X-Api-Key: …'`, a plain string in the file) is a
+  // credential the server is given as much as a vault one: scrubbed from all it says, from the
+  // gateway's lines and from what the client receives, as a released value is. One under a plain
+  // name and shorter than 8 characters (`X-Tenant: acme`) is not taken for one: scrubbing a short
+  // common word from every answer would mangle them.
+  for (const h of remote.headers)
+    if ("value" in h && (isSecretName(h.name) || h.value.length >= 8))
+      released?.add(`header ${h.name}`, h.value);
   return new RemoteSupervisor({
     label: server.label,
     url,

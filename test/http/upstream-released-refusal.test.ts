@@ -102,4 +102,51 @@ describe("a refusal that quotes why a server reached by URL cannot be reached", 
     const status = await runCli(["status", "--json", "--state-dir", stateDir]);
     for (const shown of [gw.stderr(), status.stdout]) expect(shown).not.toContain(SECRET);
   });
+
+  it("never carries a fixed --header value either; a short plain one (X-Tenant: acme) is not taken for a credential", async () => {
+    const VALUE = "fixedhdr-19c7e4a2b8d6";
+    const tls = await makeTls();
+    const server = await startFixture({}, tls);
+    cleanup.push(() => server.kill());
+    const url = `https://localhost:${server.port}/mcp`;
+    const gw = await startGateway({
+      args: [
+        "--url",
+        url,
+        "--header",
+        `X-Api-Key: ${VALUE}`,
+        "--header",
+        "X-Tenant: acme",
+        "--approval",
+        "none",
+      ],
+      env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // an answer that holds the short plain value keeps it
+    expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "acme" } }))).toBe(
+      "Echo: acme",
+    );
+
+    await tls.renew([{ type: "dns", value: VALUE }]);
+    server.proc.kill("SIGUSR2");
+    const refused = await waitFor(
+      async () => {
+        const e = (await gw.client
+          .callTool({ name: "echo", arguments: { message: "y" } })
+          .catch((x) => x)) as {
+          data?: { error?: string; reason?: string };
+        };
+        return e?.data?.error === "server_unavailable" ? e.data : null;
+      },
+      30_000,
+      "server_unavailable",
+    );
+    expect(refused.reason).toContain("altnames");
+    expect(refused.reason).toContain("[redacted:header_X-Api-Key]");
+    const seen = JSON.stringify(gw.received());
+    for (const piece of piecesOf(VALUE)) expect(seen).not.toContain(piece);
+    expect(gw.stderr()).not.toContain(VALUE);
+  });
 });
