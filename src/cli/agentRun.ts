@@ -62,6 +62,7 @@ export function beginAgentRun(
   // could not be written (another process holding the lock past the busy timeout) or the gateway
   // was killed meanwhile. Not written (the sink said why): no run, and the request that began it
   // is refused; the next one tries again (Gateway.beginRun).
+  let refused: unknown = null;
   events.emit(
     {
       type: "run_started",
@@ -72,12 +73,19 @@ export function beginAgentRun(
       agent: run.chain,
     },
     () => {
-      insertRun(store, run);
+      try {
+        insertRun(store, run);
+      } catch (e) {
+        refused = e;
+        throw e;
+      }
       return true;
     },
   );
   events.flush();
-  if (!runStored(store, run.run)) throw new Error("its start could not be written to the audit log");
+  // the store's own words when it refused the row (a trigger, a constraint, a full disk)
+  if (!runStored(store, run.run))
+    throw refused instanceof Error ? refused : new Error("its start could not be written to the audit log");
   const auth = new Authorizer({
     db: store,
     run,
