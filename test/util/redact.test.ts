@@ -1044,6 +1044,103 @@ describe("redactSchemaDefaults", () => {
     expect(redactSchemaDefaults(plainRefs)).toEqual(plainRefs);
   });
 
+  it("a reference resolves in its own tool's schema: in a list of tools, a tool's values are redacted as when it is alone", () => {
+    // a schema with references of every kind, anchors, `$id`s and `$recursiveAnchor`s
+    const name = fc.constantFrom("token", "api_key", "mode", "user", "limit");
+    const ref = fc.oneof(
+      fc.constantFrom(
+        "#",
+        "#/$defs/K",
+        "#/$defs/L",
+        "#k",
+        "#/properties/mode",
+        "s.json",
+        "https://x.example/s.json#k",
+      ),
+      fc.constantFrom(
+        "#/0/inputSchema",
+        "#/1/inputSchema/$defs/K",
+        "#/inputSchema/$defs/K",
+        "#/outputSchema",
+      ),
+    );
+    const keyword = fc.constantFrom("$ref", "$dynamicRef", "$recursiveRef");
+    const schema: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        fc.record({ default: plainString }),
+        fc.tuple(keyword, ref).map(([k, r]) => ({ [k]: r })),
+        fc.record(
+          {
+            properties: fc.dictionary(name, tie("node"), { maxKeys: 3 }),
+            $defs: fc.record({ K: tie("node"), L: tie("node") }, { requiredKeys: [] }),
+            $anchor: fc.constant("k"),
+            $dynamicAnchor: fc.constant("k"),
+            $recursiveAnchor: fc.constant(true),
+            $id: fc.constantFrom("https://x.example/s.json", "s.json", "#k"),
+            default: plainString,
+            anyOf: fc.array(tie("node"), { maxLength: 2 }),
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+    })).node;
+    const tool = fc.record(
+      { name: fc.constantFrom("a", "b"), inputSchema: schema, outputSchema: schema },
+      { requiredKeys: ["name"] },
+    );
+    fc.assert(
+      fc.property(fc.array(tool, { maxLength: 4 }), (tools) => {
+        const list = JSON.parse(JSON.stringify(tools)) as unknown[];
+        const shown = redactSchemaDefaults(list) as unknown[];
+        for (let i = 0; i < list.length; i++) expect(shown[i]).toEqual(redactSchemaDefaults(list[i]));
+        // and a tool's input and output schemas are two documents: each as if the other were not
+        for (const t of list as Record<string, unknown>[]) {
+          const whole = redactSchemaDefaults(t) as Record<string, unknown>;
+          for (const k of ["inputSchema", "outputSchema"])
+            if (k in t)
+              expect(whole[k]).toEqual(
+                (redactSchemaDefaults({ name: t.name, [k]: t[k] }) as Record<string, unknown>)[k],
+              );
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a reference resolves in its own tool's input or output schema, never in another's (the examples of the report)", () => {
+    const b = { name: "b", inputSchema: { properties: { mode: { default: "plain b" } } } };
+    const tools = [{ name: "a", inputSchema: { properties: { token: { $ref: "#" } } } }, b];
+    expect((redactSchemaDefaults(tools) as unknown[])[1]).toEqual(b);
+    const recursive = [
+      { name: "a", inputSchema: { properties: { token: { $recursiveRef: "#" } } } },
+      { name: "c", inputSchema: { $recursiveAnchor: true, default: { mode: "plain c" } } },
+      {
+        name: "d",
+        inputSchema: {
+          $id: "https://x.example/s.json",
+          properties: { secret: { $ref: "https://x.example/d.json" } },
+          $defs: { D: { $anchor: "k", default: "plain d" } },
+        },
+      },
+      { name: "e", inputSchema: { $defs: { E: { $id: "https://x.example/d.json", default: "plain e" } } } },
+      { name: "f", inputSchema: { properties: { token: { $ref: "#k" } } } },
+    ];
+    expect(redactSchemaDefaults(recursive)).toEqual(recursive);
+    // a tool's input and output schemas are two documents; within one, a reference still reaches
+    const tool = {
+      name: "t",
+      inputSchema: {
+        properties: { token: { $ref: "#" }, mode: { default: "hunter-in" } },
+        $defs: { K: { $anchor: "k", default: "hunter-anchor" } },
+      },
+      outputSchema: { properties: { mode: { default: "plain out" } } },
+    };
+    const out = redactSchemaDefaults(tool) as typeof tool;
+    expect(JSON.stringify(out)).not.toContain("hunter");
+    expect(out.outputSchema).toEqual(tool.outputSchema);
+  });
+
   it("a schema's own examples and default, outside any property, are redacted by their keys", () => {
     const schema = {
       type: "object",
