@@ -333,8 +333,10 @@ function afterSchemes(s: string, rest: RegExp, replace: (m: RegExpExecArray) => 
     rest.lastIndex = k + 3;
     const m = rest.exec(s);
     if (m === null) continue;
+    // (read before `replace`, which may redact other text, with this regex too)
+    const end = rest.lastIndex;
     out += s.slice(done, k + 3) + replace(m);
-    done = rest.lastIndex;
+    done = end;
     k = done - 1;
   }
   return done === 0 ? s : out + s.slice(done);
@@ -433,13 +435,110 @@ export function redactQueries(s: string): string {
  * outer's rest, and its first pair is in the outer's value): nestedQuery.
  */
 function redactPairs(query: string): string {
-  return query.replace(/(^|[&;])([^=&;]+)=([^&;]+)/g, (pair, sep: string, name: string, value: string) => {
-    if (value === REDACTED) return pair;
-    if (isSecretQueryParameter(decoded(name), decoded(value))) return `${sep}${name}=${REDACTED}`;
-    const q = value.indexOf("?");
-    return q === -1 ? pair : `${sep}${name}=${value.slice(0, q + 1)}${nestedQuery(value.slice(q + 1))}`;
-  });
+  return query.replace(
+    /(^|[&;])([^=&;]+)(?:=([^&;]+))?/g,
+    (pair, sep: string, name: string, value?: string) => {
+      // (a piece with no `=` but escapes, `key%3DS`: judged as what it reads decoded, `key=S`)
+      if (value === undefined)
+        return judgingDecoded || !name.includes("%") ? pair : `${sep}${redactEncoded(name, PLAIN_QUERY)}`;
+      if (value === REDACTED) return pair;
+      if (isSecretQueryParameter(decoded(name), decoded(value))) return `${sep}${name}=${REDACTED}`;
+      if (!judgingDecoded && /[%+]/.test(value)) return `${sep}${name}=${redactEncoded(value, PLAIN_VALUE)}`;
+      const q = value.indexOf("?");
+      return q === -1 ? pair : `${sep}${name}=${value.slice(0, q + 1)}${nestedQuery(value.slice(q + 1))}`;
+    },
+  );
 }
+
+/** Set while a decoded query value is judged (redactEncoded): a value is decoded once. */
+let judgingDecoded = false;
+
+/** What a decoded query piece is judged after: a URL's query (redactEncoded). */
+const PLAIN_QUERY = "https://q.invalid/?";
+
+/** What a decoded query value is judged after: a URL's query, a name and its `=` (redactEncoded). */
+const PLAIN_VALUE = `${PLAIN_QUERY}v=`;
+
+/**
+ * A query value with escapes in it (`%3F`, `+`), kept by its own name and shape, or a piece of a
+ * query with escapes and no `=` (`key%3DS`), judged the way its plain form is: decoded once
+ * (percent escapes, `+` as a space), put after `before` in a URL's query and redacted as text
+ * (redactText: another URL's query in it, `https%3A%2F%2Fb%2F%3Fkey%3DS` as `https://b/?key=S`,
+ * a password in it, a token's shape). What that hides is hidden in the
+ * encoded text: from the first escape or character that changed to the last one, the rest kept
+ * as it was written. Not decoded again inside (judgingDecoded): each value of the text is decoded
+ * and judged once, linear in the text however deep the escapes go.
+ */
+function redactEncoded(value: string, before: string): string {
+  const d = decodedWithOffsets(value);
+  const plain = before + d.text;
+  let judged: string;
+  judgingDecoded = true;
+  try {
+    judged = redactText(plain);
+  } finally {
+    judgingDecoded = false;
+  }
+  if (judged === plain) return value;
+  // the decoded characters [from, to) hold all that changed
+  let p = 0;
+  while (p < plain.length && p < judged.length && plain[p] === judged[p]) p++;
+  if (p < before.length) return REDACTED; // (never: the plain form's start is kept)
+  let e = 0;
+  while (
+    e < plain.length - p &&
+    e < judged.length - p &&
+    plain[plain.length - 1 - e] === judged[judged.length - 1 - e]
+  )
+    e++;
+  const from = p - before.length;
+  const to = Math.max(from + 1, d.text.length - e);
+  return (
+    value.slice(0, d.start[from] ?? value.length) + REDACTED + value.slice(d.end[to - 1] ?? value.length)
+  );
+}
+
+/**
+ * `s` decoded once as a query value (`%XX` escapes as UTF-8, `+` as a space; an escape that
+ * is not UTF-8 as U+FFFD, or its ASCII character), with where each decoded character starts and
+ * ends in `s`: a character of a run of escapes is given the whole run.
+ */
+function decodedWithOffsets(s: string): { text: string; start: number[]; end: number[] } {
+  let text = "";
+  const start: number[] = [];
+  const end: number[] = [];
+  const put = (t: string, from: number, to: number): void => {
+    for (let k = 0; k < t.length; k++) {
+      start.push(from);
+      end.push(to);
+    }
+    text += t;
+  };
+  for (let i = 0; i < s.length; ) {
+    ESCAPES.lastIndex = i;
+    const m = ESCAPES.exec(s);
+    if (m !== null) {
+      let t: string;
+      try {
+        t = decodeURIComponent(m[0]);
+      } catch {
+        t = m[0].replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => {
+          const b = Number.parseInt(h, 16);
+          return b < 0x80 ? String.fromCharCode(b) : "\ufffd";
+        });
+      }
+      put(t, i, i + m[0].length);
+      i += m[0].length;
+    } else {
+      put(s[i] === "+" ? " " : s[i]!, i, i + 1);
+      i++;
+    }
+  }
+  return { text, start, end };
+}
+
+/** A run of percent escapes (decodedWithOffsets). */
+const ESCAPES = /(?:%[0-9A-Fa-f]{2})+/y;
 
 /**
  * What follows a `?` in a query value kept (redactPairs), as a query of its own: each piece up to

@@ -641,6 +641,87 @@ describe("redactText: a URL glued to the word before it", () => {
     );
   });
 
+  it("percent-encoded in another URL's query value: judged as its plain form is, redacted in the encoded text", () => {
+    const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+    // how the inner URL is written in the outer's value: encoded whole, or only some of its marks
+    const encodings: [string, (u: string) => string][] = [
+      ["whole", (u) => encodeURIComponent(u)],
+      ["`?`", (u) => u.replace(/\?/g, "%3F")],
+      ["`?` and `=`", (u) => u.replace(/\?/g, "%3F").replace(/=/g, "%3D")],
+      ["`:` `/` `?`", (u) => u.replace(/[:/?]/g, (c) => encodeURIComponent(c))],
+      ["lower-case hex", (u) => encodeURIComponent(u).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
+      ["form", (u) => encodeURIComponent(u).replace(/%20/g, "+")],
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom("next", "redirect_uri", "u", "continue"),
+        fc.constantFrom(...encodings),
+        fc.oneof(
+          fc.tuple(
+            fc.constantFrom("key", "api_key", "token", "sig", "X-Amz-Signature"),
+            fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => `zq${v}`),
+          ),
+          fc.tuple(
+            fc.constantFrom("k", "s"),
+            fc.shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 }).map((cs) => `Zq8${cs.join("")}`),
+          ),
+        ),
+        fc.constantFrom("", "mode=fast&", "a=1&b=two&"),
+        fc.constantFrom("", "&mode=fast", "#top", " next", "&state=abc"),
+        (outer, [, encode], [name, token], before, after) => {
+          const inner = `https://b.example/cb?${before}${name}=${token}`;
+          const text = `see https://a.example/login?${outer}=${encode(inner)}${after}`;
+          const out = redactText(text);
+          expect(out).not.toContain(token.slice(0, 8));
+          expect(out.startsWith(`see https://a.example/login?${outer}=`)).toBe(true);
+          // (a fragment after `api_key=S` as written is hidden with S: `name=value` in text)
+          if (!after.startsWith("#")) expect(out.endsWith(after)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 500 },
+    );
+    // what holds no credential is shown as it was written
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...encodings),
+        plainKey,
+        fc.stringMatching(/^[a-z0-9 .-]{0,12}$/),
+        ([, encode], name, value) => {
+          const text = `https://a.example/?next=${encode(`https://b.example/p?${name}=${value}&mode=fast`)}&x=1`;
+          expect(redactText(text)).toBe(text);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("percent-encoded: the examples of the report", () => {
+    expect(redactText("https://a.example/?redirect_uri=https%3A%2F%2Fb.example%2F%3Fkey%3Dshort1")).toBe(
+      `https://a.example/?redirect_uri=https%3A%2F%2Fb.example%2F%3Fkey%3D${REDACTED}`,
+    );
+    expect(redactText("https://a.example/?next=https://b.example/%3Fkey=short1")).toBe(
+      `https://a.example/?next=https://b.example/%3Fkey=${REDACTED}`,
+    );
+    expect(redactText("https://a.example/?next=https://b.example/%3Fkey=short1&mode=fast")).toBe(
+      `https://a.example/?next=https://b.example/%3Fkey=${REDACTED}&mode=fast`,
+    );
+    // a password in it, a pair after an encoded `&`, an escape that is no UTF-8 before the `?`
+    expect(redactText("https://a.example/?next=https%3A%2F%2Fu%3Ahunter2%40b.example%2F x")).toBe(
+      `https://a.example/?next=https%3A%2F%2Fu%3A${REDACTED}%40b.example%2F x`,
+    );
+    expect(redactText("https://a.example/?q=a%26token%3Dabc123")).toBe(
+      `https://a.example/?q=a%26token%3D${REDACTED}`,
+    );
+    expect(redactText("https://a.example/?q=%FF%3Fkey%3Dabc")).toBe(
+      `https://a.example/?q=%FF%3Fkey%3D${REDACTED}`,
+    );
+    // plain words, spaces as `+`, UTF-8 escapes: kept
+    expect(redactText("https://a.example/?q=a+b+c&x=%E2%82%AC&p=%2Fdocs%2Fa")).toBe(
+      "https://a.example/?q=a+b+c&x=%E2%82%AC&p=%2Fdocs%2Fa",
+    );
+  });
+
   it("the examples of the report", () => {
     expect(redactText("x%29https://user:pass1234@host/")).toBe(`x%29https://user:${REDACTED}@host/`);
     expect(redactText("a_https://h.example/?api_key=abcdef12")).toBe(
@@ -780,6 +861,31 @@ describe("redactText: URLs are found in linear time", () => {
     expect(redactText(nested)).toBe(
       `${"https://h.example/?next=".repeat(5_000)}https://h.example/?key=${REDACTED} x`,
     );
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("percent-encoded query values: each decoded once, the values in it not decoded again", () => {
+    // (a value with escapes is judged as its plain form: redactText over it once)
+    let t = t0();
+    const encoded = `https://h.example/?a=${"x%3Fa=".repeat(25_000)}x`;
+    expect(redactText(encoded)).toBe(encoded);
+    expect(redactText(`${encoded}%3Ftoken=abc&b=1`)).toBe(`${encoded}%3Ftoken=${REDACTED}&b=1`);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = t0();
+    const deep = `${"https://h.example/%3Fnext=".repeat(5_000)}https://h.example/%3Fkey=abc x`;
+    expect(redactText(`https://h.example/?next=${deep}`)).toBe(
+      `https://h.example/?next=${"https://h.example/%3Fnext=".repeat(5_000)}https://h.example/%3Fkey=${REDACTED} x`,
+    );
+    expect(performance.now() - t).toBeLessThan(500);
+    // escapes of escapes, one more level each time (85 kB): decoded once, not once a level
+    let chain = "key%3Dabc";
+    for (let i = 0; i < 200; i++) chain = `https://h.example/%3Fn%3D${chain.replace(/%/g, "%25")}`;
+    t = t0();
+    expect(redactText(`https://h.example/?n=${chain} x`)).toBe(`https://h.example/?n=${chain} x`);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = t0();
+    const many = "https://h.example/?a=%3Fb%3Dc&d=e+f ".repeat(2_000);
+    expect(redactText(many)).toBe(many);
     expect(performance.now() - t).toBeLessThan(500);
   });
 
