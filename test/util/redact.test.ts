@@ -540,6 +540,124 @@ describe("redactText: a password in a URL", () => {
   });
 });
 
+describe("redactText: a token given as a URL's user", () => {
+  const ALPHABETS = {
+    hex: "0123456789abcdef",
+    base36: "abcdefghijklmnopqrstuvwxyz0123456789",
+    base32: "abcdefghijklmnopqrstuvwxyz234567",
+    base62: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    base64url: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+    upper: "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+  };
+  // a token as a service mints it: random characters of its alphabet (unbiased), 32 or more;
+  // or hex of 12 or more, as short as an abbreviated one
+  const token = fc.oneof(
+    fc
+      .tuple(
+        fc.constantFrom(...Object.values(ALPHABETS)),
+        fc.noBias(fc.array(fc.nat(1 << 30), { minLength: 32, maxLength: 64 })),
+      )
+      .map(([alphabet, picks]) => picks.map((n) => alphabet[n % alphabet.length]).join("")),
+    fc
+      .noBias(fc.array(fc.nat(15), { minLength: 12, maxLength: 64 }))
+      .map((picks) => picks.map((n) => ALPHABETS.hex[n]).join(""))
+      .filter((t) => /[0-9]/.test(t) && /[a-f]/.test(t))
+      .chain((t) => fc.constantFrom(t, t.toUpperCase())),
+  );
+  // a name: words, perhaps in camel case, perhaps with a number, or a service's convention
+  const WORDS = ["deploy", "build", "release", "bot", "service", "admin", "backup", "team", "city", "agent"];
+  const MORE = ["ci", "prod", "staging", "user", "github", "actions", "runner", "web", "app", "data", "sync"];
+  const name = fc.oneof(
+    fc.constantFrom(
+      "git",
+      "user",
+      "oauth2",
+      "x-access-token",
+      "x-token-auth",
+      "gitlab-ci-token",
+      "anonymous",
+    ),
+    fc.constantFrom("jenkins12345678", "deploy2024", "oauth2accesstoken", "john.doe", "name%40example.com"),
+    fc
+      .tuple(
+        fc.array(fc.constantFrom(...WORDS, ...MORE), { minLength: 1, maxLength: 5 }),
+        fc.constantFrom("", "-", "_", ".", "camel", "Camel"),
+        fc.option(fc.nat(99_999), { nil: undefined }),
+      )
+      .map(([words, sep, n]) => {
+        const cap = (w: string) => w[0]!.toUpperCase() + w.slice(1);
+        const joined =
+          sep === "camel"
+            ? words.map((w, i) => (i === 0 ? w : cap(w))).join("")
+            : sep === "Camel"
+              ? words.map(cap).join("")
+              : words.join(sep);
+        return n === undefined ? joined : `${joined}${sep.length === 1 ? sep : ""}${n}`;
+      }),
+  );
+  const place = fc.constantFrom("https://", "git+https://", "ssh://", "see (https://");
+  const rest = fc.constantFrom("github.com/o/r.git", "h.example:8443/p?x=1", "h.example", "h.example/a b");
+
+  it("a token is hidden, whether a password follows it or not; a name is shown", () => {
+    fc.assert(
+      fc.property(
+        place,
+        token,
+        fc.constantFrom("", ":x-oauth-basic", ":"),
+        rest,
+        (before, user, password, after) => {
+          const text = `${before}${user}${password}@${after}`;
+          const out = redactText(text);
+          expect(out).not.toContain(user);
+          expect(out.startsWith(`${before}${REDACTED}`)).toBe(true);
+          expect(out.endsWith(`@${after}`)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+    fc.assert(
+      fc.property(place, name, rest, (before, user, after) => {
+        const text = `${before}${user}@${after}`;
+        expect(redactText(text)).toBe(text);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("https://abcdef123456@github.com/o/r.git")).toBe(
+      `https://${REDACTED}@github.com/o/r.git`,
+    );
+    expect(redactText("https://x7Kq9Lm2Pz4W@h.example/")).toBe(`https://${REDACTED}@h.example/`);
+    expect(
+      redactText("git clone https://0123456789abcdef0123456789abcdef01234567:x-oauth-basic@github.com/o/r"),
+    ).toBe(`git clone https://${REDACTED}:${REDACTED}@github.com/o/r`);
+    // (a user of two parts, one of them a token)
+    expect(redactText("https://a@abcdef123456@h.example/x")).toBe(`https://${REDACTED}@h.example/x`);
+    for (const kept of [
+      "ssh://git@github.com:22/o/r.git",
+      "https://user@h.example/",
+      "https://oauth2@gitlab.example/o/r.git",
+      "https://MyOrganizationDeployBot@h.example/",
+      "http://localhost:3000/@scope",
+    ])
+      expect(redactText(kept)).toBe(
+        kept === "http://localhost:3000/@scope" ? `http://localhost:${REDACTED}@scope` : kept,
+      );
+  });
+
+  it("many URLs with a user, and a long one, in linear time", () => {
+    const t = performance.now();
+    const many = "x://abcdef123456@h x://git@h ".repeat(10_000);
+    expect(redactText(many)).toBe(`x://${REDACTED}@h x://git@h `.repeat(10_000));
+    const noAt = "x://abcdef123456".repeat(20_000);
+    expect(redactText(noAt)).toBe(noAt);
+    expect(redactText(`https://${"a1".repeat(50_000)}@h`)).toBe(`https://${REDACTED}@h`);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+});
+
 describe("redactText: a password with `@`, `?`, `#`, `/`, `:` or `%` in it", () => {
   // `https://u:p@ss?x@host/`: a URL parser ends the authority at the `?` (password `p`, host `ss`),
   // whoever wrote it meant the password `p@ss?x` and the host `host`. Neither reading may show
