@@ -14,21 +14,14 @@ import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
-import { storeSecret, vaultedProject } from "./helpers.js";
+import { storeSecret, tracesOf, vaultedProject } from "./helpers.js";
 
 // nothing the redaction of text takes for a credential on its own (an `sk-` key would be)
 const VALUE = "pay7Qm2Xw9Lp4Rt8Zk3Hn6Bv1Cy5";
 const MARK = "[redacted:payments]";
 
 /** Any form of VALUE, or any 8 characters of it as written, found in `text`. */
-function traces(text: string): string[] {
-  const found = formsOf(VALUE).filter((f) => text.includes(f));
-  for (let i = 0; i + 8 <= VALUE.length; i++) {
-    const piece = VALUE.slice(i, i + 8);
-    if (text.includes(piece)) found.push(piece);
-  }
-  return found;
-}
+const traces = (text: string): string[] => tracesOf(VALUE, text);
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { formsOf } from "../../src/vault/scrub.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -46,4 +47,14 @@ export function vaultedProject(server: Record<string, unknown>): { dir: string; 
   const config = { servers: { vaulted: { command: NODE, args: [VAULTED], ...server } } };
   writeFileSync(join(dir, "portcullis.json"), JSON.stringify(config, null, 2));
   return { dir, cleanup: () => removeDir(dir) };
+}
+
+/** Any form of `value` (src/vault/scrub.ts formsOf), or any 8 characters of it as written, found in `text`. */
+export function tracesOf(value: string, text: string): string[] {
+  const found = formsOf(value).filter((f) => text.includes(f));
+  for (let i = 0; i + 8 <= value.length; i++) {
+    const piece = value.slice(i, i + 8);
+    if (text.includes(piece)) found.push(piece);
+  }
+  return found;
 }

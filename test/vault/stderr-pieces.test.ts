@@ -6,23 +6,15 @@
 // any stretch of 8 characters or more of a released value is taken out too. A real gateway in
 // front of the vaulted fixture, the value released to it by the real vault (env delivery).
 import { afterEach, describe, expect, it } from "vitest";
-import { formsOf } from "../../src/vault/scrub.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
-import { storeSecret, vaultedProject } from "./helpers.js";
+import { storeSecret, tracesOf, vaultedProject } from "./helpers.js";
 
 const VALUE = "sk-vault-7Qm2Xw9Lp4Rt8Zk3Hn6Bv1Cy5";
 const MARK = "[redacted:payments]";
 
 /** Any form of VALUE, or any 8 characters of it as written, found in `text`. */
-function traces(text: string): string[] {
-  const found = formsOf(VALUE).filter((f) => text.includes(f));
-  for (let i = 0; i + 8 <= VALUE.length; i++) {
-    const piece = VALUE.slice(i, i + 8);
-    if (text.includes(piece)) found.push(piece);
-  }
-  return found;
-}
+const traces = (text: string): string[] => tracesOf(VALUE, text);
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
