@@ -150,6 +150,8 @@ export async function serve(
   // quotes what the server wrote on stdout that was no message, where a careless server logs a
   // key's start with console.log.
   const releasedValues = new ReleasedValues();
+  // the label names every line: a value sharing a word with it must not cut the line's name
+  releasedValues.alsoShown(server.label);
   scrubEveryLine((text) =>
     releasedValues.size > 0 ? releasedValues.scrubPieces(releasedValues.scrubText(text)) : text,
   );

@@ -71,6 +71,8 @@ export class ReleasedValues {
   private caseless: RegExp | null = null;
   /** every MIN_FRAGMENT-character piece of every value, for scrubPieces; null when stale */
   private pieceIndex: PieceIndex | null = null;
+  /** text the gateway shows anyway (alsoShown): its pieces are not a value's to take out */
+  private readonly shown: string[] = [];
   /** hex form → scope (hexForms) */
   private readonly hex = new Map<string, string>();
   /** whether some value has a space (which form encoding writes as "+") */
@@ -172,6 +174,19 @@ export class ReleasedValues {
   }
 
   /**
+   * `text` is shown by the gateway whatever a server does (its server label, which names every
+   * line of its log): a piece of a value that is also a piece of it is not taken out by
+   * scrubPieces, which would otherwise cut the gateway's own words (a label `inventory-api-demo`
+   * beside a key `demo-inventory-key-…`). Whole values and their forms are still scrubbed
+   * (scrubText), and every piece that is not in such text too.
+   */
+  alsoShown(text: string): void {
+    if (text.length < MIN_FRAGMENT || this.shown.includes(text)) return;
+    this.shown.push(text);
+    this.pieceIndex = null;
+  }
+
+  /**
    * `text` with every stretch made of pieces of released values (`min` characters or more, as
    * written) replaced by the marker: for a text that may quote a value cut short, which scrubText
    * does not recognise (a JSON parse error quotes ten characters either side of where it failed,
@@ -189,7 +204,10 @@ export class ReleasedValues {
     for (const [value, scope] of this.values) {
       if (value.length < min) continue;
       const pieces = new Set<string>();
-      for (let i = 0; i + min <= value.length; i++) pieces.add(value.slice(i, i + min));
+      for (let i = 0; i + min <= value.length; i++) {
+        const piece = value.slice(i, i + min);
+        if (!this.shown.some((t) => t.includes(piece))) pieces.add(piece);
+      }
       for (let i = 0; i + min <= text.length; i++)
         if (pieces.has(text.slice(i, i + min))) found.push({ start: i, end: i + min, scope });
     }
@@ -211,7 +229,7 @@ export class ReleasedValues {
    * value gives.
    */
   private indexedPieces(text: string): Span[] {
-    if (this.pieceIndex === null) this.pieceIndex = pieceIndexOf(this.values);
+    if (this.pieceIndex === null) this.pieceIndex = pieceIndexOf(this.values, this.shown);
     const index = this.pieceIndex;
     const spans: Span[] = [];
     if (index.size === 0) return spans;
@@ -490,12 +508,12 @@ const HASH_BASE = 0x01000193;
 /** the hashes are cut to 30 bits: never -1, the table's empty slot */
 const HASH_MASK = 0x3fffffff;
 
-function pieceIndexOf(values: Map<string, string>): PieceIndex {
+function pieceIndexOf(values: Map<string, string>, shown: readonly string[]): PieceIndex {
   const pieces = new Map<string, string>();
   for (const [value, scope] of values)
     for (let i = 0; i + MIN_FRAGMENT <= value.length; i++) {
       const piece = value.slice(i, i + MIN_FRAGMENT);
-      if (!pieces.has(piece)) pieces.set(piece, scope);
+      if (!pieces.has(piece) && !shown.some((t) => t.includes(piece))) pieces.set(piece, scope);
     }
   // at most half full: a lookup that misses ends within a few slots
   let size = 16;

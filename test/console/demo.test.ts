@@ -16,6 +16,9 @@ describe("portcullis demo --console", () => {
     expect(r.stdout).toMatch(/authorization_stale/);
     expect(r.stdout).toMatch(/revision=B/);
     expect(r.stdout).toMatch(/audit verify: ok/);
+    // the demo's key shares a word with its server's label: the gateway's lines keep their name
+    expect(r.stdout).toContain("portcullis[inventory-api-demo]");
+    expect(r.stdout).not.toMatch(/portcullis\[[^\]\n]*\[redacted/);
     expect(r.stdout).toContain(`(the console at ${url} is closed)`);
   });
 });
