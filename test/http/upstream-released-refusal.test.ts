@@ -5,9 +5,10 @@
 // still never see the value. Real processes: the HTTPS fixture, the gateway, the SDK client.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret } from "../vault/helpers.js";
 import { makeTls, startFixture } from "./upstreamFixture.js";
@@ -25,6 +26,20 @@ function piecesOf(value: string): string[] {
   const out: string[] = [];
   for (let i = 0; i + 8 <= value.length; i++) out.push(value.slice(i, i + 8));
   return out;
+}
+
+/** The data of the server_unavailable a call gets, once the server cannot be reached. */
+async function unavailable(gw: Session<Client>): Promise<{ error?: string; reason?: string }> {
+  return waitFor(
+    async () => {
+      const e = (await gw.client.callTool({ name: "echo", arguments: { message: "y" } }).catch((x) => x)) as {
+        data?: { error?: string; reason?: string };
+      };
+      return e?.data?.error === "server_unavailable" ? e.data : null;
+    },
+    30_000,
+    "server_unavailable",
+  );
 }
 
 describe("a refusal that quotes why a server reached by URL cannot be reached", () => {
@@ -77,18 +92,7 @@ describe("a refusal that quotes why a server reached by URL cannot be reached", 
     // the server now presents a certificate (signed by the CA the gateway trusts) named after it
     await tls.renew([{ type: "dns", value: SECRET }]);
     server.proc.kill("SIGUSR2"); // new certificate, every connection closed
-    const refused = await waitFor(
-      async () => {
-        const e = (await gw.client
-          .callTool({ name: "echo", arguments: { message: "y" } })
-          .catch((x) => x)) as {
-          data?: { error?: string; reason?: string };
-        };
-        return e?.data?.error === "server_unavailable" ? e.data : null;
-      },
-      30_000,
-      "server_unavailable",
-    );
+    const refused = await unavailable(gw);
     // the reason is node's hostname mismatch, which names the certificate's altnames: the value's
     // place is kept, marked
     expect(refused.reason).toContain(`cannot reach ${url}`);
@@ -131,18 +135,7 @@ describe("a refusal that quotes why a server reached by URL cannot be reached", 
 
     await tls.renew([{ type: "dns", value: VALUE }]);
     server.proc.kill("SIGUSR2");
-    const refused = await waitFor(
-      async () => {
-        const e = (await gw.client
-          .callTool({ name: "echo", arguments: { message: "y" } })
-          .catch((x) => x)) as {
-          data?: { error?: string; reason?: string };
-        };
-        return e?.data?.error === "server_unavailable" ? e.data : null;
-      },
-      30_000,
-      "server_unavailable",
-    );
+    const refused = await unavailable(gw);
     expect(refused.reason).toContain("altnames");
     expect(refused.reason).toContain("[redacted:header_X-Api-Key]");
     const seen = JSON.stringify(gw.received());
