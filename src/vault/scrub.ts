@@ -187,7 +187,7 @@ export class ReleasedValues {
   }
 
   /**
-   * `text` with every stretch made of pieces of released values (`min` characters or more, as
+   * `text` with every stretch made of pieces of released values (MIN_FRAGMENT characters or more, as
    * written) replaced by the marker: for a text that may quote a value cut short, which scrubText
    * does not recognise (a JSON parse error quotes ten characters either side of where it failed,
    * so a value that starts there shows its first ten). Every position is tried against every
@@ -197,28 +197,9 @@ export class ReleasedValues {
    * careless server logs a key's start, or an error of its own quotes the start of the value it
    * failed on.
    */
-  scrubPieces(text: string, min = MIN_FRAGMENT): string {
+  scrubPieces(text: string): string {
     if (this.values.size === 0) return text;
-    if (min === MIN_FRAGMENT) return replacedSpans(text, this.indexedPieces(text));
-    const found: Span[] = [];
-    for (const [value, scope] of this.values) {
-      if (value.length < min) continue;
-      const pieces = new Set<string>();
-      for (let i = 0; i + min <= value.length; i++) {
-        const piece = value.slice(i, i + min);
-        if (!this.shown.some((t) => t.includes(piece))) pieces.add(piece);
-      }
-      for (let i = 0; i + min <= text.length; i++)
-        if (pieces.has(text.slice(i, i + min))) found.push({ start: i, end: i + min, scope });
-    }
-    found.sort((a, b) => a.start - b.start);
-    const spans: Span[] = [];
-    for (const f of found) {
-      const last = spans.at(-1);
-      if (last && f.start < last.end) last.end = Math.max(last.end, f.end);
-      else spans.push({ ...f });
-    }
-    return replacedSpans(text, spans);
+    return replacedSpans(text, this.indexedPieces(text));
   }
 
   /**
