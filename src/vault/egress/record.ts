@@ -35,10 +35,15 @@ export class EgressRecorder {
   private events_ = new Map<string, { r: EgressRecord; requests: number }>();
   private timer: NodeJS.Timeout | null = null;
   /**
-   * Requests made while no epoch was live (the server booting before its epoch is recorded, or the
-   * gap after the previous process went down), each with its time: they belong to the code that
-   * is starting, so they wait for its epoch (`epochStarted`) instead of being filed under the
-   * epoch before it, which would hide from a review that the new code contacted them.
+   * Requests made while no epoch was live, each with its time. Mostly the last requests of a
+   * process that went down, before the next epoch is recorded. The new code's own first requests
+   * land here only when its capture leaves the gateway's thread free: the server is spawned as its
+   * identity is captured, and a capture that hashes on this thread (a warm start, or fewer than
+   * POOL_MIN_FILES files to hash) keeps the proxy from reading any request until the epoch is
+   * minted as it ends; a cold tree or a large one is hashed on worker threads, and then the proxy
+   * can answer the booting server first. Either way these requests wait for the next epoch
+   * (`epochStarted`) instead of being filed under the epoch before it, which would hide from a
+   * review that the new code contacted them.
    */
   private held: { r: EgressRecord; at: string }[] = [];
   /** the gateway is closing: no later flush will come to retry a failed one */
