@@ -7,6 +7,7 @@ import {
   changedParts,
   type DigestCache,
   type LaunchSpec,
+  type StaticIdentity,
   selfWatcherOf,
 } from "../identity/index.js";
 import type { Logger } from "../util/log.js";
@@ -109,6 +110,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * respawn, restart or replacement under way): compared with the next one once it is up.
    */
   private missed: string[] | null = null;
+  /**
+   * A change that ended a pause whose report could not be made (the capture for it failed: a
+   * build caught half-written): the generation that crashed and the paths. Reported against that
+   * generation by the next capture that succeeds, before the epoch it launches comes up (launch),
+   * or by the next resume's, its paths then joined to that resume's: never dropped.
+   */
+  private unreported: { gen: Generation; paths: string[] } | null = null;
   private poll: NodeJS.Timeout | null = null;
   private respawnTimer: NodeJS.Timeout | null = null;
   private restarting = false;
@@ -172,6 +180,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       throw new LaunchError("the gateway is shutting down", true);
     }
     const child = await started.spawned;
+    // a change that ended the pause, whose own capture failed: reported now, before the epoch
+    const unreported = this.unreported;
+    this.unreported = null;
+    if (unreported !== null) this.reportChange(unreported.paths, unreported.gen, stat);
     const gen = newGeneration(stat, child, reason, started.startedAt, started.channel);
     this.wire(gen);
     const previous = this.current;
@@ -310,32 +322,51 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * The files changed while paused: a new launch (a new epoch), with a fresh crash count and
    * backoff. The change is reported first as any change is (`changed`, against the generation
    * that crashed: the audit's artifact_changed names the paths and parts), then the server is
-   * started; the gateway does not act on a change of a generation that is gone.
+   * started; the gateway does not act on a change of a generation that is gone. When the capture
+   * for the report fails (a build caught half-written), the change is kept (`unreported`) and
+   * reported by the next capture that succeeds: the launch's own, before its epoch comes up, or,
+   * when the launch cannot capture either and supervision pauses again, the next resume's.
    */
   private resume(paths: string[]): void {
     this.paused = null;
     this.loop.reset();
-    const changed = [...new Set(paths)].sort();
+    const crashed = this.current;
+    // a change kept from an earlier resume (its launch could not capture either) is this one's too
+    const earlier = this.unreported?.paths ?? [];
+    this.unreported = null;
+    const changed = [...new Set([...earlier, ...paths])].sort();
     const start = () => {
       if (this.stopping) return;
       this.opts.log.status(`${changed.join(", ")} changed; starting the server again`);
       this.launch("restart").catch((e) => this.launchFailed(e));
     };
-    const crashed = this.current;
     if (!crashed) {
       start();
       return;
     }
     captureStaticIdentity(this.opts.spec, this.opts.cache)
-      .then((next) => {
-        if (this.stopping) return;
-        const parts = changedParts(crashed.static, next);
-        const named = parts.length > 0 ? contentChangedPaths(changed, crashed.static, next) : changed;
-        this.emit("changed", named, parts, next, crashed);
-      })
-      // the launch captures again and says why it cannot start, if it cannot
-      .catch(() => {})
+      .then(
+        (next) => {
+          if (!this.stopping) this.reportChange(changed, crashed, next);
+        },
+        (e) => {
+          this.unreported = { gen: crashed, paths: changed };
+          this.opts.log.warn(
+            `cannot read the server's identity after ${changed.join(", ")} changed (the change is recorded at the next capture that succeeds): ${(e as Error).message}`,
+          );
+        },
+      )
+      .catch((e) =>
+        this.opts.log.warn(`cannot report the change of the server's files: ${(e as Error).message}`),
+      )
       .finally(start);
+  }
+
+  /** `changed`: `paths` changed since `gen`'s code (gone: the gateway only records it), `next` captured after. */
+  private reportChange(paths: string[], gen: Generation, next: StaticIdentity): void {
+    const parts = changedParts(gen.static, next);
+    const named = parts.length > 0 ? contentChangedPaths(paths, gen.static, next) : paths;
+    this.emit("changed", named, parts, next, gen);
   }
 
   /**

@@ -265,6 +265,69 @@ describe("supervision end states", () => {
     expect(after.paused).toBeNull();
   });
 
+  it("a change while paused that cannot be captured (the entry gone) is recorded with the change that then resumes the server, before its new epoch", async () => {
+    const { project, gw } = restartingInventory("B", ["--hold-timeout", "120000"]);
+    await gw.initialize();
+    expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
+
+    breakBuild(project);
+    await waitFor(() => /supervision paused/.test(gw.stderr()), 30_000, "the pause line");
+    const paused = await waitFor(
+      async () => {
+        const row = await statusRow(gw.stateDir);
+        return row.state === "paused" ? row : null;
+      },
+      10_000,
+      "status to say paused",
+    );
+
+    // a build caught half-written: the dependency is new, the entry not written yet. Its identity
+    // cannot be captured: the capture for the report and the launch's fail, and supervision
+    // pauses again (the server cannot be started); the change is not recorded yet
+    let from = gw.stderr().length;
+    rmSync(project.entry);
+    project.changeDependency("fixture-dep 2.0.0");
+    await waitFor(
+      () => /the server cannot be started: .*supervision paused/.test(gw.stderr().slice(from)),
+      15_000,
+      "the pause of a server that cannot be started",
+    );
+    expect(gw.stderr().slice(from)).toMatch(/cannot read the server's identity after .* changed/);
+
+    // the build completes: one artifact_changed names both changes, against the epoch that
+    // crashed, before the new epoch's server_started
+    from = gw.stderr().length;
+    project.rebuild("C");
+    await waitFor(
+      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
+      15_000,
+      "a new epoch after the build completed",
+    );
+    const events = await waitFor(
+      async () => {
+        const all = await auditEvents(gw.stateDir);
+        return all.some((e) => e.type === "server_started" && e.previousEpoch === paused.epoch) ? all : null;
+      },
+      10_000,
+      "the new epoch's server_started",
+    );
+    const changes = events.filter((e) => e.type === "artifact_changed" && e.epoch === paused.epoch);
+    const paths = changes.flatMap((e) => e.paths as string[]);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/fixture-dep\/index\.js$/),
+        expect.stringMatching(/server\.js$/),
+      ]),
+    );
+    expect(changes.flatMap((e) => e.parts as string[])).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^entry /), expect.stringMatching(/^dependency tree /)]),
+    );
+    const started = events.findIndex((e) => e.type === "server_started" && e.previousEpoch === paused.epoch);
+    expect(events.lastIndexOf(changes.at(-1)!)).toBeLessThan(started);
+    const served = await servedCall(gw, "a call served by the completed build");
+    expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
+  });
+
   // Slow: the write comes 2.1 s after the spawn (a loaded machine, a server with a long start),
   // after a window counted from the spawn had closed: the start is measured to its first answer.
   // At once: the first write lands, as the machine's load has it, before the capture read gen.json
