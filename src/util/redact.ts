@@ -501,7 +501,9 @@ export function redactQueries(s: string): string {
 /**
  * A query's or a fragment's `name=value` pairs, those that carry a credential replaced. A value
  * kept may hold another URL's query (`next=https://b/?key=S`: the inner URL is taken with the
- * outer's rest, and its first pair is in the outer's value): nestedQuery.
+ * outer's rest, and its first pair is in the outer's value): nestedQuery. A name may hold a
+ * route or another URL before its own name (`#/login?key=S`, `?https://b/?key=S`): what follows
+ * its last `?`, `#` or `/` is judged too (lastName).
  */
 function redactPairs(query: string): string {
   return query.replace(
@@ -511,12 +513,18 @@ function redactPairs(query: string): string {
       if (value === undefined)
         return judgingDecoded || !name.includes("%") ? pair : `${sep}${redactEncoded(name, PLAIN_QUERY)}`;
       if (value === REDACTED) return pair;
-      if (isSecretQueryParameter(decoded(name), decoded(value))) return `${sep}${name}=${REDACTED}`;
+      if (isSecretQueryParameter(decoded(name), decoded(value)) || namesCredential(lastName(decoded(name))))
+        return `${sep}${name}=${REDACTED}`;
       if (!judgingDecoded && /[%+]/.test(value)) return `${sep}${name}=${redactEncoded(value, PLAIN_VALUE)}`;
       const q = value.indexOf("?");
       return q === -1 ? pair : `${sep}${name}=${value.slice(0, q + 1)}${nestedQuery(value.slice(q + 1))}`;
     },
   );
+}
+
+/** What follows the last `?`, `#` or `/` of a pair's name: a name of its own (redactPairs, nestedQuery). */
+function lastName(name: string): string {
+  return name.slice(Math.max(name.lastIndexOf("?"), name.lastIndexOf("#"), name.lastIndexOf("/")) + 1);
 }
 
 /** Set while a decoded query value is judged (redactEncoded): a value is decoded once. */
@@ -624,7 +632,8 @@ function nestedQuery(rest: string): string {
     const eq = piece.indexOf("=");
     if (eq > 0 && eq < piece.length - 1) {
       const name = piece.slice(0, eq);
-      if (namesCredential(decoded(name))) return `${out}${name}=${REDACTED}`;
+      if (namesCredential(decoded(name)) || namesCredential(lastName(decoded(name))))
+        return `${out}${name}=${REDACTED}`;
       const value = piece.slice(eq + 1);
       out += value !== REDACTED && looksGenerated(decoded(value)) ? `${name}=${REDACTED}` : piece;
     } else out += piece;

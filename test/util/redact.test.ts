@@ -849,6 +849,52 @@ describe("redactText: a URL glued to the word before it", () => {
   });
 });
 
+describe("redactText: a name with a `?`, `#` or `/` in it (a route, another URL) before its `=`", () => {
+  it("what follows its last `?`, `#` or `/` is judged as a name of its own: a credential after it never survives", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom("#", "?", "?a=1&", "?a=1#"),
+        fc.constantFrom("/login?", "/r/https://b.example/?", "https://b.example/cb?", "/app#", "/settings/"),
+        fc.constantFrom("key", "x-key", "api_key", "token", "sig"),
+        fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => `zq${v}`),
+        fc.constantFrom("", "&state=xyz", " next"),
+        (mark, route, name, value, after) => {
+          const out = redactText(`see https://a.example/p${mark}${route}${name}=${value}${after}`);
+          expect(out).not.toContain(value);
+          expect(out).toBe(`see https://a.example/p${mark}${route}${name}=${REDACTED}${after}`);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // what holds no credential is kept
+    fc.assert(
+      fc.property(
+        fc.constantFrom("#", "?"),
+        fc.constantFrom("/login?", "https://b.example/cb?", "/app#", "/a/"),
+        plainKey,
+        fc.stringMatching(/^[a-z0-9.-]{1,12}$/),
+        (mark, route, name, value) => {
+          const text = `https://a.example/p${mark}${route}${name}=${value}&mode=fast`;
+          expect(redactText(text)).toBe(text);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("https://a.example/#/login?key=short1")).toBe(
+      `https://a.example/#/login?key=${REDACTED}`,
+    );
+    expect(redactText("https://a.example/?https://b.example/?key=short1")).toBe(
+      `https://a.example/?https://b.example/?key=${REDACTED}`,
+    );
+    expect(redactText("https://a.example/#/r/https://b.example/?key=short1&state=x")).toBe(
+      `https://a.example/#/r/https://b.example/?key=${REDACTED}&state=x`,
+    );
+  });
+});
+
 describe("redactText: URLs are found in linear time", () => {
   // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
   // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
