@@ -478,8 +478,8 @@ function decoded(s: string): string {
  * Every URL's query and fragment parameters that carry a credential (isSecretQueryParameter)
  * replaced; the rest of the text, and each URL's scheme, host, path and other parameters, kept as
  * they are. A fragment's `name=value` pairs are a query's (`#access_token=…&state=…`, OAuth's
- * implicit flow). Punctuation that ends the sentence after a URL is the text's, not the last
- * value's (trailingPunctuation).
+ * implicit flow). A path with escapes is judged as its plain form (judgedPath). Punctuation that
+ * ends the sentence after a URL is the text's, not the last value's (trailingPunctuation).
  */
 export function redactQueries(s: string): string {
   return afterSchemes(s, URL_REST, (m) => {
@@ -492,10 +492,24 @@ export function redactQueries(s: string): string {
     const hash = body.indexOf("#");
     const beforeHash = hash === -1 ? body : body.slice(0, hash);
     const q = beforeHash.indexOf("?");
-    let out = q === -1 ? beforeHash : beforeHash.slice(0, q + 1) + redactPairs(beforeHash.slice(q + 1));
+    let out = judgedPath(q === -1 ? beforeHash : beforeHash.slice(0, q));
+    if (q !== -1) out += `?${redactPairs(beforeHash.slice(q + 1))}`;
     if (hash !== -1) out += `#${redactPairs(body.slice(hash + 1))}`;
     return out + rest.slice(body.length);
   });
+}
+
+/**
+ * A URL's authority and path (what follows its `://` up to its `?` or `#`), the path judged as
+ * its plain form when it has escapes in it: another URL percent-encoded in it,
+ * `/r/https%3A%2F%2Fb%2F%3Fkey%3DS`, is judged as `/r/https://b/?key=S` would be, and redacted as
+ * written, `/r/https%3A%2F%2Fb%2F%3Fkey%3D[redacted]` (redactEncoded; a `+` in a path is itself).
+ * The authority is not decoded: a user with an escape in it is a name (looksLikeCredentialUser).
+ */
+function judgedPath(s: string): string {
+  const slash = s.indexOf("/");
+  if (slash === -1 || judgingDecoded || !s.includes("%", slash)) return s;
+  return s.slice(0, slash) + redactEncoded(s.slice(slash), PLAIN_PATH, false);
 }
 
 /**
@@ -536,18 +550,22 @@ const PLAIN_QUERY = "https://q.invalid/?";
 /** What a decoded query value is judged after: a URL's query, a name and its `=` (redactEncoded). */
 const PLAIN_VALUE = `${PLAIN_QUERY}v=`;
 
+/** What a decoded path is judged after: a URL's scheme and host (redactEncoded). */
+const PLAIN_PATH = "https://q.invalid";
+
 /**
- * A query value with escapes in it (`%3F`, `+`), kept by its own name and shape, or a piece of a
- * query with escapes and no `=` (`key%3DS`), judged the way its plain form is: decoded once
- * (percent escapes, `+` as a space), put after `before` in a URL's query and redacted as text
+ * A query value with escapes in it (`%3F`, `+`), kept by its own name and shape, a piece of a
+ * query with escapes and no `=` (`key%3DS`), or a path with escapes (judgedPath), judged the way
+ * its plain form is: decoded once (percent escapes, `+` as a space but in a path), put after
+ * `before` in a URL (its query, or its host for a path) and redacted as text
  * (redactText: another URL's query in it, `https%3A%2F%2Fb%2F%3Fkey%3DS` as `https://b/?key=S`,
  * a password in it, a token's shape). What that hides is hidden in the
  * encoded text: from the first escape or character that changed to the last one, the rest kept
  * as it was written. Not decoded again inside (judgingDecoded): each value of the text is decoded
  * and judged once, linear in the text however deep the escapes go.
  */
-function redactEncoded(value: string, before: string): string {
-  const d = decodedWithOffsets(value);
+function redactEncoded(value: string, before: string, plusIsSpace = true): string {
+  const d = decodedWithOffsets(value, plusIsSpace);
   const plain = before + d.text;
   let judged: string;
   judgingDecoded = true;
@@ -576,11 +594,15 @@ function redactEncoded(value: string, before: string): string {
 }
 
 /**
- * `s` decoded once as a query value (`%XX` escapes as UTF-8, `+` as a space; an escape that
+ * `s` decoded once as a query value (`%XX` escapes as UTF-8, `+` as a space unless
+ * `plusIsSpace` is false, as in a path; an escape that
  * is not UTF-8 as U+FFFD, or its ASCII character), with where each decoded character starts and
  * ends in `s`: a character of a run of escapes is given the whole run.
  */
-function decodedWithOffsets(s: string): { text: string; start: number[]; end: number[] } {
+function decodedWithOffsets(
+  s: string,
+  plusIsSpace: boolean,
+): { text: string; start: number[]; end: number[] } {
   let text = "";
   const start: number[] = [];
   const end: number[] = [];
@@ -607,7 +629,7 @@ function decodedWithOffsets(s: string): { text: string; start: number[]; end: nu
       put(t, i, i + m[0].length);
       i += m[0].length;
     } else {
-      put(s[i] === "+" ? " " : s[i]!, i, i + 1);
+      put(plusIsSpace && s[i] === "+" ? " " : s[i]!, i, i + 1);
       i++;
     }
   }

@@ -895,6 +895,88 @@ describe("redactText: a name with a `?`, `#` or `/` in it (a route, another URL)
   });
 });
 
+describe("redactText: a URL percent-encoded in another URL's path or fragment", () => {
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  // how the inner URL is written in the outer's path: encoded whole, or only some of its marks
+  const encodings: [string, (u: string) => string][] = [
+    ["whole", (u) => encodeURIComponent(u)],
+    ["`?`", (u) => u.replace(/\?/g, "%3F")],
+    ["`?` and `=`", (u) => u.replace(/\?/g, "%3F").replace(/=/g, "%3D")],
+    ["`:` `/` `?`", (u) => u.replace(/[:/?]/g, (c) => encodeURIComponent(c))],
+    ["lower-case hex", (u) => encodeURIComponent(u).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
+  ];
+  // where the encoded inner URL sits in the outer, and what may follow it there
+  const places = fc.constantFrom(
+    ["/r/", ["", "?mode=fast", "#top", " next"]] as const,
+    ["/a/b/", ["", "?x=1&y=2", " next"]] as const,
+    ["/p#/r/", ["", " next"]] as const,
+    ["/p?x=1#", ["", " next"]] as const,
+  );
+  const inner = fc.oneof(
+    fc.tuple(
+      fc.constantFrom("key", "api_key", "token", "sig", "X-Amz-Signature"),
+      fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => `zq${v}`),
+    ),
+    fc.tuple(
+      fc.constantFrom("k", "s"),
+      fc.shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 }).map((cs) => `Zq8${cs.join("")}`),
+    ),
+  );
+
+  it("its query's credentials never survive; it is redacted as written, the rest kept", () => {
+    fc.assert(
+      fc.property(
+        places.chain(([at, afters]) => fc.tuple(fc.constant(at), fc.constantFrom(...afters))),
+        fc.constantFrom(...encodings),
+        inner,
+        fc.constantFrom("", "mode=fast&", "a=1&b=two&"),
+        ([at, after], [, encode], [name, token], before) => {
+          const url = encode(`https://b.example/cb?${before}${name}=${token}`);
+          const out = redactText(`see https://a.example${at}${url}${after}`);
+          expect(out).not.toContain(token.slice(0, 8));
+          // (the inner URL up to its credential is kept as written, and what follows the outer URL)
+          expect(out.startsWith(`see https://a.example${at}${url.slice(0, url.indexOf(token) - 6)}`)).toBe(
+            true,
+          );
+          if (after.startsWith(" ")) expect(out.endsWith(after)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 500 },
+    );
+    // what holds no credential is shown as it was written
+    fc.assert(
+      fc.property(
+        places.map(([at]) => at),
+        fc.constantFrom(...encodings),
+        plainKey,
+        fc.stringMatching(/^[a-z0-9 .-]{0,12}$/),
+        (at, [, encode], name, value) => {
+          const text = `https://a.example${at}${encode(`https://b.example/p?${name}=${value}&mode=fast`)}/x?y=1`;
+          expect(redactText(text)).toBe(text);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("https://a/r/https%3A%2F%2Fb%2F%3Fkey%3Dshort1")).toBe(
+      `https://a/r/https%3A%2F%2Fb%2F%3Fkey%3D${REDACTED}`,
+    );
+    expect(redactText("https://a.example/files/x%3Ftoken%3Dabc123/y?page=2 next")).toBe(
+      `https://a.example/files/x%3Ftoken%3D${REDACTED}?page=2 next`,
+    );
+    expect(redactText("https://a.example/p#/r/https%3A%2F%2Fb%2F%3Fkey%3Dshort1")).toBe(
+      `https://a.example/p#/r/https%3A%2F%2Fb%2F%3Fkey%3D${REDACTED}`,
+    );
+    // plain words, `+` as itself, UTF-8 escapes, an escaped `/`: kept
+    expect(redactText("https://a.example/wiki/C%2B%2B/My%20Report%E2%82%AC+x/a%2Fb?q=1")).toBe(
+      "https://a.example/wiki/C%2B%2B/My%20Report%E2%82%AC+x/a%2Fb?q=1",
+    );
+  });
+});
+
 describe("redactText: URLs are found in linear time", () => {
   // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
   // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
@@ -1049,6 +1131,21 @@ describe("redactText: URLs are found in linear time", () => {
     expect(performance.now() - t).toBeLessThan(500);
     t = t0();
     const many = "https://h.example/?a=%3Fb%3Dc&d=e+f ".repeat(2_000);
+    expect(redactText(many)).toBe(many);
+    expect(performance.now() - t).toBeLessThan(500);
+  });
+
+  it("percent-encoded paths: each judged once as its plain form", () => {
+    // (120 kB of escapes in one path)
+    const path = `https://h.example/${"x%3Fa=/".repeat(15_000)}x`;
+    let t = t0();
+    expect(redactText(path)).toBe(path);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = t0();
+    expect(redactText(`${path}%3Fkey=abc?b=1`)).toBe(`${path}%3Fkey=${REDACTED}?b=1`);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = t0();
+    const many = "https://h.example/a%20b/c%2Fd?e=f ".repeat(3_000);
     expect(redactText(many)).toBe(many);
     expect(performance.now() - t).toBeLessThan(500);
   });
