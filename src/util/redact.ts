@@ -508,7 +508,7 @@ export function redactQueries(s: string): string {
  */
 function judgedPath(s: string): string {
   const slash = s.indexOf("/");
-  if (slash === -1 || judgingDecoded || !s.includes("%", slash)) return s;
+  if (slash === -1 || decodes >= MAX_DECODES || !s.includes("%", slash)) return s;
   return s.slice(0, slash) + redactEncoded(s.slice(slash), PLAIN_PATH, false);
 }
 
@@ -525,11 +525,15 @@ function redactPairs(query: string): string {
     (pair, sep: string, name: string, value?: string) => {
       // (a piece with no `=` but escapes, `key%3DS`: judged as what it reads decoded, `key=S`)
       if (value === undefined)
-        return judgingDecoded || !name.includes("%") ? pair : `${sep}${redactEncoded(name, PLAIN_QUERY)}`;
+        return decodes >= MAX_DECODES || !name.includes("%")
+          ? pair
+          : `${sep}${redactEncoded(name, PLAIN_QUERY)}`;
       if (value === REDACTED) return pair;
-      if (isSecretQueryParameter(decoded(name), decoded(value)) || namesCredential(lastName(decoded(name))))
+      const n = decodedName(name);
+      if (isSecretQueryParameter(n, decoded(value)) || namesCredential(lastName(n)))
         return `${sep}${name}=${REDACTED}`;
-      if (!judgingDecoded && /[%+]/.test(value)) return `${sep}${name}=${redactEncoded(value, PLAIN_VALUE)}`;
+      if (decodes < MAX_DECODES && /[%+]/.test(value))
+        return `${sep}${name}=${redactEncoded(value, PLAIN_VALUE)}`;
       const q = value.indexOf("?");
       return q === -1 ? pair : `${sep}${name}=${value.slice(0, q + 1)}${nestedQuery(value.slice(q + 1))}`;
     },
@@ -541,8 +545,31 @@ function lastName(name: string): string {
   return name.slice(Math.max(name.lastIndexOf("?"), name.lastIndexOf("#"), name.lastIndexOf("/")) + 1);
 }
 
-/** Set while a decoded query value is judged (redactEncoded): a value is decoded once. */
-let judgingDecoded = false;
+/**
+ * How many times text with escapes is decoded at most, one level in another (redactEncoded):
+ * `%253F` is `%3F` once decoded and `?` twice. Each level is one more redaction of what the level
+ * above decoded, which is no longer than it: linear in the text, MAX_DECODES times over at most,
+ * however deep the escapes go. A URL carried through three redirects, each encoding it once
+ * more, is read; what is encoded five times or more is judged as its fourth decoding reads.
+ */
+export const MAX_DECODES = 4;
+
+/** How many decodings the text being judged is under (redactEncoded): at most MAX_DECODES. */
+let decodes = 0;
+
+/**
+ * A pair's name decoded once, and again while it has escapes and levels are left (MAX_DECODES):
+ * `api%255Fkey` is `api_key`.
+ */
+function decodedName(name: string): string {
+  let n = decoded(name);
+  for (let left = MAX_DECODES - decodes - 1; left > 0 && n.includes("%"); left--) {
+    const again = decoded(n);
+    if (again === n) break;
+    n = again;
+  }
+  return n;
+}
 
 /** What a decoded query piece is judged after: a URL's query (redactEncoded). */
 const PLAIN_QUERY = "https://q.invalid/?";
@@ -561,18 +588,19 @@ const PLAIN_PATH = "https://q.invalid";
  * (redactText: another URL's query in it, `https%3A%2F%2Fb%2F%3Fkey%3DS` as `https://b/?key=S`,
  * a password in it, a token's shape). What that hides is hidden in the
  * encoded text: from the first escape or character that changed to the last one, the rest kept
- * as it was written. Not decoded again inside (judgingDecoded): each value of the text is decoded
- * and judged once, linear in the text however deep the escapes go.
+ * as it was written. What the plain form holds with escapes is decoded again in turn, up to
+ * MAX_DECODES levels in all (decodes): `%253Fkey%253DS` is judged as `?key=S`, and each level is
+ * read once, linear in the text however deep the escapes go.
  */
 function redactEncoded(value: string, before: string, plusIsSpace = true): string {
   const d = decodedWithOffsets(value, plusIsSpace);
   const plain = before + d.text;
   let judged: string;
-  judgingDecoded = true;
+  decodes++;
   try {
     judged = redactText(plain);
   } finally {
-    judgingDecoded = false;
+    decodes--;
   }
   if (judged === plain) return value;
   // the decoded characters [from, to) hold all that changed
@@ -654,8 +682,8 @@ function nestedQuery(rest: string): string {
     const eq = piece.indexOf("=");
     if (eq > 0 && eq < piece.length - 1) {
       const name = piece.slice(0, eq);
-      if (namesCredential(decoded(name)) || namesCredential(lastName(decoded(name))))
-        return `${out}${name}=${REDACTED}`;
+      const n = decodedName(name);
+      if (namesCredential(n) || namesCredential(lastName(n))) return `${out}${name}=${REDACTED}`;
       const value = piece.slice(eq + 1);
       out += value !== REDACTED && looksGenerated(decoded(value)) ? `${name}=${REDACTED}` : piece;
     } else out += piece;

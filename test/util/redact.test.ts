@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { remoteUrlProblem } from "../../src/config/remote.js";
 import {
   isSecretQueryParameter,
+  MAX_DECODES,
   REDACTED,
   redactArgv,
   redactQueries,
@@ -977,6 +978,103 @@ describe("redactText: a URL percent-encoded in another URL's path or fragment", 
   });
 });
 
+describe("redactText: escapes of escapes (a URL percent-encoded more than once)", () => {
+  const ALNUM = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"];
+  // how each level is written: the first encodes the URL whole or only some of its marks; each
+  // next one encodes the text whole again, or only its `%` (what a second, careless pass does)
+  const firsts: ((u: string) => string)[] = [
+    (u) => encodeURIComponent(u),
+    (u) => u.replace(/\?/g, "%3F").replace(/=/g, "%3D"),
+    (u) => u.replace(/[:/?]/g, (c) => encodeURIComponent(c)),
+  ];
+  const agains: ((u: string) => string)[] = [(u) => encodeURIComponent(u), (u) => u.replace(/%/g, "%25")];
+  const encoded = fc
+    .tuple(
+      fc.constantFrom(...firsts),
+      fc.array(fc.constantFrom(...agains), { minLength: 0, maxLength: MAX_DECODES - 1 }),
+    )
+    .map(
+      ([first, more]) =>
+        (u: string) =>
+          more.reduce((s, again) => again(s), first(u)),
+    );
+  // where the encoded URL sits in the outer one, and what may follow it there
+  const places = fc.constantFrom(
+    ["?next=", ["", "&mode=fast", " next"]] as const,
+    ["?a=1&", ["", "&mode=fast", " next"]] as const,
+    ["/r/", ["", "?mode=fast", " next"]] as const,
+    ["#/r/", ["", " next"]] as const,
+    ["?x=1#next=", ["", "&state=abc", " next"]] as const,
+  );
+  const inner = fc.oneof(
+    fc
+      .tuple(
+        fc.constantFrom("key", "api_key", "token", "sig", "X-Amz-Signature"),
+        fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => `zq${v}`),
+      )
+      .map(([name, v]) => [`https://b.example/cb?${name}=${v}`, v] as const),
+    fc
+      .tuple(
+        fc.constantFrom("k", "s"),
+        fc.shuffledSubarray(ALNUM, { minLength: 22, maxLength: 40 }).map((cs) => `Zq8${cs.join("")}`),
+      )
+      .map(([name, v]) => [`https://b.example/cb?mode=fast&${name}=${v}`, v] as const),
+    fc.stringMatching(/^[a-z0-9]{6,10}$/).map((v) => [`https://u:zq${v}@b.example/cb`, `zq${v}`] as const),
+  );
+
+  it(`a credential in a URL encoded 1 to ${MAX_DECODES} times, in a query, a path or a fragment, never survives`, () => {
+    fc.assert(
+      fc.property(
+        places.chain(([at, afters]) => fc.tuple(fc.constant(at), fc.constantFrom(...afters))),
+        encoded,
+        inner,
+        ([at, after], encode, [url, secret]) => {
+          const text = `see https://a.example/p${at}${encode(url)}${after}`;
+          const out = redactText(text);
+          expect(out).not.toContain(secret.slice(0, 8));
+          expect(out.startsWith(`see https://a.example/p${at}`)).toBe(true);
+          if (after.startsWith(" ")) expect(out.endsWith(after)).toBe(true);
+          expect(redactText(out)).toBe(out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+    // what holds no credential is shown as it was written
+    fc.assert(
+      fc.property(
+        places.map(([at]) => at),
+        encoded,
+        plainKey,
+        fc.stringMatching(/^[a-z0-9 .-]{0,12}$/),
+        (at, encode, name, value) => {
+          const text = `https://a.example/p${at}${encode(`https://b.example/p?${name}=${value}&mode=fast`)}&x=1`;
+          expect(redactText(text)).toBe(text);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("the examples of the report", () => {
+    expect(redactText("https://a.example/?next=https://b.example/%253Fkey%253Dshort1")).toBe(
+      `https://a.example/?next=https://b.example/%253Fkey%253D${REDACTED}`,
+    );
+    expect(redactText("https://a/r/https%253A%252F%252Fb%252F%253Fkey%253Dshort1")).toBe(
+      `https://a/r/https%253A%252F%252Fb%252F%253Fkey%253D${REDACTED}`,
+    );
+    expect(
+      redactText("https://a.example/?next=https%25253A%25252F%25252Fb%25252F%25253Fkey%25253Dshort1 x"),
+    ).toBe(`https://a.example/?next=https%25253A%25252F%25252Fb%25252F%25253Fkey%25253D${REDACTED} x`);
+    expect(redactText("https://a.example/?api%255Fkey=short1")).toBe(
+      `https://a.example/?api%255Fkey=${REDACTED}`,
+    );
+    // plain words escaped twice are kept as written
+    expect(redactText("https://a.example/My%2520Report/?q=a%252Bb%2520c")).toBe(
+      "https://a.example/My%2520Report/?q=a%252Bb%2520c",
+    );
+  });
+});
+
 describe("redactText: URLs are found in linear time", () => {
   // A regex scheme `\b[a-z][a-z0-9+.-]*:\/\/` is tried at every word boundary and runs to the end
   // of the word each time: 100 kB of `a-1+` took seconds (a minified script in a call's arguments
@@ -1110,8 +1208,8 @@ describe("redactText: URLs are found in linear time", () => {
     expect(performance.now() - t).toBeLessThan(500);
   });
 
-  it("percent-encoded query values: each decoded once, the values in it not decoded again", () => {
-    // (a value with escapes is judged as its plain form: redactText over it once)
+  it("percent-encoded query values: decoded MAX_DECODES times at most, each level read once", () => {
+    // (a value with escapes is judged as its plain form: redactText over it once a level)
     let t = t0();
     const encoded = `https://h.example/?a=${"x%3Fa=".repeat(25_000)}x`;
     expect(redactText(encoded)).toBe(encoded);
@@ -1123,11 +1221,22 @@ describe("redactText: URLs are found in linear time", () => {
       `https://h.example/?next=${"https://h.example/%3Fnext=".repeat(5_000)}https://h.example/%3Fkey=${REDACTED} x`,
     );
     expect(performance.now() - t).toBeLessThan(500);
-    // escapes of escapes, one more level each time (85 kB): decoded once, not once a level
+    // escapes of escapes, one more level each time (85 kB): decoded MAX_DECODES times, not once a level
     let chain = "key%3Dabc";
     for (let i = 0; i < 200; i++) chain = `https://h.example/%3Fn%3D${chain.replace(/%/g, "%25")}`;
     t = t0();
     expect(redactText(`https://h.example/?n=${chain} x`)).toBe(`https://h.example/?n=${chain} x`);
+    expect(performance.now() - t).toBeLessThan(500);
+    // 150 kB that holds escapes at every level, in a value and in a path
+    const unit = "x%2525253Fa%2525253D"; // `x?a=` encoded four times
+    const levels = unit.repeat(150_000 / unit.length);
+    t = t0();
+    expect(redactText(`https://h.example/?a=${levels}x`)).toBe(`https://h.example/?a=${levels}x`);
+    expect(performance.now() - t).toBeLessThan(500);
+    t = t0();
+    expect(redactText(`https://h.example/${levels}%2525253Fkey%2525253Dabc x`)).toBe(
+      `https://h.example/${levels}%2525253Fkey%2525253D${REDACTED} x`,
+    );
     expect(performance.now() - t).toBeLessThan(500);
     t = t0();
     const many = "https://h.example/?a=%3Fb%3Dc&d=e+f ".repeat(2_000);
