@@ -36,6 +36,11 @@ export interface CatalogSyncPorts {
    * (under a list_changed flood they never do).
    */
   fetched(gen: Generation): void;
+  /**
+   * A failed re-list of `gen` is tried again (RELIST_RETRY_*): the gateway fetches as for any
+   * list_changed, and reports the fetch's end (held requests answered, the state told).
+   */
+  relist(gen: Generation): Promise<void>;
 }
 
 const MAX_PAGES = 1000;
@@ -56,6 +61,17 @@ export const MAX_CATALOG_CHARS = 32 * 1024 * 1024;
  */
 export const RETRY_AFTER_MS = 1000;
 
+/**
+ * A re-list that failed (the server said its tools changed, then its tools/list failed, or the new
+ * revision could not be stored) is tried again on its own after RELIST_RETRY_FIRST_MS, doubling
+ * per failure in a row up to RELIST_RETRY_MAX_MS, for as long as its generation answers: the
+ * server may never send another list_changed, and until a re-list succeeds nothing of that
+ * generation's catalog is served (docs/architecture.md, "Wire habits"). A failed attempt stores
+ * nothing; one that succeeds is a re-list like any other, paced and counted (relistPace.ts).
+ */
+export const RELIST_RETRY_FIRST_MS = 1000;
+export const RELIST_RETRY_MAX_MS = 30_000;
+
 /** At most this much of the server's own error message is kept in the failure it explains. */
 const SERVER_MESSAGE_CHARS = 200;
 
@@ -75,8 +91,13 @@ export class CatalogSync {
   private refreshing = false;
   /** one more fetch asked for while one runs (a list_changed flood collapses into it) */
   private queued: { gen: Generation; serverHasTools: boolean } | null = null;
-  /** the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS) */
+  /**
+   * the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS);
+   * until one succeeds, `gen`'s catalog is not served, even the one a failed re-list followed
+   */
   private failed: { gen: Generation; message: string; at: number } | null = null;
+  /** re-lists of `gen` that failed in a row, and the timer of the next attempt (null: one runs) */
+  private retrying: { gen: Generation; failures: number; timer: NodeJS.Timeout | null } | null = null;
   /** how fast re-lists of one generation may record revisions (see relistPace.ts) */
   private readonly pace = new RelistPace<Generation>();
   /** ends the wait of a paced re-list early: another generation needs its catalog */
@@ -85,19 +106,24 @@ export class CatalogSync {
   constructor(private readonly p: CatalogSyncPorts) {}
 
   /**
-   * The snapshot was fetched from `gen`. A re-list of the same generation under way
-   * does not make it stale: it is the verified list of the code that runs, and calls
-   * keep being served from it (a server that floods list_changed must not starve them);
-   * if the re-list finds a new revision, the client is told and the guard refuses
-   * calls made against the old one.
+   * The snapshot was fetched from `gen`, and no re-list of `gen` failed since. A re-list of the
+   * same generation under way does not make it stale: it is the verified list of the code that
+   * runs, and calls keep being served from it (a server that floods list_changed must not starve
+   * them); if the re-list finds a new revision, the client is told and the guard refuses calls
+   * made against the old one. A re-list that *failed* does: the server said its tools changed
+   * and the gateway could not learn how, so calls are not judged against the list it said is
+   * outdated (deny first) until a re-list succeeds (retried on its own, RELIST_RETRY_*).
    */
   freshFor(gen: Generation | null): boolean {
-    return !!gen && this.fetchedFrom === gen && !!this.snapshot;
+    return !!gen && this.fetchedFrom === gen && !!this.snapshot && this.failed?.gen !== gen;
   }
 
-  /** `gen` has no snapshot yet, nothing is fetching one, and its last fetch did not just fail. */
+  /**
+   * `gen`'s catalog is not served (none fetched yet, or its last re-list failed), nothing is
+   * fetching it, and its last fetch did not just fail.
+   */
   needs(gen: Generation): boolean {
-    return this.fetchedFrom !== gen && !this.refreshing && this.failedRecently(gen) === null;
+    return !this.freshFor(gen) && !this.refreshing && this.failedRecently(gen) === null;
   }
 
   /**
@@ -107,19 +133,28 @@ export class CatalogSync {
    */
   failedRecently(gen: Generation): string | null {
     const f = this.failed;
-    if (f?.gen !== gen || this.fetchedFrom === gen || this.refreshing) return null;
+    if (f?.gen !== gen || this.refreshing) return null;
     return Date.now() - f.at < RETRY_AFTER_MS ? f.message : null;
   }
 
-  /** Why the last fetch of `gen` failed, while it has no snapshot; null if it did not. */
+  /**
+   * Why the last fetch of `gen` failed (its first, or a re-list: either way its catalog is not
+   * served until one succeeds); null if it did not.
+   */
   failure(gen: Generation): string | null {
-    return this.failed?.gen === gen && this.fetchedFrom !== gen ? this.failed.message : null;
+    return this.failed?.gen === gen ? this.failed.message : null;
   }
 
   /** The catalog of an old epoch says nothing about the new code. */
   invalidate(): void {
     this.fetchedFrom = null;
+    this.dropRetry("its epoch ended");
     this.wake?.();
+  }
+
+  /** The connection ends: a failed re-list is no longer tried again. */
+  stop(): void {
+    this.dropRetry("the connection ends");
   }
 
   /**
@@ -146,9 +181,11 @@ export class CatalogSync {
         this.queued = null;
         if (this.isRelist(next.gen)) next = await this.paced(next);
         if (next && this.p.isCurrent(next.gen)) {
-          const relist = this.isRelist(next.gen);
+          const served = this.freshFor(next.gen);
           await this.fetchOnce(next.gen, next.serverHasTools);
-          if (!relist && this.queued) this.p.fetched(next.gen);
+          // what waits for this catalog (a first one, or one after a failed re-list) is answered
+          // now; a re-list of a served catalog that stays served had nothing waiting
+          if (this.queued && !(served && this.freshFor(next.gen))) this.p.fetched(next.gen);
         }
         next = this.queued;
       }
@@ -197,22 +234,85 @@ export class CatalogSync {
 
   private async fetchOnce(gen: Generation, serverHasTools: boolean): Promise<void> {
     const relist = this.isRelist(gen);
+    this.attempting(gen);
     try {
-      const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
+      const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0, envelope: {} };
       if (!fetched || !this.p.isCurrent(gen)) return;
       this.p.settle(gen);
-      const changed = this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
-      if (relist) this.paceRelist(gen, changed);
       if (this.failed?.gen === gen) this.failed = null;
+      const changed = this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+      this.envelope = fetched.envelope;
+      if (relist) this.paceRelist(gen, changed);
+      this.retried(gen);
     } catch (e) {
       const message = (e as Error).message;
-      this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
       this.failed = { gen, message, at: Date.now() };
+      if (relist) this.retryLater(gen, message);
+      else this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
     }
   }
 
-  private async fetchAll(gen: Generation): Promise<{ tools: Tool[]; pages: number } | null> {
+  /** A fetch of `gen` starts: it is the attempt a pending retry waited for (it supersedes it). */
+  private attempting(gen: Generation): void {
+    const r = this.retrying;
+    if (!r) return;
+    if (r.timer !== null) clearTimeout(r.timer);
+    r.timer = null;
+    if (r.gen !== gen) this.retrying = null;
+  }
+
+  /**
+   * A re-list of `gen` failed: it is tried again after a wait (RELIST_RETRY_*), until one
+   * succeeds or the generation ends. Said on stderr when the retries start; each further failure
+   * only on the debug log.
+   */
+  private retryLater(gen: Generation, message: string): void {
+    const r = this.retrying?.gen === gen ? this.retrying : { gen, failures: 0, timer: null };
+    this.retrying = r;
+    r.failures++;
+    const wait = Math.min(RELIST_RETRY_FIRST_MS * 2 ** (r.failures - 1), RELIST_RETRY_MAX_MS);
+    if (r.failures === 1) {
+      this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
+      this.p.log.status(
+        `the server said its tools changed and re-listing epoch=${gen.epoch} failed: revision ${this.revision} is no longer served, tools/list and calls are refused (catalog_unavailable) until a re-list succeeds; portcullis re-lists again from ${RELIST_RETRY_FIRST_MS / 1000} s, doubling, up to ${RELIST_RETRY_MAX_MS / 1000} s`,
+      );
+    } else this.p.log.debug(`re-listing epoch=${gen.epoch} failed ${r.failures} times in a row: ${message}`);
+    if (r.timer !== null) clearTimeout(r.timer);
+    r.timer = setTimeout(() => {
+      r.timer = null;
+      if (this.retrying !== r || !this.p.isCurrent(gen)) return;
+      this.p.log.debug(`re-listing epoch=${gen.epoch} again (after ${r.failures} failed)`);
+      this.p.relist(gen).catch((e: unknown) => {
+        this.p.log.warn(`could not re-list the tool catalog again: ${String((e as Error)?.message ?? e)}`);
+      });
+    }, wait);
+    r.timer.unref(); // a retry never keeps an ending gateway alive
+  }
+
+  /** A fetch of `gen` succeeded: a failed re-list it followed is over (said on stderr). */
+  private retried(gen: Generation): void {
+    const r = this.retrying;
+    if (r?.gen !== gen) return;
+    this.retrying = null;
+    this.p.log.status(
+      `re-listed epoch=${gen.epoch} after ${r.failures} failed ${r.failures === 1 ? "attempt" : "attempts"}: revision ${this.revision} is served`,
+    );
+  }
+
+  /** No failed re-list is tried again any more (`why`: on the debug log). */
+  private dropRetry(why: string): void {
+    const r = this.retrying;
+    if (!r) return;
+    if (r.timer !== null) clearTimeout(r.timer);
+    this.retrying = null;
+    this.p.log.debug(`the failed re-list of epoch=${r.gen.epoch} is no longer retried: ${why}`);
+  }
+
+  private async fetchAll(
+    gen: Generation,
+  ): Promise<{ tools: Tool[]; pages: number; envelope: Record<string, unknown> } | null> {
     const tools: Tool[] = [];
+    let envelope: Record<string, unknown> = {};
     const cursors = new Set<string>();
     let cursor: string | undefined;
     let pages = 0;
@@ -230,7 +330,7 @@ export class CatalogSync {
         throw new Error("the server's tools/list result has no tools array");
       if (pages === 0) {
         const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
-        this.envelope = rest;
+        envelope = rest;
       }
       pages++;
       for (const t of result.tools) {
@@ -256,7 +356,7 @@ export class CatalogSync {
       cursors.add(result.nextCursor);
       cursor = result.nextCursor;
     }
-    return { tools, pages };
+    return { tools, pages, envelope };
   }
 
   /** Counts a re-list of `gen` against its pacing, and says on stderr when the pacing starts or stops it. */

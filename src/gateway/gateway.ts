@@ -156,6 +156,7 @@ export class Gateway {
         this.notifyClientListChanged();
       },
       fetched: (gen) => this.catalogFetched(gen),
+      relist: (gen) => (this.ended ? Promise.resolve() : this.refreshCatalog(gen)),
     });
     const progress = new ProgressTokens();
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });
@@ -698,6 +699,7 @@ export class Gateway {
     if (this.ended) return;
     this.ended = true;
     if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
+    this.catalog.stop();
     this.elicitation.close();
     this.o.log.info(reason);
     const why = this.scrub(reason);

@@ -157,8 +157,10 @@ export const refuse = {
 
   /**
    * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a
-   * server's error message in it is cut short). Waiting cannot help; a later list or call tries
-   * the fetch again.
+   * server's error message in it is cut short): its first fetch, or a re-list after the server's
+   * list_changed (the revision served before is then not served either, the server said it is
+   * outdated; the gateway also retries that one on its own). Waiting cannot help; a later list or
+   * call tries the fetch again.
    */
   catalogUnavailable: (currentEpoch: string | null, catalogError: string) =>
     refusal(
