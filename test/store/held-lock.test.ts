@@ -23,11 +23,11 @@ afterEach(async () => {
 });
 
 /** A gateway in front of the revisioned project at revision A, with these run flags, listed once. */
-async function listedInventory(args: string[]) {
+async function listedInventory(args: string[], env: Record<string, string> = {}) {
   const stateDir = newStateDir();
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
-  const gw = await startInventory(project, args, { stateDir, env: SHORT_BUSY });
+  const gw = await startInventory(project, args, { stateDir, env: { ...SHORT_BUSY, ...env } });
   cleanup.push(() => gw.close());
   await gw.client.listTools();
   return { stateDir, project, gw };
@@ -37,7 +37,11 @@ const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.
 
 describe("a store locked by another process past the busy timeout", () => {
   it("a gateway, idle and with a call at its server, serves on and catches up once the lock is gone", async () => {
-    const { stateDir, project, gw } = await listedInventory(["--approval", "none"]);
+    // The heartbeat (the status row's rewrite, 5 s by default) every second here: the first to
+    // meet the lock and the first after it are what the test waits for, not the period.
+    const { stateDir, project, gw } = await listedInventory(["--approval", "none"], {
+      PORTCULLIS_STORE_CHECK_MS: "1000",
+    });
     // a call at the server (its intent written) while the lock is taken
     const slow = gw.client.callTool({ name: "slow_write", arguments: {} });
     await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
@@ -45,7 +49,7 @@ describe("a store locked by another process past the busy timeout", () => {
     const lock = await holdStoreLock(stateDir);
     let held = true;
     cleanup.push(() => (held ? lock.release() : undefined));
-    // the heartbeat (every 5 s) waits the busy timeout (2 s here), then fails: said once, survived
+    // the heartbeat (every 1 s here) waits the busy timeout (2 s here), then fails: said once, survived
     const said = await gw.waitForStderr(/cannot update this gateway's row in the store/, 40_000);
     expect(said).toContain(stateDir);
     expect(said).toMatch(/locked by another process/);
