@@ -162,7 +162,20 @@ describe("a watcher's worker killed while a call waits for a human", () => {
       const project = makeProject("A");
       cleanup.push(() => project.cleanup());
       const gw = rawGateway({
-        args: ["--label", "inventory", "--approval", "per-call", "--", NODE, "--watch", "dist/server.js"],
+        // --hold-timeout: with the idle poll off, the next worker (started by the rebuild) is not
+        // seen, and the epoch comes from the restart after half the hold timeout (7.5 s by default)
+        args: [
+          "--label",
+          "inventory",
+          "--approval",
+          "per-call",
+          "--hold-timeout",
+          "8000",
+          "--",
+          NODE,
+          "--watch",
+          "dist/server.js",
+        ],
         cwd: project.dir,
         // the idle poll turned off: only the look before the write can notice the worker gone
         env: { ...project.env, ...QUICK_STOP, PORTCULLIS_POLL_MS: "600000" },
