@@ -4,7 +4,7 @@
 // Real gateway, real server, a real second process holding the lock.
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { waitFor } from "../helpers/files.js";
+import { sleep, waitFor } from "../helpers/files.js";
 import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
@@ -53,6 +53,9 @@ describe("a store locked by another process past the busy timeout", () => {
     const said = await gw.waitForStderr(/cannot update this gateway's row in the store/, 40_000);
     expect(said).toContain(stateDir);
     expect(said).toMatch(/locked by another process/);
+    // held past more heartbeats (one a second, each waiting the 2 s busy timeout): a gateway that
+    // said it at every failed heartbeat would show here (the count below)
+    await sleep(4_000);
     await lock.release();
     held = false;
     await gw.waitForStderr(/is writable again/, 30_000);
