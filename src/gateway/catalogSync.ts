@@ -12,6 +12,7 @@ import {
 import type { Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
+import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { redactSchemaDefaults } from "../util/redact.js";
 import type { EventSink } from "./events.js";
@@ -22,8 +23,16 @@ export interface CatalogSyncPorts {
   store: Store;
   events: EventSink;
   log: Logger;
-  /** the gateway's own request to a generation; null when that generation went away */
-  request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null>;
+  /**
+   * the gateway's own request to a generation; null when that generation went away; rejects when
+   * no answer came within `timeoutMs` (the request cancelled at the server, a late answer dropped)
+   */
+  request(
+    gen: Generation,
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+  ): Promise<Response | null>;
   /** whether `gen` is still the generation that answers */
   isCurrent(gen: Generation): boolean;
   /** the worker answered: record the processes that run it */
@@ -71,6 +80,19 @@ export const RETRY_AFTER_MS = 1000;
  */
 export const RELIST_RETRY_FIRST_MS = 1000;
 export const RELIST_RETRY_MAX_MS = 30_000;
+
+/**
+ * How long the gateway waits for the server's answer to each of its own tools/list requests (one
+ * page): 30 s, or PORTCULLIS_CATALOG_TIMEOUT_MS (tests shorten it; read at each page). Past it the
+ * request is cancelled at the server (notifications/cancelled), an answer that still comes is
+ * dropped, and the fetch fails like any other ("the server did not answer tools/list within 30 s"):
+ * a first fetch answers its held requests catalog_unavailable and is tried again on the next list
+ * or call, a re-list is retried on its own (RELIST_RETRY_*). Without it, a server that took a
+ * tools/list and never answered (stuck, hostile, buggy) held every later fetch of the connection
+ * behind that one for good.
+ */
+export const CATALOG_TIMEOUT_MS = 30_000;
+const catalogTimeoutMs = (): number => envMs("PORTCULLIS_CATALOG_TIMEOUT_MS", CATALOG_TIMEOUT_MS);
 
 /** At most this much of the server's own error message is kept in the failure it explains. */
 const SERVER_MESSAGE_CHARS = 200;
@@ -318,7 +340,8 @@ export class CatalogSync {
     let pages = 0;
     let chars = 0;
     for (;;) {
-      const res = await this.p.request(gen, "tools/list", cursor === undefined ? {} : { cursor });
+      const params = cursor === undefined ? {} : { cursor };
+      const res = await this.p.request(gen, "tools/list", params, catalogTimeoutMs());
       if (!res) return null;
       if (res.error) {
         const said = res.error.message;

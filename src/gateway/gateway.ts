@@ -147,7 +147,7 @@ export class Gateway {
       store: o.store,
       events: o.events,
       log,
-      request: (gen, method, params) => this.inFlight.request(gen, method, params),
+      request: (gen, method, params, timeoutMs) => this.inFlight.request(gen, method, params, timeoutMs),
       isCurrent: (gen) => gen === this.gen && gen.alive,
       settle: (gen) => this.settle(gen),
       changed: (before, after) => {

@@ -89,6 +89,12 @@ export class InFlight {
    * forwarded, or answered. With unanswered(), whether one was there at any moment since a time.
    */
   private busyAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The gateway's own requests it gave up on (their timeout passed), by wire id: no longer in
+   * flight, remembered only so that a late answer is named as such when it is dropped. The
+   * latest MAX_GAVE_UP, for as long as their generation lives.
+   */
+  private readonly gaveUp = new Map<number, { method: string; gen: Generation }>();
 
   constructor(private readonly p: InFlightPorts) {}
 
@@ -130,18 +136,64 @@ export class InFlight {
     return link.send({ ...msg, id: wire });
   }
 
-  /** The gateway's own request to a generation; resolves null when that generation goes away. */
-  request(gen: Generation, method: string, params: Record<string, unknown>): Promise<Response | null> {
-    return new Promise((resolve) => {
+  /**
+   * The gateway's own request to a generation; resolves null when that generation goes away.
+   * With `timeoutMs`, the gateway gives up on it when no answer came by then: it is no longer in
+   * flight (an answer that still comes is dropped, `lateAnswer`), the server is sent
+   * `notifications/cancelled` for it (MCP: what a sender that gives up on a request says), and
+   * the promise rejects ("the server did not answer <method> within N s"). Without one it waits
+   * as long as the generation lives (a subscription, which is answered only when it ends).
+   */
+  request(
+    gen: Generation,
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs?: number,
+  ): Promise<Response | null> {
+    return new Promise((resolve, reject) => {
       if (!gen.alive) return resolve(null);
       const p = this.p.session.paramsFor(params);
+      let timer: NodeJS.Timeout | null = null;
+      const settle = (r: Response | null) => {
+        if (timer !== null) clearTimeout(timer);
+        resolve(r);
+      };
       // resolved with null by endGeneration when this generation goes away first
-      const wire = this.upstream.add({ origin: "gateway", method, gen, resolve });
+      const entry: OwnPending = { origin: "gateway", method, gen, resolve: settle };
+      const wire = this.upstream.add(entry);
       if (!this.p.link.send({ jsonrpc: "2.0", id: wire, method, params: p })) {
         this.upstream.delete(wire);
         resolve(null);
+        return;
       }
+      if (timeoutMs === undefined) return;
+      timer = setTimeout(() => {
+        if (this.upstream.get(wire) !== entry) return; // answered, or its generation went away
+        const why = `the server did not answer ${method} within ${seconds(timeoutMs)} s`;
+        this.upstream.delete(wire);
+        this.gaveUp.set(wire, { method, gen });
+        if (this.gaveUp.size > MAX_GAVE_UP) this.gaveUp.delete(this.gaveUp.keys().next().value as number);
+        // False (ignored) when its process is going away: `down` follows, and nothing is owed.
+        this.p.link.send({
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: this.p.session.paramsFor({ requestId: wire, reason: why }),
+        });
+        reject(new Error(why));
+      }, timeoutMs);
+      timer.unref(); // a request the gateway waits on never keeps an ending gateway alive
     });
+  }
+
+  /**
+   * The method of the gateway's own request under `wire` that it gave up on (its timeout passed):
+   * what the server's late answer to it answers, now dropped; undefined for any other id.
+   */
+  lateAnswer(wire: Id | null): string | undefined {
+    if (typeof wire !== "number") return undefined;
+    const late = this.gaveUp.get(wire);
+    this.gaveUp.delete(wire);
+    return late?.method;
   }
 
   /**
@@ -227,6 +279,7 @@ export class InFlight {
    * A subscription stays, to be re-opened on the next epoch.
    */
   endGeneration(gen: Generation): void {
+    for (const [wire, late] of this.gaveUp) if (late.gen === gen) this.gaveUp.delete(wire);
     for (const [wire, p] of this.upstream.entries()) {
       if (p.gen !== gen) continue;
       if (p.origin === "gateway") {
@@ -311,6 +364,14 @@ export class InFlight {
     for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }
+}
+
+/** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */
+const MAX_GAVE_UP = 64;
+
+/** `ms` in seconds, as a timeout is said ("30", "0.5"). */
+function seconds(ms: number): string {
+  return String(Math.round(ms) / 1000);
 }
 
 /** The client's id text of `p`'s call: what the egress proxy's records name it by. */

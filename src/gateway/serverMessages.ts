@@ -146,6 +146,14 @@ export class ServerMessages {
   private onResponse(msg: Response, gen: Generation, text?: string): void {
     const entry = this.p.inFlight.take(msg.id);
     if (!entry) {
+      const late = this.p.inFlight.lateAnswer(msg.id);
+      if (late !== undefined) {
+        // its own request it gave up on (and cancelled): nobody waits for this answer any more
+        this.p.log.info(
+          `dropped the server's late answer to the gateway's ${late} (id ${msg.id}): it stopped waiting for it`,
+        );
+        return;
+      }
       // The id as written: the one thing scrubLine keeps so, and the log scrubs every line. Read
       // back, a number of more than 15-17 digits is rounded, and a value it holds is no longer
       // found in it while most of its digits would be logged.
