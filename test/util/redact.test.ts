@@ -274,6 +274,19 @@ describe("redactQueries", () => {
     );
   });
 
+  // A path as written and as it reads decoded, level by level, MAX_DECODES levels (each escape of
+  // an ASCII character decoded where it is one, whether or not the rest of the path decodes)
+  const plainForms = (path: string) => {
+    const forms = [path];
+    for (let i = 0; i < MAX_DECODES; i++)
+      forms.push(
+        (forms.at(-1) as string).replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) =>
+          String.fromCharCode(Number.parseInt(hex, 16)),
+        ),
+      );
+    return forms;
+  };
+
   it("keeps every URL's scheme, host, path and plain fragment, and replaces exactly the values that carry a credential", () => {
     const pair = fc.tuple(
       fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.-]{1,10}$/), fc.constantFrom("key", "sig", "api_key", "k")),
@@ -283,7 +296,11 @@ describe("redactQueries", () => {
       fc.property(
         fc.stringMatching(/^[a-z][a-z0-9+.-]{0,8}$/),
         fc.stringMatching(/^[a-z0-9.-]{1,20}$/),
-        fc.stringMatching(/^(\/[A-Za-z0-9._~%-]{0,10}){0,3}$/),
+        // (a path with escapes is judged as its plain form: `/%3Fkey%3Da` reads `/?key=a`, a query
+        // of its own, and is redacted; such paths are left to the tests of encoded URLs)
+        fc
+          .stringMatching(/^(\/[A-Za-z0-9._~%-]{0,10}){0,3}$/)
+          .filter((path) => !/[?#=&]/.test(plainForms(path).join(""))),
         fc.array(pair, { minLength: 1, maxLength: 5 }),
         // [as given, as shown]: a fragment's pairs are judged as the query's
         fc.oneof(
