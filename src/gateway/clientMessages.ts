@@ -337,10 +337,9 @@ export class ClientMessages {
   }
 
   private onNotification(msg: Notification): void {
-    const link = this.p.link;
     if (msg.method === "notifications/initialized") {
       this.p.session.markInitialized();
-      link.send(msg);
+      this.p.inFlight.notify(msg);
       this.p.catalogIfNeeded();
       return;
     }
@@ -354,6 +353,7 @@ export class ClientMessages {
       this.p.progress.ended(requestId);
       if (forwarded === undefined) return;
       if (forwarded.closedListen) this.p.session.listenClosed(requestId);
+      if (forwarded.wire === null) return; // it waited for a replayed handshake: never sent
       // False (ignored): nothing can take it. Its process is being stopped with the gateway (stdin
       // already closed; `down` comes when it exits or its grace ends: any other end of a process
       // sends `down` at once, which takes the request, and the cancellation finds nothing to
@@ -362,10 +362,11 @@ export class ClientMessages {
       // (inFlight.cancel above: its one end recorded, its id free, no answer owed to the client,
       // out of the release window, not waited for at shutdown); what stays is the entry that
       // drops a late answer, taken by that answer or by the epoch's `down`.
-      link.send({ ...msg, params: { ...msg.params, requestId: forwarded.wire } });
+      this.p.inFlight.notify({ ...msg, params: { ...msg.params, requestId: forwarded.wire } });
       return;
     }
-    link.send(msg);
+    // (kept while a new process's replayed handshake is under way: sent once it is complete)
+    this.p.inFlight.notify(msg);
   }
 
   private onResponse(msg: Response): void {

@@ -4,9 +4,10 @@ import type { OnChange, OnExpand } from "../config/config.js";
 import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
-import type { Id } from "../relay/jsonrpc.js";
+import type { Id, Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
@@ -217,12 +218,23 @@ export class Gateway {
     link.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));
     link.on("gave-up", (message) => this.end(message, 1));
     // no server until its files change: what waits for one is answered now
-    link.on("paused", () => this.guarded.releaseHeld());
-    link.on("unreachable", () => this.guarded.releaseHeld());
+    link.on("paused", () => this.serverDown());
+    link.on("unreachable", () => this.serverDown());
     link.on("change-pending", () => this.onChangePending());
     link.on("change-judged", () => this.onChangeJudged());
     link.on("change-unseen", (since) => this.onChangeUnseen(since));
     link.on("code-unknown", (gen) => this.onCodeUnknown(gen));
+  }
+
+  /**
+   * No server can answer for now (supervision paused until the server's files change, a remote
+   * server unreachable): what waits for one is answered now, held requests and those waiting for
+   * a replayed handshake alike.
+   */
+  private serverDown(): void {
+    this.guarded.releaseHeld();
+    const down = refuse.serverDown(this.o.supervisor);
+    if (down !== null) this.inFlight.answerBehindHandshake(down);
   }
 
   /**
@@ -411,15 +423,27 @@ export class Gateway {
 
   // ───────────────────────────── catalog ─────────────────────────────
 
-  /** Starts the catalog fetch of the current generation once the session allows requests. */
+  /**
+   * Starts the catalog fetch of the current generation once the session allows requests, and its
+   * replayed handshake (if any) is complete: the reconnection fetches it then.
+   */
   private catalogIfNeeded(): void {
-    if (this.gen && this.catalog.needs(this.gen) && this.session.canFetch())
+    if (this.gen && this.catalog.needs(this.gen) && this.mayFetch(this.gen))
       void this.refreshCatalog(this.gen);
+  }
+
+  /**
+   * Whether the gateway may send its own requests to `gen`: the client's session allows them (a
+   * legacy one only after its handshake), and `gen`'s replayed handshake is not under way (nothing
+   * but the handshake reaches a new process before it is complete).
+   */
+  private mayFetch(gen: Generation): boolean {
+    return this.session.canFetch() && !this.inFlight.handshaking(gen);
   }
 
   /** Fetches the complete tool list (every page) from `gen` and makes it the served snapshot. */
   private async refreshCatalog(gen: Generation): Promise<void> {
-    if (!this.session.canFetch()) return;
+    if (!this.mayFetch(gen)) return;
     if (this.session.startListening(gen)) {
       // The gateway's own subscription: how it hears a modern server's list changes
       // even when the client never opened one. It stays open for the generation.
@@ -549,7 +573,9 @@ export class Gateway {
   private async reconnect(gen: Generation): Promise<void> {
     const initParams = this.session.replayInitialize();
     if (initParams) {
-      const res = await this.inFlight.request(gen, "initialize", initParams);
+      this.inFlight.handshakeBegins(gen);
+      const res = await this.replayed(gen, "initialize", initParams);
+      if (res === "timeout") return this.noHandshake(gen, "initialize");
       if (!res || gen !== this.gen) return;
       if (res.error) return this.end(`the new server process refused initialize: ${res.error.message}`, 1);
       if (!this.session.sameNegotiation(res.result)) {
@@ -559,9 +585,12 @@ export class Gateway {
         );
       }
       this.o.supervisor.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      this.inFlight.handshakeDone(gen);
     } else if (this.session.era === "modern") {
       if (this.session.hasDiscovered) {
-        const res = await this.inFlight.request(gen, "server/discover", {});
+        this.inFlight.handshakeBegins(gen);
+        const res = await this.replayed(gen, "server/discover", {});
+        if (res === "timeout") return this.noHandshake(gen, "server/discover");
         if (!res || gen !== this.gen) return;
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
         if (!this.session.sameDiscovery(caps)) {
@@ -570,10 +599,52 @@ export class Gateway {
             0,
           );
         }
+        this.inFlight.handshakeDone(gen);
       }
       this.inFlight.reopenListens();
     }
     await this.refreshCatalog(gen);
+  }
+
+  /**
+   * The replayed handshake request `method` to `gen`, bounded by HANDSHAKE_TIMEOUT_MS: "timeout"
+   * when no answer came by then, null when `gen` went away first. Not cancelled at the server on
+   * timeout (MCP: an initialize is never cancelled); the connection ends instead (noHandshake).
+   */
+  private replayed(
+    gen: Generation,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<Response | null | "timeout"> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout;
+      const arm = () => {
+        timer = setTimeout(() => {
+          // a remote server that cannot be reached: its link sends the initialize again until it
+          // can (unreachable, not a server that cannot start); the bound runs again from then
+          if (this.o.supervisor.unreachable) arm();
+          else resolve("timeout");
+        }, handshakeTimeoutMs());
+        timer.unref(); // never keeps an ending gateway alive
+      };
+      arm();
+      void this.inFlight.request(gen, method, params).then((res) => {
+        clearTimeout(timer);
+        resolve(res);
+      });
+    });
+  }
+
+  /**
+   * `gen` did not answer its replayed handshake in time: a server that cannot start, treated as
+   * one that refuses it (the connection ends, exit code 1), with the bound in the reason.
+   */
+  private noHandshake(gen: Generation, method: string): void {
+    if (gen !== this.gen || !gen.alive || this.ended) return;
+    this.end(
+      `the new server process did not answer ${method} within ${seconds(handshakeTimeoutMs())}: a server that cannot start; ending the connection`,
+      1,
+    );
   }
 
   private onArtifactsChanged(paths: string[], parts: string[], gen: Generation): void {
@@ -704,11 +775,22 @@ export class Gateway {
     this.o.log.info(reason);
     const why = this.scrub(reason);
     this.guarded.answerHeld(why);
+    // what waited for a new process's replayed handshake was never sent: told why, as held requests are
+    this.inFlight.answerBehindHandshake(refuse.identityPendingAtEnd(this.gen?.epoch ?? null, why));
     this.guarded.endDecisions(why);
     if (this.guarded.decidingCount === 0) this.o.onEnd(reason, exitCode);
     else void this.decisionsEnded().then(() => this.o.onEnd(reason, exitCode));
   }
 }
+
+/**
+ * How long a new process has to answer the handshake the gateway replays to it (legacy:
+ * `initialize`; modern: `server/discover`): 60 s, the time the MCP SDK's client gives any request,
+ * or PORTCULLIS_HANDSHAKE_TIMEOUT_MS (tests shorten it; read at each replay). Past it the server is
+ * taken for one that cannot start and the connection ends, as when it refuses the handshake.
+ */
+export const HANDSHAKE_TIMEOUT_MS = 60_000;
+const handshakeTimeoutMs = (): number => envMs("PORTCULLIS_HANDSHAKE_TIMEOUT_MS", HANDSHAKE_TIMEOUT_MS);
 
 /** Why a wait for a human is cut short as the connection ends (the log says so). */
 const CONNECTION_ENDS = "the connection ends";

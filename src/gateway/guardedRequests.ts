@@ -497,7 +497,8 @@ export class GuardedRequests {
     );
     this.heldCalls.hold(msg);
     // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
-    // epoch is being brought up (initialize replayed) its first fetch is the reconnection's.
+    // epoch is being brought up its first fetch is the reconnection's (a list or read starts
+    // none either while its replayed handshake is under way: Gateway.mayFetch).
     if (gen && this.p.catalog.failure(gen) !== null) this.p.catalogIfNeeded();
   }
 

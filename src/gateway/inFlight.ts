@@ -1,6 +1,13 @@
 import { refuse } from "../guard/refusals.js";
-import { IdMap } from "../relay/ids.js";
-import { errorResponse, type Id, type Request, type Response } from "../relay/jsonrpc.js";
+import { IdMap, idKey } from "../relay/ids.js";
+import {
+  type ErrorObject,
+  errorResponse,
+  type Id,
+  type Notification,
+  type Request,
+  type Response,
+} from "../relay/jsonrpc.js";
 import { type IdSpan, spliceId } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { CallName } from "./clientIdText.js";
@@ -54,6 +61,11 @@ export interface WrittenLine {
   span: IdSpan | null;
 }
 
+/** What the client sent while a new process's replayed handshake was under way, sent once it completes. */
+type BehindHandshake =
+  | { request: Request; extra: ForwardExtra; line: WrittenLine | undefined }
+  | { notification: Notification };
+
 /** A forwarded tools/call at the server, as the egress proxy's release window counts it. */
 export interface CallInFlight {
   callId: string;
@@ -95,8 +107,75 @@ export class InFlight {
    * latest MAX_GAVE_UP, for as long as their generation lives.
    */
   private readonly gaveUp = new Map<number, { method: string; gen: Generation }>();
+  /**
+   * The generation whose replayed handshake (legacy: initialize, then notifications/initialized;
+   * modern: server/discover) is under way, and what the client sent meanwhile, in order: nothing
+   * but the handshake reaches a new process until it is complete (MCP: a server may refuse, or
+   * misread, a request before it is initialized). Sent once it completes; answered if it never
+   * does (the process went away, the connection ends).
+   */
+  private handshake: { gen: Generation; behind: BehindHandshake[] } | null = null;
 
   constructor(private readonly p: InFlightPorts) {}
+
+  /** The gateway replays the client's handshake to `gen`: what the client sends waits for its end. */
+  handshakeBegins(gen: Generation): void {
+    // (what waited for an earlier generation's was answered when it went away)
+    if (this.handshake && this.handshake.gen !== gen)
+      this.refuseBehindHandshake(refuse.serverDown(this.p.link) ?? refuse.serverUnavailable());
+    this.handshake = { gen, behind: [] };
+  }
+
+  /** Whether `gen`'s replayed handshake is under way (nothing else may be sent to it). */
+  handshaking(gen: Generation): boolean {
+    return this.handshake?.gen === gen;
+  }
+
+  /** `gen`'s replayed handshake is complete: what the client sent meanwhile goes on, in order. */
+  handshakeDone(gen: Generation): void {
+    const h = this.handshake;
+    if (h?.gen !== gen) return;
+    this.handshake = null;
+    for (const b of h.behind) {
+      if ("request" in b) this.forward(b.request, b.extra, b.line);
+      else this.p.link.send(b.notification);
+    }
+  }
+
+  /**
+   * The requests that wait for a replayed handshake are answered with `e` (nothing of them was
+   * sent), its notifications dropped: the handshake will not complete (its process went away).
+   */
+  private refuseBehindHandshake(e: ErrorObject): void {
+    this.answerBehindHandshake(e);
+    this.handshake = null;
+  }
+
+  /**
+   * The requests that wait for a replayed handshake are answered with `e` now (nothing of them was
+   * sent): no server can answer for now (supervision paused, a remote server unreachable), or the
+   * connection ends. The handshake is still waited for: nothing else reaches its process meanwhile.
+   */
+  answerBehindHandshake(e: ErrorObject): void {
+    const h = this.handshake;
+    if (!h) return;
+    const requests = h.behind.filter((b) => "request" in b);
+    h.behind = h.behind.filter((b) => !("request" in b));
+    for (const { request } of requests) {
+      this.p.progress.ended(request.id);
+      this.p.downstream.send(errorResponse(request.id, e.code, e.message, e.data));
+    }
+  }
+
+  /** A client notification for the server: sent, or kept while a replayed handshake is under way. */
+  notify(msg: Notification): boolean {
+    const h = this.handshake;
+    if (h && h.gen === this.p.current()) {
+      h.behind.push({ notification: msg });
+      return true;
+    }
+    return this.p.link.send(msg);
+  }
 
   /** Forwards a client request upstream under a gateway id. */
   forward(msg: Request, extra: ForwardExtra = {}, line?: WrittenLine): boolean {
@@ -106,6 +185,20 @@ export class InFlight {
       const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
       this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       return false;
+    }
+    // Kept, in order, until the new process's handshake is complete. (A guarded request never
+    // gets here meanwhile: its epoch is not ready before its catalog, fetched after the handshake.)
+    // No server can answer for now (a remote one unreachable while its initialize is sent again):
+    // answered at once, as when the link refuses it.
+    if (this.handshake?.gen === gen) {
+      const down = refuse.serverDown(this.p.link);
+      if (down !== null) {
+        if (msg.method !== "tools/call")
+          this.p.downstream.send(errorResponse(msg.id, down.code, down.message, down.data));
+        return false;
+      }
+      this.handshake.behind.push({ request: msg, extra, line });
+      return true;
     }
     const wire = this.upstream.add(
       { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
@@ -205,9 +298,20 @@ export class InFlight {
     this.p.downstream.send(response);
   }
 
-  /** Whether a request of the client under `id` is at the server (not one it cancelled). */
+  /**
+   * Whether a request of the client under `id` is at the server (not one it cancelled), or waits
+   * for a replayed handshake to be sent there.
+   */
   carries(id: Id): boolean {
-    return this.upstream.wireFor(id) !== undefined;
+    return this.upstream.wireFor(id) !== undefined || this.behindIndex(id) >= 0;
+  }
+
+  /** Where the request of the client under `id` waits for a replayed handshake; -1 if none does. */
+  private behindIndex(id: Id): number {
+    const behind = this.handshake?.behind;
+    if (!behind?.length) return -1;
+    const key = idKey(id);
+    return behind.findIndex((b) => "request" in b && idKey(b.request.id) === key);
   }
 
   /**
@@ -248,15 +352,22 @@ export class InFlight {
 
   /**
    * The client cancelled its request `requestId`: the wire id the cancellation goes on to the
-   * server under (`closedListen`: it ended a subscription), or undefined when the request was
-   * already answered (nothing to cancel).
+   * server under (`closedListen`: it ended a subscription; `wire` null: it was never sent, it
+   * waited for a replayed handshake), or undefined when the request was already answered
+   * (nothing to cancel).
    *
    * The client gets no answer for it any more (MCP: a cancelled request is not answered, and a
    * server that obeys never answers it): it no longer holds the client's shutdown, nor its id.
    * Its entry stays under its wire id, marked, so that an answer the server still sends is
    * recognised and dropped, never routed to a newer request the client sent under the same id.
    */
-  cancel(requestId: Id): { wire: number; closedListen: boolean } | undefined {
+  cancel(requestId: Id): { wire: number | null; closedListen: boolean } | undefined {
+    // still waiting for a replayed handshake: forgotten, nothing of it was sent (no wire id)
+    const behind = this.behindIndex(requestId);
+    if (behind >= 0) {
+      const [b] = this.handshake?.behind.splice(behind, 1) ?? [];
+      return { wire: null, closedListen: !!b && "request" in b && b.extra.listen !== undefined };
+    }
     const wire = this.upstream.wireFor(requestId);
     if (wire === undefined) return undefined; // already answered: nothing to cancel
     const entry = this.upstream.get(wire);
@@ -279,6 +390,9 @@ export class InFlight {
    * A subscription stays, to be re-opened on the next epoch.
    */
   endGeneration(gen: Generation): void {
+    // nothing waiting for its handshake was sent: answered as a request to no live process is
+    if (this.handshake?.gen === gen)
+      this.refuseBehindHandshake(refuse.serverDown(this.p.link) ?? refuse.serverUnavailable());
     for (const [wire, late] of this.gaveUp) if (late.gen === gen) this.gaveUp.delete(wire);
     for (const [wire, p] of this.upstream.entries()) {
       if (p.gen !== gen) continue;
@@ -303,8 +417,10 @@ export class InFlight {
 
   /** The client's subscriptions, re-opened on the current generation. */
   reopenListens(): void {
+    const current = this.p.current();
     for (const [wire, p] of this.upstream.entries()) {
-      if (p.origin !== "client" || !p.listen) continue;
+      // (one the client opened while the handshake was under way was sent to it once it completed)
+      if (p.origin !== "client" || !p.listen || p.gen === current) continue;
       // A subscription is not a call: it is re-opened on the new process.
       this.upstream.delete(wire, p.clientId);
       this.forward(p.listen, { listen: p.listen });
@@ -316,6 +432,7 @@ export class InFlight {
    * the client cancelled is only forgotten: it was ended then, and gets no answer).
    */
   refuseAll(): void {
+    this.answerBehindHandshake(refuse.shuttingDown());
     for (const [wire, p] of this.upstream.entries()) {
       if (p.origin !== "client" || p.listen) continue;
       this.upstream.delete(wire, p.clientId);
@@ -360,7 +477,7 @@ export class InFlight {
    * requests the client cancelled (it waits for no answer to them).
    */
   unanswered(): number {
-    let n = 0;
+    let n = this.handshake?.behind.filter((b) => "request" in b && !b.extra.listen).length ?? 0;
     for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }

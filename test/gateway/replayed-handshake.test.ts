@@ -1,0 +1,207 @@
+// When the server behind the gateway is replaced (a new execution epoch), the gateway replays the
+// client's handshake to the new process (legacy: its initialize, then notifications/initialized).
+// Nothing but that handshake reaches the new process until it is complete: not the gateway's own
+// catalog fetch (which a client's tools/list, or a guarded read, used to start while the replayed
+// initialize waited for its answer), not a relayed request (ping, resources/list, prompts/list),
+// not a client notification. And the replayed initialize has a bound
+// (PORTCULLIS_HANDSHAKE_TIMEOUT_MS, shortened here): a new process that never answers it is a
+// server that cannot start, and the connection ends as when it refuses it, saying so, rather than
+// held calls getting identity_pending at every hold timeout for ever.
+// Real gateway, the lenient fixture (its initialize held while a file exists), raw client.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { readJsonLines, removeDir, waitFor } from "../helpers/files.js";
+import type { WireMessage } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Logged {
+  method: string;
+  params: Record<string, unknown> | null;
+}
+
+/**
+ * A gateway in front of the lenient fixture, initialized and with its catalog served; `hold`
+ * (absent at first) holds the initialize of every process started while it exists.
+ */
+async function lenientGateway(
+  env: Record<string, string> = {},
+  era: "legacy" | "modern" = "legacy",
+): Promise<{
+  gw: RawGateway;
+  hold: string;
+  logged: () => Logged[];
+  serverPid: number;
+}> {
+  const dir = mkdtempSync(join(tmpdir(), "pc-replayed-handshake-"));
+  const hold = join(dir, "hold");
+  const methodLog = join(dir, "methods.jsonl");
+  const gw = rawGateway({
+    args: ["--label", "replayed", "--approval", "none", "--", ...fixtureCommand("lenient")],
+    env: { FIXTURE_METHOD_LOG: methodLog, FIXTURE_INIT_HOLD: hold, ...env },
+  });
+  cleanup.push(
+    () => gw.close(),
+    () => removeDir(dir),
+  );
+  if (era === "legacy") await gw.initialize({}, 20_000);
+  else expect((await gw.request("server/discover", { _meta: META }, 20_000)).result).toBeDefined();
+  const listed = await gw.request("tools/list", era === "legacy" ? {} : { _meta: META }, 20_000);
+  expect(listed.result, JSON.stringify(listed)).toBeDefined();
+  const line = /\[lenient\] pid=(\d+)/.exec(gw.stderr())?.[0] ?? "";
+  const serverPid = Number(/pid=(\d+)/.exec(line)?.[1]);
+  expect(serverPid).toBeGreaterThan(0);
+  return {
+    gw,
+    hold,
+    logged: () => (existsSync(methodLog) ? readJsonLines<Logged>(methodLog) : []),
+    serverPid,
+  };
+}
+
+/** The modern era's envelope, on every request of a 2026-07-28 client. */
+const META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+/** The server is killed with its next process's handshake held: resolves once it is held there. */
+async function replaceWithHeldInitialize(
+  gw: RawGateway,
+  hold: string,
+  logged: () => Logged[],
+  serverPid: number,
+  method = "initialize",
+): Promise<void> {
+  writeFileSync(hold, "");
+  process.kill(serverPid, "SIGKILL");
+  await waitFor(() => logged().some((l) => l.method === `held ${method}`), 20_000, `the replayed ${method}`);
+  await waitFor(() => /new execution epoch/.test(gw.stderr()), 10_000, "the new epoch");
+}
+
+/**
+ * Everything the new process received after the replayed initialize, in order (the fixture's
+ * own markers left out).
+ */
+function afterReplay(logged: Logged[], method = "initialize"): string[] {
+  const at = logged.findIndex((l) => l.method === `held ${method}`);
+  return logged
+    .slice(at + 1)
+    .map((l) => l.method)
+    .filter((m) => m !== `answered ${method}`);
+}
+
+/** What the new process received while its replayed handshake waited for its answer. */
+function whileHeld(logged: Logged[], method: string): string[] {
+  const at = logged.findIndex((l) => l.method === `held ${method}`);
+  const end = logged.findIndex((l) => l.method === `answered ${method}`);
+  return logged.slice(at + 1, end < 0 ? undefined : end).map((l) => l.method);
+}
+
+describe("a replayed handshake", () => {
+  it("nothing but the handshake reaches the new process until its initialize is answered: lists, relayed requests, guarded reads and notifications wait, then are answered", async () => {
+    const { gw, hold, logged, serverPid } = await lenientGateway();
+    await replaceWithHeldInitialize(gw, hold, logged, serverPid);
+
+    // while the new process's initialize waits for its answer, the client asks of it
+    const ids = ["list", "ping", "resources", "prompts", "read", "call"] as const;
+    gw.send({ jsonrpc: "2.0", id: "list", method: "tools/list", params: {} });
+    gw.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    gw.send({ jsonrpc: "2.0", id: "resources", method: "resources/list", params: {} });
+    gw.send({ jsonrpc: "2.0", id: "prompts", method: "prompts/list", params: {} });
+    gw.send({ jsonrpc: "2.0", id: "read", method: "resources/read", params: { uri: "file:///r" } });
+    gw.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
+    gw.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "echo", arguments: {} } });
+    // one the client gives up on meanwhile is never sent, nor answered
+    gw.send({ jsonrpc: "2.0", id: "gone", method: "completion/complete_not", params: {} });
+    gw.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "gone" } });
+    // answered by the gateway itself: every line before it was read
+    const refused = await gw.request("tasks/list", {}, 10_000);
+    expect(refused.error).toBeDefined();
+
+    rmSync(hold);
+    const answers = new Map<string, WireMessage>();
+    for (const id of ids) answers.set(id, await gw.next((m) => m.id === id, 20_000));
+
+    // the handshake came first, whole: initialized right after the initialize's answer
+    expect(whileHeld(logged(), "initialize")).toEqual([]);
+    const received = afterReplay(logged());
+    expect(received[0], JSON.stringify(received)).toBe("notifications/initialized");
+    for (const method of ["tools/list", "ping", "resources/list", "prompts/list", "resources/read"])
+      expect(received).toContain(method);
+    expect(received).toContain("notifications/roots/list_changed");
+    expect(received).not.toContain("completion/complete_not");
+    expect(received).not.toContain("notifications/cancelled");
+    expect(gw.messages().filter((m) => m.id === "gone")).toEqual([]);
+
+    // and everything asked meanwhile was answered, none refused
+    for (const id of ids)
+      expect(answers.get(id)?.error, `${id}: ${JSON.stringify(answers.get(id))}`).toBeUndefined();
+    expect(answers.get("list")?.result).toMatchObject({ tools: [{ name: "echo" }] });
+    expect(answers.get("call")?.result).toMatchObject({ content: [{ type: "text" }] });
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+
+  it("modern era: nothing reaches the new process before its replayed server/discover is answered, then everything asked meanwhile is answered", async () => {
+    const { gw, hold, logged, serverPid } = await lenientGateway({}, "modern");
+    await replaceWithHeldInitialize(gw, hold, logged, serverPid, "server/discover");
+
+    const ids = ["list", "ping", "resources", "read", "call"] as const;
+    const params = (p: Record<string, unknown> = {}) => ({ ...p, _meta: META });
+    gw.send({ jsonrpc: "2.0", id: "list", method: "tools/list", params: params() });
+    gw.send({ jsonrpc: "2.0", id: "ping", method: "ping", params: params() });
+    gw.send({ jsonrpc: "2.0", id: "resources", method: "resources/list", params: params() });
+    gw.send({ jsonrpc: "2.0", id: "read", method: "resources/read", params: params({ uri: "file:///r" }) });
+    gw.send({
+      jsonrpc: "2.0",
+      id: "call",
+      method: "tools/call",
+      params: params({ name: "echo", arguments: {} }),
+    });
+    const refused = await gw.request("tasks/list", params(), 10_000);
+    expect(refused.error).toBeDefined();
+
+    rmSync(hold);
+    const answers = new Map<string, WireMessage>();
+    for (const id of ids) answers.set(id, await gw.next((m) => m.id === id, 20_000));
+
+    expect(whileHeld(logged(), "server/discover")).toEqual([]);
+    const received = afterReplay(logged(), "server/discover");
+    for (const method of ["tools/list", "ping", "resources/list", "resources/read", "tools/call"])
+      expect(received, JSON.stringify(received)).toContain(method);
+    for (const id of ids)
+      expect(answers.get(id)?.error, `${id}: ${JSON.stringify(answers.get(id))}`).toBeUndefined();
+    expect(answers.get("list")?.result).toMatchObject({ tools: [{ name: "echo" }] });
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+
+  it("a new process that never answers the replayed initialize: the connection ends after the timeout, saying so, and what waited is answered", async () => {
+    const { gw, hold, logged, serverPid } = await lenientGateway({ PORTCULLIS_HANDSHAKE_TIMEOUT_MS: "1000" });
+    await replaceWithHeldInitialize(gw, hold, logged, serverPid);
+
+    gw.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "echo", arguments: {} } });
+    gw.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    const call = await gw.next((m) => m.id === "call", 30_000);
+    const ping = await gw.next((m) => m.id === "ping", 30_000);
+    const exit = await gw.exited;
+
+    const said = /the new server process did not answer initialize within 1 s/;
+    expect(exit.code).toBe(1);
+    expect(gw.stderr()).toMatch(said);
+    // the held call is told why the connection ends, not only "identity pending, retry"
+    expect(call.error, JSON.stringify(call)).toBeDefined();
+    expect(JSON.stringify(call.error)).toMatch(said);
+    expect(ping.error, JSON.stringify(ping)).toBeDefined();
+    // nothing but the initialize reached the new process (MCP: initialize is never cancelled)
+    expect(afterReplay(logged())).toEqual([]);
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+});
