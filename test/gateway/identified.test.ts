@@ -2,8 +2,11 @@
 // (for a server reached by URL, what it said of itself: test/http/upstream-fixture.test.ts). The
 // audit holds the completed record (server_identified) under the identity `status` shows, before
 // the first call is released, whenever it differs from what server_started recorded at launch.
+import { rmSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -24,12 +27,24 @@ describe("server_identified", () => {
     "a shell wrapper's server: the record with the server's process is in the audit before the first call",
     async () => {
       const stateDir = newStateDir();
-      // not `exec`: the shell stays, and the server is its child, started after the launch
-      const script = `sleep 0.3; "${NODE}" "${FIXTURES.echo}"`;
-      const gw = await startGateway({
+      // not `exec`: the shell stays, and the server is its child, started only once the launch is
+      // recorded (server_started: the shell alone). A fixed delay here was not enough on a loaded
+      // machine: the launch's record already held the server, and nothing was left to complete.
+      const go = join(stateDir, "..", `${basename(stateDir)}.go`);
+      const script = `while [ ! -e "${go}" ]; do sleep 0.05; done; "${NODE}" "${FIXTURES.echo}"`;
+      const starting = startGateway({
         args: ["--approval", "none", "--", "/bin/sh", "-c", script],
         stateDir,
+        connectTimeoutMs: 60_000,
       });
+      cleanup.push(() => rmSync(go, { force: true }));
+      await waitFor(
+        async () => (await auditEvents(stateDir)).some((e) => e.type === "server_started"),
+        45_000,
+        "the launch's server_started",
+      );
+      writeFileSync(go, "");
+      const gw = await starting;
       cleanup.push(() => gw.close());
       await gw.client.listTools();
       await gw.client.callTool({ name: "echo", arguments: { message: "x" } });
