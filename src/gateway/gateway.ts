@@ -7,6 +7,7 @@ import { selfWatcherOf } from "../identity/index.js";
 import type { Id, Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { seconds } from "../util/duration.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
@@ -850,11 +851,6 @@ function scrubbedStrings(value: unknown, released: ReleasedValues): unknown {
   const out = entries.map(([k, v]) => [k, scrubbedStrings(v, released)] as const);
   // fromEntries defines each key: a "__proto__" one stays a key, as in the parsed message
   return out.some(([, v], i) => v !== entries[i]![1]) ? Object.fromEntries(out) : value;
-}
-
-/** A duration for people: "7.5 s". */
-function seconds(ms: number): string {
-  return `${Math.round(ms / 100) / 10} s`;
 }
 
 /** Where an epoch's code runs, for status lines: its process, or the URL of a remote server. */

@@ -10,6 +10,7 @@ import {
 } from "../relay/jsonrpc.js";
 import { type IdSpan, spliceId } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { seconds } from "../util/duration.js";
 import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
@@ -262,7 +263,7 @@ export class InFlight {
       if (timeoutMs === undefined) return;
       timer = setTimeout(() => {
         if (this.upstream.get(wire) !== entry) return; // answered, or its generation went away
-        const why = `the server did not answer ${method} within ${seconds(timeoutMs)} s`;
+        const why = `the server did not answer ${method} within ${seconds(timeoutMs)}`;
         this.upstream.delete(wire);
         this.gaveUp.set(wire, { method, gen });
         if (this.gaveUp.size > MAX_GAVE_UP) this.gaveUp.delete(this.gaveUp.keys().next().value as number);
@@ -485,11 +486,6 @@ export class InFlight {
 
 /** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */
 const MAX_GAVE_UP = 64;
-
-/** `ms` in seconds, as a timeout is said ("30", "0.5"). */
-function seconds(ms: number): string {
-  return String(Math.round(ms) / 1000);
-}
 
 /** The client's id text of `p`'s call: what the egress proxy's records name it by. */
 function callIdOf(p: ClientPending): string {
