@@ -71,6 +71,32 @@ function breakBuild(project: Project): void {
   writeFileSync(project.entry, `${readFileSync(project.entry, "utf8")}\nthis is not javascript (;\n`);
 }
 
+/**
+ * Rebuilds the project at revision C while supervision is paused and waits for the new epoch:
+ * the audit's events once the new epoch's server_started (after `pausedEpoch`) is in it.
+ */
+async function rebuiltAfterPause(
+  gw: RawGateway,
+  project: Project,
+  pausedEpoch: string,
+): Promise<Awaited<ReturnType<typeof auditEvents>>> {
+  const from = gw.stderr().length;
+  project.rebuild("C");
+  await waitFor(
+    () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
+    15_000,
+    "a new epoch after the rebuild",
+  );
+  return waitFor(
+    async () => {
+      const all = await auditEvents(gw.stateDir);
+      return all.some((e) => e.type === "server_started" && e.previousEpoch === pausedEpoch) ? all : null;
+    },
+    10_000,
+    "the new epoch's server_started",
+  );
+}
+
 /** A gateway under --on-change disconnect in front of the plugins fixture, listed; its plugin file. */
 async function disconnectingPlugins(
   approval: "none" | "session",
@@ -233,21 +259,7 @@ describe("supervision end states", () => {
     );
 
     // the fix that resumes the server is recorded as any change is: its paths, then the new epoch
-    const from = gw.stderr().length;
-    project.rebuild("C");
-    await waitFor(
-      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
-      15_000,
-      "a new epoch after the fix",
-    );
-    const events = await waitFor(
-      async () => {
-        const all = await auditEvents(gw.stateDir);
-        return all.some((e) => e.type === "server_started" && e.previousEpoch === paused.epoch) ? all : null;
-      },
-      10_000,
-      "the new epoch's server_started",
-    );
+    const events = await rebuiltAfterPause(gw, project, paused.epoch);
     const changed = events.findIndex((e) => e.type === "artifact_changed" && e.epoch === paused.epoch);
     expect(changed).toBeGreaterThanOrEqual(0);
     expect(events[changed]!.paths).toEqual(expect.arrayContaining([expect.stringMatching(/server\.js$/)]));
@@ -284,7 +296,7 @@ describe("supervision end states", () => {
     // a build caught half-written: the dependency is new, the entry not written yet. Its identity
     // cannot be captured: the capture for the report and the launch's fail, and supervision
     // pauses again (the server cannot be started); the change is not recorded yet
-    let from = gw.stderr().length;
+    const from = gw.stderr().length;
     rmSync(project.entry);
     project.changeDependency("fixture-dep 2.0.0");
     await waitFor(
@@ -296,21 +308,7 @@ describe("supervision end states", () => {
 
     // the build completes: one artifact_changed names both changes, against the epoch that
     // crashed, before the new epoch's server_started
-    from = gw.stderr().length;
-    project.rebuild("C");
-    await waitFor(
-      () => /new execution epoch: .*; restart\)/.test(gw.stderr().slice(from)),
-      15_000,
-      "a new epoch after the build completed",
-    );
-    const events = await waitFor(
-      async () => {
-        const all = await auditEvents(gw.stateDir);
-        return all.some((e) => e.type === "server_started" && e.previousEpoch === paused.epoch) ? all : null;
-      },
-      10_000,
-      "the new epoch's server_started",
-    );
+    const events = await rebuiltAfterPause(gw, project, paused.epoch);
     const changes = events.filter((e) => e.type === "artifact_changed" && e.epoch === paused.epoch);
     const paths = changes.flatMap((e) => e.paths as string[]);
     expect(paths).toEqual(
