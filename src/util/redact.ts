@@ -530,7 +530,9 @@ function redactPairs(query: string): string {
           : `${sep}${redactEncoded(name, PLAIN_QUERY)}`;
       if (value === REDACTED) return pair;
       const n = decodedName(name);
-      if (isSecretQueryParameter(n, decoded(value)) || namesCredential(lastName(n)))
+      // (the value's shape is judged on its deepest decoding: once-decoded escapes of escapes,
+      // `%25253Daaaa…`, glue into a long run of letters and digits that looks generated)
+      if (isSecretQueryParameter(n, decodedName(value)) || namesCredential(lastName(n)))
         return `${sep}${name}=${REDACTED}`;
       if (decodes < MAX_DECODES && /[%+]/.test(value))
         return `${sep}${name}=${redactEncoded(value, PLAIN_VALUE)}`;
@@ -558,8 +560,8 @@ export const MAX_DECODES = 4;
 let decodes = 0;
 
 /**
- * A pair's name decoded once, and again while it has escapes and levels are left (MAX_DECODES):
- * `api%255Fkey` is `api_key`.
+ * A pair's name (or value) decoded once, and again while it has escapes and levels are left
+ * (MAX_DECODES): `api%255Fkey` is `api_key`.
  */
 function decodedName(name: string): string {
   let n = decoded(name);

@@ -1095,6 +1095,15 @@ describe("redactText: escapes of escapes (a URL percent-encoded more than once)"
     expect(redactText("https://a.example/My%2520Report/?q=a%252Bb%2520c")).toBe(
       "https://a.example/My%2520Report/?q=a%252Bb%2520c",
     );
+    // a plain URL encoded four times: its value's shape is judged decoded, not as the once-decoded
+    // `%25253Daaaaaaaaaa` (a run of 16 letters and digits that looked generated; CI seed 373439686)
+    const fourTimes = [1, 2, 3, 4].reduce(
+      (u) => encodeURIComponent(u),
+      "https://b.example/p?name=aaaaaaaaaa&mode=fast",
+    );
+    expect(redactText(`https://a.example/p?next=${fourTimes}&x=1`)).toBe(
+      `https://a.example/p?next=${fourTimes}&x=1`,
+    );
   });
 });
 
