@@ -124,6 +124,8 @@ export class CatalogSync {
   private readonly pace = new RelistPace<Generation>();
   /** ends the wait of a paced re-list early: another generation needs its catalog */
   private wake: (() => void) | null = null;
+  /** the connection is over: no fetch starts any more (stop) */
+  private stopped = false;
 
   constructor(private readonly p: CatalogSyncPorts) {}
 
@@ -174,9 +176,15 @@ export class CatalogSync {
     this.wake?.();
   }
 
-  /** The connection ends: a failed re-list is no longer tried again. */
+  /**
+   * The connection is over: no fetch starts any more (a failed one is no longer tried again, a
+   * queued or paced one is dropped); one under way ends, for the requests that wait for it.
+   */
   stop(): void {
+    this.stopped = true;
+    this.queued = null;
     this.dropRetry("the connection ends");
+    this.wake?.();
   }
 
   /**
@@ -189,7 +197,7 @@ export class CatalogSync {
    * Resolves true for the call that ran the fetches, false for a coalesced one.
    */
   async refresh(gen: Generation, serverHasTools: boolean): Promise<boolean> {
-    if (this.isRelist(gen) && this.pace.stoppedFor(gen)) return false;
+    if (this.stopped || (this.isRelist(gen) && this.pace.stoppedFor(gen))) return false;
     if (this.refreshing) {
       this.queued = { gen, serverHasTools };
       // a new generation's first fetch never waits behind the pacing of an old one
@@ -209,7 +217,7 @@ export class CatalogSync {
           // now; a re-list of a served catalog that stays served had nothing waiting
           if (this.queued && !(served && this.freshFor(next.gen))) this.p.fetched(next.gen);
         }
-        next = this.queued;
+        next = this.stopped ? null : this.queued;
       }
     } finally {
       this.refreshing = false;
@@ -230,7 +238,7 @@ export class CatalogSync {
   private async paced(want: { gen: Generation; serverHasTools: boolean }) {
     let next = want;
     for (;;) {
-      if (this.pace.stoppedFor(next.gen)) return null;
+      if (this.stopped || this.pace.stoppedFor(next.gen)) return null;
       const wait = this.pace.delayBefore(next.gen);
       if (wait <= 0) return next;
       await new Promise<void>((resolve) => {
@@ -322,7 +330,7 @@ export class CatalogSync {
   }
 
   /** No failed re-list is tried again any more (`why`: on the debug log). */
-  private dropRetry(why: string): void {
+  dropRetry(why: string): void {
     const r = this.retrying;
     if (!r) return;
     if (r.timer !== null) clearTimeout(r.timer);

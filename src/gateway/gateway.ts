@@ -84,6 +84,18 @@ export class Gateway {
   private readonly session = new ClientSession();
   private ended = false;
   /**
+   * Why the connection is over, once it is: the client closed its input (`finishInFlight`), the
+   * gateway's shutdown began (`answerWaiting`: a signal, the HTTP front closing) or the gateway
+   * ended it (`end`). From then on no new server process is brought into the session: a
+   * handshake is not replayed, nor carried on (a late answer to a replayed initialize sends no
+   * notifications/initialized, starts no fetch, re-opens no subscription), and what waited for it
+   * is answered at once (answerUnservable); no restart is made for a lost worker, no failed
+   * re-list retried, no re-list made. What is at the server is still answered, and so is what the
+   * client asked of the process that serves it (its first catalog is still fetched for a script
+   * that wrote its requests and hung up) until the shutdown begins: then nothing more is fetched.
+   */
+  private over: string | null = null;
+  /**
    * A request was at the server, or a guarded one was sent to it, while a change of its files
    * was being judged: a change that compares equal is not "unchanged" for the running process.
    */
@@ -158,7 +170,7 @@ export class Gateway {
         this.notifyClientListChanged();
       },
       fetched: (gen) => this.catalogFetched(gen),
-      relist: (gen) => (this.ended ? Promise.resolve() : this.refreshCatalog(gen)),
+      relist: (gen) => this.refreshCatalog(gen),
     });
     const progress = new ProgressTokens();
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });
@@ -343,6 +355,7 @@ export class Gateway {
     this.changeExposed = false;
     this.reportState();
     this.guarded.releaseHeld();
+    this.answerUnservable();
   }
 
   /**
@@ -370,7 +383,7 @@ export class Gateway {
   /** Nothing took the gone worker's place: a new epoch, deny first (held requests then meet it). */
   private restartUnknown(gen: Generation): void {
     this.unknownRestart = null;
-    if (this.ended || gen !== this.gen || !gen.alive || !gen.codeUnknown) return;
+    if (this.over !== null || gen !== this.gen || !gen.alive || !gen.codeUnknown) return;
     this.o.log.status(
       `nothing took the place of the server's worker within ${seconds(this.unknownWaitMs())} (${gen.codeUnknown}): restarting the server: ${where(gen)} epoch=${gen.epoch} is being replaced`,
     );
@@ -445,7 +458,11 @@ export class Gateway {
   /** Fetches the complete tool list (every page) from `gen` and makes it the served snapshot. */
   private async refreshCatalog(gen: Generation): Promise<void> {
     if (!this.mayFetch(gen)) return;
-    if (this.session.startListening(gen)) {
+    // Once the connection is over a catalog is fetched only for what the client asked that waits
+    // for it (the first catalog, for a script that wrote its requests and hung up): never a re-list
+    // nor a retry for nobody, nor a new process's (it is not brought into the session).
+    if (this.over !== null && (this.catalog.freshFor(gen) || this.guarded.unanswered === 0)) return;
+    if (this.over === null && this.session.startListening(gen)) {
       // The gateway's own subscription: how it hears a modern server's list changes
       // even when the client never opened one. It stays open for the generation.
       void this.inFlight.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
@@ -463,6 +480,7 @@ export class Gateway {
     const v = this.status();
     this.o.onState?.(v.state, v.epoch);
     this.guarded.releaseHeld();
+    this.answerUnservable();
   }
 
   /**
@@ -514,6 +532,8 @@ export class Gateway {
     }
     this.inFlight.endGeneration(gen);
     this.serverRequests.endGeneration(gen);
+    // held for this epoch's catalog: no next epoch is brought up once the connection is over
+    this.answerUnservable();
     if (why === "replaced") {
       // The launched process runs on (a watcher whose worker was swapped, or the pid that
       // execve()d): `detail` names the process whose code was replaced and what took its place.
@@ -573,11 +593,20 @@ export class Gateway {
    */
   private async reconnect(gen: Generation): Promise<void> {
     const initParams = this.session.replayInitialize();
+    if (this.over !== null) {
+      // Brought up once the connection is over (a respawn while the client's last answers are
+      // awaited): it is not brought into the session. No handshake is replayed, and the gate stays
+      // closed as for one under way, so nothing else reaches it; what waits for it is answered.
+      if (initParams || (this.session.era === "modern" && this.session.hasDiscovered))
+        this.inFlight.handshakeBegins(gen);
+      this.answerUnservable();
+      return;
+    }
     if (initParams) {
       this.inFlight.handshakeBegins(gen);
       const res = await this.replayed(gen, "initialize", initParams);
       if (res === "timeout") return this.noHandshake(gen, "initialize");
-      if (!res || gen !== this.gen) return;
+      if (!this.answersReplay(gen, res)) return;
       if (res.error) return this.end(`the new server process refused initialize: ${res.error.message}`, 1);
       if (!this.session.sameNegotiation(res.result)) {
         return this.end(
@@ -592,7 +621,7 @@ export class Gateway {
         this.inFlight.handshakeBegins(gen);
         const res = await this.replayed(gen, "server/discover", {});
         if (res === "timeout") return this.noHandshake(gen, "server/discover");
-        if (!res || gen !== this.gen) return;
+        if (!this.answersReplay(gen, res)) return;
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
         if (!this.session.sameDiscovery(caps)) {
           return this.end(
@@ -605,6 +634,24 @@ export class Gateway {
       this.inFlight.reopenListens();
     }
     await this.refreshCatalog(gen);
+  }
+
+  /**
+   * Whether `res`, the answer to the handshake replayed to `gen`, carries the reconnection on: not
+   * when `gen` went away or stopped being the generation that answers (an answer read from a
+   * process already being stopped), nor once the connection is over (the client closed its input,
+   * the gateway ended it or is shutting down): a late answer then sends the process nothing more
+   * (no notifications/initialized), fetches nothing and re-opens nothing. Its handshake stays
+   * under way, so nothing else reaches it either; what waited behind it was answered when the
+   * connection ended (answerUnservable).
+   */
+  private answersReplay(gen: Generation, res: Response | null): res is Response {
+    if (!res || gen !== this.gen || !gen.alive) return false;
+    if (this.over === null) return true;
+    this.o.log.debug(
+      `dropped the answer of epoch=${gen.epoch} to its replayed handshake: the connection is over (${this.over})`,
+    );
+    return false;
   }
 
   /**
@@ -641,7 +688,7 @@ export class Gateway {
    * one that refuses it (the connection ends, exit code 1), with the bound in the reason.
    */
   private noHandshake(gen: Generation, method: string): void {
-    if (gen !== this.gen || !gen.alive || this.ended) return;
+    if (gen !== this.gen || !gen.alive || this.over !== null) return;
     this.end(
       `the new server process did not answer ${method} within ${seconds(handshakeTimeoutMs())}: a server that cannot start; ending the connection`,
       1,
@@ -709,6 +756,7 @@ export class Gateway {
    */
   async finishInFlight(limitMs: number): Promise<void> {
     const deadline = Date.now() + limitMs;
+    this.connectionOver(INPUT_CLOSED);
     if (!this.ended) this.guarded.abortDecisions(CONNECTION_ENDS);
     // (polled: the answers come from several places, and this runs once per connection)
     while (!this.ended && this.unanswered() > 0 && Date.now() < deadline) {
@@ -728,10 +776,46 @@ export class Gateway {
    */
   async answerWaiting(): Promise<void> {
     if (this.ended) return;
+    this.connectionOver(SHUTTING_DOWN);
+    // the server is about to be stopped: no fetch starts any more, not even for a held request
+    this.catalog.stop();
     this.guarded.abortDecisions(CONNECTION_ENDS);
     await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
     this.guarded.answerHeld();
+  }
+
+  /**
+   * The connection is over (`why`; see `over`): no new process is brought into the session, a
+   * failed re-list is no longer retried, no restart is made for a lost worker, and what waits for
+   * a process the gateway no longer brings in is answered now.
+   */
+  private connectionOver(why: string): void {
+    if (this.over !== null) return;
+    this.over = why;
+    this.o.log.debug(`the connection is over (${why}): nothing new is sent to the server`);
+    this.catalog.dropRetry(why);
+    if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
+    this.unknownRestart = null;
+    this.answerUnservable();
+  }
+
+  /**
+   * Once the connection is over, what waits for a process the gateway no longer brings into the
+   * session is answered `identity_pending` with why (nothing of it was sent): the requests behind a
+   * new process's replayed handshake, which is not carried on, and the held requests while no
+   * process has its handshake complete (none alive, or its handshake under way). Held requests
+   * for the catalog of the process that serves the session wait for it, as before the client
+   * closed its input (a script that wrote its requests and hung up is answered); the end of
+   * `finishInFlight` answers what is left.
+   */
+  private answerUnservable(): void {
+    const why = this.over;
+    if (why === null || this.ended) return;
+    const by = why === INPUT_CLOSED ? "client" : "gateway";
+    this.inFlight.answerBehindHandshake(refuse.identityPendingAtEnd(this.gen?.epoch ?? null, why, by));
+    const gen = this.gen;
+    if (!gen?.alive || this.inFlight.handshaking(gen)) this.guarded.answerHeld(why, by);
   }
 
   /** Resolves once no decision is under way, after 2 s at most, or when `stop` says so. */
@@ -770,6 +854,8 @@ export class Gateway {
   end(reason: string, exitCode: number): void {
     if (this.ended) return;
     this.ended = true;
+    // (what waits is answered below, with this reason: not answerUnservable's)
+    this.over ??= this.scrub(reason);
     if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
     this.catalog.stop();
     this.elicitation.close();
@@ -795,6 +881,11 @@ const handshakeTimeoutMs = (): number => envMs("PORTCULLIS_HANDSHAKE_TIMEOUT_MS"
 
 /** Why a wait for a human is cut short as the connection ends (the log says so). */
 const CONNECTION_ENDS = "the connection ends";
+
+/** Why the connection is over when the client closes its input (what waits is told so). */
+const INPUT_CLOSED = "the client closed its input: nothing more is sent to the server for it";
+/** Why the connection is over when the gateway's shutdown begins (a signal, the HTTP front closing). */
+const SHUTTING_DOWN = "the gateway is shutting down: nothing more is sent to the server";
 
 /** `log` with every line passed through `scrub` first (`debugging` kept: hot paths read it). */
 function scrubbedLogger(log: Logger, scrub: (text: string) => string): Logger {

@@ -211,14 +211,15 @@ export class GuardedRequests {
 
   /**
    * Every held request is answered identity_pending (the connection ends). `ending`: why the
-   * gateway ends the connection, when it does. That is then the reason given: what held the
+   * gateway ends the connection, when it does (`by` "client": the client closed its input, and no
+   * new server process is brought in for it). That is then the reason given: what held the
    * request (a change being judged, say) is over and the session is closing, so "wait and retry"
    * would be stale.
    */
-  answerHeld(ending?: string): void {
+  answerHeld(ending?: string, by?: "gateway" | "client"): void {
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) {
       if (ending === undefined) this.answerPending(msg);
-      else this.answerAtEnd(msg, ending);
+      else this.answerAtEnd(msg, ending, by);
     }
   }
 
@@ -592,8 +593,8 @@ export class GuardedRequests {
     });
   }
 
-  private answerAtEnd(msg: Request, ending: string): void {
-    const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending);
+  private answerAtEnd(msg: Request, ending: string, by?: "gateway" | "client"): void {
+    const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending, by);
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 

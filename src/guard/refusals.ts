@@ -142,14 +142,18 @@ export const refuse = {
         ),
 
   /**
-   * A request held (the epoch not verified, or its code not known for sure) when the gateway
-   * ended the connection (`why`: the end's reason, e.g. the server changed under onChange
-   * disconnect). Nothing was sent: safe to send again, on the new connection.
+   * A request held (the epoch not verified, or its code not known for sure), or waiting for a new
+   * process's replayed handshake, when the connection ended (`why`: the end's reason, e.g. the
+   * server changed under onChange disconnect; `by` "client": the client closed its input, and no
+   * new server process is brought into a session nobody speaks in any more). Nothing was sent:
+   * safe to send again, on the new connection.
    */
-  identityPendingAtEnd: (currentEpoch: string | null, why: string) =>
+  identityPendingAtEnd: (currentEpoch: string | null, why: string, by: "gateway" | "client" = "gateway") =>
     refusal(
       "identity_pending",
-      "The gateway ended the connection before this request could be decided; nothing was sent to the server.",
+      by === "client"
+        ? "The client closed its input before this request could be sent to the new server process; nothing was sent to the server."
+        : "The gateway ended the connection before this request could be decided; nothing was sent to the server.",
       why,
       "reconnect, list tools again, then retry",
       { currentEpoch },

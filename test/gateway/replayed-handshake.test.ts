@@ -26,6 +26,8 @@ afterEach(async () => {
 interface Logged {
   method: string;
   params: Record<string, unknown> | null;
+  /** the process that received it (or logged the marker) */
+  pid: number;
 }
 
 /**
@@ -104,6 +106,14 @@ function whileHeld(logged: Logged[], method: string): string[] {
   const at = logged.findIndex((l) => l.method === `held ${method}`);
   const end = logged.findIndex((l) => l.method === `answered ${method}`);
   return logged.slice(at + 1, end < 0 ? undefined : end).map((l) => l.method);
+}
+
+/** The fixture's own markers in its method log, not messages it received. */
+const MARKER = /^(held|answered) |^stdin ended$/;
+
+/** The params of a request of the client in `era`: the modern one carries its envelope in each. */
+function paramsIn(era: "legacy" | "modern", p: Record<string, unknown> = {}): Record<string, unknown> {
+  return era === "modern" ? { ...p, _meta: META } : p;
 }
 
 describe("a replayed handshake", () => {
@@ -204,4 +214,45 @@ describe("a replayed handshake", () => {
     expect(afterReplay(logged())).toEqual([]);
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 90_000);
+
+  for (const era of ["legacy", "modern"] as const) {
+    const method = era === "legacy" ? "initialize" : "server/discover";
+    it(`${era} era: the client closes its input while the replayed ${method} waits; its late answer sends the new process nothing more, and what waited is answered at once`, async () => {
+      // the server winds down slowly: it answers what it holds after its stdin closed, and is
+      // given 5 s for that, so the late answer reaches a gateway that is shutting down
+      const { gw, hold, logged, serverPid } = await lenientGateway(
+        { FIXTURE_LINGER: "1", PORTCULLIS_SHUTDOWN_GRACE_MS: "5000" },
+        era,
+      );
+      await replaceWithHeldInitialize(gw, hold, logged, serverPid, method);
+      const newPid = logged().find((l) => l.method === `held ${method}`)!.pid;
+
+      // a script asks, and hangs up while the new process's handshake is under way
+      gw.send({ jsonrpc: "2.0", id: "ping", method: "ping", params: paramsIn(era) });
+      gw.send({ jsonrpc: "2.0", id: "list", method: "tools/list", params: paramsIn(era) });
+      gw.closeStdin();
+      // the connection is over: what waited for the handshake can never be sent, and is answered
+      // (waited for here only for so long: the handshake is then let through, so that a gateway
+      // that still waits for it shows what it sends)
+      const early = await gw.next((m) => m.id === "ping", 10_000).catch(() => undefined);
+      rmSync(hold);
+      await waitFor(() => logged().some((l) => l.method === `answered ${method}`), 20_000, "the late answer");
+      const ping = early ?? (await gw.next((m) => m.id === "ping", 20_000));
+      const list = await gw.next((m) => m.id === "list", 20_000);
+      const exit = await gw.exited;
+
+      // nothing reached the new process after its handshake request: no notifications/initialized,
+      // no catalog fetch, no subscription, not what the client had asked
+      const received = logged().filter((l) => l.pid === newPid && !MARKER.test(l.method));
+      expect(received.map((l) => l.method)).toEqual([method]);
+      for (const answer of [ping, list]) {
+        expect(answer.error, JSON.stringify(answer)).toMatchObject({
+          data: { error: "identity_pending", reason: expect.stringMatching(/client closed its input/) },
+        });
+        expect(answer.error?.message).toMatch(/client closed its input .*nothing was sent to the server/);
+      }
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+    }, 90_000);
+  }
 });
