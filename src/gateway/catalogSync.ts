@@ -46,10 +46,17 @@ export interface CatalogSyncPorts {
    */
   fetched(gen: Generation): void;
   /**
-   * A failed re-list of `gen` is tried again (RELIST_RETRY_*): the gateway fetches as for any
-   * list_changed, and reports the fetch's end (held requests answered, the state told).
+   * A failed fetch of `gen` (its first, or a re-list) is tried again (RELIST_RETRY_*): the gateway
+   * fetches as for a list or a list_changed, and reports the fetch's end (held requests answered,
+   * the state told).
    */
-  relist(gen: Generation): Promise<void>;
+  refetch(gen: Generation): Promise<void>;
+  /**
+   * `gen`'s first catalog is served after failed attempts, and `changed` did not tell the client:
+   * it must be told all the same (it was refused the catalog meanwhile, and may list only when
+   * told to).
+   */
+  recovered(gen: Generation): void;
 }
 
 const MAX_PAGES = 1000;
@@ -71,12 +78,14 @@ export const MAX_CATALOG_CHARS = 32 * 1024 * 1024;
 export const RETRY_AFTER_MS = 1000;
 
 /**
- * A re-list that failed (the server said its tools changed, then its tools/list failed, or the new
- * revision could not be stored) is tried again on its own after RELIST_RETRY_FIRST_MS, doubling
- * per failure in a row up to RELIST_RETRY_MAX_MS, for as long as its generation answers: the
- * server may never send another list_changed, and until a re-list succeeds nothing of that
- * generation's catalog is served (docs/architecture.md, "Wire habits"). A failed attempt stores
- * nothing; one that succeeds is a re-list like any other, paced and counted (relistPace.ts).
+ * A fetch that failed (its tools/list failed or timed out, or the new revision could not be
+ * stored) is tried again on its own after RELIST_RETRY_FIRST_MS, doubling per failure in a row up
+ * to RELIST_RETRY_MAX_MS, for as long as its generation answers, whether it was a re-list (the
+ * server said its tools changed, and may never say so again) or the generation's first fetch (the
+ * client may never list or call again, waiting to be told its tools are there); until one
+ * succeeds nothing of that generation's catalog is served (docs/architecture.md, "Wire habits").
+ * A failed attempt stores nothing; a re-list that succeeds is a re-list like any other, paced and
+ * counted (relistPace.ts), and a first fetch is never paced.
  */
 export const RELIST_RETRY_FIRST_MS = 1000;
 export const RELIST_RETRY_MAX_MS = 30_000;
@@ -86,8 +95,8 @@ export const RELIST_RETRY_MAX_MS = 30_000;
  * page): 30 s, or PORTCULLIS_CATALOG_TIMEOUT_MS (tests shorten it; read at each page). Past it the
  * request is cancelled at the server (notifications/cancelled), an answer that still comes is
  * dropped, and the fetch fails like any other ("the server did not answer tools/list within 30 s"):
- * a first fetch answers its held requests catalog_unavailable and is tried again on the next list
- * or call, a re-list is retried on its own (RELIST_RETRY_*). Without it, a server that took a
+ * its held requests (a first fetch) are answered catalog_unavailable, and it is tried again on its
+ * own (RELIST_RETRY_*), or at a list or call. Without it, a server that took a
  * tools/list and never answered (stuck, hostile, buggy) held every later fetch of the connection
  * behind that one for good.
  */
@@ -118,8 +127,16 @@ export class CatalogSync {
    * until one succeeds, `gen`'s catalog is not served, even the one a failed re-list followed
    */
   private failed: { gen: Generation; message: string; at: number } | null = null;
-  /** re-lists of `gen` that failed in a row, and the timer of the next attempt (null: one runs) */
-  private retrying: { gen: Generation; failures: number; timer: NodeJS.Timeout | null } | null = null;
+  /**
+   * fetches of `gen` that failed in a row, whether the first of them was a re-list, and the timer
+   * of the next attempt (null: one runs)
+   */
+  private retrying: {
+    gen: Generation;
+    failures: number;
+    relist: boolean;
+    timer: NodeJS.Timeout | null;
+  } | null = null;
   /** how fast re-lists of one generation may record revisions (see relistPace.ts) */
   private readonly pace = new RelistPace<Generation>();
   /** ends the wait of a paced re-list early: another generation needs its catalog */
@@ -270,15 +287,16 @@ export class CatalogSync {
       if (!fetched || !this.p.isCurrent(gen)) return;
       this.p.settle(gen);
       if (this.failed?.gen === gen) this.failed = null;
+      const before = this.revision;
       const changed = this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
       this.envelope = fetched.envelope;
       if (relist) this.paceRelist(gen, changed);
-      this.retried(gen);
+      // (apply told the client when the served revision changed)
+      this.retried(gen, before !== null && before !== this.revision);
     } catch (e) {
       const message = (e as Error).message;
       this.failed = { gen, message, at: Date.now() };
-      if (relist) this.retryLater(gen, message);
-      else this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
+      this.retryLater(gen, message, relist);
     }
   }
 
@@ -292,50 +310,70 @@ export class CatalogSync {
   }
 
   /**
-   * A re-list of `gen` failed: it is tried again after a wait (RELIST_RETRY_*), until one
-   * succeeds or the generation ends. Said on stderr when the retries start; each further failure
-   * only on the debug log.
+   * A fetch of `gen` failed (`relist`: a re-list): it is tried again after a wait
+   * (RELIST_RETRY_*), until one succeeds or the generation (or the connection) ends. Said on
+   * stderr when the retries start; each further failure only on the debug log. Meanwhile a list
+   * or call from RETRY_AFTER_MS on is the next attempt, and supersedes the pending one.
    */
-  private retryLater(gen: Generation, message: string): void {
-    const r = this.retrying?.gen === gen ? this.retrying : { gen, failures: 0, timer: null };
+  private retryLater(gen: Generation, message: string, relist: boolean): void {
+    if (this.stopped) {
+      // the connection is over: said, never tried again
+      this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
+      return;
+    }
+    const r = this.retrying?.gen === gen ? this.retrying : { gen, failures: 0, relist, timer: null };
     this.retrying = r;
     r.failures++;
     const wait = Math.min(RELIST_RETRY_FIRST_MS * 2 ** (r.failures - 1), RELIST_RETRY_MAX_MS);
+    const what = r.relist ? "re-listing" : "fetching the tool catalog of";
     if (r.failures === 1) {
+      const again = `from ${RELIST_RETRY_FIRST_MS / 1000} s, doubling, up to ${RELIST_RETRY_MAX_MS / 1000} s`;
       this.p.log.warn(`cannot fetch the tool catalog: ${message}`);
       this.p.log.status(
-        `the server said its tools changed and re-listing epoch=${gen.epoch} failed: revision ${this.revision} is no longer served, tools/list and calls are refused (catalog_unavailable) until a re-list succeeds; portcullis re-lists again from ${RELIST_RETRY_FIRST_MS / 1000} s, doubling, up to ${RELIST_RETRY_MAX_MS / 1000} s`,
+        r.relist
+          ? `the server said its tools changed and re-listing epoch=${gen.epoch} failed: revision ${this.revision} is no longer served, tools/list and calls are refused (catalog_unavailable) until a re-list succeeds; portcullis re-lists again ${again}`
+          : `fetching the tool catalog of epoch=${gen.epoch} failed: tools/list and calls are refused (catalog_unavailable) until a fetch succeeds; portcullis fetches it again ${again}`,
       );
-    } else this.p.log.debug(`re-listing epoch=${gen.epoch} failed ${r.failures} times in a row: ${message}`);
+    } else this.p.log.debug(`${what} epoch=${gen.epoch} failed ${r.failures} times in a row: ${message}`);
     if (r.timer !== null) clearTimeout(r.timer);
     r.timer = setTimeout(() => {
       r.timer = null;
       if (this.retrying !== r || !this.p.isCurrent(gen)) return;
-      this.p.log.debug(`re-listing epoch=${gen.epoch} again (after ${r.failures} failed)`);
-      this.p.relist(gen).catch((e: unknown) => {
-        this.p.log.warn(`could not re-list the tool catalog again: ${String((e as Error)?.message ?? e)}`);
+      this.p.log.debug(`${what} epoch=${gen.epoch} again (after ${r.failures} failed)`);
+      this.p.refetch(gen).catch((e: unknown) => {
+        this.p.log.warn(`could not fetch the tool catalog again: ${String((e as Error)?.message ?? e)}`);
       });
     }, wait);
     r.timer.unref(); // a retry never keeps an ending gateway alive
   }
 
-  /** A fetch of `gen` succeeded: a failed re-list it followed is over (said on stderr). */
-  private retried(gen: Generation): void {
+  /**
+   * A fetch of `gen` succeeded: a failed fetch it followed is over (said on stderr). After a
+   * failed first fetch the client is told the catalog is there, unless `told` (the served
+   * revision changed, and the client was told so).
+   */
+  private retried(gen: Generation, told: boolean): void {
     const r = this.retrying;
     if (r?.gen !== gen) return;
     this.retrying = null;
+    const attempts = `${r.failures} failed ${r.failures === 1 ? "attempt" : "attempts"}`;
     this.p.log.status(
-      `re-listed epoch=${gen.epoch} after ${r.failures} failed ${r.failures === 1 ? "attempt" : "attempts"}: revision ${this.revision} is served`,
+      r.relist
+        ? `re-listed epoch=${gen.epoch} after ${attempts}: revision ${this.revision} is served`
+        : `fetched the tool catalog of epoch=${gen.epoch} after ${attempts}: revision ${this.revision} is served`,
     );
+    if (!r.relist && !told) this.p.recovered(gen);
   }
 
-  /** No failed re-list is tried again any more (`why`: on the debug log). */
+  /** No failed fetch is tried again any more (`why`: on the debug log). */
   dropRetry(why: string): void {
     const r = this.retrying;
     if (!r) return;
     if (r.timer !== null) clearTimeout(r.timer);
     this.retrying = null;
-    this.p.log.debug(`the failed re-list of epoch=${r.gen.epoch} is no longer retried: ${why}`);
+    this.p.log.debug(
+      `the failed ${r.relist ? "re-list" : "fetch"} of epoch=${r.gen.epoch} is no longer retried: ${why}`,
+    );
   }
 
   private async fetchAll(

@@ -170,7 +170,10 @@ export class Gateway {
         this.notifyClientListChanged();
       },
       fetched: (gen) => this.catalogFetched(gen),
-      relist: (gen) => this.refreshCatalog(gen),
+      refetch: (gen) => this.refreshCatalog(gen),
+      recovered: (gen) => {
+        if (gen === this.gen) this.notifyClientListChanged();
+      },
     });
     const progress = new ProgressTokens();
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });

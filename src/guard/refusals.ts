@@ -163,15 +163,15 @@ export const refuse = {
    * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a
    * server's error message in it is cut short): its first fetch, or a re-list after the server's
    * list_changed (the revision served before is then not served either, the server said it is
-   * outdated; the gateway also retries that one on its own). Waiting cannot help; a later list or
-   * call tries the fetch again.
+   * outdated). A later list or call tries the fetch again, and so does the gateway on its own,
+   * telling the client list_changed once the catalog is served.
    */
   catalogUnavailable: (currentEpoch: string | null, catalogError: string) =>
     refusal(
       "catalog_unavailable",
       "The server's tool catalog could not be fetched, so its tools can be neither listed nor called.",
       "the server's tools/list failed",
-      "ask a human to fix the server (see catalogError); a later tools/list or call (from a second on) fetches the catalog again",
+      "ask a human to fix the server (see catalogError); a later tools/list or call (from a second on) fetches the catalog again, and the gateway retries on its own and sends list_changed once it is served",
       { currentEpoch, catalogError },
     ),
 

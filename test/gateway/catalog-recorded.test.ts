@@ -71,7 +71,8 @@ describe("a new catalog revision", () => {
         other.exec("BEGIN IMMEDIATE");
       },
       fetched: () => {},
-      relist: async () => {},
+      refetch: async () => {},
+      recovered: () => {},
     });
     const gen = { epoch: "01JQ7R4S4S0QJ7GZP1S2EPOCH1", alive: true } as unknown as LinkGeneration;
     await sync.refresh(gen, true);

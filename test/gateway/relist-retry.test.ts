@@ -139,3 +139,66 @@ describe("a re-list that fails after the server's list_changed", () => {
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 120_000);
 });
+
+describe("a first catalog fetch of an epoch that fails", () => {
+  it("is tried again on its own, on the re-list's timer, until the epoch's catalog is served; lists and calls are refused meanwhile", async () => {
+    const { gw, cat, failing, fails } = relistGateway({});
+    await gw.initialize();
+    expect(names(await gw.request("tools/list"))).toEqual(["echo"]);
+    const pid = await serverPid(gw);
+
+    // the server is respawned and its tools/list fails right after its epoch comes up
+    writeFileSync(failing, "");
+    process.kill(pid, "SIGKILL");
+    await waitFor(() => fails() >= 1, 30_000, "the new epoch's first fetch to fail");
+    // nothing stale is served: the previous epoch's catalog says nothing of the new code
+    const refused = await gw.request("tools/call", { name: "echo", arguments: {} });
+    expect(refusal(refused), JSON.stringify(refused)).toBe("catalog_unavailable");
+    expect(refused.error?.data).toMatchObject({ catalogError: expect.stringMatching(/tools unavailable/) });
+
+    // from here on the client asks nothing: the gateway fetches again on its own
+    const asked = fails();
+    await waitFor(() => fails() >= asked + 1, 30_000, "the failed first fetch to be tried again");
+    rmSync(failing);
+    // once served, the client is told (it was refused the catalog meanwhile)
+    await gw.next((m) => m.method === "notifications/tools/list_changed", 60_000);
+    expect(names(await gw.request("tools/list"))).toEqual(["echo"]);
+    const ran = await gw.request("tools/call", { name: "echo", arguments: {} });
+    expect(ran.result, JSON.stringify(ran)).toBeDefined();
+    expect(cat.records().map((r) => r.pid)).toEqual([expect.any(Number)]);
+    expect(cat.records()[0]!.pid).not.toBe(pid);
+
+    const stderr = gw.stderr();
+    expect(count(stderr, /fetching the tool catalog of epoch=\S+ failed/)).toBe(1);
+    expect(
+      count(stderr, /fetched the tool catalog of epoch=\S+ after \d+ failed attempts?: revision 1 is served/),
+    ).toBe(1);
+    expect(stderr).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 120_000);
+
+  it("at the first epoch too, and no longer once the connection ends", async () => {
+    const { gw, failing, fails } = relistGateway({ PORTCULLIS_DEBUG: "1" });
+    // failing from the start: the session's first catalog cannot be fetched
+    writeFileSync(failing, "");
+    await gw.initialize();
+    const list = await gw.request("tools/list");
+    expect(refusal(list), JSON.stringify(list)).toBe("catalog_unavailable");
+    const asked = fails();
+    await waitFor(() => fails() >= asked + 1, 30_000, "the failed first fetch to be tried again");
+
+    // the client leaves while the retries run: they stop, and the gateway ends cleanly
+    gw.closeStdin();
+    const exit = await gw.exited;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(gw.stderr()).toMatch(
+      /the failed fetch of epoch=\S+ is no longer retried: the client closed its input/,
+    );
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 120_000);
+});
+
+/** The pid of the server serving `gw`'s first epoch, from the catalog fixture's stderr line. */
+async function serverPid(gw: RawGateway): Promise<number> {
+  const line = await waitFor(() => /\[catalog\] pid=(\d+)/.exec(gw.stderr()), 20_000, "the server's pid");
+  return Number(line[1]);
+}
