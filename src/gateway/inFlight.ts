@@ -116,6 +116,13 @@ export class InFlight {
    * does (the process went away, the connection ends).
    */
   private handshake: { gen: Generation; behind: BehindHandshake[] } | null = null;
+  /**
+   * The client's subscriptions (subscriptions/listen) that waited for a replayed handshake whose
+   * process went away before it was complete: never sent, and carried to the next generation,
+   * re-opened there once its own handshake is complete (reopenListens), as one already at the
+   * server is. Not answered server_unavailable: a subscription outlives a process.
+   */
+  private carried: { request: Request; extra: ForwardExtra }[] = [];
 
   constructor(private readonly p: InFlightPorts) {}
 
@@ -146,8 +153,14 @@ export class InFlight {
   /**
    * The requests that wait for a replayed handshake are answered with `e` (nothing of them was
    * sent), its notifications dropped: the handshake will not complete (its process went away).
+   * A subscription is carried to the next generation instead (`carried`).
    */
   private refuseBehindHandshake(e: ErrorObject): void {
+    const h = this.handshake;
+    if (h) {
+      for (const b of h.behind) if ("request" in b && b.extra.listen) this.carried.push(b);
+      h.behind = h.behind.filter((b) => !("request" in b && b.extra.listen));
+    }
     this.answerBehindHandshake(e);
     this.handshake = null;
   }
@@ -304,7 +317,14 @@ export class InFlight {
    * for a replayed handshake to be sent there.
    */
   carries(id: Id): boolean {
-    return this.upstream.wireFor(id) !== undefined || this.behindIndex(id) >= 0;
+    return this.upstream.wireFor(id) !== undefined || this.behindIndex(id) >= 0 || this.carriedIndex(id) >= 0;
+  }
+
+  /** Where the client's subscription under `id` is carried to the next generation; -1 if none is. */
+  private carriedIndex(id: Id): number {
+    if (this.carried.length === 0) return -1;
+    const key = idKey(id);
+    return this.carried.findIndex((c) => idKey(c.request.id) === key);
   }
 
   /** Where the request of the client under `id` waits for a replayed handshake; -1 if none does. */
@@ -369,6 +389,12 @@ export class InFlight {
       const [b] = this.handshake?.behind.splice(behind, 1) ?? [];
       return { wire: null, closedListen: !!b && "request" in b && b.extra.listen !== undefined };
     }
+    // a subscription carried to the next generation: never sent either
+    const carried = this.carriedIndex(requestId);
+    if (carried >= 0) {
+      this.carried.splice(carried, 1);
+      return { wire: null, closedListen: true };
+    }
     const wire = this.upstream.wireFor(requestId);
     if (wire === undefined) return undefined; // already answered: nothing to cancel
     const entry = this.upstream.get(wire);
@@ -416,7 +442,11 @@ export class InFlight {
     }
   }
 
-  /** The client's subscriptions, re-opened on the current generation. */
+  /**
+   * The client's subscriptions, re-opened on the current generation: those at an earlier one, and
+   * those carried from a handshake whose process went away before it was complete (sent for the
+   * first time, in the order the client sent them).
+   */
   reopenListens(): void {
     const current = this.p.current();
     for (const [wire, p] of this.upstream.entries()) {
@@ -426,6 +456,9 @@ export class InFlight {
       this.upstream.delete(wire, p.clientId);
       this.forward(p.listen, { listen: p.listen });
     }
+    const carried = this.carried;
+    this.carried = [];
+    for (const c of carried) this.forward(c.request, c.extra);
   }
 
   /**

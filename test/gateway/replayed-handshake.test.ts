@@ -255,4 +255,47 @@ describe("a replayed handshake", () => {
       expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
     }, 90_000);
   }
+
+  for (const era of ["legacy", "modern"] as const) {
+    const method = era === "legacy" ? "initialize" : "server/discover";
+    const subscribe =
+      era === "legacy"
+        ? { method: "resources/subscribe", params: { uri: "file:///watched" } }
+        : {
+            method: "subscriptions/listen",
+            params: { notifications: { promptsListChanged: true }, _meta: META },
+          };
+    it(`${era} era: a ${subscribe.method} sent while the replayed ${method} waits outlives that process dying before its handshake: the next process gets it once its own handshake is complete`, async () => {
+      const { gw, hold, logged, serverPid } = await lenientGateway({}, era);
+      await replaceWithHeldInitialize(gw, hold, logged, serverPid, method);
+      const held = () => logged().filter((l) => l.method === `held ${method}`);
+      const dying = held()[0]!.pid;
+
+      gw.send({ jsonrpc: "2.0", id: "sub", ...subscribe });
+      // it waits (for the handshake, or for the epoch's catalog): the process dies meanwhile, and
+      // the supervisor brings up the next one, whose handshake is held too
+      // (answered by the gateway itself: the line before it was read)
+      expect((await gw.request("tasks/list", paramsIn(era), 10_000)).error).toBeDefined();
+      process.kill(dying, "SIGKILL");
+      await waitFor(() => held().some((l) => l.pid !== dying), 20_000, "the next process's handshake");
+      const next = held().find((l) => l.pid !== dying)!.pid;
+      expect(gw.messages().filter((m) => m.id === "sub")).toEqual([]);
+      rmSync(hold);
+
+      const answer = await gw.next((m) => m.id === "sub", 20_000);
+      expect(answer.error, JSON.stringify(answer)).toBeUndefined();
+      // the dying process never got it; the next one did, after its handshake was answered
+      expect(logged().filter((l) => l.pid === dying && l.method === subscribe.method)).toEqual([]);
+      const atNext = logged().filter((l) => l.pid === next);
+      const answered = atNext.findIndex((l) => l.method === `answered ${method}`);
+      const got = atNext.findIndex(
+        (l) =>
+          l.method === subscribe.method &&
+          JSON.stringify(l.params).includes(era === "legacy" ? "watched" : "prompts"),
+      );
+      expect(answered, JSON.stringify(atNext)).toBeGreaterThanOrEqual(0);
+      expect(got, JSON.stringify(atNext)).toBeGreaterThan(answered);
+      expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+    }, 90_000);
+  }
 });
