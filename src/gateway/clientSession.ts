@@ -122,9 +122,14 @@ export class ClientSession {
     return this.era_ === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;
   }
 
-  /** The client's initialize params to replay on a new process, or null when there is no handshake to replay. */
+  /**
+   * The client's initialize params to replay on a new process, or null when there is no handshake
+   * to replay: none was sent, or none was answered (its process went away holding it, and the
+   * client was told so: it sends its own initialize again; a replay would have nothing to compare
+   * its answer with, and end the connection as if the server negotiated something else).
+   */
   replayInitialize(): Record<string, unknown> | null {
-    if (this.era_ !== "legacy" || !this.initRequest) return null;
+    if (this.era_ !== "legacy" || !this.initRequest || this.negotiated === null) return null;
     return (this.initRequest.params ?? {}) as Record<string, unknown>;
   }
 

@@ -7,6 +7,7 @@ import { selfWatcherOf } from "../identity/index.js";
 import type { Id, Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
 import type { DownReason, LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { cutText } from "../util/cut.js";
 import { seconds } from "../util/duration.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
@@ -610,7 +611,8 @@ export class Gateway {
       const res = await this.replayed(gen, "initialize", initParams);
       if (res === "timeout") return this.noHandshake(gen, "initialize");
       if (!this.answersReplay(gen, res)) return;
-      if (res.error) return this.end(`the new server process refused initialize: ${res.error.message}`, 1);
+      if (res.error)
+        return this.end(`the new server process refused initialize: ${this.said(res.error.message)}`, 1);
       if (!this.session.sameNegotiation(res.result)) {
         return this.end(
           "the new server process negotiated a different protocol version or capabilities; ending the connection so the client re-initializes",
@@ -625,6 +627,12 @@ export class Gateway {
         const res = await this.replayed(gen, "server/discover", {});
         if (res === "timeout") return this.noHandshake(gen, "server/discover");
         if (!this.answersReplay(gen, res)) return;
+        // refused, as a refused initialize is: not taken for an answer that advertises nothing
+        if (res.error)
+          return this.end(
+            `the new server process refused server/discover: ${this.said(res.error.message)}`,
+            1,
+          );
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
         if (!this.session.sameDiscovery(caps)) {
           return this.end(
@@ -684,6 +692,16 @@ export class Gateway {
         resolve(res);
       });
     });
+  }
+
+  /**
+   * A server's own words, as the gateway repeats them (the reason the connection ends, given to
+   * the log and to every request that waited): scrubbed, then cut to SERVER_WORDS characters. A
+   * message may be as large as a line (64 MiB), and it is repeated once per waiting request.
+   */
+  private said(text: string): string {
+    const scrubbed = this.scrub(text);
+    return scrubbed.length > SERVER_WORDS ? `${cutText(scrubbed, SERVER_WORDS)}…` : scrubbed;
   }
 
   /**
@@ -881,6 +899,9 @@ export class Gateway {
  */
 export const HANDSHAKE_TIMEOUT_MS = 60_000;
 const handshakeTimeoutMs = (): number => envMs("PORTCULLIS_HANDSHAKE_TIMEOUT_MS", HANDSHAKE_TIMEOUT_MS);
+
+/** At most this much of a server's own message is repeated where the gateway quotes it. */
+const SERVER_WORDS = 200;
 
 /** Why a wait for a human is cut short as the connection ends (the log says so). */
 const CONNECTION_ENDS = "the connection ends";

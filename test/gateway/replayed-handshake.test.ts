@@ -298,4 +298,96 @@ describe("a replayed handshake", () => {
       expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
     }, 90_000);
   }
+
+  for (const era of ["legacy", "modern"] as const) {
+    const method = era === "legacy" ? "initialize" : "server/discover";
+    it(`${era} era: the client's ${method} that its process died holding is not replayed to the next one; the client's own next ${method} goes there`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "pc-replayed-handshake-"));
+      const hold = join(dir, "hold");
+      const methodLog = join(dir, "methods.jsonl");
+      writeFileSync(hold, ""); // the first process holds the client's own handshake
+      const gw = rawGateway({
+        args: ["--label", "replayed", "--approval", "none", "--", ...fixtureCommand("lenient")],
+        env: { FIXTURE_METHOD_LOG: methodLog, FIXTURE_INIT_HOLD: hold, PORTCULLIS_RESPAWN_BACKOFF_MS: "20" },
+      });
+      cleanup.push(
+        () => gw.close(),
+        () => removeDir(dir),
+      );
+      const logged = () => (existsSync(methodLog) ? readJsonLines<Logged>(methodLog) : []);
+      const handshake =
+        era === "legacy"
+          ? {
+              protocolVersion: "2025-11-25",
+              capabilities: {},
+              clientInfo: { name: "portcullis-raw-peer", version: "1.0.0" },
+            }
+          : { _meta: META };
+      gw.send({ jsonrpc: "2.0", id: "first", method, params: handshake });
+      await waitFor(() => logged().find((l) => l.method === `held ${method}`), 20_000, "the held handshake");
+      const dying = logged().find((l) => l.method === `held ${method}`)!.pid;
+      process.kill(dying, "SIGKILL");
+      // the client is told its handshake's process went away
+      const first = await gw.next((m) => m.id === "first", 20_000);
+      expect(first.error, JSON.stringify(first)).toBeDefined();
+      await waitFor(() => /new execution epoch/.test(gw.stderr()), 20_000, "the next epoch");
+      rmSync(hold);
+
+      // the client starts over; the next process is served, nothing ended the connection
+      const again = await gw.request(method, handshake, 20_000);
+      expect(again.result, JSON.stringify(again)).toBeDefined();
+      if (era === "legacy") gw.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      const list = await gw.request("tools/list", paramsIn(era), 20_000);
+      expect(list.result, JSON.stringify(list)).toMatchObject({ tools: [{ name: "echo" }] });
+      const next = logged().filter((l) => l.pid !== dying && l.method === method);
+      expect(next, JSON.stringify(logged())).toHaveLength(1);
+      expect(gw.stderr()).not.toMatch(/negotiated a different|advertises different|unhandled|TypeError/i);
+    }, 90_000);
+  }
+
+  for (const era of ["legacy", "modern"] as const) {
+    const method = era === "legacy" ? "initialize" : "server/discover";
+    it(`${era} era: a new process that answers the replayed ${method} with an error ends the connection saying it refused it (exit 1)`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "pc-replayed-handshake-"));
+      const refuse = join(dir, "refuse");
+      cleanup.push(() => removeDir(dir));
+      const { gw, logged, serverPid } = await lenientGateway({ FIXTURE_INIT_REFUSE: refuse }, era);
+      writeFileSync(refuse, "");
+      process.kill(serverPid, "SIGKILL");
+      const exit = await gw.exited;
+      expect(exit.code, gw.stderr()).toBe(1);
+      expect(gw.stderr()).toMatch(new RegExp(`the new server process refused ${method}: not today`));
+      expect(gw.stderr()).not.toMatch(/advertises different capabilities|unhandled|TypeError/i);
+      // nothing but the handshake reached the process that refused it
+      const refusing = logged()
+        .filter((l) => l.pid !== serverPid)
+        .map((l) => l.method);
+      expect(refusing).toEqual([method]);
+    }, 90_000);
+  }
+
+  it("a new process that refuses the replayed initialize at length: its words are cut short where the gateway repeats them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pc-replayed-handshake-"));
+    const refuse = join(dir, "refuse");
+    cleanup.push(() => removeDir(dir));
+    const { gw, hold, logged, serverPid } = await lenientGateway({ FIXTURE_INIT_REFUSE: refuse });
+    // a call waits for the next epoch, and is told why the connection ends
+    await replaceWithHeldInitialize(gw, hold, logged, serverPid);
+    gw.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "echo", arguments: {} } });
+    expect((await gw.request("tasks/list", {}, 10_000)).error).toBeDefined();
+    writeFileSync(refuse, `${"no ".repeat(100_000)}end`);
+    rmSync(hold);
+    const call = await gw.next((m) => m.id === "call", 20_000);
+    expect((await gw.exited).code).toBe(1);
+    const reason = (call.error?.data as { reason?: string } | undefined)?.reason ?? "";
+    expect(reason).toMatch(/^the new server process refused initialize: no no /);
+    expect(reason.length).toBeLessThan(1000);
+    expect(reason).not.toMatch(/end$/);
+    const line =
+      gw
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes("refused initialize")) ?? "";
+    expect(line.length).toBeLessThan(1000);
+  }, 90_000);
 });
