@@ -25,6 +25,11 @@ export interface RemoteGeneration extends LinkGeneration {
   sessionId: string | null;
   /** requests under way for this epoch: destroyed when it goes down */
   requests: Set<ClientRequest>;
+  /**
+   * The POSTs of requests under way, by their id: a request the gateway gives up on (it sends
+   * `notifications/cancelled` for it) has its POST closed (remoteSession.ts, giveUp).
+   */
+  posts: Map<unknown, ClientRequest>;
   /** the server-to-client stream (GET), once opened */
   stream: ClientRequest | null;
   /** requests whose headers are being resolved: they keep their order */
@@ -75,6 +80,7 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     alive: true,
     sessionId: null,
     requests: new Set(),
+    posts: new Map(),
     stream: null,
     queue: Promise.resolve(),
     notRun: new Map(),

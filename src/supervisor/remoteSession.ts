@@ -61,6 +61,8 @@ export interface EpochOwner {
 
 export class SessionExchanges {
   private readonly maxBytes: number;
+  /** POSTs closed because the gateway gave up on their request: their end ends no epoch */
+  private readonly givenUp = new WeakSet<ClientRequest>();
 
   constructor(
     private readonly o: SessionOptions,
@@ -97,7 +99,32 @@ export class SessionExchanges {
         );
         if (gen.alive) this.owner.lose(gen, "new-session", "a request could not be made");
       });
+    // once the cancellation itself is on its way: the server is told why before the connection drops
+    const given = m.method === "notifications/cancelled" ? cancelledId(m) : undefined;
+    if (given !== undefined) gen.queue = gen.queue.then(() => this.giveUp(gen, given));
     return true;
+  }
+
+  /**
+   * The gateway gave up on its request `id` (its own past a timeout, or one the client cancelled)
+   * and told the server so. Its POST is closed, with the SSE stream of its answer if one was
+   * opened: a server that obeys the cancellation never answers it (the official SDKs' servers
+   * then leave that stream open for good), and one that never meant to answer would otherwise
+   * hold a connection of the gateway's per request given up on. Its end is not the session's:
+   * the epoch stays, and other requests, each on its own connection, go on. One not sent yet is
+   * not sent.
+   */
+  private giveUp(gen: RemoteGeneration, id: unknown): void {
+    for (const q of gen.waiting)
+      if (q.m.id === id && typeof q.m.method === "string") {
+        q.dropped = true;
+        gen.waiting.delete(q);
+      }
+    const req = gen.posts.get(id);
+    if (req === undefined) return;
+    gen.posts.delete(id);
+    this.givenUp.add(req);
+    req.destroy();
   }
 
   /** The headers of every request: the configured ones (vault values released now), the session's. */
@@ -141,6 +168,12 @@ export class SessionExchanges {
       accept: "application/json, text/event-stream",
       "content-length": String(body.length),
     });
+    if (isRequest) {
+      gen.posts.set(m.id, req);
+      req.on("close", () => {
+        if (gen.posts.get(m.id) === req) gen.posts.delete(m.id);
+      });
+    }
     // The body goes out only once the connection's certificate chain is the epoch's.
     this.whenVerified(gen, req, () => req.end(body));
     let answered = () => {};
@@ -150,7 +183,7 @@ export class SessionExchanges {
     /** why a front, not the server, answered this initialize (see onPostResponse) */
     let refusedByFront: string | null = null;
     req.on("response", (res) =>
-      this.onPostResponse(gen, m, isRequest, res, answered, (why) => {
+      this.onPostResponse(gen, m, isRequest, req, res, answered, (why) => {
         refusedByFront = why;
       }),
     );
@@ -217,7 +250,7 @@ export class SessionExchanges {
     gen.requests.add(req);
     req.on("close", () => gen.requests.delete(req));
     req.on("error", (e) => {
-      if (!gen.alive || this.owner.stopping()) return;
+      if (!gen.alive || this.owner.stopping() || this.givenUp.has(req)) return;
       this.owner.lose(
         gen,
         "new-session",
@@ -248,6 +281,7 @@ export class SessionExchanges {
     gen: RemoteGeneration,
     m: Message,
     isRequest: boolean,
+    req: ClientRequest,
     res: IncomingMessage,
     onAnswered: () => void,
     onRefusedByFront: (why: string) => void = () => {},
@@ -289,7 +323,7 @@ export class SessionExchanges {
           if (isRequest && !done && isResponseTo(msg, m.id)) answer();
         },
         () => {
-          if (!done && gen.alive && !this.owner.stopping())
+          if (!done && gen.alive && !this.owner.stopping() && !this.givenUp.has(req))
             this.owner.lose(
               gen,
               "new-session",
@@ -514,6 +548,12 @@ function messagesOf(parsed: unknown, text: string): [unknown, string][] {
   // a parsed array always splits into as many texts; anything else would be a bug here
   if (texts === null || texts.length !== parsed.length) return [];
   return parsed.map((one, i) => [one, texts[i]!]);
+}
+
+/** The request a `notifications/cancelled` names, or undefined when it names none. */
+function cancelledId(m: Message): unknown {
+  const params = (m as { params?: unknown }).params;
+  return isObject(params) ? params.requestId : undefined;
 }
 
 /**
