@@ -34,6 +34,11 @@ export interface RemoteGeneration extends LinkGeneration {
   stream: ClientRequest | null;
   /** requests whose headers are being resolved: they keep their order */
   queue: Promise<void>;
+  /**
+   * The epoch's initialize was answered: a later answer to it is no answer (the gateway took the
+   * first), and is not read for what the server says of itself (remoteSession.ts, deliver).
+   */
+  initializeAnswered: boolean;
   /** requests the server answered for a session it no longer knows (see LinkGeneration) */
   notRun: Map<unknown, number>;
   /**
@@ -83,6 +88,7 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     posts: new Map(),
     stream: null,
     queue: Promise.resolve(),
+    initializeAnswered: false,
     notRun: new Map(),
     waiting: new Set(),
   };

@@ -514,9 +514,20 @@ export class SessionExchanges {
    */
   private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text: string): void {
     if (!gen.alive || !this.owner.isCurrent(gen)) return;
-    // the server itself answered initialize: reachable, before the gateway reads the answer and
-    // sends what follows it
-    if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) this.owner.reached(gen);
+    if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) {
+      // One answer is the answer: the gateway takes the first and would drop another as an
+      // answer to nobody. Read here, a second one (a batch of two, another event on the stream)
+      // rewrote the epoch's record (protocol version and capabilities, in its identity) and the
+      // MCP-Protocol-Version sent from then on, to what the client never negotiated.
+      if (gen.initializeAnswered) {
+        this.o.log.warn(`dropped a second answer to initialize from ${this.o.url.host}`);
+        return;
+      }
+      gen.initializeAnswered = true;
+      // the server itself answered initialize: reachable, before the gateway reads the answer and
+      // sends what follows it
+      this.owner.reached(gen);
+    }
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
       if (isObject(result) && !noteSelf(this.o, gen, result, sent.method === "initialize")) {

@@ -5,6 +5,7 @@
 // Also the SSE reader on its own: framing the standard allows, and data over the limit.
 import { afterEach, describe, expect, it } from "vitest";
 import { SseReader } from "../../src/supervisor/sse.js";
+import { readJsonLines, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -103,6 +104,39 @@ describe("a remote server's initialize answer", () => {
     expect(init.error?.code).toBe(-32054);
     expect(init.error?.data).toMatchObject({ error: "epoch_transition", retried: false });
     expect(peer.stderr()).toMatch(/remote session ended: the server did not answer initialize within 2 s/);
+  });
+});
+
+describe("a remote server's initialize answered twice", () => {
+  it("the first answer is the one: the record and the MCP-Protocol-Version sent are what the client negotiated; the second is dropped", async () => {
+    const headerLog = `${tempDir("pc-init-twice-")}/versions.jsonl`;
+    const server = await startFixture(
+      { FIXTURE_INIT: "twice", FIXTURE_HEADER: "mcp-protocol-version", FIXTURE_HEADER_LOG: headerLog },
+      null,
+      0,
+      HOSTILE,
+    );
+    cleanup.push(() => server.kill());
+    const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+    cleanup.push(() => peer.close());
+    const init = await peer.initialize({ protocolVersion: "2025-06-18" });
+    expect(init.result).toMatchObject({ protocolVersion: "2025-06-18" });
+    expect((await peer.request("tools/list")).result).toBeDefined();
+    const call = await peer.request("tools/call", { name: "bad", arguments: { mode: "fine" } });
+    expect(call.result).toBeDefined();
+
+    // every POST after initialize carried the version the client negotiated, never the second's
+    const sent = readJsonLines<{ value: string | null }>(headerLog).map((l) => l.value);
+    expect(sent[0]).toBeNull(); // the initialize itself
+    expect(sent.slice(1).length).toBeGreaterThanOrEqual(3);
+    expect(new Set(sent.slice(1))).toEqual(new Set(["2025-06-18"]));
+    // the epoch's record says what the first answer said
+    const status = JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout);
+    const remote = status.gateways[0].record.remote;
+    expect(remote.protocolVersion).toBe("2025-06-18");
+    expect(remote.capabilities).toEqual({ tools: {} });
+    expect(peer.stderr()).toMatch(/dropped a second answer to initialize/);
+    expect(peer.stderr()).not.toMatch(/remote session ended|TypeError|Unhandled|at .*\.js:\d+/);
   });
 });
 
