@@ -482,6 +482,20 @@ export const refuse = {
     ),
 
   /**
+   * A server reached by URL answered initialize with a protocolVersion the gateway cannot send
+   * back (it goes in the MCP-Protocol-Version header of every later request): the answer is
+   * dropped, and its requester gets this. `why` says what is wrong; the value is not quoted.
+   */
+  upstreamVersionInvalid: (why: string) =>
+    withCode(
+      INTERNAL_ERROR,
+      "response_invalid",
+      `The remote server answered initialize with a protocolVersion that is not a version (${why}); the answer was dropped.`,
+      `protocolVersion ${why}`,
+      "ask a human to check the remote server; it has to answer initialize with a protocol version",
+    ),
+
+  /**
    * A response that is not valid JSON-RPC (`reason`: what is wrong with it, as the gateway read
    * it), dropped: its requester gets this instead under its own id (the client for the server's
    * response, the server for the client's answer). Nothing of the response's own text is quoted.

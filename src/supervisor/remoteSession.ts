@@ -527,6 +527,16 @@ export class SessionExchanges {
       // the server itself answered initialize: reachable, before the gateway reads the answer and
       // sends what follows it
       this.owner.reached(gen);
+      const why = unsendableVersion((msg as { result?: unknown }).result);
+      if (why !== null) {
+        // Every later request carries it in MCP-Protocol-Version: one that cannot be a header
+        // value failed each request before it was made, each failure ended the epoch, and
+        // supervision gave up blaming lost sessions. Its requester is told instead.
+        const e = refuse.upstreamVersionInvalid(why);
+        const error = { jsonrpc: "2.0", id: sent.id, error: e };
+        this.owner.line(JSON.stringify(error), gen);
+        return;
+      }
     }
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
@@ -560,6 +570,22 @@ function messagesOf(parsed: unknown, text: string): [unknown, string][] {
   if (texts === null || texts.length !== parsed.length) return [];
   return parsed.map((one, i) => [one, texts[i]!]);
 }
+
+/**
+ * What makes an initialize result's protocolVersion unfit for the MCP-Protocol-Version header,
+ * or null: a version is a short token of visible ASCII ("2025-06-18"). One that is not a string
+ * is left to the client, which gets the answer and judges it: no header is sent for it.
+ */
+function unsendableVersion(result: unknown): string | null {
+  const v = isObject(result) ? result.protocolVersion : undefined;
+  if (typeof v !== "string") return null;
+  if (v.length === 0 || v.length > MAX_VERSION_CHARS) return `${v.length} characters long`;
+  if (!/^[\x21-\x7e]+$/.test(v)) return "not printable ASCII without spaces";
+  return null;
+}
+
+/** The longest protocolVersion taken ("2025-06-18" has 10 characters). */
+const MAX_VERSION_CHARS = 64;
 
 /** The request a `notifications/cancelled` names, or undefined when it names none. */
 function cancelledId(m: Message): unknown {

@@ -140,6 +140,42 @@ describe("a remote server's initialize answered twice", () => {
   });
 });
 
+describe("a remote server's initialize answered with a protocolVersion that cannot be sent back", () => {
+  for (const [what, version] of [
+    ["a line break", '"2025-06-18\\r\\nX-Injected: 1"'],
+    ["a character past U+00FF", '"2025-06-18\\u0100"'],
+    ["100,000 characters", JSON.stringify("9".repeat(100_000))],
+  ] as const) {
+    it(`(${what}): the client's initialize gets response_invalid at once, nothing is sent with it, no session is lost`, async () => {
+      const headerLog = `${tempDir("pc-init-version-")}/versions.jsonl`;
+      const server = await startFixture(
+        {
+          FIXTURE_INIT_VERSION: version,
+          FIXTURE_HEADER: "mcp-protocol-version",
+          FIXTURE_HEADER_LOG: headerLog,
+        },
+        null,
+        0,
+        HOSTILE,
+      );
+      cleanup.push(() => server.kill());
+      const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+      cleanup.push(() => peer.close());
+      const init = await peer.initialize({}, 20_000);
+      expect(init.error?.code, JSON.stringify(init).slice(0, 300)).toBe(-32603);
+      expect(init.error?.data).toMatchObject({ error: "response_invalid" });
+      expect(init.error?.message).toMatch(/answered initialize with a protocolVersion that is not a version/);
+      // the value itself is never quoted
+      expect(JSON.stringify(init)).not.toMatch(/Injected|\u0100|9{100}/);
+      // what the client sends next is not sent with that version (before: every request failed
+      // before it was made, each ended the epoch, and supervision gave up)
+      await peer.request("ping", undefined, 20_000);
+      expect(readJsonLines<{ value: string | null }>(headerLog).every((l) => l.value === null)).toBe(true);
+      expect(peer.stderr()).not.toMatch(/remote session ended|could not be made|TypeError|Unhandled/);
+    });
+  }
+});
+
 describe("a large answer as one SSE event", () => {
   it("arrives whole, and small calls made while it is under way are answered", async () => {
     const server = await startFixture({}, null, 0, HOSTILE);
