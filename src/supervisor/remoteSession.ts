@@ -63,6 +63,8 @@ export class SessionExchanges {
   private readonly maxBytes: number;
   /** POSTs closed because the gateway gave up on their request: their end ends no epoch */
   private readonly givenUp = new WeakSet<ClientRequest>();
+  /** a POST that carries no request was held open and closed: said once as a warning */
+  private saidHeld = false;
 
   constructor(
     private readonly o: SessionOptions,
@@ -173,7 +175,7 @@ export class SessionExchanges {
       req.on("close", () => {
         if (gen.posts.get(m.id) === req) gen.posts.delete(m.id);
       });
-    }
+    } else this.closeWhenDue(req, m);
     // The body goes out only once the connection's certificate chain is the epoch's.
     this.whenVerified(gen, req, () => req.end(body));
     let answered = () => {};
@@ -214,6 +216,26 @@ export class SessionExchanges {
       }
     }
     gen.waiting.clear();
+  }
+
+  /**
+   * A POST that carries no request (a notification, an answer to the server's request) is owed
+   * nothing back but its status: MCP's answer is 202 Accepted with no body. One the server keeps
+   * open (an SSE stream, a body that never ends, no status at all) is closed after
+   * NO_ANSWER_OWED_MS; its end ends no epoch. Before, each such POST held a connection of the
+   * gateway's for good, one per notification the client sent.
+   */
+  private closeWhenDue(req: ClientRequest, m: Message): void {
+    const timer = setTimeout(() => {
+      this.givenUp.add(req);
+      req.destroy();
+      const said = `${this.o.url.host} held the POST of a ${String(m.method ?? "response")} open for ${seconds(NO_ANSWER_OWED_MS)}; closed it (nothing is owed back for one)`;
+      if (this.saidHeld) this.o.log.debug(said);
+      else this.o.log.warn(said);
+      this.saidHeld = true;
+    }, NO_ANSWER_OWED_MS);
+    timer.unref();
+    req.once("close", () => clearTimeout(timer));
   }
 
   /**
@@ -613,6 +635,12 @@ function redirectTarget(base: URL, location: string | undefined): string | null 
     return null;
   }
 }
+
+/**
+ * How long a POST that carries no request may stay open (see closeWhenDue): its 202 takes
+ * milliseconds; this is for a server that holds it.
+ */
+const NO_ANSWER_OWED_MS = 10_000;
 
 /** The first wait before the server-to-client stream is looked for again after a refusal, and the longest. */
 const STREAM_RETRY_MS = 1000;

@@ -118,3 +118,52 @@ describe("a call the client cancels, at a server reached by URL", () => {
     expect(gw.stderr()).not.toMatch(/TypeError|Unhandled|at .*\.js:\d+/);
   }, 60_000);
 });
+
+describe("a POST that carries no request, at a server reached by URL", () => {
+  for (const how of ["sse", "none"] as const) {
+    it(`is closed once its time is up when the server holds it (${how === "sse" ? "an SSE stream left open" : "no status line ever"}): nothing is owed back for a notification; the epoch stays`, async () => {
+      const log = `${tempDir("pc-given-up-")}/conn.jsonl`;
+      const server = await startFixture(
+        { FIXTURE_NOTIFY_HANG: how, FIXTURE_CONN_LOG: log },
+        null,
+        0,
+        HOSTILE,
+      );
+      cleanup.push(() => server.kill());
+      const gw = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+      cleanup.push(() => gw.close());
+      await gw.initialize();
+      expect((await gw.request("tools/list")).result).toBeDefined();
+      for (let i = 0; i < 3; i++) gw.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
+      const events = () => readJsonLines<{ event: string; method: string }>(log);
+      // notifications/initialized and the three the client sent: each held, each closed
+      await waitFor(
+        () => events().filter((e) => e.event === "held").length === 4,
+        10_000,
+        "the server to hold each notification's POST",
+      );
+      await waitFor(
+        () => events().filter((e) => e.event === "closed").length === 4,
+        30_000,
+        "the gateway to close each notification's POST",
+      );
+      expect(
+        events()
+          .filter((e) => e.event === "closed")
+          .map((e) => e.method),
+      ).toEqual([
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+        "notifications/roots/list_changed",
+        "notifications/roots/list_changed",
+      ]);
+      expect(gw.stderr()).toMatch(
+        /held the POST of a notifications\/initialized open for 10 s; closed it \(nothing is owed back for one\)/,
+      );
+      const call = await gw.request("tools/call", { name: "bad", arguments: { mode: "fine" } });
+      expect(text(call)).toBe("ok fine");
+      expect(gw.stderr()).not.toMatch(/remote session ended/);
+      expect(gw.stderr()).not.toMatch(/TypeError|Unhandled|at .*\.js:\d+/);
+    }, 60_000);
+  }
+});
