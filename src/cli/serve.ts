@@ -378,6 +378,8 @@ export async function serve(
         void (why === "input-closed" && gateway
           ? gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0))
           : shutdown(0)),
+      // a client that reads slower than the server talks: the server waits, not our memory
+      flow: (reading) => supervisor.setReading?.(reading),
     },
     server.maxMessageBytes,
   );

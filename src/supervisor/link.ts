@@ -129,4 +129,10 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    * shutdown when none is under way.
    */
   hurry(): void;
+  /**
+   * The client reads slower than the server talks (`on` false: the transport's output to it is
+   * backed up): what the server sends is left unread until `on` again, so that it waits in the
+   * server and the network instead of the gateway's memory. Absent: the link reads all the time.
+   */
+  setReading?(on: boolean): void;
 }

@@ -232,6 +232,11 @@ export class RemoteSupervisor
     this.connections.close();
   }
 
+  /** What the server sends is left unread while the client is backed up (ServerLink.setReading). */
+  setReading(on: boolean): void {
+    this.session.setReading(on);
+  }
+
   /** Nothing runs here to be killed: the shutdown stops waiting for the upstream session's DELETE. */
   hurry(): void {
     if (!this.stopping) void this.shutdown();

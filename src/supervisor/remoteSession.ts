@@ -65,6 +65,9 @@ export class SessionExchanges {
   private readonly givenUp = new WeakSet<ClientRequest>();
   /** a POST that carries no request was held open and closed: said once as a warning */
   private saidHeld = false;
+  /** the server's answers and streams being read: left unread while the client is backed up */
+  private readonly reading = new Set<IncomingMessage>();
+  private unread = false;
 
   constructor(
     private readonly o: SessionOptions,
@@ -136,6 +139,30 @@ export class SessionExchanges {
     if (gen.sessionId !== null) out.headers["mcp-session-id"] = gen.sessionId;
     if (gen.facts.protocolVersion !== null) out.headers["mcp-protocol-version"] = gen.facts.protocolVersion;
     return out;
+  }
+
+  /**
+   * `on` false: the client reads slower than the server sends (its output is backed up), so
+   * nothing more of what the server sends is read until `on` again; it waits in the server and
+   * in the connection's buffers, which makes the server's own writes wait. Before, a server
+   * that streamed without end (notifications on a call's stream or on the server-to-client
+   * stream) grew the gateway's memory until it aborted: one read of a socket takes in up to
+   * 32 chunks of 64 KiB while one write to a pipe gives out 64 KiB, so even a client that reads
+   * at once fell behind.
+   */
+  setReading(on: boolean): void {
+    this.unread = !on;
+    for (const res of this.reading) {
+      if (on) res.resume();
+      else res.pause();
+    }
+  }
+
+  /** `res`'s body is read from now on: also left unread while the client is backed up. */
+  private reads(res: IncomingMessage): void {
+    this.reading.add(res);
+    res.once("close", () => this.reading.delete(res));
+    if (this.unread) res.pause();
   }
 
   /** Tells the server the session is over (DELETE), best effort and briefly. */
@@ -362,6 +389,7 @@ export class SessionExchanges {
       );
       return;
     }
+    this.reads(res);
     readBody(res, this.maxBytes, (text, bytes) => {
       if (!gen.alive) return;
       if (status === 400 && gen.sessionId !== null && text !== null && saysSessionLost(text)) {
@@ -528,6 +556,7 @@ export class SessionExchanges {
     res.on("end", finish);
     res.on("close", finish);
     res.on("error", finish);
+    this.reads(res);
   }
 
   /**

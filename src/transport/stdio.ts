@@ -14,6 +14,11 @@ export function stdioDownstream(
     oversize(bytes: number, id: string | null, hasMethod: boolean): void;
     /** `input-closed`: the client ended stdin (it may still read answers); `output-closed`: it is gone */
     end(why: "input-closed" | "output-closed"): void;
+    /**
+     * false: more than BACKLOG_BYTES wait to be written to the client (it reads slower than the
+     * gateway is given messages for it); true: all of it was written (ServerLink.setReading)
+     */
+    flow?(reading: boolean): void;
   },
   maxBytes?: number,
 ): Downstream & { stopReading(): void } {
@@ -34,15 +39,30 @@ export function stdioDownstream(
     out.discard();
     handlers.end("output-closed");
   });
+  // What waits for the client is seen once it was handed to stdout (one turn late, which only
+  // lets one more turn's messages in): past BACKLOG_BYTES the server is no longer read, until
+  // stdout drains. (A file or a terminal is written synchronously and never backs up.)
+  let backedUp = false;
+  const watchBacklog = () => {
+    if (backedUp || closed || process.stdout.writableLength < BACKLOG_BYTES) return;
+    backedUp = true;
+    handlers.flow?.(false);
+    process.stdout.once("drain", () => {
+      backedUp = false;
+      if (!closed) handlers.flow?.(true);
+    });
+  };
   return {
     clientIds,
     send(msg: unknown) {
       if (closed) return;
       out.write(clientIds.restore(JSON.stringify(msg)));
+      watchBacklog();
     },
     sendText(text: string) {
       if (closed) return;
       out.write(text);
+      watchBacklog();
     },
     /** No more requests are read; answers still go out until close(). */
     stopReading() {
@@ -56,3 +76,9 @@ export function stdioDownstream(
     },
   };
 }
+
+/**
+ * How much may wait to be written to the client before the server is no longer read
+ * (`flow`): enough that a burst never stops it, little beside what a message may hold.
+ */
+export const BACKLOG_BYTES = 4 * 1024 * 1024;

@@ -1,0 +1,142 @@
+// A server reached by `run --url` that sends without end (notifications on a call's stream, as
+// fast as the connection takes them) to a client that reads slower: what waits for the client is
+// bounded, and the server is made to wait instead (its writes stop being taken), not the
+// gateway's memory grown until it aborts. Nothing is lost: once the client reads again, every
+// notification arrives, in order, then the call's answer. Real gateway, real hostile fixture;
+// the client is a plain pipe this test stops and starts reading.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { assertBuilt, hostEnv } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { HOSTILE, startFixture } from "./upstreamFixture.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const MIB = 1024 * 1024;
+
+interface Seen {
+  /** the seq of every notifications/message, in the order received */
+  seqs: number[];
+  answers: Map<unknown, { result?: { content?: { text?: string }[] }; error?: unknown }>;
+}
+
+describe("a remote server that streams faster than the client reads", () => {
+  it("is made to wait once a few MiB wait for the client; nothing is lost once the client reads again", async () => {
+    const dir = tempDir("pc-flood-");
+    const progress = `${dir}/flood.json`;
+    const server = await startFixture({ FIXTURE_FLOOD_LOG: progress }, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    assertBuilt();
+    const stateDir = newStateDir();
+    const gw = spawn(NODE, [CLI, "run", "--state-dir", stateDir, "--url", server.url, "--approval", "none"], {
+      env: hostEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
+    cleanup.push(
+      async () => {
+        if (gw.exitCode === null && gw.signalCode === null) gw.kill("SIGKILL");
+        await exited;
+      },
+      () => removeDir(stateDir),
+      () => removeDir(dir),
+    );
+    let stderr = "";
+    gw.stderr.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
+    // only what the test needs of each message is kept: 64 MiB of notifications pass through
+    const seen: Seen = { seqs: [], answers: new Map() };
+    let partial = "";
+    gw.stdout.setEncoding("utf8");
+    gw.stdout.on("data", (chunk: string) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        const m = JSON.parse(line) as {
+          id?: unknown;
+          method?: string;
+          params?: { data?: { seq?: number } };
+          result?: { content?: { text?: string }[] };
+          error?: unknown;
+        };
+        if (m.method === "notifications/message") seen.seqs.push(m.params?.data?.seq ?? -1);
+        else if (m.id !== undefined && m.method === undefined) seen.answers.set(m.id, m);
+      }
+    });
+    const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
+    const answer = (id: string) => waitFor(() => seen.answers.get(id), 60_000, `the answer to ${id}`);
+
+    send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "flood", version: "1" },
+      },
+    });
+    await answer("init");
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+    expect((await answer("list")).result).toBeDefined();
+
+    // the client stops reading, then asks for 64 MiB of notifications of 16 KiB each
+    gw.stdout.pause();
+    const bytes = 64 * MIB;
+    send({
+      jsonrpc: "2.0",
+      id: "flood",
+      method: "tools/call",
+      params: { name: "bad", arguments: { mode: "flood", bytes, size: 16 * 1024 } },
+    });
+    const written = () =>
+      existsSync(progress)
+        ? (JSON.parse(readFileSync(progress, "utf8")) as { written: number; done: boolean })
+        : null;
+    // the server's writes stop being taken: its progress stays put for a second, well short of
+    // the end (before, the gateway took all 64 MiB into its memory, and more for as long as the
+    // server sent)
+    let last = -1;
+    const stalled = await waitFor(
+      async () => {
+        const now = written();
+        if (now?.done) return now;
+        const same = now !== null && now.written === last;
+        last = now?.written ?? -1;
+        await new Promise((r) => setTimeout(r, 1000));
+        return same ? now : undefined;
+      },
+      60_000,
+      "the server's writes to stop being taken",
+    );
+    expect(stalled.done).toBe(false);
+    expect(stalled.written).toBeLessThan(bytes / 2);
+
+    // the client reads again: every notification, in order, then the call's answer
+    gw.stdout.resume();
+    const flooded = await answer("flood");
+    const count = seen.seqs.length;
+    expect(flooded.result?.content?.[0]?.text).toBe(`flooded ${count}`);
+    expect(count).toBeGreaterThan(bytes / (17 * 1024));
+    expect(seen.seqs.every((s, i) => s === i)).toBe(true);
+    expect(written()?.done).toBe(true);
+    // and the gateway serves on, under the same session
+    send({
+      jsonrpc: "2.0",
+      id: "after",
+      method: "tools/call",
+      params: { name: "bad", arguments: { mode: "fine" } },
+    });
+    expect((await answer("after")).result?.content?.[0]?.text).toBe("ok fine");
+    expect(stderr).not.toMatch(/remote session ended|TypeError|Unhandled|heap out of memory/);
+  }, 120_000);
+});
