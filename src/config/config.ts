@@ -5,6 +5,7 @@ import { setOwn } from "../util/setOwn.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
+import { jsonSyntaxProblem } from "./jsonSyntax.js";
 import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
@@ -219,7 +220,8 @@ export function readConfigDocument(file: string): unknown {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}).`);
+    // not V8's message, which quotes the text around the error (a token in `env` among it)
+    throw new ConfigError(`${file}: not valid JSON (${jsonSyntaxProblem(text, e)}).`);
   }
   refuseDuplicateKeys(file, text);
   return doc;
