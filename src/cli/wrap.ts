@@ -16,6 +16,7 @@ import {
   wrapFile,
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
+import { redactText } from "../util/redact.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
 
@@ -107,8 +108,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     }
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
-      if (values["dry-run"] && plan.before !== plan.after)
-        process.stdout.write(lineDiff(plan.before, plan.after, f.file));
+      if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f.file));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
@@ -125,6 +125,21 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     }
     throw e;
   }
+}
+
+/**
+ * The dry run's diff as printed. Its lines are the host file's own: the `env` beside the `args`
+ * wrap rewrites holds tokens (Codex's `env = { GITHUB_PERSONAL_ACCESS_TOKEN = "ghp_…" }` is the
+ * line after them, a one-line JSON entry holds them on the changed line), and what a dry run
+ * prints ends up in terminals' scrollback and agents' transcripts. Values under secret-like names
+ * and token-shaped strings are redacted (wrap leaves them as they are, so nothing is hidden of what
+ * changes), and a character a terminal would act on is written as an escape, as `say` writes.
+ */
+function shownDiff(plan: { before: string; after: string }, file: string): string {
+  return lineDiff(plan.before, plan.after, file)
+    .split("\n")
+    .map((line) => safeText(redactText(line)))
+    .join("\n");
 }
 
 /** --label KEY=LABEL, each LABEL a label as wrap would make one (letters, digits, . _ -). */

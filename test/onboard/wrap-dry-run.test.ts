@@ -1,0 +1,93 @@
+// What `wrap --dry-run` prints.
+// Host files are the user's own, large and full of tokens: Claude Code's ~/.claude.json keeps
+// every project's history (tens of thousands of lines), and a server's `env` holds its API keys
+// (Codex writes `env = { GITHUB_PERSONAL_ACCESS_TOKEN = "…" }` on the line after `args`). A dry
+// run is the first thing the README and doctor tell a user to run. The real CLI in a fake home.
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { fakeUsersOfEachTest, read } from "./hosts.js";
+
+const user = fakeUsersOfEachTest();
+
+const TOKEN = "ghp_9Rk2THESECRETw8Lq4Zp0Yx7Vb3Nc5Md1";
+
+describe("wrap --dry-run", () => {
+  it("a ~/.claude.json of 40,000 lines with servers at both ends: the diff, within a small heap", async () => {
+    const u = user();
+    // the user's servers at the top, this project's at the end, other projects' history between
+    const projects: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++)
+      projects[`/home/u/p${i}`] = { history: [{ display: `fix the build ${i}`, pastedContents: {} }] };
+    projects[u.project] = { mcpServers: { "proj-server": { command: "node", args: ["proj.js"] } } };
+    const file = join(u.home, ".claude.json");
+    const text = JSON.stringify(
+      { mcpServers: { "user-server": { command: "node", args: ["user.js"] } }, numStartups: 3, projects },
+      null,
+      2,
+    );
+    expect(text.split("\n").length).toBeGreaterThan(40_000);
+    writeFileSync(file, text);
+    rmSync(u.files["claude-code"]); // only ~/.claude.json: the project has no .mcp.json
+    // A line-by-line table of the two texts (the diff this replaced) needs 1.6 billion cells here:
+    // with a 256 MB heap, as with the default one after 40 s and 4 GB, it ran out of memory.
+    const r = await runCli(["wrap", "claude-code", "--dry-run"], {
+      env: { ...u.env, NODE_OPTIONS: "--max-old-space-size=256" },
+      cwd: u.project,
+    });
+    expect(r.stderr).not.toMatch(/heap|FATAL/);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`--- ${file}\n`);
+    expect(r.stdout).toMatch(/^- {7}"command": "node",$/m); // the user's server
+    expect(r.stdout).toMatch(/^- {11}"command": "node",$/m); // the project's, 40,000 lines on
+    expect(
+      r.stdout.match(
+        new RegExp(`^\\+ +"command": ${JSON.stringify(JSON.stringify(NODE)).slice(1, -1)},$`, "gm"),
+      ),
+    ).toHaveLength(2);
+    expect(r.stdout).toContain(`${file}: would wrap proj-server, user-server`);
+    // the unchanged history is elided, not printed
+    expect(r.stdout.split("\n").length).toBeLessThan(100);
+    expect(read(file)).toBe(text);
+  });
+
+  it("prints no token of the host file: values under secret-like names and token shapes are redacted", async () => {
+    const u = user();
+    writeFileSync(
+      u.files.codex,
+      [
+        "[mcp_servers.github]",
+        'command = "npx"',
+        'args = ["-y", "@modelcontextprotocol/server-github"]',
+        `env = { GITHUB_PERSONAL_ACCESS_TOKEN = "${TOKEN}" }`,
+        "",
+      ].join("\n"),
+    );
+    // one line per entry, as `claude mcp add-json` users and hand-written files have them
+    writeFileSync(
+      u.files["claude-code"],
+      `{"mcpServers": {"gh": {"command": "npx", "args": ["-y", "gh-mcp", "--api-key=${TOKEN}"], "env": {"GITHUB_TOKEN": "${TOKEN}"}}}}\n`,
+    );
+    for (const host of ["codex", "claude-code"]) {
+      const r = await u.cli(["wrap", host, "--dry-run"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("[redacted]");
+      expect(r.stdout).toMatch(/^\+ .*"run", "--state-dir", /m); // what changes is still shown
+      expect(r.stdout + r.stderr, host).not.toContain("THESECRET");
+    }
+  });
+
+  it("writes a character a terminal would act on as an escape", async () => {
+    const u = user();
+    writeFileSync(
+      u.files["claude-code"],
+      '{\n  // \u001b]0;owned\u0007 a comment from a cloned repository\n  "mcpServers": {"a": {"command": "node", "args": ["a.js"]}}\n}\n',
+    );
+    const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("\\u001b]0;owned\\u0007");
+    expect(r.stdout).not.toContain("\u001b");
+  });
+});
