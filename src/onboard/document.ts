@@ -7,9 +7,9 @@ import {
   type Node,
   type ParseError,
   parseTree,
-  printParseErrorCode,
 } from "jsonc-parser";
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
+import { describeParseError } from "../config/jsonSyntax.js";
 import { sameJson } from "../util/canonical.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import type { HostFile } from "./hosts.js";
@@ -85,13 +85,15 @@ function parseDocument(host: HostFile, withBom: string): unknown {
       return parseToml(text);
     } catch (e) {
       if (e instanceof RangeError) throw tooDeep(host);
-      // smol-toml's message quotes the lines around the error; its first line and the line
-      // number say enough, and the line itself is shown once
-      const first = (e as Error).message.split("\n")[0];
-      const line = (e as { line?: unknown }).line;
+      // smol-toml's message quotes the lines around the error. Only its first line (a fixed
+      // sentence) and where the error is are said, never the text: a host file's `env = { TOKEN =
+      // "…" }` is where a value written without its quotes, or with one missing, is a syntax error,
+      // and this sentence is printed by wrap and doctor (and kept in doctor --json).
+      const first = (e as Error).message.split("\n")[0]!.replace(/^Invalid TOML document: /, "");
+      const { line, column } = e as { line?: unknown; column?: unknown };
       const at =
         typeof line === "number"
-          ? ` at line ${line}: ${JSON.stringify(text.split(/\r?\n/)[line - 1] ?? "")}`
+          ? ` at line ${line}${typeof column === "number" ? `, column ${column}` : ""}`
           : "";
       throw new OnboardError(`${host.file} is not valid TOML (${first}${at}); nothing was written.`);
     }
@@ -119,7 +121,7 @@ function jsonDocument(host: HostFile, withBom: string): { tree: Node | undefined
   if (errors.length > 0) {
     const e = errors[0]!;
     throw new OnboardError(
-      `${host.file} does not parse (${printParseErrorCode(e.error)} at line ${lineAt(text, e.offset)}); nothing was written.`,
+      `${host.file} does not parse (${describeParseError(text, e)}); nothing was written.`,
     );
   }
   return { tree, value };

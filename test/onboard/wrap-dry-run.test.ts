@@ -1,4 +1,4 @@
-// What `wrap --dry-run` prints.
+// What `wrap --dry-run` prints, and what wrap and doctor say of a host file that does not parse.
 // Host files are the user's own, large and full of tokens: Claude Code's ~/.claude.json keeps
 // every project's history (tens of thousands of lines), and a server's `env` holds its API keys
 // (Codex writes `env = { GITHUB_PERSONAL_ACCESS_TOKEN = "…" }` on the line after `args`). A dry
@@ -89,5 +89,45 @@ describe("wrap --dry-run", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("\\u001b]0;owned\\u0007");
     expect(r.stdout).not.toContain("\u001b");
+  });
+});
+
+describe("a host file that does not parse", () => {
+  it("TOML: wrap and doctor name the line and the column, and quote none of it", async () => {
+    const u = user();
+    // a value written without its quotes
+    writeFileSync(
+      u.files.codex,
+      `[mcp_servers.github]\ncommand = "npx"\nenv = { GITHUB_PERSONAL_ACCESS_TOKEN = ${TOKEN} }\n`,
+    );
+    const said = `${u.files.codex} is not valid TOML (invalid value at line 3, column 40)`;
+    const wrap = await u.cli(["wrap", "codex"]);
+    expect(wrap.code).toBe(2);
+    expect(wrap.stderr).toBe(`portcullis: ${said}; nothing was written.\n`);
+    const doctor = await u.cli(["doctor"]);
+    expect(doctor.stdout).toContain(said);
+    const json = await u.cli(["doctor", "--json"]);
+    expect(json.stdout).toContain(said);
+    for (const r of [wrap, doctor, json]) expect(r.stdout + r.stderr).not.toContain("THESECRET");
+  });
+
+  it("JSON: the line and the column, and what is wrong in words", async () => {
+    const u = user();
+    writeFileSync(
+      u.files["claude-code"],
+      `{"mcpServers": {"gh": {"command": "npx",\n  "env": {"GITHUB_TOKEN": ${TOKEN}}}}}\n`,
+    );
+    const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: ${u.files["claude-code"]} does not parse (line 2, column 27: something that is not a JSON value, such as a string without its double quotes); nothing was written.\n`,
+    );
+    mkdirSync(join(u.root, "t"), { recursive: true });
+    const trailing = join(u.root, "t", "mcp.json");
+    writeFileSync(trailing, '{"mcpServers": {"a": {"command": "node"}}\n');
+    const t = await u.cli(["wrap", trailing]);
+    expect(t.stderr).toBe(
+      `portcullis: ${trailing} does not parse (line 2, column 1: '}' was expected); nothing was written.\n`,
+    );
   });
 });

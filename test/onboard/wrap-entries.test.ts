@@ -132,7 +132,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     expect(r.stdout).toContain("left alone: web (an HTTP entry (url), which wrap leaves alone)");
   });
 
-  it("a TOML file that does not parse: the error names the line", async () => {
+  it("a TOML file that does not parse: the error names the line and the column", async () => {
     const u = user();
     const file = u.files.codex;
     writeFileSync(
@@ -143,7 +143,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
       u,
       ["wrap", "codex"],
       file,
-      `${file} is not valid TOML (Invalid TOML document: expected comma or end of structure at line 5: "[mcp_servers.b]"); nothing was written.`,
+      `${file} is not valid TOML (expected comma or end of structure at line 5, column 1); nothing was written.`,
     );
   });
 

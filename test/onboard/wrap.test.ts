@@ -437,7 +437,12 @@ describe("bad input: one sentence, nothing written", () => {
     const u = user();
     const file = join(u.root, "broken.json");
     writeFileSync(file, read(join(import.meta.dirname, "../fixtures/hosts/broken/.mcp.json")));
-    await refused(u, ["wrap", file], file, /does not parse \(.+ at line \d+\); nothing was written\.$/);
+    await refused(
+      u,
+      ["wrap", file],
+      file,
+      /does not parse \(line \d+, column \d+: .+\); nothing was written\.$/,
+    );
     expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
   });
 
