@@ -512,23 +512,30 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
   const json = values.json === true;
   const db = openExisting(stateDir);
   try {
-    const { uses, configProblem } = configuredUses();
+    const { uses, configFile, configProblem } = configuredUses();
     // said, not hidden: "no server ... uses it" and no delivery warning would be untrue
     if (configProblem)
       process.stderr.write(
         `portcullis vault: warning: ${safeText(configProblem)}; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
       );
     const status = await holderStatus(stateDir);
+    // Who uses a secret is known only from a portcullis.json that loads: with none found, or one
+    // that does not load, it is not known (null), which --json says as the text does, not as an
+    // empty list ("no server uses it").
+    const known = configFile !== null && configProblem === undefined;
     const secrets = listSecrets(db).map((s) => ({
       ...s,
-      usedBy: (uses.get(s.name) ?? []).map(({ spec, place, use }) => {
-        const m = deliveryMismatch(spec, s, place);
-        return m ? { ...use, mismatch: `${m.why}; ${m.fix}` } : use;
-      }),
+      usedBy: known
+        ? (uses.get(s.name) ?? []).map(({ spec, place, use }) => {
+            const m = deliveryMismatch(spec, s, place);
+            return m ? { ...use, mismatch: `${m.why}; ${m.fix}` } : use;
+          })
+        : null,
     }));
     if (json) {
+      const config = { file: configFile, problem: configProblem ?? null };
       process.stdout.write(
-        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, secrets }, null, 2)}\n`,
+        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, config, secrets }, null, 2)}\n`,
       );
       return EXIT_OK;
     }
@@ -541,7 +548,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     const t = (v: unknown) => safeText(String(v));
     for (const s of secrets) {
       const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.map(t).join(", ")}`;
-      const used = s.usedBy.map(
+      const used = (s.usedBy ?? []).map(
         (u) =>
           `${t(u.server)} (${t(u.env)}, ${t(u.deliver)}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
             u.tools
@@ -551,10 +558,10 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       );
       process.stdout.write(
         `${t(s.name)}  ${how}  ${s.bytes} bytes  created ${t(s.createdAt)}${s.rotatedAt ? `  rotated ${t(s.rotatedAt)}` : ""}\n` +
-          `  used by: ${used.length ? used.join("; ") : configProblem ? "not known (the portcullis.json found here does not load)" : "no server in the portcullis.json found here"}\n`,
+          `  used by: ${used.length ? used.join("; ") : configProblem ? "not known (the portcullis.json found here does not load)" : configFile === null ? "not known (no portcullis.json found from here)" : "no server in the portcullis.json found here"}\n`,
       );
       // a use the vault will never serve as configured: said under it, with the fix
-      for (const u of s.usedBy) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
+      for (const u of s.usedBy ?? []) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
     }
     return EXIT_OK;
   } finally {
@@ -572,10 +579,15 @@ interface ConfiguredUse {
  * Which servers of the portcullis.json found from here use each secret, and, when that file does
  * not load, why (its one sentence, naming the file and the key).
  */
-function configuredUses(): { uses: Map<string, ConfiguredUse[]>; configProblem?: string } {
+function configuredUses(): {
+  uses: Map<string, ConfiguredUse[]>;
+  /** the portcullis.json found from the working directory, or null */
+  configFile: string | null;
+  configProblem?: string;
+} {
   const out = new Map<string, ConfiguredUse[]>();
   const file = findConfig(process.cwd());
-  if (!file) return { uses: out };
+  if (!file) return { uses: out, configFile: null };
   try {
     for (const server of loadConfigFile(file).values()) {
       const perTool = Object.entries(server.tools ?? {}).filter(([, t]) => t.credentials !== undefined);
@@ -599,9 +611,9 @@ function configuredUses(): { uses: Map<string, ConfiguredUse[]>; configProblem?:
   } catch (e) {
     // best effort: listing the secrets does not depend on the file
     const why = e instanceof ConfigError ? e.message : `${file}: ${(e as Error).message ?? String(e)}`;
-    return { uses: new Map(), configProblem: why.replace(/\.$/, "") };
+    return { uses: new Map(), configFile: file, configProblem: why.replace(/\.$/, "") };
   }
-  return { uses: out };
+  return { uses: out, configFile: file };
 }
 
 /** One sentence for every --for it refuses, a malformed one ("0", "ten") or one out of range ("0s", "25h"). */
