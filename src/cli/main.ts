@@ -181,13 +181,22 @@ async function storeFailure(e: unknown): Promise<StoreError | null> {
   return (await import("../store/db.js")).storeFailure(e);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    // stdout and stderr are synchronous on pipes and files here, so nothing is lost;
-    // exiting explicitly ends a gateway whose server left handles behind. process.exit also
+/**
+ * Processes whose stdout is not a result for a reader: a gateway's is its MCP client's (its
+ * transport watches it), the vault holder's is its unlock's pipe (it watches that itself).
+ */
+const OWN_OUTPUT = new Set(["run", "__vault-holder"]);
+const argv = process.argv.slice(2);
+const resultOutput = !OWN_OUTPUT.has(argv[0] ?? "");
+if (resultOutput) exitWhenOutputCloses();
+
+main(argv).then(
+  async (code) => {
+    // Exiting explicitly ends a gateway whose server left handles behind. process.exit also
     // skips better-sqlite3's teardown, which closes every database still open: a gateway whose
     // store's -wal was deleted under it leaves its store open on purpose, and closing it then
     // would copy the orphaned log over the live database (src/store/storeWatch.ts).
+    if (resultOutput) await outputWritten();
     process.exit(code);
   },
   async (e: unknown) => {
@@ -195,9 +204,47 @@ main(process.argv.slice(2)).then(
     // Exit now, as on success: a command that failed may have left handles open (a gateway
     // whose server could not be launched was already reading its client's input), and a host
     // waiting on it must see it end, not wait for its own timeout.
+    if (resultOutput) await outputWritten();
     process.exit();
   },
 );
+
+/**
+ * Resolves once everything the command wrote to stdout and stderr has reached the pipe or file.
+ * Node writes to a pipe asynchronously: what the pipe (64 KiB on Linux) does not take at once
+ * waits in this process, and process.exit dropped it. `catalog show LABEL --json | jq` got the
+ * first 65,536 bytes of a larger catalog, cut mid-string, with exit 0. An empty write's callback
+ * runs once the writes before it are done.
+ */
+async function outputWritten(): Promise<void> {
+  await Promise.all(
+    [process.stdout, process.stderr].map(
+      (stream) =>
+        new Promise<void>((resolve) => {
+          if (stream.writableLength === 0 || stream.destroyed) resolve();
+          else stream.write("", () => resolve());
+        }),
+    ),
+  );
+}
+
+/**
+ * A reader that went away before the output was all written (`| head`, a backup's ssh that
+ * dropped) is an error of the environment, said in one sentence with exit 2: not an internal
+ * error with a stack, and not exit 0 over a result cut short.
+ */
+function exitWhenOutputCloses(): void {
+  process.stdout.on("error", () => {
+    try {
+      process.stderr.write(
+        "portcullis: standard output was closed by its reader before everything was written; what it received is incomplete.\n",
+      );
+    } finally {
+      process.exit(EXIT_USAGE);
+    }
+  });
+  process.stderr.on("error", () => process.exit(EXIT_USAGE));
+}
 
 /** Writes what went wrong as the user needs it and returns the exit code. */
 async function reportFailure(e: unknown): Promise<number> {
