@@ -5,6 +5,7 @@ import { safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { requireInitialized } from "../store/stateDir.js";
 import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
@@ -188,6 +189,11 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
   // Holders no socket leads to (one still starting, one whose unlock was interrupted) hold the
   // secrets too: ended by the files `unlock` keeps of them.
   const unreachable = endHolders(ctx.stateDir);
+  // A directory init never set up, with no holder of it found: not a vault that "was already
+  // locked" (`--state-dir ~` for the real one, whose vault stays unlocked) but a mistaken
+  // directory, refused as status and the other commands refuse it. Only after the lock above, so
+  // a holder whose keyring and store were deleted under it is still ended.
+  if (!was.unlocked && unreachable === 0) requireInitialized(ctx.stateDir);
   if (was.unlocked && keyringExists(ctx.stateDir)) {
     const db = openStore(ctx.stateDir);
     try {

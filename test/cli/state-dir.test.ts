@@ -90,6 +90,8 @@ describe("a state directory that is there but was never set up by init", () => {
       ["catalog", "list", "inv"],
       ["egress"],
       ["passkey", "list"],
+      // not "the vault was already locked": `lock --state-dir ~` left the real vault unlocked
+      ["lock"],
     ]) {
       const r = await runCli([...args, "--state-dir", empty]);
       expect(r.code, args.join(" ")).toBe(2);
