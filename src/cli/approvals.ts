@@ -168,6 +168,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
+  const id = wants === 1 ? givenId(name as "approve" | "deny" | "revoke", positionals[0]!) : "";
   const verbose = !!(v.verbose || v.chain);
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
   const stateDir = existingStateDir(v["state-dir"]);
@@ -194,12 +195,12 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
         return listGrants(db, !!v.json);
       case "approve":
         if (v.next) return await decideNext(db, stateDir, forWhat, undefined, verbose);
-        return await approve(db, stateDir, positionals[0]!, forWhat, verbose);
+        return await approve(db, stateDir, id, forWhat, verbose);
       case "deny":
         if (v.next) return await decideNext(db, stateDir, "deny", v.reason, verbose);
-        return await deny(db, stateDir, positionals[0]!, v.reason, verbose);
+        return await deny(db, stateDir, id, v.reason, verbose);
       case "revoke":
-        return await revoke(db, stateDir, positionals[0]!);
+        return await revoke(db, stateDir, id);
     }
   } finally {
     // A store file deleted or replaced while the human read the review or typed the passphrase
@@ -207,6 +208,26 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     closeStoreUnlessLost(db);
   }
   return EXIT_USAGE;
+}
+
+/** Request and grant IDs are ULIDs: 26 of Crockford's base-32 digits, case-insensitive. */
+const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+
+/**
+ * The request or grant ID given, as stored (upper case). An empty word (an unset `$ID`) is no
+ * ID, not a request named "". A word that is not shaped like an ID is not repeated: `approve`
+ * asks for the passphrase, and `portcullis approve hunter2` is how a user who expected to give it
+ * here would type it (nor is a 100 KB word written back).
+ */
+function givenId(name: "approve" | "deny" | "revoke", word: string): string {
+  const what = name === "revoke" ? "GRANT" : "request ID";
+  const listed = name === "revoke" ? "portcullis grants" : "portcullis approvals";
+  if (word === "") throw new UsageError(`${name}: the ${what} given is empty; see '${listed}'.`);
+  if (!ID_SHAPE.test(word))
+    throw new UsageError(
+      `${name}: the ${what} given is not one (26 letters and digits, as '${listed}' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).`,
+    );
+  return word.toUpperCase();
 }
 
 /** The review as printed: the one-screen card, or the full review with the process chain. */

@@ -74,7 +74,8 @@ function run(args: string[], stateDir: string): number {
   if (verb !== "list" && verb !== "add" && verb !== "rm") {
     throw new UsageError(`passkey: unknown subcommand "${safeText(verb!)}"; use list, add or rm.`);
   }
-  if (rest.length !== wants) {
+  // an empty word (an unset `$ID`) is no ID: "there is no passkey ." said nothing
+  if (rest.length !== wants || rest[0] === "") {
     throw new UsageError(
       wants
         ? "passkey rm: give the passkey ID (see 'portcullis passkey list')."

@@ -230,9 +230,14 @@ describe("portcullis approve / deny / revoke in another process", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/never accepted as an argument/);
     expect((await cli("approve", ["--state-dir", dir], withPass)).code).toBe(2);
-    const unknown = await cli("approve", ["01NOSUCHREQUEST", "--state-dir", dir], withPass);
+    const unknown = await cli("approve", ["01ARZ3NDEKTSV4RRFFQ69G5FAV", "--state-dir", dir], withPass);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/no approval request 01NOSUCHREQUEST/);
+    expect(unknown.stderr).toMatch(/no approval request 01ARZ3NDEKTSV4RRFFQ69G5FAV/);
+    // a word not shaped like an ID is said to be none, and not repeated
+    const notId = await cli("approve", ["01NOSUCHREQUEST", "--state-dir", dir], withPass);
+    expect(notId.code).toBe(2);
+    expect(notId.stderr).toMatch(/the request ID given is not one/);
+    expect(notId.stderr).not.toContain("01NOSUCHREQUEST");
     expect((await cli("approve", ["X", "--for", "ever", "--state-dir", dir], withPass)).code).toBe(2);
 
     const run = testRun(db);

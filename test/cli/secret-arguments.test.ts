@@ -29,6 +29,11 @@ const CASES: string[][] = [
   ["audit", "sessions", `--key=${SECRET}`],
   ["audit", "verify", SECRET],
   ["audit", "show", "1", SECRET],
+  // in the ID's place: `approve` asks for the passphrase, and this is where one who expected to
+  // give it would type it
+  ["approve", SECRET],
+  ["deny", SECRET, "--reason", "no"],
+  ["revoke", SECRET],
   ["approve", "REQ", SECRET],
   ["approve", "REQ", "--for", SECRET],
   ["run", SECRET, "--", "node", "server.js"],
@@ -63,6 +68,34 @@ describe("a refused argument is never printed back", () => {
     expect(await at(["unlock", SECRET, SECRET])).toContain("unlock: unexpected arguments (2, not shown");
     expect(await at(["audit", "activity", SECRET])).toContain("activity: unexpected argument (1, not shown");
     expect(await at(["unlock", "--for"])).toContain("unlock: --for needs a value");
+  });
+});
+
+describe("an ID that is empty or not an ID", () => {
+  it('is said to be so (an unset $ID is not a request named ""), and an ID in lower case is found', async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const said = async (args: string[]) => {
+      const r = await runCli([...args, "--state-dir", stateDir], { env });
+      expect(r.code, args.join(" ")).toBe(2);
+      return r.stderr;
+    };
+    expect(await said(["approve", ""])).toBe(
+      "portcullis: approve: the request ID given is empty; see 'portcullis approvals'.\n",
+    );
+    expect(await said(["revoke", ""])).toBe(
+      "portcullis: revoke: the GRANT given is empty; see 'portcullis grants'.\n",
+    );
+    expect(await said(["passkey", "rm", ""])).toBe(
+      "portcullis: passkey rm: give the passkey ID (see 'portcullis passkey list').\n",
+    );
+    expect(await said(["deny", "x".repeat(100_000)])).toBe(
+      "portcullis: deny: the request ID given is not one (26 letters and digits, as 'portcullis approvals' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).\n",
+    );
+    // ULIDs are case-insensitive: looked up as stored
+    expect(await said(["approve", "01m8z1vbwg8q99d6cryje0396a"])).toBe(
+      "portcullis: approve: there is no approval request 01M8Z1VBWG8Q99D6CRYJE0396A.\n",
+    );
   });
 });
 
