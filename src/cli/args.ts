@@ -115,3 +115,15 @@ export function oneOf<T extends string>(
   }
   return value as T;
 }
+
+/**
+ * A command or subcommand word that is not one, as a refusal shows it: quoted when it reads as a
+ * mistyped command (`lsit`, `verfy`), which is what helps, and otherwise not at all. A word where
+ * a command belongs may be a secret pasted on the wrong line (`portcullis sk-live-…`, `vault
+ * ghp_…` for `vault set`), and the refusal goes to scrollback, CI logs and transcripts.
+ */
+export function shownWord(word: string): string {
+  return /^[A-Za-z][A-Za-z-]{0,31}$/.test(word)
+    ? `"${word}"`
+    : "(not shown: it does not read as one, and may be a secret typed in the wrong place)";
+}

@@ -38,7 +38,7 @@ import { openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { requireInitialized } from "../store/stateDir.js";
 import { redactEvent } from "../util/redact.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { parse as parseArgs } from "./args.js";
+import { parse as parseArgs, shownWord } from "./args.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
@@ -103,7 +103,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       case "show":
         return await decrypting(sub, ctx.stateDir, opts);
       default:
-        throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
+        throw new UsageError(`unknown audit subcommand ${shownWord(sub)}; see portcullis audit --help`);
     }
   } catch (err) {
     // A wrong passphrase is a check that failed, as in every command that asks for one (README).
@@ -148,8 +148,7 @@ function parse(sub: string, rest: string[]): Opts {
     show: ["json"],
   };
   const names = allowed[sub];
-  if (!names)
-    throw new UsageError(`unknown audit subcommand ${JSON.stringify(sub)}; see portcullis audit --help`);
+  if (!names) throw new UsageError(`unknown audit subcommand ${shownWord(sub)}; see portcullis audit --help`);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     // the shared parser: its refusals name a flag, never a value or a stray word

@@ -4,7 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
-import { repeated } from "./args.js";
+import { repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { PassphraseError } from "./passphrase.js";
 
@@ -160,7 +160,8 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const load = commands[name];
-  if (!load) throw new UsageError(`unknown command "${name}"; run 'portcullis --help' for the list.`);
+  if (!load)
+    throw new UsageError(`unknown command ${shownWord(name)}; run 'portcullis --help' for the list.`);
   return (await load())(rest);
 }
 

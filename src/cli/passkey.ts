@@ -6,7 +6,7 @@ import { readConsoleAddress } from "../console/address.js";
 import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, type Store } from "../store/db.js";
-import { parse } from "./args.js";
+import { parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 
 export const PASSKEY_HELP = `usage: portcullis passkey list [--json] [--state-dir DIR]
@@ -72,7 +72,7 @@ function run(args: string[], stateDir: string): number {
   const [verb, ...rest] = positionals;
   const wants = verb === "rm" ? 1 : 0;
   if (verb !== "list" && verb !== "add" && verb !== "rm") {
-    throw new UsageError(`passkey: unknown subcommand "${safeText(verb!)}"; use list, add or rm.`);
+    throw new UsageError(`passkey: unknown subcommand ${shownWord(verb!)}; use list, add or rm.`);
   }
   // an empty word (an unset `$ID`) is no ID: "there is no passkey ." said nothing
   if (rest.length !== wants || rest[0] === "") {

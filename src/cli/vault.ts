@@ -38,7 +38,7 @@ import {
   type SecretPolicy,
   VaultError,
 } from "../vault/secrets.js";
-import { oneOf, parse } from "./args.js";
+import { oneOf, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
@@ -92,7 +92,7 @@ export async function vaultCommand(args: string[], ctx: { stateDir: string }): P
         return vaultRm(rest, ctx.stateDir);
       default:
         throw new UsageError(
-          `vault: unknown subcommand "${sub}" (set, list, rm); see portcullis vault --help.`,
+          `vault: unknown subcommand ${shownWord(sub)}; use set, list or rm (see portcullis vault --help).`,
         );
     }
   });

@@ -7,6 +7,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
+import { flagName, shownWord } from "../cli/args.js";
 import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
@@ -53,7 +54,14 @@ export async function runDemo(args: string[]): Promise<number> {
   }
   const unknown = args.find((a) => a !== "--keep" && a !== "--console");
   if (unknown) {
-    process.stderr.write(`portcullis: demo: unknown argument "${unknown}"; see portcullis demo --help.\n`);
+    // the option by its name only, a word only when it reads as one (src/cli/args.ts says why)
+    const flag = flagName(unknown);
+    const said = !unknown.startsWith("-")
+      ? `unknown argument ${shownWord(unknown)}`
+      : flag === "--keep" || flag === "--console"
+        ? `${flag} takes no value`
+        : `unknown option ${flag}`;
+    process.stderr.write(`portcullis: demo: ${said}; see portcullis demo --help.\n`);
     return 2;
   }
   const keep = args.includes("--keep");

@@ -35,6 +35,14 @@ const CASES: string[][] = [
   ["deny", SECRET, "--reason", "no"],
   ["revoke", SECRET],
   ["approve", "REQ", SECRET],
+  // in a command's or subcommand's place: a secret pasted on the wrong line
+  [SECRET],
+  ["catalog", SECRET, "inventory"],
+  ["vault", SECRET],
+  ["audit", SECRET],
+  ["passkey", SECRET],
+  ["demo", SECRET],
+  ["demo", `--keep=${SECRET}`],
   ["approve", "REQ", "--for", SECRET],
   ["run", SECRET, "--", "node", "server.js"],
   ["run", `--hold-timeout=${SECRET}`, "--", "node", "server.js"],
@@ -68,6 +76,10 @@ describe("a refused argument is never printed back", () => {
     expect(await at(["unlock", SECRET, SECRET])).toContain("unlock: unexpected arguments (2, not shown");
     expect(await at(["audit", "activity", SECRET])).toContain("activity: unexpected argument (1, not shown");
     expect(await at(["unlock", "--for"])).toContain("unlock: --for needs a value");
+    // a mistyped command still reads as one, and is named
+    expect(await at(["lsit"])).toContain('unknown command "lsit"');
+    expect(await at(["vault", "lsit"])).toContain('vault: unknown subcommand "lsit"');
+    expect(await at(["demo", "--keep=1"])).toContain("demo: --keep takes no value");
   });
 });
 

@@ -86,8 +86,8 @@ describe("catalog revisions", () => {
       ["diff", "issues", "--revision", "1"],
       " diff: --revision is for catalog show (diff takes FROM TO).",
     );
-    await refused(["lsit", "issues"], ': unknown subcommand "lsit" (show, diff, list).');
-    await refused(["lsit"], ': unknown subcommand "lsit" (show, diff, list).');
+    await refused(["lsit", "issues"], ': unknown subcommand "lsit"; use show, diff or list.');
+    await refused(["lsit"], ': unknown subcommand "lsit"; use show, diff or list.');
     const one = JSON.parse(
       (await runCli(["catalog", "show", "issues", "--revision", "1", "--json"], { stateDir: gw.stateDir }))
         .stdout,
