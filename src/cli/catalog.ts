@@ -52,9 +52,13 @@ export async function catalogCommand(args: string[]): Promise<number> {
   const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));
   try {
     const rev = (s: string, what: string) => {
+      // digits only: Number() also reads "1e3", "0x2" and " 2" as revisions, and rounds a number
+      // past 2^53 ("no revision 100000000000000000000" for the 99999999999999999999 typed)
       const n = Number(s);
-      if (!Number.isInteger(n) || n < 1)
-        throw new UsageError(`catalog ${sub}: ${what} must be a revision number.`);
+      if (!/^[1-9][0-9]*$/.test(s) || !Number.isSafeInteger(n))
+        throw new UsageError(
+          `catalog ${sub}: ${what} must be a revision number (1, 2, … as 'catalog list' shows them).`,
+        );
       const r = getRevision(store, label, n);
       if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
       return r;

@@ -88,6 +88,13 @@ describe("catalog revisions", () => {
     );
     await refused(["lsit", "issues"], ': unknown subcommand "lsit"; use show, diff or list.');
     await refused(["lsit"], ': unknown subcommand "lsit"; use show, diff or list.');
+    // a revision is written in digits: "0x2" was revision 2, "2e0" too, and a number past 2^53
+    // was named rounded ("no revision 100000000000000000000")
+    const notNumber = " must be a revision number (1, 2, … as 'catalog list' shows them).";
+    for (const n of ["0x2", "2e0", " 2", "99999999999999999999"]) {
+      await refused(["show", "issues", "--revision", n], ` show: --revision${notNumber}`);
+      await refused(["diff", "issues", "1", n], ` diff: TO${notNumber}`);
+    }
     const one = JSON.parse(
       (await runCli(["catalog", "show", "issues", "--revision", "1", "--json"], { stateDir: gw.stateDir }))
         .stdout,
