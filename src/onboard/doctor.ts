@@ -173,7 +173,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
  */
 function stateDirFindings(path: string, why: string, mode: number | null, isDir: boolean): Finding[] {
   if (mode === null)
-    return [{ ok: false, what: `state directory ${path} does not exist`, next: "run 'portcullis init'" }];
+    return [
+      {
+        ok: false,
+        what: `state directory ${path} does not exist`,
+        // named: a bare 'portcullis init' makes the default directory, not one given by --state-dir
+        next: `run 'portcullis init --state-dir ${path}', or give the --state-dir or PORTCULLIS_HOME your gateways use`,
+      },
+    ];
   // A file in the directory's place: nothing inside it can be looked at.
   if (!isDir)
     return [

@@ -176,6 +176,25 @@ describe("portcullis doctor", () => {
     expect(text.stdout).toContain("PROBLEM  no keyring in");
   });
 
+  it("a state directory that does not exist: the init to run names it, as a flag would not be taken by a bare init", async () => {
+    const u = user();
+    const typo = join(u.root, "state-typo");
+    for (const args of [
+      ["doctor", "--json", "--state-dir", typo],
+      ["doctor", "--json"],
+    ]) {
+      const r = await u.cli(args);
+      expect(r.code).toBe(1);
+      const dir = args.includes(typo) ? typo : u.stateDir;
+      // a bare 'portcullis init' would create the default directory, not this one
+      expect(JSON.parse(r.stdout).findings[0]).toEqual({
+        ok: false,
+        what: `state directory ${dir} does not exist`,
+        next: `run 'portcullis init --state-dir ${dir}', or give the --state-dir or PORTCULLIS_HOME your gateways use`,
+      });
+    }
+  });
+
   it("a FIFO in place of a host file is a problem, not a hang; wrap and drill refuse it", async () => {
     const u = user();
     const mcp = u.files["claude-code"];
