@@ -147,7 +147,8 @@ function parse(sub: string, rest: string[]): Opts {
     activity: ["json"],
     show: ["json"],
   };
-  const names = allowed[sub];
+  // own keys only: `audit constructor` found Object's and failed with "names.includes is not a function"
+  const names = Object.hasOwn(allowed, sub) ? allowed[sub] : undefined;
   if (!names) throw new UsageError(`unknown audit subcommand ${shownWord(sub)}; see portcullis audit --help`);
   let parsed: ReturnType<typeof parseArgs>;
   try {

@@ -4,7 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
-import { repeated, shownWord } from "./args.js";
+import { flagName, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { PassphraseError } from "./passphrase.js";
 
@@ -49,7 +49,7 @@ Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else
 $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis). An option that takes one value,
 --state-dir included, is refused when given twice.
 
-Run 'portcullis <command> --help' for a command's options.
+Run 'portcullis <command> --help' (or 'portcullis help <command>') for a command's options.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
 
 type Command = (args: string[]) => Promise<number>;
@@ -150,6 +150,16 @@ for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  // `portcullis help run` is `portcullis run --help`, as git and npm read it
+  if (name === "help" && rest.length > 0) {
+    const [topic, ...more] = rest;
+    if (more.length > 0) throw new UsageError("help: give one command (portcullis help COMMAND).");
+    if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
+      throw new UsageError(
+        `help: unknown command ${shownWord(topic!)}; run 'portcullis --help' for the list.`,
+      );
+    return main([topic!, "--help"]);
+  }
   if (!name || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${HELP}\n`);
     return name ? 0 : EXIT_USAGE;
@@ -159,7 +169,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`portcullis ${pkg.version}\n`);
     return 0;
   }
-  const load = commands[name];
+  // an option before the command (`portcullis --state-dir DIR status`): said so, by its name only
+  if (name.startsWith("-"))
+    throw new UsageError(
+      `${flagName(name)} goes after the command (portcullis COMMAND ${flagName(name)} …); run 'portcullis --help' for the commands.`,
+    );
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load)
     throw new UsageError(`unknown command ${shownWord(name)}; run 'portcullis --help' for the list.`);
   return (await load())(rest);

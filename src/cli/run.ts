@@ -126,7 +126,9 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const sep = args.indexOf("--");
   const { values, positionals } = parse("run", sep === -1 ? args : args.slice(0, sep), OPTIONS);
   if (values.help) {
-    process.stderr.write(`${RUN_HELP}\n`);
+    // on stdout, as every command's help: `run --help | grep listen` found nothing. A host never
+    // passes --help, so no MCP client reads it.
+    process.stdout.write(`${RUN_HELP}\n`);
     return 0;
   }
   const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);

@@ -95,3 +95,52 @@ describe("help and README name what the commands accept", () => {
     expect(head(json.stdout)).toEqual(head(plain.stdout));
   });
 });
+
+describe("the command word", () => {
+  it("`help COMMAND` is that command's --help; an unknown one is refused", async () => {
+    for (const command of ["run", "status", "approve", "audit"]) {
+      const help = await runCli(["help", command]);
+      const own = await runCli([command, "--help"]);
+      expect(help.code, `help ${command}`).toBe(0);
+      expect(help.stdout, `help ${command}`).toBe(own.stdout);
+      // on stdout, run's too (it was written to stderr: `run --help | grep listen` found nothing)
+      expect(help.stdout).toMatch(new RegExp(`^usage:\\s+portcullis ${command}`, "i"));
+      expect(own.stderr, `${command} --help`).toBe("");
+    }
+    const unknown = await runCli(["help", "lsit"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      "portcullis: help: unknown command \"lsit\"; run 'portcullis --help' for the list.\n",
+    );
+  });
+
+  it("an option before the command is said to go after it", async () => {
+    const r = await runCli(["--state-dir", newStateDir(), "status"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      "portcullis: --state-dir goes after the command (portcullis COMMAND --state-dir …); run 'portcullis --help' for the commands.\n",
+    );
+  });
+
+  // The tables of commands and subcommands are plain objects: a name found on Object.prototype
+  // was taken for a command and failed with an internal error and a stack (exit 70).
+  it("a name of Object.prototype is an unknown command, not an internal error", async () => {
+    const stateDir = newStateDir();
+    for (const args of [
+      ["constructor"],
+      ["toString"],
+      ["__proto__"],
+      ["hasOwnProperty"],
+      ["help", "constructor"],
+      ["audit", "constructor"],
+      ["audit", "toString"],
+    ]) {
+      const r = await runCli(args, { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(
+        /^portcullis(?: audit)?: (?:help: )?unknown (?:audit sub)?command (?:"|\(not shown)/,
+      );
+      expect(r.stderr, args.join(" ")).not.toMatch(/internal error|\n\s+at /);
+    }
+  });
+});
