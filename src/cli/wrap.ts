@@ -53,6 +53,15 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
+/**
+ * unwrap's, as its help says: `unwrap --dry-run` was accepted and restored the file for real (the
+ * opposite of what was asked), and `unwrap --servers a` unwrapped every server.
+ */
+const UNWRAP_OPTIONS = {
+  "state-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 function targets(arg: string | undefined, cwd: string): HostFile[] {
   if (arg === undefined || (HOSTS as readonly string[]).includes(arg)) {
     const files = hostFiles((arg ?? "claude-code") as HostName, cwd).filter((f) => existsSync(f.file));
@@ -73,7 +82,15 @@ function targets(arg: string | undefined, cwd: string): HostFile[] {
 }
 
 export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Promise<number> {
-  const { values, positionals } = parse(name, args, OPTIONS);
+  const parsed = name === "wrap" ? parse(name, args, OPTIONS) : parse(name, args, UNWRAP_OPTIONS);
+  const values: {
+    "dry-run"?: boolean;
+    servers?: string;
+    label?: string[];
+    "state-dir"?: string;
+    help?: boolean;
+  } = parsed.values;
+  const positionals = parsed.positionals;
   if (values.help) {
     process.stdout.write(`${WRAP_HELP}\n`);
     return 0;
@@ -89,6 +106,11 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     ?.split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+  // `--servers "$LIST"` with the variable unset wrapped nothing and said so, exit 0
+  if (only?.length === 0)
+    throw new UsageError(
+      "wrap: --servers names no server; give the server keys separated by commas (--servers a,b), or leave it out for every server.",
+    );
   const labels = labelOptions(values.label ?? []);
   const launcher = {
     node: process.execPath,

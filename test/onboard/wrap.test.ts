@@ -306,6 +306,27 @@ describe("wrap then unwrap, each host format", () => {
     expect(existsSync(u.stateDir)).toBe(false);
   });
 
+  it("unwrap takes none of wrap's options: --dry-run is refused, not an unwrap for real", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    expect((await u.cli(["wrap", "claude-code"])).code).toBe(0);
+    const wrapped = read(file);
+    for (const flag of ["--dry-run", "--servers=inventory-local", "--label=inventory-local=x"]) {
+      const r = await u.cli(["unwrap", "claude-code", flag]);
+      expect(r.code, flag).toBe(2);
+      expect(r.stderr, flag).toBe(
+        `portcullis: unwrap: unknown option ${flag.split("=")[0]} (a value that starts with '-' goes after '--')\n`,
+      );
+      expect(read(file), flag).toBe(wrapped);
+    }
+    // and a --servers that names nothing (an unset "$LIST") is refused, not "wrapped nothing"
+    const none = await u.cli(["wrap", "codex", "--servers", ""]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(
+      "portcullis: wrap: --servers names no server; give the server keys separated by commas (--servers a,b), or leave it out for every server.\n",
+    );
+  });
+
   // The host reads its file with JSON.parse (or a TOML parser), which keeps "__proto__" as an
   // ordinary key and starts that server: wrap must put portcullis in front of it too.
   it('a server keyed "__proto__" is wrapped and unwrapped like any other (JSON and TOML)', async () => {
