@@ -31,6 +31,7 @@ import {
   checkSecretName,
   checkSecretValue,
   listSecrets,
+  MAX_VALUE_BYTES,
   type OpenedSecret,
   openAllSecrets,
   putSecret,
@@ -652,8 +653,20 @@ const SHORT_VALUE = 8;
 
 async function readStdinValue(): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let read = 0;
+  for await (const c of process.stdin) {
+    chunks.push(c as Buffer);
+    read += (c as Buffer).length;
+    // Past the largest value (and its line break) nothing more is read: `< /dev/zero`, or a
+    // large file given by mistake, was read whole into memory before being refused (for ever,
+    // for a stream that does not end)
+    if (read > MAX_VALUE_BYTES + 2) {
+      for (const chunk of chunks) chunk.fill(0);
+      throw new VaultError(`the value is over ${MAX_VALUE_BYTES} bytes; nothing was stored`);
+    }
+  }
   const bytes = Buffer.concat(chunks);
+  for (const chunk of chunks) chunk.fill(0);
   try {
     // fatal: bytes that are not UTF-8 would otherwise each become U+FFFD, and a value other
     // than the one given would be stored (and delivered) without a word

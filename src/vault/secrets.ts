@@ -10,7 +10,7 @@ import type { Store } from "../store/db.js";
  */
 
 export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const MAX_VALUE_BYTES = 64 * 1024;
+export const MAX_VALUE_BYTES = 64 * 1024;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
