@@ -86,6 +86,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** non-null while no server runs until its files change (a crash loop under a watcher): why */
   paused: string | null = null;
   private stopping = false;
+  /** the client reads slower than the server talks: the server's stdout is left unread (setReading) */
+  private unread = false;
   /** the artifact watcher, following the identity captured at each launch */
   private readonly watched = new WatchedSet(
     (paths) => this.onArtifacts(paths),
@@ -219,6 +221,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         pipeLost: (detail) => this.onPipeLost(child, detail),
       },
     );
+    // a new process while the client is backed up starts unread, as the one it replaces was
+    if (this.unread) child.stdout.pause();
     child.on("exit", (code, signal) => this.onExit(child, code, signal));
     // It was spawned before its identity was captured: it may already have exited.
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -658,6 +662,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     await Promise.all(stopping);
     this.groups.clear();
+  }
+
+  /**
+   * The client reads slower than the server talks (ServerLink.setReading): the current process's
+   * stdout is left unread until `on` again, so that its writes wait in the pipe and in the server,
+   * not in the gateway's memory (a server that floods notifications to a client that does not
+   * read grew the gateway past a gigabyte in 15 s). Nothing is dropped. A process being stopped
+   * (drained) is never read again.
+   */
+  setReading(on: boolean): void {
+    this.unread = !on;
+    const child = this.current?.child;
+    if (!child || this.draining?.gen.child === child) return;
+    if (on) child.stdout.resume();
+    else child.stdout.pause();
   }
 
   /** Waits for `gen`'s last answers: until its pipes close (it exited) or `graceMs` passed. */
