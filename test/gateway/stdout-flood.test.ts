@@ -5,9 +5,9 @@
 // order, then the call's answer. Real gateway, real fixture (habits.mjs `pour`); the client is a
 // plain pipe this test stops and starts reading.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { floodProgress, readFlood, serverHeld } from "../helpers/flood.js";
 import { assertBuilt, hostEnv } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -56,26 +56,7 @@ describe("a launched server that writes faster than the client reads", () => {
     gw.stderr.on("data", (b: Buffer) => {
       stderr += b.toString();
     });
-    // only what the test needs of each message is kept: 64 MiB of notifications pass through
-    const seqs: number[] = [];
-    const answers = new Map<unknown, { result?: { content?: { text?: string }[] }; error?: unknown }>();
-    let partial = "";
-    gw.stdout.setEncoding("utf8");
-    gw.stdout.on("data", (chunk: string) => {
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        const m = JSON.parse(line) as {
-          id?: unknown;
-          method?: string;
-          params?: { data?: { seq?: number } };
-          result?: { content?: { text?: string }[] };
-          error?: unknown;
-        };
-        if (m.method === "notifications/message") seqs.push(m.params?.data?.seq ?? -1);
-        else if (m.id !== undefined && m.method === undefined) answers.set(m.id, m);
-      }
-    });
+    const { seqs, answers } = readFlood(gw.stdout);
     const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
     const answer = (id: string) => waitFor(() => answers.get(id), 60_000, `the answer to ${id}`);
 
@@ -99,30 +80,10 @@ describe("a launched server that writes faster than the client reads", () => {
       method: "tools/call",
       params: { name: "pour", arguments: { bytes, size: 16 * 1024 } },
     });
-    // (the fixture rewrites the file every 100 ms: a read in the middle of a write is skipped)
-    let lastRead: { written: number; done: boolean } | null = null;
-    const written = () => {
-      try {
-        if (existsSync(progress)) lastRead = JSON.parse(readFileSync(progress, "utf8"));
-      } catch {}
-      return lastRead;
-    };
     // the server's writes stop being taken: its progress stays put for a second, well short of
     // the end (before, the gateway read all 64 MiB into its memory, and more for as long as the
     // server wrote)
-    let last = -1;
-    const stalled = await waitFor(
-      async () => {
-        const now = written();
-        if (now?.done) return now;
-        const same = now !== null && now.written === last;
-        last = now?.written ?? -1;
-        await new Promise((r) => setTimeout(r, 1000));
-        return same ? now : undefined;
-      },
-      60_000,
-      "the server's writes to stop being taken",
-    );
+    const stalled = await serverHeld(floodProgress(progress));
     expect(stalled.done).toBe(false);
     expect(stalled.written).toBeLessThan(bytes / 2);
 

@@ -5,9 +5,9 @@
 // notification arrives, in order, then the call's answer. Real gateway, real hostile fixture;
 // the client is a plain pipe this test stops and starts reading.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { floodProgress, readFlood, serverHeld } from "../helpers/flood.js";
 import { assertBuilt, hostEnv } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -20,12 +20,6 @@ afterEach(async () => {
 });
 
 const MIB = 1024 * 1024;
-
-interface Seen {
-  /** the seq of every notifications/message, in the order received */
-  seqs: number[];
-  answers: Map<unknown, { result?: { content?: { text?: string }[] }; error?: unknown }>;
-}
 
 describe("a remote server that streams faster than the client reads", () => {
   it("is made to wait once a few MiB wait for the client; nothing is lost once the client reads again", async () => {
@@ -52,25 +46,7 @@ describe("a remote server that streams faster than the client reads", () => {
     gw.stderr.on("data", (b: Buffer) => {
       stderr += b.toString();
     });
-    // only what the test needs of each message is kept: 64 MiB of notifications pass through
-    const seen: Seen = { seqs: [], answers: new Map() };
-    let partial = "";
-    gw.stdout.setEncoding("utf8");
-    gw.stdout.on("data", (chunk: string) => {
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        const m = JSON.parse(line) as {
-          id?: unknown;
-          method?: string;
-          params?: { data?: { seq?: number } };
-          result?: { content?: { text?: string }[] };
-          error?: unknown;
-        };
-        if (m.method === "notifications/message") seen.seqs.push(m.params?.data?.seq ?? -1);
-        else if (m.id !== undefined && m.method === undefined) seen.answers.set(m.id, m);
-      }
-    });
+    const seen = readFlood(gw.stdout);
     const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
     const answer = (id: string) => waitFor(() => seen.answers.get(id), 60_000, `the answer to ${id}`);
 
@@ -98,26 +74,11 @@ describe("a remote server that streams faster than the client reads", () => {
       method: "tools/call",
       params: { name: "bad", arguments: { mode: "flood", bytes, size: 16 * 1024 } },
     });
-    const written = () =>
-      existsSync(progress)
-        ? (JSON.parse(readFileSync(progress, "utf8")) as { written: number; done: boolean })
-        : null;
+    const written = floodProgress(progress);
     // the server's writes stop being taken: its progress stays put for a second, well short of
     // the end (before, the gateway took all 64 MiB into its memory, and more for as long as the
     // server sent)
-    let last = -1;
-    const stalled = await waitFor(
-      async () => {
-        const now = written();
-        if (now?.done) return now;
-        const same = now !== null && now.written === last;
-        last = now?.written ?? -1;
-        await new Promise((r) => setTimeout(r, 1000));
-        return same ? now : undefined;
-      },
-      60_000,
-      "the server's writes to stop being taken",
-    );
+    const stalled = await serverHeld(written);
     expect(stalled.done).toBe(false);
     expect(stalled.written).toBeLessThan(bytes / 2);
 
