@@ -239,6 +239,8 @@ function openSession(
   return {
     deliver: (text, idText) => gateway?.onClientLine(text, idText),
     answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
+    // this session's client is behind: its own server is left unread, no other session's
+    flow: (reading) => supervisor.setReading?.(reading),
     close: () => {
       ending = true;
       closed ??= (async () => {

@@ -8,6 +8,7 @@ import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
 import type { Logger } from "../util/log.js";
 import { type KeptEvents, SseStream } from "./httpSse.js";
+import { BACKLOG_BYTES } from "./stdio.js";
 
 /** What the HTTP front hands the gateway of one session, and gets back. */
 export interface SessionHooks {
@@ -23,6 +24,12 @@ export interface SessionHooks {
   answerRefused(id: Id, problem: RefusedAnswer): void;
   /** the session is over: stop the server behind it and end the agent run */
   close(): Promise<void>;
+  /**
+   * false: more than BACKLOG_BYTES wait to be written on one of the session's responses (its
+   * client reads slower than the server talks); true: every response has caught up again. The
+   * session's server is left unread meanwhile (ServerLink.setReading).
+   */
+  flow?(reading: boolean): void;
 }
 
 interface Exchange {
@@ -119,6 +126,8 @@ export class HttpSession implements Downstream {
   /** the wire id of the session's initialize, until it is answered */
   private initializeWire: number | null = null;
   private negotiated: string | null = null;
+  /** responses on which more than BACKLOG_BYTES wait for the client (watchBacklog) */
+  private readonly backedUp = new Set<ServerResponse>();
 
   constructor(
     /** Mcp-Session-Id (legacy), or the front's own key for a modern client */
@@ -290,7 +299,12 @@ export class HttpSession implements Downstream {
     const s = this.streams.get(stream);
     if (!s?.issued(seq)) return false;
     this.lastUsed = Date.now();
+    const replaced = s.connection;
     s.attach(res, seq);
+    // the connection the client says it lost, if it was behind: what waits on it is for no one,
+    // and ended gently it would hold the session's server unread until the socket times out
+    if (replaced !== null && replaced !== res && this.backedUp.has(replaced)) replaced.destroy();
+    this.watchBacklog(res); // what was kept of the stream is written at once
     return true;
   }
 
@@ -299,6 +313,7 @@ export class HttpSession implements Downstream {
     if (this.standalone.attached) return false;
     this.lastUsed = Date.now();
     this.standalone.attach(res, this.standalone.lastWritten);
+    this.watchBacklog(res);
     return true;
   }
 
@@ -330,6 +345,7 @@ export class HttpSession implements Downstream {
     if (target) this.deliver(target, JSON.stringify(msg), false);
     else {
       this.standalone.write(JSON.stringify(msg));
+      this.watchBacklog(this.standalone.connection);
       this.trim();
     }
   }
@@ -486,6 +502,7 @@ export class HttpSession implements Downstream {
         if (ex.res && !ex.res.headersSent) {
           ex.res.writeHead(200, { "content-type": "application/json" });
           ex.res.end(text);
+          this.watchBacklog(ex.res);
         }
         return;
       }
@@ -495,7 +512,36 @@ export class HttpSession implements Downstream {
       if (ex.res) ex.stream.attach(ex.res, 0);
     }
     ex.stream.write(text);
+    const conn = ex.stream.connection;
     if (final) ex.stream.finish();
+    this.watchBacklog(conn);
     this.trim();
+  }
+
+  /**
+   * Back-pressure: once more than BACKLOG_BYTES wait on a response (its client stopped reading,
+   * or reads slower than the server talks), the session's server is left unread (`flow`) until
+   * that response has drained, finished or closed, so the server's messages wait in the server
+   * and its pipe (or, reached by URL, its connection), not in this process's memory: a server
+   * flooding a client that did not read its stream grew the front by as much as it sent (about
+   * 1 GB for 512 MiB). Nothing is dropped. The whole session waits, not only the stream that is
+   * behind: the server's messages come in one order on one pipe, and reading past one for a
+   * stream that cannot take it would mean holding it without bound. Other sessions are not held:
+   * each has its own server (or upstream session), read as its own client reads.
+   */
+  private watchBacklog(res: ServerResponse | null): void {
+    if (res === null || this.backedUp.has(res) || res.writableLength < BACKLOG_BYTES) return;
+    this.backedUp.add(res);
+    if (this.backedUp.size === 1) this.hooks?.flow?.(false);
+    const recheck = () => {
+      // 'drain' comes once the socket took what waited; 'finish' once an ended response's last
+      // bytes were handed to the system (an ended response is not drained); 'close' once it broke
+      const open = !res.destroyed && !res.writableFinished;
+      if (open && res.writableLength >= BACKLOG_BYTES) return;
+      res.off("drain", recheck).off("finish", recheck).off("close", recheck);
+      this.backedUp.delete(res);
+      if (this.backedUp.size === 0 && !this.ended) this.hooks?.flow?.(true);
+    };
+    res.on("drain", recheck).on("finish", recheck).on("close", recheck);
   }
 }

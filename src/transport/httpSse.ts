@@ -58,6 +58,11 @@ export class SseStream {
     return this.res !== null;
   }
 
+  /** the connection the stream is written to now, if any (what waits on it is watched: httpSession.ts) */
+  get connection(): ServerResponse | null {
+    return this.res;
+  }
+
   /** whether `seq` is the number of an event this stream sent (a Last-Event-ID can only be one) */
   issued(seq: number): boolean {
     return seq >= 1 && seq <= this.seq;

@@ -1,5 +1,6 @@
-// What the flood tests share (test/gateway/stdout-flood.test.ts, test/http/upstream-flood.test.ts):
-// a server writes notifications faster than the client reads, and the gateway must make it wait.
+// What the flood tests share (test/gateway/stdout-flood.test.ts, test/http/upstream-flood.test.ts,
+// test/http/listen-flood.test.ts): a server writes notifications faster than the client reads, and
+// the gateway must make it wait.
 import { existsSync, readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { waitFor } from "./files.js";
@@ -16,17 +17,22 @@ export interface FloodSeen {
 }
 
 /**
- * Reads the gateway's stdout as the client: only what the tests need of each message is kept
- * (tens of MiB of notifications pass through).
+ * Reads the gateway's stdout as the client (or, `sse`, an HTTP response's SSE stream: the `data:`
+ * lines of its events): only what the tests need of each message is kept (tens of MiB of
+ * notifications pass through).
  */
-export function readFlood(stdout: Readable): FloodSeen {
+export function readFlood(stdout: Readable, sse = false): FloodSeen {
   const seen: FloodSeen = { seqs: [], answers: new Map() };
   let partial = "";
   stdout.setEncoding("utf8");
   stdout.on("data", (chunk: string) => {
     const lines = (partial + chunk).split("\n");
     partial = lines.pop() ?? "";
-    for (const line of lines) {
+    for (let line of lines) {
+      if (sse) {
+        if (!line.startsWith("data: ")) continue; // the event's id and type, the blank line after
+        line = line.slice(6);
+      }
       const m = JSON.parse(line) as FloodAnswer & {
         id?: unknown;
         method?: string;
