@@ -26,6 +26,7 @@ export const UNAVAILABLE_CODES = {
   server_unavailable: -32603,
   shutting_down: -32603,
   upstream_http_error: -32603,
+  upstream_response_unreadable: -32603,
   catalog_unavailable: -32603,
 } as const;
 
@@ -391,6 +392,20 @@ export const refuse = {
       `HTTP ${status} redirect from the remote server`,
       "ask a human to update the server's configured URL to its new location (and check it is the same server)",
       { status, location },
+    ),
+
+  /**
+   * A server reached by URL answered in a way that cannot be used (`why`: its headers over
+   * node's limit, a character no header may hold, a session id that cannot be sent back): the
+   * request gets this, the epoch stays, and nothing is retried, since the same request would get
+   * the same answer. Nothing the server wrote is quoted but a header's name.
+   */
+  upstreamUnreadable: (why: string) =>
+    refusal(
+      "upstream_response_unreadable",
+      `The remote server's answer could not be used: ${why}.`,
+      "unusable HTTP answer from the remote server",
+      "ask a human to fix the remote server (sending the request again gets the same answer)",
     ),
 
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */

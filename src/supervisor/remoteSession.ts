@@ -13,7 +13,14 @@ import type { EpochReason } from "./link.js";
 import { noteSelf, type Queued, type RemoteGeneration } from "./remoteEpoch.js";
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
-import { isObject, isResponseTo, readBody, saysSessionLost } from "./remoteWire.js";
+import {
+  isObject,
+  isResponseTo,
+  readBody,
+  saysSessionLost,
+  unreadableAnswer,
+  unsendableSessionId,
+} from "./remoteWire.js";
 import { SseReader } from "./sse.js";
 
 /** What the session's exchanges need of the link's options (RemoteOptions, remote.ts). */
@@ -65,6 +72,8 @@ export class SessionExchanges {
   private readonly givenUp = new WeakSet<ClientRequest>();
   /** a POST that carries no request was held open and closed: said once as a warning */
   private saidHeld = false;
+  /** an answer that could not be used (upstreamUnreadable): said once as a warning */
+  private saidUnreadable = false;
   /** the server's answers and streams being read: left unread while the client is backed up */
   private readonly reading = new Set<IncomingMessage>();
   private unread = false;
@@ -191,12 +200,26 @@ export class SessionExchanges {
       }
       return;
     }
-    const req = this.request(gen, "POST", {
-      ...headers.headers,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "content-length": String(body.length),
+    let answered = () => {};
+    const answer = new Promise<void>((resolve) => {
+      answered = resolve;
     });
+    const req = this.request(
+      gen,
+      "POST",
+      {
+        ...headers.headers,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "content-length": String(body.length),
+      },
+      // an answer node cannot read (headers over its limit, a character no header may hold):
+      // the request's own error, as a bad answer is; not a lost session, so nothing is retried
+      (why) => {
+        this.unusable(gen, m, isRequest, why);
+        answered();
+      },
+    );
     if (isRequest) {
       gen.posts.set(m.id, req);
       req.on("close", () => {
@@ -205,10 +228,6 @@ export class SessionExchanges {
     } else this.closeWhenDue(req, m);
     // The body goes out only once the connection's certificate chain is the epoch's.
     this.whenVerified(gen, req, () => req.end(body));
-    let answered = () => {};
-    const answer = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
     /** why a front, not the server, answered this initialize (see onPostResponse) */
     let refusedByFront: string | null = null;
     req.on("response", (res) =>
@@ -292,14 +311,30 @@ export class SessionExchanges {
     this.owner.lose(gen, "new-session", `the server did not answer initialize within ${seconds(ms)}`);
   }
 
-  /** A request of `gen`'s: destroyed when the epoch ends; its failure ends the epoch. */
-  private request(gen: RemoteGeneration, method: string, headers: Record<string, string>): ClientRequest {
+  /**
+   * A request of `gen`'s: destroyed when the epoch ends; its failure ends the epoch, except an
+   * answer whose head node could not read (`unreadable`, with why: unreadableAnswer). Before,
+   * that ended the epoch too, the next epoch's initialize got the same answer, and after five
+   * supervision gave up saying the server had dropped five sessions.
+   */
+  private request(
+    gen: RemoteGeneration,
+    method: string,
+    headers: Record<string, string>,
+    unreadable?: (why: string) => void,
+  ): ClientRequest {
     const u = this.o.url;
     const req = this.connections.request(method, headers);
     gen.requests.add(req);
+    let responded = false;
+    req.once("response", () => {
+      responded = true;
+    });
     req.on("close", () => gen.requests.delete(req));
     req.on("error", (e) => {
       if (!gen.alive || this.owner.stopping() || this.givenUp.has(req)) return;
+      const why = unreadable && !responded ? unreadableAnswer(e) : null;
+      if (why !== null) return unreadable!(why);
       this.owner.lose(
         gen,
         "new-session",
@@ -339,6 +374,15 @@ export class SessionExchanges {
     const status = res.statusCode ?? 0;
     if (m.method === "initialize" && status === 200) {
       const sid = res.headers["mcp-session-id"];
+      const unsendable = typeof sid === "string" ? unsendableSessionId(sid) : null;
+      if (unsendable !== null) {
+        // sent back changed (or refused by node), it names no session the server knows: every
+        // request would end the epoch. Its answer is dropped, as one whose version cannot be sent.
+        res.resume();
+        this.unusable(gen, m, isRequest, unsendable);
+        onAnswered();
+        return;
+      }
       if (typeof sid === "string" && sid !== "") {
         gen.sessionId = sid;
         gen.facts = { ...gen.facts, session: sha256Tag(sid) };
@@ -440,6 +484,21 @@ export class SessionExchanges {
   }
 
   /**
+   * The server's answer to `m` cannot be used (`why`: unreadableAnswer, unsendableSessionId): a
+   * request gets upstream_response_unreadable, under the same epoch; said once on stderr (then on
+   * the debug log), since the next request is likely to get the same.
+   */
+  private unusable(gen: RemoteGeneration, m: Message, isRequest: boolean, why: string): void {
+    const said = `the answer of ${this.o.url.host} to ${String(m.method ?? "a response")} could not be used: ${why}`;
+    if (this.saidUnreadable) this.o.log.debug(said);
+    else this.o.log.warn(said);
+    this.saidUnreadable = true;
+    if (!isRequest) return;
+    const e = refuse.upstreamUnreadable(why);
+    this.answer(gen, m.id, e.code, e.message, e.data);
+  }
+
+  /**
    * The server answered `m` for a session it no longer knows: it did not run it. The epoch ends;
    * a request's refusal says it was not run (InFlight.endGeneration reads `gen.notRun`).
    */
@@ -472,7 +531,13 @@ export class SessionExchanges {
     if (!gen.alive || this.owner.stopping() || gen.stream) return;
     void this.headersFor(gen).then((headers) => {
       if (!gen.alive || this.owner.stopping() || "withheld" in headers) return;
-      const req = this.request(gen, "GET", { ...headers.headers, accept: "text/event-stream" });
+      const req = this.request(gen, "GET", { ...headers.headers, accept: "text/event-stream" }, (why) => {
+        // not looked for again: the same GET would get the same answer
+        gen.stream = null;
+        this.o.log.warn(
+          `the server-to-client stream of ${this.o.url.host} could not be read (${why}); it is not opened again in this session`,
+        );
+      });
       gen.stream = req;
       this.whenVerified(gen, req, () => req.end());
       req.on("response", (res) => {

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import { type IncomingMessage, maxHeaderSize } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import { chainDigest } from "../identity/index.js";
@@ -97,4 +97,51 @@ export function saysSessionLost(text: string): boolean {
     // a plain body: its own words
   }
   return /\bsession\b|not initiali[sz]ed/i.test(said);
+}
+
+/**
+ * Why the server's answer could not be read at all, from node's HTTP parser (an `HPE_*` error
+ * before the response's head was complete: a header over node's limit on a response's headers, a
+ * character no header may hold), in words that quote nothing the server wrote but a header's
+ * name, when it is a token of at most 64 characters; null for any other failure (a connection
+ * refused or reset, which may be a lost session). The same question gets the same answer: such
+ * a failure is the request's, not the session's, and asking again does not help.
+ */
+export function unreadableAnswer(e: Error): string | null {
+  const err = e as Error & { code?: unknown; bytesParsed?: unknown; rawPacket?: unknown };
+  const code = typeof err.code === "string" ? err.code : "";
+  if (!code.startsWith("HPE_")) return null;
+  if (code === "HPE_HEADER_OVERFLOW")
+    return `its response headers are larger than node's ${Math.round(maxHeaderSize / 1024)} KiB limit (${code})`;
+  const raw = Buffer.isBuffer(err.rawPacket) ? err.rawPacket : null;
+  const at = typeof err.bytesParsed === "number" ? err.bytesParsed : -1;
+  if (code === "HPE_INVALID_HEADER_TOKEN" && raw !== null && at >= 0 && at < raw.length) {
+    // the line the parser stopped in: its name, and the byte it stopped at
+    const start = raw.lastIndexOf(0x0a, at - 1) + 1;
+    const colon = raw.indexOf(0x3a, start);
+    const name = colon > start && colon < at ? raw.subarray(start, colon).toString("latin1") : "";
+    const byte = `U+${raw[at]!.toString(16).toUpperCase().padStart(4, "0")}`;
+    if (/^mcp-session-id$/i.test(name))
+      return `its Mcp-Session-Id holds a character no header may hold (${byte}), so the session id could not be read, nor sent back on later requests`;
+    if (/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/.test(name))
+      return `its response header ${name} holds a character no header may hold (${byte})`;
+  }
+  return `its HTTP response is malformed (${code.slice(0, 40).replace(/[^A-Z0-9_]/g, "?")})`;
+}
+
+/**
+ * What makes a session id the server gave unfit to be sent back in the Mcp-Session-Id header of
+ * every later request, or null. MCP: a session id "MUST only contain visible ASCII characters
+ * (ranging from 0x21 to 0x7E)". node reads a few others (a space or a tab inside, a byte past
+ * 0x7E as latin1) but would send them back changed or refused, and the server would not know
+ * its own session: every request then ended the epoch.
+ */
+export function unsendableSessionId(sid: string): string | null {
+  const bad = /[^\x21-\x7e]/.exec(sid)?.[0];
+  if (bad === undefined) return null;
+  const what =
+    bad === " "
+      ? "a space"
+      : `a character outside visible ASCII (U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")})`;
+  return `its Mcp-Session-Id holds ${what}, so the session id could not be sent back on later requests`;
 }

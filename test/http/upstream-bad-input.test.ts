@@ -176,6 +176,91 @@ describe("a remote server's initialize answered with a protocolVersion that cann
   }
 });
 
+describe("a remote server whose answer's headers cannot be read or sent back", () => {
+  const unreadable = (e: unknown, what: RegExp) => {
+    const err = e as { code?: number; message?: string; data?: { error?: string; retry?: string } };
+    expect(err.code, JSON.stringify(e).slice(0, 300)).toBe(-32603);
+    expect(err.data?.error).toBe("upstream_response_unreadable");
+    expect(err.message).toMatch(what);
+    expect(err.data?.retry).not.toMatch(/retry later/);
+  };
+  // what supervision said before: each failure ended the epoch, and after five it gave up
+  const noLostSessions = /remote session ended|dropped \d+ sessions|could not be made|TypeError|Unhandled/;
+
+  for (const [what, sid, said] of [
+    ["a control character", '"QZXq\\u0001QZXw"', /Mcp-Session-Id.*U\+0001/],
+    ["a space", '"QZXq QZXw"', /Mcp-Session-Id.*a space/],
+    ["a character past U+007E", '"QZXq\\u00e9QZXw"', /Mcp-Session-Id.*U\+00E9/],
+  ] as const) {
+    it(`(a session id with ${what}): initialize gets one error saying so, nothing is sent with it, no session is lost`, async () => {
+      const headerLog = `${tempDir("pc-session-id-")}/sessions.jsonl`;
+      const server = await startFixture(
+        { FIXTURE_SESSION_ID: sid, FIXTURE_HEADER: "mcp-session-id", FIXTURE_HEADER_LOG: headerLog },
+        null,
+        0,
+        HOSTILE,
+      );
+      cleanup.push(() => server.kill());
+      const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+      cleanup.push(() => peer.close());
+      const init = await peer.initialize({}, 20_000);
+      unreadable(init.error, said);
+      // the value itself is never quoted
+      expect(JSON.stringify(init)).not.toMatch(/QZX/);
+      expect(peer.stderr()).not.toMatch(/QZX/);
+      await peer.request("ping", undefined, 20_000);
+      // initialize once (not again and again under new epochs), then the ping, with no session id
+      const posts = readJsonLines<{ value: string | null }>(headerLog);
+      expect(posts.map((p) => p.value)).toEqual([null, null, null]); // initialize, initialized, ping
+      expect(peer.stderr()).not.toMatch(noLostSessions);
+    });
+  }
+
+  it("(headers over node's 16 KiB limit on every answer): each request gets one error saying so, never retried", async () => {
+    const headerLog = `${tempDir("pc-header-pad-")}/posts.jsonl`;
+    const server = await startFixture(
+      { FIXTURE_HEADER_PAD: "17000", FIXTURE_HEADER: "mcp-session-id", FIXTURE_HEADER_LOG: headerLog },
+      null,
+      0,
+      HOSTILE,
+    );
+    cleanup.push(() => server.kill());
+    const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+    cleanup.push(() => peer.close());
+    const init = await peer.initialize({}, 20_000);
+    unreadable(init.error, /headers are larger than node's 16 KiB limit/);
+    expect(JSON.stringify(init)).not.toMatch(/ppppp/);
+    const ping = await peer.request("ping", undefined, 20_000);
+    unreadable(ping.error, /headers are larger than node's 16 KiB limit/);
+    expect(readJsonLines(headerLog)).toHaveLength(3); // initialize, initialized, ping: once each
+    expect(peer.stderr()).not.toMatch(noLostSessions);
+    expect(peer.stderr()).not.toMatch(/ppppp/);
+  });
+
+  it("(one call's answer): that call gets the error, the epoch stays and serves on", async () => {
+    const server = await startFixture({}, null, 0, HOSTILE);
+    cleanup.push(() => server.kill());
+    const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+    cleanup.push(() => peer.close());
+    expect((await peer.initialize({}, 20_000)).result).toBeDefined();
+    expect((await peer.request("tools/list", undefined, 20_000)).result).toBeDefined();
+    const epoch = async () =>
+      JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout).gateways[0]
+        .epoch as string;
+    const before = await epoch();
+    const call = (mode: string) => peer.request("tools/call", { name: "bad", arguments: { mode } }, 20_000);
+    unreadable((await call("bigheaders")).error, /headers are larger than node's 16 KiB limit/);
+    unreadable(
+      (await call("badheader")).error,
+      /header x-note holds a character no header may hold \(U\+0001\)/i,
+    );
+    expect((await call("fine")).result).toMatchObject({ content: [{ text: "ok fine" }] });
+    expect(await epoch()).toBe(before);
+    expect(peer.stderr()).not.toMatch(noLostSessions);
+    expect(peer.stderr()).not.toMatch(/ppppp|bad.note/);
+  });
+});
+
 describe("a large answer as one SSE event", () => {
   it("arrives whole, and small calls made while it is under way are answered", async () => {
     const server = await startFixture({}, null, 0, HOSTILE);
