@@ -27,6 +27,7 @@ export const UNAVAILABLE_CODES = {
   shutting_down: -32603,
   upstream_http_error: -32603,
   upstream_response_unreadable: -32603,
+  upstream_older_transport: -32603,
   catalog_unavailable: -32603,
 } as const;
 
@@ -406,6 +407,19 @@ export const refuse = {
       `The remote server's answer could not be used: ${why}.`,
       "unusable HTTP answer from the remote server",
       "ask a human to fix the remote server (sending the request again gets the same answer)",
+    ),
+
+  /**
+   * A server reached by URL answered initialize with a 4xx, and a GET of its URL opened the SSE
+   * stream of the older HTTP+SSE transport (MCP 2024-11-05): portcullis speaks Streamable HTTP.
+   */
+  upstreamOlderTransport: (status: number, url: string) =>
+    refusal(
+      "upstream_older_transport",
+      `The remote server at ${url} speaks the older HTTP+SSE transport (MCP 2024-11-05), which portcullis does not: it answered initialize with HTTP ${status}, and a GET of its URL opened an SSE stream naming a message endpoint.`,
+      "the remote server speaks the older HTTP+SSE transport",
+      "ask a human to configure the server's Streamable HTTP URL if it has one (often /mcp rather than /sse), or to update the server or run it behind a bridge that speaks Streamable HTTP; sending again will not help",
+      { status },
     ),
 
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */

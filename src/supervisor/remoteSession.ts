@@ -470,6 +470,24 @@ export class SessionExchanges {
         );
         return onAnswered();
       }
+      if (m.method === "initialize" && !answered && mayBeOlderTransport(status)) {
+        // MCP's backward compatibility: a 4xx to the initialize POST may be a server of the older
+        // HTTP+SSE transport (2024-11-05), whose GET of the same URL opens an SSE stream that
+        // begins with an `endpoint` event. Looked for, so that the requester is told that, not
+        // "retry later" (which never helps).
+        void this.speaksOlderTransport(gen).then((older) => {
+          const e = older
+            ? refuse.upstreamOlderTransport(status, this.o.url.href)
+            : refuse.upstreamHttpError(status);
+          if (older)
+            this.o.log.warn(
+              `${this.o.url.href} speaks the older HTTP+SSE transport (MCP 2024-11-05), which portcullis does not: it answered initialize with HTTP ${status}, and a GET of it opened an SSE stream naming a message endpoint`,
+            );
+          this.answer(gen, m.id, e.code, e.message, e.data);
+          onAnswered();
+        });
+        return;
+      }
       if (isRequest && !answered && isRedirect(status)) {
         const e = refuse.upstreamRedirect(status, redirectTarget(this.o.url, res.headers.location));
         this.answer(gen, m.id, e.code, e.message, e.data);
@@ -480,6 +498,52 @@ export class SessionExchanges {
         this.o.log.warn(`the remote server refused a ${String(m.method ?? "response")} (HTTP ${status})`);
       }
       onAnswered();
+    });
+  }
+
+  /**
+   * Whether the server speaks the older HTTP+SSE transport: a GET of its URL (with the configured
+   * headers, on a connection whose certificate chain is the epoch's) answered with an SSE stream
+   * whose first event is `endpoint`. Only that first event is read (at most OLDER_PROBE_BYTES,
+   * for at most OLDER_PROBE_MS), and the stream is closed at once: nothing of what it says is
+   * used, nor quoted.
+   */
+  private async speaksOlderTransport(gen: RemoteGeneration): Promise<boolean> {
+    const headers = await this.headersFor(gen).catch(() => null);
+    if (headers === null || "withheld" in headers || !gen.alive) return false;
+    return new Promise<boolean>((resolve) => {
+      const req = this.connections.request("GET", { ...headers.headers, accept: "text/event-stream" });
+      gen.requests.add(req);
+      let settled = false;
+      const done = (older: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        gen.requests.delete(req);
+        req.destroy();
+        resolve(older);
+      };
+      const timer = setTimeout(() => done(false), OLDER_PROBE_MS);
+      timer.unref();
+      req.on("error", () => done(false));
+      req.on("close", () => done(false));
+      this.connections.whenVerified(
+        req,
+        gen.facts.certificateChainSha256,
+        () => req.end(),
+        () => done(false),
+      );
+      req.on("response", (res) => {
+        const type = String(res.headers["content-type"] ?? "").toLowerCase();
+        if (res.statusCode !== 200 || !type.startsWith("text/event-stream")) return done(false);
+        const reader = new SseReader(
+          (e) => done(e.event === "endpoint"),
+          () => done(false),
+          OLDER_PROBE_BYTES,
+        );
+        res.on("data", (b: Buffer) => reader.push(b));
+        res.on("end", () => done(false));
+      });
     });
   }
 
@@ -729,6 +793,18 @@ function redirectTarget(base: URL, location: string | undefined): string | null 
     return null;
   }
 }
+
+/**
+ * A 4xx to initialize that may come from a server of the older HTTP+SSE transport (the standard
+ * names 404 and 405): not one that says who may ask (401, 403, 407) or how often (429).
+ */
+function mayBeOlderTransport(status: number): boolean {
+  return status >= 400 && status < 500 && ![401, 403, 407, 429].includes(status);
+}
+
+/** How long, and how much of it, the GET that looks for the older transport's endpoint event is read. */
+const OLDER_PROBE_MS = 5_000;
+const OLDER_PROBE_BYTES = 64 * 1024;
 
 /**
  * How long a POST that carries no request may stay open (see closeWhenDue): its 202 takes

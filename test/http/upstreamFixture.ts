@@ -11,6 +11,8 @@ import { NODE, REPO } from "../helpers/paths.js";
 const FIXTURE = join(REPO, "test", "fixtures", "servers", "http-fixture.mjs");
 /** answers the handshake properly and tools/call badly on purpose (see the file's header) */
 export const HOSTILE = join(REPO, "test", "fixtures", "servers", "http-hostile.mjs");
+/** speaks only the older HTTP+SSE transport (2024-11-05), with the SDK's SSEServerTransport */
+export const OLDER_SSE = join(REPO, "test", "fixtures", "servers", "http-sse.mjs");
 const CERTS = join(REPO, "test", "fixtures", "servers", "http-certs.mjs");
 
 /** A subject alternative name of a leaf certificate. */
