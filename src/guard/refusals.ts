@@ -410,15 +410,16 @@ export const refuse = {
     ),
 
   /**
-   * A server reached by URL answered initialize with a 4xx, and a GET of its URL opened the SSE
-   * stream of the older HTTP+SSE transport (MCP 2024-11-05): portcullis speaks Streamable HTTP.
+   * A server reached by URL speaks the older HTTP+SSE transport (MCP 2024-11-05), and its stream
+   * named an endpoint that is not used (`why`: another origin than the URL's, user credentials,
+   * not a URL). Nothing the server's stream said is quoted.
    */
-  upstreamOlderTransport: (status: number, url: string) =>
+  upstreamOlderTransport: (status: number, url: string, why: string) =>
     refusal(
       "upstream_older_transport",
-      `The remote server at ${url} speaks the older HTTP+SSE transport (MCP 2024-11-05), which portcullis does not: it answered initialize with HTTP ${status}, and a GET of its URL opened an SSE stream naming a message endpoint.`,
-      "the remote server speaks the older HTTP+SSE transport",
-      "ask a human to configure the server's Streamable HTTP URL if it has one (often /mcp rather than /sse), or to update the server or run it behind a bridge that speaks Streamable HTTP; sending again will not help",
+      `The remote server at ${url} speaks the older HTTP+SSE transport (MCP 2024-11-05), and portcullis will not use it: ${why}.`,
+      "the remote server's older HTTP+SSE endpoint is refused",
+      "ask a human to check the server (its message endpoint must be on the configured URL's own origin), or to configure its Streamable HTTP URL if it has one; sending again will not help",
       { status },
     ),
 

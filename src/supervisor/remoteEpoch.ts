@@ -47,6 +47,14 @@ export interface RemoteGeneration extends LinkGeneration {
    * rather than held until the server is back (remoteSession.ts).
    */
   waiting: Set<Queued>;
+  /**
+   * The server speaks the older HTTP+SSE transport (MCP 2024-11-05): messages are POSTed to the
+   * endpoint its stream named (same origin as the URL), and every answer comes on that stream,
+   * which is the session (remoteSession.ts, olderTransport). Null: Streamable HTTP.
+   */
+  older: { endpoint: URL } | null;
+  /** over the older transport, the epoch's initialize until its answer comes on the stream */
+  olderInit: { m: { id?: unknown; method?: unknown }; answered: () => void } | null;
 }
 
 /** A message in an epoch's queue; `dropped`: answered without being sent. */
@@ -91,6 +99,8 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     initializeAnswered: false,
     notRun: new Map(),
     waiting: new Set(),
+    older: null,
+    olderInit: null,
   };
 }
 

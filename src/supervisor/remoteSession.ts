@@ -91,7 +91,7 @@ export class SessionExchanges {
    * second initialize: it ends the epoch).
    */
   send(gen: RemoteGeneration, m: Message, text: string): boolean {
-    if (m.method === "initialize" && gen.sessionId !== null) {
+    if (m.method === "initialize" && (gen.sessionId !== null || gen.older !== null)) {
       // A second initialize would open a second session on the same epoch: it gets an epoch of its own.
       queueMicrotask(() =>
         this.owner.lose(gen, "new-session", "a new initialize starts a new upstream session"),
@@ -145,6 +145,8 @@ export class SessionExchanges {
   private async headersFor(gen: RemoteGeneration): Promise<ResolvedHeaders> {
     const out = await resolveHeaders(this.o.headers, this.o.secret);
     if ("withheld" in out) return out;
+    // the older transport has neither header: its session is its stream
+    if (gen.older !== null) return out;
     if (gen.sessionId !== null) out.headers["mcp-session-id"] = gen.sessionId;
     if (gen.facts.protocolVersion !== null) out.headers["mcp-protocol-version"] = gen.facts.protocolVersion;
     return out;
@@ -204,6 +206,8 @@ export class SessionExchanges {
     const answer = new Promise<void>((resolve) => {
       answered = resolve;
     });
+    // over the older transport the answer comes on the session's stream (olderTransport)
+    if (gen.older !== null && m.method === "initialize") gen.olderInit = { m, answered };
     const req = this.request(
       gen,
       "POST",
@@ -219,6 +223,7 @@ export class SessionExchanges {
         this.unusable(gen, m, isRequest, why);
         answered();
       },
+      gen.older?.endpoint,
     );
     if (isRequest) {
       gen.posts.set(m.id, req);
@@ -230,15 +235,33 @@ export class SessionExchanges {
     this.whenVerified(gen, req, () => req.end(body));
     /** why a front, not the server, answered this initialize (see onPostResponse) */
     let refusedByFront: string | null = null;
+    /** the 4xx to this initialize was the older transport's: whether the epoch switched to it */
+    let older: Promise<boolean> | null = null;
     req.on("response", (res) =>
-      this.onPostResponse(gen, m, isRequest, req, res, answered, (why) => {
-        refusedByFront = why;
-      }),
+      this.onPostResponse(
+        gen,
+        m,
+        isRequest,
+        req,
+        res,
+        answered,
+        (why) => {
+          refusedByFront = why;
+        },
+        (switched) => {
+          older = switched;
+        },
+      ),
     );
     // Nothing else is sent until initialize is answered: the session id and the protocol version
     // are learned from it.
     if (m.method !== "initialize") return;
     await this.untilAnswered(gen, req, answer);
+    if (older !== null) {
+      // sent again, to the endpoint the server's stream named, and answered on that stream
+      if ((await older) && gen.alive && !this.owner.stopping()) return this.post(gen, m, body);
+      return;
+    }
     if (refusedByFront === null || !gen.alive || this.owner.stopping()) return;
     // No session was opened, so the epoch stays what it is: minted, recorded, and nothing sent
     // under it but this initialize, which is sent again once the wait is over. A new epoch per
@@ -299,7 +322,10 @@ export class SessionExchanges {
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       answer.then(() => "answered" as const),
-      new Promise<"closed">((resolve) => req.once("close", () => resolve("closed"))),
+      // over the older transport the POST is only accepted (202): the answer comes on the stream
+      new Promise<"closed">((resolve) => {
+        if (gen.older === null) req.once("close", () => resolve("closed"));
+      }),
       new Promise<"timeout">((resolve) => {
         timer = setTimeout(() => resolve("timeout"), ms);
         timer.unref();
@@ -322,9 +348,10 @@ export class SessionExchanges {
     method: string,
     headers: Record<string, string>,
     unreadable?: (why: string) => void,
+    to?: URL,
   ): ClientRequest {
     const u = this.o.url;
-    const req = this.connections.request(method, headers);
+    const req = this.connections.request(method, headers, to);
     gen.requests.add(req);
     let responded = false;
     req.once("response", () => {
@@ -369,6 +396,7 @@ export class SessionExchanges {
     res: IncomingMessage,
     onAnswered: () => void,
     onRefusedByFront: (why: string) => void = () => {},
+    onOlder: (switched: Promise<boolean>) => void = () => {},
   ): void {
     if (!gen.alive) return void res.destroy();
     const status = res.statusCode ?? 0;
@@ -388,7 +416,8 @@ export class SessionExchanges {
         gen.facts = { ...gen.facts, session: sha256Tag(sid) };
       }
     }
-    if (status === 404 && gen.sessionId !== null) {
+    // over the older transport a 404 from the endpoint is the same: the session is its stream's
+    if (status === 404 && (gen.sessionId !== null || gen.older !== null)) {
       res.resume();
       this.sessionLost(gen, m, isRequest, 404);
       return;
@@ -470,22 +499,29 @@ export class SessionExchanges {
         );
         return onAnswered();
       }
-      if (m.method === "initialize" && !answered && mayBeOlderTransport(status)) {
-        // MCP's backward compatibility: a 4xx to the initialize POST may be a server of the older
-        // HTTP+SSE transport (2024-11-05), whose GET of the same URL opens an SSE stream that
-        // begins with an `endpoint` event. Looked for, so that the requester is told that, not
-        // "retry later" (which never helps).
-        void this.speaksOlderTransport(gen).then((older) => {
-          const e = older
-            ? refuse.upstreamOlderTransport(status, this.o.url.href)
-            : refuse.upstreamHttpError(status);
-          if (older)
-            this.o.log.warn(
-              `${this.o.url.href} speaks the older HTTP+SSE transport (MCP 2024-11-05), which portcullis does not: it answered initialize with HTTP ${status}, and a GET of it opened an SSE stream naming a message endpoint`,
-            );
-          this.answer(gen, m.id, e.code, e.message, e.data);
-          onAnswered();
-        });
+      if (m.method === "initialize" && !answered && gen.older === null && mayBeOlderTransport(status)) {
+        // MCP's backward compatibility: a 4xx to the initialize POST may come from a server of the
+        // older HTTP+SSE transport (2024-11-05), whose GET of the same URL opens an SSE stream
+        // that begins with an `endpoint` event. Looked for: found, the epoch speaks that
+        // transport and the initialize is sent again there (post); refused, its requester is
+        // told why; else it gets the plain HTTP error.
+        onOlder(
+          this.olderTransport(gen).then((found) => {
+            if (found !== true) {
+              const e =
+                found === false
+                  ? refuse.upstreamHttpError(status)
+                  : refuse.upstreamOlderTransport(status, this.o.url.href, found);
+              if (found !== false)
+                this.o.log.warn(
+                  `${this.o.url.href} speaks the older HTTP+SSE transport (MCP 2024-11-05), and it is not used: ${found}`,
+                );
+              this.answer(gen, m.id, e.code, e.message, e.data);
+            }
+            onAnswered();
+            return found === true;
+          }),
+        );
         return;
       }
       if (isRequest && !answered && isRedirect(status)) {
@@ -502,49 +538,109 @@ export class SessionExchanges {
   }
 
   /**
-   * Whether the server speaks the older HTTP+SSE transport: a GET of its URL (with the configured
-   * headers, on a connection whose certificate chain is the epoch's) answered with an SSE stream
-   * whose first event is `endpoint`. Only that first event is read (at most OLDER_PROBE_BYTES,
-   * for at most OLDER_PROBE_MS), and the stream is closed at once: nothing of what it says is
-   * used, nor quoted.
+   * The older HTTP+SSE transport (MCP 2024-11-05), as the standard's backward-compatibility
+   * section has a client look for it: a GET of the server's URL (the configured headers, on a
+   * connection whose certificate chain is the epoch's) answered with an SSE stream whose first
+   * event, `endpoint`, names where to POST messages. That endpoint must be on the URL's own
+   * origin (scheme, host, port), without user credentials: the configured headers (vault values
+   * among them) go to that origin only, and what the server says never decides where they go.
+   * Found (true): the epoch speaks that transport from now on. Its stream is its session: every
+   * answer and server message comes on it, read as a call's SSE stream is (bounded per event,
+   * left unread while the client is backed up), and its end ends the epoch, as a lost session
+   * does. The first event is waited for OLDER_PROBE_MS and OLDER_PROBE_BYTES at most. False:
+   * not such a server (the stream is closed). A string: such a server, refused for that reason
+   * (nothing of the event is quoted).
    */
-  private async speaksOlderTransport(gen: RemoteGeneration): Promise<boolean> {
+  private async olderTransport(gen: RemoteGeneration): Promise<boolean | string> {
     const headers = await this.headersFor(gen).catch(() => null);
     if (headers === null || "withheld" in headers || !gen.alive) return false;
-    return new Promise<boolean>((resolve) => {
+    return new Promise<boolean | string>((resolve) => {
       const req = this.connections.request("GET", { ...headers.headers, accept: "text/event-stream" });
       gen.requests.add(req);
+      req.on("close", () => gen.requests.delete(req));
       let settled = false;
-      const done = (older: boolean) => {
+      const done = (found: boolean | string) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        gen.requests.delete(req);
-        req.destroy();
-        resolve(older);
+        if (found !== true) req.destroy();
+        resolve(found);
       };
       const timer = setTimeout(() => done(false), OLDER_PROBE_MS);
       timer.unref();
       req.on("error", () => done(false));
       req.on("close", () => done(false));
-      this.connections.whenVerified(
-        req,
-        gen.facts.certificateChainSha256,
-        () => req.end(),
-        () => done(false),
-      );
+      this.whenVerified(gen, req, () => req.end());
       req.on("response", (res) => {
         const type = String(res.headers["content-type"] ?? "").toLowerCase();
         if (res.statusCode !== 200 || !type.startsWith("text/event-stream")) return done(false);
+        let open = false;
         const reader = new SseReader(
-          (e) => done(e.event === "endpoint"),
-          () => done(false),
-          OLDER_PROBE_BYTES,
+          (e) => {
+            if (!open) {
+              if (e.event !== "endpoint") return done(false);
+              const endpoint = sameOrigin(e.data, this.o.url);
+              if (typeof endpoint === "string") return done(endpoint);
+              open = true;
+              gen.older = { endpoint };
+              // the session's identity: the endpoint names it (the SDK's carries ?sessionId=)
+              gen.facts = { ...gen.facts, session: sha256Tag(endpoint.href) };
+              gen.stream = req;
+              this.o.log.status(
+                `${this.o.url.href} speaks the older HTTP+SSE transport (MCP 2024-11-05): messages are posted to the endpoint its stream named, on the same origin, and answered on that stream`,
+              );
+              return done(true);
+            }
+            if (e.event !== "message" || !gen.alive) return;
+            this.olderEvent(gen, e.data);
+          },
+          (bytes) => {
+            if (open) this.owner.oversize(bytes, gen, null);
+            else done(false);
+          },
+          this.maxBytes,
         );
-        res.on("data", (b: Buffer) => reader.push(b));
-        res.on("end", () => done(false));
+        let ended = false;
+        const end = () => {
+          if (ended) return;
+          ended = true;
+          reader.end();
+          if (!open) return done(false);
+          if (gen.alive && !this.owner.stopping())
+            this.owner.lose(gen, "new-session", "the server's SSE stream (older HTTP+SSE transport) ended");
+        };
+        // before the endpoint is known, a few KiB at most: not a whole message's worth
+        let before = 0;
+        res.on("data", (b: Buffer) => {
+          if (!open) before += b.length;
+          if (!open && before > OLDER_PROBE_BYTES) return done(false);
+          reader.push(b);
+        });
+        res.on("end", end);
+        res.on("close", end);
+        res.on("error", end);
+        this.reads(res);
       });
     });
+  }
+
+  /** One `message` event of the older transport's stream: an answer, or the server's own message. */
+  private olderEvent(gen: RemoteGeneration, data: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(data);
+    } catch {
+      this.o.log.warn("dropped an event from the remote server that is not JSON");
+      return;
+    }
+    for (const [one, written] of messagesOf(msg, data)) {
+      const init = gen.olderInit;
+      if (init !== null && isResponseTo(one, init.m.id)) {
+        gen.olderInit = null;
+        this.deliver(gen, one, init.m, written);
+        init.answered();
+      } else this.deliver(gen, one, null, written);
+    }
   }
 
   /**
@@ -592,7 +688,7 @@ export class SessionExchanges {
    * restarted server would be noticed only by the next call.
    */
   private openStream(gen: RemoteGeneration, opened = Date.now(), retryMs = STREAM_RETRY_MS): void {
-    if (!gen.alive || this.owner.stopping() || gen.stream) return;
+    if (!gen.alive || this.owner.stopping() || gen.stream || gen.older !== null) return;
     void this.headersFor(gen).then((headers) => {
       if (!gen.alive || this.owner.stopping() || "withheld" in headers) return;
       const req = this.request(gen, "GET", { ...headers.headers, accept: "text/event-stream" }, (why) => {
@@ -802,9 +898,33 @@ function mayBeOlderTransport(status: number): boolean {
   return status >= 400 && status < 500 && ![401, 403, 407, 429].includes(status);
 }
 
-/** How long, and how much of it, the GET that looks for the older transport's endpoint event is read. */
+/** How long, and for how many bytes, the GET that looks for the older transport's endpoint event waits for it. */
 const OLDER_PROBE_MS = 5_000;
 const OLDER_PROBE_BYTES = 64 * 1024;
+/** The longest endpoint taken (the SDK's: a path and a 36-character session id). */
+const MAX_ENDPOINT_CHARS = 2048;
+
+/**
+ * The older transport's endpoint (an `endpoint` event's data, resolved against the URL), or why
+ * it is refused: another origin than the URL's (the configured headers would go there), user
+ * credentials in it, not a URL. Nothing of it is quoted.
+ */
+function sameOrigin(data: string, base: URL): URL | string {
+  const text = data.trim();
+  if (text.length === 0 || text.length > MAX_ENDPOINT_CHARS)
+    return `its endpoint event is empty or longer than ${MAX_ENDPOINT_CHARS} characters`;
+  let u: URL;
+  try {
+    u = new URL(text, base);
+  } catch {
+    return "its endpoint event does not name a URL";
+  }
+  if (u.origin !== base.origin)
+    return `its endpoint event names another origin than ${base.origin} (the configured headers go to that origin only)`;
+  if (u.username !== "" || u.password !== "") return "its endpoint event names a URL with user credentials";
+  u.hash = "";
+  return u;
+}
 
 /**
  * How long a POST that carries no request may stay open (see closeWhenDue): its 202 takes

@@ -39,10 +39,14 @@ export class UpstreamConnections {
     return probeChain(this.url, this.connectTimeoutMs);
   }
 
-  /** A request to the server's URL on a kept-alive connection; nothing is written yet. */
-  request(method: string, headers: Record<string, string>): ClientRequest {
+  /**
+   * A request to the server's URL (or `to`, a URL of the same origin: the older transport's
+   * message endpoint) on a kept-alive connection; nothing is written yet.
+   */
+  request(method: string, headers: Record<string, string>, to: URL = this.url): ClientRequest {
+    if (to.origin !== this.url.origin) throw new Error("a request to another origin than the server's");
     const fn = this.https ? httpsRequest : httpRequest;
-    return fn(this.url, { method, headers, agent: this.agent });
+    return fn(to, { method, headers, agent: this.agent });
   }
 
   /**

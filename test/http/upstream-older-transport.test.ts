@@ -1,10 +1,15 @@
 // A server reached by `run --url` that speaks only the older HTTP+SSE transport (MCP 2024-11-05:
-// GET opens an SSE stream whose first event, `endpoint`, names where to POST). It answers the
-// streamable initialize POST with a 4xx; the gateway looks, as the standard's backward
-// compatibility section describes (GET the URL, look for an `endpoint` event), and says plainly
-// what the server speaks and what to do, instead of "retry later". Real gateway, real fixture
-// (the official SDK's SSEServerTransport).
+// GET opens an SSE stream whose first event, `endpoint`, names where to POST; every answer comes
+// on that stream). It answers the streamable initialize POST with a 4xx; the gateway then looks,
+// as the standard's backward-compatibility section describes (GET the URL, look for an
+// `endpoint` event), and speaks that transport for the epoch: lists, calls, records, under the
+// same guarantees (the endpoint on the URL's own origin or refused, the configured headers to
+// that origin only, the stream's end ending the epoch). Real gateway, real fixture (the official
+// SDK's SSEServerTransport).
+import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { OLDER_SSE, startFixture } from "./upstreamFixture.js";
 
@@ -14,30 +19,108 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function olderServer(env: Record<string, string> = {}) {
-  const server = await startFixture(env, null, 0, OLDER_SSE);
+async function olderServer(env: Record<string, string> = {}, port = 0) {
+  const server = await startFixture(env, null, port, OLDER_SSE);
   cleanup.push(() => server.kill());
   return { ...server, url: server.url.replace(/\/mcp$/, "/sse") };
 }
 
+const status = async (stateDir: string) =>
+  JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0] as {
+    epoch: string;
+  };
+
 describe("a remote server that speaks only the older HTTP+SSE transport", () => {
-  for (const status of ["405", "404"])
-    it(`(initialize answered ${status}): the client is told the server speaks the older transport, and what to do`, async () => {
-      const server = await olderServer({ FIXTURE_POST_STATUS: status });
-      const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+  for (const post of ["405", "404"])
+    it(`(initialize answered ${post}): spoken to over that transport; lists, calls, and the configured header goes to its origin only`, async () => {
+      const headerLog = `${tempDir("pc-older-")}/headers.jsonl`;
+      const server = await olderServer({
+        FIXTURE_POST_STATUS: post,
+        FIXTURE_HEADER: "x-team",
+        FIXTURE_HEADER_LOG: headerLog,
+      });
+      const peer = rawGateway({
+        args: ["--url", server.url, "--header", "X-Team: blue", "--approval", "none"],
+      });
       cleanup.push(() => peer.close());
       const init = await peer.initialize({}, 20_000);
-      const e = init.error as { code: number; message: string; data: Record<string, unknown> };
-      expect(e?.code, JSON.stringify(init)).toBe(-32603);
-      expect(e.data).toMatchObject({ error: "upstream_older_transport", status: Number(status) });
-      expect(e.message).toMatch(/speaks the older HTTP\+SSE transport \(MCP 2024-11-05\)/);
-      expect(String(e.data.retry)).toMatch(/Streamable HTTP URL/);
-      expect(String(e.data.retry)).not.toMatch(/retry later/);
-      expect(peer.stderr()).toMatch(/speaks the older HTTP\+SSE transport/);
-      // nothing the stream said is quoted (its endpoint names the server's session)
-      expect(JSON.stringify(init)).not.toMatch(/sessionId|\/messages/);
-      expect(peer.stderr()).not.toMatch(/sessionId|\/messages|remote session ended|TypeError|Unhandled/);
+      expect(init.result, JSON.stringify(init)).toMatchObject({ serverInfo: { name: "http-sse" } });
+      const list = await peer.request("tools/list", undefined, 20_000);
+      expect(list.result).toMatchObject({ tools: [{ name: "echo" }] });
+      const call = await peer.request("tools/call", { name: "echo", arguments: { message: "hi" } }, 20_000);
+      expect(call.result).toMatchObject({ content: [{ text: "Echo: hi" }] });
+      expect(peer.stderr()).toMatch(/speaks the older HTTP\+SSE transport \(MCP 2024-11-05\)/);
+      expect(peer.stderr()).not.toMatch(/remote session ended|TypeError|Unhandled/);
+      // every request carried the configured header; the messages went to the endpoint the
+      // stream named, the streamable initialize and the stream to the URL
+      const seen = readJsonLines<{ method: string; path: string; value: string | null }>(headerLog);
+      expect(seen.every((r) => r.value === "blue")).toBe(true);
+      expect(seen.slice(0, 2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /sse", "GET /sse"]);
+      expect(seen.slice(2).every((r) => r.method === "POST" && r.path === "/messages")).toBe(true);
+      expect(seen.length).toBeGreaterThanOrEqual(6); // initialize, initialized, list, call
     });
+
+  it("the stream's end ends the epoch; the server back, a new epoch serves", async () => {
+    const server = await olderServer();
+    const peer = rawGateway({ args: ["--url", server.url, "--approval", "none"] });
+    cleanup.push(() => peer.close());
+    await peer.initialize({}, 20_000);
+    expect((await peer.request("tools/list", undefined, 20_000)).result).toBeDefined();
+    const before = (await status(peer.stateDir)).epoch;
+    // a new process on the same port: the old stream ends with the old one
+    const again = await server.restart();
+    cleanup.push(() => again.kill());
+    await waitFor(
+      () => /remote session ended: the server's SSE stream/.test(peer.stderr()),
+      20_000,
+      "the epoch's end",
+    );
+    const after = await waitFor(
+      async () => {
+        const now = (await status(peer.stateDir)).epoch;
+        return now !== before ? now : undefined;
+      },
+      30_000,
+      "a new epoch",
+    );
+    expect(after).not.toBe(before);
+    const call = await waitFor(
+      async () => {
+        const r = await peer.request("tools/call", { name: "echo", arguments: { message: "back" } }, 20_000);
+        return r.result ? r : undefined;
+      },
+      30_000,
+      "a call served by the new epoch",
+    );
+    expect(call.result).toMatchObject({ content: [{ text: "Echo: back" }] });
+  });
+
+  it("an endpoint on another origin is refused: nothing is sent there, and the client is told why", async () => {
+    let reached = 0;
+    const other: Server = createServer((_req, res) => {
+      reached++;
+      res.writeHead(202).end();
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    cleanup.push(() => new Promise<void>((resolve) => other.close(() => resolve())));
+    const otherPort = (other.address() as { port: number }).port;
+    const server = await olderServer({
+      FIXTURE_SSE_ENDPOINT: `http://127.0.0.1:${otherPort}/messages?sessionId=x`,
+    });
+    const peer = rawGateway({
+      args: ["--url", server.url, "--header", "X-Team: blue", "--approval", "none"],
+    });
+    cleanup.push(() => peer.close());
+    const init = await peer.initialize({}, 20_000);
+    const e = init.error as { code: number; message: string; data: Record<string, unknown> };
+    expect(e?.code, JSON.stringify(init)).toBe(-32603);
+    expect(e.data).toMatchObject({ error: "upstream_older_transport", status: 405 });
+    expect(e.message).toMatch(/older HTTP\+SSE transport.*another origin than http:\/\/127\.0\.0\.1:\d+ /);
+    expect(String(e.data.retry)).not.toMatch(/retry later/);
+    // the other origin is not quoted, and was never reached
+    expect(JSON.stringify(init)).not.toContain(String(otherPort));
+    expect(reached).toBe(0);
+  });
 
   it("a 4xx from a URL whose GET opens no such stream is still the plain HTTP error", async () => {
     const server = await olderServer();

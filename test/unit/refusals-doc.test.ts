@@ -46,7 +46,11 @@ const built: Record<string, ErrorObject> = {
   catalog_unavailable: refuse.catalogUnavailable("E2", "the server answered tools/list with error -32000: x"),
   // a redirect's refusal: every field the plain one has, and where the redirect points
   upstream_http_error: refuse.upstreamRedirect(307, "https://example.com/mcp"),
-  upstream_older_transport: refuse.upstreamOlderTransport(405, "http://127.0.0.1:8080/sse"),
+  upstream_older_transport: refuse.upstreamOlderTransport(
+    405,
+    "http://127.0.0.1:8080/sse",
+    "its endpoint event names another origin than http://127.0.0.1:8080 (the configured headers go to that origin only)",
+  ),
   upstream_response_unreadable: refuse.upstreamUnreadable(
     "its response headers are larger than node's 16 KiB limit (HPE_HEADER_OVERFLOW)",
   ),
