@@ -229,7 +229,9 @@ export class Gateway {
       refreshCatalog: (gen) => void this.refreshCatalog(gen),
     });
     link.on("line", (text, gen) => this.server.onLine(text, gen));
-    link.on("oversize", (bytes, _gen, rawId, hasMethod) => this.server.onOversize(bytes, rawId, hasMethod));
+    link.on("oversize", (bytes, gen, rawId, hasMethod) =>
+      this.server.onOversize(bytes, gen, rawId, hasMethod),
+    );
     link.on("down", (gen, why, detail) => this.onDown(gen, why, detail));
     link.on("up", (gen, previous) => this.onUp(gen, previous));
     link.on("changed", (paths, parts, _next, gen) => this.onArtifactsChanged(paths, parts, gen));

@@ -296,11 +296,13 @@ export class InFlight {
    * The method of the gateway's own request under `wire` that it gave up on (its timeout passed):
    * what the server's late answer to it answers, now dropped; undefined for any other id.
    */
-  lateAnswer(wire: Id | null): string | undefined {
+  lateAnswer(wire: Id | null, from: Generation): string | undefined {
     if (typeof wire !== "number") return undefined;
     const late = this.gaveUp.get(wire);
+    // (the request was written to another process: not this one's late answer)
+    if (late?.gen !== from) return undefined;
     this.gaveUp.delete(wire);
-    return late?.method;
+    return late.method;
   }
 
   /**
@@ -336,21 +338,36 @@ export class InFlight {
   }
 
   /**
-   * The request a message from the server answers (by its wire id), no longer in flight;
-   * undefined when nothing waits on that id.
+   * The request a message from the server process of `from` answers (by its wire id), no longer
+   * in flight; undefined when nothing of `from`'s waits on that id (see `heldElsewhere`).
    */
-  take(wire: Id | null): Pending | undefined {
+  take(wire: Id | null, from: Generation): Pending | undefined {
     const entry = this.upstream.get(wire);
-    if (entry === undefined) return undefined;
+    if (entry === undefined || !belongsTo(entry, from)) return undefined;
     if (entry.origin === "client") this.busyAt = performance.now();
     this.upstream.delete(wire as number, entry.origin === "client" ? entry.clientId : undefined);
     return entry;
   }
 
-  /** The client's open request a subscription id (a wire id) names, or undefined. */
-  subscription(wire: Id): ClientPending | undefined {
+  /**
+   * The client's open subscription a subscription id (a wire id) names, when it lives on the
+   * server process of `from`; else undefined (see `heldElsewhere`).
+   */
+  subscription(wire: Id, from: Generation): ClientPending | undefined {
     const entry = this.upstream.get(wire);
-    return entry?.origin === "client" ? entry : undefined;
+    return entry?.origin === "client" && belongsTo(entry, from) ? entry : undefined;
+  }
+
+  /**
+   * The epoch a request under `wire` belongs to, when a message of `from`'s names it but `from`
+   * may not speak for it: it was written to another process, or it is a subscription whose
+   * process went away (kept, to be re-opened on the next). Null when nothing is under `wire`, or
+   * it is `from`'s. Wire ids are never reused, yet the next process reads the same ids from its
+   * own counter (or is hostile): only the process the request was written to may answer it.
+   */
+  heldElsewhere(wire: Id | null, from: Generation): Generation | null {
+    const entry = this.upstream.get(wire);
+    return entry === undefined || belongsTo(entry, from) ? null : entry.gen;
   }
 
   /** `p`'s one end, when its intent is still open: its result, with the outcome the server gave. */
@@ -515,6 +532,18 @@ export class InFlight {
     for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }
+}
+
+/**
+ * Whether a message of the server process of `from` may answer `entry`, or speak for it as a
+ * subscription: only when `entry` was written to that process. A subscription outlives its
+ * process (it is re-opened on the next): once that process went away, nothing read from the pipe
+ * speaks for it (a watcher's next worker writes to the same pipe before its epoch begins), until
+ * it is re-opened on a live one.
+ */
+function belongsTo(entry: Pending, from: Generation): boolean {
+  if (entry.gen !== from) return false;
+  return entry.origin !== "client" || entry.listen === undefined || from.alive;
 }
 
 /** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */

@@ -61,7 +61,7 @@ export class ServerMessages {
     if (c.kind === "invalid" && c.tooDeep) {
       this.p.log.warn(`dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
       if (c.id === null) return;
-      this.answerDropped(c.id, writtenIdOf(text, c.id), c.tooDeep.hasMethod, {
+      this.answerDropped(gen, c.id, writtenIdOf(text, c.id), c.tooDeep.hasMethod, {
         request: refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "dropped"),
         response: refuse.responseTooDeep(MAX_MESSAGE_DEPTH, "server"),
       });
@@ -85,7 +85,7 @@ export class ServerMessages {
           ? { id: c.id, rawId: writtenIdOf(text, c.id), meant: c.meant }
           : null;
       if (named)
-        this.answerDropped(named.id, named.rawId, named.meant === "request", {
+        this.answerDropped(gen, named.id, named.rawId, named.meant === "request", {
           request: invalidMessage(c.reason, c.unparsed ? PARSE_ERROR : INVALID_REQUEST),
           response: refuse.responseInvalid(c.reason, "server"),
         });
@@ -101,10 +101,10 @@ export class ServerMessages {
    * request the gateway wrote becomes an error to the requester, with its own id; a request
    * of the server gets an error back; a notification is only logged.
    */
-  onOversize(bytes: number, rawId: string | null, hasMethod: boolean): void {
+  onOversize(bytes: number, gen: Generation, rawId: string | null, hasMethod: boolean): void {
     this.p.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
     if (rawId === null) return;
-    this.answerDropped(JSON.parse(rawId) as Id, rawId, hasMethod, {
+    this.answerDropped(gen, JSON.parse(rawId) as Id, rawId, hasMethod, {
       request: refuse.requestTooLarge(bytes, "dropped"),
       response: refuse.responseTooLarge(bytes, "server"),
     });
@@ -112,11 +112,13 @@ export class ServerMessages {
 
   /**
    * A server message the gateway will not read (too large, nested too deep, or not valid
-   * JSON-RPC), with its id (`written`: as the server wrote it): a request of the server gets
-   * `errors.request` back; a response to a request the gateway wrote gives its requester
-   * `errors.response` instead, under the requester's own id (a call's end recorded as an error).
+   * JSON-RPC), from the process of `gen`, with its id (`written`: as the server wrote it): a
+   * request of the server gets `errors.request` back; a response to a request the gateway wrote
+   * to that process gives its requester `errors.response` instead, under the requester's own id
+   * (a call's end recorded as an error).
    */
   private answerDropped(
+    gen: Generation,
     id: Id,
     written: string,
     hasMethod: boolean,
@@ -127,7 +129,8 @@ export class ServerMessages {
       this.p.serverRequests.reply(errorResponse(id, e.code, e.message, e.data), written);
       return;
     }
-    const entry = this.p.inFlight.take(id);
+    if (this.notItsOwn(id, gen)) return;
+    const entry = this.p.inFlight.take(id, gen);
     if (!entry) return;
     const e = errors.response;
     if (entry.origin === "gateway") {
@@ -144,9 +147,10 @@ export class ServerMessages {
 
   /** `text`: the line as the server wrote it, already scrubbed of released values. */
   private onResponse(msg: Response, gen: Generation, text?: string): void {
-    const entry = this.p.inFlight.take(msg.id);
+    if (this.notItsOwn(msg.id, gen)) return;
+    const entry = this.p.inFlight.take(msg.id, gen);
     if (!entry) {
-      const late = this.p.inFlight.lateAnswer(msg.id);
+      const late = this.p.inFlight.lateAnswer(msg.id, gen);
       if (late !== undefined) {
         // its own request it gave up on (and cancelled): nobody waits for this answer any more
         this.p.log.info(
@@ -157,8 +161,9 @@ export class ServerMessages {
       // The id as written: the one thing scrubLine keeps so, and the log scrubs every line. Read
       // back, a number of more than 15-17 digits is rounded, and a value it holds is no longer
       // found in it while most of its digits would be logged.
+      // Cut short: a string id may be as long as a line (64 MiB).
       const id = text === undefined || msg.id === null ? JSON.stringify(msg.id) : writtenIdOf(text, msg.id);
-      this.p.log.warn(`dropped a response from the server with an unknown id ${id}`);
+      this.p.log.warn(`dropped a response from the server with an unknown id ${this.p.quote(id)}`);
       return;
     }
     if (entry.origin === "gateway") {
@@ -186,6 +191,29 @@ export class ServerMessages {
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
     }
     this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
+  }
+
+  /**
+   * Whether `wire` names a request that the process of `gen` may not answer (nor speak for as a
+   * subscription): written to another process, or a subscription whose process went away
+   * (InFlight.heldElsewhere). Such a message is dropped, and logged: the request stays where it
+   * is, for its own process's answer or that process's end. The server's own words never decide
+   * which request they answer; only the process that sent them does. (The id is the gateway's
+   * own number: bounded, nothing of the server's text is quoted.)
+   */
+  private notItsOwn(wire: Id | null, gen: Generation, what = "a response"): boolean {
+    const owner = this.p.inFlight.heldElsewhere(wire, gen);
+    if (owner === null) return false;
+    if (owner === gen)
+      // (debug: a process being stopped at shutdown closes its subscriptions as it goes, too)
+      this.p.log.debug(
+        `dropped ${what} from the server under id ${wire}: it names a subscription of epoch=${gen.epoch}, whose process went away (it is re-opened on the next)`,
+      );
+    else
+      this.p.log.warn(
+        `dropped ${what} from the server process of epoch=${gen.epoch} under id ${wire}: that id was written to another server process (epoch=${owner.epoch})`,
+      );
+    return true;
   }
 
   /**
@@ -238,17 +266,19 @@ export class ServerMessages {
       return;
     }
     if (subscription !== undefined) {
-      const entry = this.p.inFlight.subscription(subscription as Id);
+      if (this.notItsOwn(subscription as Id, gen, `a notification (${this.p.quote(msg.method)})`)) return;
+      const entry = this.p.inFlight.subscription(subscription as Id, gen);
       if (!entry) {
+        // (cut short: a subscription id is whatever JSON the server wrote there)
         this.p.log.debug(
-          `dropped a notification for an unknown subscription ${JSON.stringify(subscription)}`,
+          `dropped a notification for an unknown subscription ${this.p.quote(JSON.stringify(subscription) ?? "")}`,
         );
         return;
       }
       msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
     }
     if (msg.method === "notifications/cancelled") {
-      const relayed = this.p.serverRequests.cancelled(msg, text);
+      const relayed = this.p.serverRequests.cancelled(msg, text, gen);
       if (relayed === null) return;
       msg = relayed;
     }

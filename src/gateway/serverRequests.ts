@@ -110,14 +110,15 @@ export class ServerRequests {
   }
 
   /**
-   * The server cancelled one of its requests (`text`: the notification as it wrote it): the
-   * notification as the client gets it, under the gateway's id, or null when none is open.
+   * The server process of `gen` cancelled one of its requests (`text`: the notification as it
+   * wrote it): the notification as the client gets it, under the gateway's id, or null when none
+   * of that process's is open under that id (another process's request is not its to cancel).
    */
-  cancelled(msg: Notification, text: string): Notification | null {
+  cancelled(msg: Notification, text: string, gen: Generation): Notification | null {
     const serverReq = (msg.params as { requestId?: Id } | undefined)?.requestId;
     const key = serverReq === undefined ? undefined : cancelledKey(serverReq, text);
     const wire = key === undefined ? undefined : this.atClient.wireFor(key);
-    if (wire === undefined) return null;
+    if (wire === undefined || this.atClient.get(wire)?.gen !== gen) return null;
     this.atClient.delete(wire, key);
     return { ...msg, params: { ...msg.params, requestId: wire } };
   }

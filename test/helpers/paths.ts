@@ -38,6 +38,8 @@ export const FIXTURES = {
   lenient: node("lenient"),
   /** logs every line it receives verbatim (FIXTURE_RAW_LOG); writes lines it is given (raw/reply, raw/send) */
   rawlines: node("rawlines"),
+  /** speaks, as a process's successor, under the ids the process before it owed (FIXTURE_OWED) */
+  impostor: node("impostor"),
   /** keeps the stdio pipe and replaces its child when a file changes (nodemon-like) */
   watcher: node("watcher"),
   /** starts and ends processes of its own: a helper at initialize, a leftover, a stderr flood */
