@@ -51,6 +51,14 @@ export function idTextOf(msg: Request): string {
   return (msg as Marked)[ID_TEXT] ?? JSON.stringify(msg.id);
 }
 
+/**
+ * A new call under the client id text `idText`: the gateway's own request made for one of the
+ * client's (a resource subscription re-opened on a new process), with a key of its own.
+ */
+export function newCallName(idText: string): CallName {
+  return { idText, key: ++lastKey };
+}
+
 /** The audit's name for `msg`'s call (a request never marked gets its key now). */
 export function callOf(msg: Request): CallName {
   const m = msg as Marked;

@@ -302,6 +302,9 @@ export class ClientMessages {
           );
           return;
         }
+        // not re-opened on a new process any more, whatever this process answers
+        if (msg.method === "resources/unsubscribe")
+          session.unsubscribed((msg.params as { uri?: unknown } | undefined)?.uri);
         // only relayed, nothing of it recorded or rewritten: its own bytes go on, with the wire id
         inFlight.forward(msg, {}, line);
         return;

@@ -6,6 +6,18 @@ import { sameJson } from "../util/canonical.js";
 import { CLIENT_CAPABILITIES_META, type Era, hasTools, pickModernMeta, withMeta } from "./protocol.js";
 
 /**
+ * A resource subscription of the client's (resources/subscribe) that a server process accepted:
+ * what it asked, under which id (as the client wrote it), and the process that holds it.
+ */
+export interface ResourceSubscription {
+  uri: string;
+  /** the request's params without its `_meta` (the envelope is the session's, added when sent) */
+  params: Record<string, unknown>;
+  idText: string;
+  gen: Generation;
+}
+
+/**
  * What the gateway knows of its client's session, whatever server process is behind it:
  * the era it speaks, its handshake (kept to bring a new process to the same place), the
  * modern-era envelope and subscriptions, and what it last listed (for per-tool staleness).
@@ -25,6 +37,11 @@ export class ClientSession {
   /** what this client last listed completely (revision and each tool's fingerprint) */
   private seen_: ListedCatalog | null = null;
   private clientListenIds: Id[] = [];
+  /**
+   * The client's resource subscriptions a process accepted and it has not unsubscribed, by uri.
+   * A new process holds none of them: they are re-opened there (Gateway.reopenSubscriptions).
+   */
+  private readonly resourceSubs = new Map<string, ResourceSubscription>();
 
   get era(): Era | null {
     return this.era_;
@@ -86,6 +103,30 @@ export class ClientSession {
 
   listenClosed(id: Id): void {
     this.clientListenIds = this.clientListenIds.filter((x) => x !== id);
+  }
+
+  /** A process accepted the client's subscription (its own, or one re-opened there). */
+  subscribed(sub: ResourceSubscription): void {
+    this.resourceSubs.set(sub.uri, sub);
+  }
+
+  /** The client unsubscribed from `uri` (or the gateway dropped its subscription). */
+  unsubscribed(uri: unknown): void {
+    if (typeof uri === "string") this.resourceSubs.delete(uri);
+  }
+
+  /** The client's subscriptions that `gen` does not hold (held by an earlier process). */
+  subscriptionsNotOn(gen: Generation): ResourceSubscription[] {
+    return [...this.resourceSubs.values()].filter((s) => s.gen !== gen);
+  }
+
+  /**
+   * What became of `sub` while it was being re-opened: "kept" (still the client's), "gone" (the
+   * client unsubscribed meanwhile), or "replaced" (the client subscribed to its uri again).
+   */
+  subscriptionNow(sub: ResourceSubscription): "kept" | "gone" | "replaced" {
+    const now = this.resourceSubs.get(sub.uri);
+    return now === sub ? "kept" : now === undefined ? "gone" : "replaced";
   }
 
   /** The client listed the whole catalog at `revision`. */

@@ -119,6 +119,8 @@ export class Gateway {
   private readonly catalog: CatalogSync;
   /** sends the user to the console page of a request a call waits on (clients that accept URLs) */
   private readonly elicitation: UrlElicitations;
+  /** the uris of the client's resource subscriptions being re-opened on the current process */
+  private readonly reopening = new Set<string>();
   /** the snapshot served before the latest refresh, to diff a change within an epoch against */
   private servedSnapshot: { epoch: string; snapshot: CatalogSnapshot } | null = null;
 
@@ -362,6 +364,7 @@ export class Gateway {
     this.reportState();
     this.guarded.releaseHeld();
     this.answerUnservable();
+    this.reopenSubscriptions();
   }
 
   /**
@@ -487,6 +490,55 @@ export class Gateway {
     this.o.onState?.(v.state, v.epoch);
     this.guarded.releaseHeld();
     this.answerUnservable();
+    this.reopenSubscriptions();
+  }
+
+  /**
+   * The client's resource subscriptions (resources/subscribe) held by an earlier process, re-opened
+   * on the current one once its catalog is verified: a new process knows none of them, and the
+   * client would never hear `notifications/resources/updated` again. Each goes through the guard
+   * as the client's own resources/subscribe would now (GuardedRequests.reopen: recorded, and
+   * approved for this epoch when approval.resources asks for it). One the guard or the process
+   * refuses is dropped, and the client is sent `notifications/resources/updated` for its uri: the
+   * one message of a subscription a legacy client acts on, so that it reads the resource again,
+   * through the guard (MCP has no message that says a subscription ended). Not once the
+   * connection is over: no new process is brought into the session then.
+   */
+  private reopenSubscriptions(): void {
+    const gen = this.gen;
+    if (!gen?.alive || this.over !== null || this.view().state !== "ready") return;
+    for (const sub of this.session.subscriptionsNotOn(gen)) {
+      if (this.reopening.has(sub.uri)) continue;
+      this.reopening.add(sub.uri);
+      void this.guarded.reopen(sub).then(
+        (outcome) => {
+          this.reopening.delete(sub.uri);
+          const now = this.session.subscriptionNow(sub);
+          if (outcome === "open") {
+            if (now === "kept") this.session.subscribed({ ...sub, gen });
+            // unsubscribed while it was re-opened: the process is told, as the client told the last
+            else if (now === "gone" && gen.alive)
+              void this.inFlight.request(gen, "resources/unsubscribe", { uri: sub.uri });
+          } else if (outcome === "refused" && now === "kept") {
+            this.session.unsubscribed(sub.uri);
+            this.o.downstream.send({
+              jsonrpc: "2.0",
+              method: "notifications/resources/updated",
+              params: { uri: sub.uri },
+            });
+          }
+          // "later": kept as it is, tried again with the next verified catalog; or now, when a new
+          // epoch's came while this one was being decided (it skipped what was under way)
+          else if (outcome === "later" && this.gen !== gen) this.reopenSubscriptions();
+        },
+        (e: unknown) => {
+          this.reopening.delete(sub.uri);
+          this.o.log.warn(
+            `could not re-open the client's subscription: ${String((e as Error)?.message ?? e)}`,
+          );
+        },
+      );
+    }
   }
 
   /**

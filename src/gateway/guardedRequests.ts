@@ -1,5 +1,5 @@
 import type { CatalogSnapshot } from "../catalog/index.js";
-import type { ApprovedCall, AuthorizationPort, decide, ServerView } from "../guard/guard.js";
+import type { ApprovedCall, AuthorizationPort, decide, ReadFacts, ServerView } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import {
   type ErrorObject,
@@ -13,17 +13,17 @@ import {
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { callOf } from "./clientIdText.js";
-import type { ClientSession } from "./clientSession.js";
+import { callOf, newCallName } from "./clientIdText.js";
+import type { ClientSession, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
-import type { InFlight } from "./inFlight.js";
+import type { ForwardExtra, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import { readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
-import { metaProblem } from "./text.js";
+import { metaProblem, preview } from "./text.js";
 
 export interface GuardedRequestsPorts {
   log: Logger;
@@ -452,7 +452,7 @@ export class GuardedRequests {
           return this.handleRecorded(msg);
         }
         // not sent (no live process: answered server_unavailable there): its record is closed
-        if (!this.p.inFlight.forward(msg, { intent: true, call: callOf(msg) }))
+        if (!this.p.inFlight.forward(msg, { intent: true, call: callOf(msg), ...subscriptionOf(msg, read) }))
           records.callInterrupted(
             callOf(msg),
             undefined,
@@ -461,6 +461,83 @@ export class GuardedRequests {
             "not_forwarded",
             msg.method,
           );
+    }
+  }
+
+  /**
+   * Re-opens on the current process a resource subscription the client holds on an earlier one (a
+   * new process holds none): decided now as the client's own resources/subscribe of it would be,
+   * against this epoch (held while its identity is pending; a grant of an older epoch is stale;
+   * with approval.resources asking for one, a human decides, on the console or the command line:
+   * no client request waits to be told), recorded `request_forwarded` under the client's id text
+   * with a call key of its own, then sent as the gateway's own request, its answer recorded as its
+   * end. "open": the process accepted it; "refused": the guard or the process refused it (the
+   * caller tells the client); "later": not decided for this epoch (not ready, gone meanwhile, the
+   * connection ending): the subscription stays as it was, tried again with the next verified catalog.
+   */
+  async reopen(sub: ResourceSubscription): Promise<"open" | "refused" | "later"> {
+    const { records } = this.p;
+    const method = "resources/subscribe";
+    const read = readFacts({ jsonrpc: "2.0", id: 0, method, params: sub.params });
+    const name = newCallName(sub.idText);
+    const mark = this.newDeciding();
+    this.underWay.add(mark);
+    let verdict: Awaited<ReturnType<typeof decide>>;
+    try {
+      verdict = await this.p.decide({
+        server: () => this.p.view(),
+        facts: { tool: method, args: sub.params, seen: null },
+        read,
+        auth: this.p.auth(),
+        intent: {
+          intent: (call, condition) => records.requestForwarded(name, method, sub.params, call, condition),
+        },
+        hooks: {
+          get signal() {
+            return mark.signal;
+          },
+        },
+      });
+    } finally {
+      this.underWay.delete(mark);
+    }
+    switch (verdict.action) {
+      case "hold":
+      case "invalid-arguments": // (never for a read)
+        return "later";
+      case "refuse":
+        // the connection's end cut a wait for a human short: nothing was decided for this epoch
+        if (mark.endedBy !== undefined || this.p.ended()) return "later";
+        records.denied(
+          name,
+          `${read.method} ${read.target}`,
+          read.params,
+          { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },
+          verdict.reason,
+        );
+        this.p.log.status(
+          `the client's subscription to ${preview(read.target)} was not re-opened on the new server process: ${verdict.error.message}`,
+        );
+        return "refused";
+      case "forward": {
+        const gen = this.p.current();
+        const epoch = verdict.call.epoch;
+        if (this.p.ended() || gen === null || epoch !== gen.epoch || !this.p.mayForward()) {
+          records.callInterrupted(name, undefined, epoch, "redecided", "not_forwarded", method);
+          return "later";
+        }
+        const res = await this.p.inFlight.request(gen, method, sub.params);
+        if (res === null) {
+          records.callInterrupted(name, undefined, epoch, "epoch_transition", "unknown", method);
+          return "later";
+        }
+        records.toolResult(name, undefined, epoch, res.error ? "error" : "ok", method);
+        if (!res.error) return "open";
+        this.p.log.status(
+          `the client's subscription to ${preview(read.target)} was not re-opened: the new server process refused it`,
+        );
+        return "refused";
+      }
     }
   }
 
@@ -646,6 +723,16 @@ export class GuardedRequests {
       else this.read(msg);
     }
   }
+}
+
+/**
+ * What a client's resources/subscribe subscribes to, kept with it while it is at the server (and
+ * once accepted, in the session: re-opened on the next process); nothing for any other read, or
+ * for a uri that is not a string (the server refuses it).
+ */
+function subscriptionOf(msg: Request, read: ReadFacts): Pick<ForwardExtra, "subscribes"> {
+  if (msg.method !== "resources/subscribe" || typeof read.params.uri !== "string") return {};
+  return { subscribes: { uri: read.params.uri, params: read.params } };
 }
 
 /** The snapshot's tools as the client is shown them (without task support hints), made once per snapshot. */

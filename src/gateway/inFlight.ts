@@ -28,6 +28,8 @@ export interface ClientPending {
   call?: CallName;
   /** a long-lived subscriptions/listen: re-opened on a new epoch instead of failed */
   listen?: Request;
+  /** a resources/subscribe: what the client subscribes to, kept once the server accepts it */
+  subscribes?: { uri: string; params: Record<string, unknown> };
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
   scopes?: readonly string[];
   /**
@@ -54,7 +56,10 @@ interface OwnPending {
 export type Pending = ClientPending | OwnPending;
 
 /** What a forwarded client request carries besides its message. */
-export type ForwardExtra = Pick<ClientPending, "tool" | "call" | "listen" | "scopes" | "intent">;
+export type ForwardExtra = Pick<
+  ClientPending,
+  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes"
+>;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */
 export interface WrittenLine {

@@ -190,6 +190,13 @@ export class ServerMessages {
       const result = msg.result as { isError?: unknown } | undefined;
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
     }
+    // a subscription the process accepted: re-opened on the next one (Gateway.reopenSubscriptions)
+    if (entry.subscribes && !msg.error)
+      this.p.session.subscribed({
+        ...entry.subscribes,
+        idText: entry.call?.idText ?? JSON.stringify(entry.clientId),
+        gen: entry.gen,
+      });
     this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
   }
 
