@@ -122,12 +122,14 @@ export class InFlight {
    */
   private handshake: { gen: Generation; behind: BehindHandshake[] } | null = null;
   /**
-   * The client's subscriptions (subscriptions/listen) that waited for a replayed handshake whose
-   * process went away before it was complete: never sent, and carried to the next generation,
-   * re-opened there once its own handshake is complete (reopenListens), as one already at the
-   * server is. Not answered server_unavailable: a subscription outlives a process.
+   * What waited for a replayed handshake whose process went away before it was complete, never
+   * sent, and carried to the next generation rather than answered server_unavailable: the client's
+   * subscriptions (subscriptions/listen), re-opened there once its own handshake is complete
+   * (reopenListens), as one already at the server is (a subscription outlives a process); and its
+   * reads that change nothing (CARRIED_READS), which wait behind the next one's handshake as if
+   * sent then (what the client would do on server_unavailable, and nothing of them ran).
    */
-  private carried: { request: Request; extra: ForwardExtra }[] = [];
+  private carried: { request: Request; extra: ForwardExtra; line?: WrittenLine }[] = [];
 
   constructor(private readonly p: InFlightPorts) {}
 
@@ -136,7 +138,17 @@ export class InFlight {
     // (what waited for an earlier generation's was answered when it went away)
     if (this.handshake && this.handshake.gen !== gen)
       this.refuseBehindHandshake(refuse.serverDown(this.p.link) ?? refuse.serverUnavailable());
-    this.handshake = { gen, behind: [] };
+    // the reads carried from a process that died before its handshake completed come first
+    const reads = this.takeCarriedReads();
+    this.handshake = { gen, behind: reads.map(({ request, extra, line }) => ({ request, extra, line })) };
+  }
+
+  /** The carried reads (not the subscriptions), no longer carried. */
+  private takeCarriedReads(): { request: Request; extra: ForwardExtra; line?: WrittenLine }[] {
+    if (this.carried.length === 0) return [];
+    const reads = this.carried.filter((c) => c.extra.listen === undefined);
+    this.carried = this.carried.filter((c) => c.extra.listen !== undefined);
+    return reads;
   }
 
   /** Whether `gen`'s replayed handshake is under way (nothing else may be sent to it). */
@@ -158,16 +170,26 @@ export class InFlight {
   /**
    * The requests that wait for a replayed handshake are answered with `e` (nothing of them was
    * sent), its notifications dropped: the handshake will not complete (its process went away).
-   * A subscription is carried to the next generation instead (`carried`).
+   * A subscription is carried to the next generation instead (`carried`), and so is a read that
+   * changes nothing while a next process is to come (no pause, the server reachable).
    */
   private refuseBehindHandshake(e: ErrorObject): void {
     const h = this.handshake;
     if (h) {
-      for (const b of h.behind) if ("request" in b && b.extra.listen) this.carried.push(b);
-      h.behind = h.behind.filter((b) => !("request" in b && b.extra.listen));
+      const next = refuse.serverDown(this.p.link) === null;
+      const carries = (b: BehindHandshake): b is Extract<BehindHandshake, { request: Request }> =>
+        "request" in b && (b.extra.listen !== undefined || (next && CARRIED_READS.has(b.request.method)));
+      for (const b of h.behind) if (carries(b)) this.carried.push(b);
+      h.behind = h.behind.filter((b) => !carries(b));
+      for (const b of h.behind) if ("request" in b) this.answerUnsent(b.request, e);
     }
-    this.answerBehindHandshake(e);
     this.handshake = null;
+  }
+
+  /** `request`, never sent, is answered `e` by the gateway. */
+  private answerUnsent(request: Request, e: ErrorObject): void {
+    this.p.progress.ended(request.id);
+    this.p.downstream.send(errorResponse(request.id, e.code, e.message, e.data));
   }
 
   /**
@@ -177,13 +199,13 @@ export class InFlight {
    */
   answerBehindHandshake(e: ErrorObject): void {
     const h = this.handshake;
-    if (!h) return;
-    const requests = h.behind.filter((b) => "request" in b);
-    h.behind = h.behind.filter((b) => !("request" in b));
-    for (const { request } of requests) {
-      this.p.progress.ended(request.id);
-      this.p.downstream.send(errorResponse(request.id, e.code, e.message, e.data));
+    // the reads carried to a next process wait for it no more either
+    const requests: { request: Request }[] = this.takeCarriedReads();
+    if (h) {
+      for (const b of h.behind) if ("request" in b) requests.push(b);
+      h.behind = h.behind.filter((b) => !("request" in b));
     }
+    for (const { request } of requests) this.answerUnsent(request, e);
   }
 
   /** A client notification for the server: sent, or kept while a replayed handshake is under way. */
@@ -327,7 +349,7 @@ export class InFlight {
     return this.upstream.wireFor(id) !== undefined || this.behindIndex(id) >= 0 || this.carriedIndex(id) >= 0;
   }
 
-  /** Where the client's subscription under `id` is carried to the next generation; -1 if none is. */
+  /** Where the client's subscription or read under `id` is carried to the next generation; -1 if none is. */
   private carriedIndex(id: Id): number {
     if (this.carried.length === 0) return -1;
     const key = idKey(id);
@@ -411,11 +433,11 @@ export class InFlight {
       const [b] = this.handshake?.behind.splice(behind, 1) ?? [];
       return { wire: null, closedListen: !!b && "request" in b && b.extra.listen !== undefined };
     }
-    // a subscription carried to the next generation: never sent either
+    // a subscription or read carried to the next generation: never sent either
     const carried = this.carriedIndex(requestId);
     if (carried >= 0) {
-      this.carried.splice(carried, 1);
-      return { wire: null, closedListen: true };
+      const [c] = this.carried.splice(carried, 1);
+      return { wire: null, closedListen: c?.extra.listen !== undefined };
     }
     const wire = this.upstream.wireFor(requestId);
     if (wire === undefined) return undefined; // already answered: nothing to cancel
@@ -480,7 +502,7 @@ export class InFlight {
     }
     const carried = this.carried;
     this.carried = [];
-    for (const c of carried) this.forward(c.request, c.extra);
+    for (const c of carried) this.forward(c.request, c.extra, c.line);
   }
 
   /**
@@ -534,6 +556,7 @@ export class InFlight {
    */
   unanswered(): number {
     let n = this.handshake?.behind.filter((b) => "request" in b && !b.extra.listen).length ?? 0;
+    for (const c of this.carried) if (c.extra.listen === undefined) n++;
     for (const [, p] of this.upstream.entries()) if (p.origin === "client" && !p.listen && !p.cancelled) n++;
     return n;
   }
@@ -550,6 +573,15 @@ function belongsTo(entry: Pending, from: Generation): boolean {
   if (entry.gen !== from) return false;
   return entry.origin !== "client" || entry.listen === undefined || from.alive;
 }
+
+/**
+ * The relayed requests that only read, and change nothing at the server: one that waited for the
+ * handshake of a process that died before it was complete is carried to the next process (it was
+ * never sent, so sending it there is a first send, not a retry). Any other relayed method may
+ * change something (logging/setLevel, a method the gateway does not know): answered
+ * server_unavailable, and the client decides.
+ */
+const CARRIED_READS = new Set(["ping", "resources/list", "resources/templates/list", "prompts/list"]);
 
 /** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */
 const MAX_GAVE_UP = 64;

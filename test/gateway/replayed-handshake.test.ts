@@ -299,6 +299,39 @@ describe("a replayed handshake", () => {
     }, 90_000);
   }
 
+  it("reads that change nothing (ping, resources/list, resources/templates/list, prompts/list) sent while the replayed initialize waits outlive that process dying before its handshake: the next process answers them; any other relayed request is answered server_unavailable", async () => {
+    const { gw, hold, logged, serverPid } = await lenientGateway();
+    await replaceWithHeldInitialize(gw, hold, logged, serverPid);
+    const held = () => logged().filter((l) => l.method === "held initialize");
+    const dying = held()[0]!.pid;
+
+    const reads = ["ping", "resources/list", "resources/templates/list", "prompts/list"];
+    for (const m of reads) gw.send({ jsonrpc: "2.0", id: m, method: m, params: {} });
+    gw.send({ jsonrpc: "2.0", id: "level", method: "logging/setLevel", params: { level: "debug" } });
+    // (answered by the gateway itself: the lines before it were read)
+    expect((await gw.request("tasks/list", {}, 10_000)).error).toBeDefined();
+    process.kill(dying, "SIGKILL");
+    // the one that may change something is answered at once: nothing of it was sent
+    const level = await gw.next((m) => m.id === "level", 20_000);
+    expect(level.error?.data, JSON.stringify(level)).toMatchObject({ error: "server_unavailable" });
+    await waitFor(() => held().some((l) => l.pid !== dying), 20_000, "the next process's handshake");
+    const next = held().find((l) => l.pid !== dying)!.pid;
+    expect(gw.messages().filter((m) => reads.includes(String(m.id)))).toEqual([]);
+    rmSync(hold);
+
+    for (const m of reads) {
+      const answer = await gw.next((x) => x.id === m, 20_000);
+      expect(answer.error, JSON.stringify(answer)).toBeUndefined();
+    }
+    // the dying process never got them; the next one did, after its handshake, in order
+    expect(logged().filter((l) => l.pid === dying && reads.includes(l.method))).toEqual([]);
+    const atNext = afterReplay(logged().filter((l) => l.pid === next));
+    expect(atNext[0]).toBe("notifications/initialized");
+    expect(atNext.filter((m) => reads.includes(m))).toEqual(reads);
+    expect(atNext).not.toContain("logging/setLevel");
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+
   for (const era of ["legacy", "modern"] as const) {
     const method = era === "legacy" ? "initialize" : "server/discover";
     it(`${era} era: the client's ${method} that its process died holding is not replayed to the next one; the client's own next ${method} goes there`, async () => {
