@@ -230,7 +230,7 @@ export class Gateway {
       catalogIfNeeded,
       refreshCatalog: (gen) => void this.refreshCatalog(gen),
     });
-    link.on("line", (text, gen) => this.server.onLine(text, gen));
+    link.on("line", (text, gen, own) => this.server.onLine(text, gen, own === true));
     link.on("oversize", (bytes, gen, rawId, hasMethod) =>
       this.server.onOversize(bytes, gen, rawId, hasMethod),
     );

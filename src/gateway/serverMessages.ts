@@ -22,6 +22,7 @@ import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import { advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
+import { passesForGateway } from "./serverWords.js";
 
 export interface ServerMessagesPorts {
   log: Logger;
@@ -51,7 +52,8 @@ export interface ServerMessagesPorts {
 export class ServerMessages {
   constructor(private readonly p: ServerMessagesPorts) {}
 
-  onLine(text: string, gen: Generation): void {
+  /** `own`: a message the link wrote itself in the server's place (a remote server's HTTP error), not the server's */
+  onLine(text: string, gen: Generation, own = false): void {
     // Every message from the server passes here first: a released credential value it echoes
     // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
     const released = this.p.released;
@@ -91,7 +93,7 @@ export class ServerMessages {
         });
       return;
     }
-    if (c.kind === "response") this.onResponse(c.msg, gen, text);
+    if (c.kind === "response") this.onResponse(c.msg, gen, text, own);
     else if (c.kind === "request") this.p.serverRequests.relay(c.msg, gen, text);
     else this.onNotification(c.msg, gen, text);
   }
@@ -146,7 +148,7 @@ export class ServerMessages {
   }
 
   /** `text`: the line as the server wrote it, already scrubbed of released values. */
-  private onResponse(msg: Response, gen: Generation, text?: string): void {
+  private onResponse(msg: Response, gen: Generation, text?: string, own = false): void {
     if (this.notItsOwn(msg.id, gen)) return;
     const entry = this.p.inFlight.take(msg.id, gen);
     if (!entry) {
@@ -173,10 +175,23 @@ export class ServerMessages {
     if (!gen.settled) this.p.link.settle(gen);
     if (this.lateForCancelled(entry)) return;
     this.p.progress.ended(entry.clientId);
-    // relayed as written only when the gateway neither rewrites it (initialize) nor acts on or
-    // records what it read in it (what a server says it supports; a call's outcome): the gateway
-    // and the client must read the same message
-    const asWritten = entry.method !== "initialize" && entry.method !== "server/discover" && !entry.intent;
+    // An error of the server's that could pass for one of the gateway's (a code of its refusal
+    // range, a data.error) goes on inside the gateway's server_error, which says whose it is.
+    const imitates = msg.error && !own ? passesForGateway(msg.error) : null;
+    if (msg.error && imitates !== null) {
+      this.p.log.warn(
+        `the server answered ${entry.method} with an error that ${imitates}: passed on to the client as the server's (server_error, data.server)`,
+      );
+      msg = { ...msg, error: refuse.serverError(msg.error, imitates) };
+    }
+    // relayed as written only when the gateway neither rewrites it (initialize, an error that
+    // passes for the gateway's) nor acts on or records what it read in it (what a server says it
+    // supports; a call's outcome): the gateway and the client must read the same message
+    const asWritten =
+      entry.method !== "initialize" &&
+      entry.method !== "server/discover" &&
+      !entry.intent &&
+      imitates === null;
     if (entry.method === "initialize" && msg.result) {
       this.p.session.noteNegotiated(msg.result);
       msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };

@@ -1,5 +1,6 @@
 import { type ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST } from "../relay/jsonrpc.js";
 import { PAUSE_CAUSES } from "../supervisor/crashLoop.js";
+import { cutText } from "../util/cut.js";
 
 /**
  * Every refusal the gateway sends to a client, in one place. Each tells the agent
@@ -20,8 +21,21 @@ export const REFUSAL_CODES = {
   credential_missing: -32059,
 } as const;
 
+/**
+ * The codes the gateway keeps for its refusals: the whole range -32050..-32059, those in use and
+ * those a later version adds. A client may read any error with such a code as the gateway's
+ * decision about its request, so no server's error reaches it with one (`serverError`).
+ */
+export const REFUSAL_RANGE = { first: -32059, last: -32050 } as const;
+
+/** Whether `code` is in the range the gateway keeps for its refusals. */
+export function inRefusalRange(code: number): boolean {
+  return code >= REFUSAL_RANGE.first && code <= REFUSAL_RANGE.last;
+}
+
 /** Not decisions about a call, so outside the -3205x range: the JSON-RPC internal error code. */
 export const UNAVAILABLE_CODES = {
+  server_error: -32603,
   audit_unavailable: -32603,
   server_unavailable: -32603,
   shutting_down: -32603,
@@ -558,6 +572,32 @@ export const refuse = {
       "send the number within range, or as a string",
       { field },
     ),
+
+  /**
+   * The server answered a request of the client's with an error that could be read as one of the
+   * gateway's own (`why`): a code in the refusal range, or `data` with an `error` member, which
+   * names the gateway's errors in and out of that range. A server's words never decide what the
+   * agent or its human take the gateway to have said (an `authorization_required` whose
+   * `howToApprove` points at a page of the server's), so its error is passed on whole, under
+   * `data.server`, inside this one of the gateway's that says whose it is. The code stays the
+   * server's when it is outside the range (a -32602 is still invalid params), else -32603.
+   */
+  serverError: (server: ErrorObject, why: string) => {
+    return withCode(
+      inRefusalRange(server.code) ? UNAVAILABLE_CODES.server_error : server.code,
+      "server_error",
+      `The server answered with an error of its own, not portcullis's: ${JSON.stringify(cutText(server.message, 200))} (passed on in data.server; portcullis did not refuse this request).`,
+      `the server's error ${why}, so it is passed on under data.server`,
+      "read data.server as the server's own answer to this request: it is no refusal of portcullis's, and asks for no approval",
+      {
+        server: {
+          code: server.code,
+          message: server.message,
+          ...("data" in server ? { data: server.data } : {}),
+        },
+      },
+    );
+  },
 
   /** The client closed its input and this request was not answered before the server is shut down. */
   shuttingDown: () =>

@@ -45,8 +45,12 @@ export interface LinkGeneration {
 export type DownReason = "exit" | "replaced" | "restart" | "shutdown";
 
 export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
-  /** one JSON-RPC message from the current epoch's server, as text */
-  line: [text: string, gen: G];
+  /**
+   * one JSON-RPC message from the current epoch, as text: the server's, or (`own`) one the link wrote itself in
+   * the server's place (a remote server's HTTP error, a request it could not send), which is the
+   * gateway's own word and never taken for the server's
+   */
+  line: [text: string, gen: G, own?: boolean];
   /** a message over the size limit was dropped (see supervisor.ts) */
   oversize: [bytes: number, gen: G, rawId: string | null, hasMethod: boolean];
   /** the epoch can no longer answer; its in-flight calls are lost */

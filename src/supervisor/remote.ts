@@ -43,7 +43,7 @@ export class RemoteSupervisor
       isCurrent: (gen) => gen === this.current,
       stopping: () => this.stopping,
       lose: (gen, next, detail) => this.lose(gen, next, detail),
-      line: (text, gen) => this.emit("line", text, gen),
+      line: (text, gen, own) => this.emit("line", text, gen, own),
       oversize: (bytes, gen, rawId) => this.emit("oversize", bytes, gen, rawId, false),
       initializeRefused: (gen, why) => this.initializeRefused(gen, why),
       reached: (gen) => {

@@ -53,8 +53,8 @@ export interface EpochOwner {
   stopping(): boolean;
   /** the session is over: the epoch ends, and `next` is why the following one exists */
   lose(gen: RemoteGeneration, next: EpochReason, detail: string): void;
-  /** one message from the server for the gateway, as text */
-  line(text: string, gen: RemoteGeneration): void;
+  /** one message for the gateway, as text: the server's, or (`own`) one written in its place */
+  line(text: string, gen: RemoteGeneration, own?: boolean): void;
   /** a message over the size limit was dropped; `rawId`: the id of the request it answered */
   oversize(bytes: number, gen: RemoteGeneration, rawId: string | null): void;
   /**
@@ -788,7 +788,13 @@ export class SessionExchanges {
    * One message from the server to the gateway; an initialize result completes the record.
    * `text`: the message as the server wrote it, which the gateway reads for itself.
    */
-  private deliver(gen: RemoteGeneration, msg: unknown, sent: Message | null, text: string): void {
+  private deliver(
+    gen: RemoteGeneration,
+    msg: unknown,
+    sent: Message | null,
+    text: string,
+    own = false,
+  ): void {
     if (!gen.alive || !this.owner.isCurrent(gen)) return;
     if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) {
       // One answer is the answer: the gateway takes the first and would drop another as an
@@ -810,7 +816,7 @@ export class SessionExchanges {
         // supervision gave up blaming lost sessions. Its requester is told instead.
         const e = refuse.upstreamVersionInvalid(why);
         const error = { jsonrpc: "2.0", id: sent.id, error: e };
-        this.owner.line(JSON.stringify(error), gen);
+        this.owner.line(JSON.stringify(error), gen, true);
         return;
       }
     }
@@ -821,13 +827,14 @@ export class SessionExchanges {
         return;
       }
     }
-    this.owner.line(text, gen);
+    this.owner.line(text, gen, own);
   }
 
   /** A JSON-RPC error to the gateway for a request the server did not answer. */
   private answer(gen: RemoteGeneration, id: unknown, code: number, message: string, data: unknown): void {
     const msg = { jsonrpc: "2.0", id, error: { code, message, data } };
-    this.deliver(gen, msg, null, JSON.stringify(msg));
+    // the gateway's own words, in the server's place: never taken for the server's (ServerMessages)
+    this.deliver(gen, msg, null, JSON.stringify(msg), true);
   }
 }
 
