@@ -64,7 +64,7 @@ export function declaresUrlElicitation(capabilities: unknown): boolean {
 /** The key of the gateway's embedded input request in an `input_required` result (modern era). */
 export const INPUT_REQUEST_KEY = "portcullis-approval";
 /** How the gateway's own `requestState` begins, followed by the approval request id. */
-const REQUEST_STATE_PREFIX = "portcullis-approval:";
+export const REQUEST_STATE_PREFIX = "portcullis-approval:";
 
 export class UrlElicitations {
   /** elicitationId → the approval request it sends the user to */

@@ -22,7 +22,7 @@ import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import { advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
-import { passesForGateway } from "./serverWords.js";
+import { attributedInputRequests, marksOfGateway, passesForGateway } from "./serverWords.js";
 
 export interface ServerMessagesPorts {
   log: Logger;
@@ -177,13 +177,20 @@ export class ServerMessages {
     this.p.progress.ended(entry.clientId);
     // An error of the server's that could pass for one of the gateway's (a code of its refusal
     // range, a data.error) goes on inside the gateway's server_error, which says whose it is.
-    const imitates = msg.error && !own ? passesForGateway(msg.error) : null;
-    if (msg.error && imitates !== null) {
+    // So does a result with the marks of the gateway's own input_required, and an embedded
+    // elicitation that speaks as the gateway's is said to be the server's.
+    const imitates = own ? null : msg.error ? passesForGateway(msg.error) : marksOfGateway(msg.result);
+    if (imitates !== null) {
       this.p.log.warn(
-        `the server answered ${entry.method} with an error that ${imitates}: passed on to the client as the server's (server_error, data.server)`,
+        `the server answered ${entry.method} with ${msg.error ? "an error" : "a result"} that ${imitates}: passed on to the client as the server's (server_error, data.server)`,
       );
-      msg = { ...msg, error: refuse.serverError(msg.error, imitates) };
+      const e = msg.error
+        ? refuse.serverError(msg.error, imitates)
+        : refuse.serverResult(msg.result, imitates);
+      msg = { jsonrpc: "2.0", id: msg.id, error: e };
     }
+    const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
+    if (attributed !== null) msg = { ...msg, result: attributed };
     // relayed as written only when the gateway neither rewrites it (initialize, an error that
     // passes for the gateway's) nor acts on or records what it read in it (what a server says it
     // supports; a call's outcome): the gateway and the client must read the same message
@@ -191,7 +198,8 @@ export class ServerMessages {
       entry.method !== "initialize" &&
       entry.method !== "server/discover" &&
       !entry.intent &&
-      imitates === null;
+      imitates === null &&
+      attributed === null;
     if (entry.method === "initialize" && msg.result) {
       this.p.session.noteNegotiated(msg.result);
       msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };

@@ -13,6 +13,7 @@ import { serializeWithId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { Downstream } from "./downstream.js";
+import { attributedElicitation } from "./serverWords.js";
 
 /**
  * A request of the server's, sent on to the client under the gateway's own id. Its answer goes
@@ -56,7 +57,14 @@ export class ServerRequests {
       return;
     }
     const wire = this.atClient.add({ serverId: msg.id, written, key, gen }, key);
-    this.p.downstream.send({ ...msg, id: wire });
+    // an elicitation whose message begins as the gateway's own ("portcullis: a human must
+    // approve…") is said to be the server's: its URL is the server's, not the console's
+    const params = msg.method === "elicitation/create" ? attributedElicitation(msg.params) : null;
+    if (params !== null)
+      this.p.log.warn(
+        "the server's elicitation/create speaks as portcullis: the client is told it is the server's",
+      );
+    this.p.downstream.send({ ...msg, id: wire, ...(params !== null ? { params } : {}) });
   }
 
   /**
