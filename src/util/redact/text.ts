@@ -14,35 +14,61 @@ import { redactTokenUsers, redactUserPasswords } from "./urlUsers.js";
  * was (`Bearer`, the key name, the URL's user) and puts REDACTED where the secret was, so that
  * redacting twice changes nothing.
  */
+//
+// No pattern here runs a quantifier over an unbounded run of the text. V8's regular expressions
+// keep one backtracking entry per repetition of such a quantifier (`[A-Za-z0-9]{16,}`, a group
+// under `*`), in a stack of at most 64 MiB, and throw RangeError ("Maximum call stack size
+// exceeded") past it: `sk-` followed by 8 MiB of letters threw, and so did every other long-run
+// pattern, compiled or interpreted. A call argument is up to the message size limit (64 MiB), and
+// every string of one is redacted for the audit with `audit.arguments: "clear"`: the intent could
+// not be written and the call was refused audit_unavailable. So each pattern matches a bounded
+// head (`sk-` and 16 characters), and the run after it is read by a loop (`extendRun`). Should a
+// pattern throw all the same, redactText redacts the whole string (it never shows text it could
+// not redact).
 const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // PEM private keys (cut off or whole)
-  [
-    /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[\s\S])*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?/g,
-    `-----BEGIN $1PRIVATE KEY-----${REDACTED}-----END $1PRIVATE KEY-----`,
-  ],
+  (s) => redactPem(s),
   // HTTP authorization schemes (a `.` or `:` that ends a sentence after the token is kept:
   // trailingPunctuation)
   (s) =>
-    s.replace(AUTH_SCHEME, (m, scheme: string, space: string, at: number) => {
-      const tail = trailingPunctuation(s, at + scheme.length + space.length, at + m.length);
-      return `${scheme}${space}${REDACTED}${m.slice(m.length - tail)}`;
-    }),
+    replaceRuns(
+      s,
+      AUTH_SCHEME,
+      () => isAuthTokenChar,
+      (m, end, at) => {
+        const scheme = m[1]!;
+        const space = m[2]!;
+        const tail = trailingPunctuation(s, at + scheme.length + space.length, end);
+        return `${scheme}${space}${REDACTED}${s.slice(end - tail, end)}`;
+      },
+    ),
   // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ). A header not
   // followed by the rest is matched too, and kept: the match takes its word whole, so that the
   // next try starts after it. Without that, every `eyJ` in a word (`eyJab-eyJab-…`) was tried
   // and read to the word's end: quadratic (4 s for 100 kB). No later start in the word could
   // match where the first did not: they end at the same `.`, with fewer characters before it.
   // An unsigned JWT ends in its `.`; one that ends a sentence is kept (trailingPunctuation).
-  (s) =>
-    s.replace(JWT, (m, rest: string | undefined, at: number) =>
-      rest === undefined ? m : REDACTED + m.slice(m.length - trailingPunctuation(s, at, at + m.length)),
-    ),
+  (s) => redactJwts(s),
   // well-known token prefixes: GitHub, GitLab, Slack, OpenAI/Anthropic-style sk-, npm, Stripe, Google
-  [/\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})/g, REDACTED],
-  [/\bxox[abposre]-[A-Za-z0-9-]{8,}/g, REDACTED],
-  [/\b(?:sk|rk|pk)[-_](?:live[-_]|test[-_]|proj[-_]|ant[-_])?[A-Za-z0-9_-]{16,}/g, REDACTED],
-  [/\bnpm_[A-Za-z0-9]{30,}/g, REDACTED],
-  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+  // (each head ends in the least its run may be; the run is then read to its end: replaceRuns)
+  // (one head for these three, tried in this order at each place as one regex tried them; the
+  // run read after it is the matched one's)
+  (s) =>
+    replaceRuns(
+      s,
+      /\b(?:gh[pousr]_[A-Za-z0-9]{16}|github_pat_[A-Za-z0-9_]{20}|glpat-[A-Za-z0-9_-]{16})/g,
+      (m) =>
+        m[0].startsWith("github_pat_") ? isWordChar : m[0].startsWith("glpat-") ? isTokenChar : isAlnum,
+    ),
+  (s) => replaceRuns(s, /\bxox[abposre]-[A-Za-z0-9-]{8}/g, () => (c) => isAlnum(c) || c === 45),
+  (s) =>
+    replaceRuns(
+      s,
+      /\b(?:sk|rk|pk)[-_](?:live[-_]|test[-_]|proj[-_]|ant[-_])?[A-Za-z0-9_-]{16}/g,
+      () => isTokenChar,
+    ),
+  (s) => replaceRuns(s, /\bnpm_[A-Za-z0-9]{30}/g, () => isAlnum),
+  (s) => replaceRuns(s, /\bAIza[0-9A-Za-z_-]{30}/g, () => isTokenChar),
   // AWS access key ids
   [/\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, REDACTED],
   // passwords in URLs: scheme://user:password@host (redactUserPasswords)
@@ -59,11 +85,109 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   (s) => redactNamedValues(s),
 ];
 
-/** An HTTP authorization scheme and its credential (see VALUE_PATTERNS). */
-const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6,}/gi;
+/** An HTTP authorization scheme and the first 6 characters of its credential (see VALUE_PATTERNS). */
+const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6}/gi;
 
-/** A JWT; without its group, only a header's start (see VALUE_PATTERNS). */
-const JWT = /\beyJ[A-Za-z0-9_-]{5,}(\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)?/g;
+/** A character of an authorization scheme's credential: `[A-Za-z0-9._~+/=:-]`. */
+function isAuthTokenChar(c: number): boolean {
+  return isWordChar(c) || (c >= 43 && c <= 47 && c !== 44) || c === 58 || c === 61 || c === 126; // + - . / : = ~
+}
+
+/** `[A-Za-z0-9]` */
+function isAlnum(c: number): boolean {
+  return isWordChar(c) && c !== 95;
+}
+
+/** `[A-Za-z0-9_-]`: base64url, and most tokens' alphabet */
+function isTokenChar(c: number): boolean {
+  return isWordChar(c) || c === 45;
+}
+
+/** Where the run of characters `inRun` accepts that starts at `i` in `s` ends. */
+function extendRun(s: string, i: number, inRun: (c: number) => boolean): number {
+  while (i < s.length && inRun(s.charCodeAt(i))) i++;
+  return i;
+}
+
+/**
+ * `s` with each match of `head` (global), made longer by the run after it of the characters
+ * `runOf(match)` accepts, replaced by what `by` makes of it (`end`: where it ends; `at`: where it
+ * starts; default REDACTED). A head that ends in the least its run may be, and this loop, read
+ * what `head{N,}` read, without a backtracking entry per character (see VALUE_PATTERNS).
+ */
+function replaceRuns(
+  s: string,
+  head: RegExp,
+  runOf: (m: RegExpExecArray) => (c: number) => boolean,
+  by: (m: RegExpExecArray, end: number, at: number) => string = () => REDACTED,
+): string {
+  let out = "";
+  let done = 0;
+  head.lastIndex = 0;
+  for (let m = head.exec(s); m !== null; m = head.exec(s)) {
+    const end = extendRun(s, head.lastIndex, runOf(m));
+    out += s.slice(done, m.index) + by(m, end, m.index);
+    done = end;
+    head.lastIndex = end;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
+/** The start of a JWT: its header's first 8 characters (see redactJwts). */
+const JWT_HEAD = /\beyJ[A-Za-z0-9_-]{5}/g;
+
+/**
+ * JWTs: `eyJ` and 5 or more of `[A-Za-z0-9_-]` (the header), then `.`, 5 or more (the payload),
+ * `.` and any number (the signature), as `\beyJ[A-Za-z0-9_-]{5,}(\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)?`
+ * read them, by a loop (see VALUE_PATTERNS). A header not followed by the rest is kept (see the
+ * comment in VALUE_PATTERNS); an unsigned JWT ends in its `.`; one that ends a sentence is kept
+ * (trailingPunctuation).
+ */
+function redactJwts(s: string): string {
+  let out = "";
+  let done = 0;
+  JWT_HEAD.lastIndex = 0;
+  for (let m = JWT_HEAD.exec(s); m !== null; m = JWT_HEAD.exec(s)) {
+    const headEnd = extendRun(s, JWT_HEAD.lastIndex, isTokenChar);
+    JWT_HEAD.lastIndex = headEnd; // the word is taken whole, signed or not
+    if (s.charCodeAt(headEnd) !== 46) continue;
+    const payloadEnd = extendRun(s, headEnd + 1, isTokenChar);
+    if (payloadEnd - (headEnd + 1) < 5 || s.charCodeAt(payloadEnd) !== 46) continue;
+    const end = extendRun(s, payloadEnd + 1, isTokenChar);
+    out += s.slice(done, m.index) + REDACTED;
+    done = end - trailingPunctuation(s, m.index, end);
+    JWT_HEAD.lastIndex = end;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
+/** The first line of a PEM private key (see redactPem). */
+const PEM_BEGIN = /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----/g;
+const PEM_END = /-----END [A-Z0-9 ]*PRIVATE KEY-----/y;
+
+/**
+ * PEM private keys, cut off or whole: from `-----BEGIN … PRIVATE KEY-----` to the next
+ * `-----END`, and the END line when it is one of a private key, as
+ * `-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:(?!-----END)[\s\S])*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?`
+ * read them (see VALUE_PATTERNS: that regex kept an entry per character of the key).
+ */
+function redactPem(s: string): string {
+  let out = "";
+  let done = 0;
+  PEM_BEGIN.lastIndex = 0;
+  for (let m = PEM_BEGIN.exec(s); m !== null; m = PEM_BEGIN.exec(s)) {
+    const bodyEnd = s.indexOf("-----END", PEM_BEGIN.lastIndex);
+    let end = bodyEnd < 0 ? s.length : bodyEnd;
+    if (bodyEnd >= 0) {
+      PEM_END.lastIndex = bodyEnd;
+      if (PEM_END.test(s)) end = PEM_END.lastIndex;
+    }
+    out += `${s.slice(done, m.index)}-----BEGIN ${m[1]}PRIVATE KEY-----${REDACTED}-----END ${m[1]}PRIVATE KEY-----`;
+    done = end;
+    PEM_BEGIN.lastIndex = end;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
 
 /**
  * name=value / name: value pairs in free text whose name is secret-like (see VALUE_PATTERNS).
@@ -119,7 +243,7 @@ function nameStart(s: string, r: number, e: number): number {
   for (let p = r; p <= last; p++) {
     const word = isWordChar(s.charCodeAt(p));
     if (p === 0 ? !word : word === isWordChar(s.charCodeAt(p - 1))) continue; // no \b here
-    if (p < plain || !EVENT_TYPE.test(s.slice(p, e))) return p;
+    if (p < plain || !isEventType(s.slice(p, e))) return p;
   }
   return -1;
 }
@@ -136,18 +260,62 @@ function isWordChar(c: number): boolean {
 const SECRET_WORD =
   /(?=(password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization))/gi;
 
-/** A name that says what happened to a credential (NAMED_VALUE's exception). */
-const EVENT_TYPE =
-  /^[a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)$/i;
+/** What a name that says what happened to a credential ends in, after a `_` (NAMED_VALUE's exception). */
+const EVENT_ENDINGS = [
+  "denied",
+  "injected",
+  "released",
+  "missing",
+  "expired",
+  "revoked",
+  "rotated",
+  "granted",
+  "refused",
+  "rejected",
+  "required",
+  "failed",
+  "removed",
+  "stored",
+  "pinned",
+  "withheld",
+  "changed",
+];
 
+/**
+ * Whether `name` says what happened to a credential (NAMED_VALUE's exception): words of
+ * `[a-z0-9]`, any case, joined by single `_`, the last one of EVENT_ENDINGS, as
+ * `^[a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|…)$` (case-insensitive) reads it. Not that regex: it kept
+ * an entry per word, and threw on a name of millions of `a_` (see VALUE_PATTERNS).
+ */
+function isEventType(name: string): boolean {
+  if (!/^[a-z0-9_]+$/i.test(name)) return false;
+  const lower = name.toLowerCase();
+  return EVENT_ENDINGS.some((ending) => {
+    if (!lower.endsWith(`_${ending}`)) return false;
+    const words = lower.slice(0, lower.length - ending.length - 1);
+    return words !== "" && !words.startsWith("_") && !words.endsWith("_") && !words.includes("__");
+  });
+}
+
+// (nameStart never starts it on a name that is an event type, so the regex does not look for one;
+// a list of more than 8 JSON Schema types is not taken for one, so that no quantified group runs
+// over the value: see VALUE_PATTERNS)
 const NAMED_VALUE =
-  /\b(?![a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|injected|released|missing|expired|revoked|rotated|granted|refused|rejected|required|failed|removed|stored|pinned|withheld|changed)"?\s*[=:])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null))*|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
+  /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null)){0,7}|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
 
-/** A string with every credential-shaped part replaced by REDACTED. */
+/**
+ * A string with every credential-shaped part replaced by REDACTED. Should a pattern fail to run
+ * on it (a regular expression out of backtracking room: see VALUE_PATTERNS), the whole string is
+ * REDACTED: text that could not be redacted is never shown.
+ */
 export function redactText(s: string): string {
-  let out = s;
-  for (const p of VALUE_PATTERNS) out = typeof p === "function" ? p(out) : out.replace(p[0], p[1]);
-  return redactQueries(out);
+  try {
+    let out = s;
+    for (const p of VALUE_PATTERNS) out = typeof p === "function" ? p(out) : out.replace(p[0], p[1]);
+    return redactQueries(out);
+  } catch {
+    return REDACTED;
+  }
 }
 
 /**

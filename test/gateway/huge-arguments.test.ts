@@ -1,0 +1,51 @@
+// A call whose argument is millions of characters long, through a real gateway that records
+// arguments in clear (`--audit-arguments clear`): every string of them is redacted for the
+// intent record. A base64url JSON document begins `eyJ`, and an 8 MiB one with two dots reads as
+// a JWT: the redaction's regular expression ran out of backtracking room ("Maximum call stack size
+// exceeded"), the intent could not be written, and the call was refused audit_unavailable every
+// time. Now it is forwarded, and the record holds the argument redacted (test/util/redact-large.test.ts
+// for every shape).
+import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+
+const peers: RawGateway[] = [];
+afterEach(async () => {
+  for (const p of peers.splice(0)) await p.close();
+});
+
+const MiB = 1024 * 1024;
+
+describe("a call with an argument of millions of characters, arguments recorded in clear", () => {
+  it("is forwarded and answered, its argument redacted in the record", async () => {
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "big",
+        "--approval",
+        "none",
+        "--audit-arguments",
+        "clear",
+        "--",
+        ...fixtureCommand("rawlines"),
+      ],
+      env: { FIXTURE_RAW_TOOLS: JSON.stringify([{ name: "upload", inputSchema: { type: "object" } }]) },
+    });
+    peers.push(gw);
+    await gw.initialize();
+    await gw.request("tools/list");
+    const blob = `eyJ${"a".repeat(4 * MiB)}.${"b".repeat(4 * MiB)}.sig`;
+    const r = await gw.request(
+      "tools/call",
+      { name: "upload", arguments: { blob, note: "key sk-live-0123456789abcdef0123 kept?", name: "report" } },
+      60_000,
+    );
+    expect(r.error).toBeUndefined();
+    expect(r.result).toEqual({});
+    const called = (await auditEvents(gw.stateDir)).filter((e) => e.type === "tool_called");
+    expect(called.map((e) => e.arguments)).toEqual([
+      { blob: "[redacted]", note: "key [redacted] kept?", name: "report" },
+    ]);
+  });
+});
