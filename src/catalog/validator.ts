@@ -15,6 +15,7 @@
 import type { Ajv, ErrorObject, Format, Options, ValidateFunction } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
 import { type AjvModules, loadAjvModules } from "./ajvModules.js";
+import { isBase64Lines } from "./byteFormat.js";
 import { countingKeyword, endBudget, startBudget, withCounting } from "./checkBudget.js";
 import { type CostOverrun, checkCostOverrun, MAX_CHECKS_PER_VALUE, pointerKey } from "./checkCost.js";
 import { containsKeyword } from "./containsKeyword.js";
@@ -118,6 +119,8 @@ function makeAjv(dialect: Dialect, useDefaults: boolean): Ajv | Ajv2020 {
   tupleLast(ajv, dialect);
   e.addFormats(ajv);
   ajv.addFormat("url", boundedUrl(e.addFormats.get("url")));
+  // base64 of any length: ajv-formats' regex ran out of backtracking room at 8 MiB (byteFormat.ts)
+  ajv.addFormat("byte", { type: "string", validate: isBase64Lines });
   return ajv;
 }
 

@@ -17,8 +17,8 @@ afterEach(async () => {
 
 const MiB = 1024 * 1024;
 
-describe("a call with an argument of millions of characters, arguments recorded in clear", () => {
-  it("is forwarded and answered, its argument redacted in the record", async () => {
+describe("a call with an argument of millions of characters", () => {
+  it("arguments recorded in clear: it is forwarded and answered, its argument redacted in the record", async () => {
     const gw = rawGateway({
       args: [
         "--label",
@@ -47,5 +47,25 @@ describe("a call with an argument of millions of characters, arguments recorded 
     expect(called.map((e) => e.arguments)).toEqual([
       { blob: "[redacted]", note: "key [redacted] kept?", name: "report" },
     ]);
+  });
+
+  it("a base64 argument of 8 MiB is checked against format byte: valid is forwarded, invalid refused with the format's sentence", async () => {
+    const schema = { type: "object", properties: { file: { type: "string", format: "byte" } } };
+    const gw = rawGateway({
+      args: ["--label", "upload", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+      env: { FIXTURE_RAW_TOOLS: JSON.stringify([{ name: "upload", inputSchema: schema }]) },
+    });
+    peers.push(gw);
+    await gw.initialize();
+    await gw.request("tools/list");
+    const file = `${"QUJD".repeat(2 * MiB)}QQ==`;
+    const ok = await gw.request("tools/call", { name: "upload", arguments: { file } }, 60_000);
+    expect(ok.error).toBeUndefined();
+    expect(ok.result).toEqual({});
+    const bad = await gw.request("tools/call", { name: "upload", arguments: { file: `${file}!` } }, 60_000);
+    expect(bad.result?.isError).toBe(true);
+    const text = JSON.stringify(bad.result?.content);
+    expect(text).toMatch(/format/);
+    expect(text).not.toMatch(/could not be checked|call stack/);
   });
 });
