@@ -442,8 +442,25 @@ function answeredWithoutApproval(answer: Answer, tool: string, schemaChanged: bo
   return `the gateway ran the call without asking for approval: ${tool} needs none (approval mode "none"), so nothing can go stale; the drill needs a tool in approval mode "session" or "per-call" (name another --tool, or set one in portcullis.json: "approval": {"tools": {"${tool}": "session"}}); result: ${cutText(said, 120)}`;
 }
 
-function oneLine(s: string): string {
-  return cutText(s.replace(/\s*\n\s*/g, " "), 400);
+/**
+ * A server's text on one line, cut short: each run of white space that holds a line break becomes
+ * one space, as `s.replace(/\s*\n\s*\/g, " ")` reads it. Not that regex: tried at each place of
+ * a long run of spaces without a line break, its `\s*` read to the run's end and back again, in
+ * time quadratic in the run (160,000 spaces: 16 s), and the text is the server's. A loop finds
+ * each line break and the white space around it, in one pass; only the first 400 characters are kept.
+ */
+export function oneLine(s: string): string {
+  let out = "";
+  let done = 0;
+  for (let nl = s.indexOf("\n"); nl >= 0 && out.length <= 400; nl = s.indexOf("\n", done)) {
+    let start = nl;
+    while (start > done && /\s/.test(s[start - 1]!)) start--;
+    let end = nl + 1;
+    while (end < s.length && /\s/.test(s[end]!)) end++;
+    out += `${s.slice(done, start)} `;
+    done = end;
+  }
+  return cutText(out + s.slice(done, done + 401), 400);
 }
 
 /**
