@@ -103,7 +103,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       case "show":
         return await decrypting(sub, ctx.stateDir, opts);
       default:
-        throw new UsageError(`unknown audit subcommand ${shownWord(sub)}; see portcullis audit --help`);
+        throw new UsageError(`unknown subcommand ${shownWord(sub)}; see portcullis audit --help`);
     }
   } catch (err) {
     // A wrong passphrase is a check that failed, as in every command that asks for one (README).
@@ -149,7 +149,7 @@ function parse(sub: string, rest: string[]): Opts {
   };
   // own keys only: `audit constructor` found Object's and failed with "names.includes is not a function"
   const names = Object.hasOwn(allowed, sub) ? allowed[sub] : undefined;
-  if (!names) throw new UsageError(`unknown audit subcommand ${shownWord(sub)}; see portcullis audit --help`);
+  if (!names) throw new UsageError(`unknown subcommand ${shownWord(sub)}; see portcullis audit --help`);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     // the shared parser: its refusals name a flag, never a value or a stray word
@@ -172,7 +172,7 @@ function parse(sub: string, rest: string[]): Opts {
   if (sub === "show" && !opts.help) {
     const [seq, extra] = parsed.positionals;
     if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {
-      throw new UsageError("portcullis audit show takes one record number (SEQ ≥ 1)");
+      throw new UsageError("show takes one record number (SEQ ≥ 1)");
     }
     // Past 2^53 a Number is no longer the integer typed (99999999999999999999 would become
     // 100000000000000000000): refused, naming the number as given. Only digits get here.
