@@ -37,6 +37,7 @@ import {
   putSecret,
   removeSecret,
   type SecretPolicy,
+  secretNames,
   VaultError,
 } from "../vault/secrets.js";
 import { oneOf, parse, shownWord } from "./args.js";
@@ -479,13 +480,18 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
   const name = checkSecretName(positionals[0]!);
   const db = openExisting(stateDir);
+  const noSuchSecret = () => {
+    process.stderr.write(`portcullis vault: there is no secret named ${name}.\n`);
+    return EXIT_CHECK_FAILED;
+  };
   try {
+    // Names are stored in clear (vault list shows them without the passphrase): a name that is
+    // not there is said before the passphrase is typed for nothing. Removing still needs it.
+    if (!secretNames(db).has(name)) return noSuchSecret();
     const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
     dataKey.fill(0);
-    if (!removeSecret(db, name)) {
-      process.stderr.write(`portcullis vault: there is no secret named ${name}.\n`);
-      return EXIT_CHECK_FAILED;
-    }
+    // (removed by another process while the passphrase was typed)
+    if (!removeSecret(db, name)) return noSuchSecret();
     await askHolder(stateDir, { op: "forget", scope: name });
     process.stdout.write(`secret ${name} removed\n`);
     return EXIT_OK;
