@@ -95,7 +95,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         });
       case "checkpoint":
         return await withStore(ctx.stateDir, async (db) => {
-          await write(`${JSON.stringify(makeCheckpoint(db))}\n`);
+          await write(`${JSON.stringify(makeCheckpoint(db), null, 2)}\n`);
           return 0;
         });
       case "sessions":
@@ -236,7 +236,7 @@ function accountsForStore(db: Store, r: VerifyResult): VerifyResult {
 async function report(r: VerifyResult, opts: Opts, shown?: Progress): Promise<number> {
   shown?.done();
   if (opts.json) {
-    await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r)}\n`);
+    await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r, null, 2)}\n`);
   } else if (r.ok) {
     await write(`${okLine(r)}\n`);
   } else {
@@ -381,7 +381,7 @@ async function decrypting(
       const { seq, hash, header, event } = rec;
       await write(
         opts.json
-          ? `${JSON.stringify({ seq, hash, header, event })}\n`
+          ? `${JSON.stringify({ seq, hash, header, event }, null, 2)}\n`
           : renderRecord(seq, hash, header, event),
       );
       return 0;
@@ -390,14 +390,14 @@ async function decrypting(
       const sessions = sessionsView(opened);
       const idle = gatewaysWithoutRunView(opened);
       // --json: the runs, then each gateway without one marked by `run: null` (docs/audit-format.md)
-      const json = () => JSON.stringify([...sessions, ...idle.map((g) => ({ run: null, ...g }))]);
+      const json = () => JSON.stringify([...sessions, ...idle.map((g) => ({ run: null, ...g }))], null, 2);
       await write(opts.json ? `${json()}\n` : renderSessions(sessions, idle));
       return 0;
     }
     const activity = activityView(opened);
     await write(
       opts.json
-        ? `${JSON.stringify(activity)}\n`
+        ? `${JSON.stringify(activity, null, 2)}\n`
         : renderTable(
             [
               "TIME",

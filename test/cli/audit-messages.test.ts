@@ -1,9 +1,11 @@
 // What `portcullis audit …` says, as a user reads it: every sentence starts with the command's
-// prefix once ("portcullis audit: …"), never twice. The real CLI against a state directory with a
-// keyring.
+// prefix once ("portcullis audit: …"), never twice; `--json` is printed as every other command
+// prints it (indented by two spaces). The real CLI against a state directory with a keyring.
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 describe("audit's sentences", () => {
   it("name the command once: no 'portcullis audit: portcullis audit …' or 'unknown audit subcommand'", async () => {
@@ -22,6 +24,30 @@ describe("audit's sentences", () => {
       const text = await said(args);
       expect(text.match(/audit/g)?.length, text).toBeLessThanOrEqual(2); // the prefix and the help's
       expect(text).not.toMatch(/portcullis audit: (portcullis )?audit\b/);
+    }
+  });
+});
+
+describe("audit --json", () => {
+  it("is indented as status, catalog, approvals, vault list and doctor print theirs", async () => {
+    const stateDir = join(tempDir(), "state");
+    const env = passphraseEnv();
+    const init = await runCli(["init"], { stateDir, env });
+    expect(init.code, init.stderr).toBe(0); // the chain holds one record: the approver key's pin
+    const indented = (text: string) => `${JSON.stringify(JSON.parse(text), null, 2)}\n`;
+    const status = await runCli(["status", "--json"], { stateDir });
+    expect(status.stdout).toBe(indented(status.stdout)); // what the others do
+    for (const args of [
+      ["verify", "--json"],
+      ["checkpoint"],
+      ["checkpoint", "--json"],
+      ["sessions", "--json"],
+      ["activity", "--json"],
+      ["show", "1", "--json"],
+    ]) {
+      const r = await runCli(["audit", ...args], { stateDir, env });
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stdout, args.join(" ")).toBe(indented(r.stdout));
     }
   });
 });
