@@ -27,7 +27,8 @@ is typed.
   --proof-window S      how long a passphrase proof lets decisions be a click
                         (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
   --idle-timeout S      a console session ends after this long without a request (default 900)
-One console per state directory: when one is running, its address is printed.`;
+One console per state directory: when one is running, its address is printed
+(with --port N, a console running on another port is an error saying where it runs).`;
 
 function seconds(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -35,6 +36,22 @@ function seconds(flag: string, v: string | undefined): number | undefined {
   const problem = proofWindowProblem(n);
   if (problem) throw new UsageError(`console: --${flag} ${problem}.`);
   return n;
+}
+
+/**
+ * A console asked for on port N while one runs for this state directory on another port: the
+ * port asked for is not given, so saying "already running" with exit 0 read as done. There is one
+ * console per state directory (its lock and address file), so the running one is named, with
+ * what to do: use it, or stop it and ask again.
+ */
+function elsewhere(address: ConsoleAddress, port: number, stateDir: string): void {
+  if (port === 0) return;
+  const running = Number(new URL(address.url).port);
+  if (running === port) return;
+  throw new UsageError(
+    `console: a console is already running for ${stateDir} at ${address.url} (pid ${address.pid}), not on port ${port}; ` +
+      `there is one console per state directory: use that one, or stop it (kill ${address.pid}) and run 'portcullis console --port ${port}' again.`,
+  );
 }
 
 export async function consoleCommand(args: string[]): Promise<number> {
@@ -72,6 +89,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
   // The printed and opened link carries the console's ticket: a browser that came by it is
   // never made to wait by anyone else's wrong passphrases (src/console/ticket.ts).
   const show = (address: ConsoleAddress, already: boolean) => {
+    if (already) elsewhere(address, port, stateDir);
     const link = humanLink(address);
     process.stdout.write(`${already ? "the console is already running at" : "console:"} ${link}\n`);
     if (!values["no-open"]) openBrowser(link);
