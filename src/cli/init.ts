@@ -1,5 +1,6 @@
-import { rmSync } from "node:fs";
+import { readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
+import { dirname, join } from "node:path";
 import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
 import {
   INSECURE_TEST_KDF_ENV,
@@ -27,7 +28,7 @@ passphrase. An existing keyring is never overwritten. The state directory is
 made mode 0700; an existing one others may read is made 0700 when it is empty,
 and refused (with the chmod to run) when it holds other files. init is all or nothing: when
 the store cannot be used, the pin cannot be written or init is interrupted (Ctrl-C, SIGTERM,
-SIGHUP), no keyring is left behind.
+SIGHUP), no keyring is left behind; nor is a state directory init made (one that was there stays).
 
 ${PASSPHRASE_HELP}
 
@@ -51,7 +52,17 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     process.stdout.write(`${INIT_HELP}\n`);
     return 0;
   }
+  // The state directory is made once there is a passphrase, and taken back when init fails: a
+  // passphrase file that cannot be read left an empty state directory behind, which later
+  // commands took for one set up. Only what init made goes; a directory that was there stays.
+  let made: string | null = null;
+  const takeBack = () => {
+    if (made !== null) removeMadeStateDir(ctx.stateDir, made);
+    made = null;
+  };
   try {
+    // A file where the directory (or one above it) should be is said before the passphrase is typed.
+    made = missingFrom(ctx.stateDir);
     // Checked before asking for a passphrase; initKeyring refuses again, atomically.
     if (keyringExists(ctx.stateDir)) throw new KeyringExistsError(keyringPath(ctx.stateDir));
     // the keyring and the store go in a directory only its owner can read (doctor checks it too)
@@ -81,6 +92,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     let written: string | null = null;
     const interrupted = (signal: NodeJS.Signals) => {
       if (written) rmSync(written, { force: true });
+      takeBack();
       process.stderr.write(`portcullis init: interrupted; no keyring was created (run init again).\n`);
       process.exit(128 + (osConstants.signals[signal] ?? 0));
     };
@@ -98,6 +110,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
       for (const signal of INIT_SIGNALS) process.off(signal, interrupted);
       db.close();
     }
+    made = null; // created: it stays
     process.stdout.write(
       `Keyring created: ${keyring.path}\nAudit key id: ${keyring.keyId}\n` +
         `Approver key id: ${keyring.approver?.keyId} (pinned in the audit chain)\n` +
@@ -105,6 +118,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     );
     return 0;
   } catch (err) {
+    takeBack();
     if (err instanceof PinRefusedError) return fail(`${err.message}; nothing was created`);
     if (err instanceof ApproverKeyMismatchError)
       return fail(
@@ -126,6 +140,49 @@ async function pinOrTakeBack(db: Store, stateDir: string, passphrase: string, pa
   } catch (err) {
     rmSync(path, { force: true });
     throw err;
+  }
+}
+
+/**
+ * The highest directory on the way to `dir` that does not exist yet (what `mkdir -p` would make
+ * first), or null when `dir` exists. Throws the state directory's sentence when a file stands
+ * where a directory should be, before any passphrase is asked.
+ */
+function missingFrom(dir: string): string | null {
+  let missing: string | null = null;
+  for (let at = dir; ; at = dirname(at)) {
+    let st: ReturnType<typeof statSync> | null = null;
+    try {
+      st = statSync(at);
+    } catch {
+      st = null;
+    }
+    if (st) {
+      if (!st.isDirectory()) resolveStateDir(dir); // throws: "… is not a directory …"
+      return missing;
+    }
+    missing = at;
+    if (dirname(at) === at) return missing;
+  }
+}
+
+/** The files init may have made in a state directory it created (the store, the keyring). */
+const MADE_FILES = /^(?:portcullis\.db(?:-wal|-shm|-journal)?|keyring\.json(?:\.\d+\.[0-9a-f]+\.tmp)?)$/;
+
+/**
+ * Takes back a state directory init created, from `dir` up to `top` (the first directory made):
+ * its own files, then each directory once empty. Anything else found in it (another process's)
+ * is left, and with it the directories that hold it.
+ */
+function removeMadeStateDir(dir: string, top: string): void {
+  try {
+    for (const name of readdirSync(dir)) if (MADE_FILES.test(name)) rmSync(join(dir, name), { force: true });
+    for (let at = dir; ; at = dirname(at)) {
+      rmdirSync(at);
+      if (at === top || dirname(at) === at) break;
+    }
+  } catch {
+    // not empty, or gone already: what is left is not init's alone
   }
 }
 

@@ -60,7 +60,8 @@ type Command = (args: string[]) => Promise<number>;
  */
 function withStateDir(
   run: (args: string[], ctx: { stateDir: string }) => Promise<number>,
-  only: "reads" | "writes",
+  /** reads: it must exist; writes: made here; itself: the command makes it when it needs it (init) */
+  only: "reads" | "writes" | "itself",
   /** the command given nothing else prints its help (audit, vault, passkey); not lock or init */
   bareIsHelp = false,
 ): Command {
@@ -95,7 +96,7 @@ function withStateDir(
     const noState =
       (bareIsHelp && rest.length === 0) ||
       rest.some((a) => a === "--help" || a === "-h" || a === "--file" || a.startsWith("--file="));
-    if (noState) return run(rest, { stateDir: stateDirPath(flag) });
+    if (noState || only === "itself") return run(rest, { stateDir: stateDirPath(flag) });
     return run(rest, { stateDir: only === "reads" ? existingStateDir(flag) : resolveStateDir(flag) });
   };
 }
@@ -120,7 +121,8 @@ const commands: Record<string, () => Promise<Command>> = {
   },
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
-  init: async () => withStateDir((await import("./init.js")).initCommand, "writes"),
+  // init makes the state directory once it has a passphrase, and takes it back if it fails
+  init: async () => withStateDir((await import("./init.js")).initCommand, "itself"),
   audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads", true),
   passkey: async () => withStateDir((await import("./passkey.js")).passkeyCommand, "reads", true),
   demo: async () => (await import("./demo.js")).demoCommand,

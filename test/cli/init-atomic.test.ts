@@ -77,6 +77,40 @@ describe("portcullis init is all or nothing", () => {
     expect(statSync(shared).mode & 0o777).toBe(0o755);
     expect(existsSync(join(shared, "keyring.json"))).toBe(false);
   });
+  it("a passphrase file that cannot be read, or a short passphrase: no state directory is left (nor the ones init made above it); one that was there stays", async () => {
+    const top = join(tempDir(), "new");
+    const stateDir = join(top, "nested", "state");
+    const missing = { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: join(tempDir(), "no-such-file") };
+    const unread = await runCli(["init"], { stateDir, env: missing });
+    oneSentence(unread, /^portcullis init: cannot read PORTCULLIS_PASSPHRASE_FILE/);
+    expect(existsSync(top)).toBe(false);
+    const short = join(tempDir(), "short");
+    writeFileSync(short, "2short\n");
+    oneSentence(
+      await runCli(["init"], { stateDir, env: { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: short } }),
+      /at least 8 characters/,
+    );
+    expect(existsSync(top)).toBe(false);
+    // a directory of the user's own is never removed
+    const own = join(tempDir(), "own");
+    mkdirSync(own, { mode: 0o700 });
+    oneSentence(
+      await runCli(["init"], { stateDir: own, env: missing }),
+      /cannot read PORTCULLIS_PASSPHRASE_FILE/,
+    );
+    expect(statSync(own).isDirectory()).toBe(true);
+    // a file in the way is said before any passphrase is read, and nothing is made
+    const file = join(tempDir(), "a-file");
+    writeFileSync(file, "x\n");
+    oneSentence(
+      await runCli(["init"], { stateDir: join(file, "state"), env: missing }),
+      /is not a directory \(a file is in its place or on its path\)/,
+    );
+    const made = await init(stateDir);
+    expect(made.code, made.stderr).toBe(0);
+    expect(existsSync(join(stateDir, "keyring.json"))).toBe(true);
+  });
+
   it("interrupted between writing the keyring and pinning its key (the second key derivation): the keyring is taken back", async () => {
     const stateDir = join(tempDir(), "state");
     const keyring = join(stateDir, "keyring.json");
@@ -94,6 +128,8 @@ describe("portcullis init is all or nothing", () => {
     expect(await exited, stderr).toBe(143);
     expect(stderr).toBe("portcullis init: interrupted; no keyring was created (run init again).\n");
     expect(existsSync(keyring)).toBe(false);
+    // init made the directory: it took it back, its store with it
+    expect(existsSync(stateDir)).toBe(false);
     const again = await init(stateDir);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/pinned in the audit chain/);
