@@ -8,7 +8,7 @@ export {
   auditable,
   redactSecrets,
 } from "./events.js";
-export { exportLines } from "./exportFile.js";
+export { ExportLineTooLongError, exportLines, MAX_EXPORT_LINE_BYTES } from "./exportFile.js";
 export {
   type Appended,
   AuditChainError,

@@ -200,6 +200,7 @@ export function verifyExport(
 ): VerifyResult {
   const v = new ChainVerifier(opts.checkpoint);
   let n = 0;
+  let bytes = 0; // since progress was last told
   let blank = false;
   for (const line of lines) {
     if (blank) {
@@ -212,7 +213,15 @@ export function verifyExport(
     }
     const r = parseExportLine(line);
     if (!(typeof r === "string" ? v.pushUnreadable(r) : v.push(r.record, r.hash)) && !v.wantsNext) break;
-    if ((++n & 1023) === 0) opts.progress?.(v.records);
+    // every 1,024 records, and every 64 MiB: an export of large records (clear arguments) shows
+    // its progress too
+    bytes += line.length;
+    if ((++n & 1023) === 0 || bytes >= PROGRESS_BYTES) {
+      opts.progress?.(v.records);
+      bytes = 0;
+    }
   }
   return v.result();
 }
+
+const PROGRESS_BYTES = 64 << 20;

@@ -9,6 +9,7 @@ import {
   ChainVerifier,
   type Checkpoint,
   CheckpointFormatError,
+  ExportLineTooLongError,
   exportLines,
   exportRecords,
   type GatewayWithoutRun,
@@ -330,6 +331,9 @@ function* readLines(path: string): Generator<string> {
     try {
       yield* exportLines(fd);
     } catch (err) {
+      // an endless or huge input (`--file <(cat /dev/zero)`): no export, and no longer read
+      if (err instanceof ExportLineTooLongError)
+        throw new UsageError(`--file ${path}: ${err.message}, so it is not one; it was not read further`);
       const code = (err as NodeJS.ErrnoException).code;
       if (typeof code === "string" && (err as NodeJS.ErrnoException).syscall === "read")
         throw new UsageError(`cannot read ${path}: ${code}`);

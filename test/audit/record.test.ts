@@ -9,7 +9,7 @@ import {
   argumentsDigest,
   assertAuditable,
 } from "../../src/audit/events.js";
-import { exportLines } from "../../src/audit/exportFile.js";
+import { ExportLineTooLongError, exportLines } from "../../src/audit/exportFile.js";
 import {
   type AuditHeader,
   chainFields,
@@ -354,5 +354,20 @@ describe("export file lines", () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("a line longer than the limit throws once that much is read, naming the line; one at the limit is read", () => {
+    const file = join(tempDir(), "export.jsonl");
+    writeFileSync(file, `ab\n${"x".repeat(40)}\n${"y".repeat(41)}\nnever read\n`);
+    const fd = openSync(file, "r");
+    try {
+      const read: string[] = [];
+      expect(() => {
+        for (const l of exportLines(fd, 7, 40)) read.push(l);
+      }).toThrow(new ExportLineTooLongError(3, 40));
+      expect(read).toEqual(["ab", "x".repeat(40)]);
+    } finally {
+      closeSync(fd);
+    }
   });
 });
