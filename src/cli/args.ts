@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
 import { UsageError } from "./errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -126,4 +127,18 @@ export function shownWord(word: string): string {
   return /^[A-Za-z][A-Za-z-]{0,31}$/.test(word)
     ? `"${word}"`
     : "(not shown: it does not read as one, and may be a secret typed in the wrong place)";
+}
+
+/**
+ * A server LABEL given on the command line, to look up: one that cannot be a label (any length,
+ * control characters, a secret pasted in its place) is refused without being repeated, since no
+ * server ran or is configured under it; one that can be is plain and at most 64 characters, and
+ * is quoted as it is where a sentence names it.
+ */
+export function labelArgument(command: string, label: string): string {
+  if (!LABEL_PATTERN.test(label))
+    throw new UsageError(
+      `${command}: the LABEL given is not a server label (${LABEL_RULE}), so no server runs under it (not shown, in case it is something else typed in its place).`,
+    );
+  return label;
 }

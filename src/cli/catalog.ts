@@ -10,7 +10,7 @@ import {
 import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
-import { parse, shownWord } from "./args.js";
+import { labelArgument, parse, shownWord } from "./args.js";
 import { UsageError } from "./errors.js";
 
 export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N] [--json] [--state-dir DIR]
@@ -37,6 +37,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
   if (sub !== "show" && sub !== "diff" && sub !== "list")
     throw new UsageError(`catalog: unknown subcommand ${shownWord(sub!)}; use show, diff or list.`);
   if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
+  labelArgument(`catalog ${sub}`, label);
   // A word too many is refused, not passed over: `catalog show LABEL 3` showed the latest
   // revision, not revision 3 (that is --revision 3), and said nothing.
   if (sub !== "diff" && more.length > 0)

@@ -2,7 +2,7 @@ import { safeText } from "../catalog/text.js";
 import { openExistingStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
-import { parse } from "./args.js";
+import { labelArgument, parse } from "./args.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
 export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-dir DIR]
@@ -49,9 +49,9 @@ export async function egressCommand(args: string[]): Promise<number> {
   }
   if (positionals.length > 1)
     throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
+  const label = positionals[0] === undefined ? undefined : labelArgument("egress", positionals[0]);
   const stateDir = existingStateDir(values["state-dir"]);
   const store = openExistingStore(stateDir);
-  const label = positionals[0];
   let rows: DestinationRow[];
   try {
     rows = listDestinations(store, label);

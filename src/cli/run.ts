@@ -17,7 +17,7 @@ import { checkIncludes, IncludeError } from "../identity/include.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
-import { oneOf, parse, unexpectedArguments } from "./args.js";
+import { labelArgument, oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
 import { SHUTDOWN_SIGNALS } from "./signals.js";
 
@@ -169,7 +169,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (positionals.length !== 1) {
       throw new UsageError("run: give a server LABEL from portcullis.json, or '-- COMMAND [ARGS...]'.");
     }
-    server = resolveServer(positionals[0]!, process.cwd(), values.config);
+    server = resolveServer(labelArgument("run", positionals[0]!), process.cwd(), values.config);
     if (values.label) server.label = values.label;
   }
   if (server.remote) {

@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
+import { displayName, firstOf, quotedName } from "../catalog/text.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { setOwn } from "../util/setOwn.js";
 import { type Entry, OnboardError, readHostText, readServers } from "./document.js";
@@ -40,7 +41,7 @@ export function findDrillServer(label: string, cwd: string, file?: string): Dril
   const first = candidates[0];
   if (!first)
     throw new ConfigError(
-      `no server "${label}" in ${CONFIG_FILE} or in any host configuration found from ${cwd}.`,
+      `no server ${quotedName(label)} in ${CONFIG_FILE} or in any host configuration found from ${cwd}.`,
     );
   return { label, file: first.file, others: candidates.slice(1).map((c) => c.file), launch: first.launch() };
 }
@@ -64,7 +65,7 @@ function inFile(label: string, cwd: string, file: string): Candidate[] {
   if (!c) {
     const keys = Object.keys(serversOf(host));
     throw new ConfigError(
-      `${file}: no server "${label}"${keys.length ? ` (it has ${keys.join(", ")})` : ""}.`,
+      `${file}: no server ${quotedName(label)}${keys.length ? ` (it has ${firstOf(keys, 12, displayName)})` : ""}.`,
     );
   }
   return [c];

@@ -17,6 +17,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { quotedName } from "../catalog/text.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import {
@@ -356,7 +357,8 @@ export function checkServersNamed(files: HostFile[], only: string[] | undefined,
       const names = files.map((f) => f.file);
       const where =
         names.length === 1 ? `${names[0]} has no server` : `none of ${names.join(", ")} has a server`;
-      throw new OnboardError(`${where} "${k}" (${flag}); nothing was written.`);
+      // (quoted, escaped and bounded: a name typed there can be of any length)
+      throw new OnboardError(`${where} ${quotedName(k)} (${flag}); nothing was written.`);
     }
 }
 
