@@ -14,6 +14,7 @@ export {
   recordRevision,
   type StoredRevision,
 } from "./revisions.js";
+export { shownDiff } from "./shownDiff.js";
 export { catalogFingerprint, snapshotOf, toolFingerprint } from "./snapshot.js";
 export type {
   CatalogDiff,

@@ -115,7 +115,7 @@ const IDENT_START = /[A-Za-z_$]/;
 const IDENT_PART = /[A-Za-z0-9_$-]/;
 
 /** The property a path ends in, as a summary line names it (shortened: a key may be huge). */
-function fieldName(path: string): string {
+export function fieldName(path: string): string {
   return clip(lastSegment(path), NAME_SHOWN);
 }
 

@@ -5,6 +5,7 @@ import {
   listRevisions,
   renderCatalog,
   renderDiff,
+  shownDiff,
   snapshotOf,
 } from "../catalog/index.js";
 import { openExistingStore } from "../store/db.js";
@@ -116,10 +117,15 @@ export async function catalogCommand(args: string[]): Promise<number> {
             throw new UsageError(`catalog diff: "${label}" has only one revision; nothing to compare.`);
           from = prev;
         } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
-        const diff = diffCatalogs(from.tools, to.tools);
+        // Each of the server's pieces redacted on its own (shownDiff), not the whole text: the
+        // diff's own words after a secret-like name (`api_token: property added`) are no secret.
+        const diff = shownDiff(diffCatalogs(from.tools, to.tools));
+        const shown = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
         if (values.json)
-          out(JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2));
-        else out(renderDiff(diff, { fromRevision: from.revision, toRevision: to.revision }));
+          shown(
+            JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2),
+          );
+        else shown(renderDiff(diff, { fromRevision: from.revision, toRevision: to.revision }));
         return 0;
       }
       default:
