@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { safeText } from "../catalog/text.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
-import { OnboardError } from "../onboard/document.js";
+import { OnboardError, readHostServers } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import {
   assertWritable,
@@ -16,7 +16,7 @@ import {
   wrapFile,
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
-import { redactText } from "../util/redact.js";
+import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
 
@@ -130,7 +130,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     }
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
-      if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f.file));
+      if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
@@ -157,11 +157,59 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
  * and token-shaped strings are redacted (wrap leaves them as they are, so nothing is hidden of what
  * changes), and a character a terminal would act on is written as an escape, as `say` writes.
  */
-function shownDiff(plan: { before: string; after: string }, file: string): string {
-  return lineDiff(plan.before, plan.after, file)
+function shownDiff(plan: { before: string; after: string }, host: HostFile): string {
+  const hidden = secretWords(host, plan.before);
+  return lineDiff(plan.before, plan.after, host.file)
     .split("\n")
-    .map((line) => safeText(redactText(line)))
+    .map((line) => safeText(redactText(hideWords(line, hidden))))
     .join("\n");
+}
+
+/**
+ * The words of the servers' command lines and env values that are secrets though no line shows
+ * it: a value after a secret-named flag sits in the next array element, often on the next line
+ * (`"--password", "S"`), where a line's own text says nothing of it; a generated-looking value
+ * after any flag (`--x a8Fk…`), or under any variable, is a key whatever its name. Each is judged
+ * with the command-line classifier (redactArgv) and the generated-value one (looksGenerated),
+ * and replaced by its redacted form wherever it stands as a string (hideWords).
+ */
+function secretWords(host: HostFile, text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const hide = (word: string, shown: string) => {
+    if (word !== "" && word !== shown) out.set(word, shown);
+  };
+  let read: ReturnType<typeof readHostServers>;
+  try {
+    read = readHostServers(host, text);
+  } catch {
+    return out; // wrap said what is wrong with the file already
+  }
+  for (const { entry } of read.servers) {
+    const args = Array.isArray(entry.args)
+      ? entry.args.filter((a): a is string => typeof a === "string")
+      : [];
+    const shown = redactArgv(args);
+    for (const [i, a] of args.entries()) hide(a, looksGenerated(a) ? REDACTED : shown[i]!);
+    const env = entry.env;
+    if (env && typeof env === "object" && !Array.isArray(env))
+      for (const v of Object.values(env)) if (typeof v === "string" && looksGenerated(v)) hide(v, REDACTED);
+  }
+  return out;
+}
+
+/**
+ * `line` with each hidden word replaced where it stands as a whole string: `"word"` (JSON, and
+ * TOML's basic strings, escaped as JSON escapes) or `'word'` (TOML's literal strings). A word is
+ * an element of an array or a value, so it is always one; and a short secret (`--token abc`)
+ * does not garble every `abc` of the file.
+ */
+function hideWords(line: string, hidden: Map<string, string>): string {
+  let out = line;
+  for (const [word, shown] of hidden) {
+    out = out.split(JSON.stringify(word)).join(JSON.stringify(shown));
+    out = out.split(`'${word}'`).join(`'${shown}'`);
+  }
+  return out;
 }
 
 /** --label KEY=LABEL, each LABEL a label as wrap would make one (letters, digits, . _ -). */

@@ -24,6 +24,6 @@ export { redactSchemaDefaults } from "./redact/schemaDefaults.js";
 export { secretRefTargets } from "./redact/schemaRefs.js";
 export { redactSchemaValue, SCHEMA_VALUES, schemaOwner } from "./redact/schemaValues.js";
 export { redactQueries, redactText } from "./redact/text.js";
-export { isSecretQueryParameter, MAX_DECODES } from "./redact/urlQueries.js";
+export { isSecretQueryParameter, looksGenerated, MAX_DECODES } from "./redact/urlQueries.js";
 export { looksLikeCredentialUser } from "./redact/urlUsers.js";
 export { type RedactOptions, redactStrings, redactValue, redactValueUnder } from "./redact/values.js";

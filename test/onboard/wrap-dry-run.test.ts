@@ -79,6 +79,50 @@ describe("wrap --dry-run", () => {
     }
   });
 
+  it("prints no value of a server's command line that is a secret: after a secret-named flag in the next word, or generated-looking after any flag", async () => {
+    const u = user();
+    const GENERATED = "a8Fk29dkLq0Zp3mXv7Bn4THESECRET1Hs5Jc";
+    // each word its own array element: the flag and its value on one line, or on two
+    writeFileSync(
+      u.files.codex,
+      [
+        "[mcp_servers.inv]",
+        'command = "node"',
+        `args = ["server.js", "--password", "hunter2-THESECRET", "--x", "${GENERATED}", "--port", "8080"]`,
+        `env = { LOG_LEVEL = "debug", DD_SITE_KEY2 = "${GENERATED}" }`,
+        "",
+      ].join("\n"),
+    );
+    // a flag and its value on two lines, as a hand-written file has them
+    writeFileSync(
+      u.files["claude-code"],
+      [
+        "{",
+        '  "mcpServers": {',
+        '    "inv": {',
+        '      "command": "node",',
+        '      "args": ["server.js", "--password",',
+        `               "pw-THESECRET", "--x", "${GENERATED}", "--name", "inventory"]`,
+        "    }",
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    for (const host of ["codex", "claude-code"]) {
+      const r = await u.cli(["wrap", host, "--dry-run"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout + r.stderr, host).not.toContain("THESECRET");
+      // the flag, then its value redacted, on the same line or the next
+      expect(r.stdout, host).toMatch(/"--password",(?: |\n[-+ ] +)"\[redacted\]"/);
+      expect(r.stdout, host).toMatch(/"--x", "\[redacted\]"|"--x",\n[-+ ] +"\[redacted\]"/);
+      if (host === "claude-code") expect(r.stdout).toMatch(/^\+ +"inventory"$/m); // no secret: shown
+    }
+    // what is no secret is still shown: what changes, and the other words
+    const toml = await u.cli(["wrap", "codex", "--dry-run"]);
+    expect(toml.stdout).toMatch(/^\+ args = .*"--port", "8080"/m);
+  });
+
   it("writes a character a terminal would act on as an escape", async () => {
     const u = user();
     writeFileSync(

@@ -37,7 +37,7 @@ function namesCredential(name: string): boolean {
  * `winter_sale_2026_email`) are kept: under a plain name they are a workspace or a file, and
  * `run --url` would refuse a server's URL for them.
  */
-function looksGenerated(value: string): boolean {
+export function looksGenerated(value: string): boolean {
   return looksRandom(value) && /[A-Za-z0-9]{16}/.test(value);
 }
 
