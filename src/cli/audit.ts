@@ -37,6 +37,7 @@ import {
 } from "../keyring/keyring.js";
 import { openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { requireInitialized } from "../store/stateDir.js";
+import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { parse as parseArgs, shownWord } from "./args.js";
@@ -292,7 +293,7 @@ function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;
-    if ("code" in p) throw new UsageError(`cannot read the checkpoint ${path}: ${p.code}`);
+    if ("code" in p) throw new UsageError(`cannot read the checkpoint ${path}: ${fileProblem(p.code)}`);
     throw new UsageError(`--checkpoint ${path}: ${err.message}`);
   }
   try {
@@ -319,12 +320,12 @@ function* readLines(path: string): Generator<string> {
   try {
     fd = openSync(path, "r");
   } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    throw new UsageError(`cannot read ${path}: ${fileProblem((err as NodeJS.ErrnoException).code)}`);
   }
   try {
     // a directory opens, then fails at the first read: one sentence, as a missing file is
     const st = fstatSync(fd);
-    if (st.isDirectory()) throw new UsageError(`cannot read ${path}: EISDIR`);
+    if (st.isDirectory()) throw new UsageError(`cannot read ${path}: ${fileProblem("EISDIR")}`);
     // a FIFO is read (--file <(...)); a device is not an export, and /dev/zero would never end
     if (st.isCharacterDevice() || st.isBlockDevice())
       throw new UsageError(`--file ${path}: it is a device, not an export (a regular file or a FIFO is)`);
@@ -336,7 +337,7 @@ function* readLines(path: string): Generator<string> {
         throw new UsageError(`--file ${path}: ${err.message}, so it is not one; it was not read further`);
       const code = (err as NodeJS.ErrnoException).code;
       if (typeof code === "string" && (err as NodeJS.ErrnoException).syscall === "read")
-        throw new UsageError(`cannot read ${path}: ${code}`);
+        throw new UsageError(`cannot read ${path}: ${fileProblem(code)}`);
       throw err;
     }
   } finally {

@@ -12,6 +12,7 @@ import {
 } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { privateForInit, resolveStateDir } from "../store/stateDir.js";
+import { fileProblem } from "../util/errno.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -102,7 +103,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
         // a full disk or a read-only directory: the temporary file is gone, nothing is left
         const code = (e as NodeJS.ErrnoException).code;
         if (typeof code !== "string") throw e;
-        throw new KeyringError(`cannot write ${keyringPath(ctx.stateDir)} (${code})`);
+        throw new KeyringError(`cannot write ${keyringPath(ctx.stateDir)}: ${fileProblem(code)}`);
       });
       written = keyring.path;
       await pinOrTakeBack(db, ctx.stateDir, passphrase, keyring.path);

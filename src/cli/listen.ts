@@ -20,6 +20,7 @@ import {
 } from "../transport/httpAccess.js";
 import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
 import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
+import { listenProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
@@ -356,7 +357,7 @@ export async function listenUntilSignal(
     store.close();
     const code = (e as NodeJS.ErrnoException).code;
     throw new UsageError(
-      `run: --listen ${settings.address.host}:${settings.address.port}: cannot listen there (${code ?? (e as Error).message}).`,
+      `run: --listen ${settings.address.host}:${settings.address.port}: cannot listen there: ${code ? listenProblem(code) : (e as Error).message}.`,
     );
   }
   const host = settings.address.host.includes(":") ? `[${settings.address.host}]` : settings.address.host;

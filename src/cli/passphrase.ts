@@ -1,6 +1,7 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { ReadStream } from "node:tty";
+import { fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
@@ -48,7 +49,8 @@ function readPassphraseFile(file: string): string {
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;
-    if ("code" in p) throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${p.code}`);
+    if ("code" in p)
+      throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${fileProblem(p.code)}`);
     throw new PassphraseError(`${PASSPHRASE_FILE_ENV} (${file}): ${err.message}`);
   }
   const line = text.replace(/^\uFEFF/, "").split(/\r?\n/, 1)[0] ?? "";

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
+import { fileProblem } from "../util/errno.js";
 import { setOwn } from "../util/setOwn.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
@@ -201,7 +202,7 @@ function readConfigText(file: string): string {
   } catch (e) {
     if (!(e instanceof SmallFileError)) throw e;
     const p = e.problem;
-    if ("code" in p) throw new ConfigError(`${file}: cannot be read (${p.code}).`);
+    if ("code" in p) throw new ConfigError(`${file}: cannot be read: ${fileProblem(p.code)}.`);
     if ("special" in p) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
     throw new ConfigError(`${file}: is ${p.size} bytes, far more than a configuration file.`);
   }

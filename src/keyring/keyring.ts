@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
+import { fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
@@ -340,7 +341,7 @@ function readKeyringText(stateDir: string): string | null {
     if (("code" in p && p.code === "EISDIR") || "special" in p)
       throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`);
     if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`);
-    throw new KeyringError(`${path} cannot be read (${p.code === "EACCES" ? "permission denied" : p.code})`);
+    throw new KeyringError(`${path} cannot be read: ${fileProblem(p.code)}`);
   }
 }
 

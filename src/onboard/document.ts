@@ -11,6 +11,7 @@ import {
 import { parse as parseToml, stringify as stringifyToml } from "smol-toml";
 import { describeParseError } from "../config/jsonSyntax.js";
 import { sameJson } from "../util/canonical.js";
+import { fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import type { HostFile } from "./hosts.js";
 import { editTomlEntries } from "./tomlEdit.js";
@@ -39,7 +40,7 @@ export function readHostText(file: string): string {
       "code" in p
         ? p.code === "EISDIR"
           ? "it is a directory"
-          : p.code
+          : fileProblem(p.code)
         : "special" in p
           ? "it is not a regular file: a FIFO, socket or device"
           : e.message;

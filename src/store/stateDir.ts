@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
+import { fileProblem } from "../util/errno.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -50,7 +51,7 @@ export function resolveStateDir(flag?: string): string {
     throw new StateDirError(
       code === "EEXIST" || code === "ENOTDIR"
         ? `the state directory ${dir} is not a directory (a file is in its place or on its path).`
-        : `the state directory ${dir} cannot be created (${code ?? String(e)}).`,
+        : `the state directory ${dir} cannot be created: ${fileProblem(code)}.`,
     );
   }
   notADirectory(dir);
@@ -149,7 +150,7 @@ export function privateForInit(dir: string): string | null {
     chmodSync(dir, 0o700);
   } catch (e) {
     throw new StateDirError(
-      `the state directory ${dir} may be read by others (mode ${was}) and its mode cannot be changed (${(e as NodeJS.ErrnoException).code ?? String(e)}); nothing was created: give a directory of your own with --state-dir or PORTCULLIS_HOME.`,
+      `the state directory ${dir} may be read by others (mode ${was}) and its mode cannot be changed: ${fileProblem((e as NodeJS.ErrnoException).code)}; nothing was created: give a directory of your own with --state-dir or PORTCULLIS_HOME.`,
     );
   }
   return was;

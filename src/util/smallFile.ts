@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import { fileProblem } from "./errno.js";
 
 /**
  * Why a small file the user named (a configuration, a token, a passphrase, a checkpoint) was not
@@ -16,7 +17,7 @@ export class SmallFileError extends Error {
   ) {
     super(
       "code" in problem
-        ? `cannot read it (${problem.code})`
+        ? `cannot read it: ${fileProblem(problem.code)}`
         : "special" in problem
           ? problem.pipes
             ? "it is a device or a socket, not a file or a pipe"

@@ -101,7 +101,7 @@ describe("portcullis init", () => {
     const missing = await cli(tempDir(), ["init"], withPass("/nonexistent/passphrase"));
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(
-      /cannot read PORTCULLIS_PASSPHRASE_FILE \(\/nonexistent\/passphrase\): ENOENT/,
+      /cannot read PORTCULLIS_PASSPHRASE_FILE \(\/nonexistent\/passphrase\): it does not exist; check the path \(ENOENT\)/,
     );
     const empty = join(tempDir(), "empty");
     writeFileSync(empty, "\nsecond line\n");

@@ -1,0 +1,44 @@
+/**
+ * What a system error code means for a file or a port the user named, in words a user acts on;
+ * the code stays as a suffix, for a search or a bug report. `cannot read X: ENOENT` asked the
+ * user to know errno; `cannot read X: it does not exist (ENOENT)` does not.
+ */
+export function fileProblem(code: string | undefined): string {
+  const words = FILE_WORDS[code ?? ""];
+  if (words) return `${words} (${code})`;
+  return code ? `system error ${code}` : "an unknown error";
+}
+
+const FILE_WORDS: Record<string, string> = {
+  ENOENT: "it does not exist; check the path",
+  ENOTDIR: "a part of its path is a file, not a directory; check the path",
+  EACCES: "permission denied: this user may not open it; check its mode and owner",
+  EPERM: "the operation is not permitted to this user; check its mode and owner",
+  EISDIR: "it is a directory, not a file",
+  ELOOP: "its path has a loop of symbolic links",
+  ENAMETOOLONG: "its path is too long",
+  EMFILE: "this process has too many files open; try again",
+  ENFILE: "the system has too many files open; try again",
+  EIO: "an input/output error: the disk or file system failed",
+  EROFS: "the file system is read-only",
+  ENOSPC: "the disk is full",
+  EDQUOT: "the disk quota is used up",
+  EEXIST: "a file is already there",
+  ENXIO: "no device or process is behind it",
+};
+
+/** The same for a host and port to listen on (`run --listen`). */
+export function listenProblem(code: string | undefined): string {
+  const words = LISTEN_WORDS[code ?? ""];
+  if (words) return `${words} (${code})`;
+  return code ? `system error ${code}` : "an unknown error";
+}
+
+const LISTEN_WORDS: Record<string, string> = {
+  EADDRINUSE: "another program listens on that port; stop it or choose another port",
+  EACCES:
+    "this user may not listen on that port (ports below 1024 need privileges); choose a port from 1024 up",
+  EADDRNOTAVAIL:
+    "no network interface of this machine has that address; use 127.0.0.1 or one of its addresses",
+  EAFNOSUPPORT: "this machine does not support that kind of address",
+};
