@@ -26,7 +26,7 @@ import { SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
 import { ServerMessages } from "./serverMessages.js";
 import { ServerRequests } from "./serverRequests.js";
-import { preview } from "./text.js";
+import { cutShort, preview } from "./text.js";
 
 export type { Downstream } from "./downstream.js";
 
@@ -220,6 +220,7 @@ export class Gateway {
     this.server = new ServerMessages({
       log,
       quote,
+      shown: (text) => cutShort(this.scrub(text)),
       downstream,
       link,
       session,

@@ -28,6 +28,8 @@ export interface ServerMessagesPorts {
   log: Logger;
   /** a peer's line for a log line: scrubbed, then cut short */
   quote(text: string): string;
+  /** JSON text of a peer's (an id as written) for a log line: scrubbed, then cut short, not quoted again */
+  shown(text: string): string;
   /** credential values released to the server: scrubbed from everything it says (src/vault/scrub.ts) */
   released?: ReleasedValues;
   downstream: Downstream;
@@ -165,7 +167,7 @@ export class ServerMessages {
       // found in it while most of its digits would be logged.
       // Cut short: a string id may be as long as a line (64 MiB).
       const id = text === undefined || msg.id === null ? JSON.stringify(msg.id) : writtenIdOf(text, msg.id);
-      this.p.log.warn(`dropped a response from the server with an unknown id ${this.p.quote(id)}`);
+      this.p.log.warn(`dropped a response from the server with an unknown id ${this.p.shown(id)}`);
       return;
     }
     if (entry.origin === "gateway") {
@@ -301,7 +303,7 @@ export class ServerMessages {
       if (!entry) {
         // (cut short: a subscription id is whatever JSON the server wrote there)
         this.p.log.debug(
-          `dropped a notification for an unknown subscription ${this.p.quote(JSON.stringify(subscription) ?? "")}`,
+          `dropped a notification for an unknown subscription ${this.p.shown(JSON.stringify(subscription) ?? "")}`,
         );
         return;
       }

@@ -31,6 +31,10 @@ export function metaProblem(params: unknown): string | null {
 }
 
 export function preview(text: string): string {
-  const t = text.length > 80 ? `${cutText(text, 80)}…` : text;
-  return JSON.stringify(t);
+  return JSON.stringify(cutShort(text));
+}
+
+/** `text` cut to 80 characters (an ellipsis says so), not quoted: for JSON text, an id as written. */
+export function cutShort(text: string): string {
+  return text.length > 80 ? `${cutText(text, 80)}…` : text;
 }
