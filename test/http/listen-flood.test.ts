@@ -12,7 +12,7 @@ import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { floodProgress, readFlood, serverHeld } from "../helpers/flood.js";
 import { assertBuilt } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { startListener } from "./listen.js";
+import { type Listener, startListener } from "./listen.js";
 import { messagesOf, openSession, raw } from "./raw.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
 
@@ -23,6 +23,33 @@ afterEach(async () => {
 });
 
 const MIB = 1024 * 1024;
+
+/**
+ * POSTs `call` (a tools/call) on `session` of listener `l` and resolves with the response head:
+ * the body is the caller's to read, or to leave unread as a slow client does.
+ */
+function postCall(
+  l: Listener,
+  session: string,
+  id: string,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<IncomingMessage> {
+  const req = request({
+    host: "127.0.0.1",
+    port: l.port,
+    path: "/mcp",
+    method: "POST",
+    headers: l.headers({ "mcp-session-id": session }),
+  });
+  cleanup.push(() => void req.destroy());
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    req.once("response", resolve);
+    req.once("error", reject);
+  });
+  req.end(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }));
+  return response;
+}
 
 describe("a server behind run --listen that writes faster than the HTTP client reads", () => {
   it("is made to wait once a few MiB wait for the client; nothing is lost, and other sessions are served", async () => {
@@ -44,26 +71,7 @@ describe("a server behind run --listen that writes faster than the HTTP client r
 
     // the client asks for 64 MiB of notifications of 16 KiB each, and does not read its stream
     const bytes = 64 * MIB;
-    const req = request({
-      host: "127.0.0.1",
-      port: l.port,
-      path: "/mcp",
-      method: "POST",
-      headers: l.headers({ "mcp-session-id": session }),
-    });
-    cleanup.push(() => void req.destroy());
-    const response = new Promise<IncomingMessage>((resolve, reject) => {
-      req.once("response", resolve);
-      req.once("error", reject);
-    });
-    req.end(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: "pour",
-        method: "tools/call",
-        params: { name: "pour", arguments: { bytes, size: 16 * 1024 } },
-      }),
-    );
+    const response = postCall(l, session, "pour", "pour", { bytes, size: 16 * 1024 });
     const res = await response;
     expect(res.headers["content-type"]).toBe("text/event-stream");
     res.pause();
@@ -129,26 +137,7 @@ describe("a server behind run --listen that writes faster than the HTTP client r
     cleanup.push(() => l.close());
     const session = await openSession(l);
     const bytes = 64 * MIB;
-    const post = request({
-      host: "127.0.0.1",
-      port: l.port,
-      path: "/mcp",
-      method: "POST",
-      headers: l.headers({ "mcp-session-id": session }),
-    });
-    cleanup.push(() => void post.destroy());
-    const response = new Promise<IncomingMessage>((resolve, reject) => {
-      post.once("response", resolve);
-      post.once("error", reject);
-    });
-    post.end(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: "pour",
-        method: "tools/call",
-        params: { name: "pour", arguments: { bytes, size: 16 * 1024 } },
-      }),
-    );
+    const response = postCall(l, session, "pour", "pour", { bytes, size: 16 * 1024 });
     const first = await response;
     first.pause(); // never read again, never closed by this client
     const stalled = await serverHeld(floodProgress(progress));
@@ -198,26 +187,7 @@ describe("a server behind run --listen that writes faster than the HTTP client r
     });
     expect(messagesOf(list.body)[0]).toHaveProperty("result");
     const bytes = 64 * MIB;
-    const req = request({
-      host: "127.0.0.1",
-      port: l.port,
-      path: "/mcp",
-      method: "POST",
-      headers: l.headers({ "mcp-session-id": session }),
-    });
-    cleanup.push(() => void req.destroy());
-    const response = new Promise<IncomingMessage>((resolve, reject) => {
-      req.once("response", resolve);
-      req.once("error", reject);
-    });
-    req.end(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: "flood",
-        method: "tools/call",
-        params: { name: "bad", arguments: { mode: "flood", bytes, size: 16 * 1024 } },
-      }),
-    );
+    const response = postCall(l, session, "flood", "bad", { mode: "flood", bytes, size: 16 * 1024 });
     const res = await response;
     res.pause();
     const seen = readFlood(res, true);
