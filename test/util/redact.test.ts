@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { remoteUrlProblem } from "../../src/config/remote.js";
 import {
+  isSecretName,
   isSecretQueryParameter,
   MAX_DECODES,
   REDACTED,
@@ -1878,5 +1879,17 @@ describe("redactText: a JSON Schema type after a secret-like name is a type, not
     expect(redactText("password: null|hunter2")).toBe(`password: ${REDACTED}`);
     expect(redactText("token=string-hunter2")).toBe(`token=${REDACTED}`);
     expect(redactText("secret: anyvalue1")).toBe(`secret: ${REDACTED}`);
+  });
+});
+
+describe("a name too long to be read", () => {
+  // A server's schema may hold a key of megabytes; reading it at every place a diff or a redaction
+  // asks took seconds per catalog diff. Past 1,024 characters a name is taken for a secret's.
+  it("is taken for a secret's name, and its value redacted; one of 1,024 characters is still read", () => {
+    const long = "a".repeat(1025);
+    expect(isSecretName(long)).toBe(true);
+    expect(isSecretName("a".repeat(1024))).toBe(false);
+    expect(redactValue({ [long]: "plain words" })).toEqual({ [long]: REDACTED });
+    expect(redactValue({ ["a".repeat(1024)]: "plain words" })).toEqual({ ["a".repeat(1024)]: "plain words" });
   });
 });

@@ -44,8 +44,17 @@ function words(name: string): string[] {
     .map((w) => w.toLowerCase());
 }
 
+/**
+ * Past this length a name is taken to say its value is a secret without being read: no real key,
+ * flag or variable is that long, a server's schema can hold a key of megabytes, and each reading
+ * of it costs time linear in its length at every place a diff or a redaction asks (an 8 MiB key
+ * took seconds of CPU per catalog diff). Deny first: its value is redacted.
+ */
+const LONGEST_NAME_READ = 1024;
+
 /** True when a key, flag or variable name says its value is a secret. */
 export function isSecretName(name: string): boolean {
+  if (name.length > LONGEST_NAME_READ) return true;
   const flat = name.toLowerCase().replace(/[^a-z0-9]/g, "");
   if (flat === "" || NOT_SECRET.has(flat)) return false;
   if (SECRET_FRAGMENTS.some((f) => flat.includes(f))) return true;
@@ -54,6 +63,7 @@ export function isSecretName(name: string): boolean {
 
 /** Names where a long, random-looking value is probably a key even though the name is not a secret's. */
 export function isSuspiciousName(name: string): boolean {
+  if (name.length > LONGEST_NAME_READ) return true;
   return words(name).some((w) => /^(key|keys|access|refresh|nonce|salt|cert|private|sas)$/.test(w));
 }
 
