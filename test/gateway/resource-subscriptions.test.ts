@@ -53,6 +53,12 @@ function updates(gw: RawGateway, uri: string): WireMessage[] {
     );
 }
 
+/** The uri of the first resource the server lists. */
+async function firstResource(gw: RawGateway): Promise<string> {
+  const listed = await gw.request("resources/list", {}, 20_000);
+  return (listed.result as { resources: { uri: string }[] }).resources[0]!.uri;
+}
+
 describe("resource subscriptions across server processes", () => {
   it("a client subscribed to a resource still gets its updates from the next process: the subscription is re-opened there, recorded against the new epoch", async () => {
     const gw = rawGateway({
@@ -61,8 +67,7 @@ describe("resource subscriptions across server processes", () => {
     });
     cleanup.push(() => gw.close());
     await gw.initialize({}, 20_000);
-    const listed = await gw.request("resources/list", {}, 20_000);
-    const uri = (listed.result as { resources: { uri: string }[] }).resources[0]!.uri;
+    const uri = await firstResource(gw);
     const subscribed = await gw.request("resources/subscribe", { uri }, 20_000);
     expect(subscribed.error, JSON.stringify(subscribed)).toBeUndefined();
 
@@ -111,8 +116,7 @@ describe("resource subscriptions across server processes", () => {
     });
     cleanup.push(() => gw.close());
     await gw.initialize({}, 20_000);
-    const listed = await gw.request("resources/list", {}, 20_000);
-    const uri = (listed.result as { resources: { uri: string }[] }).resources[0]!.uri;
+    const uri = await firstResource(gw);
     expect((await gw.request("resources/subscribe", { uri }, 20_000)).error).toBeUndefined();
     expect((await gw.request("resources/unsubscribe", { uri }, 20_000)).error).toBeUndefined();
 
@@ -144,8 +148,7 @@ describe("resource subscriptions across server processes", () => {
       () => removeDir(dir),
     );
     await gw.initialize({}, 20_000);
-    const listed = await gw.request("resources/list", {}, 20_000);
-    const uri = (listed.result as { resources: { uri: string }[] }).resources[0]!.uri;
+    const uri = await firstResource(gw);
     const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
     const asked = await nextRequest(gw.stateDir);
     expect(asked.tool).toBe(`resources/subscribe ${uri}`);

@@ -51,6 +51,23 @@ function postCall(
   return response;
 }
 
+/** A short call on `session` of `l` is answered (the session, or another, is served). */
+async function expectSlowCall(l: Listener, session: string, tag: string): Promise<void> {
+  const call = await raw(l, {
+    headers: l.headers({ "mcp-session-id": session }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: tag,
+      method: "tools/call",
+      params: { name: "slow", arguments: { ms: 1, tag } },
+    }),
+  });
+  expect(messagesOf(call.body).at(-1)).toMatchObject({
+    id: tag,
+    result: { content: [{ text: `slow ${tag}` }] },
+  });
+}
+
 describe("a server behind run --listen that writes faster than the HTTP client reads", () => {
   it("is made to wait once a few MiB wait for the client; nothing is lost, and other sessions are served", async () => {
     assertBuilt();
@@ -85,19 +102,7 @@ describe("a server behind run --listen that writes faster than the HTTP client r
 
     // another session of the same front is served meanwhile
     const other = await openSession(l);
-    const call = await raw(l, {
-      headers: l.headers({ "mcp-session-id": other }),
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: "other",
-        method: "tools/call",
-        params: { name: "slow", arguments: { ms: 1, tag: "other" } },
-      }),
-    });
-    expect(messagesOf(call.body).at(-1)).toMatchObject({
-      id: "other",
-      result: { content: [{ text: "slow other" }] },
-    });
+    await expectSlowCall(l, other, "other");
     expect(floodProgress(progress)()?.done).toBe(false);
 
     // the client reads again: every notification, in order, then the call's answer
@@ -109,19 +114,7 @@ describe("a server behind run --listen that writes faster than the HTTP client r
     expect(seen.seqs.every((s, i) => s === i)).toBe(true);
 
     // and the session serves on, under the same epoch
-    const after = await raw(l, {
-      headers: l.headers({ "mcp-session-id": session }),
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: "after",
-        method: "tools/call",
-        params: { name: "slow", arguments: { ms: 1, tag: "after" } },
-      }),
-    });
-    expect(messagesOf(after.body).at(-1)).toMatchObject({
-      id: "after",
-      result: { content: [{ text: "slow after" }] },
-    });
+    await expectSlowCall(l, session, "after");
     expect(l.stderr()).not.toMatch(/new execution epoch|TypeError|Unhandled|heap out of memory/);
   }, 120_000);
 
