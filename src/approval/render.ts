@@ -1,4 +1,6 @@
+import { renderDiff, shownDiff } from "../catalog/index.js";
 import { displayName, displayValue, isPlainAscii, NOT_ASCII_NOTE, safeText } from "../catalog/text.js";
+import type { CatalogDiff } from "../catalog/types.js";
 import { epochBegan } from "../gateway/registry.js";
 import { cutText } from "../util/cut.js";
 import {
@@ -40,7 +42,118 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
   // a default, const or examples under a secret-like property name redacted, as the review's
   // inputs show them
   const definition = redactSchemaDefaults(req.definition) as T["definition"];
-  return redactStrings({ ...req, definition, review }) as T;
+  const out = redactStrings({ ...req, definition, review }) as T;
+  // The catalog diffs of a review that keeps them are shown from the diff, piece by piece, not as
+  // text redacted whole (which read `passwordLength: property added` as a credential pair).
+  const catalog = shownCatalog(r.catalog);
+  if (catalog) out.review.catalog = catalog;
+  const since = r.tool.sinceLastGrant;
+  const sinceShown = since ? shownSince(since) : null;
+  if (out.review.tool.sinceLastGrant && sinceShown) out.review.tool.sinceLastGrant = sinceShown;
+  return out;
+}
+
+const CLASSES = new Set(["expands", "narrows", "cosmetic"]);
+const KINDS = new Set(["added", "removed", "modified"]);
+const strings = (v: unknown) =>
+  v === undefined || (Array.isArray(v) && v.every((x) => typeof x === "string"));
+
+/**
+ * A stored diff as it may be rendered, or null. The review is written by the gateway, but the
+ * store can be rewritten by any process of the user: a diff of another shape is not rendered (its
+ * text is then redacted whole, as an older review's), and every piece is redacted alone again
+ * (shownDiff; the words portcullis itself put in it, classifications, kinds and notes, are checked
+ * or redacted too), so no rewriting makes the review show a secret the text pass would have hidden.
+ */
+function storedDiff(v: unknown): CatalogDiff | null {
+  const d = v as CatalogDiff | null;
+  if (typeof d !== "object" || d === null || !Array.isArray(d.entries) || !Array.isArray(d.renameCandidates))
+    return null;
+  if (typeof d.expands !== "boolean") return null;
+  for (const e of d.entries) {
+    if (typeof e !== "object" || e === null || !KINDS.has(e.kind) || !CLASSES.has(e.classification))
+      return null;
+    if (typeof e.tool !== "string" || !Array.isArray(e.changes)) return null;
+    if (e.renameCandidate !== undefined && typeof e.renameCandidate !== "string") return null;
+    for (const c of e.changes) {
+      if (typeof c !== "object" || c === null || typeof c.path !== "string" || typeof c.change !== "string")
+        return null;
+      if (!CLASSES.has(c.classification) || !strings(c.sensitive) || !strings(c.newEffects)) return null;
+      if (c.detail !== undefined && typeof c.detail !== "string") return null;
+    }
+  }
+  for (const r of d.renameCandidates) {
+    if (typeof r !== "object" || r === null) return null;
+    if (typeof r.from !== "string" || typeof r.to !== "string" || typeof r.similarity !== "string")
+      return null;
+  }
+  const shown = shownDiff(d);
+  for (const e of shown.entries)
+    e.changes = e.changes.map((c) => ({
+      ...c,
+      ...(c.sensitive ? { sensitive: c.sensitive.map((x) => redactText(x)) } : {}),
+      ...(c.newEffects ? { newEffects: c.newEffects.map((x) => redactText(x)) } : {}),
+    }));
+  return shown;
+}
+
+/** The review's catalog part rendered from its diff, or null (an older review: no diff kept). */
+function shownCatalog(c: Review["catalog"]): Review["catalog"] | null {
+  if (!Object.hasOwn(c, "diff")) return null;
+  const diff = storedDiff(c.diff);
+  const from = c.lastApprovedRevision;
+  if (!diff || typeof c.revision !== "number" || (from !== null && typeof from !== "number")) return null;
+  return {
+    ...c,
+    rendered: renderDiff(diff, {
+      ...(from === null ? {} : { fromRevision: from }),
+      toRevision: c.revision,
+    }).trimEnd(),
+    diff,
+  };
+}
+
+type Since = NonNullable<Review["tool"]["sinceLastGrant"]>;
+
+/** As shownCatalog, for the tool's change since its last grant. */
+function shownSince(s: Since): Since | null {
+  if (!Object.hasOwn(s, "diff")) return null;
+  const diff = storedDiff(s.diff);
+  return diff ? { ...(redactStrings(s) as Since), rendered: renderDiff(diff).trimEnd(), diff } : null;
+}
+
+/**
+ * A review's lines, each either text still to redact, or a line already redacted piece by piece
+ * (a catalog diff rendered from its diff: `Shown`). Runs of text are redacted as one text each,
+ * as the whole review was before (a PEM key spans lines).
+ */
+class Shown {
+  constructor(readonly line: string) {}
+}
+type ReviewLine = string | Shown;
+
+function redactedLines(lines: ReviewLine[]): string {
+  const out: string[] = [];
+  let run: string[] = [];
+  const flush = () => {
+    if (run.length > 0) out.push(redactText(run.join("\n")));
+    run = [];
+  };
+  for (const l of lines) {
+    if (l instanceof Shown) {
+      flush();
+      out.push(l.line);
+    } else run.push(l);
+  }
+  flush();
+  return out.join("\n");
+}
+
+/** The lines of `text`, shown as they are when `piecewise` (rendered from a diff), else as text. */
+function diffLines(text: string, piecewise: boolean, indent: string): ReviewLine[] {
+  return text
+    .split("\n")
+    .map((l) => (piecewise ? new Shown(`${indent}${safeText(l)}`) : `${indent}${safeText(l)}`));
 }
 
 /**
@@ -63,7 +176,7 @@ export function hidden(a: Review["arguments"][number]): boolean {
 export function renderReview(given: ApprovalRequest & { waiting?: boolean }): string {
   const req = publicRequest(given);
   const r: Review = req.review;
-  const lines: string[] = [];
+  const lines: ReviewLine[] = [];
   const t = (s: string) => safeText(s);
   lines.push(
     `approval request ${req.request}  (${req.state}${req.waiting === false ? ", nobody is waiting for it any more" : ""})`,
@@ -128,7 +241,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
       (r.catalog.lastApprovedRevision !== null ? ` (last approved: ${r.catalog.lastApprovedRevision})` : "") +
       (r.catalog.classification ? `  ${r.catalog.classification.toUpperCase()}` : ""),
   );
-  for (const l of r.catalog.rendered.split("\n")) lines.push(`  ${t(l)}`);
+  lines.push(...diffLines(r.catalog.rendered, r.catalog.diff !== undefined, "  "));
   lines.push("");
   lines.push("the tool as listed now:");
   for (const l of r.tool.rendered.split("\n")) lines.push(`  ${t(l)}`);
@@ -139,7 +252,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     // The catalog diff above already shows the change when this grant was given at its base revision.
     const shownAbove = since.revision === r.catalog.lastApprovedRevision && r.catalog.classification !== null;
     if (since.classification !== "unchanged" && !shownAbove) {
-      for (const l of since.rendered.split("\n")) lines.push(`    ${t(l)}`);
+      lines.push(...diffLines(since.rendered, since.diff !== undefined, "    "));
     }
   }
   lines.push("");
@@ -150,7 +263,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
       `  ${displayName(a.name)}${hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, 400)}`}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
-  return redactText(lines.join("\n"));
+  return redactedLines(lines);
 }
 
 /**
@@ -244,7 +357,7 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
   const req = publicRequest(given);
   const r: Review = req.review;
   const t = (s: string) => safeText(s);
-  const lines: string[] = [];
+  const lines: ReviewLine[] = [];
   const nobody = req.waiting === false ? ", nobody is waiting for it any more" : "";
   lines.push(`approval request ${req.request}  ${req.state}, expires ${until(r.expiresAt)}${nobody}`);
   const who = whoAsks(r.agentRun.chain);
@@ -282,8 +395,10 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     (r.catalog.lastApprovedRevision !== null ? ` (last approved ${r.catalog.lastApprovedRevision})` : "") +
     (r.catalog.classification ? `: ${r.catalog.classification.toUpperCase()}` : "");
   lines.push(catalogHead);
-  if (r.catalog.classification)
-    lines.push(...capped(r.catalog.rendered.split("\n").map(t).join("\n"), 4, "             "));
+  if (r.catalog.classification) {
+    const shown = capped(r.catalog.rendered.split("\n").map(t).join("\n"), 4, "             ");
+    lines.push(...(r.catalog.diff !== undefined ? shown.map((l) => new Shown(l)) : shown));
+  }
   const since = r.tool.sinceLastGrant;
   if (since && since.classification !== "unchanged") {
     lines.push(`             this tool since its last grant: ${t(since.classification)}`);
@@ -302,5 +417,5 @@ export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean })
     );
   });
   if (r.arguments.length > 6) lines.push(`             … ${r.arguments.length - 6} more: --verbose`);
-  return redactText(lines.join("\n"));
+  return redactedLines(lines);
 }

@@ -1,6 +1,7 @@
 import { dirname } from "node:path";
 import { ulid } from "ulid";
 import { AuditLog } from "../audit/log.js";
+import type { CatalogDiff } from "../catalog/types.js";
 import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
@@ -54,6 +55,13 @@ export interface Review {
     classification: "expands" | "narrows" | "cosmetic" | null;
     /** renderDiff output, or one line saying why there is no diff */
     rendered: string;
+    /**
+     * The diff itself, each of the server's pieces redacted on its own (shownDiff), when there is
+     * one; `rendered` is then its rendering. It is what the review is shown from: the diff's own
+     * words (`passwordLength: property added`) show, no secret does. Absent from reviews stored
+     * before it existed, whose `rendered` is the raw rendering and is shown redacted whole.
+     */
+    diff?: CatalogDiff;
   };
   tool: {
     name: string;
@@ -69,6 +77,8 @@ export interface Review {
       fingerprint: string;
       classification: string;
       rendered: string;
+      /** as `catalog.diff`: the diff redacted piece by piece, absent from older reviews and when there is none */
+      diff?: CatalogDiff;
     } | null;
   };
   credentialScope: string[];

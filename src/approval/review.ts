@@ -1,5 +1,5 @@
 import canonicalize from "canonicalize";
-import { diffCatalogs, getRevision, renderDiff, type Tool } from "../catalog/index.js";
+import { diffCatalogs, getRevision, renderDiff, shownDiff, type Tool } from "../catalog/index.js";
 import { describeField, withRefOwners } from "../catalog/schema.js";
 import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
 import { classOf } from "../catalog/types.js";
@@ -181,11 +181,15 @@ function catalogPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined
     getRevision(db, input.serverLabel, revision)?.tools ??
     (input.call.definition ? [input.call.definition as Tool] : []);
   const diff = diffCatalogs(before, after);
+  // Kept redacted piece by piece (shownDiff), as `catalog diff` shows it, and shown from `diff`
+  // (render.ts): redacting the rendered text whole read the diff's own words as secrets.
+  const shown = shownDiff(diff);
   return {
     revision,
     lastApprovedRevision: from,
     classification: diff.expands ? "expands" : classOf(diff.entries),
-    rendered: renderDiff(diff, { fromRevision: from, toRevision: revision }).trimEnd(),
+    rendered: renderDiff(shown, { fromRevision: from, toRevision: revision }).trimEnd(),
+    diff: shown,
   };
 }
 
@@ -219,12 +223,14 @@ function sinceLastGrant(db: Store, input: ReviewInput): Review["tool"]["sinceLas
       };
     }
     const diff = diffCatalogs([granted as Tool], [input.call.definition as Tool]);
+    const shown = shownDiff(diff); // as in catalogPart
     return {
       grant: g.grant,
       revision: g.catalogRevision,
       fingerprint: scope.fingerprint,
       classification: diff.expands || diff.entries.length === 0 ? "expands" : classOf(diff.entries),
-      rendered: renderDiff(diff).trimEnd(),
+      rendered: renderDiff(shown).trimEnd(),
+      diff: shown,
     };
   }
   return null;
