@@ -1893,3 +1893,262 @@ describe("a name too long to be read", () => {
     expect(redactValue({ ["a".repeat(1024)]: "plain words" })).toEqual({ ["a".repeat(1024)]: "plain words" });
   });
 });
+
+describe("redactText: the word after an authorization scheme or a secret's name", () => {
+  // "token cache." read as `Token` and its credential ("token [redacted]."): the scheme names are
+  // English words too. A word after one, in prose, is hidden only when it looks like a value; a
+  // value after a secret's name with `=` or `:` is hidden whatever it is, and so is any word after
+  // a scheme in a header (`Authorization: Bearer …`).
+  const anyCase = (w: string) =>
+    fc.constantFrom(w, w.toLowerCase(), w.toUpperCase(), w[0]!.toLowerCase() + w.slice(1));
+  const scheme = fc.oneof(anyCase("Bearer"), anyCase("Basic"), anyCase("Digest"), anyCase("Token"));
+  const lower = (min: number, max: number) => fc.stringMatching(new RegExp(`^[a-z]{${min},${max}}$`));
+  // What a credential looks like: every one of these has a digit, a mark, a capital inside it,
+  // more than 20 letters, or five consonants in a row; and 6 characters or more (a shorter word
+  // after a scheme was never taken for its credential).
+  const secretLike = fc
+    .oneof(
+      fc
+        .tuple(fc.stringMatching(/^[A-Za-z]{0,20}$/), fc.integer({ min: 0, max: 99_999 }), lower(0, 20))
+        .map(([a, n, b]) => `${a}${n}${b}`),
+      fc
+        .tuple(lower(1, 12), fc.stringMatching(/^[A-Z]{1,12}$/), lower(0, 12))
+        .map(([a, b, c]) => `${a}${b}${c}`),
+      fc
+        .tuple(
+          fc.stringMatching(/^[A-Za-z0-9+/]{6,60}$/),
+          fc.integer({ min: 0, max: 9 }),
+          fc.constantFrom("", "=", "=="),
+        )
+        .map(([b, d, pad]) => `${b}${d}${pad}`),
+      fc.stringMatching(/^[0-9a-f]{16,64}$/).filter((h) => /[0-9]/.test(h)),
+      lower(21, 80),
+      fc.stringMatching(/^[bcdfghjklmnpqrstvwxz]{6,20}$/),
+      fc
+        .tuple(lower(3, 10), fc.constantFrom("-", "_", ".", "~", "/", ":"), lower(3, 10))
+        .map(([a, sep, b]) => `${a}${sep}${b}`),
+      fc
+        .stringMatching(/^[A-Za-z0-9._~+/-]{6,40}$/)
+        .filter((v) => /[0-9._~+/-]/.test(v) && /^[A-Za-z0-9]/.test(v)),
+    )
+    .filter((v) => v.length >= 6);
+  const proseBefore = fc.constantFrom("", "the ", "a new ", "(", "reset the ", "see ", "Note: the ");
+  const proseAfter = fc.constantFrom("", ".", ",", ")", "!", "?", ". next", " of the run", "\nnext line");
+
+  it("a value that looks like one is never shown after a scheme, a header or a secret's name", () => {
+    const placed = fc.oneof(
+      // a scheme in prose, the value after spaces, perhaps quoted
+      fc.tuple(scheme, fc.constantFrom(" ", "  ", "\t", ' "', " '")).map(
+        ([sc, sp]) =>
+          (v: string) =>
+            `${sc}${sp}${v}${sp.endsWith('"') ? '"' : sp.endsWith("'") ? "'" : ""}`,
+      ),
+      // a header: any word after the scheme
+      fc
+        .tuple(
+          fc.constantFrom("Authorization: ", "authorization:", '"Authorization": "', "Proxy-Authorization: "),
+          scheme,
+        )
+        .map(
+          ([h, sc]) =>
+            (v: string) =>
+              `${h}${sc} ${v}${h.endsWith('"') ? '"' : ""}`,
+        ),
+      // a secret's name and `=` or `:`, perhaps quoted, double or single
+      fc
+        .tuple(
+          fc.constantFrom(
+            "password",
+            "secret",
+            "token",
+            "api_key",
+            "passphrase",
+            "client_secret",
+            "DB_PASSWORD",
+          ),
+          fc.constantFrom("=", ": ", " = ", ":", '": "', "': '", "='", '="'),
+        )
+        .map(([n, sep]) => (v: string) => {
+          const q = sep.endsWith('"') ? '"' : sep.endsWith("'") ? "'" : "";
+          return `${q && sep.startsWith(q) ? q : ""}${n}${sep}${v}${q}`;
+        }),
+    );
+    fc.assert(
+      fc.property(placed, secretLike, proseBefore, proseAfter, (place, v, before, after) => {
+        const text = `${before}${place(v)}${after}`;
+        const out = redactText(text);
+        expect(out).not.toContain(v);
+        expect(out).toContain(REDACTED);
+        expect(redactText(out)).toBe(out);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  // Ordinary English words: common ones, and words made of syllables as English makes them.
+  const DICTIONARY = [
+    "cache",
+    "expired",
+    "expires",
+    "refresh",
+    "rotation",
+    "rotated",
+    "tokens",
+    "bearer",
+    "holder",
+    "instrument",
+    "authentication",
+    "authorization",
+    "realm",
+    "scheme",
+    "header",
+    "headers",
+    "value",
+    "values",
+    "missing",
+    "invalid",
+    "revoked",
+    "storage",
+    "mismatch",
+    "changed",
+    "counts",
+    "budget",
+    "limits",
+    "exchange",
+    "request",
+    "requests",
+    "response",
+    "endpoint",
+    "usage",
+    "access",
+    "issuer",
+    "audience",
+    "lifetime",
+    "format",
+    "parsing",
+    "rhythm",
+    "minted",
+    "granted",
+    "accepted",
+    "rejected",
+    "default",
+    "settings",
+    "options",
+    "passed",
+    "generator",
+    "validation",
+    "supported",
+    "handling",
+    "ignored",
+    "included",
+    "replaced",
+    "algorithm",
+    "message",
+    "creation",
+    "session",
+    "sessions",
+    "renewal",
+    "prefix",
+    "length",
+    "without",
+    "between",
+    "through",
+    "another",
+    "anything",
+    "everything",
+    "overview",
+    "internationalization",
+  ];
+  const ONSETS = [
+    "",
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "br",
+    "cl",
+    "pr",
+    "st",
+    "tr",
+    "sh",
+    "ch",
+  ];
+  const VOWELS = ["a", "e", "i", "o", "u", "ea", "io", "ou", "y"];
+  const CODAS = ["", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ng", "ck"];
+  const syllable = fc
+    .tuple(fc.constantFrom(...ONSETS), fc.constantFrom(...VOWELS), fc.constantFrom(...CODAS))
+    .map(([o, v, c]) => `${o}${v}${c}`);
+  const madeUp = fc
+    .array(syllable, { minLength: 2, maxLength: 4 })
+    .map((s) => s.join(""))
+    .filter((w) => w.length <= 20);
+  const word = fc.oneof(fc.constantFrom(...DICTIONARY), madeUp);
+  const written = fc
+    .tuple(word, fc.constantFrom("lower", "Capital", "UPPER"))
+    .map(([w, c]) =>
+      c === "lower" ? w : c === "UPPER" ? w.toUpperCase() : w[0]!.toUpperCase() + w.slice(1),
+    );
+
+  it("an ordinary word after a scheme's name in prose is shown", () => {
+    fc.assert(
+      fc.property(
+        proseBefore,
+        scheme,
+        fc.constantFrom(" ", "  ", "\t"),
+        written,
+        proseAfter,
+        (before, sc, sp, w, after) => {
+          const text = `${before}${sc}${sp}${w}${after}`;
+          expect(redactText(text)).toBe(text);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    for (const text of [
+      "token cache.",
+      "the token expired",
+      "Bearer tokens are minted per session",
+      "the Token Refresh flow",
+      "basic authentication, digest authentication",
+      "a token's lifetime",
+      "authorization_denied: Bearer tokens expired",
+    ])
+      expect(redactText(text)).toBe(text);
+    // in a header, or after a secret's name, the word is the credential whatever it is
+    expect(redactText("Authorization: Token expired")).toBe(`Authorization: Token ${REDACTED}`);
+    expect(redactText('{"auth": "Bearer letters"}')).toBe(`{"auth": "Bearer ${REDACTED}"}`);
+    expect(redactText("token: expired")).toBe(`token: ${REDACTED}`);
+    // single quotes, as a Python dict prints them, around a name and its value
+    expect(redactText("{'password': 'hunter2', 'user': 'bob'}")).toBe(
+      `{'password': '${REDACTED}', 'user': 'bob'}`,
+    );
+  });
+
+  it("stays linear over many schemes followed by words, and over a word after many schemes", () => {
+    expectLinear((n) => {
+      const text = "the token expired, token cache. Bearer tokens ".repeat(n);
+      return () => expect(redactText(text)).toBe(text);
+    }, 2_000);
+    expectLinear((n) => {
+      const text = `${"Bearer ".repeat(n)}abc123x`;
+      return () => expect(redactText(text)).toBe(`${"Bearer ".repeat(n)}${REDACTED}`);
+    }, 5_000);
+    expectLinear((n) => {
+      // (the name before a scheme is looked for over 64 characters back at most: past that many
+      // spaces the scheme is prose's)
+      const text = `Authorization:${" ".repeat(n)}Token expired`;
+      return () => expect(redactText(text)).toBe(text);
+    }, 20_000);
+  });
+});

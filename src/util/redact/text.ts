@@ -4,6 +4,7 @@
  * `name=value` pairs, and URLs' queries (urlQueries.ts).
  */
 
+import { isSecretName } from "./names.js";
 import { trailingPunctuation } from "./punctuation.js";
 import { REDACTED } from "./redacted.js";
 import { redactUrlQueries } from "./urlQueries.js";
@@ -29,19 +30,8 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   // PEM private keys (cut off or whole)
   (s) => redactPem(s),
   // HTTP authorization schemes (a `.` or `:` that ends a sentence after the token is kept:
-  // trailingPunctuation)
-  (s) =>
-    replaceRuns(
-      s,
-      AUTH_SCHEME,
-      () => isAuthTokenChar,
-      (m, end, at) => {
-        const scheme = m[1]!;
-        const space = m[2]!;
-        const tail = trailingPunctuation(s, at + scheme.length + space.length, end);
-        return `${scheme}${space}${REDACTED}${s.slice(end - tail, end)}`;
-      },
-    ),
+  // trailingPunctuation); in prose, only a word that looks like a value (redactAuthSchemes)
+  (s) => redactAuthSchemes(s),
   // JWTs (header.payload.signature, base64url, the header starts with {" → eyJ). A header not
   // followed by the rest is matched too, and kept: the match takes its word whole, so that the
   // next try starts after it. Without that, every `eyJ` in a word (`eyJab-eyJab-…`) was tried
@@ -85,8 +75,98 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
   (s) => redactNamedValues(s),
 ];
 
-/** An HTTP authorization scheme and the first 6 characters of its credential (see VALUE_PATTERNS). */
-const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+)(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6}/gi;
+/**
+ * An HTTP authorization scheme, perhaps a quote, and the first 6 characters of its credential
+ * (see VALUE_PATTERNS). A value that starts with `=` or `:` is a pair's (`token = S`: NAMED_VALUE).
+ */
+const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+["']?)(?![=:])(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6}/gi;
+
+/**
+ * The credential after an HTTP authorization scheme, to the end of its word. In a header (after
+ * `Authorization:`, or any secret-like name and `:` or `=`) every such word is one. Elsewhere the
+ * scheme's name is also an English word ("token cache.", "the token expired", "Bearer tokens
+ * are"), and the word after it is hidden only when it looks like a value (looksLikeValue): a
+ * digit, a mark, capitals inside it, more than 20 letters, or letters no word is made of.
+ */
+function redactAuthSchemes(s: string): string {
+  let out = "";
+  let done = 0;
+  AUTH_SCHEME.lastIndex = 0;
+  for (let m = AUTH_SCHEME.exec(s); m !== null; m = AUTH_SCHEME.exec(s)) {
+    const at = m.index;
+    const valueAt = at + m[1]!.length + m[2]!.length;
+    const end = extendRun(s, AUTH_SCHEME.lastIndex, isAuthTokenChar);
+    const tail = trailingPunctuation(s, valueAt, end);
+    if (!afterSecretName(s, at) && !looksLikeValue(s.slice(valueAt, end - tail))) {
+      // a word: kept, and read again from its start (it may be a scheme itself: "Bearer Token S")
+      AUTH_SCHEME.lastIndex = valueAt;
+      continue;
+    }
+    out += `${s.slice(done, at)}${m[1]}${m[2]}${REDACTED}`;
+    done = end - tail;
+    AUTH_SCHEME.lastIndex = end;
+  }
+  return done === 0 ? s : out + s.slice(done);
+}
+
+/** The most letters a word after a scheme may have and still be read as one (looksLikeValue). */
+const LONGEST_WORD = 20;
+
+/**
+ * Whether the word after an authorization scheme in prose looks like a credential rather than a
+ * word: anything but letters (a digit, `.`, `-`, `_`, `/`, `+`, `=`, `:`, `~` inside it), a
+ * capital after a small letter (`dXNlcjpw`, `abcdefTHESECRET`), more than LONGEST_WORD letters,
+ * or letters no English word is made of: five consonants in a row, or fewer than one vowel (y
+ * counted) in six letters. What is left, 6 to 20 letters of one case after an optional capital
+ * that read as a word ("expired", "Refresh", "EXPIRED"), is shown. A credential of that shape is
+ * hidden only in a header (afterSecretName), or by its own shape elsewhere. Bounded: the caller
+ * hands a word of at most its run (read once).
+ */
+function looksLikeValue(word: string): boolean {
+  if (word.length > LONGEST_WORD || !/^[A-Za-z]+$/.test(word)) return true;
+  const rest = word.slice(1);
+  if (rest !== rest.toLowerCase() && word !== word.toUpperCase()) return true;
+  let vowels = 0;
+  let consonants = 0;
+  for (const c of word.toLowerCase()) {
+    if ("aeiouy".includes(c)) {
+      vowels++;
+      consonants = 0;
+    } else if (++consonants >= 5) return true;
+  }
+  return vowels * 6 < word.length;
+}
+
+/** Characters looked back over for the name before a scheme (afterSecretName). */
+const NAME_LOOKBACK = 64;
+
+/**
+ * Whether the scheme at `at` is a header's or a secret-like name's value: `Authorization: Bearer`,
+ * `"auth": "Token`, `password=Basic` (spaces and one quote around the `:` or `=`). The name is
+ * judged by isSecretName on its last NAME_LOOKBACK characters, and a name that says what happened
+ * to a credential (`authorization_denied: Bearer tokens expired`) is a message's, not a header's.
+ */
+function afterSecretName(s: string, at: number): boolean {
+  let i = at;
+  const skipSpaces = () => {
+    for (let n = 0; n < NAME_LOOKBACK && i > 0 && /\s/.test(s[i - 1]!); n++) i--;
+  };
+  const skipQuote = () => {
+    if (i > 0 && (s[i - 1] === '"' || s[i - 1] === "'")) i--;
+  };
+  skipSpaces();
+  skipQuote();
+  skipSpaces();
+  if (i === 0 || (s[i - 1] !== ":" && s[i - 1] !== "=")) return false;
+  i--;
+  skipSpaces();
+  skipQuote();
+  const end = i;
+  while (i > 0 && end - i < NAME_LOOKBACK && isNameChar(s.charCodeAt(i - 1))) i--;
+  if (i === end) return false;
+  const name = s.slice(i, end);
+  return isSecretName(name) && !isEventType(name);
+}
 
 /** A character of an authorization scheme's credential: `[A-Za-z0-9._~+/=:-]`. */
 function isAuthTokenChar(c: number): boolean {
@@ -207,7 +287,7 @@ function redactNamedValues(s: string): string {
     // back from the `=` or `:`: spaces, a quote, the name
     let e = j;
     while (e > done && /\s/.test(s[e - 1]!)) e--;
-    if (e > done && s.charCodeAt(e - 1) === 34) e--;
+    if (e > done && (s.charCodeAt(e - 1) === 34 || s.charCodeAt(e - 1) === 39)) e--; // a double or a single quote
     let r = e;
     while (r > done && isNameChar(s.charCodeAt(r - 1))) r--;
     if (r === e) continue;
@@ -301,7 +381,7 @@ function isEventType(name: string): boolean {
 // a list of more than 8 JSON Schema types is not taken for one, so that no quantified group runs
 // over the value: see VALUE_PATTERNS)
 const NAMED_VALUE =
-  /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)(?!\[redacted\])(?!Bearer\s|Basic\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null)){0,7}|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
+  /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)(?!\[redacted\])(?!(?:Bearer|Basic|Digest|Token)\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null)){0,7}|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
 
 /**
  * A string with every credential-shaped part replaced by REDACTED. Should a pattern fail to run
