@@ -5,7 +5,7 @@
 import { activeGrants } from "../approval/grants.js";
 import type { ApprovalRequest } from "../approval/requests.js";
 import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
-import { diffCatalogs, getRevision, listRevisions } from "../catalog/index.js";
+import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
 import { displayName, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
@@ -208,7 +208,9 @@ export function catalogBody(db: Store, label: string | null, from: number | null
 }
 
 function sideBySide(before: { name: string }[], after: { name: string }[], a: number, b: number): Html {
-  const diff = diffCatalogs(before as never, after as never);
+  // each of the server's pieces redacted on its own, as `catalog diff` shows them (a credential in
+  // a description was on the page: diffCatalogs redacts schema values by their keys only)
+  const diff = shownDiff(diffCatalogs(before as never, after as never));
   if (a === b) return html`<p>revision ${a}: nothing to compare.</p>`;
   return html`<h3>revision ${a} → ${b} ${
     diff.entries.length === 0
