@@ -121,7 +121,7 @@ export interface ActivityEntry {
   outcome: string;
   /**
    * why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided,
-   * server_unavailable, connection_ended)
+   * server_unavailable, connection_ended, listen_refused)
    */
   interruption: string | null;
   argumentsDigest: string | null;
@@ -448,7 +448,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
               ? "interrupted"
               : e.reason === "redecided"
                 ? "superseded"
-                : e.reason === "server_unavailable"
+                : e.reason === "server_unavailable" || e.reason === "listen_refused"
                   ? "refused"
                   : e.reason === "connection_ended"
                     ? "not-run"

@@ -20,10 +20,10 @@ import { idTextOf, markRequest } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
-import type { GuardedRequests } from "./guardedRequests.js";
+import { type GuardedRequests, listensToTools } from "./guardedRequests.js";
 import type { InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod } from "./protocol.js";
+import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod, listenResourceUris } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
 /**
@@ -269,12 +269,12 @@ export class ClientMessages {
         guarded.read(msg);
         return;
       case "subscriptions/listen":
-        if (
-          (msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
-            ?.toolsListChanged
-        ) {
-          session.listenOpened(msg.id);
+        // resource subscriptions are decided as resources/subscribe of each uri would be
+        if (listenResourceUris(msg) !== undefined) {
+          guarded.listen(msg);
+          return;
         }
+        if (listensToTools(msg)) session.listenOpened(msg.id);
         inFlight.forward(msg, { listen: msg });
         return;
       default:

@@ -508,6 +508,22 @@ export class Gateway {
   private reopenSubscriptions(): void {
     const gen = this.gen;
     if (!gen?.alive || this.over !== null || this.view().state !== "ready") return;
+    // the modern era's: a subscriptions/listen with resource subscriptions, decided again likewise
+    // (one refused is answered with its refusal: the client's subscription is over, and it is told)
+    for (const listen of [...this.inFlight.takeGuardedListens(), ...this.guarded.takeWaitingListens()]) {
+      void this.guarded.reopenListen(listen).then(
+        (outcome) => {
+          if (outcome !== "later") return;
+          this.guarded.keepListen(listen);
+          // a new epoch's catalog came while this one was being decided (it skipped what was under way)
+          if (this.gen !== gen) this.reopenSubscriptions();
+        },
+        (e: unknown) =>
+          this.o.log.warn(
+            `could not re-open the client's subscriptions/listen: ${String((e as Error)?.message ?? e)}`,
+          ),
+      );
+    }
     for (const sub of this.session.subscriptionsNotOn(gen)) {
       if (this.reopening.has(sub.uri)) continue;
       this.reopening.add(sub.uri);

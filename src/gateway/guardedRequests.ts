@@ -13,15 +13,15 @@ import {
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { callOf, newCallName } from "./clientIdText.js";
+import { callOf, idTextOf, newCallName } from "./clientIdText.js";
 import type { ClientSession, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
-import type { ForwardExtra, InFlight } from "./inFlight.js";
+import type { ForwardExtra, InFlight, ListenRead } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
+import { listenResourceUris, readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 import { metaProblem, preview } from "./text.js";
 
@@ -82,6 +82,12 @@ export class GuardedRequests {
   private readonly deciding = new Map<string, Deciding>();
   /** every decision under way, cancelled ones included: the connection's end waits for them */
   private readonly underWay = new Set<Deciding>();
+  /**
+   * The client's subscriptions/listen with resource subscriptions that wait to be re-opened on a
+   * new process, not decided for its epoch yet (its catalog not verified, a decision cut short):
+   * still open for the client (their ids in use, a cancellation ends them), by id
+   */
+  private readonly waitingListens = new Map<string, Request>();
   /** why the gateway ends the connection, once it does (endDecisions) */
   private ending: string | null = null;
   /** why waits for a human are cut short, once the connection ends (abortDecisions) */
@@ -105,6 +111,15 @@ export class GuardedRequests {
   }
 
   /**
+   * A subscriptions/listen that asks for resource subscriptions (`resourceSubscriptions`), through
+   * the guard: each uri decided as a resources/subscribe of it would be.
+   */
+  listen(msg: Request): void {
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
+    this.handled(msg, this.handleListen(msg));
+  }
+
+  /**
    * Answers `msg` at once when the legacy client has not sent initialize: no catalog is fetched
    * before the handshake, so holding it would only make it wait out the hold timeout for an
    * identity_pending that blames a fetch nobody started. Not recorded: nothing was decided.
@@ -119,7 +134,25 @@ export class GuardedRequests {
 
   /** Whether a call, read or tools/list under `id` is held or being decided. */
   has(id: Id): boolean {
-    return this.deciding.has(`${typeof id}:${id}`) || this.heldCalls.has(id) || this.heldLists.has(id);
+    const key = `${typeof id}:${id}`;
+    return (
+      this.deciding.has(key) ||
+      this.waitingListens.has(key) ||
+      this.heldCalls.has(id) ||
+      this.heldLists.has(id)
+    );
+  }
+
+  /** A listen to re-open that was not decided for this epoch: kept for the next verified catalog. */
+  keepListen(msg: Request): void {
+    this.waitingListens.set(`${typeof msg.id}:${msg.id}`, msg);
+  }
+
+  /** The listens kept to re-open (keepListen), no longer kept. */
+  takeWaitingListens(): Request[] {
+    const out = [...this.waitingListens.values()];
+    this.waitingListens.clear();
+    return out;
   }
 
   /**
@@ -137,6 +170,11 @@ export class GuardedRequests {
       // written): a request the client sends under it right after the cancellation, in the same
       // write even, is not refused as "already in use". The decision sends nothing once it returns.
       this.deciding.delete(key);
+    }
+    // a listen waiting to be re-opened: over, nothing of it is at any live process
+    if (this.waitingListens.delete(key)) {
+      this.p.session.listenClosed(id);
+      return true;
     }
     return this.heldCalls.cancel(id) || this.heldLists.cancel(id);
   }
@@ -465,6 +503,196 @@ export class GuardedRequests {
   }
 
   /**
+   * A client's subscriptions/listen with resource subscriptions. Each uri is decided in turn as the
+   * client's resources/subscribe of it would be (held while the server's identity is pending; with
+   * approval.resources asking for one, a human approves `resources/subscribe URI`, so one grant
+   * covers both forms), recorded `request_forwarded` (method subscriptions/listen, the uri's
+   * params) before anything is sent; the listen is forwarded only when every uri is allowed, and
+   * the acknowledgement ends each record. One refused uri refuses the whole listen with its refusal
+   * (the server never sees it; the client may listen again without that uri), and the records of
+   * the uris decided before it are closed `listen_refused`.
+   */
+  private async handleListen(msg: Request): Promise<void> {
+    const badMeta = metaProblem(msg.params);
+    const uris = listenUris(msg);
+    if (badMeta !== null || uris === null) {
+      const why = badMeta ?? "notifications.resourceSubscriptions must be a list of resource uris (strings)";
+      this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `subscriptions/listen: ${why}`));
+      return;
+    }
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = this.newDeciding();
+    this.deciding.set(key, mark);
+    this.underWay.add(mark);
+    let decided: ListenDecision;
+    try {
+      decided = await this.decideListen(msg, uris, mark, true);
+    } finally {
+      if (this.deciding.get(key) === mark) this.deciding.delete(key);
+      this.underWay.delete(mark);
+    }
+    const { reads, last } = decided;
+    if (mark.cancelled) {
+      this.closeListenReads(reads, "cancelled");
+      this.p.session.listenClosed(msg.id);
+      return;
+    }
+    if (this.p.ended() && last?.verdict.action !== "refuse") {
+      this.closeListenReads(reads, "connection_ended");
+      this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+      return;
+    }
+    if (last?.verdict.action === "hold" || last?.verdict.action === "invalid-arguments") {
+      this.closeListenReads(reads, "redecided");
+      this.holdForCatalog(msg, this.heldCalls);
+      return;
+    }
+    if (last?.verdict.action === "refuse") {
+      const { verdict, uri } = last;
+      this.closeListenReads(reads, "listen_refused");
+      this.recordDenied(msg, `resources/subscribe ${uri}`, { uri }, verdict.reason);
+      this.p.downstream.send(
+        errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
+      );
+      return;
+    }
+    // a new epoch since they were recorded (or its code no longer known for sure): decided again
+    const gen = this.p.current();
+    if (reads.some((r) => r.epoch !== gen?.epoch) || !this.p.mayForward()) {
+      this.closeListenReads(reads, "redecided");
+      return this.handleListen(msg);
+    }
+    if (listensToTools(msg)) this.p.session.listenOpened(msg.id);
+    if (!this.p.inFlight.forward(msg, { listen: msg, listenReads: reads })) {
+      this.closeListenReads(reads, "server_unavailable");
+      this.p.session.listenClosed(msg.id);
+    }
+  }
+
+  /**
+   * Each of `uris` decided in turn for `msg`'s listen, until one is not forwarded (`last`: that
+   * one's verdict) or the decision is cut short; `reads`: the uris allowed, their intents written.
+   * `client`: the client's own listen (its first uri is recorded under the request's call key),
+   * else one the gateway re-opens (every record gets a key of its own, no client waits to be told).
+   */
+  private async decideListen(
+    msg: Request,
+    uris: string[],
+    mark: Deciding,
+    client: boolean,
+  ): Promise<ListenDecision> {
+    const { records } = this.p;
+    const reads: ListenRead[] = [];
+    const method = "resources/subscribe";
+    for (const [i, uri] of uris.entries()) {
+      const name = client && i === 0 ? callOf(msg) : newCallName(idTextOf(msg));
+      const read: ReadFacts = { method, target: uri, params: { uri } };
+      const verdict = await this.p.decide({
+        server: () => this.p.view(),
+        facts: { tool: method, args: { uri }, seen: null },
+        read,
+        auth: this.p.auth(),
+        intent: {
+          intent: (call, condition) =>
+            records.requestForwarded(name, "subscriptions/listen", { uri }, call, condition),
+        },
+        hooks: client
+          ? {
+              progress: this.progressFor(msg),
+              get signal() {
+                return mark.signal;
+              },
+              waiting: (id) => this.p.elicitation.offer(id, `${method} ${uri}`),
+            }
+          : {
+              get signal() {
+                return mark.signal;
+              },
+            },
+      });
+      if (verdict.action !== "forward") return { reads, last: { verdict, uri } };
+      reads.push({ name, uri, epoch: verdict.call.epoch });
+      if (mark.cancelled || this.p.ended()) break;
+    }
+    return { reads, last: null };
+  }
+
+  /** The records of a listen's resource subscriptions that were not sent: each closed, `reason`. */
+  private closeListenReads(
+    reads: ListenRead[],
+    reason: "cancelled" | "connection_ended" | "redecided" | "listen_refused" | "server_unavailable",
+  ): void {
+    for (const r of reads)
+      this.p.records.callInterrupted(
+        r.name,
+        undefined,
+        r.epoch,
+        reason,
+        "not_forwarded",
+        "subscriptions/listen",
+      );
+  }
+
+  /**
+   * Re-opens on the current process a client's subscriptions/listen with resource subscriptions
+   * that an earlier process held: each uri decided again against this epoch as `reopen` decides a
+   * legacy subscription (no client request waits: no progress, no elicitation; each record a call
+   * key of its own), then the listen is forwarded again under the client's id, as a listen without
+   * resource subscriptions is re-opened at once. "open": sent; "refused": the guard refused a uri,
+   * and the client's listen is answered with that refusal (its subscription ended: the client
+   * listens again, through the guard, if it still wants to); "later": not decided for this epoch
+   * (kept by the caller for the next verified catalog).
+   */
+  async reopenListen(msg: Request): Promise<"open" | "refused" | "later"> {
+    const uris = listenUris(msg) ?? [];
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = this.newDeciding();
+    // the client's listen is still open: a cancellation of it stops the decision (and its id stays in use)
+    this.deciding.set(key, mark);
+    this.underWay.add(mark);
+    let decided: ListenDecision;
+    try {
+      decided = await this.decideListen(msg, uris, mark, false);
+    } finally {
+      if (this.deciding.get(key) === mark) this.deciding.delete(key);
+      this.underWay.delete(mark);
+    }
+    const { reads, last } = decided;
+    if (mark.cancelled) {
+      this.closeListenReads(reads, "cancelled");
+      this.p.session.listenClosed(msg.id);
+      return "refused";
+    }
+    const action = last?.verdict.action;
+    if (this.p.ended() || mark.endedBy !== undefined || action === "hold" || action === "invalid-arguments") {
+      this.closeListenReads(reads, this.p.ended() ? "connection_ended" : "redecided");
+      return "later";
+    }
+    if (last?.verdict.action === "refuse") {
+      const { verdict, uri } = last;
+      this.closeListenReads(reads, "listen_refused");
+      this.recordDenied(msg, `resources/subscribe ${uri}`, { uri }, verdict.reason);
+      this.p.log.status(
+        `the client's subscriptions/listen ${preview(idTextOf(msg))} was not re-opened on the new server process (its subscription to ${preview(uri)}): ${verdict.error.message}`,
+      );
+      this.p.session.listenClosed(msg.id);
+      this.answer(msg, errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data));
+      return "refused";
+    }
+    const gen = this.p.current();
+    if (gen === null || reads.some((r) => r.epoch !== gen.epoch) || !this.p.mayForward()) {
+      this.closeListenReads(reads, "redecided");
+      return "later";
+    }
+    if (!this.p.inFlight.forward(msg, { listen: msg, listenReads: reads })) {
+      this.closeListenReads(reads, "server_unavailable");
+      this.p.session.listenClosed(msg.id);
+      return "refused";
+    }
+    return "open";
+  }
+
+  /**
    * Re-opens on the current process a resource subscription the client holds on an earlier one (a
    * new process holds none): decided now as the client's own resources/subscribe of it would be,
    * against this epoch (held while its identity is pending; a grant of an older epoch is stale;
@@ -720,6 +948,7 @@ export class GuardedRequests {
     for (const msg of this.heldLists.drain()) this.serveToolsList(msg);
     for (const msg of this.heldCalls.drain()) {
       if (msg.method === "tools/call") this.call(msg);
+      else if (msg.method === "subscriptions/listen") this.listen(msg);
       else this.read(msg);
     }
   }
@@ -745,4 +974,27 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
     served.set(snapshot, tools);
   }
   return tools;
+}
+
+/** What a listen's decision came to: the uris allowed (their intents written), and the one that was not. */
+interface ListenDecision {
+  reads: ListenRead[];
+  last: { verdict: Awaited<ReturnType<typeof decide>>; uri: string } | null;
+}
+
+/**
+ * The resource uris of a subscriptions/listen, each once, in order; null when they are not a list
+ * of strings (refused: a lenient server might take another shape for a subscription).
+ */
+function listenUris(msg: Request): string[] | null {
+  const uris = listenResourceUris(msg);
+  if (uris === undefined) return [];
+  if (!Array.isArray(uris) || !uris.every((u): u is string => typeof u === "string")) return null;
+  return [...new Set(uris)];
+}
+
+/** Whether a subscriptions/listen asks to be told of tool-list changes. */
+export function listensToTools(msg: Request): boolean {
+  return !!(msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
+    ?.toolsListChanged;
 }

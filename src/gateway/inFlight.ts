@@ -15,6 +15,7 @@ import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ProgressTokens } from "./progress.js";
+import { listenResourceUris } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 
 /** A client request at the server, under the wire id the gateway gave it. */
@@ -30,6 +31,12 @@ export interface ClientPending {
   listen?: Request;
   /** a resources/subscribe: what the client subscribes to, kept once the server accepts it */
   subscribes?: { uri: string; params: Record<string, unknown> };
+  /**
+   * a subscriptions/listen's resource subscriptions (`resourceSubscriptions`), each decided and
+   * recorded (request_forwarded) as a resources/subscribe of its uri: their intents, open until
+   * the listen is acknowledged (or answered, cancelled, its process gone), then emptied
+   */
+  listenReads?: ListenRead[];
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
   scopes?: readonly string[];
   /**
@@ -55,10 +62,17 @@ interface OwnPending {
 
 export type Pending = ClientPending | OwnPending;
 
+/** One resource subscription of a subscriptions/listen, recorded as its own read (its intent's name). */
+export interface ListenRead {
+  name: CallName;
+  uri: string;
+  epoch: string;
+}
+
 /** What a forwarded client request carries besides its message. */
 export type ForwardExtra = Pick<
   ClientPending,
-  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes"
+  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes" | "listenReads"
 >;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */
@@ -399,9 +413,29 @@ export class InFlight {
 
   /** `p`'s one end, when its intent is still open: its result, with the outcome the server gave. */
   resulted(p: ClientPending, outcome: "ok" | "error" | "tool-error"): void {
+    if (p.listenReads?.length) this.listenAcknowledged(p, outcome === "ok" ? null : []);
     if (!p.intent) return;
     p.intent = false;
     this.p.records.toolResult(callNameOf(p), p.tool, p.gen.epoch, outcome, readMethod(p));
+  }
+
+  /**
+   * The server acknowledged (or answered) the subscriptions/listen `p`: each of its resource
+   * subscriptions still open gets its end, `ok` when the server honoured its uri (`honoured`: the
+   * uris its acknowledgement lists; null: all of them), else `error` (the server narrowed it away).
+   */
+  listenAcknowledged(p: ClientPending, honoured: readonly unknown[] | null): void {
+    const reads = p.listenReads;
+    if (!reads?.length) return;
+    p.listenReads = [];
+    for (const r of reads)
+      this.p.records.toolResult(
+        r.name,
+        undefined,
+        r.epoch,
+        honoured === null || honoured.includes(r.uri) ? "ok" : "error",
+        "subscriptions/listen",
+      );
   }
 
   /** `p`'s one end, when its intent is still open: sent, and what the server did is not known. */
@@ -410,6 +444,12 @@ export class InFlight {
     reason: "epoch_transition" | "cancelled",
     outcome: "unknown" | "not_run" = "unknown",
   ): void {
+    const reads = p.listenReads;
+    if (reads?.length) {
+      p.listenReads = [];
+      for (const r of reads)
+        this.p.records.callInterrupted(r.name, undefined, r.epoch, reason, outcome, "subscriptions/listen");
+    }
     if (!p.intent) return;
     p.intent = false;
     this.p.records.callInterrupted(callNameOf(p), p.tool, p.gen.epoch, reason, outcome, readMethod(p));
@@ -472,7 +512,11 @@ export class InFlight {
         p.resolve(null);
         continue;
       }
-      if (p.listen) continue; // re-opened on the next epoch
+      if (p.listen) {
+        // re-opened on the next epoch; resource subscriptions the process never acknowledged end
+        this.interrupted(p, "epoch_transition");
+        continue;
+      }
       this.upstream.delete(wire, p.clientId);
       if (p.cancelled) continue; // ended when cancelled; nobody waits for it
       // a remote server that answered it for a session it no longer knows did not run it
@@ -496,6 +540,9 @@ export class InFlight {
     for (const [wire, p] of this.upstream.entries()) {
       // (one the client opened while the handshake was under way was sent to it once it completed)
       if (p.origin !== "client" || !p.listen || p.gen === current) continue;
+      // one with resource subscriptions is decided again first, once the new epoch's catalog is
+      // verified (takeGuardedListens), as the client's own would be now
+      if (listenResourceUris(p.listen) !== undefined) continue;
       // A subscription is not a call: it is re-opened on the new process.
       this.upstream.delete(wire, p.clientId);
       this.forward(p.listen, { listen: p.listen });
@@ -506,13 +553,36 @@ export class InFlight {
   }
 
   /**
+   * The client's subscriptions/listen with resource subscriptions held by an earlier process than
+   * the current one, no longer here: each is to be decided again by the guard for the current
+   * epoch before it is re-opened (GuardedRequests.reopenListen). Their ids stay the client's:
+   * the caller keeps them as open.
+   */
+  takeGuardedListens(): Request[] {
+    const current = this.p.current();
+    const out: Request[] = [];
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.origin !== "client" || !p.listen || p.gen === current) continue;
+      if (listenResourceUris(p.listen) === undefined) continue;
+      this.upstream.delete(wire, p.clientId);
+      out.push(p.listen);
+    }
+    return out;
+  }
+
+  /**
    * The server is about to be shut down: each client request still at it is answered now (one
    * the client cancelled is only forgotten: it was ended then, and gets no answer).
    */
   refuseAll(): void {
     this.answerBehindHandshake(refuse.shuttingDown());
     for (const [wire, p] of this.upstream.entries()) {
-      if (p.origin !== "client" || p.listen) continue;
+      if (p.origin !== "client") continue;
+      if (p.listen) {
+        // never answered at shutdown, but its unacknowledged resource subscriptions are over
+        this.interrupted(p, "epoch_transition");
+        continue;
+      }
       this.upstream.delete(wire, p.clientId);
       if (p.cancelled) continue;
       this.interrupted(p, "epoch_transition");

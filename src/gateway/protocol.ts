@@ -114,7 +114,24 @@ const GUARDED_METHODS = new Set([
   "prompts/get",
   "completion/complete",
   "initialize",
+  // decided when it asks for resource subscriptions (a look-alike would skip that)
+  "subscriptions/listen",
 ]);
+
+/**
+ * The `resourceSubscriptions` of a subscriptions/listen (2026-07-28): the uris it asks to be told
+ * of changes to, each decided as a resources/subscribe of it would be. Undefined when it asks for
+ * none (absent, or an empty list: nothing to decide); anything else (not a list of strings) is
+ * returned as is, for the gateway to refuse.
+ */
+export function listenResourceUris(msg: Request): unknown {
+  const n = (isPlainObject(msg.params) ? msg.params.notifications : undefined) as
+    | { resourceSubscriptions?: unknown }
+    | undefined;
+  const uris = isPlainObject(n) ? n.resourceSubscriptions : undefined;
+  if (uris === undefined || (Array.isArray(uris) && uris.length === 0)) return undefined;
+  return uris;
+}
 
 /** Whether the gateway decides or records every call of `method` (exactly as written). */
 export function isGuardedMethod(method: string): boolean {

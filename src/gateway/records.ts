@@ -166,7 +166,8 @@ export class GatewayRecords {
       | "cancelled"
       | "redecided"
       | "server_unavailable"
-      | "connection_ended" = "epoch_transition",
+      | "connection_ended"
+      | "listen_refused" = "epoch_transition",
     outcome: "unknown" | "not_forwarded" | "not_run" = "unknown",
     method?: string,
   ): void {

@@ -211,7 +211,7 @@ export class ServerMessages {
       this.p.session.noteDiscovered(msg.result);
       msg = { ...msg, result: withoutTasks(msg.result) };
     }
-    if (entry.intent) {
+    if (entry.intent || entry.listenReads?.length) {
       const result = msg.result as { isError?: unknown } | undefined;
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
     }
@@ -306,6 +306,13 @@ export class ServerMessages {
           `dropped a notification for an unknown subscription ${this.p.shown(JSON.stringify(subscription) ?? "")}`,
         );
         return;
+      }
+      // the acknowledgement ends the records of the listen's resource subscriptions: each one the
+      // server honours is open now
+      if (msg.method === "notifications/subscriptions/acknowledged" && entry.listenReads?.length) {
+        const honoured = (msg.params as { notifications?: { resourceSubscriptions?: unknown } } | undefined)
+          ?.notifications?.resourceSubscriptions;
+        this.p.inFlight.listenAcknowledged(entry, Array.isArray(honoured) ? honoured : []);
       }
       msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
     }

@@ -1,0 +1,211 @@
+// A 2026-07-28 client's resource subscriptions (subscriptions/listen with resourceSubscriptions):
+// decided by the guard uri by uri, as a resources/subscribe of each would be, recorded before the
+// listen is sent, and decided again when the listen is re-opened on a new server process. Before,
+// the listen was relayed as written: a resource the guard would refuse to subscribe to (or that a
+// human was to approve) was subscribed to unasked and unrecorded, on every process. Real gateway,
+// raw client, the v2-SDK fixture modern.mjs with FIXTURE_RESOURCES (its `touch` tool sends
+// notifications/resources/updated to each listen that names the uri).
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
+import type { WireMessage } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const META = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "listen-resources-test", version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+const SUB = "io.modelcontextprotocol/subscriptionId";
+const A = "test://a";
+const B = "test://b";
+
+/** A gateway in front of modern.mjs serving resources A and B, with `approval` for resources. */
+function gateway(resources: "none" | "session" | "per-call"): RawGateway {
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, "portcullis.json"),
+    JSON.stringify({
+      servers: {
+        modern: {
+          command: NODE,
+          args: [FIXTURES.modern],
+          env: { FIXTURE_RESOURCES: `${A},${B}` },
+          approval: { default: "none", resources },
+        },
+      },
+    }),
+  );
+  const gw = rawGateway({ args: ["modern"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20" } });
+  cleanup.push(
+    () => gw.close(),
+    () => removeDir(dir),
+  );
+  return gw;
+}
+
+/** The pid and epoch of the server process the gateway serves now (its latest status line). */
+function serving(gw: RawGateway): { pid: number; epoch: string } {
+  for (const line of gw.stderr().split("\n").reverse()) {
+    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
+    if (m) return { pid: Number(m[1]), epoch: m[2]! };
+  }
+  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
+}
+
+/** A modern request (the envelope in its params). */
+function request(gw: RawGateway, method: string, params: Record<string, unknown> = {}): Promise<WireMessage> {
+  return gw.request(method, { ...params, _meta: META }, 30_000);
+}
+
+/** Lists, then calls `touch` for `uri`: its answer (the server sent its updates before it). */
+async function touch(gw: RawGateway, uri: string): Promise<WireMessage> {
+  for (let i = 0; i < 20; i++) {
+    await request(gw, "tools/list");
+    const answer = await request(gw, "tools/call", { name: "touch", arguments: { uri } });
+    if ((answer.error?.data as { error?: string } | undefined)?.error !== "catalog_stale") return answer;
+  }
+  throw new Error("touch kept being refused catalog_stale");
+}
+
+/** The notifications/resources/updated of `uri` the client got on its listen `id`. */
+function updates(gw: RawGateway, uri: string, id: string): WireMessage[] {
+  return gw.messages().filter((m) => {
+    const p = m.params as { uri?: unknown; _meta?: Record<string, unknown> } | undefined;
+    return m.method === "notifications/resources/updated" && p?.uri === uri && p?._meta?.[SUB] === id;
+  });
+}
+
+function listen(gw: RawGateway, id: string, uris: string[]): void {
+  gw.send({
+    jsonrpc: "2.0",
+    id,
+    method: "subscriptions/listen",
+    params: { notifications: { toolsListChanged: true, resourceSubscriptions: uris }, _meta: META },
+  });
+}
+
+/** The acknowledgements of the listen `id` the client got so far. */
+function acks(gw: RawGateway, id: string): WireMessage[] {
+  return gw
+    .messages()
+    .filter(
+      (m) =>
+        m.method === "notifications/subscriptions/acknowledged" &&
+        (m.params as { _meta?: Record<string, unknown> })?._meta?.[SUB] === id,
+    );
+}
+
+describe("a modern listen's resource subscriptions go through the guard", () => {
+  it("each uri is recorded before the listen is sent, and ended by its acknowledgement; re-opened on the next process, decided and recorded against its epoch", async () => {
+    const gw = gateway("none");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A]);
+    await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+    const first = serving(gw);
+    const events = await auditEvents(gw.stateDir);
+    const forwarded = events.filter((e) => e.type === "request_forwarded");
+    expect(forwarded, JSON.stringify(events)).toMatchObject([
+      { method: "subscriptions/listen", epoch: first.epoch, requestId: "listen:0" },
+    ]);
+    const ended = await waitFor(
+      async () => (await auditEvents(gw.stateDir)).find((e) => e.type === "tool_result"),
+      10_000,
+      "the listen's resource subscription ended",
+    );
+    expect(ended).toMatchObject({
+      method: "subscriptions/listen",
+      outcome: "ok",
+      callKey: forwarded[0]!.callKey,
+    });
+    expect((await touch(gw, A)).result).toBeDefined();
+    expect(updates(gw, A, "listen:0")).toHaveLength(1);
+
+    // the process dies: the listen is decided again for the next one, then re-opened there
+    process.kill(first.pid, "SIGKILL");
+    await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
+    const next = serving(gw);
+    await waitFor(() => acks(gw, "listen:0")[1], 20_000, "the re-opened listen's acknowledgement");
+    const again = (await auditEvents(gw.stateDir)).filter(
+      (e) => e.type === "request_forwarded" && e.method === "subscriptions/listen",
+    );
+    expect(again.map((e) => e.epoch)).toEqual([first.epoch, next.epoch]);
+    expect((await touch(gw, A)).result).toBeDefined();
+    expect(updates(gw, A, "listen:0")).toHaveLength(2);
+    // the listen is never answered while it is open
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+
+  it("a uri a human denies refuses the whole listen with that refusal: the server never gets it, and the uri approved before it is closed listen_refused", async () => {
+    const gw = gateway("per-call");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A, B]);
+    const seen = new Set<string>();
+    const askedA = await nextRequest(gw.stateDir, seen);
+    expect(askedA.tool).toBe(`resources/subscribe ${A}`);
+    seen.add(askedA.request);
+    await decideByCli(gw.stateDir, "approve", askedA.request);
+    const askedB = await nextRequest(gw.stateDir, seen);
+    expect(askedB.tool).toBe(`resources/subscribe ${B}`);
+    await decideByCli(gw.stateDir, "deny", askedB.request);
+    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
+    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "approval_denied" });
+    expect(acks(gw, "listen:0")).toEqual([]);
+
+    const events = await auditEvents(gw.stateDir);
+    expect(
+      events.find((e) => e.type === "call_interrupted"),
+      JSON.stringify(events),
+    ).toMatchObject({
+      method: "subscriptions/listen",
+      reason: "listen_refused",
+      outcome: "not_forwarded",
+    });
+    expect(events.find((e) => e.type === "authorization_denied")).toMatchObject({
+      tool: `resources/subscribe ${B}`,
+    });
+    // the server holds no subscription of the client's: an update of A goes to nobody
+    expect((await touch(gw, A)).result).toBeDefined();
+    await sleep(200);
+    expect(updates(gw, A, "listen:0")).toEqual([]);
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 90_000);
+
+  it('under approval.resources "session", the re-open on a new process is refused (the old epoch\'s grant is stale): the listen is answered with the refusal, never sent to the new process', async () => {
+    const gw = gateway("session");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A]);
+    const asked = await nextRequest(gw.stateDir);
+    expect(asked.tool).toBe(`resources/subscribe ${A}`);
+    await decideByCli(gw.stateDir, "approve", asked.request);
+    await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+
+    const first = serving(gw);
+    process.kill(first.pid, "SIGKILL");
+    await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
+    const next = serving(gw);
+    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
+    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "authorization_stale" });
+    const events = await auditEvents(gw.stateDir);
+    expect(
+      events.find((e) => e.type === "authorization_denied" && e.epoch === next.epoch),
+      JSON.stringify(events),
+    ).toMatchObject({ tool: `resources/subscribe ${A}`, reason: "authorization_stale" });
+    expect(events.filter((e) => e.type === "request_forwarded").map((e) => e.epoch)).toEqual([first.epoch]);
+    expect(acks(gw, "listen:0")).toHaveLength(1);
+    expect((await touch(gw, A)).result).toBeDefined();
+    await sleep(200);
+    expect(updates(gw, A, "listen:0")).toEqual([]);
+    expect(gw.stderr()).toMatch(/subscriptions\/listen .* was not re-opened on the new server process/);
+  }, 90_000);
+});
