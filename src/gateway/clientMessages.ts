@@ -306,7 +306,7 @@ export class ClientMessages {
         if (msg.method === "resources/unsubscribe")
           session.unsubscribed((msg.params as { uri?: unknown } | undefined)?.uri);
         // only relayed, nothing of it recorded or rewritten: its own bytes go on, with the wire id
-        inFlight.forward(msg, {}, line);
+        inFlight.forward(msg, setLevelOf(msg), line);
         return;
     }
   }
@@ -376,6 +376,18 @@ export class ClientMessages {
     if (this.p.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     this.p.serverRequests.answered(msg);
   }
+}
+
+/**
+ * What a client's logging/setLevel sets, kept with it while it is at the server (and once
+ * accepted, in the session: sent again to a new process after its replayed handshake).
+ */
+function setLevelOf(msg: Request): { setsLevel?: Record<string, unknown> } {
+  if (msg.method !== "logging/setLevel") return {};
+  const params = msg.params;
+  if (typeof params !== "object" || params === null || Array.isArray(params)) return {};
+  const { _meta: _envelope, ...level } = params as Record<string, unknown>;
+  return { setsLevel: level };
 }
 
 /**

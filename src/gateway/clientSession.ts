@@ -42,6 +42,8 @@ export class ClientSession {
    * A new process holds none of them: they are re-opened there (Gateway.reopenSubscriptions).
    */
   private readonly resourceSubs = new Map<string, ResourceSubscription>();
+  /** the client's latest logging/setLevel a process accepted (its params without `_meta`) */
+  private logLevel: Record<string, unknown> | null = null;
 
   get era(): Era | null {
     return this.era_;
@@ -113,6 +115,19 @@ export class ClientSession {
   /** The client unsubscribed from `uri` (or the gateway dropped its subscription). */
   unsubscribed(uri: unknown): void {
     if (typeof uri === "string") this.resourceSubs.delete(uri);
+  }
+
+  /** A process accepted the client's logging/setLevel (its params without `_meta`): the latest is kept. */
+  levelSet(params: Record<string, unknown>): void {
+    this.logLevel = params;
+  }
+
+  /**
+   * The params of the client's latest logging/setLevel a process accepted, or null: a new process
+   * logs at its own default until it is told again (Gateway.reconnect tells it).
+   */
+  get level(): Record<string, unknown> | null {
+    return this.logLevel;
   }
 
   /** The client's subscriptions that `gen` does not hold (held by an earlier process). */

@@ -691,6 +691,7 @@ export class Gateway {
         );
       }
       this.o.supervisor.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      this.replayLevel(gen);
       this.inFlight.handshakeDone(gen);
     } else if (this.session.era === "modern") {
       if (this.session.hasDiscovered) {
@@ -711,11 +712,30 @@ export class Gateway {
             0,
           );
         }
+        this.replayLevel(gen);
         this.inFlight.handshakeDone(gen);
-      }
+      } else this.replayLevel(gen);
       this.inFlight.reopenListens();
     }
     await this.refreshCatalog(gen);
+  }
+
+  /**
+   * The client's latest logging/setLevel that a process accepted, sent to `gen` right after its
+   * replayed handshake (before what the client sent meanwhile, so a newer setLevel of its own
+   * still wins): a new process logs at its default level, and the client, which set its level
+   * once, would get messages it asked not to (or miss ones it asked for). The gateway's own
+   * request: its answer is not relayed (the client's was answered long ago), a refusal is logged.
+   */
+  private replayLevel(gen: Generation): void {
+    const level = this.session.level;
+    if (level === null) return;
+    void this.inFlight.request(gen, "logging/setLevel", level).then((res) => {
+      if (res?.error)
+        this.o.log.info(
+          `the new server process refused the client's logging level: ${this.said(res.error.message)}`,
+        );
+    });
   }
 
   /**

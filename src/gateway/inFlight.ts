@@ -37,6 +37,8 @@ export interface ClientPending {
    * the listen is acknowledged (or answered, cancelled, its process gone), then emptied
    */
   listenReads?: ListenRead[];
+  /** a logging/setLevel: its params (without `_meta`), kept by the session once the server accepts them */
+  setsLevel?: Record<string, unknown>;
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
   scopes?: readonly string[];
   /**
@@ -72,7 +74,7 @@ export interface ListenRead {
 /** What a forwarded client request carries besides its message. */
 export type ForwardExtra = Pick<
   ClientPending,
-  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes" | "listenReads"
+  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes" | "listenReads" | "setsLevel"
 >;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */

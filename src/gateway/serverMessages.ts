@@ -215,6 +215,8 @@ export class ServerMessages {
       const result = msg.result as { isError?: unknown } | undefined;
       this.p.inFlight.resulted(entry, msg.error ? "error" : result?.isError === true ? "tool-error" : "ok");
     }
+    // a level the process accepted: set again on the next one (Gateway.reconnect)
+    if (entry.setsLevel && !msg.error) this.p.session.levelSet(entry.setsLevel);
     // a subscription the process accepted: re-opened on the next one (Gateway.reopenSubscriptions)
     if (entry.subscribes && !msg.error)
       this.p.session.subscribed({
