@@ -273,6 +273,10 @@ export class Authorizer implements AuthorizationPort {
 
   // ───────────────────────────── coverage ─────────────────────────────
 
+  readsAskHuman(): boolean {
+    return (this.o.approval.resources ?? "none") === "per-call";
+  }
+
   /** A tool's mode from `approval.tools`/`default`; a recorded read's from `approval.resources`. */
   private modeOf(call: ApprovedCall): ApprovalMode {
     return call.read ? (this.o.approval.resources ?? "none") : resolveMode(this.o.approval, call.tool);

@@ -498,9 +498,9 @@ export class Gateway {
    * The client's resource subscriptions (resources/subscribe) held by an earlier process, re-opened
    * on the current one once its catalog is verified: a new process knows none of them, and the
    * client would never hear `notifications/resources/updated` again. Each goes through the guard
-   * as the client's own resources/subscribe would now (GuardedRequests.reopen: recorded, and
-   * approved for this epoch when approval.resources asks for it). One the guard or the process
-   * refuses is dropped, and the client is sent `notifications/resources/updated` for its uri: the
+   * as the client's own resources/subscribe would now (GuardedRequests.reopen: recorded, a grant
+   * of an older epoch stale; under approval.resources "per-call" not re-opened, no human asked).
+   * One the guard or the process refuses (or not re-opened so) is dropped, and the client is sent `notifications/resources/updated` for its uri: the
    * one message of a subscription a legacy client acts on, so that it reads the resource again,
    * through the guard (MCP has no message that says a subscription ended). Not once the
    * connection is over: no new process is brought into the session then.
@@ -510,11 +510,14 @@ export class Gateway {
     if (!gen?.alive || this.over !== null || this.view().state !== "ready") return;
     // the modern era's: a subscriptions/listen with resource subscriptions, decided again likewise
     // (one refused is answered with its refusal: the client's subscription is over, and it is told)
-    for (const listen of [...this.inFlight.takeGuardedListens(), ...this.guarded.takeWaitingListens()]) {
-      void this.guarded.reopenListen(listen).then(
+    for (const { request, epoch } of [
+      ...this.inFlight.takeGuardedListens(),
+      ...this.guarded.takeWaitingListens(),
+    ]) {
+      void this.guarded.reopenListen(request, epoch).then(
         (outcome) => {
           if (outcome !== "later") return;
-          this.guarded.keepListen(listen);
+          this.guarded.keepListen(request, epoch);
           // a new epoch's catalog came while this one was being decided (it skipped what was under way)
           if (this.gen !== gen) this.reopenSubscriptions();
         },

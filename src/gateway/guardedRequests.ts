@@ -87,7 +87,7 @@ export class GuardedRequests {
    * new process, not decided for its epoch yet (its catalog not verified, a decision cut short):
    * still open for the client (their ids in use, a cancellation ends them), by id
    */
-  private readonly waitingListens = new Map<string, Request>();
+  private readonly waitingListens = new Map<string, { request: Request; epoch: string }>();
   /** why the gateway ends the connection, once it does (endDecisions) */
   private ending: string | null = null;
   /** why waits for a human are cut short, once the connection ends (abortDecisions) */
@@ -143,13 +143,18 @@ export class GuardedRequests {
     );
   }
 
-  /** A listen to re-open that was not decided for this epoch: kept for the next verified catalog. */
-  keepListen(msg: Request): void {
-    this.waitingListens.set(`${typeof msg.id}:${msg.id}`, msg);
+  /** Whether approval.resources is "per-call": every recorded read asks a human. */
+  private readsAskHuman(): boolean {
+    return this.p.auth()?.readsAskHuman?.() === true;
   }
 
-  /** The listens kept to re-open (keepListen), no longer kept. */
-  takeWaitingListens(): Request[] {
+  /** A listen to re-open that was not decided for this epoch: kept for the next verified catalog. */
+  keepListen(msg: Request, epoch: string): void {
+    this.waitingListens.set(`${typeof msg.id}:${msg.id}`, { request: msg, epoch });
+  }
+
+  /** The listens kept to re-open (keepListen), with the epoch that last held each, no longer kept. */
+  takeWaitingListens(): { request: Request; epoch: string }[] {
     const out = [...this.waitingListens.values()];
     this.waitingListens.clear();
     return out;
@@ -643,8 +648,20 @@ export class GuardedRequests {
    * listens again, through the guard, if it still wants to); "later": not decided for this epoch
    * (kept by the caller for the next verified catalog).
    */
-  async reopenListen(msg: Request): Promise<"open" | "refused" | "later"> {
+  async reopenListen(msg: Request, epoch: string): Promise<"open" | "refused" | "later"> {
     const uris = listenUris(msg) ?? [];
+    if (this.readsAskHuman()) {
+      // As a legacy subscription is not (reopen): the listen is answered as a request whose
+      // process went away, and the client listens again if it still wants to (a human is then
+      // asked, for a request of the agent's).
+      this.p.log.status(
+        `the client's subscriptions/listen ${preview(idTextOf(msg))} was not re-opened on the new server process: approval.resources is "per-call", and no request of the agent's waits for a human to approve it`,
+      );
+      this.p.session.listenClosed(msg.id);
+      const e = refuse.epochTransition(epoch, this.p.current()?.epoch ?? null);
+      this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
+      return "refused";
+    }
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
     // the client's listen is still open: a cancellation of it stops the decision (and its id stays in use)
@@ -695,18 +712,26 @@ export class GuardedRequests {
   /**
    * Re-opens on the current process a resource subscription the client holds on an earlier one (a
    * new process holds none): decided now as the client's own resources/subscribe of it would be,
-   * against this epoch (held while its identity is pending; a grant of an older epoch is stale;
-   * with approval.resources asking for one, a human decides, on the console or the command line:
-   * no client request waits to be told), recorded `request_forwarded` under the client's id text
+   * against this epoch (held while its identity is pending; a grant of an older epoch is stale),
+   * recorded `request_forwarded` under the client's id text
    * with a call key of its own, then sent as the gateway's own request, its answer recorded as its
-   * end. "open": the process accepted it; "refused": the guard or the process refused it (the
-   * caller tells the client); "later": not decided for this epoch (not ready, gone meanwhile, the
+   * end. Not under approval.resources "per-call": a human would be asked for a subscription
+   * nobody requested now (the agent did once, for a process that is gone), at a moment no request
+   * of the agent's explains, and nothing waits for the answer; it is "refused" without a decision.
+   * "open": the process accepted it; "refused": the guard or the process refused it, or "per-call"
+   * (the caller tells the client); "later": not decided for this epoch (not ready, gone meanwhile, the
    * connection ending): the subscription stays as it was, tried again with the next verified catalog.
    */
   async reopen(sub: ResourceSubscription): Promise<"open" | "refused" | "later"> {
     const { records } = this.p;
     const method = "resources/subscribe";
     const read = readFacts({ jsonrpc: "2.0", id: 0, method, params: sub.params });
+    if (this.readsAskHuman()) {
+      this.p.log.status(
+        `the client's subscription to ${preview(read.target)} was not re-opened on the new server process: approval.resources is "per-call", and no request of the agent's waits for a human to approve it (the client is told the resource changed, and reads it again through the guard)`,
+      );
+      return "refused";
+    }
     const name = newCallName(sub.idText);
     const mark = this.newDeciding();
     this.underWay.add(mark);

@@ -557,17 +557,17 @@ export class InFlight {
   /**
    * The client's subscriptions/listen with resource subscriptions held by an earlier process than
    * the current one, no longer here: each is to be decided again by the guard for the current
-   * epoch before it is re-opened (GuardedRequests.reopenListen). Their ids stay the client's:
+   * epoch before it is re-opened (GuardedRequests.reopenListen), with the epoch that held it. Their ids stay the client's:
    * the caller keeps them as open.
    */
-  takeGuardedListens(): Request[] {
+  takeGuardedListens(): { request: Request; epoch: string }[] {
     const current = this.p.current();
-    const out: Request[] = [];
+    const out: { request: Request; epoch: string }[] = [];
     for (const [wire, p] of this.upstream.entries()) {
       if (p.origin !== "client" || !p.listen || p.gen === current) continue;
       if (listenResourceUris(p.listen) === undefined) continue;
       this.upstream.delete(wire, p.clientId);
-      out.push(p.listen);
+      out.push({ request: p.listen, epoch: p.gen.epoch });
     }
     return out;
   }

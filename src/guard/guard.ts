@@ -84,6 +84,12 @@ export interface AuthorizationPort {
    * "run"): every grant of the run ends, so the next call of any tool asks a human again.
    */
   catalogExpanded?(change: { revision: number; previousRevision: number; expanding: ExpandingEntry[] }): void;
+  /**
+   * Whether every recorded read asks a human (approval.resources "per-call"): a read the gateway
+   * would make on its own (a subscription re-opened on a new process) is then not made, since no
+   * agent request waits for that human's answer.
+   */
+  readsAskHuman?(): boolean;
 }
 
 /** One catalog diff entry that expands authority, as recorded when it ends a run's grants. */

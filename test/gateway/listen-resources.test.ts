@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -207,5 +207,32 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await sleep(200);
     expect(updates(gw, A, "listen:0")).toEqual([]);
     expect(gw.stderr()).toMatch(/subscriptions\/listen .* was not re-opened on the new server process/);
+  }, 90_000);
+
+  it('under approval.resources "per-call" no human is asked to re-open it on a new process: the listen is answered epoch_transition, and the client listens again (asking a human then)', async () => {
+    const gw = gateway("per-call");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A]);
+    const asked = await nextRequest(gw.stateDir);
+    await decideByCli(gw.stateDir, "approve", asked.request);
+    await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+
+    const first = serving(gw);
+    process.kill(first.pid, "SIGKILL");
+    await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
+    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
+    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({
+      error: "epoch_transition",
+      requestEpoch: first.epoch,
+      currentEpoch: serving(gw).epoch,
+    });
+    expect(await pending(gw.stateDir)).toEqual([]);
+    const events = await auditEvents(gw.stateDir);
+    expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "request_forwarded")).toHaveLength(1);
+    expect(acks(gw, "listen:0")).toHaveLength(1);
+    expect(gw.stderr()).toMatch(
+      /was not re-opened on the new server process: approval.resources is "per-call"/,
+    );
   }, 90_000);
 });

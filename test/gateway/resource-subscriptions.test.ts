@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
@@ -179,5 +179,46 @@ describe("resource subscriptions across server processes", () => {
     expect((await call(gw, "toggle-subscriber-updates")).result).toBeDefined();
     expect(updates(gw, uri)).toHaveLength(1);
     expect(gw.stderr()).toMatch(/subscription to .* was not re-opened on the new server process/);
+  }, 90_000);
+
+  it('under approval.resources "per-call" no human is asked to re-open it (the agent asked for no read then): it is not re-opened, and the client is sent resources/updated so that it reads it again through the guard', async () => {
+    const dir = tempDir();
+    const args = EVERYTHING.args();
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          everything: { command: NODE, args, approval: { default: "none", resources: "per-call" } },
+        },
+      }),
+    );
+    const gw = rawGateway({ args: ["everything"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20" } });
+    cleanup.push(
+      () => gw.close(),
+      () => removeDir(dir),
+    );
+    await gw.initialize({}, 20_000);
+    const uri = await firstResource(gw);
+    const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
+    const asked = await nextRequest(gw.stateDir);
+    await decideByCli(gw.stateDir, "approve", asked.request);
+    expect((await subscribing).error).toBeUndefined();
+
+    const first = serving(gw);
+    process.kill(first.pid, "SIGKILL");
+    await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
+    // the client is told at once: nobody is asked, nothing is sent to the next process
+    await gw.next((m) => m.method === "notifications/resources/updated", 20_000);
+    expect(await pending(gw.stateDir)).toEqual([]);
+    const events = await auditEvents(gw.stateDir);
+    expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(1);
+    expect(
+      events.filter((e) => e.type === "request_forwarded" && e.method === "resources/subscribe"),
+    ).toHaveLength(1);
+    expect(gw.stderr()).toMatch(
+      /was not re-opened on the new server process: approval.resources is "per-call"/,
+    );
+    expect((await call(gw, "toggle-subscriber-updates")).result).toBeDefined();
+    expect(updates(gw, uri)).toHaveLength(1);
   }, 90_000);
 });
