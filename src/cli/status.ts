@@ -89,6 +89,7 @@ export function renderGateway(g: StatusRow): string {
       `  server     ${x.serverInfo ? displayValue(x.serverInfo, 300) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
     );
     if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
+    if (x.transport === "http+sse") w("  transport  the older HTTP+SSE transport (MCP 2024-11-05)");
     w(`  identity   ${t(r.identityDigest)}`);
   } else if (r) {
     w(`  epoch      ${t(r.epoch)}  (${epochSince(g, r, paused)})`);

@@ -86,6 +86,13 @@ export interface RemoteFacts {
   session: string | null;
   /** names of the headers portcullis adds (values are never recorded) */
   headerNames: string[];
+  /**
+   * the HTTP transport the epoch speaks, once known (its initialize answered over Streamable
+   * HTTP, or the older HTTP+SSE transport's endpoint found); absent before, and in records
+   * written before the field existed. A fact of the session, like `session`: not in the identity
+   * digest
+   */
+  transport?: "streamable-http" | "http+sse";
 }
 
 export interface ExecutionRecord extends StaticIdentity {

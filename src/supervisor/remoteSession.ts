@@ -415,6 +415,8 @@ export class SessionExchanges {
         gen.sessionId = sid;
         gen.facts = { ...gen.facts, session: sha256Tag(sid) };
       }
+      // the epoch's record says which transport it speaks (before the answer completes it)
+      if (gen.older === null) gen.facts = { ...gen.facts, transport: "streamable-http" };
     }
     // over the older transport a 404 from the endpoint is the same: the session is its stream's
     if (status === 404 && (gen.sessionId !== null || gen.older !== null)) {
@@ -584,7 +586,8 @@ export class SessionExchanges {
               open = true;
               gen.older = { endpoint };
               // the session's identity: the endpoint names it (the SDK's carries ?sessionId=)
-              gen.facts = { ...gen.facts, session: sha256Tag(endpoint.href) };
+              // and the transport, which the epoch's record names (completed at the initialize answer)
+              gen.facts = { ...gen.facts, session: sha256Tag(endpoint.href), transport: "http+sse" };
               gen.stream = req;
               this.o.log.status(
                 `${this.o.url.href} speaks the older HTTP+SSE transport (MCP 2024-11-05): messages are posted to the endpoint its stream named, on the same origin, and answered on that stream`,

@@ -134,7 +134,11 @@ describe("run --url over HTTPS", () => {
     expect(identified).toHaveLength(1);
     expect(identified[0]).toMatchObject({ epoch: s.epoch, identityDigest: s.record.identityDigest });
     expect(identified[0]!.record).toMatchObject({
-      remote: { serverInfo: { name: "http-fixture", version: "1.0.0" }, capabilities: { tools: {} } },
+      remote: {
+        serverInfo: { name: "http-fixture", version: "1.0.0" },
+        capabilities: { tools: {} },
+        transport: "streamable-http",
+      },
     });
     const shown = await runCli(["status", "--state-dir", stateDir]);
     expect(shown.stdout).toContain(f.server.url);

@@ -8,6 +8,7 @@
 // SDK's SSEServerTransport).
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -58,6 +59,14 @@ describe("a remote server that speaks only the older HTTP+SSE transport", () => 
       expect(seen.slice(0, 2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /sse", "GET /sse"]);
       expect(seen.slice(2).every((r) => r.method === "POST" && r.path === "/messages")).toBe(true);
       expect(seen.length).toBeGreaterThanOrEqual(6); // initialize, initialized, list, call
+      // the execution record says so too, not only stderr: the epoch's completed record
+      const identified = (await auditEvents(peer.stateDir)).filter((e) => e.type === "server_identified");
+      expect(identified).toHaveLength(1);
+      expect(identified[0]!.record).toMatchObject({
+        remote: { transport: "http+sse", serverInfo: { name: "http-sse" } },
+      });
+      const shown = await runCli(["status", "--state-dir", peer.stateDir]);
+      expect(shown.stdout).toContain("transport  the older HTTP+SSE transport (MCP 2024-11-05)");
     });
 
   it("the stream's end ends the epoch; the server back, a new epoch serves", async () => {
