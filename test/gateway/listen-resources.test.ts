@@ -235,4 +235,38 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
       /was not re-opened on the new server process: approval.resources is "per-call"/,
     );
   }, 90_000);
+
+  it("one the client cancels while a human decides is never sent; a resourceSubscriptions that is not a list of strings, and a look-alike of the method, are refused by the gateway", async () => {
+    const gw = gateway("per-call");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A]);
+    const asked = await nextRequest(gw.stateDir);
+    gw.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "listen:0", _meta: META },
+    });
+    // (answered by the gateway itself: the cancellation before it was read)
+    const bad = await request(gw, "subscriptions/listen", { notifications: { resourceSubscriptions: A } });
+    expect(bad.error).toMatchObject({ code: -32602 });
+    expect(bad.error?.message).toMatch(
+      /^subscriptions\/listen: notifications.resourceSubscriptions must be a list/,
+    );
+    const alike = await request(gw, "Subscriptions/Listen", {
+      notifications: { resourceSubscriptions: [A] },
+    });
+    expect(alike.error).toMatchObject({ code: -32601 });
+    expect(gw.stderr()).toMatch(
+      /refused "Subscriptions\/Listen": not a known method, too close to a guarded one/,
+    );
+    // approved after the cancellation: nothing is sent, nothing answered
+    await decideByCli(gw.stateDir, "approve", asked.request);
+    expect((await touch(gw, A)).result).toBeDefined();
+    await sleep(200);
+    expect(updates(gw, A, "listen:0")).toEqual([]);
+    expect(acks(gw, "listen:0")).toEqual([]);
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+    const events = await auditEvents(gw.stateDir);
+    expect(events.filter((e) => e.type === "request_forwarded")).toEqual([]);
+  }, 90_000);
 });
