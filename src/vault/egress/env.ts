@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { readSmallFile, SmallFileError } from "../../util/smallFile.js";
 import { parseDeclared } from "./hosts.js";
 
 /**
@@ -24,12 +25,31 @@ export function preloadPath(): string {
   return fileURLToPath(new URL("./preload.js", import.meta.url));
 }
 
-function readPem(path: string | undefined): string {
+/**
+ * The most bytes a CA bundle is read to: the system's holds about 150 certificates in some
+ * 220 KB; a file larger than this is no bundle (a disk image, a log named by mistake).
+ */
+export const MAX_CA_BUNDLE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The certificates of a CA bundle the user's environment names (`variable`: NODE_EXTRA_CA_CERTS,
+ * SSL_CERT_FILE, REQUESTS_CA_BUNDLE), "" when it names none or one that cannot be used, with a
+ * warning naming the variable. Read by readSmallFile: a FIFO there used to block the gateway's
+ * whole event loop for ever before its server started, and /dev/zero grew it past 2 GB; a FIFO,
+ * a device or a file over MAX_CA_BUNDLE_BYTES is now refused before anything is read.
+ */
+export function readCaBundle(
+  variable: string,
+  path: string | undefined,
+  warn?: (line: string) => void,
+): string {
   if (!path) return "";
   try {
-    const text = readFileSync(path, "utf8");
-    return text.endsWith("\n") ? text : `${text}\n`;
-  } catch {
+    const text = readSmallFile(path, MAX_CA_BUNDLE_BYTES, "a certificate bundle");
+    return text === "" || text.endsWith("\n") ? text : `${text}\n`;
+  } catch (e) {
+    const why = e instanceof SmallFileError ? e.message : "it cannot be read";
+    warn?.(`${variable} (${path}) is not used: ${why}`);
     return "";
   }
 }
@@ -52,6 +72,10 @@ export interface EgressEnvOptions {
   /** where to write the bundles (removed by `cleanup`) */
   dir: string;
   declaredHosts: readonly string[];
+  /** the user's NODE_EXTRA_CA_CERTS certificates when the caller read them already (readCaBundle) */
+  extraCa?: string;
+  /** told of a CA variable whose file is not used (readCaBundle) */
+  warn?: (line: string) => void;
 }
 
 export function egressEnv(o: EgressEnvOptions): { env: Record<string, string>; cleanup(): void } {
@@ -65,15 +89,19 @@ export function egressEnv(o: EgressEnvOptions): { env: Record<string, string>; c
   if (o.caPem) {
     mkdirSync(o.dir, { recursive: true, mode: 0o700 });
     const nodeExtra = join(o.dir, "node-extra-ca.pem");
-    writeFileSync(nodeExtra, `${readPem(o.base.NODE_EXTRA_CA_CERTS)}${o.caPem}`, { mode: 0o644 });
+    const userExtra = o.extraCa ?? readCaBundle("NODE_EXTRA_CA_CERTS", o.base.NODE_EXTRA_CA_CERTS, o.warn);
+    writeFileSync(nodeExtra, `${userExtra}${o.caPem}`, { mode: 0o644 });
     env.NODE_EXTRA_CA_CERTS = nodeExtra;
-    const systemBase = readPem(o.base.SSL_CERT_FILE) || readPem(SYSTEM_BUNDLE);
+    const systemBase =
+      readCaBundle("SSL_CERT_FILE", o.base.SSL_CERT_FILE, o.warn) ||
+      readCaBundle("the system bundle", SYSTEM_BUNDLE);
     const sslBundle = join(o.dir, "ca-bundle.pem");
     writeFileSync(sslBundle, `${systemBase}${o.caPem}`, { mode: 0o644 });
     env.SSL_CERT_FILE = sslBundle;
     if (o.base.REQUESTS_CA_BUNDLE && existsSync(o.base.REQUESTS_CA_BUNDLE)) {
       const requests = join(o.dir, "requests-ca-bundle.pem");
-      writeFileSync(requests, `${readPem(o.base.REQUESTS_CA_BUNDLE)}${o.caPem}`, { mode: 0o644 });
+      const user = readCaBundle("REQUESTS_CA_BUNDLE", o.base.REQUESTS_CA_BUNDLE, o.warn);
+      writeFileSync(requests, `${user}${o.caPem}`, { mode: 0o644 });
       env.REQUESTS_CA_BUNDLE = requests;
     } else env.REQUESTS_CA_BUNDLE = sslBundle;
   }

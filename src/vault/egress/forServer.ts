@@ -67,27 +67,18 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
   const { server, stateDir, env, log } = o;
   if (!needsEgress(server)) return null;
   // loaded only for a server that has a proxy: most gateways never need node:https, TLS and the rest
-  const [{ startEgressProxy }, { egressEnv }, { EgressRecorder }, { caCertPath }] = await Promise.all([
-    import("./proxy.js"),
-    import("./env.js"),
-    import("./record.js"),
-    import("./ca.js"),
-  ]);
+  const [{ startEgressProxy }, { egressEnv, readCaBundle }, { EgressRecorder }, { caCertPath }] =
+    await Promise.all([import("./proxy.js"), import("./env.js"), import("./record.js"), import("./ca.js")]);
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
   // a host named after a released value (env-delivered ones included) is recorded redacted
   const recorder = new EgressRecorder(o.store, server.label, o.events, undefined, (host) =>
     o.released.scrubHost(host),
   );
-  let extraCa: string | undefined;
-  if (env.NODE_EXTRA_CA_CERTS) {
-    try {
-      extraCa = readFileSync(env.NODE_EXTRA_CA_CERTS, "utf8");
-    } catch {
-      log.warn(
-        `NODE_EXTRA_CA_CERTS (${env.NODE_EXTRA_CA_CERTS}) cannot be read; upstreams are verified against Node's roots only`,
-      );
-    }
-  }
+  // read once, bounded (a FIFO or /dev/zero there hung the gateway): for the proxy and the bundle
+  const userExtraCa = readCaBundle("NODE_EXTRA_CA_CERTS", env.NODE_EXTRA_CA_CERTS, (line) =>
+    log.warn(`${line}; upstreams are verified against Node's roots only`),
+  );
+  const extraCa = userExtraCa || undefined;
   let proxy: EgressProxy;
   try {
     proxy = await startEgressProxy({
@@ -134,6 +125,8 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
     caPem,
     dir: join(stateDir, "egress", o.gatewayId),
     declaredHosts: declared,
+    extraCa: userExtraCa,
+    warn: (line) => log.warn(line),
   });
   log.status(
     `egress proxy on ${proxy.url}${declared.length ? ` (credentials released only to ${declared.join(", ")})` : ""}${server.egress === "declared-only" ? "; other hosts refused" : ""}`,
