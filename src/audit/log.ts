@@ -7,9 +7,11 @@ import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
 import { type StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
+import { MAX_EXPORT_LINE_BYTES } from "./exportFile.js";
 import {
   type AuditHeader,
   exportLine,
+  exportLineLength,
   GENESIS_PREV,
   HeaderWriter,
   headerOf,
@@ -426,8 +428,55 @@ export function verifyStore(
 }
 
 /** The log as JSONL lines of ciphertext records (no key needed, nothing decrypted). */
-export function* exportRecords(db: Store): Generator<string> {
-  for (const r of storedRecords(db)) yield exportLine(r);
+export function* exportRecords(db: Store, maxLine = MAX_EXPORT_LINE_BYTES): Generator<string> {
+  for (const r of storedRecords(db)) {
+    // checked before the line is made: making it would throw V8's "Cannot create a string longer…"
+    const length = exportLineLength(r);
+    if (length !== null && length > maxLine) {
+      const seq = parseHeader(headerOf(r) ?? "")?.seq ?? Number.NaN;
+      throw new RecordTooLongToExportError(seq, length, maxLine);
+    }
+    yield exportLine(r);
+  }
+}
+
+/**
+ * The first stored record whose export line would be longer than `maxLine`, or null: a query of
+ * the records' lengths (SQLite reads a blob's length without its bytes), then the exact length of
+ * the few long enough to be suspects. For `audit export` to refuse such a log before writing a
+ * line, rather than fail halfway and leave what it wrote looking like an export.
+ */
+export function firstRecordTooLongToExport(
+  db: Store,
+  maxLine = MAX_EXPORT_LINE_BYTES,
+): RecordTooLongToExportError | null {
+  // a line is at most 4/3 of its record's bytes plus the fixed text around them (under 128)
+  const suspect = Math.max(0, Math.floor(((maxLine - 128) * 3) / 4));
+  const rows = db
+    .prepare("SELECT seq FROM audit_records WHERE length(record) > ? ORDER BY seq")
+    .pluck()
+    .iterate(suspect) as IterableIterator<number>;
+  const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
+  for (const seq of rows) {
+    const length = exportLineLength(recordAt.get(seq) as Buffer);
+    if (length !== null && length > maxLine) return new RecordTooLongToExportError(seq, length, maxLine);
+  }
+  return null;
+}
+
+/** A record whose export line would be longer than an export line can be (MAX_EXPORT_LINE_BYTES). */
+export class RecordTooLongToExportError extends Error {
+  override name = "RecordTooLongToExportError";
+  constructor(
+    readonly seq: number,
+    /** its export line's length */
+    readonly length: number,
+    readonly limit: number,
+  ) {
+    super(
+      `record seq ${seq} cannot be exported: its line would be ${length.toLocaleString("en-US")} bytes, longer than ${limit.toLocaleString("en-US")}, the longest line an audit export can hold`,
+    );
+  }
 }
 
 export class AuditChainError extends Error {

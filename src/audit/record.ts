@@ -174,6 +174,21 @@ export function exportLine(record: Uint8Array): string {
   return `{"hash":"${recordHash(record)}","header":${parts.header},"sealed":"${parts.sealed.toString("base64url")}"}`;
 }
 
+/**
+ * The length of exportLine(record), in characters (one byte each: an export is ASCII), found
+ * without making the line: a line longer than V8's longest string cannot be made at all, and a
+ * caller must know before it writes anything (src/cli/audit.ts). Null when there is no header
+ * separator (exportLine throws).
+ */
+export function exportLineLength(record: Uint8Array): number | null {
+  const at = asBuffer(record).indexOf(LF);
+  if (at < 0) return null;
+  const sealed = record.length - at - 1;
+  // base64url without padding: 4 characters for each 3 bytes, 2 or 3 for the 1 or 2 left over
+  const encoded = Math.floor(sealed / 3) * 4 + [0, 2, 3][sealed % 3]!;
+  return LINE_START.length + 64 + HEADER_KEY.length + at + SEALED_KEY.length + encoded + LINE_END.length;
+}
+
 // The line, in its one spelling: {"hash":"<64 hex>","header":{…},"sealed":"<base64url>"}
 const LINE_START = '{"hash":"';
 const HEADER_KEY = '","header":';

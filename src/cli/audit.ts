@@ -12,12 +12,15 @@ import {
   ExportLineTooLongError,
   exportLines,
   exportRecords,
+  firstRecordTooLongToExport,
   type GatewayWithoutRun,
   gatewaysWithoutRunView,
+  MAX_EXPORT_LINE_BYTES,
   makeCheckpoint,
   type OpenedRecord,
   openRecords,
   parseCheckpoint,
+  RecordTooLongToExportError,
   type SessionView,
   type StoredRecord,
   sessionsView,
@@ -85,11 +88,25 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         return await verify(ctx.stateDir, opts);
       case "export":
         return await withStore(ctx.stateDir, async (db) => {
+          // A record whose line V8 cannot make (arguments recorded in clear under a raised
+          // --max-message-bytes) made export fail halfway with an internal error, leaving the
+          // lines before it, or none, as an export that verifies: refused before a line is written.
+          const maxLine = exportLineLimit();
+          const tooLong = firstRecordTooLongToExport(db, maxLine);
+          if (tooLong) throw new UsageError(`${tooLong.message}; nothing was written. ${NOT_EXPORTABLE}`);
           const shown = stderrProgress(
             (n) => `portcullis audit export: ${n.toLocaleString("en-US")} records…`,
           );
           try {
-            await writeLines(counted(exportRecords(db), (n) => shown.update(n)));
+            await writeLines(counted(exportRecords(db, maxLine), (n) => shown.update(n)));
+          } catch (err) {
+            if (!(err instanceof RecordTooLongToExportError)) throw err;
+            // appended by a gateway while this export ran: what was written is cut short, and a
+            // last line that is no record says so to whoever verifies it (verify fails there)
+            await write(`portcullis audit export stopped here: ${err.message}\n`);
+            throw new UsageError(
+              `${err.message}; the output stops before it with a line that is not a record, and is not a complete export. ${NOT_EXPORTABLE}`,
+            );
           } finally {
             shown.done();
           }
@@ -518,11 +535,35 @@ async function write(text: string): Promise<void> {
   if (!process.stdout.write(text)) await once(process.stdout, "drain");
 }
 
+/** Lines are gathered into writes of about this many characters. */
+const WRITE_CHUNK = 1 << 16;
+
+/** What to do about a record too long to export (RecordTooLongToExportError). */
+const NOT_EXPORTABLE =
+  "The record is kept in the store as written: back up the state directory instead ('portcullis audit verify --state-dir' checks a copy), and record arguments as digests (the default) or lower --max-message-bytes so that new records can be exported";
+
+/**
+ * The longest line `audit export` writes: MAX_EXPORT_LINE_BYTES, or for tests a lower whole number
+ * from PORTCULLIS_EXPORT_MAX_LINE (a record that long cannot be made cheaply).
+ */
+function exportLineLimit(): number {
+  const n = Number(process.env.PORTCULLIS_EXPORT_MAX_LINE);
+  return Number.isInteger(n) && n >= 1 && n <= MAX_EXPORT_LINE_BYTES ? n : MAX_EXPORT_LINE_BYTES;
+}
+
 async function writeLines(lines: Iterable<string>): Promise<void> {
   let chunk = "";
   for (const l of lines) {
+    if (l.length >= WRITE_CHUNK) {
+      // written as it is: a line as long as a string can be has no room for its newline
+      if (chunk) await write(chunk);
+      chunk = "";
+      await write(l);
+      await write("\n");
+      continue;
+    }
     chunk += `${l}\n`;
-    if (chunk.length >= 1 << 16) {
+    if (chunk.length >= WRITE_CHUNK) {
       await write(chunk);
       chunk = "";
     }
