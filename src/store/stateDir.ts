@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
@@ -81,7 +81,9 @@ export function existingStateDir(flag?: string): string {
   try {
     statSync(dir);
     exists = true;
-  } catch {
+  } catch (e) {
+    // one that cannot be reached (a parent this user may not enter) is no missing directory
+    unreachable(dir, e);
     exists = false;
   }
   if (!exists) throw new StateDirMissingError(dir);
@@ -113,8 +115,31 @@ export class NotInitializedError extends StateDirError {
  * up: its store is opened, and made, as a gateway would.
  */
 export function requireInitialized(dir: string): void {
-  if (!existsSync(join(dir, STORE_FILE)) && !existsSync(join(dir, KEYRING_FILE)))
-    throw new NotInitializedError(dir);
+  if (!present(dir, STORE_FILE) && !present(dir, KEYRING_FILE)) throw new NotInitializedError(dir);
+}
+
+/**
+ * Whether `name` is in the state directory `dir`. A directory this user may not read (another
+ * user's, mode 0700) is not one without files: existsSync said false there, and every reading
+ * command told the user to run `portcullis init` in another user's state directory.
+ */
+function present(dir: string, name: string): boolean {
+  try {
+    statSync(join(dir, name));
+    return true;
+  } catch (e) {
+    unreachable(dir, e);
+    return false;
+  }
+}
+
+/** Throws a StateDirError naming `dir` unless `e` (from a stat in it) says only that a file is absent. */
+function unreachable(dir: string, e: unknown): void {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOENT" || code === "ENOTDIR") return;
+  throw new StateDirError(
+    `the state directory ${dir} cannot be read: ${fileProblem(code)}. Run the command as the user the directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).`,
+  );
 }
 
 /**

@@ -1,0 +1,128 @@
+// Files this user may not read or write, seen for real: the suite often runs as root, whom file
+// modes do not bind, so as root each command runs as `nobody` (uid 65534) against files root
+// owns with mode 0600/0700; as another user, a mode of 000 does the same. Each refusal names
+// the file, says what is wrong in words and what to do (src/util/errno.ts), exit 2, never a
+// stack; and the state is unharmed: the owner's `audit verify` passes afterwards.
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { unprivilegedUser } from "../helpers/otherUser.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const ROOT = process.getuid?.() === 0;
+const NOBODY = { uid: 65534, gid: 65534 };
+/** how this process runs a command that file modes must bind */
+const AS = ROOT ? NOBODY : {};
+const DENIED = "permission denied: this user may not open it; check its mode and owner (EACCES)";
+
+/** Whether `nobody` can run the built CLI (a checkout it cannot read cannot be tested so). */
+function canRunAsOther(): boolean {
+  if (!ROOT) return true;
+  return spawnSync(NODE, [CLI, "--version"], { ...NOBODY, encoding: "utf8" }).status === 0;
+}
+const SKIP = canRunAsOther()
+  ? false
+  : "the user nobody cannot run the built CLI here (its checkout is not readable)";
+
+const restore: (() => void)[] = [];
+afterEach(() => {
+  for (const r of restore.splice(0).reverse()) r();
+});
+
+/** Makes `path` unusable to the user of AS: root's own file or directory is already (0600/0700). */
+function deny(path: string, mode: number): void {
+  if (ROOT) return;
+  chmodSync(path, 0);
+  restore.push(() => chmodSync(path, mode));
+}
+
+function oneSentence(r: { code: number | null; stderr: string }): void {
+  expect(r.stderr, r.stderr).not.toMatch(/ {4}at |internal error|Error:/);
+  expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  expect(r.code, r.stderr).toBe(2);
+}
+
+/** The owner's verification of the store, after the refusals: nothing was changed or damaged. */
+async function verifiesAfter(stateDir: string): Promise<void> {
+  const ok = await runCli(["audit", "verify", "--json"], { stateDir });
+  expect(ok.code, ok.stderr).toBe(0);
+  expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
+}
+
+/** A state directory with a store and a few audit records (one gateway's start and end). */
+async function usedStateDir(): Promise<string> {
+  const stateDir = newStateDir();
+  const r = await runCli(["run", "--label", "p", "--approval", "none", "--", NODE, "-e", ""], { stateDir });
+  expect(r.code, r.stderr).toBe(0);
+  await verifiesAfter(stateDir);
+  return stateDir;
+}
+
+describe.skipIf(SKIP)("files this user may not use", () => {
+  it("another user's state directory: every command says it cannot be read, not that init was never run", async () => {
+    const stateDir = await usedStateDir();
+    deny(stateDir, 0o700);
+    const said = `the state directory ${stateDir} cannot be read: ${DENIED}. Run the command as the user the directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`;
+    for (const args of [
+      ["status"],
+      ["approvals"],
+      ["audit", "verify"],
+      ["audit", "export"],
+      ["audit", "checkpoint"],
+      ["lock"],
+      ["catalog", "show", "p"],
+    ]) {
+      const r = await runCli(args, { stateDir, env: { HOME: tempDir() }, ...AS });
+      oneSentence(r);
+      expect(r.stderr, args.join(" ")).toMatch(/^portcullis( audit)?: /);
+      expect(r.stderr.replace(/^portcullis( audit)?: /, ""), args.join(" ")).toBe(said);
+      expect(r.stdout).toBe("");
+    }
+    // one below a directory this user may not enter
+    const inner = join(stateDir, "inner");
+    mkdirSync(inner);
+    const below = await runCli(["status"], { stateDir: inner, env: { HOME: tempDir() }, ...AS });
+    oneSentence(below);
+    expect(below.stderr).toBe(
+      `portcullis: the state directory ${inner} cannot be read: ${DENIED}. Run the command as the user the directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`,
+    );
+    for (const r of restore.splice(0).reverse()) r();
+    await verifiesAfter(stateDir);
+  });
+
+  it("a keyring, a configuration and a passphrase file this user may not read: each named", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir();
+    const config = join(dir, "portcullis.json");
+    writeFileSync(config, JSON.stringify({ servers: { p: { command: NODE, args: ["-e", ""] } } }), {
+      mode: 0o600,
+    });
+    const pass = passphraseEnv();
+    const user = unprivilegedUser([stateDir]);
+    if (!user) throw new Error("unreachable: SKIP covers it");
+    const keyring = join(stateDir, "keyring.json");
+    if (ROOT) spawnSync("chown", ["0:0", keyring]);
+    deny(keyring, 0o600);
+    deny(config, 0o600);
+    deny(pass.PORTCULLIS_PASSPHRASE_FILE!, 0o600);
+    const as = { stateDir, env: { HOME: stateDir }, ...user.spawn };
+    const unlock = await runCli(["unlock"], as);
+    oneSentence(unlock);
+    expect(unlock.stderr).toBe(`portcullis unlock: ${keyring} cannot be read: ${DENIED}.\n`);
+    const run = await runCli(["run", "--config", config, "p"], as);
+    oneSentence(run);
+    expect(run.stderr).toBe(`portcullis: ${config}: cannot be read: ${DENIED}.\n`);
+    if (ROOT) spawnSync("chown", ["65534:65534", keyring]);
+    else chmodSync(keyring, 0o600);
+    const passphrase = await runCli(["unlock"], { ...as, env: { HOME: stateDir, ...pass } });
+    oneSentence(passphrase);
+    expect(passphrase.stderr).toContain(
+      `cannot read PORTCULLIS_PASSPHRASE_FILE (${pass.PORTCULLIS_PASSPHRASE_FILE}): ${DENIED}.\n`,
+    );
+  });
+
+});
