@@ -1,7 +1,17 @@
-import { chmodSync, closeSync, existsSync, openSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readFileSync,
+  statSync,
+} from "node:fs";
+import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { envMs } from "../util/envMs.js";
+import { fileProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { requireInitialized, STORE_FILE } from "./stateDir.js";
@@ -246,10 +256,18 @@ function storeError(path: string, e: unknown): unknown {
   if (code === "SQLITE_FULL" || code === "ENOSPC") return why("cannot be written: the disk is full.");
   if (code.startsWith("SQLITE_READONLY") || code === "EROFS")
     return why("cannot be written (the file, or its directory, is read-only).", "read-only");
-  if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "EISDIR" || code === "EACCES")
+  if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "EISDIR" || code === "EACCES") {
+    // SQLite says only that it could not open the file: asked of the file system, a store of
+    // another user (mode 0600) is said to be one, with what to do, instead of three guesses
+    const errno = code === "EACCES" ? code : openErrno(path);
+    if (errno === "EACCES" || errno === "EPERM")
+      return why(
+        `cannot be opened: ${fileProblem(errno)}; run the command as the user the store belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).`,
+      );
     return why(
       "cannot be opened (it is not a regular file, its directory is not one, or permission is denied).",
     );
+  }
   if (code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_AUTH"))
     return why("cannot be used: permission denied.");
   if (isBusy(e)) return why("is locked by another process, and stayed locked while this one waited.");
@@ -260,6 +278,26 @@ function storeError(path: string, e: unknown): unknown {
   if (code.startsWith("SQLITE_IOERR")) return why("cannot be read or written (input/output error).");
   if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`);
   return e;
+}
+
+/**
+ * The errno of opening `path` to read (without waiting on a FIFO), or, when it does not
+ * exist, of creating a file in its directory; undefined when that succeeds or says nothing more.
+ */
+function openErrno(path: string): string | undefined {
+  try {
+    closeSync(openSync(path, constants.O_RDONLY | constants.O_NONBLOCK));
+    return undefined;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT") return code;
+  }
+  try {
+    accessSync(dirname(path), constants.W_OK | constants.X_OK);
+    return undefined;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code;
+  }
 }
 
 /**

@@ -94,6 +94,32 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     await verifiesAfter(stateDir);
   });
 
+  it("a store (holding the vault and the audit log) this user may not open: named, with what to do", async () => {
+    const stateDir = await usedStateDir();
+    const db = join(stateDir, "portcullis.db");
+    // the directory is the other user's; the store in it is not (root's 0600, or mode 000)
+    const user = unprivilegedUser([stateDir]);
+    if (!user) throw new Error("unreachable: SKIP covers it");
+    if (ROOT) chmodSync(db, 0o600);
+    if (ROOT) chownSync(db, 0, 0);
+    deny(db, 0o600);
+    const said = `the store ${db} cannot be opened: ${DENIED}; run the command as the user the store belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`;
+    for (const args of [
+      ["status"],
+      ["audit", "verify"],
+      ["audit", "export"],
+      ["vault", "list"],
+      ["run", "--label", "p", "--", NODE, "-e", ""],
+    ]) {
+      const r = await runCli(args, { stateDir, env: { HOME: stateDir, ...passphraseEnv() }, ...user.spawn });
+      oneSentence(r);
+      expect(r.stderr.replace(/^portcullis( audit)?: /, ""), args.join(" ")).toBe(said);
+    }
+    for (const r of restore.splice(0).reverse()) r();
+    if (ROOT) spawnSync("chown", ["-R", "0:0", stateDir]);
+    await verifiesAfter(stateDir);
+  });
+
   it("a keyring, a configuration and a passphrase file this user may not read: each named", async () => {
     const stateDir = newStateDir();
     const dir = tempDir();
