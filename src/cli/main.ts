@@ -4,6 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
+import { fileProblem } from "../util/errno.js";
 import { flagName, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { PassphraseError } from "./passphrase.js";
@@ -252,11 +253,15 @@ async function outputWritten(): Promise<void> {
  * error with a stack, and not exit 0 over a result cut short.
  */
 function exitWhenOutputCloses(): void {
-  process.stdout.on("error", () => {
+  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     try {
-      process.stderr.write(
-        "portcullis: standard output was closed by its reader before everything was written; what it received is incomplete.\n",
-      );
+      // a reader that left is EPIPE; a file that cannot take it (`> /dev/full`: ENOSPC, a
+      // descriptor opened to read: EBADF) was called a reader that left too
+      const why =
+        e.code === "EPIPE" || e.code === undefined
+          ? "was closed by its reader before everything was written"
+          : `cannot be written: ${fileProblem(e.code)}`;
+      process.stderr.write(`portcullis: standard output ${why}; what it received is incomplete.\n`);
     } finally {
       process.exit(EXIT_USAGE);
     }

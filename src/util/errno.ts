@@ -25,6 +25,8 @@ const FILE_WORDS: Record<string, string> = {
   EDQUOT: "the disk quota is used up",
   EEXIST: "a file is already there",
   ENXIO: "no device or process is behind it",
+  EBADF: "it is not open for writing (a file opened only to read, or closed)",
+  EFBIG: "it would grow larger than this file system allows",
 };
 
 /** The same for a host and port to listen on (`run --listen`). */

@@ -151,4 +151,29 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     );
   });
 
+  it("audit export to an output it cannot write (a full disk, a descriptor opened to read): said in words", async () => {
+    const stateDir = await usedStateDir();
+    const readOnly = join(tempDir(), "opened-to-read");
+    writeFileSync(readOnly, "");
+    for (const [target, why] of [
+      ["/dev/full", "the disk is full (ENOSPC)"],
+      [readOnly, "it is not open for writing (a file opened only to read, or closed) (EBADF)"],
+    ] as const) {
+      const fd = openSync(target, target === readOnly ? "r" : "w");
+      try {
+        const r = spawnSync(NODE, [CLI, "audit", "export"], {
+          env: { ...process.env, PORTCULLIS_HOME: stateDir },
+          stdio: ["ignore", fd, "pipe"],
+          encoding: "utf8",
+        });
+        expect(r.stderr).toBe(
+          `portcullis: standard output cannot be written: ${why}; what it received is incomplete.\n`,
+        );
+        expect(r.status).toBe(2);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    await verifiesAfter(stateDir);
+  });
 });
