@@ -263,12 +263,26 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
     findings.push({
       ok: false,
       what: e.message,
-      next: `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
+      // one this user may not read is not damaged: restoring it from a backup was wrong advice
+      next: mayNotRead(path)
+        ? `run portcullis as the user ${path} belongs to (ls -l ${path} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
+        : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
     });
     return false;
   }
   findings.push({ ok: true, what: "keyring exists and reads as a keyring", next: "nothing" });
   return true;
+}
+
+/** Whether opening `path` to read is refused to this user (EACCES, EPERM), as opposed to absent or damaged. */
+function mayNotRead(path: string): boolean {
+  try {
+    accessSync(path, constants.R_OK);
+    return false;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "EACCES" || code === "EPERM";
+  }
 }
 
 /** What to do about a store that cannot be used. */

@@ -139,6 +139,17 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     const unlock = await runCli(["unlock"], as);
     oneSentence(unlock);
     expect(unlock.stderr).toBe(`portcullis unlock: ${keyring} cannot be read: ${DENIED}.\n`);
+    // doctor: a keyring this user may not read is not a damaged one to restore from a backup
+    const doctor = await runCli(["doctor", "--json"], as);
+    expect(doctor.code).toBe(1);
+    const findings = (
+      JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] }
+    ).findings;
+    expect(findings).toContainEqual({
+      ok: false,
+      what: `${keyring} cannot be read: ${DENIED}`,
+      next: `run portcullis as the user ${keyring} belongs to (ls -l ${keyring} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`,
+    });
     const run = await runCli(["run", "--config", config, "p"], as);
     oneSentence(run);
     expect(run.stderr).toBe(`portcullis: ${config}: cannot be read: ${DENIED}.\n`);
