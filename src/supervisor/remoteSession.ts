@@ -8,6 +8,7 @@ import { refuse } from "../guard/refusals.js";
 import { elementTexts } from "../relay/batchText.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { sha256Tag } from "../util/canonical.js";
+import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
 import { noteSelf, type Queued, type RemoteGeneration } from "./remoteEpoch.js";
@@ -295,14 +296,15 @@ export class SessionExchanges {
    * gateway's for good, one per notification the client sent.
    */
   private closeWhenDue(req: ClientRequest, m: Message): void {
+    const dueMs = noAnswerOwedMs();
     const timer = setTimeout(() => {
       this.givenUp.add(req);
       req.destroy();
-      const said = `${this.o.url.host} held the POST of a ${String(m.method ?? "response")} open for ${seconds(NO_ANSWER_OWED_MS)}; closed it (nothing is owed back for one)`;
+      const said = `${this.o.url.host} held the POST of a ${String(m.method ?? "response")} open for ${seconds(dueMs)}; closed it (nothing is owed back for one)`;
       if (this.saidHeld) this.o.log.debug(said);
       else this.o.log.warn(said);
       this.saidHeld = true;
-    }, NO_ANSWER_OWED_MS);
+    }, dueMs);
     timer.unref();
     req.once("close", () => clearTimeout(timer));
   }
@@ -938,9 +940,11 @@ function sameOrigin(data: string, base: URL): URL | string {
 
 /**
  * How long a POST that carries no request may stay open (see closeWhenDue): its 202 takes
- * milliseconds; this is for a server that holds it.
+ * milliseconds; this is for a server that holds it. PORTCULLIS_HELD_POST_MS (for tests: the tests
+ * of a held POST wait for it; read at each POST) replaces it.
  */
 const NO_ANSWER_OWED_MS = 10_000;
+const noAnswerOwedMs = (): number => envMs("PORTCULLIS_HELD_POST_MS", NO_ANSWER_OWED_MS);
 
 /** The first wait before the server-to-client stream is looked for again after a refusal, and the longest. */
 const STREAM_RETRY_MS = 1000;
