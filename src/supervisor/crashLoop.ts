@@ -2,6 +2,8 @@
 // the loop limit, the backoff between respawns, and whether reaching the limit (or a server that
 // cannot be started again) pauses supervision until the server's files change or ends it.
 
+import { envMs } from "../util/envMs.js";
+
 /**
  * A change the watcher saw (its batch's first event: the report comes after the debounce) before
  * the server answered its first request, or within this long after, counts as seen while it
@@ -13,6 +15,11 @@
  * once, and only crashLoop.max of them within crashLoop.windowMs pause, until the next change.
  */
 const LAUNCH_WINDOW_MS = 2_000;
+/**
+ * PORTCULLIS_LAUNCH_WINDOW_MS (for tests) replaces it: a test of a server that writes its files
+ * late in its start waits past the window at every start, and a shorter window lets it wait less.
+ */
+const launchWindowMs = (): number => envMs("PORTCULLIS_LAUNCH_WINDOW_MS", LAUNCH_WINDOW_MS);
 /** A server that has not answered after this long is not "starting" any more, for this rule. */
 const STARTING_AT_MOST_MS = 30_000;
 
@@ -91,7 +98,7 @@ export class CrashLoop {
   /** Whether the last change was seen while the current generation was starting (or just after). */
   changeSeenAtStart(): boolean {
     if (this.answeredAt === 0) return this.changeSeenAt - this.upAt < STARTING_AT_MOST_MS;
-    return this.changeSeenAt - Math.max(this.upAt, this.answeredAt) < LAUNCH_WINDOW_MS;
+    return this.changeSeenAt - Math.max(this.upAt, this.answeredAt) < launchWindowMs();
   }
 
   /** The server exited on its own (`detail`: how): why supervision stops, or null to respawn it. */
