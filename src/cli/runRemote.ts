@@ -61,6 +61,8 @@ export function remoteLink(
   released?: ReleasedValues,
   /** how long initialize may go unanswered: the hold timeout, the longest a call waits for an epoch */
   initializeTimeoutMs?: number,
+  /** the first wait before the server is tried again, and the longest (tests shorten it) */
+  backoff?: { initialMs: number; maxMs: number },
 ): RemoteSupervisor {
   const url = new URL(remote.url);
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
@@ -81,6 +83,7 @@ export function remoteLink(
     log,
     maxMessageBytes: server.maxMessageBytes,
     initializeTimeoutMs,
+    backoff,
     // The value lives in this process only for the request that carries it.
     // The holder releases an HTTP-delivered secret only for a host its stored policy names (the
     // same rule as the egress proxy's); the value lives here only for the request that carries it.

@@ -90,7 +90,9 @@ function configDigest(server: ServerConfig): string {
 
 /**
  * PORTCULLIS_RESPAWN_BACKOFF_MS (for tests): the first wait before a crashed server is respawned,
- * doubled at each crash up to 5 s; unset, the supervisor's own (200 ms).
+ * doubled at each crash up to 5 s; unset, the supervisor's own (200 ms). For a server reached by
+ * URL, the first wait before a lost session's server is reached again, or an initialize a front
+ * refused is sent again (RemoteSupervisor: the same 200 ms, doubled up to 5 s).
  */
 function respawnBackoff(): { initialMs: number; maxMs: number } | undefined {
   const initialMs = envMs("PORTCULLIS_RESPAWN_BACKOFF_MS", 0);
@@ -218,6 +220,7 @@ export async function serve(
           linkLog,
           releasedValues,
           holdTimeoutMs,
+          respawnBackoff(),
         )
       : new Supervisor({
           spec,

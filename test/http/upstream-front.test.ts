@@ -69,7 +69,12 @@ async function restartBehindRefusingFront(s: Setup): Promise<void> {
   s.front.set({ postStatus: 502 });
 }
 
-/** server-everything behind the front, the gateway to the front, echo approved for the session. */
+/**
+ * server-everything behind the front, the gateway to the front, echo approved for the session.
+ * The gateway tries the server again after 50 ms, doubled at each try (200 ms by default,
+ * PORTCULLIS_RESPAWN_BACKOFF_MS): the tests wait for several refused initializes, then for the
+ * try after the front lets them through, and what they prove does not depend on the pace.
+ */
 async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
   const box = { server: await everythingOverHttp() };
   cleanup.push(() => box.server.kill());
@@ -78,6 +83,7 @@ async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
   const stateDir = newStateDir();
   const gw = await startGateway({
     args: ["--url", front.url, "--label", "everything", "--approval-timeout", "30000"],
+    env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "50" },
     stateDir,
   });
   cleanup.push(() => gw.close());
