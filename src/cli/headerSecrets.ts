@@ -20,23 +20,43 @@ export function headerSecretProblem(
   const remote = server.remote;
   if (!remote) return null;
   const url = new URL(remote.url);
-  const dest = {
-    host: url.hostname.toLowerCase().replace(/^\[|\]$/g, ""),
-    port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
-  };
   const place = credentialPlaceOf(server);
   const where = place.file ?? "the configuration";
-  const urlKey = place.file ? `${place.serverKey}.url` : "--url";
   for (const h of remote.headers) {
     if (!("secret" in h)) continue;
     const key = `${place.serverKey}.headers.${h.name}`;
     const policy = stored.get(h.secret);
     if (!policy)
       return `run: ${where}: ${key} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${h.secret} --host ${url.host}'.`;
-    if (policy.deliver === "http" && !hostMatches(policy.hosts, dest)) {
-      const hosts = [...policy.hosts, url.host].map((x) => ` --host ${x}`).join("");
-      return `run: ${where}: ${key} sends the secret "${h.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with 'portcullis vault set ${h.secret}${hosts}', else correct ${urlKey}.`;
-    }
+    const wrongHost = headerHostMismatch(server, h, policy);
+    if (wrongHost) return `run: ${wrongHost}.`;
   }
   return null;
+}
+
+/**
+ * Why the vault would never send `header`'s secret, stored under `policy`, to the remote server's
+ * URL (a secret stored for HTTP delivery to other hosts), as a sentence without its full stop
+ * naming the file, the key and the fix; null when it would. Shared by `run`, which stops on it,
+ * and `vault list`, which warns of it under the secret.
+ */
+export function headerHostMismatch(
+  server: ServerConfig,
+  header: { name: string; secret: string },
+  policy: SecretPolicy,
+): string | null {
+  const remote = server.remote;
+  if (!remote || policy.deliver !== "http") return null;
+  const url = new URL(remote.url);
+  const dest = {
+    host: url.hostname.toLowerCase().replace(/^\[|\]$/g, ""),
+    port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
+  };
+  if (hostMatches(policy.hosts, dest)) return null;
+  const place = credentialPlaceOf(server);
+  const where = place.file ?? "the configuration";
+  const urlKey = place.file ? `${place.serverKey}.url` : "--url";
+  const key = `${place.serverKey}.headers.${header.name}`;
+  const hosts = [...policy.hosts, url.host].map((x) => ` --host ${x}`).join("");
+  return `${where}: ${key} sends the secret "${header.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with 'portcullis vault set ${header.secret}${hosts}', else correct ${urlKey}`;
 }

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
-import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
+import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { requireInitialized } from "../store/stateDir.js";
@@ -42,6 +42,7 @@ import {
 } from "../vault/secrets.js";
 import { oneOf, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
+import { headerHostMismatch } from "./headerSecrets.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
 export const VAULT_HELP = `Usage:
@@ -502,7 +503,11 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
 
 interface Use {
   server: string;
-  env: string;
+  /** the environment variable of a `credentials` entry */
+  env?: string;
+  /** the header of a remote server's `headers` entry that takes the secret at each request */
+  header?: string;
+  /** http or env for a credential; "header" for a remote server's header */
   deliver: string;
   hosts: string[];
   /** when the server declares per-tool scopes: the tools that list this one (tools that declare none use every scope) */
@@ -539,9 +544,13 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     const secrets = listSecrets(db).map((s) => ({
       ...s,
       usedBy: known
-        ? (uses.get(s.name) ?? []).map(({ spec, place, use }) => {
-            const m = deliveryMismatch(spec, s, place);
-            return m ? { ...use, mismatch: `${m.why}; ${m.fix}` } : use;
+        ? (uses.get(s.name) ?? []).map((u) => {
+            if ("header" in u) {
+              const m = headerHostMismatch(u.server, u.header, s);
+              return m ? { ...u.use, mismatch: m } : u.use;
+            }
+            const m = deliveryMismatch(u.spec, s, u.place);
+            return m ? { ...u.use, mismatch: `${m.why}; ${m.fix}` } : u.use;
           })
         : null,
     }));
@@ -563,7 +572,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.map(t).join(", ")}`;
       const used = (s.usedBy ?? []).map(
         (u) =>
-          `${t(u.server)} (${t(u.env)}, ${t(u.deliver)}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
+          `${t(u.server)} (${u.header !== undefined ? `header ${t(u.header)}, sent` : `${t(u.env)}, ${t(u.deliver)}`}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
             u.tools
               ? `; tools ${u.tools.length ? u.tools.map(t).join(", ") : "(none by name)"} and any that declare no scopes`
               : ""
@@ -582,11 +591,10 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
   }
 }
 
-interface ConfiguredUse {
-  use: Use;
-  spec: CredentialSpec;
-  place: CredentialPlace;
-}
+type ConfiguredUse =
+  | { use: Use; spec: CredentialSpec; place: CredentialPlace }
+  /** a remote server's vault header: its mismatch is judged by the holder's rule for headers */
+  | { use: Use; header: { name: string; secret: string }; server: ServerConfig };
 
 /**
  * Which servers of the portcullis.json found from here use each secret, and, when that file does
@@ -619,6 +627,19 @@ function configuredUses(): {
           place: credentialPlaceOf(server),
         });
         out.set(c.secret, list);
+      }
+      // A remote server's headers take secrets from the vault too: without them a secret only a
+      // header uses was listed as used by no server, which invites its removal.
+      for (const h of server.remote?.headers ?? []) {
+        if (!("secret" in h)) continue;
+        const list = out.get(h.secret) ?? [];
+        const host = new URL(server.remote!.url).host;
+        list.push({
+          use: { server: server.label, header: h.name, deliver: "header", hosts: [host] },
+          header: { name: h.name, secret: h.secret },
+          server,
+        });
+        out.set(h.secret, list);
       }
     }
   } catch (e) {

@@ -70,3 +70,52 @@ describe("vault list --json says what the text says of who uses a secret", () =>
     expect(unknown.json.secrets[0].usedBy).toBeNull();
   });
 });
+
+// A remote server's `headers` take secrets from the vault as `credentials` do; vault list
+// said such a secret was used by no server ("no server in the portcullis.json found here",
+// `"usedBy": []`), which reads as safe to remove, and never warned of a URL whose host the
+// secret is not stored for, as `run` refuses. The real CLI.
+describe("vault list counts a remote server's vault headers", () => {
+  it("names the server and header, and warns when the URL's host is not among the secret's hosts", async () => {
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    const set = await runCli(
+      ["vault", "set", "remote-mcp-token", "--from-stdin", "--host", "mcp.example.com"],
+      { stateDir, env, input: "value-of-the-secret-1234" },
+    );
+    expect(set.code, set.stderr).toBe(0);
+    const dir = tempDir();
+    const write = (url: string) =>
+      writeFileSync(
+        join(dir, "portcullis.json"),
+        JSON.stringify({
+          servers: {
+            "docs-remote": {
+              url,
+              headers: { Authorization: { secret: "remote-mcp-token", format: "Bearer {}" } },
+            },
+          },
+        }),
+      );
+    write("https://mcp.example.com/mcp");
+    const text = await runCli(["vault", "list"], { stateDir, cwd: dir });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("used by: docs-remote (header Authorization, sent to mcp.example.com)");
+    expect(text.stdout).not.toContain("warning:");
+    const json = await runCli(["vault", "list", "--json"], { stateDir, cwd: dir });
+    expect(JSON.parse(json.stdout).secrets[0].usedBy).toEqual([
+      { server: "docs-remote", header: "Authorization", deliver: "header", hosts: ["mcp.example.com"] },
+    ]);
+
+    // the URL edited to point elsewhere: run would refuse it, and vault list says why
+    write("https://other.example.com/mcp");
+    const moved = await runCli(["vault", "list"], { stateDir, cwd: dir });
+    expect(moved.stdout).toContain("used by: docs-remote (header Authorization, sent to other.example.com)");
+    expect(moved.stdout).toContain(
+      `warning: ${join(dir, "portcullis.json")}: servers.docs-remote.headers.Authorization sends the secret "remote-mcp-token" to other.example.com`,
+    );
+    const run = await runCli(["run", "docs-remote"], { stateDir, cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("servers.docs-remote.headers.Authorization sends the secret");
+  });
+});
