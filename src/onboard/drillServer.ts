@@ -1,7 +1,8 @@
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { displayName, firstOf, quotedName } from "../catalog/text.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
+import { fileProblem } from "../util/errno.js";
 import { setOwn } from "../util/setOwn.js";
 import { type Entry, OnboardError, readHostText, readServers } from "./document.js";
 import { foundHostFiles, HOSTS, type HostFile, hostFileFromPath, hostFiles } from "./hosts.js";
@@ -58,7 +59,15 @@ function everywhere(label: string, cwd: string): Candidate[] {
 }
 
 function inFile(label: string, cwd: string, file: string): Candidate[] {
-  if (!existsSync(file)) throw new ConfigError(`--file ${file} does not exist.`);
+  // Said as every file named on the command line is (src/util/errno.ts): what is wrong, what to
+  // do, the system's code; a directory that may not be searched is not "does not exist".
+  try {
+    statSync(file);
+  } catch (e) {
+    throw new ConfigError(
+      `--file ${file}: cannot read it: ${fileProblem((e as NodeJS.ErrnoException).code)}.`,
+    );
+  }
   if (basename(file) === CONFIG_FILE) return [configCandidate(label, cwd, file)];
   const host = hostFileAt(file, cwd);
   const c = hostCandidate(label, cwd, host);

@@ -201,6 +201,24 @@ describe("portcullis drill: the label before the passphrase", () => {
       /^portcullis: drill: there is no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE [^\n]*; nothing was run\.\n$/,
     );
   });
+
+  // Every other file named on the command line is said as "cannot read FILE: <what is wrong>;
+  // <what to do> (CODE)" (README, "Commands"); --file said only "does not exist", also for a
+  // path through a file, which exists in no sense the user can act on.
+  it("a --file that cannot be read is one sentence naming it, what is wrong and the system's code", async () => {
+    const u = user();
+    write(join(u.p.dir, ".mcp.json"), { mcpServers: { inv: { command: "node", args: ["dist/server.js"] } } });
+    const missing = await withoutTerminal(u.p.dir, ["inv", "--file", "no-such.json"], u.env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(
+      `portcullis: --file ${join(u.p.dir, "no-such.json")}: cannot read it: it does not exist; check the path (ENOENT).\n`,
+    );
+    const through = await withoutTerminal(u.p.dir, ["inv", "--file", ".mcp.json/x.json"], u.env);
+    expect(through.code).toBe(2);
+    expect(through.stderr).toBe(
+      `portcullis: --file ${join(u.p.dir, ".mcp.json", "x.json")}: cannot read it: a part of its path is a file, not a directory; check the path (ENOTDIR).\n`,
+    );
+  });
 });
 
 describe("the drill's launch of a host entry", () => {
