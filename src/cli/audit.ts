@@ -49,7 +49,8 @@ import { type Progress, stderrProgress } from "./progress.js";
 
 export const AUDIT_HELP = `Usage:
   portcullis audit verify [--json] [--file EXPORT.jsonl] [--checkpoint FILE]
-  portcullis audit export                 JSONL of the sealed records, to stdout
+  portcullis audit export [--json]        JSONL of the sealed records, to stdout
+                                          (always JSON lines: --json is accepted, and changes nothing)
   portcullis audit checkpoint [--json]    the head (seq, hash) as a small JSON, to stdout
                                           (always JSON: --json is accepted, and changes nothing)
   portcullis audit sessions [--json]      each agent run: epochs, catalog revisions, grants
@@ -160,7 +161,9 @@ interface Opts {
 function parse(sub: string, rest: string[]): Opts {
   const allowed: Record<string, string[]> = {
     verify: ["json", "file", "checkpoint"],
-    export: [],
+    // always lines of JSON, as checkpoint is always JSON: --json, which every other read command
+    // takes, is accepted rather than refused in a script that passes it to each
+    export: ["json"],
     checkpoint: ["json"],
     sessions: ["json"],
     activity: ["json"],

@@ -94,6 +94,20 @@ describe("help and README name what the commands accept", () => {
     };
     expect(head(json.stdout)).toEqual(head(plain.stdout));
   });
+
+  // Every read command takes --json; export, whose output is always lines of JSON, refused it
+  // ("unknown option --json", exit 2), as checkpoint did before it accepted it.
+  it("audit export --json: documented, and the same lines as without it", async () => {
+    const stateDir = newStateDir();
+    const help = await runCli(["audit", "--help"]);
+    expect(help.stdout).toMatch(/audit export \[--json\]/);
+    expect(readmeCommands()).toMatch(/audit export \[--json\]/);
+    const plain = await runCli(["audit", "export", "--state-dir", stateDir]);
+    const json = await runCli(["audit", "export", "--json", "--state-dir", stateDir]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stdout).toBe(plain.stdout);
+    for (const line of json.stdout.split("\n").filter((l) => l !== "")) JSON.parse(line);
+  });
 });
 
 describe("the command word", () => {
