@@ -508,6 +508,27 @@ export class GuardedRequests {
   }
 
   /**
+   * decideListen under a deciding mark kept by the listen's id while it runs (a cancellation of the
+   * client's listen sets it), for the client's own listen (`first`) and for its re-open.
+   */
+  private async decideListenMarked(
+    msg: Request,
+    uris: string[],
+    first: boolean,
+  ): Promise<ListenDecision & { mark: Deciding }> {
+    const key = `${typeof msg.id}:${msg.id}`;
+    const mark = this.newDeciding();
+    this.deciding.set(key, mark);
+    this.underWay.add(mark);
+    try {
+      return { ...(await this.decideListen(msg, uris, mark, first)), mark };
+    } finally {
+      if (this.deciding.get(key) === mark) this.deciding.delete(key);
+      this.underWay.delete(mark);
+    }
+  }
+
+  /**
    * A client's subscriptions/listen with resource subscriptions. Each uri is decided in turn as the
    * client's resources/subscribe of it would be (held while the server's identity is pending; with
    * approval.resources asking for one, a human approves `resources/subscribe URI`, so one grant
@@ -525,18 +546,7 @@ export class GuardedRequests {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `subscriptions/listen: ${why}`));
       return;
     }
-    const key = `${typeof msg.id}:${msg.id}`;
-    const mark = this.newDeciding();
-    this.deciding.set(key, mark);
-    this.underWay.add(mark);
-    let decided: ListenDecision;
-    try {
-      decided = await this.decideListen(msg, uris, mark, true);
-    } finally {
-      if (this.deciding.get(key) === mark) this.deciding.delete(key);
-      this.underWay.delete(mark);
-    }
-    const { reads, last } = decided;
+    const { mark, reads, last } = await this.decideListenMarked(msg, uris, true);
     if (mark.cancelled) {
       this.closeListenReads(reads, "cancelled");
       this.p.session.listenClosed(msg.id);
@@ -662,19 +672,8 @@ export class GuardedRequests {
       this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
       return "refused";
     }
-    const key = `${typeof msg.id}:${msg.id}`;
-    const mark = this.newDeciding();
     // the client's listen is still open: a cancellation of it stops the decision (and its id stays in use)
-    this.deciding.set(key, mark);
-    this.underWay.add(mark);
-    let decided: ListenDecision;
-    try {
-      decided = await this.decideListen(msg, uris, mark, false);
-    } finally {
-      if (this.deciding.get(key) === mark) this.deciding.delete(key);
-      this.underWay.delete(mark);
-    }
-    const { reads, last } = decided;
+    const { mark, reads, last } = await this.decideListenMarked(msg, uris, false);
     if (mark.cancelled) {
       this.closeListenReads(reads, "cancelled");
       this.p.session.listenClosed(msg.id);
