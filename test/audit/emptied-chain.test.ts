@@ -12,7 +12,7 @@ import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, passphraseEnv } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -64,7 +64,7 @@ async function approveAsAttacker(project: Project, stateDir: string, seen: Set<s
  * signed with it), the gateway then closed; `seen` holds that request.
  */
 async function approvedOnce(): Promise<{ stateDir: string; project: Project; seen: Set<string> }> {
-  const stateDir = newStateDir();
+  const stateDir = newKeyringOnlyStateDir();
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
   const gw = await startInventory(project, [], { stateDir });
@@ -137,7 +137,7 @@ describe("a chain that does not account for the store's history", () => {
   });
 
   it("a fresh store: init pins, and a keyring with no pin yet over its own chain is pinned at the first approve", async () => {
-    const stateDir = newStateDir(); // a keyring, no pin (as an init killed before its pin left it)
+    const stateDir = newKeyringOnlyStateDir(); // a keyring, no pin (as an init killed before its pin left it)
     // a first launch that failed leaves its gateway's row and no record: not deleted history
     const failed = await runCli(["run", "--label", "typo", "--", join(stateDir, "no-such-server")], {
       stateDir,

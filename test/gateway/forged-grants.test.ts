@@ -18,7 +18,7 @@ import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -284,7 +284,7 @@ describe("decisions written without the approver key are not honoured", () => {
 
 describe("a keyring made before decisions were signed", () => {
   it("gets its approver key when the audit is read with the passphrase, pinned in the chain", async () => {
-    const stateDir = newStateDir();
+    const stateDir = newKeyringOnlyStateDir(); // its store not made yet: made before the pin existed
     const path = join(stateDir, "keyring.json");
     const old = JSON.parse(readFileSync(path, "utf8"));
     delete old.approver;
@@ -303,7 +303,7 @@ describe("a keyring made before decisions were signed", () => {
   });
 
   it("gets its approver key at the next passphrase command, pinned in the audit chain", async () => {
-    const stateDir = newStateDir();
+    const stateDir = newKeyringOnlyStateDir(); // its store not made yet: made before the pin existed
     const path = join(stateDir, "keyring.json");
     const old = JSON.parse(readFileSync(path, "utf8"));
     delete old.approver;

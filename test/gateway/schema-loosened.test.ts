@@ -64,7 +64,13 @@ describe("a loosened schema under a session grant", () => {
         env: passphraseEnv(),
       });
       expect(ok.code).toBe(0);
-      expect((await first).isError).toBeFalsy();
+      // On a loaded machine the approve command can outlast the short hold (3 s, kept short for the
+      // second call's sake): the client then retries, as a host does, and the grant covers it.
+      const firstResult = await first.catch((e: { data?: { error?: string } }) => {
+        if (e?.data?.error !== "approval_timeout") throw e;
+        return gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
+      });
+      expect(firstResult.isError).toBeFalsy();
 
       const from = gw.received().length;
       cat.write([DEPLOY_ANYWHERE]);

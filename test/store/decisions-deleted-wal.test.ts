@@ -26,7 +26,7 @@ import { auditActivity, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
-import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -186,7 +186,7 @@ describe("the store's -wal and -shm deleted while 'portcullis approve' waits for
 // has taken the request in, and the files are deleted then.
 describe("the store's -wal and -shm deleted while a console request is under way", () => {
   it("the first login's approver key pin is refused (503, naming the file), and the console ends", async () => {
-    const stateDir = newStateDir();
+    const stateDir = newKeyringOnlyStateDir(); // no pin yet: the first login makes it
     cleanup.push(() => removeDir(stateDir));
     const console_ = await startConsoleProcess(stateDir, [], undefined, NEVER);
     cleanup.push(() => console_.stop());

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { type CliResult, runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const COMMANDS = [
   ["status"],
@@ -66,7 +66,7 @@ describe("a store that cannot be used", () => {
   });
 
   it("another program's SQLite database: refused and left as it was (no tables added, not switched to WAL)", async () => {
-    const stateDir = newStateDir();
+    const stateDir = newKeyringOnlyStateDir();
     const db = join(stateDir, "portcullis.db");
     const other = new Database(db);
     other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')");
