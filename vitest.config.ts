@@ -1,5 +1,6 @@
 import type { TestSpecification } from "vitest/node";
 import { BaseSequencer } from "vitest/node";
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 /**
@@ -59,7 +60,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    maxWorkers: 2,
+    // two at least (a file waiting on a process leaves its core to the other), more where there are
+    maxWorkers: Math.max(2, availableParallelism()),
     sequence: { sequencer: LongestFirst },
   },
 });
