@@ -6,7 +6,8 @@
 //   gateway.cjs      the same main.ts as one CommonJS file without the other commands: `run`
 //   main.js          the `bin`, a few lines that send `run` to gateway.cjs and the rest to cli.js
 //   preload.js       the egress proxy's preload, which servers load with `--import`
-//   validatorEngine.cjs  ajv, its 2020-12 flavour and its formats in one file
+//   validatorEngine.cjs  ajv, its 2020-12 flavour and its formats in one file, and the
+//                    meta-schema checks generated from them
 // Packages stay outside, imported from node_modules as before (but for one, see gateway.cjs).
 //
 // Why: a gateway's start loaded 132 modules one by one, and node's ESM loader pays for each
@@ -50,7 +51,15 @@ await build({
 // ajv, its 2020-12 flavour and its formats in one CommonJS file, which the gateway requires when
 // it first validates a call (src/catalog/ajvModules.ts says why): node loads one file instead of
 // 94. Built from the packages node_modules holds, at the lockfile's versions; `version`
-// lets a test see that the bundle is of the installed ajv.
+// lets a test see that the bundle is of the installed ajv. `meta`: the check of a schema against
+// each dialect's meta-schema as ajv's standalone code, generated here (from tsc's output, with
+// ajv from the packages) so that no gateway compiles a meta-schema (src/catalog/metaCheck.ts).
+const { metaCheckSources } = await import(join(REPO, "dist", "catalog", "validator.js"));
+const metaChecks = Object.entries(metaCheckSources()).map(
+  ([dialect, { fingerprint, body }]) =>
+    `  ${JSON.stringify(dialect)}: {\n    fingerprint: ${JSON.stringify(fingerprint)},\n` +
+    `    make: function (hashedKeywords, linearRegExp) {\n${body}\n    },\n  },`,
+);
 await build({
   stdin: {
     contents: [
@@ -58,6 +67,9 @@ await build({
       'exports.ajv2020 = require("ajv/dist/2020.js");',
       'exports.formats = require("ajv-formats");',
       'exports.version = require("ajv/package.json").version;',
+      "exports.meta = {",
+      ...metaChecks,
+      "};",
     ].join("\n"),
     resolveDir: REPO,
     sourcefile: "validatorEngine-entry.cjs",

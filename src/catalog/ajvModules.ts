@@ -11,6 +11,7 @@ import { createRequire } from "node:module";
 import type { Ajv, Format, Options } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
 import type { CodeTemplates } from "./hashedKeywords.js";
+import type { Dialect, ShippedMeta } from "./metaCheck.js";
 
 export type FormatsPlugin = ((ajv: Ajv | Ajv2020) => unknown) & { get(name: string): Format };
 
@@ -19,6 +20,10 @@ export interface AjvModules {
   Ajv2020: new (opts: Options) => Ajv2020;
   addFormats: FormatsPlugin;
   codegen: CodeTemplates;
+  /** ajv's version (its package.json's) */
+  version: string;
+  /** the meta-schema checks the build generated (metaCheck.ts); none from the packages */
+  meta: Partial<Record<Dialect, ShippedMeta>>;
   /** where they came from: "bundle" (validatorEngine.cjs) or "packages" */
   from: "bundle" | "packages";
 }
@@ -28,6 +33,8 @@ interface Exported {
   ajv: { Ajv: AjvModules["Ajv"] } & CodeTemplates;
   ajv2020: { Ajv2020: AjvModules["Ajv2020"] };
   formats: FormatsPlugin & { default?: FormatsPlugin };
+  version: string;
+  meta?: Partial<Record<Dialect, ShippedMeta>>;
 }
 
 export const ENGINE_FILE = "validatorEngine.cjs";
@@ -47,12 +54,15 @@ export function loadAjvModules(): AjvModules {
           ajv: require("ajv") as Exported["ajv"],
           ajv2020: require("ajv/dist/2020.js") as Exported["ajv2020"],
           formats: require("ajv-formats") as Exported["formats"],
+          version: (require("ajv/package.json") as { version: string }).version,
         };
   return {
     Ajv: m.ajv.Ajv,
     Ajv2020: m.ajv2020.Ajv2020,
     addFormats: m.formats.default ?? m.formats,
     codegen: { _: m.ajv._, str: m.ajv.str },
+    version: m.version,
+    meta: m.meta ?? {},
     from,
   };
 }

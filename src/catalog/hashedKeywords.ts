@@ -87,10 +87,13 @@ export function hashedKeywords({ _, str }: CodeTemplates): CodeKeywordDefinition
       params: ({ schemaCode }) => _`{allowedValues: ${schemaCode}}`,
     },
     code(cxt) {
-      const values = new FirstIndex();
       const list = cxt.schema as unknown[];
-      for (let i = 0; i < list.length; i++) values.record(list[i], i);
-      const allowed = cxt.gen.scopeValue("func", { ref: (data: unknown) => values.has(data) });
+      // `code` only for the build's standalone meta-schema checks (metaCheck.ts); never at run time
+      const standalone = cxt.it.opts.code.source === true;
+      const allowed = cxt.gen.scopeValue("func", {
+        ref: enumOf(list),
+        ...(standalone ? { code: _`hashedKeywords.enumOf(JSON.parse(${JSON.stringify(list)}))` } : {}),
+      });
       cxt.fail(_`!${allowed}(${cxt.data})`);
     },
   };
@@ -105,7 +108,10 @@ export function hashedKeywords({ _, str }: CodeTemplates): CodeKeywordDefinition
     },
     code(cxt) {
       if (cxt.schema !== true) return;
-      const find = cxt.gen.scopeValue("func", { ref: firstRepeat });
+      const find = cxt.gen.scopeValue("func", {
+        ref: firstRepeat,
+        ...(cxt.it.opts.code.source === true ? { code: _`hashedKeywords.firstRepeat` } : {}),
+      });
       const pair = cxt.gen.const("pair", _`${find}(${cxt.data})`);
       cxt.setParams({ i: _`${pair}[1]`, j: _`${pair}[0]` });
       cxt.fail(_`${pair} !== null`);
@@ -113,6 +119,21 @@ export function hashedKeywords({ _, str }: CodeTemplates): CodeKeywordDefinition
   };
   return [hashedEnum, hashedUniqueItems];
 }
+
+/** Whether a value is one of `list`'s (the closure `enum`'s code calls). */
+function enumOf(list: unknown[]): (data: unknown) => boolean {
+  const values = new FirstIndex();
+  for (let i = 0; i < list.length; i++) values.record(list[i], i);
+  return (data: unknown) => values.has(data);
+}
+
+/**
+ * The two functions the keywords' code calls, for ajv's standalone code of the meta-schema checks
+ * that the build writes (metaCheck.ts): there their scope values are `hashedKeywords.enumOf(…)`
+ * and `hashedKeywords.firstRepeat` (the `code` above), and the gateway hands this object in as
+ * `hashedKeywords`.
+ */
+export const standaloneRuntime = { enumOf, firstRepeat };
 
 /** The indexes of the first item equal to an earlier one, and of that earlier one; null when all differ. */
 function firstRepeat(items: unknown[]): [number, number] | null {

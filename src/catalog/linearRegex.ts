@@ -497,5 +497,5 @@ export function linearRegExp(pattern: string, flags: string): LinearPattern {
   }
   return { test: entry.test, toString: () => label };
 }
-/** Printed into ajv's standalone code only, which portcullis never generates. */
+/** Printed into ajv's standalone code only: the build's meta-schema checks (metaCheck.ts) name it so. */
 linearRegExp.code = "linearRegExp";
