@@ -7,10 +7,13 @@
 // gateways driven call by call held within ±8 % at that load, and 1.01 for a build against itself.
 //
 //   node bench/ab.mjs --base OTHER/dist/cli/main.js [--calls N] [--repeat R] [--method tools/call|ping]
-//                     [-- extra run options, default --audit-sync normal]
+//                     [--first] [-- extra run options, default --audit-sync normal]
 //
 // Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat) and
 // its p50 round trip at c=1, then the ratios this/base and their median over the repetitions.
+// --first: the first call instead, in a fresh pair of gateways each repetition: the CPU each
+// spent on its first call alone (its first argument check: ajv's compiles), sent once the list
+// is answered and the validator's warm-up has loaded ajv, and from spawn to that call's answer.
 // Needs `npm run build` (this build) and the other build's dist/. Linux only (schedstat).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -26,6 +29,7 @@ const { values, positionals } = parseArgs({
     calls: { type: "string", default: "3000" },
     repeat: { type: "string", default: "3" },
     method: { type: "string", default: "tools/call" },
+    first: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -126,6 +130,56 @@ async function repetition() {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** --first: each gateway's CPU ms on its first call, and from spawn to its answer. */
+async function firstCall() {
+  const pair = [gateway(join(REPO, "dist", "cli", "main.js")), gateway(resolve(values.base))];
+  try {
+    for (const g of pair) {
+      const init = {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "ab", version: "1" },
+      };
+      await g.request("initialize", init);
+      g.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+      await g.request("tools/list", {});
+    }
+    // past the validator's warm-up (250 ms after the first catalog), which loads ajv
+    await new Promise((r) => setTimeout(r, 600));
+    const out = [];
+    for (const g of pair) {
+      const before = g.cpuNs();
+      await one(g);
+      const after = g.cpuNs();
+      out.push({ call: (after - before) / 1e6, total: after / 1e6 });
+    }
+    return out;
+  } finally {
+    for (const g of pair) g.close();
+  }
+}
+
+if (values.first) {
+  console.log(
+    `ab bench --first: the first ${values.method} of a fresh gateway, echo fixture; run ${RUN_ARGS.join(" ")}`,
+  );
+  console.log(`this: ${join(REPO, "dist", "cli", "main.js")}\nbase: ${resolve(values.base)}`);
+  const rows = [];
+  for (let r = 0; r < Number(values.repeat); r++) {
+    const [a, b] = await firstCall();
+    rows.push([a, b]);
+    console.log(
+      `  first call cpu: this ${a.call.toFixed(1)} ms, base ${b.call.toFixed(1)} ms | spawn to its answer: this ${a.total.toFixed(0)} ms, base ${b.total.toFixed(0)} ms`,
+    );
+  }
+  const m = (f) => median(rows.map(f)).toFixed(1);
+  console.log(
+    `median: first call this ${m(([a]) => a.call)} ms, base ${m(([, b]) => b.call)} ms; ` +
+      `spawn to its answer this ${m(([a]) => a.total)} ms, base ${m(([, b]) => b.total)} ms`,
+  );
+  process.exit(0);
+}
 console.log(
   `ab bench: ${values.method} against the echo fixture, c=1, ${CALLS} calls each, alternating; run ${RUN_ARGS.join(" ")}`,
 );
