@@ -75,8 +75,12 @@ export async function consoleCommand(args: string[]): Promise<number> {
     if (port < 1 || port > 65535) throw new UsageError(`console: --port must be a port number 1-65535.`);
   }
   const configFile = findConfig(process.cwd());
-  let proofWindow = seconds("proof-window", values["proof-window"]);
-  if (proofWindow === undefined && configFile) proofWindow = readConsoleConfig(configFile).proofWindow;
+  // The file is read and checked even when the flag wins over it, as every command checks the
+  // configuration it finds: with --proof-window given, a broken file went unnoticed until the
+  // day the console was started without the flag.
+  const flagWindow = seconds("proof-window", values["proof-window"]);
+  const fromFile = configFile ? readConsoleConfig(configFile).proofWindow : undefined;
+  const proofWindow = flagWindow ?? fromFile;
   const idleText = values["idle-timeout"];
   const idle = idleText === undefined ? 900 : /^\d{1,6}$/.test(idleText) ? Number(idleText) : 0;
   // its own range, said whole: 0 is no timeout a session could live under

@@ -228,9 +228,12 @@ export function readConfigDocument(file: string): unknown {
   return doc;
 }
 
-/** Reads and validates a configuration file; every problem names the file and the key. */
-export function loadConfigFile(file: string): Map<string, ServerConfig> {
-  const doc = readConfigDocument(file);
+/**
+ * The top level of a configuration document: an object of the known keys, its console section
+ * valid. Both `loadConfigFile` and the console (which reads no server entry) check this much: a
+ * section name mistyped at the top (`"consol"`) would otherwise leave the console on its default.
+ */
+export function checkTopLevel(file: string, doc: unknown): asserts doc is Record<string, unknown> {
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
   for (const key of Object.keys(doc)) {
     if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {
@@ -240,6 +243,12 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   // Only `portcullis console` uses it, but every command that loads the file checks it: a typo
   // there must not pass `run` silently and surface the day the console is opened.
   parseConsoleSection(file, doc.console);
+}
+
+/** Reads and validates a configuration file; every problem names the file and the key. */
+export function loadConfigFile(file: string): Map<string, ServerConfig> {
+  const doc = readConfigDocument(file);
+  checkTopLevel(file, doc);
   if ("servers" in doc && "mcpServers" in doc) {
     throw new ConfigError(`${file}: has both "servers" and "mcpServers"; keep one (they are aliases).`);
   }

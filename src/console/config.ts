@@ -5,7 +5,7 @@
  * here alone by `portcullis console`, which needs no server entry to be valid. Problems name the
  * file and key.
  */
-import { parseConsoleSection, readConfigDocument } from "../config/config.js";
+import { checkTopLevel, parseConsoleSection, readConfigDocument } from "../config/config.js";
 
 export { MAX_PROOF_WINDOW_S, proofWindowProblem } from "../config/config.js";
 
@@ -17,5 +17,6 @@ export interface ConsoleConfig {
 
 export function readConsoleConfig(file: string): ConsoleConfig {
   const doc = readConfigDocument(file);
-  return parseConsoleSection(file, (doc as Record<string, unknown> | null)?.console);
+  checkTopLevel(file, doc);
+  return parseConsoleSection(file, doc.console);
 }

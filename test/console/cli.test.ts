@@ -97,6 +97,42 @@ describe("portcullis console flags and configuration", () => {
     }
   });
 
+  it("--proof-window given: the configuration file found is still read and checked", async () => {
+    // The flag wins over console.proofWindow, but a file every other command would refuse was
+    // not read at all when it was given: a broken file went unnoticed until the day the console
+    // was started without the flag. A section name mistyped at the top level left it on its default.
+    const stateDir = newStateDir();
+    const cwd = tempDir("portcullis-console-flagcfg-");
+    const config = join(cwd, "portcullis.json");
+    try {
+      const cases: [string, string][] = [
+        ['{"servers": {}, "console": {"proofWindow": 60,}}', `${config}: not valid JSON (line 1, column 46`],
+        [
+          JSON.stringify({ servers: {}, console: { proofWindw: 5 } }),
+          `${config}: console.proofWindw is not a key`,
+        ],
+        [
+          JSON.stringify({ servers: {}, console: { proofWindow: -5 } }),
+          `${config}: console.proofWindow must be a whole number of seconds`,
+        ],
+        [JSON.stringify({ servers: {}, consol: { proofWindow: 5 } }), `${config}: unknown key "consol"`],
+        ["[]", `${config}: the top level must be an object`],
+      ];
+      for (const [text, said] of cases) {
+        writeFileSync(config, text);
+        for (const flag of [["--proof-window", "60"], []]) {
+          const r = await runCli(["console", "--no-open", ...flag, "--state-dir", stateDir], { cwd });
+          expect(r.code, `${text} ${flag.join(" ")}: ${r.stderr}`).toBe(2);
+          expect(r.stderr).toContain(`portcullis: ${said}`);
+        }
+      }
+      expect(readConsoleAddress(stateDir)).toBeNull();
+    } finally {
+      removeDir(cwd);
+      removeDir(stateDir);
+    }
+  });
+
   it("no keyring, or a port in use: exit 2 with one sentence, and no address left behind", async () => {
     const empty = tempDir("portcullis-console-empty-");
     const stateDir = newStateDir();
