@@ -373,6 +373,12 @@ async function decrypting(
 ): Promise<number> {
   if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
   return withStore(stateDir, async (db) => {
+    // A record past the end of the log is said before the passphrase is typed for nothing (as
+    // `vault rm` says a name it does not hold): the count of records is no secret.
+    if (sub === "show" && opts.seq !== undefined) {
+      const { n } = db.prepare("SELECT count(*) AS n FROM audit_records").get() as { n: number };
+      if (opts.seq > n) throw new UsageError(`there is no record ${opts.seq} (the log has ${n})`);
+    }
     const passphrase = await readPassphrase("Passphrase: ");
     const unlocked = await unlockKeyring(stateDir, passphrase);
     const { auditPrivateKey, dataKey } = unlocked;

@@ -41,7 +41,7 @@ import {
   VaultError,
 } from "../vault/secrets.js";
 import { oneOf, parse, shownWord } from "./args.js";
-import { EXIT_CHECK_FAILED, EXIT_OK, UsageError } from "./errors.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
@@ -481,9 +481,11 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
   if (positionals.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
   const name = checkSecretName(positionals[0]!);
   const db = openExisting(stateDir);
+  // A name that names nothing is the input to fix (exit 2), as `passkey rm`, `revoke` and every
+  // other command say it; exit 1 is a check that failed (README, "Commands").
   const noSuchSecret = () => {
     process.stderr.write(`portcullis vault: there is no secret named ${name}.\n`);
-    return EXIT_CHECK_FAILED;
+    return EXIT_USAGE;
   };
   try {
     // Names are stored in clear (vault list shows them without the passphrase): a name that is

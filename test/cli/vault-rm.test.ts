@@ -7,7 +7,7 @@ import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 describe("vault rm", () => {
-  it("a name the vault does not hold: exit 1 at once, no passphrase asked; one it holds still needs it", async () => {
+  it("a name the vault does not hold: exit 2 at once (the input to fix), no passphrase asked; one it holds still needs it", async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     const set = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
@@ -20,7 +20,7 @@ describe("vault rm", () => {
     // no terminal and no passphrase file: asking would be exit 2 ("no terminal to read the passphrase from")
     const typo = await runCli(["vault", "rm", "api-stagign"], { stateDir, noTerminal: true });
     expect(typo.stderr).toBe("portcullis vault: there is no secret named api-stagign.\n");
-    expect(typo.code).toBe(1);
+    expect(typo.code).toBe(2);
 
     const held = await runCli(["vault", "rm", "api-staging"], { stateDir, noTerminal: true });
     expect(held.code).toBe(2);

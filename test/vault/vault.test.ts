@@ -56,7 +56,7 @@ describe("portcullis vault set | list | rm", () => {
     expect(rm.code).toBe(0);
     expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
     const gone = await runCli(["vault", "rm", "api-staging"], { stateDir, env });
-    expect(gone.code).toBe(1);
+    expect(gone.code).toBe(2);
     expect(gone.stderr).toContain("no secret named api-staging");
   });
 
