@@ -20,7 +20,8 @@ export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N]
 
 show   the tools of a catalog revision (default: the latest) with their fingerprints
 diff   field-level changes between two revisions (default: the previous and the latest),
-       each classified expands | narrows | cosmetic
+       each classified expands | narrows | cosmetic; with one revision recorded, it says
+       there is nothing to compare yet (exit 0)
 list   every revision recorded for LABEL`;
 
 export async function catalogCommand(args: string[]): Promise<number> {
@@ -112,9 +113,37 @@ export async function catalogCommand(args: string[]): Promise<number> {
           to = rev(more[1]!, "TO");
         } else if (more.length === 0) {
           to = latest;
-          const prev = latest.revision > 1 ? getRevision(store, label, latest.revision - 1) : null;
+          // One revision recorded is not the user's mistake (it was exit 2, a usage error): there
+          // is nothing to compare yet, said as egress says "no egress recorded", with exit 0.
+          if (latest.revision === 1) {
+            const why = "only one revision is recorded: nothing to compare yet";
+            if (values.json)
+              out(
+                JSON.stringify(
+                  {
+                    serverLabel: label,
+                    from: null,
+                    to: 1,
+                    entries: [],
+                    renameCandidates: [],
+                    expands: false,
+                    nothingToCompare: why,
+                  },
+                  null,
+                  2,
+                ),
+              );
+            else
+              out(
+                `catalog diff: only one revision of "${label}" is recorded (revision 1, first seen ${latest.firstSeenAt}): nothing to compare yet; a change of its catalog is recorded as revision 2.`,
+              );
+            return 0;
+          }
+          const prev = getRevision(store, label, latest.revision - 1);
           if (!prev)
-            throw new UsageError(`catalog diff: "${label}" has only one revision; nothing to compare.`);
+            throw new UsageError(
+              `catalog diff: "${label}" has no revision ${latest.revision - 1} to compare revision ${latest.revision} with.`,
+            );
           from = prev;
         } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
         // Each of the server's pieces redacted on its own (shownDiff), not the whole text: the

@@ -91,4 +91,35 @@ describe("catalog diff", () => {
       "reset_token_cache inputSchema.properties.secret_key required tightened | secret_key now required",
     );
   });
+
+  it("one revision recorded: nothing to compare yet, exit 0 in text and --json (not a usage error)", async () => {
+    // A server seen once has one revision: not the user's mistake, so not exit 2 (it was,
+    // "has only one revision"); said as egress says "no egress recorded", with exit 0.
+    const stateDir = newStateDir();
+    const db = openStore(stateDir);
+    recordRevision(db, "inv", snapshotOf(before, 1), null);
+    db.close();
+    const text = await runCli(["catalog", "diff", "inv"], { stateDir });
+    expect(text.stderr).toBe("");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /^catalog diff: only one revision of "inv" is recorded \(revision 1, first seen [0-9T:.-]+Z\): nothing to compare yet; a change of its catalog is recorded as revision 2\.\n$/,
+    );
+    const json = await runCli(["catalog", "diff", "inv", "--json"], { stateDir });
+    expect(json.stderr).toBe("");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      serverLabel: "inv",
+      from: null,
+      to: 1,
+      entries: [],
+      renameCandidates: [],
+      expands: false,
+      nothingToCompare: "only one revision is recorded: nothing to compare yet",
+    });
+    // FROM TO naming a revision not recorded is still the input to fix
+    const named = await runCli(["catalog", "diff", "inv", "1", "2"], { stateDir });
+    expect(named.code).toBe(2);
+    expect(named.stderr).toBe('portcullis: catalog diff: "inv" has no revision 2.\n');
+  });
 });
