@@ -245,6 +245,13 @@ async function outputWritten(): Promise<void> {
         }),
     ),
   );
+  // A write to a file or device fails at once (`> /dev/full`: ENOSPC), but its 'error' event
+  // comes on a later tick: a command that had finished exited 0 before it, over an output that
+  // was never written (status, grants, approvals, doctor --json, --help). The stream keeps the
+  // error it failed with: asked here, it is said whichever comes first.
+  const failed = process.stdout.errored as NodeJS.ErrnoException | null;
+  if (failed) outputFailed(failed);
+  if (process.stderr.errored) process.exit(EXIT_USAGE);
 }
 
 /**
@@ -253,20 +260,23 @@ async function outputWritten(): Promise<void> {
  * error with a stack, and not exit 0 over a result cut short.
  */
 function exitWhenOutputCloses(): void {
-  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
-    try {
-      // a reader that left is EPIPE; a file that cannot take it (`> /dev/full`: ENOSPC, a
-      // descriptor opened to read: EBADF) was called a reader that left too
-      const why =
-        e.code === "EPIPE" || e.code === undefined
-          ? "was closed by its reader before everything was written"
-          : `cannot be written: ${fileProblem(e.code)}`;
-      process.stderr.write(`portcullis: standard output ${why}; what it received is incomplete.\n`);
-    } finally {
-      process.exit(EXIT_USAGE);
-    }
-  });
+  process.stdout.on("error", outputFailed);
   process.stderr.on("error", () => process.exit(EXIT_USAGE));
+}
+
+/** Standard output could not take what the command wrote: one sentence, exit 2. */
+function outputFailed(e: NodeJS.ErrnoException): never {
+  try {
+    // a reader that left is EPIPE; a file that cannot take it (`> /dev/full`: ENOSPC, a
+    // descriptor opened to read: EBADF) was called a reader that left too
+    const why =
+      e.code === "EPIPE" || e.code === undefined
+        ? "was closed by its reader before everything was written"
+        : `cannot be written: ${fileProblem(e.code)}`;
+    process.stderr.write(`portcullis: standard output ${why}; what it received is incomplete.\n`);
+  } finally {
+    process.exit(EXIT_USAGE);
+  }
 }
 
 /** Writes what went wrong as the user needs it and returns the exit code. */

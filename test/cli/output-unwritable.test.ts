@@ -1,0 +1,73 @@
+// A command whose standard output cannot be written fails in words, with exit 2, whatever the
+// command: `> /dev/full` (ENOSPC, a real device that refuses every write) and a descriptor opened
+// only to read (EBADF). `audit export` and `vault list` said so, but a command that finished in
+// the same tick as its write (status, grants, approvals, passkey list, egress, doctor --json,
+// --help, --version) exited with its own code first, 0 over an output never written: the write
+// fails at once, its 'error' event only on a later tick. Real CLI processes, real devices.
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { removeDir } from "../helpers/files.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+/** The CLI with `fd` as its standard output; stderr read. */
+function withStdout(
+  args: string[],
+  fd: number,
+  stateDir: string,
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(NODE, [CLI, ...args], {
+    env: hostEnv({ PORTCULLIS_HOME: stateDir }),
+    stdio: ["ignore", fd, "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stderr })));
+}
+
+const COMMANDS = [
+  ["status"],
+  ["status", "--json"],
+  ["grants", "--json"],
+  ["approvals", "--json"],
+  ["passkey", "list"],
+  ["egress", "--json"],
+  ["doctor", "--json"],
+  ["audit", "verify"],
+  ["audit", "checkpoint"],
+  ["vault", "list", "--json"],
+  ["--help"],
+  ["--version"],
+];
+
+describe("standard output that cannot be written", () => {
+  it("is one sentence and exit 2 from every command: a full disk (/dev/full), a descriptor opened to read", async () => {
+    const stateDir = newStateDir();
+    // the store is made, so every command has something to print
+    expect((await runCli(["vault", "list"], { stateDir })).code).toBe(0);
+    const full = openSync("/dev/full", "w");
+    const readOnly = openSync("/dev/null", "r");
+    try {
+      for (const [fd, said] of [
+        [full, "the disk is full (ENOSPC)"],
+        [readOnly, "it is not open for writing (a file opened only to read, or closed) (EBADF)"],
+      ] as const) {
+        for (const args of COMMANDS) {
+          const r = await withStdout(args, fd, stateDir);
+          expect(r.stderr, args.join(" ")).toBe(
+            `portcullis: standard output cannot be written: ${said}; what it received is incomplete.\n`,
+          );
+          expect(r.code, args.join(" ")).toBe(2);
+        }
+      }
+    } finally {
+      closeSync(full);
+      closeSync(readOnly);
+      removeDir(stateDir);
+    }
+  });
+});
