@@ -18,7 +18,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
-import { fileProblem } from "../util/errno.js";
+import { closedDirectory, fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
@@ -341,8 +341,24 @@ function readKeyringText(stateDir: string): string | null {
     if (("code" in p && p.code === "EISDIR") || "special" in p)
       throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`);
     if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`);
-    throw new KeyringError(`${path} cannot be read: ${fileProblem(p.code)}`);
+    throw unreadableKeyring(path, p.code);
   }
+}
+
+/**
+ * keyring.json could not be opened. Permission denied is as often a directory on its way that
+ * this user may not enter (the state directory of another user, mode 0700) as the file's own
+ * mode: the sentence blamed the file, and its mode was fine. The directory is named when it is
+ * the one that refuses.
+ */
+function unreadableKeyring(path: string, code: string | undefined): KeyringError {
+  const closed = code === "EACCES" || code === "EPERM" ? closedDirectory(path) : null;
+  if (closed)
+    return new KeyringError(
+      `${path} cannot be read: this user may not enter the directory ${closed.dir} (mode ${closed.mode}: no search permission for it), so no file in it can be opened (${code}); ` +
+        `run the command as the user the directory belongs to (ls -ld ${closed.dir} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`,
+    );
+  return new KeyringError(`${path} cannot be read: ${fileProblem(code)}`);
 }
 
 const B64URL = /^[A-Za-z0-9_-]+$/;

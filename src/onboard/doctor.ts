@@ -11,6 +11,7 @@ import { listGateways } from "../gateway/registry.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError } from "../store/db.js";
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
+import { closedDirectory } from "../util/errno.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -260,13 +261,17 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
   } catch (e) {
     if (!(e instanceof KeyringError)) throw e;
     const path = keyringPath(stateDir);
+    const closed = closedDirectory(path);
     findings.push({
       ok: false,
       what: e.message,
-      // one this user may not read is not damaged: restoring it from a backup was wrong advice
-      next: mayNotRead(path)
-        ? `run portcullis as the user ${path} belongs to (ls -l ${path} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
-        : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
+      // one this user may not read is not damaged: restoring it from a backup was wrong advice;
+      // and when a directory on its way is what refuses, that directory's owner is the one
+      next: closed
+        ? `run portcullis as the user ${closed.dir} belongs to (ls -ld ${closed.dir} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`
+        : mayNotRead(path)
+          ? `run portcullis as the user ${path} belongs to (ls -l ${path} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
+          : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
     });
     return false;
   }

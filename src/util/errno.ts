@@ -1,3 +1,6 @@
+import { accessSync, constants, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+
 /**
  * What a system error code means for a file or a port the user named, in words a user acts on;
  * the code stays as a suffix, for a search or a bug report. `cannot read X: ENOENT` asked the
@@ -44,3 +47,33 @@ const LISTEN_WORDS: Record<string, string> = {
     "no network interface of this machine has that address; use 127.0.0.1 or one of its addresses",
   EAFNOSUPPORT: "this machine does not support that kind of address",
 };
+
+/**
+ * The first directory on the way to `file`, from the root down, that this user may not enter (no
+ * search permission), with its mode; null when every one lets it in. Opening a file is refused
+ * (EACCES) as much for such a directory (another user's state directory, mode 0700) as for the
+ * file's own mode, and the sentence must name the one that refuses.
+ */
+export function closedDirectory(file: string): { dir: string; mode: string } | null {
+  const dirs: string[] = [];
+  for (let d = dirname(resolve(file)); ; d = dirname(d)) {
+    dirs.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  for (const dir of dirs) {
+    try {
+      accessSync(dir, constants.X_OK);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "EACCES" && code !== "EPERM") return null;
+      let mode = "unknown";
+      try {
+        mode = (statSync(dir).mode & 0o7777).toString(8).padStart(3, "0");
+      } catch {
+        // its parent let us in; a race with a chmod or a removal leaves the mode unsaid
+      }
+      return { dir, mode };
+    }
+  }
+  return null;
+}

@@ -94,6 +94,31 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     await verifiesAfter(stateDir);
   });
 
+  it("a keyring in a directory this user may not enter: the directory is named, not the file", async () => {
+    // unlock, vault list, console and init read keyring.json before anything else: the open is
+    // refused for the directory (another user's, mode 0700), and the sentence blamed the file,
+    // whose own mode was fine
+    const stateDir = newStateDir();
+    deny(stateDir, 0o700);
+    const keyring = join(stateDir, "keyring.json");
+    const mode = ROOT ? "700" : "000";
+    const said = `${keyring} cannot be read: this user may not enter the directory ${stateDir} (mode ${mode}: no search permission for it), so no file in it can be opened (EACCES); run the command as the user the directory belongs to (ls -ld ${stateDir} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`;
+    const as = { stateDir, env: { HOME: tempDir(), ...passphraseEnv() }, ...AS };
+    for (const args of [["unlock"], ["vault", "list"], ["console", "--no-open"], ["init"]]) {
+      const r = await runCli(args, as);
+      oneSentence(r);
+      expect(r.stderr.replace(/^portcullis( vault| unlock| init)?: /, ""), args.join(" ")).toBe(said);
+    }
+    // doctor: its owner is the one to run as, not a backup to restore
+    const doctor = await runCli(["doctor", "--json"], as);
+    const findings = (JSON.parse(doctor.stdout) as { findings: { what: string; next: string }[] }).findings;
+    expect(findings).toContainEqual({
+      ok: false,
+      what: said.slice(0, -2),
+      next: `run portcullis as the user ${stateDir} belongs to (ls -ld ${stateDir} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`,
+    });
+  });
+
   it("a store (holding the vault and the audit log) this user may not open: named, with what to do", async () => {
     const stateDir = await usedStateDir();
     const db = join(stateDir, "portcullis.db");
