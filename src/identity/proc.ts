@@ -8,8 +8,9 @@
 // This file is the module's one door; the reading is done by the files behind it, one concern
 // each: procRead.ts (procfs files, ps, the stat line, start times), procDescribe.ts (one process:
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
-// (a process's descendants and children), procPeer.ts (the process behind a TCP connection) and
-// procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots).
+// (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
+// procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots) and
+// procLocks.ts (the processes holding a lock on a file).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
 export {
   inAnotherNamespace,
@@ -20,6 +21,7 @@ export {
   type RecordedProcess,
   recordedPlace,
 } from "./procLiveness.js";
+export { lockHolders } from "./procLocks.js";
 export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders, tcpPeerUid } from "./procPeer.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {

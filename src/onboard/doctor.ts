@@ -1,16 +1,18 @@
-import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readlinkSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
+import { describeOsProcess, lockHolders, plainExe } from "../identity/proc.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
-import { openStore, type Store, StoreError } from "../store/db.js";
+import { openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
+import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
@@ -30,6 +32,8 @@ export interface Finding {
   what: string;
   /** what to do next */
   next: string;
+  /** the store's finding only: which cause it is (src/store/storeError.ts, StoreCause) */
+  cause?: StoreCause;
 }
 
 export interface DoctorReport {
@@ -81,9 +85,16 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
-  const store = isDir && existsSync(join(path, STORE_FILE)) ? openOrReport(path, findings) : null;
+  const storePath = join(path, STORE_FILE);
+  const store = isDir && existsSync(storePath) ? openOrReport(path, findings) : null;
+  if (isDir && !existsSync(storePath)) {
+    const missing = missingStore(storePath, keyring);
+    if (missing) findings.push(missing);
+  }
   if (store) {
     try {
+      const locked = lockedStore(store, storePath);
+      if (locked) findings.push(locked);
       const unaccounted = unaccountedHistory(store);
       if (unaccounted)
         findings.push({
@@ -238,9 +249,75 @@ function openOrReport(stateDir: string, findings: Finding[]): Store | null {
       ok: false,
       what: e.message.replace(/\.$/, ""),
       next: storeAdvice(e),
+      cause: e.reason,
     });
     return null;
   }
+}
+
+/**
+ * A store that opens may still be locked by another process (a database browser with an unsaved
+ * edit, an sqlite3 shell inside BEGIN): opening it needs no write, so it read as healthy while
+ * every gateway's write waited and failed. Asked by taking the write lock and giving it back at
+ * once, waiting at most 2 s (a gateway's own writes last milliseconds).
+ */
+function lockedStore(store: Store, storePath: string): Finding | null {
+  const before = store.pragma("busy_timeout", { simple: true }) as number;
+  store.pragma("busy_timeout = 2000");
+  try {
+    store.exec("BEGIN IMMEDIATE");
+    store.exec("ROLLBACK");
+    return null;
+  } catch (e) {
+    const failure = storeFailure(e);
+    if (!failure) throw e;
+    const problem =
+      failure.reason === "locked"
+        ? new StoreError(
+            storePath,
+            "is locked by another process: gateways cannot record calls or decisions until it lets go.",
+            "locked",
+          )
+        : failure;
+    return {
+      ok: false,
+      what: problem.message.replace(/\.$/, ""),
+      next: storeAdvice(problem),
+      cause: problem.reason,
+    };
+  } finally {
+    store.pragma(`busy_timeout = ${before}`);
+  }
+}
+
+/**
+ * No store where the state directory keeps it. A link to a file that is gone is a store that
+ * cannot be opened (a command would make a new one at the link's target, a new audit log). A
+ * keyring without a store is a state directory set up by an earlier portcullis (its init made the
+ * store at the first gateway), or one whose store was lost: not a problem to report, but said,
+ * since a new store starts a new audit log. No keyring: its own finding says to run init.
+ */
+function missingStore(storePath: string, keyring: boolean): Finding | null {
+  let target: string | null = null;
+  try {
+    if (lstatSync(storePath).isSymbolicLink()) target = readlinkSync(storePath);
+  } catch {
+    // not there at all
+  }
+  if (target !== null)
+    return {
+      ok: false,
+      what: `the store ${storePath} is a symbolic link to ${target}, which does not exist`,
+      next: `put the store back at ${target} (from where it was moved, or a backup); only without one, remove the link (rm ${storePath}): the next command then starts a new, empty store and audit log`,
+      cause: "missing",
+    };
+  if (!keyring) return null;
+  return {
+    ok: true,
+    what: `no store in ${dirname(storePath)} yet (${STORE_FILE})`,
+    next: `nothing: the next gateway or command creates it; if there was one (a state directory restored without it), put it back first, since a new store starts a new audit log`,
+    cause: "missing",
+  };
 }
 
 /**
@@ -290,17 +367,52 @@ function mayNotRead(path: string): boolean {
   }
 }
 
-/** What to do about a store that cannot be used. */
+/** The one thing to do about a store that cannot be used, by its cause. */
 function storeAdvice(e: StoreError): string {
-  if (e.problem.startsWith("was written by a newer"))
-    return "use the portcullis that wrote it (this one does not read it: it could misread or damage it)";
-  if (e.problem.startsWith("cannot be written"))
-    return "free disk space, or make the file and its directory writable by you";
-  if (e.problem.startsWith("cannot be opened") || e.problem.includes("permission"))
-    return `check what ${e.path} is and who owns it (ls -l ${e.path})`;
-  if (e.problem.startsWith("is locked"))
-    return "wait for the process holding it, or end it, then run doctor again";
-  return `move it aside and keep it (mv ${e.path} ${e.path}.damaged); the next command creates a new, empty store`;
+  const file = e.path;
+  const dir = dirname(file);
+  switch (e.reason) {
+    case "newer-schema":
+      return "use the portcullis that wrote it (this one does not read it: it could misread or damage it)";
+    case "older-schema":
+      return `run any portcullis command once as a user who may write it (its owner: ls -l ${file} shows who): it is brought up to date then`;
+    case "permissions":
+      return `run portcullis as the user ${file} belongs to (ls -l ${file} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`;
+    case "not-a-file":
+      return `see what is at ${file} (ls -ld ${file}): the store must be a regular file; move that aside (mv ${file} ${file}.not-a-store) and the next command creates a new, empty store`;
+    case "locked":
+      return `end the program that holds it${lockHoldersOf(file)}, or finish its transaction (an sqlite3 shell inside BEGIN: COMMIT or ROLLBACK), then run doctor again`;
+    case "not-a-store":
+      return `it is another program's SQLite database: move it back where that program keeps it (mv ${file} …); the next command creates a portcullis store in its place`;
+    case "read-only":
+      return `make it and its directory writable by their owner (chmod u+w ${file} ${dir}; on a read-only file system, remount it read-write)`;
+    case "disk-full":
+      return `free space on the file system that holds ${dir} (df -h ${dir} shows what is left)`;
+    case "log-deleted":
+    case "files-replaced":
+      return `end every portcullis process that had the store open then (portcullis status lists the gateways; fuser ${file} lists every process), then run doctor again`;
+    case "io-error":
+      return `check the disk (the system log, or dmesg, says what failed), then restore ${file} from a backup`;
+    default:
+      // not an SQLite database, damaged, or SQLite's own code: what it holds cannot be read
+      return `restore ${file} from a backup of the state directory; without one, move it aside and keep it (mv ${file} ${file}.damaged): the next command creates a new, empty store and audit log`;
+  }
+}
+
+/**
+ * The processes holding a lock on the store or its -wal or -shm file (Linux lists them; SQLite's
+ * locks are POSIX record locks), for the advice on a locked store: " (pid 4242 sqlite3)". Empty
+ * where they are not listed, or none but this process is.
+ */
+function lockHoldersOf(file: string): string {
+  const pids = lockHolders([file, `${file}-wal`, `${file}-shm`]);
+  if (pids.length === 0) return "";
+  const named = pids.map((pid) => {
+    const p = describeOsProcess(pid);
+    const exe = plainExe(p?.executable ?? null) ?? p?.argv?.[0] ?? "";
+    return exe ? `pid ${pid} ${basename(exe)}` : `pid ${pid}`;
+  });
+  return ` (${named.join(", ")})`;
 }
 
 /** The console's live address (its owner process checked), or "not running". */

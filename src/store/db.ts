@@ -15,7 +15,7 @@ import { fileProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { requireInitialized, STORE_FILE } from "./stateDir.js";
-import { StoreError } from "./storeError.js";
+import { type StoreCause, StoreError } from "./storeError.js";
 import { StoreFiles } from "./storeFiles.js";
 
 export { StoreError };
@@ -130,6 +130,7 @@ function openReadOnly(path: string): Store {
       throw new StoreError(
         path,
         "was written by an older portcullis, and this one must bring it up to date before reading it, which needs write access: run any portcullis command once where the store can be written.",
+        "older-schema",
       );
   } catch (e) {
     db.close();
@@ -249,13 +250,18 @@ export function callWaitsFor(db: Store, log: Pick<Logger, "warn">, what: string)
 function storeError(path: string, e: unknown): unknown {
   if (e instanceof StoreError) return e;
   const code = String((e as { code?: unknown } | null)?.code ?? "");
-  const why = (text: string, kind?: "read-only") => new StoreError(path, text, kind);
+  const why = (text: string, cause: StoreCause, kind?: "read-only") =>
+    new StoreError(path, text, cause, kind);
   if (code === "SQLITE_NOTADB")
-    return why("is not a portcullis store (not an SQLite database, or its header is damaged).");
-  if (code.startsWith("SQLITE_CORRUPT")) return why("is damaged (SQLite reports corruption).");
-  if (code === "SQLITE_FULL" || code === "ENOSPC") return why("cannot be written: the disk is full.");
+    return why(
+      "is not a portcullis store (not an SQLite database, or its header is damaged).",
+      "not-a-database",
+    );
+  if (code.startsWith("SQLITE_CORRUPT")) return why("is damaged (SQLite reports corruption).", "damaged");
+  if (code === "SQLITE_FULL" || code === "ENOSPC")
+    return why("cannot be written: the disk is full.", "disk-full");
   if (code.startsWith("SQLITE_READONLY") || code === "EROFS")
-    return why("cannot be written (the file, or its directory, is read-only).", "read-only");
+    return why("cannot be written (the file, or its directory, is read-only).", "read-only", "read-only");
   if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "EISDIR" || code === "EACCES") {
     // SQLite says only that it could not open the file: asked of the file system, a store of
     // another user (mode 0600) is said to be one, with what to do, instead of three guesses
@@ -263,20 +269,25 @@ function storeError(path: string, e: unknown): unknown {
     if (errno === "EACCES" || errno === "EPERM")
       return why(
         `cannot be opened: ${fileProblem(errno)}; run the command as the user the store belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).`,
+        "permissions",
       );
     return why(
       "cannot be opened (it is not a regular file, its directory is not one, or permission is denied).",
+      "not-a-file",
     );
   }
   if (code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_AUTH"))
-    return why("cannot be used: permission denied.");
-  if (isBusy(e)) return why("is locked by another process, and stayed locked while this one waited.");
+    return why("cannot be used: permission denied.", "permissions");
+  if (isBusy(e))
+    return why("is locked by another process, and stayed locked while this one waited.", "locked");
   if (code.startsWith("SQLITE_IOERR") && walMissing(path))
     return why(
       `cannot be read (input/output error): its -shm file describes a write-ahead log that ${path}-wal does not hold, as when the -wal file is deleted while a process has the store open; the store reads again once every process that had it open then has ended (what was only in the deleted file is lost).`,
+      "log-deleted",
     );
-  if (code.startsWith("SQLITE_IOERR")) return why("cannot be read or written (input/output error).");
-  if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`);
+  if (code.startsWith("SQLITE_IOERR"))
+    return why("cannot be read or written (input/output error).", "io-error");
+  if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`, "other");
   return e;
 }
 
@@ -380,6 +391,7 @@ function checkSchema(db: Store, path: string): void {
     throw new StoreError(
       path,
       "is an SQLite database, but not a portcullis store (no schema_migrations table).",
+      "not-a-store",
     );
   const row = db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: unknown };
   const newest = typeof row.v === "number" || typeof row.v === "bigint" ? Number(row.v) : 0;
@@ -388,6 +400,7 @@ function checkSchema(db: Store, path: string): void {
       path,
       `was written by a newer portcullis (schema version ${newest}; this one knows up to ${KNOWN_VERSION}): ` +
         "use that version, or a newer one, with it.",
+      "newer-schema",
     );
 }
 

@@ -10,9 +10,29 @@ export class StoreError extends Error {
   constructor(
     readonly path: string,
     readonly problem: string,
+    /** which of the known causes it is (`cause` in doctor --json): `doctor` gives the one thing to do for each (and says it in --json) */
+    readonly reason: StoreCause,
     /** "read-only": this process may read the store but not write it (a command that only reads may still) */
     readonly kind?: "read-only",
   ) {
     super(`the store ${path} ${problem}`);
   }
 }
+
+/** Why a store cannot be used, as `doctor --json` names it (`cause` of the store's finding). */
+export type StoreCause =
+  | "missing"
+  | "permissions"
+  | "not-a-file"
+  | "locked"
+  | "not-a-database"
+  | "not-a-store"
+  | "damaged"
+  | "newer-schema"
+  | "older-schema"
+  | "read-only"
+  | "disk-full"
+  | "log-deleted"
+  | "files-replaced"
+  | "io-error"
+  | "other";

@@ -120,6 +120,7 @@ export class StoreFileLost extends StoreError {
     super(
       path,
       "was deleted or replaced while this process had the store open: what it wrote since then may be lost with the old file, so it records nothing more and ends, leaving the store to the processes that opened it since (a store's files, the database and its -wal and -shm, must not be removed or replaced while a portcullis process has it open).",
+      "files-replaced",
     );
   }
 }

@@ -140,6 +140,18 @@ describe.skipIf(SKIP)("files this user may not use", () => {
       oneSentence(r);
       expect(r.stderr.replace(/^portcullis( audit)?: /, ""), args.join(" ")).toBe(said);
     }
+    // doctor: the cause, and its one step (not "check what it is and who owns it")
+    const doctor = await runCli(["doctor", "--json"], { stateDir, env: { HOME: stateDir }, ...user.spawn });
+    expect(
+      (JSON.parse(doctor.stdout) as { findings: { cause?: string }[] }).findings.filter((f) => f.cause),
+    ).toEqual([
+      {
+        ok: false,
+        what: said.slice(0, -2),
+        next: `run portcullis as the user ${db} belongs to (ls -l ${db} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`,
+        cause: "permissions",
+      },
+    ]);
     for (const r of restore.splice(0).reverse()) r();
     if (ROOT) spawnSync("chown", ["-R", "0:0", stateDir]);
     await verifiesAfter(stateDir);

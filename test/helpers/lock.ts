@@ -18,6 +18,8 @@ if (Number(process.argv[3]) > 0) setTimeout(done, Number(process.argv[3]));
 `;
 
 export interface HeldLock {
+  /** the holder's process id */
+  pid: number;
   /** commits and closes the holder's connection; resolves once its process has exited */
   release(): Promise<void>;
 }
@@ -48,6 +50,7 @@ export async function holdStoreLock(stateDir: string, forMs = 0): Promise<HeldLo
     child.on("exit", (code) => reject(new Error(`the lock holder exited (${code}) before holding the lock`)));
   });
   return {
+    pid: child.pid!,
     release: async () => {
       child.stdin?.end();
       await exited;
