@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
-import { fileProblem } from "../util/errno.js";
+import { closedDirectory, fileProblem } from "../util/errno.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -137,6 +137,13 @@ function present(dir: string, name: string): boolean {
 function unreachable(dir: string, e: unknown): void {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === "ENOENT" || code === "ENOTDIR") return;
+  // Below a directory this user may not enter, that directory is the one to name: the state
+  // directory's own mode may be fine, and its owner may not be the one to ask.
+  const closed = code === "EACCES" || code === "EPERM" ? closedDirectory(join(dir, KEYRING_FILE)) : null;
+  if (closed && closed.dir !== resolve(dir))
+    throw new StateDirError(
+      `the state directory ${dir} cannot be read: this user may not enter the directory ${closed.dir} on its way (mode ${closed.mode}: no search permission for it) (${code}). Run the command as the user that directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).`,
+    );
   throw new StateDirError(
     `the state directory ${dir} cannot be read: ${fileProblem(code)}. Run the command as the user the directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).`,
   );

@@ -85,10 +85,11 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     // one below a directory this user may not enter
     const inner = join(stateDir, "inner");
     mkdirSync(inner);
+    // (the directory that refuses is named: inner's own mode is not the cause)
     const below = await runCli(["status"], { stateDir: inner, env: { HOME: tempDir() }, ...AS });
     oneSentence(below);
     expect(below.stderr).toBe(
-      `portcullis: the state directory ${inner} cannot be read: ${DENIED}. Run the command as the user the directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`,
+      `portcullis: the state directory ${inner} cannot be read: this user may not enter the directory ${stateDir} on its way (mode ${ROOT ? "700" : "000"}: no search permission for it) (EACCES). Run the command as the user that directory belongs to, or give a state directory of your own (--state-dir or PORTCULLIS_HOME).\n`,
     );
     for (const r of restore.splice(0).reverse()) r();
     await verifiesAfter(stateDir);
