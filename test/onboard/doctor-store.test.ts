@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { newStateDir } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, newStateDir } from "../helpers/state.js";
 
 interface Finding {
   ok: boolean;
@@ -63,7 +63,7 @@ describe("doctor on a store that cannot be used", () => {
   });
 
   it("not a database, another program's database, a newer portcullis's: each its cause and its one step", async () => {
-    const garbage = newStateDir();
+    const garbage = newKeyringOnlyStateDir();
     const garbageDb = join(garbage, "portcullis.db");
     writeFileSync(garbageDb, "not a database\n".repeat(100));
     expect(storeFinding((await doctorOf(garbage)).findings)).toMatchObject({
@@ -72,7 +72,7 @@ describe("doctor on a store that cannot be used", () => {
       next: `restore ${garbageDb} from a backup of the state directory; without one, move it aside and keep it (mv ${garbageDb} ${garbageDb}.damaged): the next command creates a new, empty store and audit log`,
     });
 
-    const other = newStateDir();
+    const other = newKeyringOnlyStateDir();
     const otherDb = join(other, "portcullis.db");
     const notes = new Database(otherDb);
     notes.exec("CREATE TABLE notes (body TEXT)");
@@ -96,7 +96,7 @@ describe("doctor on a store that cannot be used", () => {
   });
 
   it("missing: a link to a store that is gone is a problem; no store beside a keyring is said, not a failure", async () => {
-    const linked = newStateDir();
+    const linked = newKeyringOnlyStateDir();
     const db = join(linked, "portcullis.db");
     const gone = join(tempDir(), "moved-away.db");
     symlinkSync(gone, db);
@@ -109,7 +109,7 @@ describe("doctor on a store that cannot be used", () => {
       cause: "missing",
     });
 
-    const fresh = newStateDir();
+    const fresh = newKeyringOnlyStateDir();
     const none = await doctorOf(fresh);
     expect(none.code).toBe(0);
     expect(storeFinding(none.findings)).toMatchObject({
