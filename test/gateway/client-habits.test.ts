@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { holderSocketPath } from "../../src/vault/holder.js";
 import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, waitFor } from "../helpers/files.js";
@@ -162,58 +162,94 @@ describe("big messages", () => {
     expect(text.length).toBe(size);
     expect(sha256(text)).toBe(sha256(blobText(size)));
 
-    const data = blobText(6 * 1000 * 1000)
-      .split("")
+    // the blob text reversed (another text than the result's), made as the reversed unit repeated:
+    // 6 MB splits into whole units, and reversing it through an array of 6 million one-character
+    // strings cost the test process a second of CPU
+    const data = [...blobText(64)]
       .reverse()
-      .join("");
+      .join("")
+      .repeat((6 * 1000 * 1000) / 64);
     const digest = await gw.request("tools/call", { name: "digest", arguments: { data } }, 60_000);
     expect(textOf(digest)).toBe(`${data.length} ${sha256(data)}`);
   });
 
-  it("answers an over-limit request with an error carrying its own id, wherever the id is", async () => {
-    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
-    await ready(gw);
-    const pad = "x".repeat(100_000);
-    sendCall(gw, "big-first", "digest", { data: pad });
-    const first = await gw.next((m) => m.id === "big-first");
-    expect(first.error?.code).toBe(-32600);
-    expect(first.error?.message).toMatch(/65536|size limit/);
-    expect(errorName(first)).toBe("message_too_large");
-    // the SDKs put the id last, after params; and a number above 2^53 comes back as written
-    gw.send(
-      `{"method":"tools/call","params":{"name":"digest","arguments":{"id":1,"data":"${pad}"}},"jsonrpc":"2.0","id":9007199254740993}\n`,
-    );
-    await gw.next((m) => m.error !== undefined && typeof m.id === "number" && m.id >= 2 ** 53);
-    expect(gw.lines().some((l) => /"id":9007199254740993[,}]/.test(l))).toBe(true);
-    // still serving
-    const ok = await gw.request("tools/call", { name: "digest", arguments: { data: "ok" } });
-    expect(textOf(ok)).toBe(`2 ${sha256("ok")}`);
-  });
+  // The three over-limit cases look at one gateway under --max-message-bytes 65536, started once
+  // instead of three times: each sends under ids of its own and reads only the answers to them
+  // and the stderr written since it began, and each refusal leaves the gateway serving (what the
+  // first case checks last), so no case's outcome depends on what another did to it.
+  describe("under --max-message-bytes 65536 (one gateway for the three cases)", () => {
+    let limited: RawPeer | undefined;
+    /** The shared gateway, handshaken and listed; started by the first case that runs. */
+    async function limitedGateway(): Promise<RawPeer> {
+      if (limited === undefined) {
+        limited = rawGateway({
+          args: [
+            "--label",
+            "habits",
+            "--approval",
+            "none",
+            "--max-message-bytes",
+            "65536",
+            "--",
+            ...fixtureCommand("habits"),
+          ],
+        });
+        await ready(limited);
+      }
+      return limited;
+    }
+    afterAll(async () => {
+      await limited?.close();
+      limited = undefined;
+    });
 
-  it("turns an over-limit response into an error to the client with the request's id", async () => {
-    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
-    await ready(gw);
-    sendCall(gw, 77, "blob", { bytes: 200_000 });
-    const answer = await gw.next((m) => m.id === 77);
-    expect(answer.result).toBeUndefined();
-    expect(errorName(answer)).toBe("message_too_large");
-    expect(gw.stderr()).toMatch(/over the size limit/);
-    const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
-    expect(textOf(ok)).toBe(blobText(10));
-  });
+    it("answers an over-limit request with an error carrying its own id, wherever the id is", async () => {
+      const gw = await limitedGateway();
+      const pad = "x".repeat(100_000);
+      sendCall(gw, "big-first", "digest", { data: pad });
+      const first = await gw.next((m) => m.id === "big-first");
+      expect(first.error?.code).toBe(-32600);
+      expect(first.error?.message).toMatch(/65536|size limit/);
+      expect(errorName(first)).toBe("message_too_large");
+      // the SDKs put the id last, after params; and a number above 2^53 comes back as written
+      gw.send(
+        `{"method":"tools/call","params":{"name":"digest","arguments":{"id":1,"data":"${pad}"}},"jsonrpc":"2.0","id":9007199254740993}\n`,
+      );
+      await gw.next((m) => m.error !== undefined && typeof m.id === "number" && m.id >= 2 ** 53);
+      expect(gw.lines().some((l) => /"id":9007199254740993[,}]/.test(l))).toBe(true);
+      // still serving
+      const ok = await gw.request("tools/call", { name: "digest", arguments: { data: "ok" } });
+      expect(textOf(ok)).toBe(`2 ${sha256("ok")}`);
+    });
 
-  it("answers the server too: its over-limit request, and a client's over-limit answer to it", async () => {
-    const gw = gateway({ args: ["--max-message-bytes", "65536"] });
-    await ready(gw);
-    // the server's roots/list request is over the limit: the server gets an error with its id
-    const shout = await gw.request("tools/call", { name: "ask", arguments: { pad: 100_000 } });
-    expect(textOf(shout)).toBe("error -32600 message_too_large");
-    // the client's answer to a small roots/list is over the limit: the server gets an error
-    sendCall(gw, "asks", "ask", { pad: 0 });
-    const roots = await gw.next((m) => m.method === "roots/list");
-    gw.send({ jsonrpc: "2.0", id: roots.id, result: { roots: [{ uri: `file:///${"r".repeat(100_000)}` }] } });
-    const asked = await gw.next((m) => m.id === "asks");
-    expect(textOf(asked)).toBe("error -32603 message_too_large");
+    it("turns an over-limit response into an error to the client with the request's id", async () => {
+      const gw = await limitedGateway();
+      const from = gw.stderr().length;
+      sendCall(gw, 77, "blob", { bytes: 200_000 });
+      const answer = await gw.next((m) => m.id === 77);
+      expect(answer.result).toBeUndefined();
+      expect(errorName(answer)).toBe("message_too_large");
+      expect(gw.stderr().slice(from)).toMatch(/over the size limit/);
+      const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
+      expect(textOf(ok)).toBe(blobText(10));
+    });
+
+    it("answers the server too: its over-limit request, and a client's over-limit answer to it", async () => {
+      const gw = await limitedGateway();
+      // the server's roots/list request is over the limit: the server gets an error with its id
+      const shout = await gw.request("tools/call", { name: "ask", arguments: { pad: 100_000 } });
+      expect(textOf(shout)).toBe("error -32600 message_too_large");
+      // the client's answer to a small roots/list is over the limit: the server gets an error
+      sendCall(gw, "asks", "ask", { pad: 0 });
+      const roots = await gw.next((m) => m.method === "roots/list");
+      gw.send({
+        jsonrpc: "2.0",
+        id: roots.id,
+        result: { roots: [{ uri: `file:///${"r".repeat(100_000)}` }] },
+      });
+      const asked = await gw.next((m) => m.id === "asks");
+      expect(textOf(asked)).toBe("error -32603 message_too_large");
+    });
   });
 
   it("answers the server with message_too_deep when the client's answer to its request nests deeper than 512 levels", async () => {
