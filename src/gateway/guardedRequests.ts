@@ -13,7 +13,7 @@ import {
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { callOf, idTextOf, newCallName } from "./clientIdText.js";
+import { type CallName, callOf, idTextOf, newCallName } from "./clientIdText.js";
 import type { ClientSession, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
@@ -21,7 +21,14 @@ import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
 import type { ForwardExtra, InFlight, ListenRead } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { listenResourceUris, readFacts, toolWithoutTasks, withoutTaskParam } from "./protocol.js";
+import {
+  listenResourceUris,
+  listenWith,
+  readFacts,
+  SUBSCRIPTION_ID_META,
+  toolWithoutTasks,
+  withoutTaskParam,
+} from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 import { metaProblem, preview } from "./text.js";
 
@@ -509,19 +516,23 @@ export class GuardedRequests {
 
   /**
    * decideListen under a deciding mark kept by the listen's id while it runs (a cancellation of the
-   * client's listen sets it), for the client's own listen (`first`) and for its re-open.
+   * client's listen sets it), for the client's own listen (`first`) and for its re-open. What is
+   * decided is kept in `out` as it is decided (a fault part way leaves the intents written there).
    */
   private async decideListenMarked(
     msg: Request,
     uris: string[],
     first: boolean,
-  ): Promise<ListenDecision & { mark: Deciding }> {
+    out: ListenDecision,
+  ): Promise<Deciding> {
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
+    out.mark = mark;
     this.deciding.set(key, mark);
     this.underWay.add(mark);
     try {
-      return { ...(await this.decideListen(msg, uris, mark, first)), mark };
+      await this.decideListen(msg, uris, mark, first, out);
+      return mark;
     } finally {
       if (this.deciding.get(key) === mark) this.deciding.delete(key);
       this.underWay.delete(mark);
@@ -533,10 +544,11 @@ export class GuardedRequests {
    * client's resources/subscribe of it would be (held while the server's identity is pending; with
    * approval.resources asking for one, a human approves `resources/subscribe URI`, so one grant
    * covers both forms), recorded `request_forwarded` (method subscriptions/listen, the uri's
-   * params) before anything is sent; the listen is forwarded only when every uri is allowed, and
-   * the acknowledgement ends each record. One refused uri refuses the whole listen with its refusal
-   * (the server never sees it; the client may listen again without that uri), and the records of
-   * the uris decided before it are closed `listen_refused`.
+   * params) before anything is sent, and the acknowledgement ends each record. A uri refused is
+   * recorded `authorization_denied` and taken out of the listen before it is sent (the server never
+   * sees it); the rest of the listen (the other uris, toolsListChanged …) is sent, and its
+   * acknowledgement tells the client which uris were refused and why (REFUSED_SUBSCRIPTIONS_META).
+   * Only a listen left asking for nothing is answered, with the refusal of its first uri refused.
    */
   private async handleListen(msg: Request): Promise<void> {
     const badMeta = metaProblem(msg.params);
@@ -546,47 +558,57 @@ export class GuardedRequests {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `subscriptions/listen: ${why}`));
       return;
     }
-    const { mark, reads, last } = await this.decideListenMarked(msg, uris, true);
+    await this.decideClientListen(msg, uris, newListenDecision());
+  }
+
+  private async decideClientListen(msg: Request, uris: string[], d: ListenDecision): Promise<void> {
+    const mark = await this.decideListenMarked(msg, uris, true, d);
     if (mark.cancelled) {
-      this.closeListenReads(reads, "cancelled");
+      this.closeListenReads(d, "cancelled");
       this.p.session.listenClosed(msg.id);
       return;
     }
-    if (this.p.ended() && last?.verdict.action !== "refuse") {
-      this.closeListenReads(reads, "connection_ended");
-      this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+    // (a wait for a human cut short as the client closes its input: as when the gateway ends it)
+    if (this.p.ended() || mark.endedBy !== undefined) {
+      this.closeListenReads(d, "connection_ended");
+      const first = this.recordRefused(d);
+      if (first) this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
+      else this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
       return;
     }
-    if (last?.verdict.action === "hold" || last?.verdict.action === "invalid-arguments") {
-      this.closeListenReads(reads, "redecided");
+    if (d.stopped) {
+      this.closeListenReads(d, "redecided");
       this.holdForCatalog(msg, this.heldCalls);
-      return;
-    }
-    if (last?.verdict.action === "refuse") {
-      const { verdict, uri } = last;
-      this.closeListenReads(reads, "listen_refused");
-      this.recordDenied(msg, `resources/subscribe ${uri}`, { uri }, verdict.reason);
-      this.p.downstream.send(
-        errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data),
-      );
       return;
     }
     // a new epoch since they were recorded (or its code no longer known for sure): decided again
     const gen = this.p.current();
-    if (reads.some((r) => r.epoch !== gen?.epoch) || !this.p.mayForward()) {
-      this.closeListenReads(reads, "redecided");
+    if (d.reads.some((r) => r.epoch !== gen?.epoch) || !this.p.mayForward()) {
+      this.closeListenReads(d, "redecided");
       return this.handleListen(msg);
     }
-    if (listensToTools(msg)) this.p.session.listenOpened(msg.id);
-    if (!this.p.inFlight.forward(msg, { listen: msg, listenReads: reads })) {
-      this.closeListenReads(reads, "server_unavailable");
+    const first = this.recordRefused(d);
+    const out = listenWith(msg, new Set(d.reads.map((r) => r.uri)));
+    if (out === null) {
+      // every uri refused, and nothing else asked for: no subscription is left to open
+      if (first === null) throw new Error("a subscriptions/listen with none of its uris decided");
+      this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
+      return;
+    }
+    if (listensToTools(out)) this.p.session.listenOpened(msg.id);
+    const reads = d.reads;
+    d.reads = [];
+    if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
+      this.closeListenReads({ reads }, "server_unavailable");
       this.p.session.listenClosed(msg.id);
     }
   }
 
   /**
-   * Each of `uris` decided in turn for `msg`'s listen, until one is not forwarded (`last`: that
-   * one's verdict) or the decision is cut short; `reads`: the uris allowed, their intents written.
+   * Each of `uris` decided in turn for `msg`'s listen, into `out`: the uris allowed (`reads`, their
+   * intents written), the uris refused (`refused`, nothing recorded yet: the caller records them
+   * once the listen's outcome is known), until one is held (`stopped`: the whole listen is decided
+   * again later) or the decision is cut short (cancelled, the connection ending).
    * `client`: the client's own listen (its first uri is recorded under the request's call key),
    * else one the gateway re-opens (every record gets a key of its own, no client waits to be told).
    */
@@ -595,9 +617,9 @@ export class GuardedRequests {
     uris: string[],
     mark: Deciding,
     client: boolean,
-  ): Promise<ListenDecision> {
+    out: ListenDecision,
+  ): Promise<void> {
     const { records } = this.p;
-    const reads: ListenRead[] = [];
     const method = "resources/subscribe";
     for (const [i, uri] of uris.entries()) {
       const name = client && i === 0 ? callOf(msg) : newCallName(idTextOf(msg));
@@ -625,18 +647,35 @@ export class GuardedRequests {
               },
             },
       });
-      if (verdict.action !== "forward") return { reads, last: { verdict, uri } };
-      reads.push({ name, uri, epoch: verdict.call.epoch });
-      if (mark.cancelled || this.p.ended()) break;
+      if (verdict.action === "forward") out.reads.push({ name, uri, epoch: verdict.call.epoch });
+      else if (verdict.action === "refuse")
+        out.refused.push({ uri, name, error: verdict.error, reason: verdict.reason });
+      else {
+        out.stopped = verdict;
+        return;
+      }
+      if (mark.cancelled || mark.endedBy !== undefined || this.p.ended()) return;
     }
-    return { reads, last: null };
+  }
+
+  /**
+   * The refusals of a listen's uris, each recorded `authorization_denied` (as the resources/subscribe
+   * of it would be) under the name its decision used; the first refusal, or null when none.
+   */
+  private recordRefused(d: ListenDecision): ErrorObject | null {
+    const at = { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision };
+    for (const r of d.refused)
+      if (r.name) this.p.records.denied(r.name, `resources/subscribe ${r.uri}`, { uri: r.uri }, at, r.reason);
+    return d.refused[0]?.error ?? null;
   }
 
   /** The records of a listen's resource subscriptions that were not sent: each closed, `reason`. */
   private closeListenReads(
-    reads: ListenRead[],
-    reason: "cancelled" | "connection_ended" | "redecided" | "listen_refused" | "server_unavailable",
+    d: { reads: ListenRead[] },
+    reason: "cancelled" | "connection_ended" | "redecided" | "server_unavailable",
   ): void {
+    const reads = d.reads;
+    d.reads = [];
     for (const r of reads)
       this.p.records.callInterrupted(
         r.name,
@@ -653,58 +692,88 @@ export class GuardedRequests {
    * that an earlier process held: each uri decided again against this epoch as `reopen` decides a
    * legacy subscription (no client request waits: no progress, no elicitation; each record a call
    * key of its own), then the listen is forwarded again under the client's id, as a listen without
-   * resource subscriptions is re-opened at once. "open": sent; "refused": the guard refused a uri,
-   * and the client's listen is answered with that refusal (its subscription ended: the client
-   * listens again, through the guard, if it still wants to); "later": not decided for this epoch
-   * (kept by the caller for the next verified catalog).
+   * resource subscriptions is re-opened at once. A uri refused is taken out of it, as from the
+   * client's own listen (reopenNarrowed). "open": sent; "refused": nothing of it was left to open
+   * (every uri refused, nothing else asked for), and the
+   * client's listen is answered with why (its subscription ended: the client listens again,
+   * through the guard, if it still wants to); "later": not decided for this epoch (kept by the
+   * caller for the next verified catalog).
    */
   async reopenListen(msg: Request, epoch: string): Promise<"open" | "refused" | "later"> {
+    return this.decideReopen(msg, epoch, newListenDecision());
+  }
+
+  private async decideReopen(
+    msg: Request,
+    epoch: string,
+    d: ListenDecision,
+  ): Promise<"open" | "refused" | "later"> {
     const uris = listenUris(msg) ?? [];
     if (this.readsAskHuman()) {
-      // As a legacy subscription is not (reopen): the listen is answered as a request whose
-      // process went away, and the client listens again if it still wants to (a human is then
-      // asked, for a request of the agent's).
+      // As a legacy subscription is not (reopen): its uris are not re-opened, and the client
+      // subscribes again if it still wants to (a human is then asked, for a request of the agent's).
       this.p.log.status(
-        `the client's subscriptions/listen ${preview(idTextOf(msg))} was not re-opened on the new server process: approval.resources is "per-call", and no request of the agent's waits for a human to approve it`,
+        `the client's subscriptions/listen ${preview(idTextOf(msg))} was not re-opened on the new server process with its resource subscriptions: approval.resources is "per-call", and no request of the agent's waits for a human to approve them`,
       );
-      this.p.session.listenClosed(msg.id);
       const e = refuse.epochTransition(epoch, this.p.current()?.epoch ?? null);
-      this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
-      return "refused";
+      // not decided, so not recorded (as for a legacy subscription)
+      d.refused = uris.map((uri) => ({ uri, name: null, error: e, reason: "epoch_transition" }));
+      return this.reopenNarrowed(msg, d);
     }
     // the client's listen is still open: a cancellation of it stops the decision (and its id stays in use)
-    const { mark, reads, last } = await this.decideListenMarked(msg, uris, false);
+    const mark = await this.decideListenMarked(msg, uris, false, d);
     if (mark.cancelled) {
-      this.closeListenReads(reads, "cancelled");
+      this.closeListenReads(d, "cancelled");
       this.p.session.listenClosed(msg.id);
       return "refused";
     }
-    const action = last?.verdict.action;
-    if (this.p.ended() || mark.endedBy !== undefined || action === "hold" || action === "invalid-arguments") {
-      this.closeListenReads(reads, this.p.ended() ? "connection_ended" : "redecided");
+    if (this.p.ended() || mark.endedBy !== undefined || d.stopped) {
+      this.closeListenReads(d, this.p.ended() ? "connection_ended" : "redecided");
       return "later";
-    }
-    if (last?.verdict.action === "refuse") {
-      const { verdict, uri } = last;
-      this.closeListenReads(reads, "listen_refused");
-      this.recordDenied(msg, `resources/subscribe ${uri}`, { uri }, verdict.reason);
-      this.p.log.status(
-        `the client's subscriptions/listen ${preview(idTextOf(msg))} was not re-opened on the new server process (its subscription to ${preview(uri)}): ${verdict.error.message}`,
-      );
-      this.p.session.listenClosed(msg.id);
-      this.answer(msg, errorResponse(msg.id, verdict.error.code, verdict.error.message, verdict.error.data));
-      return "refused";
     }
     const gen = this.p.current();
-    if (gen === null || reads.some((r) => r.epoch !== gen.epoch) || !this.p.mayForward()) {
-      this.closeListenReads(reads, "redecided");
+    if (gen === null || d.reads.some((r) => r.epoch !== gen.epoch) || !this.p.mayForward()) {
+      this.closeListenReads(d, "redecided");
       return "later";
     }
-    if (!this.p.inFlight.forward(msg, { listen: msg, listenReads: reads })) {
-      this.closeListenReads(reads, "server_unavailable");
+    this.recordRefused(d);
+    for (const r of d.refused)
+      this.p.log.status(
+        `the client's subscriptions/listen ${preview(idTextOf(msg))} was re-opened on the new server process without its subscription to ${preview(r.uri)}: ${r.error.message}`,
+      );
+    return this.reopenNarrowed(msg, d);
+  }
+
+  /**
+   * The re-open of `msg` sent without the uris `d` refused. Nothing left to listen to: the listen
+   * is answered with the first refusal. Else it is forwarded, its acknowledgement names the uris
+   * refused (as the client's own listen's does), and the client is sent
+   * `notifications/resources/updated` for each on the listen's stream: a client that took the first
+   * acknowledgement as the last (the v2 SDK does) reads the resource again, through the guard,
+   * rather than wait for updates that no longer come.
+   */
+  private reopenNarrowed(msg: Request, d: ListenDecision): "open" | "refused" {
+    const first = d.refused[0]?.error;
+    const out = listenWith(msg, new Set(d.reads.map((r) => r.uri)));
+    if (out === null) {
+      if (first === undefined) throw new Error("a subscriptions/listen with none of its uris decided");
+      this.p.session.listenClosed(msg.id);
+      this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
+      return "refused";
+    }
+    const reads = d.reads;
+    d.reads = [];
+    if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
+      this.closeListenReads({ reads }, "server_unavailable");
       this.p.session.listenClosed(msg.id);
       return "refused";
     }
+    for (const r of d.refused)
+      this.p.downstream.send({
+        jsonrpc: "2.0",
+        method: "notifications/resources/updated",
+        params: { uri: r.uri, _meta: { [SUBSCRIPTION_ID_META]: msg.id } },
+      });
     return "open";
   }
 
@@ -1000,10 +1069,33 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
   return tools;
 }
 
-/** What a listen's decision came to: the uris allowed (their intents written), and the one that was not. */
+/** A uri of a listen the guard refused (`name`: what its denial is recorded under; null: not decided, not recorded). */
+interface RefusedUri {
+  uri: string;
+  name: CallName | null;
+  error: ErrorObject;
+  reason: string;
+}
+
+/** What a listen's decision came to, kept as it is made. */
 interface ListenDecision {
+  /** the uris allowed, their intents written and not yet handed on (sent, or closed) */
   reads: ListenRead[];
-  last: { verdict: Awaited<ReturnType<typeof decide>>; uri: string } | null;
+  /** the uris refused, in order */
+  refused: RefusedUri[];
+  /** the verdict that stopped the decision before every uri was decided (held): decided again later */
+  stopped: Awaited<ReturnType<typeof decide>> | null;
+  /** the decision's mark, once it began (whether the client cancelled the listen) */
+  mark?: Deciding;
+}
+
+function newListenDecision(): ListenDecision {
+  return { reads: [], refused: [], stopped: null };
+}
+
+/** The refused uris of `d` as the acknowledgement tells them (absent when none). */
+function refusedOf(d: ListenDecision): Pick<ForwardExtra, "listenRefused"> {
+  return d.refused.length === 0 ? {} : { listenRefused: d.refused.map(({ uri, error }) => ({ uri, error })) };
 }
 
 /**

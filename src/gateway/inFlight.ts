@@ -37,6 +37,11 @@ export interface ClientPending {
    * the listen is acknowledged (or answered, cancelled, its process gone), then emptied
    */
   listenReads?: ListenRead[];
+  /**
+   * a subscriptions/listen's resource uris the guard refused, taken out of it before it was sent:
+   * its acknowledgement tells the client so (REFUSED_SUBSCRIPTIONS_META)
+   */
+  listenRefused?: { uri: string; error: ErrorObject }[];
   /** a logging/setLevel: its params (without `_meta`), kept by the session once the server accepts them */
   setsLevel?: Record<string, unknown>;
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
@@ -74,7 +79,15 @@ export interface ListenRead {
 /** What a forwarded client request carries besides its message. */
 export type ForwardExtra = Pick<
   ClientPending,
-  "tool" | "call" | "listen" | "scopes" | "intent" | "subscribes" | "listenReads" | "setsLevel"
+  | "tool"
+  | "call"
+  | "listen"
+  | "scopes"
+  | "intent"
+  | "subscribes"
+  | "listenReads"
+  | "listenRefused"
+  | "setsLevel"
 >;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */

@@ -133,6 +133,60 @@ export function listenResourceUris(msg: Request): unknown {
   return uris;
 }
 
+/**
+ * The gateway's own `_meta` key on a 2026-07-28 `notifications/subscriptions/acknowledged`: the
+ * resource uris of the client's subscriptions/listen the guard refused, each with its refusal
+ * (`{uri, error: {code, message, data}}`, the error the client would get for a resources/subscribe
+ * of it). The listen went to the server without them, so the acknowledgement's honoured filter
+ * lacks them too; this says why. A server's own value under the key is never relayed.
+ */
+export const REFUSED_SUBSCRIPTIONS_META = "portcullis/refusedSubscriptions";
+
+/**
+ * `msg`, a subscriptions/listen, as it goes to the server once the guard decided its resource
+ * uris: its `resourceSubscriptions` with only the uris `allowed` (the key left out when none
+ * remain), so that a uri refused, or never decided, cannot reach the server; null when what
+ * remains asks for nothing (no uri, and no other notification type set to true), so that there
+ * is no subscription left to open.
+ */
+export function listenWith(msg: Request, allowed: ReadonlySet<string>): Request | null {
+  const params = (isPlainObject(msg.params) ? msg.params : {}) as Record<string, unknown>;
+  const filter = (isPlainObject(params.notifications) ? params.notifications : {}) as Record<string, unknown>;
+  const { resourceSubscriptions: uris, ...others } = filter;
+  const kept = Array.isArray(uris) ? uris.filter((u) => allowed.has(u as string)) : [];
+  if (kept.length === 0 && !Object.values(others).some((v) => v === true)) return null;
+  const notifications = kept.length > 0 ? { ...others, resourceSubscriptions: kept } : others;
+  return { ...msg, params: { ...params, notifications } };
+}
+
+/**
+ * The params of a server's `notifications/subscriptions/acknowledged` as the client gets them:
+ * whatever the server wrote under REFUSED_SUBSCRIPTIONS_META taken out (those words are the
+ * gateway's), and, when the guard refused uris of the listen (`refused`), those uris taken out of
+ * the honoured `resourceSubscriptions` (the server never got them: one that lists them anyway does
+ * not make them honoured) and named under that key with their refusals.
+ */
+export function acknowledgedParams(
+  params: Record<string, unknown> | undefined,
+  refused: readonly { uri: string; error: unknown }[] | undefined,
+): Record<string, unknown> {
+  const given = isPlainObject(params) ? params : {};
+  const { [REFUSED_SUBSCRIPTIONS_META]: _theirs, ...meta } = isPlainObject(given._meta) ? given._meta : {};
+  if (!refused?.length) return { ...given, _meta: meta };
+  const out: Record<string, unknown> = {
+    ...given,
+    _meta: { ...meta, [REFUSED_SUBSCRIPTIONS_META]: refused },
+  };
+  const honoured = isPlainObject(given.notifications) ? given.notifications : null;
+  if (honoured && Array.isArray(honoured.resourceSubscriptions)) {
+    const gone = new Set(refused.map((r) => r.uri));
+    const kept = honoured.resourceSubscriptions.filter((u) => !gone.has(u as string));
+    const { resourceSubscriptions: _all, ...others } = honoured;
+    out.notifications = kept.length > 0 ? { ...others, resourceSubscriptions: kept } : others;
+  }
+  return out;
+}
+
 /** Whether the gateway decides or records every call of `method` (exactly as written). */
 export function isGuardedMethod(method: string): boolean {
   return GUARDED_METHODS.has(method);

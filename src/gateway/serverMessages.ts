@@ -20,7 +20,7 @@ import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
+import { acknowledgedParams, advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 import { attributedInputRequests, marksOfGateway, passesForGateway } from "./serverWords.js";
 
@@ -311,12 +311,23 @@ export class ServerMessages {
       }
       // the acknowledgement ends the records of the listen's resource subscriptions: each one the
       // server honours is open now
-      if (msg.method === "notifications/subscriptions/acknowledged" && entry.listenReads?.length) {
-        const honoured = (msg.params as { notifications?: { resourceSubscriptions?: unknown } } | undefined)
-          ?.notifications?.resourceSubscriptions;
-        this.p.inFlight.listenAcknowledged(entry, Array.isArray(honoured) ? honoured : []);
+      let params = msg.params;
+      if (msg.method === "notifications/subscriptions/acknowledged") {
+        if (entry.listenReads?.length) {
+          const honoured = (msg.params as { notifications?: { resourceSubscriptions?: unknown } } | undefined)
+            ?.notifications?.resourceSubscriptions;
+          this.p.inFlight.listenAcknowledged(entry, Array.isArray(honoured) ? honoured : []);
+        }
+        // the uris the guard took out of the listen, named with their refusals (the gateway's words)
+        params = acknowledgedParams(msg.params, entry.listenRefused);
       }
-      msg = { ...msg, params: { ...msg.params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: entry.clientId } } };
+      msg = {
+        ...msg,
+        params: {
+          ...params,
+          _meta: { ...(params?._meta as object | undefined), [SUBSCRIPTION_ID_META]: entry.clientId },
+        },
+      };
     }
     if (msg.method === "notifications/cancelled") {
       const relayed = this.p.serverRequests.cancelled(msg, text, gen);

@@ -85,13 +85,25 @@ function updates(gw: RawGateway, uri: string, id: string): WireMessage[] {
   });
 }
 
-function listen(gw: RawGateway, id: string, uris: string[]): void {
+/** A listen for `uris`, and for tool-list changes too unless `tools` is false. */
+function listen(gw: RawGateway, id: string, uris: string[], tools = true): void {
   gw.send({
     jsonrpc: "2.0",
     id,
     method: "subscriptions/listen",
-    params: { notifications: { toolsListChanged: true, resourceSubscriptions: uris }, _meta: META },
+    params: {
+      notifications: { ...(tools ? { toolsListChanged: true } : {}), resourceSubscriptions: uris },
+      _meta: META,
+    },
   });
+}
+
+const REFUSED = "portcullis/refusedSubscriptions";
+
+/** What an acknowledgement says: the filter the server honours, and the uris the gateway refused. */
+function acked(ack: WireMessage): { honoured: Record<string, unknown>; refused: unknown } {
+  const p = ack.params as { notifications: Record<string, unknown>; _meta: Record<string, unknown> };
+  return { honoured: p.notifications, refused: p._meta[REFUSED] };
 }
 
 /** The acknowledgements of the listen `id` the client got so far. */
@@ -146,7 +158,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 90_000);
 
-  it("a uri a human denies refuses the whole listen with that refusal: the server never gets it, and the uri approved before it is closed listen_refused", async () => {
+  it("a uri a human denies is taken out of the listen, which goes on with the rest: the server never gets that uri, and the acknowledgement names it with its refusal; a listen left with nothing is answered with the refusal", async () => {
     const gw = gateway("per-call");
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A, B]);
@@ -156,32 +168,44 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     seen.add(askedA.request);
     await decideByCli(gw.stateDir, "approve", askedA.request);
     const askedB = await nextRequest(gw.stateDir, seen);
+    seen.add(askedB.request);
     expect(askedB.tool).toBe(`resources/subscribe ${B}`);
     await decideByCli(gw.stateDir, "deny", askedB.request);
-    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
-    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "approval_denied" });
-    expect(acks(gw, "listen:0")).toEqual([]);
+    const ack = await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+    const { honoured, refused } = acked(ack);
+    expect(honoured).toEqual({ toolsListChanged: true, resourceSubscriptions: [A] });
+    expect(refused).toMatchObject([{ uri: B, error: { code: -32057, data: { error: "approval_denied" } } }]);
+    // the listen stays open: never answered
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
 
     const events = await auditEvents(gw.stateDir);
     expect(
-      events.find((e) => e.type === "call_interrupted"),
+      events.find((e) => e.type === "authorization_denied"),
       JSON.stringify(events),
     ).toMatchObject({
-      method: "subscriptions/listen",
-      reason: "listen_refused",
-      outcome: "not_forwarded",
-    });
-    expect(events.find((e) => e.type === "authorization_denied")).toMatchObject({
       tool: `resources/subscribe ${B}`,
+      reason: "approval_denied",
     });
-    // the server holds no subscription of the client's: an update of A goes to nobody
+    expect(events.filter((e) => e.type === "request_forwarded")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "call_interrupted")).toEqual([]);
+    // the server holds A for the client's listen, and not B
     expect((await touch(gw, A)).result).toBeDefined();
+    expect(updates(gw, A, "listen:0")).toHaveLength(1);
+    expect((await touch(gw, B)).result).toBeDefined();
     await sleep(200);
-    expect(updates(gw, A, "listen:0")).toEqual([]);
+    expect(updates(gw, B, "listen:0")).toEqual([]);
+
+    // a listen whose only part is refused has nothing left to open: answered with the refusal
+    listen(gw, "listen:1", [B], false);
+    const askedAgain = await nextRequest(gw.stateDir, seen);
+    await decideByCli(gw.stateDir, "deny", askedAgain.request);
+    const answer = await gw.next((m) => m.id === "listen:1", 20_000);
+    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "approval_denied" });
+    expect(acks(gw, "listen:1")).toEqual([]);
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 90_000);
 
-  it('under approval.resources "session", the re-open on a new process is refused (the old epoch\'s grant is stale): the listen is answered with the refusal, never sent to the new process', async () => {
+  it('under approval.resources "session", the re-open on a new process refuses the uri (the old epoch\'s grant is stale): the listen is re-opened without it, its acknowledgement says why, and the client is told the resource changed', async () => {
     const gw = gateway("session");
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
@@ -194,45 +218,72 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     process.kill(first.pid, "SIGKILL");
     await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
     const next = serving(gw);
-    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
-    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "authorization_stale" });
+    const ack = await waitFor(
+      () => acks(gw, "listen:0")[1],
+      20_000,
+      "the re-opened listen's acknowledgement",
+    );
+    const { honoured, refused } = acked(ack);
+    expect(honoured).toEqual({ toolsListChanged: true });
+    expect(refused).toMatchObject([
+      { uri: A, error: { code: -32051, data: { error: "authorization_stale" } } },
+    ]);
+    // told once that A may have changed (its updates stop), by the gateway
+    expect(updates(gw, A, "listen:0")).toHaveLength(1);
     const events = await auditEvents(gw.stateDir);
     expect(
       events.find((e) => e.type === "authorization_denied" && e.epoch === next.epoch),
       JSON.stringify(events),
     ).toMatchObject({ tool: `resources/subscribe ${A}`, reason: "authorization_stale" });
     expect(events.filter((e) => e.type === "request_forwarded").map((e) => e.epoch)).toEqual([first.epoch]);
-    expect(acks(gw, "listen:0")).toHaveLength(1);
+    // the new process holds the listen without A
     expect((await touch(gw, A)).result).toBeDefined();
     await sleep(200);
-    expect(updates(gw, A, "listen:0")).toEqual([]);
-    expect(gw.stderr()).toMatch(/subscriptions\/listen .* was not re-opened on the new server process/);
+    expect(updates(gw, A, "listen:0")).toHaveLength(1);
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+    expect(gw.stderr()).toMatch(
+      /subscriptions\/listen .* was re-opened on the new server process without its subscription to/,
+    );
   }, 90_000);
 
-  it('under approval.resources "per-call" no human is asked to re-open it on a new process: the listen is answered epoch_transition, and the client listens again (asking a human then)', async () => {
+  it('under approval.resources "per-call" no human is asked to re-open its uris on a new process: a listen with nothing else is answered epoch_transition, one that also listens to tools goes on without them', async () => {
     const gw = gateway("per-call");
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
-    const asked = await nextRequest(gw.stateDir);
+    const seen = new Set<string>();
+    const asked = await nextRequest(gw.stateDir, seen);
+    seen.add(asked.request);
     await decideByCli(gw.stateDir, "approve", asked.request);
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+    listen(gw, "listen:1", [A], false);
+    const again = await nextRequest(gw.stateDir, seen);
+    await decideByCli(gw.stateDir, "approve", again.request);
+    await waitFor(() => acks(gw, "listen:1")[0], 20_000, "the second acknowledgement");
 
     const first = serving(gw);
     process.kill(first.pid, "SIGKILL");
     await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
-    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
+    const answer = await gw.next((m) => m.id === "listen:1", 20_000);
     expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({
       error: "epoch_transition",
       requestEpoch: first.epoch,
       currentEpoch: serving(gw).epoch,
     });
+    const ack = await waitFor(
+      () => acks(gw, "listen:0")[1],
+      20_000,
+      "the re-opened listen's acknowledgement",
+    );
+    expect(acked(ack).honoured).toEqual({ toolsListChanged: true });
+    expect(acked(ack).refused).toMatchObject([{ uri: A, error: { data: { error: "epoch_transition" } } }]);
     expect(await pending(gw.stateDir)).toEqual([]);
     const events = await auditEvents(gw.stateDir);
-    expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(1);
-    expect(events.filter((e) => e.type === "request_forwarded")).toHaveLength(1);
-    expect(acks(gw, "listen:0")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(2);
+    expect(events.filter((e) => e.type === "request_forwarded")).toHaveLength(2);
+    expect(acks(gw, "listen:1")).toHaveLength(1);
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
     expect(gw.stderr()).toMatch(
-      /was not re-opened on the new server process: approval.resources is "per-call"/,
+      /was not re-opened on the new server process with its resource subscriptions: approval.resources is "per-call"/,
     );
   }, 90_000);
 
