@@ -121,7 +121,7 @@ export interface ActivityEntry {
   outcome: string;
   /**
    * why a call_interrupted closed it (epoch_transition, gateway_gone, cancelled, redecided,
-   * server_unavailable, connection_ended, listen_refused)
+   * server_unavailable, connection_ended, listen_refused, gateway_error)
    */
   interruption: string | null;
   argumentsDigest: string | null;
@@ -450,7 +450,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
                 ? "superseded"
                 : e.reason === "server_unavailable" || e.reason === "listen_refused"
                   ? "refused"
-                  : e.reason === "connection_ended"
+                  : e.reason === "connection_ended" || e.reason === "gateway_error"
                     ? "not-run"
                     : "cancelled";
         // A read recorded, then not sent because no server process was alive to take it: the

@@ -521,6 +521,7 @@ export class Gateway {
           // a new epoch's catalog came while this one was being decided (it skipped what was under way)
           if (this.gen !== gen) this.reopenSubscriptions();
         },
+        // (reopenListen answers the client's listen on a fault of its own: this is only past that)
         (e: unknown) =>
           this.o.log.warn(
             `could not re-open the client's subscriptions/listen: ${String((e as Error)?.message ?? e)}`,

@@ -558,7 +558,14 @@ export class GuardedRequests {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `subscriptions/listen: ${why}`));
       return;
     }
-    await this.decideClientListen(msg, uris, newListenDecision());
+    const decision = newListenDecision();
+    try {
+      await this.decideClientListen(msg, uris, decision);
+    } catch (e) {
+      // (answered by `handled`, which logs the fault: the records it leaves open are closed here)
+      this.listenFaulted(msg, decision);
+      throw e;
+    }
   }
 
   private async decideClientListen(msg: Request, uris: string[], d: ListenDecision): Promise<void> {
@@ -672,7 +679,7 @@ export class GuardedRequests {
   /** The records of a listen's resource subscriptions that were not sent: each closed, `reason`. */
   private closeListenReads(
     d: { reads: ListenRead[] },
-    reason: "cancelled" | "connection_ended" | "redecided" | "server_unavailable",
+    reason: "cancelled" | "connection_ended" | "redecided" | "server_unavailable" | "gateway_error",
   ): void {
     const reads = d.reads;
     d.reads = [];
@@ -688,19 +695,48 @@ export class GuardedRequests {
   }
 
   /**
+   * A fault (a bug, or the store failing under the decision) while a listen was decided: the
+   * records it wrote are closed `gateway_error` (nothing was sent), and the listen is no longer
+   * open for the gateway's own list_changed. The caller answers the client.
+   */
+  private listenFaulted(msg: Request, d: ListenDecision): void {
+    this.closeListenReads(d, "gateway_error");
+    this.p.session.listenClosed(msg.id);
+  }
+
+  /**
    * Re-opens on the current process a client's subscriptions/listen with resource subscriptions
    * that an earlier process held: each uri decided again against this epoch as `reopen` decides a
    * legacy subscription (no client request waits: no progress, no elicitation; each record a call
    * key of its own), then the listen is forwarded again under the client's id, as a listen without
    * resource subscriptions is re-opened at once. A uri refused is taken out of it, as from the
    * client's own listen (reopenNarrowed). "open": sent; "refused": nothing of it was left to open
-   * (every uri refused, nothing else asked for), and the
+   * (every uri refused, nothing else asked for), or the gateway failed while re-opening it, and the
    * client's listen is answered with why (its subscription ended: the client listens again,
    * through the guard, if it still wants to); "later": not decided for this epoch (kept by the
-   * caller for the next verified catalog).
+   * caller for the next verified catalog). Every path that ends the listen answers it.
    */
   async reopenListen(msg: Request, epoch: string): Promise<"open" | "refused" | "later"> {
-    return this.decideReopen(msg, epoch, newListenDecision());
+    const d = newListenDecision();
+    try {
+      return await this.decideReopen(msg, epoch, d);
+    } catch (e) {
+      this.listenFaulted(msg, d);
+      this.p.log.warn(
+        `could not re-open the client's subscriptions/listen ${preview(idTextOf(msg))} on the new server process: ${String((e as Error)?.message ?? e)}; it is answered with an internal error`,
+      );
+      // a listen the client cancelled meanwhile gets no answer
+      if (d.mark?.cancelled) return "refused";
+      this.answer(
+        msg,
+        errorResponse(
+          msg.id,
+          INTERNAL_ERROR,
+          "The gateway failed while re-opening this subscriptions/listen on a new server process, so the subscription is over (nothing of it was sent); see the gateway's log, and listen again to subscribe.",
+        ),
+      );
+      return "refused";
+    }
   }
 
   private async decideReopen(

@@ -153,7 +153,8 @@ export class GatewayRecords {
    * that went away (answered epoch_transition, never retried: outcome unknown), cancelled by the
    * client once sent (outcome unknown), or never sent at all because the client cancelled it, its
    * decision was made again, no process was there to take it, or the gateway ended the connection
-   * while it was decided (`connection_ended`) (outcome not_forwarded); or sent
+   * while it was decided (`connection_ended`), or a fault of the gateway's own stopped a listen's
+   * decision (`gateway_error`) (outcome not_forwarded); or sent
    * to a server reached by URL that answered it for a session it no longer knows (outcome
    * not_run: the server said it did not run it).
    */
@@ -167,7 +168,8 @@ export class GatewayRecords {
       | "redecided"
       | "server_unavailable"
       | "connection_ended"
-      | "listen_refused" = "epoch_transition",
+      | "listen_refused"
+      | "gateway_error" = "epoch_transition",
     outcome: "unknown" | "not_forwarded" | "not_run" = "unknown",
     method?: string,
   ): void {

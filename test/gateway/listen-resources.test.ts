@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { holdStoreLock } from "../helpers/lock.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -30,7 +31,7 @@ const A = "test://a";
 const B = "test://b";
 
 /** A gateway in front of modern.mjs serving resources A and B, with `approval` for resources. */
-function gateway(resources: "none" | "session" | "per-call"): RawGateway {
+function gateway(resources: "none" | "session" | "per-call", env: Record<string, string> = {}): RawGateway {
   const dir = tempDir();
   writeFileSync(
     join(dir, "portcullis.json"),
@@ -45,7 +46,7 @@ function gateway(resources: "none" | "session" | "per-call"): RawGateway {
       },
     }),
   );
-  const gw = rawGateway({ args: ["modern"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20" } });
+  const gw = rawGateway({ args: ["modern"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20", ...env } });
   cleanup.push(
     () => gw.close(),
     () => removeDir(dir),
@@ -320,4 +321,32 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const events = await auditEvents(gw.stateDir);
     expect(events.filter((e) => e.type === "request_forwarded")).toEqual([]);
   }, 90_000);
+  it("a fault while its re-open is decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id", async () => {
+    // Under "session", a uri approved for one call only (--for call) leaves no grant behind: the
+    // re-open finds none stale and asks a human, whose request cannot be stored while another
+    // process keeps the store locked; after the store's patience (30 s) that throws. Before, the
+    // listen was then never answered (a warning on stderr only), its id held for ever.
+    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100" });
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A], false);
+    const asked = await nextRequest(gw.stateDir);
+    await decideByCli(gw.stateDir, "approve", asked.request, "--for", "call");
+    await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+
+    const lock = await holdStoreLock(gw.stateDir);
+    cleanup.push(() => lock.release());
+    const first = serving(gw);
+    process.kill(first.pid, "SIGKILL");
+    const answer = await gw.next((m) => m.id === "listen:0", 60_000);
+    await lock.release();
+    expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: -32603 });
+    expect(answer.error?.message).toMatch(/failed while re-opening this subscriptions\/listen/);
+    expect(gw.stderr()).toMatch(
+      /could not re-open the client's subscriptions\/listen "\\"listen:0\\"" on the new server process: .*locked/,
+    );
+    // its id is free again: a new listen under it is taken (and, the store free, decided)
+    listen(gw, "listen:0", [B], false);
+    const next = await nextRequest(gw.stateDir, new Set([asked.request]));
+    expect(next.tool).toBe(`resources/subscribe ${B}`);
+  }, 120_000);
 });
