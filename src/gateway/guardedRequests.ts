@@ -630,7 +630,7 @@ export class GuardedRequests {
     const method = "resources/subscribe";
     for (const [i, uri] of uris.entries()) {
       const name = client && i === 0 ? callOf(msg) : newCallName(idTextOf(msg));
-      const read: ReadFacts = { method, target: uri, params: { uri } };
+      const read: ReadFacts = { method, target: uri, params: { uri }, via: "subscriptions/listen" };
       const verdict = await this.p.decide({
         server: () => this.p.view(),
         facts: { tool: method, args: { uri }, seen: null },

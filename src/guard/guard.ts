@@ -134,16 +134,34 @@ export interface ReadFacts {
   target: string;
   /** the request's params, shown (redacted) in the review */
   params: Record<string, unknown>;
+  /**
+   * the request the client sent, when it asks for this read under another method: a 2026-07-28
+   * subscriptions/listen, whose resource uris are each approved as `resources/subscribe URI`.
+   * Shown to the human; the name and fingerprint stay `method`'s, so that one grant covers both.
+   */
+  via?: string;
 }
 
 /** The pseudo-tool call a read is approved as. */
 export function readCall(read: ReadFacts, epoch: string, revision: number): ApprovedCall {
   const name = `${read.method} ${read.target}`;
+  // Asked under another method (a modern listen's uri): what the human sees says what was sent,
+  // and why it carries this name (the grant's scope, shared by both eras' subscriptions of it).
+  const asked =
+    read.via === undefined
+      ? {
+          description: `Not a tool: the MCP request ${read.method} for ${read.target}, which reads the server's data.`,
+        }
+      : {
+          title: `asked as ${read.via} for ${read.target}`,
+          description: `Not a tool: the MCP request ${read.via} (2026-07-28), asking for updates of ${read.target} (its notifications.resourceSubscriptions). Approved under the name ${name}, as the earlier eras' ${read.method} of it is, so that one approval covers the subscription in either form.`,
+          via: read.via,
+        };
   return {
     tool: name,
     definition: {
       name,
-      description: `Not a tool: the MCP request ${read.method} for ${read.target}, which reads the server's data.`,
+      ...asked,
       method: read.method,
       target: read.target,
     },

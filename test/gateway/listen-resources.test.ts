@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
-import type { WireMessage } from "../helpers/gateway.js";
+import { runCli, type WireMessage } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -166,6 +166,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const seen = new Set<string>();
     const askedA = await nextRequest(gw.stateDir, seen);
     expect(askedA.tool).toBe(`resources/subscribe ${A}`);
+    // the human is shown what the client sent, under the name its grant carries
+    const shown = await runCli(["approvals", "--state-dir", gw.stateDir]);
+    expect(shown.stdout).toContain(`tool       "resources/subscribe ${A}" on modern`);
+    expect(shown.stdout).toContain(
+      `Not a tool: the MCP request subscriptions/listen (2026-07-28), asking for updates of ${A}`,
+    );
     seen.add(askedA.request);
     await decideByCli(gw.stateDir, "approve", askedA.request);
     const askedB = await nextRequest(gw.stateDir, seen);
@@ -214,6 +220,15 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(asked.tool).toBe(`resources/subscribe ${A}`);
     await decideByCli(gw.stateDir, "approve", asked.request);
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+    // the grant a listen's uri got covers a resources/subscribe of it: one approval for both forms
+    const subscribed = await request(gw, "resources/subscribe", { uri: A });
+    expect(subscribed.error?.data, JSON.stringify(subscribed)).not.toMatchObject({
+      error: "authorization_required",
+    });
+    expect(await pending(gw.stateDir)).toEqual([]);
+    const granted = (await auditEvents(gw.stateDir)).filter((e) => e.type === "request_forwarded");
+    expect(granted.map((e) => e.method)).toEqual(["subscriptions/listen", "resources/subscribe"]);
+    expect(granted[1]!.grant).toBe(granted[0]!.grant);
 
     const first = serving(gw);
     process.kill(first.pid, "SIGKILL");
@@ -236,7 +251,11 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
       events.find((e) => e.type === "authorization_denied" && e.epoch === next.epoch),
       JSON.stringify(events),
     ).toMatchObject({ tool: `resources/subscribe ${A}`, reason: "authorization_stale" });
-    expect(events.filter((e) => e.type === "request_forwarded").map((e) => e.epoch)).toEqual([first.epoch]);
+    expect(
+      events
+        .filter((e) => e.type === "request_forwarded" && e.method === "subscriptions/listen")
+        .map((e) => e.epoch),
+    ).toEqual([first.epoch]);
     // the new process holds the listen without A
     expect((await touch(gw, A)).result).toBeDefined();
     await sleep(200);
