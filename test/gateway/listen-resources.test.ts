@@ -5,7 +5,7 @@
 // human was to approve) was subscribed to unasked and unrecorded, on every process. Real gateway,
 // raw client, the v2-SDK fixture modern.mjs with FIXTURE_RESOURCES (its `touch` tool sends
 // notifications/resources/updated to each listen that names the uri).
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
@@ -368,4 +368,61 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const next = await nextRequest(gw.stateDir, new Set([asked.request]));
     expect(next.tool).toBe(`resources/subscribe ${B}`);
   }, 120_000);
+  it("the acknowledgement's refusals are the gateway's words: a server that claims a refused uri honoured, or writes refusals of its own, is corrected; the listen it got never named the refused uri", async () => {
+    const dir = tempDir();
+    const methods = join(dir, "methods.jsonl");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          lenient: {
+            command: NODE,
+            args: [FIXTURES.lenient],
+            env: {
+              FIXTURE_METHOD_LOG: methods,
+              FIXTURE_LISTEN_OPEN: "1",
+              FIXTURE_LISTEN_FORGE: "test://forged",
+            },
+            approval: { default: "none", resources: "per-call" },
+          },
+        },
+      }),
+    );
+    const gw = rawGateway({ args: ["lenient"], cwd: dir });
+    cleanup.push(
+      () => gw.close(),
+      () => removeDir(dir),
+    );
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A, B]);
+    const seen = new Set<string>();
+    await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
+    await decideByCli(gw.stateDir, "deny", (await nextRequest(gw.stateDir, seen)).request);
+    const ack = await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+    const { honoured, refused } = acked(ack);
+    // B taken out of what the server claims it honours; its forged refusal replaced by the gateway's
+    expect(honoured).toEqual({ toolsListChanged: true, resourceSubscriptions: [A, "test://forged"] });
+    expect(refused).toEqual([{ uri: B, error: expect.objectContaining({ code: -32057 }) }]);
+    const got = readFileSync(methods, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { method: string; params: { notifications?: unknown } })
+      .filter((m) => m.method === "subscriptions/listen");
+    // (the gateway's own listen is among them: it asks for tool-list changes only)
+    expect(got.map((m) => m.params.notifications)).toContainEqual({
+      toolsListChanged: true,
+      resourceSubscriptions: [A],
+    });
+    expect(JSON.stringify(got)).not.toContain(B);
+
+    // a listen with nothing refused: the server's own value under the key is not relayed
+    gw.send({
+      jsonrpc: "2.0",
+      id: "listen:1",
+      method: "subscriptions/listen",
+      params: { notifications: { toolsListChanged: true }, _meta: META },
+    });
+    const plain = await waitFor(() => acks(gw, "listen:1")[0], 20_000, "the second acknowledgement");
+    expect(acked(plain).refused).toBeUndefined();
+  }, 90_000);
 });
