@@ -5,7 +5,7 @@
 // human was to approve) was subscribed to unasked and unrecorded, on every process. Real gateway,
 // raw client, the v2-SDK fixture modern.mjs with FIXTURE_RESOURCES (its `touch` tool sends
 // notifications/resources/updated to each listen that names the uri).
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
@@ -52,6 +52,41 @@ function gateway(resources: "none" | "session" | "per-call", env: Record<string,
     () => removeDir(dir),
   );
   return gw;
+}
+
+/** A gateway in front of lenient.mjs (every method it gets logged), listens kept open, resources per-call. */
+function lenientGateway(env: Record<string, string> = {}): { gw: RawGateway; methods: string } {
+  const dir = tempDir();
+  const methods = join(dir, "methods.jsonl");
+  writeFileSync(
+    join(dir, "portcullis.json"),
+    JSON.stringify({
+      servers: {
+        lenient: {
+          command: NODE,
+          args: [FIXTURES.lenient],
+          env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1", ...env },
+          approval: { default: "none", resources: "per-call" },
+        },
+      },
+    }),
+  );
+  const gw = rawGateway({ args: ["lenient"], cwd: dir });
+  cleanup.push(
+    () => gw.close(),
+    () => removeDir(dir),
+  );
+  return { gw, methods };
+}
+
+/** The subscriptions/listen requests lenient.mjs got (the gateway's own among them). */
+function listensAt(methods: string): { method: string; params: { notifications?: unknown } }[] {
+  if (!existsSync(methods)) return [];
+  return readFileSync(methods, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { method: string; params: { notifications?: unknown } })
+    .filter((m) => m.method === "subscriptions/listen");
 }
 
 /** The pid and epoch of the server process the gateway serves now (its latest status line). */
@@ -369,30 +404,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(next.tool).toBe(`resources/subscribe ${B}`);
   }, 120_000);
   it("the acknowledgement's refusals are the gateway's words: a server that claims a refused uri honoured, or writes refusals of its own, is corrected; the listen it got never named the refused uri", async () => {
-    const dir = tempDir();
-    const methods = join(dir, "methods.jsonl");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          lenient: {
-            command: NODE,
-            args: [FIXTURES.lenient],
-            env: {
-              FIXTURE_METHOD_LOG: methods,
-              FIXTURE_LISTEN_OPEN: "1",
-              FIXTURE_LISTEN_FORGE: "test://forged",
-            },
-            approval: { default: "none", resources: "per-call" },
-          },
-        },
-      }),
-    );
-    const gw = rawGateway({ args: ["lenient"], cwd: dir });
-    cleanup.push(
-      () => gw.close(),
-      () => removeDir(dir),
-    );
+    const { gw, methods } = lenientGateway({ FIXTURE_LISTEN_FORGE: "test://forged" });
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A, B]);
     const seen = new Set<string>();
@@ -403,11 +415,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     // B taken out of what the server claims it honours; its forged refusal replaced by the gateway's
     expect(honoured).toEqual({ toolsListChanged: true, resourceSubscriptions: [A, "test://forged"] });
     expect(refused).toEqual([{ uri: B, error: expect.objectContaining({ code: -32057 }) }]);
-    const got = readFileSync(methods, "utf8")
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { method: string; params: { notifications?: unknown } })
-      .filter((m) => m.method === "subscriptions/listen");
+    const got = listensAt(methods);
     // (the gateway's own listen is among them: it asks for tool-list changes only)
     expect(got.map((m) => m.params.notifications)).toContainEqual({
       toolsListChanged: true,
@@ -424,5 +432,31 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     });
     const plain = await waitFor(() => acks(gw, "listen:1")[0], 20_000, "the second acknowledgement");
     expect(acked(plain).refused).toBeUndefined();
+  }, 90_000);
+  it("the client closes its input while a human decides one of its uris: nothing of the listen is sent, neither the uri allowed nor the one never decided", async () => {
+    const { gw, methods } = lenientGateway();
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A, B, "test://c"]);
+    const seen = new Set<string>();
+    await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
+    await nextRequest(gw.stateDir, seen); // B waits for a human
+    gw.closeStdin();
+    const answer = await gw.next((m) => m.id === "listen:0", 20_000);
+    expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "authorization_required" });
+    await waitFor(
+      async () => (await auditEvents(gw.stateDir)).some((e) => e.type === "call_interrupted"),
+      20_000,
+      "A's record closed",
+    );
+    const events = await auditEvents(gw.stateDir);
+    expect(events.find((e) => e.type === "call_interrupted")).toMatchObject({
+      method: "subscriptions/listen",
+      reason: "connection_ended",
+      outcome: "not_forwarded",
+    });
+    // the only listen the server got is the gateway's own (tool-list changes)
+    expect(listensAt(methods).map((m) => m.params.notifications)).toEqual(
+      listensAt(methods).map(() => ({ toolsListChanged: true })),
+    );
   }, 90_000);
 });
