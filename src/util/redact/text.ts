@@ -20,7 +20,15 @@ import { redactTokenUsers, redactUserPasswords } from "./urlUsers.js";
 // keep one backtracking entry per repetition of such a quantifier (`[A-Za-z0-9]{16,}`, a group
 // under `*`), in a stack of at most 64 MiB, and throw RangeError ("Maximum call stack size
 // exceeded") past it: `sk-` followed by 8 MiB of letters threw, and so did every other long-run
-// pattern, compiled or interpreted. A call argument is up to the message size limit (64 MiB), and
+// pattern, compiled or interpreted. The one exception is `*` over a single character class (or
+// a group of fixed length without captures): V8 runs it as a loop that keeps one entry, however
+// it compiled the pattern. Not `+`: V8 rewrites `[^\s]+` as `[^\s][^\s]*` only when it compiles
+// the pattern optimized, and it stops optimizing in a process that has compiled more than 1 MB
+// of regular expressions and holds 16 MB of machine code (TooMuchRegExpCode: a test worker that
+// has run many files, any long-lived process), or for a pattern over 20 KB; then
+// `password=` and 8 MiB of letters threw, where it passed in a fresh process. So a run is
+// written `[…][…]*` (NAMED_VALUE), never `[…]+` (test/util/redact-unoptimized.test.ts runs the
+// large shapes in a node started with --no-regexp-optimization). A call argument is up to the message size limit (64 MiB), and
 // every string of one is redacted for the audit with `audit.arguments: "clear"`: the intent could
 // not be written and the call was refused audit_unavailable. So each pattern matches a bounded
 // head (`sk-` and 16 characters), and the run after it is read by a loop (`extendRun`). Should a
@@ -365,10 +373,11 @@ const EVENT_ENDINGS = [
  * Whether `name` says what happened to a credential (NAMED_VALUE's exception): words of
  * `[a-z0-9]`, any case, joined by single `_`, the last one of EVENT_ENDINGS, as
  * `^[a-z0-9]+(?:_[a-z0-9]+)*_(?:denied|…)$` (case-insensitive) reads it. Not that regex: it kept
- * an entry per word, and threw on a name of millions of `a_` (see VALUE_PATTERNS).
+ * an entry per word, and threw on a name of millions of `a_` (see VALUE_PATTERNS); nor
+ * `/^[a-z0-9_]+$/i` for its characters, which did too once V8 compiled it unoptimized.
  */
 function isEventType(name: string): boolean {
-  if (!/^[a-z0-9_]+$/i.test(name)) return false;
+  for (let i = 0; i < name.length; i++) if (!isWordChar(name.charCodeAt(i))) return false;
   const lower = name.toLowerCase();
   return EVENT_ENDINGS.some((ending) => {
     if (!lower.endsWith(`_${ending}`)) return false;
@@ -379,9 +388,10 @@ function isEventType(name: string): boolean {
 
 // (nameStart never starts it on a name that is an event type, so the regex does not look for one;
 // a list of more than 8 JSON Schema types is not taken for one, so that no quantified group runs
-// over the value: see VALUE_PATTERNS)
+// over the value; the value is `[…][…]*`, not `[…]+`, which unoptimized keeps an entry per
+// character: see VALUE_PATTERNS)
 const NAMED_VALUE =
-  /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)(?!\[redacted\])(?!(?:Bearer|Basic|Digest|Token)\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null)){0,7}|any value)(?![^\s"'&,;}]))[^\s"'&,;}]+/iy;
+  /\b([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[-_]?key|apikey|private[-_]?key|access[-_]?key|credential|authorization)[A-Za-z0-9_.-]*)(["']?\s*[=:]\s*["']?)(?!\[redacted\])(?!(?:Bearer|Basic|Digest|Token)\s)(?![{[])(?!(?:(?:string|number|integer|boolean|object|array|null)(?:\|(?:string|number|integer|boolean|object|array|null)){0,7}|any value)(?![^\s"'&,;}]))[^\s"'&,;}][^\s"'&,;}]*/iy;
 
 /**
  * A string with every credential-shaped part replaced by REDACTED. Should a pattern fail to run

@@ -1,0 +1,88 @@
+// The redactor over runs of millions of characters, in a node whose regular expressions V8
+// compiles unoptimized. V8 does that by itself for a pattern over 20 KB, and in a process that
+// has compiled more than 1 MB of regular expressions and holds 16 MB of machine code
+// (TooMuchRegExpCode in its regexp.cc): a test worker that has run many files (vitest
+// `isolate: false`), any long-lived process. Unoptimized, `[^\s]+` is a loop that keeps a
+// backtracking entry per character (the optimized compile rewrites it `[^\s][^\s]*`, whose loop
+// keeps one), and throws RangeError past 64 MiB of them. In a whole-suite run the four cases
+// that fail here without the fix (`password=` and 8 MiB of letters, a long name before `=`, a
+// value of schema type words, a long event-type name) came out `[redacted]` whole, the rule
+// having thrown, and passed alone. `--no-regexp-optimization` puts every process in that case;
+// `--regexp-interpret-all` adds the bytecode interpreter's own stack. Each result must be what
+// test/util/redact-large.test.ts expects in a fresh process.
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const REDACT = pathToFileURL(resolve("dist/util/redact.js")).href;
+
+/** Cases: name → [what the redactor gave, what it should give]. Run in the child. */
+const CASES = `
+const MiB = 1024 * 1024;
+const run = (n, c = "a") => c.repeat(n);
+const R = "[redacted]";
+const text = (secret, shown) => () => [redactText("before " + secret + " after"), "before " + shown + " after"];
+const cases = {
+  "a PEM private key": text("-----BEGIN RSA PRIVATE KEY-----" + run(8 * MiB, "A") + "-----END RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----" + R + "-----END RSA PRIVATE KEY-----"),
+  "a bearer token": text("Bearer " + run(8 * MiB), "Bearer " + R),
+  "a bearer token in a header": text("Authorization: Bearer " + run(8 * MiB), "Authorization: Bearer " + R),
+  "a JWT": text("eyJ" + run(4 * MiB) + "." + run(4 * MiB) + "." + run(1000), R),
+  "a GitHub token": text("ghp_" + run(8 * MiB), R),
+  "a Slack token": text("xoxb-" + run(8 * MiB), R),
+  "an sk- key": text("sk-live-" + run(8 * MiB), R),
+  "an npm token": text("npm_" + run(8 * MiB), R),
+  "a Google key": text("AIza" + run(8 * MiB), R),
+  "a name=value pair": text("password=" + run(8 * MiB), "password=" + R),
+  "a name: value pair, quoted": text("'token': '" + run(8 * MiB) + "'", "'token': '" + R + "'"),
+  "a long name before =": text("password" + run(4 * MiB, "a_") + "=hunter2hunter2", "password" + run(4 * MiB, "a_") + "=" + R),
+  "a value of schema type words": text("password=" + run(8 * MiB, "string|") + "x", "password=" + R),
+  "a long name that says what happened to a credential": () => {
+    const t = run(4 * MiB, "a_") + "token_denied: the vault is locked";
+    return [redactText(t), t];
+  },
+  "a long JWT header alone": () => {
+    const t = "eyJ" + run(8 * MiB) + " then";
+    return [redactText(t), t];
+  },
+};
+`;
+
+/** Each case's outcome in a node started with `flags`: "ok", or what went wrong. */
+function runChild(flags: string[]): Promise<Record<string, string>> {
+  const script = `
+const { redactText } = await import(${JSON.stringify(REDACT)});
+${CASES}
+const out = {};
+for (const [name, f] of Object.entries(cases)) {
+  try {
+    const [got, want] = f();
+    out[name] = got === want ? "ok" : "gave " + JSON.stringify(String(got).slice(0, 60)) + " (" + String(got).length + " chars)";
+  } catch (e) {
+    out[name] = "threw " + String(e);
+  }
+}
+console.log(JSON.stringify(out));
+`;
+  return new Promise((done, fail) => {
+    execFile(
+      process.execPath,
+      [...flags, "--input-type=module", "-e", script],
+      { maxBuffer: 1024 * 1024 },
+      (err, stdout, stderr) =>
+        err ? fail(new Error(`${err.message}\n${stderr}`)) : done(JSON.parse(stdout)),
+    );
+  });
+}
+
+describe("the redactor over millions of characters, whatever V8 made of its regular expressions", () => {
+  it.each([[["--no-regexp-optimization"]], [["--no-regexp-optimization", "--regexp-interpret-all"]]])(
+    "node %j: each shape redacted as in a fresh process",
+    async (flags) => {
+      const got = await runChild(flags);
+      expect(Object.keys(got).length).toBeGreaterThan(0);
+      expect(got).toEqual(Object.fromEntries(Object.keys(got).map((name) => [name, "ok"])));
+    },
+    240_000,
+  );
+});
