@@ -45,6 +45,16 @@ const cases = {
     const t = "eyJ" + run(8 * MiB) + " then";
     return [redactText(t), t];
   },
+  // URLs (urlQueries.ts, urlUsers.ts)
+  "a long URL": text("https://h/" + run(8 * MiB), "https://h/" + run(8 * MiB)),
+  "a long query value": text("https://h/?q=" + run(8 * MiB), "https://h/?q=" + run(8 * MiB)),
+  "a long query name": text("https://h/?" + run(8 * MiB) + "=1", "https://h/?" + run(8 * MiB) + "=" + R),
+  "a long token in a query": text("https://h/?token=" + run(8 * MiB), "https://h/?token=" + R),
+  "a long run of escapes in a query": text("https://h/?q=" + run(2 * MiB, "%41"), "https://h/?q=" + run(2 * MiB, "%41")),
+  "a long run of escapes in a path": text("https://h/" + run(2 * MiB, "%41"), "https://h/" + run(2 * MiB, "%41")),
+  "a long token as a URL's user": text("https://" + run(4 * MiB, "a1") + "@h/", "https://" + R + "@h/"),
+  "a long hex token as a URL's user": text("https://" + run(2 * MiB, "ab12") + "@h/", "https://" + R + "@h/"),
+  "a long password in a URL": text("https://u:" + run(8 * MiB) + "@h/", "https://u:" + R + "@h/"),
 };
 `;
 

@@ -69,8 +69,13 @@ function afterSchemes(s: string, rest: RegExp, replace: (m: RegExpExecArray) => 
   return done === 0 ? s : out + s.slice(done);
 }
 
-/** After `scheme://`: the rest of a URL in text, up to a space, a quote, an angle bracket or a backslash (JSON's escape). */
-const URL_REST = /[^\s"'<>`\\]+/y;
+/**
+ * After `scheme://`: the rest of a URL in text, up to a space, a quote, an angle bracket or a
+ * backslash (JSON's escape). A run here is `[…][…]*`, never `[…]+`: compiled unoptimized, as V8
+ * does in a process that has compiled much regexp code, `+` keeps a backtracking entry per
+ * character and threw on a URL of 8 MiB (see VALUE_PATTERNS in text.ts).
+ */
+const URL_REST = /[^\s"'<>`\\][^\s"'<>`\\]*/y;
 
 function decoded(s: string): string {
   try {
@@ -127,7 +132,7 @@ function judgedPath(s: string, asText: AsText): string {
  */
 function redactPairs(query: string, asText: AsText): string {
   return query.replace(
-    /(^|[&;])([^=&;]+)(?:=([^&;]+))?/g,
+    /(^|[&;])([^=&;][^=&;]*)(?:=([^&;][^&;]*))?/g, // (`[…][…]*`, not `[…]+`: URL_REST)
     (pair, sep: string, name: string, value?: string) => {
       // (a piece with no `=` but escapes, `key%3DS`: judged as what it reads decoded, `key=S`)
       if (value === undefined)
@@ -281,8 +286,11 @@ function decodedWithOffsets(
   return { text: parts.join(""), start: start.subarray(0, n), end: end.subarray(0, n) };
 }
 
-/** A run of percent escapes (decodedWithOffsets). */
-const ESCAPES = /(?:%[0-9A-Fa-f]{2})+/y;
+/**
+ * A run of percent escapes (decodedWithOffsets). Written out, not `(?:%[0-9A-Fa-f]{2})+`: neither
+ * `+` nor `{2}` is a plain loop in V8's unoptimized code, which kept an entry per escape (URL_REST).
+ */
+const ESCAPES = /%[0-9A-Fa-f][0-9A-Fa-f](?:%[0-9A-Fa-f][0-9A-Fa-f])*/y;
 
 /**
  * What follows a `?` in a query value kept (redactPairs), as a query of its own: each piece up to
