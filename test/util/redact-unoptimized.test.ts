@@ -22,6 +22,8 @@ const CASES = `
 const MiB = 1024 * 1024;
 const run = (n, c = "a") => c.repeat(n);
 const R = "[redacted]";
+let x = 12345;
+const DIGEST = "sha256:" + Array.from({ length: 8 * MiB }, () => "0123456789abcdef"[(x = (x * 1103515245 + 12345) >>> 0) >>> 28]).join("");
 const text = (secret, shown) => () => [redactText("before " + secret + " after"), "before " + shown + " after"];
 const cases = {
   "a PEM private key": text("-----BEGIN RSA PRIVATE KEY-----" + run(8 * MiB, "A") + "-----END RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----" + R + "-----END RSA PRIVATE KEY-----"),
@@ -55,13 +57,18 @@ const cases = {
   "a long token as a URL's user": text("https://" + run(4 * MiB, "a1") + "@h/", "https://" + R + "@h/"),
   "a long hex token as a URL's user": text("https://" + run(2 * MiB, "ab12") + "@h/", "https://" + R + "@h/"),
   "a long password in a URL": text("https://u:" + run(8 * MiB) + "@h/", "https://u:" + R + "@h/"),
+  // command lines (commandLine.ts) and values under a suspicious name (names.ts looksRandom)
+  "a long port after -p": () => [JSON.stringify(redactArgv(["-p", run(8 * MiB, "1")])), JSON.stringify(["-p", run(8 * MiB, "1")])],
+  "a long port after -p, shown": () => [displayCommand(["x", "-p", run(8 * MiB, "1")]), 'x -p "[8388608-char argument]"'],
+  "a long sha256 digest under a key": () => [redactValue({ key: DIGEST }).key, DIGEST],
+  "a long sha256 digest in a query": text("https://h/?k=" + DIGEST, "https://h/?k=" + DIGEST),
 };
 `;
 
 /** Each case's outcome in a node started with `flags`: "ok", or what went wrong. */
 function runChild(flags: string[]): Promise<Record<string, string>> {
   const script = `
-const { redactText } = await import(${JSON.stringify(REDACT)});
+const { displayCommand, redactArgv, redactText, redactValue } = await import(${JSON.stringify(REDACT)});
 ${CASES}
 const out = {};
 for (const [name, f] of Object.entries(cases)) {

@@ -16,7 +16,12 @@ function namesAPath(flag: string): boolean {
   return /(?:^|[-_.])(?:file|path|dir|env|var)$/i.test(flag);
 }
 
-/** Short flags that take a password by convention (`mysql -p S`, `-P S`); a port number is kept. */
+/**
+ * Short flags that take a password by convention (`mysql -p S`, `-P S`); a port number is kept.
+ * (A run in this file's patterns is `[…][…]*`, never `[…]+`: compiled unoptimized, as V8 does in
+ * a process that has compiled much regexp code, `+` keeps a backtracking entry per character and
+ * threw on a word of 8 MiB: see VALUE_PATTERNS in text.ts.)
+ */
 const SHORT_PASSWORD_FLAGS = new Set(["p", "P", "pw"]);
 
 function looksLikeFlag(a: string): boolean {
@@ -45,7 +50,7 @@ export function redactArgv(argv: readonly string[]): string[] {
         (isSecretName(name) && !namesAPath(name)) || (dashes === "-" && SHORT_PASSWORD_FLAGS.has(name));
       if (secret) {
         if (eq !== undefined) {
-          const shortPort = dashes === "-" && !isSecretName(name) && /^[0-9]+$/.test(value ?? "");
+          const shortPort = dashes === "-" && !isSecretName(name) && /^[0-9][0-9]*$/.test(value ?? "");
           out.push(shortPort ? a : `${dashes}${name}=${REDACTED}`);
         } else {
           out.push(a);
@@ -76,7 +81,7 @@ export function redactArgv(argv: readonly string[]): string[] {
       m[1] === "-" &&
       m[3] === undefined &&
       SHORT_PASSWORD_FLAGS.has(m[2]!) &&
-      /^[0-9]+$/.test(argv[i]!)
+      /^[0-9][0-9]*$/.test(argv[i]!)
     ) {
       out[i] = argv[i]!;
     }
@@ -107,6 +112,8 @@ export function displayCommand(argv: string[]): string {
     if (given.length > MAX_ARGUMENT_CHARS) return `[${given.length}-char argument]`;
     return a;
   });
-  const text = out.map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
+  const text = out
+    .map((a) => (/^[A-Za-z0-9_./:=@%+,[\]-][A-Za-z0-9_./:=@%+,[\]-]*$/.test(a) ? a : JSON.stringify(a)))
+    .join(" ");
   return text.length > MAX_COMMAND_CHARS ? `${cutText(text, MAX_COMMAND_CHARS)}…` : text;
 }
