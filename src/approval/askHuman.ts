@@ -455,7 +455,7 @@ export class HumanAsker {
       this.parts.emit(event(id));
     }
     this.o.log.info(
-      `approval needed for ${quotedName(call.tool)} (${mode}) on epoch ${call.epoch}: ` +
+      `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}: ` +
         `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,
     );
     return id;

@@ -207,6 +207,10 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(shown.stdout).toContain(
       `Not a tool: the MCP request subscriptions/listen (2026-07-28), asking for updates of ${A}`,
     );
+    // and the gateway's own line on stderr says so too
+    expect(gw.stderr()).toContain(
+      `approval needed for "resources/subscribe ${A}" (asked as subscriptions/listen) (per-call)`,
+    );
     seen.add(askedA.request);
     await decideByCli(gw.stateDir, "approve", askedA.request);
     const askedB = await nextRequest(gw.stateDir, seen);
