@@ -11,7 +11,7 @@ import { holdStoreLock } from "../helpers/lock.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { newKeyringOnlyStateDir, newStateDir } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -115,7 +115,8 @@ describe("the server is spawned before the gateway opens its store", () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
-    const stateDir = newStateDir();
+    // no store yet: the holder's lock is on the one being made, which the gateway waits for
+    const stateDir = newKeyringOnlyStateDir();
     const lock = await holdStoreLock(stateDir);
     cleanup.push(() => lock.release());
     const gw = rawGateway({
