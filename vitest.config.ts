@@ -4,27 +4,27 @@ import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 /**
- * The files that take longest, longest first (seconds of the last clean run on a 2-core machine,
- * less the fixed waits taken out of lifecycle since: its self-writing server's 2.1 s starts). Vitest
- * orders files by their last recorded duration, but a fresh clone has no record and it falls back
+ * The files that take longest, longest first (seconds of the last clean run on a 2-core machine).
+ * Vitest orders files by their last recorded duration, but a fresh clone has no record and it falls back
  * to file size: the conformance file (a few lines that drive a long suite) then started last and
  * ran alone for its last 65 s. Started first, the long files overlap the short ones. A stale entry
  * only changes the order, never what runs.
  */
 const LONGEST_FIRST = [
-  "test/gateway/lifecycle.test.ts", // 56 (65 before its shorter waits)
-  "test/conformance/conformance.test.ts", // 55
-  "test/store/held-lock.test.ts", // 38
-  "test/console/browser.test.ts", // 36
-  "test/gateway/client-habits.test.ts", // 34
-  "test/http/upstream-fixture.test.ts", // 31
+  "test/gateway/lifecycle.test.ts", // 80
+  "test/conformance/conformance.test.ts", // 71
+  "test/gateway/listen-resources.test.ts", // 47
+  "test/store/held-lock.test.ts", // 44
+  "test/gateway/races.property.test.ts", // 35
+  "test/util/redact-unoptimized.test.ts", // 34
+  "test/console/browser.test.ts", // 34
   "test/onboard/drill.test.ts", // 29
-  "test/gateway/forged-grants.test.ts", // 28
-  "test/vault/vault.test.ts", // 26
+  "test/gateway/client-habits.test.ts", // 29
+  "test/console/cli.test.ts", // 24
   "test/gateway/epoch-races.test.ts", // 24
-  "test/vault/egress-window.test.ts", // 24
+  "test/http/upstream-front.test.ts", // 24
+  "test/gateway/forged-grants.test.ts", // 23
   "test/gateway/unsigned-columns.test.ts", // 23
-  "test/gateway/races.property.test.ts", // 23
 ];
 
 class LongestFirst extends BaseSequencer {
