@@ -414,9 +414,13 @@ export async function serve(
   // calls waiting for a human are refused at once; none can be recorded any more)
   const storeWatch = watchStoreFiles(store, log, () => void shutdown(EXIT_USAGE, true));
   // a signal begins the shutdown; one that comes while it is under way (however it began)
-  // cuts the server's grace short instead of killing the gateway halfway through it
-  early?.unguard();
+  // cuts the server's grace short instead of killing the gateway halfway through it. Listened to
+  // before the early start's guard lets go: node stops listening to a signal when its last
+  // listener goes, and a signal that came while the event loop was held (SQLite waiting out
+  // another process's lock as the store was opened) and not yet dispatched was then lost, the
+  // gateway serving on and its server respawned.
   onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0, true)));
+  early?.unguard();
 
   try {
     await supervisor.start();

@@ -137,6 +137,34 @@ describe("the server is spawned before the gateway opens its store", () => {
     await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
   }, 60_000);
 
+  it("a signal that comes while another process holds a made store's lock is not lost: the gateway ends its server and itself", async () => {
+    // The store exists (as after init): its write lock held, the gateway's first writes wait out
+    // their busy timeout with the event loop held, and the signal comes then. It was lost when the
+    // early start's guard stopped listening before the gateway's own handlers listened: the
+    // gateway served on, and its server ran to its end and was respawned.
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+    const stateDir = newStateDir();
+    const lock = await holdStoreLock(stateDir);
+    cleanup.push(() => lock.release());
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--", wrapper],
+      cwd: project.dir,
+      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "1500" },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await waitFor(() => pids().length === 1, 20_000, "the server's start");
+    gw.kill("SIGTERM");
+    // with the lock still held: each of the gateway's writes (its status row, its records) waits
+    // out the busy timeout and gives up, then it ends
+    const exit = await gw.exited;
+    expect(exit.signal === "SIGTERM" || exit.code === 0 || exit.code === 2, JSON.stringify(exit)).toBe(true);
+    await waitFor(() => !alive(pids()[0]!), 10_000, "the server to be ended");
+    expect(pids()).toHaveLength(1); // never respawned
+  }, 60_000);
+
   it("a signal during the capture, the gateway's own handlers in place: an orderly end that ends the server too", async () => {
     // The server runs under a `node` of its own, a script whose `--version` (the capture's last
     // question, after every file is digested) says it was asked and answers only once told: the
