@@ -101,7 +101,8 @@ async function one(g) {
   if (answer.error || answer.result?.isError) throw new Error(JSON.stringify(answer.error ?? answer.result));
 }
 
-async function repetition() {
+/** This build's gateway and the base's, each past its handshake. */
+async function handshakenPair() {
   const pair = [gateway(join(REPO, "dist", "cli", "main.js")), gateway(resolve(values.base))];
   try {
     for (const g of pair) {
@@ -113,6 +114,16 @@ async function repetition() {
       await g.request("initialize", init);
       g.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
     }
+  } catch (e) {
+    for (const g of pair) g.close();
+    throw e;
+  }
+  return pair;
+}
+
+async function repetition() {
+  const pair = await handshakenPair();
+  try {
     for (let i = 0; i < WARMUP; i++) for (const g of pair) await one(g);
     for (const g of pair) {
       g.latencies = [];
@@ -133,18 +144,9 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** --first: each gateway's CPU ms on its first call, and from spawn to its answer. */
 async function firstCall() {
-  const pair = [gateway(join(REPO, "dist", "cli", "main.js")), gateway(resolve(values.base))];
+  const pair = await handshakenPair();
   try {
-    for (const g of pair) {
-      const init = {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "ab", version: "1" },
-      };
-      await g.request("initialize", init);
-      g.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
-      await g.request("tools/list", {});
-    }
+    for (const g of pair) await g.request("tools/list", {});
     // past the validator's warm-up (250 ms after the first catalog), which loads ajv
     await new Promise((r) => setTimeout(r, 600));
     const out = [];
