@@ -30,6 +30,27 @@ function recordedStarts(dir: string, then: string): { wrapper: string; pids: () 
   return { wrapper, pids };
 }
 
+/**
+ * A gateway started in front of a server that sleeps (its starts recorded) while another process
+ * holds `stateDir`'s store lock, each write waiting `busyMs` for it; resolves once the server runs.
+ */
+async function startedUnderLock(stateDir: string, busyMs: number) {
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+  const lock = await holdStoreLock(stateDir);
+  cleanup.push(() => lock.release());
+  const gw = rawGateway({
+    args: ["--label", "inventory", "--", wrapper],
+    cwd: project.dir,
+    env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: String(busyMs) },
+    stateDir,
+  });
+  cleanup.push(() => gw.close());
+  await waitFor(() => pids().length === 1, 20_000, "the server's start");
+  return { gw, pids };
+}
+
 describe("the server is spawned before the gateway opens its store", () => {
   it("it runs while the gateway waits for a locked store, and that process serves the first epoch", async () => {
     const project = makeProject("A");
@@ -112,21 +133,8 @@ describe("the server is spawned before the gateway opens its store", () => {
   });
 
   it("a signal while the gateway still waits for its store ends the gateway and the server it spawned", async () => {
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
     // no store yet: the holder's lock is on the one being made, which the gateway waits for
-    const stateDir = newKeyringOnlyStateDir();
-    const lock = await holdStoreLock(stateDir);
-    cleanup.push(() => lock.release());
-    const gw = rawGateway({
-      args: ["--label", "inventory", "--", wrapper],
-      cwd: project.dir,
-      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "2000" },
-      stateDir,
-    });
-    cleanup.push(() => gw.close());
-    await waitFor(() => pids().length === 1, 20_000, "the server's start");
+    const { gw, pids } = await startedUnderLock(newKeyringOnlyStateDir(), 2000);
     gw.kill("SIGTERM");
     // Usually the gateway dies of the signal (its default action, once the server's group is
     // ended). A test slow to send it may find the gateway inside SQLite's wait for the lock, which
@@ -142,20 +150,7 @@ describe("the server is spawned before the gateway opens its store", () => {
     // their busy timeout with the event loop held, and the signal comes then. It was lost when the
     // early start's guard stopped listening before the gateway's own handlers listened: the
     // gateway served on, and its server ran to its end and was respawned.
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
-    const stateDir = newStateDir();
-    const lock = await holdStoreLock(stateDir);
-    cleanup.push(() => lock.release());
-    const gw = rawGateway({
-      args: ["--label", "inventory", "--", wrapper],
-      cwd: project.dir,
-      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "1500" },
-      stateDir,
-    });
-    cleanup.push(() => gw.close());
-    await waitFor(() => pids().length === 1, 20_000, "the server's start");
+    const { gw, pids } = await startedUnderLock(newStateDir(), 1500);
     gw.kill("SIGTERM");
     // with the lock still held: each of the gateway's writes (its status row, its records) waits
     // out the busy timeout and gives up, then it ends
