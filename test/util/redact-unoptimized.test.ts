@@ -28,6 +28,7 @@ const text = (secret, shown) => () => [redactText("before " + secret + " after")
 const cases = {
   "a PEM private key": text("-----BEGIN RSA PRIVATE KEY-----" + run(8 * MiB, "A") + "-----END RSA PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----" + R + "-----END RSA PRIVATE KEY-----"),
   "a bearer token": text("Bearer " + run(8 * MiB), "Bearer " + R),
+  "a bearer token after 8 MiB of blanks": text("Bearer" + run(8 * MiB, " ") + "abc123XYZdef", "Bearer" + run(8 * MiB, " ") + R),
   "a bearer token in a header": text("Authorization: Bearer " + run(8 * MiB), "Authorization: Bearer " + R),
   "a JWT": text("eyJ" + run(4 * MiB) + "." + run(4 * MiB) + "." + run(1000), R),
   "a GitHub token": text("ghp_" + run(8 * MiB), R),

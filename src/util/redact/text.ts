@@ -86,8 +86,10 @@ const VALUE_PATTERNS: ([RegExp, string] | ((s: string) => string))[] = [
 /**
  * An HTTP authorization scheme, perhaps a quote, and the first 6 characters of its credential
  * (see VALUE_PATTERNS). A value that starts with `=` or `:` is a pair's (`token = S`: NAMED_VALUE).
+ * The blank run is `\s\s*`, not `\s+`: unoptimized, `+` threw on a scheme and 8 MiB of spaces.
  */
-const AUTH_SCHEME = /\b(Bearer|Basic|Digest|Token)(\s+["']?)(?![=:])(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6}/gi;
+const AUTH_SCHEME =
+  /\b(Bearer|Basic|Digest|Token)(\s\s*["']?)(?![=:])(?!\[redacted\])[A-Za-z0-9._~+/=:-]{6}/gi;
 
 /**
  * The credential after an HTTP authorization scheme, to the end of its word. In a header (after
