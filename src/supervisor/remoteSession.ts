@@ -182,7 +182,7 @@ export class SessionExchanges {
     if (gen.sessionId === null) return;
     const headers = await this.headersFor(gen).catch(() => null);
     if (headers === null || "withheld" in headers) return;
-    await this.connections.deleteSession(headers.headers);
+    await this.connections.deleteSession(headers.headers, gen.facts.certificateChainSha256);
   }
 
   private async post(gen: RemoteGeneration, m: Message, body: Buffer): Promise<void> {

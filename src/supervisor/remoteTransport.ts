@@ -95,8 +95,14 @@ export class UpstreamConnections {
     this.agent.destroy();
   }
 
-  /** Tells the server a session is over (DELETE with its headers), best effort and briefly. */
-  async deleteSession(headers: Record<string, string>): Promise<void> {
+  /**
+   * Tells the server a session is over (DELETE with its headers), best effort and briefly, and
+   * only on a connection that presents the session's chain `chainSha256`, like every other
+   * request: the DELETE carries the session id and the configured headers, and at shutdown it is
+   * often the first request on a new connection. On another chain nothing is written (a server
+   * that presents it never had the session).
+   */
+  async deleteSession(headers: Record<string, string>, chainSha256: string | null): Promise<void> {
     await new Promise<void>((resolve) => {
       const fn = this.https ? httpsRequest : httpRequest;
       const req = fn(this.url, { method: "DELETE", headers, agent: this.agent, timeout: 1000 });
@@ -107,7 +113,12 @@ export class UpstreamConnections {
       req.on("timeout", () => req.destroy());
       req.on("error", () => resolve());
       req.on("close", () => resolve());
-      req.end();
+      this.whenVerified(
+        req,
+        chainSha256,
+        () => req.end(),
+        () => resolve(),
+      );
     });
   }
 }

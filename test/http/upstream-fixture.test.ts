@@ -230,6 +230,39 @@ describe("run --url over HTTPS", () => {
     );
   });
 
+  it("the DELETE that ends the session at shutdown goes out only on a connection that presents the epoch's chain", async () => {
+    // No server-to-client stream (405), so nothing tells the gateway of the new certificate
+    // before it shuts down: its DELETE (the session id, the configured header) is the first
+    // request on a new connection. Before, that connection's chain was never looked at.
+    const VALUE = "hdr-value-8d2e61c0a4";
+    const requests = join(tempDir("portcullis-http-"), "requests.jsonl");
+    const f = await fixture({
+      FIXTURE_NO_GET_STREAM: "1",
+      FIXTURE_HEADER: "X-Api-Key",
+      FIXTURE_REQUEST_LOG: requests,
+    });
+    const seen = () => readJsonLines<{ method: string; value: string | null; certificate: number }>(requests);
+    const start = async () => {
+      const gw = await gateway(f.server.url, ["--approval", "none", "--header", `X-Api-Key: ${VALUE}`]);
+      await gw.client.listTools();
+      expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "x" } }))).toBe("Echo: x");
+      return gw;
+    };
+    // The same chain: the session is ended with its DELETE, as ever.
+    await (await start()).close();
+    expect(seen().filter((r) => r.method === "DELETE")).toEqual([
+      { method: "DELETE", value: VALUE, certificate: 0 },
+    ]);
+
+    const gw = await start();
+    const before = seen().length;
+    await tls.renew();
+    f.server.proc.kill("SIGUSR2"); // new certificate, every connection closed; sessions kept
+    await waitFor(() => f.server.stderr().includes("certificate reloaded"), 10_000, "the new certificate");
+    await gw.close();
+    expect(seen().slice(before)).toEqual([]);
+  });
+
   it("a server that comes back describing itself differently (serverInfo) is a new epoch whose review names it", async () => {
     const f = await fixture();
     const stateDir = newStateDir();
