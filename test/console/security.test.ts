@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { activeGrants } from "../../src/approval/grants.js";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { openStore } from "../../src/store/db.js";
@@ -325,6 +326,61 @@ describe("forged decisions", () => {
     });
   });
 });
+
+describe("forged revocations", () => {
+  it("without the CSRF token, with another session's token, from a foreign Origin or with none, or without a session: refused, the grant stays", async () => {
+    await withPendingDeploy("revoke?", async ({ call, request, path, session: a }) => {
+      const card = await raw(`${base}/requests/${request}`, { headers: { Cookie: a.cookie } });
+      const approve = {
+        action: "approve-session",
+        csrf: a.csrf,
+        proof: a.proofKey!,
+        reviewed: reviewedIn(card.body),
+      };
+      await expectDecided(path, approve, a.cookie, call);
+      const grant = activeOf(request);
+      expect(grant, "the session grant the approval made").toBeDefined();
+      const b = await httpLogin(base);
+      const revoke = `/grants/${grant}/revoke`;
+      const tries = [
+        post(base, revoke, {}, { Cookie: a.cookie }),
+        post(base, revoke, { csrf: b.csrf }, { Cookie: a.cookie }),
+        post(base, revoke, { csrf: a.csrf }, { Cookie: a.cookie, Origin: "http://evil.test" }),
+        post(
+          base,
+          revoke,
+          { csrf: a.csrf },
+          { Cookie: a.cookie, Origin: `http://127.0.0.1:${Number(port) + 1}` },
+        ),
+        post(base, revoke, { csrf: a.csrf }, { Cookie: a.cookie, Origin: "null" }),
+        raw(`${base}${revoke}`, {
+          method: "POST",
+          headers: { Cookie: a.cookie, "Content-Type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ csrf: a.csrf }).toString(),
+        }),
+        post(base, revoke, { csrf: a.csrf }),
+        post(base, revoke, { csrf: a.csrf }, { Cookie: a.cookie, Host: `evil.test:${port}` }),
+      ];
+      const statuses = (await Promise.all(tries)).map((r) => r.status);
+      expect(statuses).toEqual([403, 403, 403, 403, 403, 403, 403, 421]);
+      expect(activeOf(request)).toBe(grant);
+      // The session's own token from its own page revokes.
+      const ok = await post(base, revoke, { csrf: a.csrf }, { Cookie: a.cookie });
+      expect(ok.status, ok.body).toBe(303);
+      expect(activeOf(request)).toBeUndefined();
+    });
+  });
+});
+
+/** The active grant made by approving `request`, if any. */
+function activeOf(request: string): string | undefined {
+  const db = openStore(stateDir);
+  try {
+    return activeGrants(db).find((g) => g.request === request)?.grant;
+  } finally {
+    db.close();
+  }
+}
 
 describe("a denial's reason", () => {
   it("is cut at 500 UTF-16 units on a code point boundary: never half a surrogate pair in the decision or the audit", async () => {
