@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activeGrants } from "../../src/approval/grants.js";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
+import { CONSOLE_ROUTES } from "../../src/console/handlers.js";
+import { PASSKEY_ROUTES } from "../../src/console/passkeys.js";
 import { openStore } from "../../src/store/db.js";
 import { isWellFormedString } from "../../src/util/canonical.js";
 import { auditEvents, pending, waitForPending } from "../helpers/approvals.js";
@@ -381,6 +383,45 @@ function activeOf(request: string): string | undefined {
     db.close();
   }
 }
+
+describe("a session's POST routes, every one", () => {
+  it("refuses each without a session (403), and only the login's routes are served before it", async () => {
+    const sample = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
+    const posts = [...PASSKEY_ROUTES, ...CONSOLE_ROUTES].filter((r) => r.method === "POST");
+    // A new POST served before the passphrase must be added here on purpose.
+    expect(posts.filter((r) => !r.session).map((r) => r.path.source)).toEqual([
+      "^\\/login\\/passkey\\/options$",
+      "^\\/login\\/passkey$",
+      "^\\/login$",
+    ]);
+    const a = await httpLogin(base);
+    const junk = `portcullis_session_${port}=${"A".repeat(43)}`;
+    for (const route of posts.filter((r) => r.session)) {
+      const path = route.path.source
+        .replace(/^\^/, "")
+        .replace(/\$$/, "")
+        .replaceAll("\\/", "/")
+        .replace(/\([^)]*\)/, sample);
+      const json = route.body === "json";
+      for (const cookie of [undefined, junk]) {
+        // the token of a live session, from the console's own Origin: only the session is missing
+        const r = await raw(`${base}${path}`, {
+          method: "POST",
+          headers: {
+            Origin: base,
+            "Content-Type": json ? "application/json" : "application/x-www-form-urlencoded",
+            "X-CSRF-Token": a.csrf,
+            ...(cookie ? { Cookie: cookie } : {}),
+          },
+          body: json ? "{}" : new URLSearchParams({ csrf: a.csrf, passphrase: TEST_PASSPHRASE }).toString(),
+        });
+        expect(r.status, `${path} ${cookie ?? "no cookie"}`).toBe(403);
+        expect(r.body, path).toContain("log in first");
+        expect(String(r.headers["set-cookie"] ?? ""), path).not.toContain("portcullis_session_");
+      }
+    }
+  });
+});
 
 describe("a denial's reason", () => {
   it("is cut at 500 UTF-16 units on a code point boundary: never half a surrogate pair in the decision or the audit", async () => {
