@@ -423,6 +423,18 @@ describe("a session's POST routes, every one", () => {
   });
 });
 
+describe("the held proof's key", () => {
+  it("is in the login's answer only: no page the session cookie reads carries it", async () => {
+    const a = await httpLogin(base);
+    expect(a.proofKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    for (const path of [...PATHS, "/login", "/passkeys"]) {
+      const r = await raw(`${base}${path}`, { headers: { Cookie: a.cookie } });
+      expect(r.body, path).not.toContain(a.proofKey!);
+      expect(JSON.stringify(r.headers), path).not.toContain(a.proofKey!);
+    }
+  });
+});
+
 describe("a denial's reason", () => {
   it("is cut at 500 UTF-16 units on a code point boundary: never half a surrogate pair in the decision or the audit", async () => {
     await withPendingDeploy("long reason", async ({ call, request, path, session: a }) => {
