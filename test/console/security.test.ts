@@ -113,6 +113,47 @@ describe("every response", () => {
   });
 });
 
+describe("every refusal", () => {
+  it("carries the same headers: a foreign Host, a method, no session, a foreign Origin, a body of the wrong type or size", async () => {
+    const a = await httpLogin(base);
+    const form = { "Content-Type": "application/x-www-form-urlencoded" };
+    const refusals = await Promise.all([
+      raw(`${base}/login`, { headers: { Host: `evil.test:${port}`, Origin: "http://evil.test" } }),
+      raw(`${base}/`, { method: "PUT", headers: { Origin: "http://evil.test" } }),
+      post(base, "/logout", {}, { Origin: "http://evil.test" }),
+      post(base, "/logout", { csrf: a.csrf }, { Cookie: a.cookie, Origin: "http://evil.test" }),
+      raw(`${base}/logout`, {
+        method: "POST",
+        headers: { Origin: base, Cookie: a.cookie, "Content-Type": "text/plain" },
+        body: `csrf=${a.csrf}`,
+      }),
+      raw(`${base}/logout`, {
+        method: "POST",
+        headers: { Origin: base, Cookie: a.cookie, ...form },
+        body: `csrf=${a.csrf}&x=${"x".repeat(70_000)}`,
+      }),
+      raw(`${base}/passkeys/options`, {
+        method: "POST",
+        headers: {
+          Origin: base,
+          Cookie: a.cookie,
+          "Content-Type": "application/json",
+          "X-CSRF-Token": a.csrf,
+        },
+        body: "{}",
+      }),
+    ]);
+    expect(refusals.map((r) => r.status)).toEqual([421, 405, 403, 403, 415, 413, 400]);
+    for (const r of refusals) {
+      expect(r.headers["content-security-policy"], String(r.status)).toMatch(/^default-src 'none'; /);
+      expect(r.headers["x-content-type-options"]).toBe("nosniff");
+      expect(r.headers["x-frame-options"]).toBe("DENY");
+      expect(r.headers["cache-control"]).toBe("no-store");
+      expect(Object.keys(r.headers).filter((h) => h.startsWith("access-control-"))).toEqual([]);
+    }
+  });
+});
+
 describe("DNS rebinding", () => {
   it("a Host other than 127.0.0.1 or localhost on this port is refused (421), before anything else", async () => {
     for (const host of [
