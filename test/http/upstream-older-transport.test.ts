@@ -26,6 +26,15 @@ async function olderServer(env: Record<string, string> = {}, port = 0) {
   return { ...server, url: server.url.replace(/\/mcp$/, "/sse") };
 }
 
+/** A port free on 127.0.0.1 now (the fixture is started on it, so its endpoint can name it). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
 const status = async (stateDir: string) =>
   JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0] as {
     epoch: string;
@@ -130,6 +139,47 @@ describe("a remote server that speaks only the older HTTP+SSE transport", () => 
     expect(JSON.stringify(init)).not.toContain(String(otherPort));
     expect(reached).toBe(0);
   });
+
+  // The same origin written with user credentials, or the same host and port under another
+  // scheme: the server's words would choose an Authorization (node sends a URL's user:password as
+  // Basic) or a connection whose chain nobody checks. Refused like another origin.
+  for (const [what, endpoint] of [
+    [
+      "user credentials on the URL's own origin",
+      (port: number) => `http://agent:hunter2@127.0.0.1:${port}/messages?sessionId=x`,
+    ],
+    [
+      "the URL's host and port under https://",
+      (port: number) => `https://127.0.0.1:${port}/messages?sessionId=x`,
+    ],
+    [
+      "a protocol-relative URL naming another port",
+      (port: number) => `//127.0.0.1:${port + 1}/messages?sessionId=x`,
+    ],
+  ] as const)
+    it(`an endpoint with ${what} is refused: nothing is posted, and the client is told why`, async () => {
+      const port = await freePort();
+      const headerLog = `${tempDir("pc-older-")}/headers.jsonl`;
+      const server = await olderServer(
+        { FIXTURE_SSE_ENDPOINT: endpoint(port), FIXTURE_HEADER: "x-team", FIXTURE_HEADER_LOG: headerLog },
+        port,
+      );
+      const peer = rawGateway({
+        args: ["--url", server.url, "--header", "X-Team: blue", "--approval", "none"],
+      });
+      cleanup.push(() => peer.close());
+      const init = await peer.initialize({}, 20_000);
+      const e = init.error as { code: number; message: string; data: Record<string, unknown> };
+      expect(e?.code, JSON.stringify(init)).toBe(-32603);
+      expect(e.data).toMatchObject({ error: "upstream_older_transport" });
+      expect(JSON.stringify(init)).not.toContain("hunter2");
+      expect(peer.stderr()).not.toContain("hunter2");
+      // the streamable initialize and the GET that found the stream (and the client's
+      // notifications/initialized, to the URL): nothing reached the endpoint
+      const seen = readJsonLines<{ method: string; path: string }>(headerLog);
+      expect(seen.slice(0, 2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /sse", "GET /sse"]);
+      expect(seen.filter((r) => r.path !== "/sse")).toEqual([]);
+    });
 
   it("a 4xx from a URL whose GET opens no such stream is still the plain HTTP error", async () => {
     const server = await olderServer();
