@@ -387,6 +387,27 @@ describe("run --url: what does not apply, and what is refused", () => {
     expect(userinfo.code).toBe(2);
     expect(userinfo.stderr).toMatch(/must not carry a user name or password/);
     expect(userinfo.stderr).not.toContain("pw@");
+
+    // Names that only look loopback, and a token as a bare user name (the CLI's sentence is the
+    // same path as above: checked here in process).
+    for (const url of [
+      "http://localhost.evil.test/mcp",
+      "http://127.0.0.1.nip.io/mcp",
+      "http://localhost./mcp",
+      "http://0.0.0.0:8080/mcp",
+      "http://[::ffff:127.0.0.1]/mcp",
+      "http://[::2]/mcp",
+    ])
+      expect(remoteUrlProblem(url, false), url).toMatch(/http:\/\/ to a host that is not loopback/);
+    for (const url of ["https://ghp_token123@example.com/mcp", "http://127.0.0.1@evil.test/mcp"])
+      expect(remoteUrlProblem(url, true), url).toMatch(/^must not carry a user name or password/);
+    for (const url of [
+      "http://127.0.0.1:8080/mcp",
+      "http://localhost/mcp",
+      "http://[::1]:3000/mcp",
+      "http://127.1/mcp",
+    ])
+      expect(remoteUrlProblem(url, false), url).toBeNull();
   });
 
   // Which queries are refused is remoteUrlProblem's (checked here in process for each URL, and
