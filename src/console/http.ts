@@ -2,23 +2,47 @@
  * The console's HTTP edge: the headers every response carries, the Host and Origin checks, the
  * cookie and form parsing. Nothing here knows about pages or sessions.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/** Set on every response, whatever it is (no CORS header is ever set). */
-export function securityHeaders(res: ServerResponse): void {
-  res.setHeader("Content-Security-Policy", CSP);
-  res.setHeader("X-Content-Type-Options", "nosniff");
+const SECURITY_HEADERS: readonly (readonly [string, string])[] = [
+  ["Content-Security-Policy", CSP],
+  ["X-Content-Type-Options", "nosniff"],
   // Not "no-referrer": under it Chromium sends `Origin: null` with every form POST, and the
   // Origin check below could never pass. "same-origin" sends nothing to any other origin.
-  res.setHeader("Referrer-Policy", "same-origin");
-  res.setHeader("X-Frame-Options", "DENY");
-  res.setHeader("Cross-Origin-Opener-Policy", "same-origin");
-  res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
-  res.setHeader("Cache-Control", "no-store");
+  ["Referrer-Policy", "same-origin"],
+  ["X-Frame-Options", "DENY"],
+  ["Cross-Origin-Opener-Policy", "same-origin"],
+  ["Cross-Origin-Resource-Policy", "same-origin"],
+  ["Cache-Control", "no-store"],
+];
+
+/** Set on every response, whatever it is (no CORS header is ever set). */
+export function securityHeaders(res: ServerResponse): void {
+  for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+}
+
+/**
+ * node's answer to a request its parser refused (400; 431 for headers over its limit; 408 for a
+ * request not received in time), written on the socket since no handler runs for it. node's own
+ * carries none of the headers above: these do, like every other answer of the console.
+ */
+export function parserRefusal(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const sent = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (err.code === "ECONNRESET" || !socket.writable || sent) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const head = SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join("");
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+  );
 }
 
 /**

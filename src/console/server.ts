@@ -21,6 +21,7 @@ import {
   cookieValues,
   hostAllowed,
   originAllowed,
+  parserRefusal,
   readForm,
   readJson,
   redirect,
@@ -209,6 +210,7 @@ export class LoopbackPortsBusy extends Error {
 
 function newServer(onRequest: (req: IncomingMessage, res: ServerResponse) => void): Server {
   const server = createServer(onRequest);
+  server.on("clientError", parserRefusal);
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
   return server;

@@ -4,12 +4,14 @@
 // Forged decisions are tried against a real pending request of a real gateway.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activeGrants } from "../../src/approval/grants.js";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { CONSOLE_ROUTES } from "../../src/console/handlers.js";
+import { CSP } from "../../src/console/http.js";
 import { PASSKEY_ROUTES } from "../../src/console/passkeys.js";
 import { openStore } from "../../src/store/db.js";
 import { isWellFormedString } from "../../src/util/canonical.js";
@@ -153,6 +155,47 @@ describe("every refusal", () => {
     }
   });
 });
+
+describe("a request node's parser refuses", () => {
+  it("is answered with the same headers (400 for a malformed header, 431 for headers over the limit), and the console serves on", async () => {
+    const at = Number(port);
+    const answers = [
+      await rawBytes(at, `GET /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nNot a header\r\n\r\n`),
+      await rawBytes(
+        at,
+        `GET /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+      ),
+    ];
+    expect(answers.map((a) => a.split("\r\n")[0])).toEqual([
+      "HTTP/1.1 400 Bad Request",
+      "HTTP/1.1 431 Request Header Fields Too Large",
+    ]);
+    for (const a of answers) {
+      const head = a.split("\r\n\r\n")[0]!.toLowerCase();
+      expect(head).toContain(`content-security-policy: ${CSP.toLowerCase()}`);
+      expect(head).toContain("x-content-type-options: nosniff");
+      expect(head).toContain("x-frame-options: deny");
+      expect(head).toContain("cache-control: no-store");
+      expect(head).not.toContain("access-control-");
+    }
+    expect((await raw(`${base}/login`)).status).toBe(200);
+  });
+});
+
+/** What the console writes back for `text` sent as is on a new connection, until it closes. */
+function rawBytes(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, "127.0.0.1", () => s.write(text));
+    let out = "";
+    s.setEncoding("latin1");
+    s.on("data", (d: string) => {
+      out += d;
+    });
+    s.on("close", () => resolve(out));
+    // a reset after the answer (the rest of an oversize head left unread) is the answer's end
+    s.on("error", (e) => (out ? resolve(out) : reject(e)));
+  });
+}
 
 describe("DNS rebinding", () => {
   it("a Host other than 127.0.0.1 or localhost on this port is refused (421), before anything else", async () => {
