@@ -132,6 +132,9 @@ describe("a refusal that quotes why a server reached by URL cannot be reached", 
     expect(text(await gw.client.callTool({ name: "echo", arguments: { message: "acme" } }))).toBe(
       "Echo: acme",
     );
+    // What the server says, its answers included: a hostile server that echoes the header it got.
+    const echoed = text(await gw.client.callTool({ name: "echo", arguments: { message: `got ${VALUE}` } }));
+    expect(echoed).toBe("Echo: got [redacted:header_X-Api-Key]");
 
     await tls.renew([{ type: "dns", value: VALUE }]);
     server.proc.kill("SIGUSR2");
