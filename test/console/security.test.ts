@@ -663,6 +663,53 @@ describe("failed logins", () => {
   });
 });
 
+describe("an earlier console run on the same port", () => {
+  it("leaves nothing that counts in the next: its session cookie, CSRF token, proof key and ticket are refused or ignored", async () => {
+    const dir = newStateDir();
+    const first = await startConsoleProcess(dir);
+    const at = new URL(first.url).port;
+    let next: RunningConsole | null = null;
+    try {
+      const old = await httpLogin(first.url);
+      const oldTicket = `portcullis_ticket_${at}=${readConsoleAddress(dir)!.ticket}`;
+      await first.stop();
+      next = await startConsoleProcess(dir, ["--port", at]);
+      expect(next.url).toBe(first.url);
+
+      // The old session is none: views send to the login page, state changes are refused.
+      const home = await raw(`${next.url}/grants`, { headers: { Cookie: old.cookie } });
+      expect(home.status).toBe(303);
+      expect(home.headers.location).toMatch(/^\/login/);
+      const decide = await post(
+        next.url,
+        "/requests/01JQ7R4S4S0QJ7GZP1S2AAAAAA/decide",
+        { csrf: old.csrf, proof: old.proofKey!, action: "deny" },
+        { Cookie: old.cookie },
+      );
+      expect(decide.status).toBe(403);
+      const audit = await post(
+        next.url,
+        "/audit/open",
+        { csrf: old.csrf, proof: old.proofKey! },
+        { Cookie: old.cookie },
+      );
+      expect(audit.status).toBe(403);
+
+      // The old ticket is no ticket: with everyone's count at its limit it does not get past it,
+      // while this run's ticket does.
+      for (let i = 0; i < 6; i++) expect(await loginStatus(next.url, `wrong ${i}`)).toBe(401);
+      expect(await loginStatus(next.url, TEST_PASSPHRASE, [oldTicket])).toBe(429);
+      const ticket = `portcullis_ticket_${at}=${readConsoleAddress(dir)!.ticket}`;
+      expect(ticket).not.toBe(oldTicket);
+      expect(await loginStatus(next.url, TEST_PASSPHRASE, [ticket])).toBe(200);
+    } finally {
+      await first.stop();
+      await next?.stop();
+      removeDir(dir);
+    }
+  });
+});
+
 describe("the ticket caught by another user", () => {
   // The ticket passes through the opener's command line (xdg-open, the browser's), which other
   // users can list; the kernel's socket table names the client's user, and another user's
