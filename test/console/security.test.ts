@@ -618,6 +618,50 @@ describe("failed logins", () => {
     }
   });
 
+  it("are counted the same wherever the passphrase is given: a session cookie's guesses at the audit and a passkey's registration are slowed too", async () => {
+    const dir = newStateDir();
+    const c = await startConsoleProcess(dir);
+    try {
+      // A process holding a session cookie (not the page's proof key) guesses where a logged-in
+      // page gives the passphrase again.
+      const a = await httpLogin(c.url);
+      const at = new URL(c.url).port;
+      const local = `http://localhost:${at}`;
+      const audit = (passphrase: string) =>
+        post(c.url, "/audit/open", { csrf: a.csrf, passphrase }, { Cookie: a.cookie });
+      const register = (passphrase: string) =>
+        raw(`${local}/passkeys/options`, {
+          method: "POST",
+          headers: {
+            Origin: local,
+            Cookie: a.cookie,
+            "Content-Type": "application/json",
+            "X-CSRF-Token": a.csrf,
+          },
+          body: JSON.stringify({ passphrase }),
+        });
+      const guesses: number[] = [];
+      for (let i = 0; i < 6; i++) guesses.push((await (i % 2 ? register : audit)(`wrong ${i}`)).status);
+      expect(guesses).toEqual([401, 401, 401, 401, 401, 401]);
+      // Even the right passphrase now waits, at either place and at the login: the audit stays
+      // sealed, no passkey is begun. (Sent at once: the first wait is a second long.)
+      const [right, added, login] = await Promise.all([
+        audit(TEST_PASSPHRASE),
+        register(TEST_PASSPHRASE),
+        loginStatus(c.url, TEST_PASSPHRASE),
+      ]);
+      expect(right.status).toBe(401);
+      expect(right.body).toContain("too many wrong passphrases");
+      expect(right.body).not.toContain("<h2>Sessions</h2>");
+      expect(added.status).toBe(401);
+      expect(added.body).toContain("too many wrong passphrases");
+      expect(login).toBe(429);
+    } finally {
+      await c.stop();
+      removeDir(dir);
+    }
+  });
+
   it("by others never make the human wait: a browser that came by the printed link (its ticket) is counted apart", async () => {
     const dir = newStateDir();
     const c = await startConsoleProcess(dir);
