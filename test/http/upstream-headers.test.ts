@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { headerNameProblem } from "../../src/supervisor/remoteHeaders.js";
 import { readJsonLines, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -99,6 +100,19 @@ describe("run --url --header", () => {
       '--header "x-key" names the header of an earlier --header "X-Key" (header names are case-insensitive); give it once.',
     );
     expect(twice.stderr).not.toMatch(/4f1a|9c2b/);
+    // The Host trick (a request for one name sent to the URL's address) and the framing, in any
+    // case: the CLI's sentence is the one above (checked here in process).
+    for (const name of [
+      "Host",
+      "HOST",
+      "Transfer-Encoding",
+      "content-LENGTH",
+      "Connection",
+      "mcp-protocol-version",
+    ])
+      expect(headerNameProblem(name), name).toBe("is set by portcullis itself and cannot be configured");
+    for (const name of ["Host ", "X-A:B", "X Key", ""])
+      expect(headerNameProblem(name), JSON.stringify(name)).toBe("is not a valid HTTP header name");
   });
 });
 
