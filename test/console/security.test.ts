@@ -507,6 +507,43 @@ describe("a session's POST routes, every one", () => {
   });
 });
 
+describe("a session's views, every one", () => {
+  it("sends each to the login page without a session, showing nothing; only the login, the assets and the passkeys' redirect are served before it", async () => {
+    const gets = [...PASSKEY_ROUTES, ...CONSOLE_ROUTES].filter((r) => r.method === "GET");
+    // A new view served before the passphrase must be added here on purpose.
+    expect(gets.filter((r) => !r.session).map((r) => r.path.source)).toEqual([
+      "^\\/static\\/webauthn\\.js$",
+      "^\\/passkeys$",
+      "^\\/static\\/console\\.js$",
+      "^\\/static\\/console\\.css$",
+      "^\\/favicon\\.ico$",
+      "^\\/login$",
+    ]);
+    const junk = `portcullis_session_${port}=${"A".repeat(43)}`;
+    for (const route of gets.filter((r) => r.session)) {
+      const path = route.path.source
+        .replace(/^\^/, "")
+        .replace(/\$$/, "")
+        .replaceAll("\\/", "/")
+        .replace(/\([^)]*\)/, "01JQ7R4S4S0QJ7GZP1S2AAAAAA");
+      for (const cookie of [undefined, junk]) {
+        const r = await raw(`${base}${path}`, { headers: cookie ? { Cookie: cookie } : {} });
+        if (path === "/events") {
+          expect(r.status, path).toBe(403);
+          continue;
+        }
+        expect(r.status, `${path} ${cookie ?? "no cookie"}`).toBe(303);
+        expect(r.headers.location, path).toMatch(/^\/login/);
+        expect(r.body, path).toBe("");
+      }
+    }
+    // The passkeys page sends a visit without a session to the login too (at localhost).
+    const local = await raw(`${base}/passkeys`, { headers: { Host: `localhost:${port}` } });
+    expect(local.status).toBe(303);
+    expect(local.headers.location).toBe("/login?next=%2Fpasskeys");
+  });
+});
+
 describe("the held proof's key", () => {
   it("is in the login's answer only: no page the session cookie reads carries it", async () => {
     const a = await httpLogin(base);
