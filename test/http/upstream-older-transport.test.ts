@@ -12,7 +12,7 @@ import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
-import { OLDER_SSE, startFixture } from "./upstreamFixture.js";
+import { makeTls, OLDER_SSE, startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -180,6 +180,36 @@ describe("a remote server that speaks only the older HTTP+SSE transport", () => 
       expect(seen.slice(0, 2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /sse", "GET /sse"]);
       expect(seen.filter((r) => r.path !== "/sse")).toEqual([]);
     });
+
+  it("over https, the GET that looks for the stream goes out only on a connection that presents the epoch's chain", async () => {
+    // The server's certificate changes between the initialize POST (on the epoch's chain) and
+    // the GET that looks for the older transport's stream (a new connection): that GET, which
+    // carries the configured header, is not written there, and the epoch ends.
+    const tls = await makeTls();
+    const headerLog = `${tempDir("pc-older-")}/headers.jsonl`;
+    const server = await startFixture(
+      { FIXTURE_HEADER: "x-team", FIXTURE_HEADER_LOG: headerLog, FIXTURE_RELOAD_AFTER_POST: "1" },
+      tls,
+      0,
+      OLDER_SSE,
+    );
+    cleanup.push(() => server.kill());
+    await tls.renew(); // read by the server at the first POST only
+    const peer = rawGateway({
+      args: ["--url", server.url.replace(/\/mcp$/, "/sse"), "--header", "X-Team: blue", "--approval", "none"],
+      env: { NODE_EXTRA_CA_CERTS: tls.ca.caFile },
+    });
+    cleanup.push(() => peer.close());
+    const init = await peer.initialize({}, 20_000);
+    expect(init.error, JSON.stringify(init)).toBeDefined(); // its epoch ended under it
+    expect(peer.stderr()).toMatch(/different TLS certificate chain/);
+    const seen = readJsonLines<{ method: string; path: string; certificate: number }>(headerLog);
+    expect(seen.filter((r) => r.certificate === 0).map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /sse",
+    ]);
+    // on the new certificate, a next epoch's own initialize (if one was sent yet) comes first
+    expect(seen.find((r) => r.certificate === 1)?.method ?? "POST").toBe("POST");
+  });
 
   it("a 4xx from a URL whose GET opens no such stream is still the plain HTTP error", async () => {
     const server = await olderServer();
