@@ -147,6 +147,36 @@ describe("run --url over HTTPS", () => {
     expect(shown.stdout).toContain("http-fixture");
   });
 
+  it("a serverInfo written to drive a terminal reaches status and the review as text, never as control characters", async () => {
+    // Cursor up and erase (hides the line above), a C1 CSI, a window-title OSC: what a hostile
+    // server can say of itself, shown to the human who decides on it.
+    const f = await fixture({
+      FIXTURE_INFO: JSON.stringify({
+        name: "evil\r\u001b[1A\u001b[2Kserver",
+        version: "1.0\u009b2J",
+        title: "\u001b]0;pwned\u0007",
+      }),
+    });
+    const stateDir = newStateDir();
+    const gw = await gateway(f.server.url, [], stateDir);
+    await gw.client.listTools();
+    const call = gw.client.callTool({ name: "echo", arguments: { message: "hi" } });
+    const req = await nextRequest(stateDir);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are the subject
+    const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+    const views = [
+      await runCli(["status", "--state-dir", stateDir]),
+      await runCli(["approvals", "--verbose", "--state-dir", stateDir]),
+      await decideByCli(stateDir, "approve", req.request),
+    ];
+    for (const v of views) {
+      const out = v.stdout + v.stderr;
+      expect(out).toContain("evil");
+      expect(out, JSON.stringify(out)).not.toMatch(CONTROL);
+    }
+    expect(text(await call)).toBe("Echo: hi");
+  });
+
   it("a restarted server is a new session and a new epoch: the old epoch's grant is stale", async () => {
     const f = await fixture();
     const stateDir = newStateDir();
