@@ -150,7 +150,7 @@ export class HumanAsker {
         /* reaching the human is best effort: the call waits either way */
       }
     }
-    const how = `portcullis approve ${id}`;
+    const how = `portcullis approve ${id}${this.o.stateDirFlag ?? ""}`;
     this.expiry.schedule();
     try {
       hooks.waiting?.(id);
@@ -254,7 +254,7 @@ export class HumanAsker {
   ): Promise<{ grant: string | null } | { error: ErrorObject } | null> {
     const { db } = this.o;
     const id = req.request;
-    const how = `portcullis approve ${id}`;
+    const how = `portcullis approve ${id}${this.o.stateDirFlag ?? ""}`;
     switch (req.state) {
       case "approved": {
         const g = req.grant ? getGrant(db, req.grant) : null;
@@ -313,7 +313,7 @@ export class HumanAsker {
         return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
       }
       case "expired":
-        return { error: refuse.approvalTimeout(id) };
+        return { error: refuse.approvalTimeout(id, undefined, this.o.stateDirFlag) };
       case "cancelled":
         return { error: refuse.authorizationRequired(id, how) };
       default:
@@ -367,11 +367,15 @@ export class HumanAsker {
     } catch {
       console = null;
     }
-    return refuse.approvalTimeout(req.request, {
-      pendingUntil: req.expiresAt,
-      minutesLeft: Math.max(1, Math.ceil(left / 60_000)),
-      console,
-    });
+    return refuse.approvalTimeout(
+      req.request,
+      {
+        pendingUntil: req.expiresAt,
+        minutesLeft: Math.max(1, Math.ceil(left / 60_000)),
+        console,
+      },
+      this.o.stateDirFlag,
+    );
   }
 
   /**
@@ -454,9 +458,10 @@ export class HumanAsker {
       await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));
       this.parts.emit(event(id));
     }
+    const sd = this.o.stateDirFlag ?? "";
     this.o.log.info(
       `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}: ` +
-        `run 'portcullis approve ${id}' or 'portcullis deny ${id}' in a terminal (pending until ${expiresAt})`,
+        `run 'portcullis approve ${id}${sd}' or 'portcullis deny ${id}${sd}' in a terminal (pending until ${expiresAt})`,
     );
     return id;
   }

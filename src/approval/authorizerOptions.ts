@@ -39,6 +39,12 @@ export interface AuthorizerOptions {
   timeoutMs?: number;
   /** how long a request stays pending for retries of its call after the call gave up (default 10 min) */
   requestTtlMs?: number;
+  /**
+   * what follows the request id in the `portcullis approve ID` printed for a human and in the
+   * agent's refusals: ` --state-dir DIR` when this gateway's state directory is not the default
+   * (src/store/stateDir.ts, stateDirFlagFor); absent: nothing
+   */
+  stateDirFlag?: string;
   /** the console page of a request, when a console runs (null: none runs) */
   consolePage?: (request: string) => string | null;
   /** tells the human a new request is waiting (default: a desktop notification, src/approval/notify.ts) */

@@ -16,6 +16,7 @@ import type { GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
@@ -99,6 +100,7 @@ export function beginAgentRun(
     timeoutMs: s.approvalTimeoutMs,
     requestTtlMs: s.requestTtlMs,
     consolePage: s.consolePage,
+    stateDirFlag: stateDirFlagFor(s.stateDir),
     onRequest: s.onRequest,
     log,
     events,

@@ -322,8 +322,10 @@ export const refuse = {
       pendingUntil: null,
       minutesLeft: 0,
     },
+    /** ` --state-dir DIR` when the gateway's state directory is not the default (stateDirFlagFor) */
+    stateDirFlag = "",
   ) => {
-    const where = `'portcullis approve ${approvalRequest}'${pending.console ? ` or ${pending.console}` : ""}`;
+    const where = `'portcullis approve ${approvalRequest}${stateDirFlag}'${pending.console ? ` or ${pending.console}` : ""}`;
     return refusal(
       "approval_timeout",
       pending.pendingUntil

@@ -39,6 +39,24 @@ export function stateDirPath(flag?: string): string {
 }
 
 /**
+ * What to add to a `portcullis` command line printed for a human to copy (`portcullis approve ID`)
+ * so that it reaches `dir`: nothing for the default state directory, else ` --state-dir DIR`. A
+ * gateway's state directory often comes from a flag its host was given (`wrap` writes one into
+ * every entry) or from a variable of the host's environment that the human's terminal lacks: a
+ * bare command there looks in the default directory and finds nothing.
+ */
+export function stateDirFlagFor(dir: string): string {
+  const fallback = join(
+    process.env.XDG_STATE_HOME ? resolve(process.env.XDG_STATE_HOME) : join(homedir(), ".local", "state"),
+    "portcullis",
+  );
+  if (resolve(dir) === fallback) return "";
+  // quoted for a POSIX shell when it holds anything a shell would act on
+  const shown = /^[A-Za-z0-9_./:@%+=,-]+$/.test(dir) ? dir : `'${dir.replaceAll("'", "'\\''")}'`;
+  return ` --state-dir ${shown}`;
+}
+
+/**
  * The state directory, created with mode 0700 if needed (it holds the keyring, the store and
  * the audit log). For the commands that write state: `run`, `init`, the demo.
  */
