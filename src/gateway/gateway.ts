@@ -68,6 +68,13 @@ export interface GatewayOptions {
 }
 
 /**
+ * Under onChange "report" the new code does not run until the server is started again: said
+ * with the change, since "unchanged" alone leaves the human to guess how to get the new code.
+ */
+const REPORT_NEXT =
+  'the new code runs when the server starts again: have your MCP client reconnect it, or run with --on-change restart ("onChange": "restart" in portcullis.json)';
+
+/**
  * One client connection (one agent run) in front of one supervised server.
  * Relays every message in both directions with remapped ids, serves tools/list
  * from the verified snapshot, and sends every tools/call through the guard.
@@ -829,7 +836,9 @@ export class Gateway {
       );
       this.changeExposed = false;
       if (this.o.onChange === "report") {
-        this.o.log.status(`running server kept (onChange report): ${where(gen)} epoch=${gen.epoch}`);
+        this.o.log.status(
+          `running server kept (onChange report): ${where(gen)} epoch=${gen.epoch}; ${REPORT_NEXT}`,
+        );
         return;
       }
     } else this.o.log.status(`build complete: ${what} changed`);
@@ -841,7 +850,7 @@ export class Gateway {
         this.o.log.status(
           watcher
             ? `running server is left to its own watcher (${watcher}): ${where(gen)} epoch=${gen.epoch}`
-            : `running server unchanged: ${where(gen)} epoch=${gen.epoch}`,
+            : `running server unchanged: ${where(gen)} epoch=${gen.epoch}; ${REPORT_NEXT}`,
         );
         return;
       }

@@ -68,8 +68,12 @@ describe("rebuilds at the supervision layer", () => {
     project.rebuild("B");
     await gw.waitForStderr(/^portcullis\[inventory\]: build complete: dist\/server\.js changed$/m, 10_000);
     const line = await gw.waitForStderr(
-      /^portcullis\[inventory\]: running server unchanged: pid=\d+ epoch=\S+$/m,
+      /^portcullis\[inventory\]: running server unchanged: pid=\d+ epoch=\S+; /m,
       10_000,
+    );
+    // and what to do for the new code to run, since onChange report keeps the old one
+    expect(line).toMatch(
+      /; the new code runs when the server starts again: have your MCP client reconnect it, or run with --on-change restart \("onChange": "restart" in portcullis\.json\)$/,
     );
     expect(line).toContain(`epoch=${epoch}`);
     expect(line).toContain(`pid=${row!.record.processes[0]?.pid ?? ""}`);
