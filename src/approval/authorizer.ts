@@ -206,7 +206,7 @@ export class Authorizer implements AuthorizationPort {
     if (!verdict) return null;
     return verdict.error === "credential_missing"
       ? refuse.credentialMissing(verdict.scope, verdict.why, verdict.retry)
-      : refuse.vaultLocked(scopes);
+      : refuse.vaultLocked(scopes, "retry" in verdict ? verdict.retry : undefined);
   }
 
   /**

@@ -26,22 +26,22 @@ export function reportSpawnCredentials(
   const locked = of("locked");
   if (locked.length > 0)
     statusLog.status(
-      `vault locked: ${locked.join(", ")} withheld; the server started with placeholders; unlock, then restart it`,
+      `vault locked: ${locked.join(", ")} withheld; the server started with placeholders, which it keeps after an unlock (environment credentials are given only when it starts): run 'portcullis unlock', then have your MCP client reconnect the server`,
     );
   for (const scope of of("missing"))
     statusLog.status(
-      `no secret "${scope}" in the vault: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then restart it`,
+      `no secret "${scope}" in the vault: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then have your MCP client reconnect the server`,
     );
   for (const scope of of("nul"))
     statusLog.status(
-      `the secret "${scope}" holds a NUL byte, which no environment variable can carry: the server started with a placeholder for it; store it again with 'portcullis vault set ${scope} --deliver env', then restart it`,
+      `the secret "${scope}" holds a NUL byte, which no environment variable can carry: the server started with a placeholder for it; store it again with 'portcullis vault set ${scope} --deliver env', then have your MCP client reconnect the server`,
     );
   for (const scope of of("not-env")) {
     const m = mismatch(scope);
     statusLog.status(
       m
         ? `${m.why}: the server started with a placeholder for it; ${m.fix}, then restart the gateway`
-        : `the vault stores "${scope}" for HTTP delivery only: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then restart it`,
+        : `the vault stores "${scope}" for HTTP delivery only: the server started with a placeholder for it; store it with 'portcullis vault set ${scope} --deliver env', then have your MCP client reconnect the server`,
     );
   }
 }

@@ -284,14 +284,11 @@ export const refuse = {
       { approvalRequest, howToApprove: "restart the agent host: the ended run can no longer be approved" },
     ),
 
-  vaultLocked: (scopes: string[]) =>
-    refusal(
-      "vault_locked",
-      "This tool needs credentials and the vault is locked.",
-      "vault locked",
-      "ask a human to run 'portcullis unlock', then retry",
-      { scopes },
-    ),
+  /** `retry`: the next step when an unlock alone is not enough (environment credentials) */
+  vaultLocked: (scopes: string[], retry = "ask a human to run 'portcullis unlock', then retry") =>
+    refusal("vault_locked", "This tool needs credentials and the vault is locked.", "vault locked", retry, {
+      scopes,
+    }),
 
   /** `retry`: the exact fix when the vault holds the secret but not as the configuration asks */
   credentialMissing: (scope: string, why = "no secret by that name in the vault", retry?: string) =>

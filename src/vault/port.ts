@@ -9,11 +9,20 @@ import { holderStatus } from "./holder.js";
  */
 export type VaultVerdict =
   | null
-  | { error: "vault_locked"; scopes: string[] }
+  | { error: "vault_locked"; scopes: string[]; retry?: string }
   | { error: "credential_missing"; scope: string; why: string; retry?: string };
 
 export interface VaultPort {
   check(scopes: readonly string[]): Promise<VaultVerdict>;
+}
+
+/** The next step of a `vault_locked` refusal whose scopes include environment credentials. */
+export function envLockedRetry(envScopes: readonly string[]): string {
+  return (
+    "ask a human to run 'portcullis unlock' and then to have the MCP client reconnect this server " +
+    `(${envScopes.join(", ")} ${envScopes.length === 1 ? "is" : "are"} put in its environment only when it starts: ` +
+    "a server started while the vault was locked keeps the placeholder), then retry"
+  );
 }
 
 /**
@@ -42,7 +51,15 @@ export function holderVault(
     async check(scopes) {
       if (scopes.length === 0) return null;
       const status = await holderStatus(stateDir);
-      if (!status.unlocked) return { error: "vault_locked", scopes: [...scopes] };
+      if (!status.unlocked) {
+        // An environment credential is put in the server's environment only when it is spawned:
+        // a server started while the vault was locked keeps its placeholder after an unlock, so
+        // an unlock alone would not make the retry work as the agent expects.
+        const env = scopes.filter((s) => envDelivered.has(s));
+        return env.length > 0
+          ? { error: "vault_locked", scopes: [...scopes], retry: envLockedRetry(env) }
+          : { error: "vault_locked", scopes: [...scopes] };
+      }
       const held = new Set(status.scopes ?? []);
       const env = new Set(status.envScopes ?? []);
       for (const scope of scopes) {

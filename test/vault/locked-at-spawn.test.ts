@@ -1,0 +1,74 @@
+// A server whose credentials are delivered in its environment gets them only when it is spawned.
+// A host usually starts its servers before anyone runs `portcullis unlock`: the server then holds
+// placeholders, and an unlock does not change its environment. What the gateway says (its status
+// line) and what the agent is told (`vault_locked`'s retry) must say that the server has to start
+// again, not only that the vault must be unlocked. A credential delivered over HTTP is released per
+// call, so there an unlock is enough, and the retry says only that. Real gateway, real vault.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startGateway } from "../helpers/gateway.js";
+import { NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir } from "../helpers/state.js";
+import { storeSecret } from "./helpers.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function lockedGateway(credential: unknown, policy: string[]) {
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const config = {
+    servers: {
+      inventory: {
+        command: NODE,
+        args: ["dist/server.js"],
+        env: project.env,
+        credentials: { INVENTORY_API_KEY: credential },
+        approval: { default: "none" },
+      },
+    },
+  };
+  writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
+  const stateDir = newStateDir();
+  await storeSecret(stateDir, "inventory-api-staging", "locked-at-spawn-value-91c3", ...policy);
+  const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  const refused = await gw.client
+    .callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } })
+    .then(
+      () => null,
+      (e: { code?: number; data?: { error?: string; retry?: string } }) => e,
+    );
+  return { gw, refused };
+}
+
+describe("a server started while the vault is locked", () => {
+  it("env delivery: the status line and the agent's retry say the server must start again after the unlock", async () => {
+    const { gw, refused } = await lockedGateway("inventory-api-staging", ["--deliver", "env"]);
+    const line = await gw.waitForStderr(/vault locked: inventory-api-staging withheld/);
+    expect(line).toContain(
+      "the server started with placeholders, which it keeps after an unlock (environment credentials are given only when it starts): run 'portcullis unlock', then have your MCP client reconnect the server",
+    );
+    expect(refused).toMatchObject({ code: -32056, data: { error: "vault_locked" } });
+    expect(refused!.data!.retry).toBe(
+      "ask a human to run 'portcullis unlock' and then to have the MCP client reconnect this server (inventory-api-staging is put in its environment only when it starts: a server started while the vault was locked keeps the placeholder), then retry",
+    );
+  });
+
+  it("HTTP delivery: released per call, so an unlock is all the retry asks for", async () => {
+    const { refused } = await lockedGateway({ secret: "inventory-api-staging", hosts: ["api.example.com"] }, [
+      "--host",
+      "api.example.com",
+    ]);
+    expect(refused).toMatchObject({
+      code: -32056,
+      data: { error: "vault_locked", retry: "ask a human to run 'portcullis unlock', then retry" },
+    });
+  });
+});
