@@ -15,7 +15,9 @@ export class StateDirMissingError extends StateDirError {
   constructor(readonly dir: string) {
     super(
       `no state directory at ${dir}: nothing was created. A gateway started with another ` +
-        "--state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here.",
+        "--state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. " +
+        // a first command before any `init` (`portcullis status` to see what is there) lands here
+        `To set up this one, run 'portcullis init${stateDirFlagFor(dir)}'.`,
     );
   }
 }

@@ -20,10 +20,21 @@ describe("a state directory that is not there", () => {
       expect(r.code).toBe(2);
       expect(r.stdout).not.toMatch(/already locked|vault locked|unlocked/);
       expect(r.stderr).toBe(
-        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here.\n`,
+        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run 'portcullis init --state-dir ${missing}'.\n`,
       );
     }
     expect(existsSync(missing)).toBe(false);
+  });
+
+  it("a first command before any init says how to set up the default one", async () => {
+    const home = tempDir("portcullis-home-");
+    const r = await runCli(["status"], { env: { HOME: home } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      `no state directory at ${join(home, ".local", "state", "portcullis")}: nothing was created.`,
+    );
+    expect(r.stderr).toMatch(/ To set up this one, run 'portcullis init'\.\n$/);
+    expect(existsSync(join(home, ".local"))).toBe(false);
   });
 
   it("bare audit, vault and passkey still print their help without one", async () => {
