@@ -430,7 +430,9 @@ async function decrypting(
       opts.json
         ? `${JSON.stringify(activity, null, 2)}\n`
         : renderTable(
+            // SEQ first: the record `audit show SEQ` opens (the table is where a human finds one)
             [
+              "SEQ",
               "TIME",
               "RUN",
               "CALL",
@@ -444,6 +446,7 @@ async function decrypting(
               "CREDENTIALS",
             ],
             activity.map((a) => [
+              String(a.seq),
               a.at,
               a.run ?? "-",
               a.call ?? "-",

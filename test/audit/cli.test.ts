@@ -344,8 +344,10 @@ describe("portcullis audit (decrypting)", () => {
     const a = await cli(dir, ["audit", "activity"], withPass());
     expect(a.code).toBe(0);
     expect(a.stdout).toMatch(
-      /^TIME +RUN +CALL +SERVER +TOOL +EPOCH +REV +GRANT +DECISION +OUTCOME +CREDENTIALS\n/,
+      /^SEQ +TIME +RUN +CALL +SERVER +TOOL +EPOCH +REV +GRANT +DECISION +OUTCOME +CREDENTIALS\n/,
     );
+    // each row starts with the record number that audit show opens: the call's record
+    expect(a.stdout).toMatch(/\n5 +\S+ +\S+ +1 +- +inventory_adjust /);
     expect(a.stdout).toMatch(/inventory_adjust +E-A +12 +G1 +allowed +ok +inventory-api-staging\n$/);
     const aj = await cli(dir, ["audit", "activity", "--json"], withPass());
     expect(JSON.parse(aj.stdout)).toMatchObject([{ tool: "inventory_adjust", outcome: "ok" }]);
