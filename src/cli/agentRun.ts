@@ -15,7 +15,7 @@ import type { EventSink } from "../gateway/events.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
-import type { Store } from "../store/db.js";
+import { isBusy, type Store } from "../store/db.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -116,11 +116,12 @@ export function beginAgentRun(
  * left open is closed by whoever next lists the requests, its gateway being gone
  * (src/approval/abandoned.ts).
  */
-function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">): void {
+function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">, busyUnsaid: boolean): void {
   try {
     endRun(store, run);
   } catch (e) {
-    log.warn(`could not record the end of agent run ${run.run} in the store: ${(e as Error).message}`);
+    if (!(busyUnsaid && isBusy(e)))
+      log.warn(`could not record the end of agent run ${run.run} in the store: ${(e as Error).message}`);
   }
 }
 
@@ -141,6 +142,12 @@ export function endAgentRun(
   run: Run,
   serverLabel: string,
   log: Pick<Logger, "warn">,
+  /**
+   * the gateway ends and says itself what another process's lock on the store kept from being
+   * written (src/store/ending.ts): its run_ended, kept by the audit sink, ends the run's rows
+   * when it is written
+   */
+  o: { busyUnsaid?: boolean } = {},
 ): void {
   try {
     for (const req of pendingRequestsOfRun(store, run.run)) {
@@ -161,7 +168,7 @@ export function endAgentRun(
   events.emit({ type: "run_ended", run: run.run, serverLabel }, () => endRunRows(store, run.run, now));
   events.flush();
   // Not recorded (the sink said why): ended all the same, its session grants with it (deny first)
-  endRunQuietly(store, run, log);
+  endRunQuietly(store, run, log, o.busyUnsaid ?? false);
 }
 
 /** Why a request still pending at its run's end is closed (the reason endRun gives it too). */
@@ -243,4 +250,28 @@ export function trackEpochs(
   const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), IDLE_CHECK_MS);
   heartbeat.unref();
   return heartbeat;
+}
+
+/**
+ * What a gateway's end could not write, the store's lock held by another process past its last
+ * attempt (src/store/ending.ts), said in one sentence: the records are lost as a crash loses them,
+ * and the next gateway's start closes what they leave open (its calls `gateway_gone`, its agent
+ * run with its pending approval requests); `status` shows the gateway gone once its process is.
+ */
+export function unrecordedAtEnd(
+  store: Store,
+  log: Pick<Logger, "warn">,
+  unwritten: string[],
+  rowEnded: boolean,
+): void {
+  if (unwritten.length === 0 && rowEnded) return;
+  const parts: string[] = [];
+  if (unwritten.length > 0) {
+    const types = [...new Set(unwritten)].join(", ");
+    parts.push(`${unwritten.length} audit record${unwritten.length === 1 ? "" : "s"} (${types})`);
+  }
+  if (!rowEnded) parts.push("the end in its status row");
+  log.warn(
+    `the store ${store.name} stayed locked by another process, so this gateway's end was not recorded (${parts.join("; ")}): the next 'portcullis run' on this state directory closes the calls and the agent run it left open (gateway_gone), as after a crash`,
+  );
 }

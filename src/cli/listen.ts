@@ -3,11 +3,12 @@ import { unknownClientChain } from "../approval/chain.js";
 import { DecisionVerifier, processStartTime, type Run } from "../approval/index.js";
 import type { AuditLog } from "../audit/index.js";
 import type { ServerConfig } from "../config/config.js";
-import type { EventSink } from "../gateway/events.js";
+import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { tcpPeerHolders } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
+import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError } from "../supervisor/supervisor.js";
@@ -25,7 +26,7 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs, unrecordedAtEnd } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
@@ -46,7 +47,7 @@ export interface ListenShared {
   stateDir: string;
   store: Store;
   audit: AuditLog;
-  events: EventSink;
+  events: AuditSink;
   log: Logger;
   /**
    * A new link to the server for one session: a supervised process, or a remote session.
@@ -76,6 +77,7 @@ export interface ListenShared {
 export async function serveListen(
   shared: ListenShared,
   settings: ListenSettings,
+  ending: FrontEnding = { on: false, rows: [] },
 ): Promise<{ port: number; close: () => Promise<void>; hurry: () => void }> {
   const { server, store, log } = shared;
   // every session's link while it lives: a second signal hurries their shutdowns
@@ -113,7 +115,7 @@ export async function serveListen(
       const start = peer.pid !== null ? processStartTime(peer.pid) : null;
       return start !== null ? `${peer.pid}-${start}` : null;
     },
-    open: (session, peer) => openSession(shared, verifier, session, peer, links, gateways),
+    open: (session, peer) => openSession(shared, verifier, session, peer, links, gateways, ending),
   });
   const port = await front.listen();
   return {
@@ -141,6 +143,16 @@ function unidentifiedBecause(holders: number[] | null): string {
   return "the connecting process was not found from its socket (another user's, or already gone)";
 }
 
+/**
+ * The front's end under way (a signal, its store's files lost): the sessions' last writes meet
+ * another process's lock without waiting for it (src/store/ending.ts), and the status rows whose
+ * end could not be written so are tried again after the front's one wait for the lock.
+ */
+interface FrontEnding {
+  on: boolean;
+  rows: GatewayRegistry[];
+}
+
 function openSession(
   shared: ListenShared,
   verifier: DecisionVerifier,
@@ -148,6 +160,7 @@ function openSession(
   peer: Peer,
   links: Set<ServerLink>,
   gateways: Set<Gateway>,
+  frontEnding: FrontEnding,
 ): SessionHooks {
   const { server, store, events, log } = shared;
   const gatewayId = ulid();
@@ -246,12 +259,14 @@ function openSession(
       ending = true;
       closed ??= (async () => {
         clearInterval(heartbeat);
+        if (frontEnding.on) registry.ending();
         await supervisor.shutdown();
         // after its server: nothing of this session can reach the proxy's port any more
         await (await proxied.catch(() => null))?.close();
-        if (run) endAgentRun(store, events, run as Run, server.label, statusLog);
+        if (run)
+          endAgentRun(store, events, run as Run, server.label, statusLog, { busyUnsaid: frontEnding.on });
         events.flush();
-        registry.end();
+        if (!registry.end() && frontEnding.on) frontEnding.rows.push(registry);
         links.delete(supervisor);
         if (gateway) gateways.delete(gateway);
       })();
@@ -350,8 +365,9 @@ export async function listenUntilSignal(
 ): Promise<number> {
   const { log, store } = shared;
   let front: Awaited<ReturnType<typeof serveListen>>;
+  const ending: FrontEnding = { on: false, rows: [] };
   try {
-    front = await serveListen(shared, settings);
+    front = await serveListen(shared, settings, ending);
   } catch (e) {
     registry.end();
     store.close();
@@ -377,9 +393,14 @@ export async function listenUntilSignal(
   // the first signal ends the sessions; a later one cuts their servers' grace short
   let signalled = false;
   let storeWatch: NodeJS.Timeout | undefined;
+  let storeEnding: StoreEnding | null = null;
   await new Promise<void>((resolve) => {
     onShutdownSignals(() => {
-      if (signalled) front.hurry();
+      if (signalled) {
+        front.hurry();
+        // nor does the gateway wait any longer for another process's lock on the store
+        storeEnding?.cut();
+      }
       signalled = true;
       resolve();
     });
@@ -389,12 +410,21 @@ export async function listenUntilSignal(
   });
   clearInterval(heartbeat);
   clearInterval(storeWatch);
+  // Nothing waits for another process's lock on the store until every session's server is
+  // ended; what meets it is kept, and gets one bounded attempt after (src/store/ending.ts).
+  storeEnding = beginStoreEnding(store);
+  shared.events.holdOnBusy();
+  registry.ending();
+  ending.on = true;
   await front.close();
   clearListenInfo(info);
   // once the store's files were lost nothing more is written, and the store is left open
   if (!shared.audit.checkStoreFiles({ now: true })) {
+    await storeEnding.lastAttempt();
     shared.events.flush();
-    registry.end();
+    let rowsEnded = true;
+    for (const row of [...ending.rows, registry]) if (!row.end()) rowsEnded = false;
+    unrecordedAtEnd(store, log, shared.events.unwritten(), rowsEnded);
   }
   return closeStoreUnlessLost(store, shared.audit) ? 0 : EXIT_USAGE;
 }

@@ -17,6 +17,7 @@ import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache, setStateDir } from "../identity/index.js";
 import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
+import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { EarlyStart } from "../supervisor/earlyStart.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -30,7 +31,7 @@ import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/del
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { storedPolicies } from "../vault/secrets.js";
-import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs } from "./agentRun.js";
+import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs, unrecordedAtEnd } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { headerSecretProblem } from "./headerSecrets.js";
@@ -348,9 +349,16 @@ export async function serve(
     finish = resolve;
   });
   let ending = false;
+  let storeEnding: StoreEnding | null = null;
   const shutdown = async (code: number, signalled = false) => {
     if (ending) return;
     ending = true;
+    // Nothing waits for another process's lock on the store until the server is ended (each
+    // wait holds the event loop, the server's stop timers with it); what meets the lock is kept,
+    // and gets one bounded attempt after (src/store/ending.ts).
+    storeEnding = beginStoreEnding(store);
+    events.holdOnBusy();
+    registry.ending();
     // No new request is read, but the client's output stays open while the server winds down:
     // what it answers in its grace reaches the client (and the audit as the call's result).
     downstream.stopReading();
@@ -359,14 +367,18 @@ export async function serve(
     if (signalled) await gateway?.answerWaiting();
     await supervisor.shutdown();
     downstream.close();
+    // The one wait for the lock, at most the busy timeout (a second signal cuts it short); if it
+    // does not come, nothing more waits. Not on a store whose files were lost (nothing is written).
+    if (!audit.checkStoreFiles({ now: true })) await storeEnding.lastAttempt();
     await egress?.close();
     clearInterval(storeWatch);
     // Once one of the store's files was lost, nothing more is written (it would go into the
     // orphaned log) and the store is left open (src/store/storeWatch.ts).
     if (!audit.checkStoreFiles({ now: true })) {
-      if (run) endAgentRun(store, events, run, server.label, log);
+      if (run) endAgentRun(store, events, run, server.label, log, { busyUnsaid: true });
       events.flush();
-      registry.end();
+      const rowEnded = registry.end();
+      unrecordedAtEnd(store, log, events.unwritten(), rowEnded);
     }
     finish(closeStoreUnlessLost(store, audit) ? code : EXIT_USAGE);
   };
@@ -419,7 +431,12 @@ export async function serve(
   // listener goes, and a signal that came while the event loop was held (SQLite waiting out
   // another process's lock as the store was opened) and not yet dispatched was then lost, the
   // gateway serving on and its server respawned.
-  onShutdownSignals(() => (ending ? supervisor.hurry() : void shutdown(0, true)));
+  onShutdownSignals(() => {
+    if (!ending) return void shutdown(0, true);
+    supervisor.hurry();
+    // nor does the gateway wait any longer for another process's lock on the store
+    storeEnding?.cut();
+  });
   early?.unguard();
 
   try {

@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
+import { isBusy } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -38,16 +39,29 @@ interface Queued {
  * at c=16"). A group with no durable event commits without an fsync (`relaxed`): it survives the
  * gateway being killed once committed; the next durable commit's fsync covers it against a power
  * loss. Those that cannot be written are reported on stderr; they never block a call.
+ *
+ * While the gateway ends (`holdOnBusy`, src/store/ending.ts), a group that meets another
+ * process's lock is neither waited for nor dropped: its best-effort events stay queued, in order,
+ * for the next flush (the gateway's last attempt), and what is still queued after it
+ * (`unwritten`) is said once by the gateway.
  */
+export interface AuditSink extends EventSink {
+  /** From now on a group that fails on the store's lock is kept, not dropped (the gateway ends). */
+  holdOnBusy(): void;
+  /** The types of the events still queued, in order (after the last flush: never written). */
+  unwritten(): string[];
+}
+
 export function auditSink(
   audit: AuditLog,
   log: Logger,
   intents?: OpenIntents,
   // the bound a test sets wider, so that a loaded machine's slow turns cannot reach it
   opts: { rideMs?: number } = {},
-): EventSink {
+): AuditSink {
   const rideMs = opts.rideMs ?? RIDE_MS;
   let queue: Queued[] = [];
+  let holding = false;
   let immediate: NodeJS.Immediate | null = null;
   // Best-effort events waiting for the next group (see ridesLater), and the bound on their wait.
   let deferred: NodeJS.Timeout | null = null;
@@ -150,6 +164,14 @@ export function auditSink(
         for (const q of batch) q.done?.reject(lost);
         return;
       }
+      // The gateway ends and another process holds the lock: kept for the last attempt, ahead of
+      // what was emitted since (nothing, the append being synchronous), instead of dropped one by
+      // one (each a failure said on stderr). An intent is not kept: its call is refused.
+      if (holding && isBusy(err)) {
+        for (const q of batch) q.done?.reject(err as Error);
+        queue = [...batch.filter((q) => !q.done), ...queue];
+        return;
+      }
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
@@ -203,6 +225,12 @@ export function auditSink(
       });
     },
     flush,
+    holdOnBusy() {
+      holding = true;
+    },
+    unwritten() {
+      return queue.map((q) => q.event.type);
+    },
   };
 }
 

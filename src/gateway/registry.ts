@@ -102,6 +102,10 @@ export class GatewayRegistry {
   /** epoch rows not yet written, by epoch (the newest record of each) */
   private epochs = new Map<string, { record: ExecutionRecord; reason: string }>();
   private failing = false;
+  /** the gateway ends: the lock is the gateway's to say, once, with the rest not recorded */
+  private unsaid = false;
+  /** the last write failed on another process's lock */
+  private lastBusy = false;
   private readonly startedAt = new Date().toISOString();
   private readonly files: StoreFiles;
 
@@ -157,10 +161,19 @@ export class GatewayRegistry {
     this.write();
   }
 
-  end(): void {
+  /**
+   * The gateway's end: the row says `ended`. False when another process's lock on the store kept
+   * it from being written: `status` then shows the gateway gone once its process is.
+   */
+  end(): boolean {
     this.pending.state = "ended";
     this.pending.endedAt = new Date().toISOString();
-    this.write();
+    return this.write() || !this.lastBusy;
+  }
+
+  /** The gateway is ending: a failed write is no longer said here (the gateway says what was left). */
+  ending(): void {
+    this.unsaid = true;
   }
 
   /**
@@ -169,8 +182,8 @@ export class GatewayRegistry {
    * an idle gateway's only writes are these, and with the -shm gone they would land on the frames
    * of a process that opened the store since; src/store/storeFiles.ts).
    */
-  private write(): void {
-    if (!this.db.open || this.files.check()) return;
+  private write(): boolean {
+    if (!this.db.open || this.files.check()) return false;
     try {
       // Only an epoch's row waits for the disk. The gateway's own row (its start, state,
       // heartbeat, status lines) is status for `portcullis status`: committed without an fsync
@@ -181,8 +194,9 @@ export class GatewayRegistry {
       if (this.epochs.size === 0) this.relaxed(() => this.db.transaction(() => this.writeAll())());
       else this.db.transaction(() => this.writeAll())();
     } catch (e) {
+      this.lastBusy = isBusy(e);
       this.failed(e);
-      return;
+      return false;
     }
     this.inserted = true;
     this.pending = {};
@@ -192,6 +206,7 @@ export class GatewayRegistry {
       this.failing = false;
       this.log.info(`the store ${this.db.name} is writable again: this gateway's status is current`);
     }
+    return true;
   }
 
   private syncRead: Statement | null = null;
@@ -282,7 +297,7 @@ export class GatewayRegistry {
 
   /** Said once until a write succeeds again: a heartbeat every 5 s must not flood stderr. */
   private failed(e: unknown): void {
-    if (this.failing) return;
+    if (this.failing || (this.unsaid && isBusy(e))) return;
     this.failing = true;
     const why = isBusy(e)
       ? "it is locked by another process (a database browser or an sqlite3 shell with an open transaction?)"

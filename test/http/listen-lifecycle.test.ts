@@ -6,9 +6,11 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { expectRequestClosedWithRun } from "../helpers/approvals.js";
+import { expectRequestClosedWithRun, verifiedAuditEvents } from "../helpers/approvals.js";
 import { alive, readJsonLines, tempDir, waitFor } from "../helpers/files.js";
+import { holdStoreLock } from "../helpers/lock.js";
 import { CLI, FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
 import { expectRpcError, initializeBody, messagesOf, openSession, raw } from "./raw.js";
@@ -158,6 +160,48 @@ describe("session lifetime", () => {
       db.close();
     }
   });
+});
+
+describe("SIGTERM while another process holds the store's lock", () => {
+  it("every session's server ends, the front exits after one wait and says once what it left; the next start closes the runs", async () => {
+    const l = await startListener(fixtureCommand("echo"), {
+      args: ["--approval", "none"],
+      env: { PORTCULLIS_BUSY_TIMEOUT_MS: "1500" },
+    });
+    cleanup.push(() => l.close());
+    await openSession(l);
+    await openSession(l);
+    const lock = await holdStoreLock(l.stateDir);
+    let held = true;
+    cleanup.push(async () => {
+      if (held) await lock.release();
+    });
+    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    l.proc.kill("SIGTERM");
+    // ended with the lock still held: one wait for it, not one per session and write
+    expect(await exited).toBe(0);
+    const said = l.stderr();
+    expect(said.match(/stayed locked by another process/g), said).toHaveLength(1);
+    expect(said).toMatch(/audit records \(.*run_ended/);
+    expect(said).not.toMatch(/cannot record|could not record|cannot update this gateway's row|SqliteError/);
+    await lock.release();
+    held = false;
+
+    // the next gateway's start ends the two runs left open, as after a crash; the chain verifies
+    const next = rawGateway({
+      args: ["--label", "echo", "--approval", "none", "--", ...fixtureCommand("echo")],
+      stateDir: l.stateDir,
+    });
+    cleanup.push(() => next.close());
+    await waitFor(() => /ended 2 agent run\(s\)/.test(next.stderr()), 30_000, "the next start's recovery");
+    next.closeStdin();
+    expect(await next.exited).toMatchObject({ code: 0 });
+    const events = await verifiedAuditEvents(l.stateDir);
+    expect(events.filter((e) => e.type === "run_ended").map((e) => e.reason)).toEqual([
+      "gateway_gone",
+      "gateway_gone",
+    ]);
+  }, 60_000);
 });
 
 describe("while shutting down", () => {

@@ -2,12 +2,15 @@
 // with an unsaved edit, an sqlite3 shell inside BEGIN): the gateway's own bookkeeping writes (its
 // status row's heartbeat, from a timer) fail, and must not take the gateway and its server down.
 // Real gateway, real server, a real second process holding the lock.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { sleep, waitFor } from "../helpers/files.js";
+import { auditActivity, decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { alive, sleep, waitFor } from "../helpers/files.js";
 import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
+import { rawGateway } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 /**
@@ -219,4 +222,118 @@ describe("a store locked by another process while a call needs a human, or a com
     );
     expect(lateGw.stderr()).not.toMatch(/internal error|SqliteError/);
   }, 180_000);
+});
+
+describe("a gateway ending while another process holds the store's lock", () => {
+  it("the server is ended before anything waits for the store; a lock let go in the last attempt loses nothing", async () => {
+    // A server that ignores its input (sleep): only the gateway's SIGTERM, a timer after the
+    // grace, ends it. Every write of the gateway that meets the lock would wait far longer than the
+    // test (10 minutes), and its heartbeat is pushed out of the way.
+    const stateDir = newStateDir();
+    const pidFile = join(stateDir, "server.pid");
+    const gw = rawGateway({
+      args: ["--label", "sleeper", "--", "sh", "-c", `echo $$ > '${pidFile}'; exec sleep 60`],
+      env: {
+        PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+        PORTCULLIS_STORE_CHECK_MS: "600000",
+        PORTCULLIS_SHUTDOWN_GRACE_MS: "300",
+      },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await waitFor(() => /serving /.test(gw.stderr()) && existsSync(pidFile), 20_000, "the server's start");
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+
+    const release = await locked(stateDir);
+    gw.kill("SIGTERM");
+    // its stop (stdin closed, SIGTERM after the grace) waits for no write: it was behind the
+    // status row's and the server's exit's, each waiting out the lock with the event loop held
+    await waitFor(() => !alive(pid), 30_000, "the server's end while the lock is held");
+    await release();
+    // the gateway's one wait for the lock ends with it: everything is recorded, as without a lock
+    expect(await gw.exited).toMatchObject({ code: 0 });
+    expect(gw.stderr()).not.toMatch(/stayed locked|cannot record|SqliteError|internal error/);
+    const events = await verifiedAuditEvents(stateDir);
+    expect(events.filter((e) => e.type === "server_exited").map((e) => e.why)).toEqual(["shutdown"]);
+    const status = await runCli(["status", "--all", "--json"], { stateDir });
+    const [row] = (JSON.parse(status.stdout) as { gateways: { state: string }[] }).gateways;
+    expect(row?.state).toBe("ended");
+  }, 120_000);
+
+  it("a second signal cuts the last attempt short: the gateway ends with the lock still held", async () => {
+    const stateDir = newStateDir();
+    const pidFile = join(stateDir, "server.pid");
+    const gw = rawGateway({
+      args: ["--label", "sleeper", "--", "sh", "-c", `echo $$ > '${pidFile}'; exec sleep 60`],
+      env: {
+        PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+        PORTCULLIS_STORE_CHECK_MS: "600000",
+        PORTCULLIS_SHUTDOWN_GRACE_MS: "300",
+      },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await waitFor(() => /serving /.test(gw.stderr()) && existsSync(pidFile), 20_000, "the server's start");
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    await locked(stateDir);
+    gw.kill("SIGINT");
+    await waitFor(() => !alive(pid), 30_000, "the server's end while the lock is held");
+    // the gateway now waits for the lock (up to its 10-minute busy timeout): Ctrl-C again
+    gw.kill("SIGINT");
+    expect(await gw.exited).toMatchObject({ code: 0 });
+    expect(gw.stderr().match(/stayed locked by another process/g)).toHaveLength(1);
+  }, 120_000);
+
+  it("held past its last attempt: the gateway ends all the same, says once what it left, and the next start closes it", async () => {
+    const { stateDir, project, gw } = await listedInventory(["--approval", "none"]);
+    const { pid } = JSON.parse(text(await gw.client.callTool({ name: "read_status", arguments: {} }))) as {
+      pid: number;
+    };
+    // a call at the server (its intent written) when the lock is taken
+    const slow = gw.client.callTool({ name: "slow_write", arguments: {} }).catch((e: unknown) => e);
+    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+
+    const release = await locked(stateDir);
+    gw.kill("SIGTERM");
+    await waitFor(() => !alive(pid), 30_000, "the server's end while the lock is held");
+    // ended while the lock is still held: one wait (the 2 s busy timeout), not one per write
+    expect(await gw.exited).toMatchObject({ code: 0 });
+    await slow;
+    const said = gw.stderr();
+    expect(said.match(/stayed locked by another process/g), said).toHaveLength(1);
+    expect(said).toContain(stateDir);
+    expect(said).toMatch(/audit records \(.*call_interrupted.*run_ended/);
+    // said in that one sentence, not once per write
+    expect(said).not.toMatch(/cannot record|could not record|cannot update this gateway's row|SqliteError/);
+    await release();
+
+    // The next gateway on the store closes what the first left open, as after a crash; the
+    // chain stays whole.
+    const next = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      env: project.env,
+      stateDir,
+    });
+    cleanup.push(() => next.close());
+    await waitFor(
+      () =>
+        /closed 1 call\(s\) left open/.test(next.stderr()) && /ended 1 agent run\(s\)/.test(next.stderr()),
+      30_000,
+      "the next start's recovery",
+    );
+    next.closeStdin();
+    expect(await next.exited).toMatchObject({ code: 0 });
+    const events = await verifiedAuditEvents(stateDir);
+    const ends = events.filter((e) => e.type === "call_interrupted" || e.type === "run_ended");
+    expect(ends.map((e) => [e.type, e.reason])).toEqual([
+      ["call_interrupted", "gateway_gone"],
+      ["run_ended", "gateway_gone"],
+    ]);
+    const activity = await auditActivity(stateDir);
+    expect(activity.find((a) => a.tool === "slow_write")).toMatchObject({
+      outcome: "interrupted",
+      interruption: "gateway_gone",
+    });
+  }, 120_000);
 });
