@@ -10,7 +10,7 @@
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
 // (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
 // procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots) and
-// procLocks.ts (the processes holding a lock on a file).
+// procLocks.ts (the processes holding a store's write lock).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
 export {
   inAnotherNamespace,

@@ -255,30 +255,63 @@ function openOrReport(stateDir: string, findings: Finding[]): Store | null {
   }
 }
 
+/** How long doctor waits for the store's write lock before it asks who holds it. */
+const LOCK_PROBE_MS = 2_000;
+
 /**
  * A store that opens may still be locked by another process (a database browser with an unsaved
  * edit, an sqlite3 shell inside BEGIN): opening it needs no write, so it read as healthy while
  * every gateway's write waited and failed. Asked by taking the write lock and giving it back at
- * once, waiting at most 2 s (a gateway's own writes last milliseconds).
+ * once, waiting at most 2 s. A lock held longer is not always a problem: a gateway of this store
+ * may be in a long write (a large catalog, a slow disk), which other gateways wait out (their
+ * busy timeout, 10 s). So who holds it is asked (Linux: the write lock's holder in /proc/locks,
+ * src/identity/procLocks.ts): a running gateway of this store, or a lock let go by the time it is
+ * asked, is `busy` (said, not a failure: run doctor again); another process, or one that cannot
+ * be named and still holds it, is `locked`.
  */
 function lockedStore(store: Store, storePath: string): Finding | null {
   const before = store.pragma("busy_timeout", { simple: true }) as number;
-  store.pragma("busy_timeout = 2000");
+  const free = (ms: number): unknown => {
+    store.pragma(`busy_timeout = ${ms}`);
+    try {
+      store.exec("BEGIN IMMEDIATE");
+      store.exec("ROLLBACK");
+      return null;
+    } catch (e) {
+      return e;
+    }
+  };
   try {
-    store.exec("BEGIN IMMEDIATE");
-    store.exec("ROLLBACK");
-    return null;
-  } catch (e) {
+    const e = free(LOCK_PROBE_MS);
+    if (e === null) return null;
     const failure = storeFailure(e);
     if (!failure) throw e;
-    const problem =
-      failure.reason === "locked"
-        ? new StoreError(
-            storePath,
-            "is locked by another process: gateways cannot record calls or decisions until it lets go.",
-            "locked",
-          )
-        : failure;
+    if (failure.reason !== "locked")
+      return {
+        ok: false,
+        what: failure.message.replace(/\.$/, ""),
+        next: storeAdvice(failure),
+        cause: failure.reason,
+      };
+    const holders = lockHolders(storePath);
+    const gateways = new Set(listGateways(store).map((g) => g.pid));
+    const ofGateways = holders.length > 0 && holders.every((pid) => gateways.has(pid));
+    if (ofGateways || (holders.length === 0 && free(0) === null)) {
+      const who = ofGateways
+        ? `a gateway of this store (${holders.map((pid) => `pid ${pid}`).join(", ")}) holds its write lock`
+        : "another process held its write lock and has let go since";
+      return {
+        ok: true,
+        what: `the store ${storePath} is busy: ${who}, longer than doctor's ${LOCK_PROBE_MS / 1000} s wait (a long write, which other gateways wait out)`,
+        next: storeAdvice(new StoreError(storePath, "is busy.", "busy")),
+        cause: "busy",
+      };
+    }
+    const problem = new StoreError(
+      storePath,
+      "is locked by another process: gateways cannot record calls or decisions until it lets go.",
+      "locked",
+    );
     return {
       ok: false,
       what: problem.message.replace(/\.$/, ""),
@@ -382,6 +415,8 @@ function storeAdvice(e: StoreError): string {
       return `see what is at ${file} (ls -ld ${file}): the store must be a regular file; move that aside (mv ${file} ${file}.not-a-store) and the next command creates a new, empty store`;
     case "locked":
       return `end the program that holds it${lockHoldersOf(file)}, or finish its transaction (an sqlite3 shell inside BEGIN: COMMIT or ROLLBACK), then run doctor again`;
+    case "busy":
+      return "nothing: other gateways wait up to their busy timeout (10 s) for it; run doctor again in a moment to see it let go";
     case "not-a-store":
       return `it is another program's SQLite database: move it back where that program keeps it (mv ${file} …); the next command creates a portcullis store in its place`;
     case "read-only":
@@ -400,12 +435,13 @@ function storeAdvice(e: StoreError): string {
 }
 
 /**
- * The processes holding a lock on the store or its -wal or -shm file (Linux lists them; SQLite's
- * locks are POSIX record locks), for the advice on a locked store: " (pid 4242 sqlite3)". Empty
- * where they are not listed, or none but this process is.
+ * The processes holding the store's write lock (Linux lists them; SQLite's locks are POSIX record
+ * locks), for the advice on a locked store: " (pid 4242 sqlite3)". Only the write lock's holder:
+ * every process with the store open (each running gateway) holds shared locks on it. Empty where
+ * they are not listed, or none but this process is.
  */
 function lockHoldersOf(file: string): string {
-  const pids = lockHolders([file, `${file}-wal`, `${file}-shm`]);
+  const pids = lockHolders(file);
   if (pids.length === 0) return "";
   const named = pids.map((pid) => {
     const p = describeOsProcess(pid);

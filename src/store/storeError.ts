@@ -25,6 +25,7 @@ export type StoreCause =
   | "permissions"
   | "not-a-file"
   | "locked"
+  | "busy"
   | "not-a-database"
   | "not-a-store"
   | "damaged"

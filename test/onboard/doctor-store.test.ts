@@ -8,9 +8,11 @@ import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
+import { lockHolders } from "../../src/identity/procLocks.js";
+import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
+import { makeProject } from "../helpers/project.js";
 import { newKeyringOnlyStateDir, newStateDir } from "../helpers/state.js";
 
 interface Finding {
@@ -41,8 +43,16 @@ async function withStore(): Promise<{ stateDir: string; db: string }> {
 }
 
 describe("doctor on a store that cannot be used", () => {
-  it("locked by another process: said, with the process holding it", async () => {
+  it("locked by another process: said, with the process holding it (not the gateways that have it open)", async () => {
     const { stateDir, db } = await withStore();
+    // a gateway with the store open holds shared locks on it for its whole life: it is not named
+    const project = makeProject("A");
+    // (its heartbeat, a write, out of the way of the lock held below)
+    const gw = await startInventory(project, ["--approval", "none"], {
+      stateDir,
+      env: { PORTCULLIS_STORE_CHECK_MS: "600000" },
+    });
+    await gw.client.listTools();
     const held = await holdStoreLock(stateDir);
     try {
       const { code, findings } = await doctorOf(stateDir);
@@ -59,8 +69,70 @@ describe("doctor on a store that cannot be used", () => {
     // let go: nothing to report about the store
     const after = await doctorOf(stateDir);
     expect(after.findings.filter((f) => f.cause !== undefined)).toEqual([]);
+    await gw.close();
+    project.cleanup();
     removeDir(stateDir);
-  });
+  }, 60_000);
+
+  it.runIf(process.platform === "linux")(
+    "busy: a gateway of this store holding the write lock past doctor's wait is said busy, not locked, and passes",
+    async () => {
+      const { stateDir, db } = await withStore();
+      const project = makeProject("A");
+      // (its heartbeat, a write, out of the way of the lock held below)
+      const gw = await startInventory(project, ["--approval", "none"], {
+        stateDir,
+        env: { PORTCULLIS_STORE_CHECK_MS: "600000" },
+      });
+      await gw.client.listTools();
+      // calls without end, so that the gateway is often inside a write: stopped (SIGSTOP) until it
+      // is stopped inside one, its write lock held as in a long write (a large catalog, a slow disk)
+      let flooding = true;
+      const flood = (async () => {
+        while (flooding)
+          await Promise.all(
+            Array.from({ length: 8 }, () =>
+              gw.client.callTool({ name: "read_status", arguments: {} }).catch(() => null),
+            ),
+          );
+      })();
+      let stopped = false;
+      const resume = () => {
+        if (stopped) gw.kill("SIGCONT");
+        stopped = false;
+      };
+      try {
+        await waitFor(
+          async () => {
+            resume();
+            await sleep(Math.random() * 10);
+            gw.kill("SIGSTOP");
+            stopped = true;
+            await sleep(5); // the stop is delivered
+            return lockHolders(db).includes(gw.pid);
+          },
+          60_000,
+          "the gateway stopped inside a write",
+        );
+        const { code, findings } = await doctorOf(stateDir);
+        expect(storeFinding(findings)).toEqual({
+          ok: true,
+          what: `the store ${db} is busy: a gateway of this store (pid ${gw.pid}) holds its write lock, longer than doctor's 2 s wait (a long write, which other gateways wait out)`,
+          next: "nothing: other gateways wait up to their busy timeout (10 s) for it; run doctor again in a moment to see it let go",
+          cause: "busy",
+        });
+        expect(code, JSON.stringify(findings)).toBe(0);
+      } finally {
+        resume();
+        flooding = false;
+        await flood;
+        await gw.close();
+        project.cleanup();
+      }
+      removeDir(stateDir);
+    },
+    120_000,
+  );
 
   it("not a database, another program's database, a newer portcullis's: each its cause and its one step", async () => {
     const garbage = newKeyringOnlyStateDir();
