@@ -43,7 +43,9 @@ async function startedUnderLock(stateDir: string, busyMs: number) {
   const gw = rawGateway({
     args: ["--label", "inventory", "--", wrapper],
     cwd: project.dir,
-    env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: String(busyMs) },
+    // the server (sleep) ignores its input: its stop is the grace, then SIGTERM; a short grace,
+    // since these tests look at whether it ends, not how long it is given
+    env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: String(busyMs), PORTCULLIS_SHUTDOWN_GRACE_MS: "300" },
     stateDir,
   });
   cleanup.push(() => gw.close());

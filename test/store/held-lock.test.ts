@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditActivity, decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { alive, sleep, waitFor } from "../helpers/files.js";
-import { runCli, startGateway, startInventory } from "../helpers/gateway.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -200,26 +200,28 @@ describe("a store locked by another process while a call needs a human, or a com
 
     await release();
 
-    // a gateway starting while the lock is held: it cannot be watched before it answers, so the
-    // lock ends by itself, after 8 s. Its busy timeout, 5 s here, makes its status row (its first
-    // write) fail if that starts within 3 s, and the run's row (the next, at the client's first
-    // request, after that failure) outwait the lock; the start waits for the store and serves.
-    const held = await holdStoreLock(stateDir, 8_000);
+    // A gateway starting while the lock is held: its first write (its status row) waits out the
+    // busy timeout and fails, said once, and it starts all the same. The client's first request
+    // comes while the lock is still held (the run's row waits for it), and the lock goes then.
+    const held = await holdStoreLock(stateDir);
     cleanup.push(() => held.release());
-    const lateGw = await startGateway({
+    const lateGw = rawGateway({
       args: ["--label", "late", "--approval", "none", "--", ...project.command],
       cwd: project.dir,
-      env: { ...project.env, PORTCULLIS_BUSY_TIMEOUT_MS: "5000" },
+      env: { ...project.env, ...SHORT_BUSY },
       stateDir,
-      connectTimeoutMs: 90_000,
     });
     cleanup.push(() => lateGw.close());
-    expect(text(await lateGw.client.callTool({ name: "read_status", arguments: {} }))).toMatch(
-      /"revision":"A"/,
+    await waitFor(
+      () => /cannot update this gateway's row in the store .*locked by another process/.test(lateGw.stderr()),
+      60_000,
+      "the late gateway's status row failing on the lock",
     );
-    expect(lateGw.stderr()).toMatch(
-      /cannot update this gateway's row in the store .*locked by another process/,
-    );
+    const initialized = lateGw.initialize({}, 60_000);
+    await held.release();
+    await initialized;
+    const res = await lateGw.request("tools/call", { name: "read_status", arguments: {} }, 60_000);
+    expect(text(res.result)).toMatch(/"revision":"A"/);
     expect(lateGw.stderr()).not.toMatch(/internal error|SqliteError/);
   }, 180_000);
 });
