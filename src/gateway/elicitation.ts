@@ -22,6 +22,8 @@
  */
 import { ulid } from "ulid";
 import type { RequestState } from "../approval/requests.js";
+import { quotedName } from "../catalog/text.js";
+import type { ReadFacts } from "../guard/guard.js";
 import type { Request, Response } from "../relay/jsonrpc.js";
 import type { Logger } from "../util/log.js";
 import type { Era } from "./protocol.js";
@@ -49,9 +51,41 @@ export interface UrlElicitationOptions {
 const CONSOLE_WAIT_TRIES = 20;
 const CONSOLE_WAIT_MS = 250;
 
-/** The message shown with the URL: it names the tool, never an argument. */
-export function elicitationMessage(tool: string): string {
-  return `portcullis: a human must approve the call of tool "${tool}". Open the portcullis console to review and decide it.`;
+/**
+ * What a request waiting for a human asked for, as its elicitation names it: a call of a tool, or
+ * a guarded read (a resource read or subscription, a prompt, a completion) by its method and target.
+ */
+export type Waiting = { tool: string } | { read: ReadFacts };
+
+/**
+ * The message shown with the URL: it names what was asked (the tool called, the resource read or
+ * subscribed to, and the request it was asked as when that is another), never an argument. A name
+ * is written as every view of the gateway writes one inside a sentence (`quotedName`: in quotes,
+ * `"` and `\` escaped, control and invisible characters as escapes, a long one cut with its
+ * digest), so a tool's or a uri's own quotes and line breaks cannot end the sentence and write
+ * another in the gateway's voice.
+ */
+export function elicitationMessage(what: Waiting): string {
+  return `portcullis: a human must approve ${askedFor(what)}. Open the portcullis console to review and decide it.`;
+}
+
+function askedFor(what: Waiting): string {
+  if ("tool" in what) return `the call of tool ${quotedName(what.tool)}`;
+  const { method, target, via } = what.read;
+  switch (method) {
+    case "resources/read":
+      return `a read of resource ${quotedName(target)}`;
+    case "resources/subscribe":
+      // (as the gateway's stderr line and the console say it: the name a grant carries, and how it was asked)
+      return `a subscription to resource ${quotedName(target)}${via === undefined ? "" : ` (asked as ${via})`}`;
+    case "prompts/get":
+      return `a request for prompt ${quotedName(target)}`;
+    case "completion/complete":
+      // (the target names its reference: "prompt NAME", "resource URI")
+      return `a completion for ${quotedName(target)}`;
+    default:
+      return `the request ${quotedName(method)} for ${quotedName(target)}`;
+  }
 }
 
 /** Whether declared client capabilities include URL-mode elicitation. */
@@ -81,8 +115,8 @@ export class UrlElicitations {
     return declaresUrlElicitation(this.o.clientCapabilities());
   }
 
-  /** A call of `tool` now waits on approval request `request`: send the user to its page. */
-  offer(request: string, tool: string, attempt = 0): void {
+  /** A request asking `what` now waits on approval request `request`: send the user to its page. */
+  offer(request: string, what: Waiting, attempt = 0): void {
     if (!this.supported()) return;
     if (this.o.era() !== "legacy") return; // no server→client requests in the modern era
     if ([...this.open.values()].includes(request)) return; // one at a time per request
@@ -95,7 +129,7 @@ export class UrlElicitations {
     // A console started on demand for this very request takes a moment to listen: look again
     // for a few seconds while the request is still pending.
     if (!url && attempt < CONSOLE_WAIT_TRIES && this.o.requestState(request) === "pending") {
-      setTimeout(() => this.offer(request, tool, attempt + 1), CONSOLE_WAIT_MS).unref();
+      setTimeout(() => this.offer(request, what, attempt + 1), CONSOLE_WAIT_MS).unref();
       return;
     }
     if (!url) {
@@ -112,7 +146,7 @@ export class UrlElicitations {
       jsonrpc: "2.0",
       id,
       method: "elicitation/create",
-      params: { mode: "url", elicitationId, url, message: elicitationMessage(tool) },
+      params: { mode: "url", elicitationId, url, message: elicitationMessage(what) },
     });
     this.o.log.info(`asked the client to open the console page of request ${request}`);
     this.watch();
@@ -143,7 +177,7 @@ export class UrlElicitations {
    * Modern era: the `input_required` result that sends the user to the console page of
    * `request`, or null when this client is not to be sent (no capability, no console).
    */
-  inputRequired(request: string, tool: string): Record<string, unknown> | null {
+  inputRequired(request: string, what: Waiting): Record<string, unknown> | null {
     if (!this.supported() || this.o.era() !== "modern") return null;
     let url: string | null = null;
     try {
@@ -163,7 +197,7 @@ export class UrlElicitations {
       inputRequests: {
         [INPUT_REQUEST_KEY]: {
           method: "elicitation/create",
-          params: { mode: "url", url, message: elicitationMessage(tool) },
+          params: { mode: "url", url, message: elicitationMessage(what) },
         },
       },
       requestState: `${REQUEST_STATE_PREFIX}${request}`,

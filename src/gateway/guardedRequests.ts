@@ -341,11 +341,11 @@ export class GuardedRequests {
             return mark.signal;
           },
           waiting: (id) => {
-            if (session.era !== "modern") return elicitation.offer(id, tool);
+            if (session.era !== "modern") return elicitation.offer(id, { tool });
             // Modern: the call is answered at once with input_required (no server→client requests).
             // Not once the connection's end cut the wait short: no retry can follow.
             if (answered || mark.endedBy !== undefined) return;
-            inputRequired = elicitation.inputRequired(id, tool);
+            inputRequired = elicitation.inputRequired(id, { tool });
             if (inputRequired) mark.abort();
           },
         },
@@ -452,7 +452,7 @@ export class GuardedRequests {
           get signal() {
             return mark.signal;
           },
-          waiting: (id) => this.p.elicitation.offer(id, `${read.method} ${read.target}`),
+          waiting: (id) => this.p.elicitation.offer(id, { read }),
         },
       });
     } finally {
@@ -646,7 +646,7 @@ export class GuardedRequests {
               get signal() {
                 return mark.signal;
               },
-              waiting: (id) => this.p.elicitation.offer(id, `${method} ${uri}`),
+              waiting: (id) => this.p.elicitation.offer(id, { read }),
             }
           : {
               get signal() {
