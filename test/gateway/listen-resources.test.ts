@@ -379,6 +379,60 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const events = await auditEvents(gw.stateDir);
     expect(events.filter((e) => e.type === "request_forwarded")).toEqual([]);
   }, 90_000);
+  it('under approval.resources "session", a uri approved for one call only is asked of a human again when the listen is re-opened; approved for the session, the next re-open refuses it stale and asks nobody', async () => {
+    // A one-call approval was spent on the first subscription: re-opening the uri on a new process
+    // without asking would stretch it past the one call it was given for, so a human is asked (the
+    // listen stays open meanwhile, nothing of the uri sent). A session grant is bound to its
+    // process's epoch: on the next process it is stale, refused without asking (the client is told
+    // and subscribes again through the guard).
+    const gw = gateway("session");
+    await request(gw, "tools/list");
+    listen(gw, "listen:0", [A]);
+    const seen = new Set<string>();
+    const first = await nextRequest(gw.stateDir, seen);
+    await decideByCli(gw.stateDir, "approve", first.request, "--for", "call");
+    await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
+
+    const one = serving(gw);
+    process.kill(one.pid, "SIGKILL");
+    const again = await nextRequest(gw.stateDir, seen);
+    expect(again.tool).toBe(`resources/subscribe ${A}`);
+    await waitFor(() => serving(gw).epoch !== one.epoch || undefined, 20_000, "the next epoch");
+    const two = serving(gw);
+    expect(again.executionEpoch).toBe(two.epoch);
+    expect(gw.stderr()).toContain(
+      `approval needed for "resources/subscribe ${A}" (asked as subscriptions/listen) (session) on epoch ${two.epoch}`,
+    );
+    // nothing re-opened while the human decides
+    expect(acks(gw, "listen:0")).toHaveLength(1);
+    await decideByCli(gw.stateDir, "approve", again.request);
+    const reopened = await waitFor(
+      () => acks(gw, "listen:0")[1],
+      20_000,
+      "the re-opened listen's acknowledgement",
+    );
+    expect(acked(reopened)).toEqual({
+      honoured: { toolsListChanged: true, resourceSubscriptions: [A] },
+      refused: undefined,
+    });
+    expect((await touch(gw, A)).result).toBeDefined();
+    expect(updates(gw, A, "listen:0")).toHaveLength(1);
+
+    // the session grant of the second process: stale on the third, refused there, nobody asked
+    process.kill(two.pid, "SIGKILL");
+    const stale = await waitFor(
+      () => acks(gw, "listen:0")[2],
+      20_000,
+      "the second re-open's acknowledgement",
+    );
+    expect(acked(stale).refused).toMatchObject([
+      { uri: A, error: { data: { error: "authorization_stale" } } },
+    ]);
+    expect(await pending(gw.stateDir)).toEqual([]);
+    const events = await auditEvents(gw.stateDir);
+    expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(2);
+    expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+  }, 120_000);
   it("a fault while its re-open is decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id", async () => {
     // Under "session", a uri approved for one call only (--for call) leaves no grant behind: the
     // re-open finds none stale and asks a human, whose request cannot be stored while another
