@@ -350,6 +350,9 @@ export class GuardedRequests {
           },
         },
       });
+    } catch (e) {
+      if (mark.cancelled) return this.faultAfterCancel(msg, e);
+      throw e;
     } finally {
       // (a request under the same id may be deciding by now, if this one was cancelled)
       if (this.deciding.get(key) === mark) this.deciding.delete(key);
@@ -455,6 +458,9 @@ export class GuardedRequests {
           waiting: (id) => this.p.elicitation.offer(id, { read }),
         },
       });
+    } catch (e) {
+      if (mark.cancelled) return this.faultAfterCancel(msg, e);
+      throw e;
     } finally {
       // (a request under the same id may be deciding by now, if this one was cancelled)
       if (this.deciding.get(key) === mark) this.deciding.delete(key);
@@ -562,10 +568,33 @@ export class GuardedRequests {
     try {
       await this.decideClientListen(msg, uris, decision);
     } catch (e) {
-      // (answered by `handled`, which logs the fault: the records it leaves open are closed here)
+      // As a fault while it is re-opened (reopenListen): the records it leaves open are closed, the
+      // listen is no longer open, and the client is told so, unless it cancelled the listen.
       this.listenFaulted(msg, decision);
-      throw e;
+      if (decision.mark?.cancelled) return this.faultAfterCancel(msg, e);
+      this.p.log.warn(
+        `could not open the client's subscriptions/listen ${preview(idTextOf(msg))}: ${String((e as Error)?.message ?? e)}; it is answered with an internal error`,
+      );
+      this.answer(
+        msg,
+        errorResponse(
+          msg.id,
+          INTERNAL_ERROR,
+          "The gateway failed while deciding this subscriptions/listen, so no subscription was opened (nothing of it was sent); see the gateway's log, and listen again to subscribe.",
+        ),
+      );
     }
+  }
+
+  /**
+   * A fault while deciding `msg` (a bug, or the store failing under the decision) after the client
+   * cancelled it: logged, never answered. Its id was freed by the cancellation and may name the
+   * client's next request already, which an internal error under it would answer in its place.
+   */
+  private faultAfterCancel(msg: Request, e: unknown): void {
+    this.p.log.warn(
+      `could not handle ${msg.method} ${preview(idTextOf(msg))}, which the client had cancelled: ${String((e as Error)?.message ?? e)}; not answered`,
+    );
   }
 
   private async decideClientListen(msg: Request, uris: string[], d: ListenDecision): Promise<void> {

@@ -30,8 +30,12 @@ const SUB = "io.modelcontextprotocol/subscriptionId";
 const A = "test://a";
 const B = "test://b";
 
-/** A gateway in front of modern.mjs serving resources A and B, with `approval` for resources. */
-function gateway(resources: "none" | "session" | "per-call", env: Record<string, string> = {}): RawGateway {
+/** A gateway in front of modern.mjs serving resources A and B, with `approval` for resources (and `tools` for calls). */
+function gateway(
+  resources: "none" | "session" | "per-call",
+  env: Record<string, string> = {},
+  tools: "none" | "session" = "none",
+): RawGateway {
   const dir = tempDir();
   writeFileSync(
     join(dir, "portcullis.json"),
@@ -41,7 +45,7 @@ function gateway(resources: "none" | "session" | "per-call", env: Record<string,
           command: NODE,
           args: [FIXTURES.modern],
           env: { FIXTURE_RESOURCES: `${A},${B}` },
-          approval: { default: "none", resources },
+          approval: { default: tools, resources },
         },
       },
     }),
@@ -461,6 +465,70 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const next = await nextRequest(gw.stateDir, new Set([asked.request]));
     expect(next.tool).toBe(`resources/subscribe ${B}`);
   }, 120_000);
+  it("a fault while it is first decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id; a listen, call or read the client cancelled meanwhile is not answered", async () => {
+    // As the re-open's fault above, for the client's own listen. And one the client cancelled while
+    // its decision was stuck: its id is free from the cancellation on, and the client's next
+    // request under it (here a tools/list) must not be answered by the fault's internal error.
+    // Before, the fault's error went out under the cancelled id all the same (calls and reads too).
+    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100" }, "session");
+    await request(gw, "tools/list");
+    const lock = await holdStoreLock(gw.stateDir);
+    cleanup.push(() => lock.release());
+    const stuck = (what: string) =>
+      waitFor(
+        () => gw.stderr().includes(`the approval request for "${what}" waits for it`) || undefined,
+        20_000,
+        `the approval request for ${what} waiting for the store`,
+      );
+    listen(gw, "listen:0", [A]);
+    listen(gw, "listen:1", [B], false);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "call:2",
+      method: "tools/call",
+      params: { name: "touch", arguments: { uri: A }, _meta: META },
+    });
+    await stuck(`resources/subscribe ${A}`);
+    await stuck(`resources/subscribe ${B}`);
+    gw.send({ jsonrpc: "2.0", id: "read:3", method: "resources/read", params: { uri: A, _meta: META } });
+    await stuck("touch");
+    await stuck(`resources/read ${A}`);
+    for (const id of ["listen:1", "call:2", "read:3"]) {
+      gw.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, _meta: META } });
+      // the client's next request under the freed id
+      gw.send({ jsonrpc: "2.0", id, method: "tools/list", params: { _meta: META } });
+    }
+    const answer = await gw.next((m) => m.id === "listen:0", 60_000);
+    expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: -32603 });
+    expect(answer.error?.message).toMatch(
+      /failed while deciding this subscriptions\/listen, so no subscription was opened/,
+    );
+    expect(gw.stderr()).toMatch(
+      /could not open the client's subscriptions\/listen "\\"listen:0\\"": .*locked/,
+    );
+    // (the faults of the two cancelled: the gateway logs each, with or without an answer)
+    const faulted =
+      /could not (?:handle|open the client's) (?:subscriptions\/listen|tools\/call|resources\/read) .*(?:listen:1|call:2|read:3)/g;
+    await waitFor(
+      () => (gw.stderr().match(faulted)?.length === 3 ? true : undefined),
+      60_000,
+      "the cancelled listen's, call's and read's faults logged",
+    );
+    await lock.release();
+    // each freed id answered once: by the tools/list sent under it, never by the fault
+    for (const id of ["listen:1", "call:2", "read:3"]) {
+      const answers = gw.messages().filter((m) => m.id === id && m.method === undefined);
+      expect(answers, id).toHaveLength(1);
+      expect(answers[0]!.result, id).toMatchObject({ tools: expect.any(Array) });
+    }
+    expect(gw.stderr().match(/which the client had cancelled: .*; not answered/g)).toHaveLength(3);
+    // nothing of them was recorded as forwarded, and the store free again, listen:0 is taken anew
+    expect((await auditEvents(gw.stateDir)).filter((e) => e.type === "request_forwarded")).toEqual([]);
+    listen(gw, "listen:0", [B], false);
+    const next = await nextRequest(gw.stateDir);
+    expect(next.tool).toBe(`resources/subscribe ${B}`);
+    expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
+  }, 150_000);
   it("the acknowledgement's refusals are the gateway's words: a server that claims a refused uri honoured, or writes refusals of its own, is corrected; the listen it got never named the refused uri", async () => {
     const { gw, methods } = lenientGateway({ FIXTURE_LISTEN_FORGE: "test://forged" });
     await request(gw, "tools/list");
