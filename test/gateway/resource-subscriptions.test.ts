@@ -181,6 +181,50 @@ describe("resource subscriptions across server processes", () => {
     expect(gw.stderr()).toMatch(/subscription to .* was not re-opened on the new server process/);
   }, 90_000);
 
+  it('under approval.resources "session", a subscription approved for one call only is asked of a human again to be re-opened; approved, it is', async () => {
+    // The rule a modern listen's uri follows too (docs/protocol-eras.md): no grant at all for the
+    // uri (the one-call approval was spent on the first subscription), so a human is asked again.
+    const dir = tempDir();
+    const args = EVERYTHING.args();
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: { everything: { command: NODE, args, approval: { default: "none", resources: "session" } } },
+      }),
+    );
+    const gw = rawGateway({ args: ["everything"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20" } });
+    cleanup.push(
+      () => gw.close(),
+      () => removeDir(dir),
+    );
+    await gw.initialize({}, 20_000);
+    const uri = await firstResource(gw);
+    const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
+    const seen = new Set<string>();
+    const asked = await nextRequest(gw.stateDir, seen);
+    await decideByCli(gw.stateDir, "approve", asked.request, "--for", "call");
+    expect((await subscribing).error).toBeUndefined();
+
+    const first = serving(gw);
+    process.kill(first.pid, "SIGKILL");
+    const again = await nextRequest(gw.stateDir, seen);
+    expect(again.tool).toBe(`resources/subscribe ${uri}`);
+    await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
+    const next = serving(gw);
+    expect(again.executionEpoch).toBe(next.epoch);
+    await decideByCli(gw.stateDir, "approve", again.request);
+    const reopened = await waitFor(
+      async () =>
+        (await auditEvents(gw.stateDir)).find(
+          (e) => e.type === "tool_result" && e.method === "resources/subscribe" && e.epoch === next.epoch,
+        ),
+      20_000,
+      "the subscription re-opened on the next process",
+    );
+    expect(reopened).toMatchObject({ outcome: "ok" });
+    expect(updates(gw, uri)).toEqual([]);
+  }, 90_000);
+
   it('under approval.resources "per-call" no human is asked to re-open it (the agent asked for no read then): it is not re-opened, and the client is sent resources/updated so that it reads it again through the guard', async () => {
     const dir = tempDir();
     const args = EVERYTHING.args();
