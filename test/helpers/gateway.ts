@@ -75,6 +75,8 @@ export interface GatewayOptions {
   capabilities?: Record<string, unknown>;
   /** called with the client before it connects, to install request handlers */
   setup?: (client: Client) => void;
+  /** node's own flags for the gateway process (`--no-regexp-optimization`: NODE_OPTIONS refuses V8 flags) */
+  nodeFlags?: string[];
 }
 
 export type Negotiation = "auto" | "pin" | "legacy";
@@ -107,8 +109,8 @@ export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`portcullis is not built (${CLI} missing): run npm run build`);
 }
 
-function gatewayArgs(stateDir: string, args: string[]): string[] {
-  return [CLI, "run", "--state-dir", stateDir, ...args];
+function gatewayArgs(stateDir: string, args: string[], nodeFlags: string[] = []): string[] {
+  return [...nodeFlags, CLI, "run", "--state-dir", stateDir, ...args];
 }
 
 /** Just what both SDKs' stdio client transports share and what we instrument. */
@@ -238,7 +240,7 @@ export async function startGateway(options: GatewayOptions): Promise<Session<Cli
   const { stateDir, own } = stateDirFor(options);
   const transport = new StdioClientTransport({
     command: NODE,
-    args: gatewayArgs(stateDir, options.args),
+    args: gatewayArgs(stateDir, options.args, options.nodeFlags),
     env: hostEnv(options.env),
     cwd: options.cwd,
     stderr: "pipe",
@@ -351,12 +353,14 @@ export function runCli(
      * `env` gives one)
      */
     noTerminal?: boolean;
+    /** node's own flags for the command (NODE_OPTIONS refuses V8 flags) */
+    nodeFlags?: string[];
   } = {},
 ): Promise<CliResult> {
   assertBuilt();
   const env = hostEnv({ ...(options.stateDir ? { PORTCULLIS_HOME: options.stateDir } : {}), ...options.env });
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [CLI, ...args], {
+    const child = spawn(NODE, [...(options.nodeFlags ?? []), CLI, ...args], {
       cwd: options.cwd,
       env,
       stdio: ["pipe", "pipe", "pipe"],

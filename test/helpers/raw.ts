@@ -153,16 +153,23 @@ export function rawGateway(options: {
   env?: Record<string, string>;
   cwd?: string;
   stateDir?: string;
+  /** node's own flags for the gateway process (NODE_OPTIONS refuses V8 flags) */
+  nodeFlags?: string[];
 }): RawGateway {
   assertBuilt();
   const stateDir = options.stateDir ?? newStateDir();
   const own = options.stateDir === undefined;
-  const peer = rawPeer(NODE, [CLI, "run", "--state-dir", stateDir, ...options.args], options.env, {
-    cwd: options.cwd,
-    onClose: () => {
-      if (own) removeDir(stateDir);
+  const peer = rawPeer(
+    NODE,
+    [...(options.nodeFlags ?? []), CLI, "run", "--state-dir", stateDir, ...options.args],
+    options.env,
+    {
+      cwd: options.cwd,
+      onClose: () => {
+        if (own) removeDir(stateDir);
+      },
     },
-  });
+  );
   return { ...peer, stateDir };
 }
 

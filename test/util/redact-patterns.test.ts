@@ -6,7 +6,8 @@
 // long-lived process that has compiled much regular-expression code, so a pattern that passes
 // every test in a fresh process can fail in a gateway that has run for days
 // (test/util/redact-unoptimized.test.ts runs the long shapes that way; this file keeps a NEW
-// pattern from bringing the shape back).
+// pattern from bringing the shape back; test/unit/regex-loops.test.ts reads every other file
+// under src/ with the same helper, test/helpers/regexLoops.ts).
 //
 // Allowed: `*` (and `*?`) over one character, escape or class, or over a group that captures
 // nothing and holds neither an alternative nor a quantifier (`(?:%[0-9A-F][0-9A-F])*`), which V8 runs with one entry however
@@ -14,10 +15,10 @@
 // a capturing group or one with an alternative or a quantifier inside, even `{2}` (each seen to throw under
 // `--no-regexp-optimization`). A flagged pattern is either rewritten (`[…]+` as `[…][…]*`) or
 // listed in BOUNDED_INPUT with the reason its input is short.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { regexLiterals, unboundedLoops } from "../helpers/regexLoops.js";
 
 const FILES = [
   "src/util/redact.ts",
@@ -42,83 +43,6 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "words() splits a name already checked no longer than LONGEST_NAME_READ",
   ],
 ];
-
-/** The regular-expression literals of a TypeScript file, as written (`/…/flags`). */
-function regexLiterals(file: string): string[] {
-  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.ES2022, false);
-  const found: string[] = [];
-  const visit = (node: ts.Node): void => {
-    if (node.kind === ts.SyntaxKind.RegularExpressionLiteral) found.push(node.getText(source));
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
-  return found;
-}
-
-/** The quantifiers of a pattern that keep an entry per repetition when compiled unoptimized. */
-function unboundedLoops(literal: string): string[] {
-  const body = literal.slice(1, literal.lastIndexOf("/"));
-  const flagged: string[] = [];
-  /** the previous atom: where it began, and for a group whether `*` may repeat it (see above) */
-  let atom: { start: number; group: boolean; plain?: boolean } | null = null;
-  /** the groups open at this point: where each began, and whether it is still plain */
-  const groups: { start: number; plain: boolean }[] = [];
-  const spoilOpenGroups = () => {
-    for (const g of groups) g.plain = false;
-  };
-  let i = 0;
-  while (i < body.length) {
-    const c = body[i];
-    if (c === "\\") {
-      atom = { start: i, group: false };
-      i += 2;
-    } else if (c === "[") {
-      const start = i;
-      i++;
-      if (body[i] === "^") i++;
-      if (body[i] === "]") i++; // a leading `]` is a character of the class
-      while (i < body.length && body[i] !== "]") i += body[i] === "\\" ? 2 : 1;
-      i++;
-      atom = { start, group: false };
-    } else if (c === "(") {
-      groups.push({ start: i, plain: body.startsWith("(?:", i) });
-      atom = null;
-      i += body.startsWith("(?:", i) ? 3 : 1;
-    } else if (c === ")") {
-      const g = groups.pop() ?? { start: 0, plain: false };
-      atom = { start: g.start, group: true, plain: g.plain };
-      i++;
-    } else if (c === "|") {
-      spoilOpenGroups();
-      atom = null;
-      i++;
-    } else if (c === "+" || c === "*" || c === "?" || c === "{") {
-      let end = i + 1;
-      let unbounded = c === "+" || (c === "*" && atom?.group === true && atom.plain !== true);
-      if (c === "{") {
-        const close = body.indexOf("}", i);
-        const count = close === -1 ? "" : body.slice(i + 1, close);
-        if (!/^\d+(,\d*)?$/.test(count)) {
-          // a literal `{`
-          atom = { start: i, group: false };
-          i++;
-          continue;
-        }
-        end = close + 1;
-        unbounded = count.endsWith(",");
-      }
-      if (unbounded && atom !== null) flagged.push(body.slice(atom.start, end));
-      spoilOpenGroups(); // a group with a quantifier inside, even `{2}`, threw when repeated
-      i = end;
-      if (body[i] === "?") i++; // lazy
-      atom = null;
-    } else {
-      atom = { start: i, group: false };
-      i++;
-    }
-  }
-  return flagged;
-}
 
 describe("the redactor's regular expressions", () => {
   it("reads loops the way V8's unoptimized compile runs them", () => {
