@@ -220,15 +220,24 @@ function foldedOf(method: string): string {
 
 const foldedCache = new Map<string, string>();
 
-/** A method name as a lenient server might read it: case, whitespace, controls, slashes folded. */
+/**
+ * A method name as a lenient server might read it: case, whitespace, controls, slashes folded.
+ * The client's method is as long as a message allows (64 MiB); a run is matched `\s\s*`, not
+ * `\s+`, and trailing slashes are cut by a loop: compiled unoptimized (a long-lived process that
+ * has compiled much regular-expression code), `\s+` keeps a backtracking entry per character and
+ * threw RangeError on a method of `tools/call` and 8 MiB of blanks, which took the gateway down;
+ * and `\/+$` is tried from every slash to the end, in any process, so 4 MiB of slashes and a
+ * letter kept the gateway busy for hours (test/gateway/unoptimized-regex.test.ts).
+ */
 function folded(method: string): string {
-  return method
+  const s = method
     .normalize("NFKC")
     .toLowerCase()
-    .replace(/\s+/g, "")
-    .replace(/\p{Cc}|\p{Cf}/gu, "")
-    .replace(/\/+$/, "")
-    .replace(/\/+/g, "/");
+    .replace(/\s\s*/g, "")
+    .replace(/\p{Cc}|\p{Cf}/gu, "");
+  let end = s.length;
+  while (end > 0 && s[end - 1] === "/") end--;
+  return s.slice(0, end).replace(/\/\/*/g, "/");
 }
 
 /**
