@@ -6,9 +6,18 @@ import { cutText } from "../util/cut.js";
  * description names, which input names look like destinations, selectors or secrets.
  */
 
-/** The text with runs of whitespace collapsed to one space and the ends trimmed. */
+/**
+ * The text with runs of whitespace collapsed to one space and the ends trimmed.
+ *
+ * The runs here and in `words` and `nameTokens` are written `X X*`, never `X+`: the text is a
+ * server's description or property name, megabytes long if it likes, and V8, compiling a pattern
+ * unoptimized (a long-lived process that has compiled much regular-expression code), runs `X+`
+ * keeping a backtracking entry per character and throws RangeError past 64 MiB of them. A
+ * description of 8 MiB of blanks or letters, or a property name of 8 MiB of dashes, made the
+ * catalog's diff throw, and the catalog was not served (test/gateway/unoptimized-regex.test.ts).
+ */
 export function cosmeticForm(s: string): string {
-  return s.replace(/\p{White_Space}+/gu, " ").trim();
+  return s.replace(/\p{White_Space}\p{White_Space}*/gu, " ").trim();
 }
 
 /**
@@ -106,7 +115,7 @@ const EFFECT_FORMS: Map<string, string> = (() => {
 })();
 
 function words(s: string): string[] {
-  return s.toLowerCase().match(/\p{L}+/gu) ?? [];
+  return s.toLowerCase().match(/\p{L}\p{L}*/gu) ?? [];
 }
 
 /** Effect verbs (base forms) named in `text`. */
@@ -233,7 +242,7 @@ export function nameTokens(name: string): string[] {
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2")
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, "$1 $2")
     .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
+    .split(/[^\p{L}\p{N}][^\p{L}\p{N}]*/u)
     .filter((t) => t.length > 0);
 }
 
@@ -345,7 +354,9 @@ export function firstOf<T>(items: readonly T[], max: number, show: (v: T) => str
  * (a Cyrillic "о" in "deplоy", an accent, a character shown as an escape): reviews say so.
  */
 export function isPlainAscii(name: string): boolean {
-  return /^[\x20-\x7e]+$/.test(name);
+  // `[…][…]*`, not `[…]+`: a name is the server's, of any length (see cosmeticForm); `portcullis
+  // approvals` stopped on an internal error over a call of a tool named with 8 MiB of letters
+  return /^[\x20-\x7e][\x20-\x7e]*$/.test(name);
 }
 
 /** The warning a review shows under a tool name that is not printable ASCII only. */

@@ -4,12 +4,18 @@
 // Compiled so, `X+`, `{n,}` and `*` over a capturing or alternating group keep a backtracking entry
 // per repetition and throw RangeError ("Maximum call stack size exceeded") on a run of a few MiB.
 // A client's method and arguments and a server's catalog are as long as a message allows (64 MiB),
-// so the run below, 8 MiB long, must give what a fresh optimized process gives. Before each fix:
+// so each run below, 8 MiB long, must give what a fresh optimized process gives. Before each fix:
 // the method took the gateway down (an uncaught exception, src/gateway/protocol.ts);
+// each catalog change left the catalog unserved (catalog_unavailable, src/catalog/text.ts), and
+// `portcullis approvals` stopped on an internal error instead of showing the review;
 import { afterEach, describe, expect, it } from "vitest";
+import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { removeDir } from "../helpers/files.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
 
 const MiB = 1024 * 1024;
 const UNOPTIMIZED = ["--no-regexp-optimization"];
@@ -62,4 +68,83 @@ describe("a gateway with its regular expressions compiled unoptimized, over runs
     const answer = await gw.request(`${"/".repeat(4 * MiB)}x`, {}, 60_000);
     expect(answer.error?.code).toBe(-32601);
   }, 120_000);
+  it("a description that becomes 8 MiB of blanks, then of letters, and a property named with 8 MiB of dashes: each revision is served", async () => {
+    const cat = makeCatalog([report]);
+    const gw = await startGateway({
+      args: ["--label", "rx-catalog", "--approval", "none", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+      nodeFlags: UNOPTIMIZED,
+    });
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
+    await gw.client.listTools();
+    const served = async (next: ToolDef) => {
+      const from = gw.received().length;
+      cat.write([next]);
+      await gw.waitForNotification("notifications/tools/list_changed", 60_000, from);
+      const { tools } = await gw.client.listTools(undefined, { timeout: 60_000 });
+      return tools[0]!;
+    };
+    // the diff's cosmetic check (whitespace runs), then its effect verbs (words of letters)
+    const blanks = `Make a report.${" ".repeat(8 * MiB)}Then send it.`;
+    expect((await served({ ...report, description: blanks })).description).toBe(blanks);
+    const letters = `Make a report ${"a".repeat(8 * MiB)} and delete it.`;
+    expect((await served({ ...report, description: letters })).description).toBe(letters);
+    // a new input's name, split into words for the names that look like secrets or destinations
+    const dashes = `x${"-".repeat(8 * MiB)}token`;
+    const named = await served({
+      ...report,
+      inputSchema: {
+        type: "object",
+        properties: { title: { type: "string" }, [dashes]: { type: "string" } },
+      },
+    });
+    expect(Object.keys(named.inputSchema.properties ?? {})).toEqual(["title", dashes]);
+    expect(gw.stderr()).not.toContain("cannot fetch the tool catalog");
+  }, 240_000);
+
+  it("a call of a tool named by 8 MiB of letters waits for a human: `portcullis approvals` shows its review, with no look-alike warning", async () => {
+    const name = `report_${"a".repeat(8 * MiB)}`;
+    const cat = makeCatalog([{ ...report, name }]);
+    const stateDir = newStateDir();
+    const gw = await startGateway({
+      stateDir,
+      args: [
+        "--label",
+        "rx-review",
+        "--approval",
+        "per-call",
+        "--approval-timeout",
+        "120000",
+        "--",
+        ...fixtureCommand("catalog"),
+      ],
+      env: cat.env,
+    });
+    cleanup.push(
+      () => removeDir(stateDir),
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
+    await gw.client.listTools(undefined, { timeout: 60_000 });
+    const call = gw.client
+      .callTool({ name, arguments: { title: "q3" } }, undefined, { timeout: 120_000 })
+      .catch(() => null);
+    cleanup.push(async () => {
+      await gw.close();
+      await call;
+    });
+    await nextRequest(stateDir);
+    // the review is rendered by the command, a process of its own: it runs unoptimized
+    const shown = await runCli(["approvals", "--state-dir", stateDir], {
+      nodeFlags: UNOPTIMIZED,
+      timeoutMs: 60_000,
+    });
+    expect(shown.stderr).not.toContain("RangeError");
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("report_aaaa");
+    expect(shown.stdout).not.toContain("not plain ASCII");
+  }, 180_000);
 });
