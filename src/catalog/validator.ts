@@ -473,13 +473,20 @@ function placeOf(place: Place, key: string): Place {
 /** `withDefaults` is null when the schema declares no default anywhere (nothing to fill in). */
 type Compiled = { check: ValidateFunction; withDefaults: ValidateFunction | null } | { invalid: string };
 
+/**
+ * The field an error's instance path names (`[0].name`). An index is found by `\d\d*`, not `\d+`:
+ * a segment is a key of the arguments, as long as a message allows, and compiled unoptimized (a
+ * process that has compiled much regular-expression code) `\d+` keeps a backtracking entry per
+ * digit; a key of 8 MiB of digits threw RangeError and the call was refused as uncheckable instead
+ * of for its error (test/gateway/unoptimized-regex.test.ts).
+ */
 function fieldOf(instancePath: string): string {
   if (instancePath === "") return "";
   return instancePath
     .split("/")
     .slice(1)
     .map(unescapeSegment)
-    .map((seg, i) => (/^\d+$/.test(seg) ? `[${seg}]` : i === 0 ? seg : `.${seg}`))
+    .map((seg, i) => (/^\d\d*$/.test(seg) ? `[${seg}]` : i === 0 ? seg : `.${seg}`))
     .join("");
 }
 

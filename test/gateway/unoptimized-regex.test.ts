@@ -8,6 +8,7 @@
 // the method took the gateway down (an uncaught exception, src/gateway/protocol.ts);
 // each catalog change left the catalog unserved (catalog_unavailable, src/catalog/text.ts), and
 // `portcullis approvals` stopped on an internal error instead of showing the review;
+// the call was refused as uncheckable instead of for its error (src/catalog/validator.ts).
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
@@ -104,6 +105,40 @@ describe("a gateway with its regular expressions compiled unoptimized, over runs
     expect(Object.keys(named.inputSchema.properties ?? {})).toEqual(["title", dashes]);
     expect(gw.stderr()).not.toContain("cannot fetch the tool catalog");
   }, 240_000);
+
+  it("a call whose argument named by 8 MiB of digits holds a wrong value is refused for that value", async () => {
+    const cat = makeCatalog([
+      {
+        ...report,
+        inputSchema: {
+          type: "object",
+          additionalProperties: { type: "object", properties: { x: { type: "string" } } },
+        },
+      },
+    ]);
+    const gw = await startGateway({
+      args: ["--label", "rx-field", "--approval", "none", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+      nodeFlags: UNOPTIMIZED,
+    });
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+    );
+    await gw.client.listTools();
+    const result = await gw.client.callTool(
+      { name: "report", arguments: { ["1".repeat(8 * MiB)]: { x: 5 } } },
+      undefined,
+      { timeout: 60_000 },
+    );
+    const text = JSON.stringify(result.content);
+    expect(result.isError).toBe(true);
+    expect(text).toContain("Invalid arguments for tool");
+    expect(text).not.toContain("could not be checked");
+    // the field named as an index, `[111…]` (its error comes after the name, cut short)
+    expect(text).toContain('Field \\"[1111');
+    expect(cat.records()).toEqual([]);
+  }, 120_000);
 
   it("a call of a tool named by 8 MiB of letters waits for a human: `portcullis approvals` shows its review, with no look-alike warning", async () => {
     const name = `report_${"a".repeat(8 * MiB)}`;
