@@ -9,6 +9,7 @@
 // each catalog change left the catalog unserved (catalog_unavailable, src/catalog/text.ts), and
 // `portcullis approvals` stopped on an internal error instead of showing the review;
 // the call was refused as uncheckable instead of for its error (src/catalog/validator.ts).
+// test/unit/regex-loops.test.ts keeps such a loop from coming back anywhere under src/.
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
