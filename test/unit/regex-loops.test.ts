@@ -107,7 +107,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ["src/identity/procDescribe.ts", "/\\s+/", `${PROC}; a command line on macOS, at most kern.argmax (1 MiB)`],
   [
     "src/identity/procLocks.ts",
-    "/^\\d+:\\s+(?:->\\s+)?\\S+\\s+\\S+\\s+\\S+\\s+(-?\\d+)\\s+[0-9a-f]+:[0-9a-f]+:(\\d+)\\s/",
+    "/^\\d+:\\s+(\\S+)\\s+\\S+\\s+(\\S+)\\s+(-?\\d+)\\s+[0-9a-f]+:[0-9a-f]+:(\\d+)\\s+(\\d+)\\s+(\\d+|EOF)/",
     `${PROC} (/proc/locks)`,
   ],
   ["src/identity/procPeer.ts", "/^[0-9]+$/", PROC],
@@ -167,6 +167,11 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "src/relay/clientIds.ts",
     "/0+$/",
     "the digits of a number id already checked no longer than MAX_NUMBER_TEXT (1024)",
+  ],
+  [
+    "src/store/stateDir.ts",
+    "/^[A-Za-z0-9_./:@%+=,-]+$/",
+    `${USER_FILES} (the state directory's path, shown in the approve command)`,
   ],
   [
     "src/supervisor/remoteHeaders.ts",
