@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
+import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { openStore, type Store } from "../store/db.js";
 import { createCa, mintLeaf } from "../vault/egress/certs.js";
 import { waitFor } from "./wait.js";
@@ -82,7 +83,9 @@ export async function credentialStory(c: CredentialStoryContext): Promise<void> 
       command: process.execPath,
       args: [cli, "run", "--state-dir", c.stateDir, LABEL],
       cwd: dir,
-      env: { ...getDefaultEnvironment(), NODE_EXTRA_CA_CERTS: api.caFile },
+      // The chapter decides its requests in-process (with --console too): a console started on
+      // demand would serve nobody, and with --keep it outlived the demo.
+      env: { ...getDefaultEnvironment(), NODE_EXTRA_CA_CERTS: api.caFile, [NO_CONSOLE_ENV]: "1" },
       stderr: "pipe",
     });
     let partial = "";

@@ -1,9 +1,12 @@
 // Approvals bound to the execution epoch, end to end: real gateways, real fixture servers,
 // human decisions made by the real CLI in another process with the passphrase.
 
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
-import { childrenOf, waitFor } from "../helpers/files.js";
+import { childrenOf, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
@@ -214,10 +217,17 @@ describe("grants across runs and modes", () => {
 });
 
 describe("portcullis demo", () => {
-  it("tells the whole story and exits 0", async () => {
+  it("tells the whole story and exits 0, and starts no console without --console", async () => {
     // The demo's keyring with the cheap test key derivation: the story is the subject here, not
-    // scrypt's cost, which the demo otherwise pays at init and at every unlock.
-    const r = await runCli(["demo"], { timeoutMs: 120_000, env: { PORTCULLIS_INSECURE_TEST_KDF: "1" } });
+    // scrypt's cost, which the demo otherwise pays at init and at every unlock. Its directory
+    // made under a TMPDIR of the test's own, and kept (--keep; test/console/demo.test.ts runs it
+    // without), so that what it started there can be seen after it.
+    const tmp = tempDir("portcullis-demo-test-");
+    cleanup.push(() => removeDir(tmp));
+    const r = await runCli(["demo", "--keep"], {
+      timeoutMs: 120_000,
+      env: { PORTCULLIS_INSECURE_TEST_KDF: "1", TMPDIR: tmp },
+    });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/refused -32051/);
@@ -225,5 +235,11 @@ describe("portcullis demo", () => {
     expect(r.stdout).toMatch(/revision=A/);
     expect(r.stdout).toMatch(/revision=B/);
     expect(r.stdout).toMatch(/audit verify: ok/);
+    // the demo decides in-process: no gateway of its started a console on demand (the credential
+    // chapter's did, twice, and with --keep it outlived the demo), and nothing of it runs on
+    const kept = /\(kept: (.+)\)/.exec(r.stdout)![1]!;
+    expect(readdirSync(join(kept, "state")).filter((f) => f.startsWith("console"))).toEqual([]);
+    const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
+    expect(ps.split("\n").filter((line) => line.includes(tmp))).toEqual([]);
   });
 });
