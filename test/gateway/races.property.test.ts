@@ -185,11 +185,20 @@ const answersTo = (id: string): WireMessage[] =>
   gw.messages().filter((m) => m.id === id && m.method === undefined);
 
 /**
+ * Whether sequence `seq` sent a slow_write, the only tool that asks for approval. Without one it
+ * has no pending request to decide (the settling of the sequence before denied those left), and
+ * none can come: asking the CLI for them (each listing a process, about 0.25 s of CPU) would only
+ * wait out the bound.
+ */
+const slowSentIn = (seq: number) => sent.some((s) => s.tool === "slow_write" && s.tag.startsWith(`t${seq}-`));
+
+/**
  * Decides one pending request (`pick` among them), waiting a little for one to be made (the call
  * was just sent): none may come (no slow_write, or refused first). Losing a race to the gateway is
  * fine.
  */
 async function decideOne(verdict: "approve" | "deny", pick: number): Promise<void> {
+  if (!slowSentIn(sequence)) return;
   const list = await waitForPending(gw.stateDir, (l) => (l.length > 0 ? l : null), 2_000).catch(() => []);
   if (list.length === 0) return;
   const request = list[pick % list.length]!.request;
@@ -395,9 +404,10 @@ async function settle(ids: string[]): Promise<AuditEvent[]> {
     `answers to ${ids.join(", ")}`,
   );
   // a request outlives its call (cancelled, refused as stale): denied here, so that the next
-  // sequence's decisions pick among its own calls' requests
-  for (const p of await pending(gw.stateDir))
-    await runCli(["deny", p.request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
+  // sequence's decisions pick among its own calls' requests (a sequence without a slow_write made none)
+  if (slowSentIn(sequence))
+    for (const p of await pending(gw.stateDir))
+      await runCli(["deny", p.request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
   // the ends are written with the next group of records, after the answers went out
   return waitFor(
     async () => {
