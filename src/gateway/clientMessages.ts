@@ -341,6 +341,14 @@ export class ClientMessages {
 
   private onNotification(msg: Notification): void {
     if (msg.method === "notifications/initialized") {
+      // after an initialize the gateway answered epoch_transition: no server answered it, so this
+      // ends no handshake (and the next process must get its initialize first)
+      if (this.p.session.lostInitialize) {
+        this.p.log.debug(
+          "dropped notifications/initialized: the client's initialize was lost to an epoch change",
+        );
+        return;
+      }
       this.p.session.markInitialized();
       this.p.inFlight.notify(msg);
       this.p.catalogIfNeeded();

@@ -29,6 +29,12 @@ export class ClientSession {
   private initRequest: Request | null = null;
   private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
   private clientInitialized = false;
+  /**
+   * The client's latest initialize was answered epoch_transition by the gateway (its process, or
+   * a remote server's session, went away holding it) and nothing was negotiated: the client is
+   * told to send initialize again, and until it does it is where a client that never sent one is.
+   */
+  private initializeLost_ = false;
   /** the _meta envelope of the client's latest modern request, reused for the gateway's own requests */
   private modernMeta: Record<string, unknown> | null = null;
   private discovered: unknown = null;
@@ -70,16 +76,36 @@ export class ClientSession {
   }
 
   /**
-   * Whether the client speaks the legacy era and has not sent initialize: nothing it asks of the
-   * catalog can be served, and nothing will be fetched, until it does.
+   * Whether the client speaks the legacy era and has not sent initialize (or its only one was lost
+   * to an epoch change, unanswered by any server): nothing it asks of the catalog can be served,
+   * and nothing will be fetched, until it sends one.
    */
   get awaitsInitialize(): boolean {
-    return this.era_ === "legacy" && this.initRequest === null;
+    return this.era_ === "legacy" && (this.initRequest === null || this.initializeLost_);
   }
 
   /** Keeps the client's initialize request, to replay on a new legacy process. */
   keepInitialize(msg: Request): void {
     this.initRequest = msg;
+    this.initializeLost_ = false;
+  }
+
+  /**
+   * The client's initialize was answered epoch_transition (no process answered it). Before
+   * anything was negotiated, the client has no handshake to replay and sends its own again.
+   */
+  initializeLost(): void {
+    if (this.negotiated === null) this.initializeLost_ = true;
+  }
+
+  /** Whether the client's only initialize was lost (see initializeLost) and it has not sent another. */
+  get lostInitialize(): boolean {
+    return this.initializeLost_;
+  }
+
+  /** Whether a server answered the client's initialize (legacy): its handshake can be replayed. */
+  get hasNegotiated(): boolean {
+    return this.negotiated !== null;
   }
 
   /** The client sent notifications/initialized. */

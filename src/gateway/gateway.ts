@@ -727,6 +727,11 @@ export class Gateway {
         this.inFlight.handshakeDone(gen);
       } else this.replayLevel(gen);
       this.inFlight.reopenListens();
+    } else {
+      // Nothing negotiated (the client's first initialize was lost with its process, and it was
+      // told to send it again): its own initialize, sent while no process was up, goes here now,
+      // as a first one does. (One sent once this epoch is up goes straight here too.)
+      this.inFlight.sendCarriedInitialize(gen);
     }
     await this.refreshCatalog(gen);
   }

@@ -118,7 +118,7 @@ export interface InFlightPorts {
   /** the client's progress tokens the gateway spoke under: freed when the gateway answers a request itself */
   progress: ProgressTokens;
   /** the client's modern envelope, put on the gateway's own requests */
-  session: Pick<ClientSession, "paramsFor">;
+  session: Pick<ClientSession, "paramsFor" | "initializeLost" | "hasNegotiated">;
   /** the generation requests go to now: null before the first epoch */
   current(): Generation | null;
 }
@@ -156,7 +156,11 @@ export class InFlight {
    * subscriptions (subscriptions/listen), re-opened there once its own handshake is complete
    * (reopenListens), as one already at the server is (a subscription outlives a process); and its
    * reads that change nothing (CARRIED_READS), which wait behind the next one's handshake as if
-   * sent then (what the client would do on server_unavailable, and nothing of them ran).
+   * sent then (what the client would do on server_unavailable, and nothing of them ran). And the
+   * client's own initialize, sent when no process was alive and nothing was negotiated yet (its
+   * first was lost to an epoch change, and it sends it again as told): the next generation has no
+   * handshake to replay, so this one is its handshake, sent there as soon as it is up
+   * (sendCarriedInitialize).
    */
   private carried: { request: Request; extra: ForwardExtra; line?: WrittenLine }[] = [];
 
@@ -178,6 +182,30 @@ export class InFlight {
     const reads = this.carried.filter((c) => c.extra.listen === undefined);
     this.carried = this.carried.filter((c) => c.extra.listen !== undefined);
     return reads;
+  }
+
+  /**
+   * `gen` is up with no handshake to replay (nothing was negotiated): the client's own initialize
+   * carried to it, if any, is sent now; its answer negotiates the session as a first one does.
+   */
+  sendCarriedInitialize(gen: Generation): void {
+    const i = this.carried.findIndex((c) => c.request.method === "initialize");
+    if (i < 0 || this.p.current() !== gen) return;
+    const [c] = this.carried.splice(i, 1);
+    if (c) this.forward(c.request, c.extra, c.line);
+  }
+
+  /**
+   * Whether `msg` is the client's initialize with nothing negotiated yet, and a next generation is
+   * to come (no pause, the server reachable): carried to it rather than refused server_unavailable
+   * (the client was told its lost initialize should be sent again; a client gives up on a failed
+   * initialize). Its refusals, if none comes, are answerBehindHandshake's.
+   */
+  private carriesInitialize(msg: Request, extra: ForwardExtra, line: WrittenLine | undefined): boolean {
+    if (msg.method !== "initialize" || this.p.session.hasNegotiated) return false;
+    if (refuse.serverDown(this.p.link) !== null) return false;
+    this.carried.push({ request: msg, extra, line });
+    return true;
   }
 
   /** Whether `gen`'s replayed handshake is under way (nothing else may be sent to it). */
@@ -252,6 +280,7 @@ export class InFlight {
     const gen = this.p.current();
     if (!gen?.alive) {
       if (msg.method === "tools/call") return false;
+      if (this.carriesInitialize(msg, extra, line)) return true;
       const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
       this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       return false;
@@ -279,6 +308,7 @@ export class InFlight {
       this.upstream.delete(wire, msg.id);
       // a process that died before its first message (it was started while its identity was
       // captured): answered here, as above, rather than left waiting
+      if (!gen.alive && this.carriesInitialize(msg, extra, line)) return true;
       if (msg.method !== "tools/call") {
         const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
         this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
@@ -537,8 +567,13 @@ export class InFlight {
       // a remote server that answered it for a session it no longer knows did not run it
       const status = gen.notRun?.get(wire);
       this.interrupted(p, "epoch_transition", status === undefined ? "unknown" : "not_run");
-      const e =
-        status === undefined
+      // the client's initialize, answered by no process: nothing negotiated, nothing to replay,
+      // so the client is told to send its own again (it goes to the next process)
+      const lostInit = p.method === "initialize" && !this.p.session.hasNegotiated;
+      if (lostInit) this.p.session.initializeLost();
+      const e = lostInit
+        ? refuse.initializeLost(gen.epoch)
+        : status === undefined
           ? refuse.epochTransition(gen.epoch, null)
           : refuse.sessionEnded(gen.epoch, status);
       this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));

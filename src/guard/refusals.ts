@@ -233,6 +233,20 @@ export const refuse = {
     ),
 
   /**
+   * The client's initialize, held by a process (or a remote server's session) that went away
+   * before answering it: nothing was negotiated, so the gateway has no handshake to bring the next
+   * process to, and the client's own initialize, sent again, is that process's handshake.
+   */
+  initializeLost: (requestEpoch: string) =>
+    refusal(
+      "epoch_transition",
+      "The server went away before answering initialize (its process, or a remote server's session, ended: a new execution epoch begins); nothing was negotiated and it was not retried.",
+      "server execution epoch changed while initialize was in flight",
+      "send initialize again (it goes to the next server process, and waits for it if none is up yet), then notifications/initialized",
+      { requestEpoch, currentEpoch: null, retried: false },
+    ),
+
+  /**
    * A server reached by URL answered a call with the status of a session it no longer knows (404,
    * or a 400 saying so): it did not run the call. The session is over, so is the epoch.
    */
