@@ -20,7 +20,7 @@ import { stateDirFlagFor } from "../store/stateDir.js";
 import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
-import type { envDelivery } from "../vault/delivery.js";
+import type { envDelivery, Withheld } from "../vault/delivery.js";
 import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
 import type { ServerEgress } from "../vault/egress/forServer.js";
 import { holderVault } from "../vault/port.js";
@@ -41,6 +41,16 @@ export interface AgentRunSettings {
   onRequest?: (request: string) => void;
   /** the gateway's content-digest cache: the client's executables are often digested there */
   digestCache?: DigestCache;
+  /**
+   * What this connection's server process got at spawn (trackEpochs keeps it): a call that needs
+   * an environment credential it was started without is refused (src/vault/port.ts)
+   */
+  spawned?: SpawnedCredentials;
+}
+
+/** The environment credentials the current server process of one connection was started without. */
+export interface SpawnedCredentials {
+  withheld: readonly Withheld[];
 }
 
 /**
@@ -94,8 +104,11 @@ export function beginAgentRun(
     approval: server.approval,
     credentials: server.credentials,
     tools: server.tools,
-    vault: holderVault(s.stateDir, server.credentialSpecs, (scope) =>
-      credentialMismatch(server, store, scope),
+    vault: holderVault(
+      s.stateDir,
+      server.credentialSpecs,
+      (scope) => credentialMismatch(server, store, scope),
+      () => s.spawned?.withheld ?? [],
     ),
     timeoutMs: s.approvalTimeoutMs,
     requestTtlMs: s.requestTtlMs,
@@ -215,6 +228,8 @@ export function trackEpochs(
   o: {
     label: string;
     delivery: ReturnType<typeof envDelivery>;
+    /** kept up to date with what each new server process was started without */
+    spawned?: SpawnedCredentials;
     /** a withheld credential's disagreement with the vault's stored policy, for the status line */
     mismatch?: (scope: string) => DeliveryMismatch | null;
     events: EventSink;
@@ -229,6 +244,9 @@ export function trackEpochs(
   let unreachableSaid: string | null = null;
   link.on("up", (gen) => {
     unreachableSaid = null;
+    // (a process's new code under the same process, `replaced`, keeps the environment it was
+    // spawned with: the last spawn's, still)
+    if (o.spawned) o.spawned.withheld = o.delivery.last().withheld;
     reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch, o.mismatch);
     o.registry.recordEpoch(gen.record, gen.reason, {
       state: "identity-pending",

@@ -26,7 +26,14 @@ import type { Logger } from "../util/log.js";
 import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs, unrecordedAtEnd } from "./agentRun.js";
+import {
+  beginAgentRun,
+  endAgentRun,
+  runGatewayOptions,
+  type SpawnedCredentials,
+  trackEpochs,
+  unrecordedAtEnd,
+} from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
@@ -189,11 +196,13 @@ function openSession(
   links.add(supervisor);
 
   let run: Run | null = null;
+  // what this session's server process was started without (trackEpochs keeps it)
+  const spawned: SpawnedCredentials = { withheld: [] };
   let gateway: Gateway | null = null;
   const beginRun = () => {
     const client =
       peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") };
-    const begun = beginAgentRun({ ...shared, verifier }, gatewayId, statusLog, client, () => ({
+    const begun = beginAgentRun({ ...shared, verifier, spawned }, gatewayId, statusLog, client, () => ({
       record: supervisor.current?.record ?? null,
       reason: supervisor.current?.reason ?? null,
       revision: gateway?.status().revision ?? 0,
@@ -219,6 +228,7 @@ function openSession(
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     delivery: shared.delivery,
+    spawned,
     mismatch: (scope) => credentialMismatch(server, store, scope),
     events,
     log: statusLog,

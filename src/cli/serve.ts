@@ -31,7 +31,14 @@ import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/del
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { storedPolicies } from "../vault/secrets.js";
-import { beginAgentRun, endAgentRun, runGatewayOptions, trackEpochs, unrecordedAtEnd } from "./agentRun.js";
+import {
+  beginAgentRun,
+  endAgentRun,
+  runGatewayOptions,
+  type SpawnedCredentials,
+  trackEpochs,
+  unrecordedAtEnd,
+} from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { headerSecretProblem } from "./headerSecrets.js";
@@ -321,6 +328,8 @@ export async function serve(
     log.warn(`no grant will be honoured: ${trust.why}`);
     registry.statusLine(`approvals refused: ${trust.why}`);
   }
+  // what the server process was started without (trackEpochs keeps it; the vault check reads it)
+  const spawned: SpawnedCredentials = { withheld: [] };
   const runSettings = {
     server,
     stateDir,
@@ -332,6 +341,7 @@ export async function serve(
     consolePage,
     onRequest: (id: string) => consoleOnDemand(stateDir, id, log),
     digestCache: cache,
+    spawned,
   };
   const beginRun = () => {
     // the stdio client is the process that started this gateway (its parent)
@@ -415,6 +425,7 @@ export async function serve(
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     delivery,
+    spawned,
     mismatch: (scope) => credentialMismatch(server, store, scope),
     events,
     log: statusLog,

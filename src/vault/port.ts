@@ -1,4 +1,5 @@
 import type { CredentialSpec } from "./credentials.js";
+import type { Withheld } from "./delivery.js";
 import type { DeliveryMismatch } from "./deliveryMismatch.js";
 import { holderStatus } from "./holder.js";
 
@@ -25,14 +26,44 @@ export function envLockedRetry(envScopes: readonly string[]): string {
   );
 }
 
+/** Why the running server process holds a placeholder for an environment credential. */
+const STARTED_WITHOUT: Record<Withheld["cause"], string> = {
+  locked: "the vault was locked when it started",
+  missing: "the vault held no such secret when it started",
+  "not-env": "the vault stored it for HTTP delivery only when it started",
+  nul: "its value holds a NUL byte, which no environment variable can carry",
+};
+
+/**
+ * A call that needs an environment credential the running server process was started without:
+ * the process holds a placeholder for as long as it runs, whatever the vault holds now (an unlock
+ * or a `vault set` since changes nothing in its environment). Let through, the call would run
+ * with the placeholder while its records name the credential as used; refused, the agent is told
+ * the one step that gives the server the secret: start it again.
+ */
+function startedWithout(w: Withheld): VaultVerdict {
+  return {
+    error: "credential_missing",
+    scope: w.scope,
+    why: `the server process started without it (${STARTED_WITHOUT[w.cause]}) and holds a placeholder in its environment for as long as it runs`,
+    retry:
+      w.cause === "nul"
+        ? `ask a human to store it again without a NUL byte ('portcullis vault set ${w.scope} --deliver env'), then to have the MCP client reconnect this server, and retry`
+        : "ask a human to have the MCP client reconnect this server (environment credentials are given only when it starts), then retry",
+  };
+}
+
 /**
  * `mismatch(scope)`: the stored policy's disagreement with the configuration, looked up when a
  * call meets one (the store's policies, as `run` read them at start, may have changed since).
+ * `spawnedWithout()`: the environment credentials the running server process was started
+ * without (src/cli/agentRun.ts, trackEpochs), each with why.
  */
 export function holderVault(
   stateDir: string,
   specs: readonly CredentialSpec[],
   mismatch: (scope: string) => DeliveryMismatch | null = () => null,
+  spawnedWithout: () => readonly Withheld[] = () => [],
 ): VaultPort {
   const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
   const httpDelivered = new Set(specs.filter((s) => s.deliver === "http").map((s) => s.secret));
@@ -76,6 +107,8 @@ export function holderVault(
             scope,
             "the vault stores it for environment delivery only, and the configuration asks for HTTP delivery",
           );
+        const without = envDelivered.has(scope) ? spawnedWithout().find((w) => w.scope === scope) : undefined;
+        if (without) return startedWithout(without);
       }
       return null;
     },

@@ -4,13 +4,14 @@
 // line) and what the agent is told (`vault_locked`'s retry) must say that the server has to start
 // again, not only that the vault must be unlocked. A credential delivered over HTTP is released per
 // call, so there an unlock is enough, and the retry says only that. Real gateway, real vault.
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startGateway } from "../helpers/gateway.js";
+import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret } from "./helpers.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -35,7 +36,7 @@ async function lockedGateway(credential: unknown, policy: string[]) {
   };
   writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
   const stateDir = newStateDir();
-  await storeSecret(stateDir, "inventory-api-staging", "locked-at-spawn-value-91c3", ...policy);
+  await storeSecret(stateDir, "inventory-api-staging", VALUE, ...policy);
   const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
   cleanup.push(() => gw.close());
   await gw.client.listTools();
@@ -45,8 +46,10 @@ async function lockedGateway(credential: unknown, policy: string[]) {
       () => null,
       (e: { code?: number; data?: { error?: string; retry?: string } }) => e,
     );
-  return { gw, refused };
+  return { gw, refused, project, stateDir };
 }
+
+const VALUE = "locked-at-spawn-value-91c3";
 
 describe("a server started while the vault is locked", () => {
   it("env delivery: the status line and the agent's retry say the server must start again after the unlock", async () => {
@@ -59,6 +62,40 @@ describe("a server started while the vault is locked", () => {
     expect(refused!.data!.retry).toBe(
       "ask a human to run 'portcullis unlock' and then to have the MCP client reconnect this server (inventory-api-staging is put in its environment only when it starts: a server started while the vault was locked keeps the placeholder), then retry",
     );
+  });
+
+  it("env delivery, unlocked since: a call is refused, not run with the placeholder, until the server starts again", async () => {
+    const { gw, project, stateDir } = await lockedGateway("inventory-api-staging", ["--deliver", "env"]);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    // the vault holds the secret now, but this server process holds the placeholder: let through,
+    // the call would run without the credential while its records name it as used
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({
+      code: -32059,
+      data: {
+        error: "credential_missing",
+        scope: "inventory-api-staging",
+        reason: expect.stringContaining(
+          "the server process started without it (the vault was locked when it started)",
+        ),
+        retry:
+          "ask a human to have the MCP client reconnect this server (environment credentials are given only when it starts), then retry",
+      },
+    });
+    expect(project.records()).toHaveLength(0);
+    // the client reconnects the server: a new gateway, a new process, spawned unlocked
+    await gw.close();
+    const again = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => again.close());
+    await again.client.listTools();
+    const r = await again.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    expect(r.isError).toBeFalsy();
+    const held = createHash("sha256").update(VALUE).digest("hex").slice(0, 12);
+    expect(project.records().map((c) => c.credential)).toEqual([held]);
   });
 
   it("HTTP delivery: released per call, so an unlock is all the retry asks for", async () => {

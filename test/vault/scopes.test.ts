@@ -140,8 +140,17 @@ describe("per-tool scopes in a gateway", () => {
     });
 
     expect((await runCli(["unlock"], { stateDir, env: pass })).code).toBe(0);
+    // spawned while the vault was locked, the server holds placeholders until it starts again
+    // (test/vault/locked-at-spawn.test.ts): the client reconnects it, and the new one has them
+    await expect(gw.client.callTool({ name: "reveal", arguments: { form: "raw" } })).rejects.toMatchObject({
+      data: { error: "credential_missing", scope: "api-token" },
+    });
+    await gw.close();
+    const again = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
+    cleanup.push(() => again.close());
+    await again.client.listTools();
     const seen = new Set<string>();
-    const reveal = gw.client.callTool({ name: "reveal", arguments: { form: "raw", note: "n" } });
+    const reveal = again.client.callTool({ name: "reveal", arguments: { form: "raw", note: "n" } });
     const asked = await nextRequest(stateDir, seen);
     const listed = JSON.parse((await runCli(["approvals", "--json"], { stateDir })).stdout) as {
       requests: { request: string; credentialScope: string[]; review: { credentialScope: string[] } }[];
@@ -160,7 +169,7 @@ describe("per-tool scopes in a gateway", () => {
     expect(grants.grants.map((g) => g.credentialScope)).toEqual([["api-token"]]);
 
     // a tool that declares nothing, on a server where others do: every scope, and the review says so
-    const describe = gw.client.callTool({ name: "describe", arguments: {} });
+    const describe = again.client.callTool({ name: "describe", arguments: {} });
     const askedAll = await nextRequest(stateDir, seen);
     const textAll = (await runCli(["approvals"], { stateDir })).stdout;
     expect(textAll).toContain("credentials api-token, other-token");
@@ -174,8 +183,8 @@ describe("per-tool scopes in a gateway", () => {
     expect((await runCli(["vault", "rm", "other-token"], { stateDir, env: pass })).code).toBe(0);
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
     expect((await runCli(["unlock"], { stateDir, env: pass })).code).toBe(0);
-    expect((await gw.client.callTool({ name: "reveal", arguments: { form: "raw" } })).isError).toBeFalsy();
-    await expect(gw.client.callTool({ name: "describe", arguments: {} })).rejects.toMatchObject({
+    expect((await again.client.callTool({ name: "reveal", arguments: { form: "raw" } })).isError).toBeFalsy();
+    await expect(again.client.callTool({ name: "describe", arguments: {} })).rejects.toMatchObject({
       code: -32059,
       data: { error: "credential_missing", scope: "other-token" },
     });

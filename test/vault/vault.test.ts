@@ -265,11 +265,23 @@ describe("step 6 in a gateway: credentials from the vault", () => {
       code: -32059,
       data: { error: "credential_missing", scope: "inventory-api-staging" },
     });
-    // a secret stored while unlocked reaches the holder at once
+    // a secret stored while unlocked reaches the holder at once, but not this server process: it
+    // was spawned while the vault was locked and holds the placeholder (locked-at-spawn.test.ts)
     await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
-    expect((await call()).isError).toBeFalsy();
+    await expect(call()).rejects.toMatchObject({
+      code: -32059,
+      data: { error: "credential_missing", reason: expect.stringContaining("started without it") },
+    });
+    // a server started now gets it; lock stops the next call
+    await gw.close();
+    const again = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => again.close());
+    await again.client.listTools();
+    const callAgain = () =>
+      again.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    expect((await callAgain()).isError).toBeFalsy();
     await runCli(["lock"], { stateDir });
-    await expect(call()).rejects.toMatchObject({ code: -32056 });
+    await expect(callAgain()).rejects.toMatchObject({ code: -32056 });
     // refused calls never reached the server: one call went through
     expect(project.records().filter((r) => r.tool === "adjust_inventory")).toHaveLength(1);
   });
@@ -399,7 +411,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     expect(gw.stderr()).not.toContain(SECRET);
   });
 
-  it("a value with a NUL byte for env delivery: vault set refuses it; one in the holder anyway is withheld at spawn, never printed", async () => {
+  it("a value with a NUL byte for env delivery: vault set refuses it; one in the holder anyway is withheld at spawn, never printed, and a call that needs it is refused", async () => {
     const project = configured("env");
     const stateDir = newStateDir();
     const env = passphraseEnv();
@@ -420,12 +432,19 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     cleanup.push(() => gw.close());
     await gw.waitForStderr(/holds a NUL byte, which no environment variable can carry/);
     await gw.client.listTools();
-    const r = await gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
-    expect(r.isError).toBeFalsy();
-    const placeholder = createHash("sha256")
-      .update("portcullis-placeholder:inventory-api-staging")
-      .digest("hex");
-    expect(project.records().at(-1)?.credential).toBe(placeholder.slice(0, 12));
+    // the server holds the placeholder: a call that needs the credential is refused, not run with it
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({
+      code: -32059,
+      data: {
+        error: "credential_missing",
+        scope: "inventory-api-staging",
+        reason: expect.stringContaining("its value holds a NUL byte"),
+        retry: expect.stringContaining("store it again without a NUL byte"),
+      },
+    });
+    expect(project.records()).toHaveLength(0);
     expect(gw.stderr()).not.toContain(SECRET);
     expect(gw.stderr()).not.toMatch(/internal error/);
   });
