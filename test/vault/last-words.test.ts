@@ -6,7 +6,7 @@
 // Then a real gateway, its server given the value by the real vault (env delivery), made to fail
 // by a module loaded into it with NODE_OPTIONS=--import (children/crashInGateway.mjs).
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formsOf } from "../../src/vault/scrub.js";
@@ -203,7 +203,10 @@ async function gatewayCrash(how: "parse" | "reject" | "warn") {
   expect(tools.find((t) => t.name === "describe")?.description).toBe(
     `Describes the connection (key ${MARK})`,
   );
-  writeFileSync(trigger, `{"ok": true, "key": ${VALUE}}`);
+  // written whole, then moved into place: the gateway's timer may look between an open that
+  // creates the file and the write that fills it, and would fail on an empty text
+  writeFileSync(`${trigger}.part`, `{"ok": true, "key": ${VALUE}}`);
+  renameSync(`${trigger}.part`, trigger);
   if (how === "warn") {
     // emitted after the one that quotes the value: once it is printed, both are
     await gw.waitForStderr(/an ordinary warning, after it/, 30_000);
