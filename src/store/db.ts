@@ -204,8 +204,11 @@ export function storeFailure(e: unknown): StoreError | null {
   return failure instanceof StoreError ? failure : null;
 }
 
-/** How long a write that matters (an approval request) keeps trying while the store is locked. */
-export const BUSY_PATIENCE_MS = 30_000;
+/**
+ * How long a write that matters (an approval request) keeps trying while the store is locked:
+ * 30 s, or PORTCULLIS_BUSY_PATIENCE_MS (read at each write).
+ */
+const busyPatienceMs = (): number => envMs("PORTCULLIS_BUSY_PATIENCE_MS", 30_000);
 
 /**
  * Runs a write, again after a pause while another process holds the store's lock (each attempt
@@ -224,7 +227,7 @@ export async function whenUnlocked<T>(
     try {
       return step();
     } catch (e) {
-      if (!isBusy(e) || Date.now() - started >= (o.patienceMs ?? BUSY_PATIENCE_MS)) throw e;
+      if (!isBusy(e) || Date.now() - started >= (o.patienceMs ?? busyPatienceMs())) throw e;
       if (attempt === 1) o.onBusy?.();
       const pause = Math.min(50 * 2 ** (attempt - 1), 1_000);
       await new Promise((resolve) => setTimeout(resolve, pause));

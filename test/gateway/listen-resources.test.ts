@@ -440,9 +440,9 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
   it("a fault while its re-open is decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id", async () => {
     // Under "session", a uri approved for one call only (--for call) leaves no grant behind: the
     // re-open finds none stale and asks a human, whose request cannot be stored while another
-    // process keeps the store locked; after the store's patience (30 s) that throws. Before, the
+    // process keeps the store locked; after the store's patience (30 s; 2 s here) that throws. Before, the
     // listen was then never answered (a warning on stderr only), its id held for ever.
-    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100" });
+    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100", PORTCULLIS_BUSY_PATIENCE_MS: "2000" });
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A], false);
     const asked = await nextRequest(gw.stateDir);
@@ -470,7 +470,11 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     // its decision was stuck: its id is free from the cancellation on, and the client's next
     // request under it (here a tools/list) must not be answered by the fault's internal error.
     // Before, the fault's error went out under the cancelled id all the same (calls and reads too).
-    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100" }, "session");
+    const gw = gateway(
+      "session",
+      { PORTCULLIS_BUSY_TIMEOUT_MS: "100", PORTCULLIS_BUSY_PATIENCE_MS: "2000" },
+      "session",
+    );
     await request(gw, "tools/list");
     const lock = await holdStoreLock(gw.stateDir);
     cleanup.push(() => lock.release());
