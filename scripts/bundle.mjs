@@ -2,9 +2,11 @@
 // The command line as it ships. `tsc` type-checks and writes dist/ module by module; this then
 // writes, in dist/cli:
 //   cli.js + chunks  src/cli/main.ts as an ES module bundle, one chunk per lazily loaded part:
-//                    every command but `run`
+//                    what serves `demo`
 //   gateway.cjs      the same main.ts as one CommonJS file without the other commands: `run`
-//   main.js          the `bin`, a few lines that send `run` to gateway.cjs and the rest to cli.js
+//   NAME.cjs         the same for each other command (status.cjs, approvals.cjs, …), and
+//                    usage.cjs with no command at all (--help, --version, a mistyped command)
+//   main.js          the `bin`, a few lines that send each command to its file
 //   preload.js       the egress proxy's preload, which servers load with `--import`
 //   validatorEngine.cjs  ajv, its 2020-12 flavour and its formats in one file, and the
 //                    meta-schema checks generated from them
@@ -13,7 +15,7 @@
 // Why: a gateway's start loaded 132 modules one by one, and node's ESM loader pays for each
 // (resolve, read, link); bundled, `run` loaded 38 files and a warm start was 20–30 ms shorter
 // (docs/performance.md, "Startup, eighth pass"), and from one CommonJS file it is shorter again
-// (session nineteen). Everything sits in dist/cli, so every path the code computes from its own
+// (session nineteen), as is every other command (session thirty). Everything sits in dist/cli, so every path the code computes from its own
 // location (`./main.js`, `../../package.json`, `./preload.js`) means the same from a chunk or
 // from gateway.cjs as from the module it came from.
 //
@@ -84,72 +86,108 @@ await build({
   allowOverwrite: true,
 });
 
-// `portcullis run` (a gateway) from one CommonJS file, `gateway.cjs`: the same src/cli/main.ts,
-// with the commands other than `run` left out. Node's ES module loader resolves, reads and links
-// each module of the bundle above apart; a CommonJS file is read and compiled once, and the parts
-// `run` loads only when asked (the gateway's modules after the command line, `--listen`, `--url`)
-// stay functions that run when first required, as esbuild wraps lazily imported modules. Measured
-// (docs/performance.md, session nineteen): about 50 ms less CPU to a gateway's first list. Not for
-// the other commands: the whole file is parsed at every start, which costs a short command such
-// as `--help` more than it saves. Packages stay outside but for the ES-module-only ones, which
-// `require` cannot load: their files are bundled in, as the lockfile installed them.
+// Every command but the demo from a CommonJS file of its own: the same src/cli/main.ts, with the
+// modules of the other commands left out. Node's ES module loader resolves, reads and links each
+// module of the bundle above apart; a CommonJS file is read and compiled once, and the parts a
+// command loads only when asked stay functions that run when first required, as esbuild wraps
+// lazily imported modules. Measured (docs/performance.md, sessions nineteen and thirty): about
+// 50 ms less CPU to a gateway's first list, 50–70 ms less for a short command (`status --json`
+// 180 → 125 ms). One file per command, not one for all: the whole file is parsed at every start,
+// and a short command would pay for the gateway's. Packages stay outside but for the
+// ES-module-only ones, which `require` cannot load: their files are bundled in, as the lockfile
+// installed them. The demo stays in the ES module bundle: it resolves the SDK's ES module files
+// for the project it writes (`import.meta.resolve`), which CommonJS cannot ask for.
 const ES_MODULE_ONLY = new Set(["canonicalize"]);
 const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8"));
 const external = Object.keys(pkg.dependencies)
   .filter((d) => !ES_MODULE_ONLY.has(d))
   .flatMap((d) => [d, `${d}/*`]);
 /**
- * The modules of main.ts's other commands: not in the gateway's file (an import of one throws).
- * A command added to main.ts and not named here is only carried along in it, unused.
+ * The files the command line ships, by the module of src/cli that main.ts loads for them, with
+ * the command names each serves. `usage.cjs` serves what names no command (`--help`,
+ * `--version`, a mistyped name). A command added to main.ts and not named here is sent to
+ * usage.cjs, which cannot load it: test/cli/help.test.ts runs every command's --help.
  */
-const OTHER_COMMANDS =
-  /^\.\/(status|catalog|init|audit|passkey|demo|wrap|doctor|console|drill|vault|egress|approvals)\.js$/;
-const otherCommandsLeftOut = {
-  name: "other-commands-left-out",
-  setup(b) {
-    b.onResolve({ filter: OTHER_COMMANDS }, (args) =>
-      args.importer.endsWith(join("src", "cli", "main.ts"))
-        ? { path: args.path, namespace: "left-out" }
-        : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
-      contents: `throw new Error(${JSON.stringify(`portcullis: ${args.path} is not part of gateway.cjs (only run is)`)});`,
-      loader: "js",
-    }));
-  },
+const FILES = {
+  run: { file: "gateway.cjs", commands: ["run"] },
+  status: { file: "status.cjs", commands: ["status"] },
+  catalog: { file: "catalog.cjs", commands: ["catalog"] },
+  init: { file: "init.cjs", commands: ["init"] },
+  audit: { file: "audit.cjs", commands: ["audit"] },
+  passkey: { file: "passkey.cjs", commands: ["passkey"] },
+  wrap: { file: "wrap.cjs", commands: ["wrap", "unwrap"] },
+  doctor: { file: "doctor.cjs", commands: ["doctor"] },
+  console: { file: "console.cjs", commands: ["console"] },
+  drill: { file: "drill.cjs", commands: ["drill"] },
+  vault: { file: "vault.cjs", commands: ["vault", "unlock", "lock", "__vault-holder"] },
+  egress: { file: "egress.cjs", commands: ["egress"] },
+  approvals: { file: "approvals.cjs", commands: ["approvals", "approve", "deny", "grants", "revoke"] },
+  demo: { file: "cli.js", commands: ["demo"] },
 };
-await build({
-  entryPoints: [join(REPO, "src", "cli", "main.ts")],
-  outfile: join(OUT, "gateway.cjs"),
-  bundle: true,
-  format: "cjs",
-  platform: "node",
-  target: "node20.19",
-  external,
-  // What each module computes from its own location (`./main.js`, `../../package.json`, …) is the
-  // same from dist/cli/gateway.cjs as from a chunk beside it.
-  define: { "import.meta.url": "__portcullisModuleUrl" },
-  banner: {
-    js: '"use strict";\nvar __portcullisModuleUrl = require("node:url").pathToFileURL(__filename).href;',
-  },
-  plugins: [otherCommandsLeftOut],
-  sourcemap: true,
-  logLevel: "warning",
-  allowOverwrite: true,
-});
+const MAIN_TS = join(REPO, "src", "cli", "main.ts");
+/** An esbuild plugin: the modules of main.ts's commands but `keep` are a throw, not code. */
+const leaveOutBut = (keep, file) => {
+  const others = Object.keys(FILES).filter((m) => m !== keep);
+  const filter = new RegExp(`^\\./(${others.join("|")})\\.js$`);
+  return {
+    name: "other-commands-left-out",
+    setup(b) {
+      b.onResolve({ filter }, (args) =>
+        args.importer === MAIN_TS ? { path: args.path, namespace: "left-out" } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
+        contents: `throw new Error(${JSON.stringify(`portcullis: ${args.path} is not part of ${file}`)});`,
+        loader: "js",
+      }));
+    },
+  };
+};
+const commonJs = (keep, file) =>
+  build({
+    entryPoints: [MAIN_TS],
+    outfile: join(OUT, file),
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20.19",
+    external,
+    // What each module computes from its own location (`./main.js`, `../../package.json`, …) is
+    // the same from dist/cli/NAME.cjs as from a chunk beside it.
+    define: { "import.meta.url": "__portcullisModuleUrl" },
+    banner: {
+      js: '"use strict";\nvar __portcullisModuleUrl = require("node:url").pathToFileURL(__filename).href;',
+    },
+    plugins: [leaveOutBut(keep, file)],
+    sourcemap: true,
+    logLevel: "warning",
+    allowOverwrite: true,
+  });
+await Promise.all([
+  ...Object.entries(FILES)
+    .filter(([, { file }]) => file.endsWith(".cjs"))
+    .map(([module, { file }]) => commonJs(module, file)),
+  commonJs(null, "usage.cjs"),
+]);
 
-// The `bin`: `run` goes to the CommonJS gateway, every other command to the ES module bundle.
-// main.js stays the path every part of the command line spawns itself by (wrap writes it into a
+// The `bin`: each command goes to its file, anything else to usage.cjs. main.js stays the path every part of the command line spawns itself by (wrap writes it into a
 // host's configuration), whichever file serves the command.
+const served = Object.fromEntries(
+  Object.values(FILES).flatMap(({ file, commands }) => commands.map((c) => [c, file])),
+);
 writeFileSync(
   join(OUT, "main.js"),
   [
     "#!/usr/bin/env node",
-    "// portcullis: `run` from gateway.cjs, the other commands from cli.js (scripts/bundle.mjs says why).",
+    "// portcullis: each command from its own file (scripts/bundle.mjs says why): a CommonJS file",
+    "// of main.ts with the other commands left out, the demo from the ES module bundle cli.js.",
     'import { createRequire } from "node:module";',
     "",
-    'if (process.argv[2] === "run") createRequire(import.meta.url)("./gateway.cjs");',
-    'else await import("./cli.js");',
+    `const FILES = new Map(Object.entries(${JSON.stringify(served)}));`,
+    "const [name, topic] = process.argv.slice(2);",
+    "// `portcullis help COMMAND` is COMMAND's --help: its file answers it",
+    'const file = FILES.get(name === "help" && topic !== undefined ? topic : name) ?? "usage.cjs";',
+    'if (file.endsWith(".cjs")) createRequire(import.meta.url)("./" + file);',
+    'else await import("./" + file);',
     "",
   ].join("\n"),
 );

@@ -9,7 +9,7 @@ import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { openStore, type Store } from "../store/db.js";
 import { createCa, mintLeaf } from "../vault/egress/certs.js";
-import { waitFor } from "./wait.js";
+import { text, waitFor } from "./observe.js";
 
 /**
  * The demo's credential chapter: an inventory API key stored in the vault for HTTP delivery.
@@ -202,9 +202,4 @@ server.setRequestHandler(CallToolRequestSchema, async (req) => {
 });
 ${rev === "B" ? 'api("/startup").catch(() => {});\n' : ""}await server.connect(new StdioServerTransport());
 `;
-}
-
-function text(res: unknown): string {
-  const content = (res as { content?: { text?: string }[] }).content ?? [];
-  return content.map((x) => x.text ?? "").join(" ");
 }

@@ -15,10 +15,8 @@ import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
+import { currentEpoch, gatewayRunning, text, waitFor } from "./observe.js";
 import { makeDemoProject } from "./project.js";
-import { waitFor } from "./wait.js";
-
-export { waitFor } from "./wait.js";
 
 export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
 
@@ -260,22 +258,6 @@ async function approveNext(db: Store, stateDir: string, decider: ConsoleClient |
   const signer = await pinnedSigner(db, stateDir, DEMO_PASSPHRASE);
   decideRequest(db, req.request, { approve: true, for: "session" }, DECIDED_BY, signer, stateDir);
   note(`approved for the session by ${DECIDED_BY}`);
-}
-
-export function currentEpoch(db: Store): string | null {
-  const row = db
-    .prepare("SELECT epoch FROM gateways WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1")
-    .get() as { epoch: string | null } | undefined;
-  return row?.epoch ?? null;
-}
-
-export function gatewayRunning(db: Store): boolean {
-  return !!db.prepare("SELECT 1 FROM gateways WHERE ended_at IS NULL").get();
-}
-
-export function text(res: unknown): string {
-  const content = (res as { content?: { type: string; text?: string }[] }).content ?? [];
-  return content.map((c) => c.text ?? `[${c.type}]`).join(" ");
 }
 
 function short(id: string | null | undefined): string {

@@ -15,7 +15,7 @@ import {
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
-import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/demo.js";
+import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/observe.js";
 import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";

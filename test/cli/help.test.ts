@@ -121,6 +121,23 @@ describe("the command word", () => {
       expect(help.stdout).toMatch(new RegExp(`^usage:\\s+portcullis ${command}`, "i"));
       expect(own.stderr, `${command} --help`).toBe("");
     }
+    // every command: each is served from a file of its own (scripts/bundle.mjs), and one left
+    // out of the dispatch would reach a file that cannot load it
+    const table = readFileSync(join(REPO, "src", "cli", "main.ts"), "utf8");
+    const named = [
+      ...[...table.matchAll(/^ {2}"?([a-z][\w-]*)"?: async \(\) =>/gm)].map((m) => m[1]!),
+      ...JSON.parse(/for \(const name of (\[[^\]]*\]) as const\)/.exec(table)![1]!),
+    ] as string[];
+    expect(named).toEqual(
+      expect.arrayContaining(["run", "status", "approve", "revoke", "unlock", "lock", "demo"]),
+    );
+    for (const command of named.filter((c) => !["run", "status", "approve", "audit"].includes(c))) {
+      const help = await runCli(["help", command]);
+      expect(help.code, `help ${command}`).toBe(0);
+      expect(help.stdout, `help ${command}`).toMatch(
+        new RegExp(`^usage:(?:.*\\n)*?\\s+portcullis ${command}\\b`, "i"),
+      );
+    }
     const unknown = await runCli(["help", "lsit"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(

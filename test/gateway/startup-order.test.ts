@@ -236,7 +236,23 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(bundled.filter((f) => f.startsWith("node_modules/"))).toEqual([
       "node_modules/canonicalize/lib/canonicalize.js",
     ]);
-    // and the other commands still from the ES module bundle: cli.js and its chunks
+    // Each other command from a CommonJS file of its own, with none of the others' modules (the
+    // drill without the demo it borrows a few lines from); the demo from the ES module bundle.
+    const sourcesOf = (file: string) =>
+      (
+        JSON.parse(readFileSync(join(dist, "cli", `${file}.map`), "utf8")) as { sources: string[] }
+      ).sources.map((f) => f.replace(/^(?:\.\.\/)+/, ""));
+    const commandModules =
+      /^src\/cli\/(status|catalog|init|audit|passkey|demo|wrap|doctor|console|drill|vault|egress|approvals|run)\.ts$/;
+    for (const command of ["status", "approvals", "audit", "vault", "drill", "wrap", "init"]) {
+      const own = sourcesOf(`${command}.cjs`);
+      expect(own.filter((f) => commandModules.test(f))).toEqual([`src/cli/${command}.ts`]);
+      expect(own.filter((f) => /^src\/(?:gateway\/gateway|demo\/demo|console\/server)\.ts$/.test(f))).toEqual(
+        [],
+      );
+    }
+    expect(sourcesOf("usage.cjs").filter((f) => commandModules.test(f))).toEqual([]);
+    expect(readFileSync(join(dist, "cli", "main.js"), "utf8")).toContain('"demo":"cli.js"');
     expect(graph("cli/cli.js").packages.size).toBe(0);
   });
 
@@ -287,5 +303,22 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(status.status).toBe(0);
     expect(loaded(statusLog).packages).toContain("better-sqlite3"); // the log works for it too
     expect(loaded(statusLog).files).not.toContain(gateway);
+    const commandFiles = (log: string) =>
+      loaded(log)
+        .files.filter((f) => f.startsWith(join(REPO, "dist", "cli")))
+        .map((f) => relative(join(REPO, "dist", "cli"), f));
+    expect(commandFiles(statusLog)).toEqual(["status.cjs"]);
+
+    // a command's --help through `help`, and --version, from the files named
+    const helpLog = join(dir, "help.log");
+    const help = spawnSync(NODE, [CLI, "help", "approve"], { env: env(helpLog), encoding: "utf8" });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("usage: portcullis approve");
+    expect(commandFiles(helpLog)).toEqual(["approvals.cjs"]);
+    const versionLog = join(dir, "version.log");
+    const version = spawnSync(NODE, [CLI, "--version"], { env: env(versionLog), encoding: "utf8" });
+    expect(version.stdout).toMatch(/^portcullis \d+\.\d+\.\d+/);
+    expect(commandFiles(versionLog)).toEqual(["usage.cjs"]);
+    expect(loaded(versionLog).packages).toEqual([]);
   });
 });
