@@ -10,6 +10,13 @@ export function removeAtFileEnd(dir: string): void {
   dirs.push(dir);
 }
 
+/** Removes them; one that cannot be removed (a test made it unreadable) is left, not an error. */
 export function removeFileDirs(): void {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) {
+    try {
+      rmSync(d, { recursive: true, force: true });
+    } catch {
+      // cleanup only: what the file checked was checked
+    }
+  }
 }
