@@ -320,5 +320,15 @@ describe("startup: the server starts while its identity is captured", () => {
     expect(version.stdout).toMatch(/^portcullis \d+\.\d+\.\d+/);
     expect(commandFiles(versionLog)).toEqual(["usage.cjs"]);
     expect(loaded(versionLog).packages).toEqual([]);
+    // the WebAuthn library (and its ASN.1 code) only for a ceremony, not to list the passkeys
+    const passkeyLog = join(dir, "passkey.log");
+    const passkeys = spawnSync(NODE, [CLI, "passkey", "list", "--state-dir", session.stateDir!], {
+      env: env(passkeyLog),
+      encoding: "utf8",
+    });
+    expect(passkeys.status, passkeys.stderr).toBe(0);
+    expect(commandFiles(passkeyLog)).toEqual(["passkey.cjs"]);
+    expect(loaded(passkeyLog).packages).toContain("better-sqlite3");
+    expect(loaded(passkeyLog).packages.filter((p) => p.startsWith("@simplewebauthn/"))).toEqual([]);
   });
 });
