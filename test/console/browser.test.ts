@@ -3,6 +3,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
+import { activeGrants as activeGrantsOf } from "../../src/approval/grants.js";
+import { openStore } from "../../src/store/db.js";
 import { pending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
@@ -43,9 +45,18 @@ async function setup(tools: unknown[] = [DEPLOY_TOOL], extra: string[] = []) {
   return { stateDir, gw };
 }
 
+/**
+ * The active grants, read from the store in this process as `portcullis grants` reads them: the
+ * command is not what these tests are about, and it was a process of its own (about 0.3 s of CPU)
+ * at each look. test/console/security.test.ts reads them so too.
+ */
 async function activeGrants(stateDir: string): Promise<{ grant: string; mode: string }[]> {
-  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
-  return JSON.parse(r.stdout).grants;
+  const db = openStore(stateDir);
+  try {
+    return activeGrantsOf(db).map((g) => ({ grant: g.grant, mode: g.mode }));
+  } finally {
+    db.close();
+  }
 }
 
 describe("deciding in the console", () => {
