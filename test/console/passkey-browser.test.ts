@@ -3,7 +3,9 @@
 // console process, a real gateway and a real MCP client whose calls wait for the decision.
 import type { CDPSession } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { activeGrants } from "../../src/approval/grants.js";
 import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
+import { openStore } from "../../src/store/db.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { SoftAuthenticator } from "../helpers/authenticator.js";
 import { browserSuite, held } from "../helpers/browser.js";
@@ -86,9 +88,17 @@ async function passkeys(stateDir: string): Promise<{ id: string; name: string; h
   return JSON.parse(r.stdout).passkeys;
 }
 
+/**
+ * The active grants, read from the store in this process as `portcullis grants` reads them (the
+ * command is not what these tests are about; it was a process of its own at each look).
+ */
 async function grants(stateDir: string): Promise<{ grant: string; approvedBy: string }[]> {
-  const r = await runCli(["grants", "--json", "--state-dir", stateDir]);
-  return JSON.parse(r.stdout).grants;
+  const db = openStore(stateDir);
+  try {
+    return activeGrants(db).map((g) => ({ grant: g.grant, approvedBy: g.approvedBy }));
+  } finally {
+    db.close();
+  }
 }
 
 /** The page `portcullis passkey add` names, logged into with the passphrase; one passkey added. */
