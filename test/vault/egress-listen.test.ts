@@ -259,7 +259,7 @@ describe("run --listen with deliver: http", () => {
     expect(other.received).toEqual([]);
     const flag = join(tempDir("portcullis-flag-"), "go");
     const twice = approvedCall(a, stateDir, "fetch_url", { url: `${plain.url}/twice`, after: flag }, seen);
-    await waitFor(() => plain.received.some((x) => x.path === "/twice"), 10_000, "the first request");
+    await waitFor(() => plain.received.some((x) => x.path === "/twice"), 30_000, "the first request");
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
     writeFileSync(flag, "go");
     expect(text(await twice)).toBe("200 upstream ok /twice\n200 upstream ok /twice");
