@@ -18,6 +18,17 @@ export interface ResourceSubscription {
 }
 
 /**
+ * One subscription of the client's to tool-list changes (a subscriptions/listen that asked for
+ * toolsListChanged), as the session holds it: its id, and the object itself as its token. A client
+ * may reuse an id once its listen is over (cancelled, answered), so what ends a listen after an
+ * await (a decision that returns late) names it by this token, never by its id: the id may name
+ * the client's next listen by then.
+ */
+export interface OpenListen {
+  readonly id: Id;
+}
+
+/**
  * What the gateway knows of its client's session, whatever server process is behind it:
  * the era it speaks, its handshake (kept to bring a new process to the same place), the
  * modern-era envelope and subscriptions, and what it last listed (for per-tool staleness).
@@ -42,7 +53,7 @@ export class ClientSession {
   private listeningGen: Generation | null = null;
   /** what this client last listed completely (revision and each tool's fingerprint) */
   private seen_: ListedCatalog | null = null;
-  private clientListenIds: Id[] = [];
+  private clientListens: OpenListen[] = [];
   /**
    * The client's resource subscriptions a process accepted and it has not unsubscribed, by uri.
    * A new process holds none of them: they are re-opened there (Gateway.reopenSubscriptions).
@@ -62,7 +73,7 @@ export class ClientSession {
 
   /** The ids of the client's open subscriptions to tool-list changes (modern era). */
   get listenIds(): readonly Id[] {
-    return this.clientListenIds;
+    return this.clientListens.map((l) => l.id);
   }
 
   /** A client request arrived: its first request fixes the era; a modern one refreshes the envelope. */
@@ -125,12 +136,29 @@ export class ClientSession {
       this.discovered = (result as { capabilities?: unknown }).capabilities ?? null;
   }
 
-  listenOpened(id: Id): void {
-    this.clientListenIds.push(id);
+  /** The client's listen `id` is open (to tool-list changes): its token, which `listenEnded` takes. */
+  listenOpened(id: Id): OpenListen {
+    const open: OpenListen = { id };
+    this.clientListens.push(open);
+    return open;
   }
 
+  /** The client's open listen under `id` now, if any: its token, taken while the id is surely its own. */
+  listenOf(id: Id): OpenListen | undefined {
+    return this.clientListens.find((l) => l.id === id);
+  }
+
+  /**
+   * The client's listen under `id` is over, as the client ends it (its cancellation, handled as it
+   * arrives: the id is still that listen's). Whatever ends a listen later names it by its token.
+   */
   listenClosed(id: Id): void {
-    this.clientListenIds = this.clientListenIds.filter((x) => x !== id);
+    this.clientListens = this.clientListens.filter((l) => l.id !== id);
+  }
+
+  /** The listen `open` is over (not any later listen under its id); nothing when it already is. */
+  listenEnded(open: OpenListen | undefined): void {
+    if (open !== undefined) this.clientListens = this.clientListens.filter((l) => l !== open);
   }
 
   /** A process accepted the client's subscription (its own, or one re-opened there). */

@@ -1,3 +1,5 @@
+import type { OpenListen } from "./clientSession.js";
+
 /**
  * A call being decided: whether the client cancelled it, and the signal that stops a wait for a
  * human. The AbortController behind it is made only when a wait asks for the signal: most calls
@@ -5,6 +7,12 @@
  */
 export class Deciding {
   cancelled = false;
+  /**
+   * the client's open listen this decision re-opens on a new process: over the moment the client
+   * cancels it (GuardedRequests.cancel), since the decision may return after a new listen under
+   * its id was opened
+   */
+  listen?: OpenListen;
   private aborted = false;
   /**
    * why it was aborted, when someone said (the signal's reason): only the connection's end says

@@ -14,7 +14,7 @@ import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
 import { type CallName, callOf, idTextOf, newCallName } from "./clientIdText.js";
-import type { ClientSession, ResourceSubscription } from "./clientSession.js";
+import type { ClientSession, OpenListen, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -178,6 +178,9 @@ export class GuardedRequests {
     if (d) {
       d.cancelled = true;
       d.abort();
+      // a listen being re-opened is over now, not when its decision returns: by then the client
+      // may have opened another listen under this id, which that late end must not close
+      this.p.session.listenEnded(d.listen);
       // Its id is free now, not once the decision returns (a wait for a human, an intent being
       // written): a request the client sends under it right after the cancellation, in the same
       // write even, is not refused as "already in use". The decision sends nothing once it returns.
@@ -534,6 +537,7 @@ export class GuardedRequests {
     const key = `${typeof msg.id}:${msg.id}`;
     const mark = this.newDeciding();
     out.mark = mark;
+    mark.listen = out.open;
     this.deciding.set(key, mark);
     this.underWay.add(mark);
     try {
@@ -570,7 +574,7 @@ export class GuardedRequests {
     } catch (e) {
       // As a fault while it is re-opened (reopenListen): the records it leaves open are closed, the
       // listen is no longer open, and the client is told so, unless it cancelled the listen.
-      this.listenFaulted(msg, decision);
+      this.listenFaulted(decision);
       if (decision.mark?.cancelled) return this.faultAfterCancel(msg, e);
       this.p.log.warn(
         `could not open the client's subscriptions/listen ${preview(idTextOf(msg))}: ${String((e as Error)?.message ?? e)}; it is answered with an internal error`,
@@ -600,8 +604,8 @@ export class GuardedRequests {
   private async decideClientListen(msg: Request, uris: string[], d: ListenDecision): Promise<void> {
     const mark = await this.decideListenMarked(msg, uris, true, d);
     if (mark.cancelled) {
+      // (not opened yet: nothing of it is in the session, and its id may be the client's next listen's)
       this.closeListenReads(d, "cancelled");
-      this.p.session.listenClosed(msg.id);
       return;
     }
     // (a wait for a human cut short as the client closes its input: as when the gateway ends it)
@@ -631,12 +635,12 @@ export class GuardedRequests {
       this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
       return;
     }
-    if (listensToTools(out)) this.p.session.listenOpened(msg.id);
+    if (listensToTools(out)) d.open = this.p.session.listenOpened(msg.id);
     const reads = d.reads;
     d.reads = [];
     if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
       this.closeListenReads({ reads }, "server_unavailable");
-      this.p.session.listenClosed(msg.id);
+      this.p.session.listenEnded(d.open);
     }
   }
 
@@ -728,9 +732,9 @@ export class GuardedRequests {
    * records it wrote are closed `gateway_error` (nothing was sent), and the listen is no longer
    * open for the gateway's own list_changed. The caller answers the client.
    */
-  private listenFaulted(msg: Request, d: ListenDecision): void {
+  private listenFaulted(d: ListenDecision): void {
     this.closeListenReads(d, "gateway_error");
-    this.p.session.listenClosed(msg.id);
+    this.p.session.listenEnded(d.open);
   }
 
   /**
@@ -746,11 +750,12 @@ export class GuardedRequests {
    * caller for the next verified catalog). Every path that ends the listen answers it.
    */
   async reopenListen(msg: Request, epoch: string): Promise<"open" | "refused" | "later"> {
-    const d = newListenDecision();
+    // the client's listen as the session holds it, taken now, while `msg.id` is surely its id
+    const d: ListenDecision = { ...newListenDecision(), open: this.p.session.listenOf(msg.id) };
     try {
       return await this.decideReopen(msg, epoch, d);
     } catch (e) {
-      this.listenFaulted(msg, d);
+      this.listenFaulted(d);
       this.p.log.warn(
         `could not re-open the client's subscriptions/listen ${preview(idTextOf(msg))} on the new server process: ${String((e as Error)?.message ?? e)}; it is answered with an internal error`,
       );
@@ -788,8 +793,8 @@ export class GuardedRequests {
     // the client's listen is still open: a cancellation of it stops the decision (and its id stays in use)
     const mark = await this.decideListenMarked(msg, uris, false, d);
     if (mark.cancelled) {
+      // (its listen ended when the client cancelled it: see cancel)
       this.closeListenReads(d, "cancelled");
-      this.p.session.listenClosed(msg.id);
       return "refused";
     }
     if (this.p.ended() || mark.endedBy !== undefined || d.stopped) {
@@ -822,7 +827,7 @@ export class GuardedRequests {
     const out = listenWith(msg, new Set(d.reads.map((r) => r.uri)));
     if (out === null) {
       if (first === undefined) throw new Error("a subscriptions/listen with none of its uris decided");
-      this.p.session.listenClosed(msg.id);
+      this.p.session.listenEnded(d.open);
       this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
       return "refused";
     }
@@ -830,7 +835,7 @@ export class GuardedRequests {
     d.reads = [];
     if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
       this.closeListenReads({ reads }, "server_unavailable");
-      this.p.session.listenClosed(msg.id);
+      this.p.session.listenEnded(d.open);
       return "refused";
     }
     for (const r of d.refused)
@@ -1152,6 +1157,11 @@ interface ListenDecision {
   stopped: Awaited<ReturnType<typeof decide>> | null;
   /** the decision's mark, once it began (whether the client cancelled the listen) */
   mark?: Deciding;
+  /**
+   * the listen as the session holds it (open to tool-list changes): the re-opened one's from the
+   * start, the client's own once it is sent; what ends it names this, never its id
+   */
+  open?: OpenListen;
 }
 
 function newListenDecision(): ListenDecision {
