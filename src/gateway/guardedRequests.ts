@@ -133,8 +133,11 @@ export class GuardedRequests {
    */
   private refusedBeforeInitialize(msg: Request): boolean {
     if (!this.p.session.awaitsInitialize) return false;
-    this.p.log.warn(`refused ${msg.method} ${JSON.stringify(msg.id)}: the client has not sent initialize`);
-    const e = refuse.notInitialized(msg.method);
+    const lost = this.p.session.lostInitialize;
+    this.p.log.warn(
+      `refused ${msg.method} ${JSON.stringify(msg.id)}: ${lost ? "the client's initialize was lost to an epoch change and it has not sent initialize again" : "the client has not sent initialize"}`,
+    );
+    const e = refuse.notInitialized(msg.method, lost);
     this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
     return true;
   }

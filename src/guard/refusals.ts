@@ -473,14 +473,24 @@ export const refuse = {
    * is fetched or decided before the handshake, so waiting would not help (MCP: a client sends
    * nothing but pings before the server answered its initialize).
    */
-  notInitialized: (method: string) =>
-    withCode(
-      INVALID_REQUEST,
-      "not_initialized",
-      `The client must send initialize (and notifications/initialized) before ${method}; this request was not handled.`,
-      "no initialize from this client yet",
-      "send initialize, wait for its answer, send notifications/initialized, then send the request again",
-    ),
+  notInitialized: (method: string, lost = false) =>
+    lost
+      ? // the client did send initialize, but no server answered it (its process went away holding
+        // it, and the client was answered epoch_transition): "no initialize yet" would be wrong
+        withCode(
+          INVALID_REQUEST,
+          "not_initialized",
+          `The client's initialize was lost to an epoch change (the server went away before answering it, and it was answered epoch_transition), so nothing was negotiated; the client must send initialize again (and notifications/initialized) before ${method}; this request was not handled.`,
+          "the client's initialize was lost with its server process (answered epoch_transition) and it has not sent initialize again",
+          "send initialize again, wait for its answer, send notifications/initialized, then send the request again",
+        )
+      : withCode(
+          INVALID_REQUEST,
+          "not_initialized",
+          `The client must send initialize (and notifications/initialized) before ${method}; this request was not handled.`,
+          "no initialize from this client yet",
+          "send initialize, wait for its answer, send notifications/initialized, then send the request again",
+        ),
 
   requestTooLarge: (bytes: number, fate: "not forwarded" | "dropped") =>
     withCode(
