@@ -39,6 +39,12 @@ export class ClientSession {
   /** the client's own initialize request, replayed to a replaced legacy worker */
   private initRequest: Request | null = null;
   private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
+  /**
+   * the params of the client's initialize a server answered (what `negotiated` came from): the
+   * handshake replayed to a new process. Not the latest the client sent: one sent again may be
+   * carried to the next process, unanswered, while that process is brought to the session's state
+   */
+  private negotiatedParams: Record<string, unknown> | null = null;
   private clientInitialized = false;
   /**
    * The client's latest initialize was answered epoch_transition by the gateway (its process, or
@@ -125,9 +131,10 @@ export class ClientSession {
   }
 
   /** The server answered the client's initialize: what was negotiated. */
-  noteNegotiated(result: unknown): void {
+  noteNegotiated(result: unknown, params?: Record<string, unknown>): void {
     const r = result as { protocolVersion?: unknown; capabilities?: unknown };
     this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
+    this.negotiatedParams = params ?? (this.initRequest?.params as Record<string, unknown> | undefined) ?? {};
   }
 
   /** The server answered a server/discover of the client: the first answer's capabilities are kept. */
@@ -240,7 +247,7 @@ export class ClientSession {
    */
   replayInitialize(): Record<string, unknown> | null {
     if (this.era_ !== "legacy" || !this.initRequest || this.negotiated === null) return null;
-    return (this.initRequest.params ?? {}) as Record<string, unknown>;
+    return this.negotiatedParams ?? {};
   }
 
   /** Whether a new process's initialize result negotiates what the client already has. */

@@ -42,6 +42,8 @@ export interface ClientPending {
    * its acknowledgement tells the client so (REFUSED_SUBSCRIPTIONS_META)
    */
   listenRefused?: { uri: string; error: ErrorObject }[];
+  /** the client's initialize: its params, the handshake replayed to a new process once a server answers them */
+  initializes?: Record<string, unknown>;
   /** a logging/setLevel: its params (without `_meta`), kept by the session once the server accepts them */
   setsLevel?: Record<string, unknown>;
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
@@ -88,6 +90,7 @@ export type ForwardExtra = Pick<
   | "listenReads"
   | "listenRefused"
   | "setsLevel"
+  | "initializes"
 >;
 
 /** A client's line as written, with where its id lies when it may be relayed with only that id replaced. */
@@ -196,13 +199,16 @@ export class InFlight {
   }
 
   /**
-   * Whether `msg` is the client's initialize with nothing negotiated yet, and a next generation is
-   * to come (no pause, the server reachable): carried to it rather than refused server_unavailable
-   * (the client was told its lost initialize should be sent again; a client gives up on a failed
-   * initialize). Its refusals, if none comes, are answerBehindHandshake's.
+   * Whether `msg` is the client's initialize and a next generation is to come (no pause, the server
+   * reachable): carried to it rather than refused server_unavailable (a client gives up on a
+   * failed initialize). With nothing negotiated yet (the client was told its lost initialize should
+   * be sent again) it is that generation's handshake (sendCarriedInitialize); once negotiated (a
+   * client that initializes again on the same pipe, which the SDK's server answers), it waits
+   * behind the session's replayed handshake there, as one sent while that handshake is under way
+   * does. Its refusals, if none comes, are answerBehindHandshake's.
    */
   private carriesInitialize(msg: Request, extra: ForwardExtra, line: WrittenLine | undefined): boolean {
-    if (msg.method !== "initialize" || this.p.session.hasNegotiated) return false;
+    if (msg.method !== "initialize") return false;
     if (refuse.serverDown(this.p.link) !== null) return false;
     this.carried.push({ request: msg, extra, line });
     return true;
@@ -235,7 +241,9 @@ export class InFlight {
     if (h) {
       const next = refuse.serverDown(this.p.link) === null;
       const carries = (b: BehindHandshake): b is Extract<BehindHandshake, { request: Request }> =>
-        "request" in b && (b.extra.listen !== undefined || (next && CARRIED_READS.has(b.request.method)));
+        "request" in b &&
+        (b.extra.listen !== undefined ||
+          (next && (CARRIED_READS.has(b.request.method) || b.request.method === "initialize")));
       for (const b of h.behind) if (carries(b)) this.carried.push(b);
       h.behind = h.behind.filter((b) => !carries(b));
       for (const b of h.behind) if ("request" in b) this.answerUnsent(b.request, e);

@@ -203,7 +203,7 @@ export class ServerMessages {
       imitates === null &&
       attributed === null;
     if (entry.method === "initialize" && msg.result) {
-      this.p.session.noteNegotiated(msg.result);
+      this.p.session.noteNegotiated(msg.result, entry.initializes);
       msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };
       queueMicrotask(() => this.p.catalogIfNeeded());
     }
