@@ -254,7 +254,8 @@ export class ClientMessages {
     switch (msg.method) {
       case "initialize":
         session.keepInitialize(msg);
-        inFlight.forward(msg);
+        // its params become the handshake replayed to a new process only once a server answers them
+        inFlight.forward(msg, { initializes: (msg.params ?? {}) as Record<string, unknown> });
         return;
       case "tools/list":
         guarded.serveToolsList(msg);
@@ -274,8 +275,12 @@ export class ClientMessages {
           guarded.listen(msg);
           return;
         }
-        if (listensToTools(msg)) session.listenOpened(msg.id);
-        inFlight.forward(msg, { listen: msg });
+        {
+          const open = listensToTools(msg) ? session.listenOpened(msg.id) : undefined;
+          // not sent (no live process: answered server_unavailable): no listen of the client's,
+          // so the gateway's own list_changed does not go out under its id
+          if (!inFlight.forward(msg, { listen: msg })) session.listenEnded(open);
+        }
         return;
       default:
         if (isTaskMethod(msg.method)) {

@@ -4,8 +4,10 @@
 // keeps locked), and that late end must not touch the second listen. Before, the late end closed
 // "the listen under id 7" in the gateway's session (ClientSession.listenClosed, by id): the second
 // listen stayed open at the server but no longer got the gateway's notifications/tools/list_changed
-// (the only way a modern client hears of a catalog change through the gateway). Real gateway, raw
-// client, the v2-SDK fixture modern.mjs.
+// (the only way a modern client hears of a catalog change through the gateway). And a listen
+// refused server_unavailable (sent while no process was up) stayed in the session as open: the
+// gateway's list_changed went out under its id. Real gateway, raw client, the v2-SDK fixture
+// modern.mjs.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,7 +45,10 @@ const ADDED = {
 };
 
 /** A gateway in front of modern.mjs serving resource A, each resource subscription asked of a human. */
-function gateway(resources: "per-call" | "session" = "per-call"): { gw: RawGateway; catalog: string } {
+function gateway(
+  resources: "per-call" | "session" = "per-call",
+  extraEnv: Record<string, string> = {},
+): { gw: RawGateway; catalog: string } {
   const dir = tempDir();
   const catalog = join(dir, "catalog.json");
   writeFileSync(catalog, JSON.stringify([ECHO]));
@@ -68,6 +73,7 @@ function gateway(resources: "per-call" | "session" = "per-call"): { gw: RawGatew
       PORTCULLIS_BUSY_TIMEOUT_MS: "100",
       PORTCULLIS_BUSY_PATIENCE_MS: "120000",
       PORTCULLIS_RESPAWN_BACKOFF_MS: "20",
+      ...extraEnv,
     },
   });
   cleanup.push(
@@ -233,4 +239,36 @@ describe("a listen id the client reuses after cancelling the listen", () => {
     ).toEqual([one.epoch]);
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 150_000);
+
+  it("a listen refused server_unavailable (sent while no server process is up) is no listen of the client's: the gateway's list_changed never goes out under its id", async () => {
+    const { gw, catalog } = gateway("per-call", { PORTCULLIS_RESPAWN_BACKOFF_MS: "1500" });
+    await gw.request("tools/list", { _meta: META }, 30_000);
+    const one = serving(gw);
+    process.kill(one.pid, "SIGKILL");
+    await waitFor(() => /respawn|exited|killed/i.test(gw.stderr()) || undefined, 20_000, "the crash seen");
+    const refused = await gw.request(
+      "subscriptions/listen",
+      { notifications: { toolsListChanged: true }, _meta: META },
+      20_000,
+    );
+    expect(refused.error?.data, JSON.stringify(refused)).toMatchObject({ error: "server_unavailable" });
+    await waitFor(() => serving(gw).epoch !== one.epoch || undefined, 20_000, "the next epoch");
+    await gw.request("tools/list", { _meta: META }, 30_000);
+    gw.send({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "subscriptions/listen",
+      params: { notifications: { toolsListChanged: true }, _meta: META },
+    });
+    await waitFor(
+      () => on7(gw, "notifications/subscriptions/acknowledged")[0],
+      20_000,
+      "the acknowledgement",
+    );
+    writeFileSync(catalog, JSON.stringify([ECHO, ADDED]));
+    await gw.next((m) => m.method === "notifications/tools/list_changed" && subscriptionOf(m) === 7, 20_000);
+    // (sent together, at the one change: none under the refused listen's id)
+    const changed = gw.messages().filter((m) => m.method === "notifications/tools/list_changed");
+    expect(changed.map(subscriptionOf)).toEqual([7]);
+  }, 90_000);
 });
