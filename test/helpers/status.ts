@@ -8,7 +8,7 @@ import { sleep, waitFor } from "./files.js";
 /**
  * The state directory's first running gateway's row (listGateways, as status reads it), once
  * `until` holds for it. The row is written as the gateway's state changes, or, where the store was
- * busy then, at its next write: waited for (bounded, 10 s), where a CLI read once and its own
+ * busy then, at its next write: waited for (bounded: `ms`), where a CLI read once and its own
  * start hid that wait. Looked at every 100 ms, not waitFor's 25: each look opens the store, and
  * a connection opened 40 times a second beside a gateway is load of its own
  * (test/helpers/approvals.ts).
@@ -17,6 +17,7 @@ export function gatewayRow(
   stateDir: string,
   until: (row: GatewayRow) => boolean = () => true,
   what = "the gateway's row",
+  ms = 10_000,
 ): Promise<GatewayRow> {
   return waitFor(
     async () => {
@@ -31,7 +32,7 @@ export function gatewayRow(
       await sleep(75); // with waitFor's own 25 ms
       return null;
     },
-    10_000,
+    ms,
     what,
   );
 }

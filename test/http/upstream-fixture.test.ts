@@ -12,6 +12,7 @@ import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
+import { gatewayRow } from "../helpers/status.js";
 import { type FixtureServer, makeTls, startFixture, type Tls } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -44,20 +45,38 @@ interface RemoteRow {
   };
 }
 
+/** The gateway's row as `portcullis status --json` prints it: for the case about status. */
 async function status(stateDir: string): Promise<RemoteRow> {
   const r = await runCli(["status", "--json", "--state-dir", stateDir]);
   return (JSON.parse(r.stdout).gateways as RemoteRow[])[0]!;
 }
 
+/**
+ * The same row read in the test process (listGateways, as status reads it), once `until` holds:
+ * where status is not the subject. The CLI was asked every 25 ms while a case waited for a new
+ * epoch, a process of about 0.2 s of CPU each.
+ */
+async function row(
+  stateDir: string,
+  until: (r: RemoteRow) => boolean = () => true,
+  what?: string,
+  ms?: number,
+) {
+  return (await gatewayRow(
+    stateDir,
+    (r) => until(r as unknown as RemoteRow),
+    what,
+    ms,
+  )) as unknown as RemoteRow;
+}
+
 /** Waits until the gateway serves a ready epoch other than `not` (its catalog fetched). */
-async function nextEpoch(stateDir: string, not: string): Promise<RemoteRow> {
-  return waitFor(
-    async () => {
-      const s = await status(stateDir);
-      return s.state === "ready" && s.epoch !== not && s.record.remote.serverInfo ? s : null;
-    },
-    20_000,
+function nextEpoch(stateDir: string, not: string): Promise<RemoteRow> {
+  return row(
+    stateDir,
+    (s) => s.state === "ready" && s.epoch !== not && s.record?.remote.serverInfo != null,
     `an epoch after ${not}`,
+    20_000,
   );
 }
 
@@ -186,7 +205,7 @@ describe("run --url over HTTPS", () => {
     const req = await nextRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
     expect(text(await first)).toContain("noted");
-    const epochA = (await status(stateDir)).epoch;
+    const epochA = (await row(stateDir, (r) => r.epoch !== null)).epoch;
 
     f.server = await f.server.restart();
     const b = await nextEpoch(stateDir, epochA);
@@ -226,7 +245,7 @@ describe("run --url over HTTPS", () => {
     const stateDir = newStateDir();
     const gw = await gateway(server.url, ["--approval", "none"], stateDir);
     await gw.client.listTools();
-    const a = await status(stateDir);
+    const a = await row(stateDir, (r) => r.record !== null);
     expect(a.record.remote.certificateChainSha256).toBeNull();
 
     box.server = await server.restart();
@@ -244,7 +263,7 @@ describe("run --url over HTTPS", () => {
     const stateDir = newStateDir();
     const gw = await gateway(f.server.url, ["--approval", "none"], stateDir);
     await gw.client.listTools();
-    const a = await status(stateDir);
+    const a = await row(stateDir, (r) => r.record !== null);
     const before = tls.chainDigest();
     expect(a.record.remote.certificateChainSha256).toBe(before);
 
@@ -302,7 +321,7 @@ describe("run --url over HTTPS", () => {
     const req1 = await nextRequest(stateDir);
     await decideByCli(stateDir, "approve", req1.request, "--for", "session");
     await first;
-    const a = await status(stateDir);
+    const a = await row(stateDir, (r) => r.record !== null);
 
     f.server = await f.server.restart({ FIXTURE_NAME: "someone-else", FIXTURE_VERSION: "6.6.6" });
     const b = await nextEpoch(stateDir, a.epoch);
@@ -344,7 +363,7 @@ describe("run --url over HTTPS", () => {
     const stateDir = newStateDir();
     const gw = await gateway(f.server.url, ["--approval", "none"], stateDir);
     await gw.client.listTools();
-    const epochA = (await status(stateDir)).epoch;
+    const epochA = (await row(stateDir, (r) => r.epoch !== null)).epoch;
     const hanging = gw.client
       .callTool({ name: "hang", arguments: {} }, undefined, { timeout: 60_000 })
       .catch((e) => e);
