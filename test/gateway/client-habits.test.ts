@@ -114,6 +114,29 @@ function blobText(bytes: number): string {
   return unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes);
 }
 
+// One gateway (habits under --approval none, no other flag) for the three cases that only send
+// their own requests to such a gateway and read the answers under their own ids: 12 MB both ways,
+// a client's answer nested too deep, ids byte-exact. They started three identical gateways. Each
+// sends under ids of its own (the raw peer's requests are "raw-N", which none of the ids of the
+// byte-exact case is), reads only the answers to them and a stderr line none of the others
+// causes, and each leaves the gateway serving (an answer under an id of its own comes back
+// after what it checks), so no case's outcome depends on what another did to it.
+let plain: RawPeer | undefined;
+/** The shared plain gateway, handshaken and listed; started by the first case that runs. */
+async function plainGateway(): Promise<RawPeer> {
+  if (plain === undefined) {
+    plain = rawGateway({
+      args: ["--label", "habits", "--approval", "none", "--", ...fixtureCommand("habits")],
+    });
+    await ready(plain);
+  }
+  return plain;
+}
+afterAll(async () => {
+  await plain?.close();
+  plain = undefined;
+});
+
 describe("a server flooding notifications/tools/list_changed", () => {
   it("keeps serving calls during a storm of list_changed", async () => {
     const gw = gateway({ args: ["--hold-timeout", "3000"] });
@@ -154,8 +177,7 @@ describe("a server flooding notifications/tools/list_changed", () => {
 
 describe("big messages", () => {
   it("passes a 12 MB result and a 6 MB request intact under the default limit", async () => {
-    const gw = gateway();
-    await ready(gw);
+    const gw = await plainGateway();
     const size = 12 * 1000 * 1000;
     const blob = await gw.request("tools/call", { name: "blob", arguments: { bytes: size } }, 60_000);
     const text = textOf(blob);
@@ -253,8 +275,7 @@ describe("big messages", () => {
   });
 
   it("answers the server with message_too_deep when the client's answer to its request nests deeper than 512 levels", async () => {
-    const gw = gateway();
-    await ready(gw);
+    const gw = await plainGateway();
     sendCall(gw, "asks-deep", "ask", { pad: 0 });
     const roots = await gw.next((m) => m.method === "roots/list");
     const depth = 50_000;
@@ -264,6 +285,9 @@ describe("big messages", () => {
     const asked = await gw.next((m) => m.id === "asks-deep");
     expect(textOf(asked)).toBe("error -32603 message_too_deep");
     expect(gw.stderr()).toMatch(/from the client nested deeper than 512 levels/);
+    // still serving
+    const ok = await gw.request("tools/call", { name: "digest", arguments: { data: "ok" } });
+    expect(textOf(ok)).toBe(`2 ${sha256("ok")}`);
   });
 
   it("takes maxMessageBytes from portcullis.json, and refuses a bad one naming the file and key", async () => {
@@ -459,8 +483,7 @@ describe("a client that closes stdin while a call waits for a human", () => {
 
 describe("ids the client chose", () => {
   it("come back byte-exact: beyond 2^53, large negative, fractional, 1.0, escaped strings", async () => {
-    const gw = gateway();
-    await ready(gw);
+    const gw = await plainGateway();
     const tokens = [
       "9007199254740993",
       "-9007199254740995",
