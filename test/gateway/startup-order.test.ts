@@ -2,6 +2,7 @@
 // a slow digest — a large tree with a cold cache — and a client that speaks at once. Whatever
 // arrives before the epoch's execution record exists is held, then forwarded to that epoch.
 
+import { isAscii } from "node:buffer";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -232,6 +233,10 @@ describe("startup: the server starts while its identity is captured", () => {
         ),
       ),
     ).toEqual([]);
+    // ASCII, which main.js reads as Latin-1, faster than node's UTF-8 reader (scripts/bundle.mjs):
+    // a file that is not would be read as node reads it, as fast as before this check
+    expect(isAscii(readFileSync(join(dist, "cli", "gateway.cjs")))).toBe(true);
+    expect(isAscii(readFileSync(join(dist, "cli", "validatorEngine.cjs")))).toBe(true);
     // the one package inside it: ES-module-only, which `require` cannot load
     expect(bundled.filter((f) => f.startsWith("node_modules/"))).toEqual([
       "node_modules/canonicalize/lib/canonicalize.js",
