@@ -69,11 +69,15 @@ interface StatLike {
 }
 
 const MAGIC = 0x43444350; // "PCDC" little-endian
-/** 3: directory listings moved out to one file per tree (version 2 held them all in this file). */
-const VERSION = 3;
+/**
+ * 3: directory listings moved out to one file per tree (version 2 held them all in this file).
+ * 4: the single files' entries in columns (encode).
+ */
+const VERSION = 4;
 const TREE_MAGIC = 0x54434350; // "PCCT" little-endian
 const TREE_VERSION = 2;
 const ZERO_SHA = "0".repeat(64);
+const SHA_HEX = /^[0-9a-f]{64}$/;
 const MAX_FILES = 20_000;
 const MAX_DIRS = 100_000;
 /**
@@ -353,20 +357,34 @@ export class DigestCache {
     }
   }
 
+  // The single files' digests in columns, as the listings are (below): all paths in one string,
+  // every entry's stats in one array of doubles, every digest in one run of bytes. A gateway
+  // decodes this file cold (its code not yet compiled), where a read or write per field of each
+  // entry cost about 15 µs: 35-55 ms of CPU to load 2,342 entries and as much to save them, at
+  // every start that loads it (docs/performance.md, session thirty).
   private encode(): Buffer {
+    const keys: string[] = [];
+    const shas: string[] = [];
+    const stats = new Float64Array(4 * this.files.size);
+    for (const [k, e] of this.files) {
+      if (!SHA_HEX.test(e.sha)) continue; // never held otherwise; one would shift every later digest
+      const at = 4 * keys.length;
+      stats[at] = e.size;
+      stats[at + 1] = e.mtimeMs;
+      stats[at + 2] = e.ctimeMs;
+      stats[at + 3] = e.ino;
+      keys.push(k);
+      shas.push(e.sha);
+    }
     const w = new Writer();
     w.u32(MAGIC);
     w.u32(VERSION);
-    w.u32(this.files.size);
+    w.u32(keys.length);
     w.u32(this.meta.size);
-    for (const [k, e] of this.files) {
-      w.str16(k);
-      w.f64(e.size);
-      w.f64(e.mtimeMs);
-      w.f64(e.ctimeMs);
-      w.f64(e.ino);
-      w.hex32(e.sha);
-    }
+    w.str32(keys.join("\0"));
+    w.align8();
+    w.bytes(new Uint8Array(stats.buffer, 0, 4 * keys.length * 8));
+    w.bytes(Buffer.from(shas.join(""), "hex"));
     for (const [k, v] of this.meta) {
       w.str32(k);
       w.str32(v);
@@ -379,18 +397,28 @@ export class DigestCache {
     const r = new Reader(body);
     if (r.u32() !== MAGIC) throw new Error("not a digest cache");
     const version = r.u32();
-    // Version 2 also held every tree's listings: start empty, they are rebuilt one file per tree.
-    if (version === 2) return;
+    // Version 2 also held every tree's listings, version 3 each entry's fields one after another:
+    // start empty, the entries are stored again by the next captures.
+    if (version === 2 || version === 3) return;
     if (version !== VERSION) throw new Error("unknown version");
     const nFiles = r.u32();
     const nMeta = r.u32();
+    const joined = r.str32();
+    const keys = nFiles === 0 ? [] : joined.split("\0");
+    if (keys.length !== nFiles) throw new Error("wrong number of paths");
+    r.align8();
+    const stats = r.f64s(4 * nFiles);
+    const hex = r.bytes(32 * nFiles).toString("hex");
     for (let i = 0; i < nFiles; i++) {
-      const k = r.str16();
-      const size = r.f64();
-      const mtimeMs = r.f64();
-      const ctimeMs = r.f64();
-      const ino = r.f64();
-      this.files.set(k, { size, mtimeMs, ctimeMs, ino, sha: r.hex32(), gen: 0 });
+      const at = 4 * i;
+      this.files.set(keys[i]!, {
+        size: stats[at]!,
+        mtimeMs: stats[at + 1]!,
+        ctimeMs: stats[at + 2]!,
+        ino: stats[at + 3]!,
+        sha: hex.slice(64 * i, 64 * i + 64),
+        gen: 0,
+      });
     }
     for (let i = 0; i < nMeta; i++) this.meta.set(r.str32(), r.str32());
     if (r.off !== body.length) throw new Error("trailing bytes");
@@ -574,9 +602,6 @@ class Writer {
     this.buf.write(s, this.off + 4, "utf8");
     this.off += 4 + n;
   }
-  hex32(hex: string): void {
-    this.hexN(hex, 32);
-  }
   hexN(hex: string, n: number): void {
     this.room(n);
     this.buf.write(hex, this.off, n, "hex");
@@ -631,9 +656,6 @@ class Reader {
     const s = this.buf.toString("utf8", this.off, this.off + n);
     this.off += n;
     return s;
-  }
-  hex32(): string {
-    return this.hexN(32);
   }
   hexN(n: number): string {
     this.need(n);

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
@@ -320,6 +321,35 @@ describe("captureStaticIdentity", () => {
     expect(cut.size).toBe(0);
     expect(cut.loadProblem).toMatch(/corrupt/);
     expect(await captureStaticIdentity(spec, cut)).toEqual(truth);
+  });
+
+  it("reads a file of the earlier layout (version 3, an entry's fields one after another) as an empty cache, and writes its own", async () => {
+    const dir = aged.corrupt!;
+    const file = join(root, "v3-cache.bin");
+    const spec = specFor(dir, "node", ["dist/server.js"]);
+    const truth = await captureStaticIdentity(spec, new DigestCache(null));
+    // MAGIC, version 3, one file and no metadata; the entry; then the body's SHA-256
+    const path = "/usr/bin/env";
+    const body = Buffer.alloc(16 + 2 + path.length + 32 + 32);
+    let at = body.writeUInt32LE(0x43444350, 0);
+    at = body.writeUInt32LE(3, at);
+    at = body.writeUInt32LE(1, at);
+    at = body.writeUInt32LE(0, at);
+    at = body.writeUInt16LE(path.length, at);
+    at += body.write(path, at, "utf8");
+    for (const v of [1, 2, 3, 4]) at = body.writeDoubleLE(v, at);
+    body.fill(0xab, at);
+    writeFileSync(file, Buffer.concat([body, createHash("sha256").update(body).digest()]));
+    const old = new DigestCache(file);
+    expect(old.loadProblem).toBeNull();
+    expect(old.size).toBe(0);
+    expect(await captureStaticIdentity(spec, old)).toEqual(truth);
+    expect(old.save()).toBe(true);
+    expect(readFileSync(file).readUInt32LE(4)).toBe(4);
+    const again = new DigestCache(file);
+    expect(again.loadProblem).toBeNull();
+    expect(again.size).toBeGreaterThan(0);
+    expect(await captureStaticIdentity(spec, again)).toEqual(truth);
   });
 
   it("leaves tool caches at the top of node_modules (.vite, .cache) out of the tree", async () => {
