@@ -460,9 +460,12 @@ export class HumanAsker {
     }
     const sd = this.o.stateDirFlag ?? "";
     this.o.log.info(
-      `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}: ` +
-        `run 'portcullis approve ${id}${sd}' or 'portcullis deny ${id}${sd}' in a terminal (pending until ${expiresAt})`,
+      `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}, ` +
+        // each command last on its line, in no quotes of the line's own: it pastes as a whole
+        // however its state directory is quoted (stateDirFlagFor)
+        `pending until ${expiresAt}; to approve it, run in a terminal: portcullis approve ${id}${sd}`,
     );
+    this.o.log.info(`or to deny ${id}, run: portcullis deny ${id}${sd}`);
     return id;
   }
 

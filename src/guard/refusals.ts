@@ -336,7 +336,9 @@ export const refuse = {
     /** ` --state-dir DIR` when the gateway's state directory is not the default (stateDirFlagFor) */
     stateDirFlag = "",
   ) => {
-    const where = `'portcullis approve ${approvalRequest}${stateDirFlag}'${pending.console ? ` or ${pending.console}` : ""}`;
+    // The command last, after a colon and in no quotes of the sentence's own: it pastes as a
+    // whole, whatever quoting an unusual state directory's path needs (stateDirFlagFor).
+    const where = `${pending.console ? ` at ${pending.console} or` : ""} in a terminal with: portcullis approve ${approvalRequest}${stateDirFlag}`;
     return refusal(
       "approval_timeout",
       pending.pendingUntil
@@ -344,7 +346,7 @@ export const refuse = {
         : "Nobody approved this call in time; its approval request expired.",
       pending.pendingUntil ? "approval still pending when the call's wait ended" : "approval request expired",
       pending.pendingUntil
-        ? `the request stays pending for ${pending.minutesLeft} more minute${pending.minutesLeft === 1 ? "" : "s"}: ask a human to approve it (${where}), then retry this same call; once approved it proceeds at once`
+        ? `the request stays pending for ${pending.minutesLeft} more minute${pending.minutesLeft === 1 ? "" : "s"}: ask a human to approve it, then retry this same call; once approved it proceeds at once. The human approves it${where}`
         : "retry the call to ask a human again (a new approval request)",
       {
         approvalRequest,

@@ -100,7 +100,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push({
           ok: false,
           what: `audit chain in ${path}: ${unaccounted}`,
-          next: `run 'portcullis audit verify --state-dir ${path}'; restore the state directory from a backup, or start over in a new one with 'portcullis init' (a key pinned in this chain now would be anyone's)`,
+          // each command last or on its own, in no quotes of the sentence's own: it pastes whole
+          next: `restore the state directory from a backup, or start over in a new one with portcullis init (a key pinned in this chain now would be anyone's); to see what is wrong, run: portcullis audit verify --state-dir ${shellWord(path)}`,
         });
       for (const g of listGateways(store)) {
         // Only a gateway seen here has its pid here: another namespace's pid is another process.
@@ -190,7 +191,7 @@ function stateDirFindings(path: string, why: string, mode: number | null, isDir:
         ok: false,
         what: `state directory ${path} does not exist`,
         // named: a bare 'portcullis init' makes the default directory, not one given by --state-dir
-        next: `run 'portcullis init --state-dir ${path}', or give the --state-dir or PORTCULLIS_HOME your gateways use`,
+        next: `give the --state-dir or PORTCULLIS_HOME your gateways use, or set this one up: portcullis init --state-dir ${shellWord(path)}`,
       },
     ];
   // A file in the directory's place: nothing inside it can be looked at.
@@ -208,13 +209,13 @@ function stateDirFindings(path: string, why: string, mode: number | null, isDir:
     out.push({
       ok: false,
       what: `state directory ${path} is readable by others (mode ${m})`,
-      next: `chmod 700 ${path}`,
+      next: `chmod 700 ${shellWord(path)}`,
     });
   if ((mode & 0o700) !== 0o700)
     out.push({
       ok: false,
       what: `state directory ${path} is not writable by its owner (mode ${m}): gateways cannot write the store or the audit log there`,
-      next: `chmod 700 ${path}`,
+      next: `chmod 700 ${shellWord(path)}`,
     });
   else if (!canWrite(path))
     out.push({
@@ -364,7 +365,7 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
       findings.push({
         ok: false,
         what: `no keyring in ${stateDir}`,
-        next: `run 'portcullis init --state-dir ${stateDir}'`,
+        next: `portcullis init --state-dir ${shellWord(stateDir)}`,
       });
       return false;
     }
@@ -378,9 +379,9 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
       // one this user may not read is not damaged: restoring it from a backup was wrong advice;
       // and when a directory on its way is what refuses, that directory's owner is the one
       next: closed
-        ? `run portcullis as the user ${closed.dir} belongs to (ls -ld ${closed.dir} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`
+        ? `run portcullis as the user ${closed.dir} belongs to (ls -ld ${shellWord(closed.dir)} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`
         : mayNotRead(path)
-          ? `run portcullis as the user ${path} belongs to (ls -l ${path} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
+          ? `run portcullis as the user ${path} belongs to (ls -l ${shellWord(path)} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
           : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
     });
     return false;
@@ -404,33 +405,36 @@ function mayNotRead(path: string): boolean {
 function storeAdvice(e: StoreError): string {
   const file = e.path;
   const dir = dirname(file);
+  // inside a command, a path as one shell word (a space, a control character: src/util/shellWord.ts)
+  const f = shellWord(file);
+  const d = shellWord(dir);
   switch (e.reason) {
     case "newer-schema":
       return "use the portcullis that wrote it (this one does not read it: it could misread or damage it)";
     case "older-schema":
-      return `run any portcullis command once as a user who may write it (its owner: ls -l ${file} shows who): it is brought up to date then`;
+      return `run any portcullis command once as a user who may write it (its owner: ls -l ${f} shows who): it is brought up to date then`;
     case "permissions":
-      return `run portcullis as the user ${file} belongs to (ls -l ${file} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`;
+      return `run portcullis as the user ${file} belongs to (ls -l ${f} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`;
     case "not-a-file":
-      return `see what is at ${file} (ls -ld ${file}): the store must be a regular file; move that aside (mv ${file} ${file}.not-a-store) and the next command creates a new, empty store`;
+      return `see what is at ${file} (ls -ld ${f}): the store must be a regular file; move that aside (mv ${f} ${shellWord(`${file}.not-a-store`)}) and the next command creates a new, empty store`;
     case "locked":
       return `end the program that holds it${lockHoldersOf(file)}, or finish its transaction (an sqlite3 shell inside BEGIN: COMMIT or ROLLBACK), then run doctor again`;
     case "busy":
       return "nothing: other gateways wait up to their busy timeout (10 s) for it; run doctor again in a moment to see it let go";
     case "not-a-store":
-      return `it is another program's SQLite database: move it back where that program keeps it (mv ${file} …); the next command creates a portcullis store in its place`;
+      return `it is another program's SQLite database: move it back where that program keeps it (mv ${f} …); the next command creates a portcullis store in its place`;
     case "read-only":
-      return `make it and its directory writable by their owner (chmod u+w ${file} ${dir}; on a read-only file system, remount it read-write)`;
+      return `make it and its directory writable by their owner (chmod u+w ${f} ${d}; on a read-only file system, remount it read-write)`;
     case "disk-full":
-      return `free space on the file system that holds ${dir} (df -h ${dir} shows what is left)`;
+      return `free space on the file system that holds ${dir} (df -h ${d} shows what is left)`;
     case "log-deleted":
     case "files-replaced":
-      return `end every portcullis process that had the store open then (portcullis status lists the gateways; fuser ${file} lists every process), then run doctor again`;
+      return `end every portcullis process that had the store open then (portcullis status lists the gateways; fuser ${f} lists every process), then run doctor again`;
     case "io-error":
       return `check the disk (the system log, or dmesg, says what failed), then restore ${file} from a backup`;
     default:
       // not an SQLite database, damaged, or SQLite's own code: what it holds cannot be read
-      return `restore ${file} from a backup of the state directory; without one, move it aside and keep it (mv ${file} ${file}.damaged): the next command creates a new, empty store and audit log`;
+      return `restore ${file} from a backup of the state directory; without one, move it aside and keep it (mv ${f} ${shellWord(`${file}.damaged`)}): the next command creates a new, empty store and audit log`;
   }
 }
 

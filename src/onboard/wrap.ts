@@ -20,6 +20,7 @@ import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
+import { shellWord } from "../util/shellWord.js";
 import {
   type Entry,
   entryAt,
@@ -313,10 +314,7 @@ function freeLabel(label: string, used: (l: string) => boolean): string {
   for (let i = 2; ; i++) if (!used(`${label}-${i}`)) return `${label}-${i}`;
 }
 
-/** A path as one shell word: as it is when nothing in it needs quoting, else in single quotes. */
-export function shellWord(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
-}
+export { shellWord } from "../util/shellWord.js";
 
 /**
  * The unwrap that undoes this file's wrap, as a command to paste: it names the file itself

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
+import { shellWord } from "../util/shellWord.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -17,7 +18,8 @@ export class StateDirMissingError extends StateDirError {
       `no state directory at ${dir}: nothing was created. A gateway started with another ` +
         "--state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. " +
         // a first command before any `init` (`portcullis status` to see what is there) lands here
-        `To set up this one, run 'portcullis init${stateDirFlagFor(dir)}'.`,
+        // the command last, in no quotes of the sentence's own: it pastes whole (stateDirFlagFor)
+        `To set up this one, run: portcullis init${stateDirFlagFor(dir)}`,
     );
   }
 }
@@ -53,9 +55,9 @@ export function stateDirFlagFor(dir: string): string {
     "portcullis",
   );
   if (resolve(dir) === fallback) return "";
-  // quoted for a POSIX shell when it holds anything a shell would act on
-  const shown = /^[A-Za-z0-9_./:@%+=,-]+$/.test(dir) ? dir : `'${dir.replaceAll("'", "'\\''")}'`;
-  return ` --state-dir ${shown}`;
+  // quoted for a POSIX shell when it holds anything a shell would act on; a control character
+  // escaped, never printed raw (src/util/shellWord.ts)
+  return ` --state-dir ${shellWord(dir)}`;
 }
 
 /**
@@ -196,7 +198,7 @@ export function privateForInit(dir: string): string | null {
   }
   if (entries.length > 0)
     throw new StateDirError(
-      `the state directory ${dir} already holds other files and others may read it (mode ${was}); nothing was created: run 'chmod 700 ${dir}' first, or give a new directory with --state-dir or PORTCULLIS_HOME.`,
+      `the state directory ${dir} already holds other files and others may read it (mode ${was}); nothing was created. Give a new directory with --state-dir or PORTCULLIS_HOME, or first run: chmod 700 ${shellWord(dir)}`,
     );
   try {
     chmodSync(dir, 0o700);

@@ -74,7 +74,8 @@ describe("session grants", () => {
       expect.objectContaining({ approvalRequest: request.request, grant: grant!.grant, mode: "session" }),
     ]);
     expect(rec.lines.filter((l) => l.includes(`portcullis approve ${request.request}`))).toHaveLength(1);
-    expect(rec.lines[0]).toContain(`portcullis deny ${request.request}`);
+    expect(rec.lines[0]).toMatch(new RegExp(`run in a terminal: portcullis approve ${request.request}$`));
+    expect(rec.lines[1]).toBe(`or to deny ${request.request}, run: portcullis deny ${request.request}`);
   });
 
   it("of run X do not cover run Y", async () => {

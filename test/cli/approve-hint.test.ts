@@ -1,13 +1,18 @@
-// The command a gateway prints for the human (`run 'portcullis approve ID' … in a terminal`, and
+// The command a gateway prints for the human (`… run in a terminal …: portcullis approve ID`, and
 // the agent's approval_timeout) is copied into a terminal as it is. A gateway `wrap` wrote into a
 // host's file gets its state directory from `--state-dir`, which that terminal does not have: the
 // printed command must carry it, or it looks in the default state directory and finds nothing.
-// The real CLI and a real gateway; the terminal's HOME has no state directory of its own.
+// The real CLI and a real gateway; the terminal's HOME has no state directory of its own. A state
+// directory whose path needs quoting (a space, a quote) or holds control characters: the command
+// is printed last, after a colon, in no quotes of the sentence's own, so it pastes whole into a
+// real bash, and a control character is printed as its escape ($'…'), never raw.
+import { spawnSync } from "node:child_process";
 import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -35,9 +40,20 @@ async function askedFor(stateDir: string, home: string) {
     (e: { data?: { error?: string; retry?: string } }) => e.data,
   );
   const line = await gw.waitForStderr(/approval needed for "adjust_inventory"/);
-  const printed = /run '(portcullis approve [^']+)' or '(portcullis deny [^']+)' in a terminal/.exec(line);
+  const printed = /to approve it, run in a terminal: (portcullis approve .+)$/.exec(line);
   expect(printed, line).not.toBeNull();
-  return { approve: printed![1]!, deny: printed![2]!, refused, call, project };
+  const denyLine = await gw.waitForStderr(/or to deny \w+, run: /);
+  const deny = /, run: (portcullis deny .+)$/.exec(denyLine)![1]!;
+  return { approve: printed![1]!, deny, lines: [line, denyLine], refused, call, project };
+}
+
+/** `text` pasted into a real bash as it is, `portcullis` being this build's CLI. */
+function pasted(text: string, env: Record<string, string>) {
+  const r = spawnSync("bash", ["-c", `portcullis() { "$NODE_BIN" "$CLI_JS" "$@"; }\n${text}`], {
+    env: { ...process.env, PORTCULLIS_HOME: "", ...env, NODE_BIN: NODE, CLI_JS: CLI },
+    encoding: "utf8",
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe("the approve command a gateway prints", () => {
@@ -50,10 +66,12 @@ describe("the approve command a gateway prints", () => {
     expect(approve).toBe(`portcullis approve ${id} --state-dir ${stateDir}`);
     expect(deny).toBe(`portcullis deny ${id} --state-dir ${stateDir}`);
     expect(refused).toMatchObject({ error: "approval_timeout" });
-    expect(refused!.retry).toContain(`'portcullis approve ${id} --state-dir ${stateDir}'`);
+    expect(refused!.retry).toMatch(
+      new RegExp(`in a terminal with: portcullis approve ${id} --state-dir ${stateDir}$`),
+    );
     // typed in a terminal whose environment names no state directory (no PORTCULLIS_HOME, and a
     // HOME without one), as the human who reads the host's log has it
-    const r = await runCli(approve.split(" ").slice(1), {
+    const r = await runCli([...approve.split(" ").slice(1), "--for", "session"], {
       env: { ...passphraseEnv(), HOME: home },
       noTerminal: true,
     });
@@ -74,6 +92,33 @@ describe("the approve command a gateway prints", () => {
     removeDir(made);
     const { approve, refused } = await askedFor(stateDir, home);
     expect(approve).toMatch(/^portcullis approve \w+$/);
-    expect(refused!.retry).toContain(`'${approve}'`);
+    expect(refused!.retry).toMatch(new RegExp(`: ${approve}$`));
   });
+
+  for (const [what, name] of [
+    ["a space and a quote", "state dir's 'a b"],
+    ["a newline and an escape sequence", "state\n\u001b[2Jdir"],
+  ] as const)
+    it(`pastes whole into bash, its path holding ${what}, never printing a control character raw`, async () => {
+      const home = tempDir("portcullis-home-");
+      cleanup.push(() => removeDir(home));
+      const stateDir = join(home, name);
+      const made = newStateDir();
+      cpSync(made, stateDir, { recursive: true });
+      removeDir(made);
+      const { approve, deny, lines, refused, call } = await askedFor(stateDir, home);
+      expect(deny).toBe(approve.replace(/^portcullis approve/, "portcullis deny"));
+      // nothing of the line is a control character: the path's are escapes in it
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
+      for (const line of lines) expect(line).not.toMatch(/[\u0000-\u001f\u007f]/);
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
+      expect(refused!.retry).not.toMatch(/[\u0000-\u001f\u007f]/);
+      const fromRetry = /in a terminal with: (portcullis approve .+)$/.exec(refused!.retry!)?.[1];
+      expect(fromRetry).toBe(approve);
+      const r = pasted(`${approve} --for session`, { ...passphraseEnv(), HOME: home });
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^approved \w+: grant/m);
+      expect((await call()).isError).toBeFalsy();
+    });
 });

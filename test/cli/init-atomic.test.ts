@@ -72,7 +72,7 @@ describe("portcullis init is all or nothing", () => {
     chmodSync(shared, 0o755);
     oneSentence(
       await init(shared),
-      /already holds other files and others may read it \(mode 755\).*'chmod 700 /,
+      /already holds other files and others may read it \(mode 755\).* first run: chmod 700 /,
     );
     expect(statSync(shared).mode & 0o777).toBe(0o755);
     expect(existsSync(join(shared, "keyring.json"))).toBe(false);

@@ -2,11 +2,13 @@
 // every command that acts on state, including those given no other argument: `lock` must not say
 // "the vault was already locked" about a directory no gateway uses while the real vault stays
 // unlocked. And a state directory that is a file is refused by init too. The real CLI.
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 describe("a state directory that is not there", () => {
@@ -20,7 +22,7 @@ describe("a state directory that is not there", () => {
       expect(r.code).toBe(2);
       expect(r.stdout).not.toMatch(/already locked|vault locked|unlocked/);
       expect(r.stderr).toBe(
-        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run 'portcullis init --state-dir ${missing}'.\n`,
+        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${missing}\n`,
       );
     }
     expect(existsSync(missing)).toBe(false);
@@ -33,8 +35,27 @@ describe("a state directory that is not there", () => {
     expect(r.stderr).toContain(
       `no state directory at ${join(home, ".local", "state", "portcullis")}: nothing was created.`,
     );
-    expect(r.stderr).toMatch(/ To set up this one, run 'portcullis init'\.\n$/);
+    expect(r.stderr).toMatch(/ To set up this one, run: portcullis init\n$/);
     expect(existsSync(join(home, ".local"))).toBe(false);
+  });
+
+  it("the init it prints pastes whole into bash, the path holding a quote, a space, a newline or an escape sequence", async () => {
+    for (const name of ["it's a dir", "new\nline\u001b[2J"]) {
+      const missing = join(tempDir(), name);
+      const r = await runCli(["status", "--state-dir", missing]);
+      expect(r.code).toBe(2);
+      // the command last, after a colon, in no quotes of the sentence's own; nothing printed raw
+      const printed = /To set up this one, run: (portcullis init .+)\n$/.exec(r.stderr)?.[1];
+      expect(printed, r.stderr).toBeDefined();
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
+      expect(printed).not.toMatch(/[\u0000-\u001f\u007f]/);
+      const pasted = spawnSync("bash", ["-c", `portcullis() { "$NODE_BIN" "$CLI_JS" "$@"; }\n${printed}`], {
+        env: { ...process.env, ...passphraseEnv(), PORTCULLIS_HOME: "", NODE_BIN: NODE, CLI_JS: CLI },
+        encoding: "utf8",
+      });
+      expect(pasted.status, pasted.stderr).toBe(0);
+      expect(readdirSync(missing)).toContain("keyring.json");
+    }
   });
 
   it("bare audit, vault and passkey still print their help without one", async () => {

@@ -165,7 +165,7 @@ describe("portcullis doctor", () => {
     const problems = report.findings.filter((f: { ok: boolean }) => !f.ok);
     expect(problems.map((p: { what: string; next: string }) => [p.what, p.next])).toEqual([
       [`state directory ${u.stateDir} is readable by others (mode 755)`, `chmod 700 ${u.stateDir}`],
-      [`no keyring in ${u.stateDir}`, `run 'portcullis init --state-dir ${u.stateDir}'`],
+      [`no keyring in ${u.stateDir}`, `portcullis init --state-dir ${u.stateDir}`],
       [
         expect.stringMatching(new RegExp(`^${u.files.cursor} does not parse`)),
         `fix ${u.files.cursor} (the host cannot read it either)`,
@@ -190,8 +190,19 @@ describe("portcullis doctor", () => {
       expect(JSON.parse(r.stdout).findings[0]).toEqual({
         ok: false,
         what: `state directory ${dir} does not exist`,
-        next: `run 'portcullis init --state-dir ${dir}', or give the --state-dir or PORTCULLIS_HOME your gateways use`,
+        next: `give the --state-dir or PORTCULLIS_HOME your gateways use, or set this one up: portcullis init --state-dir ${dir}`,
       });
+    }
+    // a path a shell must be given quoted, one with control characters escaped (never raw): the
+    // command is last, after a colon, and pastes whole
+    for (const [name, word] of [
+      ["it's here", `'${u.root}/it'\\''s here'`],
+      ["new\nline\u001b[2J", `$'${u.root}/new\\x0aline\\x1b[2J'`],
+    ]) {
+      const r = await u.cli(["doctor", "--json", "--state-dir", join(u.root, name!)]);
+      expect(JSON.parse(r.stdout).findings[0].next).toMatch(
+        new RegExp(`set this one up: portcullis init --state-dir ${word!.replace(/[$\\[\]]/g, "\\$&")}$`),
+      );
     }
   });
 
