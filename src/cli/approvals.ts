@@ -25,7 +25,7 @@ import {
 import { openExistingStore, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
-import { askDecision, oldestDecidable, watchRequests } from "./approvalsLive.js";
+import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -54,9 +54,12 @@ Shows the request's review, asks for the passphrase, then approves.
   --next          the oldest pending request; without --for, asks on the terminal
                   whether to approve (for the session or this call) or deny it
   --for session   the grant covers this agent run's calls of this tool for the
-                  current execution epoch (default for tools in session mode)
+                  current execution epoch (default, on a terminal, for tools in
+                  session mode)
   --for call      this one call only; never remembered (the only choice for
                   tools in per-call mode)
+Without a terminal (a script, a CI job), --for is required: approve ID picks no
+default there, as approve --next does not.
   --verbose       the full review, with the whole process chain (also --chain)
 
 An approval is bound to the execution epoch its request named: when the server
@@ -343,6 +346,16 @@ async function approve(
   shown?: ApprovalRequest,
 ): Promise<number> {
   const req = pendingOrFail(db, "approval", id);
+  // Without a terminal (a script, a CI job, an agent's subprocess; the passphrase then comes from
+  // PORTCULLIS_PASSPHRASE_FILE) nobody is shown what the approval covers before it is given, so
+  // its reach is not chosen by default, as 'approve --next' does not choose it without one:
+  // a session-wide grant nobody asked for is the costlier mistake. Said before the passphrase.
+  if (forWhat === undefined && !hasTerminal())
+    throw new UsageError(
+      req.mode === "per-call"
+        ? `approve: there is no terminal to confirm on; give --for call (tool ${displayName(req.tool)} of ${safeText(req.serverLabel)} needs a human decision for every call); nothing was approved.`
+        : "approve: there is no terminal to confirm on; give --for session (this agent run's calls of the tool, in the current execution epoch) or --for call (this one call); nothing was approved.",
+    );
   const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
   if (scope === "session" && req.mode === "per-call") {
     throw new DecisionError(

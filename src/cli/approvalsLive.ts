@@ -142,6 +142,20 @@ function openTerminal(flags: "r" | "w"): number {
   }
 }
 
+/**
+ * Whether this process has a controlling terminal to show a decision on and read an answer from
+ * (the one `askDecision` and the passphrase prompt use), as opposed to a script's, a CI job's or
+ * an agent's subprocess, where stdin may be anything.
+ */
+export function hasTerminal(): boolean {
+  try {
+    closeSync(openSync("/dev/tty", "r"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** One line typed on the controlling terminal (echo on). */
 function readTerminalLine(prompt: string): Promise<string> {
   const out = openTerminal("w");

@@ -95,7 +95,7 @@ describe("portcullis approve / deny / revoke in another process", () => {
     expect(text.stdout).toMatch(new RegExp(`epoch +${EPOCH}`));
     expect(text.stdout).toMatch(/branch = "main"/);
 
-    const r = await cli("approve", [req.request, "--state-dir", dir], withPass);
+    const r = await cli("approve", [req.request, "--for", "session", "--state-dir", dir], withPass);
     // the key was pinned already (as init does): the decision says nothing on stderr
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -135,7 +135,9 @@ describe("portcullis approve / deny / revoke in another process", () => {
   it("revoke is recorded in the audit chain: who revoked which grant, and the chain still verifies", async () => {
     const run = testRun(db);
     const { got, req } = await waitingCall(run);
-    expect((await cli("approve", [req.request, "--state-dir", dir], withPass)).code).toBe(0);
+    expect((await cli("approve", [req.request, "--for", "session", "--state-dir", dir], withPass)).code).toBe(
+      0,
+    );
     const granted = (await got) as { grant: string };
     const rv = await cli("revoke", [granted.grant, "--state-dir", dir]);
     expect(rv.stderr).toBe("");
@@ -182,7 +184,12 @@ describe("portcullis approve / deny / revoke in another process", () => {
     const run = testRun(db);
     const { got, req } = await waitingCall(run, { timeoutMs: 20_000 });
     for (const name of ["approve", "deny"]) {
-      const r = await cli(name, [req.request, "--state-dir", dir]);
+      const r = await cli(name, [
+        req.request,
+        ...(name === "approve" ? ["--for", "session"] : []),
+        "--state-dir",
+        dir,
+      ]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/no terminal to read the passphrase/);
       expect(getRequest(db, req.request)!.state).toBe("pending");
@@ -191,7 +198,7 @@ describe("portcullis approve / deny / revoke in another process", () => {
     expect(rv.code).toBe(2);
     // A wrong passphrase: a check failed (exit 1), nothing decided.
     writeFileSync(passFile, "not the passphrase\n");
-    const wrong = await cli("approve", [req.request, "--state-dir", dir], withPass);
+    const wrong = await cli("approve", [req.request, "--for", "session", "--state-dir", dir], withPass);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/wrong passphrase/);
     expect(getRequest(db, req.request)!.state).toBe("pending");
@@ -244,7 +251,7 @@ describe("portcullis approve / deny / revoke in another process", () => {
     const { got, req } = await waitingCall(run, { timeoutMs: 20_000 });
     expect((await cli("deny", [req.request, "--state-dir", dir], withPass)).code).toBe(0);
     await got;
-    const late = await cli("approve", [req.request, "--state-dir", dir], withPass);
+    const late = await cli("approve", [req.request, "--for", "session", "--state-dir", dir], withPass);
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/no longer pending: it was denied/);
     const none = await cli("approvals", ["--state-dir", dir]);

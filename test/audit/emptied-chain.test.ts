@@ -55,7 +55,9 @@ async function approveAsAttacker(project: Project, stateDir: string, seen: Set<s
   const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
   call.catch(() => {});
   const request = await nextRequest(stateDir, seen);
-  const approve = await runCli(["approve", request.request, "--state-dir", stateDir], { env: attacker.env });
+  const approve = await runCli(["approve", request.request, "--for", "session", "--state-dir", stateDir], {
+    env: attacker.env,
+  });
   return { request, approve };
 }
 

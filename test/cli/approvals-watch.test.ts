@@ -72,7 +72,9 @@ describe("portcullis approvals --watch", () => {
     );
     const id = (appeared.request as { request: string; tool: string }).request;
     expect((appeared.request as { tool: string }).tool).toBe("read_status");
-    const ok = await runCli(["approve", id, "--state-dir", stateDir], { env: passphraseEnv() });
+    const ok = await runCli(["approve", id, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(ok.code, ok.stderr).toBe(0);
     await call;
     const closed = await waitFor(

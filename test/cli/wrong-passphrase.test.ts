@@ -43,7 +43,7 @@ describe("a wrong passphrase", () => {
       { args: ["unlock", "--for", "1m"] },
       { args: ["vault", "set", "other", "--from-stdin", "--deliver", "env"], input: "another-value" },
       { args: ["vault", "rm", "api"] },
-      { args: ["approve", req.request] },
+      { args: ["approve", req.request, "--for", "session"] },
       { args: ["approve", "--next", "--for", "session"] },
       { args: ["deny", req.request, "--reason", "no"] },
       { args: ["deny", "--next"] },
@@ -68,7 +68,8 @@ describe("a wrong passphrase", () => {
     // a keyring that cannot be used is no check that failed: exit 2, as from every command (README)
     writeFileSync(join(stateDir, "keyring.json"), "");
     for (const verb of ["approve", "deny"]) {
-      const r = await runCli([verb, req.request], { stateDir, env: passphraseEnv() });
+      const reach = verb === "approve" ? ["--for", "session"] : [];
+      const r = await runCli([verb, req.request, ...reach], { stateDir, env: passphraseEnv() });
       expect(r.code, `${verb}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toMatch(/keyring\.json is not a usable keyring: it is empty/);
     }

@@ -70,7 +70,9 @@ describe("portcullis run LABEL", () => {
     );
     expect(req.mode).toBe("per-call");
     expect(req.credentialScope).toEqual(["inventory-api-staging"]);
-    const ok = await runCli(["approve", req.request, "--state-dir", stateDir], { env: passphraseEnv() });
+    const ok = await runCli(["approve", req.request, "--for", "call", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(ok.code).toBe(0);
     expect((await write).isError).toBeFalsy();
     expect(project.records().map((r) => r.tool)).toEqual(["read_status", "adjust_inventory"]);

@@ -268,7 +268,9 @@ describe("decisions written without the approver key are not honoured", () => {
     // the human's passphrase command refuses the swapped keyring (exit 1), and says why
     const again = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     const r2 = await nextRequest(stateDir, seen); // the legitimate grant is no longer honoured either
-    const refused = await runCli(["approve", r2.request, "--state-dir", stateDir], { env: passphraseEnv() });
+    const refused = await runCli(["approve", r2.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/approver private key does not open .*public half was changed/);
     // a gateway started now says so at once

@@ -309,7 +309,12 @@ async function holdOne(seq: number, ids: string[], deaf: boolean): Promise<Sent>
       .filter((r): r is string => r !== undefined && !approved.has(r));
     for (const request of asked) {
       approved.add(request);
-      const r = await runCli(["approve", request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
+      // no terminal here: the reach is given (the one approve ID would default to on one)
+      const mode = (await pending(gw.stateDir)).find((p) => p.request === request)?.mode;
+      const r = await runCli(
+        ["approve", request, "--for", mode === "per-call" ? "call" : "session", "--state-dir", gw.stateDir],
+        { env: passphraseEnv() },
+      );
       if (r.code !== 0 && /\n\s+at .+:\d+:\d+|internal error/i.test(r.stderr)) cliTrouble.push(r.stderr);
     }
     return false;
@@ -395,7 +400,10 @@ async function settle(ids: string[]): Promise<AuditEvent[]> {
       if (ids.every((id) => answersTo(id).length >= owed(id))) return true;
       // a call waiting for a human (also one asking again after a rebuild) is let through
       for (const p of await pending(gw.stateDir)) {
-        await runCli(["approve", p.request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
+        const forWhat = p.mode === "per-call" ? "call" : "session";
+        await runCli(["approve", p.request, "--for", forWhat, "--state-dir", gw.stateDir], {
+          env: passphraseEnv(),
+        });
       }
       await sleep(100);
       return false;

@@ -81,13 +81,21 @@ export async function nextRequest(stateDir: string, seen: Set<string> = new Set(
   return p;
 }
 
-/** `portcullis approve|deny|revoke ID [extra…]` with the test passphrase; it must succeed. */
+/**
+ * `portcullis approve|deny|revoke ID [extra…]` with the test passphrase; it must succeed. The
+ * tests run without a terminal, where `approve` takes no default reach: an approve given no
+ * `--for` gets the one a terminal's `approve ID` defaults to (the request's mode says which).
+ */
 export async function decideByCli(
   stateDir: string,
   verb: "approve" | "deny" | "revoke",
   id: string,
   ...extra: string[]
 ): Promise<CliResult> {
+  if (verb === "approve" && !extra.some((a) => a === "--for" || a.startsWith("--for="))) {
+    const mode = (await pending(stateDir)).find((p) => p.request === id)?.mode;
+    extra = [...extra, "--for", mode === "per-call" ? "call" : "session"];
+  }
   const r = await runCli([verb, id, ...extra, "--state-dir", stateDir], { env: passphraseEnv() });
   expect(r.code, r.stderr).toBe(0);
   return r;

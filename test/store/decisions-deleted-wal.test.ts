@@ -162,7 +162,7 @@ describe("the store's -wal and -shm deleted while 'portcullis approve' waits for
     // when it opens the pipe to read it, and reads it once this test writes it.
     const pipe = join(dir, "passphrase");
     execFileSync("mkfifo", ["-m", "600", pipe]);
-    const approve = runCli(["approve", req.request, "--state-dir", stateDir], {
+    const approve = runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
       env: { PORTCULLIS_PASSPHRASE_FILE: pipe, PORTCULLIS_INSECURE_TEST_KDF: "1" },
     });
     const writer = openSync(pipe, "w"); // returns once approve opened the pipe to read

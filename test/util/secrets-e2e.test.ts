@@ -93,7 +93,7 @@ describe("secrets are redacted everywhere", () => {
     await cli(["approvals", "--json"]);
     await cli(["status"]);
     await cli(["status", "--json"]);
-    const approved = await cli(["approve", pending.request], passphraseEnv());
+    const approved = await cli(["approve", pending.request, "--for", "session"], passphraseEnv());
     expect(approved.code).toBe(0);
     await call;
     for (const sub of ["activity", "sessions"]) {
