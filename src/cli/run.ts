@@ -19,6 +19,7 @@ import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import { labelArgument, oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
+import { RUN_OPTIONS as OPTIONS } from "./runOptions.js";
 import { SHUTDOWN_SIGNALS } from "./signals.js";
 
 // This module parses the command line and the configuration, and only then loads the gateway
@@ -71,31 +72,6 @@ options:
 
 In your MCP client configuration:
   "command": "portcullis", "args": ["run", "--", "node", "dist/server.js"]`;
-
-const OPTIONS = {
-  label: { type: "string" },
-  "on-change": { type: "string" },
-  "on-expand": { type: "string" },
-  approval: { type: "string" },
-  watch: { type: "string", multiple: true },
-  url: { type: "string" },
-  header: { type: "string", multiple: true },
-  "allow-insecure": { type: "boolean" },
-  "state-dir": { type: "string" },
-  config: { type: "string" },
-  "hold-timeout": { type: "string" },
-  "max-message-bytes": { type: "string" },
-  "approval-timeout": { type: "string" },
-  "request-ttl": { type: "string" },
-  "audit-sync": { type: "string" },
-  "audit-arguments": { type: "string" },
-  listen: { type: "string" },
-  "listen-token-file": { type: "string" },
-  "no-auth": { type: "boolean" },
-  "listen-max-sessions": { type: "string" },
-  "listen-idle-timeout": { type: "string" },
-  help: { type: "boolean", short: "h" },
-} as const;
 
 /**
  * Loaded only by a gateway whose configuration needs them (`--listen`, `--url`, an egress proxy):

@@ -14,6 +14,7 @@ import { openStore, type Store, StoreError, storeFailure } from "../store/db.js"
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
+import { labelFindings } from "./doctorLabels.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -161,6 +162,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           what: `${f.file} has wrapped servers with no wrap record in ${path}: ${unrecorded.join(", ")}`,
           next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
         });
+      // an entry that runs a portcullis.json label: that the label resolves
+      for (const s of read.servers) findings.push(...labelFindings(f, s.key, s.entry, cwd));
     } catch (e) {
       const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
       hosts.push({ host: f.host, file: f.file, servers: [], error: msg });

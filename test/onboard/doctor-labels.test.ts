@@ -1,0 +1,130 @@
+// portcullis doctor on host entries that run a portcullis.json label (`run … LABEL`, the way to
+// credentials, docs/onboarding.md): a label the file does not define, a file that cannot be used,
+// no file where the host starts the server. The real CLI in a fake home, the real gateway started
+// as the host would start each entry.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { type FakeUser, fakeUsersOfEachTest } from "./hosts.js";
+
+const user = fakeUsersOfEachTest();
+
+interface Finding {
+  ok: boolean;
+  what: string;
+  next: string;
+}
+
+function withState(u: FakeUser): void {
+  mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
+  const made = newStateDir();
+  for (const f of ["keyring.json", "portcullis.db"]) copyFileSync(join(made, f), join(u.stateDir, f));
+}
+
+/** An entry as the docs write it: node and the CLI by absolute path, `run --state-dir DIR [more] LABEL`. */
+function labelEntry(u: FakeUser, label: string, more: string[] = [], extra: Record<string, unknown> = {}) {
+  return { command: NODE, args: [CLI, "run", "--state-dir", u.stateDir, ...more, label], ...extra };
+}
+
+function writeMcp(u: FakeUser, servers: Record<string, unknown>): string {
+  const file = u.files["claude-code"];
+  writeFileSync(file, `${JSON.stringify({ mcpServers: servers }, null, 2)}\n`);
+  return file;
+}
+
+function writeConfig(dir: string, servers: Record<string, unknown>): string {
+  const file = join(dir, "portcullis.json");
+  writeFileSync(file, `${JSON.stringify({ servers }, null, 2)}\n`);
+  return file;
+}
+
+/** doctor --json's findings about the project's .mcp.json, and the text doctor's output. */
+async function doctorOf(u: FakeUser) {
+  const json = await u.cli(["doctor", "--json"]);
+  const text = await u.cli(["doctor"]);
+  const findings = (JSON.parse(json.stdout).findings as Finding[]).filter((f) =>
+    f.what.startsWith(`${u.files["claude-code"]}: server`),
+  );
+  return { json, text, findings };
+}
+
+/** The entry started as the host starts it: its command and args, from `cwd`. */
+function started(entry: { command: string; args: string[] }, cwd: string) {
+  return spawnSync(entry.command, entry.args, { cwd, input: "", encoding: "utf8", timeout: 30_000 });
+}
+
+describe("doctor and host entries that run a portcullis.json label", () => {
+  it("a label missing from portcullis.json, one that cannot be read, none found: each a problem naming the host file, the entry, the label and what to do", async () => {
+    const u = user();
+    withState(u);
+    const [command, ...args] = fixtureCommand("echo");
+    const config = writeConfig(u.project, { echo: { command, args } });
+    const broken = join(u.root, "elsewhere");
+    mkdirSync(broken);
+    writeFileSync(join(broken, "portcullis.json"), '{"servers": {"echo": ');
+    const nowhere = join(u.root, "nowhere");
+    mkdirSync(nowhere);
+    const entries = {
+      echo: labelEntry(u, "echo"),
+      typo: labelEntry(u, "ecoh"),
+      broken: labelEntry(u, "echo", ["--config", join(broken, "portcullis.json")]),
+      lost: labelEntry(u, "echo", [], { cwd: nowhere }),
+      wrapped: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "--label", "x", "--", command, ...args],
+      },
+    };
+    const mcp = writeMcp(u, entries);
+    const { json, text, findings } = await doctorOf(u);
+    expect(json.code).toBe(1);
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: `${mcp}: server "typo" runs the portcullis.json label "ecoh", which ${config} does not define (it has "echo")`,
+        next: `add "ecoh" under "servers" in ${config}, or change the label the entry runs in ${mcp} to one it defines`,
+      },
+      {
+        ok: false,
+        what: expect.stringMatching(
+          new RegExp(
+            `^${mcp}: server "broken" runs the portcullis.json label "echo" of ${broken}/portcullis.json, which cannot be used: ${broken}/portcullis.json: not valid JSON`,
+          ),
+        ),
+        next: `fix ${broken}/portcullis.json (the gateway the host starts for "broken" refuses it too), then run doctor again`,
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "lost" runs the portcullis.json label "echo", but no portcullis.json is found in ${nowhere} or above (where the host starts it)`,
+        next: `describe "echo" under "servers" in a portcullis.json in ${nowhere} or above, or give the entry's run the file's absolute path with --config FILE before the label`,
+      },
+    ]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "typo" runs the portcullis.json label "ecoh"`);
+
+    // what doctor says is what the host meets: each of the three gateways refuses to start (exit
+    // 2, naming the same cause)
+    const env = { ...process.env, PORTCULLIS_HOME: "" };
+    const typo = spawnSync(entries.typo.command, entries.typo.args, {
+      cwd: u.project,
+      input: "",
+      encoding: "utf8",
+      env,
+    });
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toMatch(/no server labelled "ecoh"/);
+    const lost = started(entries.lost, nowhere);
+    expect(lost.status).toBe(2);
+    expect(lost.stderr).toMatch(/no portcullis\.json found/);
+    expect(started(entries.broken, u.project).status).toBe(2);
+
+    // put right, doctor has nothing to say about them
+    writeConfig(u.project, { echo: { command, args }, ecoh: { command, args } });
+    writeFileSync(join(broken, "portcullis.json"), JSON.stringify({ servers: { echo: { command, args } } }));
+    writeConfig(nowhere, { echo: { command, args } });
+    const again = await doctorOf(u);
+    expect(again.findings).toEqual([]);
+  }, 120_000);
+});
