@@ -88,6 +88,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const gateways: DoctorReport["gateways"] = [];
   const storePath = join(path, STORE_FILE);
   const store = isDir && existsSync(storePath) ? openOrReport(path, findings) : null;
+  /** the names of the vault's secrets (stored in clear beside the sealed values; no value is read) */
+  let vaultNames = new Set<string>();
   if (isDir && !existsSync(storePath)) {
     const missing = missingStore(storePath, keyring);
     if (missing) findings.push(missing);
@@ -104,6 +106,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           // each command last or on its own, in no quotes of the sentence's own: it pastes whole
           next: `restore the state directory from a backup, or start over in a new one with portcullis init (a key pinned in this chain now would be anyone's); to see what is wrong, run: portcullis audit verify --state-dir ${shellWord(path)}`,
         });
+      vaultNames = secretNames(store);
       for (const g of listGateways(store)) {
         // Only a gateway seen here has its pid here: another namespace's pid is another process.
         const chain = g.liveness === "alive" ? processChain(g.pid).slice(1) : [];
@@ -162,8 +165,9 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           what: `${f.file} has wrapped servers with no wrap record in ${path}: ${unrecorded.join(", ")}`,
           next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
         });
-      // an entry that runs a portcullis.json label: that the label resolves
-      for (const s of read.servers) findings.push(...labelFindings(f, s.key, s.entry, cwd));
+      // an entry that runs a portcullis.json label: that the label resolves, and no credential
+      // the vault holds for it left in clear in the entry's env
+      for (const s of read.servers) findings.push(...labelFindings(f, s.key, s.entry, cwd, vaultNames));
     } catch (e) {
       const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
       hosts.push({ host: f.host, file: f.file, servers: [], error: msg });
@@ -516,6 +520,17 @@ function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string
     }
   }
   return labels;
+}
+
+/** The vault's secret names, or none when the store has no vault table it can read. */
+function secretNames(store: Store): Set<string> {
+  try {
+    return new Set(
+      (store.prepare("SELECT name FROM vault_secrets").all() as { name: string }[]).map((r) => r.name),
+    );
+  } catch {
+    return new Set();
+  }
 }
 
 function safeRecords(stateDir: string): WrapRecord[] {

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { quotedName } from "../catalog/text.js";
 import { RUN_OPTIONS } from "../cli/runOptions.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
+import { shellWord } from "../util/shellWord.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
@@ -57,9 +58,18 @@ function startDir(host: HostFile, entry: Entry, cwd: string): string {
  * What is wrong with a host entry that runs a portcullis.json label, as the gateway the host
  * starts would find it: no portcullis.json where it looks, one that cannot be read, or one
  * without the label (each: the gateway exits 2 at every start, and the host shows a server that
- * does not connect). Named by the host file, the entry and the label.
+ * does not connect). And, once the label resolves: an environment variable the server's
+ * `credentials` take from the vault, which the vault holds, still written in the entry's `env`
+ * (the credential moved to the vault but left in clear in the host file). Named by the host
+ * file, the entry, the label and the variable's name, never its value.
  */
-export function labelFindings(host: HostFile, key: string, entry: Entry, cwd: string): LabelFinding[] {
+export function labelFindings(
+  host: HostFile,
+  key: string,
+  entry: Entry,
+  cwd: string,
+  vaultNames: ReadonlySet<string>,
+): LabelFinding[] {
   const run = labelRun(entry);
   if (run === null) return [];
   const dir = startDir(host, entry, cwd);
@@ -86,7 +96,8 @@ export function labelFindings(host: HostFile, key: string, entry: Entry, cwd: st
       },
     ];
   }
-  if (!servers.has(run.label)) {
+  const config = servers.get(run.label);
+  if (config === undefined) {
     const known = [...servers.keys()];
     return [
       {
@@ -96,5 +107,17 @@ export function labelFindings(host: HostFile, key: string, entry: Entry, cwd: st
       },
     ];
   }
-  return [];
+  const env = typeof entry.env === "object" && entry.env !== null ? Object.keys(entry.env) : [];
+  const out: LabelFinding[] = [];
+  for (const variable of env) {
+    if (!Object.hasOwn(config.credentials, variable)) continue;
+    const scope = config.credentials[variable]!;
+    if (!vaultNames.has(scope)) continue;
+    out.push({
+      ok: false,
+      what: `${host.file}: server ${quotedName(key)} still sets ${quotedName(variable)} in its "env", in clear, a credential the vault holds as ${quotedName(scope)} (${file}, label ${quotedName(run.label)}, takes it from the vault)`,
+      next: `delete ${quotedName(variable)} from the entry's "env" in ${host.file} (the server gets the vault's value); the value has been in a file, so rotate it (${shellWord(`${host.file}.portcullis-backup`)} and the wrap record may hold it too)`,
+    });
+  }
+  return out;
 }

@@ -1,13 +1,16 @@
 // portcullis doctor on host entries that run a portcullis.json label (`run … LABEL`, the way to
 // credentials, docs/onboarding.md): a label the file does not define, a file that cannot be used,
-// no file where the host starts the server. The real CLI in a fake home, the real gateway started
-// as the host would start each entry.
+// no file where the host starts the server; and a credential moved to the vault but left in clear
+// in the entry's env, named by file, entry and variable, its value never printed. The real CLI in
+// a fake home, the real gateway started as the host would start each entry.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { type FakeUser, fakeUsersOfEachTest } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
@@ -126,5 +129,48 @@ describe("doctor and host entries that run a portcullis.json label", () => {
     writeConfig(nowhere, { echo: { command, args } });
     const again = await doctorOf(u);
     expect(again.findings).toEqual([]);
+  }, 120_000);
+
+  it("a credential moved to the vault but left in clear in the entry's env: a problem naming file, entry and variable; the value never printed", async () => {
+    const u = user();
+    withState(u);
+    const secret = "sk-live-Zq8vT3nW0pXy7RkL2mHc";
+    const set = await runCli(["vault", "set", "weather-key", "--from-stdin", "--deliver", "env"], {
+      stateDir: u.stateDir,
+      env: passphraseEnv(),
+      input: secret,
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const [command, ...args] = fixtureCommand("echo");
+    const config = writeConfig(u.project, {
+      weather: { command, args, credentials: { WEATHER_API_KEY: "weather-key", OTHER_KEY: "not-stored" } },
+    });
+    const env = { WEATHER_API_KEY: secret, OTHER_KEY: `${secret}-2`, LOG_LEVEL: "debug" };
+    const mcp = writeMcp(u, { weather: labelEntry(u, "weather", [], { env }) });
+    const { json, text, findings } = await doctorOf(u);
+    expect(json.code).toBe(1);
+    // OTHER_KEY's scope is not in the vault (nothing moved), LOG_LEVEL is no credential
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: `${mcp}: server "weather" still sets "WEATHER_API_KEY" in its "env", in clear, a credential the vault holds as "weather-key" (${config}, label "weather", takes it from the vault)`,
+        next: `delete "WEATHER_API_KEY" from the entry's "env" in ${mcp} (the server gets the vault's value); the value has been in a file, so rotate it (${mcp}.portcullis-backup and the wrap record may hold it too)`,
+      },
+    ]);
+    // never the value, whole or in part, nor a digest of it, in either form of the report
+    const digest = createHash("sha256").update(secret).digest();
+    const forms = [
+      secret,
+      secret.slice(8, 20),
+      digest.toString("hex").slice(0, 8),
+      digest.toString("base64").slice(0, 8),
+    ];
+    for (const out of [json.stdout, json.stderr, text.stdout, text.stderr])
+      for (const form of forms) expect(out).not.toContain(form);
+    expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "weather" still sets "WEATHER_API_KEY"`);
+
+    // deleted from the env as the finding says: nothing left to say
+    writeMcp(u, { weather: labelEntry(u, "weather", [], { env: { LOG_LEVEL: "debug" } }) });
+    expect((await doctorOf(u)).findings).toEqual([]);
   }, 120_000);
 });
