@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
-import { openStore } from "../../src/store/db.js";
+import { openStore, openStoreToRead } from "../../src/store/db.js";
 import { type Truthy, waitFor } from "./files.js";
 import { type CliResult, runCli } from "./gateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "./state.js";
@@ -93,7 +93,19 @@ export async function decideByCli(
   ...extra: string[]
 ): Promise<CliResult> {
   if (verb === "approve" && !extra.some((a) => a === "--for" || a.startsWith("--for="))) {
-    const mode = (await pending(stateDir)).find((p) => p.request === id)?.mode;
+    // the reach its tool asks for, read from the request's row (the listing is not the subject:
+    // a process of its own per approve cost more than the approve)
+    const db = openStoreToRead(stateDir);
+    let mode: string | undefined;
+    try {
+      mode = (
+        db.prepare("SELECT mode FROM approval_requests WHERE request = ?").get(id) as
+          | { mode: string }
+          | undefined
+      )?.mode;
+    } finally {
+      db.close();
+    }
     extra = [...extra, "--for", mode === "per-call" ? "call" : "session"];
   }
   const r = await runCli([verb, id, ...extra, "--state-dir", stateDir], { env: passphraseEnv() });
