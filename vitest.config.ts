@@ -11,20 +11,22 @@ import { defineConfig } from "vitest/config";
  * only changes the order, never what runs.
  */
 const LONGEST_FIRST = [
-  "test/gateway/lifecycle.test.ts", // 80
-  "test/conformance/conformance.test.ts", // 71
-  "test/gateway/listen-resources.test.ts", // 47
+  "test/gateway/lifecycle.test.ts", // 76
+  "test/util/redact-unoptimized.test.ts", // 64
+  "test/conformance/conformance.test.ts", // 63
+  "test/console/browser.test.ts", // 45
   "test/store/held-lock.test.ts", // 44
+  "test/onboard/drill.test.ts", // 42
+  "test/gateway/client-habits.test.ts", // 37
+  "test/vault/vault.test.ts", // 36
   "test/gateway/races.property.test.ts", // 35
-  "test/util/redact-unoptimized.test.ts", // 34
-  "test/console/browser.test.ts", // 34
-  "test/onboard/drill.test.ts", // 29
-  "test/gateway/client-habits.test.ts", // 29
-  "test/console/cli.test.ts", // 24
-  "test/gateway/epoch-races.test.ts", // 24
-  "test/http/upstream-front.test.ts", // 24
-  "test/gateway/forged-grants.test.ts", // 23
-  "test/gateway/unsigned-columns.test.ts", // 23
+  "test/console/cli.test.ts", // 34
+  "test/http/upstream-fixture.test.ts", // 34
+  "test/gateway/listen-resources.test.ts", // 34
+  "test/vault/egress-window.test.ts", // 30
+  "test/gateway/unoptimized-regex.test.ts", // 29
+  "test/onboard/wrap.test.ts", // 28
+  "test/gateway/unsigned-columns.test.ts", // 28
 ];
 
 class LongestFirst extends BaseSequencer {
