@@ -9,7 +9,10 @@ import { markHidden } from "../catalog/text.js";
  * still pastes as that word.
  */
 export function shellWord(s: string): string {
-  if (/^[\w@%+=:,./-]+$/.test(s)) return s;
+  // plain: not empty and no character outside the safe set (a search for one such character,
+  // not a run over the word: a run loop keeps a backtracking entry per character when compiled
+  // unoptimized, test/unit/regex-loops.test.ts)
+  if (s !== "" && !/[^\w@%+=:,./-]/.test(s)) return s;
   // removing what is hidden changes the word only when it holds something hidden
   if (markHidden(s, () => "") === s) return `'${s.replace(/'/g, "'\\''")}'`;
   return `$'${markHidden(

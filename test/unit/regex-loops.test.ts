@@ -152,7 +152,6 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ["src/onboard/wrap.ts", "/[^A-Za-z0-9._-]+/g", `${USER_FILES} (a server's key in a host's configuration)`],
   ["src/onboard/wrap.ts", "/^-+|-+$/g", `${USER_FILES} (a server's key in a host's configuration)`],
   ["src/onboard/wrap.ts", "/^(\\d+)\\.tmp$/", "a file name: at most 255 bytes"],
-  ["src/onboard/wrap.ts", "/^[\\w@%+=:,./-]+$/", `${USER_FILES} (a word of a configured command)`],
   [
     "src/relay/clientIds.ts",
     "/^(-?)(0|[1-9][0-9]*)(?:\\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/",
@@ -167,11 +166,6 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "src/relay/clientIds.ts",
     "/0+$/",
     "the digits of a number id already checked no longer than MAX_NUMBER_TEXT (1024)",
-  ],
-  [
-    "src/store/stateDir.ts",
-    "/^[A-Za-z0-9_./:@%+=,-]+$/",
-    `${USER_FILES} (the state directory's path, shown in the approve command)`,
   ],
   [
     "src/supervisor/remoteHeaders.ts",
