@@ -215,7 +215,7 @@ describe("a signal while a call waits for a human", () => {
   it("the input's close answers the waiting call at once, not after the hold; the request closes with the run, recorded once", async () => {
     // Hold and approval timeouts far beyond the test's: only the input's close can end the wait.
     const gw = await waiting(["--hold-timeout", "600000", "--approval-timeout", "600000"]);
-    const request = /run 'portcullis approve (\w+)/.exec(gw.stderr())![1]!;
+    const request = /run in a terminal: portcullis approve (\w+)/.exec(gw.stderr())![1]!;
     gw.closeStdin();
     const answer = await gw.next((m) => m.id === "waits" && m.method === undefined, 30_000);
     expect(answer.error).toMatchObject({

@@ -178,7 +178,7 @@ describe("a gateway with its regular expressions compiled unoptimized, over runs
     });
     // The request is stored before the gateway says so: its line is the event to wait for (no
     // `approvals --json` processes polled; the command that is the subject runs once, below).
-    await gw.waitForStderr(/approval needed for .*run 'portcullis approve /, 60_000);
+    await gw.waitForStderr(/approval needed for .*run in a terminal: portcullis approve /, 60_000);
     // the review is rendered by the command, a process of its own: it runs unoptimized
     const shown = await runCli(["approvals", "--state-dir", stateDir], {
       nodeFlags: UNOPTIMIZED,
