@@ -7,6 +7,8 @@
 //   NAME.cjs         the same for each other command (status.cjs, approvals.cjs, …), and
 //                    usage.cjs with no command at all (--help, --version, a mistyped command)
 //   main.js          the `bin`, a few lines that send each command to its file
+//   gateway.cjs.v8cache, validatorEngine.cjs.v8cache
+//                    V8 code caches for the two files a gateway compiles (scripts/codeCache.cjs)
 //   preload.js       the egress proxy's preload, which servers load with `--import`
 //   validatorEngine.cjs  ajv, its 2020-12 flavour and its formats in one file, and the
 //                    meta-schema checks generated from them
@@ -20,6 +22,7 @@
 // from gateway.cjs as from the module it came from.
 //
 //   node scripts/bundle.mjs        (run by `npm run build`, after tsc)
+import { spawnSync } from "node:child_process";
 import { chmodSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -193,6 +196,35 @@ await Promise.all(
     .map((f) => asciiOnly(join(OUT, f))),
 );
 
+// Every .cjs file starts as code: they are loaded by main.js, never run as programs, and a `#!`
+// line is not JavaScript to the V8 compile that reads a code cache (node strips it itself).
+// Replaced by a comment of the same length, so the source map's lines and columns hold.
+for (const f of readdirSync(OUT).filter((n) => n.endsWith(".cjs"))) {
+  const text = readFileSync(join(OUT, f), "latin1");
+  if (text.startsWith("#!")) writeFileSync(join(OUT, f), `//${text.slice(2)}`, "latin1");
+}
+
+// V8 code caches for what a gateway compiles at every start (scripts/codeCache.cjs says how):
+// its own file and ajv's, loaded under the V8 flag the gateway runs with (GATEWAY_V8_FLAGS,
+// set by main.js before it loads gateway.cjs; main.ts sets it too, for the demo's gateways).
+// Measured (docs/performance.md, session thirty-one): 35-45 ms less CPU to a gateway's first
+// answered call. The short commands' files gain nothing measurable from one and have none. A
+// cache lives only beside the file it was made from, where the code itself lives: it is code
+// the gateway runs, so never in a directory other processes of the user write for it (the
+// cache directory, a state directory).
+const GATEWAY_V8_FLAGS = "--semi-space-growth-factor=1";
+const cached = spawnSync(
+  process.execPath,
+  [
+    join(REPO, "scripts", "codeCache.cjs"),
+    GATEWAY_V8_FLAGS,
+    join(OUT, "gateway.cjs"),
+    join(OUT, "validatorEngine.cjs"),
+  ],
+  { stdio: "inherit" },
+);
+if (cached.status !== 0) throw new Error("scripts/codeCache.cjs failed: see above");
+
 // The `bin`: each command goes to its file, anything else to usage.cjs. main.js stays the path every part of the command line spawns itself by (wrap writes it into a
 // host's configuration), whichever file serves the command.
 const served = Object.fromEntries(
@@ -215,20 +247,66 @@ writeFileSync(
     "// for Latin-1, and V8 compiles the one-byte string faster (docs/performance.md, session",
     "// thirty). Only this directory's files; any other, or one not ASCII, as node reads it.",
     "const HERE = dirname(fileURLToPath(import.meta.url));",
+    "const require = createRequire(import.meta.url);",
     'const asJs = Module._extensions[".js"];',
     'Module._extensions[".cjs"] = function (module, filename) {',
     "  if (dirname(filename) === HERE) {",
     "    const bytes = readFileSync(filename);",
-    '    if (isAscii(bytes)) return module._compile(bytes.toString("latin1"), filename);',
+    "    if (isAscii(bytes)) {",
+    '      const source = bytes.toString("latin1");',
+    "      const cache = codeCache(filename, bytes);",
+    "      return cache === null ? module._compile(source, filename) : fromCache(module, filename, source, cache);",
+    "    }",
     "  }",
     "  return asJs(module, filename);",
     "};",
+    "",
+    "// The V8 code cache the build wrote beside FILE (scripts/codeCache.cjs), when it was made by",
+    "// this V8 from these very bytes and is whole (the digest covers the file and the cache: V8",
+    "// verifies no checksum, and a damaged cache crashes node); else null, and the file is compiled",
+    "// as node would. V8 also checks its flags and refuses a cache made under others: the file is",
+    "// then compiled from its source all the same. Not when node maps stack traces to the sources",
+    "// (--enable-source-maps), which only its own compile registers.",
+    "function codeCache(filename, bytes) {",
+    "  if (process.sourceMapsEnabled) return null;",
+    "  let file;",
+    "  try {",
+    '    file = readFileSync(filename + ".v8cache");',
+    "  } catch {",
+    "    return null;",
+    "  }",
+    "  const lines = [];",
+    "  let at = 0;",
+    "  for (let i = 0; i < 3; i++) {",
+    "    const nl = file.indexOf(10, at);",
+    "    if (nl < 0) return null;",
+    '    lines.push(file.toString("latin1", at, nl));',
+    "    at = nl + 1;",
+    "  }",
+    '  if (lines[0] !== "portcullis-v8-code-cache 1" || lines[1] !== process.versions.v8) return null;',
+    "  const cache = file.subarray(at);",
+    '  const digest = require("node:crypto").createHash("sha256").update(bytes).update(cache).digest("hex");',
+    "  return lines[2] === digest ? cache : null;",
+    "}",
+    "",
+    "// What module._compile does with a CommonJS file, with V8 given the cache: the module wrapper,",
+    "// run with the module's own require, exports, module, __filename and __dirname.",
+    "function fromCache(module, filename, source, cachedData) {",
+    '  const vm = require("node:vm");',
+    "  const script = new vm.Script(Module.wrap(source), { filename, cachedData });",
+    "  const wrapper = script.runInThisContext({ displayErrors: true });",
+    "  const own = createRequire(filename);",
+    "  return wrapper.call(module.exports, module.exports, own, module, filename, dirname(filename));",
+    "}",
     "",
     `const FILES = new Map(Object.entries(${JSON.stringify(served)}));`,
     "const [name, topic] = process.argv.slice(2);",
     "// `portcullis help COMMAND` is COMMAND's --help: its file answers it",
     'const file = FILES.get(name === "help" && topic !== undefined ? topic : name) ?? "usage.cjs";',
-    'if (file.endsWith(".cjs")) createRequire(import.meta.url)("./" + file);',
+    "// the gateway's V8 flag, before its file is compiled: V8 takes a code cache made under the",
+    "// same flags only (scripts/bundle.mjs)",
+    `if (file === "gateway.cjs" && name === "run") require("node:v8").setFlagsFromString(${JSON.stringify(GATEWAY_V8_FLAGS)});`,
+    'if (file.endsWith(".cjs")) require("./" + file);',
     'else await import("./" + file);',
     "",
   ].join("\n"),

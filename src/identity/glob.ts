@@ -1,12 +1,15 @@
 // The glob library, loaded only when a server has identity include patterns (it costs startup
 // time to every gateway otherwise). A capture with patterns loads it before it globs; the
-// watcher, started after such a capture, finds it loaded.
+// watcher, started after such a capture, finds it loaded. Loaded with `require` (tinyglobby
+// ships CommonJS too), not `import()`: the gateway's file is compiled from a V8 code cache, and
+// code compiled that way has no dynamic import (scripts/codeCache.cjs).
+import { createRequire } from "node:module";
 import type { globSync as GlobSync } from "tinyglobby";
 
 let loaded: typeof GlobSync | null = null;
 
 export async function loadGlob(): Promise<typeof GlobSync> {
-  loaded ??= (await import("tinyglobby")).globSync;
+  loaded ??= (createRequire(import.meta.url)("tinyglobby") as { globSync: typeof GlobSync }).globSync;
   return loaded;
 }
 
