@@ -34,7 +34,9 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
 });
 if (!values.base) {
-  process.stderr.write("ab bench: --base PATH (another build's dist/cli/main.js) is required\n");
+  process.stderr.write(
+    "ab bench: --base PATH (another build's dist/cli/main.cjs, or main.js before it) is required\n",
+  );
   process.exit(2);
 }
 const CALLS = Number(values.calls);
@@ -103,7 +105,7 @@ async function one(g) {
 
 /** This build's gateway and the base's, each past its handshake. */
 async function handshakenPair() {
-  const pair = [gateway(join(REPO, "dist", "cli", "main.js")), gateway(resolve(values.base))];
+  const pair = [gateway(join(REPO, "dist", "cli", "main.cjs")), gateway(resolve(values.base))];
   try {
     for (const g of pair) {
       const init = {
@@ -166,7 +168,7 @@ if (values.first) {
   console.log(
     `ab bench --first: the first ${values.method} of a fresh gateway, echo fixture; run ${RUN_ARGS.join(" ")}`,
   );
-  console.log(`this: ${join(REPO, "dist", "cli", "main.js")}\nbase: ${resolve(values.base)}`);
+  console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
   const rows = [];
   for (let r = 0; r < Number(values.repeat); r++) {
     const [a, b] = await firstCall();
@@ -185,7 +187,7 @@ if (values.first) {
 console.log(
   `ab bench: ${values.method} against the echo fixture, c=1, ${CALLS} calls each, alternating; run ${RUN_ARGS.join(" ")}`,
 );
-console.log(`this: ${join(REPO, "dist", "cli", "main.js")}\nbase: ${resolve(values.base)}`);
+console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
 const ratios = { cpu: [], p50: [] };
 for (let r = 0; r < Number(values.repeat); r++) {
   const [a, b] = await repetition();

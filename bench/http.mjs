@@ -9,7 +9,7 @@
 //   node bench/http.mjs
 // Env: BENCH_CALLS=N     calls per round at c=1 (default 500; c=16 does 4N)
 //      BENCH_ROUNDS=N    rounds (default 3); each figure is the median over the rounds
-//      PORTCULLIS_CLI    another build of the CLI (default dist/cli/main.js)
+//      PORTCULLIS_CLI    another build of the CLI (default dist/cli/main.cjs)
 // The bridge runs on Node 22 from the conformance test's pinned cache (~/.cache/portcullis-test,
 // PORTCULLIS_TEST_CACHE); without it, only portcullis is measured. Exit code: 0, also when
 // portcullis is not built; 1 when a measured path fails.
@@ -22,7 +22,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.cjs");
 const NODE = process.execPath;
 const CALLS = Number(process.env.BENCH_CALLS ?? 500);
 const CALLS_16 = CALLS * 4;

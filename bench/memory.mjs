@@ -16,7 +16,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.cjs");
 const NODE = process.execPath;
 const CALLS = Number(process.env.BENCH_CALLS ?? 100_000);
 const SERVER = [NODE, join(REPO, "test", "fixtures", "servers", "echo.mjs")];

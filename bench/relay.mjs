@@ -4,7 +4,7 @@
 //   null-relay   the client spawns bench/null-relay.mjs, which spawns the server (the floor)
 //   fsync        one fsync of a small append, on the filesystem of the state directories (measured
 //                here, in-process, each round: what the intent's durability costs at best)
-//   portcullis   the client spawns `node dist/cli/main.js run --state-dir <tmp> ... -- <server>`
+//   portcullis   the client spawns `node dist/cli/main.cjs run --state-dir <tmp> ... -- <server>`
 // Headline (the user's path): the guard fully on, audit on, with `--approval none` and with every
 // call covered by a session grant (approved once through the CLI, as a human would), the intent
 // durable before the forward (default) and with `--audit-sync normal`; and the relay alone (ping,
@@ -37,7 +37,7 @@
 //      BENCH_PROFILE_DIR=DIR         run every gateway under `node --cpu-prof` into DIR
 //      BENCH_BASE_CLI=PATH           also each portcullis path through this other build's CLI, as
 //                                    "<path> (base)", in the same rounds (before/after a change)
-//      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.js)
+//      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.cjs)
 //      PORTCULLIS_BENCH_ARGS="..."   extra `run` options (split on spaces), appended after the
 //                                    defaults "--label bench --approval none"
 // Exit code: 0, also when portcullis is not built; 1 when a measured path fails.
@@ -59,7 +59,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.cjs");
 const NODE = process.execPath;
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000);
 const CALLS_16 = CALLS * 4;

@@ -14,7 +14,7 @@
 // not count waiting for a core, so it compares builds on a busy machine where wall times do not.
 //
 //   node bench/startup.mjs
-// Env: BENCH_ROUNDS=N (default 5); PORTCULLIS_CLI=PATH (default dist/cli/main.js);
+// Env: BENCH_ROUNDS=N (default 5); PORTCULLIS_CLI=PATH (default dist/cli/main.cjs);
 //      BENCH_PROFILE_DIR=DIR  warm gateways under `node --cpu-prof` into DIR
 //      BENCH_BASE_CLI=PATH    also another build, warm and cold, in the same rounds ("base")
 //      BENCH_COLD=0           warm starts only
@@ -25,7 +25,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.js");
+const CLI = process.env.PORTCULLIS_CLI ?? join(REPO, "dist", "cli", "main.cjs");
 const NODE = process.execPath;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BASE_CLI = process.env.BENCH_BASE_CLI ? resolve(process.env.BENCH_BASE_CLI) : null;

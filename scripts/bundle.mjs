@@ -6,7 +6,8 @@
 //   gateway.cjs      the same main.ts as one CommonJS file without the other commands: `run`
 //   NAME.cjs         the same for each other command (status.cjs, approvals.cjs, …), and
 //                    usage.cjs with no command at all (--help, --version, a mistyped command)
-//   main.js          the `bin`, a few lines that send each command to its file
+//   main.cjs         the `bin`, a few lines that send each command to its file (and main.js, the
+//                    entry of earlier builds, an ES module that loads it)
 //   gateway.cjs.v8cache, validatorEngine.cjs.v8cache
 //                    V8 code caches for the two files a gateway compiles (scripts/codeCache.cjs)
 //   preload.js       the egress proxy's preload, which servers load with `--import`
@@ -225,29 +226,32 @@ const cached = spawnSync(
 );
 if (cached.status !== 0) throw new Error("scripts/codeCache.cjs failed: see above");
 
-// The `bin`: each command goes to its file, anything else to usage.cjs. main.js stays the path every part of the command line spawns itself by (wrap writes it into a
-// host's configuration), whichever file serves the command.
+// The `bin`, main.cjs: each command goes to its file, anything else to usage.cjs. CommonJS, since
+// node starts an ES module entry through its ES module loader, 15-30 ms of CPU more per process
+// (docs/performance.md, session thirty-one): every command, every gateway a host starts. Every part
+// of the command line spawns itself by it, and `wrap` writes it into a host's configuration.
+// main.js, the entry of earlier builds, which hosts configured before it may still name, stays:
+// an ES module that loads main.cjs.
 const served = Object.fromEntries(
   Object.values(FILES).flatMap(({ file, commands }) => commands.map((c) => [c, file])),
 );
 writeFileSync(
-  join(OUT, "main.js"),
+  join(OUT, "main.cjs"),
   [
     "#!/usr/bin/env node",
     "// portcullis: each command from its own file (scripts/bundle.mjs says why): a CommonJS file",
     "// of main.ts with the other commands left out, the demo from the ES module bundle cli.js.",
-    'import { isAscii } from "node:buffer";',
-    'import { readFileSync } from "node:fs";',
-    'import Module, { createRequire } from "node:module";',
-    'import { dirname } from "node:path";',
-    'import { fileURLToPath } from "node:url";',
+    '"use strict";',
+    'const { isAscii } = require("node:buffer");',
+    'const { readFileSync } = require("node:fs");',
+    'const Module = require("node:module");',
+    'const { dirname, join } = require("node:path");',
     "",
     "// The command's file, read as Latin-1 when it is ASCII, as the build writes it: node reads a",
     "// CommonJS file through a UTF-8 decoder that took 15-20 ms of CPU for gateway.cjs, against 3",
     "// for Latin-1, and V8 compiles the one-byte string faster (docs/performance.md, session",
     "// thirty). Only this directory's files; any other, or one not ASCII, as node reads it.",
-    "const HERE = dirname(fileURLToPath(import.meta.url));",
-    "const require = createRequire(import.meta.url);",
+    "const HERE = __dirname;",
     'const asJs = Module._extensions[".js"];',
     'Module._extensions[".cjs"] = function (module, filename) {',
     "  if (dirname(filename) === HERE) {",
@@ -295,7 +299,7 @@ writeFileSync(
     '  const vm = require("node:vm");',
     "  const script = new vm.Script(Module.wrap(source), { filename, cachedData });",
     "  const wrapper = script.runInThisContext({ displayErrors: true });",
-    "  const own = createRequire(filename);",
+    "  const own = Module.createRequire(filename);",
     "  return wrapper.call(module.exports, module.exports, own, module, filename, dirname(filename));",
     "}",
     "",
@@ -306,8 +310,25 @@ writeFileSync(
     "// the gateway's V8 flag, before its file is compiled: V8 takes a code cache made under the",
     "// same flags only (scripts/bundle.mjs)",
     `if (file === "gateway.cjs" && name === "run") require("node:v8").setFlagsFromString(${JSON.stringify(GATEWAY_V8_FLAGS)});`,
-    'if (file.endsWith(".cjs")) require("./" + file);',
-    'else await import("./" + file);',
+    'if (file.endsWith(".cjs")) require(join(HERE, file));',
+    "else",
+    '  import(require("node:url").pathToFileURL(join(HERE, file)).href).catch((e) => {',
+    "    // what node prints for an entry that throws as it loads",
+    "    process.exitCode = 1;",
+    "    console.error(e);",
+    "  });",
+    "",
+  ].join("\n"),
+);
+chmodSync(join(OUT, "main.cjs"), 0o755);
+writeFileSync(
+  join(OUT, "main.js"),
+  [
+    "#!/usr/bin/env node",
+    "// The entry of earlier builds, which hosts configured before main.cjs may still name: main.cjs",
+    "// serves every command (scripts/bundle.mjs says why it is CommonJS).",
+    'import { createRequire } from "node:module";',
+    'createRequire(import.meta.url)("./main.cjs");',
     "",
   ].join("\n"),
 );

@@ -333,7 +333,7 @@ function startHolder(
   ca: CaMaterial | null,
   guard: StartGuard,
 ): Promise<void> {
-  const main = fileURLToPath(new URL("./main.js", import.meta.url));
+  const main = fileURLToPath(new URL("./main.cjs", import.meta.url));
   const child = spawn(
     process.execPath,
     [main, HOLDER_COMMAND, "--state-dir", stateDir, "--until", until.toISOString()],

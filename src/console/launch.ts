@@ -92,7 +92,7 @@ export async function waitForConsole(stateDir: string, ms: number): Promise<Cons
 export async function ensureConsole(stateDir: string, waitMs = 10_000): Promise<ConsoleAddress | null> {
   const live = readConsoleAddress(stateDir);
   if (live) return live;
-  const main = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  const main = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
   const log = openSync(join(stateDir, "console.log"), "a", 0o600);
   try {
     const child = spawn(

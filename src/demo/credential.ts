@@ -36,7 +36,7 @@ export async function credentialStory(c: CredentialStoryContext): Promise<void> 
   c.out("\n── 8. A credential the server never holds");
   const key = `demo-inventory-key-${Math.random().toString(36).slice(2, 10)}`;
   const api = await inventoryApi(c.root);
-  const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+  const cli = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
   const passFile = join(c.root, "demo-passphrase");
   writeFileSync(passFile, `${c.passphrase}\n`, { mode: 0o600 });
   const portcullis = (args: string[], input = "") => {

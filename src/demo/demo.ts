@@ -96,7 +96,7 @@ export async function runDemo(args: string[]): Promise<number> {
 
     step(2, `Revision A of "${LABEL}" behind the gateway`);
     const project = makeDemoProject(join(root, "inventory"), "A");
-    const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+    const cli = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
     const runArgs = [
       "run",
       "--state-dir",

@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CLI = join(REPO, "dist", "cli", "main.js");
+const CLI = join(REPO, "dist", "cli", "main.cjs");
 const FIXTURE = join(REPO, "test", "fixtures", "servers", "conformance.mjs");
 
 /** Pinned: a new suite version may add scenarios, which should be a deliberate change here. */

@@ -1,9 +1,9 @@
 // The V8 code caches the build writes for the gateway's two files (scripts/codeCache.cjs,
-// main.js): a gateway compiles from them, V8 takes them, and a cache that is not of the file
+// main.cjs): a gateway compiles from them, V8 takes them, and a cache that is not of the file
 // beside it, or damaged, is never handed to V8 (node crashes on a damaged one: V8 checks no
 // checksum of a code cache), so the gateway compiles from the source and serves as before.
 // Real gateways, real processes; a preload (NODE_OPTIONS --require) reports each compile that
-// goes through vm.Script (how main.js gives V8 a cache; node's own compile of a file does not).
+// goes through vm.Script (how main.cjs gives V8 a cache; node's own compile of a file does not).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -52,11 +52,14 @@ function readCache(file: string): { lines: string[]; data: Buffer } {
 }
 
 /**
- * A gateway of the command line in `dist` (its main.js) in front of the echo fixture, with every
+ * A gateway of the command line in `dist` (started by `entry`, main.cjs unless said) in front of the echo fixture, with every
  * vm.Script compile of a .cjs file written to a log; answers a tools/call (which loads ajv's file
  * to check its arguments). Returns what was compiled.
  */
-async function gatewayCompiles(dist: string): Promise<{ compiles: Compile[]; peer: RawPeer }> {
+async function gatewayCompiles(
+  dist: string,
+  entry = "main.cjs",
+): Promise<{ compiles: Compile[]; peer: RawPeer }> {
   const dir = tempDir("portcullis-code-cache-");
   cleanup.push(() => removeDir(dir));
   const log = join(dir, "compiles.jsonl");
@@ -81,16 +84,9 @@ async function gatewayCompiles(dist: string): Promise<{ compiles: Compile[]; pee
   const stateDir = newStateDir();
   const peer = rawPeer(
     NODE,
-    [
-      join(dist, "main.js"),
-      "run",
-      "--state-dir",
-      stateDir,
-      "--label",
-      "code-cache",
-      "--approval",
-      "none",
-    ].concat(["--", NODE, FIXTURES.echo]),
+    [join(dist, entry), "run", "--state-dir", stateDir, "--label", "code-cache", "--approval", "none"].concat(
+      ["--", NODE, FIXTURES.echo],
+    ),
     { NODE_OPTIONS: `--require ${spy}` },
     { onClose: () => removeDir(stateDir) },
   );
@@ -126,7 +122,7 @@ describe("the gateway's V8 code caches", () => {
       const digest = createHash("sha256").update(readFileSync(file)).update(data).digest("hex");
       expect(lines[2], name).toBe(digest);
     }
-    // the short commands' files have none (no gain measured), so main.js never reads one for them
+    // the short commands' files have none (no gain measured), so main.cjs never reads one for them
     expect(existsSync(join(DIST, "status.cjs.v8cache"))).toBe(false);
   });
 
@@ -138,6 +134,15 @@ describe("the gateway's V8 code caches", () => {
         cached: true,
         rejected: false,
       });
+  }, 90_000);
+
+  it("the entry of earlier builds, main.js, which older host configurations name, serves through main.cjs, caches included", async () => {
+    const { compiles } = await gatewayCompiles(DIST, "main.js");
+    expect(compiles, JSON.stringify(compiles)).toContainEqual({
+      file: join(DIST, "gateway.cjs"),
+      cached: true,
+      rejected: false,
+    });
   }, 90_000);
 
   it("a cache that is not of the file beside it, or is damaged, never reaches V8: the gateway compiles the source and serves", async () => {

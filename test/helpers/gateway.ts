@@ -1,5 +1,5 @@
 // MCP clients for the tests: the official SDK clients connected over stdio to
-//   - the gateway:  node dist/cli/main.js run --state-dir <dir> ...args
+//   - the gateway:  node dist/cli/main.cjs run --state-dir <dir> ...args
 //   - a server directly (no gateway), to compare what the gateway shows with the real thing.
 // startGateway/startDirect use the v1 SDK client (@modelcontextprotocol/sdk, legacy era);
 // startModernGateway/startModernDirect use the v2 client (@modelcontextprotocol/client), which
@@ -234,7 +234,7 @@ function stateDirFor(options: GatewayOptions): { stateDir: string; own: boolean 
     : { stateDir: newStateDir(), own: true };
 }
 
-/** The v1 SDK client, connected to `node dist/cli/main.js run --state-dir <dir> ...args`. */
+/** The v1 SDK client, connected to `node dist/cli/main.cjs run --state-dir <dir> ...args`. */
 export async function startGateway(options: GatewayOptions): Promise<Session<Client>> {
   assertBuilt();
   const { stateDir, own } = stateDirFor(options);
@@ -333,7 +333,7 @@ export interface CliResult {
 }
 
 /**
- * Run another portcullis command to completion: `node dist/cli/main.js ...args`, with the state
+ * Run another portcullis command to completion: `node dist/cli/main.cjs ...args`, with the state
  * dir given as PORTCULLIS_HOME (so no flag position is assumed), `input` written to stdin.
  */
 export function runCli(

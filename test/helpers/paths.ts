@@ -7,7 +7,7 @@ import { bundledFixture } from "./fixtureBundle.js";
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** The built gateway entry: `node CLI run ...` (exists after `npm run build`). */
-export const CLI = join(REPO, "dist", "cli", "main.js");
+export const CLI = join(REPO, "dist", "cli", "main.cjs");
 
 /** The node running the tests: use it (not "node" from PATH) to start everything. */
 export const NODE = process.execPath;

@@ -147,7 +147,7 @@ export function rawPeer(
   };
 }
 
-/** A raw peer on `node dist/cli/main.js run --state-dir <dir> ...args` (fresh temp state dir by default). */
+/** A raw peer on `node dist/cli/main.cjs run --state-dir <dir> ...args` (fresh temp state dir by default). */
 export function rawGateway(options: {
   args: string[];
   env?: Record<string, string>;

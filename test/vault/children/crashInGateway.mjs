@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const CLI = fileURLToPath(new URL("../../../dist/cli/main.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../../dist/cli/main.cjs", import.meta.url));
 const trigger = process.env.CRASH_TRIGGER;
 if (process.argv[1] === CLI && process.argv[2] === "run" && trigger) {
   const timer = setInterval(() => {
