@@ -114,7 +114,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   const labels = labelOptions(values.label ?? []);
   const launcher = {
     node: process.execPath,
-    cli: fileURLToPath(new URL("./main.js", import.meta.url)),
+    cli: fileURLToPath(new URL("./main.cjs", import.meta.url)),
     stateDir,
   };
   try {

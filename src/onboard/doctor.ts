@@ -506,7 +506,7 @@ function wrapAdvice(f: HostFile, bare: string[], wrappedBefore: boolean, stateDi
 function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string, string> {
   const launcher = {
     node: process.execPath,
-    cli: fileURLToPath(new URL("../cli/main.js", import.meta.url)),
+    cli: fileURLToPath(new URL("../cli/main.cjs", import.meta.url)),
     stateDir,
   };
   const labels = new Map<string, string>();

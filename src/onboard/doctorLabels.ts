@@ -15,7 +15,7 @@ interface LabelFinding {
 }
 
 /**
- * The portcullis.json label a host entry runs (`NODE …/cli/main.js run [options] LABEL`, or
+ * The portcullis.json label a host entry runs (`NODE …/cli/main.cjs run [options] LABEL`, main.js in earlier builds, or
  * `portcullis run [options] LABEL`), with its `--config`; null for any other entry, a wrapped
  * `run … -- COMMAND` and `run --url` among them (they read no portcullis.json). The options are
  * read as run reads them, so that an option's value (`--state-dir DIR`) is not taken for the label.
@@ -24,7 +24,8 @@ export function labelRun(entry: Entry): { label: string; config: string | undefi
   if (typeof entry.command !== "string") return null;
   const args = Array.isArray(entry.args) ? entry.args : [];
   if (!args.every((a): a is string => typeof a === "string")) return null;
-  const viaNode = typeof args[0] === "string" && /[\\/]cli[\\/]main\.js$/.test(args[0]) && args[1] === "run";
+  const viaNode =
+    typeof args[0] === "string" && /[\\/]cli[\\/]main\.c?js$/.test(args[0]) && args[1] === "run";
   const viaBin = /^portcullis(\.cmd|\.exe)?$/.test(basename(entry.command)) && args[0] === "run";
   if (!viaNode && !viaBin) return null;
   const runArgs = args.slice(viaNode ? 2 : 1);

@@ -127,7 +127,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
   try {
     await initKeyring(stateDir, o.passphrase);
     const how = launch(o.server, stateDir);
-    const cli = fileURLToPath(new URL("../cli/main.js", import.meta.url));
+    const cli = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [cli, ...how.args],

@@ -145,14 +145,14 @@ function isDirectory(dir: string): boolean {
 
 /**
  * The server command inside an entry that already starts portcullis, or null when the entry is
- * not one. Only portcullis's own shapes count, as wrap writes them (`NODE …/cli/main.js run
+ * not one. Only portcullis's own shapes count, as wrap writes them (`NODE …/cli/main.cjs run
  * [options] -- COMMAND…`) or a human does (`portcullis run [options] -- COMMAND…`): the command is
  * what follows run's `--`. Any other entry, `npm run start -- --verbose` among them, is the
  * server's own command line. An empty array: portcullis run without `--`.
  */
 export function unwrapped(command: string[]): string[] | null {
   const [program, first, second] = command;
-  const viaNode = first !== undefined && /[\\/]cli[\\/]main\.js$/.test(first) && second === "run";
+  const viaNode = first !== undefined && /[\\/]cli[\\/]main\.c?js$/.test(first) && second === "run";
   const viaBin = /^portcullis(\.cmd|\.exe)?$/.test(basename(program ?? "")) && first === "run";
   if (!viaNode && !viaBin) return null;
   const runArgs = command.slice(viaNode ? 3 : 2);

@@ -43,7 +43,7 @@ export type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 export interface Launcher {
   /** absolute path of node */
   node: string;
-  /** absolute path of the built CLI (dist/cli/main.js) */
+  /** absolute path of the built CLI (dist/cli/main.cjs) */
   cli: string;
   stateDir: string;
 }
@@ -79,7 +79,7 @@ export function isWrapped(e: Entry): boolean {
   const args = Array.isArray(e.args) ? e.args : [];
   const cmd = typeof e.command === "string" ? basename(e.command) : "";
   if (/^portcullis(\.cmd|\.exe)?$/.test(cmd)) return true;
-  return typeof args[0] === "string" && /[\\/]cli[\\/]main\.js$/.test(args[0]) && args[1] === "run";
+  return typeof args[0] === "string" && /[\\/]cli[\\/]main\.c?js$/.test(args[0]) && args[1] === "run";
 }
 
 /** A label from an entry's key: what the audit log and the catalog history file it under. */
