@@ -1,13 +1,17 @@
 // A client's FIRST initialize lost to a rebuild, beyond the crash that first-initialize-lost.test.ts
 // covers: the server's code replaced under a watcher (its new worker) while that initialize waits
-// for its answer. Claimed to take the crash's path (InFlight.endGeneration: answered
-// epoch_transition saying to send initialize again, nothing replayed, the client's own next
-// initialize the new worker's handshake). It does NOT, yet: SKIPPED until the supervisor can see a
-// replacement before a generation's first answer. Its settled set (what a replacement is looked
-// for against, Supervisor.checkReplacement) is taken only at the worker's first answer, so a
-// worker replaced before it answered anything is never noticed: the client's initialize, held by
-// the killed worker, is never answered (the client gives up after its own timeout), and the new
-// worker's code serves under the epoch recorded for the old one. Real gateway, real processes.
+// for its answer. It takes the crash's path (InFlight.endGeneration: answered epoch_transition
+// saying to send initialize again, nothing replayed, the client's own next initialize the new
+// worker's handshake) because the supervisor looks at the process tree before the first answer
+// too (Supervisor.checkEarly, ReplacementDetector.lookEarly): the worker that held the gateway's
+// output pipe is gone and its watcher started the same command again, holding the pipe. Before,
+// the settled set was taken only at the first answer, so the swap was never noticed: the
+// initialize was never answered and the new worker served under the old code's epoch.
+// The watcher passes its stdio to its worker (--inherit-stdio, as `node --watch` does): a watcher
+// that pipes the worker through itself hides which process answers (docs/identity.md, "Replaced
+// workers", what the look before the first answer cannot see). The worker is observed before the
+// SIGHUP (the gateway's debug line naming it), never after a sleep: a swap between two looks
+// before the first one saw the worker is not seen. Real gateway, real processes.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -25,7 +29,7 @@ afterEach(async () => {
 const INIT = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } };
 
 describe("a client's first initialize lost to a rebuild", () => {
-  it.skip("the server's code is replaced (a watcher's new worker) while the client's first initialize waits for its answer: answered epoch_transition, and the client's next initialize is the new worker's handshake", async () => {
+  it("the server's code is replaced (a watcher's new worker) while the client's first initialize waits for its answer: answered epoch_transition, and the client's next initialize is the new worker's handshake", async () => {
     const dir = tempDir("portcullis-first-init-replaced-");
     cleanup.push(() => removeDir(dir));
     const hold = join(dir, "hold");
@@ -41,11 +45,17 @@ describe("a client's first initialize lost to a rebuild", () => {
         "--",
         NODE,
         FIXTURES.watcher,
+        "--inherit-stdio",
         "--",
         NODE,
         FIXTURES.lenient,
       ],
-      env: { FIXTURE_INIT_HOLD: hold, FIXTURE_METHOD_LOG: methods, FIXTURE_STARTS: starts },
+      env: {
+        FIXTURE_INIT_HOLD: hold,
+        FIXTURE_METHOD_LOG: methods,
+        FIXTURE_STARTS: starts,
+        PORTCULLIS_DEBUG: "1",
+      },
     });
     cleanup.push(() => peer.close());
     peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
@@ -57,7 +67,15 @@ describe("a client's first initialize lost to a rebuild", () => {
       20_000,
       "the first worker holding the initialize",
     );
-    const watcherPid = readJsonLines<{ watcher: number }>(starts)[0]!.watcher;
+    const { watcher: watcherPid, pid: workerPid } = readJsonLines<{ watcher: number; pid: number }>(
+      starts,
+    )[0]!;
+    // the gateway has seen the worker on its pipe (its idle poll, or the initialize's arrival)
+    await waitFor(
+      () => peer.stderr().includes(`before its first answer, process ${workerPid} `) || undefined,
+      20_000,
+      "the worker seen on the gateway's pipe before its first answer",
+    );
     process.kill(watcherPid, "SIGHUP"); // the watcher replaces its worker: a rebuild
     const lost = await peer.next((m) => m.id === "init:1", 30_000);
     expect(lost.error, `${JSON.stringify(lost)}\n${peer.stderr()}`).toMatchObject({
