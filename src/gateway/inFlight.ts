@@ -575,12 +575,14 @@ export class InFlight {
       // a remote server that answered it for a session it no longer knows did not run it
       const status = gen.notRun?.get(wire);
       this.interrupted(p, "epoch_transition", status === undefined ? "unknown" : "not_run");
-      // the client's initialize, answered by no process: nothing negotiated, nothing to replay,
-      // so the client is told to send its own again (it goes to the next process)
-      const lostInit = p.method === "initialize" && !this.p.session.hasNegotiated;
+      // the client's initialize, answered by no process: told to send its own again (it goes to
+      // the next process). Before any was answered nothing is negotiated and nothing replayed; a
+      // negotiated client's initialize sent again gets the same advice, never a call's (a generic
+      // epoch_transition: "check whether the call took effect")
+      const lostInit = p.method === "initialize";
       if (lostInit) this.p.session.initializeLost();
       const e = lostInit
-        ? refuse.initializeLost(gen.epoch)
+        ? refuse.initializeLost(gen.epoch, this.p.session.hasNegotiated)
         : status === undefined
           ? refuse.epochTransition(gen.epoch, null)
           : refuse.sessionEnded(gen.epoch, status);

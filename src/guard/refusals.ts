@@ -234,13 +234,19 @@ export const refuse = {
 
   /**
    * The client's initialize, held by a process (or a remote server's session) that went away
-   * before answering it: nothing was negotiated, so the gateway has no handshake to bring the next
-   * process to, and the client's own initialize, sent again, is that process's handshake.
+   * before answering it. The first one: nothing was negotiated, so the gateway has no handshake to
+   * bring the next process to, and the client's own initialize, sent again, is that process's
+   * handshake. One sent again after a handshake (`negotiated`): the next process is brought to
+   * the handshake a server answered, and the client's initialize, sent again, goes to it after.
+   * Either way the client is told to send it again, not the wording of a call (check whether it
+   * took effect): an initialize did nothing a client could check.
    */
-  initializeLost: (requestEpoch: string) =>
+  initializeLost: (requestEpoch: string, negotiated = false) =>
     refusal(
       "epoch_transition",
-      "The server went away before answering initialize (its process, or a remote server's session, ended: a new execution epoch begins); nothing was negotiated and it was not retried.",
+      negotiated
+        ? "The server went away before answering initialize (its process, or a remote server's session, ended: a new execution epoch begins); it was not retried, and what an earlier initialize negotiated stays the session's."
+        : "The server went away before answering initialize (its process, or a remote server's session, ended: a new execution epoch begins); nothing was negotiated and it was not retried.",
       "server execution epoch changed while initialize was in flight",
       "send initialize again (it goes to the next server process, and waits for it if none is up yet), then notifications/initialized",
       { requestEpoch, currentEpoch: null, retried: false },
