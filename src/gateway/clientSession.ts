@@ -260,10 +260,17 @@ export class ClientSession {
     );
   }
 
-  /** The capabilities the client declared: in its initialize (legacy), in its request envelope (modern). */
+  /**
+   * The capabilities the client declared: in the initialize a server answered (legacy), in its
+   * request envelope (modern). Not the latest initialize the client sent: one sent again that a
+   * server refused, or that was lost with its process, declared capabilities no server agreed to
+   * (a client that asks for URL elicitation again, refused, would still be sent to the console).
+   * Null before any initialize was answered.
+   */
   clientCapabilities(): unknown {
     if (this.era_ === "modern") return this.modernMeta?.[CLIENT_CAPABILITIES_META] ?? null;
-    return (this.initRequest?.params as { capabilities?: unknown } | undefined)?.capabilities ?? null;
+    if (this.negotiated === null) return null;
+    return (this.negotiatedParams as { capabilities?: unknown } | null)?.capabilities ?? null;
   }
 
   /** Whether the client ran server/discover (a new process must then advertise the same). */
