@@ -109,4 +109,56 @@ describe("a client's first initialize lost to a rebuild", () => {
     const events = await auditEvents(peer.stateDir);
     expect(events.filter((e) => e.type === "server_replaced").length, JSON.stringify(events)).toBe(1);
   }, 90_000);
+  it.runIf(process.platform === "linux")(
+    "a restart loop (sh: while :; do node server; done) whose worker dies holding the client's first initialize: the same command started again is a new epoch, the initialize answered epoch_transition",
+    async () => {
+      const dir = tempDir("portcullis-first-init-loop-");
+      cleanup.push(() => removeDir(dir));
+      const hold = join(dir, "hold");
+      const methods = join(dir, "methods.jsonl");
+      writeFileSync(hold, "");
+      const script = `while :; do "${NODE}" "${FIXTURES.lenient}"; done`;
+      const peer = rawGateway({
+        args: ["--label", "first-init-loop", "--approval", "none", "--", "/bin/sh", "-c", script],
+        env: { FIXTURE_INIT_HOLD: hold, FIXTURE_METHOD_LOG: methods, PORTCULLIS_DEBUG: "1" },
+      });
+      cleanup.push(() => peer.close());
+      peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
+      const held = await waitFor(
+        () =>
+          (existsSync(methods) &&
+            readJsonLines<{ method: string; pid: number }>(methods).find(
+              (m) => m.method === "held initialize",
+            )) ||
+          undefined,
+        20_000,
+        "the first worker holding the initialize",
+      );
+      await waitFor(
+        () => peer.stderr().includes(`before its first answer, process ${held.pid} `) || undefined,
+        20_000,
+        "the worker seen on the gateway's pipe before its first answer",
+      );
+      process.kill(held.pid, "SIGKILL"); // the loop starts the same command again
+      const lost = await peer.next((m) => m.id === "init:1", 30_000);
+      expect(lost.error, `${JSON.stringify(lost)}\n${peer.stderr()}`).toMatchObject({
+        code: -32054,
+        data: { error: "epoch_transition", retried: false },
+      });
+      expect((lost.error as { data: { retry: string } }).data.retry).toMatch(/send initialize again/);
+      expect(peer.stderr()).toMatch(
+        /running server replaced: process \d+ was replaced before the first answer/,
+      );
+      rmSync(hold);
+      const init = await peer.initialize({}, 20_000);
+      expect(init.result, `${JSON.stringify(init)}\n${peer.stderr()}`).toMatchObject({
+        serverInfo: { name: "lenient-fixture" },
+      });
+      const list = await peer.request("tools/list", undefined, 20_000);
+      expect(list.result, JSON.stringify(list)).toMatchObject({ tools: expect.any(Array) });
+      const events = await auditEvents(peer.stateDir);
+      expect(events.filter((e) => e.type === "server_replaced").length, JSON.stringify(events)).toBe(1);
+    },
+    90_000,
+  );
 });
