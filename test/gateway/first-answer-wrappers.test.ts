@@ -2,8 +2,9 @@
 // swap (Supervisor.checkEarly, ReplacementDetector.lookEarly; first-initialize-rebuilt.test.ts is
 // the swap). A wrapper that runs other processes on the gateway's pipe before it starts the real
 // server is no swap: a build step that inherits the pipe, then the server (`sh -c "build && node
-// server"`), or a polling loop that runs the same helper again and again before it (`until nc -z
-// db; do sleep 1; done; node server`). Either starts normally, under ONE epoch, its client's
+// server"`), a polling loop that runs the same helper again and again before it (`until nc -z
+// db; do sleep 1; done; node server`), or a build step whose workers are copies of itself (node
+// cluster: the primary's argv, the pipe inherited). Each starts normally, under ONE epoch, its client's
 // first initialize (sent while the wrapper still runs) answered by the server. Each test waits
 // until the gateway has seen the wrapper's processes on its pipe (its debug lines), never a sleep,
 // so the look had something to judge. Real gateway, real processes.
@@ -113,6 +114,60 @@ const t = setInterval(() => { if (existsSync(${JSON.stringify(go)})) clearInterv
       30_000,
       "three of the loop's sleeps seen on the gateway's pipe",
     );
+    writeFileSync(go, "");
+    await startsOnce(peer, methods);
+  }, 90_000);
+  it("a build step that is a node cluster (its workers copies of it on the pipe), one worker replaced by the next: copies of their parent are not judged; one epoch", async () => {
+    const dir = tempDir("portcullis-first-answer-cluster-");
+    cleanup.push(() => removeDir(dir));
+    const go = join(dir, "go");
+    const pids = join(dir, "workers");
+    const methods = join(dir, "methods.jsonl");
+    // node:cluster forks each worker with the primary's own argv, its stdio inherited
+    const step = join(dir, "pool.mjs");
+    writeFileSync(
+      step,
+      `import cluster from "node:cluster";
+import { appendFileSync, existsSync } from "node:fs";
+const go = ${JSON.stringify(go)};
+if (cluster.isPrimary) {
+  const next = () => cluster.fork().on("exit", () => (existsSync(go) ? process.exit(0) : next()));
+  next();
+} else {
+  appendFileSync(${JSON.stringify(pids)}, process.pid + "\\n");
+  const done = ${JSON.stringify(join(dir, "done-"))} + process.pid;
+  setInterval(() => { if (existsSync(done) || existsSync(go)) process.exit(0); }, 20);
+}
+`,
+    );
+    const script = `"${NODE}" "${step}" && "${NODE}" "${FIXTURES.lenient}"`;
+    const peer = rawGateway({
+      args: ["--label", "first-answer-cluster", "--approval", "none", "--", "/bin/sh", "-c", script],
+      env: { FIXTURE_METHOD_LOG: methods, PORTCULLIS_DEBUG: "1" },
+    });
+    cleanup.push(() => peer.close());
+    peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
+    const worker = async (n: number): Promise<number> => {
+      const pid = Number(
+        await waitFor(
+          () => {
+            const all = existsSync(pids) ? readFileSync(pids, "utf8").split("\n").filter(Boolean) : [];
+            return all[n];
+          },
+          20_000,
+          `cluster worker ${n + 1}`,
+        ),
+      );
+      await waitFor(
+        () => seenOnPipe(peer).some((p) => p.pid === pid) || undefined,
+        20_000,
+        `cluster worker ${n + 1} seen on the gateway's pipe`,
+      );
+      return pid;
+    };
+    const first = await worker(0);
+    writeFileSync(join(dir, `done-${first}`), ""); // it exits; the primary forks the next
+    await worker(1);
     writeFileSync(go, "");
     await startsOnce(peer, methods);
   }, 90_000);
