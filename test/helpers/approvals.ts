@@ -4,6 +4,8 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { publicRequest } from "../../src/approval/render.js";
+import { pendingRequests } from "../../src/approval/requests.js";
 import { openRecords } from "../../src/audit/log.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, openStoreToRead } from "../../src/store/db.js";
@@ -29,11 +31,30 @@ export async function pending(stateDir: string): Promise<Pending[]> {
 }
 
 /**
+ * The pending requests as `portcullis approvals --json` lists them, read in the test process: for
+ * a test that waits for a gateway's request and whose subject is not the listing (a listing is a
+ * process of its own, about 0.2 s of CPU). The command first closes the requests that are overdue
+ * or whose gateway is gone (src/approval/abandoned.ts), then lists the rest; this reader writes
+ * nothing and leaves those out (`waiting`), so it lists what the command would. A test about the
+ * listing, or about that closing, runs the command (`pending`).
+ */
+export function storedPending(stateDir: string): Pending[] {
+  const db = openStoreToRead(stateDir);
+  try {
+    return pendingRequests(db)
+      .filter((r) => r.waiting)
+      .map((r) => publicRequest(r) as unknown as Pending);
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * What a write to the store changes: the database's and its -wal's identity, size and mtime.
  * Read with `stat` alone: no SQLite connection, no lock (a read-only connection opened 40 times a
  * second beside the gateways made approval tests time out under load, cause not found).
  */
-function storeStamp(stateDir: string): string {
+export function storeStamp(stateDir: string): string {
   return ["portcullis.db", "portcullis.db-wal"]
     .map((f) => {
       try {
@@ -53,12 +74,14 @@ const CLI_AT_LEAST_EVERY_MS = 1_000;
  * Waits until `pick` finds what it wants in the pending requests as `portcullis approvals --json`
  * lists them. The CLI is a process of its own (about 0.3 s of CPU): it is asked again only once
  * the store has changed since it was last asked, or a second has passed, not every 25 ms.
+ * `read`: how they are read, the CLI (`pending`) unless given (`storedPending`: in the test process).
  */
 export async function waitForPending<T>(
   stateDir: string,
   pick: (requests: Pending[]) => T,
   ms = 20_000,
   what = "an approval request",
+  read: (stateDir: string) => Pending[] | Promise<Pending[]> = pending,
 ): Promise<Truthy<T>> {
   let asked: { stamp: string; at: number } | null = null;
   return waitFor(
@@ -67,18 +90,36 @@ export async function waitForPending<T>(
       if (asked !== null && asked.stamp === stamp && Date.now() - asked.at < CLI_AT_LEAST_EVERY_MS)
         return null;
       asked = { stamp, at: Date.now() }; // taken before the CLI reads: a write meanwhile changes it
-      return pick(await pending(stateDir));
+      return pick(await read(stateDir));
     },
     ms,
     what,
   ) as Promise<Truthy<T>>;
 }
 
-/** The first pending request not in `seen` (which it joins), waiting up to 20 s for one. */
-export async function nextRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
-  const p = await waitForPending(stateDir, (list) => list.find((q) => !seen.has(q.request)) ?? null);
+/**
+ * The first pending request not in `seen` (which it joins), waiting up to 20 s for one; read by
+ * the CLI unless `read` says otherwise (`storedPending`, or `nextStoredRequest` below).
+ */
+export async function nextRequest(
+  stateDir: string,
+  seen: Set<string> = new Set(),
+  read: (stateDir: string) => Pending[] | Promise<Pending[]> = pending,
+): Promise<Pending> {
+  const p = await waitForPending(
+    stateDir,
+    (list) => list.find((q) => !seen.has(q.request)) ?? null,
+    20_000,
+    "an approval request",
+    read,
+  );
   seen.add(p.request);
   return p;
+}
+
+/** `nextRequest` read in the test process (`storedPending`): no listing process. */
+export function nextStoredRequest(stateDir: string, seen: Set<string> = new Set()): Promise<Pending> {
+  return nextRequest(stateDir, seen, storedPending);
 }
 
 /**

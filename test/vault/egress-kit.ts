@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { decideByCli, pending } from "../helpers/approvals.js";
+import { decideByCli, storedPending, storeStamp } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -113,9 +113,18 @@ export async function approvedCall(
       answered = true;
     },
   );
+  // The requests are read in the test process, and only once the store changed since the last
+  // look (a new request is a write): the listing is not what is tested here, and a process per
+  // look (`approvals --json`, about 0.2 s of CPU), every 25 ms until the call is answered, was.
+  let stamp: string | null = null;
   const first = await waitFor(
-    async () =>
-      answered ? "answered" : ((await pending(stateDir)).find((q) => !seen.has(q.request)) ?? null),
+    () => {
+      if (answered) return "answered";
+      const now = storeStamp(stateDir);
+      if (now === stamp) return null;
+      stamp = now; // taken before the read: a write meanwhile changes it
+      return storedPending(stateDir).find((q) => !seen.has(q.request)) ?? null;
+    },
     20_000,
     `the call of ${name} or its approval request`,
   );
