@@ -13,7 +13,7 @@ import { openRecords } from "../../src/audit/log.js";
 import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest, type Pending, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, type Pending, storedPending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -91,12 +91,12 @@ describe("decisions written without the approver key are not honoured", () => {
     // for its signature, not for want of a pin.
     // the handler is attached at once: the denial can arrive while the CLI is still exiting
     const denied = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
     expect(refusal(await denied).data).toMatchObject({ error: "approval_denied" });
 
     // 1. approved by SQL, with a grant that has no signature (and one with garbage)
     const first = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const r1 = await nextRequest(stateDir, seen);
+    const r1 = await nextStoredRequest(stateDir, seen);
     forgeGrant(db, r1, "01FORGEDGRANT0000000000001", null);
     db.prepare(
       "UPDATE approval_requests SET state = 'approved', decided_by = 'sql', decision_for = 'session', grant_id = ? WHERE request = ?",
@@ -106,7 +106,7 @@ describe("decisions written without the approver key are not honoured", () => {
     // 2. a session grant inserted by SQL for the run, garbage signature: the next call asks a human
     forgeGrant(db, { ...r1, request: "none" }, "01FORGEDGRANT0000000000002", "A".repeat(86));
     const second = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const r2 = await nextRequest(stateDir, seen);
+    const r2 = await nextStoredRequest(stateDir, seen);
     // 3. … and denying it by SQL does not end the wait either
     db.prepare(
       "UPDATE approval_requests SET state = 'denied', decided_by = 'sql', reason = 'x', decision_signature = 'garbage' WHERE request = ?",
@@ -140,7 +140,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const seen = new Set<string>();
     const db = sql(stateDir);
     const callX = x.client.callTool({ name: "read_status", arguments: {} });
-    const rx = await nextRequest(stateDir, seen);
+    const rx = await nextStoredRequest(stateDir, seen);
     await decideByCli(stateDir, "approve", rx.request);
     await callX;
     const grant = db.prepare("SELECT * FROM grants WHERE request = ?").get(rx.request) as {
@@ -150,14 +150,14 @@ describe("decisions written without the approver key are not honoured", () => {
     };
     // Y's run id, from Y's own request (denied by the human)
     const asked = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const ry = await nextRequest(stateDir, seen);
+    const ry = await nextStoredRequest(stateDir, seen);
     await decideByCli(stateDir, "deny", ry.request);
     await asked;
 
     // the run changed to Y's: Y is not covered (it asks)
     db.prepare("UPDATE grants SET agent_run = ? WHERE grant_id = ?").run(ry.agentRun, grant.grant_id);
     const callY = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
     expect(refusal(await callY).data).toMatchObject({ error: "approval_denied" });
 
     // the tools changed (a second tool added): X is not covered any more either
@@ -169,7 +169,7 @@ describe("decisions written without the approver key are not honoured", () => {
       grant.grant_id,
     );
     const callX2 = x.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
     expect(refusal(await callX2).data).toMatchObject({ error: "approval_denied" });
 
     // restored to what was signed: it covers again, without asking
@@ -178,7 +178,7 @@ describe("decisions written without the approver key are not honoured", () => {
       grant.grant_id,
     );
     await x.client.callTool({ name: "read_status", arguments: {} });
-    expect(await pending(stateDir)).toEqual([]);
+    expect(storedPending(stateDir)).toEqual([]);
     expect(project.records().map((r) => r.tool)).toEqual(["read_status", "read_status"]);
     const rejected = (await auditEvents(stateDir)).filter((e) => e.type === "decision_rejected");
     expect(rejected.filter((e) => e.grant === grant.grant_id).length).toBeGreaterThanOrEqual(2);
@@ -191,11 +191,11 @@ describe("decisions written without the approver key are not honoured", () => {
     const gw = await gateway(project, stateDir);
     const seen = new Set<string>();
     const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decideByCli(stateDir, "deny", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
     await legit;
 
     const call = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const r = await nextRequest(stateDir, seen);
+    const r = await nextStoredRequest(stateDir, seen);
     const script = join(tempDir("portcullis-attacker-"), "attack.mjs");
     writeFileSync(
       script,
@@ -233,7 +233,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const gw = await gateway(project, stateDir, 30_000);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
     await first;
 
     // the attacker's own pair; its public half goes into keyring.json
@@ -249,7 +249,7 @@ describe("decisions written without the approver key are not honoured", () => {
     const call = gw.client
       .callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } })
       .catch((e) => e);
-    const r = await nextRequest(stateDir, seen);
+    const r = await nextStoredRequest(stateDir, seen);
     const script = join(tempDir("portcullis-attacker-"), "attack.mjs");
     const d = pair.privateKey.export({ format: "jwk" }).d!;
     writeFileSync(
@@ -267,7 +267,7 @@ describe("decisions written without the approver key are not honoured", () => {
 
     // the human's passphrase command refuses the swapped keyring (exit 1), and says why
     const again = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const r2 = await nextRequest(stateDir, seen); // the legitimate grant is no longer honoured either
+    const r2 = await nextStoredRequest(stateDir, seen); // the legitimate grant is no longer honoured either
     const refused = await runCli(["approve", r2.request, "--for", "session", "--state-dir", stateDir], {
       env: passphraseEnv(),
     });
@@ -314,7 +314,7 @@ describe("a keyring made before decisions were signed", () => {
     cleanup.push(() => project.cleanup());
     const gw = await gateway(project, stateDir, 30_000);
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const r = await nextRequest(stateDir, new Set());
+    const r = await nextStoredRequest(stateDir, new Set());
     const approved = await decideByCli(stateDir, "approve", r.request);
     expect(approved.stderr).toMatch(/approver key [0-9a-f]{32} pinned in the audit chain/);
     await call;

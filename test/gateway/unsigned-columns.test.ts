@@ -12,7 +12,7 @@ import { type ApprovalRequest, getRequest, recordDecision } from "../../src/appr
 import { argumentsDigest } from "../../src/audit/events.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest, pending, waitForPending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, storedPending, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -108,7 +108,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "per-call"]);
     const args = { to: "mallory", amount: 100 };
     const first = gw.client.callTool({ name: "send_payment", arguments: args });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request);
     expect((await first).isError).toBeFalsy();
     expect(received()).toEqual([args]);
@@ -121,7 +121,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(undone.run().changes).toBe(1);
     const again = gw.client.callTool({ name: "send_payment", arguments: args });
     again.catch(() => {}); // its timeout may come while the test still waits for the request
-    await waitForPending(stateDir, (l) => l.length === 1, 10_000, "a new request");
+    await waitForPending(stateDir, (l) => l.length === 1, 10_000, "a new request", storedPending);
     undone.run(); // and once more while the call waits for a human
     await expect(again).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
     expect(received()).toEqual([args]);
@@ -130,17 +130,17 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
   it("a revoked session grant whose revoke is undone covers nothing once the gateway saw it end", async () => {
     const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "session"]);
     const first = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
     const grant = (db.prepare("SELECT grant_id FROM grants").get() as { grant_id: string }).grant_id;
     expect((await runCli(["revoke", grant, "--state-dir", stateDir])).code).toBe(0);
 
     // The gateway sees the revoke at the next call (which asks a human, and times out) …
-    const seen = new Set((await pending(stateDir)).map((p) => p.request));
+    const seen = new Set(storedPending(stateDir).map((p) => p.request));
     const second = gw.client.callTool({ name: "send_payment", arguments: { to: "bob", amount: 2 } });
     second.catch(() => {}); // its timeout may come while the test still waits for the request
-    await nextRequest(stateDir, seen);
+    await nextStoredRequest(stateDir, seen);
     await expect(second).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
     // … then the store writer undoes it: the signed grant is back in the live set, untouched.
     db.prepare("UPDATE grants SET revoked_at = NULL, ended_at = NULL, ended_reason = NULL").run();
@@ -159,7 +159,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       () => "answered",
       (e) => refusal(e).code,
     );
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const row = db
       .prepare("SELECT review_json FROM approval_requests WHERE request = ?")
       .get(req.request) as {
@@ -188,7 +188,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       () => "answered",
       (e) => refusal(e).code,
     );
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     swapTool(db, req.request, PAY);
 
     const approve = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
@@ -227,7 +227,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
         () => "answered",
         (e) => refusal(e).code,
       );
-      const req = await nextRequest(stateDir);
+      const req = await nextStoredRequest(stateDir);
       rewrite(db, req.request);
       await signRowAsIs(
         stateDir,
@@ -244,7 +244,13 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
           () => "answered",
           (e) => refusal(e).code,
         );
-      await waitForPending(stateDir, (l) => l.length >= 1, 10_000, "a request for the payment");
+      await waitForPending(
+        stateDir,
+        (l) => l.length >= 1,
+        10_000,
+        "a request for the payment",
+        storedPending,
+      );
       await gw.close();
       expect(await pay).not.toBe("answered");
       expect(await outcome).not.toBe("answered");
@@ -262,7 +268,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       () => "answered",
       (e) => refusal(e).code,
     );
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     await signWithoutReview(stateDir, req.request);
     await gw.waitForStderr(/is not honoured: it was made by an older portcullis/, 20_000);
     await gw.close();
@@ -276,7 +282,7 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       ["--approval", "session", "--on-expand", "tool"],
     );
     const first = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
 

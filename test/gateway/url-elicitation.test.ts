@@ -11,7 +11,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest, storedPending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { type Session, startGateway, startModernGateway, type WireMessage } from "../helpers/gateway.js";
@@ -73,7 +73,7 @@ describe("URL-mode elicitation", () => {
     consoleRuns(stateDir);
     const { gw, asked } = await gateway(stateDir, { elicitation: { url: {} } }, "accept");
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const first = await waitFor(() => asked[0], 20_000, "an elicitation/create from the gateway");
     expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
     expect(typeof first.elicitationId).toBe("string");
@@ -82,7 +82,7 @@ describe("URL-mode elicitation", () => {
     await gw.waitForStderr(
       new RegExp(`answered the URL elicitation of request ${req.request} with "accept": not a decision`),
     );
-    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([req.request]);
     expect(gw.notifications("notifications/elicitation/complete")).toEqual([]);
 
     await decideByCli(stateDir, "approve", req.request);
@@ -97,7 +97,7 @@ describe("URL-mode elicitation", () => {
     consoleRuns(stateDir);
     const { gw: plain } = await gateway(stateDir, {});
     const call = plain.client.callTool({ name: "read_status", arguments: {} });
-    const r1 = await nextRequest(stateDir);
+    const r1 = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", r1.request);
     expect((await call).isError).toBeFalsy();
     expect(plain.received().filter((m) => m.method?.startsWith("elicitation/"))).toEqual([]);
@@ -106,7 +106,7 @@ describe("URL-mode elicitation", () => {
     rmSync(consoleAddressPath(stateDir), { force: true });
     const { gw: capable, asked } = await gateway(stateDir, { elicitation: { url: {} } });
     const call2 = capable.client.callTool({ name: "read_status", arguments: {} });
-    const r2 = await nextRequest(stateDir, new Set([r1.request]));
+    const r2 = await nextStoredRequest(stateDir, new Set([r1.request]));
     await capable.waitForStderr(/the client accepts URL elicitation, but no console runs/);
     await decideByCli(stateDir, "approve", r2.request);
     expect((await call2).isError).toBeFalsy();
@@ -143,7 +143,7 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const call = gw.client.callTool({ name: "lookup", arguments: { q: "x" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const first = await waitFor(() => asked[0], 20_000, "the embedded elicitation");
     expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
     expect(first.message).toContain("lookup");
@@ -154,7 +154,7 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
     const retried = gw.sent().filter((m) => m.method === "tools/call");
     expect(retried).toHaveLength(2);
     expect(retried[1]!.params.requestState).toBe(`portcullis-approval:${req.request}`);
-    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([req.request]);
     expect(cat.records()).toEqual([]);
 
     await decideByCli(stateDir, "approve", req.request);
@@ -300,7 +300,7 @@ describe("what the elicitation's message names", () => {
     ];
     for (const [i, [method, params, message]] of asks.entries()) {
       gw.send({ jsonrpc: "2.0", id: `ask-${i}`, method, params });
-      const req = await nextRequest(stateDir, seen);
+      const req = await nextStoredRequest(stateDir, seen);
       expect(await nextElicitation(gw, i), method).toBe(message);
       await decideByCli(stateDir, "deny", req.request);
       const answer = await gw.next((m: WireMessage) => m.id === `ask-${i}` && m.method === undefined, 20_000);
@@ -330,7 +330,7 @@ describe("what the elicitation's message names", () => {
       method: "tools/call",
       params: { name: HOSTILE, arguments: {} },
     });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const expected = `portcullis: a human must approve the call of tool ${HOSTILE_SHOWN}. ${OPEN}`;
     expect(await nextElicitation(legacy, 0)).toBe(expected);
     await decideByCli(stateDir, "deny", req.request);
