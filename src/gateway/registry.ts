@@ -113,7 +113,7 @@ export class GatewayRegistry {
     private readonly db: Store,
     readonly gatewayId: string,
     private readonly serverLabel: string,
-    private readonly log: Pick<Logger, "warn" | "info">,
+    private readonly log: Pick<Logger, "warn" | "info"> & Partial<Pick<Logger, "debug">>,
   ) {
     this.files = StoreFiles.of(db);
     this.write();
@@ -297,7 +297,14 @@ export class GatewayRegistry {
 
   /** Said once until a write succeeds again: a heartbeat every 5 s must not flood stderr. */
   private failed(e: unknown): void {
-    if (this.failing || (this.unsaid && isBusy(e))) return;
+    if (this.failing || (this.unsaid && isBusy(e))) {
+      // With PORTCULLIS_DEBUG=1 only: a failure not said again, which a test holding the lock
+      // waits for (test/store/held-lock.test.ts) instead of sleeping past a few heartbeats.
+      this.log.debug?.(
+        `this gateway's row is still not written (${isBusy(e) ? "busy" : "failed"}); not said again`,
+      );
+      return;
+    }
     this.failing = true;
     const why = isBusy(e)
       ? "it is locked by another process (a database browser or an sqlite3 shell with an open transaction?)"

@@ -5,8 +5,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditActivity, decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
-import { alive, sleep, waitFor } from "../helpers/files.js";
+import { activeGrants } from "../../src/approval/grants.js";
+import { listGateways } from "../../src/gateway/registry.js";
+import { openExistingStore } from "../../src/store/db.js";
+import { auditActivity, decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { alive, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
@@ -38,12 +41,27 @@ async function listedInventory(args: string[], env: Record<string, string> = {})
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
+/**
+ * The gateways' rows as `portcullis status --json` (`--all`: `status --all --json`) lists them,
+ * read in the test process: the rows are what is proven here, not the command that prints them.
+ */
+function gatewayRows(stateDir: string, all = false) {
+  const db = openExistingStore(stateDir);
+  try {
+    return listGateways(db, { all });
+  } finally {
+    db.close();
+  }
+}
+
 describe("a store locked by another process past the busy timeout", () => {
   it("a gateway, idle and with a call at its server, serves on and catches up once the lock is gone", async () => {
     // The heartbeat (the status row's rewrite, 5 s by default) every second here: the first to
-    // meet the lock and the first after it are what the test waits for, not the period.
+    // meet the lock and the first after it are what the test waits for, not the period. With
+    // PORTCULLIS_DEBUG, each failure not said again is a debug line (src/gateway/registry.ts).
     const { stateDir, project, gw } = await listedInventory(["--approval", "none"], {
       PORTCULLIS_STORE_CHECK_MS: "1000",
+      PORTCULLIS_DEBUG: "1",
     });
     // a call at the server (its intent written) while the lock is taken
     const slow = gw.client.callTool({ name: "slow_write", arguments: {} });
@@ -56,9 +74,16 @@ describe("a store locked by another process past the busy timeout", () => {
     const said = await gw.waitForStderr(/cannot update this gateway's row in the store/, 40_000);
     expect(said).toContain(stateDir);
     expect(said).toMatch(/locked by another process/);
-    // held past more heartbeats (one a second, each waiting the 2 s busy timeout): a gateway that
-    // said it at every failed heartbeat would show here (the count below)
-    await sleep(4_000);
+    // held past another failed heartbeat (one a second, each waiting the 2 s busy timeout), a
+    // debug line: a gateway that said it at every failed heartbeat would say it again instead
+    // (the count below)
+    await waitFor(
+      () =>
+        /debug: this gateway's row is still not written \(busy\)/.test(gw.stderr()) ||
+        gw.stderr().match(/cannot update this gateway's row/g)!.length > 1,
+      40_000,
+      "another failed heartbeat",
+    );
     await lock.release();
     held = false;
     await gw.waitForStderr(/is writable again/, 30_000);
@@ -68,11 +93,19 @@ describe("a store locked by another process past the busy timeout", () => {
     expect(text(await gw.client.callTool({ name: "read_status", arguments: {} }))).toMatch(/"revision":"A"/);
     expect(gw.stderr()).not.toMatch(/SqliteError|database is locked|internal error/);
     expect(gw.stderr().match(/cannot update this gateway's row/g)).toHaveLength(1);
-    const status = await runCli(["status", "--json"], { stateDir });
-    const gateways = (JSON.parse(status.stdout) as { gateways: { pid: number }[] }).gateways;
-    expect(gateways.map((g) => g.pid)).toEqual([gw.pid]);
+    expect(gatewayRows(stateDir).map((g) => g.pid)).toEqual([gw.pid]);
   }, 120_000);
 });
+
+/** The grants as `portcullis grants --json` lists them, read in the test process (its subject is not the listing). */
+function activeSessionGrants(stateDir: string) {
+  const db = openExistingStore(stateDir);
+  try {
+    return activeGrants(db);
+  } finally {
+    db.close();
+  }
+}
 
 /** The lock of `stateDir`'s store, held by another process until the returned release. */
 async function locked(stateDir: string): Promise<() => Promise<void>> {
@@ -97,7 +130,7 @@ describe("a store locked by another process while a call needs a human, or a com
     const said = await gw.waitForStderr(/is locked by another process: the approval request/, 40_000);
     expect(said).toContain(stateDir);
     await release();
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", request.request, "--for", "session");
     expect(text(await call)).toMatch(/"revision":"A"/);
     expect(gw.stderr()).not.toMatch(/could not handle|SqliteError/);
@@ -111,7 +144,7 @@ describe("a store locked by another process while a call needs a human, or a com
       "120000",
     ]);
     const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
 
     // The gateway is stopped while the human approves and the lock is taken: its next poll is
     // the first to see the approval, and it must take the one-call grant under the lock.
@@ -138,7 +171,7 @@ describe("a store locked by another process while a call needs a human, or a com
   it("a call after an epoch change while the store is locked is refused stale, not failed; the next asks a human", async () => {
     const { stateDir, project, gw } = await listedInventory(["--on-change", "restart"]);
     const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", request.request, "--for", "session");
     expect(text(await first)).toMatch(/"revision":"A"/);
 
@@ -164,7 +197,7 @@ describe("a store locked by another process while a call needs a human, or a com
     // reported once: the next call asks a human for epoch B, and the old grant covers nothing
     const again = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
     const seen = new Set([request.request]);
-    const next = await nextRequest(stateDir, seen);
+    const next = await nextStoredRequest(stateDir, seen);
     expect(next.executionEpoch).not.toBe(request.executionEpoch);
     await decideByCli(stateDir, "approve", next.request, "--for", "session");
     expect(text(await again)).toMatch(/"revision":"B"/);
@@ -174,7 +207,7 @@ describe("a store locked by another process while a call needs a human, or a com
   it("approve and revoke exit 2 with the store's sentence, never an internal error; a gateway started meanwhile waits and serves", async () => {
     const { stateDir, project, gw } = await listedInventory([]);
     const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
 
     let release = await locked(stateDir);
     const approve = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
@@ -187,8 +220,7 @@ describe("a store locked by another process while a call needs a human, or a com
 
     await decideByCli(stateDir, "approve", request.request, "--for", "session");
     await first;
-    const grants = await runCli(["grants", "--json", "--state-dir", stateDir]);
-    const [grant] = (JSON.parse(grants.stdout) as { grants: { grant: string }[] }).grants;
+    const [grant] = activeSessionGrants(stateDir);
 
     release = await locked(stateDir);
     const revoke = await runCli(["revoke", grant!.grant, "--state-dir", stateDir], {
@@ -257,8 +289,7 @@ describe("a gateway ending while another process holds the store's lock", () => 
     expect(gw.stderr()).not.toMatch(/stayed locked|cannot record|SqliteError|internal error/);
     const events = await verifiedAuditEvents(stateDir);
     expect(events.filter((e) => e.type === "server_exited").map((e) => e.why)).toEqual(["shutdown"]);
-    const status = await runCli(["status", "--all", "--json"], { stateDir });
-    const [row] = (JSON.parse(status.stdout) as { gateways: { state: string }[] }).gateways;
+    const [row] = gatewayRows(stateDir, true);
     expect(row?.state).toBe("ended");
   }, 120_000);
 
