@@ -1,25 +1,13 @@
 import { accessSync, constants, existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import {
-  APPROVAL_MODES,
-  AUDIT_ARGUMENTS,
-  commandLineServer,
-  LABEL_PATTERN,
-  LABEL_RULE,
-  messageBytesProblem,
-  ON_CHANGE,
-  ON_EXPAND,
-  resolveServer,
-  type ServerConfig,
-} from "../config/config.js";
+import { commandLineServer, resolveServer, type ServerConfig } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
-import { labelArgument, oneOf, parse, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
-import { RUN_OPTIONS as OPTIONS } from "./runOptions.js";
+import { readRunArgs } from "./runOptions.js";
 import { SHUTDOWN_SIGNALS } from "./signals.js";
 
 // This module parses the command line and the configuration, and only then loads the gateway
@@ -99,53 +87,25 @@ export interface RunInternals {
 }
 
 export async function runCommand(args: string[], internals: RunInternals = {}): Promise<number> {
-  const sep = args.indexOf("--");
-  const { values, positionals } = parse("run", sep === -1 ? args : args.slice(0, sep), OPTIONS);
-  if (values.help) {
+  // the command line alone, read as doctor reads a host entry's (runOptions.ts)
+  const read = readRunArgs(args);
+  if (read === "help") {
     // on stdout, as every command's help: `run --help | grep listen` found nothing. A host never
     // passes --help, so no MCP client reads it.
     process.stdout.write(`${RUN_HELP}\n`);
     return 0;
   }
-  const onChange = oneOf("run", "on-change", values["on-change"], ON_CHANGE);
-  const onExpand = oneOf("run", "on-expand", values["on-expand"], ON_EXPAND);
-  const approval = oneOf("run", "approval", values.approval, APPROVAL_MODES);
-  const holdTimeoutMs = milliseconds("hold-timeout", values["hold-timeout"]);
-  const approvalTimeoutMs = milliseconds("approval-timeout", values["approval-timeout"]);
-  const requestTtlMs = milliseconds("request-ttl", values["request-ttl"]);
-  const maxMessageBytes = messageBytes(values["max-message-bytes"]);
-  const auditSync = oneOf("run", "audit-sync", values["audit-sync"], ["full", "normal"] as const) ?? "full";
-  const auditArguments = oneOf("run", "audit-arguments", values["audit-arguments"], AUDIT_ARGUMENTS);
-
-  if (values.label !== undefined && !LABEL_PATTERN.test(values.label)) {
-    // The same rule as a portcullis.json label: the label reaches status, the audit log and reviews.
-    throw new UsageError(`run: --label must be a plain label (${LABEL_RULE}); the one given is not.`);
-  }
+  const { values, onChange, onExpand, approval, holdTimeoutMs, approvalTimeoutMs, requestTtlMs } = read;
+  const { maxMessageBytes, auditSync, auditArguments } = read;
   let server: ServerConfig;
-  // A server given on the command line reads nothing from a configuration file: a --config
-  // beside it would have its approval modes, credentials and limits silently not apply.
-  if (values.config !== undefined && (values.url !== undefined || sep !== -1))
-    throw new UsageError(
-      `run: --config applies only with a LABEL of that file; a server given with ${values.url !== undefined ? "--url" : "'-- COMMAND'"} reads nothing from it.`,
-    );
-  if (values.url !== undefined) {
-    if (sep !== -1) throw new UsageError("run: give either --url or '-- COMMAND', not both.");
-    if (positionals.length > 0)
-      throw new UsageError(`run: ${unexpectedArguments(positionals.length)} with --url.`);
-    server = (await remoteModule()).urlServer(values.url, values.label);
-  } else if (sep !== -1) {
-    const command = args.slice(sep + 1);
-    if (command.length === 0)
-      throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
-    if (positionals.length > 0)
-      throw new UsageError(`run: ${unexpectedArguments(positionals.length)} before '--'.`);
+  if (read.server.kind === "url") {
+    server = (await remoteModule()).urlServer(read.server.url, values.label);
+  } else if (read.server.kind === "command") {
+    const command = read.server.command;
     const label = values.label ?? deriveLabel(command);
     server = commandLineServer(label, command[0]!, command.slice(1));
   } else {
-    if (positionals.length !== 1) {
-      throw new UsageError("run: give a server LABEL from portcullis.json, or '-- COMMAND [ARGS...]'.");
-    }
-    server = resolveServer(labelArgument("run", positionals[0]!), process.cwd(), values.config);
+    server = resolveServer(read.server.label, process.cwd(), values.config);
     if (values.label) server.label = values.label;
   }
   if (server.remote) {
@@ -241,30 +201,6 @@ function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): s
     if (e instanceof IncludeError) throw new UsageError(e.message);
     throw e;
   }
-}
-
-/**
- * Node keeps a timer's delay in a signed 32-bit int: a longer one fires after 1 ms, so a wait
- * that re-arms itself would spin, and a request's expiry past the Date range is no date at all.
- */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** A flag's duration: digits only (not `0x10`, `1e3` or an empty `--flag=`), 0 to MAX_TIMER_MS. */
-function milliseconds(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isInteger(n) || n > MAX_TIMER_MS) {
-    throw new UsageError(`run: --${flag} must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}.`);
-  }
-  return n;
-}
-
-function messageBytes(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
-  const problem = messageBytesProblem(n);
-  if (problem) throw new UsageError(`run: --max-message-bytes ${problem}.`);
-  return n;
 }
 
 function deriveLabel(command: string[]): string {
