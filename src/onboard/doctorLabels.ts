@@ -1,7 +1,7 @@
-import { basename, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { basename, isAbsolute, resolve } from "node:path";
 import { quotedName } from "../catalog/text.js";
-import { RUN_OPTIONS } from "../cli/runOptions.js";
+import { UsageError } from "../cli/errors.js";
+import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { shellWord } from "../util/shellWord.js";
 import type { Entry } from "./document.js";
@@ -15,12 +15,12 @@ interface LabelFinding {
 }
 
 /**
- * The portcullis.json label a host entry runs (`NODE …/cli/main.cjs run [options] LABEL`, main.js in earlier builds, or
- * `portcullis run [options] LABEL`), with its `--config`; null for any other entry, a wrapped
- * `run … -- COMMAND` and `run --url` among them (they read no portcullis.json). The options are
- * read as run reads them, so that an option's value (`--state-dir DIR`) is not taken for the label.
+ * The arguments after `run` of an entry that runs portcullis (`NODE …/cli/main.cjs run …` as wrap
+ * writes it, `…/cli/main.js` as earlier builds did, or `portcullis run …`); null for any other
+ * entry, and for one whose args are not all strings (which wrap refuses and the host cannot pass
+ * either).
  */
-export function labelRun(entry: Entry): { label: string; config: string | undefined } | null {
+function runArguments(entry: Entry): string[] | null {
   if (typeof entry.command !== "string") return null;
   const args = Array.isArray(entry.args) ? entry.args : [];
   if (!args.every((a): a is string => typeof a === "string")) return null;
@@ -28,41 +28,65 @@ export function labelRun(entry: Entry): { label: string; config: string | undefi
     typeof args[0] === "string" && /[\\/]cli[\\/]main\.c?js$/.test(args[0]) && args[1] === "run";
   const viaBin = /^portcullis(\.cmd|\.exe)?$/.test(basename(entry.command)) && args[0] === "run";
   if (!viaNode && !viaBin) return null;
-  const runArgs = args.slice(viaNode ? 2 : 1);
-  if (runArgs.includes("--")) return null;
-  let parsed: ReturnType<
-    typeof parseArgs<{ options: typeof RUN_OPTIONS; allowPositionals: true; strict: false }>
-  >;
-  try {
-    parsed = parseArgs({ args: runArgs, options: RUN_OPTIONS, allowPositionals: true, strict: false });
-  } catch {
-    return null;
-  }
-  const { values, positionals } = parsed;
-  if (values.url !== undefined || positionals.length !== 1) return null;
-  const config = typeof values.config === "string" ? values.config : undefined;
-  return { label: positionals[0]!, config };
+  return args.slice(viaNode ? 2 : 1);
 }
 
 /**
- * The directory a host starts an entry's server in, where `run LABEL` looks for portcullis.json
- * (upward) and resolves a relative `--config`: the entry's `cwd`, else the folder the host has
- * open (doctor's working directory, as the drill takes it), except Claude Desktop, which starts
- * servers from `/` (docs/onboarding.md).
+ * How an entry runs its server, as the gateway the host starts would read its `run` arguments
+ * (with run's own parsing, src/cli/runOptions.ts): a portcullis.json `label` (with its
+ * `--config`), a `command` after '--', a `url`, or `refused` with run's sentence (the gateway
+ * exits 2 at every start). `bare` for an entry that does not run portcullis.
  */
-function startDir(host: HostFile, entry: Entry, cwd: string): string {
-  const from = host.host === "claude-desktop" ? "/" : cwd;
-  return typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : from;
+type EntryRun =
+  | { kind: "label"; label: string; config: string | undefined }
+  | { kind: "command" }
+  | { kind: "url" }
+  | { kind: "help" }
+  | { kind: "refused"; why: string }
+  | { kind: "bare" };
+
+export function entryRun(entry: Entry): EntryRun {
+  const args = runArguments(entry);
+  if (args === null) return { kind: "bare" };
+  let read: RunArgs | "help";
+  try {
+    read = readRunArgs(args);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    return { kind: "refused", why: e.message.replace(/^run: /, "").replace(/\.$/, "") };
+  }
+  if (read === "help") return { kind: "help" };
+  if (read.server.kind === "label")
+    return { kind: "label", label: read.server.label, config: read.values.config };
+  return { kind: read.server.kind };
 }
 
 /**
- * What is wrong with a host entry that runs a portcullis.json label, as the gateway the host
- * starts would find it: no portcullis.json where it looks, one that cannot be read, or one
- * without the label (each: the gateway exits 2 at every start, and the host shows a server that
- * does not connect). And, once the label resolves: an environment variable the server's
- * `credentials` take from the vault, which the vault holds, still written in the entry's `env`
- * (the credential moved to the vault but left in clear in the host file). Named by the host
- * file, the entry, the label and the variable's name, never its value.
+ * Where doctor takes the host to start an entry's server, which is where `run LABEL` looks for
+ * portcullis.json (upward) and resolves a relative `--config`: the entry's `cwd`, else the folder
+ * the host has open, taken to be doctor's working directory (as the drill takes it; a host file in
+ * the home directory is read from whichever project the host has open, so doctor is run from each).
+ * `null` for Claude Desktop: it documents no directory it starts servers in (`/` on macOS, as
+ * the MCP documentation says "may be undefined") and has been reported to ignore an entry's
+ * `cwd`, so only an absolute `--config` says which file the gateway reads.
+ */
+function startDir(host: HostFile, entry: Entry, cwd: string): { dir: string; why: string } | null {
+  if (host.host === "claude-desktop") return null;
+  if (typeof entry.cwd === "string") return { dir: resolve(cwd, entry.cwd), why: `the entry's "cwd"` };
+  return { dir: cwd, why: "the folder doctor runs in, taken for the one the host has open" };
+}
+
+/**
+ * What is wrong with a host entry that runs portcullis, as the gateway the host starts would find
+ * it:
+ * - `run` arguments the gateway refuses (an unknown option, a bad value, a LABEL and '-- COMMAND'
+ *   together), read with run's own parsing, or `--help` (it prints its help and exits);
+ * - for a portcullis.json label: no portcullis.json where it looks, one that cannot be read, or
+ *   one without the label; for Claude Desktop, no absolute `--config` (where it starts servers is
+ *   not known). Each: the gateway exits 2 at every start, and the host shows a server that does
+ *   not connect.
+ * And, for every entry with an `env`, whatever it runs: a variable left in clear there that the
+ * vault holds (clearEnvFindings).
  */
 export function labelFindings(
   host: HostFile,
@@ -71,54 +95,206 @@ export function labelFindings(
   cwd: string,
   vaultNames: ReadonlySet<string>,
 ): LabelFinding[] {
-  const run = labelRun(entry);
-  if (run === null) return [];
-  const dir = startDir(host, entry, cwd);
+  const run = entryRun(entry);
+  const entryName = `${host.file}: server ${quotedName(key)}`;
+  const out: LabelFinding[] = [];
+  if (run.kind === "refused")
+    out.push({
+      ok: false,
+      what: `${entryName} runs portcullis with arguments 'portcullis run' refuses (${run.why}): the gateway exits 2 at every start, and the host shows a server that does not connect`,
+      next: `fix the "args" of ${quotedName(key)} in ${host.file} as the sentence says ('portcullis run --help' lists run's options), then run doctor again`,
+    });
+  if (run.kind === "help")
+    out.push({
+      ok: false,
+      what: `${entryName} runs 'portcullis run --help', which prints run's help and exits: the host gets no server`,
+      next: `remove "--help" (or "-h") from the "args" of ${quotedName(key)} in ${host.file}`,
+    });
+  let label: { name: string; file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null =
+    null;
+  if (run.kind === "label") {
+    const found = labelFile(host, key, entry, cwd, run, out);
+    if (found) label = { name: run.label, ...found };
+  }
+  out.push(...clearEnvFindings(host, key, entry, cwd, vaultNames, run, label));
+  return out;
+}
+
+/** The label's portcullis.json, read as the gateway reads it; null with a finding when it cannot be. */
+function labelFile(
+  host: HostFile,
+  key: string,
+  entry: Entry,
+  cwd: string,
+  run: { label: string; config: string | undefined },
+  out: LabelFinding[],
+): { file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null {
   const server = `${host.file}: server ${quotedName(key)} runs the ${CONFIG_FILE} label ${quotedName(run.label)}`;
-  const file = run.config !== undefined ? resolve(dir, run.config) : findConfig(dir);
-  if (file === null)
-    return [
-      {
+  const start = startDir(host, entry, cwd);
+  let file: string | null;
+  if (start === null && (run.config === undefined || !isAbsolute(run.config))) {
+    // Where Claude Desktop starts the gateway is not known: the file found from here, or from
+    // the entry's cwd, is only what doctor can offer for the absolute --config to give.
+    const near = typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : cwd;
+    const offered = run.config !== undefined ? resolve(near, run.config) : findConfig(near);
+    const given =
+      run.config !== undefined ? `a relative --config (${quotedName(run.config)})` : "no --config";
+    out.push({
+      ok: false,
+      what: `${server} with ${given}, but Claude Desktop documents no directory it starts servers in ("/" on macOS) and may ignore an entry's "cwd": where the gateway looks for ${CONFIG_FILE} is not known`,
+      next: offered
+        ? `give the entry's run the file's absolute path before the label: "--config", ${JSON.stringify(offered)} (in the "args" of ${quotedName(key)} in ${host.file})`
+        : `give the entry's run the absolute path of the ${CONFIG_FILE} that describes ${quotedName(run.label)}, before the label: "--config", "/abs/path/${CONFIG_FILE}"`,
+    });
+    if (!offered) return null;
+    file = offered;
+  } else if (start === null) {
+    file = run.config!;
+  } else {
+    file = run.config !== undefined ? resolve(start.dir, run.config) : findConfig(start.dir);
+    if (file === null) {
+      out.push({
         ok: false,
-        what: `${server}, but no ${CONFIG_FILE} is found in ${dir} or above (where the host starts it)`,
-        next: `describe ${quotedName(run.label)} under "servers" in a ${CONFIG_FILE} in ${dir} or above, or give the entry's run the file's absolute path with --config FILE before the label`,
-      },
-    ];
+        what: `${server}, but no ${CONFIG_FILE} is found in ${start.dir} or above (${start.why}, where the host starts it)`,
+        next: `describe ${quotedName(run.label)} under "servers" in a ${CONFIG_FILE} in ${start.dir} or above, or give the entry's run the file's absolute path with --config FILE before the label`,
+      });
+      return null;
+    }
+  }
   let servers: Map<string, ServerConfig>;
   try {
     servers = loadConfigFile(file);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
-    return [
-      {
-        ok: false,
-        what: `${server} of ${file}, which cannot be used: ${e.message.replace(/\.$/, "")}`,
-        next: `fix ${file} (the gateway the host starts for ${quotedName(key)} refuses it too), then run doctor again`,
-      },
-    ];
+    out.push({
+      ok: false,
+      what: `${server} of ${file}, which cannot be used: ${e.message.replace(/\.$/, "")}`,
+      next: `fix ${file} (the gateway the host starts for ${quotedName(key)} refuses it too), then run doctor again`,
+    });
+    return null;
   }
   const config = servers.get(run.label);
   if (config === undefined) {
     const known = [...servers.keys()];
-    return [
-      {
-        ok: false,
-        what: `${server}, which ${file} does not define (${known.length ? `it has ${known.map(quotedName).join(", ")}` : "it defines no server"})`,
-        next: `add ${quotedName(run.label)} under "servers" in ${file}, or change the label the entry runs in ${host.file} to one it defines`,
-      },
-    ];
-  }
-  const env = typeof entry.env === "object" && entry.env !== null ? Object.keys(entry.env) : [];
-  const out: LabelFinding[] = [];
-  for (const variable of env) {
-    if (!Object.hasOwn(config.credentials, variable)) continue;
-    const scope = config.credentials[variable]!;
-    if (!vaultNames.has(scope)) continue;
     out.push({
       ok: false,
-      what: `${host.file}: server ${quotedName(key)} still sets ${quotedName(variable)} in its "env", in clear, a credential the vault holds as ${quotedName(scope)} (${file}, label ${quotedName(run.label)}, takes it from the vault)`,
-      next: `delete ${quotedName(variable)} from the entry's "env" in ${host.file} (the server gets the vault's value); the value has been in a file, so rotate it (${shellWord(`${host.file}.portcullis-backup`)} and the wrap record may hold it too)`,
+      what: `${server}, which ${file} does not define (${known.length ? `it has ${known.map(quotedName).join(", ")}` : "it defines no server"})`,
+      next: `add ${quotedName(run.label)} under "servers" in ${file}, or change the label the entry runs in ${host.file} to one it defines`,
+    });
+    return null;
+  }
+  return { file, config, servers };
+}
+
+/**
+ * A name compared as a person writes it in either place: `github-token` in the vault is
+ * `GITHUB_TOKEN` in an environment (case, and '-' or '.' for '_', aside).
+ */
+const sameName = (name: string): string => name.toLowerCase().replace(/[-.]/g, "_");
+
+/**
+ * Variables of the entry's `env` that the vault holds, by NAME alone: doctor never reads,
+ * compares or prints a value (the vault's are sealed under the passphrase; docs/onboarding.md
+ * says why it does not ask for them). Three cases, each a problem naming the host file, the
+ * entry, the variable and the secret's name:
+ * - the entry's label takes the variable from the vault (its `credentials`), which holds the
+ *   secret: the credential moved to the vault but was left in clear in the host file;
+ * - a label of the portcullis.json the entry would be read with takes the variable from the vault,
+ *   but the entry does not run that label (`-- COMMAND`, which reads no portcullis.json, or an
+ *   entry not behind portcullis): the server gets the host file's value, not the vault's;
+ * - the vault holds a secret named as the variable (`GITHUB_TOKEN`, or `github-token`) that
+ *   nothing takes from it for this entry: most likely the credential stored and left.
+ */
+function clearEnvFindings(
+  host: HostFile,
+  key: string,
+  entry: Entry,
+  cwd: string,
+  vaultNames: ReadonlySet<string>,
+  run: EntryRun,
+  label: { name: string; file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null,
+): LabelFinding[] {
+  const env = typeof entry.env === "object" && entry.env !== null ? Object.keys(entry.env) : [];
+  if (env.length === 0 || vaultNames.size === 0) return [];
+  const entryName = `${host.file}: server ${quotedName(key)}`;
+  const rotate = `the value has been in a file, so rotate it (${shellWord(`${host.file}.portcullis-backup`)} and the wrap record may hold it too)`;
+  const remove = (variable: string) =>
+    `delete ${quotedName(variable)} from the entry's "env" in ${host.file}`;
+  const byName = new Map<string, string[]>();
+  for (const n of [...vaultNames].sort()) byName.set(sameName(n), [...(byName.get(sameName(n)) ?? []), n]);
+  // the labels that could take a variable from the vault: the entry's own file, else the one
+  // found where the host starts the entry (or, for Claude Desktop, from here)
+  const servers = label !== null ? { path: label.file, file: label.servers } : nearbyLabels(host, entry, cwd);
+  const out: LabelFinding[] = [];
+  for (const variable of env) {
+    const own = label !== null && Object.hasOwn(label.config.credentials, variable);
+    if (own) {
+      const scope = label.config.credentials[variable]!;
+      if (vaultNames.has(scope))
+        out.push({
+          ok: false,
+          what: `${entryName} still sets ${quotedName(variable)} in its "env", in clear, a credential the vault holds as ${quotedName(scope)} (${label.file}, label ${quotedName(label.name)}, takes it from the vault)`,
+          next: `${remove(variable)} (the server gets the vault's value); ${rotate}`,
+        });
+      // a scope the vault does not hold: the gateway refuses to start and says so
+      continue;
+    }
+    const taking =
+      servers === null
+        ? []
+        : [...servers.file.entries()]
+            .filter(
+              ([, c]) => Object.hasOwn(c.credentials, variable) && vaultNames.has(c.credentials[variable]!),
+            )
+            .map(([l, c]) => ({ label: l, scope: c.credentials[variable]! }));
+    const named = byName.get(sameName(variable)) ?? [];
+    if (taking.length === 0 && named.length === 0) continue;
+    const how =
+      run.kind === "label"
+        ? `, which the label it runs, ${quotedName(run.label)}, does not take from the vault (its "credentials" do not name ${quotedName(variable)})`
+        : run.kind === "command"
+          ? `, and runs '-- COMMAND', which takes nothing from the vault: the server gets the host file's value`
+          : run.kind === "bare"
+            ? ", and is not behind portcullis: the server gets the host file's value"
+            : "";
+    if (taking.length > 0 && servers !== null) {
+      const t = taking[0]!;
+      out.push({
+        ok: false,
+        what: `${entryName} sets ${quotedName(variable)} in its "env", in clear${how}; the label ${quotedName(t.label)} of ${servers.path} takes it from the vault, which holds it as ${quotedName(t.scope)}`,
+        next:
+          run.kind === "label"
+            ? `add ${quotedName(variable)}: ${quotedName(t.scope)} to the "credentials" of ${quotedName(run.label)} in ${servers.path}, then ${remove(variable)}; ${rotate}`
+            : `have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, ${quotedName(t.label)}; docs/onboarding.md, "After wrap"), then ${remove(variable)}; ${rotate}`,
+      });
+      continue;
+    }
+    const secret = named.map(quotedName).join(" and ");
+    out.push({
+      ok: false,
+      what: `${entryName} sets ${quotedName(variable)} in its "env", in clear${how}; the vault holds a secret named ${secret}`,
+      next:
+        run.kind === "label" && label !== null
+          ? `if it is that credential: add ${quotedName(variable)}: ${quotedName(named[0]!)} to the "credentials" of ${quotedName(run.label)} in ${label.file}, then ${remove(variable)}; ${rotate}. If it is another one, give the vault's secret another name`
+          : `if it is that credential: describe the server in a ${CONFIG_FILE} with "credentials": {${JSON.stringify(variable)}: ${JSON.stringify(named[0]!)}} and have the entry run its label (docs/onboarding.md, "After wrap"), then ${remove(variable)}; ${rotate}. If it is another one, give the vault's secret another name`,
     });
   }
   return out;
+}
+
+/** The labels of the portcullis.json the entry would be read with, or null: none, or one that cannot be read. */
+function nearbyLabels(
+  host: HostFile,
+  entry: Entry,
+  cwd: string,
+): { path: string; file: Map<string, ServerConfig> } | null {
+  const start =
+    startDir(host, entry, cwd)?.dir ?? (typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : cwd);
+  const path = findConfig(start);
+  if (path === null) return null;
+  try {
+    return { path, file: loadConfigFile(path) };
+  } catch {
+    return null; // said where it matters: for an entry that runs one of its labels
+  }
 }

@@ -100,7 +100,7 @@ describe("doctor and host entries that run a portcullis.json label", () => {
       },
       {
         ok: false,
-        what: `${mcp}: server "lost" runs the portcullis.json label "echo", but no portcullis.json is found in ${nowhere} or above (where the host starts it)`,
+        what: `${mcp}: server "lost" runs the portcullis.json label "echo", but no portcullis.json is found in ${nowhere} or above (the entry's "cwd", where the host starts it)`,
         next: `describe "echo" under "servers" in a portcullis.json in ${nowhere} or above, or give the entry's run the file's absolute path with --config FILE before the label`,
       },
     ]);

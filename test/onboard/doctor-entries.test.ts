@@ -1,0 +1,263 @@
+// portcullis doctor on host entries as the gateway the host starts would meet them, beyond the
+// portcullis.json label checks of doctor-labels.test.ts: `run` arguments the gateway refuses (read
+// with run's own parsing, and compared with what the real gateway says when started as the host
+// starts it); a credential the vault holds left in clear in the env of an entry that takes
+// nothing from the vault (`-- COMMAND`, or not behind portcullis), named by file, entry and
+// variable, its value never printed; and Claude Desktop, whose start directory is not known.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/gateway.js";
+import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
+import { rawPeer } from "../helpers/raw.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { type FakeUser, fakeUsersOfEachTest } from "./hosts.js";
+
+const user = fakeUsersOfEachTest();
+
+interface Finding {
+  ok: boolean;
+  what: string;
+  next: string;
+}
+
+function withState(u: FakeUser): void {
+  mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
+  const made = newStateDir();
+  for (const f of ["keyring.json", "portcullis.db"]) copyFileSync(join(made, f), join(u.stateDir, f));
+}
+
+function writeServers(file: string, servers: Record<string, unknown>): string {
+  writeFileSync(file, `${JSON.stringify({ mcpServers: servers }, null, 2)}\n`);
+  return file;
+}
+
+function writeConfig(dir: string, servers: Record<string, unknown>): string {
+  const file = join(dir, "portcullis.json");
+  writeFileSync(file, `${JSON.stringify({ servers }, null, 2)}\n`);
+  return file;
+}
+
+/** doctor --json's findings about one host file, and the text report. */
+async function doctorOf(u: FakeUser, file: string) {
+  const json = await u.cli(["doctor", "--json"]);
+  const text = await u.cli(["doctor"]);
+  const findings = (JSON.parse(json.stdout).findings as Finding[]).filter((f) =>
+    f.what.startsWith(`${file}: server`),
+  );
+  return { json, text, findings };
+}
+
+/** The entry started as the host starts it, with no input: how it ends. */
+function started(entry: { command: string; args: string[] }, cwd: string) {
+  return spawnSync(entry.command, entry.args, {
+    cwd,
+    input: "",
+    encoding: "utf8",
+    timeout: 30_000,
+    env: { ...process.env, PORTCULLIS_HOME: "" },
+  });
+}
+
+describe("doctor and the entries the gateway would refuse, credentials in clear, Claude Desktop", () => {
+  it("an entry whose run arguments run refuses: a problem with run's own sentence, the one the gateway the host starts exits 2 with", async () => {
+    const u = user();
+    withState(u);
+    const [command, ...args] = fixtureCommand("echo");
+    writeConfig(u.project, { echo: { command, args } });
+    const run = (...more: string[]) => ({
+      command: NODE,
+      args: [CLI, "run", "--state-dir", u.stateDir, ...more],
+    });
+    const entries = {
+      typo: run("--on-change", "restrat", "echo"),
+      unknown: run("--bogus", "echo"),
+      twice: run("--state-dir", u.stateDir, "echo"),
+      both: run("--config", join(u.project, "portcullis.json"), "--", command, ...args),
+      header: run("--header", "X-Key: v", "--", command, ...args),
+      help: run("--help", "echo"),
+      fine: run("--on-change", "restart", "echo"),
+      wrapped: run("--label", "echo-w", "--", command, ...args),
+    };
+    const mcp = writeServers(u.files["claude-code"], entries);
+    const { json, text, findings } = await doctorOf(u, mcp);
+    expect(json.code).toBe(1);
+    const refused = ["typo", "unknown", "twice", "both", "header"] as const;
+    expect(findings.map((f) => f.what.slice(mcp.length + 2).split(" runs ")[0])).toEqual([
+      ...refused.map((k) => `server "${k}"`),
+      'server "help"',
+    ]);
+    for (const [i, key] of refused.entries()) {
+      const entry = entries[key];
+      // the gateway the host starts: exit 2 with one sentence, which doctor's finding carries
+      const gateway = started(entry, u.project);
+      expect(gateway.status, key).toBe(2);
+      const sentence = /^portcullis: run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
+      expect(sentence, gateway.stderr).toBeTruthy();
+      expect(findings[i]).toEqual({
+        ok: false,
+        what: `${mcp}: server "${key}" runs portcullis with arguments 'portcullis run' refuses (${sentence}): the gateway exits 2 at every start, and the host shows a server that does not connect`,
+        next: `fix the "args" of "${key}" in ${mcp} as the sentence says ('portcullis run --help' lists run's options), then run doctor again`,
+      });
+    }
+    expect(findings[0]!.what).toContain("--on-change must be one of report, restart, disconnect");
+    expect(findings[1]!.what).toContain("unknown option --bogus");
+    expect(findings[5]).toEqual({
+      ok: false,
+      what: `${mcp}: server "help" runs 'portcullis run --help', which prints run's help and exits: the host gets no server`,
+      next: `remove "--help" (or "-h") from the "args" of "help" in ${mcp}`,
+    });
+    const help = started(entries.help, u.project);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: portcullis run/);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "typo" runs portcullis with arguments`);
+
+    // put right: nothing to say about any of them
+    writeServers(mcp, { fine: entries.fine, wrapped: entries.wrapped });
+    expect((await doctorOf(u, mcp)).findings).toEqual([]);
+  }, 120_000);
+
+  it("a credential the vault holds left in clear in the env of an entry that takes nothing from the vault: by its name, or by a label that takes it; the value never printed", async () => {
+    const u = user();
+    withState(u);
+    const weather = "sk-live-Zq8vT3nW0pXy7RkL2mHc";
+    const github = "ghp_R2d2C3p0Bb8Yy6Tt4Uu1Ii9Oo7Pp5Ll3Kk";
+    for (const [name, value] of [
+      ["weather-key", weather],
+      ["github-token", github],
+    ])
+      expect(
+        (
+          await runCli(["vault", "set", name!, "--from-stdin", "--deliver", "env"], {
+            stateDir: u.stateDir,
+            env: passphraseEnv(),
+            input: value,
+          })
+        ).code,
+      ).toBe(0);
+    const [command, ...args] = fixtureCommand("echo");
+    const config = writeConfig(u.project, {
+      weather: { command, args, credentials: { WEATHER_API_KEY: "weather-key" } },
+    });
+    const wrapped = (label: string, env: Record<string, string>) => ({
+      command: NODE,
+      args: [CLI, "run", "--state-dir", u.stateDir, "--label", label, "--", command, ...args],
+      env,
+    });
+    const mcp = writeServers(u.files["claude-code"], {
+      // wrapped as wrap writes it, the credential moved to the vault and the label described,
+      // but the entry still runs '-- COMMAND': the server gets the host file's value
+      weather: wrapped("weather", { WEATHER_API_KEY: weather, LOG_LEVEL: "debug" }),
+      // a secret stored under the variable's name (github-token for GITHUB_TOKEN)
+      gh: wrapped("gh", { GITHUB_TOKEN: github }),
+      // not behind portcullis at all
+      bare: { command, args, env: { GITHUB_TOKEN: github } },
+      // a label that does not take it
+      labelled: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
+        env: { GITHUB_TOKEN: github },
+      },
+      // nothing the vault holds
+      other: wrapped("other", { UNRELATED_TOKEN: "not-in-the-vault-0123456789" }),
+    });
+    const { json, text, findings } = await doctorOf(u, mcp);
+    expect(json.code).toBe(1);
+    const rotate = `the value has been in a file, so rotate it (${mcp}.portcullis-backup and the wrap record may hold it too)`;
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: `${mcp}: server "weather" sets "WEATHER_API_KEY" in its "env", in clear, and runs '-- COMMAND', which takes nothing from the vault: the server gets the host file's value; the label "weather" of ${config} takes it from the vault, which holds it as "weather-key"`,
+        next: `have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, "weather"; docs/onboarding.md, "After wrap"), then delete "WEATHER_API_KEY" from the entry's "env" in ${mcp}; ${rotate}`,
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "gh" sets "GITHUB_TOKEN" in its "env", in clear, and runs '-- COMMAND', which takes nothing from the vault: the server gets the host file's value; the vault holds a secret named "github-token"`,
+        next: `if it is that credential: describe the server in a portcullis.json with "credentials": {"GITHUB_TOKEN": "github-token"} and have the entry run its label (docs/onboarding.md, "After wrap"), then delete "GITHUB_TOKEN" from the entry's "env" in ${mcp}; ${rotate}. If it is another one, give the vault's secret another name`,
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "bare" sets "GITHUB_TOKEN" in its "env", in clear, and is not behind portcullis: the server gets the host file's value; the vault holds a secret named "github-token"`,
+        next: expect.stringMatching(/^if it is that credential: describe the server in a portcullis\.json/),
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "labelled" sets "GITHUB_TOKEN" in its "env", in clear, which the label it runs, "weather", does not take from the vault (its "credentials" do not name "GITHUB_TOKEN"); the vault holds a secret named "github-token"`,
+        next: `if it is that credential: add "GITHUB_TOKEN": "github-token" to the "credentials" of "weather" in ${config}, then delete "GITHUB_TOKEN" from the entry's "env" in ${mcp}; ${rotate}. If it is another one, give the vault's secret another name`,
+      },
+    ]);
+    // never a value, whole or in part, nor a digest of one, in either form of the report
+    for (const secret of [weather, github]) {
+      const digest = createHash("sha256").update(secret).digest();
+      const forms = [
+        secret,
+        secret.slice(8, 20),
+        digest.toString("hex").slice(0, 8),
+        digest.toString("base64").slice(0, 8),
+      ];
+      for (const out of [json.stdout, json.stderr, text.stdout, text.stderr])
+        for (const form of forms) expect(out).not.toContain(form);
+    }
+    expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "gh" sets "GITHUB_TOKEN" in its "env", in clear`);
+
+    // done as the findings say: the entry runs the label, the variables are gone from the env
+    writeServers(mcp, {
+      weather: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
+        env: { LOG_LEVEL: "debug" },
+      },
+      other: wrapped("other", { UNRELATED_TOKEN: "not-in-the-vault-0123456789" }),
+    });
+    expect((await doctorOf(u, mcp)).findings).toEqual([]);
+  }, 120_000);
+
+  it("Claude Desktop: a label entry without an absolute --config is a problem offering the file's absolute path, which works from /", async () => {
+    const u = user();
+    withState(u);
+    const [command, ...args] = fixtureCommand("echo");
+    const config = writeConfig(u.project, { echo: { command, args } });
+    const desktop = u.files["claude-desktop"];
+    const run = (...more: string[]) => ({
+      command: NODE,
+      args: [CLI, "run", "--state-dir", u.stateDir, ...more],
+    });
+    writeServers(desktop, {
+      bare: run("echo"),
+      relative: run("--config", "portcullis.json", "echo"),
+      absolute: run("--config", config, "echo"),
+    });
+    const { json, findings } = await doctorOf(u, desktop);
+    expect(json.code).toBe(1);
+    const unknown = `but Claude Desktop documents no directory it starts servers in ("/" on macOS) and may ignore an entry's "cwd": where the gateway looks for portcullis.json is not known`;
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: `${desktop}: server "bare" runs the portcullis.json label "echo" with no --config, ${unknown}`,
+        next: `give the entry's run the file's absolute path before the label: "--config", ${JSON.stringify(config)} (in the "args" of "bare" in ${desktop})`,
+      },
+      {
+        ok: false,
+        what: `${desktop}: server "relative" runs the portcullis.json label "echo" with a relative --config ("portcullis.json"), ${unknown}`,
+        next: `give the entry's run the file's absolute path before the label: "--config", ${JSON.stringify(config)} (in the "args" of "relative" in ${desktop})`,
+      },
+    ]);
+
+    // started from / as Desktop starts it on macOS: without --config the gateway finds no file;
+    // with the one doctor offers it serves
+    const lost = started(run("echo"), "/");
+    expect(lost.status).toBe(2);
+    expect(lost.stderr).toMatch(/no portcullis\.json found in \/ or above/);
+    const entry = run("--config", config, "echo");
+    const gateway = rawPeer(entry.command, entry.args, {}, { cwd: "/" });
+    try {
+      const init = await gateway.initialize();
+      expect(init.result).toBeDefined();
+    } finally {
+      await gateway.close();
+    }
+  }, 120_000);
+});
