@@ -81,7 +81,27 @@ function targets(arg: string | undefined, cwd: string): HostFile[] {
   return [hostFileFromPath(arg)];
 }
 
+/**
+ * wrap's options given to unwrap: refused naming the command they belong to, not as an unknown
+ * option whose hint ("a value that starts with '-' goes after '--'") sends the user the wrong way.
+ */
+function refuseWrapOptions(args: string[]): void {
+  const end = args.indexOf("--");
+  for (const a of end === -1 ? args : args.slice(0, end)) {
+    const flag = a.split("=")[0]!;
+    if (!["--dry-run", "--servers", "--label"].includes(flag)) continue;
+    const dry =
+      flag === "--dry-run"
+        ? "; it has no dry run: FILE.portcullis-backup, beside the host file, is the file before its first wrap, to compare with"
+        : "";
+    throw new UsageError(
+      `unwrap: ${flag} is an option of wrap, not of unwrap (unwrap takes HOST or FILE and --state-dir, and restores every entry wrap recorded for the file${dry}); nothing was written.`,
+    );
+  }
+}
+
 export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Promise<number> {
+  if (name === "unwrap") refuseWrapOptions(args);
   const parsed = name === "wrap" ? parse(name, args, OPTIONS) : parse(name, args, UNWRAP_OPTIONS);
   const values: {
     "dry-run"?: boolean;

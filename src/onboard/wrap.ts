@@ -400,11 +400,14 @@ export function planWrap(
     const { key, entry: e } = s;
     const pathKey = entryPathKey(s.table, key);
     if (isWrapped(e)) {
-      if (only)
-        throw new OnboardError(`${host.file}: server "${key}" is already wrapped; nothing was written.`);
       const undo = existing?.entries[pathKey]
         ? `; undo with ${unwrapCommand(host.file, launcher.stateDir)}`
         : "";
+      // named by --servers: what to do instead, as the line of a wrap without it says
+      if (only)
+        throw new OnboardError(
+          `${host.file}: server "${key}" is already wrapped (leave it out of --servers${undo}); nothing was written.`,
+        );
       skipped.push({ key, why: `already wrapped${undo}` });
       continue;
     }

@@ -314,8 +314,14 @@ describe("wrap then unwrap, each host format", () => {
     for (const flag of ["--dry-run", "--servers=inventory-local", "--label=inventory-local=x"]) {
       const r = await u.cli(["unwrap", "claude-code", flag]);
       expect(r.code, flag).toBe(2);
+      // named as wrap's, with what unwrap does take: not "unknown option", whose hint (a value
+      // starting with '-' goes after '--') sent the user the wrong way
+      const dry =
+        flag === "--dry-run"
+          ? "; it has no dry run: FILE.portcullis-backup, beside the host file, is the file before its first wrap, to compare with"
+          : "";
       expect(r.stderr, flag).toBe(
-        `portcullis: unwrap: unknown option ${flag.split("=")[0]} (a value that starts with '-' goes after '--')\n`,
+        `portcullis: unwrap: ${flag.split("=")[0]} is an option of wrap, not of unwrap (unwrap takes HOST or FILE and --state-dir, and restores every entry wrap recorded for the file${dry}); nothing was written.\n`,
       );
       expect(read(file), flag).toBe(wrapped);
     }
@@ -540,7 +546,17 @@ describe("bad input: one sentence, nothing written", () => {
       u,
       ["wrap", "claude-code", "--servers", "manual"],
       file,
-      /server "manual" is already wrapped/,
+      /server "manual" is already wrapped \(leave it out of --servers\); nothing was written\./,
+    );
+    // wrapped by wrap: the unwrap that undoes it is named too
+    expect((await u.cli(["wrap", "claude-code", "--servers", "inventory-local"])).code).toBe(0);
+    await refused(
+      u,
+      ["wrap", "claude-code", "--servers", "inventory-local"],
+      file,
+      new RegExp(
+        `server "inventory-local" is already wrapped \\(leave it out of --servers; undo with portcullis unwrap ${file}\\); nothing was written\\.`,
+      ),
     );
   });
 
