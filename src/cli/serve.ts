@@ -27,7 +27,6 @@ import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { envMs } from "../util/envMs.js";
 import { type Logger, scrubEveryLine, stderrLogger } from "../util/log.js";
 import { envDelivery } from "../vault/delivery.js";
-import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
 import { storedPolicies } from "../vault/secrets.js";
@@ -41,44 +40,20 @@ import {
 } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
-import { headerSecretProblem } from "./headerSecrets.js";
 import { scrubAtLastResort } from "./lastResort.js";
 import type { ListenSettings } from "./listen.js";
+import { namesSecrets, secretsProblem } from "./secretsStored.js";
 import { onShutdownSignals } from "./signals.js";
 
 /** Loaded only by a gateway whose configuration needs them (see src/cli/run.ts). */
 const listenModule = () => import("./listen.js");
 const remoteModule = () => import("./runRemote.js");
 
-/**
- * Every credential scope the configuration names must have a secret in the vault (names are
- * readable without the passphrase): a typo or a forgotten `vault set` is an error at start,
- * naming the key and the file, not a refusal at the first call. So is a secret stored for the
- * other delivery (its policy is readable too): the vault would never hand it out as configured.
- * A remote server's vault headers are held to the same, by the rule the holder applies to them
- * (headerSecretProblem): a header secret stored for other hosts than the URL's is never sent.
- * A secret removed or re-stored while the gateway runs is still refused per call
- * (`credential_missing`).
- */
+/** What run refuses at start for the vault secrets the configuration names (secretsStored.ts). */
 function checkSecretsExist(server: ServerConfig, store: ReturnType<typeof openStore>, stateDir: string) {
-  const headerSecrets = server.remote?.headers.some((h) => "secret" in h) ?? false;
-  if (server.credentialSpecs.length === 0 && !headerSecrets) return;
-  const stored = storedPolicies(store);
-  const place = credentialPlaceOf(server);
-  for (const spec of server.credentialSpecs) {
-    const policy = stored.get(spec.secret);
-    if (!policy) {
-      const where = server.configFile ?? "the configuration";
-      throw new UsageError(
-        `run: ${where}: ${credentialKey(place, spec)} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${h}`).join("")}'.`,
-      );
-    }
-    const mismatch = deliveryMismatch(spec, policy, place);
-    if (mismatch) throw new UsageError(`run: ${mismatch.why}; ${mismatch.fix}.`);
-  }
-  // a remote server's vault headers: the same checks, by the holder's rule for headers
-  const header = headerSecretProblem(server, stored, stateDir);
-  if (header) throw new UsageError(header);
+  if (!namesSecrets(server)) return;
+  const problem = secretsProblem(server, storedPolicies(store), stateDir);
+  if (problem) throw new UsageError(problem);
 }
 
 /** Digest of the configuration that shapes this server (never env or header values in clear). */

@@ -14,6 +14,7 @@ import { openStore, type Store, StoreError, storeFailure } from "../store/db.js"
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
+import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
 import { labelFindings } from "./doctorLabels.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
@@ -88,8 +89,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const gateways: DoctorReport["gateways"] = [];
   const storePath = join(path, STORE_FILE);
   const store = isDir && existsSync(storePath) ? openOrReport(path, findings) : null;
-  /** the names of the vault's secrets (stored in clear beside the sealed values; no value is read) */
-  let vaultNames = new Set<string>();
+  /**
+   * the vault's secrets by name, with how each may be handed out (stored in clear beside the
+   * sealed values; no value is read); null when the store could not be read
+   */
+  let vault: ReadonlyMap<string, SecretPolicy> | null = null;
   if (isDir && !existsSync(storePath)) {
     const missing = missingStore(storePath, keyring);
     if (missing) findings.push(missing);
@@ -106,7 +110,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           // each command last or on its own, in no quotes of the sentence's own: it pastes whole
           next: `restore the state directory from a backup, or start over in a new one with portcullis init (a key pinned in this chain now would be anyone's); to see what is wrong, run: portcullis audit verify --state-dir ${shellWord(path)}`,
         });
-      vaultNames = secretNames(store);
+      vault = secretPolicies(store);
       for (const g of listGateways(store)) {
         // Only a gateway seen here has its pid here: another namespace's pid is another process.
         const chain = g.liveness === "alive" ? processChain(g.pid).slice(1) : [];
@@ -167,7 +171,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         });
       // an entry that runs a portcullis.json label: that the label resolves, and no credential
       // the vault holds for it left in clear in the entry's env
-      for (const s of read.servers) findings.push(...labelFindings(f, s.key, s.entry, cwd, vaultNames));
+      for (const s of read.servers)
+        findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
     } catch (e) {
       const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
       hosts.push({ host: f.host, file: f.file, servers: [], error: msg });
@@ -522,14 +527,12 @@ function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string
   return labels;
 }
 
-/** The vault's secret names, or none when the store has no vault table it can read. */
-function secretNames(store: Store): Set<string> {
+/** The vault's secrets' names and policies, or null when the store has no vault table it can read. */
+function secretPolicies(store: Store): ReadonlyMap<string, SecretPolicy> | null {
   try {
-    return new Set(
-      (store.prepare("SELECT name FROM vault_secrets").all() as { name: string }[]).map((r) => r.name),
-    );
+    return storedPolicies(store);
   } catch {
-    return new Set();
+    return null;
   }
 }
 

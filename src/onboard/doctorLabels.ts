@@ -2,8 +2,10 @@ import { basename, isAbsolute, resolve } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { UsageError } from "../cli/errors.js";
 import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
+import { secretsProblem } from "../cli/secretsStored.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { shellWord } from "../util/shellWord.js";
+import type { SecretPolicy } from "../vault/secrets.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
@@ -38,7 +40,7 @@ function runArguments(entry: Entry): string[] | null {
  * exits 2 at every start). `bare` for an entry that does not run portcullis.
  */
 type EntryRun =
-  | { kind: "label"; label: string; config: string | undefined }
+  | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
   | { kind: "command" }
   | { kind: "url" }
   | { kind: "help" }
@@ -57,7 +59,12 @@ export function entryRun(entry: Entry): EntryRun {
   }
   if (read === "help") return { kind: "help" };
   if (read.server.kind === "label")
-    return { kind: "label", label: read.server.label, config: read.values.config };
+    return {
+      kind: "label",
+      label: read.server.label,
+      config: read.values.config,
+      stateDir: read.values["state-dir"],
+    };
   return { kind: read.server.kind };
 }
 
@@ -93,8 +100,9 @@ export function labelFindings(
   key: string,
   entry: Entry,
   cwd: string,
-  vaultNames: ReadonlySet<string>,
+  vault: { stateDir: string; secrets: ReadonlyMap<string, SecretPolicy> | null },
 ): LabelFinding[] {
+  const vaultNames: ReadonlySet<string> = new Set(vault.secrets?.keys() ?? []);
   const run = entryRun(entry);
   const entryName = `${host.file}: server ${quotedName(key)}`;
   const out: LabelFinding[] = [];
@@ -115,6 +123,20 @@ export function labelFindings(
   if (run.kind === "label") {
     const found = labelFile(host, key, entry, cwd, run, out);
     if (found) label = { name: run.label, ...found };
+    // the vault's secrets its configuration names, as the gateway checks them at start: only
+    // when the entry's vault is the one doctor read (no --state-dir, or the same directory)
+    const same =
+      run.stateDir === undefined || (isAbsolute(run.stateDir) && resolve(run.stateDir) === vault.stateDir);
+    const problem =
+      found && vault.secrets !== null && same
+        ? secretsProblem(found.config, vault.secrets, vault.stateDir)
+        : null;
+    if (problem)
+      out.push({
+        ok: false,
+        what: `${entryName} runs the ${CONFIG_FILE} label ${quotedName(run.label)}, which the gateway refuses to start: ${problem.replace(/^run: /, "").replace(/\.$/, "")}`,
+        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+      });
   }
   out.push(...clearEnvFindings(host, key, entry, cwd, vaultNames, run, label));
   return out;

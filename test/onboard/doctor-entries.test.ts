@@ -215,6 +215,55 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     expect((await doctorOf(u, mcp)).findings).toEqual([]);
   }, 120_000);
 
+  it("a label whose credentials name a secret the vault lacks, or holds for the other delivery: a problem with the sentence the gateway refuses to start with", async () => {
+    const u = user();
+    withState(u);
+    const stored = await runCli(["vault", "set", "api-http", "--from-stdin", "--host", "api.example.com"], {
+      stateDir: u.stateDir,
+      env: passphraseEnv(),
+      input: "http-only-value-0123456789",
+    });
+    expect(stored.code, stored.stderr).toBe(0);
+    const [command, ...args] = fixtureCommand("echo");
+    writeConfig(u.project, {
+      missing: { command, args, credentials: { API_KEY: "not-stored" } },
+      // stored for HTTP delivery to one host, taken here as an environment variable
+      delivery: { command, args, credentials: { API_KEY: "api-http" } },
+      plain: { command, args },
+    });
+    const run = (label: string) => ({ command: NODE, args: [CLI, "run", "--state-dir", u.stateDir, label] });
+    const entries = { missing: run("missing"), delivery: run("delivery"), plain: run("plain") };
+    const mcp = writeServers(u.files["claude-code"], entries);
+    const { json, findings } = await doctorOf(u, mcp);
+    expect(json.code).toBe(1);
+    expect(findings.map((f) => f.what.slice(mcp.length + 2).split(",")[0])).toEqual([
+      'server "missing" runs the portcullis.json label "missing"',
+      'server "delivery" runs the portcullis.json label "delivery"',
+    ]);
+    for (const [i, key] of (["missing", "delivery"] as const).entries()) {
+      const gateway = started(entries[key], u.project);
+      expect(gateway.status, key).toBe(2);
+      const sentence = /^portcullis: run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
+      expect(sentence, gateway.stderr).toBeTruthy();
+      expect(findings[i]).toEqual({
+        ok: false,
+        what: `${mcp}: server "${key}" runs the portcullis.json label "${key}", which the gateway refuses to start: ${sentence}`,
+        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+      });
+    }
+    expect(findings[0]!.what).toContain(
+      `store it first with 'portcullis vault set not-stored --deliver env'`,
+    );
+
+    // an entry of another state directory is not judged by this vault
+    const elsewhere = join(u.root, "other-state");
+    writeServers(mcp, {
+      missing: { command: NODE, args: [CLI, "run", "--state-dir", elsewhere, "missing"] },
+      plain: entries.plain,
+    });
+    expect((await doctorOf(u, mcp)).findings).toEqual([]);
+  }, 120_000);
+
   it("Claude Desktop: a label entry without an absolute --config is a problem offering the file's absolute path, which works from /", async () => {
     const u = user();
     withState(u);

@@ -149,8 +149,14 @@ describe("doctor and host entries that run a portcullis.json label", () => {
     const mcp = writeMcp(u, { weather: labelEntry(u, "weather", [], { env }) });
     const { json, text, findings } = await doctorOf(u);
     expect(json.code).toBe(1);
-    // OTHER_KEY's scope is not in the vault (nothing moved), LOG_LEVEL is no credential
+    // OTHER_KEY's scope is not in the vault (nothing moved: not "left in clear", but a secret the
+    // gateway refuses to start without), LOG_LEVEL is no credential
     expect(findings).toEqual([
+      {
+        ok: false,
+        what: `${mcp}: server "weather" runs the portcullis.json label "weather", which the gateway refuses to start: ${config}: servers.weather.credentials.OTHER_KEY names the secret "not-stored", which is not in the vault of ${u.stateDir}; store it first with 'portcullis vault set not-stored --deliver env'`,
+        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+      },
       {
         ok: false,
         what: `${mcp}: server "weather" still sets "WEATHER_API_KEY" in its "env", in clear, a credential the vault holds as "weather-key" (${config}, label "weather", takes it from the vault)`,
@@ -169,8 +175,14 @@ describe("doctor and host entries that run a portcullis.json label", () => {
       for (const form of forms) expect(out).not.toContain(form);
     expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "weather" still sets "WEATHER_API_KEY"`);
 
-    // deleted from the env as the finding says: nothing left to say
+    // deleted from the env as the finding says, the other credential stored: nothing left to say
     writeMcp(u, { weather: labelEntry(u, "weather", [], { env: { LOG_LEVEL: "debug" } }) });
+    const other = await runCli(["vault", "set", "not-stored", "--from-stdin", "--deliver", "env"], {
+      stateDir: u.stateDir,
+      env: passphraseEnv(),
+      input: "another-value-0123456789",
+    });
+    expect(other.code, other.stderr).toBe(0);
     expect((await doctorOf(u)).findings).toEqual([]);
   }, 120_000);
 });
