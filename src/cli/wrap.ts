@@ -17,6 +17,7 @@ import {
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
+import { shellWord } from "../util/shellWord.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
 
@@ -155,10 +156,13 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
     }
-    if (!keyringExists(stateDir))
-      process.stdout.write(
-        `no keyring in ${stateDir} yet: run 'portcullis init' before the host starts these servers\n`,
-      );
+    if (!keyringExists(stateDir)) {
+      // the state directory the entries name: a bare 'portcullis init' makes the default one
+      // (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no keyring still; the
+      // command last, in no quotes of the sentence's own, so that it pastes whole
+      const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+      say(`no keyring in ${stateDir} yet: before the host starts these servers, run: portcullis init${dir}`);
+    }
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {

@@ -528,7 +528,12 @@ describe("bad input: one sentence, nothing written", () => {
     const dir = join(u.root, "other state");
     const codex = u.files.codex;
     const original = read(codex);
-    expect((await u.cli(["wrap", "codex", "--state-dir", dir])).code).toBe(0);
+    const first = await u.cli(["wrap", "codex", "--state-dir", dir]);
+    expect(first.code).toBe(0);
+    // the init it asks for makes that directory's keyring, not the default directory's
+    expect(first.stdout).toContain(
+      `no keyring in ${dir} yet: before the host starts these servers, run: portcullis init --state-dir '${dir}'\n`,
+    );
     const r = await u.cli(["wrap", "codex", "--state-dir", dir]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`already wrapped; undo with portcullis unwrap ${codex} --state-dir '${dir}')`);
