@@ -8,6 +8,7 @@ import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
+import { labelFor } from "./wrap.js";
 
 /** What doctor says (the shape of doctor.ts's Finding, without the store's cause). */
 interface LabelFinding {
@@ -41,7 +42,7 @@ function runArguments(entry: Entry): string[] | null {
  */
 type EntryRun =
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
-  | { kind: "command" }
+  | { kind: "command"; label: string | undefined }
   | { kind: "url" }
   | { kind: "help" }
   | { kind: "refused"; why: string }
@@ -65,6 +66,7 @@ export function entryRun(entry: Entry): EntryRun {
       config: read.values.config,
       stateDir: read.values["state-dir"],
     };
+  if (read.server.kind === "command") return { kind: "command", label: read.values.label };
   return { kind: read.server.kind };
 }
 
@@ -280,14 +282,20 @@ function clearEnvFindings(
             ? ", and is not behind portcullis: the server gets the host file's value"
             : "";
     if (taking.length > 0 && servers !== null) {
-      const t = taking[0]!;
+      // the label of this entry's own server, when one takes it; else the first that does
+      const own = run.kind === "command" ? run.label : run.kind === "bare" ? labelFor(key) : undefined;
+      const t = taking.find((x) => x.label === own) ?? taking[0]!;
+      const runIt = `have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, ${quotedName(t.label)}; docs/onboarding.md, "After wrap")`;
+      const mapIt = `describe it in ${CONFIG_FILE} with "credentials": {${JSON.stringify(variable)}: ${JSON.stringify(t.scope)}} and have the entry run its own label`;
       out.push({
         ok: false,
         what: `${entryName} sets ${quotedName(variable)} in its "env", in clear${how}; the label ${quotedName(t.label)} of ${servers.path} takes it from the vault, which holds it as ${quotedName(t.scope)}`,
         next:
           run.kind === "label"
             ? `add ${quotedName(variable)}: ${quotedName(t.scope)} to the "credentials" of ${quotedName(run.label)} in ${servers.path}, then ${remove(variable)}; ${rotate}`
-            : `have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, ${quotedName(t.label)}; docs/onboarding.md, "After wrap"), then ${remove(variable)}; ${rotate}`,
+            : t.label === own
+              ? `${runIt}, then ${remove(variable)}; ${rotate}`
+              : `if this entry is the server ${quotedName(t.label)} describes, ${runIt}; if it is another, ${mapIt}; then ${remove(variable)}; ${rotate}`,
       });
       continue;
     }

@@ -151,6 +151,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       // wrapped as wrap writes it, the credential moved to the vault and the label described,
       // but the entry still runs '-- COMMAND': the server gets the host file's value
       weather: wrapped("weather", { WEATHER_API_KEY: weather, LOG_LEVEL: "debug" }),
+      // another server with the variable the label "weather" takes: which one it is, doctor cannot tell
+      stranger: wrapped("stranger", { WEATHER_API_KEY: weather }),
       // a secret stored under the variable's name (github-token for GITHUB_TOKEN)
       gh: wrapped("gh", { GITHUB_TOKEN: github }),
       // not behind portcullis at all
@@ -172,6 +174,11 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         ok: false,
         what: `${mcp}: server "weather" sets "WEATHER_API_KEY" in its "env", in clear, and runs '-- COMMAND', which takes nothing from the vault: the server gets the host file's value; the label "weather" of ${config} takes it from the vault, which holds it as "weather-key"`,
         next: `have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, "weather"; docs/onboarding.md, "After wrap"), then delete "WEATHER_API_KEY" from the entry's "env" in ${mcp}; ${rotate}`,
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "stranger" sets "WEATHER_API_KEY" in its "env", in clear, and runs '-- COMMAND', which takes nothing from the vault: the server gets the host file's value; the label "weather" of ${config} takes it from the vault, which holds it as "weather-key"`,
+        next: `if this entry is the server "weather" describes, have the entry run that label (its "args": the CLI, "run", "--state-dir", DIR, "weather"; docs/onboarding.md, "After wrap"); if it is another, describe it in portcullis.json with "credentials": {"WEATHER_API_KEY": "weather-key"} and have the entry run its own label; then delete "WEATHER_API_KEY" from the entry's "env" in ${mcp}; ${rotate}`,
       },
       {
         ok: false,
