@@ -15,7 +15,7 @@ import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
-import { labelFindings } from "./doctorLabels.js";
+import { entryStateDir, labelFindings } from "./doctorLabels.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -162,13 +162,24 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           what: `${f.file}: "${s.key}" is not a server the host can start (${notStdio(s.entry)})`,
           next: `give it a "command" (a string) or a "url", or remove it`,
         });
-      const unrecorded = list.filter((s) => s.wrapped && !s.recorded).map((s) => s.key);
-      if (unrecorded.length > 0)
+      const unrecorded = read.servers.filter((_, i) => list[i]!.wrapped && !list[i]!.recorded);
+      if (unrecorded.length > 0) {
+        // the state directories those entries name (wrap writes --state-dir DIR into each): the
+        // one to give doctor and unwrap, where their record and their gateways are
+        const elsewhere = [
+          ...new Set(
+            unrecorded.map((s) => entryStateDir(s.entry)).filter((d) => d !== undefined && d !== path),
+          ),
+        ] as string[];
         findings.push({
           ok: true,
-          what: `${f.file} has wrapped servers with no wrap record in ${path}: ${unrecorded.join(", ")}`,
-          next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
+          what: `${f.file} has wrapped servers with no wrap record in ${path}: ${unrecorded.map((s) => s.key).join(", ")}${elsewhere.length > 0 ? ` (they name the state director${elsewhere.length === 1 ? "y" : "ies"} ${elsewhere.join(", ")})` : ""}`,
+          next:
+            elsewhere.length > 0
+              ? `their record, vault and gateways are in the state directory they name; run doctor there: ${elsewhere.map((d) => `portcullis doctor --state-dir ${shellWord(d)}`).join(", or ")}`
+              : "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
         });
+      }
       // an entry that runs a portcullis.json label: that the label resolves, and no credential
       // the vault holds for it left in clear in the entry's env
       for (const s of read.servers)

@@ -42,8 +42,8 @@ function runArguments(entry: Entry): string[] | null {
  */
 type EntryRun =
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
-  | { kind: "command"; label: string | undefined }
-  | { kind: "url" }
+  | { kind: "command"; label: string | undefined; stateDir: string | undefined }
+  | { kind: "url"; stateDir: string | undefined }
   | { kind: "help" }
   | { kind: "refused"; why: string }
   | { kind: "bare" };
@@ -66,8 +66,20 @@ export function entryRun(entry: Entry): EntryRun {
       config: read.values.config,
       stateDir: read.values["state-dir"],
     };
-  if (read.server.kind === "command") return { kind: "command", label: read.values.label };
-  return { kind: read.server.kind };
+  const stateDir = read.values["state-dir"];
+  if (read.server.kind === "command") return { kind: "command", label: read.values.label, stateDir };
+  return { kind: "url", stateDir };
+}
+
+/**
+ * The state directory an entry that runs portcullis names with --state-dir (as wrap writes it,
+ * absolute), or undefined: none given, a relative one, or an entry run refuses or that does not
+ * run portcullis.
+ */
+export function entryStateDir(entry: Entry): string | undefined {
+  const run = entryRun(entry);
+  const dir = run.kind === "label" || run.kind === "command" || run.kind === "url" ? run.stateDir : undefined;
+  return dir !== undefined && isAbsolute(dir) ? resolve(dir) : undefined;
 }
 
 /**

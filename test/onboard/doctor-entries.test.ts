@@ -6,7 +6,7 @@
 // variable, its value never printed; and Claude Desktop, whose start directory is not known.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
@@ -269,6 +269,37 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       plain: entries.plain,
     });
     expect((await doctorOf(u, mcp)).findings).toEqual([]);
+  }, 120_000);
+
+  it("wrapped entries with no record here that name another state directory: doctor says which, and the doctor to run there", async () => {
+    const u = user();
+    withState(u);
+    const other = join(u.root, "other state");
+    const mcp = u.files["claude-code"];
+    const wrap = await u.cli(["wrap", "claude-code", "--servers", "inventory-local", "--state-dir", other]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    const [command, ...args] = fixtureCommand("echo");
+    const doc = JSON.parse(readFileSync(mcp, "utf8"));
+    // wrapped by hand, with no --state-dir: nothing says where its record would be
+    doc.mcpServers.manual = { command: "portcullis", args: ["run", "--", command, ...args] };
+    writeFileSync(mcp, JSON.stringify(doc, null, 2));
+    const report = JSON.parse((await u.cli(["doctor", "--json"])).stdout);
+    expect(report.findings.filter((f: Finding) => f.what.includes("no wrap record"))).toEqual([
+      {
+        ok: true,
+        what: `${mcp} has wrapped servers with no wrap record in ${u.stateDir}: inventory-local, manual (they name the state directory ${other})`,
+        next: `their record, vault and gateways are in the state directory they name; run doctor there: portcullis doctor --state-dir '${other}'`,
+      },
+    ]);
+    // there, the one wrap recorded is known; the one wrapped by hand is still said to be
+    const there = JSON.parse((await u.cli(["doctor", "--json", "--state-dir", other])).stdout);
+    expect(there.findings.filter((f: Finding) => f.what.includes("no wrap record"))).toEqual([
+      {
+        ok: true,
+        what: `${mcp} has wrapped servers with no wrap record in ${other}: manual`,
+        next: "wrapped by hand or with another state directory; 'portcullis unwrap' cannot restore them from here",
+      },
+    ]);
   }, 120_000);
 
   it("Claude Desktop: a label entry without an absolute --config is a problem offering the file's absolute path, which works from /", async () => {
