@@ -13,6 +13,7 @@ import {
   recordExists,
   unwrapFile,
   type WrapOptions,
+  type WrapPlan,
   wrapFile,
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
@@ -21,7 +22,7 @@ import { shellWord } from "../util/shellWord.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
 
-export const WRAP_HELP = `usage: portcullis wrap [HOST|FILE] [--dry-run] [--servers a,b] [--label KEY=LABEL] [--state-dir DIR]
+export const WRAP_HELP = `usage: portcullis wrap [HOST|FILE] [--dry-run] [--json] [--servers a,b] [--label KEY=LABEL] [--state-dir DIR]
        portcullis unwrap [HOST|FILE] [--state-dir DIR]
 
 Puts portcullis in front of every stdio server of a host's MCP configuration (wrap), or takes it
@@ -34,6 +35,7 @@ gets a label from its key, and names node, the portcullis CLI and the state dire
 path. Servers already wrapped are left as they are. The file before its first wrap is kept
 beside it as FILE.portcullis-backup.
   --dry-run          print the diff, write nothing
+  --json             what was wrapped (or, with --dry-run, would be) and left alone, as JSON
   --servers a,b      only these servers (each must be in one of the host's files)
   --label KEY=LABEL  the label for server KEY (repeatable), when its own is taken by another server`;
 
@@ -48,6 +50,7 @@ function say(line: string, to: NodeJS.WritableStream = process.stdout): void {
 
 const OPTIONS = {
   "dry-run": { type: "boolean" },
+  json: { type: "boolean" },
   servers: { type: "string" },
   label: { type: "string", multiple: true },
   "state-dir": { type: "string" },
@@ -90,7 +93,7 @@ function refuseWrapOptions(args: string[]): void {
   const end = args.indexOf("--");
   for (const a of end === -1 ? args : args.slice(0, end)) {
     const flag = a.split("=")[0]!;
-    if (!["--dry-run", "--servers", "--label"].includes(flag)) continue;
+    if (!["--dry-run", "--json", "--servers", "--label"].includes(flag)) continue;
     const dry =
       flag === "--dry-run"
         ? "; it has no dry run: FILE.portcullis-backup, beside the host file, is the file before its first wrap, to compare with"
@@ -106,6 +109,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   const parsed = name === "wrap" ? parse(name, args, OPTIONS) : parse(name, args, UNWRAP_OPTIONS);
   const values: {
     "dry-run"?: boolean;
+    json?: boolean;
     servers?: string;
     label?: string[];
     "state-dir"?: string;
@@ -149,20 +153,35 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       for (const p of planned) if (p.record !== null) assertWritable(p.plan.host.file);
       resolveStateDir(values["state-dir"]);
     }
+    const report: { host: string; file: string; wrapped: string[]; leftAlone: WrapPlan["skipped"] }[] = [];
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
+      report.push({ host: f.host, file: f.file, wrapped: plan.wrapped, leftAlone: plan.skipped });
+      if (values.json) continue;
       if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
     }
-    if (!keyringExists(stateDir)) {
-      // the state directory the entries name: a bare 'portcullis init' makes the default one
-      // (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no keyring still; the
-      // command last, in no quotes of the sentence's own, so that it pastes whole
-      const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
-      say(`no keyring in ${stateDir} yet: before the host starts these servers, run: portcullis init${dir}`);
+    // the state directory the entries name: a bare 'portcullis init' makes the default one
+    // (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no keyring still; the
+    // command last, in no quotes of the sentence's own, so that it pastes whole
+    const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+    const init = keyringExists(stateDir) ? null : `portcullis init${dir}`;
+    if (values.json) {
+      // the same facts as the lines, for a script: no diff (its lines are the host file's own)
+      const out = {
+        dryRun: values["dry-run"] === true,
+        stateDir,
+        files: report,
+        keyring: init === null,
+        init,
+      };
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      return 0;
     }
+    if (init !== null)
+      say(`no keyring in ${stateDir} yet: before the host starts these servers, run: ${init}`);
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {
