@@ -65,7 +65,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "a file name in the state directory: at most 255 bytes",
   ],
   ["src/cli/listen.ts", "/^[0-9]+$/", ARGV],
-  ["src/cli/run.ts", "/^[0-9]+$/", ARGV],
+  ["src/cli/runOptions.ts", "/^[0-9]+$/", ARGV],
   ["src/cli/run.ts", "/^[^A-Za-z0-9]+/", `${ARGV} (the server's command, for its label)`],
   ["src/cli/runRemote.ts", "/^[^A-Za-z0-9]+/", `${ARGV} (a configured URL's host, for its label)`],
   ["src/cli/vault.ts", "/^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/", ARGV],
