@@ -43,7 +43,7 @@ import { argumentsDigest } from "../../src/audit/events.js";
 import {
   auditActivity,
   auditEvents,
-  pending,
+  storedPending,
   verifiedAuditEvents,
   waitForPending,
 } from "../helpers/approvals.js";
@@ -187,8 +187,11 @@ const answersTo = (id: string): WireMessage[] =>
 /**
  * Whether sequence `seq` sent a slow_write, the only tool that asks for approval. Without one it
  * has no pending request to decide (the settling of the sequence before denied those left), and
- * none can come: asking the CLI for them (each listing a process, about 0.25 s of CPU) would only
- * wait out the bound.
+ * none can come: looking for them would only wait out the bound.
+ *
+ * The pending requests are read in the test process (`storedPending`), never by `approvals
+ * --json`: the listing is not what races here (a process of its own each, about 0.2 s of CPU, 30
+ * and more of them a run); the decisions are, and they stay the CLI's.
  */
 const slowSentIn = (seq: number) => sent.some((s) => s.tool === "slow_write" && s.tag.startsWith(`t${seq}-`));
 
@@ -199,7 +202,13 @@ const slowSentIn = (seq: number) => sent.some((s) => s.tool === "slow_write" && 
  */
 async function decideOne(verdict: "approve" | "deny", pick: number): Promise<void> {
   if (!slowSentIn(sequence)) return;
-  const list = await waitForPending(gw.stateDir, (l) => (l.length > 0 ? l : null), 2_000).catch(() => []);
+  const list = await waitForPending(
+    gw.stateDir,
+    (l) => (l.length > 0 ? l : null),
+    2_000,
+    "a pending request",
+    storedPending,
+  ).catch(() => []);
   if (list.length === 0) return;
   const request = list[pick % list.length]!.request;
   const r = await runCli([verdict, request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
@@ -310,7 +319,7 @@ async function holdOne(seq: number, ids: string[], deaf: boolean): Promise<Sent>
     for (const request of asked) {
       approved.add(request);
       // no terminal here: the reach is given (the one approve ID would default to on one)
-      const mode = (await pending(gw.stateDir)).find((p) => p.request === request)?.mode;
+      const mode = storedPending(gw.stateDir).find((p) => p.request === request)?.mode;
       const r = await runCli(
         ["approve", request, "--for", mode === "per-call" ? "call" : "session", "--state-dir", gw.stateDir],
         { env: passphraseEnv() },
@@ -399,7 +408,7 @@ async function settle(ids: string[]): Promise<AuditEvent[]> {
     async () => {
       if (ids.every((id) => answersTo(id).length >= owed(id))) return true;
       // a call waiting for a human (also one asking again after a rebuild) is let through
-      for (const p of await pending(gw.stateDir)) {
+      for (const p of storedPending(gw.stateDir)) {
         const forWhat = p.mode === "per-call" ? "call" : "session";
         await runCli(["approve", p.request, "--for", forWhat, "--state-dir", gw.stateDir], {
           env: passphraseEnv(),
@@ -414,7 +423,7 @@ async function settle(ids: string[]): Promise<AuditEvent[]> {
   // a request outlives its call (cancelled, refused as stale): denied here, so that the next
   // sequence's decisions pick among its own calls' requests (a sequence without a slow_write made none)
   if (slowSentIn(sequence))
-    for (const p of await pending(gw.stateDir))
+    for (const p of storedPending(gw.stateDir))
       await runCli(["deny", p.request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
   // the ends are written with the next group of records, after the answers went out
   return waitFor(
