@@ -9,9 +9,9 @@
 // cancellation of a slow_write held at the server (found held, or sent, approved and waited for
 // until the server has it), with the release just before or after it, then a rebuild or a call
 // under the cancelled id. Then it settles (every pending request decided, every call the client
-// did not cancel answered, every intent closed) and checks, from the client's answers, the audit
-// and what the server received (the fixture records the id each call came under at the server,
-// and the cancellations it received):
+// did not cancel answered, every intent closed, every call the audit ended by its result answered)
+// and checks, from the client's answers, the audit and what the server received (the fixture
+// records the id each call came under at the server, and the cancellations it received):
 //   - every call the server received has exactly one intent that was not closed "not forwarded",
 //     under an epoch whose server_started (and server_identified, if any) came before it, whose
 //     process is the one that received the call, covered by a grant given for that epoch and tool
@@ -426,13 +426,58 @@ async function settle(ids: string[]): Promise<AuditEvent[]> {
     for (const p of storedPending(gw.stateDir))
       await runCli(["deny", p.request, "--state-dir", gw.stateDir], { env: passphraseEnv() });
   // the ends are written with the next group of records, after the answers went out
-  return waitFor(
+  const events = await waitFor(
     async () => {
       const events = (await auditEvents(gw.stateDir)).map((e, i) => ({ seq: i + 1, ...e }) as AuditEvent);
       return openIntents(events).length === 0 ? events : null;
     },
     20_000,
     "every intent to be closed",
+  );
+  // An end in the audit is not an answer read here. The wait above owed an id its calls less its
+  // cancellations, one short when a cancellation came after its call was answered (a release just
+  // before it, cancelHeld's release-before): the answer of a call sent after it under that id
+  // (reuse-…) was then not waited for. The gateway writes a call's answer before its end (the end
+  // rides in the audit's next group), but this process may read the audit before the answer's
+  // line on the gateway's stdout. So every call the audit ended by its result has its answer
+  // waited for, bounded: one that never comes is the check's to report.
+  await waitFor(() => unansweredResults(events).length === 0, 10_000).catch(() => undefined);
+  return events;
+}
+
+/**
+ * The intents ended by their result (tool_result) whose answer the client has not got yet: by
+ * their result's tag when the server gave one, and by their id (one answer for each such end).
+ */
+function unansweredResults(events: AuditEvent[]): AuditEvent[] {
+  const counts = new Map(
+    project
+      .records()
+      .filter((r) => r.count !== undefined)
+      .map((r) => [r.count!, tagOf(r.args)]),
+  );
+  const tags = new Set(
+    gw
+      .messages()
+      .filter((m) => m.method === undefined)
+      .map((m) => resultTag(m, counts)),
+  );
+  const open = new Map<string, AuditEvent>();
+  const ended: AuditEvent[] = [];
+  for (const e of events) {
+    if (isIntent(e)) open.set(callKeyOf(e), e);
+    else if (isEnd(e)) {
+      const intent = open.get(callKeyOf(e));
+      open.delete(callKeyOf(e));
+      if (intent && e.type === "tool_result") ended.push({ ...intent, outcome: e.outcome });
+    }
+  }
+  const byId = new Map<string, number>();
+  for (const i of ended) byId.set(String(i.requestId), (byId.get(String(i.requestId)) ?? 0) + 1);
+  return ended.filter(
+    (i) =>
+      answersTo(String(i.requestId)).length < byId.get(String(i.requestId))! ||
+      (i.outcome !== "error" && !tags.has(tagOf(i.arguments as Record<string, unknown>))),
   );
 }
 
