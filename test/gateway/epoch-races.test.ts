@@ -153,7 +153,9 @@ describe("a watcher's worker killed before a call", () => {
       cleanup.push(() => project.cleanup());
       writeFileSync(
         join(project.dir, "loop.sh"),
-        `while :; do ${JSON.stringify(NODE)} dist/server.js; sleep 1; done\n`,
+        // ends once its gateway is gone (a gateway killed before it stopped its server would
+        // leave the loop running for good)
+        `while kill -0 $PPID 2>/dev/null; do ${JSON.stringify(NODE)} dist/server.js; sleep 1; done\n`,
       );
       const gw = rawGateway({
         args: ["--label", "inventory", "--approval", "none", "--", "sh", "loop.sh"],

@@ -117,7 +117,11 @@ describe("a client's first initialize lost to a rebuild", () => {
       const hold = join(dir, "hold");
       const methods = join(dir, "methods.jsonl");
       writeFileSync(hold, "");
-      const script = `while :; do "${NODE}" "${FIXTURES.lenient}"; done`;
+      // The loop ends once the gateway that started it is gone ($PPID is read when sh starts): a
+      // gateway killed before it could stop its server (the helper's SIGKILL after 3 s of a slow
+      // shutdown) left `while :` restarting a server whose input is closed, at full CPU, for
+      // the rest of the suite.
+      const script = `while kill -0 $PPID 2>/dev/null; do "${NODE}" "${FIXTURES.lenient}"; done`;
       const peer = rawGateway({
         args: ["--label", "first-init-loop", "--approval", "none", "--", "/bin/sh", "-c", script],
         env: { FIXTURE_INIT_HOLD: hold, FIXTURE_METHOD_LOG: methods, PORTCULLIS_DEBUG: "1" },
