@@ -49,9 +49,12 @@ export interface StatLine {
    */
   image: string | null;
   /**
-   * Fields 26 and 27 are both 0: the process has no memory any more. A SIGKILLed process
-   * releases its memory before it becomes a zombie; until then its state still says running,
-   * and its image reads as gone, which is not another program (an execve) but an exit under way.
+   * Fields 26 and 27 are both 0 and so is field 23 (its virtual memory size): the process has no
+   * memory any more. A SIGKILLed process releases its memory before it becomes a zombie; until
+   * then its state still says running, and its image reads as gone, which is not another program
+   * (an execve) but an exit under way. The size tells it from a process in the middle of an
+   * execve: its new memory has its stack but no text segment yet (fields 26 and 27 read 0 too),
+   * and it is very much alive — a watcher's next worker read as dead there went unseen.
    */
   noMemory: boolean;
 }
@@ -66,12 +69,12 @@ export function parseProcStat(text: string): StatLine | null {
   const ppid = Number(f[1]);
   const startTime = f[19];
   if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
-  const [startCode, endCode, startStack] = [f[23], f[24], f[25]];
+  const [vsize, startCode, endCode, startStack] = [f[20], f[23], f[24], f[25]];
   const image =
     startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
       ? null
       : `${startCode}:${endCode}:${startStack}`;
-  return { ppid, state: f[0] ?? "?", startTime, image, noMemory: startCode === "0" && endCode === "0" };
+  return { ppid, state: f[0] ?? "?", startTime, image, noMemory: startCode === "0" && endCode === "0" && vsize === "0" };
 }
 
 /** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */

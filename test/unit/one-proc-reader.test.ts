@@ -65,14 +65,33 @@ describe("processes are read in one place", () => {
 });
 
 describe("a process's stat line", () => {
-  /** This process's own stat line with fields 26 to 28 (code start, code end, stack start) replaced. */
-  function withImage(fields: [string, string, string]): string {
+  /**
+   * This process's own stat line with fields 26 to 28 (code start, code end, stack start)
+   * replaced, and field 23 (virtual memory size) when given.
+   */
+  function withImage(fields: [string, string, string], vsize?: string): string {
     const text = readFileSync("/proc/self/stat", "utf8");
     const r = text.lastIndexOf(")");
     const f = text.slice(r + 2).split(" ");
     f.splice(23, 3, ...fields);
+    if (vsize !== undefined) f[20] = vsize;
     return `${text.slice(0, r + 2)}${f.join(" ")}`;
   }
+
+  // Read on this machine (Linux 6.x) from a child of python's subprocess, polled from its fork to
+  // its end: in the middle of its execve (its new memory holds its stack, 4096 bytes, and no text
+  // yet), and exiting (its memory gone, PF_EXITING set, not yet a zombie). Both say R.
+  const MID_EXECVE =
+    "6536 (node) R 6383 6380 1219 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 43521 4096 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 140737295796529 0 0 0 0\n";
+  const EXITING =
+    "6438 (node) R 6383 6380 1219 0 -1 4194316 2160 0 0 0 5 0 0 0 20 0 2 0 43353 0 0 18446744073709551615 0 0 0 0 0 0 0 16781312 17922 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+  it("one in the middle of an execve is alive (a watcher's next worker); one exiting is not", () => {
+    const starting = parseProcStat(MID_EXECVE)!;
+    expect([starting.state, starting.ppid, starting.image, dead(starting)]).toEqual(["R", 6383, null, false]);
+    const exiting = parseProcStat(EXITING)!;
+    expect([exiting.state, exiting.image, dead(exiting)]).toEqual(["R", null, true]);
+  });
 
   it.runIf(process.platform === "linux")(
     "one exiting (its memory released, still running) is gone, not another program; a hidden one is alive",
@@ -81,7 +100,7 @@ describe("a process's stat line", () => {
       expect(live.image).not.toBeNull();
       expect(dead(live)).toBe(false);
       // SIGKILLed: the kernel frees its memory before it is a zombie, and its state still says R
-      const exiting = parseProcStat(withImage(["0", "0", "0"]))!;
+      const exiting = parseProcStat(withImage(["0", "0", "0"], "0"))!;
       expect([exiting.state, exiting.image, dead(exiting)]).toEqual([live.state, null, true]);
       // a process the kernel will not show us (a setuid program): its image is unknown, but it runs
       const hidden = parseProcStat(withImage(["1", "1", "0"]))!;
