@@ -18,6 +18,7 @@ import { DigestCache, setStateDir } from "../identity/index.js";
 import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { EarlyStart } from "../supervisor/earlyStart.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -469,6 +470,8 @@ export async function serve(
 
 function noKeyring(stateDir: string): UsageError {
   return new UsageError(
-    `run: no keyring in ${stateDir}; run 'portcullis init' first (it asks for a passphrase once).`,
+    // the command names the directory unless it is the default: a host's entry often gives
+    // --state-dir, and a bare init in the human's terminal would set up another one
+    `run: no keyring in ${stateDir}; run 'portcullis init${stateDirFlagFor(stateDir)}' first (it asks for a passphrase once).`,
   );
 }

@@ -4,6 +4,7 @@ import { UsageError } from "../cli/errors.js";
 import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
 import { secretsProblem } from "../cli/secretsStored.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
+import { EMPTY_STATE_DIR } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import type { Entry } from "./document.js";
@@ -59,6 +60,8 @@ export function entryRun(entry: Entry): EntryRun {
     return { kind: "refused", why: e.message.replace(/^run: /, "").replace(/\.$/, "") };
   }
   if (read === "help") return { kind: "help" };
+  // run reads the flag later, when it opens the state: refused all the same, at every start
+  if (read.values["state-dir"] === "") return { kind: "refused", why: EMPTY_STATE_DIR.replace(/\.$/, "") };
   if (read.server.kind === "label")
     return {
       kind: "label",

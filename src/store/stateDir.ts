@@ -24,12 +24,14 @@ export class StateDirMissingError extends StateDirError {
   }
 }
 
+/** Why an empty --state-dir is refused (also read by doctor, for a host entry that gives one). */
+export const EMPTY_STATE_DIR = "--state-dir is empty; give a directory, or leave the flag out for the default.";
+
 /** Where the state lives: --state-dir, else $PORTCULLIS_HOME, else the XDG state directory. */
 export function stateDirPath(flag?: string): string {
   // `--state-dir "$DIR"` with DIR unset: taken as absent, init and run would make and use the
   // default state directory (the user's real one) where another was meant.
-  if (flag === "")
-    throw new StateDirError("--state-dir is empty; give a directory, or leave the flag out for the default.");
+  if (flag === "") throw new StateDirError(EMPTY_STATE_DIR);
   return flag
     ? resolve(flag)
     : process.env.PORTCULLIS_HOME

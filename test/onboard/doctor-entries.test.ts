@@ -78,6 +78,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       both: run("--config", join(u.project, "portcullis.json"), "--", command, ...args),
       header: run("--header", "X-Key: v", "--", command, ...args),
       help: run("--help", "echo"),
+      // `--state-dir "$DIR"` with DIR unset in the host's environment
+      empty: { command: NODE, args: [CLI, "run", "--state-dir", "", "echo"] },
       fine: run("--on-change", "restart", "echo"),
       wrapped: run("--label", "echo-w", "--", command, ...args),
     };
@@ -88,6 +90,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     expect(findings.map((f) => f.what.slice(mcp.length + 2).split(" runs ")[0])).toEqual([
       ...refused.map((k) => `server "${k}"`),
       'server "help"',
+      'server "empty"',
     ]);
     for (const [i, key] of refused.entries()) {
       const entry = entries[key];
@@ -108,6 +111,17 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       ok: false,
       what: `${mcp}: server "help" runs 'portcullis run --help', which prints run's help and exits: the host gets no server`,
       next: `remove "--help" (or "-h") from the "args" of "help" in ${mcp}`,
+    });
+    // run refuses it when it opens its state, in the state directory's own words
+    const empty = started(entries.empty, u.project);
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toBe(
+      "portcullis: --state-dir is empty; give a directory, or leave the flag out for the default.\n",
+    );
+    expect(findings[6]).toEqual({
+      ok: false,
+      what: `${mcp}: server "empty" runs portcullis with arguments 'portcullis run' refuses (--state-dir is empty; give a directory, or leave the flag out for the default): the gateway exits 2 at every start, and the host shows a server that does not connect`,
+      next: `fix the "args" of "empty" in ${mcp} as the sentence says ('portcullis run --help' lists run's options), then run doctor again`,
     });
     const help = started(entries.help, u.project);
     expect(help.status).toBe(0);
