@@ -74,7 +74,13 @@ export function parseProcStat(text: string): StatLine | null {
     startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
       ? null
       : `${startCode}:${endCode}:${startStack}`;
-  return { ppid, state: f[0] ?? "?", startTime, image, noMemory: startCode === "0" && endCode === "0" && vsize === "0" };
+  return {
+    ppid,
+    state: f[0] ?? "?",
+    startTime,
+    image,
+    noMemory: startCode === "0" && endCode === "0" && vsize === "0",
+  };
 }
 
 /** /proc/PID/stat of a process (Linux), or null when it is gone or unreadable. */

@@ -25,7 +25,8 @@ export class StateDirMissingError extends StateDirError {
 }
 
 /** Why an empty --state-dir is refused (also read by doctor, for a host entry that gives one). */
-export const EMPTY_STATE_DIR = "--state-dir is empty; give a directory, or leave the flag out for the default.";
+export const EMPTY_STATE_DIR =
+  "--state-dir is empty; give a directory, or leave the flag out for the default.";
 
 /** Where the state lives: --state-dir, else $PORTCULLIS_HOME, else the XDG state directory. */
 export function stateDirPath(flag?: string): string {

@@ -108,7 +108,9 @@ describe("the server is spawned before the gateway opens its store", () => {
     const exit = await gw.exited;
     expect(exit.code).toBe(2);
     // the command to paste names this directory: a bare init would set up the default one
-    expect(gw.stderr()).toContain(`no keyring in ${stateDir}; run 'portcullis init --state-dir ${stateDir}' first`);
+    expect(gw.stderr()).toContain(
+      `no keyring in ${stateDir}; run 'portcullis init --state-dir ${stateDir}' first`,
+    );
     expect(pids()).toEqual([]);
   });
 
