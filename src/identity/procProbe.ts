@@ -15,6 +15,8 @@ import {
 export interface Probed {
   startTime: string;
   image: string | null;
+  /** in the middle of an execve: its image is not known yet (StatLine.execing) */
+  execing: boolean;
 }
 
 /**
@@ -47,7 +49,7 @@ export class StartTimeProbe {
     if (process.platform !== "linux")
       return (p) => {
         const startTime = processStartTime(p.pid);
-        return startTime === null ? null : { startTime, image: null };
+        return startTime === null ? null : { startTime, image: null, execing: false };
       };
     if (this.set !== set) {
       this.close();
@@ -83,7 +85,9 @@ export class StartTimeProbe {
       mem.fd = null;
       return;
     }
-    if (now === null) return;
+    // In the middle of an execve: a descriptor opened now would hold its new memory, and every
+    // look through it would give back this half-made image. The stat line is read again next time.
+    if (now === null || now.execing) return;
     let fd: number | null = null;
     try {
       fd = openSync(`/proc/${pid}/environ`, "r");
@@ -146,5 +150,5 @@ export class StartTimeProbe {
 }
 
 function probed(st: StatLine | null): Probed | null {
-  return st && !dead(st) ? { startTime: st.startTime, image: st.image } : null;
+  return st && !dead(st) ? { startTime: st.startTime, image: st.image, execing: st.execing } : null;
 }

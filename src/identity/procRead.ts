@@ -57,6 +57,11 @@ export interface StatLine {
    * and it is very much alive — a watcher's next worker read as dead there went unseen.
    */
   noMemory: boolean;
+  /**
+   * In the middle of an execve (fields 26 and 27 both 0, field 23 not): alive, and the program it
+   * will run is not loaded yet, so its image (null here) says nothing about it yet.
+   */
+  execing: boolean;
 }
 
 /** Parses the text of /proc/PID/stat; the one place this format is read. */
@@ -70,8 +75,14 @@ export function parseProcStat(text: string): StatLine | null {
   const startTime = f[19];
   if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
   const [vsize, startCode, endCode, startStack] = [f[20], f[23], f[24], f[25]];
+  const codeless = startCode === "0" && endCode === "0";
+  const execing = codeless && vsize !== undefined && vsize !== "0";
   const image =
-    startCode === undefined || endCode === undefined || startStack === undefined || startStack === "0"
+    startCode === undefined ||
+    endCode === undefined ||
+    startStack === undefined ||
+    startStack === "0" ||
+    execing
       ? null
       : `${startCode}:${endCode}:${startStack}`;
   return {
@@ -79,7 +90,8 @@ export function parseProcStat(text: string): StatLine | null {
     state: f[0] ?? "?",
     startTime,
     image,
-    noMemory: startCode === "0" && endCode === "0" && vsize === "0",
+    noMemory: codeless && vsize === "0",
+    execing,
   };
 }
 

@@ -26,6 +26,13 @@ export interface SettledProcess {
   /** its executable's device and inode and its auxiliary vector (execImage: Linux), read by the idle poll */
   exec: string | null;
   /**
+   * It was in the middle of an execve when the epoch settled (a helper just started): `image`
+   * and `exec` are taken at the first look that sees it whole, as if it had settled then. Read
+   * as it was, the half-loaded program would differ from the one it runs a moment later: a
+   * replacement by execve that never happened.
+   */
+  pending: boolean;
+  /**
    * It held the gateway's output pipe as its descriptor 1 (the launched process's end, Channel):
    * it wrote into what the gateway reads, so it answered the gateway's requests, whether it read
    * them from its descriptor 0 (`node --watch`, a restart loop) or a watcher passed them on to it
@@ -54,15 +61,20 @@ export interface WatchedGeneration {
  * with which of them hold the gateway's pipes (read once here, never on the forwarding path).
  */
 export function settledFrom(processes: readonly ProcessFact[], channel: Channel | null): SettledProcess[] {
-  return processes.map((p) => ({
-    pid: p.pid,
-    ppid: p.ppid,
-    startTime: p.startTime,
-    exe: plainExe(p.exe),
-    image: readStat(p.pid)?.image ?? null,
-    exec: execImage(p.pid),
-    answers: answersOn(p.pid, channel),
-  }));
+  return processes.map((p) => {
+    const st = readStat(p.pid);
+    const pending = st?.execing === true;
+    return {
+      pid: p.pid,
+      ppid: p.ppid,
+      startTime: p.startTime,
+      exe: plainExe(p.exe),
+      image: st?.image ?? null,
+      exec: pending ? null : execImage(p.pid),
+      pending,
+      answers: answersOn(p.pid, channel),
+    };
+  });
 }
 
 /** Whether process `pid` holds the gateway's output pipe as its descriptor 1 (it answers). */
@@ -134,6 +146,14 @@ export class ReplacementDetector {
     for (const p of settled) {
       const now = probe(p);
       let alive = now?.startTime === p.startTime;
+      if (alive && p.pending) {
+        if (!now!.execing) {
+          p.image = now!.image;
+          p.exec = execImage(p.pid);
+          p.pending = false;
+        }
+        continue;
+      }
       if (alive && (now!.image !== p.image || (thorough && execImage(p.pid) !== p.exec))) {
         // Not readable any more: gone since the first read (exiting: its memory already released
         // while its state still says running, its executable unreadable), or it execve()d into

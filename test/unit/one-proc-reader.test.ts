@@ -88,9 +88,16 @@ describe("a process's stat line", () => {
 
   it("one in the middle of an execve is alive (a watcher's next worker); one exiting is not", () => {
     const starting = parseProcStat(MID_EXECVE)!;
-    expect([starting.state, starting.ppid, starting.image, dead(starting)]).toEqual(["R", 6383, null, false]);
+    expect([starting.state, starting.ppid, starting.image, dead(starting), starting.execing]).toEqual([
+      "R",
+      6383,
+      null,
+      false,
+      true,
+    ]);
     const exiting = parseProcStat(EXITING)!;
-    expect([exiting.state, exiting.image, dead(exiting)]).toEqual(["R", null, true]);
+    expect([exiting.state, exiting.image, dead(exiting), exiting.execing]).toEqual(["R", null, true, false]);
+    expect(parseProcStat(readFileSync("/proc/self/stat", "utf8"))!.execing).toBe(false);
   });
 
   it.runIf(process.platform === "linux")(
