@@ -69,12 +69,15 @@ describe("node --env-file", () => {
   it("the env file and the preload its NODE_OPTIONS names are digested: a changed preload is a new identity", async () => {
     const { project, preload, marker, stateDir } = envFileProject();
     const first = await launch(project, stateDir);
-    expect(readFileSync(marker, "utf8")).toBe("v1\n"); // node ran the preload inside the server
+    // node ran the preload inside the server: once, or twice when the gateway spawned it within
+    // moments of the preload being written (a file that new may have changed after the spawn: the
+    // server is started again once the capture is done, src/supervisor/launchCapture.ts)
+    expect(readFileSync(marker, "utf8")).toMatch(/^(v1\n)+$/);
     expect(paths(first.record)).toEqual([".env", "preload.cjs"]);
 
     writeFileSync(preload, `require("node:fs").appendFileSync(${JSON.stringify(marker)}, "v2\\n");\n`);
     const second = await launch(project, stateDir);
-    expect(readFileSync(marker, "utf8")).toBe("v1\nv2\n");
+    expect(readFileSync(marker, "utf8")).toMatch(/^(v1\n)+(v2\n)+$/);
     expect(second.record.identityDigest).not.toBe(first.record.identityDigest);
     expect(second.record.wrappers.find((w) => w.path === "preload.cjs")?.sha256).not.toBe(
       first.record.wrappers.find((w) => w.path === "preload.cjs")?.sha256,
