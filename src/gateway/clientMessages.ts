@@ -250,7 +250,9 @@ export class ClientMessages {
     // look: find out before a request whose answer depends on which code runs is handled (a few
     // /proc reads). What passes unguarded (a ping, a list of prompts) grants nothing and is not
     // recorded per call: it is left to the idle poll, which keeps relaying it cheap.
-    if (isGuardedMethod(msg.method)) this.p.link.checkReplacement();
+    // Before the server's first answer every request gets the look: the process tree is observed
+    // while it starts (Supervisor.checkEarly), and a worker swapped meanwhile is seen.
+    if (isGuardedMethod(msg.method) || this.p.link.current?.settled === null) this.p.link.checkReplacement();
     switch (msg.method) {
       case "initialize":
         session.keepInitialize(msg);

@@ -75,6 +75,12 @@ const REPORT_NEXT =
   'the new code runs when the server starts again: have your MCP client reconnect it, or run with --on-change restart ("onChange": "restart" in portcullis.json)';
 
 /**
+ * How long the probe after a worker swapped before the first answer waits for the server's answer
+ * to its ping (onSwappedBeforeAnswer): a worker that just started may still be loading its code.
+ */
+const SWAP_PROBE_MS = 20_000;
+
+/**
  * One client connection (one agent run) in front of one supervised server.
  * Relays every message in both directions with remapped ids, serves tools/list
  * from the verified snapshot, and sends every tools/call through the guard.
@@ -253,6 +259,7 @@ export class Gateway {
     link.on("change-judged", () => this.onChangeJudged());
     link.on("change-unseen", (since) => this.onChangeUnseen(since));
     link.on("code-unknown", (gen) => this.onCodeUnknown(gen));
+    link.on("swapped-before-answer", (gen, detail) => this.onSwappedBeforeAnswer(gen, detail));
   }
 
   /**
@@ -407,6 +414,39 @@ export class Gateway {
     void this.o.supervisor
       .restart(`restarted by portcullis: ${gen.codeUnknown}`, "lost its worker with nothing in its place")
       .catch((e) => this.end(`cannot restart the server: ${(e as Error).message}`, 1));
+  }
+
+  /**
+   * A worker swapped before `gen`'s first answer (the supervisor's look: the one on the gateway's
+   * output pipe gone, the same command started again). Whether it took the client's initialize
+   * with it, nothing under /proc says: a worker that died before reading anything leaves the
+   * request in the pipe for the next one, which answers it. So the gateway asks: a ping of its own,
+   * written behind what waits. A server reads the pipe in order and answers an initialize before
+   * it reads what follows it, so a ping answered while the client's initialize written before it
+   * is still unanswered means that initialize was read by the worker that went away: the epoch is
+   * replaced (a new one, its identity captured again), and the initialize answered epoch_transition
+   * (send it again), as for a process that crashed holding it. No answer to the ping (a server
+   * that answers none): nothing is concluded, as before. The server's words decide nothing here
+   * but whether a request was lost; the swap itself is what the supervisor saw.
+   */
+  private onSwappedBeforeAnswer(gen: Generation, detail: string): void {
+    if (gen !== this.gen || !gen.alive) return;
+    const waiting = this.inFlight.initializesAt(gen);
+    if (waiting.length === 0) return;
+    this.inFlight.request(gen, "ping", {}, SWAP_PROBE_MS).then(
+      (answer) => {
+        if (answer === null || gen !== this.gen || !gen.alive) return; // gone first: answered then
+        if (!waiting.some((wire) => this.inFlight.waitingAt(wire, gen))) return;
+        this.o.log.status(
+          `the client's initialize was lost with the server's worker (${detail}): it answered a ping written after it, and not the initialize`,
+        );
+        this.o.supervisor.replaceBeforeAnswer?.(
+          gen,
+          `${detail}; the client's initialize it had read was lost with it`,
+        );
+      },
+      () => {}, // no answer within the time: nothing concluded
+    );
   }
 
   private reportState(): void {

@@ -673,6 +673,23 @@ export class InFlight {
   }
 
   /**
+   * The wire ids of the client's initialize requests written to `gen` and not answered yet: what a
+   * worker swapped before the first answer may have read and taken with it (Gateway's probe).
+   */
+  initializesAt(gen: Generation): number[] {
+    const out: number[] = [];
+    for (const [wire, p] of this.upstream.entries())
+      if (p.origin === "client" && p.gen === gen && p.method === "initialize" && !p.cancelled) out.push(wire);
+    return out;
+  }
+
+  /** Whether the client's request written to `gen` under `wire` is still waiting for its answer. */
+  waitingAt(wire: number, gen: Generation): boolean {
+    const p = this.upstream.get(wire);
+    return p !== undefined && p.origin === "client" && p.gen === gen && !p.cancelled;
+  }
+
+  /**
    * Whether a client request was at the server at some moment since `since` (performance.now()):
    * one is there now, or one was forwarded or answered since then.
    */

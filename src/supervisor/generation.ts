@@ -27,7 +27,8 @@ export interface Generation extends LinkGeneration {
   /**
    * Processes observed once the worker answered (still alive). One of them running other code
    * (execve) is a replacement; one going away is a replacement once its parent has started
-   * another process of the same executable in its place (checkReplacement).
+   * another process of the same executable in its place (checkReplacement). Before that, what
+   * is seen of the tree is ReplacementDetector's provisional set (lookEarly).
    */
   settled: SettledProcess[] | null;
   /** settled processes that went away with nothing (yet) in their place */

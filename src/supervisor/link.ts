@@ -78,6 +78,15 @@ export interface LinkEvents<G extends LinkGeneration = LinkGeneration> {
    * in its place: `gen.codeUnknown` says which, and guarded requests wait (see LinkGeneration).
    */
   "code-unknown": [gen: G];
+  /**
+   * Before `gen`'s first answer, a launched server's worker that held the gateway's output pipe
+   * went away and the same command was started again in its place (a watcher's swap, `detail`
+   * says which processes). Not a replacement by itself: the new worker may read what is waiting in
+   * the pipe and answer it (a build broken at launch dies before reading anything). Whether a
+   * request the gone worker had read was lost with it is for the gateway to find out (a probe of
+   * its own behind it); `replaceBeforeAnswer` ends the epoch when one was.
+   */
+  "swapped-before-answer": [gen: G, detail: string];
   /** supervision stopped */
   "gave-up": [message: string];
   /**
@@ -118,6 +127,12 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
   settle(gen: G): void;
   /** A cheap synchronous look for a replaced server before anything is forwarded; true if one was found. */
   checkReplacement(): boolean;
+  /**
+   * `gen` (still current) lost requests with a worker swapped before its first
+   * answer (`swapped-before-answer`): it is replaced (a new epoch, its identity captured again),
+   * and what waited at it is answered as for any process gone. Absent: the link never swaps.
+   */
+  replaceBeforeAnswer?(gen: G, detail: string): void;
   /**
    * Replaces the server under our control (onChange: restart; a worker gone with nothing in its
    * place); null when shutting down, or when the new server could not be started and supervision

@@ -6,6 +6,7 @@ import {
   descriptorOf,
   execImage,
   listChildren,
+  listDescendants,
   plainExe,
   processStartTime,
   readStat,
@@ -103,6 +104,36 @@ export interface CodeUnknown {
 export type Look = string | typeof ROOT_GONE | CodeUnknown | null;
 
 /**
+ * One process seen under a generation before its first answer (the provisional set, lookEarly):
+ * as last read, with the looks it was first and last seen at.
+ */
+interface Observed {
+  pid: number;
+  ppid: number;
+  startTime: string;
+  exe: string | null;
+  argv: readonly string[];
+  /** it held the gateway's output pipe as its descriptor 1 at some look (SettledProcess.answers) */
+  answers: boolean;
+  first: number;
+  last: number;
+}
+
+/** What lookEarly keeps of a generation not settled yet. */
+interface Provisional {
+  looks: number;
+  seen: Map<string, Observed>;
+}
+
+/** lookEarly's verdict: a replacement's detail (or null), and the processes first seen answering. */
+export interface EarlyLook {
+  replaced: string | null;
+  answering: { pid: number; exe: string | null }[];
+}
+
+const NOTHING_EARLY: EarlyLook = { replaced: null, answering: [] };
+
+/**
  * Looks at a generation's settled processes for other code answering in their place. Holds the
  * start-time probe (open /proc files, reused between looks) and remembers what it already looked
  * at in this event-loop turn.
@@ -116,6 +147,13 @@ export class ReplacementDetector {
     this.checkedSettled = null;
   };
   private readonly probe = new StartTimeProbe();
+  /** the provisional sets of generations not settled yet (lookEarly) */
+  private readonly early = new WeakMap<WatchedGeneration, Provisional>();
+  /** the generation already looked at by lookEarly in this event-loop turn */
+  private earlyGen: WatchedGeneration | null = null;
+  private readonly endEarlyTurn = () => {
+    this.earlyGen = null;
+  };
 
   /**
    * Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, CodeUnknown,
@@ -135,6 +173,82 @@ export class ReplacementDetector {
 
   close(): void {
     this.probe.close();
+  }
+
+  /**
+   * Before `gen`'s first answer (its settled set is taken only then): its processes now, added to
+   * what earlier looks saw, and whether a watcher swapped its worker meanwhile. A process that
+   * held the gateway's output pipe as its descriptor 1 is gone, and a process its parent (still
+   * the one seen alongside it) started since it was last seen runs the same executable with the
+   * same argv and holds an end of the gateway's pipes: a restart of the same command, which is
+   * what a watcher (node --watch, nodemon, a restart loop) does and a wrapper starting the real
+   * server (npx, `sh -c "build && node server"`, npm run, tsx) does not: a build step that wrote
+   * into the pipe is followed by another command, not by itself again. The command must also run
+   * `serverExes` (the launch's executable or runtime, as its identity resolved them; null: any):
+   * a wrapper's polling loop (`until nc -z db 5432; do sleep 1; done; node server`) starts the
+   * same helper again and again on the same pipe, and runs none of the server's code. Once per
+   * event-loop turn (`force`: whatever was looked at in this turn). See docs/identity.md,
+   * "Replaced workers".
+   */
+  lookEarly(gen: WatchedGeneration, serverExes: ReadonlySet<string> | null, force = false): EarlyLook {
+    if (gen.channel === null || (!force && this.earlyGen === gen)) return NOTHING_EARLY;
+    if (this.earlyGen === null) process.nextTick(this.endEarlyTurn);
+    this.earlyGen = gen;
+    let prov = this.early.get(gen);
+    if (prov === undefined) {
+      prov = { looks: 0, seen: new Map() };
+      this.early.set(gen, prov);
+    }
+    const look = ++prov.looks;
+    let now: ProcessFact[];
+    try {
+      now = listDescendants(gen.child.pid!);
+    } catch {
+      return NOTHING_EARLY;
+    }
+    if (now.length === 0) return NOTHING_EARLY; // the root is gone: its exit handler's case
+    const answering: EarlyLook["answering"] = [];
+    const alive = new Set<string>();
+    for (const p of now) {
+      const key = `${p.pid}/${p.startTime}`;
+      alive.add(key);
+      const answers = answersOn(p.pid, gen.channel);
+      const was = prov.seen.get(key);
+      // read again at each look: one seen between its fork and its execve() shows its parent's
+      if (was === undefined) {
+        const { pid, ppid, startTime, argv } = p;
+        prov.seen.set(key, {
+          pid,
+          ppid,
+          startTime,
+          argv,
+          exe: plainExe(p.exe),
+          answers,
+          first: look,
+          last: look,
+        });
+      } else {
+        was.exe = plainExe(p.exe);
+        was.argv = p.argv;
+        was.last = look;
+      }
+      if (answers && !was?.answers) {
+        if (was !== undefined) was.answers = true;
+        answering.push({ pid: p.pid, exe: plainExe(p.exe) });
+      }
+    }
+    let replaced: string | null = null;
+    for (const [key, d] of prov.seen) {
+      if (alive.has(key)) continue;
+      // one that never wrote into the gateway's pipe leaves the code that answers as it was
+      if (!d.answers) {
+        prov.seen.delete(key);
+        continue;
+      }
+      if (serverExes === null || (d.exe !== null && serverExes.has(d.exe)))
+        replaced ??= earlySuccessor(d, now, prov, gen.channel);
+    }
+    return { replaced, answering };
   }
 
   /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, CodeUnknown, or null. */
@@ -181,6 +295,41 @@ export class ReplacementDetector {
     const worker = gen.departed.find((d) => d.answers);
     return worker ? { unknown: `process ${worker.pid}, which held the gateway's pipe, went away` } : null;
   }
+}
+
+/**
+ * lookEarly: a process in `now` that took the place of `d` (gone, it held the gateway's output
+ * pipe): a child of `d`'s parent, that parent still the one seen while `d` ran, first seen after
+ * `d` was last seen, running the same executable with the same argv (both known), and holding an
+ * end of the gateway's pipes.
+ */
+function earlySuccessor(
+  d: Observed,
+  now: readonly ProcessFact[],
+  prov: Provisional,
+  channel: Channel,
+): string | null {
+  const parent = now
+    .filter((p) => p.pid === d.ppid)
+    .map((p) => prov.seen.get(`${p.pid}/${p.startTime}`))
+    .find((seen) => seen !== undefined && seen.first <= d.last);
+  if (parent === undefined || d.exe === null) return null;
+  // Seen only as its parent's copy (a fork not yet execve()d into its command, a shell's subshell):
+  // what it ran is not known, and two such copies at two looks would pass for one command twice.
+  if (d.exe === parent.exe && sameArgv(d.argv, parent.argv)) return null;
+  for (const k of now) {
+    if (k.ppid !== d.ppid) continue;
+    const seen = prov.seen.get(`${k.pid}/${k.startTime}`);
+    if (seen === undefined || seen.first <= d.last) continue; // it ran alongside `d`: not its successor
+    if (plainExe(k.exe) !== d.exe || !sameArgv(k.argv, d.argv)) continue;
+    if (!holdsChannel(k.pid, channel)) continue;
+    return `process ${d.pid} was replaced before the first answer by process ${k.pid}, the same command started again by process ${d.ppid} (a watcher's new worker, or a restart loop's)`;
+  }
+  return null;
+}
+
+function sameArgv(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((w, i) => w === b[i]);
 }
 
 /**

@@ -1,7 +1,9 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { resolve } from "node:path";
 import { contentChangedPaths } from "../identity/changedPaths.js";
 import { collectWhenIdle } from "../identity/collect.js";
+import { realpathOr } from "../identity/files.js";
 import {
   captureStaticIdentity,
   changedParts,
@@ -10,6 +12,7 @@ import {
   type StaticIdentity,
   selfWatcherOf,
 } from "../identity/index.js";
+import { resolveLaunch } from "../identity/resolve.js";
 import type { Logger } from "../util/log.js";
 import { CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
@@ -137,6 +140,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly pipeLost = new WeakMap<ChildProcessWithoutNullStreams, string>();
   /** generations whose files' content changed before they first answered (settle) */
   private readonly changedUnsettled = new WeakSet<Generation>();
+  /** the swaps before the first answer already reported, per generation (checkEarly) */
+  private readonly swapsSaid = new WeakMap<Generation, Set<string>>();
+  /** serverExes, once resolved (undefined: not yet) */
+  private launchExes: ReadonlySet<string> | null | undefined = undefined;
 
   constructor(private readonly opts: SupervisorOptions) {
     super();
@@ -402,6 +409,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   settle(gen: Generation): void {
     if (gen.settled || !gen.alive) return;
+    // one more look before the tree is settled: a swap since the last is reported as one (the
+    // gateway's probe judges it), not taken for the tree the epoch started with
+    if (gen === this.current && !this.restarting && !this.stopping) this.checkEarly(gen, true);
     if (gen === this.current) this.loop.answered();
     settleGeneration(gen);
     // Replacement detection compares with the processes settled here: a server under its own
@@ -425,11 +435,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * its place is not a replacement: the code that answers is unchanged. One that answered on the
    * gateway's pipe (a watcher's worker, killed) leaves the code that reads the next request
    * unknown until something takes its place: the generation's `codeUnknown` says so, and the
-   * gateway holds guarded requests meanwhile.
+   * gateway holds guarded requests meanwhile. Before the first answer (nothing settled yet) the
+   * look is checkEarly's.
    */
   checkReplacement(thorough = false): boolean {
     const cur = this.current;
-    if (!cur?.alive || !cur.settled || this.restarting) return false;
+    if (!cur?.alive || this.restarting) return false;
+    if (!cur.settled) return this.checkEarly(cur);
     const found = this.replacements.look(cur, thorough); // at most once per event-loop turn
     if (found === null || found === ROOT_GONE) return false; // ROOT_GONE: the exit handler owns this case
     if (typeof found === "object") {
@@ -438,6 +450,60 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     }
     this.replace(cur, found);
     return true;
+  }
+
+  /**
+   * Before `gen`'s first answer, on the idle poll and as each client request arrives (and once
+   * more as it settles): its processes so far, and whether a watcher restarted its worker
+   * meanwhile (ReplacementDetector.lookEarly). The settled set is taken only at the first answer,
+   * so without this a worker replaced before it answered anything (a watcher's swap while the
+   * client's first initialize waits in the killed worker) was never seen: that initialize was
+   * never answered, and the new worker served under the epoch recorded for the old code.
+   */
+  private checkEarly(gen: Generation, force = false): boolean {
+    const { replaced, answering } = this.replacements.lookEarly(gen, this.serverExes(), force);
+    for (const a of answering)
+      this.opts.log.debug(
+        `before its first answer, process ${a.pid} (${a.exe ?? "unknown executable"}) holds the gateway's output pipe: epoch=${gen.epoch}`,
+      );
+    if (replaced === null) return false;
+    // Said once per swap. Not a replacement by itself: nothing under /proc says whether the gone
+    // worker read what the gateway wrote (a build broken at launch dies before reading anything,
+    // and the next worker answers the request still in the pipe). The gateway finds out with a
+    // request of its own behind what waits, and calls replaceBeforeAnswer when something was lost.
+    const said = this.swapsSaid.get(gen) ?? new Set<string>();
+    this.swapsSaid.set(gen, said);
+    if (said.has(replaced)) return false;
+    said.add(replaced);
+    this.opts.log.debug(`${replaced}: epoch=${gen.epoch}, before its first answer`);
+    this.emit("swapped-before-answer", gen, replaced);
+    return false;
+  }
+
+  /** See ServerLink.replaceBeforeAnswer. */
+  replaceBeforeAnswer(gen: Generation, detail: string): void {
+    // (settled by now, most often: the answer to the gateway's probe was its first)
+    if (gen !== this.current || !gen.alive || this.restarting || this.stopping) return;
+    this.replace(gen, detail);
+  }
+
+  /**
+   * The executables the launch runs the server's code with, as its identity resolves them (the
+   * command's own, and its runtime: node for `npx x`, `sh -c "… node server"`, a watcher), real
+   * paths, as /proc names a process's; null when the launch cannot be resolved now (any executable
+   * then counts, deny first). What checkEarly takes for a restart of the server's own command.
+   */
+  private serverExes(): ReadonlySet<string> | null {
+    if (this.launchExes !== undefined) return this.launchExes;
+    const { spec } = this.opts;
+    try {
+      const r = resolveLaunch(spec.command, spec.args, resolve(spec.cwd), spec.env);
+      const exes = [r.executable, r.runtime?.exe ?? null].filter((e): e is string => e !== null);
+      this.launchExes = new Set(exes.map((e) => realpathOr(e)));
+    } catch {
+      this.launchExes = null;
+    }
+    return this.launchExes;
   }
 
   /**
