@@ -21,7 +21,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -31,6 +31,32 @@ afterEach(async () => {
 
 const INIT = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } };
 
+/**
+ * A gateway in front of the watcher fixture (its worker on the gateway's pipe, as under node
+ * --watch) running the lenient fixture with `env`, the client's first initialize sent.
+ */
+function watcherPeer(label: string, env: Record<string, string>): RawGateway {
+  const peer = rawGateway({
+    args: [
+      "--label",
+      label,
+      "--approval",
+      "none",
+      "--",
+      NODE,
+      FIXTURES.watcher,
+      "--inherit-stdio",
+      "--",
+      NODE,
+      FIXTURES.lenient,
+    ],
+    env: { ...env, PORTCULLIS_DEBUG: "1" },
+  });
+  cleanup.push(() => peer.close());
+  peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
+  return peer;
+}
+
 describe("a client's first initialize lost to a rebuild", () => {
   it("the server's code is replaced (a watcher's new worker) while the client's first initialize waits for its answer: answered epoch_transition, and the client's next initialize is the new worker's handshake", async () => {
     const dir = tempDir("portcullis-first-init-replaced-");
@@ -39,29 +65,11 @@ describe("a client's first initialize lost to a rebuild", () => {
     const methods = join(dir, "methods.jsonl");
     const starts = join(dir, "starts.jsonl");
     writeFileSync(hold, ""); // the first worker holds the client's initialize unanswered
-    const peer = rawGateway({
-      args: [
-        "--label",
-        "first-init-replaced",
-        "--approval",
-        "none",
-        "--",
-        NODE,
-        FIXTURES.watcher,
-        "--inherit-stdio",
-        "--",
-        NODE,
-        FIXTURES.lenient,
-      ],
-      env: {
-        FIXTURE_INIT_HOLD: hold,
-        FIXTURE_METHOD_LOG: methods,
-        FIXTURE_STARTS: starts,
-        PORTCULLIS_DEBUG: "1",
-      },
+    const peer = watcherPeer("first-init-replaced", {
+      FIXTURE_INIT_HOLD: hold,
+      FIXTURE_METHOD_LOG: methods,
+      FIXTURE_STARTS: starts,
     });
-    cleanup.push(() => peer.close());
-    peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
     await waitFor(
       () =>
         (existsSync(methods) &&
@@ -120,29 +128,11 @@ describe("a client's first initialize lost to a rebuild", () => {
     const methods = join(dir, "methods.jsonl");
     const starts = join(dir, "starts.jsonl");
     writeFileSync(gate, ""); // no worker reads its input while this exists
-    const peer = rawGateway({
-      args: [
-        "--label",
-        "first-init-unread",
-        "--approval",
-        "none",
-        "--",
-        NODE,
-        FIXTURES.watcher,
-        "--inherit-stdio",
-        "--",
-        NODE,
-        FIXTURES.lenient,
-      ],
-      env: {
-        FIXTURE_READ_GATE: gate,
-        FIXTURE_METHOD_LOG: methods,
-        FIXTURE_STARTS: starts,
-        PORTCULLIS_DEBUG: "1",
-      },
+    const peer = watcherPeer("first-init-unread", {
+      FIXTURE_READ_GATE: gate,
+      FIXTURE_METHOD_LOG: methods,
+      FIXTURE_STARTS: starts,
     });
-    cleanup.push(() => peer.close());
-    peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
     const workers = () => readJsonLines<{ watcher: number; pid: number }>(starts);
     await waitFor(() => existsSync(starts) || undefined, 20_000, "the first worker");
     const { watcher: watcherPid, pid: first } = workers()[0]!;
