@@ -15,6 +15,7 @@ import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
+import { headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
@@ -182,8 +183,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       }
       // an entry that runs a portcullis.json label: that the label resolves, and no credential
       // the vault holds for it left in clear in the entry's env
-      for (const s of read.servers)
+      for (const s of read.servers) {
         findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
+        // and no credential header written out in clear (its value stays unread and unprinted)
+        findings.push(...headerFindings(f, s.key, s.entry));
+      }
     } catch (e) {
       const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
       hosts.push({ host: f.host, file: f.file, servers: [], error: msg });

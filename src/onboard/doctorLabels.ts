@@ -44,7 +44,7 @@ function runArguments(entry: Entry): string[] | null {
 type EntryRun =
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
   | { kind: "command"; label: string | undefined; stateDir: string | undefined }
-  | { kind: "url"; stateDir: string | undefined }
+  | { kind: "url"; stateDir: string | undefined; url: string; headers: string[] }
   | { kind: "help" }
   | { kind: "refused"; why: string }
   | { kind: "bare" };
@@ -71,7 +71,7 @@ export function entryRun(entry: Entry): EntryRun {
     };
   const stateDir = read.values["state-dir"];
   if (read.server.kind === "command") return { kind: "command", label: read.values.label, stateDir };
-  return { kind: "url", stateDir };
+  return { kind: "url", stateDir, url: read.server.url, headers: read.values.header ?? [] };
 }
 
 /**

@@ -1,0 +1,98 @@
+// doctor: a credential sent as an HTTP header whose value is written in a host file, in clear. The
+// host reads it from there (its own "headers" for a server it reaches by URL) or hands it to
+// `portcullis run --url … --header 'Name: value'` in the entry's args: either way the value sits
+// in a file every process of the user can read, where the vault would keep it (a header from the
+// vault is put in at each request, docs/configuration.md "headers"). Judged by the header's NAME
+// only, as the env check is (doctorLabels.ts): the value is never printed, nor compared.
+import { quotedName } from "../catalog/text.js";
+import { CONFIG_FILE } from "../config/config.js";
+import { isSecretName } from "../util/redact/names.js";
+import { entryRun } from "./doctorLabels.js";
+import type { Entry } from "./document.js";
+import type { HostFile } from "./hosts.js";
+
+export interface HeaderFinding {
+  ok: false;
+  what: string;
+  next: string;
+}
+
+/** The entry's headers that carry a credential written out in the host file. */
+export function headerFindings(host: HostFile, key: string, entry: Entry): HeaderFinding[] {
+  const entryName = `${host.file}: server ${quotedName(key)}`;
+  const out: HeaderFinding[] = [];
+  const headers = entry.headers;
+  if (typeof headers === "object" && headers !== null && !Array.isArray(headers))
+    for (const [name, value] of Object.entries(headers))
+      if (typeof value === "string" && inClear(name, value))
+        out.push(
+          finding(
+            entryName,
+            name,
+            value,
+            entry.url,
+            `its "headers"`,
+            `delete ${quotedName(name)} from its "headers"`,
+          ),
+        );
+  const run = entryRun(entry);
+  if (run.kind === "url")
+    for (const header of run.headers) {
+      const colon = header.indexOf(":");
+      if (colon < 0) continue; // run refuses it, and says so (doctor's refused-entry finding)
+      const name = header.slice(0, colon).trim();
+      const value = header.slice(colon + 1).trim();
+      if (inClear(name, value))
+        out.push(
+          finding(
+            entryName,
+            name,
+            value,
+            run.url,
+            `a --header of the portcullis run in its "args"`,
+            `remove that --header from its "args"`,
+          ),
+        );
+    }
+  return out;
+}
+
+/**
+ * A header whose name says it carries a credential (Authorization, X-Api-Key, a …-Token), with a
+ * value written out: not one the host fills in from its environment when it starts the entry
+ * (`${VAR}`, `${env:VAR}`, `Bearer ${TOKEN}`: the credential is not in the file then).
+ */
+function inClear(name: string, value: string): boolean {
+  return value.trim() !== "" && isSecretName(name) && !/\$\{[^}]+\}/.test(value);
+}
+
+function finding(
+  entryName: string,
+  name: string,
+  value: string,
+  url: unknown,
+  where: string,
+  remove: string,
+): HeaderFinding {
+  // the authentication scheme's word (Bearer, Basic, Token) is no secret: kept in the format
+  const scheme = /^([A-Za-z]+) \S/.exec(value.trim())?.[1];
+  const format =
+    scheme !== undefined && /^(bearer|basic|token|apikey)$/i.test(scheme) ? `${scheme} {}` : "{}";
+  const host = hostOf(url);
+  const secret = { secret: "NAME", format };
+  return {
+    ok: false,
+    what: `${entryName} sends the header ${quotedName(name)} with its value written in ${where}, in clear: every process of this user can read it there`,
+    next: `store the value in the vault ('portcullis vault set NAME --deliver http --host ${host}'), describe the server in ${CONFIG_FILE} with "url" and "headers": {${JSON.stringify(name)}: ${JSON.stringify(secret)}} and have the entry run that label (docs/onboarding.md, "After wrap"); then ${remove}; the value has been in a file, so rotate it`,
+  };
+}
+
+/** The host (and port) of the server's URL, as `vault set --host` takes it; HOST when not known. */
+function hostOf(url: unknown): string {
+  if (typeof url !== "string") return "HOST";
+  try {
+    return new URL(url).host || "HOST";
+  } catch {
+    return "HOST";
+  }
+}
