@@ -441,7 +441,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   checkReplacement(thorough = false): boolean {
     const cur = this.current;
     if (!cur?.alive || this.restarting) return false;
-    if (!cur.settled) return this.checkEarly(cur);
+    if (!cur.settled) {
+      this.checkEarly(cur);
+      return false; // a swap before the first answer is no replacement by itself (checkEarly)
+    }
     const found = this.replacements.look(cur, thorough); // at most once per event-loop turn
     if (found === null || found === ROOT_GONE) return false; // ROOT_GONE: the exit handler owns this case
     if (typeof found === "object") {
@@ -460,24 +463,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * client's first initialize waits in the killed worker) was never seen: that initialize was
    * never answered, and the new worker served under the epoch recorded for the old code.
    */
-  private checkEarly(gen: Generation, force = false): boolean {
+  private checkEarly(gen: Generation, force = false): void {
     const { replaced, answering } = this.replacements.lookEarly(gen, this.serverExes(), force);
     for (const a of answering)
       this.opts.log.debug(
         `before its first answer, process ${a.pid} (${a.exe ?? "unknown executable"}) holds the gateway's output pipe: epoch=${gen.epoch}`,
       );
-    if (replaced === null) return false;
+    if (replaced === null) return;
     // Said once per swap. Not a replacement by itself: nothing under /proc says whether the gone
     // worker read what the gateway wrote (a build broken at launch dies before reading anything,
     // and the next worker answers the request still in the pipe). The gateway finds out with a
     // request of its own behind what waits, and calls replaceBeforeAnswer when something was lost.
     const said = this.swapsSaid.get(gen) ?? new Set<string>();
     this.swapsSaid.set(gen, said);
-    if (said.has(replaced)) return false;
+    if (said.has(replaced)) return;
     said.add(replaced);
     this.opts.log.debug(`${replaced}: epoch=${gen.epoch}, before its first answer`);
-    this.emit("swapped-before-answer", gen, replaced);
-    return false;
+    // After what is being handled now: a client request whose arrival made this look is written
+    // first (the probe goes behind it), and a first answer being read is taken first.
+    queueMicrotask(() => this.emit("swapped-before-answer", gen, replaced));
   }
 
   /** See ServerLink.replaceBeforeAnswer. */
