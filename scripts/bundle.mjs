@@ -225,14 +225,15 @@ for (const f of readdirSync(OUT).filter((n) => n.endsWith(".cjs"))) {
 }
 
 // V8 code caches for what a gateway compiles at every start (scripts/codeCache.cjs says how):
-// its own file and ajv's, loaded under the V8 flag the gateway runs with (GATEWAY_V8_FLAGS,
-// set by main.js before it loads gateway.cjs; main.ts sets it too, for the demo's gateways).
+// its own file and ajv's, loaded under the V8 flag the gateway runs with (GATEWAY_V8_FLAGS, from
+// src/cli/gatewayFlags.ts: set by main.cjs before it loads gateway.cjs, and by main.ts for the
+// demo's gateways).
 // Measured (docs/performance.md, session thirty-one): 35-45 ms less CPU to a gateway's first
 // answered call. The short commands' files gain nothing measurable from one and have none. A
 // cache lives only beside the file it was made from, where the code itself lives: it is code
 // the gateway runs, so never in a directory other processes of the user write for it (the
 // cache directory, a state directory).
-const GATEWAY_V8_FLAGS = "--semi-space-growth-factor=1";
+const { GATEWAY_V8_FLAGS } = await import(join(REPO, "dist", "cli", "gatewayFlags.js"));
 const cached = spawnSync(
   process.execPath,
   [

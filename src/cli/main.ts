@@ -7,6 +7,7 @@ import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
 import { flagName, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
+import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
 import { PassphraseError } from "./passphrase.js";
 
 const HELP = `portcullis — a local trust gateway for MCP servers you build and rebuild
@@ -110,7 +111,7 @@ function withStateDir(
  * here, before the gateway allocates, takes effect (unlike --max-semi-space-size).
  */
 function leanYoungGeneration(): void {
-  setFlagsFromString("--semi-space-growth-factor=1");
+  setFlagsFromString(GATEWAY_V8_FLAGS);
 }
 
 const commands: Record<string, () => Promise<Command>> = {
