@@ -19,7 +19,7 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
-import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { loggedMethod, readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -70,14 +70,7 @@ describe("a client's first initialize lost to a rebuild", () => {
       FIXTURE_METHOD_LOG: methods,
       FIXTURE_STARTS: starts,
     });
-    await waitFor(
-      () =>
-        (existsSync(methods) &&
-          readJsonLines<{ method: string }>(methods).some((m) => m.method === "held initialize")) ||
-        undefined,
-      20_000,
-      "the first worker holding the initialize",
-    );
+    await loggedMethod(methods, "held initialize", "the first worker holding the initialize");
     const { watcher: watcherPid, pid: workerPid } = readJsonLines<{ watcher: number; pid: number }>(
       starts,
     )[0]!;
@@ -202,16 +195,7 @@ describe("a client's first initialize lost to a rebuild", () => {
       });
       cleanup.push(() => peer.close());
       peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
-      const held = await waitFor(
-        () =>
-          (existsSync(methods) &&
-            readJsonLines<{ method: string; pid: number }>(methods).find(
-              (m) => m.method === "held initialize",
-            )) ||
-          undefined,
-        20_000,
-        "the first worker holding the initialize",
-      );
+      const held = await loggedMethod(methods, "held initialize", "the first worker holding the initialize");
       await waitFor(
         () => peer.stderr().includes(`before its first answer, process ${held.pid} `) || undefined,
         20_000,

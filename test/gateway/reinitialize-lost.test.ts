@@ -4,12 +4,12 @@
 // ("check whether the call took effect"). Lost or refused: the gateway acts on the capabilities
 // of the initialize a server answered, never on those the client only asked for, so a call that
 // waits for a human sends no elicitation/create to the console. Real gateway, real processes.
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { loggedMethod, removeDir, tempDir } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -79,14 +79,9 @@ describe("a negotiated client's initialize sent again, that no server agrees to"
 
     writeFileSync(hold, ""); // the process holds the initialize sent again, unanswered
     peer.send({ jsonrpc: "2.0", id: "again", method: "initialize", params: AGAIN });
-    const held = await waitFor(
-      () =>
-        (existsSync(methods) &&
-          readJsonLines<{ method: string; pid: number }>(methods).find(
-            (m) => m.method === "held initialize",
-          )) ||
-        undefined,
-      20_000,
+    const held = await loggedMethod(
+      methods,
+      "held initialize",
       "the process holding the initialize sent again",
     );
     rmSync(hold); // the next process answers the handshake replayed to it

@@ -83,3 +83,23 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * The first line of a fixture's method log (FIXTURE_METHOD_LOG: one JSON line per method it
+ * received, with its pid) naming `method`, once there is one.
+ */
+export function loggedMethod(
+  file: string,
+  method: string,
+  what: string,
+  ms = 20_000,
+): Promise<{ method: string; pid: number }> {
+  return waitFor(
+    () =>
+      (existsSync(file) &&
+        readJsonLines<{ method: string; pid: number }>(file).find((m) => m.method === method)) ||
+      undefined,
+    ms,
+    what,
+  );
+}
