@@ -11,7 +11,8 @@ portcullis.json or a key of a host configuration: the first file found that defi
 says which, and which others do), or the file --file PATH names. Host variables such as
 \${workspaceFolder} are expanded as the host would, from the working directory. Start revision
 A, list, approve and call --tool once, rebuild (--rebuild CMD runs your real build in the
-server's directory; without it the drill restarts the server process, same code, which the
+server's directory, or here for a Claude Desktop entry, which starts in / as Desktop may start it;
+without it the drill restarts the server process, same code, which the
 supervisor starts as a new execution epoch), expect the call made again not to run on the old
 approval (refused as authorization_stale; a per-call tool, approved one call at a time, is held
 for a new approval request instead, which the drill denies), re-list, approve, call again, show

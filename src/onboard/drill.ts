@@ -60,12 +60,22 @@ const CATALOG_STALE = REFUSAL_CODES.catalog_stale;
 function launch(
   server: DrillServer,
   stateDir: string,
-): { args: string[]; cwd: string; env: Record<string, string> } {
+): { args: string[]; cwd: string; env: Record<string, string>; buildCwd: string } {
   const base = ["run", "--state-dir", stateDir, "--on-change", "restart"];
   const how = server.launch;
   if ("config" in how)
-    return { args: [...base, "--config", how.config, server.label], cwd: dirname(how.config), env: {} };
-  return { args: [...base, "--label", server.label, "--", ...how.command], cwd: how.cwd, env: how.env };
+    return {
+      args: [...base, "--config", how.config, server.label],
+      cwd: dirname(how.config),
+      env: {},
+      buildCwd: dirname(how.config),
+    };
+  return {
+    args: [...base, "--label", server.label, "--", ...how.command],
+    cwd: how.cwd,
+    env: how.env,
+    buildCwd: how.buildCwd ?? how.cwd,
+  };
 }
 
 /** The step could not go on because the gateway is gone (it exited, or failed and was ended). */
@@ -123,7 +133,8 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
   const others = o.server.others.length
     ? `; also defined in ${o.server.others.join(", ")} (--file PATH drills another)`
     : "";
-  o.say(`    server "${o.server.label}" from ${o.server.file}${others}`);
+  const note = "note" in o.server.launch && o.server.launch.note ? `; ${o.server.launch.note}` : "";
+  o.say(`    server "${o.server.label}" from ${o.server.file}${note}${others}`);
   try {
     await initKeyring(stateDir, o.passphrase);
     const how = launch(o.server, stateDir);
@@ -219,7 +230,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       );
     let epochB: string;
     if (o.rebuild) {
-      const r = spawnSync(o.rebuild, { shell: true, cwd: how.cwd, encoding: "utf8" });
+      const r = spawnSync(o.rebuild, { shell: true, cwd: how.buildCwd, encoding: "utf8" });
       if (r.status !== 0)
         throw new Error(
           `--rebuild "${o.rebuild}" exited ${r.status}: ${cutText((r.stderr ?? "").trim(), 300)}`,

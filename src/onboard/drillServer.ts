@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { basename, resolve } from "node:path";
+import { basename, parse, resolve } from "node:path";
 import { displayName, firstOf, quotedName } from "../catalog/text.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { fileProblem } from "../util/errno.js";
@@ -12,8 +12,12 @@ import { expandHostVariables } from "./hostVariables.js";
 export type DrillLaunch =
   /** a server of portcullis.json: `run --config FILE LABEL`, from the file's directory */
   | { config: string }
-  /** a host entry: `run -- COMMAND…`, in the entry's cwd with its env */
-  | { command: string[]; cwd: string; env: Record<string, string> };
+  /**
+   * a host entry: `run -- COMMAND…`, in the entry's cwd with its env; `note`: where it starts
+   * when that is not the folder the drill runs in for the reason a host has (Claude Desktop), and
+   * `buildCwd`, where --rebuild runs then (the drill's folder: the project, not where it starts)
+   */
+  | { command: string[]; cwd: string; env: Record<string, string>; note?: string; buildCwd?: string };
 
 export interface DrillServer {
   label: string;
@@ -95,6 +99,8 @@ function hostFileAt(file: string, cwd: string): HostFile {
   const json = (host: string): HostFile => ({ host, file, format: "jsonc", tables: [["mcpServers"]] });
   if (/[\\/]\.cursor[\\/]mcp\.json$/.test(file)) return json("cursor");
   if (basename(file) === ".mcp.json") return json("claude-code");
+  // Claude Desktop's name, elsewhere than where this machine's Desktop reads it (a copy, another OS)
+  if (basename(file) === "claude_desktop_config.json") return json("claude-desktop");
   return hostFileFromPath(file);
 }
 
@@ -126,13 +132,27 @@ function hostLaunch(label: string, cwd: string, host: HostFile, raw: Entry): Dri
     throw new ConfigError(
       `${host.file}: server "${label}" starts portcullis without a command after '--' (run --url, or a ${CONFIG_FILE} label); the drill launches a local server command, so drill the ${CONFIG_FILE} label or an entry with a command.`,
     );
-  const dir = typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : cwd;
+  // Claude Desktop documents no directory it starts servers in ("/" on macOS) and has been
+  // reported to ignore an entry's "cwd": a server it starts finds no file by a relative path. The
+  // drill starts such an entry from the filesystem's root too (doctor reports the entry), so what
+  // fails under Desktop fails here, rather than passing from the project's folder.
+  const desktop = host.host === "claude-desktop" && typeof entry.cwd !== "string";
+  const dir =
+    typeof entry.cwd === "string" ? resolve(cwd, entry.cwd) : desktop ? parse(resolve(cwd)).root : cwd;
   if (!isDirectory(dir))
     throw new ConfigError(`${host.file}: server "${label}" cwd ${dir} is not a directory that exists.`);
   const env: Record<string, string> = {};
   if (typeof entry.env === "object" && entry.env !== null)
     for (const [k, v] of Object.entries(entry.env)) setOwn(env, k, String(v));
-  return { command: command ?? written, cwd: dir, env };
+  const note = desktop
+    ? `started in ${dir}, as Claude Desktop may start it (it documents no directory, and may ignore "cwd")`
+    : undefined;
+  return {
+    command: command ?? written,
+    cwd: dir,
+    env,
+    ...(note !== undefined ? { note, buildCwd: cwd } : {}),
+  };
 }
 
 function isDirectory(dir: string): boolean {

@@ -78,6 +78,45 @@ describe("portcullis drill: host configurations", () => {
     expect(again.stdout).toMatch(/^✓ 1\. /m);
   });
 
+  it("a Claude Desktop entry without cwd starts in /, as Desktop may start it: a relative path fails there as under Desktop; the build runs in the project", async () => {
+    const u = user();
+    const desktop = write(join(u.env.HOME, ".config", "Claude", "claude_desktop_config.json"), {
+      mcpServers: {
+        "inv-rel": { command: NODE, args: ["dist/server.js"], env: u.p.env },
+        "inv-abs": { command: NODE, args: [join(u.p.dir, "dist", "server.js")], env: u.p.env },
+        "inv-cwd": { command: NODE, args: ["dist/server.js"], cwd: u.p.dir, env: u.p.env },
+      },
+    });
+    const rel = findDrillServer("inv-rel", u.p.dir, desktop);
+    expect(rel.launch).toMatchObject({ cwd: "/", buildCwd: u.p.dir });
+    expect(rel.launch).toHaveProperty(
+      "note",
+      expect.stringContaining("started in /, as Claude Desktop may start it"),
+    );
+    // an entry that names its directory: taken as written (Desktop may ignore it; doctor says so)
+    expect(findDrillServer("inv-cwd", u.p.dir, desktop).launch).toMatchObject({ cwd: u.p.dir });
+    expect(findDrillServer("inv-cwd", u.p.dir, desktop).launch).not.toHaveProperty("note");
+
+    const failed = await drill(u, ["inv-rel", "--file", desktop]);
+    expect(failed.code, failed.stdout + failed.stderr).toBe(1);
+    expect(failed.stdout).toContain(
+      `server "inv-rel" from ${desktop}; started in /, as Claude Desktop may start it`,
+    );
+    expect(failed.stdout).toMatch(/^✗ 1\. /m);
+    expect(failed.stdout + failed.stderr).toContain("/dist/server.js");
+
+    // the absolute one passes, and --rebuild runs in the project's folder (a relative build)
+    const passed = await drill(u, [
+      "inv-abs",
+      "--file",
+      desktop,
+      "--rebuild",
+      "echo '// rebuilt' >> dist/server.js",
+    ]);
+    expect(passed.code, passed.stdout + passed.stderr).toBe(0);
+    expect(passed.stdout).toContain("drill: every step run passed");
+  });
+
   it("only portcullis's own shapes are wrapped entries: cargo, uv and npm command lines with '--' are not", () => {
     expect(unwrapped(["cargo", "run", "--release", "--", "--stdio"])).toBeNull();
     expect(unwrapped(["uv", "run", "server.py", "--", "--verbose"])).toBeNull();
