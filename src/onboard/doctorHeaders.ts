@@ -63,7 +63,13 @@ export function headerFindings(host: HostFile, key: string, entry: Entry): Heade
  * (`${VAR}`, `${env:VAR}`, `Bearer ${TOKEN}`: the credential is not in the file then).
  */
 function inClear(name: string, value: string): boolean {
-  return value.trim() !== "" && isSecretName(name) && !/\$\{[^}]+\}/.test(value);
+  return value.trim() !== "" && isSecretName(name) && !hostFillsIn(value);
+}
+
+/** Whether `value` holds a `${…}` the host expands (no regular expression: a value may be long). */
+function hostFillsIn(value: string): boolean {
+  const at = value.indexOf("${");
+  return at >= 0 && value.indexOf("}", at + 2) > at + 2;
 }
 
 function finding(
@@ -75,7 +81,8 @@ function finding(
   remove: string,
 ): HeaderFinding {
   // the authentication scheme's word (Bearer, Basic, Token) is no secret: kept in the format
-  const scheme = /^([A-Za-z]+) \S/.exec(value.trim())?.[1];
+  const words = value.trim().split(" ", 2);
+  const scheme = words.length === 2 && words[1] !== "" ? words[0] : undefined;
   const format =
     scheme !== undefined && /^(bearer|basic|token|apikey)$/i.test(scheme) ? `${scheme} {}` : "{}";
   const host = hostOf(url);
