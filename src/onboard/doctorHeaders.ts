@@ -39,7 +39,7 @@ export function headerFindings(host: HostFile, key: string, entry: Entry): Heade
   if (run.kind === "url")
     for (const header of run.headers) {
       const colon = header.indexOf(":");
-      if (colon < 0) continue; // run refuses it, and says so (doctor's refused-entry finding)
+      if (colon < 0) continue; // no value to hold a credential (run refuses it when it starts)
       const name = header.slice(0, colon).trim();
       const value = header.slice(colon + 1).trim();
       if (inClear(name, value))
