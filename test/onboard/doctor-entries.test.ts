@@ -1,65 +1,15 @@
-// portcullis doctor on host entries as the gateway the host starts would meet them, beyond the
-// portcullis.json label checks of doctor-labels.test.ts: `run` arguments the gateway refuses (read
-// with run's own parsing, and compared with what the real gateway says when started as the host
-// starts it); a credential the vault holds left in clear in the env of an entry that takes
-// nothing from the vault (`-- COMMAND`, or not behind portcullis), named by file, entry and
-// variable, its value never printed; and Claude Desktop, whose start directory is not known.
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { rawPeer } from "../helpers/raw.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
-import { type FakeUser, fakeUsersOfEachTest } from "./hosts.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { doctorOf, type Finding, started, withState, writeConfig, writeServers } from "./doctorKit.js";
+import { fakeUsersOfEachTest } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
-
-interface Finding {
-  ok: boolean;
-  what: string;
-  next: string;
-}
-
-function withState(u: FakeUser): void {
-  mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
-  const made = newStateDir();
-  for (const f of ["keyring.json", "portcullis.db"]) copyFileSync(join(made, f), join(u.stateDir, f));
-}
-
-function writeServers(file: string, servers: Record<string, unknown>): string {
-  writeFileSync(file, `${JSON.stringify({ mcpServers: servers }, null, 2)}\n`);
-  return file;
-}
-
-function writeConfig(dir: string, servers: Record<string, unknown>): string {
-  const file = join(dir, "portcullis.json");
-  writeFileSync(file, `${JSON.stringify({ servers }, null, 2)}\n`);
-  return file;
-}
-
-/** doctor --json's findings about one host file, and the text report. */
-async function doctorOf(u: FakeUser, file: string) {
-  const json = await u.cli(["doctor", "--json"]);
-  const text = await u.cli(["doctor"]);
-  const findings = (JSON.parse(json.stdout).findings as Finding[]).filter((f) =>
-    f.what.startsWith(`${file}: server`),
-  );
-  return { json, text, findings };
-}
-
-/** The entry started as the host starts it, with no input: how it ends. */
-function started(entry: { command: string; args: string[] }, cwd: string) {
-  return spawnSync(entry.command, entry.args, {
-    cwd,
-    input: "",
-    encoding: "utf8",
-    timeout: 30_000,
-    env: { ...process.env, PORTCULLIS_HOME: "" },
-  });
-}
 
 describe("doctor and the entries the gateway would refuse, credentials in clear, Claude Desktop", () => {
   it("an entry whose run arguments run refuses: a problem with run's own sentence, the one the gateway the host starts exits 2 with", async () => {

@@ -5,27 +5,16 @@
 // a fake home, the real gateway started as the host would start each entry.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { doctorOf as doctorOfFile, started, withState, writeConfig, writeServers } from "./doctorKit.js";
 import { type FakeUser, fakeUsersOfEachTest } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
-
-interface Finding {
-  ok: boolean;
-  what: string;
-  next: string;
-}
-
-function withState(u: FakeUser): void {
-  mkdirSync(u.stateDir, { recursive: true, mode: 0o700 });
-  const made = newStateDir();
-  for (const f of ["keyring.json", "portcullis.db"]) copyFileSync(join(made, f), join(u.stateDir, f));
-}
 
 /** An entry as the docs write it: node and the CLI by absolute path, `run --state-dir DIR [more] LABEL`. */
 function labelEntry(u: FakeUser, label: string, more: string[] = [], extra: Record<string, unknown> = {}) {
@@ -33,31 +22,11 @@ function labelEntry(u: FakeUser, label: string, more: string[] = [], extra: Reco
 }
 
 function writeMcp(u: FakeUser, servers: Record<string, unknown>): string {
-  const file = u.files["claude-code"];
-  writeFileSync(file, `${JSON.stringify({ mcpServers: servers }, null, 2)}\n`);
-  return file;
-}
-
-function writeConfig(dir: string, servers: Record<string, unknown>): string {
-  const file = join(dir, "portcullis.json");
-  writeFileSync(file, `${JSON.stringify({ servers }, null, 2)}\n`);
-  return file;
+  return writeServers(u.files["claude-code"], servers);
 }
 
 /** doctor --json's findings about the project's .mcp.json, and the text doctor's output. */
-async function doctorOf(u: FakeUser) {
-  const json = await u.cli(["doctor", "--json"]);
-  const text = await u.cli(["doctor"]);
-  const findings = (JSON.parse(json.stdout).findings as Finding[]).filter((f) =>
-    f.what.startsWith(`${u.files["claude-code"]}: server`),
-  );
-  return { json, text, findings };
-}
-
-/** The entry started as the host starts it: its command and args, from `cwd`. */
-function started(entry: { command: string; args: string[] }, cwd: string) {
-  return spawnSync(entry.command, entry.args, { cwd, input: "", encoding: "utf8", timeout: 30_000 });
-}
+const doctorOf = (u: FakeUser) => doctorOfFile(u, u.files["claude-code"]);
 
 describe("doctor and host entries that run a portcullis.json label", () => {
   it("a label missing from portcullis.json, one that cannot be read, none found: each a problem naming the host file, the entry, the label and what to do", async () => {
