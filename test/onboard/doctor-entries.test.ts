@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,7 +5,15 @@ import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { rawPeer } from "../helpers/raw.js";
 import { passphraseEnv } from "../helpers/state.js";
-import { doctorOf, type Finding, started, withState, writeConfig, writeServers } from "./doctorKit.js";
+import {
+  doctorOf,
+  expectNoValue,
+  type Finding,
+  started,
+  withState,
+  writeConfig,
+  writeServers,
+} from "./doctorKit.js";
 import { fakeUsersOfEachTest } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
@@ -161,17 +168,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       },
     ]);
     // never a value, whole or in part, nor a digest of one, in either form of the report
-    for (const secret of [weather, github]) {
-      const digest = createHash("sha256").update(secret).digest();
-      const forms = [
-        secret,
-        secret.slice(8, 20),
-        digest.toString("hex").slice(0, 8),
-        digest.toString("base64").slice(0, 8),
-      ];
-      for (const out of [json.stdout, json.stderr, text.stdout, text.stderr])
-        for (const form of forms) expect(out).not.toContain(form);
-    }
+    expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [weather, github]);
     expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "gh" sets "GITHUB_TOKEN" in its "env", in clear`);
 
     // done as the findings say: the entry runs the label, the variables are gone from the env
@@ -358,7 +355,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     ]);
     expect(json.code).toBe(1);
     expect(text.stdout).toContain(`PROBLEM  ${mcp}: server "remote" sends the header "Authorization"`);
+    expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [token, key]);
     for (const out of [json.stdout, json.stderr, text.stdout, text.stderr])
-      for (const secret of [token, key, token.slice(0, 12), key.slice(4)]) expect(out).not.toContain(secret);
+      for (const part of [token.slice(0, 12), key.slice(4)]) expect(out).not.toContain(part);
   }, 60_000);
 });

@@ -2,8 +2,10 @@
 // and portcullis.json files written, doctor's findings about one host file, and an entry started
 // as its host would start it.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { newStateDir } from "../helpers/state.js";
 import type { FakeUser } from "./hosts.js";
 
@@ -52,4 +54,21 @@ export function started(entry: { command: string; args: string[] }, cwd: string)
     timeout: 30_000,
     env: { ...process.env, PORTCULLIS_HOME: "" },
   });
+}
+
+/**
+ * None of `secrets` in any of `outputs`: not whole, not a part of it (characters 8 to 20), not the
+ * start of its SHA-256 in hex or base64 (what a report that "only" hinted at a value would show).
+ */
+export function expectNoValue(outputs: readonly string[], secrets: readonly string[]): void {
+  for (const secret of secrets) {
+    const digest = createHash("sha256").update(secret).digest();
+    const forms = [
+      secret,
+      secret.slice(8, 20),
+      digest.toString("hex").slice(0, 8),
+      digest.toString("base64").slice(0, 8),
+    ];
+    for (const out of outputs) for (const form of forms) expect(out).not.toContain(form);
+  }
 }
