@@ -7,6 +7,7 @@
 import { quotedName } from "../catalog/text.js";
 import { CONFIG_FILE } from "../config/config.js";
 import { isSecretName } from "../util/redact/names.js";
+import { hostFillsIn } from "./doctorEnv.js";
 import { entryRun } from "./doctorLabels.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
@@ -64,12 +65,6 @@ export function headerFindings(host: HostFile, key: string, entry: Entry): Heade
  */
 function inClear(name: string, value: string): boolean {
   return value.trim() !== "" && isSecretName(name) && !hostFillsIn(value);
-}
-
-/** Whether `value` holds a `${…}` the host expands (no regular expression: a value may be long). */
-function hostFillsIn(value: string): boolean {
-  const at = value.indexOf("${");
-  return at >= 0 && value.indexOf("}", at + 2) > at + 2;
 }
 
 function finding(

@@ -7,6 +7,7 @@ import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig
 import { EMPTY_STATE_DIR } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
+import { clearCredentialFinding } from "./doctorEnv.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { labelFor } from "./wrap.js";
@@ -242,7 +243,9 @@ const sameName = (name: string): string => name.toLowerCase().replace(/[-.]/g, "
  *   but the entry does not run that label (`-- COMMAND`, which reads no portcullis.json, or an
  *   entry not behind portcullis): the server gets the host file's value, not the vault's;
  * - the vault holds a secret named as the variable (`GITHUB_TOKEN`, or `github-token`) that
- *   nothing takes from it for this entry: most likely the credential stored and left.
+ *   nothing takes from it for this entry: most likely the credential stored and left;
+ * - none of these, and the variable's name says it carries a credential: one the vault does not
+ *   hold yet (clearCredentialFinding, doctorEnv.ts).
  */
 function clearEnvFindings(
   host: HostFile,
@@ -253,8 +256,12 @@ function clearEnvFindings(
   run: EntryRun,
   label: { name: string; file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null,
 ): LabelFinding[] {
-  const env = typeof entry.env === "object" && entry.env !== null ? Object.keys(entry.env) : [];
-  if (env.length === 0 || vaultNames.size === 0) return [];
+  const values: Record<string, unknown> =
+    typeof entry.env === "object" && entry.env !== null && !Array.isArray(entry.env)
+      ? (entry.env as Record<string, unknown>)
+      : {};
+  const env = Object.keys(values);
+  if (env.length === 0) return [];
   const entryName = `${host.file}: server ${quotedName(key)}`;
   const rotate = `the value has been in a file, so rotate it (${shellWord(`${host.file}.portcullis-backup`)} and the wrap record may hold it too)`;
   const remove = (variable: string) =>
@@ -263,8 +270,24 @@ function clearEnvFindings(
   for (const n of [...vaultNames].sort()) byName.set(sameName(n), [...(byName.get(sameName(n)) ?? []), n]);
   // the labels that could take a variable from the vault: the entry's own file, else the one
   // found where the host starts the entry (or, for Claude Desktop, from here)
-  const servers = label !== null ? { path: label.file, file: label.servers } : nearbyLabels(host, entry, cwd);
+  const servers =
+    label !== null
+      ? { path: label.file, file: label.servers }
+      : vaultNames.size > 0
+        ? nearbyLabels(host, entry, cwd)
+        : null;
   const out: LabelFinding[] = [];
+  // the rest: a credential in clear that the vault does not hold (doctorEnv.ts)
+  const unknownToVault = (variable: string) => {
+    const f = clearCredentialFinding(
+      host.file,
+      key,
+      variable,
+      values[variable],
+      run.kind === "label" ? { kind: "label", label: run.label, file: label?.file } : { kind: "other" },
+    );
+    if (f) out.push(f);
+  };
   for (const variable of env) {
     const own = label !== null && Object.hasOwn(label.config.credentials, variable);
     if (own) {
@@ -287,7 +310,10 @@ function clearEnvFindings(
             )
             .map(([l, c]) => ({ label: l, scope: c.credentials[variable]! }));
     const named = byName.get(sameName(variable)) ?? [];
-    if (taking.length === 0 && named.length === 0) continue;
+    if (taking.length === 0 && named.length === 0) {
+      unknownToVault(variable);
+      continue;
+    }
     const how =
       run.kind === "label"
         ? `, which the label it runs, ${quotedName(run.label)}, does not take from the vault (its "credentials" do not name ${quotedName(variable)})`

@@ -134,8 +134,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
         env: { GITHUB_TOKEN: github },
       },
-      // nothing the vault holds
-      other: wrapped("other", { UNRELATED_TOKEN: "not-in-the-vault-0123456789" }),
+      // nothing the vault holds, and no credential by its name (one is the next test's)
+      other: wrapped("other", { THEME: "not-in-the-vault-0123456789" }),
     });
     const { json, text, findings } = await doctorOf(u, mcp);
     expect(json.code).toBe(1);
@@ -178,7 +178,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
         env: { LOG_LEVEL: "debug" },
       },
-      other: wrapped("other", { UNRELATED_TOKEN: "not-in-the-vault-0123456789" }),
+      other: wrapped("other", { THEME: "not-in-the-vault-0123456789" }),
     });
     expect((await doctorOf(u, mcp)).findings).toEqual([]);
   }, 120_000);
@@ -358,5 +358,63 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [token, key]);
     for (const out of [json.stdout, json.stderr, text.stdout, text.stderr])
       for (const part of [token.slice(0, 12), key.slice(4)]) expect(out).not.toContain(part);
+  }, 60_000);
+  it("a credential in an entry's env that the vault does not hold: a problem by the variable's name, whatever the entry runs, the value never printed; a file, a URL, a switch or a value the host fills in is not", async () => {
+    const u = user();
+    withState(u);
+    const token = "ghp_Zq9x8w7v6u5t4s3r2q1p0o9n8m";
+    const password = "Zq9-hunter2-correct-horse";
+    const [command, ...args] = fixtureCommand("echo");
+    writeConfig(u.project, { echo: { command, args } });
+    const notCredentials = {
+      GITHUB_TOKEN_FILE: "/home/u/.token",
+      AUTH_URL: "https://login.example.com",
+      USE_AUTH: "true",
+      FROM_HOST: "${GITHUB_TOKEN}",
+      API_TOKEN: "${env:API_TOKEN}",
+      EMPTY_SECRET: "",
+      LOG_LEVEL: "debug",
+    };
+    const entries = {
+      bare: { command, args, env: { GITHUB_TOKEN: token, ...notCredentials } },
+      wrapped: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "--label", "w", "--", command, ...args],
+        env: { DB_PASSWORD: password },
+      },
+      labelled: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "echo"],
+        cwd: u.project,
+        env: { dbPassword: password, ...notCredentials },
+      },
+    };
+    const mcp = writeServers(u.files["claude-code"], entries);
+    const { json, text, findings } = await doctorOf(u, mcp);
+    const then = (v: string) =>
+      `then delete "${v}" from the entry's "env" in ${mcp}; the value has been in a file, so rotate it`;
+    const what = (k: string, v: string) =>
+      `${mcp}: server "${k}" sets "${v}" in its "env", in clear: every process of this user can read it there, the agent included`;
+    const store = "store the value in the vault ('portcullis vault set NAME --deliver env')";
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: what("bare", "GITHUB_TOKEN"),
+        next: `${store}, describe the server in portcullis.json with "credentials": {"GITHUB_TOKEN": "NAME"} and have the entry run that label (docs/onboarding.md, "After wrap"), ${then("GITHUB_TOKEN")}`,
+      },
+      {
+        ok: false,
+        what: what("wrapped", "DB_PASSWORD"),
+        next: `${store}, describe the server in portcullis.json with "credentials": {"DB_PASSWORD": "NAME"} and have the entry run that label (docs/onboarding.md, "After wrap"), ${then("DB_PASSWORD")}`,
+      },
+      {
+        ok: false,
+        what: what("labelled", "dbPassword"),
+        next: `${store}, add "dbPassword": "NAME" to the "credentials" of "echo" in ${join(u.project, "portcullis.json")}, ${then("dbPassword")}`,
+      },
+    ]);
+    expect(json.code).toBe(1);
+    expect(text.stdout).toContain(`PROBLEM  ${what("bare", "GITHUB_TOKEN")}`);
+    expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [token, password]);
   }, 60_000);
 });

@@ -1,0 +1,155 @@
+// doctor's credential-in-env classifier, searched for counterexamples: a credential it misses, a
+// value the host fills in that it reports, and above all a value that reaches what it prints.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { clearCredentialFinding, credentialInClear } from "../../src/onboard/doctorEnv.js";
+import { isSecretName } from "../../src/util/redact/names.js";
+
+const word = fc.stringMatching(/^[A-Za-z][A-Za-z0-9]{0,11}$/);
+const separator = fc.constantFrom("_", "-", ".", "__");
+/** A value written out: not blank, no `${`, not a switch word. */
+const writtenValue = fc
+  .string({ minLength: 1, maxLength: 80, unit: "grapheme" })
+  .filter(
+    (v) =>
+      v.trim() !== "" &&
+      !v.includes("${") &&
+      !/^(true|false|yes|no|on|off|enabled|disabled|none|null)$/i.test(v.trim()),
+  );
+const credentialWord = fc.constantFrom(
+  "TOKEN",
+  "SECRET",
+  "PASSWORD",
+  "API_KEY",
+  "APIKEY",
+  "AUTH",
+  "PASS",
+  "PRIVATE_KEY",
+  "COOKIE",
+  "CREDENTIALS",
+);
+const whereWord = fc.constantFrom(
+  "FILE",
+  "PATH",
+  "DIR",
+  "URL",
+  "URI",
+  "ENDPOINT",
+  "HOST",
+  "PORT",
+  "USER",
+  "MODE",
+  "TYPE",
+  "ID",
+);
+const runs = [
+  { kind: "other" as const },
+  { kind: "label" as const, label: "echo", file: "/p/portcullis.json" },
+];
+
+describe("doctor: a credential in an entry's env, in clear", () => {
+  it("a name ending in a credential's word, with a value written out, is reported, in any case and after any prefix", () => {
+    fc.assert(
+      fc.property(
+        word,
+        separator,
+        credentialWord,
+        fc.boolean(),
+        writtenValue,
+        (prefix, sep, cred, lower, value) => {
+          const name = `${prefix}${sep}${lower ? cred.toLowerCase() : cred}`;
+          expect(credentialInClear(name, value)).toBe(true);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("the camelCase form too: `dbPassword` is, `tokenFile` is not", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/), writtenValue, (prefix, value) => {
+        expect(credentialInClear(`${prefix}Password`, value)).toBe(true);
+        expect(credentialInClear(`${prefix}TokenFile`, value)).toBe(false);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a name whose last word says where or how the credential is found is not reported", () => {
+    fc.assert(
+      fc.property(
+        word,
+        credentialWord,
+        separator,
+        whereWord,
+        writtenValue,
+        (prefix, cred, sep, where, value) => {
+          expect(credentialInClear(`${prefix}_${cred}${sep}${where}`, value)).toBe(false);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("a value the host fills in (a `${…}` anywhere in it), a blank one or a switch word is never reported, whatever the name", () => {
+    const filled = fc
+      .tuple(
+        fc.string({ maxLength: 20 }),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        fc.string({ maxLength: 20 }),
+      )
+      .filter(([, inner]) => !inner.includes("}"))
+      .map(([before, inner, after]) => `${before}\${${inner}}${after}`);
+    const blankOrSwitch = fc.oneof(
+      fc.stringMatching(/^\s*$/),
+      fc.constantFrom("true", "FALSE", " yes ", "off", "On", "none", "null", "Enabled"),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), fc.oneof(filled, blankOrSwitch), (name, value) => {
+        expect(credentialInClear(`${name}_TOKEN`, value)).toBe(false);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("a name that says nothing of a secret is never reported (the redaction's own list decides)", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), writtenValue, (name, value) => {
+        if (!isSecretName(name)) expect(credentialInClear(name, value)).toBe(false);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("what doctor prints never holds the value, nor a part of it, whatever the name, key and value", () => {
+    // values drawn from characters no name, key or sentence here holds
+    const value = fc.string({ minLength: 6, maxLength: 60, unit: fc.constantFrom("Ж", "Ψ", "ק", "λ", "ß") });
+    fc.assert(
+      fc.property(
+        word,
+        credentialWord,
+        fc.string({ maxLength: 20 }),
+        value,
+        fc.constantFrom(...runs),
+        (prefix, cred, key, v, run) => {
+          const f = clearCredentialFinding(
+            "/h/.mcp.json",
+            key.replace(/[ЖΨקλß]/g, ""),
+            `${prefix}_${cred}`,
+            v,
+            run,
+          );
+          expect(f).not.toBeNull();
+          const printed = `${f!.what}\n${f!.next}`;
+          for (let i = 0; i + 3 <= v.length; i++) expect(printed).not.toContain(v.slice(i, i + 3));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("a value that is not a string (a number, an object) is not read", () => {
+    for (const v of [1234, true, null, { a: "b" }, ["x"]])
+      expect(clearCredentialFinding("/h", "k", "GITHUB_TOKEN", v, runs[0]!)).toBeNull();
+  });
+});
