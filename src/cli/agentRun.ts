@@ -20,7 +20,7 @@ import { stateDirFlagFor } from "../store/stateDir.js";
 import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
-import type { envDelivery, Withheld } from "../vault/delivery.js";
+import type { SpawnCredentials, Withheld } from "../vault/delivery.js";
 import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
 import type { ServerEgress } from "../vault/egress/forServer.js";
 import { holderVault } from "../vault/port.js";
@@ -217,6 +217,9 @@ export function runGatewayOptions(
   };
 }
 
+/** A link whose processes take nothing from the vault at spawn (a server reached by URL). */
+const NOTHING_GIVEN: SpawnCredentials = { released: [], withheld: [] };
+
 /**
  * What a stdio gateway and each HTTP session keep in step with the server's epochs: the
  * credentials each spawn was given (recorded), the status rows (and a heartbeat every 5 s), and
@@ -227,7 +230,6 @@ export function trackEpochs(
   link: ServerLink,
   o: {
     label: string;
-    delivery: ReturnType<typeof envDelivery>;
     /** kept up to date with what each new server process was started without */
     spawned?: SpawnedCredentials;
     /** a withheld credential's disagreement with the vault's stored policy, for the status line */
@@ -244,10 +246,11 @@ export function trackEpochs(
   let unreachableSaid: string | null = null;
   link.on("up", (gen) => {
     unreachableSaid = null;
-    // (a process's new code under the same process, `replaced`, keeps the environment it was
-    // spawned with: the last spawn's, still)
-    if (o.spawned) o.spawned.withheld = o.delivery.last().withheld;
-    reportSpawnCredentials(o.delivery, o.events, o.log, o.label, gen.epoch, o.mismatch);
+    // what this epoch's process was spawned with, carried by its generation (a process's new code
+    // under the same process, `replaced`, keeps the environment of that spawn)
+    const given = gen.spawnCredentials ?? NOTHING_GIVEN;
+    if (o.spawned) o.spawned.withheld = given.withheld;
+    reportSpawnCredentials(given, o.events, o.log, o.label, gen.epoch, o.mismatch);
     o.registry.recordEpoch(gen.record, gen.reason, {
       state: "identity-pending",
       epoch: gen.epoch,

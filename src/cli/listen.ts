@@ -23,7 +23,6 @@ import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
 import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
 import { listenProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
-import type { envDelivery } from "../vault/delivery.js";
 import { type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import {
@@ -63,7 +62,6 @@ export interface ListenShared {
   makeLink: (log: Logger, extraEnv: () => Record<string, string>) => ServerLink;
   /** the environment every session's server starts from (the user's, the config's, placeholders) */
   env: Record<string, string>;
-  delivery: ReturnType<typeof envDelivery>;
   /** values released to the servers of every session: scrubbed from all they say */
   releasedValues: ReleasedValues;
   holdTimeoutMs?: number;
@@ -227,7 +225,6 @@ function openSession(
   gateways.add(gateway);
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
-    delivery: shared.delivery,
     spawned,
     mismatch: (scope) => credentialMismatch(server, store, scope),
     events,

@@ -220,7 +220,10 @@ export async function serve(
           // that drive a crash loop to its limit shorten it (five crashes wait 3 s by default)
           backoff: respawnBackoff(),
           maxMessageBytes: server.maxMessageBytes,
-          spawnEnv: async () => ({ ...extraEnv(), ...(await delivery.spawnEnv()) }),
+          spawnEnv: async () => {
+            const given = await delivery.spawnEnv();
+            return { env: { ...extraEnv(), ...given.env }, credentials: given.credentials };
+          },
           stderrScrub: releasedValues,
           // report and restart are the edit-build loop: a broken build waits for the next one.
           // Not for an HTTP session of --listen: a paused session would keep its slot (up to
@@ -260,7 +263,7 @@ export async function serve(
   if (listen) {
     // the supervisor above is never started: each HTTP session has its own
     // (and each session its own egress proxy, started with it: src/cli/listen.ts)
-    const shared = { server, stateDir, store, audit, events, log, makeLink, delivery, releasedValues, env };
+    const shared = { server, stateDir, store, audit, events, log, makeLink, releasedValues, env };
     return (await listenModule()).listenUntilSignal(
       {
         ...shared,
@@ -400,7 +403,6 @@ export async function serve(
   });
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
-    delivery,
     spawned,
     mismatch: (scope) => credentialMismatch(server, store, scope),
     events,

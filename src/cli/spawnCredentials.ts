@@ -1,6 +1,6 @@
 import type { EventSink } from "../gateway/events.js";
 import type { Logger } from "../util/log.js";
-import { type envDelivery, envHeldLine, type Withheld } from "../vault/delivery.js";
+import { envHeldLine, type SpawnCredentials, type Withheld } from "../vault/delivery.js";
 import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
 
 /**
@@ -10,16 +10,16 @@ import type { DeliveryMismatch } from "../vault/deliveryMismatch.js";
  * two agree, from `mismatch`.
  */
 export function reportSpawnCredentials(
-  delivery: ReturnType<typeof envDelivery>,
+  given: SpawnCredentials,
   events: EventSink,
   statusLog: Logger,
   serverLabel: string,
   epoch: string,
   mismatch: (scope: string) => DeliveryMismatch | null = () => null,
 ): void {
-  const { released, withheld } = delivery.last();
+  const { released, withheld } = given;
   if (released.length > 0) {
-    events.emit({ type: "credential_released", serverLabel, epoch, deliver: "env", scopes: released });
+    events.emit({ type: "credential_released", serverLabel, epoch, deliver: "env", scopes: [...released] });
     statusLog.status(envHeldLine(epoch, released));
   }
   const of = (cause: Withheld["cause"]) => withheld.filter((w) => w.cause === cause).map((w) => w.scope);

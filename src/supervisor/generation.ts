@@ -8,6 +8,7 @@ import {
   listDescendants,
   type StaticIdentity,
 } from "../identity/index.js";
+import type { SpawnCredentials } from "../vault/delivery.js";
 import type { EpochReason, LinkGeneration } from "./link.js";
 import { type SettledProcess, settledFrom } from "./replacement.js";
 import type { Channel } from "./spawn.js";
@@ -55,6 +56,7 @@ export function newGeneration(
   reason: Generation["reason"],
   startedAt: string,
   channel: Channel | null,
+  spawnCredentials: SpawnCredentials | undefined,
 ): Generation {
   const epoch = ulid();
   const record = finishRecord(stat, {
@@ -74,6 +76,7 @@ export function newGeneration(
     channel,
     codeUnknown: null,
     alive: true,
+    spawnCredentials,
   };
 }
 

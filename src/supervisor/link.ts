@@ -1,5 +1,6 @@
 import type { EventEmitter } from "node:events";
 import type { ExecutionRecord } from "../identity/index.js";
+import type { SpawnCredentials } from "../vault/delivery.js";
 
 /**
  * What the gateway needs of whatever stands between it and the server: a process it launched
@@ -40,6 +41,12 @@ export interface LinkGeneration {
    * to a server reached by URL fills it.
    */
   notRun?: Map<unknown, number>;
+  /**
+   * What the vault put in the launched process's environment when it was spawned (a worker that
+   * replaced another under the same process inherits it: the same spawn's). Only a launched
+   * server's link fills it.
+   */
+  spawnCredentials?: SpawnCredentials;
 }
 
 export type DownReason = "exit" | "replaced" | "restart" | "shutdown";

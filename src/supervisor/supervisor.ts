@@ -14,6 +14,7 @@ import {
 } from "../identity/index.js";
 import { resolveLaunch } from "../identity/resolve.js";
 import type { Logger } from "../util/log.js";
+import type { SpawnCredentials } from "../vault/delivery.js";
 import { CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
@@ -55,7 +56,7 @@ export interface SupervisorOptions {
    * environment, from the unlocked vault). Never digested, stored or logged: the execution
    * record's envDigest covers `spec.env`, where these variables hold placeholders.
    */
-  spawnEnv?: () => Promise<Record<string, string>>;
+  spawnEnv?: () => Promise<{ env: Record<string, string>; credentials: SpawnCredentials }>;
   /**
    * Every line the server writes to stderr (cut into pieces of MAX_STDERR_LINE characters when
    * longer) is scrubbed with this before it is printed (the vault's released values,
@@ -177,7 +178,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     early: EarlyStart | null = null,
   ): Promise<Generation> {
     const { spec, cache, log } = this.opts;
-    const extra = this.opts.spawnEnv ? await this.opts.spawnEnv() : {};
+    const given = this.opts.spawnEnv ? await this.opts.spawnEnv() : null;
+    const extra = given?.env ?? {};
     const prestarted = early?.take(spec, extra) ?? null;
     // its group is ours from the spawn: a shutdown during the capture ends it with the others
     const launched = (s: Started) => {
@@ -193,7 +195,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const unreported = this.unreported;
     this.unreported = null;
     if (unreported !== null) this.reportChange(unreported.paths, unreported.gen, stat);
-    const gen = newGeneration(stat, child, reason, started.startedAt, started.channel);
+    const gen = newGeneration(stat, child, reason, started.startedAt, started.channel, given?.credentials);
     this.wire(gen);
     const previous = this.current;
     this.current = gen;
@@ -549,7 +551,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
         // a pipe of its lost meanwhile (onPipeLost): it is being stopped, and its exit handler,
         // with `restarting` over, respawns it
         if (lost !== undefined) return;
-        const gen = newGeneration(stat, child, "replaced", new Date().toISOString(), old.channel);
+        // the same process, so the environment of its spawn: what the vault gave it then
+        const gen = newGeneration(
+          stat,
+          child,
+          "replaced",
+          new Date().toISOString(),
+          old.channel,
+          old.spawnCredentials,
+        );
         this.current = gen;
         this.loop.cameUp();
         const swapped = this.watched.follow(stat);

@@ -10,10 +10,19 @@ export function placeholderFor(spec: CredentialSpec): string {
 export interface EnvDelivery {
   /** variable → placeholder: the environment the execution record digests */
   placeholders: Record<string, string>;
-  /** asked at each spawn: the secrets of `deliver: "env"` scopes, while the vault is unlocked */
-  spawnEnv(): Promise<Record<string, string>>;
-  /** the scopes released at the last spawn, and those that could not be, with why */
-  last(): { released: string[]; withheld: Withheld[] };
+  /**
+   * Asked at each spawn: the secrets of `deliver: "env"` scopes, while the vault is unlocked
+   * (`env`), and what that spawn was given (`credentials`). Nothing of it is kept here: under
+   * `--listen` one delivery serves every session's spawns, and what one process got is carried
+   * with its own epoch (LinkGeneration.spawnCredentials), never read back as "the last spawn's".
+   */
+  spawnEnv(): Promise<{ env: Record<string, string>; credentials: SpawnCredentials }>;
+}
+
+/** The scopes one spawn put in the server's environment, and those it could not, with why. */
+export interface SpawnCredentials {
+  released: readonly string[];
+  withheld: readonly Withheld[];
 }
 
 /**
@@ -40,7 +49,6 @@ export function envDelivery(
   const placeholders = Object.fromEntries(specs.map((s) => [s.env, placeholderFor(s)]));
   const env = specs.filter((s) => s.deliver === "env");
   const scrub = released;
-  let last = { released: [] as string[], withheld: [] as Withheld[] };
   return {
     placeholders,
     async spawnEnv() {
@@ -68,10 +76,8 @@ export function envDelivery(
                   : "locked",
           });
       }
-      last = { released, withheld };
-      return out;
+      return { env: out, credentials: { released, withheld } };
     },
-    last: () => last,
   };
 }
 

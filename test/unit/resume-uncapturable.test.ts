@@ -37,7 +37,7 @@ it("a change while paused whose first capture fails is still reported against th
           fixAtNextSpawn = false;
           writeServer(server, "exec sleep 1000");
         }
-        return {};
+        return { env: {}, credentials: { released: [], withheld: [] } };
       },
     },
   );
