@@ -432,8 +432,14 @@ export class GuardedRequests {
    * recorded durably with run, epoch, grant and a digest of their parameters, then forwarded as
    * they are.
    */
-  private async handleRecorded(msg: Request): Promise<void> {
-    const { records } = this.p;
+  private async handleRecorded(given: Request, retried = false): Promise<void> {
+    const { records, session, elicitation } = this.p;
+    // A modern retry answering the gateway's own input_required (a read or a prompt: the two reads
+    // the 2026-07-28 era lets a server answer so): those fields are the gateway's, taken out.
+    const multiRound = session.era === "modern" && INPUT_REQUIRED_READS.has(given.method);
+    const taken = multiRound ? elicitation.takeRetry(given) : { msg: given, answered: false };
+    const msg = taken.msg;
+    const answered = retried || taken.answered;
     const badMeta = metaProblem(msg.params);
     if (badMeta !== null) {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `${msg.method}: ${badMeta}`));
@@ -444,6 +450,7 @@ export class GuardedRequests {
     const mark = this.newDeciding();
     this.deciding.set(key, mark);
     this.underWay.add(mark);
+    let inputRequired: Record<string, unknown> | null = null;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
       // With approval.resources "session" or "per-call", a human approves it first, exactly as a tool call.
@@ -461,7 +468,15 @@ export class GuardedRequests {
           get signal() {
             return mark.signal;
           },
-          waiting: (id) => this.p.elicitation.offer(id, { read }),
+          waiting: (id) => {
+            if (session.era !== "modern") return elicitation.offer(id, { read });
+            // Modern: no server→client requests. A read or a prompt is answered at once with
+            // input_required, as a call is (not once the connection's end cut the wait short: no
+            // retry can follow); a subscription or a completion, which may not be, just waits.
+            if (!multiRound || answered || mark.endedBy !== undefined) return;
+            inputRequired = elicitation.inputRequired(id, { read });
+            if (inputRequired) mark.abort();
+          },
         },
       });
     } catch (e) {
@@ -473,6 +488,13 @@ export class GuardedRequests {
       this.underWay.delete(mark);
     }
     if (this.p.ended() && !mark.cancelled && this.endedMeanwhile(msg, verdict)) return;
+    // sent to the console: the client retries once it has shown the page, and the retry waits on
+    // the same request (as a call's does)
+    if (inputRequired && !mark.cancelled && verdict.action === "refuse" && mark.endedBy === undefined) {
+      this.recordDenied(msg, `${read.method} ${read.target}`, read.params, "input_required");
+      this.p.downstream.send({ jsonrpc: "2.0", id: msg.id, result: inputRequired });
+      return;
+    }
     if (mark.cancelled) {
       // A read recorded but not sent is closed, never left open (as a call is).
       if (verdict.action === "forward")
@@ -511,7 +533,7 @@ export class GuardedRequests {
             "not_forwarded",
             msg.method,
           );
-          return this.handleRecorded(msg);
+          return this.handleRecorded(msg, answered);
         }
         // not sent (no live process: answered server_unavailable there): its record is closed
         if (!this.p.inFlight.forward(msg, { intent: true, call: callOf(msg), ...subscriptionOf(msg, read) }))
@@ -1192,3 +1214,9 @@ export function listensToTools(msg: Request): boolean {
   return !!(msg.params as { notifications?: { toolsListChanged?: unknown } } | undefined)?.notifications
     ?.toolsListChanged;
 }
+
+/**
+ * The guarded reads a 2026-07-28 server may answer with `input_required` (the multi round-trip
+ * pattern lists them with tools/call); a subscription, a listen or a completion may not be.
+ */
+const INPUT_REQUIRED_READS: ReadonlySet<string> = new Set(["resources/read", "prompts/get"]);

@@ -5,7 +5,7 @@
 // CLI decides. The client's "accept" approves nothing; a client without the capability is never
 // asked.
 
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -162,6 +162,85 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
     expect(cat.records()).toEqual([expect.objectContaining({ tool: "lookup", args: { q: "x" } })]);
     expect(asked).toHaveLength(1);
   });
+});
+
+describe("guarded reads in the 2026-07-28 era", () => {
+  it("a resource read and a prompt waiting for a human are answered with input_required, as a call is; the SDK's retry joins the request; approved, the read proceeds; denied, the prompt is refused and never reaches the server", async () => {
+    const dir = tempDir();
+    const stateDir = newStateDir();
+    consoleRuns(stateDir);
+    const record = join(dir, "record.jsonl");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          reads: {
+            command: NODE,
+            args: [FIXTURES.modern],
+            env: {
+              FIXTURE_LEGACY: "reject",
+              FIXTURE_RESOURCES: "test://a",
+              FIXTURE_PROMPTS: "greet",
+              FIXTURE_RECORD: record,
+            },
+            approval: { default: "none", resources: "per-call" },
+          },
+        },
+      }),
+    );
+    cleanup.push(() => removeDir(dir));
+    const asked: Asked[] = [];
+    const gw = await startModernGateway({
+      args: ["reads", "--approval-timeout", "40000"],
+      cwd: dir,
+      negotiation: "pin",
+      stateDir,
+      capabilities: { elicitation: { url: {} } },
+      modernSetup: (client) => {
+        client.setRequestHandler("elicitation/create", (req) => {
+          asked.push(req.params as Asked);
+          return { action: "accept" };
+        });
+      },
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const seen = new Set<string>();
+
+    const read = gw.client.readResource({ uri: "test://a" });
+    const readReq = await nextStoredRequest(stateDir, seen);
+    const first = await waitFor(() => asked[0], 20_000, "the read's embedded elicitation");
+    expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${readReq.request}` });
+    expect(first.message).toBe(`portcullis: a human must approve a read of resource "test://a". ${OPEN}`);
+    await gw.waitForStderr(
+      new RegExp(`answered the URL elicitation of request ${readReq.request} with "accept": not a decision`),
+    );
+    const reads = gw.sent().filter((m) => m.method === "resources/read");
+    expect(reads).toHaveLength(2);
+    expect(reads[1]!.params.requestState).toBe(`portcullis-approval:${readReq.request}`);
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([readReq.request]);
+    await decideByCli(stateDir, "approve", readReq.request);
+    expect((await read).contents).toEqual([{ uri: "test://a", text: "content of test://a" }]);
+
+    const prompt = gw.client.getPrompt({ name: "greet" }).then(
+      () => null,
+      (e: { code?: number; data?: { error?: string } }) => e,
+    );
+    const promptReq = await nextStoredRequest(stateDir, seen);
+    const second = await waitFor(() => asked[1], 20_000, "the prompt's embedded elicitation");
+    expect(second).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${promptReq.request}` });
+    expect(second.message).toBe(`portcullis: a human must approve a request for prompt "greet". ${OPEN}`);
+    await gw.waitForStderr(
+      new RegExp(
+        `answered the URL elicitation of request ${promptReq.request} with "accept": not a decision`,
+      ),
+    );
+    await decideByCli(stateDir, "deny", promptReq.request);
+    expect(await prompt).toMatchObject({ data: { error: "approval_denied" } });
+    // the server never saw the prompt, nor the gateway's fields of any retry
+    expect(existsSync(record) ? readFileSync(record, "utf8") : "").not.toContain("greet");
+    expect(asked).toHaveLength(2);
+  }, 120_000);
 });
 
 describe("the input's close in the 2026-07-28 era", () => {
