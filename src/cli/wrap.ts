@@ -1,9 +1,10 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { safeText } from "../catalog/text.js";
+import { quotedName, safeText } from "../catalog/text.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
-import { OnboardError, readHostServers } from "../onboard/document.js";
+import { credentialInClear } from "../onboard/doctorEnv.js";
+import { OnboardError, readHostServers, readServers } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import {
   assertWritable,
@@ -153,15 +154,33 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       for (const p of planned) if (p.record !== null) assertWritable(p.plan.host.file);
       resolveStateDir(values["state-dir"]);
     }
-    const report: { host: string; file: string; wrapped: string[]; leftAlone: WrapPlan["skipped"] }[] = [];
+    const report: {
+      host: string;
+      file: string;
+      wrapped: string[];
+      leftAlone: WrapPlan["skipped"];
+      credentialsInClear: { server: string; variables: string[] }[];
+    }[] = [];
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
-      report.push({ host: f.host, file: f.file, wrapped: plan.wrapped, leftAlone: plan.skipped });
+      const inClear = credentialsLeftInClear(plan);
+      report.push({
+        host: f.host,
+        file: f.file,
+        wrapped: plan.wrapped,
+        leftAlone: plan.skipped,
+        credentialsInClear: inClear,
+      });
       if (values.json) continue;
       if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
+      // wrap leaves an entry's env as it is: a credential there stays in clear in the host file
+      for (const c of inClear)
+        say(
+          `  ${c.server} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; 'portcullis doctor' says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
+        );
     }
     // the state directory the entries name: a bare 'portcullis init' makes the default one
     // (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no keyring still; the
@@ -300,4 +319,22 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
     }
   }
   return stuck ? EXIT_CHECK_FAILED : 0;
+}
+
+/**
+ * The wrapped entries' env variables that hold a credential in clear (by name: the value is
+ * neither printed nor compared; src/onboard/doctorEnv.ts), which wrap leaves where they are.
+ */
+function credentialsLeftInClear(plan: WrapPlan): { server: string; variables: string[] }[] {
+  const entries = readServers(plan.host, plan.after);
+  const out: { server: string; variables: string[] }[] = [];
+  for (const server of plan.wrapped) {
+    const env = entries[server]?.env;
+    if (typeof env !== "object" || env === null || Array.isArray(env)) continue;
+    const variables = Object.entries(env as Record<string, unknown>)
+      .filter(([name, value]) => typeof value === "string" && credentialInClear(name, value))
+      .map(([name]) => name);
+    if (variables.length > 0) out.push({ server, variables });
+  }
+  return out;
 }

@@ -29,6 +29,8 @@ describe("portcullis wrap --json", () => {
         file,
         wrapped: ["inventory-local", "docs search"],
         leftAlone: [{ key: "remote", why: "an HTTP entry (url), which wrap leaves alone" }],
+        // wrap leaves the env as it is: the token stays in clear in the host file, said by name
+        credentialsInClear: [{ server: "inventory-local", variables: ["GITHUB_TOKEN"] }],
       },
     ];
     expect(JSON.parse(dry.stdout)).toEqual({
@@ -38,6 +40,12 @@ describe("portcullis wrap --json", () => {
       keyring: false,
       init: `portcullis init --state-dir '${other}'`,
     });
+    // the same in the lines, the value neither printed nor hinted at
+    const lines = await u.cli(["wrap", "claude-code", "--dry-run", "--state-dir", other]);
+    expect(lines.stdout).toContain(
+      `\n  inventory-local would keep "GITHUB_TOKEN" in its "env", in clear: every process of this user can read the host file; 'portcullis doctor' says how to move it to the vault\n`,
+    );
+    expect(lines.stdout).not.toContain(token.slice(4, 16));
     // a dry run: nothing written, not even the state directory
     expect(read(file)).toBe(before);
     expect(existsSync(other)).toBe(false);
