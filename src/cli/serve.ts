@@ -339,15 +339,23 @@ export async function serve(
   });
   let ending = false;
   let storeEnding: StoreEnding | null = null;
+  // Nothing waits for another process's lock on the store until the server is ended (each
+  // wait holds the event loop, the server's stop timers with it); what meets the lock is kept,
+  // and gets one bounded attempt after (src/store/ending.ts). From the shutdown's start, or
+  // earlier, from the client's end of input: the answers still awaited then are written as they
+  // come, and one that met the lock would hold the loop a busy timeout each, the shutdown behind.
+  const storeEnds = (): StoreEnding => {
+    if (storeEnding === null) {
+      storeEnding = beginStoreEnding(store);
+      events.holdOnBusy();
+      registry.ending();
+    }
+    return storeEnding;
+  };
   const shutdown = async (code: number, signalled = false) => {
     if (ending) return;
     ending = true;
-    // Nothing waits for another process's lock on the store until the server is ended (each
-    // wait holds the event loop, the server's stop timers with it); what meets the lock is kept,
-    // and gets one bounded attempt after (src/store/ending.ts).
-    storeEnding = beginStoreEnding(store);
-    events.holdOnBusy();
-    registry.ending();
+    const storeEnd = storeEnds();
     // No new request is read, but the client's output stays open while the server winds down:
     // what it answers in its grace reaches the client (and the audit as the call's result).
     downstream.stopReading();
@@ -358,7 +366,7 @@ export async function serve(
     downstream.close();
     // The one wait for the lock, at most the busy timeout (a second signal cuts it short); if it
     // does not come, nothing more waits. Not on a store whose files were lost (nothing is written).
-    if (!audit.checkStoreFiles({ now: true })) await storeEnding.lastAttempt();
+    if (!audit.checkStoreFiles({ now: true })) await storeEnd.lastAttempt();
     await egress?.close();
     clearInterval(storeWatch);
     // Once one of the store's files was lost, nothing more is written (it would go into the
@@ -378,10 +386,11 @@ export async function serve(
       line: (t) => gateway?.onClientLine(t),
       oversize: (n, id, hasMethod) => gateway?.onClientOversize(n, id, hasMethod),
       // a client that ends its input still gets the answers it asked for (bounded wait)
-      end: (why) =>
-        void (why === "input-closed" && gateway
-          ? gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0))
-          : shutdown(0)),
+      end: (why) => {
+        if (why !== "input-closed" || !gateway) return void shutdown(0);
+        storeEnds();
+        void gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0));
+      },
       // a client that reads slower than the server talks: the server waits, not our memory
       flow: (reading) => supervisor.setReading?.(reading),
     },

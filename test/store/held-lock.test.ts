@@ -293,6 +293,52 @@ describe("a gateway ending while another process holds the store's lock", () => 
     expect(row?.state).toBe("ended");
   }, 120_000);
 
+  it("a client that closes its input with a call at the server: the answer comes, the server ends while the lock is held, and a lock let go in the last attempt loses nothing", async () => {
+    // Before, the gateway waited for its client's last answers with the store's usual busy
+    // timeout: the answer's record met the lock and held the event loop the whole busy timeout
+    // (10 minutes here) before the shutdown could even begin, and so for each answer.
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--approval", "none", "--", ...project.command],
+      cwd: project.dir,
+      env: {
+        ...project.env,
+        PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+        PORTCULLIS_STORE_CHECK_MS: "600000",
+        PORTCULLIS_SHUTDOWN_GRACE_MS: "300",
+      },
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize({}, 20_000);
+    await gw.request("tools/list", {}, 20_000);
+    const status = await gw.request("tools/call", { name: "read_status", arguments: {} }, 20_000);
+    const { pid } = JSON.parse(text(status.result)) as { pid: number };
+    gw.send({
+      jsonrpc: "2.0",
+      id: "slow",
+      method: "tools/call",
+      params: { name: "slow_write", arguments: {} },
+    });
+    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+
+    const release = await locked(stateDir);
+    gw.closeStdin();
+    project.release();
+    // the client still gets its answer (forwarded before its record is written)
+    const answer = await gw.next((m) => m.id === "slow", 20_000);
+    expect(answer.result).toBeDefined();
+    await waitFor(() => !alive(pid), 30_000, "the server's end while the lock is held");
+    await release();
+    expect(await gw.exited).toMatchObject({ code: 0 });
+    expect(gw.stderr()).not.toMatch(/stayed locked|cannot record|SqliteError|internal error/);
+    // kept while the lock was held, written in the last attempt: the call's result is recorded
+    const activity = await auditActivity(stateDir);
+    expect(activity.find((a) => a.tool === "slow_write")).toMatchObject({ outcome: "ok" });
+  }, 120_000);
+
   it("a second signal cuts the last attempt short: the gateway ends with the lock still held", async () => {
     const stateDir = newStateDir();
     const pidFile = join(stateDir, "server.pid");
