@@ -62,6 +62,32 @@ async function gateway(
   return { gw, asked };
 }
 
+/**
+ * The v2 SDK client pinned to the 2026-07-28 era, declaring URL elicitation and answering every
+ * embedded one "accept" (what it was asked is kept), in front of a gateway; listed once.
+ */
+async function modernAccepting(
+  stateDir: string,
+  o: { args: string[]; env?: Record<string, string>; cwd?: string },
+) {
+  const asked: Asked[] = [];
+  const gw = await startModernGateway({
+    ...o,
+    negotiation: "pin",
+    stateDir,
+    capabilities: { elicitation: { url: {} } },
+    modernSetup: (client) => {
+      client.setRequestHandler("elicitation/create", (req) => {
+        asked.push(req.params as Asked);
+        return { action: "accept" };
+      });
+    },
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { gw, asked };
+}
+
 function consoleRuns(stateDir: string): void {
   writeConsoleAddress(stateDir, CONSOLE);
   cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
@@ -126,22 +152,10 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
       },
     ]);
     cleanup.push(() => cat.cleanup());
-    const asked: Asked[] = [];
-    const gw = await startModernGateway({
+    const { gw, asked } = await modernAccepting(stateDir, {
       args: ["--label", "modern", "--approval-timeout", "40000", "--", ...fixtureCommand("modern")],
       env: { ...cat.env, FIXTURE_LEGACY: "reject" },
-      negotiation: "pin",
-      stateDir,
-      capabilities: { elicitation: { url: {} } },
-      modernSetup: (client) => {
-        client.setRequestHandler("elicitation/create", (req) => {
-          asked.push(req.params as Asked);
-          return { action: "accept" };
-        });
-      },
     });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
     const call = gw.client.callTool({ name: "lookup", arguments: { q: "x" } });
     const req = await nextStoredRequest(stateDir);
     const first = await waitFor(() => asked[0], 20_000, "the embedded elicitation");
@@ -189,22 +203,10 @@ describe("guarded reads in the 2026-07-28 era", () => {
       }),
     );
     cleanup.push(() => removeDir(dir));
-    const asked: Asked[] = [];
-    const gw = await startModernGateway({
+    const { gw, asked } = await modernAccepting(stateDir, {
       args: ["reads", "--approval-timeout", "40000"],
       cwd: dir,
-      negotiation: "pin",
-      stateDir,
-      capabilities: { elicitation: { url: {} } },
-      modernSetup: (client) => {
-        client.setRequestHandler("elicitation/create", (req) => {
-          asked.push(req.params as Asked);
-          return { action: "accept" };
-        });
-      },
     });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
     const seen = new Set<string>();
 
     const read = gw.client.readResource({ uri: "test://a" });
