@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextRequest, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -179,6 +179,56 @@ describe("replaced workers", () => {
       expect(await call(gw, "whoami")).toEqual({ pid: before.processId, stage: "after" });
       await gw.waitForStderr(/running server replaced: .*now runs other code \(execve\)/, 5_000);
       expect((await current(gw)).epoch).not.toBe(before.epoch);
+    },
+  );
+
+  it.skipIf(process.platform !== "linux")(
+    "an approval given to the code before an execve under the same pid does not follow it: the next call is refused stale, and the new code never gets it",
+    async () => {
+      // Caught before the call is written, or not at all: a look made only when the answer came
+      // back would let the new code run a call approved for the old. The idle poll is pushed out
+      // of the way, so only the look before forwarding can see the execve.
+      const gw = await startGateway({
+        args: ["--label", "kids", "--approval", "session", "--", "python3", FIXTURES.execs],
+        env: { PORTCULLIS_POLL_MS: "600000" },
+      });
+      cleanup.push(() => gw.close());
+      await gw.client.listTools();
+      const stateDir = gw.stateDir!;
+      const before = await current(gw);
+      const seen = new Set<string>();
+      const approved = async (name: string) => {
+        const pending = gw.client.callTool({ name, arguments: {} });
+        const req = await nextStoredRequest(stateDir, seen);
+        expect((await decideByCli(stateDir, "approve", req.request, "--for", "session")).code).toBe(0);
+        return JSON.parse(((await pending).content as { text: string }[])[0]!.text);
+      };
+      expect(await approved("whoami")).toEqual({ pid: before.processId, stage: "before" });
+      await approved("become");
+      await waitFor(
+        () => readFileSync(`/proc/${before.processId}/cmdline`, "utf8").includes("after"),
+        10_000,
+        "the server's execve",
+      );
+
+      // whoami's session grant names the old epoch: refused stale, never forwarded
+      const stale = await gw.client.callTool({ name: "whoami", arguments: {} }).then(
+        () => null,
+        (e: { code?: number; data?: Record<string, unknown> }) => e,
+      );
+      expect(stale).toMatchObject({
+        code: -32051,
+        data: { error: "authorization_stale", approvedEpoch: before.epoch },
+      });
+      const after = await current(gw);
+      expect(after.epoch).not.toBe(before.epoch);
+      expect(stale!.data!.currentEpoch).toBe(after.epoch);
+      // the new code received no whoami: every forwarded call's intent names the epoch it went to
+      const called = (await verifiedAuditEvents(stateDir)).filter((e) => e.type === "tool_called");
+      expect(called.map((e) => [e.tool, e.epoch])).toEqual([
+        ["whoami", before.epoch],
+        ["become", before.epoch],
+      ]);
     },
   );
 });
