@@ -50,6 +50,8 @@ describe("what never passes unguarded", () => {
       "tools/\u200bcall",
       "Resources/Read",
       "prompts/get\n",
+      "Completion/Complete",
+      "completion/complete ",
     ];
     for (const method of variants) {
       const err = await gw.client
@@ -79,7 +81,7 @@ describe("what never passes unguarded", () => {
     expect(calls[0]?.params?.arguments).toEqual({});
   });
 
-  it("resources/read and prompts/get are held while the server's identity is pending, recorded with run, epoch and a parameters digest, then forwarded", async () => {
+  it("resources/read, prompts/get and completion/complete are held while the server's identity is pending, recorded with run, epoch and a parameters digest, then forwarded", async () => {
     const stateDir = newStateDir();
     const { gw, received } = await lenientGateway({ stateDir, env: { FIXTURE_LIST_DELAY_MS: "400" } });
     // sent at once: the gateway's own tools/list (its catalog fetch) is still unanswered
@@ -87,6 +89,13 @@ describe("what never passes unguarded", () => {
       gw.client.request({ method: "resources/read", params: { uri: "file:///secret.txt" } }, ResultSchema),
       gw.client.request(
         { method: "prompts/get", params: { name: "p", arguments: { a: "1" } } },
+        ResultSchema,
+      ),
+      gw.client.request(
+        {
+          method: "completion/complete",
+          params: { ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "secret.txt" } },
+        },
         ResultSchema,
       ),
     ]);
@@ -97,11 +106,16 @@ describe("what never passes unguarded", () => {
     expect(answered).toBeGreaterThanOrEqual(0);
     expect(order.indexOf("resources/read")).toBeGreaterThan(answered);
     expect(order.indexOf("prompts/get")).toBeGreaterThan(answered);
+    expect(order.indexOf("completion/complete")).toBeGreaterThan(answered);
     await gw.close();
     const events = await auditEvents(stateDir);
     const started = events.find((e) => e.type === "server_started");
     const forwarded = events.filter((e) => e.type === "request_forwarded");
-    expect(forwarded.map((e) => e.method).sort()).toEqual(["prompts/get", "resources/read"]);
+    expect(forwarded.map((e) => e.method).sort()).toEqual([
+      "completion/complete",
+      "prompts/get",
+      "resources/read",
+    ]);
     for (const e of forwarded) {
       expect(e.run).toEqual(expect.any(String));
       expect(e.epoch).toBe(started?.epoch);

@@ -378,6 +378,11 @@ describe("what the elicitation's message names", () => {
         { name: "greet" },
         `portcullis: a human must approve a request for prompt "greet". ${OPEN}`,
       ],
+      [
+        "completion/complete",
+        { ref: { type: "ref/prompt", name: "greet" }, argument: { name: "who", value: "a" } },
+        `portcullis: a human must approve a completion for "prompt greet". ${OPEN}`,
+      ],
     ];
     for (const [i, [method, params, message]] of asks.entries()) {
       gw.send({ jsonrpc: "2.0", id: `ask-${i}`, method, params });
