@@ -258,6 +258,47 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     });
   }
 
+  // The other columns a grant is made from: rewritten, approve refuses the request (naming the
+  // column), and a grant signed over the row as it now reads covers nothing either: the human's
+  // signature would otherwise cover newer code, a wider mode, another agent's run or credentials
+  // the call never asked for.
+  for (const [column, sql, mode] of [
+    ["execution epoch", "execution_epoch = '01JZZZZZZZZZZZZZZZZZZZZZZZ'", "session"],
+    ["mode", "mode = 'session'", "per-call"],
+    ["agent run", "agent_run = '01JAAAAAAAAAAAAAAAAAAAAAAA'", "session"],
+    ["credential scope", `credential_scope_json = '["prod-database"]'`, "session"],
+  ] as const) {
+    it(`a request's ${column} rewritten in the store: approve refuses it, a grant signed over the row covers nothing, and nothing runs`, async () => {
+      const { stateDir, gw, db, received } = await setup(
+        [PAY],
+        ["--approval", mode, "--approval-timeout", "60000"],
+      );
+      const call = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
+      const outcome = call.then(
+        () => "answered",
+        (e) => refusal(e).code,
+      );
+      const req = await nextStoredRequest(stateDir);
+      if (column === "agent run") anotherAgentRun(db, req.request, "01JAAAAAAAAAAAAAAAAAAAAAAA");
+      expect(
+        db.prepare(`UPDATE approval_requests SET ${sql} WHERE request = ?`).run(req.request).changes,
+      ).toBe(1);
+      const forWhat = "session";
+      const approve = await runCli(["approve", req.request, "--for", forWhat, "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(approve.code).toBe(1);
+      expect(approve.stderr).toContain(`does not ask what its review shows (its ${column} was changed`);
+      expect(received()).toEqual([]);
+
+      await signRowAsIs(stateDir, req.request, forWhat);
+      await gw.waitForStderr(/is not honoured/, 20_000);
+      await gw.close();
+      expect(await outcome).not.toBe("answered");
+      expect(received()).toEqual([]);
+    });
+  }
+
   it("a grant from an older approve (no review digest signed) covers nothing, and the gateway says why", async () => {
     const { stateDir, gw, received } = await setup(
       [PAY],
@@ -314,6 +355,17 @@ function swapTool(db: Database.Database, request: string, tool: typeof PAY): voi
     .prepare("UPDATE approval_requests SET tool = ?, fingerprint = ? WHERE request = ?")
     .run(tool.name, toolFingerprint(tool), request).changes;
   expect(changed).toBe(1);
+}
+
+/** A run row for another agent (a copy of the request's own run under the id `run`). */
+function anotherAgentRun(db: Database.Database, request: string, run: string): void {
+  const columns = (db.prepare("PRAGMA table_info(runs)").all() as { name: string }[])
+    .map((c) => c.name)
+    .filter((n) => n !== "run")
+    .join(", ");
+  db.prepare(
+    `INSERT INTO runs (run, ${columns}) SELECT ?, ${columns} FROM runs WHERE run = (SELECT agent_run FROM approval_requests WHERE request = ?)`,
+  ).run(run, request);
 }
 
 /** The request's arguments digest rewritten to that of `args` (what a one-call grant binds). */
