@@ -239,6 +239,32 @@ describe("the release window", () => {
     expect(released(plain).map((x) => x.path)).toEqual(["/both"]);
   });
 
+  it("a host the configuration declares but the vault's policy does not name gets the placeholder: the holder refuses it, whatever portcullis.json says", async () => {
+    // The other side of "both must agree": portcullis.json is a file any process of the user can
+    // edit, the agent included; a host added to its "hosts" must not reach the secret. The holder
+    // releases only for a host the stored policy names (vault set --host), which needs the passphrase.
+    const { plain, other, hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const otherHost = `127.0.0.1:${other.port}`;
+    const dir = k.project(nodeServer, [...hosts, otherHost]);
+    await k.storeHttpSecret(stateDir, ...hosts);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    const seen = new Set<string>();
+    expect(
+      text(await approvedCall(gw, stateDir, "fetch_url", { url: `${other.url}/config-only` }, seen)),
+    ).toBe("200 upstream ok /config-only");
+    expect(other.received.map((x) => [x.authorization, x.key])).toEqual([
+      [`Bearer ${PLACEHOLDER}`, PLACEHOLDER],
+    ]);
+    expect(JSON.stringify(other.received)).not.toContain(SECRET);
+    // a host both name, in the same session: released
+    expect(text(await approvedCall(gw, stateDir, "fetch_url", { url: `${plain.url}/both` }, seen))).toBe(
+      "200 upstream ok /both",
+    );
+    expect(released(plain).map((x) => x.path)).toEqual(["/both"]);
+  });
+
   it("after a rebuild, before re-approval, nothing is released; lock stops releases in the middle of a call", async () => {
     const { plain, other, hosts } = await k.upstreams();
     const stateDir = newStateDir();
