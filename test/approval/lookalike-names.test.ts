@@ -3,12 +3,17 @@
 // Cyrillic "о". A real gateway in front of the catalog fixture asks for the look-alikes; what
 // the human reads (the stderr line of each request, `approvals --verbose`, the one-screen card,
 // `catalog show`, the console's page) must tell every name apart and flag the non-ASCII ones.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextRequest, nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
+import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -101,5 +106,54 @@ describe("look-alike tool names", () => {
     expect(page.body).toContain("shop · &quot;deploy\\u00ad&quot;");
     expect(page.body).toContain("shop · &quot;deploy\\u{e0041}\\u{e0042}&quot;");
     expect(page.body.match(/data-testid="not-ascii-name"/g)).toHaveLength(3);
+  });
+
+  it("cannot take a laxer approval mode than the tool they imitate: with deploy per-call and the default none, Deploy and deploy+soft hyphen are asked about per call, and the server gets neither until a human decides", async () => {
+    const cat = makeCatalog([
+      { name: "deploy", description: "Deploys.", inputSchema: INPUTS },
+      { name: "Deploy", description: "Case twin.", inputSchema: INPUTS, annotations: { readOnlyHint: true } },
+      { name: SHY, description: "Soft hyphen twin.", inputSchema: INPUTS },
+      { name: "status", description: "Says how things are.", inputSchema: INPUTS },
+    ]);
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          shop: {
+            command: NODE,
+            args: [FIXTURES.catalog],
+            env: cat.env,
+            approval: { default: "none", tools: { deploy: "per-call" } },
+          },
+        },
+      }),
+    );
+    const gw = await startGateway({ args: ["shop", "--approval-timeout", "60000"], cwd: dir });
+    cleanup.push(
+      () => gw.close(),
+      () => cat.cleanup(),
+      () => removeDir(dir),
+    );
+    const stateDir = gw.stateDir!;
+    await gw.client.listTools();
+    // an unlisted tool that imitates nothing runs under the default: the server was reachable
+    await gw.client.callTool({ name: "status", arguments: {} });
+    const seen = new Set<string>();
+    const asked: string[] = [];
+    for (const name of ["Deploy", SHY]) {
+      void gw.client.callTool({ name, arguments: {} }).catch(() => {});
+      const req = await nextStoredRequest(stateDir, seen);
+      expect(req.tool).toBe(name);
+      asked.push(req.request);
+    }
+    await gw.waitForStderr(/approval needed for "deploy\\u00ad" \(per-call\)/);
+    expect(gw.stderr()).toContain('approval needed for "Deploy" (per-call)');
+    // per-call: a session approval of either is refused
+    const session = await runCli(["approve", asked[0]!, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(session.code).not.toBe(0);
+    expect(cat.records().map((r) => r.tool)).toEqual(["status"]);
   });
 });
