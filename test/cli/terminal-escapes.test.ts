@@ -31,7 +31,7 @@ const ERASE = "\u001b[1A\u001b[2K";
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
 describe("views print what others chose as text, never as terminal commands", () => {
-  it("a tool name from the agent (refused) and one from the server's catalog: audit activity and sessions", async () => {
+  it("a tool name from the agent (refused) and one from the server's catalog: audit activity, sessions and show", async () => {
     const serverTool = "list\u009b2Jitems"; // C1 CSI: JSON.stringify leaves it as it is
     const cat = makeCatalog([{ name: serverTool, description: "Lists.", inputSchema: { type: "object" } }]);
     const gw = await startGateway({
@@ -56,6 +56,20 @@ describe("views print what others chose as text, never as terminal commands", ()
     const sessions = await runCli(["audit", "sessions"], { stateDir: gw.stateDir, env });
     expect(sessions.code).toBe(0);
     expect(sessions.stdout).not.toMatch(CONTROL);
+
+    // every record, decrypted one at a time: the call and the refusal name the tools escaped
+    const head = JSON.parse((await runCli(["audit", "checkpoint"], { stateDir: gw.stateDir })).stdout) as {
+      seq: number;
+    };
+    let shown = "";
+    for (let seq = 1; seq <= head.seq; seq++) {
+      const one = await runCli(["audit", "show", String(seq)], { stateDir: gw.stateDir, env });
+      expect(one.code, one.stderr).toBe(0);
+      expect(one.stdout, `audit show ${seq}`).not.toMatch(CONTROL);
+      shown += one.stdout;
+    }
+    expect(shown).toContain("list\\u009b2Jitems");
+    expect(shown).toContain("\\u001b[1A\\u001b[2K");
 
     // --json stays exact: the names as they were sent, escaped by JSON itself
     const json = await runCli(["audit", "activity", "--json"], { stateDir: gw.stateDir, env });
