@@ -6,6 +6,7 @@
 // client's results, the gateway's stderr, every byte of the state directory (SQLite db and WAL
 // included), `audit export`, `ps -eo args`, and every `--json` command output.
 import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_STDERR_LINE } from "../../src/supervisor/stderrLines.js";
@@ -93,10 +94,20 @@ describe("a released credential value leaks nowhere", () => {
 
     const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
     expect(ps.length).toBeGreaterThan(0);
+    // the holder, the one process that holds the opened secret: handed it over a pipe, never in
+    // its command line or its environment (which any process of the user may read in /proc)
+    const holders = readdirSync(stateDir).filter((f) => /^vault-holder-\d+\.pid$/.test(f));
+    expect(holders).toHaveLength(1);
+    const holderPid = Number(/\d+/.exec(holders[0]!)![0]);
+    const holderProc = ["cmdline", "environ"].map((f) =>
+      readFileSync(`/proc/${holderPid}/${f}`).toString("utf8").replaceAll("\0", " "),
+    );
     const outputs: Record<string, string> = {
       "client results": JSON.stringify(gw.received()),
       "gateway stderr": gw.stderr(),
       "ps -eo args": ps,
+      "the holder's /proc cmdline": holderProc[0]!,
+      "the holder's /proc environ": holderProc[1]!,
     };
     const json = [
       ["status", "--json"],
