@@ -15,8 +15,15 @@ export interface EnvFinding {
   next: string;
 }
 
-/** How the entry runs its server, as far as the advice goes. */
-export type EnvRun = { kind: "label"; label: string; file: string | undefined } | { kind: "other" };
+/**
+ * How the entry runs its server, as far as the advice goes: a label (`mapped` when its
+ * "credentials" already take the variable from the vault, as `scope`, which the vault does not
+ * hold yet), or anything else.
+ */
+export type EnvRun =
+  | { kind: "label"; label: string; file: string | undefined }
+  | { kind: "mapped"; label: string; file: string; scope: string }
+  | { kind: "other" };
 
 /** The finding for one variable of an entry's "env", or null when it holds no credential in clear. */
 export function clearCredentialFinding(
@@ -26,14 +33,23 @@ export function clearCredentialFinding(
   value: unknown,
   run: EnvRun,
 ): EnvFinding | null {
-  if (typeof value !== "string" || !credentialInClear(variable, value)) return null;
+  if (typeof value !== "string") return null;
+  // a variable the label takes from the vault is a credential by the configuration's word
+  if (run.kind === "mapped" ? !writtenOut(value) : !credentialInClear(variable, value)) return null;
   const entryName = `${hostFile}: server ${quotedName(key)}`;
   const store = `store the value in the vault ('portcullis vault set NAME --deliver env')`;
   const mapping = `${JSON.stringify(variable)}: "NAME"`;
   const then = `then delete ${quotedName(variable)} from the entry's "env" in ${hostFile}; the value has been in a file, so rotate it`;
+  const what = `${entryName} sets ${quotedName(variable)} in its "env", in clear: every process of this user can read it there, the agent included`;
+  if (run.kind === "mapped")
+    return {
+      ok: false,
+      what: `${what}; the label ${quotedName(run.label)} (${run.file}) takes it from the vault as ${quotedName(run.scope)}, which the vault does not hold yet`,
+      next: `store the value in the vault under that name ('portcullis vault set ${run.scope} --deliver env'), ${then}`,
+    };
   return {
     ok: false,
-    what: `${entryName} sets ${quotedName(variable)} in its "env", in clear: every process of this user can read it there, the agent included`,
+    what,
     next:
       run.kind === "label"
         ? `${store}, add ${mapping} to the "credentials" of ${quotedName(run.label)} in ${run.file ?? `its ${CONFIG_FILE}`}, ${then}`
@@ -48,10 +64,13 @@ export function clearCredentialFinding(
  * switch (`USE_AUTH=true`), nor a value the host fills in from its environment (`${TOKEN}`).
  */
 export function credentialInClear(name: string, value: string): boolean {
+  return writtenOut(value) && isSecretName(name) && !NOT_THE_CREDENTIAL.has(lastWord(name));
+}
+
+/** A value written out in the file: not blank, not one the host fills in, not a switch word. */
+function writtenOut(value: string): boolean {
   const v = value.trim();
-  if (v === "" || hostFillsIn(v) || SWITCH_WORDS.has(v.toLowerCase())) return false;
-  if (!isSecretName(name)) return false;
-  return !NOT_THE_CREDENTIAL.has(lastWord(name));
+  return v !== "" && !hostFillsIn(v) && !SWITCH_WORDS.has(v.toLowerCase());
 }
 
 /**
@@ -70,10 +89,22 @@ function lastWord(name: string): string {
   return name.slice(start, end).toLowerCase();
 }
 
-/** Whether `value` holds a `${…}` the host expands (no regular expression: a value may be long). */
+/**
+ * Whether `value` holds a `${…}` the host expands (no regular expression: a value may be long),
+ * and no default written beside it: `${TOKEN:-ghp_…}` keeps its default in the file.
+ */
 export function hostFillsIn(value: string): boolean {
-  const at = value.indexOf("${");
-  return at >= 0 && value.indexOf("}", at + 2) > at + 2;
+  let filled = false;
+  for (let at = value.indexOf("${"); at >= 0; at = value.indexOf("${", at + 2)) {
+    const end = value.indexOf("}", at + 2);
+    if (end < 0) break;
+    if (end === at + 2) continue; // "${}" fills nothing in
+    const inside = value.slice(at + 2, end);
+    const dflt = inside.indexOf(":-");
+    if (dflt >= 0 && inside.slice(dflt + 2).trim() !== "") return false;
+    filled = true;
+  }
+  return filled;
 }
 
 /** A name's last word that makes its value where or how a credential is found, not the credential. */
@@ -95,7 +126,6 @@ const NOT_THE_CREDENTIAL = new Set([
   "method",
   "provider",
   "scheme",
-  "header",
   "enabled",
   "disabled",
   "required",

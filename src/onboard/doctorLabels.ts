@@ -298,7 +298,17 @@ function clearEnvFindings(
           what: `${entryName} still sets ${quotedName(variable)} in its "env", in clear, a credential the vault holds as ${quotedName(scope)} (${label.file}, label ${quotedName(label.name)}, takes it from the vault)`,
           next: `${remove(variable)} (the server gets the vault's value); ${rotate}`,
         });
-      // a scope the vault does not hold: the gateway refuses to start and says so
+      // a scope the vault does not hold: the gateway refuses to start (said apart when doctor
+      // reads that vault), and the value sits in the host file all the same
+      else {
+        const f = clearCredentialFinding(host.file, key, variable, values[variable], {
+          kind: "mapped",
+          label: label.name,
+          file: label.file,
+          scope,
+        });
+        if (f) out.push(f);
+      }
       continue;
     }
     const taking =

@@ -365,7 +365,13 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     const token = "ghp_Zq9x8w7v6u5t4s3r2q1p0o9n8m";
     const password = "Zq9-hunter2-correct-horse";
     const [command, ...args] = fixtureCommand("echo");
-    writeConfig(u.project, { echo: { command, args } });
+    const config = writeConfig(u.project, {
+      echo: { command, args },
+      // takes WEATHER from the vault, which does not hold "weather-key" yet: a credential by the
+      // configuration's word, whatever its name says
+      weather: { command, args, credentials: { WEATHER: "weather-key" } },
+    });
+    const weatherValue = "Zq9-weather-value-0a1b2c";
     const notCredentials = {
       GITHUB_TOKEN_FILE: "/home/u/.token",
       AUTH_URL: "https://login.example.com",
@@ -387,6 +393,12 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         args: [CLI, "run", "--state-dir", u.stateDir, "echo"],
         cwd: u.project,
         env: { dbPassword: password, ...notCredentials },
+      },
+      mapped: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
+        cwd: u.project,
+        env: { WEATHER: weatherValue, AUTH_HEADER: "${AUTH:-Bearer Zq9-default-in-the-file}" },
       },
     };
     const mcp = writeServers(u.files["claude-code"], entries);
@@ -412,9 +424,29 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         what: what("labelled", "dbPassword"),
         next: `${store}, add "dbPassword": "NAME" to the "credentials" of "echo" in ${join(u.project, "portcullis.json")}, ${then("dbPassword")}`,
       },
+      // the gateway would refuse to start (said apart), and the value is in the file all the same
+      expect.objectContaining({
+        what: expect.stringContaining(
+          'runs the portcullis.json label "weather", which the gateway refuses to start',
+        ),
+      }),
+      {
+        ok: false,
+        what: `${what("mapped", "WEATHER")}; the label "weather" (${config}) takes it from the vault as "weather-key", which the vault does not hold yet`,
+        next: `store the value in the vault under that name ('portcullis vault set weather-key --deliver env'), ${then("WEATHER")}`,
+      },
+      // a default written beside what the host fills in is in the file
+      {
+        ok: false,
+        what: what("mapped", "AUTH_HEADER"),
+        next: `${store}, add "AUTH_HEADER": "NAME" to the "credentials" of "weather" in ${config}, ${then("AUTH_HEADER")}`,
+      },
     ]);
     expect(json.code).toBe(1);
     expect(text.stdout).toContain(`PROBLEM  ${what("bare", "GITHUB_TOKEN")}`);
-    expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [token, password]);
+    expectNoValue(
+      [json.stdout, json.stderr, text.stdout, text.stderr],
+      [token, password, weatherValue, "Bearer Zq9-default-in-the-file"],
+    );
   }, 60_000);
 });

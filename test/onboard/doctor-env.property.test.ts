@@ -98,7 +98,7 @@ describe("doctor: a credential in an entry's env, in clear", () => {
         fc.string({ minLength: 1, maxLength: 20 }),
         fc.string({ maxLength: 20 }),
       )
-      .filter(([, inner]) => !inner.includes("}"))
+      .filter(([, inner]) => !inner.includes("}") && !inner.includes(":-"))
       .map(([before, inner, after]) => `${before}\${${inner}}${after}`);
     const blankOrSwitch = fc.oneof(
       fc.stringMatching(/^\s*$/),
@@ -110,6 +110,26 @@ describe("doctor: a credential in an entry's env, in clear", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it("a default written beside what the host fills in (`${VAR:-value}`) is in the file: reported; an empty one is not", () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[A-Z][A-Z0-9_]{0,11}$/),
+        fc.string({ minLength: 1, maxLength: 30 }).filter((d) => d.trim() !== "" && !d.includes("}")),
+        (variable, dflt) => {
+          expect(credentialInClear("API_TOKEN", `\${${variable}:-${dflt}}`)).toBe(true);
+          expect(credentialInClear("API_TOKEN", `Bearer \${${variable}:-${dflt}}`)).toBe(true);
+          expect(credentialInClear("API_TOKEN", `\${${variable}:-}`)).toBe(false);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a header held in a variable is the credential itself: AUTH_HEADER, AUTHORIZATION_HEADER", () => {
+    for (const name of ["AUTH_HEADER", "AUTHORIZATION_HEADER", "apiKeyHeader", "X_API_TOKEN_HEADER"])
+      expect(credentialInClear(name, "Bearer abc123"), name).toBe(true);
   });
 
   it("a name that says nothing of a secret is never reported (the redaction's own list decides)", () => {

@@ -124,8 +124,9 @@ describe("doctor and host entries that run a portcullis.json label", () => {
     const mcp = writeMcp(u, { weather: labelEntry(u, "weather", [], { env }) });
     const { json, text, findings } = await doctorOf(u);
     expect(json.code).toBe(1);
-    // OTHER_KEY's scope is not in the vault (nothing moved: not "left in clear", but a secret the
-    // gateway refuses to start without), LOG_LEVEL is no credential
+    // OTHER_KEY's scope is not in the vault: a secret the gateway refuses to start without, and a
+    // value in clear in the host file all the same (the vault set to run named); LOG_LEVEL is no
+    // credential
     expect(findings).toEqual([
       {
         ok: false,
@@ -136,6 +137,11 @@ describe("doctor and host entries that run a portcullis.json label", () => {
         ok: false,
         what: `${mcp}: server "weather" still sets "WEATHER_API_KEY" in its "env", in clear, a credential the vault holds as "weather-key" (${config}, label "weather", takes it from the vault)`,
         next: `delete "WEATHER_API_KEY" from the entry's "env" in ${mcp} (the server gets the vault's value); the value has been in a file, so rotate it (${mcp}.portcullis-backup and the wrap record may hold it too)`,
+      },
+      {
+        ok: false,
+        what: `${mcp}: server "weather" sets "OTHER_KEY" in its "env", in clear: every process of this user can read it there, the agent included; the label "weather" (${config}) takes it from the vault as "not-stored", which the vault does not hold yet`,
+        next: `store the value in the vault under that name ('portcullis vault set not-stored --deliver env'), then delete "OTHER_KEY" from the entry's "env" in ${mcp}; the value has been in a file, so rotate it`,
       },
     ]);
     // never the value, whole or in part, nor a digest of it, in either form of the report
