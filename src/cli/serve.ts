@@ -17,7 +17,7 @@ import { GatewayRegistry } from "../gateway/registry.js";
 import { DigestCache, setStateDir } from "../identity/index.js";
 import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
-import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
+import { beginStoreEnding, DRAIN_BUSY_MS, type StoreEnding } from "../store/ending.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
 import type { EarlyStart } from "../supervisor/earlyStart.js";
@@ -341,21 +341,23 @@ export async function serve(
   let storeEnding: StoreEnding | null = null;
   // Nothing waits for another process's lock on the store until the server is ended (each
   // wait holds the event loop, the server's stop timers with it); what meets the lock is kept,
-  // and gets one bounded attempt after (src/store/ending.ts). From the shutdown's start, or
-  // earlier, from the client's end of input: the answers still awaited then are written as they
-  // come, and one that met the lock would hold the loop a busy timeout each, the shutdown behind.
-  const storeEnds = (): StoreEnding => {
+  // and gets one bounded attempt after (src/store/ending.ts). From the shutdown's start; and
+  // from the client's end of input, writes wait for the lock only briefly (DRAIN_BUSY_MS): the
+  // answers still awaited are written as they come, and one that met a held lock would hold
+  // the loop a busy timeout each, the shutdown behind; another gateway's commit is still waited out.
+  const storeEnds = (waitMs: number): StoreEnding => {
     if (storeEnding === null) {
-      storeEnding = beginStoreEnding(store);
+      storeEnding = beginStoreEnding(store, waitMs);
       events.holdOnBusy();
       registry.ending();
     }
+    if (waitMs === 0) storeEnding.stopWaiting();
     return storeEnding;
   };
   const shutdown = async (code: number, signalled = false) => {
     if (ending) return;
     ending = true;
-    const storeEnd = storeEnds();
+    const storeEnd = storeEnds(0);
     // No new request is read, but the client's output stays open while the server winds down:
     // what it answers in its grace reaches the client (and the audit as the call's result).
     downstream.stopReading();
@@ -388,7 +390,7 @@ export async function serve(
       // a client that ends its input still gets the answers it asked for (bounded wait)
       end: (why) => {
         if (why !== "input-closed" || !gateway) return void shutdown(0);
-        storeEnds();
+        storeEnds(DRAIN_BUSY_MS);
         void gateway.finishInFlight(holdTimeoutMs ?? 15_000).then(() => shutdown(0));
       },
       // a client that reads slower than the server talks: the server waits, not our memory

@@ -27,11 +27,25 @@ export interface StoreEnding {
   lastAttempt(): Promise<boolean>;
   /** Gives up the last attempt now (a second signal: the user will not wait for the store). */
   cut(): void;
+  /** From now on no write waits at all (busy_timeout 0), whatever `beginStoreEnding` was given. */
+  stopWaiting(): void;
 }
 
-export function beginStoreEnding(db: Store): StoreEnding {
+/**
+ * How long a write waits for another process's lock while a gateway answers its client's last
+ * calls (the client closed its input, the shutdown not begun): another gateway's commit takes
+ * microseconds to milliseconds and is waited out as before, a lock held past this is not (a write
+ * then fails at once and its writer keeps what it could not write, as in the shutdown).
+ */
+export const DRAIN_BUSY_MS = 250;
+
+/**
+ * The store's ending begins: writes wait at most `waitMs` for the lock (0: not at all, the
+ * shutdown's rule; DRAIN_BUSY_MS while the client's last answers come in).
+ */
+export function beginStoreEnding(db: Store, waitMs = 0): StoreEnding {
   const timeout = Number(db.pragma("busy_timeout", { simple: true }));
-  db.pragma("busy_timeout = 0");
+  db.pragma(`busy_timeout = ${Math.min(waitMs, timeout)}`);
   let cut = false;
   let wake: (() => void) | null = null;
   /** the lock taken and given back, without waiting; false while another process holds it */
@@ -66,6 +80,9 @@ export function beginStoreEnding(db: Store): StoreEnding {
     cut() {
       cut = true;
       wake?.();
+    },
+    stopWaiting() {
+      if (db.open) db.pragma("busy_timeout = 0");
     },
   };
 }
