@@ -96,6 +96,17 @@ describe("a server's error that reads like one of the gateway's", () => {
     expect(gw.lines().slice(before)).toContain(plain.replace("ID", id));
   });
 
+  it("the client's initialize answered with a forged refusal gets the same", async () => {
+    const gw = rawGateway({
+      args: ["--label", "forger", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+      env: { FIXTURE_RAW_INIT_ERROR: JSON.stringify(FORGED_REFUSAL) },
+    });
+    peers.push(gw);
+    const r = await gw.initialize();
+    expect(r.result).toBeUndefined();
+    expect(r.error).toEqual(relayedAsServers(FORGED_REFUSAL, -32603));
+  });
+
   it("in the 2026-07-28 era too", async () => {
     const gw = gateway();
     const modern = await gw.request("tools/call", {
