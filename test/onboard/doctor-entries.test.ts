@@ -323,6 +323,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       fromEnv: {
         type: "http",
         url: "https://mcp.example.com/mcp",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
         headers: { Authorization: "Bearer ${MCP_TOKEN}" },
       },
       wrapped: {
@@ -376,7 +377,9 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       GITHUB_TOKEN_FILE: "/home/u/.token",
       AUTH_URL: "https://login.example.com",
       USE_AUTH: "true",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
       FROM_HOST: "${GITHUB_TOKEN}",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
       API_TOKEN: "${env:API_TOKEN}",
       EMPTY_SECRET: "",
       LOG_LEVEL: "debug",
@@ -398,6 +401,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         command: NODE,
         args: [CLI, "run", "--state-dir", u.stateDir, "weather"],
         cwd: u.project,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
         env: { WEATHER: weatherValue, AUTH_HEADER: "${AUTH:-Bearer Zq9-default-in-the-file}" },
       },
     };

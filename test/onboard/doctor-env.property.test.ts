@@ -91,6 +91,7 @@ describe("doctor: a credential in an entry's env, in clear", () => {
     );
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
   it("a value the host fills in (a `${…}` anywhere in it), a blank one or a switch word is never reported, whatever the name", () => {
     const filled = fc
       .tuple(
@@ -112,6 +113,7 @@ describe("doctor: a credential in an entry's env, in clear", () => {
     );
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
   it("a default written beside what the host fills in (`${VAR:-value}`) is in the file: reported; an empty one is not", () => {
     fc.assert(
       fc.property(

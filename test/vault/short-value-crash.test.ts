@@ -30,7 +30,9 @@ describe("a short released value in a crashing server's stderr", () => {
     const dir = tempDir("portcullis-short-pin-");
     const server = [
       "const pin = process.env.PIN;",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the fixture server's own source text, its template literals included
       "console.error(`pin=${pin} b64=${Buffer.from(pin).toString('base64')} hex=${Buffer.from(pin).toString('hex')} start=${pin.slice(0, 2)}!`);",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the fixture server's own source text, its template literals included
       "setTimeout(() => { throw new Error(`bad pin ${pin}`); }, 50);",
     ].join("\n");
     writeFileSync(
