@@ -40,7 +40,7 @@ usage: portcullis <command> [options]
   console [--port N] [--no-open] [--proof-window S] [--idle-timeout S]
                                        the local web console: review and decide requests
   demo [--keep] [--console]            the whole story, in a temporary state directory
-  wrap [HOST|FILE] [--dry-run] [--servers a,b] [--label KEY=LABEL]
+  wrap [HOST|FILE] [--dry-run] [--json] [--servers a,b] [--label KEY=LABEL]
                                        put portcullis in front of a host's stdio servers
   unwrap [HOST|FILE]                   take it away again (the original bytes when unedited)
   doctor [--json]                      what is in use, what is wrong, what to do next
