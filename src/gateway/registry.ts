@@ -14,6 +14,13 @@ import { type Logger, scrubbedLine } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
 
 /**
+ * How long a write of the gateway's row (and its epochs') waits for another process's lock:
+ * another gateway's commit (a fsync included, on a slow disk) is waited out; a lock held longer
+ * is not (the write is tried again at the next heartbeat).
+ */
+const ROW_BUSY_MS = 500;
+
+/**
  * Execution records and status lines are stored redacted (src/util/redact.ts): the store is a
  * file other tools read, and a secret on the server's command line must not end up in it.
  *
@@ -191,8 +198,10 @@ export class GatewayRegistry {
       // survives this process being killed, and the next full commit's fsync (the audit log's)
       // covers it against a power loss. Measured (docs/performance.md, session twenty-one): 3 of
       // the 9 fsyncs a warm start waited for before its first answer were this row's.
-      if (this.epochs.size === 0) this.relaxed(() => this.db.transaction(() => this.writeAll())());
-      else this.db.transaction(() => this.writeAll())();
+      this.briefly(() => {
+        if (this.epochs.size === 0) this.relaxed(() => this.db.transaction(() => this.writeAll())());
+        else this.db.transaction(() => this.writeAll())();
+      });
     } catch (e) {
       this.lastBusy = isBusy(e);
       this.failed(e);
@@ -210,6 +219,30 @@ export class GatewayRegistry {
   }
 
   private syncRead: Statement | null = null;
+  private busyRead: Statement | null = null;
+
+  /**
+   * Runs `write` waiting at most ROW_BUSY_MS for another process's lock on the store. What fails
+   * stays pending and is written at the next heartbeat (every 5 s) or change, the epoch's row with
+   * the rest: a lock held by another program (a database browser inside a transaction) must not
+   * hold the event loop a whole busy timeout at every heartbeat, nor at the gateway's start
+   * (signals, the server's answers and its stop waited behind it: a SIGTERM during a start under
+   * such a lock took 40 s to end the gateway).
+   */
+  private briefly(write: () => void): void {
+    this.busyRead ??= this.db.prepare("PRAGMA busy_timeout").pluck();
+    const timeout = Number(this.busyRead.get());
+    if (timeout <= ROW_BUSY_MS) {
+      write();
+      return;
+    }
+    this.db.pragma(`busy_timeout = ${ROW_BUSY_MS}`);
+    try {
+      write();
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
+    }
+  }
 
   /** Runs `commit` with the connection's synchronous setting at NORMAL, then puts it back. */
   private relaxed(commit: () => void): void {

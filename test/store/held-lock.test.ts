@@ -122,6 +122,23 @@ async function locked(stateDir: string): Promise<() => Promise<void>> {
 const LOCKED_SENTENCE = "is locked by another process, and stayed locked while this one waited.";
 
 describe("a store locked by another process while a call needs a human, or a command writes", () => {
+  it("the gateway's own row waits for a held lock only briefly: its heartbeat never holds the event loop a busy timeout, and what needs no store is answered meanwhile", async () => {
+    // Before, every heartbeat (and the row's write at a start) waited the whole busy timeout with
+    // the event loop held (10 minutes here): a SIGTERM during a start under such a lock took 40 s
+    // to end the gateway at the default 10 s, and nothing at all was answered meanwhile.
+    const { stateDir, gw } = await listedInventory(["--approval", "none"], {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+      PORTCULLIS_STORE_CHECK_MS: "1000",
+    });
+    const release = await locked(stateDir);
+    await gw.waitForStderr(/cannot update this gateway's row in the store/, 20_000);
+    // a ping is relayed without the store: answered while the lock is held, between heartbeats
+    for (let i = 0; i < 3; i++) await gw.client.ping();
+    await release();
+    await gw.waitForStderr(/is writable again/, 20_000);
+    expect(gatewayRows(stateDir).map((g) => g.pid)).toEqual([gw.pid]);
+  }, 60_000);
+
   it("a call that needs approval waits for the store and gets its request; the human's approval lets it through", async () => {
     const { stateDir, gw } = await listedInventory([]);
 
