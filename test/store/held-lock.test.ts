@@ -70,11 +70,11 @@ describe("a store locked by another process past the busy timeout", () => {
     const lock = await holdStoreLock(stateDir);
     let held = true;
     cleanup.push(() => (held ? lock.release() : undefined));
-    // the heartbeat (every 1 s here) waits the busy timeout (2 s here), then fails: said once, survived
+    // the heartbeat (every 1 s here) waits for the lock (half a second at most), then fails: said once, survived
     const said = await gw.waitForStderr(/cannot update this gateway's row in the store/, 40_000);
     expect(said).toContain(stateDir);
     expect(said).toMatch(/locked by another process/);
-    // held past another failed heartbeat (one a second, each waiting the 2 s busy timeout), a
+    // held past another failed heartbeat (one a second, each waiting half a second), a
     // debug line: a gateway that said it at every failed heartbeat would say it again instead
     // (the count below)
     await waitFor(
