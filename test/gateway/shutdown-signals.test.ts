@@ -11,6 +11,7 @@ import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { alive, readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { makeProject } from "../helpers/project.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -240,5 +241,49 @@ describe("a signal while a call waits for a human", () => {
         by: expect.stringMatching(/^the gateway of its run \(pid \d+\)$/),
       }),
     ]);
+  });
+
+  it("a call still at the server when the hold after the input's close runs out is refused shutting_down, and recorded interrupted", async () => {
+    // The server never answers slow_write here (its release never comes): only the hold's end
+    // answers the client, which must be told the request may or may not have taken effect.
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = rawGateway({
+      args: [
+        "--label",
+        "inventory",
+        "--approval",
+        "none",
+        "--hold-timeout",
+        "1000",
+        "--",
+        ...project.command,
+      ],
+      cwd: project.dir,
+      env: { ...project.env, FIXTURE_SLOW_TIMEOUT_MS: "600000" },
+    });
+    cleanup.push(() => gw.close());
+    await gw.initialize({}, 20_000);
+    await gw.request("tools/list", {}, 20_000);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "slow",
+      method: "tools/call",
+      params: { name: "slow_write", arguments: {} },
+    });
+    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+    gw.closeStdin();
+    const answer = await gw.next((m) => m.id === "slow" && m.method === undefined, 30_000);
+    expect(answer.error).toMatchObject({
+      code: -32603,
+      data: {
+        error: "shutting_down",
+        reason: "client closed its input; server shutting down",
+        retry: "check whether the request took effect before sending it again on a new connection",
+      },
+    });
+    expect(await gw.exited).toMatchObject({ code: 0 });
+    const activity = await auditActivity(gw.stateDir);
+    expect(activity.find((a) => a.tool === "slow_write")).toMatchObject({ outcome: "interrupted" });
   });
 });
