@@ -233,6 +233,14 @@ describe("big messages", () => {
       expect(first.error?.code).toBe(-32600);
       expect(first.error?.message).toMatch(/65536|size limit/);
       expect(errorName(first)).toBe("message_too_large");
+      // the request's size as it came, in bytes (the line without its newline)
+      const sent = JSON.stringify({
+        jsonrpc: "2.0",
+        id: "big-first",
+        method: "tools/call",
+        params: { name: "digest", arguments: { data: pad } },
+      });
+      expect((first.error?.data as { bytes?: unknown }).bytes).toBe(Buffer.byteLength(sent));
       // the SDKs put the id last, after params; and a number above 2^53 comes back as written
       gw.send(
         `{"method":"tools/call","params":{"name":"digest","arguments":{"id":1,"data":"${pad}"}},"jsonrpc":"2.0","id":9007199254740993}\n`,
@@ -251,6 +259,10 @@ describe("big messages", () => {
       const answer = await gw.next((m) => m.id === 77);
       expect(answer.result).toBeUndefined();
       expect(errorName(answer)).toBe("message_too_large");
+      // the response's size, over the 64 KiB limit by the blob it carried
+      const bytes = (answer.error?.data as { bytes?: unknown }).bytes as number;
+      expect(bytes).toBeGreaterThan(200_000);
+      expect(answer.error?.message).toContain(`${bytes} bytes`);
       expect(gw.stderr().slice(from)).toMatch(/over the size limit/);
       const ok = await gw.request("tools/call", { name: "blob", arguments: { bytes: 10 } });
       expect(textOf(ok)).toBe(blobText(10));
