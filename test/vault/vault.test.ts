@@ -411,6 +411,35 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     expect(gw.stderr()).not.toContain(SECRET);
   });
 
+  it("stored again for the environment while a gateway that delivers it over HTTP runs: the call is refused credential_missing naming the fix, and never runs", async () => {
+    const project = configured({ hosts: ["api.example.com"] });
+    const stateDir = newStateDir();
+    const env = passphraseEnv();
+    lockAfter(stateDir);
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
+    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    // the unlocked holder learns the new policy at once: the proxy could never release it now
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
+    await expect(
+      gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } }),
+    ).rejects.toMatchObject({
+      code: -32059,
+      data: {
+        error: "credential_missing",
+        scope: "inventory-api-staging",
+        reason: expect.stringContaining("environment delivery only"),
+        retry: expect.stringContaining(
+          "store it for HTTP with 'portcullis vault set inventory-api-staging --host api.example.com', or have the server take it from its environment by writing servers.inventory.credentials.INVENTORY_API_KEY",
+        ),
+      },
+    });
+    expect(project.records()).toHaveLength(0);
+    expect(gw.stderr()).not.toContain(SECRET);
+  });
+
   it("a value with a NUL byte for env delivery: vault set refuses it; one in the holder anyway is withheld at spawn, never printed, and a call that needs it is refused", async () => {
     const project = configured("env");
     const stateDir = newStateDir();
