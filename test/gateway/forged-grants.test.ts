@@ -101,7 +101,17 @@ describe("decisions written without the approver key are not honoured", () => {
     db.prepare(
       "UPDATE approval_requests SET state = 'approved', decided_by = 'sql', decision_for = 'session', grant_id = ? WHERE request = ?",
     ).run("01FORGEDGRANT0000000000001", r1.request);
-    expect(refusal(await first).code).toBe(TIMEOUT);
+    // not an expiry: the request was decided, with nothing this call could use, and a retry asks again
+    expect(refusal(await first)).toMatchObject({
+      code: TIMEOUT,
+      data: {
+        error: "approval_timeout",
+        reason: "approval request decided, but the decision did not verify",
+        retry: "retry the call to ask a human again (a new approval request)",
+        approvalRequest: r1.request,
+        pendingUntil: null,
+      },
+    });
 
     // 2. a session grant inserted by SQL for the run, garbage signature: the next call asks a human
     forgeGrant(db, { ...r1, request: "none" }, "01FORGEDGRANT0000000000002", "A".repeat(86));
