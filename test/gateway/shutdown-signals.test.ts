@@ -12,7 +12,7 @@ import { alive, readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
-import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { type RawPeer, rawGateway, slowWriteAtServer } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -265,13 +265,7 @@ describe("a signal while a call waits for a human", () => {
     cleanup.push(() => gw.close());
     await gw.initialize({}, 20_000);
     await gw.request("tools/list", {}, 20_000);
-    gw.send({
-      jsonrpc: "2.0",
-      id: "slow",
-      method: "tools/call",
-      params: { name: "slow_write", arguments: {} },
-    });
-    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+    await slowWriteAtServer(gw, project);
     gw.closeStdin();
     const answer = await gw.next((m) => m.id === "slow" && m.method === undefined, 30_000);
     expect(answer.error).toMatchObject({

@@ -203,3 +203,18 @@ export async function rawlinesGateway(
   };
   return { peer, received };
 }
+
+/**
+ * Puts a `slow_write` of the revisioned project's server (test/helpers/project.ts) at the server
+ * under the id `id`, and resolves once the server has counted it (`counter()` one higher): a call
+ * whose answer waits for the project's release.
+ */
+export async function slowWriteAtServer(
+  gw: RawPeer,
+  project: { counter(): number },
+  id: string | number = "slow",
+): Promise<void> {
+  const before = project.counter();
+  gw.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "slow_write", arguments: {} } });
+  await waitFor(() => project.counter() === before + 1, 10_000, "slow_write at the server");
+}

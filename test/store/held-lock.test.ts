@@ -13,7 +13,7 @@ import { alive, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { makeProject } from "../helpers/project.js";
-import { rawGateway } from "../helpers/raw.js";
+import { rawGateway, slowWriteAtServer } from "../helpers/raw.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 /**
@@ -333,13 +333,7 @@ describe("a gateway ending while another process holds the store's lock", () => 
     await gw.request("tools/list", {}, 20_000);
     const status = await gw.request("tools/call", { name: "read_status", arguments: {} }, 20_000);
     const { pid } = JSON.parse(text(status.result)) as { pid: number };
-    gw.send({
-      jsonrpc: "2.0",
-      id: "slow",
-      method: "tools/call",
-      params: { name: "slow_write", arguments: {} },
-    });
-    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+    await slowWriteAtServer(gw, project);
 
     const release = await locked(stateDir);
     gw.closeStdin();

@@ -220,6 +220,18 @@ describe("the README's credential examples", () => {
 });
 
 describe("step 6 in a gateway: credentials from the vault", () => {
+  /** The secret stored with `policy`, the vault unlocked (locked again after), the project's gateway listed. */
+  async function unlockedGateway(project: ReturnType<typeof configured>, policy: string[]) {
+    const stateDir = newStateDir();
+    lockAfter(stateDir);
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, ...policy);
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    return { stateDir, gw };
+  }
+
   function configured(deliver?: "env" | { hosts: string[] }, extra: Record<string, unknown> = {}) {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
@@ -378,14 +390,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const KEY = "servers.inventory.credentials.INVENTORY_API_KEY";
     const project = configured(undefined, { onChange: "restart", identity: { include: ["dist/**"] } });
     const file = join(project.dir, "portcullis.json");
-    const stateDir = newStateDir();
-    const env = passphraseEnv();
-    lockAfter(stateDir);
-    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
-    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await unlockedGateway(project, ["--deliver", "env"]);
     // the unlocked holder learns the new policy at once
     await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
     await expect(
@@ -413,14 +418,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
 
   it("stored again for the environment while a gateway that delivers it over HTTP runs: the call is refused credential_missing naming the fix, and never runs", async () => {
     const project = configured({ hosts: ["api.example.com"] });
-    const stateDir = newStateDir();
-    const env = passphraseEnv();
-    lockAfter(stateDir);
-    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
-    expect((await runCli(["unlock"], { stateDir, env })).code).toBe(0);
-    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await unlockedGateway(project, ["--host", "api.example.com"]);
     // the unlocked holder learns the new policy at once: the proxy could never release it now
     await storeSecret(stateDir, "inventory-api-staging", SECRET, "--deliver", "env");
     await expect(
