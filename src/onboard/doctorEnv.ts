@@ -22,7 +22,7 @@ export interface EnvFinding {
  */
 export type EnvRun =
   | { kind: "label"; label: string; file: string | undefined }
-  | { kind: "mapped"; label: string; file: string; scope: string }
+  | { kind: "mapped"; label: string; file: string; scope: string; deliverFlags: string }
   | { kind: "other" };
 
 /** The finding for one variable of an entry's "env", or null when it holds no credential in clear. */
@@ -45,7 +45,7 @@ export function clearCredentialFinding(
     return {
       ok: false,
       what: `${what}; the label ${quotedName(run.label)} (${run.file}) takes it from the vault as ${quotedName(run.scope)}, which the vault does not hold yet`,
-      next: `store the value in the vault under that name ('portcullis vault set ${run.scope} --deliver env'), ${then}`,
+      next: `store the value in the vault under that name ('portcullis vault set ${run.scope} ${run.deliverFlags}'), ${then}`,
     };
   return {
     ok: false,

@@ -301,11 +301,16 @@ function clearEnvFindings(
       // a scope the vault does not hold: the gateway refuses to start (said apart when doctor
       // reads that vault), and the value sits in the host file all the same
       else {
+        // the flags of the delivery the label asks for (HTTP: the hosts it declares)
+        const spec = label.config.credentialSpecs.find((c) => c.env === variable);
+        const deliverFlags =
+          spec?.deliver === "http" ? spec.hosts.map((h) => `--host ${h}`).join(" ") : "--deliver env";
         const f = clearCredentialFinding(host.file, key, variable, values[variable], {
           kind: "mapped",
           label: label.name,
           file: label.file,
           scope,
+          deliverFlags,
         });
         if (f) out.push(f);
       }

@@ -371,6 +371,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       // takes WEATHER from the vault, which does not hold "weather-key" yet: a credential by the
       // configuration's word, whatever its name says
       weather: { command, args, credentials: { WEATHER: "weather-key" } },
+      // the same, delivered over HTTP: the vault set to run names the hosts the label declares
+      api: { command, args, credentials: { UPSTREAM: { secret: "api-key", hosts: ["api.example.com"] } } },
     });
     const weatherValue = "Zq9-weather-value-0a1b2c";
     const notCredentials = {
@@ -396,6 +398,12 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         args: [CLI, "run", "--state-dir", u.stateDir, "echo"],
         cwd: u.project,
         env: { dbPassword: password, ...notCredentials },
+      },
+      viaHttp: {
+        command: NODE,
+        args: [CLI, "run", "--state-dir", u.stateDir, "api"],
+        cwd: u.project,
+        env: { UPSTREAM: weatherValue },
       },
       mapped: {
         command: NODE,
@@ -427,6 +435,16 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         ok: false,
         what: what("labelled", "dbPassword"),
         next: `${store}, add "dbPassword": "NAME" to the "credentials" of "echo" in ${join(u.project, "portcullis.json")}, ${then("dbPassword")}`,
+      },
+      expect.objectContaining({
+        what: expect.stringContaining(
+          'runs the portcullis.json label "api", which the gateway refuses to start',
+        ),
+      }),
+      {
+        ok: false,
+        what: `${what("viaHttp", "UPSTREAM")}; the label "api" (${config}) takes it from the vault as "api-key", which the vault does not hold yet`,
+        next: `store the value in the vault under that name ('portcullis vault set api-key --host api.example.com'), ${then("UPSTREAM")}`,
       },
       // the gateway would refuse to start (said apart), and the value is in the file all the same
       expect.objectContaining({
