@@ -103,6 +103,8 @@ describe("docs/audit-format.md test vectors", () => {
       expect(JSON.stringify(r.event)).toBe(r.plaintext);
       const nonce = session.nextNonce();
       expect(nonce.toString("hex")).toBe(r.nonce);
+      // the header carries that same nonce, base64url (what a reader opens the record with)
+      expect(r.header.nonce).toBe(nonce.toString("base64url"));
       const record = session.sealRecord(nonce, r.headerText, Buffer.from(r.plaintext));
       expect(record).toEqual(recordBytes(r.headerText, hex(r.sealed)));
       expect(sealRecord(hex(v.recordKey), hex(r.nonce), r.headerText, Buffer.from(r.plaintext))).toEqual(
