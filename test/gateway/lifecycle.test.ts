@@ -547,6 +547,10 @@ describe("a catalog that cannot be fetched", () => {
     // nothing came before this epoch: no "changed", no "new"
     expect(JSON.stringify(list.error)).not.toMatch(/changed|new execution epoch/);
     expect(list.error!.message).toMatch(/still being fetched/);
+    // the epoch whose catalog is awaited, as the gateway's serving line named it
+    const epoch = /serving .* epoch=(\w+)/.exec(gw.stderr())?.[1];
+    expect(epoch).toMatch(/^[0-9A-Z]{26}$/);
+    expect(list.error!.data).toMatchObject({ currentEpoch: epoch });
   });
 });
 
