@@ -114,8 +114,13 @@ describe("a second signal while the gateway shuts down", () => {
 describe("SIGQUIT (Ctrl-\\)", () => {
   it("ends the gateway as SIGTERM does: the server stopped, the call closed, the rows ended, exit 0", async () => {
     const started = await start({});
-    const { pid } = await callInFlight(started);
+    const { pid, call } = await callInFlight(started);
     started.gw.kill("SIGQUIT");
+    // the client is told, before the gateway exits: the process that had its call went away
+    await expect(call).rejects.toMatchObject({
+      code: -32054,
+      data: { error: "epoch_transition", retried: false },
+    });
     expect(await endedInOrder(started.gw, pid)).toEqual([["interrupted", "epoch_transition"]]);
     // it was stopped the orderly way: its stdin closed, which it exits on
     expect(started.notes().some((n) => n.stdinEnd === pid)).toBe(true);
