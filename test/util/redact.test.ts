@@ -1929,7 +1929,10 @@ describe("redactText: the word after an authorization scheme or a secret's name"
         .map(([a, sep, b]) => `${a}${sep}${b}`),
       fc
         .stringMatching(/^[A-Za-z0-9._~+/-]{6,40}$/)
-        .filter((v) => /[0-9._~+/-]/.test(v) && /^[A-Za-z0-9]/.test(v)),
+        // a single period at the end is the sentence's (src/util/redact/punctuation.ts): "aaaaa."
+        // after a scheme is the word "aaaaa" and a full stop, which prose shows (found by this
+        // property's own search in a CI run: its other character had to be more than that period)
+        .filter((v) => /[0-9._~+/-]/.test(v.replace(/\.$/, "")) && /^[A-Za-z0-9]/.test(v)),
     )
     .filter((v) => v.length >= 6);
   const proseBefore = fc.constantFrom("", "the ", "a new ", "(", "reset the ", "see ", "Note: the ");
