@@ -4,7 +4,7 @@ import type { Statement } from "better-sqlite3";
 import { ulid } from "ulid";
 import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
-import type { Store } from "../store/db.js";
+import { type Store, waitingAtMost } from "../store/db.js";
 import { type StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import { MAX_EXPORT_LINE_BYTES } from "./exportFile.js";
@@ -83,6 +83,11 @@ export class AuditLog {
    * durable with syncWal, off the event loop, instead of an fsync inside the commit.
    */
   readonly canSyncLater: boolean;
+  /** The store's file, for sentences that name it. */
+  readonly storePath: string;
+  /** appendIf's runners for `waitMs`, one per bound asked (see waitingAtMost). */
+  private readonly bounded = new Map<number, <T>(write: () => T) => T>();
+  private readonly db: Store;
   /** The store's files (database, -wal, -shm) as this connection opened them (see checkStoreFiles). */
   private readonly files: StoreFiles;
   /** when checkStoreFiles last made its stats (performance.now()) */
@@ -95,6 +100,8 @@ export class AuditLog {
     opts: AuditLogOptions,
   ) {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
+    this.db = db;
+    this.storePath = db.name;
     this.walPath = `${db.name}-wal`;
     this.canSyncLater = opts.sync !== "normal" && !db.memory;
     this.files = StoreFiles.of(db);
@@ -272,17 +279,28 @@ export class AuditLog {
    * with "normal": the records survive this process being killed, not a power loss before the
    * next full commit, whose fsync covers them too). For records nothing waits on, e.g. a call's
    * result written after the result was forwarded; never for an intent.
+   *
+   * `waitMs`: wait at most that long for another process's lock on the store (instead of the
+   * connection's busy timeout), failing busy after it; for a caller that keeps the events and
+   * tries again later.
    */
   appendIf(
     items: readonly { event: AuditEvent; condition?: () => boolean }[],
-    opts: { relaxed?: boolean } = {},
+    opts: { relaxed?: boolean; waitMs?: number } = {},
   ): (Appended | null)[] {
     const sealable = items.map(({ event, condition }): Sealable => {
       assertAuditable(event);
       return { type: event.type, plaintext: Buffer.from(JSON.stringify(event), "utf8"), condition };
     });
     if (sealable.length === 0) return [];
-    return opts.relaxed ? this.commitRelaxed(sealable) : this.commit(sealable);
+    const commit = opts.relaxed ? this.commitRelaxed : this.commit;
+    if (opts.waitMs === undefined) return commit(sealable);
+    let bounded = this.bounded.get(opts.waitMs);
+    if (!bounded) {
+      bounded = waitingAtMost(this.db, opts.waitMs);
+      this.bounded.set(opts.waitMs, bounded);
+    }
+    return bounded(() => commit(sealable));
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import { isBusy } from "../store/db.js";
+import { busyTimeoutMs, isBusy } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -40,6 +40,15 @@ interface Queued {
  * gateway being killed once committed; the next durable commit's fsync covers it against a power
  * loss. Those that cannot be written are reported on stderr; they never block a call.
  *
+ * Another process holding the store's lock (a database browser inside a transaction, an sqlite3
+ * shell, a backup) is waited for GROUP_BUSY_MS at most by a group, not the connection's busy
+ * timeout: better-sqlite3 is synchronous, and that wait held the event loop (every other call, a
+ * ping, the server's answers, signals) for 10 s per group. A group that meets the lock is kept,
+ * ahead of what comes after it, and tried again after growing pauses, with the loop free
+ * meanwhile; its intents' calls wait, as they waited inside the statement before. Once the lock
+ * has been held for the busy timeout (`patienceMs`), as before: the intents reject (their calls
+ * are refused) and the other events are dropped, said in one line.
+ *
  * While the gateway ends (`holdOnBusy`, src/store/ending.ts), a group that meets another
  * process's lock is neither waited for nor dropped: its best-effort events stay queued, in order,
  * for the next flush (the gateway's last attempt), and what is still queued after it
@@ -56,10 +65,15 @@ export function auditSink(
   audit: AuditLog,
   log: Logger,
   intents?: OpenIntents,
-  // the bound a test sets wider, so that a loaded machine's slow turns cannot reach it
-  opts: { rideMs?: number } = {},
+  opts: {
+    // the bound a test sets wider, so that a loaded machine's slow turns cannot reach it
+    rideMs?: number;
+    /** how long a group keeps trying while another process holds the lock (the busy timeout) */
+    patienceMs?: number;
+  } = {},
 ): AuditSink {
   const rideMs = opts.rideMs ?? RIDE_MS;
+  const patienceMs = opts.patienceMs ?? busyTimeoutMs();
   let queue: Queued[] = [];
   let holding = false;
   let immediate: NodeJS.Immediate | null = null;
@@ -67,6 +81,10 @@ export function auditSink(
   let deferred: NodeJS.Timeout | null = null;
   /** Ends (tool_result, call_interrupted) in the queue: calls no longer in flight. */
   let queuedEnds = 0;
+  // A held lock (see GROUP_BUSY_MS): since when the queue's head has met it, and the next try.
+  let lockedSince: number | null = null;
+  let tries = 0;
+  let retry: NodeJS.Timeout | null = null;
   // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
   // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
   // next, which covers them all. The event loop keeps relaying and gathering meanwhile.
@@ -127,9 +145,18 @@ export function auditSink(
     }
   };
 
-  const flush = () => {
+  /**
+   * Writes the queue as one group. `scheduled`: a group of the sink's own timing (the end of a
+   * turn, a ride's bound, a held lock's next try) waits GROUP_BUSY_MS at most for another
+   * process's lock and is kept when it meets it. A flush the caller asks for (`flush()`) is
+   * one whose caller reads the outcome at once (a record whose condition writes a row, then the
+   * row looked for): it waits the busy timeout, and what it cannot write is given up now.
+   */
+  const flushGroup = (scheduled: boolean) => {
     if (immediate) clearImmediate(immediate);
     immediate = null;
+    if (retry) clearTimeout(retry);
+    retry = null;
     if (deferred) clearTimeout(deferred);
     deferred = null;
     queuedEnds = 0;
@@ -144,7 +171,11 @@ export function auditSink(
       // connection writes through: one stat of each per group that holds one, at most once
       // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
-      const written = audit.appendIf(batch.map(item), { relaxed: !durable || later });
+      const written = audit.appendIf(batch.map(item), {
+        relaxed: !durable || later,
+        waitMs: scheduled ? GROUP_BUSY_MS : undefined,
+      });
+      if (lockedSince !== null) unlocked(batch.length);
       const settle = (err: Error | null) => {
         for (let i = 0; i < batch.length; i++) {
           const done = batch[i]?.done;
@@ -172,10 +203,19 @@ export function auditSink(
         queue = [...batch.filter((q) => !q.done), ...queue];
         return;
       }
+      // Another process holds the lock: a one-by-one retry would only wait for it once per event.
+      if (isBusy(err)) {
+        if (scheduled) stillLocked(batch, err as Error);
+        else givenUp(batch, err as Error, "past the busy timeout");
+        return;
+      }
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
-          const [written] = audit.appendIf([item(q)], { relaxed: !q.done });
+          const [written] = audit.appendIf([item(q)], {
+            relaxed: !q.done,
+            waitMs: scheduled ? GROUP_BUSY_MS : undefined,
+          });
           q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(e as Error);
@@ -185,6 +225,48 @@ export function auditSink(
       if (batch.length > 1)
         log.debug(`audit: a group of ${batch.length} was written one by one: ${(err as Error).message}`);
     }
+  };
+
+  const flushScheduled = () => flushGroup(true);
+
+  /**
+   * The group met another process's lock: kept at the head of the queue and tried again after a
+   * pause (25 ms, doubling to 250), nothing else flushing meanwhile (see emit); past `patienceMs`
+   * since the first meeting, given up.
+   */
+  const stillLocked = (batch: Queued[], err: Error) => {
+    const now = Date.now();
+    if (lockedSince === null) {
+      lockedSince = now;
+      tries = 0;
+      log.warn(
+        `the store ${audit.storePath} is locked by another process: the audit records, and the calls whose intent is among them, wait for it (at most ${patienceMs} ms)`,
+      );
+    }
+    if (now - lockedSince < patienceMs) {
+      queue = [...batch, ...queue];
+      retry = setTimeout(flushScheduled, Math.min(25 * 2 ** tries++, 250));
+      return;
+    }
+    givenUp(batch, err, `for ${patienceMs} ms`);
+  };
+  /** The intents reject (their calls are refused), the other events are dropped: said in one line. */
+  const givenUp = (batch: Queued[], err: Error, how: string) => {
+    lockedSince = null;
+    const dropped: string[] = [];
+    for (const q of batch) {
+      if (q.done) q.done.reject(err);
+      else dropped.push(q.event.type);
+    }
+    log.warn(
+      `audit: the store ${audit.storePath} stayed locked by another process ${how}: ${dropped.length} record(s) not written${dropped.length > 0 ? ` (${dropped.join(", ")})` : ""}${dropped.length < batch.length ? ", and the calls waiting for their intent refused" : ""}`,
+    );
+  };
+  const unlocked = (written: number) => {
+    lockedSince = null;
+    log.info(
+      `the store ${audit.storePath} is writable again: ${written} audit record(s) that waited for it written`,
+    );
   };
 
   // A call's intent (or a guarded read's: request_forwarded) opens its row in the open-intents
@@ -211,20 +293,21 @@ export function auditSink(
     emit(e, condition) {
       queue.push({ event: e, condition });
       if (immediate) return; // a group is due at the end of this turn already
+      if (retry) return; // the queue waits for a held lock: its next try takes this too
       if (isEnd(e.type)) queuedEnds++;
       if (!ridesLater()) {
         if (deferred) clearTimeout(deferred);
         deferred = null;
-        immediate = setImmediate(flush);
-      } else deferred ??= setTimeout(flush, rideMs);
+        immediate = setImmediate(flushScheduled);
+      } else deferred ??= setTimeout(flushScheduled, rideMs);
     },
     emitDurable(e, condition) {
       return new Promise<boolean>((resolve, reject) => {
         queue.push({ event: e, condition, done: { resolve, reject } });
-        if (!immediate) immediate = setImmediate(flush);
+        if (!immediate && !retry) immediate = setImmediate(flushScheduled);
       });
     },
-    flush,
+    flush: () => flushGroup(false),
     holdOnBusy() {
       holding = true;
     },
@@ -240,6 +323,13 @@ export function auditSink(
  * meanwhile leaves the call's row in open_intents, closed by the next gateway (call_interrupted).
  */
 const RIDE_MS = 2;
+
+/**
+ * How long a group waits for another process's lock before it is kept and tried again later.
+ * Another gateway's commit, its fsync included, holds the lock for well under this; a program
+ * holding it longer (a transaction left open) no longer holds this gateway's event loop.
+ */
+const GROUP_BUSY_MS = 100;
 
 const isIntent = (type: string) => type === "tool_called" || type === "request_forwarded";
 const isEnd = (type: string) => type === "tool_result" || type === "call_interrupted";

@@ -8,7 +8,7 @@ import {
   type RecordedProcess,
   recordedPlace,
 } from "../identity/proc.js";
-import { isBusy, type Store } from "../store/db.js";
+import { isBusy, type Store, waitingAtMost } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { type Logger, scrubbedLine } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
@@ -219,7 +219,7 @@ export class GatewayRegistry {
   }
 
   private syncRead: Statement | null = null;
-  private busyRead: Statement | null = null;
+  private brief: ((write: () => void) => void) | null = null;
 
   /**
    * Runs `write` waiting at most ROW_BUSY_MS for another process's lock on the store. What fails
@@ -230,18 +230,8 @@ export class GatewayRegistry {
    * such a lock took 40 s to end the gateway).
    */
   private briefly(write: () => void): void {
-    this.busyRead ??= this.db.prepare("PRAGMA busy_timeout").pluck();
-    const timeout = Number(this.busyRead.get());
-    if (timeout <= ROW_BUSY_MS) {
-      write();
-      return;
-    }
-    this.db.pragma(`busy_timeout = ${ROW_BUSY_MS}`);
-    try {
-      write();
-    } finally {
-      this.db.pragma(`busy_timeout = ${timeout}`);
-    }
+    this.brief ??= waitingAtMost(this.db, ROW_BUSY_MS);
+    this.brief(write);
   }
 
   /** Runs `commit` with the connection's synchronous setting at NORMAL, then puts it back. */

@@ -26,7 +26,7 @@ export type Store = Database.Database;
  * How long one statement waits for another process's lock before SQLITE_BUSY: 10 s, or
  * PORTCULLIS_BUSY_TIMEOUT_MS (read at each open).
  */
-const busyTimeoutMs = (): number => envMs("PORTCULLIS_BUSY_TIMEOUT_MS", 10_000);
+export const busyTimeoutMs = (): number => envMs("PORTCULLIS_BUSY_TIMEOUT_MS", 10_000);
 /** Steps that SQLite does not retry by itself (the WAL switch, a migration's first lock). */
 const OPEN_ATTEMPTS = 12;
 /**
@@ -349,6 +349,35 @@ function chmodQuiet(path: string): void {
 
 function busy(message: string): Error & { code: string } {
   return Object.assign(new Error(message), { code: "SQLITE_BUSY" });
+}
+
+/**
+ * A runner of writes that wait at most `ms` for another process's lock: the connection's busy
+ * timeout is lowered for the write and put back after (left as it is when already that low, as
+ * while a gateway ends, src/store/ending.ts). For a writer that keeps what it could not write and
+ * tries again later, instead of holding the event loop a whole busy timeout (better-sqlite3 is
+ * synchronous: timers, signals and every other client wait behind it). Prepared statements:
+ * a few microseconds a write, paid on the audit's hot path.
+ */
+export function waitingAtMost(db: Store, ms: number): <T>(write: () => T) => T {
+  const read = db.prepare("PRAGMA busy_timeout").pluck();
+  const lower = db.prepare(`PRAGMA busy_timeout = ${ms}`);
+  const putBack = new Map<number, Database.Statement>();
+  return (write) => {
+    const timeout = Number(read.get());
+    if (timeout <= ms) return write();
+    let back = putBack.get(timeout);
+    if (!back) {
+      back = db.prepare(`PRAGMA busy_timeout = ${timeout}`);
+      putBack.set(timeout, back);
+    }
+    lower.run();
+    try {
+      return write();
+    } finally {
+      back.run();
+    }
+  };
 }
 
 /** SQLite's answer when another connection holds the lock past the busy timeout. */

@@ -97,6 +97,74 @@ describe("a store locked by another process past the busy timeout", () => {
   }, 120_000);
 });
 
+describe("a call's records meeting a lock held by another process", () => {
+  it("a result's record and the next call's intent wait without holding the event loop: pings are answered, the call is not forwarded before its intent, and all is recorded once the lock goes", async () => {
+    // Before, each group of records that met the lock waited the whole busy timeout (10 minutes
+    // here) inside SQLite with the event loop held: nothing at all was answered meanwhile.
+    const { stateDir, project, gw } = await listedInventory(["--approval", "none"], {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+      PORTCULLIS_STORE_CHECK_MS: "600000",
+    });
+    const first = gw.client.callTool({ name: "slow_write", arguments: {} });
+    await waitFor(() => project.counter() === 1, 10_000, "slow_write at the server");
+    const release = await locked(stateDir);
+    // the answer is relayed, then its record meets the lock
+    project.release();
+    expect(text(await first)).toMatch(/^slow_write released/);
+    await gw.waitForStderr(/is locked by another process: the audit records/, 20_000);
+    for (let i = 0; i < 3; i++) await gw.client.ping();
+
+    // the next call's intent waits for the lock; the server does not see the call meanwhile
+    let answered = false;
+    const second = gw.client.callTool({ name: "slow_write", arguments: {} }).finally(() => {
+      answered = true;
+    });
+    for (let i = 0; i < 3; i++) await gw.client.ping();
+    expect(answered).toBe(false);
+    expect(project.counter()).toBe(1);
+
+    await release();
+    expect(text(await second)).toMatch(/^slow_write released/);
+    expect(project.counter()).toBe(2);
+    await gw.waitForStderr(/is writable again: \d+ audit record\(s\) that waited for it written/, 20_000);
+    const events = await verifiedAuditEvents(stateDir);
+    const calls = events.filter((e) => e.type === "tool_called" || e.type === "tool_result");
+    expect(calls.slice(-4).map((e) => [e.type, e.tool])).toEqual([
+      ["tool_called", "slow_write"],
+      ["tool_result", "slow_write"],
+      ["tool_called", "slow_write"],
+      ["tool_result", "slow_write"],
+    ]);
+    expect(gw.stderr()).not.toMatch(/stayed locked|cannot record|SqliteError|internal error/);
+  }, 120_000);
+
+  it("held past the busy timeout: the waiting call is refused audit_unavailable, never forwarded, the gateway answered meanwhile and said so once", async () => {
+    const { stateDir, project, gw } = await listedInventory(["--approval", "none"], {
+      PORTCULLIS_STORE_CHECK_MS: "600000",
+    });
+    const release = await locked(stateDir);
+    const refused = gw.client.callTool({ name: "slow_write", arguments: {} }).then(
+      () => null,
+      (e: unknown) => e as { code: number; message: string; data?: { error?: string } },
+    );
+    await gw.waitForStderr(/is locked by another process: the audit records/, 20_000);
+    await gw.client.ping();
+    const e = await refused;
+    expect(e?.code).toBe(-32603);
+    expect(e?.data?.error).toBe("audit_unavailable");
+    expect(project.counter()).toBe(0);
+    const said = gw.stderr();
+    expect(said.match(/stayed locked by another process for 2000 ms/g), said).toHaveLength(1);
+    await release();
+    // the gateway goes on: the next call is recorded and runs
+    project.release();
+    expect(text(await gw.client.callTool({ name: "slow_write", arguments: {} }))).toMatch(
+      /^slow_write released/,
+    );
+    expect(project.counter()).toBe(1);
+  }, 120_000);
+});
+
 /** The grants as `portcullis grants --json` lists them, read in the test process (its subject is not the listing). */
 function activeSessionGrants(stateDir: string) {
   const db = openExistingStore(stateDir);
