@@ -175,14 +175,14 @@ export class AuditLog {
     if (opts.sync === "normal") this.commitRelaxed = this.commit;
     else {
       // The setting is the connection's: set for one transaction and put back, in this process.
-      const relax = db.prepare("PRAGMA synchronous = NORMAL");
-      const restore = db.prepare("PRAGMA synchronous = FULL");
+      // Executed each time: a prepared PRAGMA acts when compiled, not at its first run (see
+      // waitingAtMost), and prepared so, the first relaxed commit was a full one.
       this.commitRelaxed = (items) => {
-        relax.run();
+        db.exec("PRAGMA synchronous = NORMAL");
         try {
           return this.commit(items);
         } finally {
-          restore.run();
+          db.exec("PRAGMA synchronous = FULL");
         }
       };
     }

@@ -85,6 +85,8 @@ export function auditSink(
   let lockedSince: number | null = null;
   let tries = 0;
   let retry: NodeJS.Timeout | null = null;
+  /** when the last group's write began (its wait for the lock counts toward `patienceMs`) */
+  let tried = 0;
   // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
   // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
   // next, which covers them all. The event loop keeps relaying and gathering meanwhile.
@@ -171,9 +173,11 @@ export function auditSink(
       // connection writes through: one stat of each per group that holds one, at most once
       // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
+      tried = Date.now();
       const written = audit.appendIf(batch.map(item), {
         relaxed: !durable || later,
-        waitMs: scheduled ? GROUP_BUSY_MS : undefined,
+        // a kept group's next tries wait only a little: the loop is not held while they repeat
+        waitMs: scheduled ? (lockedSince === null ? GROUP_BUSY_MS : RETRY_BUSY_MS) : undefined,
       });
       if (lockedSince !== null) unlocked(batch.length);
       const settle = (err: Error | null) => {
@@ -231,13 +235,13 @@ export function auditSink(
 
   /**
    * The group met another process's lock: kept at the head of the queue and tried again after a
-   * pause (25 ms, doubling to 250), nothing else flushing meanwhile (see emit); past `patienceMs`
-   * since the first meeting, given up.
+   * pause (25 ms, doubling to 250; each try waiting RETRY_BUSY_MS for the lock), nothing else
+   * flushing meanwhile (see emit); past `patienceMs` since its first try began, given up.
    */
   const stillLocked = (batch: Queued[], err: Error) => {
     const now = Date.now();
     if (lockedSince === null) {
-      lockedSince = now;
+      lockedSince = tried;
       tries = 0;
       log.warn(
         `the store ${audit.storePath} is locked by another process: the audit records, and the calls whose intent is among them, wait for it (at most ${patienceMs} ms)`,
@@ -330,6 +334,8 @@ const RIDE_MS = 2;
  * holding it longer (a transaction left open) no longer holds this gateway's event loop.
  */
 const GROUP_BUSY_MS = 100;
+/** How long each later try of a kept group waits for the lock. */
+const RETRY_BUSY_MS = 10;
 
 const isIntent = (type: string) => type === "tool_called" || type === "request_forwarded";
 const isEnd = (type: string) => type === "tool_result" || type === "call_interrupted";

@@ -356,26 +356,27 @@ function busy(message: string): Error & { code: string } {
  * timeout is lowered for the write and put back after (left as it is when already that low, as
  * while a gateway ends, src/store/ending.ts). For a writer that keeps what it could not write and
  * tries again later, instead of holding the event loop a whole busy timeout (better-sqlite3 is
- * synchronous: timers, signals and every other client wait behind it). Prepared statements:
- * a few microseconds a write, paid on the audit's hot path.
+ * synchronous: timers, signals and every other client wait behind it). About 1.5 µs a write, paid
+ * on the audit's hot path.
+ *
+ * A PRAGMA acts when it is compiled, and SQLite compiles it again at each run but the first after
+ * a prepare: a prepared `PRAGMA busy_timeout = N` sets N when prepared, not at its first run (a
+ * runner whose statements were prepared together left the full timeout in place for its first
+ * write: a gateway froze for it). So the setting is `exec`uted each time (cheaper than a
+ * statement's run, which compiles it again anyway), and the prepared read is run once here, so
+ * that each later run reads the value of the moment.
  */
 export function waitingAtMost(db: Store, ms: number): <T>(write: () => T) => T {
   const read = db.prepare("PRAGMA busy_timeout").pluck();
-  const lower = db.prepare(`PRAGMA busy_timeout = ${ms}`);
-  const putBack = new Map<number, Database.Statement>();
+  read.get();
   return (write) => {
     const timeout = Number(read.get());
     if (timeout <= ms) return write();
-    let back = putBack.get(timeout);
-    if (!back) {
-      back = db.prepare(`PRAGMA busy_timeout = ${timeout}`);
-      putBack.set(timeout, back);
-    }
-    lower.run();
+    db.exec(`PRAGMA busy_timeout = ${ms}`);
     try {
       return write();
     } finally {
-      back.run();
+      db.exec(`PRAGMA busy_timeout = ${timeout}`);
     }
   };
 }

@@ -28,6 +28,24 @@ describe("AuditLog", () => {
     db.close();
   });
 
+  it("a relaxed append commits with synchronous NORMAL, the first one included, and full sync is back after", async () => {
+    // (a prepared PRAGMA acts when compiled: prepared at the log's open, the first relaxed commit was a full one)
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    const inside: unknown[] = [];
+    const level = () => {
+      inside.push(db.pragma("synchronous", { simple: true }));
+      return true;
+    };
+    for (let i = 0; i < 3; i++) log.appendIf([{ event: called(i), condition: level }], { relaxed: true });
+    log.appendIf([{ event: called(9), condition: level }]);
+    // NORMAL is 1, FULL 2
+    expect(inside).toEqual([1, 1, 1, 2]);
+    expect(db.pragma("synchronous", { simple: true })).toBe(2);
+    db.close();
+  });
+
   it("writes an event with a condition only if it holds when its turn comes, under the write lock", async () => {
     const dir = await stateWithKeyring();
     const db = openStore(dir);
