@@ -174,7 +174,7 @@ export class HumanAsker {
       if (!req) return { error: refuse.authorizationRequired(id, how) };
       if (req.state !== "pending") {
         const settled = await this.settled(req, call, subject(id), {
-          cancelled: !!hooks.signal?.aborted,
+          cancelled: cutShort(hooks.signal),
           retry: false,
         });
         if (settled) return settled;
@@ -193,17 +193,17 @@ export class HumanAsker {
       }
       const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
       if (ended) return { error: ended };
-      if (hooks.signal?.aborted) {
+      const cancelled = cutShort(hooks.signal);
+      if (cancelled) {
         // The client gave up, or the gateway answers the call otherwise (a modern client sent to
         // the console): the request stays pending for a retry. When the connection ends (the
         // signal's reason says so), the request closes with the run instead.
-        const why = hooks.signal.reason;
         this.o.log.info(
-          typeof why === "string"
-            ? `${why}: the call stops waiting; approval request ${id} closes with the agent run`
+          cancelled === "connection-ends"
+            ? `${hooks.signal?.reason}: the call stops waiting; approval request ${id} closes with the agent run`
             : `the call stopped waiting; approval request ${id} stays pending for a retry`,
         );
-        return { error: refuse.authorizationRequired(id, how) };
+        return { error: answerCutShort(cancelled, id, how) };
       }
       // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
       if (mode === "session") {
@@ -242,7 +242,8 @@ export class HumanAsker {
    * What a request that is no longer pending means for this call: its grant, its denial, or the
    * refusal of an expired or withdrawn request; null when it is no decision this call can use
    * (a grant that does not verify, or a one-call grant already taken) and the call must go on.
-   * `cancelled`: the client gave up meanwhile, so a one-call grant is left for its retry.
+   * `cancelled`: the client gave up meanwhile, so a one-call grant is left for its retry; or the
+   * connection ends ("connection-ends"), and the call is told so.
    * `retry`: the request was found by a retry, not waited on: a grant revoked or ended since
    * then is no answer (a human is asked again).
    */
@@ -250,7 +251,7 @@ export class HumanAsker {
     req: ApprovalRequest,
     call: ApprovedCall,
     subject: Record<string, unknown>,
-    { cancelled, retry }: { cancelled: boolean; retry: boolean },
+    { cancelled, retry }: { cancelled: Cancelled; retry: boolean },
   ): Promise<{ grant: string | null } | { error: ErrorObject } | null> {
     const { db } = this.o;
     const id = req.request;
@@ -278,7 +279,7 @@ export class HumanAsker {
           });
           return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
         }
-        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        if (cancelled) return { error: answerCutShort(cancelled, id, how) };
         // One call takes a one-call grant: the first to end it (another may have taken it). A store
         // locked by another process delays the taking (bounded): the human approved this call, and
         // failing it now would leave the approval unused and the agent with an internal error.
@@ -307,7 +308,7 @@ export class HumanAsker {
         // A retry after the denial reached the agent asks again: the agent was told once. A call
         // that waited on the request beside the one told (the same call twice) is denied too.
         if (retry && this.deniedTold.has(id)) return null;
-        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
+        if (cancelled) return { error: answerCutShort(cancelled, id, how) };
         this.deniedTold.add(id);
         // No approval_denied here: the decider recorded it with the decision (decisionRecord.ts).
         return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
@@ -521,4 +522,23 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const timer = setTimeout(done, Math.max(0, ms));
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/**
+ * Why a wait for a human was cut short: not at all (false), the client gave up on the call
+ * ("client": the request stays pending for its retry), or the connection ends (its reason is a
+ * sentence, see abortDecisions: the request closes with the run).
+ */
+type Cancelled = false | "client" | "connection-ends";
+
+function cutShort(signal: AbortSignal | undefined): Cancelled {
+  if (!signal?.aborted) return false;
+  return typeof signal.reason === "string" ? "connection-ends" : "client";
+}
+
+/** The refusal of a call whose wait was cut short: only the client's own retry can use its request. */
+function answerCutShort(cancelled: Exclude<Cancelled, false>, id: string, how: string): ErrorObject {
+  return cancelled === "connection-ends"
+    ? refuse.connectionEndsBeforeApproval(id)
+    : refuse.authorizationRequired(id, how);
 }

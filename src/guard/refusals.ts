@@ -294,6 +294,24 @@ export const refuse = {
       { approvalRequest, howToApprove },
     ),
 
+  /**
+   * A call still waiting for a human when its connection ends (the client closed its input, a
+   * signal, the gateway ending it): the request closes with the run, so neither approving it nor
+   * retrying on this connection can help; a call made again after reconnecting asks anew.
+   */
+  connectionEndsBeforeApproval: (approvalRequest: string) =>
+    refusal(
+      "authorization_required",
+      "This call needs a human approval, and the connection ends before one was given.",
+      "the connection ends: its approval request closes with the agent run",
+      "reconnect, then retry: the call asks a human again",
+      {
+        approvalRequest,
+        howToApprove:
+          "reconnect and call again: this request closes with the ended run and cannot be approved",
+      },
+    ),
+
   /** The gateway's agent run was ended by another process: no approval can reach this gateway. */
   runEnded: (approvalRequest: string) =>
     refusal(
