@@ -445,15 +445,21 @@ export class HumanAsker {
       argumentsDigest: digest,
     };
     // Stored as the record's condition (under the audit's write lock, in the transaction that
-    // writes it), written at once: stored first and recorded with the sink's next group, a request
+    // writes it), and waited for: stored first and recorded with the sink's next group, a request
     // stayed in the store unrecorded when that group could not be written (another process holding
-    // the lock past the busy timeout) or the gateway was killed meanwhile.
-    this.parts.emit(event(id), () => {
-      insertRequest(db, request);
-      return true;
-    });
-    this.o.events.flush();
-    if (!getRequest(db, id)) {
+    // the lock past the busy timeout) or the gateway was killed meanwhile. Waited for as an
+    // intent is: while another process holds the lock the group is tried again, the event loop
+    // free (a flush here held it a whole busy timeout).
+    let recorded = false;
+    try {
+      recorded = await this.o.events.emitDurable(event(id), () => {
+        insertRequest(db, request);
+        return true;
+      });
+    } catch {
+      // not written: the sink said why
+    }
+    if (!recorded && !getRequest(db, id)) {
       // Not written (the sink said why): stored all the same, waiting out a lock as any write a
       // call waits on, and its record tried again with the sink's next group.
       await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));

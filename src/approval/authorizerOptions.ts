@@ -19,6 +19,12 @@ export interface AuthorizerEvents {
    * record is written: false writes nothing (approval_expired: the request's close).
    */
   emit(e: { type: string; [k: string]: unknown }, condition?: () => boolean): void;
+  /**
+   * Written with the sink's next group, resolving once it is (false: the condition did not hold);
+   * rejects when it could not be (another process held the store's lock past the busy timeout,
+   * the event loop free meanwhile). An approval request is stored as its record's condition so.
+   */
+  emitDurable(e: { type: string; [k: string]: unknown }, condition?: () => boolean): Promise<boolean>;
   /** writes what is queued now (an expired request's close is written with its record at once) */
   flush(): void;
 }

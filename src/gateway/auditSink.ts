@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import { busyTimeoutMs, isBusy } from "../store/db.js";
+import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -328,12 +328,8 @@ export function auditSink(
  */
 const RIDE_MS = 2;
 
-/**
- * How long a group waits for another process's lock before it is kept and tried again later.
- * Another gateway's commit, its fsync included, holds the lock for well under this; a program
- * holding it longer (a transaction left open) no longer holds this gateway's event loop.
- */
-const GROUP_BUSY_MS = 100;
+/** How long a group waits for another process's lock before it is kept and tried again later. */
+const GROUP_BUSY_MS = BRIEF_WAIT_MS;
 /** How long each later try of a kept group waits for the lock. */
 const RETRY_BUSY_MS = 10;
 

@@ -211,21 +211,30 @@ export function storeFailure(e: unknown): StoreError | null {
 const busyPatienceMs = (): number => envMs("PORTCULLIS_BUSY_PATIENCE_MS", 30_000);
 
 /**
+ * How long a write that is tried again later waits for another process's lock at each try (the
+ * audit sink's groups, a call's approval request): another gateway's commit, its fsync included,
+ * holds the lock for well under this; a program that holds it longer (a transaction left open)
+ * does not hold the gateway's event loop with it.
+ */
+export const BRIEF_WAIT_MS = 100;
+
+/**
  * Runs a write, again after a pause while another process holds the store's lock (each attempt
- * already waits the busy timeout), until `patienceMs` have passed: a store opened in another
- * program (a database browser with an unsaved edit, an sqlite3 shell inside BEGIN) for a while
- * delays the gateway instead of failing its calls. Pauses asynchronously, so what does not need the
- * lock goes on meanwhile. Then the last failure is thrown; anything but busy is thrown at once.
- * `onBusy` is told once, at the first busy failure (to say why the caller waits).
+ * waits the busy timeout, or what `attempt` bounds it to), until `patienceMs` have passed: a store
+ * opened in another program (a database browser with an unsaved edit, an sqlite3 shell inside
+ * BEGIN) for a while delays the gateway instead of failing its calls. Pauses asynchronously, so
+ * what does not need the lock goes on meanwhile. Then the last failure is thrown; anything but
+ * busy is thrown at once. `onBusy` is told once, at the first busy failure (to say why the caller
+ * waits).
  */
 export async function whenUnlocked<T>(
   step: () => T,
-  o: { patienceMs?: number; onBusy?: () => void } = {},
+  o: { patienceMs?: number; onBusy?: () => void; attempt?: <U>(write: () => U) => U } = {},
 ): Promise<T> {
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
-      return step();
+      return o.attempt ? o.attempt(step) : step();
     } catch (e) {
       if (!isBusy(e) || Date.now() - started >= (o.patienceMs ?? busyPatienceMs())) throw e;
       if (attempt === 1) o.onBusy?.();
@@ -237,14 +246,28 @@ export async function whenUnlocked<T>(
 
 /**
  * whenUnlocked's options for a write a tools/call waits on (its approval request, the consumption
- * of its one-call grant, the withdrawal of its request): the one warning, naming the store, that
- * says why the call is slow. `what` names what waits, e.g. "the approval request for 'x'".
+ * of its one-call grant, the withdrawal of its request): each attempt waits BRIEF_WAIT_MS at most
+ * (the pauses between are where the rest of the gateway goes on), and the one warning, naming the
+ * store, says why the call is slow. `what` names what waits, e.g. "the approval request for 'x'".
  */
-export function callWaitsFor(db: Store, log: Pick<Logger, "warn">, what: string): { onBusy: () => void } {
+export function callWaitsFor(
+  db: Store,
+  log: Pick<Logger, "warn">,
+  what: string,
+): { onBusy: () => void; attempt: <T>(write: () => T) => T } {
+  let attempt = briefAttempts.get(db);
+  if (!attempt) {
+    attempt = waitingAtMost(db, BRIEF_WAIT_MS);
+    briefAttempts.set(db, attempt);
+  }
   return {
     onBusy: () => log.warn(`the store ${db.name} is locked by another process: ${what} waits for it`),
+    attempt,
   };
 }
+
+/** callWaitsFor's attempts, one runner per connection. */
+const briefAttempts = new WeakMap<Store, <T>(write: () => T) => T>();
 
 /**
  * What SQLite's (or the file system's) error code says about the file, in words; any other error

@@ -146,6 +146,11 @@ export function makeAuthorizer(
       emit: (e, condition) => {
         if (!condition || condition()) rec.events.push(e);
       },
+      emitDurable: async (e, condition) => {
+        if (condition && !condition()) return false;
+        rec.events.push(e);
+        return true;
+      },
       flush: () => {},
     },
     context: () => ({ record: null, revision: 1 }),

@@ -221,6 +221,26 @@ describe("a store locked by another process while a call needs a human, or a com
     expect(gw.stderr()).not.toMatch(/could not handle|SqliteError/);
   }, 120_000);
 
+  it("a call that needs a human while the store is locked holds nothing else: pings are answered, and its request, stored once the lock goes, is recorded once", async () => {
+    // Before, the request's record was written with an explicit flush that waited the whole busy
+    // timeout (10 minutes here) with the event loop held.
+    const { stateDir, gw } = await listedInventory([], {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+      PORTCULLIS_STORE_CHECK_MS: "600000",
+    });
+    const release = await locked(stateDir);
+    const call = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 120_000 });
+    await gw.waitForStderr(/is locked by another process: the audit records/, 20_000);
+    for (let i = 0; i < 3; i++) await gw.client.ping();
+    await release();
+    const request = await nextStoredRequest(stateDir);
+    await decideByCli(stateDir, "approve", request.request, "--for", "session");
+    expect(text(await call)).toMatch(/"revision":"A"/);
+    const asked = (await verifiedAuditEvents(stateDir)).filter((e) => e.type === "approval_requested");
+    expect(asked.map((e) => e.approvalRequest)).toEqual([request.request]);
+    expect(gw.stderr()).not.toMatch(/could not handle|SqliteError|stayed locked/);
+  }, 120_000);
+
   it("a per-call call whose approval comes while the store is locked waits to take it, then runs once", async () => {
     const { stateDir, project, gw } = await listedInventory([
       "--approval",
