@@ -149,6 +149,31 @@ describe("the index table while another process writes the store", () => {
       ["undeclared.example", 2, 2],
     ]);
   });
+
+  it("its timer's batches wait for a lock held by another program only briefly: the event loop goes on, and the counts are written once the lock goes", async () => {
+    // Before, each batch waited the whole busy timeout (20 s here) with the event loop held: this
+    // test's own timers (its wait below, its 10 s timeout) stopped with it.
+    const r = new EgressRecorder(store, "api", events, 10);
+    r.epochStarted("E1");
+    const timeout = Number(store.pragma("busy_timeout", { simple: true }));
+    store.pragma("busy_timeout = 20000");
+    const lock = await holdStoreLock(stateDir);
+    try {
+      r.record(refused("undeclared.example"));
+      let ticks = 0;
+      const tick = setInterval(() => ticks++, 5);
+      await waitFor(() => ticks >= 20, 5_000, "the event loop's timers, a batch tried meanwhile");
+      clearInterval(tick);
+      expect(listDestinations(store, "api")).toEqual([]);
+    } finally {
+      await lock.release();
+    }
+    await waitFor(() => listDestinations(store, "api").length === 1, 5_000, "the kept batch written");
+    store.pragma(`busy_timeout = ${timeout}`);
+    expect(listDestinations(store, "api").map((d) => [d.host, d.requests])).toEqual([
+      ["undeclared.example", 1],
+    ]);
+  }, 10_000);
 });
 
 describe("a host named after a released value", () => {

@@ -1,5 +1,5 @@
 import type { EventSink } from "../../gateway/events.js";
-import type { Store } from "../../store/db.js";
+import { BRIEF_WAIT_MS, type Store, waitingAtMost } from "../../store/db.js";
 import type { EgressRecord } from "./proxy.js";
 
 /**
@@ -34,6 +34,8 @@ export class EgressRecorder {
   private pending = new Map<string, Pending>();
   private events_ = new Map<string, { r: EgressRecord; requests: number }>();
   private timer: NodeJS.Timeout | null = null;
+  /** the timer's flushes' brief wait for another process's lock (see flush) */
+  private brief: (<T>(write: () => T) => T) | null = null;
   /**
    * Requests made while no epoch was live, each with its time. Mostly the last requests of a
    * process that went down, before the next epoch is recorded. The new code's own first requests
@@ -120,12 +122,18 @@ export class EgressRecorder {
     if (now > p.last) p.last = now;
     this.pending.set(k, p);
     if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.flushMs);
+      this.timer = setTimeout(() => this.flush({ brief: true }), this.flushMs);
       this.timer.unref();
     }
   }
 
-  flush(): void {
+  /**
+   * Writes the index's counts and emits the egress events. `brief` (the timer's flushes): waits
+   * BRIEF_WAIT_MS at most for another process's lock, what is not written being kept for the next
+   * batch; a program that keeps the store locked (a transaction left open) does not hold the
+   * gateway's event loop a busy timeout at every batch.
+   */
+  flush(o: { brief?: boolean } = {}): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const { r, requests } of this.events_.values())
@@ -161,28 +169,31 @@ export class EgressRecorder {
            requests = requests + excluded.requests, released = released + excluded.released,
            refused = refused + excluded.refused, scopes_json = excluded.scopes_json, last_at = excluded.last_at`,
       );
-      // IMMEDIATE: the write lock first, waited for as any writer waits (busy_timeout). A deferred
+      // IMMEDIATE: the write lock first, waited for as any writer waits (busy_timeout; briefly from
+      // the timer, the batch kept when it does not come). A deferred
       // transaction reads first, and SQLite does not wait when a reader must become a writer: any
       // other process writing at that moment (an `approve`, a command opening the store) failed it
       // at once, and the counts were lost.
-      this.store
-        .transaction(() => {
-          for (const p of batch) {
-            const had = get.get(...p.key) as { scopes_json: string } | undefined;
-            const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
-            for (const s of p.scopes) scopes.add(s);
-            upsert.run(
-              ...p.key,
-              p.requests,
-              p.released,
-              p.refused,
-              JSON.stringify([...scopes].sort()),
-              p.first,
-              p.last,
-            );
-          }
-        })
-        .immediate();
+      const write = this.store.transaction(() => {
+        for (const p of batch) {
+          const had = get.get(...p.key) as { scopes_json: string } | undefined;
+          const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
+          for (const s of p.scopes) scopes.add(s);
+          upsert.run(
+            ...p.key,
+            p.requests,
+            p.released,
+            p.refused,
+            JSON.stringify([...scopes].sort()),
+            p.first,
+            p.last,
+          );
+        }
+      });
+      if (o.brief) {
+        this.brief ??= waitingAtMost(this.store, BRIEF_WAIT_MS);
+        this.brief(() => write.immediate());
+      } else write.immediate();
     } catch {
       // The audit events carry the same facts, but the index is what `portcullis egress` and a
       // review read: what was not written is kept and tried again with the next batch.
@@ -206,7 +217,7 @@ export class EgressRecorder {
       if (p.last > q.last) q.last = p.last;
     }
     if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.flushMs);
+      this.timer = setTimeout(() => this.flush({ brief: true }), this.flushMs);
       this.timer.unref();
     }
   }
