@@ -1,4 +1,4 @@
-import type { Store } from "../store/db.js";
+import { briefly, lockIsFree, type Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import {
   type ApprovalRequest,
@@ -72,6 +72,13 @@ export class RequestExpiry {
       return true; // the store is closed: the gateway is ending
     }
     if (due.length === 0) return true;
+    // A lock held by another program (a transaction left open) would hold the event loop a whole
+    // busy timeout at the flush below, at every sweep: asked first, briefly; the next sweep
+    // (RETRY_AFTER_FAILURE_MS) tries again. Another gateway's commit is waited out.
+    if (!briefly(this.o.db)(() => lockIsFree(this.o.db))) {
+      this.o.log.info(`${due.length} overdue approval request(s) wait for the store's lock to be closed`);
+      return false;
+    }
     // Each close is its record's condition, run under the audit's write lock in the transaction
     // that writes the record, and written now: a close committed first and its record left for
     // the sink's next group was lost for good when that group could not be written (another

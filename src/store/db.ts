@@ -255,19 +255,40 @@ export function callWaitsFor(
   log: Pick<Logger, "warn">,
   what: string,
 ): { onBusy: () => void; attempt: <T>(write: () => T) => T } {
-  let attempt = briefAttempts.get(db);
-  if (!attempt) {
-    attempt = waitingAtMost(db, BRIEF_WAIT_MS);
-    briefAttempts.set(db, attempt);
-  }
   return {
     onBusy: () => log.warn(`the store ${db.name} is locked by another process: ${what} waits for it`),
-    attempt,
+    attempt: briefly(db),
   };
 }
 
-/** callWaitsFor's attempts, one runner per connection. */
-const briefAttempts = new WeakMap<Store, <T>(write: () => T) => T>();
+/** The connection's runner of writes that wait BRIEF_WAIT_MS at most (waitingAtMost), one per connection. */
+export function briefly(db: Store): <T>(write: () => T) => T {
+  let runner = briefRunners.get(db);
+  if (!runner) {
+    runner = waitingAtMost(db, BRIEF_WAIT_MS);
+    briefRunners.set(db, runner);
+  }
+  return runner;
+}
+
+const briefRunners = new WeakMap<Store, <T>(write: () => T) => T>();
+
+/**
+ * Whether this connection can take the store's write lock now: taken and given back at once,
+ * waiting as the connection's busy timeout says (wrap it in `briefly` to wait less). True inside a
+ * transaction of its own (it already holds the lock); anything but busy (a read-only file, a full
+ * disk) is for the writes to say, so true too.
+ */
+export function lockIsFree(db: Store): boolean {
+  if (db.inTransaction) return true;
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    db.exec("ROLLBACK");
+    return true;
+  } catch (e) {
+    return !isBusy(e);
+  }
+}
 
 /**
  * What SQLite's (or the file system's) error code says about the file, in words; any other error

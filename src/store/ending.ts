@@ -1,4 +1,4 @@
-import { isBusy, type Store } from "./db.js";
+import { lockIsFree, type Store } from "./db.js";
 
 /**
  * A gateway's end while another process may hold the store's write lock (a second gateway on the
@@ -48,19 +48,8 @@ export function beginStoreEnding(db: Store, waitMs = 0): StoreEnding {
   db.pragma(`busy_timeout = ${Math.min(waitMs, timeout)}`);
   let cut = false;
   let wake: (() => void) | null = null;
-  /** the lock taken and given back, without waiting; false while another process holds it */
-  const free = (): boolean => {
-    // (a transaction of this connection's own would already hold the lock)
-    if (db.inTransaction) return true;
-    try {
-      db.exec("BEGIN IMMEDIATE");
-      db.exec("ROLLBACK");
-      return true;
-    } catch (e) {
-      // anything but the lock (a read-only file, a full disk) is for the writes to say
-      return !isBusy(e);
-    }
-  };
+  /** the lock taken and given back, without waiting (busy_timeout is 0 by then); false while another process holds it */
+  const free = (): boolean => lockIsFree(db);
   return {
     async lastAttempt() {
       if (!db.open) return false;

@@ -110,4 +110,28 @@ describe("the gateway's expiry of an overdue request", () => {
     expect(getRequest(db, id)!.state).toBe("expired");
     expect(await expiredRecords(id)).toBe(1);
   });
+
+  it("under a lock another program holds, a sweep asks for it briefly and leaves the request for the next sweep, rather than hold the event loop a busy timeout", async () => {
+    // Before, the sweep's flush waited the connection's whole busy timeout (20 s here) with the
+    // event loop held: the lock, let go after 3 s, was then taken and the request closed by this
+    // very sweep. Now the sweep does not wait for it and says so: true would mean it waited.
+    const run = testRun(db);
+    const id = overdue(run);
+    const { events, expiry } = expiryOf(run);
+    const timeout = Number(db.pragma("busy_timeout", { simple: true }));
+    db.pragma("busy_timeout = 20000");
+    try {
+      await holdStoreLock(dir, 3_000);
+      expect(expiry.sweep()).toBe(false);
+      expect(getRequest(db, id)!.state).toBe("pending");
+    } finally {
+      db.pragma(`busy_timeout = ${timeout}`);
+    }
+    // the lock let go, the next sweep closes and records it once
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+    expect(expiry.sweep()).toBe(true);
+    events.flush();
+    expect(getRequest(db, id)!.state).toBe("expired");
+    expect(await expiredRecords(id)).toBe(1);
+  }, 30_000);
 });
