@@ -62,6 +62,12 @@ export class HumanAsker {
   private readonly progressEveryMs: number;
   /** denials already returned to a call: a later retry of the same call asks a human again */
   private readonly deniedTold = new Set<string>();
+  /**
+   * Requests being stored, by the call they are for (sameCallKey): an identical call that asks
+   * meanwhile joins the one being stored instead of making a second (the store is written with
+   * the audit sink's next group, after an await, and later while another process holds its lock).
+   */
+  private readonly storing = new Map<string, Promise<string>>();
   private readonly expiry: RequestExpiry;
   /** the run was found ended by another process, and the log said so */
   private toldRunEnded = false;
@@ -130,19 +136,30 @@ export class HumanAsker {
     // the agent is told so (once) rather than that nobody approved.
     const stale = await this.parts.olderEpoch.refusal(call, mode);
     if (stale) return { error: stale };
-    // The awaits above let an identical call ask meanwhile: join the request it made rather than
-    // make a second one (nothing awaits from here to the insert).
+    // The awaits above let an identical call ask meanwhile: join the request it made, or is
+    // storing, rather than make a second one (nothing awaits from here to `storing`).
     const pending = earlier?.state === "pending" ? earlier : earlierRequest(db, sameCall);
+    const key = sameCallKey(sameCall);
+    const beingStored = this.storing.get(key);
     if (pending?.state === "pending") {
       id = pending.request;
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
+    } else if (beingStored) {
+      id = await beingStored;
+      this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
-      id = await this.newRequest(call, mode, digest, (request) => ({
+      const stored = this.newRequest(call, mode, digest, (request) => ({
         type: "approval_requested",
         ...subject(request),
         mode,
         arguments: digest,
       }));
+      this.storing.set(key, stored);
+      try {
+        id = await stored;
+      } finally {
+        this.storing.delete(key);
+      }
       (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
       try {
         this.o.onRequest?.(id);
@@ -243,7 +260,7 @@ export class HumanAsker {
    * refusal of an expired or withdrawn request; null when it is no decision this call can use
    * (a grant that does not verify, or a one-call grant already taken) and the call must go on.
    * `cancelled`: the client gave up meanwhile, so a one-call grant is left for its retry; or the
-   * connection ends ("connection-ends"), and the call is told so.
+   * connection ends ("connection-ends"): a denial is told as it is.
    * `retry`: the request was found by a retry, not waited on: a grant revoked or ended since
    * then is no answer (a human is asked again).
    */
@@ -279,7 +296,7 @@ export class HumanAsker {
           });
           return { error: refuse.approvalDenied(id, "the grant was revoked before the call could use it") };
         }
-        if (cancelled) return { error: answerCutShort(cancelled, id, how) };
+        if (cancelled) return { error: refuse.authorizationRequired(id, how) };
         // One call takes a one-call grant: the first to end it (another may have taken it). A store
         // locked by another process delays the taking (bounded): the human approved this call, and
         // failing it now would leave the approval unused and the agent with an internal error.
@@ -308,7 +325,8 @@ export class HumanAsker {
         // A retry after the denial reached the agent asks again: the agent was told once. A call
         // that waited on the request beside the one told (the same call twice) is denied too.
         if (retry && this.deniedTold.has(id)) return null;
-        if (cancelled) return { error: answerCutShort(cancelled, id, how) };
+        // (a connection that ends is told the denial: it is the truth, and says not to retry)
+        if (cancelled === "client") return { error: refuse.authorizationRequired(id, how) };
         this.deniedTold.add(id);
         // No approval_denied here: the decider recorded it with the decision (decisionRecord.ts).
         return { error: refuse.approvalDenied(id, req.reason ?? undefined) };
@@ -355,7 +373,7 @@ export class HumanAsker {
   }
 
   /** whenUnlocked's options for a write this call waits on: one warning naming the store. */
-  private waits(call: ApprovedCall, what = "the approval of"): { onBusy: () => void } {
+  private waits(call: ApprovedCall, what = "the approval of"): ReturnType<typeof callWaitsFor> {
     return callWaitsFor(this.o.db, this.o.log, `${what} ${quotedName(call.tool)}`);
   }
 
@@ -547,4 +565,19 @@ function answerCutShort(cancelled: Exclude<Cancelled, false>, id: string, how: s
   return cancelled === "connection-ends"
     ? refuse.connectionEndsBeforeApproval(id)
     : refuse.authorizationRequired(id, how);
+}
+
+/** The same call, as earlierRequest looks for it: the key of `storing`. */
+function sameCallKey(c: {
+  agentRun: string;
+  serverLabel: string;
+  executionEpoch: string;
+  tool: string;
+  fingerprint: string;
+  mode: string;
+  argumentsDigest: string;
+}): string {
+  return [c.agentRun, c.serverLabel, c.executionEpoch, c.tool, c.fingerprint, c.mode, c.argumentsDigest].join(
+    "\n",
+  );
 }

@@ -85,7 +85,7 @@ export function auditSink(
   let lockedSince: number | null = null;
   let tries = 0;
   let retry: NodeJS.Timeout | null = null;
-  /** when the last group's write began (its wait for the lock counts toward `patienceMs`) */
+  /** when the last group's write began, performance.now() (its wait for the lock counts toward `patienceMs`) */
   let tried = 0;
   // Pipelined durability (sync "full"): groups are committed without an fsync and made durable
   // by one fsync of the WAL in the thread pool; groups committed while one runs wait for the
@@ -173,7 +173,7 @@ export function auditSink(
       // connection writes through: one stat of each per group that holds one, at most once
       // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
-      tried = Date.now();
+      tried = performance.now();
       const written = audit.appendIf(batch.map(item), {
         relaxed: !durable || later,
         // a kept group's next tries wait only a little: the loop is not held while they repeat
@@ -193,6 +193,8 @@ export function auditSink(
       else if (!syncing && open <= 1 && syncMs < QUICK_SYNC_MS && lone(batch)) settle(syncNow());
       else whenDurable(settle);
     } catch (err) {
+      // A try that did not meet the lock ends the lock's episode (a later one starts anew).
+      if (!isBusy(err)) lockedSince = null;
       // The store's files were lost: nothing can be written any more, and that was said once.
       const lost = audit.lost;
       if (lost) {
@@ -239,7 +241,7 @@ export function auditSink(
    * flushing meanwhile (see emit); past `patienceMs` since its first try began, given up.
    */
   const stillLocked = (batch: Queued[], err: Error) => {
-    const now = Date.now();
+    const now = performance.now();
     if (lockedSince === null) {
       lockedSince = tried;
       tries = 0;

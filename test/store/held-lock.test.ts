@@ -241,6 +241,30 @@ describe("a store locked by another process while a call needs a human, or a com
     expect(gw.stderr()).not.toMatch(/could not handle|SqliteError|stayed locked/);
   }, 120_000);
 
+  it("two identical calls that need a human while the store is locked join one request: one human decision answers both", async () => {
+    // The request is stored with the audit sink's next group, once the lock goes: the second
+    // call, asking meanwhile, must join the request being stored, not make another.
+    const { stateDir, gw } = await listedInventory([], {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
+      PORTCULLIS_STORE_CHECK_MS: "600000",
+    });
+    const release = await locked(stateDir);
+    const opts = { timeout: 120_000 };
+    const first = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, opts);
+    await gw.waitForStderr(/is locked by another process: the audit records/, 20_000);
+    const second = gw.client.callTool({ name: "read_status", arguments: {} }, undefined, opts);
+    // (read and decided up to the request while the lock is held: a ping behind it is answered)
+    await gw.client.ping();
+    await release();
+    const request = await nextStoredRequest(stateDir);
+    await gw.waitForStderr(new RegExp(`joins approval request ${request.request}`), 20_000);
+    await decideByCli(stateDir, "approve", request.request, "--for", "session");
+    expect(text(await first)).toMatch(/"revision":"A"/);
+    expect(text(await second)).toMatch(/"revision":"A"/);
+    const asked = (await verifiedAuditEvents(stateDir)).filter((e) => e.type === "approval_requested");
+    expect(asked.map((e) => e.approvalRequest)).toEqual([request.request]);
+  }, 120_000);
+
   it("a per-call call whose approval comes while the store is locked waits to take it, then runs once", async () => {
     const { stateDir, project, gw } = await listedInventory([
       "--approval",

@@ -1,5 +1,5 @@
 import type { EventSink } from "../../gateway/events.js";
-import { BRIEF_WAIT_MS, type Store, waitingAtMost } from "../../store/db.js";
+import { briefly, type Store } from "../../store/db.js";
 import type { EgressRecord } from "./proxy.js";
 
 /**
@@ -34,8 +34,6 @@ export class EgressRecorder {
   private pending = new Map<string, Pending>();
   private events_ = new Map<string, { r: EgressRecord; requests: number }>();
   private timer: NodeJS.Timeout | null = null;
-  /** the timer's flushes' brief wait for another process's lock (see flush) */
-  private brief: (<T>(write: () => T) => T) | null = null;
   /**
    * Requests made while no epoch was live, each with its time. Mostly the last requests of a
    * process that went down, before the next epoch is recorded. The new code's own first requests
@@ -190,10 +188,8 @@ export class EgressRecorder {
           );
         }
       });
-      if (o.brief) {
-        this.brief ??= waitingAtMost(this.store, BRIEF_WAIT_MS);
-        this.brief(() => write.immediate());
-      } else write.immediate();
+      if (o.brief) briefly(this.store)(() => write.immediate());
+      else write.immediate();
     } catch {
       // The audit events carry the same facts, but the index is what `portcullis egress` and a
       // review read: what was not written is kept and tried again with the next batch.
