@@ -16,6 +16,7 @@ import {
   withCounting,
 } from "../../src/catalog/checkBudget.js";
 import { MAX_CHECKS_PER_VALUE } from "../../src/catalog/checkCost.js";
+import { containsKeyword } from "../../src/catalog/containsKeyword.js";
 import { ArgumentValidator, snapshotOf, type Tool } from "../../src/catalog/index.js";
 
 const OPTIONS = {
@@ -26,9 +27,16 @@ const OPTIONS = {
   ownProperties: true,
 } as const;
 
-/** ajv as the gateway configures it, with or without the counting keyword (no static bound). */
+/**
+ * ajv as the gateway configures it, with or without the counting keyword (no static bound).
+ * Both with the gateway's `contains`: ajv's own carried a verdict from one array to the next,
+ * and only where its subschema is not always true, which the counting keyword changes (CI's
+ * counterexample, seed 391125071: `additionalProperties: {contains: {}}` passed `{a: [1], b: []}`
+ * counted, and was refused plain).
+ */
 function ajvFor(counting: boolean): Ajv2020 {
   const ajv = new Ajv2020(OPTIONS);
+  ajv.removeKeyword("contains").addKeyword(containsKeyword({ _, str }));
   if (counting) ajv.addKeyword(countingKeyword({ _, str }));
   return ajv;
 }
@@ -221,6 +229,7 @@ describe("the counting keyword changes no verdict", () => {
         examples: [
           // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
           [{ items: { if: { $defs: { d: true }, $ref: "#/$defs/d" }, then: {}, else: true } }, [[1]]],
+          [{ oneOf: [{ type: "object", additionalProperties: { contains: {} } }] }, [{ a: [1], b: [] }]],
         ],
       },
     );
