@@ -23,7 +23,7 @@ import {
   WrongPassphraseError,
 } from "../keyring/keyring.js";
 import { openExistingStore, type Store } from "../store/db.js";
-import { existingStateDir } from "../store/stateDir.js";
+import { existingStateDir, stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
@@ -193,7 +193,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       case "approvals":
         return v.watch
           ? await watchRequests(db, !!v.json, verbose, sweep)
-          : listRequests(db, !!v.json, verbose);
+          : listRequests(db, !!v.json, verbose, stateDir);
       case "grants":
         return listGrants(db, !!v.json);
       case "approve":
@@ -238,7 +238,7 @@ function review(req: Parameters<typeof renderReview>[0], verbose: boolean): stri
   return verbose ? renderReview(req) : renderReviewCard(req);
 }
 
-function listRequests(db: Store, json: boolean, verbose: boolean): number {
+function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string): number {
   const pending = pendingRequests(db);
   if (json) {
     process.stdout.write(`${JSON.stringify({ requests: pending.map(publicRequest) }, null, 2)}\n`);
@@ -248,9 +248,11 @@ function listRequests(db: Store, json: boolean, verbose: boolean): number {
     process.stdout.write("no approval request is pending\n");
     return EXIT_OK;
   }
+  // with the state directory when it is not the default: the commands paste whole
+  const sd = stateDirFlagFor(stateDir);
   for (const r of pending) {
     process.stdout.write(
-      `${review(r, verbose)}\n  decide     portcullis approve ${r.request}   or   portcullis deny ${r.request}\n\n`,
+      `${review(r, verbose)}\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}\n\n`,
     );
   }
   return EXIT_OK;

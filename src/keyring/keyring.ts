@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
@@ -78,13 +79,16 @@ export class KeyringError extends Error {
 export class KeyringMissingError extends KeyringError {
   override name = "KeyringMissingError";
   constructor(stateDir: string) {
-    super(`there is no keyring in ${stateDir}; run \`portcullis init\` first`);
+    // the command with the state directory when it is not the default: it pastes whole
+    super(`there is no keyring in ${stateDir}; run 'portcullis init${stateDirFlagFor(stateDir)}' first`);
   }
 }
 export class KeyringExistsError extends KeyringError {
   override name = "KeyringExistsError";
   constructor(path: string) {
-    super(`a keyring already exists at ${path}; portcullis init never overwrites it`);
+    super(
+      `a keyring already exists at ${path}; portcullis init never overwrites it: this state directory is set up (its passphrase unlocks it), or give another one with --state-dir or PORTCULLIS_HOME`,
+    );
   }
 }
 export class WrongPassphraseError extends KeyringError {

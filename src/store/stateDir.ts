@@ -127,7 +127,9 @@ export class NotInitializedError extends StateDirError {
   constructor(readonly dir: string) {
     super(
       `the state directory ${dir} has no keyring and no store (${STORE_FILE}): nothing was created. ` +
-        "Run 'portcullis init' first, or give the --state-dir or PORTCULLIS_HOME a gateway uses.",
+        "A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. " +
+        // the command last, in no quotes of the sentence's own: it pastes whole (stateDirFlagFor)
+        `To set up this one, run: portcullis init${stateDirFlagFor(dir)}`,
     );
   }
 }

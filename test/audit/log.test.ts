@@ -11,7 +11,9 @@ describe("AuditLog", () => {
   it("will not open without a keyring, and says to run `portcullis init`", () => {
     const dir = tempDir();
     const db = openStore(dir);
-    expect(() => AuditLog.open(db, dir)).toThrow(/no keyring in .*; run `portcullis init` first/);
+    expect(() => AuditLog.open(db, dir)).toThrow(
+      `there is no keyring in ${dir}; run 'portcullis init --state-dir ${dir}' first`,
+    );
     db.close();
   });
 

@@ -111,7 +111,7 @@ describe("a state directory that is there but was never set up by init", () => {
   it("the commands that only read refuse it in one sentence naming it (exit 2) and create no store", async () => {
     const empty = join(tempDir(), "state");
     mkdirSync(empty, { mode: 0o700 });
-    const said = `portcullis: the state directory ${empty} has no keyring and no store (portcullis.db): nothing was created. Run 'portcullis init' first, or give the --state-dir or PORTCULLIS_HOME a gateway uses.\n`;
+    const said = `portcullis: the state directory ${empty} has no keyring and no store (portcullis.db): nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${empty}\n`;
     for (const args of [
       ["audit", "verify"],
       ["audit", "export"],

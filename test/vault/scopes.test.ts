@@ -160,6 +160,10 @@ describe("per-tool scopes in a gateway", () => {
     expect(req.review.credentialScope).toEqual(["api-token"]);
     const text = (await runCli(["approvals"], { stateDir })).stdout;
     expect(text).toContain("credentials api-token\n");
+    // the commands paste whole: with the state directory, not the default one here
+    expect(text).toContain(
+      `decide     portcullis approve ${asked.request} --state-dir ${stateDir}   or   portcullis deny ${asked.request} --state-dir ${stateDir}\n`,
+    );
     expect(text).not.toContain("declares no");
     await decideByCli(stateDir, "approve", asked.request);
     expect((await reveal).isError).toBeFalsy();
