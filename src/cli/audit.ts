@@ -234,8 +234,19 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
   );
   const progress = (n: number) => shown.update(n);
   try {
-    if (opts.file)
-      return await report(verifyExport(readLines(opts.file), { checkpoint, progress }), opts, shown);
+    if (opts.file) {
+      const file = opts.file;
+      let first: string | undefined;
+      const lines = (function* () {
+        for (const line of readLines(file)) {
+          first ??= line;
+          yield line;
+        }
+      })();
+      const r = verifyExport(lines, { checkpoint, progress });
+      const not = notAnExport(file, first, r);
+      return await report(not ? { ok: false, seq: 1, problem: not } : r, opts, shown, not !== null);
+    }
     return await withStore(stateDir, (db) =>
       report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, shown),
     );
@@ -243,6 +254,23 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
     shown.done();
   }
 }
+
+/**
+ * What `--file` was, when it was no export at all: an empty file (a store set up by init exports
+ * at least record 1, the approver key's pin: an empty one is cut, or another file), or one whose
+ * first line is not an export record (a checkpoint, the JSON of another command). Said so, rather
+ * than as a chain broken at seq 1 (which reads as tampering) or "ok: the log is empty".
+ */
+function notAnExport(file: string, first: string | undefined, r: VerifyResult): string | null {
+  if (first === undefined || first === "")
+    return `${file} is empty, so it is no audit export (an export of a store set up by 'portcullis init' holds at least record 1, the approver key's pin); give the file 'portcullis audit export' wrote`;
+  if (!r.ok && r.seq === 1 && !first.startsWith(EXPORT_LINE_START))
+    return `${file} does not read as an audit export: its first line is not an export record (the file 'portcullis audit export' writes holds one {"hash":…} record a line)`;
+  return null;
+}
+
+/** How every line of an export begins (src/audit/record.ts). */
+const EXPORT_LINE_START = '{"hash":"';
 
 /**
  * A chain that verifies but cannot account for the rest of the store (emptied, or cut before its
@@ -255,12 +283,15 @@ function accountsForStore(db: Store, r: VerifyResult): VerifyResult {
   return problem ? { ok: false, seq: r.head.seq + 1, problem } : r;
 }
 
-async function report(r: VerifyResult, opts: Opts, shown?: Progress): Promise<number> {
+/** `notAnExport`: the file given was no export at all (said as such, not as a broken chain). */
+async function report(r: VerifyResult, opts: Opts, shown?: Progress, notAnExport = false): Promise<number> {
   shown?.done();
   if (opts.json) {
     await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r, null, 2)}\n`);
   } else if (r.ok) {
     await write(`${okLine(r)}\n`);
+  } else if (notAnExport) {
+    await write(`audit verify: ${r.problem}\n`);
   } else {
     await write(`audit chain broken at seq ${r.seq}: ${r.problem}\n`);
   }

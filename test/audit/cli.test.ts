@@ -216,6 +216,41 @@ describe("portcullis audit (no key)", () => {
     expect((await cli(dir, ["audit", "verify", "--file", file])).code).toBe(1);
   });
 
+  it("verify --file of no export at all says so: an empty file, a checkpoint, any JSON; a damaged first record is still a broken chain", async () => {
+    // Before, an empty file was "audit chain ok: the log is empty" (exit 0) and a checkpoint given
+    // as --file "audit chain broken at seq 1", which reads as tampering.
+    const file = join(tempDir(), "given.jsonl");
+    writeFileSync(file, "");
+    const empty = await cli(dir, ["audit", "verify", "--file", file]);
+    expect(empty.code).toBe(1);
+    expect(empty.stdout).toBe(
+      `audit verify: ${file} is empty, so it is no audit export (an export of a store set up by 'portcullis init' holds at least record 1, the approver key's pin); give the file 'portcullis audit export' wrote\n`,
+    );
+    const notExport = `audit verify: ${file} does not read as an audit export: its first line is not an export record (the file 'portcullis audit export' writes holds one {"hash":…} record a line)\n`;
+    for (const text of [(await cli(dir, ["audit", "checkpoint"])).stdout, "{}\n", "not json\n"]) {
+      writeFileSync(file, text);
+      const r = await cli(dir, ["audit", "verify", "--file", file]);
+      expect(r.code, text).toBe(1);
+      expect(r.stdout, text).toBe(notExport);
+    }
+    // --json keeps the shape of a failed verification
+    const json = JSON.parse((await cli(dir, ["audit", "verify", "--file", file, "--json"])).stdout);
+    expect(json).toMatchObject({
+      ok: false,
+      seq: 1,
+      problem: expect.stringContaining("does not read as an audit export"),
+    });
+    // an export whose first record was changed is what it was: a chain broken at seq 1
+    const exp = (await cli(dir, ["audit", "export"])).stdout;
+    writeFileSync(
+      file,
+      exp.replace(/"hash":"[0-9a-f]/, (m) => `${m.slice(0, -1)}${m.endsWith("0") ? "1" : "0"}`),
+    );
+    expect((await cli(dir, ["audit", "verify", "--file", file])).stdout).toMatch(
+      /^audit chain broken at seq 1: /,
+    );
+  });
+
   it("export, checkpoint, and verify of the export against the checkpoint", async () => {
     const exp = await cli(dir, ["audit", "export"]);
     expect(exp.code).toBe(0);
