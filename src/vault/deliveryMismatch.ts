@@ -1,11 +1,13 @@
 /**
- * A credential configured for one delivery whose secret the vault stores for the other. The
+ * A credential configured for one delivery whose secret the vault stores for the other, or for
+ * HTTP to a host the vault's stored hosts do not release it to. The
  * vault's stored policy decides (src/vault/secrets.ts), so such a secret is never handed out as
  * portcullis.json asks: this says why, and the two ways out (store it again with the right flag,
  * or change the configuration's key), in the words of `run` at start, of the spawn's status line,
  * of the `credential_missing` refusal and of `vault list`. Never anything of the value.
  */
 import type { CredentialSpec } from "./credentials.js";
+import { hostMatches, parseDeclared } from "./egress/hosts.js";
 import type { SecretPolicy } from "./secrets.js";
 
 /** Where a credential is configured, for advice that names the file and the key. */
@@ -33,10 +35,21 @@ export function deliveryMismatch(
   stored: SecretPolicy,
   place: CredentialPlace,
 ): DeliveryMismatch | null {
-  if (spec.deliver === stored.deliver) return null;
   const key = credentialKey(place, spec);
   const inFile = place.file ? ` in ${place.file}` : "";
   const name = spec.secret;
+  if (spec.deliver === stored.deliver) {
+    if (spec.deliver === "env") return null;
+    // Both HTTP: the vault's own hosts decide where the holder releases it; a configured host it
+    // does not allow gets the placeholder (deny first), which was said nowhere.
+    const outside = spec.hosts.filter((h) => !coveredBy(stored.hosts, h));
+    if (outside.length === 0) return null;
+    const union = [...stored.hosts, ...outside.filter((h) => !stored.hosts.includes(h))];
+    return {
+      why: `the vault releases "${name}" only to ${stored.hosts.join(", ")}, and ${key}${inFile} asks for it to be sent to ${outside.join(", ")} too (requests there would carry the placeholder)`,
+      fix: `store it again for every host it may go to with 'portcullis vault set ${name} ${union.map((h) => `--host ${h}`).join(" ")}', or keep only ${stored.hosts.join(", ")} in the hosts at ${key}${inFile}`,
+    };
+  }
   if (spec.deliver === "env") {
     const hosts = JSON.stringify(stored.hosts.length ? stored.hosts : ["HOST"]);
     // Not as JSON: `"secret": "…"` reads as a credential to the redaction every log line goes
@@ -52,6 +65,16 @@ export function deliveryMismatch(
     why: `the vault stores "${name}" for environment delivery only, and ${key}${inFile} asks for HTTP delivery (to ${spec.hosts.join(", ")})`,
     fix: `store it for HTTP with 'portcullis vault set ${name} ${hostFlags}', or have the server take it from its environment by writing ${key}${inFile} as ${JSON.stringify(name)}`,
   };
+}
+
+/**
+ * Whether every destination a configured host stands for ("h:p"; "h" is ports 443 and 80) is one
+ * the vault's hosts release to, by the holder's own rule (hostMatches).
+ */
+function coveredBy(allowed: readonly string[], configured: string): boolean {
+  const { host, port } = parseDeclared(configured);
+  const ports = port === null ? [443, 80] : [port];
+  return ports.every((p) => hostMatches(allowed, { host, port: p }));
 }
 
 /**

@@ -247,9 +247,13 @@ describe("the release window", () => {
     const stateDir = newStateDir();
     const otherHost = `127.0.0.1:${other.port}`;
     const dir = k.project(nodeServer, [...hosts, otherHost]);
-    await k.storeHttpSecret(stateDir, ...hosts);
+    // (stored for both at first: `run` refuses to start a configuration naming a host the vault's
+    // policy does not; then stored again, by the human, for the first hosts only, which the
+    // running holder takes at once: the gateway's configuration still names the other)
+    await k.storeHttpSecret(stateDir, ...hosts, otherHost);
     await k.unlock(stateDir);
     const gw = await k.gateway(dir, stateDir);
+    await k.storeHttpSecret(stateDir, ...hosts);
     const seen = new Set<string>();
     expect(
       text(await approvedCall(gw, stateDir, "fetch_url", { url: `${other.url}/config-only` }, seen)),

@@ -341,6 +341,45 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     for (const f of everyFile(stateDir)) expect(f.text, f.path).not.toContain(SECRET);
   });
 
+  it("an HTTP secret the vault releases to other hosts than the configuration's: run refuses at start, vault list warns, naming the hosts and both fixes", async () => {
+    // Before, run started and every request to the configured host carried the placeholder,
+    // said nowhere (the holder refuses a host its stored policy does not name).
+    const KEY = "servers.inventory.credentials.INVENTORY_API_KEY";
+    const project = configured({ hosts: ["127.0.0.1:18765", "api.example.com"] });
+    const file = join(project.dir, "portcullis.json");
+    const stateDir = newStateDir();
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com");
+    const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toBe(
+      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765', or keep only api.example.com in the hosts at ${KEY} in ${file}.\n`,
+    );
+    const list = await runCli(["vault", "list"], { cwd: project.dir, stateDir });
+    expect(list.stdout).toContain(
+      'warning: the vault releases "inventory-api-staging" only to api.example.com',
+    );
+    // stored again as the fix says: the same configuration starts (the vault is locked: the
+    // start's check is of the stored policy, which needs no passphrase)
+    await storeSecret(
+      stateDir,
+      "inventory-api-staging",
+      SECRET,
+      "--host",
+      "api.example.com",
+      "--host",
+      "127.0.0.1:18765",
+    );
+    expect((await runCli(["vault", "list"], { cwd: project.dir, stateDir })).stdout).not.toContain(
+      "warning:",
+    );
+    // a host without a port stands for 443 and 80: a vault that allows only :443 does not cover it
+    const bare = configured({ hosts: ["api.example.com"] });
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com:443");
+    expect((await runCli(["vault", "list"], { cwd: bare.dir, stateDir })).stdout).toContain(
+      "asks for it to be sent to api.example.com too",
+    );
+  });
+
   it("a secret stored for the other delivery: run refuses at start, and vault list warns, naming the flag, the key and the file", async () => {
     const KEY = "servers.inventory.credentials.INVENTORY_API_KEY";
     // the string form asks for the environment; the secret was stored for HTTP delivery
