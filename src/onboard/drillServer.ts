@@ -86,7 +86,24 @@ function inFile(label: string, cwd: string, file: string): Candidate[] {
 
 function configCandidate(label: string, cwd: string, file: string): Candidate {
   // resolveServer checks the label and the server's cwd, and names the file when they are wrong
-  return { file, launch: () => ({ config: resolveServer(label, cwd, file).configFile! }) };
+  return {
+    file,
+    launch: () => {
+      const server = resolveServer(label, cwd, file);
+      const secrets = [
+        ...server.credentialSpecs.map((c) => `credentials.${c.env}`),
+        ...(server.remote?.headers ?? []).filter((h) => "secret" in h).map((h) => `headers.${h.name}`),
+      ];
+      // The drill's vault is its throwaway state directory's, empty, and the user's secrets are
+      // never copied into it: `run` would refuse to start, and advise a `vault set` that changes
+      // nothing (it stores into the real vault).
+      if (secrets.length > 0)
+        throw new ConfigError(
+          `${file}: ${server.configKey ?? `servers.${label}`} takes secrets from the vault (${secrets.join(", ")}); the drill runs in a throwaway state directory whose vault is empty, and never copies your secrets into it, so this entry cannot start there: drill a copy of the entry under another label, without them.`,
+        );
+      return { config: server.configFile! };
+    },
+  };
 }
 
 /**

@@ -241,6 +241,23 @@ describe("portcullis drill: the label before the passphrase", () => {
     );
   });
 
+  it("a portcullis.json entry that takes secrets from the vault is refused before the passphrase, saying why and what to drill instead", async () => {
+    // Before, `run` failed in the drill's throwaway state directory and advised a `vault set`
+    // that stores into the real vault, changing nothing for the drill.
+    const u = user();
+    const file = write(join(u.p.dir, "portcullis.json"), {
+      servers: {
+        inv: { command: "node", args: ["dist/server.js"], credentials: { INV_KEY: "inv-key" } },
+      },
+    });
+    const r = await withoutTerminal(u.p.dir, ["inv", "--tool", "read_status"], u.env);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      `portcullis: ${file}: servers.inv takes secrets from the vault (credentials.INV_KEY); the drill runs in a throwaway state directory whose vault is empty, and never copies your secrets into it, so this entry cannot start there: drill a copy of the entry under another label, without them.\n`,
+    );
+  });
+
   // Every other file named on the command line is said as "cannot read FILE: <what is wrong>;
   // <what to do> (CODE)" (README, "Commands"); --file said only "does not exist", also for a
   // path through a file, which exists in no sense the user can act on.
