@@ -34,8 +34,11 @@ export interface SessionView {
     mode: string | null;
     at: string;
   }[];
-  /** Approval requests; one the client gave up on (cancel, timeout) is `cancelled`, not denied. */
-  approvals: { requested: number; granted: number; denied: number; cancelled: number };
+  /**
+   * Approval requests; one the client gave up on (cancel, timeout) is `cancelled`, not denied;
+   * one closed undecided (its time ran out, or its run ended) is `expired`.
+   */
+  approvals: { requested: number; granted: number; denied: number; cancelled: number; expired: number };
   /** The run's calls as `audit activity` lists them (callCounts): calls = counts.calls. */
   calls: number;
   refused: number;
@@ -291,7 +294,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         epochs: [],
         revisions: [],
         grants: [],
-        approvals: { requested: 0, granted: 0, denied: 0, cancelled: 0 },
+        approvals: { requested: 0, granted: 0, denied: 0, cancelled: 0, expired: 0 },
         calls: 0,
         refused: 0,
         counts: callCounts([]),
@@ -343,6 +346,9 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
       case "approval_denied":
         if (e.outcome === "cancelled") s.approvals.cancelled++;
         else s.approvals.denied++;
+        break;
+      case "approval_expired":
+        s.approvals.expired++;
         break;
     }
   }

@@ -532,7 +532,7 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
         `${s.counts.invalid} invalid, ${s.counts.cancelled} cancelled, ${s.counts.interrupted} interrupted, ` +
         `${s.counts.pending} pending)`,
       `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
-        `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled`,
+        `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled, ${s.approvals.expired} expired`,
     ];
     return `${lines.join("\n")}\n`;
   });

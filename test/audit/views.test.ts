@@ -124,7 +124,7 @@ describe("views", () => {
       server: S,
       endReason: "client closed",
       agent: { pid: 4100 },
-      approvals: { requested: 1, granted: 2, denied: 0, cancelled: 0 },
+      approvals: { requested: 1, granted: 2, denied: 0, cancelled: 0, expired: 0 },
       // as activity lists them: three allowed calls and the refused one
       calls: 4,
       refused: 1,
@@ -335,6 +335,23 @@ describe("views", () => {
         { type: "authorization_denied", run: RUN, requestId: 3, tool: "x", reason: "invalid_arguments" },
         { type: "approval_requested", run: RUN, serverLabel: S, request: "R9" },
         { type: "approval_denied", run: RUN, serverLabel: S, request: "R9", outcome: "cancelled" },
+        // nobody decided in time, and one closed with its run: undecided, not denied
+        { type: "approval_requested", run: RUN, serverLabel: S, request: "R10" },
+        { type: "approval_requested", run: RUN, serverLabel: S, request: "R11" },
+        {
+          type: "approval_expired",
+          run: RUN,
+          serverLabel: S,
+          approvalRequest: "R10",
+          reason: "nobody decided within 10 min",
+        },
+        {
+          type: "approval_expired",
+          run: RUN,
+          serverLabel: S,
+          approvalRequest: "R11",
+          reason: "agent run ended",
+        },
         call(4),
         end(4, "cancelled", "not_forwarded"),
         call(5),
@@ -371,7 +388,8 @@ describe("views", () => {
       pending: 1,
     });
     expect(s!.calls).toBe(activity.filter((a) => a.outcome !== "superseded").length);
-    // a request the client gave up on is not a human's denial
-    expect(s!.approvals).toEqual({ requested: 1, granted: 0, denied: 0, cancelled: 1 });
+    // a request the client gave up on is not a human's denial, nor one nobody decided (before,
+    // expired requests were counted nowhere: "4 requested, 2 granted, 1 denied, 0 cancelled")
+    expect(s!.approvals).toEqual({ requested: 3, granted: 0, denied: 0, cancelled: 1, expired: 2 });
   });
 });
