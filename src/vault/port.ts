@@ -85,8 +85,10 @@ export function holderVault(
       if (!status.unlocked) {
         // An environment credential is put in the server's environment only when it is spawned:
         // a server started while the vault was locked keeps its placeholder after an unlock, so
-        // an unlock alone would not make the retry work as the agent expects.
-        const env = scopes.filter((s) => envDelivered.has(s));
+        // an unlock alone would not make the retry work as the agent expects. One started while
+        // it was unlocked holds the value: an unlock is all its retry needs.
+        const without = new Set(spawnedWithout().map((w) => w.scope));
+        const env = scopes.filter((s) => envDelivered.has(s) && without.has(s));
         return env.length > 0
           ? { error: "vault_locked", scopes: [...scopes], retry: envLockedRetry(env) }
           : { error: "vault_locked", scopes: [...scopes] };

@@ -98,6 +98,46 @@ describe("a server started while the vault is locked", () => {
     expect(project.records().map((c) => c.credential)).toEqual([held]);
   });
 
+  it("env delivery, a server started unlocked and the vault locked since: the retry asks only for an unlock, which is all it takes", async () => {
+    // Before, every vault_locked of an environment credential said to reconnect the server, also
+    // when the running process held the value (it was spawned unlocked).
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const config = {
+      servers: {
+        inventory: {
+          command: NODE,
+          args: ["dist/server.js"],
+          env: project.env,
+          credentials: { INVENTORY_API_KEY: "inventory-api-staging" },
+          approval: { default: "none" },
+        },
+      },
+    };
+    writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
+    const stateDir = newStateDir();
+    await storeSecret(stateDir, "inventory-api-staging", VALUE, "--deliver", "env");
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
+    expect((await call()).isError).toBeFalsy();
+    expect((await runCli(["lock"], { stateDir })).code).toBe(0);
+    await expect(call()).rejects.toMatchObject({
+      code: -32056,
+      data: { error: "vault_locked", retry: "ask a human to run 'portcullis unlock', then retry" },
+    });
+    // as the retry says: the unlock alone, and the same process runs the call with the value
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    expect((await call()).isError).toBeFalsy();
+    const held = createHash("sha256").update(VALUE).digest("hex").slice(0, 12);
+    expect(project.records().map((c) => c.credential)).toEqual([held, held]);
+  });
+
   it("HTTP delivery: released per call, so an unlock is all the retry asks for", async () => {
     const { refused } = await lockedGateway({ secret: "inventory-api-staging", hosts: ["api.example.com"] }, [
       "--host",
