@@ -329,6 +329,12 @@ async function decideNext(
 ): Promise<number> {
   const req = oldestDecidable(db);
   if (!req) return fail(EXIT_USAGE, "no approval request is pending.");
+  // without a choice and without a terminal to ask on: refused before the review is printed (a
+  // script would get a review on stdout for a command that failed)
+  if (!choice && !hasTerminal())
+    throw new UsageError(
+      "approve --next: there is no terminal to ask on; give --for session|call, or use 'portcullis deny --next'.",
+    );
   process.stdout.write(`${review(req, verbose)}\n\n`);
   const decided = choice ? { choice, reason } : await askDecision(req);
   if (decided === null) {

@@ -145,13 +145,19 @@ describe("approve --next asks on the terminal", () => {
       detached: true,
     });
     let stderr = "";
+    let stdout = "";
     child.stderr.on("data", (c: Buffer) => {
       stderr += c.toString();
+    });
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString();
     });
     child.stdin.end("s\n");
     const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
     expect(code).toBe(2);
     expect(stderr).toMatch(/no terminal to ask on; give --for session\|call/);
+    // refused before the review: a script gets nothing on stdout for a command that failed
+    expect(stdout).toBe("");
     expect((await pending(stateDir)).map((p) => p.request)).toEqual([r.request]);
   });
 });
