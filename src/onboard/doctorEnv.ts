@@ -1,4 +1,5 @@
-// doctor: a credential written in a host entry's "env", in clear, that the vault knows nothing of.
+// doctor: a credential written in a host entry's "env" (or its "args"), in clear, that the vault
+// knows nothing of.
 // The host file is readable by every process of the user, the agent included: the very thing the
 // vault is there to prevent. doctorLabels.ts reports a variable the vault holds (or a label takes
 // from it); this is the rest, the usual case before the first `vault set`. Judged by the
@@ -55,6 +56,35 @@ export function clearCredentialFinding(
         ? `${store}, add ${mapping} to the "credentials" of ${quotedName(run.label)} in ${run.file ?? `its ${CONFIG_FILE}`}, ${then}`
         : `${store}, describe the server in ${CONFIG_FILE} with "credentials": {${mapping}} and have the entry run that label (docs/onboarding.md, "After wrap"), ${then}`,
   };
+}
+
+/**
+ * The findings for an entry's "args": a credential written on the server's command line, after a
+ * flag whose name says it carries one (`--api-key VALUE`, `--token=VALUE`), judged as an "env"
+ * variable is (credentialInClear). Worse than "env": the host file shows it to every process of
+ * the user, and the process list to every process on the machine while the server runs. One
+ * finding per flag; the value never printed.
+ */
+export function clearArgFindings(hostFile: string, key: string, args: unknown): EnvFinding[] {
+  if (!Array.isArray(args)) return [];
+  const out: EnvFinding[] = [];
+  const flags = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (typeof arg !== "string" || !arg.startsWith("-") || arg === "--") continue;
+    const eq = arg.indexOf("=");
+    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    const value = eq >= 0 ? arg.slice(eq + 1) : args[i + 1];
+    if (typeof value !== "string" || (eq < 0 && value.startsWith("-"))) continue;
+    if (!credentialInClear(flag.replace(/^-+/, ""), value) || flags.has(flag)) continue;
+    flags.add(flag);
+    out.push({
+      ok: false,
+      what: `${hostFile}: server ${quotedName(key)} passes a credential on its command line, in clear (the value of ${quotedName(flag)} in its "args"): every process of this user can read it in the file, and every process on the machine in the process list while the server runs`,
+      next: `store the value in the vault ('portcullis vault set NAME --deliver env') and have the server read it from its environment instead, given by the "credentials" of its ${CONFIG_FILE} label (if the server can read it there), then delete ${quotedName(flag)} and its value from the entry's "args" in ${hostFile}; the value has been in a file, so rotate it`,
+    });
+  }
+  return out;
 }
 
 /**

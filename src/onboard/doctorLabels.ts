@@ -7,7 +7,7 @@ import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig
 import { EMPTY_STATE_DIR } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
-import { clearCredentialFinding } from "./doctorEnv.js";
+import { clearArgFindings, clearCredentialFinding } from "./doctorEnv.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { labelFor } from "./wrap.js";
@@ -157,6 +157,7 @@ export function labelFindings(
       });
   }
   out.push(...clearEnvFindings(host, key, entry, cwd, vaultNames, run, label));
+  out.push(...clearArgFindings(host.file, key, entry.args));
   return out;
 }
 

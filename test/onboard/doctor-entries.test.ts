@@ -471,4 +471,54 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       [token, password, weatherValue, "Bearer Zq9-default-in-the-file"],
     );
   }, 60_000);
+
+  it("a credential on an entry's command line: a problem by the flag, whatever the entry runs, the value never printed (wrap's dry run redacts it; doctor said nothing)", async () => {
+    const u = user();
+    withState(u);
+    const key = "zzTopSecret999-0a1b2c3d";
+    const token = "ghp_Zq9x8w7v6u5t4s3r2q1p0o9n8m";
+    const [command, ...args] = fixtureCommand("echo");
+    const entries = {
+      flagged: { command, args: [...args, "--api-key", key, "--verbose"] },
+      joined: {
+        command: NODE,
+        args: [
+          CLI,
+          "run",
+          "--state-dir",
+          u.stateDir,
+          "--label",
+          "j",
+          "--",
+          command,
+          ...args,
+          `--token=${token}`,
+        ],
+      },
+      // where the credential is found, not the credential; a value the host fills in
+      fine: {
+        command,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
+        args: [
+          ...args,
+          "--token-file",
+          "/home/u/.token",
+          "--api-key",
+          "${API_KEY}",
+          "--auth-url",
+          "https://x",
+        ],
+      },
+    };
+    const mcp = writeServers(u.files["claude-code"], entries);
+    const { json, text, findings } = await doctorOf(u, mcp);
+    expect(json.code).toBe(1);
+    const onCommandLine = findings.filter((f) => f.what.includes("passes a credential on its command line"));
+    expect(onCommandLine.map((f) => f.what)).toEqual([
+      `${mcp}: server "flagged" passes a credential on its command line, in clear (the value of "--api-key" in its "args"): every process of this user can read it in the file, and every process on the machine in the process list while the server runs`,
+      `${mcp}: server "joined" passes a credential on its command line, in clear (the value of "--token" in its "args"): every process of this user can read it in the file, and every process on the machine in the process list while the server runs`,
+    ]);
+    expect(findings.filter((f) => f.what.includes('server "fine"'))).toEqual([]);
+    expectNoValue([json.stdout, json.stderr, text.stdout, text.stderr], [key, token]);
+  });
 });

@@ -2,7 +2,7 @@
 // value the host fills in that it reports, and above all a value that reaches what it prints.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { clearCredentialFinding, credentialInClear } from "../../src/onboard/doctorEnv.js";
+import { clearArgFindings, clearCredentialFinding, credentialInClear } from "../../src/onboard/doctorEnv.js";
 import { isSecretName } from "../../src/util/redact/names.js";
 
 const word = fc.stringMatching(/^[A-Za-z][A-Za-z0-9]{0,11}$/);
@@ -173,5 +173,47 @@ describe("doctor: a credential in an entry's env, in clear", () => {
   it("a value that is not a string (a number, an object) is not read", () => {
     for (const v of [1234, true, null, { a: "b" }, ["x"]])
       expect(clearCredentialFinding("/h", "k", "GITHUB_TOKEN", v, runs[0]!)).toBeNull();
+  });
+});
+
+describe("doctor: a credential on an entry's command line, in clear", () => {
+  const flagOf = (prefix: string, cred: string) => `--${prefix}-${cred.toLowerCase().replace(/_/g, "-")}`;
+
+  it("the value after a credential's flag, or after its '=', is reported once per flag; never printed", () => {
+    const value = fc.string({ minLength: 6, maxLength: 60, unit: fc.constantFrom("Ж", "Ψ", "ק", "λ", "ß") });
+    fc.assert(
+      fc.property(word, credentialWord, value, fc.boolean(), (prefix, cred, v, joined) => {
+        const flag = flagOf(prefix, cred);
+        const args = ["serve", "--verbose", ...(joined ? [`${flag}=${v}`] : [flag, v]), "--port", "8080"];
+        const found = clearArgFindings("/h/.mcp.json", "srv", args);
+        expect(found).toHaveLength(1);
+        expect(found[0]!.what).toContain(`"${flag}"`);
+        const printed = `${found[0]!.what}\n${found[0]!.next}`;
+        for (let i = 0; i + 3 <= v.length; i++) expect(printed).not.toContain(v.slice(i, i + 3));
+        // the same flag twice: one finding
+        expect(clearArgFindings("/h/.mcp.json", "srv", [...args, flag, v])).toHaveLength(1);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("not reported: a flag that says where or how the credential is found, a value the host fills in, a flag followed by another flag, a name that says nothing of a secret", () => {
+    fc.assert(
+      fc.property(word, credentialWord, whereWord, writtenValue, (prefix, cred, where, v) => {
+        const value = v.startsWith("-") ? `x${v}` : v;
+        expect(
+          clearArgFindings("/h", "k", [`${flagOf(prefix, cred)}-${where.toLowerCase()}`, value]),
+        ).toEqual([]);
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own ${VAR}, not a template
+        expect(clearArgFindings("/h", "k", [flagOf(prefix, cred), "${TOKEN}"])).toEqual([]);
+        expect(clearArgFindings("/h", "k", [flagOf(prefix, cred), "--verbose"])).toEqual([]);
+        if (!isSecretName(prefix)) expect(clearArgFindings("/h", "k", [`--${prefix}`, value])).toEqual([]);
+      }),
+      { numRuns: 2000 },
+    );
+    // the walkthrough's own case, and args that are not a list
+    expect(clearArgFindings("/h", "k", ["--api-key", "zzTopSecret999"])).toHaveLength(1);
+    for (const args of [undefined, "--api-key x", { a: 1 }])
+      expect(clearArgFindings("/h", "k", args)).toEqual([]);
   });
 });
