@@ -76,7 +76,9 @@ export function clearArgFindings(hostFile: string, key: string, args: unknown): 
     const flag = eq >= 0 ? arg.slice(0, eq) : arg;
     const value = eq >= 0 ? arg.slice(eq + 1) : args[i + 1];
     if (typeof value !== "string" || (eq < 0 && value.startsWith("-"))) continue;
-    if (!credentialInClear(flag.replace(/^-+/, ""), value) || flags.has(flag)) continue;
+    let name = 0;
+    while (flag[name] === "-") name++;
+    if (!credentialInClear(flag.slice(name), value) || flags.has(flag)) continue;
     flags.add(flag);
     out.push({
       ok: false,
