@@ -498,12 +498,12 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       // where the credential is found, not the credential; a value the host fills in
       fine: {
         command,
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
         args: [
           ...args,
           "--token-file",
           "/home/u/.token",
           "--api-key",
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own expansion, as the host file holds it
           "${API_KEY}",
           "--auth-url",
           "https://x",
