@@ -77,8 +77,12 @@ function refusal(e: unknown, args: string[], options: Options): string {
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
     return unexpectedArguments(Math.max(1, positionalCount(args, options)));
   const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]);
-  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION")
-    return `unknown option ${flag} (a value that starts with '-' goes after '--')`;
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    const near = nearestOption(flag, options);
+    return near
+      ? `unknown option ${flag} (did you mean --${near}?)`
+      : `unknown option ${flag} (a value that starts with '-' goes after '--')`;
+  }
   if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
     if (/does not take an argument/.test(message)) return `${flag} takes no value`;
     if (/ambiguous/.test(message))
@@ -87,6 +91,48 @@ function refusal(e: unknown, args: string[], options: Options): string {
     return `${flag} has a value it does not take`;
   }
   return "cannot read the arguments";
+}
+
+/**
+ * The command's option a mistyped `--flag` most likely meant: the one within two edits (a letter
+ * added, dropped, changed, or two swapped), when exactly one is that near; null otherwise.
+ */
+export function nearestOption(flag: string, options: Options): string | null {
+  if (!flag.startsWith("--")) return null;
+  const typed = flag.slice(2);
+  if (typed.length < 3 || typed.length > 40) return null;
+  let best: string | null = null;
+  let bestDistance = 3;
+  let ties = 0;
+  for (const name of Object.keys(options)) {
+    const d = editDistance(typed, name);
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+      ties = 0;
+    } else if (d === bestDistance) ties++;
+  }
+  return ties === 0 ? best : null;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    rows.push([i]);
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        rows[0]!.push(j);
+        continue;
+      }
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]!.push(d);
+    }
+  }
+  return rows[a.length]![b.length]!;
 }
 
 /** The option as named on the command line: `--value` of `--value=sk-…`, nothing after `=` or a space. */
