@@ -20,7 +20,11 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function lockedGateway(credential: unknown, policy: string[]) {
+/**
+ * A gateway in front of the inventory fixture whose credential is `credential`, its secret stored
+ * with `policy`; `unlocked`: the vault is unlocked before the server is spawned.
+ */
+async function vaultedGateway(credential: unknown, policy: string[], unlocked = false) {
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
   const config = {
@@ -37,9 +41,21 @@ async function lockedGateway(credential: unknown, policy: string[]) {
   writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
   const stateDir = newStateDir();
   await storeSecret(stateDir, "inventory-api-staging", VALUE, ...policy);
+  if (unlocked) {
+    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
+    cleanup.push(async () => {
+      await runCli(["lock"], { stateDir });
+    });
+  }
   const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
   cleanup.push(() => gw.close());
   await gw.client.listTools();
+  return { gw, project, stateDir };
+}
+
+/** A gateway whose server was spawned while the vault was locked, and its first call's refusal. */
+async function lockedGateway(credential: unknown, policy: string[]) {
+  const { gw, project, stateDir } = await vaultedGateway(credential, policy);
   const refused = await gw.client
     .callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } })
     .then(
@@ -101,29 +117,11 @@ describe("a server started while the vault is locked", () => {
   it("env delivery, a server started unlocked and the vault locked since: the retry asks only for an unlock, which is all it takes", async () => {
     // Before, every vault_locked of an environment credential said to reconnect the server, also
     // when the running process held the value (it was spawned unlocked).
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const config = {
-      servers: {
-        inventory: {
-          command: NODE,
-          args: ["dist/server.js"],
-          env: project.env,
-          credentials: { INVENTORY_API_KEY: "inventory-api-staging" },
-          approval: { default: "none" },
-        },
-      },
-    };
-    writeFileSync(join(project.dir, "portcullis.json"), JSON.stringify(config, null, 2));
-    const stateDir = newStateDir();
-    await storeSecret(stateDir, "inventory-api-staging", VALUE, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    const gw = await startGateway({ args: ["inventory"], cwd: project.dir, stateDir });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { gw, project, stateDir } = await vaultedGateway(
+      "inventory-api-staging",
+      ["--deliver", "env"],
+      true,
+    );
     const call = () => gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "a", delta: 1 } });
     expect((await call()).isError).toBeFalsy();
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
