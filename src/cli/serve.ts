@@ -485,6 +485,7 @@ function noKeyring(stateDir: string): UsageError {
   return new UsageError(
     // the command names the directory unless it is the default: a host's entry often gives
     // --state-dir, and a bare init in the human's terminal would set up another one
-    `run: no keyring in ${stateDir}; run 'portcullis init${stateDirFlagFor(stateDir)}' first (it asks for a passphrase once).`,
+    // (last, in no quotes of the sentence's own: a directory that needs quoting pastes whole)
+    `run: no keyring in ${stateDir}; set it up first (it asks for a passphrase once) with: portcullis init${stateDirFlagFor(stateDir)}`,
   );
 }

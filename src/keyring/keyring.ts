@@ -80,7 +80,9 @@ export class KeyringMissingError extends KeyringError {
   override name = "KeyringMissingError";
   constructor(stateDir: string) {
     // the command with the state directory when it is not the default: it pastes whole
-    super(`there is no keyring in ${stateDir}; run 'portcullis init${stateDirFlagFor(stateDir)}' first`);
+    super(
+      `there is no keyring in ${stateDir}; set it up first with: portcullis init${stateDirFlagFor(stateDir)}`,
+    );
   }
 }
 export class KeyringExistsError extends KeyringError {

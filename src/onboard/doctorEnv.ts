@@ -60,10 +60,16 @@ export function clearCredentialFinding(
 
 /**
  * The findings for an entry's "args": a credential written on the server's command line, after a
- * flag whose name says it carries one (`--api-key VALUE`, `--token=VALUE`), judged as an "env"
- * variable is (credentialInClear). Worse than "env": the host file shows it to every process of
- * the user, and the process list to every process on the machine while the server runs. One
- * finding per flag; the value never printed.
+ * long flag whose name says it carries one (`--api-key VALUE`, `--token=VALUE`). Worse than
+ * "env": the host file shows it to every process of the user, and the process list to every
+ * process on the machine while the server runs. A finding makes doctor fail, so this is narrower
+ * than the redaction (which hides whatever might be one, at no cost): the flag must be a plain
+ * lower-case long flag (what is printed; a word starting with "-" that is no such flag, a random
+ * key among them, is never named), its name judged as a variable's (credentialInClear) less the
+ * quantities and means a flag's name may also say (`--max-tokens`, `--token-limit`,
+ * `--password-stdin`, `--secret-arn`), and its value must look like a credential rather than a
+ * path, a URL, a number, a command or a word (credentialLike). One finding per flag; the value is
+ * never printed.
  */
 export function clearArgFindings(hostFile: string, key: string, args: unknown): EnvFinding[] {
   if (!Array.isArray(args)) return [];
@@ -71,14 +77,16 @@ export function clearArgFindings(hostFile: string, key: string, args: unknown): 
   const flags = new Set<string>();
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
-    if (typeof arg !== "string" || !arg.startsWith("-") || arg === "--") continue;
+    if (typeof arg !== "string") continue;
     const eq = arg.indexOf("=");
     const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    if (!plainLongFlag(flag)) continue;
     const value = eq >= 0 ? arg.slice(eq + 1) : args[i + 1];
-    if (typeof value !== "string" || (eq < 0 && value.startsWith("-"))) continue;
-    let name = 0;
-    while (flag[name] === "-") name++;
-    if (!credentialInClear(flag.slice(name), value) || flags.has(flag)) continue;
+    if (typeof value !== "string" || !credentialLike(value)) continue;
+    const name = flag.slice(2);
+    const words = name.split("-");
+    if (words.some((w) => NOT_A_FLAG_CREDENTIAL.has(w)) || !credentialInClear(name, value)) continue;
+    if (flags.has(flag)) continue;
     flags.add(flag);
     out.push({
       ok: false,
@@ -88,6 +96,74 @@ export function clearArgFindings(hostFile: string, key: string, args: unknown): 
   }
   return out;
 }
+
+/** `--lower-case-words` (digits after a letter allowed), at most 40 characters; checked by loop. */
+function plainLongFlag(flag: string): boolean {
+  if (flag.length < 3 || flag.length > 40 || !flag.startsWith("--")) return false;
+  let previous = "-";
+  for (let i = 2; i < flag.length; i++) {
+    const c = flag[i]!;
+    const letter = c >= "a" && c <= "z";
+    const digit = c >= "0" && c <= "9";
+    if (c === "-" ? previous === "-" : !(letter || (digit && previous !== "-"))) return false;
+    previous = c;
+  }
+  return previous !== "-";
+}
+
+/**
+ * A value that looks like a credential: 8 to 4,096 characters without spaces, not a path (`/`,
+ * `~`, `.`), a variable (`$`), a URL, an ARN or a number, and with a digit or both cases of letters
+ * in it (a key, a token, a password of some strength; an all-lower-case word is a mode or a name).
+ */
+function credentialLike(value: string): boolean {
+  if (value.length < 8 || value.length > 4096) return false;
+  const first = value[0]!;
+  if ("/~.$-".includes(first) || value.includes("://") || value.startsWith("arn:")) return false;
+  let digit = false;
+  let lower = false;
+  let upper = false;
+  let other = false;
+  for (const c of value) {
+    if (c.trim() === "") return false;
+    if (c >= "0" && c <= "9") digit = true;
+    else if (c >= "a" && c <= "z") lower = true;
+    else if (c >= "A" && c <= "Z") upper = true;
+    else other = true;
+  }
+  if (!lower && !upper && !other) return false; // a number
+  return digit || (lower && upper);
+}
+
+/** Words of a flag's name that make it a quantity or a means, not the credential. */
+export const NOT_A_FLAG_CREDENTIAL: ReadonlySet<string> = new Set([
+  "max",
+  "min",
+  "limit",
+  "limits",
+  "count",
+  "budget",
+  "size",
+  "length",
+  "ttl",
+  "timeout",
+  "version",
+  "issuer",
+  "audience",
+  "store",
+  "jar",
+  "arn",
+  "cmd",
+  "command",
+  "process",
+  "stdin",
+  "server",
+  "servers",
+  "tokenizer",
+  "passwordless",
+  "sessions",
+  "no",
+]);
 
 /**
  * A variable whose name says it carries a credential (`GITHUB_TOKEN`, `DB_PASSWORD`, `API_KEY`)

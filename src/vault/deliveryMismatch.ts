@@ -6,6 +6,8 @@
  * or change the configuration's key), in the words of `run` at start, of the spawn's status line,
  * of the `credential_missing` refusal and of `vault list`. Never anything of the value.
  */
+
+import { shellWord } from "../util/shellWord.js";
 import type { CredentialSpec } from "./credentials.js";
 import { hostMatches, parseDeclared } from "./egress/hosts.js";
 import type { SecretPolicy } from "./secrets.js";
@@ -45,9 +47,10 @@ export function deliveryMismatch(
     const outside = spec.hosts.filter((h) => !coveredBy(stored.hosts, h));
     if (outside.length === 0) return null;
     const union = [...stored.hosts, ...outside.filter((h) => !stored.hosts.includes(h))];
+    // narrowing the configuration first: storing it again widens where the secret may go
     return {
       why: `the vault releases "${name}" only to ${stored.hosts.join(", ")}, and ${key}${inFile} asks for it to be sent to ${outside.join(", ")} too (requests there would carry the placeholder)`,
-      fix: `store it again for every host it may go to with 'portcullis vault set ${name} ${union.map((h) => `--host ${h}`).join(" ")}', or keep only ${stored.hosts.join(", ")} in the hosts at ${key}${inFile}`,
+      fix: `keep only ${stored.hosts.join(", ")} in the hosts at ${key}${inFile}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set ${name} ${union.map((h) => `--host ${shellWord(h)}`).join(" ")}'`,
     };
   }
   if (spec.deliver === "env") {
@@ -68,13 +71,14 @@ export function deliveryMismatch(
 }
 
 /**
- * Whether every destination a configured host stands for ("h:p"; "h" is ports 443 and 80) is one
- * the vault's hosts release to, by the holder's own rule (hostMatches).
+ * Whether a configured host ("h:p", or "h" for ports 443 and 80) is one the vault's hosts release
+ * to, by the holder's own rule (hostMatches). A bare host is covered by its HTTPS port alone: a
+ * vault narrowed to `h:443` keeps plain HTTP to the placeholder, which is what narrowing it meant,
+ * and refusing to start for that (advising to widen it) would undo the narrowing.
  */
 function coveredBy(allowed: readonly string[], configured: string): boolean {
   const { host, port } = parseDeclared(configured);
-  const ports = port === null ? [443, 80] : [port];
-  return ports.every((p) => hostMatches(allowed, { host, port: p }));
+  return hostMatches(allowed, { host, port: port ?? 443 });
 }
 
 /**

@@ -12,7 +12,7 @@ describe("AuditLog", () => {
     const dir = tempDir();
     const db = openStore(dir);
     expect(() => AuditLog.open(db, dir)).toThrow(
-      `there is no keyring in ${dir}; run 'portcullis init --state-dir ${dir}' first`,
+      `there is no keyring in ${dir}; set it up first with: portcullis init --state-dir ${dir}`,
     );
     db.close();
   });

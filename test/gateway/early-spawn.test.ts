@@ -109,7 +109,7 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect(exit.code).toBe(2);
     // the command to paste names this directory: a bare init would set up the default one
     expect(gw.stderr()).toContain(
-      `no keyring in ${stateDir}; run 'portcullis init --state-dir ${stateDir}' first`,
+      `no keyring in ${stateDir}; set it up first (it asks for a passphrase once) with: portcullis init --state-dir ${stateDir}\n`,
     );
     expect(pids()).toEqual([]);
   });

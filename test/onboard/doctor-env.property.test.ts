@@ -2,7 +2,12 @@
 // value the host fills in that it reports, and above all a value that reaches what it prints.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { clearArgFindings, clearCredentialFinding, credentialInClear } from "../../src/onboard/doctorEnv.js";
+import {
+  clearArgFindings,
+  clearCredentialFinding,
+  credentialInClear,
+  NOT_A_FLAG_CREDENTIAL,
+} from "../../src/onboard/doctorEnv.js";
 import { isSecretName } from "../../src/util/redact/names.js";
 
 const word = fc.stringMatching(/^[A-Za-z][A-Za-z0-9]{0,11}$/);
@@ -177,12 +182,16 @@ describe("doctor: a credential in an entry's env, in clear", () => {
 });
 
 describe("doctor: a credential on an entry's command line, in clear", () => {
+  const lowerWord = fc.stringMatching(/^[a-z][a-z0-9]{0,11}$/).filter((w) => !NOT_A_FLAG_CREDENTIAL.has(w));
   const flagOf = (prefix: string, cred: string) => `--${prefix}-${cred.toLowerCase().replace(/_/g, "-")}`;
+  // values drawn from characters no name, key or sentence here holds, with what makes a credential
+  const value = fc
+    .string({ minLength: 6, maxLength: 60, unit: fc.constantFrom("Ж", "Ψ", "ק", "λ", "ß") })
+    .map((v) => `${v}Q7z`);
 
   it("the value after a credential's flag, or after its '=', is reported once per flag; never printed", () => {
-    const value = fc.string({ minLength: 6, maxLength: 60, unit: fc.constantFrom("Ж", "Ψ", "ק", "λ", "ß") });
     fc.assert(
-      fc.property(word, credentialWord, value, fc.boolean(), (prefix, cred, v, joined) => {
+      fc.property(lowerWord, credentialWord, value, fc.boolean(), (prefix, cred, v, joined) => {
         const flag = flagOf(prefix, cred);
         const args = ["serve", "--verbose", ...(joined ? [`${flag}=${v}`] : [flag, v]), "--port", "8080"];
         const found = clearArgFindings("/h/.mcp.json", "srv", args);
@@ -197,22 +206,75 @@ describe("doctor: a credential on an entry's command line, in clear", () => {
     );
   });
 
-  it("not reported: a flag that says where or how the credential is found, a value the host fills in, a flag followed by another flag, a name that says nothing of a secret", () => {
+  it("a word that starts with '-' but is no plain long flag is never named: a random key, a glued short option", () => {
+    // (a finding names its flag: one that is the secret itself would print it)
+    const key = fc
+      .stringMatching(/^-{1,2}[A-Za-z0-9_-]{16,40}$/)
+      .filter((k) => /[A-Z]/.test(k) || !k.startsWith("--"));
     fc.assert(
-      fc.property(word, credentialWord, whereWord, writtenValue, (prefix, cred, where, v) => {
-        const value = v.startsWith("-") ? `x${v}` : v;
-        expect(
-          clearArgFindings("/h", "k", [`${flagOf(prefix, cred)}-${where.toLowerCase()}`, value]),
-        ).toEqual([]);
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own ${VAR}, not a template
-        expect(clearArgFindings("/h", "k", [flagOf(prefix, cred), "${TOKEN}"])).toEqual([]);
-        expect(clearArgFindings("/h", "k", [flagOf(prefix, cred), "--verbose"])).toEqual([]);
-        if (!isSecretName(prefix)) expect(clearArgFindings("/h", "k", [`--${prefix}`, value])).toEqual([]);
+      fc.property(key, value, (k, v) => {
+        for (const f of clearArgFindings("/h", "k", ["--api-key", k, "serve", k, v, `${k}=${v}`]))
+          expect(`${f.what}\n${f.next}`).not.toContain(k);
+      }),
+      { numRuns: 2000 },
+    );
+    for (const args of [
+      ["--api-key", "-Xy9PinQ2wErTy7uIo0pA", "serve"],
+      ["-u", "root", "-pMySecretPw99", "mydb"],
+      ["--token:ghp_abc123XYZ", "x"],
+    ]) {
+      const printed = JSON.stringify(clearArgFindings("/h", "k", args));
+      for (const a of args.filter((x) => x.length > 6)) expect(printed).not.toContain(a);
+    }
+  });
+
+  it("not reported: what real servers' command lines hold after a flag that mentions a credential", () => {
+    const fine: string[][] = [
+      ["--token-limit", "1000"],
+      ["--max-tokens", "4096"],
+      ["--tokens", "5"],
+      ["--token-budget", "500"],
+      ["--tokenizer", "cl100k_base"],
+      ["--no-auth", "serve"],
+      ["--password-stdin", "mydatabase1"],
+      ["--passwordless", "Example123"],
+      ["--auth", "bearer"],
+      ["--auth-type", "oauth"],
+      ["--auth-server", "https://login.example.com"],
+      ["--private-key", "/home/u/.ssh/id_ed25519"],
+      ["--secret", "/run/secrets/api"],
+      ["--credentials", "~/.aws/credentials"],
+      ["--credential-process", "aws-vault exec x"],
+      ["--api-key-command", "pass show api"],
+      ["--token-cmd", "gh auth token"],
+      ["--secret-arn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:x"],
+      ["--session-store", "redis"],
+      ["--sessions", "5"],
+      ["--pin", "1234"],
+      ["--signature-version", "v4"],
+      ["--jwt-issuer", "https://issuer.example.com"],
+      ["--cookie-jar", "./cookies.txt"],
+      ["--key-file", "./k.pem"],
+      ["--secret-name", "prod-db"],
+      ["--api-key-env", "API_KEY"],
+      ["--listen-max-sessions", "10"],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a host's own ${VAR}, not a template
+      ["--api-key", "${API_KEY}"],
+      ["--token", "--verbose"],
+    ];
+    for (const args of fine) expect(clearArgFindings("/h", "k", args), args.join(" ")).toEqual([]);
+    fc.assert(
+      fc.property(lowerWord, credentialWord, whereWord, value, (prefix, cred, where, v) => {
+        expect(clearArgFindings("/h", "k", [`${flagOf(prefix, cred)}-${where.toLowerCase()}`, v])).toEqual(
+          [],
+        );
+        if (!isSecretName(prefix)) expect(clearArgFindings("/h", "k", [`--${prefix}`, v])).toEqual([]);
       }),
       { numRuns: 2000 },
     );
     // the walkthrough's own case, and args that are not a list
     expect(clearArgFindings("/h", "k", ["--api-key", "zzTopSecret999"])).toHaveLength(1);
+    expect(clearArgFindings("/h", "k", ["--password=Hunter2-Correct"])).toHaveLength(1);
     for (const args of [undefined, "--api-key x", { a: 1 }])
       expect(clearArgFindings("/h", "k", args)).toEqual([]);
   });

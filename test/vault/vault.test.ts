@@ -352,7 +352,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toBe(
-      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765', or keep only api.example.com in the hosts at ${KEY} in ${file}.\n`,
+      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); keep only api.example.com in the hosts at ${KEY} in ${file}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765'.\n`,
     );
     const list = await runCli(["vault", "list"], { cwd: project.dir, stateDir });
     expect(list.stdout).toContain(
@@ -372,9 +372,12 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     expect((await runCli(["vault", "list"], { cwd: project.dir, stateDir })).stdout).not.toContain(
       "warning:",
     );
-    // a host without a port stands for 443 and 80: a vault that allows only :443 does not cover it
+    // a host without a port stands for 443 and 80; a vault narrowed to :443 covers it (plain HTTP
+    // keeps the placeholder, as the narrowing meant), while one for another port does not
     const bare = configured({ hosts: ["api.example.com"] });
     await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com:443");
+    expect((await runCli(["vault", "list"], { cwd: bare.dir, stateDir })).stdout).not.toContain("warning:");
+    await storeSecret(stateDir, "inventory-api-staging", SECRET, "--host", "api.example.com:8443");
     expect((await runCli(["vault", "list"], { cwd: bare.dir, stateDir })).stdout).toContain(
       "asks for it to be sent to api.example.com too",
     );
