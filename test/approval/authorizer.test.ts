@@ -395,6 +395,34 @@ describe("waiting for a human", () => {
     expect(errorOf(await again).code).toBe(REFUSAL_CODES.approval_denied);
   });
 
+  it("a wait cut short because the connection ends: told so while undecided, a denial told as one, an approval as before", async () => {
+    // (the poll is far off: the abort, with the connection's reason, is what wakes the wait)
+    const run = testRun(db);
+    const { auth } = makeAuthorizer(db, run, { pollMs: 60_000 });
+    const cutShort = async (decide: ((request: string) => void) | null) => {
+      const ac = new AbortController();
+      const p = auth.obtain(callOf(publishPreview, A), { signal: ac.signal });
+      const req = await pendingOf(other, run);
+      decide?.(req.request);
+      ac.abort("the connection ends");
+      return { error: errorOf(await p), request: req.request };
+    };
+    const undecided = await cutShort(null);
+    expect(undecided.error.code).toBe(REFUSAL_CODES.authorization_required);
+    expect(undecided.error.data).toMatchObject({
+      reason: "the connection ends: its approval request closes with the agent run",
+      retry: "reconnect, then retry: the call asks a human again",
+      approvalRequest: undecided.request,
+    });
+    const denied = await cutShort((id) => decideRequest(other, id, { approve: false }, "test", signer()));
+    expect(denied.error.code).toBe(REFUSAL_CODES.approval_denied);
+    const approved = await cutShort((id) =>
+      decideRequest(other, id, { approve: true, for: "call" }, "test", signer()),
+    );
+    expect(approved.error.code).toBe(REFUSAL_CODES.authorization_required);
+    expect(approved.error.data).toMatchObject({ reason: "no grant covers this call" });
+  });
+
   it("keeps the client informed while it waits", async () => {
     const run = testRun(db);
     const { auth } = makeAuthorizer(db, run, { progressEveryMs: 40 });
