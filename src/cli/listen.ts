@@ -7,7 +7,7 @@ import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { tcpPeerHolders } from "../identity/proc.js";
-import type { Store } from "../store/db.js";
+import { briefly, lockFreeSoon, type Store } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -268,11 +268,22 @@ function openSession(
         clearInterval(heartbeat);
         if (frontEnding.on) registry.ending();
         await supervisor.shutdown();
+        // Other sessions go on serving while this one ends. Its last writes (the egress index,
+        // its requests' and its run's end, what the audit sink still holds) are synchronous: one
+        // that met another program's lock held the event loop, every other session with it, a
+        // whole busy timeout. The lock is waited for first without holding the loop, then each
+        // write waits BRIEF_WAIT_MS at most: what a lock held past the busy timeout keeps from
+        // being written is left as a crash leaves it (the run is closed once this gateway is
+        // gone). While the front ends nothing waits at all (src/store/ending.ts).
+        if (!frontEnding.on) await lockFreeSoon(store);
         // after its server: nothing of this session can reach the proxy's port any more
-        await (await proxied.catch(() => null))?.close();
-        if (run)
-          endAgentRun(store, events, run as Run, server.label, statusLog, { busyUnsaid: frontEnding.on });
-        events.flush();
+        await (await proxied.catch(() => null))?.close({ brief: true });
+        const bounded = store.open ? briefly(store) : <T>(write: () => T): T => write();
+        bounded(() => {
+          if (run)
+            endAgentRun(store, events, run as Run, server.label, statusLog, { busyUnsaid: frontEnding.on });
+          events.flush();
+        });
         if (!registry.end() && frontEnding.on) frontEnding.rows.push(registry);
         links.delete(supervisor);
         if (gateway) gateways.delete(gateway);

@@ -8,7 +8,7 @@ import {
   type RecordedProcess,
   recordedPlace,
 } from "../identity/proc.js";
-import { isBusy, type Store, waitingAtMost } from "../store/db.js";
+import { isBusy, type Store, waitingOnce } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { type Logger, scrubbedLine } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
@@ -222,7 +222,8 @@ export class GatewayRegistry {
   private brief: ((write: () => void) => void) | null = null;
 
   /**
-   * Runs `write` waiting at most ROW_BUSY_MS for another process's lock on the store. What fails
+   * Runs `write` waiting at most ROW_BUSY_MS for another process's lock on the store (10 ms while
+   * the lock stays held, every session's row of `run --listen` alike: waitingOnce). What fails
    * stays pending and is written at the next heartbeat (every 5 s) or change, the epoch's row with
    * the rest: a lock held by another program (a database browser inside a transaction) must not
    * hold the event loop a whole busy timeout at every heartbeat, nor at the gateway's start
@@ -230,7 +231,7 @@ export class GatewayRegistry {
    * such a lock took 40 s to end the gateway).
    */
   private briefly(write: () => void): void {
-    this.brief ??= waitingAtMost(this.db, ROW_BUSY_MS);
+    this.brief ??= waitingOnce(this.db, ROW_BUSY_MS);
     this.brief(write);
   }
 

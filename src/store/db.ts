@@ -263,15 +263,76 @@ export function callWaitsFor(
 
 /** The connection's runner of writes that wait BRIEF_WAIT_MS at most (waitingAtMost), one per connection. */
 export function briefly(db: Store): <T>(write: () => T) => T {
-  let runner = briefRunners.get(db);
+  return boundedRunner(db, BRIEF_WAIT_MS);
+}
+
+/** waitingAtMost's runner for `ms`, made once per connection and bound. */
+function boundedRunner(db: Store, ms: number): <T>(write: () => T) => T {
+  let runners = boundedRunners.get(db);
+  if (!runners) {
+    runners = new Map();
+    boundedRunners.set(db, runners);
+  }
+  let runner = runners.get(ms);
   if (!runner) {
-    runner = waitingAtMost(db, BRIEF_WAIT_MS);
-    briefRunners.set(db, runner);
+    runner = waitingAtMost(db, ms);
+    runners.set(ms, runner);
   }
   return runner;
 }
 
-const briefRunners = new WeakMap<Store, <T>(write: () => T) => T>();
+const boundedRunners = new WeakMap<Store, Map<number, <T>(write: () => T) => T>>();
+
+/**
+ * Waits until this connection can take the store's write lock, without holding the event loop
+ * while another process keeps it: tries that wait LOCK_TRY_MS each, with pauses between (25 ms,
+ * doubling to 250), for `patienceMs` at most. True once the lock was taken and given back; false
+ * when it was still held at the end (or the store is closed). For a writer with several
+ * synchronous writes to make while the rest of the gateway goes on (an HTTP session ending while
+ * others serve): it waits here, then writes.
+ */
+export async function lockFreeSoon(db: Store, patienceMs = busyTimeoutMs()): Promise<boolean> {
+  const started = performance.now();
+  const tryLock = boundedRunner(db, LOCK_TRY_MS);
+  for (let attempt = 0; db.open; attempt++) {
+    if (tryLock(() => lockIsFree(db))) return true;
+    const left = patienceMs - (performance.now() - started);
+    if (left <= 0) return false;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(25 * 2 ** attempt, 250, left)));
+  }
+  return false;
+}
+
+/** How long each of lockFreeSoon's tries waits for the lock (the loop is held meanwhile). */
+const LOCK_TRY_MS = 10;
+
+/**
+ * For a writer that keeps what it could not write and tries again later (the gateways' status
+ * rows, at every heartbeat): its write waits `ms` at most for another process's lock, but only
+ * LOCK_TRY_MS while a lock episode is under way (a write through this wrapper met the lock less
+ * than LOCK_EPISODE_MS ago). `run --listen` keeps one row per HTTP session, each rewritten at every
+ * heartbeat: each waiting half a second under a program's lock held the event loop for most of
+ * the time, every session with it. The episode ends at the first write that goes through.
+ */
+export function waitingOnce(db: Store, ms: number): <T>(write: () => T) => T {
+  return (write) => {
+    const met = lockMetAt.get(db);
+    const bound = met !== undefined && performance.now() - met < LOCK_EPISODE_MS ? LOCK_TRY_MS : ms;
+    try {
+      const done = boundedRunner(db, bound)(write);
+      lockMetAt.delete(db);
+      return done;
+    } catch (e) {
+      if (isBusy(e)) lockMetAt.set(db, performance.now());
+      throw e;
+    }
+  };
+}
+
+/** When a write through waitingOnce last met another process's lock, per connection. */
+const lockMetAt = new WeakMap<Store, number>();
+/** A lock met less than this long ago is still held, for waitingOnce: three heartbeats. */
+const LOCK_EPISODE_MS = 15_000;
 
 /**
  * Whether this connection can take the store's write lock now: taken and given back at once,

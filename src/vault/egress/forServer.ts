@@ -43,8 +43,12 @@ export interface ServerEgress {
    * (booting, or after the previous process went down) are recorded under it.
    */
   epochStarted(epoch: string): void;
-  /** stops the proxy (its port closes, open tunnels are cut), writes the record, removes the bundles */
-  close(): Promise<void>;
+  /**
+   * stops the proxy (its port closes, open tunnels are cut), writes the record, removes the
+   * bundles; `brief`: the record's last write waits BRIEF_WAIT_MS at most for another process's
+   * lock (an HTTP session ending while others serve), and what it cannot write is given up
+   */
+  close(o?: { brief?: boolean }): Promise<void>;
 }
 
 /** The proxy could not listen: said in one sentence (a usage error at `run`, a warning for a session). */
@@ -136,10 +140,10 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
     env: built.env,
     url: proxy.url,
     epochStarted: (epoch) => recorder.epochStarted(epoch),
-    close: () => {
+    close: (c) => {
       closed ??= (async () => {
         await proxy.close();
-        recorder.close();
+        recorder.close(c);
         built.cleanup();
       })();
       return closed;

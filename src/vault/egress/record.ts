@@ -73,13 +73,16 @@ export class EgressRecorder {
     for (const { r, at } of held) this.record({ ...r, epoch }, at);
   }
 
-  /** Records what is held under no epoch (no epoch came: the gateway is closing), then writes everything. */
-  close(): void {
+  /**
+   * Records what is held under no epoch (no epoch came: the gateway is closing), then writes
+   * everything; `brief`, waiting BRIEF_WAIT_MS at most for another process's lock (see flush).
+   */
+  close(o: { brief?: boolean } = {}): void {
     this.closed = true;
     const held = this.held;
     this.held = [];
     for (const { r, at } of held) this.add(r, at);
-    this.flush();
+    this.flush(o);
   }
 
   record(r: EgressRecord, at = new Date().toISOString()): void {
