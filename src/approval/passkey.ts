@@ -397,7 +397,12 @@ export function removePasskey(db: Store, stateDir: string, credentialId: string,
     markPasskeyRemoved(db, credentialId, new Date().toISOString());
     throw new PasskeyError(`passkey ${credentialId} was already removed (record ${found.seq})`, "not-active");
   }
-  if (!row && !found.ok) throw new PasskeyError(`there is no passkey ${credentialId}`, "not-found");
+  // not repeated: a word given where the ID goes may be something else (a passphrase, a secret)
+  if (!row && !found.ok)
+    throw new PasskeyError(
+      "there is no passkey with that ID (not shown, in case it is something else typed in its place); 'portcullis passkey list' shows them",
+      "not-found",
+    );
   const seq = writePasskeyRemoval(
     db,
     stateDir,

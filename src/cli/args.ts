@@ -78,6 +78,7 @@ function refusal(e: unknown, args: string[], options: Options): string {
     return unexpectedArguments(Math.max(1, positionalCount(args, options)));
   const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]);
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    if (flag === NOT_SHOWN_FLAG) return `${UNKNOWN_NOT_SHOWN}; a value that starts with '-' goes after '--'`;
     const near = nearestOption(flag, options);
     return near
       ? `unknown option ${flag} (did you mean --${near}?)`
@@ -135,11 +136,30 @@ function editDistance(a: string, b: string): number {
   return rows[a.length]![b.length]!;
 }
 
-/** The option as named on the command line: `--value` of `--value=sk-…`, nothing after `=` or a space. */
+/**
+ * The option as named on the command line: `--value` of `--value=sk-…`, nothing after `=` or a
+ * space; and only when it reads as an option's name (letters and dashes, as a mistyped command
+ * is shown: shownWord). A passphrase or a key that starts with a dash (`-Xy9…`, `--sk-live-4eC…`)
+ * given where it does not belong is read as an option, and is not repeated.
+ */
 export function flagName(raw: string | undefined): string {
   const name = /^-{1,2}[^=\s<]*/.exec(raw ?? "")?.[0];
-  return name && name !== "-" && name !== "--" ? name : "an option";
+  if (!name || name === "-" || name === "--") return "an option";
+  return readsAsFlag(name) ? name : NOT_SHOWN_FLAG;
 }
+
+/** Whether a dashed word reads as an option's name, and so may be repeated in a refusal. */
+export function readsAsFlag(name: string): boolean {
+  return /^--?[A-Za-z][A-Za-z-]{0,39}$/.test(name);
+}
+
+/** The refusal of an unknown option that does not read as one (flagName). */
+export const UNKNOWN_NOT_SHOWN =
+  "unknown option (not shown: it does not read as one, and may be a secret typed in the wrong place)";
+
+/** What a refusal says instead of a dashed word that does not read as an option's name. */
+export const NOT_SHOWN_FLAG =
+  "an option (not shown: it does not read as one, and may be a secret typed in the wrong place)";
 
 /**
  * The refusal of words a command does not take, by count only: the word itself is not shown,

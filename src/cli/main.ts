@@ -5,7 +5,7 @@ import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
-import { flagName, repeated, shownWord } from "./args.js";
+import { flagName, NOT_SHOWN_FLAG, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
 import { PassphraseError } from "./passphrase.js";
@@ -174,10 +174,14 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // an option before the command (`portcullis --state-dir DIR status`): said so, by its name only
-  if (name.startsWith("-"))
+  if (name.startsWith("-")) {
+    const flag = flagName(name);
     throw new UsageError(
-      `${flagName(name)} goes after the command (portcullis COMMAND ${flagName(name)} …); run 'portcullis --help' for the commands.`,
+      flag === NOT_SHOWN_FLAG
+        ? "a word that starts with '-' came before the command (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the command (portcullis COMMAND --option …); run 'portcullis --help' for the commands."
+        : `${flag} goes after the command (portcullis COMMAND ${flag} …); run 'portcullis --help' for the commands.`,
     );
+  }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load)
     throw new UsageError(`unknown command ${shownWord(name)}; run 'portcullis --help' for the list.`);

@@ -7,7 +7,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
-import { flagName, shownWord } from "../cli/args.js";
+import { flagName, NOT_SHOWN_FLAG, shownWord, UNKNOWN_NOT_SHOWN } from "../cli/args.js";
 import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
@@ -58,7 +58,9 @@ export async function runDemo(args: string[]): Promise<number> {
       ? `unknown argument ${shownWord(unknown)}`
       : flag === "--keep" || flag === "--console"
         ? `${flag} takes no value`
-        : `unknown option ${flag}`;
+        : flag === NOT_SHOWN_FLAG
+          ? UNKNOWN_NOT_SHOWN
+          : `unknown option ${flag}`;
     process.stderr.write(`portcullis: demo: ${said}; see portcullis demo --help.\n`);
     return 2;
   }

@@ -21,12 +21,13 @@ export interface ListenAddress {
 /** Parses `HOST:PORT` (`[::1]:PORT` for IPv6); a problem is returned as one sentence. */
 export function parseListenAddress(text: string): ListenAddress | string {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(text.trim());
-  if (!m) return `must be HOST:PORT, e.g. 127.0.0.1:8765 or [::1]:8765 (got "${text}")`;
+  // the value is not repeated: a word given in the wrong place may be a secret
+  if (!m) return "must be HOST:PORT, e.g. 127.0.0.1:8765 or [::1]:8765";
   const host = (m[1] ?? m[2])!;
   const port = Number(m[3]);
   if (port > 65535) return `port ${port} is out of range (0-65535)`;
   if (host !== "localhost" && isIP(host) === 0)
-    return `the host must be an IP address or localhost (got "${host}"): a name could resolve elsewhere`;
+    return "its host must be an IP address or localhost: a name could resolve elsewhere";
   return { host, port, loopback: isLoopback(host) };
 }
 

@@ -18,7 +18,7 @@ describe("a name or id that names nothing", () => {
       const id = "01M8Z1VBWG8Q99D6CRYJE0396A";
       const cases: [string[], string][] = [
         [["vault", "rm", "api-stagign"], "there is no secret named api-stagign"],
-        [["passkey", "rm", "nosuch"], "there is no passkey nosuch"],
+        [["passkey", "rm", "nosuch"], "there is no passkey with that ID"],
         [["revoke", id], `there is no grant ${id}`],
         [["approve", id], `there is no approval request ${id}`],
         [["deny", id], `there is no approval request ${id}`],

@@ -52,6 +52,19 @@ const CASES: string[][] = [
   ["catalog", "diff", "inventory", SECRET, "2"],
   ["console", `--port=${SECRET}`],
   ["wrap", `--password=${SECRET}`],
+  // a known flag's bad value (an address that is none)
+  ["run", "--listen", SECRET, "--", "node", "server.js"],
+  ["run", `--listen=${SECRET}`, "--", "node", "server.js"],
+  ["run", "--listen", `${SECRET}:8080`, "--", "node", "server.js"],
+  // where a passkey ID goes: no shape tells an ID from a secret, so a missing one is not shown
+  ["passkey", "rm", SECRET],
+  ["passkey", "rm", `${SECRET}-and-more`],
+  // a secret that starts with a dash, read as an option: before the command, and after it
+  [`--${SECRET}`],
+  [`-${SECRET}`],
+  ["status", `--${SECRET}`],
+  ["unlock", `-${SECRET}`],
+  ["demo", `--${SECRET}`],
 ];
 
 describe("a refused argument is never printed back", () => {
