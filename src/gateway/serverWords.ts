@@ -48,13 +48,50 @@ export function marksOfGateway(result: unknown): string | null {
 export const NOT_PORTCULLIS = "(from the server, not from portcullis) ";
 
 /**
- * Whether an elicitation message of the server's begins as the gateway's own do: "portcullis",
- * in any case, after anything that is not a letter (spaces, punctuation, invisible characters).
+ * Whether an elicitation message of the server's names portcullis where a human reads it as the
+ * speaker: among its first SPEAKER_LETTERS letters, however written. What a client shows is read
+ * by a human, for whom "p\u200bortcullis", "port\u034fcullis", "Pоrtcullis" with a Cyrillic о,
+ * fullwidth "ｐｏｒｔｃｕｌｌｉｓ" or "P0RTCULLIS" all read as the name: the message is compared by
+ * its skeleton (compatibility forms folded, marks and every character that is not a letter
+ * dropped, look-alike letters and digits taken for the Latin letter they imitate, any case).
+ * Erring this way only puts NOT_PORTCULLIS in front of a server's message that mentions the name.
  */
-function speaksAsGateway(message: string): boolean {
-  const start = message.search(/\p{L}/u);
-  return start >= 0 && message.slice(start, start + 10).toLowerCase() === "portcullis";
+export function speaksAsGateway(message: string): boolean {
+  let skeleton = "";
+  // code point by code point, up to the letters that matter: a long run of invisible characters
+  // is walked once, and never normalised as a whole
+  for (const ch of message) {
+    for (const c of ch.normalize("NFKD").toLowerCase()) {
+      const letter = LOOKALIKE.get(c) ?? (LETTER.test(c) ? c : null);
+      if (letter === null) continue;
+      skeleton += letter;
+      if (skeleton.length >= SPEAKER_LETTERS) return skeleton.includes(GATEWAY);
+    }
+  }
+  return skeleton.includes(GATEWAY);
 }
+
+const GATEWAY = "portcullis";
+/** How far into a message the name counts as its speaker's: a sentence's first words. */
+const SPEAKER_LETTERS = 48;
+/** A letter (a mark is not one: NFKD has split accents off their letters). */
+const LETTER = /^\p{L}$/u;
+/**
+ * Characters that pass for a letter of "portcullis" (lower case, after NFKD): Cyrillic, Greek,
+ * Armenian and IPA look-alikes and the digits and signs that imitate them. Not a full confusables
+ * table: the letters of the one word compared.
+ */
+const LOOKALIKE = new Map<string, string>([
+  ..."рρϱ".split("").map((c) => [c, "p"] as const),
+  ..."оοσօ0ᴏ".split("").map((c) => [c, "o"] as const),
+  ..."гᴦʀ".split("").map((c) => [c, "r"] as const),
+  ..."тτᴛ".split("").map((c) => [c, "t"] as const),
+  ..."сϲςᴄ".split("").map((c) => [c, "c"] as const),
+  ..."υսᴜμ".split("").map((c) => [c, "u"] as const),
+  ..."ӏɩ1|ǀℓ".split("").map((c) => [c, "l"] as const),
+  ..."іιı!ɪ".split("").map((c) => [c, "i"] as const),
+  ..."ѕ5$ꜱ".split("").map((c) => [c, "s"] as const),
+]);
 
 /**
  * The params of a server's `elicitation/create` as the client gets them: a message that begins as
