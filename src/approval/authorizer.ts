@@ -56,6 +56,14 @@ export class Authorizer implements AuthorizationPort {
   private live: { own: number; grants: GrantRecord[] } | null = null;
   /** The session grant obtain() took from `live` for a call, which condition() reads again. */
   private cached: { call: ApprovedCall; grant: string; signature: string | null } | null = null;
+  /**
+   * The grants an expanding catalog change ended (onExpand "run"), while the epoch they named is
+   * still the server's: what the run was approved for under that epoch. A hot reloader's old
+   * worker often announces the new catalog (`list_changed`) just before it is replaced; the
+   * change is seen first, its grants end, and then the epoch changes. Step 2 reports the epoch
+   * change all the same (once), as it would have with the grants still live.
+   */
+  private expandedAway: { epoch: string; tools: string[] } | null = null;
   /** a tool's credential scopes (null: a recorded read), as scopesOf computed them */
   private readonly scopesByTool = new Map<string | null, string[]>();
   private readonly decisions: HonouredDecisions;
@@ -112,7 +120,8 @@ export class Authorizer implements AuthorizationPort {
   stale(call: ApprovedCall): ErrorObject | null {
     if (this.modeOf(call) === "none") return null;
     let live = this.liveGrants();
-    if (live.length === 0) return null;
+    const away = this.expandedAway?.epoch !== call.epoch ? this.expandedAway : null;
+    if (live.length === 0 && !away) return null;
     let { covering, expanded } = this.coverage.match(
       live.filter((g) => g.executionEpoch === call.epoch),
       call,
@@ -128,16 +137,21 @@ export class Authorizer implements AuthorizationPort {
     ));
     if (covering) return null;
     const older = live.filter((g) => g.executionEpoch !== call.epoch);
-    if (older.length > 0) {
-      const approvedEpoch = older[older.length - 1]!.executionEpoch;
+    if (older.length > 0 || away) {
+      // told once: the grants end here, or ended with the catalog change
+      this.expandedAway = null;
+      const approvedEpoch = older.length > 0 ? older[older.length - 1]!.executionEpoch : away!.epoch;
       // `changedTools` (the name kept for agents that read it): every tool these grants named,
       // whether or not its definition changed. New code runs under the new epoch, so each of them
       // needs a new approval; it is not a diff of definitions (catalog_stale says that, per tool).
-      const changedTools = [...new Set(older.flatMap((g) => g.toolScope.map((t) => t.name)))].sort();
-      this.endStale(
-        older.map((g) => g.grant),
-        `superseded: execution epoch changed to ${call.epoch}`,
-      );
+      const changedTools = [
+        ...new Set([...older.flatMap((g) => g.toolScope.map((t) => t.name)), ...(away?.tools ?? [])]),
+      ].sort();
+      if (older.length > 0)
+        this.endStale(
+          older.map((g) => g.grant),
+          `superseded: execution epoch changed to ${call.epoch}`,
+        );
       return refuse.authorizationStale({ approvedEpoch, currentEpoch: call.epoch, changedTools });
     }
     if (expanded.length > 0) {
@@ -189,6 +203,10 @@ export class Authorizer implements AuthorizationPort {
     endGrants(this.o.db, grants, reason);
     this.live = null;
     this.cached = null;
+    this.expandedAway = {
+      epoch: live[live.length - 1]!.executionEpoch,
+      tools: [...new Set(live.flatMap((g) => g.toolScope.map((t) => t.name)))],
+    };
     this.o.log.info(
       `catalog revision ${change.revision} expands authority (${change.expanding.map((e) => e.tool).join(", ")}): this run's ${grants.length} grant(s) ended; the next call asks again`,
     );
