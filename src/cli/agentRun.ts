@@ -107,7 +107,7 @@ export function beginAgentRun(
     vault: holderVault(
       s.stateDir,
       server.credentialSpecs,
-      (scope) => credentialMismatch(server, store, scope),
+      (scope) => credentialMismatch(server, store, scope, s.stateDir),
       () => s.spawned?.withheld ?? [],
     ),
     timeoutMs: s.approvalTimeoutMs,
@@ -230,6 +230,8 @@ export function trackEpochs(
   link: ServerLink,
   o: {
     label: string;
+    /** the state directory, named in the commands the status lines give when it is not the default */
+    stateDir?: string;
     /** kept up to date with what each new server process was started without */
     spawned?: SpawnedCredentials;
     /** a withheld credential's disagreement with the vault's stored policy, for the status line */
@@ -250,7 +252,7 @@ export function trackEpochs(
     // under the same process, `replaced`, keeps the environment of that spawn)
     const given = gen.spawnCredentials ?? NOTHING_GIVEN;
     if (o.spawned) o.spawned.withheld = given.withheld;
-    reportSpawnCredentials(given, o.events, o.log, o.label, gen.epoch, o.mismatch);
+    reportSpawnCredentials(given, o.events, o.log, o.label, gen.epoch, o.mismatch, o.stateDir);
     o.registry.recordEpoch(gen.record, gen.reason, {
       state: "identity-pending",
       epoch: gen.epoch,

@@ -10,7 +10,7 @@ import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from ".
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
-import { existingStateDir } from "../store/stateDir.js";
+import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { stderrLogger } from "../util/log.js";
 import { parse } from "./args.js";
 import { EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
@@ -50,7 +50,7 @@ function elsewhere(address: ConsoleAddress, port: number, stateDir: string): voi
   if (running === port) return;
   throw new UsageError(
     `console: a console is already running for ${stateDir} at ${address.url} (pid ${address.pid}), not on port ${port}; ` +
-      `there is one console per state directory: use that one, or stop it (kill ${address.pid}) and run 'portcullis console --port ${port}' again.`,
+      `there is one console per state directory: use that one, or stop it (kill ${address.pid}) and run ${quotedCommand(`console --port ${port}`, stateDir)} again.`,
   );
 }
 

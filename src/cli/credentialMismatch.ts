@@ -12,6 +12,8 @@ export function credentialMismatch(
   server: ServerConfig,
   store: Store,
   scope: string,
+  /** the gateway's state directory, named in the fix's commands when it is not the default */
+  stateDir?: string,
 ): DeliveryMismatch | null {
   let policy: SecretPolicy | undefined;
   try {
@@ -23,7 +25,7 @@ export function credentialMismatch(
   if (!policy) return null;
   const place = credentialPlaceOf(server);
   for (const spec of server.credentialSpecs) {
-    const m = spec.secret === scope ? deliveryMismatch(spec, policy, place) : null;
+    const m = spec.secret === scope ? deliveryMismatch(spec, policy, place, stateDir) : null;
     if (m) return m;
   }
   return null;

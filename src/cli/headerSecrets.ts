@@ -1,4 +1,6 @@
 import type { ServerConfig } from "../config/config.js";
+import { quotedCommand } from "../store/stateDir.js";
+import { shellWord } from "../util/shellWord.js";
 import { credentialPlaceOf } from "../vault/deliveryMismatch.js";
 import { hostMatches } from "../vault/egress/hosts.js";
 import type { SecretPolicy } from "../vault/secrets.js";
@@ -27,8 +29,8 @@ export function headerSecretProblem(
     const key = `${place.serverKey}.headers.${h.name}`;
     const policy = stored.get(h.secret);
     if (!policy)
-      return `run: ${where}: ${key} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${h.secret} --host ${url.host}'.`;
-    const wrongHost = headerHostMismatch(server, h, policy);
+      return `run: ${where}: ${key} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${h.secret} --host ${shellWord(url.host)}`, stateDir)}.`;
+    const wrongHost = headerHostMismatch(server, h, policy, stateDir);
     if (wrongHost) return `run: ${wrongHost}.`;
   }
   return null;
@@ -44,6 +46,8 @@ export function headerHostMismatch(
   server: ServerConfig,
   header: { name: string; secret: string },
   policy: SecretPolicy,
+  /** the state directory, named in the fix's command when it is not the default */
+  stateDir?: string,
 ): string | null {
   const remote = server.remote;
   if (!remote || policy.deliver !== "http") return null;
@@ -57,6 +61,6 @@ export function headerHostMismatch(
   const where = place.file ?? "the configuration";
   const urlKey = place.file ? `${place.serverKey}.url` : "--url";
   const key = `${place.serverKey}.headers.${header.name}`;
-  const hosts = [...policy.hosts, url.host].map((x) => ` --host ${x}`).join("");
-  return `${where}: ${key} sends the secret "${header.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with 'portcullis vault set ${header.secret}${hosts}', else correct ${urlKey}`;
+  const hosts = [...policy.hosts, url.host].map((x) => ` --host ${shellWord(x)}`).join("");
+  return `${where}: ${key} sends the secret "${header.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with ${quotedCommand(`vault set ${header.secret}${hosts}`, stateDir)}, else correct ${urlKey}`;
 }

@@ -225,8 +225,9 @@ function openSession(
   gateways.add(gateway);
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
+    stateDir: shared.stateDir,
     spawned,
-    mismatch: (scope) => credentialMismatch(server, store, scope),
+    mismatch: (scope) => credentialMismatch(server, store, scope, shared.stateDir),
     events,
     log: statusLog,
     registry,

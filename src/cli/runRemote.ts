@@ -1,9 +1,11 @@
 import { commandLineServer, type ServerConfig } from "../config/config.js";
 import { remoteUrlProblem } from "../config/remote.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { RemoteSupervisor } from "../supervisor/remote.js";
 import { headerScopes, parseHeaderFlag } from "../supervisor/remoteHeaders.js";
 import type { Logger } from "../util/log.js";
 import { isSecretName } from "../util/redact.js";
+import { shellWord } from "../util/shellWord.js";
 import { askHolder } from "../vault/holder.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { UsageError } from "./errors.js";
@@ -81,6 +83,7 @@ export function remoteLink(
     headers: remote.headers,
     configDigest,
     log,
+    stateDir,
     maxMessageBytes: server.maxMessageBytes,
     initializeTimeoutMs,
     backoff,
@@ -102,7 +105,7 @@ export function remoteLink(
         missing:
           r.error === "credential_missing"
             ? "no secret by that name in the vault"
-            : `the vault stores it for other destinations than ${url.host}, or not for HTTP delivery (vault set --deliver http --host ${url.host})`,
+            : `the vault stores it for other destinations than ${url.host}, or not for HTTP delivery (${quotedCommand(`vault set ${scope} --host ${shellWord(url.host)}`, stateDir)} stores it again for that host)`,
       };
     },
   });

@@ -1,4 +1,6 @@
 import type { ServerConfig } from "../config/config.js";
+import { quotedCommand } from "../store/stateDir.js";
+import { shellWord } from "../util/shellWord.js";
 import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import { headerSecretProblem } from "./headerSecrets.js";
@@ -26,9 +28,9 @@ export function secretsProblem(
     const policy = stored.get(spec.secret);
     if (!policy) {
       const where = server.configFile ?? "the configuration";
-      return `run: ${where}: ${credentialKey(place, spec)} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set ${spec.secret}${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${h}`).join("")}'.`;
+      return `run: ${where}: ${credentialKey(place, spec)} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${spec.secret}${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${shellWord(h)}`).join("")}`, stateDir)}.`;
     }
-    const mismatch = deliveryMismatch(spec, policy, place);
+    const mismatch = deliveryMismatch(spec, policy, place, stateDir);
     if (mismatch) return `run: ${mismatch.why}; ${mismatch.fix}.`;
   }
   // a remote server's vault headers: the same checks, by the holder's rule for headers

@@ -414,8 +414,9 @@ export async function serve(
   });
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
+    stateDir,
     spawned,
-    mismatch: (scope) => credentialMismatch(server, store, scope),
+    mismatch: (scope) => credentialMismatch(server, store, scope, stateDir),
     events,
     log: statusLog,
     registry,

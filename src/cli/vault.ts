@@ -5,7 +5,7 @@ import { safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { requireInitialized } from "../store/stateDir.js";
+import { quotedCommand, requireInitialized } from "../store/stateDir.js";
 import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
@@ -167,7 +167,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
           by: `portcullis unlock (pid ${process.pid})`,
         });
         process.stdout.write(
-          `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); 'portcullis lock' locks it now\n`,
+          `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); ${quotedCommand("lock", ctx.stateDir)} locks it now\n`,
         );
         return EXIT_OK;
       } finally {
@@ -548,10 +548,10 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       usedBy: known
         ? (uses.get(s.name) ?? []).map((u) => {
             if ("header" in u) {
-              const m = headerHostMismatch(u.server, u.header, s);
+              const m = headerHostMismatch(u.server, u.header, s, stateDir);
               return m ? { ...u.use, mismatch: m } : u.use;
             }
-            const m = deliveryMismatch(u.spec, s, u.place);
+            const m = deliveryMismatch(u.spec, s, u.place, stateDir);
             return m ? { ...u.use, mismatch: `${m.why}; ${m.fix}` } : u.use;
           })
         : null,
@@ -566,7 +566,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     process.stdout.write(status.unlocked ? `vault unlocked until ${status.until}\n` : "vault locked\n");
     if (secrets.length === 0)
       process.stdout.write(
-        "no secret stored; add one with 'portcullis vault set NAME --host HOST' (or --deliver env)\n",
+        `no secret stored; add one with ${quotedCommand("vault set NAME --host HOST", stateDir)} (or --deliver env)\n`,
       );
     // Names, hosts and tool names come from the store and portcullis.json: terminal-safe.
     const t = (v: unknown) => safeText(String(v));

@@ -328,6 +328,29 @@ export const refuse = {
       scopes,
     }),
 
+  /**
+   * A server reached by URL whose connection needs a header secret the vault cannot release now
+   * (locked): no tool is involved, the client's initialize is refused too. `unlock`: the command.
+   */
+  headerVaultLocked: (scope: string, unlock: string) =>
+    refusal(
+      "vault_locked",
+      `The connection to this server needs the credential "${scope}" (a header) and the vault is locked.`,
+      "vault locked",
+      `ask a human to run ${unlock}, then retry`,
+      { scopes: [scope] },
+    ),
+
+  /** The same, when the vault holds no secret it may send to this server's host. */
+  headerCredentialMissing: (scope: string, why: string) =>
+    refusal(
+      "credential_missing",
+      `The connection to this server needs the credential "${scope}" (a header), which the vault cannot release: ${why}.`,
+      why,
+      "ask a human to store the secret as the reason says, then retry",
+      { scope },
+    ),
+
   /** `retry`: the exact fix when the vault holds the secret but not as the configuration asks */
   credentialMissing: (scope: string, why = "no secret by that name in the vault", retry?: string) =>
     refusal(

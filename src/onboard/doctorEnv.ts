@@ -8,6 +8,7 @@
 // printed nor compared.
 import { quotedName } from "../catalog/text.js";
 import { CONFIG_FILE } from "../config/config.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { isSecretName } from "../util/redact/names.js";
 
 export interface EnvFinding {
@@ -33,12 +34,14 @@ export function clearCredentialFinding(
   variable: string,
   value: unknown,
   run: EnvRun,
+  /** the entry's own state directory (its --state-dir), named in the commands given */
+  stateDir?: string,
 ): EnvFinding | null {
   if (typeof value !== "string") return null;
   // a variable the label takes from the vault is a credential by the configuration's word
   if (run.kind === "mapped" ? !writtenOut(value) : !credentialInClear(variable, value)) return null;
   const entryName = `${hostFile}: server ${quotedName(key)}`;
-  const store = `store the value in the vault ('portcullis vault set NAME --deliver env')`;
+  const store = `store the value in the vault (${quotedCommand("vault set NAME --deliver env", stateDir)})`;
   const mapping = `${JSON.stringify(variable)}: "NAME"`;
   const then = `then delete ${quotedName(variable)} from the entry's "env" in ${hostFile}; the value has been in a file, so rotate it`;
   const what = `${entryName} sets ${quotedName(variable)} in its "env", in clear: every process of this user can read it there, the agent included`;
@@ -46,7 +49,7 @@ export function clearCredentialFinding(
     return {
       ok: false,
       what: `${what}; the label ${quotedName(run.label)} (${run.file}) takes it from the vault as ${quotedName(run.scope)}, which the vault does not hold yet`,
-      next: `store the value in the vault under that name ('portcullis vault set ${run.scope} ${run.deliverFlags}'), ${then}`,
+      next: `store the value in the vault under that name (${quotedCommand(`vault set ${run.scope} ${run.deliverFlags}`, stateDir)}), ${then}`,
     };
   return {
     ok: false,
@@ -71,7 +74,13 @@ export function clearCredentialFinding(
  * path, a URL, a number, a command or a word (credentialLike). One finding per flag; the value is
  * never printed.
  */
-export function clearArgFindings(hostFile: string, key: string, args: unknown): EnvFinding[] {
+export function clearArgFindings(
+  hostFile: string,
+  key: string,
+  args: unknown,
+  /** the entry's own state directory (its --state-dir), named in the command given */
+  stateDir?: string,
+): EnvFinding[] {
   if (!Array.isArray(args)) return [];
   const out: EnvFinding[] = [];
   const flags = new Set<string>();
@@ -91,7 +100,7 @@ export function clearArgFindings(hostFile: string, key: string, args: unknown): 
     out.push({
       ok: false,
       what: `${hostFile}: server ${quotedName(key)} passes a credential on its command line, in clear (the value of ${quotedName(flag)} in its "args"): every process of this user can read it in the file, and every process on the machine in the process list while the server runs`,
-      next: `store the value in the vault ('portcullis vault set NAME --deliver env') and have the server read it from its environment instead, given by the "credentials" of its ${CONFIG_FILE} label (if the server can read it there), then delete ${quotedName(flag)} and its value from the entry's "args" in ${hostFile}; the value has been in a file, so rotate it`,
+      next: `store the value in the vault (${quotedCommand("vault set NAME --deliver env", stateDir)}) and have the server read it from its environment instead, given by the "credentials" of its ${CONFIG_FILE} label (if the server can read it there), then delete ${quotedName(flag)} and its value from the entry's "args" in ${hostFile}; the value has been in a file, so rotate it`,
     });
   }
   return out;

@@ -87,6 +87,15 @@ export function entryStateDir(entry: Entry): string | undefined {
 }
 
 /**
+ * The state directory the commands doctor prints for an entry name: the entry's own --state-dir;
+ * for an entry that does not run portcullis yet, the one doctor reads (where wrap, run from the
+ * same terminal, points it); none for an entry that runs portcullis on the default directory.
+ */
+function adviceDir(entry: Entry, doctorDir: string): string | undefined {
+  return entryStateDir(entry) ?? (entryRun(entry).kind === "bare" ? doctorDir : undefined);
+}
+
+/**
  * Where doctor takes the host to start an entry's server, which is where `run LABEL` looks for
  * portcullis.json (upward) and resolves a relative `--config`: the entry's `cwd`, else the folder
  * the host has open, taken to be doctor's working directory (as the drill takes it; a host file in
@@ -156,8 +165,9 @@ export function labelFindings(
         next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
       });
   }
-  out.push(...clearEnvFindings(host, key, entry, cwd, vaultNames, run, label));
-  out.push(...clearArgFindings(host.file, key, entry.args));
+  const dir = adviceDir(entry, vault.stateDir);
+  out.push(...clearEnvFindings(host, key, entry, cwd, vaultNames, run, label, dir));
+  out.push(...clearArgFindings(host.file, key, entry.args, dir));
   return out;
 }
 
@@ -256,6 +266,8 @@ function clearEnvFindings(
   vaultNames: ReadonlySet<string>,
   run: EntryRun,
   label: { name: string; file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null,
+  /** the state directory its commands name (adviceDir) */
+  dir: string | undefined,
 ): LabelFinding[] {
   const values: Record<string, unknown> =
     typeof entry.env === "object" && entry.env !== null && !Array.isArray(entry.env)
@@ -286,6 +298,7 @@ function clearEnvFindings(
       variable,
       values[variable],
       run.kind === "label" ? { kind: "label", label: run.label, file: label?.file } : { kind: "other" },
+      dir,
     );
     if (f) out.push(f);
   };
@@ -306,13 +319,14 @@ function clearEnvFindings(
         const spec = label.config.credentialSpecs.find((c) => c.env === variable);
         const deliverFlags =
           spec?.deliver === "http" ? spec.hosts.map((h) => `--host ${h}`).join(" ") : "--deliver env";
-        const f = clearCredentialFinding(host.file, key, variable, values[variable], {
-          kind: "mapped",
-          label: label.name,
-          file: label.file,
-          scope,
-          deliverFlags,
-        });
+        const f = clearCredentialFinding(
+          host.file,
+          key,
+          variable,
+          values[variable],
+          { kind: "mapped", label: label.name, file: label.file, scope, deliverFlags },
+          dir,
+        );
         if (f) out.push(f);
       }
       continue;

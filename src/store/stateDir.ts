@@ -64,6 +64,17 @@ export function stateDirFlagFor(dir: string): string {
 }
 
 /**
+ * A `portcullis` command for a human to copy, quoted as a sentence quotes it, with the state
+ * directory when it is not the default (stateDirFlagFor): `'portcullis unlock --state-dir DIR'`.
+ * In double quotes when the line holds a single quote of its own (a directory that needed
+ * quoting), so that what is between the quotes pastes as it is.
+ */
+export function quotedCommand(args: string, stateDir: string | undefined): string {
+  const line = `portcullis ${args}${stateDir === undefined ? "" : stateDirFlagFor(stateDir)}`;
+  return line.includes("'") ? `"${line}"` : `'${line}'`;
+}
+
+/**
  * The state directory, created with mode 0700 if needed (it holds the keyring, the store and
  * the audit log). For the commands that write state: `run`, `init`, the demo.
  */

@@ -7,6 +7,7 @@ import type { ClientRequest, IncomingMessage } from "node:http";
 import { refuse } from "../guard/refusals.js";
 import { elementTexts } from "../relay/batchText.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { sha256Tag } from "../util/canonical.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
@@ -36,6 +37,8 @@ export interface SessionOptions {
    * the vault is locked, or it holds no secret by that name that may go to this server's host.
    */
   secret: SecretLookup;
+  /** the state directory, named in the commands a refusal gives when it is not the default */
+  stateDir?: string;
   maxMessageBytes?: number;
   /**
    * How long the server has to answer initialize (default 15 s). Nothing else is sent to it
@@ -195,10 +198,11 @@ export class SessionExchanges {
         `not sent to ${this.o.url.host}: the header secret "${headers.withheld}" cannot be released (${headers.missing ?? "the vault is locked"})`,
       );
       if (isRequest) {
+        // no tool is involved: the connection itself needs the header (initialize included)
         const e =
           headers.missing === null
-            ? refuse.vaultLocked([headers.withheld])
-            : refuse.credentialMissing(headers.withheld, headers.missing);
+            ? refuse.headerVaultLocked(headers.withheld, quotedCommand("unlock", this.o.stateDir))
+            : refuse.headerCredentialMissing(headers.withheld, headers.missing);
         this.answer(gen, m.id, e.code, e.message, e.data);
       }
       return;

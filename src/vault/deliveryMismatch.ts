@@ -7,6 +7,7 @@
  * of the `credential_missing` refusal and of `vault list`. Never anything of the value.
  */
 
+import { quotedCommand } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { CredentialSpec } from "./credentials.js";
 import { hostMatches, parseDeclared } from "./egress/hosts.js";
@@ -36,7 +37,10 @@ export function deliveryMismatch(
   spec: CredentialSpec,
   stored: SecretPolicy,
   place: CredentialPlace,
+  /** the gateway's state directory: its commands name it when it is not the default */
+  stateDir?: string,
 ): DeliveryMismatch | null {
+  const cmd = (args: string) => quotedCommand(args, stateDir);
   const key = credentialKey(place, spec);
   const inFile = place.file ? ` in ${place.file}` : "";
   const name = spec.secret;
@@ -50,7 +54,7 @@ export function deliveryMismatch(
     // narrowing the configuration first: storing it again widens where the secret may go
     return {
       why: `the vault releases "${name}" only to ${stored.hosts.join(", ")}, and ${key}${inFile} asks for it to be sent to ${outside.join(", ")} too (requests there would carry the placeholder)`,
-      fix: `keep only ${stored.hosts.join(", ")} in the hosts at ${key}${inFile}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set ${name} ${union.map((h) => `--host ${shellWord(h)}`).join(" ")}'`,
+      fix: `keep only ${stored.hosts.join(", ")} in the hosts at ${key}${inFile}, or, to have it released there too, store it again for every host it may go to with ${cmd(`vault set ${name} ${union.map((h) => `--host ${shellWord(h)}`).join(" ")}`)}`,
     };
   }
   if (spec.deliver === "env") {
@@ -60,13 +64,13 @@ export function deliveryMismatch(
     const objectForm = `the object form, with secret ${JSON.stringify(name)} and hosts ${hosts}`;
     return {
       why: `the vault stores "${name}" for HTTP delivery only${stored.hosts.length ? ` (to ${stored.hosts.join(", ")})` : ""}, and ${key}${inFile} asks for the environment (the string form)`,
-      fix: `store it for the environment with 'portcullis vault set ${name} --deliver env', or have it delivered over HTTP by writing ${key}${inFile} in ${objectForm}`,
+      fix: `store it for the environment with ${cmd(`vault set ${name} --deliver env`)}, or have it delivered over HTTP by writing ${key}${inFile} in ${objectForm}`,
     };
   }
-  const hostFlags = spec.hosts.map((h) => `--host ${h}`).join(" ");
+  const hostFlags = spec.hosts.map((h) => `--host ${shellWord(h)}`).join(" ");
   return {
     why: `the vault stores "${name}" for environment delivery only, and ${key}${inFile} asks for HTTP delivery (to ${spec.hosts.join(", ")})`,
-    fix: `store it for HTTP with 'portcullis vault set ${name} ${hostFlags}', or have the server take it from its environment by writing ${key}${inFile} as ${JSON.stringify(name)}`,
+    fix: `store it for HTTP with ${cmd(`vault set ${name} ${hostFlags}`)}, or have the server take it from its environment by writing ${key}${inFile} as ${JSON.stringify(name)}`,
   };
 }
 
@@ -90,11 +94,12 @@ export function mismatchesOf(
   specs: readonly CredentialSpec[],
   stored: ReadonlyMap<string, SecretPolicy>,
   place: CredentialPlace,
+  stateDir?: string,
 ): Map<string, DeliveryMismatch> {
   const out = new Map<string, DeliveryMismatch>();
   for (const spec of specs) {
     const policy = stored.get(spec.secret);
-    const m = policy ? deliveryMismatch(spec, policy, place) : null;
+    const m = policy ? deliveryMismatch(spec, policy, place, stateDir) : null;
     if (m && !out.has(spec.secret)) out.set(spec.secret, m);
   }
   return out;

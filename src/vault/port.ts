@@ -1,3 +1,5 @@
+import { quotedCommand } from "../store/stateDir.js";
+import { shellWord } from "../util/shellWord.js";
 import type { CredentialSpec } from "./credentials.js";
 import type { Withheld } from "./delivery.js";
 import type { DeliveryMismatch } from "./deliveryMismatch.js";
@@ -17,10 +19,14 @@ export interface VaultPort {
   check(scopes: readonly string[]): Promise<VaultVerdict>;
 }
 
-/** The next step of a `vault_locked` refusal whose scopes include environment credentials. */
-export function envLockedRetry(envScopes: readonly string[]): string {
+/**
+ * The next step of a `vault_locked` refusal whose scopes include environment credentials. Every
+ * command the agent is told to ask for carries the gateway's state directory when it is not the
+ * default (quotedCommand): the human's terminal may not have the variable the host gave it.
+ */
+export function envLockedRetry(envScopes: readonly string[], stateDir?: string): string {
   return (
-    "ask a human to run 'portcullis unlock' and then to have the MCP client reconnect this server " +
+    `ask a human to run ${quotedCommand("unlock", stateDir)} and then to have the MCP client reconnect this server ` +
     `(${envScopes.join(", ")} ${envScopes.length === 1 ? "is" : "are"} put in its environment only when it starts: ` +
     "a server started while the vault was locked keeps the placeholder), then retry"
   );
@@ -41,14 +47,14 @@ const STARTED_WITHOUT: Record<Withheld["cause"], string> = {
  * with the placeholder while its records name the credential as used; refused, the agent is told
  * the one step that gives the server the secret: start it again.
  */
-function startedWithout(w: Withheld): VaultVerdict {
+function startedWithout(w: Withheld, stateDir: string): VaultVerdict {
   return {
     error: "credential_missing",
     scope: w.scope,
     why: `the server process started without it (${STARTED_WITHOUT[w.cause]}) and holds a placeholder in its environment for as long as it runs`,
     retry:
       w.cause === "nul"
-        ? `ask a human to store it again without a NUL byte ('portcullis vault set ${w.scope} --deliver env'), then to have the MCP client reconnect this server, and retry`
+        ? `ask a human to store it again without a NUL byte (${quotedCommand(`vault set ${w.scope} --deliver env`, stateDir)}), then to have the MCP client reconnect this server, and retry`
         : "ask a human to have the MCP client reconnect this server (environment credentials are given only when it starts), then retry",
   };
 }
@@ -67,6 +73,21 @@ export function holderVault(
 ): VaultPort {
   const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
   const httpDelivered = new Set(specs.filter((s) => s.deliver === "http").map((s) => s.secret));
+  // the command that stores `scope` as the configuration delivers it (`vault set NAME` alone is refused)
+  const store = (scope: string) =>
+    quotedCommand(
+      `vault set ${scope}${
+        envDelivered.has(scope)
+          ? " --deliver env"
+          : specs
+              .filter((s) => s.secret === scope)
+              .flatMap((s) => s.hosts)
+              .map((h) => ` --host ${shellWord(h)}`)
+              .join("")
+      }`,
+      stateDir,
+    );
+  const unlock = quotedCommand("unlock", stateDir);
   const refused = (scope: string, fallback: string): VaultVerdict => {
     const m = mismatch(scope);
     return m
@@ -90,14 +111,19 @@ export function holderVault(
         const without = new Set(spawnedWithout().map((w) => w.scope));
         const env = scopes.filter((s) => envDelivered.has(s) && without.has(s));
         return env.length > 0
-          ? { error: "vault_locked", scopes: [...scopes], retry: envLockedRetry(env) }
-          : { error: "vault_locked", scopes: [...scopes] };
+          ? { error: "vault_locked", scopes: [...scopes], retry: envLockedRetry(env, stateDir) }
+          : { error: "vault_locked", scopes: [...scopes], retry: `ask a human to run ${unlock}, then retry` };
       }
       const held = new Set(status.scopes ?? []);
       const env = new Set(status.envScopes ?? []);
       for (const scope of scopes) {
         if (!held.has(scope))
-          return { error: "credential_missing", scope, why: "no secret by that name in the vault" };
+          return {
+            error: "credential_missing",
+            scope,
+            why: "no secret by that name in the vault",
+            retry: `ask a human to run ${store(scope)} and ${unlock}, then retry`,
+          };
         if (envDelivered.has(scope) && !env.has(scope))
           return refused(
             scope,
@@ -110,7 +136,7 @@ export function holderVault(
             "the vault stores it for environment delivery only, and the configuration asks for HTTP delivery",
           );
         const without = envDelivered.has(scope) ? spawnedWithout().find((w) => w.scope === scope) : undefined;
-        if (without) return startedWithout(without);
+        if (without) return startedWithout(without, stateDir);
       }
       return null;
     },

@@ -146,23 +146,42 @@ async function servedWithVaultHeader(name: string, secret: string) {
   const seen = readJsonLines<{ value: string | null }>(log);
   expect(seen.length).toBeGreaterThanOrEqual(3);
   expect(seen.every((s) => s.value === `Bearer ${secret}`)).toBe(true);
-  return { gw, stateDir, log, seen };
+  return { gw, stateDir, log, seen, gwDir: dir };
 }
 
 describe("config headers from the vault", () => {
   it("released per request while unlocked; a locked vault gives vault_locked; the value is never shown", async () => {
     const SECRET = "vault-remote-token-9d2e71c4";
-    const { gw, stateDir, log, seen } = await servedWithVaultHeader("Authorization", SECRET);
+    const { gw, stateDir, log, seen, gwDir } = await servedWithVaultHeader("Authorization", SECRET);
 
     await runCli(["lock"], { stateDir });
     const locked = (await gw.client
       .callTool({ name: "echo", arguments: { message: "y" } })
       .catch((e) => e)) as {
       code: number;
+      message: string;
       data: Record<string, unknown>;
     };
     expect(locked.code).toBe(-32056);
-    expect(locked.data).toMatchObject({ error: "vault_locked", scopes: ["remote-mcp-token"] });
+    // the connection needs the header, whatever the request (an initialize too): no tool is named,
+    // and the unlock asked for is of this gateway's state directory
+    expect(locked.data).toMatchObject({
+      error: "vault_locked",
+      scopes: ["remote-mcp-token"],
+      retry: `ask a human to run 'portcullis unlock --state-dir ${stateDir}', then retry`,
+    });
+    // a client that connects now cannot initialize: told that the connection needs the header,
+    // not that a tool does
+    const refusedStart = await startGateway({ args: ["remote"], cwd: gwDir, stateDir }).then(
+      (late) => {
+        cleanup.push(() => late.close());
+        return "connected";
+      },
+      (e: Error) => e.message,
+    );
+    expect(refusedStart).toContain(
+      'The connection to this server needs the credential "remote-mcp-token" (a header) and the vault is locked.',
+    );
     expect(readJsonLines(log).length).toBe(seen.length); // nothing more reached the server
 
     const shown = await everythingShown(stateDir, gw.stderr());
@@ -243,14 +262,14 @@ describe("config headers from the vault", () => {
     const elsewhere = await runCli(["run", "--config", file, "remote"], { stateDir });
     expect(elsewhere.code).toBe(2);
     expect(elsewhere.stderr).toContain(
-      `run: ${file}: ${key} sends the secret "remote-mcp-token" to 127.0.0.1:${server.port} (servers.remote.url), but the vault releases it over HTTP only to api.example.com; if that server is meant to have it, store it again with 'portcullis vault set remote-mcp-token --host api.example.com --host 127.0.0.1:${server.port}', else correct servers.remote.url.`,
+      `run: ${file}: ${key} sends the secret "remote-mcp-token" to 127.0.0.1:${server.port} (servers.remote.url), but the vault releases it over HTTP only to api.example.com; if that server is meant to have it, store it again with 'portcullis vault set remote-mcp-token --host api.example.com --host 127.0.0.1:${server.port} --state-dir ${stateDir}', else correct servers.remote.url.`,
     );
     // a typo in the secret's name: not in the vault at all
     config("remote-mcp-tokn");
     const missing = await runCli(["run", "--config", file, "remote"], { stateDir });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(
-      `run: ${file}: ${key} names the secret "remote-mcp-tokn", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set remote-mcp-tokn --host 127.0.0.1:${server.port}'.`,
+      `run: ${file}: ${key} names the secret "remote-mcp-tokn", which is not in the vault of ${stateDir}; store it first with 'portcullis vault set remote-mcp-tokn --host 127.0.0.1:${server.port} --state-dir ${stateDir}'.`,
     );
     expect(readJsonLines(log)).toEqual([]);
     expect(await everythingShown(stateDir, elsewhere.stderr + missing.stderr)).not.toContain(SECRET);

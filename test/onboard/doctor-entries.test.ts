@@ -220,7 +220,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       });
     }
     expect(findings[0]!.what).toContain(
-      `store it first with 'portcullis vault set not-stored --deliver env'`,
+      `store it first with 'portcullis vault set not-stored --deliver env --state-dir ${u.stateDir}'`,
     );
 
     // an entry of another state directory is not judged by this vault
@@ -419,7 +419,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       `then delete "${v}" from the entry's "env" in ${mcp}; the value has been in a file, so rotate it`;
     const what = (k: string, v: string) =>
       `${mcp}: server "${k}" sets "${v}" in its "env", in clear: every process of this user can read it there, the agent included`;
-    const store = "store the value in the vault ('portcullis vault set NAME --deliver env')";
+    const store = `store the value in the vault ('portcullis vault set NAME --deliver env --state-dir ${u.stateDir}')`;
     expect(findings).toEqual([
       {
         ok: false,
@@ -444,7 +444,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       {
         ok: false,
         what: `${what("viaHttp", "UPSTREAM")}; the label "api" (${config}) takes it from the vault as "api-key", which the vault does not hold yet`,
-        next: `store the value in the vault under that name ('portcullis vault set api-key --host api.example.com'), ${then("UPSTREAM")}`,
+        next: `store the value in the vault under that name ('portcullis vault set api-key --host api.example.com --state-dir ${u.stateDir}'), ${then("UPSTREAM")}`,
       },
       // the gateway would refuse to start (said apart), and the value is in the file all the same
       expect.objectContaining({
@@ -455,7 +455,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       {
         ok: false,
         what: `${what("mapped", "WEATHER")}; the label "weather" (${config}) takes it from the vault as "weather-key", which the vault does not hold yet`,
-        next: `store the value in the vault under that name ('portcullis vault set weather-key --deliver env'), ${then("WEATHER")}`,
+        next: `store the value in the vault under that name ('portcullis vault set weather-key --deliver env --state-dir ${u.stateDir}'), ${then("WEATHER")}`,
       },
       // a default written beside what the host fills in is in the file
       {

@@ -130,7 +130,7 @@ describe("doctor and host entries that run a portcullis.json label", () => {
     expect(findings).toEqual([
       {
         ok: false,
-        what: `${mcp}: server "weather" runs the portcullis.json label "weather", which the gateway refuses to start: ${config}: servers.weather.credentials.OTHER_KEY names the secret "not-stored", which is not in the vault of ${u.stateDir}; store it first with 'portcullis vault set not-stored --deliver env'`,
+        what: `${mcp}: server "weather" runs the portcullis.json label "weather", which the gateway refuses to start: ${config}: servers.weather.credentials.OTHER_KEY names the secret "not-stored", which is not in the vault of ${u.stateDir}; store it first with 'portcullis vault set not-stored --deliver env --state-dir ${u.stateDir}'`,
         next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
       },
       {
@@ -141,7 +141,7 @@ describe("doctor and host entries that run a portcullis.json label", () => {
       {
         ok: false,
         what: `${mcp}: server "weather" sets "OTHER_KEY" in its "env", in clear: every process of this user can read it there, the agent included; the label "weather" (${config}) takes it from the vault as "not-stored", which the vault does not hold yet`,
-        next: `store the value in the vault under that name ('portcullis vault set not-stored --deliver env'), then delete "OTHER_KEY" from the entry's "env" in ${mcp}; the value has been in a file, so rotate it`,
+        next: `store the value in the vault under that name ('portcullis vault set not-stored --deliver env --state-dir ${u.stateDir}'), then delete "OTHER_KEY" from the entry's "env" in ${mcp}; the value has been in a file, so rotate it`,
       },
     ]);
     // never the value, whole or in part, nor a digest of it, in either form of the report

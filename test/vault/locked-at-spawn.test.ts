@@ -69,14 +69,14 @@ const VALUE = "locked-at-spawn-value-91c3";
 
 describe("a server started while the vault is locked", () => {
   it("env delivery: the status line and the agent's retry say the server must start again after the unlock", async () => {
-    const { gw, refused } = await lockedGateway("inventory-api-staging", ["--deliver", "env"]);
+    const { gw, refused, stateDir } = await lockedGateway("inventory-api-staging", ["--deliver", "env"]);
     const line = await gw.waitForStderr(/vault locked: inventory-api-staging withheld/);
     expect(line).toContain(
-      "the server started with placeholders, which it keeps after an unlock (environment credentials are given only when it starts): run 'portcullis unlock', then have your MCP client reconnect the server",
+      `the server started with placeholders, which it keeps after an unlock (environment credentials are given only when it starts): run 'portcullis unlock --state-dir ${stateDir}', then have your MCP client reconnect the server`,
     );
     expect(refused).toMatchObject({ code: -32056, data: { error: "vault_locked" } });
     expect(refused!.data!.retry).toBe(
-      "ask a human to run 'portcullis unlock' and then to have the MCP client reconnect this server (inventory-api-staging is put in its environment only when it starts: a server started while the vault was locked keeps the placeholder), then retry",
+      `ask a human to run 'portcullis unlock --state-dir ${stateDir}' and then to have the MCP client reconnect this server (inventory-api-staging is put in its environment only when it starts: a server started while the vault was locked keeps the placeholder), then retry`,
     );
   });
 
@@ -127,7 +127,10 @@ describe("a server started while the vault is locked", () => {
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
     await expect(call()).rejects.toMatchObject({
       code: -32056,
-      data: { error: "vault_locked", retry: "ask a human to run 'portcullis unlock', then retry" },
+      data: {
+        error: "vault_locked",
+        retry: `ask a human to run 'portcullis unlock --state-dir ${stateDir}', then retry`,
+      },
     });
     // as the retry says: the unlock alone, and the same process runs the call with the value
     expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
@@ -137,13 +140,16 @@ describe("a server started while the vault is locked", () => {
   });
 
   it("HTTP delivery: released per call, so an unlock is all the retry asks for", async () => {
-    const { refused } = await lockedGateway({ secret: "inventory-api-staging", hosts: ["api.example.com"] }, [
-      "--host",
-      "api.example.com",
-    ]);
+    const { refused, stateDir } = await lockedGateway(
+      { secret: "inventory-api-staging", hosts: ["api.example.com"] },
+      ["--host", "api.example.com"],
+    );
     expect(refused).toMatchObject({
       code: -32056,
-      data: { error: "vault_locked", retry: "ask a human to run 'portcullis unlock', then retry" },
+      data: {
+        error: "vault_locked",
+        retry: `ask a human to run 'portcullis unlock --state-dir ${stateDir}', then retry`,
+      },
     });
   });
 });

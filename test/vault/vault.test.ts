@@ -352,7 +352,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toBe(
-      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); keep only api.example.com in the hosts at ${KEY} in ${file}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765'.\n`,
+      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); keep only api.example.com in the hosts at ${KEY} in ${file}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765 --state-dir ${stateDir}'.\n`,
     );
     const list = await runCli(["vault", "list"], { cwd: project.dir, stateDir });
     expect(list.stdout).toContain(
@@ -393,7 +393,9 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(`${KEY} in ${file} asks for the environment`);
-    expect(run.stderr).toContain("'portcullis vault set inventory-api-staging --deliver env'");
+    expect(run.stderr).toContain(
+      `'portcullis vault set inventory-api-staging --deliver env --state-dir ${stateDir}'`,
+    );
     expect(run.stderr).toContain(
       'the object form, with secret "inventory-api-staging" and hosts ["api.example.com"]',
     );
@@ -421,7 +423,9 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     await storeSecret(otherState, "inventory-api-staging", SECRET, "--deliver", "env");
     const refused = await runCli(["run", "inventory"], { cwd: other.dir, stateDir: otherState });
     expect(refused.code, refused.stderr).toBe(2);
-    expect(refused.stderr).toContain("'portcullis vault set inventory-api-staging --host api.example.com'");
+    expect(refused.stderr).toContain(
+      `'portcullis vault set inventory-api-staging --host api.example.com --state-dir ${otherState}'`,
+    );
     expect(refused.stderr).toContain(
       `writing ${KEY} in ${join(other.dir, "portcullis.json")} as "inventory-api-staging"`,
     );
@@ -443,7 +447,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
         scope: "inventory-api-staging",
         reason: expect.stringContaining("HTTP delivery only"),
         retry: expect.stringContaining(
-          `'portcullis vault set inventory-api-staging --deliver env', or have it delivered over HTTP by writing ${KEY} in ${file}`,
+          `'portcullis vault set inventory-api-staging --deliver env --state-dir ${stateDir}', or have it delivered over HTTP by writing ${KEY} in ${file}`,
         ),
       },
     });
@@ -451,7 +455,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     // the next spawn (a rebuild, onChange restart) withholds it and says why, with the fix
     project.rebuild("B");
     await gw.waitForStderr(
-      /HTTP delivery only.*the server started with a placeholder for it; store it for the environment with 'portcullis vault set inventory-api-staging --deliver env'/,
+      /HTTP delivery only.*the server started with a placeholder for it; store it for the environment with 'portcullis vault set inventory-api-staging --deliver env --state-dir /,
       15_000,
     );
     expect(gw.stderr()).not.toMatch(/vault locked/);
@@ -472,7 +476,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
         scope: "inventory-api-staging",
         reason: expect.stringContaining("environment delivery only"),
         retry: expect.stringContaining(
-          "store it for HTTP with 'portcullis vault set inventory-api-staging --host api.example.com', or have the server take it from its environment by writing servers.inventory.credentials.INVENTORY_API_KEY",
+          `store it for HTTP with 'portcullis vault set inventory-api-staging --host api.example.com --state-dir ${stateDir}', or have the server take it from its environment by writing servers.inventory.credentials.INVENTORY_API_KEY`,
         ),
       },
     });

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { ServerConfig } from "../../config/config.js";
 import type { EventSink } from "../../gateway/events.js";
 import type { Store } from "../../store/db.js";
+import { quotedCommand } from "../../store/stateDir.js";
 import { envMs } from "../../util/envMs.js";
 import type { Logger } from "../../util/log.js";
 import type { ReleasedValues } from "../scrub.js";
@@ -119,7 +120,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
   } catch {
     if (http.length > 0)
       log.warn(
-        `no local CA yet (${caFile}): HTTPS to declared hosts is tunnelled unread; store the secret with 'portcullis vault set --deliver http'`,
+        `no local CA yet (${caFile}): HTTPS to declared hosts is tunnelled unread; an unlock with a secret stored for HTTP delivery makes it (${quotedCommand("unlock", stateDir)}), then restart the gateway`,
       );
   }
   const declared = [...new Set(http.flatMap((c) => c.hosts))];
