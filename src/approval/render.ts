@@ -15,6 +15,7 @@ import {
 import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
 import type { ApprovalRequest, Review } from "./requests.js";
+import { notHonoured } from "./shownDecisions.js";
 
 /**
  * A request as it may be printed (`approvals --json`): its arguments and execution record
@@ -276,10 +277,11 @@ function lookAlikeWarning(name: string): string[] {
 }
 
 /** One grant, on a few lines. */
-export function renderGrant(g: ActiveGrant): string {
+export function renderGrant(g: ActiveGrant, notHonouredBecause: string | null = null): string {
   const tools = g.toolScope.map((s) => `${displayName(s.name)} (${s.fingerprint.slice(0, 19)}…)`).join(", ");
   return [
     `grant ${g.grant}  ${g.mode}  until ${g.expiresWhen}${g.runAlive ? "" : "  (its gateway is gone: unusable)"}`,
+    ...(notHonouredBecause !== null ? [`  ${notHonoured(notHonouredBecause)}`] : []),
     `  run ${g.agentRun}  server ${safeText(g.serverLabel)}  epoch ${g.executionEpoch}  catalog revision ${g.catalogRevision}`,
     `  tools ${tools}`,
     `  credentials ${g.credentialScope.length ? g.credentialScope.map(safeText).join(", ") : "(none)"}`,

@@ -14,6 +14,7 @@ import {
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
+import { ShownDecisions } from "../approval/shownDecisions.js";
 import { displayName, safeText } from "../catalog/text.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import {
@@ -195,7 +196,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
           ? await watchRequests(db, !!v.json, verbose, sweep)
           : listRequests(db, !!v.json, verbose, stateDir);
       case "grants":
-        return listGrants(db, !!v.json);
+        return listGrants(db, stateDir, !!v.json);
       case "approve":
         if (v.next) return await decideNext(db, stateDir, forWhat, undefined, verbose);
         return await approve(db, stateDir, id, forWhat, verbose);
@@ -258,16 +259,24 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
   return EXIT_OK;
 }
 
-function listGrants(db: Store, json: boolean): number {
+function listGrants(db: Store, stateDir: string, json: boolean): number {
   const grants = activeGrants(db);
+  // a row no gateway honours (written by other means than approve) is said to be so
+  const shown = new ShownDecisions(db, stateDir);
+  const refused = new Map(grants.map((g) => [g.grant, shown.grant(g)]));
   if (json) {
-    const out = grants.map((g) => ({
-      ...publicGrant(g),
-      catalogRevision: g.catalogRevision,
-      approvedBy: g.approvedBy,
-      request: g.request,
-      runAlive: g.runAlive,
-    }));
+    const out = grants.map((g) => {
+      const why = refused.get(g.grant) ?? null;
+      return {
+        ...publicGrant(g),
+        catalogRevision: g.catalogRevision,
+        approvedBy: g.approvedBy,
+        request: g.request,
+        runAlive: g.runAlive,
+        honoured: why === null,
+        ...(why !== null ? { notHonouredBecause: why } : {}),
+      };
+    });
     process.stdout.write(`${JSON.stringify({ grants: out }, null, 2)}\n`);
     return EXIT_OK;
   }
@@ -275,7 +284,7 @@ function listGrants(db: Store, json: boolean): number {
     process.stdout.write("no grant is active\n");
     return EXIT_OK;
   }
-  for (const g of grants) process.stdout.write(`${renderGrant(g)}\n\n`);
+  for (const g of grants) process.stdout.write(`${renderGrant(g, refused.get(g.grant) ?? null)}\n\n`);
   return EXIT_OK;
 }
 

@@ -8,6 +8,7 @@ import { reviewDigest } from "../approval/decision.js";
 import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
+import { notHonoured } from "../approval/shownDecisions.js";
 import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
@@ -122,7 +123,12 @@ export function decisionForm(
 
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
 export function reviewCard(
-  given: ApprovalRequest & { waiting?: boolean; epochMovedOn?: string | null },
+  given: ApprovalRequest & {
+    waiting?: boolean;
+    epochMovedOn?: string | null;
+    /** why no gateway honours its decision (ShownDecisions), when it holds one that does not verify */
+    notHonoured?: string | null;
+  },
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
@@ -135,7 +141,7 @@ export function reviewCard(
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
-    ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : decided(req)}
+    ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}
   </article>`;
 }
 
@@ -143,6 +149,11 @@ export function reviewCard(
 function epochEnded(epoch: string, now: string | null | undefined): Html | string {
   if (!now) return "";
   return html`<p class="error" data-testid="epoch-ended">The server was replaced since this request was made: its execution epoch is now <code>${now}</code>, not <code>${epoch}</code>. An approval is bound to the epoch its request named, so it covers nothing now; the call is refused as stale.</p>`;
+}
+
+/** The mark of a decision no gateway honours (ShownDecisions), or nothing. */
+export function notHonouredNote(why: string | null): Html | string {
+  return why === null ? "" : html`<p class="error" data-testid="not-honoured">${notHonoured(why)}</p>`;
 }
 
 function decided(req: ApprovalRequest): Html {

@@ -17,6 +17,7 @@ import {
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
+import { ShownDecisions } from "../approval/shownDecisions.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
 import { decisionReason } from "../util/cut.js";
@@ -400,7 +401,12 @@ export const CONSOLE_ROUTES: Route[] = [
         200,
         `Request ${id}`,
         requestBody(
-          { ...req, waiting, epochMovedOn: epochMovedOn(ctx.app.db, req.executionEpoch) },
+          {
+            ...req,
+            waiting,
+            epochMovedOn: epochMovedOn(ctx.app.db, req.executionEpoch),
+            notHonoured: new ShownDecisions(ctx.app.db, ctx.app.stateDir).decision(req),
+          },
           ctx.session!.csrf,
           passkeyDecisionsOf(ctx),
         ),
@@ -428,7 +434,8 @@ export const CONSOLE_ROUTES: Route[] = [
     method: "GET",
     path: /^\/grants$/,
     session: true,
-    handle: (ctx) => page(ctx, 200, "Grants", grantsBody(ctx.app.db, ctx.session!.csrf), "/grants"),
+    handle: (ctx) =>
+      page(ctx, 200, "Grants", grantsBody(ctx.app.db, ctx.app.stateDir, ctx.session!.csrf), "/grants"),
   },
   { method: "POST", path: new RegExp(`^/grants/${ID}/revoke$`), session: true, handle: revoke },
   {

@@ -4,13 +4,14 @@
  */
 import { activeGrants } from "../approval/grants.js";
 import type { ApprovalRequest } from "../approval/requests.js";
+import { ShownDecisions } from "../approval/shownDecisions.js";
 import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
 import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
 import { displayName, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
-import { reviewCard } from "./card.js";
+import { notHonouredNote, reviewCard } from "./card.js";
 import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
 
@@ -97,7 +98,7 @@ export function requestsBody(
 }
 
 export function requestBody(
-  req: ApprovalRequest & { waiting?: boolean; epochMovedOn?: string | null },
+  req: Parameters<typeof reviewCard>[0],
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
@@ -157,8 +158,9 @@ export function serversBody(rows: GatewayRow[]): Html {
   }`;
 }
 
-export function grantsBody(db: Store, csrf: string): Html {
+export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
   const grants = activeGrants(db);
+  const shown = new ShownDecisions(db, stateDir);
   return html`<h1>Grants <small>(${grants.length} active)</small></h1>${
     grants.length === 0
       ? html`<p class="empty">No grant is active.</p>`
@@ -168,7 +170,7 @@ export function grantsBody(db: Store, csrf: string): Html {
           <td>${g.serverLabel} · ${g.toolScope.map((t) => displayName(t.name)).join(", ")}</td>
           <td>${g.mode}</td><td><code>${g.executionEpoch}</code></td>
           <td>${g.credentialScope.length ? g.credentialScope.join(", ") : "(none)"}</td>
-          <td>${g.issuedAt}<br><small>${g.approvedBy}</small></td>
+          <td>${g.issuedAt}<br><small>${g.approvedBy}</small>${notHonouredNote(shown.grant(g))}</td>
           <td><form method="post" action="/grants/${encodeURIComponent(g.grant)}/revoke"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td></tr>`,
         )}</tbody></table>`
   }`;
