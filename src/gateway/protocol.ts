@@ -221,7 +221,8 @@ function foldedOf(method: string): string {
 const foldedCache = new Map<string, string>();
 
 /**
- * A method name as a lenient server might read it: case, whitespace, controls, slashes folded.
+ * A method name as a lenient server might read it: compatibility forms, accents, case, whitespace,
+ * invisible characters and slashes folded.
  * The client's method is as long as a message allows (64 MiB); a run is matched `\s\s*`, not
  * `\s+`, and trailing slashes are cut by a loop: compiled unoptimized (a long-lived process that
  * has compiled much regular-expression code), `\s+` keeps a backtracking entry per character and
@@ -230,11 +231,17 @@ const foldedCache = new Map<string, string>();
  * letter kept the gateway busy for hours (test/gateway/unoptimized-regex.test.ts).
  */
 function folded(method: string): string {
+  // NFKD and the marks dropped: accents (`tools/cáll`) as a slug or an ASCII fold takes them off;
+  // upper case, then lower: the special case mappings a case-insensitive compare applies
+  // (`tools/lıst` with a dotless ı, `ſ`) fold as they do there; every character a renderer
+  // ignores (controls, format characters, the Default_Ignorable code points: the combining
+  // grapheme joiner, variation selectors, Hangul fillers) dropped.
   const s = method
-    .normalize("NFKC")
+    .normalize("NFKD")
+    .toUpperCase()
     .toLowerCase()
     .replace(/\s\s*/g, "")
-    .replace(/\p{Cc}|\p{Cf}/gu, "");
+    .replace(/[\p{Cc}\p{Cf}\p{M}\p{Default_Ignorable_Code_Point}]/gu, "");
   let end = s.length;
   while (end > 0 && s[end - 1] === "/") end--;
   return s.slice(0, end).replace(/\/\/*/g, "/");

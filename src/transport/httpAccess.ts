@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { isIP } from "node:net";
+import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
@@ -31,13 +31,27 @@ export function parseListenAddress(text: string): ListenAddress | string {
   return { host, port, loopback: isLoopback(host) };
 }
 
-/** 127.0.0.0/8, ::1 (and its IPv4-mapped form), and the name localhost. */
+/**
+ * 127.0.0.0/8, ::1 and the IPv4-mapped forms of the first, in any spelling an address parser
+ * reads (`0::1`, `::ffff:7f00:1`, `0:0:0:0:0:ffff:127.0.0.1`), and the name localhost. By node's
+ * own address parsing (BlockList), not by comparing text: a spelling the text compare missed was
+ * refused as not loopback (`--listen [0::1]:PORT --no-auth`).
+ */
 export function isLoopback(host: string): boolean {
   const h = host.toLowerCase();
-  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
-  const v4 = h.startsWith("::ffff:") ? h.slice(7) : h;
-  return isIP(v4) === 4 && v4.startsWith("127.");
+  if (h === "localhost") return true;
+  const family = isIP(h);
+  if (family === 0) return false;
+  try {
+    return LOOPBACK.check(h, family === 4 ? "ipv4" : "ipv6");
+  } catch {
+    return false; // an address BlockList cannot read (a zone id) is no loopback one
+  }
 }
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
 
 /**
  * Whether `address` (a socket's remote address, as node reports it) is one of this machine's: a
