@@ -162,7 +162,12 @@ export class HonouredDecisions {
     const key = `${subject.what}\u0000${id}\u0000${why}`;
     if (this.rejected.has(key)) return;
     this.rejected.add(key);
-    this.o.log.warn(`${subject.what} ${id} is not honoured: ${why}`);
+    // a grant the approval names none of is told by its request ("grant null" said nothing)
+    const named =
+      subject.what === "grant" && subject.grant === null && "request" in subject
+        ? `the approval of request ${subject.request}`
+        : `${subject.what} ${id}`;
+    this.o.log.warn(`${named} is not honoured: ${why}`);
     this.o.emit({
       type: "decision_rejected",
       run: this.o.run,

@@ -44,6 +44,7 @@ import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { parse as parseArgs, shownWord } from "./args.js";
+import { missingSubcommand } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
@@ -76,6 +77,8 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
   const [sub, ...rest] = args;
   if (sub === undefined || sub === "--help" || sub === "-h" || sub === "help") {
     process.stdout.write(`${AUDIT_HELP}\n`);
+    if (sub === undefined)
+      missingSubcommand("audit", ["verify", "export", "checkpoint", "sessions", "activity", "show"]);
     return sub === undefined ? 2 : 0;
   }
   try {

@@ -12,7 +12,7 @@ import { openExistingStore } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
 import { labelArgument, parse, shownWord } from "./args.js";
-import { UsageError } from "./errors.js";
+import { missingSubcommand, UsageError } from "./errors.js";
 
 export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N] [--json] [--state-dir DIR]
        portcullis catalog diff LABEL [FROM TO] [--json] [--state-dir DIR]
@@ -33,6 +33,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
   });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${CATALOG_HELP}\n`);
+    if (!values.help) missingSubcommand("catalog", ["show", "diff", "list"]);
     return values.help ? 0 : 2;
   }
   const [sub, label, ...more] = positionals;

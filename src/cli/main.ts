@@ -6,7 +6,7 @@ import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
 import { flagName, NOT_SHOWN_FLAG, repeated, shownWord } from "./args.js";
-import { EXIT_USAGE, UsageError } from "./errors.js";
+import { EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
 import { PassphraseError } from "./passphrase.js";
 
@@ -166,6 +166,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (!name || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${HELP}\n`);
+    if (!name) missingSubcommand("", []);
     return name ? 0 : EXIT_USAGE;
   }
   if (name === "--version" || name === "-V") {

@@ -7,7 +7,7 @@ import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, type Store } from "../store/db.js";
 import { parse, shownWord } from "./args.js";
-import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 
 export const PASSKEY_HELP = `usage: portcullis passkey list [--json] [--state-dir DIR]
        portcullis passkey add [--state-dir DIR]
@@ -67,6 +67,7 @@ function run(args: string[], stateDir: string): number {
   const { values, positionals } = parse("passkey", idAfterRm(args), OPTIONS);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
+    if (!values.help) missingSubcommand("passkey", ["list", "add", "rm"]);
     return values.help ? EXIT_OK : EXIT_USAGE;
   }
   const [verb, ...rest] = positionals;

@@ -103,8 +103,12 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     const command = args.slice(sep + 1);
     if (command.length === 0)
       throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
+    // `run LABEL -- COMMAND`: the other form's LABEL given with this one (the word is not shown,
+    // as any stray word: it may be something else typed in the wrong place)
     if (positionals.length > 0)
-      throw new UsageError(`run: ${unexpectedArguments(positionals.length)} before '--'.`);
+      throw new UsageError(
+        `run: ${unexpectedArguments(positionals.length)} before '--': a LABEL runs a server of portcullis.json and cannot go with '-- COMMAND'; to name a server given after '--', use --label NAME.`,
+      );
     // a launched server is never remote: these apply to none (a LABEL's may be remote, known
     // only once its portcullis.json is read)
     if (values.header?.length || values["allow-insecure"])

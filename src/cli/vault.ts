@@ -41,7 +41,7 @@ import {
   VaultError,
 } from "../vault/secrets.js";
 import { oneOf, parse, shownWord } from "./args.js";
-import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 
@@ -83,6 +83,7 @@ export async function vaultCommand(args: string[], ctx: { stateDir: string }): P
   const [sub, ...rest] = args;
   if (!sub || sub === "--help" || sub === "-h") {
     process.stdout.write(`${VAULT_HELP}\n`);
+    if (!sub) missingSubcommand("vault", ["set", "list", "rm"]);
     return sub ? EXIT_OK : 2;
   }
   return guarded("vault", async () => {

@@ -145,6 +145,34 @@ describe("the command word", () => {
     );
   });
 
+  it("a command or a command group without what it needs: the help on stdout, one sentence on stderr, exit 2", async () => {
+    const stateDir = newStateDir();
+    for (const [args, said] of [
+      [[], "portcullis: give a command; the help above says what each does.\n"],
+      [
+        ["audit"],
+        "portcullis audit: give a subcommand (verify, export, checkpoint, sessions, activity, show); the help above says what each does.\n",
+      ],
+      [
+        ["vault"],
+        "portcullis vault: give a subcommand (set, list, rm); the help above says what each does.\n",
+      ],
+      [
+        ["catalog"],
+        "portcullis catalog: give a subcommand (show, diff, list); the help above says what each does.\n",
+      ],
+      [
+        ["passkey"],
+        "portcullis passkey: give a subcommand (list, add, rm); the help above says what each does.\n",
+      ],
+    ] as const) {
+      const r = await runCli([...args], { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stdout, args.join(" ")).toMatch(/portcullis/);
+      expect(r.stderr, args.join(" ")).toBe(said);
+    }
+  });
+
   it("an option before the command is said to go after it", async () => {
     const r = await runCli(["--state-dir", newStateDir(), "status"]);
     expect(r.code).toBe(2);

@@ -32,3 +32,17 @@ describe("run --config", () => {
     }
   });
 });
+
+describe("run LABEL -- COMMAND", () => {
+  it("is refused saying that a LABEL cannot go with '-- COMMAND' and that --label names such a server; the word is not shown", async () => {
+    const r = await runCli(["run", "inventory-local", "--", ...fixtureCommand("echo")], {
+      stateDir: newStateDir(),
+      input: "",
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      "portcullis: run: unexpected argument (1, not shown: a passphrase or a secret is never given on the command line) before '--': a LABEL runs a server of portcullis.json and cannot go with '-- COMMAND'; to name a server given after '--', use --label NAME.\n",
+    );
+    expect(r.stderr).not.toContain("inventory-local");
+  });
+});
