@@ -38,6 +38,18 @@ export interface ChainEntry {
 
 export const MAX_CHAIN_DEPTH = 8;
 
+/** A value the recorder knows to be secret, and what stands for it in a recorded command line. */
+export interface HiddenValue {
+  value: string;
+  as: string;
+}
+
+function hidden(word: string, hide: readonly HiddenValue[]): string {
+  let out = word;
+  for (const h of hide) if (h.value) out = out.split(h.value).join(h.as);
+  return out;
+}
+
 /**
  * Digests of executables keyed by (path, size, mtime): in memory, and in the store when one is
  * given. A miss is read through the gateway's content-digest cache when one is given: the
@@ -126,7 +138,11 @@ function signingAuthority(path: string): string[] | undefined {
 }
 
 /** One process as the OS describes it (read by identity/proc.ts), or null when it is gone or unreadable. */
-export function describeProcess(pid: number, digests = new ExecutableDigests()): ChainEntry | null {
+export function describeProcess(
+  pid: number,
+  digests = new ExecutableDigests(),
+  hide: readonly HiddenValue[] = [],
+): ChainEntry | null {
   const os = describeOsProcess(pid);
   if (!os) return null;
   const notes: string[] = [];
@@ -152,7 +168,9 @@ export function describeProcess(pid: number, digests = new ExecutableDigests()):
     startedAt: os.startedAt,
     executable,
     sha256,
-    command: os.argv ? displayCommand(os.argv) : "",
+    // known secrets out of each word before the line is shortened for display (a cut could leave
+    // a secret's start behind)
+    command: os.argv ? displayCommand(hide.length ? os.argv.map((a) => hidden(a, hide)) : os.argv) : "",
   };
   if (process.platform === "darwin" && executable) {
     const authority = signingAuthority(executable);
@@ -225,10 +243,15 @@ export function unknownClientChain(why: string): ChainEntry[] {
  * MAX_CHAIN_DEPTH entries. On a platform without /proc or ps, the chain holds
  * the starting pid only, with a note.
  */
-export function processChain(fromPid: number, digests = new ExecutableDigests()): ChainEntry[] {
+export function processChain(
+  fromPid: number,
+  digests = new ExecutableDigests(),
+  /** values the caller knows to be secret (the listen token): replaced in the command lines */
+  hide: readonly HiddenValue[] = [],
+): ChainEntry[] {
   return walkChain(
     fromPid,
-    (pid) => describeProcess(pid, digests),
+    (pid) => describeProcess(pid, digests, hide),
     (pid) =>
       unreadEntry(
         pid,

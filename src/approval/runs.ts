@@ -3,7 +3,13 @@ import type { DigestCache } from "../identity/cache.js";
 import { type Liveness, processLiveness, recordedPlace } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
-import { type ChainEntry, ExecutableDigests, processChain, processStartTime } from "./chain.js";
+import {
+  type ChainEntry,
+  ExecutableDigests,
+  type HiddenValue,
+  processChain,
+  processStartTime,
+} from "./chain.js";
 import { grantsWritten } from "./grants.js";
 
 export type { ChainEntry } from "./chain.js";
@@ -85,12 +91,22 @@ export function startRun(
 export function newRun(
   db: Store,
   gatewayLabel: string,
-  opts: { fromPid?: number; chain?: ChainEntry[]; digestCache?: DigestCache } = {},
+  opts: {
+    fromPid?: number;
+    chain?: ChainEntry[];
+    digestCache?: DigestCache;
+    /** values the caller knows to be secret, taken out of the recorded command lines */
+    hide?: readonly HiddenValue[];
+  } = {},
 ): Run {
   // `chain`: a caller that could not find the client's process (HTTP) says so in the chain itself
   const chain =
     opts.chain ??
-    processChain(opts.fromPid ?? process.ppid, new ExecutableDigests(db, opts.digestCache ?? null));
+    processChain(
+      opts.fromPid ?? process.ppid,
+      new ExecutableDigests(db, opts.digestCache ?? null),
+      opts.hide,
+    );
   const run: Run = {
     run: ulid(),
     serverLabel: gatewayLabel,

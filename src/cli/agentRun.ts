@@ -1,3 +1,4 @@
+import type { HiddenValue } from "../approval/chain.js";
 import {
   Authorizer,
   type AuthorizerOptions,
@@ -62,7 +63,7 @@ export function beginAgentRun(
   s: AgentRunSettings,
   gatewayId: string,
   log: Logger,
-  client: { fromPid?: number; chain?: Run["chain"] },
+  client: { fromPid?: number; chain?: Run["chain"]; hide?: readonly HiddenValue[] },
   context: AuthorizerOptions["context"],
 ): { run: Run; auth: Authorizer } {
   const { server, store, events } = s;

@@ -120,7 +120,8 @@ export async function serveListen(
       const start = peer.pid !== null ? processStartTime(peer.pid) : null;
       return start !== null ? `${peer.pid}-${start}` : null;
     },
-    open: (session, peer) => openSession(shared, verifier, session, peer, links, gateways, ending),
+    open: (session, peer) =>
+      openSession(shared, verifier, session, peer, links, gateways, ending, settings.token),
   });
   const port = await front.listen();
   return {
@@ -166,6 +167,8 @@ function openSession(
   links: Set<ServerLink>,
   gateways: Set<Gateway>,
   frontEnding: FrontEnding,
+  /** the front's bearer token: a client that has it on its command line is not recorded with it */
+  token: string | null,
 ): SessionHooks {
   const { server, store, events, log } = shared;
   const gatewayId = ulid();
@@ -198,8 +201,13 @@ function openSession(
   const spawned: SpawnedCredentials = { withheld: [] };
   let gateway: Gateway | null = null;
   const beginRun = () => {
+    // The client's process chain is recorded with its command lines (the review's "who asks"): a
+    // client given this front's token as a plain argument would put it into every review, the
+    // store and `approvals --verbose`; the gateway knows the value, so it is taken out.
     const client =
-      peer.pid !== null ? { fromPid: peer.pid } : { chain: unknownClientChain(peer.why ?? "unknown client") };
+      peer.pid !== null
+        ? { fromPid: peer.pid, hide: token !== null ? [{ value: token, as: "(the-listen-token)" }] : [] }
+        : { chain: unknownClientChain(peer.why ?? "unknown client") };
     const begun = beginAgentRun({ ...shared, verifier, spawned }, gatewayId, statusLog, client, () => ({
       record: supervisor.current?.record ?? null,
       reason: supervisor.current?.reason ?? null,
