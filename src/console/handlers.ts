@@ -141,7 +141,7 @@ async function login(ctx: RouteContext): Promise<void> {
   } catch (e) {
     const problem = proofProblem(e);
     if (problem === null) throw e;
-    app.log.warn("console: a login failed");
+    app.log.warn("a login failed");
     return loginForm(ctx, e instanceof LoginThrottled ? 429 : 401, problem);
   }
   const s = app.sessions.create(proof);
@@ -167,7 +167,7 @@ function livePending(app: RouteContext["app"]) {
   try {
     expireAbandoned(app.db, app.stateDir, `the console (pid ${process.pid})`);
   } catch (e) {
-    app.log.warn(`console: could not close abandoned approval requests: ${(e as Error).message}`);
+    app.log.warn(`could not close abandoned approval requests: ${(e as Error).message}`);
   }
   return pendingRequests(app.db);
 }
@@ -232,7 +232,7 @@ async function decide(ctx: RouteContext): Promise<void> {
     refuseWithoutGateway(app, req);
     const result = decideRequest(app.db, id, decision, by(how), proof.signer, app.stateDir);
     app.log.info(
-      `console: ${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}${
+      `${result.grant ? `approved ${id} (grant ${result.grant.grant}, ${result.grant.mode})` : `denied ${id}`}${
         result.epochMovedOn
           ? `; its epoch ${req.executionEpoch} ended (now ${result.epochMovedOn}): it covers nothing`
           : ""
@@ -266,7 +266,7 @@ function revoke(ctx: RouteContext): void {
     page(ctx, 409, "Not revoked", messageBody("Not revoked", e.message, "/grants"));
     return;
   }
-  app.log.info(`console: revoked ${id}`);
+  app.log.info(`revoked ${id}`);
   redirect(ctx.res, "/grants");
 }
 

@@ -171,7 +171,7 @@ async function register(ctx: RouteContext): Promise<void> {
       rpId: PASSKEY_RP_ID,
       ...(typeof name === "string" ? { name } : {}),
     });
-    app.log.info(`console: passkey ${added.credentialId} added (audit record ${added.seq})`);
+    app.log.info(`passkey ${added.credentialId} added (audit record ${added.seq})`);
     sendJson(ctx, 200, { passkey: added.credentialId, location: "/passkeys" });
   } catch (e) {
     const problem = passkeyProblem(e);
@@ -186,7 +186,7 @@ function remove(ctx: RouteContext) {
   const id = ctx.form!.get("passkey") ?? "";
   try {
     const seq = removePasskey(app.db, app.stateDir, id, by("passkey removed"));
-    app.log.info(`console: passkey ${id} removed (audit record ${seq})`);
+    app.log.info(`passkey ${id} removed (audit record ${seq})`);
   } catch (e) {
     if (!(e instanceof PasskeyError)) throw e;
     return passkeysPage(ctx, e.kind === "not-found" ? 404 : 409, e.message);
@@ -234,11 +234,11 @@ async function loginWithPasskey(ctx: RouteContext): Promise<void> {
     });
   } catch (e) {
     if (!(e instanceof PasskeyError)) throw e;
-    app.log.warn("console: a passkey login failed");
+    app.log.warn("a passkey login failed");
     return refuse(ctx, 401, e.message);
   }
   const s = app.sessions.create(null, who.credentialId);
-  app.log.info(`console: logged in with passkey ${who.credentialId}`);
+  app.log.info(`logged in with passkey ${who.credentialId}`);
   ctx.res.setHeader("Set-Cookie", [
     cookie(sessionCookie(app.port), s.id),
     cookie(loginCookie(app.port), "", "/login", true),
@@ -303,7 +303,7 @@ async function decideWithPasskey(ctx: RouteContext): Promise<void> {
   try {
     const result = await completePasskeyDecisionFor(app, prepared, response);
     app.log.info(
-      `console: ${result.grant ? `approved ${id} with a passkey (grant ${result.grant.grant})` : `denied ${id} with a passkey`}`,
+      `${result.grant ? `approved ${id} with a passkey (grant ${result.grant.grant})` : `denied ${id} with a passkey`}`,
     );
     sendJson(ctx, 200, { location: `/requests/${encodeURIComponent(id)}` });
   } catch (e) {

@@ -121,7 +121,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
         const json = /^application\/json\b/.test(req.headers["content-type"] ?? "");
         return refuseStoreLost(res, json, e);
       }
-      o.log.warn(`console: ${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
+      o.log.warn(`${req.method} ${pathOf(req)}: ${(e as Error)?.message ?? String(e)}`);
       if (!res.headersSent) sendText(res, 500, "internal error");
       else res.destroy();
     });

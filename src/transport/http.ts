@@ -136,7 +136,15 @@ export class HttpFront {
     if (path !== "/mcp") return refuse(req, res, 404, "not found: the MCP endpoint is /mcp");
     if (this.o.token !== null && !bearerMatches(header(req, "authorization"), this.o.token)) {
       res.setHeader("www-authenticate", 'Bearer realm="portcullis"');
-      return refuse(req, res, 401, "a bearer token is required (see 'portcullis status' for it)");
+      // a token given and refused is said so: an old one pasted, not a missing header
+      return refuse(
+        req,
+        res,
+        401,
+        header(req, "authorization") === undefined
+          ? "a bearer token is required (see 'portcullis status' for it)"
+          : "the bearer token given is not this gateway's (see 'portcullis status' for it)",
+      );
     }
     if (this.closing) return refuse(req, res, 503, "shutting down");
     if (req.method === "POST") return this.post(req, res);

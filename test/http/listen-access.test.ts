@@ -50,6 +50,9 @@ describe("bearer token", () => {
         body: initializeBody(),
       });
       expect(r.status).toBe(401);
+      // told apart from a missing one: an old token pasted is said to be wrong
+      expectRpcError(r, /the bearer token given is not this gateway's/);
+      expect(r.body).not.toContain(bad);
     }
     expect((await raw(l, { body: initializeBody() })).status).toBe(200);
     const tokenFile = join(l.stateDir, "listen", "http-test.token");
