@@ -1,7 +1,7 @@
 import type { ApprovedCall, AuthorizationPort, ExpandingEntry } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { isBusy } from "../store/db.js";
+import { briefly, isBusy } from "../store/db.js";
 import { scopesForTool, serverScopes } from "../vault/toolScopes.js";
 import { type AskHooks, HumanAsker } from "./askHuman.js";
 import type { AuthorizerOptions } from "./authorizerOptions.js";
@@ -180,10 +180,13 @@ export class Authorizer implements AuthorizationPort {
     if (live.length === 0) return;
     const grants = live.map((g) => g.grant);
     const reason = `revoked: catalog revision ${change.revision} expands authority`;
-    // The grants end as the record's condition (under the audit's write lock, in the transaction
-    // that writes it), written at once: ended first and recorded with the sink's next group, they
-    // stayed ended unrecorded when that group could not be written (another process holding the
-    // lock past the busy timeout) or the gateway was killed meanwhile.
+    // Deny first: this gateway stops honouring them now, whatever the store does.
+    for (const g of grants) this.decisions.markEnded(g);
+    // In the store they end as the record's condition (under the audit's write lock, in the
+    // transaction that writes it), with the sink's next group: never ended unrecorded, nor
+    // recorded unended. That group waits for another program's lock without holding the event
+    // loop (an explicit flush here held it a whole busy timeout); given up past it, the rows stay
+    // live and cover nothing here, and the run's end (or the next start's, gateway_gone) ends them.
     this.emit(
       {
         type: "grants_revoked",
@@ -197,10 +200,6 @@ export class Authorizer implements AuthorizationPort {
       },
       () => endGrants(this.o.db, grants, reason) > 0,
     );
-    this.o.events.flush();
-    // Not recorded (the sink said why): they end all the same (deny first), and a store that
-    // cannot be written throws as it did.
-    endGrants(this.o.db, grants, reason);
     this.live = null;
     this.cached = null;
     this.expandedAway = {
@@ -319,7 +318,9 @@ export class Authorizer implements AuthorizationPort {
   private endStale(grants: string[], reason: string): void {
     for (const g of grants) this.decisions.markEnded(g);
     try {
-      endGrants(this.o.db, grants, reason);
+      // in the synchronous precheck: another program's lock is waited for briefly, not a whole
+      // busy timeout with the event loop held
+      briefly(this.o.db)(() => endGrants(this.o.db, grants, reason));
     } catch (e) {
       if (!isBusy(e)) throw e;
       this.o.log.warn(

@@ -63,4 +63,48 @@ describe("an expanding catalog change under onExpand run", () => {
     expect(revoked).toHaveLength(1);
     expect(revoked[0]).toMatchObject({ reason: "catalog change expands authority", revision: 2 });
   });
+
+  it("under a lock another program keeps past the busy timeout: no grant covers a call from then on, nothing waits, and the grants end with their record once the lock goes", async () => {
+    const run = testRun(db);
+    const events = auditSink(AuditLog.open(db, dir, { sync: "normal" }), quiet);
+    const { auth } = makeAuthorizer(db, run, { events });
+    const asked = auth.obtain(callOf(publishPreview, A));
+    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+    expect(await asked).toEqual({ grant: grant!.grant });
+    events.flush();
+    // A short busy timeout: the explicit flush this replaced waited it with the loop held, then
+    // gave up, and its fallback write threw SQLITE_BUSY out of catalogExpanded.
+    const timeout = Number(db.pragma("busy_timeout", { simple: true }));
+    db.pragma("busy_timeout = 300");
+    other.exec("BEGIN IMMEDIATE");
+    let held = true;
+    try {
+      expect(() =>
+        auth.catalogExpanded({
+          revision: 2,
+          previousRevision: 1,
+          expanding: [{ tool: "publish_everything", kind: "added", changes: [] }],
+        }),
+      ).not.toThrow();
+      // deny first: the grant covers nothing here already, though its row is still live
+      // (covering: the authorizer's own look, from a fresh read of the store)
+      const covering = (auth as unknown as { covering(c: unknown, fresh: boolean): unknown }).covering;
+      expect(covering.call(auth, callOf(publishPreview, A), true)).toBeNull();
+      expect(getGrant(db, grant!.grant)!.endedAt).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      other.exec("COMMIT");
+      held = false;
+      // the sink's kept group goes once the lock is free: the row ends with its record
+      for (let i = 0; i < 100 && getGrant(db, grant!.grant)!.endedAt === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      if (held) other.exec("COMMIT");
+      db.pragma(`busy_timeout = ${timeout}`);
+    }
+    expect(getGrant(db, grant!.grant)!.endedAt).not.toBeNull();
+    const revoked = (await chainEvents(dir)).filter(
+      (e) => e.type === "grants_revoked" && (e.grants as string[]).includes(grant!.grant),
+    );
+    expect(revoked).toHaveLength(1);
+  });
 });
