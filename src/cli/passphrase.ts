@@ -26,16 +26,23 @@ export async function readPassphrase(prompt: string, opts: { confirm?: boolean }
   if (file) return readPassphraseFile(file);
   const out = openTerminal("w");
   try {
-    const first = await readHidden(out, prompt);
-    if (opts.confirm) {
+    // a slip in one of the two entries is asked again, as passwd does, a few times
+    for (let attempt = 1; ; attempt++) {
+      const first = await readHidden(out, prompt);
+      if (!opts.confirm) return first;
       const again = await readHidden(out, "Repeat the passphrase: ");
-      if (again !== first) throw new PassphraseError("the two passphrases differ");
+      if (again === first) return first;
+      if (attempt === CONFIRM_TRIES)
+        throw new PassphraseError(`the two passphrases differed ${CONFIRM_TRIES} times`);
+      writeSync(out, "the two passphrases differ; type it again\r\n");
     }
-    return first;
   } finally {
     closeSync(out);
   }
 }
+
+/** How many times a passphrase and its repetition may differ before the command gives up. */
+const CONFIRM_TRIES = 3;
 
 /** A passphrase is one line; a file far larger is not a passphrase file (and is not read into memory). */
 const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;

@@ -488,12 +488,27 @@ describe.runIf(hasScript)("the passphrase on a terminal", () => {
     expect(r.screen).not.toContain(PASSPHRASE.slice(0, 8));
   });
 
-  it("init asks twice and refuses two different entries; Ctrl-C cancels", async () => {
+  it("init asks twice, asks again when the two differ, gives up after three; Ctrl-C cancels", async () => {
     const dir = tempDir();
-    const differ = await onTerminal(dir, ["init"], [`${PASSPHRASE}\r`, `${PASSPHRASE}!\r`]);
+    const differ = await onTerminal(
+      dir,
+      ["init"],
+      [1, 2, 3].flatMap((i) => [`${PASSPHRASE}\r`, `${PASSPHRASE}${"!".repeat(i)}\r`]),
+    );
     expect(differ.code).toBe(2);
-    expect(differ.screen).toMatch(/the two passphrases differ/);
+    expect(differ.screen.match(/the two passphrases differ; type it again/g)).toHaveLength(2);
+    expect(differ.screen).toMatch(/the two passphrases differed 3 times/);
     expect(keyringExists(dir)).toBe(false);
+    // a slip in the repetition: asked again, and the second pair makes the keyring
+    const other = tempDir();
+    const slipped = await onTerminal(
+      other,
+      ["init"],
+      [`${PASSPHRASE}\r`, `${PASSPHRASE}x\r`, `${PASSPHRASE}\r`, `${PASSPHRASE}\r`],
+    );
+    expect(slipped.code).toBe(0);
+    expect(slipped.screen).toMatch(/the two passphrases differ; type it again/);
+    expect(keyringExists(other)).toBe(true);
     const cancelled = await onTerminal(dir, ["init"], ["abc\u0003"]);
     expect(cancelled.code).toBe(2);
     expect(cancelled.screen).toMatch(/cancelled/);
