@@ -26,15 +26,21 @@ twoConnectionsPerTest("portcullis-expand-", (s) => {
 const A = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
 const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 
+/** A run whose call of publish_preview a human approved for the session, its records written. */
+async function approvedForTheSession() {
+  const run = testRun(db);
+  const events = auditSink(AuditLog.open(db, dir, { sync: "normal" }), quiet);
+  const { auth } = makeAuthorizer(db, run, { events });
+  const asked = auth.obtain(callOf(publishPreview, A));
+  const { grant } = await decideNext(other, run, { approve: true, for: "session" });
+  expect(await asked).toEqual({ grant: grant!.grant });
+  events.flush();
+  return { events, auth, grant };
+}
+
 describe("an expanding catalog change under onExpand run", () => {
   it("never ends the run's grants without their record: a writer taking the lock right after loses nothing", async () => {
-    const run = testRun(db);
-    const events = auditSink(AuditLog.open(db, dir, { sync: "normal" }), quiet);
-    const { auth } = makeAuthorizer(db, run, { events });
-    const asked = auth.obtain(callOf(publishPreview, A));
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await asked).toEqual({ grant: grant!.grant });
-    events.flush();
+    const { events, auth, grant } = await approvedForTheSession();
     const timeout = Number(db.pragma("busy_timeout", { simple: true }));
     db.pragma("busy_timeout = 50");
     try {
@@ -65,13 +71,7 @@ describe("an expanding catalog change under onExpand run", () => {
   });
 
   it("under a lock another program keeps past the busy timeout: no grant covers a call from then on, nothing waits, and the grants end with their record once the lock goes", async () => {
-    const run = testRun(db);
-    const events = auditSink(AuditLog.open(db, dir, { sync: "normal" }), quiet);
-    const { auth } = makeAuthorizer(db, run, { events });
-    const asked = auth.obtain(callOf(publishPreview, A));
-    const { grant } = await decideNext(other, run, { approve: true, for: "session" });
-    expect(await asked).toEqual({ grant: grant!.grant });
-    events.flush();
+    const { events, auth, grant } = await approvedForTheSession();
     // A short busy timeout: the explicit flush this replaced waited it with the loop held, then
     // gave up, and its fallback write threw SQLITE_BUSY out of catalogExpanded.
     const timeout = Number(db.pragma("busy_timeout", { simple: true }));
