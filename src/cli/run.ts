@@ -3,6 +3,7 @@ import { basename, join } from "node:path";
 import { commandLineServer, resolveServer, type ServerConfig } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
+import { foreignProc } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
@@ -140,6 +141,12 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     LISTEN_FLAGS.some((f) => values[f] !== undefined)
       ? (await listenModule()).listenSettings(server, stateDir, values)
       : null;
+  // a launched server is observed through /proc: refused where that /proc is not this process's
+  // own namespace's (deny first: its epochs would name another process)
+  if (!server.remote) {
+    const foreign = foreignProc();
+    if (foreign) throw new UsageError(`run: ${foreign}.`);
+  }
   const env = serverEnv(server);
   const early = startsEarly(server, stateDir, listen)
     ? new EarlyStart({ command: server.command, args: server.args, cwd: server.cwd, env }, SHUTDOWN_SIGNALS)

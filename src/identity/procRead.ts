@@ -184,6 +184,21 @@ export interface ProcessPlace {
   boot: string | null;
 }
 
+/**
+ * Why the processes this gateway launches cannot be observed here, or null. On Linux every look
+ * at a server (its identity, its children, its exit) reads /proc/PID by the pid the kernel gave
+ * the child in this process's PID namespace; when the /proc mounted here is another namespace's
+ * (`unshare --pid --fork` without `--mount-proc`, a sandbox that shares the host's /proc), that
+ * pid names another process there, or none: an epoch would record someone else's code. Seen as
+ * /proc/self naming another pid than this process's.
+ */
+export function foreignProc(): string | null {
+  if (process.platform !== "linux") return null;
+  const self = readLink("/proc/self");
+  if (self === null || self === String(process.pid)) return null;
+  return `the /proc mounted here is another PID namespace's (/proc/self is ${self}, this process is ${process.pid}), so the server's processes cannot be observed and an execution epoch would name another process's code; run portcullis where /proc is its own namespace's (unshare --pid --fork --mount-proc, or a container's own /proc)`;
+}
+
 let ownPlaceCache: ProcessPlace | null = null;
 
 /**

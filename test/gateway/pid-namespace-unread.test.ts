@@ -28,6 +28,10 @@
 // ends that one. Each of the three changes above was made on a copy of the build: the test fails
 // on each (pid_ns null; pid_ns "pid:[…]"; the pending request expired by the lister).
 //
+// The sandboxed gateway serves a server reached by URL (an HTTP fixture outside the sandbox): a
+// server it launched would be observed through that foreign /proc, where its pid names another
+// process, and `run` refuses to launch one there (the second test).
+//
 // Needs root or user namespaces to make a PID namespace (skipped, and said so in the title,
 // without). Runs in a few seconds.
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
@@ -41,6 +45,7 @@ import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { startFixture } from "../http/upstreamFixture.js";
 
 /** A new PID namespace, the host's /proc kept; the namespace torn down when unshare dies. */
 const NS = ["-p", "--kill-child"];
@@ -78,9 +83,10 @@ class UnreadGateway {
   stderr = "";
   readonly exited: Promise<void>;
 
-  constructor(project: Project, stateDir: string, pid: number, runArgs: string[]) {
-    const gateway = [NODE, CLI, "run", "--state-dir", stateDir, "--label", "inventory", ...runArgs, "--"];
-    this.child = spawn("unshare", [...NS, "sh", "-c", SET_NEXT_PID, "sh", ...gateway, ...project.command], {
+  /** `server`: what follows run's options (`--url URL`, or `-- COMMAND`) */
+  constructor(project: Project, stateDir: string, pid: number, runArgs: string[], server: string[]) {
+    const gateway = [NODE, CLI, "run", "--state-dir", stateDir, "--label", "inventory", ...runArgs];
+    this.child = spawn("unshare", [...NS, "sh", "-c", SET_NEXT_PID, "sh", ...gateway, ...server], {
       cwd: project.dir,
       env: hostEnv({ ...project.env, PID: String(pid) }),
     });
@@ -223,32 +229,35 @@ describe("a gateway that cannot read its own PID namespace", () => {
       const decoyPid = decoy.pid!;
       const decoyStart = await waitFor(() => processStartTime(decoyPid), 5_000, "the decoy's start time");
 
-      const gw = new UnreadGateway(project, stateDir, decoyPid, [
-        "--approval",
-        "session",
-        "--approval-timeout",
-        "60000",
-      ]);
+      const upstream = await startFixture({}, null);
+      cleanup.push(() => upstream.kill());
+      const gw = new UnreadGateway(
+        project,
+        stateDir,
+        decoyPid,
+        ["--approval", "session", "--approval-timeout", "60000"],
+        ["--url", upstream.url],
+      );
       cleanup.push(() => gw.kill());
       await gw.open();
 
       // a session grant of its run, and a request of it left pending
-      const first = gw.send("tools/call", { name: "read_status", arguments: {} });
+      const first = gw.send("tools/call", { name: "echo", arguments: { message: "hi" } });
       const asked = await waitFor(
-        async () => (await pending(stateDir)).find((p) => p.tool === "read_status") ?? null,
+        async () => (await pending(stateDir)).find((p) => p.tool === "echo") ?? null,
         20_000,
-        "the read_status request",
+        "the echo request",
       );
       const ok = await runCli(["approve", asked.request, "--for", "session", "--state-dir", stateDir], {
         env: passphraseEnv(),
       });
       expect(ok.code, ok.stderr).toBe(0);
       expect((await first).error, gw.stderr).toBeUndefined();
-      void gw.send("tools/call", { name: "adjust_inventory", arguments: { sku: "A-1", delta: 1 } });
+      void gw.send("tools/call", { name: "note", arguments: { text: "n" } });
       const waiting = await waitFor(
-        async () => (await pending(stateDir)).find((p) => p.tool === "adjust_inventory") ?? null,
+        async () => (await pending(stateDir)).find((p) => p.tool === "note") ?? null,
         20_000,
-        "the adjust_inventory request",
+        "the note request",
       );
 
       // Recorded: the namespace as 'unknown' (never null or empty), with the pid and start time
@@ -325,5 +334,26 @@ describe("a gateway that cannot read its own PID namespace", () => {
       );
     },
     90_000,
+  );
+
+  it.skipIf(UNAVAILABLE !== null)(
+    title("refuses to launch a server there: its pid would name another process in that /proc"),
+    async () => {
+      const project = makeProject("A");
+      cleanup.push(() => project.cleanup());
+      const stateDir = newStateDir();
+      const gw = new UnreadGateway(project, stateDir, 1000, [], ["--", ...project.command]);
+      cleanup.push(() => gw.kill());
+      await gw.exited;
+      expect(gw.child.exitCode, gw.stderr).toBe(2);
+      expect(gw.stderr).toMatch(
+        /^portcullis: run: the \/proc mounted here is another PID namespace's \(\/proc\/self is \d+, this process is \d+\), so the server's processes cannot be observed/,
+      );
+      expect(gw.stderr).toContain("unshare --pid --fork --mount-proc");
+      // nothing of the server ran, nothing was recorded
+      expect(project.counter()).toBe(0);
+      expect(rows(stateDir).runs).toEqual([]);
+    },
+    30_000,
   );
 });
