@@ -10,7 +10,7 @@ import {
   type Tool,
 } from "../catalog/index.js";
 import type { Response } from "../relay/jsonrpc.js";
-import type { Store } from "../store/db.js";
+import { briefly, type Store, whenUnlocked } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
@@ -288,7 +288,13 @@ export class CatalogSync {
       this.p.settle(gen);
       if (this.failed?.gen === gen) this.failed = null;
       const before = this.revision;
-      const changed = this.apply(snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }), gen);
+      const changed = await this.apply(
+        snapshotOf(fetched.tools, fetched.pages, { previous: this.snapshot }),
+        gen,
+      );
+      // the record waited for the store: the generation may have ended meanwhile (recorded all
+      // the same, the revision being that epoch's; served only while it is current)
+      if (changed === null) return;
       this.envelope = fetched.envelope;
       if (relist) this.paceRelist(gen, changed);
       // (apply told the client when the served revision changed)
@@ -441,10 +447,14 @@ export class CatalogSync {
       );
   }
 
-  /** Makes `snap` the served snapshot; true when it is a new revision. */
-  private apply(snap: CatalogSnapshot, gen: Generation): boolean {
+  /**
+   * Makes `snap` the served snapshot; true when it is a new revision, null when `gen` ended while
+   * its revision was being recorded (nothing served from it).
+   */
+  private async apply(snap: CatalogSnapshot, gen: Generation): Promise<boolean | null> {
     const served = this.snapshot;
-    const rec = this.record(snap, gen, served);
+    const rec = await this.record(snap, gen, served);
+    if (!this.p.isCurrent(gen)) return null;
     const before = this.revision;
     this.snapshot = snap;
     this.validator = new ArgumentValidator(snap);
@@ -462,7 +472,11 @@ export class CatalogSync {
    * timeout) or the gateway was killed meanwhile, and no later fetch recorded it: the same
    * catalog again is no change.
    */
-  private record(snap: CatalogSnapshot, gen: Generation, served: CatalogSnapshot | null): Revised {
+  private async record(
+    snap: CatalogSnapshot,
+    gen: Generation,
+    served: CatalogSnapshot | null,
+  ): Promise<Revised> {
     const { store, label, events } = this.p;
     const latest = latestFingerprint(store, label);
     if (latest?.fingerprint === snap.fingerprint)
@@ -473,18 +487,26 @@ export class CatalogSync {
       ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
       : null;
     let wrote = false;
-    events.emit(this.revised(snap, gen, revision, previous, served), () => {
-      // another gateway of this label recorded a revision since: this record would misnumber it
-      if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) return false;
-      wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
-      return wrote;
-    });
-    events.flush();
+    // Waited for as an intent is: while another program holds the store's lock the group is kept
+    // and tried again, the event loop free (an explicit flush here held it a whole busy timeout).
+    try {
+      await events.emitDurable(this.revised(snap, gen, revision, previous, served), () => {
+        // another gateway of this label recorded a revision since: this record would misnumber it
+        if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) return false;
+        wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
+        return wrote;
+      });
+    } catch {
+      // not written (the sink said why)
+    }
     if (wrote && getRevision(store, label, revision)?.fingerprint === snap.fingerprint)
       return { revision, changed: true, previous };
-    // Not written with its record (the sink said why), or another gateway's revision came first:
-    // stored as before (a store that cannot be written fails the fetch), recorded best effort.
-    const rec = recordRevision(store, label, snap, gen.epoch);
+    // Not written with its record, or another gateway's revision came first: stored as before,
+    // waiting out a lock briefly per attempt (a store that cannot be written fails the fetch),
+    // recorded best effort.
+    const rec = await whenUnlocked(() => recordRevision(store, label, snap, gen.epoch), {
+      attempt: briefly(store),
+    });
     if (rec.changed) events.emit(this.revised(snap, gen, rec.revision, rec.previous, served));
     return rec;
   }
