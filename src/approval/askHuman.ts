@@ -145,18 +145,33 @@ export class HumanAsker {
       id = pending.request;
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else if (beingStored) {
-      id = await beingStored;
+      try {
+        id = await beingStored;
+      } catch (e) {
+        if (e instanceof RequestNotStored) return { error: answerCutShort("connection-ends", e.request, "") };
+        throw e;
+      }
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
-      const stored = this.newRequest(call, mode, digest, (request) => ({
-        type: "approval_requested",
-        ...subject(request),
+      const stored = this.newRequest(
+        call,
         mode,
-        arguments: digest,
-      }));
+        digest,
+        (request) => ({
+          type: "approval_requested",
+          ...subject(request),
+          mode,
+          arguments: digest,
+        }),
+        connectionEndSignal(hooks.signal),
+      );
       this.storing.set(key, stored);
       try {
         id = await stored;
+      } catch (e) {
+        // the connection ended while the store was locked: the request was never stored
+        if (e instanceof RequestNotStored) return { error: answerCutShort("connection-ends", e.request, "") };
+        throw e;
       } finally {
         this.storing.delete(key);
       }
@@ -409,6 +424,8 @@ export class HumanAsker {
     mode: "session" | "per-call",
     digest: string,
     event: (request: string) => { type: string; [k: string]: unknown },
+    /** aborted once the connection ends (connectionEndSignal) */
+    connectionEnds?: AbortSignal,
   ): Promise<string> {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
@@ -479,8 +496,18 @@ export class HumanAsker {
     }
     if (!recorded && !getRequest(db, id)) {
       // Not written (the sink said why): stored all the same, waiting out a lock as any write a
-      // call waits on, and its record tried again with the sink's next group.
-      await whenUnlocked(() => insertRequest(db, request), this.waits(call, "the approval request for"));
+      // call waits on, and its record tried again with the sink's next group. Not once the
+      // connection ends: nobody waits for it any more, and a request stored after its run ended
+      // would be pending with no gateway to close it.
+      try {
+        await whenUnlocked(() => insertRequest(db, request), {
+          ...this.waits(call, "the approval request for"),
+          signal: connectionEnds,
+        });
+      } catch (e) {
+        if (connectionEnds?.aborted) throw new RequestNotStored(id, e);
+        throw e;
+      }
       this.parts.emit(event(id));
     }
     const sd = this.o.stateDirFlag ?? "";
@@ -554,6 +581,32 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * sentence, see abortDecisions: the request closes with the run).
  */
 type Cancelled = false | "client" | "connection-ends";
+
+/**
+ * A signal that aborts when `signal` does because the connection ends (its reason a sentence),
+ * not when the client cancels one call: a request two identical calls share is given up only
+ * when neither can wait for it any more.
+ */
+function connectionEndSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
+  if (!signal) return undefined;
+  const ends = new AbortController();
+  const check = () => {
+    if (typeof signal.reason === "string") ends.abort(signal.reason);
+  };
+  if (signal.aborted) check();
+  else signal.addEventListener("abort", check, { once: true });
+  return ends.signal;
+}
+
+/** An approval request not stored because the connection ended while the store was locked. */
+class RequestNotStored extends Error {
+  constructor(
+    readonly request: string,
+    cause: unknown,
+  ) {
+    super(`approval request ${request} was not stored: the connection ended`, { cause });
+  }
+}
 
 function cutShort(signal: AbortSignal | undefined): Cancelled {
   if (!signal?.aborted) return false;

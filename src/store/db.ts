@@ -229,7 +229,13 @@ export const BRIEF_WAIT_MS = 100;
  */
 export async function whenUnlocked<T>(
   step: () => T,
-  o: { patienceMs?: number; onBusy?: () => void; attempt?: <U>(write: () => U) => U } = {},
+  o: {
+    patienceMs?: number;
+    onBusy?: () => void;
+    attempt?: <U>(write: () => U) => U;
+    /** stops trying once aborted (what waited is gone: a connection that ended), the last failure thrown */
+    signal?: AbortSignal;
+  } = {},
 ): Promise<T> {
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -237,9 +243,18 @@ export async function whenUnlocked<T>(
       return o.attempt ? o.attempt(step) : step();
     } catch (e) {
       if (!isBusy(e) || Date.now() - started >= (o.patienceMs ?? busyPatienceMs())) throw e;
+      if (o.signal?.aborted) throw e;
       if (attempt === 1) o.onBusy?.();
       const pause = Math.min(50 * 2 ** (attempt - 1), 1_000);
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          o.signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, pause);
+        o.signal?.addEventListener("abort", done, { once: true });
+      });
     }
   }
 }
