@@ -3,7 +3,7 @@ import { basename, join } from "node:path";
 import { commandLineServer, resolveServer, type ServerConfig } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
-import { foreignProc } from "../identity/procRead.js";
+import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
@@ -145,7 +145,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   // own namespace's (deny first: its epochs would name another process)
   if (!server.remote) {
     const foreign = foreignProc();
-    if (foreign) throw new UsageError(`run: ${foreign}.`);
+    if (foreign) throw new UsageError(`run: ${foreign}; ${OWN_PROC_FIX}.`);
   }
   const env = serverEnv(server);
   const early = startsEarly(server, stateDir, listen)

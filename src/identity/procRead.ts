@@ -196,8 +196,12 @@ export function foreignProc(): string | null {
   if (process.platform !== "linux") return null;
   const self = readLink("/proc/self");
   if (self === null || self === String(process.pid)) return null;
-  return `the /proc mounted here is another PID namespace's (/proc/self is ${self}, this process is ${process.pid}), so the server's processes cannot be observed and an execution epoch would name another process's code; run portcullis where /proc is its own namespace's (unshare --pid --fork --mount-proc, or a container's own /proc)`;
+  return `the /proc mounted here is another PID namespace's (/proc/self is ${self}, this process is ${process.pid}), so the server's processes cannot be observed and an execution epoch would name another process's code`;
 }
+
+/** What to do about foreignProc's finding. */
+export const OWN_PROC_FIX =
+  "run portcullis where /proc is its own namespace's (unshare --pid --fork --mount-proc, or a container's own /proc)";
 
 let ownPlaceCache: ProcessPlace | null = null;
 

@@ -9,6 +9,7 @@ import { unaccountedHistory } from "../approval/chainHistory.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { describeOsProcess, lockHolders, plainExe } from "../identity/proc.js";
+import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
@@ -84,6 +85,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const mode = exists ? statSync(path).mode & 0o777 : null;
   const isDir = exists && statSync(path).isDirectory();
   findings.push(...stateDirFindings(path, why, mode, isDir));
+  // a gateway started from here would refuse to launch its server (run says the same sentence)
+  const foreign = foreignProc();
+  if (foreign)
+    findings.push({
+      ok: false,
+      what: `a gateway started here cannot launch a server: ${foreign}`,
+      next: `${OWN_PROC_FIX}: the agent host with it; a server reached by URL (run --url) needs no /proc`,
+    });
   const keyring = isDir && keyringFinding(path, findings);
 
   const sqlite = sqliteVersion();

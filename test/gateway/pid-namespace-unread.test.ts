@@ -356,4 +356,22 @@ describe("a gateway that cannot read its own PID namespace", () => {
     },
     30_000,
   );
+
+  it.skipIf(UNAVAILABLE !== null)(
+    title("doctor there says a gateway cannot launch a server, and what to do"),
+    () => {
+      const stateDir = newStateDir();
+      const r = spawnSync(
+        "unshare",
+        [...NS, "sh", "-c", SET_NEXT_PID, "sh", NODE, CLI, "doctor", "--json", "--state-dir", stateDir],
+        { encoding: "utf8", timeout: 30_000, env: hostEnv({ PID: "1000" }) },
+      );
+      expect(r.status, r.stderr).toBe(1);
+      const report = JSON.parse(r.stdout) as { findings: { ok: boolean; what: string; next: string }[] };
+      const found = report.findings.find((f) => /cannot launch a server/.test(f.what));
+      expect(found, r.stdout).toMatchObject({ ok: false });
+      expect(found!.what).toMatch(/the \/proc mounted here is another PID namespace's/);
+      expect(found!.next).toContain("unshare --pid --fork --mount-proc");
+    },
+  );
 });
