@@ -58,9 +58,15 @@ export const NOT_PORTCULLIS = "(from the server, not from portcullis) ";
  */
 export function speaksAsGateway(message: string): boolean {
   let skeleton = "";
-  // code point by code point, up to the letters that matter: a long run of invisible characters
-  // is walked once, and never normalised as a whole
-  for (const ch of message) {
+  // What a renderer shows nothing for goes first, in one native pass (a character class, no
+  // quantifier: a run cannot grow the matcher's stack); then the visible rest, code point by code
+  // point, up to the letters that matter. A name after more than MAX_VISIBLE visible characters
+  // is not where anyone reads a speaker, and walking further would let a server's message of
+  // many megabytes of visible symbols hold the gateway.
+  const visible = message.replace(INVISIBLE, "");
+  let walked = 0;
+  for (const ch of visible) {
+    if (++walked > MAX_VISIBLE) break;
     for (const c of ch.normalize("NFKD").toLowerCase()) {
       const letter = LOOKALIKE.get(c) ?? (LETTER.test(c) ? c : null);
       if (letter === null) continue;
@@ -72,6 +78,10 @@ export function speaksAsGateway(message: string): boolean {
 }
 
 const GATEWAY = "portcullis";
+/** Characters a renderer shows as nothing, or as a mark on the one before. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{M}\p{Default_Ignorable_Code_Point}]/gu;
+/** How many visible code points are walked, at most, looking for the name. */
+const MAX_VISIBLE = 4096;
 /** How far into a message the name counts as its speaker's: a sentence's first words. */
 const SPEAKER_LETTERS = 48;
 /** A letter (a mark is not one: NFKD has split accents off their letters). */
