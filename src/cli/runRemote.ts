@@ -104,7 +104,7 @@ export function remoteLink(
       return {
         missing:
           r.error === "credential_missing"
-            ? "no secret by that name in the vault"
+            ? `no secret by that name in the vault (${quotedCommand(`vault set ${scope} --host ${shellWord(url.host)}`, stateDir)} stores it)`
             : `the vault stores it for other destinations than ${url.host}, or not for HTTP delivery (${quotedCommand(`vault set ${scope} --host ${shellWord(url.host)}`, stateDir)} stores it again for that host)`,
       };
     },

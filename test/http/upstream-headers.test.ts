@@ -284,6 +284,12 @@ describe("config headers from the vault", () => {
       .catch((e) => e)) as { code: number; message: string };
     expect(refused.code).toBe(-32059);
     expect(refused.message).toMatch(/"remote-mcp-token".*other destinations than 127\.0\.0\.1:\d+/);
+    // the command that stores it again for this server's host, for this state directory
+    expect(refused.message).toMatch(
+      new RegExp(
+        `'portcullis vault set remote-mcp-token --host 127\\.0\\.0\\.1:\\d+ --state-dir ${stateDir}' stores it again`,
+      ),
+    );
     expect(readJsonLines(log).length).toBe(seen.length); // nothing more reached the server
     expect(await everythingShown(stateDir, gw.stderr())).not.toContain(SECRET);
   });
