@@ -110,6 +110,7 @@ export function beginAgentRun(
       server.credentialSpecs,
       (scope) => credentialMismatch(server, store, scope, s.stateDir),
       () => s.spawned?.withheld ?? [],
+      server.remote ? urlAuthority(server.remote.url) : undefined,
     ),
     timeoutMs: s.approvalTimeoutMs,
     requestTtlMs: s.requestTtlMs,
@@ -183,6 +184,12 @@ export function endAgentRun(
   events.flush();
   // Not recorded (the sink said why): ended all the same, its session grants with it (deny first)
   endRunQuietly(store, run, log, o.busyUnsaid ?? false);
+}
+
+/** `host:port` of a URL, the port as the scheme implies when not written (as the vault's hosts are). */
+function urlAuthority(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || (u.protocol === "https:" ? "443" : "80")}`;
 }
 
 /** Why a request still pending at its run's end is closed (the reason endRun gives it too). */

@@ -70,6 +70,8 @@ export function holderVault(
   specs: readonly CredentialSpec[],
   mismatch: (scope: string) => DeliveryMismatch | null = () => null,
   spawnedWithout: () => readonly Withheld[] = () => [],
+  /** a server reached by URL: the host (host:port) its header secrets are sent to */
+  headerHost?: string,
 ): VaultPort {
   const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
   const httpDelivered = new Set(specs.filter((s) => s.deliver === "http").map((s) => s.secret));
@@ -79,9 +81,11 @@ export function holderVault(
       `vault set ${scope}${
         envDelivered.has(scope)
           ? " --deliver env"
-          : specs
-              .filter((s) => s.secret === scope)
-              .flatMap((s) => s.hosts)
+          : [
+              ...specs.filter((s) => s.secret === scope).flatMap((s) => s.hosts),
+              // a header secret of a server reached by URL goes to that server's host
+              ...(headerHost && !specs.some((s) => s.secret === scope) ? [headerHost] : []),
+            ]
               .map((h) => ` --host ${shellWord(h)}`)
               .join("")
       }`,

@@ -294,6 +294,24 @@ describe("config headers from the vault", () => {
     expect(await everythingShown(stateDir, gw.stderr())).not.toContain(SECRET);
   });
 
+  it("a secret removed while the gateway runs: credential_missing naming the command that stores it for this URL", async () => {
+    const SECRET = "removed-while-running-token-77d1";
+    const { gw, stateDir, log, seen } = await servedWithVaultHeader("Authorization", SECRET);
+    const rm = await runCli(["vault", "rm", "remote-mcp-token"], { stateDir, env: passphraseEnv() });
+    expect(rm.code, rm.stderr).toBe(0);
+    const refused = (await gw.client
+      .callTool({ name: "echo", arguments: { message: "y" } })
+      .catch((e) => e)) as { code: number; message: string; data: { retry: string } };
+    expect(refused.code).toBe(-32059);
+    // the retry names the command that stores it for this URL's host, for this state directory
+    expect(refused.data.retry).toMatch(
+      new RegExp(
+        `^ask a human to run 'portcullis vault set remote-mcp-token --host 127\\.0\\.0\\.1:\\d+ --state-dir ${stateDir}' and 'portcullis unlock --state-dir ${stateDir}', then retry$`,
+      ),
+    );
+    expect(readJsonLines(log).length).toBe(seen.length); // nothing more reached the server
+  });
+
   it("a server entry with both url and command, or url with identity, is refused naming the key", async () => {
     const dir = tempDir("portcullis-cfg-");
     const file = join(dir, "portcullis.json");
