@@ -34,7 +34,7 @@
 //
 // Needs root or user namespaces to make a PID namespace (skipped, and said so in the title,
 // without). Runs in a few seconds.
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
 import { processStartTime } from "../../src/identity/procRead.js";
@@ -42,6 +42,7 @@ import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { alive, childrenOf, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
+import { LinePeer } from "../helpers/linePeer.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -75,63 +76,24 @@ afterEach(async () => {
 });
 
 /** The gateway in the sandbox, its pid there being `pid`, spoken to in raw JSON-RPC lines. */
-class UnreadGateway {
-  readonly child: ChildProcessWithoutNullStreams;
-  private buf = "";
-  private nextId = 0;
-  private readonly waiters = new Map<number, (m: Record<string, unknown>) => void>();
-  stderr = "";
-  readonly exited: Promise<void>;
-
+class UnreadGateway extends LinePeer {
   /** `server`: what follows run's options (`--url URL`, or `-- COMMAND`) */
   constructor(project: Project, stateDir: string, pid: number, runArgs: string[], server: string[]) {
     const gateway = [NODE, CLI, "run", "--state-dir", stateDir, "--label", "inventory", ...runArgs];
-    this.child = spawn("unshare", [...NS, "sh", "-c", SET_NEXT_PID, "sh", ...gateway, ...server], {
+    super("unshare", [...NS, "sh", "-c", SET_NEXT_PID, "sh", ...gateway, ...server], {
       cwd: project.dir,
       env: hostEnv({ ...project.env, PID: String(pid) }),
     });
-    this.child.stderr.on("data", (d: Buffer) => {
-      this.stderr += d;
-    });
-    this.child.stdout.on("data", (d: Buffer) => {
-      this.buf += d;
-      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
-        const m = JSON.parse(this.buf.slice(0, i)) as Record<string, unknown>;
-        this.buf = this.buf.slice(i + 1);
-        const w = typeof m.id === "number" ? this.waiters.get(m.id) : undefined;
-        if (w) w(m);
-      }
-    });
-    this.child.stdin.on("error", () => {});
-    this.exited = new Promise((r) => this.child.on("close", () => r()));
   }
 
-  send(method: string, params: unknown = {}): Promise<Record<string, unknown>> {
-    const id = ++this.nextId;
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
-    return new Promise((r) => this.waiters.set(id, r));
-  }
-
-  async open(): Promise<void> {
-    const init = await this.send("initialize", {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "sandboxed-client", version: "1" },
-    });
-    expect(init.result, this.stderr).toBeDefined();
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
-    await this.send("tools/list");
+  override open(): Promise<void> {
+    return super.open("sandboxed-client");
   }
 
   /** The gateway's host pid (unshare → sh → node), for the test to see it die. */
   hostPid(): number {
     const sh = Number(childrenOf(this.child.pid!).split(" ")[0]);
     return Number(childrenOf(sh).split(" ")[0]);
-  }
-
-  async kill(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
-    await this.exited;
   }
 }
 

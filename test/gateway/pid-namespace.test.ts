@@ -6,13 +6,14 @@
 // --mount-proc` (needs root or user namespaces; the tests say so and are skipped without it).
 // The same for the gateways' own rows: a sandboxed gateway must not close a live host gateway's
 // calls in flight as interrupted, and `status` lists a gateway it cannot see, never as gone.
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
+import { LinePeer } from "../helpers/linePeer.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -54,55 +55,17 @@ function nsCli(args: string[]): Promise<{ code: number | null; stdout: string; s
 }
 
 /** A gateway in its own PID namespace, spoken to in raw JSON-RPC lines. */
-class NsGateway {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private buf = "";
-  private nextId = 0;
-  private readonly waiters = new Map<number, (m: Record<string, unknown>) => void>();
-  stderr = "";
-  readonly exited: Promise<void>;
-
+class NsGateway extends LinePeer {
   constructor(project: Project, stateDir: string, runArgs: string[]) {
     const args = [CLI, "run", "--state-dir", stateDir, "--label", "inventory", ...runArgs, "--"];
-    this.child = spawn("unshare", [...NS, NODE, ...args, ...project.command], {
+    super("unshare", [...NS, NODE, ...args, ...project.command], {
       cwd: project.dir,
       env: hostEnv(project.env),
     });
-    this.child.stderr.on("data", (d: Buffer) => {
-      this.stderr += d;
-    });
-    this.child.stdout.on("data", (d: Buffer) => {
-      this.buf += d;
-      for (let i = this.buf.indexOf("\n"); i >= 0; i = this.buf.indexOf("\n")) {
-        const m = JSON.parse(this.buf.slice(0, i)) as Record<string, unknown>;
-        this.buf = this.buf.slice(i + 1);
-        const w = typeof m.id === "number" ? this.waiters.get(m.id) : undefined;
-        if (w) w(m);
-      }
-    });
-    this.exited = new Promise((r) => this.child.on("close", () => r()));
   }
 
-  send(method: string, params: unknown = {}): Promise<Record<string, unknown>> {
-    const id = ++this.nextId;
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
-    return new Promise((r) => this.waiters.set(id, r));
-  }
-
-  async open(): Promise<void> {
-    const init = await this.send("initialize", {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "ns-client", version: "1" },
-    });
-    expect(init.result).toBeDefined();
-    this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
-    await this.send("tools/list");
-  }
-
-  async close(): Promise<void> {
-    this.child.stdin.end();
-    await this.exited;
+  override open(): Promise<void> {
+    return super.open("ns-client");
   }
 }
 
