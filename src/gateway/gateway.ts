@@ -418,31 +418,33 @@ export class Gateway {
 
   /**
    * A worker swapped before `gen`'s first answer (the supervisor's look: the one on the gateway's
-   * output pipe gone, the same command started again). Whether it took the client's initialize
-   * with it, nothing under /proc says: a worker that died before reading anything leaves the
-   * request in the pipe for the next one, which answers it. So the gateway asks: a ping of its own,
-   * written behind what waits. A server reads the pipe in order and answers an initialize before
-   * it reads what follows it, so a ping answered while the client's initialize written before it
-   * is still unanswered means that initialize was read by the worker that went away: the epoch is
-   * replaced (a new one, its identity captured again), and the initialize answered epoch_transition
-   * (send it again), as for a process that crashed holding it. No answer to the ping (a server
-   * that answers none): nothing is concluded, as before. The server's words decide nothing here
-   * but whether a request was lost; the swap itself is what the supervisor saw.
+   * output pipe gone, the same command started again). Whether it took the client's handshake
+   * request (legacy: initialize; modern: server/discover) with it, nothing under /proc says: a
+   * worker that died before reading anything leaves the request in the pipe for the next one,
+   * which answers it. So the gateway asks: a ping of its own, written behind what waits. A server
+   * reads the pipe in order and answers a handshake request before it reads what follows it, so
+   * a ping answered while the handshake request written before it is still unanswered means that
+   * request was read by the worker that went away: the epoch is replaced (a new one, its identity
+   * captured again), and the request answered epoch_transition, as for a process that crashed
+   * holding it. No answer to the ping (a server that answers none): nothing is concluded, as
+   * before. The server's words decide nothing here but whether a request was lost; the swap
+   * itself is what the supervisor saw.
    */
   private onSwappedBeforeAnswer(gen: Generation, detail: string): void {
     if (gen !== this.gen || !gen.alive) return;
-    const waiting = this.inFlight.initializesAt(gen);
+    const waiting = this.inFlight.handshakesAt(gen);
     if (waiting.length === 0) return;
     this.inFlight.request(gen, "ping", {}, SWAP_PROBE_MS).then(
       (answer) => {
         if (answer === null || gen !== this.gen || !gen.alive) return; // gone first: answered then
-        if (!waiting.some((wire) => this.inFlight.waitingAt(wire, gen))) return;
+        const lost = waiting.find(({ wire }) => this.inFlight.waitingAt(wire, gen));
+        if (lost === undefined) return;
         this.o.log.status(
-          `the client's initialize was lost with the server's worker (${detail}): it answered a ping written after it, and not the initialize`,
+          `the client's ${lost.method} was lost with the server's worker (${detail}): it answered a ping written after it, and not the ${lost.method}`,
         );
         this.o.supervisor.replaceBeforeAnswer?.(
           gen,
-          `${detail}; the client's initialize it had read was lost with it`,
+          `${detail}; the client's ${lost.method} it had read was lost with it`,
         );
       },
       () => {}, // no answer within the time: nothing concluded

@@ -583,9 +583,11 @@ export class InFlight {
       if (lostInit) this.p.session.initializeLost();
       const e = lostInit
         ? refuse.initializeLost(gen.epoch, this.p.session.hasNegotiated)
-        : status === undefined
-          ? refuse.epochTransition(gen.epoch, null)
-          : refuse.sessionEnded(gen.epoch, status);
+        : status !== undefined
+          ? refuse.sessionEnded(gen.epoch, status)
+          : LOST_READS.has(p.method)
+            ? refuse.readLost(p.method, gen.epoch)
+            : refuse.epochTransition(gen.epoch, null);
       this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));
     }
   }
@@ -673,13 +675,17 @@ export class InFlight {
   }
 
   /**
-   * The wire ids of the client's initialize requests written to `gen` and not answered yet: what a
-   * worker swapped before the first answer may have read and taken with it (Gateway's probe).
+   * The client's handshake requests (legacy: initialize; modern: server/discover) written to `gen`
+   * and not answered yet, by wire id with their method: what a worker swapped before the first
+   * answer may have read and taken with it (Gateway's probe). Only these: a server answers them
+   * before it reads what follows (both MCP SDKs), which is what the probe's ping relies on; any
+   * other request may be answered after a ping written behind it without having been lost.
    */
-  initializesAt(gen: Generation): number[] {
-    const out: number[] = [];
+  handshakesAt(gen: Generation): { wire: number; method: string }[] {
+    const out: { wire: number; method: string }[] = [];
     for (const [wire, p] of this.upstream.entries())
-      if (p.origin === "client" && p.gen === gen && p.method === "initialize" && !p.cancelled) out.push(wire);
+      if (p.origin === "client" && p.gen === gen && HANDSHAKES.has(p.method) && !p.cancelled)
+        out.push({ wire, method: p.method });
     return out;
   }
 
@@ -728,7 +734,13 @@ function belongsTo(entry: Pending, from: Generation): boolean {
  * change something (logging/setLevel, a method the gateway does not know): answered
  * server_unavailable, and the client decides.
  */
+/** The requests a server answers before reading what follows them (see handshakesAt). */
+const HANDSHAKES = new Set(["initialize", "server/discover"]);
+
 const CARRIED_READS = new Set(["ping", "resources/list", "resources/templates/list", "prompts/list"]);
+
+/** Requests that change nothing: one lost with its process is told to be sent again as it is. */
+const LOST_READS: ReadonlySet<string> = new Set([...CARRIED_READS, "server/discover", "tools/list"]);
 
 /** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */
 const MAX_GAVE_UP = 64;

@@ -233,6 +233,20 @@ export const refuse = {
     ),
 
   /**
+   * A request that changes nothing (server/discover, ping, a list), held by a process that went
+   * away before answering it: not retried (the client hears of the epoch change), but unlike a
+   * call's there is nothing to check before sending it again.
+   */
+  readLost: (method: string, requestEpoch: string) =>
+    refusal(
+      "epoch_transition",
+      `The server process that received this ${method} went away before answering; it was not retried.`,
+      `server execution epoch changed while ${method} was in flight`,
+      `send ${method} again: it changes nothing, and goes to the next server process`,
+      { requestEpoch, currentEpoch: null, retried: false },
+    ),
+
+  /**
    * The client's initialize, held by a process (or a remote server's session) that went away
    * before answering it. The first one: nothing was negotiated, so the gateway has no handshake to
    * bring the next process to, and the client's own initialize, sent again, is that process's
