@@ -71,7 +71,7 @@ describe("an expanding catalog change under onExpand run", () => {
   });
 
   it("under a lock another program keeps past the busy timeout: no grant covers a call from then on, nothing waits, and the grants end with their record once the lock goes", async () => {
-    const { events, auth, grant } = await approvedForTheSession();
+    const { auth, grant } = await approvedForTheSession();
     // A short busy timeout: the explicit flush this replaced waited it with the loop held, then
     // gave up, and its fallback write threw SQLITE_BUSY out of catalogExpanded.
     const timeout = Number(db.pragma("busy_timeout", { simple: true }));
