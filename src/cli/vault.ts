@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { AuditEvent } from "../audit/events.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
-import { openStore, type Store } from "../store/db.js";
+import { busyTimeoutMs, openStore, type Store } from "../store/db.js";
 import { quotedCommand, requireInitialized } from "../store/stateDir.js";
 import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
@@ -17,13 +18,16 @@ import {
   HolderListenError,
   holderSocketPath,
   holderStatus,
+  type LockedBy,
   runHolder,
+  type StopReason,
   usableSocketPath,
 } from "../vault/holder.js";
 import {
   endHolders,
   forgetHolder,
   HOLDER_COMMAND,
+  holdersGone,
   recordHolder,
   takeUnlockLock,
 } from "../vault/holderProcs.js";
@@ -154,19 +158,16 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
       }
       const guard = guardStart();
       try {
-        await askHolder(ctx.stateDir, { op: "lock" });
+        await askHolder(ctx.stateDir, { op: "lock", by: "unlock" });
         await clearStaleSocket(ctx.stateDir);
         // holders no socket leads to are ended too: after this, the one started now is the only one
         endHolders(ctx.stateDir);
+        // each records its end as it goes: the new holder's vault_unlocked comes after
+        await holdersGone(ctx.stateDir, busyTimeoutMs() + HOLDER_END_MS);
         const until = new Date(Date.now() + ms);
         const scopes = [...secrets.keys()].sort();
-        await startHolder(ctx.stateDir, until, secrets, ca, guard);
-        AuditLog.open(db, ctx.stateDir).append({
-          type: "vault_unlocked",
-          until: until.toISOString(),
-          scopes,
-          by: `portcullis unlock (pid ${process.pid})`,
-        });
+        // the holder records vault_unlocked itself, before it answers anyone
+        await startHolder(ctx.stateDir, until, secrets, ca, guard, `portcullis unlock (pid ${process.pid})`);
         process.stdout.write(
           `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); ${quotedCommand("lock", ctx.stateDir)} locks it now\n`,
         );
@@ -188,24 +189,20 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
   }
   // Locking only removes authority: no passphrase.
   const was = await holderStatus(ctx.stateDir);
-  await askHolder(ctx.stateDir, { op: "lock" });
+  await askHolder(ctx.stateDir, { op: "lock", by: "lock" });
   await clearStaleSocket(ctx.stateDir);
   // Holders no socket leads to (one still starting, one whose unlock was interrupted) hold the
   // secrets too: ended by the files `unlock` keeps of them.
   const unreachable = endHolders(ctx.stateDir);
+  // Each holder records its own vault_locked as it ends (this command killed now leaves the chain
+  // saying so all the same); waited for, so that the record is there once this says "locked".
+  // What they held is wiped before they write it.
+  await holdersGone(ctx.stateDir, busyTimeoutMs() + HOLDER_END_MS);
   // A directory init never set up, with no holder of it found: not a vault that "was already
   // locked" (`--state-dir ~` for the real one, whose vault stays unlocked) but a mistaken
   // directory, refused as status and the other commands refuse it. Only after the lock above, so
   // a holder whose keyring and store were deleted under it is still ended.
   if (!was.unlocked && unreachable === 0) requireInitialized(ctx.stateDir);
-  if (was.unlocked && keyringExists(ctx.stateDir)) {
-    const db = openStore(ctx.stateDir);
-    try {
-      AuditLog.open(db, ctx.stateDir).append({ type: "vault_locked", reason: "portcullis lock" });
-    } finally {
-      db.close();
-    }
-  }
   process.stdout.write(
     was.unlocked
       ? "vault locked\n"
@@ -232,9 +229,12 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   const payload = JSON.parse(raw.toString("utf8")) as {
     secrets: Record<string, OpenedSecret>;
     ca: { cert: string; key: string } | null;
+    by?: unknown;
   };
   raw.fill(0);
   const secrets = new Map(Object.entries(payload.secrets));
+  const scopes = [...secrets.keys()].sort();
+  const by = typeof payload.by === "string" ? payload.by : "portcullis unlock";
   const ca = payload.ca
     ? { certPem: payload.ca.cert, keyPkcs8: Buffer.from(payload.ca.key, "base64") }
     : null;
@@ -243,47 +243,73 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
     resolveDone = r;
   });
   let holder: Awaited<ReturnType<typeof runHolder>>;
-  /** the unlock heard `ready` (and records vault_unlocked): only then is the lock worth a record */
-  let announced = false;
+  // The holder, not its unlock, writes both records: it alone knows when it serves and when it
+  // stops. An unlock killed once the holder runs (after `ready`, or while its record waited for
+  // the store) would otherwise leave a vault unlocked with nothing in the chain saying so, and a
+  // `lock` killed after the holder locked, the chain saying it still was.
+  /** vault_unlocked is recorded: from then on the holder's end is recorded too */
+  let recorded = false;
   try {
     holder = await runHolder({
       socketPath: holderSocketPath(ctx.stateDir),
       until,
       secrets,
       ca,
-      onStop: (reason) => {
-        if (reason !== "locked" && announced) recordLocked(ctx.stateDir, reason);
+      beforeServing: () => {
+        appendVaultRecord(ctx.stateDir, { type: "vault_unlocked", until: until.toISOString(), scopes, by });
+        recorded = true;
+      },
+      onStop: (reason, lockedBy) => {
+        if (recorded) recordLocked(ctx.stateDir, lockReason(reason, lockedBy));
         resolveDone(EXIT_OK);
       },
     });
   } catch (e) {
-    if (!(e instanceof HolderListenError)) throw e;
     // runHolder wiped what it was given; the unlock reports the sentence
-    process.stdout.write(`failed: ${e.message}\n`);
+    if (e instanceof HolderListenError) process.stdout.write(`failed: ${e.message}\n`);
+    else
+      process.stdout.write(
+        `failed: the vault was not unlocked: its record could not be written to the audit log (${(e as Error).message.replaceAll("\n", " ")})\n`,
+      );
     return 2;
   }
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => holder.stop("signal"));
-  // An unlock that went away before reading this told its user nothing was unlocked: so be it.
+  // An unlock that went away before reading this told its user nothing was unlocked: so be it
+  // (the chain says it was unlocked, then locked, `unreachable`).
   process.stdout.on("error", () => holder.stop("unreachable"));
   process.stdout.write("ready\n", (err) => {
     if (err) holder.stop("unreachable");
-    else announced = true;
   });
   return done;
 }
 
-function recordLocked(stateDir: string, reason: string): void {
+/** The `reason` of a holder's vault_locked record. */
+function lockReason(reason: StopReason, by: LockedBy | undefined): string {
+  if (reason !== "locked") return reason;
+  return by === "unlock" ? "replaced by a new portcullis unlock" : "portcullis lock";
+}
+
+function appendVaultRecord(stateDir: string, event: AuditEvent): void {
+  const db = openStore(stateDir);
   try {
-    const db = openStore(stateDir);
-    try {
-      AuditLog.open(db, stateDir).append({ type: "vault_locked", reason });
-    } finally {
-      db.close();
-    }
-  } catch {
-    /* the lock itself happened; the record is best effort here */
+    AuditLog.open(db, stateDir).append(event);
+  } finally {
+    db.close();
   }
 }
+
+function recordLocked(stateDir: string, reason: string): void {
+  try {
+    appendVaultRecord(stateDir, { type: "vault_locked", reason });
+  } catch {
+    /* the lock itself happened (what the holder held is wiped); the record is best effort here */
+  }
+}
+
+/** A holder's start, besides its record's wait for the store. */
+const HOLDER_START_MS = 10_000;
+/** A holder's end once asked to lock, besides its record's wait for the store. */
+const HOLDER_END_MS = 5_000;
 
 const SIGNAL_EXIT: Record<string, number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
 
@@ -333,6 +359,7 @@ function startHolder(
   secrets: Map<string, OpenedSecret>,
   ca: CaMaterial | null,
   guard: StartGuard,
+  by: string,
 ): Promise<void> {
   const main = fileURLToPath(new URL("./main.cjs", import.meta.url));
   const child = spawn(
@@ -345,6 +372,7 @@ function startHolder(
     JSON.stringify({
       secrets: Object.fromEntries(secrets),
       ca: ca ? { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") } : null,
+      by,
     }),
     "utf8",
   );
@@ -366,7 +394,12 @@ function startHolder(
       child.stdout.destroy();
       reject(new VaultError(message));
     };
-    const timer = setTimeout(() => fail("the vault holder did not start within 10 s"), 10_000);
+    // (its vault_unlocked record may wait for another program's lock on the store)
+    const startMs = busyTimeoutMs() + HOLDER_START_MS;
+    const timer = setTimeout(
+      () => fail(`the vault holder did not start within ${Math.round(startMs / 1000)} s`),
+      startMs,
+    );
     child.on("error", (e) => fail(`the vault holder could not be started (${e.message})`));
     child.once("exit", (code, signal) =>
       fail(`the vault holder exited at start (${signal ? `ended by ${signal}` : `code ${code}`})`),
@@ -490,13 +523,22 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
   };
   try {
     // Names are stored in clear (vault list shows them without the passphrase): a name that is
-    // not there is said before the passphrase is typed for nothing. Removing still needs it.
-    if (!secretNames(db).has(name)) return noSuchSecret();
+    // not there is said before the passphrase is typed for nothing. Removing still needs it. A
+    // running holder is told to forget it all the same (taking authority away needs no
+    // passphrase; `lock` needs none): an rm of another version, killed between the store and
+    // the holder, left one releasing what the vault no longer lists.
+    if (!secretNames(db).has(name)) {
+      await askHolder(stateDir, { op: "forget", scope: name });
+      return noSuchSecret();
+    }
     const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
     dataKey.fill(0);
+    // The holder first, then the store: killed between the two, the vault still lists a secret
+    // the holder no longer releases (calls needing it are refused; rm again finishes), never
+    // the other way round (a secret released that no list shows).
+    await askHolder(stateDir, { op: "forget", scope: name });
     // (removed by another process while the passphrase was typed)
     if (!removeSecret(db, name)) return noSuchSecret();
-    await askHolder(stateDir, { op: "forget", scope: name });
     process.stdout.write(`secret ${name} removed\n`);
     return EXIT_OK;
   } finally {
@@ -544,8 +586,15 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     // that does not load, it is not known (null), which --json says as the text does, not as an
     // empty list ("no server uses it").
     const known = configFile !== null && configProblem === undefined;
-    const secrets = listSecrets(db).map((s) => ({
+    // What the running holder holds against what the store lists: they differ only after a
+    // command was interrupted between the two (vault rm, vault set while unlocked).
+    const held = status.unlocked ? new Set(status.scopes ?? []) : null;
+    const stored = listSecrets(db);
+    const storedNames = new Set(stored.map((s) => s.name));
+    const heldNotStored = held === null ? [] : [...held].filter((n) => !storedNames.has(n)).sort();
+    const secrets = stored.map((s) => ({
       ...s,
+      held: held === null ? null : held.has(s.name),
       usedBy: known
         ? (uses.get(s.name) ?? []).map((u) => {
             if ("header" in u) {
@@ -560,7 +609,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     if (json) {
       const config = { file: configFile, problem: configProblem ?? null };
       process.stdout.write(
-        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, config, secrets }, null, 2)}\n`,
+        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, config, secrets, heldNotStored }, null, 2)}\n`,
       );
       return EXIT_OK;
     }
@@ -587,7 +636,15 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       );
       // a use the vault will never serve as configured: said under it, with the fix
       for (const u of s.usedBy ?? []) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
+      if (s.held === false)
+        process.stdout.write(
+          `  warning: the running vault holder does not hold it (a command storing or removing it was interrupted): calls that need it are refused; ${quotedCommand("unlock", stateDir)} again hands it over, ${quotedCommand(`vault rm ${s.name}`, stateDir)} finishes a removal\n`,
+        );
     }
+    for (const name of heldNotStored)
+      process.stdout.write(
+        `warning: the running vault holder still releases ${t(name)}, which the vault no longer lists (its removal was interrupted): ${t(quotedCommand(`vault rm ${name}`, stateDir))} ends that\n`,
+      );
     return EXIT_OK;
   } finally {
     db.close();

@@ -20,6 +20,7 @@ import { join } from "node:path";
 import canonicalize from "canonicalize";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
+import { takeOwnedLock } from "../util/ownedLock.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
@@ -249,23 +250,18 @@ export async function addApproverKey(stateDir: string, passphrase: string): Prom
   return unlockKeyring(stateDir, passphrase);
 }
 
-/** An exclusive lock file (O_EXCL), waited for up to 10 s; returns its release. */
-async function takeLock(lock: string): Promise<() => void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      closeSync(openSync(lock, "wx", 0o600));
-      return () => unlinkSync(lock);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      if (Date.now() >= deadline) {
-        throw new KeyringError(
-          `another command is adding the approver key (remove ${lock} if none is running)`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+/**
+ * The upgrade's lock: one naming its owner, so that a command killed while upgrading leaves
+ * nothing the next one must wait out (or a human remove): its owner gone, the lock is taken over.
+ */
+function takeLock(lock: string): Promise<() => void> {
+  return takeOwnedLock(lock, {
+    waitMs: 10_000,
+    busy: (owner) =>
+      new KeyringError(
+        `another command${owner ? ` (pid ${owner.pid})` : ""} has been adding the approver key for 10 s; try again once it has finished`,
+      ),
+  });
 }
 
 /** The public half, for writers. null when there is no keyring. */

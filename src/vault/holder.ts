@@ -73,6 +73,9 @@ export interface HolderStatus {
  */
 export type StopReason = "locked" | "expired" | "signal" | "unreachable";
 
+/** Who asked a holder to lock (`{"op":"lock","by":…}`); anything else counts as `lock`. */
+export type LockedBy = "lock" | "unlock";
+
 /** How often a holder checks that its socket file is still its own. */
 const SOCKET_CHECK_MS = 1000;
 
@@ -97,8 +100,17 @@ export interface HolderOptions {
   secrets: Map<string, OpenedSecret>;
   /** the local CA, opened by `unlock`; without it no leaf is minted (HTTPS is then tunnelled untouched) */
   ca?: CaMaterial | null;
-  /** called once when the holder stops (lock, expiry, a signal, or its socket is gone) */
-  onStop?: (reason: StopReason) => void;
+  /**
+   * Called once the socket listens, before any request is read: what must be true before the
+   * holder answers anyone (its `vault_unlocked` record). If it throws, the holder wipes what it
+   * was given and runHolder rejects with that error.
+   */
+  beforeServing?: () => void;
+  /**
+   * Called once when the holder stops (lock, expiry, a signal, or its socket is gone), after it
+   * wiped what it held; `by` names who asked, for a lock: a `lock` or a new `unlock`.
+   */
+  onStop?: (reason: StopReason, by?: LockedBy) => void;
 }
 
 /**
@@ -117,6 +129,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
   let stopped = false;
   /** `lock` was asked: nothing more is released, and the socket file is already gone */
   let locking = false;
+  let lockedBy: LockedBy | undefined;
   // whole seconds between 2001 and 2030: a date every filesystem keeps exactly
   let generation = randomInt(1_000_000_000, 1_900_000_000);
   /** false when the socket file's time cannot be set: values are then not marked, and not kept */
@@ -169,7 +182,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     server.close();
     for (const s of sockets) s.destroy();
     if (!locking) removeSocket();
-    o.onStop?.(reason);
+    o.onStop?.(reason, lockedBy);
   };
 
   const httpHosts = (): string[] =>
@@ -267,6 +280,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
         // the file goes before the answer: once `lock` has its answer, no proxy finds the mark
         // its kept values need, and no new connection reaches this holder
         locking = true;
+        lockedBy = req.by === "unlock" ? "unlock" : "lock";
         removeSocket();
         setImmediate(() => stop("locked"));
         return { ok: true };
@@ -322,8 +336,18 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     throw new HolderListenError((e as NodeJS.ErrnoException).code ?? "error", o.socketPath);
   }
   own = socketFile();
-  chmodSync(o.socketPath, 0o600);
-  mark();
+  try {
+    chmodSync(o.socketPath, 0o600);
+    mark();
+    o.beforeServing?.();
+  } catch (e) {
+    // nothing was read yet: nobody got anything from this holder
+    stopped = true;
+    wipe();
+    server.close();
+    removeSocket();
+    throw e;
+  }
   // Armed only now: a holder that never listened must not live on until `until`.
   timer = setTimeout(() => stop("expired"), Math.max(0, o.until.getTime() - Date.now()));
   // A holder whose socket file was removed or replaced can be reached by no gateway and no

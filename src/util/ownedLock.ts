@@ -1,0 +1,88 @@
+/**
+ * Lock files that name their owner: a process (its pid and start time, so a reused pid is not
+ * taken for it) holds the file from its exclusive creation until it removes it. A command killed
+ * while holding one leaves it behind; the next command finds its owner gone and takes it over,
+ * instead of waiting for a process that will never release it and telling a human to remove the
+ * file by hand.
+ */
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { processStartTime } from "../identity/proc.js";
+
+export interface LockOwner {
+  pid: number;
+  startTime: string;
+}
+
+/** A lock file that names no owner this long after it was made was left half-written. */
+const UNREADABLE_LOCK_MS = 5_000;
+
+/**
+ * Takes the lock at `path` (O_EXCL), waiting while a live owner holds it (`onWait` told once,
+ * with its pid) and removing one whose owner is gone. Past `waitMs`, throws `busy(owner)`.
+ * Returns the release; the lock is released too if this process exits holding it.
+ */
+export async function takeOwnedLock(
+  path: string,
+  o: { waitMs: number; onWait?: (pid: number) => void; busy: (owner: LockOwner | null) => Error },
+): Promise<() => void> {
+  const deadline = Date.now() + o.waitMs;
+  let told = false;
+  for (;;) {
+    const startTime = processStartTime(process.pid) ?? "unknown";
+    try {
+      writeOwner(path, { pid: process.pid, startTime }, "wx");
+      const release = () => {
+        process.off("exit", release);
+        if (readOwner(path)?.pid === process.pid) rmSync(path, { force: true });
+      };
+      process.on("exit", release);
+      return release;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    const owner = readOwner(path);
+    // its owner is gone (killed), or died while writing it: the lock protects nothing any more
+    if (
+      owner === null ? olderThan(path, UNREADABLE_LOCK_MS) : processStartTime(owner.pid) !== owner.startTime
+    ) {
+      rmSync(path, { force: true });
+      continue;
+    }
+    if (owner !== null && !told) {
+      o.onWait?.(owner.pid);
+      told = true;
+    }
+    if (Date.now() >= deadline) throw o.busy(owner);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function olderThan(path: string, ms: number): boolean {
+  try {
+    return Date.now() - statSync(path).mtimeMs > ms;
+  } catch {
+    return true;
+  }
+}
+
+/** Writes `owner` to `path` (0600); `flags` "wx" creates it exclusively. */
+export function writeOwner(path: string, owner: LockOwner, flags = "w"): void {
+  const fd = openSync(path, flags, 0o600);
+  try {
+    writeSync(fd, JSON.stringify(owner));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The owner a file names; null when it is unreadable, being written, or not what we write. */
+export function readOwner(path: string): LockOwner | null {
+  try {
+    const o = JSON.parse(readFileSync(path, "utf8")) as Partial<LockOwner>;
+    if (typeof o.pid !== "number" || !Number.isInteger(o.pid) || o.pid <= 0) return null;
+    if (typeof o.startTime !== "string" || o.startTime === "") return null;
+    return { pid: o.pid, startTime: o.startTime };
+  } catch {
+    return null;
+  }
+}
