@@ -175,7 +175,7 @@ export class HumanAsker {
       } finally {
         this.storing.delete(key);
       }
-      (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel);
+      (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel, this.o.stateDirFlag ?? "");
       try {
         this.o.onRequest?.(id);
       } catch {

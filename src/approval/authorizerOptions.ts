@@ -54,7 +54,7 @@ export interface AuthorizerOptions {
   /** the console page of a request, when a console runs (null: none runs) */
   consolePage?: (request: string) => string | null;
   /** tells the human a new request is waiting (default: a desktop notification, src/approval/notify.ts) */
-  notify?: (tool: string, serverLabel: string) => void;
+  notify?: (tool: string, serverLabel: string, stateDirFlag: string) => void;
   /** how often the store is read for a decision (default 150 ms) */
   pollMs?: number;
   /** how often `progress` is called while waiting (default 3 s) */

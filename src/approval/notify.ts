@@ -17,10 +17,15 @@ export const NOTIFY_ENV = "PORTCULLIS_NOTIFY";
 export const NOTIFY_COMMAND_ENV = "PORTCULLIS_NOTIFY_COMMAND";
 
 /** What a notification says: a title and one line. */
-export function notificationText(tool: string, serverLabel: string): { title: string; body: string } {
+export function notificationText(
+  tool: string,
+  serverLabel: string,
+  /** the gateway's ` --state-dir DIR` when it is not the default (stateDirFlagFor) */
+  stateDirFlag = "",
+): { title: string; body: string } {
   return {
     title: "portcullis: approval needed",
-    body: `tool ${short(tool)} on server ${short(serverLabel)} — portcullis approve --next`,
+    body: `tool ${short(tool)} on server ${short(serverLabel)} — portcullis approve --next${stateDirFlag}`,
   };
 }
 
@@ -53,8 +58,8 @@ export function notifierArgv(
 }
 
 /** Shows the notification of a new request for `tool` on `serverLabel`; never throws, never waits. */
-export function notifyNewRequest(tool: string, serverLabel: string): void {
-  const { title, body } = notificationText(tool, serverLabel);
+export function notifyNewRequest(tool: string, serverLabel: string, stateDirFlag = ""): void {
+  const { title, body } = notificationText(tool, serverLabel, stateDirFlag);
   const argv = notifierArgv(title, body);
   if (!argv) return;
   try {

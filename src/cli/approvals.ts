@@ -24,7 +24,7 @@ import {
   WrongPassphraseError,
 } from "../keyring/keyring.js";
 import { openExistingStore, type Store } from "../store/db.js";
-import { existingStateDir, stateDirFlagFor } from "../store/stateDir.js";
+import { existingStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
@@ -193,7 +193,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     switch (name) {
       case "approvals":
         return v.watch
-          ? await watchRequests(db, !!v.json, verbose, sweep)
+          ? await watchRequests(db, stateDir, !!v.json, verbose, sweep)
           : listRequests(db, !!v.json, verbose, stateDir);
       case "grants":
         return listGrants(db, stateDir, !!v.json);
@@ -342,7 +342,7 @@ async function decideNext(
   // script would get a review on stdout for a command that failed)
   if (!choice && !hasTerminal())
     throw new UsageError(
-      "approve --next: there is no terminal to ask on; give --for session|call, or use 'portcullis deny --next'.",
+      `approve --next: there is no terminal to ask on; give --for session|call, or use ${quotedCommand("deny --next", stateDir)}.`,
     );
   process.stdout.write(`${review(req, verbose)}\n\n`);
   const decided = choice ? { choice, reason } : await askDecision(req);

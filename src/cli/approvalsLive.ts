@@ -10,6 +10,7 @@ import { getRequest, type PendingRequest, pendingRequests } from "../approval/re
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
 /** How often the store is read while watching. */
@@ -30,6 +31,7 @@ export function oldestDecidable(db: Store): PendingRequest | null {
  */
 export async function watchRequests(
   db: Store,
+  stateDir: string,
   json: boolean,
   verbose: boolean,
   /** closes what is overdue or abandoned (src/approval/abandoned.ts) before each read */
@@ -68,7 +70,7 @@ export async function watchRequests(
           });
         }
       } else {
-        const frame = drawList(now, verbose);
+        const frame = drawList(now, verbose, stateDir);
         // Redrawn only on change: the "expires in" of a request alone changes every second.
         const key = now.map((r) => `${r.request}:${r.waiting}`).join(",");
         if (key !== lastDraw) {
@@ -93,7 +95,7 @@ function print(line: unknown): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
-function drawList(now: PendingRequest[], verbose: boolean): string {
+function drawList(now: PendingRequest[], verbose: boolean, stateDir: string): string {
   const stamp = new Date().toISOString().slice(11, 19);
   const head = `portcullis: ${now.length === 0 ? "no approval request is pending" : `${now.length} pending approval request(s), oldest first`} (${stamp} UTC; Ctrl-C to exit)`;
   if (now.length === 0) return head;
@@ -103,7 +105,12 @@ function drawList(now: PendingRequest[], verbose: boolean): string {
     out.push("");
   }
   const next = now.find((r) => r.waiting);
-  if (next) out.push(`decide the oldest: portcullis approve --next   (or deny --next --reason TEXT)`);
+  if (next) {
+    const flag = stateDirFlagFor(stateDir);
+    out.push(
+      `decide the oldest: portcullis approve --next${flag}   (or portcullis deny --next --reason TEXT${flag})`,
+    );
+  }
   return out.join("\n");
 }
 
@@ -137,7 +144,7 @@ function openTerminal(flags: "r" | "w"): number {
     return openSync("/dev/tty", flags);
   } catch {
     throw new UsageError(
-      "approve --next: there is no terminal to ask on; give --for session|call, or use 'portcullis deny --next'.",
+      "approve --next: there is no terminal to ask on; give --for session|call, or use deny --next.",
     );
   }
 }

@@ -39,7 +39,8 @@ import {
   WrongPassphraseError,
 } from "../keyring/keyring.js";
 import { openStoreToRead, type Store, StoreError } from "../store/db.js";
-import { requireInitialized } from "../store/stateDir.js";
+import { requireInitialized, stateDirFlagFor } from "../store/stateDir.js";
+import { shellWord } from "../util/shellWord.js";
 import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
@@ -248,10 +249,10 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
       })();
       const r = verifyExport(lines, { checkpoint, progress });
       const not = notAnExport(file, first, r);
-      return await report(not ? { ok: false, seq: 1, problem: not } : r, opts, shown, not !== null);
+      return await report(not ? { ok: false, seq: 1, problem: not } : r, opts, stateDir, shown, not !== null);
     }
     return await withStore(stateDir, (db) =>
-      report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, shown),
+      report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, stateDir, shown),
     );
   } finally {
     shown.done();
@@ -287,12 +288,18 @@ function accountsForStore(db: Store, r: VerifyResult): VerifyResult {
 }
 
 /** `notAnExport`: the file given was no export at all (said as such, not as a broken chain). */
-async function report(r: VerifyResult, opts: Opts, shown?: Progress, notAnExport = false): Promise<number> {
+async function report(
+  r: VerifyResult,
+  opts: Opts,
+  stateDir: string,
+  shown?: Progress,
+  notAnExport = false,
+): Promise<number> {
   shown?.done();
   if (opts.json) {
     await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r, null, 2)}\n`);
   } else if (r.ok) {
-    await write(`${okLine(r)}\n`);
+    await write(`${okLine(r, saveAdvice(stateDir, opts.file))}\n`);
   } else if (notAnExport) {
     await write(`audit verify: ${r.problem}\n`);
   } else {
@@ -309,11 +316,21 @@ function headCovered(r: Verified): boolean {
 }
 
 /**
+ * How to save a checkpoint and check against it: the commands carry the state directory when it
+ * is not the default, and the export verified when one was (`--file`).
+ */
+function saveAdvice(stateDir: string, file: string | undefined): string {
+  const flag = stateDirFlagFor(stateDir);
+  const against = file === undefined ? flag : ` --file ${shellWord(file)}`;
+  return `save one with 'portcullis audit checkpoint${flag} > CHECKPOINT' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify${against} --checkpoint CHECKPOINT'`;
+}
+
+/**
  * What a verified chain proves, and no more: each record is held by the hash in the record
  * after it, so a record can only be changed unseen together with everything after it; the head
  * has nothing after it, and only a checkpoint kept elsewhere vouches for it.
  */
-function okLine(r: Verified): string {
+function okLine(r: Verified, save: string): string {
   const n = r.head.seq;
   const cp = r.checkpoint;
   if (n === 0)
@@ -324,8 +341,6 @@ function okLine(r: Verified): string {
       : n === 2
         ? "record 1 is held by the record after it"
         : `records 1-${n - 1} are each held by the record after them`;
-  const save =
-    "save one with 'portcullis audit checkpoint > FILE' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify --checkpoint FILE'";
   const head = !cp
     ? `the head is covered only by a checkpoint (none given: ${save})`
     : headCovered(r)

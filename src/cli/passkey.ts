@@ -6,6 +6,7 @@ import { readConsoleAddress } from "../console/address.js";
 import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, type Store } from "../store/db.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 
@@ -99,7 +100,7 @@ function add(stateDir: string): number {
   if (!console) {
     return fail(
       EXIT_USAGE,
-      "passkey add: passkeys are registered in the console, after the passphrase: start it with 'portcullis console' and open its page /passkeys.",
+      `passkey add: passkeys are registered in the console, after the passphrase: start it with ${quotedCommand("console", stateDir)} and open its page /passkeys.`,
     );
   }
   // at localhost, not 127.0.0.1: browsers refuse an IP address as a passkey's relying party
@@ -116,7 +117,7 @@ function list(db: Store, stateDir: string, json: boolean): number {
     return EXIT_OK;
   }
   if (passkeys.length === 0) {
-    process.stdout.write("no passkey is registered ('portcullis passkey add' says how)\n");
+    process.stdout.write(`no passkey is registered (${quotedCommand("passkey add", stateDir)} says how)\n`);
     return EXIT_OK;
   }
   for (const p of passkeys) {

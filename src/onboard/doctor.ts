@@ -12,7 +12,7 @@ import { describeOsProcess, lockHolders, plainExe } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { openStore, type Store, StoreError, storeFailure } from "../store/db.js";
-import { STORE_FILE, stateDirPath } from "../store/stateDir.js";
+import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
@@ -494,7 +494,9 @@ function lockHoldersOf(file: string): string {
 /** The console's live address (its owner process checked), or "not running". */
 function consoleLine(stateDir: string | null): string {
   const live = stateDir ? readConsoleAddress(stateDir) : null;
-  return live ? `${live.url} (pid ${live.pid})` : "not running ('portcullis console' starts it)";
+  return live
+    ? `${live.url} (pid ${live.pid})`
+    : `not running (${quotedCommand("console", stateDir ?? undefined)} starts it)`;
 }
 
 /** The SQLite library the store uses, asked of an in-memory database (no state needed). */

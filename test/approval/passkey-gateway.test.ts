@@ -326,7 +326,7 @@ describe("portcullis passkey", () => {
     const none = await runCli(["passkey", "add", "--state-dir", stateDir]);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(
-      /registered in the console, after the passphrase: start it with 'portcullis console'.*\/passkeys/,
+      /registered in the console, after the passphrase: start it with 'portcullis console --state-dir \S+'.*\/passkeys/,
     );
     // a console running (its address written by a live process: this one)
     writeConsoleAddress(stateDir, "http://127.0.0.1:7345");

@@ -129,8 +129,10 @@ describe("portcullis audit (no key)", () => {
     const r = await cli(dir, ["audit", "verify"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(
-      /^audit chain ok: 7 records, head seq 7 hash [0-9a-f]{64}; records 1-6 are each held by the record after them, the head is covered only by a checkpoint \(none given: save one with 'portcullis audit checkpoint > FILE'.*\)\n$/,
+      /^audit chain ok: 7 records, head seq 7 hash [0-9a-f]{64}; records 1-6 are each held by the record after them, the head is covered only by a checkpoint \(none given: save one with 'portcullis audit checkpoint --state-dir \S+ > CHECKPOINT'.*\)\n$/,
     );
+    // the commands it names act on this state directory, not the default one
+    expect(r.stdout).toContain(`'portcullis audit verify --state-dir ${dir} --checkpoint CHECKPOINT'`);
     const j = await cli(dir, ["audit", "verify", "--json"]);
     expect(JSON.parse(j.stdout)).toMatchObject({
       ok: true,

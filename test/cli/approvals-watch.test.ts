@@ -92,6 +92,31 @@ describe("portcullis approvals --watch", () => {
     w.child.kill("SIGINT");
     expect(await w.exited).toBe(0);
   });
+
+  it("the text view's next step names the state directory it watches", async () => {
+    const stateDir = newStateDir();
+    const { gw } = await inventory(stateDir);
+    const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--state-dir", stateDir], {
+      env: hostEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    cleanup.push(() => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    });
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    void gw.client.callTool({ name: "read_status", arguments: {} }).catch(() => {});
+    const line = await waitFor(
+      () => out.split("\n").find((l) => l.startsWith("decide the oldest:")),
+      20_000,
+      "the watcher's next step",
+    );
+    expect(line).toBe(
+      `decide the oldest: portcullis approve --next --state-dir ${stateDir}   (or portcullis deny --next --reason TEXT --state-dir ${stateDir})`,
+    );
+  });
 });
 
 describe("portcullis approve --next / deny --next", () => {
@@ -211,7 +236,8 @@ describe("desktop notification", () => {
     );
     expect(argv.split("\n").slice(0, 3)).toEqual([
       "portcullis: approval needed",
-      "tool adjust_inventory on server inventory — portcullis approve --next",
+      // the command it names acts on the gateway's state directory, not the default one
+      `tool adjust_inventory on server inventory — portcullis approve --next --state-dir ${stateDir}`,
       "--",
     ]);
     expect(argv).not.toContain("SKU-VALUE-4417");
