@@ -9,8 +9,8 @@ import { publicRequest, renderReview, renderReviewCard } from "../approval/rende
 import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
-import { StoreFiles } from "../store/storeFiles.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
+import { StoreFiles } from "../store/storeFiles.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
 /** How often the store is read while watching. */

@@ -40,9 +40,9 @@ import {
 } from "../keyring/keyring.js";
 import { openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { requireInitialized, stateDirFlagFor } from "../store/stateDir.js";
-import { shellWord } from "../util/shellWord.js";
 import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
+import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { parse as parseArgs, shownWord } from "./args.js";
 import { missingSubcommand } from "./errors.js";
