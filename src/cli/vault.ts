@@ -226,12 +226,21 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   const raw = Buffer.concat(chunks);
-  const payload = JSON.parse(raw.toString("utf8")) as {
-    secrets: Record<string, OpenedSecret>;
-    ca: { cert: string; key: string } | null;
-    by?: unknown;
-  };
+  const payload = holderPayload(raw);
   raw.fill(0);
+  for (const c of chunks) c.fill(0);
+  if (payload === null) {
+    // run by hand, or fed something else than what `unlock` writes: said without quoting any of
+    // it (it may hold secrets), and nothing is held
+    process.stdout.write(
+      "failed: the vault holder is started by 'portcullis unlock', which hands it the opened secrets; what it read is not that\n",
+    );
+    return 2;
+  }
+  if (until.getTime() <= Date.now()) {
+    process.stdout.write("failed: --until is already past\n");
+    return 2;
+  }
   const secrets = new Map(Object.entries(payload.secrets));
   const scopes = [...secrets.keys()].sort();
   const by = typeof payload.by === "string" ? payload.by : "portcullis unlock";
@@ -281,6 +290,34 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
     if (err) holder.stop("unreachable");
   });
   return done;
+}
+
+/** What `unlock` hands its holder, or null when `raw` is not that (never quoted: it holds secrets). */
+function holderPayload(raw: Buffer): {
+  secrets: Record<string, OpenedSecret>;
+  ca: { cert: string; key: string } | null;
+  by?: unknown;
+} | null {
+  let p: unknown;
+  try {
+    p = JSON.parse(raw.toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (typeof p !== "object" || p === null) return null;
+  const { secrets, ca } = p as { secrets?: unknown; ca?: unknown };
+  if (typeof secrets !== "object" || secrets === null || Array.isArray(secrets)) return null;
+  for (const v of Object.values(secrets)) {
+    const s = v as Partial<OpenedSecret> | null;
+    if (typeof s !== "object" || s === null || typeof s.value !== "string") return null;
+    if ((s.deliver !== "env" && s.deliver !== "http") || !Array.isArray(s.hosts)) return null;
+    if (s.hosts.some((h) => typeof h !== "string")) return null;
+  }
+  if (ca !== null) {
+    const c = ca as { cert?: unknown; key?: unknown } | undefined;
+    if (typeof c !== "object" || typeof c.cert !== "string" || typeof c.key !== "string") return null;
+  }
+  return p as { secrets: Record<string, OpenedSecret>; ca: { cert: string; key: string } | null };
 }
 
 /** The `reason` of a holder's vault_locked record. */
