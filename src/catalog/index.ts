@@ -11,6 +11,7 @@ export {
   latestFingerprint,
   latestRevision,
   listRevisions,
+  recordedLabels,
   recordRevision,
   type StoredRevision,
 } from "./revisions.js";

@@ -117,6 +117,14 @@ export function latestFingerprint(
   return row ?? null;
 }
 
+/** Every label a catalog is recorded under, sorted. */
+export function recordedLabels(db: Store): string[] {
+  return db
+    .prepare("SELECT DISTINCT server_label FROM catalog_revisions ORDER BY server_label")
+    .pluck()
+    .all() as string[];
+}
+
 export function latestRevision(db: Store, serverLabel: string): StoredRevision | null {
   const row = latestRow(db, serverLabel);
   return row ? fromRow(row) : null;

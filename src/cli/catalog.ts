@@ -3,6 +3,7 @@ import {
   getRevision,
   latestRevision,
   listRevisions,
+  recordedLabels,
   renderCatalog,
   renderDiff,
   shownDiff,
@@ -13,6 +14,7 @@ import { existingStateDir } from "../store/stateDir.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
 import { labelArgument, parse, shownWord } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
+import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N] [--json] [--state-dir DIR]
        portcullis catalog diff LABEL [FROM TO] [--json] [--state-dir DIR]
@@ -69,7 +71,9 @@ export async function catalogCommand(args: string[]): Promise<number> {
     };
     const latest = latestRevision(store, label);
     if (!latest)
-      throw new UsageError(`catalog ${sub}: no catalog recorded for "${label}" in this state directory.`);
+      throw new UsageError(
+        `catalog ${sub}: no catalog is recorded under that label in this state directory (${NOT_REPEATED}); ${namesHere("labels recorded", recordedLabels(store), "none is recorded yet")}.`,
+      );
     switch (sub) {
       case "list": {
         const revs = listRevisions(store, label);

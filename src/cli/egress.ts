@@ -4,6 +4,7 @@ import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
 import { labelArgument, parse } from "./args.js";
 import { EXIT_OK, UsageError } from "./errors.js";
+import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-dir DIR]
 
@@ -22,6 +23,17 @@ const OPTIONS = {
 } as const;
 
 /** Whether a gateway ever ran a server under `label` with this store (a row of it is kept). */
+/** Every label a server has run under here, sorted. */
+function labelsThatRan(store: Store): string[] {
+  return store
+    .prepare(
+      `SELECT server_label FROM gateways UNION SELECT server_label FROM epochs
+       UNION SELECT server_label FROM catalog_revisions ORDER BY 1`,
+    )
+    .pluck()
+    .all() as string[];
+}
+
 function serverHasRun(store: Store, label: string): boolean {
   return (
     store
@@ -58,7 +70,9 @@ export async function egressCommand(args: string[]): Promise<number> {
     // as catalog: a label no server ran under here is a mistake (a typo, another state
     // directory), not a server that contacted nothing
     if (label !== undefined && rows.length === 0 && !serverHasRun(store, label))
-      throw new UsageError(`egress: no server "${label}" has run in this state directory.`);
+      throw new UsageError(
+        `egress: no server has run under that label in this state directory (${NOT_REPEATED}); ${namesHere("labels that have run", labelsThatRan(store), "none has run yet")}.`,
+      );
   } finally {
     store.close();
   }

@@ -48,6 +48,7 @@ import { oneOf, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
+import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const VAULT_HELP = `Usage:
   portcullis vault set NAME [--from-stdin] --host HOST[:PORT]...
@@ -555,7 +556,8 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
   // A name that names nothing is the input to fix (exit 2), as `passkey rm`, `revoke` and every
   // other command say it; exit 1 is a check that failed (README, "Commands").
   const noSuchSecret = () => {
-    process.stderr.write(`portcullis vault: there is no secret named ${name}.\n`);
+    const stored = namesHere("stored", [...secretNames(db)].sort(), "none is stored");
+    process.stderr.write(`portcullis vault: there is no secret by that name (${NOT_REPEATED}); ${stored}.\n`);
     return EXIT_USAGE;
   };
   try {

@@ -82,7 +82,9 @@ function targets(arg: string | undefined, cwd: string): HostFile[] {
     return files;
   }
   if (!existsSync(arg))
-    throw new UsageError(`"${arg}" is neither a host (${HOSTS.join(", ")}) nor an existing file.`);
+    throw new UsageError(
+      `the argument given is neither a host (${HOSTS.join(", ")}) nor an existing file (it is not repeated, in case it is a secret typed in the wrong place).`,
+    );
   return [hostFileFromPath(arg)];
 }
 

@@ -553,7 +553,7 @@ export function resolveServer(label: string, cwd: string, explicitFile?: string)
   if (!server) {
     const known = [...servers.keys()];
     throw new ConfigError(
-      `${file}: no server labelled "${label}"${known.length ? ` (known: ${known.join(", ")})` : ""}.`,
+      `${file}: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place)${known.length ? `; known: ${known.join(", ")}` : ""}.`,
     );
   }
   if (!server.remote) checkCwd(file, server);

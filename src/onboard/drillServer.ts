@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { basename, parse, resolve } from "node:path";
-import { displayName, firstOf, quotedName } from "../catalog/text.js";
+import { displayName, firstOf } from "../catalog/text.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, resolveServer } from "../config/config.js";
 import { fileProblem } from "../util/errno.js";
 import { setOwn } from "../util/setOwn.js";
@@ -46,7 +46,7 @@ export function findDrillServer(label: string, cwd: string, file?: string): Dril
   const first = candidates[0];
   if (!first)
     throw new ConfigError(
-      `no server ${quotedName(label)} in ${CONFIG_FILE} or in any host configuration found from ${cwd}.`,
+      `no server by that label in ${CONFIG_FILE} or in any host configuration found from ${cwd} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).`,
     );
   return { label, file: first.file, others: candidates.slice(1).map((c) => c.file), launch: first.launch() };
 }
@@ -78,7 +78,7 @@ function inFile(label: string, cwd: string, file: string): Candidate[] {
   if (!c) {
     const keys = Object.keys(serversOf(host));
     throw new ConfigError(
-      `${file}: no server ${quotedName(label)}${keys.length ? ` (it has ${firstOf(keys, 12, displayName)})` : ""}.`,
+      `${file}: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place)${keys.length ? `; it has ${firstOf(keys, 12, displayName)}` : ""}.`,
     );
   }
   return [c];

@@ -3,11 +3,16 @@
 // the code of a check that failed, while `passkey rm`, `revoke`, `approve`, `deny`, `audit show`,
 // `catalog` and `egress` said exit 2: a script could not tell "no such thing" by its code. A thing
 // that exists but is no longer in the state asked for (a grant already revoked) stays exit 1.
-// The real CLI, with no terminal: a name that is not there is said before any passphrase.
+// The real CLI, with no terminal: a name that is not there is said before any passphrase. A name
+// that names nothing is not repeated (a token pasted where a name belongs looks like a name):
+// the sentence names what exists here instead.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { removeDir } from "../helpers/files.js";
+import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 describe("a name or id that names nothing", () => {
   it("is exit 2 with one sentence naming it, from every command that takes one", async () => {
@@ -17,14 +22,14 @@ describe("a name or id that names nothing", () => {
       expect((await runCli(["vault", "list"], { stateDir })).code).toBe(0);
       const id = "01M8Z1VBWG8Q99D6CRYJE0396A";
       const cases: [string[], string][] = [
-        [["vault", "rm", "api-stagign"], "there is no secret named api-stagign"],
+        [["vault", "rm", "api-stagign"], "there is no secret by that name"],
         [["passkey", "rm", "nosuch"], "there is no passkey with that ID"],
         [["revoke", id], `there is no grant ${id}`],
         [["approve", id], `there is no approval request ${id}`],
         [["deny", id], `there is no approval request ${id}`],
         [["audit", "show", "999"], "there is no record 999"],
-        [["catalog", "show", "nosuch"], 'no catalog recorded for "nosuch"'],
-        [["egress", "nosuch"], 'no server "nosuch" has run'],
+        [["catalog", "show", "nosuch"], "no catalog is recorded under that label"],
+        [["egress", "nosuch"], "no server has run under that label"],
       ];
       for (const [args, said] of cases) {
         const r = await runCli(args, { stateDir, noTerminal: true });
@@ -32,6 +37,41 @@ describe("a name or id that names nothing", () => {
         expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
         expect(r.code, args.join(" ")).toBe(2);
       }
+    } finally {
+      removeDir(stateDir);
+    }
+  });
+
+  it("a token given where a secret's name or a label belongs is never repeated; what exists is named", async () => {
+    const stateDir = newStateDir();
+    try {
+      const set = await runCli(["vault", "set", "api-staging", "--from-stdin", "--deliver", "env"], {
+        stateDir,
+        env: passphraseEnv(),
+        input: "value-of-the-test",
+      });
+      expect(set.code, set.stderr).toBe(0);
+      const token = "sk-live-4eC39HqLyjWDarjtT1zdp7dc";
+      const cases: [string[], string][] = [
+        [["vault", "rm", token], "stored: api-staging."],
+        [["catalog", "show", token], "none is recorded yet."],
+        [["catalog", "list", token], "none is recorded yet."],
+        [["egress", token], "none has run yet."],
+        [["wrap", token], "nor an existing file"],
+        [["drill", token], "no server by that label"],
+        [["run", token], "no server by that label"],
+      ];
+      const cwd = tempDir("portcullis-not-found-");
+      writeFileSync(join(cwd, "portcullis.json"), JSON.stringify({ servers: { inv: { command: "node" } } }));
+      for (const [args, said] of cases) {
+        const r = await runCli(args, { stateDir, cwd, noTerminal: true });
+        expect(r.code, args.join(" ")).toBe(2);
+        expect(r.stdout + r.stderr, args.join(" ")).not.toContain(token.slice(0, 12));
+        expect(r.stderr, args.join(" ")).toContain(said);
+      }
+      const run = await runCli(["run", token], { stateDir, cwd, noTerminal: true });
+      expect(run.stderr).toContain("known: inv");
+      removeDir(cwd);
     } finally {
       removeDir(stateDir);
     }

@@ -197,7 +197,7 @@ describe("portcullis vault rm killed with SIGKILL while the vault is unlocked", 
 
     const rm = await runCli(["vault", "rm", "api"], { stateDir, env: passphraseEnv() });
     expect(rm.code).toBe(2);
-    expect(rm.stderr).toContain("there is no secret named api");
+    expect(rm.stderr).toContain("there is no secret by that name");
     expect(await released(stateDir, "api")).toBeNull();
   });
 });

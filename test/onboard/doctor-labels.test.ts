@@ -92,7 +92,8 @@ describe("doctor and host entries that run a portcullis.json label", () => {
       env,
     });
     expect(typo.status).toBe(2);
-    expect(typo.stderr).toMatch(/no server labelled "ecoh"/);
+    expect(typo.stderr).toMatch(/no server by that label \(the label given is not repeated/);
+    expect(typo.stderr).not.toContain("ecoh");
     const lost = started(entries.lost, nowhere);
     expect(lost.status).toBe(2);
     expect(lost.stderr).toMatch(/no portcullis\.json found/);

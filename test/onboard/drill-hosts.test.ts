@@ -215,7 +215,9 @@ describe("portcullis drill: host configurations", () => {
     expect(chosen.stdout).toMatch(new RegExp(`^ {4}server "inv" from ${cursor}\\n✓ 1\\. `, "m"));
     const none = await drill(u, ["other", "--file", ".cursor/mcp.json"]);
     expect(none.code).toBe(2);
-    expect(none.stderr).toBe(`portcullis: ${cursor}: no server "other" (it has inv).\n`);
+    expect(none.stderr).toBe(
+      `portcullis: ${cursor}: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place); it has inv.\n`,
+    );
   });
 });
 
@@ -231,7 +233,7 @@ describe("portcullis drill: the label before the passphrase", () => {
     const unknown = await withoutTerminal(u.p.dir, ["nosuch", "--tool", "read_status"], u.env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      `portcullis: no server "nosuch" in portcullis.json or in any host configuration found from ${u.p.dir}.\n`,
+      `portcullis: no server by that label in portcullis.json or in any host configuration found from ${u.p.dir} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).\n`,
     );
     const known = await withoutTerminal(u.p.dir, ["inv", "--tool", "read_status"], u.env);
     expect(known.code).toBe(2);

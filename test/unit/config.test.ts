@@ -113,7 +113,7 @@ describe("portcullis.json", () => {
   it("names the known labels when one is missing", () => {
     const file = write({ servers: { alpha: { command: "x" } } });
     expect(() => resolveServer("beta", join(file, ".."))).toThrow(
-      /no server labelled "beta" \(known: alpha\)/,
+      /no server by that label \(the label given is not repeated, in case it is a secret typed in the wrong place\); known: alpha\./,
     );
   });
 });

@@ -57,7 +57,7 @@ describe("portcullis vault set | list | rm", () => {
     expect(JSON.parse((await runCli(["vault", "list", "--json"], { stateDir })).stdout).secrets).toEqual([]);
     const gone = await runCli(["vault", "rm", "api-staging"], { stateDir, env });
     expect(gone.code).toBe(2);
-    expect(gone.stderr).toContain("no secret named api-staging");
+    expect(gone.stderr).toContain("no secret by that name");
   });
 
   it("binds how a secret may be handed out when it is stored; an SQL edit of that policy opens nothing", async () => {
