@@ -30,7 +30,7 @@ function strictParse<O extends Options>(
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
-    throw new UsageError(`${command}: ${refusal(e, args, options)}`);
+    throw new UsageError(`${command}: ${refusal(e, command, args, options)}`);
   }
 }
 
@@ -71,18 +71,20 @@ function positionalCount(args: string[], options: Options): number {
 }
 
 /** What was wrong, built from node's error code and the flag's name alone (node's text may quote an argument). */
-function refusal(e: unknown, args: string[], options: Options): string {
+function refusal(e: unknown, command: string, args: string[], options: Options): string {
   const code = (e as { code?: unknown }).code;
   const message = e instanceof Error ? e.message : "";
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
     return unexpectedArguments(Math.max(1, positionalCount(args, options)));
   const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]);
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-    if (flag === NOT_SHOWN_FLAG) return `${UNKNOWN_NOT_SHOWN}; a value that starts with '-' goes after '--'`;
+    // where to look: the command's own help; for `run`, whose server command follows '--', also
+    // where a value that starts with '-' goes (elsewhere that advice sends the user the wrong way)
+    const help = `'portcullis ${command} --help' lists the options`;
+    const where = command === "run" ? `a value that starts with '-' goes after '--'; ${help}` : help;
+    if (flag === NOT_SHOWN_FLAG) return `${UNKNOWN_NOT_SHOWN}; ${where}`;
     const near = nearestOption(flag, options);
-    return near
-      ? `unknown option ${flag} (did you mean --${near}?)`
-      : `unknown option ${flag} (a value that starts with '-' goes after '--')`;
+    return near ? `unknown option ${flag} (did you mean --${near}?)` : `unknown option ${flag} (${where})`;
   }
   if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
     if (/does not take an argument/.test(message)) return `${flag} takes no value`;

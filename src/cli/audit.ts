@@ -69,6 +69,9 @@ export show their progress on stderr when they take more than a second.
 sessions, activity and show decrypt, after verifying the chain: they ask for the
 passphrase. ${PASSPHRASE_HELP}
 
+Every one of these takes --state-dir DIR (default: $PORTCULLIS_HOME, else
+$XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis): the state directory whose log it reads.
+
 Exit codes: 0 ok, 1 the chain (or a record) failed a check, or a wrong passphrase,
 2 usage or environment error.`;
 

@@ -79,6 +79,9 @@ The first HTTP-delivered secret creates
 the state directory's local CA (egress-ca.pem; its key is sealed like the secrets), which the
 servers' egress proxy uses to read HTTPS to the declared hosts.
 
+Every one of these takes --state-dir DIR (default: $PORTCULLIS_HOME, else
+$XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis): the state directory whose vault it acts on.
+
 ${PASSPHRASE_HELP}`;
 
 const DEFAULT_UNLOCK_MS = 30 * 60_000;

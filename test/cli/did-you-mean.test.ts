@@ -35,7 +35,12 @@ describe("did you mean", () => {
     expect(typo.stderr).toBe("portcullis: status: unknown option --jsno (did you mean --json?)\n");
     const far = await runCli(["status", "--xyz"], { stateDir });
     expect(far.stderr).toBe(
-      "portcullis: status: unknown option --xyz (a value that starts with '-' goes after '--')\n",
+      "portcullis: status: unknown option --xyz ('portcullis status --help' lists the options)\n",
+    );
+    // run alone takes a command after '--', where a value that starts with '-' goes
+    const run = await runCli(["run", "--xyz", "--", "node"], { stateDir });
+    expect(run.stderr).toBe(
+      "portcullis: run: unknown option --xyz (a value that starts with '-' goes after '--'; 'portcullis run --help' lists the options)\n",
     );
     // a value after '=' is never repeated, near or not
     const valued = await runCli(["status", "--jsno=sk-live-0123456789abcdef"], { stateDir });

@@ -65,6 +65,32 @@ describe("help and README name what the commands accept", () => {
     }
   });
 
+  it("every command that acts on a state directory names --state-dir in its own --help", async () => {
+    const stateDir = newStateDir();
+    for (const words of [
+      ["status"],
+      ["grants"],
+      ["approvals"],
+      ["approve"],
+      ["revoke"],
+      ["catalog"],
+      ["egress"],
+      ["passkey"],
+      ["audit"],
+      ["vault"],
+      ["unlock"],
+      ["lock"],
+      ["console"],
+      ["run"],
+      ["init"],
+      ["doctor"],
+    ]) {
+      const r = await runCli([...words, "--help"], { stateDir });
+      expect(r.code, words.join(" ")).toBe(0);
+      expect(r.stdout, words.join(" ")).toContain("--state-dir");
+    }
+  });
+
   it("deny takes --verbose and --chain, as approve does, and its help says so", async () => {
     for (const cmd of ["approve", "deny"]) {
       for (const flag of ["--verbose", "--chain"]) {
