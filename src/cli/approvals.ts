@@ -29,6 +29,7 @@ import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
@@ -117,7 +118,8 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
     )
       return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
     // A keyring that cannot be used is the environment's problem, as for every command (README).
-    if (e instanceof KeyringError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
+    if (e instanceof KeyringError)
+      return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed.${keyringAdvice(e)}`);
     if (e instanceof DecisionError)
       return fail(e.kind === "not-pending" ? EXIT_CHECK_FAILED : EXIT_USAGE, `${name}: ${e.message}.`);
     if (e instanceof GrantError)

@@ -196,6 +196,14 @@ async function isKeyringError(e: unknown): Promise<boolean> {
   return e instanceof KeyringError;
 }
 
+/** The store's sentence, then the one thing to do about it (what `doctor` advises for its cause). */
+async function withAdvice(e: StoreError): Promise<string> {
+  // a store of another user: its sentence says already what to do
+  if (e.reason === "permissions" && e.problem.includes("run the command as")) return e.message;
+  const { storeAdvice } = await import("../onboard/storeAdvice.js");
+  return `${e.message} To fix it: ${storeAdvice(e)}.`;
+}
+
 /**
  * An SQLite error as the StoreError sentence naming the store, or null. The store module (and
  * SQLite with it) is loaded only for an error that came from SQLite.
@@ -297,11 +305,14 @@ async function reportFailure(e: unknown): Promise<number> {
   {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
+    if (e instanceof StoreError) {
+      write(`portcullis: ${await withAdvice(e)}`);
+      return EXIT_USAGE;
+    }
     if (
       e instanceof UsageError ||
       e instanceof ConfigError ||
       e instanceof StateDirError ||
-      e instanceof StoreError ||
       e instanceof PassphraseError
     ) {
       write(`portcullis: ${e.message}`);
@@ -309,14 +320,14 @@ async function reportFailure(e: unknown): Promise<number> {
     }
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
-      write(`portcullis: ${(e as Error).message}.`);
+      write(`portcullis: ${(e as Error).message}.${(await import("./keyringAdvice.js")).keyringAdvice(e)}`);
       return EXIT_USAGE;
     }
     // The store failed after it was opened (locked by another process past the busy timeout,
     // disk full, made read-only): the same sentence as a failure to open it, exit 2.
     const store = await storeFailure(e);
     if (store) {
-      write(`portcullis: ${store.message}`);
+      write(`portcullis: ${await withAdvice(store)}`);
       return EXIT_USAGE;
     }
     // scrubbed of released values and redacted (src/cli/lastResort.ts): its message may quote them

@@ -1,6 +1,7 @@
 // The gateway of `portcullis run`, once the command line and configuration are read
 // (src/cli/run.ts): the store and audit log, the server's supervisor (or remote link), the gateway
 // between them and the client, until the client or a signal ends it.
+
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
@@ -41,6 +42,7 @@ import {
 } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
+import { keyringAdvice } from "./keyringAdvice.js";
 import { scrubAtLastResort } from "./lastResort.js";
 import type { ListenSettings } from "./listen.js";
 import { namesSecrets, secretsProblem } from "./secretsStored.js";
@@ -155,7 +157,7 @@ export async function serve(
     store.close();
     if (e instanceof KeyringMissingError) throw noKeyring(stateDir);
     // damaged, unreadable, not a file: the message names keyring.json and what is wrong
-    if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}.`);
+    if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}.${keyringAdvice(e)}`);
     throw e;
   }
   try {

@@ -47,6 +47,7 @@ import {
 import { oneOf, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
+import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
@@ -829,7 +830,7 @@ async function guarded(name: string, body: () => Promise<number>): Promise<numbe
     const wrong =
       (e as Error).name === "WrongPassphraseError" || (e as Error).name === "KeyringTamperedError";
     if (e instanceof VaultError || e instanceof KeyringError || e instanceof PassphraseError) {
-      process.stderr.write(`portcullis ${name}: ${(e as Error).message}.\n`);
+      process.stderr.write(`portcullis ${name}: ${(e as Error).message}.${keyringAdvice(e)}\n`);
       return wrong ? EXIT_CHECK_FAILED : 2;
     }
     throw e;

@@ -102,6 +102,13 @@ export class WrongPassphraseError extends KeyringError {
 }
 export class KeyringDamagedError extends KeyringError {
   override name = "KeyringDamagedError";
+  constructor(
+    message: string,
+    /** the keyring file, when known: the commands point to `doctor` for it */
+    readonly path?: string,
+  ) {
+    super(message);
+  }
 }
 /**
  * The passphrase opened the keyring, but a part of it does not match the rest: a public half
@@ -341,8 +348,8 @@ function readKeyringText(stateDir: string): string | null {
     const p = err.problem;
     if ("code" in p && p.code === "ENOENT") return null;
     if (("code" in p && p.code === "EISDIR") || "special" in p)
-      throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`);
-    if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`);
+      throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`, path);
+    if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`, path);
     throw unreadableKeyring(path, p.code);
   }
 }
@@ -366,7 +373,7 @@ function unreadableKeyring(path: string, code: string | undefined): KeyringError
 const B64URL = /^[A-Za-z0-9_-]+$/;
 
 function parseKeyring(text: string, path: string): KeyringFile {
-  const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`);
+  const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`, path);
   if (text.trim() === "")
     throw damaged("it is empty (as a crash while it was written, a full disk or a bad restore leaves it)");
   let f: unknown;
