@@ -39,7 +39,7 @@ import {
   WrongPassphraseError,
 } from "../keyring/keyring.js";
 import { openStoreToRead, type Store, StoreError } from "../store/db.js";
-import { requireInitialized, stateDirFlagFor } from "../store/stateDir.js";
+import { quotedCommand, requireInitialized, stateDirFlagFor } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
@@ -300,10 +300,21 @@ async function report(
   notAnExport = false,
 ): Promise<number> {
   shown?.done();
+  // An empty log beside a keyring: init writes record 1 (the approver key's pin) into the store
+  // it sets up, so this is a store deleted or replaced, or an init interrupted before its pin.
+  // The chain alone cannot tell which (a checkpoint can); it is said, not passed over.
+  const emptyBesideKeyring = r.ok && r.head.seq === 0 && opts.file === undefined && keyringExists(stateDir);
   if (opts.json) {
-    await write(`${JSON.stringify(r.ok ? { ...r, headCovered: headCovered(r) } : r, null, 2)}\n`);
+    const ok = r.ok
+      ? { ...r, headCovered: headCovered(r), ...(emptyBesideKeyring ? { emptyBesideKeyring } : {}) }
+      : r;
+    await write(`${JSON.stringify(ok, null, 2)}\n`);
   } else if (r.ok) {
     await write(`${okLine(r, saveAdvice(stateDir, opts.file))}\n`);
+    if (emptyBesideKeyring)
+      await write(
+        `but a keyring is here, and 'portcullis init' writes record 1 (the approver key's pin) into the store it sets up: if this state directory was in use, its store was deleted or replaced (a checkpoint taken earlier shows it: ${quotedCommand("audit verify --checkpoint FILE", stateDir)}); if its init was interrupted, the next command that takes the passphrase pins the key\n`,
+      );
   } else if (notAnExport) {
     await write(`audit verify: ${r.problem}\n`);
   } else {
