@@ -6,12 +6,14 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
+import { firstOf } from "../catalog/text.js";
+import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { lockHolders } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
-import { openStore, type Store, StoreError, storeFailure } from "../store/db.js";
+import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
@@ -95,6 +97,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       next: `${OWN_PROC_FIX}: the agent host with it; a server reached by URL (run --url) needs no /proc`,
     });
   const keyring = isDir && keyringFinding(path, findings);
+  const config = configFinding(cwd);
+  if (config) findings.push(config);
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
@@ -113,6 +117,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     try {
       const locked = lockedStore(store, storePath);
       if (locked) findings.push(locked);
+      const missing = missingSchema(store);
+      if (missing.length > 0)
+        findings.push({
+          ok: false,
+          what: `the store ${storePath} lacks ${missing.length === 1 ? "a part" : `${missing.length} parts`} of its schema (${firstOf(missing, 6, (m) => m)}): dropped since it was made, so the commands that need ${missing.length === 1 ? "it" : "them"} fail`,
+          next: `restore ${storePath} from a backup of the state directory; without one, move it aside and keep it (mv ${shellWord(storePath)} ${shellWord(`${storePath}.damaged`)}): the next command creates a new, empty store and audit log`,
+          cause: "damaged",
+        });
       const unaccounted = unaccountedHistory(store);
       if (unaccounted)
         findings.push({
@@ -290,6 +302,28 @@ function openOrReport(stateDir: string, findings: Finding[]): Store | null {
       cause: e.reason,
     });
     return null;
+  }
+}
+
+/**
+ * The portcullis.json found from `cwd` (what `run LABEL` and `drill` read here), when it does not
+ * load: `run LABEL` refuses it with the same sentence, so a host entry that runs a label from here
+ * cannot start. Null when there is none, or it loads.
+ */
+function configFinding(cwd: string): Finding | null {
+  let file: string | null;
+  try {
+    file = findConfig(cwd);
+    if (file === null) return null;
+    loadConfigFile(file);
+    return null;
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    return {
+      ok: false,
+      what: e.message.replace(/\.$/, ""),
+      next: "fix the file (docs/configuration.md says each key): 'portcullis run LABEL' and 'portcullis drill' refuse it with this sentence until then",
+    };
   }
 }
 

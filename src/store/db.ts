@@ -410,6 +410,13 @@ function storeError(path: string, e: unknown): unknown {
     );
   if (code.startsWith("SQLITE_IOERR"))
     return why("cannot be read or written (input/output error).", "io-error");
+  // SQLite's own words about the statement ("no such table: grants": a store whose tables were
+  // dropped) say which part is missing; they quote the gateway's SQL, never a value
+  if (code === "SQLITE_ERROR" && e instanceof Error && /^no such (table|column|index)\b/.test(e.message))
+    return why(
+      `cannot be used (SQLite: ${e.message.slice(0, 200)}): a part of its schema is missing.`,
+      "other",
+    );
   if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`, "other");
   return e;
 }
@@ -580,4 +587,38 @@ function migrate(db: Store): void {
       );
     }).immediate();
   }
+}
+
+/**
+ * The schema objects (tables, indexes, triggers) a store of this version holds and `db` lacks:
+ * one whose migrations are all recorded as applied but whose tables were dropped since (by hand,
+ * a tool, a partial restore) opens as if whole, and every command that needs what is missing
+ * fails with SQLite's own words. Compared with a new store migrated in memory, so the list never
+ * falls behind the migrations. Empty for a whole store.
+ */
+export function missingSchema(db: Store): string[] {
+  const have = schemaObjects(db);
+  return [...expectedSchema()].filter((o) => !have.has(o)).sort();
+}
+
+let expected: Set<string> | undefined;
+function expectedSchema(): Set<string> {
+  if (expected) return expected;
+  const fresh = new Database(":memory:");
+  try {
+    migrate(fresh);
+    expected = schemaObjects(fresh);
+  } finally {
+    fresh.close();
+  }
+  return expected;
+}
+
+function schemaObjects(db: Store): Set<string> {
+  const rows = db
+    .prepare(
+      "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'trigger') AND name NOT LIKE 'sqlite_%'",
+    )
+    .all() as { type: string; name: string }[];
+  return new Set(rows.map((r) => `${r.type} ${r.name}`));
 }
