@@ -388,8 +388,8 @@ async function approve(
   if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
   process.stdout.write(
     scope === "session"
-      ? `Approving for this agent run and execution epoch (until the run ends or the server changes).\n`
-      : "Approving this one call only.\n",
+      ? `To approve for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
+      : "To approve this one call only: the passphrase confirms it.\n",
   );
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
   // What was shown is what is signed: a review changed in the store since then is not decided.

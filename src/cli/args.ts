@@ -1,5 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
+import { nearestName } from "../util/nearest.js";
 import { UsageError } from "./errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -102,40 +103,7 @@ function refusal(e: unknown, command: string, args: string[], options: Options):
  */
 export function nearestOption(flag: string, options: Options): string | null {
   if (!flag.startsWith("--")) return null;
-  const typed = flag.slice(2);
-  if (typed.length < 3 || typed.length > 40) return null;
-  let best: string | null = null;
-  let bestDistance = 3;
-  let ties = 0;
-  for (const name of Object.keys(options)) {
-    const d = editDistance(typed, name);
-    if (d < bestDistance) {
-      best = name;
-      bestDistance = d;
-      ties = 0;
-    } else if (d === bestDistance) ties++;
-  }
-  return ties === 0 ? best : null;
-}
-
-/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
-function editDistance(a: string, b: string): number {
-  const rows: number[][] = [];
-  for (let i = 0; i <= a.length; i++) {
-    rows.push([i]);
-    for (let j = 1; j <= b.length; j++) {
-      if (i === 0) {
-        rows[0]!.push(j);
-        continue;
-      }
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d = Math.min(d, rows[i - 2]![j - 2]! + 1);
-      rows[i]!.push(d);
-    }
-  }
-  return rows[a.length]![b.length]!;
+  return nearestName(flag.slice(2), Object.keys(options));
 }
 
 /**

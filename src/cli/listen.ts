@@ -336,15 +336,21 @@ export function listenSettings(
   }
   const address = parseListenAddress(text);
   if (typeof address === "string") throw new UsageError(`${where} ${address}.`);
-  const whole = (flag: string, v: string | undefined, dflt: number, min: number) => {
+  const whole = (flag: string, v: string | undefined, dflt: number, min: number, unit = "") => {
     if (v === undefined) return dflt;
     const n = /^[0-9]+$/.test(v) ? Number(v) : Number.NaN;
     if (!Number.isSafeInteger(n) || n < min)
-      throw new UsageError(`run: --${flag} must be a whole number of at least ${min}.`);
+      throw new UsageError(`run: --${flag} must be a whole number${unit} of at least ${min}.`);
     return n;
   };
   const maxSessions = whole("listen-max-sessions", values["listen-max-sessions"], 16, 1);
-  const idleTimeoutMs = whole("listen-idle-timeout", values["listen-idle-timeout"], 600_000, 1000);
+  const idleTimeoutMs = whole(
+    "listen-idle-timeout",
+    values["listen-idle-timeout"],
+    600_000,
+    1000,
+    " of milliseconds",
+  );
   if (values["no-auth"]) {
     if (!address.loopback)
       throw new UsageError(

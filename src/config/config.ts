@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { fileProblem } from "../util/errno.js";
+import { nearestName } from "../util/nearest.js";
 import { setOwn } from "../util/setOwn.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
@@ -319,6 +320,12 @@ function refuseDuplicateKeys(file: string, text: string): void {
 
 const NUL_REFUSED = "contains a NUL byte, which cannot be passed to a program";
 
+/** "is not a known key", with the key it most likely meant (`onchange` → `onChange`). */
+function unknownKey(k: string, known: Iterable<string>): string {
+  const near = nearestName(k, known);
+  return near ? `is not a known key (did you mean ${near}?)` : "is not a known key";
+}
+
 function parseServer(file: string, at: string, label: string, raw: unknown, base: string): ServerConfig {
   const fail = (k: string, what: string): never => {
     throw new ConfigError(`${file}: ${at}${k ? `.${k}` : ""} ${what}.`);
@@ -327,7 +334,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   if (!LABEL_PATTERN.test(label)) {
     fail("", `is not a valid label (${LABEL_RULE})`);
   }
-  for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, "is not a known key");
+  for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, unknownKey(k, SERVER_KEYS));
   let remote: RemoteConfig | undefined;
   if (raw.url !== undefined) {
     if (raw.command !== undefined)

@@ -38,7 +38,7 @@ export function unreadable(what: string, abs: string, cwd: string, code: string 
   // From the root (a host that starts servers from `/`) a relative path would read as one
   // relative to wherever the user looks from: the absolute path says where it was looked for.
   const shown = dirname(cwd) === cwd ? abs : displayPath(abs, cwd);
-  return new IdentityError(`Cannot read the ${what} ${shown} (${describe(code)}).`);
+  return new IdentityError(`cannot read the ${what} ${shown} (${describe(code)}).`);
 }
 
 /** Relative to cwd when inside it, else absolute. */

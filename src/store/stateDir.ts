@@ -86,23 +86,44 @@ export function resolveStateDir(flag?: string): string {
     const code = (e as NodeJS.ErrnoException).code;
     throw new StateDirError(
       code === "EEXIST" || code === "ENOTDIR"
-        ? `the state directory ${dir} is not a directory (a file is in its place or on its path).`
-        : `the state directory ${dir} cannot be created: ${fileProblem(code)}.`,
+        ? `the state directory ${dir} (${whereFrom(flag)}) is not a directory (a file is in its place or on its path): ${NOT_A_DIRECTORY_FIX}.`
+        : `the state directory ${dir} (${whereFrom(flag)}) cannot be created: ${fileProblem(code)}.`,
     );
   }
-  notADirectory(dir);
+  notADirectory(dir, flag);
   return dir;
 }
 
+const NOT_A_DIRECTORY_FIX =
+  "move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME";
+
+/**
+ * Where the state directory's path came from, for a sentence that says it is unusable. Asked of
+ * the command line itself: a command that makes its own directory (init) is handed the path
+ * already resolved, from the flag or from PORTCULLIS_HOME alike.
+ */
+function whereFrom(flag: string | undefined): string {
+  const given = process.argv.some((a) => a === "--state-dir" || a.startsWith("--state-dir="));
+  if (flag && given) return "given with --state-dir";
+  return process.env.PORTCULLIS_HOME
+    ? "from PORTCULLIS_HOME"
+    : flag
+      ? "given with --state-dir"
+      : "the default";
+}
+
 /** Throws when `dir` exists but is not a directory. */
-function notADirectory(dir: string): void {
+function notADirectory(dir: string, flag: string | undefined): void {
   let isDir = true;
   try {
     isDir = statSync(dir).isDirectory();
   } catch {
     // gone meanwhile: whoever uses it next says so
   }
-  if (!isDir) throw new StateDirError(`the state directory ${dir} is not a directory.`);
+  if (!isDir)
+    throw new StateDirError(
+      `the state directory ${dir} (${whereFrom(flag)}) is not a directory: ${NOT_A_DIRECTORY_FIX}.`,
+    );
 }
 
 /**
@@ -123,7 +144,7 @@ export function existingStateDir(flag?: string): string {
     exists = false;
   }
   if (!exists) throw new StateDirMissingError(dir);
-  notADirectory(dir);
+  notADirectory(dir, flag);
   return dir;
 }
 

@@ -38,7 +38,7 @@ describe("a server that cannot be launched", () => {
     );
     expect(r.code).toBe(2);
     // absolute from the root: "nonexistent/server.js" would send the user looking elsewhere
-    expect(r.stderr).toContain("Cannot read the entry file /nonexistent/server.js (it does not exist).");
+    expect(r.stderr).toContain("cannot read the entry file /nonexistent/server.js (it does not exist).");
     expect(r.stderr).not.toMatch(/internal error/);
   }, 30_000);
 

@@ -80,7 +80,14 @@ describe("a state directory that is not there", () => {
     writeFileSync(file, "x");
     const r = await runCli(["init"], { stateDir: file, env: passphraseEnv() });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(new RegExp(`^portcullis: the state directory ${file} is not a directory`));
+    expect(r.stderr).toMatch(
+      new RegExp(`^portcullis: the state directory ${file} \\(from PORTCULLIS_HOME\\) is not a directory`),
+    );
+    // where the path came from is said, with the fix
+    const home = await runCli(["status"], { env: { PORTCULLIS_HOME: file } });
+    expect(home.stderr).toBe(
+      `portcullis: the state directory ${file} (from PORTCULLIS_HOME) is not a directory: move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME.\n`,
+    );
     expect(r.stderr).not.toMatch(/internal error/);
   });
   it("an empty --state-dir (a variable that was not set) is refused, not taken as the default", async () => {

@@ -488,7 +488,7 @@ describe("wrappers and entry resolution", () => {
     const attempt = captureStaticIdentity(specFor(dir, "node", ["dist/missing.js"]), new DigestCache(null));
     await expect(attempt).rejects.toBeInstanceOf(IdentityError);
     await expect(attempt).rejects.toThrow(
-      /^Cannot read the entry file dist\/missing\.js \(it does not exist\)\.$/,
+      /^cannot read the entry file dist\/missing\.js \(it does not exist\)\.$/,
     );
     await expect(
       captureStaticIdentity(specFor(dir, "no-such-command-xyz", []), new DigestCache(null)),

@@ -110,6 +110,15 @@ describe("portcullis.json", () => {
     }
   });
 
+  it("an unknown server key names the one it most likely meant", () => {
+    expect(() => loadConfigFile(write({ servers: { a: { command: "x", onchange: "restart" } } }))).toThrow(
+      /servers\.a\.onchange is not a known key \(did you mean onChange\?\)\.$/,
+    );
+    expect(() => loadConfigFile(write({ servers: { a: { command: "x", zzzzzz: 1 } } }))).toThrow(
+      /servers\.a\.zzzzzz is not a known key\.$/,
+    );
+  });
+
   it("names the known labels when one is missing", () => {
     const file = write({ servers: { alpha: { command: "x" } } });
     expect(() => resolveServer("beta", join(file, ".."))).toThrow(
