@@ -111,7 +111,9 @@ describe("a state directory that is a file", () => {
   it("run and status refuse it in one sentence; doctor reports it", async () => {
     const file = join(tempDir(), "state");
     writeFileSync(file, "x");
-    const about = new RegExp(`^portcullis: the state directory ${file} \\(from PORTCULLIS_HOME\\) is not a directory`);
+    const about = new RegExp(
+      `^portcullis: the state directory ${file} \\(from PORTCULLIS_HOME\\) is not a directory`,
+    );
     oneSentence(
       await runCli(["run", "--label", "x", "--", ...fixtureCommand("echo")], { stateDir: file }),
       about,
