@@ -506,6 +506,10 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
         throw new VaultError(
           "the value holds a NUL byte, which no environment variable can carry; nothing was stored",
         );
+      // A rotation while unlocked: the holder lets go of the old value first (a value rotated is
+      // often one that leaked). Killed after this, the holder holds nothing under the name (vault
+      // list says so; calls needing it are refused), never the old value beside a new one stored.
+      if (secretNames(db).has(name)) await askHolder(stateDir, { op: "forget", scope: name });
       const { rotated } = putSecret(db, dataKey, name, policy, value);
       let egressCa: { cert: string; key: string } | undefined;
       if (policy.deliver === "http") {

@@ -57,7 +57,7 @@ describe("vault list --json says what the text says of who uses a secret", () =>
     expect(unread.text).toContain("used by: not known (the portcullis.json found here does not load)");
     expect(unread.json.config).toEqual({
       file: join(typo, "portcullis.json"),
-      problem: `${join(typo, "portcullis.json")}: servers.reports.onChnage is not a known key`,
+      problem: `${join(typo, "portcullis.json")}: servers.reports.onChnage is not a known key (did you mean onChange?)`,
     });
     expect(unread.json.secrets[0].usedBy).toBeNull();
 
