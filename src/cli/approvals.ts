@@ -48,7 +48,8 @@ the catalog diff with its classification), the credential scopes, and the argume
 with schema defaults made visible (secrets redacted).
   --watch     a live list: redrawn whenever a request appears or is decided;
               Ctrl-C exits. With --json: one JSON line per change.
-  --verbose   the full review, with the whole process chain (also --chain)
+  --verbose   the full review, with the whole process chain (also --chain); --json
+              always holds the whole request, so it changes nothing there
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
   approve: `usage: portcullis approve ID|--next [--for session|call] [--verbose] [--state-dir DIR]
 
