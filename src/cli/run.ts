@@ -1,11 +1,11 @@
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { commandLineServer, resolveServer, type ServerConfig } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
-import { resolveStateDir, STORE_FILE } from "../store/stateDir.js";
+import { resolveStateDir, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import { UsageError } from "./errors.js";
 import { readRunArgs } from "./runOptions.js";
@@ -134,6 +134,10 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (auditArguments) server.audit = { arguments: auditArguments };
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
+  // a state directory that does not exist has no keyring: refused as serve refuses one without,
+  // before it is made (a mistyped --state-dir left behind, empty, read later as set up)
+  const wanted = stateDirPath(values["state-dir"]);
+  if (absent(wanted)) throw (await serveModule()).noKeyring(wanted);
   const stateDir = resolveStateDir(values["state-dir"]);
   const listen =
     server.listen !== undefined ||
@@ -183,6 +187,16 @@ function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): b
   return (
     existsSync(join(stateDir, KEYRING_FILE)) && writable(stateDir) && (!existsSync(store) || writable(store))
   );
+}
+
+/** Nothing at `path` (and not: a path this user may not look at, which resolveStateDir says). */
+function absent(path: string): boolean {
+  try {
+    statSync(path);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
 }
 
 function writable(path: string): boolean {

@@ -484,7 +484,7 @@ export async function serve(
   return code;
 }
 
-function noKeyring(stateDir: string): UsageError {
+export function noKeyring(stateDir: string): UsageError {
   return new UsageError(
     // the command names the directory unless it is the default: a host's entry often gives
     // --state-dir, and a bare init in the human's terminal would set up another one

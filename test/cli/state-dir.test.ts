@@ -58,6 +58,16 @@ describe("a state directory that is not there", () => {
     }
   });
 
+  it("run refuses it as it refuses a directory without a keyring, and makes nothing", async () => {
+    const missing = join(tempDir(), "typo", "state");
+    const r = await runCli(["run", "--state-dir", missing, "--", NODE, "-e", "0"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis: run: no keyring in ${missing}; set it up first (it asks for a passphrase once) with: portcullis init --state-dir ${missing}\n`,
+    );
+    expect(existsSync(join(missing, ".."))).toBe(false);
+  });
+
   it("bare audit, vault and passkey still print their help without one", async () => {
     const missing = join(tempDir(), "typo");
     for (const command of ["audit", "vault", "passkey"]) {
