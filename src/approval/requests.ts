@@ -440,6 +440,15 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
   if (!run || run.endedAt) {
     throw new DecisionError(`the agent run of approval request ${id} has ended`, "not-pending");
   }
+  // Asked again here, under the write lock: the gateway may have died while the human read the
+  // review and typed the passphrase (seconds, minutes), after the sweep that closes the requests
+  // of dead gateways ran. A decision then would be recorded as given for a call that never runs.
+  if (run.gateway === "gone") {
+    throw new DecisionError(
+      `the gateway that asked approval request ${id} (pid ${run.gatewayPid}) is gone: its call will never run, so nothing was decided`,
+      "not-pending",
+    );
+  }
   const differs = differsFromReview(req);
   if (differs) {
     throw new DecisionError(

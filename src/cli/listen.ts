@@ -414,6 +414,7 @@ export async function listenUntilSignal(
   const info = writeListenInfo(shared.stateDir, shared.server.label, {
     url,
     pid: process.pid,
+    pidStart: processStartTime(process.pid),
     auth: settings.token === null ? "none" : "bearer",
     tokenFile: settings.tokenPath,
   });

@@ -39,8 +39,12 @@ export async function statusCommand(args: string[]): Promise<number> {
       // only a running server holds anything
       heldInEnvironment: g.running ? envHeld(g.status, g.epoch ?? g.record?.epoch ?? null) : null,
     }));
+    // alive, and the same process: a front SIGKILLed leaves its file, and its pid may be another's
     const listening = readListenInfos(stateDir)
-      .filter((l) => processStartTime(l.pid) !== null)
+      .filter((l) => {
+        const start = processStartTime(l.pid);
+        return start !== null && (l.pidStart == null || l.pidStart === start);
+      })
       .map((l) => ({ ...l, token: l.tokenFile ? readTokenFile(l.tokenFile) : null }));
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ gateways: rows, listening }, null, 2)}\n`);

@@ -10,6 +10,12 @@ export interface ListenInfo {
   label: string;
   url: string;
   pid: number;
+  /**
+   * The process's start time (src/identity/proc.ts), so that a pid reused by another process
+   * after the front was killed (its file left behind) is not taken for it; absent in files of
+   * earlier versions
+   */
+  pidStart?: string | null;
   /** "bearer", or "none" (--no-auth, loopback only) */
   auth: "bearer" | "none";
   tokenFile: string | null;
