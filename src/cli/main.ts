@@ -200,7 +200,7 @@ async function isKeyringError(e: unknown): Promise<boolean> {
 async function withAdvice(e: StoreError): Promise<string> {
   // a store of another user: its sentence says already what to do
   if (e.reason === "permissions" && e.problem.includes("run the command as")) return e.message;
-  const { storeAdvice } = await import("../onboard/storeAdvice.js");
+  const { storeAdvice } = await import("../store/storeAdvice.js");
   return `${e.message} To fix it: ${storeAdvice(e)}.`;
 }
 

@@ -15,6 +15,7 @@ import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
+import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
@@ -23,7 +24,6 @@ import { entryStateDir, labelFindings } from "./doctorLabels.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
-import { storeAdvice } from "./storeAdvice.js";
 import {
   isWrapped,
   LabelClash,

@@ -4,8 +4,8 @@
  */
 import { basename, dirname } from "node:path";
 import { describeOsProcess, lockHolders, plainExe } from "../identity/proc.js";
-import type { StoreError } from "../store/storeError.js";
 import { shellWord } from "../util/shellWord.js";
+import type { StoreError } from "./storeError.js";
 
 /** The one thing to do about a store that cannot be used, by its cause. */
 export function storeAdvice(e: StoreError): string {
