@@ -112,6 +112,9 @@ const SERVER_MESSAGE_CHARS = 200;
  * revision, with its argument validator. A fetch that the generation does not
  * live to finish is discarded.
  */
+/** How many times a new revision is tried again with its record after another gateway's came first. */
+const RECORD_ATTEMPTS = 4;
+
 export class CatalogSync {
   snapshot: CatalogSnapshot | null = null;
   validator: ArgumentValidator | null = null;
@@ -478,32 +481,43 @@ export class CatalogSync {
     served: CatalogSnapshot | null,
   ): Promise<Revised> {
     const { store, label, events } = this.p;
-    const latest = latestFingerprint(store, label);
-    if (latest?.fingerprint === snap.fingerprint)
-      return { revision: latest.revision, changed: false, previous: null };
-    const revision = (latest?.revision ?? 0) + 1;
-    const stored = latest ? getRevision(store, label, latest.revision) : null;
-    const previous = stored
-      ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
-      : null;
-    let wrote = false;
-    // Waited for as an intent is: while another program holds the store's lock the group is kept
-    // and tried again, the event loop free (an explicit flush here held it a whole busy timeout).
-    try {
-      await events.emitDurable(this.revised(snap, gen, revision, previous, served), () => {
-        // another gateway of this label recorded a revision since: this record would misnumber it
-        if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) return false;
-        wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
-        return wrote;
-      });
-    } catch {
-      // not written (the sink said why)
+    // Another gateway of this label recording a revision between the read of the latest one and
+    // the write makes the condition refuse (the number would be taken): read again and retry, so
+    // that a race also ends with the row and its record in one transaction.
+    for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
+      const latest = latestFingerprint(store, label);
+      if (latest?.fingerprint === snap.fingerprint)
+        return { revision: latest.revision, changed: false, previous: null };
+      const revision = (latest?.revision ?? 0) + 1;
+      const stored = latest ? getRevision(store, label, latest.revision) : null;
+      const previous = stored
+        ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
+        : null;
+      let wrote = false;
+      let raced = false;
+      // Waited for as an intent is: while another program holds the store's lock the group is
+      // kept and tried again, the event loop free (an explicit flush here held it a busy timeout).
+      try {
+        await events.emitDurable(this.revised(snap, gen, revision, previous, served), () => {
+          // another gateway of this label recorded a revision since: this record would misnumber it
+          if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) {
+            raced = true;
+            return false;
+          }
+          wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
+          return wrote;
+        });
+      } catch {
+        // not written (the sink said why): stored below, as before
+        break;
+      }
+      if (wrote && getRevision(store, label, revision)?.fingerprint === snap.fingerprint)
+        return { revision, changed: true, previous };
+      if (!raced) break;
     }
-    if (wrote && getRevision(store, label, revision)?.fingerprint === snap.fingerprint)
-      return { revision, changed: true, previous };
-    // Not written with its record, or another gateway's revision came first: stored as before,
-    // waiting out a lock briefly per attempt (a store that cannot be written fails the fetch),
-    // recorded best effort.
+    // Not written with its record (the sink could not write, or races every time): stored as
+    // before, waiting out a lock briefly per attempt (a store that cannot be written fails the
+    // fetch), recorded best effort.
     const rec = await whenUnlocked(() => recordRevision(store, label, snap, gen.epoch), {
       attempt: briefly(store),
     });
