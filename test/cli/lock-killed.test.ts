@@ -11,10 +11,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { askHolder } from "../../src/vault/holder.js";
-import { alive, removeDir, waitFor } from "../helpers/files.js";
+import { alive, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { vaultRecords, vaultWith } from "../helpers/vaultState.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -22,33 +22,9 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** The header types of the chain's vault records, in order. */
-function vaultRecords(stateDir: string): string[] {
-  const db = openStore(stateDir);
-  try {
-    return (db.prepare("SELECT record FROM audit_records ORDER BY seq").pluck().all() as Buffer[])
-      .map((r) => /"type":"([a-z_]+)"/.exec(r.toString("latin1", 0, r.indexOf(0x0a)))![1]!)
-      .filter((t) => t.startsWith("vault_"));
-  } finally {
-    db.close();
-  }
-}
-
 describe("portcullis lock killed with SIGKILL", () => {
   it("after the holder locked, while its record waits for the store: the chain says the vault was locked", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: "lock-killed-value-0b7d3a91",
-    });
-    expect(set.code, set.stderr).toBe(0);
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith("api", "lock-killed-value-0b7d3a91", (c) => cleanup.push(c));
     expect(vaultRecords(stateDir)).toEqual(["vault_unlocked"]);
 
     const other = openStore(stateDir);

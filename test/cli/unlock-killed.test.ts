@@ -19,7 +19,8 @@ import { askHolder } from "../../src/vault/holder.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE, REPO } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { vaultRecords, vaultWith } from "../helpers/vaultState.js";
 
 const SECRET = "unlock-killed-value-41d9e6b0";
 const GATE = join(REPO, "test", "fixtures", "holder-gate.cjs");
@@ -30,31 +31,9 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** The header types of the chain's vault records, in order. */
-function vaultRecords(stateDir: string): string[] {
-  const db = openStore(stateDir);
-  try {
-    return (db.prepare("SELECT record FROM audit_records ORDER BY seq").pluck().all() as Buffer[])
-      .map((r) => /"type":"([a-z_]+)"/.exec(r.toString("latin1", 0, r.indexOf(0x0a)))![1]!)
-      .filter((t) => t.startsWith("vault_"));
-  } finally {
-    db.close();
-  }
-}
-
 describe("portcullis unlock killed with SIGKILL", () => {
   it("while its holder records the unlock: nothing is released before the record, and the holder that cannot say ready records its lock", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: SECRET,
-    });
-    expect(set.code, set.stderr).toBe(0);
+    const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c), false);
 
     const gateDir = tempDir("portcullis-gate-");
     const gate = join(gateDir, "open");

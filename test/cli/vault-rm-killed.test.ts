@@ -10,15 +10,15 @@
 // process but a `vault rm`) stops the rm once the holder has answered its forget (as the rm
 // closes that connection), and leaves a marker; then the test SIGKILLs it.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { askHolder } from "../../src/vault/holder.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { holderAnsweredGate, released, storedNames, vaultWith } from "../helpers/vaultState.js";
 
 const SECRET = "vault-rm-killed-value-8c1f7d2e";
 
@@ -28,86 +28,12 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/**
- * A preload that holds a `portcullis vault rm` once the holder answered it (as it closes the
- * connection: after the forget, before the store's commit), having written `GATE.waiting-PID`.
- * It waits in Atomics.wait, so SIGKILL ends it there.
- */
-function rmGate(): { env: Record<string, string>; waiting(): number | null } {
-  const dir = tempDir("portcullis-rm-gate-");
-  cleanup.push(() => removeDir(dir));
-  const gate = join(dir, "open");
-  const preload = join(dir, "rm-gate.cjs");
-  writeFileSync(
-    preload,
-    `const net = require("node:net");
-const fs = require("node:fs");
-const gate = process.env.RM_GATE;
-const argv = process.argv.slice(2);
-if (gate && argv[0] === "vault" && argv[1] === "rm") {
-  const connect = net.createConnection;
-  net.createConnection = function (...args) {
-    const socket = connect.apply(this, args);
-    if (typeof args[0] === "string" && args[0].endsWith("vault.sock")) {
-      let answered = false;
-      socket.on("data", () => { answered = true; });
-      const destroy = socket.destroy;
-      socket.destroy = function (...a) {
-        if (answered) {
-          fs.writeFileSync(gate + ".waiting-" + process.pid, "");
-          const nap = new Int32Array(new SharedArrayBuffer(4));
-          while (!fs.existsSync(gate)) Atomics.wait(nap, 0, 0, 20);
-        }
-        return destroy.apply(this, a);
-      };
-    }
-    return socket;
-  };
-}
-`,
-  );
-  return {
-    env: { NODE_OPTIONS: `--require ${preload}`, RM_GATE: gate },
-    waiting: () => {
-      const m = readdirSync(dir).find((n) => n.startsWith("open.waiting-"));
-      return m ? Number(m.slice("open.waiting-".length)) : null;
-    },
-  };
-}
-
-/** What the holder answers a gateway that asks for `scope` (null: no holder answers). */
-async function released(stateDir: string, scope: string): Promise<string | null> {
-  const r = await askHolder(stateDir, { op: "release", scope });
-  return r?.ok === true ? String(r.value) : null;
-}
-
-function storedNames(stateDir: string): string[] {
-  const db = openStore(stateDir);
-  try {
-    return db.prepare("SELECT name FROM vault_secrets ORDER BY name").pluck().all() as string[];
-  } finally {
-    db.close();
-  }
-}
-
 describe("portcullis vault rm killed with SIGKILL while the vault is unlocked", () => {
   it("after the holder forgot the secret, before the store did: nothing is released that the vault does not list, list says so, and rm again finishes", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: SECRET,
-    });
-    expect(set.code, set.stderr).toBe(0);
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c));
     expect(await released(stateDir, "api")).toBe(SECRET);
 
-    const g = rmGate();
+    const g = holderAnsweredGate("rm", (c) => cleanup.push(c));
     const rm: ChildProcess = spawn(NODE, [CLI, "vault", "rm", "api"], {
       env: hostEnv({ PORTCULLIS_HOME: stateDir, ...passphraseEnv(), ...g.env }),
       stdio: ["ignore", "pipe", "pipe"],
@@ -167,19 +93,7 @@ describe("portcullis vault rm killed with SIGKILL while the vault is unlocked", 
   });
 
   it("a name the store lacks but a running holder still holds (an rm interrupted by an older version): list warns, and rm ends the release", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: SECRET,
-    });
-    expect(set.code, set.stderr).toBe(0);
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c));
     // the store forgets it behind the holder's back (what the older rm's kill left)
     const db = openStore(stateDir);
     try {

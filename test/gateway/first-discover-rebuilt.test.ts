@@ -11,8 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { loggedMethod, readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
+import { watcherPeer } from "../helpers/watcherPeer.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,26 +33,10 @@ describe("a client's first server/discover lost to a rebuild", () => {
     const methods = join(dir, "methods.jsonl");
     const starts = join(dir, "starts.jsonl");
     writeFileSync(hold, ""); // the first worker holds the client's server/discover unanswered
-    const peer = rawGateway({
-      args: [
-        "--label",
-        "first-discover-replaced",
-        "--approval",
-        "none",
-        "--",
-        NODE,
-        FIXTURES.watcher,
-        "--inherit-stdio",
-        "--",
-        NODE,
-        FIXTURES.lenient,
-      ],
-      env: {
-        FIXTURE_INIT_HOLD: hold,
-        FIXTURE_METHOD_LOG: methods,
-        FIXTURE_STARTS: starts,
-        PORTCULLIS_DEBUG: "1",
-      },
+    const peer = watcherPeer("first-discover-replaced", {
+      FIXTURE_INIT_HOLD: hold,
+      FIXTURE_METHOD_LOG: methods,
+      FIXTURE_STARTS: starts,
     });
     cleanup.push(() => peer.close());
     peer.send({ jsonrpc: "2.0", id: "discover:1", method: "server/discover", params: { _meta: META } });

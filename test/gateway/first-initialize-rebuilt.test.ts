@@ -22,6 +22,7 @@ import { auditEvents } from "../helpers/approvals.js";
 import { loggedMethod, readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { watcherPeer as watcherGateway } from "../helpers/watcherPeer.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -31,27 +32,9 @@ afterEach(async () => {
 
 const INIT = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } };
 
-/**
- * A gateway in front of the watcher fixture (its worker on the gateway's pipe, as under node
- * --watch) running the lenient fixture with `env`, the client's first initialize sent.
- */
+/** The watcher's gateway (test/helpers/watcherPeer.ts), the client's first initialize sent. */
 function watcherPeer(label: string, env: Record<string, string>): RawGateway {
-  const peer = rawGateway({
-    args: [
-      "--label",
-      label,
-      "--approval",
-      "none",
-      "--",
-      NODE,
-      FIXTURES.watcher,
-      "--inherit-stdio",
-      "--",
-      NODE,
-      FIXTURES.lenient,
-    ],
-    env: { ...env, PORTCULLIS_DEBUG: "1" },
-  });
+  const peer = watcherGateway(label, env);
   cleanup.push(() => peer.close());
   peer.send({ jsonrpc: "2.0", id: "init:1", method: "initialize", params: INIT });
   return peer;
