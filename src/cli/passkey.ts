@@ -20,6 +20,7 @@ when it is added, after the passphrase; gateways honour only pinned passkeys.
   list   id, name, when added, when last used; a passkey that gateways do not
          honour (not pinned, or removed) is marked with the reason
   add    registration happens in the browser: this prints the console's page
+         (the console must be running: 'portcullis console' starts it)
   rm ID  takes a passkey's authority away (recorded in the audit chain); no
          passphrase needed. Its grants stop covering calls. ID may be a unique
          prefix of at least 6 characters.`;
