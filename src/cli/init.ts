@@ -1,4 +1,4 @@
-import { readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
 import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
@@ -57,8 +57,13 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
   // passphrase file that cannot be read left an empty state directory behind, which later
   // commands took for one set up. Only what init made goes; a directory that was there stays.
   let made: string | null = null;
+  /** the keyring this process wrote (null: none, or another process's is there) */
+  let written: string | null = null;
   const takeBack = () => {
-    if (made !== null) removeMadeStateDir(ctx.stateDir, made);
+    // Another init's keyring in the directory (two inits at once: that one won): the directory,
+    // its keyring and its store are that init's, pinned and reported created; nothing is taken.
+    if (made !== null && !(written === null && keyringExists(ctx.stateDir)))
+      removeMadeStateDir(ctx.stateDir, made);
     made = null;
   };
   try {
@@ -81,6 +86,9 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
         `portcullis init: ${INSECURE_TEST_KDF_ENV}=1: cheap key derivation, for tests only\n`,
       );
     }
+    // The directory init makes is its own only if this process is the one that makes it: two
+    // inits at once both found it missing, and the one that fails must not take back the other's.
+    if (made !== null && !madeHere(made)) made = null;
     // The store first: one that cannot be used stops init before a keyring exists (a keyring
     // without its pin would make the next init refuse, and the pin would never be written).
     resolveStateDir(ctx.stateDir);
@@ -90,7 +98,6 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     // keyring written and its approver key not pinned: init would not be all or nothing, and the
     // next init would refuse over it. Until the pin is written the keyring is taken back first.
     // The keyring's write and the pin's are synchronous, so a signal is handled before or after each.
-    let written: string | null = null;
     const interrupted = (signal: NodeJS.Signals) => {
       if (written) rmSync(written, { force: true });
       takeBack();
@@ -184,6 +191,20 @@ function removeMadeStateDir(dir: string, top: string): void {
     }
   } catch {
     // not empty, or gone already: what is left is not init's alone
+  }
+}
+
+/**
+ * Makes `top` (the first missing directory on the way to the state directory) with one mkdir that
+ * only one process can win; false when another made it first. Any other failure keeps the claim:
+ * resolveStateDir, next, says why the directory cannot be made, and nothing of it is there.
+ */
+function madeHere(top: string): boolean {
+  try {
+    mkdirSync(top, { mode: 0o700 });
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "EEXIST";
   }
 }
 

@@ -29,7 +29,7 @@ import {
   HOLDER_COMMAND,
   holdersGone,
   recordHolder,
-  takeUnlockLock,
+  takeVaultLock,
 } from "../vault/holderProcs.js";
 import {
   checkSecretName,
@@ -127,6 +127,16 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
     const db = openExisting(ctx.stateDir);
     try {
       const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
+      // One vault command at a time, from the read of the secrets to the new holder's answer: a
+      // vault rm or a rotation finished meanwhile would not be in this holder's copy. Two unlocks
+      // at once take turns (the second replaces the first's holder, as if run after it).
+      let release: () => void;
+      try {
+        release = await lockVault("unlock", ctx.stateDir);
+      } catch (e) {
+        dataKey.fill(0);
+        throw e;
+      }
       let secrets: Map<string, OpenedSecret>;
       let ca: CaMaterial | null = null;
       try {
@@ -141,26 +151,20 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
               `portcullis unlock: ${opened.why}; HTTPS to declared hosts will be tunnelled without releasing credentials.\n`,
             );
         }
+      } catch (e) {
+        release();
+        throw e;
       } finally {
         dataKey.fill(0);
       }
-      if (!usableSocketPath(ctx.stateDir))
+      if (!usableSocketPath(ctx.stateDir)) {
+        release();
+        ca?.keyPkcs8.fill(0);
         throw new VaultError(
           `the state directory's path is too long for the vault holder's Unix socket (${holderSocketPath(ctx.stateDir)}); use a shorter --state-dir or PORTCULLIS_HOME`,
         );
-      // One holder per state directory: a new unlock replaces the running one. Two unlocks at
-      // once take turns (the second waits, then replaces the first's holder, as if run after it).
-      let release: () => void;
-      try {
-        release = await takeUnlockLock(ctx.stateDir, (pid) =>
-          process.stderr.write(
-            `portcullis unlock: waiting for another portcullis unlock (pid ${pid}) to finish\n`,
-          ),
-        );
-      } catch (e) {
-        ca?.keyPkcs8.fill(0);
-        throw e;
       }
+      // One holder per state directory: a new unlock replaces the running one.
       const guard = guardStart();
       try {
         await askHolder(ctx.stateDir, { op: "lock", by: "unlock" });
@@ -348,6 +352,13 @@ function recordLocked(stateDir: string, reason: string): void {
   }
 }
 
+/** The vault lock (takeVaultLock), saying once on stderr that it waits for another command. */
+function lockVault(command: string, stateDir: string): Promise<() => void> {
+  return takeVaultLock(stateDir, (pid) =>
+    process.stderr.write(`portcullis ${command}: waiting for another vault command (pid ${pid}) to finish\n`),
+  );
+}
+
 /** A holder's start, besides its record's wait for the store. */
 const HOLDER_START_MS = 10_000;
 /** A holder's end once asked to lock, besides its record's wait for the store. */
@@ -506,43 +517,63 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
         throw new VaultError(
           "the value holds a NUL byte, which no environment variable can carry; nothing was stored",
         );
-      // A rotation while unlocked: the holder lets go of the old value first (a value rotated is
-      // often one that leaked). Killed after this, the holder holds nothing under the name (vault
-      // list says so; calls needing it are refused), never the old value beside a new one stored.
-      if (secretNames(db).has(name)) await askHolder(stateDir, { op: "forget", scope: name });
-      const { rotated } = putSecret(db, dataKey, name, policy, value);
-      let egressCa: { cert: string; key: string } | undefined;
-      if (policy.deliver === "http") {
-        if (await ensureEgressCa(stateDir, dataKey))
-          process.stdout.write(
-            `created the local CA servers will trust for HTTP delivery: ${caCertPathOf(stateDir)}\n`,
-          );
-        const { ca } = openEgressCa(stateDir, dataKey);
-        if (ca) egressCa = { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") };
-        ca?.keyPkcs8.fill(0);
+      // One vault command at a time, from the store to the holder's answer (takeVaultLock): a
+      // vault rm between the two would be undone in the holder by this put, two rotations would
+      // leave the store and the holder each with another value, two first HTTP secrets two CAs.
+      const release = await lockVault("vault set", stateDir);
+      try {
+        return await storeAndHand(db, stateDir, dataKey, name, policy, value);
+      } finally {
+        release();
       }
-      // A running holder learns the new value, so an unlocked vault needs no second unlock.
-      await askHolder(stateDir, {
-        op: "put",
-        scope: name,
-        value,
-        ...policy,
-        ...(egressCa ? { egressCa } : {}),
-      });
-      process.stdout.write(
-        `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
-      );
-      if (value.length < SHORT_VALUE)
-        process.stderr.write(
-          `portcullis vault: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
-        );
-      return EXIT_OK;
     } finally {
       dataKey.fill(0);
     }
   } finally {
     db.close();
   }
+}
+
+/** vault set's writes, under the vault lock: the store, the local CA, the running holder. */
+async function storeAndHand(
+  db: Store,
+  stateDir: string,
+  dataKey: Buffer,
+  name: string,
+  policy: SecretPolicy,
+  value: string,
+): Promise<number> {
+  // A rotation while unlocked: the holder lets go of the old value first (a value rotated is
+  // often one that leaked). Killed after this, the holder holds nothing under the name (vault
+  // list says so; calls needing it are refused), never the old value beside a new one stored.
+  if (secretNames(db).has(name)) await askHolder(stateDir, { op: "forget", scope: name });
+  const { rotated } = putSecret(db, dataKey, name, policy, value);
+  let egressCa: { cert: string; key: string } | undefined;
+  if (policy.deliver === "http") {
+    if (await ensureEgressCa(stateDir, dataKey))
+      process.stdout.write(
+        `created the local CA servers will trust for HTTP delivery: ${caCertPathOf(stateDir)}\n`,
+      );
+    const { ca } = openEgressCa(stateDir, dataKey);
+    if (ca) egressCa = { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") };
+    ca?.keyPkcs8.fill(0);
+  }
+  // A running holder learns the new value, so an unlocked vault needs no second unlock.
+  await askHolder(stateDir, {
+    op: "put",
+    scope: name,
+    value,
+    ...policy,
+    ...(egressCa ? { egressCa } : {}),
+  });
+  process.stdout.write(
+    `secret ${name} ${rotated ? "rotated" : "stored"} (deliver ${policy.deliver}${policy.hosts.length ? ` to ${policy.hosts.join(", ")}` : ""})\n`,
+  );
+  if (value.length < SHORT_VALUE)
+    process.stderr.write(
+      `portcullis vault: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
+    );
+  return EXIT_OK;
 }
 
 function checkHost(h: string, i: number): string {
@@ -575,17 +606,29 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
     // passphrase; `lock` needs none): an rm of another version, killed between the store and
     // the holder, left one releasing what the vault no longer lists.
     if (!secretNames(db).has(name)) {
-      await askHolder(stateDir, { op: "forget", scope: name });
+      const release = await lockVault("vault rm", stateDir);
+      try {
+        await askHolder(stateDir, { op: "forget", scope: name });
+      } finally {
+        release();
+      }
       return noSuchSecret();
     }
     const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
     dataKey.fill(0);
-    // The holder first, then the store: killed between the two, the vault still lists a secret
-    // the holder no longer releases (calls needing it are refused; rm again finishes), never
-    // the other way round (a secret released that no list shows).
-    await askHolder(stateDir, { op: "forget", scope: name });
-    // (removed by another process while the passphrase was typed)
-    if (!removeSecret(db, name)) return noSuchSecret();
+    // One vault command at a time (takeVaultLock): a vault set between this forget and the
+    // store's removal would hand the holder what the store no longer has.
+    const release = await lockVault("vault rm", stateDir);
+    try {
+      // The holder first, then the store: killed between the two, the vault still lists a
+      // secret the holder no longer releases (calls needing it are refused; rm again finishes),
+      // never the other way round (a secret released that no list shows).
+      await askHolder(stateDir, { op: "forget", scope: name });
+      // (removed by another process while the passphrase was typed)
+      if (!removeSecret(db, name)) return noSuchSecret();
+    } finally {
+      release();
+    }
     process.stdout.write(`secret ${name} removed\n`);
     return EXIT_OK;
   } finally {

@@ -19,9 +19,9 @@ import { VaultError } from "./secrets.js";
 /** The hidden command a holder runs as (`portcullis __vault-holder`). */
 export const HOLDER_COMMAND = "__vault-holder";
 const PID_FILE = /^vault-holder-(\d+)\.pid$/;
-const UNLOCK_LOCK = "vault-unlock.lock";
-/** How long a second `unlock` waits for the first; the first holds it for 15 s at most. */
-const UNLOCK_WAIT_MS = 30_000;
+const VAULT_LOCK = "vault.lock";
+/** How long a vault command waits for another to finish (an unlock holds it while its holder starts). */
+const VAULT_LOCK_WAIT_MS = 30_000;
 
 function pidFile(stateDir: string, pid: number): string {
   return join(stateDir, `vault-holder-${pid}.pid`);
@@ -112,17 +112,21 @@ function isHolder(owner: LockOwner): boolean {
 }
 
 /**
- * Takes the state directory's unlock lock, waiting while another live `unlock` holds it (`onWait`
- * is told once, with its pid) and removing one whose owner is gone. Returns the release; the lock
- * is released too if this process exits holding it.
+ * Takes the state directory's vault lock: one command that changes what the vault holds at a
+ * time (`unlock`, `vault set`, `vault rm`), each from its read of the store to the holder's answer.
+ * Without it an unlock's snapshot of the secrets went to its new holder after a `vault rm` or a
+ * rotation had finished, a `vault rm` ran between a `vault set`'s store and its holder, and two
+ * first HTTP secrets each made a local CA. Waits while another live command holds it (`onWait`
+ * told once, with its pid), removes one whose owner is gone. Returns the release; released too if
+ * this process exits holding it.
  */
-export function takeUnlockLock(stateDir: string, onWait: (pid: number) => void): Promise<() => void> {
-  return takeOwnedLock(join(stateDir, UNLOCK_LOCK), {
-    waitMs: UNLOCK_WAIT_MS,
+export function takeVaultLock(stateDir: string, onWait: (pid: number) => void): Promise<() => void> {
+  return takeOwnedLock(join(stateDir, VAULT_LOCK), {
+    waitMs: VAULT_LOCK_WAIT_MS,
     onWait,
     busy: (owner) =>
       new VaultError(
-        `another portcullis unlock${owner ? ` (pid ${owner.pid})` : ""} has been starting the vault holder for ${UNLOCK_WAIT_MS / 1000} s; try again once it has finished`,
+        `another vault command${owner ? ` (pid ${owner.pid})` : ""} has been changing the vault for ${VAULT_LOCK_WAIT_MS / 1000} s; try again once it has finished`,
       ),
   });
 }

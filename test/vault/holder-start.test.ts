@@ -106,7 +106,7 @@ describe("starting and ending the vault holder", () => {
     const second = startUnlock(stateDir, env);
     // the second either waits for the first or (unserialised) starts a holder of its own
     await waitFor(
-      () => second.stderr().includes("waiting for another portcullis unlock") || g.waiting() > 1,
+      () => second.stderr().includes("waiting for another vault command") || g.waiting() > 1,
       10_000,
       "the second unlock to wait or start",
     );
