@@ -1,30 +1,11 @@
-// Two `vault set NAME --host HOST` (HTTP delivery) at once, the first ones of a state directory,
-// while the vault is unlocked.
-//
-// The first HTTP-delivered secret creates the state directory's local CA (ensureEgressCa:
-// `existsSync(egress-ca.pem)`, then a key pair is generated, then egress-ca.key and egress-ca.pem
-// are written), and `vault set` hands it to the running holder with its `put`; the holder takes
-// the first CA it is given and ignores later ones. Nothing makes the check and the write one step:
-// two commands that both find no CA both create one, both say "created the local CA servers will
-// trust", and the second's files replace the first's. The holder keeps minting leaves with the
-// first CA's key, while egress-ca.pem (what servers are told to trust) is the second's: every
-// intercepted HTTPS connection to a declared host fails until the next unlock. In a plain loop of
-// the two commands this happened 8 runs out of 8 (and, vault locked, two CAs were made in 10 of 10).
-//
-// Now one vault command at a time holds the vault lock (src/vault/holderProcs.ts, takeVaultLock),
-// the CA's check and write inside it. Deterministic here: a gate preloaded into each `vault set`
-// (written by the test) holds it right after its CA check found no CA, before the key pair is
-// generated; once each command is at its gate or says it waits for the vault lock, the test lets
-// the first one finish, then the second.
-import { type ChildProcess, spawn } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
+import { startCli } from "../helpers/cliProcess.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
-import { CLI, NODE } from "../helpers/paths.js";
+import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 // Preloaded (NODE_OPTIONS=--require): the first existsSync of an egress-ca.pem that finds none
@@ -53,29 +34,13 @@ afterEach(async () => {
 });
 
 function gatedSet(stateDir: string, name: string, host: string, preload: string, gate: string) {
-  const child: ChildProcess = spawn(NODE, [CLI, "vault", "set", name, "--from-stdin", "--host", host], {
-    env: hostEnv({
-      PORTCULLIS_HOME: stateDir,
-      ...passphraseEnv(),
-      NODE_OPTIONS: `--require ${preload}`,
-      CA_GATE: gate,
-    }),
-    stdio: ["pipe", "pipe", "pipe"],
+  const p = startCli(["vault", "set", name, "--from-stdin", "--host", host], {
+    stateDir,
+    env: { NODE_OPTIONS: `--require ${preload}`, CA_GATE: gate },
+    input: `value-of-${name}-7c1d9e3f`,
+    onCleanup: (c) => cleanup.push(c),
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr!.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  cleanup.push(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  child.stdin!.end(`value-of-${name}-7c1d9e3f`);
-  return { exited, out: () => ({ stdout, stderr }) };
+  return { exited: p.exited, out: () => ({ stdout: p.stdout(), stderr: p.stderr() }) };
 }
 
 describe("the first two HTTP-delivered secrets stored at once, vault unlocked", () => {

@@ -1,30 +1,10 @@
-// `vault set NAME` and `vault rm NAME` of the same secret at once, while the vault is unlocked.
-//
-// `vault set` writes the store (putSecret), then tells the running holder (`put`); `vault rm`
-// tells the holder (`forget`), then removes the secret from the store. Nothing orders the two
-// commands: an rm that runs entirely between set's store write and set's `put` removes the secret
-// from the store and from a holder that does not have it yet; set's `put` then hands the holder a
-// secret the store no longer has. Both commands exit 0 (stored, removed), and the holder releases
-// a secret that no list shows (`vault list` blames an interrupted removal) — exactly the state
-// src/cli/vault.ts (vaultRm) says its order of operations never leaves. Two rotations of one
-// secret at once end the same way: the store has the last one written, the holder the last one
-// `put`, and `vault list` says it is held.
-//
-// Seen in a plain loop of the two commands (about one run in fifteen). Now one vault command at a
-// time holds the vault lock (src/vault/holderProcs.ts, takeVaultLock) from its store write to the
-// holder's answer. Made deterministic with a gate preloaded into `vault set` (written by the test,
-// as test/fixtures/holder-gate.cjs gates a holder): it holds the command just before it connects
-// to the holder's socket for the `put`, after its store write committed; the other command is
-// started there and the gate opens once it either finished (the race lost, as before the lock) or
-// says it waits for the vault lock. No mock: the real CLI, the real holder, the real store.
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
+import { startCli, startedUntilVaultWait } from "../helpers/cliProcess.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
-import { CLI, NODE } from "../helpers/paths.js";
+import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const VALUE = "value-of-the-race-8f3e2d1c";
@@ -49,38 +29,7 @@ net.createConnection = function (...args) {
 };
 `;
 
-let cleanup: (() => Promise<void> | void)[] = [];
-
-/** `portcullis ARGS` started now; resolves once it finished or says it waits for another vault command. */
-async function started(stateDir: string, args: string[], input = "") {
-  const child = spawn(NODE, [CLI, ...args], {
-    env: hostEnv({ PORTCULLIS_HOME: stateDir, ...passphraseEnv() }),
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  child.stdin.end(input);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  const exited = new Promise<number | null>((r) => child.once("close", (code) => r(code)));
-  cleanup.push(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
-  await waitFor(
-    () => child.exitCode !== null || stderr.includes("waiting for another vault command"),
-    20_000,
-    `${args.join(" ")} to finish or wait for the vault lock`,
-  );
-  return { done: async () => ({ code: await exited, stdout, stderr }) };
-}
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+const cleanup: (() => Promise<void> | void)[] = [];
 
 describe("vault set and vault rm of one secret at once, vault unlocked", () => {
   it("an rm started between set's store write and its put waits for set: what the vault lists and what the holder releases agree", async () => {
@@ -102,26 +51,12 @@ describe("vault set and vault rm of one secret at once, vault unlocked", () => {
     });
 
     // `vault set api` of a new name: its only connection to the holder is the `put`, after the store write
-    const set = spawn(NODE, [CLI, "vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      env: hostEnv({
-        PORTCULLIS_HOME: stateDir,
-        ...passphraseEnv(),
-        NODE_OPTIONS: `--require ${preload}`,
-        SOCK_GATE: gate,
-        SOCK_GATE_AT: "1",
-      }),
-      stdio: ["pipe", "pipe", "pipe"],
+    const set = startCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: { NODE_OPTIONS: `--require ${preload}`, SOCK_GATE: gate, SOCK_GATE_AT: "1" },
+      input: VALUE,
+      onCleanup: (c) => cleanup.push(c),
     });
-    let setOut = "";
-    let setErr = "";
-    set.stdout.on("data", (c: Buffer) => {
-      setOut += c.toString();
-    });
-    set.stderr.on("data", (c: Buffer) => {
-      setErr += c.toString();
-    });
-    const setExit = new Promise<number | null>((r) => set.once("exit", (code) => r(code)));
-    set.stdin.end(VALUE);
     await waitFor(
       () => readdirSync(gateDir).some((f) => f.startsWith("open.waiting-")),
       20_000,
@@ -129,13 +64,16 @@ describe("vault set and vault rm of one secret at once, vault unlocked", () => {
     );
 
     // meanwhile, at another terminal: vault rm api (the store has it: set committed)
-    const removing = await started(stateDir, ["vault", "rm", "api"]);
+    const removing = await startedUntilVaultWait(["vault", "rm", "api"], {
+      stateDir,
+      onCleanup: (c) => cleanup.push(c),
+    });
     writeFileSync(gate, "");
-    expect(await setExit, setErr).toBe(0);
+    expect(await set.exited, set.stderr()).toBe(0);
     const rm = await removing.done();
     expect(rm.code, rm.stderr).toBe(0);
     expect(rm.stdout).toBe("secret api removed\n");
-    expect(setOut).toContain("secret api stored");
+    expect(set.stdout()).toContain("secret api stored");
     expect(existsSync(join(stateDir, "vault.sock"))).toBe(true);
 
     // Both succeeded; in either order the secret ends up neither stored nor released (set then
@@ -180,35 +118,28 @@ describe("vault set and vault rm of one secret at once, vault unlocked", () => {
       removeDir(gateDir);
     });
     // rotation A: its connections to the holder are `forget` (1), then `put` (2), after its store write
-    const a = spawn(NODE, [CLI, "vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      env: hostEnv({
-        PORTCULLIS_HOME: stateDir,
-        ...passphraseEnv(),
-        NODE_OPTIONS: `--require ${preload}`,
-        SOCK_GATE: gate,
-        SOCK_GATE_AT: "2",
-      }),
-      stdio: ["pipe", "pipe", "pipe"],
+    const a = startCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: { NODE_OPTIONS: `--require ${preload}`, SOCK_GATE: gate, SOCK_GATE_AT: "2" },
+      input: "value-of-rotation-a-1111",
+      onCleanup: (c) => cleanup.push(c),
     });
-    let aErr = "";
-    a.stderr.on("data", (c: Buffer) => {
-      aErr += c.toString();
-    });
-    const aExit = new Promise<number | null>((r) => a.once("exit", (code) => r(code)));
-    a.stdin.end("value-of-rotation-a-1111");
     await waitFor(
       () => readdirSync(gateDir).some((f) => f.startsWith("open.waiting-")),
       20_000,
       "rotation A to reach the holder's put",
     );
     // rotation B, at another terminal
-    const rotatingB = await started(
-      stateDir,
+    const rotatingB = await startedUntilVaultWait(
       ["vault", "set", "api", "--from-stdin", "--deliver", "env"],
-      "value-of-rotation-b-2222",
+      {
+        stateDir,
+        input: "value-of-rotation-b-2222",
+        onCleanup: (c) => cleanup.push(c),
+      },
     );
     writeFileSync(gate, "");
-    expect(await aExit, aErr).toBe(0);
+    expect(await a.exited, a.stderr()).toBe(0);
     const b = await rotatingB.done();
     expect(b.code, b.stderr).toBe(0);
 
