@@ -197,8 +197,10 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
     return EXIT_OK;
   }
   // Locking only removes authority: no passphrase.
-  const was = await holderStatus(ctx.stateDir);
-  await askHolder(ctx.stateDir, { op: "lock", by: "lock" });
+  const before = await holderStatus(ctx.stateDir);
+  // a holder that became ready between the two questions was unlocked too: its answer says so
+  const answered = (await askHolder(ctx.stateDir, { op: "lock", by: "lock" }))?.ok === true;
+  const was = { unlocked: before.unlocked || answered };
   await clearStaleSocket(ctx.stateDir);
   // Holders no socket leads to (one still starting, one whose unlock was interrupted) hold the
   // secrets too: ended by the files `unlock` keeps of them.
