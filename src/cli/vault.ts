@@ -276,7 +276,11 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
       secrets,
       ca,
       beforeServing: () => {
-        appendVaultRecord(ctx.stateDir, { type: "vault_unlocked", until: until.toISOString(), scopes, by });
+        try {
+          appendVaultRecord(ctx.stateDir, { type: "vault_unlocked", until: until.toISOString(), scopes, by });
+        } catch (e) {
+          throw new UnrecordedUnlock((e as Error).message);
+        }
         recorded = true;
       },
       onStop: (reason, lockedBy) => {
@@ -287,10 +291,11 @@ export async function holderProcess(args: string[], ctx: { stateDir: string }): 
   } catch (e) {
     // runHolder wiped what it was given; the unlock reports the sentence
     if (e instanceof HolderListenError) process.stdout.write(`failed: ${e.message}\n`);
-    else
+    else if (e instanceof UnrecordedUnlock)
       process.stdout.write(
-        `failed: the vault was not unlocked: its record could not be written to the audit log (${(e as Error).message.replaceAll("\n", " ")})\n`,
+        `failed: the vault was not unlocked: its record could not be written to the audit log (${e.message.replaceAll("\n", " ")})\n`,
       );
+    else throw e;
     return 2;
   }
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(sig, () => holder.stop("signal"));
@@ -330,6 +335,9 @@ function holderPayload(raw: Buffer): {
   }
   return p as { secrets: Record<string, OpenedSecret>; ca: { cert: string; key: string } | null };
 }
+
+/** The holder's vault_unlocked record could not be written: it serves nobody. */
+class UnrecordedUnlock extends Error {}
 
 /** The `reason` of a holder's vault_locked record. */
 function lockReason(reason: StopReason, by: LockedBy | undefined): string {

@@ -72,4 +72,29 @@ describe("portcullis unlock killed with SIGKILL", () => {
       "vault_locked",
     ]);
   });
+
+  it("a holder whose record cannot be written (another program's lock past the busy timeout) serves nobody, and unlock says the vault was not unlocked", async () => {
+    const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c), false);
+    const { unlock, open } = await unlockWithHeldHolder(stateDir, (c) => cleanup.push(c), {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "300",
+    });
+    const other = openStore(stateDir);
+    other.exec("BEGIN IMMEDIATE");
+    try {
+      open();
+      expect(await unlock.exited).toBe(2);
+    } finally {
+      other.exec("ROLLBACK");
+      other.close();
+    }
+    expect(unlock.stderr()).toMatch(
+      /the vault was not unlocked: its record could not be written to the audit log/,
+    );
+    expect(unlock.stdout()).not.toContain("vault unlocked");
+    expect(existsSync(join(stateDir, "vault.sock"))).toBe(false);
+    expect(await askHolder(stateDir, { op: "release", scope: "api" })).toBeNull();
+    expect(vaultRecords(stateDir)).toEqual([]);
+    const list = await runCli(["vault", "list", "--json"], { stateDir });
+    expect(JSON.parse(list.stdout).unlocked).toBe(false);
+  });
 });

@@ -70,6 +70,7 @@ export async function startedUntilVaultWait(
 export async function unlockWithHeldHolder(
   stateDir: string,
   onCleanup: (c: () => void) => void,
+  env: Record<string, string> = {},
 ): Promise<{ unlock: CliProcess; open(): void }> {
   const gateDir = tempDir("portcullis-gate-");
   const gate = join(gateDir, "open");
@@ -80,6 +81,7 @@ export async function unlockWithHeldHolder(
   const unlock = startCli(["unlock", "--for", "10m"], {
     stateDir,
     env: {
+      ...env,
       NODE_OPTIONS: `--require ${join(REPO, "test", "fixtures", "holder-gate.cjs")}`,
       HOLDER_GATE: gate,
     },
