@@ -166,16 +166,30 @@ export function openDerivedRecord(
 
 /** Appends the pin of `signer`'s public key to the chain. */
 export function writePin(db: Store, stateDir: string, signer: DecisionSigner, why: string): number {
+  return writePinIf(db, stateDir, signer, why)!;
+}
+
+/** writePin, only if `condition` holds under the write lock; null when it did not. */
+function writePinIf(
+  db: Store,
+  stateDir: string,
+  signer: DecisionSigner,
+  why: string,
+  condition?: () => boolean,
+): number | null {
   const log = AuditLog.open(db, stateDir);
-  return log.appendInOwnSession(
-    {
-      type: PIN_EVENT,
-      approverKeyId: signer.keyId,
-      approverPublicKey: signer.publicKeyRaw.toString("base64url"),
-      why,
-    },
-    pinSessionPrivateKey(signer.publicKeyRaw),
-  ).seq;
+  return (
+    log.appendInOwnSessionIf(
+      {
+        type: PIN_EVENT,
+        approverKeyId: signer.keyId,
+        approverPublicKey: signer.publicKeyRaw.toString("base64url"),
+        why,
+      },
+      pinSessionPrivateKey(signer.publicKeyRaw),
+      condition,
+    )?.seq ?? null
+  );
 }
 
 /**
@@ -215,8 +229,15 @@ export function ensurePinned(
   if (status.state === "none") {
     const refused = pinRefusal(db, keyring.keyId);
     if (refused) throw new PinRefusedError(signer.keyId, refused);
-    const seq = writePin(db, stateDir, signer, "no approver key was pinned yet");
-    notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
+    // Looked at again under the write lock, with the pin's write: two commands taking the
+    // passphrase at once (an old keyring's first upgrade) each found none and each pinned.
+    const tracker = new PinTracker(db);
+    const stillNone = () => tracker.status(signer.publicKeyRaw, keyring.publicKey).state === "none";
+    const seq = writePinIf(db, stateDir, signer, "no approver key was pinned yet", stillNone);
+    if (seq !== null) notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
+    // another process pinned first: this key, or another (refused as any mismatch is)
+    else if (new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey).state === "other")
+      throw new ApproverKeyMismatchError(signer.keyId);
   }
 }
 

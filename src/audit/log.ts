@@ -309,6 +309,18 @@ export class AuditLog {
    * key it names, so that gateways, which cannot open sealed records, can check the pin).
    */
   appendInOwnSession(e: AuditEvent, ephemeralPrivate: KeyObject): Appended {
+    return this.appendInOwnSessionIf(e, ephemeralPrivate)!;
+  }
+
+  /**
+   * appendInOwnSession, written only if `condition` holds when read under the write lock (null
+   * when it does not): for a record that must not be written twice by two processes at once.
+   */
+  appendInOwnSessionIf(
+    e: AuditEvent,
+    ephemeralPrivate: KeyObject,
+    condition?: () => boolean,
+  ): Appended | null {
     assertAuditable(e);
     // A fresh look at the store's files, not the cached loss commit() reads: these records (an
     // approver key's or a passkey's pin, a removal) are written by the console or a command after
@@ -317,7 +329,7 @@ export class AuditLog {
     const session = SealingSession.start(this.publicKey, ephemeralPrivate);
     try {
       const plaintext = Buffer.from(JSON.stringify(e), "utf8");
-      return this.commit([{ type: e.type, plaintext, session }])[0]!;
+      return this.commit([{ type: e.type, plaintext, session, condition }])[0] ?? null;
     } finally {
       session.close();
     }
