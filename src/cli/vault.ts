@@ -57,7 +57,8 @@ export const VAULT_HELP = `Usage:
                                              store or rotate a secret (asks for the passphrase):
                                              for HTTP delivery to those hosts (--deliver http,
                                              the default), or for the environment
-  portcullis vault list [--json]             names, sizes, created and rotated times, who uses them
+  portcullis vault list [--json]             names, sizes, created and rotated times, who uses them;
+                                             unlocked, whether the running holder holds each
   portcullis vault rm NAME                   remove a secret (asks for the passphrase)
   portcullis unlock [--for DURATION]         running gateways may use credentials until then
                                              (default 30m; e.g. 90s, 10m, 2h, 1h30m; at most 24h);
