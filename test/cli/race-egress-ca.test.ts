@@ -5,8 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
 import { startCli } from "../helpers/cliProcess.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { vaultWith } from "../helpers/vaultState.js";
 
 // Preloaded (NODE_OPTIONS=--require): the first existsSync of an egress-ca.pem that finds none
 // writes CA_GATE.waiting-PID and returns (false, what it found) only once CA_GATE exists.
@@ -45,13 +44,7 @@ function gatedSet(stateDir: string, name: string, host: string, preload: string,
 
 describe("the first two HTTP-delivered secrets stored at once, vault unlocked", () => {
   it("the holder mints leaves under the CA that egress-ca.pem holds, and one CA is created", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith(null, "", (c) => cleanup.push(c));
 
     const gateDir = tempDir("portcullis-cagate-");
     const preload = join(gateDir, "gate.cjs");

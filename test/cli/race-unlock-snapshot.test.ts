@@ -3,10 +3,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
 import { startedUntilVaultWait, unlockWithHeldHolder } from "../helpers/cliProcess.js";
-import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { REPO } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { vaultWith } from "../helpers/vaultState.js";
 
 const _GATE = join(REPO, "test", "fixtures", "holder-gate.cjs");
 const OLD = "old-value-that-leaked-5d1c2a";
@@ -30,16 +29,6 @@ async function gatedUnlock(stateDir: string) {
   };
 }
 
-async function storeSecret(stateDir: string, value: string) {
-  const set = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-    stateDir,
-    env: passphraseEnv(),
-    input: value,
-  });
-  expect(set.code, set.stderr).toBe(0);
-  return set;
-}
-
 async function listed(stateDir: string) {
   const list = await runCli(["vault", "list", "--json"], { stateDir });
   expect(list.code, list.stderr).toBe(0);
@@ -52,12 +41,7 @@ async function listed(stateDir: string) {
 
 describe("unlock racing vault set / vault rm", () => {
   it("a secret rotated while unlock starts its holder: the holder releases the new value, not the old one", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    await storeSecret(stateDir, OLD);
+    const stateDir = await vaultWith("api", OLD, (c) => cleanup.push(c), false);
 
     const unlock = await gatedUnlock(stateDir);
     // a human rotates the leaked value at another terminal
@@ -87,12 +71,7 @@ describe("unlock racing vault set / vault rm", () => {
   });
 
   it("a secret removed while unlock starts its holder: the holder does not release it", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    await storeSecret(stateDir, OLD);
+    const stateDir = await vaultWith("api", OLD, (c) => cleanup.push(c), false);
 
     const unlock = await gatedUnlock(stateDir);
     const removing = await startedUntilVaultWait(["vault", "rm", "api"], {

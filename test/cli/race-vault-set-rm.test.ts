@@ -1,11 +1,12 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
 import { startCli, startedUntilVaultWait } from "../helpers/cliProcess.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { vaultWith } from "../helpers/vaultState.js";
 
 const VALUE = "value-of-the-race-8f3e2d1c";
 
@@ -29,17 +30,15 @@ net.createConnection = function (...args) {
 };
 `;
 
-const cleanup: (() => Promise<void> | void)[] = [];
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
 
 describe("vault set and vault rm of one secret at once, vault unlocked", () => {
   it("an rm started between set's store write and its put waits for set: what the vault lists and what the holder releases agree", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith(null, "", (c) => cleanup.push(c));
 
     const gateDir = tempDir("portcullis-sockgate-");
     const gate = join(gateDir, "open");
@@ -95,19 +94,7 @@ describe("vault set and vault rm of one secret at once, vault unlocked", () => {
   });
 
   it("two rotations at once take turns: the holder releases the value the store has", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-      removeDir(stateDir);
-    });
-    const first = await runCli(["vault", "set", "api", "--from-stdin", "--deliver", "env"], {
-      stateDir,
-      env: passphraseEnv(),
-      input: "value-before-both-rotations",
-    });
-    expect(first.code, first.stderr).toBe(0);
-    const unlock = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
-    expect(unlock.code, unlock.stderr).toBe(0);
+    const stateDir = await vaultWith("api", "value-before-both-rotations", (c) => cleanup.push(c));
 
     const gateDir = tempDir("portcullis-sockgate-");
     const gate = join(gateDir, "open");

@@ -12,11 +12,12 @@ import { runCli } from "./gateway.js";
 import { newStateDir, passphraseEnv } from "./state.js";
 
 /**
- * A new state directory holding the env-delivered secret `name` = `value`, unlocked for 10
- * minutes unless `unlock` is false; its lock and removal are handed to `onCleanup`.
+ * A new state directory holding the env-delivered secret `name` = `value` (none when `name` is
+ * null), unlocked for 10 minutes unless `unlock` is false; its lock and removal are handed to
+ * `onCleanup`.
  */
 export async function vaultWith(
-  name: string,
+  name: string | null,
   value: string,
   onCleanup: (c: () => Promise<void>) => void,
   unlock = true,
@@ -26,12 +27,14 @@ export async function vaultWith(
     await runCli(["lock"], { stateDir });
     removeDir(stateDir);
   });
-  const set = await runCli(["vault", "set", name, "--from-stdin", "--deliver", "env"], {
-    stateDir,
-    env: passphraseEnv(),
-    input: value,
-  });
-  expect(set.code, set.stderr).toBe(0);
+  if (name !== null) {
+    const set = await runCli(["vault", "set", name, "--from-stdin", "--deliver", "env"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: value,
+    });
+    expect(set.code, set.stderr).toBe(0);
+  }
   if (unlock) {
     const unlocked = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
     expect(unlocked.code, unlocked.stderr).toBe(0);
