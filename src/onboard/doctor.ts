@@ -118,13 +118,19 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       const locked = lockedStore(store, storePath);
       if (locked) findings.push(locked);
       const missing = missingSchema(store);
-      if (missing.length > 0)
+      if (missing.length > 0) {
+        const damaged = new StoreError(
+          storePath,
+          `lacks ${missing.length === 1 ? "a part" : `${missing.length} parts`} of its schema (${firstOf(missing, 6, (m) => m)}): dropped since it was made, so the commands that need ${missing.length === 1 ? "it" : "them"} fail`,
+          "damaged",
+        );
         findings.push({
           ok: false,
-          what: `the store ${storePath} lacks ${missing.length === 1 ? "a part" : `${missing.length} parts`} of its schema (${firstOf(missing, 6, (m) => m)}): dropped since it was made, so the commands that need ${missing.length === 1 ? "it" : "them"} fail`,
-          next: `restore ${storePath} from a backup of the state directory; without one, move it aside and keep it (mv ${shellWord(storePath)} ${shellWord(`${storePath}.damaged`)}): the next command creates a new, empty store and audit log`,
-          cause: "damaged",
+          what: damaged.message,
+          next: storeAdvice(damaged),
+          cause: damaged.reason,
         });
+      }
       const unaccounted = unaccountedHistory(store);
       if (unaccounted)
         findings.push({
