@@ -17,11 +17,15 @@ export interface ApprovalConfig {
 
 /**
  * The approval mode of one tool: its own entry, else the server's default, else `session`. A tool
- * that is not listed but whose name reads as a listed one's (other case, a soft hyphen, a
- * zero-width or tag character, a full-width letter: `Deploy`, `deploy\u00ad` for `deploy`) gets
- * the stricter of that entry and the default: with `{"default": "none", "tools": {"deploy":
- * "per-call"}}`, a server that adds `Deploy` would otherwise have it run with no human seeing a
- * review, the one place its look-alike name is pointed out.
+ * that is not listed but whose name reads as a listed one's gets the stricter of that entry and
+ * the default: with `{"default": "none", "tools": {"deploy": "per-call"}}`, a server that adds
+ * `Deploy` would otherwise have it run with no human seeing a review, the one place its look-alike
+ * name is pointed out. A plain ASCII name reads as another only by case. Any other name may imitate
+ * any entry: a soft hyphen, a zero-width, tag or control character, a separator, an accent, a
+ * full-width letter, or a letter of another script that looks Latin (a Cyrillic `о` in `deplоy`,
+ * which no fold catches without a table of confusables). So a tool not listed whose name is not
+ * plain ASCII gets the strictest of every entry and the default. Tool names are ASCII letters,
+ * digits, `_`, `-` and `.` by the protocol's advice: a real one rarely is anything else.
  */
 export function resolveMode(
   approval: Partial<ApprovalConfig> | null | undefined,
@@ -37,9 +41,16 @@ export function resolveMode(
     if (isMode(m)) return m;
   }
   let mode = byDefault;
-  const key = nameKey(tool);
+  const anyEntry = !plainAscii(tool);
+  const key = tool.toLowerCase();
   for (const [name, m] of Object.entries(tools))
-    if (isMode(m) && name !== tool && nameKey(name) === key && STRICTNESS[m] > STRICTNESS[mode]) mode = m;
+    if (
+      isMode(m) &&
+      name !== tool &&
+      (anyEntry || name.toLowerCase() === key) &&
+      STRICTNESS[m] > STRICTNESS[mode]
+    )
+      mode = m;
   return mode;
 }
 
@@ -49,12 +60,13 @@ function isMode(m: unknown): m is ApprovalMode {
   return m === "session" || m === "per-call" || m === "none";
 }
 
-/** A name as it reads: compatibility forms folded, case folded, invisible characters left out. */
-function nameKey(name: string): string {
-  return name
-    .normalize("NFKC")
-    .toLowerCase()
-    .replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, "");
+/** Printable ASCII, the space aside: a name made of these imitates another only by case. */
+function plainAscii(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 /** The credential scope names a server's tools need (config `credentials`: env var → scope). */

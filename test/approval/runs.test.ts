@@ -155,6 +155,20 @@ describe("resolveMode", () => {
     const cfg = { default: "none" as const, tools: { deploy: "per-call" as const, lookup: "none" as const } };
     for (const name of ["Deploy", "DEPLOY", "deploy\u00ad", "de\u200bploy", "deploy\u{e0041}", "\uff44eploy"])
       expect(resolveMode(cfg, name), JSON.stringify(name)).toBe("per-call");
+    // controls, separators, accents and full case folding read as nothing or as their letters
+    for (const name of ["deploy\u0000", "dep\u2028loy", "dep\u00a0loy", "de\u0301ploy", "dep loy"])
+      expect(resolveMode(cfg, name), JSON.stringify(name)).toBe("per-call");
+    expect(resolveMode({ default: "none", tools: { kill: "session" } }, "K\u0130LL")).toBe("session");
+    expect(resolveMode({ default: "none", tools: { strasse: "session" } }, "STRA\u00dfE")).toBe("session");
+    // a letter of another script that looks Latin is not folded: a name that is not plain ASCII
+    // may imitate any entry, and gets the strictest of them
+    const two = {
+      default: "none" as const,
+      tools: { deploy: "per-call" as const, strasse: "session" as const },
+    };
+    expect(resolveMode(two, "depl\u043ey")).toBe("per-call");
+    expect(resolveMode(two, "\u0455trasse")).toBe("per-call");
+    expect(resolveMode({ default: "session", tools: { lookup: "none" } }, "l\u043eokup")).toBe("session");
     // never laxer than the default: a look-alike of a "none" tool under a stricter default
     const strict = { default: "per-call" as const, tools: { lookup: "none" as const } };
     expect(resolveMode(strict, "Lookup")).toBe("per-call");
@@ -167,24 +181,76 @@ describe("resolveMode", () => {
 
   it("is never laxer for an unlisted name than for the listed names it reads as (property)", () => {
     const modes = fc.constantFrom("none" as const, "session" as const, "per-call" as const);
-    const invisible = fc.constantFrom("", "\u00ad", "\u200b", "\u200d", "\u2060", "\ufeff", "\u{e0020}");
+    // what a renderer shows as nothing or as a space, or a program's compare folds away
+    const invisible = fc.constantFrom(
+      "",
+      "\u00ad",
+      "\u200b",
+      "\u200d",
+      "\u2060",
+      "\ufeff",
+      "\u{e0020}",
+      "\u0000",
+      "\u001b",
+      "\u0085",
+      "\u00a0",
+      "\u2028",
+      "\u2029",
+      "\u3000",
+      "\u034f",
+      "\u3164",
+      "\ufe0f",
+      "\u0301",
+    );
+    // the letter as it is, upper-cased, full-width, or with its accent as one code point
+    const letterForm = fc.constantFrom("same", "upper", "fullwidth", "composed");
+    const formOf = (c: string, form: string): string => {
+      if (form === "upper") return c.toUpperCase();
+      if (form === "fullwidth" && c !== "_") return String.fromCharCode(c.charCodeAt(0) + 0xfee0);
+      if (form === "composed" && "aeiou".includes(c)) return `${c}\u0301`.normalize("NFC");
+      return c;
+    };
     fc.assert(
       fc.property(
         fc.stringMatching(/^[a-z_]{1,12}$/),
         modes,
         modes,
-        fc.array(fc.tuple(fc.boolean(), invisible), { minLength: 1, maxLength: 13 }),
+        fc.array(fc.tuple(letterForm, invisible), { minLength: 1, maxLength: 13 }),
         (name, listed, byDefault, marks) => {
-          // the name with some letters upper-cased and invisible characters slipped in
+          // the name with letters in other forms and invisible characters slipped in
           const chars = [...name];
           const alike = chars
-            .map((c, i) => `${marks[i]?.[0] ? c.toUpperCase() : c}${marks[i]?.[1] ?? ""}`)
+            .map((c, i) => `${formOf(c, marks[i]?.[0] ?? "same")}${marks[i]?.[1] ?? ""}`)
             .join("");
           const cfg = { default: byDefault, tools: { [name]: listed } };
           const got = resolveMode(cfg, alike);
           const rank = { none: 0, session: 1, "per-call": 2 };
           if (alike === name) return got === listed;
           return rank[got] === Math.max(rank[listed], rank[byDefault]);
+        },
+      ),
+    );
+  });
+
+  it("gives a tool not listed the strictest entry when its name is not plain ASCII, else its own or the default (property)", () => {
+    const modes = fc.constantFrom("none" as const, "session" as const, "per-call" as const);
+    const rank = { none: 0, session: 1, "per-call": 2 };
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.stringMatching(/^[a-z_]{1,8}$/), modes, { minKeys: 1, maxKeys: 5 }),
+        modes,
+        fc.stringMatching(/^[a-z0-9_]{1,8}$/),
+        fc.string({ unit: "binary", minLength: 1, maxLength: 3 }),
+        (tools, byDefault, base, other) => {
+          const cfg = { default: byDefault, tools };
+          const strictest = Math.max(rank[byDefault], ...Object.values(tools).map((m) => rank[m]));
+          // a name with a character outside printable ASCII: as if it imitated every entry
+          const foreign = [...other].some((c) => c.codePointAt(0)! < 0x21 || c.codePointAt(0)! > 0x7e);
+          const named = `${base}${other}`;
+          if (foreign && !Object.hasOwn(tools, named)) expect(rank[resolveMode(cfg, named)]).toBe(strictest);
+          // a plain ASCII name that reads as no entry (another case of none): the default
+          if (!Object.keys(tools).some((t) => t === base.toLowerCase()))
+            expect(resolveMode(cfg, base.toUpperCase())).toBe(byDefault);
         },
       ),
     );
