@@ -29,6 +29,7 @@ import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
+import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
@@ -130,7 +131,7 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
 }
 
 function fail(code: number, message: string): number {
-  process.stderr.write(`portcullis: ${message}\n`);
+  process.stderr.write(`${failureLine(message)}\n`);
   return code;
 }
 

@@ -301,12 +301,14 @@ async function reportFailure(e: unknown): Promise<number> {
   // Each is scrubbed of the values the vault released, should a gateway's sentence quote one.
   const { safeText } = await import("../catalog/text.js");
   const { reportInternalError, scrubReleased } = await import("./lastResort.js");
-  const write = (line: string) => process.stderr.write(`${safeText(scrubReleased(line))}\n`);
+  const { failureLine } = await import("./failureLine.js");
+  const write = (sentence: string) =>
+    process.stderr.write(`${safeText(scrubReleased(failureLine(sentence)))}\n`);
   {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
     if (e instanceof StoreError) {
-      write(`portcullis: ${await withAdvice(e)}`);
+      write(await withAdvice(e));
       return EXIT_USAGE;
     }
     if (
@@ -315,19 +317,19 @@ async function reportFailure(e: unknown): Promise<number> {
       e instanceof StateDirError ||
       e instanceof PassphraseError
     ) {
-      write(`portcullis: ${e.message}`);
+      write(e.message);
       return EXIT_USAGE;
     }
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
-      write(`portcullis: ${(e as Error).message}.${(await import("./keyringAdvice.js")).keyringAdvice(e)}`);
+      write(`${(e as Error).message}.${(await import("./keyringAdvice.js")).keyringAdvice(e)}`);
       return EXIT_USAGE;
     }
     // The store failed after it was opened (locked by another process past the busy timeout,
     // disk full, made read-only): the same sentence as a failure to open it, exit 2.
     const store = await storeFailure(e);
     if (store) {
-      write(`portcullis: ${await withAdvice(store)}`);
+      write(await withAdvice(store));
       return EXIT_USAGE;
     }
     // scrubbed of released values and redacted (src/cli/lastResort.ts): its message may quote them

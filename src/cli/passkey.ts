@@ -9,6 +9,7 @@ import { openExistingStore, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
+import { failureLine } from "./failureLine.js";
 
 export const PASSKEY_HELP = `usage: portcullis passkey list [--json] [--state-dir DIR]
        portcullis passkey add [--state-dir DIR]
@@ -49,7 +50,7 @@ export async function passkeyCommand(args: string[], ctx: { stateDir: string }):
 }
 
 function fail(code: number, message: string): number {
-  process.stderr.write(`portcullis: ${message}\n`);
+  process.stderr.write(`${failureLine(message)}\n`);
   return code;
 }
 

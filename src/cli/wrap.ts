@@ -22,6 +22,7 @@ import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact
 import { shellWord } from "../util/shellWord.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_USAGE, UsageError } from "./errors.js";
+import { failureLine } from "./failureLine.js";
 
 export const WRAP_HELP = `usage: portcullis wrap [HOST|FILE] [--dry-run] [--json] [--servers a,b] [--label KEY=LABEL] [--state-dir DIR]
        portcullis unwrap [HOST|FILE] [--state-dir DIR]
@@ -206,7 +207,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {
-      say(`portcullis: ${e.message}`, process.stderr);
+      say(failureLine(e.message), process.stderr);
       return EXIT_USAGE;
     }
     throw e;

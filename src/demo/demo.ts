@@ -61,7 +61,7 @@ export async function runDemo(args: string[]): Promise<number> {
         : flag === NOT_SHOWN_FLAG
           ? UNKNOWN_NOT_SHOWN
           : `unknown option ${flag}`;
-    process.stderr.write(`portcullis: demo: ${said}; see portcullis demo --help.\n`);
+    process.stderr.write(`portcullis demo: ${said}; see portcullis demo --help.\n`);
     return 2;
   }
   const keep = args.includes("--keep");
@@ -230,7 +230,7 @@ export async function runDemo(args: string[]): Promise<number> {
     await credentialStory({ root, stateDir, passphrase: DEMO_PASSPHRASE, out });
     return 0;
   } catch (e) {
-    process.stderr.write(`portcullis: demo failed: ${(e as Error).message}\n`);
+    process.stderr.write(`portcullis demo: failed: ${(e as Error).message}\n`);
     return 1;
   } finally {
     await client?.close().catch(() => {});

@@ -153,9 +153,10 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       gateway.partial = got.pop() ?? "";
       for (const line of got.filter(Boolean)) {
         gateway.stderr.push(line);
-        // "portcullis: …" without a [label] is the CLI's last word when a command fails (exit 2,
-        // one sentence): the gateway will serve nothing, so the step fails now, not at a timeout
-        if (/^portcullis: /.test(line) && !gateway.ended && !gateway.closing) {
+        // "portcullis run: …" (or "portcullis: …") without a [label] is the CLI's last word when a
+        // command fails (exit 2, one sentence): the gateway will serve nothing, so the step fails
+        // now, not at a timeout
+        if (/^portcullis(?: run)?: /.test(line) && !gateway.ended && !gateway.closing) {
           gateway.ended = "the gateway failed";
           void transport.close().catch(() => {});
         }

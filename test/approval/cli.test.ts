@@ -171,7 +171,7 @@ describe("portcullis approve / deny / revoke in another process", () => {
     const r = await cli("deny", [req.request, "--reason", "two", "words", "--state-dir", dir], withPass);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'portcullis: deny: --reason takes one argument; quote a reason of several words (--reason "not this branch").\n',
+      'portcullis deny: --reason takes one argument; quote a reason of several words (--reason "not this branch").\n',
     );
     expect(getRequest(db, req.request)!.state).toBe("pending");
     expect(

@@ -120,6 +120,6 @@ describe("catalog diff", () => {
     // FROM TO naming a revision not recorded is still the input to fix
     const named = await runCli(["catalog", "diff", "inv", "1", "2"], { stateDir });
     expect(named.code).toBe(2);
-    expect(named.stderr).toBe('portcullis: catalog diff: "inv" has no revision 2.\n');
+    expect(named.stderr).toBe('portcullis catalog diff: "inv" has no revision 2.\n');
   });
 });

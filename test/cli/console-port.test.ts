@@ -24,7 +24,7 @@ describe("console --port N while a console runs", () => {
     expect(r.code, r.stderr).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      `portcullis: console: a console is already running for ${stateDir} at ${running.url} (pid ${running.pid}), ` +
+      `portcullis console: a console is already running for ${stateDir} at ${running.url} (pid ${running.pid}), ` +
         `not on port ${other}; there is one console per state directory: use that one, or stop it ` +
         `(kill ${running.pid}) and run 'portcullis console --port ${other} --state-dir ${stateDir}' again.\n`,
     );

@@ -21,7 +21,7 @@ describe("egress LABEL", () => {
       expect(unknown.code).toBe(2);
       expect(unknown.stdout).toBe("");
       expect(unknown.stderr).toMatch(
-        /^portcullis: egress: no server has run under that label in this state directory \(the name given is not repeated, in case it is a secret typed in the wrong place\); labels that have run: \S+\.\n$/,
+        /^portcullis egress: no server has run under that label in this state directory \(the name given is not repeated, in case it is a secret typed in the wrong place\); labels that have run: \S+\.\n$/,
       );
     }
     const catalog = await runCli(["catalog", "show", "nope"], { stateDir });

@@ -167,8 +167,37 @@ describe("the command word", () => {
     const unknown = await runCli(["help", "lsit"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      "portcullis: help: unknown command \"lsit\"; run 'portcullis --help' for the list.\n",
+      "portcullis help: unknown command \"lsit\"; run 'portcullis --help' for the list.\n",
     );
+  });
+
+  it("every command's failure names the command once: 'portcullis CMD: …', never 'portcullis: CMD: …'", async () => {
+    const table = readFileSync(join(REPO, "src", "cli", "main.ts"), "utf8");
+    const named = [
+      ...[...table.matchAll(/^ {2}"?([a-z][\w-]*)"?: async \(\) =>/gm)].map((m) => m[1]!),
+      ...JSON.parse(/for \(const name of (\[[^\]]*\]) as const\)/.exec(table)![1]!),
+    ] as string[];
+    expect(named.length).toBeGreaterThan(15);
+    const stateDir = newStateDir();
+    for (const command of named) {
+      const r = await runCli([command, "--no-such-option"], { stateDir });
+      expect(r.code, command).toBe(2);
+      // a command group reads the word as its subcommand's name (not shown: it may be a secret)
+      expect(r.stderr, command).toMatch(
+        new RegExp(`^portcullis ${command}: [^\\n]*(?:--no-such-option|subcommand)`),
+      );
+    }
+    for (const args of [
+      ["vault", "set", "--no-such-option"],
+      ["catalog", "diff", "--no-such-option"],
+      ["passkey", "list", "--no-such-option"],
+    ]) {
+      const r = await runCli(args, { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(
+        new RegExp(`^portcullis ${args[0]}(?: ${args[1]})?: [^\\n]*--no-such-option`),
+      );
+    }
   });
 
   it("a command or a command group without what it needs: the help on stdout, one sentence on stderr, exit 2", async () => {
@@ -223,7 +252,7 @@ describe("the command word", () => {
       const r = await runCli(args, { stateDir });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr, args.join(" ")).toMatch(
-        /^portcullis(?: audit)?: (?:help: )?unknown (?:sub)?command (?:"|\(not shown)/,
+        /^portcullis(?: audit| help)?: unknown (?:sub)?command (?:"|\(not shown)/,
       );
       expect(r.stderr, args.join(" ")).not.toMatch(/internal error|\n\s+at /);
     }

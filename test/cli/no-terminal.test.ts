@@ -58,8 +58,8 @@ describe("approve ID without a terminal", () => {
       expect(bare.code).toBe(2);
       expect(bare.stderr).toBe(
         mode === "session"
-          ? "portcullis: approve: there is no terminal to confirm on; give --for session (this agent run's calls of the tool, in the current execution epoch) or --for call (this one call); nothing was approved.\n"
-          : "portcullis: approve: there is no terminal to confirm on; give --for call (tool echo of asks needs a human decision for every call); nothing was approved.\n",
+          ? "portcullis approve: there is no terminal to confirm on; give --for session (this agent run's calls of the tool, in the current execution epoch) or --for call (this one call); nothing was approved.\n"
+          : "portcullis approve: there is no terminal to confirm on; give --for call (tool echo of asks needs a human decision for every call); nothing was approved.\n",
       );
       // said before the review and the passphrase: nothing shown as if it were going ahead
       expect(bare.stdout).not.toMatch(/Approving/);

@@ -26,7 +26,7 @@ describe("run --config", () => {
         });
         expect(r.code).toBe(2);
         expect(r.stderr).toBe(
-          `portcullis: run: --config applies only with a LABEL of that file; a server given with ${said} reads nothing from it.\n`,
+          `portcullis run: --config applies only with a LABEL of that file; a server given with ${said} reads nothing from it.\n`,
         );
       }
     }
@@ -41,7 +41,7 @@ describe("run LABEL -- COMMAND", () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      "portcullis: run: unexpected argument (1, not shown: a passphrase or a secret is never given on the command line) before '--': a LABEL runs a server of portcullis.json and cannot go with '-- COMMAND'; to name a server given after '--', use --label NAME.\n",
+      "portcullis run: unexpected argument (1, not shown: a passphrase or a secret is never given on the command line) before '--': a LABEL runs a server of portcullis.json and cannot go with '-- COMMAND'; to name a server given after '--', use --label NAME.\n",
     );
     expect(r.stderr).not.toContain("inventory-local");
   });

@@ -25,7 +25,7 @@ describe("run's durations in ms", () => {
     const name = flag.replace(/=$/, "");
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: run: ${name} must be a whole number of milliseconds from 0 to 2147483647.\n`,
+      `portcullis run: ${name} must be a whole number of milliseconds from 0 to 2147483647.\n`,
     );
   });
 

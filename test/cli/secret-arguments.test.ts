@@ -106,20 +106,20 @@ describe("an ID that is empty or not an ID", () => {
       return r.stderr;
     };
     expect(await said(["approve", ""])).toBe(
-      "portcullis: approve: the request ID given is empty; see 'portcullis approvals'.\n",
+      "portcullis approve: the request ID given is empty; see 'portcullis approvals'.\n",
     );
     expect(await said(["revoke", ""])).toBe(
-      "portcullis: revoke: the GRANT given is empty; see 'portcullis grants'.\n",
+      "portcullis revoke: the GRANT given is empty; see 'portcullis grants'.\n",
     );
     expect(await said(["passkey", "rm", ""])).toBe(
-      "portcullis: passkey rm: give the passkey ID (see 'portcullis passkey list').\n",
+      "portcullis passkey rm: give the passkey ID (see 'portcullis passkey list').\n",
     );
     expect(await said(["deny", "x".repeat(100_000)])).toBe(
-      "portcullis: deny: the request ID given is not one (26 letters and digits, as 'portcullis approvals' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).\n",
+      "portcullis deny: the request ID given is not one (26 letters and digits, as 'portcullis approvals' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).\n",
     );
     // ULIDs are case-insensitive: looked up as stored
     expect(await said(["approve", "01m8z1vbwg8q99d6cryje0396a"])).toBe(
-      "portcullis: approve: there is no approval request 01M8Z1VBWG8Q99D6CRYJE0396A.\n",
+      "portcullis approve: there is no approval request 01M8Z1VBWG8Q99D6CRYJE0396A.\n",
     );
   });
 });

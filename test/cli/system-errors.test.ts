@@ -54,7 +54,7 @@ describe("a file or port that cannot be used", () => {
       );
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(
-        `portcullis: run: --listen 127.0.0.1:${port}: cannot listen there: another program listens on that port; stop it or choose another port (EADDRINUSE).\n`,
+        `portcullis run: --listen 127.0.0.1:${port}: cannot listen there: another program listens on that port; stop it or choose another port (EADDRINUSE).\n`,
       );
     } finally {
       holder.close();

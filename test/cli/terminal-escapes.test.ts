@@ -117,7 +117,7 @@ describe("views print what others chose as text, never as terminal commands", ()
       },
     );
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^portcullis: run: --label must be a plain label/);
+    expect(r.stderr).toMatch(/^portcullis run: --label must be a plain label/);
     expect(r.stderr).not.toMatch(CONTROL);
     for (const bad of ["", "-x", "a b", "a".repeat(65), "ünï"]) {
       const again = await runCli(["run", `--label=${bad}`, "--", ...fixtureCommand("echo")], { stateDir });

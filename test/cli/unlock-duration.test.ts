@@ -5,7 +5,7 @@ import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const SENTENCE =
-  "portcullis: unlock: --for takes a duration more than 0 and at most 24h, such as 90s, 10m, 2h or 1h30m.\n";
+  "portcullis unlock: --for takes a duration more than 0 and at most 24h, such as 90s, 10m, 2h or 1h30m.\n";
 
 describe("unlock --for", () => {
   it("0, 0s, 0h0m0s, 25h, 24h0m1s and malformed ones are one sentence with the range, exit 2", async () => {

@@ -33,7 +33,7 @@ describe("portcullis console flags and configuration", () => {
         const r = await runCli(["console", "--no-open", "--idle-timeout", idle, "--state-dir", stateDir]);
         expect(r.code).toBe(2);
         expect(r.stderr).toBe(
-          "portcullis: console: --idle-timeout must be a whole number of seconds from 1 to 86400.\n",
+          "portcullis console: --idle-timeout must be a whole number of seconds from 1 to 86400.\n",
         );
       }
       const port = await runCli(["console", "--no-open", "--port", "70000", "--state-dir", stateDir]);

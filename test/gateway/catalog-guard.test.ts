@@ -78,7 +78,7 @@ describe("catalog revisions", () => {
       const r = await runCli(["catalog", ...args], { stateDir: gw.stateDir });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toBe(`portcullis: catalog${said}\n`);
+      expect(r.stderr).toBe(`portcullis catalog${said}\n`);
     };
     await refused(["show", "issues", "1"], " show: takes one LABEL (a revision is given with --revision N).");
     await refused(["list", "issues", "extra"], " list: takes one LABEL.");

@@ -309,7 +309,7 @@ describe("a gateway that cannot read its own PID namespace", () => {
       await gw.exited;
       expect(gw.child.exitCode, gw.stderr).toBe(2);
       expect(gw.stderr).toMatch(
-        /^portcullis: run: the \/proc mounted here is another PID namespace's \(\/proc\/self is \d+, this process is \d+\), so the server's processes cannot be observed/,
+        /^portcullis run: the \/proc mounted here is another PID namespace's \(\/proc\/self is \d+, this process is \d+\), so the server's processes cannot be observed/,
       );
       expect(gw.stderr).toContain("unshare --pid --fork --mount-proc");
       // nothing of the server ran, nothing was recorded

@@ -93,7 +93,7 @@ describe("bearer token", () => {
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: run: --listen-token-file ${fifo}: it is not a regular file (a FIFO, socket or device).\n`,
+      `portcullis run: --listen-token-file ${fifo}: it is not a regular file (a FIFO, socket or device).\n`,
     );
   });
   it("listenTokenFile in portcullis.json without listen is refused at run, naming the key", async () => {
@@ -108,7 +108,7 @@ describe("bearer token", () => {
     const r = await runCli(["run", "plain"], { stateDir: newStateDir(), cwd: project, timeoutMs: 15_000 });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: run: listenTokenFile of "plain" in ${config} needs listen (in the file, or run --listen HOST:PORT).\n`,
+      `portcullis run: listenTokenFile of "plain" in ${config} needs listen (in the file, or run --listen HOST:PORT).\n`,
     );
   });
 });

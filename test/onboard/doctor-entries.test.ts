@@ -54,7 +54,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       // the gateway the host starts: exit 2 with one sentence, which doctor's finding carries
       const gateway = started(entry, u.project);
       expect(gateway.status, key).toBe(2);
-      const sentence = /^portcullis: run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
+      const sentence = /^portcullis run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
       expect(sentence, gateway.stderr).toBeTruthy();
       expect(findings[i]).toEqual({
         ok: false,
@@ -211,7 +211,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     for (const [i, key] of (["missing", "delivery"] as const).entries()) {
       const gateway = started(entries[key], u.project);
       expect(gateway.status, key).toBe(2);
-      const sentence = /^portcullis: run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
+      const sentence = /^portcullis run: (.*?)\.?\n?$/.exec(gateway.stderr)?.[1];
       expect(sentence, gateway.stderr).toBeTruthy();
       expect(findings[i]).toEqual({
         ok: false,

@@ -239,7 +239,7 @@ describe("portcullis drill: the label before the passphrase", () => {
     expect(known.code).toBe(2);
     expect(known.stdout).toBe("");
     expect(known.stderr).toMatch(
-      /^portcullis: drill: there is no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE [^\n]*; nothing was run\.\n$/,
+      /^portcullis drill: there is no terminal to read the passphrase from; set PORTCULLIS_PASSPHRASE_FILE [^\n]*; nothing was run\.\n$/,
     );
   });
 

@@ -244,7 +244,7 @@ describe("portcullis drill", () => {
     expect(r.code, r.stdout + r.stderr).toBe(1);
     expect(r.stdout).toMatch(/^✗ 1\. [^\n]*the gateway (?:failed|exited)/m);
     expect(r.stdout).toMatch(
-      /^ {4}the gateway's last stderr lines:\n {4}\| portcullis: [^\n]*no-such-server \(it does not exist or is not executable\)/m,
+      /^ {4}the gateway's last stderr lines:\n {4}\| portcullis run: [^\n]*no-such-server \(it does not exist or is not executable\)/m,
     );
     expect(r.stdout).not.toContain("timed out");
   });

@@ -321,7 +321,7 @@ describe("wrap then unwrap, each host format", () => {
           ? "; it has no dry run: FILE.portcullis-backup, beside the host file, is the file before its first wrap, to compare with"
           : "";
       expect(r.stderr, flag).toBe(
-        `portcullis: unwrap: ${flag.split("=")[0]} is an option of wrap, not of unwrap (unwrap takes HOST or FILE and --state-dir, and restores every entry wrap recorded for the file${dry}); nothing was written.\n`,
+        `portcullis unwrap: ${flag.split("=")[0]} is an option of wrap, not of unwrap (unwrap takes HOST or FILE and --state-dir, and restores every entry wrap recorded for the file${dry}); nothing was written.\n`,
       );
       expect(read(file), flag).toBe(wrapped);
     }
@@ -329,7 +329,7 @@ describe("wrap then unwrap, each host format", () => {
     const none = await u.cli(["wrap", "codex", "--servers", ""]);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe(
-      "portcullis: wrap: --servers names no server; give the server keys separated by commas (--servers a,b), or leave it out for every server.\n",
+      "portcullis wrap: --servers names no server; give the server keys separated by commas (--servers a,b), or leave it out for every server.\n",
     );
   });
 
@@ -603,7 +603,7 @@ describe("bad input: one sentence, nothing written", () => {
     const r = await u.cli(["wrap", "codex", "--label", "inventory=inv-a", "--label", "inventory=inv-b"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'portcullis: wrap: --label gives the server "inventory" two labels (inv-a and inv-b); give one.\n',
+      'portcullis wrap: --label gives the server "inventory" two labels (inv-a and inv-b); give one.\n',
     );
     expect(r.stdout).toBe("");
     expect(read(file)).toBe(before);

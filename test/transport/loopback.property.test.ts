@@ -465,7 +465,7 @@ describe("through the real CLI", () => {
     ]);
     cleanup.push(() => peer.close());
     await waitFor(
-      () => /listening on |portcullis: run: /.test(peer.stderr()),
+      () => /listening on |portcullis run: /.test(peer.stderr()),
       20_000,
       `the gateway on ${address} to listen or refuse`,
     );

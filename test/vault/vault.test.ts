@@ -352,7 +352,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const run = await runCli(["run", "inventory"], { cwd: project.dir, stateDir });
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toBe(
-      `portcullis: run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); keep only api.example.com in the hosts at ${KEY} in ${file}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765 --state-dir ${stateDir}'.\n`,
+      `portcullis run: the vault releases "inventory-api-staging" only to api.example.com, and ${KEY} in ${file} asks for it to be sent to 127.0.0.1:18765 too (requests there would carry the placeholder); keep only api.example.com in the hosts at ${KEY} in ${file}, or, to have it released there too, store it again for every host it may go to with 'portcullis vault set inventory-api-staging --host api.example.com --host 127.0.0.1:18765 --state-dir ${stateDir}'.\n`,
     );
     const list = await runCli(["vault", "list"], { cwd: project.dir, stateDir });
     expect(list.stdout).toContain(
