@@ -23,7 +23,13 @@ import type { UrlElicitations } from "./elicitation.js";
 import { type GuardedRequests, listensToTools } from "./guardedRequests.js";
 import type { InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { isGuardedMethod, isGuardedMethodVariant, isTaskMethod, listenResourceUris } from "./protocol.js";
+import {
+  isGuardedMethod,
+  isGuardedMethodVariant,
+  isRelayableNotification,
+  isTaskMethod,
+  listenResourceUris,
+} from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 
 /**
@@ -347,6 +353,12 @@ export class ClientMessages {
   }
 
   private onNotification(msg: Notification): void {
+    if (!isRelayableNotification(msg.method)) {
+      this.p.log.warn(
+        `dropped a notification of ${JSON.stringify(msg.method)} from the client: only the protocol's notifications/… are relayed (a server would run any other method sent without an id as a request the guard never saw)`,
+      );
+      return;
+    }
     if (msg.method === "notifications/initialized") {
       // after an initialize the gateway answered epoch_transition: no server answered it, so this
       // ends no handshake (and the next process must get its initialize first)

@@ -105,6 +105,22 @@ export function isTaskMethod(method: string): boolean {
   return TASK_METHODS.has(method) || TASK_METHODS.has(foldedOf(method));
 }
 
+/** The client's notifications the gateway acts on: one spelled otherwise must not pass for them. */
+const OWN_NOTIFICATIONS = new Set(["notifications/initialized", "notifications/cancelled"]);
+
+/**
+ * Whether a client's notification may be relayed to the server: a method under `notifications/`
+ * (every notification of the protocol is), and not another spelling of one the gateway acts on
+ * itself. A JSON-RPC server runs a notification's method as it would a request's, only without
+ * an answer: a `tools/call` (or any guarded method, in any spelling) sent without an id would run
+ * at a lenient server with no decision and no record; a `notifications/Cancelled` would cancel
+ * there what the client's ids cannot name (the gateway's own requests).
+ */
+export function isRelayableNotification(method: string): boolean {
+  if (!method.startsWith("notifications/")) return false;
+  return OWN_NOTIFICATIONS.has(method) || !OWN_NOTIFICATIONS.has(foldedOf(method));
+}
+
 /** Methods every call of which the gateway decides or records: never to be reached by a look-alike. */
 const GUARDED_METHODS = new Set([
   "tools/call",
