@@ -101,6 +101,15 @@ export class ClientSession {
     return this.era_ === "legacy" && (this.initRequest === null || this.initializeLost_);
   }
 
+  /**
+   * Whether a server answered the legacy client's initialize and the client has not sent
+   * notifications/initialized: the gateway asks the server nothing (its catalog included) until it
+   * does, so what is held for the catalog waits on the client itself.
+   */
+  get awaitsInitializedNotice(): boolean {
+    return this.era_ === "legacy" && this.negotiated !== null && !this.clientInitialized;
+  }
+
   /** Keeps the client's initialize request, to replay on a new legacy process. */
   keepInitialize(msg: Request): void {
     this.initRequest = msg;

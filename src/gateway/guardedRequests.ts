@@ -1102,6 +1102,12 @@ export class GuardedRequests {
   }
 
   private answerPending(msg: Request): void {
+    if (this.p.session.awaitsInitializedNotice) {
+      // held for a catalog no one fetches: the fetch waits on the client's notifications/initialized
+      const e = refuse.initializedNotSent(msg.method);
+      this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
+      return;
+    }
     const gen = this.p.current();
     // "changed" only when there was an epoch before this one (the first one is a launch)
     const e = refuse.identityPending(

@@ -555,6 +555,20 @@ export const refuse = {
           "send initialize, wait for its answer, send notifications/initialized, then send the request again",
         ),
 
+  /**
+   * A legacy client's request held past the hold timeout after its initialize was answered, when
+   * it never sent notifications/initialized: the gateway fetches the catalog only after it (MCP: a
+   * server's side asks nothing before), so "still being fetched" would send it waiting again.
+   */
+  initializedNotSent: (method: string) =>
+    withCode(
+      INVALID_REQUEST,
+      "not_initialized",
+      `The client has not sent notifications/initialized since its initialize was answered, and the server's tool catalog is fetched only after it; ${method} was held until the hold timeout and not handled.`,
+      "no notifications/initialized from this client after its initialize was answered",
+      "send notifications/initialized, then send the request again",
+    ),
+
   requestTooLarge: (bytes: number, fate: "not forwarded" | "dropped") =>
     withCode(
       TOO_LARGE_CODES.request,
