@@ -200,7 +200,6 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "/^credentials in the environment of epoch (\\S+): (.+) \\(held by the server for its life\\)$/",
     "a status line the gateway wrote itself (envHeldLine)",
   ],
-  ["src/vault/egress/env.ts", "/:\\d+$/", "the user's NO_PROXY entries"],
   [
     "src/vault/egress/hosts.ts",
     "/^(?:\\[([0-9A-Fa-f:.]+)\\]|([^:[\\]]+))(?::(\\d{1,5}))?$/",

@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { BlockList, isIP } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { readSmallFile, SmallFileError } from "../../util/smallFile.js";
@@ -54,13 +55,56 @@ export function readCaBundle(
   }
 }
 
-/** NO_PROXY entries that would match one of the declared host names. */
-function coversDeclared(entry: string, hosts: string[]): boolean {
-  const e = entry.trim().toLowerCase().replace(/:\d+$/, "");
+/**
+ * Whether a NO_PROXY entry may send one of the declared hosts around the proxy, read as the most
+ * lenient of the clients that honour it reads it: a name matches as a plain suffix (Python
+ * requests: `ample.com` covers `api.example.com`), a trailing dot and a port are ignored,
+ * `[::1]`, `::1` and `0:0:0:0:0:0:0:1` are one address, and a CIDR block (`10.0.0.0/8`: curl, Go,
+ * requests) covers the addresses in it. An entry that might is dropped: a declared host that
+ * went around the proxy would get the placeholder, not the credential, and not be recorded.
+ */
+export function coversDeclared(entry: string, hosts: readonly string[]): boolean {
+  const e = entryHost(entry);
   if (e === "") return false;
   if (e === "*") return true;
-  const bare = e.replace(/^\*?\./, "");
-  return hosts.some((h) => h === bare || h.endsWith(`.${bare}`));
+  const slash = e.lastIndexOf("/");
+  return hosts.some((declared) => {
+    const h = withoutTrailingDots(declared.toLowerCase());
+    const family = isIP(h);
+    if (family === 0) return h.endsWith(e);
+    const kind = family === 4 ? "ipv4" : "ipv6";
+    const list = new BlockList();
+    try {
+      if (slash < 0) list.addAddress(e, kind);
+      else list.addSubnet(e.slice(0, slash), Number(e.slice(slash + 1)), kind);
+    } catch {
+      // not an address of that family (a name, another family, a prefix out of range)
+      return h.endsWith(e);
+    }
+    return list.check(h, kind);
+  });
+}
+
+/** A NO_PROXY entry's host: lower case, without `*.` or `.` before it, its port, brackets, trailing dots. */
+function entryHost(entry: string): string {
+  let e = entry.trim().toLowerCase();
+  if (e.startsWith("*.")) e = e.slice(2);
+  else if (e.startsWith(".")) e = e.slice(1);
+  if (e.startsWith("[")) {
+    // [v6]:port or [v6]/prefix
+    const close = e.indexOf("]");
+    const after = close < 0 ? "" : e.slice(close + 1);
+    e = (close < 0 ? e.slice(1) : e.slice(1, close)) + (after.startsWith("/") ? after : "");
+  } else if (e.indexOf(":") === e.lastIndexOf(":") && e.includes(":")) {
+    e = e.slice(0, e.indexOf(":")); // one colon: name:port or v4:port (a bare v6 has several)
+  }
+  return withoutTrailingDots(e);
+}
+
+function withoutTrailingDots(host: string): string {
+  let end = host.length;
+  while (end > 0 && host[end - 1] === ".") end--;
+  return host.slice(0, end);
 }
 
 export interface EgressEnvOptions {
