@@ -518,6 +518,19 @@ export const refuse = {
     ),
 
   /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
+  /**
+   * A request's POST answered 202 Accepted (MCP keeps that for notifications and answers) with no
+   * server-to-client stream open to answer it later: the server may have run it.
+   */
+  upstreamAcceptedUnanswered: (method: string) =>
+    refusal(
+      "upstream_http_error",
+      `The remote server answered ${method} with HTTP 202 Accepted and no response, and has no stream open to send one later; whether it acted on it is unknown.`,
+      "HTTP 202 from the remote server for a request (MCP: a request is answered with JSON or an SSE stream)",
+      "check whether it took effect before sending it again, and ask a human to check the remote server",
+      { status: 202 },
+    ),
+
   upstreamHttpError: (status: number) =>
     refusal(
       "upstream_http_error",

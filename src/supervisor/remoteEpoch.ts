@@ -30,6 +30,8 @@ export interface RemoteGeneration extends LinkGeneration {
    * `notifications/cancelled` for it) has its POST closed (remoteSession.ts, giveUp).
    */
   posts: Map<unknown, ClientRequest>;
+  /** whether the server was said to leave an answered request's stream open (once an epoch) */
+  warnedLeftOpen?: boolean;
   /** the server-to-client stream (GET), once opened */
   stream: ClientRequest | null;
   /** requests whose headers are being resolved: they keep their order */

@@ -434,6 +434,16 @@ export class SessionExchanges {
     // the first sign of a server that went away between calls).
     if (m.method === "notifications/initialized" && status >= 200 && status < 300) this.openStream(gen);
     const type = String(res.headers["content-type"] ?? "").toLowerCase();
+    if (status === 202 && isRequest && gen.older === null && gen.stream === null) {
+      // MCP answers a request's POST with JSON or an SSE stream; 202 is for notifications and
+      // answers. Accepted with no stream of the server's open for a later answer, the request
+      // would wait for ever (its intent open): its requester is told now, its outcome unknown.
+      res.resume();
+      const e = refuse.upstreamAcceptedUnanswered(String(m.method));
+      this.answer(gen, m.id, e.code, e.message, e.data);
+      onAnswered();
+      return;
+    }
     if (status === 202 || (status >= 200 && status < 300 && !isRequest && !type)) {
       res.resume();
       return;
@@ -443,7 +453,11 @@ export class SessionExchanges {
       const answer = () => {
         done = true;
         onAnswered();
-        if (m.method === "initialize") this.warnIfLeftOpen(gen, res);
+        // MCP has the server close the stream after its answer (SHOULD): one left open would hold
+        // a connection and a descriptor per answered request for as long as the server likes,
+        // until the gateway ran out of them and took that for the session's loss. Closed once
+        // what the same read brought (messages after the answer) is handled.
+        setImmediate(() => this.closeIfLeftOpen(gen, res));
       };
       this.readSse(
         gen,
@@ -680,13 +694,14 @@ export class SessionExchanges {
    * The stream that carried the initialize answer is still open a second later: said once, since
    * nothing waits on it (what else the server sends on it is still read and delivered).
    */
-  private warnIfLeftOpen(gen: RemoteGeneration, res: IncomingMessage): void {
-    setTimeout(() => {
-      if (gen.alive && !this.owner.stopping() && !res.complete && !res.destroyed)
-        this.o.log.warn(
-          `${this.o.url.host} keeps the SSE stream of its initialize answer open; requests go on without waiting for it to close`,
-        );
-    }, 1000).unref();
+  private closeIfLeftOpen(gen: RemoteGeneration, res: IncomingMessage): void {
+    if (res.complete || res.destroyed) return;
+    res.destroy();
+    if (gen.warnedLeftOpen || !gen.alive || this.owner.stopping()) return;
+    gen.warnedLeftOpen = true;
+    this.o.log.warn(
+      `${this.o.url.host} keeps the SSE stream of a request open after answering it; portcullis closes it (the server should, once its answer is sent)`,
+    );
   }
 
   /**

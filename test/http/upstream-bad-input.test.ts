@@ -91,7 +91,7 @@ describe("a remote server's initialize answer", () => {
       content: { text: string }[];
     };
     expect(r.content[0]!.text).toBe("ok fine");
-    await gw.waitForStderr(/keeps the SSE stream of its initialize answer open/);
+    await gw.waitForStderr(/keeps the SSE stream of a request open after answering it/);
     expect(gw.stderr()).not.toMatch(/remote session ended/);
   });
 
