@@ -92,6 +92,28 @@ describe("the egress proxy and bad input", () => {
     );
     expect(inTunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 400 /);
     expect(inTunnel).toContain("not a well-formed HTTP/1.1 request");
+    // a WebSocket upgrade to a declared host, in a tunnel and in absolute form: 501 before anything
+    // is released or sent (with its Upgrade header dropped it would reach the host as a plain GET)
+    const ws = `Host: 127.0.0.1:${plain.port}\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+    const wsTunnel = await exchange(
+      port,
+      `CONNECT 127.0.0.1:${plain.port} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      `GET /ws?key=portcullis-placeholder%3Ainventory-api HTTP/1.1\r\n${ws}`,
+    );
+    expect(wsTunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 501 /);
+    expect(wsTunnel).toContain("not WebSockets; nothing was sent");
+    const wsAbsolute = await exchange(port, `GET ${plain.url}/ws HTTP/1.1\r\n${ws}`);
+    expect(wsAbsolute).toMatch(/^HTTP\/1\.1 501 /);
+    // a request head over 64 KiB, in a tunnel and in absolute form: 431, and the proxy serves on
+    const huge = `X-Filler: ${"a".repeat(70 * 1024)}\r\n`;
+    const bigTunnel = await exchange(
+      port,
+      `CONNECT 127.0.0.1:${plain.port} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      `GET /big HTTP/1.1\r\nHost: 127.0.0.1:${plain.port}\r\n${huge}\r\n`,
+    );
+    expect(bigTunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 431 /);
+    const bigAbsolute = await exchange(port, `GET ${plain.url}/big HTTP/1.1\r\nHost: x\r\n${huge}\r\n`);
+    expect(bigAbsolute).toMatch(/^HTTP\/1\.1 431 /);
     // a broken TLS hello inside a tunnel: the tunnel is closed, nothing else happens
     await exchange(
       port,

@@ -39,6 +39,25 @@ export const HOP = new Set([
 ]);
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Whether a request asks to become a WebSocket (`Upgrade: websocket`, any case, in a list). Other
+ * upgrades (`h2c`) are dropped with the header, as HTTP lets a server ignore them: the client
+ * goes on in HTTP/1.1.
+ */
+function asksWebSocket(head: RequestHead): boolean {
+  for (let i = 0; i < head.names.length; i++)
+    if (head.names[i]!.toLowerCase() === "upgrade" && upgradesToWebSocket(head.values[i])) return true;
+  return false;
+}
+
+/** Whether an Upgrade header's value names the WebSocket protocol (`websocket`, any case, in a list). */
+export function upgradesToWebSocket(value: string | undefined): boolean {
+  return value !== undefined && value.split(",").some((t) => t.trim().toLowerCase().startsWith("websocket"));
+}
+
+export const WEBSOCKET_REFUSED =
+  "a WebSocket upgrade: the egress proxy carries HTTP/1.1 requests to a declared host, not WebSockets; nothing was sent";
 /** Methods a request of which may be sent twice (RFC 9110 §9.2.2). */
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
 
@@ -150,6 +169,13 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
       refuse(400, "Bad Request", `not a well-formed HTTP/1.1 request (${e.message})`);
+      return;
+    }
+    if (asksWebSocket(head)) {
+      // Only HTTP/1.1 is read here: with its Upgrade header dropped (a hop's), the request would
+      // reach the host as a plain GET, with whatever the release rule puts in it, for an answer
+      // the client cannot use. Refused before anything is released or sent.
+      refuse(501, "Not Implemented", WEBSOCKET_REFUSED);
       return;
     }
     const rest = buffered.subarray(end);

@@ -6,9 +6,10 @@ import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
-import { errorResponse, HOP, serveTunnel } from "./exchange.js";
+import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
+import { MAX_HEAD_BYTES } from "./http1.js";
 import { releaser } from "./release.js";
 import { upstreams } from "./upstreams.js";
 
@@ -230,10 +231,16 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 
   const clientError = (err: Error, socket: Duplex) => {
     if (!socket.writable) return socket.destroy();
-    const body = `portcullis egress: not a well-formed HTTP/1.1 request (${(err as { code?: string }).code ?? err.message})\n`;
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    const code = (err as { code?: string }).code;
+    // the same answer as a head too large inside a tunnel (exchange.ts)
+    if (code === "HPE_HEADER_OVERFLOW")
+      return refuseRaw(
+        socket,
+        431,
+        "Request Header Fields Too Large",
+        `a request head over ${MAX_HEAD_BYTES} bytes`,
+      );
+    refuseRaw(socket, 400, "Bad Request", `not a well-formed HTTP/1.1 request (${code ?? err.message})`);
   };
 
   const leafContext = async (host: string): Promise<SecureContext | null> => {
@@ -327,7 +334,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     socket.on("close", () => up.destroy());
   };
 
-  const server: Server = createServer((req, res) => {
+  // the same bound on a request head as inside a tunnel (exchange.ts), not node's 16 KiB
+  const server: Server = createServer({ maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => {
     // absolute-form: GET http://host:port/path HTTP/1.1
     let url: URL;
     try {
@@ -339,6 +347,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     // the proxy then speaks TLS to the upstream itself, verifying it as for a tunnel
     if (url.protocol !== "http:" && url.protocol !== "https:")
       return fail(res, 400, `only http:// and https:// URLs are proxied, not ${url.protocol}`);
+    // as in a tunnel (exchange.ts): not carried, refused before anything is released or sent
+    if (upgradesToWebSocket(req.headers.upgrade)) return fail(res, 501, WEBSOCKET_REFUSED);
     const scheme = url.protocol === "https:" ? "https" : "http";
     const dest = parseAuthority(`${url.hostname}:${url.port || (scheme === "https" ? "443" : "80")}`);
     if (!dest) return fail(res, 400, `not a host name or address: ${JSON.stringify(url.host.slice(0, 200))}`);
