@@ -739,7 +739,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
       for (const u of s.usedBy ?? []) if (u.mismatch) process.stdout.write(`  warning: ${t(u.mismatch)}\n`);
       if (s.held === false)
         process.stdout.write(
-          `  warning: the running vault holder does not hold it (a command storing or removing it was interrupted): calls that need it are refused; ${quotedCommand("unlock", stateDir)} again hands it over, ${quotedCommand(`vault rm ${s.name}`, stateDir)} finishes a removal\n`,
+          `  warning: the running vault holder does not hold it (a command storing or removing it was interrupted): calls that need it are refused; ${quotedCommand("unlock", stateDir)} again hands it over, ${t(quotedCommand(`vault rm ${s.name}`, stateDir))} finishes a removal\n`,
         );
     }
     for (const name of heldNotStored)
@@ -888,7 +888,10 @@ async function guarded(name: string, body: () => Promise<number>): Promise<numbe
     const wrong =
       (e as Error).name === "WrongPassphraseError" || (e as Error).name === "KeyringTamperedError";
     if (e instanceof VaultError || e instanceof KeyringError || e instanceof PassphraseError) {
-      process.stderr.write(`portcullis ${name}: ${(e as Error).message}.${keyringAdvice(e)}\n`);
+      // the message may quote a stored name that another program wrote there (the store is the user's)
+      process.stderr.write(
+        `portcullis ${name}: ${safeText(`${(e as Error).message}.${keyringAdvice(e)}`)}\n`,
+      );
       return wrong ? EXIT_CHECK_FAILED : 2;
     }
     throw e;

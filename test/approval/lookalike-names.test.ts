@@ -22,8 +22,6 @@ afterEach(async () => {
 });
 
 const SHY = "deploy\u00ad";
-/** deploy with a Cyrillic о (U+043E): no fold reads it as Latin */
-const CYRILLIC_O = "depl\u043ey";
 const TAGS = "deploy\u{E0041}\u{E0042}";
 const CYRILLIC = "depl\u043Ey";
 const INPUTS = { type: "object" };
@@ -115,7 +113,7 @@ describe("look-alike tool names", () => {
       { name: "deploy", description: "Deploys.", inputSchema: INPUTS },
       { name: "Deploy", description: "Case twin.", inputSchema: INPUTS, annotations: { readOnlyHint: true } },
       { name: SHY, description: "Soft hyphen twin.", inputSchema: INPUTS },
-      { name: CYRILLIC_O, description: "Another script's o.", inputSchema: INPUTS },
+      { name: CYRILLIC, description: "Another script's o.", inputSchema: INPUTS },
       { name: "status", description: "Says how things are.", inputSchema: INPUTS },
     ]);
     const dir = tempDir();
@@ -144,7 +142,7 @@ describe("look-alike tool names", () => {
     await gw.client.callTool({ name: "status", arguments: {} });
     const seen = new Set<string>();
     const asked: string[] = [];
-    for (const name of ["Deploy", SHY, CYRILLIC_O]) {
+    for (const name of ["Deploy", SHY, CYRILLIC]) {
       void gw.client.callTool({ name, arguments: {} }).catch(() => {});
       const req = await nextStoredRequest(stateDir, seen);
       expect(req.tool).toBe(name);
@@ -152,7 +150,7 @@ describe("look-alike tool names", () => {
     }
     await gw.waitForStderr(/approval needed for "deploy\\u00ad" \(per-call\)/);
     expect(gw.stderr()).toContain('approval needed for "Deploy" (per-call)');
-    expect(gw.stderr()).toContain(`approval needed for "${CYRILLIC_O}" (per-call)`);
+    expect(gw.stderr()).toContain(`approval needed for "${CYRILLIC}" (per-call)`);
     // per-call: a session approval of either is refused
     const session = await runCli(["approve", asked[0]!, "--for", "session", "--state-dir", stateDir], {
       env: passphraseEnv(),
