@@ -46,12 +46,23 @@ export function publicRequest<T extends ApprovalRequest>(req: T): T {
   const out = redactStrings({ ...req, definition, review }) as T;
   // The catalog diffs of a review that keeps them are shown from the diff, piece by piece, not as
   // text redacted whole (which read `passwordLength: property added` as a credential pair).
+  // A stored diff of another shape is ignored here too: not carried, its strings only redacted
+  // as text (a value under a secret-like key would show), beside the text the review falls back to.
   const catalog = shownCatalog(r.catalog);
   if (catalog) out.review.catalog = catalog;
+  else if (out.review.catalog) out.review.catalog = withoutDiff(out.review.catalog);
   const since = r.tool.sinceLastGrant;
   const sinceShown = since ? shownSince(since) : null;
-  if (out.review.tool.sinceLastGrant && sinceShown) out.review.tool.sinceLastGrant = sinceShown;
+  if (out.review.tool.sinceLastGrant)
+    out.review.tool.sinceLastGrant = sinceShown ?? withoutDiff(out.review.tool.sinceLastGrant);
   return out;
+}
+
+/** `v` without its `diff` member (one that is not a catalog diff's shape). */
+function withoutDiff<T extends object>(v: T): T {
+  if (!Object.hasOwn(v, "diff")) return v;
+  const { diff: _ignored, ...rest } = v as T & { diff?: unknown };
+  return rest as T;
 }
 
 const CLASSES = new Set(["expands", "narrows", "cosmetic"]);

@@ -12,7 +12,7 @@
  * follows it. The classification is the diff's, made on the tools as the server listed them.
  */
 
-import { redactText } from "../util/redact.js";
+import { isSecretName, REDACTED, redactText, redactValueUnder } from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
 import { fieldName } from "./schema.js";
 import type { CatalogDiff, FieldChange } from "./types.js";
@@ -36,8 +36,11 @@ export function shownDiff(d: CatalogDiff): CatalogDiff {
 
 function shownChange(c: FieldChange): FieldChange {
   const out: FieldChange = { ...c, path: redactText(c.path), change: redactText(c.change) };
-  if (c.before !== undefined) out.before = shownValue(c.before);
-  if (c.after !== undefined) out.after = shownValue(c.after);
+  // a value under a secret-like name goes whole, the property the path names included: the
+  // gateway writes its diffs so already, but the store can be rewritten by any process of the user
+  const under = fieldName(c.path) || null;
+  if (c.before !== undefined) out.before = shownValue(redactValueUnder(under, c.before));
+  if (c.after !== undefined) out.after = shownValue(redactValueUnder(under, c.after));
   if (c.detail !== undefined) out.detail = shownDetail(c.detail, c.path);
   return out;
 }
@@ -59,8 +62,26 @@ function shownValue(v: unknown): unknown {
 function shownDetail(detail: string, path: string): string {
   const name = fieldName(path);
   for (const sep of [": ", " "]) {
-    if (name !== "" && detail.startsWith(`${name}${sep}`))
-      return `${redactText(name)}${sep}${redactText(detail.slice(name.length + sep.length))}`;
+    if (name !== "" && detail.startsWith(`${name}${sep}`)) {
+      const rest = detail.slice(name.length + sep.length);
+      // of a secret-like property, the values quoted in the line (a default, a const, an enum)
+      return `${redactText(name)}${sep}${redactText(isSecretName(name) ? quotedRedacted(rest) : rest)}`;
+    }
   }
   return redactText(detail);
+}
+
+/** `text` with every double-quoted string in it (JSON escapes read) replaced by the marker. */
+function quotedRedacted(text: string): string {
+  let out = "";
+  let at = 0;
+  for (;;) {
+    const open = text.indexOf('"', at);
+    if (open < 0) return out + text.slice(at);
+    let close = open + 1;
+    while (close < text.length && text[close] !== '"') close += text[close] === "\\" ? 2 : 1;
+    out += `${text.slice(at, open)}"${REDACTED}"`;
+    if (close >= text.length) return out; // an unterminated quote: the rest goes with it
+    at = close + 1;
+  }
 }
