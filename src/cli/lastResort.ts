@@ -39,7 +39,9 @@ export function lastResortText(text: string): string {
   if (out.length > MAX_SHOWN)
     out = `${cutText(out, MAX_SHOWN)} [${out.length - MAX_SHOWN} more characters not shown]`;
   for (const r of released) if (r.size > 0) out = r.scrubPieces(out);
-  return redactText(out.split("\n").map(visibleControls).join("\n"));
+  // and once more as written: a control written as an escape (ESC as `\u001b`) may spell a value
+  // that holds such text anew
+  return scrubReleased(redactText(out.split("\n").map(visibleControls).join("\n")));
 }
 
 /** The most characters of an error shown (after scrubbing: a marker counts as written). */

@@ -303,7 +303,8 @@ async function reportFailure(e: unknown): Promise<number> {
   const { reportInternalError, scrubReleased } = await import("./lastResort.js");
   const { failureLine } = await import("./failureLine.js");
   const write = (sentence: string) =>
-    process.stderr.write(`${safeText(scrubReleased(failureLine(sentence)))}\n`);
+    // scrubbed again once escaped: an escape (`\u001b`) may spell a value holding such text anew
+    process.stderr.write(`${scrubReleased(safeText(scrubReleased(failureLine(sentence))))}\n`);
   {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
