@@ -22,7 +22,12 @@ import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import { acknowledgedParams, advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
-import { attributedInputRequests, marksOfGateway, passesForGateway } from "./serverWords.js";
+import {
+  attributedInputRequests,
+  marksOfGateway,
+  mayHideGatewayMarks,
+  passesForGateway,
+} from "./serverWords.js";
 
 export interface ServerMessagesPorts {
   log: Logger;
@@ -201,7 +206,8 @@ export class ServerMessages {
       entry.method !== "server/discover" &&
       !entry.intent &&
       imitates === null &&
-      attributed === null;
+      attributed === null &&
+      !mayHideGatewayMarks(msg, text);
     if (entry.method === "initialize" && msg.result) {
       this.p.session.noteNegotiated(msg.result, entry.initializes);
       msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };

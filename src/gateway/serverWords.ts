@@ -137,3 +137,54 @@ export function attributedInputRequests(result: unknown): Record<string, unknown
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+
+/**
+ * Whether the server's text may carry, under a key written twice, what passesForGateway and
+ * marksOfGateway look for: they read the message as JSON.parse does (the last of two same-named
+ * keys), and a client whose parser keeps the first would read the other. Only the top level is
+ * checked for repeated keys as the line is read (src/relay/rawSplice.ts), so such a message is
+ * sent as the gateway read it, not as written: any error, and a result that names requestState
+ * or inputRequests, or spells one of them (or the gateway's input request key) with an escape
+ * (`request\u0053tate`). Other results, the relay's common case, still go as written, their
+ * numbers and escapes in values untouched.
+ */
+export function mayHideGatewayMarks(msg: { error?: unknown }, text: string | undefined): boolean {
+  if (text === undefined) return false;
+  if (msg.error) return true;
+  if (text.includes("requestState") || text.includes("inputRequests")) return true;
+  return text.includes("\\") && escapedKeyAmong(text, MARK_KEYS);
+}
+
+const MARK_KEYS: ReadonlySet<string> = new Set(["requestState", "inputRequests", INPUT_REQUEST_KEY]);
+
+/** Whether an object key of the JSON text `text` is written with an escape and reads as one of `names`. */
+function escapedKeyAmong(text: string, names: ReadonlySet<string>): boolean {
+  let at = 0;
+  for (;;) {
+    const open = text.indexOf('"', at);
+    if (open < 0) return false;
+    // the closing quote: the next one not escaped (an odd run of backslashes before it escapes it)
+    let close = text.indexOf('"', open + 1);
+    for (;;) {
+      if (close < 0) return false;
+      let b = close - 1;
+      while (b > open && text[b] === "\\") b--;
+      if ((close - 1 - b) % 2 === 0) break;
+      close = text.indexOf('"', close + 1);
+    }
+    const token = text.slice(open, close + 1);
+    if (token.includes("\\")) {
+      let k = close + 1;
+      while (k < text.length && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r"))
+        k++;
+      if (text[k] === ":") {
+        try {
+          if (names.has(JSON.parse(token) as string)) return true;
+        } catch {
+          return true; // not a JSON string after all: not relayed as written
+        }
+      }
+    }
+    at = close + 1;
+  }
+}
