@@ -188,7 +188,7 @@ function traces(out: string, values: string[]): string[] {
 function release(values: string[], second: boolean[]): void {
   current = new ReleasedValues();
   currentSecond = new ReleasedValues();
-  values.forEach((v, i) => (second[i] ? currentSecond : current).add(`scope${i}`, v));
+  for (const [i, v] of values.entries()) (second[i] ? currentSecond : current).add(`scope${i}`, v);
 }
 
 function build(values: string[], pieces: Piece[], padTo: number, padChar: string): string {

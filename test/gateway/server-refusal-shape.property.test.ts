@@ -112,8 +112,8 @@ function numberText(n: number, form: number): string {
   }
 }
 
-function keyText(k: string, escape: boolean): string {
-  if (!escape || k.length === 0) return JSON.stringify(k);
+function keyText(k: string, escaped: boolean): string {
+  if (!escaped || k.length === 0) return JSON.stringify(k);
   const first = `\\u${k.charCodeAt(0).toString(16).padStart(4, "0")}`;
   return `"${first}${JSON.stringify(k.slice(1)).slice(1)}`;
 }
@@ -150,6 +150,7 @@ function parseFirstWins(text: string): unknown {
     i += m[0].length;
     return m[0];
   };
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a JSON string excludes the controls
   const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
   const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
   const value = (): unknown => {
@@ -198,9 +199,15 @@ function parseFirstWins(text: string): unknown {
       }
     }
     if (c === '"') return JSON.parse(token(STRING));
-    if (text.startsWith("true", i)) return ((i += 4), true);
-    if (text.startsWith("false", i)) return ((i += 5), false);
-    if (text.startsWith("null", i)) return ((i += 4), null);
+    for (const [word, v] of [
+      ["true", true],
+      ["false", false],
+      ["null", null],
+    ] as const)
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
     return JSON.parse(token(NUMBER));
   };
   const v = value();

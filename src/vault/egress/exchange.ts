@@ -53,7 +53,7 @@ function asksWebSocket(head: RequestHead): boolean {
 
 /** Whether an Upgrade header's value names the WebSocket protocol (`websocket`, any case, in a list). */
 export function upgradesToWebSocket(value: string | undefined): boolean {
-  return value !== undefined && value.split(",").some((t) => t.trim().toLowerCase().startsWith("websocket"));
+  return value?.split(",").some((t) => t.trim().toLowerCase().startsWith("websocket")) ?? false;
 }
 
 export const WEBSOCKET_REFUSED =
