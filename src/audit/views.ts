@@ -377,6 +377,8 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
   // once. Records written before call keys are joined by the id text.
   const open = new Map<string, ActivityEntry>();
   const openByKey = new Map<string, ActivityEntry>();
+  /** calls by run and id text whose start carries no call key (written before call keys) */
+  const openUnkeyed = new Map<string, ActivityEntry>();
   const callKey = (run: string, e: AuditEvent): string | null => {
     const call = callText(e);
     return call === null ? null : `${run}\u0000${call}`;
@@ -408,13 +410,22 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
     if (k !== null) open.set(k, a); // a client may reuse a request id once its call is over
     const kk = keyed(run, e);
     if (kk !== null) openByKey.set(kk, a);
+    else if (k !== null) openUnkeyed.set(k, a);
     return a;
   };
   /** What follows a call (result, interruption, credentials): the open call with its key, else that id. */
   const follow = (r: ViewInput, run: string): ActivityEntry => {
     const kk = keyed(run, r.event);
-    const k = kk === null ? callKey(run, r.event) : null;
-    const a = kk !== null ? openByKey.get(kk) : k !== null ? open.get(k) : undefined;
+    const k = callKey(run, r.event);
+    // An end with a call key whose start has none: a call an older gateway opened (its start
+    // written before call keys), closed by a newer one, whose key is then the row's id: joined by
+    // the id text, to a start without a key only (a keyed start has its own end).
+    const a =
+      kk !== null
+        ? (openByKey.get(kk) ?? (k !== null ? openUnkeyed.get(k) : undefined))
+        : k !== null
+          ? open.get(k)
+          : undefined;
     return a ?? start(r, run, "unknown", "pending");
   };
 

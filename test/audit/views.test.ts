@@ -261,6 +261,44 @@ describe("views", () => {
     expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, answered: 2, pending: 0 });
   });
 
+  it("a call an older gateway opened without a call key, closed by a newer one with its id as the key: one call, interrupted", async () => {
+    // Builds before call keys wrote tool_called without one and keyed their open-intents row
+    // [run, requestId]; the next gateway closes that row with call_interrupted whose callKey is
+    // the row's request id. It was listed twice (one pending for ever, one interrupted) and
+    // counted as two calls; a keyed start is never joined so (two calls of one run may share an id).
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        { type: "tool_called", run: RUN, serverLabel: S, requestId: 2, tool: "slow_write", epoch: A },
+      ],
+      [
+        {
+          type: "call_interrupted",
+          run: RUN,
+          requestId: 2,
+          callKey: 2,
+          reason: "gateway_gone",
+          outcome: "unknown",
+        },
+        calledUnderA({ requestId: 5, callKey: 1, tool: "keyed" }),
+        {
+          type: "call_interrupted",
+          run: RUN,
+          requestId: 5,
+          callKey: 5,
+          reason: "gateway_gone",
+          outcome: "unknown",
+        },
+      ],
+    ]);
+    expect(activityView(records).map((a) => [a.tool, a.outcome, a.interruption])).toEqual([
+      ["slow_write", "interrupted", "gateway_gone"],
+      ["keyed", "pending", null],
+      [null, "interrupted", "gateway_gone"],
+    ]);
+    expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, pending: 1 });
+  });
+
   /**
    * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
    * `reason`, as src/gateway/guardedRequests.ts writes it: what the views show of it, each activity
