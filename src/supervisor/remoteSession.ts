@@ -455,9 +455,10 @@ export class SessionExchanges {
         onAnswered();
         // MCP has the server close the stream after its answer (SHOULD): one left open would hold
         // a connection and a descriptor per answered request for as long as the server likes,
-        // until the gateway ran out of them and took that for the session's loss. Closed once
-        // what the same read brought (messages after the answer) is handled.
-        setImmediate(() => this.closeIfLeftOpen(gen, res));
+        // until the gateway ran out of them and took that for the session's loss. Closed if still
+        // open a moment later: a server that ends it right after its answer keeps its connection
+        // alive for the next request (destroyed at once, a TLS server would pay a handshake a call).
+        setTimeout(() => this.closeIfLeftOpen(gen, res), LEFT_OPEN_GRACE_MS).unref();
       };
       this.readSse(
         gen,
@@ -956,6 +957,12 @@ function sameOrigin(data: string, base: URL): URL | string {
   u.hash = "";
   return u;
 }
+
+/**
+ * How long a request's SSE stream may stay open after its answer was read before the gateway
+ * closes it (closeIfLeftOpen): long enough for a server that ends it right after the answer.
+ */
+const LEFT_OPEN_GRACE_MS = 1_000;
 
 /**
  * How long a POST that carries no request may stay open (see closeWhenDue): its 202 takes
