@@ -2,6 +2,7 @@ import { argumentsDigest, auditable, redactSecrets } from "../audit/index.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import type { DownReason, LinkGeneration as Generation } from "../supervisor/link.js";
 import { nonFiniteAt } from "../util/canonical.js";
+import { scrubbedStrings } from "../util/log.js";
 import { redactRecord } from "../util/redact.js";
 import type { CallName } from "./clientIdText.js";
 import type { EventSink } from "./events.js";
@@ -198,7 +199,7 @@ export class GatewayRecords {
       epoch: gen.epoch,
       identityDigest: gen.record.identityDigest,
       // what a server reached by URL says of itself (serverInfo, capabilities) has keys it chose
-      record: auditable(redactRecord(gen.record)),
+      record: auditable(redactRecord(scrubbedStrings(gen.record))),
     });
   }
 
@@ -211,7 +212,7 @@ export class GatewayRecords {
       previousEpoch: previous?.epoch ?? null,
       reason: gen.reason,
       // what a server reached by URL says of itself (serverInfo, capabilities) has keys it chose
-      record: auditable(redactRecord(gen.record)),
+      record: auditable(redactRecord(scrubbedStrings(gen.record))),
     });
     if (previous) {
       this.events.emit({

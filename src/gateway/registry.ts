@@ -10,7 +10,7 @@ import {
 } from "../identity/proc.js";
 import { isBusy, type Store, waitingOnce } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
-import { type Logger, scrubbedLine } from "../util/log.js";
+import { type Logger, scrubbedLine, scrubbedStrings } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
 
 /**
@@ -286,7 +286,7 @@ export class GatewayRegistry {
     }
     if (p.record !== undefined) {
       sets.push("record_json = ?");
-      vals.push(p.record ? JSON.stringify(redactRecord(p.record)) : null);
+      vals.push(p.record ? JSON.stringify(redactRecord(scrubbedStrings(p.record))) : null);
     }
     if (p.endedAt !== undefined) {
       sets.push("ended_at = ?");
@@ -313,7 +313,8 @@ export class GatewayRegistry {
         this.serverLabel,
         this.gatewayId,
         record.identityDigest,
-        JSON.stringify(redactRecord(record)),
+        // scrubbed of released values: a server may exec itself with one as an argument
+        JSON.stringify(redactRecord(scrubbedStrings(record))),
         record.startedAt,
         reason,
       );

@@ -1,4 +1,5 @@
 import { redactText } from "./redact.js";
+import { setOwn } from "./setOwn.js";
 
 /**
  * Everything human goes to stderr: stdout of `portcullis run` carries MCP only.
@@ -41,6 +42,24 @@ export function scrubbedLine(text: string): string {
   let out = text;
   for (const scrub of lineScrubs) out = scrub(out);
   return out;
+}
+
+/**
+ * A JSON value with every string in it, keys included, through scrubbedLine: what the gateway
+ * keeps of a server's processes (an execution record: argv, paths), which the server chooses as
+ * it chooses its log lines (it may exec itself with a released value as an argument).
+ */
+export function scrubbedStrings<T>(value: T): T {
+  if (lineScrubs.length === 0) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return scrubbedLine(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (typeof v !== "object" || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) setOwn(out, scrubbedLine(k), walk(x));
+    return out;
+  };
+  return walk(value) as T;
 }
 
 let stderrGone = false;

@@ -57,7 +57,10 @@ export class EgressRecorder {
     private readonly flushMs = FLUSH_MS,
     /**
      * what a host is recorded as: with the released values taken out (ReleasedValues.scrubHost),
-     * since a server may name a host after one, and `portcullis egress` shows hosts to anyone
+     * since a server may name a host after one, and `portcullis egress` shows hosts to anyone.
+     * The method and the withheld placeholder names are the server's words too (a tunnel's
+     * request line is read as written, and a placeholder names whatever the server wrote): they
+     * go through it as well.
      */
     private readonly hostShown: (host: string) => string = (host) => host,
   ) {}
@@ -86,7 +89,12 @@ export class EgressRecorder {
   }
 
   record(r: EgressRecord, at = new Date().toISOString()): void {
-    r = { ...r, host: this.hostShown(r.host) };
+    r = {
+      ...r,
+      host: this.hostShown(r.host),
+      method: this.hostShown(r.method),
+      withheld: r.withheld.map((name) => this.hostShown(name)),
+    };
     if (r.epoch === null) {
       this.held.push({ r, at });
       if (this.held.length > MAX_HELD) {
