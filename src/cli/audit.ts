@@ -469,6 +469,10 @@ async function decrypting(
     }));
     const result = verifier.result();
     if (!result.ok) throw new AuditChainError(result.seq, result.problem);
+    // a chain that cannot account for the rest of the store (emptied, cut before its pin) is
+    // broken for these views as for `audit verify`: nothing is shown from it
+    const unaccounted = unaccountedHistory(db);
+    if (unaccounted) throw new AuditChainError(result.head.seq + 1, unaccounted);
 
     if (sub === "show") {
       const rec = opened[0];

@@ -1,5 +1,6 @@
 // An audit chain that no longer accounts for the store's history (emptied with its delete trigger
-// dropped, or cut before its pin): `audit verify` and `doctor` fail on it, and no approver key is
+// dropped, or cut before its pin): `audit verify` and `doctor` fail on it, the views that decrypt
+// it (`audit sessions`, `activity`) show nothing from it and exit 1 as verify does, and no approver key is
 // pinned on it, so a same-user process that swaps in its own keyring cannot approve its own
 // requests. A fresh store still gets its first pin. Real gateways and CLI processes.
 import { spawnSync } from "node:child_process";
@@ -41,6 +42,16 @@ function sql(stateDir: string, statements: string): void {
 }
 
 const EMPTY_CHAIN = "DROP TRIGGER audit_records_no_delete; DELETE FROM audit_records;";
+
+/** `audit sessions` and `audit activity` (text and --json) show nothing, exit 1, and say why. */
+async function viewsRefuse(stateDir: string, why: RegExp): Promise<void> {
+  for (const args of [["sessions"], ["activity"], ["sessions", "--json"], ["activity", "--json"]]) {
+    const r = await runCli(["audit", ...args, "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(r.code, args.join(" ")).toBe(1);
+    expect(r.stdout, args.join(" ")).toBe("");
+    expect(r.stderr, args.join(" ")).toMatch(why);
+  }
+}
 
 /**
  * The attacker's keyring copied in, a gateway started again, and its call's request approved
@@ -90,6 +101,7 @@ describe("a chain that does not account for the store's history", () => {
       /^audit chain broken at seq 1: the audit chain is empty, but the store holds 1 approval request, 1 grant: its records were deleted\n$/,
     );
     expect(verify.code).toBe(1);
+    await viewsRefuse(stateDir, /broken at seq 1: the audit chain is empty, but the store holds/);
     const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
     expect(doctor.code).toBe(1);
     const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] }).findings;
@@ -128,6 +140,10 @@ describe("a chain that does not account for the store's history", () => {
       /^audit chain broken at seq \d+: the audit chain pins no approver key, but the store holds 1 decision signed with one: the records from the pin on were cut from the chain\n$/,
     );
     expect(verify.code).toBe(1);
+    await viewsRefuse(
+      stateDir,
+      /the audit chain pins no approver key, but the store holds 1 decision signed/,
+    );
 
     // the signed decision's row gone too: the chain left was still begun for the human's keyring
     sql(stateDir, "DELETE FROM grants; UPDATE approval_requests SET decision_signature = NULL;");
