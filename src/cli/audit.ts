@@ -1,5 +1,6 @@
 import { once } from "node:events";
-import { closeSync, fstatSync, openSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
+import { join } from "node:path";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import {
@@ -38,8 +39,8 @@ import {
   unlockKeyring,
   WrongPassphraseError,
 } from "../keyring/keyring.js";
-import { openStoreToRead, type Store, StoreError } from "../store/db.js";
-import { quotedCommand, requireInitialized, stateDirFlagFor } from "../store/stateDir.js";
+import { openEmptyStore, openStoreToRead, type Store, StoreError } from "../store/db.js";
+import { quotedCommand, requireInitialized, STORE_FILE, stateDirFlagFor } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
@@ -96,36 +97,44 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       case "verify":
         return await verify(ctx.stateDir, opts);
       case "export":
-        return await withStore(ctx.stateDir, async (db) => {
-          // A record whose line V8 cannot make (arguments recorded in clear under a raised
-          // --max-message-bytes) made export fail halfway with an internal error, leaving the
-          // lines before it, or none, as an export that verifies: refused before a line is written.
-          const maxLine = exportLineLimit();
-          const tooLong = firstRecordTooLongToExport(db, maxLine);
-          if (tooLong) throw new UsageError(`${tooLong.message}; nothing was written. ${NOT_EXPORTABLE}`);
-          const shown = stderrProgress(
-            (n) => `portcullis audit export: ${n.toLocaleString("en-US")} records…`,
-          );
-          try {
-            await writeLines(counted(exportRecords(db, maxLine), (n) => shown.update(n)));
-          } catch (err) {
-            if (!(err instanceof RecordTooLongToExportError)) throw err;
-            // appended by a gateway while this export ran: what was written is cut short, and a
-            // last line that is no record says so to whoever verifies it (verify fails there)
-            await write(`portcullis audit export stopped here: ${err.message}\n`);
-            throw new UsageError(
-              `${err.message}; the output stops before it with a line that is not a record, and is not a complete export. ${NOT_EXPORTABLE}`,
+        return await withStore(
+          ctx.stateDir,
+          async (db) => {
+            // A record whose line V8 cannot make (arguments recorded in clear under a raised
+            // --max-message-bytes) made export fail halfway with an internal error, leaving the
+            // lines before it, or none, as an export that verifies: refused before a line is written.
+            const maxLine = exportLineLimit();
+            const tooLong = firstRecordTooLongToExport(db, maxLine);
+            if (tooLong) throw new UsageError(`${tooLong.message}; nothing was written. ${NOT_EXPORTABLE}`);
+            const shown = stderrProgress(
+              (n) => `portcullis audit export: ${n.toLocaleString("en-US")} records…`,
             );
-          } finally {
-            shown.done();
-          }
-          return 0;
-        });
+            try {
+              await writeLines(counted(exportRecords(db, maxLine), (n) => shown.update(n)));
+            } catch (err) {
+              if (!(err instanceof RecordTooLongToExportError)) throw err;
+              // appended by a gateway while this export ran: what was written is cut short, and a
+              // last line that is no record says so to whoever verifies it (verify fails there)
+              await write(`portcullis audit export stopped here: ${err.message}\n`);
+              throw new UsageError(
+                `${err.message}; the output stops before it with a line that is not a record, and is not a complete export. ${NOT_EXPORTABLE}`,
+              );
+            } finally {
+              shown.done();
+            }
+            return 0;
+          },
+          { keyless: true },
+        );
       case "checkpoint":
-        return await withStore(ctx.stateDir, async (db) => {
-          await write(`${JSON.stringify(makeCheckpoint(db), null, 2)}\n`);
-          return 0;
-        });
+        return await withStore(
+          ctx.stateDir,
+          async (db) => {
+            await write(`${JSON.stringify(makeCheckpoint(db), null, 2)}\n`);
+            return 0;
+          },
+          { keyless: true },
+        );
       case "sessions":
       case "activity":
       case "show":
@@ -215,14 +224,20 @@ function parse(sub: string, rest: string[]): Opts {
   return opts;
 }
 
-async function withStore(stateDir: string, f: (db: Store) => Promise<number>): Promise<number> {
+async function withStore(
+  stateDir: string,
+  f: (db: Store) => Promise<number>,
+  o: { keyless?: boolean } = {},
+): Promise<number> {
   // A directory init was never run in: refused (exit 2, as one that does not exist), no store
   // created, so `audit verify` never calls it "ok: the log is empty". One this user may not
   // write (a copy given to a reviewer, a backup) is read as it is.
   requireInitialized(stateDir);
   let db: Store;
   try {
-    db = openStoreToRead(stateDir);
+    // what only reads the log (verify, export, checkpoint) creates no store where there is none:
+    // the empty log it reads is said to be beside a keyring (report, emptyBesideKeyring)
+    db = o.keyless && !existsSync(join(stateDir, STORE_FILE)) ? openEmptyStore() : openStoreToRead(stateDir);
   } catch (err) {
     // a StoreError names the file and what is wrong with it already
     if (err instanceof StoreError) throw new UsageError(err.message.replace(/\.$/, ""));
@@ -255,8 +270,10 @@ async function verify(stateDir: string, opts: Opts): Promise<number> {
       const not = notAnExport(file, first, r);
       return await report(not ? { ok: false, seq: 1, problem: not } : r, opts, stateDir, shown, not !== null);
     }
-    return await withStore(stateDir, (db) =>
-      report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, stateDir, shown),
+    return await withStore(
+      stateDir,
+      (db) => report(accountsForStore(db, verifyStore(db, { checkpoint, progress })), opts, stateDir, shown),
+      { keyless: true },
     );
   } finally {
     shown.done();

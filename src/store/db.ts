@@ -98,6 +98,16 @@ export function openExistingStore(stateDir: string): Store {
  * reviewer, a read-only mount, a backup), a read-only connection instead of a refusal. Such a
  * store must be at this portcullis's schema: bringing an older one up to date is a write.
  */
+/**
+ * An empty store of this version, in memory: what a command that only reads the log (verify,
+ * export, checkpoint) reads where there is no store file, rather than create one.
+ */
+export function openEmptyStore(): Store {
+  const db = new Database(":memory:");
+  migrate(db);
+  return db;
+}
+
 export function openStoreToRead(stateDir: string): Store {
   requireInitialized(stateDir);
   try {

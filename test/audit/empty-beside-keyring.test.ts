@@ -3,7 +3,7 @@
 // interrupted before its pin). The chain alone cannot tell which, and verify still passes it, but
 // it says so (text, and `emptyBesideKeyring` in --json) rather than "ok: the log is empty" alone;
 // with a checkpoint taken earlier, the deletion is a failure. Real CLI processes.
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir } from "../helpers/files.js";
@@ -39,5 +39,12 @@ describe("audit verify: an empty log beside a keyring", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, records: 0, emptyBesideKeyring: true });
     const against = await runCli(["audit", "verify", "--checkpoint", cpFile], { stateDir });
     expect(against.code).toBe(1);
+    // the commands that only read the log create no store where there is none (a new one would
+    // hide the deletion from the next look, and verify would have written)
+    const exported = await runCli(["audit", "export"], { stateDir });
+    expect([exported.code, exported.stdout]).toEqual([0, ""]);
+    const again = await runCli(["audit", "checkpoint", "--json"], { stateDir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(existsSync(join(stateDir, "portcullis.db"))).toBe(false);
   });
 });
