@@ -4,6 +4,7 @@
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
 import { redactSchemaDefaults } from "../util/redact.js";
+import { defaultsDiffer, filledDefaults } from "./filledDefaults.js";
 import {
   childPath,
   currentRefOwners,
@@ -217,6 +218,17 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
     });
   } else if (verdict === "cosmetic" && !provablySubset(bv, av)) {
     details.push({ path: k, change: `${k} accepts fewer values`, classification: "narrows" });
+  }
+  if (k === "inputSchema" && classOf(details) !== "expands") {
+    // the same calls accepted, but what the gateway fills into them changed: an approved call
+    // would reach the server as another (filledDefaults)
+    const moved = defaultsDiffer(filledDefaults(av), filledDefaults(bv));
+    if (moved.length > 0)
+      details.push({
+        path: k,
+        change: `${k} fills other defaults into a call (at ${moved.map((p) => p || "/").join(", ")}): what an approved call sends changes`,
+        classification: "expands",
+      });
   }
   if (details.length === 0) {
     details.push({ path: k, change: `${k} changed`, classification: "expands" });

@@ -349,7 +349,24 @@ describe("field by field", () => {
     const closedFewer = edit(closed, (t) => {
       delete t.inputSchema.properties.limit;
     });
-    expect(modified(closed, closedFewer).classification).toBe("narrows");
+    // closed, the property's values are refused now; but limit had a default, which every call
+    // sent: the calls now reach the server without it (its own default decides), so it expands
+    expect(modified(closed, closedFewer).classification).toBe("expands");
+    expect(
+      change(
+        modified(closed, closedFewer),
+        "inputSchema",
+        "inputSchema fills other defaults into a call (at /properties/limit)",
+      ).classification,
+    ).toBe("expands");
+    // a property without a default, removed from a closed object: narrows
+    const closedNoDefault = edit(closed, (t) => {
+      delete t.inputSchema.properties.limit.default;
+    });
+    const closedNoDefaultFewer = edit(closedNoDefault, (t) => {
+      delete t.inputSchema.properties.limit;
+    });
+    expect(modified(closedNoDefault, closedNoDefaultFewer).classification).toBe("narrows");
     const noDefault = edit(repoSearch, (t) => {
       delete t.inputSchema.properties.limit.default;
     });
