@@ -160,6 +160,32 @@ export const CONSOLE_JS = `"use strict";
   });
   source.addEventListener("ended", function () { source.close(); location.assign("/login"); });
 })();
+(function () {
+  // A page just loaded is under a pointer that was aimed at something else, as after a swap: its
+  // buttons wait SETTLE_MS too. One that another page opened (the server marks it) decides
+  // nothing at all: its decision buttons stay off, and its link opens it from the console.
+  var main = document.getElementById("live");
+  if (!main || !main.querySelector(".decide")) return;
+  var buttons = main.querySelectorAll(".decide button");
+  if (main.hasAttribute("data-opened-from")) {
+    for (var i = 0; i < buttons.length; i++) buttons[i].disabled = true;
+    return;
+  }
+  main.setAttribute("data-settling", "");
+  for (var j = 0; j < buttons.length; j++) {
+    if (buttons[j].disabled) continue;
+    buttons[j].disabled = true;
+    buttons[j].setAttribute("data-settling", "");
+  }
+  setTimeout(function () {
+    main.removeAttribute("data-settling");
+    var held = main.querySelectorAll("button[data-settling]");
+    for (var k = 0; k < held.length; k++) {
+      held[k].removeAttribute("data-settling");
+      held[k].disabled = false;
+    }
+  }, 1000);
+})();
 `;
 
 export const CONSOLE_CSS = `:root { color-scheme: light dark; --fg: #1b1f24; --bg: #fbfbfa; --muted: #5d6570; --line: #d6d9de;
@@ -195,6 +221,8 @@ button { font: inherit; padding: .3rem .8rem; border-radius: 4px; border: 1px so
 button.danger { border-color: var(--expand); color: var(--expand); }
 input[type=text], input[type=password] { font: inherit; padding: .3rem .4rem; border: 1px solid var(--line); border-radius: 4px; background: var(--bg); color: var(--fg); }
 .error { color: var(--expand); font-weight: 600; } .ok { color: var(--narrow); }
+main[data-opened-from] .decide { pointer-events: none; opacity: .45; }
+.opened-from { margin: 0; padding: .5rem 1rem; background: #fff3cd; color: #5c4500; border-bottom: 1px solid #e0c36a; }
 .stale { position: fixed; left: 0; right: 0; bottom: 0; margin: 0; padding: .4rem 1rem; background: #fff3cd; color: #5c4500; border-top: 1px solid #e0c36a; }
 button:disabled { opacity: .5; cursor: not-allowed; }
 .login, .proof-form { max-width: 32rem; margin: 3rem auto; }

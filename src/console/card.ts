@@ -79,7 +79,8 @@ function argumentsPart(r: Review): Html {
         ? html`<p>(none)</p>`
         : html`<table><tbody>${r.arguments.map(
             (a) =>
-              html`<tr><th>${a.name}</th><td><code class="value">${
+              // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
+              html`<tr><th>${displayName(a.name)}</th><td><code class="value">${
                 hidden(a) ? "(hidden)" : jsonText(a.value)
               }</code></td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`

@@ -21,7 +21,8 @@ import { ShownDecisions } from "../approval/shownDecisions.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
 import { decisionReason } from "../util/cut.js";
-import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
+import { assetRoute, CONSOLE_SCRIPT } from "./assetPaths.js";
+import { CONSOLE_CSS } from "./assets.js";
 import { auditData } from "./audit.js";
 import { type Html, html } from "./html.js";
 import { cookieValues, redirect, sendHtml } from "./http.js";
@@ -39,7 +40,6 @@ import {
 } from "./pages.js";
 import { onPasskeyOrigin, passkeyOrigin } from "./passkeyOrigin.js";
 import type { PasskeyDecisions } from "./passkeyPages.js";
-import { PASSKEY_JS } from "./passkeyScript.js";
 import { LoginThrottled, type Proof } from "./proof.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie, token } from "./sessions.js";
@@ -61,10 +61,27 @@ export function page(
   // of a POST-only path.
   const live = ctx.req.method === "GET" || ctx.req.method === "HEAD" ? ctx.app.changes.current() : undefined;
   const passkeyDecisions = !held && passkeyDecisionsOf(ctx)?.here === true;
+  // A page another site opened (another loopback port is the same *site*: its navigation carries
+  // the session cookie) decides nothing until the human opens it from the console itself: that
+  // page could have put it under a click the human meant for itself (double-click-jacking).
+  const from = ctx.req.headers["sec-fetch-site"];
+  const foreign = ctx.req.method === "GET" && (from === "cross-site" || from === "same-site");
   sendHtml(
     ctx.res,
     status,
-    layout({ title, csrf: s.csrf, provenFor, passkeyDecisions, active, live, handoff }, body),
+    layout(
+      {
+        title,
+        csrf: s.csrf,
+        provenFor,
+        passkeyDecisions,
+        active,
+        live,
+        handoff,
+        ...(foreign ? { openedFrom: `${ctx.url.pathname}${ctx.url.search}` } : {}),
+      },
+      body,
+    ),
   );
 }
 
@@ -333,13 +350,13 @@ function intParam(v: string | null): number | null {
 export const CONSOLE_ROUTES: Route[] = [
   {
     method: "GET",
-    path: /^\/static\/console\.js$/,
+    path: assetRoute("console.js"),
     session: false,
-    handle: asset("text/javascript; charset=utf-8", CONSOLE_JS + PASSKEY_JS),
+    handle: asset("text/javascript; charset=utf-8", CONSOLE_SCRIPT),
   },
   {
     method: "GET",
-    path: /^\/static\/console\.css$/,
+    path: assetRoute("console.css"),
     session: false,
     handle: asset("text/css; charset=utf-8", CONSOLE_CSS),
   },

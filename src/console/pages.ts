@@ -1,6 +1,7 @@
 /**
  * The console's pages as server-rendered HTML. Every value goes through `html` (escaped); the
- * only script is /static/console.js, the only style /static/console.css (both served by us).
+ * only script is console.js, the only style console.css (both served by us, under this run's own
+ * path and with their hashes: assetPaths.ts).
  */
 import { activeGrants } from "../approval/grants.js";
 import type { ApprovalRequest } from "../approval/requests.js";
@@ -11,6 +12,8 @@ import { displayName, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
+import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
+import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, reviewCard } from "./card.js";
 import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
@@ -31,6 +34,11 @@ export interface PageChrome {
    * passphrase): the page's script keeps it in this origin's storage, then goes to `next` if set.
    */
   handoff?: { proofKey: string; next?: string };
+  /**
+   * The page was opened by another site (Sec-Fetch-Site): its decision buttons do nothing, and a
+   * link to this same page (`openedFrom`, its path) opens it from the console, where they do.
+   */
+  openedFrom?: string;
 }
 
 const NAV: [string, string][] = [
@@ -58,14 +66,21 @@ export function layout(chrome: PageChrome, body: Html): string {
   return `<!doctype html>\n${html`<html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${chrome.title} · portcullis</title>
-<link rel="stylesheet" href="/static/console.css">${
+<link rel="stylesheet" href="${assetPath("console.css")}" integrity="${integrity(CONSOLE_CSS)}">${
     chrome.handoff
       ? html`\n<meta name="portcullis-proof" content="${chrome.handoff.proofKey}" ${chrome.handoff.next ? html`data-next="${chrome.handoff.next}"` : ""}>`
       : ""
   }
-<script src="/static/console.js" defer></script></head>
-<body><header class="top"><strong>portcullis</strong> console${nav}</header>
-<main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""}>${body}</main></body></html>`}`;
+<script src="${assetPath("console.js")}" integrity="${integrity(CONSOLE_SCRIPT)}" defer></script></head>
+<body><header class="top"><strong>portcullis</strong> console${nav}</header>${
+    chrome.openedFrom !== undefined
+      ? html`
+<p class="opened-from" data-testid="opened-from">This page was opened by another page, so its buttons decide nothing: <a href="${chrome.openedFrom}">open it here</a> to decide.</p>`
+      : ""
+  }
+<main id="live" ${chrome.live !== undefined ? html`data-live="${chrome.live}"` : ""} ${
+    chrome.openedFrom !== undefined ? html`data-opened-from="another-page"` : ""
+  }>${body}</main></body></html>`}`;
 }
 
 export function loginPage(

@@ -1,17 +1,19 @@
 /**
- * The browser half of the passkey ceremonies, appended to /static/console.js. It loads
- * @simplewebauthn/browser (/static/webauthn.js, served by us) only when a ceremony starts, asks
+ * The browser half of the passkey ceremonies, appended to console.js. It loads
+ * @simplewebauthn/browser (webauthn.js beside it, served by us) only when a ceremony starts, asks
  * the console for the options, runs the ceremony, and posts the answer back (JSON, with the
  * page's CSRF token in X-CSRF-Token). It never decides anything: the console verifies.
  */
 export const PASSKEY_JS = `
 (function () {
   var lib = null;
+  var SCRIPT_URL = (document.currentScript && document.currentScript.src) || location.href;
   function webauthn() {
     if (window.SimpleWebAuthnBrowser) return Promise.resolve(window.SimpleWebAuthnBrowser);
     if (!lib) lib = new Promise(function (resolve, reject) {
       var s = document.createElement("script");
-      s.src = "/static/webauthn.js";
+      // beside this script, under this console run's own path (assetPaths.ts)
+      s.src = new URL("webauthn.js", SCRIPT_URL).href;
       s.onload = function () {
         if (window.SimpleWebAuthnBrowser) resolve(window.SimpleWebAuthnBrowser);
         else reject(new Error("the WebAuthn library did not load"));

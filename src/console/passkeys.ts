@@ -28,6 +28,7 @@ import {
 import { DecisionError, getRequest } from "../approval/requests.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { decisionReason } from "../util/cut.js";
+import { assetRoute } from "./assetPaths.js";
 import { answeredChallenge, Ceremonies } from "./ceremonies.js";
 import { by, cookie, page, proofProblem, refuseWithoutGateway, safeNext } from "./handlers.js";
 import { cookieValues, redirect } from "./http.js";
@@ -345,7 +346,7 @@ const ID = "([0-9A-Za-z_-]{1,64})";
 export const PASSKEY_ROUTES: Route[] = [
   {
     method: "GET",
-    path: /^\/static\/webauthn\.js$/,
+    path: assetRoute("webauthn.js"),
     session: false,
     handle: ({ res }) => {
       res.statusCode = 200;

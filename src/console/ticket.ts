@@ -46,6 +46,11 @@ export function acceptTicket(res: ServerResponse, url: URL, port: number, ticket
     // address.ts and so every gateway loads, does not pull in the console's pages.
     res.setHeader("Set-Cookie", `${ticketCookie(port)}=${ticket}; HttpOnly; SameSite=Strict; Path=/`);
   }
+  // The link the human was given always reaches this process (its ticket is new each run, so no
+  // cache holds it): what an earlier server on this port left in the browser goes now, before the
+  // redirect's /login is read (a cached page or script of its own there would stand for the
+  // console's; assetPaths.ts), with anything it stored for this origin.
+  res.setHeader("Clear-Site-Data", '"cache", "storage"');
   const rest = new URLSearchParams(url.searchParams);
   rest.delete(TICKET_PARAM);
   const query = rest.toString();

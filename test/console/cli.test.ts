@@ -259,7 +259,11 @@ describe("portcullis console flags and configuration", () => {
       const s = await httpLogin(c.url);
       // what the page's script sends when /events says `change` (the store changes all the time
       // while an agent works): never the human, so never a renewal of the session
-      const script = await raw(`${c.url}/static/console.js`);
+      // under this console run's own path, named by the page (assetPaths.ts)
+      const login = await raw(`${c.url}/login`);
+      const src = /<script src="([^"]+)"/.exec(login.body)?.[1];
+      expect(src).toMatch(/^\/static\/[0-9a-f]{16}\/console\.js$/);
+      const script = await raw(`${c.url}${src}`);
       expect(script.body).toContain('"x-portcullis-refresh": "1"');
       const refresh = { Cookie: s.cookie, "X-Portcullis-Refresh": "1" };
       for (let i = 0; i < 6; i++) {

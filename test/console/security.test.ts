@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { activeGrants } from "../../src/approval/grants.js";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
+import { ASSET_TAG } from "../../src/console/assetPaths.js";
 import { CONSOLE_ROUTES } from "../../src/console/handlers.js";
 import { CSP } from "../../src/console/http.js";
 import { PASSKEY_ROUTES } from "../../src/console/passkeys.js";
@@ -511,11 +512,13 @@ describe("a session's views, every one", () => {
   it("sends each to the login page without a session, showing nothing; only the login, the assets and the passkeys' redirect are served before it", async () => {
     const gets = [...PASSKEY_ROUTES, ...CONSOLE_ROUTES].filter((r) => r.method === "GET");
     // A new view served before the passphrase must be added here on purpose.
+    // the assets under this console run's own path (assetPaths.ts)
+    const asset = (name: string) => `^\\/static\\/${ASSET_TAG}\\/${name.replaceAll(".", "\\.")}$`;
     expect(gets.filter((r) => !r.session).map((r) => r.path.source)).toEqual([
-      "^\\/static\\/webauthn\\.js$",
+      asset("webauthn.js"),
       "^\\/passkeys$",
-      "^\\/static\\/console\\.js$",
-      "^\\/static\\/console\\.css$",
+      asset("console.js"),
+      asset("console.css"),
       "^\\/favicon\\.ico$",
       "^\\/login$",
     ]);
