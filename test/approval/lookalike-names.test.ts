@@ -150,7 +150,8 @@ describe("look-alike tool names", () => {
     }
     await gw.waitForStderr(/approval needed for "deploy\\u00ad" \(per-call\)/);
     expect(gw.stderr()).toContain('approval needed for "Deploy" (per-call)');
-    expect(gw.stderr()).toContain(`approval needed for "${CYRILLIC}" (per-call)`);
+    // the stored request comes before its stderr line: waited for, not read at once
+    await gw.waitForStderr(new RegExp(`approval needed for "${CYRILLIC}" \\(per-call\\)`));
     // per-call: a session approval of either is refused
     const session = await runCli(["approve", asked[0]!, "--for", "session", "--state-dir", stateDir], {
       env: passphraseEnv(),
