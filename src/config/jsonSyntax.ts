@@ -80,7 +80,14 @@ export function jsonSyntaxProblem(text: string, fallback: unknown): string {
     if (!(e instanceof RangeError)) throw e;
   }
   if (errors.length > 0) return describeParseError(text, errors[0]!);
-  const at = /at position (\d+)/.exec(fallback instanceof Error ? fallback.message : "")?.[1];
+  const said = fallback instanceof Error ? fallback.message : "";
+  const at = /at position (\d+)/.exec(said)?.[1];
+  // a document cut short inside thousands of brackets: jsonc-parser notes the missing bracket only
+  // as its recursion unwinds, which the stack did not allow, and V8 names no position for it
+  if (at === undefined && said.includes("end of JSON input")) {
+    const { line, column } = lineAndColumn(text, text.length);
+    return `line ${line}, column ${column}: the text ends before its JSON does (a bracket or a brace is not closed)`;
+  }
   if (at === undefined) return "the text is not JSON";
   const { line, column } = lineAndColumn(text, Number(at));
   return `line ${line}, column ${column}: the text is not JSON`;

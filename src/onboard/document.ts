@@ -147,6 +147,26 @@ function refuseDuplicateKeys(host: HostFile, text: string, object: Node, what: s
   }
 }
 
+/**
+ * Refuses a key of the table's path written twice in its object (`"mcpServers"` twice at the top,
+ * a project's path twice under `"projects"`): the host reads the last, and an edit made at the
+ * first (jsonc's location lookups find the first) would put a server behind portcullis that the
+ * host never runs, while wrap said it did.
+ */
+function refuseDuplicatePath(host: HostFile, text: string, tree: Node, table: string[]): void {
+  let at: Node | undefined = tree;
+  for (let i = 0; i < table.length && at?.type === "object"; i++) {
+    const named: Node[] = (at.children ?? []).filter((p: Node) => p.children?.[0]?.value === table[i]);
+    if (named.length > 1) {
+      const lines = named.map((p) => lineAt(text, p.offset));
+      throw new OnboardError(
+        `${host.file}: ${tableName(table.slice(0, i + 1))} is written twice (lines ${lines[0]} and ${lines[1]}); the host keeps only the last, so remove one, then run wrap again; nothing was written.`,
+      );
+    }
+    at = named[0]?.children?.[1];
+  }
+}
+
 /** A table's path as a user reads it: `"projects" → "/p" → "mcpServers"`. */
 export function tableName(table: string[]): string {
   return table.map((k) => JSON.stringify(k)).join(" → ");
@@ -207,6 +227,7 @@ export function readHostServers(host: HostFile, withBom: string): HostServers {
   if (!isObject(doc)) throw new OnboardError(`${host.file} is not an object; nothing was written.`);
   const first = new Map<string, string[]>();
   for (const t of host.tables) {
+    if (json?.tree) refuseDuplicatePath(host, text, json.tree, t);
     const table = tableAt(host, doc, t);
     if (table === undefined) continue;
     const node = json?.tree ? findNodeAtLocation(json.tree, t) : undefined;
