@@ -56,6 +56,7 @@ import type { HostFile } from "../../src/onboard/hosts.js";
 import { labelFor, planWrap, unwrapFile, wrapFile } from "../../src/onboard/wrap.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
+import { wrapRoundTripByCli } from "../helpers/wrapRoundTrip.js";
 
 type J = null | boolean | number | string | J[] | { [k: string]: J };
 
@@ -655,41 +656,7 @@ describe("JSONC host files: wrap then unwrap (generated)", () => {
           mkdirSync(join(dir, ".vscode"), { recursive: true });
           const text = render(d);
           const damaged = text.replace(/\}(\s*)$/, "$1"); // the root's closing brace gone
-          writeFileSync(file, text);
-          const original = readFileSync(file);
-          const stateDir = join(dir, "state");
-          const listing = () => readdirSync(dir, { recursive: true }).map(String).sort();
-          const before = listing();
-          const cli = (args: string[]) => runCli(args, { cwd: dir, env: { HOME: dir } });
-
-          const dry = await cli(["wrap", file, "--dry-run", "--state-dir", stateDir]);
-          expect(dry.code, dry.stderr).toBe(0);
-          expect(readFileSync(file).equals(original)).toBe(true);
-          expect(listing()).toEqual(before);
-
-          const wrap = await cli(["wrap", file, "--state-dir", stateDir]);
-          expect(wrap.code, wrap.stderr).toBe(0);
-          const wrapped = readFileSync(file);
-          const again = await cli(["wrap", file, "--state-dir", stateDir]);
-          expect(again.code, again.stderr).toBe(0);
-          expect(readFileSync(file).equals(wrapped)).toBe(true);
-          if (!wrapped.equals(original)) {
-            const un = await cli(["unwrap", file, "--state-dir", stateDir]);
-            expect(un.code, un.stderr).toBe(0);
-          }
-          expect(readFileSync(file).equals(original)).toBe(true);
-
-          writeFileSync(file, damaged);
-          const broken = readFileSync(file);
-          const other = join(dir, "state2");
-          const bad = await cli(["wrap", file, "--state-dir", other]);
-          expect(bad.code, bad.stderr).toBe(2);
-          expect(bad.stderr.split("\n")).toHaveLength(2); // one line and its newline
-          expect(bad.stderr).toContain(file);
-          expect(readFileSync(file).equals(broken)).toBe(true);
-          expect(existsSync(other)).toBe(false);
-          // the first wrap's backup is still there when it wrapped something, and none was made now
-          expect(existsSync(`${file}.portcullis-backup`)).toBe(!wrapped.equals(original));
+          await wrapRoundTripByCli(dir, file, text, damaged);
         },
       ),
       { numRuns: 3 },
