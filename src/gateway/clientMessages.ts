@@ -247,10 +247,11 @@ export class ClientMessages {
         return;
       }
     }
-    if (session.era === "modern") {
+    if (session.era === "modern" && !session.eraByProbeOnly) {
       // No handshake in this era: the first real request is when the gateway can
-      // fetch the catalog (a server/discover probe alone does not need one).
-      if (msg.method !== "server/discover") this.p.catalogIfNeeded();
+      // fetch the catalog (a server/discover probe alone does not need one, nor a ping after it:
+      // the client may still fall back to initialize, ClientSession.onRequest).
+      this.p.catalogIfNeeded();
     }
     // A watcher may have swapped its worker, or the server exec'd other code, since the last
     // look: find out before a request whose answer depends on which code runs is handled (a few

@@ -54,6 +54,8 @@ export class ClientSession {
   private initializeLost_ = false;
   /** the _meta envelope of the client's latest modern request, reused for the gateway's own requests */
   private modernMeta: Record<string, unknown> | null = null;
+  /** the era is modern only because the client's first request was server/discover (onRequest) */
+  private eraByProbe = false;
   private discovered: unknown = null;
 
   private listeningGen: Generation | null = null;
@@ -82,14 +84,33 @@ export class ClientSession {
     return this.clientListens.map((l) => l.id);
   }
 
-  /** A client request arrived: its first request fixes the era; a modern one refreshes the envelope. */
+  /**
+   * A client request arrived: its first request fixes the era; a modern one refreshes the envelope.
+   * A `server/discover` first is the 2026-07-28 era only provisionally: a client in the SDK's
+   * `auto` mode probes with it on the session's own pipe, and on a legacy server's error falls back
+   * to `initialize` there. That `initialize` makes the session legacy (its handshake is then the
+   * one replayed, its capabilities the ones read); the first other request, a ping aside, fixes
+   * the modern era.
+   */
   onRequest(msg: Request): void {
     if (!this.era_) {
       if (msg.method === "initialize") this.era_ = "legacy";
       else if (msg.method === "server/discover" || pickModernMeta(msg)) this.era_ = "modern";
       else this.era_ = "legacy";
+      this.eraByProbe = this.era_ === "modern" && msg.method === "server/discover";
+    } else if (this.eraByProbe && msg.method === "initialize") {
+      this.era_ = "legacy";
+      this.eraByProbe = false;
+      this.modernMeta = null;
+    } else if (this.eraByProbe && msg.method !== "server/discover" && msg.method !== "ping") {
+      this.eraByProbe = false;
     }
     if (this.era_ === "modern") this.modernMeta = pickModernMeta(msg) ?? this.modernMeta;
+  }
+
+  /** Whether the era is still only what a `server/discover` probe made it (see onRequest). */
+  get eraByProbeOnly(): boolean {
+    return this.eraByProbe;
   }
 
   /**

@@ -1,0 +1,137 @@
+// A client that probes in place (server/discover on the session pipe, as the v2 SDK's `auto`
+// negotiation does with a transport that is not its own StdioClientTransport: docs/protocol-eras.md,
+// "Connect = a probe…"), gets a legacy server's error, and falls back to the legacy era on the same
+// pipe: initialize, notifications/initialized, then its calls. The session it negotiated is a
+// legacy one (an initialize a server answered), so a call that waits for a human, from a client
+// that declared URL elicitation while a console runs, is to be sent to the console with an
+// `elicitation/create` beside the waiting call (docs/refusals.md), never answered at once with a
+// 2026-07-28 `input_required` result, which a legacy client reads as an empty, successful result.
+
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
+import { nextStoredRequest, storedPending } from "../helpers/approvals.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const CONSOLE = "http://127.0.0.1:45997";
+const ENVELOPE = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "in-place", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
+};
+
+describe("a client that probes in place and falls back to the legacy era", () => {
+  it("is a legacy session once its initialize is answered: a waiting call gets elicitation/create, never an input_required result", async () => {
+    const stateDir = newStateDir();
+    writeConsoleAddress(stateDir, CONSOLE);
+    cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
+    const cat = makeCatalog([
+      {
+        name: "lookup",
+        description: "Look something up.",
+        inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      },
+    ]);
+    cleanup.push(() => cat.cleanup());
+    const gw = rawGateway({
+      args: ["--label", "legacy", "--approval-timeout", "40000", "--", ...fixtureCommand("catalog")],
+      env: cat.env,
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+
+    // the in-place probe: a legacy (v1 SDK) server does not know server/discover
+    const probe = await gw.request("server/discover", { _meta: ENVELOPE }, 20_000);
+    expect(probe.error).toBeDefined();
+    // the SDK's fallback: the legacy handshake on the same pipe, declaring URL elicitation
+    const init = await gw.initialize({
+      protocolVersion: "2025-11-25",
+      capabilities: { elicitation: { url: {} } },
+      clientInfo: { name: "in-place", version: "1" },
+    });
+    expect(init.result).toBeDefined();
+    const listed = await gw.request("tools/list", {}, 20_000);
+    expect(listed.result).toBeDefined();
+
+    gw.send({
+      jsonrpc: "2.0",
+      id: "call-1",
+      method: "tools/call",
+      params: { name: "lookup", arguments: { q: "x" } },
+    });
+    const req = await nextStoredRequest(stateDir);
+    const first = await gw.next((m) => m.id === "call-1" || m.method === "elicitation/create", 20_000);
+    // a legacy session: the console is offered with a request of the gateway's, the call waits.
+    // (Today: the call is answered at once with {resultType:"input_required", …}, which a legacy
+    // client's CallToolResultSchema reads as a successful result with content [].)
+    expect((first.result as { resultType?: unknown } | undefined)?.resultType).not.toBe("input_required");
+    expect(first.method).toBe("elicitation/create");
+    expect(first.params).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([req.request]);
+  }, 60_000);
+});
+
+describe("a client that probed in place, then negotiated the legacy era, after its server process is replaced", () => {
+  it("the new process is brought to the session's legacy handshake (its initialize replayed) before anything else", async () => {
+    const dir = tempDir();
+    cleanup.push(() => removeDir(dir));
+    const log = join(dir, "methods.jsonl");
+    const refuse = join(dir, "refuse");
+    writeFileSync(refuse, "Method not found: server/discover");
+    const gw = rawGateway({
+      args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
+      env: { FIXTURE_METHOD_LOG: log, FIXTURE_INIT_REFUSE: refuse },
+    });
+    cleanup.push(() => gw.close());
+    const methods = () =>
+      (existsSync(log) ? readFileSync(log, "utf8") : "")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { method: string; pid: number });
+
+    const probe = await gw.request("server/discover", { _meta: ENVELOPE }, 20_000);
+    expect(probe.error).toBeDefined();
+    rmSync(refuse);
+    const init = await gw.initialize({
+      protocolVersion: "2025-11-25",
+      capabilities: {},
+      clientInfo: { name: "in-place", version: "1" },
+    });
+    expect(init.result).toBeDefined();
+    expect((await gw.request("tools/list", {}, 20_000)).result).toBeDefined();
+    const first = methods()[0]!.pid;
+    // nothing but the probe reaches the first process before the client's initialize: the gateway
+    // fetches no catalog (and opens no subscription of its own) before a legacy handshake
+    const before = methods().map((m) => m.method);
+    expect.soft(before.slice(0, before.indexOf("initialize"))).toEqual(["server/discover"]);
+
+    process.kill(first, "SIGKILL");
+    const second = await waitFor(
+      () => methods().find((m) => m.pid !== first)?.pid,
+      30_000,
+      "a second server process",
+    );
+    const call = await gw.request("tools/call", { name: "echo", arguments: { message: "hi" } }, 30_000);
+    expect(call.error ?? call.result).toBeDefined();
+    const onSecond = methods()
+      .filter((m) => m.pid === second)
+      .map((m) => m.method);
+    // the session negotiated with initialize: the new process gets it first (docs/protocol-eras.md,
+    // "the handshake replayed to a new process is always the initialize a server answered")
+    // (Today it gets the gateway's own subscriptions/listen and tools/list with a 2026-07-28
+    // envelope, then the client's call, and never an initialize: the era was fixed as modern by
+    // the refused probe, so replayInitialize() gives nothing.)
+    expect(onSecond[0]).toBe("initialize");
+  }, 90_000);
+});
