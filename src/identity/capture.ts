@@ -85,7 +85,8 @@ export async function captureStaticIdentity(
     r.executable === null ? null : job.file(r.executable, !isInstalledTool(spec.command, r.executable));
   const entrySlot = r.entry === null ? null : job.file(r.entry, true);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w, true)] as const);
-  const codeDir = r.entry === null ? cwd : entryDir(r.entry);
+  const codeDir =
+    r.entry === null ? cwd : preservesSymlinks(spec, cwd, r.entry) ? dirname(r.entry) : entryDir(r.entry);
   const lockPath = findUp(codeDir, LOCKFILES);
   const lockSlot = lockPath === null ? null : job.file(lockPath, true);
   const rtExe = r.runtime?.exe ?? null;
@@ -174,6 +175,19 @@ function isInstalledTool(command: string, executable: string): boolean {
  * there. When the directory as named is the same directory (only links above the file, such as
  * macOS's /var), it keeps the name as given, so paths shown and cached do not change.
  */
+/**
+ * Whether node is told to resolve the entry's imports from the link's own directory, not its
+ * target's (`--preserve-symlinks-main`, before the entry or in NODE_OPTIONS): then the dependency
+ * tree and the lockfile are looked up from there, as node does. (A flag after the entry is the
+ * server's own argument.)
+ */
+function preservesSymlinks(spec: LaunchSpec, cwd: string, entry: string): boolean {
+  const at = spec.args.findIndex((a) => resolve(cwd, a) === entry);
+  const before = at < 0 ? [] : spec.args.slice(0, at);
+  const options = (spec.env.NODE_OPTIONS ?? "").split(" ");
+  return [...before, ...options].includes("--preserve-symlinks-main");
+}
+
 function entryDir(entry: string): string {
   const given = dirname(entry);
   const real = dirname(realpathOr(entry));
