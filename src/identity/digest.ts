@@ -16,6 +16,7 @@ import {
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
 import { inStateDirReal } from "./include.js";
 import type { IncludeMatch } from "./includeMatch.js";
+import { pathsTo } from "./pathsTo.js";
 
 export interface Slot {
   sha?: string;
@@ -186,6 +187,12 @@ export class DigestJob {
       return slot;
     }
     this.note(abs, st.ctimeMs);
+    // statSync follows links: a link on the way pointed elsewhere since the launch (`current ->
+    // releases/v2` swapped atomically) changes no ctime it reads, only the new link's own. And the
+    // file is hashed later than it is stat'ed (the pool): a link swapped in between would have
+    // the bytes of another file digested under this one's stat. So, with a probe, the links seen
+    // now must be the links then, and the file hashed the file stat'ed (linksSeen, below).
+    const links = this.changedSince === null ? null : this.linksSeen(abs);
     if (!st.isFile()) {
       slot.error = st.isDirectory() ? "EISDIR" : "ENOTREG";
       return slot;
@@ -201,9 +208,42 @@ export class DigestJob {
       else {
         slot.sha = o.sha;
         this.seen.set(abs, { follow: true, state: stateKey(o) });
+        if (links !== null && this.touched === null) {
+          if (o.ino !== st.ino) this.touched = abs;
+          else this.touched = this.linkChanged(links);
+        }
       }
     });
     return slot;
+  }
+
+  /** The symlinks met on the way to `abs` and their state now, each noted (its ctime) as a change. */
+  private linksSeen(abs: string): [string, string][] {
+    const out: [string, string][] = [];
+    for (const link of pathsTo(abs).slice(1, -1)) {
+      try {
+        const l = lstatSync(link);
+        this.note(link, l.ctimeMs);
+        out.push([link, stateKey(l)]);
+      } catch {
+        out.push([link, "gone"]);
+      }
+    }
+    return out;
+  }
+
+  /** The first link of `seen` that is not what it was (replaced, removed), or null. */
+  private linkChanged(seen: [string, string][]): string | null {
+    for (const [link, state] of seen) {
+      let now: string;
+      try {
+        now = stateKey(lstatSync(link));
+      } catch {
+        now = "gone";
+      }
+      if (now !== state) return link;
+    }
+    return null;
   }
 
   /**
