@@ -426,6 +426,8 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
         : k !== null
           ? open.get(k)
           : undefined;
+    // an unkeyed call takes one end: a later end under its id text is another call's
+    if (a !== undefined && k !== null && openUnkeyed.get(k) === a) openUnkeyed.delete(k);
     return a ?? start(r, run, "unknown", "pending");
   };
 

@@ -86,6 +86,12 @@ export const CONSOLE_JS = `"use strict";
   }
   var settleTimer = null;
   function settle(main) {
+    // a page another page opened decides nothing, after a swap too: its buttons stay off
+    if (main.hasAttribute("data-opened-from")) {
+      var off = main.querySelectorAll(".decide button");
+      for (var o = 0; o < off.length; o++) off[o].disabled = true;
+      return;
+    }
     main.setAttribute("data-settling", "");
     var buttons = main.querySelectorAll("form button:not([disabled])");
     for (var i = 0; i < buttons.length; i++) {

@@ -260,7 +260,7 @@ async function handle(
   const url = new URL(req.url ?? "/", `http://${host}`);
   if (method === "GET" && url.searchParams.has(TICKET_PARAM)) {
     req.resume();
-    return acceptTicket(res, url, port, ticket);
+    return acceptTicket(res, url, port, ticket, req.headers.cookie);
   }
   let params: string[] = [];
   const route = routes.find((r) => {

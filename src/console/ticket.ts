@@ -40,17 +40,25 @@ export function holdsTicket(header: string | undefined, port: number, ticket: st
  * SameSite=Strict cookie, and the browser is sent to the same URL without it, so the ticket is
  * kept out of the history, the address bar and any Referer. A wrong ticket sets nothing.
  */
-export function acceptTicket(res: ServerResponse, url: URL, port: number, ticket: string): void {
+export function acceptTicket(
+  res: ServerResponse,
+  url: URL,
+  port: number,
+  ticket: string,
+  cookies: string | undefined,
+): void {
   if (sameToken(url.searchParams.get(TICKET_PARAM), ticket)) {
+    // The link the human was given always reaches this process (its ticket is new each run, so
+    // no cache holds it). On the browser's first arrival this run, what an earlier server on this
+    // port left there goes, before the redirect's /login is read (a cached page or script of its
+    // own would stand for the console's; assetPaths.ts), with anything it stored for this origin.
+    // Only then: the proof key the console's own page keeps there (assets.ts) would go with every
+    // request link the human opens later, and a wrong ticket clears nothing.
+    if (!holdsTicket(cookies, port, ticket)) res.setHeader("Clear-Site-Data", '"cache", "storage"');
     // The session cookie's attributes (handlers.ts), written here so that this module, which
     // address.ts and so every gateway loads, does not pull in the console's pages.
     res.setHeader("Set-Cookie", `${ticketCookie(port)}=${ticket}; HttpOnly; SameSite=Strict; Path=/`);
   }
-  // The link the human was given always reaches this process (its ticket is new each run, so no
-  // cache holds it): what an earlier server on this port left in the browser goes now, before the
-  // redirect's /login is read (a cached page or script of its own there would stand for the
-  // console's; assetPaths.ts), with anything it stored for this origin.
-  res.setHeader("Clear-Site-Data", '"cache", "storage"');
   const rest = new URLSearchParams(url.searchParams);
   rest.delete(TICKET_PARAM);
   const query = rest.toString();

@@ -245,7 +245,8 @@ export class ClientSession {
 
   /** Whether the session allows the gateway's own requests (a legacy one only after its handshake). */
   canFetch(): boolean {
-    if (this.era_ === "modern") return true;
+    // a probe alone fixes nothing: the client may still fall back to initialize (onRequest)
+    if (this.era_ === "modern") return !this.eraByProbe;
     return this.era_ === "legacy" && this.clientInitialized && this.negotiated !== null;
   }
 
@@ -259,7 +260,7 @@ export class ClientSession {
    * `gen`'s list changes.
    */
   startListening(gen: Generation): boolean {
-    if (this.era_ !== "modern" || this.listeningGen === gen) return false;
+    if (this.era_ !== "modern" || this.eraByProbe || this.listeningGen === gen) return false;
     this.listeningGen = gen;
     return true;
   }

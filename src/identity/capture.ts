@@ -22,7 +22,8 @@ import {
   resolveLaunch,
   unreadable,
 } from "./resolve.js";
-import { toolOf } from "./tools.js";
+import { splitWords } from "./shellWords.js";
+import { parseNodeArgs, toolOf } from "./tools.js";
 import type {
   ExecutionRecord,
   FileDigest,
@@ -85,8 +86,7 @@ export async function captureStaticIdentity(
     r.executable === null ? null : job.file(r.executable, !isInstalledTool(spec.command, r.executable));
   const entrySlot = r.entry === null ? null : job.file(r.entry, true);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w, true)] as const);
-  const codeDir =
-    r.entry === null ? cwd : preservesSymlinks(spec, cwd, r.entry) ? dirname(r.entry) : entryDir(r.entry);
+  const codeDir = r.entry === null ? cwd : preservesSymlinks(spec) ? dirname(r.entry) : entryDir(r.entry);
   const lockPath = findUp(codeDir, LOCKFILES);
   const lockSlot = lockPath === null ? null : job.file(lockPath, true);
   const rtExe = r.runtime?.exe ?? null;
@@ -181,11 +181,13 @@ function isInstalledTool(command: string, executable: string): boolean {
  * tree and the lockfile are looked up from there, as node does. (A flag after the entry is the
  * server's own argument.)
  */
-function preservesSymlinks(spec: LaunchSpec, cwd: string, entry: string): boolean {
-  const at = spec.args.findIndex((a) => resolve(cwd, a) === entry);
-  const before = at < 0 ? [] : spec.args.slice(0, at);
-  const options = (spec.env.NODE_OPTIONS ?? "").split(" ");
-  return [...before, ...options].includes("--preserve-symlinks-main");
+function preservesSymlinks(spec: LaunchSpec): boolean {
+  // node's own options: what comes before its entry word (parseNodeArgs knows where that is,
+  // whatever extension node adds to it), and NODE_OPTIONS read with its quoting
+  const { entry } = parseNodeArgs(spec.args);
+  const at = entry === null ? spec.args.length : spec.args.indexOf(entry);
+  const options = splitWords(spec.env.NODE_OPTIONS ?? "");
+  return [...spec.args.slice(0, at), ...options].includes("--preserve-symlinks-main");
 }
 
 function entryDir(entry: string): string {

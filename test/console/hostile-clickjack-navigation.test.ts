@@ -88,6 +88,19 @@ describe("a console page loaded under the human's pointer by another page", () =
       pending: [b.request],
       outcome: null,
     });
+    // Long after the load, the page another page opened still decides nothing (Sec-Fetch-Site:
+    // same-site): its buttons are off and a line says to open it here.
+    await expect(page.getByTestId("opened-from").isVisible()).resolves.toBe(true);
+    expect(await page.getByTestId("approve-call").isDisabled()).toBe(true);
+    await page.mouse.click(x, y);
+    await sleep(500);
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([b.request]);
+    // Opened from the console itself, the same page decides.
+    await page.getByTestId("opened-from").getByRole("link").click();
+    await page.waitForSelector("main#live:not([data-opened-from]):not([data-settling])");
+    await page.getByTestId("approve-call").click();
+    await page.waitForSelector("p.outcome");
+    expect(storedPending(stateDir)).toEqual([]);
     await gw.close();
     await callB.catch(() => {});
   });

@@ -47,8 +47,12 @@ describe("NO_PROXY entries around a declared host", () => {
       expect(coversDeclared(e, [parseDeclared("[::1]:8443").host]), e).toBe(true);
     expect(coversDeclared("api.example.com.", ["api.example.com"])).toBe(true);
     expect(coversDeclared("api.example.com", ["api.example.com."])).toBe(true);
-    // requests matches a plain suffix, without a dot before it
+    // requests matches a plain suffix, without a dot before it, and drops every space; urllib
+    // strips every leading dot
     expect(coversDeclared("ample.com", ["api.example.com"])).toBe(true);
+    expect(coversDeclared("example .com", ["api.example.com"])).toBe(true);
+    expect(coversDeclared("..example.com", ["example.com"])).toBe(true);
+    expect(coversDeclared(" * ", ["example.com"])).toBe(true);
     // kept: they cover no declared host
     for (const e of ["other.example", "11.0.0.0/8", "10.1.2.4", "::2", "[::2]:8443", "example.com.evil"])
       expect(coversDeclared(e, ["10.1.2.3", "::1", "api.example.com"]), e).toBe(false);

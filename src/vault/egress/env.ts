@@ -85,11 +85,18 @@ export function coversDeclared(entry: string, hosts: readonly string[]): boolean
   });
 }
 
-/** A NO_PROXY entry's host: lower case, without `*.` or `.` before it, its port, brackets, trailing dots. */
+/**
+ * A NO_PROXY entry's host: lower case, without its blanks (requests drops every space of the
+ * variable), a `*` and every `.` before it (urllib strips all leading dots), its port, brackets,
+ * trailing dots.
+ */
 function entryHost(entry: string): string {
-  let e = entry.trim().toLowerCase();
-  if (e.startsWith("*.")) e = e.slice(2);
-  else if (e.startsWith(".")) e = e.slice(1);
+  let e = entry.toLowerCase().replaceAll(" ", "").replaceAll("\t", "");
+  if (e === "*") return e;
+  if (e.startsWith("*")) e = e.slice(1);
+  let start = 0;
+  while (start < e.length && e[start] === ".") start++;
+  e = e.slice(start);
   if (e.startsWith("[")) {
     // [v6]:port or [v6]/prefix
     const close = e.indexOf("]");
