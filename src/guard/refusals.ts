@@ -517,7 +517,6 @@ export const refuse = {
       { status },
     ),
 
-  /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
   /**
    * A request's POST answered 202 Accepted (MCP keeps that for notifications and answers) with no
    * server-to-client stream open to answer it later: the server may have run it.
@@ -531,6 +530,7 @@ export const refuse = {
       { status: 202 },
     ),
 
+  /** A server reached by URL answered a request with an HTTP status and no JSON-RPC response. */
   upstreamHttpError: (status: number) =>
     refusal(
       "upstream_http_error",
