@@ -82,39 +82,56 @@ describe("a client that probes in place and falls back to the legacy era", () =>
   }, 60_000);
 });
 
-describe("a client that probed in place, then negotiated the legacy era, after its server process is replaced", () => {
-  it("the new process is brought to the session's legacy handshake (its initialize replayed) before anything else", async () => {
-    const dir = tempDir();
-    cleanup.push(() => removeDir(dir));
-    const log = join(dir, "methods.jsonl");
-    const refuse = join(dir, "refuse");
-    writeFileSync(refuse, "Method not found: server/discover");
-    const gw = rawGateway({
-      args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
-      env: { FIXTURE_METHOD_LOG: log, FIXTURE_INIT_REFUSE: refuse },
-    });
-    cleanup.push(() => gw.close());
-    const methods = () =>
-      (existsSync(log) ? readFileSync(log, "utf8") : "")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { method: string; pid: number });
-
-    const probe = await gw.request("server/discover", { _meta: ENVELOPE }, 20_000);
-    expect(probe.error).toBeDefined();
-    rmSync(refuse);
-    const init = await gw.initialize({
+/**
+ * A gateway in front of the lenient fixture, refusing the client's server/discover probe as a
+ * legacy server does: the gateway, the methods each server process received, and the probe sent.
+ */
+async function probedAndRefused() {
+  const dir = tempDir();
+  cleanup.push(() => removeDir(dir));
+  const log = join(dir, "methods.jsonl");
+  const refuse = join(dir, "refuse");
+  writeFileSync(refuse, "Method not found: server/discover");
+  const gw = rawGateway({
+    args: ["--label", "lenient", "--approval", "none", "--", ...fixtureCommand("lenient")],
+    env: { FIXTURE_METHOD_LOG: log, FIXTURE_INIT_REFUSE: refuse },
+  });
+  cleanup.push(() => gw.close());
+  const methods = () =>
+    (existsSync(log) ? readFileSync(log, "utf8") : "")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { method: string; pid: number });
+  const probe = await gw.request("server/discover", { _meta: ENVELOPE }, 20_000);
+  expect(probe.error).toBeDefined();
+  rmSync(refuse);
+  const initialize = () =>
+    gw.initialize({
       protocolVersion: "2025-11-25",
       capabilities: {},
       clientInfo: { name: "in-place", version: "1" },
     });
-    expect(init.result).toBeDefined();
+  return { gw, methods, initialize };
+}
+
+/** The methods the server process `pid` received before the client's initialize reached it. */
+function beforeInitialize(methods: () => { method: string; pid: number }[], pid: number): string[] {
+  const got = methods()
+    .filter((m) => m.pid === pid)
+    .map((m) => m.method);
+  const at = got.indexOf("initialize");
+  return at < 0 ? got : got.slice(0, at);
+}
+
+describe("a client that probed in place, then negotiated the legacy era, after its server process is replaced", () => {
+  it("the new process is brought to the session's legacy handshake (its initialize replayed) before anything else", async () => {
+    const { gw, methods, initialize } = await probedAndRefused();
+    expect((await initialize()).result).toBeDefined();
     expect((await gw.request("tools/list", {}, 20_000)).result).toBeDefined();
     const first = methods()[0]!.pid;
     // nothing but the probe reaches the first process before the client's initialize: the gateway
     // fetches no catalog (and opens no subscription of its own) before a legacy handshake
-    const before = methods().map((m) => m.method);
-    expect.soft(before.slice(0, before.indexOf("initialize"))).toEqual(["server/discover"]);
+    expect(beforeInitialize(methods, first)).toEqual(["server/discover"]);
 
     process.kill(first, "SIGKILL");
     const second = await waitFor(
@@ -124,14 +141,27 @@ describe("a client that probed in place, then negotiated the legacy era, after i
     );
     const call = await gw.request("tools/call", { name: "echo", arguments: { message: "hi" } }, 30_000);
     expect(call.error ?? call.result).toBeDefined();
-    const onSecond = methods()
-      .filter((m) => m.pid === second)
-      .map((m) => m.method);
     // the session negotiated with initialize: the new process gets it first (docs/protocol-eras.md,
-    // "the handshake replayed to a new process is always the initialize a server answered")
-    // (Today it gets the gateway's own subscriptions/listen and tools/list with a 2026-07-28
-    // envelope, then the client's call, and never an initialize: the era was fixed as modern by
-    // the refused probe, so replayInitialize() gives nothing.)
-    expect(onSecond[0]).toBe("initialize");
+    // "the handshake replayed to a new process is always the initialize a server answered"). It
+    // got the gateway's own subscriptions/listen and tools/list with a 2026-07-28 envelope, then
+    // the client's call, and never an initialize, while the refused probe fixed the era.
+    expect(methods().filter((m) => m.pid === second)[0]?.method).toBe("initialize");
   }, 90_000);
+
+  it("replaced before the client's initialize: the new process gets nothing of the gateway's own before it", async () => {
+    // canFetch() was true for a session only the probe had made modern: the respawn's reconnect
+    // (or a server's list_changed) sent listen and tools/list before the client's initialize
+    const { gw, methods, initialize } = await probedAndRefused();
+    const first = methods()[0]!.pid;
+    process.kill(first, "SIGKILL");
+    // the replacement is up (and brought to the session) before the client sends initialize
+    await waitFor(() => /new execution epoch: .*; respawn\)/.test(gw.stderr()), 30_000, "the respawn");
+    expect((await initialize()).result).toBeDefined();
+    const second = await waitFor(
+      () => methods().find((m) => m.pid !== first)?.pid,
+      30_000,
+      "a second process",
+    );
+    expect(beforeInitialize(methods, second)).toEqual([]);
+  }, 60_000);
 });
