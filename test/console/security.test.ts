@@ -719,11 +719,18 @@ describe("failed logins", () => {
       const set = String(opened.headers["set-cookie"]);
       expect(set).toMatch(new RegExp(`^${ticketName}=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=/$`));
       const ticketCookie = set.split(";")[0]!;
-      // A made-up ticket sets nothing (and is dropped from the URL all the same).
+      // The browser's first arrival this run clears what an earlier server on the port left there;
+      // a later link (a request's, opened by the same browser) keeps the page's proof key
+      expect(opened.headers["clear-site-data"]).toBe('"cache", "storage"');
+      const again = await raw(link, { headers: { Cookie: ticketCookie } });
+      expect(again.status).toBe(303);
+      expect(again.headers["clear-site-data"]).toBeUndefined();
+      // A made-up ticket sets nothing and clears nothing (and is dropped from the URL all the same).
       const madeUp = await raw(`${c.url}/login?next=%2Fgrants&ticket=${"A".repeat(43)}`);
       expect(madeUp.status).toBe(303);
       expect(madeUp.headers.location).toBe("/login?next=%2Fgrants");
       expect(madeUp.headers["set-cookie"]).toBeUndefined();
+      expect(madeUp.headers["clear-site-data"]).toBeUndefined();
 
       // Any local process, no secret: wrong passphrases until the console throttles (429), a
       // made-up ticket cookie (another port can set one) no way around it.
