@@ -46,7 +46,8 @@ describe("the egress proxy and bad input", () => {
     const { plain, tls, hosts } = await k.upstreams();
     const silent = await silentUpstream();
     k.cleanup.push(() => silent.close());
-    const declared = [...hosts, `127.0.0.1:${silent.port}`];
+    // 127.0.0.1:443 declared too: nothing listens there, and nothing is sent there in clear
+    const declared = [...hosts, `127.0.0.1:${silent.port}`, "127.0.0.1:443"];
     const stateDir = newStateDir();
     const dir = k.project(nodeServer, declared);
     await k.storeHttpSecret(stateDir, ...declared);
@@ -114,6 +115,21 @@ describe("the egress proxy and bad input", () => {
     expect(bigTunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 431 /);
     const bigAbsolute = await exchange(port, `GET ${plain.url}/big HTTP/1.1\r\nHost: x\r\n${huge}\r\n`);
     expect(bigAbsolute).toMatch(/^HTTP\/1\.1 431 /);
+    // plain HTTP to port 443 of a declared host, in a tunnel and in absolute form: 400 before
+    // anything is released or sent (a credential would cross the network in clear)
+    const plain443 = await exchange(
+      port,
+      "CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /k?key=portcullis-placeholder%3Ainventory-api HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n",
+    );
+    expect(plain443).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 400 /);
+    expect(plain443).toContain("plain HTTP to port 443");
+    const absolute443 = await exchange(
+      port,
+      "GET http://127.0.0.1:443/k HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n",
+    );
+    expect(absolute443).toMatch(/^HTTP\/1\.1 400 /);
+    expect(absolute443).toContain("plain HTTP to port 443");
     // a broken TLS hello inside a tunnel: the tunnel is closed, nothing else happens
     await exchange(
       port,

@@ -25,6 +25,10 @@ import { upstreams } from "./upstreams.js";
  * `egress: "declared-only"`. Every destination is reported to `onRecord`.
  */
 
+/** HTTPS's port: what is sent there goes over TLS (see PLAIN_TO_HTTPS_PORT). */
+const HTTPS_PORT = 443;
+const PLAIN_TO_HTTPS_PORT =
+  "plain HTTP to port 443: the proxy carries requests to port 443 over TLS only, so that no released credential crosses the network in clear; use https://, nothing was sent";
 export interface CallInFlight {
   callId: string;
   /** the call's `callKey` in the audit: an egress record made for the call carries it */
@@ -295,6 +299,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       socket.pause();
       socket.unshift(first);
       if (first[0] !== 0x16) {
+        // Port 443 is HTTPS's: a server that speaks plain HTTP there through the tunnel would have
+        // the credential sent over the network in clear (and refused by the host anyway)
+        if (dest.port === HTTPS_PORT) {
+          socket.end(errorResponse(400, "Bad Request", PLAIN_TO_HTTPS_PORT));
+          return;
+        }
         // plain HTTP inside the tunnel (undici tunnels http:// too)
         readTunnel(socket, dest, "http");
         socket.resume();
@@ -352,6 +362,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const scheme = url.protocol === "https:" ? "https" : "http";
     const dest = parseAuthority(`${url.hostname}:${url.port || (scheme === "https" ? "443" : "80")}`);
     if (!dest) return fail(res, 400, `not a host name or address: ${JSON.stringify(url.host.slice(0, 200))}`);
+    // to a declared host, where a credential may be released (the tunnel's reader refuses the same)
+    if (
+      scheme === "http" &&
+      dest.port === HTTPS_PORT &&
+      o.credentials.some((c) => hostMatches(c.hosts, dest))
+    )
+      return fail(res, 400, PLAIN_TO_HTTPS_PORT);
     if (o.mode === "declared-only" && !o.credentials.some((c) => hostMatches(c.hosts, dest))) {
       record({
         host: dest.host,
