@@ -109,6 +109,11 @@ export const CONSOLE_JS = `"use strict";
       }
     }, SETTLE_MS);
   }
+  // A page just loaded is under a pointer that was aimed at something else, as after a swap (the
+  // page that sent the browser here chose when): it settles too, and one another page opened
+  // stays off (settle).
+  var loaded = document.getElementById("live");
+  if (loaded && loaded.querySelector(".decide")) settle(loaded);
   // A form submitted in the settling second (Enter in a field, a script's requestSubmit) is held too.
   document.addEventListener("submit", function (e) {
     var main = document.getElementById("live");
@@ -165,32 +170,6 @@ export const CONSOLE_JS = `"use strict";
     soon(100);
   });
   source.addEventListener("ended", function () { source.close(); location.assign("/login"); });
-})();
-(function () {
-  // A page just loaded is under a pointer that was aimed at something else, as after a swap: its
-  // buttons wait SETTLE_MS too. One that another page opened (the server marks it) decides
-  // nothing at all: its decision buttons stay off, and its link opens it from the console.
-  var main = document.getElementById("live");
-  if (!main || !main.querySelector(".decide")) return;
-  var buttons = main.querySelectorAll(".decide button");
-  if (main.hasAttribute("data-opened-from")) {
-    for (var i = 0; i < buttons.length; i++) buttons[i].disabled = true;
-    return;
-  }
-  main.setAttribute("data-settling", "");
-  for (var j = 0; j < buttons.length; j++) {
-    if (buttons[j].disabled) continue;
-    buttons[j].disabled = true;
-    buttons[j].setAttribute("data-settling", "");
-  }
-  setTimeout(function () {
-    main.removeAttribute("data-settling");
-    var held = main.querySelectorAll("button[data-settling]");
-    for (var k = 0; k < held.length; k++) {
-      held[k].removeAttribute("data-settling");
-      held[k].disabled = false;
-    }
-  }, 1000);
 })();
 `;
 
