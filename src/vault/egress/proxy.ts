@@ -362,14 +362,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const scheme = url.protocol === "https:" ? "https" : "http";
     const dest = parseAuthority(`${url.hostname}:${url.port || (scheme === "https" ? "443" : "80")}`);
     if (!dest) return fail(res, 400, `not a host name or address: ${JSON.stringify(url.host.slice(0, 200))}`);
+    const declared = o.credentials.some((c) => hostMatches(c.hosts, dest));
     // to a declared host, where a credential may be released (the tunnel's reader refuses the same)
-    if (
-      scheme === "http" &&
-      dest.port === HTTPS_PORT &&
-      o.credentials.some((c) => hostMatches(c.hosts, dest))
-    )
-      return fail(res, 400, PLAIN_TO_HTTPS_PORT);
-    if (o.mode === "declared-only" && !o.credentials.some((c) => hostMatches(c.hosts, dest))) {
+    if (declared && scheme === "http" && dest.port === HTTPS_PORT) return fail(res, 400, PLAIN_TO_HTTPS_PORT);
+    if (o.mode === "declared-only" && !declared) {
       record({
         host: dest.host,
         port: dest.port,
