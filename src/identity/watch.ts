@@ -6,7 +6,7 @@
 // write-then-rename), a directory tree through treeWatch.ts. (chokidar did this before; loading it
 // and its first scan of a real node_modules were the costliest part of a start after the walk.)
 // The server's own files are also stat'ed on a poll (statPoll): some writes raise no inotify event.
-import { type FSWatcher, lstatSync, readlinkSync, type Stats, watch } from "node:fs";
+import { type FSWatcher, lstatSync, type Stats, watch } from "node:fs";
 import { basename, dirname, isAbsolute, join, sep } from "node:path";
 import { changedSinceCapture } from "./asCaptured.js";
 import { NODE_MODULES_SKIP } from "./capture.js";
