@@ -52,6 +52,8 @@ export interface AgentRunSettings {
 /** The environment credentials the current server process of one connection was started without. */
 export interface SpawnedCredentials {
   withheld: readonly Withheld[];
+  /** the SHA-256 of each environment value it was started with, by scope (SpawnCredentials.digests) */
+  given?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -111,6 +113,7 @@ export function beginAgentRun(
       (scope) => credentialMismatch(server, store, scope, s.stateDir),
       () => s.spawned?.withheld ?? [],
       server.remote ? urlAuthority(server.remote.url) : undefined,
+      () => s.spawned?.given ?? {},
     ),
     timeoutMs: s.approvalTimeoutMs,
     requestTtlMs: s.requestTtlMs,
@@ -259,7 +262,10 @@ export function trackEpochs(
     // what this epoch's process was spawned with, carried by its generation (a process's new code
     // under the same process, `replaced`, keeps the environment of that spawn)
     const given = gen.spawnCredentials ?? NOTHING_GIVEN;
-    if (o.spawned) o.spawned.withheld = given.withheld;
+    if (o.spawned) {
+      o.spawned.withheld = given.withheld;
+      o.spawned.given = given.digests ?? {};
+    }
     reportSpawnCredentials(given, o.events, o.log, o.label, gen.epoch, o.mismatch, o.stateDir);
     o.registry.recordEpoch(gen.record, gen.reason, {
       state: "identity-pending",

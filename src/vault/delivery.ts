@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { CredentialSpec } from "./credentials.js";
 import { askHolder } from "./holder.js";
 import type { ReleasedValues } from "./scrub.js";
@@ -23,6 +24,17 @@ export interface EnvDelivery {
 export interface SpawnCredentials {
   released: readonly string[];
   withheld: readonly Withheld[];
+  /**
+   * The SHA-256 of each value put in the environment, by scope: a call that needs the scope is
+   * refused once the vault holds another value under it (rotated, or removed and stored again),
+   * since the process keeps the one it was given (src/vault/port.ts). Never written anywhere.
+   */
+  digests?: Readonly<Record<string, string>>;
+}
+
+/** What SpawnCredentials.digests holds for a value. */
+export function envValueDigest(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("hex");
 }
 
 /**
@@ -55,6 +67,7 @@ export function envDelivery(
       const out: Record<string, string> = {};
       const released: string[] = [];
       const withheld: Withheld[] = [];
+      const digests: Record<string, string> = {};
       for (const s of env) {
         const r = await askHolder(stateDir, { op: "release", scope: s.secret });
         if (r?.ok === true && typeof r.value === "string" && r.value.includes("\0")) {
@@ -64,6 +77,7 @@ export function envDelivery(
         } else if (r?.ok === true && typeof r.value === "string") {
           out[s.env] = r.value;
           released.push(s.secret);
+          digests[s.secret] = envValueDigest(r.value);
           scrub?.add(s.secret, r.value);
         } else
           withheld.push({
@@ -76,7 +90,7 @@ export function envDelivery(
                   : "locked",
           });
       }
-      return { env: out, credentials: { released, withheld } };
+      return { env: out, credentials: { released, withheld, digests } };
     },
   };
 }

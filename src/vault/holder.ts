@@ -64,6 +64,8 @@ export interface HolderStatus {
   scopes?: string[];
   /** those of them that may be delivered in a server's environment */
   envScopes?: string[];
+  /** the holder's generation (its socket file's time), when it keeps one: it changes with every set or rm */
+  generation?: number;
 }
 
 /**
@@ -222,6 +224,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
             .filter(([, v]) => v.deliver === "env")
             .map(([k]) => k)
             .sort(),
+          ...(marked ? { generation } : {}),
         };
       case "release": {
         const v = typeof req.scope === "string" ? held.get(req.scope) : undefined;
@@ -420,6 +423,7 @@ export async function holderStatus(stateDir: string): Promise<HolderStatus> {
     until: typeof r.until === "string" ? r.until : undefined,
     scopes: Array.isArray(r.scopes) ? (r.scopes as string[]) : [],
     envScopes: Array.isArray(r.envScopes) ? (r.envScopes as string[]) : [],
+    ...(typeof r.generation === "number" ? { generation: r.generation } : {}),
   };
 }
 

@@ -1,9 +1,9 @@
 import { quotedCommand } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { CredentialSpec } from "./credentials.js";
-import type { Withheld } from "./delivery.js";
+import { envValueDigest, type Withheld } from "./delivery.js";
 import type { DeliveryMismatch } from "./deliveryMismatch.js";
-import { holderStatus } from "./holder.js";
+import { askHolder, holderStatus } from "./holder.js";
 
 /**
  * Step 6 of the decision order, as the guard sees the vault: for the scopes a call needs, is
@@ -60,6 +60,22 @@ function startedWithout(w: Withheld, stateDir: string): VaultVerdict {
 }
 
 /**
+ * A call that needs an environment credential the vault holds another value of than the one the
+ * running server process was started with (stored again, or removed and stored again, since):
+ * the process keeps the value it was given, which the human has taken away; let through, the call
+ * would run with it while its records name the scope as if it held the vault's value.
+ */
+function startedWithOther(scope: string): VaultVerdict {
+  return {
+    error: "credential_missing",
+    scope,
+    why: "the server process holds the value the vault had when it started, and the vault holds another one now (stored again, or removed and stored again, since)",
+    retry:
+      "ask a human to have the MCP client reconnect this server (environment credentials are given only when it starts), then retry",
+  };
+}
+
+/**
  * `mismatch(scope)`: the stored policy's disagreement with the configuration, looked up when a
  * call meets one (the store's policies, as `run` read them at start, may have changed since).
  * `spawnedWithout()`: the environment credentials the running server process was started
@@ -72,6 +88,8 @@ export function holderVault(
   spawnedWithout: () => readonly Withheld[] = () => [],
   /** a server reached by URL: the host (host:port) its header secrets are sent to */
   headerHost?: string,
+  /** the SHA-256 of each environment value the running server process was started with, by scope */
+  spawnedWith: () => Readonly<Record<string, string>> = () => ({}),
 ): VaultPort {
   const envDelivered = new Set(specs.filter((s) => s.deliver === "env").map((s) => s.secret));
   const httpDelivered = new Set(specs.filter((s) => s.deliver === "http").map((s) => s.secret));
@@ -92,6 +110,9 @@ export function holderVault(
       stateDir,
     );
   const unlock = quotedCommand("unlock", stateDir);
+  // Whether the holder's value of a scope is the one given at spawn, by holder generation, scope
+  // and spawn digest: asked again only after a set or an rm (or a new unlock) changed the generation.
+  const sameAsSpawned = new Map<string, boolean>();
   const refused = (scope: string, fallback: string): VaultVerdict => {
     const m = mismatch(scope);
     return m
@@ -141,6 +162,30 @@ export function holderVault(
           );
         const without = envDelivered.has(scope) ? spawnedWithout().find((w) => w.scope === scope) : undefined;
         if (without) return startedWithout(without, stateDir);
+      }
+      const given = spawnedWith();
+      for (const scope of scopes) {
+        if (!envDelivered.has(scope) || !Object.hasOwn(given, scope)) continue;
+        const digest = given[scope]!;
+        const key = status.generation !== undefined ? `${status.generation}\0${scope}\0${digest}` : null;
+        let same = key !== null ? sameAsSpawned.get(key) : undefined;
+        if (same === undefined) {
+          const r = await askHolder(stateDir, { op: "release", scope });
+          if (r?.ok !== true || typeof r.value !== "string")
+            return r?.error === "credential_missing"
+              ? { error: "credential_missing", scope, why: "no secret by that name in the vault" }
+              : {
+                  error: "vault_locked",
+                  scopes: [...scopes],
+                  retry: `ask a human to run ${unlock}, then retry`,
+                };
+          same = envValueDigest(r.value) === digest;
+          if (key !== null) {
+            if (sameAsSpawned.size >= 1024) sameAsSpawned.clear();
+            sameAsSpawned.set(key, same);
+          }
+        }
+        if (!same) return startedWithOther(scope);
       }
       return null;
     },
