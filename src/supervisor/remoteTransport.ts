@@ -28,9 +28,10 @@ export class UpstreamConnections {
   }
 
   private newAgent(): HttpAgent {
-    // No resumed TLS sessions: each new connection shows its whole chain.
+    // No resumed TLS sessions: each new connection shows its whole chain. The chain is verified
+    // whatever the environment says (NODE_TLS_REJECT_UNAUTHORIZED=0 turns off only node's default).
     return this.https
-      ? new HttpsAgent({ keepAlive: true, maxCachedSessions: 0 })
+      ? new HttpsAgent({ keepAlive: true, maxCachedSessions: 0, rejectUnauthorized: true })
       : new HttpAgent({ keepAlive: true });
   }
 

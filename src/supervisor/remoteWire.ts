@@ -16,7 +16,15 @@ export function probeChain(url: URL, timeoutMs: number): Promise<Chain> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   return new Promise((resolve, reject) => {
     const sock: Socket = https
-      ? tlsConnect({ host, port, servername: isIp(host) ? undefined : host, ALPNProtocols: ["http/1.1"] })
+      ? tlsConnect({
+          host,
+          port,
+          servername: isIp(host) ? undefined : host,
+          ALPNProtocols: ["http/1.1"],
+          // said, not left to node's default: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment
+          // would otherwise turn the check off (and NODE_NO_WARNINGS=1 its warning)
+          rejectUnauthorized: true,
+        })
       : netConnect({ host, port });
     const timer = setTimeout(() => {
       sock.destroy();
