@@ -87,6 +87,7 @@ export function remoteLink(
     maxMessageBytes: server.maxMessageBytes,
     initializeTimeoutMs,
     backoff,
+    ...(released ? { released } : {}),
     // The value lives in this process only for the request that carries it.
     // The holder releases an HTTP-delivered secret only for a host its stored policy names (the
     // same rule as the egress proxy's); the value lives here only for the request that carries it.

@@ -71,6 +71,19 @@ export interface EpochSource {
   configDigest: string;
   url: URL;
   headers: readonly HeaderSpec[];
+  /** the values released to the server (its header credentials), taken out of what is kept and shown */
+  released?: ShownValues;
+}
+
+/**
+ * What the server says may hold a header credential it was sent (src/vault/scrub.ts,
+ * ReleasedValues): taken out of what the gateway keeps and shows of it.
+ */
+export interface ShownValues {
+  readonly size: number;
+  scrubValue(v: unknown): unknown;
+  /** a host name, in any case: the URL parser lower-cases the one it reads */
+  scrubHost(host: string): string;
 }
 
 /** A new epoch (a new ulid), reached on connections that presented `chain`; nothing said yet. */
@@ -138,6 +151,13 @@ export function noteSelf(
   return true;
 }
 
+/**
+ * The record keeps what the server said of itself with the values released to it taken out: a
+ * server that puts its header credential in its serverInfo (or capabilities, or certificate) would
+ * otherwise have it kept in the store and the audit and shown by `status`. The epoch's own facts,
+ * which the requests read (the protocol version they send back), stay as the server said them.
+ */
 function recordOf(o: EpochSource, epoch: string, startedAt: string, facts: RemoteFacts): ExecutionRecord {
-  return remoteRecord({ serverLabel: o.label, configDigest: o.configDigest, epoch, startedAt }, facts);
+  const kept = o.released && o.released.size > 0 ? (o.released.scrubValue(facts) as RemoteFacts) : facts;
+  return remoteRecord({ serverLabel: o.label, configDigest: o.configDigest, epoch, startedAt }, kept);
 }

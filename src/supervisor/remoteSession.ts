@@ -12,7 +12,7 @@ import { sha256Tag } from "../util/canonical.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
-import { noteSelf, type Queued, type RemoteGeneration } from "./remoteEpoch.js";
+import { noteSelf, type Queued, type RemoteGeneration, type ShownValues } from "./remoteEpoch.js";
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
 import {
@@ -37,6 +37,8 @@ export interface SessionOptions {
    * the vault is locked, or it holds no secret by that name that may go to this server's host.
    */
   secret: SecretLookup;
+  /** the values released to the server, taken out of what is kept and shown of its words */
+  released?: ShownValues;
   /** the state directory, named in the commands a refusal gives when it is not the default */
   stateDir?: string;
   maxMessageBytes?: number;
@@ -548,7 +550,10 @@ export class SessionExchanges {
         return;
       }
       if (isRequest && !answered && isRedirect(status)) {
-        const e = refuse.upstreamRedirect(status, redirectTarget(this.o.url, res.headers.location));
+        const e = refuse.upstreamRedirect(
+          status,
+          redirectTarget(this.o.url, res.headers.location, this.o.released),
+        );
         this.answer(gen, m.id, e.code, e.message, e.data);
       } else if (isRequest && !answered) {
         const e = refuse.upstreamHttpError(status);
@@ -911,12 +916,18 @@ function isRedirect(status: number): boolean {
   return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 }
 
-/** Where a redirect points, resolved against the URL, without its query or user info (they may carry a credential); null when it says nowhere. */
-function redirectTarget(base: URL, location: string | undefined): string | null {
+/**
+ * Where a redirect points, resolved against the URL, without its query or user info (they may
+ * carry a credential); null when it says nowhere. Its host as the URL parser writes it, lower
+ * case, has the released values taken out in any case: every later scrub of the refusal is of
+ * the values as they are, and a server could put its credential into the host name it names.
+ */
+function redirectTarget(base: URL, location: string | undefined, released?: ShownValues): string | null {
   if (!location) return null;
   try {
     const u = new URL(location, base);
-    return `${u.origin}${u.pathname}`;
+    if (u.origin === "null" || !released || released.size === 0) return `${u.origin}${u.pathname}`;
+    return `${u.protocol}//${released.scrubHost(u.host)}${u.pathname}`;
   } catch {
     return null;
   }

@@ -393,7 +393,8 @@ export class ReleasedValues {
     return out;
   }
 
-  private scrubValue(v: unknown): unknown {
+  /** `v` with every string in it (keys too) scrubbed as text. */
+  scrubValue(v: unknown): unknown {
     if (typeof v === "string") return this.scrubText(v);
     if (typeof v === "number") {
       const s = String(v);
