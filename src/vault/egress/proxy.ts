@@ -88,7 +88,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const ca = o.extraCa ? [...rootCertificates, o.extraCa] : undefined;
   const agents = {
     http: new http.Agent({ keepAlive: true }),
-    https: new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
+    // verified whatever the environment says (NODE_TLS_REJECT_UNAUTHORIZED=0 turns off only node's default)
+    https: new https.Agent({ keepAlive: true, rejectUnauthorized: true, ...(ca ? { ca } : {}) }),
   };
   // Node keys its pool of TLS connections by every TLS option, the ~150 root certificates of `ca`
   // included, joined into one string per request; one agent with one set of options needs only

@@ -93,6 +93,8 @@ export function upstreams(extraCa?: string): Upstreams {
               host: dest.host,
               port: dest.port,
               secureContext: secureContext(),
+              // said, not left to node's default, which NODE_TLS_REJECT_UNAUTHORIZED=0 turns off
+              rejectUnauthorized: true,
               // SNI names a host, never an address (RFC 6066)
               ...(isIP(dest.host) === 0 ? { servername: dest.host } : {}),
               session: sessions.get(key),
