@@ -267,7 +267,7 @@ function openSession(
     });
   let closed: Promise<void> | null = null;
   return {
-    deliver: (text, idText) => gateway?.onClientLine(text, idText),
+    deliver: (text, idText, written) => gateway?.onClientLine(text, idText, written),
     answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
     // this session's client is behind: its own server is left unread, no other session's
     flow: (reading) => supervisor.setReading?.(reading),

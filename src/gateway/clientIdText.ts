@@ -1,4 +1,6 @@
+import { rawArgumentsOf } from "../relay/idScan.js";
 import type { Request } from "../relay/jsonrpc.js";
+import { type RespelledInteger, respelledIntegerIn } from "../util/writtenIntegers.js";
 
 /**
  * The client's id of a request as JSON text, as the client wrote it: what the audit records a
@@ -19,7 +21,32 @@ const ID_TEXT = Symbol("the client's id as JSON text");
  */
 const CALL_KEY = Symbol("the request's call key");
 
-type Marked = Request & { [ID_TEXT]?: string; [CALL_KEY]?: number };
+/**
+ * An integer in a tools/call's arguments that the gateway would forward as another integer
+ * (src/util/writtenIntegers.ts), found in the text the client wrote, where it is read.
+ */
+const RESPELLED = Symbol("an integer of the arguments that would be forwarded respelled");
+
+type Marked = Request & { [ID_TEXT]?: string; [CALL_KEY]?: number; [RESPELLED]?: RespelledInteger };
+
+/**
+ * Marks a tools/call `msg` just read from `text` (the line as the client wrote it) with the first
+ * integer of its arguments that re-serialising would change (`9007199254740993`), if any.
+ */
+export function markWrittenIntegers(msg: Request, text: string): void {
+  if (msg.method !== "tools/call") return;
+  const args = (msg.params as { arguments?: unknown } | undefined)?.arguments;
+  if (typeof args !== "object" || args === null) return;
+  const written = rawArgumentsOf(text);
+  if (written === null) return;
+  const found = respelledIntegerIn(written, args);
+  if (found !== null) (msg as Marked)[RESPELLED] = found;
+}
+
+/** The integer of `msg`'s arguments that would reach the server respelled (`markWrittenIntegers`). */
+export function respelledIntegerOf(msg: Request): RespelledInteger | undefined {
+  return (msg as Marked)[RESPELLED];
+}
 
 /**
  * How the audit names a call: the client's id text, and a key no other request read by this

@@ -16,7 +16,7 @@ import { type IdSpan, plainIdSpan } from "../relay/rawSplice.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
-import { idTextOf, markRequest } from "./clientIdText.js";
+import { idTextOf, markRequest, markWrittenIntegers } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
@@ -90,25 +90,26 @@ export interface ClientMessagesPorts {
  */
 export class ClientMessages {
   /** lines that came before the first epoch, replayed in order once it is up */
-  private early: { text: string; idText: string | undefined }[] | null = [];
+  private early: { text: string; idText: string | undefined; written: string | undefined }[] | null = [];
 
   constructor(private readonly p: ClientMessagesPorts) {}
 
   /**
    * One line from the client. `idText`: a request's id as the client wrote it, when the line
    * carries another (over HTTP, the session's wire id): what the audit records the request under.
+   * `written`: the request as the client wrote it, when `text` is it re-serialised (over HTTP).
    */
-  onLine(text: string, idText?: string): void {
+  onLine(text: string, idText?: string, written?: string): void {
     // traced as it arrives: a line kept for the first epoch (the client's `initialize`, nearly
     // always) is part of the conversation too
     if (this.p.log.debugging !== false) this.p.log.debug(`← client ${this.p.quote(text)}`);
     // The client may speak before the first server process is up (its identity is
     // captured before spawn): keep its words, in order, until then.
     if (this.early) {
-      this.early.push({ text, idText });
+      this.early.push({ text, idText, written });
       return;
     }
-    const line = this.parseClientLine(text, idText);
+    const line = this.parseClientLine(text, idText, written);
     this.onMessage(line.c, line);
   }
 
@@ -117,8 +118,8 @@ export class ClientMessages {
     const early = this.early;
     if (!early) return;
     this.early = null;
-    for (const { text, idText } of early) {
-      const line = this.parseClientLine(text, idText);
+    for (const { text, idText, written } of early) {
+      const line = this.parseClientLine(text, idText, written);
       this.onMessage(line.c, line);
     }
   }
@@ -133,7 +134,7 @@ export class ClientMessages {
    * for a request the gateway may relay as written, where its id lies (`plainIdSpan`: one scan
    * that also gives the raw id, so it is not looked for twice).
    */
-  private parseClientLine(text: string, idText?: string): ClientLine {
+  private parseClientLine(text: string, idText?: string, written?: string): ClientLine {
     const parsed = parseLine(text);
     const span =
       parsed.kind === "request" && !NOT_RELAYED_AS_WRITTEN.has(parsed.msg.method) ? plainIdSpan(text) : null;
@@ -142,7 +143,11 @@ export class ClientMessages {
     const c = ids ? ids.adopt(parsed, text, rawId, this.isOpen) : parsed;
     // the id the audit names the request by: the client's own, never a stand-in or a wire id;
     // and its call key, which joins its intent to its end (clientIdText.ts)
-    if (c.kind === "request") markRequest(c.msg, idText ?? ids?.standInText(c.msg.id) ?? undefined);
+    if (c.kind === "request") {
+      markRequest(c.msg, idText ?? ids?.standInText(c.msg.id) ?? undefined);
+      // an integer of its arguments that would reach the server as another one: refused (guard step 5)
+      markWrittenIntegers(c.msg, written ?? text);
+    }
     return { c, text, span };
   }
 

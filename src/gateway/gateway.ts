@@ -458,9 +458,12 @@ export class Gateway {
 
   // ───────────────────────────── client side ─────────────────────────────
 
-  /** `idText`: a request's id as the client wrote it, when the line carries a transport's own id. */
-  onClientLine(text: string, idText?: string): void {
-    this.client.onLine(text, idText);
+  /**
+   * `idText`: a request's id as the client wrote it, when the line carries a transport's own id;
+   * `written`: the request as the client wrote it, when `text` is it re-serialised.
+   */
+  onClientLine(text: string, idText?: string, written?: string): void {
+    this.client.onLine(text, idText, written);
   }
 
   /** The client's answer to a server's request was refused unread (see ClientMessages.answerRefused). */

@@ -13,7 +13,7 @@ import {
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { type CallName, callOf, idTextOf, newCallName } from "./clientIdText.js";
+import { type CallName, callOf, idTextOf, newCallName, respelledIntegerOf } from "./clientIdText.js";
 import type { ClientSession, OpenListen, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
@@ -336,7 +336,7 @@ export class GuardedRequests {
     try {
       verdict = await this.p.decide({
         server: () => this.p.view(),
-        facts: { tool, args: params.arguments ?? {}, seen: session.seen },
+        facts: { tool, args: params.arguments ?? {}, seen: session.seen, respelled: respelledIntegerOf(msg) },
         auth: this.p.auth(),
         intent: {
           intent: (call, condition) => records.toolCalled(callOf(msg), params.arguments, call, condition),

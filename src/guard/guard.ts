@@ -1,6 +1,7 @@
 import type { ArgumentValidator, CatalogSnapshot } from "../catalog/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import { canonicalJson, type NonFinite, nonFiniteAt, sha256Tag } from "../util/canonical.js";
+import type { RespelledInteger } from "../util/writtenIntegers.js";
 import { refuse } from "./refusals.js";
 
 /**
@@ -27,6 +28,11 @@ export interface CallFacts {
    * the current catalog).
    */
   seen: ListedCatalog | null;
+  /**
+   * An integer of the arguments, as the client wrote it, that JSON.parse and re-serialising would
+   * forward as another integer (src/util/writtenIntegers.ts): refused at step 5.
+   */
+  respelled?: RespelledInteger;
 }
 
 export interface ListedCatalog {
@@ -277,6 +283,10 @@ export function precheck(
   // null). It is refused here, before anything digests the arguments.
   const huge = nonFiniteAt(facts.args);
   if (huge) return { action: "invalid-arguments", errors: [nonFiniteSentence(huge)] };
+  // An integer the gateway would forward as another one (`9007199254740993` goes out rounded): the
+  // digest, the record and an approval would be of the number the server gets, not of the one the
+  // client wrote, and a server that reads integers exactly would act on another.
+  if (facts.respelled) return { action: "invalid-arguments", errors: [respelledSentence(facts.respelled)] };
   const checked = server.validator.validate(facts.tool, facts.args ?? {});
   if (!checked.ok) return { action: "invalid-arguments", errors: checked.errors };
   call.effective = checked.effective;
@@ -291,6 +301,17 @@ function fieldName(path: (string | number)[]): string {
     else out += out === "" ? seg : `.${seg}`;
   }
   return out;
+}
+
+/** Step 5's sentence for arguments holding an integer the gateway cannot forward as written. */
+function respelledSentence(r: RespelledInteger): string {
+  const field = fieldName(r.path);
+  const subject = field === "" ? "The arguments hold" : `Field ${JSON.stringify(field)} holds`;
+  const shown = r.written.length > 40 ? `${r.written.slice(0, 40)}… (${r.written.length} digits)` : r.written;
+  return (
+    `${subject} the integer ${shown}, which the gateway reads as a double and would forward as another ` +
+    "number: send an integer of at most 15 digits, or send it as a string if the tool takes one."
+  );
 }
 
 /** Step 5's sentence for arguments holding a number beyond the range of JSON numbers. */

@@ -207,6 +207,18 @@ export function rawRequestIdOf(text: string): string | null {
   return raw.length <= MAX_TOKEN && validIdToken(raw) ? raw : null;
 }
 
+/**
+ * The text of a whole message's `params.arguments` (a tools/call's), or null when it has none. Read
+ * as `rawRequestIdOf` reads `params.requestId`: keys by their value, of a member written twice the
+ * last. The text must be one valid JSON value (the message was parsed already).
+ */
+export function rawArgumentsOf(text: string): string | null {
+  const params = memberOf(text, 0, "params");
+  if (params === null || text.charCodeAt(params.start) !== 0x7b /* { */) return null;
+  const args = memberOf(text, params.start, "arguments");
+  return args === null ? null : text.slice(args.start, args.end);
+}
+
 /** Where the value of the object at `at`'s (last) member `name` lies, or null. */
 function memberOf(text: string, at: number, name: string): { start: number; end: number } | null {
   let i = skipWhitespace(text, at);

@@ -15,8 +15,10 @@ export interface SessionHooks {
   /**
    * One client message (JSON text, ids already the session's wire ids) for the gateway. `idText`:
    * a request's own id as the client wrote it (JSON text), which its audit records name.
+   * `written`: a request's body as the client wrote it (`text` is it re-serialised), where the
+   * gateway looks for what re-serialising changed (an integer of 16 digits and more).
    */
-  deliver(text: string, idText?: string): void;
+  deliver(text: string, idText?: string, written?: string): void;
   /**
    * The client's answer to the server's request `id` was refused (its POST got 400 or 413): that
    * request is answered with an error instead (`Gateway.onClientAnswerRefused`).
@@ -209,6 +211,7 @@ export class HttpSession implements Downstream {
     this.hooks?.deliver(
       JSON.stringify({ ...msg, id: wire }),
       this.idTexts.standInText(ex.clientId) ?? JSON.stringify(ex.clientId),
+      text,
     );
   }
 
