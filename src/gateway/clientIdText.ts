@@ -1,6 +1,6 @@
 import { rawArgumentsOf } from "../relay/idScan.js";
 import type { Request } from "../relay/jsonrpc.js";
-import { type RespelledInteger, respelledIntegerIn } from "../util/writtenIntegers.js";
+import { mayHoldLongInteger, type RespelledInteger, respelledIntegerIn } from "../util/writtenIntegers.js";
 
 /**
  * The client's id of a request as JSON text, as the client wrote it: what the audit records a
@@ -34,7 +34,7 @@ type Marked = Request & { [ID_TEXT]?: string; [CALL_KEY]?: number; [RESPELLED]?:
  * integer of its arguments that re-serialising would change (`9007199254740993`), if any.
  */
 export function markWrittenIntegers(msg: Request, text: string): void {
-  if (msg.method !== "tools/call") return;
+  if (msg.method !== "tools/call" || !mayHoldLongInteger(text)) return;
   const args = (msg.params as { arguments?: unknown } | undefined)?.arguments;
   if (typeof args !== "object" || args === null) return;
   const written = rawArgumentsOf(text);

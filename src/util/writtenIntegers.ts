@@ -17,6 +17,14 @@ export interface RespelledInteger {
 /** Integer literals of 15 digits or fewer are doubles exactly, and written back as they were. */
 const LONG_DIGITS = /[0-9]{16}/;
 
+/**
+ * Whether `text` holds a run of 16 digits anywhere: when it does not (nearly every message), no
+ * integer in it can be respelled, and nothing else is looked for.
+ */
+export function mayHoldLongInteger(text: string): boolean {
+  return LONG_DIGITS.test(text);
+}
+
 /** `-?[0-9]+` read by a loop: a token is as long as a message (a regular expression's `+` keeps an entry per character). */
 function isIntegerText(s: string): boolean {
   let i = s.charCodeAt(0) === 0x2d /* - */ ? 1 : 0;
