@@ -158,6 +158,8 @@ export async function main(argv: string[]): Promise<number> {
   if (name === "help" && rest.length > 0) {
     const [topic, ...more] = rest;
     if (more.length > 0) throw new UsageError("help: give one command (portcullis help COMMAND).");
+    // the help of help (`help --help`, `help -h`, `help help`) is the command list
+    if (topic === "--help" || topic === "-h" || topic === "help") return main(["--help"]);
     if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
       throw new UsageError(
         `help: unknown command ${shownWord(topic!)}; run 'portcullis --help' for the list.`,
