@@ -33,14 +33,19 @@ const COMMANDS = new Set([
 const LONGEST = 24;
 
 export function failureLine(sentence: string): string {
-  // a command and at most one subcommand ("vault set: "), lower case, then a colon and a space
+  // a command and at most one subcommand ("vault set: ") or flag ("approve --next: "), lower
+  // case, then a colon and a space
   const end = sentence.slice(0, LONGEST + 2).indexOf(": ");
   const words = end > 0 ? sentence.slice(0, end).split(" ") : [];
   const named =
     words.length >= 1 &&
     words.length <= 2 &&
     COMMANDS.has(words[0]!) &&
-    words.every((w) => w.length > 0 && [...w].every((c) => c >= "a" && c <= "z"));
+    words.every((w, i) => {
+      const flag = i === 1 && w.startsWith("--");
+      const name = flag ? w.slice(2) : w;
+      return name.length > 0 && [...name].every((c) => (c >= "a" && c <= "z") || (flag && c === "-"));
+    });
   if (!named) return `portcullis: ${sentence}`;
   return `portcullis ${sentence.slice(0, end)}: ${sentence.slice(end + 2)}`;
 }
