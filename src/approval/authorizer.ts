@@ -288,6 +288,11 @@ export class Authorizer implements AuthorizationPort {
     };
   }
 
+  /** While the call is at the server: whether the session grant it went out under still holds. */
+  holding(call: ApprovedCall): (() => boolean) | undefined {
+    return call.grant === null ? undefined : this.decisions.sessionGrantHolds(call.grant);
+  }
+
   // ───────────────────────────── coverage ─────────────────────────────
 
   readsAskHuman(): boolean {

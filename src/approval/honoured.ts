@@ -40,6 +40,7 @@ export class HonouredDecisions {
    */
   private readonly asked = new Map<string, AskedSubject>();
   private readonly liveGrant: { get(grant: string): unknown };
+  private readonly grantMode: { get(grant: string): unknown };
 
   constructor(
     private readonly o: {
@@ -56,6 +57,19 @@ export class HonouredDecisions {
     this.liveGrant = o.db
       .prepare("SELECT signature FROM grants WHERE grant_id = ? AND revoked_at IS NULL AND ended_at IS NULL")
       .raw();
+    this.grantMode = o.db.prepare("SELECT mode, signature FROM grants WHERE grant_id = ?").raw();
+  }
+
+  /**
+   * For a call forwarded under `grant`: when it is a session grant, whether it still holds, read
+   * anew at each ask (`isLive`, with the signature it had when the call went out). A one-call grant
+   * ends as its call is recorded, so it has none: its call holds what it was given until it ends.
+   */
+  sessionGrantHolds(grant: string): (() => boolean) | undefined {
+    const row = this.grantMode.get(grant) as [string, string | null] | undefined;
+    if (row?.[0] !== "session") return undefined;
+    const signature = row[1];
+    return () => this.isLive(grant, signature);
   }
 
   /**

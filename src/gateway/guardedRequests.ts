@@ -411,10 +411,18 @@ export class GuardedRequests {
         const params = withoutTaskParam({ ...msg.params, arguments: verdict.call.effective });
         const out: Request = { ...msg, params };
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
+        // a revoke of the session grant it goes under stops what the egress proxy releases for it
+        const holds = scopes.length > 0 ? this.p.auth()?.holding?.(verdict.call) : undefined;
         if (
           verdict.call.epoch !== this.p.current()?.epoch ||
           !this.p.mayForward() ||
-          !this.p.inFlight.forward(out, { tool, scopes, intent: true, call: callOf(msg) })
+          !this.p.inFlight.forward(out, {
+            tool,
+            scopes,
+            ...(holds ? { holds } : {}),
+            intent: true,
+            call: callOf(msg),
+          })
         ) {
           // never written: safe to evaluate again against the new state; its intent is closed
           // (the decision made again writes its own)

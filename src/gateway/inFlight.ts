@@ -49,6 +49,11 @@ export interface ClientPending {
   /** a forwarded tools/call's credential scopes: what the egress proxy may release while it runs */
   scopes?: readonly string[];
   /**
+   * a call forwarded under a session grant: whether that grant still holds (revoked, ended, its
+   * signer's authority removed: nothing more is released for the call, though it runs on)
+   */
+  holds?: () => boolean;
+  /**
    * its intent is in the audit (a tools/call, or a guarded read's request_forwarded): exactly
    * one end is written for it (its result, or call_interrupted), then this is cleared
    */
@@ -85,6 +90,7 @@ export type ForwardExtra = Pick<
   | "call"
   | "listen"
   | "scopes"
+  | "holds"
   | "intent"
   | "subscribes"
   | "listenReads"
@@ -758,14 +764,18 @@ function callNameOf(p: ClientPending): CallName {
   return p.call ?? { idText: JSON.stringify(p.clientId) };
 }
 
-/** Whether `p` is a call of `gen` in the release window: a forwarded tools/call with scopes, not cancelled. */
+/**
+ * Whether `p` is a call of `gen` in the release window: a forwarded tools/call with scopes, not
+ * cancelled, and the session grant it went under (if any) still holding.
+ */
 function releasesFor(p: Pending, gen: Generation): p is ClientPending & { scopes: readonly string[] } {
   return (
     p.origin === "client" &&
     p.method === "tools/call" &&
     p.gen === gen &&
     !p.cancelled &&
-    (p.scopes?.length ?? 0) > 0
+    (p.scopes?.length ?? 0) > 0 &&
+    (p.holds === undefined || p.holds())
   );
 }
 

@@ -86,6 +86,12 @@ export interface AuthorizationPort {
    */
   condition(call: ApprovedCall): (() => boolean) | undefined;
   /**
+   * Once the call is forwarded: whether the session grant it went out under still holds, asked
+   * while it is at the server (a revoke closes its credential release window at once); undefined
+   * when it rests on no session grant.
+   */
+  holding?(call: ApprovedCall): (() => boolean) | undefined;
+  /**
    * The served catalog changed within one epoch and the change expands authority (onExpand
    * "run"): every grant of the run ends, so the next call of any tool asks a human again.
    */

@@ -1,10 +1,8 @@
-// `portcullis revoke` takes a session grant away "on the next call" (docs/design.md). With HTTP
+// `portcullis revoke` takes a session grant away at once, for the call in flight too. With HTTP
 // delivery the value is released per request, while the granted call is in flight, and the server
-// decides when that call ends: one that never answers keeps the window open. This file states what
-// revoking should do to the call in flight (its next request carries the placeholder, as after
-// `lock`) and is marked `it.fails` while the release window does not look at the grant: it
-// documents the gap, and starts failing (to be turned into `it`) once the window closes at the
-// revoke. Real gateway, real vault, the unmodified Node egress fixture and a real upstream.
+// decides when that call ends: one that never answers would keep the window open if the window
+// looked only at the call. Revoking closes it: the call's next requests carry the placeholder, as
+// after `lock`. Real gateway, real vault, the unmodified Node egress fixture and a real upstream.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -18,7 +16,7 @@ const k = egressKit();
 afterEach(() => k.cleanupAll());
 
 describe("a session grant revoked while its call is in flight (HTTP delivery)", () => {
-  it.fails("the call's next requests carry the placeholder (KNOWN GAP: they still carry the value)", async () => {
+  it("the call's next requests carry the placeholder", async () => {
     const { plain, hosts } = await k.upstreams();
     const stateDir = newStateDir();
     const dir = k.project(nodeServer, hosts);
@@ -45,5 +43,25 @@ describe("a session grant revoked while its call is in flight (HTTP delivery)", 
     const after = loop().filter((x) => (x.seq ?? 0) >= lastAtRevoke + 2);
     expect(after.length).toBeGreaterThan(2);
     for (const t of after) expect(t.authorization).toBe(`Bearer ${PLACEHOLDER}`);
+  }, 90_000);
+
+  it("a call approved once (per-call) keeps its release for its whole life: its grant ends as it goes out, not its window", async () => {
+    const { plain, hosts } = await k.upstreams();
+    const stateDir = newStateDir();
+    const dir = k.project(nodeServer, hosts, { approval: { default: "per-call" } });
+    await k.storeHttpSecret(stateDir, ...hosts);
+    await k.unlock(stateDir);
+    const gw = await k.gateway(dir, stateDir);
+    const stop = join(tempDir("portcullis-flag-"), "stop");
+    k.cleanup.push(() => writeFileSync(stop, "stop"));
+    const call = approvedCall(gw, stateDir, "fetch_loop", { url: `${plain.url}/loop`, stop }, new Set());
+    call.catch(() => {});
+    const loop = () => plain.received.filter((x) => x.path === "/loop");
+    await waitFor(() => loop().length >= 6, 20_000, "six requests in the call");
+    writeFileSync(stop, "stop");
+    await call;
+    const seen = loop();
+    expect(seen.length).toBeGreaterThanOrEqual(6);
+    for (const t of seen) expect(t.authorization).not.toBe(`Bearer ${PLACEHOLDER}`);
   }, 90_000);
 });
