@@ -16,6 +16,7 @@ usage: portcullis <command> [options]
 
   run [options] -- COMMAND [ARGS...]   launch and guard a server (MCP on stdin/stdout)
   run LABEL                            a server from portcullis.json
+  run [options] --url URL              guard a server reached by Streamable HTTP
   status [--json] [--all]              running gateways, their epochs and status lines
   catalog show LABEL [--revision N] [--json]
                                        a catalog revision of a server (default: the latest)
@@ -52,7 +53,7 @@ $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis). An option that take
 --state-dir included, is refused when given twice.
 
 Run 'portcullis <command> --help' (or 'portcullis help <command>') for a command's options.
-Exit codes: 0 success, 1 a check failed, 2 usage or environment error.`;
+Exit codes: 0 success, 1 a check failed, 2 usage or environment error, 70 an internal error.`;
 
 type Command = (args: string[]) => Promise<number>;
 
