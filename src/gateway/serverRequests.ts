@@ -14,6 +14,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import type { Logger } from "../util/log.js";
 import type { Downstream } from "./downstream.js";
 import { attributedElicitation } from "./serverWords.js";
+import { preview } from "./text.js";
 
 /**
  * A request of the server's, sent on to the client under the gateway's own id. Its answer goes
@@ -46,6 +47,16 @@ export class ServerRequests {
 
   /** `text`: the line as the server wrote it, where the id's own text is read (`writtenIdOf`). */
   relay(msg: Request, gen: Generation, text: string): void {
+    if (!this.isCurrent(gen)) {
+      // A process whose epoch is over still writing (its grace after its stdin closed, a watcher's
+      // new worker not identified yet): no answer could go back to it (`answered`), and the client
+      // was already told that its open requests are cancelled (`endGeneration`). Not relayed: the
+      // human is never asked anything on behalf of code the gateway no longer vouches for.
+      this.p.log.warn(
+        `dropped the server's ${preview(msg.method)} request: the server process of epoch=${gen.epoch} that sent it is over`,
+      );
+      return;
+    }
     const written = writtenIdOf(text, msg.id);
     const key = writtenIdKey(msg.id, written);
     if (this.inUse(key, gen)) {
