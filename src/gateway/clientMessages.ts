@@ -284,8 +284,9 @@ export class ClientMessages {
         guarded.read(msg);
         return;
       case "subscriptions/listen":
-        // resource subscriptions are decided as resources/subscribe of each uri would be
-        if (listenResourceUris(msg) !== undefined) {
+        // resource subscriptions are decided as resources/subscribe of each uri would be (and
+        // params that are no object, whose uris the gateway cannot read, are refused there)
+        if (listenResourceUris(msg) !== undefined || !isParamsObject(msg.params)) {
           guarded.listen(msg);
           return;
         }
@@ -409,6 +410,11 @@ export class ClientMessages {
     if (this.p.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     this.p.serverRequests.answered(msg);
   }
+}
+
+/** Whether a request's params are absent or an object (MCP's params are by name, never by position). */
+function isParamsObject(params: unknown): boolean {
+  return params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params));
 }
 
 /**

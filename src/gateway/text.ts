@@ -13,12 +13,17 @@ export function defaultsApplied(args: unknown, effective: Record<string, unknown
 }
 
 /**
- * Why a guarded request's `_meta` is not what the protocol allows (null when it is). A server's
- * SDK drops a request whose progress token is neither a string nor a number without answering
- * it: forwarded, the call would leave its intent open and its client waiting until the
- * connection ends.
+ * Why a guarded request's params or their `_meta` are not what the protocol allows (null when they
+ * are). MCP's params are an object (by name): JSON-RPC also allows them by position (an array),
+ * which the guard cannot read a target from, while a lenient server reads the uri or name first
+ * in the array; such a request would be decided, recorded and approved as one of "null", and
+ * every other given so covered by that grant. A server's SDK drops a request whose progress
+ * token is neither a string nor a number without answering it: forwarded, the call would leave
+ * its intent open and its client waiting until the connection ends.
  */
 export function metaProblem(params: unknown): string | null {
+  if (params !== undefined && (typeof params !== "object" || params === null || Array.isArray(params)))
+    return "params must be an object (by name), not given by position.";
   const meta =
     typeof params === "object" && params !== null ? (params as { _meta?: unknown })._meta : undefined;
   if (meta === undefined) return null;
