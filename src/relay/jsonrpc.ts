@@ -83,6 +83,11 @@ export function classify(value: unknown): Classified {
   const id = isId(m.id) ? m.id : null;
   if (m.jsonrpc !== "2.0") return malformed('missing "jsonrpc": "2.0"', id, m);
   if (typeof m.method === "string") {
+    // a request (or notification) that is an answer too: which one it is is anyone's guess, as for
+    // result and error together; relayed, a client that reads `result` first would take it for the
+    // answer to its own request of the same number, one the gateway neither saw nor recorded
+    if ("result" in m || "error" in m)
+      return malformed("a message with both a method and a result or error", id, m);
     if (!isParams(m.params)) return malformed("params must be an object", id, m);
     if ("id" in m) {
       if (!isId(m.id))
