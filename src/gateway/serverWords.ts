@@ -108,9 +108,39 @@ const LOOKALIKE = new Map<string, string>([
  * the gateway's own is said to be the server's; anything else as it is (null: unchanged).
  */
 export function attributedElicitation(params: unknown): Record<string, unknown> | null {
-  if (!isObject(params) || typeof params.message !== "string" || !speaksAsGateway(params.message))
-    return null;
+  if (!isObject(params) || typeof params.message !== "string") return null;
+  if (!speaksAsGateway(params.message) && !formSpeaksAsGateway(params.requestedSchema)) return null;
   return { ...params, message: `${NOT_PORTCULLIS}${params.message}` };
+}
+
+/** How many strings of a form are read, at most: a form's labels, not a document. */
+const MAX_FORM_STRINGS = 4096;
+
+/**
+ * Whether a form-mode elicitation's `requestedSchema` speaks as the gateway where the human reads
+ * it: a client renders the form's title, each field's title and description (and a field's name
+ * when it has no title, or the names of its choices) as the form's labels, so a plain message
+ * over a field "Portcullis approval passphrase" asks for the approver's passphrase in the
+ * gateway's voice. Every string of the schema, and every property name, is read as a message is
+ * (`speaksAsGateway`), up to MAX_FORM_STRINGS of them; a form with more is taken as speaking.
+ */
+function formSpeaksAsGateway(schema: unknown): boolean {
+  if (typeof schema !== "object" || schema === null) return false;
+  let read = 0;
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "string") {
+      if (++read > MAX_FORM_STRINGS) return true;
+      if (speaksAsGateway(v)) return true;
+    } else if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (typeof v === "object" && v !== null)
+      for (const [key, value] of Object.entries(v)) {
+        stack.push(key, value);
+      }
+  }
+  return false;
 }
 
 /**
