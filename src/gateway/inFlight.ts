@@ -64,6 +64,8 @@ export interface ClientPending {
    * process's end, so a late answer can never be taken for a newer request's
    */
   cancelled?: boolean;
+  /** the client's progress token on it (`params._meta.progressToken`): what the server's progress names it by */
+  progressToken?: string | number;
 }
 
 /** The gateway's own request to a generation (its catalog fetch, a replayed handshake, its subscription). */
@@ -313,8 +315,16 @@ export class InFlight {
       this.handshake.behind.push({ request: msg, extra, line });
       return true;
     }
+    const token = progressTokenOf(msg);
     const wire = this.upstream.add(
-      { origin: "client", clientId: msg.id, method: msg.method, gen, ...extra },
+      {
+        origin: "client",
+        clientId: msg.id,
+        method: msg.method,
+        gen,
+        ...(token === undefined ? {} : { progressToken: token }),
+        ...extra,
+      },
       msg.id,
     );
     this.busyAt = performance.now();
@@ -420,6 +430,24 @@ export class InFlight {
    */
   carries(id: Id): boolean {
     return this.upstream.wireFor(id) !== undefined || this.behindIndex(id) >= 0 || this.carriedIndex(id) >= 0;
+  }
+
+  /**
+   * Whether a request of the client at the server process of `gen` (not one it cancelled) carries
+   * progress token `token`: the only requests the server's notifications/progress may speak of.
+   */
+  carriesToken(token: string | number, gen: Generation): boolean {
+    for (const [, entry] of this.upstream.entries())
+      if (
+        entry.origin === "client" &&
+        !entry.cancelled &&
+        entry.gen === gen &&
+        entry.progressToken !== undefined &&
+        typeof entry.progressToken === typeof token &&
+        entry.progressToken === token
+      )
+        return true;
+    return false;
   }
 
   /** Where the client's subscription or read under `id` is carried to the next generation; -1 if none is. */
@@ -782,4 +810,10 @@ function releasesFor(p: Pending, gen: Generation): p is ClientPending & { scopes
 /** The method a recorded end names: a guarded read's (a tools/call's end names its tool). */
 function readMethod(p: { method: string }): string | undefined {
   return p.method === "tools/call" ? undefined : p.method;
+}
+
+/** A request's progress token (`params._meta.progressToken`), when it is a string or a number. */
+function progressTokenOf(msg: Request): string | number | undefined {
+  const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+  return typeof token === "string" || typeof token === "number" ? token : undefined;
 }

@@ -340,7 +340,21 @@ export class ServerMessages {
       if (relayed === null) return;
       msg = relayed;
     }
-    if (msg.method === "notifications/progress") msg = this.p.progress.relayed(msg);
+    if (msg.method === "notifications/progress") {
+      // Only of a request of the client's at this process: not of a call held for a human (the
+      // gateway speaks under its token then), answered, cancelled, or sent to another process.
+      const token = (msg.params as { progressToken?: unknown } | undefined)?.progressToken;
+      if (
+        (typeof token !== "string" && typeof token !== "number") ||
+        !this.p.inFlight.carriesToken(token, gen)
+      ) {
+        this.p.log.debug(
+          "dropped the server's notifications/progress: its token names no request of the client's at it",
+        );
+        return;
+      }
+      msg = this.p.progress.relayed(msg);
+    }
     this.p.downstream.send(msg);
   }
 }
