@@ -394,6 +394,9 @@ export class CatalogSync {
     let cursor: string | undefined;
     let pages = 0;
     let chars = 0;
+    // entries without a string name: not kept, said once per fetch with their number (a page may
+    // hold millions of them, and a line each queued them all on stderr, in the gateway's memory)
+    let nameless = 0;
     for (;;) {
       const params = cursor === undefined ? {} : { cursor };
       const res = await this.p.request(gen, "tools/list", params, catalogTimeoutMs());
@@ -415,7 +418,7 @@ export class CatalogSync {
         if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") {
           chars += JSON.stringify(t).length;
           tools.push(t as Tool);
-        } else this.p.log.warn("ignored a tool without a name in the server's tools/list");
+        } else nameless++;
       }
       if (tools.length > MAX_CATALOG_TOOLS)
         throw new Error(
@@ -434,6 +437,10 @@ export class CatalogSync {
       cursors.add(result.nextCursor);
       cursor = result.nextCursor;
     }
+    if (nameless > 0)
+      this.p.log.warn(
+        `ignored ${nameless} ${nameless === 1 ? "entry" : "entries"} without a string name in the server's tools/list`,
+      );
     return { tools, pages, envelope };
   }
 
