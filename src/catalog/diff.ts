@@ -207,6 +207,12 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
         classification: "expands",
       });
     }
+  } else if (k === "inputSchema" && refusalChecksLeft !== null && refusalChecksLeft <= 0) {
+    details.push({
+      path: k,
+      change: `${k} was not checked by portcullis's validator (over ${MAX_REFUSAL_CHECKS} input schemas narrowed in one change): not provably narrower`,
+      classification: "expands",
+    });
   } else if (k === "inputSchema" && refusedThenCompiled(av, bv)) {
     // The proof reads JSON Schema; portcullis refused every call under the old schema (a keyword
     // ajv rejects, a pattern it cannot check in linear time, a fan-out over the bound…), so a
@@ -236,8 +242,20 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
   out.push(...details);
 }
 
+/**
+ * How many narrowed input schemas one diffCatalogs asks the gateway's validator about
+ * (refusedThenCompiled compiles the old schema, 2–3 ms, and sometimes the new): a change that
+ * narrowed each of 10,000 tools' schemas held the event loop 30–50 s per diff, and a gateway
+ * re-listing answered no ping for 88 s (test/catalog/hostile-narrowed-schemas.test.ts). Past it, a
+ * narrowed input schema is not checked, so it is not provably narrower: it expands. Null: no
+ * bound (diffTool alone, one tool).
+ */
+const MAX_REFUSAL_CHECKS = 200;
+let refusalChecksLeft: number | null = null;
+
 /** The old input schema had every call refused by the gateway's validator; the new one compiles. */
 function refusedThenCompiled(before: unknown, after: unknown): boolean {
+  if (refusalChecksLeft !== null) refusalChecksLeft--;
   return ArgumentValidator.refusalOf(before) !== null && ArgumentValidator.refusalOf(after) === null;
 }
 
@@ -447,6 +465,16 @@ function byCodeUnits(a: string, b: string): number {
  * Never throws, whatever the lists hold.
  */
 export function diffCatalogs(before: Tool[] | CatalogSnapshot, after: Tool[] | CatalogSnapshot): CatalogDiff {
+  const outer = refusalChecksLeft;
+  refusalChecksLeft = MAX_REFUSAL_CHECKS;
+  try {
+    return diffCatalogsBounded(before, after);
+  } finally {
+    refusalChecksLeft = outer;
+  }
+}
+
+function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | CatalogSnapshot): CatalogDiff {
   const A = toIndex(before).byName;
   const B = toIndex(after).byName;
   const removedNames = [...A.keys()].filter((n) => !B.has(n)).sort(byCodeUnits);
