@@ -1,4 +1,4 @@
-import { rawArgumentsOf } from "../relay/idScan.js";
+import { rawArgumentsOf, rawProgressTokenOf } from "../relay/idScan.js";
 import type { Request } from "../relay/jsonrpc.js";
 import { mayHoldLongInteger, type RespelledInteger, respelledIntegerIn } from "../util/writtenIntegers.js";
 
@@ -27,20 +27,51 @@ const CALL_KEY = Symbol("the request's call key");
  */
 const RESPELLED = Symbol("an integer of the arguments that would be forwarded respelled");
 
-type Marked = Request & { [ID_TEXT]?: string; [CALL_KEY]?: number; [RESPELLED]?: RespelledInteger };
+/** A progress token (`params._meta.progressToken`) that would reach the server as another integer. */
+const RESPELLED_TOKEN = Symbol("a progress token that would be forwarded respelled");
+
+type Marked = Request & {
+  [ID_TEXT]?: string;
+  [CALL_KEY]?: number;
+  [RESPELLED]?: RespelledInteger;
+  [RESPELLED_TOKEN]?: string;
+};
 
 /**
  * Marks a tools/call `msg` just read from `text` (the line as the client wrote it) with the first
  * integer of its arguments that re-serialising would change (`9007199254740993`), if any.
  */
 export function markWrittenIntegers(msg: Request, text: string): void {
-  if (msg.method !== "tools/call" || !mayHoldLongInteger(text)) return;
+  if (!mayHoldLongInteger(text)) return;
+  // a progress token the gateway would forward as another number: the server's progress would
+  // come back under a token the client never used (every guarded request is re-serialised)
+  const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+  if (typeof token === "number") {
+    const raw = rawProgressTokenOf(text);
+    if (raw !== null && respelledIntegerIn(raw, token) !== null) (msg as Marked)[RESPELLED_TOKEN] = raw;
+  }
+  if (msg.method !== "tools/call") return;
   const args = (msg.params as { arguments?: unknown } | undefined)?.arguments;
   if (typeof args !== "object" || args === null) return;
   const written = rawArgumentsOf(text);
   if (written === null) return;
   const found = respelledIntegerIn(written, args);
   if (found !== null) (msg as Marked)[RESPELLED] = found;
+}
+
+/**
+ * Why `msg`'s progress token cannot be forwarded (null when it can): an integer the gateway would
+ * write as another number (`markWrittenIntegers`).
+ */
+export function progressTokenProblem(msg: Request): string | null {
+  const raw = (msg as Marked)[RESPELLED_TOKEN];
+  if (raw === undefined) return null;
+  const shown = raw.length > 40 ? `${raw.slice(0, 40)}… (${raw.length} characters)` : raw;
+  return (
+    `params._meta.progressToken ${shown} is an integer the gateway reads as a double and would forward ` +
+    "as another number (the server's progress would come under a token the client never used): use a " +
+    "string, or an integer of at most 15 digits."
+  );
 }
 
 /** The integer of `msg`'s arguments that would reach the server respelled (`markWrittenIntegers`). */

@@ -13,7 +13,14 @@ import {
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
 import type { CatalogSync } from "./catalogSync.js";
-import { type CallName, callOf, idTextOf, newCallName, respelledIntegerOf } from "./clientIdText.js";
+import {
+  type CallName,
+  callOf,
+  idTextOf,
+  newCallName,
+  progressTokenProblem,
+  respelledIntegerOf,
+} from "./clientIdText.js";
 import type { ClientSession, OpenListen, ResourceSubscription } from "./clientSession.js";
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
@@ -320,7 +327,7 @@ export class GuardedRequests {
       downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
       return;
     }
-    const badMeta = metaProblem(msg.params);
+    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
     if (badMeta !== null) {
       downstream.send(errorResponse(msg.id, INVALID_PARAMS, `tools/call: ${badMeta}`));
       return;
@@ -448,7 +455,7 @@ export class GuardedRequests {
     const taken = multiRound ? elicitation.takeRetry(given) : { msg: given, answered: false };
     const msg = taken.msg;
     const answered = retried || taken.answered;
-    const badMeta = metaProblem(msg.params);
+    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
     if (badMeta !== null) {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `${msg.method}: ${badMeta}`));
       return;
@@ -594,7 +601,7 @@ export class GuardedRequests {
    * Only a listen left asking for nothing is answered, with the refusal of its first uri refused.
    */
   private async handleListen(msg: Request): Promise<void> {
-    const badMeta = metaProblem(msg.params);
+    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
     const uris = listenUris(msg);
     if (badMeta !== null || uris === null) {
       const why = badMeta ?? "notifications.resourceSubscriptions must be a list of resource uris (strings)";

@@ -219,6 +219,19 @@ export function rawArgumentsOf(text: string): string | null {
   return args === null ? null : text.slice(args.start, args.end);
 }
 
+/**
+ * The text of a whole message's `params._meta.progressToken`, or null when it has none. Read as
+ * `rawRequestIdOf` reads `params.requestId`. The text must be one valid JSON value.
+ */
+export function rawProgressTokenOf(text: string): string | null {
+  const params = memberOf(text, 0, "params");
+  if (params === null || text.charCodeAt(params.start) !== 0x7b /* { */) return null;
+  const meta = memberOf(text, params.start, "_meta");
+  if (meta === null || text.charCodeAt(meta.start) !== 0x7b /* { */) return null;
+  const token = memberOf(text, meta.start, "progressToken");
+  return token === null ? null : text.slice(token.start, token.end);
+}
+
 /** Where the value of the object at `at`'s (last) member `name` lies, or null. */
 function memberOf(text: string, at: number, name: string): { start: number; end: number } | null {
   let i = skipWhitespace(text, at);

@@ -42,6 +42,27 @@ function isIntegerText(s: string): boolean {
  * null when there is none. Strings are skipped: only number tokens count.
  */
 export function respelledIntegerIn(text: string, value: unknown): RespelledInteger | null {
+  const respelled = respelledReads(text);
+  if (respelled === null) return null;
+  const path: (string | number)[] = [];
+  const found = find(value, respelled, path, 0);
+  // not found in the value (it cannot be: the token is in it), still named: at the top
+  return found ?? { path: [], written: respelled.values().next().value as string };
+}
+
+/**
+ * As `respelledIntegerIn`, for `value` made from `text` parsed and then rewritten by the gateway
+ * (a member replaced by its own): null also when no number of `value` is one of those integers as
+ * read (the rewrite took every one of them out, such as a cancellation's requestId the gateway
+ * replaced with its own id for the request).
+ */
+export function respelledIntegerLeftIn(text: string, value: unknown): RespelledInteger | null {
+  const respelled = respelledReads(text);
+  return respelled === null ? null : find(value, respelled, [], 0);
+}
+
+/** The integer literals of `text` that re-serialising would change: each as read, to its first text. */
+function respelledReads(text: string): Map<number, string> | null {
   if (!LONG_DIGITS.test(text)) return null;
   const respelled = new Map<number, string>();
   const n = text.length;
@@ -71,11 +92,7 @@ export function respelledIntegerIn(text: string, value: unknown): RespelledInteg
       if (!respelled.has(read)) respelled.set(read, token);
     }
   }
-  if (respelled.size === 0) return null;
-  const path: (string | number)[] = [];
-  const found = find(value, respelled, path, 0);
-  // not found in the value (it cannot be: the token is in it), still named: at the top
-  return found ?? { path: [], written: respelled.values().next().value as string };
+  return respelled.size === 0 ? null : respelled;
 }
 
 function find(
@@ -106,4 +123,45 @@ function find(
     if (found !== null) return found;
   }
   return null;
+}
+
+/**
+ * Whether an object anywhere in `text` (one valid JSON value) has a member written twice: keys
+ * compared as JSON.parse reads them (`"a"` and `"\u0061"` are one key). JSON.parse keeps the last
+ * of two; other parsers keep the first or refuse the message, so text with one may be read
+ * otherwise by the next peer than by the gateway, and is never relayed as written for that
+ * reason. An explicit stack: the text may nest as deep as a message may (src/util/jsonDepth.ts).
+ */
+export function memberWrittenTwice(text: string): boolean {
+  // one entry per open container: the keys of an object so far, null for an array
+  const open: (Set<string> | null)[] = [];
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */) open.push(new Set());
+    else if (c === 0x5b /* [ */) open.push(null);
+    else if (c === 0x7d /* } */ || c === 0x5d /* ] */) open.pop();
+    else if (c === 0x22 /* " */) {
+      const start = i;
+      let escaped = false;
+      for (i++; i < n; i++) {
+        const s = text.charCodeAt(i);
+        if (s === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        } else if (s === 0x22) break;
+      }
+      const keys = open.at(-1);
+      if (!keys) continue;
+      // a key: the next character that is not whitespace is a colon
+      let k = i + 1;
+      while (k < n && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r")) k++;
+      if (text.charCodeAt(k) !== 0x3a /* : */) continue;
+      const raw = text.slice(start + 1, i);
+      const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : raw;
+      if (keys.has(key)) return true;
+      keys.add(key);
+    }
+  }
+  return false;
 }
