@@ -1,0 +1,245 @@
+// Resource exhaustion, as a hostile server would try it: whatever one end
+// does faster than the other takes, the gateway makes it wait (the pipes and the peer hold it),
+// its own memory stays bounded, and it keeps answering. Real gateway, real fixture server
+// (exhaust.mjs), a raw client on plain pipes; the gateway's memory is read from /proc (VmRSS).
+//
+// What failed before:
+//   - a server's stderr flood while the host reads none of the gateway's stderr was taken whole
+//     into the gateway's memory (64 MiB of lines: +190 MiB, 200 MiB: +600 MiB, without end);
+//   - a server's requests to a client that answers none were all kept for their answers
+//     (1,000,000 requests: +263 MiB, without end);
+//   - the gateway's own warnings (one per junk line of a server) on a stderr nobody reads: all
+//     kept (1,000,000 junk lines: +214 MiB, without end).
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { bundledFixture } from "../helpers/fixtureBundle.js";
+import { floodProgress, serverHeld } from "../helpers/flood.js";
+import { assertBuilt, hostEnv } from "../helpers/gateway.js";
+import { CLI, NODE, REPO } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+const EXHAUST = bundledFixture(REPO, "exhaust") ?? join(REPO, "test", "fixtures", "servers", "exhaust.mjs");
+const MIB = 1024 * 1024;
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Msg {
+  id?: unknown;
+  method?: string;
+  result?: { content?: { text?: string }[] };
+  error?: { code: number; message: string };
+}
+
+/** The gateway's resident memory, MiB. */
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1]) / 1024;
+}
+
+function startGateway(env: Record<string, string> = {}) {
+  assertBuilt();
+  const stateDir = newStateDir();
+  const gw: ChildProcessWithoutNullStreams = spawn(
+    NODE,
+    [CLI, "run", "--state-dir", stateDir, "--label", "ex", "--approval", "none", "--", NODE, EXHAUST],
+    { env: { ...hostEnv(), ...env }, stdio: ["pipe", "pipe", "pipe"] },
+  );
+  const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
+  cleanup.push(
+    async () => {
+      if (gw.exitCode === null && gw.signalCode === null) gw.kill("SIGKILL");
+      await exited;
+    },
+    () => removeDir(stateDir),
+  );
+  const answers = new Map<unknown, Msg>();
+  const methods = new Map<string, number>();
+  const requests: Msg[] = []; // the server's requests, as the client got them
+  let partial = "";
+  gw.stdout.setEncoding("utf8");
+  gw.stdout.on("data", (chunk: string) => {
+    const lines = (partial + chunk).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const m = JSON.parse(line) as Msg;
+      if (m.method !== undefined) {
+        methods.set(m.method, (methods.get(m.method) ?? 0) + 1);
+        if (m.id !== undefined) requests.push(m);
+      } else if (m.id !== undefined) answers.set(m.id, { id: m.id, result: m.result, error: m.error });
+    }
+  });
+  const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
+  const answer = (id: string, ms = 30_000) => waitFor(() => answers.get(id), ms, `the answer to ${id}`);
+  const call = (id: string, name: string, args: object = {}) => {
+    send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+    return answer(id);
+  };
+  const init = async () => {
+    send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: { roots: {} },
+        clientInfo: { name: "x", version: "1" },
+      },
+    });
+    await answer("init");
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+    expect((await answer("list")).result).toBeDefined();
+  };
+  const text = (m: Msg) => m.result?.content?.[0]?.text;
+  return { gw, send, answer, call, init, text, answers, methods, requests };
+}
+
+describe("a hostile server", () => {
+  it("floods its stderr while the host reads none of the gateway's: the server waits, not the gateway's memory; nothing is lost", async () => {
+    const dir = tempDir("pc-exhaust-");
+    cleanup.push(() => removeDir(dir));
+    const progressFile = join(dir, "progress.json");
+    const g = startGateway({ FIXTURE_PROGRESS: progressFile });
+    // the host reads the gateway's stderr until the session is up, then no more
+    let stderr = "";
+    const onErr = (b: Buffer) => {
+      stderr += b.toString();
+    };
+    g.gw.stderr.on("data", onErr);
+    await g.init();
+    await waitFor(() => /\[exhaust\] pid=/.test(stderr), 10_000, "the server's first stderr line");
+    g.gw.stderr.off("data", onErr);
+    g.gw.stderr.pause();
+    const before = rssMiB(g.gw.pid!);
+
+    const bytes = 64 * MIB;
+    const line = 128;
+    g.send({
+      jsonrpc: "2.0",
+      id: "flood",
+      method: "tools/call",
+      params: { name: "errflood", arguments: { bytes, line } },
+    });
+    // the server's stderr stops being taken, well short of the end (before: the gateway took it
+    // all, and kept it for its own stderr)
+    const held = await serverHeld(floodProgress(progressFile));
+    expect(held.done).toBe(false);
+    expect(held.written).toBeLessThan(bytes / 4);
+    expect(rssMiB(g.gw.pid!) - before).toBeLessThan(32);
+    // the gateway, and the server, still answer
+    expect(g.text(await g.call("alive", "echo", { tag: "alive" }))).toBe("echo alive");
+
+    // the host reads again: every line arrives, then the call's answer
+    let count = 0;
+    let rest = "";
+    g.gw.stderr.on("data", (b: Buffer) => {
+      const lines = (rest + b.toString()).split("\n");
+      rest = lines.pop() ?? "";
+      for (const l of lines) if (l.startsWith("[ex] eeee")) count++;
+    });
+    g.gw.stderr.resume();
+    expect(g.text(await g.answer("flood", 60_000))).toBe("errflood");
+    await waitFor(() => count === bytes / line, 30_000, "every stderr line");
+  }, 90_000);
+
+  it("sends requests without end to a client that answers none: a bounded number wait for the client, the rest are refused to the server at once", async () => {
+    const dir = tempDir("pc-exhaust-");
+    cleanup.push(() => removeDir(dir));
+    const done = join(dir, "done");
+    const g = startGateway({ FIXTURE_DONE: done });
+    g.gw.stderr.resume();
+    await g.init();
+    const count = 20_000;
+    expect(g.text(await g.call("ask", "ask", { count }))).toBe(`asked ${count}`);
+    await waitFor(
+      () => existsSync(done) && readFileSync(done, "utf8").includes(`ask ${count}\n`),
+      30_000,
+      "the server's last request",
+    );
+    // the gateway read everything the server wrote before this answer
+    const relayed = await waitFor(
+      async () => {
+        const n = g.requests.length;
+        const stats = g.text(await g.call(`answers-${n}`, "answers"));
+        return stats === `answers 0 errors ${count - n}` ? n : undefined;
+      },
+      30_000,
+      "the server's requests relayed or refused",
+    );
+    // before: all 20,000 were relayed, and kept, each, until an answer that never comes
+    expect(relayed).toBeGreaterThan(0);
+    expect(relayed).toBeLessThan(count);
+    expect(readFileSync(done, "utf8")).toMatch(
+      /error Too many requests of yours wait for the client's answer/,
+    );
+
+    // the client answers them: the server may ask again, and its requests reach the client
+    for (const r of g.requests) g.send({ jsonrpc: "2.0", id: r.id, result: { roots: [] } });
+    await waitFor(
+      async () =>
+        g.text(await g.call(`after-${Math.random()}`, "answers")) ===
+        `answers ${relayed} errors ${count - relayed}`,
+      30_000,
+      "the client's answers at the server",
+    );
+    expect(g.text(await g.call("ask-again", "ask", { count: 10 }))).toBe("asked 10");
+    await waitFor(() => g.requests.length === relayed + 10, 30_000, "the 10 new requests at the client");
+  }, 90_000);
+});
+
+describe("a hostile server's junk, warned about on a stderr the host does not read", () => {
+  it("the gateway's own warnings do not pile up in its memory: past a bound they are dropped, and it says how many once read again", async () => {
+    const dir = tempDir("pc-exhaust-");
+    cleanup.push(() => removeDir(dir));
+    const done = join(dir, "done");
+    const g = startGateway({ FIXTURE_DONE: done });
+    let stderr = "";
+    const onErr = (b: Buffer) => {
+      stderr += b.toString();
+    };
+    g.gw.stderr.on("data", onErr);
+    await g.init();
+    await waitFor(() => /\[exhaust\] pid=/.test(stderr), 10_000, "the server's first stderr line");
+    g.gw.stderr.off("data", onErr);
+    g.gw.stderr.pause();
+    const before = rssMiB(g.gw.pid!);
+
+    // 600,000 answers under ids nobody asked with: a warning each (about 100 bytes)
+    const count = 600_000;
+    expect(g.text(await g.call("junk", "junk", { count }))).toBe("junk");
+    await waitFor(
+      () => existsSync(done) && readFileSync(done, "utf8").includes(`junk ${count}\n`),
+      60_000,
+      "the server's last junk line",
+    );
+    // read behind the junk: every warning was made by now
+    expect(g.text(await g.call("alive", "echo", { tag: "alive" }))).toBe("echo alive");
+    // before: every warning waited in the gateway's memory for a reader (+130 MiB here)
+    expect(rssMiB(g.gw.pid!) - before).toBeLessThan(48);
+
+    // the host reads again: the gateway says what it dropped
+    let seen = "";
+    g.gw.stderr.on("data", (b: Buffer) => {
+      seen = (seen + b.toString()).slice(-4096);
+    });
+    g.gw.stderr.resume();
+    // at its next line once what waited was read (one more junk line: one more warning)
+    let n = 0;
+    await waitFor(
+      async () => {
+        await g.call(`more-${n++}`, "junk", { count: 1 });
+        await new Promise((r) => setTimeout(r, 100));
+        return /warning: \d+ lines of the gateway's log were dropped: its stderr was not read/.test(seen);
+      },
+      30_000,
+      "the dropped lines told",
+    );
+  }, 90_000);
+});
