@@ -4,6 +4,7 @@ import {
   type ErrorObject,
   errorResponse,
   type Id,
+  INTERNAL_ERROR,
   INVALID_REQUEST,
   type Notification,
   type Request,
@@ -15,6 +16,9 @@ import type { Logger } from "../util/log.js";
 import type { Downstream } from "./downstream.js";
 import { attributedElicitation } from "./serverWords.js";
 import { preview } from "./text.js";
+
+/** How many of the server's requests may wait for the client's answers at once. */
+export const MAX_AT_CLIENT = 4096;
 
 /**
  * A request of the server's, sent on to the client under the gateway's own id. Its answer goes
@@ -42,6 +46,8 @@ export interface ServerRequestsPorts {
  */
 export class ServerRequests {
   private readonly atClient = new IdMap<ServerRequest>();
+  /** the limit was reached and the log said so (said again after it was left) */
+  private toldFull = false;
 
   constructor(private readonly p: ServerRequestsPorts) {}
 
@@ -67,6 +73,17 @@ export class ServerRequests {
       this.reply(errorResponse(msg.id, INVALID_REQUEST, e), written);
       return;
     }
+    if (this.atClient.size >= MAX_AT_CLIENT) {
+      // A server that asks without end while the client answers nothing (or slowly) would grow
+      // the gateway's memory by each request kept for its answer: past the limit it is told no.
+      if (!this.toldFull)
+        this.p.log.warn(`refused the server's requests: ${MAX_AT_CLIENT} wait for the client`);
+      this.toldFull = true;
+      const e = `Too many requests of yours wait for the client's answer (${MAX_AT_CLIENT}): this one was not sent.`;
+      this.reply(errorResponse(msg.id, INTERNAL_ERROR, e), written);
+      return;
+    }
+    this.toldFull = false;
     const wire = this.atClient.add({ serverId: msg.id, written, key, gen }, key);
     // an elicitation whose message begins as the gateway's own ("portcullis: a human must
     // approve…") is said to be the server's: its URL is the server's, not the console's

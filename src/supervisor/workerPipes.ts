@@ -21,6 +21,9 @@ export interface PipeOptions {
   pipeLost(detail: string): void;
 }
 
+/** How much of the workers' stderr may wait to be written to ours before they are no longer read. */
+export const STDERR_BACKLOG_BYTES = 1024 * 1024;
+
 /** Each worker's stdin, written once per event-loop turn. */
 const writers = new WeakMap<ChildProcessWithoutNullStreams, LineCoalescer>();
 
@@ -37,7 +40,21 @@ export function readPipes(
     o.pipeLost("closed its stdout");
   });
   const errLines = new StderrLines((shown) => process.stderr.write(`[${o.label}] ${shown}\n`), o.scrub);
-  child.stderr.on("data", (b: Buffer) => errLines.push(b));
+  child.stderr.on("data", (b: Buffer) => {
+    errLines.push(b);
+    // Our stderr is a pipe nobody reads fast enough (or at all): the worker's stderr is left
+    // unread until it drains, so a flood waits in the worker, not in the gateway's memory.
+    const ours = process.stderr;
+    if (ours.destroyed || ours.writableLength < STDERR_BACKLOG_BYTES || child.stderr.isPaused()) return;
+    child.stderr.pause();
+    const resume = () => {
+      ours.off("drain", resume);
+      ours.off("close", resume); // the host went away: what is left is dropped (log.ts)
+      child.stderr.resume();
+    };
+    ours.on("drain", resume);
+    ours.on("close", resume);
+  });
   child.stderr.on("end", () => errLines.end());
   // EPIPE: the worker closed its stdin, or died with our write in flight (its exit then follows)
   child.stdin.on("error", (e: NodeJS.ErrnoException) =>

@@ -64,6 +64,11 @@ export function scrubbedStrings<T>(value: T): T {
 
 let stderrGone = false;
 let stderrGuarded = false;
+/** log lines not written since our stderr backed up past LOG_BACKLOG_BYTES */
+let droppedLines = 0;
+
+/** How much of the log may wait to be written to our stderr; lines past it are dropped (counted). */
+export const LOG_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 /**
  * A closed stderr (the agent host died: its end of the pipe is gone) must not end the process:
@@ -86,6 +91,18 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
   // newline would clear the host's terminal or forge lines of the gateway's own.
   const out = (s: string, redact = true) => {
     if (stderrGone) return;
+    // Nobody reads our stderr (or slower than we write it): past the bound, lines are counted,
+    // not kept (a server's junk, warned about line by line, grew the gateway without end).
+    if (process.stderr.writableLength >= LOG_BACKLOG_BYTES) {
+      droppedLines++;
+      return;
+    }
+    if (droppedLines > 0) {
+      process.stderr.write(
+        `portcullis[${label}]: warning: ${droppedLines} lines of the gateway's log were dropped: its stderr was not read\n`,
+      );
+      droppedLines = 0;
+    }
     const visible = visibleControls(scrubbedLine(s));
     process.stderr.write(`${redact ? redactText(visible) : visible}\n`);
   };
