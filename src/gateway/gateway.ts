@@ -208,6 +208,7 @@ export class Gateway {
       callScopes: o.callScopes,
       current,
       serverDown: () => refuse.serverDown(link),
+      notReading: () => (link.notReading ? refuse.serverNotReading(link.notReading) : null),
       view: () => this.view(),
       auth: () => this.auth,
       ended: () => this.ended,

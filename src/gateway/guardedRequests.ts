@@ -61,6 +61,8 @@ export interface GuardedRequestsPorts {
    * loop under a watcher), or a remote server cannot be reached; null otherwise
    */
   serverDown(): ErrorObject | null;
+  /** server_unavailable while the launched server reads none of its input (ServerLink.notReading); null otherwise */
+  notReading?(): ErrorObject | null;
   view(): ServerView;
   /** the approval layer of the agent run, once it began */
   auth(): AuthorizationPort | null;
@@ -114,13 +116,13 @@ export class GuardedRequests {
 
   /** A tools/call, through the guard. */
   call(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg) || this.refusedNotReading(msg)) return;
     this.handled(msg, this.handleCall(msg));
   }
 
   /** A guarded read, through the guard. */
   read(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg) || this.refusedNotReading(msg)) return;
     this.handled(msg, this.handleRecorded(msg));
   }
 
@@ -129,7 +131,7 @@ export class GuardedRequests {
    * the guard: each uri decided as a resources/subscribe of it would be.
    */
   listen(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg)) return;
+    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg) || this.refusedNotReading(msg)) return;
     this.handled(msg, this.handleListen(msg));
   }
 
@@ -1058,6 +1060,18 @@ export class GuardedRequests {
    * as the guard's refusals are (authorization_denied, reason server_unavailable): the audit
    * shows what the agent asked while the server was down, not only what ran.
    */
+  /**
+   * Answers `msg` at once while the server reads none of its input: decided and forwarded, it
+   * would only wait behind what the server does not read, in the gateway's memory. Recorded as a
+   * refusal while the server is down is (server_unavailable).
+   */
+  private refusedNotReading(msg: Request): boolean {
+    const e = this.p.notReading?.() ?? null;
+    if (e === null) return false;
+    this.answerDown(msg, e);
+    return true;
+  }
+
   private answerDown(msg: Request, e: ErrorObject): void {
     if (msg.method === "tools/call") {
       const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };

@@ -315,6 +315,15 @@ export class InFlight {
       this.handshake.behind.push({ request: msg, extra, line });
       return true;
     }
+    // The server reads none of its input: a request it would not read is answered now, not kept
+    // in the gateway's memory behind the others. Only a request relayed as it came: a guarded one
+    // was refused before its decision, and a listen or a handshake has its own course.
+    const deaf = extra.intent || extra.listen || extra.initializes ? null : this.p.link.notReading;
+    if (deaf) {
+      const e = refuse.serverNotReading(deaf);
+      this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+      return false;
+    }
     const token = progressTokenOf(msg);
     const wire = this.upstream.add(
       {

@@ -466,6 +466,18 @@ export const refuse = {
     ),
 
   /**
+   * The launched server reads none of its input (`why`: how much waits for it): a request is not
+   * queued behind what it does not read.
+   */
+  serverNotReading: (why: string) =>
+    refusal(
+      "server_unavailable",
+      "The server is not reading the requests sent to it; this one was not sent.",
+      why,
+      "wait a moment and retry; if it lasts, ask a human to check the server (it may be stuck) and restart it",
+    ),
+
+  /**
    * server_unavailable for a link that serves no server now: supervision paused (no server runs
    * until its files change), or a remote server that cannot be reached; null when neither.
    */

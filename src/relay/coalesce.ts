@@ -36,6 +36,11 @@ export class LineCoalescer {
     this.stream.write(out);
   }
 
+  /** How much is queued for the next write (UTF-16 code units: about its bytes). */
+  get pendingLength(): number {
+    return this.pending.length;
+  }
+
   /** Drops what is pending (the peer is gone). */
   discard(): void {
     this.pending = "";

@@ -121,6 +121,12 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    */
   readonly unreachable?: string | null;
   /**
+   * Non-null while the launched server reads none of what is written to it (its stdin backed up
+   * past a bound): why, in words a refusal can carry. Requests are refused at once meanwhile
+   * (server_unavailable), not queued. Absent: the link has no such input.
+   */
+  readonly notReading?: string | null;
+  /**
    * True from the watcher's first event on a file of the running code until a fresh capture has
    * judged it (`change-pending` … `change-judged`). Absent: the link watches no files.
    */

@@ -25,7 +25,14 @@ import { ReplacementDetector, ROOT_GONE } from "./replacement.js";
 import { discard, LaunchError, type Started } from "./spawn.js";
 import type { LineScrubber } from "./stderrLines.js";
 import { WatchedSet } from "./watchedSet.js";
-import { exitsWithin, readPipes, stopChild, writeLine } from "./workerPipes.js";
+import {
+  exitsWithin,
+  readPipes,
+  STDIN_BACKLOG_BYTES,
+  stdinBacklog,
+  stopChild,
+  writeLine,
+} from "./workerPipes.js";
 
 export type { Generation } from "./generation.js";
 export type { DownReason } from "./link.js";
@@ -394,6 +401,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** Writes one message to the current worker. False when no worker can take it. */
   send(msg: unknown): boolean {
     return this.sendText(JSON.stringify(msg));
+  }
+
+  /**
+   * Why the current worker is sent no more requests: more than STDIN_BACKLOG_BYTES written to it
+   * wait for it to read them (it reads none of its input, or far slower than it is sent); null
+   * otherwise. Requests are refused meanwhile rather than queued in the gateway's memory.
+   */
+  get notReading(): string | null {
+    const cur = this.current;
+    if (!cur?.alive) return null;
+    const waiting = stdinBacklog(cur.child);
+    return waiting > STDIN_BACKLOG_BYTES
+      ? `the server process is not reading its input: ${(waiting / (1024 * 1024)).toFixed(1)} MiB written to it wait to be read`
+      : null;
   }
 
   /** Writes one serialised message (one line, no newline) to the current worker. */

@@ -21,6 +21,13 @@ export interface PipeOptions {
   pipeLost(detail: string): void;
 }
 
+/**
+ * How much written to a worker may wait for it to read before it is sent no more requests
+ * (Supervisor.notReading): a server that stops reading its stdin would otherwise have every
+ * request the client sends kept in the gateway's memory.
+ */
+export const STDIN_BACKLOG_BYTES = 4 * 1024 * 1024;
+
 /** How much of the workers' stderr may wait to be written to ours before they are no longer read. */
 export const STDERR_BACKLOG_BYTES = 1024 * 1024;
 
@@ -61,6 +68,15 @@ export function readPipes(
     o.pipeLost(`closed its stdin (${e.code ?? e.message})`),
   );
   writers.set(child, new LineCoalescer(child.stdin));
+}
+
+/**
+ * How much written to the worker waits for it to read (bytes, about): what its stdin's stream
+ * holds and what this event-loop turn queued. A worker that reads none of its input leaves it all
+ * in the gateway's memory.
+ */
+export function stdinBacklog(child: ChildProcessWithoutNullStreams): number {
+  return child.stdin.writableLength + (writers.get(child)?.pendingLength ?? 0);
 }
 
 /** Writes one serialised message (one line, no newline) to the worker. */

@@ -9,7 +9,9 @@
 //   - a server's requests to a client that answers none were all kept for their answers
 //     (1,000,000 requests: +263 MiB, without end);
 //   - the gateway's own warnings (one per junk line of a server) on a stderr nobody reads: all
-//     kept (1,000,000 junk lines: +214 MiB, without end).
+//     kept (1,000,000 junk lines: +214 MiB, without end);
+//   - a server that stops reading its stdin: every request the client sent after was kept for it
+//     (250 MiB of calls: +330 MiB, without end).
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -241,5 +243,34 @@ describe("a hostile server's junk, warned about on a stderr the host does not re
       30_000,
       "the dropped lines told",
     );
+  }, 90_000);
+
+  it("stops reading its stdin: requests are refused, not kept for it, and the gateway still ends when the client goes", async () => {
+    const g = startGateway();
+    g.gw.stderr.resume();
+    await g.init();
+    expect(g.text(await g.call("deaf", "deaf"))).toBe("deaf");
+    const before = rssMiB(g.gw.pid!);
+    // 400 calls of 64 KiB (25 MiB): before, every one was written to the server's stdin and kept
+    // in the gateway's memory behind the others; now the server gets no more once 4 MiB wait
+    const pad = "x".repeat(64 * 1024);
+    for (let i = 0; i < 400; i++)
+      g.send({
+        jsonrpc: "2.0",
+        id: `c${i}`,
+        method: "tools/call",
+        params: { name: "echo", arguments: { tag: pad } },
+      });
+    const last = await g.answer("c399");
+    expect(last.error?.message).toMatch(/not reading the requests sent to it/);
+    expect((last.error as { data?: { error?: string } } | undefined)?.data?.error).toBe("server_unavailable");
+    // a request the gateway only relays is answered as well, not queued
+    g.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    expect((await g.answer("ping")).error?.message).toMatch(/not reading/);
+    expect(rssMiB(g.gw.pid!) - before).toBeLessThan(40);
+    // the client goes: the gateway ends (it never stopped reading the client)
+    const exited = new Promise<number | null>((resolve) => g.gw.once("exit", (code) => resolve(code)));
+    g.gw.stdin.end();
+    await exited;
   }, 90_000);
 });
