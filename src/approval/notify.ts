@@ -57,9 +57,60 @@ export function notifierArgv(
   return null;
 }
 
-/** Shows the notification of a new request for `tool` on `serverLabel`; never throws, never waits. */
+/**
+ * At most one notification per QUIET_MS per gateway: an agent that makes a burst of requests (a
+ * thousand distinct calls) would otherwise spawn a notifier for each and bury the human's desktop.
+ * The requests of the quiet time are told in one notification at its end, with their number.
+ */
+export const QUIET_MS = 5_000;
+let lastShownAt = -Infinity;
+let quieted: { count: number; serverLabel: string; stateDirFlag: string } | null = null;
+
+/** What the notification of `count` requests made during a quiet time says. */
+export function batchText(
+  count: number,
+  serverLabel: string,
+  stateDirFlag = "",
+): { title: string; body: string } {
+  return {
+    title: "portcullis: approval needed",
+    body: `${count} more approval request${count === 1 ? "" : "s"} (last on server ${short(serverLabel)}) — portcullis approvals${stateDirFlag}`,
+  };
+}
+
+/**
+ * Tells the human of a new request for `tool` on `serverLabel`: at once, or with the others of
+ * the quiet time at its end (QUIET_MS). Never throws, never waits.
+ */
 export function notifyNewRequest(tool: string, serverLabel: string, stateDirFlag = ""): void {
-  const { title, body } = notificationText(tool, serverLabel, stateDirFlag);
+  if (notifierArgv("", "") === null) return;
+  const now = performance.now();
+  if (quieted === null && now - lastShownAt >= QUIET_MS) {
+    lastShownAt = now;
+    const { title, body } = notificationText(tool, serverLabel, stateDirFlag);
+    show(title, body);
+    return;
+  }
+  if (quieted !== null) {
+    quieted = { count: quieted.count + 1, serverLabel, stateDirFlag };
+    return;
+  }
+  quieted = { count: 1, serverLabel, stateDirFlag };
+  // not keeping the gateway alive for it: a gateway that ends has nobody left to approve for
+  setTimeout(
+    () => {
+      const q = quieted;
+      quieted = null;
+      lastShownAt = performance.now();
+      if (q === null) return;
+      const { title, body } = batchText(q.count, q.serverLabel, q.stateDirFlag);
+      show(title, body);
+    },
+    Math.max(0, QUIET_MS - (now - lastShownAt)),
+  ).unref();
+}
+
+function show(title: string, body: string): void {
   const argv = notifierArgv(title, body);
   if (!argv) return;
   try {
