@@ -55,6 +55,12 @@ export interface AskerParts {
  * the review this gateway wrote; the call is held while the human decides, reading the request
  * row every `pollMs`; a decision counts only once it verifies (HonouredDecisions).
  */
+/**
+ * How many approval requests of one agent run may wait for a human at once: past it a call that
+ * would make a new one is refused (one that joins a pending request still waits).
+ */
+export const MAX_PENDING_PER_RUN = 50;
+
 export class HumanAsker {
   private readonly timeoutMs: number;
   private readonly requestTtlMs: number;
@@ -71,6 +77,7 @@ export class HumanAsker {
   private readonly expiry: RequestExpiry;
   /** the run was found ended by another process, and the log said so */
   private toldRunEnded = false;
+  private readonly pendingOfRun: { get(run: string): unknown };
 
   constructor(
     private readonly o: AuthorizerOptions,
@@ -80,6 +87,9 @@ export class HumanAsker {
     this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
+    this.pendingOfRun = o.db
+      .prepare("SELECT count(*) FROM approval_requests WHERE agent_run = ? AND state = 'pending'")
+      .pluck();
     this.expiry = new RequestExpiry({
       db: o.db,
       run: o.run.run,
@@ -153,6 +163,21 @@ export class HumanAsker {
       }
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
+      // An agent that makes requests faster than a human decides them (a thousand distinct calls)
+      // would bury the human's list and keep as many calls polling the store: past the bound, no
+      // new request is made until some are decided or expire.
+      const waiting = (this.pendingOfRun.get(run.run) as number) + this.storing.size;
+      if (waiting >= MAX_PENDING_PER_RUN) {
+        this.o.log.warn(
+          `${quotedName(call.tool)} not asked: ${MAX_PENDING_PER_RUN} approval requests of this run wait for a human already`,
+        );
+        return {
+          error: refuse.tooManyPending(
+            MAX_PENDING_PER_RUN,
+            `portcullis approvals${this.o.stateDirFlag ?? ""}`,
+          ),
+        };
+      }
       const stored = this.newRequest(
         call,
         mode,

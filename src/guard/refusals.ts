@@ -326,6 +326,19 @@ export const refuse = {
       },
     ),
 
+  /**
+   * The run has `max` approval requests waiting for a human already: no new one is made until
+   * some are decided or expire (`howToApprove`: the command that lists them).
+   */
+  tooManyPending: (max: number, howToApprove: string) =>
+    refusal(
+      "authorization_required",
+      `This call needs a human approval, and ${max} approval requests of this agent run already wait for a human; no new one is made until some are decided or expire.`,
+      `${max} approval requests of this run pending`,
+      "ask a human to decide the pending requests, then retry",
+      { howToApprove },
+    ),
+
   /** The gateway's agent run was ended by another process: no approval can reach this gateway. */
   runEnded: (approvalRequest: string) =>
     refusal(

@@ -1,10 +1,14 @@
-// A burst of approval requests (an agent making many distinct calls at once) is told to the human
-// in one notification per quiet time, not one notifier process each: a thousand calls spawned a
-// thousand notifiers before (300 calls: 300 processes). The first request is told at once; those
-// of the quiet time after it in one more, with their number. Real gateway, real notifier script.
+// A burst of approval requests (an agent making many distinct calls at once). It is told to the
+// human in one notification per quiet time, not one notifier process each: a thousand calls
+// spawned a thousand notifiers before (300 calls: 300 processes). The first request is told at
+// once; those of the quiet time after it in one more, with their number. And it is bounded: past
+// 50 requests of the run waiting for a human, a call that would make a new one is refused
+// (before: 1,000 calls, 1,000 requests, every held call polling the store). Real gateway, real
+// notifier script.
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { storedPending } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -68,5 +72,28 @@ describe("desktop notifications of a burst of requests", () => {
       "every request told",
     );
     expect(counted).toBeGreaterThan(0);
+  }, 90_000);
+
+  it("past 50 requests of the run waiting for a human, a call that would make a new one is refused, saying so", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "40000"], {
+      stateDir,
+      credentials: true,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const refused: string[] = [];
+    for (let i = 0; i < 60; i++)
+      void gw.client
+        .callTool({ name: "adjust_inventory", arguments: { sku: `S-${i}`, delta: i } })
+        .catch((e: Error) => refused.push(e.message));
+    await waitFor(() => (refused.length >= 10 ? refused : null), 30_000, "ten calls refused");
+    expect(
+      refused.every((m) => /50 approval requests of this agent run already wait for a human/.test(m)),
+    ).toBe(true);
+    await waitFor(() => storedPending(stateDir).length >= 50 || null, 30_000, "fifty requests stored");
+    expect(storedPending(stateDir)).toHaveLength(50);
   }, 90_000);
 });
