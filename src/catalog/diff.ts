@@ -497,6 +497,16 @@ function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | C
   const renamedTo = new Map(renameCandidates.map((c) => [c.to, c]));
   const renamedFrom = new Map(renameCandidates.map((c) => [c.from, c]));
 
+  // The modified tools first: their classification is what the validator's bounded checks are
+  // for (refusalChecksLeft, by tool name); a renamed tool's diff below is shown only, its added
+  // side expands whatever it says, and it must not spend them first.
+  const modifiedChanges = new Map(
+    modifiedNames.map((n) => [
+      n,
+      diffTool((A.get(n) as { tool: Tool }).tool, (B.get(n) as { tool: Tool }).tool),
+    ]),
+  );
+
   const entries: DiffEntry[] = [];
   for (const n of addedNames) {
     const b = B.get(n) as { tool: Tool; fingerprint: string };
@@ -527,7 +537,7 @@ function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | C
   for (const n of modifiedNames) {
     const a = A.get(n) as { tool: Tool; fingerprint: string };
     const b = B.get(n) as { tool: Tool; fingerprint: string };
-    const changes = diffTool(a.tool, b.tool);
+    const changes = modifiedChanges.get(n) as FieldChange[];
     if (changes.length === 0) {
       changes.push({
         path: "",
