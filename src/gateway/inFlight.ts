@@ -141,7 +141,13 @@ export interface InFlightPorts {
  * call_interrupted when the client cancels it, its process goes away or the gateway stops.
  */
 export class InFlight {
-  private readonly upstream = new IdMap<Pending>();
+  private readonly upstream = new IdMap<Pending>((p) => this.untrackToken(p));
+  /**
+   * The client's requests in `upstream` by their progress token (`idKey` of it): what the server's
+   * notifications/progress is checked against (`carriesToken`), once per notification, without a
+   * walk of every request in flight.
+   */
+  private readonly byToken = new Map<string, Set<ClientPending>>();
   /**
    * The last moment (performance.now()) a client request was at the server: when one was
    * forwarded, or answered. With unanswered(), whether one was there at any moment since a time.
@@ -325,17 +331,21 @@ export class InFlight {
       return false;
     }
     const token = progressTokenOf(msg);
-    const wire = this.upstream.add(
-      {
-        origin: "client",
-        clientId: msg.id,
-        method: msg.method,
-        gen,
-        ...(token === undefined ? {} : { progressToken: token }),
-        ...extra,
-      },
-      msg.id,
-    );
+    const entry: ClientPending = {
+      origin: "client",
+      clientId: msg.id,
+      method: msg.method,
+      gen,
+      ...(token === undefined ? {} : { progressToken: token }),
+      ...extra,
+    };
+    const wire = this.upstream.add(entry, msg.id);
+    if (token !== undefined) {
+      const key = idKey(token);
+      const same = this.byToken.get(key);
+      if (same) same.add(entry);
+      else this.byToken.set(key, new Set([entry]));
+    }
     this.busyAt = performance.now();
     if (!this.sendUpstream(msg, wire, line)) {
       this.upstream.delete(wire, msg.id);
@@ -446,17 +456,18 @@ export class InFlight {
    * progress token `token`: the only requests the server's notifications/progress may speak of.
    */
   carriesToken(token: string | number, gen: Generation): boolean {
-    for (const [, entry] of this.upstream.entries())
-      if (
-        entry.origin === "client" &&
-        !entry.cancelled &&
-        entry.gen === gen &&
-        entry.progressToken !== undefined &&
-        typeof entry.progressToken === typeof token &&
-        entry.progressToken === token
-      )
-        return true;
+    const same = this.byToken.get(idKey(token));
+    if (same === undefined) return false;
+    for (const entry of same) if (!entry.cancelled && entry.gen === gen) return true;
     return false;
+  }
+
+  /** `p` left `upstream`: no longer found by its progress token. */
+  private untrackToken(p: Pending): void {
+    if (p.origin !== "client" || p.progressToken === undefined) return;
+    const key = idKey(p.progressToken);
+    const same = this.byToken.get(key);
+    if (same?.delete(p) && same.size === 0) this.byToken.delete(key);
   }
 
   /** Where the client's subscription or read under `id` is carried to the next generation; -1 if none is. */

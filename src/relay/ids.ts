@@ -15,6 +15,9 @@ export class IdMap<T> {
   private readonly byWire = new Map<number, T>();
   private readonly byPeer = new Map<string, number>();
 
+  /** `dropped`: told of each entry deleted, for an index kept beside the map (InFlight's tokens). */
+  constructor(private readonly dropped?: (entry: T) => void) {}
+
   /**
    * A new wire id for `entry`, found again by `peerId` when given. A peer id that still names a
    * live entry is never taken over: the older request's answer or cancellation would reach the
@@ -36,7 +39,8 @@ export class IdMap<T> {
     return this.byPeer.get(idKey(peerId));
   }
   delete(wire: number, peerId?: Id): void {
-    this.byWire.delete(wire);
+    const entry = this.byWire.get(wire);
+    if (entry !== undefined && this.byWire.delete(wire)) this.dropped?.(entry);
     if (peerId !== undefined && this.byPeer.get(idKey(peerId)) === wire) this.byPeer.delete(idKey(peerId));
   }
   /**
