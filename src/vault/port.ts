@@ -124,6 +124,22 @@ export function holderVault(
         }
       : { error: "credential_missing", scope, why: fallback };
   };
+  const noSecret = (scope: string): VaultVerdict => ({
+    error: "credential_missing",
+    scope,
+    why: "no secret by that name in the vault",
+    retry: `ask a human to run ${store(scope)} and ${unlock}, then retry`,
+  });
+  const httpOnly = (scope: string): VaultVerdict =>
+    refused(
+      scope,
+      "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
+    );
+  const locked = (scopes: readonly string[]): VaultVerdict => ({
+    error: "vault_locked",
+    scopes: [...scopes],
+    retry: `ask a human to run ${unlock}, then retry`,
+  });
   return {
     async check(scopes) {
       if (scopes.length === 0) return null;
@@ -137,23 +153,13 @@ export function holderVault(
         const env = scopes.filter((s) => envDelivered.has(s) && without.has(s));
         return env.length > 0
           ? { error: "vault_locked", scopes: [...scopes], retry: envLockedRetry(env, stateDir) }
-          : { error: "vault_locked", scopes: [...scopes], retry: `ask a human to run ${unlock}, then retry` };
+          : locked(scopes);
       }
       const held = new Set(status.scopes ?? []);
       const env = new Set(status.envScopes ?? []);
       for (const scope of scopes) {
-        if (!held.has(scope))
-          return {
-            error: "credential_missing",
-            scope,
-            why: "no secret by that name in the vault",
-            retry: `ask a human to run ${store(scope)} and ${unlock}, then retry`,
-          };
-        if (envDelivered.has(scope) && !env.has(scope))
-          return refused(
-            scope,
-            "the vault stores it for HTTP delivery only, and the configuration asks for the environment",
-          );
+        if (!held.has(scope)) return noSecret(scope);
+        if (envDelivered.has(scope) && !env.has(scope)) return httpOnly(scope);
         // the egress proxy asks the holder for HTTP release, which an env-stored secret never gets
         if (httpDelivered.has(scope) && !envDelivered.has(scope) && env.has(scope))
           return refused(
@@ -171,14 +177,13 @@ export function holderVault(
         let same = key !== null ? sameAsSpawned.get(key) : undefined;
         if (same === undefined) {
           const r = await askHolder(stateDir, { op: "release", scope });
+          // (the holder changed since its status was read: said as the status would say it now)
           if (r?.ok !== true || typeof r.value !== "string")
             return r?.error === "credential_missing"
-              ? { error: "credential_missing", scope, why: "no secret by that name in the vault" }
-              : {
-                  error: "vault_locked",
-                  scopes: [...scopes],
-                  retry: `ask a human to run ${unlock}, then retry`,
-                };
+              ? noSecret(scope)
+              : r?.error === "not_env_delivered"
+                ? httpOnly(scope)
+                : locked(scopes);
           same = envValueDigest(r.value) === digest;
           if (key !== null) {
             if (sameAsSpawned.size >= 1024) sameAsSpawned.clear();
