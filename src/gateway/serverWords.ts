@@ -104,13 +104,17 @@ const LOOKALIKE = new Map<string, string>([
 ]);
 
 /**
- * The params of a server's `elicitation/create` as the client gets them: a message that begins as
- * the gateway's own is said to be the server's; anything else as it is (null: unchanged).
+ * The params of a server's `elicitation/create` as the client gets them: one whose message begins
+ * as the gateway's own, or whose form speaks as it, is said to be the server's (a form under no
+ * message, or one that is not a string, gets the words alone as its message: the form is what the
+ * human reads); anything else as it is (null: unchanged).
  */
 export function attributedElicitation(params: unknown): Record<string, unknown> | null {
-  if (!isObject(params) || typeof params.message !== "string") return null;
-  if (!speaksAsGateway(params.message) && !formSpeaksAsGateway(params.requestedSchema)) return null;
-  return { ...params, message: `${NOT_PORTCULLIS}${params.message}` };
+  if (!isObject(params)) return null;
+  const message = typeof params.message === "string" ? params.message : null;
+  if (!(message !== null && speaksAsGateway(message)) && !formSpeaksAsGateway(params.requestedSchema))
+    return null;
+  return { ...params, message: `${NOT_PORTCULLIS}${message ?? ""}` };
 }
 
 /** How many strings of a form are read, at most: a form's labels, not a document. */
@@ -145,8 +149,8 @@ function formSpeaksAsGateway(schema: unknown): boolean {
 
 /**
  * A server's 2026-07-28 `input_required` result as the client gets it: each embedded
- * `elicitation/create` whose message begins as the gateway's is said to be the server's (null:
- * nothing to change).
+ * `elicitation/create` whose message begins as the gateway's, or whose form speaks as it, is said
+ * to be the server's (`attributedElicitation`; null: nothing to change).
  */
 export function attributedInputRequests(result: unknown): Record<string, unknown> | null {
   if (!isObject(result) || !isObject(result.inputRequests)) return null;
