@@ -44,10 +44,9 @@ function isIntegerText(s: string): boolean {
 export function respelledIntegerIn(text: string, value: unknown): RespelledInteger | null {
   const respelled = respelledReads(text);
   if (respelled === null) return null;
-  const path: (string | number)[] = [];
-  const found = find(value, respelled, path, 0);
+  const found = whereWritten(value, respelled) ?? find(value, respelled, [], 0);
   // not found in the value (it cannot be: the token is in it), still named: at the top
-  return found ?? { path: [], written: respelled.values().next().value as string };
+  return found ?? { path: [], written: (respelled.values().next().value as Written).written };
 }
 
 /**
@@ -58,23 +57,82 @@ export function respelledIntegerIn(text: string, value: unknown): RespelledInteg
  */
 export function respelledIntegerLeftIn(text: string, value: unknown): RespelledInteger | null {
   const respelled = respelledReads(text);
-  return respelled === null ? null : find(value, respelled, [], 0);
+  if (respelled === null) return null;
+  // where the client wrote it, when it is still there; else anywhere the rewrite moved it
+  return whereWritten(value, respelled) ?? find(value, respelled, [], 0);
 }
 
-/** The integer literals of `text` that re-serialising would change: each as read, to its first text. */
-function respelledReads(text: string): Map<number, string> | null {
+/** An integer that re-serialising would change: its first text, and where that text lies. */
+interface Written {
+  written: string;
+  path: (string | number)[];
+}
+
+/**
+ * The first integer of `respelled` (text order) whose path as written still holds the number read
+ * in `value`: the path by the text, since another number of `value` may read as the same double
+ * (`9007199254740992` written exactly beside `9007199254740993`), and a search of `value` by that
+ * double would name it.
+ */
+function whereWritten(value: unknown, respelled: Map<number, Written>): RespelledInteger | null {
+  for (const [read, w] of respelled) {
+    let v: unknown = value;
+    for (const k of w.path) {
+      if (typeof v !== "object" || v === null) {
+        v = undefined;
+        break;
+      }
+      v = Array.isArray(v)
+        ? typeof k === "number"
+          ? v[k]
+          : undefined
+        : Object.hasOwn(v, k)
+          ? (v as Record<string, unknown>)[k]
+          : undefined;
+    }
+    if (v === read) return { path: [...w.path], written: w.written };
+  }
+  return null;
+}
+
+/**
+ * The integer literals of `text` that re-serialising would change: each as read, to its first text
+ * and where that lies (the keys as JSON.parse reads them, the indexes of arrays).
+ */
+function respelledReads(text: string): Map<number, Written> | null {
   if (!LONG_DIGITS.test(text)) return null;
-  const respelled = new Map<number, string>();
+  const respelled = new Map<number, Written>();
+  // one entry per open container: an object's key being read (null before its first), an array's index
+  const at: (string | number | null)[] = [];
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
+      const start = i;
+      let escaped = false;
       for (i++; i < n; i++) {
         const s = text.charCodeAt(i);
-        if (s === 0x5c /* \ */) i++;
-        else if (s === 0x22) break;
+        if (s === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        } else if (s === 0x22) break;
+      }
+      // a key: the open container is an object (not an array, whose entry is a number)
+      const top = at.length - 1;
+      if (top >= 0 && typeof at[top] !== "number") {
+        let k = i + 1;
+        while (k < n && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r")) k++;
+        if (text.charCodeAt(k) === 0x3a /* : */)
+          at[top] = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
       }
       continue;
+    }
+    if (c === 0x7b /* { */) at.push(null);
+    else if (c === 0x5b /* [ */) at.push(0);
+    else if (c === 0x7d /* } */ || c === 0x5d /* ] */) at.pop();
+    else if (c === 0x2c /* , */) {
+      const top = at.length - 1;
+      if (top >= 0 && typeof at[top] === "number") at[top] = (at[top] as number) + 1;
     }
     if (c !== 0x2d /* - */ && (c < 0x30 || c > 0x39)) continue;
     let j = i + 1;
@@ -89,7 +147,7 @@ function respelledReads(text: string): Map<number, string> | null {
     const read = Number(token);
     const out = String(read);
     if (!isIntegerText(out) || BigInt(out) !== BigInt(token)) {
-      if (!respelled.has(read)) respelled.set(read, token);
+      if (!respelled.has(read)) respelled.set(read, { written: token, path: [...at] as (string | number)[] });
     }
   }
   return respelled.size === 0 ? null : respelled;
@@ -97,13 +155,13 @@ function respelledReads(text: string): Map<number, string> | null {
 
 function find(
   v: unknown,
-  respelled: Map<number, string>,
+  respelled: Map<number, Written>,
   path: (string | number)[],
   depth: number,
 ): RespelledInteger | null {
   if (typeof v === "number") {
-    const written = respelled.get(v);
-    return written === undefined ? null : { path: [...path], written };
+    const w = respelled.get(v);
+    return w === undefined ? null : { path: [...path], written: w.written };
   }
   if (typeof v !== "object" || v === null || depth > 2000) return null;
   if (Array.isArray(v)) {
