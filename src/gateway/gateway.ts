@@ -244,6 +244,7 @@ export class Gateway {
       released,
       catalogIfNeeded,
       refreshCatalog: (gen) => void this.refreshCatalog(gen),
+      current,
     });
     link.on("line", (text, gen, own) => this.server.onLine(text, gen, own === true));
     link.on("oversize", (bytes, gen, rawId, hasMethod) =>

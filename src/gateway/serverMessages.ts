@@ -49,6 +49,8 @@ export interface ServerMessagesPorts {
   catalogIfNeeded(): void;
   /** fetches `gen`'s tool list again (the server says it changed) */
   refreshCatalog(gen: Generation): void;
+  /** the generation whose process the gateway vouches for now */
+  current(): Generation | null;
 }
 
 /**
@@ -319,6 +321,15 @@ export class ServerMessages {
   }
 
   private onNotification(msg: Notification, gen: Generation, text: string): void {
+    if (gen !== this.p.current() || !gen.alive) {
+      // A process whose epoch is over (its grace after its stdin closed on a restart): its open
+      // requests were cancelled for the client, and what it says now is said by code the gateway
+      // no longer vouches for, as its requests are (ServerRequests.relay).
+      this.p.log.warn(
+        `dropped the server's ${this.p.quote(msg.method)}: the server process of epoch=${gen.epoch} that sent it is over`,
+      );
+      return;
+    }
     const read = msg;
     const meta = (msg.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
     const subscription = meta?.[SUBSCRIPTION_ID_META];
