@@ -68,7 +68,7 @@ export function progressTokenProblem(msg: Request): string | null {
   if (raw === undefined) return null;
   const shown = raw.length > 40 ? `${raw.slice(0, 40)}… (${raw.length} characters)` : raw;
   return (
-    `params._meta.progressToken ${shown} is an integer the gateway reads as a double and would forward ` +
+    `params._meta.progressToken ${shown} is a number the gateway reads as a double and would forward ` +
     "as another number (the server's progress would come under a token the client never used): use a " +
     "string, or an integer of at most 15 digits."
   );

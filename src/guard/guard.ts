@@ -313,10 +313,11 @@ function fieldName(path: (string | number)[]): string {
 function respelledSentence(r: RespelledInteger): string {
   const field = fieldName(r.path);
   const subject = field === "" ? "The arguments hold" : `Field ${JSON.stringify(field)} holds`;
-  const shown = r.written.length > 40 ? `${r.written.slice(0, 40)}… (${r.written.length} digits)` : r.written;
+  const shown =
+    r.written.length > 40 ? `${r.written.slice(0, 40)}… (${r.written.length} characters)` : r.written;
   return (
-    `${subject} the integer ${shown}, which the gateway reads as a double and would forward as another ` +
-    "number: send an integer of at most 15 digits, or send it as a string if the tool takes one."
+    `${subject} the number ${shown}, which the gateway reads as a double and would forward as another ` +
+    "number: send at most 15 significant digits, or send it as a string if the tool takes one."
   );
 }
 

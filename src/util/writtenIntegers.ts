@@ -1,11 +1,14 @@
 /**
- * Integers a peer wrote that the gateway would pass on as another integer. The gateway reads a
+ * Numbers a peer wrote that the gateway would pass on as another number. The gateway reads a
  * message with JSON.parse (doubles) and sends what it read, re-serialised: an integer literal
- * beyond 2^53 is rounded (`9007199254740993` goes out as `9007199254740992`), and one that is a
+ * beyond 2^53 is rounded (`9007199254740993` goes out as `9007199254740992`), one that is a
  * double exactly is written by its shortest digits (`12345678901234567168` goes out as
- * `12345678901234567000`, `10000000000000000000000` as `1e+22`). A server that reads integers
- * exactly (Python's int, Rust's u64, Go's json.Number) would act on another number than the one
- * its client asked for, under a digest and an approval of the gateway's reading.
+ * `12345678901234567000`, `10000000000000000000000` as `1e+22`), and a decimal of more
+ * significant digits than a double holds is rounded too (`12345678901234.567` goes out as
+ * `12345678901234.566`). A server that reads numbers exactly (Python's int or Decimal, Rust's
+ * u64, Go's json.Number, Java's BigDecimal) would act on another number than the one its client
+ * asked for, under a digest and an approval of the gateway's reading. The file keeps its name
+ * from the integers it first looked for.
  */
 
 /** Where such an integer lies in a parsed value (keys and indexes), and the integer as written. */
@@ -14,26 +17,51 @@ export interface RespelledInteger {
   written: string;
 }
 
-/** Integer literals of 15 digits or fewer are doubles exactly, and written back as they were. */
-const LONG_DIGITS = /[0-9]{16}/;
+/**
+ * A number of 15 significant digits or fewer is written back as the same value (a double holds
+ * every such decimal, and its shortest spelling reads back as it), so only a number token of 16
+ * digits or more, with its decimal point, can be respelled: a run of 16 digits and points.
+ * (A number so small that it reads as 0 or a subnormal is not looked for: see docs/security.md.)
+ */
+const LONG_DIGITS = /[0-9.]{16}/;
 
 /**
- * Whether `text` holds a run of 16 digits anywhere: when it does not (nearly every message), no
- * integer in it can be respelled, and nothing else is looked for.
+ * Whether `text` holds a run of 16 digits (and decimal points) anywhere: when it does not (nearly
+ * every message), no number in it can be respelled, and nothing else is looked for.
  */
 export function mayHoldLongInteger(text: string): boolean {
   return LONG_DIGITS.test(text);
 }
 
-/** `-?[0-9]+` read by a loop: a token is as long as a message (a regular expression's `+` keeps an entry per character). */
-function isIntegerText(s: string): boolean {
-  let i = s.charCodeAt(0) === 0x2d /* - */ ? 1 : 0;
-  if (i >= s.length) return false;
-  for (; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return false;
+/**
+ * The exact decimal value of a JSON number token, as one text (`-123e-2` for `-1.230`, `0` for
+ * any zero): two tokens are the same number exactly when their texts are equal. Read by a loop: a
+ * token is as long as a message (a regular expression's `+` keeps an entry per character).
+ */
+export function decimalValue(token: string): string {
+  let i = 0;
+  const negative = token.charCodeAt(0) === 0x2d; /* - */
+  if (negative) i = 1;
+  let digits = ""; // every digit of the mantissa, the point left out
+  let afterPoint = 0; // how many of them follow the point
+  let point = false;
+  for (; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      digits += token[i];
+      if (point) afterPoint++;
+    } else if (c === 0x2e /* . */) point = true;
+    else break; // e or E: the exponent follows
   }
-  return true;
+  let from = 0;
+  while (from < digits.length && digits.charCodeAt(from) === 0x30) from++;
+  if (from === digits.length) return "0";
+  let to = digits.length;
+  while (digits.charCodeAt(to - 1) === 0x30) to--;
+  const sign = token.charCodeAt(i + 1) === 0x2b /* + */ ? i + 2 : i + 1;
+  const written = i < token.length ? BigInt(token.slice(sign)) : 0n;
+  const exponent = written - BigInt(afterPoint) + BigInt(digits.length - to);
+  return `${negative ? "-" : ""}${digits.slice(from, to)}e${exponent}`;
 }
 
 /**
@@ -143,10 +171,11 @@ function respelledReads(text: string): Map<number, Written> | null {
     }
     const token = text.slice(i, j);
     i = j - 1;
-    if (token.length < 16 || !isIntegerText(token)) continue;
+    if (token.length < 16) continue;
     const read = Number(token);
-    const out = String(read);
-    if (!isIntegerText(out) || BigInt(out) !== BigInt(token)) {
+    // beyond the range of doubles: refused as such where it matters (src/util/canonical.ts)
+    if (!Number.isFinite(read)) continue;
+    if (decimalValue(token) !== decimalValue(String(read))) {
       if (!respelled.has(read)) respelled.set(read, { written: token, path: [...at] as (string | number)[] });
     }
   }

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { respelledIntegerIn } from "../../src/util/writtenIntegers.js";
 
 /**
- * The respelled-integer classifier against its definition: an integer literal of the text is
- * respelled exactly when JSON.stringify of what JSON.parse read does not write the same integer.
+ * The respelled-number classifier against its definition: a number token of the text is
+ * respelled exactly when JSON.stringify of what JSON.parse read does not write the same number.
  * The reference reads every number token of the text with a plain tokenizer; strings holding digits
  * never count.
  */
@@ -15,7 +15,20 @@ const leaf = fc.oneof(
   bigDigits.map((t) => ({ text: t })),
   fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => ({ text: JSON.stringify(d) })),
   fc.stringMatching(/^[0-9a-z]{0,30}$/).map((s) => ({ text: JSON.stringify(s) })),
-  fc.constantFrom("true", "null", "-0", "1e21", "12345678901234567890e0").map((t) => ({ text: t })),
+  fc
+    .constantFrom(
+      "true",
+      "null",
+      "-0",
+      "1e21",
+      "12345678901234567890e0",
+      "12345678901234.567",
+      "9007199254740993.0",
+      "9.007199254740993e15",
+      "0.30000000000000004",
+      "1.5e300",
+    )
+    .map((t) => ({ text: t })),
 );
 const json: fc.Arbitrary<string> = fc.letrec((tie) => ({
   value: fc.oneof(
@@ -32,19 +45,35 @@ const json: fc.Arbitrary<string> = fc.letrec((tie) => ({
 
 function referenceRespelled(text: string): string[] {
   const out: string[] = [];
-  // number tokens outside strings (the text is valid JSON)
+  // number tokens outside strings (the text is valid JSON), each compared exactly with what
+  // JSON.stringify writes for the double it reads as (a fraction of big integers each side)
   const re = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/g;
   for (const m of text.matchAll(re)) {
     const t = m[0];
-    if (t.startsWith('"') || !/^-?[0-9]+$/.test(t)) continue;
-    const back = String(Number(t));
-    if (!/^-?[0-9]+$/.test(back) || BigInt(back) !== BigInt(t)) out.push(t);
+    if (t.startsWith('"')) continue;
+    const read = Number(t);
+    if (!Number.isFinite(read)) continue;
+    const a = fraction(t);
+    const b = fraction(String(read));
+    if (a.n * b.d !== b.n * a.d) out.push(t);
   }
   return out;
 }
 
+function fraction(t: string): { n: bigint; d: bigint } {
+  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(t);
+  if (!m) throw new Error(`not a number token: ${t}`);
+  const frac = m[3] ?? "";
+  const e = BigInt(m[4] ?? "0") - BigInt(frac.length);
+  let n = BigInt(`${m[2]}${frac}`) * (m[1] ? -1n : 1n);
+  let d = 1n;
+  if (e >= 0n) n *= 10n ** e;
+  else d = 10n ** -e;
+  return { n, d };
+}
+
 describe("respelledIntegerIn", () => {
-  it("finds a respelled integer exactly when one is written, and names one of them", () => {
+  it("finds a respelled number exactly when one is written, and names one of them", () => {
     fc.assert(
       fc.property(json, (text) => {
         const expected = referenceRespelled(text);
