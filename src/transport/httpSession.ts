@@ -6,6 +6,7 @@ import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
 import { ClientIds, cancelledIdText, idKeyOf } from "../relay/clientIds.js";
 import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
+import { plainIdSpan, spliceId } from "../relay/rawSplice.js";
 import type { Logger } from "../util/log.js";
 import { type KeptEvents, SseStream } from "./httpSse.js";
 import { BACKLOG_BYTES } from "./stdio.js";
@@ -342,12 +343,53 @@ export class HttpSession implements Downstream {
       this.deliver(bySub, JSON.stringify(this.restore(msg, bySub)), false);
       return;
     }
+    this.toClient(msg, JSON.stringify(msg));
+  }
+
+  /**
+   * As `send`, for a message the gateway passes on as the server wrote it (an answer with its id
+   * put back, a notification): sent as that text, so what the gateway could not write again
+   * exactly (an integer beyond 2^53) reaches the client as written. Read here only to find where
+   * it goes; one that names a subscription (whose id this session writes back), an answer to
+   * `initialize` (whose version the session keeps), or text whose id cannot be put back in place
+   * is sent as read.
+   */
+  sendText(text: string): void {
+    if (this.ended) return;
+    const msg = JSON.parse(text) as Msg;
+    const named =
+      msg.params?._meta?.[SUBSCRIPTION_ID_META] !== undefined ||
+      msg.result?._meta?.[SUBSCRIPTION_ID_META] !== undefined;
+    if (named || /[\r\n]/.test(text)) {
+      this.send(msg);
+      return;
+    }
+    if (msg.method === undefined && msg.id !== undefined) {
+      const ex = typeof msg.id === "number" ? this.exchanges.get(msg.id) : undefined;
+      if (!ex) return; // answers a request this session no longer holds
+      const span = plainIdSpan(text);
+      if (ex.wire === this.initializeWire || span === null) {
+        this.send(msg);
+        return;
+      }
+      this.forget(ex);
+      this.deliver(ex, spliceId(text, span, JSON.stringify(ex.clientId)), true);
+      return;
+    }
+    this.toClient(msg, text);
+  }
+
+  /**
+   * A message that answers nothing (`text`: `msg` as it goes): on the stream of the request its
+   * progress token names, else of the oldest open request, else on the standalone stream.
+   */
+  private toClient(msg: Msg, text: string): void {
     const token = msg.params?.progressToken;
     const byToken = token === undefined ? undefined : this.byProgress.get(JSON.stringify(token));
     const target = byToken ?? this.oldestOpen();
-    if (target) this.deliver(target, JSON.stringify(msg), false);
+    if (target) this.deliver(target, text, false);
     else {
-      this.standalone.write(JSON.stringify(msg));
+      this.standalone.write(text);
       this.watchBacklog(this.standalone.connection);
       this.trim();
     }

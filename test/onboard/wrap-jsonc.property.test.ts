@@ -55,7 +55,6 @@ import { OnboardError } from "../../src/onboard/document.js";
 import type { HostFile } from "../../src/onboard/hosts.js";
 import { labelFor, planWrap, unwrapFile, wrapFile } from "../../src/onboard/wrap.js";
 import { tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
 import { wrapRoundTripByCli } from "../helpers/wrapRoundTrip.js";
 
 type J = null | boolean | number | string | J[] | { [k: string]: J };
