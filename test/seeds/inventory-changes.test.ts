@@ -162,11 +162,14 @@ describe("seed 003: the tool list changes under a running session", () => {
     expect((await again).isError).toBeFalsy();
 
     // the renamed tool is a new tool: asked about on its own
-    const logs = gw.client.callTool({ name: "query_logs", arguments: { query: "err", project: "other" } });
+    // its refusal is caught at once: it comes while the deny below is awaited
+    const logs = gw.client
+      .callTool({ name: "query_logs", arguments: { query: "err", project: "other" } })
+      .catch((e: unknown) => e);
     const r4 = await nextRequest(stateDir, seen);
     expect(r4.tool).toBe("query_logs");
     await decideByCli(stateDir, "deny", r4.request, "--reason", "cross-project read");
-    expect(refusal(await logs.catch((e) => e)).data).toMatchObject({ error: "approval_denied" });
+    expect(refusal(await logs).data).toMatchObject({ error: "approval_denied" });
     expect(cat.records().map((r) => r.tool)).toEqual([
       "read_issue",
       "get_release",
