@@ -136,23 +136,11 @@ function respelledReads(text: string): Map<number, Written> | null {
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      const start = i;
-      let escaped = false;
-      for (i++; i < n; i++) {
-        const s = text.charCodeAt(i);
-        if (s === 0x5c /* \ */) {
-          escaped = true;
-          i++;
-        } else if (s === 0x22) break;
-      }
+      const str = stringAt(text, i);
+      i = str.end;
       // a key: the open container is an object (not an array, whose entry is a number)
       const top = at.length - 1;
-      if (top >= 0 && typeof at[top] !== "number") {
-        let k = i + 1;
-        while (k < n && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r")) k++;
-        if (text.charCodeAt(k) === 0x3a /* : */)
-          at[top] = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
-      }
+      if (top >= 0 && typeof at[top] !== "number" && str.key !== null) at[top] = str.key;
       continue;
     }
     if (c === 0x7b /* { */) at.push(null);
@@ -229,26 +217,38 @@ export function memberWrittenTwice(text: string): boolean {
     else if (c === 0x5b /* [ */) open.push(null);
     else if (c === 0x7d /* } */ || c === 0x5d /* ] */) open.pop();
     else if (c === 0x22 /* " */) {
-      const start = i;
-      let escaped = false;
-      for (i++; i < n; i++) {
-        const s = text.charCodeAt(i);
-        if (s === 0x5c /* \ */) {
-          escaped = true;
-          i++;
-        } else if (s === 0x22) break;
-      }
+      const str = stringAt(text, i);
+      i = str.end;
       const keys = open.at(-1);
-      if (!keys) continue;
-      // a key: the next character that is not whitespace is a colon
-      let k = i + 1;
-      while (k < n && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r")) k++;
-      if (text.charCodeAt(k) !== 0x3a /* : */) continue;
-      const raw = text.slice(start + 1, i);
-      const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : raw;
-      if (keys.has(key)) return true;
-      keys.add(key);
+      if (!keys || str.key === null) continue;
+      if (keys.has(str.key)) return true;
+      keys.add(str.key);
     }
   }
   return false;
+}
+
+/**
+ * The string token whose opening quote is at `start` in `text` (one valid JSON value): where its
+ * closing quote is, and, when a colon follows it (a member's key), its text as JSON.parse reads it
+ * (`"\u0061"` is `a`); null for a string that is a value.
+ */
+function stringAt(text: string, start: number): { end: number; key: string | null } {
+  const n = text.length;
+  let escaped = false;
+  let i = start + 1;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5c /* \ */) {
+      escaped = true;
+      i++;
+    } else if (c === 0x22 /* " */) break;
+  }
+  let k = i + 1;
+  while (k < n && (text[k] === " " || text[k] === "\t" || text[k] === "\n" || text[k] === "\r")) k++;
+  if (text.charCodeAt(k) !== 0x3a /* : */) return { end: i, key: null };
+  return {
+    end: i,
+    key: escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i),
+  };
 }
