@@ -78,6 +78,12 @@ export class HumanAsker {
   /** the run was found ended by another process, and the log said so */
   private toldRunEnded = false;
   private readonly pendingOfRun: { get(run: string): unknown };
+  /**
+   * Requests being made whose row is not in the store yet: counted beside the stored ones against
+   * MAX_PENDING_PER_RUN (the `storing` map also holds requests already written, until the await
+   * that stored them returns, and counted so a burst was refused before 50 were stored).
+   */
+  private unwritten = 0;
 
   constructor(
     private readonly o: AuthorizerOptions,
@@ -166,7 +172,7 @@ export class HumanAsker {
       // An agent that makes requests faster than a human decides them (a thousand distinct calls)
       // would bury the human's list and keep as many calls polling the store: past the bound, no
       // new request is made until some are decided or expire.
-      const waiting = (this.pendingOfRun.get(run.run) as number) + this.storing.size;
+      const waiting = (this.pendingOfRun.get(run.run) as number) + this.unwritten;
       if (waiting >= MAX_PENDING_PER_RUN) {
         this.o.log.warn(
           `${quotedName(call.tool)} not asked: ${MAX_PENDING_PER_RUN} approval requests of this run wait for a human already`,
@@ -178,6 +184,12 @@ export class HumanAsker {
           ),
         };
       }
+      this.unwritten++;
+      let unwritten = true;
+      const written = () => {
+        if (unwritten) this.unwritten--;
+        unwritten = false;
+      };
       const stored = this.newRequest(
         call,
         mode,
@@ -189,6 +201,7 @@ export class HumanAsker {
           arguments: digest,
         }),
         connectionEndSignal(hooks.signal),
+        written,
       );
       this.storing.set(key, stored);
       try {
@@ -198,6 +211,7 @@ export class HumanAsker {
         if (e instanceof RequestNotStored) return { error: answerCutShort("connection-ends", e.request, "") };
         throw e;
       } finally {
+        written();
         this.storing.delete(key);
       }
       (this.o.notify ?? notifyNewRequest)(call.tool, serverLabel, this.o.stateDirFlag ?? "");
@@ -451,6 +465,8 @@ export class HumanAsker {
     event: (request: string) => { type: string; [k: string]: unknown },
     /** aborted once the connection ends (connectionEndSignal) */
     connectionEnds?: AbortSignal,
+    /** called as the row is written (in the transaction that writes it) */
+    written?: () => void,
   ): Promise<string> {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
@@ -514,6 +530,7 @@ export class HumanAsker {
     try {
       recorded = await this.o.events.emitDurable(event(id), () => {
         insertRequest(db, request);
+        written?.();
         return true;
       });
     } catch {
@@ -525,10 +542,16 @@ export class HumanAsker {
       // connection ends: nobody waits for it any more, and a request stored after its run ended
       // would be pending with no gateway to close it.
       try {
-        await whenUnlocked(() => insertRequest(db, request), {
-          ...this.waits(call, "the approval request for"),
-          signal: connectionEnds,
-        });
+        await whenUnlocked(
+          () => {
+            insertRequest(db, request);
+            written?.();
+          },
+          {
+            ...this.waits(call, "the approval request for"),
+            signal: connectionEnds,
+          },
+        );
       } catch (e) {
         if (connectionEnds?.aborted) throw new RequestNotStored(id, e);
         throw e;
