@@ -236,7 +236,7 @@ export class ServerMessages {
         )
           asWritten = true;
         else {
-          const reason = `an integer in it that the gateway would pass on as another number (at ${pathText(respelled.path)}) cannot be passed on as written: ${imitates !== null || attributed !== null ? "the gateway rewrites the answer" : "a member is written twice in one of its objects, or it spans lines"}`;
+          const reason = `a number in it that the gateway would pass on as another (at ${pathText(respelled.path)}) cannot be passed on as written: ${imitates !== null || attributed !== null ? "the gateway rewrites the answer" : "a member is written twice in one of its objects, or it spans lines"}`;
           this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${reason}`);
           msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(reason, "server") };
         }
@@ -413,7 +413,7 @@ export class ServerMessages {
           return;
         }
         this.p.log.warn(
-          `dropped the server's ${this.p.quote(msg.method)}: an integer in it that the gateway would pass on as another number (at ${pathText(respelled.path)}) cannot be passed on as written (${msg === read ? "a member is written twice in one of its objects, or it spans lines" : "the gateway rewrites the notification"})`,
+          `dropped the server's ${this.p.quote(msg.method)}: a number in it that the gateway would pass on as another (at ${pathText(respelled.path)}) cannot be passed on as written (${msg === read ? "a member is written twice in one of its objects, or it spans lines" : "the gateway rewrites the notification"})`,
         );
         return;
       }
