@@ -138,8 +138,16 @@ export function rawPeer(
     close: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.stdin.end();
-        const timer = setTimeout(() => child.kill("SIGKILL"), 3_000);
+        // A server that does not end with its stdin is given its grace by the gateway; past 3 s
+        // two signals (the second hurries a shutdown under way: every group is killed), so that
+        // no server is left running under pid 1, as a SIGKILL of the gateway alone would leave it
+        const hurry = setTimeout(() => {
+          child.kill("SIGTERM");
+          child.kill("SIGTERM");
+        }, 3_000);
+        const timer = setTimeout(() => child.kill("SIGKILL"), 8_000);
         await exited;
+        clearTimeout(hurry);
         clearTimeout(timer);
       }
       options.onClose?.();
