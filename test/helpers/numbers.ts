@@ -45,3 +45,26 @@ export function withNumber(
   }
   return withNumber(base, [...steps, 0]);
 }
+
+/**
+ * A JSON number token's exact value as a fraction of big integers (mantissa digits × 10^(exponent
+ * − digits after the point)): the reference the exact-number tests compare spellings with.
+ */
+export function fraction(t: string): { n: bigint; d: bigint } {
+  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(t);
+  if (!m) throw new Error(`not a number token: ${t}`);
+  const frac = m[3] ?? "";
+  const e = BigInt(m[4] ?? "0") - BigInt(frac.length);
+  let n = BigInt(`${m[2]}${frac}`) * (m[1] ? -1n : 1n);
+  let d = 1n;
+  if (e >= 0n) n *= 10n ** e;
+  else d = 10n ** -e;
+  return { n, d };
+}
+
+/** Whether two JSON number tokens are the same number exactly. */
+export function sameNumber(a: string, b: string): boolean {
+  const x = fraction(a);
+  const y = fraction(b);
+  return x.n * y.d === y.n * x.d;
+}

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decimalValue } from "../../src/util/writtenIntegers.js";
+import { fraction, sameNumber } from "../helpers/numbers.js";
 
 /**
  * decimalValue names a JSON number token's exact value: two tokens get the same text exactly when
@@ -24,28 +25,11 @@ const token = fc
       `${neg ? "-" : ""}${int}${frac === undefined ? "" : `.${frac}`}${exp === undefined ? "" : `${exp[0]}${exp[1]}${exp[2]}`}`,
   );
 
-function fraction(t: string): { n: bigint; d: bigint } {
-  const m = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(t);
-  if (!m) throw new Error(`not a number token: ${t}`);
-  const frac = m[3] ?? "";
-  const e = BigInt(m[4] ?? "0") - BigInt(frac.length);
-  let n = BigInt(`${m[2]}${frac}`) * (m[1] ? -1n : 1n);
-  let d = 1n;
-  if (e >= 0n) n *= 10n ** e;
-  else d = 10n ** -e;
-  return { n, d };
-}
-const same = (a: string, b: string) => {
-  const x = fraction(a);
-  const y = fraction(b);
-  return x.n * y.d === y.n * x.d;
-};
-
 describe("decimalValue", () => {
   it("is the same text exactly for the same number", () => {
     fc.assert(
       fc.property(token, token, (a, b) => {
-        expect(decimalValue(a) === decimalValue(b)).toBe(same(a, b));
+        expect(decimalValue(a) === decimalValue(b)).toBe(sameNumber(a, b));
       }),
       { numRuns: 3000 },
     );
