@@ -250,6 +250,22 @@ export class ClientSession {
     return this.era_ === "legacy" && this.clientInitialized && this.negotiated !== null;
   }
 
+  /**
+   * The list_changed notifications a new process owes a legacy client: one for prompts and one for
+   * resources, each when the negotiated capabilities announce that list's changes (`listChanged`).
+   * The gateway lists neither, so it cannot tell whether a new process's lists differ.
+   */
+  otherListsChanged(): string[] {
+    if (this.era_ !== "legacy" || !this.clientInitialized) return [];
+    const caps = this.negotiated?.capabilities as
+      | { prompts?: { listChanged?: unknown }; resources?: { listChanged?: unknown } }
+      | undefined;
+    const out: string[] = [];
+    if (caps?.prompts?.listChanged === true) out.push("notifications/prompts/list_changed");
+    if (caps?.resources?.listChanged === true) out.push("notifications/resources/list_changed");
+    return out;
+  }
+
   /** Whether the server's tools are to be listed (modern: always; legacy: when it negotiated tools). */
   serverHasTools(): boolean {
     return this.era_ === "modern" || hasTools(this.negotiated?.capabilities);

@@ -751,6 +751,12 @@ export class Gateway {
       this.o.supervisor.send({ jsonrpc: "2.0", method: "notifications/initialized" });
       this.replayLevel(gen);
       this.inFlight.handshakeDone(gen);
+      // A new process offers the prompts and resources its code offers now, and announces no
+      // change (for it nothing changed): the client, which caches those lists, is told to list
+      // them again, as the server said it would be (the gateway lists tools itself, and says
+      // when their list changed).
+      for (const method of this.session.otherListsChanged())
+        this.o.downstream.send({ jsonrpc: "2.0", method });
     } else if (this.session.era === "modern") {
       if (this.session.hasDiscovered) {
         this.inFlight.handshakeBegins(gen);
