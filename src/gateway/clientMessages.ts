@@ -214,6 +214,16 @@ export class ClientMessages {
       // could not be read as JSON-RPC reads one; and a response is never answered under its id,
       // which is the gateway's, not a request of the client's)
       const code = c.unparsed ? PARSE_ERROR : INVALID_REQUEST;
+      // a batch's requests are each refused under their own id (one the client has open already
+      // is not: an answer under it would pass for that request's); a batch without one, under null
+      const batch = (c.batch ?? []).filter((id) => !this.isOpen(id));
+      if (batch.length > 0) {
+        for (const id of batch)
+          this.p.downstream.send(
+            errorResponse(id, INVALID_REQUEST, `Invalid JSON-RPC message: ${c.reason}.`),
+          );
+        return;
+      }
       this.p.downstream.send(errorResponse(c.id, code, `Invalid JSON-RPC message: ${c.reason}.`));
       return;
     }

@@ -51,6 +51,8 @@ export type Classified =
       meant?: "request" | "response";
       /** not JSON at all: nothing of it was read (its id, if any: `unparsedIdOf`) */
       unparsed?: true;
+      /** a batch (a JSON array): the ids of the requests in it, each answered with the refusal */
+      batch?: Id[];
     };
 
 /** Why a JSON array is refused, worded to hold whatever protocol revision the peers negotiated. */
@@ -77,7 +79,13 @@ export function classify(value: unknown): Classified {
   if (Array.isArray(value)) {
     // True in every era: 2025-03-26 allowed batches, later revisions removed them, and
     // portcullis never took them (one message, one decision, one record).
-    return { kind: "invalid", reason: BATCH_REFUSED, id: null };
+    // JSON-RPC answers a batch's requests one by one, by id: each is refused under its own.
+    const batch: Id[] = [];
+    for (const e of value as unknown[]) {
+      const r = e as Record<string, unknown> | null;
+      if (typeof r === "object" && r !== null && typeof r.method === "string" && isId(r.id)) batch.push(r.id);
+    }
+    return { kind: "invalid", reason: BATCH_REFUSED, id: null, batch };
   }
   const m = value as Record<string, unknown>;
   const id = isId(m.id) ? m.id : null;
