@@ -400,7 +400,7 @@ export class ClientMessages {
       this.p.progress.ended(requestId);
       if (forwarded === undefined) return;
       if (forwarded.closedListen) this.p.session.listenClosed(requestId);
-      if (forwarded.wire === null) return; // it waited for a replayed handshake: never sent
+      if (forwarded.wire === null) return; // never sent (it waited for a replayed handshake), or an initialize
       // False (ignored): nothing can take it. Its process is being stopped with the gateway (stdin
       // already closed; `down` comes when it exits or its grace ends: any other end of a process
       // sends `down` at once, which takes the request, and the cancellation finds nothing to

@@ -565,7 +565,8 @@ export class InFlight {
   /**
    * The client cancelled its request `requestId`: the wire id the cancellation goes on to the
    * server under (`closedListen`: it ended a subscription; `wire` null: it was never sent, it
-   * waited for a replayed handshake), or undefined when the request was already answered
+   * waited for a replayed handshake, or it is an initialize, whose cancellation the server is
+   * not sent), or undefined when the request was already answered
    * (nothing to cancel).
    *
    * The client gets no answer for it any more (MCP: a cancelled request is not answered, and a
@@ -593,6 +594,13 @@ export class InFlight {
     // Its end, once, now: whatever the server does with it is not known.
     this.interrupted(entry, "cancelled");
     const closedListen = entry.listen !== undefined;
+    // MCP: initialize MUST NOT be cancelled (the SDK's request timeout cancels it all the same):
+    // over for the client, its late answer dropped, and the server is not told (no wire id)
+    if (entry.method === "initialize") {
+      entry.cancelled = true;
+      this.upstream.release(wire, requestId);
+      return { wire: null, closedListen };
+    }
     // a closed subscription: no more notifications on it, and not re-opened on a new epoch
     if (closedListen) this.upstream.delete(wire, requestId);
     else {
