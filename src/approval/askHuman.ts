@@ -3,7 +3,7 @@ import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { callWaitsFor, whenUnlocked } from "../store/db.js";
+import { briefly, callWaitsFor, lockIsFree, whenUnlocked } from "../store/db.js";
 import { toolScopeNote } from "../vault/toolScopes.js";
 import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
 import { reviewDigest } from "./decision.js";
@@ -16,10 +16,13 @@ import {
   type ApprovalRequest,
   closeRequest,
   earlierRequest,
+  expiredEvent,
   getRequest,
   insertRequest,
   newRequestId,
+  pendingOfSameTool,
   type Review,
+  type SameCall,
 } from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
 import { runEndedAsGone } from "./runs.js";
@@ -61,6 +64,9 @@ export interface AskerParts {
  */
 export const MAX_PENDING_PER_RUN = 50;
 
+/** How many requests left pending by a cancelled call a gateway remembers (see `supersede`). */
+const MAX_LEFT_REMEMBERED = 1_000;
+
 export class HumanAsker {
   private readonly timeoutMs: number;
   private readonly requestTtlMs: number;
@@ -84,6 +90,13 @@ export class HumanAsker {
    * that stored them returns, and counted so a burst was refused before 50 were stored).
    */
   private unwritten = 0;
+  /** how many calls of this gateway wait on each request now */
+  private readonly waiters = new Map<string, number>();
+  /**
+   * Pending requests whose waiting call the client cancelled (kept for a retry of the same
+   * arguments): a session request among them gives way to a newer call of its tool (supersede).
+   */
+  private readonly leftByClient = new Set<string>();
 
   constructor(
     private readonly o: AuthorizerOptions,
@@ -169,6 +182,7 @@ export class HumanAsker {
       }
       this.o.log.info(`a retry of ${quotedName(call.tool)} joins approval request ${id}, still pending`);
     } else {
+      if (mode === "session") this.supersede(sameCall, call);
       // An agent that makes requests faster than a human decides them (a thousand distinct calls)
       // would bury the human's list and keep as many calls polling the store: past the bound, no
       // new request is made until some are decided or expire.
@@ -240,73 +254,125 @@ export class HumanAsker {
     let lastProgress = Date.now();
     // A call asking again (its one-call approval went to another call) keeps its first hold's end.
     const deadline = holdUntil ?? Date.now() + this.timeoutMs;
-    for (;;) {
-      const req = getRequest(db, id);
-      if (!req) return { error: refuse.authorizationRequired(id, how) };
-      if (req.state !== "pending") {
-        const settled = await this.settled(req, call, subject(id), {
-          cancelled: cutShort(hooks.signal),
-          retry: false,
-        });
-        if (settled) return settled;
-        // Two identical calls joined one request and its one-call grant went to the other: each
-        // call needs its own approval, so this one asks anew at once (the human sees a second
-        // request) rather than wait out its hold on a request that is used up. It is the grant
-        // that is for one call, not the request: a session request approved "--for call" makes
-        // a one-call grant too.
-        if (this.takenByAnother(req)) {
+    this.waiters.set(id, (this.waiters.get(id) ?? 0) + 1);
+    try {
+      for (;;) {
+        const req = getRequest(db, id);
+        if (!req) return { error: refuse.authorizationRequired(id, how) };
+        if (req.state !== "pending") {
+          const settled = await this.settled(req, call, subject(id), {
+            cancelled: cutShort(hooks.signal),
+            retry: false,
+          });
+          if (settled) return settled;
+          // Two identical calls joined one request and its one-call grant went to the other: each
+          // call needs its own approval, so this one asks anew at once (the human sees a second
+          // request) rather than wait out its hold on a request that is used up. It is the grant
+          // that is for one call, not the request: a session request approved "--for call" makes
+          // a one-call grant too.
+          if (this.takenByAnother(req)) {
+            this.o.log.info(
+              `the one-call approval of ${id} went to another call of ${quotedName(call.tool)}; this call asks again`,
+            );
+            return this.ask(call, mode, hooks, deadline);
+          }
+          // A decision that does not verify is no decision: the call keeps waiting.
+        }
+        const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
+        if (ended) return { error: ended };
+        const cancelled = cutShort(hooks.signal);
+        if (cancelled) {
+          // The client gave up, or the gateway answers the call otherwise (a modern client sent to
+          // the console): the request stays pending for a retry. When the connection ends (the
+          // signal's reason says so), the request closes with the run instead.
+          if (cancelled !== "connection-ends") this.leftBy(id);
           this.o.log.info(
-            `the one-call approval of ${id} went to another call of ${quotedName(call.tool)}; this call asks again`,
+            cancelled === "connection-ends"
+              ? `${hooks.signal?.reason}: the call stops waiting; approval request ${id} closes with the agent run`
+              : `the call stopped waiting; approval request ${id} stays pending for a retry`,
           );
-          return this.ask(call, mode, hooks, deadline);
+          return { error: answerCutShort(cancelled, id, how) };
         }
-        // A decision that does not verify is no decision: the call keeps waiting.
-      }
-      const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
-      if (ended) return { error: ended };
-      const cancelled = cutShort(hooks.signal);
-      if (cancelled) {
-        // The client gave up, or the gateway answers the call otherwise (a modern client sent to
-        // the console): the request stays pending for a retry. When the connection ends (the
-        // signal's reason says so), the request closes with the run instead.
-        this.o.log.info(
-          cancelled === "connection-ends"
-            ? `${hooks.signal?.reason}: the call stops waiting; approval request ${id} closes with the agent run`
-            : `the call stopped waiting; approval request ${id} stays pending for a retry`,
-        );
-        return { error: answerCutShort(cancelled, id, how) };
-      }
-      // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
-      if (mode === "session") {
-        const covering = this.parts.coveringNow(call);
-        if (
-          covering &&
-          (await whenUnlocked(
-            () => closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
-            this.waits(call),
-          ))
-        ) {
-          return { grant: covering.grant };
+        // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
+        if (mode === "session") {
+          const covering = this.parts.coveringNow(call);
+          if (
+            covering &&
+            (await whenUnlocked(
+              () =>
+                closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
+              this.waits(call),
+            ))
+          ) {
+            return { grant: covering.grant };
+          }
         }
-      }
-      const now = Date.now();
-      const until = Math.min(deadline, Date.parse(req.expiresAt));
-      if (now >= until) {
-        // Decided, but with nothing this call could use (a decision that did not verify).
-        if (req.state !== "pending") return { error: refuse.approvalUnusable(id) };
-        if (now >= Date.parse(req.expiresAt)) {
-          // not closed yet (the store is locked): the call waits a moment rather than spin on it
-          if (!this.expiry.sweep()) await sleep(this.pollMs, hooks.signal);
-          continue; // read the final state: a decision may have won the race
+        const now = Date.now();
+        const until = Math.min(deadline, Date.parse(req.expiresAt));
+        if (now >= until) {
+          // Decided, but with nothing this call could use (a decision that did not verify).
+          if (req.state !== "pending") return { error: refuse.approvalUnusable(id) };
+          if (now >= Date.parse(req.expiresAt)) {
+            // not closed yet (the store is locked): the call waits a moment rather than spin on it
+            if (!this.expiry.sweep()) await sleep(this.pollMs, hooks.signal);
+            continue; // read the final state: a decision may have won the race
+          }
+          return { error: this.stillPending(req) };
         }
-        return { error: this.stillPending(req) };
+        if (now - lastProgress >= this.progressEveryMs) {
+          progress(`waiting for human approval of ${id}`);
+          lastProgress = now;
+        }
+        await sleep(Math.min(this.pollMs, until - now), hooks.signal);
       }
-      if (now - lastProgress >= this.progressEveryMs) {
-        progress(`waiting for human approval of ${id}`);
-        lastProgress = now;
-      }
-      await sleep(Math.min(this.pollMs, until - now), hooks.signal);
+    } finally {
+      const left = (this.waiters.get(id) ?? 1) - 1;
+      if (left > 0) this.waiters.set(id, left);
+      else this.waiters.delete(id);
     }
+  }
+
+  /** Request `id` was left pending by a call the client cancelled (bounded: the oldest forgotten). */
+  private leftBy(id: string): void {
+    this.leftByClient.delete(id);
+    this.leftByClient.add(id);
+    if (this.leftByClient.size > MAX_LEFT_REMEMBERED) {
+      const oldest = this.leftByClient.values().next().value;
+      if (oldest !== undefined) this.leftByClient.delete(oldest);
+    }
+  }
+
+  /**
+   * A newer call of a tool supersedes this run's pending session requests for the same tool
+   * version whose only calls the client cancelled: each is closed (`cancelled`) with its
+   * `approval_expired` record, so the human is asked once, not once per abandoned call. A host
+   * does this as its user types: one `completion/complete` per keystroke, each cancelling the one
+   * before, each with other arguments (a retry with the same arguments joins its request). Only
+   * requests no call of this gateway waits on, and never per-call ones, whose arguments are what
+   * the human decides. Best effort: a store another process keeps locked leaves them pending.
+   */
+  private supersede(c: SameCall, call: ApprovedCall): void {
+    if (this.leftByClient.size === 0) return;
+    const { db, events, log } = this.o;
+    let rows: ApprovalRequest[];
+    try {
+      rows = pendingOfSameTool(db, c).filter(
+        (r) => this.leftByClient.has(r.request) && !this.waiters.has(r.request),
+      );
+    } catch {
+      return; // the store is closed: the gateway is ending
+    }
+    if (rows.length === 0 || !briefly(db)(() => lockIsFree(db))) return;
+    const reason = `superseded: its call was cancelled by the client, and a newer call of ${quotedName(call.tool)} asks`;
+    for (const req of rows) {
+      this.leftByClient.delete(req.request);
+      events.emit(expiredEvent(req, reason, "the gateway of its run"), () => {
+        const closed = closeRequest(db, req.request, "cancelled", reason);
+        if (closed) log.info(`approval request ${req.request} ${reason}`);
+        return closed;
+      });
+    }
+    events.flush();
   }
 
   /**

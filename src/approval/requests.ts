@@ -339,6 +339,33 @@ export function pendingRequestsOfRun(db: Store, agentRun: string): ApprovalReque
   ).map(toRequest);
 }
 
+/**
+ * The pending requests of this call's tool version under the same run, label, epoch and mode whose
+ * arguments differ from `c.argumentsDigest` (SameCall without the digest's equality): the requests
+ * a newer call of the same tool may supersede (HumanAsker.supersede).
+ */
+export function pendingOfSameTool(db: Store, c: SameCall, now = new Date()): ApprovalRequest[] {
+  return (
+    db
+      .prepare(
+        `SELECT * FROM approval_requests
+          WHERE agent_run = ? AND server_label = ? AND execution_epoch = ? AND tool = ? AND fingerprint = ?
+            AND mode = ? AND arguments_digest != ? AND state = 'pending' AND expires_at > ?
+          ORDER BY created_at, request LIMIT 64`,
+      )
+      .all(
+        c.agentRun,
+        c.serverLabel,
+        c.executionEpoch,
+        c.tool,
+        c.fingerprint,
+        c.mode,
+        c.argumentsDigest,
+        now.toISOString(),
+      ) as RequestDbRow[]
+  ).map(toRequest);
+}
+
 /** Pending requests of one run and label whose time is up, oldest first. */
 export function overdueRequests(db: Store, agentRun: string, serverLabel: string, now = new Date()) {
   return (
