@@ -15,8 +15,8 @@ import { plainIdSpan, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
-import { mayHoldLongInteger, memberWrittenTwice, respelledIntegerLeftIn } from "../util/writtenIntegers.js";
 import type { ReleasedValues } from "../vault/scrub.js";
+import { writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
@@ -211,32 +211,25 @@ export class ServerMessages {
       imitates === null &&
       attributed === null &&
       !mayHideGatewayMarks(msg, text);
-    // An integer that re-serialising would change (`9007199254740993`, `12345678901234567891`):
-    // the answer goes on as written when the gateway rewrites nothing in it and no member is
-    // written twice in any of its objects (then every parser reads the outcome, the error, the
-    // marks the gateway looks for as the gateway did); else the client gets an error in its
-    // place, never another number. initialize's and server/discover's answers, which the gateway
-    // rewrites, go on rewritten. (One regex test of the line in the common case.)
+    // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`): the
+    // answer goes on as written when the gateway rewrites nothing in it (`writtenNumber`); else the
+    // client gets an error in its place, never another number. initialize's and server/discover's
+    // answers, which the gateway rewrites, go on rewritten. (One regex test of the line in the
+    // common case.)
     if (
       !asWritten &&
       text !== undefined &&
       !own &&
       this.p.downstream.sendText !== undefined &&
       entry.method !== "initialize" &&
-      entry.method !== "server/discover" &&
-      mayHoldLongInteger(text)
+      entry.method !== "server/discover"
     ) {
-      const respelled = respelledIntegerLeftIn(text, msg);
-      if (respelled !== null) {
-        if (
-          imitates === null &&
-          attributed === null &&
-          plainIdSpan(text) !== null &&
-          !memberWrittenTwice(text)
-        )
-          asWritten = true;
+      const rewrites = imitates !== null || attributed !== null ? "the gateway rewrites the answer" : null;
+      const written = writtenNumber(text, msg, rewrites, true);
+      if (written !== null) {
+        if (written.cannot === null) asWritten = true;
         else {
-          const reason = `a number in it that the gateway would pass on as another (at ${pathText(respelled.path)}) cannot be passed on as written: ${imitates !== null || attributed !== null ? "the gateway rewrites the answer" : "a member is written twice in one of its objects, or it spans lines"}`;
+          const reason = `a number in it that the gateway would pass on as another (at ${written.where}) cannot be passed on as written: ${written.cannot}`;
           this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${reason}`);
           msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(reason, "server") };
         }
@@ -399,40 +392,31 @@ export class ServerMessages {
       }
       msg = this.p.progress.relayed(msg);
     }
-    // An integer that re-serialising would change, still in what is sent (a cancellation's
-    // requestId the gateway replaced is not): the notification goes on as written when the
-    // gateway rewrote nothing in it and no member is written twice in any of its objects; else it
-    // is dropped with a log line, never passed on with another number. (One regex test of the
-    // line in the common case.)
+    // A number that re-serialising would change, still in what is sent (a cancellation's
+    // requestId the gateway replaced is not): the notification goes on as written when the gateway
+    // rewrote nothing in it (`writtenNumber`); else it is dropped with a log line, never passed on
+    // with another number. (One regex test of the line in the common case.)
     const down = this.p.downstream;
-    if (down.sendText !== undefined && mayHoldLongInteger(text)) {
-      const respelled = respelledIntegerLeftIn(text, msg);
-      if (respelled !== null) {
-        if (msg === read && !/[\r\n]/.test(text) && !memberWrittenTwice(text)) {
+    if (down.sendText !== undefined) {
+      const written = writtenNumber(
+        text,
+        msg,
+        msg === read ? null : "the gateway rewrites the notification",
+        false,
+      );
+      if (written !== null) {
+        if (written.cannot === null) {
           down.sendText(text);
           return;
         }
         this.p.log.warn(
-          `dropped the server's ${this.p.quote(msg.method)}: a number in it that the gateway would pass on as another (at ${pathText(respelled.path)}) cannot be passed on as written (${msg === read ? "a member is written twice in one of its objects, or it spans lines" : "the gateway rewrites the notification"})`,
+          `dropped the server's ${this.p.quote(msg.method)}: a number in it that the gateway would pass on as another (at ${written.where}) cannot be passed on as written (${written.cannot})`,
         );
         return;
       }
     }
     down.send(msg);
   }
-}
-
-/** Where a value lies in a message, for a log line or an error: `result.structuredContent.id`, `params.data[1]`. */
-function pathText(path: (string | number)[]): string {
-  let out = "";
-  for (const p of path)
-    out +=
-      typeof p === "number"
-        ? `[${p}]`
-        : /^[A-Za-z_$][\w$]*$/.test(p)
-          ? `${out ? "." : ""}${p}`
-          : `[${JSON.stringify(p.length > 40 ? `${p.slice(0, 40)}…` : p)}]`;
-  return out === "" ? "the top" : out;
 }
 
 /**
