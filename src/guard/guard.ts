@@ -317,7 +317,8 @@ function respelledSentence(r: RespelledInteger): string {
     r.written.length > 40 ? `${r.written.slice(0, 40)}… (${r.written.length} characters)` : r.written;
   return (
     `${subject} the number ${shown}, which the gateway reads as a double and would forward as another ` +
-    "number: send at most 15 significant digits, or send it as a string if the tool takes one."
+    "number: send at most 15 significant digits and nothing nearer 0 than 1e-307 (0 itself is fine), or " +
+    "send it as a string if the tool takes one."
   );
 }
 

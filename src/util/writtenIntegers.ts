@@ -3,9 +3,10 @@
  * message with JSON.parse (doubles) and sends what it read, re-serialised: an integer literal
  * beyond 2^53 is rounded (`9007199254740993` goes out as `9007199254740992`), one that is a
  * double exactly is written by its shortest digits (`12345678901234567168` goes out as
- * `12345678901234567000`, `10000000000000000000000` as `1e+22`), and a decimal of more
+ * `12345678901234567000`, `10000000000000000000000` as `1e+22`), a decimal of more
  * significant digits than a double holds is rounded too (`12345678901234.567` goes out as
- * `12345678901234.566`). A server that reads numbers exactly (Python's int or Decimal, Rust's
+ * `12345678901234.566`), and so is a number so small that it reads as 0 or as a subnormal double
+ * (`1e-400` goes out as `0`, `1.23456e-320` as `1.2347e-320`). A server that reads numbers exactly (Python's int or Decimal, Rust's
  * u64, Go's json.Number, Java's BigDecimal) would act on another number than the one its client
  * asked for, under a digest and an approval of the gateway's reading. The file keeps its name
  * from the integers it first looked for.
@@ -18,16 +19,23 @@ export interface RespelledInteger {
 }
 
 /**
- * A number of 15 significant digits or fewer is written back as the same value (a double holds
- * every such decimal, and its shortest spelling reads back as it), so only a number token of 16
- * digits or more, with its decimal point, can be respelled: a run of 16 digits and points.
- * (A number so small that it reads as 0 or a subnormal is not looked for: see docs/security.md.)
+ * The rule: a number token is respelled when the number JSON.stringify writes for the double
+ * JSON.parse read is not the token's exact decimal value (`decimalValue` of each). A number of 15
+ * significant digits or fewer within the normal range of doubles (from about 2.2e-308) is written
+ * back as the same value (a double holds every such decimal, and its shortest spelling reads back
+ * as it), so only two kinds of token can be respelled: one of 16 digits or more, with its decimal
+ * point (a run of 16 digits and points), and one below the normal range, which a token of fewer
+ * than 16 such characters reaches only with an exponent of -100 or less (`e-` and three digits:
+ * a mantissa of 15 characters is at least 1e-13). Zero however written (`-0.0e-999`) is 0 exactly,
+ * and goes out as `0`: the same number.
  */
-const LONG_DIGITS = /[0-9.]{16}/;
+const LONG_DIGITS = /[0-9.]{16}|[eE]-[0-9]{3}/;
+const TINY_EXPONENT = /[eE]-[0-9]{3}/;
 
 /**
- * Whether `text` holds a run of 16 digits (and decimal points) anywhere: when it does not (nearly
- * every message), no number in it can be respelled, and nothing else is looked for.
+ * Whether `text` holds a run of 16 digits (and decimal points) or an exponent of three digits
+ * after `e-` anywhere: when it does not (nearly every message), no number in it can be respelled,
+ * and nothing else is looked for.
  */
 export function mayHoldLongInteger(text: string): boolean {
   return LONG_DIGITS.test(text);
@@ -159,7 +167,7 @@ function respelledReads(text: string): Map<number, Written> | null {
     }
     const token = text.slice(i, j);
     i = j - 1;
-    if (token.length < 16) continue;
+    if (token.length < 16 && !TINY_EXPONENT.test(token)) continue;
     const read = Number(token);
     // beyond the range of doubles: refused as such where it matters (src/util/canonical.ts)
     if (!Number.isFinite(read)) continue;
