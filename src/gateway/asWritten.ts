@@ -1,5 +1,7 @@
 import { plainIdSpan } from "../relay/rawSplice.js";
 import { mayHoldLongInteger, memberWrittenTwice, respelledIntegerLeftIn } from "../util/writtenIntegers.js";
+import type { Downstream } from "./downstream.js";
+import { SUBSCRIPTION_ID_META } from "./protocol.js";
 
 /** A server's message holding a number that re-serialising would change: where, and whether it may go as written. */
 export interface WrittenNumber {
@@ -46,4 +48,20 @@ export function pathText(path: (string | number)[]): string {
           ? `${out ? "." : ""}${p}`
           : `[${JSON.stringify(p.length > 40 ? `${p.slice(0, 40)}…` : p)}]`;
   return out === "" ? "the top" : out;
+}
+
+/**
+ * Why `down` writes `msg` again itself, whatever text it is given: it names a subscription and the
+ * transport writes the client's own subscription id there (HTTP). Null when it does not.
+ */
+export function transportRewrites(down: Downstream, msg: unknown): string | null {
+  if (!down.rewritesSubscriptionIds) return null;
+  const m = msg as { params?: { _meta?: unknown }; result?: { _meta?: unknown } };
+  const named = (meta: unknown) =>
+    typeof meta === "object" &&
+    meta !== null &&
+    (meta as Record<string, unknown>)[SUBSCRIPTION_ID_META] !== undefined;
+  return named(m.params?._meta) || named(m.result?._meta)
+    ? "it names a subscription, whose id the client's HTTP session writes back"
+    : null;
 }

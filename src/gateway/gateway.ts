@@ -1100,6 +1100,7 @@ function scrubbedErrors(down: Downstream, released: ReleasedValues): Downstream 
   return {
     send: (msg) => down.send(released.size > 0 ? scrubbedError(msg, released) : msg),
     ...(sendText ? { sendText: (text: string) => sendText.call(down, text) } : {}),
+    ...(down.rewritesSubscriptionIds ? { rewritesSubscriptionIds: true } : {}),
     close: () => down.close(),
     get clientIds() {
       return down.clientIds;

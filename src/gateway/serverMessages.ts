@@ -16,7 +16,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { writtenNumber } from "./asWritten.js";
+import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
@@ -204,27 +204,26 @@ export class ServerMessages {
     // relayed as written only when the gateway neither rewrites it (initialize, an error that
     // passes for the gateway's) nor acts on or records what it read in it (what a server says it
     // supports; a call's outcome): the gateway and the client must read the same message
+    const handshake = entry.method === "initialize" || entry.method === "server/discover";
+    const transport = transportRewrites(this.p.downstream, msg);
     let asWritten =
-      entry.method !== "initialize" &&
-      entry.method !== "server/discover" &&
+      !handshake &&
       !entry.intent &&
       imitates === null &&
       attributed === null &&
+      transport === null &&
       !mayHideGatewayMarks(msg, text);
-    // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`): the
-    // answer goes on as written when the gateway rewrites nothing in it (`writtenNumber`); else the
+    // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`,
+    // `1e-400`): the answer goes on as written when nothing rewrites it (`writtenNumber`); else the
     // client gets an error in its place, never another number. initialize's and server/discover's
-    // answers, which the gateway rewrites, go on rewritten. (One regex test of the line in the
+    // results are rewritten (listChanged advertised, tasks taken out): one holding such a number
+    // becomes an error too, and their errors go as written. (One regex test of the line in the
     // common case.)
-    if (
-      !asWritten &&
-      text !== undefined &&
-      !own &&
-      this.p.downstream.sendText !== undefined &&
-      entry.method !== "initialize" &&
-      entry.method !== "server/discover"
-    ) {
-      const rewrites = imitates !== null || attributed !== null ? "the gateway rewrites the answer" : null;
+    if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
+      const rewrites =
+        imitates !== null || attributed !== null || (handshake && msg.result !== undefined)
+          ? "the gateway rewrites the answer"
+          : transport;
       const written = writtenNumber(text, msg, rewrites, true);
       if (written !== null) {
         if (written.cannot === null) asWritten = true;

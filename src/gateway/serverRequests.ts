@@ -10,9 +10,10 @@ import {
   type Request,
   type Response,
 } from "../relay/jsonrpc.js";
-import { serializeWithId, writtenIdOf } from "../relay/rawSplice.js";
+import { plainIdSpan, serializeWithId, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
+import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
 import { attributedElicitation } from "./serverWords.js";
 import { preview } from "./text.js";
@@ -92,7 +93,32 @@ export class ServerRequests {
       this.p.log.warn(
         "the server's elicitation/create speaks as portcullis: the client is told it is the server's",
       );
-    this.p.downstream.send({ ...msg, id: wire, ...(params !== null ? { params } : {}) });
+    const sent = { ...msg, id: wire, ...(params !== null ? { params } : {}) };
+    // A number that re-serialising would change (`9007199254740993`, `1e-400`): the request goes
+    // to the client as the server wrote it, under the gateway's id, when nothing rewrites it
+    // (`writtenNumber`, the rule answers and notifications follow); else the server is told no and
+    // the client never sees it with another number. (One regex test of the line in the common case.)
+    const down = this.p.downstream;
+    if (down.sendText !== undefined) {
+      const rewrites = params !== null ? "the gateway rewrites the request" : transportRewrites(down, msg);
+      const number = writtenNumber(text, sent, rewrites, true);
+      if (number !== null) {
+        const span = number.cannot === null ? plainIdSpan(text) : null;
+        if (span !== null) {
+          down.sendText(spliceId(text, span, String(wire)));
+          return;
+        }
+        this.atClient.delete(wire, key);
+        const reason = `a number in it that the gateway would pass on as another (at ${number.where}) cannot be passed on as written: ${number.cannot}`;
+        this.p.log.warn(`refused a ${preview(msg.method)} request of the server: ${reason}`);
+        this.reply(
+          errorResponse(msg.id, INTERNAL_ERROR, `This request was not sent to the client: ${reason}.`),
+          written,
+        );
+        return;
+      }
+    }
+    down.send(sent);
   }
 
   /**

@@ -98,6 +98,8 @@ export const DELIVERED_GRACE_MS = 10_000;
  */
 export class HttpSession implements Downstream {
   hooks: SessionHooks | null = null;
+  /** a message naming a subscription gets the client's own id there (`restore`): never sent as text */
+  readonly rewritesSubscriptionIds = true;
   lastUsed = Date.now();
   private nextWire = 1;
   private nextStream = 1;
@@ -350,9 +352,9 @@ export class HttpSession implements Downstream {
    * As `send`, for a message the gateway passes on as the server wrote it (an answer with its id
    * put back, a notification): sent as that text, so what the gateway could not write again
    * exactly (an integer beyond 2^53) reaches the client as written. Read here only to find where
-   * it goes; one that names a subscription (whose id this session writes back), an answer to
-   * `initialize` (whose version the session keeps), or text whose id cannot be put back in place
-   * is sent as read.
+   * it goes, and, of an answer to `initialize`, the version the session keeps; one that names a
+   * subscription (whose id this session writes back: the gateway sends none such as text), or
+   * text whose id cannot be put back in place, is sent as read.
    */
   sendText(text: string): void {
     if (this.ended) return;
@@ -368,9 +370,14 @@ export class HttpSession implements Downstream {
       const ex = typeof msg.id === "number" ? this.exchanges.get(msg.id) : undefined;
       if (!ex) return; // answers a request this session no longer holds
       const span = plainIdSpan(text);
-      if (ex.wire === this.initializeWire || span === null) {
+      if (span === null) {
         this.send(msg);
         return;
+      }
+      if (ex.wire === this.initializeWire) {
+        this.initializeWire = null;
+        const v = msg.result?.protocolVersion;
+        if (typeof v === "string") this.negotiated = v;
       }
       this.forget(ex);
       this.deliver(ex, spliceId(text, span, JSON.stringify(ex.clientId)), true);
