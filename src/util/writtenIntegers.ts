@@ -25,16 +25,16 @@ export interface RespelledInteger {
  * back as the same value (a double holds every such decimal, and its shortest spelling reads back
  * as it), so only two kinds of token can be respelled: one of 16 digits or more, with its decimal
  * point (a run of 16 digits and points), and one below the normal range, which a token of fewer
- * than 16 such characters reaches only with an exponent of -100 or less (`e-` and three digits:
- * a mantissa of 15 characters is at least 1e-13). Zero however written (`-0.0e-999`) is 0 exactly,
+ * than 16 such characters reaches only with an exponent of -100 or less (a digit, `e-` and three
+ * digits: a mantissa of 15 characters is at least 1e-13; `release-2024` in a string is not one). Zero however written (`-0.0e-999`) is 0 exactly,
  * and goes out as `0`: the same number.
  */
-const LONG_DIGITS = /[0-9.]{16}|[eE]-[0-9]{3}/;
-const TINY_EXPONENT = /[eE]-[0-9]{3}/;
+const LONG_DIGITS = /[0-9.]{16}|[0-9][eE]-[0-9]{3}/;
+const TINY_EXPONENT = /[0-9][eE]-[0-9]{3}/;
 
 /**
- * Whether `text` holds a run of 16 digits (and decimal points) or an exponent of three digits
- * after `e-` anywhere: when it does not (nearly every message), no number in it can be respelled,
+ * Whether `text` holds a run of 16 digits (and decimal points), or a digit followed by `e-` and
+ * three digits, anywhere: when it does not (nearly every message), no number in it can be respelled,
  * and nothing else is looked for.
  */
 export function mayHoldLongInteger(text: string): boolean {

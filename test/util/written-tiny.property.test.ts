@@ -62,9 +62,10 @@ describe("respelledIntegerIn, numbers that read as 0 or a subnormal", () => {
     expect(respelledIntegerIn('{"s":"1e-400"}', { s: "1e-400" })).toBeNull();
   });
 
-  it("the prefilter lets through nothing but a 16-run of digits and points, or an exponent of -100 and smaller", () => {
+  it("the prefilter lets through nothing but a 16-run of digits and points, or a digit and an exponent of -100 and smaller", () => {
     expect(mayHoldLongInteger('{"a":1e-99,"b":"x"}')).toBe(false);
     expect(mayHoldLongInteger('{"a":1e-100}')).toBe(true);
     expect(mayHoldLongInteger('{"a":1.5e+300}')).toBe(false);
+    expect(mayHoldLongInteger('{"name":"release-2024","a":1}')).toBe(false);
   });
 });
