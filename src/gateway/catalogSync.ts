@@ -12,6 +12,7 @@ import {
 import type { Response } from "../relay/jsonrpc.js";
 import { briefly, type Store, whenUnlocked } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
+import { seconds } from "../util/duration.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { redactSchemaDefaults } from "../util/redact.js";
@@ -102,6 +103,18 @@ export const RELIST_RETRY_MAX_MS = 30_000;
  */
 export const CATALOG_TIMEOUT_MS = 30_000;
 const catalogTimeoutMs = (): number => envMs("PORTCULLIS_CATALOG_TIMEOUT_MS", CATALOG_TIMEOUT_MS);
+
+/**
+ * How long one catalog fetch (every page of its tools/list, one after the other) may take: 2 min,
+ * or PORTCULLIS_CATALOG_DEADLINE_MS (tests shorten it; read at each fetch). Each page keeps its
+ * own CATALOG_TIMEOUT_MS, cut short to what is left of the deadline. Past it, the page under way is
+ * given up on (cancelled at the server, as at its own timeout) and the fetch fails like any other
+ * (`server "LABEL" did not list its tools within 120 s …: N pages of tools/list read`). Without it,
+ * a server answering each of MAX_PAGES pages just under the page timeout held the catalog, and
+ * every list and call waiting for it, for over eight hours.
+ */
+export const CATALOG_DEADLINE_MS = 120_000;
+const catalogDeadlineMs = (): number => envMs("PORTCULLIS_CATALOG_DEADLINE_MS", CATALOG_DEADLINE_MS);
 
 /** At most this much of the server's own error message is kept in the failure it explains. */
 const SERVER_MESSAGE_CHARS = 200;
@@ -397,9 +410,25 @@ export class CatalogSync {
     // entries without a string name: not kept, said once per fetch with their number (a page may
     // hold millions of them, and a line each queued them all on stderr, in the gateway's memory)
     let nameless = 0;
+    const deadlineMs = catalogDeadlineMs();
+    const deadline = Date.now() + deadlineMs;
+    const overdue = () =>
+      new Error(
+        `server ${JSON.stringify(this.p.label)} did not list its tools within ${seconds(deadlineMs)} (the deadline of one catalog fetch): ${pages} ${pages === 1 ? "page" : "pages"} of tools/list read, ${tools.length} tools so far`,
+      );
     for (;;) {
       const params = cursor === undefined ? {} : { cursor };
-      const res = await this.p.request(gen, "tools/list", params, catalogTimeoutMs());
+      const left = deadline - Date.now();
+      if (left <= 0) throw overdue();
+      const pageMs = catalogTimeoutMs();
+      let res: Response | null;
+      try {
+        res = await this.p.request(gen, "tools/list", params, Math.max(1, Math.min(pageMs, left)));
+      } catch (e) {
+        // the page was given up on at what was left of the deadline, not at its own timeout
+        if (left < pageMs) throw overdue();
+        throw e;
+      }
       if (!res) return null;
       if (res.error) {
         const said = res.error.message;
