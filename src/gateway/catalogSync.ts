@@ -132,8 +132,6 @@ export class CatalogSync {
   snapshot: CatalogSnapshot | null = null;
   validator: ArgumentValidator | null = null;
   revision: number | null = null;
-  /** fields of the server's tools/list result besides tools and nextCursor (modern: resultType, cacheScope, _meta) */
-  envelope: Record<string, unknown> = {};
   private fetchedFrom: Generation | null = null;
   private refreshing = false;
   /** one more fetch asked for while one runs (a list_changed flood collapses into it) */
@@ -299,7 +297,7 @@ export class CatalogSync {
     const relist = this.isRelist(gen);
     this.attempting(gen);
     try {
-      const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0, envelope: {} };
+      const fetched = serverHasTools ? await this.fetchAll(gen) : { tools: [], pages: 0 };
       if (!fetched || !this.p.isCurrent(gen)) return;
       this.p.settle(gen);
       if (this.failed?.gen === gen) this.failed = null;
@@ -311,7 +309,6 @@ export class CatalogSync {
       // the record waited for the store: the generation may have ended meanwhile (recorded all
       // the same, the revision being that epoch's; served only while it is current)
       if (changed === null) return;
-      this.envelope = fetched.envelope;
       if (relist) this.paceRelist(gen, changed);
       // (apply told the client when the served revision changed)
       this.retried(gen, before !== null && before !== this.revision);
@@ -398,11 +395,14 @@ export class CatalogSync {
     );
   }
 
-  private async fetchAll(
-    gen: Generation,
-  ): Promise<{ tools: Tool[]; pages: number; envelope: Record<string, unknown> } | null> {
+  /**
+   * Every page of `gen`'s tools/list: its tools, nothing else of the results. The other members
+   * of a result (2026-07-28: `_meta`, `cacheScope`, `ttlMs`, `resultType`, whatever a later revision
+   * adds) are not covered by the catalog's fingerprint, so none of them is kept or served: the
+   * list the client gets is the gateway's (guardedRequests.ts, serveToolsList).
+   */
+  private async fetchAll(gen: Generation): Promise<{ tools: Tool[]; pages: number } | null> {
     const tools: Tool[] = [];
-    let envelope: Record<string, unknown> = {};
     const cursors = new Set<string>();
     let cursor: string | undefined;
     let pages = 0;
@@ -438,10 +438,6 @@ export class CatalogSync {
       const result = res.result as { tools?: unknown; nextCursor?: unknown } | undefined;
       if (!result || !Array.isArray(result.tools))
         throw new Error("the server's tools/list result has no tools array");
-      if (pages === 0) {
-        const { tools: _t, nextCursor: _n, ...rest } = result as Record<string, unknown>;
-        envelope = rest;
-      }
       pages++;
       for (const t of result.tools) {
         if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") {
@@ -470,7 +466,7 @@ export class CatalogSync {
       this.p.log.warn(
         `ignored ${nameless} ${nameless === 1 ? "entry" : "entries"} without a string name in the server's tools/list`,
       );
-    return { tools, pages, envelope };
+    return { tools, pages };
   }
 
   /** Counts a re-list of `gen` against its pacing, and says on stderr when the pacing starts or stops it. */

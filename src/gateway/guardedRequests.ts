@@ -308,9 +308,13 @@ export class GuardedRequests {
     if (catalog.revision !== null) {
       session.listed(catalog.revision, snapshot);
     }
-    // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed.
+    // The list is the gateway's: nothing of the server's results but the tools (whose fingerprint
+    // the revision is) reaches the client, not their `_meta`, `cacheScope` or any member a later
+    // revision adds, none of which the revision covers (docs/catalog.md, "What is served").
+    // Modern clients cache a list for ttlMs: 0 makes them re-list whenever we say it changed; it
+    // was verified for this session, so it is no list to share across principals ("private").
     const envelope =
-      session.era === "modern" ? { ...catalog.envelope, resultType: "complete", ttlMs: 0 } : {};
+      session.era === "modern" ? { resultType: "complete", ttlMs: 0, cacheScope: "private" } : {};
     this.p.downstream.send({
       jsonrpc: "2.0",
       id: msg.id,
