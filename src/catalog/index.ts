@@ -13,6 +13,7 @@ export {
   listRevisions,
   recordedLabels,
   recordRevision,
+  revisionFingerprint,
   type StoredRevision,
 } from "./revisions.js";
 export { shownDiff } from "./shownDiff.js";

@@ -66,7 +66,9 @@ export function recordRevision(
   previous: { revision: number; fingerprint: string; tools: Tool[] } | null;
 } {
   const run = db.transaction(() => {
-    const latest = latestRow(db, serverLabel);
+    // the latest inventory is read (and parsed) only when it is asked for: a caller that records
+    // does not always want it, and a large catalog's is megabytes
+    const latest = latestFingerprint(db, serverLabel);
     if (latest && latest.fingerprint === snap.fingerprint) {
       return { revision: latest.revision, changed: false, previous: null };
     }
@@ -85,16 +87,35 @@ export function recordRevision(
     return {
       revision,
       changed: true,
-      previous: latest
-        ? {
-            revision: latest.revision,
-            fingerprint: latest.fingerprint,
-            tools: JSON.parse(latest.tools_json) as Tool[],
-          }
-        : null,
+      previous: latest ? storedTools(db, serverLabel, latest) : null,
     };
   });
   return run.immediate();
+}
+
+/**
+ * `{revision, fingerprint, tools}` of a stored revision whose `tools` are read from the store and
+ * parsed when first asked for (an enumerable getter: a copy or a comparison reads them). A
+ * revision's row never changes once written.
+ */
+function storedTools(
+  db: Store,
+  serverLabel: string,
+  r: { revision: number; fingerprint: string },
+): { revision: number; fingerprint: string; tools: Tool[] } {
+  let tools: Tool[] | undefined;
+  return Object.defineProperty({ revision: r.revision, fingerprint: r.fingerprint }, "tools", {
+    enumerable: true,
+    get: () => {
+      tools ??= JSON.parse(
+        db
+          .prepare("SELECT tools_json FROM catalog_revisions WHERE server_label = ? AND revision = ?")
+          .pluck()
+          .get(serverLabel, r.revision) as string,
+      ) as Tool[];
+      return tools;
+    },
+  }) as { revision: number; fingerprint: string; tools: Tool[] };
 }
 
 export function getRevision(db: Store, serverLabel: string, revision: number): StoredRevision | null {
@@ -102,6 +123,15 @@ export function getRevision(db: Store, serverLabel: string, revision: number): S
     .prepare(`SELECT ${COLUMNS} FROM catalog_revisions WHERE server_label = ? AND revision = ?`)
     .get(serverLabel, revision) as Row | undefined;
   return row ? fromRow(row) : null;
+}
+
+/** A stored revision's fingerprint, without reading its inventory; null when there is none. */
+export function revisionFingerprint(db: Store, serverLabel: string, revision: number): string | null {
+  const fp = db
+    .prepare("SELECT fingerprint FROM catalog_revisions WHERE server_label = ? AND revision = ?")
+    .pluck()
+    .get(serverLabel, revision) as string | undefined;
+  return fp ?? null;
 }
 
 /** The latest revision's number and fingerprint, without reading its inventory. */

@@ -6,6 +6,7 @@ import {
   getRevision,
   latestFingerprint,
   recordRevision,
+  revisionFingerprint,
   snapshotOf,
   type Tool,
 } from "../catalog/index.js";
@@ -521,7 +522,14 @@ export class CatalogSync {
       if (latest?.fingerprint === snap.fingerprint)
         return { revision: latest.revision, changed: false, previous: null };
       const revision = (latest?.revision ?? 0) + 1;
-      const stored = latest ? getRevision(store, label, latest.revision) : null;
+      // the revision served until now is usually the latest: its tools are at hand, and the
+      // stored inventory (12 MB for a large catalog) need not be read and parsed again
+      const stored =
+        latest && served?.fingerprint === latest.fingerprint
+          ? { revision: latest.revision, fingerprint: latest.fingerprint, tools: served.tools }
+          : latest
+            ? getRevision(store, label, latest.revision)
+            : null;
       const previous = stored
         ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
         : null;
@@ -543,7 +551,8 @@ export class CatalogSync {
         // not written (the sink said why): stored below, as before
         break;
       }
-      if (wrote && getRevision(store, label, revision)?.fingerprint === snap.fingerprint)
+      // (its fingerprint only: reading the row whole parsed the inventory just written again)
+      if (wrote && revisionFingerprint(store, label, revision) === snap.fingerprint)
         return { revision, changed: true, previous };
       if (!raced) break;
     }

@@ -6,5 +6,11 @@
  * goes through it.
  */
 export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  // A key found nowhere on the object or its prototypes (no setter, no entry to keep the
+  // attributes of) is made by an assignment exactly as defineProperty makes it, many times
+  // faster: defineProperty on every key of a copy (a 12 MB catalog's redacted inventory, its
+  // audit record) cost seconds of a re-list. Any other key ("__proto__", "constructor", one the
+  // object has) is defined.
+  if (key !== "__proto__" && !(key in obj)) obj[key] = value;
+  else Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }

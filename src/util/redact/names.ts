@@ -52,9 +52,29 @@ function words(name: string): string[] {
  */
 const LONGEST_NAME_READ = 1024;
 
+/**
+ * The answers of isSecretName for names read lately: a diff or a redaction of a large catalog asks
+ * about the same few property names for every tool (10,000 tools of 30 properties: 600,000
+ * questions, a second of a re-list spent splitting names into words). Emptied when full.
+ */
+const secretNames = new Map<string, boolean>();
+const SECRET_NAMES_KEPT = 4096;
+/** (a longer name is read each time: the cache stays under a few MB) */
+const NAME_KEPT = 256;
+
 /** True when a key, flag or variable name says its value is a secret. */
 export function isSecretName(name: string): boolean {
   if (name.length > LONGEST_NAME_READ) return true;
+  if (name.length > NAME_KEPT) return readSecretName(name);
+  const known = secretNames.get(name);
+  if (known !== undefined) return known;
+  const secret = readSecretName(name);
+  if (secretNames.size >= SECRET_NAMES_KEPT) secretNames.clear();
+  secretNames.set(name, secret);
+  return secret;
+}
+
+function readSecretName(name: string): boolean {
   const flat = name.toLowerCase().replace(/[^a-z0-9]/g, "");
   if (flat === "" || NOT_SECRET.has(flat)) return false;
   if (SECRET_FRAGMENTS.some((f) => flat.includes(f))) return true;
