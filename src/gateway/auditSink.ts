@@ -1,5 +1,6 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy } from "../store/db.js";
+import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, storeFailure } from "../store/db.js";
+import { storeAdvice } from "../store/storeAdvice.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -224,7 +225,7 @@ export function auditSink(
           });
           q.done?.resolve(written !== null);
         } catch (e) {
-          if (q.done) q.done.reject(e as Error);
+          if (q.done) q.done.reject(fileProblem(e));
           else log.warn(`audit: cannot record ${q.event.type}: ${(e as Error).message}`);
         }
       }
@@ -346,4 +347,16 @@ function lone(batch: Queued[]): boolean {
   let durable = 0;
   for (const q of batch) if (q.done && ++durable > 1) return false;
   return durable === 1;
+}
+
+/**
+ * A write the file system refused (the disk full, the file size limit reached, a read-only file)
+ * as the store's sentence and the one thing to do, which a refused call's reason then says (SQLite
+ * says only "database or disk is full" or "disk I/O error"); any other failure as it is.
+ */
+function fileProblem(e: unknown): Error {
+  const failure = storeFailure(e);
+  if (failure && ["disk-full", "file-size-limit", "read-only"].includes(failure.reason))
+    return new Error(`${failure.message} To fix it: ${storeAdvice(failure)}.`);
+  return e as Error;
 }

@@ -27,6 +27,7 @@ export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {
   dead,
   descriptorOf,
+  fileSizeLimit,
   ownPlace,
   type ProcessPlace,
   parseProcStat,

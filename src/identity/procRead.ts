@@ -226,3 +226,15 @@ export function ownPlace(): ProcessPlace {
   }
   return ownPlaceCache;
 }
+
+/**
+ * This process's file size limit in bytes (RLIMIT_FSIZE, the soft one: `ulimit -f`), from
+ * /proc/self/limits; null when there is none ("unlimited") or it cannot be read (not Linux).
+ */
+export function fileSizeLimit(): number | null {
+  const text = readProcFile("/proc/self/limits");
+  const line = text?.split("\n").find((l) => l.startsWith("Max file size"));
+  const soft = line?.slice("Max file size".length).trim().split(" ")[0];
+  const limit = Number(soft);
+  return soft && Number.isSafeInteger(limit) ? limit : null;
+}

@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
+import { fileSizeLimit } from "../identity/proc.js";
 import { envMs } from "../util/envMs.js";
 import { fileProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
@@ -391,7 +392,19 @@ function storeError(path: string, e: unknown): unknown {
       "not-a-database",
     );
   if (code.startsWith("SQLITE_CORRUPT")) return why("is damaged (SQLite reports corruption).", "damaged");
-  if (code === "SQLITE_FULL" || code === "ENOSPC")
+  // A write past the process's file size limit (EFBIG) is SQLite's SQLITE_FULL when part of it
+  // went through, else an input/output error: said as the limit, not a full or failing disk.
+  if (code === "SQLITE_FULL" || code === "ENOSPC" || code === "EFBIG" || code.startsWith("SQLITE_IOERR")) {
+    const limit = fileSizeLimitReached(path);
+    if (limit !== null)
+      return why(
+        `cannot be written: one of its files would grow past this process's file size limit (ulimit -f: ${limit} bytes).`,
+        "file-size-limit",
+      );
+  }
+  // SQLITE_IOERR_SHMSIZE: the -shm file could not be extended (a full disk; before, it was taken
+  // for a -wal deleted under a process, below, as the -shm file is there and the -wal empty)
+  if (code === "SQLITE_FULL" || code === "ENOSPC" || code === "SQLITE_IOERR_SHMSIZE")
     return why("cannot be written: the disk is full.", "disk-full");
   if (code.startsWith("SQLITE_READONLY") || code === "EROFS")
     return why("cannot be written (the file, or its directory, is read-only).", "read-only", "read-only");
@@ -429,6 +442,25 @@ function storeError(path: string, e: unknown): unknown {
     );
   if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`, "other");
   return e;
+}
+
+/**
+ * This process's file size limit (RLIMIT_FSIZE, soft), when one of the store's files (the
+ * database, its -wal or -shm) is within 64 KiB of it: a write past it fails (EFBIG). Null without
+ * a limit, or where it cannot be read (not Linux).
+ */
+function fileSizeLimitReached(path: string): number | null {
+  const limit = fileSizeLimit();
+  if (limit === null) return null;
+  const size = (file: string): number => {
+    try {
+      return statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+    } catch {
+      return 0;
+    }
+  };
+  const largest = Math.max(size(path), size(`${path}-wal`), size(`${path}-shm`));
+  return largest + 65536 >= limit ? limit : null;
 }
 
 /**

@@ -33,6 +33,8 @@ export function storeAdvice(e: StoreError): string {
       return `make it and its directory writable by their owner (chmod u+w ${f} ${d}; on a read-only file system, remount it read-write)`;
     case "disk-full":
       return `free space on the file system that holds ${dir} (df -h ${d} shows what is left)`;
+    case "file-size-limit":
+      return "raise the file size limit of the shell or service that starts portcullis (ulimit -f unlimited; under systemd, LimitFSIZE=infinity), then run it again from there";
     case "log-deleted":
     case "files-replaced":
       return `end every portcullis process that had the store open then (portcullis status lists the gateways; fuser ${f} lists every process), then run doctor again`;

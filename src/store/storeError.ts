@@ -33,6 +33,7 @@ export type StoreCause =
   | "older-schema"
   | "read-only"
   | "disk-full"
+  | "file-size-limit"
   | "log-deleted"
   | "files-replaced"
   | "io-error"
