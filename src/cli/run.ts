@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statfsSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { commandLineServer, resolveServer, type ServerConfig } from "../config/config.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
@@ -176,8 +176,9 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
  * server launched over stdio whose spawn needs nothing from the store. One with credentials gets
  * placeholders and, at each spawn, released values or an egress proxy's variables; an HTTP
  * front launches one server per session; a remote server is no process of ours. Not when the
- * gateway will refuse to start for want of a keyring or of a store it can write: it refuses those
- * before any server runs. A store that fails later (damaged, say) ends the server unused.
+ * gateway will refuse to start for want of a keyring or of a store it can write (read-only, or on
+ * a disk with less than EARLY_FREE_BYTES left): it refuses those before any server runs. A store
+ * that fails later (damaged, say) ends the server unused.
  */
 function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): boolean {
   if (server.remote || listen || server.credentialSpecs.length > 0 || server.egress !== undefined)
@@ -185,8 +186,28 @@ function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): b
   // what the gateway refuses before any server runs: no keyring, a store it cannot write
   const store = join(stateDir, STORE_FILE);
   return (
-    existsSync(join(stateDir, KEYRING_FILE)) && writable(stateDir) && (!existsSync(store) || writable(store))
+    existsSync(join(stateDir, KEYRING_FILE)) &&
+    writable(stateDir) &&
+    (!existsSync(store) || writable(store)) &&
+    roomFor(stateDir)
   );
+}
+
+/**
+ * Free space below which no server is spawned early: the store's first write (its -shm file's
+ * 32 KiB, the -wal's first frames) could fail for want of it, and the server would have run for
+ * nothing (test/store/hostile-disk-full.test.ts).
+ */
+const EARLY_FREE_BYTES = 1 << 20;
+
+/** Whether the file system holding `dir` has EARLY_FREE_BYTES left for this user (true when unknown). */
+function roomFor(dir: string): boolean {
+  try {
+    const fs = statfsSync(dir);
+    return fs.bavail * fs.bsize >= EARLY_FREE_BYTES;
+  } catch {
+    return true;
+  }
 }
 
 /** Nothing at `path` (and not: a path this user may not look at, which resolveStateDir says). */
