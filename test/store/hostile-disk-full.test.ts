@@ -6,17 +6,7 @@
 // space is back; a call in flight when the disk fills is closed once; every command said the disk
 // is full (never a deleted -wal, never a stack trace) and exits 2; `vault set` keeps the old
 // value; the chain verifies afterwards. Real processes throughout.
-import { spawnSync } from "node:child_process";
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditActivity } from "../helpers/approvals.js";
@@ -25,60 +15,13 @@ import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { smallDisk } from "../helpers/smallDisk.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
-
-interface SmallDisk {
-  /** the state directory, on the small file system: the test's keyring and store */
-  stateDir: string;
-  /** writes a file until the file system has no byte left */
-  fill(): void;
-  /** removes that file */
-  free(): void;
-}
-
-/** A 4 MiB tmpfs holding a state directory, or why none could be mounted (the test skips). */
-function smallDisk(): SmallDisk | string {
-  const mnt = tempDir("portcullis-small-disk-");
-  const m = spawnSync("mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mnt], {
-    encoding: "utf8",
-  });
-  if (m.status !== 0)
-    return `a small file system cannot be mounted here (mount -t tmpfs: ${(m.stderr || m.error?.message || "").trim()}): filling the real disk is not an option`;
-  cleanup.push(() => {
-    spawnSync("umount", ["-l", mnt]);
-  });
-  const stateDir = join(mnt, "state");
-  mkdirSync(stateDir, { mode: 0o700 });
-  const made = newStateDir();
-  for (const f of ["keyring.json", "portcullis.db"]) copyFileSync(join(made, f), join(stateDir, f));
-  const filler = join(mnt, "filler");
-  return {
-    stateDir,
-    fill() {
-      const fd = openSync(filler, "w");
-      try {
-        for (const size of [1 << 16, 4096, 512, 1]) {
-          const chunk = Buffer.alloc(size, 1);
-          try {
-            for (;;) writeSync(fd, chunk);
-          } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
-          }
-        }
-      } finally {
-        closeSync(fd);
-      }
-    },
-    free() {
-      rmSync(filler, { force: true });
-    },
-  };
-}
 
 const TOOLS = '[{"name":"say","inputSchema":{"type":"object"}}]';
 
@@ -92,7 +35,7 @@ function callsReceived(log: string): string[] {
 
 describe("a tools/call while the state directory's disk is full", () => {
   it("is refused audit_unavailable, not forwarded, its reason naming the store and what to do; forwarded again once space is back", async (ctx) => {
-    const disk = smallDisk();
+    const disk = smallDisk(cleanup);
     if (typeof disk === "string") return ctx.skip(disk);
     const log = join(tempDir(), "raw.log");
     const gw = rawGateway({
@@ -133,7 +76,7 @@ describe("a tools/call while the state directory's disk is full", () => {
   });
 
   it("a call in flight when the disk fills is closed once, as interrupted, by the next gateway", async (ctx) => {
-    const disk = smallDisk();
+    const disk = smallDisk(cleanup);
     if (typeof disk === "string") return ctx.skip(disk);
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
@@ -160,7 +103,7 @@ describe("a tools/call while the state directory's disk is full", () => {
 
 describe("commands on a full disk", () => {
   it("run launches no server: a store it cannot write is refused before any server runs", async (ctx) => {
-    const disk = smallDisk();
+    const disk = smallDisk(cleanup);
     if (typeof disk === "string") return ctx.skip(disk);
     disk.fill();
     // the server's first act, long before the gateway could have opened its store: a server
@@ -177,7 +120,7 @@ describe("commands on a full disk", () => {
   });
 
   it("say the disk is full and what to do, exit 2, keep the old secret; everything works once space is back", async (ctx) => {
-    const disk = smallDisk();
+    const disk = smallDisk(cleanup);
     if (typeof disk === "string") return ctx.skip(disk);
     const { stateDir } = disk;
     const env = passphraseEnv();
