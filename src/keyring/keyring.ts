@@ -268,6 +268,8 @@ function takeLock(lock: string): Promise<() => void> {
       new KeyringError(
         `another command${owner ? ` (pid ${owner.pid})` : ""} has been adding the approver key for 10 s; try again once it has finished`,
       ),
+    cannotWrite: (problem) =>
+      new KeyringError(`cannot take the lock ${lock}: ${problem}; nothing was changed`),
   });
 }
 

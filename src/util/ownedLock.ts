@@ -7,6 +7,7 @@
  */
 import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { processStartTime } from "../identity/proc.js";
+import { fileProblem } from "./errno.js";
 
 export interface LockOwner {
   pid: number;
@@ -18,12 +19,19 @@ const UNREADABLE_LOCK_MS = 5_000;
 
 /**
  * Takes the lock at `path` (O_EXCL), waiting while a live owner holds it (`onWait` told once,
- * with its pid) and removing one whose owner is gone. Past `waitMs`, throws `busy(owner)`.
+ * with its pid) and removing one whose owner is gone. Past `waitMs`, throws `busy(owner)`; a lock
+ * file that cannot be written (the disk full, a read-only directory) throws `cannotWrite(problem)`,
+ * the problem in words (src/util/errno.ts), and leaves no file behind.
  * Returns the release; the lock is released too if this process exits holding it.
  */
 export async function takeOwnedLock(
   path: string,
-  o: { waitMs: number; onWait?: (pid: number) => void; busy: (owner: LockOwner | null) => Error },
+  o: {
+    waitMs: number;
+    onWait?: (pid: number) => void;
+    busy: (owner: LockOwner | null) => Error;
+    cannotWrite: (problem: string) => Error;
+  },
 ): Promise<() => void> {
   const deadline = Date.now() + o.waitMs;
   let told = false;
@@ -38,7 +46,8 @@ export async function takeOwnedLock(
       process.on("exit", release);
       return release;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "EEXIST") throw code ? o.cannotWrite(fileProblem(code)) : e;
     }
     const owner = readOwner(path);
     // its owner is gone (killed), or died while writing it: the lock protects nothing any more
@@ -65,13 +74,20 @@ function olderThan(path: string, ms: number): boolean {
   }
 }
 
-/** Writes `owner` to `path` (0600); `flags` "wx" creates it exclusively. */
+/**
+ * Writes `owner` to `path` (0600); `flags` "wx" creates it exclusively, and removes what it
+ * created when the owner cannot be written into it (ENOSPC): an empty lock held the next command
+ * back until it was 5 s old.
+ */
 export function writeOwner(path: string, owner: LockOwner, flags = "w"): void {
   const fd = openSync(path, flags, 0o600);
+  let written = false;
   try {
     writeSync(fd, JSON.stringify(owner));
+    written = true;
   } finally {
     closeSync(fd);
+    if (!written && flags === "wx") rmSync(path, { force: true });
   }
 }
 

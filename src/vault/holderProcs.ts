@@ -128,5 +128,9 @@ export function takeVaultLock(stateDir: string, onWait: (pid: number) => void): 
       new VaultError(
         `another vault command${owner ? ` (pid ${owner.pid})` : ""} has been changing the vault for ${VAULT_LOCK_WAIT_MS / 1000} s; try again once it has finished`,
       ),
+    cannotWrite: (problem) =>
+      new VaultError(
+        `cannot take the vault's lock ${join(stateDir, VAULT_LOCK)}: ${problem}; nothing was changed`,
+      ),
   });
 }
