@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
@@ -41,7 +41,11 @@ describe("a modern-era client that closes a request's stream", () => {
     expect((await a.post(request(2, "tools/list"))).status).toBe(200);
     // the call waits for a human on its own connection; the client gives up: it closes it
     void b.post(request(3, "tools/call", { name: "echo", arguments: { text: "given up" } })).catch(() => {});
-    const asked = await nextRequest(l.stateDir);
+    // read in this process, no listing process: B's process is looked up at this first request of
+    // its connection, and a child spawned meanwhile (not yet exec'd) holds B's socket too, so B
+    // would not be identified and would get a run of its own, whose grant does not cover A's call
+    // (test/http/hostile-peer-ambiguous.test.ts)
+    const asked = await nextStoredRequest(l.stateDir);
     expect(asked.tool).toBe("echo");
     b.close();
     await waitFor(() => /the call stopped waiting/.test(l.stderr()), 10_000, "the wait to stop");
