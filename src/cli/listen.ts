@@ -113,6 +113,15 @@ export async function serveListen(
           remoteAddress,
         };
       const holders = tcpPeerHolders(ours, theirs);
+      // the front is never its own client: a connection it holds both ends of was relayed by it
+      // (a CONNECT tunnel through a session's egress proxy), and taken for this process every such
+      // connection, whoever opened it, would share one session and its grants
+      if (holders?.length === 1 && holders[0] === process.pid)
+        return {
+          pid: null,
+          why: "the connecting socket is held by this gateway's own process (a tunnel through its egress proxy), not by a client",
+          remoteAddress,
+        };
       if (holders?.length === 1) return { pid: holders[0]!, why: null, remoteAddress };
       return { pid: null, why: unidentifiedBecause(holders), remoteAddress };
     },
