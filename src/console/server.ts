@@ -11,6 +11,7 @@ import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
+import { forwardingHeader } from "../util/forwarded.js";
 import type { Logger } from "../util/log.js";
 import { TICKET_PARAM } from "./address.js";
 import { REFRESH_HEADER } from "./assets.js";
@@ -250,6 +251,17 @@ async function handle(
   if (!hostAllowed(host, port)) {
     req.resume();
     return sendText(res, 421, "this console answers only to 127.0.0.1 or localhost on its own port");
+  }
+  // A local reverse proxy that rewrites Host to ours would pass a rebound page on: the console is
+  // never meant to sit behind one, so a request a proxy passed on is refused (src/util/forwarded.ts).
+  const forwarded = forwardingHeader(req.headers);
+  if (forwarded) {
+    req.resume();
+    return sendText(
+      res,
+      403,
+      `refused: this request carries ${forwarded}, so a proxy passed it on; the console answers only a browser connected to it directly`,
+    );
   }
   const method = req.method === "HEAD" ? "GET" : req.method;
   if (method !== "GET" && method !== "POST") {

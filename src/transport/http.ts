@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { forwardingHeader } from "../util/forwarded.js";
 import type { Logger } from "../util/log.js";
 import {
   allowedHosts,
@@ -133,6 +134,16 @@ export class HttpFront {
     const path = (req.url ?? "").split("?")[0];
     const problem = hostOriginProblem(req.headers.host, header(req, "origin"), this.hosts, this.origins);
     if (problem) return refuse(req, res, 403, `${problem}: refused (DNS rebinding protection)`);
+    // A local reverse proxy that rewrites Host to ours would pass a rebound page on, and the client
+    // identified by its socket would be the proxy: the front is never meant to sit behind one.
+    const forwarded = forwardingHeader(req.headers);
+    if (forwarded)
+      return refuse(
+        req,
+        res,
+        403,
+        `refused: this request carries ${forwarded}, so a proxy passed it on; this server answers only clients connected to it directly (DNS rebinding protection)`,
+      );
     if (path !== "/mcp") return refuse(req, res, 404, "not found: the MCP endpoint is /mcp");
     if (this.o.token !== null && !bearerMatches(header(req, "authorization"), this.o.token)) {
       res.setHeader("www-authenticate", 'Bearer realm="portcullis"');
