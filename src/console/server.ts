@@ -263,6 +263,14 @@ async function handle(
       `refused: this request carries ${forwarded}, so a proxy passed it on; the console answers only a browser connected to it directly`,
     );
   }
+  // A service worker script's fetch (a registration, or the update check of a worker an earlier
+  // server on this port registered, which answers the console's pages itself from then on): the
+  // console serves none, and asks the browser to drop what this origin registered and stored.
+  if (req.headers["service-worker"] !== undefined) {
+    req.resume();
+    res.setHeader("Clear-Site-Data", '"cache", "storage"');
+    return sendText(res, 403, "refused: the console serves no service worker");
+  }
   const method = req.method === "HEAD" ? "GET" : req.method;
   if (method !== "GET" && method !== "POST") {
     req.resume();
