@@ -26,11 +26,15 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * of the hosts its stored policy names (the egress proxy asks once per call, scope and host, while
  * a call covering the scope is in flight).
  *
- * The holder's generation is its socket file's modification time (whole seconds, a random start,
- * one more each time a secret is stored or removed, set before the answer), sent with every
- * `release-http` value: the egress proxy keeps a value for the call it was released for and uses
- * it again only while the file still shows that generation. `lock` removes the file before it
- * answers, so no request read after `lock` returns finds a value to use.
+ * The holder's generation is a counter in its memory (a random start, one more each time a secret
+ * is stored or removed), given by `status` and sent with every `release-http` value, and shown as
+ * its socket file's modification time (whole seconds, set before the answer): the egress proxy
+ * keeps a value for the call it was released for and uses it again only while the file still
+ * shows that generation (one `stat`, no round trip). A file's time can be set by any process of the
+ * user, so the holder also tells every connection it released a value on, before it answers a
+ * store or a removal: `{"changed":GENERATION}`, a line that answers no question, upon which the
+ * proxy drops what it kept. `lock` removes the file before it answers, so no request read after
+ * `lock` returns finds a value to use.
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
@@ -64,7 +68,7 @@ export interface HolderStatus {
   scopes?: string[];
   /** those of them that may be delivered in a server's environment */
   envScopes?: string[];
-  /** the holder's generation (its socket file's time), when it keeps one: it changes with every set or rm */
+  /** the holder's generation (a counter in its memory, also shown as its socket file's time), when it keeps one: it changes with every set or rm */
   generation?: number;
 }
 
@@ -164,6 +168,11 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     }
   };
   const sockets = new Set<Socket>();
+  /** the connections a value was released on with a generation: told of every change (see above) */
+  const keepers = new Set<Socket>();
+  const changed = (): void => {
+    for (const k of keepers) if (!k.destroyed) k.write(`${JSON.stringify({ changed: generation })}\n`);
+  };
   const server: Server = createServer((socket) => serve(socket));
   let timer: NodeJS.Timeout | undefined;
   let watch: NodeJS.Timeout | undefined;
@@ -211,7 +220,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     }
   };
 
-  const answer = async (req: Record<string, unknown>): Promise<Record<string, unknown>> => {
+  const answer = async (req: Record<string, unknown>, socket: Socket): Promise<Record<string, unknown>> => {
     if (locking) return { ok: false, error: "locked" };
     switch (req.op) {
       case "status":
@@ -241,6 +250,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
         // The stored policy decides, not the gateway's configuration: a host the passphrase
         // holder did not name gets nothing, whatever portcullis.json says.
         if (!hostMatches(v.hosts, dest)) return { ok: false, error: "host_not_allowed" };
+        if (marked) keepers.add(socket);
         return { ok: true, value: v.value.toString("utf8"), ...(marked ? { generation } : {}) };
       }
       case "leaf":
@@ -270,6 +280,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
           ca = { certPem: given.cert, keyPkcs8: Buffer.from(given.key, "base64") };
         generation++;
         mark();
+        changed();
         return { ok: true };
       }
       case "forget":
@@ -278,6 +289,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
         held.delete(req.scope);
         generation++;
         mark();
+        changed();
         return { ok: true };
       case "lock":
         // the file goes before the answer: once `lock` has its answer, no proxy finds the mark
@@ -294,7 +306,10 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
 
   const serve = (socket: Socket) => {
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      keepers.delete(socket);
+    });
     socket.on("error", () => socket.destroy());
     let buf = "";
     // answers go out in the order the requests came, even when one (a leaf) takes a while
@@ -316,7 +331,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
             const req = JSON.parse(line) as unknown;
             reply =
               typeof req === "object" && req !== null && !Array.isArray(req)
-                ? await answer(req as Record<string, unknown>)
+                ? await answer(req as Record<string, unknown>, socket)
                 : { ok: false, error: "bad_request" };
           } catch {
             reply = { ok: false, error: "bad_request" };

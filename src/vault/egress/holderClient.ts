@@ -15,6 +15,7 @@ export class HolderClient {
   private buf = "";
   private waiting: { resolve: (v: Record<string, unknown> | null) => void; timer: NodeJS.Timeout }[] = [];
   private readonly gone: (() => void)[] = [];
+  private readonly changed: (() => void)[] = [];
   private readonly path: string;
 
   constructor(
@@ -38,6 +39,14 @@ export class HolderClient {
     this.reset();
   }
 
+  /**
+   * `f` runs whenever the holder says a secret was stored or removed (`{"changed":N}`, a line that
+   * answers no question, sent on a connection it released a value on, before it answers the change).
+   */
+  onChanged(f: () => void): void {
+    this.changed.push(f);
+  }
+
   /** `f` runs whenever the connection to the holder is lost (the holder locked, expired or died). */
   onGone(f: () => void): void {
     this.gone.push(f);
@@ -48,6 +57,7 @@ export class HolderClient {
    * null when there is no socket (locked). The holder sets it when it starts and whenever a secret
    * is stored or removed, before it answers; `lock` removes the file before it answers. One
    * `stat`, no round trip: what lets a released value be used again, exactly until it must not.
+   * Any process of the user can set the file's time: `onChanged` is what it cannot undo.
    */
   generation(): number | null {
     try {
@@ -71,14 +81,22 @@ export class HolderClient {
       for (let nl = this.buf.indexOf("\n"); nl >= 0; nl = this.buf.indexOf("\n")) {
         const line = this.buf.slice(0, nl);
         this.buf = this.buf.slice(nl + 1);
+        let parsed: Record<string, unknown> | null = null;
+        try {
+          const v = JSON.parse(line) as unknown;
+          if (v && typeof v === "object" && !Array.isArray(v)) parsed = v as Record<string, unknown>;
+        } catch {
+          parsed = null;
+        }
+        // the holder's news of a change answers no question
+        if (parsed && !("ok" in parsed) && typeof parsed.changed === "number") {
+          for (const f of this.changed) f();
+          continue;
+        }
         const w = this.waiting.shift();
         if (!w) continue;
         clearTimeout(w.timer);
-        try {
-          w.resolve(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          w.resolve(null);
-        }
+        w.resolve(parsed);
       }
     });
     const gone = () => {

@@ -15,7 +15,9 @@ import { type Destination, destinationText, hostMatches } from "./hosts.js";
  * - the holder's socket file is the one that answered, unchanged: `lock` and expiry remove it
  *   before `lock` gets its answer, and a secret stored or removed while unlocked changes its
  *   modification time (the holder's generation, sent with each value), so a request read after
- *   any of them finds the mark changed, drops every kept value and asks again (one `stat`);
+ *   any of them finds the mark changed, drops every kept value and asks again (one `stat`); the
+ *   holder also says so on the connection it released the value on (`onChanged`), which another
+ *   process setting the file's time back cannot undo;
  * - the connection to the holder is open (a holder that goes away drops them all).
  */
 
@@ -85,6 +87,8 @@ export function releaser(o: Options) {
   const kept = new Map<string, Kept>();
   const forget = () => kept.clear();
   holder.onGone(forget);
+  // a secret stored or removed, as the holder says it: a file's time set back cannot hide that
+  holder.onChanged(forget);
   // values of calls that ended are dropped even when no request comes to notice it
   let sweeper: NodeJS.Timeout | null = null;
   const sweepSoon = () => {
