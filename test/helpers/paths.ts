@@ -50,6 +50,8 @@ export const FIXTURES = {
   plugins: node("plugins"),
   /** the official conformance suite's reference server (every feature the suite exercises) */
   conformance: node("conformance"),
+  /** on the v1 SDK: `ask {method}` sends the client that request whatever it declared, answers with the outcome */
+  sdkAsker: node("sdk-asker"),
 } as const;
 
 const npmServer = (name: string) =>

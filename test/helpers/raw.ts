@@ -10,6 +10,9 @@ import { assertBuilt, hostEnv } from "./gateway.js";
 import { CLI, FIXTURES, NODE } from "./paths.js";
 import { newStateDir } from "./state.js";
 
+/** What a raw peer declares in its initialize unless told otherwise: it may be asked anything. */
+export const RAW_CLIENT_CAPABILITIES = { roots: {}, sampling: {}, elicitation: {} };
+
 export interface RawPeer {
   pid: number;
   /** an object is serialized and newline-terminated; a string is written verbatim (add "\n" yourself) */
@@ -118,7 +121,9 @@ export function rawPeer(
         "initialize",
         {
           protocolVersion: "2025-11-25",
-          capabilities: {},
+          // a client that answers what the server asks: the gateway sends a client no request for
+          // a capability it did not declare (ServerRequests.relay)
+          capabilities: RAW_CLIENT_CAPABILITIES,
           clientInfo: { name: "portcullis-raw-peer", version: "1.0.0" },
           ...params,
         },

@@ -65,7 +65,12 @@ export const initializeBody = (id: number | string = 0) =>
     jsonrpc: "2.0",
     id,
     method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    params: {
+      protocolVersion: "2025-06-18",
+      // a client that answers what the server asks (the gateway sends none it did not declare)
+      capabilities: { roots: {}, sampling: {}, elicitation: {} },
+      clientInfo: { name: "raw", version: "1" },
+    },
   });
 
 /** A legacy session opened by hand (initialize + initialized): its Mcp-Session-Id. */
