@@ -193,7 +193,13 @@ export class Gateway {
     });
     const progress = new ProgressTokens();
     this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });
-    this.serverRequests = new ServerRequests({ link, downstream, log, current });
+    this.serverRequests = new ServerRequests({
+      link,
+      downstream,
+      log,
+      current,
+      clientCapabilities: () => session.clientCapabilities(),
+    });
     this.guarded = new GuardedRequests({
       log,
       downstream,

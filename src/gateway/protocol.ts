@@ -105,6 +105,34 @@ export function isTaskMethod(method: string): boolean {
   return TASK_METHODS.has(method) || TASK_METHODS.has(foldedOf(method));
 }
 
+/**
+ * The capability a client declares (legacy: its initialize's `capabilities`; 2026-07-28: its
+ * request envelope's clientCapabilities) before a server may send it a request of each method:
+ * the specification's "a server MUST NOT send requests for capabilities the client did not
+ * declare". The server's task requests (about task-augmented requests the client runs for it)
+ * need the client's `tasks`. A name that folds to one of them is taken as it (a lenient client
+ * might). `ping` and anything else: none.
+ */
+const CLIENT_CAPABILITY_OF: ReadonlyMap<string, string> = new Map([
+  ["sampling/createMessage", "sampling"],
+  ["roots/list", "roots"],
+  ["elicitation/create", "elicitation"],
+  ...[...TASK_METHODS].map((m) => [m, "tasks"] as const),
+]);
+
+/** The client capability a server's request of `method` needs (CLIENT_CAPABILITY_OF), or null. */
+export function clientCapabilityFor(method: string): string | null {
+  return CLIENT_CAPABILITY_OF.get(method) ?? CLIENT_CAPABILITY_OF.get(foldedOf(method)) ?? null;
+}
+
+/** Whether `capabilities` (what the client declared) declare `name`: an object under that key. */
+export function declaresCapability(capabilities: unknown, name: string): boolean {
+  if (typeof capabilities !== "object" || capabilities === null || Array.isArray(capabilities)) return false;
+  if (!Object.hasOwn(capabilities, name)) return false;
+  const v = (capabilities as Record<string, unknown>)[name];
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
 /** The client's notifications the gateway acts on: one spelled otherwise must not pass for them. */
 const OWN_NOTIFICATIONS = new Set(["notifications/initialized", "notifications/cancelled"]);
 

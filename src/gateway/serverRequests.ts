@@ -6,6 +6,7 @@ import {
   type Id,
   INTERNAL_ERROR,
   INVALID_REQUEST,
+  METHOD_NOT_FOUND,
   type Notification,
   type Request,
   type Response,
@@ -15,6 +16,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import type { Logger } from "../util/log.js";
 import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
+import { clientCapabilityFor, declaresCapability } from "./protocol.js";
 import { attributedElicitation } from "./serverWords.js";
 import { preview } from "./text.js";
 
@@ -38,6 +40,8 @@ export interface ServerRequestsPorts {
   log: Logger;
   /** the generation that answers now: null before the first epoch */
   current(): Generation | null;
+  /** the capabilities the client declared (ClientSession.clientCapabilities): null before any */
+  clientCapabilities(): unknown;
 }
 
 /**
@@ -65,6 +69,19 @@ export class ServerRequests {
       return;
     }
     const written = writtenIdOf(text, msg.id);
+    const needs = clientCapabilityFor(msg.method);
+    if (needs !== null && !declaresCapability(this.p.clientCapabilities(), needs)) {
+      // MCP: a server must not send requests for capabilities the client did not declare. Relayed,
+      // the client would answer -32601 itself at best; one that does not check would act on it (a
+      // model sampled, a human asked, its roots listed) though it never offered to. Answered as
+      // the SDK's own client answers a method it has no handler for, never relayed.
+      this.p.log.warn(
+        `refused the server's ${preview(msg.method)} request: the client did not declare the ${needs} capability`,
+      );
+      const e = `Method not found: ${preview(msg.method)} (the client did not declare the ${needs} capability, so it is not sent requests that need it).`;
+      this.reply(errorResponse(msg.id, METHOD_NOT_FOUND, e), written);
+      return;
+    }
     const key = writtenIdKey(msg.id, written);
     if (this.inUse(key, gen)) {
       // Two requests of one process under one id: the client's answer could reach only one of
