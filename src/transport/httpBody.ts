@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { RefusedAnswer } from "../gateway/clientMessages.js";
 import { TopLevelIdScanner } from "../relay/idScan.js";
-import { type Id, INVALID_REQUEST, isId, PARSE_ERROR } from "../relay/jsonrpc.js";
+import { BATCH_REFUSED, classify, type Id, INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
 import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
 
 export interface JsonRpcMessage {
@@ -120,30 +120,26 @@ export async function readJsonBody(
   const problem = jsonRpcProblem(value);
   if (problem) {
     if (refusedAnswer) answered(scanned(), { kind: "invalid", reason: problem });
-    return { ok: false, status: 400, code: INVALID_REQUEST, message: `Invalid Request: ${problem}` };
+    // worded as stdio words the same line (ClientMessages.onMessage)
+    return {
+      ok: false,
+      status: 400,
+      code: INVALID_REQUEST,
+      message: `Invalid JSON-RPC message: ${problem}.`,
+    };
   }
   return { ok: true, message: value as JsonRpcMessage, text };
 }
 
+/**
+ * Why a body is not one JSON-RPC message, or null when it is: what stdio refuses of a line
+ * (`classify`, the one place that decides what a malformed message is), in the same words. Only a
+ * batch is worded for HTTP ("one message per POST").
+ */
 function jsonRpcProblem(v: unknown): string | null {
-  if (Array.isArray(v))
-    return "portcullis does not accept JSON-RPC batches (arrays); send one message per POST";
-  if (typeof v !== "object" || v === null) return "the body must be a JSON-RPC object";
-  const m = v as Record<string, unknown>;
-  if (m.jsonrpc !== "2.0") return 'jsonrpc must be "2.0"';
-  // the check stdio makes (classify): a number that overflows to Infinity is no id
-  const idOk = m.id === undefined || isId(m.id);
-  if ("method" in m) {
-    if (typeof m.method !== "string") return "method must be a string";
-    if (!idOk) return "request id must be a string or a number";
-    if (
-      m.params !== undefined &&
-      (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))
-    )
-      return "params must be an object";
-    return null;
-  }
-  if (m.id === undefined || !idOk) return "a response needs the id of the request it answers";
-  if ("result" in m === "error" in m) return "a response has exactly one of result and error";
-  return null;
+  const c = classify(v);
+  if (c.kind !== "invalid") return null;
+  return c.reason === BATCH_REFUSED ? HTTP_BATCH_REFUSED : c.reason;
 }
+
+const HTTP_BATCH_REFUSED = "portcullis does not accept JSON-RPC batches (arrays); send one message per POST";
