@@ -1,4 +1,5 @@
 import { plainIdSpan } from "../relay/rawSplice.js";
+import { pathText as valuePath } from "../util/valuePath.js";
 import { mayHoldLongInteger, memberWrittenTwice, respelledIntegerLeftIn } from "../util/writtenIntegers.js";
 import type { Downstream } from "./downstream.js";
 import { SUBSCRIPTION_ID_META } from "./protocol.js";
@@ -39,15 +40,7 @@ export function writtenNumber(
 
 /** Where a value lies in a message, for a log line or an error: `result.structuredContent.id`, `params.data[1]`. */
 export function pathText(path: (string | number)[]): string {
-  let out = "";
-  for (const p of path)
-    out +=
-      typeof p === "number"
-        ? `[${p}]`
-        : /^[A-Za-z_$][\w$]*$/.test(p)
-          ? `${out ? "." : ""}${p}`
-          : `[${JSON.stringify(p.length > 40 ? `${p.slice(0, 40)}…` : p)}]`;
-  return out === "" ? "the top" : out;
+  return valuePath(path, "member");
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ArgumentValidator, CatalogSnapshot } from "../catalog/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import { canonicalJson, type NonFinite, nonFiniteAt, sha256Tag } from "../util/canonical.js";
+import { pathText } from "../util/valuePath.js";
 import type { RespelledInteger } from "../util/writtenIntegers.js";
 import { refuse } from "./refusals.js";
 
@@ -299,14 +300,9 @@ export function precheck(
   return { action: "continue", call };
 }
 
-/** A path of keys and indexes as the validator names fields: `items[0].price`. */
+/** A path of keys and indexes as the validator names fields: `items[0].price` (src/util/valuePath.ts). */
 function fieldName(path: (string | number)[]): string {
-  let out = "";
-  for (const seg of path) {
-    if (typeof seg === "number") out += `[${seg}]`;
-    else out += out === "" ? seg : `.${seg}`;
-  }
-  return out;
+  return pathText(path, "field");
 }
 
 /** Step 5's sentence for arguments holding an integer the gateway cannot forward as written. */
