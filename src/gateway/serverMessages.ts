@@ -201,6 +201,11 @@ export class ServerMessages {
     }
     const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
     if (attributed !== null) msg = { ...msg, result: attributed };
+    // The answer that ends a subscriptions/listen names the subscription in its result's _meta by
+    // the listen's id: at the server that is the gateway's wire id, so the client's own id goes
+    // there, as on the acknowledgement and the notifications under the listen (and over HTTP).
+    const renamed = entry.listen !== undefined && !own ? withClientSubscriptionId(msg, entry.clientId) : null;
+    if (renamed !== null) msg = renamed;
     // relayed as written only when the gateway neither rewrites it (initialize, an error that
     // passes for the gateway's) nor acts on or records what it read in it (what a server says it
     // supports; a call's outcome): the gateway and the client must read the same message
@@ -211,6 +216,7 @@ export class ServerMessages {
       !entry.intent &&
       imitates === null &&
       attributed === null &&
+      renamed === null &&
       transport === null &&
       !mayHideGatewayMarks(msg, text);
     // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`,
@@ -221,7 +227,7 @@ export class ServerMessages {
     // common case.)
     if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
       const rewrites =
-        imitates !== null || attributed !== null || (handshake && msg.result !== undefined)
+        imitates !== null || attributed !== null || renamed !== null || (handshake && msg.result !== undefined)
           ? "the gateway rewrites the answer"
           : transport;
       const written = writtenNumber(text, msg, rewrites, true);
@@ -416,6 +422,19 @@ export class ServerMessages {
     }
     down.send(msg);
   }
+}
+
+/**
+ * `msg`, an answer to the client's subscriptions/listen, with the client's listen id (`clientId`)
+ * in its result's `_meta[SUBSCRIPTION_ID_META]` in place of whatever the server wrote there; null
+ * when it names no subscription there (an error, or a result without the key), left as it is.
+ */
+function withClientSubscriptionId(msg: Response, clientId: Id): Response | null {
+  const result = msg.result as { _meta?: unknown } | undefined;
+  const meta = result?._meta;
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return null;
+  if ((meta as Record<string, unknown>)[SUBSCRIPTION_ID_META] === undefined) return null;
+  return { ...msg, result: { ...result, _meta: { ...meta, [SUBSCRIPTION_ID_META]: clientId } } };
 }
 
 /**
