@@ -570,14 +570,11 @@ export class Gateway {
     if (!gen?.alive || this.over !== null || this.view().state !== "ready") return;
     // the modern era's: a subscriptions/listen with resource subscriptions, decided again likewise
     // (one refused is answered with its refusal: the client's subscription is over, and it is told)
-    for (const { request, epoch } of [
-      ...this.inFlight.takeGuardedListens(),
-      ...this.guarded.takeWaitingListens(),
-    ]) {
-      void this.guarded.reopenListen(request, epoch).then(
+    for (const listen of [...this.inFlight.takeGuardedListens(), ...this.guarded.takeWaitingListens()]) {
+      void this.guarded.reopenListen(listen).then(
         (outcome) => {
           if (outcome !== "later") return;
-          this.guarded.keepListen(request, epoch);
+          this.guarded.keepListen(listen);
           // a new epoch's catalog came while this one was being decided (it skipped what was under way)
           if (this.gen !== gen) this.reopenSubscriptions();
         },

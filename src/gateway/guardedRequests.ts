@@ -26,7 +26,13 @@ import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
 import { HeldRequests } from "./held.js";
-import type { ForwardExtra, InFlight, ListenRead } from "./inFlight.js";
+import {
+  type ForwardExtra,
+  type InFlight,
+  type ListenRead,
+  type ListenToReopen,
+  sendListsChanged,
+} from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import {
   listenResourceUris,
@@ -103,7 +109,7 @@ export class GuardedRequests {
    * new process, not decided for its epoch yet (its catalog not verified, a decision cut short):
    * still open for the client (their ids in use, a cancellation ends them), by id
    */
-  private readonly waitingListens = new Map<string, { request: Request; epoch: string }>();
+  private readonly waitingListens = new Map<string, ListenToReopen>();
   /** why the gateway ends the connection, once it does (endDecisions) */
   private ending: string | null = null;
   /** why waits for a human are cut short, once the connection ends (abortDecisions) */
@@ -168,12 +174,12 @@ export class GuardedRequests {
   }
 
   /** A listen to re-open that was not decided for this epoch: kept for the next verified catalog. */
-  keepListen(msg: Request, epoch: string): void {
-    this.waitingListens.set(`${typeof msg.id}:${msg.id}`, { request: msg, epoch });
+  keepListen(listen: ListenToReopen): void {
+    this.waitingListens.set(`${typeof listen.request.id}:${listen.request.id}`, listen);
   }
 
   /** The listens kept to re-open (keepListen), with the epoch that last held each, no longer kept. */
-  takeWaitingListens(): { request: Request; epoch: string }[] {
+  takeWaitingListens(): ListenToReopen[] {
     const out = [...this.waitingListens.values()];
     this.waitingListens.clear();
     return out;
@@ -795,9 +801,14 @@ export class GuardedRequests {
    * through the guard, if it still wants to); "later": not decided for this epoch (kept by the
    * caller for the next verified catalog). Every path that ends the listen answers it.
    */
-  async reopenListen(msg: Request, epoch: string): Promise<"open" | "refused" | "later"> {
+  async reopenListen(listen: ListenToReopen): Promise<"open" | "refused" | "later"> {
+    const { request: msg, epoch } = listen;
     // the client's listen as the session holds it, taken now, while `msg.id` is surely its id
-    const d: ListenDecision = { ...newListenDecision(), open: this.p.session.listenOf(msg.id) };
+    const d: ListenDecision = {
+      ...newListenDecision(),
+      open: this.p.session.listenOf(msg.id),
+      ...(listen.lists ? { lists: listen.lists } : {}),
+    };
     try {
       return await this.decideReopen(msg, epoch, d);
     } catch (e) {
@@ -879,11 +890,14 @@ export class GuardedRequests {
     }
     const reads = d.reads;
     d.reads = [];
-    if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
+    const lists = d.lists ? { listenLists: d.lists } : {};
+    if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d), ...lists })) {
       this.closeListenReads({ reads }, "server_unavailable");
       this.p.session.listenEnded(d.open);
       return "refused";
     }
+    // the prompt and resource lists its acknowledgement honoured: the new process's may differ
+    sendListsChanged(this.p.downstream, msg.id, d.lists);
     for (const r of d.refused)
       this.p.downstream.send({
         jsonrpc: "2.0",
@@ -1226,6 +1240,8 @@ interface ListenDecision {
    * start, the client's own once it is sent; what ends it names this, never its id
    */
   open?: OpenListen;
+  /** a re-open's list_changed notifications its latest acknowledgement honoured (ClientPending.listenLists) */
+  lists?: readonly string[];
 }
 
 function newListenDecision(): ListenDecision {

@@ -15,7 +15,7 @@ import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ProgressTokens } from "./progress.js";
-import { listenResourceUris } from "./protocol.js";
+import { listenResourceUris, SUBSCRIPTION_ID_META } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 
 /** A client request at the server, under the wire id the gateway gave it. */
@@ -42,6 +42,12 @@ export interface ClientPending {
    * its acknowledgement tells the client so (REFUSED_SUBSCRIPTIONS_META)
    */
   listenRefused?: { uri: string; error: ErrorObject }[];
+  /**
+   * a subscriptions/listen's prompt and resource list_changed notifications its latest
+   * acknowledgement honoured (and it asked for): carried to each re-open, where the client is sent
+   * them (a new process offers what its code offers now, and announces no change)
+   */
+  listenLists?: readonly string[];
   /** the client's initialize: its params, the handshake replayed to a new process once a server answers them */
   initializes?: Record<string, unknown>;
   /** a logging/setLevel: its params (without `_meta`), kept by the session once the server accepts them */
@@ -78,6 +84,26 @@ interface OwnPending {
 
 export type Pending = ClientPending | OwnPending;
 
+/**
+ * A client's subscriptions/listen to re-open on a new process: as last sent, the epoch that last
+ * held it, and the list_changed notifications its latest acknowledgement honoured (`listenLists`).
+ */
+export interface ListenToReopen {
+  request: Request;
+  epoch: string;
+  lists?: readonly string[];
+}
+
+/**
+ * Tells the client, on its listen `id` (the client's id), that each list of `methods` changed: a
+ * listen re-opened on a new process, which offers what its code offers now and announces nothing.
+ * Tagged with the listen's id, as every notification under a listen is; nothing when none.
+ */
+export function sendListsChanged(down: Downstream, id: Id, methods: readonly string[] | undefined): void {
+  for (const method of methods ?? [])
+    down.send({ jsonrpc: "2.0", method, params: { _meta: { [SUBSCRIPTION_ID_META]: id } } });
+}
+
 /** One resource subscription of a subscriptions/listen, recorded as its own read (its intent's name). */
 export interface ListenRead {
   name: CallName;
@@ -97,6 +123,7 @@ export type ForwardExtra = Pick<
   | "subscribes"
   | "listenReads"
   | "listenRefused"
+  | "listenLists"
   | "setsLevel"
   | "initializes"
 >;
@@ -669,7 +696,9 @@ export class InFlight {
       if (listenResourceUris(p.listen) !== undefined) continue;
       // A subscription is not a call: it is re-opened on the new process.
       this.upstream.delete(wire, p.clientId);
-      this.forward(p.listen, { listen: p.listen });
+      const lists = p.listenLists;
+      if (this.forward(p.listen, { listen: p.listen, ...(lists ? { listenLists: lists } : {}) }))
+        sendListsChanged(this.p.downstream, p.clientId, lists);
     }
     const carried = this.carried;
     this.carried = [];
@@ -682,14 +711,14 @@ export class InFlight {
    * epoch before it is re-opened (GuardedRequests.reopenListen), with the epoch that held it. Their ids stay the client's:
    * the caller keeps them as open.
    */
-  takeGuardedListens(): { request: Request; epoch: string }[] {
+  takeGuardedListens(): ListenToReopen[] {
     const current = this.p.current();
-    const out: { request: Request; epoch: string }[] = [];
+    const out: ListenToReopen[] = [];
     for (const [wire, p] of this.upstream.entries()) {
       if (p.origin !== "client" || !p.listen || p.gen === current) continue;
       if (listenResourceUris(p.listen) === undefined) continue;
       this.upstream.delete(wire, p.clientId);
-      out.push({ request: p.listen, epoch: p.gen.epoch });
+      out.push({ request: p.listen, epoch: p.gen.epoch, ...(p.listenLists ? { lists: p.listenLists } : {}) });
     }
     return out;
   }

@@ -177,6 +177,27 @@ export function listenResourceUris(msg: Request): unknown {
   return uris;
 }
 
+/** The 2026-07-28 listen filter keys for the lists the gateway does not list itself, with their notifications. */
+const OTHER_LIST_FILTERS = [
+  ["promptsListChanged", "notifications/prompts/list_changed"],
+  ["resourcesListChanged", "notifications/resources/list_changed"],
+] as const;
+
+/**
+ * The list_changed notifications of prompts and resources a server's acknowledgement of the
+ * subscriptions/listen `listen` honours (its `notifications`, the filter the server agreed to) that
+ * the listen asked for too: a type the server claims and the client never asked for is not one
+ * (the client MUST NOT be sent types it did not ask for).
+ */
+export function honouredListChanges(ackParams: unknown, listen: Request): string[] {
+  const honoured = isPlainObject(ackParams) ? ackParams.notifications : undefined;
+  const asked = isPlainObject(listen.params) ? listen.params.notifications : undefined;
+  if (!isPlainObject(honoured) || !isPlainObject(asked)) return [];
+  return OTHER_LIST_FILTERS.filter(([key]) => honoured[key] === true && asked[key] === true).map(
+    ([, method]) => method,
+  );
+}
+
 /**
  * The gateway's own `_meta` key on a 2026-07-28 `notifications/subscriptions/acknowledged`: the
  * resource uris of the client's subscriptions/listen the guard refused, each with its refusal

@@ -21,7 +21,13 @@ import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
-import { acknowledgedParams, advertiseListChanged, SUBSCRIPTION_ID_META, withoutTasks } from "./protocol.js";
+import {
+  acknowledgedParams,
+  advertiseListChanged,
+  honouredListChanges,
+  SUBSCRIPTION_ID_META,
+  withoutTasks,
+} from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 import {
   attributedInputRequests,
@@ -227,7 +233,10 @@ export class ServerMessages {
     // common case.)
     if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
       const rewrites =
-        imitates !== null || attributed !== null || renamed !== null || (handshake && msg.result !== undefined)
+        imitates !== null ||
+        attributed !== null ||
+        renamed !== null ||
+        (handshake && msg.result !== undefined)
           ? "the gateway rewrites the answer"
           : transport;
       const written = writtenNumber(text, msg, rewrites, true);
@@ -366,6 +375,9 @@ export class ServerMessages {
             ?.notifications?.resourceSubscriptions;
           this.p.inFlight.listenAcknowledged(entry, Array.isArray(honoured) ? honoured : []);
         }
+        // the prompt and resource lists it honours: the client is told they changed when the
+        // listen is re-opened on a new process (InFlight.reopenListens, GuardedRequests.reopenListen)
+        if (entry.listen) entry.listenLists = honouredListChanges(msg.params, entry.listen);
         // the uris the guard took out of the listen, named with their refusals (the gateway's words)
         params = acknowledgedParams(msg.params, entry.listenRefused);
       }
