@@ -9,6 +9,7 @@ import {
   type HiddenValue,
   processChain,
   processStartTime,
+  unknownClientChain,
 } from "./chain.js";
 import { grantsWritten } from "./grants.js";
 
@@ -93,6 +94,12 @@ export function newRun(
   gatewayLabel: string,
   opts: {
     fromPid?: number;
+    /**
+     * the start time `fromPid` had when the caller identified it (HTTP: at the connection's lookup,
+     * maybe long before the run begins): a chain whose first process has another start time is
+     * another process that reused the pid (or none), and the run records its client as unknown
+     */
+    fromStart?: string | null;
     chain?: ChainEntry[];
     digestCache?: DigestCache;
     /** values the caller knows to be secret, taken out of the recorded command lines */
@@ -100,12 +107,21 @@ export function newRun(
   } = {},
 ): Run {
   // `chain`: a caller that could not find the client's process (HTTP) says so in the chain itself
-  const chain =
+  let chain =
     opts.chain ??
     processChain(
       opts.fromPid ?? process.ppid,
       new ExecutableDigests(db, opts.digestCache ?? null),
       opts.hide,
+    );
+  if (
+    opts.chain === undefined &&
+    opts.fromStart !== undefined &&
+    opts.fromStart !== null &&
+    chain[0]?.startTime !== opts.fromStart
+  )
+    chain = unknownClientChain(
+      `the connecting process (pid ${opts.fromPid ?? process.ppid}) ended before its run began (its pid now names ${chain[0]?.startTime ? "another process" : "no process"})`,
     );
   const run: Run = {
     run: ulid(),

@@ -65,7 +65,13 @@ export function beginAgentRun(
   s: AgentRunSettings,
   gatewayId: string,
   log: Logger,
-  client: { fromPid?: number; chain?: Run["chain"]; hide?: readonly HiddenValue[] },
+  client: {
+    fromPid?: number;
+    /** the start time `fromPid` had when it was identified: a chain starting elsewhere is not taken */
+    fromStart?: string | null;
+    chain?: Run["chain"];
+    hide?: readonly HiddenValue[];
+  },
   context: AuthorizerOptions["context"],
 ): { run: Run; auth: Authorizer } {
   const { server, store, events } = s;

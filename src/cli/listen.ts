@@ -6,7 +6,7 @@ import type { ServerConfig } from "../config/config.js";
 import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { tcpPeerHolders } from "../identity/proc.js";
+import { type TcpEnd, tcpPeerHolders } from "../identity/proc.js";
 import { briefly, lockFreeSoon, type Store } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
@@ -104,31 +104,9 @@ export async function serveListen(
     maxSessions: settings.maxSessions,
     idleTimeoutMs: settings.idleTimeoutMs,
     log,
-    findPeer: (ours, theirs): Peer => {
-      const remoteAddress = theirs.address;
-      if (process.platform !== "linux")
-        return {
-          pid: null,
-          why: `the connecting process is not looked up on ${process.platform}`,
-          remoteAddress,
-        };
-      const holders = tcpPeerHolders(ours, theirs);
-      // the front is never its own client: a connection it holds both ends of was relayed by it
-      // (a CONNECT tunnel through a session's egress proxy), and taken for this process every such
-      // connection, whoever opened it, would share one session and its grants
-      if (holders?.length === 1 && holders[0] === process.pid)
-        return {
-          pid: null,
-          why: "the connecting socket is held by this gateway's own process (a tunnel through its egress proxy), not by a client",
-          remoteAddress,
-        };
-      if (holders?.length === 1) return { pid: holders[0]!, why: null, remoteAddress };
-      return { pid: null, why: unidentifiedBecause(holders), remoteAddress };
-    },
-    processKey: (peer) => {
-      const start = peer.pid !== null ? processStartTime(peer.pid) : null;
-      return start !== null ? `${peer.pid}-${start}` : null;
-    },
+    findPeer: (ours, theirs) => findPeer(ours, theirs, log),
+    processKey: (peer) =>
+      peer.pid !== null && peer.startTime !== null ? `${peer.pid}-${peer.startTime}` : null,
     open: (session, peer) =>
       openSession(shared, verifier, session, peer, links, gateways, ending, settings.token),
   });
@@ -148,14 +126,66 @@ export async function serveListen(
 }
 
 /**
+ * How long to wait before each new look at a socket several processes hold (ms): five looks over
+ * about 200 ms. A client that spawns a process as it connects shares its sockets with the child
+ * between fork and exec (Node's are close-on-exec): taken once, that moment would leave the
+ * connection unidentified for its whole life.
+ */
+const LOOK_AGAIN_MS = [10, 20, 50, 120];
+
+/**
+ * The process behind a connection from this machine (Linux): the one process holding the other
+ * end of the socket, with its start time. A socket several processes hold is looked at again a
+ * few times (LOOK_AGAIN_MS, without holding the event loop): when all but one holder are gone,
+ * that one is the client; one of several is never picked. The pid found is read again with its
+ * start time: a process that held the socket, and still does once its start time is read, with
+ * that start time unchanged after it, is the one named (not another that reused its pid meanwhile).
+ */
+async function findPeer(ours: TcpEnd, theirs: TcpEnd, log: Logger): Promise<Peer> {
+  const remoteAddress = theirs.address;
+  const unidentified = (why: string): Peer => ({ pid: null, startTime: null, why, remoteAddress });
+  if (process.platform !== "linux")
+    return unidentified(`the connecting process is not looked up on ${process.platform}`);
+  let holders = tcpPeerHolders(ours, theirs);
+  for (const wait of LOOK_AGAIN_MS) {
+    if (holders === null || holders.length < 2) break;
+    log.debug(
+      `http: the connecting socket is held by several processes (pids ${pidList(holders)}): looking again in ${wait} ms`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    holders = tcpPeerHolders(ours, theirs);
+  }
+  if (holders?.length !== 1) return unidentified(unidentifiedBecause(holders));
+  const pid = holders[0]!;
+  // the front is never its own client: a connection it holds both ends of was relayed by it
+  // (a CONNECT tunnel through a session's egress proxy), and taken for this process every such
+  // connection, whoever opened it, would share one session and its grants
+  if (pid === process.pid)
+    return unidentified(
+      "the connecting socket is held by this gateway's own process (a tunnel through its egress proxy), not by a client",
+    );
+  const startTime = processStartTime(pid);
+  const still = tcpPeerHolders(ours, theirs);
+  if (startTime === null || !still?.includes(pid) || processStartTime(pid) !== startTime)
+    return unidentified(
+      `the connecting process (pid ${pid}) ended or changed as it was read, so none is taken for the client`,
+    );
+  return { pid, startTime, why: null, remoteAddress };
+}
+
+/**
  * Why the process behind a socket is not identified, from the processes that hold it (null: the
  * socket itself was not found): a socket several processes hold (a forked child keeps its
  * parent's) has no one process to take for the client.
  */
 function unidentifiedBecause(holders: number[] | null): string {
   if (holders !== null && holders.length > 1)
-    return `the connecting socket is held by several processes (pids ${[...holders].sort((a, b) => a - b).join(", ")}), so none is taken for the client`;
+    return `the connecting socket is held by several processes (pids ${pidList(holders)}), so none is taken for the client`;
   return "the connecting process was not found from its socket (another user's, or already gone)";
+}
+
+function pidList(pids: number[]): string {
+  return [...pids].sort((a, b) => a - b).join(", ");
 }
 
 /**
@@ -215,7 +245,11 @@ function openSession(
     // store and `approvals --verbose`; the gateway knows the value, so it is taken out.
     const client =
       peer.pid !== null
-        ? { fromPid: peer.pid, hide: token !== null ? [{ value: token, as: "(the-listen-token)" }] : [] }
+        ? {
+            fromPid: peer.pid,
+            fromStart: peer.startTime,
+            hide: token !== null ? [{ value: token, as: "(the-listen-token)" }] : [],
+          }
         : { chain: unknownClientChain(peer.why ?? "unknown client") };
     const begun = beginAgentRun({ ...shared, verifier, spawned }, gatewayId, statusLog, client, () => ({
       record: supervisor.current?.record ?? null,

@@ -20,6 +20,11 @@ import { protocolVersionProblem } from "./httpVersion.js";
 export interface Peer {
   /** the connecting process, when it could be found from the socket */
   pid: number | null;
+  /**
+   * its start time, read while it held the socket (pid and start time name one process: the run's
+   * chain, read later, must start at this one, not at another that reused the pid); null with pid
+   */
+  startTime: string | null;
   /** why `pid` is null, in one sentence */
   why: string | null;
   remoteAddress: string;
@@ -33,8 +38,14 @@ export interface HttpFrontOptions {
   maxSessions: number;
   idleTimeoutMs: number;
   log: Logger;
-  /** finds the connecting process from the socket (`src/identity/proc.ts` on Linux) */
-  findPeer(ours: { address: string; port: number }, theirs: { address: string; port: number }): Peer;
+  /**
+   * Finds the connecting process from the socket (`src/identity/proc.ts` on Linux). It may take a
+   * moment (a socket several processes hold is looked at again): the connection's requests wait.
+   */
+  findPeer(
+    ours: { address: string; port: number },
+    theirs: { address: string; port: number },
+  ): Peer | Promise<Peer>;
   /**
    * The identity of a connecting process (pid and start time), or null when it is not known. It
    * groups a modern-era client's requests (they carry no session id: one process, one session, so
@@ -63,6 +74,7 @@ export class HttpFront {
   private origins = new Set<string>();
   private reaper: NodeJS.Timeout | null = null;
   private readonly peers = new WeakMap<Socket, Peer>();
+  private readonly lookups = new WeakMap<Socket, Promise<Peer>>();
   private readonly keys = new WeakMap<Peer, string | null>();
   private readonly connectionIds = new WeakMap<Socket, number>();
   private connections = 0;
@@ -157,6 +169,10 @@ export class HttpFront {
           : "the bearer token given is not this gateway's (see 'portcullis status' for it)",
       );
     }
+    // the connecting process, found before anything of the request is taken (every request of the
+    // connection waits for the one lookup); a connection that closed meanwhile is not served
+    await this.lookUp(req.socket);
+    if (req.destroyed || res.destroyed) return;
     if (this.closing) return refuse(req, res, 503, "shutting down");
     if (req.method === "POST") return this.post(req, res);
     if (req.method === "GET") return this.get(req, res);
@@ -320,13 +336,40 @@ export class HttpFront {
     return this.keys.get(peer) ?? null;
   }
 
+  /** The connection's peer, as lookUp found it (handle waits for it before any request is taken). */
   private peerOf(req: IncomingMessage): Peer {
-    const s = req.socket;
-    const known = this.peers.get(s);
-    if (known) return known;
-    const peer = this.findPeerOf(s);
-    this.peers.set(s, peer);
-    return peer;
+    return (
+      this.peers.get(req.socket) ?? {
+        pid: null,
+        startTime: null,
+        why: "the connecting process was not looked up",
+        remoteAddress: req.socket.remoteAddress ?? "",
+      }
+    );
+  }
+
+  /** Finds the connection's peer, once per connection (its requests share the one lookup). */
+  private lookUp(s: Socket): Promise<Peer> {
+    let found = this.lookups.get(s);
+    if (!found) {
+      found = (async () => {
+        let peer: Peer;
+        try {
+          peer = await this.findPeerOf(s);
+        } catch (e) {
+          peer = {
+            pid: null,
+            startTime: null,
+            why: `the connecting process could not be looked up (${(e as Error).message})`,
+            remoteAddress: s.remoteAddress ?? "",
+          };
+        }
+        this.peers.set(s, peer);
+        return peer;
+      })();
+      this.lookups.set(s, found);
+    }
+    return found;
   }
 
   /**
@@ -335,11 +378,12 @@ export class HttpFront {
    * the machine's own LAN address (`--listen 0.0.0.0:P`) is a local process too, and left
    * unidentified its legacy session would be bound to no process.
    */
-  private findPeerOf(s: Socket): Peer {
+  private findPeerOf(s: Socket): Peer | Promise<Peer> {
     const remoteAddress = s.remoteAddress ?? "";
     if (!isThisMachine(remoteAddress))
       return {
         pid: null,
+        startTime: null,
         why: `the client connected from ${remoteAddress}, not this machine`,
         remoteAddress,
       };
