@@ -4,8 +4,9 @@
 // What must hold: a tools/call that cannot be recorded is refused (never forwarded) with a reason
 // that names the store and says to free space; the gateway is not hurt and forwards again once
 // space is back; a call in flight when the disk fills is closed once; every command said the disk
-// is full (never a deleted -wal, never a stack trace) and exits 2; `vault set` keeps the old
-// value; the chain verifies afterwards. Real processes throughout.
+// is full (never a deleted -wal, never a stack trace) and exits 2, but those that only read the
+// log (audit export, status) read it; `vault set` keeps the old value; the chain verifies
+// afterwards. Real processes throughout.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -138,7 +139,6 @@ describe("commands on a full disk", () => {
     for (const args of [
       ["vault", "set", "tok", "--from-stdin", "--deliver", "env"],
       ["vault", "rm", "tok"],
-      ["status"],
       ["run", "--label", "full", "--", NODE, FIXTURES.echo],
     ]) {
       const r = await runCli(args, { stateDir, env, input: "new-value-which-is-longer-than-the-old\n" });
@@ -150,9 +150,11 @@ describe("commands on a full disk", () => {
     const doctor = await runCli(["doctor", "--json"], { stateDir, env });
     const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; cause?: string }[] }).findings;
     expect(findings.filter((f) => !f.ok).map((f) => f.cause)).toEqual(["disk-full"]);
-    const exported = await runCli(["audit", "export"], { stateDir, env });
-    expect(exported.code).toBe(2);
-    expect(exported.stderr).toContain(`the store ${db} cannot be written: the disk is full.`);
+    // what only reads reads all the same (test/store/hostile-disk-full-read.test.ts)
+    for (const args of [["audit", "export"], ["status"]]) {
+      const r = await runCli(args, { stateDir, env });
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: "" });
+    }
 
     disk.free();
     const list = await runCli(["vault", "list", "--json"], { stateDir, env });
