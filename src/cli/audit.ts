@@ -239,8 +239,9 @@ async function withStore(
     // the empty log it reads is said to be beside a keyring (report, emptyBesideKeyring)
     db = o.keyless && !existsSync(join(stateDir, STORE_FILE)) ? openEmptyStore() : openStoreToRead(stateDir);
   } catch (err) {
-    // a StoreError names the file and what is wrong with it already
-    if (err instanceof StoreError) throw new UsageError(err.message.replace(/\.$/, ""));
+    // a StoreError names the file and what is wrong with it already (the command line adds the
+    // one thing to do about it)
+    if (err instanceof StoreError) throw err;
     throw new UsageError(`cannot open the store in ${stateDir}: ${(err as Error).message}`);
   }
   try {

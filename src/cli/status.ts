@@ -1,7 +1,7 @@
 import { displayValue, safeText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
 import { type ExecutionRecord, processStartTime } from "../identity/index.js";
-import { openExistingStore } from "../store/db.js";
+import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { displayCommand } from "../util/redact.js";
@@ -32,7 +32,8 @@ export async function statusCommand(args: string[]): Promise<number> {
     return 0;
   }
   const stateDir = existingStateDir(values["state-dir"]);
-  const store = openExistingStore(stateDir);
+  // only reads: a store on a full disk, or one this user may not write, is read all the same
+  const store = openStoreToRead(stateDir);
   try {
     const rows = listGateways(store, { all: values.all }).map((g) => ({
       ...g,

@@ -96,8 +96,9 @@ export function openExistingStore(stateDir: string): Store {
 /**
  * The store of a command that only reads it (the audit's verification and views): as
  * openExistingStore, and where this user may read the store but not write it (a copy handed to a
- * reviewer, a read-only mount, a backup), a read-only connection instead of a refusal. Such a
- * store must be at this portcullis's schema: bringing an older one up to date is a write.
+ * reviewer, a read-only mount, a backup), or its disk is full (when the log is wanted elsewhere),
+ * a read-only connection instead of a refusal. Such a store must be at this portcullis's schema:
+ * bringing an older one up to date is a write.
  */
 /**
  * An empty store of this version, in memory: what a command that only reads the log (verify,
@@ -114,7 +115,10 @@ export function openStoreToRead(stateDir: string): Store {
   try {
     return openStore(stateDir);
   } catch (e) {
-    if (!(e instanceof StoreError && e.kind === "read-only")) throw e;
+    // A full disk: what only reads is read all the same (the user may need the log saved
+    // elsewhere precisely then), through a -shm file already there, else from the file alone
+    // when it holds the whole store (openReadOnly).
+    if (!(e instanceof StoreError && (e.kind === "read-only" || e.reason === "disk-full"))) throw e;
   }
   return openReadOnly(join(stateDir, STORE_FILE));
 }
@@ -158,9 +162,20 @@ function openReadOnly(path: string): Store {
  */
 function cannotOpenLog(e: unknown, path: string): boolean {
   const code = String((e as { code?: unknown } | null)?.code ?? "");
-  if (code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return false;
+  // On a full disk, the -shm file cannot be created or extended to the 32 KiB SQLite reads the
+  // log through: the same case, but a -wal holding records is refused with its own sentence
+  // (reading the file alone would miss them; they are read once there is space again).
+  const full = code === "SQLITE_FULL" || code === "SQLITE_IOERR_SHMSIZE";
+  if (!full && code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return false;
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
-  return !wal || wal.size === 0;
+  if (!wal || wal.size === 0) return true;
+  if (full)
+    throw new StoreError(
+      path,
+      `cannot be read while the disk is full: its write-ahead log (${path}-wal, ${wal.size} bytes) holds records not yet in the store's file, and SQLite reads them through an index (${path}-shm) it has no space to make; reading the file alone would miss them.`,
+      "disk-full",
+    );
+  return false;
 }
 
 /** The store's file, read into memory as a read-only database (its header set to rollback mode: an in-memory copy keeps no log). */
