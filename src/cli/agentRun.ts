@@ -16,7 +16,7 @@ import type { EventSink } from "../gateway/events.js";
 import type { GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
-import { isBusy, type Store } from "../store/db.js";
+import { isBusy, type Store, writeProblem } from "../store/db.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { IDLE_CHECK_MS } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
@@ -145,7 +145,7 @@ function endRunQuietly(store: Store, run: Run, log: Pick<Logger, "warn">, busyUn
     endRun(store, run);
   } catch (e) {
     if (!(busyUnsaid && isBusy(e)))
-      log.warn(`could not record the end of agent run ${run.run} in the store: ${(e as Error).message}`);
+      log.warn(`could not record the end of agent run ${run.run} in the store: ${writeProblem(e)}`);
   }
 }
 
@@ -181,7 +181,7 @@ export function endAgentRun(
     }
     events.flush();
   } catch (e) {
-    log.warn(`could not record the end of agent run ${run.run}'s approval requests: ${(e as Error).message}`);
+    log.warn(`could not record the end of agent run ${run.run}'s approval requests: ${writeProblem(e)}`);
   }
   // The run ends as run_ended's condition (under the audit's write lock, in the transaction that
   // writes it), written at once: ended first and recorded with the sink's next group, it stayed

@@ -503,5 +503,7 @@ export async function listenUntilSignal(
     for (const row of [...ending.rows, registry]) if (!row.end()) rowsEnded = false;
     unrecordedAtEnd(store, log, shared.events.unwritten(), rowsEnded);
   }
+  // what the full disk (or another refusal of a write) kept from the audit since last said
+  shared.events.sayUnwrittenCounts();
   return closeStoreUnlessLost(store, shared.audit) ? 0 : EXIT_USAGE;
 }

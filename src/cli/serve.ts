@@ -381,6 +381,8 @@ export async function serve(
       const rowEnded = registry.end();
       unrecordedAtEnd(store, log, events.unwritten(), rowEnded);
     }
+    // what the full disk (or another refusal of a write) kept from the audit since last said
+    events.sayUnwrittenCounts();
     finish(closeStoreUnlessLost(store, audit) ? code : EXIT_USAGE);
   };
 

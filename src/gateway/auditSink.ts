@@ -1,6 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, storeFailure } from "../store/db.js";
-import { storeAdvice } from "../store/storeAdvice.js";
+import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, writeProblem, writeRefused } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -60,6 +59,8 @@ export interface AuditSink extends EventSink {
   holdOnBusy(): void;
   /** The types of the events still queued, in order (after the last flush: never written). */
   unwritten(): string[];
+  /** Says now the counts of records not written not said yet (unwrittenWarnings; the gateway ends). */
+  sayUnwrittenCounts(): void;
 }
 
 export function auditSink(
@@ -74,6 +75,7 @@ export function auditSink(
   } = {},
 ): AuditSink {
   const rideMs = opts.rideMs ?? RIDE_MS;
+  const warnings = unwrittenWarnings(log);
   const patienceMs = opts.patienceMs ?? busyTimeoutMs();
   let queue: Queued[] = [];
   let holding = false;
@@ -226,7 +228,7 @@ export function auditSink(
           q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(fileProblem(e));
-          else log.warn(`audit: cannot record ${q.event.type}: ${(e as Error).message}`);
+          else warnings.failed(q.event.type, e);
         }
       }
       if (batch.length > 1)
@@ -321,6 +323,7 @@ export function auditSink(
     unwritten() {
       return queue.map((q) => q.event.type);
     },
+    sayUnwrittenCounts: () => warnings.end(),
   };
 }
 
@@ -355,8 +358,75 @@ function lone(batch: Queued[]): boolean {
  * says only "database or disk is full" or "disk I/O error"); any other failure as it is.
  */
 function fileProblem(e: unknown): Error {
-  const failure = storeFailure(e);
-  if (failure && ["disk-full", "file-size-limit", "read-only"].includes(failure.reason))
-    return new Error(`${failure.message} To fix it: ${storeAdvice(failure)}.`);
-  return e as Error;
+  return writeRefused(e) ? new Error(writeProblem(e)) : (e as Error);
+}
+
+/** How often, at most, the records not written for one cause are counted on stderr. */
+const UNWRITTEN_EVERY_MS = 30_000;
+/** How many causes unwrittenWarnings keeps count of; a failure of yet another is said as it is. */
+const MAX_CAUSES = 16;
+
+/**
+ * The best-effort records that could not be written, said on stderr once per cause, then counted.
+ * A full disk refuses every record of a busy agent: a line for each (SQLite's "database or disk
+ * is full", as often as calls came) flooded the host's log and never said which store or what to
+ * do. The first record a cause stops is said whole (the store's sentence and the one thing to do,
+ * as a refused call's reason says them); the later ones are counted, by type, and the count said
+ * at most every `everyMs` after the cause's last line (a timer that holds nothing up), and when
+ * the gateway ends (`end`). A cause quiet for `everyMs`, its count said, is said whole again.
+ * Failures of no known cause are keyed by their message, and said as they are.
+ */
+export function unwrittenWarnings(
+  log: Pick<Logger, "warn">,
+  everyMs = UNWRITTEN_EVERY_MS,
+): { failed(type: string, e: unknown): void; end(): void } {
+  interface Cause {
+    sentence: string;
+    said: number;
+    count: number;
+    types: Map<string, number>;
+    timer: NodeJS.Timeout | null;
+  }
+  const causes = new Map<string, Cause>();
+  const sayCount = (c: Cause) => {
+    if (c.timer) clearTimeout(c.timer);
+    c.timer = null;
+    if (c.count === 0) return;
+    const types = [...c.types].map(([type, n]) => `${type} ×${n}`).join(", ");
+    log.warn(
+      `audit: ${c.count} more record${c.count === 1 ? "" : "s"} not written (${types}), for the same reason: ${c.sentence}`,
+    );
+    c.said = performance.now();
+    c.count = 0;
+    c.types.clear();
+  };
+  return {
+    failed(type, e) {
+      const failure = writeRefused(e);
+      const sentence = failure ? failure.message : ((e as Error)?.message ?? String(e));
+      const key = failure ? `${failure.reason} ${failure.path}` : sentence;
+      const now = performance.now();
+      const c = causes.get(key);
+      if (!c || (c.count === 0 && now - c.said >= everyMs)) {
+        const whole = writeProblem(e).replace(/([^.])$/, "$1.");
+        // a failure whose message varies from record to record is not kept past MAX_CAUSES
+        if (!c && causes.size >= MAX_CAUSES) return log.warn(`audit: cannot record ${type}: ${whole}`);
+        log.warn(
+          `audit: cannot record ${type}: ${whole} Further records not written for this reason are counted, said at most every ${Math.round(everyMs / 1000)} s.`,
+        );
+        causes.set(key, { sentence, said: now, count: 0, types: new Map(), timer: null });
+        return;
+      }
+      c.count++;
+      c.types.set(type, (c.types.get(type) ?? 0) + 1);
+      if (now - c.said >= everyMs) sayCount(c);
+      else if (!c.timer) {
+        c.timer = setTimeout(() => sayCount(c), everyMs - (now - c.said));
+        c.timer.unref();
+      }
+    },
+    end() {
+      for (const c of causes.values()) sayCount(c);
+    },
+  };
 }

@@ -8,7 +8,8 @@ import {
   type RecordedProcess,
   recordedPlace,
 } from "../identity/proc.js";
-import { isBusy, type Store, waitingOnce } from "../store/db.js";
+import { isBusy, type Store, waitingOnce, writeRefused } from "../store/db.js";
+import { storeAdvice } from "../store/storeAdvice.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { type Logger, scrubbedLine, scrubbedStrings } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
@@ -331,9 +332,12 @@ export class GatewayRegistry {
       return;
     }
     this.failing = true;
+    const refused = writeRefused(e);
     const why = isBusy(e)
       ? "it is locked by another process (a database browser or an sqlite3 shell with an open transaction?)"
-      : `it cannot be written: ${(e as Error)?.message ?? String(e)}`;
+      : refused
+        ? `it ${refused.problem.replace(/\.$/, "")}; to fix it: ${storeAdvice(refused)}`
+        : `it cannot be written: ${(e as Error)?.message ?? String(e)}`;
     this.log.warn(
       `cannot update this gateway's row in the store ${this.db.name}: ${why}; the gateway serves on, 'portcullis status' may show it stale, and the write is tried again every 5 s`,
     );

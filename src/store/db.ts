@@ -16,6 +16,7 @@ import { fileProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
 import { requireInitialized, STORE_FILE } from "./stateDir.js";
+import { storeAdvice } from "./storeAdvice.js";
 import { type StoreCause, StoreError } from "./storeError.js";
 import { StoreFiles } from "./storeFiles.js";
 
@@ -229,6 +230,26 @@ export function storeFailure(e: unknown): StoreError | null {
   const failure = storeError(lastOpened ?? "of this state directory", e);
   return failure instanceof StoreError ? failure : null;
 }
+
+/**
+ * A write the file system refused (the disk full, the file size limit reached, a read-only file)
+ * as the store's sentence, which names the file and the cause (SQLite says only "database or disk
+ * is full", "disk I/O error" or "attempt to write a readonly database"): what a gateway says of a
+ * record or a row it could not write, with storeAdvice's one thing to do. Null for anything else.
+ */
+export function writeRefused(e: unknown): StoreError | null {
+  const failure = storeFailure(e);
+  return failure && WRITE_REFUSED.has(failure.reason) ? failure : null;
+}
+
+/** writeRefused's sentence and the one thing to do about it; for anything else, the error's own message. */
+export function writeProblem(e: unknown): string {
+  const failure = writeRefused(e);
+  if (failure) return `${failure.message} To fix it: ${storeAdvice(failure)}.`;
+  return (e as Error | null)?.message ?? String(e);
+}
+
+const WRITE_REFUSED: ReadonlySet<StoreCause> = new Set(["disk-full", "file-size-limit", "read-only"]);
 
 /**
  * How long a write that matters (an approval request) keeps trying while the store is locked:
