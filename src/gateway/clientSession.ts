@@ -186,8 +186,9 @@ export class ClientSession {
   }
 
   /**
-   * The client's listen under `id` is over, as the client ends it (its cancellation, handled as it
-   * arrives: the id is still that listen's). Whatever ends a listen later names it by its token.
+   * The client's listen under `id` is over, as the client ends it (its cancellation), or the server
+   * (its answer to the listen), handled as it arrives: the id is still that listen's. Whatever ends
+   * a listen later names it by its token.
    */
   listenClosed(id: Id): void {
     this.clientListens = this.clientListens.filter((l) => l.id !== id);

@@ -158,9 +158,20 @@ export class ServerMessages {
     // A late answer to a request the client cancelled touches nothing of the client's: its id
     // may name a newer request by now, whose progress token must not be ended here.
     if (this.lateForCancelled(entry)) return;
+    this.listenAnswered(entry);
     this.p.progress.ended(entry.clientId);
     this.p.inFlight.resulted(entry, "error");
     this.p.downstream.send(errorResponse(entry.clientId, e.code, e.message, e.data));
+  }
+
+  /**
+   * An answer to the client's subscriptions/listen ends it (the server closed it, or refused it):
+   * over for the gateway as when the client cancels it, so that none of its own list_changed goes
+   * out under its id any more. Handled as the answer arrives, while the id is still that listen's
+   * (the client's id is in use until then); its entry is already taken, so it is not re-opened.
+   */
+  private listenAnswered(entry: ClientPending): void {
+    if (entry.listen !== undefined) this.p.session.listenClosed(entry.clientId);
   }
 
   /** `text`: the line as the server wrote it, already scrubbed of released values. */
@@ -190,6 +201,7 @@ export class ServerMessages {
     }
     if (!gen.settled) this.p.link.settle(gen);
     if (this.lateForCancelled(entry)) return;
+    this.listenAnswered(entry);
     this.p.progress.ended(entry.clientId);
     // An error of the server's that could pass for one of the gateway's (a code of its refusal
     // range, a data.error) goes on inside the gateway's server_error, which says whose it is.
