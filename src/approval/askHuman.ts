@@ -237,11 +237,16 @@ export class HumanAsker {
     }
     const how = `portcullis approve ${id}${this.o.stateDirFlag ?? ""}`;
     this.expiry.schedule();
+    const cutBefore = hooks.signal?.aborted === true;
     try {
       hooks.waiting?.(id);
     } catch {
       /* telling the client where to decide is a courtesy */
     }
+    // a wait the gateway cut short as it told the client where to decide (a 2026-07-28 call
+    // answered input_required): the client gave up on nothing and retries, so its request is not
+    // one a newer call may supersede
+    const sentAway = !cutBefore && hooks.signal?.aborted === true;
 
     const progress = (msg: string) => {
       try {
@@ -285,7 +290,7 @@ export class HumanAsker {
           // The client gave up, or the gateway answers the call otherwise (a modern client sent to
           // the console): the request stays pending for a retry. When the connection ends (the
           // signal's reason says so), the request closes with the run instead.
-          if (cancelled !== "connection-ends") this.leftBy(id);
+          if (cancelled !== "connection-ends" && !sentAway) this.leftBy(id);
           this.o.log.info(
             cancelled === "connection-ends"
               ? `${hooks.signal?.reason}: the call stops waiting; approval request ${id} closes with the agent run`
