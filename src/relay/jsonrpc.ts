@@ -72,6 +72,9 @@ function isParams(v: unknown): boolean {
   return v === undefined || (typeof v === "object" && v !== null);
 }
 
+/** At most this many requests of a batch are answered, each under its own id (the rest: none). */
+const MAX_BATCH_IDS = 1000;
+
 export function classify(value: unknown): Classified {
   if (typeof value !== "object" || value === null) {
     return { kind: "invalid", reason: "not a JSON object", id: null };
@@ -79,11 +82,19 @@ export function classify(value: unknown): Classified {
   if (Array.isArray(value)) {
     // True in every era: 2025-03-26 allowed batches, later revisions removed them, and
     // portcullis never took them (one message, one decision, one record).
-    // JSON-RPC answers a batch's requests one by one, by id: each is refused under its own.
+    // JSON-RPC answers a batch's requests one by one, by id: each is refused under its own. Each
+    // id once, and at most MAX_BATCH_IDS of them: a 21-byte element gets a 168-byte refusal, and a
+    // line near the message limit was answered with more than one string can hold (a crash).
+    const seen = new Set<string>();
     const batch: Id[] = [];
     for (const e of value as unknown[]) {
       const r = e as Record<string, unknown> | null;
-      if (typeof r === "object" && r !== null && typeof r.method === "string" && isId(r.id)) batch.push(r.id);
+      if (typeof r !== "object" || r === null || typeof r.method !== "string" || !isId(r.id)) continue;
+      const key = `${typeof r.id}:${String(r.id)}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      batch.push(r.id);
+      if (batch.length >= MAX_BATCH_IDS) break;
     }
     return { kind: "invalid", reason: BATCH_REFUSED, id: null, batch };
   }
