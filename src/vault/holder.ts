@@ -18,7 +18,9 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * Protocol: one JSON object per line each way. Requests: {"op":"status"},
  * {"op":"release","scope":S}, {"op":"put","scope":S,"value":V,"deliver":D,"hosts":[…]},
  * {"op":"forget","scope":S}, {"op":"lock"}, {"op":"leaf","host":H},
- * {"op":"release-http","scope":S,"host":"H:PORT"}. Answers: {"ok":true,...} or {"ok":false,"error":...}.
+ * {"op":"release-http","scope":S,"host":"H:PORT","changes":true?}. Answers: {"ok":true,...} or
+ * {"ok":false,"error":...}, one per request, in order; the only other line is `{"changed":N}` (below),
+ * and only on a connection that asked for it.
  *
  * `leaf` mints (and caches for its day of life) a TLS certificate for a host that some
  * HTTP-delivered secret's stored policy names, signed by the state directory's local CA, whose
@@ -31,10 +33,12 @@ import type { OpenedSecret, SecretPolicy } from "./secrets.js";
  * its socket file's modification time (whole seconds, set before the answer): the egress proxy
  * keeps a value for the call it was released for and uses it again only while the file still
  * shows that generation (one `stat`, no round trip). A file's time can be set by any process of the
- * user, so the holder also tells every connection it released a value on, before it answers a
- * store or a removal: `{"changed":GENERATION}`, a line that answers no question, upon which the
- * proxy drops what it kept. `lock` removes the file before it answers, so no request read after
- * `lock` returns finds a value to use.
+ * user, so the holder also tells every connection it released a value on with `"changes":true`
+ * in the request, before it answers a store or a removal: `{"changed":GENERATION}`, a line that
+ * answers no question, upon which the proxy drops what it kept. A connection that never asked
+ * (a gateway of an older version, still running, reads one line per question) gets no such line.
+ * `lock` removes the file before it answers, so no request read after `lock` returns finds a value
+ * to use.
  *
  * `release` hands a value out in clear, so it answers only for secrets stored with
  * `--deliver env`: whoever can connect (any process of the user) could ask, exactly as any
@@ -168,7 +172,7 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     }
   };
   const sockets = new Set<Socket>();
-  /** the connections a value was released on with a generation: told of every change (see above) */
+  /** the connections a value was released on with a generation that asked to be told of every change (see above) */
   const keepers = new Set<Socket>();
   const changed = (): void => {
     for (const k of keepers) if (!k.destroyed) k.write(`${JSON.stringify({ changed: generation })}\n`);
@@ -250,7 +254,9 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
         // The stored policy decides, not the gateway's configuration: a host the passphrase
         // holder did not name gets nothing, whatever portcullis.json says.
         if (!hostMatches(v.hosts, dest)) return { ok: false, error: "host_not_allowed" };
-        if (marked) keepers.add(socket);
+        // told of changes only when it asked: a client of an older version reads one line per
+        // question, and would take the news for the answer to its next one
+        if (marked && req.changes === true) keepers.add(socket);
         return { ok: true, value: v.value.toString("utf8"), ...(marked ? { generation } : {}) };
       }
       case "leaf":

@@ -41,7 +41,8 @@ export class HolderClient {
 
   /**
    * `f` runs whenever the holder says a secret was stored or removed (`{"changed":N}`, a line that
-   * answers no question, sent on a connection it released a value on, before it answers the change).
+   * answers no question, sent before it answers the change on a connection it released a value on
+   * for a `release-http` that asked for it with `"changes":true`).
    */
   onChanged(f: () => void): void {
     this.changed.push(f);

@@ -133,7 +133,8 @@ export function releaser(o: Options) {
         const k = `${keptKey(call)}\n${scope}\n${host}`;
         value = kept.get(k)?.value ?? null;
         if (value === null) {
-          const r = await holder.ask({ op: "release-http", scope, host });
+          // `changes`: this client understands the holder's `{"changed":N}` lines (`onChanged`)
+          const r = await holder.ask({ op: "release-http", scope, host, changes: true });
           if (r?.ok === true && typeof r.value === "string") {
             value = r.value;
             o.onReleased?.(scope, value);
