@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { rawIdOf, rawRequestIdOf } from "./idScan.js";
+import { rawBatchIdsOf, rawIdOf, rawRequestIdOf } from "./idScan.js";
 import type { Classified, Id } from "./jsonrpc.js";
 
 /** Whether a request the gateway holds under this id (a stand-in or the id itself) is still open. */
@@ -47,6 +47,7 @@ export class ClientIds {
    */
   adopt(c: Classified, text: string, rawId: string | undefined, isOpen: IsOpen): Classified {
     if (c.kind === "invalid") {
+      if (c.batch !== undefined) return this.batchIds(c, text);
       if (c.id === null) return c;
       return { ...c, id: this.standIn(c.id, rawIdOf(text)) };
     }
@@ -70,6 +71,32 @@ export class ClientIds {
     const id = c.msg.id;
     const adopted = this.requestId(id, rawId ?? rawIdOf(text), isOpen);
     return adopted === id ? c : { ...c, msg: { ...c.msg, id: adopted } };
+  }
+
+  /**
+   * A batch's ids as the client wrote them: a number JSON.parse rounds (beyond 2^53) gets its
+   * stand-in, read from its request's text in the array, so that its refusal goes back under
+   * that id (never under the rounded one, another request's) and an open request's stand-in is
+   * recognised. Two requests of the batch written with the same id are refused once. The array
+   * is scanned only when such a number is in it.
+   */
+  private batchIds(c: Extract<Classified, { kind: "invalid" }>, text: string): Classified {
+    const batch = c.batch ?? [];
+    const at = c.batchAt;
+    if (at === undefined || !batch.some((id) => typeof id === "number" && !Number.isSafeInteger(id)))
+      return c;
+    const raws = rawBatchIdsOf(text, at[at.length - 1] ?? 0);
+    const seen = new Set<string>();
+    const ids: Id[] = [];
+    batch.forEach((id, i) => {
+      const held =
+        typeof id === "number" && !Number.isSafeInteger(id) ? this.standIn(id, raws[at[i]!] ?? null) : id;
+      const key = `${typeof held}:${String(held)}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      ids.push(held);
+    });
+    return { ...c, batch: ids };
   }
 
   /**

@@ -208,6 +208,30 @@ export function rawRequestIdOf(text: string): string | null {
 }
 
 /**
+ * The raw text of the top-level `id` of each element of a whole message that is a JSON array (a
+ * batch), up to the element `last`: null for an element that is no object or has no valid id. Read
+ * as `rawIdOf` reads a message's id (keys by their value, of a member written twice the last). The
+ * text must be one valid JSON value (the message was parsed already).
+ */
+export function rawBatchIdsOf(text: string, last: number): (string | null)[] {
+  const out: (string | null)[] = [];
+  let i = skipWhitespace(text, 0);
+  if (text.charCodeAt(i) !== 0x5b /* [ */) return out;
+  i = skipWhitespace(text, i + 1);
+  while (out.length <= last && i < text.length && text.charCodeAt(i) !== 0x5d /* ] */) {
+    const end = valueEnd(text, i);
+    if (end <= i) break;
+    const id = text.charCodeAt(i) === 0x7b /* { */ ? memberOf(text, i, "id") : null;
+    const raw = id === null ? null : text.slice(id.start, id.end);
+    out.push(raw !== null && raw.length <= MAX_TOKEN && validIdToken(raw) ? raw : null);
+    i = skipWhitespace(text, end);
+    if (text.charCodeAt(i) !== 0x2c /* , */) break;
+    i = skipWhitespace(text, i + 1);
+  }
+  return out;
+}
+
+/**
  * The text of a whole message's `params.arguments` (a tools/call's), or null when it has none. Read
  * as `rawRequestIdOf` reads `params.requestId`: keys by their value, of a member written twice the
  * last. The text must be one valid JSON value (the message was parsed already).

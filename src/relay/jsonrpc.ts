@@ -53,6 +53,8 @@ export type Classified =
       unparsed?: true;
       /** a batch (a JSON array): the ids of the requests in it, each answered with the refusal */
       batch?: Id[];
+      /** for each of `batch`, the index of its request in the array (where its id's text is read) */
+      batchAt?: number[];
     };
 
 /** Why a JSON array is refused, worded to hold whatever protocol revision the peers negotiated. */
@@ -85,18 +87,25 @@ export function classify(value: unknown): Classified {
     // JSON-RPC answers a batch's requests one by one, by id: each is refused under its own. Each
     // id once, and at most MAX_BATCH_IDS of them: a 21-byte element gets a 168-byte refusal, and a
     // line near the message limit was answered with more than one string can hold (a crash).
+    // A number beyond 2^53 is not merged with another of its value here: JSON.parse rounds two
+    // ids into one (9007199254740993 and …992), which the client's texts tell apart (ClientIds).
     const seen = new Set<string>();
     const batch: Id[] = [];
-    for (const e of value as unknown[]) {
-      const r = e as Record<string, unknown> | null;
+    const batchAt: number[] = [];
+    const elements = value as unknown[];
+    for (let i = 0; i < elements.length; i++) {
+      const r = elements[i] as Record<string, unknown> | null;
       if (typeof r !== "object" || r === null || typeof r.method !== "string" || !isId(r.id)) continue;
-      const key = `${typeof r.id}:${String(r.id)}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (typeof r.id === "string" || Math.abs(r.id) <= Number.MAX_SAFE_INTEGER) {
+        const key = `${typeof r.id}:${String(r.id)}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
       batch.push(r.id);
+      batchAt.push(i);
       if (batch.length >= MAX_BATCH_IDS) break;
     }
-    return { kind: "invalid", reason: BATCH_REFUSED, id: null, batch };
+    return { kind: "invalid", reason: BATCH_REFUSED, id: null, batch, batchAt };
   }
   const m = value as Record<string, unknown>;
   const id = isId(m.id) ? m.id : null;
