@@ -76,8 +76,13 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
     await Promise.all([import("./proxy.js"), import("./env.js"), import("./record.js"), import("./ca.js")]);
   const http = server.credentialSpecs.filter((c) => c.deliver === "http");
   // a host named after a released value (env-delivered ones included) is recorded redacted
-  const recorder = new EgressRecorder(o.store, server.label, o.events, undefined, (host) =>
-    o.released.scrubHost(host),
+  const recorder = new EgressRecorder(
+    o.store,
+    server.label,
+    o.events,
+    undefined,
+    (host) => o.released.scrubHost(host),
+    log,
   );
   // read once, bounded (a FIFO or /dev/zero there hung the gateway): for the proxy and the bundle
   const userExtraCa = readCaBundle("NODE_EXTRA_CA_CERTS", env.NODE_EXTRA_CA_CERTS, (line) =>

@@ -1,5 +1,6 @@
 import type { EventSink } from "../../gateway/events.js";
-import { briefly, type Store } from "../../store/db.js";
+import { briefly, type Store, writeProblem, writeRefused } from "../../store/db.js";
+import type { Logger } from "../../util/log.js";
 import type { EgressRecord } from "./proxy.js";
 
 /**
@@ -63,7 +64,15 @@ export class EgressRecorder {
      * go through it as well.
      */
     private readonly hostShown: (host: string) => string = (host) => host,
+    /** where a write the file system refuses is said (once per cause: `refusedSaid`) */
+    private readonly log?: Pick<Logger, "warn">,
   ) {}
+
+  /**
+   * The cause of the last write the file system refused, once said (its reason and store), until
+   * a write succeeds: a full disk refuses every batch, every 200 ms, and is said once.
+   */
+  private refusedSaid: string | null = null;
 
   /**
    * An epoch is live now: what was held is recorded under it. The code that made those requests
@@ -201,11 +210,39 @@ export class EgressRecorder {
       });
       if (o.brief) briefly(this.store)(() => write.immediate());
       else write.immediate();
-    } catch {
+      this.refusedSaid = null;
+    } catch (e) {
       // The audit events carry the same facts, but the index is what `portcullis egress` and a
       // review read: what was not written is kept and tried again with the next batch.
+      this.refused(e, batch);
       this.requeue(batch);
     }
+  }
+
+  /**
+   * A batch the file system refused (a full disk, the file size limit, a read-only store), said
+   * as the audit sink says a record it could not write: the store's sentence and the one thing to
+   * do (writeProblem), once per cause until a write succeeds; at the end (`closed`), what is
+   * dropped unwritten is said too. A store locked by another process is not said: the next batch
+   * takes it.
+   */
+  private refused(e: unknown, batch: Pending[]): void {
+    const failure = writeRefused(e);
+    if (!failure || !this.log) return;
+    const whole = writeProblem(e).replace(/([^.])$/, "$1.");
+    if (this.closed) {
+      const n = batch.length;
+      this.log.warn(
+        `egress: ${n} destination${n === 1 ? "" : "s"} seen since the last write not written to the index (portcullis egress, an approval's review) as the gateway ends; the audit's egress records hold them: ${whole}`,
+      );
+      return;
+    }
+    const key = `${failure.reason} ${failure.path}`;
+    if (this.refusedSaid === key) return;
+    this.refusedSaid = key;
+    this.log.warn(
+      `egress: cannot write the destination index (portcullis egress, an approval's review): ${whole} Its counts are kept and written once the store takes them; not said again until then.`,
+    );
   }
 
   private requeue(batch: Pending[]): void {
