@@ -285,16 +285,7 @@ export function earlierRequest(db: Store, c: SameCall, now = new Date()): Approv
           AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
         ORDER BY created_at DESC, request DESC LIMIT 1`,
     )
-    .get(
-      c.agentRun,
-      c.serverLabel,
-      c.executionEpoch,
-      c.tool,
-      c.fingerprint,
-      c.mode,
-      c.argumentsDigest,
-      now.toISOString(),
-    ) as RequestDbRow | undefined;
+    .get(...sameCallValues(c, now)) as RequestDbRow | undefined;
   return r ? toRequest(r) : null;
 }
 
@@ -353,17 +344,22 @@ export function pendingOfSameTool(db: Store, c: SameCall, now = new Date()): App
             AND mode = ? AND arguments_digest != ? AND state = 'pending' AND expires_at > ?
           ORDER BY created_at, request LIMIT 64`,
       )
-      .all(
-        c.agentRun,
-        c.serverLabel,
-        c.executionEpoch,
-        c.tool,
-        c.fingerprint,
-        c.mode,
-        c.argumentsDigest,
-        now.toISOString(),
-      ) as RequestDbRow[]
+      .all(...sameCallValues(c, now)) as RequestDbRow[]
   ).map(toRequest);
+}
+
+/** The values of `earlierRequest`'s and `pendingOfSameTool`'s placeholders, in their order. */
+function sameCallValues(c: SameCall, now: Date): string[] {
+  return [
+    c.agentRun,
+    c.serverLabel,
+    c.executionEpoch,
+    c.tool,
+    c.fingerprint,
+    c.mode,
+    c.argumentsDigest,
+    now.toISOString(),
+  ];
 }
 
 /** Pending requests of one run and label whose time is up, oldest first. */
