@@ -1,5 +1,6 @@
 import { refuse } from "../guard/refusals.js";
 import { isNodeWatchNotice, underNodeWatch } from "../identity/index.js";
+import { idJson } from "../relay/ids.js";
 import {
   type ErrorObject,
   errorResponse,
@@ -331,7 +332,7 @@ export class ServerMessages {
     if (text !== undefined && down.sendText) {
       const span = plainIdSpan(text);
       if (span) {
-        const json = JSON.stringify(clientId);
+        const json = idJson(clientId);
         down.sendText(spliceId(text, span, down.clientIds ? down.clientIds.restore(json) : json));
         return;
       }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { rawBatchIdsOf, rawIdOf, rawRequestIdOf } from "./idScan.js";
+import { idJson } from "./ids.js";
 import type { Classified, Id } from "./jsonrpc.js";
 
 /** Whether a request the gateway holds under this id (a stand-in or the id itself) is still open. */
@@ -164,7 +165,7 @@ export class ClientIds {
 
   /** The stand-in for an id whose raw text differs from its serialized value; else the id. */
   standIn(id: Id, raw: string | null): Id {
-    if (raw === null || JSON.stringify(id) === raw) return id;
+    if (raw === null || idJson(id) === raw) return id;
     // the text must be of this very id (a message with two "id" members is read by its last one)
     if (JSON.parse(raw) !== id) return id;
     this.issued = true;
