@@ -115,6 +115,10 @@ interface Observed {
   argv: readonly string[];
   /** it held the gateway's output pipe as its descriptor 1 at some look (SettledProcess.answers) */
   answers: boolean;
+  /** its holding the pipe was reported (EarlyLook.answering) */
+  said: boolean;
+  /** when it was first seen (performance.now()), for how long it stays a parent's copy (COPY_WINDOW_MS) */
+  firstAt: number;
   first: number;
   last: number;
 }
@@ -125,13 +129,28 @@ interface Provisional {
   seen: Map<string, Observed>;
 }
 
-/** lookEarly's verdict: a replacement's detail (or null), and the processes first seen answering. */
+/**
+ * lookEarly's verdict: a replacement's detail (or null), the processes first seen answering as
+ * their own command, and when to look again soon (a process seen only as its parent's copy), in
+ * milliseconds (null: the idle poll's pace is enough).
+ */
 export interface EarlyLook {
   replaced: string | null;
   answering: { pid: number; exe: string | null }[];
+  againMs: number | null;
 }
 
-const NOTHING_EARLY: EarlyLook = { replaced: null, answering: [] };
+const NOTHING_EARLY: EarlyLook = { replaced: null, answering: [], againMs: null };
+
+/**
+ * How long a process seen as its parent's copy (same executable and argv) is looked at again soon,
+ * in milliseconds: a watcher's worker between its fork and its execve() shows the watcher's command,
+ * and a worker seen only so and swapped before the idle poll's next look (half a second) could not
+ * be matched with its successor (earlySuccessor). The looks come at 10 ms, then at twice the time
+ * it has been seen; one that stays a copy longer (a shell's subshell, a cluster worker) is taken
+ * as it is.
+ */
+const COPY_WINDOW_MS = 1000;
 
 /**
  * Looks at a generation's settled processes for other code answering in their place. Holds the
@@ -209,32 +228,47 @@ export class ReplacementDetector {
     if (now.length === 0) return NOTHING_EARLY; // the root is gone: its exit handler's case
     const answering: EarlyLook["answering"] = [];
     const alive = new Set<string>();
+    const byPid = new Map(now.map((p) => [p.pid, p]));
+    let againMs: number | null = null;
     for (const p of now) {
       const key = `${p.pid}/${p.startTime}`;
       alive.add(key);
       const answers = answersOn(p.pid, gen.channel);
-      const was = prov.seen.get(key);
+      let o = prov.seen.get(key);
       // read again at each look: one seen between its fork and its execve() shows its parent's
-      if (was === undefined) {
+      if (o === undefined) {
         const { pid, ppid, startTime, argv } = p;
-        prov.seen.set(key, {
+        const firstAt = performance.now();
+        o = {
           pid,
           ppid,
           startTime,
           argv,
           exe: plainExe(p.exe),
           answers,
+          said: false,
+          firstAt,
           first: look,
           last: look,
-        });
+        };
+        prov.seen.set(key, o);
       } else {
-        was.exe = plainExe(p.exe);
-        was.argv = p.argv;
-        was.last = look;
+        o.exe = plainExe(p.exe);
+        o.argv = p.argv;
+        o.last = look;
+        if (answers) o.answers = true;
       }
-      if (answers && !was?.answers) {
-        if (was !== undefined) was.answers = true;
-        answering.push({ pid: p.pid, exe: plainExe(p.exe) });
+      const parent = byPid.get(p.ppid);
+      const copy = parent !== undefined && plainExe(parent.exe) === o.exe && sameArgv(parent.argv, p.argv);
+      const since = performance.now() - o.firstAt;
+      if (copy && since < COPY_WINDOW_MS) {
+        const wait = Math.max(10, Math.min(since, COPY_WINDOW_MS - since));
+        againMs = againMs === null ? wait : Math.min(againMs, wait);
+        continue; // what it runs is not known yet: said once it is (or once it stayed a copy)
+      }
+      if (o.answers && !o.said) {
+        o.said = true;
+        answering.push({ pid: p.pid, exe: o.exe });
       }
     }
     let replaced: string | null = null;
@@ -248,7 +282,7 @@ export class ReplacementDetector {
       if (serverExes === null || (d.exe !== null && serverExes.has(d.exe)))
         replaced ??= earlySuccessor(d, now, prov, gen.channel);
     }
-    return { replaced, answering };
+    return { replaced, answering, againMs };
   }
 
   /** Why other code now answers for `gen` (the detail of its "replaced"), ROOT_GONE, CodeUnknown, or null. */

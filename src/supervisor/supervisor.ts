@@ -150,6 +150,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly changedUnsettled = new WeakSet<Generation>();
   /** the swaps before the first answer already reported, per generation (checkEarly) */
   private readonly swapsSaid = new WeakMap<Generation, Set<string>>();
+  /** the quick look due before the first answer (lookSoon), if any */
+  private soon: NodeJS.Timeout | null = null;
   /** serverExes, once resolved (undefined: not yet) */
   private launchExes: ReadonlySet<string> | null | undefined = undefined;
 
@@ -487,7 +489,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * never answered, and the new worker served under the epoch recorded for the old code.
    */
   private checkEarly(gen: Generation, force = false): void {
-    const { replaced, answering } = this.replacements.lookEarly(gen, this.serverExes(), force);
+    const { replaced, answering, againMs } = this.replacements.lookEarly(gen, this.serverExes(), force);
+    if (againMs !== null) this.lookSoon(gen, againMs);
     for (const a of answering)
       this.opts.log.debug(
         `before its first answer, process ${a.pid} (${a.exe ?? "unknown executable"}) holds the gateway's output pipe: epoch=${gen.epoch}`,
@@ -505,6 +508,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     // After what is being handled now: a client request whose arrival made this look is written
     // first (the probe goes behind it), and a first answer being read is taken first.
     queueMicrotask(() => this.emit("swapped-before-answer", gen, replaced));
+  }
+
+  /**
+   * One more checkEarly of `gen` in `ms` (a process was seen only as its parent's copy), unless one
+   * is already due: dropped once `gen` answered, went away, or the supervisor stops or restarts.
+   */
+  private lookSoon(gen: Generation, ms: number): void {
+    if (this.soon !== null) return;
+    this.soon = setTimeout(() => {
+      this.soon = null;
+      if (gen === this.current && gen.alive && !gen.settled && !this.restarting && !this.stopping)
+        this.checkEarly(gen);
+    }, ms);
+    this.soon.unref();
   }
 
   /** See ServerLink.replaceBeforeAnswer. */
@@ -737,6 +754,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
+    if (this.soon !== null) clearTimeout(this.soon);
     this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.groups.cancelPending();
