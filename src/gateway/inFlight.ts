@@ -156,7 +156,7 @@ export interface InFlightPorts {
   /** the client's progress tokens the gateway spoke under: freed when the gateway answers a request itself */
   progress: ProgressTokens;
   /** the client's modern envelope, put on the gateway's own requests */
-  session: Pick<ClientSession, "paramsFor" | "initializeLost" | "hasNegotiated">;
+  session: Pick<ClientSession, "paramsFor" | "initializeLost" | "hasNegotiated" | "listenClosed">;
   /** the generation requests go to now: null before the first epoch */
   current(): Generation | null;
 }
@@ -266,9 +266,35 @@ export class InFlight {
     if (h?.gen !== gen) return;
     this.handshake = null;
     for (const b of h.behind) {
-      if ("request" in b) this.forward(b.request, b.extra, b.line);
+      if ("request" in b) this.forwardNow(b.request, b.extra, b.line);
       else this.p.link.send(b.notification);
     }
+  }
+
+  /**
+   * Forwards a request the gateway kept (behind a replayed handshake, carried to a new process, a
+   * listen re-opened there), whose sender is not there to learn that it failed. A listen the
+   * process cannot take (its stdin broke while it still runs: the gateway waits a moment for it
+   * to exit before it ends its epoch) is answered server_unavailable, and is then over for the
+   * gateway as one the server ended by answering it (ServerMessages.listenAnswered): none of the
+   * gateway's own list_changed goes out under its id, nor is it re-opened on the next process.
+   * Handled as the answer goes out, while the id is still that listen's.
+   */
+  private forwardNow(request: Request, extra: ForwardExtra, line?: WrittenLine): boolean {
+    if (this.forward(request, extra, line)) return true;
+    if (extra.listen === undefined) return false;
+    this.p.session.listenClosed(request.id);
+    // (its resource subscriptions, had it any, were never sent: their records end here)
+    for (const r of extra.listenReads ?? [])
+      this.p.records.callInterrupted(
+        r.name,
+        undefined,
+        r.epoch,
+        "server_unavailable",
+        "not_forwarded",
+        "subscriptions/listen",
+      );
+    return false;
   }
 
   /**
@@ -697,12 +723,12 @@ export class InFlight {
       // A subscription is not a call: it is re-opened on the new process.
       this.upstream.delete(wire, p.clientId);
       const lists = p.listenLists;
-      if (this.forward(p.listen, { listen: p.listen, ...(lists ? { listenLists: lists } : {}) }))
+      if (this.forwardNow(p.listen, { listen: p.listen, ...(lists ? { listenLists: lists } : {}) }))
         sendListsChanged(this.p.downstream, p.clientId, lists);
     }
     const carried = this.carried;
     this.carried = [];
-    for (const c of carried) this.forward(c.request, c.extra, c.line);
+    for (const c of carried) this.forwardNow(c.request, c.extra, c.line);
   }
 
   /**
