@@ -38,7 +38,13 @@ export class ClientSession {
   private era_: Era | null = null;
   /** the client's own initialize request, replayed to a replaced legacy worker */
   private initRequest: Request | null = null;
-  private negotiated: { protocolVersion: unknown; capabilities: unknown } | null = null;
+  /**
+   * what the server's answer to it said, as the gateway reads it: its protocolVersion and
+   * capabilities, and `exact`, the numbers there that re-serialising would change, with their
+   * exact values (exactReadNumbers): the client got them as written
+   */
+  private negotiated: { protocolVersion: unknown; capabilities: unknown; exact: readonly string[] } | null =
+    null;
   /**
    * the params of the client's initialize a server answered (what `negotiated` came from): the
    * handshake replayed to a new process. Not the latest the client sent: one sent again may be
@@ -57,6 +63,8 @@ export class ClientSession {
   /** the era is modern only because the client's first request was server/discover (onRequest) */
   private eraByProbe = false;
   private discovered: unknown = null;
+  /** the numbers of the first server/discover answer's capabilities re-serialising would change (exactReadNumbers) */
+  private discoveredExact: readonly string[] = [];
 
   private listeningGen: Generation | null = null;
   /** what this client last listed completely (revision and each tool's fingerprint) */
@@ -160,17 +168,28 @@ export class ClientSession {
     this.clientInitialized = true;
   }
 
-  /** The server answered the client's initialize: what was negotiated. */
-  noteNegotiated(result: unknown, params?: Record<string, unknown>): void {
+  /**
+   * The server answered the client's initialize: what was negotiated (`exact`: the numbers in it
+   * the gateway reads that re-serialising would change, exactReadNumbers of the answer's text).
+   */
+  noteNegotiated(
+    result: unknown,
+    params: Record<string, unknown> | undefined,
+    exact: readonly string[],
+  ): void {
     const r = result as { protocolVersion?: unknown; capabilities?: unknown };
-    this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities };
+    this.negotiated = { protocolVersion: r.protocolVersion, capabilities: r.capabilities, exact };
     this.negotiatedParams = params ?? (this.initRequest?.params as Record<string, unknown> | undefined) ?? {};
   }
 
-  /** The server answered a server/discover of the client: the first answer's capabilities are kept. */
-  noteDiscovered(result: unknown): void {
-    if (this.discovered === null)
-      this.discovered = (result as { capabilities?: unknown }).capabilities ?? null;
+  /**
+   * The server answered a server/discover of the client: the first answer's capabilities are kept
+   * (with `exact`, as noteNegotiated's).
+   */
+  noteDiscovered(result: unknown, exact: readonly string[]): void {
+    if (this.discovered !== null) return;
+    this.discovered = (result as { capabilities?: unknown }).capabilities ?? null;
+    this.discoveredExact = exact;
   }
 
   /** The client's listen `id` is open (to tool-list changes): its token, which `listenEnded` takes. */
@@ -298,13 +317,18 @@ export class ClientSession {
     return this.negotiatedParams ?? {};
   }
 
-  /** Whether a new process's initialize result negotiates what the client already has. */
-  sameNegotiation(result: unknown): boolean {
+  /**
+   * Whether a new process's initialize result negotiates what the client already has. `exact`:
+   * the numbers of that answer that re-serialising would change (exactReadNumbers of its text),
+   * compared with the first answer's as exactly as the client read them.
+   */
+  sameNegotiation(result: unknown, exact: readonly string[]): boolean {
     const r = result as { protocolVersion?: unknown; capabilities?: unknown };
     return (
       this.negotiated !== null &&
       sameJson(r.protocolVersion ?? null, this.negotiated.protocolVersion ?? null) &&
-      sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null)
+      sameJson(r.capabilities ?? null, this.negotiated.capabilities ?? null) &&
+      sameJson(exact, this.negotiated.exact)
     );
   }
 
@@ -326,7 +350,8 @@ export class ClientSession {
     return this.discovered !== null;
   }
 
-  sameDiscovery(capabilities: unknown): boolean {
-    return sameJson(capabilities ?? null, this.discovered ?? null);
+  /** Whether a new process's server/discover answer advertises what the first did (`exact`: as sameNegotiation's). */
+  sameDiscovery(capabilities: unknown, exact: readonly string[]): boolean {
+    return sameJson(capabilities ?? null, this.discovered ?? null) && sameJson(exact, this.discoveredExact);
   }
 }

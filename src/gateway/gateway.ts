@@ -13,6 +13,7 @@ import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
+import { exactReadNumbers } from "./asWritten.js";
 import { CatalogSync } from "./catalogSync.js";
 import { ClientMessages, type RefusedAnswer } from "./clientMessages.js";
 import { ClientSession } from "./clientSession.js";
@@ -740,12 +741,16 @@ export class Gateway {
     }
     if (initParams) {
       this.inFlight.handshakeBegins(gen);
-      const res = await this.replayed(gen, "initialize", initParams);
+      let text: string | undefined;
+      const res = await this.replayed(gen, "initialize", initParams, (t) => {
+        text = t;
+      });
       if (res === "timeout") return this.noHandshake(gen, "initialize");
       if (!this.answersReplay(gen, res)) return;
       if (res.error)
         return this.end(`the new server process refused initialize: ${this.said(res.error.message)}`, 1);
-      if (!this.session.sameNegotiation(res.result)) {
+      // compared as the client read the first answer: a number re-serialising would change, exactly
+      if (!this.session.sameNegotiation(res.result, exactReadNumbers(text))) {
         return this.end(
           "the new server process negotiated a different protocol version or capabilities; ending the connection so the client re-initializes",
           0,
@@ -763,7 +768,10 @@ export class Gateway {
     } else if (this.session.era === "modern") {
       if (this.session.hasDiscovered) {
         this.inFlight.handshakeBegins(gen);
-        const res = await this.replayed(gen, "server/discover", {});
+        let text: string | undefined;
+        const res = await this.replayed(gen, "server/discover", {}, (t) => {
+          text = t;
+        });
         if (res === "timeout") return this.noHandshake(gen, "server/discover");
         if (!this.answersReplay(gen, res)) return;
         // refused, as a refused initialize is: not taken for an answer that advertises nothing
@@ -773,7 +781,7 @@ export class Gateway {
             1,
           );
         const caps = (res.result as { capabilities?: unknown } | undefined)?.capabilities;
-        if (!this.session.sameDiscovery(caps)) {
+        if (!this.session.sameDiscovery(caps, exactReadNumbers(text))) {
           return this.end(
             "the new server process advertises different capabilities; ending the connection",
             0,
@@ -837,6 +845,7 @@ export class Gateway {
     gen: Generation,
     method: string,
     params: Record<string, unknown>,
+    written: (text: string) => void,
   ): Promise<Response | null | "timeout"> {
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout;
@@ -850,7 +859,7 @@ export class Gateway {
         timer.unref(); // never keeps an ending gateway alive
       };
       arm();
-      void this.inFlight.request(gen, method, params).then((res) => {
+      void this.inFlight.request(gen, method, params, undefined, written).then((res) => {
         clearTimeout(timer);
         resolve(res);
       });

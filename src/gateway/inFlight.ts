@@ -79,7 +79,8 @@ interface OwnPending {
   origin: "gateway";
   method: string;
   gen: Generation;
-  resolve: (r: Response | null) => void;
+  /** `text`: the answer as the server wrote it (scrubbed), when it came from the server */
+  resolve: (r: Response | null, text?: string) => void;
 }
 
 export type Pending = ClientPending | OwnPending;
@@ -432,19 +433,24 @@ export class InFlight {
    * `notifications/cancelled` for it (MCP: what a sender that gives up on a request says), and
    * the promise rejects ("the server did not answer <method> within N s"). Without one it waits
    * as long as the generation lives (a subscription, which is answered only when it ends).
+   * `written` is given the answer's text as the server wrote it (scrubbed) before the promise
+   * resolves: what the gateway reads exactly (a replayed handshake's numbers that re-serialising
+   * would change).
    */
   request(
     gen: Generation,
     method: string,
     params: Record<string, unknown>,
     timeoutMs?: number,
+    written?: (text: string) => void,
   ): Promise<Response | null> {
     return new Promise((resolve, reject) => {
       if (!gen.alive) return resolve(null);
       const p = this.p.session.paramsFor(params);
       let timer: NodeJS.Timeout | null = null;
-      const settle = (r: Response | null) => {
+      const settle = (r: Response | null, text?: string) => {
         if (timer !== null) clearTimeout(timer);
+        if (r !== null && text !== undefined) written?.(text);
         resolve(r);
       };
       // resolved with null by endGeneration when this generation goes away first

@@ -14,10 +14,11 @@ import {
 } from "../relay/jsonrpc.js";
 import { plainIdSpan, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { sameJson } from "../util/canonical.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
 import type { ReleasedValues } from "../vault/scrub.js";
-import { transportRewrites, writtenNumber } from "./asWritten.js";
+import { exactReadNumbers, transportRewrites, writtenAgain, writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
@@ -197,7 +198,7 @@ export class ServerMessages {
       return;
     }
     if (entry.origin === "gateway") {
-      entry.resolve(msg);
+      entry.resolve(msg, text);
       return;
     }
     if (!gen.settled) this.p.link.settle(gen);
@@ -241,15 +242,14 @@ export class ServerMessages {
     // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`,
     // `1e-400`): the answer goes on as written when nothing rewrites it (`writtenNumber`); else the
     // client gets an error in its place, never another number. initialize's and server/discover's
-    // results are rewritten (listChanged advertised, tasks taken out): one holding such a number
-    // becomes an error too, and their errors go as written. (One regex test of the line in the
-    // common case.)
+    // results go on so too: the gateway's own change to them (listChanged advertised, tasks taken
+    // out, below) is written into the server's text with every other number as written
+    // (`writtenAgain`), and what the gateway reads there (protocolVersion, capabilities) is kept
+    // with such numbers' exact values, to compare a new process's answer with as the client read
+    // it (`exactReadNumbers`). (One regex test of the line in the common case.)
     if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
       const rewrites =
-        imitates !== null ||
-        attributed !== null ||
-        renamed !== null ||
-        (handshake && msg.result !== undefined)
+        imitates !== null || attributed !== null || renamed !== null
           ? "the gateway rewrites the answer"
           : transport;
       const written = writtenNumber(text, msg, rewrites, true);
@@ -262,14 +262,20 @@ export class ServerMessages {
         }
       }
     }
-    if (entry.method === "initialize" && msg.result) {
-      this.p.session.noteNegotiated(msg.result, entry.initializes);
-      msg = { ...msg, result: withoutTasks(advertiseListChanged(msg.result)) };
-      queueMicrotask(() => this.p.catalogIfNeeded());
-    }
-    if (entry.method === "server/discover" && msg.result) {
-      this.p.session.noteDiscovered(msg.result);
-      msg = { ...msg, result: withoutTasks(msg.result) };
+    // what goes to the client as written: the server's text, or its handshake answer rewritten
+    let written = asWritten ? text : undefined;
+    if (handshake && msg.result !== undefined) {
+      // (a number re-serialising would change is in what the gateway reads only when the answer goes as written)
+      const exact = exactReadNumbers(written);
+      const initialize = entry.method === "initialize";
+      if (initialize) this.p.session.noteNegotiated(msg.result, entry.initializes, exact);
+      else this.p.session.noteDiscovered(msg.result, exact);
+      const shown = initialize ? withoutTasks(advertiseListChanged(msg.result)) : withoutTasks(msg.result);
+      if (!sameJson(shown, msg.result)) {
+        msg = { ...msg, result: shown };
+        if (written !== undefined) written = writtenAgain(msg, written);
+      }
+      if (initialize) queueMicrotask(() => this.p.catalogIfNeeded());
     }
     if (entry.intent || entry.listenReads?.length) {
       const result = msg.result as { isError?: unknown } | undefined;
@@ -284,7 +290,7 @@ export class ServerMessages {
         idText: entry.call?.idText ?? JSON.stringify(entry.clientId),
         gen: entry.gen,
       });
-    this.sendDownstream(msg, entry.clientId, asWritten ? text : undefined);
+    this.sendDownstream(msg, entry.clientId, written);
   }
 
   /**

@@ -138,6 +138,29 @@ function whereWritten(value: unknown, respelled: Map<number, Written>): Respelle
 function respelledReads(text: string): Map<number, Written> | null {
   if (!LONG_DIGITS.test(text)) return null;
   const respelled = new Map<number, Written>();
+  for (const w of respelledTokens(text)) if (!respelled.has(w.read)) respelled.set(w.read, w);
+  return respelled.size === 0 ? null : respelled;
+}
+
+/**
+ * Every number token of `text` (one valid JSON value) that re-serialising would change, in text
+ * order, each with where it lies (its path as JSON.parse reads the keys; the last member of a key
+ * written twice is the one a parsed value holds) and its exact value (`decimalValue`): what a
+ * reader of the text takes it for, where the gateway's parsed value holds a rounded double.
+ */
+export function respelledNumbers(
+  text: string,
+): { path: (string | number)[]; written: string; exact: string }[] {
+  if (!LONG_DIGITS.test(text)) return [];
+  return respelledTokens(text).map((w) => ({
+    path: w.path,
+    written: w.written,
+    exact: decimalValue(w.written),
+  }));
+}
+
+function respelledTokens(text: string): (Written & { read: number })[] {
+  const respelled: (Written & { read: number })[] = [];
   // one entry per open container: an object's key being read (null before its first), an array's index
   const at: (string | number | null)[] = [];
   const n = text.length;
@@ -171,11 +194,10 @@ function respelledReads(text: string): Map<number, Written> | null {
     const read = Number(token);
     // beyond the range of doubles: refused as such where it matters (src/util/canonical.ts)
     if (!Number.isFinite(read)) continue;
-    if (decimalValue(token) !== decimalValue(String(read))) {
-      if (!respelled.has(read)) respelled.set(read, { written: token, path: [...at] as (string | number)[] });
-    }
+    if (decimalValue(token) !== decimalValue(String(read)))
+      respelled.push({ read, written: token, path: [...at] as (string | number)[] });
   }
-  return respelled.size === 0 ? null : respelled;
+  return respelled;
 }
 
 function find(

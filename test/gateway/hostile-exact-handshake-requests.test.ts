@@ -4,8 +4,10 @@
 // server's own requests to the client (sampling/createMessage, elicitation/create, roots/list),
 // which go out under the gateway's id. A number such as 12345678901234567891 or 9007199254740993
 // in them reached the client as 12345678901234567000 or 9007199254740992. Now such a message
-// reaches the client as the server wrote it, or an error takes its place (an answer), or the server
-// is answered with an error and the client gets nothing (a request): never another number.
+// reaches the client as the server wrote it (a handshake answer with the gateway's change written
+// into it: test/gateway/hostile-exact-handshake-answers.test.ts), or an error takes its place (an
+// answer), or the server is answered with an error and the client gets nothing (a request): never
+// another number.
 // Real gateway, the rawlines fixture server (FIXTURE_RAW_ANSWERS: its answer to a method, as written).
 
 import { readFileSync } from "node:fs";
@@ -51,11 +53,11 @@ async function answerLine(gw: RawGateway, id: number | string): Promise<{ msg: W
   return { msg, line };
 }
 
-/** As written, or an error in its place: never the number re-serialised. */
+/** As written: never the number re-serialised, nor an error in its place. */
 function writtenOrRefused(msg: WireMessage, line: string, written: string, respelled: string): void {
   expect(line).not.toContain(respelled);
-  if (msg.error === undefined) expect(line).toContain(written);
-  else expect((msg.error.data as { error?: string } | undefined)?.error).toBe("response_invalid");
+  expect(msg.error, line).toBeUndefined();
+  expect(line).toContain(written);
 }
 
 const INIT = {
@@ -68,7 +70,7 @@ describe("the answer to the client's handshake", () => {
   it.each([
     ["an integer the double respells", "12345678901234567891", "12345678901234567000"],
     ["an integer beyond 2^53", "9007199254740993", "9007199254740992"],
-  ])("initialize's result with %s: as written or an error, never another number", async (_w, n, other) => {
+  ])("initialize's result with %s: as written, never another number", async (_w, n, other) => {
     const answer = `{"jsonrpc":"2.0","id":ID,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1","build":${n}}}}`;
     const { gw } = start({ FIXTURE_RAW_ANSWERS: JSON.stringify({ initialize: answer }) });
     gw.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: INIT });
@@ -88,7 +90,7 @@ describe("the answer to the client's handshake", () => {
     expect(line).toContain('"data":{"retryAt":9007199254740993}');
   });
 
-  it("server/discover's result with such an integer: as written or an error, never another number", async () => {
+  it("server/discover's result with such an integer: as written, never another number", async () => {
     const answer =
       '{"jsonrpc":"2.0","id":ID,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1","build":12345678901234567891}}}';
     const { gw } = start({ FIXTURE_RAW_ANSWERS: JSON.stringify({ "server/discover": answer }) });
