@@ -228,7 +228,9 @@ export class ServerMessages {
     if (renamed !== null) msg = renamed;
     // relayed as written only when the gateway neither rewrites it (initialize, an error that
     // passes for the gateway's) nor acts on or records what it read in it (what a server says it
-    // supports; a call's outcome): the gateway and the client must read the same message
+    // supports; a call's outcome): the gateway and the client must read the same message. (Where
+    // re-serialising would change a number, the rule below lets it go as written all the same,
+    // and what the gateway reads of a handshake keeps that number's exact value.)
     const handshake = entry.method === "initialize" || entry.method === "server/discover";
     const transport = transportRewrites(this.p.downstream, msg);
     let asWritten =
