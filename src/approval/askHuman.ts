@@ -6,6 +6,7 @@ import type { ErrorObject } from "../relay/jsonrpc.js";
 import { briefly, callWaitsFor, lockIsFree, whenUnlocked } from "../store/db.js";
 import { toolScopeNote } from "../vault/toolScopes.js";
 import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
+import { CallWaits } from "./callWaits.js";
 import { reviewDigest } from "./decision.js";
 import { endGrants, type GrantRecord, getGrant } from "./grants.js";
 import type { HonouredDecisions } from "./honoured.js";
@@ -14,6 +15,7 @@ import type { OlderEpochApprovals } from "./olderEpoch.js";
 import { RequestExpiry } from "./requestExpiry.js";
 import {
   type ApprovalRequest,
+  type CallLeft,
   closeRequest,
   earlierRequest,
   expiredEvent,
@@ -90,8 +92,8 @@ export class HumanAsker {
    * that stored them returns, and counted so a burst was refused before 50 were stored).
    */
   private unwritten = 0;
-  /** how many calls of this gateway wait on each request now */
-  private readonly waiters = new Map<string, number>();
+  /** the calls of this gateway waiting on each request now, as the requests' rows say too */
+  private readonly waiters: CallWaits;
   /**
    * Pending requests whose waiting call the client cancelled (kept for a retry of the same
    * arguments): a session request among them gives way to a newer call of its tool (supersede).
@@ -106,6 +108,7 @@ export class HumanAsker {
     this.requestTtlMs = o.requestTtlMs ?? DEFAULT_REQUEST_TTL_MS;
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
+    this.waiters = new CallWaits(o.db);
     this.pendingOfRun = o.db
       .prepare("SELECT count(*) FROM approval_requests WHERE agent_run = ? AND state = 'pending'")
       .pluck();
@@ -154,6 +157,8 @@ export class HumanAsker {
     };
     const earlier = earlierRequest(db, sameCall);
     let id: string;
+    // this call stored the request, whose row says from the start that its maker waits on it
+    let made = false;
     if (earlier && earlier.state !== "pending") {
       const settled = await this.settled(earlier, call, subject(earlier.request), {
         cancelled: false,
@@ -220,6 +225,7 @@ export class HumanAsker {
       this.storing.set(key, stored);
       try {
         id = await stored;
+        made = true;
       } catch (e) {
         // the connection ended while the store was locked: the request was never stored
         if (e instanceof RequestNotStored) return { error: answerCutShort("connection-ends", e.request, "") };
@@ -259,10 +265,15 @@ export class HumanAsker {
     let lastProgress = Date.now();
     // A call asking again (its one-call approval went to another call) keeps its first hold's end.
     const deadline = holdUntil ?? Date.now() + this.timeoutMs;
-    this.waiters.set(id, (this.waiters.get(id) ?? 0) + 1);
+    this.waiters.started(id, made);
+    // How this call stops waiting while the request stays pending (recorded in its row when no
+    // other call of this gateway waits on it: CallWaits); null once it is decided or closed, or
+    // closes with the run. An exception thrown out of the wait leaves it "answered".
+    let left: CallLeft | null = "answered";
     try {
       for (;;) {
         const req = getRequest(db, id);
+        if (req?.state !== "pending") left = null; // decided or closed: its row says so
         if (!req) return { error: refuse.authorizationRequired(id, how) };
         if (req.state !== "pending") {
           const settled = await this.settled(req, call, subject(id), {
@@ -284,13 +295,19 @@ export class HumanAsker {
           // A decision that does not verify is no decision: the call keeps waiting.
         }
         const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
-        if (ended) return { error: ended };
+        if (ended) {
+          left = null; // closed with the run
+          return { error: ended };
+        }
         const cancelled = cutShort(hooks.signal);
         if (cancelled) {
           // The client gave up, or the gateway answers the call otherwise (a modern client sent to
           // the console): the request stays pending for a retry. When the connection ends (the
           // signal's reason says so), the request closes with the run instead.
           if (cancelled !== "connection-ends" && !sentAway) this.leftBy(id);
+          // (a decision that did not verify leaves the request decided: nothing to record)
+          if (req.state === "pending")
+            left = cancelled === "connection-ends" ? null : sentAway ? "sent-to-console" : "cancelled";
           this.o.log.info(
             cancelled === "connection-ends"
               ? `${hooks.signal?.reason}: the call stops waiting; approval request ${id} closes with the agent run`
@@ -309,6 +326,7 @@ export class HumanAsker {
               this.waits(call),
             ))
           ) {
+            left = null;
             return { grant: covering.grant };
           }
         }
@@ -322,6 +340,7 @@ export class HumanAsker {
             if (!this.expiry.sweep()) await sleep(this.pollMs, hooks.signal);
             continue; // read the final state: a decision may have won the race
           }
+          left = "hold-ended";
           return { error: this.stillPending(req) };
         }
         if (now - lastProgress >= this.progressEveryMs) {
@@ -331,9 +350,7 @@ export class HumanAsker {
         await sleep(Math.min(this.pollMs, until - now), hooks.signal);
       }
     } finally {
-      const left = (this.waiters.get(id) ?? 1) - 1;
-      if (left > 0) this.waiters.set(id, left);
-      else this.waiters.delete(id);
+      this.waiters.stopped(id, left);
     }
   }
 

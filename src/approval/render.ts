@@ -12,9 +12,10 @@ import {
   redactText,
   redactValueUnder,
 } from "../util/redact.js";
+import { callWaitText } from "./callWaitText.js";
 import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
-import type { ApprovalRequest, Review } from "./requests.js";
+import type { ApprovalRequest, PendingRequest, Review } from "./requests.js";
 import { notHonoured } from "./shownDecisions.js";
 
 /**
@@ -180,12 +181,30 @@ export function hidden(a: Review["arguments"][number]): boolean {
   return a.value === null && isSecretName(a.name);
 }
 
+/** What `approvals` knows of a pending request beside its row: its gateway alive, a call waiting on it. */
+type ListedCalls = { waiting?: boolean } & Partial<
+  Pick<PendingRequest, "callWaiting" | "callWaitingSince" | "callLeft">
+>;
+
+/** The line saying whether a call waits on a listed request (callWaitText); none when not listed. */
+function callLine(req: ApprovalRequest & ListedCalls): string[] {
+  if (req.waiting === undefined || req.callWaiting === undefined) return [];
+  const text = callWaitText({
+    waiting: req.waiting,
+    callWaiting: req.callWaiting,
+    callWaitingSince: req.callWaitingSince ?? null,
+    callLeft: req.callLeft ?? null,
+    mode: req.mode,
+  });
+  return text === null ? [] : [`  call       ${text}`];
+}
+
 /**
  * The review a human reads before deciding, as text. Everything in it is stored
  * with the request; text that came from a process or a server is made
  * terminal-safe here again (a description cannot drive the terminal it is shown on).
  */
-export function renderReview(given: ApprovalRequest & { waiting?: boolean }): string {
+export function renderReview(given: ApprovalRequest & ListedCalls): string {
   const req = publicRequest(given);
   const r: Review = req.review;
   const lines: ReviewLine[] = [];
@@ -194,6 +213,7 @@ export function renderReview(given: ApprovalRequest & { waiting?: boolean }): st
     `approval request ${req.request}  (${req.state}${req.waiting === false ? ", nobody is waiting for it any more" : ""})`,
   );
   lines.push(`  asked      ${r.createdAt}, expires ${r.expiresAt}`);
+  lines.push(...callLine(given));
   lines.push(`  server     ${t(r.serverLabel)}`);
   lines.push(
     `  tool       ${displayName(r.tool.name)}  mode ${r.tool.mode === "per-call" ? "per-call (this call only)" : "session (this run and epoch)"}`,
@@ -366,13 +386,14 @@ function capped(text: string, max: number, indent: string): string[] {
  * and its classification), the tool with its inputs, the arguments (redacted) and the credential
  * scopes. `renderReview` is the full version (`--verbose`), with the whole process chain.
  */
-export function renderReviewCard(given: ApprovalRequest & { waiting?: boolean }): string {
+export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
   const req = publicRequest(given);
   const r: Review = req.review;
   const t = (s: string) => safeText(s);
   const lines: ReviewLine[] = [];
   const nobody = req.waiting === false ? ", nobody is waiting for it any more" : "";
   lines.push(`approval request ${req.request}  ${req.state}, expires ${until(r.expiresAt)}${nobody}`);
+  lines.push(...callLine(given));
   const who = whoAsks(r.agentRun.chain);
   lines.push(`  who        ${who[0]}`);
   for (const l of who.slice(1)) lines.push(`             ${l}`);

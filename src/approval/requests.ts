@@ -143,6 +143,9 @@ interface RequestDbRow {
   grant_id: string | null;
   arguments_digest: string | null;
   decision_signature: string | null;
+  /** absent when read through a statement that lists its columns; null in rows of older gateways (callWaitMigration) */
+  call_wait?: string | null;
+  call_wait_at?: string | null;
 }
 
 function toRequest(r: RequestDbRow): ApprovalRequest {
@@ -183,10 +186,11 @@ export function insertRequest(
   >,
 ): void {
   db.prepare(
+    // the call that makes the request waits on it from the start (callWaitMigration)
     `INSERT INTO approval_requests (request, agent_run, server_label, execution_epoch, catalog_revision, tool,
        fingerprint, definition_json, credential_scope_json, mode, review_json, created_at, expires_at, state,
-       arguments_digest)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+       arguments_digest, call_wait, call_wait_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 'waiting', ?)`,
   ).run(
     r.request,
     r.agentRun,
@@ -202,6 +206,7 @@ export function insertRequest(
     r.createdAt,
     r.expiresAt,
     r.argumentsDigest,
+    r.createdAt,
   );
 }
 
@@ -215,6 +220,41 @@ export function getRequest(db: Store, id: string): ApprovalRequest | null {
 export interface PendingRequest extends ApprovalRequest {
   /** false when the gateway that waits for this decision is gone: deciding would change nothing */
   waiting: boolean;
+  /**
+   * Whether a call of its gateway waits on the request right now (CallWaits, as the gateway
+   * recorded it). false once the gateway is gone or the request expired; null when its gateway
+   * records no such thing (a gateway of an older portcullis wrote the row).
+   */
+  callWaiting: boolean | null;
+  /** since when a call waits on it (callWaiting true), else null */
+  callWaitingSince: string | null;
+  /** when and how its last waiting call stopped waiting, the request staying pending; else null */
+  callLeft: { at: string; how: CallLeft } | null;
+}
+
+/**
+ * How the last call waiting on a pending request stopped waiting: the client cancelled it
+ * (`notifications/cancelled`, or a 2026-07-28 HTTP client closing its stream), its hold ended
+ * (answered approval_timeout: the agent is told to retry the same call), it was answered
+ * input_required (a 2026-07-28 call sent to the console: its client retries once it is decided),
+ * or it was answered otherwise (an error of the gateway's).
+ */
+export type CallLeft = "cancelled" | "hold-ended" | "sent-to-console" | "answered";
+
+const CALL_LEFT: readonly string[] = ["cancelled", "hold-ended", "sent-to-console", "answered"];
+
+/** What a row says of the calls waiting on it, for a request its live gateway may still use. */
+function callWait(
+  r: RequestDbRow,
+  usable: boolean,
+): Pick<PendingRequest, "callWaiting" | "callWaitingSince" | "callLeft"> {
+  const at = r.call_wait_at ?? null;
+  if (!usable) return { callWaiting: false, callWaitingSince: null, callLeft: null };
+  if (r.call_wait === "waiting" && at) return { callWaiting: true, callWaitingSince: at, callLeft: null };
+  if (r.call_wait && CALL_LEFT.includes(r.call_wait) && at)
+    return { callWaiting: false, callWaitingSince: null, callLeft: { at, how: r.call_wait as CallLeft } };
+  // not recorded (an older gateway), or not a value this version wrote: not known
+  return { callWaiting: null, callWaitingSince: null, callLeft: null };
 }
 
 /** Pending requests, oldest first. */
@@ -224,8 +264,23 @@ export function pendingRequests(db: Store): PendingRequest[] {
     .all() as RequestDbRow[];
   return rows.map((r) => {
     const run = getRun(db, r.agent_run);
-    return { ...toRequest(r), waiting: !!run?.gatewayAlive && Date.parse(r.expires_at) > Date.now() };
+    const waiting = !!run?.gatewayAlive && Date.parse(r.expires_at) > Date.now();
+    return { ...toRequest(r), waiting, ...callWait(r, waiting) };
   });
+}
+
+/**
+ * Records in a pending request's row whether a call waits on it (`waiting`), or how the last one
+ * stopped waiting, and when. False when the request is no longer pending (nothing written).
+ */
+export function recordCallWait(db: Store, id: string, wait: "waiting" | CallLeft, at: string): boolean {
+  return (
+    db
+      .prepare(
+        "UPDATE approval_requests SET call_wait = ?, call_wait_at = ? WHERE request = ? AND state = 'pending'",
+      )
+      .run(wait, at, id).changes === 1
+  );
 }
 
 /**

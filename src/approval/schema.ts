@@ -165,3 +165,22 @@ export const passkeysMigration: Migration = {
     );
   `,
 };
+
+/**
+ * Whether a call waits on a pending request right now, as its gateway records it
+ * (src/approval/callWaits.ts): `call_wait` is `waiting` while one of its calls waits (written with
+ * the request, and again when a retry joins it), or how the last one stopped waiting while the
+ * request stayed pending (`cancelled` by the client, `hold-ended`, `sent-to-console` for a
+ * 2026-07-28 call answered input_required, `answered` otherwise); `call_wait_at` is when. A
+ * request's `state` says nothing of it: `pending` with a live gateway only says a decision can
+ * still reach a retry. Null in rows written before this migration, and in rows a gateway of an
+ * older portcullis still running writes after it: shown as not known, never as waiting.
+ */
+export const callWaitMigration: Migration = {
+  version: 19,
+  owner: "approval (call wait)",
+  sql: `
+    ALTER TABLE approval_requests ADD COLUMN call_wait TEXT;
+    ALTER TABLE approval_requests ADD COLUMN call_wait_at TEXT;
+  `,
+};

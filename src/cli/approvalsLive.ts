@@ -24,8 +24,9 @@ export function oldestDecidable(db: Store): PendingRequest | null {
 /**
  * Watches the store until Ctrl-C (or SIGTERM), then exits 0. Text: the list is redrawn on each
  * change. JSON: one line per change, `{"change":"pending","request":{…}}` when a request appears
- * (the ones already pending first) and `{"change":"closed","request":ID,"state":…}` when one is
- * decided, expires or is withdrawn. Ends (thrown: exit 2, the sentence naming the file) once one
+ * (the ones already pending first), `{"change":"call","request":ID,"callWaiting":…}` when a call
+ * starts or stops waiting on one already told (callWaitChange), and
+ * `{"change":"closed","request":ID,"state":…}` when one is decided, expires or is withdrawn. Ends (thrown: exit 2, the sentence naming the file) once one
  * of the store's files was deleted or replaced: what it would list is a store nobody writes any
  * more, and its sweep would close requests into the orphaned log.
  */
@@ -55,7 +56,9 @@ export async function watchRequests(
       const ids = new Map(now.map((r) => [r.request, r]));
       if (json) {
         for (const r of now) {
-          if (!known.has(r.request)) print({ change: "pending", request: publicRequest(r) });
+          const before = known.get(r.request);
+          if (!before) print({ change: "pending", request: publicRequest(r) });
+          else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
         }
         for (const id of known.keys()) {
           if (ids.has(id)) continue;
@@ -72,7 +75,7 @@ export async function watchRequests(
       } else {
         const frame = drawList(now, verbose, stateDir);
         // Redrawn only on change: the "expires in" of a request alone changes every second.
-        const key = now.map((r) => `${r.request}:${r.waiting}`).join(",");
+        const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
         if (key !== lastDraw) {
           lastDraw = key;
           process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
@@ -89,6 +92,22 @@ export async function watchRequests(
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** What a pending request's listing says of the calls waiting on it, as a key that changes with it. */
+function callWaitKey(r: PendingRequest): string {
+  return `${r.callWaiting}:${r.callWaitingSince ?? ""}:${r.callLeft?.how ?? ""}:${r.callLeft?.at ?? ""}`;
+}
+
+/** The `--json` line of a call starting or stopping to wait on a request already listed. */
+function callWaitChange(r: PendingRequest) {
+  return {
+    change: "call",
+    request: r.request,
+    callWaiting: r.callWaiting,
+    callWaitingSince: r.callWaitingSince,
+    callLeft: r.callLeft,
+  };
 }
 
 function print(line: unknown): void {

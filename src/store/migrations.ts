@@ -5,6 +5,7 @@
  */
 import {
   approvalMigration,
+  callWaitMigration,
   passkeysMigration,
   reviewDigestMigration,
   runPlaceMigration,
@@ -113,4 +114,5 @@ export const migrations: Migration[] = [
   reviewDigestMigration,
   runPlaceMigration,
   gatewayPlaceMigration,
+  callWaitMigration,
 ];
