@@ -189,6 +189,7 @@ code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; max-height: 14rem; overflow: auto; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .card .meta { color: var(--muted); margin: .2rem 0 .6rem; font-size: 12px; }
+.card .call-wait { margin: -.4rem 0 .6rem; font-size: 12px; } .card .call-wait-no { font-weight: 600; }
 .card .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: .6rem 1.2rem; }
 .card section { min-width: 0; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .6rem; margin: 0; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }

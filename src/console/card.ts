@@ -4,9 +4,11 @@
  * decision form. Built from the review stored with the request (src/approval/review.ts), made
  * printable by publicRequest (arguments and records redacted), every string escaped by `html`.
  */
+
+import { callWaitText } from "../approval/callWaitText.js";
 import { reviewDigest } from "../approval/decision.js";
 import { hidden, publicRequest } from "../approval/render.js";
-import type { ApprovalRequest, Review } from "../approval/requests.js";
+import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { notHonoured } from "../approval/shownDecisions.js";
 import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
@@ -124,12 +126,13 @@ export function decisionForm(
 
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
 export function reviewCard(
-  given: ApprovalRequest & {
-    waiting?: boolean;
-    epochMovedOn?: string | null;
-    /** why no gateway honours its decision (ShownDecisions), when it holds one that does not verify */
-    notHonoured?: string | null;
-  },
+  given: ApprovalRequest &
+    Partial<Pick<PendingRequest, "callWaiting" | "callWaitingSince" | "callLeft">> & {
+      waiting?: boolean;
+      epochMovedOn?: string | null;
+      /** why no gateway honours its decision (ShownDecisions), when it holds one that does not verify */
+      notHonoured?: string | null;
+    },
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
@@ -140,10 +143,31 @@ export function reviewCard(
     <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${displayName(r.tool.name)}</a></h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
-      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
+      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
     ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}
   </article>`;
+}
+
+/**
+ * Whether a call waits on the request right now, as its gateway recorded it (callWaitText), with
+ * `data-call-waiting` "yes", "no" or "unknown"; nothing for a request not listed as pending.
+ */
+function callWaits(
+  req: Partial<Pick<PendingRequest, "waiting" | "callWaiting" | "callWaitingSince" | "callLeft">> &
+    Pick<ApprovalRequest, "mode">,
+): Html | string {
+  if (req.waiting === undefined || req.callWaiting === undefined) return "";
+  const text = callWaitText({
+    waiting: req.waiting,
+    callWaiting: req.callWaiting,
+    callWaitingSince: req.callWaitingSince ?? null,
+    callLeft: req.callLeft ?? null,
+    mode: req.mode,
+  });
+  if (text === null) return "";
+  const state = req.callWaiting === null ? "unknown" : req.callWaiting ? "yes" : "no";
+  return html`<p class="call-wait call-wait-${state}" data-testid="call-wait" data-call-waiting="${state}">${text}</p>`;
 }
 
 /** An approval is bound to the epoch its request named: once the server left it, it covers nothing. */

@@ -1,6 +1,6 @@
 /**
- * What /events watches: one cheap signature of the store's requests, grants, gateways and
- * catalog revisions, read every 500 ms by one timer for all open streams. When it changes, every
+ * What /events watches: one cheap signature of the store's requests (with whether a call waits on
+ * each pending one), grants, gateways and catalog revisions, read every 500 ms by one timer for all open streams. When it changes, every
  * stream is told `change` and the page fetches itself again (src/console/assets.ts).
  */
 import { createHash } from "node:crypto";
@@ -8,6 +8,8 @@ import type { Store } from "../store/db.js";
 
 const SIGNATURE = `SELECT
   (SELECT count(*) || ':' || coalesce(max(coalesce(decided_at, created_at)), '') FROM approval_requests) || '|' ||
+  (SELECT coalesce(group_concat(coalesce(call_wait, '') || coalesce(call_wait_at, ''), ','), '')
+     FROM approval_requests WHERE state = 'pending') || '|' ||
   (SELECT count(*) || ':' || coalesce(max(issued_at), '') || ':' ||
      coalesce(sum(revoked_at IS NOT NULL), 0) || ':' || coalesce(sum(ended_at IS NOT NULL), 0) FROM grants) || '|' ||
   (SELECT count(*) FROM catalog_revisions) || '|' ||

@@ -409,7 +409,8 @@ export const CONSOLE_ROUTES: Route[] = [
     session: true,
     handle: (ctx) => {
       const id = ctx.params[0]!;
-      const waiting = livePending(ctx.app).find((p) => p.request === id)?.waiting;
+      // whether its gateway is alive and a call waits on it, for a request still pending
+      const listed = livePending(ctx.app).find((p) => p.request === id);
       const req = getRequest(ctx.app.db, id);
       if (!req)
         return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));
@@ -420,7 +421,10 @@ export const CONSOLE_ROUTES: Route[] = [
         requestBody(
           {
             ...req,
-            waiting,
+            waiting: listed?.waiting,
+            callWaiting: listed?.callWaiting,
+            callWaitingSince: listed?.callWaitingSince,
+            callLeft: listed?.callLeft,
             epochMovedOn: epochMovedOn(ctx.app.db, req.executionEpoch),
             notHonoured: new ShownDecisions(ctx.app.db, ctx.app.stateDir).decision(req),
           },

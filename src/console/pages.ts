@@ -104,7 +104,7 @@ export function loginPage(
 }
 
 export function requestsBody(
-  pending: (ApprovalRequest & { waiting?: boolean })[],
+  pending: Parameters<typeof reviewCard>[0][],
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
