@@ -46,9 +46,12 @@ Pending approval requests, oldest first, each with what to review before decidin
 on one screen: who asks (the agent host and the process that launched the gateway),
 the tool and server, what changed since the last approval (the execution record and
 the catalog diff with its classification), the credential scopes, and the arguments
-with schema defaults made visible (secrets redacted).
-  --watch     a live list: redrawn whenever a request appears or is decided;
-              Ctrl-C exits. With --json: one JSON line per change.
+with schema defaults made visible (secrets redacted), and whether a call waits
+on it right now (as its gateway recorded it: a request whose call the client
+cancelled stays pending for a retry, and nothing waits on it meanwhile).
+  --watch     a live list: redrawn whenever a request appears or is decided, or
+              a call starts or stops waiting on one; Ctrl-C exits. With --json:
+              one JSON line per change.
   --verbose   the full review, with the whole process chain (also --chain); --json
               always holds the whole request, so it changes nothing there
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
