@@ -4,6 +4,7 @@
 // first request as "superseded: its call was cancelled by the client" (HumanAsker.supersede is for
 // session requests whose calls the client itself cancelled): the human would find the page the
 // client was sent to closed, and the audit would say the client cancelled a call it never did.
+// Nor must `approvals` say the client cancelled it: no call waits on it, sent to the console.
 
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
@@ -65,9 +66,21 @@ describe("a modern call sent to the console is not superseded", () => {
     expect(b).not.toBe(a);
 
     // the page the first call's client was sent to still shows a request a human can decide
-    const pending = storedPending(stateDir).map((r) => (r as unknown as { request: string }).request);
+    const listed = storedPending(stateDir) as unknown as {
+      request: string;
+      callWaiting: boolean | null;
+      callLeft: { how: string } | null;
+    }[];
+    const pending = listed.map((r) => r.request);
     expect(pending).toContain(a);
     expect(pending).toContain(b);
+    // no call waits on either now, and the listing says why: the client was sent to the console
+    // (its row written before the call was answered), not that it cancelled anything
+    for (const id of [a, b])
+      expect(listed.find((r) => r.request === id)).toMatchObject({
+        callWaiting: false,
+        callLeft: { how: "sent-to-console" },
+      });
     await gw.close();
     const superseded = (await auditEvents(stateDir)).filter(
       (e) => e.type === "approval_expired" && String(e.reason).startsWith("superseded"),
