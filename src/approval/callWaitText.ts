@@ -16,7 +16,7 @@ export function callWaitText(
     return "whether a call waits on it is not recorded (its gateway runs an older portcullis)";
   if (req.callWaiting) return `a call waits on it (since ${clock(req.callWaitingSince)})`;
   const left = req.callLeft;
-  const why = left ? ` (${LEFT[left.how]} at ${clock(left.at)})` : "";
+  const why = left ? ` (${LEFT[left.how](clock(left.at))})` : "";
   const use =
     req.mode === "session"
       ? "approving it for the session still covers this run's later calls of the tool"
@@ -24,11 +24,11 @@ export function callWaitText(
   return `no call waits on it${why}; ${use}`;
 }
 
-const LEFT: Record<CallLeft, string> = {
-  cancelled: "the client cancelled its call",
-  "hold-ended": "its call's wait ended, told to retry",
-  "sent-to-console": "its call was sent to the console, to be retried once decided",
-  answered: "its call was answered",
+const LEFT: Record<CallLeft, (at: string) => string> = {
+  cancelled: (at) => `the client cancelled its call at ${at}`,
+  "hold-ended": (at) => `its call's wait ran out at ${at}, and the agent was told to retry it`,
+  "sent-to-console": (at) => `its call was sent to the console at ${at}, to be retried once decided`,
+  answered: (at) => `its call was answered at ${at}`,
 };
 
 /** "12:03:04 UTC" of an ISO time (a request lives minutes: the day goes without saying). */

@@ -191,7 +191,7 @@ describe("approvals says whether a call waits on each pending request", () => {
     expect(left.callLeft?.how).toBe("hold-ended");
     expect(await listedText(gw.stateDir)).toMatch(
       new RegExp(
-        `no call waits on it \\(its call's wait ended, told to retry at ${CLOCK.source}\\); a decision serves only a retry of this same call`,
+        `no call waits on it \\(its call's wait ran out at ${CLOCK.source}, and the agent was told to retry it\\); a decision serves only a retry of this same call`,
       ),
     );
   });
