@@ -1,4 +1,4 @@
-import { briefly, isBusy, type Store } from "../store/db.js";
+import { BRIEF_WAIT_MS, isBusy, type Store, waitingOnce } from "../store/db.js";
 import { type CallLeft, recordCallWait } from "./requests.js";
 
 /** How long a mark the store's lock kept out waits before it is tried again. */
@@ -11,15 +11,19 @@ const RETRY_MS = 1_000;
  * waiting. Only a change that matters is written: the first call to wait on a request (a request
  * is stored saying its maker waits, so only a retry that joins it writes), and the last to stop
  * while the request stays pending. Best effort, never failing a call: each write waits for
- * another process's lock 100 ms at most, and what the lock kept out is tried again every second,
- * the newest mark of each request only.
+ * another process's lock 100 ms at most (less while that lock is already known held:
+ * waitingOnce), and what the lock kept out is tried again every second, the newest mark of each
+ * request only.
  */
 export class CallWaits {
   private readonly calls = new Map<string, number>();
   private readonly unwritten = new Map<string, { wait: "waiting" | CallLeft; at: string }>();
   private retry: NodeJS.Timeout | null = null;
+  private readonly write: <T>(write: () => T) => T;
 
-  constructor(private readonly db: Store) {}
+  constructor(private readonly db: Store) {
+    this.write = waitingOnce(db, BRIEF_WAIT_MS);
+  }
 
   /** Whether a call of this gateway waits on request `id` now. */
   has(id: string): boolean {
@@ -56,7 +60,7 @@ export class CallWaits {
   private flush(): void {
     for (const [id, m] of this.unwritten) {
       try {
-        briefly(this.db)(() => recordCallWait(this.db, id, m.wait, m.at));
+        this.write(() => recordCallWait(this.db, id, m.wait, m.at));
       } catch (e) {
         if (!isBusy(e)) {
           // the store is closed (the gateway is ending) or cannot be written: the request's row
