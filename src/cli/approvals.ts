@@ -241,6 +241,14 @@ function givenId(name: "approve" | "deny" | "revoke", word: string): string {
   return word.toUpperCase();
 }
 
+/**
+ * `req` as `approvals` lists it (its gateway alive, whether a call waits on it now), so that the
+ * review `approve ID` and `deny ID` show says it too; as it is when it is not listed.
+ */
+function listed(db: Store, req: ApprovalRequest): ApprovalRequest {
+  return pendingRequests(db).find((r) => r.request === req.request) ?? req;
+}
+
 /** The review as printed: the one-screen card, or the full review with the process chain. */
 function review(req: Parameters<typeof renderReview>[0], verbose: boolean): string {
   return verbose ? renderReview(req) : renderReviewCard(req);
@@ -387,7 +395,7 @@ async function approve(
       "not-allowed",
     );
   }
-  if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
+  if (!shown) process.stdout.write(`${review(listed(db, req), verbose)}\n\n`);
   // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
   const movedBefore = epochMovedOn(db, req.executionEpoch);
   if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
@@ -431,7 +439,7 @@ async function deny(
   shown = false,
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
-  if (!shown) process.stdout.write(`${review(req, verbose)}\n\n`);
+  if (!shown) process.stdout.write(`${review(listed(db, req), verbose)}\n\n`);
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);

@@ -14,6 +14,7 @@ import { tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -177,6 +178,14 @@ describe("approvals says whether a call waits on each pending request", () => {
     expect(Date.parse(again.callWaitingSince!)).toBeGreaterThanOrEqual(Date.parse(left.callLeft!.at));
     await waitFor(() => watched().length > 2 || null, 20_000, "the watcher's second call line");
     expect(watched()[2]).toMatchObject({ change: "call", request, callWaiting: true, callLeft: null });
+
+    // `approve ID` shows the same line in the review it asks the passphrase for; the waiting call proceeds
+    const approved = await runCli(["approve", request, "--for", "session", "--state-dir", gw.stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toMatch(new RegExp(`call {7}a call waits on it \\(since ${CLOCK.source}\\)`));
+    expect((await gw.next((m) => m.id === "again", 20_000)).result).toBeDefined();
   });
 
   it("a per-call request whose call's hold ended is waited on by no call: a decision serves only a retry", async () => {
