@@ -38,9 +38,10 @@ function relistGateway(env: Record<string, string>): {
     args: ["--label", "relist", "--approval", "none", "--", ...fixtureCommand("catalog")],
     env: { ...cat.env, FIXTURE_LIST_FAIL: failing, PORTCULLIS_RESPAWN_BACKOFF_MS: "20", ...env },
   });
+  // (run in reverse: the gateway and its server end before their directory is removed)
   cleanup.push(
-    () => gw.close(),
     () => cat.cleanup(),
+    () => gw.close(),
   );
   const fails = () => {
     try {

@@ -16,8 +16,12 @@ export function tempDir(prefix = "portcullis-test-"): string {
   return dir;
 }
 
+/**
+ * Removes `dir` and what it holds. Retried a few times: a process the test started may still write
+ * a file into it as it ends (ENOTEMPTY, a loaded machine's CI run).
+ */
 export function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 }
 
 /** Parse a JSON-lines file; a missing file is an empty list. */
