@@ -42,18 +42,7 @@ function goneReason(pid: number): string {
  * keyring nothing can be recorded, so nothing is closed.
  */
 export function expireAbandoned(db: Store, stateDir: string, by: string, now = new Date()): string[] {
-  const candidates = db
-    .prepare(
-      `SELECT r.request, r.expires_at, runs.gateway_pid, runs.gateway_pid_start, runs.gateway_pid_ns,
-              runs.gateway_boot
-         FROM approval_requests r JOIN runs ON runs.run = r.agent_run
-        WHERE r.state = 'pending' ORDER BY r.created_at, r.request`,
-    )
-    .all() as Candidate[];
-  if (candidates.length === 0) return [];
-  const due = candidates
-    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime()) }))
-    .filter((d): d is { id: string; reason: string } => d.reason !== null);
+  const due = abandonedRequests(db, now);
   if (due.length === 0) return [];
   // A long-running reader (the console, `approvals --watch`) closes requests too: never through
   // a store file deleted or replaced since it opened the store (src/store/storeFiles.ts).
@@ -79,6 +68,24 @@ export function expireAbandoned(db: Store, stateDir: string, by: string, now = n
   }
   log.close();
   return closed;
+}
+
+/**
+ * The pending requests expireAbandoned would close at `now`, oldest first, each with why: read
+ * only, so a lister whose store cannot be written (a full disk) can say which it left pending.
+ */
+export function abandonedRequests(db: Store, now = new Date()): { id: string; reason: string }[] {
+  const candidates = db
+    .prepare(
+      `SELECT r.request, r.expires_at, runs.gateway_pid, runs.gateway_pid_start, runs.gateway_pid_ns,
+              runs.gateway_boot
+         FROM approval_requests r JOIN runs ON runs.run = r.agent_run
+        WHERE r.state = 'pending' ORDER BY r.created_at, r.request`,
+    )
+    .all() as Candidate[];
+  return candidates
+    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime()) }))
+    .filter((d): d is { id: string; reason: string } => d.reason !== null);
 }
 
 interface OpenRun extends GatewayColumns {

@@ -1,5 +1,5 @@
 import { userInfo } from "node:os";
-import { expireAbandoned } from "../approval/abandoned.js";
+import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
@@ -23,7 +23,13 @@ import {
   KeyringTamperedError,
   WrongPassphraseError,
 } from "../keyring/keyring.js";
-import { openExistingStore, type Store } from "../store/db.js";
+import {
+  openExistingStore,
+  openStoreToRead,
+  readWithoutWriting,
+  type Store,
+  writeRefused,
+} from "../store/db.js";
 import { existingStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
@@ -32,6 +38,7 @@ import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js"
 import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+import { readWithoutWritingLine, sayReadWithoutWriting } from "./readWithoutWriting.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
 
@@ -183,19 +190,37 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   const verbose = !!(v.verbose || v.chain);
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
   const stateDir = existingStateDir(v["state-dir"]);
-  const db = openExistingStore(stateDir);
+  // The lists only read (but for closing abandoned requests, which can wait): a store on a full
+  // disk, or under a file size limit, is read all the same, saying so. A decision is a write.
+  const lists = name === "approvals" || name === "grants";
+  const db = lists ? openStoreToRead(stateDir) : openExistingStore(stateDir);
   try {
+    let notClosedSaid = false;
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
     const sweep = () => {
-      try {
-        expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
-      } catch (e) {
-        // Best effort: the list is still right about what is pending; the next reader closes them.
-        process.stderr.write(
-          `portcullis: could not close abandoned approval requests: ${(e as Error).message}\n`,
-        );
+      let refused = readWithoutWriting(db);
+      if (!refused) {
+        try {
+          expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
+          return;
+        } catch (e) {
+          refused = writeRefused(e) ?? undefined;
+          // Best effort: the list is still right about what is pending; the next reader closes them.
+          if (!refused) {
+            process.stderr.write(
+              `portcullis: could not close abandoned approval requests: ${(e as Error).message}\n`,
+            );
+            return;
+          }
+        }
       }
+      // a full disk, a file size limit: said once (a --watch sweeps at every change), with what
+      // is left pending
+      if (notClosedSaid) return;
+      notClosedSaid = true;
+      process.stderr.write(`${readWithoutWritingLine(name, refused, notClosed(db))}\n`);
     };
+    if (name === "grants") sayReadWithoutWriting(db, "grants");
     if (name !== "grants" && name !== "revoke") sweep();
     switch (name) {
       case "approvals":
@@ -219,6 +244,19 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     closeStoreUnlessLost(db);
   }
   return EXIT_USAGE;
+}
+
+/**
+ * What a sweep the store refused left undone: the pending requests that can no longer be decided
+ * (read, not closed), listed as pending until a lister can write their closing.
+ */
+function notClosed(db: Store): string {
+  const left = abandonedRequests(db);
+  if (left.length === 0) return "no abandoned approval request needed closing";
+  const shown = left.slice(0, 5).map((r) => r.id);
+  const more = left.length > shown.length ? `, and ${left.length - shown.length} more` : "";
+  const one = left.length === 1;
+  return `${left.length} approval request${one ? "" : "s"} that can no longer be decided (the gateway that asked is gone, or the time is up) ${one ? "was" : "were"} not closed: ${shown.join(", ")}${more}; ${one ? "it is" : "they are"} listed as pending until a 'portcullis approvals' where the store can be written closes ${one ? "it" : "them"}`;
 }
 
 /** Request and grant IDs are ULIDs: 26 of Crockford's base-32 digits, case-insensitive. */

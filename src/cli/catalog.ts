@@ -9,11 +9,12 @@ import {
   shownDiff,
   snapshotOf,
 } from "../catalog/index.js";
-import { openExistingStore } from "../store/db.js";
+import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
 import { labelArgument, parse, shownWord } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
+import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const CATALOG_HELP = `usage: portcullis catalog show LABEL [--revision N] [--json] [--state-dir DIR]
@@ -53,7 +54,9 @@ export async function catalogCommand(args: string[]): Promise<number> {
     throw new UsageError(
       `catalog ${sub}: --revision is for catalog show${sub === "diff" ? " (diff takes FROM TO)" : ""}.`,
     );
-  const store = openExistingStore(existingStateDir(values["state-dir"]));
+  // only reads: a store on a full disk, or under a file size limit, is read all the same, saying so
+  const store = openStoreToRead(existingStateDir(values["state-dir"]));
+  sayReadWithoutWriting(store, `catalog ${sub}`);
   // Tool definitions are the server's words: a credential pasted into a description or default is not repeated.
   const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));
   try {

@@ -1,9 +1,10 @@
 import { safeText } from "../catalog/text.js";
-import { openExistingStore, type Store } from "../store/db.js";
+import { openStoreToRead, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
 import { labelArgument, parse } from "./args.js";
 import { EXIT_OK, UsageError } from "./errors.js";
+import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-dir DIR]
@@ -63,7 +64,9 @@ export async function egressCommand(args: string[]): Promise<number> {
     throw new UsageError(`egress: give at most one server LABEL (got ${positionals.length}).`);
   const label = positionals[0] === undefined ? undefined : labelArgument("egress", positionals[0]);
   const stateDir = existingStateDir(values["state-dir"]);
-  const store = openExistingStore(stateDir);
+  // only reads: a store on a full disk, or under a file size limit, is read all the same, saying so
+  const store = openStoreToRead(stateDir);
+  sayReadWithoutWriting(store, "egress");
   let rows: DestinationRow[];
   try {
     rows = listDestinations(store, label);

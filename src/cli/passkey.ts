@@ -5,11 +5,12 @@ import { safeText } from "../catalog/text.js";
 import { readConsoleAddress } from "../console/address.js";
 import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
-import { openExistingStore, type Store } from "../store/db.js";
+import { openExistingStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
+import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 
 export const PASSKEY_HELP = `usage: portcullis passkey list [--json] [--state-dir DIR]
        portcullis passkey add [--state-dir DIR]
@@ -88,8 +89,10 @@ function run(args: string[], stateDir: string): number {
   }
   if (values.json && verb !== "list") throw new UsageError(`passkey ${verb}: --json is for 'passkey list'.`);
   if (verb === "add") return add(stateDir);
-  const db = openExistingStore(stateDir);
+  // list only reads: a store on a full disk, or under a file size limit, is read all the same
+  const db = verb === "list" ? openStoreToRead(stateDir) : openExistingStore(stateDir);
   try {
+    if (verb === "list") sayReadWithoutWriting(db, "passkey list");
     return verb === "list" ? list(db, stateDir, !!values.json) : rm(db, stateDir, rest[0]!);
   } finally {
     db.close();

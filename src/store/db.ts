@@ -95,13 +95,6 @@ export function openExistingStore(stateDir: string): Store {
 }
 
 /**
- * The store of a command that only reads it (the audit's verification and views): as
- * openExistingStore, and where this user may read the store but not write it (a copy handed to a
- * reviewer, a read-only mount, a backup), or its disk is full (when the log is wanted elsewhere),
- * a read-only connection instead of a refusal. Such a store must be at this portcullis's schema:
- * bringing an older one up to date is a write.
- */
-/**
  * An empty store of this version, in memory: what a command that only reads the log (verify,
  * export, checkpoint) reads where there is no store file, rather than create one.
  */
@@ -111,17 +104,52 @@ export function openEmptyStore(): Store {
   return db;
 }
 
+/**
+ * The store of a command that only reads it (the audit's verification and views, status, the
+ * catalog, egress, passkey and approval lists): as openExistingStore, and where this user may
+ * read the store but not write it (a copy handed to a reviewer, a read-only mount, a backup), or
+ * its disk is full (when the log is wanted elsewhere), or this process's file size limit is one
+ * its files reach (fileSizeLimitReached: the -shm file alone is 32 KiB), a read-only connection
+ * instead of a refusal: `readWithoutWriting` then says why. Such a store must be at this
+ * portcullis's schema: bringing an older one up to date is a write.
+ */
 export function openStoreToRead(stateDir: string): Store {
   requireInitialized(stateDir);
-  try {
-    return openStore(stateDir);
-  } catch (e) {
-    // A full disk: what only reads is read all the same (the user may need the log saved
-    // elsewhere precisely then), through a -shm file already there, else from the file alone
-    // when it holds the whole store (openReadOnly).
-    if (!(e instanceof StoreError && (e.kind === "read-only" || e.reason === "disk-full"))) throw e;
+  const path = join(stateDir, STORE_FILE);
+  // A file size limit the store's files already reach: opening it to write would fail, or write
+  // part of what it tries (a write below the limit goes through, the next one not, as the
+  // checkpoint a connection makes as it ends), so it is not tried. (A store not made yet is:
+  // making it is a write, refused as such.)
+  let why = existsSync(path) ? fileSizeLimitRefuses(path) : null;
+  if (!why) {
+    try {
+      return openStore(stateDir);
+    } catch (e) {
+      // A full disk or a file size limit: what only reads is read all the same (the user may need
+      // the log saved elsewhere precisely then), through a -shm file already there, else from the
+      // file alone when it holds the whole store (openReadOnly). Nothing is written either way.
+      if (!(e instanceof StoreError && (e.kind === "read-only" || READ_ANYWAY.has(e.reason)))) throw e;
+      why = e;
+    }
   }
-  return openReadOnly(join(stateDir, STORE_FILE));
+  const db = openReadOnly(path);
+  readOnlyBecause.set(db, why);
+  return db;
+}
+
+/** The causes a store that cannot be written is still read for: none of them is the store's fault. */
+const READ_ANYWAY: ReadonlySet<StoreCause> = new Set(["disk-full", "file-size-limit"]);
+
+/** Why openStoreToRead gave a connection that cannot write (what opening it to write met). */
+const readOnlyBecause = new WeakMap<Store, StoreError>();
+
+/**
+ * Why `db` was opened read-only by openStoreToRead (a full disk, a file size limit, a read-only
+ * file: the sentence that names the store and the cause), or undefined when it can be written.
+ * A command that would write besides reading (closing abandoned requests) says what it did not.
+ */
+export function readWithoutWriting(db: Store): StoreError | undefined {
+  return readOnlyBecause.get(db);
 }
 
 function openReadOnly(path: string): Store {
@@ -163,19 +191,29 @@ function openReadOnly(path: string): Store {
  */
 function cannotOpenLog(e: unknown, path: string): boolean {
   const code = String((e as { code?: unknown } | null)?.code ?? "");
-  // On a full disk, the -shm file cannot be created or extended to the 32 KiB SQLite reads the
-  // log through: the same case, but a -wal holding records is refused with its own sentence
-  // (reading the file alone would miss them; they are read once there is space again).
-  const full = code === "SQLITE_FULL" || code === "SQLITE_IOERR_SHMSIZE";
+  // On a full disk, or under a file size limit below 32 KiB (EFBIG), the -shm file cannot be
+  // created or extended to the 32 KiB SQLite reads the log through: the same case, but a -wal
+  // holding records is refused with its own sentence (reading the file alone would miss them;
+  // they are read once there is space again, or without the limit).
+  const refused = code === "SQLITE_FULL" || code.startsWith("SQLITE_IOERR") ? storeError(path, e) : null;
+  const full = refused instanceof StoreError && READ_ANYWAY.has(refused.reason) ? refused : null;
   if (!full && code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return false;
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
   if (!wal || wal.size === 0) return true;
-  if (full)
+  if (full) {
+    const [when, lacks] =
+      full.reason === "disk-full"
+        ? ["while the disk is full", "it has no space to make"]
+        : [
+            `under this process's file size limit (ulimit -f: ${fileSizeLimit()} bytes)`,
+            "the limit keeps it from making",
+          ];
     throw new StoreError(
       path,
-      `cannot be read while the disk is full: its write-ahead log (${path}-wal, ${wal.size} bytes) holds records not yet in the store's file, and SQLite reads them through an index (${path}-shm) it has no space to make; reading the file alone would miss them.`,
-      "disk-full",
+      `cannot be read ${when}: its write-ahead log (${path}-wal, ${wal.size} bytes) holds records not yet in the store's file, and SQLite reads them through an index (${path}-shm) ${lacks}; reading the file alone would miss them.`,
+      full.reason,
     );
+  }
   return false;
 }
 
@@ -431,12 +469,8 @@ function storeError(path: string, e: unknown): unknown {
   // A write past the process's file size limit (EFBIG) is SQLite's SQLITE_FULL when part of it
   // went through, else an input/output error: said as the limit, not a full or failing disk.
   if (code === "SQLITE_FULL" || code === "ENOSPC" || code === "EFBIG" || code.startsWith("SQLITE_IOERR")) {
-    const limit = fileSizeLimitReached(path);
-    if (limit !== null)
-      return why(
-        `cannot be written: one of its files would grow past this process's file size limit (ulimit -f: ${limit} bytes).`,
-        "file-size-limit",
-      );
+    const limited = fileSizeLimitRefuses(path);
+    if (limited) return limited;
   }
   // SQLITE_IOERR_SHMSIZE: the -shm file could not be extended (a full disk; before, it was taken
   // for a -wal deleted under a process, below, as the -shm file is there and the -wal empty)
@@ -478,6 +512,17 @@ function storeError(path: string, e: unknown): unknown {
     );
   if (code.startsWith("SQLITE_")) return why(`cannot be used (${code}).`, "other");
   return e;
+}
+
+/** The store's sentence for a file size limit its files reach (fileSizeLimitReached), or null. */
+function fileSizeLimitRefuses(path: string): StoreError | null {
+  const limit = fileSizeLimitReached(path);
+  if (limit === null) return null;
+  return new StoreError(
+    path,
+    `cannot be written: one of its files would grow past this process's file size limit (ulimit -f: ${limit} bytes).`,
+    "file-size-limit",
+  );
 }
 
 /**
