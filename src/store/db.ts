@@ -19,6 +19,7 @@ import { requireInitialized, STORE_FILE } from "./stateDir.js";
 import { storeAdvice } from "./storeAdvice.js";
 import { type StoreCause, StoreError } from "./storeError.js";
 import { StoreFiles } from "./storeFiles.js";
+import { withLogApplied } from "./walImage.js";
 
 export { StoreError };
 
@@ -160,8 +161,9 @@ function openReadOnly(path: string): Store {
     // the first read opens the write-ahead log, which fails when it cannot be opened or created
     db.prepare("SELECT count(*) FROM sqlite_schema").get();
   } catch (e) {
-    if (!cannotOpenLog(e, path)) throw storeError(path, e);
-    db = snapshot(path);
+    const without = readWithoutLogIndex(e, path);
+    if (!without) throw storeError(path, e);
+    db = without === "file" ? snapshot(path) : snapshotWithLog(path, without);
   }
   try {
     checkSchema(db, path);
@@ -187,39 +189,71 @@ function openReadOnly(path: string): Store {
  * SQLite cannot read a write-ahead-log store read-only when its -wal and -shm files are absent and
  * its directory may not be written (they cannot be created). With no -wal file, or an empty one,
  * the database file holds the whole store (the last connection to close checkpointed it), so
- * that case is read from a copy in memory.
+ * that case is read from a copy in memory ("file"). On a full disk, or under a file size limit
+ * below 32 KiB (EFBIG), the -shm index SQLite reads the log through cannot be created or extended
+ * to its 32 KiB (the first process to open a store nobody has open truncates one left behind and
+ * makes it again): a -wal holding records is then read with the file, in memory (the cause
+ * returned: snapshotWithLog). Null where neither applies (SQLite's error is the store's).
  */
-function cannotOpenLog(e: unknown, path: string): boolean {
+function readWithoutLogIndex(e: unknown, path: string): "file" | StoreError | null {
   const code = String((e as { code?: unknown } | null)?.code ?? "");
-  // On a full disk, or under a file size limit below 32 KiB (EFBIG), the -shm file cannot be
-  // created or extended to the 32 KiB SQLite reads the log through: the same case, but a -wal
-  // holding records is refused with its own sentence (reading the file alone would miss them;
-  // they are read once there is space again, or without the limit).
   const refused = code === "SQLITE_FULL" || code.startsWith("SQLITE_IOERR") ? storeError(path, e) : null;
   const full = refused instanceof StoreError && READ_ANYWAY.has(refused.reason) ? refused : null;
-  if (!full && code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return false;
+  if (!full && code !== "SQLITE_READONLY_DIRECTORY" && !code.startsWith("SQLITE_CANTOPEN")) return null;
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
-  if (!wal || wal.size === 0) return true;
-  if (full) {
-    const [when, lacks] =
-      full.reason === "disk-full"
-        ? ["while the disk is full", "it has no space to make"]
-        : [
-            `under this process's file size limit (ulimit -f: ${fileSizeLimit()} bytes)`,
-            "the limit keeps it from making",
-          ];
-    throw new StoreError(
-      path,
-      `cannot be read ${when}: its write-ahead log (${path}-wal, ${wal.size} bytes) holds records not yet in the store's file, and SQLite reads them through an index (${path}-shm) ${lacks}; reading the file alone would miss them.`,
-      full.reason,
-    );
-  }
-  return false;
+  if (!wal || wal.size === 0) return "file";
+  return full;
 }
 
 /** The store's file, read into memory as a read-only database (its header set to rollback mode: an in-memory copy keeps no log). */
 function snapshot(path: string): Store {
-  const bytes = readFileSync(path);
+  return fromImage(readFileSync(path));
+}
+
+/**
+ * The store's file with the committed records of its -wal applied, in memory (walImage.ts), as
+ * SQLite would read them through the index `why` (a full disk, a file size limit) keeps it from
+ * making. The two files are read again while either changes as they are read (a gateway
+ * starting beside this command); a log that cannot be applied, or files that keep changing, are
+ * refused saying so: reading the file alone would miss the log's records.
+ */
+function snapshotWithLog(path: string, why: StoreError): Store {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const before = filesStamp(path);
+    // gone since: a gateway that ended checkpointed it into the file, read again
+    const wal = existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`) : Buffer.alloc(0);
+    const image = withLogApplied(readFileSync(path), wal);
+    if (filesStamp(path) !== before) continue;
+    if (image) return fromImage(image);
+    break;
+  }
+  const size = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+  const [when, lacks] =
+    why.reason === "disk-full"
+      ? ["while the disk is full", "it has no space to make"]
+      : [
+          `under this process's file size limit (ulimit -f: ${fileSizeLimit()} bytes)`,
+          "the limit keeps it from making",
+        ];
+  throw new StoreError(
+    path,
+    `cannot be read ${when}: its write-ahead log (${path}-wal, ${size} bytes) holds records not yet in the store's file, which SQLite reads through an index (${path}-shm) ${lacks}, and they could not be read without it (the log does not match the file, or the two kept changing as they were read); reading the file alone would miss them.`,
+    why.reason,
+  );
+}
+
+/** The database file's and its -wal's identity, size and time of change, to see either change. */
+function filesStamp(path: string): string {
+  return [path, `${path}-wal`]
+    .map((f) => {
+      const s = statSync(f, { throwIfNoEntry: false, bigint: true });
+      return s ? `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}` : "-";
+    })
+    .join("|");
+}
+
+/** A database image as a read-only in-memory database, its header set to rollback mode (an in-memory copy keeps no log). */
+function fromImage(bytes: Buffer): Store {
   // bytes 18 and 19: the file format's write and read versions, 2 for write-ahead logging
   if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) bytes[18] = bytes[19] = 1;
   return new Database(bytes, { readonly: true });
