@@ -5,7 +5,7 @@ import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
-import { busyTimeoutMs, openStore, type Store } from "../store/db.js";
+import { busyTimeoutMs, openStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand, requireInitialized } from "../store/stateDir.js";
 import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
@@ -49,6 +49,7 @@ import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError }
 import { headerHostMismatch } from "./headerSecrets.js";
 import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
+import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
 export const VAULT_HELP = `Usage:
@@ -674,8 +675,11 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     return EXIT_OK;
   }
   const json = values.json === true;
-  const db = openExisting(stateDir);
+  // only reads: a store on a full disk, or under a file size limit, is read all the same, saying so
+  if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
+  const db = openStoreToRead(stateDir);
   try {
+    sayReadWithoutWriting(db, "vault list");
     const { uses, configFile, configProblem } = configuredUses();
     // said, not hidden: "no server ... uses it" and no delivery warning would be untrue
     if (configProblem)

@@ -1,5 +1,5 @@
-// The listing commands on a full disk: `catalog`, `egress`, `passkey list`, `grants` and
-// `approvals` only read the store (but for `approvals` closing the requests nobody can decide any
+// The listing commands on a full disk: `catalog`, `egress`, `passkey list`, `vault list`,
+// `grants` and `approvals` only read the store (but for `approvals` closing the requests nobody can decide any
 // more, which can wait), and a full disk is when a user looks at what the gateways did. A 4 MiB
 // tmpfs mounted for the test (root only: where mount is refused, each test skips and says why),
 // the state directory in it, a gateway that recorded a catalog and left a request pending when it
@@ -54,6 +54,7 @@ const LISTS = [
   ["catalog", "show", "full", "--json"],
   ["egress", "--json"],
   ["passkey", "list", "--json"],
+  ["vault", "list", "--json"],
   ["grants", "--json"],
   ["approvals", "--json"],
 ];
@@ -81,7 +82,7 @@ describe("the listing commands while the store's disk is full", () => {
       const r = await runCli(args, { stateDir });
       // was: exit 2, "the store … cannot be written: the disk is full"
       expect({ args, code: r.code }).toEqual({ args, code: 0 });
-      const command = args.slice(0, args[0] === "catalog" || args[0] === "passkey" ? 2 : 1).join(" ");
+      const command = args.slice(0, ["catalog", "passkey", "vault"].includes(args[0]!) ? 2 : 1).join(" ");
       expect(r.stderr).toMatch(
         new RegExp(
           `^portcullis ${command}: the store ${db} cannot be written: the disk is full\\. Read as it is, without writing; .*To fix it: free space on the file system that holds ${stateDir} .*\\n$`,
