@@ -1,5 +1,12 @@
 import { renderDiff, shownDiff } from "../catalog/index.js";
-import { displayName, displayValue, isPlainAscii, NOT_ASCII_NOTE, safeText } from "../catalog/text.js";
+import {
+  displayName,
+  displayValue,
+  isPlainAscii,
+  jsonText,
+  NOT_ASCII_NOTE,
+  safeText,
+} from "../catalog/text.js";
 import type { CatalogDiff } from "../catalog/types.js";
 import { epochBegan } from "../gateway/registry.js";
 import { cutText } from "../util/cut.js";
@@ -204,8 +211,12 @@ function callLine(req: ApprovalRequest & ListedCalls): string[] {
  * with the request; text that came from a process or a server is made
  * terminal-safe here again (a description cannot drive the terminal it is shown on).
  */
-export function renderReview(given: ApprovalRequest & ListedCalls): string {
+export function renderReview(
+  given: ApprovalRequest & ListedCalls,
+  options: { wholeArguments?: boolean } = {},
+): string {
   const req = publicRequest(given);
+  const valueChars = options.wholeArguments ? Number.POSITIVE_INFINITY : REVIEW_VALUE_CHARS;
   const r: Review = req.review;
   const lines: ReviewLine[] = [];
   const t = (s: string) => safeText(s);
@@ -292,7 +303,7 @@ export function renderReview(given: ApprovalRequest & ListedCalls): string {
   if (r.arguments.length === 0) lines.push("  (none)");
   for (const a of r.arguments) {
     lines.push(
-      `  ${displayName(a.name)}${hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, 400)}`}${a.note ? `   ← ${t(a.note)}` : ""}`,
+      `  ${displayName(a.name)}${hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, valueChars)}`}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   }
   return redactedLines(lines);
@@ -444,12 +455,44 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
       `  NEW egress  ${r.newDestinations.map(t).join(", ")} (never contacted under the last approved epoch)`,
     );
   if (r.arguments.length === 0) lines.push("  arguments  (none)");
-  r.arguments.slice(0, 6).forEach((a, i) => {
-    const value = hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, 120)}`;
+  r.arguments.slice(0, CARD_ARGUMENTS).forEach((a, i) => {
+    const value = hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, CARD_VALUE_CHARS)}`;
     lines.push(
       `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)}${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
   });
-  if (r.arguments.length > 6) lines.push(`             … ${r.arguments.length - 6} more: --verbose`);
+  if (r.arguments.length > CARD_ARGUMENTS)
+    lines.push(`             … ${r.arguments.length - CARD_ARGUMENTS} more: --verbose`);
   return redactedLines(lines);
+}
+
+/** How many arguments the review card lists, and how many characters of each value it shows. */
+const CARD_ARGUMENTS = 6;
+const CARD_VALUE_CHARS = 120;
+/** How much of each value the full review shows, unless asked for whole arguments. */
+const REVIEW_VALUE_CHARS = 400;
+
+/**
+ * The arguments of a request that a review printed as `shown` did not show whole: each one
+ * whose value was cut (name, characters shown of how many), and those the card did not list at
+ * all. Empty when every value a review can show was shown whole. A one-call approval signs the
+ * digest of exactly these arguments, so the CLI refuses it over a review that cut any: an agent
+ * pads the harmful part of a value (`ls /tmp`, 500 spaces, `; curl … | sh`), or puts it in a
+ * seventh argument, past what the human reads. A value left out because its name reads like a
+ * secret (hidden) is never stored, so no review shows it: not counted here.
+ */
+export function argumentsNotShownWhole(given: ApprovalRequest, shown: "card" | "review" | "whole"): string[] {
+  if (shown === "whole") return [];
+  const args = publicRequest(given).review.arguments;
+  const listed = shown === "card" ? args.slice(0, CARD_ARGUMENTS) : args;
+  const limit = shown === "card" ? CARD_VALUE_CHARS : REVIEW_VALUE_CHARS;
+  const cut: string[] = [];
+  for (const a of listed) {
+    if (hidden(a)) continue;
+    const whole = jsonText(a.value).length;
+    if (whole > limit) cut.push(`${displayName(a.name)} (${limit} of ${whole} characters shown)`);
+  }
+  const unlisted = args.slice(listed.length).map((a) => displayName(a.name));
+  if (unlisted.length > 0) cut.push(`${unlisted.join(", ")} (not listed)`);
+  return cut;
 }

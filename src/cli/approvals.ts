@@ -3,7 +3,13 @@ import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
-import { publicRequest, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
+import {
+  argumentsNotShownWhole,
+  publicRequest,
+  renderGrant,
+  renderReview,
+  renderReviewCard,
+} from "../approval/render.js";
 import {
   type ApprovalRequest,
   type Decision,
@@ -74,7 +80,10 @@ Shows the request's review, asks for the passphrase, then approves.
                   tools in per-call mode)
 Without a terminal (a script, a CI job), --for is required: approve ID picks no
 default there, as approve --next does not.
-  --verbose       the full review, with the whole process chain (also --chain)
+  --verbose       the full review, with the whole process chain (also --chain) and
+                  every argument whole. A one-call approval is of exactly the call's
+                  arguments: when the card cut a value or left an argument out, it is
+                  refused, and approve --for call --verbose shows them all
 
 An approval is bound to the execution epoch its request named: when the server
 was replaced since, approve says so, and the approval covers nothing.
@@ -287,9 +296,14 @@ function listed(db: Store, req: ApprovalRequest): ApprovalRequest {
   return pendingRequests(db).find((r) => r.request === req.request) ?? req;
 }
 
-/** The review as printed: the one-screen card, or the full review with the process chain. */
-function review(req: Parameters<typeof renderReview>[0], verbose: boolean): string {
-  return verbose ? renderReview(req) : renderReviewCard(req);
+/**
+ * The review as printed: the one-screen card, or the full review with the process chain. A
+ * review printed to decide on (`approve`, `deny`) shows every argument whole when verbose: a
+ * one-call approval signs exactly those arguments. The listing (`approvals --verbose`, redrawn
+ * live by `--watch`) cuts each value at a few hundred characters.
+ */
+function review(req: Parameters<typeof renderReview>[0], verbose: boolean, deciding = false): string {
+  return verbose ? renderReview(req, { wholeArguments: deciding }) : renderReviewCard(req);
 }
 
 function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string): number {
@@ -397,7 +411,7 @@ async function decideNext(
     throw new UsageError(
       `approve --next: there is no terminal to ask on; give --for session|call, or use ${quotedCommand("deny --next", stateDir)}.`,
     );
-  process.stdout.write(`${review(req, verbose)}\n\n`);
+  process.stdout.write(`${review(req, verbose, true)}\n\n`);
   const decided = choice ? { choice, reason } : await askDecision(req);
   if (decided === null) {
     process.stdout.write(`left ${req.request} pending\n`);
@@ -433,7 +447,18 @@ async function approve(
       "not-allowed",
     );
   }
-  if (!shown) process.stdout.write(`${review(listed(db, req), verbose)}\n\n`);
+  if (!shown) process.stdout.write(`${review(listed(db, req), verbose, true)}\n\n`);
+  // A one-call approval signs the digest of exactly these arguments: not over a review that cut
+  // one or left one out (an agent pads the harmful part past what the card shows). Refused before
+  // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls
+  // whatever their arguments, and a denial takes nothing: neither needs them whole.
+  const notShown = scope === "call" ? argumentsNotShownWhole(shown ?? req, verbose ? "whole" : "card") : [];
+  if (notShown.length > 0) {
+    throw new UsageError(
+      `approve: the review above did not show this call's arguments whole: ${notShown.join("; ")}; a one-call approval is of exactly these arguments, so nothing was approved. ` +
+        `See them whole, and approve, with ${quotedCommand(`approve ${id} --for call --verbose`, stateDir)}.`,
+    );
+  }
   // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
   const movedBefore = epochMovedOn(db, req.executionEpoch);
   if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
@@ -477,7 +502,7 @@ async function deny(
   shown = false,
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
-  if (!shown) process.stdout.write(`${review(listed(db, req), verbose)}\n\n`);
+  if (!shown) process.stdout.write(`${review(listed(db, req), verbose, true)}\n\n`);
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);
