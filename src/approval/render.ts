@@ -4,6 +4,8 @@ import {
   displayValue,
   isPlainAscii,
   jsonText,
+  mixedScriptNote,
+  mixedScriptText,
   NOT_ASCII_NOTE,
   safeText,
 } from "../catalog/text.js";
@@ -305,8 +307,16 @@ export function renderReview(
     lines.push(
       `  ${displayName(a.name)}${hidden(a) ? " (hidden)" : ` = ${displayValue(a.value, valueChars)}`}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
+    lines.push(...mixedScriptWarning(a, "    "));
   }
   return redactedLines(lines);
+}
+
+/** The line under an argument whose value mixes Latin letters with look-alikes (mixedScriptText). */
+function mixedScriptWarning(a: Review["arguments"][number], indent: string): string[] {
+  if (hidden(a)) return [];
+  const mixed = mixedScriptText(a.value);
+  return mixed === null ? [] : [`${indent}! ${safeText(mixedScriptNote(mixed))}`];
 }
 
 /**
@@ -460,6 +470,7 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
     lines.push(
       `  ${i === 0 ? "arguments  " : "           "}${displayName(a.name)}${value}${a.note ? `   ← ${t(a.note)}` : ""}`,
     );
+    lines.push(...mixedScriptWarning(a, "             "));
   });
   if (r.arguments.length > CARD_ARGUMENTS)
     lines.push(`             … ${r.arguments.length - CARD_ARGUMENTS} more: --verbose`);

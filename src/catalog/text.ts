@@ -363,6 +363,47 @@ export function isPlainAscii(name: string): boolean {
 export const NOT_ASCII_NOTE =
   "this name is not plain ASCII: it may imitate the name of another tool (check the escapes and letters)";
 
+/**
+ * Letters that pass for Latin ones: those of the Cyrillic, Greek, Armenian and Cherokee scripts
+ * (`а`, `і`, `ο`, `ս`, `Ꭺ`), and the fullwidth and mathematical forms of Latin letters and digits.
+ */
+const LOOKS_LATIN =
+  /[\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Armenian}\p{Script=Cherokee}\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A\u{1D400}-\u{1D7FF}]/u;
+const LOOKS_LATIN_EACH = new RegExp(LOOKS_LATIN.source, "gu");
+const ASCII_LETTER = /[A-Za-z]/;
+/** How many strings of one value are looked at, at most: an argument, not a document. */
+const MAX_STRINGS_LOOKED_AT = 4096;
+
+/**
+ * The first string inside `v` (an argument's value, its keys included) that mixes ASCII letters
+ * with letters that pass for them, with those letters written as escapes (`g\u{456}thub.com`),
+ * or null. A one-call approval is of the values the human reads: `https://gіthub.com` with a
+ * Cyrillic `і` reads as GitHub's address and is not, and nothing else on the line says so.
+ * Text wholly in another script (`Привет`) and accented Latin (`café`) are not flagged.
+ */
+export function mixedScriptText(v: unknown): string | null {
+  const stack: unknown[] = [v];
+  let looked = 0;
+  while (stack.length > 0 && looked < MAX_STRINGS_LOOKED_AT) {
+    const x = stack.pop();
+    if (typeof x === "string") {
+      looked++;
+      if (ASCII_LETTER.test(x) && LOOKS_LATIN.test(x))
+        return x.replace(LOOKS_LATIN_EACH, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+    } else if (Array.isArray(x)) {
+      for (const item of x) stack.push(item);
+    } else if (typeof x === "object" && x !== null) {
+      for (const [key, value] of Object.entries(x)) stack.push(value, key);
+    }
+  }
+  return null;
+}
+
+/** The warning a review shows under an argument whose value mixes scripts (mixedScriptText). */
+export function mixedScriptNote(text: string): string {
+  return `"${clip(text, 120)}" mixes Latin letters with look-alikes from another script (written here as \\u{…}): it may imitate other text`;
+}
+
 /** Never throws, whatever `v` is (an object whose toString is not a function, a BigInt, a cycle). */
 export function jsonText(v: unknown): string {
   try {

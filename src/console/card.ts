@@ -11,7 +11,14 @@ import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { notHonoured } from "../approval/shownDecisions.js";
-import { displayName, isPlainAscii, jsonText, NOT_ASCII_NOTE } from "../catalog/text.js";
+import {
+  displayName,
+  isPlainAscii,
+  jsonText,
+  mixedScriptNote,
+  mixedScriptText,
+  NOT_ASCII_NOTE,
+} from "../catalog/text.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, pre } from "./html.js";
@@ -74,6 +81,14 @@ function toolPart(r: Review): Html {
     }</section>`;
 }
 
+/** The warning under a value that mixes Latin letters with look-alikes, as the terminal's review says it. */
+function mixedScript(a: Review["arguments"][number]): Html | "" {
+  const mixed = hidden(a) ? null : mixedScriptText(a.value);
+  return mixed === null
+    ? ""
+    : html`<p class="error" data-testid="mixed-script-value">${mixedScriptNote(mixed)}</p>`;
+}
+
 function argumentsPart(r: Review): Html {
   return html`<section class="args"><h3>Arguments <small>(schema defaults applied, secrets redacted)</small></h3>
     ${
@@ -84,7 +99,7 @@ function argumentsPart(r: Review): Html {
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
               html`<tr><th>${displayName(a.name)}</th><td><code class="value">${
                 hidden(a) ? "(hidden)" : jsonText(a.value)
-              }</code></td><td class="note">${a.note ?? ""}</td></tr>`,
+              }</code>${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`
     }
     <p><strong>credential scopes</strong> ${
