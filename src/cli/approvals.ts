@@ -462,12 +462,15 @@ async function approve(
   // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
   const movedBefore = epochMovedOn(db, req.executionEpoch);
   if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
+  // What is approved is named in the lines the human reads as they type the passphrase: an agent
+  // that ends the gateway of the request they meant (approve --next) has the next one decided.
+  const what = subjectOf(shown ?? req);
   process.stdout.write(
     scope === "session"
-      ? `To approve for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
-      : "To approve this one call only: the passphrase confirms it.\n",
+      ? `To approve ${what} for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
+      : `To approve this one call of ${what} only: the passphrase confirms it.\n`,
   );
-  const { by, signer } = await verifyHuman(db, stateDir, `approve ${id}`);
+  const { by, signer } = await verifyHuman(db, stateDir, `approve ${what} (${id})`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
   const reviewed = reviewDigest((shown ?? req).review);
   const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer, stateDir);
@@ -482,6 +485,16 @@ async function approve(
     );
   }
   return EXIT_OK;
+}
+
+/** What a request asks for, as the review names it: the tool, on the server label. */
+function subjectOf(req: ApprovalRequest): string {
+  // (a review rewritten in the store may lack its parts: the request's own columns then; such a
+  // request is refused when decided, as one whose review says otherwise than its row)
+  const r = req.review as Partial<ApprovalRequest["review"]> | undefined;
+  const tool = typeof r?.tool?.name === "string" ? r.tool.name : req.tool;
+  const label = typeof r?.serverLabel === "string" ? r.serverLabel : req.serverLabel;
+  return `${displayName(tool)} on ${safeText(label)}`;
 }
 
 /** The warning shown before approving a request whose epoch the server has left. */
@@ -503,7 +516,7 @@ async function deny(
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
   if (!shown) process.stdout.write(`${review(listed(db, req), verbose, true)}\n\n`);
-  const { by, signer } = await verifyHuman(db, stateDir, `deny ${id}`);
+  const { by, signer } = await verifyHuman(db, stateDir, `deny ${subjectOf(req)} (${id})`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);
   process.stdout.write(`denied ${id}\n`);
