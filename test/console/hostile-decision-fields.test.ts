@@ -1,0 +1,94 @@
+// A decision POST whose fields say more than the page offered: the session button of a per-call
+// tool (the page shows none, but a page edited in the browser, an extension, or a hand-made POST
+// with the session's token and proof key can send it), and the review digest of another request.
+// The console must decide only what the request allows, over the review it shows. A real gateway
+// (per call) in front of the catalog fixture, the console process, plain HTTP as a browser sends.
+import { describe, expect, it } from "vitest";
+import { getRequest } from "../../src/approval/requests.js";
+import { openStoreToRead } from "../../src/store/db.js";
+import { nextRequest } from "../helpers/approvals.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { newStateDir } from "../helpers/state.js";
+import {
+  catalogFile,
+  DEPLOY_TOOL,
+  gatewayFor,
+  httpLogin,
+  post,
+  raw,
+  reviewedIn,
+  startConsoleProcess,
+} from "./helpers.js";
+
+function stateOf(stateDir: string, id: string): string | undefined {
+  const db = openStoreToRead(stateDir);
+  try {
+    return getRequest(db, id)?.state;
+  } finally {
+    db.close();
+  }
+}
+
+describe("decision fields the page did not offer", () => {
+  it("a session approval of a per-call tool and another request's review digest decide nothing; the offered one-call approval decides", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-console-fields-");
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
+      PORTCULLIS_NO_CONSOLE: "1",
+    });
+    const console_ = await startConsoleProcess(stateDir);
+    try {
+      const seen = new Set<string>();
+      const a = gw.client.callTool({ name: "deploy", arguments: { note: "a" } }, undefined, {
+        timeout: 90_000,
+      });
+      a.catch(() => {}); // awaited below
+      const ra = await nextRequest(stateDir, seen);
+      void gw.client.callTool({ name: "deploy", arguments: { note: "b" } }).catch(() => {});
+      const rb = await nextRequest(stateDir, seen);
+
+      const s = await httpLogin(console_.url);
+      const cardA = await raw(`${console_.url}/requests/${ra.request}`, { headers: { Cookie: s.cookie } });
+      const cardB = await raw(`${console_.url}/requests/${rb.request}`, { headers: { Cookie: s.cookie } });
+      expect(cardA.body).not.toContain('data-testid="approve-session"');
+      const fields = { csrf: s.csrf, proof: s.proofKey! };
+      const path = `/requests/${ra.request}/decide`;
+
+      const session = await post(
+        console_.url,
+        path,
+        { ...fields, action: "approve-session", reviewed: reviewedIn(cardA.body) },
+        { Cookie: s.cookie },
+      );
+      expect(session.status).toBe(409);
+      expect(session.body).toContain("needs a human decision for every call");
+      expect(stateOf(stateDir, ra.request)).toBe("pending");
+
+      const otherReview = await post(
+        console_.url,
+        path,
+        { ...fields, action: "approve-call", reviewed: reviewedIn(cardB.body) },
+        { Cookie: s.cookie },
+      );
+      expect(otherReview.status).toBe(409);
+      expect(otherReview.body).toContain("changed after it was shown");
+      expect(stateOf(stateDir, ra.request)).toBe("pending");
+      expect(stateOf(stateDir, rb.request)).toBe("pending");
+
+      const ok = await post(
+        console_.url,
+        path,
+        { ...fields, action: "approve-call", reviewed: reviewedIn(cardA.body) },
+        { Cookie: s.cookie },
+      );
+      expect(ok.status, ok.body).toBe(303);
+      expect((await a).isError).toBeFalsy();
+      expect(stateOf(stateDir, rb.request)).toBe("pending");
+    } finally {
+      await console_.stop();
+      await gw.close();
+      removeDir(dir);
+      removeDir(stateDir);
+    }
+  }, 60_000);
+});
