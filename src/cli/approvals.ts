@@ -1,3 +1,4 @@
+import { closeSync, openSync, writeSync } from "node:fs";
 import { userInfo } from "node:os";
 import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
@@ -43,7 +44,7 @@ import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
-import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
+import { PASSPHRASE_FILE_ENV, PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { readWithoutWritingLine, sayReadWithoutWriting } from "./readWithoutWriting.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
@@ -411,7 +412,8 @@ async function decideNext(
     throw new UsageError(
       `approve --next: there is no terminal to ask on; give --for session|call, or use ${quotedCommand("deny --next", stateDir)}.`,
     );
-  process.stdout.write(`${review(req, verbose, true)}\n\n`);
+  // the choice is asked on the terminal when none was given, and the passphrase too without a file
+  showHuman(`${review(req, verbose, true)}\n\n`, !choice || typedPassphrase());
   const decided = choice ? { choice, reason } : await askDecision(req);
   if (decided === null) {
     process.stdout.write(`left ${req.request} pending\n`);
@@ -447,7 +449,7 @@ async function approve(
       "not-allowed",
     );
   }
-  if (!shown) process.stdout.write(`${review(listed(db, req), verbose, true)}\n\n`);
+  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase());
   // A one-call approval signs the digest of exactly these arguments: not over a review that cut
   // one or left one out (an agent pads the harmful part past what the card shows). Refused before
   // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls
@@ -461,14 +463,15 @@ async function approve(
   }
   // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
   const movedBefore = epochMovedOn(db, req.executionEpoch);
-  if (movedBefore) process.stdout.write(`${epochEndedNote(req, movedBefore)}\n`);
+  if (movedBefore) showHuman(`${epochEndedNote(req, movedBefore)}\n`, typedPassphrase());
   // What is approved is named in the lines the human reads as they type the passphrase: an agent
   // that ends the gateway of the request they meant (approve --next) has the next one decided.
   const what = subjectOf(shown ?? req);
-  process.stdout.write(
+  showHuman(
     scope === "session"
       ? `To approve ${what} for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
       : `To approve this one call of ${what} only: the passphrase confirms it.\n`,
+    typedPassphrase(),
   );
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${what} (${id})`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
@@ -485,6 +488,34 @@ async function approve(
     );
   }
   return EXIT_OK;
+}
+
+/**
+ * What the human must read before deciding, on stdout and, when `asksOnTerminal` (the passphrase
+ * or the choice will be typed on the controlling terminal) and stdout is not that terminal, on the
+ * terminal too. An agent whose commands share the human's terminal runs `approve ID --for session
+ * > /dev/null`: the review went to the agent, and the human saw a passphrase prompt with nothing
+ * above it.
+ */
+function showHuman(text: string, asksOnTerminal: boolean): void {
+  process.stdout.write(text);
+  if (!asksOnTerminal || process.stdout.isTTY) return;
+  let fd: number;
+  try {
+    fd = openSync("/dev/tty", "w");
+  } catch {
+    return; // no terminal: nothing is asked there either
+  }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether the passphrase will be typed on the terminal (no passphrase file given). */
+function typedPassphrase(): boolean {
+  return !process.env[PASSPHRASE_FILE_ENV];
 }
 
 /** What a request asks for, as the review names it: the tool, on the server label. */
@@ -515,7 +546,7 @@ async function deny(
   shown = false,
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
-  if (!shown) process.stdout.write(`${review(listed(db, req), verbose, true)}\n\n`);
+  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase());
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${subjectOf(req)} (${id})`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);
