@@ -53,8 +53,15 @@ export function notifierArgv(
       body,
     ];
   }
-  if (platform === "linux") return ["notify-send", "--app-name=portcullis", title, body];
+  // Notification daemons read the body as markup (<b>, <a href>, <img>): a tool named with an <a>
+  // of the server's would put its link in the gateway's own notification. The title is plain text.
+  if (platform === "linux") return ["notify-send", "--app-name=portcullis", title, asMarkupText(body)];
   return null;
+}
+
+/** `text` as markup that shows it as written: `&`, `<` and `>` escaped. */
+function asMarkupText(text: string): string {
+  return text.replace(/[&<>]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : "&gt;"));
 }
 
 /**
