@@ -193,7 +193,7 @@ function parse(sub: string, rest: string[]): Opts {
   try {
     // the shared parser: its refusals name a flag, never a value or a stray word
     parsed = parseArgs(
-      sub,
+      `audit ${sub}`,
       rest,
       {
         help: { type: "boolean", short: "h" },
@@ -204,7 +204,11 @@ function parse(sub: string, rest: string[]): Opts {
       sub === "show",
     );
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}; see portcullis audit --help`);
+    // named `audit SUB` so that an unknown option's refusal points to 'portcullis audit SUB
+    // --help', a command that exists (not 'portcullis SUB --help'); the line's own prefix is
+    // "portcullis audit: ", so the sentence keeps only SUB
+    const said = (err as Error).message.replace(/^audit /, "");
+    throw new UsageError(said.includes("--help") ? said : `${said}; see portcullis audit --help`);
   }
   const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };
   const opts: Opts = { help: v.help === true, json: v.json === true, file: v.file, checkpoint: v.checkpoint };

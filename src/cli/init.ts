@@ -45,8 +45,11 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
   try {
     help = parse("init", args, { help: { type: "boolean", short: "h" } }, false).values.help;
   } catch (e) {
-    if (e instanceof UsageError)
-      return fail(`${e.message.replace(/^init: /, "")}; see portcullis init --help`);
+    if (e instanceof UsageError) {
+      // an unknown option's refusal already names 'portcullis init --help': not twice
+      const said = e.message.replace(/^init: /, "");
+      return fail(said.includes("--help") ? said : `${said}; see portcullis init --help`);
+    }
     throw e;
   }
   if (help) {
