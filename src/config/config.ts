@@ -253,6 +253,12 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   if ("servers" in doc && "mcpServers" in doc) {
     throw new ConfigError(`${file}: has both "servers" and "mcpServers"; keep one (they are aliases).`);
   }
+  // a file with neither (`{}`, only "console") was told that "mcpServers" must be an object,
+  // naming the alias of a key the user never wrote rather than the key the file lacks
+  if (!("servers" in doc) && !("mcpServers" in doc))
+    throw new ConfigError(
+      `${file}: has no "servers" (or its alias "mcpServers"): give the servers to run, by label, as {"servers": {"LABEL": {"command": …}}}.`,
+    );
   const key = "servers" in doc ? "servers" : "mcpServers";
   const servers = doc[key];
   if (!isObject(servers)) throw new ConfigError(`${file}: "${key}" must be an object of server labels.`);
