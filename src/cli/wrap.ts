@@ -10,8 +10,10 @@ import {
   assertWritable,
   checkServersNamed,
   labelFor,
+  NOT_SHOWN_KEY,
   planWrap,
   recordExists,
+  serverKeyAsGiven,
   unwrapFile,
   type WrapOptions,
   type WrapPlan,
@@ -290,10 +292,12 @@ function labelOptions(values: string[]): Map<string, string> {
       );
     const before = out.get(key);
     // which of the two was meant is not guessed, as for any option given two values
-    if (before !== undefined && before !== label)
+    if (before !== undefined && before !== label) {
+      const shown = serverKeyAsGiven(key);
       throw new UsageError(
-        `wrap: --label gives the server ${JSON.stringify(key)} two labels (${before} and ${label}); give one.`,
+        `wrap: --label gives ${shown === null ? `one server (${NOT_SHOWN_KEY})` : `the server ${shown}`} two labels (${before} and ${label}); give one.`,
       );
+    }
     out.set(key, label);
   }
   return out;

@@ -20,6 +20,7 @@ import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
+import { looksGenerated, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import {
   type Entry,
@@ -355,9 +356,27 @@ export function checkServersNamed(files: HostFile[], only: string[] | undefined,
       const names = files.map((f) => f.file);
       const where =
         names.length === 1 ? `${names[0]} has no server` : `none of ${names.join(", ")} has a server`;
-      // (quoted, escaped and bounded: a name typed there can be of any length)
-      throw new OnboardError(`${where} ${quotedName(k)} (${flag}); nothing was written.`);
+      const shown = serverKeyAsGiven(k);
+      throw new OnboardError(
+        shown === null
+          ? `${where} by the name given to ${flag} (${NOT_SHOWN_KEY}); nothing was written.`
+          : `${where} ${shown} (${flag}); nothing was written.`,
+      );
     }
+}
+
+/** Why a server key given on the command line is not repeated (serverKeyAsGiven). */
+export const NOT_SHOWN_KEY = "not shown: it reads as a secret typed in the wrong place";
+
+/**
+ * A server key named on wrap's command line (`--servers`, `--label KEY=…`), as a refusal repeats
+ * it: quoted, escaped and bounded (a name typed there can be of any length), or null when it
+ * reads as a secret (a token's shape, a generated-looking value), which a refusal must not put
+ * into scrollback, CI logs and transcripts. Other commands do not repeat a name that names
+ * nothing; wrap does for a name that reads as one, since a host file's keys are shown anyway.
+ */
+export function serverKeyAsGiven(key: string): string | null {
+  return redactText(key) === key && !looksGenerated(key) ? quotedName(key) : null;
 }
 
 /** What wrap would do to one host file; throws OnboardError (nothing written) on bad input. */
