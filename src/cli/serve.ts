@@ -3,7 +3,6 @@
 // between them and the client, until the client or a signal ends it.
 
 import { mkdirSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { ulid } from "ulid";
 import { chainExecutables, DecisionVerifier, endRunsOfGoneGateways, type Run } from "../approval/index.js";
@@ -28,6 +27,7 @@ import { stdioDownstream } from "../transport/stdio.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import { envMs } from "../util/envMs.js";
 import { type Logger, scrubEveryLine, stderrLogger } from "../util/log.js";
+import { xdgBase } from "../util/xdg.js";
 import { envDelivery } from "../vault/delivery.js";
 import { EgressStartError, type ServerEgress, startServerEgress } from "../vault/egress/forServer.js";
 import { ReleasedValues } from "../vault/scrub.js";
@@ -93,10 +93,7 @@ function respawnBackoff(): { initialMs: number; maxMs: number } | undefined {
 function digestCacheFile(): string {
   const base = process.env.PORTCULLIS_CACHE_DIR
     ? resolve(process.env.PORTCULLIS_CACHE_DIR)
-    : join(
-        process.env.XDG_CACHE_HOME ? resolve(process.env.XDG_CACHE_HOME) : join(homedir(), ".cache"),
-        "portcullis",
-      );
+    : join(xdgBase("XDG_CACHE_HOME", ".cache"), "portcullis");
   mkdirSync(base, { recursive: true, mode: 0o700 });
   // "digests.bin" and "digests.trees/": the layout with one listing file per tree (cache.ts);
   // builds that kept every tree in "digest-cache.bin" keep using that file undisturbed

@@ -1,6 +1,5 @@
 import { accessSync, constants, existsSync, lstatSync, readlinkSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -18,6 +17,7 @@ import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
+import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
 import { headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
@@ -75,10 +75,7 @@ export function stateDirSource(flag?: string): { path: string; why: "flag" | "va
   // an empty flag is refused as every command refuses it, not reported on the default directory
   if (flag !== undefined) return { path: stateDirPath(flag), why: "flag" };
   if (process.env.PORTCULLIS_HOME) return { path: resolve(process.env.PORTCULLIS_HOME), why: "variable" };
-  const base = process.env.XDG_STATE_HOME
-    ? resolve(process.env.XDG_STATE_HOME)
-    : join(homedir(), ".local", "state");
-  return { path: join(base, "portcullis"), why: "default" };
+  return { path: join(xdgStateHome(), "portcullis"), why: "default" };
 }
 
 export function doctor(flag: string | undefined, cwd: string): DoctorReport {

@@ -1,9 +1,9 @@
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { shellWord } from "../util/shellWord.js";
+import { xdgStateHome } from "../util/xdg.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -37,12 +37,7 @@ export function stateDirPath(flag?: string): string {
     ? resolve(flag)
     : process.env.PORTCULLIS_HOME
       ? resolve(process.env.PORTCULLIS_HOME)
-      : join(
-          process.env.XDG_STATE_HOME
-            ? resolve(process.env.XDG_STATE_HOME)
-            : join(homedir(), ".local", "state"),
-          "portcullis",
-        );
+      : join(xdgStateHome(), "portcullis");
 }
 
 /**
@@ -53,10 +48,7 @@ export function stateDirPath(flag?: string): string {
  * bare command there looks in the default directory and finds nothing.
  */
 export function stateDirFlagFor(dir: string): string {
-  const fallback = join(
-    process.env.XDG_STATE_HOME ? resolve(process.env.XDG_STATE_HOME) : join(homedir(), ".local", "state"),
-    "portcullis",
-  );
+  const fallback = join(xdgStateHome(), "portcullis");
   if (resolve(dir) === fallback) return "";
   // quoted for a POSIX shell when it holds anything a shell would act on; a control character
   // escaped, never printed raw (src/util/shellWord.ts)
