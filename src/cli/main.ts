@@ -5,6 +5,7 @@ import { ConfigError } from "../config/config.js";
 import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
+import { nearestName } from "../util/nearest.js";
 import { flagName, NOT_SHOWN_FLAG, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
@@ -180,6 +181,12 @@ export async function main(argv: string[]): Promise<number> {
   // an option before the command (`portcullis --state-dir DIR status`): said so, by its name only
   if (name.startsWith("-")) {
     const flag = flagName(name);
+    // a mistyped --version or --help (`-v`, `--versoin`) is not an option meant for a command
+    const meant = flag === NOT_SHOWN_FLAG ? null : ownOptionMeant(flag);
+    if (meant)
+      throw new UsageError(
+        `unknown option ${flag} (did you mean ${meant}?); run 'portcullis --help' for the commands.`,
+      );
     throw new UsageError(
       flag === NOT_SHOWN_FLAG
         ? "a word that starts with '-' came before the command (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the command (portcullis COMMAND --option …); run 'portcullis --help' for the commands."
@@ -187,9 +194,32 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (!load)
-    throw new UsageError(`unknown command ${shownWord(name)}; run 'portcullis --help' for the list.`);
+  if (!load) {
+    const shown = shownWord(name);
+    // the command a mistyped word most likely meant, said only when the word itself is shown
+    const near = shown.startsWith('"')
+      ? nearestName(
+          name,
+          Object.keys(commands).filter((c) => !c.startsWith("__")),
+        )
+      : null;
+    throw new UsageError(
+      `unknown command ${shown}${near ? ` (did you mean ${near}?)` : ""}; run 'portcullis --help' for the list.`,
+    );
+  }
   return (await load())(rest);
+}
+
+/**
+ * The option of portcullis itself (not of a command) a flag given before the command most likely
+ * meant: `--version` for `-v` (many tools' spelling; portcullis's is `-V`) or a typo of it, `--help`
+ * for a typo of that; null for any other flag, which belongs after a command.
+ */
+function ownOptionMeant(flag: string): string | null {
+  if (flag === "-v") return "--version";
+  if (!flag.startsWith("--")) return null;
+  const near = nearestName(flag.slice(2), ["version", "help"]);
+  return near ? `--${near}` : null;
 }
 
 /** The keyring's errors, loaded only when a command failed (the module pulls in the crypto code). */

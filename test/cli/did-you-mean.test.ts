@@ -47,3 +47,40 @@ describe("did you mean", () => {
     expect(valued.stderr).not.toContain("sk-live");
   });
 });
+
+describe("did you mean, before any command", () => {
+  it("a mistyped command names the command it most likely meant; a word that reads as a secret is not shown and gets no guess", async () => {
+    const stateDir = newStateDir();
+    const typo = await runCli(["stauts"], { stateDir });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toBe(
+      "portcullis: unknown command \"stauts\" (did you mean status?); run 'portcullis --help' for the list.\n",
+    );
+    const far = await runCli(["xyzzy"], { stateDir });
+    expect(far.stderr).toBe("portcullis: unknown command \"xyzzy\"; run 'portcullis --help' for the list.\n");
+    const secret = await runCli(["sk-live-0123456789abcdef"], { stateDir });
+    expect(secret.code).toBe(2);
+    expect(secret.stderr).not.toContain("sk-live");
+    expect(secret.stderr).not.toContain("did you mean");
+  });
+
+  it("-v and a mistyped --version or --help are said to be that, not an option to put after a command", async () => {
+    const stateDir = newStateDir();
+    for (const [flag, meant] of [
+      ["-v", "--version"],
+      ["--versoin", "--version"],
+      ["--hepl", "--help"],
+    ]) {
+      const r = await runCli([flag!], { stateDir });
+      expect(r.code, flag).toBe(2);
+      expect(r.stderr).toBe(
+        `portcullis: unknown option ${flag} (did you mean ${meant}?); run 'portcullis --help' for the commands.\n`,
+      );
+    }
+    // an option of a command, given before it, is still told to go after it
+    const misplaced = await runCli(["--json", "status"], { stateDir });
+    expect(misplaced.stderr).toBe(
+      "portcullis: --json goes after the command (portcullis COMMAND --json …); run 'portcullis --help' for the commands.\n",
+    );
+  });
+});
