@@ -253,7 +253,10 @@ export function renderTool(def: Record<string, unknown> | null, name: string): s
     const req = own(schema, "required");
     const required = new Set(Array.isArray(req) ? req : []);
     const ap = own(schema, "additionalProperties");
-    lines.push(`  inputs${ap === false ? "" : " (other properties accepted)"}:`);
+    const others = ap === false ? "" : " (other properties accepted)";
+    // a tool that takes no arguments (`"properties": {}`) was shown a heading with nothing under it
+    if (Object.keys(props).length === 0) lines.push(`  inputs: none declared${others}`);
+    else lines.push(`  inputs${others}:`);
     // (withRefOwners: a property that a secret-like one takes by `$ref` shows no default)
     withRefOwners([schema], () => {
       for (const n of Object.keys(props))
