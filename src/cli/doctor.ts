@@ -43,7 +43,7 @@ export async function doctorCommand(args: string[]): Promise<number> {
     if (g.unseen) out.push(`    host chain: not readable from here (${t(g.unseen)})`);
     for (const c of g.hostChain) out.push(`    host chain: ${t(c)}`);
   }
-  out.push(`host files       ${r.hosts.length === 0 ? "none found" : ""}`);
+  out.push(r.hosts.length === 0 ? "host files       none found" : "host files");
   for (const h of r.hosts) {
     out.push(`  ${h.host}  ${t(h.file)}`);
     // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone

@@ -86,6 +86,9 @@ describe("portcullis doctor", () => {
     expect(text.stdout).toContain("\n    http         remote\n");
     expect(text.stdout).toContain("\n    not wrapped  docs search\n");
     expect(text.stdout).toContain("\n    wrapped      inventory-local\n");
+    // no line ends in spaces ("host files       " above the files did)
+    expect(text.stdout).toContain("\nhost files\n");
+    expect(text.stdout).not.toMatch(/[ \t]$/m);
   });
 
   it("its advice for servers not behind portcullis works when followed, and leaves HTTP entries out", async () => {
