@@ -51,7 +51,7 @@ import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
-export const AUDIT_HELP = `Usage:
+export const AUDIT_HELP = `usage:
   portcullis audit verify [--json] [--file EXPORT.jsonl] [--checkpoint FILE]
   portcullis audit export [--json]        JSONL of the sealed records, to stdout
                                           (always JSON lines: --json is accepted, and changes nothing)

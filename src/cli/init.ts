@@ -17,7 +17,7 @@ import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
-export const INIT_HELP = `Usage: portcullis init [--state-dir DIR]
+export const INIT_HELP = `usage: portcullis init [--state-dir DIR]
 
 Creates the keyring in the state directory: you choose a passphrase; it protects a
 random data key, the private half of the audit key pair and the private half of

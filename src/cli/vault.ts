@@ -52,7 +52,7 @@ import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
 
-export const VAULT_HELP = `Usage:
+export const VAULT_HELP = `usage:
   portcullis vault set NAME [--from-stdin] --host HOST[:PORT]...
   portcullis vault set NAME [--from-stdin] --deliver env
                                              store or rotate a secret (asks for the passphrase):

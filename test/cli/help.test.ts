@@ -228,6 +228,38 @@ describe("the command word", () => {
     }
   });
 
+  it("every command's help opens the same way: 'usage: portcullis COMMAND'", async () => {
+    const stateDir = newStateDir();
+    for (const command of [
+      "run",
+      "status",
+      "catalog",
+      "approvals",
+      "approve",
+      "deny",
+      "grants",
+      "revoke",
+      "init",
+      "passkey",
+      "vault",
+      "unlock",
+      "lock",
+      "egress",
+      "audit",
+      "console",
+      "demo",
+      "wrap",
+      "unwrap",
+      "doctor",
+      "drill",
+    ]) {
+      const help = await runCli([command, "--help"], { stateDir });
+      expect(help.code, command).toBe(0);
+      // init, vault (unlock, lock) and audit opened with "Usage:", the others with "usage:"
+      expect(help.stdout, command).toMatch(/^usage:\s+portcullis /);
+    }
+  });
+
   it("an option before the command is said to go after it", async () => {
     const r = await runCli(["--state-dir", newStateDir(), "status"]);
     expect(r.code).toBe(2);
