@@ -13,6 +13,7 @@ import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { shellWord } from "../util/shellWord.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
 import { currentEpoch, gatewayRunning, text, waitFor } from "./observe.js";
@@ -240,8 +241,14 @@ export async function runDemo(args: string[]): Promise<number> {
       out(`\n(the console at ${console_.url} is closed)`);
     }
     db?.close();
-    if (keep) out(`\n(kept: ${root})`);
-    else rmSync(root, { recursive: true, force: true });
+    if (keep) {
+      out(`\n(kept: ${root})`);
+      // the state directory is below it: `--state-dir ROOT` found no keyring and said to run
+      // `portcullis init` there, which would set up a new, empty one beside the demo's
+      out(
+        `   its state directory is ${shellWord(stateDir)}, the passphrase "${DEMO_PASSPHRASE}"; to read its audit log, run: portcullis audit activity --state-dir ${shellWord(stateDir)}`,
+      );
+    } else rmSync(root, { recursive: true, force: true });
   }
 }
 

@@ -2,7 +2,7 @@
 // human decisions made by the real CLI in another process with the passphrase.
 
 import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
@@ -239,6 +239,16 @@ describe("portcullis demo", () => {
     // chapter's did, twice, and with --keep it outlived the demo), and nothing of it runs on
     const kept = /\(kept: (.+)\)/.exec(r.stdout)![1]!;
     expect(readdirSync(join(kept, "state")).filter((f) => f.startsWith("console"))).toEqual([]);
+    // the kept state directory is named, with a command that reads it as printed (the root
+    // itself holds no keyring: a --state-dir of it was told to run `portcullis init` there)
+    const command = /to read its audit log, run: portcullis (.+)$/m.exec(r.stdout)![1]!.split(" ");
+    expect(command).toEqual(["audit", "activity", "--state-dir", join(kept, "state")]);
+    const passphrase = /the passphrase "([^"]+)"/.exec(r.stdout)![1]!;
+    const passFile = join(tmp, "pass");
+    writeFileSync(passFile, `${passphrase}\n`);
+    const read = await runCli(command, { env: { PORTCULLIS_PASSPHRASE_FILE: passFile } });
+    expect(read.code, read.stderr).toBe(0);
+    expect(read.stdout).toMatch(/adjust_inventory/);
     const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
     expect(ps.split("\n").filter((line) => line.includes(tmp))).toEqual([]);
   });
