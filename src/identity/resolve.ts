@@ -54,7 +54,7 @@ export function resolveLaunch(
     const where = command.includes("/")
       ? `${displayPath(resolve(cwd, command), cwd)}`
       : `"${command}" on PATH`;
-    throw new IdentityError(`Cannot find the command ${where} (it does not exist or is not executable).`);
+    throw new IdentityError(`cannot find the command ${where} (it does not exist or is not executable).`);
   }
   const r = resolveArgv([command, ...args], ctx);
   const executable = realpathOr(found);

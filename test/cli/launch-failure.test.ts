@@ -47,6 +47,7 @@ describe("a server that cannot be launched", () => {
     const env = { ...hostEnv({ PORTCULLIS_HOME: stateDir }), PATH: "/nonexistent-bin" };
     const r = await runHeldOpen(["run", "--label", "nopath", "--", "node", "server.js"], env);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/Cannot find the command "node" on PATH/);
+    // lower case after the prefix, as every other sentence of run ("cannot read the entry file …")
+    expect(r.stderr).toMatch(/^portcullis run: cannot find the command "node" on PATH/m);
   }, 30_000);
 });

@@ -492,7 +492,7 @@ describe("wrappers and entry resolution", () => {
     );
     await expect(
       captureStaticIdentity(specFor(dir, "no-such-command-xyz", []), new DigestCache(null)),
-    ).rejects.toThrow(/^Cannot find the command "no-such-command-xyz" on PATH/);
+    ).rejects.toThrow(/^cannot find the command "no-such-command-xyz" on PATH/);
   });
 
   it("digests identity.include globs as identity inputs", async () => {
