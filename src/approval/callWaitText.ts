@@ -7,10 +7,13 @@ import type { CallLeft, PendingRequest } from "./requests.js";
  * be worth deciding: a session approval covers the run's later calls of the tool, and a retry of
  * the same call takes a decision made meanwhile; a one-call decision serves that retry only.
  * Null for a request whose gateway is gone or that expired (the card says so already).
+ * `now` decides whether a time is today's (UTC): one that is not carries its date.
  */
 export function callWaitText(
   req: Pick<PendingRequest, "waiting" | "callWaiting" | "callWaitingSince" | "callLeft" | "mode">,
+  now: Date = new Date(),
 ): string | null {
+  const clock = (iso: string | null) => clockOf(iso, now);
   if (!req.waiting) return null;
   if (req.callWaiting === null)
     return "whether a call waits on it is not recorded (its gateway runs an older portcullis)";
@@ -31,7 +34,15 @@ const LEFT: Record<CallLeft, (at: string) => string> = {
   answered: (at) => `its call was answered at ${at}`,
 };
 
-/** "12:03:04 UTC" of an ISO time (a request lives minutes: the day goes without saying). */
-function clock(iso: string | null): string {
-  return iso && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/.test(iso) ? `${iso.slice(11, 19)} UTC` : "an unknown time";
+/**
+ * "12:03:04 UTC" of an ISO (UTC) time of today, "2026-07-28 12:03:04 UTC" of any other day: a
+ * request can outlive the day it was made on (a long hold, a console left open overnight), and a
+ * bare clock time would then read as today's.
+ */
+function clockOf(iso: string | null, now: Date): string {
+  const at = iso && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/.test(iso) ? new Date(iso) : null;
+  if (!at || Number.isNaN(at.getTime())) return "an unknown time";
+  const utc = at.toISOString();
+  const time = `${utc.slice(11, 19)} UTC`;
+  return utc.slice(0, 10) === now.toISOString().slice(0, 10) ? time : `${utc.slice(0, 10)} ${time}`;
 }
