@@ -1,13 +1,15 @@
 // A store that cannot be used (garbage, truncated, another program's SQLite database, written by
 // a newer portcullis, read-only) or a state directory that is a file: every command says so in
 // one sentence naming the file, exit 2, never "internal error" and a stack trace; doctor reports
-// it as a finding. The real CLI, as separate processes.
+// it as a finding. A read-only store is the exception for what only reads: status and the
+// listings read it as it is; what must write refuses it. The real CLI, as separate processes.
 import { chmodSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { type CliResult, runCli } from "../helpers/gateway.js";
+import { unprivilegedUser } from "../helpers/otherUser.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newKeyringOnlyStateDir, newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -92,8 +94,14 @@ describe("a store that cannot be used", () => {
     );
   });
 
-  it.skipIf(process.getuid?.() === 0)("a read-only store: cannot be written", async () => {
+  // Root ignores file modes: under root the commands run as `nobody`, owning the state directory
+  // (test/helpers/otherUser.ts); skipped only where that user cannot run the built CLI.
+  it("a read-only store: what writes refuses it in one sentence; status reads it; doctor reports it", async (ctx) => {
     const { stateDir, db } = await withStore();
+    const user = unprivilegedUser([stateDir]);
+    if (!user)
+      return ctx.skip("no user whom file modes bind (root ignores them; nobody cannot run the built CLI)");
+    const as = { stateDir, env: { HOME: stateDir, ...passphraseEnv() }, ...user.spawn };
     chmodSync(db, 0o400);
     for (const side of ["-wal", "-shm"]) {
       try {
@@ -102,10 +110,30 @@ describe("a store that cannot be used", () => {
         // not there
       }
     }
-    const r = await runCli(["status"], { stateDir });
-    oneSentence(r, new RegExp(`^portcullis: the store ${db} cannot be`));
+    const cannot = `the store ${db} cannot be written (the file, or its directory, is read-only)`;
+    // a gateway must write its run and its server's start: refused before any server is launched
+    const run = await runCli(["run", "--label", "x", "--", ...fixtureCommand("echo")], as);
+    oneSentence(run, new RegExp(`^portcullis: ${quoted(cannot)}\\. To fix it: `));
+    // status only reads the store (it is shown as it is, not refused)
+    const status = await runCli(["status"], as);
+    expect(status.stderr).toBe("");
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/no gateway is running/);
+    // a listing that would close abandoned requests reads it as it is and says it could not write
+    const approvals = await runCli(["approvals"], as);
+    expect(approvals.code).toBe(0);
+    expect(approvals.stderr.trim().split("\n"), approvals.stderr).toHaveLength(1);
+    expect(approvals.stderr).toContain(`portcullis approvals: ${cannot}. Read as it is, without writing`);
+    const doctor = await runCli(["doctor", "--json"], as);
+    expect(doctor.code).toBe(1);
+    const report = JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] };
+    expect(report.findings).toContainEqual(expect.objectContaining({ ok: false, what: cannot }));
   });
 });
+
+function quoted(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 
 describe("a state directory that is a file", () => {
   it("run and status refuse it in one sentence; doctor reports it", async () => {
