@@ -407,7 +407,10 @@ export class InFlight {
       // captured): answered here, as above, rather than left waiting
       if (!gen.alive && this.carriesInitialize(msg, extra, line)) return true;
       if (msg.method !== "tools/call") {
-        const e = refuse.serverDown(this.p.link) ?? refuse.serverUnavailable();
+        // a process that runs on with its input closed is not "not running": said as it is
+        const e =
+          refuse.serverDown(this.p.link) ??
+          (gen.alive && this.p.link.inputClosed ? refuse.serverInputClosed() : refuse.serverUnavailable());
         this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       }
       return false;

@@ -467,6 +467,20 @@ export const refuse = {
         ),
 
   /**
+   * The launched server's process still runs, but its input pipe is closed (it closed its stdin,
+   * or the pipe broke): nothing can be sent to it, and this request was not. The supervisor gives
+   * such a process a moment to exit, then stops it and starts it again as after a crash. Not
+   * "not running": the process is there, it just cannot take input.
+   */
+  serverInputClosed: () =>
+    refusal(
+      "server_unavailable",
+      "The server process is running, but its input pipe is closed, so this request could not be sent to it; portcullis stops that process and starts the server again, as after a crash.",
+      "the server process's stdin is closed while the process still runs",
+      "wait a moment and retry (a subscriptions/listen: open it again); if it keeps happening, ask a human to check why the server closes its input",
+    ),
+
+  /**
    * A server reached by URL cannot be reached now (`why`: the URL and the error, as the link
    * last saw it); the link keeps trying and opens a new session, a new epoch, once it answers.
    */

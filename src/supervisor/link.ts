@@ -127,6 +127,12 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    */
   readonly notReading?: string | null;
   /**
+   * True while the launched server's process still runs but its stdin is closed (it closed it, or
+   * the pipe broke): nothing can be sent to it until it is stopped and started again. Absent: the
+   * link has no such input.
+   */
+  readonly inputClosed?: boolean;
+  /**
    * True from the watcher's first event on a file of the running code until a fresh capture has
    * judged it (`change-pending` … `change-judged`). Absent: the link watches no files.
    */

@@ -419,6 +419,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       : null;
   }
 
+  /**
+   * The current worker still runs, but its stdin is closed (what sendText refuses to write to):
+   * a request it cannot take is refused saying so, not as if no process ran.
+   */
+  get inputClosed(): boolean {
+    const cur = this.current;
+    return cur?.alive === true && cur.child.stdin.destroyed;
+  }
+
   /** Writes one serialised message (one line, no newline) to the current worker. */
   sendText(text: string): boolean {
     const cur = this.current;

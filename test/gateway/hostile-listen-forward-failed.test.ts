@@ -141,6 +141,13 @@ describe("a 2026-07-28 listen the gateway could not send to a new process", () =
       expect((answered.error?.data as { error?: string } | undefined)?.error, JSON.stringify(answered)).toBe(
         "server_unavailable",
       );
+      // the process still runs: what is said is that its input is closed, not that none runs
+      expect(answered.error?.message, JSON.stringify(answered)).toBe(
+        "The server process is running, but its input pipe is closed, so this request could not be sent to it; portcullis stops that process and starts the server again, as after a crash.",
+      );
+      expect(answered.error?.data).toMatchObject({
+        reason: "the server process's stdin is closed while the process still runs",
+      });
     }
 
     // the third process's catalog differs from the first's: the change is told under no ended listen
