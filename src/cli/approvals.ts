@@ -39,7 +39,7 @@ import {
 } from "../store/db.js";
 import { existingStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
-import { askDecision, hasTerminal, oldestDecidable, watchRequests } from "./approvalsLive.js";
+import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
@@ -72,7 +72,9 @@ Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis 
   approve: `usage: portcullis approve ID|--next [--for session|call] [--verbose] [--state-dir DIR]
 
 Shows the request's review, asks for the passphrase, then approves.
-  --next          the oldest pending request; without --for, asks on the terminal
+  --next          the oldest pending request a call waits on now (when no call
+                  waits on any, the oldest pending request); its first line says
+                  which it picked and why. Without --for, asks on the terminal
                   whether to approve (for the session or this call) or deny it
   --for session   the grant covers this agent run's calls of this tool for the
                   current execution epoch (default, on a terminal, for tools in
@@ -95,7 +97,8 @@ The passphrase is never accepted as an argument.`,
 
 Shows the request's review, asks for the passphrase, then denies it. The agent is
 told a human said no, with the reason when one is given (quote a reason of several words).
-  --next          the oldest pending request
+  --next          the oldest pending request a call waits on now (else the oldest),
+                  as approve --next picks it, saying which and why
   --reason TEXT   the reason the agent is told
   --verbose       the full review, with the whole process chain (also --chain)
 
@@ -192,7 +195,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // Never echo the extra word: it may be a passphrase typed where it does not belong.
     throw new UsageError(
       wants === 0
-        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the oldest pending request)" : ""}.`
+        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the pending request itself)" : ""}.`
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
@@ -404,8 +407,9 @@ async function decideNext(
   reason: string | undefined,
   verbose: boolean,
 ): Promise<number> {
-  const req = oldestDecidable(db);
-  if (!req) return fail(EXIT_USAGE, "no approval request is pending.");
+  const picked = nextDecidable(db);
+  if (!picked) return fail(EXIT_USAGE, "no approval request is pending.");
+  const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a
   // script would get a review on stdout for a command that failed)
   if (!choice && !hasTerminal())
@@ -413,7 +417,12 @@ async function decideNext(
       `approve --next: there is no terminal to ask on; give --for session|call, or use ${quotedCommand("deny --next", stateDir)}.`,
     );
   // the choice is asked on the terminal when none was given, and the passphrase too without a file
-  showHuman(`${review(req, verbose, true)}\n\n`, !choice || typedPassphrase());
+  // which request, and why that one: the oldest a call waits on is not always the oldest listed
+  const verb = choice === "deny" ? "deny" : "approve";
+  showHuman(
+    `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${review(req, verbose, true)}\n\n`,
+    !choice || typedPassphrase(),
+  );
   const decided = choice ? { choice, reason } : await askDecision(req);
   if (decided === null) {
     process.stdout.write(`left ${req.request} pending\n`);

@@ -16,9 +16,38 @@ import { EXIT_OK, UsageError } from "./errors.js";
 /** How often the store is read while watching. */
 const WATCH_POLL_MS = 500;
 
-/** The oldest pending request that a live gateway still waits for (or will take on a retry). */
-export function oldestDecidable(db: Store): PendingRequest | null {
-  return pendingRequests(db).find((r) => r.waiting) ?? null;
+/** The request `approve --next` / `deny --next` decides, and why it was picked, in words. */
+export interface NextPick {
+  req: PendingRequest;
+  why: string;
+}
+
+/**
+ * The request `--next` decides: the oldest pending request a call waits on now, since deciding it
+ * answers a call held for it (an older one whose call the client cancelled, or whose wait ran
+ * out, serves at most a retry, or the run's later calls); when no call waits on any, the oldest
+ * whose gateway is alive, as before (its decision still serves a retry, a session grant the run's
+ * later calls). A request whose gateway runs an older portcullis records nothing of its calls: it
+ * is never taken for one a call waits on. Null when no live gateway's request is pending.
+ */
+export function nextDecidable(db: Store): NextPick | null {
+  const alive = pendingRequests(db).filter((r) => r.waiting);
+  const oldest = alive[0];
+  if (!oldest) return null;
+  const waitedOn = alive.findIndex((r) => r.callWaiting === true);
+  if (waitedOn === 0) return { req: oldest, why: "the oldest pending request, and a call waits on it now" };
+  if (waitedOn > 0) {
+    const n = waitedOn;
+    return {
+      req: alive[waitedOn]!,
+      why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending ('portcullis approvals' lists ${n === 1 ? "it" : "them"})`,
+    };
+  }
+  const unknown = alive.some((r) => r.callWaiting === null);
+  return {
+    req: oldest,
+    why: `the oldest pending request: no call ${unknown ? "is known to wait" : "waits"} on any of them now`,
+  };
 }
 
 /**
@@ -126,8 +155,9 @@ function drawList(now: PendingRequest[], verbose: boolean, stateDir: string): st
   const next = now.find((r) => r.waiting);
   if (next) {
     const flag = stateDirFlagFor(stateDir);
+    // (--next takes the oldest a call waits on, else the oldest: nextDecidable)
     out.push(
-      `decide the oldest: portcullis approve --next${flag}   (or portcullis deny --next --reason TEXT${flag})`,
+      `decide the next: portcullis approve --next${flag}   (or portcullis deny --next --reason TEXT${flag})`,
     );
   }
   return out.join("\n");

@@ -109,12 +109,12 @@ describe("portcullis approvals --watch", () => {
     });
     void gw.client.callTool({ name: "read_status", arguments: {} }).catch(() => {});
     const line = await waitFor(
-      () => out.split("\n").find((l) => l.startsWith("decide the oldest:")),
+      () => out.split("\n").find((l) => l.startsWith("decide the next:")),
       20_000,
       "the watcher's next step",
     );
     expect(line).toBe(
-      `decide the oldest: portcullis approve --next --state-dir ${stateDir}   (or portcullis deny --next --reason TEXT --state-dir ${stateDir})`,
+      `decide the next: portcullis approve --next --state-dir ${stateDir}   (or portcullis deny --next --reason TEXT --state-dir ${stateDir})`,
     );
   });
 });
