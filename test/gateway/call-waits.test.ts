@@ -118,7 +118,8 @@ function watchJson(stateDir: string): () => Record<string, unknown>[] {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-const CLOCK = /\d\d:\d\d:\d\d UTC/;
+// (with its date when the run crosses midnight UTC: callWaitText)
+const CLOCK = /(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/;
 
 describe("approvals says whether a call waits on each pending request", () => {
   it("a call the client cancelled leaves its request waited on by no call; the same call again waits on it again", async () => {
