@@ -5,6 +5,7 @@
 // gateway, real fixture server, decisions by the real CLI.
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
 import { startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
@@ -52,6 +53,9 @@ describe("identical per-call calls joined on one request", () => {
       const second = await nextRequest(stateDir, seen);
       expect(second.request).not.toBe(first.request);
       expect(second.tool).toBe("read_status");
+      // the approved call runs (the server records it as it is served: the second request may be
+      // stored before that)
+      await waitFor(() => project.records().length === 1 || undefined, 20_000, "the approved call to run");
       expect(project.records()).toHaveLength(1);
       const ok2 = await decideByCli(stateDir, "approve", second.request, "--for", "call");
       expect(ok2.code).toBe(0);
