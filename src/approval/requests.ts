@@ -17,6 +17,7 @@ import {
 import { decisionEvent } from "./decisionRecord.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
+import { argumentsPartlyHidden, partlyHiddenReason } from "./hiddenArguments.js";
 import { passkeyCounterUsed } from "./passkeyRows.js";
 import { getRun } from "./runs.js";
 import { epochMovedOn } from "./serverEpoch.js";
@@ -539,6 +540,11 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
       `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
       "not-allowed",
     );
+  }
+  // A one-call approval signs the real arguments: not over a review that hid part of one.
+  if (decision.approve && decision.for === "call") {
+    const hidden = argumentsPartlyHidden(req.review);
+    if (hidden.length > 0) throw new DecisionError(partlyHiddenReason(hidden, id), "not-allowed");
   }
   return req;
 }

@@ -3,6 +3,7 @@ import { userInfo } from "node:os";
 import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
+import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import {
   argumentsNotShownWhole,
@@ -463,6 +464,14 @@ async function approve(
   // one or left one out (an agent pads the harmful part past what the card shows). Refused before
   // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls
   // whatever their arguments, and a denial takes nothing: neither needs them whole.
+  // Nor over a review that hid part of one as a secret: no review shows that part, --verbose
+  // neither, and an agent can dress any text up as a credential.
+  const partlyHidden = scope === "call" ? argumentsPartlyHidden((shown ?? req).review) : [];
+  if (partlyHidden.length > 0) {
+    throw new UsageError(
+      `approve: ${partlyHiddenReason(partlyHidden, id, ` (${quotedCommand(`deny ${id}`, stateDir)})`)}; nothing was approved.`,
+    );
+  }
   const notShown = scope === "call" ? argumentsNotShownWhole(shown ?? req, verbose ? "whole" : "card") : [];
   if (notShown.length > 0) {
     throw new UsageError(

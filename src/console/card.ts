@@ -7,6 +7,7 @@
 
 import { callWaitText } from "../approval/callWaitText.js";
 import { reviewDigest } from "../approval/decision.js";
+import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
@@ -124,6 +125,8 @@ export function decisionForm(
   passkey?: PasskeyDecisions,
 ): Html {
   const perCall = req.mode === "per-call";
+  // a one-call approval over a review that hid part of an argument is refused (hiddenArguments.ts)
+  const partlyHidden = argumentsPartlyHidden(req.review);
   const open = html`<form method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
     passkey?.here ? html`data-passkey="decide" data-request="${req.request}"` : ""
   }><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="reviewed" value="${reviewed}">`;
@@ -133,7 +136,11 @@ export function decisionForm(
         ? ""
         : html`<button type="submit" name="action" value="approve-session" data-testid="approve-session">Approve for this session</button>`
     }
-    <button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>
+    ${
+      partlyHidden.length > 0
+        ? html`<p class="refusal" data-testid="approve-call-refused">Not to be approved for this call: ${partlyHiddenReason(partlyHidden, req.request)}.</p>`
+        : html`<button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>`
+    }
   </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="${MAX_REASON}" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
     <button type="submit" name="action" value="deny" class="danger" data-testid="deny">Deny</button></span>
   </form></div>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;

@@ -2,9 +2,11 @@
  * The console's own routes (the table the server dispatches on). Decisions go through
  * decideRequest, the CLI's path, signed with the approver key of a passphrase proof.
  */
+
 import { userInfo } from "node:os";
 import { expireAbandoned } from "../approval/abandoned.js";
 import { activeGrants, GrantError, getGrant, revokeGrant } from "../approval/grants.js";
+import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { passkeyRows } from "../approval/passkeyRows.js";
 import { ApproverKeyMismatchError } from "../approval/pin.js";
 import {
@@ -220,6 +222,14 @@ async function decide(ctx: RouteContext): Promise<void> {
       "Bad request",
       messageBody("Bad request", "reload the request's page and decide there"),
     );
+  // Refused before a passphrase is asked, as `approve` refuses it (decidableRequest refuses it too)
+  if (chosen !== "deny" && chosen.approve && chosen.for === "call") {
+    const partlyHidden = argumentsPartlyHidden(req.review);
+    if (partlyHidden.length > 0) {
+      const why = `${partlyHiddenReason(partlyHidden, id)}; nothing was approved.`;
+      return page(ctx, 409, "Not decided", messageBody("Not decided", why, `/requests/${id}`));
+    }
+  }
   let proof = app.sessions.proof(s, ctx.proofKey);
   let how = "passphrase verified at login";
   let proofKey: string | null = null;
