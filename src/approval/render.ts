@@ -24,6 +24,7 @@ import {
 import { callWaitText } from "./callWaitText.js";
 import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
+import { argumentsPartlyHidden } from "./hiddenArguments.js";
 import type { ApprovalRequest, PendingRequest, Review } from "./requests.js";
 import { notHonoured } from "./shownDecisions.js";
 
@@ -309,7 +310,21 @@ export function renderReview(
     );
     lines.push(...mixedScriptWarning(a, "    "));
   }
+  lines.push(...partlyHiddenWarning(r, "  "));
   return redactedLines(lines);
+}
+
+/**
+ * The line under the arguments when the review hid part of one as a secret: a one-call approval
+ * of it is refused (hiddenArguments.ts), said here so the human knows before choosing.
+ */
+function partlyHiddenWarning(r: Review, indent: string): string[] {
+  const names = argumentsPartlyHidden(r);
+  return names.length === 0
+    ? []
+    : [
+        `${indent}! part of ${names.join(", ")} is hidden as a secret ([redacted]): not approvable for this call, deny it`,
+      ];
 }
 
 /** The line under an argument whose value mixes Latin letters with look-alikes (mixedScriptText). */
@@ -474,6 +489,7 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
   });
   if (r.arguments.length > CARD_ARGUMENTS)
     lines.push(`             … ${r.arguments.length - CARD_ARGUMENTS} more: --verbose`);
+  lines.push(...partlyHiddenWarning(r, "             "));
   return redactedLines(lines);
 }
 

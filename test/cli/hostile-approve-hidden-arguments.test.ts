@@ -105,6 +105,7 @@ describe("a one-call approval of arguments the review hid part of", () => {
     const listed = await runCli(["approvals", "--state-dir", stateDir]);
     expect(listed.stdout).toContain("rm -rf ~");
     expect(listed.stdout).not.toContain("[redacted]");
+    expect(listed.stdout).not.toContain("not approvable for this call");
 
     const ok = await approve(stateDir, req.request);
     expect(ok.stderr).toBe("");
@@ -128,6 +129,10 @@ describe("a one-call approval of arguments the review hid part of", () => {
         },
       );
       expect(refused.stdout).toContain("password=[redacted]");
+      // said on the review itself, before any choice
+      expect(refused.stdout).toContain(
+        "! part of command is hidden as a secret ([redacted]): not approvable for this call, deny it",
+      );
       expect(refused.stdout).not.toContain("rm$IFS");
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain("the review hid part of this call's argument command as a secret");
