@@ -2,9 +2,9 @@
 // stores each argument redacted: what the redactor takes for a credential is `[redacted]` in
 // every review, the terminal's and the console's, --verbose too. An agent that wants a call
 // approved without the human seeing it dresses the harmful part up as a credential: a PEM key's
-// markers around a command (which hid everything between them), `password=$(…)`. The redactor
-// now hides a key only where the text is shaped like one, and a one-call approval over a review
-// that still hid part of an argument is refused before the passphrase. Real gateway in front of
+// markers around a command (which hides everything between them), `password=$(…)`. A one-call
+// approval over a review that hid part of an argument is refused before the passphrase (the
+// redactor keeps hiding what it takes for a key: a secret is never shown). Real gateway in front of
 // the catalog fixture, the real CLI; the fixture's record of the calls it received is the ground
 // truth of what was forwarded.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -96,23 +96,28 @@ function stateOf(stateDir: string, id: string): Promise<string> {
 }
 
 describe("a one-call approval of arguments the review hid part of", () => {
-  it("a key's markers around a command hide nothing: the review shows the command, and approving it is approving what was read", async () => {
+  it("a command between a key's markers, hidden by the review, cannot be approved for one call: refused before the passphrase, nothing runs", async () => {
     const { stateDir, received, call } = await setup();
-    const args = { command: DRESSED_AS_KEY };
-    const pending = call(args);
+    const pending = call({ command: DRESSED_AS_KEY });
     const req = await nextStoredRequest(stateDir);
 
     const listed = await runCli(["approvals", "--state-dir", stateDir]);
-    expect(listed.stdout).toContain("rm -rf ~");
-    expect(listed.stdout).not.toContain("[redacted]");
-    expect(listed.stdout).not.toContain("not approvable for this call");
+    expect(listed.stdout).not.toContain("rm -rf ~");
+    expect(listed.stdout).toContain("not approvable for this call");
 
-    const ok = await approve(stateDir, req.request);
-    expect(ok.stderr).toBe("");
-    expect(ok.code).toBe(0);
-    expect(ok.stdout).toContain("rm -rf ~");
-    expect((await pending).isError).toBeFalsy();
-    expect(received()).toEqual([args]);
+    const refused = await approve(stateDir, req.request);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("the review hid part of this call's argument command as a secret");
+    expect(refused.stdout).not.toContain("rm -rf ~");
+    expect(await stateOf(stateDir, req.request)).toBe("pending");
+    expect(received()).toEqual([]);
+    const no = await runCli(["deny", req.request, "--state-dir", stateDir], {
+      env: passphraseEnv(),
+      noTerminal: true,
+    });
+    expect(no.code).toBe(0);
+    await expect(pending).rejects.toMatchObject({ code: -32057 });
+    expect(received()).toEqual([]);
   }, 60_000);
 
   it("is refused before the passphrase when part of an argument was hidden, --verbose too; denying it is allowed", async () => {
