@@ -34,11 +34,14 @@ import {
 import {
   openExistingStore,
   openStoreToRead,
+  readFromCopy,
   readWithoutWriting,
   type Store,
+  StoreError,
   writeRefused,
 } from "../store/db.js";
 import { existingStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
+import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
@@ -209,6 +212,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   const lists = name === "approvals" || name === "grants";
   const db = lists ? openStoreToRead(stateDir) : openExistingStore(stateDir);
   try {
+    // A live list drawn from a copy in memory would stay as the store was when it began (a request
+    // a gateway asks for afterwards never shown): refused, saying why, rather than shown as live.
+    if (name === "approvals" && v.watch) refuseWatchingCopy(db);
     let notClosedSaid = false;
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
     const sweep = () => {
@@ -258,6 +264,20 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     closeStoreUnlessLost(db);
   }
   return EXIT_USAGE;
+}
+
+/**
+ * Refuses `approvals --watch` over a store read from a copy in memory (readFromCopy): exit 2 with
+ * the store's sentence, what a watch would miss, and what does work.
+ */
+function refuseWatchingCopy(db: Store): void {
+  const why = readWithoutWriting(db);
+  if (!why || !readFromCopy(db)) return;
+  throw new StoreError(
+    why.path,
+    `${why.problem} It could be read only as a copy in memory (SQLite cannot make the index, ${why.path}-shm, it reads the store through while others write it), and a copy does not change: approvals --watch would not show a request asked for or decided after it began, so it does not run. 'portcullis approvals' (without --watch) lists what is pending now. To fix it: ${storeAdvice(why)}.`,
+    why.reason,
+  );
 }
 
 /**

@@ -153,6 +153,16 @@ export function readWithoutWriting(db: Store): StoreError | undefined {
   return readOnlyBecause.get(db);
 }
 
+/**
+ * Whether openStoreToRead gave a copy of the store in memory (SQLite could not make the -shm index
+ * it reads a write-ahead log through: a full disk, a file size limit): what it holds is the store
+ * as it was when opened, and never changes. A command that reads once reads it; one that watches
+ * the store (`approvals --watch`) would show that moment as live.
+ */
+export function readFromCopy(db: Store): boolean {
+  return readOnlyBecause.has(db) && db.memory;
+}
+
 function openReadOnly(path: string): Store {
   let db: Store;
   try {
