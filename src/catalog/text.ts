@@ -365,10 +365,15 @@ export const NOT_ASCII_NOTE =
 
 /**
  * Letters that pass for Latin ones: those of the Cyrillic, Greek, Armenian and Cherokee scripts
- * (`а`, `і`, `ο`, `ս`, `Ꭺ`), and the fullwidth and mathematical forms of Latin letters and digits.
+ * (`а`, `і`, `ο`, `ս`, `Ꭺ`), the fullwidth and mathematical forms of Latin letters and digits, and
+ * the symbols and phonetic letters drawn as a Latin letter though they are not one (`ɡ` U+0261,
+ * `ɑ`, `ɩ`, `ȷ`, `ǀ`, the small capitals `ᴅ`, the Kelvin sign `K`, `Å`, `ℓ`, `ℯ`, the Roman
+ * numerals `ⅼ` `ⅰ` `Ⅹ`): no language's words mix them with ASCII letters. (Letters of a language's
+ * alphabet that differ from ASCII ones, the Turkish `ı`, Azerbaijani `ə`, accented Latin, are not
+ * among them; `™` and `℠` neither.)
  */
 const LOOKS_LATIN =
-  /[\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Armenian}\p{Script=Cherokee}\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A\u{1D400}-\u{1D7FF}]/u;
+  /[\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Armenian}\p{Script=Cherokee}\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A\u{1D400}-\u{1D7FF}\u0251\u0261\u0269\u0237\u01C0\u1D00-\u1D2B\u210A-\u2113\u2115\u2119-\u211D\u2124\u2128\u212A-\u212D\u212F-\u2134\u2139\u2145-\u2149\u2160-\u2188]/u;
 const LOOKS_LATIN_EACH = new RegExp(LOOKS_LATIN.source, "gu");
 const ASCII_LETTER = /[A-Za-z]/;
 /** How many strings of one value are looked at, at most: an argument, not a document. */

@@ -1,0 +1,28 @@
+// Letters drawn as Latin ones that are not of another script: the IPA `ɡ` (U+0261), the small
+// capital `ᴅ`, the Kelvin sign `K`, the script `ℓ`, the Roman numeral `ⅼ`. Mixed with ASCII letters
+// in an argument's value (`ɡithub.com`, `ⅼs -la`) they read as the text they imitate, and the review
+// flagged the Cyrillic `і` but not these (Unicode gives most of them the Latin or Common script).
+// What must hold: each is flagged, written as an escape; a language's own letters (Turkish `ı`,
+// Azerbaijani `ə`, accented Latin) and `™` are not.
+import { describe, expect, it } from "vitest";
+import { mixedScriptText } from "../../src/catalog/text.js";
+
+describe("mixedScriptText: Latin-looking symbols and phonetic letters", () => {
+  it.each([
+    ["\u0261ithub.com/acme", "\\u{261}ithub.com/acme"],
+    ["\u212Aey", "\\u{212a}ey"],
+    ["\u1D05ocs/report", "\\u{1d05}ocs/report"],
+    ["paypa\u2113.me", "paypa\\u{2113}.me"],
+    ["\u217Cs -la /tmp", "\\u{217c}s -la /tmp"],
+    ["g\u0251p.example", "g\\u{251}p.example"],
+  ])("flags %j", (value, escaped) => {
+    expect(mixedScriptText(value)).toBe(escaped);
+  });
+
+  it.each(["kap\u0131 a\u00e7\u0131k", "Az\u0259rbaycan", "caf\u00e9 cr\u00e8me", "ACME\u2122 Widget"])(
+    "leaves %j alone",
+    (value) => {
+      expect(mixedScriptText(value)).toBeNull();
+    },
+  );
+});
