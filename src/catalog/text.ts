@@ -380,19 +380,27 @@ const ASCII_LETTER = /[A-Za-z]/;
 const MAX_STRINGS_LOOKED_AT = 4096;
 
 /**
+ * What mixedScriptText gives for a value holding more strings than it looks at: not known to be
+ * free of look-alikes, so flagged as not looked at whole (as a form with too many strings is taken
+ * as naming portcullis). An agent that put one mixed string among 5,000 others went unflagged.
+ */
+export const NOT_ALL_LOOKED_AT: unique symbol = Symbol("not all strings looked at");
+
+/**
  * The first string inside `v` (an argument's value, its keys included) that mixes ASCII letters
  * with letters that pass for them, with those letters written as escapes (`g\u{456}thub.com`),
- * or null. A one-call approval is of the values the human reads: `https://gіthub.com` with a
- * Cyrillic `і` reads as GitHub's address and is not, and nothing else on the line says so.
- * Text wholly in another script (`Привет`) and accented Latin (`café`) are not flagged.
+ * NOT_ALL_LOOKED_AT when `v` holds more strings than are looked at, or null. A one-call approval
+ * is of the values the human reads: `https://gіthub.com` with a Cyrillic `і` reads as GitHub's
+ * address and is not, and nothing else on the line says so. Text wholly in another script
+ * (`Привет`) and accented Latin (`café`) are not flagged.
  */
-export function mixedScriptText(v: unknown): string | null {
+export function mixedScriptText(v: unknown): string | typeof NOT_ALL_LOOKED_AT | null {
   const stack: unknown[] = [v];
   let looked = 0;
-  while (stack.length > 0 && looked < MAX_STRINGS_LOOKED_AT) {
+  while (stack.length > 0) {
     const x = stack.pop();
     if (typeof x === "string") {
-      looked++;
+      if (looked++ === MAX_STRINGS_LOOKED_AT) return NOT_ALL_LOOKED_AT;
       if (ASCII_LETTER.test(x) && LOOKS_LATIN.test(x))
         return x.replace(LOOKS_LATIN_EACH, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
     } else if (Array.isArray(x)) {
@@ -405,7 +413,9 @@ export function mixedScriptText(v: unknown): string | null {
 }
 
 /** The warning a review shows under an argument whose value mixes scripts (mixedScriptText). */
-export function mixedScriptNote(text: string): string {
+export function mixedScriptNote(text: string | typeof NOT_ALL_LOOKED_AT): string {
+  if (text === NOT_ALL_LOOKED_AT)
+    return `it holds more than ${MAX_STRINGS_LOOKED_AT} strings, and only ${MAX_STRINGS_LOOKED_AT} were looked at for letters that imitate Latin ones: read it whole before approving one call of it`;
   return `"${clip(text, 120)}" mixes Latin letters with look-alikes from another script (written here as \\u{…}): it may imitate other text`;
 }
 

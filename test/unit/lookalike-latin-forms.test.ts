@@ -5,7 +5,7 @@
 // What must hold: each is flagged, written as an escape; a language's own letters (Turkish `ı`,
 // Azerbaijani `ə`, accented Latin) and `™` are not.
 import { describe, expect, it } from "vitest";
-import { mixedScriptText } from "../../src/catalog/text.js";
+import { mixedScriptNote, mixedScriptText } from "../../src/catalog/text.js";
 
 describe("mixedScriptText: Latin-looking symbols and phonetic letters", () => {
   it.each([
@@ -25,4 +25,21 @@ describe("mixedScriptText: Latin-looking symbols and phonetic letters", () => {
       expect(mixedScriptText(value)).toBeNull();
     },
   );
+});
+
+describe("mixedScriptText: a value with more strings than are looked at", () => {
+  // the stack is read from the end: a mixed string first among 5,000 others was never reached
+  const padded = ["https://g\u0456thub.com/acme/app", ...Array.from({ length: 5000 }, (_, i) => `item ${i}`)];
+
+  it("is flagged as not looked at whole, never passed as free of look-alikes", () => {
+    const found = mixedScriptText(padded);
+    expect(found).not.toBeNull();
+    expect(mixedScriptNote(found!)).toMatch(
+      /more than 4096 strings, and only 4096 were looked at|g\\u\{456\}thub\.com/,
+    );
+  });
+
+  it("a value of fewer strings, none mixed, is not", () => {
+    expect(mixedScriptText(Array.from({ length: 4096 }, (_, i) => `item ${i}`))).toBeNull();
+  });
 });
