@@ -151,7 +151,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   /** the swaps before the first answer already reported, per generation (checkEarly) */
   private readonly swapsSaid = new WeakMap<Generation, Set<string>>();
   /** the quick look due before the first answer (lookSoon), if any */
-  private soon: NodeJS.Timeout | null = null;
+  private soon: { gen: Generation; timer: NodeJS.Timeout } | null = null;
   /** serverExes, once resolved (undefined: not yet) */
   private launchExes: ReadonlySet<string> | null | undefined = undefined;
 
@@ -521,16 +521,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /**
    * One more checkEarly of `gen` in `ms` (a process was seen only as its parent's copy), unless one
-   * is already due: dropped once `gen` answered, went away, or the supervisor stops or restarts.
+   * is already due for it: dropped once `gen` answered, went away, or the supervisor stops or
+   * restarts. One due for an earlier generation gives way (a respawn's new tree is the one looked at).
    */
   private lookSoon(gen: Generation, ms: number): void {
-    if (this.soon !== null) return;
-    this.soon = setTimeout(() => {
+    if (this.soon !== null) {
+      if (this.soon.gen === gen) return;
+      clearTimeout(this.soon.timer);
+    }
+    const timer = setTimeout(() => {
       this.soon = null;
       if (gen === this.current && gen.alive && !gen.settled && !this.restarting && !this.stopping)
         this.checkEarly(gen);
     }, ms);
-    this.soon.unref();
+    timer.unref();
+    this.soon = { gen, timer };
   }
 
   /** See ServerLink.replaceBeforeAnswer. */
@@ -763,7 +768,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.stopping) return;
     this.stopping = true;
     if (this.poll) clearInterval(this.poll);
-    if (this.soon !== null) clearTimeout(this.soon);
+    if (this.soon !== null) clearTimeout(this.soon.timer);
     this.replacements.close();
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.groups.cancelPending();
