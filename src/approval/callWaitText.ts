@@ -27,6 +27,25 @@ export function callWaitText(
   return `no call waits on it${why}; ${use}`;
 }
 
+/**
+ * callWaitText of a request as a listing gives it (`pendingRequests`: its gateway alive, its
+ * call-wait columns read), or null for one read otherwise (its fields absent): the review card
+ * and the console's card show the line only for a listed request.
+ */
+export function listedCallWaitText(
+  req: Partial<Pick<PendingRequest, "waiting" | "callWaiting" | "callWaitingSince" | "callLeft">> &
+    Pick<PendingRequest, "mode">,
+): string | null {
+  if (req.waiting === undefined || req.callWaiting === undefined) return null;
+  return callWaitText({
+    waiting: req.waiting,
+    callWaiting: req.callWaiting,
+    callWaitingSince: req.callWaitingSince ?? null,
+    callLeft: req.callLeft ?? null,
+    mode: req.mode,
+  });
+}
+
 const LEFT: Record<CallLeft, (at: string) => string> = {
   cancelled: (at) => `the client cancelled its call at ${at}`,
   "hold-ended": (at) => `its call's wait ran out at ${at}, and the agent was told to retry it`,

@@ -21,7 +21,7 @@ import {
   redactText,
   redactValueUnder,
 } from "../util/redact.js";
-import { callWaitText } from "./callWaitText.js";
+import { listedCallWaitText } from "./callWaitText.js";
 import { type ChainEntry, displayCommand } from "./chain.js";
 import type { ActiveGrant } from "./grants.js";
 import { argumentsPartlyHidden } from "./hiddenArguments.js";
@@ -198,14 +198,7 @@ type ListedCalls = { waiting?: boolean } & Partial<
 
 /** The line saying whether a call waits on a listed request (callWaitText); none when not listed. */
 function callLine(req: ApprovalRequest & ListedCalls): string[] {
-  if (req.waiting === undefined || req.callWaiting === undefined) return [];
-  const text = callWaitText({
-    waiting: req.waiting,
-    callWaiting: req.callWaiting,
-    callWaitingSince: req.callWaitingSince ?? null,
-    callLeft: req.callLeft ?? null,
-    mode: req.mode,
-  });
+  const text = listedCallWaitText(req);
   return text === null ? [] : [`  call       ${text}`];
 }
 

@@ -5,7 +5,7 @@
  * printable by publicRequest (arguments and records redacted), every string escaped by `html`.
  */
 
-import { callWaitText } from "../approval/callWaitText.js";
+import { listedCallWaitText } from "../approval/callWaitText.js";
 import { reviewDigest } from "../approval/decision.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { hidden, publicRequest } from "../approval/render.js";
@@ -179,14 +179,7 @@ function callWaits(
   req: Partial<Pick<PendingRequest, "waiting" | "callWaiting" | "callWaitingSince" | "callLeft">> &
     Pick<ApprovalRequest, "mode">,
 ): Html | string {
-  if (req.waiting === undefined || req.callWaiting === undefined) return "";
-  const text = callWaitText({
-    waiting: req.waiting,
-    callWaiting: req.callWaiting,
-    callWaitingSince: req.callWaitingSince ?? null,
-    callLeft: req.callLeft ?? null,
-    mode: req.mode,
-  });
+  const text = listedCallWaitText(req);
   if (text === null) return "";
   const state = req.callWaiting === null ? "unknown" : req.callWaiting ? "yes" : "no";
   return html`<p class="call-wait call-wait-${state}" data-testid="call-wait" data-call-waiting="${state}">${text}</p>`;
