@@ -115,14 +115,14 @@ async function openListens(gw: RawGateway): Promise<Record<string, Record<string
 /** Kills the server process, and resolves once every listen was acknowledged again by the next one. */
 async function newProcess(gw: RawGateway): Promise<void> {
   const first = serving(gw);
+  // each listen's acknowledgements so far: the re-open on the new process adds one (the second
+  // new process's wait must not be met by the first's)
+  const acks = (id: string) => got(gw, "notifications/subscriptions/acknowledged", id);
+  const before = new Map(Object.keys(LISTENS).map((id) => [id, acks(id).length]));
   process.kill(first.pid, "SIGKILL");
   await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
   for (const id of Object.keys(LISTENS))
-    await waitFor(
-      () => got(gw, "notifications/subscriptions/acknowledged", id)[1],
-      20_000,
-      `the re-opened ${id}'s acknowledgement`,
-    );
+    await waitFor(() => acks(id)[before.get(id)!], 20_000, `the re-opened ${id}'s acknowledgement`);
   // a round trip after the re-opens: whatever they sent the client came before its answer
   const again = await gw.request("tools/list", { _meta: META }, 30_000);
   expect(again.error, JSON.stringify(again)).toBeUndefined();
