@@ -7,14 +7,11 @@
 // redactor keeps hiding what it takes for a key: a secret is never shown). Real gateway in front of
 // the catalog fixture, the real CLI; the fixture's record of the calls it received is the ground
 // truth of what was forwarded.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextStoredRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { approveForCall, perCallToolGateway, requestState } from "../helpers/perCallTool.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -40,59 +37,13 @@ const HIDDEN = "$(rm$IFS-rf$IFS~)";
 const PAIR = `echo password=${HIDDEN}`;
 
 async function setup() {
-  const stateDir = newStateDir();
-  const dir = tempDir("portcullis-hidden-args-");
-  const toolsFile = join(dir, "tools.json");
-  const record = join(dir, "record.jsonl");
-  writeFileSync(toolsFile, JSON.stringify([RUN]));
-  cleanup.push(() => {
-    removeDir(dir);
-    removeDir(stateDir);
-  });
-  const gw = await startGateway({
-    stateDir,
-    args: [
-      "--label",
-      "shell",
-      "--approval",
-      "per-call",
-      "--approval-timeout",
-      "60000",
-      "--",
-      NODE,
-      FIXTURES.catalog,
-    ],
-    env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
-  });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  const received = () =>
-    existsSync(record)
-      ? readFileSync(record, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l).args as Record<string, unknown>)
-      : [];
+  const { stateDir, gw, received } = await perCallToolGateway(RUN, cleanup);
   const call = (args: Record<string, unknown>) => {
     const c = gw.client.callTool({ name: "run_command", arguments: args }, undefined, { timeout: 90_000 });
     c.catch(() => {}); // awaited by the test; a failed expectation before that leaves it to the cleanup
     return c;
   };
   return { stateDir, received, call };
-}
-
-function approve(stateDir: string, id: string, ...extra: string[]) {
-  return runCli(["approve", id, "--for", "call", ...extra, "--state-dir", stateDir], {
-    env: passphraseEnv(),
-    noTerminal: true,
-  });
-}
-
-function stateOf(stateDir: string, id: string): Promise<string> {
-  return runCli(["approvals", "--json", "--state-dir", stateDir]).then((r) => {
-    const listed = (JSON.parse(r.stdout) as { requests: { request: string; state: string }[] }).requests;
-    return listed.find((q) => q.request === id)?.state ?? "not pending";
-  });
 }
 
 describe("a one-call approval of arguments the review hid part of", () => {
@@ -105,11 +56,11 @@ describe("a one-call approval of arguments the review hid part of", () => {
     expect(listed.stdout).not.toContain("rm -rf ~");
     expect(listed.stdout).toContain("not approvable for this call");
 
-    const refused = await approve(stateDir, req.request);
+    const refused = await approveForCall(stateDir, req.request);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("the review hid part of this call's argument command as a secret");
     expect(refused.stdout).not.toContain("rm -rf ~");
-    expect(await stateOf(stateDir, req.request)).toBe("pending");
+    expect(await requestState(stateDir, req.request)).toBe("pending");
     expect(received()).toEqual([]);
     const no = await runCli(["deny", req.request, "--state-dir", stateDir], {
       env: passphraseEnv(),
@@ -144,7 +95,7 @@ describe("a one-call approval of arguments the review hid part of", () => {
       expect(refused.stderr).toContain(`deny it ('portcullis deny ${req.request}`);
       expect(refused.stderr).toContain("nothing was approved");
       expect(refused.stderr).not.toMatch(/passphrase/i);
-      expect(await stateOf(stateDir, req.request)).toBe("pending");
+      expect(await requestState(stateDir, req.request)).toBe("pending");
     }
     expect(received()).toEqual([]);
 
@@ -162,7 +113,7 @@ describe("a one-call approval of arguments the review hid part of", () => {
     const args = { command: "ls /tmp", api_key: "k-123" };
     const pending = call(args);
     const req = await nextStoredRequest(stateDir);
-    const ok = await approve(stateDir, req.request);
+    const ok = await approveForCall(stateDir, req.request);
     expect(ok.stderr).toBe("");
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("api_key (hidden)");

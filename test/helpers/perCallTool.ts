@@ -1,0 +1,68 @@
+// A gateway asking a human for every call of one tool the catalog fixture serves, and the CLI
+// steps the one-call approval tests take (test/cli/hostile-approve-cut-arguments,
+// hostile-approve-hidden-arguments). The fixture's record of the calls it received is the ground
+// truth of what was forwarded.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { removeDir, tempDir } from "./files.js";
+import { runCli, type Session, startGateway } from "./gateway.js";
+import { FIXTURES, NODE } from "./paths.js";
+import { newStateDir, passphraseEnv } from "./state.js";
+
+/** The gateway (label "shell", per-call, a 60 s hold) serving `tool`; its teardown goes on `cleanup`. */
+export async function perCallToolGateway(
+  tool: Record<string, unknown>,
+  cleanup: (() => Promise<void> | void)[],
+): Promise<{ stateDir: string; gw: Session<Client>; received: () => Record<string, unknown>[] }> {
+  const stateDir = newStateDir();
+  const dir = tempDir("portcullis-per-call-tool-");
+  const toolsFile = join(dir, "tools.json");
+  const record = join(dir, "record.jsonl");
+  writeFileSync(toolsFile, JSON.stringify([tool]));
+  cleanup.push(() => {
+    removeDir(dir);
+    removeDir(stateDir);
+  });
+  const gw = await startGateway({
+    stateDir,
+    args: [
+      "--label",
+      "shell",
+      "--approval",
+      "per-call",
+      "--approval-timeout",
+      "60000",
+      "--",
+      NODE,
+      FIXTURES.catalog,
+    ],
+    env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
+  });
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  const received = () =>
+    existsSync(record)
+      ? readFileSync(record, "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l).args as Record<string, unknown>)
+      : [];
+  return { stateDir, gw, received };
+}
+
+/** `portcullis approve ID --for call …` with the passphrase from a file, no terminal. */
+export function approveForCall(stateDir: string, id: string, ...extra: string[]) {
+  return runCli(["approve", id, "--for", "call", ...extra, "--state-dir", stateDir], {
+    env: passphraseEnv(),
+    noTerminal: true,
+  });
+}
+
+/** The request's state as `approvals --json` lists it ("not pending" once it is not listed). */
+export function requestState(stateDir: string, id: string): Promise<string> {
+  return runCli(["approvals", "--json", "--state-dir", stateDir]).then((r) => {
+    const listed = (JSON.parse(r.stdout) as { requests: { request: string; state: string }[] }).requests;
+    return listed.find((q) => q.request === id)?.state ?? "not pending";
+  });
+}
