@@ -393,14 +393,18 @@ describe("supervision end states", () => {
     expect((await gw.request("tools/list", {}, 10_000)).result).toBeDefined();
     const epochs = () => (gw.stderr().match(/new execution epoch: .*; restart\)/g) ?? []).length;
     project.rebuild("B");
-    await waitFor(() => epochs() === 1, 15_000, "the first restart");
+    // (bounds for a hang, not a speed: the suite's start, when this runs, loads the machine most)
+    const told = (e: Error): never => {
+      throw new Error(`${e.message}; the gateway's stderr ends:\n${gw.stderr().slice(-4000)}`);
+    };
+    await waitFor(() => epochs() === 1, 30_000, "the first restart").catch(told);
     // the second save right after the first restart came up: inside its launch window
     project.rebuild("C");
-    await waitFor(() => epochs() === 2, 15_000, "the second restart");
+    await waitFor(() => epochs() === 2, 30_000, "the second restart").catch(told);
     const served = await servedCall(gw, "a call served by the second build");
     expect(JSON.parse(served.result.content[0].text).revision).toBe("C");
     expect(gw.stderr()).not.toMatch(/supervision paused/);
-  });
+  }, 90_000);
 
   it("onChange disconnect: a rebuild ends the client connection so the host reconnects", async () => {
     const project = makeProject("A");
