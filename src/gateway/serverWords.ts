@@ -10,6 +10,7 @@
 import { inRefusalRange } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import { INPUT_REQUEST_KEY, REQUEST_STATE_PREFIX } from "./elicitation.js";
+import { pageOnThisMachine } from "./pageOnThisMachine.js";
 
 /**
  * Why the server's error `e` could be read as the gateway's (a phrase that follows "the server's
@@ -122,33 +123,15 @@ export function attributedElicitation(params: unknown): Record<string, unknown> 
 }
 
 /**
- * Whether a URL elicitation sends the human to a page on this machine (a loopback address or
- * name, however written: the URL parser folds `2130706433` and `127.1` to `127.0.0.1`). The
- * gateway's own approval elicitations send the human to the console there, so a server's that
- * does so too is said to be the server's whatever its words: "a human must approve … open the
- * console" without the name, to a page of the server's that asks for the passphrase or a passkey
- * (whose prompt names only `localhost`), read as the gateway's.
+ * Whether a URL elicitation could send the human to a page on this machine (pageOnThisMachine.ts:
+ * a loopback or local address or name however written, a name that carries one, a URL parsers
+ * read differently). The gateway's own approval elicitations send the human to the console there,
+ * so a server's that does so too is said to be the server's whatever its words: "a human must
+ * approve … open the console" without the name, to a page of the server's that asks for the
+ * passphrase or a passkey (whose prompt names only `localhost`), read as the gateway's.
  */
 function onThisMachine(url: unknown): boolean {
-  if (typeof url !== "string") return false;
-  let host: string;
-  try {
-    // (a name's trailing dot is the same name: `localhost.`)
-    host = new URL(url).hostname.toLowerCase().replace(/\.$/, "");
-  } catch {
-    return false;
-  }
-  if (host === "localhost" || host.endsWith(".localhost")) return true;
-  const quad = host.split(".");
-  if (
-    quad.length === 4 &&
-    quad.every((n) => /^\d{1,3}$/.test(n)) &&
-    (quad[0] === "127" || host === "0.0.0.0")
-  )
-    return true;
-  // IPv6 (the parser writes a mapped IPv4 address in hex: [::ffff:7f00:1]): the loopback, the
-  // unspecified address, and IPv4 loopback mapped into IPv6
-  return host === "[::1]" || host === "[::]" || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host);
+  return typeof url === "string" && pageOnThisMachine(url);
 }
 
 /** How many strings of a form are read, at most: a form's labels, not a document. */
