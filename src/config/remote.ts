@@ -1,4 +1,6 @@
+import { isIP } from "node:net";
 import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
+import { isLoopback } from "../transport/httpAccess.js";
 import { isSecretQueryParameter } from "../util/redact.js";
 
 /**
@@ -14,7 +16,21 @@ export interface RemoteConfig {
 /** Keys of a server entry that only mean something for a server portcullis launches. */
 export const LAUNCH_ONLY_KEYS = ["args", "cwd", "env", "credentials", "identity", "onChange"] as const;
 
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+/**
+ * Whether a URL's host (the WHATWG parser's hostname: lower case, an IPv4 address in dotted
+ * decimal whatever notation it was written in, an IPv6 one compressed in brackets) is certain to
+ * be this machine's loopback: an address isLoopback takes (127.0.0.0/8, ::1, ::ffff:127.x.y.z,
+ * the same rule as `--listen --no-auth`), or the name `localhost` exactly. No other name, however
+ * local it looks (`localhost.`, `x.localhost`, `127.0.0.1.nip.io`, `localtest.me`): the resolver
+ * may send it to DNS, whose answer can change between this check and each connection, so the
+ * calls would go in clear to wherever it points then. Names are not resolved here for the same
+ * reason: an answer now says nothing of the next one.
+ */
+function loopbackHost(hostname: string): boolean {
+  if (hostname === "localhost") return true;
+  const bare = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+  return isIP(bare) !== 0 && isLoopback(bare);
+}
 
 /**
  * Why `text` cannot be a remote server's URL, or null. `http://` only to a loopback host unless
@@ -41,7 +57,7 @@ export function remoteUrlProblem(text: string, allowInsecure: boolean): string |
       isSecretQueryParameter(secret[0], "") ? "" : ", whose value looks like a generated key"
     }); send it with a header instead`;
   if (u.hash) return "must not have a #fragment";
-  if (u.protocol === "http:" && !LOOPBACK.test(u.hostname) && !allowInsecure)
+  if (u.protocol === "http:" && !loopbackHost(u.hostname) && !allowInsecure)
     return "uses http:// to a host that is not loopback; use https://, or pass --allow-insecure to accept a connection anyone on the path can read and answer";
   return null;
 }

@@ -437,24 +437,44 @@ describe("run --url: what does not apply, and what is refused", () => {
     expect(userinfo.stderr).toMatch(/must not carry a user name or password/);
     expect(userinfo.stderr).not.toContain("pw@");
 
-    // Names that only look loopback, and a token as a bare user name (the CLI's sentence is the
-    // same path as above: checked here in process).
+    // Names that only look loopback, or resolve to it by DNS (whose answer can change by the next
+    // connection), and a token as a bare user name (the CLI's sentence is the same path as above:
+    // checked here in process).
     for (const url of [
       "http://localhost.evil.test/mcp",
       "http://127.0.0.1.nip.io/mcp",
+      "http://127-0-0-1.sslip.io/mcp",
+      "http://localtest.me/mcp",
       "http://localhost./mcp",
+      "http://console.localhost/mcp",
       "http://0.0.0.0:8080/mcp",
-      "http://[::ffff:127.0.0.1]/mcp",
+      "http://0/mcp",
+      "http://[::]/mcp",
       "http://[::2]/mcp",
+      "http://[::127.0.0.1]/mcp",
+      "http://[::ffff:10.0.0.1]/mcp",
     ])
       expect(remoteUrlProblem(url, false), url).toMatch(/http:\/\/ to a host that is not loopback/);
-    for (const url of ["https://ghp_token123@example.com/mcp", "http://127.0.0.1@evil.test/mcp"])
+    for (const url of [
+      "https://ghp_token123@example.com/mcp",
+      "http://127.0.0.1@evil.test/mcp",
+      "http://evil.test@127.0.0.1/mcp",
+    ])
       expect(remoteUrlProblem(url, true), url).toMatch(/^must not carry a user name or password/);
     for (const url of [
       "http://127.0.0.1:8080/mcp",
       "http://localhost/mcp",
       "http://[::1]:3000/mcp",
       "http://127.1/mcp",
+      // the same loopback addresses in the notations the URL parser folds, as `--listen` takes them
+      "http://2130706433/mcp",
+      "http://0x7f000001/mcp",
+      "http://0177.0.0.1/mcp",
+      "http://%6cocalhost/mcp",
+      "http://LOCALHOST/mcp",
+      "http://[0:0:0:0:0:0:0:1]/mcp",
+      "http://[::ffff:127.0.0.1]/mcp",
+      "http://[::ffff:7f00:1]/mcp",
     ])
       expect(remoteUrlProblem(url, false), url).toBeNull();
   });
