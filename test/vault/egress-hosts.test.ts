@@ -48,6 +48,35 @@ describe("declared hosts", () => {
     expect(hostDeclared(declared, "example.com")).toBe(false);
   });
 
+  it("another spelling of a declared address or name is another host (the placeholder, never the value)", () => {
+    // the proxy dials what the request wrote (`127.1` resolves to 127.0.0.1), but releases only
+    // for the destination as declared: deny first, never the value for a spelling it did not match
+    const declared = ["127.0.0.1:8443", "localhost:9000", "[::1]:9001"];
+    for (const target of [
+      "127.1:8443",
+      "2130706433:8443",
+      "0x7f000001:8443",
+      "0177.0.0.1:8443",
+      "[::ffff:127.0.0.1]:8443",
+      "[::ffff:7f00:1]:8443",
+      "127.0.0.2:8443",
+      "0.0.0.0:8443",
+      "localhost:8443",
+      "127.0.0.1:9000",
+      "localhost.localdomain:9000",
+      "x.localhost:9000",
+      "127.0.0.1.nip.io:8443",
+      "[0:0:0:0:0:0:0:1]:9001",
+      "localhost:9001",
+    ]) {
+      const dest = parseAuthority(target);
+      if (dest !== null) expect(hostMatches(declared, dest), target).toBe(false);
+    }
+    // as declared (a name's case and trailing dot aside) it matches
+    for (const target of ["127.0.0.1:8443", "LOCALHOST.:9000", "[::1]:9001"])
+      expect(hostMatches(declared, parseAuthority(target)!), target).toBe(true);
+  });
+
   it("proxy targets: names and addresses with a port 1-65535, nothing else", () => {
     expect(parseAuthority("api.example.com:443")).toEqual({ host: "api.example.com", port: 443 });
     expect(parseAuthority("API.example.com.:443")).toEqual({ host: "api.example.com", port: 443 });

@@ -25,6 +25,14 @@ import { upstreams } from "./upstreams.js";
  * `egress: "declared-only"`. Every destination is reported to `onRecord`.
  */
 
+/** Where the proxy listens: its own address, which no tunnel may lead back to (reachedItself). */
+const PROXY_ADDRESS = "127.0.0.1";
+/** RFC 5842's status for a request that would loop. */
+const LOOP_DETECTED = 508;
+const ITSELF = "that is this egress proxy itself; a tunnel through it to it is refused";
+const selfRefused = (dest: Destination) =>
+  ({ host: dest.host, port: dest.port, outcome: "refused", status: LOOP_DETECTED }) as const;
+
 /** HTTPS's port: what is sent there goes over TLS (see PLAIN_TO_HTTPS_PORT). */
 const HTTPS_PORT = 443;
 const PLAIN_TO_HTTPS_PORT =
@@ -262,6 +270,18 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const refuseRaw = (socket: Duplex, status: number, text: string, why: string) =>
     socket.end(errorResponse(status, text, why));
 
+  /**
+   * Whether a connection the proxy made reached the proxy itself. Judged by the address it
+   * connected to, after the name was resolved, not by how the destination was written: every
+   * spelling of this machine (`localhost`, `127.1`, `2130706433`, `0.0.0.0`, `[::ffff:127.0.0.1]`,
+   * the machine's own name, a DNS name that resolves to 127.0.0.1 now and elsewhere a second
+   * later) ends at one address. A tunnel to itself would let a server nest CONNECT in CONNECT
+   * through one socket of its own, each level two more sockets of the gateway's, without end.
+   */
+  let listening = 0;
+  const reachedItself = (up: Socket) =>
+    up.remotePort === listening && (up.remoteAddress ?? "").replace(/^::ffff:/i, "") === PROXY_ADDRESS;
+
   const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
     let connected = false;
@@ -269,6 +289,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       if (!connected) up.destroy(new Error(`no connection within ${timeoutMs} ms`));
     });
     up.once("connect", () => {
+      if (reachedItself(up)) {
+        up.destroy();
+        record({ ...selfRefused(dest), method: "CONNECT", scheme: "tunnel" });
+        refuseRaw(socket, LOOP_DETECTED, "Loop Detected", `${destinationText(dest)}: ${ITSELF}`);
+        return;
+      }
       connected = true;
       up.setTimeout(0);
       record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "tunnelled" });
@@ -332,6 +358,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const up = netConnect({ host: dest.host, port: dest.port });
     up.setTimeout(timeoutMs, () => up.destroy());
     up.once("connect", () => {
+      // (the 200 is sent: the tunnel is closed, not answered)
+      if (reachedItself(up)) {
+        up.destroy();
+        record({ ...selfRefused(dest), method: "CONNECT", scheme: "tunnel" });
+        socket.destroy();
+        return;
+      }
       up.setTimeout(0);
       record({ host: dest.host, port: dest.port, method: "CONNECT", scheme: "tunnel", outcome: "tunnelled" });
       up.pipe(socket);
@@ -419,12 +452,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(0, PROXY_ADDRESS, () => {
       server.off("error", reject);
       resolve();
     });
   });
   const port = (server.address() as { port: number }).port;
+  listening = port;
   return {
     port,
     url: `http://127.0.0.1:${port}`,
