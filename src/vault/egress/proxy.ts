@@ -10,6 +10,7 @@ import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
+import { otherUserOf } from "./otherUser.js";
 import { releaser } from "./release.js";
 import { upstreams } from "./upstreams.js";
 
@@ -446,6 +447,19 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     tunnelUntouched(socket, head, dest);
   });
   server.on("connection", (s: Socket) => {
+    // Loopback is this machine, not this user: any local user's process can connect to
+    // 127.0.0.1:PORT, and one of another user's that named a declared host with the placeholder
+    // while a call runs would have the user's credential sent with its request, the answer its
+    // own. The server the proxy is for runs as the user; a connection whose other end the kernel
+    // lists as another user's is closed before a byte of it is read (Linux: otherUser.ts).
+    const other = otherUserOf(s);
+    if (other !== null) {
+      o.log.warn(
+        `egress: closed a connection from another user's process (uid ${other}): the proxy is for this gateway's server only`,
+      );
+      s.destroy();
+      return;
+    }
     open.add(s);
     s.on("close", () => open.delete(s));
   });
