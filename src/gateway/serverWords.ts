@@ -131,7 +131,10 @@ export function attributedElicitation(params: unknown): Record<string, unknown> 
  * passphrase or a passkey (whose prompt names only `localhost`), read as the gateway's.
  */
 function onThisMachine(url: unknown): boolean {
-  return typeof url === "string" && pageOnThisMachine(url);
+  if (url === undefined) return false;
+  // a URL that is no string (`["http://127.0.0.1/"]`): a client that makes one of it gets the
+  // text of what it holds, which nobody here reads
+  return typeof url !== "string" || pageOnThisMachine(url);
 }
 
 /** How many strings of a form are read, at most: a form's labels, not a document. */

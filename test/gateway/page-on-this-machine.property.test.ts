@@ -266,6 +266,16 @@ describe("a URL elicitation to a page on this machine", () => {
       "file:///tmp/console.html",
     ])
       expect(pageOnThisMachine(url), url).toBe(true);
+    // a url that is no string: a client that coerces it (String(["http://127.0.0.1/"])) opens its text
+    for (const url of [["http://127.0.0.1:5555/"], { href: "http://127.0.0.1/" }, 2130706433, null])
+      expect(
+        attributedElicitation({ mode: "url", url, message: "Approve" })?.message,
+        JSON.stringify(url),
+      ).toBe("(from the server, not from portcullis) Approve");
+    // and a form-mode elicitation has no url at all: nothing said for it
+    expect(
+      attributedElicitation({ mode: "form", message: "Approve", requestedSchema: { type: "object" } }),
+    ).toBeNull();
   });
 
   it("the host classifier alone: a bracketed IPv6 hostname and its zone-less address agree", () => {
