@@ -14,7 +14,7 @@
 // No name is resolved here or by the classifier: no Internet access is needed.
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { networkInterfaces } from "node:os";
+import { hostname, networkInterfaces } from "node:os";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { hostOnThisMachine, pageOnThisMachine } from "../../src/gateway/pageOnThisMachine.js";
@@ -150,7 +150,18 @@ const carryingName = fc
 const loopbackDomain = fc
   .tuple(
     fc.option(label, { nil: undefined }),
-    fc.constantFrom("localtest.me", "lvh.me", "vcap.me", "local.gd", "localho.st", "lcl.host"),
+    fc.constantFrom(
+      "localtest.me",
+      "lvh.me",
+      "vcap.me",
+      "local.gd",
+      "localho.st",
+      "lcl.host",
+      "traefik.me",
+      "localhost.direct",
+      "lacolhost.com",
+      "fuf.me",
+    ),
   )
   .map(([sub, d]) => (sub ? `${sub}.${d}` : d));
 
@@ -196,6 +207,8 @@ const localHost = fc.oneof(
   lookalikeLocalhost,
   fc.constantFrom(...interfaceAddresses).map((a) => (isIP(a) === 6 ? `[${a}]` : a)),
   ...(hostsFileNames.length > 0 ? [fc.constantFrom(...hostsFileNames)] : []),
+  // the machine's own name, and as mDNS names it
+  fc.constantFrom(hostname(), `${hostname()}.local`),
 );
 
 /** A URL to `host`: any scheme case, maybe user info, a port, a path, a query. */
