@@ -11,7 +11,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import { TLSSocket } from "node:tls";
 import { chainDigest } from "../identity/index.js";
-import { type Chain, probeChain } from "./remoteWire.js";
+import { type Chain, listenerOfAnotherUser, probeChain } from "./remoteWire.js";
 
 export class UpstreamConnections {
   private agent: HttpAgent;
@@ -62,7 +62,23 @@ export class UpstreamConnections {
     differs: (digest: string | null) => void,
   ): void {
     if (!this.https) {
-      then();
+      // http:// reaches a loopback address (or, with --allow-insecure, anyone's): no certificate
+      // says whose server answers, and loopback is this machine, not this user. A port the
+      // server left free can be taken by another user's process, which would be sent the calls
+      // and the configured headers (vault secrets among them): checked on each new connection.
+      req.once("socket", (sock: Socket) => {
+        const check = () => {
+          if (this.verified.has(sock)) return then();
+          const other = listenerOfAnotherUser(sock);
+          if (other === null) {
+            this.verified.set(sock, "this user's");
+            return then();
+          }
+          req.destroy(new Error(other));
+        };
+        if (sock.connecting) sock.once("connect", check);
+        else check();
+      });
       return;
     }
     req.once("socket", (sock: Socket) => {

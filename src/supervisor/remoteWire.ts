@@ -2,6 +2,7 @@ import { type IncomingMessage, maxHeaderSize } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import { chainDigest } from "../identity/index.js";
+import { otherUserOf } from "../identity/otherUser.js";
 
 /** A certificate chain as the record keeps it; null for http://. */
 export type Chain = ReturnType<typeof chainDigest>;
@@ -32,6 +33,12 @@ export function probeChain(url: URL, timeoutMs: number): Promise<Chain> {
     }, timeoutMs);
     sock.once(https ? "secureConnect" : "connect", () => {
       clearTimeout(timer);
+      const other = https ? null : listenerOfAnotherUser(sock);
+      if (other !== null) {
+        sock.destroy();
+        reject(new Error(other));
+        return;
+      }
       const chain = https ? chainDigest((sock as TLSSocket).getPeerCertificate(true)) : null;
       sock.end();
       sock.destroy();
@@ -42,6 +49,17 @@ export function probeChain(url: URL, timeoutMs: number): Promise<Chain> {
       reject(e);
     });
   });
+}
+
+/**
+ * Why nothing may be sent on a plain-HTTP connection: the process listening at its other end is
+ * another user's (the kernel's socket table, Linux); null when it is this user's or cannot be
+ * told. A server over http:// has no certificate to say whose it is.
+ */
+export function listenerOfAnotherUser(sock: Socket): string | null {
+  const uid = otherUserOf(sock);
+  if (uid === null) return null;
+  return `the process listening at ${sock.remoteAddress}:${sock.remotePort} is another user's (uid ${uid}); nothing was sent to it over http://`;
 }
 
 /** A response body as text, or null (and its size so far) once it grows over `maxBytes`. */

@@ -4,13 +4,13 @@ import * as https from "node:https";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
+import { otherUserOf } from "../../identity/otherUser.js";
 import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
 import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
-import { otherUserOf } from "./otherUser.js";
 import { releaser } from "./release.js";
 import { upstreams } from "./upstreams.js";
 
@@ -451,7 +451,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     // 127.0.0.1:PORT, and one of another user's that named a declared host with the placeholder
     // while a call runs would have the user's credential sent with its request, the answer its
     // own. The server the proxy is for runs as the user; a connection whose other end the kernel
-    // lists as another user's is closed before a byte of it is read (Linux: otherUser.ts).
+    // lists as another user's is closed before a byte of it is read (Linux: identity/otherUser.ts).
     const other = otherUserOf(s);
     if (other !== null) {
       o.log.warn(
