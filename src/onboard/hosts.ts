@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { xdgAbsolute } from "../util/xdg.js";
 
 /** How a host's configuration file is written: JSON with comments, or TOML (Codex CLI). */
 export type HostFormat = "jsonc" | "toml";
@@ -23,8 +24,9 @@ function home(): string {
   return process.env.HOME ? resolve(process.env.HOME) : homedir();
 }
 
+/** `$XDG_CONFIG_HOME` when absolute (a relative one is ignored, as the XDG rule says: xdg.ts), else `~/.config`. */
 function xdgConfig(): string {
-  return process.env.XDG_CONFIG_HOME ? resolve(process.env.XDG_CONFIG_HOME) : join(home(), ".config");
+  return xdgAbsolute("XDG_CONFIG_HOME") ?? join(home(), ".config");
 }
 
 function claudeDesktopFile(): string {

@@ -1,17 +1,26 @@
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 
+/** The XDG base directory variables portcullis reads. */
+type XdgVariable = "XDG_STATE_HOME" | "XDG_CACHE_HOME" | "XDG_CONFIG_HOME";
+
 /**
- * An XDG base directory: the variable's value when it is an absolute path, else the default
- * under the home directory. The XDG Base Directory specification has a relative value ignored
- * ("All paths set in these environment variables must be absolute"): taken relative to the
- * working directory, `XDG_STATE_HOME=state` put the state directory in a different place for each
- * directory a command ran in, so a gateway a host started in one folder and the `portcullis
- * approve` typed in another used two state directories.
+ * The variable's value when it is an absolute path, else undefined. The XDG Base Directory
+ * specification has a relative value ignored ("All paths set in these environment variables must
+ * be absolute"): taken relative to the working directory, `XDG_STATE_HOME=state` put the state
+ * directory in a different place for each directory a command ran in, so a gateway a host started
+ * in one folder and the `portcullis approve` typed in another used two state directories; and
+ * `XDG_CONFIG_HOME=conf` had `wrap claude-desktop` read and rewrite `./conf/Claude/…` of whatever
+ * folder it ran in, not the file Claude Desktop reads.
  */
-export function xdgBase(variable: "XDG_STATE_HOME" | "XDG_CACHE_HOME", ...fallback: string[]): string {
+export function xdgAbsolute(variable: XdgVariable): string | undefined {
   const value = process.env[variable];
-  return value && isAbsolute(value) ? value : join(homedir(), ...fallback);
+  return value && isAbsolute(value) ? value : undefined;
+}
+
+/** An XDG base directory: the variable's value when it is an absolute path (xdgAbsolute), else the default under the home directory. */
+export function xdgBase(variable: XdgVariable, ...fallback: string[]): string {
+  return xdgAbsolute(variable) ?? join(homedir(), ...fallback);
 }
 
 /** `$XDG_STATE_HOME`, else `~/.local/state`. */
