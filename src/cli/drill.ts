@@ -1,5 +1,6 @@
 import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
+import { throwawayStateDirRefusal } from "../store/stateDir.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
 import { PassphraseError, readPassphrase } from "./passphrase.js";
@@ -25,12 +26,16 @@ export async function drillCommand(args: string[]): Promise<number> {
     rebuild: { type: "string" },
     tool: { type: "string" },
     args: { type: "string" },
+    // read only to be refused by name: the drill's state is its own (throwawayStateDirRefusal)
+    "state-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
     process.stdout.write(`${DRILL_HELP}\n`);
     return 0;
   }
+  if (values["state-dir"] !== undefined)
+    throw new UsageError(throwawayStateDirRefusal("drill", values["state-dir"]));
   if (positionals.length !== 1) throw new UsageError("drill: give one server LABEL.");
   let toolArgs: Record<string, unknown> | undefined;
   if (values.args !== undefined) {

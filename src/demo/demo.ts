@@ -8,11 +8,13 @@ import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../a
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
 import { flagName, NOT_SHOWN_FLAG, shownWord, UNKNOWN_NOT_SHOWN } from "../cli/args.js";
+import { UsageError } from "../cli/errors.js";
 import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
+import { throwawayStateDirRefusal } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
@@ -46,12 +48,25 @@ const indent = (text: string, pad = "   │ ") =>
     .map((l) => `${pad}${l}`)
     .join("\n");
 
+/** The demo's arguments without a `--state-dir DIR` (or `--state-dir=DIR`), and DIR ("" when none follows). */
+function withoutStateDir(args: string[]): { rest: string[]; stateDirGiven: string | undefined } {
+  const at = args.findIndex((a) => a === "--state-dir" || a.startsWith("--state-dir="));
+  if (at === -1) return { rest: args, stateDirGiven: undefined };
+  const spaced = args[at] === "--state-dir";
+  return {
+    rest: args.filter((_, i) => i !== at && !(spaced && i === at + 1)),
+    stateDirGiven: spaced ? (args[at + 1] ?? "") : args[at]!.slice("--state-dir=".length),
+  };
+}
+
 export async function runDemo(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     out(DEMO_HELP);
     return 0;
   }
-  const unknown = args.find((a) => a !== "--keep" && a !== "--console");
+  // --state-dir (and its value) is refused by its name once the rest is read, as drill does
+  const { rest, stateDirGiven } = withoutStateDir(args);
+  const unknown = rest.find((a) => a !== "--keep" && a !== "--console");
   if (unknown) {
     // the option by its name only, a word only when it reads as one (src/cli/args.ts says why)
     const flag = flagName(unknown);
@@ -65,6 +80,8 @@ export async function runDemo(args: string[]): Promise<number> {
     process.stderr.write(`portcullis demo: ${said}; see portcullis demo --help.\n`);
     return 2;
   }
+  // the demo's state is its own (throwawayStateDirRefusal)
+  if (stateDirGiven !== undefined) throw new UsageError(throwawayStateDirRefusal("demo", stateDirGiven));
   const keep = args.includes("--keep");
   const withConsole = args.includes("--console");
   let console_: RunningConsole | null = null;

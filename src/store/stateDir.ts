@@ -78,8 +78,8 @@ export function resolveStateDir(flag?: string): string {
     const code = (e as NodeJS.ErrnoException).code;
     throw new StateDirError(
       code === "EEXIST" || code === "ENOTDIR"
-        ? `the state directory ${dir} (${whereFrom(flag)}) is not a directory (a file is in its place or on its path): ${NOT_A_DIRECTORY_FIX}.`
-        : `the state directory ${dir} (${whereFrom(flag)}) cannot be created: ${fileProblem(code)}.`,
+        ? `${namedStateDir(dir, flag)} is not a directory (a file is in its place or on its path): ${NOT_A_DIRECTORY_FIX}.`
+        : `${namedStateDir(dir, flag)} cannot be created: ${fileProblem(code)}.`,
     );
   }
   notADirectory(dir, flag);
@@ -88,6 +88,26 @@ export function resolveStateDir(flag?: string): string {
 
 const NOT_A_DIRECTORY_FIX =
   "move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME";
+
+/**
+ * A state directory as a sentence about it names it: its path and where the path came from
+ * (`the state directory /x (given with --state-dir)`), so that the user knows which setting to
+ * change. Every refusal of a state directory words it so.
+ */
+export function namedStateDir(dir: string, flag: string | undefined): string {
+  return `the state directory ${dir} (${whereFrom(flag)})`;
+}
+
+/**
+ * The refusal of `--state-dir` by a command that runs in a throwaway state directory of its own
+ * (`drill`, `demo`): it would neither read nor write the one given, and taking the flag in silence
+ * would let the user believe it had. Said by the flag's name, with the directory named as other
+ * commands name it (namedStateDir) and what to do; exit 2 (UsageError), before anything is asked.
+ */
+export function throwawayStateDirRefusal(command: string, flag: string): string {
+  const never = flag === "" ? "" : `, and never reads or writes ${namedStateDir(resolve(flag), flag)}`;
+  return `${command}: --state-dir is not taken: the ${command} runs in a throwaway state directory it makes for itself${never}. Leave --state-dir out: your gateways' state is neither needed nor touched.`;
+}
 
 /**
  * Where the state directory's path came from, for a sentence that says it is unusable. Asked of
@@ -113,9 +133,7 @@ function notADirectory(dir: string, flag: string | undefined): void {
     // gone meanwhile: whoever uses it next says so
   }
   if (!isDir)
-    throw new StateDirError(
-      `the state directory ${dir} (${whereFrom(flag)}) is not a directory: ${NOT_A_DIRECTORY_FIX}.`,
-    );
+    throw new StateDirError(`${namedStateDir(dir, flag)} is not a directory: ${NOT_A_DIRECTORY_FIX}.`);
 }
 
 /**
