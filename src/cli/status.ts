@@ -7,6 +7,7 @@ import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/ht
 import { displayCommand } from "../util/redact.js";
 import { parseEnvHeldLine } from "../vault/delivery.js";
 import { parse } from "./args.js";
+import { sayReadWithoutWriting, storeWritability } from "./readWithoutWriting.js";
 
 export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-dir DIR]
 
@@ -35,6 +36,9 @@ export async function statusCommand(args: string[]): Promise<number> {
   // only reads: a store on a full disk, or one this user may not write, is read all the same
   const store = openStoreToRead(stateDir);
   try {
+    // one that cannot be written is read all the same, and said so: its rows may look healthy
+    // while no gateway can write its audit records there (readWithoutWriting.ts)
+    sayReadWithoutWriting(store, "status");
     const rows = listGateways(store, { all: values.all }).map((g) => ({
       ...g,
       // only a running server holds anything
@@ -48,7 +52,9 @@ export async function statusCommand(args: string[]): Promise<number> {
       })
       .map((l) => ({ ...l, token: l.tokenFile ? readTokenFile(l.tokenFile) : null }));
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ gateways: rows, listening }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ gateways: rows, listening, store: storeWritability(store) }, null, 2)}\n`,
+      );
       return 0;
     }
     for (const l of listening) writeListening(l);

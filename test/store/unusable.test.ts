@@ -114,9 +114,11 @@ describe("a store that cannot be used", () => {
     // a gateway must write its run and its server's start: refused before any server is launched
     const run = await runCli(["run", "--label", "x", "--", ...fixtureCommand("echo")], as);
     oneSentence(run, new RegExp(`^portcullis: ${quoted(cannot)}\\. To fix it: `));
-    // status only reads the store (it is shown as it is, not refused)
+    // status only reads the store (it is shown as it is, not refused), saying it cannot be written
+    // (test/store/status-read-only.test.ts)
     const status = await runCli(["status"], as);
-    expect(status.stderr).toBe("");
+    expect(status.stderr.trim().split("\n"), status.stderr).toHaveLength(1);
+    expect(status.stderr).toContain(`portcullis status: ${cannot}. Read as it is, without writing`);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/no gateway is running/);
     // a listing that would close abandoned requests reads it as it is and says it could not write
