@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { quotedName, safeText } from "../catalog/text.js";
+import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { credentialInClear } from "../onboard/doctorEnv.js";
@@ -9,7 +10,6 @@ import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from
 import {
   assertWritable,
   checkServersNamed,
-  labelFor,
   NOT_SHOWN_KEY,
   planWrap,
   recordExists,
@@ -279,16 +279,16 @@ function hideWords(line: string, hidden: Map<string, string>): string {
   return out;
 }
 
-/** --label KEY=LABEL, each LABEL a label as wrap would make one (letters, digits, . _ -). */
+/** --label KEY=LABEL, each LABEL one the gateway takes (LABEL_PATTERN: run refuses any other at every start). */
 function labelOptions(values: string[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const v of values) {
     const eq = v.lastIndexOf("=");
     const key = v.slice(0, eq);
     const label = v.slice(eq + 1);
-    if (eq <= 0 || label === "" || labelFor(label) !== label)
+    if (eq <= 0 || !LABEL_PATTERN.test(label))
       throw new UsageError(
-        "wrap: --label takes KEY=LABEL, the label made of letters, digits, '.', '_' and '-' (e.g. --label inventory=inventory-cursor).",
+        `wrap: --label takes KEY=LABEL, the LABEL one 'portcullis run --label' takes (${LABEL_RULE}; e.g. --label inventory=inventory-cursor).`,
       );
     const before = out.get(key);
     // which of the two was meant is not guessed, as for any option given two values

@@ -77,6 +77,8 @@ export interface ServerConfig {
  * portcullis.json keys and `run --label`.
  */
 export const LABEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** The longest label LABEL_PATTERN takes (for what makes one: wrap's labelFor and its suggestions). */
+export const LABEL_MAX_LENGTH = 64;
 export const LABEL_RULE =
   "letters, digits, '.', '_', '-', starting with a letter or digit; at most 64 characters";
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
-import { firstOf } from "../catalog/text.js";
+import { firstOf, quotedName } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
@@ -168,12 +168,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       hosts.push({ host: f.host, file: f.file, servers: list.map(({ recorded: _, ...s }) => s) });
       // only what wrap would take: an HTTP entry is not something 'wrap' can put behind portcullis
       const bare = list.filter((s) => !s.wrapped && s.kind === "stdio").map((s) => s.key);
-      if (bare.length > 0)
+      if (bare.length > 0) {
+        const advice = wrapAdvice(f, bare, record !== undefined, path);
         findings.push({
           ok: true,
-          what: `${f.file}: not behind portcullis: ${bare.join(", ")}`,
-          next: wrapAdvice(f, bare, record !== undefined, path),
+          what: `${f.file}: not behind portcullis: ${bare.join(", ")}${advice.why}`,
+          next: advice.command,
         });
+      }
       const remote = list.filter((s) => !s.wrapped && s.kind === "http").map((s) => s.key);
       if (remote.length > 0)
         findings.push({
@@ -507,24 +509,39 @@ function serverKind(e: Record<string, unknown>): "stdio" | "http" | "unusable" {
  * files are this project's, and in ~/.claude.json this project's table and the user's). Wrap
  * leaves what is wrapped already as it is, so a file wrapped in part takes the rest by name; a
  * file never wrapped gets the dry run first. A server whose label another server already has gets
- * the --label wrap would ask for, so that the command given works as given.
+ * the --label wrap would ask for, so that the command given works as given, and `why` (for the
+ * finding's `what`) says whose label it is: a --label in the command with no word of why read as
+ * if doctor renamed a server at random.
  */
-function wrapAdvice(f: HostFile, bare: string[], wrappedBefore: boolean, stateDir: string): string {
+function wrapAdvice(
+  f: HostFile,
+  bare: string[],
+  wrappedBefore: boolean,
+  stateDir: string,
+): { command: string; why: string } {
   const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
-  const labels = labelsNeeded(f, bare, stateDir);
-  const label = [...labels].map(([k, l]) => ` --label ${shellWord(`${k}=${l}`)}`).join("");
-  if (!wrappedBefore && labels.size === 0) return `portcullis wrap ${f.host} --dry-run${dir}`;
-  return `portcullis wrap ${f.host} --servers ${shellWord(bare.join(","))}${label}${dir}`;
+  const clashes = labelsNeeded(f, bare, stateDir);
+  const label = clashes.map((c) => ` --label ${shellWord(`${c.key}=${c.suggestion}`)}`).join("");
+  const why = clashes
+    .map(
+      (c) =>
+        `; ${quotedName(c.key)} is given the label ${quotedName(c.suggestion)}: its own, ${quotedName(c.label)}, is another server's already (${c.holder})`,
+    )
+    .join("");
+  if (!wrappedBefore && clashes.length === 0)
+    return { command: `portcullis wrap ${f.host} --dry-run${dir}`, why };
+  return { command: `portcullis wrap ${f.host} --servers ${shellWord(bare.join(","))}${label}${dir}`, why };
 }
 
-/** The --label each bare server needs for wrap to take it (none when its own label is free). */
-function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string, string> {
+/** The --label each bare server needs for wrap to take it (none when its own label is free), with the clash that asks for it. */
+function labelsNeeded(f: HostFile, bare: string[], stateDir: string): LabelClash[] {
   const launcher = {
     node: process.execPath,
     cli: fileURLToPath(new URL("../cli/main.cjs", import.meta.url)),
     stateDir,
   };
   const labels = new Map<string, string>();
+  const clashes: LabelClash[] = [];
   for (let i = 0; i <= bare.length; i++) {
     try {
       planWrap(f, launcher, { only: bare, labels });
@@ -532,9 +549,10 @@ function labelsNeeded(f: HostFile, bare: string[], stateDir: string): Map<string
     } catch (e) {
       if (!(e instanceof LabelClash) || labels.has(e.key)) break;
       labels.set(e.key, e.suggestion);
+      clashes.push(e);
     }
   }
-  return labels;
+  return clashes;
 }
 
 /** The vault's secrets' names and policies, or null when the store has no vault table it can read. */

@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
+import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { looksGenerated, redactText } from "../util/redact.js";
@@ -83,9 +84,15 @@ export function isWrapped(e: Entry): boolean {
   return typeof args[0] === "string" && /[\\/]cli[\\/]main\.c?js$/.test(args[0]) && args[1] === "run";
 }
 
-/** A label from an entry's key: what the audit log and the catalog history file it under. */
+/**
+ * A label from an entry's key: what the audit log and the catalog history file it under. Always
+ * one `run --label` takes (LABEL_PATTERN): a key that starts with '.' or '_' (`_private`), or one
+ * longer than a label may be, gave a label the gateway refused at every start, written into the
+ * host's file by wrap and offered by doctor.
+ */
 export function labelFor(key: string): string {
-  return key.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "server";
+  const plain = key.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[._-]+/, "");
+  return plain.slice(0, LABEL_MAX_LENGTH).replace(/-+$/, "") || "server";
 }
 
 export function recordsDir(stateDir: string): string {
@@ -298,21 +305,35 @@ function badArgs(host: HostFile, key: string, e: Entry): OnboardError | null {
 
 /**
  * Two different servers would be filed under one label (the audit log and the catalog history
- * could not tell them apart): refused, with a free label to give one of them.
+ * could not tell them apart): refused, with a free label to give one of them. `label` is the one
+ * `key` would take, `holder` the server that has it (`FILE (KEY)`, or `"KEY" in FILE`).
  */
 export class LabelClash extends OnboardError {
   constructor(
     readonly key: string,
     readonly suggestion: string,
+    readonly label: string,
+    readonly holder: string,
     message: string,
   ) {
     super(message);
   }
 }
 
-/** A label no record and no entry of this plan uses yet, to suggest for --label. */
+/**
+ * A label to suggest for --label: `LABEL-2`, `LABEL-3`… (LABEL cut so that it stays a label run
+ * takes, at most LABEL_MAX_LENGTH characters), the first that `used` says no record and no entry
+ * of the plan has or would take. Taking only the records' and the earlier entries' labels into
+ * account, it offered `inventory-2` beside a bare server named `inventory-2`, which the next
+ * refusal then had to rename in turn; and a 63-character label got a 65-character one, which the
+ * gateway refuses.
+ */
 function freeLabel(label: string, used: (l: string) => boolean): string {
-  for (let i = 2; ; i++) if (!used(`${label}-${i}`)) return `${label}-${i}`;
+  for (let i = 2; ; i++) {
+    const suffix = `-${i}`;
+    const candidate = `${label.slice(0, LABEL_MAX_LENGTH - suffix.length)}${suffix}`;
+    if (!used(candidate)) return candidate;
+  }
 }
 
 export { shellWord } from "../util/shellWord.js";
@@ -413,6 +434,12 @@ export function planWrap(
         entry: v.original,
         path: `${r.file}\0${k}`,
       });
+  // the labels this plan's entries would take (a suggestion must not be one of them either)
+  const planned = new Set(
+    read.servers
+      .filter((s) => named(s.key) && !isWrapped(s.entry) && notStdio(s.entry) === null)
+      .map((s) => chosenLabels?.get(s.key) ?? labelFor(s.key)),
+  );
   const replacements: ServerEntry[] = [];
   const entries: WrapRecord["entries"] = entryMap();
   for (const s of read.servers.filter((s) => named(s.key))) {
@@ -441,10 +468,12 @@ export function planWrap(
     const other = taken.get(label);
     // a record of this very entry (the host put a bare command back since) is replaced, not a clash
     if (other !== undefined && other.path !== `${host.file}\0${pathKey}` && !sameServer(other.entry, e)) {
-      const suggestion = freeLabel(label, (l) => taken.has(l));
+      const suggestion = freeLabel(label, (l) => taken.has(l) || planned.has(l));
       throw new LabelClash(
         key,
         suggestion,
+        label,
+        other.where,
         `${host.file}: server "${key}" would take the label "${label}", already used by ${other.where} for another server (its command, args, cwd or env differ); give this one its own label with --label ${shellWord(`${key}=${suggestion}`)}; nothing was written.`,
       );
     }

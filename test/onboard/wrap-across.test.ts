@@ -56,7 +56,7 @@ describe("~/.claude.json, wrapped from each project", () => {
     // the user's inventory-local is another server than the first project's, which has its label
     expect(advice).toEqual({
       ok: true,
-      what: `${file}: not behind portcullis: reports, inventory-local`,
+      what: `${file}: not behind portcullis: reports, inventory-local; "inventory-local" is given the label "inventory-local-2": its own, "inventory-local", is another server's already (${file} (inventory-local))`,
       next: "portcullis wrap claude-code --servers reports,inventory-local --label inventory-local=inventory-local-2",
     });
     const refused = await u.cli(["wrap", "claude-code", "--servers", "reports,inventory-local"], p2);

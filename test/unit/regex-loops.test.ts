@@ -150,7 +150,8 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ["src/onboard/tomlEdit.ts", "/^[A-Za-z0-9_-]+/", USER_FILES],
   ["src/onboard/tomlEdit.ts", "/[ \\t\\r\\n]+$/", USER_FILES],
   ["src/onboard/wrap.ts", "/[^A-Za-z0-9._-]+/g", `${USER_FILES} (a server's key in a host's configuration)`],
-  ["src/onboard/wrap.ts", "/^-+|-+$/g", `${USER_FILES} (a server's key in a host's configuration)`],
+  ["src/onboard/wrap.ts", "/^[._-]+/", `${USER_FILES} (a server's key in a host's configuration)`],
+  ["src/onboard/wrap.ts", "/-+$/", "a label cut to 64 characters (labelFor)"],
   ["src/onboard/wrap.ts", "/^(\\d+)\\.tmp$/", "a file name: at most 255 bytes"],
   [
     "src/relay/clientIds.ts",
