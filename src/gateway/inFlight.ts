@@ -410,7 +410,9 @@ export class InFlight {
         // a process that runs on with its input closed is not "not running": said as it is
         const e =
           refuse.serverDown(this.p.link) ??
-          (gen.alive && this.p.link.inputClosed ? refuse.serverInputClosed() : refuse.serverUnavailable());
+          (gen.alive && this.p.link.inputClosed
+            ? refuse.serverInputClosed(this.p.link.inputClosed)
+            : refuse.serverUnavailable());
         this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
       }
       return false;

@@ -1,5 +1,5 @@
 import { type ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST } from "../relay/jsonrpc.js";
-import { PAUSE_CAUSES } from "../supervisor/crashLoop.js";
+import { type AfterCrash, PAUSE_CAUSES } from "../supervisor/crashLoop.js";
 import { cutText } from "../util/cut.js";
 
 /**
@@ -469,16 +469,40 @@ export const refuse = {
   /**
    * The launched server's process still runs, but its input pipe is closed (it closed its stdin,
    * or the pipe broke): nothing can be sent to it, and this request was not. The supervisor gives
-   * such a process a moment to exit, then stops it and starts it again as after a crash. Not
-   * "not running": the process is there, it just cannot take input.
+   * such a process a moment to exit, then stops it as after a crash; `next` says what that crash
+   * does (CrashLoop.afterNextCrash): the server is started again, or, the crash-loop limit
+   * reached, supervision pauses until the server's files change, or ends with the gateway. Not
+   * "not running": the process is there, it just cannot take input. It said "starts the server
+   * again" at the limit too, where nothing would start it.
    */
-  serverInputClosed: () =>
-    refusal(
+  serverInputClosed: (next: AfterCrash = { does: "respawn" }) => {
+    const closed =
+      "The server process is running, but its input pipe is closed, so this request could not be sent to it";
+    const reason = "the server process's stdin is closed while the process still runs";
+    if (next.does === "respawn")
+      return refusal(
+        "server_unavailable",
+        `${closed}; portcullis stops that process and starts the server again, as after a crash.`,
+        reason,
+        "wait a moment and retry (a subscriptions/listen: open it again); if it keeps happening, ask a human to check why the server closes its input",
+      );
+    // this stop counted with the crashes before it: the count that reaches the limit
+    const stops = next.crashes + 1;
+    const loop = `${stops} stop${stops === 1 ? "" : "s"} within ${next.windowSeconds} s, the crash-loop limit`;
+    if (next.does === "pause")
+      return refusal(
+        "server_unavailable",
+        `${closed}; portcullis stops that process, as after a crash, and since that makes ${loop}, it does not start the server again until its files change.`,
+        `${reason}; stopping it makes ${loop}: supervision pauses until the server's files change`,
+        "ask a human to check why the server closes its input, fix it and rebuild it (portcullis starts it again at the next change of its files); then list tools again and retry",
+      );
+    return refusal(
       "server_unavailable",
-      "The server process is running, but its input pipe is closed, so this request could not be sent to it; portcullis stops that process and starts the server again, as after a crash.",
-      "the server process's stdin is closed while the process still runs",
-      "wait a moment and retry (a subscriptions/listen: open it again); if it keeps happening, ask a human to check why the server closes its input",
-    ),
+      `${closed}; portcullis stops that process, as after a crash, and since that makes ${loop}, supervision ends and this gateway with it: nothing starts the server again.`,
+      `${reason}; stopping it makes ${loop}: supervision ends`,
+      "ask a human to check why the server closes its input and fix it, then restart the MCP client",
+    );
+  },
 
   /**
    * A server reached by URL cannot be reached now (`why`: the URL and the error, as the link

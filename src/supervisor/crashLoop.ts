@@ -49,6 +49,15 @@ export type LoopStop =
   /** supervision ends (`gave-up`) with this message */
   | { giveUp: string };
 
+/**
+ * What one more crash would do (CrashLoop.afterNextCrash): respawn the server, or reach the loop
+ * limit (`crashes` already within `windowSeconds`) and pause supervision until the server's files
+ * change, or end it.
+ */
+export type AfterCrash =
+  | { does: "respawn" }
+  | { does: "pause" | "end"; crashes: number; windowSeconds: number };
+
 export class CrashLoop {
   private crashes: number[] = [];
   /**
@@ -107,6 +116,24 @@ export class CrashLoop {
     if (this.crashes.length < this.loopMax()) return null;
     const loop = `${detail} ${this.crashes.length} times within ${this.loopSeconds()} s`;
     return this.loopStops(`${PAUSE_CAUSES.crashing} (${loop})`, `the server ${loop}`);
+  }
+
+  /**
+   * What one more crash now would do (the stop of a process whose input closed, which counts as
+   * a crash once it has exited): `respawn`, or stop supervision, `pause` (until the files change)
+   * or `end`, with the crashes already within the window. Asked before that crash is counted, by
+   * a refusal that must say what follows (src/guard/refusals.ts, serverInputClosed). Judged now:
+   * the process is counted when it has exited, within a second or two, so only an earlier crash
+   * leaving the window in between could make it respawn after all, never the other way round.
+   */
+  afterNextCrash(): AfterCrash {
+    const before = this.recent(this.crashes).length - 1;
+    if (before + 1 < this.loopMax()) return { does: "respawn" };
+    return {
+      does: this.waitsForChange() ? "pause" : "end",
+      crashes: before,
+      windowSeconds: this.loopSeconds(),
+    };
   }
 
   /** How long to wait before the next respawn; each wait doubles the next, up to backoff.maxMs. */

@@ -1,6 +1,7 @@
 import type { EventEmitter } from "node:events";
 import type { ExecutionRecord } from "../identity/index.js";
 import type { SpawnCredentials } from "../vault/delivery.js";
+import type { AfterCrash } from "./crashLoop.js";
 
 /**
  * What the gateway needs of whatever stands between it and the server: a process it launched
@@ -127,11 +128,12 @@ export interface ServerLink<G extends LinkGeneration = LinkGeneration> extends E
    */
   readonly notReading?: string | null;
   /**
-   * True while the launched server's process still runs but its stdin is closed (it closed it, or
-   * the pipe broke): nothing can be sent to it until it is stopped and started again. Absent: the
-   * link has no such input.
+   * Non-null while the launched server's process still runs but its stdin is closed (it closed
+   * it, or the pipe broke): nothing can be sent to it. It is stopped as after a crash, and what
+   * that crash does is given (respawn, or the loop limit: pause until the files change, or end).
+   * Absent: the link has no such input.
    */
-  readonly inputClosed?: boolean;
+  readonly inputClosed?: AfterCrash | null;
   /**
    * True from the watcher's first event on a file of the running code until a fresh capture has
    * judged it (`change-pending` … `change-judged`). Absent: the link watches no files.

@@ -15,7 +15,7 @@ import {
 import { resolveLaunch } from "../identity/resolve.js";
 import type { Logger } from "../util/log.js";
 import type { SpawnCredentials } from "../vault/delivery.js";
-import { CrashLoop, type LoopStop } from "./crashLoop.js";
+import { type AfterCrash, CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
 import { spawnAndCapture } from "./launchCapture.js";
@@ -421,11 +421,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
 
   /**
    * The current worker still runs, but its stdin is closed (what sendText refuses to write to):
-   * a request it cannot take is refused saying so, not as if no process ran.
+   * a request it cannot take is refused saying so, not as if no process ran, and saying what
+   * follows: the worker is stopped as after a crash, and that crash respawns it or, at the loop
+   * limit, pauses (or ends) supervision. Null while it can take input, or none runs.
    */
-  get inputClosed(): boolean {
+  get inputClosed(): AfterCrash | null {
     const cur = this.current;
-    return cur?.alive === true && cur.child.stdin.destroyed;
+    return cur?.alive === true && cur.child.stdin.destroyed ? this.loop.afterNextCrash() : null;
   }
 
   /** Writes one serialised message (one line, no newline) to the current worker. */
