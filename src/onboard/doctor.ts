@@ -156,8 +156,19 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const hosts: DoctorReport["hosts"] = [];
   const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
   for (const f of foundHostFiles(cwd)) {
+    // What the host file says is one question (a file the host cannot read either: the user's
+    // to fix); what doctor makes of it is another: an error there is portcullis's own, and was
+    // once told as a broken host file, sending the user to fix a file that was fine.
+    let read: ReturnType<typeof readHostServers>;
     try {
-      const read = readHostServers(f, readHostText(f.file));
+      read = readHostServers(f, readHostText(f.file));
+    } catch (e) {
+      const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
+      hosts.push({ host: f.host, file: f.file, servers: [], error: msg });
+      findings.push({ ok: false, what: msg, next: `fix ${f.file} (the host cannot read it either)` });
+      continue;
+    }
+    try {
       const record = recorded.get(f.file);
       const list = read.servers.map((s) => ({
         key: s.key,
@@ -216,9 +227,12 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push(...headerFindings(f, s.key, s.entry));
       }
     } catch (e) {
-      const msg = e instanceof OnboardError ? e.message.replace(/; nothing was written\.$/, "") : String(e);
-      hosts.push({ host: f.host, file: f.file, servers: [], error: msg });
-      findings.push({ ok: false, what: msg, next: `fix ${f.file} (the host cannot read it either)` });
+      // (the file was read: its servers may already be listed; the finding says what failed)
+      findings.push({
+        ok: false,
+        what: `${f.file} was read, but doctor could not finish checking it: ${e instanceof Error ? e.message : String(e)}`,
+        next: "this is a fault in portcullis, not in the file: please report it with this line; the file's other checks were not made",
+      });
     }
   }
   const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
