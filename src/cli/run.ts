@@ -55,7 +55,8 @@ options:
                                  egress proxy
   --listen-token-file FILE       the bearer token clients must send (default: one generated and kept
                                  in the state directory; 'portcullis status' shows it)
-  --no-auth                      no bearer token (only on a loopback address)
+  --no-auth                      no bearer token (only on a loopback address; on Linux only this
+                                 user's processes are served, another user's connection is closed)
   --listen-max-sessions N        sessions open at once; more are answered 503 (default 16)
   --listen-idle-timeout MS       a session with nothing open for this long is ended (default 600000)
 

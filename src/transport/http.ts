@@ -10,6 +10,7 @@ import {
   hostOriginProblem,
   isThisMachine,
   type ListenAddress,
+  unauthenticatedPeerProblem,
 } from "./httpAccess.js";
 import { readJsonBody } from "./httpBody.js";
 import { HttpSession, type HttpSession as Session, type SessionHooks } from "./httpSession.js";
@@ -32,7 +33,7 @@ export interface Peer {
 
 export interface HttpFrontOptions {
   address: ListenAddress;
-  /** null: --no-auth (loopback only, checked by the caller) */
+  /** null: --no-auth (loopback only, checked by the caller; on Linux only this user's processes are served) */
   token: string | null;
   maxMessageBytes: number;
   maxSessions: number;
@@ -91,6 +92,19 @@ export class HttpFront {
       });
     });
     server.keepAliveTimeout = 60_000;
+    // No token: whose process connected is the only gate left (httpAccess.ts). Checked as each
+    // connection is accepted, before node's HTTP parser has read a byte of it (the bytes arrive
+    // in a later turn of the event loop), and a refused one is closed unread: no response is
+    // written, since one written before the request is read can be lost to the reset the close
+    // sends, and the other user's process is owed nothing. The user learns why from the log.
+    // With a token the token is the gate, as for a client of another machine (docs/security.md).
+    if (this.o.token === null)
+      server.on("connection", (s: Socket) => {
+        const problem = unauthenticatedPeerProblem(s);
+        if (problem === null) return;
+        this.o.log.warn(`http: closed a connection unread: ${problem}`);
+        s.destroy();
+      });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);

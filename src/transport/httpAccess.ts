@@ -1,8 +1,9 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { BlockList, isIP } from "node:net";
+import { BlockList, isIP, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
+import { tcpPeerUid } from "../identity/proc.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
@@ -70,6 +71,34 @@ export function isThisMachine(address: string): boolean {
   for (const list of Object.values(networkInterfaces()))
     for (const a of list ?? []) if (plain(a.address) === wanted) return true;
   return false;
+}
+
+/**
+ * Why a connection to a front without a token (`--no-auth`) is not served, or null when it may
+ * be. Loopback is this machine, not this user: with no token, any local user's process could
+ * otherwise call the tools with this user's servers and credentials. On Linux a connection is
+ * served only when the kernel's socket table (/proc/net/tcp, readable by every user) lists its
+ * other end as a live socket of this process's user, so a connection whose other end is listed
+ * as another user's is refused, and so is one whose other end is not listed at all: a process
+ * that wrote its request and closed its socket before the front accepted the connection leaves
+ * no owner to check (its end is listed without one), and its request must not run unchecked. On
+ * other systems there is no such table to read: null (docs/security.md says so). Read before any
+ * byte of the connection is: the caller closes it unread. The reason names a uid, never more.
+ */
+export function unauthenticatedPeerProblem(s: Socket): string | null {
+  if (process.platform !== "linux" || typeof process.getuid !== "function") return null;
+  const own = process.getuid();
+  const uid =
+    s.localAddress && s.remoteAddress
+      ? tcpPeerUid(
+          { address: s.localAddress, port: s.localPort ?? 0 },
+          { address: s.remoteAddress, port: s.remotePort ?? 0 },
+        )
+      : null;
+  if (uid === own) return null;
+  if (uid !== null)
+    return `the connecting process is another user's (uid ${uid}), and --no-auth serves only this user's (uid ${own}) processes`;
+  return `the kernel does not list the connecting process's socket as a live one of this user (uid ${own}): it closed already, or /proc/net/tcp cannot be read; --no-auth serves only connections it can tell are this user's`;
 }
 
 /**
