@@ -2,7 +2,7 @@ import type { ServerConfig } from "../config/config.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import { credentialPlaceOf } from "../vault/deliveryMismatch.js";
-import { hostMatches } from "../vault/egress/hosts.js";
+import { comparableHost, hostMatches } from "../vault/egress/hosts.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 
 /**
@@ -52,8 +52,9 @@ export function headerHostMismatch(
   const remote = server.remote;
   if (!remote || policy.deliver !== "http") return null;
   const url = new URL(remote.url);
+  // the URL's host as the holder reads it at each request (`api.example.com.` is api.example.com)
   const dest = {
-    host: url.hostname.toLowerCase().replace(/^\[|\]$/g, ""),
+    host: comparableHost(url.hostname),
     port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
   };
   if (hostMatches(policy.hosts, dest)) return null;

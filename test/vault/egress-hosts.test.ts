@@ -48,6 +48,18 @@ describe("declared hosts", () => {
     expect(hostDeclared(declared, "example.com")).toBe(false);
   });
 
+  it("a name's one trailing dot is the same host on either side; nothing else is loosened", () => {
+    // a URL keeps the dot of a fully qualified name (its WHATWG hostname), a policy may have it too
+    expect(hostMatches(["api.example.com"], { host: "api.example.com.", port: 443 })).toBe(true);
+    expect(hostMatches(["api.example.com."], { host: "API.example.com", port: 443 })).toBe(true);
+    expect(hostMatches(["api.example.com:8443"], { host: "api.example.com.", port: 8443 })).toBe(true);
+    expect(hostMatches(["api.example.com"], { host: "api.example.com..", port: 443 })).toBe(false);
+    expect(hostMatches(["api.example.com"], { host: "api.example.org.", port: 443 })).toBe(false);
+    expect(hostMatches(["api.example.com"], { host: "api.example.com.", port: 8443 })).toBe(false);
+    expect(hostMatches(["api.example.com"], { host: "evil.api.example.com.", port: 443 })).toBe(false);
+    expect(hostMatches(["[::1]:9000"], { host: "[::1]", port: 9000 })).toBe(true);
+  });
+
   it("another spelling of a declared address or name is another host (the placeholder, never the value)", () => {
     // the proxy dials what the request wrote (`127.1` resolves to 127.0.0.1), but releases only
     // for the destination as declared: deny first, never the value for a spelling it did not match

@@ -39,12 +39,25 @@ export function parseDeclared(declared: string): { host: string; port: number | 
   return { host: declared.slice(0, at).toLowerCase(), port: Number(declared.slice(at + 1)) };
 }
 
+/**
+ * A host as hosts are compared: lower case, an IPv6 address without its brackets, and a name's
+ * one trailing dot dropped (`api.example.com.` is the fully qualified spelling of the same host,
+ * which a URL keeps: the WHATWG parser's hostname). Nothing else is changed: `a.example..` still
+ * names no declared host. Applied to both sides, the declared host and the destination, so a
+ * policy stored or written either way matches a request named either way.
+ */
+export function comparableHost(host: string): string {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  return h.endsWith(".") ? h.slice(0, -1) : h;
+}
+
 export function hostMatches(declared: readonly string[], dest: Destination): boolean {
-  const host = dest.host.toLowerCase();
+  const host = comparableHost(dest.host);
   return declared.some((d) => {
     const p = parseDeclared(d);
     return (
-      p.host === host && (p.port === null ? dest.port === 443 || dest.port === 80 : p.port === dest.port)
+      comparableHost(p.host) === host &&
+      (p.port === null ? dest.port === 443 || dest.port === 80 : p.port === dest.port)
     );
   });
 }
