@@ -39,7 +39,7 @@ const modernCall = (message: string) =>
 /** A whole HTTP/1.1 POST to /mcp of the listener, as bytes a raw socket writes. */
 function post(l: Listener, body: string, extra: Record<string, string> = {}): string {
   const headers: Record<string, string> = {
-    host: `127.0.0.1:${l.port}`,
+    host: new URL(l.url).host,
     accept: "application/json, text/event-stream",
     "content-type": "application/json",
     "content-length": String(Buffer.byteLength(body)),
@@ -55,11 +55,12 @@ function post(l: Listener, body: string, extra: Record<string, string> = {}): st
  * In a process of `nobody`: each request on its own connection to the listener; what came back
  * on each. `closeAtOnce`: write the request and close the socket without waiting for an answer.
  */
-function asNobody(port: number, requests: string[], closeAtOnce = false): Promise<string[]> {
+function asNobody(l: Listener, requests: string[], closeAtOnce = false): Promise<string[]> {
+  const host = new URL(l.url).hostname.replace(/^\[|\]$/g, "");
   const script = `
     const net = require("node:net");
     const ask = (text) => new Promise((resolve) => {
-      const s = net.connect(${port}, "127.0.0.1");
+      const s = net.connect(${l.port}, ${JSON.stringify(host)});
       let got = "";
       s.on("data", (c) => { got += c.toString("latin1"); if (/"jsonrpc"/.test(got)) s.end(); });
       s.on("error", () => resolve(got));
@@ -100,9 +101,10 @@ interface NoAuthListener {
   received(): string;
 }
 
-async function noAuthListener(): Promise<NoAuthListener> {
+async function noAuthListener(address = "127.0.0.1:0"): Promise<NoAuthListener> {
   const methodLog = join(tempDir("portcullis-other-user-"), "methods.jsonl");
   const l = await startListener(fixtureCommand("lenient"), {
+    address,
     args: ["--no-auth", "--approval", "none"],
     env: { FIXTURE_METHOD_LOG: methodLog },
   });
@@ -128,6 +130,7 @@ function runCount(stateDir: string): number {
 /** The user's own client: a 2026-07-28 call, answered; the only call any server received. */
 async function ownCallWorks({ l, methods, received }: NoAuthListener): Promise<void> {
   const own = await raw(l, {
+    host: new URL(l.url).hostname.replace(/^\[|\]$/g, ""),
     headers: l.headers({ "mcp-protocol-version": "2026-07-28" }),
     body: modernCall("from-the-user"),
   });
@@ -140,12 +143,12 @@ async function ownCallWorks({ l, methods, received }: NoAuthListener): Promise<v
 }
 
 describe("run --listen --no-auth and another user's process", () => {
-  it.skipIf(!ROOT_ON_LINUX)(
-    "another user's connection is closed unread: no session, no server started, no call; the gateway names the uid; the user's own client works",
-    async () => {
-      const front = await noAuthListener();
+  it.skipIf(!ROOT_ON_LINUX).each(["127.0.0.1:0", "[::1]:0"])(
+    "another user's connection is closed unread: no session, no server started, no call; the gateway names the uid; the user's own client works (--listen %s)",
+    async (address) => {
+      const front = await noAuthListener(address);
       const { l, methods } = front;
-      const answers = await asNobody(l.port, [
+      const answers = await asNobody(l, [
         post(l, initializeBody()),
         post(l, modernCall("from-nobody"), { "mcp-protocol-version": "2026-07-28" }),
       ]);
@@ -173,7 +176,7 @@ describe("run --listen --no-auth and another user's process", () => {
       let answers: string[];
       try {
         answers = await asNobody(
-          l.port,
+          l,
           [post(l, modernCall("from-nobody"), { "mcp-protocol-version": "2026-07-28" })],
           true,
         );
