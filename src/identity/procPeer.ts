@@ -65,20 +65,36 @@ function holds(pid: string, target: string): boolean {
 /**
  * Linux: the user id owning the other end of a TCP connection from this machine, as the kernel
  * lists it (readable for every user's sockets, unlike their descriptors). Null when the socket is
- * not found (not Linux, the connection already gone, more than one row).
+ * not found (not Linux, the connection already gone, more than one row). A connection the other
+ * end's listening process has not accepted yet counts too: it is listed established with no inode
+ * (no descriptor holds it yet) and its listener's uid. Left out, a server that accepts late (busy,
+ * or stopped) was "not found" when the gateway connected to it, and was sent the request, headers
+ * and all, which it read on accepting. Rows with no inode in other states are still left out: a
+ * socket in TIME_WAIT, or closed by its process and waiting for the last FIN, is listed with uid 0
+ * whoever owned it.
  */
 export function tcpPeerUid(ours: TcpEnd, theirs: TcpEnd): number | null {
   if (process.platform !== "linux") return null;
-  return tcpSocketRow(theirs, ours)?.uid ?? null;
+  return tcpSocketRow(theirs, ours, true)?.uid ?? null;
 }
 
 /** The inode of the one socket whose local end is `local` and remote end `remote`, or null. */
 function tcpSocketInode(local: TcpEnd, remote: TcpEnd): string | null {
-  return tcpSocketRow(local, remote)?.inode ?? null;
+  return tcpSocketRow(local, remote, false)?.inode ?? null;
 }
 
-/** The one socket whose local end is `local` and remote end `remote`: its inode and owner's uid. */
-function tcpSocketRow(local: TcpEnd, remote: TcpEnd): { inode: string; uid: number } | null {
+/** /proc/net/tcp's state of an established connection */
+const ESTABLISHED = "01";
+
+/**
+ * The one socket whose local end is `local` and remote end `remote`: its inode and owner's uid.
+ * `unaccepted`: also one established and not accepted yet (inode "0"), listed with its listener's uid.
+ */
+function tcpSocketRow(
+  local: TcpEnd,
+  remote: TcpEnd,
+  unaccepted: boolean,
+): { inode: string; uid: number } | null {
   const locals = new Set(procNetEnds(local));
   const remotes = new Set(procNetEnds(remote));
   if (locals.size === 0 || remotes.size === 0) return null;
@@ -89,8 +105,12 @@ function tcpSocketRow(local: TcpEnd, remote: TcpEnd): { inode: string; uid: numb
     for (const line of text.split("\n").slice(1)) {
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
       const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[9] === "0") continue;
-      if (locals.has(f[1]!.toUpperCase()) && remotes.has(f[2]!.toUpperCase())) found.set(f[9]!, Number(f[7]));
+      if (f.length < 10) continue;
+      const noInode = f[9] === "0";
+      if (noInode && !(unaccepted && f[3] === ESTABLISHED)) continue;
+      if (locals.has(f[1]!.toUpperCase()) && remotes.has(f[2]!.toUpperCase()))
+        // an unaccepted one by its row, each as its own socket (they share inode "0")
+        found.set(noInode ? `unaccepted ${table} ${f[0]}` : f[9]!, Number(f[7]));
     }
   }
   if (found.size !== 1) return null;

@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { UpstreamConnections } from "../../src/supervisor/remoteTransport.js";
+import { waitFor } from "../helpers/files.js";
 import { NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -23,7 +24,7 @@ afterEach(async () => {
 });
 
 /** An HTTP server of `nobody` on 127.0.0.1: its port, and every request it was sent. */
-async function squatter(): Promise<{ port: number; seen: () => string[] }> {
+async function squatter(): Promise<{ port: number; seen: () => string[]; proc: ChildProcess }> {
   const script = `
     require("node:http").createServer((req, res) => {
       process.stdout.write(JSON.stringify({ method: req.method, url: req.url, headers: req.headers }) + "\\n");
@@ -51,7 +52,7 @@ async function squatter(): Promise<{ port: number; seen: () => string[] }> {
     }, 10);
     p.once("exit", () => reject(new Error("the squatter exited")));
   });
-  return { port, seen: () => out.split("\n").filter((l) => l.startsWith("{")) };
+  return { port, seen: () => out.split("\n").filter((l) => l.startsWith("{")), proc: p };
 }
 
 describe("an http:// upstream whose port another user's process holds", () => {
@@ -77,6 +78,53 @@ describe("an http:// upstream whose port another user's process holds", () => {
       expect(sq.seen()).toEqual([]);
       const exit = await gw.exited;
       expect(exit.code).toBe(2);
+      expect(gw.stderr()).toMatch(
+        /cannot reach http:\/\/127\.0\.0\.1:\d+\/mcp: the process listening at 127\.0\.0\.1:\d+ is another user's \(uid 65534\); nothing was sent to it/,
+      );
+      expect(gw.stderr()).not.toContain(SECRET);
+    },
+  );
+
+  it.skipIf(!ROOT_ON_LINUX)(
+    "run --url: a squatter that has not accepted the connection yet (stopped, or busy) is known by its listener's uid; nothing is sent to it",
+    async () => {
+      const sq = await squatter();
+      // Stopped, it accepts nothing: the gateway's connections wait in its backlog, listed with no
+      // inode and the listener's uid. Before this, such a connection was "not found", taken for
+      // no other user's, and the client's initialize, header and all, was written into it.
+      sq.proc.kill("SIGSTOP");
+      let stopped = true;
+      cleanup.push(() => {
+        if (stopped) sq.proc.kill("SIGCONT");
+      });
+      const gw: RawGateway = rawGateway({
+        args: [
+          "--label",
+          "squatted-late",
+          "--approval",
+          "none",
+          "--url",
+          `http://127.0.0.1:${sq.port}/mcp`,
+          "--header",
+          `X-Api-Key: ${SECRET}`,
+        ],
+      });
+      cleanup.push(() => gw.close());
+      await Promise.race([gw.exited, gw.initialize(undefined, 10_000).catch(() => null)]);
+      const exit = await Promise.race([gw.exited, gw.close().then(() => null)]);
+      sq.proc.kill("SIGCONT");
+      stopped = false;
+      // what waited in its backlog is read now; a request of the test's own, queued after it, says
+      // when the squatter has taken all that came before
+      await fetch(`http://127.0.0.1:${sq.port}/after-the-gateway`).catch(() => null);
+      await waitFor(
+        () => sq.seen().some((l) => l.includes("/after-the-gateway")) || undefined,
+        10_000,
+        "the squatter's backlog",
+      );
+      expect(sq.seen().filter((l) => l.includes(SECRET))).toEqual([]);
+      expect(sq.seen()).toHaveLength(1);
+      expect(exit?.code).toBe(2);
       expect(gw.stderr()).toMatch(
         /cannot reach http:\/\/127\.0\.0\.1:\d+\/mcp: the process listening at 127\.0\.0\.1:\d+ is another user's \(uid 65534\); nothing was sent to it/,
       );
