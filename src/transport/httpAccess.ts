@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { BlockList, isIP, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { tcpPeerUid } from "../identity/proc.js";
+import { acceptedFromOther } from "../identity/otherUser.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
@@ -86,18 +86,11 @@ export function isThisMachine(address: string): boolean {
  * byte of the connection is: the caller closes it unread. The reason names a uid, never more.
  */
 export function unauthenticatedPeerProblem(s: Socket): string | null {
-  if (process.platform !== "linux" || typeof process.getuid !== "function") return null;
-  const own = process.getuid();
-  const uid =
-    s.localAddress && s.remoteAddress
-      ? tcpPeerUid(
-          { address: s.localAddress, port: s.localPort ?? 0 },
-          { address: s.remoteAddress, port: s.remotePort ?? 0 },
-        )
-      : null;
-  if (uid === own) return null;
-  if (uid !== null)
-    return `the connecting process is another user's (uid ${uid}), and --no-auth serves only this user's (uid ${own}) processes`;
+  const other = acceptedFromOther(s);
+  if (other === null) return null;
+  const own = process.getuid?.();
+  if ("uid" in other)
+    return `the connecting process is another user's (uid ${other.uid}), and --no-auth serves only this user's (uid ${own}) processes`;
   return `the kernel does not list the connecting process's socket as a live one of this user (uid ${own}): it closed already, or /proc/net/tcp cannot be read; --no-auth serves only connections it can tell are this user's`;
 }
 

@@ -5,12 +5,12 @@
 // proxy is for the gateway's server, which runs as the user: a connection whose other end the
 // kernel lists as another user's is closed before a byte is read. Spawning another user's
 // process (nobody, 65534) needs root, and the kernel's socket table is Linux's.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { type Server as HttpServer, createServer as httpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressProxy, type EgressRecord, startEgressProxy } from "../../src/vault/egress/proxy.js";
-import { removeDir } from "../helpers/files.js";
+import { removeDir, waitFor } from "../helpers/files.js";
 import { NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -115,6 +115,43 @@ describe("the egress proxy and another user's process", () => {
       expect(own.tunnel).toContain("through-the-tunnel");
       expect(own.get).toContain("upstream-answer");
       expect(upstreamSaw).toEqual(["GET /secret-path"]);
+    },
+  );
+
+  it.skipIf(process.platform !== "linux" || process.getuid?.() !== 0)(
+    "a request whose sender closed before the proxy accepted the connection is not read: no owner is listed for it",
+    async () => {
+      const recorded = records.length;
+      const up = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
+      // spawnSync holds this process, the proxy's, still: nobody's process connects (the kernel
+      // completes the handshake and queues the connection), writes its request, closes and exits
+      // before the proxy can accept; the proxy then takes a connection whose end has no owner listed
+      const sent = spawnSync(
+        NODE,
+        [
+          "-e",
+          `const s = require("node:net").connect(${proxy.port}, "127.0.0.1", () => s.write(${JSON.stringify(
+            `GET http://${up}/closed-before-accept HTTP/1.1\r\nHost: ${up}\r\nConnection: close\r\n\r\n`,
+          )}, () => { s.destroy(); process.stdout.write("sent"); }));`,
+        ],
+        { uid: 65534, gid: 65534, encoding: "utf8" },
+      );
+      expect(sent.stdout).toBe("sent");
+      // the proxy took it: closed unread, or read and forwarded
+      await waitFor(
+        () =>
+          /closed a connection whose process the kernel does not list/.test(warnings.join("\n")) ||
+          upstreamSaw.includes("GET /closed-before-accept") ||
+          records.length > recorded ||
+          undefined,
+        10_000,
+        "the proxy to take the connection",
+      );
+      expect(upstreamSaw).not.toContain("GET /closed-before-accept");
+      expect(records.length).toBe(recorded);
+      expect(warnings.join("\n")).toMatch(
+        /closed a connection whose process the kernel does not list as this user's/,
+      );
     },
   );
 });

@@ -4,7 +4,7 @@ import * as https from "node:https";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
-import { otherUserOf } from "../../identity/otherUser.js";
+import { acceptedFromOther } from "../../identity/otherUser.js";
 import type { Logger } from "../../util/log.js";
 import type { CredentialSpec } from "../credentials.js";
 import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED } from "./exchange.js";
@@ -451,11 +451,15 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     // 127.0.0.1:PORT, and one of another user's that named a declared host with the placeholder
     // while a call runs would have the user's credential sent with its request, the answer its
     // own. The server the proxy is for runs as the user; a connection whose other end the kernel
-    // lists as another user's is closed before a byte of it is read (Linux: identity/otherUser.ts).
-    const other = otherUserOf(s);
+    // does not list as a live socket of the user is closed before a byte of it is read (Linux:
+    // identity/otherUser.ts): another user's, or one whose process wrote its request and closed
+    // before the proxy accepted it (no owner is listed then, and its request would be acted on).
+    const other = acceptedFromOther(s);
     if (other !== null) {
       o.log.warn(
-        `egress: closed a connection from another user's process (uid ${other}): the proxy is for this gateway's server only`,
+        "uid" in other
+          ? `egress: closed a connection from another user's process (uid ${other.uid}): the proxy is for this gateway's server only`
+          : "egress: closed a connection whose process the kernel does not list as this user's (it closed already, or /proc/net/tcp cannot be read): the proxy is for this gateway's server only",
       );
       s.destroy();
       return;
