@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from "node:net";
 import { forwardingHeader } from "../util/forwarded.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import {
   allowedHosts,
   allowedOrigins,
@@ -98,13 +99,16 @@ export class HttpFront {
     // written, since one written before the request is read can be lost to the reset the close
     // sends, and the other user's process is owed nothing. The user learns why from the log.
     // With a token the token is the gate, as for a client of another machine (docs/security.md).
-    if (this.o.token === null)
+    if (this.o.token === null) {
+      // (another user's process may connect in a loop: its lines are thinned, not its refusals)
+      const refusals = new SparingWarnings((line) => this.o.log.warn(line));
       server.on("connection", (s: Socket) => {
         const problem = unauthenticatedPeerProblem(s);
         if (problem === null) return;
-        this.o.log.warn(`http: closed a connection unread: ${problem}`);
+        refusals.say(problem, `http: closed a connection unread: ${problem}`);
         s.destroy();
       });
+    }
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);

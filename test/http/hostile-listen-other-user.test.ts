@@ -165,6 +165,23 @@ describe("run --listen --no-auth and another user's process", () => {
   );
 
   it.skipIf(!ROOT_ON_LINUX)(
+    "another user's process connecting in a loop is refused every time, and the log says so once, not once a connection",
+    async () => {
+      const front = await noAuthListener();
+      const { l, methods } = front;
+      const call = post(l, modernCall("from-nobody"), { "mcp-protocol-version": "2026-07-28" });
+      const answers = await asNobody(
+        l,
+        Array.from({ length: 40 }, () => call),
+      );
+      expect(answers).toEqual(Array.from({ length: 40 }, () => ""));
+      expect(methods()).toEqual([]);
+      expect(l.stderr().match(/http: closed a connection unread/g)).toHaveLength(1);
+      await ownCallWorks(front);
+    },
+  );
+
+  it.skipIf(!ROOT_ON_LINUX)(
     "a request whose sender closed before the gateway accepted the connection is not run: its owner cannot be read",
     async () => {
       const front = await noAuthListener();

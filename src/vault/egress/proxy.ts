@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import { acceptedFromOther } from "../../identity/otherUser.js";
 import type { Logger } from "../../util/log.js";
+import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
 import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
@@ -446,6 +447,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
     tunnelUntouched(socket, head, dest);
   });
+  const refusals = new SparingWarnings((line) => o.log.warn(line));
   server.on("connection", (s: Socket) => {
     // Loopback is this machine, not this user: any local user's process can connect to
     // 127.0.0.1:PORT, and one of another user's that named a declared host with the placeholder
@@ -456,7 +458,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     // before the proxy accepted it (no owner is listed then, and its request would be acted on).
     const other = acceptedFromOther(s);
     if (other !== null) {
-      o.log.warn(
+      // (another user's process may connect in a loop: its lines are thinned, not its refusals)
+      refusals.say(
+        "uid" in other ? `uid ${other.uid}` : "unlisted",
         "uid" in other
           ? `egress: closed a connection from another user's process (uid ${other.uid}): the proxy is for this gateway's server only`
           : "egress: closed a connection whose process the kernel does not list as this user's (it closed already, or /proc/net/tcp cannot be read): the proxy is for this gateway's server only",
