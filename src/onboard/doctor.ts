@@ -224,7 +224,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       for (const s of read.servers) {
         findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
         // and no credential header written out in clear (its value stays unread and unprinted)
-        findings.push(...headerFindings(f, s.key, s.entry));
+        findings.push(...headerFindings(f, s.key, s.entry, path));
       }
     } catch (e) {
       // (the file was read: its servers may already be listed; the finding says what failed)

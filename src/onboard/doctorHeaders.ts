@@ -6,6 +6,7 @@
 // only, as the env check is (doctorLabels.ts): the value is never printed, nor compared.
 import { quotedName } from "../catalog/text.js";
 import { CONFIG_FILE } from "../config/config.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { isSecretName } from "../util/redact/names.js";
 import { hostFillsIn } from "./doctorEnv.js";
 import { entryRun } from "./doctorLabels.js";
@@ -18,8 +19,17 @@ export interface HeaderFinding {
   next: string;
 }
 
-/** The entry's headers that carry a credential written out in the host file. */
-export function headerFindings(host: HostFile, key: string, entry: Entry): HeaderFinding[] {
+/**
+ * The entry's headers that carry a credential written out in the host file. `stateDir`: the one
+ * doctor reads, whose vault the advice's `vault set` must reach (named when not the default, as
+ * every next step names it).
+ */
+export function headerFindings(
+  host: HostFile,
+  key: string,
+  entry: Entry,
+  stateDir?: string,
+): HeaderFinding[] {
   const entryName = `${host.file}: server ${quotedName(key)}`;
   const out: HeaderFinding[] = [];
   const headers = entry.headers;
@@ -34,6 +44,7 @@ export function headerFindings(host: HostFile, key: string, entry: Entry): Heade
             entry.url,
             `its "headers"`,
             `delete ${quotedName(name)} from its "headers"`,
+            stateDir,
           ),
         );
   const run = entryRun(entry);
@@ -52,6 +63,7 @@ export function headerFindings(host: HostFile, key: string, entry: Entry): Heade
             run.url,
             `a --header of the portcullis run in its "args"`,
             `remove that --header from its "args"`,
+            stateDir,
           ),
         );
     }
@@ -74,6 +86,7 @@ function finding(
   url: unknown,
   where: string,
   remove: string,
+  stateDir: string | undefined,
 ): HeaderFinding {
   // the authentication scheme's word (Bearer, Basic, Token) is no secret: kept in the format
   const words = value.trim().split(" ", 2);
@@ -85,7 +98,7 @@ function finding(
   return {
     ok: false,
     what: `${entryName} sends the header ${quotedName(name)} with its value written in ${where}, in clear: every process of this user can read it there`,
-    next: `store the value in the vault ('portcullis vault set NAME --deliver http --host ${host}'), describe the server in ${CONFIG_FILE} with "url" and "headers": {${JSON.stringify(name)}: ${JSON.stringify(secret)}} and have the entry run that label (docs/onboarding.md, "After wrap"); then ${remove}; the value has been in a file, so rotate it`,
+    next: `store the value in the vault (${quotedCommand(`vault set NAME --deliver http --host ${host}`, stateDir)}), describe the server in ${CONFIG_FILE} with "url" and "headers": {${JSON.stringify(name)}: ${JSON.stringify(secret)}} and have the entry run that label (docs/onboarding.md, "After wrap"); then ${remove}; the value has been in a file, so rotate it`,
   };
 }
 

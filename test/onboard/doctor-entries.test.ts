@@ -309,7 +309,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     }
   }, 120_000);
 
-  it("a credential header written out in a host file (the host's own headers, or run's --header): a problem by the header's name, the value never printed; one the host fills in from its environment is not", async () => {
+  it("a credential header written out in a host file (the host's own headers, or run's --header): a problem by the header's name, the value never printed, its vault set naming the state directory; one the host fills in from its environment is not", async () => {
     const u = user();
     withState(u);
     const token = "sk-live-9f8e7d6c5b4a39281706";
@@ -346,12 +346,12 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       {
         ok: false,
         what: `${mcp}: server "remote" sends the header "Authorization" with its value written in its "headers", in clear: every process of this user can read it there`,
-        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host mcp.example.com'), describe the server in portcullis.json with "url" and "headers": {"Authorization": {"secret":"NAME","format":"Bearer {}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then delete "Authorization" from its "headers"; the value has been in a file, so rotate it`,
+        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host mcp.example.com --state-dir ${u.stateDir}'), describe the server in portcullis.json with "url" and "headers": {"Authorization": {"secret":"NAME","format":"Bearer {}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then delete "Authorization" from its "headers"; the value has been in a file, so rotate it`,
       },
       {
         ok: false,
         what: `${mcp}: server "wrapped" sends the header "X-Api-Key" with its value written in a --header of the portcullis run in its "args", in clear: every process of this user can read it there`,
-        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host api.example.org:8443'), describe the server in portcullis.json with "url" and "headers": {"X-Api-Key": {"secret":"NAME","format":"{}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then remove that --header from its "args"; the value has been in a file, so rotate it`,
+        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host api.example.org:8443 --state-dir ${u.stateDir}'), describe the server in portcullis.json with "url" and "headers": {"X-Api-Key": {"secret":"NAME","format":"{}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then remove that --header from its "args"; the value has been in a file, so rotate it`,
       },
     ]);
     expect(json.code).toBe(1);
