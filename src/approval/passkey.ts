@@ -10,6 +10,7 @@ import type {
 import { ulid } from "ulid";
 import { type DecisionSigner, rawEd25519PublicKey } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { type DecisionStatement, decisionDigest } from "./decision.js";
 import { endGrants } from "./grants.js";
@@ -400,7 +401,7 @@ export function removePasskey(db: Store, stateDir: string, credentialId: string,
   // not repeated: a word given where the ID goes may be something else (a passphrase, a secret)
   if (!row && !found.ok)
     throw new PasskeyError(
-      "there is no passkey with that ID (not shown, in case it is something else typed in its place); 'portcullis passkey list' shows them",
+      `there is no passkey with that ID (not shown, in case it is something else typed in its place); ${quotedCommand("passkey list", stateDir)} shows them`,
       "not-found",
     );
   const seq = writePasskeyRemoval(

@@ -40,7 +40,7 @@ import {
   StoreError,
   writeRefused,
 } from "../store/db.js";
-import { existingStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
+import { existingStateDir, hintStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
@@ -203,7 +203,8 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
-  const id = wants === 1 ? givenId(name as "approve" | "deny" | "revoke", positionals[0]!) : "";
+  const id =
+    wants === 1 ? givenId(name as "approve" | "deny" | "revoke", positionals[0]!, v["state-dir"]) : "";
   const verbose = !!(v.verbose || v.chain);
   const forWhat = name === "approve" ? oneOf(name, "for", v.for, ["session", "call"] as const) : undefined;
   const stateDir = existingStateDir(v["state-dir"]);
@@ -302,13 +303,14 @@ const ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
  * asks for the passphrase, and `portcullis approve hunter2` is how a user who expected to give it
  * here would type it (nor is a 100 KB word written back).
  */
-function givenId(name: "approve" | "deny" | "revoke", word: string): string {
+function givenId(name: "approve" | "deny" | "revoke", word: string, stateDirFlag?: string): string {
   const what = name === "revoke" ? "GRANT" : "request ID";
-  const listed = name === "revoke" ? "portcullis grants" : "portcullis approvals";
-  if (word === "") throw new UsageError(`${name}: the ${what} given is empty; see '${listed}'.`);
+  // the list to look in, in the state directory this command was given (not the default's)
+  const listed = () => quotedCommand(name === "revoke" ? "grants" : "approvals", hintStateDir(stateDirFlag));
+  if (word === "") throw new UsageError(`${name}: the ${what} given is empty; see ${listed()}.`);
   if (!ID_SHAPE.test(word))
     throw new UsageError(
-      `${name}: the ${what} given is not one (26 letters and digits, as '${listed}' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).`,
+      `${name}: the ${what} given is not one (26 letters and digits, as ${listed()} shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).`,
     );
   return word.toUpperCase();
 }
@@ -428,7 +430,7 @@ async function decideNext(
   reason: string | undefined,
   verbose: boolean,
 ): Promise<number> {
-  const picked = nextDecidable(db);
+  const picked = nextDecidable(db, stateDir);
   if (!picked) return fail(EXIT_USAGE, "no approval request is pending.");
   const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a

@@ -9,7 +9,7 @@ import { publicRequest, renderReview, renderReviewCard } from "../approval/rende
 import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
-import { stateDirFlagFor } from "../store/stateDir.js";
+import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
@@ -29,8 +29,9 @@ export interface NextPick {
  * whose gateway is alive, as before (its decision still serves a retry, a session grant the run's
  * later calls). A request whose gateway runs an older portcullis records nothing of its calls: it
  * is never taken for one a call waits on. Null when no live gateway's request is pending.
+ * `stateDir`: the one the `approvals` its line names must look in.
  */
-export function nextDecidable(db: Store): NextPick | null {
+export function nextDecidable(db: Store, stateDir?: string): NextPick | null {
   const alive = pendingRequests(db).filter((r) => r.waiting);
   const oldest = alive[0];
   if (!oldest) return null;
@@ -40,7 +41,7 @@ export function nextDecidable(db: Store): NextPick | null {
     const n = waitedOn;
     return {
       req: alive[waitedOn]!,
-      why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending ('portcullis approvals' lists ${n === 1 ? "it" : "them"})`,
+      why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending (${quotedCommand("approvals", stateDir)} lists ${n === 1 ? "it" : "them"})`,
     };
   }
   const unknown = alive.some((r) => r.callWaiting === null);

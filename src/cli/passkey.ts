@@ -83,7 +83,7 @@ function run(args: string[], stateDir: string): number {
   if (rest.length !== wants || rest[0] === "") {
     throw new UsageError(
       wants
-        ? "passkey rm: give the passkey ID (see 'portcullis passkey list')."
+        ? `passkey rm: give the passkey ID (see ${quotedCommand("passkey list", stateDir)}).`
         : `passkey ${verb}: takes no arguments.`,
     );
   }

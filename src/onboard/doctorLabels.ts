@@ -4,7 +4,7 @@ import { UsageError } from "../cli/errors.js";
 import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
 import { secretsProblem } from "../cli/secretsStored.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
-import { EMPTY_STATE_DIR } from "../store/stateDir.js";
+import { EMPTY_STATE_DIR, quotedCommand } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import { clearArgFindings, clearCredentialFinding } from "./doctorEnv.js";
@@ -162,7 +162,7 @@ export function labelFindings(
       out.push({
         ok: false,
         what: `${entryName} runs the ${CONFIG_FILE} label ${quotedName(run.label)}, which the gateway refuses to start: ${problem.replace(/^run: /, "").replace(/\.$/, "")}`,
-        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+        next: `do as the sentence says (${quotedCommand("vault list", vault.stateDir)} shows the vault's secrets and how each may be handed out), then run doctor again`,
       });
   }
   const dir = adviceDir(entry, vault.stateDir);

@@ -41,6 +41,19 @@ export function stateDirPath(flag?: string): string {
 }
 
 /**
+ * The state directory a hint printed before the command opened its own (a usage error about an
+ * ID, say) should name: the one `flag` gives, as stateDirPath reads it; undefined when that is
+ * itself refused (an empty --state-dir), which the hint then leaves to the default.
+ */
+export function hintStateDir(flag?: string): string | undefined {
+  try {
+    return stateDirPath(flag);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What to add to a `portcullis` command line printed for a human to copy (`portcullis approve ID`)
  * so that it reaches `dir`: nothing for the default state directory, else ` --state-dir DIR`. A
  * gateway's state directory often comes from a flag its host was given (`wrap` writes one into

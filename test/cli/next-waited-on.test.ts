@@ -75,7 +75,7 @@ describe("approve --next prefers the request a call waits on now", () => {
     });
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout.split("\n")[0]).toBe(
-      `approve --next: ${waited.request} (deploy on shop), the oldest pending request a call waits on now; 1 older request no call is known to wait on is left pending ('portcullis approvals' lists it).`,
+      `approve --next: ${waited.request} (deploy on shop), the oldest pending request a call waits on now; 1 older request no call is known to wait on is left pending ('portcullis approvals --state-dir ${gw.stateDir}' lists it).`,
     );
     expect(approved.stdout).toContain(`approved ${waited.request}`);
     // the call that waited proceeds; the cancelled one's request is still pending, for a retry

@@ -23,7 +23,11 @@ describe("a name or id that names nothing", () => {
       const id = "01M8Z1VBWG8Q99D6CRYJE0396A";
       const cases: [string[], string][] = [
         [["vault", "rm", "api-stagign"], "there is no secret by that name"],
-        [["passkey", "rm", "nosuch"], "there is no passkey with that ID"],
+        [
+          ["passkey", "rm", "nosuch"],
+          // the list to look in, in this state directory (PORTCULLIS_HOME here), not the default's
+          `there is no passkey with that ID (not shown, in case it is something else typed in its place); 'portcullis passkey list --state-dir ${stateDir}' shows them`,
+        ],
         [["revoke", id], `there is no grant ${id}`],
         [["approve", id], `there is no approval request ${id}`],
         [["deny", id], `there is no approval request ${id}`],

@@ -97,7 +97,7 @@ describe("a refused argument is never printed back", () => {
 });
 
 describe("an ID that is empty or not an ID", () => {
-  it('is said to be so (an unset $ID is not a request named ""), and an ID in lower case is found', async () => {
+  it('is said to be so (an unset $ID is not a request named ""), with the list to look in for the state directory given; an ID in lower case is found', async () => {
     const stateDir = newStateDir();
     const env = passphraseEnv();
     const said = async (args: string[]) => {
@@ -106,16 +106,16 @@ describe("an ID that is empty or not an ID", () => {
       return r.stderr;
     };
     expect(await said(["approve", ""])).toBe(
-      "portcullis approve: the request ID given is empty; see 'portcullis approvals'.\n",
+      `portcullis approve: the request ID given is empty; see 'portcullis approvals --state-dir ${stateDir}'.\n`,
     );
     expect(await said(["revoke", ""])).toBe(
-      "portcullis revoke: the GRANT given is empty; see 'portcullis grants'.\n",
+      `portcullis revoke: the GRANT given is empty; see 'portcullis grants --state-dir ${stateDir}'.\n`,
     );
     expect(await said(["passkey", "rm", ""])).toBe(
-      "portcullis passkey rm: give the passkey ID (see 'portcullis passkey list').\n",
+      `portcullis passkey rm: give the passkey ID (see 'portcullis passkey list --state-dir ${stateDir}').\n`,
     );
     expect(await said(["deny", "x".repeat(100_000)])).toBe(
-      "portcullis deny: the request ID given is not one (26 letters and digits, as 'portcullis approvals' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).\n",
+      `portcullis deny: the request ID given is not one (26 letters and digits, as 'portcullis approvals --state-dir ${stateDir}' shows them; not shown, in case it is a passphrase or a secret typed in the wrong place).\n`,
     );
     // ULIDs are case-insensitive: looked up as stored
     expect(await said(["approve", "01m8z1vbwg8q99d6cryje0396a"])).toBe(

@@ -216,7 +216,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       expect(findings[i]).toEqual({
         ok: false,
         what: `${mcp}: server "${key}" runs the portcullis.json label "${key}", which the gateway refuses to start: ${sentence}`,
-        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+        next: `do as the sentence says ('portcullis vault list --state-dir ${u.stateDir}' shows the vault's secrets and how each may be handed out), then run doctor again`,
       });
     }
     expect(findings[0]!.what).toContain(

@@ -132,7 +132,7 @@ describe("doctor and host entries that run a portcullis.json label", () => {
       {
         ok: false,
         what: `${mcp}: server "weather" runs the portcullis.json label "weather", which the gateway refuses to start: ${config}: servers.weather.credentials.OTHER_KEY names the secret "not-stored", which is not in the vault of ${u.stateDir}; store it first with 'portcullis vault set not-stored --deliver env --state-dir ${u.stateDir}'`,
-        next: "do as the sentence says ('portcullis vault list' shows the vault's secrets and how each may be handed out), then run doctor again",
+        next: `do as the sentence says ('portcullis vault list --state-dir ${u.stateDir}' shows the vault's secrets and how each may be handed out), then run doctor again`,
       },
       {
         ok: false,
