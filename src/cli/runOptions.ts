@@ -118,7 +118,10 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     server = { kind: "command", command };
   } else {
     if (positionals.length !== 1) {
-      throw new UsageError("run: give a server LABEL from portcullis.json, or '-- COMMAND [ARGS...]'.");
+      // the three forms `run --help` shows: a server reached over HTTP is one too
+      throw new UsageError(
+        "run: give a server LABEL from portcullis.json, '-- COMMAND [ARGS...]', or --url URL.",
+      );
     }
     server = { kind: "label", label: labelArgument("run", positionals[0]!) };
   }

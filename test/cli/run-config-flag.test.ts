@@ -46,3 +46,15 @@ describe("run LABEL -- COMMAND", () => {
     expect(r.stderr).not.toContain("inventory-local");
   });
 });
+
+describe("run with no server", () => {
+  it("names the three ways to give one, --url among them, as run --help does", async () => {
+    for (const args of [["run"], ["run", "--label", "x"]]) {
+      const r = await runCli(args, { stateDir: newStateDir(), input: "" });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        "portcullis run: give a server LABEL from portcullis.json, '-- COMMAND [ARGS...]', or --url URL.\n",
+      );
+    }
+  });
+});
