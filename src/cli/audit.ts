@@ -47,7 +47,7 @@ import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { parse as parseArgs, shownWord } from "./args.js";
 import { missingSubcommand } from "./errors.js";
-import { keyringAdvice } from "./keyringAdvice.js";
+import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
 
@@ -160,7 +160,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof PassphraseError ||
       err instanceof CheckpointFormatError
     ) {
-      process.stderr.write(`portcullis audit: ${err.message}.${keyringAdvice(err)}\n`);
+      process.stderr.write(`portcullis audit: ${err.message}${keyringEnding(err)}\n`);
       return 2;
     }
     throw err;

@@ -89,7 +89,8 @@ export async function consoleCommand(args: string[]): Promise<number> {
   const stateDir = existingStateDir(values["state-dir"]);
   // Nothing could prove the human without a keyring: the console would be a locked door.
   if (!keyringExists(stateDir))
-    throw new UsageError(`console: ${new KeyringMissingError(stateDir).message}.`);
+    // no period: the sentence ends with the init to paste (keyringEnding)
+    throw new UsageError(`console: ${new KeyringMissingError(stateDir).message}`);
   // The printed and opened link carries the console's ticket: a browser that came by it is
   // never made to wait by anyone else's wrong passphrases (src/console/ticket.ts).
   const show = (address: ConsoleAddress, already: boolean) => {

@@ -1,5 +1,5 @@
 import { dirname } from "node:path";
-import { KeyringDamagedError } from "../keyring/keyring.js";
+import { KeyringDamagedError, KeyringMissingError } from "../keyring/keyring.js";
 import { quotedCommand } from "../store/stateDir.js";
 
 /**
@@ -10,4 +10,14 @@ import { quotedCommand } from "../store/stateDir.js";
 export function keyringAdvice(e: unknown): string {
   if (!(e instanceof KeyringDamagedError) || e.path === undefined) return "";
   return ` ${quotedCommand("doctor", dirname(e.path))} says what to do about it.`;
+}
+
+/**
+ * What follows a keyring error's message to end its sentence: a period, then the advice. Nothing
+ * after a missing keyring's, which ends with the `portcullis init` to run, last and in no quotes
+ * of the sentence's own so that it pastes whole: a period after it would be pasted too, and
+ * `--state-dir '/a b'.` names another directory, which init would set up.
+ */
+export function keyringEnding(e: unknown): string {
+  return e instanceof KeyringMissingError ? "" : `.${keyringAdvice(e)}`;
 }

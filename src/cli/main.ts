@@ -356,7 +356,7 @@ async function reportFailure(e: unknown): Promise<number> {
     }
     // its messages are written to end a sentence the caller finishes
     if (await isKeyringError(e)) {
-      write(`${(e as Error).message}.${(await import("./keyringAdvice.js")).keyringAdvice(e)}`);
+      write(`${(e as Error).message}${(await import("./keyringAdvice.js")).keyringEnding(e)}`);
       return EXIT_USAGE;
     }
     // The store failed after it was opened (locked by another process past the busy timeout,

@@ -42,7 +42,7 @@ import {
 } from "./agentRun.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
-import { keyringAdvice } from "./keyringAdvice.js";
+import { keyringEnding } from "./keyringAdvice.js";
 import { scrubAtLastResort } from "./lastResort.js";
 import type { ListenSettings } from "./listen.js";
 import { namesSecrets, secretsProblem } from "./secretsStored.js";
@@ -154,7 +154,7 @@ export async function serve(
     store.close();
     if (e instanceof KeyringMissingError) throw noKeyring(stateDir);
     // damaged, unreadable, not a file: the message names keyring.json and what is wrong
-    if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}.${keyringAdvice(e)}`);
+    if (e instanceof KeyringError) throw new UsageError(`run: ${e.message}${keyringEnding(e)}`);
     throw e;
   }
   try {

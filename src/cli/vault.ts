@@ -47,7 +47,7 @@ import {
 import { oneOf, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
-import { keyringAdvice } from "./keyringAdvice.js";
+import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readHiddenLine, readPassphrase } from "./passphrase.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
@@ -893,9 +893,7 @@ async function guarded(name: string, body: () => Promise<number>): Promise<numbe
       (e as Error).name === "WrongPassphraseError" || (e as Error).name === "KeyringTamperedError";
     if (e instanceof VaultError || e instanceof KeyringError || e instanceof PassphraseError) {
       // the message may quote a stored name that another program wrote there (the store is the user's)
-      process.stderr.write(
-        `portcullis ${name}: ${safeText(`${(e as Error).message}.${keyringAdvice(e)}`)}\n`,
-      );
+      process.stderr.write(`portcullis ${name}: ${safeText(`${(e as Error).message}${keyringEnding(e)}`)}\n`);
       return wrong ? EXIT_CHECK_FAILED : 2;
     }
     throw e;
