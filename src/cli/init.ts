@@ -17,15 +17,18 @@ import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
+/** The shortest passphrase init takes, in characters (said by --help and by the refusal). */
+const MIN_PASSPHRASE_LENGTH = 8;
+
 export const INIT_HELP = `usage: portcullis init [--state-dir DIR]
 
-Creates the keyring in the state directory: you choose a passphrase; it protects a
-random data key, the private half of the audit key pair and the private half of
-the approver key (which signs every approval and denial). Gateways seal audit
-records to the audit public key without it, and honour only decisions signed by
-the approver key pinned in the audit chain (init writes that pin). Reading the
-audit (portcullis audit sessions|activity|show) and deciding need the
-passphrase. An existing keyring is never overwritten. The state directory is
+Creates the keyring in the state directory: you choose a passphrase (at least
+${MIN_PASSPHRASE_LENGTH} characters); it protects a random data key, the private half of the audit
+key pair and the private half of the approver key (which signs every approval and
+denial). Gateways seal audit records to the audit public key without it, and
+honour only decisions signed by the approver key pinned in the audit chain (init
+writes that pin). Reading the audit (portcullis audit sessions|activity|show) and
+deciding need the passphrase. An existing keyring is never overwritten. The state directory is
 made mode 0700; an existing one others may read is made 0700 when it is empty,
 and refused (with the chmod to run) when it holds other files. init is all or nothing: when
 the store cannot be used, the pin cannot be written or init is interrupted (Ctrl-C, SIGTERM,
@@ -34,9 +37,9 @@ SIGHUP), no keyring is left behind; nor is a state directory init made (one that
 ${PASSPHRASE_HELP}
 
 Exit codes: 0 created, 2 usage or environment error (a keyring exists already,
-no terminal and no passphrase file, passphrase too short, a store that cannot be used).`;
+no terminal and no passphrase file, a passphrase under ${MIN_PASSPHRASE_LENGTH} characters, a store that
+cannot be used).`;
 
-const MIN_PASSPHRASE_LENGTH = 8;
 const INIT_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 export async function initCommand(args: string[], ctx: { stateDir: string }): Promise<number> {

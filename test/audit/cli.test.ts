@@ -108,10 +108,12 @@ describe("portcullis init", () => {
     expect((await cli(tempDir(), ["init"], withPass(empty))).stderr).toMatch(/first line .* is empty/);
   });
 
-  it("documents the passphrase file in --help, and takes no other argument", async () => {
+  it("documents the passphrase file and the passphrase's least length in --help, and takes no other argument", async () => {
     const help = await cli(tempDir(), ["init", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("PORTCULLIS_PASSPHRASE_FILE");
+    // the length the refusal above names, said before the user types one
+    expect(help.stdout).toContain("passphrase (at least\n8 characters)");
     expect(help.stdout).toMatch(/tests and CI/);
     const bad = await cli(tempDir(), ["init", "--force"]);
     expect(bad.code).toBe(2);
