@@ -132,6 +132,14 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   // found writable (below): a refusal says "nothing was written" and leaves nothing behind.
   // --dry-run writes nothing, and unwrap reads a record that is there or refuses.
   const stateDir = stateDirPath(values["state-dir"]);
+  // the state directory the entries name, in the commands wrap prints: a bare 'portcullis init'
+  // makes the default one (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no
+  // keyring still
+  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  // in the sentence's quotes, double when the directory itself needed single ones
+  const doctor = `portcullis doctor${dir}`.includes("'")
+    ? `"portcullis doctor${dir}"`
+    : `'portcullis doctor${dir}'`;
   const files = targets(positionals[0], process.cwd());
   const only = values.servers
     ?.split(",")
@@ -181,16 +189,15 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
       for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
-      // wrap leaves an entry's env as it is: a credential there stays in clear in the host file
+      // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.
+      // The doctor named reads the state directory the entries name: its advice's `vault set`
+      // must store the value in the vault their gateways read, not in the default one.
       for (const c of inClear)
         say(
-          `  ${c.server} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; 'portcullis doctor' says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
+          `  ${c.server} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
         );
     }
-    // the state directory the entries name: a bare 'portcullis init' makes the default one
-    // (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no keyring still; the
-    // command last, in no quotes of the sentence's own, so that it pastes whole
-    const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+    // the init last, in no quotes of the sentence's own, so that it pastes whole
     const init = keyringExists(stateDir) ? null : `portcullis init${dir}`;
     if (values.json) {
       // the same facts as the lines, for a script: no diff (its lines are the host file's own)

@@ -43,7 +43,7 @@ describe("portcullis wrap --json", () => {
     // the same in the lines, the value neither printed nor hinted at
     const lines = await u.cli(["wrap", "claude-code", "--dry-run", "--state-dir", other]);
     expect(lines.stdout).toContain(
-      `\n  inventory-local would keep "GITHUB_TOKEN" in its "env", in clear: every process of this user can read the host file; 'portcullis doctor' says how to move it to the vault\n`,
+      `\n  inventory-local would keep "GITHUB_TOKEN" in its "env", in clear: every process of this user can read the host file; "portcullis doctor --state-dir '${other}'" says how to move it to the vault\n`,
     );
     expect(lines.stdout).not.toContain(token.slice(4, 16));
     // a dry run: nothing written, not even the state directory
