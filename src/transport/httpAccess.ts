@@ -26,9 +26,10 @@ export function parseListenAddress(text: string): ListenAddress | string {
   if (!m) return "must be HOST:PORT, e.g. 127.0.0.1:8765 or [::1]:8765";
   const host = (m[1] ?? m[2])!;
   const port = Number(m[3]);
-  if (port > 65535) return `port ${port} is out of range (0-65535)`;
+  // each after the flag or the key's name, as the sentence's verb: "--listen has …"
+  if (port > 65535) return `has the port ${port}, out of range (0-65535)`;
   if (host !== "localhost" && isIP(host) === 0)
-    return "its host must be an IP address or localhost: a name could resolve elsewhere";
+    return "has a host that is not an IP address or localhost (a name could resolve elsewhere)";
   return { host, port, loopback: isLoopback(host) };
 }
 
