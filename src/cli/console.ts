@@ -11,6 +11,7 @@ import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
+import { listenProblem } from "../util/errno.js";
 import { stderrLogger } from "../util/log.js";
 import { parse } from "./args.js";
 import { EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
@@ -136,10 +137,13 @@ export async function consoleCommand(args: string[]): Promise<number> {
     release();
     if (e instanceof LoopbackPortsBusy)
       throw new UsageError(`console: ${e.message}; choose one with --port.`);
-    if ((e as NodeJS.ErrnoException).code === "EADDRINUSE") {
+    const code = (e as NodeJS.ErrnoException).code;
+    // A port given that cannot be listened on (taken, or below 1024 for a user without the
+    // privilege): said in words with the system's code, as run --listen says it, never a stack.
+    if (port !== 0 && typeof code === "string" && code.startsWith("E")) {
       // The console holds ::1 too (localhost may lead there): someone else on it is a refusal.
       const where = (e as { address?: string }).address === "::1" ? " on ::1 (IPv6 loopback)" : "";
-      throw new UsageError(`console: port ${port} is in use${where}; choose another with --port.`);
+      throw new UsageError(`console: --port ${port}: cannot listen there${where}: ${listenProblem(code)}.`);
     }
     throw e;
   }

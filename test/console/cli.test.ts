@@ -146,7 +146,9 @@ describe("portcullis console flags and configuration", () => {
         const port = new URL(a.url).port;
         const busy = await runCli(["console", "--no-open", "--port", port, "--state-dir", other]);
         expect(busy.code).toBe(2);
-        expect(busy.stderr).toContain(`console: port ${port} is in use`);
+        expect(busy.stderr).toContain(
+          `console: --port ${port}: cannot listen there: another program listens on that port`,
+        );
         expect(readConsoleAddress(other)).toBeNull();
         // its lock was released: a console on another port starts there
         const b = await startConsoleProcess(other);
@@ -186,7 +188,9 @@ describe("portcullis console flags and configuration", () => {
       const port = String((squatter.address() as AddressInfo).port);
       const busy = await runCli(["console", "--no-open", "--port", port, "--state-dir", stateDir]);
       expect(busy.code, busy.stderr).toBe(2);
-      expect(busy.stderr).toContain(`console: port ${port} is in use on ::1`);
+      expect(busy.stderr).toContain(
+        `console: --port ${port}: cannot listen there on ::1 (IPv6 loopback): another program`,
+      );
       expect(readConsoleAddress(stateDir)).toBeNull();
       // its 127.0.0.1 socket was let go as well: that side of the port is free again
       const v4 = await bindLoopback("127.0.0.1", Number(port));
