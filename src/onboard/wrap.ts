@@ -21,7 +21,7 @@ import { quotedName } from "../catalog/text.js";
 import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
-import { looksGenerated, redactText } from "../util/redact.js";
+import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import {
   type Entry,
@@ -611,13 +611,23 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
     } else if (!isWrapped(current)) result.dropped.push({ key, why: "it no longer runs portcullis" });
     else {
       keep[k] = e;
+      // The args to put back, as the dry run's diff shows them: a credential after its flag
+      // (`--api-key VALUE`) or a generated-looking word is not printed (stderr reaches terminals'
+      // scrollback and agents' transcripts); the backup and the record hold it, and are named.
+      // (wrap takes only args that are a list of strings)
+      const words = Array.isArray(e.original.args) ? e.original.args.map((w) => String(w)) : undefined;
+      const shown = words === undefined ? undefined : redactArgv(words);
+      const hidden = shown !== undefined && shown.some((w, i) => w !== words![i]);
       const args =
         e.original.args === undefined
           ? 'remove its "args"'
-          : `set its "args" to ${JSON.stringify(e.original.args)}`;
+          : `set its "args" to ${JSON.stringify(shown ?? e.original.args)}`;
+      const where = hidden
+        ? `; each ${JSON.stringify(REDACTED)} stands for a word that reads as a credential, not printed here: copy it from ${host.file}${BACKUP_SUFFIX}, the file before its first wrap, or from the wrap record ${path}`
+        : "";
       result.stuck.push({
         key,
-        todo: `"${key}" (${tableName(table)}) still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to ${JSON.stringify(e.original.command)} and ${args} by hand (adding any argument you meant the server to get), then run ${unwrapCommand(host.file, stateDir)} again to clear the record`,
+        todo: `"${key}" (${tableName(table)}) still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to ${JSON.stringify(e.original.command)} and ${args} by hand (adding any argument you meant the server to get${where}), then run ${unwrapCommand(host.file, stateDir)} again to clear the record`,
       });
     }
   }
