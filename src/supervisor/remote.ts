@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { reachProblem } from "../util/errno.js";
 import type { EpochReason, LinkEvents, ServerLink } from "./link.js";
 import { newGeneration, type RemoteGeneration } from "./remoteEpoch.js";
 import { type Message, SessionExchanges, type SessionOptions } from "./remoteSession.js";
@@ -60,7 +61,7 @@ export class RemoteSupervisor
     try {
       chain = await this.connections.probe();
     } catch (e) {
-      throw new LaunchError(`cannot reach ${this.o.url.href}: ${(e as Error).message}`);
+      throw new LaunchError(`cannot reach ${this.o.url.href}: ${reachProblem(e)}`);
     }
     return this.mint("launch", chain, null);
   }
@@ -179,8 +180,8 @@ export class RemoteSupervisor
           this.mint(why, chain, previous);
         },
         (e) => {
-          this.o.log.info(`${this.o.url.host} cannot be reached (${(e as Error).message}); trying again`);
-          this.becameUnreachable(`cannot reach ${this.o.url.href}: ${(e as Error).message}`);
+          this.o.log.info(`${this.o.url.host} cannot be reached (${reachProblem(e)}); trying again`);
+          this.becameUnreachable(`cannot reach ${this.o.url.href}: ${reachProblem(e)}`);
           this.reconnect(previous, reason, Math.min(delay * 2, this.o.backoff?.maxMs ?? 5_000));
         },
       );

@@ -49,6 +49,30 @@ const LISTEN_WORDS: Record<string, string> = {
 };
 
 /**
+ * Why a server reached by URL (`run --url`) could not be: the system's code in words, with the
+ * code as a suffix, as for a file or a port (`getaddrinfo ENOTFOUND example.com` asked the user to
+ * know what getaddrinfo is). Any other error (a certificate refused, a timeout) keeps its own
+ * message, which says it in words already.
+ */
+export function reachProblem(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const words = REACH_WORDS[code ?? ""];
+  if (words && code) return `${words} (${code})`;
+  return e instanceof Error ? e.message : String(e);
+}
+
+const REACH_WORDS: Record<string, string> = {
+  ENOTFOUND: "its host name does not resolve (no such name in DNS); check the URL",
+  EAI_AGAIN:
+    "its host name could not be resolved just now (DNS did not answer); check the network, then try again",
+  ECONNREFUSED: "nothing listens at its host and port; start the server, or check the URL",
+  ECONNRESET: "the connection was closed by the other side (the server, or a proxy or firewall on the way)",
+  EHOSTUNREACH: "there is no route to its host; check the network or the URL",
+  ENETUNREACH: "the network of its host cannot be reached from here; check the network or the URL",
+  ETIMEDOUT: "its host did not answer the connection in time; check the network or the URL",
+};
+
+/**
  * The first directory on the way to `file`, from the root down, that this user may not enter (no
  * search permission), with its mode; null when every one lets it in. Opening a file is refused
  * (EACCES) as much for such a directory (another user's state directory, mode 0700) as for the
