@@ -286,8 +286,19 @@ export function notStdio(e: Entry): string | null {
     return `an HTTP entry (${e.url !== undefined ? "url" : `type ${JSON.stringify(e.type)}`}), which wrap leaves alone`;
   if (e.command === undefined) return 'it has no "command" and no "url": the host cannot start it either';
   if (typeof e.command !== "string")
-    return `its "command" is ${JSON.stringify(e.command)}, not a string: the host cannot start it either`;
+    return `its "command" is ${kindOf(e.command)}, not a string: the host cannot start it either`;
   return null;
+}
+
+/**
+ * What a value is, never what it holds: a "command" written as a list (`["npx", "server",
+ * "--api-key", "…"]`) is a command line, a credential among its words, and this is printed.
+ */
+function kindOf(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "an object";
+  return typeof v === "number" ? "a number" : typeof v === "boolean" ? "true or false" : `a ${typeof v}`;
 }
 
 /**

@@ -114,18 +114,23 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     );
   });
 
-  it("an entry with no command, or a command that is not a string, is left alone saying so (not called HTTP)", async () => {
+  it("an entry with no command, or a command that is not a string, is left alone saying so (not called HTTP), never printing its value", async () => {
     const u = user();
     const file = u.files["claude-code"];
     writeFileSync(
       file,
-      '{ "mcpServers": { "num": { "command": 42 }, "none": { "args": ["x.js"] }, "web": { "url": "https://x.example/mcp" } } }\n',
+      '{ "mcpServers": { "num": { "command": 42 }, "list": { "command": ["npx", "srv", "--api-key", "Zq9x8w7v6u5t4s3r2q1p"] }, "none": { "args": ["x.js"] }, "web": { "url": "https://x.example/mcp" } } }\n',
     );
     const r = await u.cli(["wrap", "claude-code"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(
-      'left alone: num (its "command" is 42, not a string: the host cannot start it either)',
+      'left alone: num (its "command" is a number, not a string: the host cannot start it either)',
     );
+    // a command line written as a list: said to be one, its words (a credential among them) not
+    expect(r.stdout).toContain(
+      'left alone: list (its "command" is a list, not a string: the host cannot start it either)',
+    );
+    expect(r.stdout + r.stderr).not.toContain("Zq9x8w7v6u5t4s3r");
     expect(r.stdout).toContain(
       'left alone: none (it has no "command" and no "url": the host cannot start it either)',
     );
@@ -202,7 +207,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     ]);
     expect(report.findings).toContainEqual({
       ok: true,
-      what: `${u.files["claude-code"]}: "num" is not a server the host can start (its "command" is 42, not a string: the host cannot start it either)`,
+      what: `${u.files["claude-code"]}: "num" is not a server the host can start (its "command" is a number, not a string: the host cannot start it either)`,
       next: 'give it a "command" (a string) or a "url", or remove it',
     });
   });
