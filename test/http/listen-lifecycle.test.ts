@@ -104,7 +104,7 @@ describe("config listen", () => {
   it("a bad listen value is refused naming the file and the key (exit 2)", () => {
     for (const [value, why] of [
       ["localhost", /must be HOST:PORT/],
-      ["example.com:80", /must be an IP address or localhost/],
+      ["example.com:80", /has a host that is not an IP address or localhost/],
       [8080, /must be a string/],
     ] as const) {
       const dir = configDir({ command: NODE, args: [FIXTURES.echo], listen: value });
