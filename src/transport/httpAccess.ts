@@ -4,6 +4,7 @@ import { BlockList, isIP, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { acceptedFromOther } from "../identity/otherUser.js";
+import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 
 /**
@@ -203,6 +204,25 @@ function readTokenFile(file: string): string {
 }
 
 /**
+ * A token file others may read (a file written with the usual umask is 0644) or change: the token
+ * is what keeps the machine's other users out of the server (a loopback port is open to every
+ * one of them), so it is refused, as the generated one is kept 0600. The mode is the file's, not
+ * of a directory on its way (which may be shared, /tmp).
+ */
+function refuseSharedTokenFile(file: string): void {
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch {
+    return; // read a moment ago: gone since, and nothing more to tell
+  }
+  if ((mode & 0o077) === 0) return;
+  throw new TokenFileError(
+    `--listen-token-file ${file}: other users may read or change it (mode ${mode.toString(8).padStart(3, "0")}), and the token is what keeps them out of the server; make it yours alone with chmod 600 ${shellWord(file)}, then start the gateway again`,
+  );
+}
+
+/**
  * The bearer token: read from `file` when given (first line, at least 16 characters), else the
  * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
  */
@@ -218,6 +238,7 @@ export function loadToken(
       throw new TokenFileError(
         `--listen-token-file ${file}: the first line must be a token of at least 16 characters without spaces`,
       );
+    refuseSharedTokenFile(file);
     return { token, path: file };
   }
   const path = tokenPath(stateDir, label);
