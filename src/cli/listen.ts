@@ -417,11 +417,17 @@ export function listenSettings(
     };
   }
   try {
-    const { token, path } = loadToken(
-      stateDir,
-      server.label,
-      values["listen-token-file"] ?? server.listenTokenFile,
-    );
+    const flag = values["listen-token-file"];
+    // a file of the configuration's is named by its key there, as every problem of the file is
+    const { token, path } =
+      flag === undefined && server.listenTokenFile !== undefined
+        ? loadToken(
+            stateDir,
+            server.label,
+            server.listenTokenFile,
+            `listenTokenFile of "${server.label}" in ${server.configFile} (${server.listenTokenFile})`,
+          )
+        : loadToken(stateDir, server.label, flag);
     return { address, token, tokenPath: path, maxSessions, idleTimeoutMs };
   } catch (e) {
     if (e instanceof TokenFileError) throw new UsageError(`run: ${e.message}.`);

@@ -194,11 +194,11 @@ const MAX_TOKEN_FILE_BYTES = 64 * 1024;
  * A --listen-token-file's text: only a regular file of token size (readSmallFile), so a FIFO
  * does not hang the gateway's start and /dev/zero does not crash it.
  */
-function readTokenFile(file: string): string {
+function readTokenFile(file: string, named: string): string {
   try {
     return readSmallFile(file, MAX_TOKEN_FILE_BYTES, "a token file");
   } catch (e) {
-    if (e instanceof SmallFileError) throw new TokenFileError(`--listen-token-file ${file}: ${e.message}`);
+    if (e instanceof SmallFileError) throw new TokenFileError(`${named}: ${e.message}`);
     throw e;
   }
 }
@@ -209,7 +209,7 @@ function readTokenFile(file: string): string {
  * one of them), so it is refused, as the generated one is kept 0600. The mode is the file's, not
  * of a directory on its way (which may be shared, /tmp).
  */
-function refuseSharedTokenFile(file: string): void {
+function refuseSharedTokenFile(file: string, named: string): void {
   let mode: number;
   try {
     mode = statSync(file).mode & 0o777;
@@ -218,27 +218,29 @@ function refuseSharedTokenFile(file: string): void {
   }
   if ((mode & 0o077) === 0) return;
   throw new TokenFileError(
-    `--listen-token-file ${file}: other users may read or change it (mode ${mode.toString(8).padStart(3, "0")}), and the token is what keeps them out of the server; make it yours alone with chmod 600 ${shellWord(file)}, then start the gateway again`,
+    `${named}: other users may read or change it (mode ${mode.toString(8).padStart(3, "0")}), and the token is what keeps them out of the server; make it yours alone with chmod 600 ${shellWord(file)}, then start the gateway again`,
   );
 }
 
 /**
  * The bearer token: read from `file` when given (first line, at least 16 characters), else the
- * one generated for this label (32 random bytes, hex, 0600), made on first use and kept.
+ * one generated for this label (32 random bytes, hex, 0600), made on first use and kept. `named`:
+ * how a problem of the file names it, by the flag or by the configuration key it was given with.
  */
 export function loadToken(
   stateDir: string,
   label: string,
   file: string | undefined,
+  named = `--listen-token-file ${file}`,
 ): { token: string; path: string } {
   if (file !== undefined) {
-    const text = readTokenFile(file);
+    const text = readTokenFile(file, named);
     const token = text.split(/\r?\n/)[0]!.trim();
     if (token.length < 16 || /\s/.test(token))
       throw new TokenFileError(
-        `--listen-token-file ${file}: the first line must be a token of at least 16 characters without spaces`,
+        `${named}: the first line must be a token of at least 16 characters without spaces`,
       );
-    refuseSharedTokenFile(file);
+    refuseSharedTokenFile(file, named);
     return { token, path: file };
   }
   const path = tokenPath(stateDir, label);

@@ -35,4 +35,44 @@ describe("--listen-token-file that others may read or change", () => {
       expect(r.stderr).not.toContain("a-token-chosen");
     }
   });
+
+  it("given by portcullis.json, a problem of the file names the key and the configuration, not a flag the user never gave", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir();
+    const config = join(dir, "portcullis.json");
+    const [command, ...args] = fixtureCommand("echo");
+    const token = join(dir, "team.token");
+    writeFileSync(token, "a-token-chosen-by-the-user-0123456789\n", { mode: 0o644 });
+    chmodSync(token, 0o644);
+    writeFileSync(
+      config,
+      JSON.stringify({
+        servers: { echo: { command, args, listen: "127.0.0.1:0", listenTokenFile: "team.token" } },
+      }),
+    );
+    const shared = await runCli(["run", "--config", config, "echo"], {
+      stateDir,
+      input: "",
+      timeoutMs: 15_000,
+    });
+    expect(shared.code, shared.stderr).toBe(2);
+    expect(shared.stderr).toBe(
+      `portcullis run: listenTokenFile of "echo" in ${config} (${token}): other users may read or change it (mode 644), and the token is what keeps them out of the server; make it yours alone with chmod 600 ${token}, then start the gateway again.\n`,
+    );
+    writeFileSync(
+      config,
+      JSON.stringify({
+        servers: { echo: { command, args, listen: "127.0.0.1:0", listenTokenFile: "missing.token" } },
+      }),
+    );
+    const missing = await runCli(["run", "--config", config, "echo"], {
+      stateDir,
+      input: "",
+      timeoutMs: 15_000,
+    });
+    expect(missing.code, missing.stderr).toBe(2);
+    expect(missing.stderr).toBe(
+      `portcullis run: listenTokenFile of "echo" in ${config} (${join(dir, "missing.token")}): cannot read it: it does not exist; check the path (ENOENT).\n`,
+    );
+  });
 });
