@@ -53,8 +53,9 @@ options:
   --listen HOST:PORT             serve over Streamable HTTP at http://HOST:PORT/mcp instead of stdio;
                                  each HTTP session gets its own server process, agent run and
                                  egress proxy
-  --listen-token-file FILE       the bearer token clients must send (default: one generated and kept
-                                 in the state directory; 'portcullis status' shows it)
+  --listen-token-file FILE       the bearer token clients must send, on the first line of a file
+                                 only you may read (chmod 600; default: one generated and kept in
+                                 the state directory; 'portcullis status' shows it)
   --no-auth                      no bearer token (only on a loopback address; on Linux only this
                                  user's processes are served, another user's connection is closed)
   --listen-max-sessions N        sessions open at once; more are answered 503 (default 16)

@@ -75,4 +75,12 @@ describe("--listen-token-file that others may read or change", () => {
       `portcullis run: listenTokenFile of "echo" in ${config} (${join(dir, "missing.token")}): cannot read it: it does not exist; check the path (ENOENT).\n`,
     );
   });
+
+  it("run --help says the file must be the user's alone", async () => {
+    const help = await runCli(["run", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(
+      /--listen-token-file FILE +the bearer token clients must send, on the first line of a file\n +only you may read \(chmod 600;/,
+    );
+  });
 });
