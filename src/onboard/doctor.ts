@@ -21,6 +21,7 @@ import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
 import { headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
+import { entryTokenFiles, type NamedTokenFile, nearbyTokenFiles, tokenFileFindings } from "./doctorListen.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -154,6 +155,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   }
 
   const hosts: DoctorReport["hosts"] = [];
+  /** the bearer token files `run --listen` would read, from the host entries and portcullis.json */
+  const tokenFiles: NamedTokenFile[] = [];
   const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
   for (const f of foundHostFiles(cwd)) {
     // What the host file says is one question (a file the host cannot read either: the user's
@@ -225,6 +228,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
         // and no credential header written out in clear (its value stays unread and unprinted)
         findings.push(...headerFindings(f, s.key, s.entry, path));
+        tokenFiles.push(...entryTokenFiles(f, s.key, s.entry, cwd));
       }
     } catch (e) {
       // (the file was read: its servers may already be listed; the finding says what failed)
@@ -235,6 +239,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       });
     }
   }
+  findings.push(...tokenFileFindings([...tokenFiles, ...nearbyTokenFiles(cwd)]));
   const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
   return {
     stateDir: { path, why, mode: mode === null ? null : mode.toString(8) },

@@ -42,15 +42,19 @@ function runArguments(entry: Entry): string[] | null {
  * `--config`), a `command` after '--', a `url`, or `refused` with run's sentence (the gateway
  * exits 2 at every start). `bare` for an entry that does not run portcullis.
  */
-type EntryRun =
+type EntryRun = (
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
   | { kind: "command"; label: string | undefined; stateDir: string | undefined }
   | { kind: "url"; stateDir: string | undefined; url: string; headers: string[] }
-  | { kind: "help" }
-  | { kind: "refused"; why: string }
-  | { kind: "bare" };
+) & {
+  /** its --listen-token-file as written (relative to where the host starts it), and whether --no-auth is given */
+  listenTokenFile: string | undefined;
+  noAuth: boolean;
+};
 
-export function entryRun(entry: Entry): EntryRun {
+type EntryRunOrNot = EntryRun | { kind: "help" } | { kind: "refused"; why: string } | { kind: "bare" };
+
+export function entryRun(entry: Entry): EntryRunOrNot {
   const args = runArguments(entry);
   if (args === null) return { kind: "bare" };
   let read: RunArgs | "help";
@@ -63,16 +67,22 @@ export function entryRun(entry: Entry): EntryRun {
   if (read === "help") return { kind: "help" };
   // run reads the flag later, when it opens the state: refused all the same, at every start
   if (read.values["state-dir"] === "") return { kind: "refused", why: EMPTY_STATE_DIR.replace(/\.$/, "") };
+  const listen = {
+    listenTokenFile: read.values["listen-token-file"],
+    noAuth: read.values["no-auth"] === true,
+  };
   if (read.server.kind === "label")
     return {
       kind: "label",
       label: read.server.label,
       config: read.values.config,
       stateDir: read.values["state-dir"],
+      ...listen,
     };
   const stateDir = read.values["state-dir"];
-  if (read.server.kind === "command") return { kind: "command", label: read.values.label, stateDir };
-  return { kind: "url", stateDir, url: read.server.url, headers: read.values.header ?? [] };
+  if (read.server.kind === "command")
+    return { kind: "command", label: read.values.label, stateDir, ...listen };
+  return { kind: "url", stateDir, url: read.server.url, headers: read.values.header ?? [], ...listen };
 }
 
 /**
@@ -104,7 +114,7 @@ function adviceDir(entry: Entry, doctorDir: string): string | undefined {
  * the MCP documentation says "may be undefined") and has been reported to ignore an entry's
  * `cwd`, so only an absolute `--config` says which file the gateway reads.
  */
-function startDir(host: HostFile, entry: Entry, cwd: string): { dir: string; why: string } | null {
+export function startDir(host: HostFile, entry: Entry, cwd: string): { dir: string; why: string } | null {
   if (host.host === "claude-desktop") return null;
   if (typeof entry.cwd === "string") return { dir: resolve(cwd, entry.cwd), why: `the entry's "cwd"` };
   return { dir: cwd, why: "the folder doctor runs in, taken for the one the host has open" };
@@ -264,7 +274,7 @@ function clearEnvFindings(
   entry: Entry,
   cwd: string,
   vaultNames: ReadonlySet<string>,
-  run: EntryRun,
+  run: EntryRunOrNot,
   label: { name: string; file: string; config: ServerConfig; servers: Map<string, ServerConfig> } | null,
   /** the state directory its commands name (adviceDir) */
   dir: string | undefined,
