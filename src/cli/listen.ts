@@ -15,6 +15,7 @@ import { LaunchError } from "../supervisor/supervisor.js";
 import { HttpFront, type Peer } from "../transport/http.js";
 import {
   type ListenAddress,
+  listeningUrl,
   loadToken,
   parseListenAddress,
   TokenFileError,
@@ -458,8 +459,9 @@ export async function listenUntilSignal(
       `run: --listen ${settings.address.host}:${settings.address.port}: cannot listen there: ${code ? listenProblem(code) : (e as Error).message}.`,
     );
   }
-  const host = settings.address.host.includes(":") ? `[${settings.address.host}]` : settings.address.host;
-  const url = `http://${host}:${front.port}/mcp`;
+  // as the URL parser writes it, which is what a client sends in Host (`[::ffff:127.0.0.1]` is
+  // sent as `[::ffff:7f00:1]`): the line shows the URL a client will use, spelled as it will
+  const url = listeningUrl(settings.address.host, front.port);
   const info = writeListenInfo(shared.stateDir, shared.server.label, {
     url,
     pid: process.pid,

@@ -97,35 +97,83 @@ export function unauthenticatedPeerProblem(s: Socket): string | null {
 }
 
 /**
+ * One host as the WHATWG URL parser writes it, the form a client sends in `Host` (fetch() and
+ * browsers serialise the URL they were given): an IPv6 address compressed and lowercased in
+ * brackets (`[::ffff:127.0.0.1]` is sent as `[::ffff:7f00:1]`, `[0::1]` as `[::1]`), an IPv4
+ * address and a name lowercased. Only an address node reads as one (isIP: dotted-decimal IPv4,
+ * any IPv6 spelling) is rewritten; a name is compared as written (lowercased), so nothing else
+ * the URL parser would turn into this server's name (`127.1`, `0x7f.0.0.1`, `%6cocalhost`) is
+ * taken for it. `host` is bare or bracketed; null when it is neither a name nor an address.
+ */
+export function hostForm(host: string): string | null {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  const family = isIP(bare);
+  if (bare !== host && family !== 6) return null;
+  if (family === 0) return host.toLowerCase();
+  try {
+    return new URL(`http://${family === 6 ? `[${bare}]` : bare}/`).hostname;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The hosts a browser or client may name in `Host` for this address, each as `host:port` with the
- * port always written (see hostKey). On an unspecified address (0.0.0.0, ::) that is every
- * address of this machine's interfaces, since a client reaches it by one of them; never a name
- * other than localhost.
+ * host in the URL parser's form (hostForm) and the port always written (see hostKey). On an
+ * unspecified address (0.0.0.0, ::) that is every address of this machine's interfaces, since a
+ * client reaches it by one of them; never a name other than localhost. An IPv4 address is also
+ * reached as its IPv4-mapped IPv6 address (`[::ffff:127.0.0.1]`, sent as `[::ffff:7f00:1]`): the
+ * same address, so its spellings are accepted too.
  */
 export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
-  const spell = (h: string) => `${isIP(h) === 6 ? `[${h}]` : h}:${port}`.toLowerCase();
-  const out = new Set([spell(addr.host)]);
+  const out = new Set<string>();
+  const add = (h: string) => {
+    const form = hostForm(h);
+    if (form === null) return;
+    out.add(`${form}:${port}`);
+    if (isIP(h) === 4) out.add(`${hostForm(`::ffff:${h}`)}:${port}`);
+    const v4 = mappedIPv4(form);
+    if (v4 !== null) out.add(`${v4}:${port}`);
+  };
+  add(addr.host);
   const unspecified = addr.host === "0.0.0.0" || addr.host === "::";
-  if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) out.add(spell(h));
+  if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) add(h);
   if (unspecified)
     for (const list of Object.values(networkInterfaces()))
-      for (const a of list ?? []) out.add(spell(a.address.split("%")[0]!));
+      for (const a of list ?? []) add(a.address.split("%")[0]!);
   return out;
+}
+
+/** The front's URL as a client given it sends it (hostForm: `[::ffff:7f00:1]` for `[::ffff:127.0.0.1]`). */
+export function listeningUrl(host: string, port: number): string {
+  return `http://${hostForm(isIP(host) === 6 ? `[${host}]` : host) ?? host}:${port}/mcp`;
+}
+
+/**
+ * The IPv4 address an IPv4-mapped IPv6 address in hostForm's form (`[::ffff:7f00:5]`) stands for
+ * (`127.0.0.5`: a socket bound to the one takes connections to the other), else null. The URL
+ * parser reads the 32 bits as one IPv4 number (`0x7f000005`) and writes them dotted.
+ */
+function mappedIPv4(form: string): string | null {
+  const m = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(form);
+  return m ? new URL(`http://0x${m[1]!.padStart(4, "0")}${m[2]!.padStart(4, "0")}/`).hostname : null;
 }
 
 /** http's port when a `Host` or an origin names none */
 const HTTP_DEFAULT_PORT = 80;
 
 /**
- * A `Host` header as `host:port`, lowercased, the port written even when the header leaves it
- * out: clients omit the default port (`Host: 127.0.0.1` for port 80), as the URL parser does
- * for an origin. Null when it is not `host`, `host:port`, `[v6]` or `[v6]:port`.
+ * A `Host` header as `host:port`, the host in the URL parser's form (hostForm: an address in any
+ * spelling node reads, compared by value), the port written even when the header leaves it out:
+ * clients omit the default port (`Host: 127.0.0.1` for port 80), as the URL parser does for an
+ * origin. Null when it is not `host`, `host:port`, `[v6]` or `[v6]:port`.
  */
 export function hostKey(header: string): string | null {
   const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::([0-9]{1,5}))?$/.exec(header);
   if (!m) return null;
   const port = m[2] === undefined ? HTTP_DEFAULT_PORT : Number(m[2]);
-  return port > 65535 ? null : `${m[1]!.toLowerCase()}:${port}`;
+  const host = hostForm(m[1]!);
+  return port > 65535 || host === null ? null : `${host}:${port}`;
 }
 
 /**

@@ -13,7 +13,9 @@
 // The accepted set is written here by hand from those sentences; fast-check assembles Host values
 // around it: other names, trailing dots, user info, ports (other, leading zero, empty, sign,
 // out of range), IPv6 forms, IPv4 in decimal/octal/hex/short forms, percent-encoding, case,
-// whitespace, and arbitrary strings.
+// whitespace, and arbitrary strings. An address is compared by value (the WHATWG URL parser, as
+// fetch() does, sends `[::ffff:127.0.0.1]` as `[::ffff:7f00:1]`), so every spelling of the
+// listen address is accepted, and still nothing else.
 //
 // Note: on `--listen 0.0.0.0:PORT`, `Host: 0.0.0.0:PORT` is accepted (allowedHosts adds the listen
 // address as given); the doc lists "the machine's own interface addresses and localhost". Taken
@@ -81,6 +83,19 @@ const HOST_NEIGHBOURS = [
   "[2001:db8::1]",
   "[2001:DB8::1]",
   "[2001:db8:0:0:0:0:0:1]",
+  "[2001:0db8::0001]",
+  "[::FFFF:127.0.0.1]",
+  "[0:0:0:0:0:ffff:7f00:1]",
+  "[::ffff:7f00:5]",
+  "[::ffff:127.0.0.2]",
+  "[::ffff:c000:20a]",
+  "[::ffff:192.0.2.11]",
+  "[::127.0.0.1]",
+  "[64:ff9b::127.0.0.1]",
+  "[::2]",
+  "[fe80::1]",
+  "[::ffff:0.0.0.0]",
+  "[::ffff:7f00:1%25lo]",
 ];
 
 function ports(port: number): string[] {
@@ -125,16 +140,31 @@ function hostHeaders(own: string[], port: number): fc.Arbitrary<string> {
 }
 
 /**
- * The documented rule: the header is HOST or HOST:DIGITS, HOST one of `names` in any case (a
- * host name is case-insensitive) and DIGITS the port's value (leading zeros are its spelling),
- * or no port where the port is 80.
+ * The documented rule: the header is HOST or HOST:DIGITS, DIGITS the port's value (leading zeros
+ * are its spelling), or no port where the port is 80; and HOST one of `names`: a name in any case
+ * (a host name is case-insensitive), an address by value, in brackets for IPv6 (`[0::1]` is
+ * `[::1]`), an IPv4 name also as its IPv4-mapped IPv6 address (`[::ffff:127.0.0.1]`, which the URL
+ * parser sends as `[::ffff:7f00:1]`). Addresses are compared as the URL parser serialises an
+ * IPv6 literal; an IPv4 address only in dotted decimal (`127.1`, `0x7f.0.0.1` are not).
  */
 function acceptedByRule(header: string, names: string[], port: number): boolean {
   const m = /^(.*?)(?::([0-9]+))?$/s.exec(header)!;
   const host = m[1]!.toLowerCase();
   const given = m[2] === undefined ? 80 : Number(m[2]);
   if (m[2] !== undefined && m[2].length > 5) return false;
-  return given === port && names.includes(host);
+  if (given !== port) return false;
+  if (names.includes(host)) return true;
+  const v6 = /^\[([^\]]*)\]$/.exec(host)?.[1];
+  if (v6 === undefined || isIP(v6) !== 6) return false;
+  const value = (a: string) => new URL(`http://[${a}]/`).hostname;
+  const mine = names.flatMap((n) =>
+    isIP(n) === 4 ? [value(`::ffff:${n}`)] : /^\[.*\]$/.test(n) ? [value(n.slice(1, -1))] : [],
+  );
+  try {
+    return mine.includes(value(v6));
+  } catch {
+    return false; // a zone id (`%25lo`): no URL names it, so no client sends it
+  }
 }
 
 function hostsOf(address: string) {
@@ -151,6 +181,16 @@ describe("run --listen: Host names the listen address, nothing else", () => {
     { listen: "127.0.0.1:80", names: LOOPBACK_NAMES, port: 80 },
     { listen: "localhost:8765", names: LOOPBACK_NAMES, port: 8765 },
     { listen: "[::1]:8765", names: LOOPBACK_NAMES, port: 8765 },
+    // the address in another spelling than the URL parser's: the same names, by value
+    { listen: "[0:0:0:0:0:0:0:1]:8765", names: LOOPBACK_NAMES, port: 8765 },
+    { listen: "[::ffff:127.0.0.1]:8765", names: LOOPBACK_NAMES, port: 8765 },
+    // a socket bound to an IPv4-mapped address takes connections to that IPv4 address
+    {
+      listen: "[::FFFF:7F00:5]:8765",
+      names: ["[::ffff:7f00:5]", "127.0.0.5", ...LOOPBACK_NAMES],
+      port: 8765,
+    },
+    { listen: "[::ffff:192.0.2.10]:8765", names: ["192.0.2.10"], port: 8765 },
     { listen: "127.0.0.5:8765", names: ["127.0.0.5", ...LOOPBACK_NAMES], port: 8765 },
     { listen: "192.0.2.10:8765", names: ["192.0.2.10"], port: 8765 },
     { listen: "[2001:db8::1]:8765", names: ["[2001:db8::1]"], port: 8765 },
@@ -177,6 +217,37 @@ describe("run --listen: Host names the listen address, nothing else", () => {
       expect(hostOriginProblem(undefined, undefined, hosts)).not.toBeNull();
     });
   }
+});
+
+describe("run --listen: a name other than localhost is refused on every address, in any spelling of its port", () => {
+  it("whatever the listen address, a DNS name (not localhost) in Host gets a refusal", () => {
+    const listens = [
+      "127.0.0.1:8765",
+      "[::1]:8765",
+      "[0::1]:8765",
+      "[::ffff:127.0.0.1]:8765",
+      "localhost:8765",
+      "0.0.0.0:8765",
+      "[::]:8765",
+      "192.0.2.10:8765",
+    ].map(hostsOf);
+    const name = fc
+      .oneof(fc.domain(), fc.constantFrom("localhost.", "localhost.evil.example", "127.0.0.1.nip.io"))
+      .filter((n) => n.toLowerCase() !== "localhost");
+    fc.assert(
+      fc.property(
+        name,
+        fc.constantFrom("", ":8765", ":80", ":08765"),
+        fc.constantFrom(...listens),
+        (n, port, hosts) => {
+          expect(hostOriginProblem(`${n}${port}`, undefined, hosts), `${n}${port}`).toMatch(
+            /is not this server/,
+          );
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe("the console: 421 unless Host is 127.0.0.1:PORT or localhost:PORT", () => {
