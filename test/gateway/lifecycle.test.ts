@@ -398,7 +398,15 @@ describe("supervision end states", () => {
       throw new Error(`${e.message}; the gateway's stderr ends:\n${gw.stderr().slice(-4000)}`);
     };
     await waitFor(() => epochs() === 1, 30_000, "the first restart").catch(told);
-    // the second save right after the first restart came up: inside its launch window
+    // The second save right after the first restart came up: inside its launch window. Not
+    // before the new process has read its entry (its start line) though: the save truncates the
+    // file, then writes it, and a process loading it in between loads an empty module and exits,
+    // so the new code would come up by a respawn, not the restart this case is about.
+    await waitFor(
+      () => /\[revisioned\] revision=B pid=/.test(gw.stderr()),
+      30_000,
+      "the B build's start",
+    ).catch(told);
     project.rebuild("C");
     await waitFor(() => epochs() === 2, 30_000, "the second restart").catch(told);
     const served = await servedCall(gw, "a call served by the second build");
