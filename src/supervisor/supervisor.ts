@@ -108,6 +108,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
       const cur = this.current;
       if (open && cur?.alive && cur.settled === null) this.changedUnsettled.add(cur);
       this.loop.batch(open);
+      // (after the batch was reported, if it was: see onArtifacts)
+      if (!open) this.ownBatch = false;
       this.moveWindow(() => (this.stirs = Math.max(0, this.stirs + (open ? 1 : -1))));
     },
     (since) => {
@@ -123,6 +125,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    * respawn, restart or replacement under way): compared with the next one once it is up.
    */
   private missed: string[] | null = null;
+  /**
+   * The batch of changes the watcher had open when supervision paused for a server that keeps
+   * changing its files as it starts (restart): that server's own writes, which resume nothing.
+   */
+  private ownBatch = false;
   /**
    * A change that ended a pause whose report could not be made (the capture for it failed: a
    * build caught half-written): the generation that crashed and the paths. Reported against that
@@ -675,6 +682,14 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     } else if (atStart) {
       const stop = this.loop.restartedAtStart();
       if (stop) {
+        // What the watcher saw while that server was being stopped, and what the kernel queued for
+        // it before the server exited (read within this turn of the event loop), is the server's
+        // own doing: its writes as it started, or as it stopped (state saved at exit). Taken for
+        // a new build, it started the server again at once, the restart loop this pause ends.
+        await new Promise((r) => setImmediate(r));
+        if (this.stopping) return null;
+        this.missed = null;
+        this.ownBatch = this.stirs > 0;
         this.stopFor(stop);
         return null;
       }
@@ -698,6 +713,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (this.stopping) return;
     this.loop.changeSeen();
     if (this.paused !== null) {
+      if (this.ownBatch) {
+        this.ownBatch = false;
+        this.opts.log.debug(`${paths.join(", ")} changed as the server stopped: still paused`);
+        return;
+      }
       if (paths.length > 0) this.resume(paths);
       return;
     }
