@@ -293,7 +293,7 @@ function refuseDuplicateKeys(file: string, text: string): void {
   const childAt = (): string => {
     const top = stack[stack.length - 1];
     if (!top) return "";
-    if (top.keys) return top.at ? `${top.at}.${top.key}` : top.key;
+    if (top.keys) return keySegment(top.at, top.key);
     return `${top.at}[${top.index}]`;
   };
   for (let i = 0; i < text.length; i++) {
@@ -324,6 +324,18 @@ function refuseDuplicateKeys(file: string, text: string): void {
       i = end;
     }
   }
+}
+
+/**
+ * `key` added to the path `at`: a plain name (letters, digits, `_`, `$`, `-`) dotted on, as the
+ * rest of this file writes paths (`servers.inventory-local.audit`); any other key quoted in
+ * brackets, cut to 64 characters, so that a key such as `{servers` (a stray brace in the file)
+ * or one holding a dot or a line break cannot be read as a different path.
+ */
+function keySegment(at: string, key: string): string {
+  if (/^[\w$-]{1,64}$/.test(key)) return at ? `${at}.${key}` : key;
+  const shown = key.length > 64 ? `${key.slice(0, 64)}… (${key.length} characters)` : key;
+  return `${at}[${JSON.stringify(shown)}]`;
 }
 
 const NUL_REFUSED = "contains a NUL byte, which cannot be passed to a program";

@@ -275,7 +275,7 @@ function isJson(text: string): boolean {
 }
 
 const KEY_PATH =
-  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|unknown key "|"servers"|"mcpServers"|has both "servers" and "mcpServers")/;
+  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|: \["|unknown key "|"servers"|"mcpServers"|has both "servers" and "mcpServers")/;
 
 /** The invariant, for one text: a map, or a ConfigError naming the file and the key (or the position). */
 function check(text: string): void {
@@ -354,6 +354,20 @@ describe("portcullis.json: loaded, or refused with a ConfigError naming the file
       ),
       { numRuns: 40 },
     );
+  });
+
+  it("a key written twice under a key that is no plain name is named by a path that cannot be misread", () => {
+    // found by the text-damage property: a `{` typed into "servers" made the top-level key
+    // `{servers`, and the path read `{servers.inventory-local.audit`
+    writeFileSync(
+      FILE,
+      '{"{servers": {"inventory-local": {"audit": {"arguments": "digest",\n"arguments": "full"}}}}',
+    );
+    expect(() => loadConfigFile(FILE)).toThrow(
+      `${FILE}: ["{servers"].inventory-local.audit has the key "arguments" twice (lines 1 and 2); only the last would be read, so remove one.`,
+    );
+    writeFileSync(FILE, `{"servers": {"a.b\\nc": {"x": 1,\n"x": 2}}}`);
+    expect(() => loadConfigFile(FILE)).toThrow(`${FILE}: servers["a.b\\nc"] has the key "x" twice`);
   });
 
   it("a key written twice anywhere is refused naming the object and both lines", () => {
