@@ -2,7 +2,7 @@
 // containers often are) a test runs its CLI child as `nobody` instead, after giving that user its
 // directories; it is skipped only where that user cannot run the built CLI (a checkout it cannot
 // read).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chownSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CLI, NODE } from "./paths.js";
@@ -12,7 +12,39 @@ export interface Unprivileged {
   spawn: { uid?: number; gid?: number };
 }
 
-const NOBODY = 65534;
+export const NOBODY = 65534;
+
+/** Where a test can start another user's process (root) and read whose a socket is (Linux's table). */
+export const ROOT_ON_LINUX = process.platform === "linux" && process.getuid?.() === 0;
+
+/**
+ * What a Node script run as `uid` (null: this process's user) writes on its stdout, read as
+ * JSON once it exits: another user's process, for the tests that attack what listens on loopback.
+ */
+export function scriptOutputAs<T>(uid: number | null, script: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(NODE, ["-e", script], {
+      ...(uid === null ? {} : { uid, gid: uid }),
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    p.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    p.on("error", reject);
+    p.on("exit", () => {
+      try {
+        resolve(JSON.parse(out) as T);
+      } catch (e) {
+        reject(
+          new Error(
+            `no answer from the process of uid ${uid ?? "(this one)"}: ${JSON.stringify(out)} (${(e as Error).message})`,
+          ),
+        );
+      }
+    });
+  });
+}
 
 /**
  * A user whom file modes bind, owning `dirs` (recursively) when it is another user than this

@@ -4,18 +4,15 @@
 // and closes, unread, one whose other end is not listed as a live socket of its own user: another
 // user's, or one that wrote its request and closed before the front accepted it (nobody left to
 // check). Spawning another user's process (nobody, 65534) needs root, and the table is Linux's.
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { fixtureCommand, NODE } from "../helpers/paths.js";
+import { NOBODY, ROOT_ON_LINUX, scriptOutputAs } from "../helpers/otherUser.js";
+import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 import { initializeBody, raw } from "./raw.js";
-
-const ROOT_ON_LINUX = process.platform === "linux" && process.getuid?.() === 0;
-const NOBODY = 65534;
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -74,23 +71,7 @@ function asNobody(l: Listener, requests: string[], closeAtOnce = false): Promise
       process.stdout.write(JSON.stringify(out));
     })();
   `;
-  return new Promise((resolve, reject) => {
-    const p = spawn(NODE, ["-e", script], { uid: NOBODY, gid: NOBODY, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    p.stdout.on("data", (c: Buffer) => {
-      out += c.toString();
-    });
-    p.on("error", reject);
-    p.on("exit", () => {
-      try {
-        resolve(JSON.parse(out));
-      } catch (e) {
-        reject(
-          new Error(`no answer from nobody's process: ${JSON.stringify(out)} (${(e as Error).message})`),
-        );
-      }
-    });
-  });
+  return scriptOutputAs<string[]>(NOBODY, script);
 }
 
 interface NoAuthListener {

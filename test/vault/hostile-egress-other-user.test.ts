@@ -5,12 +5,13 @@
 // proxy is for the gateway's server, which runs as the user: a connection whose other end the
 // kernel lists as another user's is closed before a byte is read. Spawning another user's
 // process (nobody, 65534) needs root, and the kernel's socket table is Linux's.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { type Server as HttpServer, createServer as httpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressProxy, type EgressRecord, startEgressProxy } from "../../src/vault/egress/proxy.js";
 import { removeDir, waitFor } from "../helpers/files.js";
+import { NOBODY, ROOT_ON_LINUX, scriptOutputAs } from "../helpers/otherUser.js";
 import { NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -77,31 +78,14 @@ function tryProxy(uid: number | null): Promise<{ tunnel: string; get: string }> 
       process.stdout.write(JSON.stringify({ tunnel, get }));
     })();
   `;
-  return new Promise((resolve, reject) => {
-    const p = spawn(NODE, ["-e", script], {
-      ...(uid === null ? {} : { uid, gid: uid }),
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    p.stdout.on("data", (c: Buffer) => {
-      out += c.toString();
-    });
-    p.on("error", reject);
-    p.on("exit", () => {
-      try {
-        resolve(JSON.parse(out));
-      } catch (e) {
-        reject(new Error(`no answer from the process: ${JSON.stringify(out)} (${(e as Error).message})`));
-      }
-    });
-  });
+  return scriptOutputAs(uid, script);
 }
 
 describe("the egress proxy and another user's process", () => {
-  it.skipIf(process.platform !== "linux" || process.getuid?.() !== 0)(
+  it.skipIf(!ROOT_ON_LINUX)(
     "another user's connection is closed unread: no tunnel, nothing forwarded; the user's own still works",
     async () => {
-      const nobody = await tryProxy(65534);
+      const nobody = await tryProxy(NOBODY);
       expect(nobody.tunnel).not.toMatch(/200 Connection Established/);
       expect(nobody.tunnel).not.toContain("through-the-tunnel");
       expect(nobody.get).toBe("");
@@ -118,7 +102,7 @@ describe("the egress proxy and another user's process", () => {
     },
   );
 
-  it.skipIf(process.platform !== "linux" || process.getuid?.() !== 0)(
+  it.skipIf(!ROOT_ON_LINUX)(
     "a request whose sender closed before the proxy accepted the connection is not read: no owner is listed for it",
     async () => {
       const recorded = records.length;
@@ -134,7 +118,7 @@ describe("the egress proxy and another user's process", () => {
             `GET http://${up}/closed-before-accept HTTP/1.1\r\nHost: ${up}\r\nConnection: close\r\n\r\n`,
           )}, () => { s.destroy(); process.stdout.write("sent"); }));`,
         ],
-        { uid: 65534, gid: 65534, encoding: "utf8" },
+        { uid: NOBODY, gid: NOBODY, encoding: "utf8" },
       );
       expect(sent.stdout).toBe("sent");
       // the proxy took it: closed unread, or read and forwarded
