@@ -20,6 +20,7 @@ import { REFUSAL_CODES } from "../guard/refusals.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
 import { sameJson } from "../util/canonical.js";
+import { counted } from "../util/counted.js";
 import { cutText } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
 import type { DrillServer } from "./drillServer.js";
@@ -184,7 +185,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     const names = listed.tools.map((t) => t.name);
     if (o.tool && !names.includes(o.tool))
       throw new Error(`the server lists no tool "${o.tool}" (it lists ${names.join(", ")})`);
-    pass(`${names.length} tools: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`);
+    pass(`${counted(names.length, "tool")}${toolList(names)}`);
 
     const schemaA = listed.tools.find((t) => t.name === o.tool)?.inputSchema;
     /**
@@ -426,6 +427,12 @@ async function requestOrAnswer(
 }
 
 /** A refusal as the gateway gave it: code, name, sentence and what to do. */
+/** Step 2's list after the count: ": a, b, …" (the first 12), nothing when the server lists none. */
+function toolList(names: string[]): string {
+  if (names.length === 0) return "";
+  return `: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`;
+}
+
 function refusalText(e: { code?: number; message?: string; data?: unknown }): string {
   const data = (typeof e.data === "object" && e.data !== null ? e.data : {}) as {
     error?: unknown;
