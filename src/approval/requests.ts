@@ -19,6 +19,7 @@ import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "./hiddenArguments.js";
 import { passkeyCounterUsed } from "./passkeyRows.js";
+import { perCallOnlyReason } from "./perCallOnly.js";
 import { getRun } from "./runs.js";
 import { epochMovedOn } from "./serverEpoch.js";
 
@@ -536,10 +537,7 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
     );
   }
   if (decision.approve && decision.for === "session" && req.mode === "per-call") {
-    throw new DecisionError(
-      `tool ${req.tool} of ${req.serverLabel} needs a human decision for every call; approve it with --for call`,
-      "not-allowed",
-    );
+    throw new DecisionError(perCallOnlyReason(req), "not-allowed");
   }
   // A one-call approval signs the real arguments: not over a review that hid part of one.
   if (decision.approve && decision.for === "call") {

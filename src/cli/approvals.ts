@@ -4,6 +4,7 @@ import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
+import { perCallOnlyReason } from "../approval/perCallOnly.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import {
   argumentsNotShownWhole,
@@ -439,6 +440,10 @@ async function decideNext(
     throw new UsageError(
       `approve --next: there is no terminal to ask on; give --for session|call, or use ${quotedCommand("deny --next", stateDir)}.`,
     );
+  // --for session of a per-call tool's request: refused as 'approve ID --for session' refuses it,
+  // before the review (a script would get a review on stdout for a command that failed)
+  if (choice === "session" && req.mode === "per-call")
+    throw new UsageError(`approve --next: ${PER_CALL_ONLY(req)}`);
   // the choice is asked on the terminal when none was given, and the passphrase too without a file
   // which request, and why that one: the oldest a call waits on is not always the oldest listed
   const verb = choice === "deny" ? "deny" : "approve";
@@ -454,6 +459,10 @@ async function decideNext(
   if (decided.choice === "deny") return deny(db, stateDir, req.request, decided.reason, verbose, true);
   return approve(db, stateDir, req.request, decided.choice, verbose, req);
 }
+
+/** The refusal of --for session for a per-call tool's request, as every decision path says it. */
+const PER_CALL_ONLY = (req: ApprovalRequest) =>
+  `${perCallOnlyReason(req)} (--for call); nothing was approved.`;
 
 async function approve(
   db: Store,
@@ -476,10 +485,7 @@ async function approve(
     );
   const scope = forWhat ?? (req.mode === "per-call" ? "call" : "session");
   if (scope === "session" && req.mode === "per-call") {
-    throw new DecisionError(
-      `tool ${displayName(req.tool)} of ${safeText(req.serverLabel)} needs a human decision for every call; approve it with --for call`,
-      "not-allowed",
-    );
+    throw new UsageError(`approve: ${PER_CALL_ONLY(req)}`);
   }
   if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase());
   // A one-call approval signs the digest of exactly these arguments: not over a review that cut

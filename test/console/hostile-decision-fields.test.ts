@@ -61,7 +61,10 @@ describe("decision fields the page did not offer", () => {
         { Cookie: s.cookie },
       );
       expect(session.status).toBe(409);
-      expect(session.body).toContain("needs a human decision for every call");
+      // the sentence every decision path gives (src/approval/perCallOnly.ts), without the CLI's flag
+      expect(session.body).toContain(
+        "tool deploy of shop needs a human decision for every call: it can be approved for this one call only.",
+      );
       expect(stateOf(stateDir, ra.request)).toBe("pending");
 
       const otherReview = await post(
