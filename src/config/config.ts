@@ -2,13 +2,13 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { fileProblem } from "../util/errno.js";
-import { nearestName } from "../util/nearest.js";
 import { setOwn } from "../util/setOwn.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
 import { jsonSyntaxProblem } from "./jsonSyntax.js";
 import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
+import { refuseUnknownKeys } from "./unknownKeys.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
 /**
@@ -131,6 +131,9 @@ function isObject(v: unknown): v is Json {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** The keys of a configuration file's top level. */
+const TOP_LEVEL_KEYS = ["servers", "mcpServers", "console", "$schema"];
+
 export const SERVER_KEYS: ReadonlySet<string> = new Set([
   "command",
   "args",
@@ -181,9 +184,11 @@ export function parseConsoleSection(file: string, block: unknown): { proofWindow
   if (block === undefined) return {};
   if (!isObject(block)) throw new ConfigError(`${file}: console must be an object.`);
   const out: { proofWindow?: number } = {};
+  refuseUnknownKeys(block, ["proofWindow"], "console", (path, what) => {
+    throw new ConfigError(`${file}: ${path} ${what}.`);
+  });
   for (const [k, v] of Object.entries(block)) {
-    if (k !== "proofWindow")
-      throw new ConfigError(`${file}: console.${k} is not a key (expected "proofWindow").`);
+    if (k !== "proofWindow") continue;
     const problem = proofWindowProblem(v);
     if (problem) throw new ConfigError(`${file}: console.proofWindow ${problem}.`);
     out.proofWindow = v as number;
@@ -238,11 +243,9 @@ export function readConfigDocument(file: string): unknown {
  */
 export function checkTopLevel(file: string, doc: unknown): asserts doc is Record<string, unknown> {
   if (!isObject(doc)) throw new ConfigError(`${file}: the top level must be an object with a "servers" key.`);
-  for (const key of Object.keys(doc)) {
-    if (key !== "servers" && key !== "mcpServers" && key !== "$schema" && key !== "console") {
-      throw new ConfigError(`${file}: unknown key "${key}" (expected "servers" or its alias "mcpServers").`);
-    }
-  }
+  refuseUnknownKeys(doc, TOP_LEVEL_KEYS, "", (path, what) => {
+    throw new ConfigError(`${file}: ${path} ${what}.`);
+  });
   // Only `portcullis console` uses it, but every command that loads the file checks it: a typo
   // there must not pass `run` silently and surface the day the console is opened.
   parseConsoleSection(file, doc.console);
@@ -340,21 +343,16 @@ function keySegment(at: string, key: string): string {
 
 const NUL_REFUSED = "contains a NUL byte, which cannot be passed to a program";
 
-/** "is not a known key", with the key it most likely meant (`onchange` → `onChange`). */
-function unknownKey(k: string, known: Iterable<string>): string {
-  const near = nearestName(k, known);
-  return near ? `is not a known key (did you mean ${near}?)` : "is not a known key";
-}
-
 function parseServer(file: string, at: string, label: string, raw: unknown, base: string): ServerConfig {
   const fail = (k: string, what: string): never => {
-    throw new ConfigError(`${file}: ${at}${k ? `.${k}` : ""} ${what}.`);
+    // a key shown in brackets (keyPath: not an identifier) follows the path without a dot
+    throw new ConfigError(`${file}: ${at}${k && !k.startsWith("[") ? `.${k}` : k} ${what}.`);
   };
   if (!isObject(raw)) return fail("", "must be an object");
   if (!LABEL_PATTERN.test(label)) {
     fail("", `is not a valid label (${LABEL_RULE})`);
   }
-  for (const k of Object.keys(raw)) if (!SERVER_KEYS.has(k)) fail(k, unknownKey(k, SERVER_KEYS));
+  refuseUnknownKeys(raw, [...SERVER_KEYS], "", fail);
   let remote: RemoteConfig | undefined;
   if (raw.url !== undefined) {
     if (raw.command !== undefined)
@@ -417,7 +415,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   if (raw.identity !== undefined) {
     if (!isObject(raw.identity)) fail("identity", "must be an object");
     const id = raw.identity as Json;
-    for (const k of Object.keys(id)) if (k !== "include") fail(`identity.${k}`, "is not a known key");
+    refuseUnknownKeys(id, ["include"], "identity", fail);
     if (id.include !== undefined) {
       if (!Array.isArray(id.include) || id.include.some((x) => typeof x !== "string")) {
         fail("identity.include", "must be an array of glob strings");
@@ -441,8 +439,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   if (raw.approval !== undefined) {
     if (!isObject(raw.approval)) fail("approval", "must be an object");
     const ap = raw.approval as Json;
-    for (const k of Object.keys(ap))
-      if (k !== "default" && k !== "tools" && k !== "resources") fail(`approval.${k}`, "is not a known key");
+    refuseUnknownKeys(ap, ["default", "tools", "resources"], "approval", fail);
     if (ap.resources !== undefined) {
       if (!APPROVAL_MODES.includes(ap.resources as ApprovalMode)) {
         fail("approval.resources", `must be one of ${APPROVAL_MODES.join(", ")}`);
@@ -469,7 +466,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   if (raw.audit !== undefined) {
     if (!isObject(raw.audit)) fail("audit", "must be an object");
     const au = raw.audit as Json;
-    for (const k of Object.keys(au)) if (k !== "arguments") fail(`audit.${k}`, "is not a known key");
+    refuseUnknownKeys(au, ["arguments"], "audit", fail);
     if (au.arguments !== undefined) {
       if (!AUDIT_ARGUMENTS.includes(au.arguments as AuditArguments)) {
         fail("audit.arguments", `must be one of ${AUDIT_ARGUMENTS.join(", ")}`);
@@ -545,7 +542,7 @@ function parseTools(
     const at = `tools.${tool}`;
     if (!isObject(settings)) fail(at, 'must be an object such as {"credentials": ["scope"]}');
     const t = settings as Json;
-    for (const k of Object.keys(t)) if (k !== "credentials") fail(`${at}.${k}`, "is not a known key");
+    refuseUnknownKeys(t, ["credentials"], at, fail);
     if (t.credentials === undefined) {
       setOwn(out, tool, {});
       continue;

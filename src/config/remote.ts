@@ -2,6 +2,7 @@ import { isIP } from "node:net";
 import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
 import { isLoopback } from "../transport/httpAccess.js";
 import { isSecretQueryParameter } from "../util/redact.js";
+import { refuseUnknownKeys } from "./unknownKeys.js";
 
 /**
  * A server reached over Streamable HTTP (`run --url`, config `url`): where it is and which
@@ -87,8 +88,7 @@ export function parseHeaders(raw: unknown, fail: (key: string, what: string) => 
     if (typeof v !== "object" || v === null || Array.isArray(v))
       fail(at, 'must be a string or {"secret": NAME, "format": "… {} …"}');
     const o = v as Record<string, unknown>;
-    for (const k of Object.keys(o))
-      if (k !== "secret" && k !== "format") fail(`${at}.${k}`, "is not a known key");
+    refuseUnknownKeys(o, ["secret", "format"], at, fail);
     if (typeof o.secret !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(o.secret))
       fail(`${at}.secret`, "must name a secret (letters, digits, '.', '_', '-')");
     const format = o.format ?? "{}";

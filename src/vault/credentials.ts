@@ -4,6 +4,7 @@
  *   "ENV": {"secret": "scope", "deliver": "env"|"http", "hosts": ["host:port", …]}
  * The secret name is the credential scope that grants, reviews and audit records name.
  */
+import { refuseUnknownKeys } from "../config/unknownKeys.js";
 import { declaredHost } from "./egress/hosts.js";
 
 export type Delivery = "env" | "http";
@@ -38,8 +39,7 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
     if (typeof v !== "object" || v === null || Array.isArray(v))
       fail(at, 'must be a secret name or an object {"secret", "deliver", "hosts"}');
     const o = v as Record<string, unknown>;
-    for (const k of Object.keys(o))
-      if (k !== "secret" && k !== "deliver" && k !== "hosts") fail(`${at}.${k}`, "is not a known key");
+    refuseUnknownKeys(o, ["secret", "deliver", "hosts"], at, fail);
     if (typeof o.secret !== "string" || !SCOPE.test(o.secret))
       fail(`${at}.secret`, "must name a secret (letters, digits, '.', '_', '-')");
     const deliver = o.deliver ?? "http";

@@ -48,7 +48,7 @@ describe("portcullis console flags and configuration", () => {
       writeFileSync(config, JSON.stringify({ servers: {}, console: { proofWindw: 5 } }));
       const typo = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
       expect(typo.code).toBe(2);
-      expect(typo.stderr).toContain("console.proofWindw is not a key");
+      expect(typo.stderr).toContain("console.proofWindw is not a known key (did you mean proofWindow?).");
       // read as run reads it: a key written twice is refused, not taken as the last (here 0,
       // which would ask at every decision); a byte order mark is skipped
       writeFileSync(config, '{"servers": {},\n"console": {"proofWindow": 600,\n"proofWindow": 0}}');
@@ -70,7 +70,9 @@ describe("portcullis console flags and configuration", () => {
       );
       const misspelt = await runCli(["run", "x", "--state-dir", stateDir], { cwd });
       expect(misspelt.code, misspelt.stderr).toBe(2);
-      expect(misspelt.stderr).toContain(`${config}: console.proofWindw is not a key`);
+      expect(misspelt.stderr).toContain(
+        `${config}: console.proofWindw is not a known key (did you mean proofWindow?).`,
+      );
       writeFileSync(
         config,
         JSON.stringify({
@@ -89,7 +91,7 @@ describe("portcullis console flags and configuration", () => {
       );
       const run = await runCli(["run", "nope", "--state-dir", stateDir], { cwd });
       expect(run.stderr).toMatch(/no server by that label .*; known: x\./);
-      expect(run.stderr).not.toMatch(/unknown key "console"/);
+      expect(run.stderr).not.toMatch(/console is not a known key/);
       expect(readConsoleAddress(stateDir)).toBeNull();
     } finally {
       removeDir(cwd);
@@ -109,13 +111,16 @@ describe("portcullis console flags and configuration", () => {
         ['{"servers": {}, "console": {"proofWindow": 60,}}', `${config}: not valid JSON (line 1, column 46`],
         [
           JSON.stringify({ servers: {}, console: { proofWindw: 5 } }),
-          `${config}: console.proofWindw is not a key`,
+          `${config}: console.proofWindw is not a known key (did you mean proofWindow?).`,
         ],
         [
           JSON.stringify({ servers: {}, console: { proofWindow: -5 } }),
           `${config}: console.proofWindow must be a whole number of seconds`,
         ],
-        [JSON.stringify({ servers: {}, consol: { proofWindow: 5 } }), `${config}: unknown key "consol"`],
+        [
+          JSON.stringify({ servers: {}, consol: { proofWindow: 5 } }),
+          `${config}: consol is not a known key (did you mean console?).`,
+        ],
         ["[]", `${config}: the top level must be an object`],
       ];
       for (const [text, said] of cases) {

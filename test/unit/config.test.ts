@@ -56,7 +56,10 @@ describe("portcullis.json", () => {
       { servers: { a: { command: "x", audit: { arguments: "all" } } } },
       "servers.a.audit.arguments must be one of",
     ],
-    [{ servers: {}, extra: true }, 'unknown key "extra"'],
+    [
+      { servers: {}, extra: true },
+      "extra is not a known key (the keys here: servers, mcpServers, console, $schema).",
+    ],
     [{ servers: {}, mcpServers: {} }, "both"],
     ["{ not json", "not valid JSON"],
   ])("names the file and the key: %j", (doc, expected) => {
@@ -115,7 +118,7 @@ describe("portcullis.json", () => {
       /servers\.a\.onchange is not a known key \(did you mean onChange\?\)\.$/,
     );
     expect(() => loadConfigFile(write({ servers: { a: { command: "x", zzzzzz: 1 } } }))).toThrow(
-      /servers\.a\.zzzzzz is not a known key\.$/,
+      /servers\.a\.zzzzzz is not a known key \(the keys here: command, args, cwd, .*, headers\)\.$/,
     );
   });
 
