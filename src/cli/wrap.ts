@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { quotedName, safeText } from "../catalog/text.js";
 import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
@@ -70,7 +71,22 @@ const UNWRAP_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-function targets(arg: string | undefined, cwd: string): HostFile[] {
+/**
+ * Whether a word that names no host and no file is plainly a path the user meant (so the sentence
+ * may name it): one that starts as a path does or ends as a host file does. A word that merely
+ * holds a '/' is not enough: base64 secrets hold them (an AWS secret key), and a word that names
+ * nothing is never repeated in case it is a secret typed in the wrong place. Nor is a word the
+ * redaction would hide.
+ */
+function plainlyAPath(arg: string): boolean {
+  const shaped = /^(\/|\.\.?\/|~\/)/.test(arg) || /\.(json|jsonc|toml)$/i.test(arg);
+  return shaped && redactText(arg) === arg;
+}
+
+/** What wrap and unwrap take, for a sentence that refuses the argument given. */
+const TAKES = `a host (${HOSTS.join(", ")}) or the path of an existing host file (such as .mcp.json, .vscode/mcp.json or ~/.codex/config.toml)`;
+
+function targets(name: "wrap" | "unwrap", arg: string | undefined, cwd: string): HostFile[] {
   if (arg === undefined || (HOSTS as readonly string[]).includes(arg)) {
     const files = hostFiles((arg ?? "claude-code") as HostName, cwd).filter((f) => existsSync(f.file));
     if (files.length === 0)
@@ -84,10 +100,14 @@ function targets(arg: string | undefined, cwd: string): HostFile[] {
       );
     return files;
   }
-  if (!existsSync(arg))
+  if (!existsSync(arg)) {
+    const written = name === "wrap" ? "; nothing was written" : "; nothing was restored";
+    if (plainlyAPath(arg))
+      throw new UsageError(`${name}: ${resolve(cwd, arg)} does not exist; ${name} takes ${TAKES}${written}.`);
     throw new UsageError(
-      `the argument given is neither a host (${HOSTS.join(", ")}) nor an existing file (it is not repeated, in case it is a secret typed in the wrong place).`,
+      `${name}: the argument given is neither a host nor an existing file (it is not repeated, in case it is a secret typed in the wrong place); ${name} takes ${TAKES}${written}.`,
     );
+  }
   return [hostFileFromPath(arg)];
 }
 
@@ -140,7 +160,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   const doctor = `portcullis doctor${dir}`.includes("'")
     ? `"portcullis doctor${dir}"`
     : `'portcullis doctor${dir}'`;
-  const files = targets(positionals[0], process.cwd());
+  const files = targets(name, positionals[0], process.cwd());
   const only = values.servers
     ?.split(",")
     .map((s) => s.trim())
