@@ -8,6 +8,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner } from "../approval/index.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { openStore, type Store } from "../store/db.js";
+import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { createCa, mintLeaf } from "../vault/egress/certs.js";
 import { text, waitFor } from "./observe.js";
 
@@ -27,12 +28,17 @@ const DECIDED_BY = "demo (same code path as 'portcullis approve')";
 export interface CredentialStoryContext {
   root: string;
   stateDir: string;
+  /** whether the state directory outlives the demo (--keep): a command it prints can then be run */
+  keep: boolean;
   passphrase: string;
   out: (line: string) => void;
 }
 
 export async function credentialStory(c: CredentialStoryContext): Promise<void> {
   const note = (s: string) => c.out(`   ${s}`);
+  // every command shown names the demo's state directory, as it was run there: typed as shown
+  // without it, it would act on the user's own state directory instead
+  const here = stateDirFlagFor(c.stateDir);
   c.out("\n── 8. A credential the server never holds");
   const key = `demo-inventory-key-${Math.random().toString(36).slice(2, 10)}`;
   const api = await inventoryApi(c.root);
@@ -51,10 +57,12 @@ export async function credentialStory(c: CredentialStoryContext): Promise<void> 
   let client: Client | null = null;
   let db: Store | null = null;
   try {
-    note(`$ portcullis vault set ${SCOPE} --host ${api.host}   (the key typed once, sealed in the store)`);
+    note(
+      `$ portcullis vault set ${SCOPE} --host ${api.host}${here}   (the key typed once, sealed in the store)`,
+    );
     for (const l of portcullis(["vault", "set", SCOPE, "--from-stdin", "--host", api.host], key).split("\n"))
       note(`  ${l}`);
-    note(`$ portcullis unlock --for 10m`);
+    note(`$ portcullis unlock --for 10m${here}`);
     note(`  ${portcullis(["unlock", "--for", "10m"])}`);
 
     const dir = join(c.root, "inventory-api");
@@ -131,7 +139,9 @@ export async function credentialStory(c: CredentialStoryContext): Promise<void> 
     note(`sync_stock before anyone approved revision B → refused ${stale?.code} ${stale?.data?.error ?? ""}`);
     note(`since the rebuild the API received: ${api.describe(key, mark)}`);
     note(
-      "nothing was released to code no human approved; 'portcullis egress' lists every destination per epoch",
+      c.keep
+        ? `nothing was released to code no human approved; ${quotedCommand("egress", c.stateDir)} lists every destination per epoch`
+        : "nothing was released to code no human approved; 'portcullis egress' lists every destination per epoch (this demo's state directory is removed as it ends: 'portcullis demo --keep' keeps it to read)",
     );
   } finally {
     await client?.close().catch(() => {});

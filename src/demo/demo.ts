@@ -14,7 +14,7 @@ import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { throwawayStateDirRefusal } from "../store/stateDir.js";
+import { stateDirFlagFor, throwawayStateDirRefusal } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
@@ -29,7 +29,8 @@ revision B; the call the agent prepared before the rebuild is refused as stale; 
 re-lists, a human approves again (seeing what changed), and the call goes through.
 Human decisions are made through the same code path as 'portcullis approve'.
 
-  --keep      keep the temporary directory (state, audit log, fixture record) and print its path
+  --keep      keep the temporary directory (state, audit log, fixture record) and print its path;
+              every command the demo prints names its state directory (--state-dir DIR)
   --console   run the story with the web console open (its URL is printed): the human's
               decisions go through it, as a logged-in browser's would`;
 
@@ -130,7 +131,7 @@ export async function runDemo(args: string[]): Promise<number> {
       "dist/server.js",
     ];
     note(
-      `$ portcullis ${runArgs.slice(0, 3).join(" ")} … --label ${LABEL} --on-change restart -- node dist/server.js`,
+      `$ portcullis run${stateDirFlagFor(stateDir)} --label ${LABEL} --on-change restart -- node dist/server.js`,
     );
     const transport = new StdioClientTransport({
       command: process.execPath,
@@ -245,7 +246,7 @@ export async function runDemo(args: string[]): Promise<number> {
     out(
       "\nThe approval given to epoch A did not follow the tool name to epoch B; the audit log says which code acted.",
     );
-    await credentialStory({ root, stateDir, passphrase: DEMO_PASSPHRASE, out });
+    await credentialStory({ root, stateDir, keep, passphrase: DEMO_PASSPHRASE, out });
     return 0;
   } catch (e) {
     process.stderr.write(`portcullis demo: failed: ${(e as Error).message}\n`);
