@@ -1,3 +1,4 @@
+import { safeText } from "../catalog/text.js";
 import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
 import { throwawayStateDirRefusal } from "../store/stateDir.js";
@@ -57,7 +58,9 @@ export async function drillCommand(args: string[]): Promise<number> {
     rebuild: values.rebuild,
     tool: values.tool,
     args: toolArgs,
-    say: (l) => process.stdout.write(`${l}\n`),
+    // the lines carry the server's words (tool names, results, errors): every character a
+    // terminal would act on or a reader cannot see is written as an escape
+    say: (l) => process.stdout.write(`${safeText(l)}\n`),
   });
   const failed = results.filter((r) => r.status === "failed");
   const notRun = results.filter((r) => r.status === "not run");

@@ -13,7 +13,7 @@ import {
   pinnedSigner,
 } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
-import { safeText } from "../catalog/text.js";
+import { displayName, safeText } from "../catalog/text.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { currentEpoch, gatewayRunning, text, waitFor as waitUntil } from "../demo/observe.js";
 import { REFUSAL_CODES } from "../guard/refusals.js";
@@ -184,7 +184,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     const listed = await client.listTools();
     const names = listed.tools.map((t) => t.name);
     if (o.tool && !names.includes(o.tool))
-      throw new Error(`the server lists no tool "${o.tool}" (it lists ${names.join(", ")})`);
+      throw new Error(`the server lists no tool "${o.tool}" (it lists ${names.map(displayName).join(", ")})`);
     pass(`${counted(names.length, "tool")}${toolList(names)}`);
 
     const schemaA = listed.tools.find((t) => t.name === o.tool)?.inputSchema;
@@ -430,7 +430,9 @@ async function requestOrAnswer(
 /** Step 2's list after the count: ": a, b, …" (the first 12), nothing when the server lists none. */
 function toolList(names: string[]): string {
   if (names.length === 0) return "";
-  return `: ${names.slice(0, 12).join(", ")}${names.length > 12 ? ", …" : ""}`;
+  // as the review shows a name: bare when plain, else quoted with its escapes (a comma in a
+  // name would otherwise read as two tools)
+  return `: ${names.slice(0, 12).map(displayName).join(", ")}${names.length > 12 ? ", …" : ""}`;
 }
 
 function refusalText(e: { code?: number; message?: string; data?: unknown }): string {
