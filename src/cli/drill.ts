@@ -2,6 +2,7 @@ import { safeText } from "../catalog/text.js";
 import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
 import { throwawayStateDirRefusal } from "../store/stateDir.js";
+import { counted } from "../util/counted.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
 import { PassphraseError, readPassphrase } from "./passphrase.js";
@@ -66,7 +67,7 @@ export async function drillCommand(args: string[]): Promise<number> {
   const notRun = results.filter((r) => r.status === "not run");
   if (failed.length > 0) {
     process.stdout.write(
-      `drill: could not prove step ${results.indexOf(failed[0]!) + 1} (${failed[0]!.step})${notRun.length ? `; ${notRun.length} later steps not run` : ""}\n`,
+      `drill: could not prove step ${results.indexOf(failed[0]!) + 1} (${failed[0]!.step})${notRun.length ? `; ${counted(notRun.length, "later step")} not run` : ""}\n`,
     );
     return EXIT_CHECK_FAILED;
   }
