@@ -3,6 +3,7 @@
  * passed through `safeText`/`displayName`/`displayValue`, so a tool description cannot drive the
  * terminal it is shown on.
  */
+import { counted } from "../util/counted.js";
 import { describeField, isObj, own, withRefOwners } from "./schema.js";
 import { clip, displayName, displayValue, firstOf, safeText } from "./text.js";
 import type { CatalogDiff, CatalogSnapshot, DiffEntry, FieldChange, Tool } from "./types.js";
@@ -129,7 +130,7 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
   const cov = s.coverage;
   const lines = [
     `catalog revision ${revision}  ${s.fingerprint}`,
-    `  ${s.tools.length} tools from ${cov.tools} entries on ${cov.pages} page${cov.pages === 1 ? "" : "s"}` +
+    `  ${counted(s.tools.length, "tool")} from ${counted(cov.tools, "entry", "entries")} on ${counted(cov.pages, "page")}` +
       (cov.complete ? " (complete)" : " (INCOMPLETE: not every page was fetched)"),
   ];
   if (cov.duplicateNames.length > 0) {

@@ -137,4 +137,11 @@ describe("snapshots", () => {
     expect(text).toContain("issue_id: string (required)");
     expect(text).toContain("hints (not trusted): readOnlyHint=true, openWorldHint=false");
   });
+
+  it("counts with the noun's number: one tool from one entry on one page", () => {
+    // it said "1 tools from 1 entries on 1 page"
+    expect(renderCatalog(snapshotOf([readIssue], 1), 1)).toContain(
+      "  1 tool from 1 entry on 1 page (complete)",
+    );
+  });
 });
