@@ -8,6 +8,7 @@ import { expireAbandoned } from "../approval/abandoned.js";
 import { activeGrants, GrantError, getGrant, revokeGrant } from "../approval/grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { passkeyRows } from "../approval/passkeyRows.js";
+import { perCallOnlyReason } from "../approval/perCallOnly.js";
 import { ApproverKeyMismatchError } from "../approval/pin.js";
 import {
   type ApprovalRequest,
@@ -222,6 +223,13 @@ async function decide(ctx: RouteContext): Promise<void> {
       "Bad request",
       messageBody("Bad request", "reload the request's page and decide there"),
     );
+  // Refused before a passphrase is asked or checked, as `approve` refuses it (decidableRequest
+  // refuses it too): the page never offers this button, so only a forged form sends it, and it
+  // must not get a passphrase prompt, a proof made or an attempt counted before its refusal.
+  if (chosen !== "deny" && chosen.approve && chosen.for === "session" && req.mode === "per-call") {
+    const why = `${perCallOnlyReason(req)}. Nothing was approved.`;
+    return page(ctx, 409, "Not decided", messageBody("Not decided", why, `/requests/${id}`));
+  }
   // Refused before a passphrase is asked, as `approve` refuses it (decidableRequest refuses it too)
   if (chosen !== "deny" && chosen.approve && chosen.for === "call") {
     const partlyHidden = argumentsPartlyHidden(req.review);
