@@ -4,6 +4,7 @@
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+import { hostNamesOneOf, hostsOfSockets } from "../transport/httpAccess.js";
 
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
@@ -47,10 +48,21 @@ export function parserRefusal(err: NodeJS.ErrnoException, socket: Duplex): void 
 
 /**
  * DNS rebinding: a page on evil.test whose name now resolves to 127.0.0.1 reaches this port with
- * `Host: evil.test:PORT`. Only the two loopback names with our exact port are ours.
+ * `Host: evil.test:PORT`. Ours are `hosts` (consoleHosts): localhost and the addresses the
+ * console's sockets are bound to, in each spelling that reaches them, with our exact port. The
+ * same comparison `run --listen` makes (src/transport/httpAccess.ts), so the two cannot differ.
  */
-export function hostAllowed(host: string | undefined, port: number): boolean {
-  return host === `127.0.0.1:${port}` || host === `localhost:${port}`;
+export function hostAllowed(host: string | undefined, hosts: ReadonlySet<string>): boolean {
+  return hostNamesOneOf(host, hosts);
+}
+
+/**
+ * The console's own hosts, for the addresses its sockets are bound to (127.0.0.1, and ::1 where
+ * it holds it): `127.0.0.1:PORT` (also written `[::ffff:7f00:1]:PORT`, which reaches the same
+ * socket), `[::1]:PORT` only when it listens there, and `localhost:PORT`. No other name.
+ */
+export function consoleHosts(boundAddresses: readonly string[], port: number): ReadonlySet<string> {
+  return hostsOfSockets(boundAddresses, port);
 }
 
 /** The origin a state change must come from: the one the request's (already checked) Host names. */

@@ -19,6 +19,7 @@ import { ChangeWatch } from "./changes.js";
 import { CONSOLE_ROUTES } from "./handlers.js";
 import {
   BodyError,
+  consoleHosts,
   cookieValues,
   hostAllowed,
   originAllowed,
@@ -110,13 +111,15 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   };
   const routes = [...(o.extraRoutes ?? []), ...PASSKEY_ROUTES, ...CONSOLE_ROUTES];
   let port = 0;
+  // none until the sockets are bound: a request cannot come before
+  let hosts: ReadonlySet<string> = new Set();
   let lastRequest = Date.now();
   const answering = new Set<ServerResponse>();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     lastRequest = Date.now();
     answering.add(res);
     res.once("close", () => answering.delete(res));
-    handle(app, routes, port, ticket, req, res).catch((e: unknown) => {
+    handle(app, routes, port, hosts, ticket, req, res).catch((e: unknown) => {
       // a decision that found a store file lost under its write lock (the check before it passed)
       if (e instanceof StoreFileLost && !res.headersSent) {
         const json = /^application\/json\b/.test(req.headers["content-type"] ?? "");
@@ -138,6 +141,10 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     throw e;
   }
   port = (servers[0]!.address() as AddressInfo).port;
+  hosts = consoleHosts(
+    servers.map((s) => (s.address() as AddressInfo).address),
+    port,
+  );
   app.port = port;
   const url = `http://127.0.0.1:${port}`;
   let closed: Promise<boolean> | null = null;
@@ -242,15 +249,20 @@ async function handle(
   app: ConsoleApp,
   routes: Route[],
   port: number,
+  hosts: ReadonlySet<string>,
   ticket: string,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
   securityHeaders(res);
   const host = req.headers.host;
-  if (!hostAllowed(host, port)) {
+  if (!hostAllowed(host, hosts)) {
     req.resume();
-    return sendText(res, 421, "this console answers only to 127.0.0.1 or localhost on its own port");
+    return sendText(
+      res,
+      421,
+      "this console answers only to 127.0.0.1, localhost or [::1] (where it listens there) on its own port",
+    );
   }
   // A local reverse proxy that rewrites Host to ours would pass a rebound page on: the console is
   // never meant to sit behind one, so a request a proxy passed on is refused (src/util/forwarded.ts).

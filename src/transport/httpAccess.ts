@@ -127,14 +127,7 @@ export function hostForm(host: string): string | null {
  */
 export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
   const out = new Set<string>();
-  const add = (h: string) => {
-    const form = hostForm(h);
-    if (form === null) return;
-    out.add(`${form}:${port}`);
-    if (isIP(h) === 4) out.add(`${hostForm(`::ffff:${h}`)}:${port}`);
-    const v4 = mappedIPv4(form);
-    if (v4 !== null) out.add(`${v4}:${port}`);
-  };
+  const add = (h: string) => addSpellings(out, h, port);
   add(addr.host);
   const unspecified = addr.host === "0.0.0.0" || addr.host === "::";
   if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) add(h);
@@ -142,6 +135,37 @@ export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
     for (const list of Object.values(networkInterfaces()))
       for (const a of list ?? []) add(a.address.split("%")[0]!);
   return out;
+}
+
+/**
+ * The hosts a client may name in `Host` for a server whose sockets are bound to exactly
+ * `addresses` (each a concrete address as node reports a bound socket's, e.g. `127.0.0.1` and
+ * `::1`: the console's), on `port`: each address in every spelling that reaches that socket (by
+ * value, as allowedHosts takes them), and `localhost` when one of them is loopback. Unlike
+ * allowedHosts for a loopback listen address, `[::1]` is not added unless a socket is bound there:
+ * a request naming an address no socket of this server holds was not sent to this server.
+ */
+export function hostsOfSockets(addresses: readonly string[], port: number): Set<string> {
+  const out = new Set<string>();
+  for (const a of addresses) addSpellings(out, a, port);
+  if (addresses.some(isLoopback)) addSpellings(out, "localhost", port);
+  return out;
+}
+
+/** Whether a `Host` header names one of `hosts` (allowedHosts, hostsOfSockets), compared by value. */
+export function hostNamesOneOf(hostHeader: string | undefined, hosts: ReadonlySet<string>): boolean {
+  const host = hostHeader ? hostKey(hostHeader) : null;
+  return host !== null && hosts.has(host);
+}
+
+/** `h` (a name, or an address bare) into `out` as `host:port`, in each form a client sends for it. */
+function addSpellings(out: Set<string>, h: string, port: number): void {
+  const form = hostForm(isIP(h) === 6 ? `[${h}]` : h);
+  if (form === null) return;
+  out.add(`${form}:${port}`);
+  if (isIP(h) === 4) out.add(`${hostForm(`[::ffff:${h}]`)}:${port}`);
+  const v4 = mappedIPv4(form);
+  if (v4 !== null) out.add(`${v4}:${port}`);
 }
 
 /** The front's URL as a client given it sends it (hostForm: `[::ffff:7f00:1]` for `[::ffff:127.0.0.1]`). */
@@ -210,8 +234,7 @@ export function hostOriginProblem(
   hosts: Set<string>,
   origins: Set<string> = allowedOrigins(hosts),
 ): string | null {
-  const host = hostHeader ? hostKey(hostHeader) : null;
-  if (host === null || !hosts.has(host)) return `Host "${hostHeader ?? ""}" is not this server`;
+  if (!hostNamesOneOf(hostHeader, hosts)) return `Host "${hostHeader ?? ""}" is not this server`;
   if (originHeader === undefined) return null;
   if (!origins.has(originHeader)) return `Origin "${originHeader}" is not this server`;
   return null;

@@ -206,7 +206,10 @@ describe("DNS rebinding", () => {
       "127.0.0.1",
       `127.0.0.1:${Number(port) + 1}`,
       "",
-      `[::1]:${port}`,
+      `127.0.0.2:${port}`,
+      `[::ffff:7f00:2]:${port}`,
+      `127.1:${port}`,
+      `localhost.:${port}`,
     ]) {
       const r = await raw(`${base}/login`, { headers: { Host: host } });
       expect(r.status, host).toBe(421);
@@ -222,6 +225,19 @@ describe("DNS rebinding", () => {
     expect((await raw(`${base}/login`, { headers: { Host: `localhost:${port}` } })).status).toBe(200);
     expect((await raw(`${base}/login`)).status).toBe(200);
   });
+
+  it("127.0.0.1 written as its IPv4-mapped IPv6 address reaches the console and is its own", async () => {
+    if (!(await hasIpv6Loopback())) return;
+    // raw() connects to ::ffff:127.0.0.1 (the console's 127.0.0.1 socket takes it) and sends
+    // Host as the URL parser writes it, `[::ffff:7f00:1]:PORT`, as a browser does
+    const mapped = `http://[::ffff:127.0.0.1]:${port}`;
+    const login = await raw(`${mapped}/login`);
+    expect(login.status, login.body).toBe(200);
+    expect(login.body).toContain("passphrase");
+    // the same, sent in another spelling of that address: compared by value
+    const spelled = await raw(`${base}/login`, { headers: { Host: `[0:0:0:0:0:ffff:127.0.0.1]:${port}` } });
+    expect(spelled.status).toBe(200);
+  });
 });
 
 describe("both loopback names", () => {
@@ -235,8 +251,12 @@ describe("both loopback names", () => {
     const login = await raw(`${v6}/login`, { headers: { Host: `localhost:${port}` } });
     expect(login.status).toBe(200);
     expect(login.body).toContain("passphrase");
-    // The console's names are 127.0.0.1 and localhost: Host [::1] is refused on either socket.
-    expect((await raw(`${v6}/login`)).status).toBe(421);
+    // It listens on ::1, so [::1] is its own address too, in any spelling, on either socket.
+    const own = await raw(`${v6}/login`);
+    expect(own.status, own.body).toBe(200);
+    expect(own.body).toContain("passphrase");
+    expect((await raw(`${base}/login`, { headers: { Host: `[0::1]:${port}` } })).status).toBe(200);
+    expect((await raw(`${v6}/login`, { headers: { Host: `[::2]:${port}` } })).status).toBe(421);
   });
 });
 

@@ -5,9 +5,10 @@
 //     on a loopback address) ... on `0.0.0.0`/`::` the machine's own interface addresses and
 //     `localhost` are the accepted hosts ... A `Host` is compared as host plus effective port: one
 //     that leaves the port out means 80";
-//   - the console (src/console/http.ts hostAllowed, the 421 of src/console/server.ts): "a request
-//     whose `Host` is not `127.0.0.1:PORT` or `localhost:PORT` (a DNS-rebinding page, another
-//     port, `[::1]:PORT` typed by hand) gets 421";
+//   - the console (src/console/http.ts hostAllowed with consoleHosts, the 421 of
+//     src/console/server.ts): the same comparison, for localhost and the addresses its sockets are
+//     bound to (127.0.0.1, and ::1 where it holds it), in any spelling, with its own port; 421
+//     otherwise (a DNS-rebinding page, another port, `[::1]` where it does not listen there);
 //   - isThisMachine (a socket's remote address): a loopback address, or one of this machine's
 //     interface addresses, in any spelling node reports; nothing else.
 // The accepted set is written here by hand from those sentences; fast-check assembles Host values
@@ -24,7 +25,7 @@ import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { hostAllowed } from "../../src/console/http.js";
+import { consoleHosts, hostAllowed } from "../../src/console/http.js";
 import {
   allowedHosts,
   hostOriginProblem,
@@ -250,20 +251,43 @@ describe("run --listen: a name other than localhost is refused on every address,
   });
 });
 
-describe("the console: 421 unless Host is 127.0.0.1:PORT or localhost:PORT", () => {
-  for (const port of [8788, 80]) {
-    it(`port ${port}`, () => {
-      const own = [`127.0.0.1:${port}`, `localhost:${port}`];
-      fc.assert(
-        fc.property(hostHeaders(["127.0.0.1", "localhost"], port), (header) => {
-          expect(hostAllowed(header, port), JSON.stringify(header)).toBe(own.includes(header));
-        }),
-        { numRuns: 1500 },
-      );
-      for (const h of own) expect(hostAllowed(h, port)).toBe(true);
-      expect(hostAllowed(undefined, port)).toBe(false);
-    });
-  }
+describe("the console: 421 unless Host names localhost or an address its sockets are bound to", () => {
+  // the console binds 127.0.0.1 and ::1, or 127.0.0.1 alone on a machine without an IPv6 loopback
+  const cases: { bound: string[]; names: string[] }[] = [
+    { bound: ["127.0.0.1", "::1"], names: ["127.0.0.1", "localhost", "[::1]"] },
+    { bound: ["127.0.0.1"], names: ["127.0.0.1", "localhost"] },
+  ];
+  for (const port of [8788, 80])
+    for (const { bound, names } of cases) {
+      it(`port ${port}, bound to ${bound.join(" and ")}: accepted iff it names ${names.join(", ")}`, () => {
+        const hosts = consoleHosts(bound, port);
+        fc.assert(
+          fc.property(hostHeaders(names, port), (header) => {
+            expect(hostAllowed(header, hosts), JSON.stringify(header)).toBe(
+              acceptedByRule(header, names, port),
+            );
+          }),
+          { numRuns: 1500 },
+        );
+        for (const n of [...names, "[::ffff:7f00:1]"])
+          expect(hostAllowed(`${n}:${port}`, hosts), n).toBe(true);
+        if (!bound.includes("::1")) expect(hostAllowed(`[::1]:${port}`, hosts)).toBe(false);
+        expect(hostAllowed(undefined, hosts)).toBe(false);
+      });
+    }
+
+  it("a DNS name other than localhost is refused, with any port spelling (DNS rebinding)", () => {
+    const hosts = consoleHosts(["127.0.0.1", "::1"], 8788);
+    const name = fc
+      .oneof(fc.domain(), fc.constantFrom("localhost.", "localhost.evil.example", "127.0.0.1.nip.io"))
+      .filter((n) => n.toLowerCase() !== "localhost");
+    fc.assert(
+      fc.property(name, fc.constantFrom("", ":8788", ":80", ":08788"), (n, port) => {
+        expect(hostAllowed(`${n}${port}`, hosts), `${n}${port}`).toBe(false);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe("isThisMachine: loopback or one of this machine's addresses, in any spelling node gives", () => {
