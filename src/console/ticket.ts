@@ -8,7 +8,7 @@
  * are counted apart (server.ts): nobody without the ticket can slow them.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { tcpPeerUid } from "../identity/proc.js";
+import { acceptedFromOther } from "../identity/otherUser.js";
 import { TICKET_PARAM } from "./address.js";
 import { redirect } from "./http.js";
 import { sameToken } from "./sessions.js";
@@ -66,17 +66,16 @@ export function acceptTicket(
 }
 
 /**
- * Whether the request's connection comes from another user's process, as far as the kernel says
- * (Linux; false where it cannot tell). The ticket goes through the opener's command line
- * (xdg-open, the browser's), which other users can list; one who caught it there still shares
- * the count with everyone else.
+ * Whether the request's connection may count as the ticket's holder's: not when it comes from
+ * another user's process, as far as the kernel says. The ticket goes through the opener's command
+ * line (xdg-open, the browser's), which other users can list; one who caught it there still shares
+ * the count with everyone else. Deny first, as the egress proxy and the `--no-auth` front do
+ * (src/identity/otherUser.ts, acceptedFromOther): on Linux an end the kernel does not list as a
+ * live socket of this user is another's too. A process that wrote its login and closed its socket
+ * before the console read it leaves such an end, and its wrong passphrases would otherwise land in
+ * the ticket's count and make the human wait. Where there is no table to read (not Linux), none
+ * is (docs/security.md says so).
  */
 export function fromAnotherUser(req: IncomingMessage): boolean {
-  const s = req.socket;
-  if (typeof process.getuid !== "function" || !s.localAddress || !s.remoteAddress) return false;
-  const uid = tcpPeerUid(
-    { address: s.localAddress, port: s.localPort ?? 0 },
-    { address: s.remoteAddress, port: s.remotePort ?? 0 },
-  );
-  return uid !== null && uid !== process.getuid();
+  return acceptedFromOther(req.socket) !== null;
 }

@@ -7,8 +7,7 @@ import { tcpPeerUid } from "./proc.js";
  * (not Linux, the connection already gone, the other end not on this machine). Either way
  * round: for a connection accepted (the egress proxy's) it is the connecting process's user,
  * for one made (to a server at `http://127.0.0.1:PORT`) the listening process's. Read from
- * /proc/net/tcp, which every user can read: the look-up the console uses for its ticket
- * (console/ticket.ts, fromAnotherUser). Loopback is this machine, not this user.
+ * /proc/net/tcp, which every user can read. Loopback is this machine, not this user.
  */
 export function otherUserOf(s: Socket): number | null {
   if (typeof process.getuid !== "function" || !s.localAddress || !s.remoteAddress) return null;
@@ -27,7 +26,8 @@ export function otherUserOf(s: Socket): number | null {
  * live socket at all. A process that wrote its request and closed its socket before this one
  * accepted the connection leaves such an end (no owner is listed for it), and the request it left
  * would otherwise be read and acted on unchecked; so would every connection on a system whose
- * /proc/net/tcp cannot be read.
+ * /proc/net/tcp cannot be read. The console's ticket (console/ticket.ts, fromAnotherUser) asks it
+ * too: an unlisted end's attempts are not the ticket holder's.
  */
 export function acceptedFromOther(s: Socket): { uid: number } | { unlisted: true } | null {
   if (process.platform !== "linux" || typeof process.getuid !== "function") return null;
