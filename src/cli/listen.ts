@@ -19,6 +19,7 @@ import {
   loadToken,
   parseListenAddress,
   TokenFileError,
+  tokenFileWithoutListen,
 } from "../transport/httpAccess.js";
 import { clearListenInfo, writeListenInfo } from "../transport/httpInfo.js";
 import type { HttpSession, SessionHooks } from "../transport/httpSession.js";
@@ -372,10 +373,8 @@ export function listenSettings(
   if (text === undefined) {
     if (others.length > 0) throw new UsageError(`run: --${others[0]} needs --listen HOST:PORT.`);
     // as --listen-token-file without --listen: a token for a front that is not served
-    if (server.listenTokenFile !== undefined)
-      throw new UsageError(
-        `run: listenTokenFile of "${server.label}" in ${server.configFile} needs listen (in the file, or run --listen HOST:PORT).`,
-      );
+    const unserved = tokenFileWithoutListen(server, values.listen);
+    if (unserved !== null) throw new UsageError(`run: ${unserved}.`);
     return null;
   }
   const address = parseListenAddress(text);

@@ -47,7 +47,8 @@ type EntryRun = (
   | { kind: "command"; label: string | undefined; stateDir: string | undefined }
   | { kind: "url"; stateDir: string | undefined; url: string; headers: string[] }
 ) & {
-  /** its --listen-token-file as written (relative to where the host starts it), and whether --no-auth is given */
+  /** its --listen and --listen-token-file as written (the file relative to where the host starts it), and whether --no-auth is given */
+  listen: string | undefined;
   listenTokenFile: string | undefined;
   noAuth: boolean;
 };
@@ -68,6 +69,7 @@ export function entryRun(entry: Entry): EntryRunOrNot {
   // run reads the flag later, when it opens the state: refused all the same, at every start
   if (read.values["state-dir"] === "") return { kind: "refused", why: EMPTY_STATE_DIR.replace(/\.$/, "") };
   const listen = {
+    listen: read.values.listen,
     listenTokenFile: read.values["listen-token-file"],
     noAuth: read.values["no-auth"] === true,
   };

@@ -1,12 +1,15 @@
 // The bearer token files `run --listen` would read: a host entry's --listen-token-file, a
 // portcullis.json's listenTokenFile. `run --listen` refuses one that other users may read or
 // change (src/transport/httpAccess.ts, refuseSharedTokenFile): the token is what keeps them out
-// of the server. Doctor says so before the gateway refuses to start. Only the file's mode is
-// looked at (stat): its token is never read, so never printed.
+// of the server; and one it cannot read a token from (missing, unreadable, not a regular file, no
+// token on its first line), or a listenTokenFile without listen. Doctor says so before the gateway
+// refuses to start, asking run's own questions (fileToken, tokenFileWithoutListen) so the two
+// cannot disagree. The token read is dropped at once: never printed.
 import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
+import { fileToken, TokenFileError, tokenFileWithoutListen } from "../transport/httpAccess.js";
 import { shellWord } from "../util/shellWord.js";
 import { entryRun, startDir } from "./doctorLabels.js";
 import type { Entry } from "./document.js";
@@ -23,6 +26,8 @@ export interface NamedTokenFile {
   file: string;
   /** `FILE: server "KEY"` or `FILE: listenTokenFile of "LABEL"`: the place a human edits */
   where: string;
+  /** run's sentence when the file is refused for lack of listen (then the file is not read) */
+  unserved?: string;
 }
 
 /**
@@ -44,19 +49,23 @@ export function entryTokenFiles(host: HostFile, key: string, entry: Entry, cwd: 
   if (run.kind !== "label" || run.noAuth) return [];
   const config = run.config !== undefined ? at(run.config) : start ? findConfig(start.dir) : null;
   if (config === null) return [];
-  return configTokenFiles(config)
+  return configTokenFiles(config, run.listen)
     .filter((t) => t.label === run.label)
-    .map((t) => ({ file: t.file, where }));
+    .map((t) => ({ file: t.file, where, ...(t.unserved ? { unserved: t.unserved } : {}) }));
 }
 
 /** Every listenTokenFile of a portcullis.json (absolute there); none when it cannot be read (said elsewhere). */
-export function configTokenFiles(config: string): (NamedTokenFile & { label: string })[] {
+export function configTokenFiles(
+  config: string,
+  listenFlag?: string,
+): (NamedTokenFile & { label: string })[] {
   try {
-    return [...loadConfigFile(config).entries()].flatMap(([label, s]) =>
-      s.listenTokenFile === undefined
-        ? []
-        : [{ file: s.listenTokenFile, label, where: `${config}: listenTokenFile of ${quotedName(label)}` }],
-    );
+    return [...loadConfigFile(config).entries()].flatMap(([label, s]) => {
+      if (s.listenTokenFile === undefined) return [];
+      const unserved = tokenFileWithoutListen(s, listenFlag);
+      const where = `${config}: listenTokenFile of ${quotedName(label)}`;
+      return [{ file: s.listenTokenFile, label, where, ...(unserved ? { unserved } : {}) }];
+    });
   } catch (e) {
     if (e instanceof ConfigError) return [];
     throw e;
@@ -70,19 +79,42 @@ export function nearbyTokenFiles(cwd: string): NamedTokenFile[] {
 }
 
 /**
- * One problem per token file that other users may read or change (group or other bits), naming
- * every place it is given, with the chmod that fixes it. A file that is missing or cannot be
- * looked at is left to `run`, which says why it cannot read it.
+ * One problem per token file that `run --listen` would refuse, naming every place it is given:
+ * one it cannot take a token from, with what to put there; one other users may read or change
+ * (group or other bits), with the chmod that fixes it. And one per listenTokenFile given without
+ * listen, which run refuses before reading the file.
  */
 export function tokenFileFindings(named: readonly NamedTokenFile[]): ListenFinding[] {
-  const places = new Map<string, string[]>();
-  for (const n of named) {
-    const list = places.get(n.file) ?? [];
-    if (!list.includes(n.where)) list.push(n.where);
-    places.set(n.file, list);
-  }
   const out: ListenFinding[] = [];
+  const places = new Map<string, string[]>();
+  const unserved = new Map<string, string[]>();
+  const placed = (map: Map<string, string[]>, key: string, where: string) => {
+    const list = map.get(key) ?? [];
+    if (!list.includes(where)) list.push(where);
+    map.set(key, list);
+  };
+  for (const n of named) {
+    if (n.unserved !== undefined) placed(unserved, n.unserved, n.where);
+    else placed(places, n.file, n.where);
+  }
+  for (const [why, where] of unserved)
+    out.push({
+      ok: false,
+      what: `${where.join("; ")}: ${why}, so 'portcullis run' refuses to start`,
+      next: `add "listen": "127.0.0.1:PORT" to that server in the file (or --listen HOST:PORT to the entry's run), or remove its listenTokenFile`,
+    });
   for (const [file, where] of places) {
+    try {
+      fileToken(file, `the listen token file ${file}`);
+    } catch (e) {
+      if (!(e instanceof TokenFileError)) throw e;
+      out.push({
+        ok: false,
+        what: `${where.join("; ")}: ${e.message}, so 'portcullis run --listen' refuses to start with it`,
+        next: `put the token (at least 16 characters, no spaces) on the first line of the regular file ${shellWord(file)}, made yours alone (chmod 600), or name another file there`,
+      });
+      continue;
+    }
     let mode: number;
     try {
       mode = statSync(file).mode & 0o777;

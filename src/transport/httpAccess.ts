@@ -294,6 +294,35 @@ function refuseSharedTokenFile(file: string, named: string): void {
 }
 
 /**
+ * The token on a token file's first line, or a TokenFileError saying why there is none (missing,
+ * unreadable, not a regular file, too large, no token of at least 16 characters on its first
+ * line). Doctor asks the same question, so it cannot disagree with the gateway; the message never
+ * carries the file's text.
+ */
+export function fileToken(file: string, named: string): string {
+  const text = readTokenFile(file, named);
+  const token = text.split(/\r?\n/)[0]!.trim();
+  if (token.length < 16 || /\s/.test(token))
+    throw new TokenFileError(
+      `${named}: the first line must be a token of at least 16 characters without spaces`,
+    );
+  return token;
+}
+
+/**
+ * Why a server's configured listenTokenFile is refused for lack of `listen` (run without
+ * --listen), or null: a token for a front that is not served. Run and doctor both ask this.
+ */
+export function tokenFileWithoutListen(
+  server: { label: string; configFile: string | null; listen?: string; listenTokenFile?: string },
+  listenFlag: string | undefined,
+): string | null {
+  if (server.listenTokenFile === undefined || listenFlag !== undefined || server.listen !== undefined)
+    return null;
+  return `listenTokenFile of "${server.label}" in ${server.configFile} needs listen (in the file, or run --listen HOST:PORT)`;
+}
+
+/**
  * The bearer token: read from `file` when given (first line, at least 16 characters), else the
  * one generated for this label (32 random bytes, hex, 0600), made on first use and kept. `named`:
  * how a problem of the file names it, by the flag or by the configuration key it was given with.
@@ -305,12 +334,7 @@ export function loadToken(
   named = `--listen-token-file ${file}`,
 ): { token: string; path: string } {
   if (file !== undefined) {
-    const text = readTokenFile(file, named);
-    const token = text.split(/\r?\n/)[0]!.trim();
-    if (token.length < 16 || /\s/.test(token))
-      throw new TokenFileError(
-        `${named}: the first line must be a token of at least 16 characters without spaces`,
-      );
+    const token = fileToken(file, named);
     refuseSharedTokenFile(file, named);
     return { token, path: file };
   }
