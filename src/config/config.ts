@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { quotedName, safeText } from "../catalog/text.js";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { fileProblem } from "../util/errno.js";
 import { setOwn } from "../util/setOwn.js";
@@ -8,7 +9,7 @@ import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/cre
 import type { ToolsConfig } from "../vault/toolScopes.js";
 import { jsonSyntaxProblem } from "./jsonSyntax.js";
 import { LAUNCH_ONLY_KEYS, parseHeaders, type RemoteConfig, remoteUrlProblem } from "./remote.js";
-import { refuseUnknownKeys } from "./unknownKeys.js";
+import { keyPath, refuseUnknownKeys } from "./unknownKeys.js";
 
 export type OnChange = "report" | "restart" | "disconnect";
 /**
@@ -270,7 +271,7 @@ export function loadConfigFile(file: string): Map<string, ServerConfig> {
   const base = dirname(file);
   const out = new Map<string, ServerConfig>();
   for (const [label, raw] of Object.entries(servers)) {
-    out.set(label, parseServer(file, `${key}.${label}`, label, raw, base));
+    out.set(label, parseServer(file, keyPath(key, label), label, raw, base));
   }
   return out;
 }
@@ -296,7 +297,7 @@ function refuseDuplicateKeys(file: string, text: string): void {
   const childAt = (): string => {
     const top = stack[stack.length - 1];
     if (!top) return "";
-    if (top.keys) return keySegment(top.at, top.key);
+    if (top.keys) return keyPath(top.at, top.key);
     return `${top.at}[${top.index}]`;
   };
   for (let i = 0; i < text.length; i++) {
@@ -319,7 +320,7 @@ function refuseDuplicateKeys(file: string, text: string): void {
         const first = top.keys.get(key);
         if (first !== undefined)
           throw new ConfigError(
-            `${file}: ${top.at || "the top level"} has the key ${JSON.stringify(key)} twice (lines ${first} and ${line}); only the last would be read, so remove one.`,
+            `${file}: ${top.at || "the top level"} has the key ${quotedName(key)} twice (lines ${first} and ${line}); only the last would be read, so remove one.`,
           );
         top.keys.set(key, line);
         top.key = key;
@@ -327,18 +328,6 @@ function refuseDuplicateKeys(file: string, text: string): void {
       i = end;
     }
   }
-}
-
-/**
- * `key` added to the path `at`: a plain name (letters, digits, `_`, `$`, `-`) dotted on, as the
- * rest of this file writes paths (`servers.inventory-local.audit`); any other key quoted in
- * brackets, cut to 64 characters, so that a key such as `{servers` (a stray brace in the file)
- * or one holding a dot or a line break cannot be read as a different path.
- */
-function keySegment(at: string, key: string): string {
-  if (/^[\w$-]{1,64}$/.test(key)) return at ? `${at}.${key}` : key;
-  const shown = key.length > 64 ? `${key.slice(0, 64)}… (${key.length} characters)` : key;
-  return `${at}[${JSON.stringify(shown)}]`;
 }
 
 const NUL_REFUSED = "contains a NUL byte, which cannot be passed to a program";
@@ -389,19 +378,19 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
     if (v === undefined) return {};
     if (!isObject(v)) return fail(k, "must be an object of strings");
     for (const [name, value] of Object.entries(v)) {
-      if (typeof value !== "string") fail(`${k}.${name}`, "must be a string");
+      if (typeof value !== "string") fail(keyPath(k, name), "must be a string");
       // The environment is copied with plain assignments on its way to the server, where this
       // name would set an object's prototype and vanish: refused rather than silently dropped.
-      if (name === "__proto__") fail(`${k}.${name}`, "cannot be passed on as an environment variable");
+      if (name === "__proto__") fail(keyPath(k, name), "cannot be passed on as an environment variable");
       // An environment entry is NAME=VALUE in a NUL-terminated string: a name with "=" would be
       // read as another variable (`"A=B": "x"` sets A to "B=x"), an empty one is no variable, and
       // a NUL byte cannot be passed at all (the launch failed with an internal error).
       if (name === "" || name.includes("=") || name.includes("\0"))
         fail(
           k,
-          `has the name ${JSON.stringify(name)}, which is not an environment variable name (empty, or with "=" or a NUL byte)`,
+          `has the name ${quotedName(name)}, which is not an environment variable name (empty, or with "=" or a NUL byte)`,
         );
-      if ((value as string).includes("\0")) fail(`${k}.${name}`, NUL_REFUSED);
+      if ((value as string).includes("\0")) fail(keyPath(k, name), NUL_REFUSED);
     }
     return v as Record<string, string>;
   };
@@ -456,7 +445,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       if (!isObject(ap.tools)) fail("approval.tools", "must be an object of tool name → mode");
       for (const [tool, mode] of Object.entries(ap.tools as Json)) {
         if (!APPROVAL_MODES.includes(mode as ApprovalMode)) {
-          fail(`approval.tools.${tool}`, `must be one of ${APPROVAL_MODES.join(", ")}`);
+          fail(keyPath("approval.tools", tool), `must be one of ${APPROVAL_MODES.join(", ")}`);
         }
         setOwn(approval.tools, tool, mode as ApprovalMode);
       }
@@ -539,7 +528,7 @@ function parseTools(
   const known = new Set(specs.map((s) => s.secret));
   const out: ToolsConfig = {};
   for (const [tool, settings] of Object.entries(raw)) {
-    const at = `tools.${tool}`;
+    const at = keyPath("tools", tool);
     if (!isObject(settings)) fail(at, 'must be an object such as {"credentials": ["scope"]}');
     const t = settings as Json;
     refuseUnknownKeys(t, ["credentials"], at, fail);
@@ -555,7 +544,7 @@ function parseTools(
         const names = [...known].sort();
         fail(
           `${at}.credentials[${i}]`,
-          `names ${JSON.stringify(scope)}, which is not one of this server's credentials (${names.length ? names.join(", ") : "it declares none"})`,
+          `names ${quotedName(scope)}, which is not one of this server's credentials (${names.length ? names.join(", ") : "it declares none"})`,
         );
       }
     });
@@ -598,6 +587,6 @@ function checkCwd(file: string, server: ServerConfig): void {
   }
   if (problem)
     throw new ConfigError(
-      `${file}: ${server.configKey ?? `servers.${server.label}`}.cwd: ${server.cwd} ${problem}.`,
+      `${file}: ${server.configKey ?? `servers.${server.label}`}.cwd: ${safeText(server.cwd)} ${problem}.`,
     );
 }

@@ -1,8 +1,9 @@
 import { isIP } from "node:net";
+import { quotedName } from "../catalog/text.js";
 import { type HeaderSpec, headerNameProblem, headerValueProblem } from "../supervisor/remoteHeaders.js";
 import { isLoopback } from "../transport/httpAccess.js";
 import { isSecretQueryParameter } from "../util/redact.js";
-import { refuseUnknownKeys } from "./unknownKeys.js";
+import { keyPath, refuseUnknownKeys } from "./unknownKeys.js";
 
 /**
  * A server reached over Streamable HTTP (`run --url`, config `url`): where it is and which
@@ -54,7 +55,7 @@ export function remoteUrlProblem(text: string, allowInsecure: boolean): string |
   // name is said, never its value.
   const secret = [...u.searchParams].find(([name, value]) => isSecretQueryParameter(name, value));
   if (secret !== undefined)
-    return `must not carry a credential in its query (parameter ${JSON.stringify(secret[0])}${
+    return `must not carry a credential in its query (parameter ${quotedName(secret[0])}${
       isSecretQueryParameter(secret[0], "") ? "" : ", whose value looks like a generated key"
     }); send it with a header instead`;
   if (u.hash) return "must not have a #fragment";
@@ -72,12 +73,12 @@ export function parseHeaders(raw: unknown, fail: (key: string, what: string) => 
   // HTTP header names are case-insensitive: "A" and "a" are one header, sent twice or one lost
   const seen = new Map<string, string>();
   for (const [name, v] of Object.entries(raw as Record<string, unknown>)) {
-    const at = `headers.${name}`;
+    const at = keyPath("headers", name);
     const n = headerNameProblem(name);
     if (n) fail(at, n);
     const same = seen.get(name.toLowerCase());
     if (same !== undefined)
-      fail(at, `is the same header as "${same}" (header names are case-insensitive); keep one`);
+      fail(at, `is the same header as ${quotedName(same)} (header names are case-insensitive); keep one`);
     seen.set(name.toLowerCase(), name);
     if (typeof v === "string") {
       const p = headerValueProblem(v);

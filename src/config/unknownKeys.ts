@@ -1,3 +1,4 @@
+import { safeText } from "../catalog/text.js";
 import { nearestName } from "../util/nearest.js";
 import { pathText } from "../util/valuePath.js";
 
@@ -13,15 +14,20 @@ export function unknownKeyProblem(key: string, known: readonly string[]): string
     : `is not a known key (the keys here: ${known.join(", ")})`;
 }
 
+/** A plain name (letters, digits, `_`, `$`, `-`), dotted on as every path of a config file is written. */
+const PLAIN_KEY = /^[\w$-]{1,64}$/;
+
 /**
- * `at` (a key path, "" for the top level) followed by `key` as a path shows it: dotted when an
- * identifier, else quoted in brackets with its control characters escaped (the file may be a
- * cloned project's, and a key in it a terminal escape).
+ * `at` (a key path, "" for the top level) followed by `key` as a path shows it: dotted when a
+ * plain name (`servers.inventory-local.audit`), else quoted in brackets, cut when long, with every
+ * character a human cannot see for what it is escaped: controls, U+2028, bidi overrides (the
+ * file may be a cloned project's, and a key in it a terminal escape or a reordering of the line).
+ * Every key a configuration error shows from the file goes through here (a name inside a
+ * sentence, through quotedName).
  */
 export function keyPath(at: string, key: string): string {
-  const shown = pathText([key], "member");
-  if (at === "") return shown;
-  return shown.startsWith("[") ? `${at}${shown}` : `${at}.${shown}`;
+  if (PLAIN_KEY.test(key)) return at === "" ? key : `${at}.${key}`;
+  return `${at}${safeText(pathText([key], "member"))}`;
 }
 
 /** Refuses the first key of `obj` not in `known`, naming its path under `at` (`fail(path, what)`). */

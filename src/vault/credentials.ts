@@ -4,7 +4,8 @@
  *   "ENV": {"secret": "scope", "deliver": "env"|"http", "hosts": ["host:port", …]}
  * The secret name is the credential scope that grants, reviews and audit records name.
  */
-import { refuseUnknownKeys } from "../config/unknownKeys.js";
+import { quotedName } from "../catalog/text.js";
+import { keyPath, refuseUnknownKeys } from "../config/unknownKeys.js";
 import { declaredHost } from "./egress/hosts.js";
 
 export type Delivery = "env" | "http";
@@ -27,7 +28,7 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
     return fail("credentials", "must be an object of environment variable → secret name");
   const out: CredentialSpec[] = [];
   for (const [env, v] of Object.entries(raw as Record<string, unknown>)) {
-    const at = `credentials.${env}`;
+    const at = keyPath("credentials", env);
     if (!ENV_NAME.test(env)) fail(at, "is not an environment variable name");
     // copied into the server's environment by plain assignment, where it would vanish
     if (env === "__proto__") fail(at, "cannot be passed on as an environment variable");
@@ -50,7 +51,7 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
         fail(`${at}.hosts`, 'must be an array of "host" or "host:port" strings');
       hosts = (o.hosts as string[]).map((h, i) => {
         const d = declaredHost(h);
-        return "host" in d ? d.host : fail(`${at}.hosts[${i}]`, `${JSON.stringify(h)} ${d.problem}`);
+        return "host" in d ? d.host : fail(`${at}.hosts[${i}]`, `${quotedName(h)} ${d.problem}`);
       });
     }
     if (deliver === "http" && hosts.length === 0)

@@ -28,19 +28,21 @@ const HIDDEN = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/;
 /** The maximum, from the rule itself: a first character and up to 63 more. */
 const MAX = 64;
 
+// a label that is not a plain name is shown quoted in brackets (as every key of the file that is
+// not), its hidden characters escaped: `servers.a b` read as two words, `servers["a b"]` does not
 const BAD: [what: string, key: string, shown: string][] = [
-  ["a space", "a b", "servers.a b "],
-  ["ESC (a colour)", "a\u001b[31mb", "servers.a\\u001b[31mb "],
-  ["an OSC title with BEL", "a\u001b]0;pwned\u0007b", "servers.a\\u001b]0;pwned\\u0007b "],
-  ["a C1 CSI", "a\u009b2Jb", "servers.a\\u009b2Jb "],
-  ["a right-to-left override", "ok\u202egnp.exe", "servers.ok\\u202egnp.exe "],
-  ["a zero-width space", "o\u200bk", "servers.o\\u200bk "],
-  ["a line separator", "a\u2028b", "servers.a\\u2028b "],
-  [`${MAX + 1} characters`, "x".repeat(MAX + 1), `servers.${"x".repeat(MAX + 1)} `],
+  ["a space", "a b", 'servers["a b"] '],
+  ["ESC (a colour)", "a\u001b[31mb", 'servers["a\\u001b[31mb"] '],
+  ["an OSC title with BEL", "a\u001b]0;pwned\u0007b", 'servers["a\\u001b]0;pwned\\u0007b"] '],
+  ["a C1 CSI", "a\u009b2Jb", 'servers["a\\u009b2Jb"] '],
+  ["a right-to-left override", "ok\u202egnp.exe", 'servers["ok\\u202egnp.exe"] '],
+  ["a zero-width space", "o\u200bk", 'servers["o\\u200bk"] '],
+  ["a line separator", "a\u2028b", 'servers["a\\u2028b"] '],
+  [`${MAX + 1} characters`, "x".repeat(MAX + 1), `servers["${"x".repeat(MAX)}… (${MAX + 1} characters)"] `],
   ["a leading '-'", "-x", "servers.-x "],
-  ["a leading '.'", ".x", "servers..x "],
-  ["the empty string", "", "servers. "],
-  ["a letter of another script", "d\u0435ploy", "servers.d\u0435ploy "],
+  ["a leading '.'", ".x", 'servers[".x"] '],
+  ["the empty string", "", 'servers[""] '],
+  ["a letter of another script", "d\u0435ploy", 'servers["d\u0435ploy"] '],
 ];
 
 /** A project directory whose portcullis.json holds `servers`, each entry's command writing `marker`. */
@@ -87,7 +89,7 @@ describe("a portcullis.json server key that is not a plain label", () => {
       const r2 = await runCli(["run", "ok", "--config", q.file], { stateDir, cwd: elsewhere, input: "" });
       expect(r2.code, r2.stderr).toBe(2);
       expect(r2.stderr).toContain(
-        `${q.file}: mcpServers.${shown.slice("servers.".length)}is not a valid label (`,
+        `${q.file}: mcpServers${shown.slice("servers".length)}is not a valid label (`,
       );
       expect(r2.stderr).not.toMatch(CONTROL);
       expect(r2.stderr).not.toMatch(HIDDEN);
@@ -125,7 +127,7 @@ describe("a portcullis.json server key that is not a plain label", () => {
     mkdirSync(sub, { recursive: true });
     const r = await runCli(["run", "ok"], { stateDir, cwd: sub, input: "" });
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toContain(`${p.file}: servers.a\\u001b[2Jb is not a valid label (`);
+    expect(r.stderr).toContain(`${p.file}: servers["a\\u001b[2Jb"] is not a valid label (`);
     expect(r.stderr).not.toMatch(CONTROL);
     expect(existsSync(p.marker)).toBe(false);
   });

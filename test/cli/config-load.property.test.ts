@@ -275,7 +275,7 @@ function isJson(text: string): boolean {
 }
 
 const KEY_PATH =
-  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|: \["|: ([\w$]+|\["[\s\S]*"\]) is not a known key \(|"servers"|"mcpServers"|has both "servers" and "mcpServers")/;
+  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|: \["|: ([\w$-]+|\["[\s\S]*"\]) is not a known key \(|"servers"|"mcpServers"|has both "servers" and "mcpServers")/;
 
 /** The invariant, for one text: a map, or a ConfigError naming the file and the key (or the position). */
 function check(text: string): void {

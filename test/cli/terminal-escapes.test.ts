@@ -139,7 +139,8 @@ describe("views print what others chose as text, never as terminal commands", ()
     const run = await runCli(["run", "a"], { cwd: dir, stateDir });
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(
-      `portcullis: ${config}: servers.a.approval.tools.${shown} must be one of session, per-call, none.\n`,
+      // quoted in brackets by the configuration's own path (JSON's \r for the carriage return)
+      `portcullis: ${config}: servers.a.approval.tools["x\\u001b]0;pwned\\u0007\\r\\u001b[1A\\u001b[2K\\u202e"] must be one of session, per-call, none.\n`,
     );
 
     const host = join(dir, "mcp.json");
