@@ -7,7 +7,7 @@
 // cannot disagree. The token read is dropped at once: never printed.
 import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { quotedName } from "../catalog/text.js";
+import { quotedName, safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { fileToken, TokenFileError, tokenFileWithoutListen } from "../transport/httpAccess.js";
 import { shellWord } from "../util/shellWord.js";
@@ -104,8 +104,10 @@ export function tokenFileFindings(named: readonly NamedTokenFile[]): ListenFindi
       next: `add "listen": "127.0.0.1:PORT" to that server in the file (or --listen HOST:PORT to the entry's run), or remove its listenTokenFile`,
     });
   for (const [file, where] of places) {
+    // the path is the file's or the entry's words: shown escaped in every output, --json included
+    const shown = safeText(file);
     try {
-      fileToken(file, `the listen token file ${file}`);
+      fileToken(file, `the listen token file ${shown}`);
     } catch (e) {
       if (!(e instanceof TokenFileError)) throw e;
       out.push({
@@ -124,7 +126,7 @@ export function tokenFileFindings(named: readonly NamedTokenFile[]): ListenFindi
     if ((mode & 0o077) === 0) continue;
     out.push({
       ok: false,
-      what: `${where.join("; ")}: the listen token file ${file} may be read or changed by other users (mode ${mode.toString(8).padStart(3, "0")}), so 'portcullis run --listen' refuses to start with it (the token is what keeps them out of the server)`,
+      what: `${where.join("; ")}: the listen token file ${shown} may be read or changed by other users (mode ${mode.toString(8).padStart(3, "0")}), so 'portcullis run --listen' refuses to start with it (the token is what keeps them out of the server)`,
       next: `chmod 600 ${shellWord(file)}`,
     });
   }

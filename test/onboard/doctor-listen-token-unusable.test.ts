@@ -13,6 +13,9 @@ import { fakeUsersOfEachTest } from "./hosts.js";
 const user = fakeUsersOfEachTest();
 
 // a token on the second line, after an empty first one: refused, and never shown
+/** A control (ESC) or format (the right-to-left override) character, raw; not the newlines of JSON output */
+const RAW = /(?!\n)[\p{Cc}\p{Cf}]/u;
+
 const SECOND_LINE_TOKEN = "tok-second-line-7c1d9e3a5b2f4c6d";
 
 describe("doctor and token files run --listen cannot use", () => {
@@ -98,5 +101,32 @@ describe("doctor and token files run --listen cannot use", () => {
       expect(gateway.stderr, key).toContain(reason);
       expect(gateway.stderr, key).not.toContain(SECOND_LINE_TOKEN);
     }
+  });
+
+  it("a token file path with an escape or a bidi override is shown escaped, in doctor --json too", async () => {
+    const u = user();
+    withState(u);
+    const hostile = join(u.root, "a\u001b[2Jb\u202e.token");
+    const [command, ...args] = fixtureCommand("echo");
+    const entry = {
+      command: NODE,
+      args: [CLI, "run", "--state-dir", u.stateDir, "--listen", "127.0.0.1:0", "--label", "echo"].concat([
+        "--listen-token-file",
+        hostile,
+        "--",
+        command!,
+        ...args,
+      ]),
+    };
+    const mcp = writeServers(u.files["claude-code"], { hostile: entry });
+    const json = await u.cli(["doctor", "--json"]);
+    expect(json.stdout).not.toMatch(RAW);
+    const finding = (JSON.parse(json.stdout).findings as Finding[]).find((f) =>
+      f.what.startsWith(`${mcp}: server "hostile"`),
+    );
+    expect(finding?.what).toContain(
+      `the listen token file ${join(u.root, "a\\u001b[2Jb\\u202e.token")}: cannot read it`,
+    );
+    expect(finding?.what).not.toMatch(RAW);
   });
 });
