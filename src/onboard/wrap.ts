@@ -628,7 +628,7 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
       // (wrap takes only args that are a list of strings)
       const words = Array.isArray(e.original.args) ? e.original.args.map((w) => String(w)) : undefined;
       const shown = words === undefined ? undefined : redactArgv(words);
-      const hidden = shown !== undefined && shown.some((w, i) => w !== words![i]);
+      const hidden = shown?.some((w, i) => w !== words![i]) === true;
       const args =
         e.original.args === undefined
           ? 'remove its "args"'
