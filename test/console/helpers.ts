@@ -7,7 +7,9 @@ import { createServer as createNetServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { expect } from "vitest";
+import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
+import { openStoreToRead } from "../../src/store/db.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -252,4 +254,14 @@ export async function hasIpv6Loopback(): Promise<boolean> {
   if (typeof s === "string") return false;
   await new Promise((r) => s.close(r));
   return true;
+}
+
+/** An approval request's state as the store holds it now (undefined: no such request). */
+export function requestState(stateDir: string, id: string): string | undefined {
+  const db = openStoreToRead(stateDir);
+  try {
+    return getRequest(db, id)?.state;
+  } finally {
+    db.close();
+  }
 }

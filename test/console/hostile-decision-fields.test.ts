@@ -4,8 +4,6 @@
 // The console must decide only what the request allows, over the review it shows. A real gateway
 // (per call) in front of the catalog fixture, the console process, plain HTTP as a browser sends.
 import { describe, expect, it } from "vitest";
-import { getRequest } from "../../src/approval/requests.js";
-import { openStoreToRead } from "../../src/store/db.js";
 import { nextRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
@@ -16,18 +14,10 @@ import {
   httpLogin,
   post,
   raw,
+  requestState,
   reviewedIn,
   startConsoleProcess,
 } from "./helpers.js";
-
-function stateOf(stateDir: string, id: string): string | undefined {
-  const db = openStoreToRead(stateDir);
-  try {
-    return getRequest(db, id)?.state;
-  } finally {
-    db.close();
-  }
-}
 
 describe("decision fields the page did not offer", () => {
   it("a session approval of a per-call tool and another request's review digest decide nothing; the offered one-call approval decides", async () => {
@@ -65,7 +55,7 @@ describe("decision fields the page did not offer", () => {
       expect(session.body).toContain(
         "tool deploy of shop needs a human decision for every call: it can be approved for this one call only.",
       );
-      expect(stateOf(stateDir, ra.request)).toBe("pending");
+      expect(requestState(stateDir, ra.request)).toBe("pending");
 
       const otherReview = await post(
         console_.url,
@@ -75,8 +65,8 @@ describe("decision fields the page did not offer", () => {
       );
       expect(otherReview.status).toBe(409);
       expect(otherReview.body).toContain("changed after it was shown");
-      expect(stateOf(stateDir, ra.request)).toBe("pending");
-      expect(stateOf(stateDir, rb.request)).toBe("pending");
+      expect(requestState(stateDir, ra.request)).toBe("pending");
+      expect(requestState(stateDir, rb.request)).toBe("pending");
 
       const ok = await post(
         console_.url,
@@ -86,7 +76,7 @@ describe("decision fields the page did not offer", () => {
       );
       expect(ok.status, ok.body).toBe(303);
       expect((await a).isError).toBeFalsy();
-      expect(stateOf(stateDir, rb.request)).toBe("pending");
+      expect(requestState(stateDir, rb.request)).toBe("pending");
     } finally {
       await console_.stop();
       await gw.close();

@@ -4,8 +4,6 @@
 // the passphrase, nor check one sent with it (a wrong one would count as a failed attempt), and
 // the request stays pending. A real gateway (per call), the console process, plain HTTP.
 import { describe, expect, it } from "vitest";
-import { getRequest } from "../../src/approval/requests.js";
-import { openStoreToRead } from "../../src/store/db.js";
 import { nextRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
@@ -16,18 +14,10 @@ import {
   httpLogin,
   post,
   raw,
+  requestState,
   reviewedIn,
   startConsoleProcess,
 } from "./helpers.js";
-
-function stateOf(stateDir: string, id: string): string | undefined {
-  const db = openStoreToRead(stateDir);
-  try {
-    return getRequest(db, id)?.state;
-  } finally {
-    db.close();
-  }
-}
 
 const SENTENCE =
   "tool deploy of shop needs a human decision for every call: it can be approved for this one call only.";
@@ -66,7 +56,7 @@ describe("a session approval of a per-call tool without a held proof", () => {
       expect(guessed.status, guessed.body).toBe(409);
       expect(guessed.body).toContain(SENTENCE);
       expect(guessed.body).not.toContain('name="passphrase"');
-      expect(stateOf(stateDir, req.request)).toBe("pending");
+      expect(requestState(stateDir, req.request)).toBe("pending");
     } finally {
       await console_.stop();
       await gw.close();
