@@ -287,7 +287,7 @@ describe("per-call approvals", () => {
     expect(r1.mode).toBe("per-call");
     expect(() =>
       decideRequest(other, r1.request, { approve: true, for: "session" }, "test", signer()),
-    ).toThrow(/--for call/);
+    ).toThrow(/needs a human decision for every call: it can be approved for this one call only$/);
     const { grant: g1 } = decideRequest(other, r1.request, { approve: true, for: "call" }, "test", signer());
     expect(g1).toMatchObject({ mode: "per-call", expiresWhen: "this-call" });
     expect(await p1).toEqual({ grant: g1!.grant });
