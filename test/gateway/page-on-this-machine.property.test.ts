@@ -19,62 +19,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { hostOnThisMachine, pageOnThisMachine } from "../../src/gateway/pageOnThisMachine.js";
 import { attributedElicitation } from "../../src/gateway/serverWords.js";
-
-const octet = fc.integer({ min: 0, max: 255 });
+import { ipv4Spelling, ipv6Spelling, octet } from "../helpers/addressSpellings.js";
 
 /** A 32-bit IPv4 value in 127.0.0.0/8 or 0.0.0.0/8: every one reaches this machine. */
 const localIpv4Value = fc.oneof(
   fc.integer({ min: 0x7f000000, max: 0x7fffffff }),
   fc.integer({ min: 0, max: 0x00ffffff }),
 );
-
-/** `n` as the URL parser reads numbers: decimal, 0x hex (any case, leading zeros), 0 octal. */
-const numberSpelling = (n: number) =>
-  fc.constantFrom(
-    String(n),
-    `0x${n.toString(16)}`,
-    `0X${n.toString(16).toUpperCase()}`,
-    `0x00${n.toString(16)}`,
-    n === 0 ? "0" : `0${n.toString(8)}`,
-  );
-
-/** An IPv4 value in 1 to 4 parts (the last takes the remaining bytes), each in any base. */
-const ipv4Spelling = (value: fc.Arbitrary<number>) =>
-  fc.tuple(value, fc.integer({ min: 1, max: 4 }), fc.boolean()).chain(([n, parts, trailingDot]) => {
-    const bytes = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
-    const head = bytes.slice(0, parts - 1);
-    const last = bytes.slice(parts - 1).reduce((acc, b) => acc * 256 + b, 0);
-    return fc
-      .tuple(...[...head, last].map(numberSpelling))
-      .map((spelled) => spelled.join(".") + (trailingDot ? "." : ""));
-  });
-
-/** A 16-bit group in hex, with leading zeros or not, in either case. */
-const group = (value: number) =>
-  fc.tuple(fc.integer({ min: value.toString(16).length, max: 4 }), fc.boolean()).map(([width, upper]) => {
-    const g = value.toString(16).padStart(width, "0");
-    return upper ? g.toUpperCase() : g;
-  });
-
-/** Eight groups as IPv6 text, optionally one run of zero groups written "::", optionally a dotted tail. */
-const ipv6Spelling = (values: number[], tail?: fc.Arbitrary<string>) => {
-  const count = tail ? 6 : 8;
-  const head = values.slice(0, count);
-  const zeroRuns: [number, number][] = [];
-  for (let i = 0; i < count; i++) for (let j = i; j < count && head[j] === 0; j++) zeroRuns.push([i, j + 1]);
-  return fc
-    .tuple(
-      fc.tuple(...head.map(group)),
-      fc.option(fc.constantFrom(...zeroRuns), { nil: undefined }),
-      tail ?? fc.constant(null),
-    )
-    .map(([groups, run, t]) => {
-      const all = t === null ? groups : [...groups, t];
-      if (!run) return all.join(":");
-      const [from, to] = run;
-      return `${all.slice(0, from).join(":")}::${all.slice(to).join(":")}`;
-    });
-};
 
 /** ::1, ::, and 127/8 mapped (::ffff:127.a.b.c, ::ffff:7f00:1) or compatible (::127.a.b.c). */
 const localIpv6 = fc.oneof(
