@@ -10,10 +10,10 @@ import { expect } from "vitest";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { openStoreToRead } from "../../src/store/db.js";
-import { waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
-import { TEST_PASSPHRASE } from "../helpers/state.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 
 export interface RunningConsole {
   url: string;
@@ -264,4 +264,25 @@ export function requestState(stateDir: string, id: string): string | undefined {
   } finally {
     db.close();
   }
+}
+
+/**
+ * The shop fixture's deploy tool behind a per-call gateway (its own console off) and a console
+ * process on the same state directory, as the tests of forged decisions use them; `end` stops
+ * both and removes their directories.
+ */
+export async function perCallShop(prefix: string) {
+  const stateDir = newStateDir();
+  const dir = tempDir(prefix);
+  const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
+    PORTCULLIS_NO_CONSOLE: "1",
+  });
+  const console_ = await startConsoleProcess(stateDir);
+  const end = async () => {
+    await console_.stop();
+    await gw.close();
+    removeDir(dir);
+    removeDir(stateDir);
+  };
+  return { stateDir, gw, console_, end };
 }

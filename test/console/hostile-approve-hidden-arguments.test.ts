@@ -8,18 +8,7 @@ import { preparePasskeyDecision } from "../../src/approval/passkey.js";
 import { DecisionError, getRequest } from "../../src/approval/requests.js";
 import { openStoreToRead } from "../../src/store/db.js";
 import { nextRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  DEPLOY_TOOL,
-  gatewayFor,
-  httpLogin,
-  post,
-  raw,
-  reviewedIn,
-  startConsoleProcess,
-} from "./helpers.js";
+import { httpLogin, perCallShop, post, raw, reviewedIn } from "./helpers.js";
 
 function withStore<T>(stateDir: string, f: (db: ReturnType<typeof openStoreToRead>) => T): T {
   const db = openStoreToRead(stateDir);
@@ -32,12 +21,7 @@ function withStore<T>(stateDir: string, f: (db: ReturnType<typeof openStoreToRea
 
 describe("the console's one-call approval of an argument the review hid part of", () => {
   it("is not offered, a POST of it decides nothing, no passkey decision is prepared; a denial decides", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-hidden-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    const console_ = await startConsoleProcess(stateDir);
+    const { stateDir, gw, console_, end } = await perCallShop("portcullis-console-hidden-");
     try {
       const call = gw.client.callTool(
         { name: "deploy", arguments: { note: "done; password=$(rm$IFS-rf$IFS~)" } },
@@ -80,10 +64,7 @@ describe("the console's one-call approval of an argument the review hid part of"
       await expect(call).rejects.toMatchObject({ code: -32057 });
       expect(withStore(stateDir, (db) => getRequest(db, req.request)?.state)).toBe("denied");
     } finally {
-      await console_.stop();
-      await gw.close();
-      removeDir(dir);
-      removeDir(stateDir);
+      await end();
     }
   }, 60_000);
 });

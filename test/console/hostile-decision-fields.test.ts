@@ -5,28 +5,11 @@
 // (per call) in front of the catalog fixture, the console process, plain HTTP as a browser sends.
 import { describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  DEPLOY_TOOL,
-  gatewayFor,
-  httpLogin,
-  post,
-  raw,
-  requestState,
-  reviewedIn,
-  startConsoleProcess,
-} from "./helpers.js";
+import { httpLogin, perCallShop, post, raw, requestState, reviewedIn } from "./helpers.js";
 
 describe("decision fields the page did not offer", () => {
   it("a session approval of a per-call tool and another request's review digest decide nothing; the offered one-call approval decides", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-fields-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    const console_ = await startConsoleProcess(stateDir);
+    const { stateDir, gw, console_, end } = await perCallShop("portcullis-console-fields-");
     try {
       const seen = new Set<string>();
       const a = gw.client.callTool({ name: "deploy", arguments: { note: "a" } }, undefined, {
@@ -78,10 +61,7 @@ describe("decision fields the page did not offer", () => {
       expect((await a).isError).toBeFalsy();
       expect(requestState(stateDir, rb.request)).toBe("pending");
     } finally {
-      await console_.stop();
-      await gw.close();
-      removeDir(dir);
-      removeDir(stateDir);
+      await end();
     }
   }, 60_000);
 });

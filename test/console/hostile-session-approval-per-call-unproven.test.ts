@@ -5,31 +5,14 @@
 // the request stays pending. A real gateway (per call), the console process, plain HTTP.
 import { describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  DEPLOY_TOOL,
-  gatewayFor,
-  httpLogin,
-  post,
-  raw,
-  requestState,
-  reviewedIn,
-  startConsoleProcess,
-} from "./helpers.js";
+import { httpLogin, perCallShop, post, raw, requestState, reviewedIn } from "./helpers.js";
 
 const SENTENCE =
   "tool deploy of shop needs a human decision for every call: it can be approved for this one call only.";
 
 describe("a session approval of a per-call tool without a held proof", () => {
   it("is refused before any passphrase is asked or checked, and decides nothing", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-percall-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    const console_ = await startConsoleProcess(stateDir);
+    const { stateDir, gw, console_, end } = await perCallShop("portcullis-console-percall-");
     try {
       void gw.client.callTool({ name: "deploy", arguments: { note: "a" } }).catch(() => {});
       const req = await nextRequest(stateDir, new Set());
@@ -58,10 +41,7 @@ describe("a session approval of a per-call tool without a held proof", () => {
       expect(guessed.body).not.toContain('name="passphrase"');
       expect(requestState(stateDir, req.request)).toBe("pending");
     } finally {
-      await console_.stop();
-      await gw.close();
-      removeDir(dir);
-      removeDir(stateDir);
+      await end();
     }
   }, 60_000);
 });
