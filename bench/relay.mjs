@@ -30,6 +30,8 @@
 // Env: BENCH_SERVER=echo|everything  the server: test/fixtures/servers/echo.mjs (default: a
 //                                    hand-rolled echo, so the relay dominates) or server-everything
 //      BENCH_CALLS=N                 calls per round at c=1 (default 2000; c=16 does 4N)
+//      BENCH_WARMUP_16=N             warm-up calls at c=16 per path after the c=1 ones (default
+//                                    3000: until V8's optimizing compiler has settled; 0: none)
 //      BENCH_ROUNDS=N                rounds (default 5); the paths are measured in turn in each
 //                                    round and every figure is the median over the rounds
 //      BENCH_PATHS=a,b               only these paths (names as printed; the baselines always run)
@@ -65,6 +67,12 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 2000);
 const CALLS_16 = CALLS * 4;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WARMUP = Math.max(50, Math.round(CALLS / 4));
+// Then this many at c=16 (quick): V8's optimizing compiler keeps its threads busy through a
+// gateway's first few thousand guarded calls (measured on a 2-core machine: 100–160 µs of their CPU
+// per call over the 3,000 calls after the first 500, under 10 after), competing for the cores with
+// the gateway, the client and the server. A gateway serves a session for hours: the figures are
+// its steady state, not its first seconds.
+const WARMUP_16 = Number(process.env.BENCH_WARMUP_16 ?? 3000);
 const SERVERS = {
   echo: [NODE, join(REPO, "test", "fixtures", "servers", "echo.mjs")],
   everything: [
@@ -283,6 +291,7 @@ async function openPath(name, command, args, env = {}, method = "tools/call", ap
       await first;
     }
     for (let i = 0; i < WARMUP; i++) await call(client, i);
+    if (WARMUP_16 > 0) await measure(client, WARMUP_16, 16);
     return { name, client, rounds: [] };
   } catch (error) {
     await client.close();
@@ -428,7 +437,7 @@ const wanted = (name) => BASELINES.has(name) || ONLY.length === 0 || ONLY.includ
 async function main() {
   console.log(
     `relay bench: tools/call echo against ${serverName}, node ${process.version}, ` +
-      `${ROUNDS} rounds of c=1: ${CALLS} calls + c=16: ${CALLS_16} calls, ${WARMUP} warm-up calls per path, medians`,
+      `${ROUNDS} rounds of c=1: ${CALLS} calls + c=16: ${CALLS_16} calls, ${WARMUP} + ${WARMUP_16} (c=16) warm-up calls per path, medians`,
   );
   // Wall-clock figures follow the machine's load: say what it was, before and after.
   const loadAtStart = loadavg()[0];
