@@ -51,7 +51,7 @@ const ENV = Object.fromEntries(
 function gateway(cli) {
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-ab-"));
   const passFile = `${stateDir}.pass`;
-  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
   const env = { ...ENV, PORTCULLIS_PASSPHRASE_FILE: passFile };
   const init = spawnSync(process.execPath, [cli, "init", "--state-dir", stateDir], { env, encoding: "utf8" });
   if (init.status !== 0) throw new Error(`${cli} init: ${init.stderr.trim().split("\n")[0]}`);

@@ -144,7 +144,7 @@ async function main() {
 
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-memory-"));
   const passFile = `${stateDir}.pass`;
-  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
   const env = { PORTCULLIS_PASSPHRASE_FILE: passFile };
   try {
     const init = spawnSync(NODE, [CLI, "init", "--state-dir", stateDir], {

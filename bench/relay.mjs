@@ -402,7 +402,7 @@ async function alternatingCost(client) {
 function preparePortcullis() {
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-bench-"));
   const passFile = join(stateDir, "..", `${stateDir.split("/").pop()}.pass`);
-  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
   const env = { PORTCULLIS_PASSPHRASE_FILE: passFile };
   const init = spawnSync(NODE, [CLI, "init", "--state-dir", stateDir], {
     env: { ...MINIMAL_ENV, ...env },

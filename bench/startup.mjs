@@ -141,7 +141,7 @@ function freshState() {
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-startup-"));
   const cacheDir = mkdtempSync(join(tmpdir(), "portcullis-startup-cache-"));
   const passFile = `${stateDir}.pass`;
-  writeFileSync(passFile, "bench-passphrase-not-secret\n");
+  writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
   const env = { PORTCULLIS_PASSPHRASE_FILE: passFile, PORTCULLIS_CACHE_DIR: cacheDir };
   const init = spawnSync(NODE, [CLI, "init", "--state-dir", stateDir], {
     env: { ...MINIMAL_ENV, ...env },

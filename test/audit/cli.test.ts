@@ -104,7 +104,7 @@ describe("portcullis init", () => {
       /cannot read PORTCULLIS_PASSPHRASE_FILE \(\/nonexistent\/passphrase\): it does not exist; check the path \(ENOENT\)/,
     );
     const empty = join(tempDir(), "empty");
-    writeFileSync(empty, "\nsecond line\n");
+    writeFileSync(empty, "\nsecond line\n", { mode: 0o600 });
     expect((await cli(tempDir(), ["init"], withPass(empty))).stderr).toMatch(/first line .* is empty/);
   });
 

@@ -85,7 +85,7 @@ describe("portcullis init is all or nothing", () => {
     oneSentence(unread, /^portcullis init: cannot read PORTCULLIS_PASSPHRASE_FILE/);
     expect(existsSync(top)).toBe(false);
     const short = join(tempDir(), "short");
-    writeFileSync(short, "2short\n");
+    writeFileSync(short, "2short\n", { mode: 0o600 });
     oneSentence(
       await runCli(["init"], { stateDir, env: { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: short } }),
       /at least 8 characters/,

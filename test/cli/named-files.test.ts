@@ -14,7 +14,7 @@ import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js
 
 function fifo(): string {
   const path = join(tempDir("portcullis-fifo-"), "named");
-  expect(spawnSync("mkfifo", [path]).status).toBe(0);
+  expect(spawnSync("mkfifo", ["-m", "600", path]).status).toBe(0);
   return path;
 }
 

@@ -83,7 +83,7 @@ describe("portcullis init twice at once on a new directory", () => {
     const stateDir = join(parent, "state");
     const fifoA = join(parent, "pass-a");
     const fifoB = join(parent, "pass-b");
-    execFileSync("mkfifo", [fifoA, fifoB]);
+    execFileSync("mkfifo", ["-m", "600", fifoA, fifoB]);
 
     const a = initThrough(stateDir, fifoA);
     const b = initThrough(stateDir, fifoB);

@@ -245,7 +245,7 @@ describe("portcullis demo", () => {
     expect(command).toEqual(["audit", "activity", "--state-dir", join(kept, "state")]);
     const passphrase = /the passphrase "([^"]+)"/.exec(r.stdout)![1]!;
     const passFile = join(tmp, "pass");
-    writeFileSync(passFile, `${passphrase}\n`);
+    writeFileSync(passFile, `${passphrase}\n`, { mode: 0o600 });
     const read = await runCli(command, { env: { PORTCULLIS_PASSPHRASE_FILE: passFile } });
     expect(read.code, read.stderr).toBe(0);
     expect(read.stdout).toMatch(/adjust_inventory/);

@@ -35,7 +35,7 @@ function rows(stateDir: string, sql: string, ...params: unknown[]): Record<strin
 /** `portcullis approve ID --for FOR`, its passphrase read from a FIFO the test writes when it chooses. */
 function approveWaitingForPassphrase(stateDir: string, id: string, forWhat: "call" | "session") {
   const fifo = join(tempDir("portcullis-fifo-"), "passphrase");
-  expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+  expect(spawnSync("mkfifo", ["-m", "600", fifo]).status).toBe(0);
   const child: ChildProcess = spawn(NODE, [CLI, "approve", id, "--for", forWhat, "--state-dir", stateDir], {
     env: hostEnv({ PORTCULLIS_PASSPHRASE_FILE: fifo, PORTCULLIS_INSECURE_TEST_KDF: "1" }),
     stdio: ["ignore", "pipe", "pipe"],

@@ -126,8 +126,10 @@ describe("portcullis vault set | list | rm", () => {
     const noTerminal = await runCli(["vault", "set", "x", "--deliver", "env"], { stateDir, env });
     expect(noTerminal.code).toBe(2);
     expect(noTerminal.stderr).toContain("--from-stdin");
-    const wrongPass = join(stateDir, "..", "wrong-pass");
-    writeFileSync(wrongPass, "not the passphrase\n");
+    // a directory of its own: beside the state directory was the shared temporary directory
+    // itself, where a file left by an earlier run (or another user) kept its mode
+    const wrongPass = join(tempDir("portcullis-wrong-pass-"), "passphrase");
+    writeFileSync(wrongPass, "not the passphrase\n", { mode: 0o600 });
     const wrong = await vaultSet(stateDir, { ...env, PORTCULLIS_PASSPHRASE_FILE: wrongPass }, [
       "x",
       "--deliver",
