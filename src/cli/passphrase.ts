@@ -1,20 +1,24 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { ReadStream } from "node:tty";
+import { safeText } from "../catalog/text.js";
 import { fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
+import { PASSPHRASE_FILE_ENV, passphraseFileRefusal, passphraseFileSentence } from "./passphraseFile.js";
 
 /**
  * Passphrase input. The passphrase is typed on the controlling terminal
  * (/dev/tty) with echo off — never taken from an argument or from an environment
  * value holding the passphrase itself. For tests and CI only,
- * PORTCULLIS_PASSPHRASE_FILE=<path> names a file whose first line is the passphrase.
+ * PORTCULLIS_PASSPHRASE_FILE=<path> names a file whose first line is the passphrase, this
+ * user's alone (src/cli/passphraseFile.ts).
  */
 
-export const PASSPHRASE_FILE_ENV = "PORTCULLIS_PASSPHRASE_FILE";
+export { PASSPHRASE_FILE_ENV };
 
 export const PASSPHRASE_HELP = `The passphrase is read from the terminal with echo off. For tests and CI, set
-${PASSPHRASE_FILE_ENV}=<path> to a file whose first line is the passphrase.`;
+${PASSPHRASE_FILE_ENV}=<path> to a file whose first line is the passphrase,
+yours alone (chmod 600: a file others may read or change is refused).`;
 
 /** The passphrase could not be obtained; the CLI exits 2 with this message. */
 export class PassphraseError extends Error {
@@ -48,20 +52,29 @@ const CONFIRM_TRIES = 3;
 const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;
 
 function readPassphraseFile(file: string): string {
+  // the path is the environment's words: a character a terminal would act on is shown escaped
+  const shown = safeText(file);
   let text: string;
   try {
     // a pipe is read (`<(pass show …)`: the passphrase never sits in a file); a device is
-    // refused, so /dev/zero is not read until memory runs out
-    text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file", { pipes: true });
+    // refused, so /dev/zero is not read until memory runs out; a file others may read or change,
+    // or another user's, is refused before a byte of it is read
+    text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file", {
+      pipes: true,
+      refuse: (st) => {
+        const r = passphraseFileRefusal(file, st);
+        return r === null ? null : new PassphraseError(passphraseFileSentence(file, r));
+      },
+    });
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;
     if ("code" in p)
-      throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${file}): ${fileProblem(p.code)}`);
-    throw new PassphraseError(`${PASSPHRASE_FILE_ENV} (${file}): ${err.message}`);
+      throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${shown}): ${fileProblem(p.code)}`);
+    throw new PassphraseError(`${PASSPHRASE_FILE_ENV} (${shown}): ${err.message}`);
   }
   const line = text.replace(/^\uFEFF/, "").split(/\r?\n/, 1)[0] ?? "";
-  if (line === "") throw new PassphraseError(`the first line of ${PASSPHRASE_FILE_ENV} (${file}) is empty`);
+  if (line === "") throw new PassphraseError(`the first line of ${PASSPHRASE_FILE_ENV} (${shown}) is empty`);
   return line;
 }
 

@@ -6,6 +6,7 @@ import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { firstOf, quotedName } from "../catalog/text.js";
+import { PASSPHRASE_FILE_ENV, passphraseFileFinding } from "../cli/passphraseFile.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
@@ -95,6 +96,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       next: `${OWN_PROC_FIX}: the agent host with it; a server reached by URL (run --url) needs no /proc`,
     });
   const keyring = isDir && keyringFinding(path, findings);
+  // the file the commands would read the passphrase from (only when set): refused by them when
+  // another user's, or others may read or change it; said here before a command refuses it
+  const passphraseFile = process.env[PASSPHRASE_FILE_ENV];
+  const unusable = passphraseFile ? passphraseFileFinding(passphraseFile) : null;
+  if (unusable) findings.push({ ok: false, ...unusable });
   const config = configFinding(cwd);
   if (config) findings.push(config);
 

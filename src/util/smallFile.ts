@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, type Stats } from "node:fs";
 import { fileProblem } from "./errno.js";
 
 /**
@@ -38,12 +38,16 @@ export class SmallFileError extends Error {
  * test writes, a checkpoint fetched by `<(ssh … cat …)`): opened as `cat` opens it, waiting for
  * its writer, and read to its end, refused once it gives more than `maxBytes`. A device or a
  * socket is still refused.
+ *
+ * With `refuse`, the opened file's status (fstat: the file that is read, not a path looked at
+ * before it is opened, so a file swapped in between is the one checked) is asked once its kind
+ * is known and before a byte is read; an error it returns is thrown as it is.
  */
 export function readSmallFile(
   file: string,
   maxBytes: number,
   what: string,
-  opts: { pipes?: boolean } = {},
+  opts: { pipes?: boolean; refuse?: (st: Stats) => Error | null } = {},
 ): string {
   const fail = (problem: SmallFileProblem): never => {
     throw new SmallFileError(problem, what);
@@ -57,15 +61,19 @@ export function readSmallFile(
   } catch (e) {
     return errno(e);
   }
+  let refused: Error | null = null;
   try {
     const st = fstatSync(fd);
     if (st.isDirectory()) fail({ code: "EISDIR" });
-    if (opts.pipes && st.isFIFO()) return readCapped(fd, maxBytes, fail);
-    if (!st.isFile()) fail(opts.pipes ? { special: true, pipes: true } : { special: true });
+    const pipe = opts.pipes === true && st.isFIFO();
+    if (!pipe && !st.isFile()) fail(opts.pipes ? { special: true, pipes: true } : { special: true });
+    refused = opts.refuse?.(st) ?? null;
+    if (refused !== null) throw refused;
+    if (pipe) return readCapped(fd, maxBytes, fail);
     if (st.size > maxBytes) fail({ size: st.size });
     return readFileSync(fd, "utf8");
   } catch (e) {
-    if (e instanceof SmallFileError) throw e;
+    if (e instanceof SmallFileError || e === refused) throw e;
     return errno(e);
   } finally {
     closeSync(fd);
