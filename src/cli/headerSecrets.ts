@@ -2,7 +2,7 @@ import type { ServerConfig } from "../config/config.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import { credentialPlaceOf } from "../vault/deliveryMismatch.js";
-import { comparableHost, hostMatches } from "../vault/egress/hosts.js";
+import { hostMatches } from "../vault/egress/hosts.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 
 /**
@@ -52,9 +52,9 @@ export function headerHostMismatch(
   const remote = server.remote;
   if (!remote || policy.deliver !== "http") return null;
   const url = new URL(remote.url);
-  // the URL's host as the holder reads it at each request (`api.example.com.` is api.example.com)
+  // compared by value, as the holder does at each request (`api.example.com.` is api.example.com)
   const dest = {
-    host: comparableHost(url.hostname),
+    host: url.hostname,
     port: Number(url.port || (url.protocol === "https:" ? 443 : 80)),
   };
   if (hostMatches(policy.hosts, dest)) return null;

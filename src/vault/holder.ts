@@ -3,7 +3,7 @@ import { chmodSync, existsSync, lstatSync, unlinkSync, utimesSync } from "node:f
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import type { CaMaterial, LeafMaterial } from "./egress/certs.js";
-import { hostDeclared, hostMatches, parseAuthority } from "./egress/hosts.js";
+import { hostDeclared, hostMatches, hostValue, parseAuthority } from "./egress/hosts.js";
 import type { OpenedSecret, SecretPolicy } from "./secrets.js";
 
 /**
@@ -259,10 +259,12 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
         if (marked && req.changes === true) keepers.add(socket);
         return { ok: true, value: v.value.toString("utf8"), ...(marked ? { generation } : {}) };
       }
-      case "leaf":
-        if (typeof req.host !== "string" || !parseAuthority(`${req.host}:443`))
-          return { ok: false, error: "bad_request" };
-        return leafFor(req.host.toLowerCase().replace(/^\[|\]$/g, ""));
+      case "leaf": {
+        // minted for the host by value: the address a client connects to, in the form it checks
+        const host = typeof req.host === "string" ? hostValue(req.host) : null;
+        if (host === null) return { ok: false, error: "bad_request" };
+        return leafFor(host);
+      }
       case "put": {
         const hosts = req.hosts ?? [];
         if (

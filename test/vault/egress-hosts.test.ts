@@ -1,9 +1,15 @@
 // Declared destinations and proxy targets (src/vault/egress/hosts.ts): a host without a port means
-// 443 and 80 only; names are compared case-insensitively; a CONNECT target is a DNS name or an IP
-// address with a port 1-65535, and nothing else.
+// 443 and 80 only; names are compared case-insensitively, addresses by the address they denote; a
+// CONNECT target is a DNS name or an IP address with a port 1-65535, and nothing else.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { declaredHost, hostDeclared, hostMatches, parseAuthority } from "../../src/vault/egress/hosts.js";
+import {
+  declaredHost,
+  hostDeclared,
+  hostMatches,
+  misdirection,
+  parseAuthority,
+} from "../../src/vault/egress/hosts.js";
 
 describe("declared hosts", () => {
   it("as written: a name's trailing dot and case do not matter; a port outside 1-65535 or a non-name is refused", () => {
@@ -27,7 +33,9 @@ describe("declared hosts", () => {
         (n, port, dot, upper) => {
           const written = `${upper ? n.toUpperCase() : n}${dot ? "." : ""}:${port}`;
           const d = declaredHost(written);
-          if (!("host" in d)) return false;
+          // refused only when its last label is a number that makes no IPv4 address (`a.0`)
+          if (!("host" in d))
+            return /(^|\.)[0-9]+$/.test(n) && d.problem === "is not a DNS name or an IP address";
           const dest = parseAuthority(`${n}${dot ? "." : ""}:${port}`);
           return dest !== null && hostMatches([d.host], dest);
         },
@@ -60,33 +68,81 @@ describe("declared hosts", () => {
     expect(hostMatches(["[::1]:9000"], { host: "[::1]", port: 9000 })).toBe(true);
   });
 
-  it("another spelling of a declared address or name is another host (the placeholder, never the value)", () => {
-    // the proxy dials what the request wrote (`127.1` resolves to 127.0.0.1), but releases only
-    // for the destination as declared: deny first, never the value for a spelling it did not match
+  it("another spelling of a declared address is the same host; a lookalike name or another address is not", () => {
+    // compared by the address denoted, as the URL parser reads it (never by resolving a name)
     const declared = ["127.0.0.1:8443", "localhost:9000", "[::1]:9001"];
     for (const target of [
+      "127.0.0.1:8443",
       "127.1:8443",
       "2130706433:8443",
       "0x7f000001:8443",
       "0177.0.0.1:8443",
+      "127.0.0.1.:8443",
       "[::ffff:127.0.0.1]:8443",
-      "[::ffff:7f00:1]:8443",
+      "[::FFFF:7F00:1]:8443",
+      "[0:0:0:0:0:ffff:7f00:1]:8443",
+      "LOCALHOST.:9000",
+      "[0:0:0:0:0:0:0:1]:9001",
+      "[0000::0001]:9001",
+    ])
+      expect(hostMatches(declared, parseAuthority(target)!), target).toBe(true);
+    for (const target of [
       "127.0.0.2:8443",
       "0.0.0.0:8443",
-      "localhost:8443",
+      "localhost:8443", // a name, whatever it resolves to
       "127.0.0.1:9000",
+      "127.0.0.1..:8443",
+      "127.0.0.1.nip.io:8443",
+      "127.0.0.1.evil.example:8443",
+      "[::127.0.0.1]:8443", // IPv4-compatible: another address
+      "[::1]:8443",
       "localhost.localdomain:9000",
       "x.localhost:9000",
-      "127.0.0.1.nip.io:8443",
-      "[0:0:0:0:0:0:0:1]:9001",
+      "localhost..:9000",
+      "[::ffff:127.0.0.1]:9001",
       "localhost:9001",
+      "127.1@evil.example:8443",
+      "evil.example@127.0.0.1:8443",
     ]) {
       const dest = parseAuthority(target);
       if (dest !== null) expect(hostMatches(declared, dest), target).toBe(false);
     }
-    // as declared (a name's case and trailing dot aside) it matches
-    for (const target of ["127.0.0.1:8443", "LOCALHOST.:9000", "[::1]:9001"])
-      expect(hostMatches(declared, parseAuthority(target)!), target).toBe(true);
+    // a declaration written another way matches the same requests (a stored policy is not rewritten)
+    expect(hostMatches(["127.1:8443"], parseAuthority("127.0.0.1:8443")!)).toBe(true);
+    expect(hostMatches(["[::ffff:7f00:1]"], { host: "127.0.0.1", port: 443 })).toBe(true);
+    expect(hostMatches(["0x7f.1"], { host: "localhost", port: 443 })).toBe(false);
+    // the leaf the holder mints: for the address, however it is asked
+    expect(hostDeclared(["127.1:8443"], "127.0.0.1")).toBe(true);
+    expect(hostDeclared(["127.0.0.1:8443"], "[::ffff:7f00:1]")).toBe(true);
+    expect(hostDeclared(["127.0.0.1:8443"], "localhost")).toBe(false);
+  });
+
+  it("a declaration is written as requests are matched; one that ends in a number but is no address is refused", () => {
+    expect(declaredHost("127.1")).toEqual({ host: "127.0.0.1" });
+    expect(declaredHost("0x7F.0.0.1:8443")).toEqual({ host: "127.0.0.1:8443" });
+    expect(declaredHost("[::FFFF:127.0.0.1]:8443")).toEqual({ host: "127.0.0.1:8443" });
+    expect(declaredHost("[0:0:0:0:0:0:0:1]")).toEqual({ host: "[::1]" });
+    for (const bad of ["1.2.3.999", "256.0.0.1", "example.123", "a.0x"])
+      expect(declaredHost(bad), bad).toEqual({ problem: "is not a DNS name or an IP address" });
+    for (const bad of [
+      " a.example",
+      "a example",
+      "https://a.example",
+      "a.example/path",
+      "x@a.example",
+      "[127.0.0.1]",
+    ])
+      expect(declaredHost(bad), bad).toHaveProperty("problem");
+  });
+
+  it("a Host header naming the destination by another spelling is the destination; a lookalike is misdirection", () => {
+    const dest = parseAuthority("127.0.0.1:8443")!;
+    for (const host of ["127.1:8443", "[::ffff:7f00:1]:8443", "2130706433:8443"])
+      expect(misdirection(dest, "http", "/", ["Host"], [host]), host).toBeNull();
+    for (const host of ["localhost:8443", "127.0.0.1.evil.example:8443", "127.0.0.2:8443", "127.1:8444"])
+      expect(misdirection(dest, "http", "/", ["Host"], [host]), host).not.toBeNull();
+    expect(misdirection(dest, "http", "http://127.1:8443/x", [], [])).toBeNull();
+    expect(misdirection(dest, "http", "http://127.1:8443@evil.example/x", [], [])).not.toBeNull();
   });
 
   it("proxy targets: names and addresses with a port 1-65535, nothing else", () => {

@@ -1,20 +1,26 @@
+import { isIP } from "node:net";
+
 /**
- * Declared destinations: "host" or "host:port" (lower-cased, IPv6 in brackets), as written in
- * `credentials.*.hosts` and in `vault set --host`. A host without a port means the default ports
- * of HTTPS and HTTP (443, 80) and no other.
+ * Declared destinations: "host" or "host:port" (IPv6 in brackets), as written in
+ * `credentials.*.hosts` and in `vault set --host`, compared with a request's destination by value
+ * (hostValue), never by resolving a name. A host without a port means the default ports of HTTPS
+ * and HTTP (443, 80) and no other.
  */
 
 export interface Destination {
-  /** lower-case name or address, IPv6 without brackets */
+  /** the host by value (hostValue): a lower-case name, dotted IPv4, compressed IPv6 without brackets */
   host: string;
   port: number;
 }
 
 /**
- * A declared destination as written in `credentials.*.hosts` or `vault set --host`, normalised
- * as requests are matched (lower case, a name's trailing dot dropped), or why it can never match:
- * not HOST or HOST:PORT, a name that is no DNS name, a port outside 1–65535. Checked where it is
- * written, so that a secret is never stored for a destination no request can have.
+ * A declared destination as written in `credentials.*.hosts` or `vault set --host`, written in
+ * the form requests are matched in (hostValue: a name in lower case without its trailing dot, an
+ * address as the address it denotes, `127.1` as `127.0.0.1`, `[::FFFF:127.0.0.1]` as
+ * `127.0.0.1`), or why it can never match: not HOST or HOST:PORT, a name that is no DNS name, a
+ * name ending in a number that is no IPv4 address (`1.2.3.999`: a URL parser refuses it), a port
+ * outside 1–65535. Checked where it is written, so that a secret is never stored for a
+ * destination no request can have.
  */
 export function declaredHost(text: string): { host: string } | { problem: string } {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(text);
@@ -22,12 +28,14 @@ export function declaredHost(text: string): { host: string } | { problem: string
   const name = m[2];
   if (name !== undefined && (!NAME.test(name) || name.length > 254))
     return { problem: "is not a DNS name or an IP address" };
-  if (m[1] !== undefined && !V6.test(m[1])) return { problem: "is not an IPv6 address" };
   if (m[3] !== undefined) {
     const port = Number(m[3]);
     if (port < 1 || port > 65535) return { problem: "has a port outside 1-65535" };
   }
-  const host = m[1] !== undefined ? `[${m[1].toLowerCase()}]` : name!.toLowerCase().replace(/\.$/, "");
+  const value = hostValue(m[1] !== undefined ? `[${m[1]}]` : name!);
+  if (value === null)
+    return { problem: m[1] !== undefined ? "is not an IPv6 address" : "is not a DNS name or an IP address" };
+  const host = value.includes(":") ? `[${value}]` : value;
   return { host: m[3] !== undefined ? `${host}:${Number(m[3])}` : host };
 }
 
@@ -40,23 +48,74 @@ export function parseDeclared(declared: string): { host: string; port: number | 
 }
 
 /**
- * A host as hosts are compared: lower case, an IPv6 address without its brackets, and a name's
- * one trailing dot dropped (`api.example.com.` is the fully qualified spelling of the same host,
- * which a URL keeps: the WHATWG parser's hostname). Nothing else is changed: `a.example..` still
- * names no declared host. Applied to both sides, the declared host and the destination, so a
- * policy stored or written either way matches a request named either way.
+ * A host by what it denotes, the one form both sides of a match are compared in, or null when
+ * it is neither a DNS name nor an IP address (it then matches nothing):
+ * - a DNS name: lower case, its one trailing dot dropped (`API.example.com.` is the fully
+ *   qualified spelling of api.example.com, which a URL keeps); `a.example..` is no name;
+ * - an IPv4 address in any notation the WHATWG URL parser reads as one, which is what a host
+ *   whose last label is a number is (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`,
+ *   `127.0.0.1.`): dotted decimal; such a host that is no address (`1.2.3.999`) is null;
+ * - an IPv6 address, bracketed or bare, in any spelling: the URL parser's compressed form
+ *   without brackets (`0:0:0:0:0:0:0:1` is `::1`); an IPv4-mapped one (`::ffff:127.0.0.1`,
+ *   `::ffff:7f00:1`) is that IPv4 address, which a connection to it reaches. A zone id is null.
+ * The three never meet: a name's last label is no number and it has no colon, an IPv4 address
+ * ends in one, an IPv6 address has colons. So a name never matches an address, whatever it
+ * resolves to (no DNS is asked: its owner answers it and may answer differently a second later).
+ * The proxy connects to this form of a destination, so the address a value is released for is
+ * the address connected to, whatever a resolver would make of the spelling.
  */
-export function comparableHost(host: string): string {
-  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
-  return h.endsWith(".") ? h.slice(0, -1) : h;
+export function hostValue(host: string): string | null {
+  let h = host.toLowerCase();
+  const bracketed = h.startsWith("[") && h.endsWith("]");
+  if (bracketed || h.includes(":")) return ipv6Value(bracketed ? h.slice(1, -1) : h);
+  if (h.endsWith(".")) h = h.slice(0, -1);
+  // (NAME allows a trailing dot: a second one is no name)
+  if (h.length > 253 || h.endsWith(".") || !NAME.test(h)) return null;
+  return endsInNumber(h) ? ipv4Value(h) : h;
 }
 
+/** The WHATWG URL parser's test: a host whose last label is a number is an IPv4 address or nothing. */
+function endsInNumber(name: string): boolean {
+  const last = name.slice(name.lastIndexOf(".") + 1);
+  return /^[0-9][0-9]*$/.test(last) || /^0x[0-9a-f]*$/.test(last);
+}
+
+/** Dotted decimal, by the URL parser's own reading of IPv4 numbers (the one clients use). */
+function ipv4Value(name: string): string | null {
+  try {
+    const h = new URL(`http://${name}/`).hostname;
+    return isIP(h) === 4 ? h : null;
+  } catch {
+    return null;
+  }
+}
+
+function ipv6Value(address: string): string | null {
+  if (!V6.test(address) || isIP(address) !== 6) return null;
+  let h: string;
+  try {
+    h = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return null;
+  }
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h);
+  if (!mapped) return h;
+  const hi = Number.parseInt(mapped[1]!, 16);
+  const lo = Number.parseInt(mapped[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/**
+ * Whether `dest` is a declared destination: its host the same by value (hostValue) as a declared
+ * one's, and its port the declared port, or 443 or 80 for a host declared without one.
+ */
 export function hostMatches(declared: readonly string[], dest: Destination): boolean {
-  const host = comparableHost(dest.host);
+  const host = hostValue(dest.host);
+  if (host === null) return false;
   return declared.some((d) => {
     const p = parseDeclared(d);
     return (
-      comparableHost(p.host) === host &&
+      hostValue(p.host) === host &&
       (p.port === null ? dest.port === 443 || dest.port === 80 : p.port === dest.port)
     );
   });
@@ -64,8 +123,8 @@ export function hostMatches(declared: readonly string[], dest: Destination): boo
 
 /** Whether a host name (any port) is declared: what the holder mints a leaf certificate for. */
 export function hostDeclared(declared: readonly string[], host: string): boolean {
-  const h = host.toLowerCase();
-  return declared.some((d) => parseDeclared(d).host === h);
+  const h = hostValue(host);
+  return h !== null && declared.some((d) => hostValue(parseDeclared(d).host) === h);
 }
 
 /** "host:port" for records and the holder ("[v6]:port" for IPv6). */
@@ -78,7 +137,10 @@ const V6 = /^[0-9a-f:.]+$/i;
 
 /**
  * A proxy request's target "host:port" (CONNECT's authority form), or null when the host is not
- * a DNS name or an IP address, or the port is not 1–65535.
+ * a DNS name or an IP address, or the port is not 1–65535. The host is given by value
+ * (hostValue): the proxy connects to that address, matches it against the declared hosts and
+ * records it. A name that ends in a number but is no IPv4 address (`1.2.3.999`) is kept as
+ * written (lower case), to be passed through like any undeclared host: it matches nothing.
  */
 export function parseAuthority(text: string): Destination | null {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
@@ -87,7 +149,9 @@ export function parseAuthority(text: string): Destination | null {
   if (!Number.isInteger(port) || port < 1 || port > 65535) return null;
   const host = (m[1] ?? m[2] ?? "").toLowerCase();
   if (m[1] !== undefined ? !V6.test(host) : !NAME.test(host) || host.length > 253) return null;
-  return { host: host.replace(/\.$/, ""), port };
+  const value = hostValue(m[1] !== undefined ? `[${host}]` : host);
+  if (value === null && m[1] !== undefined) return null;
+  return { host: value ?? host.replace(/\.$/, ""), port };
 }
 
 /**
