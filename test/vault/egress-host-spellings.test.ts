@@ -6,11 +6,15 @@
 // A request to 127.0.0.1 in any spelling gets the value; a lookalike (a name that resolves there,
 // another address, a name with the address in it, userinfo) is refused (egress "declared-only")
 // before anything is sent, and the upstreams never see the value but for the matching requests.
+import "reflect-metadata";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import { connect, type Socket } from "node:net";
 import { ProxyAgent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { caCertPath } from "../../src/vault/egress/ca.js";
+import { createCa, mintLeaf } from "../../src/vault/egress/certs.js";
 import { type EgressProxy, type EgressRecord, startEgressProxy } from "../../src/vault/egress/proxy.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -26,12 +30,25 @@ let plain: Upstream;
 let tls: Upstream & { caFile: string };
 let proxy: EgressProxy;
 const records: EgressRecord[] = [];
+/** An HTTPS upstream on [::1], its certificate for that address: what it was asked with. */
+let v6: HttpsServer;
+let v6Port: number;
+const v6Seen: (string | undefined)[] = [];
 
 beforeAll(async () => {
   stateDir = newStateDir();
   plain = await httpUpstream();
   tls = await httpsUpstream(tempDir("portcullis-upstream-"));
-  const declared = [`127.1:${plain.port}`, `[::ffff:7f00:1]:${tls.port}`];
+  const v6Ca = await createCa("host spellings upstream CA");
+  const v6Leaf = await mintLeaf(v6Ca, "::1");
+  v6 = createHttpsServer({ cert: v6Leaf.certPem, key: v6Leaf.keyPem }, (req, res) => {
+    v6Seen.push(req.headers.authorization);
+    res.end(`v6 ok ${req.url}`);
+  });
+  v6.listen(0, "::1");
+  await once(v6, "listening");
+  v6Port = (v6.address() as { port: number }).port;
+  const declared = [`127.1:${plain.port}`, `[::ffff:7f00:1]:${tls.port}`, `[0:0:0:0:0:0:0:1]:${v6Port}`];
   const set = await runCli(
     ["vault", "set", "inventory-api", "--from-stdin", ...declared.flatMap((h) => ["--host", h])],
     { stateDir, env: passphraseEnv(), input: SECRET },
@@ -45,7 +62,7 @@ beforeAll(async () => {
     mode: "declared-only",
     // a call covering the scope is in flight for the whole file: only the host decides
     calls: () => ({ epoch: "E1", inFlight: [{ callId: "1", epoch: "E1", scopes: ["inventory-api"] }] }),
-    extraCa: readFileSync(tls.caFile, "utf8"),
+    extraCa: `${readFileSync(tls.caFile, "utf8")}\n${v6Ca.certPem}`,
     timeoutMs: 5000,
     onRecord: (r) => records.push(r),
     log: quiet,
@@ -57,6 +74,8 @@ afterAll(async () => {
   await runCli(["lock"], { stateDir });
   await plain?.close();
   await tls?.close();
+  v6?.closeAllConnections();
+  v6?.close();
 });
 
 /** Writes `text` on a new connection to the proxy; everything read until `until` matches or it closes. */
@@ -143,6 +162,25 @@ describe("a declared address matches every spelling of it, and nothing else", ()
       await agent.close();
     }
     expect(withValue(tls)).toEqual(["/tls"]);
+  });
+
+  it("over TLS to IPv6: declared as [0:0:0:0:0:0:0:1], a client of https://[::1] gets a leaf for ::1 and the value", async () => {
+    // (the holder refused a leaf for a bare IPv6 host before: HTTPS to one was tunnelled unread)
+    const agent = new ProxyAgent({
+      uri: proxy.url,
+      requestTls: { ca: readFileSync(caCertPath(stateDir), "utf8") },
+    });
+    try {
+      const r = await request(`https://[::1]:${v6Port}/tls-v6`, {
+        dispatcher: agent,
+        headers: { authorization: `Bearer ${PLACEHOLDER}` },
+      });
+      expect(r.statusCode).toBe(200);
+      expect(await r.body.text()).toBe("v6 ok /tls-v6");
+    } finally {
+      await agent.close();
+    }
+    expect(v6Seen).toEqual([`Bearer ${SECRET}`]);
   });
 
   it("a lookalike is refused before anything is sent: a name resolving there, another address, an address in a name, userinfo, a second dot", async () => {
