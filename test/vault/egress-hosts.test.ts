@@ -111,6 +111,9 @@ describe("declared hosts", () => {
     expect(hostMatches(["127.1:8443"], parseAuthority("127.0.0.1:8443")!)).toBe(true);
     expect(hostMatches(["[::ffff:7f00:1]"], { host: "127.0.0.1", port: 443 })).toBe(true);
     expect(hostMatches(["0x7f.1"], { host: "localhost", port: 443 })).toBe(false);
+    // what brackets hold is an IPv6 address or nothing (found by egress-host-value.property.test.ts)
+    expect(hostMatches(["[127.0.0.1]"], { host: "127.0.0.1", port: 443 })).toBe(false);
+    expect(hostDeclared(["[127.0.0.1]:8443"], "127.0.0.1")).toBe(false);
     // the leaf the holder mints: for the address, however it is asked
     expect(hostDeclared(["127.1:8443"], "127.0.0.1")).toBe(true);
     expect(hostDeclared(["127.0.0.1:8443"], "[::ffff:7f00:1]")).toBe(true);

@@ -115,16 +115,25 @@ export function hostMatches(declared: readonly string[], dest: Destination): boo
   return declared.some((d) => {
     const p = parseDeclared(d);
     return (
-      hostValue(p.host) === host &&
+      declaredValue(d, p.host) === host &&
       (p.port === null ? dest.port === 443 || dest.port === 80 : p.port === dest.port)
     );
   });
 }
 
+/**
+ * A declared host's value. parseDeclared takes the brackets off whatever they hold; what was in
+ * brackets is valued as an IPv6 address or nothing, so a stored `[127.0.0.1]` (which no
+ * declaration is let through as) matches nothing rather than 127.0.0.1.
+ */
+function declaredValue(declared: string, host: string): string | null {
+  return hostValue(declared.startsWith("[") ? `[${host}]` : host);
+}
+
 /** Whether a host name (any port) is declared: what the holder mints a leaf certificate for. */
 export function hostDeclared(declared: readonly string[], host: string): boolean {
   const h = hostValue(host);
-  return h !== null && declared.some((d) => hostValue(parseDeclared(d).host) === h);
+  return h !== null && declared.some((d) => declaredValue(d, parseDeclared(d).host) === h);
 }
 
 /** "host:port" for records and the holder ("[v6]:port" for IPv6). */
