@@ -21,21 +21,24 @@ export interface RespelledInteger {
 /**
  * The rule: a number token is respelled when the number JSON.stringify writes for the double
  * JSON.parse read is not the token's exact decimal value (`decimalValue` of each). A number of 15
- * significant digits or fewer within the normal range of doubles (from about 2.2e-308) is written
- * back as the same value (a double holds every such decimal, and its shortest spelling reads back
- * as it), so only two kinds of token can be respelled: one of 16 digits or more, with its decimal
- * point (a run of 16 digits and points), and one below the normal range, which a token of fewer
- * than 16 such characters reaches only with an exponent of -100 or less (a digit, `e-` and three
- * digits: a mantissa of 15 characters is at least 1e-13; `release-2024` in a string is not one). Zero however written (`-0.0e-999`) is 0 exactly,
- * and goes out as `0`: the same number.
+ * significant digits or fewer within the normal range of doubles (from about 2.2e-308 to about
+ * 1.8e308) is written back as the same value (a double holds every such decimal, and its shortest
+ * spelling reads back as it), so only three kinds of token can be respelled: one of 16 digits or
+ * more, with its decimal point (a run of 16 digits and points); one below the normal range, which
+ * a token of fewer than 16 such characters reaches only with an exponent of -100 or less (a digit,
+ * `e-` and three digits: a mantissa of 15 characters is at least 1e-13; `release-2024` in a string
+ * is not one); and one beyond the range (`1e400`, `-1.8e308`), which JSON.parse reads as ±Infinity
+ * and JSON.stringify writes as `null`, and which a token of fewer than 16 such characters reaches
+ * only with an exponent of 294 or more (a digit, `e`, an optional `+` and three digits). Zero
+ * however written (`-0.0e-999`) is 0 exactly, and goes out as `0`: the same number.
  */
-const LONG_DIGITS = /[0-9.]{16}|[0-9][eE]-[0-9]{3}/;
-const TINY_EXPONENT = /[0-9][eE]-[0-9]{3}/;
+const LONG_DIGITS = /[0-9.]{16}|[0-9][eE][-+]?[0-9]{3}/;
+const THREE_DIGIT_EXPONENT = /[0-9][eE][-+]?[0-9]{3}/;
 
 /**
- * Whether `text` holds a run of 16 digits (and decimal points), or a digit followed by `e-` and
- * three digits, anywhere: when it does not (nearly every message), no number in it can be respelled,
- * and nothing else is looked for.
+ * Whether `text` holds a run of 16 digits (and decimal points), or a digit followed by `e`, an
+ * optional sign and three digits, anywhere: when it does not (nearly every message), no number in
+ * it can be respelled, and nothing else is looked for.
  */
 export function mayHoldLongInteger(text: string): boolean {
   return LONG_DIGITS.test(text);
@@ -190,11 +193,11 @@ function respelledTokens(text: string): (Written & { read: number })[] {
     }
     const token = text.slice(i, j);
     i = j - 1;
-    if (token.length < 16 && !TINY_EXPONENT.test(token)) continue;
+    if (token.length < 16 && !THREE_DIGIT_EXPONENT.test(token)) continue;
     const read = Number(token);
-    // beyond the range of doubles: refused as such where it matters (src/util/canonical.ts)
-    if (!Number.isFinite(read)) continue;
-    if (decimalValue(token) !== decimalValue(String(read)))
+    // beyond the range of doubles: ±Infinity, which JSON.stringify writes as `null` (a client's
+    // call holding one is refused before this matters, src/guard/guard.ts: it has no digest)
+    if (!Number.isFinite(read) || decimalValue(token) !== decimalValue(String(read)))
       respelled.push({ read, written: token, path: [...at] as (string | number)[] });
   }
   return respelled;

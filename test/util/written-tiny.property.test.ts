@@ -62,10 +62,23 @@ describe("respelledIntegerIn, numbers that read as 0 or a subnormal", () => {
     expect(respelledIntegerIn('{"s":"1e-400"}', { s: "1e-400" })).toBeNull();
   });
 
-  it("the prefilter lets through nothing but a 16-run of digits and points, or a digit and an exponent of -100 and smaller", () => {
+  it("a number beyond the double range (read as ±Infinity, written as null) is respelled; the largest double is not", () => {
+    const of = (t: string) => respelledIntegerIn(`{"x":[${t}]}`, JSON.parse(`{"x":[${t}]}`));
+    expect(of("1e400")).toEqual({ path: ["x", 0], written: "1e400" });
+    expect(of("-1.8e308")).toEqual({ path: ["x", 0], written: "-1.8e308" });
+    expect(of("2E+999")).toEqual({ path: ["x", 0], written: "2E+999" });
+    expect(of("999999999999999e294")).toEqual({ path: ["x", 0], written: "999999999999999e294" });
+    expect(of("1.7976931348623157e308")).toBeNull(); // the largest double prints so
+    expect(of("1e300")).toBeNull();
+  });
+
+  it("the prefilter lets through nothing but a 16-run of digits and points, or a digit and an exponent of three digits (-100 and smaller, or 100 and larger: 1e400 reads as Infinity)", () => {
     expect(mayHoldLongInteger('{"a":1e-99,"b":"x"}')).toBe(false);
     expect(mayHoldLongInteger('{"a":1e-100}')).toBe(true);
-    expect(mayHoldLongInteger('{"a":1.5e+300}')).toBe(false);
+    expect(mayHoldLongInteger('{"a":1.5e+99}')).toBe(false);
+    expect(mayHoldLongInteger('{"a":1.5E99}')).toBe(false);
+    expect(mayHoldLongInteger('{"a":1e400}')).toBe(true);
+    expect(mayHoldLongInteger('{"a":1.5e+300}')).toBe(true);
     expect(mayHoldLongInteger('{"name":"release-2024","a":1}')).toBe(false);
   });
 });
