@@ -34,11 +34,16 @@ export function hasTools(capabilities: unknown): boolean {
   return typeof capabilities === "object" && capabilities !== null && "tools" in capabilities;
 }
 
-/** The gateway tells the client when the list changes (epochs, re-lists), whatever the server supports. */
+/**
+ * The gateway tells the client when the list changes (epochs, re-lists), whatever the server
+ * supports. Only a `tools` capability that is an object says so: one the server wrote as anything
+ * else (`"yes"`, `[1, 2]`, `7`) goes on as written, never spread into an object of its characters.
+ */
 export function advertiseListChanged(result: unknown): unknown {
   const r = result as { capabilities?: { tools?: Record<string, unknown> } };
-  if (!r?.capabilities?.tools) return result;
-  return { ...r, capabilities: { ...r.capabilities, tools: { ...r.capabilities.tools, listChanged: true } } };
+  const tools = r?.capabilities?.tools;
+  if (typeof tools !== "object" || tools === null || Array.isArray(tools)) return result;
+  return { ...r, capabilities: { ...r.capabilities, tools: { ...tools, listChanged: true } } };
 }
 
 /** 2026-07-28: where the tasks extension is declared among a server's `capabilities.extensions`. */
