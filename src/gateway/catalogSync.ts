@@ -13,6 +13,7 @@ import {
 import type { Response } from "../relay/jsonrpc.js";
 import { briefly, type Store, whenUnlocked } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
+import { isWellFormedString } from "../util/canonical.js";
 import { seconds } from "../util/duration.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
@@ -411,6 +412,10 @@ export class CatalogSync {
     // entries without a string name: not kept, said once per fetch with their number (a page may
     // hold millions of them, and a line each queued them all on stderr, in the gateway's memory)
     let nameless = 0;
+    // names holding a lone surrogate (`"pay\ud800"`): the store's text columns hold UTF-8, where
+    // such a name becomes U+FFFD and two of them one name, so an approval request of one could
+    // not name its tool as its review does (and no approval of it could be given): not kept
+    let unstorable = 0;
     const deadlineMs = catalogDeadlineMs();
     const deadline = Date.now() + deadlineMs;
     const overdue = () =>
@@ -442,6 +447,10 @@ export class CatalogSync {
       pages++;
       for (const t of result.tools) {
         if (typeof t === "object" && t !== null && typeof (t as Tool).name === "string") {
+          if (!isWellFormedString((t as Tool).name)) {
+            unstorable++;
+            continue;
+          }
           chars += JSON.stringify(t).length;
           tools.push(t as Tool);
         } else nameless++;
@@ -466,6 +475,10 @@ export class CatalogSync {
     if (nameless > 0)
       this.p.log.warn(
         `ignored ${nameless} ${nameless === 1 ? "entry" : "entries"} without a string name in the server's tools/list`,
+      );
+    if (unstorable > 0)
+      this.p.log.warn(
+        `ignored ${unstorable} ${unstorable === 1 ? "tool whose name holds" : "tools whose names hold"} a lone surrogate (not well-formed Unicode) in the server's tools/list: such a name cannot be stored, approved or recorded as written, so the tool is not in the catalog`,
       );
     return { tools, pages };
   }

@@ -1,0 +1,64 @@
+// A tool name holding a lone UTF-16 surrogate (`"pay\ud800"`: legal JSON text, no Unicode string)
+// cannot be kept as written: the store's text columns hold UTF-8, where it becomes U+FFFD, so
+// `"pay\ud800"` and `"pay\udbff"` are one name there. Listed, such a tool's call was put to a
+// human under a request whose row no longer named the tool its review showed, and every approval
+// of it was refused as if the store had been tampered with ("its tool was changed in the store
+// since the gateway wrote it"). Such entries are now left out of the catalog, said in one warning
+// line with their number; a call of one is `tool_not_in_catalog`, never forwarded nor put to a
+// human. Real gateway, real fixture server (hostile-catalog.mjs), raw client.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { storedPending } from "../helpers/approvals.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { bundledFixture } from "../helpers/fixtureBundle.js";
+import { NODE, REPO } from "../helpers/paths.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+
+const FIXTURE =
+  bundledFixture(REPO, "hostile-catalog") ?? join(REPO, "test", "fixtures", "servers", "hostile-catalog.mjs");
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+it("tools whose names hold a lone surrogate are left out of the catalog, said once; a call of one is tool_not_in_catalog, never forwarded nor asked", async () => {
+  const dir = tempDir("portcullis-lone-surrogate-");
+  cleanup.push(() => removeDir(dir));
+  const script = join(dir, "script.mjs");
+  const log = join(dir, "received.jsonl");
+  // written as JSON text: the escapes reach the gateway as the server wrote them
+  writeFileSync(
+    script,
+    `export function list() {
+       return '{"tools":[{"name":"pay\\\\ud800","inputSchema":{"type":"object"}},{"name":"pay\\\\udbff","inputSchema":{"type":"object"}},{"name":"ok","inputSchema":{"type":"object"}}]}';
+     }`,
+  );
+  const gw: RawGateway = rawGateway({
+    args: ["--label", "lone", "--approval", "session", "--", NODE, FIXTURE],
+    env: { FIXTURE_SCRIPT: script, FIXTURE_LOG: log },
+  });
+  cleanup.push(() => gw.close());
+  await gw.initialize();
+
+  const list = await gw.request("tools/list", {}, 30_000);
+  expect(list.result, JSON.stringify(list)).toEqual({
+    tools: [{ name: "ok", inputSchema: { type: "object" } }],
+  });
+  await waitFor(() => /ignored 2 tools whose names? /.test(gw.stderr()) || null, 10_000, "the warning");
+  expect(gw.stderr()).toMatch(/lone surrogate/);
+
+  gw.send(
+    '{"jsonrpc":"2.0","id":"lone","method":"tools/call","params":{"name":"pay\\ud800","arguments":{}}}\n',
+  );
+  const call = await gw.next((m) => m.id === "lone", 20_000);
+  expect(call.error?.data, JSON.stringify(call)).toMatchObject({ error: "tool_not_in_catalog" });
+  expect(storedPending(gw.stateDir)).toEqual([]);
+  expect((await gw.request("ping")).result).toEqual({});
+  const calls = (existsSync(log) ? readFileSync(log, "utf8") : "")
+    .split("\n")
+    .filter((l) => l.includes('"tools/call"'));
+  expect(calls).toEqual([]);
+}, 60_000);
