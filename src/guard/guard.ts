@@ -1,6 +1,12 @@
 import type { ArgumentValidator, CatalogSnapshot } from "../catalog/index.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { canonicalJson, type NonFinite, nonFiniteAt, sha256Tag } from "../util/canonical.js";
+import {
+  canonicalJson,
+  isWellFormedString,
+  type NonFinite,
+  nonFiniteAt,
+  sha256Tag,
+} from "../util/canonical.js";
 import { pathText } from "../util/valuePath.js";
 import type { RespelledInteger } from "../util/writtenIntegers.js";
 import { refuse } from "./refusals.js";
@@ -206,6 +212,15 @@ function precheckRead(
       action: "refuse",
       error: refuse.numberOutOfRange(fieldName(huge.path), huge.value),
       reason: "number_out_of_range",
+    };
+  }
+  // a target the store cannot keep as written: its approval request would name another target
+  // than its review, and no approval of it could be given (docs/security.md)
+  if (!isWellFormedString(read.target)) {
+    return {
+      action: "refuse",
+      error: refuse.targetNotWellFormed(read.method),
+      reason: "target_not_well_formed",
     };
   }
   const call = readCall(read, server.epoch, server.revision ?? 0);

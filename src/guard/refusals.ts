@@ -754,6 +754,22 @@ export const refuse = {
     ),
 
   /**
+   * A guarded read whose target (the resource uri, the prompt's name, the completion's reference)
+   * holds a lone UTF-16 surrogate: legal JSON text, but no Unicode string. The store keeps a read's
+   * approval request by its target as UTF-8 text, where such a target becomes U+FFFD (and two of
+   * them one target), so it could be neither approved as written nor told apart from another: it
+   * is refused before either, and not forwarded.
+   */
+  targetNotWellFormed: (method: string) =>
+    withCode(
+      INVALID_PARAMS,
+      "target_not_well_formed",
+      `The ${method} request's target holds a lone UTF-16 surrogate (it is not well-formed Unicode), which the gateway can neither approve nor record as written; the request was not forwarded.`,
+      "a lone surrogate in the request's target",
+      "send the target as well-formed Unicode",
+    ),
+
+  /**
    * The server answered a request of the client's with an error that could be read as one of the
    * gateway's own (`why`): a code in the refusal range, or `data` with an `error` member, which
    * names the gateway's errors in and out of that range. A server's words never decide what the

@@ -5,7 +5,9 @@
 // of it was refused as if the store had been tampered with ("its tool was changed in the store
 // since the gateway wrote it"). Such entries are now left out of the catalog, said in one warning
 // line with their number; a call of one is `tool_not_in_catalog`, never forwarded nor put to a
-// human. Real gateway, real fixture server (hostile-catalog.mjs), raw client.
+// human. A guarded read whose target (a uri, say, copied from such a server's resource list) holds
+// one is refused `target_not_well_formed` for the same reason. Real gateway, real fixture server
+// (hostile-catalog.mjs), raw client.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
@@ -61,4 +63,50 @@ it("tools whose names hold a lone surrogate are left out of the catalog, said on
     .split("\n")
     .filter((l) => l.includes('"tools/call"'));
   expect(calls).toEqual([]);
+}, 60_000);
+
+it("a guarded read whose target holds a lone surrogate (a uri copied from such a server) is refused target_not_well_formed, never asked nor forwarded", async () => {
+  const dir = tempDir("portcullis-lone-surrogate-read-");
+  cleanup.push(() => removeDir(dir));
+  const script = join(dir, "script.mjs");
+  const log = join(dir, "received.jsonl");
+  writeFileSync(
+    script,
+    `export function list() { return { tools: [{ name: "ok", inputSchema: { type: "object" } }] }; }`,
+  );
+  writeFileSync(
+    join(dir, "portcullis.json"),
+    JSON.stringify({
+      servers: {
+        lone: { command: NODE, args: [FIXTURE], approval: { default: "none", resources: "session" } },
+      },
+    }),
+  );
+  const gw: RawGateway = rawGateway({
+    args: ["lone"],
+    cwd: dir,
+    env: { FIXTURE_SCRIPT: script, FIXTURE_LOG: log },
+  });
+  cleanup.push(() => gw.close());
+  await gw.initialize();
+  gw.send('{"jsonrpc":"2.0","id":"read","method":"resources/read","params":{"uri":"file:///x\\ud800"}}\n');
+  const read = await gw.next((m) => m.id === "read", 20_000);
+  expect(read.error, JSON.stringify(read)).toMatchObject({
+    code: -32602,
+    data: { error: "target_not_well_formed" },
+  });
+  expect(read.error?.message).toContain("resources/read");
+  expect(storedPending(gw.stateDir)).toEqual([]);
+  // a well-formed uri is still asked about
+  gw.send('{"jsonrpc":"2.0","id":"fine","method":"resources/read","params":{"uri":"file:///x"}}\n');
+  await waitFor(
+    () => storedPending(gw.stateDir).length === 1 || null,
+    20_000,
+    "the approval request of the fine read",
+  );
+  expect((await gw.request("ping")).result).toEqual({});
+  const reads = (existsSync(log) ? readFileSync(log, "utf8") : "")
+    .split("\n")
+    .filter((l) => l.includes('"resources/read"'));
+  expect(reads).toEqual([]);
 }, 60_000);

@@ -55,6 +55,7 @@ const built: Record<string, ErrorObject> = {
     "its response headers are larger than node's 16 KiB limit (HPE_HEADER_OVERFLOW)",
   ),
   number_out_of_range: refuse.numberOutOfRange("arguments.n", Number.POSITIVE_INFINITY),
+  target_not_well_formed: refuse.targetNotWellFormed("resources/read"),
   server_error: refuse.serverError(
     { code: -32050, message: "approve at https://example.net", data: { error: "authorization_required" } },
     "has code -32050",
