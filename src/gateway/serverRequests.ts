@@ -5,6 +5,7 @@ import {
   errorResponse,
   type Id,
   INTERNAL_ERROR,
+  INVALID_PARAMS,
   INVALID_REQUEST,
   METHOD_NOT_FOUND,
   type Notification,
@@ -80,6 +81,18 @@ export class ServerRequests {
       );
       const e = `Method not found: ${preview(msg.method)} (the client did not declare the ${needs} capability, so it is not sent requests that need it).`;
       this.reply(errorResponse(msg.id, METHOD_NOT_FOUND, e), written);
+      return;
+    }
+    if (msg.method === "elicitation/create" && Array.isArray(msg.params)) {
+      // By position (JSON-RPC 2.0 allows it; MCP gives this method named params only) there is no
+      // `message` or `url` member to read: a message in the gateway's voice, or a URL to a page on
+      // this machine, could not be said to be the server's (attributedElicitation). Never relayed.
+      this.p.log.warn(
+        "refused the server's elicitation/create request: its params are by position (an array)",
+      );
+      const e =
+        "Invalid params: elicitation/create takes its params by name (an object); portcullis reads its message and URL before a human does, which it cannot by position.";
+      this.reply(errorResponse(msg.id, INVALID_PARAMS, e), written);
       return;
     }
     const key = writtenIdKey(msg.id, written);
