@@ -41,6 +41,23 @@ const dressed = (entry: string) =>
     .map(([upper, dot, pad]) => `${pad}${upper ? entry.toUpperCase() : entry}${dot ? "." : ""}${pad}`);
 
 describe("NO_PROXY entries around a declared host", () => {
+  it("an address spelled another way covers the declared address it denotes (the declared hosts are compared by value)", () => {
+    for (const e of [
+      "127.1",
+      "0x7f.0.0.1",
+      "0177.0.0.1",
+      "2130706433",
+      "127.0.0.1.",
+      "::ffff:127.0.0.1",
+      "[::ffff:7f00:1]:443",
+    ])
+      expect(coversDeclared(e, [parseDeclared("127.0.0.1").host]), e).toBe(true);
+    expect(coversDeclared("0:0:0:0:0:0:0:1", [parseDeclared("[::1]").host])).toBe(true);
+    // kept: another address, or a name (never an address, whatever it resolves to)
+    for (const e of ["127.2", "0x7f.0.0.2", "::ffff:127.0.0.2", "localhost", "127.0.0.1.nip.io"])
+      expect(coversDeclared(e, [parseDeclared("127.0.0.1").host]), e).toBe(false);
+  });
+
   it("the helper's counterexamples: a CIDR block, ::1 in its forms, a trailing dot", () => {
     expect(coversDeclared("10.0.0.0/8", ["10.1.2.3"])).toBe(true);
     for (const e of ["::1", "[::1]", "[::1]:8443", "0:0:0:0:0:0:0:1", "::1/128", "[::]/0"])

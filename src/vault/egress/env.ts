@@ -3,7 +3,7 @@ import { BlockList, isIP } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { readSmallFile, SmallFileError } from "../../util/smallFile.js";
-import { parseDeclared } from "./hosts.js";
+import { hostValue, parseDeclared } from "./hosts.js";
 
 /**
  * What a server's environment gets so that its HTTP(S) goes through the egress proxy and trusts
@@ -59,8 +59,10 @@ export function readCaBundle(
  * Whether a NO_PROXY entry may send one of the declared hosts around the proxy, read as the most
  * lenient of the clients that honour it reads it: a name matches as a plain suffix (Python
  * requests: `ample.com` covers `api.example.com`), a trailing dot and a port are ignored,
- * `[::1]`, `::1` and `0:0:0:0:0:0:0:1` are one address, and a CIDR block (`10.0.0.0/8`: curl, Go,
- * requests) covers the addresses in it. An entry that might is dropped: a declared host that
+ * `[::1]`, `::1` and `0:0:0:0:0:0:0:1` are one address, an address in any spelling the declared
+ * hosts are compared in (hostValue: `127.1`, `0x7f.0.0.1`, `::ffff:127.0.0.1` are 127.0.0.1: a
+ * client may compare the spelling it was given with the entry as written) is that address, and a
+ * CIDR block (`10.0.0.0/8`: curl, Go, requests) covers the addresses in it. An entry that might is dropped: a declared host that
  * went around the proxy would get the placeholder, not the credential, and not be recorded.
  */
 export function coversDeclared(entry: string, hosts: readonly string[]): boolean {
@@ -68,10 +70,13 @@ export function coversDeclared(entry: string, hosts: readonly string[]): boolean
   if (e === "") return false;
   if (e === "*") return true;
   const slash = e.lastIndexOf("/");
+  // the address an entry denotes, however spelled (null for a name, a block, or no host)
+  const address = slash < 0 ? hostValue(e.includes(":") ? `[${e}]` : e) : null;
   return hosts.some((declared) => {
     const h = withoutTrailingDots(declared.toLowerCase());
     const family = isIP(h);
     if (family === 0) return h.endsWith(e);
+    if (address !== null && address === hostValue(family === 6 ? `[${h}]` : h)) return true;
     const kind = family === 4 ? "ipv4" : "ipv6";
     const list = new BlockList();
     try {
