@@ -59,7 +59,8 @@ export function hostAllowed(host: string | undefined, hosts: ReadonlySet<string>
 /**
  * The console's own hosts, for the addresses its sockets are bound to (127.0.0.1, and ::1 where
  * it holds it): `127.0.0.1:PORT` (also written `[::ffff:7f00:1]:PORT`, which reaches the same
- * socket), `[::1]:PORT` only when it listens there, and `localhost:PORT`. No other name.
+ * socket), `[::1]:PORT` only when it listens there, and `localhost:PORT`. No other name. The rule
+ * is run --listen's (hostsOfSockets), so the two cannot drift apart.
  */
 export function consoleHosts(boundAddresses: readonly string[], port: number): ReadonlySet<string> {
   return hostsOfSockets(boundAddresses, port);

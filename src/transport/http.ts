@@ -1,14 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { forwardingHeader } from "../util/forwarded.js";
 import type { Logger } from "../util/log.js";
 import { SparingWarnings } from "../util/sparingWarnings.js";
 import {
-  allowedHosts,
   allowedOrigins,
   bearerMatches,
   hostOriginProblem,
+  hostsOfSockets,
   isThisMachine,
   type ListenAddress,
   unauthenticatedPeerProblem,
@@ -117,8 +117,10 @@ export class HttpFront {
         resolve();
       });
     });
-    const port = (server.address() as { port: number }).port;
-    this.hosts = allowedHosts(this.o.address, port);
+    const bound = server.address() as AddressInfo;
+    const port = bound.port;
+    // the address the socket holds (`localhost` given: the one it resolved to), as the console's
+    this.hosts = hostsOfSockets([bound.address], port);
     this.origins = allowedOrigins(this.hosts);
     this.reaper = setInterval(
       () => this.reapIdle(),

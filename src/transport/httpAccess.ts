@@ -118,41 +118,45 @@ export function hostForm(host: string): string | null {
 }
 
 /**
- * The hosts a browser or client may name in `Host` for this address, each as `host:port` with the
- * host in the URL parser's form (hostForm) and the port always written (see hostKey). On an
- * unspecified address (0.0.0.0, ::) that is every address of this machine's interfaces, since a
- * client reaches it by one of them; never a name other than localhost. An IPv4 address is also
- * reached as its IPv4-mapped IPv6 address (`[::ffff:127.0.0.1]`, sent as `[::ffff:7f00:1]`): the
- * same address, so its spellings are accepted too.
+ * The hosts a client may name in `Host` for a server whose sockets are bound to exactly
+ * `addresses` (each as node reports a bound socket's: `127.0.0.1`, `::1`, `0.0.0.0`), on `port`,
+ * each as `host:port` with the host in the URL parser's form (hostForm) and the port always
+ * written (see hostKey). The one rule of both HTTP servers, `run --listen` and the console, so
+ * the two cannot differ: a host names an address a socket of this server takes connections
+ * for, in every spelling that reaches it (by value: `[0::1]` is `[::1]`; an IPv4 address is
+ * also reached as its IPv4-mapped IPv6 address, `[::ffff:127.0.0.1]`, sent as `[::ffff:7f00:1]`,
+ * and an IPv4-mapped address as its IPv4 one); `localhost` only when one of those is an address
+ * localhost stands for (LOCALHOST_ADDRESSES); never another name. A request naming an address
+ * no socket of this server holds was not sent to this server: listening on 127.0.0.1 alone,
+ * `[::1]` is refused, and on 127.0.0.5, localhost is. An unspecified address (0.0.0.0, ::)
+ * takes connections for every address of this machine's interfaces of the families it serves
+ * (:: both, node binds it dual-stack; 0.0.0.0 IPv4 only), and is itself taken as written.
  */
-export function allowedHosts(addr: ListenAddress, port: number): Set<string> {
+export function hostsOfSockets(addresses: readonly string[], port: number): Set<string> {
   const out = new Set<string>();
-  const add = (h: string) => addSpellings(out, h, port);
-  add(addr.host);
-  const unspecified = addr.host === "0.0.0.0" || addr.host === "::";
-  if (addr.loopback || unspecified) for (const h of ["localhost", "127.0.0.1", "::1"]) add(h);
-  if (unspecified)
-    for (const list of Object.values(networkInterfaces()))
-      for (const a of list ?? []) add(a.address.split("%")[0]!);
+  for (const a of addresses.flatMap(servedAddresses)) addSpellings(out, a, port);
+  if (LOCALHOST_ADDRESSES.some((a) => out.has(`${a}:${port}`))) addSpellings(out, "localhost", port);
   return out;
 }
 
 /**
- * The hosts a client may name in `Host` for a server whose sockets are bound to exactly
- * `addresses` (each a concrete address as node reports a bound socket's, e.g. `127.0.0.1` and
- * `::1`: the console's), on `port`: each address in every spelling that reaches that socket (by
- * value, as allowedHosts takes them), and `localhost` when one of them is loopback. Unlike
- * allowedHosts for a loopback listen address, `[::1]` is not added unless a socket is bound there:
- * a request naming an address no socket of this server holds was not sent to this server.
+ * What `localhost` stands for, in hostForm's form: 127.0.0.1 and ::1, as browsers resolve it
+ * themselves (RFC 6761, never asking DNS) and the machine's hosts file gives it.
  */
-export function hostsOfSockets(addresses: readonly string[], port: number): Set<string> {
-  const out = new Set<string>();
-  for (const a of addresses) addSpellings(out, a, port);
-  if (addresses.some(isLoopback)) addSpellings(out, "localhost", port);
+const LOCALHOST_ADDRESSES = ["127.0.0.1", "[::1]"];
+
+/** The addresses a socket bound to `bound` takes connections for (see hostsOfSockets). */
+function servedAddresses(bound: string): string[] {
+  const unspecified = bound === "0.0.0.0" ? 4 : bound === "::" ? 6 : 0;
+  if (unspecified === 0) return [bound];
+  const out = [bound];
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? [])
+      if (unspecified === 6 || isIP(a.address) === 4) out.push(a.address.split("%")[0]!);
   return out;
 }
 
-/** Whether a `Host` header names one of `hosts` (allowedHosts, hostsOfSockets), compared by value. */
+/** Whether a `Host` header names one of `hosts` (hostsOfSockets), compared by value. */
 export function hostNamesOneOf(hostHeader: string | undefined, hosts: ReadonlySet<string>): boolean {
   const host = hostHeader ? hostKey(hostHeader) : null;
   return host !== null && hosts.has(host);
@@ -218,8 +222,9 @@ export function allowedOrigins(hosts: Set<string>): Set<string> {
 }
 
 /**
- * `Host` must name the listen address; `Origin`, when present, must be exactly one of `origins`
- * (allowedOrigins: the http origins of the same hosts and port; a page of another site sends its
+ * `Host` must name one of `hosts` (hostsOfSockets: an address the server's socket takes
+ * connections for, or localhost); `Origin`, when present, must be exactly one of `origins`
+ * (allowedOrigins: the http origins of the same hosts; a page of another site sends its
  * own origin, and a rebound name still arrives with the attacker's `Host`). `Host` is compared as
  * host plus effective port, so the default port written or left out is the same. `Origin` is
  * compared as written: a browser sends only an origin's serialization, so anything else (user

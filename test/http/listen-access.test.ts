@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { allowedHosts, hostOriginProblem, parseListenAddress } from "../../src/transport/httpAccess.js";
+import { hostOriginProblem, hostsOfSockets } from "../../src/transport/httpAccess.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -156,36 +156,35 @@ describe("Host and Origin (DNS rebinding)", () => {
 });
 
 describe("Host and Origin on the default port (the check itself: binding port 80 needs privileges)", () => {
-  const hostsOf = (address: string) => {
-    const a = parseListenAddress(address);
-    if (typeof a === "string") throw new Error(a);
-    return allowedHosts(a, a.port);
-  };
-
   it("port 80: a Host that leaves the port out is the same as one that writes it; an Origin leaves it out", () => {
-    for (const address of ["127.0.0.1:80", "[::1]:80"]) {
-      const hosts = hostsOf(address);
-      for (const host of ["127.0.0.1", "127.0.0.1:80", "localhost", "LOCALHOST:80", "[::1]", "[::1]:80"])
-        expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).toBeNull();
+    // a front bound to 127.0.0.1, and one bound to ::1: each takes its own address and localhost
+    for (const [bound, own, other] of [
+      ["127.0.0.1", "127.0.0.1", "[::1]"],
+      ["::1", "[::1]", "127.0.0.1"],
+    ] as const) {
+      const hosts = hostsOfSockets([bound], 80);
+      for (const host of [own, `${own}:80`, "localhost", "LOCALHOST:80"])
+        expect(hostOriginProblem(host, undefined, hosts), `${bound} Host ${host}`).toBeNull();
       // an Origin is as a browser writes it: without the default port (docs/security.md)
-      for (const origin of ["http://127.0.0.1", "http://localhost", "http://[::1]"])
-        expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).toBeNull();
-      // still only this server
-      for (const host of ["evil.example", "evil.example:80", "127.0.0.1:8080", "127.0.0.1:", "[::1", ""])
-        expect(hostOriginProblem(host, undefined, hosts), `${address} Host ${host}`).not.toBeNull();
+      for (const origin of [`http://${own}`, "http://localhost"])
+        expect(hostOriginProblem(own, origin, hosts), `${bound} Origin ${origin}`).toBeNull();
+      // still only this server: nor the other loopback address, which it does not hold
+      for (const host of ["evil.example", "evil.example:80", `${own}:8080`, `${own}:`, "[::1", "", other])
+        expect(hostOriginProblem(host, undefined, hosts), `${bound} Host ${host}`).not.toBeNull();
       for (const origin of [
         "http://evil.example",
-        "https://127.0.0.1",
-        "http://127.0.0.1:8080",
+        `https://${own}`,
+        `http://${own}:8080`,
         "null",
-        "http://127.0.0.1:80",
+        `http://${own}:80`,
+        `http://${other}`,
       ])
-        expect(hostOriginProblem("127.0.0.1", origin, hosts), `${address} Origin ${origin}`).not.toBeNull();
+        expect(hostOriginProblem(own, origin, hosts), `${bound} Origin ${origin}`).not.toBeNull();
     }
   });
 
   it("another port: leaving the port out means 80, which is not this server", () => {
-    const hosts = hostsOf("127.0.0.1:8765");
+    const hosts = hostsOfSockets(["127.0.0.1"], 8765);
     expect(hostOriginProblem("127.0.0.1:8765", "http://localhost:8765", hosts)).toBeNull();
     expect(hostOriginProblem("127.0.0.1", undefined, hosts)).toMatch(/is not this server/);
     expect(hostOriginProblem("127.0.0.1:8765", "http://127.0.0.1", hosts)).toMatch(/is not this server/);

@@ -1,43 +1,40 @@
 // The Host checks that refuse DNS rebinding, searched with fast-check (the Origin check has its own
 // property: test/http/origin.property.test.ts):
-//   - `run --listen` (src/transport/httpAccess.ts, hostOriginProblem with allowedHosts): docs/security.md,
-//     "`Host` must name the listen address (or `localhost`/`127.0.0.1`/`[::1]` with the same port
-//     on a loopback address) ... on `0.0.0.0`/`::` the machine's own interface addresses and
-//     `localhost` are the accepted hosts ... A `Host` is compared as host plus effective port: one
-//     that leaves the port out means 80";
-//   - the console (src/console/http.ts hostAllowed with consoleHosts, the 421 of
-//     src/console/server.ts): the same comparison, for localhost and the addresses its sockets are
-//     bound to (127.0.0.1, and ::1 where it holds it), in any spelling, with its own port; 421
-//     otherwise (a DNS-rebinding page, another port, `[::1]` where it does not listen there);
+//   - one rule for both HTTP servers, `run --listen` (src/transport/http.ts, hostOriginProblem)
+//     and the console (src/console/http.ts hostAllowed, the 421 of src/console/server.ts):
+//     hostsOfSockets of the addresses their sockets are bound to. docs/security.md: "`Host` must
+//     name an address the front's socket is bound to ... `localhost` only when that address is
+//     one `localhost` stands for (127.0.0.1 or ::1) ... on `0.0.0.0` every IPv4 address of the
+//     machine's interfaces, on `::` every one ... A `Host` is compared as host plus effective
+//     port: one that leaves the port out means 80"; the console binds 127.0.0.1 and ::1, or
+//     127.0.0.1 alone on a machine without an IPv6 loopback;
 //   - isThisMachine (a socket's remote address): a loopback address, or one of this machine's
 //     interface addresses, in any spelling node reports; nothing else.
 // The accepted set is written here by hand from those sentences; fast-check assembles Host values
 // around it: other names, trailing dots, user info, ports (other, leading zero, empty, sign,
 // out of range), IPv6 forms, IPv4 in decimal/octal/hex/short forms, percent-encoding, case,
 // whitespace, and arbitrary strings. An address is compared by value (the WHATWG URL parser, as
-// fetch() does, sends `[::ffff:127.0.0.1]` as `[::ffff:7f00:1]`), so every spelling of the
-// listen address is accepted, and still nothing else.
+// fetch() does, sends `[::ffff:127.0.0.1]` as `[::ffff:7f00:1]`), so every spelling of a bound
+// address is accepted, and still nothing else. The run front's bound address for each --listen
+// (node reports `[0:0:0:0:0:0:0:1]` bound as `::1`, `localhost` as what it resolved to) is
+// exercised through real gateways in test/http/listen-host-bound.test.ts.
 //
-// Note: on `--listen 0.0.0.0:PORT`, `Host: 0.0.0.0:PORT` is accepted (allowedHosts adds the listen
-// address as given); the doc lists "the machine's own interface addresses and localhost". Taken
-// here as "the listen address" (the doc's first clause); no rebinding name reaches it.
+// Note: on 0.0.0.0, `Host: 0.0.0.0:PORT` is accepted (a client that dials 0.0.0.0 reaches this
+// machine and writes it so); no rebinding name reaches it.
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { consoleHosts, hostAllowed } from "../../src/console/http.js";
-import {
-  allowedHosts,
-  hostOriginProblem,
-  isThisMachine,
-  parseListenAddress,
-} from "../../src/transport/httpAccess.js";
+import { hostOriginProblem, hostsOfSockets, isThisMachine } from "../../src/transport/httpAccess.js";
 
 /** This machine's interface addresses, as node lists them (zone ids off, lower case). */
 const INTERFACES = Object.values(networkInterfaces())
   .flatMap((l) => l ?? [])
   .map((a) => a.address.split("%")[0]!.toLowerCase());
 const IPV4_INTERFACES = INTERFACES.filter((a) => isIP(a) === 4);
+/** The interfaces' addresses as Host names them (an IPv6 one in brackets). */
+const bracketed = (a: string) => (isIP(a) === 6 ? `[${a}]` : a);
 
 const HOST_NEIGHBOURS = [
   "localhost.",
@@ -168,44 +165,41 @@ function acceptedByRule(header: string, names: string[], port: number): boolean 
   }
 }
 
-function hostsOf(address: string) {
-  const a = parseListenAddress(address);
-  if (typeof a === "string") throw new Error(a);
-  return allowedHosts(a, a.port);
-}
-
-const LOOPBACK_NAMES = ["127.0.0.1", "localhost", "[::1]"];
-
-describe("run --listen: Host names the listen address, nothing else", () => {
-  const cases: { listen: string; names: string[]; port: number }[] = [
-    { listen: "127.0.0.1:8765", names: LOOPBACK_NAMES, port: 8765 },
-    { listen: "127.0.0.1:80", names: LOOPBACK_NAMES, port: 80 },
-    { listen: "localhost:8765", names: LOOPBACK_NAMES, port: 8765 },
-    { listen: "[::1]:8765", names: LOOPBACK_NAMES, port: 8765 },
-    // the address in another spelling than the URL parser's: the same names, by value
-    { listen: "[0:0:0:0:0:0:0:1]:8765", names: LOOPBACK_NAMES, port: 8765 },
-    { listen: "[::ffff:127.0.0.1]:8765", names: LOOPBACK_NAMES, port: 8765 },
+describe("run --listen: Host names an address the front's socket is bound to, nothing else", () => {
+  // `bound`: the address as node reports the bound socket's (the front reads it from there)
+  const cases: { bound: string; names: string[]; port: number }[] = [
+    { bound: "127.0.0.1", names: ["127.0.0.1", "localhost"], port: 8765 },
+    { bound: "127.0.0.1", names: ["127.0.0.1", "localhost"], port: 80 },
+    // [::1] only where a socket is bound to it, 127.0.0.1 only where one is bound there
+    { bound: "::1", names: ["[::1]", "localhost"], port: 8765 },
     // a socket bound to an IPv4-mapped address takes connections to that IPv4 address
+    { bound: "::ffff:127.0.0.1", names: ["127.0.0.1", "localhost"], port: 8765 },
+    // localhost stands for 127.0.0.1 and ::1, not for the rest of 127/8
+    { bound: "::ffff:127.0.0.5", names: ["127.0.0.5"], port: 8765 },
+    { bound: "::ffff:192.0.2.10", names: ["192.0.2.10"], port: 8765 },
+    { bound: "127.0.0.5", names: ["127.0.0.5"], port: 8765 },
+    { bound: "192.0.2.10", names: ["192.0.2.10"], port: 8765 },
+    { bound: "2001:db8::1", names: ["[2001:db8::1]"], port: 8765 },
     {
-      listen: "[::FFFF:7F00:5]:8765",
-      names: ["[::ffff:7f00:5]", "127.0.0.5", ...LOOPBACK_NAMES],
+      bound: "0.0.0.0",
+      // an IPv4 socket: the machine's IPv4 addresses (127.0.0.1 among them), not its IPv6 ones
+      names: ["0.0.0.0", "localhost", ...IPV4_INTERFACES],
       port: 8765,
     },
-    { listen: "[::ffff:192.0.2.10]:8765", names: ["192.0.2.10"], port: 8765 },
-    { listen: "127.0.0.5:8765", names: ["127.0.0.5", ...LOOPBACK_NAMES], port: 8765 },
-    { listen: "192.0.2.10:8765", names: ["192.0.2.10"], port: 8765 },
-    { listen: "[2001:db8::1]:8765", names: ["[2001:db8::1]"], port: 8765 },
     {
-      listen: "0.0.0.0:8765",
-      // "Host must name the listen address": 0.0.0.0 itself is taken too (a client that dials
-      // 0.0.0.0 reaches this machine and writes it so)
-      names: ["0.0.0.0", ...LOOPBACK_NAMES, ...INTERFACES.map((a) => (isIP(a) === 6 ? `[${a}]` : a))],
+      bound: "::",
+      // dual-stack (node binds :: so): every address of the machine
+      names: [
+        "[::]",
+        ...(INTERFACES.some((a) => a === "127.0.0.1" || a === "::1") ? ["localhost"] : []),
+        ...INTERFACES.map(bracketed),
+      ],
       port: 8765,
     },
   ];
-  for (const { listen, names, port } of cases) {
-    it(`--listen ${listen}: a Host is accepted iff it names ${names.length > 4 ? "localhost or an interface" : names.join(", ")} on port ${port}`, () => {
-      const hosts = hostsOf(listen);
+  for (const { bound, names, port } of cases) {
+    it(`bound to ${bound}: a Host is accepted iff it names ${names.length > 4 ? "localhost or an interface" : names.join(", ")} on port ${port}`, () => {
+      const hosts = hostsOfSockets([bound], port);
       fc.assert(
         fc.property(hostHeaders(names, port), (header) => {
           const accepted = hostOriginProblem(header, undefined, hosts) === null;
@@ -221,17 +215,10 @@ describe("run --listen: Host names the listen address, nothing else", () => {
 });
 
 describe("run --listen: a name other than localhost is refused on every address, in any spelling of its port", () => {
-  it("whatever the listen address, a DNS name (not localhost) in Host gets a refusal", () => {
-    const listens = [
-      "127.0.0.1:8765",
-      "[::1]:8765",
-      "[0::1]:8765",
-      "[::ffff:127.0.0.1]:8765",
-      "localhost:8765",
-      "0.0.0.0:8765",
-      "[::]:8765",
-      "192.0.2.10:8765",
-    ].map(hostsOf);
+  it("whatever the bound address, a DNS name (not localhost) in Host gets a refusal", () => {
+    const bound = ["127.0.0.1", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::", "192.0.2.10"].map((a) =>
+      hostsOfSockets([a], 8765),
+    );
     const name = fc
       .oneof(fc.domain(), fc.constantFrom("localhost.", "localhost.evil.example", "127.0.0.1.nip.io"))
       .filter((n) => n.toLowerCase() !== "localhost");
@@ -239,7 +226,7 @@ describe("run --listen: a name other than localhost is refused on every address,
       fc.property(
         name,
         fc.constantFrom("", ":8765", ":80", ":08765"),
-        fc.constantFrom(...listens),
+        fc.constantFrom(...bound),
         (n, port, hosts) => {
           expect(hostOriginProblem(`${n}${port}`, undefined, hosts), `${n}${port}`).toMatch(
             /is not this server/,
