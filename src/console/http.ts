@@ -4,7 +4,7 @@
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { hostNamesOneOf, hostsOfSockets } from "../transport/httpAccess.js";
+import { hostNamesOneOf, hostsOfSockets, originOfHost } from "../transport/httpAccess.js";
 
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
@@ -66,9 +66,17 @@ export function consoleHosts(boundAddresses: readonly string[], port: number): R
   return hostsOfSockets(boundAddresses, port);
 }
 
-/** The origin a state change must come from: the one the request's (already checked) Host names. */
-export function originAllowed(origin: string | undefined, host: string): boolean {
-  return origin === `http://${host}`;
+/**
+ * The origin a state change must come from: the page of the host the request's (already
+ * checked) Host names, by value, as a browser writes its origin (originOfHost). A browser sends
+ * Host and Origin from the one URL, so they agree; a client that wrote the Host in another
+ * spelling of the same address or name (`[0::1]`, `LOCALHOST`) is not refused for it. The
+ * Origin itself is compared as written: only the serialization a browser sends passes, and an
+ * Origin of another host, port or scheme never does.
+ */
+export function originAllowed(origin: string | undefined, host: string | undefined): boolean {
+  const own = originOfHost(host);
+  return origin !== undefined && own !== null && origin === own;
 }
 
 /**

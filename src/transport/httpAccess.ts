@@ -222,6 +222,23 @@ export function allowedOrigins(hosts: Set<string>): Set<string> {
 }
 
 /**
+ * The origin a page of the host a `Host` header names sends, exactly as browsers write it (as
+ * allowedOrigins does), the host taken by value (hostKey): `Host: LOCALHOST:8788` and
+ * `Host: [0::1]:8788` name the pages of `http://localhost:8788` and `http://[::1]:8788`, and a
+ * `Host` that leaves the port out names port 80's page, `http://127.0.0.1`. Null for a `Host`
+ * hostKey does not read.
+ */
+export function originOfHost(hostHeader: string | undefined): string | null {
+  const key = hostHeader === undefined ? null : hostKey(hostHeader);
+  if (key === null) return null;
+  try {
+    return new URL(`http://${key}`).origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * `Host` must name one of `hosts` (hostsOfSockets: an address the server's socket takes
  * connections for, or localhost); `Origin`, when present, must be exactly one of `origins`
  * (allowedOrigins: the http origins of the same hosts; a page of another site sends its

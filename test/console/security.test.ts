@@ -240,6 +240,62 @@ describe("DNS rebinding", () => {
   });
 });
 
+describe("a state change's Origin", () => {
+  /** A login with the right passphrase, its Host and Origin as given, sent to `at`: the status. */
+  async function loginWith(at: string, host: string, origin: string | undefined): Promise<number> {
+    const form = await raw(`${at}/login`, { headers: { Host: host } });
+    expect(form.status, host).toBe(200);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)![1]!;
+    const r = await raw(`${at}/login`, {
+      method: "POST",
+      headers: {
+        Host: host,
+        ...(origin === undefined ? {} : { Origin: origin }),
+        Cookie: String(form.headers["set-cookie"]).split(";")[0]!,
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ csrf, passphrase: TEST_PASSPHRASE }).toString(),
+    });
+    if (r.status === 403) expect(r.body).toContain("the Origin of this request is not the console");
+    return r.status;
+  }
+
+  it("is compared with the Host by value: another spelling of the same name or address is the same origin; another host, port or scheme is not", async () => {
+    // taken: the Host in another spelling of what the Origin names (as a browser writes it)
+    const sameOrigin: [string, string][] = [
+      [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`],
+      [`LOCALHOST:${port}`, `http://localhost:${port}`],
+      [`LocalHost:${port}`, `http://localhost:${port}`],
+      [`[0:0:0:0:0:ffff:127.0.0.1]:${port}`, `http://[::ffff:7f00:1]:${port}`],
+    ];
+    for (const [host, origin] of sameOrigin)
+      expect([200, 303], `${host} ${origin}`).toContain(await loginWith(base, host, origin));
+    // refused: another host (even one of the console's), port or scheme, no Origin, and an
+    // Origin no browser writes (only its serialization is, compared as written)
+    const otherOrigin: [string, string | undefined][] = [
+      [`127.0.0.1:${port}`, `http://localhost:${port}`],
+      [`127.0.0.1:${port}`, `http://[::ffff:7f00:1]:${port}`],
+      [`127.0.0.1:${port}`, `http://127.0.0.1:${Number(port) + 1}`],
+      [`127.0.0.1:${port}`, `https://127.0.0.1:${port}`],
+      [`127.0.0.1:${port}`, "http://127.0.0.1"],
+      [`127.0.0.1:${port}`, "null"],
+      [`127.0.0.1:${port}`, undefined],
+      [`LOCALHOST:${port}`, `http://LOCALHOST:${port}`],
+      [`127.0.0.1:${port}`, `http://127.0.0.1:${port}/`],
+      [`127.0.0.1:${port}`, `http://evil.test:${port}`],
+    ];
+    for (const [host, origin] of otherOrigin)
+      expect(await loginWith(base, host, origin), `${host} ${origin}`).toBe(403);
+  });
+
+  it("at [::1], which the console holds: [0::1] in the Host is the origin http://[::1]:PORT", async () => {
+    if (!(await hasIpv6Loopback())) return;
+    const v6 = `http://[::1]:${port}`;
+    expect([200, 303]).toContain(await loginWith(v6, `[0::1]:${port}`, v6));
+    expect(await loginWith(v6, `[0::1]:${port}`, `http://127.0.0.1:${port}`)).toBe(403);
+  });
+});
+
 describe("both loopback names", () => {
   it("the console holds [::1] on its port too, so nobody else can answer http://localhost:PORT there", async () => {
     if (!(await hasIpv6Loopback())) return;
