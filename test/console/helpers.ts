@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer as createNetServer, type Server } from "node:net";
+import { connect, createServer as createNetServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { expect } from "vitest";
@@ -170,6 +170,76 @@ export function raw(
       Promise.resolve(before()).then(() => req.end(opts.body), reject);
     });
   });
+}
+
+/** One request of `pipelined`: its headers exactly as given (Host too; the URL's by default). */
+export interface PipelinedRequest {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * `requests` written on one connection in one write (HTTP/1.1 pipelining): their answers (status
+ * and body), in order. node hands the console every request of the write in the order sent, and the console's
+ * handler takes each the same way up to the passphrase check (no wait but its body's reading, in
+ * arrival order), so the checks run in the order sent, the later one right after the earlier
+ * one's failure is counted. A test of what a failure makes the next attempt do (the throttle's
+ * wait after the sixth) sends the two so, without racing the throttle's clock.
+ */
+export function pipelined(
+  url: string,
+  requests: PipelinedRequest[],
+): Promise<{ status: number; body: string }[]> {
+  const u = new URL(url);
+  const text = requests
+    .map((r, i) => {
+      const body = Buffer.from(r.body ?? "", "utf8");
+      const headers: Record<string, string> = {
+        Host: u.host,
+        ...r.headers,
+        "Content-Length": String(body.length),
+        ...(i === requests.length - 1 ? { Connection: "close" } : {}),
+      };
+      const head = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("");
+      return `${r.method ?? "POST"} ${r.path} HTTP/1.1\r\n${head}\r\n${body.toString("utf8")}`;
+    })
+    .join("");
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: u.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(u.port) });
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("error", reject);
+    socket.on("end", () => {
+      try {
+        resolve(responses(Buffer.concat(chunks), requests.length));
+      } catch (e) {
+        reject(e);
+      }
+    });
+    socket.write(text);
+  });
+}
+
+/** `count` responses one after the other (each with a Content-Length): status and body. */
+function responses(all: Buffer, count: number): { status: number; body: string }[] {
+  const out: { status: number; body: string }[] = [];
+  let at = 0;
+  while (out.length < count) {
+    const end = all.indexOf("\r\n\r\n", at);
+    if (end < 0) throw new Error(`${out.length} of ${count} responses came: ${all.subarray(at).toString()}`);
+    const head = all.subarray(at, end).toString("latin1");
+    const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (!status || !length) throw new Error(`not a response with a Content-Length: ${head}`);
+    const bodyEnd = end + 4 + Number(length[1]);
+    out.push({ status: Number(status[1]), body: all.subarray(end + 4, bodyEnd).toString("utf8") });
+    at = bodyEnd;
+  }
+  return out;
 }
 
 export function cookiePairs(set: string | string[] | undefined): string[] {
