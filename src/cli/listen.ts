@@ -15,6 +15,7 @@ import { LaunchError } from "../supervisor/supervisor.js";
 import { HttpFront, type Peer } from "../transport/http.js";
 import {
   type ListenAddress,
+  listenFlagWithoutListen,
   listeningUrl,
   loadToken,
   parseListenAddress,
@@ -367,11 +368,10 @@ export function listenSettings(
     values.listen !== undefined
       ? "run: --listen"
       : `run: listen of "${server.label}" in ${server.configFile}`;
-  const others = (
-    ["listen-token-file", "no-auth", "listen-max-sessions", "listen-idle-timeout"] as const
-  ).filter((k) => values[k] !== undefined);
   if (text === undefined) {
-    if (others.length > 0) throw new UsageError(`run: --${others[0]} needs --listen HOST:PORT.`);
+    // doctor asks the same of a host entry's run arguments (src/onboard/doctorListen.ts)
+    const flagUnserved = listenFlagWithoutListen(values, text);
+    if (flagUnserved !== null) throw new UsageError(`run: ${flagUnserved}.`);
     // as --listen-token-file without --listen: a token for a front that is not served
     const unserved = tokenFileWithoutListen(server, values.listen);
     if (unserved !== null) throw new UsageError(`run: ${unserved}.`);

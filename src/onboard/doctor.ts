@@ -22,7 +22,13 @@ import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
 import { headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
-import { entryTokenFiles, type NamedTokenFile, nearbyTokenFiles, tokenFileFindings } from "./doctorListen.js";
+import {
+  entryListenFindings,
+  entryTokenFiles,
+  type NamedTokenFile,
+  nearbyTokenFiles,
+  tokenFileFindings,
+} from "./doctorListen.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
@@ -234,6 +240,8 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
         // and no credential header written out in clear (its value stays unread and unprinted)
         findings.push(...headerFindings(f, s.key, s.entry, path));
+        // an HTTP front's option with no address to listen on: run refuses it at every start
+        findings.push(...entryListenFindings(f, s.key, s.entry, cwd));
         tokenFiles.push(...entryTokenFiles(f, s.key, s.entry, cwd));
       }
     } catch (e) {

@@ -5,6 +5,7 @@ import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
 import { secretsProblem } from "../cli/secretsStored.js";
 import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { EMPTY_STATE_DIR, quotedCommand } from "../store/stateDir.js";
+import { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import { clearArgFindings, clearCredentialFinding } from "./doctorEnv.js";
@@ -42,7 +43,7 @@ function runArguments(entry: Entry): string[] | null {
  * `--config`), a `command` after '--', a `url`, or `refused` with run's sentence (the gateway
  * exits 2 at every start). `bare` for an entry that does not run portcullis.
  */
-type EntryRun = (
+export type EntryRun = (
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
   | { kind: "command"; label: string | undefined; stateDir: string | undefined }
   | { kind: "url"; stateDir: string | undefined; url: string; headers: string[] }
@@ -51,6 +52,8 @@ type EntryRun = (
   listen: string | undefined;
   listenTokenFile: string | undefined;
   noAuth: boolean;
+  /** the HTTP front's options as given (LISTEN_ONLY_FLAGS), which run refuses without an address */
+  listenOnly: Pick<RunArgs["values"], (typeof LISTEN_ONLY_FLAGS)[number]>;
 };
 
 type EntryRunOrNot = EntryRun | { kind: "help" } | { kind: "refused"; why: string } | { kind: "bare" };
@@ -72,6 +75,7 @@ export function entryRun(entry: Entry): EntryRunOrNot {
     listen: read.values.listen,
     listenTokenFile: read.values["listen-token-file"],
     noAuth: read.values["no-auth"] === true,
+    listenOnly: Object.fromEntries(LISTEN_ONLY_FLAGS.map((f) => [f, read.values[f]])),
   };
   if (read.server.kind === "label")
     return {

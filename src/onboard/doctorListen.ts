@@ -2,16 +2,24 @@
 // portcullis.json's listenTokenFile. `run --listen` refuses one that other users may read or
 // change (src/transport/httpAccess.ts, refuseSharedTokenFile): the token is what keeps them out
 // of the server; and one it cannot read a token from (missing, unreadable, not a regular file, no
-// token on its first line), or a listenTokenFile without listen. Doctor says so before the gateway
-// refuses to start, asking run's own questions (fileToken, tokenFileWithoutListen) so the two
-// cannot disagree. The token read is dropped at once: never printed.
+// token on its first line), or a listenTokenFile without listen; and a host entry giving an HTTP
+// front's option (--listen-token-file, --no-auth, --listen-max-sessions, --listen-idle-timeout)
+// with no address to listen on. Doctor says so before the gateway refuses to start, asking run's
+// own questions (fileToken, tokenFileWithoutListen, listenFlagWithoutListen) so the two cannot
+// disagree. The token read is dropped at once: never printed.
 import { statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { quotedName, safeText } from "../catalog/text.js";
-import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
-import { fileToken, TokenFileError, tokenFileWithoutListen } from "../transport/httpAccess.js";
+import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile } from "../config/config.js";
+import {
+  fileToken,
+  LISTEN_ONLY_FLAGS,
+  listenFlagWithoutListen,
+  TokenFileError,
+  tokenFileWithoutListen,
+} from "../transport/httpAccess.js";
 import { shellWord } from "../util/shellWord.js";
-import { entryRun, startDir } from "./doctorLabels.js";
+import { type EntryRun, entryRun, startDir } from "./doctorLabels.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
@@ -43,6 +51,8 @@ export function entryTokenFiles(host: HostFile, key: string, entry: Entry, cwd: 
   const where = `${host.file}: server ${quotedName(key)}`;
   const at = (p: string) => (isAbsolute(p) ? resolve(p) : start ? resolve(start.dir, p) : null);
   if (run.listenTokenFile !== undefined) {
+    // refused before the file is read (entryListenFindings says so): nothing more to say of it
+    if (entryListenRefusal(host, entry, cwd) !== null) return [];
     const file = at(run.listenTokenFile);
     return file === null ? [] : [{ file, where: `${where} (--listen-token-file)` }];
   }
@@ -52,6 +62,82 @@ export function entryTokenFiles(host: HostFile, key: string, entry: Entry, cwd: 
   return configTokenFiles(config, run.listen)
     .filter((t) => t.label === run.label)
     .map((t) => ({ file: t.file, where, ...(t.unserved ? { unserved: t.unserved } : {}) }));
+}
+
+/**
+ * The address a host entry's gateway would listen on, as run finds it: its --listen, else, for a
+ * portcullis.json label, that label's `listen`. `undefined` for none; null when doctor cannot tell
+ * (the label's file is not found or does not load, or Claude Desktop with a relative --config:
+ * each said by labelFindings, and run refuses it before it reads a listen flag).
+ */
+function entryListenAddress(
+  host: HostFile,
+  entry: Entry,
+  cwd: string,
+  run: EntryRun,
+): string | undefined | null {
+  if (run.listen !== undefined || run.kind !== "label") return run.listen;
+  const start = startDir(host, entry, cwd);
+  const config =
+    run.config !== undefined
+      ? isAbsolute(run.config)
+        ? resolve(run.config)
+        : start
+          ? resolve(start.dir, run.config)
+          : null
+      : start
+        ? findConfig(start.dir)
+        : null;
+  if (config === null) return null;
+  try {
+    const server = loadConfigFile(config).get(run.label);
+    return server === undefined ? null : server.listen;
+  } catch (e) {
+    if (e instanceof ConfigError) return null;
+    throw e;
+  }
+}
+
+/**
+ * Why the gateway of a host entry refuses to start for an HTTP front's option (--listen-token-file,
+ * --no-auth, --listen-max-sessions, --listen-idle-timeout) given with no address to listen on, with
+ * the entry's run read; or null: run's own question (listenFlagWithoutListen) and its sentence.
+ */
+function entryListenRefusal(
+  host: HostFile,
+  entry: Entry,
+  cwd: string,
+): { why: string; run: EntryRun } | null {
+  const run = entryRun(entry);
+  if (run.kind !== "label" && run.kind !== "command" && run.kind !== "url") return null;
+  const address = entryListenAddress(host, entry, cwd, run);
+  const why = address === null ? null : listenFlagWithoutListen(run.listenOnly, address);
+  return why === null ? null : { why, run };
+}
+
+/**
+ * One problem for a host entry whose `run` gives an HTTP front's option without an address to
+ * listen on: the gateway the host starts exits 2 at every start with run's sentence, which this
+ * repeats, naming the host file and the entry.
+ */
+export function entryListenFindings(host: HostFile, key: string, entry: Entry, cwd: string): ListenFinding[] {
+  const refused = entryListenRefusal(host, entry, cwd);
+  if (refused === null) return [];
+  const { why, run } = refused;
+  const flags = LISTEN_ONLY_FLAGS.filter((f) => run.listenOnly[f] !== undefined).map((f) => `"--${f}"`);
+  // a label's listen may be given in its portcullis.json instead
+  const orConfig =
+    run.kind === "label"
+      ? ` (or "listen": "127.0.0.1:PORT" to ${quotedName(run.label)} in its ${CONFIG_FILE})`
+      : "";
+  const file = safeText(host.file);
+  return [
+    {
+      ok: false,
+      what: `${file}: server ${quotedName(key)}: ${why}, so 'portcullis run' refuses to start (exit 2 at every start, and the host shows a server that does not connect)`,
+      next: `add "--listen", "127.0.0.1:PORT" to the "args" of ${quotedName(key)} in ${file}${orConfig}, or remove ${flags.join(" and ")} from them`,
+    },
+  ];
 }
 
 /** Every listenTokenFile of a portcullis.json (absolute there); none when it cannot be read (said elsewhere). */

@@ -344,6 +344,29 @@ export function tokenFileWithoutListen(
   return `listenTokenFile of "${server.label}" in ${server.configFile} needs listen (in the file, or run --listen HOST:PORT)`;
 }
 
+/** run's options that shape the HTTP front, which mean nothing without an address to serve it on. */
+export const LISTEN_ONLY_FLAGS = [
+  "listen-token-file",
+  "no-auth",
+  "listen-max-sessions",
+  "listen-idle-timeout",
+] as const;
+
+/**
+ * Why run refuses its command line's listen-only options (LISTEN_ONLY_FLAGS) when there is no
+ * address to listen on (`listen`: --listen, else the server's configured `listen`), or null. It
+ * names the first given, in that list's order. Run and doctor both ask this, so a host entry doctor
+ * passes is one the gateway starts.
+ */
+export function listenFlagWithoutListen(
+  values: { readonly [F in (typeof LISTEN_ONLY_FLAGS)[number]]?: unknown },
+  listen: string | undefined,
+): string | null {
+  if (listen !== undefined) return null;
+  const given = LISTEN_ONLY_FLAGS.find((f) => values[f] !== undefined);
+  return given === undefined ? null : `--${given} needs --listen HOST:PORT`;
+}
+
 /**
  * The bearer token: read from `file` when given (first line, at least 16 characters), else the
  * one generated for this label (32 random bytes, hex, 0600), made on first use and kept. `named`:
