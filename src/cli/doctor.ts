@@ -1,5 +1,6 @@
 import { safeText } from "../catalog/text.js";
 import { doctor } from "../onboard/doctor.js";
+import { printableJson } from "../util/printableJson.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED } from "./errors.js";
 
@@ -23,7 +24,8 @@ export async function doctorCommand(args: string[]): Promise<number> {
   const r = doctor(values["state-dir"], process.cwd());
   const bad = r.findings.some((f) => !f.ok);
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ ok: !bad, ...r }, null, 2)}\n`);
+    // paths and keys as printable escapes (the JSON decodes to the same text)
+    process.stdout.write(`${printableJson({ ok: !bad, ...r })}\n`);
     return bad ? EXIT_CHECK_FAILED : 0;
   }
   // Labels, host process command lines and host-file keys are not portcullis's own words.

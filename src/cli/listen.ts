@@ -2,6 +2,7 @@ import { ulid } from "ulid";
 import { unknownClientChain } from "../approval/chain.js";
 import { DecisionVerifier, processStartTime, type Run } from "../approval/index.js";
 import type { AuditLog } from "../audit/index.js";
+import { safeText } from "../catalog/text.js";
 import type { ServerConfig } from "../config/config.js";
 import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
@@ -364,10 +365,11 @@ export function listenSettings(
   },
 ): ListenSettings | null {
   const text = values.listen ?? server.listen;
+  // Paths are written escaped (safeText): a directory's name may hold a newline, an ESC or a bidi
+  // override, and these sentences reach the listening line, the store's status line and doctor.
+  const configFile = safeText(String(server.configFile));
   const where =
-    values.listen !== undefined
-      ? "run: --listen"
-      : `run: listen of "${server.label}" in ${server.configFile}`;
+    values.listen !== undefined ? "run: --listen" : `run: listen of "${server.label}" in ${configFile}`;
   if (text === undefined) {
     // doctor asks the same of a host entry's run arguments (src/onboard/doctorListen.ts)
     const flagUnserved = listenFlagWithoutListen(values, text);
@@ -405,7 +407,7 @@ export function listenSettings(
     // listening line says that it is not used rather than dropping it without a word.
     const setAside =
       server.listenTokenFile !== undefined
-        ? `the listenTokenFile of "${server.label}" in ${server.configFile} is not used (--no-auth)`
+        ? `the listenTokenFile of "${server.label}" in ${configFile} is not used (--no-auth)`
         : undefined;
     return {
       address,
@@ -425,7 +427,7 @@ export function listenSettings(
             stateDir,
             server.label,
             server.listenTokenFile,
-            `listenTokenFile of "${server.label}" in ${server.configFile} (${server.listenTokenFile})`,
+            `listenTokenFile of "${server.label}" in ${configFile} (${safeText(server.listenTokenFile)})`,
           )
         : loadToken(stateDir, server.label, flag);
     return { address, token, tokenPath: path, maxSessions, idleTimeoutMs };
@@ -469,7 +471,7 @@ export async function listenUntilSignal(
     tokenFile: settings.tokenPath,
   });
   registry.update({ state: "listening" });
-  const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${settings.tokenPath}`}${settings.setAside ? `; ${settings.setAside}` : ""})`;
+  const line = `listening on ${url} (${settings.token === null ? "no auth: loopback only" : `bearer token in ${safeText(String(settings.tokenPath))}`}${settings.setAside ? `; ${settings.setAside}` : ""})`;
   log.status(line);
   registry.statusLine(line);
   const heartbeat = setInterval(() => registry.update({ state: "listening" }), IDLE_CHECK_MS);

@@ -4,6 +4,7 @@ import { type ExecutionRecord, processStartTime } from "../identity/index.js";
 import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
+import { printableJson } from "../util/printableJson.js";
 import { displayCommand } from "../util/redact.js";
 import { parseEnvHeldLine } from "../vault/delivery.js";
 import { parse } from "./args.js";
@@ -53,7 +54,7 @@ export async function statusCommand(args: string[]): Promise<number> {
       .map((l) => ({ ...l, token: l.tokenFile ? readTokenFile(l.tokenFile) : null }));
     if (values.json) {
       process.stdout.write(
-        `${JSON.stringify({ gateways: rows, listening, store: storeWritability(store) }, null, 2)}\n`,
+        `${printableJson({ gateways: rows, listening, store: storeWritability(store) })}\n`,
       );
       return 0;
     }

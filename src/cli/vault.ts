@@ -7,6 +7,7 @@ import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../c
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
 import { busyTimeoutMs, openStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand, requireInitialized } from "../store/stateDir.js";
+import { printableJson } from "../util/printableJson.js";
 import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
@@ -714,7 +715,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     if (json) {
       const config = { file: configFile, problem: configProblem ?? null };
       process.stdout.write(
-        `${JSON.stringify({ unlocked: status.unlocked, until: status.until ?? null, config, secrets, heldNotStored }, null, 2)}\n`,
+        `${printableJson({ unlocked: status.unlocked, until: status.until ?? null, config, secrets, heldNotStored })}\n`,
       );
       return EXIT_OK;
     }

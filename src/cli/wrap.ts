@@ -21,6 +21,7 @@ import {
   wrapFile,
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
+import { printableJson } from "../util/printableJson.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { parse } from "./args.js";
@@ -228,7 +229,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         keyring: init === null,
         init,
       };
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      process.stdout.write(`${printableJson(out)}\n`);
       return 0;
     }
     if (init !== null)
@@ -253,7 +254,8 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
  */
 function shownDiff(plan: { before: string; after: string }, host: HostFile): string {
   const hidden = secretWords(host, plan.before);
-  return lineDiff(plan.before, plan.after, host.file)
+  // the file's name escaped before the lines are cut: a newline in it made a line of its own
+  return lineDiff(plan.before, plan.after, safeText(host.file))
     .split("\n")
     .map((line) => safeText(redactText(hideWords(line, hidden))))
     .join("\n");

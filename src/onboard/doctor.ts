@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
-import { firstOf, quotedName } from "../catalog/text.js";
+import { firstOf, quotedName, safeText } from "../catalog/text.js";
 import { PASSPHRASE_FILE_ENV, passphraseFileFinding } from "../cli/passphraseFile.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
@@ -262,7 +262,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     console: consoleLine(isDir ? path : null),
     hosts,
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
-    findings,
+    // Each sentence quotes paths and names that are not portcullis's own (a directory's name may
+    // hold a newline, an ESC or a bidi override): escaped once here, so that --json's sentences
+    // read as the text report's do, whichever check wrote them. The report's other fields keep
+    // the paths as they are (the JSON escapes them for the terminal, src/util/printableJson.ts).
+    findings: findings.map((f) => ({ ...f, what: safeText(f.what), next: safeText(f.next) })),
   };
 }
 

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { BlockList, isIP, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
+import { safeText } from "../catalog/text.js";
 import { acceptedFromOther } from "../identity/otherUser.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
@@ -333,7 +334,9 @@ export function fileToken(file: string, named: string): string {
 
 /**
  * Why a server's configured listenTokenFile is refused for lack of `listen` (run without
- * --listen), or null: a token for a front that is not served. Run and doctor both ask this.
+ * --listen), or null: a token for a front that is not served. Run and doctor both ask this. The
+ * file's path is written escaped (safeText): a directory's name may hold a newline or an ESC, and
+ * doctor --json carries the sentence as it is made.
  */
 export function tokenFileWithoutListen(
   server: { label: string; configFile: string | null; listen?: string; listenTokenFile?: string },
@@ -341,7 +344,7 @@ export function tokenFileWithoutListen(
 ): string | null {
   if (server.listenTokenFile === undefined || listenFlag !== undefined || server.listen !== undefined)
     return null;
-  return `listenTokenFile of "${server.label}" in ${server.configFile} needs listen (in the file, or run --listen HOST:PORT)`;
+  return `listenTokenFile of "${server.label}" in ${safeText(String(server.configFile))} needs listen (in the file, or run --listen HOST:PORT)`;
 }
 
 /** run's options that shape the HTTP front, which mean nothing without an address to serve it on. */
@@ -376,7 +379,8 @@ export function loadToken(
   stateDir: string,
   label: string,
   file: string | undefined,
-  named = `--listen-token-file ${file}`,
+  // the path escaped: run's sentence may be printed, kept or carried on as it is made
+  named = `--listen-token-file ${safeText(String(file))}`,
 ): { token: string; path: string } {
   if (file !== undefined) {
     const token = fileToken(file, named);

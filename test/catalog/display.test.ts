@@ -1,5 +1,8 @@
 // What a server's names and text become on a human's screen: nothing invisible, nothing that
 // reorders, nothing that drives the terminal, and never two different names that print alike.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { renderTool } from "../../src/approval/review.js";
@@ -7,6 +10,8 @@ import { ArgumentValidator, diffCatalogs, snapshotOf, type Tool } from "../../sr
 import { CHECKED_FORMATS } from "../../src/catalog/schema.js";
 import { displayName, isPlainAscii, quotedName, safeText } from "../../src/catalog/text.js";
 import { markInvisible } from "../../src/console/html.js";
+import { loadToken, TokenFileError, tokenFileWithoutListen } from "../../src/transport/httpAccess.js";
+import { printableJson } from "../../src/util/printableJson.js";
 
 /** Default-ignorable code points, bidi controls, C0 and C1 controls: none may be shown raw. */
 const FORBIDDEN = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\p{Cc}]/u;
@@ -139,6 +144,64 @@ describe("displayed text", () => {
     expect(displayName(`${"e".repeat(127)}\u{e0041}${"e".repeat(10)}`)).toMatch(
       /^"e{127}…" \(138 characters/,
     );
+  });
+});
+
+// The same rule for what the CLI prints of paths: a JSON report (doctor, wrap, status, vault list
+// --json) and run's sentences about a token file or a configuration. Seen failing: with
+// printableJson returning JSON.stringify's text (C1 controls and bidi overrides raw), and with
+// run's sentences naming the path as given (the ESC raw).
+describe("printed paths and JSON reports", () => {
+  /** A JSON value made of any strings, as keys and as values. */
+  const anyJson = fc.letrec<{ value: unknown }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small" },
+      anyString,
+      fc.integer(),
+      fc.constant(null),
+      fc.array(tie("value"), { maxLength: 4 }),
+      fc.dictionary(anyString, tie("value"), { maxKeys: 4 }),
+    ),
+  })).value;
+
+  it("a JSON report holds nothing raw but its own line ends, and reads back to the same value", () => {
+    fc.assert(
+      fc.property(anyJson, (v) => {
+        const text = printableJson(v);
+        expect(text.replace(/\n/g, "")).not.toMatch(FORBIDDEN);
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(v)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("run's sentences about a token file or a configuration name the path escaped", () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "portcullis-display-"));
+    try {
+      fc.assert(
+        // a NUL is refused by node before any file is looked for (not a path at all)
+        fc.property(
+          anyString.filter((s) => !s.includes("\0")),
+          (s) => {
+            const path = join(stateDir, "missing", s);
+            expect(() => loadToken(stateDir, "x", path)).toThrow(TokenFileError);
+            try {
+              loadToken(stateDir, "x", path);
+            } catch (e) {
+              expect((e as Error).message).not.toMatch(FORBIDDEN);
+            }
+            const unserved = tokenFileWithoutListen(
+              { label: "x", configFile: s, listenTokenFile: "t" },
+              undefined,
+            );
+            expect(unserved).not.toMatch(FORBIDDEN);
+          },
+        ),
+        { numRuns: 500 },
+      );
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });
 
