@@ -110,8 +110,10 @@ export async function runDemo(args: string[]): Promise<number> {
       decider = await ConsoleClient.login(console_.url, DEMO_PASSPHRASE);
       note("the demo's human is logged in there; each decision below is made through it");
     } else {
+      // the command an installed portcullis has (`npm run demo` is a checkout's script, and passes
+      // its arguments on after `--`: `npm run demo -- --console`), as 'portcullis demo --keep' is named
       note(
-        "console: not started; 'npm run demo -- --console' runs this story with it open at http://127.0.0.1:<port>",
+        "console: not started; 'portcullis demo --console' runs this story with it open at http://127.0.0.1:<port>",
       );
     }
 

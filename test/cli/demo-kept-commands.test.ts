@@ -4,6 +4,8 @@
 // the directory: typed as printed they read (or wrote) the user's own default state directory,
 // which knows nothing of the demo. Every one now carries `--state-dir DIR`, shell-quoted (the
 // TMPDIR here holds a space), and the egress command, run as printed, reads the demo's record.
+// Its hint for the console named `npm run demo -- --console`, a checkout's script; it names
+// `portcullis demo --console`, the command the user has.
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -27,6 +29,13 @@ describe("demo --keep: the commands it prints name its state directory", () => {
     const shown = r.stdout.split("\n").filter((line) => line.trimStart().startsWith("$ portcullis "));
     expect(shown.map((line) => line.trim().split(" ")[2])).toEqual(["run", "vault", "unlock"]);
     for (const line of shown) expect(line, line).toContain(flag);
+
+    // the console's hint names the command an installed portcullis has, not a checkout's npm
+    // script (it said 'npm run demo -- --console'); demo.test.ts runs that flag
+    expect(r.stdout).toContain(
+      "console: not started; 'portcullis demo --console' runs this story with it open at http://127.0.0.1:<port>\n",
+    );
+    expect(r.stdout).not.toContain("npm run");
 
     // the closing line: in double quotes, as the directory itself needed single ones
     const egress = `"portcullis egress${flag}"`;
