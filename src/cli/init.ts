@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
 import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
+import { safeText } from "../catalog/text.js";
 import {
   INSECURE_TEST_KDF_ENV,
   initKeyring,
@@ -81,7 +82,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     const was = privateForInit(ctx.stateDir);
     if (was)
       process.stderr.write(
-        `portcullis init: the state directory ${ctx.stateDir} was mode ${was}; it is now 700 (only you may read it)\n`,
+        `portcullis init: the state directory ${safeText(ctx.stateDir)} was mode ${was}; it is now 700 (only you may read it)\n`,
       );
     const passphrase = await readPassphrase("New passphrase: ", { confirm: true });
     if ([...passphrase].length < MIN_PASSPHRASE_LENGTH) {
@@ -126,7 +127,7 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     }
     made = null; // created: it stays
     process.stdout.write(
-      `Keyring created: ${keyring.path}\nAudit key id: ${keyring.keyId}\n` +
+      `Keyring created: ${safeText(keyring.path)}\nAudit key id: ${keyring.keyId}\n` +
         `Approver key id: ${keyring.approver?.keyId} (pinned in the audit chain)\n` +
         "Without the passphrase the audit log cannot be read; back up keyring.json with the state directory.\n",
     );
@@ -214,7 +215,11 @@ function madeHere(top: string): boolean {
   }
 }
 
+/**
+ * The sentence quotes the state directory, whose name may hold a newline, an ESC or a bidi
+ * override (PORTCULLIS_HOME, --state-dir): written escaped, as every command's failure line is.
+ */
 function fail(sentence: string): number {
-  process.stderr.write(`portcullis init: ${sentence}.\n`);
+  process.stderr.write(`portcullis init: ${safeText(sentence)}.\n`);
   return 2;
 }
