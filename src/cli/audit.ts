@@ -42,6 +42,7 @@ import {
 import { openEmptyStore, openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { quotedCommand, requireInitialized, STORE_FILE, stateDirFlagFor } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";
+import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
@@ -502,7 +503,7 @@ async function decrypting(
       const { seq, hash, header, event } = rec;
       await write(
         opts.json
-          ? `${JSON.stringify({ seq, hash, header, event }, null, 2)}\n`
+          ? `${printableJson({ seq, hash, header, event })}\n`
           : renderRecord(seq, hash, header, event),
       );
       return 0;
@@ -511,14 +512,14 @@ async function decrypting(
       const sessions = sessionsView(opened);
       const idle = gatewaysWithoutRunView(opened);
       // --json: the runs, then each gateway without one marked by `run: null` (docs/audit-format.md)
-      const json = () => JSON.stringify([...sessions, ...idle.map((g) => ({ run: null, ...g }))], null, 2);
+      const json = () => printableJson([...sessions, ...idle.map((g) => ({ run: null, ...g }))]);
       await write(opts.json ? `${json()}\n` : renderSessions(sessions, idle));
       return 0;
     }
     const activity = activityView(opened);
     await write(
       opts.json
-        ? `${JSON.stringify(activity, null, 2)}\n`
+        ? `${printableJson(activity)}\n`
         : renderTable(
             // SEQ first: the record `audit show SEQ` opens (the table is where a human finds one)
             [

@@ -71,8 +71,10 @@ describe("views print what others chose as text, never as terminal commands", ()
     expect(shown).toContain("list\\u009b2Jitems");
     expect(shown).toContain("\\u001b[1A\\u001b[2K");
 
-    // --json stays exact: the names as they were sent, escaped by JSON itself
+    // --json stays exact: the names as they were sent, escaped in the JSON, the C1 CSI included
+    // (JSON.stringify leaves U+0080-U+009F raw; printableJson writes them as \u escapes)
     const json = await runCli(["audit", "activity", "--json"], { stateDir: gw.stateDir, env });
+    expect(json.stdout).not.toMatch(CONTROL);
     const tools = (JSON.parse(json.stdout) as { tool: string | null }[]).map((a) => a.tool);
     expect(tools).toEqual(expect.arrayContaining([serverTool, HIDE]));
   });
