@@ -110,6 +110,8 @@ function entryListenRefusal(
 ): { why: string; run: EntryRun } | null {
   const run = entryRun(entry);
   if (run.kind !== "label" && run.kind !== "command" && run.kind !== "url") return null;
+  // none of the options given: no portcullis.json to read for the label's listen
+  if (listenFlagWithoutListen(run.listenOnly, undefined) === null) return null;
   const address = entryListenAddress(host, entry, cwd, run);
   const why = address === null ? null : listenFlagWithoutListen(run.listenOnly, address);
   return why === null ? null : { why, run };
