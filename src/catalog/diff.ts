@@ -181,12 +181,11 @@ export function diffTool(
 function shownChange(c: FieldChange): FieldChange {
   const out = { ...c };
   // a definition whose schema a secret-like property takes by `$ref` redacted as the property's
-  // (withRefOwners: the whole tools are known while this runs)
-  const refOwners = currentRefOwners();
+  // (withRefOwners: the whole tools are known while this runs; found only when a value is shown)
   if (typeof c.before === "object" && c.before !== null)
-    out.before = redactSchemaDefaults(c.before, { refOwners });
+    out.before = redactSchemaDefaults(c.before, { refOwners: currentRefOwners() });
   if (typeof c.after === "object" && c.after !== null)
-    out.after = redactSchemaDefaults(c.after, { refOwners });
+    out.after = redactSchemaDefaults(c.after, { refOwners: currentRefOwners() });
   return out;
 }
 
