@@ -252,10 +252,41 @@ function diffSchemaClassified(av: unknown, bv: unknown, k: string, out: FieldCha
 const MAX_REFUSAL_CHECKS = 200;
 let refusalChecksLeft: number | null = null;
 
+/**
+ * The validator's answers within one diffCatalogs, by the schema's JSON text: whether it refused
+ * the schema depends on nothing else, and tools of one server often share an input schema (the
+ * same arguments, or none), each answer a compile of 2–5 ms. A check is counted against the
+ * bound whether or not it was answered before. Null: not within a diffCatalogs (nothing kept).
+ */
+let refusals: Map<string, boolean> | null = null;
+
 /** The old input schema had every call refused by the gateway's validator; the new one compiles. */
 function refusedThenCompiled(before: unknown, after: unknown): boolean {
   if (refusalChecksLeft !== null) refusalChecksLeft--;
-  return ArgumentValidator.refusalOf(before) !== null && ArgumentValidator.refusalOf(after) === null;
+  return refused(before) && !refused(after);
+}
+
+/** JSON text writes -0 as 0: a schema holding one is not kept (its answer is never another's). */
+let minusZero = false;
+function noticeMinusZero(_key: string, v: unknown): unknown {
+  if (Object.is(v, -0)) minusZero = true;
+  return v;
+}
+
+function refused(schema: unknown): boolean {
+  let key: string | undefined;
+  try {
+    minusZero = false;
+    key = refusals === null ? undefined : JSON.stringify(schema, noticeMinusZero);
+    if (minusZero) key = undefined;
+  } catch {
+    key = undefined; // not kept: asked again
+  }
+  const known = key === undefined ? undefined : refusals?.get(key);
+  if (known !== undefined) return known;
+  const answer = ArgumentValidator.refusalOf(schema) !== null;
+  if (key !== undefined) refusals?.set(key, answer);
+  return answer;
 }
 
 function hintsSummary(t: Tool): string | undefined {
@@ -470,13 +501,16 @@ export function diffCatalogs(before: Tool[] | CatalogSnapshot, after: Tool[] | C
     if (known?.after === after) return known.diff;
   }
   const outer = refusalChecksLeft;
+  const outerRefusals = refusals;
   refusalChecksLeft = MAX_REFUSAL_CHECKS;
+  refusals = new Map();
   try {
     const diff = diffCatalogsBounded(before, after);
     if (pair) lastDiffs.set(before, { after, diff });
     return diff;
   } finally {
     refusalChecksLeft = outer;
+    refusals = outerRefusals;
   }
 }
 
