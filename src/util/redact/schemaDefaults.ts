@@ -29,7 +29,10 @@ export function redactSchemaDefaults(
     // a definition a secret-like property takes by `$ref` is that property's (secretRefTargets)
     const owner = owners.get(v) ?? opts.refOwners?.get(v) ?? outer;
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) {
+    // (each value read by its key, as Object.entries reads it, without a pair array per key)
+    const obj = v as Record<string, unknown>;
+    for (const k of Object.keys(obj)) {
+      const x = obj[k];
       let copy: unknown;
       // (outside any property, a schema's own values, `examples: [{"session": S}]` of a whole
       // input, are redacted by their keys: redactValueUnder with no name)
@@ -38,7 +41,9 @@ export function redactSchemaDefaults(
         copy = walk(x, null); // values, shown (SCHEMA_VALUES)
       else if (k === "properties" && typeof x === "object" && x !== null && !Array.isArray(x)) {
         const props: Record<string, unknown> = {};
-        for (const [name, sub] of Object.entries(x)) setOwn(props, name, walk(sub, schemaOwner(owner, name)));
+        const named = x as Record<string, unknown>;
+        for (const name of Object.keys(named))
+          setOwn(props, name, walk(named[name], schemaOwner(owner, name)));
         copy = props;
       } else copy = walk(x, owner);
       setOwn(out, k, copy);
