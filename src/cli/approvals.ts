@@ -44,6 +44,7 @@ import {
 import { existingStateDir, hintStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
+import { printableJson } from "../util/printableJson.js";
 import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
@@ -337,7 +338,7 @@ function review(req: Parameters<typeof renderReview>[0], verbose: boolean, decid
 function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string): number {
   const pending = pendingRequests(db);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ requests: pending.map(publicRequest) }, null, 2)}\n`);
+    process.stdout.write(`${printableJson({ requests: pending.map(publicRequest) })}\n`);
     return EXIT_OK;
   }
   if (pending.length === 0) {
@@ -372,7 +373,7 @@ function listGrants(db: Store, stateDir: string, json: boolean): number {
         ...(why !== null ? { notHonouredBecause: why } : {}),
       };
     });
-    process.stdout.write(`${JSON.stringify({ grants: out }, null, 2)}\n`);
+    process.stdout.write(`${printableJson({ grants: out })}\n`);
     return EXIT_OK;
   }
   if (grants.length === 0) {

@@ -11,6 +11,7 @@ import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
 import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
+import { printableJson } from "../util/printableJson.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 
 /** How often the store is read while watching. */
@@ -141,7 +142,7 @@ function callWaitChange(r: PendingRequest) {
 }
 
 function print(line: unknown): void {
-  process.stdout.write(`${JSON.stringify(line)}\n`);
+  process.stdout.write(`${printableJson(line, 0)}\n`);
 }
 
 function drawList(now: PendingRequest[], verbose: boolean, stateDir: string): string {

@@ -331,7 +331,7 @@ async function report(
     const ok = r.ok
       ? { ...r, headCovered: headCovered(r), ...(emptyBesideKeyring ? { emptyBesideKeyring } : {}) }
       : r;
-    await write(`${JSON.stringify(ok, null, 2)}\n`);
+    await write(`${printableJson(ok)}\n`);
   } else if (r.ok) {
     await write(`${okLine(r, saveAdvice(stateDir, opts.file))}\n`);
     if (emptyBesideKeyring)

@@ -11,6 +11,7 @@ import {
 } from "../catalog/index.js";
 import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
+import { printableJson } from "../util/printableJson.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
 import { labelArgument, parse, shownWord } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
@@ -80,7 +81,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
     switch (sub) {
       case "list": {
         const revs = listRevisions(store, label);
-        if (values.json) out(JSON.stringify({ serverLabel: label, revisions: revs }, null, 2));
+        if (values.json) out(printableJson({ serverLabel: label, revisions: revs }));
         else
           for (const r of revs)
             out(`${r.revision}  ${r.fingerprint}  ${r.tools} tools  first seen ${r.firstSeenAt}`);
@@ -91,24 +92,20 @@ export async function catalogCommand(args: string[]): Promise<number> {
         const snap = snapshotOf(r.tools, 1);
         if (values.json) {
           out(
-            JSON.stringify(
-              {
-                serverLabel: label,
-                revision: r.revision,
-                fingerprint: r.fingerprint,
-                firstSeenAt: r.firstSeenAt,
-                firstEpoch: r.firstEpoch,
-                coverage: r.coverage,
-                // as the text shows them: a default, const or examples under a secret-like name
-                // redacted (the fingerprint is over the tool as the server listed it)
-                tools: r.tools.map((t) => ({
-                  fingerprint: snap.byName.get(t.name)?.fingerprint,
-                  tool: redactSchemaDefaults(t),
-                })),
-              },
-              null,
-              2,
-            ),
+            printableJson({
+              serverLabel: label,
+              revision: r.revision,
+              fingerprint: r.fingerprint,
+              firstSeenAt: r.firstSeenAt,
+              firstEpoch: r.firstEpoch,
+              coverage: r.coverage,
+              // as the text shows them: a default, const or examples under a secret-like name
+              // redacted (the fingerprint is over the tool as the server listed it)
+              tools: r.tools.map((t) => ({
+                fingerprint: snap.byName.get(t.name)?.fingerprint,
+                tool: redactSchemaDefaults(t),
+              })),
+            }),
           );
         } else out(renderCatalog(snap, r.revision));
         return 0;
@@ -127,19 +124,15 @@ export async function catalogCommand(args: string[]): Promise<number> {
             const why = "only one revision is recorded: nothing to compare yet";
             if (values.json)
               out(
-                JSON.stringify(
-                  {
-                    serverLabel: label,
-                    from: null,
-                    to: 1,
-                    entries: [],
-                    renameCandidates: [],
-                    expands: false,
-                    nothingToCompare: why,
-                  },
-                  null,
-                  2,
-                ),
+                printableJson({
+                  serverLabel: label,
+                  from: null,
+                  to: 1,
+                  entries: [],
+                  renameCandidates: [],
+                  expands: false,
+                  nothingToCompare: why,
+                }),
               );
             else
               out(
@@ -159,9 +152,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
         const diff = shownDiff(diffCatalogs(from.tools, to.tools));
         const shown = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
         if (values.json)
-          shown(
-            JSON.stringify({ serverLabel: label, from: from.revision, to: to.revision, ...diff }, null, 2),
-          );
+          shown(printableJson({ serverLabel: label, from: from.revision, to: to.revision, ...diff }));
         else shown(renderDiff(diff, { fromRevision: from.revision, toRevision: to.revision }));
         return 0;
       }

@@ -1,6 +1,7 @@
 import { safeText } from "../catalog/text.js";
 import { openStoreToRead, type Store } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
+import { printableJson } from "../util/printableJson.js";
 import { type DestinationRow, listDestinations } from "../vault/egress/record.js";
 import { labelArgument, parse } from "./args.js";
 import { EXIT_OK, UsageError } from "./errors.js";
@@ -92,7 +93,7 @@ export async function egressCommand(args: string[]): Promise<number> {
     g.destinations.push(d);
   }
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ epochs: groups }, null, 2)}\n`);
+    process.stdout.write(`${printableJson({ epochs: groups })}\n`);
     return EXIT_OK;
   }
   if (groups.length === 0) {

@@ -7,6 +7,7 @@ import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
 import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
+import { printableJson } from "../util/printableJson.js";
 import { parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
@@ -118,7 +119,7 @@ function add(stateDir: string): number {
 function list(db: Store, stateDir: string, json: boolean): number {
   const passkeys = listPasskeys(db, stateDir);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ passkeys }, null, 2)}\n`);
+    process.stdout.write(`${printableJson({ passkeys })}\n`);
     return EXIT_OK;
   }
   if (passkeys.length === 0) {
