@@ -5,6 +5,7 @@
  * Every passkey ceremony names this RP id and this exact origin, whatever the request carried.
  */
 import type { IncomingMessage } from "node:http";
+import { hostKey } from "../transport/httpAccess.js";
 
 export const PASSKEY_RP_ID = "localhost";
 export const PASSKEY_RP_NAME = "portcullis console";
@@ -14,9 +15,16 @@ export function passkeyOrigin(port: number): string {
   return `http://${PASSKEY_RP_ID}:${port}`;
 }
 
-/** Whether this request reached the console by its passkey origin (the Host is already checked). */
+/**
+ * Whether this request reached the console by its passkey origin (the Host is already checked).
+ * The Host is compared by value, as the rest of the console compares it (hostKey):
+ * `LOCALHOST:PORT` names the same page as `localhost:PORT`, whose origin is the one a browser
+ * writes into a ceremony's answer (it serialises the host lowercased). An address, in any
+ * spelling, is not localhost: browsers refuse an IP address as the RP id.
+ */
 export function onPasskeyOrigin(req: IncomingMessage, port: number): boolean {
-  return req.headers.host === `${PASSKEY_RP_ID}:${port}`;
+  const host = req.headers.host;
+  return host !== undefined && hostKey(host) === `${PASSKEY_RP_ID}:${port}`;
 }
 
 /** A console URL (e.g. from console.json, at 127.0.0.1) moved to the passkey origin. */
