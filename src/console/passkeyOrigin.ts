@@ -10,9 +10,13 @@ import { hostKey } from "../transport/httpAccess.js";
 export const PASSKEY_RP_ID = "localhost";
 export const PASSKEY_RP_NAME = "portcullis console";
 
-/** The console's passkey origin for its port: never built from a request's headers. */
+/**
+ * The console's passkey origin for its port: never built from a request's headers. Written as a
+ * browser serialises it into a ceremony's answer (the URL parser's origin): on port 80, the
+ * default port of http, `http://localhost`, not `http://localhost:80`, which no answer would carry.
+ */
 export function passkeyOrigin(port: number): string {
-  return `http://${PASSKEY_RP_ID}:${port}`;
+  return new URL(`http://${PASSKEY_RP_ID}:${port}`).origin;
 }
 
 /**
