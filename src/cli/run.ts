@@ -7,6 +7,7 @@ import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { resolveStateDir, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
+import type { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
 import { UsageError } from "./errors.js";
 import { readRunArgs } from "./runOptions.js";
 import { SHUTDOWN_SIGNALS } from "./signals.js";
@@ -72,13 +73,20 @@ In your MCP client configuration:
 const listenModule = () => import("./listen.js");
 const remoteModule = () => import("./runRemote.js");
 const serveModule = () => import("./serve.js");
-const LISTEN_FLAGS = [
-  "listen",
-  "listen-token-file",
-  "no-auth",
-  "listen-max-sessions",
-  "listen-idle-timeout",
-] as const;
+/**
+ * The options that load the listen settings: `--listen` and every option those settings check
+ * (LISTEN_ONLY_FLAGS, the list run's refusal and doctor share). Written as a record of exactly
+ * those keys, so that an option added there and not here fails the build (a type import:
+ * httpAccess is not loaded by a stdio gateway).
+ */
+const LISTEN_FLAG_SET: Record<"listen" | (typeof LISTEN_ONLY_FLAGS)[number], true> = {
+  listen: true,
+  "listen-token-file": true,
+  "no-auth": true,
+  "listen-max-sessions": true,
+  "listen-idle-timeout": true,
+};
+const LISTEN_FLAGS = Object.keys(LISTEN_FLAG_SET) as (keyof typeof LISTEN_FLAG_SET)[];
 
 /**
  * What a caller inside the process may replace; nothing here is reachable from the command line
