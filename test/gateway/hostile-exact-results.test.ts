@@ -9,39 +9,20 @@
 // A client's progress token that would reach the server as another number is refused.
 // Real gateway, the rawlines fixture server, which answers a call with the line it is given.
 
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { ECHO_RAW_TOOLS, type RawGateway, rawlinesGateway } from "../helpers/raw.js";
 
 const peers: RawGateway[] = [];
 afterEach(async () => {
   for (const p of peers.splice(0)) await p.close();
 });
 
-const TOOLS = [
-  { name: "echo_raw", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
-];
-
 async function start(): Promise<{ gw: RawGateway; received: () => string[] }> {
-  const log = join(newStateDir(), "raw.log");
-  const gw = rawGateway({
-    args: ["--label", "exact", "--approval", "none", "--", ...fixtureCommand("rawlines")],
-    env: { FIXTURE_RAW_LOG: log, FIXTURE_RAW_TOOLS: JSON.stringify(TOOLS) },
-  });
+  const { peer: gw, received } = await rawlinesGateway([], { label: "exact", tools: ECHO_RAW_TOOLS });
   peers.push(gw);
-  await gw.initialize();
-  await gw.request("tools/list");
-  const received = () =>
-    readFileSync(log, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as string);
   return { gw, received };
 }
 

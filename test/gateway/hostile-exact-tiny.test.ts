@@ -6,13 +6,9 @@
 // number a double holds exactly (`-0.0e-999` is zero, `1e-300` is what the double prints) goes as
 // before. Real gateway, the rawlines fixture (it logs the lines it gets, answers with one given).
 
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { WireMessage } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { type RawGateway, rawlinesGateway } from "../helpers/raw.js";
 
 const peers: RawGateway[] = [];
 afterEach(async () => {
@@ -25,20 +21,9 @@ const TOOLS = [
 ];
 
 async function start(): Promise<{ gw: RawGateway; calls: () => string[] }> {
-  const log = join(newStateDir(), "raw.log");
-  const gw = rawGateway({
-    args: ["--label", "tiny", "--approval", "none", "--", ...fixtureCommand("rawlines")],
-    env: { FIXTURE_RAW_LOG: log, FIXTURE_RAW_TOOLS: JSON.stringify(TOOLS) },
-  });
+  const { peer: gw, received } = await rawlinesGateway([], { label: "tiny", tools: TOOLS });
   peers.push(gw);
-  await gw.initialize();
-  await gw.request("tools/list");
-  const calls = () =>
-    readFileSync(log, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as string)
-      .filter((l) => l.includes('"method":"tools/call"'));
+  const calls = () => received().filter((l) => l.includes('"method":"tools/call"'));
   return { gw, calls };
 }
 

@@ -186,20 +186,32 @@ export function rawGateway(options: {
   return { ...peer, stateDir };
 }
 
+/** The rawlines fixture's one tool when it lists one: its argument `line` is what it answers with. */
+export const ECHO_RAW_TOOLS = [
+  { name: "echo_raw", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
+];
+
 /**
  * A raw peer on a gateway in front of the rawlines fixture (a server that writes the lines it is
- * told to, as given), and the lines that server received, read from its log.
+ * told to, as given), and the lines that server received, read from its log. With `tools`, the
+ * fixture lists them, and the catalog is fetched (a tools/list) before this resolves.
  */
 export async function rawlinesGateway(
   extra: string[] = [],
+  opts: { label?: string; tools?: unknown[] } = {},
 ): Promise<{ peer: RawGateway; received: () => string[] }> {
   const log = join(newStateDir(), "raw.log");
+  const label = opts.label ?? "rawlines";
   const peer = rawGateway({
-    args: ["--label", "rawlines", "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
-    env: { FIXTURE_RAW_LOG: log },
+    args: ["--label", label, "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
+    env: {
+      FIXTURE_RAW_LOG: log,
+      ...(opts.tools ? { FIXTURE_RAW_TOOLS: JSON.stringify(opts.tools) } : {}),
+    },
   });
   try {
     await peer.initialize();
+    if (opts.tools) await peer.request("tools/list");
   } catch (e) {
     await peer.close();
     throw e;
