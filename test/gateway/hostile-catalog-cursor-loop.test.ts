@@ -1,20 +1,6 @@
-// A server whose tools/list pages lead back to a cursor already followed (c1 → c2 → c1 …) would
-// keep one catalog fetch, and every list and call waiting for it, going for ever. The gateway
-// keeps the cursors of one fetch and stops at the first that comes back: the fetch fails
-// `catalog_unavailable` saying the pagination loops, no page is asked twice within it, nothing is
-// served from the pages read, and the gateway and its audit chain live on.
-// Real gateway, real fixture server (hostile-catalog.mjs, paged by a script), raw client.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { bundledFixture } from "../helpers/fixtureBundle.js";
 import { runCli } from "../helpers/gateway.js";
-import { NODE, REPO } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
-
-const FIXTURE =
-  bundledFixture(REPO, "hostile-catalog") ?? join(REPO, "test", "fixtures", "servers", "hostile-catalog.mjs");
+import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -23,23 +9,14 @@ afterEach(async () => {
 });
 
 it("a tools/list whose next cursor comes back is refused catalog_unavailable (the pagination loops), each page asked once per fetch", async () => {
-  const dir = tempDir("portcullis-cursor-loop-");
-  cleanup.push(() => removeDir(dir));
-  const script = join(dir, "script.mjs");
-  const log = join(dir, "received.jsonl");
-  writeFileSync(
-    script,
-    `const next = { undefined: "c1", c1: "c2", c2: "c1" };
+  const { gw, received } = await scriptedCatalogGateway({
+    script: `const next = { undefined: "c1", c1: "c2", c2: "c1" };
      export function list(params) {
        return { tools: [{ name: "t-" + (params.cursor ?? "first"), inputSchema: { type: "object" } }], nextCursor: next[params.cursor] };
      }`,
-  );
-  const gw: RawGateway = rawGateway({
-    args: ["--label", "looping", "--approval", "none", "--", NODE, FIXTURE],
-    env: { FIXTURE_SCRIPT: script, FIXTURE_LOG: log },
+    args: ["--label", "looping", "--approval", "none"],
+    cleanup,
   });
-  cleanup.push(() => gw.close());
-  await gw.initialize();
 
   const list = await gw.request("tools/list", {}, 30_000);
   expect(list.error, JSON.stringify(list)).toMatchObject({
@@ -55,8 +32,7 @@ it("a tools/list whose next cursor comes back is refused catalog_unavailable (th
   expect(call.error?.data).toMatchObject({ error: "catalog_unavailable" });
 
   // each fetch asked the first page, c1 and c2 once, then stopped (a new fetch starts over)
-  const cursors = (existsSync(log) ? readFileSync(log, "utf8") : "")
-    .split("\n")
+  const cursors = received()
     .filter((l) => l.endsWith("}"))
     .map((l) => JSON.parse(l) as { method?: string; params?: { cursor?: string } })
     .filter((m) => m.method === "tools/list")

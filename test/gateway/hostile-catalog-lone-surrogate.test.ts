@@ -8,17 +8,12 @@
 // human. A guarded read whose target (a uri, say, copied from such a server's resource list) holds
 // one is refused `target_not_well_formed` for the same reason. Real gateway, real fixture server
 // (hostile-catalog.mjs), raw client.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { storedPending } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { bundledFixture } from "../helpers/fixtureBundle.js";
-import { NODE, REPO } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
-
-const FIXTURE =
-  bundledFixture(REPO, "hostile-catalog") ?? join(REPO, "test", "fixtures", "servers", "hostile-catalog.mjs");
+import { waitFor } from "../helpers/files.js";
+import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -27,23 +22,14 @@ afterEach(async () => {
 });
 
 it("tools whose names hold a lone surrogate are left out of the catalog, said once; a call of one is tool_not_in_catalog, never forwarded nor asked", async () => {
-  const dir = tempDir("portcullis-lone-surrogate-");
-  cleanup.push(() => removeDir(dir));
-  const script = join(dir, "script.mjs");
-  const log = join(dir, "received.jsonl");
   // written as JSON text: the escapes reach the gateway as the server wrote them
-  writeFileSync(
-    script,
-    `export function list() {
+  const { gw, received } = await scriptedCatalogGateway({
+    script: `export function list() {
        return '{"tools":[{"name":"pay\\\\ud800","inputSchema":{"type":"object"}},{"name":"pay\\\\udbff","inputSchema":{"type":"object"}},{"name":"ok","inputSchema":{"type":"object"}}]}';
      }`,
-  );
-  const gw: RawGateway = rawGateway({
-    args: ["--label", "lone", "--approval", "session", "--", NODE, FIXTURE],
-    env: { FIXTURE_SCRIPT: script, FIXTURE_LOG: log },
+    args: ["--label", "lone", "--approval", "session"],
+    cleanup,
   });
-  cleanup.push(() => gw.close());
-  await gw.initialize();
 
   const list = await gw.request("tools/list", {}, 30_000);
   expect(list.result, JSON.stringify(list)).toEqual({
@@ -59,36 +45,23 @@ it("tools whose names hold a lone surrogate are left out of the catalog, said on
   expect(call.error?.data, JSON.stringify(call)).toMatchObject({ error: "tool_not_in_catalog" });
   expect(storedPending(gw.stateDir)).toEqual([]);
   expect((await gw.request("ping")).result).toEqual({});
-  const calls = (existsSync(log) ? readFileSync(log, "utf8") : "")
-    .split("\n")
-    .filter((l) => l.includes('"tools/call"'));
+  const calls = received().filter((l) => l.includes('"tools/call"'));
   expect(calls).toEqual([]);
 }, 60_000);
 
 it("a guarded read whose target holds a lone surrogate (a uri copied from such a server) is refused target_not_well_formed, never asked nor forwarded", async () => {
-  const dir = tempDir("portcullis-lone-surrogate-read-");
-  cleanup.push(() => removeDir(dir));
-  const script = join(dir, "script.mjs");
-  const log = join(dir, "received.jsonl");
-  writeFileSync(
-    script,
-    `export function list() { return { tools: [{ name: "ok", inputSchema: { type: "object" } }] }; }`,
-  );
-  writeFileSync(
-    join(dir, "portcullis.json"),
-    JSON.stringify({
-      servers: {
-        lone: { command: NODE, args: [FIXTURE], approval: { default: "none", resources: "session" } },
-      },
-    }),
-  );
-  const gw: RawGateway = rawGateway({
+  const { gw, received } = await scriptedCatalogGateway({
+    script: `export function list() { return { tools: [{ name: "ok", inputSchema: { type: "object" } }] }; }`,
     args: ["lone"],
-    cwd: dir,
-    env: { FIXTURE_SCRIPT: script, FIXTURE_LOG: log },
+    configure: (dir, server) =>
+      writeFileSync(
+        join(dir, "portcullis.json"),
+        JSON.stringify({
+          servers: { lone: { ...server, approval: { default: "none", resources: "session" } } },
+        }),
+      ),
+    cleanup,
   });
-  cleanup.push(() => gw.close());
-  await gw.initialize();
   gw.send('{"jsonrpc":"2.0","id":"read","method":"resources/read","params":{"uri":"file:///x\\ud800"}}\n');
   const read = await gw.next((m) => m.id === "read", 20_000);
   expect(read.error, JSON.stringify(read)).toMatchObject({
@@ -105,8 +78,6 @@ it("a guarded read whose target holds a lone surrogate (a uri copied from such a
     "the approval request of the fine read",
   );
   expect((await gw.request("ping")).result).toEqual({});
-  const reads = (existsSync(log) ? readFileSync(log, "utf8") : "")
-    .split("\n")
-    .filter((l) => l.includes('"resources/read"'));
+  const reads = received().filter((l) => l.includes('"resources/read"'));
   expect(reads).toEqual([]);
 }, 60_000);
