@@ -10,9 +10,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { askerGateway } from "../helpers/asker.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { NODE } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import type { RawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -24,18 +24,7 @@ it("an elicitation/create with params by position is refused to the server (-326
   const dir = tempDir("portcullis-elicit-position-");
   cleanup.push(() => removeDir(dir));
   const log = join(dir, "asker.log");
-  const peer: RawGateway = rawGateway({
-    args: [
-      "--label",
-      "asker",
-      "--approval",
-      "none",
-      "--",
-      NODE,
-      join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs"),
-    ],
-    env: { FIXTURE_ASKER_LOG: log },
-  });
+  const peer: RawGateway = askerGateway(log);
   cleanup.push(() => peer.close());
   expect(
     (await peer.initialize({ capabilities: { elicitation: { form: {}, url: {} } } })).result,

@@ -1,14 +1,7 @@
-// A server's form-mode elicitation with no message at all (or one that is not a string) whose form
-// speaks as portcullis: a field titled "Portcullis approval passphrase". The form is what the human
-// reads, message or not (a lenient client renders the form under an empty message), so it must be
-// said to be the server's as it is under a plain message
-// (test/gateway/hostile-elicitation-form-voice.test.ts). Real gateway, real pipes, the
-// hostile-asker fixture (its `send` tool writes the server's requests).
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { NOT_PORTCULLIS } from "../../src/gateway/serverWords.js";
-import { NODE } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { askerGateway } from "../helpers/asker.js";
+import type { RawGateway } from "../helpers/raw.js";
 
 let peers: RawGateway[] = [];
 afterEach(async () => {
@@ -22,17 +15,7 @@ const speakingForm = {
 };
 
 it("a form that speaks as portcullis under no message, or a message that is not a string, is said to be the server's", async () => {
-  const peer = rawGateway({
-    args: [
-      "--label",
-      "asker",
-      "--approval",
-      "none",
-      "--",
-      NODE,
-      join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs"),
-    ],
-  });
+  const peer = askerGateway();
   peers.push(peer);
   expect((await peer.initialize({ capabilities: { elicitation: { form: {} } } })).result).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();

@@ -1,17 +1,7 @@
-// A server's form-mode elicitation whose message is plain ("Confirm to continue") but whose form
-// speaks as portcullis: a field titled "Portcullis approval passphrase", described as what
-// portcullis needs to approve the call, or, with no title, a field named `portcullis_passphrase`
-// (clients show a field's name when it has no title). A client renders those as the form's labels:
-// the human reads a request for the approver's passphrase in the gateway's voice, and what is
-// typed goes to the server. The gateway says a message that names portcullis is the server's;
-// the form is read by the same human, so a form that names it gets the same words in front of its
-// message. A form that does not name it passes as written. Real gateway, real pipes, the
-// hostile-asker fixture (its `send` tool writes the server's requests).
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { NOT_PORTCULLIS } from "../../src/gateway/serverWords.js";
-import { NODE } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { askerGateway } from "../helpers/asker.js";
+import type { RawGateway } from "../helpers/raw.js";
 
 let peers: RawGateway[] = [];
 afterEach(async () => {
@@ -29,17 +19,7 @@ function form(properties: Record<string, unknown>, title?: string) {
 }
 
 it("a form whose title, field title, field description or field name speaks as portcullis has its message said to be the server's; a plain form passes as written", async () => {
-  const peer = rawGateway({
-    args: [
-      "--label",
-      "asker",
-      "--approval",
-      "none",
-      "--",
-      NODE,
-      join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs"),
-    ],
-  });
+  const peer = askerGateway();
   peers.push(peer);
   expect((await peer.initialize({ capabilities: { elicitation: { form: {} } } })).result).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();

@@ -11,9 +11,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { askerGateway } from "../helpers/asker.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { NODE } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import type { RawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -44,18 +44,7 @@ it("a server's message with both a method and a result never reaches the client,
   const dir = tempDir();
   cleanup.push(() => removeDir(dir));
   const log = join(dir, "asker.log");
-  const peer: RawGateway = rawGateway({
-    args: [
-      "--label",
-      "asker",
-      "--approval",
-      "none",
-      "--",
-      NODE,
-      join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs"),
-    ],
-    env: { FIXTURE_ASKER_LOG: log },
-  });
+  const peer: RawGateway = askerGateway(log);
   cleanup.push(() => peer.close());
   expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();

@@ -1,0 +1,17 @@
+import { join } from "node:path";
+import { NODE, REPO } from "./paths.js";
+import { type RawGateway, rawGateway } from "./raw.js";
+
+/** The hostile-asker fixture (test/fixtures/README.md): its `send` tool writes the server's lines. */
+export const ASKER_FIXTURE = join(REPO, "test", "fixtures", "servers", "hostile-asker.mjs");
+
+/**
+ * A raw client on a gateway (label `asker`, `--approval none`) before the hostile-asker fixture;
+ * with `log`, the fixture writes there every line it receives (FIXTURE_ASKER_LOG).
+ */
+export function askerGateway(log?: string): RawGateway {
+  return rawGateway({
+    args: ["--label", "asker", "--approval", "none", "--", NODE, ASKER_FIXTURE],
+    ...(log ? { env: { FIXTURE_ASKER_LOG: log } } : {}),
+  });
+}
