@@ -10,9 +10,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { nextRequest, nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -48,16 +49,11 @@ describe("look-alike tool names", () => {
       { name: TAGS, description: "Tag twin \u{E0069}\u{E0067}\u{E006E}.", inputSchema: INPUTS },
       { name: CYRILLIC, description: "Cyrillic twin.", inputSchema: INPUTS },
     ]);
-    const gw = await startGateway({
-      args: ["--label", "shop", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "shop", "--approval-timeout", "60000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     const seen = new Set<string>();
     for (const name of [SHY, TAGS, CYRILLIC]) {
       void gw.client.callTool({ name, arguments: {} }).catch(() => {});

@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { runCli } from "../helpers/gateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -41,25 +41,11 @@ describe("argument values that mix Latin letters with look-alikes", () => {
         },
       },
     ]);
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "web",
-        "--approval",
-        "per-call",
-        "--approval-timeout",
-        "60000",
-        "--",
-        ...fixtureCommand("catalog"),
-      ],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "web", "--approval", "per-call", "--approval-timeout", "60000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     void gw.client.callTool({ name: "fetch_url", arguments: ARGS }).catch(() => {});
     const req = await nextStoredRequest(stateDir);
 

@@ -10,8 +10,8 @@ import { openStore } from "../../src/store/db.js";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { runCli } from "../helpers/gateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -64,16 +64,11 @@ const OVER_REDACTED = "inputSchema.properties.passwordLength: [redacted] added";
 describe("the approval review's catalog diff", () => {
   it("shows the diff's words and no secret in every view; a review stored the old way is redacted whole", async () => {
     const cat = makeCatalog([V1]);
-    const gw = await startGateway({
-      args: ["--label", "shop", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "shop", "--approval-timeout", "60000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "configure", arguments: {} });
     await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);

@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { runCli } from "../helpers/gateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -29,16 +29,11 @@ describe("the review of a tool with no inputs", () => {
         inputSchema: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] },
       },
     ]);
-    const gw = await startGateway({
-      args: ["--label", "shop", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "shop", "--approval-timeout", "60000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     const seen = new Set<string>();
     for (const [name, args] of [
       ["read_status", {}],

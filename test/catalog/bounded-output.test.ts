@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { runCli } from "../helpers/gateway.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -46,16 +46,11 @@ describe("long server strings", () => {
   it("catalog show, catalog diff and the review keep every line short and count what they leave out", async () => {
     const long = { name: LONG_TOOL, description: "Long name.", inputSchema: { type: "object" } };
     const cat = makeCatalog([choose(5000, 20_000), long]);
-    const gw = await startGateway({
-      args: ["--label", "picker", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "picker", "--approval-timeout", "60000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     const from = gw.received().length;
     cat.write([choose(6000, 30_000), long]);
     await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);

@@ -11,9 +11,10 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli, startGateway } from "../helpers/gateway.js";
-import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -58,25 +59,11 @@ function watchJson(stateDir: string): () => string {
 describe("--json output writes C1 controls and bidi overrides as \\u escapes, and decodes to the names as sent", () => {
   it("approvals, its live lines, grants, and catalog show, list and diff", async () => {
     const cat = makeCatalog([{ name: C1_TOOL, description: RLO_TEXT, inputSchema: { type: "object" } }]);
-    const gw = await startGateway({
-      args: [
-        "--label",
-        "shop",
-        "--approval",
-        "session",
-        "--approval-timeout",
-        "40000",
-        "--",
-        ...fixtureCommand("catalog"),
-      ],
-      env: cat.env,
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
+    const { gw, stateDir } = await catalogGateway(
+      cat,
+      ["--label", "shop", "--approval", "session", "--approval-timeout", "40000"],
+      cleanup,
     );
-    const stateDir = gw.stateDir!;
-    await gw.client.listTools();
     const watched = watchJson(stateDir);
 
     const call = gw.client.callTool({ name: C1_TOOL, arguments: {} });
