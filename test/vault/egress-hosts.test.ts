@@ -33,9 +33,12 @@ describe("declared hosts", () => {
         (n, port, dot, upper) => {
           const written = `${upper ? n.toUpperCase() : n}${dot ? "." : ""}:${port}`;
           const d = declaredHost(written);
-          // refused only when its last label is a number that makes no IPv4 address (`a.0`)
+          // refused only when its last label is a number that makes no IPv4 address (`a.0`, or
+          // `a.0x`: a label of 0x and hex digits is a number to the URL parser too)
           if (!("host" in d))
-            return /(^|\.)[0-9]+$/.test(n) && d.problem === "is not a DNS name or an IP address";
+            return (
+              /(^|\.)([0-9]+|0x[0-9a-f]*)$/.test(n) && d.problem === "is not a DNS name or an IP address"
+            );
           const dest = parseAuthority(`${n}${dot ? "." : ""}:${port}`);
           return dest !== null && hostMatches([d.host], dest);
         },
