@@ -1,4 +1,4 @@
-import { type Stats, statSync } from "node:fs";
+import { constants, type Stats, statSync } from "node:fs";
 import { safeText } from "../catalog/text.js";
 import { shellWord } from "../util/shellWord.js";
 import { SmallFileError } from "../util/smallFile.js";
@@ -9,9 +9,13 @@ import { SmallFileError } from "../util/smallFile.js";
  * change it chooses the passphrase `init` gives a new keyring. So the file must be this user's
  * alone: no group or other permission bit (a file written with the usual umask is 0644), and on
  * POSIX owned by the user running the command. The mode bits are looked at, not what access()
- * answers, so the check is the same for root. A pipe (`<(pass show …)`) passes: the kernel makes
- * it 0600 and its maker's. Every command that reads the file (src/cli/passphrase.ts) and doctor
- * (src/onboard/doctor.ts) ask this same question; neither says anything of the file's text.
+ * answers, so the check is the same for root. A pipe (`<(pass show …)`) passes: Linux makes it
+ * 0600 and its maker's; macOS reports every pipe as 0660, in no directory and on no device
+ * (XNU's pipe_stat), bits that give nobody anything: a pipe has no name another user could open,
+ * only the descriptors its holders pass on. So the mode of such a pipe is not looked at (its
+ * owner still is); a named FIFO (mkfifo) is judged by its mode as a file is. Every command that
+ * reads the file (src/cli/passphrase.ts) and doctor (src/onboard/doctor.ts) ask this same
+ * question; neither says anything of the file's text.
  */
 
 export const PASSPHRASE_FILE_ENV = "PORTCULLIS_PASSPHRASE_FILE";
@@ -27,7 +31,7 @@ export interface PassphraseFileRefusal {
 /** Why `st` (the passphrase file's status) is refused, or null when it is this user's alone. */
 export function passphraseFileRefusal(
   file: string,
-  st: Pick<Stats, "mode" | "uid">,
+  st: Pick<Stats, "mode" | "uid" | "nlink" | "dev">,
 ): PassphraseFileRefusal | null {
   const mode = (st.mode & 0o777).toString(8).padStart(3, "0");
   const own = process.getuid?.();
@@ -37,13 +41,21 @@ export function passphraseFileRefusal(
       problem: `it belongs to another user (uid ${st.uid}; this is uid ${own}), who may read or change it (mode ${mode})`,
       fix: `put the passphrase in a file of your own, made yours alone with chmod 600 FILE, and set ${PASSPHRASE_FILE_ENV} to that file`,
     };
-  if ((st.mode & 0o077) !== 0)
+  if ((st.mode & 0o077) !== 0 && !unnamedPipe(st))
     return {
       kind: "mode",
       problem: `other users may read or change it (mode ${mode})`,
       fix: `make it yours alone with chmod 600 ${shellWord(file)}`,
     };
   return null;
+}
+
+/**
+ * A pipe in no directory and on no device (`<(…)`, `|`), as macOS reports one: no other user can
+ * open it by a path. (A named FIFO is on its file system's device; Linux's pipes are 0600.)
+ */
+function unnamedPipe(st: Pick<Stats, "mode" | "nlink" | "dev">): boolean {
+  return (st.mode & constants.S_IFMT) === constants.S_IFIFO && st.nlink === 0 && st.dev === 0;
 }
 
 /** The sentence a command refuses the file with (no full stop: each writer ends it its own way). */
