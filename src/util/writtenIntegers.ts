@@ -32,16 +32,41 @@ export interface RespelledInteger {
  * only with an exponent of 294 or more (a digit, `e`, an optional `+` and three digits). Zero
  * however written (`-0.0e-999`) is 0 exactly, and goes out as `0`: the same number.
  */
-const LONG_DIGITS = /[0-9.]{16}|[0-9][eE][-+]?[0-9]{3}/;
+const SIXTEEN_DIGITS = /[0-9.]{16}/;
 const THREE_DIGIT_EXPONENT = /[0-9][eE][-+]?[0-9]{3}/;
+const THREE_DIGIT_EXPONENTS = /[0-9][eE][-+]?[0-9]{3}/g;
 
 /**
- * Whether `text` holds a run of 16 digits (and decimal points), or a digit followed by `e`, an
- * optional sign and three digits, anywhere: when it does not (nearly every message), no number in
- * it can be respelled, and nothing else is looked for.
+ * Whether `text` (JSON text) holds a run of 16 digits (and decimal points) anywhere, or a number
+ * token with an exponent of three digits: when it does not (nearly every message), no number in
+ * it can be respelled, and nothing else is looked for. A digit, `e` and three digits are common in
+ * hex text (a SHA-256 digest holds them about one time in two), so such a match counts only where
+ * it is a number token's: its mantissa (digits, a point, a sign: under 16 characters, or the run
+ * would have matched) starts the text or follows `:`, `,` or `[`, blanks between. Each match is
+ * looked back from once, over characters no other match looks at: linear in the text.
  */
 export function mayHoldLongInteger(text: string): boolean {
-  return LONG_DIGITS.test(text);
+  if (SIXTEEN_DIGITS.test(text)) return true;
+  THREE_DIGIT_EXPONENTS.lastIndex = 0;
+  for (let m = THREE_DIGIT_EXPONENTS.exec(text); m !== null; m = THREE_DIGIT_EXPONENTS.exec(text))
+    if (startsAValue(text, m.index)) return true;
+  return false;
+}
+
+/** Whether the mantissa whose last digit is at `at` begins a JSON value (see mayHoldLongInteger). */
+function startsAValue(text: string, at: number): boolean {
+  let i = at;
+  for (; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d)) break;
+  }
+  for (; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) break;
+  }
+  if (i < 0) return true;
+  const c = text.charCodeAt(i);
+  return c === 0x3a /* : */ || c === 0x2c /* , */ || c === 0x5b /* [ */;
 }
 
 /**
@@ -139,7 +164,7 @@ function whereWritten(value: unknown, respelled: Map<number, Written>): Respelle
  * and where that lies (the keys as JSON.parse reads them, the indexes of arrays).
  */
 function respelledReads(text: string): Map<number, Written> | null {
-  if (!LONG_DIGITS.test(text)) return null;
+  if (!mayHoldLongInteger(text)) return null;
   const respelled = new Map<number, Written>();
   for (const w of respelledTokens(text)) if (!respelled.has(w.read)) respelled.set(w.read, w);
   return respelled.size === 0 ? null : respelled;
@@ -154,7 +179,7 @@ function respelledReads(text: string): Map<number, Written> | null {
 export function respelledNumbers(
   text: string,
 ): { path: (string | number)[]; written: string; exact: string }[] {
-  if (!LONG_DIGITS.test(text)) return [];
+  if (!mayHoldLongInteger(text)) return [];
   return respelledTokens(text).map((w) => ({
     path: w.path,
     written: w.written,
