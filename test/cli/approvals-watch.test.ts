@@ -8,6 +8,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest, pending } from "../helpers/approvals.js";
+import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -35,20 +36,9 @@ async function inventory(stateDir: string, runArgs: string[] = [], env: Record<s
 
 /** `portcullis approvals --watch --json` as a long-running process; its stdout lines as JSON. */
 function watch(stateDir: string) {
-  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
-    env: hostEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  cleanup.push(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
+  const { child, out, exited } = watchApprovalsJson(stateDir, cleanup);
   const lines = () =>
-    out
+    out()
       .split("\n")
       .filter((l) => l.trim() !== "")
       .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });

@@ -1,20 +1,13 @@
-// `--json` output is for scripts, but it is read on a terminal too (`portcullis grants --json`
-// typed to look). JSON.stringify escapes C0 controls and leaves C1 controls (U+009B is a CSI,
-// as ESC [ is) and bidi overrides as they are, so a server's tool name or a row's text reached
-// the terminal raw. Each command's `--json` goes through printableJson: those characters written
-// as \u escapes, and the JSON still decodes to the values as they were sent. Real gateway over
-// pipes, the built CLI, rows a same-user process writes with SQL.
-import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
+import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
-import { CLI, NODE } from "../helpers/paths.js";
+import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -40,22 +33,6 @@ const C1_TOOL = "list\u009b2Jitems";
 const RLO_TEXT = "Lists\u202e.txt";
 const RLO_TOOL = "drop\u202etxt.exe";
 
-/** `portcullis approvals --watch --json` as a long-running process; its stdout as written. */
-function watchJson(stateDir: string): () => string {
-  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
-    env: hostEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  cleanup.push(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
-  return () => out;
-}
-
 describe("--json output writes C1 controls and bidi overrides as \\u escapes, and decodes to the names as sent", () => {
   it("approvals, its live lines, grants, and catalog show, list and diff", async () => {
     const cat = makeCatalog([{ name: C1_TOOL, description: RLO_TEXT, inputSchema: { type: "object" } }]);
@@ -64,7 +41,7 @@ describe("--json output writes C1 controls and bidi overrides as \\u escapes, an
       ["--label", "shop", "--approval", "session", "--approval-timeout", "40000"],
       cleanup,
     );
-    const watched = watchJson(stateDir);
+    const watched = watchApprovalsJson(stateDir, cleanup).out;
 
     const call = gw.client.callTool({ name: C1_TOOL, arguments: {} });
     const asked = await nextRequest(stateDir);
