@@ -14,6 +14,7 @@ import {
   ListRootsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
 import { startDirect, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { startListener } from "../http/listen.js";
@@ -97,9 +98,10 @@ describe("stdio", () => {
     expectRefused(out["roots/list"], "roots/list", "roots");
     expect(got).toEqual([]);
     expect(s.received().filter((m) => m.method !== undefined && m.id !== undefined)).toEqual([]);
-    expect(s.stderr()).toMatch(
-      /refused the server's "sampling\/createMessage" request: the client did not declare the sampling capability/,
-    );
+    // the gateway's stderr and the answer travel on different pipes: wait for the line
+    const sampling =
+      /refused the server's "sampling\/createMessage" request: the client did not declare the sampling capability/;
+    await waitFor(() => sampling.test(s.stderr()), 10_000, "the sampling refusal line");
     // a ping needs no capability: still relayed (the SDK client answers it)
     const ping = await s.client.callTool({ name: "ask", arguments: { method: "ping" } });
     expect(JSON.parse((ping.content as { text: string }[])[0]!.text)).toEqual({ result: {} });
@@ -146,8 +148,9 @@ describe("HTTP (run --listen)", () => {
     expectRefused(out["sampling/createMessage"], "sampling/createMessage", "sampling");
     expectRefused(out["roots/list"], "roots/list", "roots");
     expect(got).toEqual(["elicitation/create"]);
-    expect(l.stderr()).toMatch(
-      /refused the server's "roots\/list" request: the client did not declare the roots capability/,
-    );
+    // the gateway's stderr and the HTTP answer travel apart: wait for the line
+    const roots =
+      /refused the server's "roots\/list" request: the client did not declare the roots capability/;
+    await waitFor(() => roots.test(l.stderr()), 10_000, "the roots refusal line");
   });
 });
