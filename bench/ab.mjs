@@ -7,13 +7,20 @@
 // gateways driven call by call held within ±8 % at that load, and 1.01 for a build against itself.
 //
 //   node bench/ab.mjs --base OTHER/dist/cli/main.js [--calls N] [--repeat R] [--method tools/call|ping]
-//                     [--first] [-- extra run options, default --audit-sync normal]
+//                     [--first | --start] [-- extra run options, default --audit-sync normal]
 //
 // Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat) and
 // its p50 round trip at c=1, then the ratios this/base and their median over the repetitions.
 // --first: the first call instead, in a fresh pair of gateways each repetition: the CPU each
 // spent on its first call alone (its first argument check: ajv's compiles), sent once the list
 // is answered and the validator's warm-up has loaded ajv, and from spawn to that call's answer.
+// --start: warm starts instead, as bench/startup's (its command line, `--approval none`, a state
+// directory and digest cache each build filled by one start beforehand), the two builds in turn,
+// which goes first alternating: the CPU each gateway had used when its first tools/list result
+// arrived, all its threads and its main thread apart (the difference is mostly V8's background
+// compiles, off the path to the answer while a core is free), and from spawn to that result; then
+// the medians of the differences this − base, pair by pair, with their quartiles (the `run`
+// options after `--` are not used: the command line is bench/startup's).
 // Needs `npm run build` (this build) and the other build's dist/. Linux only (schedstat).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -30,6 +37,7 @@ const { values, positionals } = parseArgs({
     repeat: { type: "string", default: "3" },
     method: { type: "string", default: "tools/call" },
     first: { type: "boolean", default: false },
+    start: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -162,6 +170,126 @@ async function firstCall() {
   } finally {
     for (const g of pair) g.close();
   }
+}
+
+/** Thread CPU ms of `pid` from /proc: every thread's and the main thread's. */
+function threadCpu(pid) {
+  const ns = (t) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      return 0; // a thread that ended meanwhile
+    }
+  };
+  return {
+    all: readdirSync(`/proc/${pid}/task`).reduce((sum, t) => sum + ns(t), 0) / 1e6,
+    main: ns(pid) / 1e6,
+  };
+}
+
+/** A state directory (made by `init`) and digest cache of build `cli`, warmed by one start. */
+async function warmState(cli) {
+  const stateDir = mkdtempSync(join(tmpdir(), "portcullis-ab-start-"));
+  const cacheDir = mkdtempSync(join(tmpdir(), "portcullis-ab-cache-"));
+  const passFile = `${stateDir}.pass`;
+  writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
+  const env = { ...ENV, PORTCULLIS_PASSPHRASE_FILE: passFile, PORTCULLIS_CACHE_DIR: cacheDir };
+  const init = spawnSync(process.execPath, [cli, "init", "--state-dir", stateDir], { env, encoding: "utf8" });
+  if (init.status !== 0) throw new Error(`${cli} init: ${init.stderr.trim().split("\n")[0]}`);
+  const state = {
+    cli,
+    env,
+    argv: [cli, "run", "--state-dir", stateDir, "--label", "startup", "--approval", "none", "--", ...SERVER],
+    close: () => {
+      for (const p of [stateDir, cacheDir, passFile]) rmSync(p, { recursive: true, force: true });
+    },
+  };
+  await warmStart(state);
+  return state;
+}
+
+/** One start to its first tools/list result: ms from spawn, and its CPU then. */
+function warmStart(state) {
+  return new Promise((res, rej) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(process.execPath, state.argv, { stdio: ["pipe", "pipe", "pipe"], env: state.env });
+    let stderr = "";
+    let buffer = "";
+    let out = null;
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.stderr.on("data", (c) => {
+      if (stderr.length < 8000) stderr += c;
+    });
+    child.stdin.on("error", () => {});
+    const send = (m) => child.stdin.write(`${JSON.stringify(m)}\n`);
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+        const msg = JSON.parse(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (msg.id === 1) {
+          send({ jsonrpc: "2.0", method: "notifications/initialized" });
+          send({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} });
+        } else if (msg.id === 2 && out === null) {
+          out = { ms: Number(process.hrtime.bigint() - t0) / 1e6, ...threadCpu(child.pid) };
+          if (!msg.result?.tools?.length) out = null;
+          child.stdin.end();
+        }
+      }
+    });
+    child.once("exit", () => {
+      clearTimeout(timer);
+      if (out !== null) res(out);
+      else
+        rej(
+          new Error(`${state.cli}: no tools/list result: ${stderr.trim().split("\n").slice(-2).join(" | ")}`),
+        );
+    });
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "ab", version: "1" } },
+    });
+  });
+}
+
+if (values.start) {
+  console.log("ab bench --start: warm starts to the first tools/list result, echo fixture, alternating");
+  console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
+  const states = [
+    await warmState(join(REPO, "dist", "cli", "main.cjs")),
+    await warmState(resolve(values.base)),
+  ];
+  const diffs = { all: [], main: [], ms: [] };
+  const each = [[], []];
+  try {
+    for (let r = 0; r < Number(values.repeat); r++) {
+      const order = r & 1 ? [1, 0] : [0, 1];
+      const got = [];
+      for (const i of order) got[i] = await warmStart(states[i]);
+      const [a, b] = got;
+      each[0].push(a);
+      each[1].push(b);
+      for (const k of Object.keys(diffs)) diffs[k].push(a[k] - b[k]);
+      console.log(
+        `  cpu all/main thread: this ${a.all.toFixed(1)}/${a.main.toFixed(1)} ms, base ${b.all.toFixed(1)}/${b.main.toFixed(1)} ms | spawn to list: this ${a.ms.toFixed(0)} ms, base ${b.ms.toFixed(0)} ms`,
+      );
+    }
+  } finally {
+    for (const s of states) s.close();
+  }
+  const q = (xs, p) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) * p)];
+  const spread = (xs) => `${median(xs).toFixed(1)} [${q(xs, 0.25).toFixed(1)}, ${q(xs, 0.75).toFixed(1)}]`;
+  const m = (i, k) => median(each[i].map((x) => x[k])).toFixed(1);
+  console.log(
+    `medians: cpu all this ${m(0, "all")} base ${m(1, "all")} ms, main thread this ${m(0, "main")} base ${m(1, "main")} ms, spawn to list this ${m(0, "ms")} base ${m(1, "ms")} ms`,
+  );
+  console.log(
+    `this - base, pair by pair, median [quartiles]: cpu all ${spread(diffs.all)} ms, main thread ${spread(diffs.main)} ms, spawn to list ${spread(diffs.ms)} ms`,
+  );
+  process.exit(0);
 }
 
 if (values.first) {
