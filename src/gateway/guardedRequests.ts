@@ -35,12 +35,12 @@ import {
 } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import {
+  callParamsForServer,
   listenResourceUris,
   listenWith,
   readFacts,
   SUBSCRIPTION_ID_META,
   toolWithoutTasks,
-  withoutTaskParam,
 } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 import { metaProblem, preview } from "./text.js";
@@ -427,7 +427,15 @@ export class GuardedRequests {
         // arguments: `null` or absent arguments become `{}`, schema defaults filled in), as a
         // plain call: a `task` would make the server answer with a handle, and the outcome the
         // audit records would not be the call's (the gateway offers no tasks).
-        const params = withoutTaskParam({ ...msg.params, arguments: verdict.call.effective });
+        const { params, dropped } = callParamsForServer(
+          (msg.params ?? {}) as Record<string, unknown>,
+          verdict.call.effective,
+        );
+        const stray = dropped.filter((key) => key !== "task");
+        if (stray.length > 0)
+          this.p.log.warn(
+            `tools/call ${preview(tool)}: left out ${stray.length} params ${stray.length === 1 ? "member" : "members"} a tools/call does not have (${stray.slice(0, 5).map(preview).join(", ")}${stray.length > 5 ? ", …" : ""}): only its name, the arguments approved and recorded, and _meta go to the server`,
+          );
         const out: Request = { ...msg, params };
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         // a revoke of the session grant it goes under stops what the egress proxy releases for it

@@ -84,14 +84,33 @@ export function toolWithoutTasks<T extends Record<string, unknown>>(tool: T): T 
 }
 
 /**
- * tools/call params as they go to the server: without `task`, so that the server answers a plain
- * call (2025-11-25: a receiver that does not declare task support for a request type must
- * process it normally; the gateway declares none to the client).
+ * The members of a tools/call's params that go to the server besides `name` and `arguments`:
+ * `_meta` (the progress token, the 2026-07-28 envelope) and a 2026-07-28 retry's answers to the
+ * server's own input request (`inputResponses`, `requestState`: the gateway's own are taken out
+ * before). Nothing else: `task` would make the server answer with a handle (2025-11-25: a receiver
+ * that does not declare task support for a request type must process it normally; the gateway
+ * declares none to the client), and a member no revision defines (`input`, `args`, a second
+ * `arguments` under another spelling) is no argument the human approved or the audit recorded,
+ * while a lenient server may read it as one.
  */
-export function withoutTaskParam(params: Record<string, unknown>): Record<string, unknown> {
-  if (!("task" in params)) return params;
-  const { task: _task, ...rest } = params;
-  return rest;
+const CALL_PARAMS_PASSED = ["_meta", "inputResponses", "requestState"] as const;
+
+/**
+ * tools/call params as they go to the server: its name, exactly the arguments that were
+ * validated, recorded and approved (`effective`), and the members above; `dropped` names the
+ * members left out (`task` among them).
+ */
+export function callParamsForServer(
+  params: Record<string, unknown>,
+  effective: unknown,
+): { params: Record<string, unknown>; dropped: string[] } {
+  const out: Record<string, unknown> = { name: params.name, arguments: effective };
+  for (const key of CALL_PARAMS_PASSED) if (Object.hasOwn(params, key)) out[key] = params[key];
+  const dropped = Object.keys(params).filter(
+    (key) =>
+      key !== "name" && key !== "arguments" && !(CALL_PARAMS_PASSED as readonly string[]).includes(key),
+  );
+  return { params: out, dropped };
 }
 
 /**
