@@ -1,4 +1,3 @@
-import canonicalize from "canonicalize";
 import { diffCatalogs, getRevision, renderDiff, shownDiff, type Tool } from "../catalog/index.js";
 import { describeField, withRefOwners } from "../catalog/schema.js";
 import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
@@ -6,6 +5,7 @@ import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { changedParts, type ExecutionRecord } from "../identity/index.js";
 import type { Store } from "../store/db.js";
+import { sameJson } from "../util/canonical.js";
 import { isSecretName, redactRecord, redactValueUnder } from "../util/redact.js";
 import { destinationsOfEpoch } from "../vault/egress/record.js";
 import type { GrantDbRow } from "./grants.js";
@@ -36,14 +36,6 @@ function isObj(v: unknown): v is Record<string, unknown> {
 
 function own(o: unknown, k: string): unknown {
   return isObj(o) && Object.hasOwn(o, k) ? o[k] : undefined;
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  try {
-    return canonicalize(a) === canonicalize(b);
-  } catch {
-    return false;
-  }
 }
 
 /** The most recent grant for a server label, any run (the last thing a human approved there). */
