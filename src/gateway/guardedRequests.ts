@@ -39,6 +39,7 @@ import {
   listenResourceUris,
   listenWith,
   readFacts,
+  readWithKnownParams,
   SUBSCRIPTION_ID_META,
   toolWithoutTasks,
 } from "./protocol.js";
@@ -432,10 +433,7 @@ export class GuardedRequests {
           verdict.call.effective,
         );
         const stray = dropped.filter((key) => key !== "task");
-        if (stray.length > 0)
-          this.p.log.warn(
-            `tools/call ${preview(tool)}: left out ${stray.length} params ${stray.length === 1 ? "member" : "members"} a tools/call does not have (${stray.slice(0, 5).map(preview).join(", ")}${stray.length > 5 ? ", …" : ""}): only its name, the arguments approved and recorded, and _meta go to the server`,
-          );
+        if (stray.length > 0) this.warnLeftOut(`tools/call ${preview(tool)}`, stray);
         const out: Request = { ...msg, params };
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         // a revoke of the session grant it goes under stops what the egress proxy releases for it
@@ -460,6 +458,14 @@ export class GuardedRequests {
     }
   }
 
+  /** Says on stderr which params members of the client's request (`what`) were left out, by name. */
+  private warnLeftOut(what: string, dropped: string[]): void {
+    const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
+    this.p.log.warn(
+      `${what}: left out ${dropped.length} params ${dropped.length === 1 ? "member" : "members"} its method does not have (${names}): the server gets only what was decided and recorded`,
+    );
+  }
+
   /**
    * Requests that read the server's data without being tool calls: held while the server's
    * identity is pending (like a call), approved by a human when `approval.resources` asks for it
@@ -473,7 +479,10 @@ export class GuardedRequests {
     // the 2026-07-28 era lets a server answer so): those fields are the gateway's, taken out.
     const multiRound = session.era === "modern" && INPUT_REQUIRED_READS.has(given.method);
     const taken = multiRound ? elicitation.takeRetry(given) : { msg: given, answered: false };
-    const msg = taken.msg;
+    // decided, recorded and sent with only the members its method has (a lenient server could
+    // take its target from another one, which no grant of this target covers)
+    const { msg, dropped } = readWithKnownParams(taken.msg);
+    if (dropped.length > 0) this.warnLeftOut(msg.method, dropped);
     const answered = retried || taken.answered;
     const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
     if (badMeta !== null) {

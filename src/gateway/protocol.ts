@@ -96,6 +96,38 @@ export function toolWithoutTasks<T extends Record<string, unknown>>(tool: T): T 
 const CALL_PARAMS_PASSED = ["_meta", "inputResponses", "requestState"] as const;
 
 /**
+ * The members each guarded read's params has, besides those of CALL_PARAMS_PASSED: its target
+ * (the uri, the prompt's name, the completion's ref) and what the protocol sends with it. A
+ * session grant covers a read of its method and target whatever else its params hold; a member no
+ * revision defines (`URI`, `uris`, `path`) is not the target the human approved, and a lenient
+ * server may read its target from it.
+ */
+const READ_PARAMS: Readonly<Record<string, readonly string[]>> = {
+  "resources/read": ["uri"],
+  "resources/subscribe": ["uri"],
+  "prompts/get": ["name", "arguments"],
+  "completion/complete": ["ref", "argument", "context"],
+};
+
+/**
+ * A guarded read as it is decided, recorded and sent: its params without the members its method
+ * does not have (`dropped` names them). A read of another method, or whose params are no object,
+ * is returned as it is.
+ */
+export function readWithKnownParams(msg: Request): { msg: Request; dropped: string[] } {
+  const known = READ_PARAMS[msg.method];
+  if (!known || !isPlainObject(msg.params)) return { msg, dropped: [] };
+  const given = msg.params as Record<string, unknown>;
+  const keep = (key: string) =>
+    known.includes(key) || (CALL_PARAMS_PASSED as readonly string[]).includes(key);
+  const dropped = Object.keys(given).filter((key) => !keep(key));
+  if (dropped.length === 0) return { msg, dropped };
+  const params: Record<string, unknown> = {};
+  for (const key of Object.keys(given)) if (keep(key)) params[key] = given[key];
+  return { msg: { ...msg, params }, dropped };
+}
+
+/**
  * tools/call params as they go to the server: its name, exactly the arguments that were
  * validated, recorded and approved (`effective`), and the members above; `dropped` names the
  * members left out (`task` among them).
