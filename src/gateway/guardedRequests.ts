@@ -38,6 +38,7 @@ import {
   callParamsForServer,
   listenResourceUris,
   listenWith,
+  plainRequest,
   readFacts,
   readWithKnownParams,
   SUBSCRIPTION_ID_META,
@@ -432,9 +433,9 @@ export class GuardedRequests {
           (msg.params ?? {}) as Record<string, unknown>,
           verdict.call.effective,
         );
-        const stray = dropped.filter((key) => key !== "task");
+        const { msg: out, dropped: beside } = plainRequest(msg, params);
+        const stray = [...beside, ...dropped.filter((key) => key !== "task")];
         if (stray.length > 0) this.warnLeftOut(`tools/call ${preview(tool)}`, stray);
-        const out: Request = { ...msg, params };
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         // a revoke of the session grant it goes under stops what the egress proxy releases for it
         const holds = scopes.length > 0 ? this.p.auth()?.holding?.(verdict.call) : undefined;
@@ -462,7 +463,7 @@ export class GuardedRequests {
   private warnLeftOut(what: string, dropped: string[]): void {
     const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
     this.p.log.warn(
-      `${what}: left out ${dropped.length} params ${dropped.length === 1 ? "member" : "members"} its method does not have (${names}): the server gets only what was decided and recorded`,
+      `${what}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} its method does not have (${names}): the server gets only what was decided and recorded`,
     );
   }
 

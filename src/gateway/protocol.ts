@@ -96,6 +96,24 @@ export function toolWithoutTasks<T extends Record<string, unknown>>(tool: T): T 
 const CALL_PARAMS_PASSED = ["_meta", "inputResponses", "requestState"] as const;
 
 /**
+ * A guarded request as it goes to the server: `jsonrpc`, `id`, `method` and `params` (given, or
+ * the message's own), nothing else of the message. A member beside them (`arguments`, `Params`)
+ * is in no decision and no record, and a lenient server may read the request from it.
+ * `dropped` names what was left out.
+ */
+export function plainRequest(
+  msg: Request,
+  params: unknown = msg.params,
+): { msg: Request; dropped: string[] } {
+  const dropped = Object.keys(msg).filter((key) => !PLAIN_REQUEST_MEMBERS.has(key));
+  const out = { jsonrpc: "2.0", id: msg.id, method: msg.method } as Request;
+  if (params !== undefined) out.params = params as Request["params"];
+  return { msg: out, dropped };
+}
+
+const PLAIN_REQUEST_MEMBERS: ReadonlySet<string> = new Set(["jsonrpc", "id", "method", "params"]);
+
+/**
  * The members each guarded read's params has, besides those of CALL_PARAMS_PASSED: its target
  * (the uri, the prompt's name, the completion's ref) and what the protocol sends with it. A
  * session grant covers a read of its method and target whatever else its params hold; a member no
@@ -114,17 +132,18 @@ const READ_PARAMS: Readonly<Record<string, readonly string[]>> = {
  * does not have (`dropped` names them). A read of another method, or whose params are no object,
  * is returned as it is.
  */
-export function readWithKnownParams(msg: Request): { msg: Request; dropped: string[] } {
+export function readWithKnownParams(given: Request): { msg: Request; dropped: string[] } {
+  const { msg, dropped: beside } = plainRequest(given);
   const known = READ_PARAMS[msg.method];
-  if (!known || !isPlainObject(msg.params)) return { msg, dropped: [] };
-  const given = msg.params as Record<string, unknown>;
+  if (!known || !isPlainObject(msg.params)) return { msg, dropped: beside };
+  const all = msg.params as Record<string, unknown>;
   const keep = (key: string) =>
     known.includes(key) || (CALL_PARAMS_PASSED as readonly string[]).includes(key);
-  const dropped = Object.keys(given).filter((key) => !keep(key));
-  if (dropped.length === 0) return { msg, dropped };
+  const dropped = Object.keys(all).filter((key) => !keep(key));
+  if (dropped.length === 0) return { msg, dropped: beside };
   const params: Record<string, unknown> = {};
-  for (const key of Object.keys(given)) if (keep(key)) params[key] = given[key];
-  return { msg: { ...msg, params }, dropped };
+  for (const key of Object.keys(all)) if (keep(key)) params[key] = all[key];
+  return { msg: { ...msg, params }, dropped: [...beside, ...dropped] };
 }
 
 /**
@@ -277,7 +296,7 @@ export function listenWith(msg: Request, allowed: ReadonlySet<string>): Request 
   const kept = Array.isArray(uris) ? uris.filter((u) => allowed.has(u as string)) : [];
   if (kept.length === 0 && !Object.values(others).some((v) => v === true)) return null;
   const notifications = kept.length > 0 ? { ...others, resourceSubscriptions: kept } : others;
-  return { ...msg, params: { ...params, notifications } };
+  return plainRequest(msg, { ...params, notifications }).msg;
 }
 
 /**

@@ -68,6 +68,9 @@ describe("a tools/call's params beyond its arguments", () => {
       jsonrpc: "2.0",
       id: 7,
       method: "tools/call",
+      // beside params too: a server that reads a call's arguments from the message itself
+      arguments: { to: "mallory" },
+      Params: { name: "pay", arguments: { to: "mallory" } },
       params: {
         name: "pay",
         arguments: { to: "alice" },
@@ -97,7 +100,9 @@ describe("a tools/call's params beyond its arguments", () => {
     expect(got).toHaveLength(1);
     // the server read nothing the human did not approve, whatever member it might take arguments from
     expect(got[0]).not.toContain("mallory");
-    const params = (JSON.parse(got[0]!) as { params: Record<string, unknown> }).params;
+    const message = JSON.parse(got[0]!) as { params: Record<string, unknown> };
+    expect(Object.keys(message).sort()).toEqual(["id", "jsonrpc", "method", "params"]);
+    const params = message.params;
     expect(Object.keys(params).sort()).toEqual([
       "_meta",
       "arguments",
@@ -110,7 +115,7 @@ describe("a tools/call's params beyond its arguments", () => {
     expect(params.inputResponses).toEqual({ theirs: { action: "accept" } });
     expect(params.requestState).toBe("server-state-1");
     // and the gateway says what it left out, by name
-    await waitFor(() => /left out 4 params members/.test(gw.stderr()), 10_000, "the gateway's line");
-    expect(gw.stderr()).toContain('"input", "args", "Arguments", "parameters"');
+    await waitFor(() => /left out 6 members/.test(gw.stderr()), 10_000, "the gateway's line");
+    expect(gw.stderr()).toContain(`"arguments", "Params", "input", "args", "Arguments", …`);
   }, 60_000);
 });
