@@ -463,7 +463,7 @@ export class GuardedRequests {
   private warnLeftOut(what: string, dropped: string[]): void {
     const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
     this.p.log.warn(
-      `${what}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} its method does not have (${names}): the server gets only what was decided and recorded`,
+      `${what}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names}): the server gets only what was decided and recorded`,
     );
   }
 

@@ -139,11 +139,11 @@ export function readWithKnownParams(given: Request): { msg: Request; dropped: st
   const all = msg.params as Record<string, unknown>;
   const keep = (key: string) =>
     known.includes(key) || (CALL_PARAMS_PASSED as readonly string[]).includes(key);
-  const dropped = Object.keys(all).filter((key) => !keep(key));
-  if (dropped.length === 0) return { msg, dropped: beside };
   const params: Record<string, unknown> = {};
   for (const key of Object.keys(all)) if (keep(key)) params[key] = all[key];
-  return { msg: { ...msg, params }, dropped: [...beside, ...dropped] };
+  const out = withoutRelatedTask(params, [...beside, ...Object.keys(all).filter((key) => !keep(key))]);
+  if (out.dropped.length === 0) return { msg, dropped: [] };
+  return { msg: { ...msg, params: out.params }, dropped: out.dropped };
 }
 
 /**
@@ -161,7 +161,27 @@ export function callParamsForServer(
     (key) =>
       key !== "name" && key !== "arguments" && !(CALL_PARAMS_PASSED as readonly string[]).includes(key),
   );
-  return { params: out, dropped };
+  return withoutRelatedTask(out, dropped);
+}
+
+/** The 2025-11-25 `_meta` key that ties a request to a task of the receiver's. */
+export const RELATED_TASK_META = "io.modelcontextprotocol/related-task";
+
+/**
+ * `params` without RELATED_TASK_META in its `_meta` (named in `dropped` when it was there). The
+ * gateway offers no tasks, so no request of the client's belongs to one; sent with it, a server
+ * with a task message queue (the SDK's, as server-everything runs it) runs the request and queues
+ * its answer for that task instead of sending it: a call ran, its outcome never came back, its
+ * record stayed open, and the egress release window of its grant with it.
+ */
+function withoutRelatedTask(
+  params: Record<string, unknown>,
+  dropped: string[],
+): { params: Record<string, unknown>; dropped: string[] } {
+  const meta = params._meta;
+  if (!isPlainObject(meta) || !Object.hasOwn(meta, RELATED_TASK_META)) return { params, dropped };
+  const { [RELATED_TASK_META]: _task, ...rest } = meta;
+  return { params: { ...params, _meta: rest }, dropped: [...dropped, `_meta.${RELATED_TASK_META}`] };
 }
 
 /**
