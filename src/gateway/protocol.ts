@@ -316,7 +316,7 @@ export function listenWith(msg: Request, allowed: ReadonlySet<string>): Request 
   const kept = Array.isArray(uris) ? uris.filter((u) => allowed.has(u as string)) : [];
   if (kept.length === 0 && !Object.values(others).some((v) => v === true)) return null;
   const notifications = kept.length > 0 ? { ...others, resourceSubscriptions: kept } : others;
-  return plainRequest(msg, { ...params, notifications }).msg;
+  return plainRequest(msg, withoutRelatedTask({ ...params, notifications }, []).params).msg;
 }
 
 /**

@@ -8,10 +8,12 @@
 // window of its grant. The key is taken out of a call's and a guarded read's `_meta`, whatever
 // else `_meta` holds goes on. Real gateway in front of the unmodified server-everything.
 
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { EVERYTHING, NODE } from "../helpers/paths.js";
+import { EVERYTHING, FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -61,5 +63,64 @@ describe("a request tied to a task through its _meta", () => {
     expect(gw.stderr()).toMatch(
       /tools\/call "echo": left out 1 member \("_meta\.io\.modelcontextprotocol\/related-task"\)/,
     );
+  }, 60_000);
+
+  it("a 2026-07-28 listen that names a resource goes without it too", async () => {
+    const dir = tempDir();
+    const methods = join(dir, "methods.jsonl");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          lenient: {
+            command: NODE,
+            args: [FIXTURES.lenient],
+            env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1" },
+            approval: { default: "none", resources: "none" },
+          },
+        },
+      }),
+    );
+    const gw = rawGateway({ args: ["lenient"], cwd: dir });
+    cleanup.push(
+      () => gw.close(),
+      () => removeDir(dir),
+    );
+    const envelope = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "related-task-test", version: "1.0.0" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    await gw.request("tools/list", { _meta: envelope }, 30_000);
+    gw.send({
+      jsonrpc: "2.0",
+      id: "listen:0",
+      method: "subscriptions/listen",
+      params: {
+        notifications: { resourceSubscriptions: ["test://a"] },
+        _meta: { ...envelope, [RELATED_TASK]: { taskId: "made-up" } },
+      },
+    });
+    const theirs = () =>
+      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              method: string;
+              params: { notifications?: Record<string, unknown>; _meta?: Record<string, unknown> };
+            },
+        )
+        .filter(
+          (m) =>
+            m.method === "subscriptions/listen" &&
+            m.params.notifications?.resourceSubscriptions !== undefined,
+        );
+    const [sent] = await waitFor(
+      () => (theirs().length > 0 ? theirs() : null),
+      20_000,
+      "the client's listen at the server",
+    );
+    expect(sent!.params.notifications).toEqual({ resourceSubscriptions: ["test://a"] });
+    expect(sent!.params._meta).toEqual(envelope);
   }, 60_000);
 });
