@@ -36,6 +36,7 @@ import {
   marksOfGateway,
   mayHideGatewayMarks,
   passesForGateway,
+  unreadableInputRequests,
 } from "./serverWords.js";
 
 export interface ServerMessagesPorts {
@@ -219,6 +220,13 @@ export class ServerMessages {
         : refuse.serverResult(msg.result, imitates);
       msg = { jsonrpc: "2.0", id: msg.id, error: e };
     }
+    // An input_required whose input requests the gateway cannot read (by position): the client
+    // gets response_invalid in its place, never a request it would read otherwise than the gateway.
+    const unreadable = own || msg.error ? null : unreadableInputRequests(msg.result);
+    if (unreadable !== null) {
+      this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${unreadable}`);
+      msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(unreadable, "server") };
+    }
     const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
     if (attributed !== null) msg = { ...msg, result: attributed };
     // The answer that ends a subscriptions/listen names the subscription in its result's _meta by
@@ -237,6 +245,7 @@ export class ServerMessages {
       !handshake &&
       !entry.intent &&
       imitates === null &&
+      unreadable === null &&
       attributed === null &&
       renamed === null &&
       transport === null &&
@@ -251,7 +260,7 @@ export class ServerMessages {
     // it (`exactReadNumbers`). (One regex test of the line in the common case.)
     if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
       const rewrites =
-        imitates !== null || attributed !== null || renamed !== null
+        imitates !== null || unreadable !== null || attributed !== null || renamed !== null
           ? "the gateway rewrites the answer"
           : transport;
       const written = writtenNumber(text, msg, rewrites, true);
@@ -375,6 +384,16 @@ export class ServerMessages {
       // some other way, which the client never asked for and could only follow up with the
       // tasks/* requests the gateway refuses. Dropped, never relayed.
       this.p.log.debug("dropped the server's notifications/tasks/status: the client was offered no tasks");
+      return;
+    }
+    if (Array.isArray(msg.params)) {
+      // By position: MCP gives every notification its params by name (an object), as it does every
+      // request (ServerRequests.relay). By position nothing the gateway reads in one (a listen's
+      // subscription id in _meta, a progress token, a cancellation's requestId) is there to read,
+      // while a lenient client could map the array onto those names: never relayed.
+      this.p.log.warn(
+        `dropped the server's ${this.p.quote(msg.method)}: its params are by position (an array), which MCP does not allow`,
+      );
       return;
     }
     if (subscription !== undefined) {

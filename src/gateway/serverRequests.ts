@@ -83,15 +83,20 @@ export class ServerRequests {
       this.reply(errorResponse(msg.id, METHOD_NOT_FOUND, e), written);
       return;
     }
-    if (msg.method === "elicitation/create" && Array.isArray(msg.params)) {
-      // By position (JSON-RPC 2.0 allows it; MCP gives this method named params only) there is no
-      // `message` or `url` member to read: a message in the gateway's voice, or a URL to a page on
-      // this machine, could not be said to be the server's (attributedElicitation). Never relayed.
-      this.p.log.warn(
-        "refused the server's elicitation/create request: its params are by position (an array)",
-      );
-      const e =
-        "Invalid params: elicitation/create takes its params by name (an object); portcullis reads its message and URL before a human does, which it cannot by position.";
+    if (Array.isArray(msg.params)) {
+      // By position: JSON-RPC 2.0 allows it, MCP does not (every MCP request, the server's
+      // sampling/createMessage, elicitation/create, roots/list, ping and tasks/* included, takes
+      // its params by name, an object). What a client makes of an array is its own guess (a lenient
+      // one maps it onto the names in order), which the gateway cannot read as the client will: an
+      // elicitation's message and URL could not be said to be the server's (attributedElicitation),
+      // a sampling request's prompt or a roots/list's _meta not told apart. Never relayed.
+      const method = preview(msg.method);
+      this.p.log.warn(`refused the server's ${method} request: its params are by position (an array)`);
+      const why =
+        msg.method === "elicitation/create"
+          ? "; portcullis reads an elicitation's message and URL before a human does, which it cannot by position"
+          : "";
+      const e = `Invalid params: ${method} takes its params by name (an object), as every MCP request does; portcullis does not relay a request whose params are by position (an array)${why}.`;
       this.reply(errorResponse(msg.id, INVALID_PARAMS, e), written);
       return;
     }

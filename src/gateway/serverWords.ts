@@ -188,6 +188,28 @@ export function attributedInputRequests(result: unknown): Record<string, unknown
   return changed ? { ...result, inputRequests: requests } : null;
 }
 
+/**
+ * Why the input requests of a server's 2026-07-28 `input_required` result cannot go on to the
+ * client, or null when they can: `inputRequests` that is not a map (an array of requests), or an
+ * input request that is not an object or whose params are not one (by position, an array). MCP
+ * gives each of them named params only, and what a client makes of anything else is its own
+ * guess: an embedded elicitation by position has no message or URL the gateway could say is the
+ * server's (attributedElicitation), and a lenient client would show it in the gateway's voice.
+ * The server's text is not quoted (the reason goes to the client as response_invalid's).
+ */
+export function unreadableInputRequests(result: unknown): string | null {
+  if (!isObject(result) || !Object.hasOwn(result, "inputRequests")) return null;
+  const requests = result.inputRequests;
+  if (!isObject(requests))
+    return "its inputRequests is not an object (MCP gives input requests as a map, by key)";
+  for (const r of Object.values(requests)) {
+    if (!isObject(r)) return "one of its input requests is not an object";
+    if (r.params !== undefined && !isObject(r.params))
+      return "one of its input requests has params that are not an object (by position, an array, or a plain value); MCP gives them by name";
+  }
+  return null;
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
