@@ -1,5 +1,6 @@
 import { renderDiff, shownDiff } from "../catalog/index.js";
 import {
+  displayJson,
   displayName,
   displayValue,
   isPlainAscii,
@@ -11,6 +12,7 @@ import {
 } from "../catalog/text.js";
 import type { CatalogDiff } from "../catalog/types.js";
 import { epochBegan } from "../gateway/registry.js";
+import { writtenServerInfo } from "../identity/index.js";
 import { cutText } from "../util/cut.js";
 import {
   isSecretName,
@@ -266,7 +268,9 @@ export function renderReview(
     if (remote) {
       lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
       lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
-      lines.push(`  serverInfo ${displayValue(remote.serverInfo ?? null, 300)} (the server's own words)`);
+      lines.push(
+        `  serverInfo ${displayJson(writtenServerInfo(remote) ?? "null", 300)} (the server's own words)`,
+      );
     } else if (typeof rec.processId === "number")
       // a replaced epoch began when the code under the process was replaced, not when the
       // process (a watcher) started; a review stored without the reason reads as before
@@ -451,7 +455,9 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
   if (remote) {
     lines.push(`  remote     ${t(String(remote.url ?? ""))}`);
     lines.push(`  tls chain  ${t(String(remote.certificateChainSha256 ?? "none (plain http)"))}`);
-    lines.push(`  serverInfo ${displayValue(remote.serverInfo ?? null, 300)} (the server's own words)`);
+    lines.push(
+      `  serverInfo ${displayJson(writtenServerInfo(remote) ?? "null", 300)} (the server's own words)`,
+    );
   }
   const catalogHead =
     `  catalog    revision ${r.catalog.revision}` +

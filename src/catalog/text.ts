@@ -436,5 +436,10 @@ export function jsonText(v: unknown): string {
 
 /** A JSON value for display on one line, shortened when long, always terminal-safe. */
 export function displayValue(v: unknown, max = 160): string {
-  return safeText(clip(v === undefined ? "(absent)" : jsonText(v), max));
+  return displayJson(v === undefined ? "(absent)" : jsonText(v), max);
+}
+
+/** JSON text made already (a remote server's serverInfo as written), shown as displayValue shows a value. */
+export function displayJson(text: string, max = 160): string {
+  return safeText(clip(text, max));
 }

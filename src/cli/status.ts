@@ -1,6 +1,6 @@
-import { displayValue, safeText } from "../catalog/text.js";
+import { displayJson, safeText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
-import { type ExecutionRecord, processStartTime } from "../identity/index.js";
+import { type ExecutionRecord, processStartTime, writtenServerInfo } from "../identity/index.js";
 import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
@@ -98,7 +98,7 @@ export function renderGateway(g: StatusRow): string {
     );
     if (x.certificate) w(`  cert       ${t(x.certificate.subject)}, until ${t(x.certificate.validTo)}`);
     w(
-      `  server     ${x.serverInfo ? displayValue(x.serverInfo, 300) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
+      `  server     ${x.serverInfo ? displayJson(writtenServerInfo(x) ?? "null", 300) : "(not initialized yet)"}${x.protocolVersion ? `  protocol ${t(x.protocolVersion)}` : ""}`,
     );
     if (x.headerNames.length) w(`  headers    ${x.headerNames.map(t).join(", ")} (values not shown)`);
     if (x.transport === "http+sse") w("  transport  the older HTTP+SSE transport (MCP 2024-11-05)");

@@ -12,6 +12,7 @@ import { loadGlob } from "./glob.js";
 import { matchIncludes, warnIncludes } from "./includeMatch.js";
 import { MAX_LINKED_FILES, type Reached, walkReached, warnOnce } from "./linked.js";
 import { isOwnExecutable } from "./proc.js";
+import { writtenNumbersUnder } from "./remote.js";
 import {
   displayPath,
   findUp,
@@ -406,9 +407,14 @@ function remoteChanges(b: RemoteFacts | undefined, a: RemoteFacts | undefined): 
   const out: string[] = [];
   if (b.url !== a.url) out.push(`url ${a.url}`);
   if (b.certificateChainSha256 !== a.certificateChainSha256) out.push("TLS certificate chain");
-  if (!same(b.serverInfo, a.serverInfo)) out.push("serverInfo");
+  // (a number beyond a double's precision by its exact value too: `writtenNumbers`)
+  const said = (f: RemoteFacts, part: "serverInfo" | "capabilities") => [
+    f[part],
+    writtenNumbersUnder(f, part),
+  ];
+  if (!same(said(b, "serverInfo"), said(a, "serverInfo"))) out.push("serverInfo");
   if (b.protocolVersion !== a.protocolVersion) out.push(`protocol version ${a.protocolVersion ?? "(none)"}`);
-  if (!same(b.capabilities, a.capabilities)) out.push("capabilities");
+  if (!same(said(b, "capabilities"), said(a, "capabilities"))) out.push("capabilities");
   if (!same(b.headerNames, a.headerNames)) out.push("headers");
   return out;
 }

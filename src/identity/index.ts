@@ -13,7 +13,13 @@ export {
 } from "./capture.js";
 export { checkIncludes, IncludeError, setStateDir } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
-export { chainDigest, remoteIdentityDigest, remoteRecord } from "./remote.js";
+export {
+  chainDigest,
+  remoteIdentityDigest,
+  remoteRecord,
+  writtenNumbersUnder,
+  writtenServerInfo,
+} from "./remote.js";
 export { isNodeWatchNotice, selfWatcher, selfWatcherOf, underNodeWatch } from "./selfWatch.js";
 export type {
   ExecutionRecord,

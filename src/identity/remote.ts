@@ -46,8 +46,65 @@ export function remoteIdentityDigest(serverLabel: string, configDigest: string, 
       protocolVersion: f.protocolVersion,
       capabilities: f.capabilities,
       headerNames: f.headerNames,
+      // only when there is one: every other record's digest stays what it was
+      ...(f.writtenNumbers?.length ? { writtenNumbers: f.writtenNumbers } : {}),
     }),
   );
+}
+
+/**
+ * The exact numbers a record keeps for the part `under` of what the server said (`serverInfo`,
+ * `capabilities`): its entries of `writtenNumbers`, sorted (empty for nearly every record).
+ */
+export function writtenNumbersUnder(f: { writtenNumbers?: unknown }, under: string): string[] {
+  const all = Array.isArray(f.writtenNumbers) ? f.writtenNumbers : [];
+  const prefix = `${JSON.stringify([under]).slice(0, -1)},`;
+  return all.filter((e): e is string => typeof e === "string" && e.startsWith(prefix));
+}
+
+/**
+ * A remote record's `serverInfo` as JSON text, each number the record keeps exactly
+ * (`writtenNumbers`) written with its exact value (`9007199254740993`, `1e400`, `123456789e-330`)
+ * rather than as JSON.parse read it: what the server said, for people (`status`, the approval
+ * review). Plain JSON text for every other record; null when it has no serverInfo.
+ */
+export function writtenServerInfo(f: { serverInfo?: unknown; writtenNumbers?: unknown }): string | null {
+  if (f.serverInfo === undefined || f.serverInfo === null) return null;
+  const exact = new Map<string, string>();
+  for (const e of writtenNumbersUnder(f, "serverInfo")) {
+    const at = e.lastIndexOf("]=");
+    if (at < 0) continue;
+    try {
+      const path = JSON.parse(e.slice(0, at + 1)) as unknown[];
+      exact.set(JSON.stringify(path.slice(1)), e.slice(at + 2).replace(/e0$/, ""));
+    } catch {
+      // not one of the gateway's entries: shown as read
+    }
+  }
+  return exactJson(f.serverInfo, exact, []);
+}
+
+function exactJson(v: unknown, exact: ReadonlyMap<string, string>, path: (string | number)[]): string {
+  if ((typeof v === "number" || v === null) && exact.size > 0) {
+    // the exact value where JSON.parse read this very number (one beyond the double range reads as
+    // Infinity, which the stored record holds as null)
+    const written = exact.get(JSON.stringify(path));
+    const read = written === undefined ? undefined : Number(written);
+    if (written !== undefined && (v === null ? !Number.isFinite(read) : read === v)) return written;
+  }
+  if (typeof v !== "object" || v === null) return JSON.stringify(v) ?? "null";
+  const parts: string[] = [];
+  if (Array.isArray(v)) {
+    v.forEach((e, i) => {
+      parts.push(exactJson(e, exact, [...path, i]));
+    });
+    return `[${parts.join(",")}]`;
+  }
+  for (const [k, e] of Object.entries(v)) {
+    if (e === undefined) continue;
+    parts.push(`${JSON.stringify(k)}:${exactJson(e, exact, [...path, k])}`);
+  }
+  return `{${parts.join(",")}}`;
 }
 
 /**

@@ -87,6 +87,16 @@ export interface RemoteFacts {
   /** names of the headers portcullis adds (values are never recorded) */
   headerNames: string[];
   /**
+   * The numbers of `serverInfo` and `capabilities` that JSON.parse read as another number
+   * (`9007199254740993` read as …992, `1e400` as Infinity): each `PATH=EXACT`, PATH the JSON
+   * array of keys under the record (`["serverInfo","build"]`), EXACT the token's exact decimal
+   * value (src/util/writtenIntegers.ts, `decimalValue`); sorted. Absent when there is none
+   * (nearly always, and in every record written before the field existed). Part of the identity
+   * digest when present: what the server said is recorded as it said it, so two servers whose
+   * words differ only beyond a double's precision are told apart, and shown so (`writtenServerInfo`).
+   */
+  writtenNumbers?: string[];
+  /**
    * the HTTP transport the epoch speaks, once known (its initialize answered over Streamable
    * HTTP, or the older HTTP+SSE transport's endpoint found); absent before, and in records
    * written before the field existed. A fact of the session, like `session`: not in the identity

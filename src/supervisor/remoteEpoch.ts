@@ -2,8 +2,14 @@
 // of, its execution record, and what the server says of itself, which completes that record.
 import type { ClientRequest } from "node:http";
 import { ulid } from "ulid";
-import { type ExecutionRecord, type RemoteFacts, remoteRecord } from "../identity/index.js";
+import {
+  type ExecutionRecord,
+  type RemoteFacts,
+  remoteRecord,
+  writtenNumbersUnder,
+} from "../identity/index.js";
 import { sameJson } from "../util/canonical.js";
+import { respelledNumbers } from "../util/writtenIntegers.js";
 import type { EpochReason, LinkGeneration } from "./link.js";
 import type { HeaderSpec } from "./remoteHeaders.js";
 import { type Chain, isObject } from "./remoteWire.js";
@@ -130,25 +136,72 @@ export function noteSelf(
   gen: RemoteGeneration,
   result: Record<string, unknown>,
   initialize: boolean,
+  text: string,
 ): boolean {
   // legacy: the initialize result's serverInfo; 2026-07-28: server/discover's `_meta` carries it
   const meta = isObject(result._meta) ? result._meta : null;
-  const said = result.serverInfo ?? meta?.[SERVER_INFO_META];
+  const fromMeta = result.serverInfo === undefined || result.serverInfo === null;
+  const said = fromMeta ? meta?.[SERVER_INFO_META] : result.serverInfo;
   const serverInfo = isObject(said) ? said : null;
-  if (gen.facts.serverInfo !== null && !sameJson(gen.facts.serverInfo, serverInfo)) return false;
+  // numbers JSON.parse read as others (`9007199254740993` as …992): kept exactly beside the
+  // parsed values, so that what the server said is recorded, compared and shown as it said it
+  const exact = respelledNumbers(text);
+  const infoNumbers =
+    serverInfo === null
+      ? []
+      : exactUnder(
+          exact,
+          fromMeta ? ["result", "_meta", SERVER_INFO_META] : ["result", "serverInfo"],
+          "serverInfo",
+        );
+  if (
+    gen.facts.serverInfo !== null &&
+    (!sameJson(gen.facts.serverInfo, serverInfo) ||
+      !sameJson(writtenNumbersUnder(gen.facts, "serverInfo"), infoNumbers))
+  )
+    return false;
   if (initialize) {
-    gen.facts = {
-      ...gen.facts,
-      serverInfo,
-      protocolVersion: typeof result.protocolVersion === "string" ? result.protocolVersion : null,
-      capabilities: isObject(result.capabilities) ? result.capabilities : null,
-    };
+    const capabilities = isObject(result.capabilities) ? result.capabilities : null;
+    const capabilityNumbers =
+      capabilities === null ? [] : exactUnder(exact, ["result", "capabilities"], "capabilities");
+    gen.facts = withWrittenNumbers(
+      {
+        ...gen.facts,
+        serverInfo,
+        protocolVersion: typeof result.protocolVersion === "string" ? result.protocolVersion : null,
+        capabilities,
+      },
+      [...infoNumbers, ...capabilityNumbers],
+    );
   } else if (gen.facts.serverInfo === null && serverInfo !== null) {
-    gen.facts = { ...gen.facts, serverInfo };
+    gen.facts = withWrittenNumbers({ ...gen.facts, serverInfo }, [
+      ...writtenNumbersUnder(gen.facts, "capabilities"),
+      ...infoNumbers,
+    ]);
   } else return true;
   gen.record = recordOf(o, gen.epoch, gen.record.startedAt, gen.facts);
   gen.settled = true;
   return true;
+}
+
+/**
+ * The numbers of `exact` (respelledNumbers of the answer's text) under the path `from`, each as a
+ * `writtenNumbers` entry under the record's member `as`: `PATH=EXACT`.
+ */
+function exactUnder(
+  exact: readonly { path: (string | number)[]; exact: string }[],
+  from: readonly string[],
+  as: string,
+): string[] {
+  return exact
+    .filter((n) => n.path.length > from.length && from.every((k, i) => n.path[i] === k))
+    .map((n) => `${JSON.stringify([as, ...n.path.slice(from.length)])}=${n.exact}`);
+}
+
+/** `facts` with `numbers` as its writtenNumbers, sorted; without the member when there is none. */
+function withWrittenNumbers(facts: RemoteFacts, numbers: string[]): RemoteFacts {
+  const { writtenNumbers: _was, ...rest } = facts;
+  return numbers.length > 0 ? { ...rest, writtenNumbers: [...numbers].sort() } : rest;
 }
 
 /**

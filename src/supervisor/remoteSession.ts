@@ -852,7 +852,7 @@ export class SessionExchanges {
     }
     if ((sent?.method === "initialize" || sent?.method === "server/discover") && isResponseTo(msg, sent.id)) {
       const result = (msg as { result?: unknown }).result;
-      if (isObject(result) && !noteSelf(this.o, gen, result, sent.method === "initialize")) {
+      if (isObject(result) && !noteSelf(this.o, gen, result, sent.method === "initialize", text)) {
         this.owner.lose(gen, "server-info-changed", "the server describes itself differently (serverInfo)");
         return;
       }

@@ -1,0 +1,123 @@
+// A server reached by URL (`run --url`) is known by what it says of itself: its serverInfo and
+// capabilities are in the epoch's record and its identity digest, shown by `status` and the
+// approval review as "the server's own words" (docs/identity.md). A number there that JSON.parse
+// reads as another (`"build": 9007199254740993`, read as …992) was recorded and shown as read: not
+// what the server said (the client, which gets the initialize answer as written, read …993), and
+// a server coming back as `…992` had the same identity digest, its serverInfo not named among the
+// changes. Now such numbers are kept exactly beside the parsed record (`remote.writtenNumbers`),
+// digested with it and shown as written. The server is real (node's HTTP server on loopback, in
+// this process, writing its answers by hand); the gateway is a real process.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/** A server whose initialize answer carries `build`, written as given; restart() forgets its sessions. */
+async function bigNumberServer(build: string) {
+  let generation = 1;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (b: Buffer) => chunks.push(b));
+    req.on("end", () => {
+      if (req.method !== "POST") return void res.writeHead(405).end();
+      const msg = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+        id?: unknown;
+        method?: string;
+        params?: { protocolVersion?: string };
+      };
+      const mine = `s-${generation}`;
+      if (msg.method !== "initialize" && req.headers["mcp-session-id"] !== mine)
+        return void res.writeHead(404).end();
+      if (msg.id === undefined) return void res.writeHead(202).end();
+      const answer = (result: string) =>
+        res
+          .writeHead(200, { "content-type": "application/json", "mcp-session-id": mine })
+          .end(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":${result}}`);
+      if (msg.method === "initialize")
+        return answer(
+          `{"protocolVersion":${JSON.stringify(msg.params?.protocolVersion ?? "2025-06-18")},"capabilities":{"tools":{},"experimental":{"x":{"limit":12345678901234567891}}},"serverInfo":{"name":"big","version":"1.0.0","build":${build}}}`,
+        );
+      if (msg.method === "tools/list")
+        return answer(JSON.stringify({ tools: [{ name: "echo", inputSchema: { type: "object" } }] }));
+      answer("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanup.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    restart(next: string) {
+      generation++;
+      build = next;
+    },
+  };
+}
+
+interface Row {
+  epoch: string;
+  record: {
+    identityDigest: string;
+    remote: { serverInfo: Record<string, unknown> | null; writtenNumbers?: string[] };
+  };
+}
+
+it("a remote server's serverInfo and capabilities numbers beyond a double are recorded, digested and shown as written", async () => {
+  const server = await bigNumberServer("9007199254740993");
+  const peer: RawGateway = rawGateway({
+    args: ["--label", "big", "--url", server.url, "--approval", "none"],
+  });
+  cleanup.push(() => peer.close());
+  const status = async (...flags: string[]) =>
+    (await runCli(["status", ...flags, "--state-dir", peer.stateDir])).stdout;
+  const row = async () => (JSON.parse(await status("--json")).gateways as Row[])[0];
+
+  const init = await peer.initialize();
+  // the client reads the answer as written
+  expect(peer.lines().find((l) => l.includes('"serverInfo"'))).toContain('"build":9007199254740993}');
+  expect(init.result).toBeDefined();
+  expect((await peer.request("tools/list")).result).toBeDefined();
+  const first = await waitFor(
+    async () => ((await row())?.record.remote.serverInfo ? await row() : null),
+    20_000,
+    "serverInfo in the record",
+  );
+  expect(first.record.remote.writtenNumbers).toEqual([
+    '["capabilities","experimental","x","limit"]=12345678901234567891e0',
+    '["serverInfo","build"]=9007199254740993e0',
+  ]);
+  // shown as the server wrote it
+  expect(await status()).toContain('"build":9007199254740993}');
+
+  // the server comes back saying …992, which JSON.parse reads as the same double
+  server.restart("9007199254740992");
+  const lost = await peer.request("ping");
+  expect(lost.error?.data).toMatchObject({ error: "epoch_transition" });
+  const second = await waitFor(
+    async () => {
+      const r = await row();
+      return r && r.epoch !== first.epoch && r.record.remote.serverInfo ? r : null;
+    },
+    20_000,
+    "the new session's record",
+  );
+  expect(second.record.remote.writtenNumbers).toEqual([
+    '["capabilities","experimental","x","limit"]=12345678901234567891e0',
+  ]);
+  // another server by its words: another identity
+  expect(second.record.identityDigest).not.toBe(first.record.identityDigest);
+  expect(await status()).toContain('"build":9007199254740992}');
+}, 60_000);
