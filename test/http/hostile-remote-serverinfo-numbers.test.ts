@@ -20,8 +20,11 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** A server whose initialize answer carries `build`, written as given; restart() forgets its sessions. */
-async function bigNumberServer(build: string) {
+/**
+ * A server whose initialize answer's serverInfo carries `build` and then `more` (JSON text),
+ * written as given; restart() forgets its sessions.
+ */
+async function bigNumberServer(build: string, more = "") {
   let generation = 1;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -43,7 +46,7 @@ async function bigNumberServer(build: string) {
           .end(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":${result}}`);
       if (msg.method === "initialize")
         return answer(
-          `{"protocolVersion":${JSON.stringify(msg.params?.protocolVersion ?? "2025-06-18")},"capabilities":{"tools":{},"experimental":{"x":{"limit":12345678901234567891}}},"serverInfo":{"name":"big","version":"1.0.0","build":${build}}}`,
+          `{"protocolVersion":${JSON.stringify(msg.params?.protocolVersion ?? "2025-06-18")},"capabilities":{"tools":{},"experimental":{"x":{"limit":12345678901234567891}}},"serverInfo":{"name":"big","version":"1.0.0","build":${build}${more}}}`,
         );
       if (msg.method === "tools/list")
         return answer(JSON.stringify({ tools: [{ name: "echo", inputSchema: { type: "object" } }] }));
@@ -120,4 +123,34 @@ it("a remote server's serverInfo and capabilities numbers beyond a double are re
   // another server by its words: another identity
   expect(second.record.identityDigest).not.toBe(first.record.identityDigest);
   expect(await status()).toContain('"build":9007199254740992}');
+}, 60_000);
+
+it("a remote server's serverInfo text holding a lone surrogate is shown escaped, never as U+FFFD: two such names never show the same", async () => {
+  // (JSON text: `\\udbff` reaches the server's answer as the six characters \udbff)
+  const server = await bigNumberServer("1", ',"nick":"acme\\ud800","other":"acme\\udbff"');
+  const peer: RawGateway = rawGateway({
+    args: ["--label", "lone", "--url", server.url, "--approval", "none"],
+  });
+  cleanup.push(() => peer.close());
+  const status = async (...flags: string[]) =>
+    (await runCli(["status", ...flags, "--state-dir", peer.stateDir])).stdout;
+  expect((await peer.initialize()).result).toBeDefined();
+  expect((await peer.request("tools/list")).result).toBeDefined();
+  const text = await waitFor(
+    async () => {
+      const s = await status();
+      return s.includes('"nick"') ? s : null;
+    },
+    20_000,
+    "serverInfo in status",
+  );
+  expect(text).toContain('"nick":"acme\\ud800","other":"acme\\udbff"');
+  expect(text).not.toContain("\ufffd");
+  const json = await status("--json");
+  expect(json).toContain('"nick": "acme\\ud800"');
+  expect(json).toContain('"other": "acme\\udbff"');
+  expect(json).not.toContain("\ufffd");
+  // and read back, the two stay two strings, neither of them U+FFFD
+  const info = (JSON.parse(json).gateways as Row[])[0]!.record.remote.serverInfo!;
+  expect([info.nick, info.other]).toEqual(["acme\ud800", "acme\udbff"]);
 }, 60_000);
