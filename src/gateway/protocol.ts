@@ -363,6 +363,18 @@ export function isGuardedMethodVariant(method: string): boolean {
 }
 
 /**
+ * True for a method name that is not byte-for-byte `elicitation/create` but folds to it
+ * (`Elicitation/Create`, `"elicitation/create "`, a zero-width space inside): the gateway reads a
+ * server's elicitation before a human does (serverWords.ts, attributedElicitation) under that
+ * exact name only, and a client that folds method names would show one so named unread.
+ */
+export function isElicitationVariant(method: unknown): boolean {
+  return (
+    typeof method === "string" && method !== "elicitation/create" && foldedOf(method) === "elicitation/create"
+  );
+}
+
+/**
  * `method` folded (below). Asked for every request that is not guarded (ping and the like): the
  * folded text per method text is kept, for short names and a few at most (a peer sending many
  * names only empties the cache).

@@ -17,7 +17,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import type { Logger } from "../util/log.js";
 import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
-import { clientCapabilityFor, declaresCapability } from "./protocol.js";
+import { clientCapabilityFor, declaresCapability, isElicitationVariant } from "./protocol.js";
 import { attributedElicitation } from "./serverWords.js";
 import { preview } from "./text.js";
 
@@ -98,6 +98,17 @@ export class ServerRequests {
           : "";
       const e = `Invalid params: ${method} takes its params by name (an object), as every MCP request does; portcullis does not relay a request whose params are by position (an array)${why}.`;
       this.reply(errorResponse(msg.id, INVALID_PARAMS, e), written);
+      return;
+    }
+    if (isElicitationVariant(msg.method)) {
+      // Not byte-for-byte elicitation/create, but a client that folds method names (as a lenient
+      // server might: clientMessages.ts refuses such names the other way) would take it for one,
+      // and show its message and URL, which the gateway reads only under the exact name, unread.
+      this.p.log.warn(
+        `refused the server's ${preview(msg.method)} request: not byte for byte elicitation/create, too close to it`,
+      );
+      const e = `Method not found: ${preview(msg.method)} (not byte for byte elicitation/create; portcullis reads an elicitation before a human does, under that name only).`;
+      this.reply(errorResponse(msg.id, METHOD_NOT_FOUND, e), written);
       return;
     }
     const key = writtenIdKey(msg.id, written);

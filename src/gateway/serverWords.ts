@@ -11,6 +11,7 @@ import { inRefusalRange } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import { INPUT_REQUEST_KEY, REQUEST_STATE_PREFIX } from "./elicitation.js";
 import { pageOnThisMachine } from "./pageOnThisMachine.js";
+import { isElicitationVariant } from "./protocol.js";
 
 /**
  * Why the server's error `e` could be read as the gateway's (a phrase that follows "the server's
@@ -204,6 +205,8 @@ export function unreadableInputRequests(result: unknown): string | null {
     return "its inputRequests is not an object (MCP gives input requests as a map, by key)";
   for (const r of Object.values(requests)) {
     if (!isObject(r)) return "one of its input requests is not an object";
+    if (isElicitationVariant(r.method))
+      return "one of its input requests names a method that is not byte for byte elicitation/create but folds to it";
     if (r.params !== undefined && !isObject(r.params))
       return "one of its input requests has params that are not an object (by position, an array, or a plain value); MCP gives them by name";
   }
