@@ -36,6 +36,7 @@ import {
   marksOfGateway,
   mayHideGatewayMarks,
   passesForGateway,
+  undeclaredInputRequest,
   unreadableInputRequests,
 } from "./serverWords.js";
 
@@ -222,7 +223,11 @@ export class ServerMessages {
     }
     // An input_required whose input requests the gateway cannot read (by position): the client
     // gets response_invalid in its place, never a request it would read otherwise than the gateway.
-    const unreadable = own || msg.error ? null : unreadableInputRequests(msg.result);
+    const unreadable =
+      own || msg.error
+        ? null
+        : (unreadableInputRequests(msg.result) ??
+          undeclaredInputRequest(msg.result, this.p.session.clientCapabilities()));
     if (unreadable !== null) {
       this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${unreadable}`);
       msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(unreadable, "server") };

@@ -11,7 +11,7 @@ import { inRefusalRange } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
 import { INPUT_REQUEST_KEY, REQUEST_STATE_PREFIX } from "./elicitation.js";
 import { pageOnThisMachine } from "./pageOnThisMachine.js";
-import { isElicitationVariant } from "./protocol.js";
+import { clientCapabilityFor, declaresCapability, isElicitationVariant } from "./protocol.js";
 
 /**
  * Why the server's error `e` could be read as the gateway's (a phrase that follows "the server's
@@ -209,6 +209,24 @@ export function unreadableInputRequests(result: unknown): string | null {
       return "one of its input requests names a method that is not byte for byte elicitation/create but folds to it";
     if (r.params !== undefined && !isObject(r.params))
       return "one of its input requests has params that are not an object (by position, an array, or a plain value); MCP gives them by name";
+  }
+  return null;
+}
+
+/**
+ * Why an input request of a server's `input_required` result may not reach the client, or null:
+ * one of a capability the client did not declare (`capabilities`: what it declared, its request
+ * envelope's in the 2026-07-28 era), as a server's own request of it is refused
+ * (ServerRequests.relay): a client that does not check would act on it (a model sampled, a human
+ * asked, its roots listed) though it never offered to. Read after unreadableInputRequests.
+ */
+export function undeclaredInputRequest(result: unknown, capabilities: unknown): string | null {
+  if (!isObject(result) || !isObject(result.inputRequests)) return null;
+  for (const r of Object.values(result.inputRequests)) {
+    if (!isObject(r) || typeof r.method !== "string") continue;
+    const needs = clientCapabilityFor(r.method);
+    if (needs !== null && !declaresCapability(capabilities, needs))
+      return `one of its input requests needs the client's ${needs} capability, which the client did not declare`;
   }
   return null;
 }

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { NODE } from "../helpers/paths.js";
+import { fixtureCommand, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -92,3 +92,40 @@ it("a request for a capability the envelope does not declare is answered by the 
     gw.messages().filter((m) => m.method === "sampling/createMessage" || m.method === "elicitation/create"),
   ).toEqual([]);
 });
+
+// In this era the server's requests ride inside an `input_required` result (docs/protocol-eras.md):
+// one embedding a request of a capability the envelope does not declare was relayed as a result.
+it("an input_required embedding a request for a capability the envelope does not declare reaches the client as response_invalid; a declared one as it is", async () => {
+  const gw = rawGateway({
+    args: ["--label", "asker", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+    env: {
+      FIXTURE_RAW_TOOLS: JSON.stringify([
+        { name: "reply", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
+      ]),
+    },
+  });
+  cleanup.push(() => gw.close());
+  const call = (result: unknown) =>
+    gw.request("tools/call", {
+      name: "reply",
+      arguments: { line: JSON.stringify({ jsonrpc: "2.0", id: "ID", result }).replace('"ID"', "ID") },
+      _meta: ENVELOPE, // roots only
+    });
+  const sampling = {
+    resultType: "input_required",
+    inputRequests: {
+      s: {
+        method: "sampling/createMessage",
+        params: { messages: [{ role: "user", content: { type: "text", text: "hi" } }], maxTokens: 5 },
+      },
+    },
+  };
+  const refused = await call(sampling);
+  expect(refused.result).toBeUndefined();
+  expect(refused.error).toMatchObject({
+    code: -32603,
+    data: { error: "response_invalid", reason: expect.stringContaining("sampling capability") },
+  });
+  const roots = { resultType: "input_required", inputRequests: { r: { method: "roots/list", params: {} } } };
+  expect((await call(roots)).result).toEqual(roots);
+}, 60_000);
