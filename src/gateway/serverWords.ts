@@ -116,11 +116,29 @@ export function attributedElicitation(params: unknown): Record<string, unknown> 
   const message = typeof params.message === "string" ? params.message : null;
   if (
     !(message !== null && speaksAsGateway(message)) &&
+    !otherSpeaks(params.message) &&
     !formSpeaksAsGateway(params.requestedSchema) &&
     !onThisMachine(params.url)
   )
     return null;
   return { ...params, message: `${NOT_PORTCULLIS}${message ?? ""}` };
+}
+
+/**
+ * Whether an elicitation's message that is present but no string (`["portcullis: a human must
+ * approve…"]`, which MCP does not allow) speaks as the gateway where a lenient client shows it: a
+ * client that makes text of it (`String(["…"])`) shows its strings, whose letters its JSON text
+ * holds in order (the skeleton drops the brackets and quotes).
+ */
+function otherSpeaks(message: unknown): boolean {
+  if (message === undefined || typeof message === "string") return false;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(message);
+  } catch {
+    return true; // cannot be read: not shown unattributed
+  }
+  return text !== undefined && speaksAsGateway(text);
 }
 
 /**
