@@ -1,3 +1,4 @@
+import { markHidden } from "../catalog/text.js";
 import { redactText } from "./redact.js";
 import { setOwn } from "./setOwn.js";
 
@@ -103,7 +104,7 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
       );
       droppedLines = 0;
     }
-    const visible = visibleControls(scrubbedLine(s));
+    const visible = visibleFormatting(visibleControls(scrubbedLine(s)));
     process.stderr.write(`${redact ? redactText(visible) : visible}\n`);
   };
   return {
@@ -127,6 +128,20 @@ export function stderrLogger(label: string, verbose = process.env.PORTCULLIS_DEB
  */
 export function visibleControls(text: string): string {
   return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * `text` (controls already made visible) with every other character a reader cannot see for what
+ * it is written as its escape (`\u202e`; markHidden's: bidi overrides and isolates, zero-width
+ * and other format characters, separators but the space, a lone surrogate), tab kept. The
+ * gateway's own lines quote what peers said (a server's method name, an id), and a right-to-left
+ * override there reordered the rest of the gateway's line in the host's log, so that it read as
+ * the peer chose; `status` and every other view escape them already (safeText).
+ */
+export function visibleFormatting(text: string): string {
+  return markHidden(text, (cp) =>
+    cp === 0x09 ? "\t" : cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, "0")}`,
+  );
 }
 
 /** C0 but tab, DEL and C1. */
