@@ -139,6 +139,27 @@ export function unexpectedArguments(count: number): string {
   return `unexpected argument${count === 1 ? "" : "s"} (${count}, not shown: a passphrase or a secret is never given on the command line)`;
 }
 
+/**
+ * An option given an empty value, as `--config "$FILE"` with FILE unset gives: refused, naming the
+ * option and what leaving it out does, as an empty --state-dir is (src/store/stateDir.ts). Taken as
+ * absent, it did that without a word: read another file than the one meant (portcullis.json found
+ * upward), verify the state directory's log in place of an export, rebuild nothing.
+ */
+export function refuseEmpty(
+  command: string,
+  flag: string,
+  value: string | undefined,
+  give: string,
+  without: string,
+): void {
+  if (value === "") throw new UsageError(`${command}: ${emptyValue(flag, give, without)}.`);
+}
+
+/** The refusal of an option given an empty value (refuseEmpty), without its final period. */
+export function emptyValue(flag: string, give: string, without: string): string {
+  return `--${flag} is empty; give ${give}, or leave the flag out ${without}`;
+}
+
 export function oneOf<T extends string>(
   command: string,
   flag: string,

@@ -46,7 +46,7 @@ import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { parse as parseArgs, shownWord } from "./args.js";
+import { emptyValue, parse as parseArgs, shownWord } from "./args.js";
 import { missingSubcommand } from "./errors.js";
 import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -213,6 +213,15 @@ function parse(sub: string, rest: string[]): Opts {
   }
   const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };
   const opts: Opts = { help: v.help === true, json: v.json === true, file: v.file, checkpoint: v.checkpoint };
+  // `--file "$EXPORT"` with EXPORT unset verified the state directory's log and said "ok"
+  if (v.file === "")
+    throw new UsageError(
+      `${sub}: ${emptyValue("file", "the export to verify", "to verify the state directory's log")}`,
+    );
+  if (v.checkpoint === "")
+    throw new UsageError(
+      `${sub}: ${emptyValue("checkpoint", "the checkpoint file", "to verify without one")}`,
+    );
   if (sub === "show" && !opts.help) {
     const [seq, extra] = parsed.positionals;
     if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {

@@ -3,7 +3,7 @@ import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
 import { throwawayStateDirRefusal } from "../store/stateDir.js";
 import { counted } from "../util/counted.js";
-import { parse } from "./args.js";
+import { parse, refuseEmpty } from "./args.js";
 import { EXIT_CHECK_FAILED, UsageError } from "./errors.js";
 import { PassphraseError, readPassphrase } from "./passphrase.js";
 
@@ -39,6 +39,15 @@ export async function drillCommand(args: string[]): Promise<number> {
   if (values["state-dir"] !== undefined)
     throw new UsageError(throwawayStateDirRefusal("drill", values["state-dir"]));
   if (positionals.length !== 1) throw new UsageError("drill: give one server LABEL.");
+  refuseEmpty("drill", "file", values.file, "the file LABEL is read from", "to look LABEL up from here");
+  refuseEmpty(
+    "drill",
+    "rebuild",
+    values.rebuild,
+    "the build command",
+    "to restart the server process instead",
+  );
+  refuseEmpty("drill", "tool", values.tool, "the name of a tool to call", "to call none");
   let toolArgs: Record<string, unknown> | undefined;
   if (values.args !== undefined) {
     if (!values.tool) throw new UsageError("drill: --args needs --tool.");

@@ -7,7 +7,7 @@ import {
   ON_CHANGE,
   ON_EXPAND,
 } from "../config/config.js";
-import { labelArgument, oneOf, parse, unexpectedArguments } from "./args.js";
+import { labelArgument, oneOf, parse, refuseEmpty, unexpectedArguments } from "./args.js";
 import { UsageError } from "./errors.js";
 
 /**
@@ -87,6 +87,20 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     // The same rule as a portcullis.json label: the label reaches status, the audit log and reviews.
     throw new UsageError(`run: --label must be a plain label (${LABEL_RULE}); the one given is not.`);
   }
+  refuseEmpty(
+    "run",
+    "config",
+    values.config,
+    "the file LABEL is read from",
+    "to find portcullis.json upward",
+  );
+  refuseEmpty(
+    "run",
+    "listen-token-file",
+    values["listen-token-file"],
+    "the file whose first line is the token",
+    "for the one kept in the state directory",
+  );
   // A server given on the command line reads nothing from a configuration file: a --config
   // beside it would have its approval modes, credentials and limits silently not apply.
   if (values.config !== undefined && (values.url !== undefined || sep !== -1))
@@ -103,6 +117,12 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     const command = args.slice(sep + 1);
     if (command.length === 0)
       throw new UsageError("run: nothing after '--'; give the server command, e.g. -- node dist/server.js.");
+    // spawn refuses an empty file name with a TypeError (an internal error, exit 70), and `-- "$CMD"`
+    // with CMD unset is how one gets here
+    if (command[0] === "")
+      throw new UsageError(
+        "run: the command after '--' is empty; give the server command, e.g. -- node dist/server.js.",
+      );
     // `run LABEL -- COMMAND`: the other form's LABEL given with this one (the word is not shown,
     // as any stray word: it may be something else typed in the wrong place)
     if (positionals.length > 0)
