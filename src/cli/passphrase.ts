@@ -61,6 +61,9 @@ function readPassphraseFile(file: string): string {
     // or another user's, is refused before a byte of it is read
     text = readSmallFile(file, MAX_PASSPHRASE_FILE_BYTES, "a passphrase file", {
       pipes: true,
+      // bytes that are not UTF-8 would each become U+FFFD: another passphrase than the file's,
+      // one that any other such bytes of the same count also give (random bytes, say)
+      strictUtf8: true,
       refuse: (st) => {
         const r = passphraseFileRefusal(file, st);
         return r === null ? null : new PassphraseError(passphraseFileSentence(file, r));

@@ -4,7 +4,7 @@ import { quotedName, safeText } from "../catalog/text.js";
 import { parseListenAddress } from "../transport/httpAccess.js";
 import { fileProblem } from "../util/errno.js";
 import { setOwn } from "../util/setOwn.js";
-import { readSmallFile, SmallFileError } from "../util/smallFile.js";
+import { notUtf8Words, readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { type CredentialSpec, parseCredentials, scopesByEnv } from "../vault/credentials.js";
 import type { ToolsConfig } from "../vault/toolScopes.js";
 import { jsonSyntaxProblem } from "./jsonSyntax.js";
@@ -207,12 +207,14 @@ const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
  */
 function readConfigText(file: string): string {
   try {
-    return readSmallFile(file, MAX_CONFIG_BYTES, "a configuration file");
+    // strict: JSON is UTF-8, and a byte that is not would reach the server as U+FFFD
+    return readSmallFile(file, MAX_CONFIG_BYTES, "a configuration file", { strictUtf8: true });
   } catch (e) {
     if (!(e instanceof SmallFileError)) throw e;
     const p = e.problem;
     if ("code" in p) throw new ConfigError(`${file}: cannot be read: ${fileProblem(p.code)}.`);
     if ("special" in p) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
+    if ("notUtf8" in p) throw new ConfigError(`${file}: is not UTF-8 text: ${notUtf8Words(p.notUtf8)}.`);
     throw new ConfigError(`${file}: is ${p.size} bytes, far more than a configuration file.`);
   }
 }

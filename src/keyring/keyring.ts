@@ -351,7 +351,8 @@ function readKeyringText(stateDir: string): string | null {
     if ("code" in p && p.code === "ENOENT") return null;
     if (("code" in p && p.code === "EISDIR") || "special" in p)
       throw new KeyringDamagedError(`${path} is not a usable keyring: it is not a regular file`, path);
-    if ("size" in p) throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`, path);
+    if (!("code" in p))
+      throw new KeyringDamagedError(`${path} is not a usable keyring: ${err.message}`, path);
     throw unreadableKeyring(path, p.code);
   }
 }

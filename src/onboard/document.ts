@@ -32,7 +32,9 @@ export function readHostText(file: string): string {
   try {
     // checked before reading (readSmallFile): a FIFO in the file's place (found by doctor from
     // the working directory, say) would hang the command, /dev/zero would be read for ever
-    return readSmallFile(file, MAX_HOST_FILE_BYTES, "a host configuration file");
+    // the file is written back after an edit, and first copied as its backup: a byte that is not
+    // UTF-8, read as U+FFFD, would be lost from both (and unwrap's "byte for byte" would not be)
+    return readSmallFile(file, MAX_HOST_FILE_BYTES, "a host configuration file", { strictUtf8: true });
   } catch (e) {
     if (!(e instanceof SmallFileError)) throw e;
     const p = e.problem;

@@ -6,7 +6,11 @@ import { fileProblem } from "./errno.js";
  * read: an errno `code` from open or read (ENOENT, EACCES, EISDIR…), `special` for a FIFO, socket
  * or device, `size` for a regular file far larger than such a file can be.
  */
-export type SmallFileProblem = { code: string } | { special: true; pipes?: boolean } | { size: number };
+export type SmallFileProblem =
+  | { code: string }
+  | { special: true; pipes?: boolean }
+  | { size: number }
+  | { notUtf8: { line: number; column: number } };
 
 export class SmallFileError extends Error {
   override name = "SmallFileError";
@@ -22,7 +26,9 @@ export class SmallFileError extends Error {
           ? problem.pipes
             ? "it is a device or a socket, not a file or a pipe"
             : "it is not a regular file (a FIFO, socket or device)"
-          : `it is ${problem.size} bytes, far more than ${what}`,
+          : "notUtf8" in problem
+            ? `it is not UTF-8 text: ${notUtf8Words(problem.notUtf8)}`
+            : `it is ${problem.size} bytes, far more than ${what}`,
     );
   }
 }
@@ -47,7 +53,7 @@ export function readSmallFile(
   file: string,
   maxBytes: number,
   what: string,
-  opts: { pipes?: boolean; refuse?: (st: Stats) => Error | null } = {},
+  opts: { pipes?: boolean; refuse?: (st: Stats) => Error | null; strictUtf8?: boolean } = {},
 ): string {
   const fail = (problem: SmallFileProblem): never => {
     throw new SmallFileError(problem, what);
@@ -69,9 +75,9 @@ export function readSmallFile(
     if (!pipe && !st.isFile()) fail(opts.pipes ? { special: true, pipes: true } : { special: true });
     refused = opts.refuse?.(st) ?? null;
     if (refused !== null) throw refused;
-    if (pipe) return readCapped(fd, maxBytes, fail);
+    if (pipe) return decode(readCapped(fd, maxBytes, fail), opts.strictUtf8 === true, fail);
     if (st.size > maxBytes) fail({ size: st.size });
-    return readFileSync(fd, "utf8");
+    return decode(readFileSync(fd), opts.strictUtf8 === true, fail);
   } catch (e) {
     if (e instanceof SmallFileError || e === refused) throw e;
     return errno(e);
@@ -80,8 +86,8 @@ export function readSmallFile(
   }
 }
 
-/** A pipe's text to its end, refused (`size`, what was read so far) past `maxBytes`. */
-function readCapped(fd: number, maxBytes: number, fail: (p: SmallFileProblem) => never): string {
+/** A pipe's bytes to its end, refused (`size`, what was read so far) past `maxBytes`. */
+function readCapped(fd: number, maxBytes: number, fail: (p: SmallFileProblem) => never): Buffer {
   const buf = Buffer.alloc(maxBytes + 1);
   let n = 0;
   for (;;) {
@@ -90,5 +96,50 @@ function readCapped(fd: number, maxBytes: number, fail: (p: SmallFileProblem) =>
     n += got;
     if (n > maxBytes) fail({ size: n });
   }
-  return buf.toString("utf8", 0, n);
+  return buf.subarray(0, n);
+}
+
+/**
+ * The bytes as text. With `strict`, bytes that are not UTF-8 are refused (`notUtf8`, where the
+ * first one is) rather than each read as U+FFFD: a file written back after an edit (a host's
+ * configuration, by wrap) would otherwise lose them, its backup included, and a value read from it
+ * (an argument, a passphrase) would be another than the one in the file, without a word.
+ */
+function decode(bytes: Buffer, strict: boolean, fail: (p: SmallFileProblem) => never): string {
+  if (!strict) return bytes.toString("utf8");
+  try {
+    // ignoreBOM: a byte order mark stays in the text, as toString keeps it, for the caller to skip
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return fail({ notUtf8: firstNotUtf8(bytes) });
+  }
+}
+
+/**
+ * The line and column (from 1; a column counts characters) of the first byte that is not UTF-8.
+ * Up to it, the lenient decoding is the text byte for byte, so the first U+FFFD that the bytes
+ * there do not spell (EF BF BD) is where it is.
+ */
+function firstNotUtf8(bytes: Buffer): { line: number; column: number } {
+  let offset = 0;
+  let line = 1;
+  let column = 1;
+  for (const ch of bytes.toString("utf8")) {
+    if (
+      ch === "\uFFFD" &&
+      !(bytes[offset] === 0xef && bytes[offset + 1] === 0xbf && bytes[offset + 2] === 0xbd)
+    )
+      break;
+    offset += Buffer.byteLength(ch);
+    if (ch === "\n") {
+      line++;
+      column = 1;
+    } else column++;
+  }
+  return { line, column };
+}
+
+/** Where a file stops being UTF-8, in words (after "it is not UTF-8 text: "). */
+export function notUtf8Words(at: { line: number; column: number }): string {
+  return `line ${at.line}, column ${at.column} holds a byte that is not UTF-8; save it as UTF-8`;
 }
