@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { lstatSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { quotedName, safeText } from "../catalog/text.js";
 import { parseListenAddress } from "../transport/httpAccess.js";
@@ -114,15 +114,39 @@ export class ConfigError extends Error {
 
 export const CONFIG_FILE = "portcullis.json";
 
-/** portcullis.json found upward from `cwd`, or null. */
+/**
+ * portcullis.json found upward from `cwd`, or null. A name that is there is the file, whatever it
+ * turns out to be when read: a symbolic link whose target is gone (a config moved away), or one
+ * that cannot be looked at, was passed over by existsSync, and the search went on to a
+ * portcullis.json above (another project's, the home directory's) and ran its servers.
+ */
 export function findConfig(cwd: string): string | null {
   let dir = resolve(cwd);
   for (;;) {
     const candidate = join(dir, CONFIG_FILE);
-    if (existsSync(candidate)) return candidate;
+    if (nameIsThere(candidate)) return candidate;
     const parent = dirname(dir);
     if (parent === dir) return null;
     dir = parent;
+  }
+}
+
+/** Whether a directory entry of that name exists (a link is not followed); unsure is yes. */
+function nameIsThere(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code !== "ENOENT" && code !== "ENOTDIR";
+  }
+}
+
+function isSymbolicLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 
@@ -212,6 +236,10 @@ function readConfigText(file: string): string {
   } catch (e) {
     if (!(e instanceof SmallFileError)) throw e;
     const p = e.problem;
+    if ("code" in p && p.code === "ENOENT" && isSymbolicLink(file))
+      throw new ConfigError(
+        `${file}: cannot be read: it is a symbolic link whose target does not exist (ENOENT).`,
+      );
     if ("code" in p) throw new ConfigError(`${file}: cannot be read: ${fileProblem(p.code)}.`);
     if ("special" in p) throw new ConfigError(`${file}: is not a regular file (a FIFO, socket or device).`);
     if ("notUtf8" in p) throw new ConfigError(`${file}: is not UTF-8 text: ${notUtf8Words(p.notUtf8)}.`);
