@@ -208,14 +208,14 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       if (values.json) continue;
       if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
-      say(`${f.file}: ${verb} ${plan.wrapped.join(", ") || "nothing"}`);
-      for (const s of plan.skipped) say(`  left alone: ${s.key} (${s.why})`);
+      say(`${f.file}: ${verb} ${shownKeys(plan.wrapped)}`);
+      for (const s of plan.skipped) say(`  left alone: ${shownKey(s.key)} (${s.why})`);
       // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.
       // The doctor named reads the state directory the entries name: its advice's `vault set`
       // must store the value in the vault their gateways read, not in the default one.
       for (const c of inClear)
         say(
-          `  ${c.server} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
+          `  ${shownKey(c.server)} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
         );
     }
     // the init last, in no quotes of the sentence's own, so that it pastes whole
@@ -337,16 +337,29 @@ function labelOptions(values: string[]): Map<string, string> {
  * .mcp.json never wrapped beside a wrapped ~/.claude.json); only when none has one is it an
  * error. Exit 1 when an entry could not be restored: its record is kept and the line says what to do.
  */
+/**
+ * A host file's server key as wrap's lines show it: as it is when it reads as one name in a list
+ * ("docs search" too), else quoted and escaped. An empty key was shown as nothing at all ("wrapped
+ * nothing" of a file wrap had just edited), and a key with a comma read as two.
+ */
+function shownKey(key: string): string {
+  const plain = key !== "" && key === key.trim() && !/[,"\\]/.test(key) && safeText(key) === key;
+  return plain ? key : quotedName(key);
+}
+
+function shownKeys(keys: string[]): string {
+  return keys.length === 0 ? "nothing" : keys.map(shownKey).join(", ");
+}
+
 function unwrap(files: HostFile[], stateDir: string, target: string | undefined): number {
   const byPath = target !== undefined && !(HOSTS as readonly string[]).includes(target);
   const recorded = byPath ? files : files.filter((f) => recordExists(f, stateDir));
   let stuck = false;
   for (const f of recorded.length > 0 ? recorded : files.slice(0, 1)) {
     const r = unwrapFile(f, stateDir, byPath);
-    const what =
-      r.how === "exact" ? "restored byte for byte" : `restored ${r.restored.join(", ") || "nothing"}`;
+    const what = r.how === "exact" ? "restored byte for byte" : `restored ${shownKeys(r.restored)}`;
     say(`${r.file}: ${what}`);
-    for (const d of r.dropped) say(`  nothing to restore: ${d.key} (${d.why})`);
+    for (const d of r.dropped) say(`  nothing to restore: ${shownKey(d.key)} (${d.why})`);
     for (const e of r.elsewhere)
       say(`  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})`);
     for (const s of r.stuck) {
