@@ -63,6 +63,8 @@ type Command = (args: string[]) => Promise<number>;
  * trailing `--state-dir DIR` here, so every command accepts the flag the same way.
  */
 function withStateDir(
+  /** the command, named in a refusal of its --state-dir as every command's parser names it */
+  name: string,
   run: (args: string[], ctx: { stateDir: string }) => Promise<number>,
   /** reads: it must exist; writes: made here; itself: the command makes it when it needs it (init) */
   only: "reads" | "writes" | "itself",
@@ -77,13 +79,13 @@ function withStateDir(
     const given = (end === -1 ? rest : rest.slice(0, end)).filter(
       (a) => a === "--state-dir" || a.startsWith("--state-dir="),
     );
-    if (given.length > 1) throw new UsageError(`${repeated("--state-dir")}.`);
+    if (given.length > 1) throw new UsageError(`${name}: ${repeated("--state-dir")}.`);
     let flag: string | undefined;
     for (let i = 0; i < rest.length; i++) {
       const a = rest[i]!;
       if (a === "--state-dir") {
         flag = rest[i + 1];
-        if (flag === undefined) throw new UsageError("--state-dir needs a directory.");
+        if (flag === undefined) throw new UsageError(`${name}: --state-dir needs a value.`);
         rest.splice(i, 2);
         break;
       }
@@ -126,9 +128,9 @@ const commands: Record<string, () => Promise<Command>> = {
   status: async () => (await import("./status.js")).statusCommand,
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   // init makes the state directory once it has a passphrase, and takes it back if it fails
-  init: async () => withStateDir((await import("./init.js")).initCommand, "itself"),
-  audit: async () => withStateDir((await import("./audit.js")).auditCommand, "reads", true),
-  passkey: async () => withStateDir((await import("./passkey.js")).passkeyCommand, "reads", true),
+  init: async () => withStateDir("init", (await import("./init.js")).initCommand, "itself"),
+  audit: async () => withStateDir("audit", (await import("./audit.js")).auditCommand, "reads", true),
+  passkey: async () => withStateDir("passkey", (await import("./passkey.js")).passkeyCommand, "reads", true),
   demo: async () => (await import("./demo.js")).demoCommand,
   wrap: async () => {
     const { wrapCommand } = await import("./wrap.js");
@@ -141,11 +143,12 @@ const commands: Record<string, () => Promise<Command>> = {
   doctor: async () => (await import("./doctor.js")).doctorCommand,
   console: async () => (await import("./console.js")).consoleCommand,
   drill: async () => (await import("./drill.js")).drillCommand,
-  vault: async () => withStateDir((await import("./vault.js")).vaultCommand, "reads", true),
-  unlock: async () => withStateDir((await import("./vault.js")).unlockCommand, "reads"),
-  lock: async () => withStateDir((await import("./vault.js")).lockCommand, "reads"),
+  vault: async () => withStateDir("vault", (await import("./vault.js")).vaultCommand, "reads", true),
+  unlock: async () => withStateDir("unlock", (await import("./vault.js")).unlockCommand, "reads"),
+  lock: async () => withStateDir("lock", (await import("./vault.js")).lockCommand, "reads"),
   egress: async () => (await import("./egress.js")).egressCommand,
-  "__vault-holder": async () => withStateDir((await import("./vault.js")).holderProcess, "reads"),
+  "__vault-holder": async () =>
+    withStateDir("__vault-holder", (await import("./vault.js")).holderProcess, "reads"),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {
