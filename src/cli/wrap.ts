@@ -183,6 +183,14 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     // Plan every file first: bad input in any of them writes nothing anywhere.
     checkServersNamed(files, only);
     checkServersNamed(files, [...labels.keys()], "--label");
+    // a label for a server --servers leaves out would be dropped without a word
+    const unwrapped = only ? [...labels.keys()].find((key) => !only.includes(key)) : undefined;
+    if (unwrapped !== undefined) {
+      const shown = serverKeyAsGiven(unwrapped);
+      throw new UsageError(
+        `wrap: --label names ${shown === null ? `a server (${NOT_SHOWN_KEY})` : `the server ${shown}`}, which --servers leaves out; add it to --servers, or leave its --label out.`,
+      );
+    }
     const planned = files.map((f) => planWrap(f, launcher, options));
     if (!values["dry-run"] && planned.some((p) => p.record !== null)) {
       for (const p of planned) if (p.record !== null) assertWritable(p.plan.host.file);

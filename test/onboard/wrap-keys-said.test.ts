@@ -32,4 +32,24 @@ describe("the server keys wrap and unwrap name", () => {
     expect(unwrap.code, unwrap.stderr).toBe(0);
     expect(unwrap.stdout.split("\n")[0]).toBe(`${file}: restored "", "a, b", c`);
   });
+
+  // `--label a=x --servers b`: the label was dropped without a word, and "a" left unwrapped
+  it("a --label for a server --servers leaves out is refused, and nothing is written", async () => {
+    const dir = tempDir();
+    const file = join(dir, ".mcp.json");
+    const text = `${JSON.stringify({ mcpServers: { a: { command: "x" }, b: { command: "y" } } })}\n`;
+    writeFileSync(file, text);
+    const r = await runCli(
+      ["wrap", file, "--label", "a=a-mine", "--servers", "b", "--state-dir", join(dir, "state")],
+      {
+        cwd: dir,
+        env: { HOME: dir },
+      },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'portcullis wrap: --label names the server "a", which --servers leaves out; add it to --servers, or leave its --label out.\n',
+    );
+    expect(readFileSync(file, "utf8")).toBe(text);
+  });
 });
