@@ -190,6 +190,9 @@ describe("record header", () => {
       "\u0130",
     ];
     let accepted = 0;
+    // Disagreements are collected and compared once: an expect per variant (about 120,000 of
+    // them) cost three quarters of the test's CPU, and on a loaded machine it ran past the timeout.
+    const disagreements: { variant: string; read: "as text" | "in a record"; spec: boolean }[] = [];
     for (const h of edges) {
       const text = encodeHeader(h);
       const variants: string[] = [];
@@ -204,15 +207,16 @@ describe("record header", () => {
         const m = SPEC.exec(v);
         const ok = m !== null && Number.isSafeInteger(Number(m[2]));
         if (ok) accepted++;
-        expect(parseHeader(v) !== null, v).toBe(ok);
+        if ((parseHeader(v) !== null) !== ok) disagreements.push({ variant: v, read: "as text", spec: ok });
         // As a record, the header is what comes before the first 0x0A.
         const record = Buffer.concat([Buffer.from(v, "utf8"), Buffer.from([0x0a, 0x00])]);
         const inRecord = SPEC.exec(v.split("\n")[0] as string);
-        expect(chainFields(record) !== null, v).toBe(
-          inRecord !== null && Number.isSafeInteger(Number(inRecord[2])),
-        );
+        const okInRecord = inRecord !== null && Number.isSafeInteger(Number(inRecord[2]));
+        if ((chainFields(record) !== null) !== okInRecord)
+          disagreements.push({ variant: v, read: "in a record", spec: okInRecord });
       }
     }
+    expect(disagreements).toEqual([]);
     expect(accepted).toBeGreaterThan(1000); // same-class replacements keep a header valid
   });
 
