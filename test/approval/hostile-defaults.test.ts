@@ -93,16 +93,24 @@ async function approvedThenRevised(
   cleanup.push(() => gw.close());
   await gw.client.listTools();
 
-  const first = gw.client.callTool({ name: before.name, arguments: args });
+  // Its rejection (approval_timeout, when the approval below comes after the 3 s) is caught at
+  // once: caught only once the approval is in, it was an unhandled rejection meanwhile, which
+  // fails the whole run (seen under load).
+  const first = gw.client.callTool({ name: before.name, arguments: args }).then(
+    (result) => ({ result }),
+    (error: { data?: { error?: string } }) => ({ error }),
+  );
   const req = await waitFor(async () => (await pending(stateDir))[0] ?? null, 20_000, "an approval request");
   const ok = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
     env: passphraseEnv(),
   });
   expect(ok.code).toBe(0);
-  const firstResult = await first.catch((e: { data?: { error?: string } }) => {
-    if (e?.data?.error !== "approval_timeout") throw e;
-    return gw.client.callTool({ name: before.name, arguments: args });
-  });
+  const settled = await first;
+  let firstResult: Awaited<ReturnType<typeof gw.client.callTool>>;
+  if ("result" in settled) firstResult = settled.result;
+  else if (settled.error?.data?.error === "approval_timeout")
+    firstResult = await gw.client.callTool({ name: before.name, arguments: args });
+  else throw settled.error;
   expect(firstResult.isError).toBeFalsy();
 
   const from = gw.received().length;
