@@ -53,7 +53,12 @@ describe("a loosened schema under a session grant", () => {
       cleanup.push(() => gw.close());
       await gw.client.listTools();
 
-      const first = gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
+      // (its rejection caught at once: caught only after the approval below, an approval_timeout
+      // meanwhile is an unhandled rejection, which fails the whole run)
+      const first = gw.client.callTool({ name: "deploy", arguments: { target: "staging" } }).then(
+        (result) => ({ result }),
+        (error: { data?: { error?: string } }) => ({ error }),
+      );
       const req = await waitFor(
         async () => (await pending(stateDir))[0] ?? null,
         20_000,
@@ -66,10 +71,12 @@ describe("a loosened schema under a session grant", () => {
       expect(ok.code).toBe(0);
       // On a loaded machine the approve command can outlast the short hold (3 s, kept short for the
       // second call's sake): the client then retries, as a host does, and the grant covers it.
-      const firstResult = await first.catch((e: { data?: { error?: string } }) => {
-        if (e?.data?.error !== "approval_timeout") throw e;
-        return gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
-      });
+      const settled = await first;
+      let firstResult: Awaited<ReturnType<typeof gw.client.callTool>>;
+      if ("result" in settled) firstResult = settled.result;
+      else if (settled.error?.data?.error === "approval_timeout")
+        firstResult = await gw.client.callTool({ name: "deploy", arguments: { target: "staging" } });
+      else throw settled.error;
       expect(firstResult.isError).toBeFalsy();
 
       const from = gw.received().length;
