@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { hostOriginProblem, hostsOfSockets } from "../../src/transport/httpAccess.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { tempDir } from "../helpers/files.js";
+import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -386,7 +386,12 @@ describe("a modern-era session has no session id on the wire", () => {
       const a = (body: string) => raw(l, { agent, body });
       expect((await a(modernBody(1, "server/discover"))).status).toBe(200);
       // the premise: the client was not identified (its session is keyed by its connection)
-      expect(l.stderr()).toMatch(/http session modern-c… \(modern\) from (?!pid )/);
+      // the line is written before the answer, but stderr and HTTP reach the test apart: wait for it
+      await waitFor(
+        () => /http session modern-c… \(modern\) from (?!pid )/.test(l.stderr()),
+        10_000,
+        "the session's status line",
+      );
       expect((await a(modernBody(2, "tools/list"))).status).toBe(200);
       const call = a(modernBody(3, "tools/call", { name: "echo", arguments: { text: "A" } }));
       const request = await nextRequest(l.stateDir);
