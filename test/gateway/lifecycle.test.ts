@@ -621,7 +621,12 @@ describe("a server that closes its own stdout or stdin but keeps running", () =>
     const first = await servedPid(gw);
     const lost = await gw.request("tools/call", { name: "close_stdout", arguments: {} }, 10_000);
     expect(lost.error).toMatchObject({ data: { error: "epoch_transition" } });
-    expect(gw.stderr()).toMatch(/server closed its stdout while still running: it can no longer serve/);
+    // the gateway's stderr and the answer travel on different pipes: wait for the line
+    await waitFor(
+      () => /server closed its stdout while still running: it can no longer serve/.test(gw.stderr()),
+      10_000,
+      "the line saying the server closed its stdout",
+    );
     expect(await servedPid(gw)).not.toBe(first);
     expect(starts()).toBe(2);
     const exited = await waitFor(async () => (await exits(gw.stateDir))[0], 10_000, "server_exited");
@@ -645,7 +650,12 @@ describe("a server that closes its own stdout or stdin but keeps running", () =>
     expect(next.error).toMatchObject({ data: { error: "epoch_transition" } });
     const closing = await gw.next((m) => m.id === "close");
     expect(closing.error).toMatchObject({ data: { error: "epoch_transition" } });
-    expect(gw.stderr()).toMatch(/server closed its stdin \(EPIPE\) while still running/);
+    // (stderr and the answers travel on different pipes: waited for, not read at once)
+    await waitFor(
+      () => /server closed its stdin \(EPIPE\) while still running/.test(gw.stderr()),
+      10_000,
+      "the line saying the server closed its stdin",
+    );
     expect(await servedPid(gw)).not.toBe(first);
     expect(starts()).toBe(2);
   });

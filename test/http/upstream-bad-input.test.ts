@@ -5,7 +5,7 @@
 // Also the SSE reader on its own: framing the standard allows, and data over the limit.
 import { afterEach, describe, expect, it } from "vitest";
 import { SseReader } from "../../src/supervisor/sse.js";
-import { readJsonLines, tempDir } from "../helpers/files.js";
+import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -103,7 +103,9 @@ describe("a remote server's initialize answer", () => {
     const init = await peer.initialize({}, 20_000);
     expect(init.error?.code).toBe(-32054);
     expect(init.error?.data).toMatchObject({ error: "epoch_transition", retried: false });
-    expect(peer.stderr()).toMatch(/remote session ended: the server did not answer initialize within 2 s/);
+    // the gateway's stderr and its answer travel on different pipes: wait for the line
+    const ended = /remote session ended: the server did not answer initialize within 2 s/;
+    await waitFor(() => ended.test(peer.stderr()), 10_000, "the line saying why the session ended");
   });
 });
 

@@ -202,7 +202,12 @@ describe("a remote server that speaks only the older HTTP+SSE transport", () => 
     cleanup.push(() => peer.close());
     const init = await peer.initialize({}, 20_000);
     expect(init.error, JSON.stringify(init)).toBeDefined(); // its epoch ended under it
-    expect(peer.stderr()).toMatch(/different TLS certificate chain/);
+    // (stderr and the answer travel on different pipes: waited for, not read at once)
+    await waitFor(
+      () => /different TLS certificate chain/.test(peer.stderr()),
+      10_000,
+      "the certificate line",
+    );
     const seen = readJsonLines<{ method: string; path: string; certificate: number }>(headerLog);
     expect(seen.filter((r) => r.certificate === 0).map((r) => `${r.method} ${r.path}`)).toEqual([
       "POST /sse",

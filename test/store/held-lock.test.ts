@@ -320,7 +320,8 @@ describe("a store locked by another process while a call needs a human, or a com
       .catch((e) => e)) as { code: number; data: Record<string, unknown> };
     expect(stale.code).toBe(-32051);
     expect(stale.data).toMatchObject({ error: "authorization_stale", approvedEpoch: request.executionEpoch });
-    expect(gw.stderr()).toMatch(/stale grant\(s\) stay live in it, ended for this gateway/);
+    // the gateway's stderr and its answer travel on different pipes: wait for the line
+    await gw.waitForStderr(/stale grant\(s\) stay live in it, ended for this gateway/);
     await release();
 
     // reported once: the next call asks a human for epoch B, and the old grant covers nothing
