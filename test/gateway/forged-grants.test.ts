@@ -198,7 +198,11 @@ describe("decisions written without the approver key are not honoured", () => {
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir);
+    // The forged grant must be written while the call still waits for a decision: a node process
+    // writes it, which on a loaded machine outlasted the default 4 s wait (the call timed out
+    // before the gateway could see the grant, and no line said it was not honoured). The call
+    // still ends with the wait; 15 s is room for the forger, not a subject.
+    const gw = await gateway(project, stateDir, 15_000);
     const seen = new Set<string>();
     const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
@@ -226,11 +230,12 @@ describe("decisions written without the approver key are not honoured", () => {
     expect(ran.stderr).toBe("");
     expect(ran.stdout).toMatch(/^refused: a DecisionSigner comes only from an unlocked keyring\nwrote /);
     const forged = ran.stdout.trim().split("wrote ")[1]!;
-    expect(refusal(await call).code).toBe(TIMEOUT);
-    expect(project.records()).toEqual([]);
-    expect(gw.stderr()).toMatch(
+    // seen and refused while the call waits (the line and the answer travel on different pipes)
+    await gw.waitForStderr(
       new RegExp(`grant ${forged} is not honoured: its signature does not verify against the pinned`),
     );
+    expect(refusal(await call).code).toBe(TIMEOUT);
+    expect(project.records()).toEqual([]);
     expect(await auditEvents(stateDir)).toContainEqual(
       expect.objectContaining({ type: "decision_rejected", grant: forged, request: r.request }),
     );
