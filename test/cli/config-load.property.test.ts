@@ -162,7 +162,12 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 /** The valid configuration with each mutation applied at a path chosen by `pick`. */
 function mutate(ms: Mutation[]): Json {
   let doc: Json = validConfig();
-  for (const m of ms) {
+  for (const given of ms) {
+    // A copy: the value is put in the document, which later mutations change in place, and
+    // fast-check hands the same value again (a constant such as `{}`, or a run replayed as it
+    // shrinks); put in by reference, it once came to hold the document itself (a seed found a
+    // cycle: "Converting circular structure to JSON").
+    const m = "value" in given ? { ...given, value: structuredClone(given.value) } : given;
     const all = paths(doc);
     const path = all[m.pick % all.length]!;
     if (m.kind === "add") {
