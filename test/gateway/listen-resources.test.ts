@@ -457,9 +457,10 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await lock.release();
     expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: -32603 });
     expect(answer.error?.message).toMatch(/failed while re-opening this subscriptions\/listen/);
-    expect(gw.stderr()).toMatch(
-      /could not re-open the client's subscriptions\/listen "\\"listen:0\\"" on the new server process: .*locked/,
-    );
+    // (its line comes before the answer, on another pipe: waited for, not read at once)
+    const faulted =
+      /could not re-open the client's subscriptions\/listen "\\"listen:0\\"" on the new server process: .*locked/;
+    await waitFor(() => faulted.test(gw.stderr()), 10_000, "the re-open's fault line");
     // its id is free again: a new listen under it is taken (and, the store free, decided)
     listen(gw, "listen:0", [B], false);
     const next = await nextRequest(gw.stateDir, new Set([asked.request]));
