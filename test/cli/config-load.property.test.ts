@@ -279,8 +279,10 @@ function isJson(text: string): boolean {
   }
 }
 
+// (a key written twice is found in the text before the keys are judged, so its path may begin
+// with a top-level key that is not a known one: a seed damaged "servers" into "-servers")
 const KEY_PATH =
-  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|: \["|: ([\w$-]+|\["[\s\S]*"\]) is not a known key \(|"servers"|"mcpServers"|has both "servers" and "mcpServers")/;
+  /(: (the top level|servers|mcpServers|console|\$schema)[ .[]|: \["|: ([\w$-]+|\["[\s\S]*"\]) is not a known key \(|"servers"|"mcpServers"|has both "servers" and "mcpServers"|: [\s\S]+ has the key "[\s\S]*" twice \(lines \d+ and \d+\))/;
 
 /** The invariant, for one text: a map, or a ConfigError naming the file and the key (or the position). */
 function check(text: string): void {
