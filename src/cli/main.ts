@@ -65,7 +65,7 @@ type Command = (args: string[]) => Promise<number>;
 function withStateDir(
   /** the command, named in a refusal of its --state-dir as every command's parser names it */
   name: string,
-  run: (args: string[], ctx: { stateDir: string }) => Promise<number>,
+  run: (args: string[], ctx: StateDirContext) => Promise<number>,
   /** reads: it must exist; writes: made here; itself: the command makes it when it needs it (init) */
   only: "reads" | "writes" | "itself",
   /** the command given nothing else prints its help (audit, vault, passkey); not lock or init */
@@ -95,15 +95,46 @@ function withStateDir(
         break;
       }
     }
-    const { existingStateDir, resolveStateDir, stateDirPath } = await import("../store/stateDir.js");
+    const { existingStateDir, hintStateDir, resolveStateDir, stateDirPath } = await import(
+      "../store/stateDir.js"
+    );
     // Help, and verifying an export file, need no state directory at all. A command that acts
     // when given nothing else (lock, unlock, init) does need it: a mistyped --state-dir must not
     // be reported as a vault already locked.
     const noState =
       (bareIsHelp && rest.length === 0) ||
       rest.some((a) => a === "--help" || a === "-h" || a === "--file" || a.startsWith("--file="));
-    if (noState || only === "itself") return run(rest, { stateDir: stateDirPath(flag) });
-    return run(rest, { stateDir: only === "reads" ? existingStateDir(flag) : resolveStateDir(flag) });
+    const resolve =
+      noState || only === "itself"
+        ? () => stateDirPath(flag)
+        : only === "reads"
+          ? () => existingStateDir(flag)
+          : () => resolveStateDir(flag);
+    return run(rest, lazyStateDir(resolve, hintStateDir(flag)));
+  };
+}
+
+/** What a command run by withStateDir is given: its state directory, resolved when first read. */
+interface StateDirContext {
+  /** resolved (and refused when missing) on first read: after the command has read its flags */
+  readonly stateDir: string;
+  /** the directory a usage error's hint names, never refused (hintStateDir) */
+  readonly hint: string | undefined;
+}
+
+/**
+ * The state directory resolved on first read, not before the command runs: resolved first, a
+ * missing one was reported for `vault set X --hots h` instead of the mistyped option, where every
+ * command that reads its own --state-dir (status, approvals, catalog) reports the option first.
+ */
+function lazyStateDir(resolve: () => string, hint: string | undefined): StateDirContext {
+  let dir: string | undefined;
+  return {
+    get stateDir() {
+      dir ??= resolve();
+      return dir;
+    },
+    hint,
   };
 }
 

@@ -35,9 +35,12 @@ const OPTIONS = {
 } as const;
 
 /** `portcullis passkey list|add|rm`: returns the exit code (0, 1 or 2). */
-export async function passkeyCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+export async function passkeyCommand(
+  args: string[],
+  ctx: { stateDir: string; hint: string | undefined },
+): Promise<number> {
   try {
-    return run(args, ctx.stateDir);
+    return run(args, ctx);
   } catch (e) {
     if (e instanceof UsageError || e instanceof KeyringMissingError) return fail(EXIT_USAGE, e.message);
     if (e instanceof PasskeyError) {
@@ -68,7 +71,11 @@ function idAfterRm(args: string[]): string[] {
   return [...args.slice(0, at + 1), ...args.slice(at + 2), "--", id];
 }
 
-function run(args: string[], stateDir: string): number {
+/**
+ * The state directory (resolved when first read: main.ts) is read once the words are: a mistyped
+ * flag is said before a missing state directory is; the usage errors' hints name `ctx.hint`.
+ */
+function run(args: string[], ctx: { stateDir: string; hint: string | undefined }): number {
   const { values, positionals } = parse("passkey", idAfterRm(args), OPTIONS);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
@@ -84,11 +91,12 @@ function run(args: string[], stateDir: string): number {
   if (rest.length !== wants || rest[0] === "") {
     throw new UsageError(
       wants
-        ? `passkey rm: give the passkey ID (see ${quotedCommand("passkey list", stateDir)}).`
+        ? `passkey rm: give the passkey ID (see ${quotedCommand("passkey list", ctx.hint)}).`
         : `passkey ${verb}: takes no arguments.`,
     );
   }
   if (values.json && verb !== "list") throw new UsageError(`passkey ${verb}: --json is for 'passkey list'.`);
+  const stateDir = ctx.stateDir;
   if (verb === "add") return add(stateDir);
   // list only reads: a store on a full disk, or under a file size limit, is read all the same
   const db = verb === "list" ? openStoreToRead(stateDir) : openExistingStore(stateDir);

@@ -101,11 +101,11 @@ export async function vaultCommand(args: string[], ctx: { stateDir: string }): P
   return guarded("vault", async () => {
     switch (sub) {
       case "set":
-        return vaultSet(rest, ctx.stateDir);
+        return vaultSet(rest, ctx);
       case "list":
-        return vaultList(rest, ctx.stateDir);
+        return vaultList(rest, ctx);
       case "rm":
-        return vaultRm(rest, ctx.stateDir);
+        return vaultRm(rest, ctx);
       default:
         throw new UsageError(
           `vault: unknown subcommand ${shownWord(sub)}; use set, list or rm (see portcullis vault --help).`,
@@ -493,7 +493,11 @@ function startHolder(
   });
 }
 
-async function vaultSet(args: string[], stateDir: string): Promise<number> {
+/**
+ * The subcommands read the state directory (resolved when first read: main.ts) only once their
+ * flags are read, so that a mistyped flag is said before a missing state directory is.
+ */
+async function vaultSet(args: string[], ctx: { stateDir: string }): Promise<number> {
   const { values, positionals: names } = parse("vault set", args, {
     "from-stdin": { type: "boolean" },
     deliver: { type: "string" },
@@ -519,6 +523,7 @@ async function vaultSet(args: string[], stateDir: string): Promise<number> {
       "vault set: a secret delivered over HTTP needs at least one --host HOST[:PORT] it may be sent to (or --deliver env).",
     );
   const name = checkSecretName(names[0]!);
+  const stateDir = ctx.stateDir;
   const db = openExisting(stateDir);
   try {
     const dataKey = await unlockWithPassphrase(stateDir, `store the secret ${name}`);
@@ -596,7 +601,7 @@ function checkHost(h: string, i: number): string {
   return d.host;
 }
 
-async function vaultRm(args: string[], stateDir: string): Promise<number> {
+async function vaultRm(args: string[], ctx: { stateDir: string }): Promise<number> {
   const { values, positionals } = parse("vault rm", args, { help: { type: "boolean", short: "h" } });
   if (values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
@@ -604,6 +609,7 @@ async function vaultRm(args: string[], stateDir: string): Promise<number> {
   }
   if (positionals.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
   const name = checkSecretName(positionals[0]!);
+  const stateDir = ctx.stateDir;
   const db = openExisting(stateDir);
   // A name that names nothing is the input to fix (exit 2), as `passkey rm`, `revoke` and every
   // other command say it; exit 1 is a check that failed (README, "Commands").
@@ -664,7 +670,7 @@ interface Use {
   mismatch?: string;
 }
 
-async function vaultList(args: string[], stateDir: string): Promise<number> {
+async function vaultList(args: string[], ctx: { stateDir: string }): Promise<number> {
   const { values } = parse(
     "vault list",
     args,
@@ -676,6 +682,7 @@ async function vaultList(args: string[], stateDir: string): Promise<number> {
     return EXIT_OK;
   }
   const json = values.json === true;
+  const stateDir = ctx.stateDir;
   // only reads: a store on a full disk, or under a file size limit, is read all the same, saying so
   if (!keyringExists(stateDir)) throw new KeyringMissingError(stateDir);
   const db = openStoreToRead(stateDir);
