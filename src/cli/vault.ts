@@ -12,7 +12,7 @@ import type { CredentialSpec } from "../vault/credentials.js";
 import { type CredentialPlace, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import { caCertPath as caCertPathOf, ensureEgressCa, openEgressCa } from "../vault/egress/ca.js";
 import type { CaMaterial } from "../vault/egress/certs.js";
-import { declaredHost } from "../vault/egress/hosts.js";
+import { declaredHost, repeatedHost } from "../vault/egress/hosts.js";
 import {
   askHolder,
   clearStaleSocket,
@@ -58,7 +58,8 @@ export const VAULT_HELP = `usage:
   portcullis vault set NAME [--from-stdin] --deliver env
                                              store or rotate a secret (asks for the passphrase):
                                              for HTTP delivery to those hosts (--deliver http,
-                                             the default), or for the environment
+                                             the default; each host once, compared by value),
+                                             or for the environment
   portcullis vault list [--json]             names, sizes, created and rotated times, who uses them;
                                              unlocked, whether the running holder holds each
   portcullis vault rm NAME                   remove a secret (asks for the passphrase)
@@ -513,6 +514,12 @@ async function vaultSet(args: string[], ctx: { stateDir: string }): Promise<numb
     deliver: oneOf("vault set", "deliver", values.deliver, ["http", "env"] as const) ?? "http",
     hosts: (values.host ?? []).map(checkHost),
   };
+  // by position, as checkHost says a host it refuses: the word may be the secret in the wrong place
+  const twice = repeatedHost(policy.hosts);
+  if (twice)
+    throw new UsageError(
+      `vault set: --host number ${twice.at + 1} is the same host as number ${twice.first + 1} (hosts are compared by value, as requests are: letter case, a trailing dot and how an address is written make no difference); give each host once.`,
+    );
   if (names.length !== 1) throw new UsageError("vault set: give one secret NAME.");
   if (policy.deliver === "env" && policy.hosts.length > 0)
     throw new UsageError(

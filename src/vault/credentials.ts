@@ -6,7 +6,7 @@
  */
 import { quotedName } from "../catalog/text.js";
 import { keyPath, refuseUnknownKeys } from "../config/unknownKeys.js";
-import { declaredHost } from "./egress/hosts.js";
+import { declaredHost, repeatedHost } from "./egress/hosts.js";
 
 export type Delivery = "env" | "http";
 
@@ -53,6 +53,12 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
         const d = declaredHost(h);
         return "host" in d ? d.host : fail(`${at}.hosts[${i}]`, `${quotedName(h)} ${d.problem}`);
       });
+      const twice = repeatedHost(hosts);
+      if (twice)
+        fail(
+          `${at}.hosts[${twice.at}]`,
+          `${quotedName((o.hosts as string[])[twice.at]!)} is the same host as hosts[${twice.first}] (hosts are compared by value, as requests are: letter case, a trailing dot and how an address is written make no difference); keep one`,
+        );
     }
     if (deliver === "http" && hosts.length === 0)
       fail(`${at}.hosts`, 'must name at least one host for deliver "http" (where the secret may be sent)');

@@ -39,6 +39,22 @@ export function declaredHost(text: string): { host: string } | { problem: string
   return { host: m[3] !== undefined ? `${host}:${Number(m[3])}` : host };
 }
 
+/**
+ * The first declared host (in declaredHost's form) that repeats an earlier one, by both indexes,
+ * or null. Written twice (`a.example` and `A.example.`: one host by value), it was kept twice,
+ * and listed so; refused where it is written, as a key written twice in portcullis.json and a
+ * header named twice (in any letter case) are, so the list says once what it allows.
+ */
+export function repeatedHost(hosts: readonly string[]): { at: number; first: number } | null {
+  const seen = new Map<string, number>();
+  for (const [at, host] of hosts.entries()) {
+    const first = seen.get(host);
+    if (first !== undefined) return { at, first };
+    seen.set(host, at);
+  }
+  return null;
+}
+
 export function parseDeclared(declared: string): { host: string; port: number | null } {
   const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(declared);
   if (v6) return { host: v6[1]!.toLowerCase(), port: v6[2] ? Number(v6[2]) : null };
