@@ -72,6 +72,9 @@ export async function consoleCommand(args: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError("console: takes no arguments.");
   let port = 0;
   if (values.port !== undefined) {
+    // as run --listen refuses `:08080`: a port is written as the number it is
+    if (/^0[0-9]{1,4}$/.test(values.port) && Number(values.port) > 0)
+      throw new UsageError("console: --port is written with a leading zero; write the port without it.");
     port = /^\d{1,5}$/.test(values.port) ? Number(values.port) : -1;
     if (port < 1 || port > 65535) throw new UsageError(`console: --port must be a port number 1-65535.`);
   }

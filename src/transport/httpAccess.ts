@@ -29,6 +29,9 @@ export function parseListenAddress(text: string): ListenAddress | string {
   const host = (m[1] ?? m[2])!;
   const port = Number(m[3]);
   // each after the flag or the key's name, as the sentence's verb: "--listen has …"
+  // `:08080` was read as 8080 where every other number portcullis reads (a revision, a record's
+  // SEQ, console --port) is refused so: written otherwise than the port it is, it may be a typo
+  if (/^0[0-9]/.test(m[3]!)) return "has a port written with a leading zero; write the port without it";
   if (port > 65535) return `has the port ${port}, out of range (0-65535)`;
   if (host !== "localhost" && isIP(host) === 0)
     return "has a host that is not an IP address or localhost (a name could resolve elsewhere)";

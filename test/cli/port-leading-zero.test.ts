@@ -1,0 +1,53 @@
+// A port written with a leading zero (`--listen 127.0.0.1:08080`, `console --port 08080`, a
+// configuration's "listen") is refused naming the flag or the key, as every other number
+// portcullis reads is (a revision, a record's SEQ): it was read as 8080, a port other than the
+// one a reader of the line (or a tool reading 0-prefixed numbers as octal) takes it for. The
+// value is not repeated, as for every bad value of a known flag. Port 0 (any free port) is still
+// `--listen HOST:0`. The real CLI; nothing is launched or listened on (each line also has a
+// --listen-max-sessions refused after the address, so that a line whose port was taken ends at
+// once there instead of serving; console's --idle-timeout 0 likewise).
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { fixtureCommand } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+const NO_SESSIONS = ["--listen-max-sessions", "0"];
+const SAID = "has a port written with a leading zero; write the port without it";
+
+describe("a port with a leading zero", () => {
+  it("run --listen and a configuration's listen refuse it, naming the flag or the key", async () => {
+    const stateDir = newStateDir();
+    for (const address of ["127.0.0.1:08080", "[::1]:00", "localhost:0443"]) {
+      const flag = await runCli(
+        ["run", ...NO_SESSIONS, "--listen", address, "--", ...fixtureCommand("echo")],
+        {
+          stateDir,
+          input: "",
+        },
+      );
+      expect(flag.code, address).toBe(2);
+      expect(flag.stderr, address).toBe(`portcullis run: --listen ${SAID}.\n`);
+
+      const file = join(tempDir(), "portcullis.json");
+      const [command, ...args] = fixtureCommand("echo");
+      writeFileSync(file, JSON.stringify({ servers: { echo: { command, args, listen: address } } }));
+      const key = await runCli(["run", ...NO_SESSIONS, "--config", file, "echo"], { stateDir, input: "" });
+      expect(key.code, address).toBe(2);
+      expect(key.stderr, address).toBe(`portcullis: ${file}: servers.echo.listen ${SAID}.\n`);
+    }
+  });
+
+  it("console --port refuses it, naming the flag", async () => {
+    const r = await runCli(["console", "--no-open", "--idle-timeout", "0", "--port", "08080"], {
+      stateDir: newStateDir(),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      "portcullis console: --port is written with a leading zero; write the port without it.\n",
+    );
+  });
+});
