@@ -181,9 +181,27 @@ export function oneOf<T extends string>(
  * ghp_…` for `vault set`), and the refusal goes to scrollback, CI logs and transcripts.
  */
 export function shownWord(word: string): string {
+  // an empty word (an unset `$SUB`) is no secret, and "not shown" would hide that it is empty
+  if (word === "") return '"" (an empty word)';
   return /^[A-Za-z][A-Za-z-]{0,31}$/.test(word)
     ? `"${word}"`
     : "(not shown: it does not read as one, and may be a secret typed in the wrong place)";
+}
+
+/**
+ * The refusal, without its final period, of a dashed word where a command (`where` empty:
+ * `portcullis --json status`) or a group's subcommand (`where` "audit": `portcullis audit --json`)
+ * goes: the option by its name only, and where it goes. Read as a subcommand word, `--json` was
+ * refused as an unknown subcommand that "may be a secret", which said nothing of the option.
+ */
+export function optionTooEarly(where: string, word: string): string {
+  const flag = flagName(word);
+  const what = where ? "subcommand" : "command";
+  const group = where ? `portcullis ${where} ` : "portcullis ";
+  const help = `run '${group}--help' for the ${what}s`;
+  return flag === NOT_SHOWN_FLAG
+    ? `a word that starts with '-' came before the ${what} (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the ${what} (${group}${what.toUpperCase()} --option …); ${help}`
+    : `${flag} goes after the ${what} (${group}${what.toUpperCase()} ${flag} …); ${help}`;
 }
 
 /**

@@ -46,7 +46,7 @@ import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { emptyValue, parse as parseArgs, shownWord } from "./args.js";
+import { emptyValue, optionTooEarly, parse as parseArgs, shownWord } from "./args.js";
 import { missingSubcommand } from "./errors.js";
 import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
@@ -89,6 +89,8 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
     return sub === undefined ? 2 : 0;
   }
   try {
+    // `audit --json`: an option, not a subcommand word
+    if (sub.startsWith("-")) throw new UsageError(optionTooEarly("audit", sub));
     const opts = parse(sub, rest);
     if (opts.help) {
       process.stdout.write(`${AUDIT_HELP}\n`);

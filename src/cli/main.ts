@@ -6,7 +6,7 @@ import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
 import { nearestName } from "../util/nearest.js";
-import { flagName, NOT_SHOWN_FLAG, repeated, shownWord } from "./args.js";
+import { flagName, NOT_SHOWN_FLAG, optionTooEarly, repeated, shownWord } from "./args.js";
 import { EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
 import { PassphraseError } from "./passphrase.js";
@@ -202,7 +202,9 @@ export async function main(argv: string[]): Promise<number> {
       );
     return main([topic!, "--help"]);
   }
-  if (!name || name === "--help" || name === "-h" || name === "help") {
+  // an empty word (an unset `$COMMAND`) is no command given: refused below as unknown, as an
+  // empty option value is refused (args.ts, refuseEmpty), not answered with the help
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(`${HELP}\n`);
     if (!name) missingSubcommand("", []);
     return name ? 0 : EXIT_USAGE;
@@ -221,11 +223,7 @@ export async function main(argv: string[]): Promise<number> {
       throw new UsageError(
         `unknown option ${flag} (did you mean ${meant}?); run 'portcullis --help' for the commands.`,
       );
-    throw new UsageError(
-      flag === NOT_SHOWN_FLAG
-        ? "a word that starts with '-' came before the command (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the command (portcullis COMMAND --option …); run 'portcullis --help' for the commands."
-        : `${flag} goes after the command (portcullis COMMAND ${flag} …); run 'portcullis --help' for the commands.`,
-    );
+    throw new UsageError(`${optionTooEarly("", name)}.`);
   }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load) {

@@ -45,7 +45,7 @@ import {
   secretNames,
   VaultError,
 } from "../vault/secrets.js";
-import { oneOf, parse, shownWord } from "./args.js";
+import { oneOf, optionTooEarly, parse, shownWord } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -94,11 +94,14 @@ const MAX_UNLOCK_MS = 24 * 3600_000;
 
 export async function vaultCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
   const [sub, ...rest] = args;
-  if (!sub || sub === "--help" || sub === "-h") {
+  // an empty word (an unset `$SUB`) is refused as an unknown subcommand below, not taken as none
+  if (sub === undefined || sub === "--help" || sub === "-h") {
     process.stdout.write(`${VAULT_HELP}\n`);
     if (!sub) missingSubcommand("vault", ["set", "list", "rm"]);
     return sub ? EXIT_OK : 2;
   }
+  // `vault --json`: an option, not a subcommand word
+  if (sub.startsWith("-")) throw new UsageError(`vault: ${optionTooEarly("vault", sub)}.`);
   return guarded("vault", async () => {
     switch (sub) {
       case "set":

@@ -7,7 +7,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
-import { flagName, NOT_SHOWN_FLAG, shownWord, UNKNOWN_NOT_SHOWN } from "../cli/args.js";
+import { parse } from "../cli/args.js";
 import { UsageError } from "../cli/errors.js";
 import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
@@ -67,20 +67,9 @@ export async function runDemo(args: string[]): Promise<number> {
   }
   // --state-dir (and its value) is refused by its name once the rest is read, as drill does
   const { rest, stateDirGiven } = withoutStateDir(args);
-  const unknown = rest.find((a) => a !== "--keep" && a !== "--console");
-  if (unknown) {
-    // the option by its name only, a word only when it reads as one (src/cli/args.ts says why)
-    const flag = flagName(unknown);
-    const said = !unknown.startsWith("-")
-      ? `unknown argument ${shownWord(unknown)}`
-      : flag === "--keep" || flag === "--console"
-        ? `${flag} takes no value`
-        : flag === NOT_SHOWN_FLAG
-          ? UNKNOWN_NOT_SHOWN
-          : `unknown option ${flag}`;
-    process.stderr.write(`portcullis demo: ${said}; see portcullis demo --help.\n`);
-    return 2;
-  }
+  // the shared parser, so its refusals are every command's: an unknown option named with where
+  // the options are listed (or a near one), a stray word counted and not shown (src/cli/args.ts)
+  parse("demo", rest, { keep: { type: "boolean" }, console: { type: "boolean" } }, false);
   // the demo's state is its own (throwawayStateDirRefusal)
   if (stateDirGiven !== undefined) throw new UsageError(throwawayStateDirRefusal("demo", stateDirGiven));
   const keep = args.includes("--keep");
