@@ -77,7 +77,14 @@ export class ServerMessages {
     // Every message from the server passes here first: a released credential value it echoes
     // (raw, base64, URL-encoded) never reaches the client, the catalog in the store, or a log.
     const released = this.p.released;
-    if (released !== undefined && released.size > 0) text = released.scrubLine(text);
+    if (released !== undefined && released.size > 0) {
+      try {
+        text = released.scrubLine(text);
+      } catch {
+        this.unscrubbable(text, gen);
+        return;
+      }
+    }
     if (this.p.log.debugging !== false) this.p.log.debug(`← server ${this.p.quote(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid" && c.tooDeep) {
@@ -116,6 +123,30 @@ export class ServerMessages {
     if (c.kind === "response") this.onResponse(c.msg, gen, text, own);
     else if (c.kind === "request") this.p.serverRequests.relay(c.msg, gen, text);
     else this.onNotification(c.msg, gen, text);
+  }
+
+  /**
+   * A server message the scrubber failed on: never shown nor relayed (it may hold a released
+   * value), the gateway goes on. Whoever waits on its id is answered with an error, as for a
+   * message that cannot be read; its id is read from the unscrubbed text only to route that
+   * error (the requester's own id goes to the client, the server's back to the server).
+   */
+  private unscrubbable(text: string, gen: Generation): void {
+    this.p.log.warn(
+      "dropped a message from the server: it could not be scrubbed of the values released to it",
+    );
+    const reason = "it could not be scrubbed of the credential values released to the server";
+    try {
+      const c = parseLine(text);
+      const id = c.kind === "invalid" ? null : "id" in c.msg ? c.msg.id : null;
+      if (c.kind === "notification" || id === null || id === undefined) return;
+      this.answerDropped(gen, id, writtenIdOf(text, id), c.kind === "request", {
+        request: invalidMessage(reason, INVALID_REQUEST),
+        response: refuse.responseInvalid(reason, "server"),
+      });
+    } catch {
+      /* nothing more can be said: the message is dropped */
+    }
   }
 
   /**

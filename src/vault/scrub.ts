@@ -37,9 +37,20 @@ import {
   mayEscapeOddly,
   ODD_ESCAPE,
 } from "./jsonSpelling.js";
+import { type Found, LONG_VALUE, LongValue } from "./longValues.js";
 import { escapeRegExp, percentPattern } from "./percentSpelling.js";
 
 const MIN_FRAGMENT = 8;
+
+/**
+ * The most characters of regex source (forms and percent patterns) the regexes of the values
+ * searched by regex may hold together; a value that would take them past it is searched as a long
+ * one (src/vault/longValues.ts), as a value over LONG_VALUE characters is.
+ */
+const REGEX_SOURCE_BUDGET = 1_000_000;
+
+/** A regex that matches nothing: the alternation when every value is a long one. */
+const NOTHING = "(?!)";
 
 /**
  * The most characters one character takes when spelled by escapes read twice: `\uXXXX` with
@@ -77,6 +88,10 @@ export class ReleasedValues {
   private readonly hex = new Map<string, string>();
   /** whether some value has a space (which form encoding writes as "+") */
   private spaced = false;
+  /** the values searched without a regex built from them (src/vault/longValues.ts) */
+  private readonly long: LongValue[] = [];
+  /** characters of regex source the values searched by regex take (REGEX_SOURCE_BUDGET) */
+  private regexSource = 0;
   /** the length of the longest form */
   private longest = 0;
 
@@ -84,21 +99,37 @@ export class ReleasedValues {
   add(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
-    for (const f of listedForms(value)) {
+    this.spaced ||= value.includes(" ");
+    this.pattern = null;
+    this.percentRegex = null;
+    this.caseless = null;
+    this.pieceIndex = null;
+    const listed = listedForms(value);
+    const source = listed.reduce((n, f) => n + f.length, 0);
+    const encoded = value.length <= LONG_VALUE ? percentPattern(value) : null;
+    if (encoded === null || this.regexSource + source + encoded.source.length > REGEX_SOURCE_BUDGET) {
+      // too long for a regex built from it: every form searched without one
+      const long = new LongValue(value, scope, [...listed, ...hexForms(value)]);
+      this.long.push(long);
+      const longestListed = listed.reduce((n, f) => Math.max(n, f.length), 0);
+      this.longest = Math.max(
+        this.longest,
+        longestListed,
+        2 * Buffer.byteLength(value, "utf8"),
+        long.percentLongest,
+      );
+      return;
+    }
+    for (const f of listed) {
       if (f === "" || this.forms.has(f)) continue;
       this.forms.set(f, scope);
       this.longest = Math.max(this.longest, f.length);
     }
     for (const h of hexForms(value)) this.hex.set(h, scope);
     this.longest = Math.max(this.longest, 2 * Buffer.byteLength(value, "utf8"));
-    const encoded = percentPattern(value);
     this.percent.set(value, encoded.source);
+    this.regexSource += source + encoded.source.length;
     this.longest = Math.max(this.longest, encoded.longest);
-    this.spaced ||= value.includes(" ");
-    this.pattern = null;
-    this.percentRegex = null;
-    this.caseless = null;
-    this.pieceIndex = null;
   }
 
   /** The scope of a value whose form (or percent-encoding) is `match`. */
@@ -264,15 +295,22 @@ export class ReleasedValues {
           );
         }
       }
+      const place = (at: number, end: number, scope: string) =>
+        found.push(
+          source
+            ? { start: offset + source[at]!, end: offset + source[end]!, scope }
+            : { start: at, end, scope },
+        );
       for (const [h, scope] of this.hex)
-        for (let at = t.indexOf(h); at !== -1; at = t.indexOf(h, at + 1)) {
-          const end = at + h.length;
-          found.push(
-            source
-              ? { start: offset + source[at]!, end: offset + source[end]!, scope }
-              : { start: at, end, scope },
-          );
-        }
+        for (let at = t.indexOf(h); at !== -1; at = t.indexOf(h, at + 1)) place(at, at + h.length, scope);
+      // the long values, without a regex: every written form, and the percent spelling where
+      // the text may hold one (without "%" or "+" it is the value as written, a written form)
+      const percent = this.mayPercentEncode(t);
+      for (const l of this.long) {
+        const at: Found[] = l.writtenOccurrences(t);
+        if (percent) l.percentOccurrences(t, at);
+        for (const f of at) place(f.start, f.end, l.scope);
+      }
     };
     search(text, null, 0);
     for (const [from, to] of stretches) {
@@ -423,9 +461,14 @@ export class ReleasedValues {
     }
     const scopes = new Map<string, string>();
     for (const [f, scope] of [...this.forms, ...this.hex]) scopes.set(f.toLowerCase(), scope);
-    return this.scrubText(host).replace(this.caseless, (m) =>
+    const scrubbed = this.scrubText(host).replace(this.caseless, (m) =>
       redactionMarker(scopes.get(m.toLowerCase()) ?? "credential"),
     );
+    // a long value's forms, in any case: a host name that holds one (it would have to be as
+    // long) is replaced whole
+    const lower = scrubbed.toLowerCase();
+    const long = this.long.find((l) => l.caselessIn(lower));
+    return long ? redactionMarker(long.scope) : scrubbed;
   }
 
   /**
@@ -437,9 +480,13 @@ export class ReleasedValues {
     return text.includes("%") || (this.spaced && text.includes("+"));
   }
 
-  /** Whether `text` may hold what the one alternation does not search: a percent-encoding or a hex form. */
+  /**
+   * Whether `text` may hold what the one alternation does not search: a percent-encoding, a hex
+   * form, or a form of a long value (which the alternation does not hold).
+   */
   private mayHoldUnlisted(text: string): boolean {
     if (this.mayPercentEncode(text)) return true;
+    for (const l of this.long) if (l.writtenIn(text)) return true;
     for (const h of this.hex.keys()) if (text.includes(h)) return true;
     return false;
   }
@@ -448,14 +495,17 @@ export class ReleasedValues {
   private occursIn(text: string): boolean {
     if (matches(this.regex(), text)) return true;
     for (const h of this.hex.keys()) if (text.includes(h)) return true;
-    return this.mayPercentEncode(text) && matches(this.percentPatterns(), text);
+    for (const l of this.long) if (l.writtenIn(text)) return true;
+    if (!this.mayPercentEncode(text)) return false;
+    if (this.long.some((l) => l.percentOccurrences(text).length > 0)) return true;
+    return matches(this.percentPatterns(), text);
   }
 
   /** Every percent-encoding of every value (src/vault/percentSpelling.ts), longest value first. */
   private percentPatterns(): RegExp {
     if (!this.percentRegex) {
       const all = [...this.percent.entries()].sort((a, b) => b[0].length - a[0].length).map(([, p]) => p);
-      this.percentRegex = new RegExp(all.join("|"), "g");
+      this.percentRegex = new RegExp(all.length > 0 ? all.join("|") : NOTHING, "g");
     }
     return this.percentRegex;
   }
@@ -464,7 +514,7 @@ export class ReleasedValues {
   private regex(): RegExp {
     if (!this.pattern) {
       const all = [...this.forms.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
-      this.pattern = new RegExp(all.join("|"), "g");
+      this.pattern = new RegExp(all.length > 0 ? all.join("|") : NOTHING, "g");
     }
     return this.pattern;
   }

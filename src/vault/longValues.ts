@@ -1,0 +1,222 @@
+/**
+ * The search for the forms of a long released value, without a regular expression built from it.
+ * ReleasedValues (src/vault/scrub.ts) searches the forms of its values with one regex alternation,
+ * and their percent spellings with regexes of one group per character (src/vault/percentSpelling.ts):
+ * fast for the values of everyday keys, but past a few thousand characters V8 can no longer
+ * compile them ("Regular expression too large") or runs out of stack matching them, and the vault
+ * takes values up to 64 KiB (`run --url --header` longer ones). A value over LONG_VALUE characters
+ * is searched here instead, every form as the regexes search it:
+ *   - each written form (the listed forms and the hex forms): every occurrence, overlapping ones
+ *     too, by indexOf and then, only where it is found, a Knuth-Morris-Pratt pass, so that text
+ *     that repeats a periodic form costs one pass and not one comparison of the form per position;
+ *   - the percent spelling (each character as itself or as its UTF-8 bytes in `%XX`, either hex
+ *     case, a space also "+"): from each place where the first character starts, in either
+ *     spelling, the characters are read one after the other, keeping every place the spelling read
+ *     so far can end (at most a few: only a "%" of the value can be read two ways), and the
+ *     furthest end of a complete spelling is taken. Text built to start many spellings that run a
+ *     long way before failing would cost the length of the value at each start; the work is
+ *     bounded (PERCENT_WORK per character of the text), and past it the rest of the text from that
+ *     start is taken as a spelling of the value: more is replaced, nothing is let through.
+ */
+
+/** The longest value (in UTF-16 code units) the regexes of ReleasedValues search; longer ones are searched here. */
+export const LONG_VALUE = 256;
+
+/** Steps of the percent search allowed per character of the text searched (plus PERCENT_SLACK), before it fails closed. */
+const PERCENT_WORK = 8;
+const PERCENT_SLACK = 4096;
+
+/** Where a form of a value occurs: text.slice(start, end). */
+export interface Found {
+  start: number;
+  end: number;
+}
+
+/** One character of a value, as the percent spelling may write it. */
+interface PercentChar {
+  /** the character as itself (one or two UTF-16 code units) */
+  self: string;
+  /** its UTF-8 bytes, each written `%XX` (none for a lone surrogate, which has no bytes of its own) */
+  bytes: number[] | null;
+  /** a space, which form encoding writes "+" */
+  space: boolean;
+}
+
+/** A written form and, once it is first found somewhere, its KMP failure table. */
+class WrittenForm {
+  private table: Int32Array | null = null;
+  constructor(readonly text: string) {}
+
+  /** Every occurrence of the form in `t`, overlapping ones too, in order. */
+  occurrencesIn(t: string, out: Found[]): void {
+    const f = this.text;
+    const first = t.indexOf(f);
+    if (first === -1) return;
+    const table = this.failureTable();
+    let k = 0;
+    for (let i = first; i < t.length; i++) {
+      const c = t.charCodeAt(i);
+      while (k > 0 && f.charCodeAt(k) !== c) k = table[k - 1]!;
+      if (f.charCodeAt(k) === c) k++;
+      if (k === f.length) {
+        out.push({ start: i + 1 - f.length, end: i + 1 });
+        k = table[k - 1]!;
+      }
+    }
+  }
+
+  private failureTable(): Int32Array {
+    if (this.table) return this.table;
+    const f = this.text;
+    const table = new Int32Array(f.length);
+    for (let i = 1, k = 0; i < f.length; i++) {
+      while (k > 0 && f.charCodeAt(i) !== f.charCodeAt(k)) k = table[k - 1]!;
+      if (f.charCodeAt(i) === f.charCodeAt(k)) k++;
+      table[i] = k;
+    }
+    this.table = table;
+    return table;
+  }
+}
+
+/** A long released value: its written forms and its percent spelling, searched without a regex. */
+export class LongValue {
+  private readonly written: WrittenForm[];
+  private readonly chars: PercentChar[];
+  /** the longest percent spelling of the value, in characters */
+  readonly percentLongest: number;
+  /** whether a character of the value can be read two ways at one place (only a "%": as itself, or "%25") */
+  private readonly twoWays: boolean;
+
+  /** `forms`: every written form of `value` (its listed forms and hex forms, src/vault/scrub.ts). */
+  constructor(
+    readonly value: string,
+    readonly scope: string,
+    forms: Iterable<string>,
+  ) {
+    this.written = [...new Set(forms)].filter((f) => f !== "").map((f) => new WrittenForm(f));
+    this.chars = [];
+    let longest = 0;
+    for (const c of value) {
+      const lone = c.length === 1 && c.charCodeAt(0) >= 0xd800 && c.charCodeAt(0) <= 0xdfff;
+      const bytes = lone ? null : [...Buffer.from(c, "utf8")];
+      this.chars.push({ self: c, bytes, space: c === " " });
+      longest += Math.max(c.length, 3 * (bytes?.length ?? 0));
+    }
+    this.percentLongest = longest;
+    this.twoWays = value.includes("%");
+  }
+
+  /** Whether some written form occurs in `t` (the percent spelling is not looked at). */
+  writtenIn(t: string): boolean {
+    return this.written.some((f) => t.includes(f.text));
+  }
+
+  /** Whether some written form, lower-cased, occurs in `lower` (a lower-cased host name). */
+  caselessIn(lower: string): boolean {
+    return this.written.some((f) => f.text.length <= lower.length && lower.includes(f.text.toLowerCase()));
+  }
+
+  /** Every occurrence of every written form in `t`, in no particular order. */
+  writtenOccurrences(t: string, out: Found[] = []): Found[] {
+    for (const f of this.written) f.occurrencesIn(t, out);
+    return out;
+  }
+
+  /**
+   * Every percent spelling of the value in `t`: from each place one can start, to the furthest
+   * place it can end, the search going on past that end as a global regex's does (from the next
+   * place, for a value with a "%", whose spellings can end in more than one place). Past the work
+   * bound, the rest of `t` from where the search stood (see the module comment).
+   */
+  percentOccurrences(t: string, out: Found[] = []): Found[] {
+    let budget = PERCENT_WORK * t.length + PERCENT_SLACK;
+    for (let s = 0; s < t.length; s++) {
+      if (!this.mayStartAt(t, s)) continue;
+      let end: number;
+      if (this.twoWays) {
+        let ends = [s];
+        for (let k = 0; k < this.chars.length && ends.length > 0; k++) {
+          budget -= ends.length;
+          if (budget < 0) break;
+          ends = this.stepsOf(t, ends, this.chars[k]!);
+        }
+        end = ends.length > 0 ? Math.max(...ends) : -1;
+      } else {
+        // one way at most to read each character: one place at a time
+        let p = s;
+        for (let k = 0; k < this.chars.length && p !== -1; k++) {
+          if (--budget < 0) break;
+          p = stepOf(t, p, this.chars[k]!);
+        }
+        end = p;
+      }
+      if (budget < 0) {
+        out.push({ start: s, end: t.length });
+        return out;
+      }
+      if (end === -1) continue;
+      out.push({ start: s, end });
+      if (!this.twoWays) s = end - 1;
+    }
+    return out;
+  }
+
+  /** Whether the first character of the value can start at `s`, as itself, `%XX` or "+". */
+  private mayStartAt(t: string, s: number): boolean {
+    const c = t.charCodeAt(s);
+    const first = this.chars[0]!;
+    return (
+      c === first.self.charCodeAt(0) || (c === 0x25 && first.bytes !== null) || (c === 0x2b && first.space)
+    );
+  }
+
+  /** Every place after one spelling of `ch` starting at one of `from` (no place twice). */
+  private stepsOf(t: string, from: number[], ch: PercentChar): number[] {
+    const next: number[] = [];
+    const add = (p: number) => {
+      if (!next.includes(p)) next.push(p);
+    };
+    for (const p of from) {
+      if (t.startsWith(ch.self, p)) add(p + ch.self.length);
+      if (ch.bytes !== null && percentBytesAt(t, p, ch.bytes)) add(p + 3 * ch.bytes.length);
+      if (ch.space && t.charCodeAt(p) === 0x2b) add(p + 1);
+    }
+    return next;
+  }
+}
+
+/**
+ * The place after the one spelling of `ch` at `p` (-1: none), for a character other than "%":
+ * as itself it does not start with "%", so at most one of its spellings is there.
+ */
+function stepOf(t: string, p: number, ch: PercentChar): number {
+  const c = t.charCodeAt(p);
+  if (c === 0x25) return ch.bytes !== null && percentBytesAt(t, p, ch.bytes) ? p + 3 * ch.bytes.length : -1;
+  if (ch.space && c === 0x2b) return p + 1;
+  if (c !== ch.self.charCodeAt(0)) return -1;
+  if (ch.self.length === 2 && t.charCodeAt(p + 1) !== ch.self.charCodeAt(1)) return -1;
+  return p + ch.self.length;
+}
+
+/** Whether `t` has `bytes` at `at`, each written `%XX` with hex digits of either case. */
+function percentBytesAt(t: string, at: number, bytes: number[]): boolean {
+  if (at + 3 * bytes.length > t.length) return false;
+  for (let i = 0; i < bytes.length; i++) {
+    const p = at + 3 * i;
+    if (t.charCodeAt(p) !== 0x25) return false;
+    if (
+      hexValue(t.charCodeAt(p + 1)) !== bytes[i]! >> 4 ||
+      hexValue(t.charCodeAt(p + 2)) !== (bytes[i]! & 15)
+    )
+      return false;
+  }
+  return true;
+}
+
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 65 && c <= 70) return c - 55;
+  if (c >= 97 && c <= 102) return c - 87;
+  return -1;
+}
