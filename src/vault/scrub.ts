@@ -20,6 +20,11 @@
  * * And any other JSON spelling of a form (`\u0053` for "S", in either hex case, any mix): the
  * text's escapes are read (src/vault/jsonSpelling.ts), twice, and what they spell is searched.
  *
+ * How they are searched: the forms of a value of up to LONG_VALUE characters by one regex
+ * alternation, and its percent spellings by a regex of its own; a longer value (up to the vault's
+ * 64 KiB, or a `run --url --header` value of any length), for which V8 could not compile or run
+ * such regexes, without one (src/vault/longValues.ts), each of its forms just the same.
+ *
  * Limits (docs/security.md): a server that wants to leak a value can always transform it some
  * other way (reverse it, split it across messages, encrypt it); this catches echoes and the
  * encodings that libraries apply on their own. A short value (under 8 characters) is scrubbed
