@@ -108,6 +108,10 @@ export function plainRequest(
   const dropped = Object.keys(msg).filter((key) => !PLAIN_REQUEST_MEMBERS.has(key));
   const out = { jsonrpc: "2.0", id: msg.id, method: msg.method } as Request;
   if (params !== undefined) out.params = params as Request["params"];
+  // the gateway's own marks go with it (symbol keys: the client's id as written, the call key,
+  // src/gateway/clientIdText.ts): JSON never writes them, and the audit names the call by them
+  for (const mark of Object.getOwnPropertySymbols(msg))
+    (out as unknown as Record<symbol, unknown>)[mark] = (msg as unknown as Record<symbol, unknown>)[mark];
   return { msg: out, dropped };
 }
 

@@ -152,8 +152,9 @@ describe("views print what others chose as text, never as terminal commands", ()
     );
     const wrap = await runCli(["wrap", host, "--dry-run", "--state-dir", stateDir], { cwd: dir });
     expect(wrap.code, wrap.stderr).toBe(0);
-    expect(wrap.stdout).toContain(`${host}: would wrap ${shown}\n`);
-    expect(wrap.stdout).toContain(`  left alone: ${shown}2 (an HTTP entry (url)`);
+    // a key that needs an escape is named quoted (as an empty one or one with a comma is)
+    expect(wrap.stdout).toContain(`${host}: would wrap "${shown}"\n`);
+    expect(wrap.stdout).toContain(`  left alone: "${shown}2" (an HTTP entry (url)`);
     expect(wrap.stdout).not.toMatch(CONTROL);
     writeFileSync(host, JSON.stringify({ mcpServers: { [key]: { command: "node", args: [1] } } }));
     const refused = await runCli(["wrap", host, "--dry-run", "--state-dir", stateDir], { cwd: dir });
