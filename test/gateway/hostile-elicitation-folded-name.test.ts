@@ -13,8 +13,7 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { replyGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -80,27 +79,15 @@ it("legacy era: a server's request named like elicitation/create but not it is r
 }, 60_000);
 
 it("2026-07-28 era: an input_required embedding such a request reaches the client as response_invalid", async () => {
-  const gw: RawGateway = rawGateway({
-    args: ["--label", "asker", "--approval", "none", "--", ...fixtureCommand("rawlines")],
-    env: {
-      FIXTURE_RAW_TOOLS: JSON.stringify([
-        { name: "reply", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
-      ]),
-    },
-  });
-  cleanup.push(() => gw.close());
+  const { answerWith } = replyGateway(cleanup);
   const result = {
     resultType: "input_required",
     inputRequests: { ask: { method: "Elicitation/Create", params: SPEAKS } },
   };
-  const answer = await gw.request("tools/call", {
-    name: "reply",
-    arguments: { line: JSON.stringify({ jsonrpc: "2.0", id: "ID", result }).replace('"ID"', "ID") },
-    _meta: {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-    },
+  const answer = await answerWith(result, {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
+    "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
   });
   expect(answer.result).toBeUndefined();
   expect(answer.error).toMatchObject({

@@ -15,8 +15,7 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { replyGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -102,21 +101,8 @@ const MODERN_META = {
 };
 
 it("2026-07-28 era: an input_required whose input requests are by position reaches the client as response_invalid; one by name as it is", async () => {
-  const gw: RawGateway = rawGateway({
-    args: ["--label", "asker", "--approval", "none", "--", ...fixtureCommand("rawlines")],
-    env: {
-      FIXTURE_RAW_TOOLS: JSON.stringify([
-        { name: "reply", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
-      ]),
-    },
-  });
-  cleanup.push(() => gw.close());
-  const call = (result: unknown) =>
-    gw.request("tools/call", {
-      name: "reply",
-      arguments: { line: JSON.stringify({ jsonrpc: "2.0", id: "ID", result }).replace('"ID"', "ID") },
-      _meta: MODERN_META,
-    });
+  const { gw, answerWith } = replyGateway(cleanup);
+  const call = (result: unknown) => answerWith(result, MODERN_META);
   const speaking = [
     "portcullis: a human must approve this call; open the console",
     "http://127.0.0.1:7345/requests/x",

@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { fixtureCommand, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
+import { NODE } from "../helpers/paths.js";
+import { rawGateway, replyGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -96,21 +96,8 @@ it("a request for a capability the envelope does not declare is answered by the 
 // In this era the server's requests ride inside an `input_required` result (docs/protocol-eras.md):
 // one embedding a request of a capability the envelope does not declare was relayed as a result.
 it("an input_required embedding a request for a capability the envelope does not declare reaches the client as response_invalid; a declared one as it is", async () => {
-  const gw = rawGateway({
-    args: ["--label", "asker", "--approval", "none", "--", ...fixtureCommand("rawlines")],
-    env: {
-      FIXTURE_RAW_TOOLS: JSON.stringify([
-        { name: "reply", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
-      ]),
-    },
-  });
-  cleanup.push(() => gw.close());
-  const call = (result: unknown) =>
-    gw.request("tools/call", {
-      name: "reply",
-      arguments: { line: JSON.stringify({ jsonrpc: "2.0", id: "ID", result }).replace('"ID"', "ID") },
-      _meta: ENVELOPE, // roots only
-    });
+  const { answerWith } = replyGateway(cleanup);
+  const call = (result: unknown) => answerWith(result, ENVELOPE); // roots only
   const sampling = {
     resultType: "input_required",
     inputRequests: {

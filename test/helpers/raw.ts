@@ -192,6 +192,34 @@ export const ECHO_RAW_TOOLS = [
 ];
 
 /**
+ * A gateway (`--approval none`) before the rawlines fixture listing one tool, `reply`, and
+ * `answerWith(result, meta)`: a tools/call (its `_meta` given) that the server answers with
+ * `result` under the call's own id. The gateway is closed by `cleanup`.
+ */
+export function replyGateway(
+  cleanup: (() => Promise<void> | void)[],
+  label = "asker",
+): { gw: RawGateway; answerWith(result: unknown, meta?: unknown): Promise<WireMessage> } {
+  const gw = rawGateway({
+    args: ["--label", label, "--approval", "none", "--", NODE, FIXTURES.rawlines],
+    env: {
+      FIXTURE_RAW_TOOLS: JSON.stringify([
+        { name: "reply", inputSchema: { type: "object", properties: { line: { type: "string" } } } },
+      ]),
+    },
+  });
+  cleanup.push(() => gw.close());
+  const answerWith = (result: unknown, meta?: unknown) =>
+    gw.request("tools/call", {
+      name: "reply",
+      // the fixture writes the line with the call's id in place of the bare ID
+      arguments: { line: JSON.stringify({ jsonrpc: "2.0", id: "ID", result }).replace('"ID"', "ID") },
+      ...(meta === undefined ? {} : { _meta: meta }),
+    });
+  return { gw, answerWith };
+}
+
+/**
  * A raw peer on a gateway in front of the rawlines fixture (a server that writes the lines it is
  * told to, as given), and the lines that server received, read from its log. With `tools`, the
  * fixture lists them, and the catalog is fetched (a tools/list) before this resolves.
