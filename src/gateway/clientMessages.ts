@@ -29,8 +29,10 @@ import {
   isRelayableNotification,
   isTaskMethod,
   listenResourceUris,
+  listenWithKnownParams,
 } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
+import { preview } from "./text.js";
 
 /**
  * What was wrong with a client's answer to a server's request that the transport refused before
@@ -293,20 +295,24 @@ export class ClientMessages {
       case "completion/complete":
         guarded.read(msg);
         return;
-      case "subscriptions/listen":
+      case "subscriptions/listen": {
+        // only the members the protocol gives a listen go on, decided or not: one it does not
+        // have (a `resourceSubscription`, uris beside the filter) is decided by no one, and a
+        // lenient server may subscribe to the resources it names
+        const { msg: listen, dropped } = listenWithKnownParams(msg);
+        if (dropped.length > 0) this.warnListenLeftOut(listen, dropped);
         // resource subscriptions are decided as resources/subscribe of each uri would be (and
         // params that are no object, whose uris the gateway cannot read, are refused there)
-        if (listenResourceUris(msg) !== undefined || !isParamsObject(msg.params)) {
-          guarded.listen(msg);
+        if (listenResourceUris(listen) !== undefined || !isParamsObject(listen.params)) {
+          guarded.listen(listen);
           return;
         }
-        {
-          const open = listensToTools(msg) ? session.listenOpened(msg.id) : undefined;
-          // not sent (no live process: answered server_unavailable): no listen of the client's,
-          // so the gateway's own list_changed does not go out under its id
-          if (!inFlight.forward(msg, { listen: msg })) session.listenEnded(open);
-        }
+        const open = listensToTools(listen) ? session.listenOpened(listen.id) : undefined;
+        // not sent (no live process: answered server_unavailable): no listen of the client's,
+        // so the gateway's own list_changed does not go out under its id
+        if (!inFlight.forward(listen, { listen })) session.listenEnded(open);
         return;
+      }
       default:
         if (isTaskMethod(msg.method)) {
           // The gateway offers no tasks, so no task of this client's exists behind it; a server
@@ -351,6 +357,14 @@ export class ClientMessages {
    * JSON-RPC asks ids to be unique among requests in flight; clients that number their requests
    * never hit this.
    */
+  /** Says on stderr which members of the client's subscriptions/listen were left out, by name. */
+  private warnListenLeftOut(listen: Request, dropped: string[]): void {
+    const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
+    this.p.log.warn(
+      `subscriptions/listen ${idTextOf(listen)}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names}): the server gets only the filter the protocol defines, its resource uris decided`,
+    );
+  }
+
   private idInUse(msg: Request): boolean {
     // the same id spelled otherwise (`1.0` for `1`) is the same id: a cancellation names both
     const inUse =

@@ -276,6 +276,52 @@ export function listenResourceUris(msg: Request): unknown {
   return uris;
 }
 
+/**
+ * The members the 2026-07-28 schema gives a subscriptions/listen's params (LISTEN_PARAMS) and its
+ * `notifications` filter: the list_changed flags (booleans) and `resourceSubscriptions`, the uris
+ * the guard decides. Any other member (`resourceSubscription`, a top-level `resourceSubscriptions`,
+ * `uris` …) is no filter the protocol has, so nothing of it is decided; a lenient server that
+ * takes uris from one would subscribe to resources no human approved.
+ */
+const LISTEN_PARAMS: ReadonlySet<string> = new Set(["_meta", "notifications"]);
+const LISTEN_FILTER_FLAGS: ReadonlySet<string> = new Set([
+  "toolsListChanged",
+  "promptsListChanged",
+  "resourcesListChanged",
+]);
+
+/**
+ * A client's subscriptions/listen as it is decided and sent: jsonrpc, id, method and params only,
+ * its params with only `_meta` (less the related-task key) and `notifications`, that filter with
+ * only its boolean flags and `resourceSubscriptions` (kept as written: the guard decides it, or
+ * refuses what is no list of uris); a `notifications` that is no object is left out whole.
+ * `dropped` names what was left out. A listen whose params are no object is returned as it is
+ * (refused by the guard: its uris cannot be read).
+ */
+export function listenWithKnownParams(msg: Request): { msg: Request; dropped: string[] } {
+  if (!isPlainObject(msg.params)) return { msg, dropped: [] };
+  const given = msg.params as Record<string, unknown>;
+  const dropped: string[] = [];
+  const params: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (!LISTEN_PARAMS.has(key)) dropped.push(key);
+    else if (key !== "notifications") params[key] = value;
+    else if (!isPlainObject(value)) dropped.push(key);
+    else {
+      const filter: Record<string, unknown> = {};
+      for (const [name, v] of Object.entries(value)) {
+        if (name === "resourceSubscriptions" || (LISTEN_FILTER_FLAGS.has(name) && typeof v === "boolean"))
+          filter[name] = v;
+        else dropped.push(`notifications.${name}`);
+      }
+      params.notifications = filter;
+    }
+  }
+  const meta = withoutRelatedTask(params, dropped);
+  const plain = plainRequest(msg, meta.params);
+  return { msg: plain.msg, dropped: [...plain.dropped, ...meta.dropped] };
+}
+
 /** The 2026-07-28 listen filter keys for the lists the gateway does not list itself, with their notifications. */
 const OTHER_LIST_FILTERS = [
   ["promptsListChanged", "notifications/prompts/list_changed"],

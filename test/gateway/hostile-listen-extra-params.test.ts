@@ -1,0 +1,132 @@
+// A 2026-07-28 subscriptions/listen names the resources it wants updates of in
+// `params.notifications.resourceSubscriptions`, and only those uris are decided (approval.resources).
+// Its other members went to the server as written: a listen with no `resourceSubscriptions` was
+// relayed whole, and one with them kept the rest. A lenient server that takes uris from another
+// member (`notifications.resourceSubscription`, a top-level `params.resourceSubscriptions`, a
+// string where a flag is) subscribes to resources no human approved. Only the members the
+// protocol's schema gives a listen go to the server, the rest named on stderr. Real gateway, the
+// lenient fixture (which logs the params of every request it gets), the decision by the real CLI.
+
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const SECRET = "test://secret";
+const CLIENT = "listen-extra-params-test";
+const envelope = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: CLIENT, version: "1.0.0" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
+
+type Logged = { method: string; params: Record<string, unknown> & { _meta?: Record<string, unknown> } };
+
+describe("a 2026-07-28 listen's members beyond its filter", () => {
+  it("never reach the server, whether the listen names resources or not", async () => {
+    const dir = tempDir();
+    const methods = join(dir, "methods.jsonl");
+    writeFileSync(
+      join(dir, "portcullis.json"),
+      JSON.stringify({
+        servers: {
+          lenient: {
+            command: NODE,
+            args: [FIXTURES.lenient],
+            env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1" },
+            approval: { default: "none", resources: "per-call" },
+          },
+        },
+      }),
+    );
+    const gw = rawGateway({ args: ["lenient"], cwd: dir });
+    cleanup.push(
+      () => gw.close(),
+      () => removeDir(dir),
+    );
+    // the client's listens at the server (the gateway's own, which listens to tools under the
+    // client's envelope, aside)
+    const theirs = () =>
+      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+        .map((l) => JSON.parse(l) as Logged)
+        .filter(
+          (m) =>
+            m.method === "subscriptions/listen" &&
+            (m.params.notifications as { toolsListChanged?: unknown } | undefined)?.toolsListChanged ===
+              undefined &&
+            JSON.stringify(m.params?._meta?.["io.modelcontextprotocol/clientInfo"] ?? null).includes(CLIENT),
+        );
+    await gw.request("tools/list", { _meta: envelope }, 30_000);
+
+    // no resourceSubscriptions: relayed with no decision, the uris elsewhere (and the
+    // related-task key, docs/protocol-eras.md "Tasks") with it before
+    gw.send({
+      jsonrpc: "2.0",
+      id: "listen:0",
+      method: "subscriptions/listen",
+      params: {
+        notifications: {
+          resourcesListChanged: true,
+          promptsListChanged: SECRET,
+          resourceSubscription: [SECRET],
+          uris: [SECRET],
+        },
+        resourceSubscriptions: [SECRET],
+        uri: SECRET,
+        _meta: { ...envelope, "io.modelcontextprotocol/related-task": { taskId: "made-up" } },
+      },
+    });
+    const [plain] = await waitFor(
+      () => (theirs().length > 0 ? theirs() : null),
+      20_000,
+      "the client's first listen at the server",
+    );
+    expect(plain!.params).toEqual({ notifications: { resourcesListChanged: true }, _meta: envelope });
+
+    // resourceSubscriptions decided (a human approves test://a), the other members beside them
+    gw.send({
+      jsonrpc: "2.0",
+      id: "listen:1",
+      method: "subscriptions/listen",
+      params: {
+        notifications: { resourceSubscriptions: ["test://a"], resourceSubscription: [SECRET] },
+        resourceSubscriptions: [SECRET],
+        _meta: envelope,
+      },
+    });
+    const asked = await nextRequest(gw.stateDir);
+    expect(asked.tool).toBe("resources/subscribe test://a");
+    await decideByCli(gw.stateDir, "approve", asked.request);
+    const [, named] = await waitFor(
+      () => (theirs().length > 1 ? theirs() : null),
+      20_000,
+      "the client's second listen at the server",
+    );
+    expect(named!.params).toEqual({
+      notifications: { resourceSubscriptions: ["test://a"] },
+      _meta: envelope,
+    });
+
+    expect(JSON.stringify(theirs())).not.toContain(SECRET);
+    await waitFor(
+      () => gw.stderr().includes('subscriptions/listen "listen:1": left out'),
+      10_000,
+      "the lines",
+    );
+    expect(gw.stderr()).toContain(
+      'subscriptions/listen "listen:0": left out 6 members ("notifications.promptsListChanged", "notifications.resourceSubscription", "notifications.uris", "resourceSubscriptions", "uri", …)',
+    );
+    expect(gw.stderr()).toContain(
+      'subscriptions/listen "listen:1": left out 2 members ("notifications.resourceSubscription", "resourceSubscriptions")',
+    );
+  }, 60_000);
+});
