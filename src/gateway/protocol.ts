@@ -295,11 +295,11 @@ const LISTEN_FILTER_FLAGS: ReadonlySet<string> = new Set([
  * its params with only `_meta` (less the related-task key) and `notifications`, that filter with
  * only its boolean flags and `resourceSubscriptions` (kept as written: the guard decides it, or
  * refuses what is no list of uris); a `notifications` that is no object is left out whole.
- * `dropped` names what was left out. A listen whose params are no object is returned as it is
- * (refused by the guard: its uris cannot be read).
+ * `dropped` names what was left out. A listen whose params are no object keeps them as written
+ * (none: relayed; anything else: refused by the guard, its uris cannot be read).
  */
 export function listenWithKnownParams(msg: Request): { msg: Request; dropped: string[] } {
-  if (!isPlainObject(msg.params)) return { msg, dropped: [] };
+  if (!isPlainObject(msg.params)) return plainRequest(msg);
   const given = msg.params as Record<string, unknown>;
   const dropped: string[] = [];
   const params: Record<string, unknown> = {};

@@ -61,7 +61,7 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
         .filter(
           (m) =>
             m.method === "subscriptions/listen" &&
-            (m.params.notifications as { toolsListChanged?: unknown } | undefined)?.toolsListChanged ===
+            (m.params?.notifications as { toolsListChanged?: unknown } | undefined)?.toolsListChanged ===
               undefined &&
             JSON.stringify(m.params?._meta?.["io.modelcontextprotocol/clientInfo"] ?? null).includes(CLIENT),
         );
@@ -115,6 +115,24 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
       notifications: { resourceSubscriptions: ["test://a"] },
       _meta: envelope,
     });
+
+    // no params at all, the filter written beside them: nothing of it goes (the fixture logs only
+    // params, so the gateway's line says what it left out)
+    gw.send({
+      jsonrpc: "2.0",
+      id: "listen:2",
+      method: "subscriptions/listen",
+      notifications: { resourceSubscriptions: [SECRET] },
+      Params: { notifications: { resourceSubscriptions: [SECRET] } },
+    });
+    await waitFor(
+      () => gw.stderr().includes('subscriptions/listen "listen:2": left out'),
+      10_000,
+      "the gateway's line on the third listen",
+    );
+    expect(gw.stderr()).toContain(
+      'subscriptions/listen "listen:2": left out 2 members ("notifications", "Params")',
+    );
 
     expect(JSON.stringify(theirs())).not.toContain(SECRET);
     await waitFor(
