@@ -164,27 +164,44 @@ export class ReleasedValues {
    * form across `at` then ends inside it).
    */
   cutPoint(text: string, at: number): number {
-    if (this.values.size === 0) return at;
+    return this.cutter(text)(at);
+  }
+
+  /**
+   * cutPoint for many cuts of one text: the text is searched once, here, and each cut asked of
+   * the function returned is answered from what was found (a binary search, then a walk past
+   * split escapes). A caller cutting a long text into pieces pays one scan of it, not one per
+   * piece: with a long value released, what a cut must keep back (longestForm) runs to millions
+   * of characters.
+   */
+  cutter(text: string): (at: number) => number {
+    if (this.values.size === 0) return (at) => at;
     if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
+      // the global regex's matches: in order and apart, so at most one is across a cut
+      const found: Span[] = [];
       const re = this.regex();
       re.lastIndex = 0;
-      for (let m = re.exec(text); m !== null && m.index < at; m = re.exec(text)) {
-        const end = m.index + m[0].length;
-        if (end > at) return end;
-      }
-      return at;
+      for (let m = re.exec(text); m !== null; m = re.exec(text))
+        found.push({ start: m.index, end: m.index + m[0].length, scope: "" });
+      return (at) => {
+        const across = lastStartingBefore(found, at);
+        return across && across.end > at ? across.end : at;
+      };
     }
     const spans = this.spansOf(text, [[0, text.length]]);
     // the places where both readings of the escapes are between two characters
     const between = new Uint8Array(text.length + 1);
     for (const p of decodeAgain(decodeEscapes(text)).source) between[p] = 1;
-    let cut = at;
-    for (;;) {
-      const across = spans.find((s) => s.start < cut && s.end > cut);
-      if (across) cut = across.end;
-      else if (cut < text.length && (between[cut] === 0 || splitsPair(text, cut))) cut += 1;
-      else return cut;
-    }
+    return (at) => {
+      let cut = at;
+      for (;;) {
+        // spans are in order and apart (spansOf merges those that overlap)
+        const across = lastStartingBefore(spans, cut);
+        if (across && across.end > cut) cut = across.end;
+        else if (cut < text.length && (between[cut] === 0 || splitsPair(text, cut))) cut += 1;
+        else return cut;
+      }
+    };
   }
 
   /** How many distinct values were released. */
@@ -638,6 +655,18 @@ function quotedInNumbers(line: string, spans: Span[]): string | null {
   }
   out.push(line.slice(from));
   return any ? out.join("") : null;
+}
+
+/** The last of `spans` (in order, apart) that starts before `at`, if any. */
+function lastStartingBefore(spans: readonly Span[], at: number): Span | undefined {
+  let lo = 0;
+  let hi = spans.length; // spans[0..lo) start before `at`, spans[hi..) do not
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (spans[mid]!.start < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 ? spans[lo - 1] : undefined;
 }
 
 function matches(re: RegExp, text: string): boolean {
