@@ -32,7 +32,7 @@ import {
   listenWithKnownParams,
 } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
-import { preview } from "./text.js";
+import { leftOutWords } from "./text.js";
 
 /**
  * What was wrong with a client's answer to a server's request that the transport refused before
@@ -347,6 +347,13 @@ export class ClientMessages {
     }
   }
 
+  /** Says on stderr which members of the client's subscriptions/listen were left out, by name. */
+  private warnListenLeftOut(listen: Request, dropped: string[]): void {
+    this.p.log.warn(
+      `subscriptions/listen ${idTextOf(listen)}: ${leftOutWords(dropped)}: the server gets only the filter the protocol defines, its resource uris decided`,
+    );
+  }
+
   /**
    * A request, whatever its method, whose id a request of this client still in flight carries
    * (held, being decided, or at the server; not one it cancelled), however either spelled it (JSON's
@@ -357,14 +364,6 @@ export class ClientMessages {
    * JSON-RPC asks ids to be unique among requests in flight; clients that number their requests
    * never hit this.
    */
-  /** Says on stderr which members of the client's subscriptions/listen were left out, by name. */
-  private warnListenLeftOut(listen: Request, dropped: string[]): void {
-    const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
-    this.p.log.warn(
-      `subscriptions/listen ${idTextOf(listen)}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names}): the server gets only the filter the protocol defines, its resource uris decided`,
-    );
-  }
-
   private idInUse(msg: Request): boolean {
     // the same id spelled otherwise (`1.0` for `1`) is the same id: a cancellation names both
     const inUse =

@@ -45,7 +45,7 @@ import {
   toolWithoutTasks,
 } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
-import { metaProblem, preview } from "./text.js";
+import { leftOutWords, metaProblem, preview } from "./text.js";
 
 export interface GuardedRequestsPorts {
   log: Logger;
@@ -461,10 +461,7 @@ export class GuardedRequests {
 
   /** Says on stderr which params members of the client's request (`what`) were left out, by name. */
   private warnLeftOut(what: string, dropped: string[]): void {
-    const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
-    this.p.log.warn(
-      `${what}: left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names}): the server gets only what was decided and recorded`,
-    );
+    this.p.log.warn(`${what}: ${leftOutWords(dropped)}: the server gets only what was decided and recorded`);
   }
 
   /**

@@ -39,6 +39,15 @@ export function preview(text: string): string {
   return JSON.stringify(cutShort(text));
 }
 
+/**
+ * "left out N members (a, b, …)": the members of a client's request the gateway did not send on
+ * (src/gateway/protocol.ts), named as written, the first five.
+ */
+export function leftOutWords(dropped: string[]): string {
+  const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
+  return `left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names})`;
+}
+
 /** `text` cut to 80 characters (an ellipsis says so), not quoted: for JSON text, an id as written. */
 export function cutShort(text: string): string {
   return text.length > 80 ? `${cutText(text, 80)}…` : text;
