@@ -7,13 +7,11 @@
 // protocol's schema gives a listen go to the server, the rest named on stderr. Real gateway, the
 // lenient fixture (which logs the params of every request it gets), the decision by the real CLI.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
+import { waitFor } from "../helpers/files.js";
+import { lenientListenGateway } from "../helpers/lenientListens.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -33,26 +31,7 @@ type Logged = { method: string; params: Record<string, unknown> & { _meta?: Reco
 
 describe("a 2026-07-28 listen's members beyond its filter", () => {
   it("never reach the server, whether the listen names resources or not", async () => {
-    const dir = tempDir();
-    const methods = join(dir, "methods.jsonl");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          lenient: {
-            command: NODE,
-            args: [FIXTURES.lenient],
-            env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1" },
-            approval: { default: "none", resources: "per-call" },
-          },
-        },
-      }),
-    );
-    const gw = rawGateway({ args: ["lenient"], cwd: dir });
-    cleanup.push(
-      () => gw.close(),
-      () => removeDir(dir),
-    );
+    const { gw, methods } = lenientListenGateway(cleanup, { resources: "per-call" });
     // the client's listens at the server (the gateway's own, which listens to tools under the
     // client's envelope, aside)
     const theirs = () =>

@@ -8,12 +8,12 @@
 // window of its grant. The key is taken out of a call's and a guarded read's `_meta`, whatever
 // else `_meta` holds goes on. Real gateway in front of the unmodified server-everything.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { EVERYTHING, FIXTURES, NODE } from "../helpers/paths.js";
+import { lenientListenGateway } from "../helpers/lenientListens.js";
+import { EVERYTHING, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -66,26 +66,7 @@ describe("a request tied to a task through its _meta", () => {
   }, 60_000);
 
   it("a 2026-07-28 listen that names a resource goes without it too", async () => {
-    const dir = tempDir();
-    const methods = join(dir, "methods.jsonl");
-    writeFileSync(
-      join(dir, "portcullis.json"),
-      JSON.stringify({
-        servers: {
-          lenient: {
-            command: NODE,
-            args: [FIXTURES.lenient],
-            env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1" },
-            approval: { default: "none", resources: "none" },
-          },
-        },
-      }),
-    );
-    const gw = rawGateway({ args: ["lenient"], cwd: dir });
-    cleanup.push(
-      () => gw.close(),
-      () => removeDir(dir),
-    );
+    const { gw, methods } = lenientListenGateway(cleanup, { resources: "none" });
     const envelope = {
       "io.modelcontextprotocol/protocolVersion": "2026-07-28",
       "io.modelcontextprotocol/clientInfo": { name: "related-task-test", version: "1.0.0" },

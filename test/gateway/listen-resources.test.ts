@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
+import { lenientListenGateway } from "../helpers/lenientListens.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -60,27 +61,7 @@ function gateway(
 
 /** A gateway in front of lenient.mjs (every method it gets logged), listens kept open, resources per-call. */
 function lenientGateway(env: Record<string, string> = {}): { gw: RawGateway; methods: string } {
-  const dir = tempDir();
-  const methods = join(dir, "methods.jsonl");
-  writeFileSync(
-    join(dir, "portcullis.json"),
-    JSON.stringify({
-      servers: {
-        lenient: {
-          command: NODE,
-          args: [FIXTURES.lenient],
-          env: { FIXTURE_METHOD_LOG: methods, FIXTURE_LISTEN_OPEN: "1", ...env },
-          approval: { default: "none", resources: "per-call" },
-        },
-      },
-    }),
-  );
-  const gw = rawGateway({ args: ["lenient"], cwd: dir });
-  cleanup.push(
-    () => gw.close(),
-    () => removeDir(dir),
-  );
-  return { gw, methods };
+  return lenientListenGateway(cleanup, { env });
 }
 
 /** The subscriptions/listen requests lenient.mjs got (the gateway's own among them). */
