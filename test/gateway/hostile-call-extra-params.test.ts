@@ -8,15 +8,11 @@
 // `requestState`) may reach the server. Real gateway, the rawlines fixture (which logs every line
 // it receives, byte for byte), the decision by the real CLI.
 
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
-import { newStateDir } from "../helpers/state.js";
+import { rawlinesGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,37 +28,13 @@ const PAY = {
 
 describe("a tools/call's params beyond its arguments", () => {
   it("members a call does not have never reach the server; _meta and a retry's answers do", async () => {
-    const log = join(newStateDir(), "raw.log");
-    const gw = rawGateway({
-      args: [
-        "--label",
-        "pay",
-        "--approval",
-        "per-call",
-        "--approval-timeout",
-        "120000",
-        "--",
-        NODE,
-        FIXTURES.rawlines,
-      ],
-      env: { FIXTURE_RAW_LOG: log, FIXTURE_RAW_TOOLS: JSON.stringify([PAY]) },
+    const { peer: gw, received } = await rawlinesGateway(["--approval-timeout", "120000"], {
+      label: "pay",
+      approval: "per-call",
+      tools: [PAY],
     });
     cleanup.push(() => gw.close());
-    await gw.initialize();
-    await gw.request("tools/list", {});
-    const calls = (): string[] => {
-      let text = "";
-      try {
-        text = readFileSync(log, "utf8");
-      } catch {
-        return [];
-      }
-      return text
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as string)
-        .filter((l) => l.includes('"tools/call"'));
-    };
+    const calls = (): string[] => received().filter((l) => l.includes('"tools/call"'));
 
     gw.send({
       jsonrpc: "2.0",

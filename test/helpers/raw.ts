@@ -222,16 +222,18 @@ export function replyGateway(
 /**
  * A raw peer on a gateway in front of the rawlines fixture (a server that writes the lines it is
  * told to, as given), and the lines that server received, read from its log. With `tools`, the
- * fixture lists them, and the catalog is fetched (a tools/list) before this resolves.
+ * fixture lists them, and the catalog is fetched (a tools/list) before this resolves. `approval`:
+ * the gateway's `--approval` (none unless given).
  */
 export async function rawlinesGateway(
   extra: string[] = [],
-  opts: { label?: string; tools?: unknown[] } = {},
+  opts: { label?: string; tools?: unknown[]; approval?: "none" | "session" | "per-call" } = {},
 ): Promise<{ peer: RawGateway; received: () => string[] }> {
   const log = join(newStateDir(), "raw.log");
   const label = opts.label ?? "rawlines";
+  const approval = opts.approval ?? "none";
   const peer = rawGateway({
-    args: ["--label", label, "--approval", "none", ...extra, "--", NODE, FIXTURES.rawlines],
+    args: ["--label", label, "--approval", approval, ...extra, "--", NODE, FIXTURES.rawlines],
     env: {
       FIXTURE_RAW_LOG: log,
       ...(opts.tools ? { FIXTURE_RAW_TOOLS: JSON.stringify(opts.tools) } : {}),
