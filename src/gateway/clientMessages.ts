@@ -20,7 +20,7 @@ import { idTextOf, markRequest, markWrittenIntegers } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
-import { type GuardedRequests, listensToTools } from "./guardedRequests.js";
+import { type GuardedRequests, listensToTools, paramsProblem } from "./guardedRequests.js";
 import type { InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import {
@@ -32,7 +32,7 @@ import {
   listenWithKnownParams,
 } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
-import { leftOutWords } from "./text.js";
+import { cutShort, leftOutWords } from "./text.js";
 
 /**
  * What was wrong with a client's answer to a server's request that the transport refused before
@@ -301,9 +301,12 @@ export class ClientMessages {
         // lenient server may subscribe to the resources it names
         const { msg: listen, dropped } = listenWithKnownParams(msg);
         if (dropped.length > 0) this.warnListenLeftOut(listen, dropped);
-        // resource subscriptions are decided as resources/subscribe of each uri would be (and
-        // params that are no object, whose uris the gateway cannot read, are refused there)
-        if (listenResourceUris(listen) !== undefined || !isParamsObject(listen.params)) {
+        // resource subscriptions are decided as resources/subscribe of each uri would be; params
+        // or a `_meta` a guarded read is refused for (params that are no object, whose uris the
+        // gateway cannot read; a `_meta` that is no object; a progress token that is neither a
+        // string nor a number, or would reach the server as another number) are refused there,
+        // whether the listen names resources or not, never relayed as they are
+        if (listenResourceUris(listen) !== undefined || paramsProblem(listen) !== null) {
           guarded.listen(listen);
           return;
         }
@@ -350,7 +353,7 @@ export class ClientMessages {
   /** Says on stderr which members of the client's subscriptions/listen were left out, by name. */
   private warnListenLeftOut(listen: Request, dropped: string[]): void {
     this.p.log.warn(
-      `subscriptions/listen ${idTextOf(listen)}: ${leftOutWords(dropped)}: the server gets only the filter the protocol defines, its resource uris decided`,
+      `subscriptions/listen ${cutShort(idTextOf(listen))}: ${leftOutWords(dropped)}: the server gets only the filter the protocol defines, its resource uris decided`,
     );
   }
 
@@ -433,11 +436,6 @@ export class ClientMessages {
     if (this.p.elicitation.onResponse(msg)) return; // the answer to the gateway's own elicitation
     this.p.serverRequests.answered(msg);
   }
-}
-
-/** Whether a request's params are absent or an object (MCP's params are by name, never by position). */
-function isParamsObject(params: unknown): boolean {
-  return params === undefined || (typeof params === "object" && params !== null && !Array.isArray(params));
 }
 
 /**

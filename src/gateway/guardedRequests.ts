@@ -341,7 +341,7 @@ export class GuardedRequests {
       downstream.send(errorResponse(msg.id, INVALID_PARAMS, "tools/call needs params.name (a string)."));
       return;
     }
-    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
+    const badMeta = paramsProblem(msg);
     if (badMeta !== null) {
       downstream.send(errorResponse(msg.id, INVALID_PARAMS, `tools/call: ${badMeta}`));
       return;
@@ -482,7 +482,7 @@ export class GuardedRequests {
     const { msg, dropped } = readWithKnownParams(taken.msg);
     if (dropped.length > 0) this.warnLeftOut(msg.method, dropped);
     const answered = retried || taken.answered;
-    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
+    const badMeta = paramsProblem(msg);
     if (badMeta !== null) {
       this.p.downstream.send(errorResponse(msg.id, INVALID_PARAMS, `${msg.method}: ${badMeta}`));
       return;
@@ -628,7 +628,7 @@ export class GuardedRequests {
    * Only a listen left asking for nothing is answered, with the refusal of its first uri refused.
    */
   private async handleListen(msg: Request): Promise<void> {
-    const badMeta = metaProblem(msg.params) ?? progressTokenProblem(msg);
+    const badMeta = paramsProblem(msg);
     const uris = listenUris(msg);
     if (badMeta !== null || uris === null) {
       const why = badMeta ?? "notifications.resourceSubscriptions must be a list of resource uris (strings)";
@@ -1277,6 +1277,15 @@ function listenUris(msg: Request): string[] | null {
   if (uris === undefined) return [];
   if (!Array.isArray(uris) || !uris.every((u): u is string => typeof u === "string")) return null;
   return [...new Set(uris)];
+}
+
+/**
+ * Why a guarded request's params or their `_meta` cannot be decided or sent as they are (null
+ * when they can): what metaProblem says of them, or a progress token that would reach the server
+ * as another number. A subscriptions/listen gets the same answer whether it names resources or not.
+ */
+export function paramsProblem(msg: Request): string | null {
+  return metaProblem(msg.params) ?? progressTokenProblem(msg);
 }
 
 /** Whether a subscriptions/listen asks to be told of tool-list changes. */

@@ -126,4 +126,73 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
       'subscriptions/listen "listen:1": left out 2 members ("notifications.resourceSubscription", "resourceSubscriptions")',
     );
   }, 60_000);
+
+  // A guarded read whose `_meta` is no object, or whose progress token is neither a string nor a
+  // number (or an integer that would go out as another number), is refused -32602; a listen that
+  // names no resource was relayed with them, and a server's SDK drops such a request unanswered.
+  // Its other `_meta` keys go on, as a read's do. A long listen id is cut in the gateway's line.
+  it("a _meta a guarded read is refused for is refused on a listen too; a long id is cut in its line", async () => {
+    const { gw, methods } = lenientListenGateway(cleanup, { resources: "per-call" });
+    // the client's listens at the server whose `_meta` no read would be sent with, or with a token
+    const atServer = () =>
+      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+        .map((l) => JSON.parse(l) as { method: string; params?: { _meta?: unknown } })
+        .filter((m) => m.method === "subscriptions/listen")
+        .map((m) => m.params?._meta)
+        .filter((meta) => typeof meta !== "object" || meta === null || "progressToken" in meta);
+    await gw.request("tools/list", { _meta: envelope }, 30_000);
+    const filter = { resourcesListChanged: true };
+    gw.send({
+      jsonrpc: "2.0",
+      id: "meta:0",
+      method: "subscriptions/listen",
+      params: { notifications: filter, _meta: "not an object" },
+    });
+    gw.send({
+      jsonrpc: "2.0",
+      id: "meta:1",
+      method: "subscriptions/listen",
+      params: { notifications: filter, _meta: { ...envelope, progressToken: true } },
+    });
+    // an integer JSON.parse reads as another double: written by hand
+    gw.send(
+      `{"jsonrpc":"2.0","id":"meta:2","method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true},"_meta":${JSON.stringify({ ...envelope, progressToken: 0 }).replace('"progressToken":0', '"progressToken":9007199254740993')}}}\n`,
+    );
+    const refused = async (id: string) => (await gw.next((m) => m.id === id, 10_000)).error;
+    expect(await refused("meta:0")).toMatchObject({
+      code: -32602,
+      message: "subscriptions/listen: params._meta must be an object.",
+    });
+    expect(await refused("meta:1")).toMatchObject({
+      code: -32602,
+      message: "subscriptions/listen: params._meta.progressToken must be a string or a number.",
+    });
+    expect((await refused("meta:2"))?.message).toContain(
+      "params._meta.progressToken 9007199254740993 is a number the gateway reads as a double",
+    );
+
+    // a good token and a key beside the envelope go on (as a read's), under an id of 200
+    // characters and a member the listen has not; the gateway's line names 80 of it
+    const long = `L${"o".repeat(198)}g`;
+    gw.send({
+      jsonrpc: "2.0",
+      id: long,
+      method: "subscriptions/listen",
+      params: { notifications: filter, uri: SECRET, _meta: { ...envelope, progressToken: "p1", beside: 1 } },
+    });
+    const seen = await waitFor(
+      () => (atServer().length > 0 ? atServer() : null),
+      20_000,
+      "the good listen at the server",
+    );
+    // the three refused were sent first, on the same pipe: none of them is there
+    expect(seen).toEqual([{ ...envelope, progressToken: "p1", beside: 1 }]);
+    await waitFor(
+      () => gw.stderr().includes('subscriptions/listen "Lo'),
+      10_000,
+      "the gateway's line on the long listen",
+    );
+    expect(gw.stderr()).toContain(`subscriptions/listen "L${"o".repeat(78)}…: left out 1 member ("uri")`);
+    expect(gw.stderr()).not.toContain("o".repeat(100));
+  }, 60_000);
 });
