@@ -13,7 +13,7 @@ import {
 import { closeRequest, expiredEvent, pendingRequestsOfRun } from "../approval/requests.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
-import type { GatewayOptions } from "../gateway/gateway.js";
+import type { Gateway, GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
 import type { DigestCache } from "../identity/index.js";
 import { isBusy, type Store, writeProblem } from "../store/db.js";
@@ -257,7 +257,16 @@ export function trackEpochs(
     log: Logger;
     registry: GatewayRegistry;
     egress: () => ServerEgress | null;
-    state: () => string | undefined;
+    /**
+     * The gateway the rows are of, made before this is called: its listeners on `link` (added in
+     * its constructor) run before the ones added here, so it has switched to a new epoch
+     * (Gateway.onUp) before the row names that epoch, and the row says `ready` only as the gateway
+     * reports it (onState, once the epoch's catalog is served). A host that reads `ready` at a new
+     * epoch and then calls is decided under that epoch (`authorization_stale` for a grant of an
+     * older one), never under the epoch before. Taken as the gateway itself, not a getter of a
+     * gateway made later, so that no caller can add these listeners first.
+     */
+    gateway: Pick<Gateway, "status">;
   },
 ): NodeJS.Timeout {
   // a server reached by URL that cannot be reached: the state says so, and a line says why once
@@ -285,12 +294,12 @@ export function trackEpochs(
     const why = link.unreachable ?? null;
     if (why !== null && why !== unreachableSaid) o.registry.statusLine(`unreachable: ${why}`);
     unreachableSaid = why;
-    o.registry.update({ state: o.state() });
+    o.registry.update({ state: o.gateway.status().state });
   });
   // a crash loop under the artifact watcher: no server until its files change (the next `up`
   // sets identity-pending again)
   link.on("paused", (why) => o.registry.paused(why));
-  const heartbeat = setInterval(() => o.registry.update({ state: o.state() }), IDLE_CHECK_MS);
+  const heartbeat = setInterval(() => o.registry.update({ state: o.gateway.status().state }), IDLE_CHECK_MS);
   heartbeat.unref();
   return heartbeat;
 }

@@ -287,7 +287,7 @@ function openSession(
     log: statusLog,
     registry,
     egress: () => egress,
-    state: () => gateway?.status().state,
+    gateway,
   });
   const proxied = startServerEgress({
     server,

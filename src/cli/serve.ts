@@ -422,7 +422,7 @@ export async function serve(
     log: statusLog,
     registry,
     egress: () => egress,
-    state: () => gateway?.status().state,
+    gateway,
   });
   // a file of the store (database, -wal, -shm) deleted or replaced under this gateway ends it, as a signal would (its
   // calls waiting for a human are refused at once; none can be recorded any more)

@@ -37,7 +37,12 @@ async function status(stateDir: string, until: (r: Row) => boolean = (r) => r.ep
   return (await gatewayRow(stateDir, (r) => until(r as unknown as Row))) as unknown as Row;
 }
 
-/** Waits until the gateway serves a ready epoch other than `not` (its catalog fetched). */
+/**
+ * Waits until the gateway serves a ready epoch other than `not` (its catalog fetched). The row
+ * never runs ahead of the gateway: it names an epoch once the gateway has switched to it, and says
+ * `ready` once the gateway has served its catalog (trackEpochs, src/cli/agentRun.ts), so a call
+ * made next is decided under that epoch or a later one.
+ */
 async function nextEpoch(stateDir: string, not: string): Promise<Row> {
   return (await gatewayRow(
     stateDir,
@@ -59,7 +64,7 @@ interface Setup {
   front: FrontProxy;
   gw: Session<Client>;
   stateDir: string;
-  /** the epoch whose session grant covers echo */
+  /** the epoch whose session grant covers echo (its approval request's) */
   epochA: string;
 }
 
@@ -99,7 +104,10 @@ async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
   const req = await nextRequest(stateDir);
   await decideByCli(stateDir, "approve", req.request, "--for", "session");
   await first;
-  return { box, front, gw, stateDir, epochA: (await status(stateDir)).epoch };
+  // the grant's own epoch, as its request names it: what a call is stale against. The row's
+  // epoch read now would be the same, unless its write waited out another process's lock on the
+  // store (best effort, written again at the next change or heartbeat) and an epoch came between
+  return { box, front, gw, stateDir, epochA: req.executionEpoch };
 }
 
 async function expectStale(gw: Session<Client>, approvedEpoch: string, currentEpoch: string): Promise<void> {
