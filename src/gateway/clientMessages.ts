@@ -374,7 +374,10 @@ export class ClientMessages {
     if (!inUse) return false;
     // named as the client wrote it: a stand-in's prefix is the process's own, never shown
     const id = idTextOf(msg);
-    this.p.log.warn(`refused ${msg.method} ${id}: that id is already in use by a request in flight`);
+    // cut in the gateway's line (the client's answer names it whole: it is the client's own id)
+    this.p.log.warn(
+      `refused ${msg.method} ${cutShort(id)}: that id is already in use by a request in flight`,
+    );
     this.p.downstream.send(
       errorResponse(
         msg.id,

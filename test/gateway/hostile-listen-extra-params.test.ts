@@ -131,7 +131,7 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
   // number (or an integer that would go out as another number), is refused -32602; a listen that
   // names no resource was relayed with them, and a server's SDK drops such a request unanswered.
   // Its other `_meta` keys go on, as a read's do. A long listen id is cut in the gateway's line.
-  it("a _meta a guarded read is refused for is refused on a listen too; a long id is cut in its line", async () => {
+  it("a _meta a guarded read is refused for is refused on a listen too; a long id is cut in its lines", async () => {
     const { gw, methods } = lenientListenGateway(cleanup, { resources: "per-call" });
     // the client's listens at the server whose `_meta` no read would be sent with, or with a token
     const atServer = () =>
@@ -193,6 +193,12 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
       "the gateway's line on the long listen",
     );
     expect(gw.stderr()).toContain(`subscriptions/listen "L${"o".repeat(78)}…: left out 1 member ("uri")`);
+    // the same id again while that listen is open: refused, and cut in that line too
+    gw.send({ jsonrpc: "2.0", id: long, method: "subscriptions/listen", params: { notifications: filter } });
+    expect((await gw.next((m) => m.id === long && m.error !== undefined, 10_000)).error?.code).toBe(-32600);
+    expect(gw.stderr()).toContain(
+      `refused subscriptions/listen "L${"o".repeat(78)}…: that id is already in use by a request in flight`,
+    );
     expect(gw.stderr()).not.toContain("o".repeat(100));
   }, 60_000);
 });
