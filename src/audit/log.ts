@@ -58,6 +58,11 @@ export interface AuditLogOptions {
    * chain still verifies, and a checkpoint kept elsewhere shows the cut.
    */
   sync?: "full" | "normal";
+  /**
+   * Told, in one sentence, when the record this writer wrote last was removed from the store or
+   * changed in it by another process, as the next commit finds (a gateway says it on stderr).
+   */
+  onEdited?: (sentence: string) => void;
 }
 
 export class AuditLog {
@@ -69,6 +74,8 @@ export class AuditLog {
   private readonly recordsPerSession: number;
   /** The head as this writer left it at its last commit. */
   private last: Appended | null = null;
+  /** Told when a record this writer wrote was removed or changed by another process (see head). */
+  private readonly onEdited: ((sentence: string) => void) | undefined;
   private readonly head: () => Appended | null;
   /** Inserts a group's records, `seqs[i]` with `records[i]`, a few statements for all of them. */
   private readonly insert: (seqs: number[], records: StoredRecord[]) => void;
@@ -100,6 +107,14 @@ export class AuditLog {
     opts: AuditLogOptions,
   ) {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
+    // said once per edit, however many times a commit that found it is tried again (a full disk)
+    let said = "";
+    this.onEdited = opts.onEdited
+      ? (sentence) => {
+          if (sentence !== said) opts.onEdited?.(sentence);
+          said = sentence;
+        }
+      : undefined;
     this.db = db;
     this.storePath = db.name;
     this.walPath = `${db.name}-wal`;
@@ -123,11 +138,28 @@ export class AuditLog {
       }
       return stmt;
     };
+    const hashAt = (seq: number): string | null => {
+      const record = recordAt.get(seq) as Buffer | undefined;
+      return Buffer.isBuffer(record) ? recordHash(record) : null;
+    };
     this.head = () => {
       const seq = maxSeq.get() as number | null;
-      if (seq === null) return null;
-      // Records never change: if the head is still the one this writer wrote, its hash is known.
-      if (this.last?.seq === seq) return this.last;
+      const last = this.last;
+      if (!last) return seq === null ? null : { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
+      // Records never change: if the head is still the one this writer wrote, its hash is known
+      // (a head rewritten by another process then breaks the chain at the next record).
+      if (seq === last.seq) return last;
+      // This writer's own records are the ones it can vouch for: cut off, or changed while others
+      // wrote after them, the next record is chained to the record as this writer wrote it, so
+      // that it does not cover the edit and `audit verify` fails at it (editedUnder).
+      if (seq === null || seq < last.seq) {
+        this.onEdited?.(editedUnder(last.seq, seq ?? 0, "removed"));
+        return { seq: seq ?? 0, hash: last.hash };
+      }
+      if (hashAt(last.seq) !== last.hash) {
+        this.onEdited?.(editedUnder(last.seq, seq, "changed"));
+        return { seq, hash: last.hash };
+      }
       return { seq, hash: recordHash(recordAt.get(seq) as Buffer) };
     };
     const params: (number | StoredRecord)[] = [];
@@ -372,6 +404,18 @@ export class AuditLog {
     }
     return this.session;
   }
+}
+
+/**
+ * What a writer says when its last record (`seq`) is gone or changed; `head` is the store's head
+ * as the next commit found it, on which that commit's record is put, chained to the original.
+ */
+function editedUnder(seq: number, head: number, how: "removed" | "changed"): string {
+  const what =
+    how === "removed"
+      ? `record ${seq}, which this gateway wrote, is no longer in the store (its audit log now ends at seq ${head}): another process removed records from it`
+      : `record ${seq}, which this gateway wrote, was changed in the store by another process (or removed and written anew)`;
+  return `audit: ${what}. The next record (seq ${head + 1}) is chained to the record as this gateway wrote it, so that it does not vouch for the edit: \`portcullis audit verify\` reports the chain broken at seq ${head + 1}`;
 }
 
 /** Records per multi-row INSERT, at most (2 parameters each, far below SQLite's limit). */

@@ -149,7 +149,7 @@ export async function serve(
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
-    audit = AuditLog.open(store, stateDir, { sync: auditSync });
+    audit = AuditLog.open(store, stateDir, { sync: auditSync, onEdited: (sentence) => log.warn(sentence) });
   } catch (e) {
     store.close();
     if (e instanceof KeyringMissingError) throw noKeyring(stateDir);
