@@ -1,4 +1,5 @@
-import { type BigIntStats, statSync } from "node:fs";
+import { type BigIntStats, openSync, readSync, statSync } from "node:fs";
+import { endianness } from "node:os";
 import type Database from "better-sqlite3";
 import { StoreError } from "./storeError.js";
 
@@ -32,6 +33,13 @@ import { StoreError } from "./storeError.js";
 export class StoreFiles {
   private readonly files: { path: string; dev: bigint; ino: bigint }[] = [];
   private lostFile: StoreFileLost | null = null;
+  /**
+   * The -shm file, opened to read its header (walCutShort) and never closed: closing any
+   * descriptor of a file drops every POSIX lock this process holds on it, SQLite's included (the
+   * -shm's locks say which connections have the store open; without them another process takes
+   * itself for the only one and rebuilds the index under this one). It ends with the process.
+   */
+  private shmFd: number | null = null;
   private readonly listeners: ((e: StoreFileLost) => void)[] = [];
 
   /** Right after the connection opened the store (openStore leaves all three files there). */
@@ -79,11 +87,56 @@ export class StoreFiles {
         continue;
       }
       if (s && s.ino === f.ino && s.dev === f.dev) continue;
-      const lost = new StoreFileLost(f.path);
-      this.lostFile = lost;
-      this.db.pragma("wal_autocheckpoint = 0");
-      for (const listener of this.listeners) listener(lost);
-      return lost;
+      return this.lose(new StoreFileLost(f.path));
+    }
+    const cut = this.walCutShort();
+    return cut ? this.lose(cut) : null;
+  }
+
+  private lose(lost: StoreFileLost): StoreFileLost {
+    this.lostFile = lost;
+    this.db.pragma("wal_autocheckpoint = 0");
+    for (const listener of this.listeners) listener(lost);
+    return lost;
+  }
+
+  /**
+   * The -wal cut short in place (`truncate`, `: > portcullis.db-wal`): the same file, so the
+   * inode check passes, but the -shm index still describes frames the file no longer holds. The
+   * connections that have the store open go on committing after them, over a hole of zeros that
+   * no other process can read (the store is "damaged" to every command from then on), and the
+   * last to close would copy those zeros into the database file. So: the -wal must be at least as
+   * long as the frames its index counts (SQLite writes a frame before the index counts it, and
+   * zeroes the count before it truncates the file itself). Read index, then size, thrice before
+   * saying so: another process's checkpoint may restart the log between the two reads. A -shm
+   * that cannot be read, or whose two copies of its header differ (being written), tells nothing.
+   */
+  private walCutShort(): StoreFileLost | null {
+    if (this.files.length < 3) return null; // no -wal and -shm when the connection opened
+    const wal = this.db.name + "-wal";
+    if (this.shmFd === null) {
+      try {
+        this.shmFd = openSync(this.db.name + "-shm", "r");
+      } catch {
+        return null;
+      }
+    }
+    for (let tries = 0; tries < 3; tries++) {
+      const needs = framedBytes(this.shmFd);
+      if (needs === null) return null;
+      let size: number;
+      try {
+        size = statSync(wal).size;
+      } catch {
+        return null; // gone: the inode check says so at the next look
+      }
+      if (size >= needs) return null;
+      if (tries === 2) {
+        return new StoreFileLost(
+          wal,
+          `was cut short while this process had the store open (${size} bytes, where its index, the -shm file, describes ${needs}): what was committed in the part cut off is lost, and what is written after it cannot be read by any other process, so this process records nothing more and ends, leaving the store as the database file holds it (a store's -wal must not be truncated or edited while a portcullis process has it open).`,
+        );
+      }
     }
     return null;
   }
@@ -116,11 +169,39 @@ export class StoreFiles {
  */
 export class StoreFileLost extends StoreError {
   override name = "StoreFileLost";
-  constructor(path: string) {
-    super(
-      path,
-      "was deleted or replaced while this process had the store open: what it wrote since then may be lost with the old file, so it records nothing more and ends, leaving the store to the processes that opened it since (a store's files, the database and its -wal and -shm, must not be removed or replaced while a portcullis process has it open).",
-      "files-replaced",
-    );
+  constructor(
+    path: string,
+    problem = "was deleted or replaced while this process had the store open: what it wrote since then may be lost with the old file, so it records nothing more and ends, leaving the store to the processes that opened it since (a store's files, the database and its -wal and -shm, must not be removed or replaced while a portcullis process has it open).",
+  ) {
+    super(path, problem, "files-replaced");
   }
+}
+
+/** The -shm index header's size: two copies of SQLite's WalIndexHdr, 48 bytes each. */
+const SHM_HEADER = 48;
+const WAL_HEADER = 32;
+const WAL_FRAME_HEADER = 24;
+const WAL_INDEX_VERSION = 3007000;
+const shmHeader = Buffer.alloc(2 * SHM_HEADER);
+
+/**
+ * How long the -wal must be for the frames the -shm index open as `fd` counts (its header's mxFrame
+ * and page size, in the machine's byte order: https://www.sqlite.org/walformat.html), or null when
+ * the index cannot be read consistently (absent, short, being written, not initialised).
+ */
+function framedBytes(fd: number): number | null {
+  try {
+    if (readSync(fd, shmHeader, 0, shmHeader.length, 0) < shmHeader.length) return null;
+  } catch {
+    return null;
+  }
+  if (!shmHeader.subarray(0, SHM_HEADER).equals(shmHeader.subarray(SHM_HEADER))) return null;
+  const le = endianness() === "LE";
+  const u32 = (at: number) => (le ? shmHeader.readUInt32LE(at) : shmHeader.readUInt32BE(at));
+  const u16 = (at: number) => (le ? shmHeader.readUInt16LE(at) : shmHeader.readUInt16BE(at));
+  if (u32(0) !== WAL_INDEX_VERSION || shmHeader[12] !== 1) return null;
+  const page = u16(14) === 1 ? 65536 : u16(14);
+  const frames = u32(16);
+  if (page < 512 || frames === 0) return null;
+  return WAL_HEADER + frames * (WAL_FRAME_HEADER + page);
 }
