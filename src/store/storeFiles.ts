@@ -40,6 +40,10 @@ export class StoreFiles {
    * itself for the only one and rebuilds the index under this one). It ends with the process.
    */
   private shmFd: number | null = null;
+  /** The -wal, opened to read its header and frames' headers (walHole); no lock lives on it. */
+  private walFd: number | null = null;
+  /** The log's salts and page size, and its last frame, at the previous check (walHole). */
+  private walMark: { salts: Buffer; page: number; frame: number } | null = null;
   private readonly listeners: ((e: StoreFileLost) => void)[] = [];
 
   /** Right after the connection opened the store (openStore leaves all three files there). */
@@ -114,30 +118,68 @@ export class StoreFiles {
   private walCutShort(): StoreFileLost | null {
     if (this.files.length < 3) return null; // no -wal and -shm when the connection opened
     const wal = this.db.name + "-wal";
-    if (this.shmFd === null) {
-      try {
-        this.shmFd = openSync(this.db.name + "-shm", "r");
-      } catch {
-        return null;
-      }
+    try {
+      this.shmFd ??= openSync(this.db.name + "-shm", "r");
+      this.walFd ??= openSync(wal, "r");
+    } catch {
+      return null;
     }
     for (let tries = 0; tries < 3; tries++) {
-      const needs = framedBytes(this.shmFd);
-      if (needs === null) return null;
+      const index = walIndex(this.shmFd);
+      if (index === null) return null;
+      const needs = WAL_HEADER + index.frames * (WAL_FRAME_HEADER + index.page);
       let size: number;
       try {
         size = statSync(wal).size;
       } catch {
         return null; // gone: the inode check says so at the next look
       }
-      if (size >= needs) return null;
+      const problem =
+        size < needs
+          ? `was cut short while this process had the store open (${size} bytes, where its index, the -shm file, describes ${needs})`
+          : this.walHole(this.walFd, index);
+      if (problem === null) return null;
       if (tries === 2) {
         return new StoreFileLost(
           wal,
-          `was cut short while this process had the store open (${size} bytes, where its index, the -shm file, describes ${needs}): what was committed in the part cut off is lost, and what is written after it cannot be read by any other process, so this process records nothing more and ends, leaving the store as the database file holds it (a store's -wal must not be truncated or edited while a portcullis process has it open).`,
+          `${problem}: what was committed in the part cut off is lost, and what is written after it cannot be read by any other process, so this process records nothing more and ends, leaving the store as the database file holds it (a store's -wal must not be truncated or edited while a portcullis process has it open).`,
         );
       }
     }
+    return null;
+  }
+
+  /**
+   * A -wal of the right length that holds zeros where its frames were: cut short and filled out
+   * again by the frames committed since (within a check's 25 ms, unseen by the length), or zeroed
+   * in place. The log's header and its last frame, and the frame that was last at the previous
+   * check while the log has not started over since (the same salts), must carry the header's
+   * salts, as SQLite writes every frame of one generation of the log. The problem, or null.
+   */
+  private walHole(fd: number, index: { frames: number; page: number }): string | null {
+    const header = readAt(fd, 0, WAL_HEADER);
+    if (header === null) return null;
+    const magic = header.readUInt32BE(0);
+    if ((magic & ~1) >>> 0 !== WAL_MAGIC) {
+      return `was cut short or overwritten while this process had the store open: its header is gone, where its index, the -shm file, counts ${index.frames} frames`;
+    }
+    const salts = header.subarray(16, 24);
+    const frameAt = (n: number) => WAL_HEADER + (n - 1) * (WAL_FRAME_HEADER + index.page);
+    const holds = (n: number): boolean => {
+      const frame = readAt(fd, frameAt(n), WAL_FRAME_HEADER);
+      return frame === null || frame.subarray(8, 16).equals(salts);
+    };
+    const mark = this.walMark;
+    const checked =
+      mark?.salts.equals(salts) && mark.page === index.page && mark.frame <= index.frames
+        ? [mark.frame, index.frames]
+        : [index.frames];
+    for (const n of checked) {
+      if (!holds(n)) {
+        return `was cut short or overwritten while this process had the store open: frame ${n} of the ${index.frames} its index, the -shm file, counts holds no frame of this log`;
+      }
+    }
+    this.walMark = { salts: Buffer.from(salts), page: index.page, frame: index.frames };
     return null;
   }
 
@@ -182,26 +224,34 @@ const SHM_HEADER = 48;
 const WAL_HEADER = 32;
 const WAL_FRAME_HEADER = 24;
 const WAL_INDEX_VERSION = 3007000;
-const shmHeader = Buffer.alloc(2 * SHM_HEADER);
+/** The -wal header's magic number, its low bit aside (the checksums' byte order). */
+const WAL_MAGIC = 0x377f0682;
 
 /**
- * How long the -wal must be for the frames the -shm index open as `fd` counts (its header's mxFrame
- * and page size, in the machine's byte order: https://www.sqlite.org/walformat.html), or null when
- * the index cannot be read consistently (absent, short, being written, not initialised).
+ * The frames the -shm index open as `fd` counts and the page size (its header's mxFrame and
+ * szPage, in the machine's byte order: https://www.sqlite.org/walformat.html), or null when the
+ * index cannot be read consistently (short, being written, not initialised) or counts none.
  */
-function framedBytes(fd: number): number | null {
-  try {
-    if (readSync(fd, shmHeader, 0, shmHeader.length, 0) < shmHeader.length) return null;
-  } catch {
-    return null;
-  }
-  if (!shmHeader.subarray(0, SHM_HEADER).equals(shmHeader.subarray(SHM_HEADER))) return null;
+function walIndex(fd: number): { frames: number; page: number } | null {
+  const read = readAt(fd, 0, 2 * SHM_HEADER);
+  if (read === null) return null;
+  if (!read.subarray(0, SHM_HEADER).equals(read.subarray(SHM_HEADER))) return null;
   const le = endianness() === "LE";
-  const u32 = (at: number) => (le ? shmHeader.readUInt32LE(at) : shmHeader.readUInt32BE(at));
-  const u16 = (at: number) => (le ? shmHeader.readUInt16LE(at) : shmHeader.readUInt16BE(at));
-  if (u32(0) !== WAL_INDEX_VERSION || shmHeader[12] !== 1) return null;
+  const u32 = (at: number) => (le ? read.readUInt32LE(at) : read.readUInt32BE(at));
+  const u16 = (at: number) => (le ? read.readUInt16LE(at) : read.readUInt16BE(at));
+  if (u32(0) !== WAL_INDEX_VERSION || read[12] !== 1) return null;
   const page = u16(14) === 1 ? 65536 : u16(14);
   const frames = u32(16);
   if (page < 512 || frames === 0) return null;
-  return WAL_HEADER + frames * (WAL_FRAME_HEADER + page);
+  return { frames, page };
+}
+
+/** `length` bytes of the file open as `fd` at `at`, or null when it holds fewer or cannot be read. */
+function readAt(fd: number, at: number, length: number): Buffer | null {
+  const buf = Buffer.alloc(length);
+  try {
+    return readSync(fd, buf, 0, length, at) === length ? buf : null;
+  } catch {
+    return null;
+  }
 }

@@ -100,4 +100,25 @@ describe("the store's -wal cut short under a running gateway", () => {
     const status = await runCli(["status", "--state-dir", stateDir]);
     expect(status.code, status.stderr).toBe(0);
   }, 90_000);
+
+  it("zeroed in place at its end (the length kept, as a cut filled out again leaves it): the next call is refused, and the store reads afterwards", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const first = await gateway(stateDir, "first");
+    for (let i = 0; i < 5; i++) expect((await echo(first, `before ${i}`)).isError).toBeFalsy();
+    await settled(stateDir);
+    const wal = join(stateDir, "portcullis.db-wal");
+    const size = statSync(wal).size;
+    truncateSync(wal, Math.floor(size / 2));
+    truncateSync(wal, size);
+    await new Promise((r) => setTimeout(r, 50)); // past the 25 ms between two checks, as above
+    const late = (await echo(first, "after the zeros").catch((e: unknown) => e)) as {
+      data?: { error?: string; reason?: string };
+    };
+    expect(late.data?.error, JSON.stringify(late)).toBe("audit_unavailable");
+    expect(late.data?.reason).toContain(`the store ${wal} was cut short or overwritten`);
+    expect((await first.exited).code).toBe(2);
+    const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);
+    expect(verify.code, verify.stderr).toBe(0);
+  }, 90_000);
 });
