@@ -160,6 +160,27 @@ export function emptyValue(flag: string, give: string, without: string): string 
   return `--${flag} is empty; give ${give}, or leave the flag out ${without}`;
 }
 
+/**
+ * The refusal, without its final period, of a number written with a leading zero (`--port 08080`,
+ * `--hold-timeout 0100`): it was read as the number without the zeros, another than the one a
+ * reader of the line (or a tool that reads 0-prefixed numbers as octal) takes it for. The value is
+ * not repeated, as for every bad value of a known flag.
+ */
+export function leadingZero(flag: string, what: "port" | "number"): string {
+  return `${flag} is written with a leading zero; write the ${what} without it`;
+}
+
+/**
+ * A flag's whole number as written on the command line: its digits' value, NaN for anything that
+ * is not digits only (`0x10`, `1e3`, ` 5`, an empty `--flag=`: the caller says its range), and a
+ * UsageError for digits with a leading zero (leadingZero). Every numeric flag reads its value
+ * here, so that `--listen-max-sessions 016` is refused as `--listen 127.0.0.1:08080` is.
+ */
+export function wholeNumber(command: string, flag: string, value: string): number {
+  if (/^0[0-9]/.test(value)) throw new UsageError(`${command}: ${leadingZero(`--${flag}`, "number")}.`);
+  return /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
+}
+
 export function oneOf<T extends string>(
   command: string,
   flag: string,

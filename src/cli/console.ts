@@ -13,7 +13,7 @@ import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { listenProblem } from "../util/errno.js";
 import { stderrLogger } from "../util/log.js";
-import { parse } from "./args.js";
+import { leadingZero, parse, wholeNumber } from "./args.js";
 import { EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 
 export const CONSOLE_HELP = `usage: portcullis console [--port N] [--no-open] [--proof-window SECONDS]
@@ -33,7 +33,7 @@ One console per state directory: when one is running, its address is printed
 
 function seconds(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
-  const n = /^\d{1,6}$/.test(v) ? Number(v) : Number.NaN;
+  const n = wholeNumber("console", flag, v);
   const problem = proofWindowProblem(n);
   if (problem) throw new UsageError(`console: --${flag} ${problem}.`);
   return n;
@@ -74,7 +74,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
   if (values.port !== undefined) {
     // as run --listen refuses `:08080`: a port is written as the number it is
     if (/^0[0-9]{1,4}$/.test(values.port) && Number(values.port) > 0)
-      throw new UsageError("console: --port is written with a leading zero; write the port without it.");
+      throw new UsageError(`console: ${leadingZero("--port", "port")}.`);
     port = /^\d{1,5}$/.test(values.port) ? Number(values.port) : -1;
     if (port < 1 || port > 65535) throw new UsageError(`console: --port must be a port number 1-65535.`);
   }
@@ -86,9 +86,9 @@ export async function consoleCommand(args: string[]): Promise<number> {
   const fromFile = configFile ? readConsoleConfig(configFile).proofWindow : undefined;
   const proofWindow = flagWindow ?? fromFile;
   const idleText = values["idle-timeout"];
-  const idle = idleText === undefined ? 900 : /^\d{1,6}$/.test(idleText) ? Number(idleText) : 0;
-  // its own range, said whole: 0 is no timeout a session could live under
-  if (idle < 1 || idle > 86400)
+  const idle = idleText === undefined ? 900 : wholeNumber("console", "idle-timeout", idleText);
+  // its own range, said whole: 0 is no timeout a session could live under (NaN: not digits)
+  if (!(idle >= 1 && idle <= 86400))
     throw new UsageError("console: --idle-timeout must be a whole number of seconds from 1 to 86400.");
   const stateDir = existingStateDir(values["state-dir"]);
   // Nothing could prove the human without a keyring: the console would be a locked door.

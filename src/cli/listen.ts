@@ -37,6 +37,7 @@ import {
   trackEpochs,
   unrecordedAtEnd,
 } from "./agentRun.js";
+import { wholeNumber } from "./args.js";
 import { credentialMismatch } from "./credentialMismatch.js";
 import { EXIT_USAGE, UsageError } from "./errors.js";
 import { onShutdownSignals } from "./signals.js";
@@ -383,7 +384,7 @@ export function listenSettings(
   if (typeof address === "string") throw new UsageError(`${where} ${address}.`);
   const whole = (flag: string, v: string | undefined, dflt: number, min: number, unit = "") => {
     if (v === undefined) return dflt;
-    const n = /^[0-9]+$/.test(v) ? Number(v) : Number.NaN;
+    const n = wholeNumber("run", flag, v);
     if (!Number.isSafeInteger(n) || n < min)
       throw new UsageError(`run: --${flag} must be a whole number${unit} of at least ${min}.`);
     return n;

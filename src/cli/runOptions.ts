@@ -7,7 +7,7 @@ import {
   ON_CHANGE,
   ON_EXPAND,
 } from "../config/config.js";
-import { labelArgument, oneOf, parse, refuseEmpty, unexpectedArguments } from "./args.js";
+import { labelArgument, oneOf, parse, refuseEmpty, unexpectedArguments, wholeNumber } from "./args.js";
 import { UsageError } from "./errors.js";
 
 /**
@@ -166,10 +166,10 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
  */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** A flag's duration: digits only (not `0x10`, `1e3` or an empty `--flag=`), 0 to MAX_TIMER_MS. */
+/** A flag's duration: digits only (not `0x10`, `1e3`, `010` or an empty `--flag=`), 0 to MAX_TIMER_MS. */
 function milliseconds(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
+  const n = wholeNumber("run", flag, value);
   if (!Number.isInteger(n) || n > MAX_TIMER_MS) {
     throw new UsageError(`run: --${flag} must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}.`);
   }
@@ -178,7 +178,7 @@ function milliseconds(flag: string, value: string | undefined): number | undefin
 
 function messageBytes(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = /^[0-9]+$/.test(value) ? Number(value) : Number.NaN;
+  const n = wholeNumber("run", "max-message-bytes", value);
   const problem = messageBytesProblem(n);
   if (problem) throw new UsageError(`run: --max-message-bytes ${problem}.`);
   return n;
