@@ -210,19 +210,53 @@ export function shownWord(word: string): string {
 }
 
 /**
- * The refusal, without its final period, of a dashed word where a command (`where` empty:
- * `portcullis --json status`) or a group's subcommand (`where` "audit": `portcullis audit --json`)
- * goes: the option by its name only, and where it goes. Read as a subcommand word, `--json` was
- * refused as an unknown subcommand that "may be a secret", which said nothing of the option.
+ * The refusal, without its final period, of a group's subcommand word that is none of its
+ * subcommands (`vault lsit`), in one wording for every group, as `portcullis lsit` is refused:
+ * the word shown only when it reads as a mistyped subcommand (shownWord), the subcommand it most
+ * likely meant, the ones there are, and where each is told.
  */
-export function optionTooEarly(where: string, word: string): string {
+export function unknownSubcommand(group: string, word: string, subcommands: readonly string[]): string {
+  const shown = shownWord(word);
+  const near = shown.startsWith('"') ? nearestName(word, subcommands) : null;
+  const listed = `${subcommands.slice(0, -1).join(", ")} or ${subcommands.at(-1)}`;
+  return `${group}: unknown subcommand ${shown}${near ? ` (did you mean ${near}?)` : ""}; use ${listed} ('portcullis ${group} --help' says what each does)`;
+}
+
+/**
+ * A group's words with the options written before its subcommand moved after it: `vault --json
+ * list` is read as `vault list --json`, as `catalog --json list` and `passkey --json list` are (one
+ * parser reads their whole line). `options` holds every option of the group's subcommands, so that
+ * one taking a value keeps it (`audit --file F verify`); an option none of them has, or one given
+ * wrong, is refused here as the group's parser refuses it, naming it only when it reads as one.
+ * Null when no subcommand follows the options (`vault --json`): the group then asks for one.
+ */
+export function subcommandFirst(group: string, args: string[], options: Options): string[] | null {
+  if (!args[0]?.startsWith("-")) return args;
+  let tokens: { kind: string; index: number }[];
+  try {
+    tokens = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true }).tokens;
+  } catch {
+    tokens = [];
+  }
+  const first = tokens.find((t) => t.kind !== "option");
+  const at = first?.kind === "positional" ? first.index : -1;
+  // the options before it, through the shared parser: an unknown one is refused by its name
+  parse(group, at === -1 ? args : args.slice(0, at), options, false);
+  if (at === -1) return null;
+  return [args[at]!, ...args.slice(0, at), ...args.slice(at + 1)];
+}
+
+/**
+ * The refusal, without its final period, of a dashed word where the command goes (`portcullis
+ * --json status`): the option by its name only, and where it goes. (A group's subcommand may come
+ * after its options: subcommandFirst.)
+ */
+export function optionTooEarly(word: string): string {
   const flag = flagName(word);
-  const what = where ? "subcommand" : "command";
-  const group = where ? `portcullis ${where} ` : "portcullis ";
-  const help = `run '${group}--help' for the ${what}s`;
+  const help = "run 'portcullis --help' for the commands";
   return flag === NOT_SHOWN_FLAG
-    ? `a word that starts with '-' came before the ${what} (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the ${what} (${group}${what.toUpperCase()} --option …); ${help}`
-    : `${flag} goes after the ${what} (${group}${what.toUpperCase()} ${flag} …); ${help}`;
+    ? `a word that starts with '-' came before the command (not shown: it does not read as an option, and may be a secret typed in the wrong place); options go after the command (portcullis COMMAND --option …); ${help}`
+    : `${flag} goes after the command (portcullis COMMAND ${flag} …); ${help}`;
 }
 
 /**

@@ -46,8 +46,8 @@ import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { emptyValue, optionTooEarly, parse as parseArgs, shownWord } from "./args.js";
-import { missingSubcommand } from "./errors.js";
+import { emptyValue, parse as parseArgs, subcommandFirst, unknownSubcommand } from "./args.js";
+import { UsageError as CliUsageError, missingSubcommand } from "./errors.js";
 import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
@@ -80,17 +80,31 @@ Exit codes: 0 ok, 1 the chain (or a record) failed a check, or a wrong passphras
 
 class UsageError extends Error {}
 
+const AUDIT_SUBCOMMANDS = ["verify", "export", "checkpoint", "sessions", "activity", "show"] as const;
+/** Every subcommand's options, for those written before the subcommand (`audit --json sessions`). */
+const AUDIT_OPTIONS = {
+  json: { type: "boolean" },
+  file: { type: "string" },
+  checkpoint: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 export async function auditCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === undefined || sub === "--help" || sub === "-h" || sub === "help") {
+  const [first] = args;
+  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
     process.stdout.write(`${AUDIT_HELP}\n`);
-    if (sub === undefined)
-      missingSubcommand("audit", ["verify", "export", "checkpoint", "sessions", "activity", "show"]);
-    return sub === undefined ? 2 : 0;
+    if (first === undefined) missingSubcommand("audit", AUDIT_SUBCOMMANDS);
+    return first === undefined ? 2 : 0;
   }
+  // `audit --json sessions` is `audit sessions --json`, as in catalog and passkey
+  const words = subcommandFirst("audit", args, AUDIT_OPTIONS);
+  if (words === null) {
+    process.stdout.write(`${AUDIT_HELP}\n`);
+    missingSubcommand("audit", AUDIT_SUBCOMMANDS);
+    return 2;
+  }
+  const [sub, ...rest] = words as [string, ...string[]];
   try {
-    // `audit --json`: an option, not a subcommand word
-    if (sub.startsWith("-")) throw new UsageError(optionTooEarly("audit", sub));
     const opts = parse(sub, rest);
     if (opts.help) {
       process.stdout.write(`${AUDIT_HELP}\n`);
@@ -143,7 +157,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       case "show":
         return await decrypting(sub, ctx.stateDir, opts);
       default:
-        throw new UsageError(`unknown subcommand ${shownWord(sub)}; see portcullis audit --help`);
+        throw new CliUsageError(`${unknownSubcommand("audit", sub, AUDIT_SUBCOMMANDS)}.`);
     }
   } catch (err) {
     // A wrong passphrase is a check that failed, as in every command that asks for one (README).
@@ -191,7 +205,7 @@ function parse(sub: string, rest: string[]): Opts {
   };
   // own keys only: `audit constructor` found Object's and failed with "names.includes is not a function"
   const names = Object.hasOwn(allowed, sub) ? allowed[sub] : undefined;
-  if (!names) throw new UsageError(`unknown subcommand ${shownWord(sub)}; see portcullis audit --help`);
+  if (!names) throw new CliUsageError(`${unknownSubcommand("audit", sub, AUDIT_SUBCOMMANDS)}.`);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     // the shared parser: its refusals name a flag, never a value or a stray word

@@ -13,7 +13,7 @@ import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
-import { labelArgument, parse, shownWord } from "./args.js";
+import { labelArgument, parse, unknownSubcommand } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
@@ -28,6 +28,8 @@ diff   field-level changes between two revisions (default: the previous and the 
        there is nothing to compare yet (exit 0)
 list   every revision recorded for LABEL`;
 
+const CATALOG_SUBCOMMANDS = ["show", "diff", "list"] as const;
+
 export async function catalogCommand(args: string[]): Promise<number> {
   const { values, positionals } = parse("catalog", args, {
     json: { type: "boolean" },
@@ -37,12 +39,12 @@ export async function catalogCommand(args: string[]): Promise<number> {
   });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${CATALOG_HELP}\n`);
-    if (!values.help) missingSubcommand("catalog", ["show", "diff", "list"]);
+    if (!values.help) missingSubcommand("catalog", CATALOG_SUBCOMMANDS);
     return values.help ? 0 : 2;
   }
   const [sub, label, ...more] = positionals;
   if (sub !== "show" && sub !== "diff" && sub !== "list")
-    throw new UsageError(`catalog: unknown subcommand ${shownWord(sub!)}; use show, diff or list.`);
+    throw new UsageError(`${unknownSubcommand("catalog", sub!, CATALOG_SUBCOMMANDS)}.`);
   if (!label) throw new UsageError(`catalog ${sub}: give a server LABEL.`);
   labelArgument(`catalog ${sub}`, label);
   // A word too many is refused, not passed over: `catalog show LABEL 3` showed the latest
@@ -157,7 +159,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
         return 0;
       }
       default:
-        throw new UsageError(`catalog: unknown subcommand ${shownWord(sub!)}; use show, diff or list.`);
+        throw new UsageError(`${unknownSubcommand("catalog", sub!, CATALOG_SUBCOMMANDS)}.`);
     }
   } finally {
     store.close();

@@ -223,7 +223,7 @@ export async function main(argv: string[]): Promise<number> {
       throw new UsageError(
         `unknown option ${flag} (did you mean ${meant}?); run 'portcullis --help' for the commands.`,
       );
-    throw new UsageError(`${optionTooEarly("", name)}.`);
+    throw new UsageError(`${optionTooEarly(name)}.`);
   }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load) {

@@ -8,7 +8,7 @@ import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
-import { parse, shownWord } from "./args.js";
+import { parse, unknownSubcommand } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
@@ -27,6 +27,8 @@ when it is added, after the passphrase; gateways honour only pinned passkeys.
   rm ID  takes a passkey's authority away (recorded in the audit chain); no
          passphrase needed. Its grants stop covering calls. ID may be a unique
          prefix of at least 6 characters.`;
+
+const PASSKEY_SUBCOMMANDS = ["list", "add", "rm"] as const;
 
 const OPTIONS = {
   json: { type: "boolean" },
@@ -79,13 +81,13 @@ function run(args: string[], ctx: { stateDir: string; hint: string | undefined }
   const { values, positionals } = parse("passkey", idAfterRm(args), OPTIONS);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
-    if (!values.help) missingSubcommand("passkey", ["list", "add", "rm"]);
+    if (!values.help) missingSubcommand("passkey", PASSKEY_SUBCOMMANDS);
     return values.help ? EXIT_OK : EXIT_USAGE;
   }
   const [verb, ...rest] = positionals;
   const wants = verb === "rm" ? 1 : 0;
   if (verb !== "list" && verb !== "add" && verb !== "rm") {
-    throw new UsageError(`passkey: unknown subcommand ${shownWord(verb!)}; use list, add or rm.`);
+    throw new UsageError(`${unknownSubcommand("passkey", verb!, PASSKEY_SUBCOMMANDS)}.`);
   }
   // an empty word (an unset `$ID`) is no ID: "there is no passkey ." said nothing
   if (rest.length !== wants || rest[0] === "") {

@@ -45,7 +45,7 @@ import {
   secretNames,
   VaultError,
 } from "../vault/secrets.js";
-import { oneOf, optionTooEarly, parse, shownWord } from "./args.js";
+import { oneOf, parse, subcommandFirst, unknownSubcommand } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -92,28 +92,43 @@ ${PASSPHRASE_HELP}`;
 const DEFAULT_UNLOCK_MS = 30 * 60_000;
 const MAX_UNLOCK_MS = 24 * 3600_000;
 
+/** The subcommands, and each one's options (all of them may also come before the subcommand). */
+const VAULT_SUBCOMMANDS = ["set", "list", "rm"] as const;
+const SET_OPTIONS = {
+  "from-stdin": { type: "boolean" },
+  deliver: { type: "string" },
+  host: { type: "string", multiple: true },
+  help: { type: "boolean", short: "h" },
+} as const;
+const LIST_OPTIONS = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
+const RM_OPTIONS = { help: { type: "boolean", short: "h" } } as const;
+
 export async function vaultCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const [sub, ...rest] = args;
+  const [sub] = args;
   // an empty word (an unset `$SUB`) is refused as an unknown subcommand below, not taken as none
   if (sub === undefined || sub === "--help" || sub === "-h") {
     process.stdout.write(`${VAULT_HELP}\n`);
-    if (!sub) missingSubcommand("vault", ["set", "list", "rm"]);
+    if (!sub) missingSubcommand("vault", VAULT_SUBCOMMANDS);
     return sub ? EXIT_OK : 2;
   }
-  // `vault --json`: an option, not a subcommand word
-  if (sub.startsWith("-")) throw new UsageError(`vault: ${optionTooEarly("vault", sub)}.`);
+  // `vault --json list` is `vault list --json`, as in catalog and passkey
+  const words = subcommandFirst("vault", args, { ...SET_OPTIONS, ...LIST_OPTIONS, ...RM_OPTIONS });
+  if (words === null) {
+    process.stdout.write(`${VAULT_HELP}\n`);
+    missingSubcommand("vault", VAULT_SUBCOMMANDS);
+    return EXIT_USAGE;
+  }
+  const [word, ...more] = words;
   return guarded("vault", async () => {
-    switch (sub) {
+    switch (word) {
       case "set":
-        return vaultSet(rest, ctx);
+        return vaultSet(more, ctx);
       case "list":
-        return vaultList(rest, ctx);
+        return vaultList(more, ctx);
       case "rm":
-        return vaultRm(rest, ctx);
+        return vaultRm(more, ctx);
       default:
-        throw new UsageError(
-          `vault: unknown subcommand ${shownWord(sub)}; use set, list or rm (see portcullis vault --help).`,
-        );
+        throw new UsageError(`${unknownSubcommand("vault", word!, VAULT_SUBCOMMANDS)}.`);
     }
   });
 }
@@ -502,12 +517,7 @@ function startHolder(
  * flags are read, so that a mistyped flag is said before a missing state directory is.
  */
 async function vaultSet(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const { values, positionals: names } = parse("vault set", args, {
-    "from-stdin": { type: "boolean" },
-    deliver: { type: "string" },
-    host: { type: "string", multiple: true },
-    help: { type: "boolean", short: "h" },
-  });
+  const { values, positionals: names } = parse("vault set", args, SET_OPTIONS);
   if (values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;
@@ -612,7 +622,7 @@ function checkHost(h: string, i: number): string {
 }
 
 async function vaultRm(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const { values, positionals } = parse("vault rm", args, { help: { type: "boolean", short: "h" } });
+  const { values, positionals } = parse("vault rm", args, RM_OPTIONS);
   if (values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;
@@ -681,12 +691,7 @@ interface Use {
 }
 
 async function vaultList(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const { values } = parse(
-    "vault list",
-    args,
-    { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    false,
-  );
+  const { values } = parse("vault list", args, LIST_OPTIONS, false);
   if (values.help) {
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;

@@ -22,7 +22,7 @@ describe("audit's sentences", () => {
     expect(await said(["show"])).toBe("portcullis audit: show takes one record number (SEQ ≥ 1).\n");
     expect(await said(["show", "x"])).toBe("portcullis audit: show takes one record number (SEQ ≥ 1).\n");
     expect(await said(["bogus"])).toBe(
-      'portcullis audit: unknown subcommand "bogus"; see portcullis audit --help.\n',
+      "portcullis audit: unknown subcommand \"bogus\"; use verify, export, checkpoint, sessions, activity or show ('portcullis audit --help' says what each does).\n",
     );
     for (const args of [["show"], ["bogus"], ["verify", "--nope"], ["export", "x"]]) {
       const text = await said(args);

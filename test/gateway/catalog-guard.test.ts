@@ -86,8 +86,10 @@ describe("catalog revisions", () => {
       ["diff", "issues", "--revision", "1"],
       " diff: --revision is for catalog show (diff takes FROM TO).",
     );
-    await refused(["lsit", "issues"], ': unknown subcommand "lsit"; use show, diff or list.');
-    await refused(["lsit"], ': unknown subcommand "lsit"; use show, diff or list.');
+    const lsit =
+      ": unknown subcommand \"lsit\" (did you mean list?); use show, diff or list ('portcullis catalog --help' says what each does).";
+    await refused(["lsit", "issues"], lsit);
+    await refused(["lsit"], lsit);
     // a revision is written in digits: "0x2" was revision 2, "2e0" too, and a number past 2^53
     // was named rounded ("no revision 100000000000000000000")
     const notNumber = " must be a revision number (1, 2, … as 'catalog list' shows them).";
