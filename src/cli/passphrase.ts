@@ -1,5 +1,4 @@
 import { closeSync, openSync, writeSync } from "node:fs";
-import { StringDecoder } from "node:string_decoder";
 import { ReadStream } from "node:tty";
 import { safeText } from "../catalog/text.js";
 import { fileProblem } from "../util/errno.js";
@@ -32,9 +31,9 @@ export async function readPassphrase(prompt: string, opts: { confirm?: boolean }
   try {
     // a slip in one of the two entries is asked again, as passwd does, a few times
     for (let attempt = 1; ; attempt++) {
-      const first = await readHidden(out, prompt);
+      const first = await readHidden(out, prompt, "passphrase");
       if (!opts.confirm) return first;
-      const again = await readHidden(out, "Repeat the passphrase: ");
+      const again = await readHidden(out, "Repeat the passphrase: ", "passphrase");
       if (again === first) return first;
       if (attempt === CONFIRM_TRIES)
         throw new PassphraseError(`the two passphrases differed ${CONFIRM_TRIES} times`);
@@ -91,17 +90,26 @@ function openTerminal(flags: "r" | "w"): number {
   }
 }
 
-/** Reads one line from the terminal in raw mode (no echo). Ctrl-C or Ctrl-D on an empty line cancels. */
-function readHidden(out: number, prompt: string): Promise<string> {
+/**
+ * Reads one line from the terminal in raw mode (no echo). Ctrl-C or Ctrl-D on an empty line
+ * cancels. `what` is what the line is ("passphrase", "value"), as its refusals name it.
+ */
+function readHidden(out: number, prompt: string, what: string): Promise<string> {
   // The ReadStream owns (and closes) its descriptor.
   const input = new ReadStream(openTerminal("r"));
-  writeSync(out, prompt);
+  // raw (no echo) before the prompt shows: what is typed once it shows is never echoed
   input.setRawMode(true);
+  writeSync(out, prompt);
   const restore = () => input.setRawMode(false);
   process.once("exit", restore);
   return new Promise<string>((resolve, reject) => {
-    const decoder = new StringDecoder("utf8");
+    // fatal, as a passphrase file is read (src/util/smallFile.ts, strictUtf8): a terminal set to
+    // another encoding (Latin-1's "é" is the byte E9) sends bytes that the lenient decoder made
+    // U+FFFD each, another passphrase than the one typed, and one that any other such bytes of
+    // the same count also give. Stream mode: a character's bytes may come in two reads.
+    const decoder = new TextDecoder("utf-8", { fatal: true });
     let value = "";
+    let notUtf8 = false;
     const done = (err: Error | null) => {
       input.off("data", onData);
       process.off("exit", restore);
@@ -111,12 +119,29 @@ function readHidden(out: number, prompt: string): Promise<string> {
       if (err) reject(err);
       else resolve(value);
     };
+    // Once a byte is not UTF-8, the rest of the line is still read, to its end, not left to the
+    // shell: refused only then, so that what follows is not run as a command, nor echoed.
+    const toLineEnd = (chunk: Buffer) => {
+      for (const byte of chunk) {
+        if (byte === 0x0d || byte === 0x0a) return done(new PassphraseError(notUtf8Typed(what)));
+        if (byte === 0x03) return done(new PassphraseError(`${what} entry cancelled`));
+      }
+    };
     const onData = (chunk: Buffer) => {
-      for (const ch of decoder.write(chunk)) {
+      if (notUtf8) return toLineEnd(chunk);
+      let chars: string;
+      try {
+        chars = decoder.decode(chunk, { stream: true });
+      } catch {
+        notUtf8 = true;
+        value = "";
+        return toLineEnd(chunk);
+      }
+      for (const ch of chars) {
         const code = ch.codePointAt(0)!;
         if (ch === "\r" || ch === "\n") return done(null);
         if (code === 0x03 || (code === 0x04 && value === ""))
-          return done(new PassphraseError("passphrase entry cancelled"));
+          return done(new PassphraseError(`${what} entry cancelled`));
         if (code === 0x7f || code === 0x08) value = [...value].slice(0, -1).join("");
         else if (code === 0x15) value = "";
         else if (code === 0x1b)
@@ -128,11 +153,16 @@ function readHidden(out: number, prompt: string): Promise<string> {
   });
 }
 
+/** The refusal of a line typed at a terminal that sent bytes that are not UTF-8. */
+function notUtf8Typed(what: string): string {
+  return `the ${what} typed is not UTF-8 text (the terminal sent a byte that is not UTF-8: is it set to another encoding?), so it would be read as another ${what} than the one typed; set the terminal's encoding to UTF-8 and type it again`;
+}
+
 /** A secret value typed on the terminal with echo off (never from an argument). */
 export async function readHiddenLine(prompt: string): Promise<string> {
   const out = openTerminal("w");
   try {
-    return await readHidden(out, prompt);
+    return await readHidden(out, prompt, "value");
   } finally {
     closeSync(out);
   }
