@@ -24,6 +24,7 @@ import { takeOwnedLock } from "../util/ownedLock.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
+import { keyringOwnerOnly } from "./ownerOnly.js";
 import {
   auditKeyId,
   newX25519PrivateKey,
@@ -344,7 +345,17 @@ const MAX_KEYRING_BYTES = 64 * 1024;
 function readKeyringText(stateDir: string): string | null {
   const path = keyringPath(stateDir);
   try {
-    return readSmallFile(path, MAX_KEYRING_BYTES, "a keyring");
+    let mode = 0o600;
+    const text = readSmallFile(path, MAX_KEYRING_BYTES, "a keyring", {
+      refuse: (st) => {
+        mode = st.mode;
+        return null;
+      },
+    });
+    // its mode as the file read has it; made 0600 again, saying so when it holds keys (a damaged
+    // one, refused next in its own sentence, holds none to guess at: ownerOnly.ts)
+    if ((mode & 0o077) !== 0) keyringOwnerOnly(path, mode, holdsKeys(text, path));
+    return text;
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;
@@ -371,6 +382,16 @@ function unreadableKeyring(path: string, code: string | undefined): KeyringError
         `run the command as the user the directory belongs to (ls -ld ${closed.dir} shows who), or give a state directory of your own (--state-dir or PORTCULLIS_HOME)`,
     );
   return new KeyringError(`${path} cannot be read: ${fileProblem(code)}`);
+}
+
+/** Whether the text reads as a keyring, with its sealed keys (parseKeyring, nothing thrown). */
+function holdsKeys(text: string, path: string): boolean {
+  try {
+    parseKeyring(text, path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
