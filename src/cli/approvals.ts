@@ -160,7 +160,9 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
 }
 
 function fail(code: number, message: string): number {
-  process.stderr.write(`${failureLine(message)}\n`);
+  // written here, not by the command line's reportFailure: escaped as it escapes (a keyring's
+  // path in the state directory, which may hold a control character)
+  process.stderr.write(`${safeText(failureLine(message))}\n`);
   return code;
 }
 

@@ -48,6 +48,7 @@ import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { emptyValue, parse as parseArgs, subcommandFirst, unknownSubcommand } from "./args.js";
 import { UsageError as CliUsageError, missingSubcommand } from "./errors.js";
+import { failureLine } from "./failureLine.js";
 import { keyringEnding } from "./keyringAdvice.js";
 import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { type Progress, stderrProgress } from "./progress.js";
@@ -96,15 +97,15 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
     if (first === undefined) missingSubcommand("audit", AUDIT_SUBCOMMANDS);
     return first === undefined ? 2 : 0;
   }
-  // `audit --json sessions` is `audit sessions --json`, as in catalog and passkey
-  const words = subcommandFirst("audit", args, AUDIT_OPTIONS);
-  if (words === null) {
-    process.stdout.write(`${AUDIT_HELP}\n`);
-    missingSubcommand("audit", AUDIT_SUBCOMMANDS);
-    return 2;
-  }
-  const [sub, ...rest] = words as [string, ...string[]];
   try {
+    // `audit --json sessions` is `audit sessions --json`, as in catalog and passkey
+    const words = subcommandFirst("audit", args, AUDIT_OPTIONS);
+    if (words === null) {
+      process.stdout.write(`${AUDIT_HELP}\n`);
+      missingSubcommand("audit", AUDIT_SUBCOMMANDS);
+      return 2;
+    }
+    const [sub, ...rest] = words as [string, ...string[]];
     const opts = parse(sub, rest);
     if (opts.help) {
       process.stdout.write(`${AUDIT_HELP}\n`);
@@ -160,6 +161,14 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         throw new CliUsageError(`${unknownSubcommand("audit", sub, AUDIT_SUBCOMMANDS)}.`);
     }
   } catch (err) {
+    // Its sentences name files (an export, a checkpoint, the keyring in the state directory), and
+    // are written here, not by the command line's reportFailure: escaped here as it escapes them.
+    const said = (line: string) => process.stderr.write(`${safeText(line)}\n`);
+    // the shared parser's and the shared sentences' refusals, which name the command themselves
+    if (err instanceof CliUsageError) {
+      said(failureLine(err.message));
+      return 2;
+    }
     // A wrong passphrase is a check that failed, as in every command that asks for one (README).
     if (
       err instanceof AuditChainError ||
@@ -168,7 +177,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof WrongPassphraseError ||
       err instanceof KeyringTamperedError
     ) {
-      process.stderr.write(`portcullis audit: ${err.message}.\n`);
+      said(`portcullis audit: ${err.message}.`);
       return 1;
     }
     if (
@@ -177,7 +186,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof PassphraseError ||
       err instanceof CheckpointFormatError
     ) {
-      process.stderr.write(`portcullis audit: ${err.message}${keyringEnding(err)}\n`);
+      said(`portcullis audit: ${err.message}${keyringEnding(err)}`);
       return 2;
     }
     throw err;
@@ -364,9 +373,10 @@ async function report(
         `but a keyring is here, and 'portcullis init' writes record 1 (the approver key's pin) into the store it sets up: if this state directory was in use, its store was deleted or replaced (a checkpoint taken earlier shows it: ${quotedCommand("audit verify --checkpoint FILE", stateDir)}); if its init was interrupted, the next command that takes the passphrase pins the key\n`,
       );
   } else if (notAnExport) {
-    await write(`audit verify: ${r.problem}\n`);
+    // the problem names the file given, whose path may hold a control character
+    await write(`${safeText(`audit verify: ${r.problem}`)}\n`);
   } else {
-    await write(`audit chain broken at seq ${r.seq}: ${r.problem}\n`);
+    await write(`${safeText(`audit chain broken at seq ${r.seq}: ${r.problem}`)}\n`);
   }
   return r.ok ? 0 : 1;
 }
@@ -497,7 +507,7 @@ async function decrypting(
     dataKey.fill(0);
     // An old keyring gets its approver key here (pinned); a swapped one is refused.
     await checkApproverKey(db, stateDir, passphrase, unlocked, (line) =>
-      process.stderr.write(`portcullis audit: ${line}\n`),
+      process.stderr.write(`portcullis audit: ${safeText(line)}\n`),
     );
     const verifier = new ChainVerifier();
     function* verified(): Generator<StoredRecord> {
