@@ -590,7 +590,8 @@ async function storeAndHand(
   if (policy.deliver === "http") {
     if (await ensureEgressCa(stateDir, dataKey))
       process.stdout.write(
-        `created the local CA servers will trust for HTTP delivery: ${caCertPathOf(stateDir)}\n`,
+        // the state directory's name may hold a control character (init names it escaped too)
+        `created the local CA servers will trust for HTTP delivery: ${safeText(caCertPathOf(stateDir))}\n`,
       );
     const { ca } = openEgressCa(stateDir, dataKey);
     if (ca) egressCa = { cert: ca.certPem, key: ca.keyPkcs8.toString("base64") };
