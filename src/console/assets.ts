@@ -185,7 +185,11 @@ nav .proof { margin-left: auto; color: var(--muted); font-size: 12px; }
 main { padding: 1rem 1rem 3rem; max-width: 1400px; margin: 0 auto; }
 h1 { font-size: 20px; margin: .2rem 0 1rem; } h2 { font-size: 16px; margin: 0; } h3 { font-size: 13px; margin: 0 0 .3rem; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
-.args th { white-space: nowrap; }
+/* names keep their spaces ("to  x" is not "to x") and their case (a heading's capitals made
+   "transfer" read "TRANSFER"), and wrap anywhere; a name's column takes at most about a third of
+   the table, so a long one never squeezes its value into one character a line */
+.name { white-space: pre-wrap; overflow-wrap: anywhere; text-transform: none; letter-spacing: normal; }
+.args th { width: 30%; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; max-height: 14rem; overflow: auto; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .card .meta { color: var(--muted); margin: .2rem 0 .6rem; font-size: 12px; }

@@ -12,17 +12,10 @@ import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { notHonoured } from "../approval/shownDecisions.js";
-import {
-  displayName,
-  isPlainAscii,
-  jsonText,
-  mixedScriptNote,
-  mixedScriptText,
-  NOT_ASCII_NOTE,
-} from "../catalog/text.js";
+import { isPlainAscii, jsonText, mixedScriptNote, mixedScriptText, NOT_ASCII_NOTE } from "../catalog/text.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
-import { type Html, html, pre } from "./html.js";
+import { type Html, html, nameHtml, pre } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
 
 function chainLine(e: ChainEntry): Html {
@@ -69,7 +62,7 @@ function whatChanged(r: Review): Html {
 
 function toolPart(r: Review): Html {
   const since = r.tool.sinceLastGrant;
-  return html`<section class="tool"><h3>The tool <code>${displayName(r.tool.name)}</code> <span class="mode">${
+  return html`<section class="tool"><h3>The tool <code>${nameHtml(r.tool.name)}</code> <span class="mode">${
     r.tool.mode === "per-call" ? "per-call (every call asks)" : "session"
   }</span></h3>
     ${isPlainAscii(r.tool.name) ? "" : html`<p class="error" data-testid="not-ascii-name">${NOT_ASCII_NOTE}</p>`}
@@ -98,7 +91,7 @@ function argumentsPart(r: Review): Html {
         : html`<table><tbody>${r.arguments.map(
             (a) =>
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
-              html`<tr><th>${displayName(a.name)}</th><td><code class="value">${
+              html`<tr><th>${nameHtml(a.name)}</th><td><code class="value">${
                 hidden(a) ? "(hidden)" : jsonText(a.value)
               }</code>${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`
@@ -162,7 +155,7 @@ export function reviewCard(
   const r = req.review;
   const pending = req.state === "pending";
   return html`<article class="card" ${pending ? html`data-testid="pending-request"` : ""} data-request-id="${req.request}">
-    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${displayName(r.tool.name)}</a></h2>
+    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${nameHtml(r.tool.name)}</a></h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>

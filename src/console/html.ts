@@ -1,4 +1,4 @@
-import { markHidden } from "../catalog/text.js";
+import { displayName, markHidden } from "../catalog/text.js";
 
 /**
  * The console's one way of putting text into HTML. Everything a server, an agent or the store
@@ -67,4 +67,14 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 /** Preformatted untrusted text (a diff, a rendered tool): escaped, in a <pre>. */
 export function pre(text: string, cls = ""): Html {
   return html`<pre class="${cls}">${text}</pre>`;
+}
+
+/**
+ * A tool's, argument's or field's name as the terminal shows it (`displayName`: bare when plain,
+ * else quoted and escaped), in a span whose white space is kept (`.name` in the stylesheet): HTML
+ * collapses a run of spaces to one, and `"to  x"` must not read as `"to x"`. It may wrap anywhere,
+ * so a long name never pushes what stands beside it out of its column.
+ */
+export function nameHtml(name: string): Html {
+  return html`<span class="name">${displayName(name)}</span>`;
 }

@@ -8,14 +8,14 @@ import type { ApprovalRequest } from "../approval/requests.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
 import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
 import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
-import { displayName, jsonText } from "../catalog/text.js";
+import { jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, reviewCard } from "./card.js";
-import { type Html, html } from "./html.js";
+import { type Html, html, nameHtml } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
 
 export interface PageChrome {
@@ -136,7 +136,7 @@ export function proofBody(
   problem?: string,
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
-  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${displayName(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
+  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${nameHtml(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
   ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
   <form method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
     <input type="hidden" name="csrf" value="${csrf}">
@@ -182,7 +182,7 @@ export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
       : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${grants.map(
           (g) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
           <td><code>${g.grant}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
-          <td>${g.serverLabel} · ${g.toolScope.map((t) => displayName(t.name)).join(", ")}</td>
+          <td>${g.serverLabel} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${nameHtml(t.name)}`)}</td>
           <td>${g.mode}</td><td><code>${g.executionEpoch}</code></td>
           <td>${g.credentialScope.length ? g.credentialScope.join(", ") : "(none)"}</td>
           <td>${g.issuedAt}<br><small>${g.approvedBy}</small>${notHonouredNote(shown.grant(g))}</td>
@@ -236,7 +236,7 @@ function sideBySide(before: { name: string }[], after: { name: string }[], a: nu
   }</h3>
   <table class="diff"><thead><tr><th>tool · field</th><th>change</th><th>revision ${a}</th><th>revision ${b}</th><th>class</th></tr></thead><tbody>${diff.entries.map(
     (e) =>
-      html`<tr class="entry"><th colspan="4">${e.kind} <code>${displayName(e.tool)}</code>${e.renameCandidate ? html` (rename of ${displayName(e.renameCandidate)}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
+      html`<tr class="entry"><th colspan="4">${e.kind} <code>${nameHtml(e.tool)}</code>${e.renameCandidate ? html` (rename of ${nameHtml(e.renameCandidate)}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
         (c) =>
           html`<tr><td><code>${c.path || "(tool)"}</code></td><td>${c.change}</td><td><code class="value">${
             c.before === undefined ? "" : jsonText(c.before)
@@ -273,7 +273,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
           .reverse()
           .map(
             (a) =>
-              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : displayName(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${a.outcome}</td></tr>`,
+              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : nameHtml(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${a.outcome}</td></tr>`,
           )}</tbody></table></section>`
       : html`<section><h2>Sessions and activity</h2>
         ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}

@@ -99,8 +99,8 @@ describe("look-alike tool names", () => {
     const page = await raw(`${console_.url}/`, { headers: { Cookie: session.cookie } });
     expect(page.status).toBe(200);
     expect(page.body).not.toMatch(HIDDEN);
-    expect(page.body).toContain("shop · &quot;deploy\\u00ad&quot;");
-    expect(page.body).toContain("shop · &quot;deploy\\u{e0041}\\u{e0042}&quot;");
+    expect(page.body).toContain(`shop · <span class="name">&quot;deploy\\u00ad&quot;</span>`);
+    expect(page.body).toContain(`shop · <span class="name">&quot;deploy\\u{e0041}\\u{e0042}&quot;</span>`);
     expect(page.body.match(/data-testid="not-ascii-name"/g)).toHaveLength(3);
   });
 

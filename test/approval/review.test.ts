@@ -189,8 +189,10 @@ describe("what the human sees", () => {
     }
     // the console's card, the same way
     const card = String(reviewCard(req, "csrf"));
-    expect(card).toMatch(/<th>label<\/th><td><code class="value">null<\/code>/);
-    expect(card).toMatch(/<th>password<\/th><td><code class="value">\(hidden\)<\/code>/);
+    expect(card).toMatch(/<th><span class="name">label<\/span><\/th><td><code class="value">null<\/code>/);
+    expect(card).toMatch(
+      /<th><span class="name">password<\/span><\/th><td><code class="value">\(hidden\)<\/code>/,
+    );
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;
   });

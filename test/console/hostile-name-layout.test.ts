@@ -1,0 +1,69 @@
+// Names on the review card drawn so that they hide or bend what the human reads. The names are the
+// server's (its tool's name, its inputs') and the agent's (the arguments it sends), and the card
+// showed them in ways the terminal does not:
+// - HTML collapses a run of spaces: the arguments `"to x"` and `"to  x"` read alike, while
+//   `approve` prints them apart (displayName quotes them as they are);
+// - the argument names' column did not wrap: a 128-character name (plain, so shown bare) took
+//   the row's width and squeezed every value beside it into a column one character wide, the
+//   payee `"mallory"` drawn as seven lines of one letter each;
+// - the tool's heading is set in capitals (text-transform), so the tool `transfer` read as
+//   `TRANSFER`, a name the server may list as another tool.
+import { describe, expect, it } from "vitest";
+import { displayName } from "../../src/catalog/text.js";
+import { waitForPending } from "../helpers/approvals.js";
+import { browserSuite, held } from "../helpers/browser.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { newStateDir } from "../helpers/state.js";
+import { catalogFile, consoleOf, gatewayFor, loginWithBrowser, stopConsoleOf } from "./helpers.js";
+
+const suite = browserSuite();
+const { cleanup } = suite;
+
+const LONG = "a".repeat(128);
+const TRANSFER = {
+  name: "transfer",
+  description: "Sends money.",
+  inputSchema: {
+    type: "object",
+    properties: { to: { type: "string" }, amount: { type: "number" } },
+  },
+};
+
+describe("names on the review card", () => {
+  it("keep their spaces and their case, and a long one leaves the values beside it readable", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-console-tools-");
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => stopConsoleOf(stateDir));
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [TRANSFER]));
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const args = { [LONG]: "x", "to x": "savings", "to  x": "mallory", to: "mallory", amount: 5000 };
+    const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const page = suite.browser.page;
+    await page.setViewportSize({ width: 1000, height: 800 });
+    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
+
+    // Each name reads as the terminal prints it: no two alike.
+    const names = (await page.locator(".args th").allInnerTexts()).map((n) => n.replace(/\n/g, ""));
+    expect.soft(names.sort()).toEqual(Object.keys(args).map(displayName).sort());
+
+    // The tool's name in its heading is in its own case.
+    expect.soft(await page.locator("section.tool h3 > code").innerText()).toBe("transfer");
+
+    // Beside the long name, the payee is one line inside the card, as wide as its text.
+    const card = (await page.getByTestId("pending-request").boundingBox())!;
+    const row = page.locator(".args tr", { has: page.locator("th", { hasText: /^to$/ }) });
+    const value = (await row.locator("code.value").boundingBox())!;
+    expect.soft(await row.locator("code.value").innerText()).toBe('"mallory"');
+    const lineHeight = 12 * 1.4;
+    expect.soft(value.height, "one line").toBeLessThan(lineHeight * 1.5);
+    expect.soft(value.x + value.width).toBeLessThanOrEqual(card.x + card.width);
+    await gw.close();
+    await call.catch(() => {});
+  });
+});
