@@ -98,7 +98,20 @@ function argumentsPart(r: Review): Html {
     }
     <p><strong>credential scopes</strong> ${
       r.credentialScope.length ? r.credentialScope.join(", ") : "(none)"
-    }</p></section>`;
+    }</p>${r.scopeNote ? html`<p class="note" data-testid="scope-note">${r.scopeNote}</p>` : ""}${newEgress(r)}</section>`;
+}
+
+/**
+ * The destinations the current epoch's server contacted that the last approved epoch's never did
+ * (the egress record), said as the terminal's review says them ("NEW egress"): what new code
+ * talks to is what a human approving it most needs to know.
+ */
+function newEgress(r: Review): Html | "" {
+  const hosts = r.newDestinations ?? [];
+  if (hosts.length === 0) return "";
+  return html`<p class="error" data-testid="new-egress">NEW egress ${hosts.map(
+    (h, i) => html`${i > 0 ? ", " : ""}<code>${h}</code>`,
+  )} (never contacted under the last approved epoch)</p>`;
 }
 
 /**
