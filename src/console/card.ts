@@ -12,7 +12,15 @@ import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { notHonoured } from "../approval/shownDecisions.js";
-import { isPlainAscii, jsonText, mixedScriptNote, mixedScriptText, NOT_ASCII_NOTE } from "../catalog/text.js";
+import {
+  displayJson,
+  isPlainAscii,
+  jsonText,
+  mixedScriptNote,
+  mixedScriptText,
+  NOT_ASCII_NOTE,
+} from "../catalog/text.js";
+import { writtenServerInfo } from "../identity/index.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, nameHtml, pre } from "./html.js";
@@ -41,6 +49,22 @@ function whoAsks(r: Review): Html {
     </details></section>`;
 }
 
+/**
+ * A server reached over HTTP is known only by what it showed over the wire: its URL, its
+ * certificate chain's digest and its serverInfo (its own words), as the terminal's review says them.
+ */
+function remotePart(rec: Record<string, unknown> | null): Html | "" {
+  const remote = rec?.remote as
+    | { url?: unknown; certificateChainSha256?: unknown; serverInfo?: unknown; writtenNumbers?: unknown }
+    | undefined;
+  if (!remote || typeof remote !== "object") return "";
+  return html`<dl class="remote" data-testid="remote">
+      <dt>remote</dt><dd><code>${String(remote.url ?? "")}</code></dd>
+      <dt>tls chain</dt><dd><code>${String(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
+      <dt>serverInfo</dt><dd><code>${displayJson(writtenServerInfo(remote) ?? "null", 300)}</code> (the server's own words)</dd>
+    </dl>`;
+}
+
 function whatChanged(r: Review): Html {
   const rec = r.epoch.record as Record<string, unknown> | null;
   const cmd = rec && Array.isArray(rec.launchCommand) ? displayCommand(rec.launchCommand.map(String)) : null;
@@ -53,6 +77,7 @@ function whatChanged(r: Review): Html {
         : ""
     }
     ${cmd ? html`<p class="cmd">command <code>${cmd}</code></p>` : ""}
+    ${remotePart(rec)}
     <p><strong>catalog revision ${r.catalog.revision}</strong>${
       r.catalog.lastApprovedRevision !== null ? html` (last approved: ${r.catalog.lastApprovedRevision})` : ""
     } ${cls ? html`<span class="cls cls-${cls}">${cls}</span>` : ""}</p>
