@@ -52,14 +52,14 @@ describe("names on the review card", () => {
     const names = (await page.locator(".args th").allInnerTexts()).map((n) => n.replace(/\n/g, ""));
     expect.soft(names.sort()).toEqual(Object.keys(args).map(displayName).sort());
 
-    // The tool's name in its heading is in its own case.
-    expect.soft(await page.locator("section.tool h3 > code").innerText()).toBe("transfer");
+    // The tool's name in its heading is in its own case (as drawn: text-transform applies).
+    expect.soft((await page.locator("section.tool h3 > code").allInnerTexts())[0]).toBe("transfer");
 
     // Beside the long name, the payee is one line inside the card, as wide as its text.
     const card = (await page.getByTestId("pending-request").boundingBox())!;
     const row = page.locator(".args tr", { has: page.locator("th", { hasText: /^to$/ }) });
     const value = (await row.locator("code.value").boundingBox())!;
-    expect.soft(await row.locator("code.value").innerText()).toBe('"mallory"');
+    expect.soft(await row.locator("code.value").allInnerTexts()).toEqual(['"mallory"']);
     const lineHeight = 12 * 1.4;
     expect.soft(value.height, "one line").toBeLessThan(lineHeight * 1.5);
     expect.soft(value.x + value.width).toBeLessThanOrEqual(card.x + card.width);
