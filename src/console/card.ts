@@ -61,7 +61,7 @@ function remotePart(rec: Record<string, unknown> | null): Html | "" {
   return html`<dl class="remote" data-testid="remote">
       <dt>remote</dt><dd><code>${String(remote.url ?? "")}</code></dd>
       <dt>tls chain</dt><dd><code>${String(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
-      <dt>serverInfo</dt><dd><code>${displayJson(writtenServerInfo(remote) ?? "null", 300)}</code> (the server's own words)</dd>
+      <dt>serverInfo</dt><dd><code class="value">${displayJson(writtenServerInfo(remote) ?? "null", 300)}</code> (the server's own words)</dd>
     </dl>`;
 }
 

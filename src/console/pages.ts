@@ -238,7 +238,7 @@ function sideBySide(before: { name: string }[], after: { name: string }[], a: nu
     (e) =>
       html`<tr class="entry"><th colspan="4">${e.kind} <code>${nameHtml(e.tool)}</code>${e.renameCandidate ? html` (rename of ${nameHtml(e.renameCandidate)}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
         (c) =>
-          html`<tr><td><code>${c.path || "(tool)"}</code></td><td>${c.change}</td><td><code class="value">${
+          html`<tr><td><code class="name">${c.path || "(tool)"}</code></td><td>${c.change}</td><td><code class="value">${
             c.before === undefined ? "" : jsonText(c.before)
           }</code></td><td><code class="value">${c.after === undefined ? "" : jsonText(c.after)}</code></td><td><span class="cls cls-${c.classification}">${c.classification}</span></td></tr>`,
       )}`,

@@ -9,12 +9,21 @@
 // - the tool's heading is set in capitals (text-transform), so the tool `transfer` read as
 //   `TRANSFER`, a name the server may list as another tool.
 import { describe, expect, it } from "vitest";
+import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
 import { displayName } from "../../src/catalog/text.js";
+import { openStore } from "../../src/store/db.js";
 import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
-import { catalogFile, consoleOf, gatewayFor, loginWithBrowser, stopConsoleOf } from "./helpers.js";
+import {
+  catalogFile,
+  consoleOf,
+  gatewayFor,
+  loginWithBrowser,
+  startConsoleProcess,
+  stopConsoleOf,
+} from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -65,5 +74,32 @@ describe("names on the review card", () => {
     expect.soft(value.x + value.width).toBeLessThanOrEqual(card.x + card.width);
     await gw.close();
     await call.catch(() => {});
+  });
+
+  it("on the Catalog page, two inputs whose names differ in their spaces read apart", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const db = openStore(stateDir);
+    const tool = (properties: Record<string, unknown>): Tool[] => [
+      { name: "transfer", description: "Sends money.", inputSchema: { type: "object", properties } },
+    ];
+    recordRevision(db, "bank", snapshotOf(tool({}), 1), null);
+    recordRevision(
+      db,
+      "bank",
+      snapshotOf(tool({ "to x": { type: "string" }, "to  x": { type: "string" } }), 1),
+      null,
+    );
+    db.close();
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => c.stop());
+    const page = suite.browser.page;
+    await loginWithBrowser(page, c.url);
+    await page.goto(`${c.url}/catalog?label=bank&from=1&to=2`);
+    const paths = (await page.locator("table.diff td:first-child code").allInnerTexts()).filter((t) =>
+      t.includes("to"),
+    );
+    expect(paths).toHaveLength(2);
+    expect(new Set(paths).size, JSON.stringify(paths)).toBe(2);
   });
 });

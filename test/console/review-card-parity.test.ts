@@ -103,7 +103,9 @@ describe("the console's review card", () => {
     expect.soft(card).toContain(`<code>sha256:${"c".repeat(64)}</code>`);
     expect
       .soft(card)
-      .toMatch(/<dt>serverInfo<\/dt><dd><code>[^<]*example-mcp[^<]*<\/code> \(the server's own words\)/);
+      .toMatch(
+        /<dt>serverInfo<\/dt><dd><code class="value">[^<]*example-mcp[^<]*<\/code> \(the server's own words\)/,
+      );
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;
   });
