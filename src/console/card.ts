@@ -203,6 +203,27 @@ export function reviewCard(
 }
 
 /**
+ * A pending request's card, or, when its stored review cannot be drawn (any process of the user
+ * can rewrite the review in the store: `{}`, `null`, a name that is no string), a card that says
+ * so and offers no approval. Without it one such row made the whole Requests page an internal
+ * error, hiding every other request from the human.
+ */
+export function reviewCardOrNotice(
+  given: Parameters<typeof reviewCard>[0],
+  csrf: string,
+  passkey?: PasskeyDecisions,
+): Html {
+  try {
+    return reviewCard(given, csrf, passkey);
+  } catch (e) {
+    return html`<article class="card" data-testid="unreadable-request" data-request-id="${given.request}">
+    <header><h2>request <code>${given.request}</code></h2></header>
+    <p class="error">Its stored review cannot be shown (${(e as Error).message}), so it cannot be approved here: the gateway writes the review to the store, and something rewrote it. Deny it with <code>portcullis deny ${given.request}</code>, or let it expire; <code>portcullis audit verify</code> checks the audit chain.</p>
+  </article>`;
+  }
+}
+
+/**
  * Whether a call waits on the request right now, as its gateway recorded it (callWaitText), with
  * `data-call-waiting` "yes", "no" or "unknown"; nothing for a request not listed as pending.
  */

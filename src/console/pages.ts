@@ -14,7 +14,7 @@ import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
-import { notHonouredNote, reviewCard } from "./card.js";
+import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
 import { type Html, html, nameHtml } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
 
@@ -109,7 +109,7 @@ export function requestsBody(
   passkey?: PasskeyDecisions,
 ): Html {
   return html`<h1>Pending requests <small>(${pending.length})</small></h1>
-  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCard(r, csrf, passkey))}`;
+  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCardOrNotice(r, csrf, passkey))}`;
 }
 
 export function requestBody(
@@ -117,7 +117,7 @@ export function requestBody(
   csrf: string,
   passkey?: PasskeyDecisions,
 ): Html {
-  return html`<p><a href="/">← all requests</a></p>${reviewCard(req, csrf, passkey)}`;
+  return html`<p><a href="/">← all requests</a></p>${reviewCardOrNotice(req, csrf, passkey)}`;
 }
 
 const ACTION_TEXT: Record<string, string> = {
