@@ -205,8 +205,9 @@ export function reviewCard(
 /**
  * A pending request's card, or, when its stored review cannot be drawn (any process of the user
  * can rewrite the review in the store: `{}`, `null`, a name that is no string), a card that says
- * so and offers no approval. Without it one such row made the whole Requests page an internal
- * error, hiding every other request from the human.
+ * so and offers no decision (decidableRequest refuses any decision of a request that no longer
+ * matches its review). Without it one such row made the whole Requests page an internal error,
+ * hiding every other request from the human.
  */
 export function reviewCardOrNotice(
   given: Parameters<typeof reviewCard>[0],
@@ -218,7 +219,7 @@ export function reviewCardOrNotice(
   } catch (e) {
     return html`<article class="card" data-testid="unreadable-request" data-request-id="${given.request}">
     <header><h2>request <code>${given.request}</code></h2></header>
-    <p class="error">Its stored review cannot be shown (${(e as Error).message}), so it cannot be approved here: the gateway writes the review to the store, and something rewrote it. Deny it with <code>portcullis deny ${given.request}</code>, or let it expire; <code>portcullis audit verify</code> checks the audit chain.</p>
+    <p class="error">Its stored review cannot be shown (${(e as Error).message}). The gateway writes the review to the store, and something rewrote it: the request no longer matches its review, so it can be neither approved nor denied, here or with <code>portcullis approve</code>/<code>deny</code>. Its call is refused when its hold ends, and the request expires at ${given.expiresAt}. <code>portcullis audit verify</code> checks the audit chain.</p>
   </article>`;
   }
 }

@@ -2,8 +2,8 @@
 // something that is no review (`{}`, `null`, a tool name that is no string). The console drew the
 // Requests page by rendering every pending request's card, so that one row made the whole page an
 // internal error (500), and the human, sent there after logging in, saw none of the other
-// requests. The card of a review that cannot be drawn now says so and offers no approval; the
-// other requests are listed and decided as before.
+// requests. The card of a review that cannot be drawn now says so and offers no decision (none
+// is taken: the row no longer matches its review); the other requests are listed and decided.
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -30,7 +30,7 @@ afterEach(async () => {
 });
 
 describe("a pending request whose stored review was rewritten into no review", () => {
-  it("is shown as unreadable, with no approval; the other requests are listed and decided", async () => {
+  it("is shown as unreadable, deciding nothing; the other requests are listed and decided", async () => {
     const stateDir = newStateDir();
     const dir = tempDir("portcullis-console-tools-");
     cleanup.push(() => {
@@ -73,8 +73,18 @@ describe("a pending request whose stored review was rewritten into no review", (
       expect(own.status, garbled).toBe(200);
       expect(own.body).toContain('data-testid="unreadable-request"');
     }
-    // B is decided from the console as ever (the held proof's key, its review digest)
+    // A can be decided by nobody, as its card says: a denial too is refused (409), A stays pending
     const s = await httpLogin(c.url);
+    const denied = await post(
+      c.url,
+      `/requests/${a!.request}/decide`,
+      { csrf: s.csrf, action: "deny", proof: s.proofKey ?? "" },
+      { Cookie: s.cookie },
+    );
+    expect(denied.status).toBe(409);
+    expect(denied.body).toContain("does not ask what its review shows");
+    expect(requestState(stateDir, a!.request)).toBe("pending");
+    // B is decided from the console as ever (the held proof's key, its review digest)
     const page = await raw(`${c.url}/requests/${b.request}`, { headers: { Cookie: s.cookie } });
     const decided = await post(
       c.url,
