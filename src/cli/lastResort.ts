@@ -6,7 +6,7 @@
 // holds, and in a gateway that includes the credential values the vault released to its server:
 // here they are scrubbed as the Logger's lines are (src/vault/scrub.ts), then redacted as text.
 import { cutText } from "../util/cut.js";
-import { visibleControls } from "../util/log.js";
+import { NOT_SCRUBBED, visibleControls } from "../util/log.js";
 import { redactText } from "../util/redact.js";
 
 /** A set of released values (ReleasedValues, src/vault/scrub.ts): what it scrubs a text of. */
@@ -72,7 +72,7 @@ export function reportInternalError(e: unknown, how = ""): void {
     const stack = e instanceof Error ? e.stack : undefined;
     shown = lastResortText(typeof stack === "string" ? stack : String(e));
   } catch {
-    shown = "(not shown: it could not be scrubbed)";
+    shown = NOT_SCRUBBED;
   }
   try {
     process.stderr.write(`portcullis: internal error${how}: ${shown}\n`);
@@ -97,7 +97,7 @@ function scrubbedWarning(w: Error & { code?: unknown; detail?: unknown }): Error
     if (typeof w.detail === "string") out.detail = lastResortText(w.detail);
   } catch {
     out.name = "Warning";
-    out.message = "(not shown: it could not be scrubbed)";
+    out.message = NOT_SCRUBBED;
     out.stack = `${out.name}: ${out.message}`;
     delete out.code;
     delete out.detail;

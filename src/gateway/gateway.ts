@@ -10,7 +10,7 @@ import type { DownReason, LinkGeneration as Generation, ServerLink } from "../su
 import { cutText } from "../util/cut.js";
 import { seconds } from "../util/duration.js";
 import { envMs } from "../util/envMs.js";
-import type { Logger } from "../util/log.js";
+import { type Logger, NOT_SCRUBBED, scrubbedOr } from "../util/log.js";
 import { displayCommand } from "../util/redact.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { exactReadNumbers } from "./asWritten.js";
@@ -144,7 +144,11 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     const released = options.released;
-    this.scrub = released ? (text) => (released.size > 0 ? released.scrubText(text) : text) : (text) => text;
+    // NOT_SCRUBBED where scrubbing throws: a line the gateway logs or repeats is then not shown,
+    // and the gateway goes on (the callers are everywhere: a throw here ended the process)
+    this.scrub = released
+      ? (text) => (released.size > 0 ? scrubbedOr((t) => released.scrubText(t), text) : text)
+      : (text) => text;
     // every line the gateway logs is scrubbed as text: lines quote ids, method and tool names,
     // and the id of a server's message is the one part its scrubbed line keeps as written; and
     // every error it sends the client: a refusal it builds may quote what a peer chose (why a
@@ -1125,7 +1129,14 @@ function scrubbedError(msg: unknown, released: ReleasedValues): unknown {
   if (typeof msg !== "object" || msg === null || "method" in msg) return msg;
   const error = (msg as { error?: unknown }).error;
   if (typeof error !== "object" || error === null) return msg;
-  const scrubbed = scrubbedStrings(error, released);
+  let scrubbed: unknown;
+  try {
+    scrubbed = scrubbedStrings(error, released);
+  } catch {
+    // its words cannot be scrubbed: the error goes with its code and a message saying so
+    const code = (error as { code?: unknown }).code;
+    scrubbed = { code: typeof code === "number" ? code : -32603, message: NOT_SCRUBBED };
+  }
   return scrubbed === error ? msg : { ...msg, error: scrubbed };
 }
 

@@ -9,6 +9,7 @@ import {
   writtenNumbersUnder,
 } from "../identity/index.js";
 import { sameJson } from "../util/canonical.js";
+import { scrubbedOr } from "../util/log.js";
 import { respelledNumbers } from "../util/writtenIntegers.js";
 import type { EpochReason, LinkGeneration } from "./link.js";
 import type { HeaderSpec } from "./remoteHeaders.js";
@@ -211,6 +212,27 @@ function withWrittenNumbers(facts: RemoteFacts, numbers: string[]): RemoteFacts 
  * which the requests read (the protocol version they send back), stay as the server said them.
  */
 function recordOf(o: EpochSource, epoch: string, startedAt: string, facts: RemoteFacts): ExecutionRecord {
-  const kept = o.released && o.released.size > 0 ? (o.released.scrubValue(facts) as RemoteFacts) : facts;
+  const kept = o.released && o.released.size > 0 ? scrubbedFacts(o.released, facts) : facts;
   return remoteRecord({ serverLabel: o.label, configDigest: o.configDigest, epoch, startedAt }, kept);
+}
+
+/**
+ * `facts` scrubbed; should that throw (a string whose markers would take it past what a scrub may
+ * write), each string on its own, NOT_SCRUBBED in place of one that cannot be: never kept as the
+ * server said it, and the epoch still starts.
+ */
+function scrubbedFacts(released: ShownValues, facts: RemoteFacts): RemoteFacts {
+  try {
+    return released.scrubValue(facts) as RemoteFacts;
+  } catch {
+    const text = (t: string) => scrubbedOr((s) => released.scrubValue(s) as string, t);
+    const walk = (v: unknown): unknown => {
+      if (typeof v === "string") return text(v);
+      if (Array.isArray(v)) return v.map(walk);
+      if (typeof v !== "object" || v === null) return released.scrubValue(v);
+      // fromEntries defines each key: a "__proto__" one stays a key
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [text(k), walk(x)]));
+    };
+    return walk(facts) as RemoteFacts;
+  }
 }

@@ -7,7 +7,7 @@
 // a value cannot be split by a cut so that neither piece shows it whole to the scrubber, nor a
 // stretch of pieces of one split into parts too short to be recognised.
 import { StringDecoder } from "node:string_decoder";
-import { visibleControls } from "../util/log.js";
+import { NOT_SCRUBBED, visibleControls } from "../util/log.js";
 
 /** What the pieces are scrubbed with (ReleasedValues implements it). */
 export interface LineScrubber {
@@ -50,13 +50,30 @@ export class StderrLines {
   }
 
   push(chunk: Buffer): void {
-    this.take(this.decoder.write(chunk));
+    this.closed(() => this.take(this.decoder.write(chunk)));
   }
 
   /** The stream ended: what is left of the last line, if anything, is shown. */
   end(): void {
-    this.take(this.decoder.end());
-    if (this.pending !== "") this.finish();
+    this.closed(() => {
+      this.take(this.decoder.end());
+      if (this.pending !== "") this.finish();
+    });
+  }
+
+  /**
+   * `work`, failing closed: should the scrubber throw (src/vault/scrub.ts), the text held is
+   * dropped and NOT_SCRUBBED shown in its place, never the text, and the server's stderr is read
+   * on (a throw here reached the supervisor's stream handler and ended the gateway).
+   */
+  private closed(work: () => void): void {
+    try {
+      work();
+    } catch {
+      this.pending = "";
+      this.waitFor = 0;
+      this.show(NOT_SCRUBBED);
+    }
   }
 
   private take(text: string): void {
@@ -168,9 +185,15 @@ export class StderrLines {
     this.show(this.scrubbed(line));
   }
 
+  /** A piece as shown: NOT_SCRUBBED in its place should its scrubbing throw. */
   private scrubbed(text: string): string {
     const visible = visibleControls(text);
-    return this.scrubber ? this.scrubber.scrubPieces(this.scrubber.scrubText(visible)) : visible;
+    if (!this.scrubber) return visible;
+    try {
+      return this.scrubber.scrubPieces(this.scrubber.scrubText(visible));
+    } catch {
+      return NOT_SCRUBBED;
+    }
   }
 }
 

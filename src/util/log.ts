@@ -38,10 +38,26 @@ export function scrubEveryLine(scrub: (text: string) => string): void {
   lineScrubs.push(scrub);
 }
 
-/** `text` through every scrub given to scrubEveryLine. */
+/** What is shown in place of a text its scrubbing failed on: never the text itself. */
+export const NOT_SCRUBBED = "(not shown: it could not be scrubbed)";
+
+/**
+ * `scrub(text)`, or NOT_SCRUBBED should scrubbing throw: it can (a text whose markers would take
+ * it past what a scrub may write, src/vault/scrub.ts), and a line the gateway logs or repeats is
+ * then not shown rather than shown unscrubbed or left to end the gateway.
+ */
+export function scrubbedOr(scrub: (text: string) => string, text: string): string {
+  try {
+    return scrub(text);
+  } catch {
+    return NOT_SCRUBBED;
+  }
+}
+
+/** `text` through every scrub given to scrubEveryLine (NOT_SCRUBBED should one of them fail). */
 export function scrubbedLine(text: string): string {
   let out = text;
-  for (const scrub of lineScrubs) out = scrub(out);
+  for (const scrub of lineScrubs) out = scrubbedOr(scrub, out);
   return out;
 }
 

@@ -54,6 +54,19 @@ const MIN_FRAGMENT = 8;
  */
 const REGEX_SOURCE_BUDGET = 1_000_000;
 
+/**
+ * The most characters scrubbing may add to a text (markers longer than what they replace: a
+ * one-character value under a 128-character name grows each of its occurrences 139 times). Past
+ * it, scrubbing throws instead of writing the text: its callers fail closed (a server's message is
+ * dropped, a line shows NOT_SCRUBBED, src/util/log.ts). Without it a line of a few megabytes
+ * went past V8's longest string (a RangeError, wherever scrubbing was not wrapped) or held
+ * hundreds of megabytes of markers.
+ */
+export const MAX_GROWTH = 16 * 1024 * 1024;
+
+/** How every marker starts (redactionMarker). */
+const MARKER_START = "[redacted:";
+
 /** A regex that matches nothing: the alternation when every value is a long one. */
 const NOTHING = "(?!)";
 
@@ -99,11 +112,21 @@ export class ReleasedValues {
   private regexSource = 0;
   /** the length of the longest form */
   private longest = 0;
+  /**
+   * Every marker this set writes (each scope's, and the one of a match whose scope is not known):
+   * text already scrubbed is scrubbed again around them (aroundMarkers), never inside one.
+   */
+  private readonly markers = new Set<string>([redactionMarker("credential")]);
+  /** the length of the longest of them */
+  private longestMarker = redactionMarker("credential").length;
 
   /** A value the vault released under `scope`: from now on none of its forms passes. */
   add(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
+    const marker = redactionMarker(scope);
+    this.markers.add(marker);
+    this.longestMarker = Math.max(this.longestMarker, marker.length);
     this.spaced ||= value.includes(" ");
     this.pattern = null;
     this.percentRegex = null;
@@ -177,18 +200,16 @@ export class ReleasedValues {
   cutter(text: string): (at: number) => number {
     if (this.values.size === 0) return (at) => at;
     if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
-      // the global regex's matches: in order and apart, so at most one is across a cut
-      const found: Span[] = [];
-      const re = this.regex();
-      re.lastIndex = 0;
-      for (let m = re.exec(text); m !== null; m = re.exec(text))
-        found.push({ start: m.index, end: m.index + m[0].length, scope: "" });
+      // the regex's matches, and the markers already in the text (a cut
+      // inside one would leave parts that scrubbing no longer knows for a marker): in order and
+      // apart, so at most one is across a cut
+      const found = this.withMarkers(text, this.aroundMarkers(text, this.listedSpans(text)));
       return (at) => {
         const across = lastStartingBefore(found, at);
         return across && across.end > at ? across.end : at;
       };
     }
-    const spans = this.spansOf(text, [[0, text.length]]);
+    const spans = this.withMarkers(text, this.aroundMarkers(text, this.spansOf(text, [[0, text.length]])));
     // the places where both readings of the escapes are between two characters
     const between = new Uint8Array(text.length + 1);
     for (const p of decodeAgain(decodeEscapes(text)).source) between[p] = 1;
@@ -213,17 +234,79 @@ export class ReleasedValues {
    * Text (a stderr line, a log line) with every form of every released value replaced, as
    * written and as its JSON escapes spell it (src/vault/jsonSpelling.ts): read once, and once
    * more for JSON text inside a JSON string. Only the characters that spell a form are replaced;
-   * every other one stays as written.
+   * every other one stays as written. Text scrubbed already comes out the same: a marker is never scrubbed
+   * inside (aroundMarkers), so scrubbing it again, as every log line is, never grows it. Throws
+   * past MAX_GROWTH.
    */
   scrubText(text: string): string {
     if (this.values.size === 0) return text;
-    if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
-      // no escape: the text spells nothing but itself
-      const re = this.regex();
-      re.lastIndex = 0;
-      return text.replace(re, (m) => redactionMarker(this.scopeOf(m)));
+    // no escape: the text spells nothing but itself
+    const spans =
+      !text.includes("\\") && !this.mayHoldUnlisted(text)
+        ? this.listedSpans(text)
+        : this.spansOf(text, [[0, text.length]]);
+    return replacedSpans(text, this.aroundMarkers(text, spans));
+  }
+
+  /**
+   * Where the one alternation matches `text`, as written.
+   */
+  private listedSpans(text: string): Span[] {
+    const found: Span[] = [];
+    eachMatch(this.regex(), text, (start, end, m) => found.push({ start, end, scope: this.scopeOf(m) }));
+    return joined(found);
+  }
+
+  /**
+   * `spans` (in order, apart) fitted to the markers already written in `text` (a line the gateway
+   * logs was scrubbed before, and a marker holds letters a value may be made of: a value "a" is
+   * in every one): a span inside a marker is dropped, and a span partly in one takes the whole
+   * marker with it. A known marker is fixed text that says nothing of any value, so leaving it
+   * is safe; scrubbing inside it made a marker of markers, each pass many times longer. In order
+   * and apart.
+   */
+  private aroundMarkers(text: string, spans: Span[]): Span[] {
+    if (spans.length === 0 || !text.includes(MARKER_START)) return spans;
+    const marks = this.markersIn(text);
+    if (marks.length === 0) return spans;
+    const out: Span[] = [];
+    let k = 0;
+    for (const s of spans) {
+      while (k < marks.length && marks[k]!.end <= s.start) k++;
+      let { start, end } = s;
+      // the marker that holds the span's first character, then the one that holds its last
+      if (k < marks.length && marks[k]!.start <= start) {
+        if (end <= marks[k]!.end) continue;
+        start = marks[k]!.start;
+      }
+      let j = k;
+      while (j < marks.length && marks[j]!.end < end) j++;
+      if (j < marks.length && marks[j]!.start < end) end = marks[j]!.end;
+      const last = out.at(-1);
+      if (last && start < last.end) last.end = Math.max(last.end, end);
+      else out.push({ start, end, scope: s.scope });
     }
-    return replacedSpans(text, this.spansOf(text, [[0, text.length]]));
+    return out;
+  }
+
+  /** `spans` and the markers in `text` together, joined: where a cut must not fall. */
+  private withMarkers(text: string, spans: Span[]): Span[] {
+    if (!text.includes(MARKER_START)) return spans;
+    const marks = this.markersIn(text);
+    if (marks.length === 0) return spans;
+    return joined([...spans, ...marks].sort((a, b) => a.start - b.start || b.end - a.end));
+  }
+
+  /** Every marker this set writes that is written in `text`, in order (markers never overlap). */
+  private markersIn(text: string): Span[] {
+    const marks: Span[] = [];
+    for (let at = text.indexOf(MARKER_START); at !== -1; at = text.indexOf(MARKER_START, at + 1)) {
+      const close = text.indexOf("]", at);
+      if (close === -1) break;
+      if (close + 1 - at <= this.longestMarker && this.markers.has(text.slice(at, close + 1)))
+        marks.push({ start: at, end: close + 1, scope: "" });
+    }
+    return marks;
   }
 
   /**
@@ -252,7 +335,7 @@ export class ReleasedValues {
    */
   scrubPieces(text: string): string {
     if (this.values.size === 0) return text;
-    return replacedSpans(text, this.indexedPieces(text));
+    return replacedSpans(text, this.aroundMarkers(text, this.indexedPieces(text)));
   }
 
   /**
@@ -305,18 +388,15 @@ export class ReleasedValues {
     const re = this.regex();
     const found: Span[] = [];
     const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
-      for (const r of this.mayPercentEncode(t) ? [re, this.percentPatterns()] : [re]) {
-        r.lastIndex = 0;
-        for (let m = r.exec(t); m !== null; m = r.exec(t)) {
-          const end = m.index + m[0].length;
-          const scope = this.scopeOf(m[0]);
+      for (const r of this.mayPercentEncode(t) ? [re, this.percentPatterns()] : [re])
+        eachMatch(r, t, (start, end, m) => {
+          const scope = this.scopeOf(m);
           found.push(
             source
-              ? { start: offset + source[m.index]!, end: offset + source[end]!, scope }
-              : { start: m.index, end, scope },
+              ? { start: offset + source[start]!, end: offset + source[end]!, scope }
+              : { start, end, scope },
           );
-        }
-      }
+        });
       const place = (at: number, end: number, scope: string) =>
         found.push(
           source
@@ -347,13 +427,7 @@ export class ReleasedValues {
       }
     }
     found.sort((a, b) => a.start - b.start || b.end - a.end);
-    const spans: Span[] = [];
-    for (const f of found) {
-      const last = spans.at(-1);
-      if (last && f.start < last.end) last.end = Math.max(last.end, f.end);
-      else spans.push({ ...f });
-    }
-    return spans;
+    return joined(found);
   }
 
   /**
@@ -392,7 +466,10 @@ export class ReleasedValues {
     // a line whose escapes are all JSON.stringify's spells each form as the regex has it
     const odd = mayEscapeOddly(jsonLine);
     if (!re.test(jsonLine) && !odd && !this.mayHoldUnlisted(jsonLine)) return jsonLine;
-    const spans = this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []);
+    const spans = this.aroundMarkers(
+      jsonLine,
+      this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []),
+    );
     if (spans.length === 0) return jsonLine;
     const replaced = replacedSpans(jsonLine, spans);
     let original: unknown;
@@ -483,9 +560,12 @@ export class ReleasedValues {
     }
     const scopes = new Map<string, string>();
     for (const [f, scope] of [...this.forms, ...this.hex]) scopes.set(f.toLowerCase(), scope);
-    const scrubbed = this.scrubText(host).replace(this.caseless, (m) =>
-      redactionMarker(scopes.get(m.toLowerCase()) ?? "credential"),
+    const cased = this.scrubText(host);
+    const found: Span[] = [];
+    eachMatch(this.caseless, cased, (start, end, m) =>
+      found.push({ start, end, scope: scopes.get(m.toLowerCase()) ?? "credential" }),
     );
+    const scrubbed = replacedSpans(cased, this.aroundMarkers(cased, joined(found)));
     // a long value's forms, in any case: a host name that holds one (it would have to be as
     // long) is replaced whole
     const lower = scrubbed.toLowerCase();
@@ -598,17 +678,46 @@ function startsAt(text: string, at: number, piece: string): boolean {
   return true;
 }
 
-/** `text` with each of `spans` (in order, apart) replaced by its scope's marker. */
+/** `text` with each of `spans` (in order, apart) replaced by its scope's marker; throws past MAX_GROWTH. */
 function replacedSpans(text: string, spans: Span[]): string {
   if (spans.length === 0) return text;
   const out: string[] = [];
   let from = 0;
+  let growth = 0;
   for (const s of spans) {
-    out.push(text.slice(from, s.start), redactionMarker(s.scope));
+    const marker = redactionMarker(s.scope);
+    growth += marker.length - (s.end - s.start);
+    out.push(text.slice(from, s.start), marker);
     from = s.end;
   }
+  tooLong(growth);
   out.push(text.slice(from));
   return out.join("");
+}
+
+/** Throws when scrubbing would grow a text by more than MAX_GROWTH characters. */
+function tooLong(growth: number): void {
+  if (growth > MAX_GROWTH)
+    throw new RangeError(`scrubbing would add ${growth} characters of markers (at most ${MAX_GROWTH})`);
+}
+
+/** Calls `on` for every match of the global `re` in `t`. */
+function eachMatch(re: RegExp, t: string, on: (start: number, end: number, m: string) => void): void {
+  re.lastIndex = 0;
+  for (let m = re.exec(t); m !== null; m = re.exec(t)) {
+    on(m.index, m.index + m[0].length, m[0]);
+  }
+}
+
+/** `found` (in order of start) with the spans that overlap joined into one (the first one's scope). */
+function joined(found: Span[]): Span[] {
+  const spans: Span[] = [];
+  for (const f of found) {
+    const last = spans.at(-1);
+    if (last && f.start < last.end) last.end = Math.max(last.end, f.end);
+    else spans.push({ ...f });
+  }
+  return spans;
 }
 
 const NUMBER_CHAR = /[0-9eE.+-]/;
@@ -638,6 +747,7 @@ function quotedInNumbers(line: string, spans: Span[]): string | null {
   const out: string[] = [];
   let from = 0;
   let any = false;
+  let growth = 0;
   for (const s of spans) {
     if (s.end <= from) continue; // inside a number already widened and replaced
     if (s.start < from) return null; // across its end: left to the rewrite
@@ -649,10 +759,12 @@ function quotedInNumbers(line: string, spans: Span[]): string | null {
       while (end < line.length && NUMBER_CHAR.test(line[end]!) && inString[end] === 0) end++;
       any = true;
     }
-    const marker = redactionMarker(s.scope);
-    out.push(line.slice(from, start), quote ? `"${marker}"` : marker);
+    const marker = quote ? `"${redactionMarker(s.scope)}"` : redactionMarker(s.scope);
+    growth += marker.length - (end - start);
+    out.push(line.slice(from, start), marker);
     from = end;
   }
+  tooLong(growth);
   out.push(line.slice(from));
   return any ? out.join("") : null;
 }

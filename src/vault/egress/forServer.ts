@@ -5,7 +5,7 @@ import type { EventSink } from "../../gateway/events.js";
 import type { Store } from "../../store/db.js";
 import { quotedCommand } from "../../store/stateDir.js";
 import { envMs } from "../../util/envMs.js";
-import type { Logger } from "../../util/log.js";
+import { type Logger, scrubbedOr } from "../../util/log.js";
 import type { ReleasedValues } from "../scrub.js";
 import type { CallInFlight, EgressProxy } from "./proxy.js";
 
@@ -81,7 +81,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
     server.label,
     o.events,
     undefined,
-    (host) => o.released.scrubHost(host),
+    (host) => scrubbedOr((h) => o.released.scrubHost(h), host),
     log,
   );
   // read once, bounded (a FIFO or /dev/zero there hung the gateway): for the proxy and the bundle
@@ -113,7 +113,7 @@ export async function startServerEgress(o: ServerEgressOptions): Promise<ServerE
       // a server that echoes a released value back never shows it to the client
       onReleased: (scope, value) => o.released.add(scope, value),
       log,
-      shownHost: (host) => o.released.scrubHost(host),
+      shownHost: (host) => scrubbedOr((h) => o.released.scrubHost(h), host),
     });
   } catch (e) {
     throw new EgressStartError(`the egress proxy could not start: ${(e as Error).message}`);
