@@ -13,7 +13,8 @@
  *     case, a space also "+"): from each place where the first character starts, in either
  *     spelling, the characters are read one after the other, keeping every place the spelling read
  *     so far can end (at most a few: only a "%" of the value can be read two ways), and the
- *     furthest end of a complete spelling is taken. Text built to start many spellings that run a
+ *     furthest end of a complete spelling is taken. A spelling that starts inside one found and
+ *     runs on past its end is found too (from the value's borders, onePlaceOccurrences). Text built to start many spellings that run a
  *     long way before failing would cost the length of the value at each start; the work is
  *     bounded (PERCENT_WORK per character of the text), and past it the rest of the text from that
  *     start is taken as a spelling of the value: more is replaced, nothing is let through.
@@ -87,6 +88,8 @@ export class LongValue {
   readonly percentLongest: number;
   /** whether a character of the value can be read two ways at one place (only a "%": as itself, or "%25") */
   private readonly twoWays: boolean;
+  /** the failure table over the value's characters, once a spelling is found (border) */
+  private borders: Int32Array | null = null;
 
   /** `forms`: every written form of `value` (its listed forms and hex forms, src/vault/scrub.ts). */
   constructor(
@@ -125,41 +128,110 @@ export class LongValue {
 
   /**
    * Every percent spelling of the value in `t`: from each place one can start, to the furthest
-   * place it can end, the search going on past that end as a global regex's does (from the next
-   * place, for a value with a "%", whose spellings can end in more than one place). Past the work
-   * bound, the rest of `t` from where the search stood (see the module comment).
+   * place it can end, those that start inside an earlier one too (`{%7b` inside `{{%7b`, for a
+   * value `{{`: a search that went on past a spelling's end, as a global regex does, left `%7b`).
+   * Past the work bound, the rest of `t` from where the search stood (see the module comment).
    */
   percentOccurrences(t: string, out: Found[] = []): Found[] {
+    if (!this.twoWays) return this.onePlaceOccurrences(t, out);
     let budget = PERCENT_WORK * t.length + PERCENT_SLACK;
+    // a "%" of the value can be read two ways: every place is tried as a start
     for (let s = 0; s < t.length; s++) {
       if (!this.mayStartAt(t, s)) continue;
-      let end: number;
-      if (this.twoWays) {
-        let ends = [s];
-        for (let k = 0; k < this.chars.length && ends.length > 0; k++) {
-          budget -= ends.length;
-          if (budget < 0) break;
-          ends = this.stepsOf(t, ends, this.chars[k]!);
-        }
-        end = ends.length > 0 ? Math.max(...ends) : -1;
-      } else {
-        // one way at most to read each character: one place at a time
-        let p = s;
-        for (let k = 0; k < this.chars.length && p !== -1; k++) {
-          if (--budget < 0) break;
-          p = stepOf(t, p, this.chars[k]!);
-        }
-        end = p;
+      let ends = [s];
+      for (let k = 0; k < this.chars.length && ends.length > 0; k++) {
+        budget -= ends.length;
+        if (budget < 0) break;
+        ends = this.stepsOf(t, ends, this.chars[k]!);
       }
       if (budget < 0) {
         out.push({ start: s, end: t.length });
         return out;
       }
-      if (end === -1) continue;
-      out.push({ start: s, end });
-      if (!this.twoWays) s = end - 1;
+      if (ends.length > 0) out.push({ start: s, end: Math.max(...ends) });
     }
     return out;
+  }
+
+  /**
+   * percentOccurrences for a value without "%", whose characters each have at most one spelling
+   * at a place: one place at a time. After a spelling is found the search goes on past its end,
+   * and a spelling that starts inside it and runs on past that end is found from the value's
+   * borders (its last b characters that are also its first b): such a spelling starts where one
+   * of them does, and its first b characters are the ones read already, so only what follows the
+   * end is read, for the longest border that goes on, then from that spelling's end again. The
+   * one other place inside a spelling found where another can start is inside one of its `%XX`
+   * (its hex digits read as characters): those places are tried as any other. Trying every
+   * place inside a spelling instead read again, from each, all of the spelling after it: for a
+   * value that repeats itself (64 KiB of a 17-character unit) that ran past the work bound, and
+   * the rest of the text was taken.
+   */
+  private onePlaceOccurrences(t: string, out: Found[]): Found[] {
+    let budget = PERCENT_WORK * t.length + PERCENT_SLACK;
+    const n = this.chars.length;
+    // at[i]: where the value's character i starts in the spelling found last (at[n]: its end)
+    const at = new Int32Array(n + 1);
+    const next = new Int32Array(n + 1);
+    // where the spellings found so far end: a place before it is tried only inside a `%XX`
+    let covered = 0;
+    for (let s = 0; s < t.length; s++) {
+      if (s < covered && t.charCodeAt(s - 1) !== 0x25 && t.charCodeAt(s - 2) !== 0x25) continue;
+      if (!this.mayStartAt(t, s)) continue;
+      let p = s;
+      at[0] = s;
+      for (let k = 0; k < n && p !== -1; k++) {
+        if (--budget < 0) break;
+        p = stepOf(t, p, this.chars[k]!);
+        at[k + 1] = p;
+      }
+      if (budget < 0) {
+        out.push({ start: s, end: t.length });
+        return out;
+      }
+      if (p === -1) continue;
+      out.push({ start: s, end: p });
+      let end = p;
+      for (let b = this.border(n); b > 0; ) {
+        // the spelling that starts where the border b does, read on from `end`
+        let q = end;
+        for (let k = b; k < n && q !== -1; k++) {
+          if (--budget < 0) break;
+          q = stepOf(t, q, this.chars[k]!);
+          next[k + 1] = q;
+        }
+        if (budget < 0) {
+          out.push({ start: at[n - b]!, end: t.length });
+          return out;
+        }
+        if (q === -1) {
+          b = this.border(b);
+          continue;
+        }
+        out.push({ start: at[n - b]!, end: q });
+        at.copyWithin(0, n - b, n + 1);
+        at.set(next.subarray(b + 1, n + 1), b + 1);
+        end = q;
+        b = this.border(n);
+      }
+      covered = Math.max(covered, end);
+    }
+    return out;
+  }
+
+  /** The longest border of the value's first `k` characters (their last ones that are also their first), shorter than `k`. */
+  private border(k: number): number {
+    if (this.borders === null) {
+      // the failure table of Knuth-Morris-Pratt over the value's characters
+      const c = this.chars;
+      const f = new Int32Array(c.length);
+      for (let i = 1, j = 0; i < c.length; i++) {
+        while (j > 0 && c[i]!.self !== c[j]!.self) j = f[j - 1]!;
+        if (c[i]!.self === c[j]!.self) j++;
+        f[i] = j;
+      }
+      this.borders = f;
+    }
+    return k > 0 ? this.borders[k - 1]! : 0;
   }
 
   /** Whether the first character of the value can start at `s`, as itself, `%XX` or "+". */

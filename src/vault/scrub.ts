@@ -200,7 +200,7 @@ export class ReleasedValues {
   cutter(text: string): (at: number) => number {
     if (this.values.size === 0) return (at) => at;
     if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
-      // the regex's matches, and the markers already in the text (a cut
+      // the regex's matches, overlapping ones joined, and the markers already in the text (a cut
       // inside one would leave parts that scrubbing no longer knows for a marker): in order and
       // apart, so at most one is across a cut
       const found = this.withMarkers(text, this.aroundMarkers(text, this.listedSpans(text)));
@@ -234,7 +234,8 @@ export class ReleasedValues {
    * Text (a stderr line, a log line) with every form of every released value replaced, as
    * written and as its JSON escapes spell it (src/vault/jsonSpelling.ts): read once, and once
    * more for JSON text inside a JSON string. Only the characters that spell a form are replaced;
-   * every other one stays as written. Text scrubbed already comes out the same: a marker is never scrubbed
+   * every other one stays as written. Occurrences that overlap are replaced together (`aaa` for a
+   * value `aa` leaves no `a`). Text scrubbed already comes out the same: a marker is never scrubbed
    * inside (aroundMarkers), so scrubbing it again, as every log line is, never grows it. Throws
    * past MAX_GROWTH.
    */
@@ -249,7 +250,9 @@ export class ReleasedValues {
   }
 
   /**
-   * Where the one alternation matches `text`, as written.
+   * Where the one alternation matches `text`, as written: every match, overlapping ones too (a
+   * global regex would go on past each match's end, and replace only part of an occurrence that
+   * overlaps it), joined where they overlap.
    */
   private listedSpans(text: string): Span[] {
     const found: Span[] = [];
@@ -388,6 +391,7 @@ export class ReleasedValues {
     const re = this.regex();
     const found: Span[] = [];
     const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
+      // every match, overlapping ones too (eachMatch): `{{%7b` is `{{` and then `{%7b`
       for (const r of this.mayPercentEncode(t) ? [re, this.percentPatterns()] : [re])
         eachMatch(r, t, (start, end, m) => {
           const scope = this.scopeOf(m);
@@ -701,11 +705,17 @@ function tooLong(growth: number): void {
     throw new RangeError(`scrubbing would add ${growth} characters of markers (at most ${MAX_GROWTH})`);
 }
 
-/** Calls `on` for every match of the global `re` in `t`. */
+/**
+ * Calls `on` for every match of the global `re` in `t`, overlapping ones too: after a match the
+ * search goes on from the place after its start, not from its end as a global regex's does, so an
+ * occurrence that starts inside an earlier one is found too. Costs nothing more where nothing
+ * matches (the common case): each match is one more search from there.
+ */
 function eachMatch(re: RegExp, t: string, on: (start: number, end: number, m: string) => void): void {
   re.lastIndex = 0;
   for (let m = re.exec(t); m !== null; m = re.exec(t)) {
     on(m.index, m.index + m[0].length, m[0]);
+    re.lastIndex = m.index + 1;
   }
 }
 
