@@ -14,8 +14,9 @@ export function percentPattern(value: string): { source: string; longest: number
   for (const c of value) {
     const bytes = Buffer.from(c, "utf8");
     const ways = [escapeRegExp(c)];
-    // a lone surrogate has no UTF-8 bytes of its own (it would be encoded as U+FFFD)
-    if (!isLoneSurrogate(c)) ways.push([...bytes].map(percentByte).join(""));
+    // a lone surrogate has no UTF-8 bytes of its own (it would be encoded as U+FFFD); "%" is read
+    // as "%25" first, the longer reading, as itself only when that does not complete
+    if (!isLoneSurrogate(c)) ways[c === "%" ? "unshift" : "push"]([...bytes].map(percentByte).join(""));
     if (c === " ") ways.push("\\+");
     source += `(?:${ways.join("|")})`;
     longest += Math.max(c.length, 3 * bytes.length);
