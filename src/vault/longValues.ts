@@ -90,6 +90,8 @@ export class LongValue {
   private readonly twoWays: boolean;
   /** the failure table over the value's characters, once a spelling is found (border) */
   private borders: Int32Array | null = null;
+  /** onePlaceOccurrences' places of the characters of a spelling, and of one read on from its end */
+  private places: [Int32Array, Int32Array] | null = null;
 
   /** `forms`: every written form of `value` (its listed forms and hex forms, src/vault/scrub.ts). */
   constructor(
@@ -169,9 +171,10 @@ export class LongValue {
   private onePlaceOccurrences(t: string, out: Found[]): Found[] {
     let budget = PERCENT_WORK * t.length + PERCENT_SLACK;
     const n = this.chars.length;
-    // at[i]: where the value's character i starts in the spelling found last (at[n]: its end)
-    const at = new Int32Array(n + 1);
-    const next = new Int32Array(n + 1);
+    // at[i]: where the value's character i starts in the spelling found last (at[n]: its end);
+    // kept from call to call (a line is searched for each value, and most lines have no spelling)
+    this.places ??= [new Int32Array(n + 1), new Int32Array(n + 1)];
+    const [at, next] = this.places;
     // where the spellings found so far end: a place before it is tried only inside a `%XX`
     let covered = 0;
     for (let s = 0; s < t.length; s++) {
