@@ -303,8 +303,11 @@ export class ReleasedValues {
   /** Every marker this set writes that is written in `text`, in order (markers never overlap). */
   private markersIn(text: string): Span[] {
     const marks: Span[] = [];
+    // the first "]" at or after `at`: searched again only once `at` is past it, so that text of
+    // many marker starts before one "]" is read once, not once for each start
+    let close = -1;
     for (let at = text.indexOf(MARKER_START); at !== -1; at = text.indexOf(MARKER_START, at + 1)) {
-      const close = text.indexOf("]", at);
+      if (close < at) close = text.indexOf("]", at);
       if (close === -1) break;
       if (close + 1 - at <= this.longestMarker && this.markers.has(text.slice(at, close + 1)))
         marks.push({ start: at, end: close + 1, scope: "" });

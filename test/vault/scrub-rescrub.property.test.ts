@@ -7,6 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { expectLinear } from "../helpers/linear.js";
 
 /** Characters of markers, and others: values made of them are found inside every marker. */
 const markerish = fc.constantFrom(..."redact:_ax%7b+ ".split(""));
@@ -75,5 +76,16 @@ describe("text already scrubbed is scrubbed no further", () => {
     // a server's message too: the line the gateway relays, then quotes in its log
     const line = released.scrubLine(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: "a" } }));
     expect(released.scrubText(line)).toBe(line);
+  });
+
+  it('text of many marker starts before one "]" (a hostile server\'s): the markers in it are found in linear time', () => {
+    const released = new ReleasedValues();
+    released.add("s", "~");
+    expectLinear((n) => {
+      const t = `~${"[redacted:".repeat(n)}]`;
+      return () => {
+        expect(released.scrubText(t)).toBe(`[redacted:s]${"[redacted:".repeat(n)}]`);
+      };
+    }, 8000);
   });
 });
