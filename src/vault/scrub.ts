@@ -712,15 +712,30 @@ function tooLong(growth: number): void {
  * Calls `on` for every match of the global `re` in `t`, overlapping ones too: after a match the
  * search goes on from the place after its start, not from its end as a global regex's does, so an
  * occurrence that starts inside an earlier one is found too. Costs nothing more where nothing
- * matches (the common case): each match is one more search from there.
+ * matches (the common case): each match is one more search from there. A value that repeats
+ * itself (`aaaa…`) matches at every place of text that repeats it, each match read whole: past
+ * MATCH_WORK characters matched per character of `t` (plus MATCH_SLACK), the rest of `t` from the
+ * match is taken as one occurrence (more is replaced, nothing let through), as the search of a
+ * long value's percent spelling does (src/vault/longValues.ts); 1 MB of "a" with a value of 200
+ * "a" took 1.5 s, 64 MiB would have held the gateway for minutes.
  */
 function eachMatch(re: RegExp, t: string, on: (start: number, end: number, m: string) => void): void {
+  let budget = MATCH_WORK * t.length + MATCH_SLACK;
   re.lastIndex = 0;
   for (let m = re.exec(t); m !== null; m = re.exec(t)) {
+    budget -= m[0].length;
+    if (budget < 0) {
+      on(m.index, t.length, m[0]);
+      return;
+    }
     on(m.index, m.index + m[0].length, m[0]);
     re.lastIndex = m.index + 1;
   }
 }
+
+/** Characters eachMatch may read in matches per character of the text (plus MATCH_SLACK). */
+const MATCH_WORK = 8;
+const MATCH_SLACK = 4096;
 
 /** `found` (in order of start) with the spans that overlap joined into one (the first one's scope). */
 function joined(found: Span[]): Span[] {

@@ -160,6 +160,16 @@ describe("occurrences that overlap are replaced whole", () => {
     expect(long.scrubText(`${v.slice(0, -1)}%7b${"q".repeat(300)}%7B!`)).toBe("[redacted:k]!");
   });
 
+  it("a value that repeats itself in text that repeats it: past the work bound, the rest of the text is taken, not let through", () => {
+    // each place matches, and each match is read whole (200 characters): the search gives up
+    // after 8 characters matched per character of the text, and takes what is left
+    const released = new ReleasedValues();
+    released.add("k", "a".repeat(200));
+    expect(released.scrubText(`${"a".repeat(100_000)}!`)).toBe("[redacted:k]");
+    // within the bound, every place of the run is replaced and the rest kept
+    expect(released.scrubText(`x${"a".repeat(205)}!`)).toBe("x[redacted:k]!");
+  });
+
   it("a spelling that starts inside a `%XX` of another (the hex digit `b` of `%7b` starts `b…{`): short and long", () => {
     const mid = "qwertyuiopasdfghjklzxcvnm".repeat(12);
     for (const v of ["b1{", `b${mid}{`]) {
