@@ -181,11 +181,9 @@ export class LongValue {
       if (s < covered && t.charCodeAt(s - 1) !== 0x25 && t.charCodeAt(s - 2) !== 0x25) continue;
       if (!this.mayStartAt(t, s)) continue;
       let p = s;
-      at[0] = s;
       for (let k = 0; k < n && p !== -1; k++) {
         if (--budget < 0) break;
         p = stepOf(t, p, this.chars[k]!);
-        at[k + 1] = p;
       }
       if (budget < 0) {
         out.push({ start: s, end: t.length });
@@ -193,6 +191,10 @@ export class LongValue {
       }
       if (p === -1) continue;
       out.push({ start: s, end: p });
+      // the places of its characters, read again now that it is found: most starts fail, and
+      // the search from them is kept to the reading alone
+      at[0] = s;
+      for (let k = 0; k < n; k++) at[k + 1] = stepOf(t, at[k]!, this.chars[k]!);
       let end = p;
       for (let b = this.border(n); b > 0; ) {
         // the spelling that starts where the border b does, read on from `end`
