@@ -56,9 +56,55 @@ export interface DirEntry {
   kinds: Uint8Array;
   /** Per child: size, mtimeMs, ctimeMs, ino of the file (or symlink) whose digest is in `shas`; NaN size = none. */
   stats: Float64Array;
-  /** Per child: hex digest, "" when none. */
-  shas: string[];
+  /**
+   * Per child: hex digest, "" when none; null while they are still the bytes read from the tree
+   * file (`rawShas`), turned into strings only when asked for (childShas): a warm walk that meets
+   * no change and has its tree's summary needs none of them.
+   */
+  shas: string[] | null;
+  /** Per child, 32 bytes of digest as read from the file (zeros: none), while `shas` is null. */
+  rawShas: Uint8Array | null;
   gen: number;
+}
+
+/** The digests of a listing's children as hex ("" when none), decoded from the file's bytes on first use. */
+export function childShas(e: DirEntry): string[] {
+  if (e.shas !== null) return e.shas;
+  const n = e.names.length;
+  const raw = e.rawShas!;
+  const hex = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("hex");
+  const shas: string[] = new Array(n);
+  for (let j = 0; j < n; j++) shas[j] = Number.isNaN(e.stats[4 * j]!) ? "" : hex.slice(64 * j, 64 * j + 64);
+  e.shas = shas;
+  e.rawShas = null;
+  return shas;
+}
+
+/**
+ * What a walk of a whole tree gave when every directory and file in it matched its listing: the
+ * lines it hashed are then a function of the listings alone (names, kinds, digests) and of the
+ * names left out at the root, so a later walk that finds every entry matching again may take
+ * the digest from here instead of building and hashing those lines again. Bound to the listings
+ * by the checksum of the tree file they were read from (or written to). @internal
+ */
+export interface TreeSummary {
+  /** SHA-256 (hex) of the tree file's body the listings are */
+  checksum: string;
+  /** which names were left out at the root (skipKey) */
+  skip: string;
+  files: number;
+  sha256: string;
+}
+
+const SUMMARY_PREFIX = "tree\0";
+
+function summaryKey(root: string): string {
+  return `${SUMMARY_PREFIX}${root}`;
+}
+
+/** The names a walk leaves out at the root, as one string for a summary. @internal */
+export function skipKey(skip: ReadonlySet<string>): string {
+  return sha256Hex([...skip].sort().join("\0"));
 }
 
 interface StatLike {
@@ -94,6 +140,12 @@ export const MAX_TREE_FILES = 256;
 export class TreeListings {
   dirs = new Map<string, DirEntry>();
   dirty = false;
+  /**
+   * SHA-256 (hex) of the tree file's body that the listings in memory are exactly (read from it,
+   * or written to it), null when none is (nothing read, or changed since): what a summary is
+   * bound to.
+   */
+  checksum: string | null = null;
   constructor(
     readonly root: string,
     readonly file: string | null,
@@ -109,9 +161,14 @@ export class TreeListings {
     return e;
   }
 
+  private changed(): void {
+    this.dirty = true;
+    this.checksum = null;
+  }
+
   store(key: string, st: Stats, entry: DirEntry, nowMs: number, gen: number): boolean {
     if (isRacy(st, nowMs)) {
-      if (this.dirs.delete(key)) this.dirty = true;
+      if (this.dirs.delete(key)) this.changed();
       return false;
     }
     entry.mtimeMs = st.mtimeMs;
@@ -119,25 +176,26 @@ export class TreeListings {
     entry.ino = st.ino;
     entry.gen = gen;
     this.dirs.set(key, entry);
-    this.dirty = true;
+    this.changed();
     return true;
   }
 
   /** Records the digest of child `i` of a cached directory listing. */
   storeChild(entry: DirEntry, i: number, r: HashResult, nowMs: number): void {
     const s = entry.stats;
+    const shas = childShas(entry);
     if (isRacy(r, nowMs)) {
-      if (!Number.isNaN(s[4 * i]!)) this.dirty = true;
+      if (!Number.isNaN(s[4 * i]!)) this.changed();
       s[4 * i] = Number.NaN;
-      entry.shas[i] = "";
+      shas[i] = "";
       return;
     }
     s[4 * i] = r.size;
     s[4 * i + 1] = r.mtimeMs;
     s[4 * i + 2] = r.ctimeMs;
     s[4 * i + 3] = r.ino;
-    entry.shas[i] = r.sha;
-    this.dirty = true;
+    shas[i] = r.sha;
+    this.changed();
   }
 
   /** Drops the listings that the walk of generation `gen` (or a later one) did not visit. */
@@ -145,7 +203,7 @@ export class TreeListings {
     for (const [k, e] of this.dirs) {
       if (e.gen < gen) {
         this.dirs.delete(k);
-        this.dirty = true;
+        this.changed();
       }
     }
   }
@@ -159,21 +217,26 @@ export class TreeListings {
     w.u32(TREE_VERSION);
     w.str32(this.root);
     encodeListings(w, this.dirs);
-    if (!writeAtomically(this.file, w.done())) return false;
+    const body = w.done();
+    const sum = writeAtomically(this.file, body);
+    if (sum === null) return false;
     this.dirty = false;
+    this.checksum = sum;
     boundTreeFiles(dirname(this.file), this.file);
     return true;
   }
 
   private load(file: string): void {
-    const body = readChecked(file);
-    if (body === null) return;
+    const read = readChecked(file);
+    if (read === null) return;
+    const { body, sum } = read;
     try {
       const r = new Reader(body);
       if (r.u32() !== TREE_MAGIC || r.u32() !== TREE_VERSION) throw new Error("not a tree listing");
       if (r.str32() !== this.root) throw new Error("another tree");
       decodeListings(r, this.dirs);
       if (r.off !== body.length) throw new Error("trailing bytes");
+      this.checksum = sum;
     } catch {
       this.dirs.clear(); // walked afresh, and written again
     }
@@ -221,6 +284,49 @@ export class DigestCache {
       this.trees.set(root, t);
     }
     return t;
+  }
+
+  /**
+   * The summary of the tree under `root` (TreeSummary) when one is bound to exactly the listings
+   * held for it now, else null. @internal
+   */
+  treeSummary(root: string): TreeSummary | null {
+    const t = this.trees.get(root);
+    if (t === undefined || t.dirty || t.checksum === null) return null;
+    const value = this.meta.get(summaryKey(root));
+    if (value === undefined) return null;
+    const [checksum, skip, files, sha256] = value.split(" ");
+    if (checksum !== t.checksum || skip === undefined || sha256 === undefined || !SHA_HEX.test(sha256))
+      return null;
+    const n = Number(files);
+    if (!Number.isSafeInteger(n) || n < 0) return null;
+    return { checksum, skip, files: n, sha256 };
+  }
+
+  /**
+   * Keeps what a walk of the tree under `root` gave when every entry matched its listing, bound
+   * to the listings' checksum `checksum` (taken when the walk began): nothing is kept when they
+   * are no longer those. @internal
+   */
+  summarize(root: string, checksum: string, skip: string, files: number, sha256: string): void {
+    const t = this.trees.get(root);
+    if (t === undefined || t.dirty || t.checksum !== checksum) return;
+    const key = summaryKey(root);
+    const value = `${checksum} ${skip} ${files} ${sha256}`;
+    if (this.meta.get(key) === value) return;
+    // set last, so that past the bound the summaries written longest ago go first
+    this.meta.delete(key);
+    this.meta.set(key, value);
+    this.dirty = true;
+    let over = -MAX_TREE_FILES;
+    for (const k of this.meta.keys()) if (k.startsWith(SUMMARY_PREFIX)) over++;
+    for (const k of this.meta.keys()) {
+      if (over <= 0) break;
+      if (k.startsWith(SUMMARY_PREFIX)) {
+        this.meta.delete(k);
+        over--;
+      }
+    }
   }
 
   /** Where the listings of the tree under `root` are kept (null: nowhere, an in-memory cache). */
@@ -334,7 +440,7 @@ export class DigestCache {
     if (!this.dirty) return ok;
     // Bounded: past a size, entries this process never used (other projects, deleted files) go.
     if (this.files.size > MAX_FILES) for (const [k, e] of this.files) if (e.gen === 0) this.files.delete(k);
-    if (!writeAtomically(this.file, this.encode())) return false;
+    if (writeAtomically(this.file, this.encode()) === null) return false;
     this.dirty = false;
     return ok;
   }
@@ -449,34 +555,44 @@ function boundTreeFiles(dir: string, keep: string): void {
 
 /** The body of a cache file whose trailing SHA-256 checks out; throws otherwise. */
 function checked(buf: Buffer): Buffer {
+  return checkedSum(buf).body;
+}
+
+/** The body of a cache file and its SHA-256 (hex), which the file's trailer matches; throws otherwise. */
+function checkedSum(buf: Buffer): { body: Buffer; sum: string } {
   if (buf.length < 40) throw new Error("too short");
   const body = buf.subarray(0, buf.length - 32);
-  if (sha256Hex(body) !== buf.toString("hex", buf.length - 32)) throw new Error("checksum mismatch");
-  return body;
+  const sum = sha256Hex(body);
+  if (sum !== buf.toString("hex", buf.length - 32)) throw new Error("checksum mismatch");
+  return { body, sum };
 }
 
 /** A tree file's checked body, or null when it is missing or damaged (the tree is walked afresh). */
-function readChecked(file: string): Buffer | null {
+function readChecked(file: string): { body: Buffer; sum: string } | null {
   try {
-    return checked(readFileSync(file));
+    return checkedSum(readFileSync(file));
   } catch {
     return null;
   }
 }
 
-/** Writes body + its SHA-256 to a temporary file, renamed over `file`. Never throws. */
-function writeAtomically(file: string, body: Buffer): boolean {
+/**
+ * Writes body + its SHA-256 to a temporary file, renamed over `file`. Never throws; the SHA-256
+ * (hex) when written, null when not.
+ */
+function writeAtomically(file: string, body: Buffer): string | null {
   const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    writeFileSync(tmp, Buffer.concat([body, Buffer.from(sha256Hex(body), "hex")]), { mode: 0o600 });
+    const sum = sha256Hex(body);
+    writeFileSync(tmp, Buffer.concat([body, Buffer.from(sum, "hex")]), { mode: 0o600 });
     renameSync(tmp, file);
-    return true;
+    return sum;
   } catch {
     try {
       unlinkSync(tmp);
     } catch {}
-    return false;
+    return null;
   }
 }
 
@@ -515,9 +631,15 @@ function encodeListings(w: Writer, dirs: Map<string, DirEntry>): void {
   w.align8();
   for (const e of dirs.values())
     w.bytes(new Uint8Array(e.stats.buffer, e.stats.byteOffset, 32 * e.names.length));
-  let hex = "";
-  for (const e of dirs.values()) for (const sha of e.shas) hex += sha === "" ? ZERO_SHA : sha;
-  w.hexN(hex, 32 * total);
+  // the digests still as read (their bytes again), or as hex when decoded
+  for (const e of dirs.values()) {
+    if (e.shas === null) w.bytes(e.rawShas!);
+    else {
+      let hex = "";
+      for (const sha of e.shas) hex += sha === "" ? ZERO_SHA : sha;
+      w.hexN(hex, 32 * e.names.length);
+    }
+  }
 }
 
 function decodeListings(r: Reader, into: Map<string, DirEntry>): void {
@@ -534,14 +656,11 @@ function decodeListings(r: Reader, into: Map<string, DirEntry>): void {
   const kinds = r.bytes(total);
   r.align8();
   const stats = r.f64s(4 * total);
-  const hex = r.hexN(32 * total);
+  const raw = r.bytes(32 * total);
   let at = 0;
   for (let d = 0; d < nDirs; d++) {
     const n = counts[d]!;
     if (at + n > total) throw new Error("bad directory size");
-    const shas: string[] = new Array(n);
-    for (let j = 0; j < n; j++)
-      shas[j] = Number.isNaN(stats[4 * (at + j)]!) ? "" : hex.slice(64 * (at + j), 64 * (at + j + 1));
     into.set(keys[d]!, {
       mtimeMs: fixed[3 * d]!,
       ctimeMs: fixed[3 * d + 1]!,
@@ -549,7 +668,8 @@ function decodeListings(r: Reader, into: Map<string, DirEntry>): void {
       names: names.slice(at, at + n),
       kinds: kinds.subarray(at, at + n),
       stats: stats.subarray(4 * at, 4 * (at + n)),
-      shas,
+      shas: null,
+      rawShas: raw.subarray(32 * at, 32 * (at + n)),
       gen: 0,
     });
     at += n;
@@ -654,12 +774,6 @@ class Reader {
     const n = this.u32();
     this.need(n);
     const s = this.buf.toString("utf8", this.off, this.off + n);
-    this.off += n;
-    return s;
-  }
-  hexN(n: number): string {
-    this.need(n);
-    const s = this.buf.toString("hex", this.off, this.off + n);
     this.off += n;
     return s;
   }

@@ -5,12 +5,14 @@ import { type Dirent, lstatSync, readdirSync, readlinkSync, type Stats, statSync
 import { sha256Hex } from "../util/canonical.js";
 import { type SeenFile, stateKey } from "./asCaptured.js";
 import {
+  childShas,
   type DigestCache,
   type DirEntry,
   KIND_DIR,
   KIND_FILE,
   KIND_LINK,
   KIND_OTHER,
+  skipKey,
   type TreeListings,
 } from "./cache.js";
 import { type HashOutcome, HashPool, POOL_MIN_FILES } from "./hash.js";
@@ -74,6 +76,19 @@ interface TreeState {
   over: boolean;
   /** the files hashed are kept in `DigestJob.seen` (fresh ones, and a tree's with keepSeen) */
   keepSeen: boolean;
+  /**
+   * Every entry so far matched its listing and gave its line from there (a summary may be kept):
+   * cleared by anything else (a listing read again, a digest missing or not matching, an entry
+   * left out or gone, a directory unreadable).
+   */
+  plain: boolean;
+  /** the listings' checksum when the walk began, and the root's names left out (null: no summary) */
+  summaryOf: { checksum: string; skip: string } | null;
+  /**
+   * Per listing, how many of its children `DigestJob.unchanged` found as listed during this
+   * capture, just before the walk: their files and links are not stat'ed a second time.
+   */
+  checked: Map<DirEntry, number> | null;
 }
 
 function treeState(
@@ -100,6 +115,9 @@ function treeState(
     limit: opts.limit ?? 0,
     over: false,
     keepSeen: fresh || opts.keepSeen === true,
+    plain: true,
+    summaryOf: null,
+    checked: null,
   };
 }
 
@@ -131,6 +149,26 @@ function pending(t: TreeState, rel: string): number {
   t.rels.push(rel);
   t.shas.push(null);
   return t.shas.length - 1;
+}
+
+/** What `DigestJob.unchanged` checks a tree against, and what it found. */
+interface Check {
+  gen: number;
+  listings: TreeListings;
+  /** the names left out at the root */
+  skip: ReadonlySet<string>;
+  /** the links met, in the walk's order */
+  links: string[];
+  /** the lines the walk would hash */
+  files: number;
+  /** per listing met: its children before this index were found as listed */
+  upTo: Map<DirEntry, number>;
+}
+
+/** The check of `listing` stopped at child `i`: those before it matched. Returns false. */
+function stop(c: Check, listing: DirEntry, i: number): false {
+  c.upTo.set(listing, i);
+  return false;
 }
 
 export class DigestJob {
@@ -296,8 +334,79 @@ export class DigestJob {
     } catch {
       return () => this.finishTree(t);
     }
+    // A whole tree (no bound, nothing kept per file) whose listings are a file's as read: its
+    // digest may be summarised, and taken from a summary when every entry matches (unchanged).
+    if (t.limit === 0 && !t.keepSeen && listings.checksum !== null && !listings.dirty) {
+      const skip = skipKey(skipTop);
+      t.summaryOf = { checksum: listings.checksum, skip };
+      const summary = cache.treeSummary(root);
+      if (summary !== null && summary.skip === skip) {
+        const check: Check = { gen: t.gen, listings, skip: skipTop, links: [], files: 0, upTo: new Map() };
+        if (this.unchanged(check, root, rootStat, true) && check.files === summary.files) {
+          t.result = { files: summary.files, sha256: summary.sha256 };
+          // told in the order the walk would have met them, after it, as `walk` tells them
+          for (const link of check.links) t.onLink?.(link);
+          return () => this.finishTree(t);
+        }
+        // Something changed: the walk that builds the lines, from the start. The files and links
+        // this check found matching their listing a moment ago are not stat'ed again (upTo).
+        t.checked = check.upTo;
+      }
+    }
     this.walk(t, listings, root, "", rootStat, skipTop);
     return () => this.finishTree(t);
+  }
+
+  /**
+   * The checks of `walk` without its lines: whether every directory under `abs` has the listing
+   * it had (lookup: mtime, ctime, inode) and every file and link the digest its listing holds
+   * (one lstat each: size, mtime, ctime, inode, type), with nothing left out or gone. Every
+   * link met is added to `c.links`, every line the walk would hash counted in `c.files`, and how
+   * many children of each listing were checked, in `c.upTo`. Stops at the first entry that
+   * differs (false): `walk` then does the tree again.
+   */
+  private unchanged(c: Check, abs: string, st: Stats, atRoot: boolean): boolean {
+    this.note(abs, st.ctimeMs);
+    const listing = c.listings.lookup(abs, st, c.gen);
+    if (listing === undefined) return false;
+    const { names, kinds, stats } = listing;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      if (atRoot && c.skip.has(name)) continue;
+      const kind = kinds[i]!;
+      if (kind === KIND_OTHER) continue;
+      const childAbs = `${abs}/${name}`;
+      let cst: Stats;
+      if (kind === KIND_DIR) {
+        if (inStateDirReal(childAbs)) return stop(c, listing, i);
+        try {
+          cst = lstatSync(childAbs);
+        } catch {
+          return stop(c, listing, i);
+        }
+        if (!cst.isDirectory() || !this.unchanged(c, childAbs, cst, false)) return stop(c, listing, i);
+        continue;
+      }
+      if (Number.isNaN(stats[4 * i]!)) return stop(c, listing, i);
+      try {
+        cst = lstatSync(childAbs);
+      } catch {
+        return stop(c, listing, i);
+      }
+      this.note(childAbs, cst.ctimeMs);
+      if (
+        cst.size !== stats[4 * i] ||
+        cst.mtimeMs !== stats[4 * i + 1] ||
+        cst.ctimeMs !== stats[4 * i + 2] ||
+        cst.ino !== stats[4 * i + 3] ||
+        !(kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())
+      )
+        return stop(c, listing, i);
+      c.files++;
+      if (kind === KIND_LINK) c.links.push(childAbs);
+    }
+    c.upTo.set(listing, names.length);
+    return true;
   }
 
   /**
@@ -402,13 +511,17 @@ export class DigestJob {
     let listing: DirEntry | null | undefined = listings.lookup(abs, st, t.gen);
     if (listing === undefined) {
       t.listingChanged = true;
+      t.plain = false;
       listing = this.list(listings, t.gen, abs, st, listings.dirs.get(abs));
     }
     if (listing === null) {
+      t.plain = false;
       known(t, rel === "" ? "." : `${rel}/`, UNREADABLE);
       return;
     }
-    const { names, kinds, stats, shas } = listing;
+    const { names, kinds, stats } = listing;
+    const shas = childShas(listing);
+    const checked = t.checked?.get(listing) ?? 0;
     const atRoot = rel === "";
     // the names as digested: an entry added or removed later is told from a temporary file's
     // passage (an atomic write's) by them, not by the directory's mtime alone
@@ -426,24 +539,38 @@ export class DigestJob {
       const childRel = atRoot ? name : `${rel}/${name}`;
       if (kind === KIND_DIR) {
         // portcullis's state directory (include.ts), should it be kept in a tree: never code
-        if (inStateDirReal(childAbs)) continue;
+        if (inStateDirReal(childAbs)) {
+          t.plain = false;
+          continue;
+        }
         let cst: Stats;
         try {
           cst = lstatSync(childAbs);
         } catch {
+          t.plain = false;
           continue;
         }
         if (cst.isDirectory()) this.walk(t, listings, childAbs, childRel, cst, skip);
-        else this.addLoose(t, childAbs, childRel);
+        else {
+          t.plain = false;
+          this.addLoose(t, childAbs, childRel);
+        }
         continue;
       }
       // A known digest: one lstat to confirm it. No digest yet: no stat here, the hasher keys the
       // result by fstat of the descriptor it reads.
       let cst: Stats | undefined;
       if (!Number.isNaN(stats[4 * i]!)) {
+        if (i < checked) {
+          // found as listed by `unchanged` in this capture (its lstat, its note)
+          known(t, childRel, shas[i]!);
+          if (kind === KIND_LINK) t.onLink?.(childAbs);
+          continue;
+        }
         try {
           cst = lstatSync(childAbs);
         } catch {
+          t.plain = false;
           continue;
         }
         this.note(childAbs, cst.ctimeMs);
@@ -459,11 +586,13 @@ export class DigestJob {
           if (kind === KIND_LINK) t.onLink?.(childAbs);
           continue;
         }
+        t.plain = false;
         if (!(kind === KIND_LINK ? cst.isSymbolicLink() : cst.isFile())) {
           this.addLoose(t, childAbs, childRel);
           continue;
         }
       }
+      t.plain = false;
       const dir = listing;
       if (kind === KIND_LINK) {
         try {
@@ -534,15 +663,18 @@ export class DigestJob {
       kinds: Uint8Array.from(items.map((x) => x.kind)),
       stats: new Float64Array(4 * n).fill(Number.NaN),
       shas: new Array<string>(n).fill(""),
+      rawShas: null,
       gen: 0,
     };
     if (previous !== undefined) {
       const old = new Map(previous.names.map((name, i) => [name, i]));
+      const before = childShas(previous);
+      const shas = entry.shas!;
       for (let i = 0; i < n; i++) {
         const j = old.get(entry.names[i]!);
-        if (j === undefined || previous.kinds[j] !== entry.kinds[i] || previous.shas[j] === "") continue;
+        if (j === undefined || previous.kinds[j] !== entry.kinds[i] || before[j] === "") continue;
         entry.stats.set(previous.stats.subarray(4 * j, 4 * j + 4), 4 * i);
-        entry.shas[i] = previous.shas[j]!;
+        shas[i] = before[j]!;
       }
     }
     listings.store(abs, st, entry, this.nowMs, gen);
@@ -623,6 +755,10 @@ export class DigestJob {
     }
     h.update(chunk);
     t.result = t.over ? { files, sha256: h.digest("hex"), over: true } : { files, sha256: h.digest("hex") };
+    // every line came from the listings as read: the next walk that finds them all unchanged
+    // may take this digest (tree)
+    if (t.plain && !t.over && t.rels.length === 0 && t.summaryOf !== null)
+      this.cache.summarize(t.root, t.summaryOf.checksum, t.summaryOf.skip, files, t.result.sha256);
     return t.result;
   }
 }

@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_TREE_FILES } from "../../src/identity/cache.js";
+import { childShas, MAX_TREE_FILES } from "../../src/identity/cache.js";
 import {
   captureStaticIdentity,
   changedParts,
@@ -226,6 +226,9 @@ describe("captureStaticIdentity", () => {
     const file = join(root, "rewrite-cache.bin");
     const spec = specFor(dir, "node", ["dist/server.js"]);
     const a = await captureStaticIdentity(spec, new DigestCache(file));
+    // The first warm capture finds every entry as listed and keeps the tree's summary (a write
+    // of the main file, once: a later warm start takes the digest from it).
+    expect(await captureStaticIdentity(spec, new DigestCache(file))).toEqual(a);
     const stamp = (p: string) => {
       const st = statSync(p);
       return `${st.ino}:${st.mtimeMs}`;
@@ -258,7 +261,8 @@ describe("captureStaticIdentity", () => {
     const cache = new DigestCache(file);
     const listings = cache.listings(nm);
     expect(listings.dirs.get(join(nm, "pkg/lib/empty"))?.names).toEqual([]);
-    expect(listings.dirs.get(join(nm, "pkg/lib"))?.shas.some((s) => s !== "")).toBe(true);
+    const lib = listings.dirs.get(join(nm, "pkg/lib"));
+    expect(lib !== undefined && childShas(lib).some((s) => s !== "")).toBe(true);
     // warm: nothing walked afresh or hashed again, so nothing written
     const tree = cache.treeFile(nm)!;
     const before = statSync(tree).ino;
