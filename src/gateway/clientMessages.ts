@@ -32,7 +32,7 @@ import {
   listenWithKnownParams,
 } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
-import { cutShort, leftOutWords } from "./text.js";
+import { cutShort, leftOutWords, preview } from "./text.js";
 
 /**
  * What was wrong with a client's answer to a server's request that the transport refused before
@@ -182,7 +182,7 @@ export class ClientMessages {
    */
   answerRefused(id: Id, problem: RefusedAnswer): void {
     this.p.log.warn(
-      `refused the client's answer to the server's request ${JSON.stringify(id)} (${problem.kind})`,
+      `refused the client's answer to the server's request ${cutShort(JSON.stringify(id))} (${problem.kind})`,
     );
     const e =
       problem.kind === "too-large"
@@ -320,7 +320,7 @@ export class ClientMessages {
         if (isTaskMethod(msg.method)) {
           // The gateway offers no tasks, so no task of this client's exists behind it; a server
           // that made tasks some other way would hand out results past the call records.
-          this.p.log.warn(`refused ${JSON.stringify(msg.method)}: portcullis does not offer tasks`);
+          this.p.log.warn(`refused ${preview(msg.method)}: portcullis does not offer tasks`);
           this.p.downstream.send(
             errorResponse(
               msg.id,
@@ -333,9 +333,7 @@ export class ClientMessages {
         if (isGuardedMethodVariant(msg.method)) {
           // Not byte-for-byte a guarded method, but a lenient server might take it for one:
           // never forwarded, so it can never skip the guard.
-          this.p.log.warn(
-            `refused ${JSON.stringify(msg.method)}: not a known method, too close to a guarded one`,
-          );
+          this.p.log.warn(`refused ${preview(msg.method)}: not a known method, too close to a guarded one`);
           this.p.downstream.send(
             errorResponse(msg.id, METHOD_NOT_FOUND, `Method not found: ${JSON.stringify(msg.method)}.`),
           );
@@ -376,7 +374,7 @@ export class ClientMessages {
     const id = idTextOf(msg);
     // cut in the gateway's line (the client's answer names it whole: it is the client's own id)
     this.p.log.warn(
-      `refused ${msg.method} ${cutShort(id)}: that id is already in use by a request in flight`,
+      `refused ${cutShort(msg.method)} ${cutShort(id)}: that id is already in use by a request in flight`,
     );
     this.p.downstream.send(
       errorResponse(
@@ -391,7 +389,7 @@ export class ClientMessages {
   private onNotification(msg: Notification): void {
     if (!isRelayableNotification(msg.method)) {
       this.p.log.warn(
-        `dropped a notification of ${JSON.stringify(msg.method)} from the client: only the protocol's notifications/… are relayed (a server would run any other method sent without an id as a request the guard never saw)`,
+        `dropped a notification of ${preview(msg.method)} from the client: only the protocol's notifications/… are relayed (a server would run any other method sent without an id as a request the guard never saw)`,
       );
       return;
     }

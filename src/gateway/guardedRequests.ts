@@ -45,7 +45,7 @@ import {
   toolWithoutTasks,
 } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
-import { leftOutWords, metaProblem, preview } from "./text.js";
+import { cutShort, leftOutWords, metaProblem, preview } from "./text.js";
 
 export interface GuardedRequestsPorts {
   log: Logger;
@@ -152,7 +152,7 @@ export class GuardedRequests {
     if (!this.p.session.awaitsInitialize) return false;
     const lost = this.p.session.lostInitialize;
     this.p.log.warn(
-      `refused ${msg.method} ${JSON.stringify(msg.id)}: ${lost ? "the client's initialize was lost to an epoch change and it has not sent initialize again" : "the client has not sent initialize"}`,
+      `refused ${msg.method} ${cutShort(idTextOf(msg))}: ${lost ? "the client's initialize was lost to an epoch change and it has not sent initialize again" : "the client has not sent initialize"}`,
     );
     const e = refuse.notInitialized(msg.method, lost);
     this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
@@ -1037,7 +1037,7 @@ export class GuardedRequests {
     if (this.refusedForCatalog(msg)) return;
     const gen = this.p.current();
     this.p.log.info(
-      `holding tools/call ${JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)}${this.holdReason(gen)}`,
+      `holding tools/call ${cutShort(String(JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)))}${this.holdReason(gen)}`,
     );
     this.heldCalls.hold(msg);
     // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
@@ -1136,7 +1136,7 @@ export class GuardedRequests {
     });
     work.catch((e: unknown) => {
       this.p.log.warn(
-        `could not handle ${msg.method} (id ${JSON.stringify(msg.id)}): ${String((e as Error)?.message ?? e)}`,
+        `could not handle ${msg.method} (id ${cutShort(idTextOf(msg))}): ${String((e as Error)?.message ?? e)}`,
       );
       this.p.downstream.send(
         errorResponse(

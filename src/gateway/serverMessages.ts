@@ -39,6 +39,7 @@ import {
   undeclaredInputRequest,
   unreadableInputRequests,
 } from "./serverWords.js";
+import { cutShort } from "./text.js";
 
 export interface ServerMessagesPorts {
   log: Logger;
@@ -245,7 +246,7 @@ export class ServerMessages {
     const imitates = own ? null : msg.error ? passesForGateway(msg.error) : marksOfGateway(msg.result);
     if (imitates !== null) {
       this.p.log.warn(
-        `the server answered ${entry.method} with ${msg.error ? "an error" : "a result"} that ${imitates}: passed on to the client as the server's (server_error, data.server)`,
+        `the server answered ${cutShort(entry.method)} with ${msg.error ? "an error" : "a result"} that ${imitates}: passed on to the client as the server's (server_error, data.server)`,
       );
       const e = msg.error
         ? refuse.serverError(msg.error, imitates)
@@ -260,7 +261,9 @@ export class ServerMessages {
         : (unreadableInputRequests(msg.result) ??
           undeclaredInputRequest(msg.result, this.p.session.clientCapabilities()));
     if (unreadable !== null) {
-      this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${unreadable}`);
+      this.p.log.warn(
+        `replaced the server's answer to ${cutShort(entry.method)} with an error: ${unreadable}`,
+      );
       msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(unreadable, "server") };
     }
     const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
@@ -304,7 +307,9 @@ export class ServerMessages {
         if (written.cannot === null) asWritten = true;
         else {
           const reason = `a number in it that the gateway would pass on as another (at ${written.where}) cannot be passed on as written: ${written.cannot}`;
-          this.p.log.warn(`replaced the server's answer to ${entry.method} with an error: ${reason}`);
+          this.p.log.warn(
+            `replaced the server's answer to ${cutShort(entry.method)} with an error: ${reason}`,
+          );
           msg = { jsonrpc: "2.0", id: msg.id, error: refuse.responseInvalid(reason, "server") };
         }
       }
@@ -370,7 +375,7 @@ export class ServerMessages {
   private lateForCancelled(entry: ClientPending): boolean {
     if (!entry.cancelled) return false;
     this.p.log.debug(
-      `dropped the server's answer to ${entry.method} ${JSON.stringify(entry.clientId)}: the client cancelled it`,
+      `dropped the server's answer to ${cutShort(entry.method)} ${cutShort(JSON.stringify(entry.clientId))}: the client cancelled it`,
     );
     return true;
   }

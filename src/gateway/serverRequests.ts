@@ -19,7 +19,7 @@ import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
 import { clientCapabilityFor, declaresCapability, isElicitationVariant } from "./protocol.js";
 import { attributedElicitation } from "./serverWords.js";
-import { preview } from "./text.js";
+import { cutShort, preview } from "./text.js";
 
 /** How many of the server's requests may wait for the client's answers at once. */
 export const MAX_AT_CLIENT = 4096;
@@ -115,7 +115,9 @@ export class ServerRequests {
     if (this.inUse(key, gen)) {
       // Two requests of one process under one id: the client's answer could reach only one of
       // them, and a cancellation would name both. The second is answered, never relayed.
-      this.p.log.warn(`refused a ${msg.method} request of the server: its id ${written} is already in use`);
+      this.p.log.warn(
+        `refused a ${cutShort(msg.method)} request of the server: its id ${cutShort(written)} is already in use`,
+      );
       const e = `Invalid request: id ${written} is already in use by a request of yours in flight.`;
       this.reply(errorResponse(msg.id, INVALID_REQUEST, e), written);
       return;
@@ -184,7 +186,9 @@ export class ServerRequests {
   answered(msg: Response): void {
     const entry = this.atClient.get(msg.id);
     if (!entry) {
-      this.p.log.warn(`dropped a response from the client with an unknown id ${JSON.stringify(msg.id)}`);
+      this.p.log.warn(
+        `dropped a response from the client with an unknown id ${cutShort(JSON.stringify(msg.id))}`,
+      );
       return;
     }
     this.atClient.delete(msg.id as number, entry.key);

@@ -1,6 +1,6 @@
 /** Small pure helpers of the gateway that say something about a message. */
 
-import { cutText } from "../util/cut.js";
+import { cutShort } from "../util/cut.js";
 import { setOwn } from "../util/setOwn.js";
 
 /** Top-level fields the schema's defaults filled in: shown to reviewers and recorded. */
@@ -35,6 +35,8 @@ export function metaProblem(params: unknown): string | null {
   return null;
 }
 
+export { cutShort };
+
 export function preview(text: string): string {
   return JSON.stringify(cutShort(text));
 }
@@ -46,9 +48,4 @@ export function preview(text: string): string {
 export function leftOutWords(dropped: string[]): string {
   const names = `${dropped.slice(0, 5).map(preview).join(", ")}${dropped.length > 5 ? ", …" : ""}`;
   return `left out ${dropped.length} ${dropped.length === 1 ? "member" : "members"} (${names})`;
-}
-
-/** `text` cut to 80 characters (an ellipsis says so), not quoted: for JSON text, an id as written. */
-export function cutShort(text: string): string {
-  return text.length > 80 ? `${cutText(text, 80)}…` : text;
 }

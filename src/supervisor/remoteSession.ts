@@ -9,6 +9,7 @@ import { elementTexts } from "../relay/batchText.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { sha256Tag } from "../util/canonical.js";
+import { cutShort } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
 import type { EpochReason } from "./link.js";
@@ -559,7 +560,9 @@ export class SessionExchanges {
         const e = refuse.upstreamHttpError(status);
         this.answer(gen, m.id, e.code, e.message, e.data);
       } else if (!ok && !isRequest) {
-        this.o.log.warn(`the remote server refused a ${String(m.method ?? "response")} (HTTP ${status})`);
+        this.o.log.warn(
+          `the remote server refused a ${cutShort(String(m.method ?? "response"))} (HTTP ${status})`,
+        );
       }
       onAnswered();
     });

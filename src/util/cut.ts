@@ -26,3 +26,13 @@ export const MAX_REASON = 500;
 export function decisionReason(given: string): string {
   return cutText(wellFormed(given.trim()), MAX_REASON);
 }
+
+/**
+ * `text` cut to 80 characters (an ellipsis says so), not quoted: for JSON text, an id as written.
+ * What a peer wrote (an id, a method, a name) is repeated in a log line through it: a peer's
+ * thousands of characters would flood the developer's terminal and push the line's point out of
+ * view.
+ */
+export function cutShort(text: string): string {
+  return text.length > 80 ? `${cutText(text, 80)}…` : text;
+}
