@@ -5,10 +5,12 @@
 // that no 100-character run of the peer's text reached stderr. Real gateways before the rawlines
 // fixture (test/fixtures/servers/rawlines.mjs), raw clients.
 
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
+import { FIXTURES, NODE, REPO } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { startFixture } from "../http/upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -133,5 +135,22 @@ describe("a peer's long text in the gateway's stderr lines", () => {
       "w",
     );
     expect(gw.stderr()).not.toContain("k".repeat(100));
+  }, 30_000);
+
+  it("a client's notification a remote server refused: its method", async () => {
+    // run --url: the server answers the notification's POST 400 (hostile-http-open.mjs)
+    const server = await startFixture(
+      {},
+      null,
+      0,
+      join(REPO, "test", "fixtures", "servers", "hostile-http-open.mjs"),
+    );
+    cleanup.push(() => server.kill());
+    const gw = rawGateway({ args: ["--label", "cut", "--url", server.url, "--approval", "none"] });
+    cleanup.push(() => gw.close());
+    await gw.initialize();
+    const method = long("f", "notifications/refuse");
+    gw.send({ jsonrpc: "2.0", method });
+    await expectCut(gw, `the remote server refused a ${cut(method)} (HTTP 400)`, "f");
   }, 30_000);
 });
