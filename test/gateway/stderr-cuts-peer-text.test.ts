@@ -3,13 +3,16 @@
 // the developer's terminal with every message, and push the point of the line out of view. Each
 // test sends its own long text on one path and asserts that its line still appears, cut, and
 // that no 100-character run of the peer's text reached stderr. Real gateways before the rawlines
-// fixture (test/fixtures/servers/rawlines.mjs), raw clients.
+// fixture (test/fixtures/servers/rawlines.mjs), raw clients; one `run --url` before
+// hostile-http-open.mjs, and one `run --listen` spoken to over HTTP.
 
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
-import { FIXTURES, NODE, REPO } from "../helpers/paths.js";
+import { FIXTURES, fixtureCommand, NODE, REPO } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { startListener } from "../http/listen.js";
+import { openSession, raw } from "../http/raw.js";
 import { startFixture } from "../http/upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -152,5 +155,24 @@ describe("a peer's long text in the gateway's stderr lines", () => {
     const method = long("f", "notifications/refuse");
     gw.send({ jsonrpc: "2.0", method });
     await expectCut(gw, `the remote server refused a ${cut(method)} (HTTP 400)`, "f");
+  }, 30_000);
+
+  it("a client's answer the HTTP front refused (run --listen): its id", async () => {
+    const l = await startListener(fixtureCommand("rawlines"), {
+      args: ["--approval", "none", "--max-message-bytes", "4096"],
+    });
+    cleanup.push(() => l.close());
+    const session = await openSession(l);
+    // (the front reads a refused body's id up to 1,024 characters: src/relay/idScan.ts)
+    const id = "a".repeat(1000);
+    // an answer over the size limit: 413, and its id said on the gateway's stderr
+    const r = await raw(l, {
+      headers: l.headers({ "mcp-session-id": session }),
+      body: JSON.stringify({ jsonrpc: "2.0", id, result: { pad: "x".repeat(5000) } }),
+    });
+    expect(r.status).toBe(413);
+    const line = `refused the client's answer to the server's request ${cut(JSON.stringify(id))} (too-large)`;
+    await waitFor(() => l.stderr().includes(line), 10_000, `the gateway's line ${line}`);
+    expect(l.stderr()).not.toContain("a".repeat(100));
   }, 30_000);
 });
