@@ -130,6 +130,14 @@ export interface ActivityEntry {
   argumentsDigest: string | null;
   credentials: string[];
   endedAt: string | null;
+  /**
+   * How many ends the chain holds for the call (tool_result, call_interrupted; a refusal before
+   * the intent, authorization_denied, is its end): 0 while pending, else 1. More than one: a
+   * gateway closed the call as gone (`interruption` gateway_gone) while the gateway that had it in
+   * flight still ran and later recorded its own end (its store rows edited to look gone:
+   * docs/security.md). `outcome` and `endedAt` are then the last end's.
+   */
+  ends: number;
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
@@ -404,6 +412,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       credentials: [],
       endedAt: null,
       interruption: null,
+      ends: e.type === "authorization_denied" ? 1 : 0,
     };
     out.push(a);
     const k = callKey(run, e);
@@ -431,6 +440,11 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
     return a ?? start(r, run, "unknown", "pending");
   };
 
+  /** One more end of `a` (a second one is shown: see `ends`). */
+  const countEnd = (a: ActivityEntry) => {
+    a.ends++;
+  };
+
   for (const r of records) {
     const { header, event: e } = r;
     // a call whose writer names no run (records older than runs): listed under its writer
@@ -453,12 +467,14 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       }
       case "tool_result": {
         const a = follow(r, run);
+        countEnd(a);
         a.outcome = str(e.outcome) ?? (e.isError === true ? "error" : "ok");
         a.endedAt = header.time;
         break;
       }
       case "call_interrupted": {
         const a = follow(r, run);
+        countEnd(a);
         a.interruption = str(e.reason);
         a.outcome =
           e.outcome === "not_run"

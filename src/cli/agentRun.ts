@@ -189,10 +189,33 @@ export function endAgentRun(
   // the busy timeout); and one another process ended meanwhile (its gateway judged gone, recorded
   // there) was recorded a second time.
   const now = new Date().toISOString();
-  events.emit({ type: "run_ended", run: run.run, serverLabel }, () => endRunRows(store, run.run, now));
+  let endedElsewhere = false;
+  events.emit({ type: "run_ended", run: run.run, serverLabel }, () => {
+    const ended = endRunRows(store, run.run, now);
+    endedElsewhere = !ended;
+    return ended;
+  });
   events.flush();
+  if (endedElsewhere) sayEndedElsewhere(store, run, log);
   // Not recorded (the sink said why): ended all the same, its session grants with it (deny first)
   endRunQuietly(store, run, log, o.busyUnsaid ?? false);
+}
+
+/**
+ * The run's row was ended by another process before this gateway, which still served it, could
+ * end it: by a gateway that took this one for gone (reason gateway_gone: the store's rows of this
+ * gateway edited, docs/security.md), or by an edit of the row itself. Said, as the run's calls
+ * recorded after that end show it in the audit.
+ */
+function sayEndedElsewhere(store: Store, run: Run, log: Pick<Logger, "warn">): void {
+  try {
+    const reason = store.prepare("SELECT ended_reason FROM runs WHERE run = ?").pluck().get(run.run);
+    log.warn(
+      `agent run ${run.run} had already been ended by another process (${typeof reason === "string" ? `reason ${reason}` : "no reason given"}) while this gateway still served it: its end was not recorded again; records of the run after that end were written by this gateway`,
+    );
+  } catch {
+    // the store cannot be read now: nothing more to say than the sink said
+  }
 }
 
 /** `host:port` of a URL, the port as the scheme implies when not written (as the vault's hosts are). */

@@ -582,7 +582,8 @@ async function decrypting(
               a.revision === null ? "-" : String(a.revision),
               a.grant ?? "-",
               a.decision,
-              a.outcome,
+              // a call with two ends is shown as such, not as its last end alone (views.ts, `ends`)
+              a.ends > 1 ? `${a.outcome} (${a.ends} ends)` : a.outcome,
               a.credentials.join(",") || "-",
             ]),
           ),

@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
+import { safeText } from "../catalog/text.js";
 import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, writeProblem, writeRefused } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
@@ -177,11 +178,13 @@ export function auditSink(
       // every 25 ms (a lost file makes appendIf throw, below).
       if (durable) audit.checkStoreFiles();
       tried = performance.now();
+      closedElsewhere.clear();
       const written = audit.appendIf(batch.map(item), {
         relaxed: !durable || later,
         // a kept group's next tries wait only a little: the loop is not held while they repeat
         waitMs: scheduled ? (lockedSince === null ? GROUP_BUSY_MS : RETRY_BUSY_MS) : undefined,
       });
+      sayClosedElsewhere();
       if (lockedSince !== null) unlocked(batch.length);
       const settle = (err: Error | null) => {
         for (let i = 0; i < batch.length; i++) {
@@ -221,10 +224,12 @@ export function auditSink(
       // One bad event must not take the others down: retry them one by one.
       for (const q of batch) {
         try {
+          closedElsewhere.clear();
           const [written] = audit.appendIf([item(q)], {
             relaxed: !q.done,
             waitMs: scheduled ? GROUP_BUSY_MS : undefined,
           });
+          sayClosedElsewhere();
           q.done?.resolve(written !== null);
         } catch (e) {
           if (q.done) q.done.reject(fileProblem(e));
@@ -237,6 +242,18 @@ export function auditSink(
   };
 
   const flushScheduled = () => flushGroup(true);
+
+  // Ends whose open-intents row another process had taken (see tracked), in the transaction
+  // being tried: cleared before each try (one rolled back runs its conditions again), said after
+  // the one that committed.
+  const closedElsewhere = new Set<AuditEvent>();
+  const sayClosedElsewhere = () => {
+    for (const e of closedElsewhere)
+      log.warn(
+        `audit: the ${e.type} of call ${callNamed(e)} was written, but its call had already been closed by another process (its open-intents row in the store was gone: the store was edited): a gateway that took this one for gone (its gateways or runs rows edited) may have recorded another end for it and ended this agent run; 'portcullis audit activity' shows a call with two ends as such`,
+      );
+    closedElsewhere.clear();
+  };
 
   /**
    * The group met another process's lock: kept at the head of the queue and tried again after a
@@ -292,7 +309,9 @@ export function auditSink(
       };
     if (e.type === "tool_result" || e.type === "call_interrupted")
       return () => {
-        intents.closed(e);
+        // The end is written either way (it is what this gateway saw); a row already taken is
+        // said once, after the commit (a group retried under a held lock runs this again).
+        if (!intents.closed(e)) closedElsewhere.add(e);
         return true;
       };
     return q.condition;
@@ -429,4 +448,14 @@ export function unwrittenWarnings(
       for (const c of causes.values()) sayCount(c);
     },
   };
+}
+
+/** A call as a warning names it: its tool and id, within its run (text a client chose, made safe). */
+function callNamed(e: AuditEvent): string {
+  const tool = typeof e.tool === "string" ? e.tool : typeof e.method === "string" ? e.method : "?";
+  const id = typeof e.requestIdText === "string" ? e.requestIdText : JSON.stringify(e.requestId ?? null);
+  return (
+    safeText(JSON.stringify(`${tool} ${id}`)) +
+    (typeof e.run === "string" ? ` of run ${safeText(e.run)}` : "")
+  );
 }

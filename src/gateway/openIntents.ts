@@ -39,9 +39,14 @@ export class OpenIntents {
     );
   }
 
-  /** Inside the transaction of the call's end: it is closed. */
-  closed(e: AuditEvent): void {
-    this.remove.run(this.gatewayId, callKey(e));
+  /**
+   * Inside the transaction of the call's end: it is closed. False when its row was no longer
+   * there: another process removed it, most often a gateway that took this one for gone and
+   * closed the call itself (`call_interrupted`, gateway_gone) after the store's rows of this
+   * gateway were edited; the end written now is then the call's second (docs/security.md).
+   */
+  closed(e: AuditEvent): boolean {
+    return this.remove.run(this.gatewayId, callKey(e)).changes === 1;
   }
 }
 

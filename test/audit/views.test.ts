@@ -299,6 +299,36 @@ describe("views", () => {
     expect(sessionsView(records)[0]!.counts).toMatchObject({ calls: 3, pending: 1 });
   });
 
+  it("a call closed as gone by another gateway, then answered by its own: one call with two ends", async () => {
+    // A store edited so that a running gateway looked gone (docs/security.md): the next gateway
+    // closed its call (gateway_gone), and the running gateway then recorded the call's answer.
+    const records = await opened([
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        calledUnderA({ requestId: 2, callKey: 3, tool: "slow_write" }),
+        calledUnderA({ requestId: 4, callKey: 5, tool: "fast" }),
+        { type: "tool_result", run: RUN, requestId: 4, callKey: 5, outcome: "ok" },
+        calledUnderA({ requestId: 6, callKey: 7, tool: "open" }),
+      ],
+      [
+        {
+          type: "call_interrupted",
+          run: RUN,
+          requestId: 2,
+          callKey: 3,
+          reason: "gateway_gone",
+          outcome: "unknown",
+        },
+      ],
+      [{ type: "tool_result", run: RUN, requestId: 2, callKey: 3, outcome: "ok" }],
+    ]);
+    expect(activityView(records).map((a) => [a.tool, a.outcome, a.interruption, a.ends])).toEqual([
+      ["slow_write", "ok", "gateway_gone", 2],
+      ["fast", "ok", null, 1],
+      ["open", "pending", null, 0],
+    ]);
+  });
+
   /**
    * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
    * `reason`, as src/gateway/guardedRequests.ts writes it: what the views show of it, each activity

@@ -1,0 +1,71 @@
+// A same-user process edits the store's `gateways` and `runs` rows of a gateway that is running so
+// that it looks gone (another boot, another pid, its row ended). The next gateway on the state
+// directory then closes that gateway's call in flight as interrupted (gateway_gone) and ends its
+// run, and the running gateway's answer follows: the call has two ends. Nothing a reader of the
+// store can judge prevents it (the rows that name a call's gateway can be edited as well), so it
+// is made visible: `audit activity` shows the call with its two ends, and the running gateway says
+// on stderr that its call and its run had been closed by another process (docs/security.md,
+// "What a same-user attacker can still do").
+import { afterEach, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { auditActivity, auditEvents } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+it("a running gateway's rows edited to look gone: the call's two ends are shown, and the gateway says so", async () => {
+  const project = makeProject("A");
+  const stateDir = newStateDir();
+  cleanup.push(() => project.cleanup());
+  const live = await startInventory(project, ["--approval", "none"], { stateDir });
+  cleanup.push(() => live.close());
+  await live.client.listTools();
+  const answer = live.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 60_000 });
+  await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
+
+  // The edit: every column a reader judges the gateway's liveness by says it is gone.
+  const db = openStore(stateDir);
+  db.prepare(
+    "UPDATE gateways SET boot = 'another-boot', pid = 999999, ended_at = '2000-01-01T00:00:00.000Z' WHERE pid = ?",
+  ).run(live.pid);
+  db.prepare("UPDATE runs SET gateway_boot = 'another-boot', gateway_pid = 999999 WHERE gateway_pid = ?").run(
+    live.pid,
+  );
+  db.close();
+
+  const next = await startInventory(project, ["--approval", "none"], { stateDir });
+  await next.client.listTools();
+  await next.close();
+
+  project.release();
+  await answer;
+  await live.close();
+
+  // What the chain holds: the forged close, then the real answer; the live run ended as gone.
+  const events = await auditEvents(stateDir);
+  const ends = events.filter((e) => e.type === "tool_result" || e.type === "call_interrupted");
+  expect(ends.map((e) => [e.type, e.reason ?? e.outcome])).toEqual([
+    ["call_interrupted", "gateway_gone"],
+    ["tool_result", "ok"],
+  ]);
+  // The call is shown with both ends, not as an ordinary answered call.
+  const calls = (await auditActivity(stateDir)).filter((a) => a.tool === "slow_write");
+  expect(calls).toHaveLength(1);
+  expect(calls[0]).toMatchObject({ outcome: "ok", interruption: "gateway_gone", ends: 2 });
+  const table = await runCli(["audit", "activity", "--state-dir", stateDir], { env: passphraseEnv() });
+  expect(table.stdout).toMatch(/slow_write.*ok \(2 ends\)/);
+  // The running gateway said that its call and its run had been closed by another process.
+  expect(live.stderr()).toMatch(
+    /tool_result of call "slow_write 2" of run \S+ was written, but its call had already been closed by another process/,
+  );
+  expect(live.stderr()).toMatch(
+    /agent run \S+ had already been ended by another process \(reason gateway_gone\)/,
+  );
+});
