@@ -63,9 +63,39 @@ it("a running gateway's rows edited to look gone: the call's two ends are shown,
   expect(table.stdout).toMatch(/slow_write.*ok \(2 ends\)/);
   // The running gateway said that its call and its run had been closed by another process.
   expect(live.stderr()).toMatch(
-    /tool_result of call "slow_write 2" of run \S+ was written, but its call had already been closed by another process/,
+    /tool_result of call "slow_write \d+" of run \S+ was written, but its call had already been closed by another process/,
   );
   expect(live.stderr()).toMatch(
     /agent run \S+ had already been ended by another process \(reason gateway_gone\)/,
   );
+});
+
+it("a running gateway's open call moved to a gateway id with no row: its two ends are shown, and the gateway says so", async () => {
+  // No liveness column of the running gateway is touched: the call's row names another gateway,
+  // one that left no row (so no one could see it alive). A lock held by the running gateway,
+  // found by its gateway id, would not have kept this call open either.
+  const project = makeProject("A");
+  const stateDir = newStateDir();
+  cleanup.push(() => project.cleanup());
+  const live = await startInventory(project, ["--approval", "none"], { stateDir });
+  cleanup.push(() => live.close());
+  await live.client.listTools();
+  const answer = live.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 60_000 });
+  await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
+
+  const db = openStore(stateDir);
+  expect(db.prepare("UPDATE open_intents SET gateway_id = 'no-such-gateway'").run().changes).toBe(1);
+  db.close();
+
+  const next = await startInventory(project, ["--approval", "none"], { stateDir });
+  await next.client.listTools();
+  await next.close();
+  project.release();
+  await answer;
+  await live.close();
+
+  const calls = (await auditActivity(stateDir)).filter((a) => a.tool === "slow_write");
+  expect(calls).toHaveLength(1);
+  expect(calls[0]).toMatchObject({ outcome: "ok", interruption: "gateway_gone", ends: 2 });
+  expect(live.stderr()).toMatch(/its call had already been closed by another process/);
 });
