@@ -1,6 +1,7 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
 import { safeText } from "../catalog/text.js";
 import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, writeProblem, writeRefused } from "../store/db.js";
+import { cutShort } from "../util/cut.js";
 import type { Logger } from "../util/log.js";
 import type { EventSink, GatewayEvent } from "./events.js";
 import type { OpenIntents } from "./openIntents.js";
@@ -450,12 +451,12 @@ export function unwrittenWarnings(
   };
 }
 
-/** A call as a warning names it: its tool and id, within its run (text a client chose, made safe). */
+/** A call as a warning names it: its tool and id, within its run (text a client chose, cut and made safe). */
 function callNamed(e: AuditEvent): string {
   const tool = typeof e.tool === "string" ? e.tool : typeof e.method === "string" ? e.method : "?";
   const id = typeof e.requestIdText === "string" ? e.requestIdText : JSON.stringify(e.requestId ?? null);
   return (
-    safeText(JSON.stringify(`${tool} ${id}`)) +
+    safeText(JSON.stringify(cutShort(`${tool} ${id}`))) +
     (typeof e.run === "string" ? ` of run ${safeText(e.run)}` : "")
   );
 }
