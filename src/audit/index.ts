@@ -45,4 +45,5 @@ export {
   gatewaysWithoutRunView,
   type SessionView,
   sessionsView,
+  shownOutcome,
 } from "./views.js";

@@ -140,6 +140,14 @@ export interface ActivityEntry {
   ends: number;
 }
 
+/**
+ * A call's outcome as `audit activity`'s table and the console show it: a call with more than one
+ * end says so (`ok (2 ends)`, see `ends`), never its last end alone.
+ */
+export function shownOutcome(a: Pick<ActivityEntry, "outcome" | "ends">): string {
+  return a.ends > 1 ? `${a.outcome} (${a.ends} ends)` : a.outcome;
+}
+
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 /**
  * A call's JSON-RPC id as JSON text: the ids 8 and "8" are two requests (the gateway keeps them

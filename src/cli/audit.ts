@@ -25,6 +25,7 @@ import {
   type SessionView,
   type StoredRecord,
   sessionsView,
+  shownOutcome,
   storedRecords,
   type VerifyResult,
   verifyExport,
@@ -582,8 +583,7 @@ async function decrypting(
               a.revision === null ? "-" : String(a.revision),
               a.grant ?? "-",
               a.decision,
-              // a call with two ends is shown as such, not as its last end alone (views.ts, `ends`)
-              a.ends > 1 ? `${a.outcome} (${a.ends} ends)` : a.outcome,
+              shownOutcome(a),
               a.credentials.join(",") || "-",
             ]),
           ),

@@ -6,7 +6,13 @@
 import { activeGrants } from "../approval/grants.js";
 import type { ApprovalRequest } from "../approval/requests.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
-import { type ActivityEntry, activityView, type SessionView, sessionsView } from "../audit/views.js";
+import {
+  type ActivityEntry,
+  activityView,
+  type SessionView,
+  sessionsView,
+  shownOutcome,
+} from "../audit/views.js";
 import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
 import { jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
@@ -273,7 +279,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
           .reverse()
           .map(
             (a) =>
-              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : nameHtml(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${a.outcome}</td></tr>`,
+              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : nameHtml(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${shownOutcome(a)}</td></tr>`,
           )}</tbody></table></section>`
       : html`<section><h2>Sessions and activity</h2>
         ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}

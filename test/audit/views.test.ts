@@ -9,7 +9,9 @@ import {
   callCounts,
   openRecords,
   sessionsView,
+  shownOutcome,
 } from "../../src/audit/index.js";
+import { auditBody } from "../../src/console/pages.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { PASSPHRASE, stateWithKeyring } from "./helpers.js";
@@ -327,6 +329,17 @@ describe("views", () => {
       ["fast", "ok", null, 1],
       ["open", "pending", null, 0],
     ]);
+    // the audit table and the console's Activity page say it, not the last end alone
+    const activity = activityView(records);
+    expect(activity.map(shownOutcome)).toEqual(["ok (2 ends)", "ok", "pending"]);
+    const page = auditBody(
+      {
+        verified: { ok: true, records: 9, head: { seq: 9, hash: "h".repeat(64) } },
+        opened: { sessions: [], activity },
+      },
+      "csrf",
+    ).text;
+    expect(page).toContain("<td>ok (2 ends)</td>");
   });
 
   /**
