@@ -24,7 +24,14 @@ interface ReviewedArguments {
  * `name (hidden)` and not counted: that the value is not shown is said where it stands.
  */
 export function argumentsPartlyHidden(review: ReviewedArguments): string[] {
-  return review.arguments
+  // a review rewritten in the store may hold no list of arguments (`{}`, `null`): nothing is
+  // hidden in it, and deciding it is refused anyway (decidableRequest: it no longer matches its row)
+  const args: unknown = (review as ReviewedArguments | null)?.arguments;
+  if (!Array.isArray(args)) return [];
+  const listed = args.filter(
+    (a): a is ReviewedArguments["arguments"][number] => typeof a === "object" && a !== null,
+  );
+  return listed
     .filter((a) => !(a.value === null && isSecretName(a.name)) && holdsRedacted(a.value))
     .map((a) => displayName(a.name));
 }

@@ -150,6 +150,21 @@ interface RequestDbRow {
   call_wait_at?: string | null;
 }
 
+/**
+ * The review stored with a request, as parsed. Any process of the user can rewrite it in the store:
+ * text that is no JSON at all (`{`) is read as no review (null), as a stored `null` is, rather than
+ * thrown for every reader of the row. Each reader then shows such a request as one whose review
+ * cannot be read (the console's card, `portcullis approvals`), and decidableRequest refuses to
+ * decide it (differsFromReview), as it does a review rewritten into `{}`.
+ */
+function storedReview(json: string): Review {
+  try {
+    return JSON.parse(json) as Review;
+  } catch {
+    return null as unknown as Review;
+  }
+}
+
 function toRequest(r: RequestDbRow): ApprovalRequest {
   return {
     request: r.request,
@@ -162,7 +177,7 @@ function toRequest(r: RequestDbRow): ApprovalRequest {
     definition: r.definition_json ? (JSON.parse(r.definition_json) as Record<string, unknown>) : null,
     credentialScope: JSON.parse(r.credential_scope_json) as string[],
     mode: r.mode,
-    review: JSON.parse(r.review_json) as Review,
+    review: storedReview(r.review_json),
     createdAt: r.created_at,
     expiresAt: r.expires_at,
     state: r.state,

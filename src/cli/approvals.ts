@@ -6,13 +6,7 @@ import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "..
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
 import { perCallOnlyReason } from "../approval/perCallOnly.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
-import {
-  argumentsNotShownWhole,
-  publicRequest,
-  renderGrant,
-  renderReview,
-  renderReviewCard,
-} from "../approval/render.js";
+import { argumentsNotShownWhole, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
 import {
   type ApprovalRequest,
   type Decision,
@@ -52,6 +46,7 @@ import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_FILE_ENV, PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { readWithoutWritingLine, sayReadWithoutWriting } from "./readWithoutWriting.js";
+import { drawnOrUnreadable, refuseUnreadable, requestJson } from "./unreadableReview.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
 
@@ -340,7 +335,7 @@ function review(req: Parameters<typeof renderReview>[0], verbose: boolean, decid
 function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string): number {
   const pending = pendingRequests(db);
   if (json) {
-    process.stdout.write(`${printableJson({ requests: pending.map(publicRequest) })}\n`);
+    process.stdout.write(`${printableJson({ requests: pending.map(requestJson) })}\n`);
     return EXIT_OK;
   }
   if (pending.length === 0) {
@@ -350,9 +345,10 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
   // with the state directory when it is not the default: the commands paste whole
   const sd = stateDirFlagFor(stateDir);
   for (const r of pending) {
-    process.stdout.write(
-      `${review(r, verbose)}\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}\n\n`,
-    );
+    // a review rewritten in the store into something that is no review: one line, and the rest listed
+    const shown = drawnOrUnreadable(r, () => review(r, verbose));
+    const decide = `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
+    process.stdout.write(`${shown.text}${shown.readable ? decide : ""}\n\n`);
   }
   return EXIT_OK;
 }
@@ -420,6 +416,8 @@ function pendingOrFail(db: Store, name: string, id: string) {
       "not-pending",
     );
   }
+  // before its review is printed (it cannot be) or the passphrase asked
+  refuseUnreadable(req);
   return req;
 }
 

@@ -5,7 +5,7 @@
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { ReadStream } from "node:tty";
-import { publicRequest, renderReview, renderReviewCard } from "../approval/render.js";
+import { renderReview, renderReviewCard } from "../approval/render.js";
 import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
@@ -13,6 +13,7 @@ import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { printableJson } from "../util/printableJson.js";
 import { EXIT_OK, UsageError } from "./errors.js";
+import { drawnOrUnreadable, requestJson, unreadableReview } from "./unreadableReview.js";
 
 /** How often the store is read while watching. */
 const WATCH_POLL_MS = 500;
@@ -33,7 +34,8 @@ export interface NextPick {
  * `stateDir`: the one the `approvals` its line names must look in.
  */
 export function nextDecidable(db: Store, stateDir?: string): NextPick | null {
-  const alive = pendingRequests(db).filter((r) => r.waiting);
+  // a request whose stored review cannot be read is never picked: nobody can decide it (unreadableReview.ts)
+  const alive = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) === null);
   const oldest = alive[0];
   if (!oldest) return null;
   const waitedOn = alive.findIndex((r) => r.callWaiting === true);
@@ -88,7 +90,7 @@ export async function watchRequests(
       if (json) {
         for (const r of now) {
           const before = known.get(r.request);
-          if (!before) print({ change: "pending", request: publicRequest(r) });
+          if (!before) print({ change: "pending", request: requestJson(r) });
           else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
         }
         for (const id of known.keys()) {
@@ -151,10 +153,11 @@ function drawList(now: PendingRequest[], verbose: boolean, stateDir: string): st
   if (now.length === 0) return head;
   const out = [head, ""];
   for (const r of now) {
-    out.push(verbose ? renderReview(r) : renderReviewCard(r));
+    // a review rewritten in the store into something that is no review: one line (unreadableReview.ts)
+    out.push(drawnOrUnreadable(r, () => (verbose ? renderReview(r) : renderReviewCard(r))).text);
     out.push("");
   }
-  const next = now.find((r) => r.waiting);
+  const next = now.find((r) => r.waiting && unreadableReview(r) === null);
   if (next) {
     const flag = stateDirFlagFor(stateDir);
     // (--next takes the oldest a call waits on, else the oldest: nextDecidable)

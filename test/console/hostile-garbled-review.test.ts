@@ -1,9 +1,10 @@
 // A store writer (any process of the user) rewrites one pending request's stored review into
-// something that is no review (`{}`, `null`, a tool name that is no string). The console drew the
-// Requests page by rendering every pending request's card, so that one row made the whole page an
-// internal error (500), and the human, sent there after logging in, saw none of the other
-// requests. The card of a review that cannot be drawn now says so and offers no decision (none
-// is taken: the row no longer matches its review); the other requests are listed and decided.
+// something that is no review (`{}`, `null`, text that is no JSON, a tool name that is no
+// string). The console drew the Requests page by rendering every pending request's card, so that
+// one row made the whole page an internal error (500), and the human, sent there after logging
+// in, saw none of the other requests. The card of a review that cannot be drawn now says so and
+// offers no decision (none is taken: the row no longer matches its review); the other requests
+// are listed and decided.
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -58,7 +59,8 @@ describe("a pending request whose stored review was rewritten into no review", (
     cleanup.push(() => {
       db.close();
     });
-    for (const garbled of ["{}", "null", '{"tool":{"name":{"x":1}},"arguments":"nope"}']) {
+    // `{`: no JSON at all, which the store's reader threw on for every page
+    for (const garbled of ["{}", "null", "{", '{"tool":{"name":{"x":1}},"arguments":"nope"}']) {
       db.prepare("UPDATE approval_requests SET review_json = ? WHERE request = ?").run(garbled, a!.request);
       const s = await httpLogin(c.url);
       const home = await raw(`${c.url}/`, { headers: { Cookie: s.cookie } });
@@ -83,6 +85,16 @@ describe("a pending request whose stored review was rewritten into no review", (
     );
     expect(denied.status).toBe(409);
     expect(denied.body).toContain("does not ask what its review shows");
+    expect(requestState(stateDir, a!.request)).toBe("pending");
+    // a forged one-call approval of A (its page offers none) is refused the same way, not a 500
+    // (the check of arguments partly hidden read the review's arguments before the decision did)
+    const forged = await post(
+      c.url,
+      `/requests/${a!.request}/decide`,
+      { csrf: s.csrf, reviewed: "forged", action: "approve-call", proof: s.proofKey ?? "" },
+      { Cookie: s.cookie },
+    );
+    expect(forged.status, forged.body).toBe(409);
     expect(requestState(stateDir, a!.request)).toBe("pending");
     // B is decided from the console as ever (the held proof's key, its review digest)
     const page = await raw(`${c.url}/requests/${b.request}`, { headers: { Cookie: s.cookie } });
