@@ -46,7 +46,7 @@ import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_FILE_ENV, PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { readWithoutWritingLine, sayReadWithoutWriting } from "./readWithoutWriting.js";
-import { drawnOrUnreadable, refuseUnreadable, requestJson } from "./unreadableReview.js";
+import { drawnOrUnreadable, refuseUnreadable, requestJson, unreadableReview } from "./unreadableReview.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
 
@@ -433,7 +433,7 @@ async function decideNext(
   verbose: boolean,
 ): Promise<number> {
   const picked = nextDecidable(db, stateDir);
-  if (!picked) return fail(EXIT_USAGE, "no approval request is pending.");
+  if (!picked) return fail(EXIT_USAGE, nothingToDecide(db, stateDir));
   const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a
   // script would get a review on stdout for a command that failed)
@@ -459,6 +459,17 @@ async function decideNext(
   }
   if (decided.choice === "deny") return deny(db, stateDir, req.request, decided.reason, verbose, true);
   return approve(db, stateDir, req.request, decided.choice, verbose, req);
+}
+
+/**
+ * Why `--next` found nothing to decide: nothing pending, or only requests whose stored review
+ * cannot be read (nextDecidable passes them by; 'no approval request is pending' would contradict
+ * the list that shows them).
+ */
+function nothingToDecide(db: Store, stateDir: string): string {
+  const n = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) !== null).length;
+  if (n === 0) return "no approval request is pending.";
+  return `no approval request can be decided: the stored review of the ${n === 1 ? "one" : n} pending cannot be read (${quotedCommand("approvals", stateDir)} lists ${n === 1 ? "it" : "them"}).`;
 }
 
 /** The refusal of --for session for a per-call tool's request, as every decision path says it. */

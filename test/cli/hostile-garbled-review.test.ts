@@ -124,6 +124,13 @@ describe("portcullis approvals, approve and deny with a pending request whose st
     expect(next.stdout).toContain(`approved ${b.request}`);
     expect(requestState(stateDir, b.request)).toBe("approved");
     expect(requestState(stateDir, a!.request)).toBe("pending");
+    // with only A left, --next says why it decides nothing (not that nothing is pending)
+    const none = await cli("deny", "--next");
+    expect(none.code, none.stderr).toBe(2);
+    expect(none.stderr).toContain(
+      "no approval request can be decided: the stored review of the one pending cannot be read",
+    );
+    expect(requestState(stateDir, a!.request)).toBe("pending");
     expect((await second).isError).toBeFalsy();
     await gw.close();
     await first.catch(() => {});
