@@ -63,7 +63,16 @@ describe("request heads", () => {
     expect(f("Transfer-Encoding: gzip\r\n")).toThrow("other than chunked");
     expect(f("Content-Length: 5\r\nContent-Length: 6\r\n")).toThrow("Content-Length");
     expect(f("Content-Length: -1\r\n")).toThrow("Content-Length");
-    expect(f("Content-Length: 5, 5\r\n")()).toEqual({ kind: "length", length: 5 });
+    // what one parser reads as a length and another refuses or reads otherwise: refused
+    expect(f("Content-Length: 5, 5\r\n")).toThrow("a malformed Content-Length");
+    expect(f("Content-Length: ,5\r\n")).toThrow("a malformed Content-Length");
+    expect(f("Content-Length: \r\n")).toThrow("a malformed Content-Length");
+    expect(f("Content-Length: 5\r\nContent-Length: 5\r\n")).toThrow("more than one Content-Length");
+    expect(f("Transfer-Encoding: ,chunked\r\n")).toThrow("an empty element in Transfer-Encoding");
+    expect(() =>
+      requestFraming(parseRequestHead(head("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"))),
+    ).toThrow("a Transfer-Encoding in an HTTP/1.0 request");
+    expect(f("Content-Length: 5\r\n")()).toEqual({ kind: "length", length: 5 });
     expect(f("Transfer-Encoding: gzip, chunked\r\n")()).toEqual({ kind: "chunked" });
   });
 
@@ -138,6 +147,11 @@ describe("where a body ends, whatever pieces it arrives in", () => {
     expect(() => meter({ kind: "chunked" }, Buffer.from("zz\r\n"), [])).toThrow("chunk size");
     expect(() => meter({ kind: "chunked" }, Buffer.from("2\r\nabc\r\n"), [])).toThrow("longer than its size");
     expect(() => meter({ kind: "chunked" }, Buffer.from("2\nab\r\n"), [])).toThrow("CRLF");
+    // a bare CR is a line's end to some parsers: refused in a size line and in a trailer
+    expect(() => meter({ kind: "chunked" }, Buffer.from("2;x\r\r\nab\r\n"), [])).toThrow("control character");
+    expect(() => meter({ kind: "chunked" }, Buffer.from("0\r\nA: b\rc\r\n\r\n"), [])).toThrow(
+      "control character",
+    );
   });
 
   it("a length: exactly that many bytes, at any cut; until the close: everything", () => {

@@ -94,6 +94,13 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   let phase: "head" | "body" | "busy" | "wait" = "head";
   let meter: BodyMeter | null = null;
   let upstream: Upstream | null = null;
+  /**
+   * The request written to the upstream and not yet recorded (its answer not come): recorded as
+   * failed when the tunnel closes first. A server that reset its tunnel the moment its request
+   * went out (a value in it or not) left no record of it: the kept connection was discarded, and
+   * with it the only handler that would have recorded the request.
+   */
+  let unrecorded: (() => void) | null = null;
   let closed = false;
   // the client is paused only when something must wait: a full upstream, or requests piling up
   let paused = false;
@@ -111,6 +118,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   const finish = (how: "end" | "destroy") => {
     if (closed) return;
     closed = true;
+    unrecorded?.();
     upstream?.discard();
     if (how === "end") client.end();
     else client.destroy();
@@ -121,6 +129,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   const refuse = (status: number, text: string, why: string) => {
     if (closed) return;
     closed = true;
+    unrecorded?.();
     upstream?.discard();
     client.end(errorResponse(status, text, why));
   };
@@ -248,6 +257,15 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const closeAfter = closes(head);
     const bodyless = framing.kind === "length" && framing.length === 0;
 
+    /** recorded once: answered, failed, or abandoned by a tunnel that closed (`unrecorded`) */
+    let recorded = false;
+    const recordOnce = (r: Parameters<ExchangeOptions["record"]>[0]) => {
+      if (recorded) return;
+      recorded = true;
+      if (unrecorded === abandoned) unrecorded = null;
+      o.record(r);
+    };
+    const abandoned = () => recordOnce({ ...base, outcome: "failed" });
     let rbuf: Buffer = EMPTY;
     let rmeter: BodyMeter | null = null;
     let rclose = false;
@@ -289,7 +307,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       upstream = null;
       up.discard();
       if (!answered) {
-        o.record({ ...base, outcome: "failed" });
+        recordOnce({ ...base, outcome: "failed" });
         refuse(
           status,
           status === 504 ? "Gateway Timeout" : "Bad Gateway",
@@ -313,7 +331,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         }
         if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
         answered = true;
-        o.record({ ...base, outcome: "forwarded", status: h.status });
+        recordOnce({ ...base, outcome: "forwarded", status: h.status });
         const f = responseFraming(h, head.method);
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
@@ -363,6 +381,9 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
           // one, as HTTP clients do, for a request that may be sent twice
           over = true;
           upstream = null;
+          // (the new attempt records the request, from when it is written again)
+          recorded = true;
+          unrecorded = null;
           up.discard();
           exchange(head, framing, rest, true).catch((err: unknown) =>
             refuse(
@@ -379,6 +400,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       timeout: () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504),
     });
     phase = meter.done ? "wait" : "body";
+    unrecorded = abandoned;
     up.socket.write(first);
     if (phase === "body" && buffered.length > 0) {
       const b = buffered;

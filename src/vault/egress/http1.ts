@@ -144,8 +144,29 @@ function framingOf(h: Head, otherwise: Framing): Framing {
   return otherwise;
 }
 
-/** A request's body: chunked, a length, or none (a request is never delimited by a close). */
+/**
+ * A request's body: chunked, a length, or none (a request is never delimited by a close).
+ * Stricter than framingOf, since the request comes from the server the proxy guards, and the
+ * upstream reads it after the proxy: wherever the two could read a body's end differently, the
+ * bytes the proxy takes for the rest of one request's body the upstream would take for a request
+ * of its own, which the proxy never read (no Host checked, no record), and whose body could
+ * swallow the next request, released value and all. So only the framings every server reads
+ * alike pass: a Transfer-Encoding in an HTTP/1.0 request (which RFC 9112 §6.1 has a server treat
+ * as faulty, and older ones ignore, reading no body), a Content-Length that is not one field of
+ * digits (`5, 5`, `,5`, empty: read as 5 by one parser, refused or 0 by another), and an empty
+ * element in a Transfer-Encoding list are refused.
+ */
 export function requestFraming(h: RequestHead): Framing {
+  for (let i = 0; i < h.names.length; i++) {
+    const name = h.names[i]!.toLowerCase();
+    if (name === "transfer-encoding") {
+      if (h.minor === 0) throw new HttpError("a Transfer-Encoding in an HTTP/1.0 request");
+      if (h.values[i]!.split(",").some((v) => v.trim() === ""))
+        throw new HttpError("an empty element in Transfer-Encoding");
+    } else if (name === "content-length" && !/^\d{1,15}$/.test(h.values[i]!))
+      throw new HttpError("a malformed Content-Length");
+  }
+  if (headerList(h, "content-length").length > 1) throw new HttpError("more than one Content-Length");
   return framingOf(h, { kind: "length", length: 0 });
 }
 
@@ -213,6 +234,8 @@ export class BodyMeter {
       const line = this.line.endsWith("\r\n") ? this.line.slice(0, -2) : null;
       this.line = "";
       if (line === null) throw new HttpError("a chunk line not ended by CRLF");
+      // a bare CR, or another control character, is a line's end to some parsers and not to others
+      if (BAD_VALUE.test(line)) throw new HttpError("a control character in a chunk line");
       if (this.state === "crlf") {
         if (line !== "") throw new HttpError("chunk data longer than its size");
         this.state = "size";
