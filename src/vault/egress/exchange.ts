@@ -14,6 +14,7 @@ import {
   requestFraming,
   responseFraming,
 } from "./http1.js";
+import { headWithoutValues } from "./location.js";
 import type { Released } from "./release.js";
 import type { Upstream, Upstreams } from "./upstreams.js";
 
@@ -66,7 +67,10 @@ export interface ExchangeOptions {
   scheme: "http" | "https";
   timeoutMs: number;
   upstreams: Upstreams;
-  release(dest: Destination, parts: { url: string; headers: string[] }): Promise<Released>;
+  release(
+    dest: Destination,
+    parts: { url: string; headers: string[]; values?: Map<string, string> },
+  ): Promise<Released>;
   record(r: {
     method: string;
     scheme: "http" | "https";
@@ -208,7 +212,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       names.push(head.names[i]!);
       values.push(head.values[i]!);
     }
-    const parts = { url: head.target, headers: values };
+    const parts = { url: head.target, headers: values, values: new Map<string, string>() };
     const s = await o.release(o.dest, parts);
     const base = { method: head.method, scheme: o.scheme, ...s };
     // a value that would end a header line is never written into one
@@ -336,7 +340,14 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
         const n = rmeter.take(rbuf, end);
-        toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+        // a redirect's target never carries a released value back (location.ts)
+        const asRead = rbuf.subarray(0, end);
+        const shown = headWithoutValues(asRead, parts.values);
+        if (shown === asRead) toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+        else {
+          toClient(shown);
+          toClient(rbuf.subarray(end, end + n));
+        }
         if (end + n < rbuf.length) rclose = true; // bytes past the answer: not to be trusted again
         rbuf = EMPTY;
         if (rmeter.done) done();

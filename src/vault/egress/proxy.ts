@@ -12,6 +12,7 @@ import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
+import { locationWithoutValues } from "./location.js";
 import { releaser } from "./release.js";
 import { upstreams } from "./upstreams.js";
 
@@ -152,7 +153,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       names.push(name);
       values.push(req.rawHeaders[i + 1]!);
     }
-    const parts = { url: path, headers: values };
+    const parts = { url: path, headers: values, values: new Map<string, string>() };
     const isDeclared = o.credentials.some((c) => hostMatches(c.hosts, dest));
     const s = isDeclared
       ? await substitute(dest, parts)
@@ -195,7 +196,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
         const n = up.rawHeaders[i]!;
         if (n.toLowerCase() === "connection" || n.toLowerCase() === "keep-alive") continue;
-        raw.push(n, up.rawHeaders[i + 1]!);
+        // a redirect's target never carries a released value back (location.ts)
+        const v = up.rawHeaders[i + 1]!;
+        raw.push(n, n.toLowerCase() === "location" ? locationWithoutValues(v, parts.values) : v);
       }
       try {
         res.writeHead(up.statusCode ?? 502, up.statusMessage, raw);

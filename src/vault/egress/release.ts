@@ -111,7 +111,11 @@ export function releaser(o: Options) {
     return inFlight;
   };
 
-  const release = async (dest: Destination, parts: { url: string; headers: string[] }): Promise<Released> => {
+  /** `parts.values`, when given, is told each value put in (for headWithoutValues; never recorded) */
+  const release = async (
+    dest: Destination,
+    parts: { url: string; headers: string[]; values?: Map<string, string> },
+  ): Promise<Released> => {
     const seen = new Set<string>();
     for (const text of [parts.url, ...parts.headers])
       if (hasPlaceholder(text)) for (const m of text.matchAll(PLACEHOLDER)) seen.add(m[1]!);
@@ -161,6 +165,7 @@ export function releaser(o: Options) {
       const v = value;
       parts.url = parts.url.replace(re, () => encodeURIComponent(v));
       parts.headers = parts.headers.map((h) => (hasPlaceholder(h) ? h.replace(re, () => v) : h));
+      parts.values?.set(scope, v);
       out.released.push(scope);
       out.call = call.callId;
       if (call.callKey !== undefined) out.callKey = call.callKey;
