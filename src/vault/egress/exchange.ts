@@ -67,6 +67,11 @@ export interface ExchangeOptions {
   scheme: "http" | "https";
   timeoutMs: number;
   upstreams: Upstreams;
+  /**
+   * `egress: "declared-only"`: every request must name the destination wherever it names a host,
+   * a value in it or not (misdirected below)
+   */
+  onlyDeclared?: boolean;
   release(
     dest: Destination,
     parts: { url: string; headers: string[]; values?: Map<string, string> },
@@ -74,7 +79,7 @@ export interface ExchangeOptions {
   record(r: {
     method: string;
     scheme: "http" | "https";
-    outcome: "forwarded" | "failed";
+    outcome: "forwarded" | "failed" | "refused";
     status?: number;
     released: string[];
     withheld: string[];
@@ -83,6 +88,14 @@ export interface ExchangeOptions {
     epoch: string | null;
   }): void;
 }
+
+/**
+ * Under `egress: "declared-only"`, a request to a declared host that names another site: the
+ * upstream picks the site from the request (a CDN, a PaaS router fronting many), so it would
+ * reach a host nobody declared (domain fronting), recorded under the declared one.
+ */
+export const onlyDeclaredMisdirected = (why: string) =>
+  `egress "declared-only" and ${why}: the site it names is not a declared host, nothing was sent`;
 
 /** An error answer to the client, then the tunnel is closed. */
 export function errorResponse(status: number, text: string, why: string): string {
@@ -227,10 +240,16 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     // the upstream picks the site from the Host header and an absolute target, not from the
     // connection: a value goes only with a request that names the destination (hosts.ts)
     const misdirected =
-      s.released.length > 0 ? misdirection(o.dest, o.scheme, head.target, names, values) : null;
+      s.released.length > 0 || o.onlyDeclared
+        ? misdirection(o.dest, o.scheme, head.target, names, values)
+        : null;
     if (misdirected !== null) {
-      o.record({ ...base, outcome: "failed" });
-      return refuse(421, "Misdirected Request", `a request with a released value and ${misdirected}`);
+      if (s.released.length > 0) {
+        o.record({ ...base, outcome: "failed" });
+        return refuse(421, "Misdirected Request", `a request with a released value and ${misdirected}`);
+      }
+      o.record({ ...base, outcome: "refused", status: 421 });
+      return refuse(421, "Misdirected Request", onlyDeclaredMisdirected(misdirected));
     }
     let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;
     for (let i = 0; i < names.length; i++) text += `${names[i]}: ${parts.headers[i]}\r\n`;

@@ -8,7 +8,14 @@ import { acceptedFromOther } from "../../identity/otherUser.js";
 import type { Logger } from "../../util/log.js";
 import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
-import { errorResponse, HOP, serveTunnel, upgradesToWebSocket, WEBSOCKET_REFUSED } from "./exchange.js";
+import {
+  errorResponse,
+  HOP,
+  onlyDeclaredMisdirected,
+  serveTunnel,
+  upgradesToWebSocket,
+  WEBSOCKET_REFUSED,
+} from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
@@ -162,10 +169,18 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const base = { host: dest.host, port: dest.port, method: req.method ?? "GET", scheme, ...s };
     // the upstream picks the site from the Host header, not from the connection: a value goes
     // only with a request whose Host names the destination (hosts.ts, misdirection)
-    const misdirected = s.released.length > 0 ? misdirection(dest, scheme, path, names, values) : null;
+    // under "declared-only", any request: the site it names must be declared (domain fronting)
+    const misdirected =
+      s.released.length > 0 || o.mode === "declared-only"
+        ? misdirection(dest, scheme, path, names, values)
+        : null;
     if (misdirected !== null) {
-      record({ ...base, outcome: "failed" });
-      return fail(res, 421, `a request with a released value and ${misdirected}`);
+      if (s.released.length > 0) {
+        record({ ...base, outcome: "failed" });
+        return fail(res, 421, `a request with a released value and ${misdirected}`);
+      }
+      record({ ...base, outcome: "refused", status: 421 });
+      return fail(res, 421, onlyDeclaredMisdirected(misdirected));
     }
     let upstream: http.ClientRequest;
     try {
@@ -243,6 +258,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       scheme,
       timeoutMs,
       upstreams: pool,
+      onlyDeclared: o.mode === "declared-only",
       release: substitute,
       record: (r) => record({ host: dest.host, port: dest.port, ...r }),
     });
