@@ -10,10 +10,11 @@
 import { writeFileSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import {
   approvedCall,
   egressKit,
@@ -65,9 +66,15 @@ let port: number;
 let framing: Raw;
 let held: Raw;
 let endCall: () => Promise<void>;
+let tlsPort: number;
+let tlsReceived: { path: string; authorization: string | undefined }[];
+/** another server's HTTP-delivered secret, stored for the same host */
+const OTHER_VALUE = "billing-test-value-0c4e9a17";
 
 beforeAll(async () => {
-  const { plain, hosts } = await k.upstreams();
+  const { plain, tls, hosts } = await k.upstreams();
+  tlsPort = tls.port;
+  tlsReceived = tls.received;
   framing = await rawUpstream(false);
   held = await rawUpstream(true);
   k.cleanup.push(
@@ -78,8 +85,13 @@ beforeAll(async () => {
   stateDir = newStateDir();
   const dir = k.project(nodeServer, declared);
   await k.storeHttpSecret(stateDir, ...declared);
+  const other = await runCli(
+    ["vault", "set", "billing-api", "--from-stdin", "--host", `127.0.0.1:${framing.port}`],
+    { stateDir, env: passphraseEnv(), input: OTHER_VALUE },
+  );
+  expect(other.code, other.stderr).toBe(0);
   await k.unlock(stateDir);
-  gw = await k.gateway(dir, stateDir);
+  gw = await k.gateway(dir, stateDir, { NODE_EXTRA_CA_CERTS: tls.caFile });
   port = await proxyPort(gw);
   // a call that stays in flight until the test says: its first fetch got the value, so the
   // window is open for whatever this process (the server, as far as the proxy can tell) sends
@@ -209,5 +221,50 @@ describe("a tunnel reset as its request goes out", () => {
       "the reset tunnel's request in the egress record",
     );
     expect(shown).toMatchObject({ requests: 1, released: 1 });
+  });
+});
+
+describe("other ways into another host or another credential, in a tunnel during the call", () => {
+  it("a second pipelined request naming another host gets a 421; another server's placeholder stays one; SNI names nothing", async () => {
+    const host = `Host: 127.0.0.1:${framing.port}\r\n`;
+    const auth = `Authorization: Bearer ${PLACEHOLDER}\r\n`;
+    // two requests in one write: the first named its destination, the second names another host
+    const out = await tunnel(
+      framing.port,
+      `GET /pipelined-1 HTTP/1.1\r\n${host}${auth}\r\nGET http://attacker.example/pipelined-2 HTTP/1.1\r\n${host}${auth}\r\n`,
+    );
+    expect(out.match(/HTTP\/1\.1 \d{3}/g)).toEqual(["HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 421"]);
+    expect(framing.text()).toContain("GET /pipelined-1 ");
+    expect(framing.text()).not.toContain("pipelined-2");
+    // a secret the vault holds for this very host, but that this server's configuration does not
+    // name (another server's): its placeholder goes out as it is
+    await tunnel(
+      framing.port,
+      `GET /other-scope HTTP/1.1\r\n${host}Authorization: Bearer portcullis-placeholder:billing-api\r\nConnection: close\r\n\r\n`,
+    );
+    expect(framing.text()).toContain("Authorization: Bearer portcullis-placeholder:billing-api");
+    expect(framing.text().includes(OTHER_VALUE)).toBe(false);
+    // SNI is not read: the leaf is for the CONNECT target, and the request goes to it, to be
+    // judged by its Host as any other
+    const sni = async (hostHeader: string) => {
+      const s = connect(port, "127.0.0.1");
+      s.write(`CONNECT 127.0.0.1:${tlsPort} HTTP/1.1\r\nHost: 127.0.0.1:${tlsPort}\r\n\r\n`);
+      await new Promise((r) => s.once("data", r));
+      // (the attacker trusts whatever it is shown: it is the proxy's routing under test)
+      const t = tlsConnect({ socket: s, servername: "attacker.example", rejectUnauthorized: false });
+      await new Promise((r) => t.once("secureConnect", r));
+      let text = "";
+      t.on("data", (d: Buffer) => {
+        text += d.toString("latin1");
+      });
+      t.write(`GET /sni HTTP/1.1\r\nHost: ${hostHeader}\r\n${auth}Connection: close\r\n\r\n`);
+      await new Promise((r) => t.on("close", r));
+      return text.split("\r\n")[0];
+    };
+    expect(await sni(`127.0.0.1:${tlsPort}`)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await sni("attacker.example")).toMatch(/^HTTP\/1\.1 421 /);
+    expect(
+      tlsReceived.filter((r) => r.path === "/sni").map((r) => r.authorization === `Bearer ${SECRET}`),
+    ).toEqual([true]);
   });
 });
