@@ -67,6 +67,8 @@ describe("request heads", () => {
     expect(f("Content-Length: 5, 5\r\n")).toThrow("a malformed Content-Length");
     expect(f("Content-Length: ,5\r\n")).toThrow("a malformed Content-Length");
     expect(f("Content-Length: \r\n")).toThrow("a malformed Content-Length");
+    expect(f("Content-Length: 010\r\n")).toThrow("a malformed Content-Length");
+    expect(f("Content-Length: 0\r\n")()).toEqual({ kind: "length", length: 0 });
     expect(f("Content-Length: 5\r\nContent-Length: 5\r\n")).toThrow("more than one Content-Length");
     expect(f("Transfer-Encoding: ,chunked\r\n")).toThrow("an empty element in Transfer-Encoding");
     expect(() =>

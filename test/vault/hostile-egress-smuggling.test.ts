@@ -158,6 +158,12 @@ describe("request framings the proxy and an upstream could read differently", ()
         `POST /smuggle-4 HTTP/1.1\r\n${host}Content-Length: ,5\r\n\r\n`,
         "hello",
       ],
+      // 10 to the proxy, octal 8 to a parser that lets strtol pick the base
+      [
+        "a malformed Content-Length",
+        `POST /smuggle-4b HTTP/1.1\r\n${host}Content-Length: 010\r\n\r\n`,
+        "hellohello",
+      ],
       [
         "more than one Content-Length",
         `POST /smuggle-5 HTTP/1.1\r\n${host}Content-Length: 5\r\nContent-Length: 5\r\n\r\n`,

@@ -153,7 +153,8 @@ function framingOf(h: Head, otherwise: Framing): Framing {
  * swallow the next request, released value and all. So only the framings every server reads
  * alike pass: a Transfer-Encoding in an HTTP/1.0 request (which RFC 9112 §6.1 has a server treat
  * as faulty, and older ones ignore, reading no body), a Content-Length that is not one field of
- * digits (`5, 5`, `,5`, empty: read as 5 by one parser, refused or 0 by another), and an empty
+ * digits without leading zeros (`5, 5`, `,5`, empty: read as 5 by one parser, refused or 0 by
+ * another; `010`, octal 8 to a C parser that lets strtol pick the base), and an empty
  * element in a Transfer-Encoding list are refused.
  */
 export function requestFraming(h: RequestHead): Framing {
@@ -163,7 +164,7 @@ export function requestFraming(h: RequestHead): Framing {
       if (h.minor === 0) throw new HttpError("a Transfer-Encoding in an HTTP/1.0 request");
       if (h.values[i]!.split(",").some((v) => v.trim() === ""))
         throw new HttpError("an empty element in Transfer-Encoding");
-    } else if (name === "content-length" && !/^\d{1,15}$/.test(h.values[i]!))
+    } else if (name === "content-length" && !/^(?:0|[1-9]\d{0,14})$/.test(h.values[i]!))
       throw new HttpError("a malformed Content-Length");
   }
   if (headerList(h, "content-length").length > 1) throw new HttpError("more than one Content-Length");
