@@ -20,6 +20,10 @@ describe("a redirect's target without the released values", () => {
     expect(locationWithoutValues(Buffer.from("/p/tok/en+1 é", "utf8").toString("latin1"), released)).toBe(
       "/p/portcullis-placeholder:api",
     );
+    // the upstream's own escapes, in lower case
+    expect(locationWithoutValues("/x?key=tok%2fen%2b1%20%c3%a9", released)).toBe(
+      "/x?key=portcullis-placeholder%3Aapi",
+    );
     expect(locationWithoutValues("/nothing/here", released)).toBe("/nothing/here");
   });
 

@@ -10,13 +10,24 @@
  * value elsewhere hands it to the server; docs/security.md says so).
  */
 
-/** What each released value is written as in a URL (as release.ts writes it) and in a header. */
-function spellings(scope: string, value: string): [string, string][] {
+/**
+ * A released value as a URL may hold it: URL-encoded as release.ts writes it, its escapes in
+ * either case (`%2f` is `%2F`: an upstream may write its own), and as written (an upstream may
+ * have decoded it), each with the placeholder it goes back to.
+ */
+function spellings(scope: string, value: string): [RegExp, string][] {
   const raw = Buffer.from(value, "utf8").toString("latin1");
   const encoded = encodeURIComponent(value);
+  const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const anyCase = literal(encoded).replace(
+    /%([0-9A-F])([0-9A-F])/g,
+    (_, a: string, b: string) => `%[${a}${a.toLowerCase()}][${b}${b.toLowerCase()}]`,
+  );
   return [
-    [encoded, `portcullis-placeholder%3A${scope}`],
-    ...(raw === encoded ? [] : ([[raw, `portcullis-placeholder:${scope}`]] as [string, string][])),
+    [new RegExp(anyCase, "g"), `portcullis-placeholder%3A${scope}`],
+    ...(raw === encoded
+      ? []
+      : ([[new RegExp(literal(raw), "g"), `portcullis-placeholder:${scope}`]] as [RegExp, string][])),
   ];
 }
 
@@ -24,7 +35,7 @@ function spellings(scope: string, value: string): [string, string][] {
 export function locationWithoutValues(location: string, released: ReadonlyMap<string, string>): string {
   let out = location;
   for (const [scope, value] of released)
-    for (const [from, to] of spellings(scope, value)) if (from !== "") out = out.split(from).join(to);
+    if (value !== "") for (const [from, to] of spellings(scope, value)) out = out.replace(from, () => to);
   return out;
 }
 
